@@ -1,0 +1,105 @@
+// One typed configuration object, loaded and validated once at start-up. Keys follow Flink's names
+// where a Flink user would look for them; every field carries its unit in its name.
+import { ConfigurationError } from './errors.js';
+
+interface OptionSpec {
+  readonly key: string;
+  readonly default: number | string;
+  readonly description: string;
+  readonly min?: number;
+}
+
+/** Every option: its Flink-style key, default and meaning. The README's config table lists these. */
+export const CONFIG_OPTIONS = {
+  heartbeatIntervalMs: { key: 'heartbeat.interval', default: 1_000, min: 10, description: 'How often JM→TE, RM→TE and RM→JM heartbeats are sent (ms).' },
+  heartbeatTimeoutMs: { key: 'heartbeat.timeout', default: 10_000, min: 50, description: 'Silence after which a peer counts as lost (ms). A closed connection or an exited process counts at once.' },
+  rpcTimeoutMs: { key: 'rpc.timeout', default: 10_000, min: 10, description: 'Deadline of every remote call (ms).' },
+  leaseDurationMs: { key: 'high-availability.lease.duration', default: 10_000, min: 50, description: 'How long a leadership lease lasts without renewal (ms).' },
+  leaseRenewIntervalMs: { key: 'high-availability.lease.renew-interval', default: 2_000, min: 10, description: 'How often the leader renews its lease (ms); keep well below the duration.' },
+  taskManagerTimeoutMs: { key: 'resourcemanager.taskmanager-timeout', default: 30_000, min: 0, description: 'An idle TaskExecutor (no allocated slot, no unconsumed partition) is stopped after this long (ms).' },
+  slotIdleTimeoutMs: { key: 'slot.idle.timeout', default: 50_000, min: 0, description: 'A slot the JobMaster holds but does not use is given back after this long (ms).' },
+  slotRequestTimeoutMs: { key: 'slot.request.timeout', default: 120_000, min: 10, description: 'A job whose slots have not all arrived after this long fails, naming what it asked for and what exists (ms).' },
+  numberOfTaskSlots: { key: 'taskmanager.numberOfTaskSlots', default: 2, min: 1, description: 'Slots per TaskExecutor; each slot is one worker thread.' },
+  maxTaskManagers: { key: 'resourcemanager.max-taskmanagers', default: 8, min: 0, description: 'The most TaskExecutors one ResourceManager may run at once.' },
+  defaultParallelism: { key: 'parallelism.default', default: 2, min: 1, description: 'Parallelism of operators that set none.' },
+  restAddress: { key: 'rest.address', default: '127.0.0.1', description: 'Address the local Dispatcher listens on.' },
+  restPort: { key: 'rest.port', default: 8081, min: 0, description: 'Port of the local Dispatcher (0 picks a free one).' },
+  restMaxContentLengthBytes: { key: 'rest.server.max-content-length', default: 64 * 1024 * 1024, min: 1024, description: 'Largest request body the Dispatcher accepts (bytes), library included.' },
+  networkBufferSizeBytes: { key: 'taskmanager.memory.segment-size', default: 32 * 1024, min: 256, description: 'Size of one network buffer (bytes).' },
+  networkBuffersPerChannel: { key: 'taskmanager.network.memory.buffers-per-channel', default: 4, min: 1, description: 'Credits a consumer grants per input channel: the most buffers in flight on it.' },
+  bufferTimeoutMs: { key: 'execution.buffer-timeout', default: 100, min: 0, description: 'A partly filled output buffer is sent after this long (ms).' },
+  collectMaxRecords: { key: 'collect.max-records', default: 10_000, min: 0, description: 'Most records a collect sink returns; the rest are dropped and the result marked truncated.' },
+} as const satisfies Record<string, OptionSpec>;
+
+export type ConfigField = keyof typeof CONFIG_OPTIONS;
+export type FloeConfig = { readonly [K in ConfigField]: (typeof CONFIG_OPTIONS)[K]['default'] extends number ? number : string };
+
+const BY_KEY = new Map<string, ConfigField>(
+  (Object.entries(CONFIG_OPTIONS) as [ConfigField, OptionSpec][]).map(([field, spec]) => [spec.key, field]),
+);
+
+export const defaultConfig: FloeConfig = Object.fromEntries(
+  (Object.entries(CONFIG_OPTIONS) as [ConfigField, OptionSpec][]).map(([f, s]) => [f, s.default]),
+) as FloeConfig;
+
+/**
+ * Builds a config from Flink-style keys (`heartbeat.timeout`) or field names (`heartbeatTimeoutMs`).
+ * Every problem is reported at once, naming the key, the value found and what is expected.
+ */
+export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base: FloeConfig = defaultConfig): FloeConfig {
+  const out: Record<string, number | string> = { ...base };
+  const problems: string[] = [];
+  for (const [name, raw] of Object.entries(values)) {
+    const field = BY_KEY.get(name) ?? (name in CONFIG_OPTIONS ? (name as ConfigField) : undefined);
+    if (field === undefined) {
+      problems.push(`unknown option '${name}' (known: ${[...BY_KEY.keys()].join(', ')})`);
+      continue;
+    }
+    const spec: OptionSpec = CONFIG_OPTIONS[field];
+    if (typeof spec.default === 'number') {
+      const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
+      if (!Number.isFinite(n) || !Number.isInteger(n)) {
+        problems.push(`'${spec.key}' must be an integer, found ${JSON.stringify(raw)}`);
+      } else if (spec.min !== undefined && n < spec.min) {
+        problems.push(`'${spec.key}' must be >= ${spec.min}, found ${n}`);
+      } else {
+        out[field] = n;
+      }
+    } else if (typeof raw !== 'string' || raw === '') {
+      problems.push(`'${spec.key}' must be a non-empty string, found ${JSON.stringify(raw)}`);
+    } else {
+      out[field] = raw;
+    }
+  }
+  const cfg = out as FloeConfig;
+  if (cfg.leaseRenewIntervalMs >= cfg.leaseDurationMs) {
+    problems.push(`'high-availability.lease.renew-interval' (${cfg.leaseRenewIntervalMs} ms) must be below 'high-availability.lease.duration' (${cfg.leaseDurationMs} ms)`);
+  }
+  if (cfg.heartbeatIntervalMs >= cfg.heartbeatTimeoutMs) {
+    problems.push(`'heartbeat.interval' (${cfg.heartbeatIntervalMs} ms) must be below 'heartbeat.timeout' (${cfg.heartbeatTimeoutMs} ms)`);
+  }
+  if (problems.length > 0) throw new ConfigurationError(`invalid configuration: ${problems.join('; ')}`);
+  return cfg;
+}
+
+/** Config travels to child processes and containers as JSON in this environment variable. */
+export const CONFIG_ENV = 'FLOE_CONFIG';
+
+export function configFromEnv(env: NodeJS.ProcessEnv = process.env): FloeConfig {
+  const raw = env[CONFIG_ENV];
+  if (raw === undefined || raw === '') return defaultConfig;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch (e) {
+    throw new ConfigurationError(`${CONFIG_ENV} is not valid JSON: ${(e as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigurationError(`${CONFIG_ENV} must be a JSON object of option keys to values`);
+  }
+  return loadConfig(parsed as Record<string, unknown>);
+}
+
+export function configToEnv(config: FloeConfig): string {
+  return JSON.stringify(config);
+}

@@ -1,0 +1,181 @@
+// The error vocabulary. Every error crossing a process boundary is a FloeError with a stable
+// `code`, so the receiving side rebuilds the same class (see toErrorInfo / fromErrorInfo).
+
+export interface ErrorInfo {
+  readonly code: string;
+  readonly message: string;
+  readonly retryable: boolean;
+  readonly stack?: string;
+  readonly details?: unknown;
+}
+
+export interface FloeErrorOptions {
+  readonly cause?: unknown;
+  readonly retryable?: boolean;
+  readonly details?: unknown;
+}
+
+export class FloeError extends Error {
+  /** Stable machine-readable code, e.g. `FENCING_TOKEN_MISMATCH`. */
+  readonly code: string;
+  /** Whether trying the same thing again may succeed. */
+  readonly retryable: boolean;
+  readonly details?: unknown;
+  /** HTTP status at the REST edge; only 4xx expose their message. */
+  readonly httpStatus: number = 500;
+
+  constructor(code: string, message: string, options: FloeErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+    this.details = options.details;
+  }
+}
+
+/** A call reached a fenced component with another leader's token, or none. */
+export class FencingTokenError extends FloeError {
+  override readonly httpStatus = 409;
+  constructor(component: string, expected: number | undefined, received: number | undefined) {
+    super(
+      'FENCING_TOKEN_MISMATCH',
+      `${component} rejected a call fenced with token ${received ?? 'none'}: the current leader's token is ${expected ?? 'unknown (not leading)'}; look up the current leader and retry`,
+      { details: { component, expected, received } },
+    );
+  }
+}
+
+/** This process lost (or never held) the lease it needs to act. */
+export class LeadershipLostError extends FloeError {
+  constructor(message: string, options?: FloeErrorOptions) {
+    super('LEADERSHIP_LOST', message, options);
+  }
+}
+
+/** A write conditioned on an epoch found a newer writer. */
+export class StaleWriterError extends FloeError {
+  override readonly httpStatus = 409;
+  constructor(message: string, options?: FloeErrorOptions) {
+    super('STALE_WRITER', message, options);
+  }
+}
+
+export class RpcTimeoutError extends FloeError {
+  constructor(target: string, timeoutMs: number) {
+    super('RPC_TIMEOUT', `call to ${target} got no answer within ${timeoutMs} ms`, { retryable: true });
+  }
+}
+
+/** The peer is unreachable (connection refused or reset): treated as a loss at once. */
+export class RpcConnectionError extends FloeError {
+  constructor(target: string, options?: FloeErrorOptions) {
+    super('RPC_CONNECTION', `cannot reach ${target}`, { retryable: true, ...options });
+  }
+}
+
+export class RpcUnauthorizedError extends FloeError {
+  override readonly httpStatus = 401;
+  constructor() {
+    super('UNAUTHORIZED', 'missing or wrong cluster secret');
+  }
+}
+
+export class NoResourceAvailableError extends FloeError {
+  constructor(message: string, options?: FloeErrorOptions) {
+    super('NO_RESOURCE_AVAILABLE', message, options);
+  }
+}
+
+/** One error listing every problem of a submitted JobGraph. */
+export class InvalidJobGraphError extends FloeError {
+  override readonly httpStatus = 400;
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    super('INVALID_JOB_GRAPH', `invalid job graph: ${problems.join('; ')}`, { details: { problems } });
+    this.problems = problems;
+  }
+}
+
+/** Malformed input at an API edge: says which field and what was expected. */
+export class InvalidRequestError extends FloeError {
+  override readonly httpStatus = 400;
+  constructor(message: string, options?: FloeErrorOptions) {
+    super('INVALID_REQUEST', message, options);
+  }
+}
+
+export class PayloadTooLargeError extends FloeError {
+  override readonly httpStatus = 413;
+  constructor(what: string, sizeBytes: number, limitBytes: number, hint = '') {
+    super('PAYLOAD_TOO_LARGE', `${what} is ${sizeBytes} bytes, the limit is ${limitBytes} bytes${hint ? `; ${hint}` : ''}`);
+  }
+}
+
+export class NotFoundError extends FloeError {
+  override readonly httpStatus = 404;
+  constructor(message: string) {
+    super('NOT_FOUND', message);
+  }
+}
+
+export class ConflictError extends FloeError {
+  override readonly httpStatus = 409;
+  constructor(message: string) {
+    super('CONFLICT', message);
+  }
+}
+
+export class ConfigurationError extends FloeError {
+  constructor(message: string) {
+    super('CONFIGURATION', message);
+  }
+}
+
+/** User code failed; message and stack are the user's. */
+export class UserCodeError extends FloeError {
+  constructor(message: string, stack: string | undefined) {
+    super('USER_CODE', message);
+    if (stack !== undefined) this.stack = stack;
+  }
+}
+
+export function toErrorInfo(error: unknown): ErrorInfo {
+  if (error instanceof FloeError) {
+    return { code: error.code, message: error.message, retryable: error.retryable, stack: error.stack, details: error.details };
+  }
+  if (error instanceof Error) {
+    return { code: 'INTERNAL', message: error.message, retryable: false, stack: error.stack };
+  }
+  return { code: 'INTERNAL', message: String(error), retryable: false };
+}
+
+/** Rebuilds a FloeError received from another process; the class follows the code. */
+export function fromErrorInfo(info: ErrorInfo): FloeError {
+  let error: FloeError;
+  const d = (info.details ?? {}) as Record<string, unknown>;
+  switch (info.code) {
+    case 'FENCING_TOKEN_MISMATCH':
+      error = new FencingTokenError(String(d['component'] ?? 'component'), d['expected'] as number | undefined, d['received'] as number | undefined);
+      break;
+    case 'INVALID_JOB_GRAPH':
+      error = new InvalidJobGraphError((d['problems'] as string[] | undefined) ?? [info.message]);
+      break;
+    case 'LEADERSHIP_LOST': error = new LeadershipLostError(info.message); break;
+    case 'STALE_WRITER': error = new StaleWriterError(info.message); break;
+    case 'UNAUTHORIZED': error = new RpcUnauthorizedError(); break;
+    case 'NO_RESOURCE_AVAILABLE': error = new NoResourceAvailableError(info.message); break;
+    case 'INVALID_REQUEST': error = new InvalidRequestError(info.message); break;
+    case 'NOT_FOUND': error = new NotFoundError(info.message); break;
+    case 'CONFLICT': error = new ConflictError(info.message); break;
+    case 'CONFIGURATION': error = new ConfigurationError(info.message); break;
+    case 'USER_CODE': error = new UserCodeError(info.message, info.stack); break;
+    default:
+      error = new FloeError(info.code, info.message, { retryable: info.retryable, details: info.details });
+  }
+  if (info.stack !== undefined) error.stack = info.stack;
+  return error;
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,44 @@
+// Structured JSON-lines logs on stderr; every line names its component, and the job and fencing token where known.
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  child(fields: Record<string, unknown>): Logger;
+}
+
+function threshold(): number {
+  const level = (process.env['FLOE_LOG_LEVEL'] ?? 'info') as LogLevel;
+  return LEVELS[level] ?? LEVELS.info;
+}
+
+export function createLogger(bindings: Record<string, unknown>, sink: (line: string) => void = (l) => process.stderr.write(l + '\n')): Logger {
+  const min = threshold();
+  const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>): void => {
+    if (LEVELS[level] < min) return;
+    const entry: Record<string, unknown> = { t: new Date().toISOString(), level, ...bindings, msg };
+    if (fields) {
+      for (const [k, v] of Object.entries(fields)) entry[k] = v instanceof Error ? { message: v.message, stack: v.stack } : v;
+    }
+    sink(JSON.stringify(entry));
+  };
+  return {
+    debug: (m, f) => emit('debug', m, f),
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+    child: (fields) => createLogger({ ...bindings, ...fields }, sink),
+  };
+}
+
+export const silentLogger: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error() {},
+  child: () => silentLogger,
+};

@@ -1,0 +1,65 @@
+// Port: job records. Creation is conditional (a resubmission is never a second job); status writes are
+// conditioned on the writer's epoch, so a deposed JobMaster cannot overwrite its successor.
+import type { JobId } from '../core/ids.js';
+import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
+
+export interface JobException {
+  readonly timestampMs: number;
+  /** The task that failed, e.g. "map (2/4)"; absent for job-level failures. */
+  readonly taskName?: string;
+  /** Where it ran: the TaskExecutor's resource id. */
+  readonly location?: string;
+  readonly message: string;
+  readonly stack?: string;
+}
+
+export interface JobRecord {
+  readonly jobId: JobId;
+  readonly name: string;
+  readonly status: JobStatus;
+  /** Epoch of the last writer; 0 until a JobMaster wins its lease. */
+  readonly epoch: number;
+  readonly submittedAtMs: number;
+  readonly updatedAtMs: number;
+  readonly endedAtMs?: number;
+  /** BlobStore key of the JobGraph JSON. */
+  readonly jobGraphKey: string;
+  readonly librarySha256: string;
+  readonly parallelism: number;
+  readonly tasks?: TaskCounts;
+  /** Latest exceptions, newest last (bounded). */
+  readonly exceptions: readonly JobException[];
+  /** Set by a cancel request that arrived before a JobMaster could act on it. */
+  readonly cancelRequested: boolean;
+  /** BlobStore key of the collect sink's result, once FINISHED. */
+  readonly resultKey?: string;
+}
+
+export interface JobRecordUpdate {
+  readonly status?: JobStatus;
+  readonly tasks?: TaskCounts;
+  readonly endedAtMs?: number;
+  readonly resultKey?: string;
+  /** Appended to the record's exceptions. */
+  readonly exception?: JobException;
+}
+
+export const MAX_STORED_EXCEPTIONS = 20;
+
+export interface JobStore {
+  /** Creates the record unless one with this id exists; `created: false` returns the existing one. */
+  create(record: JobRecord): Promise<{ created: boolean; record: JobRecord }>;
+  get(jobId: JobId): Promise<JobRecord | undefined>;
+  list(): Promise<JobRecord[]>;
+  /**
+   * Applies `update` if the record's epoch is <= `writerEpoch` and it is not already in a globally
+   * terminal state; records `writerEpoch`. Throws StaleWriterError when a newer epoch has written,
+   * ConflictError when the job already ended, NotFoundError when there is no such job.
+   */
+  update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord>;
+  /** Marks the job for cancellation (idempotent); returns the record. */
+  requestCancel(jobId: JobId): Promise<JobRecord>;
+  /** Removes a record; used to roll back a submission that could not be completed. */
+  delete(jobId: JobId): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,33 @@
+// Port: leader election by leases. A lease is taken when free or expired with epoch + 1, renewed only by
+// its holder at its epoch, and released by its holder. The epoch is the fencing token.
+
+export interface Lease {
+  readonly name: string;
+  readonly holder: string;
+  /** Strictly increases with every change of holder (and with every re-acquisition after a release). */
+  readonly epoch: number;
+  /** Wall-clock ms at which the lease lapses unless renewed. */
+  readonly expiresAtMs: number;
+  /** Where the holder answers (its RPC address), for leader retrieval. */
+  readonly address: string;
+}
+
+export interface LeaseStore {
+  /**
+   * Takes the lease when it is free, released or expired (epoch + 1). When `holder` already holds
+   * it unexpired, renews it at the same epoch. Otherwise returns undefined.
+   */
+  tryAcquire(name: string, holder: string, address: string, durationMs: number): Promise<Lease | undefined>;
+  /** Extends the lease if `holder` still holds it at `epoch`; undefined when it was lost. */
+  renew(name: string, holder: string, epoch: number, durationMs: number): Promise<Lease | undefined>;
+  /** Gives the lease up if `holder` holds it at `epoch`; the epoch is kept so the next one is higher. */
+  release(name: string, holder: string, epoch: number): Promise<boolean>;
+  /** The current lease record (expired or not), for leader retrieval. */
+  get(name: string): Promise<Lease | undefined>;
+  close(): Promise<void>;
+}
+
+export const leaseNames = {
+  resourceManager: (jobId: string): string => `rm/${jobId}`,
+  jobMaster: (jobId: string): string => `jm/${jobId}`,
+} as const;

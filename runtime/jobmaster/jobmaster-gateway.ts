@@ -1,0 +1,55 @@
+// What the JobMaster answers to. Fenced: every call carries the JM leader's token.
+import type { AllocationId, ExecutionAttemptId, ResourceId } from '../core/ids.js';
+import type { ErrorInfo } from '../core/errors.js';
+import type { ExecutionState } from '../jobgraph/job-status.js';
+import type { ClusterResources } from '../resourcemanager/resourcemanager-gateway.js';
+import type { InputSplit, TaskResult } from '../taskexecutor/task-deployment.js';
+
+export interface TaskManagerInfo {
+  readonly resourceId: ResourceId;
+  readonly address: string;
+  readonly dataAddress: string;
+}
+
+export interface SlotOffer {
+  readonly allocationId: AllocationId;
+  readonly slotIndex: number;
+}
+
+export interface TaskExecutionStateUpdate {
+  readonly attemptId: ExecutionAttemptId;
+  readonly state: ExecutionState;
+  /** Set with FAILED: the user's message and stack. */
+  readonly error?: ErrorInfo;
+  /** Set with FINISHED. */
+  readonly result?: TaskResult;
+}
+
+export interface JobMasterGateway {
+  registerTaskManager(info: TaskManagerInfo): Promise<{ readonly jobMasterResourceId: ResourceId }>;
+  /** Returns the allocations the JobMaster accepted; the rest go back to the ResourceManager. */
+  offerSlots(resourceId: ResourceId, offers: readonly SlotOffer[]): Promise<AllocationId[]>;
+  failSlot(resourceId: ResourceId, allocationId: AllocationId, cause: string): Promise<void>;
+  updateTaskExecutionState(update: TaskExecutionStateUpdate): Promise<boolean>;
+  /** Hands out the next split of a source vertex, or null when all are taken. */
+  requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null>;
+  disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void>;
+  heartbeatFromResourceManager(resourceManagerResourceId: ResourceId): Promise<void>;
+  disconnectResourceManager(cause: string): Promise<void>;
+  /** The RM cannot meet the declared requirements: it says what exists and what it may still start. */
+  notifyNotEnoughResourcesAvailable(required: number, available: ClusterResources): Promise<void>;
+  cancel(): Promise<void>;
+}
+
+export const JOB_MASTER_METHODS = [
+  'registerTaskManager',
+  'offerSlots',
+  'failSlot',
+  'updateTaskExecutionState',
+  'requestNextInputSplit',
+  'disconnectTaskManager',
+  'heartbeatFromResourceManager',
+  'disconnectResourceManager',
+  'notifyNotEnoughResourcesAvailable',
+  'cancel',
+] as const satisfies readonly (keyof JobMasterGateway)[];

@@ -1,0 +1,37 @@
+// Port: starting and stopping worker processes (Flink's ResourceManagerDriver). Locally these are
+// child processes; on AWS, ECS tasks. Exits are reported back as events.
+
+export const WorkerKind = { JOB_MANAGER: 'jobmanager', TASK_EXECUTOR: 'taskexecutor' } as const;
+export type WorkerKind = (typeof WorkerKind)[keyof typeof WorkerKind];
+
+export interface WorkerSpec {
+  /** Unique id of the worker; becomes its ResourceId. */
+  readonly id: string;
+  readonly kind: WorkerKind;
+  /** Environment for the worker, on top of what the launcher sets. */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+export interface WorkerExit {
+  readonly id: string;
+  readonly kind: WorkerKind;
+  /** null when ended by a signal. */
+  readonly exitCode: number | null;
+  /** Why it stopped, in words: "exited with code 1", "stopped: idle", … */
+  readonly reason: string;
+  /** true when `stop` asked for it. */
+  readonly requested: boolean;
+}
+
+export interface WorkerLauncher {
+  /** Starts a worker; resolves once it has been started (not once it is ready). */
+  start(spec: WorkerSpec): Promise<void>;
+  /** Stops a worker (graceful first, forced after a grace period); resolves once it is gone. */
+  stop(id: string, reason: string): Promise<void>;
+  /** Subscribes to exits; returns the unsubscribe function. */
+  onExit(listener: (exit: WorkerExit) => void): () => void;
+  /** Ids of the workers this launcher started that have not exited. */
+  running(): string[];
+  /** Stops every running worker. */
+  close(): Promise<void>;
+}

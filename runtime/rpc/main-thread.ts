@@ -1,0 +1,93 @@
+// A component's "main thread": a serial queue through which every call and timer runs, so two state
+// changes never interleave at an `await`. Handlers must not await remote calls while on it; they send
+// the call and re-enter with `run` when the answer arrives.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Clock, Timer } from '../core/clock.js';
+import { FloeError } from '../core/errors.js';
+
+export class MainThreadClosedError extends FloeError {
+  constructor(name: string) {
+    super('MAIN_THREAD_CLOSED', `${name} has stopped and takes no more calls`);
+  }
+}
+
+export class MainThread {
+  private readonly owner = new AsyncLocalStorage<MainThread>();
+  private tail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  private readonly timers = new Set<Timer>();
+  /** Tasks run so far; lets tests assert that work went through the queue. */
+  executed = 0;
+
+  constructor(readonly name: string, private readonly clock: Clock) {}
+
+  isInMainThread(): boolean {
+    return this.owner.getStore() === this;
+  }
+
+  assertInMainThread(): void {
+    if (!this.isInMainThread()) throw new Error(`${this.name}: state touched outside its main thread`);
+  }
+
+  /** Runs `fn` after everything queued before it; inline when already on this main thread. */
+  run<T>(fn: () => T | Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new MainThreadClosedError(this.name));
+    if (this.isInMainThread()) return Promise.resolve().then(fn);
+    const result = this.tail.then(() => {
+      if (this.closed) throw new MainThreadClosedError(this.name);
+      this.executed++;
+      return this.owner.run(this, fn);
+    });
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Runs `fn` on the main thread after `delayMs`; errors go to `onError`. */
+  schedule(fn: () => void | Promise<void>, delayMs: number, onError: (e: unknown) => void = () => {}): Timer {
+    const timer = this.clock.setTimeout(() => {
+      this.timers.delete(timer);
+      if (!this.closed) this.run(fn).catch(onError);
+    }, delayMs);
+    this.timers.add(timer);
+    return {
+      cancel: () => {
+        timer.cancel();
+        this.timers.delete(timer);
+      },
+    };
+  }
+
+  /** Repeats `fn` every `intervalMs` until the returned timer is cancelled or the thread closes. */
+  every(fn: () => void | Promise<void>, intervalMs: number, onError: (e: unknown) => void = () => {}): Timer {
+    let current: Timer | undefined;
+    let stopped = false;
+    const tick = (): void => {
+      current = this.schedule(async () => {
+        try {
+          await fn();
+        } finally {
+          if (!stopped) tick();
+        }
+      }, intervalMs, onError);
+    };
+    tick();
+    return {
+      cancel: () => {
+        stopped = true;
+        current?.cancel();
+      },
+    };
+  }
+
+  /** Stops taking calls and cancels timers; resolves once the queue has drained. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers) t.cancel();
+    this.timers.clear();
+    await this.tail;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+}

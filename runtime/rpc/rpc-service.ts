@@ -1,0 +1,45 @@
+// The RPC seam. A component serves its gateway under a name at this process's address; callers get
+// a typed proxy. Transport is HTTP/JSON between processes (http-rpc-service.ts) and direct calls in
+// process (local-rpc-service.ts); both go through `RpcDispatcher`, so fencing and errors behave alike.
+import type { FencingToken } from '../core/ids.js';
+
+/** A gateway is an object of async methods whose arguments and results are JSON values. */
+export type Gateway = { readonly [method: string]: (...args: never[]) => Promise<unknown> };
+
+export interface ServeOptions<G> {
+  /** The methods callers may invoke; anything else is rejected. */
+  readonly methods: readonly (keyof G & string)[];
+  /**
+   * Set for fenced components (JobMaster, ResourceManager): every call must carry exactly this token,
+   * or it fails with FencingTokenError. One endpoint instance per leadership session.
+   */
+  readonly fencingToken?: FencingToken;
+}
+
+export interface ConnectOptions {
+  /** The caller's view of the target leader's token; sent with every call. */
+  readonly fencingToken?: FencingToken;
+  /** Per-call deadline; defaults to the service's `rpc.timeout`. */
+  readonly timeoutMs?: number;
+}
+
+export interface ServedEndpoint {
+  readonly name: string;
+  /** Stops serving; later calls fail as if the endpoint never existed. */
+  stop(): void;
+}
+
+export interface RpcService {
+  /** Where this process answers, e.g. `http://127.0.0.1:41234` or `local://jm-1`. */
+  readonly address: string;
+  serve<G extends object>(name: string, impl: G, options: ServeOptions<G>): ServedEndpoint;
+  connect<G extends object>(address: string, name: string, options?: ConnectOptions): G;
+  close(): Promise<void>;
+}
+
+/** Endpoint names, one per component kind. */
+export const EndpointName = {
+  JOB_MASTER: 'jobmaster',
+  RESOURCE_MANAGER: 'resourcemanager',
+  TASK_EXECUTOR: 'taskexecutor',
+} as const;

@@ -1,0 +1,59 @@
+// What a TaskExecutor answers to. The ResourceManager and the JobMaster pass their fencing tokens as
+// arguments; the TaskExecutor rejects calls from a leader other than the one it is connected to.
+import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId, SlotId } from '../core/ids.js';
+import type { TaskDeploymentDescriptor } from './task-deployment.js';
+
+export interface SlotStatus {
+  readonly slotId: SlotId;
+  /** Set while the slot is allocated. */
+  readonly allocationId?: AllocationId;
+  readonly jobId?: JobId;
+}
+
+export interface SlotReport {
+  readonly resourceId: ResourceId;
+  readonly slots: readonly SlotStatus[];
+  /** Result partitions still held for consumers; a TaskExecutor holding any is not idle. */
+  readonly heldPartitions: number;
+}
+
+export interface SlotRequest {
+  readonly slotId: SlotId;
+  readonly jobId: JobId;
+  readonly allocationId: AllocationId;
+  readonly jobMasterAddress: string;
+  readonly jobMasterToken: FencingToken;
+  readonly resourceManagerToken: FencingToken;
+}
+
+export interface TaskExecutorHeartbeatPayload {
+  readonly resourceId: ResourceId;
+  /** Allocations this TaskExecutor holds for the asking JobMaster's job. */
+  readonly allocations: readonly AllocationId[];
+}
+
+export interface TaskExecutorGateway {
+  /** RM asks to give a slot to a job; the TaskExecutor then offers it to that job's JobMaster. */
+  requestSlot(request: SlotRequest): Promise<void>;
+  submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void>;
+  cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void>;
+  /** The JobMaster gives a slot back; the TaskExecutor tells the RM it is free. */
+  freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void>;
+  releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void>;
+  heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload>;
+  heartbeatFromResourceManager(resourceManagerToken: FencingToken): Promise<SlotReport>;
+  disconnectJobManager(jobId: JobId, cause: string, jobMasterToken: FencingToken): Promise<void>;
+  disconnectResourceManager(cause: string, resourceManagerToken: FencingToken): Promise<void>;
+}
+
+export const TASK_EXECUTOR_METHODS = [
+  'requestSlot',
+  'submitTask',
+  'cancelTask',
+  'freeSlot',
+  'releasePartitions',
+  'heartbeatFromJobManager',
+  'heartbeatFromResourceManager',
+  'disconnectJobManager',
+  'disconnectResourceManager',
+] as const satisfies readonly (keyof TaskExecutorGateway)[];
