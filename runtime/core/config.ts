@@ -23,12 +23,11 @@ export const CONFIG_OPTIONS = {
   maxTaskManagers: { key: 'resourcemanager.max-taskmanagers', default: 8, min: 0, description: 'The most TaskExecutors one ResourceManager may run at once.' },
   defaultParallelism: { key: 'parallelism.default', default: 2, min: 1, description: 'Parallelism of operators that set none.' },
   restAddress: { key: 'rest.address', default: '127.0.0.1', description: 'Address the local Dispatcher listens on.' },
-  restPort: { key: 'rest.port', default: 8081, min: 0, description: 'Port of the local Dispatcher (0 picks a free one).' },
+  restPort: { key: 'rest.port', default: 0, min: 0, description: 'Port of the local Dispatcher; 0 picks a free one (the URL is in <state dir>/cluster.json and shown by `floe cluster status`).' },
   restMaxContentLengthBytes: { key: 'rest.server.max-content-length', default: 64 * 1024 * 1024, min: 1024, description: 'Largest request body the Dispatcher accepts (bytes), library included.' },
   networkBufferSizeBytes: { key: 'taskmanager.memory.segment-size', default: 32 * 1024, min: 256, description: 'Size of one network buffer (bytes).' },
   networkBuffersPerChannel: { key: 'taskmanager.network.memory.buffers-per-channel', default: 4, min: 1, description: 'Credits a consumer grants per input channel: the most buffers in flight on it.' },
   bufferTimeoutMs: { key: 'execution.buffer-timeout', default: 100, min: 0, description: 'A partly filled output buffer is sent after this long (ms).' },
-  collectMaxRecords: { key: 'collect.max-records', default: 10_000, min: 0, description: 'Most records a collect sink returns; the rest are dropped and the result marked truncated.' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type ConfigField = keyof typeof CONFIG_OPTIONS;

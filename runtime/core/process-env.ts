@@ -1,0 +1,21 @@
+// The environment contract between a launcher and the processes it starts (child process or container).
+
+export const ProcessEnv = {
+  /** Embedded backend: folder holding floe.db (SQLite), blobs/ and logs/. */
+  STATE_DIR: 'FLOE_STATE_DIR',
+  /** Per-cluster secret; every RPC and REST call carries it. */
+  SECRET: 'FLOE_SECRET',
+  JOB_ID: 'FLOE_JOB_ID',
+  /** The worker's id, which becomes its ResourceId. */
+  RESOURCE_ID: 'FLOE_RESOURCE_ID',
+  /** JSON object of config option keys to values (see core/config.ts). */
+  CONFIG: 'FLOE_CONFIG',
+  /** 'embedded' (default) or 'aws'. */
+  BACKEND: 'FLOE_BACKEND',
+} as const;
+
+export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {
+  const v = env[name];
+  if (v === undefined || v === '') throw new Error(`environment variable ${name} is not set`);
+  return v;
+}

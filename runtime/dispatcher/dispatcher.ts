@@ -1,0 +1,225 @@
+// The Dispatcher: stateless front of the cluster. It validates submissions, persists the library and
+// JobGraph to the BlobStore and the job record to the JobStore, and launches one JobManager per job.
+// The same class serves the local HTTP server and (later) the Lambda handlers.
+import { blobKeys, putContentAddressed, sha256Hex, type BlobStore } from '../blob/blob-store.js';
+import type { Clock } from '../core/clock.js';
+import type { FloeConfig } from '../core/config.js';
+import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
+import { JobId } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import { ProcessEnv } from '../core/process-env.js';
+import { retrieveLeader } from '../ha/leader-election.js';
+import type { JobRecord, JobStore } from '../ha/job-store.js';
+import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
+import { listLibraryExports } from '../api/library.js';
+import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
+import type { JobGraph } from '../jobgraph/jobgraph.js';
+import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
+import type { JobMasterGateway } from '../jobmaster/jobmaster-gateway.js';
+import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../resourcemanager/worker-launcher.js';
+import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
+import type { JobDetails, JobSummary, Overview } from './rest-types.js';
+
+export interface DispatcherDeps {
+  readonly jobStore: JobStore;
+  readonly blobStore: BlobStore;
+  readonly leaseStore: LeaseStore;
+  /** Starts JobManager processes. */
+  readonly launcher: WorkerLauncher;
+  /** Client side only: reaches JobMasters to cancel their jobs. */
+  readonly rpc: RpcService;
+  readonly config: FloeConfig;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Environment every JobManager gets on top of FLOE_JOB_ID (state dir, secret, config). */
+  readonly jobManagerEnv: Readonly<Record<string, string>>;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+export const jobManagerWorkerId = (jobId: string): string => `jobmanager-${jobId}`;
+
+export class Dispatcher {
+  private readonly log: Logger;
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.log = deps.logger.child({ component: 'dispatcher' });
+    this.unsubscribe = deps.launcher.onExit((exit) => void this.jobManagerExited(exit));
+  }
+
+  /** Validates everything before writing anything, so a bad submission leaves nothing behind. */
+  async submitJob(body: unknown): Promise<{ jobId: JobId; existing: boolean }> {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new InvalidRequestError('request body must be a JSON object { "jobGraph": {...}, "library": "<base64>" }');
+    }
+    const { jobGraph: rawGraph, library: rawLibrary } = body as { jobGraph?: unknown; library?: unknown };
+    if (rawGraph === undefined) throw new InvalidRequestError("field 'jobGraph' is missing");
+    const jobGraph = parseJobGraph(rawGraph);
+    const library = await this.libraryBytes(jobGraph, rawLibrary);
+    validateJobGraph(jobGraph, await listLibraryExports(library));
+
+    const graphBytes = Buffer.from(JSON.stringify(jobGraph));
+    const existing = await this.deps.jobStore.get(jobGraph.jobId);
+    if (existing !== undefined) return this.resubmission(jobGraph, graphBytes, existing);
+
+    await putContentAddressed(this.deps.blobStore, library);
+    await this.deps.blobStore.put(blobKeys.jobGraph(jobGraph.jobId), graphBytes);
+    const now = this.deps.clock.now();
+    const parallelism = Math.max(...jobGraph.vertices.map((v) => v.parallelism));
+    const { created, record } = await this.deps.jobStore.create({
+      jobId: jobGraph.jobId,
+      name: jobGraph.name,
+      status: JobStatus.INITIALIZING,
+      epoch: 0,
+      submittedAtMs: now,
+      updatedAtMs: now,
+      jobGraphKey: blobKeys.jobGraph(jobGraph.jobId),
+      librarySha256: jobGraph.library.sha256,
+      parallelism,
+      exceptions: [],
+      cancelRequested: false,
+    });
+    if (!created) return this.resubmission(jobGraph, graphBytes, record);
+    this.log.info('job submitted', { jobId: jobGraph.jobId, name: jobGraph.name, parallelism });
+    await this.launchJobManager(jobGraph.jobId);
+    return { jobId: jobGraph.jobId, existing: false };
+  }
+
+  private async libraryBytes(jobGraph: JobGraph, raw: unknown): Promise<Uint8Array> {
+    const { sha256, sizeBytes } = jobGraph.library;
+    if (raw === undefined) {
+      const stored = await this.deps.blobStore.get(blobKeys.library(sha256));
+      if (stored === undefined) throw new InvalidRequestError(`library ${sha256} is not stored yet: send it base64-encoded in the field 'library'`);
+      return stored;
+    }
+    if (typeof raw !== 'string' || !BASE64.test(raw)) throw new InvalidRequestError("field 'library' must be the library's bytes, base64-encoded");
+    const bytes = Buffer.from(raw, 'base64');
+    if (bytes.length > this.deps.config.restMaxContentLengthBytes) {
+      throw new PayloadTooLargeError('the library', bytes.length, this.deps.config.restMaxContentLengthBytes);
+    }
+    if (bytes.length !== sizeBytes) throw new InvalidRequestError(`field 'library' has ${bytes.length} bytes but jobGraph.library.sizeBytes says ${sizeBytes}`);
+    const actual = sha256Hex(bytes);
+    if (actual !== sha256) throw new InvalidRequestError(`field 'library' has sha256 ${actual} but jobGraph.library.sha256 says ${sha256}`);
+    return bytes;
+  }
+
+  /** Same id, same JobGraph: the same job (idempotent). Same id, other JobGraph: a conflict. */
+  private async resubmission(jobGraph: JobGraph, graphBytes: Uint8Array, record: JobRecord): Promise<{ jobId: JobId; existing: boolean }> {
+    const stored = await this.deps.blobStore.get(record.jobGraphKey);
+    if (stored === undefined || sha256Hex(stored) !== sha256Hex(graphBytes)) {
+      throw new ConflictError(`job ${jobGraph.jobId} already exists with a different JobGraph; submit under a new job id`);
+    }
+    return { jobId: record.jobId, existing: true };
+  }
+
+  private async launchJobManager(jobId: JobId): Promise<void> {
+    try {
+      await this.deps.launcher.start({
+        id: jobManagerWorkerId(jobId),
+        kind: WorkerKind.JOB_MANAGER,
+        env: { ...this.deps.jobManagerEnv, [ProcessEnv.JOB_ID]: jobId },
+      });
+    } catch (error) {
+      this.log.error('cannot start the JobManager', { jobId, error: errorMessage(error) });
+      await this.failUnattended(jobId, `the JobManager could not be started: ${errorMessage(error)}`);
+    }
+  }
+
+  private async jobManagerExited(exit: WorkerExit): Promise<void> {
+    if (exit.kind !== WorkerKind.JOB_MANAGER || !exit.id.startsWith('jobmanager-')) return;
+    const jobId = JobId.of(exit.id.slice('jobmanager-'.length));
+    const record = await this.deps.jobStore.get(jobId).catch(() => undefined);
+    if (record === undefined || isGloballyTerminal(record.status)) return;
+    // Recovery by relaunch arrives with leader failover; until then the job ends here, saying why.
+    await this.failUnattended(jobId, `the JobManager process ${exit.reason} before the job ended`);
+  }
+
+  /** Ends a job no JobMaster can end, conditioned on the record's current epoch. */
+  private async failUnattended(jobId: JobId, message: string): Promise<void> {
+    const record = await this.deps.jobStore.get(jobId);
+    if (record === undefined || isGloballyTerminal(record.status)) return;
+    const now = this.deps.clock.now();
+    const status = record.cancelRequested ? JobStatus.CANCELED : JobStatus.FAILED;
+    await this.deps.jobStore
+      .update(jobId, { status, endedAtMs: now, ...(status === JobStatus.FAILED ? { exception: { timestampMs: now, message } } : {}) }, record.epoch)
+      .catch((error: unknown) => this.log.warn('cannot record the job as ended', { jobId, error: errorMessage(error) }));
+  }
+
+  async listJobs(): Promise<JobSummary[]> {
+    const records = await this.deps.jobStore.list();
+    return records
+      .sort((a, b) => b.submittedAtMs - a.submittedAtMs)
+      .map((r) => ({ jobId: r.jobId, name: r.name, status: r.status, submittedAtMs: r.submittedAtMs, ...(r.endedAtMs !== undefined ? { endedAtMs: r.endedAtMs } : {}), ...(r.tasks ? { tasks: r.tasks } : {}) }));
+  }
+
+  async getJob(jobId: string): Promise<JobDetails> {
+    const r = await this.record(jobId);
+    return {
+      jobId: r.jobId,
+      name: r.name,
+      status: r.status,
+      submittedAtMs: r.submittedAtMs,
+      updatedAtMs: r.updatedAtMs,
+      ...(r.endedAtMs !== undefined ? { endedAtMs: r.endedAtMs } : {}),
+      durationMs: (r.endedAtMs ?? this.deps.clock.now()) - r.submittedAtMs,
+      parallelism: r.parallelism,
+      ...(r.tasks ? { tasks: r.tasks } : {}),
+      exceptions: r.exceptions.length,
+    };
+  }
+
+  async getExceptions(jobId: string): Promise<{ exceptions: JobRecord['exceptions'] }> {
+    return { exceptions: (await this.record(jobId)).exceptions };
+  }
+
+  async getResult(jobId: string): Promise<{ records: unknown[]; truncated: boolean }> {
+    const r = await this.record(jobId);
+    if (r.status !== JobStatus.FINISHED) throw new NotFoundError(`job ${jobId} is ${r.status}; a result exists once it is FINISHED`);
+    if (r.resultKey === undefined) throw new NotFoundError(`job ${jobId} has no collect sink, so it has no result to return`);
+    const bytes = await this.deps.blobStore.get(r.resultKey);
+    if (bytes === undefined) throw new NotFoundError(`the result of job ${jobId} is gone from the blob store`);
+    return JSON.parse(Buffer.from(bytes).toString('utf8')) as { records: unknown[]; truncated: boolean };
+  }
+
+  async cancelJob(jobId: string): Promise<{ jobId: JobId; status: JobStatus }> {
+    const before = await this.record(jobId);
+    if (isGloballyTerminal(before.status)) throw new ConflictError(`job ${jobId} already ended ${before.status}; nothing to cancel`);
+    const record = await this.deps.jobStore.requestCancel(before.jobId);
+    const leader = await retrieveLeader(this.deps.leaseStore, leaseNames.jobMaster(jobId), this.deps.clock);
+    if (leader !== undefined) {
+      const jobMaster = this.deps.rpc.connect<JobMasterGateway>(leader.address, EndpointName.JOB_MASTER, { fencingToken: leader.token });
+      // A JobMaster that is not up yet reads the flag when it starts; one that is up is told now.
+      await jobMaster.cancel().catch((error: unknown) => this.log.warn('cancel did not reach the JobMaster', { jobId, error: errorMessage(error) }));
+    } else if (!this.deps.launcher.running().includes(jobManagerWorkerId(jobId))) {
+      await this.failUnattended(record.jobId, 'canceled before a JobManager ran');
+    }
+    this.log.info('cancel requested', { jobId });
+    return { jobId: record.jobId, status: (await this.record(jobId)).status };
+  }
+
+  async overview(): Promise<Overview> {
+    const records = await this.deps.jobStore.list();
+    const count = (s: JobStatus): number => records.filter((r) => r.status === s).length;
+    return {
+      jobs: {
+        total: records.length,
+        running: records.filter((r) => !isGloballyTerminal(r.status)).length,
+        finished: count(JobStatus.FINISHED),
+        failed: count(JobStatus.FAILED),
+        canceled: count(JobStatus.CANCELED),
+      },
+    };
+  }
+
+  private async record(jobId: string): Promise<JobRecord> {
+    if (!JobId.isValid(jobId)) throw new InvalidRequestError(`'${jobId}' is not a job id (1-64 characters of A-Z a-z 0-9 _ -)`);
+    const r = await this.deps.jobStore.get(jobId);
+    if (r === undefined) throw new NotFoundError(`there is no job ${jobId}`);
+    return r;
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+}

@@ -1,0 +1,63 @@
+// Wires the Dispatcher for the embedded backend: SQLite and filesystem stores under one state dir,
+// JobManagers as child processes, the REST API on a local HTTP server.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { systemClock } from '../core/clock.js';
+import { CONFIG_ENV, configToEnv, type FloeConfig } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
+import { distEntry } from '../core/paths.js';
+import { ProcessEnv } from '../core/process-env.js';
+import { ChildProcessWorkerLauncher } from '../local/child-process-launcher.js';
+import { openEmbeddedServices } from '../local/embedded-services.js';
+import { HttpRpcService } from '../rpc/http-rpc-service.js';
+import { Dispatcher } from './dispatcher.js';
+import { startLocalRestServer } from './local-server.js';
+import { createRestRouter } from './rest-router.js';
+
+export interface EmbeddedDispatcher {
+  readonly url: string;
+  readonly secret: string;
+  readonly dispatcher: Dispatcher;
+  /** Stops the server and every JobManager (and so every TaskExecutor) it started. */
+  close(): Promise<void>;
+}
+
+export async function startEmbeddedDispatcher(options: { stateDir: string; config: FloeConfig; logger: Logger; secret?: string }): Promise<EmbeddedDispatcher> {
+  const { stateDir, config, logger } = options;
+  mkdirSync(join(stateDir, 'logs'), { recursive: true });
+  const secret = options.secret ?? randomBytes(24).toString('hex');
+  const services = openEmbeddedServices(stateDir);
+  const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
+  const launcher = new ChildProcessWorkerLauncher({ entryFor: () => distEntry('jobmanager'), logDir: join(stateDir, 'logs') });
+  const dispatcher = new Dispatcher({
+    jobStore: services.jobStore,
+    blobStore: services.blobStore,
+    leaseStore: services.leaseStore,
+    launcher,
+    rpc,
+    config,
+    clock: systemClock,
+    logger,
+    jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config) },
+  });
+  const server = await startLocalRestServer(createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger }), {
+    host: config.restAddress,
+    port: config.restPort,
+    // base64 makes the library a third larger than the limit that applies to it
+    maxBodyBytes: Math.ceil(config.restMaxContentLengthBytes * 1.4) + 1024 * 1024,
+  });
+  logger.info('dispatcher listening', { component: 'dispatcher', url: server.url, stateDir });
+  return {
+    url: server.url,
+    secret,
+    dispatcher,
+    async close() {
+      await server.close();
+      dispatcher.close();
+      await launcher.close();
+      await rpc.close();
+      await services.close();
+    },
+  };
+}

@@ -1,0 +1,153 @@
+// The JobManager process's core: campaigns for the job's ResourceManager and JobMaster leases and runs
+// each component only while its lease is held. It is done when the job reached a terminal state or
+// when leadership was lost (a newer JobManager acts from then on).
+import { blobKeys, type BlobStore } from '../blob/blob-store.js';
+import type { Clock } from '../core/clock.js';
+import type { FloeConfig } from '../core/config.js';
+import { errorMessage } from '../core/errors.js';
+import type { FencingToken, JobId, ResourceId } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import type { JobStore } from '../ha/job-store.js';
+import { LeaderElection, retrieveLeader } from '../ha/leader-election.js';
+import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
+import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
+import { parseJobGraph } from '../jobgraph/validate.js';
+import { ResourceManager } from '../resourcemanager/resourcemanager.js';
+import type { WorkerLauncher } from '../resourcemanager/worker-launcher.js';
+import type { RpcService } from '../rpc/rpc-service.js';
+import { JobMaster, type JobTermination } from './jobmaster.js';
+
+export interface JobManagerRunnerDeps {
+  readonly jobId: JobId;
+  readonly resourceId: ResourceId;
+  readonly config: FloeConfig;
+  readonly rpc: RpcService;
+  readonly leaseStore: LeaseStore;
+  readonly jobStore: JobStore;
+  readonly blobStore: BlobStore;
+  /** Starts TaskExecutors for this job's ResourceManager. */
+  readonly launcher: WorkerLauncher;
+  /** Environment every TaskExecutor gets (state dir, secret, config). */
+  readonly workerEnv: Readonly<Record<string, string>>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+export type RunnerOutcome = JobTermination | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
+
+export class JobManagerRunner {
+  private readonly log: Logger;
+  private rmElection: LeaderElection | undefined;
+  private jmElection: LeaderElection | undefined;
+  private resourceManager: ResourceManager | undefined;
+  private jobMaster: JobMaster | undefined;
+  private finished = false;
+  private resolveDone!: (outcome: RunnerOutcome) => void;
+  /** Resolves once, when this JobManager has nothing more to do. */
+  readonly done: Promise<RunnerOutcome> = new Promise((resolve) => (this.resolveDone = resolve));
+
+  constructor(private readonly deps: JobManagerRunnerDeps) {
+    this.log = deps.logger.child({ component: 'jobmanager', jobId: deps.jobId });
+  }
+
+  start(): void {
+    const { config, leaseStore, clock, rpc, resourceId, jobId } = this.deps;
+    const common = { store: leaseStore, holder: resourceId, address: rpc.address, leaseDurationMs: config.leaseDurationMs, renewIntervalMs: config.leaseRenewIntervalMs, clock };
+    this.rmElection = new LeaderElection(
+      { ...common, name: leaseNames.resourceManager(jobId), logger: this.log.child({ lease: 'rm' }) },
+      {
+        grantLeadership: (token) => this.startResourceManager(token),
+        revokeLeadership: (reason) => this.finish({ status: 'LEADERSHIP_LOST', message: `ResourceManager leadership lost: ${reason}` }),
+      },
+    );
+    this.jmElection = new LeaderElection(
+      { ...common, name: leaseNames.jobMaster(jobId), logger: this.log.child({ lease: 'jm' }) },
+      {
+        grantLeadership: (token) => this.startJobMaster(token),
+        revokeLeadership: (reason) => this.finish({ status: 'LEADERSHIP_LOST', message: `JobMaster leadership lost: ${reason}` }),
+      },
+    );
+    this.rmElection.start();
+    this.jmElection.start();
+  }
+
+  private async startResourceManager(token: FencingToken): Promise<void> {
+    if (this.finished) return;
+    this.log.info('won the ResourceManager lease', { token });
+    this.resourceManager = await ResourceManager.start({
+      resourceId: this.deps.resourceId,
+      jobId: this.deps.jobId,
+      fencingToken: token,
+      config: this.deps.config,
+      rpc: this.deps.rpc,
+      launcher: this.deps.launcher,
+      workerEnv: this.deps.workerEnv,
+      clock: this.deps.clock,
+      logger: this.deps.logger,
+    });
+  }
+
+  private async startJobMaster(token: FencingToken): Promise<void> {
+    if (this.finished) return;
+    const { jobId, blobStore, jobStore } = this.deps;
+    this.log.info('won the JobMaster lease', { token });
+    try {
+      const record = await jobStore.get(jobId);
+      if (record === undefined) throw new Error(`job ${jobId} has no record`);
+      if (isGloballyTerminal(record.status)) {
+        await this.finish({ status: record.status });
+        return;
+      }
+      if (record.cancelRequested) {
+        await jobStore.update(jobId, { status: JobStatus.CANCELED, endedAtMs: this.deps.clock.now() }, token);
+        await this.finish({ status: JobStatus.CANCELED });
+        return;
+      }
+      const bytes = await blobStore.get(blobKeys.jobGraph(jobId));
+      if (bytes === undefined) throw new Error(`the JobGraph of job ${jobId} is missing from the blob store`);
+      const jobGraph = parseJobGraph(JSON.parse(Buffer.from(bytes).toString('utf8')));
+      const jobMaster = new JobMaster({
+        jobGraph,
+        resourceId: this.deps.resourceId,
+        fencingToken: token,
+        config: this.deps.config,
+        rpc: this.deps.rpc,
+        jobStore,
+        blobStore,
+        clock: this.deps.clock,
+        logger: this.deps.logger,
+        resolveResourceManager: () => retrieveLeader(this.deps.leaseStore, leaseNames.resourceManager(jobId), this.deps.clock),
+      });
+      this.jobMaster = jobMaster;
+      void jobMaster.termination.then((t) => this.finish(t));
+      await jobMaster.start();
+    } catch (error) {
+      this.log.error('cannot run the job', { error: errorMessage(error) });
+      await jobStore
+        .update(jobId, { status: JobStatus.FAILED, endedAtMs: this.deps.clock.now(), exception: { timestampMs: this.deps.clock.now(), message: `the JobManager could not start the job: ${errorMessage(error)}` } }, token)
+        .catch(() => undefined);
+      await this.finish({ status: JobStatus.FAILED, message: errorMessage(error) });
+    }
+  }
+
+  /** Cancels the job through its JobMaster, if this process leads it. */
+  async cancel(): Promise<void> {
+    await this.jobMaster?.cancel();
+  }
+
+  private async finish(outcome: RunnerOutcome): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    this.log.info('JobManager done', { outcome: outcome.status });
+    await this.jobMaster?.close().catch(() => undefined);
+    await this.resourceManager?.close().catch(() => undefined);
+    await this.jmElection?.stop().catch(() => undefined);
+    await this.rmElection?.stop().catch(() => undefined);
+    this.resolveDone(outcome);
+  }
+
+  /** Stops everything now (process shutdown); the job, if still running, stays for a successor. */
+  async close(): Promise<void> {
+    await this.finish({ status: 'LEADERSHIP_LOST', message: 'JobManager shut down' });
+  }
+}

@@ -1,0 +1,269 @@
+// The JobMaster against small real peers: a ResourceManager double that records declarations and a
+// TaskExecutor double that records deployments and answers like a TaskExecutor would.
+import { afterEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../runtime/core/clock.js';
+import { loadConfig } from '../../runtime/core/config.js';
+import { FencingTokenError } from '../../runtime/core/errors.js';
+import { AllocationId, FencingToken, JobId, ResourceId, type ExecutionAttemptId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import type { JobGraph, JobVertex, OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
+import type { JobMasterGateway } from '../../runtime/jobmaster/jobmaster-gateway.js';
+import { JobMaster } from '../../runtime/jobmaster/jobmaster.js';
+import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
+import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
+import type { ResourceManagerGateway, ResourceRequirements } from '../../runtime/resourcemanager/resourcemanager-gateway.js';
+import { RESOURCE_MANAGER_METHODS } from '../../runtime/resourcemanager/resourcemanager-gateway.js';
+import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
+import { EndpointName } from '../../runtime/rpc/rpc-service.js';
+import type { TaskDeploymentDescriptor } from '../../runtime/taskexecutor/task-deployment.js';
+import { TASK_EXECUTOR_METHODS, type TaskExecutorGateway } from '../../runtime/taskexecutor/taskexecutor-gateway.js';
+
+const JM_TOKEN = FencingToken.of(3);
+const RM_TOKEN = FencingToken.of(5);
+const jobId = JobId.of('job-under-test');
+
+function vertex(id: string, parallelism: number, op: OperatorSpec, group = 'default'): JobVertex {
+  return { id, name: id, parallelism, maxParallelism: 128, slotSharingGroup: group, operators: [op] };
+}
+
+function pipeline(parallelism: number, sourceParallelism = parallelism): JobGraph {
+  const fn = (operatorId: string) => ({ export: 'default', operatorId });
+  return {
+    jobId,
+    name: 'pipeline',
+    library: { sha256: 'ab'.repeat(32), sizeBytes: 10 },
+    program: { export: 'default', args: [] },
+    vertices: [
+      vertex('source', sourceParallelism, { kind: 'source.sequence', id: 'op-1', name: 'source', from: 1, to: 100 }),
+      vertex('map', parallelism, { kind: 'map', id: 'op-2', name: 'map', fn: fn('op-2') }),
+      vertex('sink', parallelism, { kind: 'sink.collect', id: 'op-3', name: 'sink', maxRecords: 5 }),
+    ],
+    edges: [
+      {
+        id: 'e1',
+        source: 'source',
+        target: 'map',
+        distribution: sourceParallelism === parallelism ? 'forward' : 'all-to-all',
+        partitioner: sourceParallelism === parallelism ? 'forward' : 'rebalance',
+        partitionType: 'pipelined',
+      },
+      { id: 'e2', source: 'map', target: 'sink', distribution: 'forward', partitioner: 'forward', partitionType: 'pipelined' },
+    ],
+  };
+}
+
+/** A TaskExecutor double: records what it is asked to run; tests report task states for it. */
+class RecordingTaskExecutor implements TaskExecutorGateway {
+  readonly deployed: TaskDeploymentDescriptor[] = [];
+  readonly cancelled: string[] = [];
+  readonly freed: string[] = [];
+  constructor(readonly resourceId: ResourceId) {}
+  async requestSlot(): Promise<void> {}
+  async submitTask(tdd: TaskDeploymentDescriptor): Promise<void> {
+    this.deployed.push(tdd);
+  }
+  async cancelTask(attemptId: ExecutionAttemptId): Promise<void> {
+    this.cancelled.push(attemptId);
+  }
+  async freeSlot(allocationId: AllocationId): Promise<void> {
+    this.freed.push(allocationId);
+  }
+  async releasePartitions(): Promise<void> {}
+  async heartbeatFromJobManager() {
+    return { resourceId: this.resourceId, allocations: [] };
+  }
+  async heartbeatFromResourceManager() {
+    return { resourceId: this.resourceId, slots: [], heldPartitions: 0 };
+  }
+  async disconnectJobManager(): Promise<void> {}
+  async disconnectResourceManager(): Promise<void> {}
+}
+
+/** A ResourceManager double that records what the JobMaster declares. */
+class RecordingResourceManager implements Partial<ResourceManagerGateway> {
+  readonly declared: ResourceRequirements[] = [];
+  readonly disconnected: string[] = [];
+  async registerJobMaster() {
+    return { resourceManagerResourceId: ResourceId.of('rm') };
+  }
+  async declareRequiredResources(_job: JobId, _token: FencingToken, requirements: ResourceRequirements) {
+    this.declared.push(requirements);
+  }
+  async disconnectJobManager(_job: JobId, cause: string) {
+    this.disconnected.push(cause);
+  }
+  async requestClusterResources() {
+    return { registeredTaskExecutors: 1, slotsPerTaskExecutor: 2, totalSlots: 2, freeSlots: 0, pendingTaskExecutors: 0, maxTaskExecutors: 1 };
+  }
+}
+
+async function waitFor(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('JobMaster', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  async function setup(graph: JobGraph, taskExecutors = 2, config = loadConfig({ 'slot.request.timeout': 60_000 })) {
+    const clock = new ManualClock();
+    const network = new LocalRpcNetwork();
+    const jobStore = new InMemoryJobStore(clock);
+    const blobStore = new InMemoryBlobStore();
+    await jobStore.create({
+      jobId, name: graph.name, status: 'INITIALIZING', epoch: 0, submittedAtMs: clock.now(), updatedAtMs: clock.now(),
+      jobGraphKey: 'k', librarySha256: graph.library.sha256, parallelism: 4, exceptions: [], cancelRequested: false,
+    });
+    const rm = new RecordingResourceManager();
+    const rmRpc = new LocalRpcService(network, 'rm');
+    rmRpc.serve('resourcemanager', rm as unknown as ResourceManagerGateway, { methods: RESOURCE_MANAGER_METHODS.filter((m) => m in rm), fencingToken: RM_TOKEN });
+    const tes: RecordingTaskExecutor[] = [];
+    for (let i = 0; i < taskExecutors; i++) {
+      const te = new RecordingTaskExecutor(ResourceId.of(`te-${i}`));
+      const rpc = new LocalRpcService(network, `te-${i}`);
+      rpc.serve(EndpointName.TASK_EXECUTOR, te, { methods: TASK_EXECUTOR_METHODS });
+      tes.push(te);
+      cleanups.push(() => rpc.close());
+    }
+    const jmRpc = new LocalRpcService(network, 'jm');
+    const jobMaster = new JobMaster({
+      jobGraph: graph, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config, rpc: jmRpc, jobStore, blobStore, clock, logger: silentLogger,
+      resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
+    });
+    await jobMaster.start();
+    const client = new LocalRpcService(network, 'client');
+    const jm = client.connect<JobMasterGateway>(jmRpc.address, EndpointName.JOB_MASTER, { fencingToken: JM_TOKEN });
+    cleanups.push(async () => {
+      await jobMaster.close();
+      await Promise.all([jmRpc.close(), rmRpc.close(), client.close()]);
+    });
+    /** Every TaskExecutor registers and offers `slotsEach` slots, as after requestSlot. */
+    const offerSlots = async (slotsEach: number): Promise<AllocationId[]> => {
+      const accepted: AllocationId[] = [];
+      for (const [i, te] of tes.entries()) {
+        await jm.registerTaskManager({ resourceId: te.resourceId, address: `local://te-${i}`, dataAddress: `127.0.0.1:${7000 + i}` });
+        const offers = Array.from({ length: slotsEach }, (_, s) => ({ allocationId: AllocationId.of(`a-${i}-${s}`), slotIndex: s }));
+        accepted.push(...(await jm.offerSlots(te.resourceId, offers)));
+      }
+      return accepted;
+    };
+    const allDeployed = () => tes.flatMap((t) => t.deployed);
+    return { clock, network, jobStore, blobStore, rm, tes, jm, jobMaster, offerSlots, allDeployed };
+  }
+
+  it('declares max parallelism per slot sharing group and runs a 3-vertex pipeline of parallelism 4 on exactly 4 slots', async () => {
+    const { rm, offerSlots, allDeployed } = await setup(pipeline(4));
+    await waitFor(() => rm.declared.length > 0, 'the resource declaration');
+    expect(rm.declared[0]).toEqual({ slots: 4 });
+    const accepted = await offerSlots(3);
+    expect(accepted).toHaveLength(4);
+    await waitFor(() => allDeployed().length === 12, 'all 12 tasks deployed');
+    const slotsUsed = new Set(allDeployed().map((t) => t.allocationId));
+    expect(slotsUsed.size).toBe(4);
+    // Slot sharing: subtask i of every vertex shares one slot.
+    for (let i = 0; i < 4; i++) {
+      const inSlot = allDeployed().filter((t) => t.subtaskIndex === i);
+      expect(new Set(inSlot.map((t) => t.allocationId)).size).toBe(1);
+      expect(inSlot.map((t) => t.vertexId).sort()).toEqual(['map', 'sink', 'source']);
+    }
+  });
+
+  it('wires forward edges pointwise and all-to-all edges to every producer', async () => {
+    const { offerSlots, allDeployed } = await setup(pipeline(4, 2));
+    await offerSlots(2);
+    await waitFor(() => allDeployed().length === 10, 'all tasks deployed');
+    const maps = allDeployed().filter((t) => t.vertexId === 'map');
+    const sources = allDeployed().filter((t) => t.vertexId === 'source');
+    for (const map of maps) {
+      const channels = map.inputs[0]!.channels;
+      expect(channels).toHaveLength(2);
+      expect(channels.every((c) => c.subpartitionIndex === map.subtaskIndex)).toBe(true);
+      expect(new Set(channels.map((c) => c.partitionId))).toEqual(new Set(sources.map((s) => s.outputs[0]!.partitionId)));
+    }
+    for (const source of sources) expect(source.outputs[0]).toMatchObject({ numberOfSubpartitions: 4, partitioner: 'rebalance' });
+    const sinks = allDeployed().filter((t) => t.vertexId === 'sink');
+    for (const sink of sinks) {
+      const map = maps.find((m) => m.subtaskIndex === sink.subtaskIndex)!;
+      expect(sink.inputs[0]!.channels).toEqual([{ partitionId: map.outputs[0]!.partitionId, subpartitionIndex: 0, producer: expect.objectContaining({ dataAddress: expect.stringMatching(/^127\.0\.0\.1:/) }) }]);
+    }
+  });
+
+  it('finishes when every task finished: result stored, record FINISHED with its epoch, slots freed, RM told', async () => {
+    const { offerSlots, allDeployed, jm, jobStore, blobStore, jobMaster, rm, tes } = await setup(pipeline(2));
+    await offerSlots(1);
+    await waitFor(() => allDeployed().length === 6, 'deployment');
+    for (const t of allDeployed()) {
+      await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'RUNNING' });
+      const collected = t.vertexId === 'sink' ? [t.subtaskIndex * 10, t.subtaskIndex * 10 + 1, t.subtaskIndex * 10 + 2] : undefined;
+      await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'FINISHED', result: { recordsIn: 1, recordsOut: 1, ...(collected ? { collected } : {}) } });
+    }
+    expect((await jobMaster.termination).status).toBe('FINISHED');
+    const record = (await jobStore.get(jobId))!;
+    expect(record).toMatchObject({ status: 'FINISHED', epoch: JM_TOKEN, tasks: { total: 6, finished: 6 } });
+    const result = JSON.parse(Buffer.from((await blobStore.get(record.resultKey!))!).toString('utf8'));
+    expect(result).toEqual({ records: [0, 1, 2, 10, 11], truncated: true });
+    await waitFor(() => tes.flatMap((t) => t.freed).length === 2, 'slots freed');
+    expect(rm.disconnected).toHaveLength(1);
+  });
+
+  it('fails the job with the user message and stack when a task fails, cancelling the others', async () => {
+    const { offerSlots, allDeployed, jm, jobStore, jobMaster, tes } = await setup(pipeline(2));
+    await offerSlots(1);
+    await waitFor(() => allDeployed().length === 6, 'deployment');
+    const failing = allDeployed().find((t) => t.vertexId === 'map')!;
+    for (const t of allDeployed()) await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'RUNNING' });
+    await jm.updateTaskExecutionState({
+      attemptId: failing.attemptId,
+      state: 'FAILED',
+      error: { code: 'USER_CODE', message: 'bad record 42', retryable: false, stack: 'Error: bad record 42\n    at map (job.ts:3:11)' },
+    });
+    await waitFor(() => tes.flatMap((t) => t.cancelled).length === 5, 'the other tasks cancelled');
+    for (const attempt of tes.flatMap((t) => t.cancelled)) await jm.updateTaskExecutionState({ attemptId: attempt as ExecutionAttemptId, state: 'CANCELED' });
+    expect((await jobMaster.termination).status).toBe('FAILED');
+    const record = (await jobStore.get(jobId))!;
+    expect(record.status).toBe('FAILED');
+    expect(record.exceptions[0]).toMatchObject({ taskName: `map (${failing.subtaskIndex + 1}/2)`, message: 'bad record 42', stack: expect.stringContaining('job.ts:3:11') });
+  });
+
+  it('cancels: undeployed tasks end at once, deployed ones on the TaskExecutors report CANCELED', async () => {
+    const { offerSlots, allDeployed, jm, jobStore, jobMaster, tes } = await setup(pipeline(2));
+    await offerSlots(1);
+    await waitFor(() => allDeployed().length === 6, 'deployment');
+    await jm.cancel();
+    await waitFor(() => tes.flatMap((t) => t.cancelled).length === 6, 'cancel sent to every task');
+    for (const attempt of tes.flatMap((t) => t.cancelled)) await jm.updateTaskExecutionState({ attemptId: attempt as ExecutionAttemptId, state: 'CANCELED' });
+    expect((await jobMaster.termination).status).toBe('CANCELED');
+    expect((await jobStore.get(jobId))!.status).toBe('CANCELED');
+  });
+
+  it('fails fast with what was asked and what exists when the ResourceManager cannot provide enough slots', async () => {
+    const { jm, jobStore, jobMaster } = await setup(pipeline(8));
+    await jm.notifyNotEnoughResourcesAvailable(8, { registeredTaskExecutors: 2, slotsPerTaskExecutor: 2, totalSlots: 4, freeSlots: 4, pendingTaskExecutors: 0, maxTaskExecutors: 2 });
+    expect((await jobMaster.termination).status).toBe('FAILED');
+    const record = (await jobStore.get(jobId))!;
+    expect(record.exceptions.at(-1)!.message).toMatch(/job needs 8 slots, the cluster offers 4 \(2 TaskExecutors × 2 slots\) and may start at most 0 more/);
+  });
+
+  it('fails when slots do not arrive within slot.request.timeout', async () => {
+    const { clock, jobStore, jobMaster, offerSlots } = await setup(pipeline(4), 1, loadConfig({ 'slot.request.timeout': 1_000 }));
+    await offerSlots(2);
+    clock.advance(1_000);
+    expect((await jobMaster.termination).status).toBe('FAILED');
+    expect((await jobStore.get(jobId))!.exceptions.at(-1)!.message).toMatch(/needs 4 slots but received 2 within 'slot.request.timeout' \(1000 ms\).*2 slots/);
+  });
+
+  it('rejects a call carrying a stale fencing token', async () => {
+    const { network, jobStore } = await setup(pipeline(1));
+    const stale = new LocalRpcService(network, 'stale-client');
+    cleanups.push(() => stale.close());
+    const jm = stale.connect<JobMasterGateway>('local://jm', EndpointName.JOB_MASTER, { fencingToken: FencingToken.of(JM_TOKEN - 1) });
+    await expect(jm.cancel()).rejects.toBeInstanceOf(FencingTokenError);
+    expect((await jobStore.get(jobId))!.status).toBe('RUNNING');
+  });
+});
