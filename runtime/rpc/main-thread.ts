@@ -11,8 +11,15 @@ export class MainThreadClosedError extends FloeError {
   }
 }
 
+/** One task's claim on the thread; async work it started outlives it, so the flag is cleared at its end. */
+interface TaskScope {
+  active: boolean;
+}
+
 export class MainThread {
-  private readonly owner = new AsyncLocalStorage<MainThread>();
+  // The async context propagates into timers and promise callbacks started by a task, even after the
+  // task has ended; only a still-running task may run nested work inline.
+  private readonly owner = new AsyncLocalStorage<TaskScope>();
   private tail: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly timers = new Set<Timer>();
@@ -22,7 +29,7 @@ export class MainThread {
   constructor(readonly name: string, private readonly clock: Clock) {}
 
   isInMainThread(): boolean {
-    return this.owner.getStore() === this;
+    return this.owner.getStore()?.active === true;
   }
 
   assertInMainThread(): void {
@@ -32,11 +39,23 @@ export class MainThread {
   /** Runs `fn` after everything queued before it; inline when already on this main thread. */
   run<T>(fn: () => T | Promise<T>): Promise<T> {
     if (this.closed) return Promise.reject(new MainThreadClosedError(this.name));
-    if (this.isInMainThread()) return Promise.resolve().then(fn);
-    const result = this.tail.then(() => {
+    // Synchronously: deferred to a microtask, `fn` could start after the calling task has ended.
+    if (this.isInMainThread()) {
+      try {
+        return Promise.resolve(fn());
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    const result = this.tail.then(async () => {
       if (this.closed) throw new MainThreadClosedError(this.name);
       this.executed++;
-      return this.owner.run(this, fn);
+      const scope: TaskScope = { active: true };
+      try {
+        return await this.owner.run(scope, fn);
+      } finally {
+        scope.active = false;
+      }
     });
     this.tail = result.catch(() => undefined);
     return result;
@@ -79,11 +98,15 @@ export class MainThread {
     };
   }
 
-  /** Stops taking calls and cancels timers; resolves once the queue has drained. */
+  /**
+   * Stops taking calls and cancels timers; resolves once the queue has drained. Called from a task on
+   * this thread it resolves at once: the queue includes the caller, so waiting would never end.
+   */
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers) t.cancel();
     this.timers.clear();
+    if (this.isInMainThread()) return;
     await this.tail;
   }
 

@@ -1,0 +1,185 @@
+// Liveness of peers (JM→TE, RM→TE, RM→JM). The sender side asks each target every interval; the
+// receiver side only notes the asks as they arrive. Silence past the timeout, or a refused or reset
+// connection on the sender side, reports the target lost exactly once.
+import type { Clock, Timer } from '../core/clock.js';
+import { RpcConnectionError, errorMessage } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import type { MainThread } from '../rpc/main-thread.js';
+
+export interface HeartbeatManagerOptions<P> {
+  /** Names this side in logs, e.g. `jobmaster` or `taskexecutor tm-1a2b`. */
+  readonly ownerName: string;
+  /** How often the sender asks each target (`heartbeat.interval`). */
+  readonly intervalMs: number;
+  /** Silence after which a target counts as lost (`heartbeat.timeout`). */
+  readonly timeoutMs: number;
+  readonly mainThread: MainThread;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** The target is lost; it is no longer monitored when this runs. Runs on the main thread. */
+  onTimeout(targetId: string, cause: string): void;
+  /** A heartbeat answer (sender) or a payload handed to `receiveHeartbeat` (receiver). Runs on the main thread. */
+  onPayload?(targetId: string, payload: P): void;
+}
+
+interface Target<P> {
+  readonly id: string;
+  readonly requestHeartbeat: (() => Promise<P>) | undefined;
+  lastHeardMs: number;
+  /** At most one ask in flight: a slow target must not collect a queue of them. */
+  inFlight: boolean;
+  intervalTimer: Timer | undefined;
+  timeoutTimer: Timer | undefined;
+}
+
+export class HeartbeatManager<P> {
+  private readonly targets = new Map<string, Target<P>>();
+  private stopped = false;
+  private readonly logger: Logger;
+
+  constructor(private readonly options: HeartbeatManagerOptions<P>) {
+    if (!(options.intervalMs > 0) || !(options.timeoutMs > 0)) {
+      throw new RangeError(`heartbeat interval and timeout must be positive, found ${options.intervalMs} ms and ${options.timeoutMs} ms`);
+    }
+    this.logger = options.logger.child({ heartbeatOwner: options.ownerName });
+  }
+
+  /**
+   * Starts watching `targetId`. With `requestHeartbeat` this side asks the target every interval;
+   * without it, this side waits for the target's asks (`receiveHeartbeat`). Monitoring an id again
+   * replaces the old watch, e.g. when a peer re-registers with a new gateway.
+   */
+  monitorTarget(targetId: string, requestHeartbeat?: () => Promise<P>): void {
+    if (this.stopped) {
+      this.logger.warn('heartbeat manager is stopped; not monitoring target', { targetId });
+      return;
+    }
+    this.unmonitorTarget(targetId);
+    const target: Target<P> = {
+      id: targetId,
+      requestHeartbeat,
+      lastHeardMs: this.options.clock.now(),
+      inFlight: false,
+      intervalTimer: undefined,
+      timeoutTimer: undefined,
+    };
+    this.targets.set(targetId, target);
+    this.armTimeout(target, this.options.timeoutMs);
+    if (requestHeartbeat !== undefined) {
+      // The first ask goes out at once so a fresh registration is confirmed without waiting an interval.
+      this.options.mainThread.run(() => this.sendHeartbeat(target)).catch((e) => this.onTaskError(e));
+      target.intervalTimer = this.options.mainThread.every(() => this.sendHeartbeat(target), this.options.intervalMs, (e) => this.onTaskError(e));
+    }
+  }
+
+  unmonitorTarget(targetId: string): void {
+    const target = this.targets.get(targetId);
+    if (target === undefined) return;
+    this.targets.delete(targetId);
+    target.intervalTimer?.cancel();
+    target.timeoutTimer?.cancel();
+  }
+
+  /** The target's ask reached us (receiver side), or it otherwise proved alive. Unknown ids are ignored. */
+  receiveHeartbeat(targetId: string, payload?: P): void {
+    const target = this.targets.get(targetId);
+    if (target === undefined) {
+      this.logger.debug('heartbeat from an unmonitored target ignored', { targetId });
+      return;
+    }
+    target.lastHeardMs = this.options.clock.now();
+    if (payload !== undefined) this.deliverPayload(target, payload);
+  }
+
+  /** When the target was last heard from (clock ms), or undefined when it is not monitored. */
+  lastHeardMs(targetId: string): number | undefined {
+    return this.targets.get(targetId)?.lastHeardMs;
+  }
+
+  isMonitoring(targetId: string): boolean {
+    return this.targets.has(targetId);
+  }
+
+  /** Asks currently in flight to `targetId`: 0 or 1. */
+  outstandingRequests(targetId: string): number {
+    return this.targets.get(targetId)?.inFlight === true ? 1 : 0;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const id of [...this.targets.keys()]) this.unmonitorTarget(id);
+  }
+
+  private sendHeartbeat(target: Target<P>): void {
+    if (this.targets.get(target.id) !== target || target.inFlight || target.requestHeartbeat === undefined) return;
+    target.inFlight = true;
+    let request: Promise<P>;
+    try {
+      request = target.requestHeartbeat();
+    } catch (error) {
+      request = Promise.reject(error);
+    }
+    // The answer re-enters through the main thread; nothing waits on it while the thread is busy.
+    request.then(
+      (payload) => this.options.mainThread.run(() => this.onAnswer(target, payload)),
+      (error: unknown) => this.options.mainThread.run(() => this.onRequestFailed(target, error)),
+    ).catch((e) => this.onTaskError(e));
+  }
+
+  private onAnswer(target: Target<P>, payload: P): void {
+    target.inFlight = false;
+    if (this.targets.get(target.id) !== target) return;
+    target.lastHeardMs = this.options.clock.now();
+    this.deliverPayload(target, payload);
+  }
+
+  private onRequestFailed(target: Target<P>, error: unknown): void {
+    target.inFlight = false;
+    if (this.targets.get(target.id) !== target) return;
+    if (error instanceof RpcConnectionError) {
+      this.lose(target, `connection to ${target.id} lost: ${errorMessage(error)}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}`);
+      return;
+    }
+    // A slow or failing answer is a missed beat; only the timeout decides that the target is gone.
+    this.logger.debug('heartbeat request failed', { targetId: target.id, error: errorMessage(error) });
+  }
+
+  private armTimeout(target: Target<P>, delayMs: number): void {
+    target.timeoutTimer = this.options.mainThread.schedule(() => this.checkTimeout(target), delayMs, (e) => this.onTaskError(e));
+  }
+
+  // Re-arming on every beat would churn timers; instead the check re-arms for whatever is left.
+  private checkTimeout(target: Target<P>): void {
+    if (this.targets.get(target.id) !== target) return;
+    const silentMs = this.options.clock.now() - target.lastHeardMs;
+    if (silentMs >= this.options.timeoutMs) {
+      this.lose(target, `no heartbeat from ${target.id} for ${silentMs} ms (heartbeat.timeout is ${this.options.timeoutMs} ms)`);
+    } else {
+      this.armTimeout(target, this.options.timeoutMs - silentMs);
+    }
+  }
+
+  private lose(target: Target<P>, cause: string): void {
+    this.unmonitorTarget(target.id);
+    this.logger.warn('heartbeat target lost', { targetId: target.id, cause });
+    try {
+      this.options.onTimeout(target.id, cause);
+    } catch (error) {
+      this.logger.error('onTimeout handler failed', { targetId: target.id, error });
+    }
+  }
+
+  private deliverPayload(target: Target<P>, payload: P): void {
+    const onPayload = this.options.onPayload;
+    if (onPayload === undefined) return;
+    this.options.mainThread
+      .run(() => onPayload(target.id, payload))
+      .catch((error: unknown) => this.logger.error('onPayload handler failed', { targetId: target.id, error }));
+  }
+
+  private onTaskError(error: unknown): void {
+    // A closed main thread means the owner is shutting down; anything else is a bug worth seeing.
+    if (this.options.mainThread.isClosed) return;
+    this.logger.error('heartbeat task failed', { error });
+  }
+}

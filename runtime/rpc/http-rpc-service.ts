@@ -1,0 +1,307 @@
+// The transport between processes: `POST /rpc/<endpoint>/<method>` with the JSON argument array as
+// body, the cluster secret as bearer token and the caller's fencing token in `x-floe-fencing-token`.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  FloeError,
+  InvalidRequestError,
+  NotFoundError,
+  PayloadTooLargeError,
+  RpcConnectionError,
+  RpcTimeoutError,
+  RpcUnauthorizedError,
+  errorMessage,
+  toErrorInfo,
+} from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { createLogger } from '../core/logger.js';
+import { RpcDispatcher, decodeReply, encodeArgs, gatewayProxy, isRpcReply } from './rpc-dispatcher.js';
+import type { EncodedReply, RpcReply } from './rpc-dispatcher.js';
+import type { ConnectOptions, RpcService, ServeOptions, ServedEndpoint } from './rpc-service.js';
+
+export const FENCING_TOKEN_HEADER = 'x-floe-fencing-token';
+/** Largest request or response body; a JobGraph with its library inlined stays well below. */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
+
+export interface HttpRpcServiceOptions {
+  /** @default '127.0.0.1' */
+  readonly host?: string;
+  /** @default 0 (a free port) */
+  readonly port?: number;
+  /** The cluster secret every call must carry. */
+  readonly secret: string;
+  /** Default per-call deadline (`rpc.timeout`). */
+  readonly timeoutMs: number;
+  /** @default 64 MiB */
+  readonly maxBodyBytes?: number;
+  readonly logger?: Logger;
+}
+
+export class HttpRpcService implements RpcService {
+  readonly address: string;
+  private readonly dispatcher: RpcDispatcher;
+  private readonly agent = new http.Agent({ keepAlive: true });
+  private readonly secretDigest: Buffer;
+  private closed = false;
+
+  private constructor(
+    private readonly server: http.Server,
+    host: string,
+    port: number,
+    private readonly options: HttpRpcServiceOptions,
+    private readonly logger: Logger,
+  ) {
+    this.address = `http://${host}:${port}`;
+    this.dispatcher = new RpcDispatcher(this.address, logger);
+    this.secretDigest = digest(options.secret);
+  }
+
+  static async start(options: HttpRpcServiceOptions): Promise<HttpRpcService> {
+    if (options.secret === '') throw new FloeError('CONFIGURATION', 'the RPC secret is empty; every process of a cluster needs the same non-empty secret');
+    const host = options.host ?? '127.0.0.1';
+    const logger = options.logger ?? createLogger({ component: 'rpc' });
+    const server = http.createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    const port = (server.address() as AddressInfo).port;
+    const service = new HttpRpcService(server, host, port, options, logger.child({ address: `http://${host}:${port}` }));
+    server.on('request', (req, res) => service.onRequest(req, res));
+    return service;
+  }
+
+  serve<G extends object>(name: string, impl: G, options: ServeOptions<G>): ServedEndpoint {
+    if (this.closed) throw new FloeError('RPC_SERVICE_CLOSED', `${this.address} is closed and serves nothing more`);
+    return this.dispatcher.register(name, impl, options);
+  }
+
+  connect<G extends object>(address: string, name: string, options: ConnectOptions = {}): G {
+    const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
+    return gatewayProxy<G>((method, args) => this.call(address, name, method, args, options.fencingToken, timeoutMs));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.dispatcher.clear();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    // Idle keep-alive connections would hold `close` open; calls still running see a reset, as on a crash.
+    this.server.closeAllConnections();
+    this.agent.destroy();
+    await closed;
+  }
+
+  // ---- server side ----
+
+  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const send = (reply: EncodedReply, closeConnection = false): void => {
+      if (res.headersSent) return;
+      res.writeHead(reply.status, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(reply.body),
+        ...(closeConnection ? { connection: 'close' } : {}),
+      });
+      res.end(reply.body);
+    };
+    const fail = (error: FloeError, closeConnection = false): void =>
+      send({ status: error.httpStatus, body: JSON.stringify({ ok: false, error: toErrorInfo(error) } satisfies RpcReply) }, closeConnection);
+
+    const limit = this.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    // An early answer ends the connection; the unread body is drained, unless it grows past the limit.
+    const rejectEarly = (error: FloeError): void => {
+      fail(error, true);
+      let drained = 0;
+      req.on('data', (chunk: Buffer) => {
+        drained += chunk.length;
+        if (drained > limit) req.destroy();
+      });
+      req.on('error', () => {});
+    };
+
+    // Authenticate before reading a byte of the body.
+    if (!this.authorized(req.headers.authorization)) {
+      this.logger.warn('rejected an RPC without the cluster secret', { remote: req.socket.remoteAddress, url: req.url });
+      rejectEarly(new RpcUnauthorizedError());
+      return;
+    }
+    const match = /^\/rpc\/([^/?]+)\/([^/?]+)$/.exec(req.url ?? '');
+    if (req.method !== 'POST' || match === null) {
+      rejectEarly(new NotFoundError(`no RPC route ${req.method} ${req.url}; calls are POST /rpc/<endpoint>/<method>`));
+      return;
+    }
+    let name: string;
+    let method: string;
+    try {
+      name = decodeURIComponent(match[1]!);
+      method = decodeURIComponent(match[2]!);
+    } catch {
+      rejectEarly(new InvalidRequestError(`malformed RPC path ${req.url}`));
+      return;
+    }
+    const fencingToken = parseFencingToken(req.headers[FENCING_TOKEN_HEADER]);
+    if (fencingToken instanceof FloeError) {
+      rejectEarly(fencingToken);
+      return;
+    }
+    const tooLarge = (size: number): PayloadTooLargeError =>
+      new PayloadTooLargeError(`the arguments of ${name}.${method}`, size, limit, 'pass large data through the BlobStore and send its key');
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) {
+      rejectEarly(tooLarge(declared));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let aborted = false;
+    req.on('data', (chunk: Buffer) => {
+      if (aborted) return;
+      size += chunk.length;
+      if (size > limit) {
+        // The declared length lied (or was absent): stop reading.
+        aborted = true;
+        fail(tooLarge(size), true);
+        res.on('finish', () => req.destroy());
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('error', () => {
+      aborted = true;
+    });
+    req.on('end', () => {
+      if (aborted) return;
+      let args: unknown;
+      try {
+        args = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch (error) {
+        fail(new InvalidRequestError(`the body of ${name}.${method} is not JSON: ${errorMessage(error)}`));
+        return;
+      }
+      void this.dispatcher.handle(name, method, args, fencingToken).then(send);
+    });
+  }
+
+  private authorized(header: string | undefined): boolean {
+    if (header === undefined || !header.startsWith('Bearer ')) return false;
+    // Comparing digests keeps the comparison constant-time even when the lengths differ.
+    return timingSafeEqual(digest(header.slice('Bearer '.length)), this.secretDigest);
+  }
+
+  // ---- client side ----
+
+  private call(address: string, name: string, method: string, args: unknown[], fencingToken: number | undefined, timeoutMs: number): Promise<unknown> {
+    const target = `${address}/${name}.${method}`;
+    if (this.closed) {
+      return Promise.reject(new RpcConnectionError(target, { cause: new Error(`the calling service ${this.address} is closed`) }));
+    }
+    let body: Buffer;
+    let url: URL;
+    try {
+      body = Buffer.from(encodeArgs(args), 'utf8');
+      url = new URL(`/rpc/${encodeURIComponent(name)}/${encodeURIComponent(method)}`, address);
+    } catch (error) {
+      return Promise.reject(new FloeError('RPC_BAD_ARGUMENTS', `cannot send ${target}: ${errorMessage(error)}; arguments must be plain JSON data and the address an http:// URL`));
+    }
+    const limit = this.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    if (body.length > limit) {
+      return Promise.reject(new PayloadTooLargeError(`the arguments of ${target}`, body.length, limit, 'pass large data through the BlobStore and send its key'));
+    }
+    if (url.protocol !== 'http:') {
+      return Promise.reject(new FloeError('RPC_BAD_ADDRESS', `cannot send ${target}: HttpRpcService reaches only http:// addresses, found ${url.protocol}//`));
+    }
+    const headers: http.OutgoingHttpHeaders = {
+      'content-type': 'application/json',
+      'content-length': body.length,
+      authorization: `Bearer ${this.options.secret}`,
+    };
+    if (fencingToken !== undefined) headers[FENCING_TOKEN_HEADER] = String(fencingToken);
+    const deadline = Date.now() + timeoutMs;
+    return new Promise<unknown>((resolve, reject) => {
+      let settled = false;
+      let current: http.ClientRequest | undefined;
+      const finish = (outcome: () => void): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        outcome();
+      };
+      const timer = setTimeout(() => {
+        finish(() => reject(new RpcTimeoutError(target, timeoutMs)));
+        current?.destroy();
+      }, timeoutMs);
+
+      const attempt = (retriesLeft: number): void => {
+        const req = http.request(url, { method: 'POST', agent: this.agent, headers });
+        current = req;
+        let responded = false;
+        req.on('response', (res) => {
+          responded = true;
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', (error) => finish(() => reject(new RpcConnectionError(target, { cause: error }))));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            finish(() => {
+              try {
+                resolve(decodeResponse(res.statusCode ?? 0, text, target));
+              } catch (error) {
+                reject(error);
+              }
+            });
+          });
+        });
+        req.on('error', (error: NodeJS.ErrnoException) => {
+          if (settled) return;
+          // A pooled keep-alive socket the server closed just as we reused it: the request never
+          // reached the handler, so sending it once more on a fresh socket is safe.
+          if (!responded && req.reusedSocket && error.code === 'ECONNRESET' && retriesLeft > 0 && Date.now() < deadline) {
+            attempt(retriesLeft - 1);
+            return;
+          }
+          finish(() => reject(mapRequestError(error, target)));
+        });
+        req.end(body);
+      };
+      attempt(1);
+    });
+  }
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s, 'utf8').digest();
+}
+
+function parseFencingToken(raw: string | string[] | undefined): number | undefined | FloeError {
+  if (raw === undefined) return undefined;
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  if (value === undefined || !/^-?\d+$/.test(value)) {
+    return new InvalidRequestError(`header ${FENCING_TOKEN_HEADER} must be an integer epoch, found ${JSON.stringify(raw)}`);
+  }
+  return Number(value);
+}
+
+function decodeResponse(status: number, text: string, target: string): unknown {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (isRpcReply(parsed)) return decodeReply(parsed);
+  if (status === 401) throw new RpcUnauthorizedError();
+  throw new FloeError('RPC_PROTOCOL', `${target} answered HTTP ${status} with a body that is not a Floe RPC reply (${JSON.stringify(text.slice(0, 200))}); is the address a Floe process?`);
+}
+
+function mapRequestError(error: NodeJS.ErrnoException, target: string): FloeError {
+  if ((error.code !== undefined && CONNECTION_ERROR_CODES.has(error.code)) || error.message === 'socket hang up') {
+    return new RpcConnectionError(target, { cause: error });
+  }
+  return new FloeError('RPC_FAILED', `call to ${target} failed: ${error.message}`, { cause: error, retryable: true });
+}

@@ -1,0 +1,167 @@
+// The server-side core both transports share: which endpoints are served, method and fencing checks,
+// and the JSON envelope every answer travels in, so a local call and an HTTP call fail the same way.
+import { FencingTokenError, FloeError, InvalidRequestError, NotFoundError, errorMessage, fromErrorInfo, toErrorInfo } from '../core/errors.js';
+import type { ErrorInfo } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
+import { silentLogger } from '../core/logger.js';
+import type { ServeOptions, ServedEndpoint } from './rpc-service.js';
+
+/** What travels back for every call: a value, or the error as ErrorInfo so the caller rebuilds its class. */
+export type RpcReply = { readonly ok: true; readonly value?: unknown } | { readonly ok: false; readonly error: ErrorInfo };
+
+/** A reply ready for the wire: the HTTP status it maps to and its JSON text. */
+export interface EncodedReply {
+  readonly status: number;
+  readonly body: string;
+}
+
+interface Registration {
+  readonly impl: Record<string, unknown>;
+  readonly methods: ReadonlySet<string>;
+  readonly fencingToken: number | undefined;
+}
+
+export class RpcDispatcher {
+  private readonly endpoints = new Map<string, Registration>();
+
+  /** `address` names this process in error messages, so a caller knows which server answered. */
+  constructor(private readonly address: string, private readonly logger: Logger = silentLogger) {}
+
+  register<G extends object>(name: string, impl: G, options: ServeOptions<G>): ServedEndpoint {
+    if (this.endpoints.has(name)) {
+      throw new FloeError('RPC_ENDPOINT_EXISTS', `an endpoint named '${name}' is already served at ${this.address}; stop the old one before serving a new session`);
+    }
+    for (const m of options.methods) {
+      if (typeof (impl as Record<string, unknown>)[m] !== 'function') {
+        throw new FloeError('RPC_BAD_ENDPOINT', `endpoint '${name}' lists method '${m}', but its implementation has no such function`);
+      }
+    }
+    const registration: Registration = {
+      impl: impl as Record<string, unknown>,
+      methods: new Set(options.methods),
+      fencingToken: options.fencingToken,
+    };
+    this.endpoints.set(name, registration);
+    return {
+      name,
+      // Only removes this registration: a newer session served under the same name stays.
+      stop: () => {
+        if (this.endpoints.get(name) === registration) this.endpoints.delete(name);
+      },
+    };
+  }
+
+  has(name: string): boolean {
+    return this.endpoints.has(name);
+  }
+
+  clear(): void {
+    this.endpoints.clear();
+  }
+
+  /**
+   * Runs one call and resolves to its JSON-normalised result, or rejects with the FloeError the caller
+   * would see across a process boundary.
+   */
+  async dispatch(name: string, method: string, args: unknown[], fencingToken: number | undefined): Promise<unknown> {
+    return decodeReply(JSON.parse((await this.handle(name, method, args, fencingToken)).body) as RpcReply);
+  }
+
+  /** Runs one call and encodes the outcome; never rejects. */
+  async handle(name: string, method: string, args: unknown, fencingToken: number | undefined): Promise<EncodedReply> {
+    let value: unknown;
+    try {
+      value = await this.invoke(name, method, args, fencingToken);
+    } catch (error) {
+      return encodeError(error, this.logger, name, method);
+    }
+    try {
+      return { status: 200, body: JSON.stringify({ ok: true, value } satisfies RpcReply) };
+    } catch (error) {
+      return encodeError(
+        new FloeError('RPC_BAD_RESULT', `${name}.${method} returned a value that is not JSON (${errorMessage(error)}); gateway results must be plain JSON data`),
+        this.logger,
+        name,
+        method,
+      );
+    }
+  }
+
+  private async invoke(name: string, method: string, args: unknown, fencingToken: number | undefined): Promise<unknown> {
+    const endpoint = this.endpoints.get(name);
+    if (endpoint === undefined) {
+      const served = [...this.endpoints.keys()];
+      throw new NotFoundError(
+        `no endpoint '${name}' is served at ${this.address} (served: ${served.length > 0 ? served.join(', ') : 'none'}); it may have stopped or lost leadership: look up the current leader's address`,
+      );
+    }
+    if (!endpoint.methods.has(method)) {
+      throw new InvalidRequestError(`endpoint '${name}' has no method '${method}'; it serves: ${[...endpoint.methods].join(', ')}`);
+    }
+    if (!Array.isArray(args)) {
+      throw new InvalidRequestError(`the arguments of ${name}.${method} must be a JSON array, found ${args === null ? 'null' : typeof args}`);
+    }
+    if (endpoint.fencingToken !== undefined && fencingToken !== endpoint.fencingToken) {
+      throw new FencingTokenError(name, endpoint.fencingToken, fencingToken);
+    }
+    const fn = endpoint.impl[method] as (...a: unknown[]) => unknown;
+    return await fn.apply(endpoint.impl, args);
+  }
+}
+
+function encodeError(error: unknown, logger: Logger, name: string, method: string): EncodedReply {
+  // A non-Floe error is a bug on this side; the caller only sees it as INTERNAL, so keep the details here.
+  if (!(error instanceof FloeError)) logger.error('rpc handler failed', { endpoint: name, method, error });
+  const info = toErrorInfo(error);
+  const status = error instanceof FloeError ? error.httpStatus : 500;
+  try {
+    return { status, body: JSON.stringify({ ok: false, error: info } satisfies RpcReply) };
+  } catch {
+    // `details` held something JSON cannot carry: keep what can cross.
+    const { details: _dropped, ...rest } = info;
+    return { status, body: JSON.stringify({ ok: false, error: rest } satisfies RpcReply) };
+  }
+}
+
+/** Turns a reply into the caller's result, rethrowing a failed call as its original FloeError class. */
+export function decodeReply(reply: RpcReply): unknown {
+  if (reply.ok) return reply.value;
+  throw fromErrorInfo(reply.error);
+}
+
+/**
+ * Encodes call arguments. Trailing `undefined`s are dropped so an omitted optional argument arrives as
+ * omitted rather than as JSON's `null`.
+ */
+export function encodeArgs(args: readonly unknown[]): string {
+  let end = args.length;
+  while (end > 0 && args[end - 1] === undefined) end--;
+  return JSON.stringify(args.slice(0, end));
+}
+
+export function isRpcReply(x: unknown): x is RpcReply {
+  if (x === null || typeof x !== 'object') return false;
+  const r = x as Record<string, unknown>;
+  if (r['ok'] === true) return true;
+  const e = r['error'] as Record<string, unknown> | null | undefined;
+  return r['ok'] === false && typeof e === 'object' && e !== null && typeof e['code'] === 'string' && typeof e['message'] === 'string';
+}
+
+/**
+ * A gateway proxy: each property is a function sending that method. `then` stays undefined so an
+ * `await` on the proxy itself does not mistake it for a promise.
+ */
+export function gatewayProxy<G extends object>(call: (method: string, args: unknown[]) => Promise<unknown>): G {
+  const cache = new Map<string, (...args: unknown[]) => Promise<unknown>>();
+  return new Proxy({} as G, {
+    get(_target, prop) {
+      if (typeof prop !== 'string' || prop === 'then' || prop === 'toJSON') return undefined;
+      let fn = cache.get(prop);
+      if (fn === undefined) {
+        fn = (...args: unknown[]) => call(prop, args);
+        cache.set(prop, fn);
+      }
+      return fn;
+    },
+  });
+}
