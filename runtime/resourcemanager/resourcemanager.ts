@@ -1,0 +1,356 @@
+// The ResourceManager of one job's cluster for one leadership session: registers TaskExecutors and the
+// JobMaster, keeps the slot table (SlotManager), and starts and stops TaskExecutors through the launcher.
+import type { Clock } from '../core/clock.js';
+import type { FloeConfig } from '../core/config.js';
+import { configToEnv } from '../core/config.js';
+import { ConflictError, FencingTokenError, InvalidRequestError, NotFoundError, errorMessage } from '../core/errors.js';
+import { ResourceId as ResourceIdOf, randomHex } from '../core/ids.js';
+import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import { ProcessEnv } from '../core/process-env.js';
+import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
+import type { JobMasterGateway } from '../jobmaster/jobmaster-gateway.js';
+import { MainThread } from '../rpc/main-thread.js';
+import { EndpointName } from '../rpc/rpc-service.js';
+import type { RpcService, ServedEndpoint } from '../rpc/rpc-service.js';
+import type { SlotReport, TaskExecutorGateway } from '../taskexecutor/taskexecutor-gateway.js';
+import { RESOURCE_MANAGER_METHODS } from './resourcemanager-gateway.js';
+import type { ClusterResources, ResourceManagerGateway, ResourceRequirements, TaskExecutorRegistration } from './resourcemanager-gateway.js';
+import { SlotManager, detached } from './slot-manager.js';
+import type { SlotManagerSnapshot } from './slot-manager.js';
+import { WorkerKind } from './worker-launcher.js';
+import type { WorkerExit, WorkerLauncher } from './worker-launcher.js';
+
+export interface ResourceManagerDeps {
+  /** This process's id; TaskExecutors and the JobMaster watch the RM's heartbeats under it. */
+  readonly resourceId: ResourceId;
+  /** The one job this cluster serves. */
+  readonly jobId: JobId;
+  /** This leadership session's lease epoch. */
+  readonly fencingToken: FencingToken;
+  readonly config: FloeConfig;
+  readonly rpc: RpcService;
+  readonly launcher: WorkerLauncher;
+  /** Extra environment for the TaskExecutors this RM starts (state dir, secret, …). */
+  readonly workerEnv: Readonly<Record<string, string>>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+interface RegisteredTaskExecutor {
+  readonly registration: TaskExecutorRegistration;
+  readonly gateway: TaskExecutorGateway;
+}
+
+interface RegisteredJobMaster {
+  readonly address: string;
+  readonly token: FencingToken;
+  readonly gateway: JobMasterGateway;
+}
+
+export class ResourceManager implements ResourceManagerGateway {
+  readonly mainThread: MainThread;
+  readonly fencingToken: FencingToken;
+  private readonly log: Logger;
+  private readonly slotManager: SlotManager;
+  private readonly taskExecutors = new Map<ResourceId, RegisteredTaskExecutor>();
+  private readonly teHeartbeats: HeartbeatManager<SlotReport>;
+  private readonly jmHeartbeats: HeartbeatManager<void>;
+  /** Every worker this RM asked the launcher to start and has not seen exit. */
+  private readonly startedWorkers = new Set<ResourceId>();
+  private jobMaster: RegisteredJobMaster | undefined;
+  private endpoint: ServedEndpoint | undefined;
+  private unsubscribeExits: (() => void) | undefined;
+  private closing: Promise<void> | undefined;
+
+  /** Builds the RM and starts serving it; calls fenced with another token are refused. */
+  static start(deps: ResourceManagerDeps): ResourceManager {
+    const rm = new ResourceManager(deps);
+    rm.serve();
+    return rm;
+  }
+
+  private constructor(private readonly deps: ResourceManagerDeps) {
+    this.fencingToken = deps.fencingToken;
+    this.log = deps.logger.child({ component: 'resourcemanager', jobId: deps.jobId, token: deps.fencingToken });
+    this.mainThread = new MainThread(`ResourceManager ${deps.jobId}`, deps.clock);
+    this.slotManager = new SlotManager({
+      jobId: deps.jobId,
+      resourceManagerToken: deps.fencingToken,
+      slotsPerWorker: deps.config.numberOfTaskSlots,
+      maxWorkers: deps.config.maxTaskManagers,
+      idleTimeoutMs: deps.config.taskManagerTimeoutMs,
+      mainThread: this.mainThread,
+      clock: deps.clock,
+      logger: this.log,
+      actions: {
+        requestSlot: (resourceId, request) => {
+          const te = this.taskExecutors.get(resourceId);
+          if (te === undefined) return Promise.reject(new NotFoundError(`TaskExecutor ${resourceId} is not registered`));
+          return te.gateway.requestSlot(request);
+        },
+        startWorker: () => this.startWorker(),
+        stopWorker: (id, reason) => this.stopWorker(id, reason),
+        releaseIdleTaskExecutor: (id, reason) => this.taskExecutorGone(id, reason, 'stop'),
+        notifyNotEnoughResources: (required, resources) => {
+          const jm = this.jobMaster;
+          if (jm === undefined) return;
+          detached(() => {
+            jm.gateway.notifyNotEnoughResourcesAvailable(required, resources).catch((error: unknown) => {
+              this.log.warn('could not tell the JobMaster that resources are short', { error: errorMessage(error) });
+            });
+          });
+        },
+      },
+    });
+    const hb = { intervalMs: deps.config.heartbeatIntervalMs, timeoutMs: deps.config.heartbeatTimeoutMs, mainThread: this.mainThread, clock: deps.clock, logger: this.log };
+    this.teHeartbeats = new HeartbeatManager<SlotReport>({
+      ownerName: 'resourcemanager',
+      ...hb,
+      onTimeout: (id, cause) => this.taskExecutorGone(ResourceIdOf.of(id), `heartbeat: ${cause}`, 'stop'),
+      onPayload: (id, report) => {
+        if (report.resourceId !== id) {
+          this.log.warn('heartbeat answer carries another TaskExecutor id; ignored', { resourceId: id, reported: report.resourceId });
+          return;
+        }
+        this.slotManager.reportSlotStatus(report);
+      },
+    });
+    this.jmHeartbeats = new HeartbeatManager<void>({
+      ownerName: 'resourcemanager',
+      ...hb,
+      onTimeout: (_id, cause) => this.jobMasterLost(`heartbeat: ${cause}`),
+    });
+  }
+
+  get address(): string {
+    return this.deps.rpc.address;
+  }
+
+  private serve(): void {
+    this.unsubscribeExits = this.deps.launcher.onExit((exit) => {
+      this.mainThread.run(() => this.workerExited(exit)).catch(() => {
+        // Closed: exits no longer matter.
+      });
+    });
+    this.endpoint = this.deps.rpc.serve<ResourceManagerGateway>(EndpointName.RESOURCE_MANAGER, this, {
+      methods: RESOURCE_MANAGER_METHODS,
+      fencingToken: this.deps.fencingToken,
+    });
+    this.log.info('ResourceManager serving', { address: this.address, resourceId: this.deps.resourceId });
+  }
+
+  // ---- gateway ----------------------------------------------------------------------------------
+
+  registerTaskExecutor(registration: TaskExecutorRegistration): Promise<{ readonly resourceManagerResourceId: ResourceId }> {
+    return this.mainThread.run(() => {
+      const { resourceId, address, numberOfSlots } = registration;
+      if (!Number.isInteger(numberOfSlots) || numberOfSlots < 1) {
+        throw new InvalidRequestError(`TaskExecutor ${resourceId} registered with ${numberOfSlots} slots; expected a positive integer ('taskmanager.numberOfTaskSlots')`);
+      }
+      if (this.slotManager.isStoppingWorker(resourceId)) {
+        // Its slots would be handed out and lost again a moment later.
+        throw new ConflictError(`TaskExecutor ${resourceId} is being stopped because the job no longer needs it; it should exit instead of registering`);
+      }
+      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(address, EndpointName.TASK_EXECUTOR);
+      const known = this.slotManager.isPendingWorker(resourceId) ? 'started by this ResourceManager' : this.taskExecutors.has(resourceId) ? 're-registration' : 'not started by this ResourceManager';
+      this.taskExecutors.set(resourceId, { registration, gateway });
+      this.slotManager.registerTaskExecutor(resourceId, numberOfSlots);
+      this.teHeartbeats.monitorTarget(resourceId, () => detached(() => gateway.heartbeatFromResourceManager(this.fencingToken)));
+      this.log.info('TaskExecutor registered', { resourceId, address, numberOfSlots, known });
+      return { resourceManagerResourceId: this.deps.resourceId };
+    });
+  }
+
+  sendSlotReport(resourceId: ResourceId, report: SlotReport): Promise<void> {
+    return this.mainThread.run(() => {
+      if (report.resourceId !== resourceId) {
+        throw new InvalidRequestError(`slot report of ${resourceId} names TaskExecutor ${report.resourceId}; a TaskExecutor reports only its own slots`);
+      }
+      if (!this.slotManager.reportSlotStatus(report)) {
+        throw new NotFoundError(`TaskExecutor ${resourceId} is not registered at this ResourceManager (token ${this.fencingToken}); register first`);
+      }
+    });
+  }
+
+  registerJobMaster(jobId: JobId, jobMasterAddress: string, jobMasterToken: FencingToken): Promise<{ readonly resourceManagerResourceId: ResourceId }> {
+    return this.mainThread.run(() => {
+      this.checkJob(jobId);
+      const current = this.jobMaster;
+      if (current !== undefined && jobMasterToken < current.token) {
+        throw new FencingTokenError('JobMaster registration at the ResourceManager', current.token, jobMasterToken);
+      }
+      const gateway = this.deps.rpc.connect<JobMasterGateway>(jobMasterAddress, EndpointName.JOB_MASTER, { fencingToken: jobMasterToken });
+      if (current !== undefined && current.token !== jobMasterToken) {
+        this.log.info('a newer JobMaster replaces the registered one', { previousToken: current.token, jmToken: jobMasterToken });
+        this.slotManager.clearRequirements();
+      }
+      this.jobMaster = { address: jobMasterAddress, token: jobMasterToken, gateway };
+      this.jmHeartbeats.monitorTarget(jobId, () => detached(() => gateway.heartbeatFromResourceManager(this.deps.resourceId)));
+      this.log.info('JobMaster registered', { jmAddress: jobMasterAddress, jmToken: jobMasterToken });
+      return { resourceManagerResourceId: this.deps.resourceId };
+    });
+  }
+
+  declareRequiredResources(jobId: JobId, jobMasterToken: FencingToken, requirements: ResourceRequirements): Promise<void> {
+    return this.mainThread.run(() => {
+      this.checkJob(jobId);
+      const jm = this.jobMaster;
+      if (jm === undefined || jm.token !== jobMasterToken) {
+        throw new FencingTokenError('JobMaster registration at the ResourceManager', jm?.token, jobMasterToken);
+      }
+      const slots = requirements.slots;
+      if (!Number.isInteger(slots) || slots < 0) {
+        throw new InvalidRequestError(`required slots must be a non-negative integer, found ${JSON.stringify(slots)}`);
+      }
+      this.log.info('resource requirements declared', { slots });
+      this.slotManager.setRequirements(slots, { jobMasterAddress: jm.address, jobMasterToken: jm.token });
+    });
+  }
+
+  notifySlotAvailable(resourceId: ResourceId, slotId: SlotId, allocationId: AllocationId): Promise<void> {
+    return this.mainThread.run(() => {
+      if (slotId.resourceId !== resourceId) {
+        throw new InvalidRequestError(`TaskExecutor ${resourceId} freed slot ${slotId.resourceId}/${slotId.slotIndex} of another TaskExecutor`);
+      }
+      this.slotManager.freeSlot(slotId, allocationId);
+    });
+  }
+
+  disconnectTaskExecutor(resourceId: ResourceId, cause: string): Promise<void> {
+    return this.mainThread.run(() => this.taskExecutorGone(resourceId, `disconnected: ${cause}`, 'keep'));
+  }
+
+  disconnectJobManager(jobId: JobId, cause: string): Promise<void> {
+    return this.mainThread.run(() => {
+      this.checkJob(jobId);
+      this.log.info('JobMaster disconnected: the job is done; freeing every slot', { cause });
+      this.jmHeartbeats.unmonitorTarget(jobId);
+      this.jobMaster = undefined;
+      this.slotManager.clearRequirements();
+      this.slotManager.freeAllOfJob();
+    });
+  }
+
+  requestClusterResources(): Promise<ClusterResources> {
+    return this.mainThread.run(() => this.slotManager.clusterResources());
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------------------
+
+  /** What the slot table holds right now; for tests and the overview. */
+  snapshot(): Promise<SlotManagerSnapshot> {
+    return this.mainThread.run(() => this.slotManager.snapshot());
+  }
+
+  /** Stops heartbeats and every TaskExecutor this RM started, stops serving, closes the main thread. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    this.endpoint?.stop();
+    const workers = await this.mainThread
+      .run(() => {
+        this.teHeartbeats.stop();
+        this.jmHeartbeats.stop();
+        this.slotManager.close();
+        return [...this.startedWorkers];
+      })
+      .catch(() => [...this.startedWorkers]);
+    this.unsubscribeExits?.();
+    await this.mainThread.close();
+    await Promise.all(
+      workers.map((id) =>
+        this.deps.launcher.stop(id, 'the ResourceManager closed').catch((error: unknown) => {
+          this.log.warn('could not stop a TaskExecutor', { resourceId: id, error: errorMessage(error) });
+        }),
+      ),
+    );
+    this.log.info('ResourceManager closed', { stoppedWorkers: workers.length });
+  }
+
+  // ---- internals (main thread only) --------------------------------------------------------------
+
+  private checkJob(jobId: JobId): void {
+    if (jobId !== this.deps.jobId) {
+      throw new InvalidRequestError(`this ResourceManager serves job ${this.deps.jobId}, not ${jobId}; look up the ResourceManager of job ${jobId}`);
+    }
+  }
+
+  private startWorker(): ResourceId {
+    const id = ResourceIdOf.of(`te-${randomHex(4)}`);
+    this.startedWorkers.add(id);
+    const env: Record<string, string> = {
+      [ProcessEnv.CONFIG]: configToEnv(this.deps.config),
+      ...this.deps.workerEnv,
+      [ProcessEnv.JOB_ID]: this.deps.jobId,
+      [ProcessEnv.RESOURCE_ID]: id,
+    };
+    this.log.info('starting TaskExecutor', { resourceId: id });
+    detached(() => {
+      this.deps.launcher.start({ id, kind: WorkerKind.TASK_EXECUTOR, env }).catch((error: unknown) => {
+        this.mainThread
+          .run(() => {
+            this.startedWorkers.delete(id);
+            this.slotManager.workerStartFailed(id, `the launcher could not start it: ${errorMessage(error)}`);
+          })
+          .catch(() => {});
+      });
+    });
+    return id;
+  }
+
+  private stopWorker(id: ResourceId, reason: string): void {
+    detached(() => {
+      this.deps.launcher.stop(id, reason).catch((error: unknown) => {
+        this.log.warn('could not stop a TaskExecutor', { resourceId: id, reason, error: errorMessage(error) });
+      });
+    });
+  }
+
+  /**
+   * A registered TaskExecutor is gone or must go: forget it and its slots, tell the JobMaster, and let
+   * the SlotManager replace it if the job still needs slots. `stop` also ends its process: a hung or
+   * idle worker must not linger (an adopted one too, as far as the launcher can reach it); a worker
+   * that left or exited needs no stopping.
+   */
+  private taskExecutorGone(resourceId: ResourceId, cause: string, process: 'stop' | 'keep'): void {
+    const known = this.taskExecutors.delete(resourceId);
+    this.teHeartbeats.unmonitorTarget(resourceId);
+    this.slotManager.removeTaskExecutor(resourceId);
+    if (process === 'stop') this.stopWorker(resourceId, cause);
+    if (!known) return;
+    this.log.info('TaskExecutor removed', { resourceId, cause });
+    const jm = this.jobMaster;
+    if (jm === undefined) return;
+    detached(() => {
+      jm.gateway.disconnectTaskManager(resourceId, cause).catch((error: unknown) => {
+        this.log.warn('could not tell the JobMaster about a lost TaskExecutor', { resourceId, error: errorMessage(error) });
+      });
+    });
+  }
+
+  private workerExited(exit: WorkerExit): void {
+    if (exit.kind !== WorkerKind.TASK_EXECUTOR) return;
+    const id = ResourceIdOf.of(exit.id);
+    this.startedWorkers.delete(id);
+    if (this.slotManager.isPendingWorker(id)) {
+      this.slotManager.workerStartFailed(id, exit.reason);
+    } else if (this.taskExecutors.has(id)) {
+      this.taskExecutorGone(id, `process ended: ${exit.reason}`, 'keep');
+    }
+  }
+
+  private jobMasterLost(cause: string): void {
+    const jm = this.jobMaster;
+    if (jm === undefined) return;
+    this.log.warn('lost the JobMaster; its requirements are dropped until it registers again', { cause });
+    this.jobMaster = undefined;
+    this.slotManager.clearRequirements();
+    detached(() => {
+      jm.gateway.disconnectResourceManager(cause).catch(() => {});
+    });
+  }
+}

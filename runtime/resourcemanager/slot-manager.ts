@@ -1,0 +1,496 @@
+// The ResourceManager's slot table and its decisions (Flink's declarative SlotManager): which free slot
+// goes to the job, how many TaskExecutors to start or stop, when the cluster can never be enough.
+// It runs on the ResourceManager's main thread; remote effects go out through SlotManagerActions.
+import { AsyncResource } from 'node:async_hooks';
+import type { Clock, Timer } from '../core/clock.js';
+import { errorMessage } from '../core/errors.js';
+import { AllocationId, slotIdString } from '../core/ids.js';
+import type { FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import type { MainThread } from '../rpc/main-thread.js';
+import type { SlotReport, SlotRequest } from '../taskexecutor/taskexecutor-gateway.js';
+import type { ClusterResources } from './resourcemanager-gateway.js';
+
+// Captured at load time, outside any main thread. A promise callback inherits the async context it was
+// registered in, so an answer awaited from inside the main thread would look as if it were still on it
+// and `MainThread.run` would run it inline, interleaved with whatever is queued. Remote calls are sent
+// from this scope so that their answers queue up like any other call.
+const outsideMainThread = new AsyncResource('FloeSlotManagerDetached');
+
+/** Runs `fn` outside every main thread's async context. */
+export function detached<T>(fn: () => T): T {
+  return outsideMainThread.runInAsyncScope(fn);
+}
+
+/** After this many worker starts in a row fail (exit before registering, or launcher error), stop trying. */
+export const MAX_CONSECUTIVE_FAILED_WORKER_STARTS = 3;
+
+export type SlotState = 'free' | 'pending' | 'allocated';
+
+interface SlotEntry {
+  readonly slotId: SlotId;
+  state: SlotState;
+  allocationId: AllocationId | undefined;
+  jobId: JobId | undefined;
+  /** A request on this slot failed: it waits for the TaskExecutor's next report before it is used again. */
+  suspect: boolean;
+  /** A pending request the job no longer needs; it no longer counts towards the requirement. */
+  cancelled: boolean;
+}
+
+interface TaskExecutorEntry {
+  readonly resourceId: ResourceId;
+  slots: SlotEntry[];
+  /** Until its first slot report the RM does not know which slots are really free. */
+  reported: boolean;
+  heldPartitions: number;
+  idleSince: number | undefined;
+  idleTimer: Timer | undefined;
+}
+
+interface PendingWorker {
+  readonly id: ResourceId;
+  readonly startedAt: number;
+  /** `stop` was asked for it: its exit is no failure. */
+  stopping: boolean;
+}
+
+/** The job's side of a slot request: where the TaskExecutor offers the slot and with which tokens. */
+export interface JobMasterTarget {
+  readonly jobMasterAddress: string;
+  readonly jobMasterToken: FencingToken;
+}
+
+export interface SlotManagerActions {
+  /** Sends `requestSlot` to the TaskExecutor; the promise settles with its answer. */
+  requestSlot(resourceId: ResourceId, request: SlotRequest): Promise<void>;
+  /** Starts one TaskExecutor and returns its id at once; a failed start comes back as `workerStartFailed`. */
+  startWorker(): ResourceId;
+  /** Stops a TaskExecutor that is pending or registered. */
+  stopWorker(id: ResourceId, reason: string): void;
+  /** A registered TaskExecutor idle past the timeout: the caller forgets it and stops it. */
+  releaseIdleTaskExecutor(id: ResourceId, reason: string): void;
+  notifyNotEnoughResources(required: number, resources: ClusterResources): void;
+}
+
+export interface SlotManagerOptions {
+  readonly jobId: JobId;
+  readonly resourceManagerToken: FencingToken;
+  readonly slotsPerWorker: number;
+  readonly maxWorkers: number;
+  readonly idleTimeoutMs: number;
+  readonly mainThread: MainThread;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly actions: SlotManagerActions;
+}
+
+export interface SlotManagerSnapshot {
+  readonly required: number;
+  readonly registered: readonly ResourceId[];
+  readonly pendingWorkers: readonly ResourceId[];
+  readonly slots: readonly { readonly slotId: string; readonly state: SlotState; readonly allocationId?: AllocationId; readonly jobId?: JobId }[];
+  readonly consecutiveFailedStarts: number;
+}
+
+export class SlotManager {
+  private readonly taskExecutors = new Map<ResourceId, TaskExecutorEntry>();
+  private readonly pendingWorkers = new Map<ResourceId, PendingWorker>();
+  private required = 0;
+  private jobMaster: JobMasterTarget | undefined;
+  private consecutiveFailedStarts = 0;
+  /** The requirement last reported as unreachable, so the JobMaster is told once, not on every check. */
+  private notifiedUnreachable: number | undefined;
+  private closed = false;
+
+  constructor(private readonly o: SlotManagerOptions) {}
+
+  // ---- TaskExecutors -----------------------------------------------------------------------------
+
+  registerTaskExecutor(resourceId: ResourceId, numberOfSlots: number): void {
+    this.o.mainThread.assertInMainThread();
+    const existing = this.taskExecutors.get(resourceId);
+    if (existing !== undefined && existing.slots.length === numberOfSlots) {
+      // A reconnect of the same process: keep what we know; its next report corrects the rest.
+      return;
+    }
+    if (existing !== undefined) this.removeTaskExecutor(resourceId);
+    const entry: TaskExecutorEntry = {
+      resourceId,
+      slots: Array.from({ length: numberOfSlots }, (_, slotIndex) => ({
+        slotId: { resourceId, slotIndex },
+        state: 'free' as SlotState,
+        allocationId: undefined,
+        jobId: undefined,
+        suspect: false,
+        cancelled: false,
+      })),
+      reported: false,
+      heldPartitions: 0,
+      idleSince: undefined,
+      idleTimer: undefined,
+    };
+    this.taskExecutors.set(resourceId, entry);
+    if (this.pendingWorkers.delete(resourceId)) this.consecutiveFailedStarts = 0;
+    this.updateIdle(entry);
+    this.checkRequirements();
+  }
+
+  /** Forgets a TaskExecutor and its slots; returns whether it was known. */
+  removeTaskExecutor(resourceId: ResourceId): boolean {
+    this.o.mainThread.assertInMainThread();
+    const entry = this.taskExecutors.get(resourceId);
+    if (entry === undefined) return false;
+    entry.idleTimer?.cancel();
+    this.taskExecutors.delete(resourceId);
+    this.checkRequirements();
+    return true;
+  }
+
+  isRegistered(resourceId: ResourceId): boolean {
+    return this.taskExecutors.has(resourceId);
+  }
+
+  /** Brings the table in line with what the TaskExecutor says it holds; the TaskExecutor is the truth. */
+  reportSlotStatus(report: SlotReport): boolean {
+    this.o.mainThread.assertInMainThread();
+    const entry = this.taskExecutors.get(report.resourceId);
+    if (entry === undefined) return false;
+    entry.reported = true;
+    entry.heldPartitions = report.heldPartitions;
+    for (const status of report.slots) {
+      const slot = entry.slots[status.slotId.slotIndex];
+      if (slot === undefined) {
+        this.o.logger.warn('slot report names a slot the TaskExecutor did not register', { resourceId: report.resourceId, slotIndex: status.slotId.slotIndex });
+        continue;
+      }
+      if (status.allocationId !== undefined) {
+        if (slot.state !== 'allocated' || slot.allocationId !== status.allocationId) {
+          if (slot.state === 'free') this.o.logger.info('slot report: a slot thought free is allocated', { slot: slotIdString(slot.slotId), allocationId: status.allocationId });
+          slot.state = 'allocated';
+          slot.allocationId = status.allocationId;
+          slot.jobId = status.jobId;
+        }
+        slot.cancelled = false;
+        slot.suspect = false;
+      } else if (slot.state === 'allocated') {
+        this.o.logger.info('slot report: a slot thought allocated is free', { slot: slotIdString(slot.slotId), allocationId: slot.allocationId });
+        this.markFree(slot);
+      } else if (slot.state === 'free') {
+        slot.suspect = false;
+      }
+      // A pending slot reported free: the report may have been taken before the request arrived; the
+      // request's answer settles it.
+    }
+    this.updateIdle(entry);
+    this.checkRequirements();
+    return true;
+  }
+
+  /** The TaskExecutor freed a slot (the JobMaster gave it back or refused the offer). */
+  freeSlot(slotId: SlotId, allocationId: AllocationId): void {
+    this.o.mainThread.assertInMainThread();
+    const entry = this.taskExecutors.get(slotId.resourceId);
+    const slot = entry?.slots[slotId.slotIndex];
+    if (entry === undefined || slot === undefined) return;
+    if (slot.allocationId !== allocationId) {
+      this.o.logger.debug('ignoring a free notice for an allocation the slot no longer has', { slot: slotIdString(slotId), allocationId, current: slot.allocationId });
+      return;
+    }
+    this.markFree(slot);
+    this.updateIdle(entry);
+    this.checkRequirements();
+  }
+
+  // ---- workers -----------------------------------------------------------------------------------
+
+  /** A worker this RM started exited or failed to start before it registered. */
+  workerStartFailed(id: ResourceId, cause: string): void {
+    this.o.mainThread.assertInMainThread();
+    const pending = this.pendingWorkers.get(id);
+    if (pending === undefined) return;
+    this.pendingWorkers.delete(id);
+    if (pending.stopping) return;
+    this.consecutiveFailedStarts++;
+    const giveUp = this.consecutiveFailedStarts >= MAX_CONSECUTIVE_FAILED_WORKER_STARTS;
+    const fields = { resourceId: id, cause, failedStarts: this.consecutiveFailedStarts };
+    if (giveUp) {
+      this.o.logger.error(`TaskExecutor ${id} failed to start; ${this.consecutiveFailedStarts} starts in a row failed, so no more are attempted: check the TaskExecutor logs`, fields);
+    } else {
+      this.o.logger.warn(`TaskExecutor ${id} failed to start; trying again`, fields);
+    }
+    this.checkRequirements();
+  }
+
+  isPendingWorker(id: ResourceId): boolean {
+    return this.pendingWorkers.has(id);
+  }
+
+  /** A worker started and then found unneeded before it registered: it is on its way out. */
+  isStoppingWorker(id: ResourceId): boolean {
+    return this.pendingWorkers.get(id)?.stopping === true;
+  }
+
+  /** Workers started and not yet registered, including ones being stopped. */
+  pendingWorkerIds(): ResourceId[] {
+    return [...this.pendingWorkers.keys()];
+  }
+
+  // ---- requirements ------------------------------------------------------------------------------
+
+  setRequirements(required: number, jobMaster: JobMasterTarget): void {
+    this.o.mainThread.assertInMainThread();
+    if (required !== this.required) this.notifiedUnreachable = undefined;
+    this.required = Math.max(0, required);
+    this.jobMaster = jobMaster;
+    this.checkRequirements();
+  }
+
+  /** The job is gone (or its JobMaster lost): nothing is required any more. */
+  clearRequirements(): void {
+    this.o.mainThread.assertInMainThread();
+    this.required = 0;
+    this.jobMaster = undefined;
+    this.notifiedUnreachable = undefined;
+    this.checkRequirements();
+  }
+
+  /** The job is done: every slot it held counts as free (the TaskExecutors' reports agree soon after). */
+  freeAllOfJob(): void {
+    this.o.mainThread.assertInMainThread();
+    for (const entry of this.taskExecutors.values()) {
+      for (const slot of entry.slots) if (slot.jobId === this.o.jobId) this.markFree(slot);
+      this.updateIdle(entry);
+    }
+    this.checkRequirements();
+  }
+
+  clusterResources(): ClusterResources {
+    let totalSlots = 0;
+    let freeSlots = 0;
+    for (const entry of this.taskExecutors.values()) {
+      totalSlots += entry.slots.length;
+      for (const slot of entry.slots) if (slot.state === 'free') freeSlots++;
+    }
+    return {
+      registeredTaskExecutors: this.taskExecutors.size,
+      slotsPerTaskExecutor: this.o.slotsPerWorker,
+      totalSlots,
+      freeSlots,
+      pendingTaskExecutors: this.livePendingWorkers().length,
+      maxTaskExecutors: this.o.maxWorkers,
+    };
+  }
+
+  snapshot(): SlotManagerSnapshot {
+    const slots: SlotManagerSnapshot['slots'][number][] = [];
+    for (const entry of this.taskExecutors.values()) {
+      for (const s of entry.slots) {
+        slots.push({
+          slotId: slotIdString(s.slotId),
+          state: s.state,
+          ...(s.allocationId !== undefined ? { allocationId: s.allocationId } : {}),
+          ...(s.jobId !== undefined ? { jobId: s.jobId } : {}),
+        });
+      }
+    }
+    return {
+      required: this.required,
+      registered: [...this.taskExecutors.keys()],
+      pendingWorkers: this.livePendingWorkers().map((w) => w.id),
+      slots,
+      consecutiveFailedStarts: this.consecutiveFailedStarts,
+    };
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const entry of this.taskExecutors.values()) entry.idleTimer?.cancel();
+  }
+
+  /**
+   * The one place where decisions are made: request free slots, start or stop workers, or tell the
+   * JobMaster the requirement can never be met. Safe to call after every change.
+   */
+  private checkRequirements(): void {
+    if (this.closed) return;
+    const required = this.jobMaster === undefined ? 0 : this.required;
+    let acquired = 0;
+    for (const entry of this.taskExecutors.values()) {
+      for (const slot of entry.slots) if (this.countsForJob(slot)) acquired++;
+    }
+    let missing = required - acquired;
+
+    if (missing < 0) this.cancelPendingRequests(-missing);
+
+    const jm = this.jobMaster;
+    if (missing > 0 && jm !== undefined) {
+      for (const slot of this.usableFreeSlots()) {
+        if (missing <= 0) break;
+        this.allocate(slot, jm);
+        missing--;
+      }
+    }
+
+    // Free slots that cannot be used yet (failed request, no report yet) will be soon: no worker for them.
+    let waitingFree = 0;
+    for (const entry of this.taskExecutors.values()) {
+      for (const slot of entry.slots) if (slot.state === 'free' && !(entry.reported && !slot.suspect)) waitingFree++;
+    }
+    const neededWorkers = Math.max(0, Math.ceil((missing - waitingFree) / this.o.slotsPerWorker));
+    const live = this.livePendingWorkers();
+
+    if (neededWorkers < live.length) {
+      // The newest are the furthest from registering.
+      for (const worker of live.slice(neededWorkers).reverse()) {
+        worker.stopping = true;
+        this.o.logger.info('stopping a TaskExecutor that is no longer needed before it registered', { resourceId: worker.id });
+        this.o.actions.stopWorker(worker.id, 'no longer needed: the job requires fewer slots');
+      }
+      return;
+    }
+    if (neededWorkers === live.length) {
+      if (missing <= 0) this.notifiedUnreachable = undefined;
+      return;
+    }
+
+    const reachable = this.reachableSlots();
+    if (required > reachable) {
+      if (this.notifiedUnreachable !== required) {
+        this.notifiedUnreachable = required;
+        const resources = this.clusterResources();
+        this.o.logger.warn('the job needs more slots than this cluster may ever offer', { required, reachable, ...resources });
+        this.o.actions.notifyNotEnoughResources(required, resources);
+      }
+      return;
+    }
+    if (this.consecutiveFailedStarts >= MAX_CONSECUTIVE_FAILED_WORKER_STARTS) return;
+    const room = Math.max(0, this.o.maxWorkers - this.taskExecutors.size - live.length);
+    const toStart = Math.min(neededWorkers - live.length, room);
+    for (let i = 0; i < toStart; i++) {
+      const id = this.o.actions.startWorker();
+      this.pendingWorkers.set(id, { id, startedAt: this.o.clock.now(), stopping: false });
+    }
+    if (toStart > 0) this.o.logger.info('starting TaskExecutors for missing slots', { missing, started: toStart, pending: live.length + toStart });
+  }
+
+  /** The most slots the job could ever hold here: what exists (minus other jobs' slots) plus what may start. */
+  private reachableSlots(): number {
+    let slots = 0;
+    for (const entry of this.taskExecutors.values()) {
+      for (const slot of entry.slots) if (slot.state === 'free' || slot.jobId === this.o.jobId) slots++;
+    }
+    return slots + Math.max(0, this.o.maxWorkers - this.taskExecutors.size) * this.o.slotsPerWorker;
+  }
+
+  private countsForJob(slot: SlotEntry): boolean {
+    if (slot.jobId !== this.o.jobId) return false;
+    return slot.state === 'allocated' || (slot.state === 'pending' && !slot.cancelled);
+  }
+
+  /** Free, reported, not suspect; TaskExecutors already holding the job's slots first, so idle ones can go. */
+  private usableFreeSlots(): SlotEntry[] {
+    const entries = [...this.taskExecutors.values()].filter((e) => e.reported);
+    const busy = (e: TaskExecutorEntry): number => e.slots.filter((s) => s.state !== 'free').length;
+    entries.sort((a, b) => busy(b) - busy(a));
+    return entries.flatMap((e) => e.slots.filter((s) => s.state === 'free' && !s.suspect));
+  }
+
+  private cancelPendingRequests(excess: number): void {
+    for (const entry of this.taskExecutors.values()) {
+      for (const slot of entry.slots) {
+        if (excess <= 0) return;
+        if (slot.state === 'pending' && !slot.cancelled && slot.jobId === this.o.jobId) {
+          slot.cancelled = true;
+          excess--;
+          this.o.logger.info('cancelled a pending slot request the job no longer needs', { slot: slotIdString(slot.slotId), allocationId: slot.allocationId });
+        }
+      }
+    }
+  }
+
+  private allocate(slot: SlotEntry, jm: JobMasterTarget): void {
+    const allocationId = AllocationId.random();
+    slot.state = 'pending';
+    slot.allocationId = allocationId;
+    slot.jobId = this.o.jobId;
+    slot.cancelled = false;
+    const entry = this.taskExecutors.get(slot.slotId.resourceId);
+    if (entry !== undefined) this.updateIdle(entry);
+    const request: SlotRequest = {
+      slotId: slot.slotId,
+      jobId: this.o.jobId,
+      allocationId,
+      jobMasterAddress: jm.jobMasterAddress,
+      jobMasterToken: jm.jobMasterToken,
+      resourceManagerToken: this.o.resourceManagerToken,
+    };
+    this.o.logger.debug('requesting slot', { slot: slotIdString(slot.slotId), allocationId });
+    detached(() => {
+      let sent: Promise<void>;
+      try {
+        sent = this.o.actions.requestSlot(slot.slotId.resourceId, request);
+      } catch (error) {
+        sent = Promise.reject(error);
+      }
+      sent.then(
+        () => this.o.mainThread.run(() => this.slotRequestAnswered(slot, allocationId, undefined)),
+        (error: unknown) => this.o.mainThread.run(() => this.slotRequestAnswered(slot, allocationId, error)),
+      ).catch(() => {
+        // The main thread closed: the answer no longer matters.
+      });
+    });
+  }
+
+  private slotRequestAnswered(slot: SlotEntry, allocationId: AllocationId, error: unknown): void {
+    if (this.closed) return;
+    const entry = this.taskExecutors.get(slot.slotId.resourceId);
+    // The TaskExecutor went away, or a report already settled the slot otherwise.
+    if (entry === undefined || entry.slots[slot.slotId.slotIndex] !== slot || slot.allocationId !== allocationId || slot.state !== 'pending') return;
+    if (error === undefined) {
+      slot.state = 'allocated';
+      slot.cancelled = false;
+      this.o.logger.debug('slot allocated', { slot: slotIdString(slot.slotId), allocationId });
+    } else {
+      this.o.logger.warn('slot request failed; trying another slot', { slot: slotIdString(slot.slotId), allocationId, error: errorMessage(error) });
+      this.markFree(slot);
+      slot.suspect = true;
+      this.updateIdle(entry);
+    }
+    this.checkRequirements();
+  }
+
+  private markFree(slot: SlotEntry): void {
+    slot.state = 'free';
+    slot.allocationId = undefined;
+    slot.jobId = undefined;
+    slot.cancelled = false;
+  }
+
+  private livePendingWorkers(): PendingWorker[] {
+    return [...this.pendingWorkers.values()].filter((w) => !w.stopping);
+  }
+
+  /** A TaskExecutor with no slot in use and no partition held starts its idle clock. */
+  private updateIdle(entry: TaskExecutorEntry): void {
+    const idle = entry.reported && entry.heldPartitions === 0 && entry.slots.every((s) => s.state === 'free');
+    if (!idle) {
+      entry.idleSince = undefined;
+      entry.idleTimer?.cancel();
+      entry.idleTimer = undefined;
+      return;
+    }
+    if (entry.idleSince !== undefined) return;
+    const since = this.o.clock.now();
+    entry.idleSince = since;
+    entry.idleTimer = this.o.mainThread.schedule(() => {
+      if (this.closed || this.taskExecutors.get(entry.resourceId) !== entry || entry.idleSince !== since) return;
+      entry.idleTimer = undefined;
+      this.taskExecutors.delete(entry.resourceId);
+      const reason = `idle for ${this.o.clock.now() - since} ms (resourcemanager.taskmanager-timeout is ${this.o.idleTimeoutMs} ms)`;
+      this.o.logger.info('releasing an idle TaskExecutor', { resourceId: entry.resourceId, reason });
+      this.o.actions.releaseIdleTaskExecutor(entry.resourceId, reason);
+      this.checkRequirements();
+    }, this.o.idleTimeoutMs, (error) => this.o.logger.error('idle check failed', { error }));
+  }
+}

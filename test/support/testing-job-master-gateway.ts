@@ -1,0 +1,133 @@
+// A JobMasterGateway for tests: every method is a replaceable function with a harmless default, so a
+// test sets only the behaviour it is about (Flink's TestingJobMasterGateway).
+import type { AllocationId, ExecutionAttemptId, ResourceId } from '../../runtime/core/ids.js';
+import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
+import type { JobMasterGateway, SlotOffer, TaskExecutionStateUpdate, TaskManagerInfo } from '../../runtime/jobmaster/jobmaster-gateway.js';
+import type { ClusterResources } from '../../runtime/resourcemanager/resourcemanager-gateway.js';
+import type { InputSplit } from '../../runtime/taskexecutor/task-deployment.js';
+
+export interface TestingJobMasterFunctions {
+  registerTaskManager: (info: TaskManagerInfo) => Promise<{ readonly jobMasterResourceId: ResourceId }>;
+  offerSlots: (resourceId: ResourceId, offers: readonly SlotOffer[]) => Promise<AllocationId[]>;
+  failSlot: (resourceId: ResourceId, allocationId: AllocationId, cause: string) => Promise<void>;
+  updateTaskExecutionState: (update: TaskExecutionStateUpdate) => Promise<boolean>;
+  requestNextInputSplit: (vertexId: string, attemptId: ExecutionAttemptId) => Promise<InputSplit | null>;
+  disconnectTaskManager: (resourceId: ResourceId, cause: string) => Promise<void>;
+  heartbeatFromResourceManager: (resourceManagerResourceId: ResourceId) => Promise<void>;
+  disconnectResourceManager: (cause: string) => Promise<void>;
+  notifyNotEnoughResourcesAvailable: (required: number, available: ClusterResources) => Promise<void>;
+  cancel: () => Promise<void>;
+}
+
+export class TestingJobMasterGateway implements JobMasterGateway {
+  private constructor(
+    readonly resourceId: ResourceId,
+    private readonly fns: TestingJobMasterFunctions,
+  ) {}
+
+  static builder(resourceId: ResourceId | string = 'testing-jm'): TestingJobMasterGatewayBuilder {
+    return new TestingJobMasterGatewayBuilder(ResourceIdOf.of(resourceId));
+  }
+
+  /** @internal Used by the builder. */
+  static create(resourceId: ResourceId, fns: TestingJobMasterFunctions): TestingJobMasterGateway {
+    return new TestingJobMasterGateway(resourceId, fns);
+  }
+
+  registerTaskManager(info: TaskManagerInfo): Promise<{ readonly jobMasterResourceId: ResourceId }> {
+    return this.fns.registerTaskManager(info);
+  }
+  offerSlots(resourceId: ResourceId, offers: readonly SlotOffer[]): Promise<AllocationId[]> {
+    return this.fns.offerSlots(resourceId, offers);
+  }
+  failSlot(resourceId: ResourceId, allocationId: AllocationId, cause: string): Promise<void> {
+    return this.fns.failSlot(resourceId, allocationId, cause);
+  }
+  updateTaskExecutionState(update: TaskExecutionStateUpdate): Promise<boolean> {
+    return this.fns.updateTaskExecutionState(update);
+  }
+  requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null> {
+    return this.fns.requestNextInputSplit(vertexId, attemptId);
+  }
+  disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void> {
+    return this.fns.disconnectTaskManager(resourceId, cause);
+  }
+  heartbeatFromResourceManager(resourceManagerResourceId: ResourceId): Promise<void> {
+    return this.fns.heartbeatFromResourceManager(resourceManagerResourceId);
+  }
+  disconnectResourceManager(cause: string): Promise<void> {
+    return this.fns.disconnectResourceManager(cause);
+  }
+  notifyNotEnoughResourcesAvailable(required: number, available: ClusterResources): Promise<void> {
+    return this.fns.notifyNotEnoughResourcesAvailable(required, available);
+  }
+  cancel(): Promise<void> {
+    return this.fns.cancel();
+  }
+}
+
+export class TestingJobMasterGatewayBuilder {
+  private readonly fns: TestingJobMasterFunctions;
+
+  constructor(private readonly resourceId: ResourceId) {
+    const done = async (): Promise<void> => {};
+    this.fns = {
+      registerTaskManager: async () => ({ jobMasterResourceId: resourceId }),
+      // Accepting every offer is the common case; a test about refusals sets its own.
+      offerSlots: async (_resourceId, offers) => offers.map((o) => o.allocationId),
+      failSlot: done,
+      updateTaskExecutionState: async () => true,
+      requestNextInputSplit: async () => null,
+      disconnectTaskManager: done,
+      heartbeatFromResourceManager: done,
+      disconnectResourceManager: done,
+      notifyNotEnoughResourcesAvailable: done,
+      cancel: done,
+    };
+  }
+
+  setRegisterTaskManagerFunction(fn: TestingJobMasterFunctions['registerTaskManager']): this {
+    this.fns.registerTaskManager = fn;
+    return this;
+  }
+  setOfferSlotsFunction(fn: TestingJobMasterFunctions['offerSlots']): this {
+    this.fns.offerSlots = fn;
+    return this;
+  }
+  setFailSlotFunction(fn: TestingJobMasterFunctions['failSlot']): this {
+    this.fns.failSlot = fn;
+    return this;
+  }
+  setUpdateTaskExecutionStateFunction(fn: TestingJobMasterFunctions['updateTaskExecutionState']): this {
+    this.fns.updateTaskExecutionState = fn;
+    return this;
+  }
+  setRequestNextInputSplitFunction(fn: TestingJobMasterFunctions['requestNextInputSplit']): this {
+    this.fns.requestNextInputSplit = fn;
+    return this;
+  }
+  setDisconnectTaskManagerFunction(fn: TestingJobMasterFunctions['disconnectTaskManager']): this {
+    this.fns.disconnectTaskManager = fn;
+    return this;
+  }
+  setHeartbeatFromResourceManagerFunction(fn: TestingJobMasterFunctions['heartbeatFromResourceManager']): this {
+    this.fns.heartbeatFromResourceManager = fn;
+    return this;
+  }
+  setDisconnectResourceManagerFunction(fn: TestingJobMasterFunctions['disconnectResourceManager']): this {
+    this.fns.disconnectResourceManager = fn;
+    return this;
+  }
+  setNotifyNotEnoughResourcesAvailableFunction(fn: TestingJobMasterFunctions['notifyNotEnoughResourcesAvailable']): this {
+    this.fns.notifyNotEnoughResourcesAvailable = fn;
+    return this;
+  }
+  setCancelFunction(fn: TestingJobMasterFunctions['cancel']): this {
+    this.fns.cancel = fn;
+    return this;
+  }
+
+  build(): TestingJobMasterGateway {
+    return TestingJobMasterGateway.create(this.resourceId, { ...this.fns });
+  }
+}

@@ -1,0 +1,123 @@
+// A TaskExecutorGateway for tests: every method is a replaceable function that does nothing by default,
+// so a test sets only the behaviour it is about (Flink's TestingTaskExecutorGateway).
+import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
+import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
+import type { TaskDeploymentDescriptor } from '../../runtime/taskexecutor/task-deployment.js';
+import type { SlotReport, SlotRequest, TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../../runtime/taskexecutor/taskexecutor-gateway.js';
+
+export interface TestingTaskExecutorFunctions {
+  requestSlot: (request: SlotRequest) => Promise<void>;
+  submitTask: (descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken) => Promise<void>;
+  cancelTask: (attemptId: ExecutionAttemptId, jobMasterToken: FencingToken) => Promise<void>;
+  freeSlot: (allocationId: AllocationId, cause: string, jobMasterToken: FencingToken) => Promise<void>;
+  releasePartitions: (jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken) => Promise<void>;
+  heartbeatFromJobManager: (jobId: JobId, jobMasterToken: FencingToken) => Promise<TaskExecutorHeartbeatPayload>;
+  heartbeatFromResourceManager: (resourceManagerToken: FencingToken) => Promise<SlotReport>;
+  disconnectJobManager: (jobId: JobId, cause: string, jobMasterToken: FencingToken) => Promise<void>;
+  disconnectResourceManager: (cause: string, resourceManagerToken: FencingToken) => Promise<void>;
+}
+
+export class TestingTaskExecutorGateway implements TaskExecutorGateway {
+  private constructor(
+    readonly resourceId: ResourceId,
+    private readonly fns: TestingTaskExecutorFunctions,
+  ) {}
+
+  static builder(resourceId: ResourceId | string = 'testing-te'): TestingTaskExecutorGatewayBuilder {
+    return new TestingTaskExecutorGatewayBuilder(ResourceIdOf.of(resourceId));
+  }
+
+  /** @internal Used by the builder. */
+  static create(resourceId: ResourceId, fns: TestingTaskExecutorFunctions): TestingTaskExecutorGateway {
+    return new TestingTaskExecutorGateway(resourceId, fns);
+  }
+
+  requestSlot(request: SlotRequest): Promise<void> {
+    return this.fns.requestSlot(request);
+  }
+  submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void> {
+    return this.fns.submitTask(descriptor, jobMasterToken);
+  }
+  cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void> {
+    return this.fns.cancelTask(attemptId, jobMasterToken);
+  }
+  freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void> {
+    return this.fns.freeSlot(allocationId, cause, jobMasterToken);
+  }
+  releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void> {
+    return this.fns.releasePartitions(jobId, partitionIds, jobMasterToken);
+  }
+  heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload> {
+    return this.fns.heartbeatFromJobManager(jobId, jobMasterToken);
+  }
+  heartbeatFromResourceManager(resourceManagerToken: FencingToken): Promise<SlotReport> {
+    return this.fns.heartbeatFromResourceManager(resourceManagerToken);
+  }
+  disconnectJobManager(jobId: JobId, cause: string, jobMasterToken: FencingToken): Promise<void> {
+    return this.fns.disconnectJobManager(jobId, cause, jobMasterToken);
+  }
+  disconnectResourceManager(cause: string, resourceManagerToken: FencingToken): Promise<void> {
+    return this.fns.disconnectResourceManager(cause, resourceManagerToken);
+  }
+}
+
+export class TestingTaskExecutorGatewayBuilder {
+  private readonly fns: TestingTaskExecutorFunctions;
+
+  constructor(private readonly resourceId: ResourceId) {
+    const done = async (): Promise<void> => {};
+    this.fns = {
+      requestSlot: done,
+      submitTask: done,
+      cancelTask: done,
+      freeSlot: done,
+      releasePartitions: done,
+      // Empty answers: they prove liveness and change no slot the receiver knows of.
+      heartbeatFromJobManager: async () => ({ resourceId, allocations: [] }),
+      heartbeatFromResourceManager: async () => ({ resourceId, slots: [], heldPartitions: 0 }),
+      disconnectJobManager: done,
+      disconnectResourceManager: done,
+    };
+  }
+
+  setRequestSlotFunction(fn: TestingTaskExecutorFunctions['requestSlot']): this {
+    this.fns.requestSlot = fn;
+    return this;
+  }
+  setSubmitTaskFunction(fn: TestingTaskExecutorFunctions['submitTask']): this {
+    this.fns.submitTask = fn;
+    return this;
+  }
+  setCancelTaskFunction(fn: TestingTaskExecutorFunctions['cancelTask']): this {
+    this.fns.cancelTask = fn;
+    return this;
+  }
+  setFreeSlotFunction(fn: TestingTaskExecutorFunctions['freeSlot']): this {
+    this.fns.freeSlot = fn;
+    return this;
+  }
+  setReleasePartitionsFunction(fn: TestingTaskExecutorFunctions['releasePartitions']): this {
+    this.fns.releasePartitions = fn;
+    return this;
+  }
+  setHeartbeatFromJobManagerFunction(fn: TestingTaskExecutorFunctions['heartbeatFromJobManager']): this {
+    this.fns.heartbeatFromJobManager = fn;
+    return this;
+  }
+  setHeartbeatFromResourceManagerFunction(fn: TestingTaskExecutorFunctions['heartbeatFromResourceManager']): this {
+    this.fns.heartbeatFromResourceManager = fn;
+    return this;
+  }
+  setDisconnectJobManagerFunction(fn: TestingTaskExecutorFunctions['disconnectJobManager']): this {
+    this.fns.disconnectJobManager = fn;
+    return this;
+  }
+  setDisconnectResourceManagerFunction(fn: TestingTaskExecutorFunctions['disconnectResourceManager']): this {
+    this.fns.disconnectResourceManager = fn;
+    return this;
+  }
+
+  build(): TestingTaskExecutorGateway {
+    return TestingTaskExecutorGateway.create(this.resourceId, { ...this.fns });
+  }
+}
