@@ -18,7 +18,7 @@ import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
 import type { JobMasterGateway } from '../jobmaster/jobmaster-gateway.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../resourcemanager/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
-import type { JobDetails, JobSummary, Overview } from './rest-types.js';
+import type { JobDetails, JobSummary, OverviewResponse } from './rest-types.js';
 
 export interface DispatcherDeps {
   readonly jobStore: JobStore;
@@ -148,13 +148,15 @@ export class Dispatcher {
 
   async listJobs(): Promise<JobSummary[]> {
     const records = await this.deps.jobStore.list();
-    return records
-      .sort((a, b) => b.submittedAtMs - a.submittedAtMs)
-      .map((r) => ({ jobId: r.jobId, name: r.name, status: r.status, submittedAtMs: r.submittedAtMs, ...(r.endedAtMs !== undefined ? { endedAtMs: r.endedAtMs } : {}), ...(r.tasks ? { tasks: r.tasks } : {}) }));
+    return records.sort((a, b) => b.submittedAtMs - a.submittedAtMs).map((r) => this.summary(r));
   }
 
   async getJob(jobId: string): Promise<JobDetails> {
     const r = await this.record(jobId);
+    return { ...this.summary(r), ...(r.tasks ? { tasks: r.tasks } : {}), exceptions: r.exceptions.length };
+  }
+
+  private summary(r: JobRecord): JobSummary {
     return {
       jobId: r.jobId,
       name: r.name,
@@ -164,8 +166,6 @@ export class Dispatcher {
       ...(r.endedAtMs !== undefined ? { endedAtMs: r.endedAtMs } : {}),
       durationMs: (r.endedAtMs ?? this.deps.clock.now()) - r.submittedAtMs,
       parallelism: r.parallelism,
-      ...(r.tasks ? { tasks: r.tasks } : {}),
-      exceptions: r.exceptions.length,
     };
   }
 
@@ -198,7 +198,7 @@ export class Dispatcher {
     return { jobId: record.jobId, status: (await this.record(jobId)).status };
   }
 
-  async overview(): Promise<Overview> {
+  async overview(): Promise<OverviewResponse> {
     const records = await this.deps.jobStore.list();
     const count = (s: JobStatus): number => records.filter((r) => r.status === s).length;
     return {
