@@ -1,0 +1,110 @@
+// User-code libraries: a job file bundled into one ESM module, content-addressed by sha256. The client
+// bundles and imports it; the Dispatcher only lists its exports (no user code runs there); TaskExecutors
+// import it from their library cache.
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+import { init as initLexer, parse as parseModule } from 'es-module-lexer';
+import { FloeError, InvalidRequestError } from '../core/errors.js';
+import { packageRoot } from '../core/paths.js';
+
+/** The job file cannot be bundled (missing, syntax error, unresolvable import). */
+export class JobFileError extends FloeError {
+  override readonly httpStatus = 400;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('JOB_FILE', message, options);
+  }
+}
+
+export const sha256Of = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
+
+/** The API module job files import as 'floe'; bundled into each library so it needs no install. */
+export const API_ENTRY = join(packageRoot, 'runtime', 'api', 'index.ts');
+
+const floeApiPlugin: Plugin = {
+  name: 'floe-api',
+  setup(b) {
+    b.onResolve({ filter: /^floe$/ }, () => ({ path: API_ENTRY }));
+  },
+};
+
+// Bundled CommonJS dependencies call require() for Node builtins; ESM has no require unless given one.
+const REQUIRE_SHIM = "import { createRequire as __floeCreateRequire } from 'node:module';\nconst require = __floeCreateRequire(import.meta.url);";
+
+/**
+ * Bundles a job file and everything it imports (except Node builtins) into one ESM module, with an
+ * inline source map so stack traces from user code point into the job file. The same sources give the
+ * same bytes, hence the same sha256.
+ */
+export async function bundleJobFile(path: string): Promise<{ code: Uint8Array; sha256: string }> {
+  const entry = resolve(path);
+  if (!existsSync(entry)) throw new JobFileError(`job file ${entry} does not exist: pass the path of a .ts or .js file that exports defineJob(...)`);
+  let result;
+  try {
+    result = await build({
+      entryPoints: [entry],
+      // Not written: it only anchors the source map's relative paths next to the job file, so the
+      // bytes do not depend on where the package or the job lives.
+      outfile: join(dirname(entry), `${basename(entry)}.floe-bundle.mjs`),
+      write: false,
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      minify: false,
+      sourcemap: 'inline',
+      sourcesContent: true,
+      banner: { js: REQUIRE_SHIM },
+      plugins: [floeApiPlugin],
+      logLevel: 'silent',
+    });
+  } catch (e) {
+    const errors = (e as { errors?: { text: string; location?: { file: string; line: number; column: number } | null }[] }).errors;
+    const detail = errors?.length
+      ? errors.map((m) => (m.location ? `${m.location.file}:${m.location.line}:${m.location.column}: ${m.text}` : m.text)).join('; ')
+      : (e as Error).message;
+    throw new JobFileError(`cannot bundle job file ${entry}: ${detail}`, { cause: e });
+  }
+  const out = result.outputFiles.find((f) => f.path.endsWith('.mjs'));
+  if (out === undefined) throw new JobFileError(`bundling ${entry} produced no module`);
+  const code = out.contents;
+  return { code, sha256: sha256Of(code) };
+}
+
+/** The names a library exports, read without running it. */
+export async function listLibraryExports(code: Uint8Array): Promise<string[]> {
+  await initLexer;
+  const source = Buffer.from(code.buffer, code.byteOffset, code.byteLength).toString('utf8');
+  try {
+    const [, exports] = parseModule(source);
+    return exports.map((e) => e.n);
+  } catch (e) {
+    throw new InvalidRequestError(`the library is not a valid ES module: ${(e as Error).message}; submit the output of bundleJobFile`, { cause: e });
+  }
+}
+
+/**
+ * Imports a library from `<cacheDir>/<sha256>.mjs`, writing the file first (atomically) when absent.
+ * Imports are cached by Node, so the same library is evaluated once per process.
+ */
+export async function importLibrary(code: Uint8Array, cacheDir: string): Promise<Record<string, unknown>> {
+  const sha256 = sha256Of(code);
+  const file = join(cacheDir, `${sha256}.mjs`);
+  if (!existsSync(file)) {
+    await mkdir(cacheDir, { recursive: true });
+    const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    try {
+      await writeFile(tmp, code);
+      await rename(tmp, file);
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+  }
+  // Libraries carry inline source maps; without this, user stack traces point into the bundle.
+  process.setSourceMapsEnabled?.(true);
+  return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+}

@@ -1,0 +1,213 @@
+// Command-line parsing for `floe`: pure, so every rule is unit-tested.
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { FloeError } from '../core/errors.js';
+
+/** The command line is wrong: exit code 2 and a pointer to the usage text. */
+export class UsageError extends FloeError {
+  constructor(message: string) {
+    super('USAGE', message);
+  }
+}
+
+export type ClusterAction = 'start' | 'stop' | 'status';
+
+export type Command =
+  | {
+      readonly kind: 'run';
+      readonly jobFile: string;
+      readonly parallelism?: number;
+      readonly detached: boolean;
+      /** -D key=value options, validated later against the config options. */
+      readonly config: Readonly<Record<string, string>>;
+      /** The job file's export that defines the job. */
+      readonly exportName: string;
+      readonly jobArgs: readonly string[];
+    }
+  | { readonly kind: 'list'; readonly json: boolean }
+  | { readonly kind: 'status'; readonly jobId: string; readonly json: boolean }
+  | { readonly kind: 'cancel'; readonly jobId: string }
+  | { readonly kind: 'cluster'; readonly action: ClusterAction; readonly json: boolean; readonly config: Readonly<Record<string, string>> }
+  | { readonly kind: 'example' }
+  | { readonly kind: 'help' }
+  | { readonly kind: 'version' };
+
+export interface ParsedArgs {
+  /** From --dir; undefined means the default (see resolveStateDir). */
+  readonly stateDir?: string;
+  readonly command: Command;
+}
+
+export const USAGE = `Usage: floe [--dir <stateDir>] <command>
+
+Commands:
+  run <job.ts> [-p|--parallelism N] [--detached] [--export NAME] [-D key=value]... [-- job args...]
+                          bundle the job file, submit it, and follow it until it ends
+  list [--json]           list the cluster's jobs
+  status <jobId> [--json] show a job's state, tasks and latest exceptions
+  cancel <jobId>          cancel a job
+  cluster start [-D key=value]... | stop | status [--json]
+                          manage the local cluster (its Dispatcher runs in the background)
+  example                 generate sample logs and run examples/log-levels.ts on a local cluster
+
+Options:
+  --dir <stateDir>        the cluster's state folder (default: $FLOE_HOME, else ~/.floe)
+  -h, --help              show this text
+  --version               show Floe's version
+`;
+
+interface OptionSpec {
+  readonly takesValue: boolean;
+  readonly commands: readonly Command['kind'][] | 'all';
+}
+
+const OPTIONS: Record<string, OptionSpec> = {
+  '--dir': { takesValue: true, commands: 'all' },
+  '--parallelism': { takesValue: true, commands: ['run'] },
+  '-p': { takesValue: true, commands: ['run'] },
+  '--detached': { takesValue: false, commands: ['run'] },
+  '-d': { takesValue: false, commands: ['run'] },
+  '--export': { takesValue: true, commands: ['run'] },
+  '-D': { takesValue: true, commands: ['run', 'cluster'] },
+  '--json': { takesValue: false, commands: ['list', 'status', 'cluster'] },
+  '--help': { takesValue: false, commands: 'all' },
+  '-h': { takesValue: false, commands: 'all' },
+  '--version': { takesValue: false, commands: 'all' },
+};
+
+const COMMANDS = ['run', 'list', 'status', 'cancel', 'cluster', 'example', 'help'] as const;
+
+function parseConfigPair(raw: string, into: Record<string, string>): void {
+  const eq = raw.indexOf('=');
+  if (eq <= 0) throw new UsageError(`-D needs key=value (e.g. -D parallelism.default=4), found '${raw}'`);
+  into[raw.slice(0, eq)] = raw.slice(eq + 1);
+}
+
+export function parseArgs(argv: readonly string[]): ParsedArgs {
+  const positionals: string[] = [];
+  const flags = new Map<string, string[]>();
+  const config: Record<string, string> = {};
+  let jobArgs: string[] | undefined;
+
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      jobArgs = argv.slice(i + 1);
+      break;
+    }
+    if (arg.startsWith('-D') && arg.length > 2) {
+      parseConfigPair(arg.slice(2), config);
+      flags.set('-D', [...(flags.get('-D') ?? []), arg.slice(2)]);
+      continue;
+    }
+    if (arg.startsWith('-') && arg !== '-') {
+      const eq = arg.indexOf('=');
+      const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
+      const spec = OPTIONS[name];
+      if (spec === undefined) throw new UsageError(`unknown option '${name}'`);
+      let value = '';
+      if (spec.takesValue) {
+        if (arg.startsWith('--') && eq > 0) value = arg.slice(eq + 1);
+        else {
+          const next = argv[i + 1];
+          if (next === undefined || next === '--') throw new UsageError(`option ${name} needs a value`);
+          value = next;
+          i++;
+        }
+        if (name === '-D') parseConfigPair(value, config);
+      } else if (eq > 0) {
+        throw new UsageError(`option ${name} takes no value`);
+      }
+      flags.set(name, [...(flags.get(name) ?? []), value]);
+      continue;
+    }
+    positionals.push(arg);
+  }
+
+  const dirValues = flags.get('--dir');
+  const stateDir = dirValues?.at(-1);
+  const base = stateDir === undefined ? {} : { stateDir };
+  if (flags.has('--version')) return { ...base, command: { kind: 'version' } };
+  const name = positionals[0];
+  if (flags.has('--help') || flags.has('-h') || name === undefined || name === 'help') return { ...base, command: { kind: 'help' } };
+  if (!(COMMANDS as readonly string[]).includes(name)) {
+    throw new UsageError(`unknown command '${name}' (commands: ${COMMANDS.filter((c) => c !== 'help').join(', ')})`);
+  }
+  const kind = name as Command['kind'];
+
+  for (const flag of flags.keys()) {
+    const spec = OPTIONS[flag]!;
+    if (spec.commands !== 'all' && !spec.commands.includes(kind)) throw new UsageError(`option ${flag} does not apply to '${kind}'`);
+  }
+  if (jobArgs !== undefined && kind !== 'run') throw new UsageError(`'${kind}' takes no job arguments after --`);
+  const rest = positionals.slice(1);
+  const json = flags.has('--json');
+  const expectArgs = (n: number, what: string): void => {
+    if (rest.length < n) throw new UsageError(`'${kind}' needs ${what}`);
+    if (rest.length > n) {
+      const extra = rest[n]!;
+      throw new UsageError(kind === 'run' ? `unexpected argument '${extra}': pass job arguments after --, e.g. floe run job.ts -- ${extra}` : `unexpected argument '${extra}' for '${kind}'`);
+    }
+  };
+
+  switch (kind) {
+    case 'run': {
+      expectArgs(1, 'a job file: floe run <job.ts>');
+      const p = flags.get('--parallelism')?.at(-1) ?? flags.get('-p')?.at(-1);
+      let parallelism: number | undefined;
+      if (p !== undefined) {
+        parallelism = Number(p);
+        if (!/^\d+$/.test(p) || !Number.isSafeInteger(parallelism) || parallelism < 1) {
+          throw new UsageError(`--parallelism needs an integer >= 1, found '${p}'`);
+        }
+      }
+      const exportName = flags.get('--export')?.at(-1) ?? 'default';
+      if (exportName === '') throw new UsageError('--export needs a name');
+      return {
+        ...base,
+        command: {
+          kind,
+          jobFile: rest[0]!,
+          ...(parallelism === undefined ? {} : { parallelism }),
+          detached: flags.has('--detached') || flags.has('-d'),
+          config,
+          exportName,
+          jobArgs: jobArgs ?? [],
+        },
+      };
+    }
+    case 'list':
+      expectArgs(0, '');
+      return { ...base, command: { kind, json } };
+    case 'status':
+      expectArgs(1, 'a job id: floe status <jobId>');
+      return { ...base, command: { kind, jobId: rest[0]!, json } };
+    case 'cancel':
+      expectArgs(1, 'a job id: floe cancel <jobId>');
+      return { ...base, command: { kind, jobId: rest[0]! } };
+    case 'cluster': {
+      expectArgs(1, 'an action: floe cluster start|stop|status');
+      const action = rest[0]!;
+      if (action !== 'start' && action !== 'stop' && action !== 'status') {
+        throw new UsageError(`unknown cluster action '${action}' (actions: start, stop, status)`);
+      }
+      if (json && action !== 'status') throw new UsageError(`--json applies to 'cluster status' only`);
+      if (Object.keys(config).length > 0 && action !== 'start') throw new UsageError(`-D applies to 'cluster start' only`);
+      return { ...base, command: { kind, action, json, config } };
+    }
+    case 'example':
+      expectArgs(0, '');
+      return { ...base, command: { kind } };
+    case 'help':
+    case 'version':
+      return { ...base, command: { kind } };
+    default:
+      return kind satisfies never;
+  }
+}
+
+/** --dir, else $FLOE_HOME, else ~/.floe; relative paths are taken from `cwd`. */
+export function resolveStateDir(flag: string | undefined, env: Readonly<Record<string, string | undefined>>, cwd: string, home: string = homedir()): string {
+  const chosen = flag ?? (env['FLOE_HOME'] !== undefined && env['FLOE_HOME'] !== '' ? env['FLOE_HOME'] : join(home, '.floe'));
+  return isAbsolute(chosen) ? chosen : resolve(cwd, chosen);
+}

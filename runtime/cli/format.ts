@@ -1,0 +1,109 @@
+// What the CLI prints, as pure functions: progress lines, durations, tables, records, exceptions.
+import type { JobException } from '../ha/job-store.js';
+import type { TaskCounts } from '../jobgraph/job-status.js';
+import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
+
+/** "850 ms", "3.2 s", "2 m 05 s", "1 h 02 m". */
+export function formatDuration(ms: number): string {
+  const v = Math.max(0, Math.round(ms));
+  if (v < 1000) return `${v} ms`;
+  if (v < 60_000) return `${(Math.floor(v / 100) / 10).toFixed(1)} s`;
+  const totalSeconds = Math.floor(v / 1000);
+  if (totalSeconds < 3600) return `${Math.floor(totalSeconds / 60)} m ${String(totalSeconds % 60).padStart(2, '0')} s`;
+  const totalMinutes = Math.floor(totalSeconds / 60);
+  return `${Math.floor(totalMinutes / 60)} h ${String(totalMinutes % 60).padStart(2, '0')} m`;
+}
+
+/** "3/12 finished, 4 running, 3 scheduled" (+ failed / canceled when there are any). */
+export function formatTaskCounts(t: TaskCounts): string {
+  const parts = [`${t.finished}/${t.total} finished`, `${t.running} running`, `${t.scheduled + t.deploying} scheduled`];
+  if (t.failed > 0) parts.push(`${t.failed} failed`);
+  if (t.canceled > 0) parts.push(`${t.canceled} canceled`);
+  return parts.join(', ');
+}
+
+/**
+ * The progress of a followed job, in two parts: `state` changes only when the job or its tasks do
+ * (a line per change when not on a terminal), `line` adds the elapsed time (redrawn on a terminal).
+ */
+export function formatProgress(details: Pick<JobDetails, 'status' | 'tasks'>, elapsedMs: number): { state: string; line: string } {
+  const state = `${details.status} · ${details.tasks === undefined ? 'waiting for tasks' : `tasks ${formatTaskCounts(details.tasks)}`}`;
+  return { state, line: `${state} · ${formatDuration(elapsedMs)}` };
+}
+
+export interface OutputStream {
+  write(text: string): unknown;
+  readonly isTTY?: boolean;
+  readonly columns?: number;
+}
+
+/** Shows progress lines: redrawn in place on a terminal, one line per change otherwise. */
+export class ProgressPrinter {
+  private lastState: string | undefined;
+  private drawn = false;
+
+  constructor(private readonly out: OutputStream) {}
+
+  update(progress: { state: string; line: string }): void {
+    if (this.out.isTTY) {
+      const width = this.out.columns ?? 0;
+      const line = width > 1 && progress.line.length >= width ? progress.line.slice(0, width - 1) : progress.line;
+      this.out.write(`\r${line}\x1b[K`);
+      this.drawn = true;
+    } else if (progress.state !== this.lastState) {
+      this.out.write(`${progress.line}\n`);
+    }
+    this.lastState = progress.state;
+  }
+
+  /** Ends the in-place line so what follows starts on its own. */
+  finish(): void {
+    if (this.drawn) this.out.write('\n');
+    this.drawn = false;
+  }
+}
+
+/** A collected record as one line: strings as they are, everything else as JSON. */
+export function formatRecord(record: unknown): string {
+  if (typeof record === 'string') return record;
+  if (record === undefined) return 'undefined';
+  if (typeof record === 'bigint') return `${record}n`;
+  return JSON.stringify(record) ?? String(record);
+}
+
+export function formatException(e: JobException): string {
+  const where = [e.taskName, e.location === undefined ? undefined : `on ${e.location}`].filter((x) => x !== undefined).join(' ');
+  const head = `${new Date(e.timestampMs).toISOString()}${where ? ` ${where}` : ''}`;
+  // A stack starts with the message already; print it alone when there is one.
+  const body = e.stack !== undefined && e.stack.includes(e.message) ? e.stack : e.stack === undefined ? e.message : `${e.message}\n${e.stack}`;
+  return `${head}\n${body.replace(/^/gm, '  ')}`;
+}
+
+export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n') + '\n';
+}
+
+export function formatJobList(jobs: readonly JobSummary[]): string {
+  if (jobs.length === 0) return 'no jobs\n';
+  const sorted = [...jobs].sort((a, b) => b.submittedAtMs - a.submittedAtMs);
+  return formatTable(
+    ['JOB ID', 'NAME', 'STATUS', 'SUBMITTED', 'DURATION', 'PARALLELISM'],
+    sorted.map((j) => [j.jobId, j.name, j.status, new Date(j.submittedAtMs).toISOString(), formatDuration(j.durationMs), String(j.parallelism)]),
+  );
+}
+
+export function formatJobDetails(d: JobDetails): string {
+  const lines = [
+    `job        ${d.name} (${d.jobId})`,
+    `status     ${d.status}`,
+    `submitted  ${new Date(d.submittedAtMs).toISOString()}`,
+    ...(d.endedAtMs === undefined ? [] : [`ended      ${new Date(d.endedAtMs).toISOString()}`]),
+    `duration   ${formatDuration(d.durationMs)}`,
+    `parallelism ${d.parallelism}`,
+    `tasks      ${d.tasks === undefined ? 'none yet' : formatTaskCounts(d.tasks)}`,
+    `exceptions ${d.exceptions}`,
+  ];
+  return lines.join('\n') + '\n';
+}

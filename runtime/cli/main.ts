@@ -1,0 +1,58 @@
+// Entry point of the `floe` command (built to dist/cli.js). `main` takes its I/O as arguments so tests
+// drive it without a terminal.
+import { readFileSync, realpathSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FloeError, errorMessage } from '../core/errors.js';
+import { packageRoot } from '../core/paths.js';
+import { parseArgs, resolveStateDir, USAGE, UsageError } from './args.js';
+import { executeCommand, type CliIo } from './commands.js';
+import { runExample } from './example.js';
+
+export type { CliIo } from './commands.js';
+
+const VERSION = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
+
+/** Runs one command line; resolves to the exit code (0 ok, 1 failed, 2 bad usage). */
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    const parsed = parseArgs(argv);
+    const command = parsed.command;
+    switch (command.kind) {
+      case 'help':
+        io.stdout.write(USAGE);
+        return 0;
+      case 'version':
+        io.stdout.write(`floe ${VERSION}\n`);
+        return 0;
+      case 'example':
+        // The example keeps its cluster's state inside the package unless told otherwise.
+        return await runExample({ io, stateDir: parsed.stateDir === undefined ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd) });
+      default:
+        return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd) });
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.stderr.write(`floe: ${e.message}\nrun 'floe --help' for usage\n`);
+      return 2;
+    }
+    io.stderr.write(`floe: ${e instanceof FloeError ? e.message : errorMessage(e)}\n`);
+    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env['FLOE_DEBUG']) io.stderr.write(`${e.stack}\n`);
+    return 1;
+  }
+}
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  const io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() };
+  process.exitCode = await main(process.argv.slice(2), io);
+}

@@ -1,0 +1,134 @@
+// The client side of the Dispatcher's REST API, as the CLI (and tests) use it.
+import { FloeError, RpcConnectionError, RpcTimeoutError, fromErrorInfo } from '../core/errors.js';
+import type { JobId } from '../core/ids.js';
+import type { JobException } from '../ha/job-store.js';
+import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type {
+  CancelJobResponse,
+  ClusterInfo,
+  ErrorResponse,
+  HealthResponse,
+  JobDetails,
+  JobExceptionsResponse,
+  JobResultResponse,
+  JobSummary,
+  ListJobsResponse,
+  OverviewResponse,
+  SubmitJobRequest,
+  SubmitJobResponse,
+} from '../dispatcher/rest-types.js';
+
+export interface RestClientOptions {
+  /** e.g. `http://127.0.0.1:8081` */
+  readonly baseUrl: string;
+  /** The cluster secret; sent with every request but GET /health. */
+  readonly secret?: string;
+  /** Deadline of each request. @default 30_000 */
+  readonly timeoutMs?: number;
+}
+
+/** The Dispatcher answered with something that is not the API's JSON. */
+export class UnexpectedResponseError extends FloeError {
+  constructor(message: string) {
+    super('UNEXPECTED_RESPONSE', message);
+  }
+}
+
+export class RestClient {
+  private readonly baseUrl: string;
+  private readonly secret: string | undefined;
+  private readonly timeoutMs: number;
+
+  constructor(options: RestClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.secret = options.secret;
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  static forCluster(info: ClusterInfo, timeoutMs?: number): RestClient {
+    return new RestClient({ baseUrl: info.restUrl, secret: info.secret, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  }
+
+  health(): Promise<HealthResponse> {
+    return this.request<HealthResponse>('GET', '/health', { authorized: false });
+  }
+
+  submitJob(jobGraph: JobGraph, library?: Uint8Array): Promise<SubmitJobResponse> {
+    const body: SubmitJobRequest =
+      library === undefined ? { jobGraph } : { jobGraph, library: Buffer.from(library.buffer, library.byteOffset, library.byteLength).toString('base64') };
+    return this.request<SubmitJobResponse>('POST', '/jobs', { body });
+  }
+
+  async listJobs(): Promise<readonly JobSummary[]> {
+    return (await this.request<ListJobsResponse>('GET', '/jobs')).jobs;
+  }
+
+  getJob(jobId: JobId | string): Promise<JobDetails> {
+    return this.request<JobDetails>('GET', `/jobs/${encodeURIComponent(jobId)}`);
+  }
+
+  async getJobExceptions(jobId: JobId | string): Promise<readonly JobException[]> {
+    return (await this.request<JobExceptionsResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/exceptions`)).exceptions;
+  }
+
+  /** The collect sink's records, or undefined when the job has no result (404). */
+  async getJobResult(jobId: JobId | string): Promise<JobResultResponse | undefined> {
+    return this.request<JobResultResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/result`, { notFoundAsUndefined: true });
+  }
+
+  cancelJob(jobId: JobId | string): Promise<CancelJobResponse> {
+    return this.request<CancelJobResponse>('PATCH', `/jobs/${encodeURIComponent(jobId)}?mode=cancel`);
+  }
+
+  overview(): Promise<OverviewResponse> {
+    return this.request<OverviewResponse>('GET', '/overview');
+  }
+
+  private async request<T>(
+    method: string,
+    path: string,
+    opts: { body?: unknown; authorized?: boolean; notFoundAsUndefined?: boolean } = {},
+  ): Promise<T> {
+    const url = `${this.baseUrl}${path}`;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (opts.authorized !== false && this.secret !== undefined) headers['authorization'] = `Bearer ${this.secret}`;
+    if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method,
+        headers,
+        ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (e) {
+      if ((e as Error).name === 'TimeoutError') throw new RpcTimeoutError(`${method} ${url}`, this.timeoutMs);
+      throw new RpcConnectionError(`the Dispatcher at ${this.baseUrl}`, { cause: e });
+    }
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      throw new UnexpectedResponseError(`${method} ${path} answered ${response.status} with a body that is not JSON: ${text.slice(0, 200)}`);
+    }
+    if (response.ok) {
+      if (json === undefined) throw new UnexpectedResponseError(`${method} ${path} answered ${response.status} with an empty body`);
+      return json as T;
+    }
+    if (response.status === 404 && opts.notFoundAsUndefined) return undefined as T;
+    const error = (json as Partial<ErrorResponse> | undefined)?.error;
+    if (response.status >= 500) {
+      const requestId = error?.requestId;
+      throw new FloeError(
+        error?.code ?? 'INTERNAL',
+        `the Dispatcher failed on ${method} ${path} (HTTP ${response.status}${requestId ? `, request id ${requestId}` : ''}); its log has the details`,
+        { retryable: true },
+      );
+    }
+    if (error && typeof error.code === 'string' && typeof error.message === 'string') {
+      throw fromErrorInfo({ code: error.code, message: error.message, retryable: false, ...(error.details === undefined ? {} : { details: error.details }) });
+    }
+    throw new UnexpectedResponseError(`${method} ${path} answered ${response.status}: ${text.slice(0, 200)}`);
+  }
+}

@@ -1,0 +1,88 @@
+// The REST API's bodies, shared by the Dispatcher (local HTTP server and Lambda handlers) and its clients.
+import type { JobId } from '../core/ids.js';
+import type { JobException } from '../ha/job-store.js';
+import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
+import type { JobGraph } from '../jobgraph/jobgraph.js';
+
+/** Written by a running local Dispatcher as `<stateDir>/cluster.json` once it serves; removed when it exits. */
+export interface ClusterInfo {
+  readonly pid: number;
+  /** e.g. `http://127.0.0.1:8081` (no trailing slash). */
+  readonly restUrl: string;
+  /** Every request but GET /health carries `authorization: Bearer <secret>`. */
+  readonly secret: string;
+  readonly startedAtMs: number;
+}
+export const CLUSTER_INFO_FILE = 'cluster.json';
+
+/** POST /jobs. `library` is the user-code library, base64; it may be left out when the cluster already has it. */
+export interface SubmitJobRequest {
+  readonly jobGraph: JobGraph;
+  readonly library?: string;
+}
+/** 202 from POST /jobs; a resubmission of the same jobId answers the same. */
+export interface SubmitJobResponse {
+  readonly jobId: JobId;
+  /** true when a job with this id already existed (nothing new was started). */
+  readonly existing?: boolean;
+}
+
+/**
+ * Every non-2xx answer. A 4xx carries the FloeError's code and message; a 5xx says
+ * `{ code: 'INTERNAL', message: 'internal error', requestId }` and the details go to the log.
+ */
+export interface ErrorResponse {
+  readonly error: {
+    readonly code: string;
+    readonly message: string;
+    /** 5xx only: quote it when looking for the failure in the Dispatcher's log. */
+    readonly requestId?: string;
+    /** 4xx only: structured details, e.g. `{ problems }` of an invalid job graph. */
+    readonly details?: unknown;
+  };
+}
+
+export interface JobSummary {
+  readonly jobId: JobId;
+  readonly name: string;
+  readonly status: JobStatus;
+  readonly submittedAtMs: number;
+  readonly updatedAtMs: number;
+  readonly endedAtMs?: number;
+  /** Until now for a running job, until its end otherwise. */
+  readonly durationMs: number;
+  /** The largest vertex parallelism. */
+  readonly parallelism: number;
+}
+/** GET /jobs */
+export interface ListJobsResponse {
+  readonly jobs: readonly JobSummary[];
+}
+/** GET /jobs/:id */
+export interface JobDetails extends JobSummary {
+  readonly tasks?: TaskCounts;
+  /** How many exceptions GET /jobs/:id/exceptions returns. */
+  readonly exceptions: number;
+}
+/** GET /jobs/:id/exceptions, oldest first. */
+export interface JobExceptionsResponse {
+  readonly exceptions: readonly JobException[];
+}
+/** GET /jobs/:id/result: the collect sink's records; 404 when the job has none (yet). */
+export interface JobResultResponse {
+  readonly records: readonly unknown[];
+  readonly truncated: boolean;
+}
+/** 202 from PATCH /jobs/:id?mode=cancel */
+export interface CancelJobResponse {
+  readonly jobId: JobId;
+  readonly status: JobStatus;
+}
+/** GET /overview */
+export interface OverviewResponse {
+  readonly jobs: { readonly total: number; readonly running: number; readonly finished: number; readonly failed: number; readonly canceled: number };
+}
+/** GET /health (no authorization needed) */
+export interface HealthResponse {
+  readonly status: 'ok';
+}

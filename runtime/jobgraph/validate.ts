@@ -1,0 +1,441 @@
+// Decoding and checking of submitted JobGraphs: parseJobGraph turns untrusted JSON into a JobGraph
+// (structure), validateJobGraph checks that it can run (semantics). Both report every problem at once.
+import { InvalidJobGraphError } from '../core/errors.js';
+import { JobId } from '../core/ids.js';
+import {
+  DistributionPattern,
+  Partitioner,
+  PartitionType,
+  isSinkOperator,
+  isSourceOperator,
+  type FunctionRef,
+  type JobEdge,
+  type JobGraph,
+  type JobVertex,
+  type OperatorKind,
+  type OperatorSpec,
+} from './jobgraph.js';
+
+export const JOB_GRAPH_LIMITS = {
+  maxVertices: 1000,
+  maxEdges: 10_000,
+  maxOperatorsPerVertex: 100,
+  /** Largest parallelism of one vertex. */
+  maxParallelism: 1024,
+  /** Largest maxParallelism (the number of key groups), as in Flink. */
+  maxMaxParallelism: 32_768,
+  maxArgs: 1000,
+  maxStringLength: 4096,
+  /** Problems listed in one error; the rest are counted. */
+  maxReportedProblems: 100,
+} as const;
+
+/** Vertex, edge and operator ids end up in partition ids and file names: letters, digits, '_' and '-'. */
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+const SHA256_PATTERN = /^[0-9a-f]{64}$/;
+
+const OPERATOR_KINDS: readonly OperatorKind[] = [
+  'source.sequence',
+  'source.textFile',
+  'source.collection',
+  'map',
+  'flatMap',
+  'filter',
+  'sink.textFile',
+  'sink.collect',
+];
+
+class Problems {
+  readonly list: string[] = [];
+  add(message: string): void {
+    this.list.push(message);
+  }
+  throwIfAny(): void {
+    if (this.list.length === 0) return;
+    const max = JOB_GRAPH_LIMITS.maxReportedProblems;
+    const shown = this.list.length > max ? [...this.list.slice(0, max), `…and ${this.list.length - max} more problems`] : this.list;
+    throw new InvalidJobGraphError(shown);
+  }
+}
+
+const describe = (v: unknown): string => {
+  if (v === undefined) return 'nothing';
+  if (Array.isArray(v)) return `an array`;
+  if (v !== null && typeof v === 'object') return 'an object';
+  const s = JSON.stringify(v);
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+};
+
+/** Field readers: each reports `<path> must be …, found …` and returns undefined on a bad value. */
+class Reader {
+  constructor(private readonly problems: Problems) {}
+
+  object(v: unknown, path: string): Record<string, unknown> | undefined {
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+    this.problems.add(`${path} must be an object, found ${describe(v)}`);
+    return undefined;
+  }
+
+  array(v: unknown, path: string, maxLength: number): unknown[] | undefined {
+    if (!Array.isArray(v)) {
+      this.problems.add(`${path} must be an array, found ${describe(v)}`);
+      return undefined;
+    }
+    if (v.length > maxLength) {
+      this.problems.add(`${path} has ${v.length} entries, the limit is ${maxLength}`);
+      return undefined;
+    }
+    return v;
+  }
+
+  string(v: unknown, path: string, opts: { nonEmpty?: boolean; pattern?: RegExp; patternHint?: string } = {}): string | undefined {
+    if (typeof v !== 'string') {
+      this.problems.add(`${path} must be a string, found ${describe(v)}`);
+      return undefined;
+    }
+    if (v.length > JOB_GRAPH_LIMITS.maxStringLength) {
+      this.problems.add(`${path} is ${v.length} characters long, the limit is ${JOB_GRAPH_LIMITS.maxStringLength}`);
+      return undefined;
+    }
+    if (opts.nonEmpty && v === '') {
+      this.problems.add(`${path} must be a non-empty string, found ""`);
+      return undefined;
+    }
+    if (opts.pattern && !opts.pattern.test(v)) {
+      this.problems.add(`${path} must be ${opts.patternHint ?? `a string matching ${opts.pattern}`}, found ${describe(v)}`);
+      return undefined;
+    }
+    return v;
+  }
+
+  integer(v: unknown, path: string, min: number): number | undefined {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
+      this.problems.add(`${path} must be an integer >= ${min}, found ${describe(v)}`);
+      return undefined;
+    }
+    return v;
+  }
+
+  safeInteger(v: unknown, path: string): number | undefined {
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) {
+      this.problems.add(`${path} must be a safe integer, found ${describe(v)}`);
+      return undefined;
+    }
+    return v;
+  }
+
+  oneOf<T extends string>(v: unknown, path: string, allowed: readonly T[]): T | undefined {
+    if (typeof v === 'string' && (allowed as readonly string[]).includes(v)) return v as T;
+    this.problems.add(`${path} must be one of ${allowed.map((a) => `'${a}'`).join(', ')}, found ${describe(v)}`);
+    return undefined;
+  }
+
+  id(v: unknown, path: string): string | undefined {
+    return this.string(v, path, { pattern: ID_PATTERN, patternHint: "1-128 letters, digits, '_' or '-'" });
+  }
+}
+
+function parseFunctionRef(r: Reader, v: unknown, path: string): FunctionRef | undefined {
+  const o = r.object(v, path);
+  if (!o) return undefined;
+  const exp = r.string(o['export'], `${path}.export`, { nonEmpty: true });
+  const operatorId = r.id(o['operatorId'], `${path}.operatorId`);
+  return exp === undefined || operatorId === undefined ? undefined : { export: exp, operatorId };
+}
+
+function parseOperator(r: Reader, v: unknown, path: string): OperatorSpec | undefined {
+  const o = r.object(v, path);
+  if (!o) return undefined;
+  const kind = r.oneOf(o['kind'], `${path}.kind`, OPERATOR_KINDS);
+  const id = r.id(o['id'], `${path}.id`);
+  const name = r.string(o['name'], `${path}.name`, { nonEmpty: true });
+  if (kind === undefined) return undefined;
+  let op: OperatorSpec | undefined;
+  switch (kind) {
+    case 'source.sequence': {
+      const from = r.safeInteger(o['from'], `${path}.from`);
+      const to = r.safeInteger(o['to'], `${path}.to`);
+      if (id !== undefined && name !== undefined && from !== undefined && to !== undefined) op = { kind, id, name, from, to };
+      break;
+    }
+    case 'source.textFile': {
+      const p = r.string(o['path'], `${path}.path`, { nonEmpty: true });
+      const split = r.integer(o['splitSizeBytes'], `${path}.splitSizeBytes`, 1);
+      if (id !== undefined && name !== undefined && p !== undefined && split !== undefined) op = { kind, id, name, path: p, splitSizeBytes: split };
+      break;
+    }
+    case 'source.collection':
+    case 'map':
+    case 'flatMap':
+    case 'filter': {
+      const fn = parseFunctionRef(r, o['fn'], `${path}.fn`);
+      if (id !== undefined && name !== undefined && fn !== undefined) op = { kind, id, name, fn };
+      break;
+    }
+    case 'sink.textFile': {
+      const p = r.string(o['path'], `${path}.path`, { nonEmpty: true });
+      if (id !== undefined && name !== undefined && p !== undefined) op = { kind, id, name, path: p };
+      break;
+    }
+    case 'sink.collect': {
+      const maxRecords = r.integer(o['maxRecords'], `${path}.maxRecords`, 0);
+      if (id !== undefined && name !== undefined && maxRecords !== undefined) op = { kind, id, name, maxRecords };
+      break;
+    }
+    default:
+      return kind satisfies never;
+  }
+  return op;
+}
+
+function parseVertex(r: Reader, v: unknown, path: string): JobVertex | undefined {
+  const o = r.object(v, path);
+  if (!o) return undefined;
+  const id = r.id(o['id'], `${path}.id`);
+  const name = r.string(o['name'], `${path}.name`, { nonEmpty: true });
+  const parallelism = r.integer(o['parallelism'], `${path}.parallelism`, 1);
+  const maxParallelism = r.integer(o['maxParallelism'], `${path}.maxParallelism`, 1);
+  const slotSharingGroup = r.string(o['slotSharingGroup'], `${path}.slotSharingGroup`, { nonEmpty: true });
+  const rawOps = r.array(o['operators'], `${path}.operators`, JOB_GRAPH_LIMITS.maxOperatorsPerVertex);
+  const operators = rawOps?.map((op, i) => parseOperator(r, op, `${path}.operators[${i}]`));
+  if (
+    id === undefined || name === undefined || parallelism === undefined || maxParallelism === undefined ||
+    slotSharingGroup === undefined || operators === undefined || operators.some((op) => op === undefined)
+  ) {
+    return undefined;
+  }
+  return { id, name, parallelism, maxParallelism, slotSharingGroup, operators: operators as OperatorSpec[] };
+}
+
+function parseEdge(r: Reader, v: unknown, path: string): JobEdge | undefined {
+  const o = r.object(v, path);
+  if (!o) return undefined;
+  const id = r.id(o['id'], `${path}.id`);
+  const source = r.string(o['source'], `${path}.source`, { nonEmpty: true });
+  const target = r.string(o['target'], `${path}.target`, { nonEmpty: true });
+  const distribution = r.oneOf(o['distribution'], `${path}.distribution`, Object.values(DistributionPattern));
+  const partitioner = r.oneOf(o['partitioner'], `${path}.partitioner`, Object.values(Partitioner));
+  const partitionType = r.oneOf(o['partitionType'], `${path}.partitionType`, Object.values(PartitionType));
+  if (id === undefined || source === undefined || target === undefined || distribution === undefined || partitioner === undefined || partitionType === undefined) {
+    return undefined;
+  }
+  return { id, source, target, distribution, partitioner, partitionType };
+}
+
+/**
+ * Decodes an untrusted JobGraph (e.g. a request body). Checks shapes and types only, naming each bad
+ * field by its path (`vertices[2].parallelism must be an integer >= 1, found "x"`); unknown fields are
+ * dropped. Follow with validateJobGraph for what makes a graph runnable.
+ */
+export function parseJobGraph(input: unknown): JobGraph {
+  const problems = new Problems();
+  const r = new Reader(problems);
+  const o = r.object(input, 'jobGraph');
+  if (!o) problems.throwIfAny();
+  const g = o as Record<string, unknown>;
+
+  const rawJobId = g['jobId'];
+  let jobId: JobId | undefined;
+  if (JobId.isValid(rawJobId)) jobId = rawJobId;
+  else problems.add(`jobId must be 1-64 letters, digits, '_' or '-', found ${describe(rawJobId)}`);
+  const name = r.string(g['name'], 'name', { nonEmpty: true });
+
+  let library: JobGraph['library'] | undefined;
+  const lib = r.object(g['library'], 'library');
+  if (lib) {
+    const sha256 = r.string(lib['sha256'], 'library.sha256', { pattern: SHA256_PATTERN, patternHint: '64 lowercase hex digits' });
+    const sizeBytes = r.integer(lib['sizeBytes'], 'library.sizeBytes', 0);
+    if (sha256 !== undefined && sizeBytes !== undefined) library = { sha256, sizeBytes };
+  }
+
+  let program: JobGraph['program'] | undefined;
+  const prog = r.object(g['program'], 'program');
+  if (prog) {
+    const exp = r.string(prog['export'], 'program.export', { nonEmpty: true });
+    const rawArgs = r.array(prog['args'], 'program.args', JOB_GRAPH_LIMITS.maxArgs);
+    const args = rawArgs?.map((a, i) => r.string(a, `program.args[${i}]`));
+    if (exp !== undefined && args !== undefined && args.every((a) => a !== undefined)) program = { export: exp, args: args as string[] };
+  }
+
+  const rawVertices = r.array(g['vertices'], 'vertices', JOB_GRAPH_LIMITS.maxVertices);
+  const vertices = rawVertices?.map((v, i) => parseVertex(r, v, `vertices[${i}]`));
+  const rawEdges = r.array(g['edges'], 'edges', JOB_GRAPH_LIMITS.maxEdges);
+  const edges = rawEdges?.map((e, i) => parseEdge(r, e, `edges[${i}]`));
+
+  problems.throwIfAny();
+  return {
+    jobId: jobId!,
+    name: name!,
+    library: library!,
+    program: program!,
+    vertices: vertices as JobVertex[],
+    edges: edges as JobEdge[],
+  };
+}
+
+function functionRefOf(op: OperatorSpec): FunctionRef | undefined {
+  switch (op.kind) {
+    case 'source.collection':
+    case 'map':
+    case 'flatMap':
+    case 'filter':
+      return op.fn;
+    case 'source.sequence':
+    case 'source.textFile':
+    case 'sink.textFile':
+    case 'sink.collect':
+      return undefined;
+    default:
+      return op satisfies never;
+  }
+}
+
+const isAbsolutePath = (p: string): boolean => p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) || p.startsWith('\\\\');
+
+/**
+ * Checks that a (well-typed) JobGraph can run, throwing one InvalidJobGraphError that lists every
+ * problem. With `libraryExports`, also checks that the program and every FunctionRef name an export of
+ * the library.
+ */
+export function validateJobGraph(graph: JobGraph, libraryExports?: readonly string[]): void {
+  const problems = new Problems();
+  const L = JOB_GRAPH_LIMITS;
+  const exportSet = libraryExports === undefined ? undefined : new Set(libraryExports);
+  const label = (v: JobVertex, i: number): string => `vertices[${i}] ('${v.name}')`;
+
+  if (graph.vertices.length === 0) problems.add('the graph has no vertices: a job needs at least one source and one sink');
+  if (graph.vertices.length > L.maxVertices) problems.add(`the graph has ${graph.vertices.length} vertices, the limit is ${L.maxVertices}`);
+  if (graph.edges.length > L.maxEdges) problems.add(`the graph has ${graph.edges.length} edges, the limit is ${L.maxEdges}`);
+  if (graph.program.args.length > L.maxArgs) problems.add(`program.args has ${graph.program.args.length} entries, the limit is ${L.maxArgs}`);
+  if (exportSet !== undefined && !exportSet.has(graph.program.export)) {
+    problems.add(`program.export '${graph.program.export}' is not exported by the library (it exports: ${[...exportSet].map((e) => `'${e}'`).join(', ') || 'nothing'})`);
+  }
+
+  const vertexIndex = new Map<string, number>();
+  const operatorSeen = new Map<string, string>();
+  const sinkPaths = new Map<string, string>();
+  let collectSinks = 0;
+  graph.vertices.forEach((v, i) => {
+    const at = label(v, i);
+    if (vertexIndex.has(v.id)) problems.add(`${at}: duplicate vertex id '${v.id}' (also vertices[${vertexIndex.get(v.id)}])`);
+    else vertexIndex.set(v.id, i);
+    if (v.parallelism < 1) problems.add(`${at}.parallelism must be >= 1, found ${v.parallelism}`);
+    if (v.parallelism > L.maxParallelism) problems.add(`${at}.parallelism ${v.parallelism} exceeds the limit of ${L.maxParallelism}`);
+    if (v.maxParallelism > L.maxMaxParallelism) problems.add(`${at}.maxParallelism ${v.maxParallelism} exceeds the limit of ${L.maxMaxParallelism}`);
+    if (v.parallelism > v.maxParallelism) problems.add(`${at}.parallelism ${v.parallelism} exceeds its maxParallelism ${v.maxParallelism}`);
+    if (v.operators.length === 0) problems.add(`${at}.operators is empty: a vertex runs at least one operator`);
+    if (v.operators.length > L.maxOperatorsPerVertex) problems.add(`${at}.operators has ${v.operators.length} entries, the limit is ${L.maxOperatorsPerVertex}`);
+    v.operators.forEach((op, j) => {
+      const opAt = `${at}.operators[${j}] ('${op.name}')`;
+      const prev = operatorSeen.get(op.id);
+      if (prev !== undefined) problems.add(`${opAt}: duplicate operator id '${op.id}' (also ${prev})`);
+      else operatorSeen.set(op.id, opAt);
+      if (isSourceOperator(op) && j > 0) problems.add(`${opAt}: a source (${op.kind}) can only be the first operator of a chain`);
+      if (isSinkOperator(op) && j < v.operators.length - 1) problems.add(`${opAt}: a sink (${op.kind}) can only be the last operator of a chain`);
+      const ref = functionRefOf(op);
+      if (ref !== undefined && exportSet !== undefined && !exportSet.has(ref.export)) {
+        problems.add(`${opAt}.fn.export '${ref.export}' is not exported by the library`);
+      }
+      switch (op.kind) {
+        case 'source.sequence':
+          if (op.from > op.to) problems.add(`${opAt}: from (${op.from}) must be <= to (${op.to})`);
+          break;
+        case 'source.textFile':
+          if (!isAbsolutePath(op.path)) problems.add(`${opAt}.path must be absolute (tasks run in other processes), found '${op.path}'`);
+          break;
+        case 'source.collection':
+          if (v.parallelism !== 1) problems.add(`${at}.parallelism must be 1: its collection source is not parallel, found ${v.parallelism}`);
+          break;
+        case 'sink.textFile': {
+          if (!isAbsolutePath(op.path)) problems.add(`${opAt}.path must be absolute (tasks run in other processes), found '${op.path}'`);
+          const other = sinkPaths.get(op.path);
+          if (other !== undefined) problems.add(`${opAt}: writes to '${op.path}' like ${other}; give each sink its own path`);
+          else sinkPaths.set(op.path, opAt);
+          break;
+        }
+        case 'sink.collect':
+          collectSinks++;
+          break;
+        case 'map':
+        case 'flatMap':
+        case 'filter':
+          break;
+        default:
+          op satisfies never;
+      }
+    });
+  });
+  if (collectSinks > 1) problems.add(`the graph has ${collectSinks} collect sinks, at most one is allowed (its records are the job's result)`);
+
+  const edgeIds = new Set<string>();
+  const inDegree = new Map<string, number>();
+  const outEdges = new Map<string, string[]>();
+  graph.edges.forEach((e, i) => {
+    const at = `edges[${i}] ('${e.id}')`;
+    if (edgeIds.has(e.id)) problems.add(`${at}: duplicate edge id '${e.id}'`);
+    edgeIds.add(e.id);
+    const si = vertexIndex.get(e.source);
+    const ti = vertexIndex.get(e.target);
+    if (si === undefined) problems.add(`${at}.source '${e.source}' is not a vertex of the graph`);
+    if (ti === undefined) problems.add(`${at}.target '${e.target}' is not a vertex of the graph`);
+    if (e.source === e.target) problems.add(`${at} connects vertex '${e.source}' to itself`);
+    if ((e.distribution === 'forward') !== (e.partitioner === 'forward')) {
+      problems.add(`${at}: distribution '${e.distribution}' does not go with partitioner '${e.partitioner}' (a forward partitioner needs a forward distribution and the other way round)`);
+    }
+    if (si === undefined || ti === undefined) return;
+    const s = graph.vertices[si]!;
+    const t = graph.vertices[ti]!;
+    if (e.distribution === 'forward' && s.parallelism !== t.parallelism) {
+      problems.add(`${at}: a forward edge needs equal parallelism, but '${s.name}' has ${s.parallelism} and '${t.name}' has ${t.parallelism}; use rebalance (all-to-all)`);
+    }
+    const last = s.operators[s.operators.length - 1];
+    if (last !== undefined && isSinkOperator(last)) problems.add(`${at}: vertex '${s.name}' ends in a sink and cannot have outputs`);
+    inDegree.set(e.target, (inDegree.get(e.target) ?? 0) + 1);
+    const outs = outEdges.get(e.source) ?? [];
+    outs.push(e.target);
+    outEdges.set(e.source, outs);
+  });
+
+  graph.vertices.forEach((v, i) => {
+    const first = v.operators[0];
+    if (first === undefined) return;
+    const inputs = inDegree.get(v.id) ?? 0;
+    if (isSourceOperator(first) && inputs > 0) problems.add(`${label(v, i)} starts with a source (${first.kind}) but has ${inputs} input edge(s)`);
+    if (!isSourceOperator(first) && inputs === 0) problems.add(`${label(v, i)} starts with '${first.kind}', not a source, and has no input edges`);
+  });
+
+  // Kahn's algorithm over the vertices whose ids are unique; what remains lies on or behind a cycle.
+  if (vertexIndex.size > 0) {
+    const remaining = new Map<string, number>();
+    for (const id of vertexIndex.keys()) remaining.set(id, 0);
+    for (const e of graph.edges) {
+      if (remaining.has(e.source) && remaining.has(e.target)) remaining.set(e.target, remaining.get(e.target)! + 1);
+    }
+    const ready = [...remaining].filter(([, d]) => d === 0).map(([id]) => id);
+    while (ready.length > 0) {
+      const id = ready.pop()!;
+      remaining.delete(id);
+      for (const target of outEdges.get(id) ?? []) {
+        const d = remaining.get(target);
+        if (d === undefined) continue;
+        remaining.set(target, d - 1);
+        if (d - 1 === 0) ready.push(target);
+      }
+    }
+    // Also drop what merely lies behind a cycle, so the message names the cycle's own vertices.
+    for (let trimmed = true; trimmed; ) {
+      trimmed = false;
+      for (const id of remaining.keys()) {
+        if (!(outEdges.get(id) ?? []).some((t) => remaining.has(t))) {
+          remaining.delete(id);
+          trimmed = true;
+        }
+      }
+    }
+    if (remaining.size > 0) {
+      problems.add(`the graph has a cycle through vertices ${[...remaining.keys()].map((id) => `'${id}'`).join(', ')}: a job graph must be acyclic`);
+    }
+  }
+
+  problems.throwIfAny();
+}

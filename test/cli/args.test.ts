@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { parseArgs, resolveStateDir, UsageError } from '../../runtime/cli/args.js';
+
+const usageError = (argv: string[]): string => {
+  try {
+    parseArgs(argv);
+  } catch (e) {
+    expect(e).toBeInstanceOf(UsageError);
+    return (e as Error).message;
+  }
+  throw new Error(`expected a usage error for ${argv.join(' ')}`);
+};
+
+describe('parseArgs', () => {
+  it('parses run with its options, -D pairs and job args after --', () => {
+    expect(parseArgs(['--dir', 'state', 'run', 'job.ts', '-p', '4', '--detached', '-D', 'heartbeat.timeout=5000', '-Drest.port=0', '--export=other', '--', 'in.txt', '--out', 'x'])).toEqual({
+      stateDir: 'state',
+      command: {
+        kind: 'run',
+        jobFile: 'job.ts',
+        parallelism: 4,
+        detached: true,
+        config: { 'heartbeat.timeout': '5000', 'rest.port': '0' },
+        exportName: 'other',
+        jobArgs: ['in.txt', '--out', 'x'],
+      },
+    });
+    expect(parseArgs(['run', 'job.ts'])).toEqual({ command: { kind: 'run', jobFile: 'job.ts', detached: false, config: {}, exportName: 'default', jobArgs: [] } });
+    expect(parseArgs(['run', '--parallelism=3', 'job.ts', '--dir=/s']).command).toMatchObject({ parallelism: 3 });
+  });
+
+  it('parses the other commands', () => {
+    expect(parseArgs(['list', '--json']).command).toEqual({ kind: 'list', json: true });
+    expect(parseArgs(['status', 'abc']).command).toEqual({ kind: 'status', jobId: 'abc', json: false });
+    expect(parseArgs(['cancel', 'abc']).command).toEqual({ kind: 'cancel', jobId: 'abc' });
+    expect(parseArgs(['cluster', 'status', '--json']).command).toEqual({ kind: 'cluster', action: 'status', json: true, config: {} });
+    expect(parseArgs(['cluster', 'start', '-D', 'taskmanager.numberOfTaskSlots=4']).command).toEqual({
+      kind: 'cluster', action: 'start', json: false, config: { 'taskmanager.numberOfTaskSlots': '4' },
+    });
+    expect(parseArgs(['example']).command).toEqual({ kind: 'example' });
+    expect(parseArgs([]).command).toEqual({ kind: 'help' });
+    expect(parseArgs(['run', '--help']).command).toEqual({ kind: 'help' });
+    expect(parseArgs(['--version']).command).toEqual({ kind: 'version' });
+  });
+
+  it('explains what is wrong with a command line', () => {
+    expect(usageError(['deploy'])).toMatch(/unknown command 'deploy'/);
+    expect(usageError(['run'])).toMatch(/'run' needs a job file/);
+    expect(usageError(['run', 'job.ts', 'in.txt'])).toMatch(/unexpected argument 'in.txt': pass job arguments after --, e.g. floe run job.ts -- in.txt/);
+    expect(usageError(['run', 'job.ts', '-p', 'zero'])).toMatch(/--parallelism needs an integer >= 1, found 'zero'/);
+    expect(usageError(['run', 'job.ts', '-p', '0'])).toMatch(/found '0'/);
+    expect(usageError(['run', 'job.ts', '-D', 'novalue'])).toMatch(/-D needs key=value/);
+    expect(usageError(['run', 'job.ts', '--parallelism'])).toMatch(/--parallelism needs a value/);
+    expect(usageError(['list', '--detached'])).toMatch(/option --detached does not apply to 'list'/);
+    expect(usageError(['list', '--frobnicate'])).toMatch(/unknown option '--frobnicate'/);
+    expect(usageError(['status'])).toMatch(/needs a job id/);
+    expect(usageError(['cluster', 'restart'])).toMatch(/unknown cluster action 'restart'/);
+    expect(usageError(['cluster', 'stop', '--json'])).toMatch(/--json applies to 'cluster status' only/);
+    expect(usageError(['cancel', 'a', '--', 'x'])).toMatch(/takes no job arguments/);
+    expect(usageError(['list', '--json=yes'])).toMatch(/takes no value/);
+  });
+});
+
+describe('resolveStateDir', () => {
+  it('takes --dir, else FLOE_HOME, else ~/.floe, relative to the cwd', () => {
+    expect(resolveStateDir('rel', { FLOE_HOME: '/h' }, '/cwd', '/home/u')).toBe('/cwd/rel');
+    expect(resolveStateDir(undefined, { FLOE_HOME: '/h' }, '/cwd', '/home/u')).toBe('/h');
+    expect(resolveStateDir(undefined, { FLOE_HOME: '' }, '/cwd', '/home/u')).toBe('/home/u/.floe');
+    expect(resolveStateDir(undefined, {}, '/cwd', '/home/u')).toBe('/home/u/.floe');
+  });
+});

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { JobId } from '../../runtime/core/ids.js';
+import type { TaskCounts } from '../../runtime/jobgraph/job-status.js';
+import { formatDuration, formatException, formatJobList, formatProgress, formatRecord, ProgressPrinter } from '../../runtime/cli/format.js';
+
+const tasks = (over: Partial<TaskCounts> = {}): TaskCounts => ({ total: 12, scheduled: 2, deploying: 1, running: 4, finished: 5, canceled: 0, failed: 0, ...over });
+
+class Capture {
+  text = '';
+  constructor(readonly isTTY: boolean, readonly columns?: number) {}
+  write(s: string): void {
+    this.text += s;
+  }
+}
+
+describe('formatting', () => {
+  it('formats durations at a useful precision', () => {
+    expect([0, 850, 1000, 3_249, 59_999, 60_000, 125_000, 3_600_000, 3_725_000].map(formatDuration)).toEqual([
+      '0 ms', '850 ms', '1.0 s', '3.2 s', '59.9 s', '1 m 00 s', '2 m 05 s', '1 h 00 m', '1 h 02 m',
+    ]);
+  });
+
+  it('shows tasks scheduled / running / finished of total, and failures when there are any', () => {
+    expect(formatProgress({ status: 'RUNNING', tasks: tasks() }, 3_200)).toEqual({
+      state: 'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled',
+      line: 'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · 3.2 s',
+    });
+    expect(formatProgress({ status: 'FAILING', tasks: tasks({ failed: 1, canceled: 2 }) }, 10).state).toBe('FAILING · tasks 5/12 finished, 4 running, 3 scheduled, 1 failed, 2 canceled');
+    expect(formatProgress({ status: 'INITIALIZING' }, 500).line).toBe('INITIALIZING · waiting for tasks · 500 ms');
+  });
+
+  it('redraws one line on a terminal and prints a line per change otherwise', () => {
+    const tty = new Capture(true, 30);
+    const pipe = new Capture(false);
+    for (const out of [tty, pipe]) {
+      const p = new ProgressPrinter(out);
+      p.update(formatProgress({ status: 'RUNNING', tasks: tasks() }, 100));
+      p.update(formatProgress({ status: 'RUNNING', tasks: tasks() }, 200)); // only the time moved
+      p.update(formatProgress({ status: 'FINISHED', tasks: tasks({ running: 0, scheduled: 0, deploying: 0, finished: 12 }) }, 300));
+      p.finish();
+    }
+    expect(pipe.text).toBe(
+      'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · 100 ms\n' +
+        'FINISHED · tasks 12/12 finished, 0 running, 0 scheduled · 300 ms\n',
+    );
+    const frames = tty.text.split('\r').filter((f) => f !== '');
+    expect(frames).toHaveLength(3);
+    // cut to the terminal width, then cleared to the end of the line; a newline at the end
+    expect(frames[0]).toBe(`${'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · 100 ms'.slice(0, 29)}\x1b[K`);
+    expect(tty.text.endsWith('\x1b[K\n')).toBe(true);
+  });
+
+  it('prints records as lines: strings raw, the rest as JSON', () => {
+    expect(['a b', 42, { level: 'ERROR' }, null, [1, 'x'], undefined, 10n].map(formatRecord)).toEqual(['a b', '42', '{"level":"ERROR"}', 'null', '[1,"x"]', 'undefined', '10n']);
+  });
+
+  it('prints an exception with where it happened and its stack, indented', () => {
+    const text = formatException({ timestampMs: Date.UTC(2024, 0, 1), taskName: 'map (2/4)', location: 'te-1a2b', message: 'boom', stack: 'Error: boom\n    at job.ts:3:9' });
+    expect(text).toBe('2024-01-01T00:00:00.000Z map (2/4) on te-1a2b\n  Error: boom\n      at job.ts:3:9');
+    expect(formatException({ timestampMs: 0, message: 'no slots' })).toBe('1970-01-01T00:00:00.000Z\n  no slots');
+  });
+
+  it('lists jobs newest first in aligned columns', () => {
+    const job = (id: string, submittedAtMs: number, status: 'RUNNING' | 'FINISHED') => ({
+      jobId: JobId.of(id), name: `job-${id}`, status, submittedAtMs, updatedAtMs: submittedAtMs, durationMs: 1500, parallelism: 2,
+    });
+    expect(formatJobList([job('a', 0, 'FINISHED'), job('bb', 1000, 'RUNNING')])).toBe(
+      'JOB ID  NAME    STATUS    SUBMITTED                 DURATION  PARALLELISM\n' +
+        'bb      job-bb  RUNNING   1970-01-01T00:00:01.000Z  1.5 s     2\n' +
+        'a       job-a   FINISHED  1970-01-01T00:00:00.000Z  1.5 s     2\n',
+    );
+    expect(formatJobList([])).toBe('no jobs\n');
+  });
+});

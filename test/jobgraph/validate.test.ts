@@ -1,0 +1,189 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidJobGraphError } from '../../runtime/core/errors.js';
+import { JobId } from '../../runtime/core/ids.js';
+import type { JobEdge, JobGraph, JobVertex } from '../../runtime/jobgraph/jobgraph.js';
+import { JOB_GRAPH_LIMITS, parseJobGraph, validateJobGraph } from '../../runtime/jobgraph/validate.js';
+
+const fn = (operatorId: string) => ({ export: 'default', operatorId });
+
+function vertex(id: string, over: Partial<JobVertex> = {}): JobVertex {
+  return { id, name: id, parallelism: 2, maxParallelism: 128, slotSharingGroup: 'default', operators: [{ kind: 'map', id: `${id}-op`, name: 'map', fn: fn(`${id}-op`) }], ...over };
+}
+const source = (id: string, over: Partial<JobVertex> = {}): JobVertex =>
+  vertex(id, { operators: [{ kind: 'source.sequence', id: `${id}-op`, name: 'seq', from: 1, to: 10 }], ...over });
+const sink = (id: string, over: Partial<JobVertex> = {}): JobVertex =>
+  vertex(id, { operators: [{ kind: 'sink.collect', id: `${id}-op`, name: 'collect', maxRecords: 10 }], ...over });
+const edge = (id: string, s: string, t: string, over: Partial<JobEdge> = {}): JobEdge => ({
+  id, source: s, target: t, distribution: 'forward', partitioner: 'forward', partitionType: 'pipelined', ...over,
+});
+
+function graph(vertices: JobVertex[], edges: JobEdge[]): JobGraph {
+  return {
+    jobId: JobId.of('job-1'),
+    name: 'test',
+    library: { sha256: 'b'.repeat(64), sizeBytes: 10 },
+    program: { export: 'default', args: ['x'] },
+    vertices,
+    edges,
+  };
+}
+
+function problemsOf(f: () => unknown): readonly string[] {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(InvalidJobGraphError);
+    return (e as InvalidJobGraphError).problems;
+  }
+  throw new Error('expected an InvalidJobGraphError');
+}
+
+const good = (): JobGraph => graph([source('a'), vertex('b'), sink('c')], [edge('e1', 'a', 'b'), edge('e2', 'b', 'c')]);
+
+describe('validateJobGraph', () => {
+  it('accepts a well-formed graph, also when checked against the library exports', () => {
+    expect(() => validateJobGraph(good())).not.toThrow();
+    expect(() => validateJobGraph(good(), ['default', 'other'])).not.toThrow();
+  });
+
+  it('lists every problem in one error', () => {
+    const g = graph(
+      [
+        source('a'),
+        vertex('b', { parallelism: 3 }), // forward edge a→b with 2 vs 3
+        vertex('b'), // duplicate id
+        vertex('d', { parallelism: 0 }),
+        vertex('e', { parallelism: 200, maxParallelism: 128 }),
+        source('f'), // a source with an input
+        vertex('g'), // no inputs
+        vertex('x'),
+        vertex('y'), // x ⇄ y cycle
+        sink('s'),
+      ],
+      [
+        edge('e1', 'a', 'b'),
+        edge('e2', 'b', 'ghost'),
+        edge('e1', 'a', 'f'), // duplicate edge id
+        edge('e4', 'x', 'y'),
+        edge('e5', 'y', 'x'),
+        edge('e6', 'y', 's'),
+        edge('e7', 's', 'd', { distribution: 'all-to-all', partitioner: 'rebalance' }), // out of a sink
+        edge('e8', 'a', 'e', { distribution: 'all-to-all', partitioner: 'forward' }),
+      ],
+    );
+    const problems = problemsOf(() => validateJobGraph(g, ['other']));
+    const expected = [
+      /program.export 'default' is not exported by the library \(it exports: 'other'\)/,
+      /vertices\[2\] \('b'\): duplicate vertex id 'b' \(also vertices\[1\]\)/,
+      /vertices\[3\] \('d'\)\.parallelism must be >= 1, found 0/,
+      /vertices\[4\] \('e'\)\.parallelism 200 exceeds its maxParallelism 128/,
+      /\.fn\.export 'default' is not exported by the library/,
+      /edges\[0\] \('e1'\): a forward edge needs equal parallelism, but 'a' has 2 and 'b' has 3/,
+      /edges\[1\] \('e2'\)\.target 'ghost' is not a vertex of the graph/,
+      /edges\[2\] \('e1'\): duplicate edge id 'e1'/,
+      /edges\[6\] \('e7'\): vertex 's' ends in a sink and cannot have outputs/,
+      /edges\[7\] \('e8'\): distribution 'all-to-all' does not go with partitioner 'forward'/,
+      /vertices\[5\] \('f'\) starts with a source \(source.sequence\) but has 1 input edge/,
+      /vertices\[6\] \('g'\) starts with 'map', not a source, and has no input edges/,
+      /cycle through vertices 'x', 'y'/,
+    ];
+    for (const re of expected) expect(problems).toContainEqual(expect.stringMatching(re));
+    // only the cycle's own vertices are named, not what lies behind it
+    expect(problems.find((p) => p.includes('cycle'))).not.toMatch(/'s'/);
+  });
+
+  it('rejects an empty graph and graphs over the limits', () => {
+    expect(problemsOf(() => validateJobGraph(graph([], [])))).toEqual([expect.stringMatching(/no vertices/)]);
+    const wide = graph([source('a', { parallelism: 2000, maxParallelism: 4096 }), sink('b', { parallelism: 2000, maxParallelism: 40_000 })], [edge('e1', 'a', 'b')]);
+    const problems = problemsOf(() => validateJobGraph(wide));
+    expect(problems).toContainEqual(expect.stringMatching(/vertices\[0\] \('a'\)\.parallelism 2000 exceeds the limit of 1024/));
+    expect(problems).toContainEqual(expect.stringMatching(/vertices\[1\] \('b'\)\.maxParallelism 40000 exceeds the limit of 32768/));
+    const many = graph(Array.from({ length: JOB_GRAPH_LIMITS.maxVertices + 1 }, (_, i) => source(`v${i}`)), []);
+    expect(problemsOf(() => validateJobGraph(many))).toContainEqual(expect.stringMatching(/1001 vertices, the limit is 1000/));
+  });
+
+  it('checks operator chains, paths and sinks', () => {
+    const g = graph(
+      [
+        vertex('a', {
+          operators: [
+            { kind: 'source.textFile', id: 'o1', name: 'read', path: 'relative/in.txt', splitSizeBytes: 10 },
+            { kind: 'sink.textFile', id: 'o2', name: 'write', path: '/out' },
+            { kind: 'source.sequence', id: 'o1', name: 'seq', from: 9, to: 1 },
+          ],
+        }),
+        sink('b'),
+        sink('c', { operators: [{ kind: 'sink.textFile', id: 'o3', name: 'write2', path: '/out' }] }),
+        vertex('d', { parallelism: 2, operators: [{ kind: 'source.collection', id: 'o4', name: 'coll', fn: fn('o4') }] }),
+        sink('e'),
+        vertex('f', { operators: [] }),
+      ],
+      [edge('e1', 'd', 'b'), edge('e2', 'd', 'e'), edge('e3', 'd', 'c'), edge('e4', 'd', 'f')],
+    );
+    const problems = problemsOf(() => validateJobGraph(g));
+    const expected = [
+      /operators\[0\] \('read'\)\.path must be absolute .* found 'relative\/in.txt'/,
+      /operators\[1\] \('write'\): a sink \(sink.textFile\) can only be the last operator/,
+      /operators\[2\] \('seq'\): a source \(source.sequence\) can only be the first operator/,
+      /operators\[2\] \('seq'\): duplicate operator id 'o1'/,
+      /operators\[2\] \('seq'\): from \(9\) must be <= to \(1\)/,
+      /vertices\[2\] \('c'\)\.operators\[0\] \('write2'\): writes to '\/out' like vertices\[0\]/,
+      /vertices\[3\] \('d'\)\.parallelism must be 1: its collection source is not parallel, found 2/,
+      /2 collect sinks, at most one/,
+      /vertices\[5\] \('f'\)\.operators is empty/,
+    ];
+    for (const re of expected) expect(problems).toContainEqual(expect.stringMatching(re));
+  });
+});
+
+describe('parseJobGraph', () => {
+  const json = (g: unknown): unknown => JSON.parse(JSON.stringify(g));
+
+  it('decodes a valid graph and drops unknown fields', () => {
+    const input = json(good()) as Record<string, unknown>;
+    input['extra'] = true;
+    (input['vertices'] as Record<string, unknown>[])[0]!['extra'] = 1;
+    expect(parseJobGraph(input)).toEqual(good());
+  });
+
+  it('names every malformed field by its path', () => {
+    const input = json(good()) as any;
+    input.jobId = 'bad id!';
+    input.library.sha256 = 'xyz';
+    input.program.args = ['ok', 7];
+    input.vertices[2].parallelism = 'x';
+    input.vertices[1].operators[0].fn = { export: '', operatorId: 'op-2' };
+    input.vertices[0].operators[0].kind = 'source.kafka';
+    delete input.vertices[2].slotSharingGroup;
+    input.edges[1].partitionType = 'lazy';
+    input.edges.push(null);
+    const problems = problemsOf(() => parseJobGraph(input));
+    expect(problems).toEqual([
+      `jobId must be 1-64 letters, digits, '_' or '-', found "bad id!"`,
+      'library.sha256 must be 64 lowercase hex digits, found "xyz"',
+      'program.args[1] must be a string, found 7',
+      "vertices[0].operators[0].kind must be one of 'source.sequence', 'source.textFile', 'source.collection', 'map', 'flatMap', 'filter', 'sink.textFile', 'sink.collect', found \"source.kafka\"",
+      'vertices[1].operators[0].fn.export must be a non-empty string, found ""',
+      'vertices[2].parallelism must be an integer >= 1, found "x"',
+      'vertices[2].slotSharingGroup must be a string, found nothing',
+      "edges[1].partitionType must be one of 'pipelined', 'blocking', found \"lazy\"",
+      'edges[2] must be an object, found null',
+    ]);
+  });
+
+  it('rejects what is not an object, and oversized arrays before walking them', () => {
+    expect(problemsOf(() => parseJobGraph('{}'))).toEqual(['jobGraph must be an object, found "{}"']);
+    expect(problemsOf(() => parseJobGraph([]))).toEqual(['jobGraph must be an object, found an array']);
+    const input = json(good()) as any;
+    input.edges = Array.from({ length: JOB_GRAPH_LIMITS.maxEdges + 1 }, () => ({}));
+    expect(problemsOf(() => parseJobGraph(input))).toEqual([`edges has ${JOB_GRAPH_LIMITS.maxEdges + 1} entries, the limit is ${JOB_GRAPH_LIMITS.maxEdges}`]);
+  });
+
+  it('caps the number of problems it lists', () => {
+    const input = json(good()) as any;
+    input.program.args = Array.from({ length: 300 }, (_, i) => i);
+    const problems = problemsOf(() => parseJobGraph(input));
+    expect(problems).toHaveLength(JOB_GRAPH_LIMITS.maxReportedProblems + 1);
+    expect(problems.at(-1)).toBe('…and 200 more problems');
+  });
+});
