@@ -10,7 +10,7 @@ import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId,
 import type { Logger } from '../core/logger.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import type { JobException, JobStore } from '../ha/job-store.js';
-import { ExecutionState, JobStatus } from '../jobgraph/job-status.js';
+import { ExecutionState, isExecutionTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { ClusterResources, ResourceManagerGateway } from '../resourcemanager/resourcemanager-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
@@ -217,9 +217,21 @@ export class JobMaster implements JobMasterGateway {
           update.state satisfies never;
       }
       this.progressChanged();
+      if (execution.location !== undefined) this.watchIdleSlot(execution.location.allocationId);
       await this.checkCompletion();
       return true;
     });
+  }
+
+  /** A slot whose tasks all ended while the job goes on is given back after 'slot.idle.timeout'. */
+  private watchIdleSlot(allocationId: AllocationId): void {
+    const idle = (): boolean =>
+      this.graph.executions.every((e) => e.location?.allocationId !== allocationId || isExecutionTerminal(e.state));
+    if (!idle() || this.isEnding()) return;
+    this.main.schedule(() => {
+      const slot = this.slots.get(allocationId);
+      if (slot !== undefined && idle() && !this.isEnding()) this.releaseSlot(slot, `idle for ${this.deps.config.slotIdleTimeoutMs} ms`);
+    }, this.deps.config.slotIdleTimeoutMs);
   }
 
   requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null> {

@@ -267,3 +267,51 @@ describe('JobMaster', () => {
     expect((await jobStore.get(jobId))!.status).toBe('RUNNING');
   });
 });
+
+describe('JobMaster slot idle timeout', () => {
+  it('gives back a slot whose tasks all ended after slot.idle.timeout while the job goes on', async () => {
+    // Two sharing groups: group "a" finishes early, group "b" keeps running.
+    const graph: JobGraph = {
+      ...pipeline(1),
+      vertices: [
+        vertex('source', 1, { kind: 'source.sequence', id: 'op-1', name: 'source', from: 1, to: 2 }, 'a'),
+        vertex('map', 1, { kind: 'map', id: 'op-2', name: 'map', fn: { export: 'default', operatorId: 'op-2' } }, 'b'),
+        vertex('sink', 1, { kind: 'sink.collect', id: 'op-3', name: 'sink', maxRecords: 5 }, 'b'),
+      ],
+    };
+    const clock = new ManualClock();
+    const network = new LocalRpcNetwork();
+    const jobStore = new InMemoryJobStore(clock);
+    await jobStore.create({
+      jobId, name: 'g', status: 'INITIALIZING', epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+    });
+    const te = new RecordingTaskExecutor(ResourceId.of('te-0'));
+    const teRpc = new LocalRpcService(network, 'te-0');
+    teRpc.serve(EndpointName.TASK_EXECUTOR, te, { methods: TASK_EXECUTOR_METHODS });
+    const jmRpc = new LocalRpcService(network, 'jm');
+    const jobMaster = new JobMaster({
+      jobGraph: graph, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config: loadConfig({ 'slot.idle.timeout': 5_000 }), rpc: jmRpc, jobStore,
+      blobStore: new InMemoryBlobStore(), clock, logger: silentLogger, resolveResourceManager: async () => undefined,
+    });
+    await jobMaster.start();
+    const client = new LocalRpcService(network, 'client');
+    const jm = client.connect<JobMasterGateway>(jmRpc.address, EndpointName.JOB_MASTER, { fencingToken: JM_TOKEN });
+    try {
+      await jm.registerTaskManager({ resourceId: te.resourceId, address: 'local://te-0', dataAddress: '127.0.0.1:1' });
+      await jm.offerSlots(te.resourceId, [{ allocationId: AllocationId.of('s0'), slotIndex: 0 }, { allocationId: AllocationId.of('s1'), slotIndex: 1 }]);
+      await waitFor(() => te.deployed.length === 3, 'deployment');
+      const source = te.deployed.find((t) => t.vertexId === 'source')!;
+      await jm.updateTaskExecutionState({ attemptId: source.attemptId, state: 'RUNNING' });
+      await jm.updateTaskExecutionState({ attemptId: source.attemptId, state: 'FINISHED', result: { recordsIn: 0, recordsOut: 2 } });
+      clock.advance(4_999);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(te.freed).toEqual([]);
+      clock.advance(1);
+      await waitFor(() => te.freed.length === 1, 'the idle slot freed');
+      expect(te.freed).toEqual([source.allocationId]);
+    } finally {
+      await jobMaster.close();
+      await Promise.all([jmRpc.close(), teRpc.close(), client.close()]);
+    }
+  });
+});

@@ -1,0 +1,46 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CONFIG_OPTIONS, configFromEnv, defaultConfig, loadConfig } from '../../runtime/core/config.js';
+import { ConfigurationError } from '../../runtime/core/errors.js';
+
+describe('config', () => {
+  it('takes Flink-style keys and field names, and converts numbers given as strings', () => {
+    const config = loadConfig({ 'heartbeat.timeout': '20000', numberOfTaskSlots: 4 });
+    expect(config.heartbeatTimeoutMs).toBe(20_000);
+    expect(config.numberOfTaskSlots).toBe(4);
+    expect(config.rpcTimeoutMs).toBe(defaultConfig.rpcTimeoutMs);
+  });
+
+  it('reports every problem at once, naming key, value and expectation', () => {
+    let error: unknown;
+    try {
+      loadConfig({ 'heartbeat.timeout': 'soon', 'taskmanager.numberOfTaskSlots': 0, 'no.such.key': 1 });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigurationError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/'heartbeat.timeout' must be an integer, found "soon"/);
+    expect(message).toMatch(/'taskmanager.numberOfTaskSlots' must be >= 1, found 0/);
+    expect(message).toMatch(/unknown option 'no.such.key'/);
+  });
+
+  it('rejects a heartbeat interval not below the timeout, and a lease renewal not below the duration', () => {
+    expect(() => loadConfig({ 'heartbeat.interval': 5000, 'heartbeat.timeout': 5000 })).toThrow(/'heartbeat.interval' \(5000 ms\) must be below/);
+    expect(() => loadConfig({ 'high-availability.lease.renew-interval': 10_000 })).toThrow(/renew-interval/);
+  });
+
+  it('reads FLOE_CONFIG and says so when it is not JSON', () => {
+    expect(configFromEnv({ FLOE_CONFIG: '{"rpc.timeout": 1234}' }).rpcTimeoutMs).toBe(1234);
+    expect(() => configFromEnv({ FLOE_CONFIG: '{rpc' })).toThrow(/FLOE_CONFIG is not valid JSON/);
+  });
+
+  it('is documented: the README lists every option with its default', () => {
+    const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
+    for (const spec of Object.values(CONFIG_OPTIONS)) {
+      const shown = typeof spec.default === 'string' ? `\`${spec.default}\`` : String(spec.default);
+      expect(readme).toContain(`| \`${spec.key}\` | ${shown} | ${spec.description} |`);
+    }
+  });
+});
