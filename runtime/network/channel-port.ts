@@ -1,0 +1,130 @@
+// The one message protocol of a data channel, whatever carries it: an in-memory pair (same worker), a
+// MessagePort (two workers of one TaskExecutor) or a bridge to a TCP connection (two TaskExecutors).
+//
+//   consumer → producer: credit {n, initial?} (the first one carries the initial credit), release
+//   producer → consumer: buffer {data}, end (end of partition), error {message}
+//
+// The producer sends a buffer only while it holds credit; `end` and `error` need none.
+import type { MessagePort } from 'node:worker_threads';
+
+export type ChannelMessage =
+  | { readonly t: 'credit'; readonly n: number; readonly initial?: boolean }
+  | { readonly t: 'release'; readonly reason?: string }
+  | { readonly t: 'buffer'; readonly data: Uint8Array }
+  | { readonly t: 'end' }
+  | { readonly t: 'error'; readonly message: string };
+
+export interface ChannelPort {
+  send(message: ChannelMessage): void;
+  onMessage(listener: (message: ChannelMessage) => void): void;
+  /** Called once when the other side went away without `end` (its thread died, its connection dropped). */
+  onClose(listener: () => void): void;
+  close(): void;
+}
+
+/** Two in-memory ends that hand each other messages without copying, always asynchronously. */
+export function createLocalPortPair(): [ChannelPort, ChannelPort] {
+  class LocalPort implements ChannelPort {
+    peer!: LocalPort;
+    closed = false;
+    private readonly listeners: ((m: ChannelMessage) => void)[] = [];
+    private readonly closeListeners: (() => void)[] = [];
+    private readonly inbox: ChannelMessage[] = [];
+    private draining = false;
+
+    send(message: ChannelMessage): void {
+      if (this.closed || this.peer.closed) return;
+      this.peer.deliver(message);
+    }
+
+    private deliver(message: ChannelMessage): void {
+      this.inbox.push(message);
+      if (this.draining) return;
+      this.draining = true;
+      queueMicrotask(() => {
+        this.draining = false;
+        const batch = this.inbox.splice(0);
+        for (const m of batch) {
+          if (this.closed) return;
+          for (const l of this.listeners) l(m);
+        }
+      });
+    }
+
+    onMessage(listener: (message: ChannelMessage) => void): void {
+      this.listeners.push(listener);
+    }
+
+    onClose(listener: () => void): void {
+      this.closeListeners.push(listener);
+    }
+
+    close(): void {
+      if (this.closed) return;
+      this.closed = true;
+      const peer = this.peer;
+      queueMicrotask(() => {
+        if (!peer.closed) {
+          peer.closed = true;
+          for (const l of peer.closeListeners) l();
+        }
+      });
+    }
+  }
+  const a = new LocalPort();
+  const b = new LocalPort();
+  a.peer = b;
+  b.peer = a;
+  return [a, b];
+}
+
+/** Wraps a worker_threads MessagePort; buffers are transferred, not copied, when they own their memory. */
+export function wrapMessagePort(port: MessagePort): ChannelPort {
+  let closed = false;
+  const closeListeners: (() => void)[] = [];
+  port.on('close', () => {
+    if (closed) return;
+    closed = true;
+    for (const l of closeListeners) l();
+  });
+  return {
+    send(message) {
+      if (closed) return;
+      if (message.t === 'buffer') {
+        const { data } = message;
+        const owns = data.byteOffset === 0 && data.buffer instanceof ArrayBuffer && !isPooled(data);
+        port.postMessage(message, owns ? [data.buffer as ArrayBuffer] : []);
+      } else {
+        port.postMessage(message);
+      }
+    },
+    onMessage(listener) {
+      port.on('message', (m: ChannelMessage) => {
+        // A transferred Uint8Array arrives as Uint8Array; a Node Buffer would arrive as Uint8Array too.
+        listener(m);
+      });
+    },
+    onClose(listener) {
+      closeListeners.push(listener);
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      port.close();
+    },
+  };
+}
+
+// Node's Buffer pool backs small Buffers with one shared ArrayBuffer: transferring it would detach
+// unrelated data, so such views are copied instead.
+function isPooled(data: Uint8Array): boolean {
+  return Buffer.isBuffer(data) && data.buffer.byteLength !== data.byteLength;
+}
+
+/** Forwards every message both ways between two ports, as the TaskExecutor does for TCP channels. */
+export function bridgePorts(a: ChannelPort, b: ChannelPort): void {
+  a.onMessage((m) => b.send(m));
+  b.onMessage((m) => a.send(m));
+  a.onClose(() => b.close());
+  b.onClose(() => a.close());
+}

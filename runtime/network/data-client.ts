@@ -1,0 +1,141 @@
+// The consumer side of the TCP data plane: one connection per remote TaskExecutor, shared by every
+// channel this TaskExecutor reads from it.
+import { connect, type Socket } from 'node:net';
+import type { Logger } from '../core/logger.js';
+import type { ResultPartitionId } from '../core/ids.js';
+import type { ChannelMessage, ChannelPort } from './channel-port.js';
+import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from './frames.js';
+
+interface ClientChannel {
+  readonly listeners: ((m: ChannelMessage) => void)[];
+  readonly closeListeners: (() => void)[];
+  done: boolean;
+}
+
+class Connection {
+  readonly socket: Socket;
+  readonly channels = new Map<number, ClientChannel>();
+  private nextId = 1;
+  broken: string | undefined;
+
+  constructor(readonly address: string, logger: Logger, onGone: () => void) {
+    const [host, portText] = splitAddress(address);
+    this.socket = connect({ host, port: Number(portText) });
+    this.socket.setNoDelay(true);
+    const decoder = new FrameDecoder();
+    this.socket.on('data', (chunk: Buffer) => {
+      try {
+        decoder.push(chunk, (f) => this.onFrame(f));
+      } catch (e) {
+        this.socket.destroy(e as Error);
+      }
+    });
+    this.socket.on('error', (e) => {
+      this.broken = `data connection to ${address} failed: ${e.message}`;
+      logger.debug('data connection error', { address, error: e.message });
+    });
+    this.socket.on('close', () => {
+      const reason = this.broken ?? `data connection to ${address} closed`;
+      onGone();
+      for (const ch of this.channels.values()) {
+        if (ch.done) continue;
+        ch.done = true;
+        for (const l of ch.listeners) l({ t: 'error', message: reason });
+        for (const l of ch.closeListeners) l();
+      }
+      this.channels.clear();
+    });
+  }
+
+  private onFrame(frame: Frame): void {
+    const ch = this.channels.get(frame.channelId);
+    if (ch === undefined || ch.done) return;
+    let m: ChannelMessage;
+    switch (frame.type) {
+      case FrameType.BUFFER:
+        m = { t: 'buffer', data: frame.payload };
+        break;
+      case FrameType.END:
+        m = { t: 'end' };
+        break;
+      case FrameType.ERROR:
+        m = { t: 'error', message: Buffer.from(frame.payload).toString('utf8') };
+        break;
+      default:
+        return;
+    }
+    if (m.t !== 'buffer') {
+      ch.done = true;
+      this.channels.delete(frame.channelId);
+    }
+    for (const l of ch.listeners) l(m);
+    if (ch.done) for (const l of ch.closeListeners) l();
+  }
+
+  open(partitionId: ResultPartitionId, subpartitionIndex: number): ChannelPort {
+    const id = this.nextId++;
+    const ch: ClientChannel = { listeners: [], closeListeners: [], done: false };
+    this.channels.set(id, ch);
+    this.write(FrameType.REQUEST, id, encodeMeta({ partitionId, subpartitionIndex }));
+    return {
+      send: (m) => {
+        if (ch.done) return;
+        if (m.t === 'credit') this.write(FrameType.CREDIT, id, encodeMeta({ n: m.n, initial: m.initial === true }));
+        else if (m.t === 'release') {
+          ch.done = true;
+          this.channels.delete(id);
+          this.write(FrameType.RELEASE, id);
+        }
+      },
+      onMessage: (l) => ch.listeners.push(l),
+      onClose: (l) => ch.closeListeners.push(l),
+      close: () => {
+        if (ch.done) return;
+        ch.done = true;
+        this.channels.delete(id);
+        this.write(FrameType.RELEASE, id);
+      },
+    };
+  }
+
+  private write(type: FrameType, id: number, payload?: Uint8Array): void {
+    if (!this.socket.destroyed) this.socket.write(encodeFrame(type, id, payload));
+  }
+}
+
+function splitAddress(address: string): [string, string] {
+  const i = address.lastIndexOf(':');
+  if (i <= 0) throw new Error(`data address must be host:port, found '${address}'`);
+  return [address.slice(0, i), address.slice(i + 1)];
+}
+
+export class DataClient {
+  private readonly connections = new Map<string, Connection>();
+  /** Connections opened so far: tests check that channels between two TaskExecutors share one. */
+  connectionsOpened = 0;
+
+  constructor(private readonly logger: Logger) {}
+
+  /** A channel to `subpartitionIndex` of `partitionId` served at `dataAddress` (host:port). */
+  openChannel(dataAddress: string, partitionId: ResultPartitionId, subpartitionIndex: number): ChannelPort {
+    let conn = this.connections.get(dataAddress);
+    if (conn === undefined || conn.socket.destroyed || conn.broken !== undefined) {
+      this.connectionsOpened++;
+      const created: Connection = new Connection(dataAddress, this.logger, () => {
+        if (this.connections.get(dataAddress) === created) this.connections.delete(dataAddress);
+      });
+      conn = created;
+      this.connections.set(dataAddress, conn);
+    }
+    return conn.open(partitionId, subpartitionIndex);
+  }
+
+  get openConnections(): number {
+    return this.connections.size;
+  }
+
+  close(): void {
+    for (const c of this.connections.values()) c.socket.destroy();
+    this.connections.clear();
+  }
+}

@@ -1,0 +1,166 @@
+// A TaskExecutor's data server: serves its result subpartitions to consumers on other TaskExecutors
+// over TCP. Consumer and producer sides talk the channel protocol of channel-port.ts; this file only
+// maps it onto frames of one shared connection.
+import { createServer, type Server, type Socket } from 'node:net';
+import type { Logger } from '../core/logger.js';
+import type { ResultPartitionId } from '../core/ids.js';
+import { errorMessage } from '../core/errors.js';
+import type { ChannelMessage, ChannelPort } from './channel-port.js';
+import { decodeMeta, encodeFrame, FrameDecoder, FrameType, type Frame } from './frames.js';
+
+export interface SubpartitionProvider {
+  /**
+   * The producer side of one subpartition. Waits (bounded) for the partition to be registered when a
+   * consumer asks before its producer is deployed; rejects with a clear error after that.
+   */
+  openSubpartition(partitionId: ResultPartitionId, subpartitionIndex: number): Promise<ChannelPort>;
+}
+
+interface ServedChannel {
+  port: ChannelPort | undefined;
+  /** Consumer messages (credit) that arrived while the partition was still being looked up. */
+  early: ChannelMessage[];
+  released: boolean;
+}
+
+export interface DataServerStats {
+  connections: number;
+  channelsOpened: number;
+  buffersSent: number;
+}
+
+export class DataServer {
+  readonly stats: DataServerStats = { connections: 0, channelsOpened: 0, buffersSent: 0 };
+  private readonly sockets = new Set<Socket>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly address: string,
+  ) {}
+
+  static async start(provider: SubpartitionProvider, logger: Logger, host = '127.0.0.1'): Promise<DataServer> {
+    let self: DataServer | undefined;
+    const server = createServer((socket) => self?.handle(socket, provider, logger));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, host, () => resolve());
+    });
+    const addr = server.address();
+    if (addr === null || typeof addr === 'string') throw new Error('data server: no TCP address after listen');
+    self = new DataServer(server, `${host}:${addr.port}`);
+    return self;
+  }
+
+  private handle(socket: Socket, provider: SubpartitionProvider, logger: Logger): void {
+    this.stats.connections++;
+    this.sockets.add(socket);
+    socket.setNoDelay(true);
+    const channels = new Map<number, ServedChannel>();
+    const decoder = new FrameDecoder();
+    const write = (type: FrameType, id: number, payload?: Uint8Array): void => {
+      if (!socket.destroyed) socket.write(encodeFrame(type, id, payload));
+    };
+
+    const onFrame = (frame: Frame): void => {
+      switch (frame.type) {
+        case FrameType.REQUEST: {
+          const { partitionId, subpartitionIndex } = decodeMeta<{ partitionId: ResultPartitionId; subpartitionIndex: number }>(frame.payload);
+          const ch: ServedChannel = { port: undefined, early: [], released: false };
+          channels.set(frame.channelId, ch);
+          this.stats.channelsOpened++;
+          provider.openSubpartition(partitionId, subpartitionIndex).then(
+            (port) => {
+              if (ch.released || socket.destroyed) {
+                port.send({ t: 'release', reason: 'consumer left before the partition was ready' });
+                port.close();
+                return;
+              }
+              ch.port = port;
+              let ended = false;
+              port.onMessage((m) => {
+                switch (m.t) {
+                  case 'buffer':
+                    this.stats.buffersSent++;
+                    write(FrameType.BUFFER, frame.channelId, m.data);
+                    break;
+                  case 'end':
+                    ended = true;
+                    write(FrameType.END, frame.channelId);
+                    channels.delete(frame.channelId);
+                    break;
+                  case 'error':
+                    ended = true;
+                    write(FrameType.ERROR, frame.channelId, Buffer.from(m.message));
+                    channels.delete(frame.channelId);
+                    break;
+                  case 'credit':
+                  case 'release':
+                    break;
+                  default:
+                    m satisfies never;
+                }
+              });
+              port.onClose(() => {
+                if (!ended && !ch.released) {
+                  write(FrameType.ERROR, frame.channelId, Buffer.from(`producer of partition ${partitionId} went away before end of partition`));
+                  channels.delete(frame.channelId);
+                }
+              });
+              for (const m of ch.early.splice(0)) port.send(m);
+            },
+            (error: unknown) => {
+              channels.delete(frame.channelId);
+              write(FrameType.ERROR, frame.channelId, Buffer.from(errorMessage(error)));
+            },
+          );
+          break;
+        }
+        case FrameType.CREDIT: {
+          const ch = channels.get(frame.channelId);
+          if (ch === undefined) break;
+          const credit = decodeMeta<{ n: number; initial?: boolean }>(frame.payload);
+          const m: ChannelMessage = { t: 'credit', n: credit.n, ...(credit.initial === true ? { initial: true } : {}) };
+          if (ch.port === undefined) ch.early.push(m);
+          else ch.port.send(m);
+          break;
+        }
+        case FrameType.RELEASE: {
+          const ch = channels.get(frame.channelId);
+          if (ch === undefined) break;
+          ch.released = true;
+          channels.delete(frame.channelId);
+          ch.port?.send({ t: 'release', reason: 'consumer released the channel' });
+          ch.port?.close();
+          break;
+        }
+        default:
+          logger.warn('data server: unexpected frame from a consumer', { type: frame.type });
+      }
+    };
+
+    socket.on('data', (chunk: Buffer) => {
+      try {
+        decoder.push(chunk, onFrame);
+      } catch (e) {
+        logger.warn('data server: dropping a connection that broke the frame protocol', { error: errorMessage(e) });
+        socket.destroy();
+      }
+    });
+    const cleanup = (): void => {
+      this.sockets.delete(socket);
+      for (const ch of channels.values()) {
+        ch.released = true;
+        ch.port?.send({ t: 'release', reason: 'consumer connection closed' });
+        ch.port?.close();
+      }
+      channels.clear();
+    };
+    socket.on('close', cleanup);
+    socket.on('error', (e) => logger.debug('data server connection error', { error: e.message }));
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}

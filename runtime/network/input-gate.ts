@@ -1,0 +1,167 @@
+// The consumer side of the data plane: one input channel per producer subpartition a task reads. Each
+// channel grants its producer `buffers-per-channel` credits up front and one more per buffer the task
+// has processed, so at most that many buffers of a channel are ever in flight.
+import type { ChannelPort } from './channel-port.js';
+import { decodeRecords } from './record-buffer.js';
+import { PartitionError } from './result-partition.js';
+
+export interface ReceivedBuffer {
+  readonly channelIndex: number;
+  readonly records: unknown[];
+  /** Tells the producer this buffer is processed: grants one credit back. */
+  ack(): void;
+}
+
+export interface InputChannelStats {
+  readonly buffersReceived: number;
+  readonly recordsReceived: number;
+  /** Most buffers received on the channel and not yet acknowledged at once. */
+  readonly maxUnacked: number;
+  readonly ended: boolean;
+}
+
+class InputChannel {
+  port: ChannelPort | undefined;
+  ended = false;
+  buffersReceived = 0;
+  recordsReceived = 0;
+  unacked = 0;
+  maxUnacked = 0;
+  constructor(readonly index: number, readonly name: string) {}
+}
+
+export class InputGate {
+  private readonly channels: InputChannel[];
+  private readonly queue: { channel: InputChannel; data: Uint8Array }[] = [];
+  private openChannels: number;
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+  private closed = false;
+
+  /** `channelNames` describe each channel for error messages (e.g. the partition and subpartition). */
+  constructor(channelNames: readonly string[], private readonly initialCredit: number) {
+    this.channels = channelNames.map((n, i) => new InputChannel(i, n));
+    this.openChannels = this.channels.length;
+  }
+
+  get numberOfChannels(): number {
+    return this.channels.length;
+  }
+
+  /** Attaches the transport of channel `index`; the initial credit goes out at once. */
+  connect(index: number, port: ChannelPort): void {
+    const ch = this.channels[index];
+    if (ch === undefined) throw new PartitionError(`input gate has channels 0..${this.channels.length - 1}, got ${index}`, false);
+    if (this.closed) {
+      port.send({ t: 'release', reason: 'consumer already stopped' });
+      port.close();
+      return;
+    }
+    ch.port = port;
+    port.onMessage((m) => {
+      switch (m.t) {
+        case 'buffer':
+          ch.buffersReceived++;
+          ch.unacked++;
+          if (ch.unacked > ch.maxUnacked) ch.maxUnacked = ch.unacked;
+          this.queue.push({ channel: ch, data: m.data });
+          this.notify();
+          break;
+        case 'end':
+          this.endChannel(ch);
+          break;
+        case 'error':
+          this.fail(new PartitionError(`input ${ch.name} failed: ${m.message}`));
+          break;
+        case 'credit':
+        case 'release':
+          break;
+        default:
+          m satisfies never;
+      }
+    });
+    port.onClose(() => {
+      if (!ch.ended && !this.closed) this.fail(new PartitionError(`input ${ch.name}: the producer went away before end of partition`));
+    });
+    port.send({ t: 'credit', n: this.initialCredit, initial: true });
+  }
+
+  /** The channel could not be set up (e.g. its partition never appeared): the task fails with `error`. */
+  fail(error: Error): void {
+    if (this.failure !== undefined || this.closed) return;
+    this.failure = error;
+    this.notify();
+  }
+
+  private endChannel(ch: InputChannel): void {
+    if (ch.ended) return;
+    ch.ended = true;
+    this.openChannels--;
+    // The `end` follows the channel's last buffer, so a marker in the queue keeps the order.
+    this.notify();
+  }
+
+  private notify(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  /**
+   * The next buffer of any channel, or undefined once every channel has ended and all buffers were
+   * taken. Rejects when a channel failed or `signal` aborts.
+   */
+  async next(signal?: AbortSignal): Promise<ReceivedBuffer | undefined> {
+    for (;;) {
+      if (this.failure !== undefined) throw this.failure;
+      if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+      if (this.closed) return undefined;
+      const item = this.queue.shift();
+      if (item !== undefined) {
+        const { channel, data } = item;
+        const records = decodeRecords(data);
+        channel.recordsReceived += records.length;
+        let acked = false;
+        return {
+          channelIndex: channel.index,
+          records,
+          ack: () => {
+            if (acked) return;
+            acked = true;
+            channel.unacked--;
+            if (!channel.ended) channel.port?.send({ t: 'credit', n: 1 });
+          },
+        };
+      }
+      if (this.openChannels === 0) return undefined;
+      await new Promise<void>((resolve) => {
+        if (signal === undefined) {
+          this.wake = resolve;
+          return;
+        }
+        const onAbort = (): void => resolve();
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.wake = () => {
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        };
+      });
+    }
+  }
+
+  /** Stops consuming: tells every producer to release its subpartition. */
+  close(reason = 'consumer stopped'): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const ch of this.channels) {
+      if (ch.port !== undefined && !ch.ended) ch.port.send({ t: 'release', reason });
+      ch.port?.close();
+    }
+    this.queue.length = 0;
+    this.notify();
+  }
+
+  stats(): InputChannelStats[] {
+    return this.channels.map((c) => ({ buffersReceived: c.buffersReceived, recordsReceived: c.recordsReceived, maxUnacked: c.maxUnacked, ended: c.ended }));
+  }
+}

@@ -1,0 +1,317 @@
+// The producer side of the data plane: a task's output for one edge, split into subpartitions (one per
+// consumer subtask). Records are batched into buffers; each subpartition sends only while its
+// consumer has granted credit, and the writer waits while a subpartition's backlog is full, so a slow
+// consumer slows its producer and memory stays bounded.
+import { FloeError } from '../core/errors.js';
+import type { ResultPartitionId } from '../core/ids.js';
+import type { ResultPartitionDescriptor } from '../taskexecutor/task-deployment.js';
+import type { Partitioner } from '../jobgraph/jobgraph.js';
+import type { ChannelMessage, ChannelPort } from './channel-port.js';
+import { RecordBufferBuilder } from './record-buffer.js';
+
+export class PartitionError extends FloeError {
+  constructor(message: string, retryable = true) {
+    super('PARTITION', message, { retryable });
+  }
+}
+
+export interface ResultPartitionOptions {
+  readonly segmentSizeBytes: number;
+  /** Filled buffers a pipelined subpartition may hold beyond what credit lets it send. */
+  readonly maxBacklogBuffers: number;
+  /** A partly filled buffer is sent after this long; 0 sends after every record. */
+  readonly bufferTimeoutMs: number;
+  /** Blocking partitions keep everything until consumed: no backlog limit. */
+  readonly blocking?: boolean;
+}
+
+/** Counters a test (or a metrics reporter) reads. */
+export interface SubpartitionStats {
+  readonly buffersSent: number;
+  readonly recordsWritten: number;
+  /** Highest number of buffers sent but not yet acknowledged by a credit. */
+  readonly maxBuffersInFlight: number;
+  readonly maxBacklog: number;
+  readonly creditsReceived: number;
+}
+
+type Waiter = () => void;
+
+class Subpartition {
+  private readonly builder: RecordBufferBuilder;
+  private readonly backlog: Uint8Array[] = [];
+  private port: ChannelPort | undefined;
+  private credit = 0;
+  private finished = false;
+  private endSent = false;
+  private failure: string | undefined;
+  private released = false;
+  private waiters: Waiter[] = [];
+  buffersSent = 0;
+  recordsWritten = 0;
+  private creditsAfterInitial = 0;
+  creditsReceived = 0;
+  maxBuffersInFlight = 0;
+  maxBacklog = 0;
+
+  constructor(
+    readonly index: number,
+    private readonly options: ResultPartitionOptions,
+    private readonly onDone: () => void,
+  ) {
+    this.builder = new RecordBufferBuilder(options.segmentSizeBytes);
+  }
+
+  get done(): boolean {
+    return this.endSent || this.released;
+  }
+
+  get hasCapacity(): boolean {
+    return this.options.blocking === true || this.backlog.length < this.options.maxBacklogBuffers || this.released;
+  }
+
+  waitForCapacity(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  add(record: unknown): void {
+    if (this.released) return;
+    this.recordsWritten++;
+    const full = this.builder.add(record);
+    if (full !== undefined) for (const b of full) this.enqueue(b);
+  }
+
+  flush(): void {
+    const partial = this.builder.take();
+    if (partial !== undefined) this.enqueue(partial);
+  }
+
+  finish(): void {
+    this.flush();
+    this.finished = true;
+    this.pump();
+  }
+
+  fail(message: string): void {
+    if (this.done) return;
+    this.failure = message;
+    this.backlog.length = 0;
+    if (this.port !== undefined) {
+      this.port.send({ t: 'error', message });
+      this.port.close();
+    }
+    this.release();
+  }
+
+  attach(port: ChannelPort, partitionId: string): void {
+    if (this.port !== undefined || this.released) {
+      port.send({ t: 'error', message: `subpartition ${this.index} of partition ${partitionId} is already being consumed or was released; a pipelined subpartition is read once` });
+      port.close();
+      return;
+    }
+    if (this.failure !== undefined) {
+      port.send({ t: 'error', message: this.failure });
+      port.close();
+      return;
+    }
+    this.port = port;
+    port.onMessage((m) => this.onConsumerMessage(m));
+    port.onClose(() => {
+      if (!this.endSent) this.release();
+    });
+    this.pump();
+  }
+
+  private onConsumerMessage(m: ChannelMessage): void {
+    switch (m.t) {
+      case 'credit':
+        this.credit += m.n;
+        this.creditsReceived += m.n;
+        if (m.initial !== true) this.creditsAfterInitial += m.n;
+        this.pump();
+        break;
+      case 'release':
+        this.release();
+        break;
+      case 'buffer':
+      case 'end':
+      case 'error':
+        break;
+      default:
+        m satisfies never;
+    }
+  }
+
+  private enqueue(buffer: Uint8Array): void {
+    this.backlog.push(buffer);
+    if (this.backlog.length > this.maxBacklog) this.maxBacklog = this.backlog.length;
+    this.pump();
+  }
+
+  private pump(): void {
+    const port = this.port;
+    if (port === undefined || this.released) return;
+    while (this.credit > 0 && this.backlog.length > 0) {
+      const data = this.backlog.shift()!;
+      this.credit--;
+      this.buffersSent++;
+      const inFlight = this.buffersSent - this.creditsAfterInitial;
+      if (inFlight > this.maxBuffersInFlight) this.maxBuffersInFlight = inFlight;
+      port.send({ t: 'buffer', data });
+    }
+    this.wakeWriters();
+    if (this.finished && this.backlog.length === 0 && !this.endSent) {
+      this.endSent = true;
+      port.send({ t: 'end' });
+      port.close();
+      this.onDone();
+    }
+  }
+
+  private wakeWriters(): void {
+    if (this.waiters.length === 0 || !this.hasCapacity) return;
+    const ws = this.waiters;
+    this.waiters = [];
+    for (const w of ws) w();
+  }
+
+  release(): void {
+    if (this.released) return;
+    const wasDone = this.done;
+    this.released = true;
+    this.backlog.length = 0;
+    this.port?.close();
+    const ws = this.waiters;
+    this.waiters = [];
+    for (const w of ws) w();
+    if (!wasDone) this.onDone();
+  }
+}
+
+/** Picks the subpartition of each record. */
+export type ChannelSelector = (record: unknown) => number;
+
+export function createChannelSelector(partitioner: Partitioner, numberOfSubpartitions: number, subtaskIndex: number): ChannelSelector {
+  switch (partitioner) {
+    case 'forward':
+      if (numberOfSubpartitions !== 1) {
+        throw new PartitionError(`a forward partition has exactly 1 subpartition, found ${numberOfSubpartitions}; use rebalance between vertices of different parallelism`, false);
+      }
+      return () => 0;
+    case 'rebalance': {
+      // Start at a different subpartition per producer so p producers do not all hit consumer 0 first.
+      let next = subtaskIndex % numberOfSubpartitions;
+      return () => {
+        const chosen = next;
+        next = next + 1 === numberOfSubpartitions ? 0 : next + 1;
+        return chosen;
+      };
+    }
+    case 'hash':
+    case 'broadcast':
+      throw new PartitionError(`partitioner '${partitioner}' is not supported by this TaskExecutor yet (it comes with keyed streams); use 'forward' or 'rebalance'`, false);
+    default:
+      return partitioner satisfies never;
+  }
+}
+
+export class ResultPartition {
+  readonly id: ResultPartitionId;
+  private readonly subpartitions: Subpartition[];
+  private readonly select: ChannelSelector;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private remaining: number;
+  private readonly doneListeners: (() => void)[] = [];
+
+  constructor(
+    descriptor: ResultPartitionDescriptor,
+    subtaskIndex: number,
+    private readonly options: ResultPartitionOptions,
+  ) {
+    this.id = descriptor.partitionId;
+    if (descriptor.numberOfSubpartitions < 1) throw new PartitionError(`partition ${descriptor.partitionId} needs at least 1 subpartition, found ${descriptor.numberOfSubpartitions}`, false);
+    this.select = createChannelSelector(descriptor.partitioner, descriptor.numberOfSubpartitions, subtaskIndex);
+    this.remaining = descriptor.numberOfSubpartitions;
+    this.subpartitions = Array.from({ length: descriptor.numberOfSubpartitions }, (_, i) => new Subpartition(i, options, () => this.subpartitionDone()));
+  }
+
+  get numberOfSubpartitions(): number {
+    return this.subpartitions.length;
+  }
+
+  /** Writes one record. Returns a promise when the chosen subpartition is full: await it before the next write. */
+  emit(record: unknown): Promise<void> | undefined {
+    const sub = this.subpartitions[this.select(record)]!;
+    sub.add(record);
+    if (this.options.bufferTimeoutMs === 0) sub.flush();
+    else if (this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.flushAll(), this.options.bufferTimeoutMs);
+    return sub.hasCapacity ? undefined : this.waitFor(sub);
+  }
+
+  private async waitFor(sub: Subpartition): Promise<void> {
+    while (!sub.hasCapacity) await sub.waitForCapacity();
+  }
+
+  /** Sends every partly filled buffer now (the buffer timeout does this periodically). */
+  flushAll(): void {
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    for (const s of this.subpartitions) s.flush();
+  }
+
+  /** End of data: flushes and sends end-of-partition on every subpartition once its backlog is out. */
+  finish(): void {
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    for (const s of this.subpartitions) s.finish();
+  }
+
+  /** The producer failed or was cancelled: consumers get an error instead of the rest of the data. */
+  fail(message: string): void {
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    for (const s of this.subpartitions) s.fail(message);
+  }
+
+  release(): void {
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    for (const s of this.subpartitions) s.release();
+  }
+
+  /** Connects a consumer to one subpartition; the consumer's first message grants the initial credit. */
+  attach(subpartitionIndex: number, port: ChannelPort): void {
+    const sub = this.subpartitions[subpartitionIndex];
+    if (sub === undefined) {
+      port.send({ t: 'error', message: `partition ${this.id} has subpartitions 0..${this.subpartitions.length - 1}, a consumer asked for ${subpartitionIndex}` });
+      port.close();
+      return;
+    }
+    sub.attach(port, this.id);
+  }
+
+  /** Called once every subpartition has delivered end-of-partition or was released. */
+  onDone(listener: () => void): void {
+    if (this.remaining === 0) listener();
+    else this.doneListeners.push(listener);
+  }
+
+  get isDone(): boolean {
+    return this.remaining === 0;
+  }
+
+  private subpartitionDone(): void {
+    this.remaining--;
+    if (this.remaining === 0) for (const l of this.doneListeners.splice(0)) l();
+  }
+
+  stats(): SubpartitionStats[] {
+    return this.subpartitions.map((s) => ({
+      buffersSent: s.buffersSent,
+      recordsWritten: s.recordsWritten,
+      maxBuffersInFlight: s.maxBuffersInFlight,
+      maxBacklog: s.maxBacklog,
+      creditsReceived: s.creditsReceived,
+    }));
+  }
+}

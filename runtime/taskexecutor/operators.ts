@@ -1,0 +1,342 @@
+// The task runtime inside a slot worker: turns a vertex's operator chain into one fused function
+// (source first, then map / flatMap / filter, ending in a sink or the task's output partitions) and
+// drives it from its source or its input channels.
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { FloeError } from '../core/errors.js';
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import type { InputGate } from '../network/input-gate.js';
+import type { ResultPartition } from '../network/result-partition.js';
+import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
+import { readSplitLines } from './text-file-reader.js';
+
+/** Passes one record on. Returns a promise only when the next step must be awaited (backpressure, I/O). */
+export type Emit = (record: unknown) => Promise<void> | void;
+
+export class TaskSetupError extends FloeError {
+  constructor(message: string) {
+    super('TASK_SETUP', message);
+  }
+}
+
+export class TaskCanceledError extends FloeError {
+  constructor(taskName: string) {
+    super('TASK_CANCELED', `task ${taskName} was cancelled`);
+  }
+}
+
+export interface TaskIo {
+  readonly tdd: TaskDeploymentDescriptor;
+  readonly userFunctions: ReadonlyMap<string, Function>;
+  readonly signal: AbortSignal;
+  /** Output partitions, one per descriptor output, in order. */
+  readonly outputs: readonly ResultPartition[];
+  /** Union of every input channel of the task; undefined for a source task. */
+  readonly input: InputGate | undefined;
+  requestSplit(): Promise<InputSplit | null>;
+}
+
+const isThenable = (v: unknown): v is PromiseLike<unknown> => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** Records between two yields of a busy loop, so cancel and channel messages get through. */
+const YIELD_EVERY = 1024;
+
+interface Counters {
+  recordsIn: number;
+  recordsOut: number;
+}
+
+interface Sink {
+  readonly emit: Emit;
+  close(): Promise<void>;
+  abort(): Promise<void>;
+  readonly result?: () => Pick<TaskResult, 'collected' | 'collectedTruncated'>;
+}
+
+class CollectSink implements Sink {
+  private readonly records: unknown[] = [];
+  private truncated = false;
+  constructor(private readonly maxRecords: number) {}
+  readonly emit: Emit = (r) => {
+    if (this.records.length < this.maxRecords) this.records.push(r);
+    else this.truncated = true;
+  };
+  async close(): Promise<void> {}
+  async abort(): Promise<void> {}
+  readonly result = (): Pick<TaskResult, 'collected' | 'collectedTruncated'> => ({ collected: this.records, collectedTruncated: this.truncated });
+}
+
+const FLUSH_BYTES = 64 * 1024;
+
+/** One line per record into `<stagingDir>/part-<subtask>`; fsynced before the task may finish. */
+class TextFileSink implements Sink {
+  private pending: string[] = [];
+  private pendingChars = 0;
+  private handle: FileHandle | undefined;
+
+  private constructor(readonly path: string) {}
+
+  static async open(stagingDir: string, subtaskIndex: number): Promise<TextFileSink> {
+    await mkdir(stagingDir, { recursive: true });
+    const sink = new TextFileSink(join(stagingDir, `part-${subtaskIndex}`));
+    sink.handle = await open(sink.path, 'w');
+    return sink;
+  }
+
+  readonly emit: Emit = (r) => {
+    const line = typeof r === 'string' ? r : JSON.stringify(r) ?? String(r);
+    this.pending.push(line);
+    this.pendingChars += line.length + 1;
+    if (this.pendingChars >= FLUSH_BYTES) return this.flush();
+  };
+
+  private async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const text = this.pending.join('\n') + '\n';
+    this.pending = [];
+    this.pendingChars = 0;
+    await this.handle!.write(text);
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    await this.handle!.sync();
+    await this.handle!.close();
+    this.handle = undefined;
+  }
+
+  async abort(): Promise<void> {
+    await this.handle?.close().catch(() => undefined);
+    this.handle = undefined;
+  }
+}
+
+function userFunction(io: TaskIo, op: OperatorSpec & { fn: { operatorId: string; export: string } }): Function {
+  const fn = io.userFunctions.get(op.fn.operatorId);
+  if (fn === undefined) {
+    throw new TaskSetupError(
+      `operator '${op.name}' (${op.kind}) names user function ${op.fn.operatorId} of export '${op.fn.export}', but re-running the job builder found none with that id; ` +
+        `the builder must be deterministic for the same arguments (found ids: ${[...io.userFunctions.keys()].join(', ') || 'none'})`,
+    );
+  }
+  return fn;
+}
+
+function mapStep(fn: Function, next: Emit): Emit {
+  return (r) => {
+    const out: unknown = fn(r);
+    return isThenable(out) ? Promise.resolve(out).then(next) : next(out);
+  };
+}
+
+function filterStep(fn: Function, next: Emit): Emit {
+  return (r) => {
+    const keep: unknown = fn(r);
+    if (isThenable(keep)) return Promise.resolve(keep).then((k) => (k ? next(r) : undefined));
+    return keep ? next(r) : undefined;
+  };
+}
+
+function flatMapStep(fn: Function, name: string, next: Emit): Emit {
+  const drain = async (it: Iterator<unknown>): Promise<void> => {
+    for (;;) {
+      const step = it.next();
+      if (step.done === true) return;
+      await next(step.value);
+    }
+  };
+  const iterate = (out: unknown): Promise<void> | void => {
+    if (out === null || out === undefined || typeof (out as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+      throw new TypeError(`flatMap '${name}' must return an iterable (array, Set, generator…), returned ${out === null ? 'null' : typeof out}`);
+    }
+    const it = (out as Iterable<unknown>)[Symbol.iterator]();
+    for (;;) {
+      const step = it.next();
+      if (step.done === true) return;
+      const p = next(step.value);
+      if (p !== undefined) return p.then(() => drain(it));
+    }
+  };
+  return (r) => {
+    const out: unknown = fn(r);
+    return isThenable(out) ? Promise.resolve(out).then(iterate) : iterate(out);
+  };
+}
+
+function partitionsEmit(outputs: readonly ResultPartition[]): Emit {
+  if (outputs.length === 1) {
+    const only = outputs[0]!;
+    return (r) => only.emit(r);
+  }
+  return (r) => {
+    let waits: Promise<void>[] | undefined;
+    for (const o of outputs) {
+      const p = o.emit(r);
+      if (p !== undefined) (waits ??= []).push(p);
+    }
+    if (waits !== undefined) return Promise.all(waits).then(() => undefined);
+  };
+}
+
+/** Runs one task's chain to the end of its input. Throws what a user function threw. */
+export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
+  const { tdd } = io;
+  const ops = tdd.operators;
+  if (ops.length === 0) throw new TaskSetupError(`task ${tdd.taskName} has an empty operator chain`);
+  const head = ops[0]!;
+  const hasSource = head.kind.startsWith('source.');
+  for (let i = 1; i < ops.length; i++) {
+    if (ops[i]!.kind.startsWith('source.')) throw new TaskSetupError(`task ${tdd.taskName}: source '${ops[i]!.name}' must be the first operator of its chain, found at position ${i}`);
+  }
+  for (let i = 0; i < ops.length - 1; i++) {
+    if (ops[i]!.kind.startsWith('sink.')) throw new TaskSetupError(`task ${tdd.taskName}: sink '${ops[i]!.name}' must be the last operator of its chain, found at position ${i}`);
+  }
+  if (!hasSource && io.input === undefined) throw new TaskSetupError(`task ${tdd.taskName} has neither a source operator nor inputs`);
+
+  const counters: Counters = { recordsIn: 0, recordsOut: 0 };
+  const last = ops[ops.length - 1]!;
+  let sink: Sink | undefined;
+  if (last.kind === 'sink.collect') sink = new CollectSink(last.maxRecords);
+  else if (last.kind === 'sink.textFile') {
+    if (tdd.sinkStagingDir === undefined) throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
+    sink = await TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex);
+  }
+
+  try {
+    const out: Emit = sink !== undefined ? sink.emit : partitionsEmit(io.outputs);
+    let emit: Emit = (r) => {
+      counters.recordsOut++;
+      return out(r);
+    };
+    const middle = ops.slice(hasSource ? 1 : 0, sink !== undefined ? ops.length - 1 : ops.length);
+    for (let i = middle.length - 1; i >= 0; i--) {
+      const op = middle[i]!;
+      switch (op.kind) {
+        case 'map':
+          emit = mapStep(userFunction(io, op), emit);
+          break;
+        case 'filter':
+          emit = filterStep(userFunction(io, op), emit);
+          break;
+        case 'flatMap':
+          emit = flatMapStep(userFunction(io, op), op.name, emit);
+          break;
+        case 'source.sequence':
+        case 'source.textFile':
+        case 'source.collection':
+        case 'sink.textFile':
+        case 'sink.collect':
+          throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' (${op.kind}) cannot sit in the middle of a chain`);
+        default:
+          op satisfies never;
+      }
+    }
+    const chain = emit;
+    const counted: Emit = (r) => {
+      counters.recordsIn++;
+      return chain(r);
+    };
+
+    if (hasSource) await runSource(io, head, counted);
+    else await runInputs(io, counted);
+
+    for (const o of io.outputs) o.finish();
+    const closing = sink;
+    sink = undefined;
+    await closing?.close();
+    return { recordsIn: counters.recordsIn, recordsOut: counters.recordsOut, ...(closing?.result?.() ?? {}) };
+  } finally {
+    if (sink !== undefined) await sink.abort();
+  }
+}
+
+function checkCanceled(io: TaskIo): void {
+  if (io.signal.aborted) throw new TaskCanceledError(io.tdd.taskName);
+}
+
+/** Subtask i of p gets the i-th of p contiguous, near-equal ranges of [from, to]. */
+export function sequenceRange(from: number, to: number, subtaskIndex: number, parallelism: number): { from: number; to: number } {
+  const total = Math.max(0, to - from + 1);
+  const base = Math.floor(total / parallelism);
+  const extra = total % parallelism;
+  const start = from + subtaskIndex * base + Math.min(subtaskIndex, extra);
+  const count = base + (subtaskIndex < extra ? 1 : 0);
+  return { from: start, to: start + count - 1 };
+}
+
+async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promise<void> {
+  const { tdd } = io;
+  let n = 0;
+  const step = async (r: unknown): Promise<void> => {
+    const p = emit(r);
+    if (p !== undefined) await p;
+    if (++n % YIELD_EVERY === 0) {
+      checkCanceled(io);
+      await yieldToEventLoop();
+    }
+  };
+  switch (op.kind) {
+    case 'source.sequence': {
+      const range = sequenceRange(op.from, op.to, tdd.subtaskIndex, tdd.parallelism);
+      for (let v = range.from; v <= range.to; v++) {
+        const p = emit(v);
+        if (p !== undefined) await p;
+        if (++n % YIELD_EVERY === 0) {
+          checkCanceled(io);
+          await yieldToEventLoop();
+        }
+      }
+      break;
+    }
+    case 'source.collection': {
+      const elements: unknown = userFunction(io, op)();
+      if (elements === null || elements === undefined || typeof (elements as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+        throw new TypeError(`collection source '${op.name}' must yield an iterable, got ${elements === null ? 'null' : typeof elements}`);
+      }
+      let i = 0;
+      for (const e of elements as Iterable<unknown>) {
+        if (i++ % tdd.parallelism === tdd.subtaskIndex) await step(e);
+      }
+      break;
+    }
+    case 'source.textFile': {
+      for (;;) {
+        checkCanceled(io);
+        const split = await io.requestSplit();
+        if (split === null) break;
+        for await (const line of readSplitLines(split)) await step(line);
+      }
+      break;
+    }
+    case 'map':
+    case 'flatMap':
+    case 'filter':
+    case 'sink.textFile':
+    case 'sink.collect':
+      throw new TaskSetupError(`task ${tdd.taskName}: '${op.name}' (${op.kind}) is not a source`);
+    default:
+      op satisfies never;
+  }
+  checkCanceled(io);
+}
+
+async function runInputs(io: TaskIo, emit: Emit): Promise<void> {
+  const gate = io.input!;
+  let buffers = 0;
+  for (;;) {
+    const received = await gate.next(io.signal);
+    if (received === undefined) break;
+    for (const r of received.records) {
+      const p = emit(r);
+      if (p !== undefined) await p;
+    }
+    // The credit goes back only now: a slow chain keeps its producers waiting.
+    received.ack();
+    if (++buffers % 16 === 0) {
+      checkCanceled(io);
+      await yieldToEventLoop();
+    }
+  }
+  checkCanceled(io);
+}

@@ -1,0 +1,59 @@
+// The TaskExecutor main thread's handle on one slot's worker thread.
+import { Worker, type TransferListItem } from 'node:worker_threads';
+import type { Logger } from '../core/logger.js';
+import type { MainToWorker, SlotWorkerData, WorkerToMain } from './worker-protocol.js';
+
+export class SlotWorker {
+  private readonly worker: Worker;
+  private exited = false;
+  private terminating = false;
+  /** Library hashes already sent to this worker; it caches what it imported. */
+  readonly librariesSent = new Set<string>();
+  readonly threadId: number;
+  readonly ready: Promise<void>;
+
+  constructor(
+    entry: string,
+    data: SlotWorkerData,
+    private readonly logger: Logger,
+    onMessage: (worker: SlotWorker, message: WorkerToMain) => void,
+    onExit: (worker: SlotWorker, cause: string) => void,
+  ) {
+    this.worker = new Worker(entry, { workerData: data, stderr: false, stdout: false });
+    this.threadId = this.worker.threadId;
+    let markReady: () => void = () => {};
+    this.ready = new Promise((resolve) => (markReady = resolve));
+    this.worker.on('message', (m: WorkerToMain) => {
+      if (m.type === 'ready') markReady();
+      onMessage(this, m);
+    });
+    this.worker.on('error', (e) => {
+      logger.error('slot worker thread failed', { slotIndex: data.slotIndex, threadId: this.threadId, error: e });
+    });
+    this.worker.on('exit', (code) => {
+      this.exited = true;
+      markReady();
+      if (!this.terminating) onExit(this, `the worker thread of slot ${data.slotIndex} exited unexpectedly with code ${code}`);
+    });
+  }
+
+  get isAlive(): boolean {
+    return !this.exited && !this.terminating;
+  }
+
+  post(message: MainToWorker, transfer: readonly TransferListItem[] = []): void {
+    if (!this.isAlive) return;
+    this.worker.postMessage(message, transfer);
+  }
+
+  /** Stops the thread whatever it is doing (a busy user function included). */
+  async terminate(): Promise<void> {
+    if (this.exited) return;
+    this.terminating = true;
+    try {
+      await this.worker.terminate();
+    } catch (e) {
+      this.logger.warn('terminating a slot worker failed', { threadId: this.threadId, error: e });
+    }
+  }
+}

@@ -1,0 +1,236 @@
+// The program of a slot's worker thread: runs the tasks deployed to the slot (several at once under slot
+// sharing, each an async loop), holds their output partitions and input gates, and talks to the
+// TaskExecutor's main thread with the messages of worker-protocol.ts.
+import type { MessagePort } from 'node:worker_threads';
+import { FloeError, fromErrorInfo, toErrorInfo, type ErrorInfo } from '../core/errors.js';
+import type { ExecutionAttemptId, ResultPartitionId } from '../core/ids.js';
+import type { ExecutionState } from '../jobgraph/job-status.js';
+import { isSourceOperator } from '../jobgraph/jobgraph.js';
+import { importLibrary } from '../api/library.js';
+import { resolveUserFunctions } from '../api/program.js';
+import { createLocalPortPair, wrapMessagePort } from '../network/channel-port.js';
+import { InputGate } from '../network/input-gate.js';
+import { ResultPartition } from '../network/result-partition.js';
+import { runOperatorChain, TaskCanceledError } from './operators.js';
+import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
+import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
+
+interface RunningTask {
+  readonly tdd: TaskDeploymentDescriptor;
+  readonly abort: AbortController;
+  gate: InputGate | undefined;
+  outputs: ResultPartition[];
+}
+
+/** What a user function threw, as the JobMaster should show it: the user's message and stack. */
+export function userErrorInfo(error: unknown): ErrorInfo {
+  if (error instanceof FloeError) return toErrorInfo(error);
+  if (error instanceof Error) return { code: 'USER_CODE', message: error.message, retryable: false, ...(error.stack !== undefined ? { stack: error.stack } : {}) };
+  return { code: 'USER_CODE', message: `user code threw a non-Error value: ${safeString(error)}`, retryable: false };
+}
+
+function safeString(v: unknown): string {
+  try {
+    return typeof v === 'string' ? v : JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+export class SlotWorkerRuntime {
+  private readonly tasks = new Map<ExecutionAttemptId, RunningTask>();
+  private readonly partitions = new Map<ResultPartitionId, ResultPartition>();
+  private readonly userFunctionCache = new Map<string, Promise<Map<string, Function>>>();
+  private readonly splitRequests = new Map<number, { resolve: (s: InputSplit | null) => void; reject: (e: Error) => void }>();
+  private nextRequestId = 1;
+
+  constructor(private readonly port: MessagePort) {
+    port.on('message', (m: MainToWorker) => this.onMessage(m));
+    this.post({ type: 'ready' });
+  }
+
+  private post(m: WorkerToMain): void {
+    this.port.postMessage(m);
+  }
+
+  private onMessage(m: MainToWorker): void {
+    switch (m.type) {
+      case 'deploy':
+        void this.runTask(m.tdd, m.library, m.settings);
+        break;
+      case 'cancel':
+        this.cancel(m.attemptId);
+        break;
+      case 'split': {
+        const req = this.splitRequests.get(m.requestId);
+        this.splitRequests.delete(m.requestId);
+        if (m.error !== undefined) req?.reject(fromErrorInfo(m.error));
+        else req?.resolve(m.split);
+        break;
+      }
+      case 'attach-producer': {
+        const channel = wrapMessagePort(m.port);
+        const partition = this.partitions.get(m.partitionId);
+        if (partition === undefined) {
+          channel.send({ t: 'error', message: `partition ${m.partitionId} is no longer held by this worker (released or its producer failed)` });
+          channel.close();
+        } else {
+          partition.attach(m.subpartitionIndex, channel);
+        }
+        break;
+      }
+      case 'attach-consumer': {
+        const channel = wrapMessagePort(m.port);
+        const gate = this.tasks.get(m.attemptId)?.gate;
+        if (gate === undefined) {
+          channel.send({ t: 'release', reason: 'consumer task is gone' });
+          channel.close();
+        } else {
+          gate.connect(m.channelIndex, channel);
+        }
+        break;
+      }
+      case 'attach-local': {
+        const gate = this.tasks.get(m.attemptId)?.gate;
+        if (gate === undefined) break;
+        const partition = this.partitions.get(m.partitionId);
+        if (partition === undefined) {
+          gate.fail(new FloeError('PARTITION', `partition ${m.partitionId} is no longer held by this worker (released or its producer failed)`, { retryable: true }));
+          break;
+        }
+        const [producerEnd, consumerEnd] = createLocalPortPair();
+        partition.attach(m.subpartitionIndex, producerEnd);
+        gate.connect(m.channelIndex, consumerEnd);
+        break;
+      }
+      case 'channel-failed':
+        this.tasks.get(m.attemptId)?.gate?.fail(fromErrorInfo(m.error));
+        break;
+      case 'release-partitions':
+        for (const id of m.partitionIds) this.partitions.get(id)?.release();
+        break;
+      default:
+        m satisfies never;
+    }
+  }
+
+  private cancel(attemptId: ExecutionAttemptId): void {
+    const task = this.tasks.get(attemptId);
+    if (task === undefined || task.abort.signal.aborted) return;
+    task.abort.abort(new TaskCanceledError(task.tdd.taskName));
+    task.gate?.close('consumer task cancelled');
+    for (const o of task.outputs) o.fail(`producer task ${task.tdd.taskName} was cancelled`);
+  }
+
+  private state(attemptId: ExecutionAttemptId, state: ExecutionState, extra: { error?: ErrorInfo; result?: TaskResult } = {}): void {
+    this.post({ type: 'state', attemptId, state, ...extra });
+  }
+
+  private loadUserFunctions(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<Map<string, Function>> {
+    if (!tdd.operators.some((op) => 'fn' in op)) return Promise.resolve(new Map());
+    const key = JSON.stringify([tdd.library.sha256, tdd.program.export, tdd.program.args]);
+    let cached = this.userFunctionCache.get(key);
+    if (cached === undefined) {
+      cached = (async () => {
+        if (library === undefined) throw new FloeError('TASK_SETUP', `task ${tdd.taskName} has user functions but the TaskExecutor sent no library ${tdd.library.sha256}`);
+        const namespace = await importLibrary(library, settings.libraryCacheDir);
+        return resolveUserFunctions(namespace, tdd.program.export, tdd.program.args);
+      })();
+      this.userFunctionCache.set(key, cached);
+      cached.catch(() => this.userFunctionCache.delete(key));
+    }
+    return cached;
+  }
+
+  private async runTask(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<void> {
+    const task: RunningTask = { tdd, abort: new AbortController(), gate: undefined, outputs: [] };
+    this.tasks.set(tdd.attemptId, task);
+    const { signal } = task.abort;
+    try {
+      this.state(tdd.attemptId, 'INITIALIZING');
+      const userFunctions = await this.loadUserFunctions(tdd, library, settings);
+      if (signal.aborted) throw signal.reason;
+
+      for (const out of tdd.outputs) {
+        const partition = new ResultPartition(out, tdd.subtaskIndex, {
+          segmentSizeBytes: settings.segmentSizeBytes,
+          maxBacklogBuffers: settings.buffersPerChannel,
+          bufferTimeoutMs: settings.bufferTimeoutMs,
+          blocking: out.partitionType === 'blocking',
+        });
+        task.outputs.push(partition);
+        this.partitions.set(out.partitionId, partition);
+        partition.onDone(() => {
+          if (this.partitions.get(out.partitionId) === partition) this.partitions.delete(out.partitionId);
+          this.post({ type: 'partition-done', partitionId: out.partitionId });
+        });
+        this.post({ type: 'register-partition', attemptId: tdd.attemptId, partitionId: out.partitionId });
+      }
+
+      const channels = tdd.inputs.flatMap((g) => g.channels);
+      if (channels.length > 0 || (tdd.inputs.length > 0 && !isSourceOperator(tdd.operators[0]!))) {
+        task.gate = new InputGate(
+          channels.map((c) => `subpartition ${c.subpartitionIndex} of ${c.partitionId} (on ${c.producer.resourceId})`),
+          settings.buffersPerChannel,
+        );
+        channels.forEach((c, channelIndex) =>
+          this.post({
+            type: 'request-channel',
+            attemptId: tdd.attemptId,
+            channelIndex,
+            partitionId: c.partitionId,
+            subpartitionIndex: c.subpartitionIndex,
+            producerResourceId: c.producer.resourceId,
+            producerDataAddress: c.producer.dataAddress,
+          }),
+        );
+      }
+
+      this.state(tdd.attemptId, 'RUNNING');
+      const result = await runOperatorChain({
+        tdd,
+        userFunctions,
+        signal,
+        outputs: task.outputs,
+        input: task.gate,
+        requestSplit: () => this.requestSplit(tdd, signal),
+      });
+      if (signal.aborted) throw signal.reason;
+      this.tasks.delete(tdd.attemptId);
+      this.state(tdd.attemptId, 'FINISHED', { result });
+    } catch (error) {
+      this.tasks.delete(tdd.attemptId);
+      task.gate?.close(signal.aborted ? 'consumer task cancelled' : 'consumer task failed');
+      if (signal.aborted) {
+        for (const o of task.outputs) o.fail(`producer task ${tdd.taskName} was cancelled`);
+        this.state(tdd.attemptId, 'CANCELED');
+      } else {
+        const info = userErrorInfo(error);
+        for (const o of task.outputs) o.fail(`producer task ${tdd.taskName} failed: ${info.message}`);
+        this.state(tdd.attemptId, 'FAILED', { error: info });
+      }
+    }
+  }
+
+  private requestSplit(tdd: TaskDeploymentDescriptor, signal: AbortSignal): Promise<InputSplit | null> {
+    const requestId = this.nextRequestId++;
+    return new Promise<InputSplit | null>((resolve, reject) => {
+      const onAbort = (): void => {
+        this.splitRequests.delete(requestId);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.splitRequests.set(requestId, {
+        resolve: (s) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(s);
+        },
+        reject: (e) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      });
+      this.post({ type: 'request-split', requestId, vertexId: tdd.vertexId, attemptId: tdd.attemptId });
+    });
+  }
+}

@@ -1,0 +1,73 @@
+// Messages between a TaskExecutor's main thread and one slot's worker thread. User code runs only in
+// the worker; the main thread keeps the control plane (RPC, heartbeats, the data server) and brokers
+// what a task needs from outside its worker.
+//
+// main → worker
+//   deploy            start a task: its descriptor, the library code (if it has user functions), settings
+//   cancel            stop a task: it ends CANCELED (the main thread terminates the worker if it does not)
+//   split             answer to requestSplit: the next InputSplit or null (no more), or an error
+//   attach-producer   a consumer wants subpartition `subpartitionIndex` of a partition this worker holds:
+//                     `port` is that consumer's channel (another worker's port, or a bridge to TCP)
+//   attach-consumer   the transport of one input channel of a task: a MessagePort to the producer
+//   attach-local      the producer partition of that input channel lives in this same worker: in memory
+//   channel-failed    the input channel could not be set up (partition never registered, …)
+//   release-partitions  the JobMaster no longer needs these partitions
+//
+// worker → main
+//   ready             the worker is listening
+//   state             a task's state change: INITIALIZING, RUNNING, then FINISHED (result) | FAILED (error) | CANCELED
+//   request-split     a text-file source wants its next split (the main thread asks the JobMaster)
+//   register-partition   a task's output partition exists: consumers may now be attached
+//   partition-done    every subpartition delivered end-of-partition or was released
+//   request-channel   a task wants input channel `channelIndex`: the main thread answers with
+//                     attach-consumer, attach-local or channel-failed
+//
+// Data never crosses the main thread between two workers: attach-producer / attach-consumer hand each
+// side one end of a MessageChannel, and buffers are transferred between the two workers directly.
+import type { MessagePort } from 'node:worker_threads';
+import type { ErrorInfo } from '../core/errors.js';
+import type { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
+import type { ExecutionState } from '../jobgraph/job-status.js';
+import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
+
+/** What a task needs from the configuration, resolved on the main thread. */
+export interface TaskSettings {
+  readonly segmentSizeBytes: number;
+  readonly buffersPerChannel: number;
+  readonly bufferTimeoutMs: number;
+  readonly resourceId: ResourceId;
+  /** Where user-code libraries are cached as files to import. */
+  readonly libraryCacheDir: string;
+}
+
+export type MainToWorker =
+  | { readonly type: 'deploy'; readonly tdd: TaskDeploymentDescriptor; readonly library: Uint8Array | undefined; readonly settings: TaskSettings }
+  | { readonly type: 'cancel'; readonly attemptId: ExecutionAttemptId }
+  | { readonly type: 'split'; readonly requestId: number; readonly split: InputSplit | null; readonly error?: ErrorInfo }
+  | { readonly type: 'attach-producer'; readonly partitionId: ResultPartitionId; readonly subpartitionIndex: number; readonly port: MessagePort }
+  | { readonly type: 'attach-consumer'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly port: MessagePort }
+  | { readonly type: 'attach-local'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly partitionId: ResultPartitionId; readonly subpartitionIndex: number }
+  | { readonly type: 'channel-failed'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly error: ErrorInfo }
+  | { readonly type: 'release-partitions'; readonly partitionIds: readonly ResultPartitionId[] };
+
+export type WorkerToMain =
+  | { readonly type: 'ready' }
+  | { readonly type: 'state'; readonly attemptId: ExecutionAttemptId; readonly state: ExecutionState; readonly error?: ErrorInfo; readonly result?: TaskResult }
+  | { readonly type: 'request-split'; readonly requestId: number; readonly vertexId: string; readonly attemptId: ExecutionAttemptId }
+  | { readonly type: 'register-partition'; readonly attemptId: ExecutionAttemptId; readonly partitionId: ResultPartitionId }
+  | { readonly type: 'partition-done'; readonly partitionId: ResultPartitionId }
+  | {
+      readonly type: 'request-channel';
+      readonly attemptId: ExecutionAttemptId;
+      readonly channelIndex: number;
+      readonly partitionId: ResultPartitionId;
+      readonly subpartitionIndex: number;
+      readonly producerResourceId: ResourceId;
+      readonly producerDataAddress: string;
+    };
+
+/** workerData of a slot worker. */
+export interface SlotWorkerData {
+  readonly slotIndex: number;
+  readonly resourceId: string;
+}

@@ -1,0 +1,248 @@
+// The data plane without worker threads: result partitions, input gates, credits, and the TCP transport.
+import { afterEach, describe, expect, it } from 'vitest';
+import { systemClock } from '../../runtime/core/clock.js';
+import { ResultPartitionId, type ResourceId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import { createLocalPortPair } from '../../runtime/network/channel-port.js';
+import { DataClient } from '../../runtime/network/data-client.js';
+import { DataServer } from '../../runtime/network/data-server.js';
+import { InputGate } from '../../runtime/network/input-gate.js';
+import { decodeRecords, RecordBufferBuilder } from '../../runtime/network/record-buffer.js';
+import { createChannelSelector, ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
+import type { Partitioner } from '../../runtime/jobgraph/jobgraph.js';
+import { PartitionRegistry } from '../../runtime/taskexecutor/partition-registry.js';
+
+const OPTIONS: ResultPartitionOptions = { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
+const CREDITS = 2;
+
+function partition(id: string, n: number, partitioner: Partitioner = 'rebalance', options = OPTIONS): ResultPartition {
+  return new ResultPartition({ edgeId: 'e', partitionId: ResultPartitionId.of(id), partitionType: 'pipelined', partitioner, numberOfSubpartitions: n }, 0, options);
+}
+
+async function produce(p: ResultPartition, records: Iterable<unknown>): Promise<void> {
+  for (const r of records) {
+    const wait = p.emit(r);
+    if (wait !== undefined) await wait;
+  }
+  p.finish();
+}
+
+/** Reads a gate to its end, with an optional pause per buffer to play a slow consumer. */
+async function consume(gate: InputGate, pauseMs = 0): Promise<unknown[][]> {
+  const perChannel: unknown[][] = Array.from({ length: gate.numberOfChannels }, () => []);
+  for (;;) {
+    const b = await gate.next();
+    if (b === undefined) return perChannel;
+    perChannel[b.channelIndex]!.push(...b.records);
+    if (pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs));
+    b.ack();
+  }
+}
+
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+describe('record buffers', () => {
+  it('packs many records per segment and decodes them in order', () => {
+    const builder = new RecordBufferBuilder(1024);
+    const done: Uint8Array[] = [];
+    for (let i = 0; i < 1000; i++) done.push(...(builder.add({ i, s: `rec-${i}` }) ?? []));
+    done.push(builder.take()!);
+    expect(done.length).toBeGreaterThan(5);
+    expect(done.length).toBeLessThan(100);
+    for (const b of done) expect(b.byteLength).toBeLessThanOrEqual(1024);
+    expect(done.flatMap((b) => decodeRecords(b))).toEqual(range(1000).map((i) => ({ i, s: `rec-${i}` })));
+  });
+
+  it('gives a record larger than a segment a segment of its own', () => {
+    const builder = new RecordBufferBuilder(256);
+    const big = 'x'.repeat(1000);
+    const out = [...(builder.add('small') ?? []), ...(builder.add(big) ?? []), builder.take()].filter((b) => b !== undefined);
+    expect(out.flatMap((b) => decodeRecords(b))).toEqual(['small', big]);
+  });
+});
+
+describe('partitioners', () => {
+  it('forward uses the one subpartition, rebalance goes round-robin', () => {
+    const fwd = createChannelSelector('forward', 1, 3);
+    expect([fwd(1), fwd(2)]).toEqual([0, 0]);
+    const rr = createChannelSelector('rebalance', 3, 1);
+    expect(range(6).map((r) => rr(r))).toEqual([1, 2, 0, 1, 2, 0]);
+  });
+
+  it('rejects hash and broadcast with a clear error', () => {
+    expect(() => createChannelSelector('hash', 2, 0)).toThrow(/'hash' is not supported .*use 'forward' or 'rebalance'/);
+    expect(() => createChannelSelector('broadcast', 2, 0)).toThrow(/'broadcast' is not supported/);
+  });
+});
+
+describe('local channels', () => {
+  it('carry every record in order per channel and bound buffers in flight by the credits', async () => {
+    const p = partition('p1', 3);
+    const gates = range(3).map((i) => new InputGate([`sub ${i}`], CREDITS));
+    gates.forEach((g, i) => {
+      const [producerEnd, consumerEnd] = createLocalPortPair();
+      p.attach(i, producerEnd);
+      g.connect(0, consumerEnd);
+    });
+    const records = range(3000).map((i) => ({ i, pad: 'abcdefghij' }));
+    const [, ...received] = await Promise.all([produce(p, records), ...gates.map((g, i) => consume(g, i === 0 ? 2 : 0))]);
+    received.forEach((perChannel, sub) => {
+      expect(perChannel[0]).toEqual(records.filter((_, i) => i % 3 === sub));
+    });
+    for (const s of p.stats()) {
+      expect(s.buffersSent).toBeGreaterThan(10);
+      expect(s.maxBuffersInFlight).toBeLessThanOrEqual(CREDITS);
+      expect(s.maxBacklog).toBeLessThanOrEqual(OPTIONS.maxBacklogBuffers + 1);
+    }
+    for (const g of gates) expect(g.stats()[0]!.maxUnacked).toBeLessThanOrEqual(CREDITS);
+    expect(p.isDone).toBe(true);
+  });
+
+  it('a slow consumer holds its producer back instead of queueing everything', async () => {
+    const p = partition('p-slow', 1, 'forward');
+    const gate = new InputGate(['only'], CREDITS);
+    const [a, b] = createLocalPortPair();
+    p.attach(0, a);
+    gate.connect(0, b);
+    let produced = 0;
+    const producing = (async () => {
+      for (let i = 0; i < 2000; i++) {
+        const w = p.emit({ i, pad: 'x'.repeat(40) });
+        produced++;
+        if (w !== undefined) await w;
+      }
+      p.finish();
+    })();
+    // Take one buffer and stall: the producer must stop after credits + backlog worth of buffers.
+    const first = await gate.next();
+    await new Promise((r) => setTimeout(r, 50));
+    const perBuffer = first!.records.length;
+    expect(produced).toBeLessThan(perBuffer * (CREDITS + OPTIONS.maxBacklogBuffers + 2));
+    first!.ack();
+    const rest = await consume(gate);
+    await producing;
+    expect([...first!.records, ...rest[0]!].map((r) => (r as { i: number }).i)).toEqual(range(2000));
+  });
+
+  it('an empty partition still ends every channel', async () => {
+    const p = partition('p-empty', 2);
+    const gate = new InputGate(['a', 'b'], CREDITS);
+    range(2).forEach((i) => {
+      const [x, y] = createLocalPortPair();
+      p.attach(i, x);
+      gate.connect(i, y);
+    });
+    p.finish();
+    expect(await consume(gate)).toEqual([[], []]);
+    expect(gate.stats().every((s) => s.ended)).toBe(true);
+  });
+
+  it('a failing producer fails its consumers with its reason', async () => {
+    const p = partition('p-fail', 1, 'forward');
+    const gate = new InputGate(['only'], CREDITS);
+    const [a, b] = createLocalPortPair();
+    p.attach(0, a);
+    gate.connect(0, b);
+    p.emit(1);
+    p.fail('producer task map (1/1) failed: boom');
+    await expect(consume(gate)).rejects.toThrow(/producer task map \(1\/1\) failed: boom/);
+  });
+
+  it('a consumer that stops releases the producer, which stops waiting for credit', async () => {
+    const p = partition('p-release', 1, 'forward');
+    const gate = new InputGate(['only'], 1);
+    const [a, b] = createLocalPortPair();
+    p.attach(0, a);
+    gate.connect(0, b);
+    const producing = produce(p, range(100_000));
+    await gate.next();
+    gate.close('consumer cancelled');
+    await producing;
+    expect(p.isDone).toBe(true);
+  });
+});
+
+describe('TCP channels', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  async function server(waitMs = 5_000): Promise<{ server: DataServer; registry: PartitionRegistry<ResultPartition>; }> {
+    const registry = new PartitionRegistry<ResultPartition>(systemClock, 'te-producer' as ResourceId, waitMs);
+    const srv = await DataServer.start(
+      {
+        openSubpartition: async (id, index) => {
+          const loc = await registry.waitFor(id);
+          const [producerEnd, serverEnd] = createLocalPortPair();
+          loc.worker.attach(index, producerEnd);
+          return serverEnd;
+        },
+      },
+      silentLogger,
+    );
+    cleanups.push(() => srv.close());
+    return { server: srv, registry };
+  }
+
+  function client(): DataClient {
+    const c = new DataClient(silentLogger);
+    cleanups.push(() => c.close());
+    return c;
+  }
+
+  it('carry every record in order, share one connection, and respect credits', async () => {
+    const { server: srv, registry } = await server();
+    const c = client();
+    const p = partition('tcp-1', 2);
+    registry.register(p.id, { slotIndex: 0, worker: p });
+    const gates = range(2).map((i) => {
+      const g = new InputGate([`sub ${i}`], CREDITS);
+      g.connect(0, c.openChannel(srv.address, p.id, i));
+      return g;
+    });
+    const records = range(5000).map((i) => `line ${i}`);
+    const [, ...received] = await Promise.all([produce(p, records), ...gates.map((g) => consume(g, 0))]);
+    received.forEach((perChannel, sub) => expect(perChannel[0]).toEqual(records.filter((_, i) => i % 2 === sub)));
+    expect(c.connectionsOpened).toBe(1);
+    expect(srv.stats.connections).toBe(1);
+    expect(srv.stats.channelsOpened).toBe(2);
+    for (const s of p.stats()) expect(s.maxBuffersInFlight).toBeLessThanOrEqual(CREDITS);
+  });
+
+  it('wait for a partition requested before its producer registered it', async () => {
+    const { server: srv, registry } = await server();
+    const c = client();
+    const gate = new InputGate(['late'], CREDITS);
+    gate.connect(0, c.openChannel(srv.address, ResultPartitionId.of('late'), 0));
+    const reading = consume(gate);
+    await new Promise((r) => setTimeout(r, 100));
+    const p = partition('late', 1, 'forward');
+    registry.register(p.id, { slotIndex: 0, worker: p });
+    await produce(p, range(500));
+    expect((await reading)[0]).toEqual(range(500));
+  });
+
+  it('fail a request for a partition that never appears, saying so', async () => {
+    const { server: srv } = await server(150);
+    const c = client();
+    const gate = new InputGate(['missing'], CREDITS);
+    gate.connect(0, c.openChannel(srv.address, ResultPartitionId.of('never'), 0));
+    await expect(consume(gate)).rejects.toThrow(/partition never was not registered on TaskExecutor te-producer within 150 ms/);
+  });
+
+  it('turn a lost connection into a failed input', async () => {
+    const { server: srv, registry } = await server();
+    const c = client();
+    const p = partition('lost', 1, 'forward');
+    registry.register(p.id, { slotIndex: 0, worker: p });
+    const gate = new InputGate(['lost'], CREDITS);
+    gate.connect(0, c.openChannel(srv.address, p.id, 0));
+    p.emit('first');
+    p.flushAll();
+    const first = await gate.next();
+    expect(first!.records).toEqual(['first']);
+    await srv.close();
+    await expect(consume(gate)).rejects.toThrow(/data connection|went away/);
+  });
+});

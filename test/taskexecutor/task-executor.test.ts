@@ -1,0 +1,356 @@
+// A TaskExecutor driven through its gateway by a small in-test ResourceManager and JobMaster, running
+// tasks in real slot worker threads.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../runtime/core/config.js';
+import { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import { leaseNames } from '../../runtime/ha/lease-store.js';
+import type { JobGraph, JobVertex } from '../../runtime/jobgraph/jobgraph.js';
+import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
+import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
+import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
+import { EndpointName } from '../../runtime/rpc/rpc-service.js';
+import { TaskExecutor } from '../../runtime/taskexecutor/task-executor.js';
+import type { InputGateDescriptor, ResultPartitionDescriptor, TaskDeploymentDescriptor } from '../../runtime/taskexecutor/task-deployment.js';
+import type { TaskExecutorGateway } from '../../runtime/taskexecutor/taskexecutor-gateway.js';
+import { createSplits } from '../../runtime/jobmaster/input-splits.js';
+import { slotWorkerBundle, storeJobLibrary, TestJobMaster, TestResourceManager, waitFor } from './harness.js';
+
+const JOB_SOURCE = `
+import { defineJob } from 'floe';
+export const doubled = defineJob('doubled', (env) => {
+  env.fromSequence(1, 100).map((x) => x * 2).collect();
+});
+export const failing = defineJob('failing', (env) => {
+  env.fromSequence(1, 10).map(function explode(x) {
+    if (x === 5) throw new Error('boom at 5');
+    return x;
+  }).collect();
+});
+export const spinning = defineJob('spinning', (env, args) => {
+  env.fromSequence(1, 1).map((x) => {
+    const end = Date.now() + Number(args[0]);
+    while (Date.now() < end) {}
+    return x;
+  }).collect();
+});
+export const endless = defineJob('endless', (env) => {
+  env.fromSequence(1, 1e15).map((x) => x + 1).collect({ maxRecords: 10 });
+});
+export const twoStage = defineJob('two-stage', (env) => {
+  env.fromSequence(1, 5000).setParallelism(1).rebalance().map((x) => ({ x, twice: x * 2 })).setParallelism(2).collect({ maxRecords: 100000 });
+});
+`;
+
+const JM_TOKEN = FencingToken.of(7);
+const RM_EPOCH_HOLDER = 'rm-holder';
+const config = loadConfig({
+  'heartbeat.interval': 100,
+  'heartbeat.timeout': 5_000,
+  'taskmanager.numberOfTaskSlots': 2,
+  'execution.buffer-timeout': 5,
+  'taskmanager.memory.segment-size': 1024,
+  'taskmanager.network.memory.buffers-per-channel': 2,
+  'rpc.timeout': 5_000,
+});
+
+let workerEntry: string;
+const root = mkdtempSync(join(tmpdir(), 'floe-te-'));
+beforeAll(async () => {
+  workerEntry = await slotWorkerBundle();
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+interface Cluster {
+  network: LocalRpcNetwork;
+  jobId: JobId;
+  rmRpc: LocalRpcService;
+  jmRpc: LocalRpcService;
+  rm: TestResourceManager;
+  jm: TestJobMaster;
+  rmToken: FencingToken;
+  leaseStore: InMemoryLeaseStore;
+  blobStore: InMemoryBlobStore;
+  executors: TaskExecutor[];
+  graphs: Map<string, JobGraph>;
+}
+
+let cluster: Cluster;
+
+beforeEach(async () => {
+  const network = new LocalRpcNetwork();
+  const jobId = JobId.random();
+  const rmRpc = new LocalRpcService(network, 'rm');
+  const jmRpc = new LocalRpcService(network, 'jm');
+  const leaseStore = new InMemoryLeaseStore();
+  const lease = await leaseStore.tryAcquire(leaseNames.resourceManager(jobId), RM_EPOCH_HOLDER, rmRpc.address, 60_000);
+  const rmToken = FencingToken.of(lease!.epoch);
+  const blobStore = new InMemoryBlobStore();
+  const graphs = new Map<string, JobGraph>();
+  for (const name of ['doubled', 'failing', 'endless', 'twoStage']) {
+    graphs.set(name, await storeJobLibrary(join(root, jobId), JOB_SOURCE, blobStore, jobId, name));
+  }
+  graphs.set('spinning', await storeJobLibrary(join(root, jobId), JOB_SOURCE, blobStore, jobId, 'spinning', ['60000']));
+  graphs.set('spinningShort', await storeJobLibrary(join(root, jobId), JOB_SOURCE, blobStore, jobId, 'spinning', ['2500']));
+  cluster = {
+    network, jobId, rmRpc, jmRpc, leaseStore, blobStore, rmToken, graphs, executors: [],
+    rm: TestResourceManager.serve(rmRpc, rmToken),
+    jm: TestJobMaster.serve(jmRpc, JM_TOKEN),
+  };
+});
+
+afterEach(async () => {
+  await Promise.all(cluster.executors.map((te) => te.stop('test over')));
+  await cluster.rmRpc.close();
+  await cluster.jmRpc.close();
+});
+
+async function startTaskExecutor(name: string, extra: { cancelTimeoutMs?: number; config?: typeof config } = {}): Promise<{ te: TaskExecutor; gateway: TaskExecutorGateway }> {
+  const rpc = new LocalRpcService(cluster.network, name);
+  const te = await TaskExecutor.start({
+    resourceId: ResourceId.of(name),
+    jobId: cluster.jobId,
+    rpc,
+    leaseStore: cluster.leaseStore,
+    blobStore: cluster.blobStore,
+    workDir: join(root, cluster.jobId, name),
+    logger: silentLogger,
+    slotWorkerEntry: workerEntry,
+    ...extra,
+    config: extra.config ?? config,
+  });
+  cluster.executors.push(te);
+  void te.terminated.then(() => rpc.close());
+  await waitFor('registration at the RM', () => cluster.rm.registrations.some((r) => r.resourceId === name));
+  return { te, gateway: cluster.rmRpc.connect<TaskExecutorGateway>(rpc.address, EndpointName.TASK_EXECUTOR) };
+}
+
+async function allocate(te: TaskExecutor, gateway: TaskExecutorGateway, slotIndex: number): Promise<AllocationId> {
+  const allocationId = AllocationId.random();
+  await gateway.requestSlot({
+    slotId: { resourceId: te.resourceId, slotIndex },
+    jobId: cluster.jobId,
+    allocationId,
+    jobMasterAddress: cluster.jmRpc.address,
+    jobMasterToken: JM_TOKEN,
+    resourceManagerToken: cluster.rmToken,
+  });
+  await waitFor('slot offer', () => cluster.jm.offers.some((o) => o.allocationId === allocationId));
+  return allocationId;
+}
+
+function descriptor(graphName: string, vertex: JobVertex, allocationId: AllocationId, extra: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
+  const graph = cluster.graphs.get(graphName)!;
+  const subtaskIndex = extra.subtaskIndex ?? 0;
+  return {
+    jobId: cluster.jobId,
+    vertexId: vertex.id,
+    taskName: `${vertex.name} (${subtaskIndex + 1}/${vertex.parallelism})`,
+    attemptId: ExecutionAttemptId.random(),
+    attemptNumber: 0,
+    subtaskIndex,
+    parallelism: vertex.parallelism,
+    allocationId,
+    library: { sha256: graph.library.sha256 },
+    program: graph.program,
+    operators: vertex.operators,
+    inputs: [],
+    outputs: [],
+    ...extra,
+  };
+}
+
+/**
+ * The translator makes one vertex per operator; the TaskExecutor runs any chain, so tests fuse a
+ * linear graph's vertices into one chain.
+ */
+function chained(vertices: readonly JobVertex[]): JobVertex {
+  return { ...vertices[0]!, operators: vertices.flatMap((v) => v.operators) };
+}
+const onlyVertex = (name: string): JobVertex => chained(cluster.graphs.get(name)!.vertices);
+
+describe('TaskExecutor', () => {
+  it('registers, offers a requested slot and runs a source → map → collect chain to FINISHED', async () => {
+    const { te, gateway } = await startTaskExecutor('te-1');
+    expect(cluster.rm.registrations[0]).toMatchObject({ resourceId: 'te-1', numberOfSlots: 2, dataAddress: te.dataAddress });
+    await waitFor('slot report', () => cluster.rm.slotReports.length > 0);
+    const allocationId = await allocate(te, gateway, 0);
+    expect(cluster.jm.taskManagers).toEqual([{ resourceId: 'te-1', address: te.address, dataAddress: te.dataAddress }]);
+    // Idempotent for the same allocation, refused for another while it is held.
+    await gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId, jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken });
+    await expect(
+      gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId: AllocationId.random(), jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken }),
+    ).rejects.toThrow(/already holds allocation/);
+
+    const tdd = descriptor('doubled', onlyVertex('doubled'), allocationId);
+    await gateway.submitTask(tdd, JM_TOKEN);
+    const end = await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId));
+    expect(cluster.jm.statesOf(tdd.attemptId)).toEqual(['DEPLOYING', 'INITIALIZING', 'RUNNING', 'FINISHED']);
+    expect(end.result).toEqual({ collected: Array.from({ length: 100 }, (_, i) => (i + 1) * 2), collectedTruncated: false, recordsIn: 100, recordsOut: 100 });
+
+    const hb = await gateway.heartbeatFromJobManager(cluster.jobId, JM_TOKEN);
+    expect(hb).toEqual({ resourceId: 'te-1', allocations: [allocationId] });
+    const report = await gateway.heartbeatFromResourceManager(cluster.rmToken);
+    expect(report.slots.map((s) => s.allocationId)).toEqual([allocationId, undefined]);
+  });
+
+  it('checks the JobMaster and ResourceManager tokens and the allocation of a task', async () => {
+    const { te, gateway } = await startTaskExecutor('te-tokens');
+    const allocationId = await allocate(te, gateway, 0);
+    const tdd = descriptor('doubled', onlyVertex('doubled'), allocationId);
+    await expect(gateway.submitTask(tdd, FencingToken.of(6))).rejects.toThrow(/token/);
+    await expect(gateway.submitTask({ ...tdd, allocationId: AllocationId.of('nope') }, JM_TOKEN)).rejects.toThrow(/allocation nope .* not active/);
+    await expect(gateway.heartbeatFromResourceManager(FencingToken.of(cluster.rmToken - 1))).rejects.toThrow(/token/);
+  });
+
+  it('frees a slot the JobMaster does not accept and tells the ResourceManager', async () => {
+    const { te, gateway } = await startTaskExecutor('te-reject');
+    cluster.jm.acceptOffers = false;
+    const allocationId = await allocate(te, gateway, 1);
+    await waitFor('slot freed', () => cluster.rm.freedSlots.find((f) => f.allocationId === allocationId));
+    expect(cluster.rm.freedSlots).toEqual([{ slotIndex: 1, allocationId }]);
+    const report = await gateway.heartbeatFromResourceManager(cluster.rmToken);
+    expect(report.slots.every((s) => s.allocationId === undefined)).toBe(true);
+  });
+
+  it('reports FAILED with the message and stack of what the user function threw', async () => {
+    const { te, gateway } = await startTaskExecutor('te-fail');
+    const allocationId = await allocate(te, gateway, 0);
+    const tdd = descriptor('failing', onlyVertex('failing'), allocationId);
+    await gateway.submitTask(tdd, JM_TOKEN);
+    const end = await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId));
+    expect(end.state).toBe('FAILED');
+    expect(end.error?.code).toBe('USER_CODE');
+    expect(end.error?.message).toBe('boom at 5');
+    expect(end.error?.stack).toMatch(/boom at 5[\s\S]*explode/);
+  });
+
+  it('cancels a task that ignores cancellation by replacing its worker thread, and the slot runs the next task', async () => {
+    const { te, gateway } = await startTaskExecutor('te-cancel', { cancelTimeoutMs: 300 });
+    const allocationId = await allocate(te, gateway, 0);
+    const spinning = descriptor('spinning', onlyVertex('spinning'), allocationId, { program: cluster.graphs.get('spinning')!.program });
+    await gateway.submitTask(spinning, JM_TOKEN);
+    await waitFor('RUNNING', () => cluster.jm.statesOf(spinning.attemptId).includes('RUNNING'));
+    const threadBefore = te.introspect().slotThreadIds[0];
+    await gateway.cancelTask(spinning.attemptId, JM_TOKEN);
+    const end = await waitFor('task end', () => cluster.jm.terminal(spinning.attemptId));
+    expect(end.state).toBe('CANCELED');
+    expect(te.workersStarted[0]).toBe(2);
+    expect(te.introspect().slotThreadIds[0]).not.toBe(threadBefore);
+
+    const next = descriptor('doubled', onlyVertex('doubled'), allocationId);
+    await gateway.submitTask(next, JM_TOKEN);
+    expect((await waitFor('next task end', () => cluster.jm.terminal(next.attemptId))).state).toBe('FINISHED');
+  });
+
+  it('cancels a cooperative task without replacing its worker', async () => {
+    const { te, gateway } = await startTaskExecutor('te-cancel-coop', { cancelTimeoutMs: 10_000 });
+    const allocationId = await allocate(te, gateway, 0);
+    const tdd = descriptor('endless', onlyVertex('endless'), allocationId);
+    await gateway.submitTask(tdd, JM_TOKEN);
+    await waitFor('RUNNING', () => cluster.jm.statesOf(tdd.attemptId).includes('RUNNING'));
+    await gateway.cancelTask(tdd.attemptId, JM_TOKEN);
+    expect((await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId), 5_000)).state).toBe('CANCELED');
+    expect(te.workersStarted[0]).toBe(1);
+  });
+
+  it('answers heartbeats promptly while a user function keeps its worker busy', async () => {
+    const { te, gateway } = await startTaskExecutor('te-busy');
+    const allocationId = await allocate(te, gateway, 0);
+    const tdd = descriptor('spinningShort', onlyVertex('spinningShort'), allocationId, { program: cluster.graphs.get('spinningShort')!.program });
+    await gateway.submitTask(tdd, JM_TOKEN);
+    await waitFor('RUNNING', () => cluster.jm.statesOf(tdd.attemptId).includes('RUNNING'));
+    const latencies: number[] = [];
+    while (cluster.jm.terminal(tdd.attemptId) === undefined && latencies.length < 15) {
+      const t0 = performance.now();
+      await gateway.heartbeatFromResourceManager(cluster.rmToken);
+      await gateway.heartbeatFromJobManager(cluster.jobId, JM_TOKEN);
+      latencies.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(latencies.length).toBeGreaterThanOrEqual(10);
+    expect(Math.max(...latencies)).toBeLessThan(500);
+    expect((await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId))).state).toBe('FINISHED');
+  });
+
+  it('moves records between tasks in one worker, across workers, and across TaskExecutors', async () => {
+    const a = await startTaskExecutor('te-a');
+    const b = await startTaskExecutor('te-b');
+    const graph = cluster.graphs.get('twoStage')!;
+    const sourceVertex = graph.vertices[0]!;
+    const mapVertex = chained(graph.vertices.slice(1));
+    const edge = graph.edges.find((e) => e.source === sourceVertex.id)!;
+    expect(edge.partitioner).toBe('rebalance');
+    const slotA0 = await allocate(a.te, a.gateway, 0);
+    const slotA1 = await allocate(a.te, a.gateway, 1);
+    const slotB0 = await allocate(b.te, b.gateway, 0);
+
+    const producer = descriptor('twoStage', sourceVertex, slotA0);
+    const partitionId = ResultPartitionId.of(`${edge.id}.0.${producer.attemptId}`);
+    const output: ResultPartitionDescriptor = { edgeId: edge.id, partitionId, partitionType: 'pipelined', partitioner: 'rebalance', numberOfSubpartitions: 3 };
+    const input = (sub: number): InputGateDescriptor => ({ edgeId: edge.id, channels: [{ partitionId, subpartitionIndex: sub, producer: { resourceId: a.te.resourceId, dataAddress: a.te.dataAddress } }] });
+    // Three consumers (parallelism 3 for the test): same worker as the producer, the other worker, the other TaskExecutor.
+    const consumers = [slotA0, slotA1, slotB0].map((alloc, i) => descriptor('twoStage', { ...mapVertex, parallelism: 3 }, alloc, { subtaskIndex: i, inputs: [input(i)] }));
+    // Consumers first: they must wait for the partition to be registered.
+    await b.gateway.submitTask(consumers[2]!, JM_TOKEN);
+    await a.gateway.submitTask(consumers[1]!, JM_TOKEN);
+    await a.gateway.submitTask(consumers[0]!, JM_TOKEN);
+    await a.gateway.submitTask({ ...producer, outputs: [output] }, JM_TOKEN);
+
+    const ends = await Promise.all([producer, ...consumers].map((t) => waitFor(`end of ${t.taskName}`, () => cluster.jm.terminal(t.attemptId))));
+    expect(ends.map((e) => e.state)).toEqual(['FINISHED', 'FINISHED', 'FINISHED', 'FINISHED']);
+    expect(ends[0]!.result).toMatchObject({ recordsIn: 5000, recordsOut: 5000 });
+    ends.slice(1).forEach((e, i) => {
+      const expected = Array.from({ length: 5000 }, (_, k) => k + 1).filter((x) => (x - 1) % 3 === i).map((x) => ({ x, twice: x * 2 }));
+      expect(e.result?.collected).toEqual(expected);
+    });
+    expect(a.te.introspect().dataServer).toMatchObject({ connections: 1, channelsOpened: 1 });
+    expect(b.te.introspect().dataConnectionsOpened).toBe(1);
+    await waitFor('partition released after consumption', () => a.te.introspect().heldPartitions === 0);
+  });
+
+  it('re-registers when the ResourceManager falls silent, with the new leader once the lease moved', async () => {
+    const fast = loadConfig({ 'heartbeat.interval': 50, 'heartbeat.timeout': 300 }, config);
+    const { gateway } = await startTaskExecutor('te-rm-lost', { config: fast });
+    // No heartbeats from the RM: after the timeout the TaskExecutor looks up the leader and registers again.
+    await waitFor('a second registration', () => cluster.rm.registrations.length >= 2, 5_000);
+    // Leadership moves: the old lease expires and a new RM takes it with a higher epoch.
+    const newRpc = new LocalRpcService(cluster.network, 'rm-2');
+    const leaseName = leaseNames.resourceManager(cluster.jobId);
+    await cluster.leaseStore.release(leaseName, RM_EPOCH_HOLDER, cluster.rmToken);
+    const lease = await cluster.leaseStore.tryAcquire(leaseName, 'rm-2', newRpc.address, 60_000);
+    const newRm = TestResourceManager.serve(newRpc, lease!.epoch);
+    await waitFor('registration at the new leader', () => newRm.registrations[0], 5_000);
+    const report = await gateway.heartbeatFromResourceManager(FencingToken.of(lease!.epoch));
+    expect(report.resourceId).toBe('te-rm-lost');
+    await expect(gateway.heartbeatFromResourceManager(cluster.rmToken)).rejects.toThrow(/token/);
+    await newRpc.close();
+  });
+
+  it('reads a text file through splits asked of the JobMaster and writes the staging part file', async () => {
+    const { te, gateway } = await startTaskExecutor('te-text');
+    const allocationId = await allocate(te, gateway, 1);
+    const dir = join(root, cluster.jobId, 'text');
+    const input = join(dir, 'input.txt');
+    const lines = Array.from({ length: 200 }, (_, i) => `line ${i}`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(input, lines.join('\r\n') + '\r\n');
+    cluster.jm.splits = createSplits([{ path: input, size: readFileSync(input).length }], 97);
+    const splitCount = cluster.jm.splits.length;
+    const staging = join(dir, 'staging');
+    const tdd = descriptor('doubled', { ...onlyVertex('doubled'), operators: [
+      { kind: 'source.textFile', id: 'src', name: 'readTextFile', path: input, splitSizeBytes: 97 },
+      { kind: 'sink.textFile', id: 'snk', name: 'writeAsText', path: join(dir, 'out') },
+    ] }, allocationId, { sinkStagingDir: staging });
+    await gateway.submitTask(tdd, JM_TOKEN);
+    const end = await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId));
+    expect(end.state).toBe('FINISHED');
+    expect(splitCount).toBeGreaterThan(10);
+    expect(cluster.jm.splits).toEqual([]);
+    expect(readFileSync(join(staging, 'part-0'), 'utf8')).toBe(lines.join('\n') + '\n');
+    expect(end.result).toMatchObject({ recordsIn: 200, recordsOut: 200 });
+  });
+});
