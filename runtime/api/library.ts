@@ -1,7 +1,8 @@
 // User-code libraries: a job file bundled into one ESM module, content-addressed by sha256. The client
 // bundles and imports it; the Dispatcher only lists its exports (no user code runs there); TaskExecutors
 // import it from their library cache.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sha256Hex } from '../blob/blob-store.js';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -19,7 +20,6 @@ export class JobFileError extends FloeError {
   }
 }
 
-export const sha256Of = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
 
 /** The API module job files import as 'floe'; bundled into each library so it needs no install. */
 export const API_ENTRY = join(packageRoot, 'runtime', 'api', 'index.ts');
@@ -71,7 +71,7 @@ export async function bundleJobFile(path: string): Promise<{ code: Uint8Array; s
   const out = result.outputFiles.find((f) => f.path.endsWith('.mjs'));
   if (out === undefined) throw new JobFileError(`bundling ${entry} produced no module`);
   const code = out.contents;
-  return { code, sha256: sha256Of(code) };
+  return { code, sha256: sha256Hex(code) };
 }
 
 /** The names a library exports, read without running it. */
@@ -91,7 +91,7 @@ export async function listLibraryExports(code: Uint8Array): Promise<string[]> {
  * Imports are cached by Node, so the same library is evaluated once per process.
  */
 export async function importLibrary(code: Uint8Array, cacheDir: string): Promise<Record<string, unknown>> {
-  const sha256 = sha256Of(code);
+  const sha256 = sha256Hex(code);
   const file = join(cacheDir, `${sha256}.mjs`);
   if (!existsSync(file)) {
     await mkdir(cacheDir, { recursive: true });

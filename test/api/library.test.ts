@@ -2,7 +2,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bundleJobFile, importLibrary, JobFileError, listLibraryExports, sha256Of } from '../../runtime/api/library.js';
+import { bundleJobFile, importLibrary, JobFileError, listLibraryExports } from '../../runtime/api/library.js';
+import { sha256Hex } from '../../runtime/blob/blob-store.js';
 import { loadJobDefinition, resolveUserFunctions } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
 import { InvalidJobDefinitionError } from '../../runtime/api/job-definition.js';
@@ -19,7 +20,7 @@ describe('job libraries', () => {
     const a = await bundleJobFile(fixture('word-lengths.ts'));
     const b = await bundleJobFile(fixture('word-lengths.ts'));
     expect(a.sha256).toBe(b.sha256);
-    expect(a.sha256).toBe(sha256Of(a.code));
+    expect(a.sha256).toBe(sha256Hex(a.code));
     const text = Buffer.from(a.code).toString('utf8');
     // the API is inside the bundle; node builtins stay imports; the source map is inline
     expect(text).toContain('__floeJob');
