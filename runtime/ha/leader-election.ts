@@ -1,0 +1,235 @@
+// Leader election on a LeaseStore: campaign until the lease is won, renew it while leading, and step down
+// before the lease can lapse. A leader that cannot renew (store unreachable, process starved) revokes
+// its own leadership a safety margin ahead of the lease's expiry, so there are never two acting leaders.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Clock, Timer } from '../core/clock.js';
+import { ConfigurationError, FloeError, errorMessage } from '../core/errors.js';
+import { FencingToken } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import type { Lease, LeaseStore } from './lease-store.js';
+
+export interface LeaderElectionOptions {
+  readonly store: LeaseStore;
+  /** Lease name, e.g. `leaseNames.jobMaster(jobId)`. */
+  readonly name: string;
+  /** Unique per contender: two contenders with one holder id would both count as the holder. */
+  readonly holder: string;
+  /** Published with the lease so others can find the leader (`retrieveLeader`). */
+  readonly address: string;
+  readonly leaseDurationMs: number;
+  /** How often to try to win the lease while not leading, and to renew it while leading. */
+  readonly renewIntervalMs: number;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /**
+   * Leadership is given up this long before the lease would lapse without a renewal, to cover timer
+   * delays and clock drift. @default min(leaseDurationMs / 5, (leaseDurationMs - renewIntervalMs) / 2)
+   */
+  readonly safetyMarginMs?: number;
+}
+
+export interface LeaderContender {
+  /** Called once per leadership session; a new session comes with a new (higher) or the same token. */
+  grantLeadership(token: FencingToken): void | Promise<void>;
+  /** Called when leadership ends (lost, could not renew in time, or stop()); stop acting at once. */
+  revokeLeadership(reason: string): void | Promise<void>;
+}
+
+interface Session {
+  readonly token: FencingToken;
+  /** Local time until which this process may act as leader. */
+  validUntilMs: number;
+}
+
+class StoreCallTimeoutError extends FloeError {
+  constructor(what: string, timeoutMs: number) {
+    super('LEASE_STORE_TIMEOUT', `lease store did not answer ${what} within ${timeoutMs} ms`, { retryable: true });
+  }
+}
+
+const STOPPED = 'leader election stopped';
+
+/** Which elections' contender callbacks are on the current async stack (see stop()). */
+const insideCallbacks = new AsyncLocalStorage<LeaderElection>();
+
+export class LeaderElection {
+  private readonly margin: number;
+  private readonly log: Logger;
+  private started = false;
+  private stopped = false;
+  private session: Session | undefined;
+  /** Epoch this contender last held in the store; released on stop even when no longer acting. */
+  private heldEpoch: number | undefined;
+  private loopTimer: Timer | undefined;
+  private deadlineTimer: Timer | undefined;
+  private callbacks: Promise<void> = Promise.resolve();
+  private stopping: Promise<void> | undefined;
+
+  constructor(private readonly options: LeaderElectionOptions, private readonly contender: LeaderContender) {
+    const { leaseDurationMs: duration, renewIntervalMs: interval } = options;
+    if (!(interval > 0) || !(duration > interval)) {
+      throw new ConfigurationError(`lease renew interval (${interval} ms) must be positive and below the lease duration (${duration} ms)`);
+    }
+    this.margin = options.safetyMarginMs ?? Math.min(Math.floor(duration / 5), Math.floor((duration - interval) / 2));
+    if (!(this.margin >= 0) || interval >= duration - this.margin) {
+      throw new ConfigurationError(
+        `lease safety margin (${this.margin} ms) leaves no time to renew: renew interval ${interval} ms must be below lease duration ${duration} ms minus the margin`,
+      );
+    }
+    this.log = options.logger.child({ lease: options.name, holder: options.holder });
+  }
+
+  /** The token to fence calls with while this contender leads; undefined otherwise (checked against the clock). */
+  get currentToken(): FencingToken | undefined {
+    const s = this.session;
+    return s !== undefined && this.options.clock.now() < s.validUntilMs ? s.token : undefined;
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.scheduleTick(0);
+  }
+
+  /**
+   * Stops campaigning; when leading, revokes leadership first and then releases the lease for a successor.
+   * A store call still in flight is not waited for: should it win the lease, it is released when it answers.
+   */
+  stop(): Promise<void> {
+    if (this.stopping !== undefined) return this.stopping;
+    this.stopped = true;
+    this.loopTimer?.cancel();
+    this.stopping = (async () => {
+      if (this.session !== undefined) this.revoke(this.session, STOPPED);
+      // From inside one of our own callbacks (a revoke that stops the election), the chain would wait for itself.
+      if (insideCallbacks.getStore() !== this) await this.callbacks;
+      await this.releaseHeld();
+    })();
+    return this.stopping;
+  }
+
+  private async releaseHeld(): Promise<void> {
+    const epoch = this.heldEpoch;
+    if (epoch === undefined) return;
+    this.heldEpoch = undefined;
+    try {
+      await this.bounded(this.options.store.release(this.options.name, this.options.holder, epoch), 'release');
+      this.log.info('lease released', { token: epoch });
+    } catch (error) {
+      this.log.warn('could not release the lease; it lapses on its own', { token: epoch, error: errorMessage(error) });
+    }
+  }
+
+  private scheduleTick(delayMs: number): void {
+    if (this.stopped) return;
+    this.loopTimer = this.options.clock.setTimeout(() => void this.tick(), delayMs);
+  }
+
+  private async tick(): Promise<void> {
+    try {
+      if (this.session === undefined) await this.campaign();
+      else await this.renew(this.session);
+    } catch (error) {
+      this.log.warn(this.session === undefined ? 'could not reach the lease store to campaign' : 'could not renew the lease; retrying until it would lapse', {
+        error: errorMessage(error),
+      });
+    } finally {
+      this.scheduleTick(this.options.renewIntervalMs);
+    }
+  }
+
+  private async campaign(): Promise<void> {
+    const { store, name, holder, address, leaseDurationMs, clock } = this.options;
+    // Validity is counted from before the call: the store may have written the lease any time after.
+    const askedAt = clock.now();
+    const lease = await this.bounded(store.tryAcquire(name, holder, address, leaseDurationMs), 'tryAcquire');
+    if (lease === undefined) return;
+    this.heldEpoch = lease.epoch;
+    if (this.stopped) {
+      await this.releaseHeld();
+      return;
+    }
+    const validUntilMs = this.validUntil(askedAt, lease);
+    if (clock.now() >= validUntilMs) {
+      this.log.warn('won the lease too late to act on it; trying again', { token: lease.epoch, tookMs: clock.now() - askedAt });
+      return;
+    }
+    const session: Session = { token: FencingToken.of(lease.epoch), validUntilMs };
+    this.session = session;
+    this.armDeadline(session);
+    this.log.info('leadership granted', { token: session.token, validUntilMs });
+    this.enqueue(() => this.contender.grantLeadership(session.token), 'grantLeadership');
+  }
+
+  private async renew(session: Session): Promise<void> {
+    const { store, name, holder, leaseDurationMs, clock } = this.options;
+    const askedAt = clock.now();
+    const lease = await this.bounded(store.renew(name, holder, session.token, leaseDurationMs), 'renew');
+    if (lease === undefined) {
+      if (this.heldEpoch === session.token) this.heldEpoch = undefined;
+      if (this.session === session) this.revoke(session, 'lease lost: the store refused the renewal (it expired or another contender took it over)');
+      return;
+    }
+    // Renewed, but possibly after the deadline already revoked this session: the next campaign round
+    // re-acquires the same epoch and grants it afresh.
+    if (this.session !== session) return;
+    session.validUntilMs = this.validUntil(askedAt, lease);
+    this.armDeadline(session);
+  }
+
+  private validUntil(askedAt: number, lease: Lease): number {
+    return Math.min(askedAt + this.options.leaseDurationMs, lease.expiresAtMs) - this.margin;
+  }
+
+  private armDeadline(session: Session): void {
+    this.deadlineTimer?.cancel();
+    this.deadlineTimer = this.options.clock.setTimeout(() => {
+      if (this.session !== session) return;
+      if (this.options.clock.now() < session.validUntilMs) {
+        this.armDeadline(session);
+        return;
+      }
+      this.revoke(session, `could not renew the lease in time (no successful renewal for ${this.options.leaseDurationMs - this.margin} ms; is the lease store reachable?)`);
+    }, session.validUntilMs - this.options.clock.now());
+  }
+
+  private revoke(session: Session, reason: string): void {
+    if (this.session !== session) return;
+    this.session = undefined;
+    this.deadlineTimer?.cancel();
+    this.deadlineTimer = undefined;
+    (reason === STOPPED ? this.log.info : this.log.warn)('leadership revoked', { token: session.token, reason });
+    this.enqueue(() => this.contender.revokeLeadership(reason), 'revokeLeadership');
+  }
+
+  /** Contender callbacks run one after another, in the order the decisions were taken. */
+  private enqueue(fn: () => void | Promise<void>, what: string): void {
+    this.callbacks = this.callbacks
+      .then(() => insideCallbacks.run(this, fn))
+      .catch((error: unknown) => this.log.error(`${what} failed`, { error }));
+  }
+
+  private bounded<T>(call: Promise<T>, what: string): Promise<T> {
+    const timeoutMs = this.options.leaseDurationMs;
+    return new Promise<T>((resolve, reject) => {
+      const timer = this.options.clock.setTimeout(() => reject(new StoreCallTimeoutError(what, timeoutMs)), timeoutMs);
+      call.then(
+        (v) => {
+          timer.cancel();
+          resolve(v);
+        },
+        (e: unknown) => {
+          timer.cancel();
+          reject(e);
+        },
+      );
+    });
+  }
+}
+
+/** The current leader of lease `name`, if its lease has not lapsed. */
+export async function retrieveLeader(store: LeaseStore, name: string, clock: Clock): Promise<{ address: string; token: FencingToken } | undefined> {
+  const lease = await store.get(name);
+  if (lease === undefined || lease.expiresAtMs <= clock.now()) return undefined;
+  return { address: lease.address, token: FencingToken.of(lease.epoch) };
+}

@@ -1,0 +1,158 @@
+// WorkerLauncher that runs each worker as a child process: `node --enable-source-maps <entry>`, its output
+// appended to `<logDir>/<id>.log`. With exitWithParent (the default), each child gets an IPC channel and a
+// worker entry point that calls installParentWatch() (see parent-watch.ts) exits when this process is gone.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigurationError, ConflictError, InvalidRequestError } from '../core/errors.js';
+import { createLogger, type Logger } from '../core/logger.js';
+import { ProcessEnv } from '../core/process-env.js';
+import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../resourcemanager/worker-launcher.js';
+
+export { installParentWatch } from './parent-watch.js';
+
+export interface ChildProcessWorkerLauncherOptions {
+  /** Path of the JS file run with process.execPath for each kind of worker. */
+  readonly entryFor: (kind: WorkerKind) => string;
+  /** Each worker's stdout and stderr are appended to `<logDir>/<id>.log`. */
+  readonly logDir: string;
+  /** Environment for every worker, on top of this process's own. */
+  readonly env?: Record<string, string>;
+  /** Time between SIGTERM and SIGKILL when stopping. @default 5000 */
+  readonly stopGraceMs?: number;
+  /**
+   * Give each child an IPC channel so it can notice this process dying (even by SIGKILL). Only takes
+   * effect when the worker's entry point calls installParentWatch(). @default true
+   */
+  readonly exitWithParent?: boolean;
+  readonly logger?: Logger;
+}
+
+interface Child {
+  readonly spec: WorkerSpec;
+  readonly process: ChildProcess;
+  readonly gone: Promise<void>;
+  stopReason?: string;
+  forced: boolean;
+}
+
+const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+
+export class ChildProcessWorkerLauncher implements WorkerLauncher {
+  private readonly children = new Map<string, Child>();
+  /** Ids whose start is under way, so a concurrent start of the same id is refused too. */
+  private readonly starting = new Set<string>();
+  private readonly listeners = new Set<(exit: WorkerExit) => void>();
+  private readonly stopGraceMs: number;
+  private readonly logger: Logger;
+
+  constructor(private readonly options: ChildProcessWorkerLauncherOptions) {
+    this.stopGraceMs = options.stopGraceMs ?? 5_000;
+    this.logger = options.logger ?? createLogger({ component: 'child-process-launcher' });
+  }
+
+  async start(spec: WorkerSpec): Promise<void> {
+    // The id names the log file, so it must be a plain file name.
+    if (typeof spec.id !== 'string' || !ID_PATTERN.test(spec.id)) {
+      throw new InvalidRequestError(`worker id must match ${ID_PATTERN} (it names the log file), found ${JSON.stringify(spec.id)}`);
+    }
+    if (this.children.has(spec.id) || this.starting.has(spec.id)) {
+      throw new ConflictError(`worker ${spec.id} is already running; stop it first or pick another id`);
+    }
+    this.starting.add(spec.id);
+    try {
+      await this.spawnWorker(spec);
+    } finally {
+      this.starting.delete(spec.id);
+    }
+  }
+
+  private async spawnWorker(spec: WorkerSpec): Promise<void> {
+    const entry = this.options.entryFor(spec.kind);
+    if (!existsSync(entry)) throw new ConfigurationError(`entry point for ${spec.kind} workers not found at ${entry}; run 'npm run build' first`);
+    mkdirSync(this.options.logDir, { recursive: true });
+    const logPath = join(this.options.logDir, `${spec.id}.log`);
+    const logFd = openSync(logPath, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, ['--enable-source-maps', entry], {
+        env: { ...process.env, ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id },
+        stdio: this.options.exitWithParent === false ? ['ignore', logFd, logFd] : ['ignore', logFd, logFd, 'ipc'],
+      });
+    } finally {
+      // The child has its own copy of the descriptor: its log outlives this process if need be.
+      closeSync(logFd);
+    }
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    // Later errors (a signal that could not be sent, an IPC hiccup) must not crash the launcher's process.
+    child.on('error', (error) => this.logger.warn('worker process error', { workerId: spec.id, error: error.message }));
+    // The IPC channel is only there for the child to notice our death; it must not keep us alive.
+    child.channel?.unref();
+    const record: Child = {
+      spec,
+      process: child,
+      forced: false,
+      gone: exited.then(({ code, signal }) => this.exited(spec.id, code, signal)),
+    };
+    this.children.set(spec.id, record);
+    this.logger.info('worker started', { workerId: spec.id, kind: spec.kind, pid: child.pid, log: logPath });
+  }
+
+  async stop(id: string, reason: string): Promise<void> {
+    const child = this.children.get(id);
+    if (child === undefined) return;
+    if (child.stopReason === undefined) {
+      child.stopReason = reason;
+      this.logger.info('stopping worker', { workerId: id, reason, graceMs: this.stopGraceMs });
+      child.process.kill('SIGTERM');
+      const force = setTimeout(() => {
+        child.forced = true;
+        this.logger.warn('worker ignored SIGTERM; killing it', { workerId: id, graceMs: this.stopGraceMs });
+        child.process.kill('SIGKILL');
+      }, this.stopGraceMs);
+      force.unref();
+      void child.gone.finally(() => clearTimeout(force));
+    }
+    await child.gone;
+  }
+
+  onExit(listener: (exit: WorkerExit) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  running(): string[] {
+    return [...this.children.keys()];
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.children.keys()].map((id) => this.stop(id, 'launcher closed')));
+  }
+
+  private exited(id: string, code: number | null, signal: NodeJS.Signals | null): void {
+    const child = this.children.get(id);
+    if (child === undefined) return;
+    this.children.delete(id);
+    const how = code !== null
+      ? `exited with code ${code}`
+      : child.forced
+        ? `killed with SIGKILL after ignoring SIGTERM for ${this.stopGraceMs} ms`
+        : `killed by signal ${signal ?? 'unknown'}`;
+    const requested = child.stopReason !== undefined;
+    const exit: WorkerExit = { id, kind: child.spec.kind, exitCode: code, reason: requested ? `stopped: ${child.stopReason} (${how})` : how, requested };
+    (requested ? this.logger.info : this.logger.warn)('worker exited', { workerId: id, kind: child.spec.kind, exitCode: code, signal, requested });
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(exit);
+      } catch (error) {
+        this.logger.error('worker exit listener failed', { workerId: id, error });
+      }
+    }
+  }
+}

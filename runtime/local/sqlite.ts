@@ -1,0 +1,120 @@
+// The embedded database: one SQLite file in WAL mode shared by every Floe process on the machine
+// (Dispatcher, JobManagers), so leases and job records are coordinated through SQLite's file locks.
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { FloeError } from '../core/errors.js';
+
+export type SqliteDatabase = Database.Database;
+
+/** How long one statement waits for another process's write lock before SQLite reports SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5_000;
+
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS leases (
+    name          TEXT PRIMARY KEY,
+    holder        TEXT NOT NULL,
+    address       TEXT NOT NULL,
+    epoch         INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    released      INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE TABLE IF NOT EXISTS jobs (
+    job_id          TEXT PRIMARY KEY,
+    submitted_at_ms INTEGER NOT NULL,
+    record          TEXT NOT NULL
+  );
+`;
+
+/** SQLite said the database is locked by another connection for longer than the busy timeout. */
+export class DatabaseBusyError extends FloeError {
+  constructor(path: string, waitedMs: number, cause: unknown) {
+    super(
+      'DATABASE_BUSY',
+      `the embedded database ${path} stayed locked by another process for ${waitedMs} ms; check for a hung Floe process holding it and retry`,
+      { cause, retryable: true },
+    );
+  }
+}
+
+export function isBusyError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
+/**
+ * Opens (creating when needed) the database at `path`. Several processes may open the same fresh file
+ * at the same moment: the busy timeout is set before anything else, and the WAL switch and schema
+ * creation are idempotent and retried while another opener holds the lock.
+ */
+export function openDatabase(path: string): SqliteDatabase {
+  mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path, { timeout: BUSY_TIMEOUT_MS });
+  try {
+    retryBusySync(path, () => db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`));
+    retryBusySync(path, () => {
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (String(mode).toLowerCase() !== 'wal') throw new FloeError('DATABASE_MODE', `could not switch ${path} to WAL mode (got '${String(mode)}'); is it on a network filesystem?`);
+    });
+    // NORMAL is durable across process crashes in WAL mode; only an OS crash may lose the last commits.
+    db.pragma('synchronous = NORMAL');
+    retryBusySync(path, () => db.transaction(() => db.exec(SCHEMA)).immediate());
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return db;
+}
+
+/**
+ * Runs `fn` in an IMMEDIATE transaction: the write lock is taken up front, so two processes never both
+ * read a row and then both write it, and the busy handler applies (a deferred read transaction that later
+ * upgrades gets SQLITE_BUSY at once in WAL mode). A lock held past the busy timeout is retried with
+ * back-off without blocking the event loop, up to `maxWaitMs`.
+ */
+export async function writeTransaction<T>(db: SqliteDatabase, fn: () => T, maxWaitMs = 2 * BUSY_TIMEOUT_MS): Promise<T> {
+  const tx = db.transaction(fn);
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return tx.immediate();
+    } catch (error) {
+      if (!isBusyError(error)) throw error;
+      const waited = Date.now() - started;
+      if (waited >= maxWaitMs) throw new DatabaseBusyError(db.name, waited, error);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(200, 5 * 2 ** attempt)));
+    }
+  }
+}
+
+/** Reads see the last committed state; they retry only on the rare busy answers WAL readers can get. */
+export async function read<T>(db: SqliteDatabase, fn: () => T, maxWaitMs = 2 * BUSY_TIMEOUT_MS): Promise<T> {
+  const started = Date.now();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return fn();
+    } catch (error) {
+      if (!isBusyError(error)) throw error;
+      const waited = Date.now() - started;
+      if (waited >= maxWaitMs) throw new DatabaseBusyError(db.name, waited, error);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(200, 5 * 2 ** attempt)));
+    }
+  }
+}
+
+function retryBusySync(path: string, fn: () => void): void {
+  const started = Date.now();
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fn();
+      return;
+    } catch (error) {
+      if (!isBusyError(error)) throw error;
+      const waited = Date.now() - started;
+      if (waited >= 2 * BUSY_TIMEOUT_MS) throw new DatabaseBusyError(path, waited, error);
+      // Opening is synchronous (callers construct stores in constructors), so wait without an event loop.
+      Atomics.wait(pause, 0, 0, Math.min(100, 2 ** attempt));
+    }
+  }
+}

@@ -1,0 +1,23 @@
+// Runs the port contracts on the embedded adapters: SQLite leases and jobs, filesystem blobs.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { FsBlobStore } from '../../runtime/local/fs-blob-store.js';
+import { SqliteJobStore } from '../../runtime/local/sqlite-job-store.js';
+import { SqliteLeaseStore } from '../../runtime/local/sqlite-lease-store.js';
+import { describeBlobStoreContract } from '../contracts/blob-store.contract.js';
+import { describeJobStoreContract } from '../contracts/job-store.contract.js';
+import { describeLeaseStoreContract } from '../contracts/lease-store.contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'floe-embedded-contract-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+
+describeLeaseStoreContract('SqliteLeaseStore', async (clock) => new SqliteLeaseStore(join(dir, `leases-${n++}.db`), clock));
+// One database shared by every test, as in production: the suite must not depend on an empty table.
+describeLeaseStoreContract('SqliteLeaseStore (shared file)', async (clock) => new SqliteLeaseStore(join(dir, 'shared.db'), clock));
+describeJobStoreContract('SqliteJobStore', async (clock) => new SqliteJobStore(join(dir, `jobs-${n++}.db`), clock));
+describeJobStoreContract('SqliteJobStore (shared file)', async (clock) => new SqliteJobStore(join(dir, 'shared.db'), clock));
+describeBlobStoreContract('FsBlobStore', async () => new FsBlobStore(join(dir, `blobs-${n++}`)));
+describeBlobStoreContract('FsBlobStore (shared folder)', async () => new FsBlobStore(join(dir, 'shared-blobs')));

@@ -1,0 +1,14 @@
+import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
+import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
+import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
+import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
+import { describeBlobStoreContract } from '../contracts/blob-store.contract.js';
+import { describeJobStoreContract } from '../contracts/job-store.contract.js';
+import { describeLeaseStoreContract } from '../contracts/lease-store.contract.js';
+import { describeWorkerLauncherContract } from '../contracts/worker-launcher.contract.js';
+import { createContractTestWorker } from '../support/test-workers.js';
+
+describeLeaseStoreContract('InMemoryLeaseStore', async (clock) => new InMemoryLeaseStore(clock));
+describeJobStoreContract('InMemoryJobStore', async (clock) => new InMemoryJobStore(clock));
+describeBlobStoreContract('InMemoryBlobStore', async () => new InMemoryBlobStore());
+describeWorkerLauncherContract('InProcessWorkerLauncher', async () => new InProcessWorkerLauncher(createContractTestWorker));
