@@ -146,7 +146,8 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
         : `killed by signal ${signal ?? 'unknown'}`;
     const requested = child.stopReason !== undefined;
     const exit: WorkerExit = { id, kind: child.spec.kind, exitCode: code, reason: requested ? `stopped: ${child.stopReason} (${how})` : how, requested };
-    (requested ? this.logger.info : this.logger.warn)('worker exited', { workerId: id, kind: child.spec.kind, exitCode: code, signal, requested });
+    // A worker that ends by itself with code 0 is done (a JobManager whose job ended); anything else unasked is news.
+    (requested || code === 0 ? this.logger.info : this.logger.warn)('worker exited', { workerId: id, kind: child.spec.kind, exitCode: code, signal, requested });
     for (const listener of [...this.listeners]) {
       try {
         listener(exit);
