@@ -8,22 +8,80 @@ export type MapFunction<T, R> = (value: T) => R;
 /** Returns the records to emit for one input record: an array, a Set, a generator… */
 export type FlatMapFunction<T, R> = (value: T) => Iterable<R>;
 export type FilterFunction<T> = (value: T) => boolean;
+/** Gives a record its key: a string, number, boolean, bigint or null, or an array / plain object of them. */
+export type KeySelector<T, K> = (value: T) => K;
+/** Combines a key's value so far with its next record. */
+export type ReduceFunction<T> = (accumulated: T, value: T) => T;
+/** Folds a key's records into an accumulator and turns it into the result, as Flink's AggregateFunction. */
+export interface AggregateFunction<T, A, R> {
+  createAccumulator(): A;
+  add(value: T, accumulator: A): A;
+  getResult(accumulator: A): R;
+  /**
+   * Merges two accumulators of one key. With it, on bounded input, each producer folds its records per key
+   * before they cross the network and the keyed operator merges the partial accumulators (which must be
+   * plain data the network can carry). Without it, every record crosses.
+   */
+  merge?(a: A, b: A): A;
+}
+/** Makes the record with index `index` (0, 1, 2, …) of a generated source. */
+export type GeneratorFunction<T> = (index: number) => T;
 export type UserFunction = (...args: any[]) => unknown;
+
+/**
+ * How records cross an all-to-all edge: 'pipelined' streams them to a running consumer (backpressure,
+ * bounded memory); 'blocking' writes them to disk and the consumer starts once the producer is done.
+ */
+export type ExchangeMode = 'pipelined' | 'blocking';
+export interface ExchangeOptions {
+  /** @default - the environment's default exchange (setDefaultExchange), itself 'pipelined' by default */
+  readonly exchange?: ExchangeMode;
+}
+
+export interface GenerateOptions {
+  /** How many records; unset, the source never ends (an unbounded stream, until the job is cancelled). */
+  readonly count?: number;
+  /** At most this many records per second over all the source's subtasks. @default - as fast as possible */
+  readonly ratePerSecond?: number;
+}
 
 /** What a transformation does, with the parameters of its operator. */
 export type TransformationSpec =
   | { readonly kind: 'source.sequence'; readonly from: number; readonly to: number }
   | { readonly kind: 'source.textFile'; readonly path: string; readonly splitSizeBytes: number | undefined }
   | { readonly kind: 'source.collection'; readonly fn: UserFunction }
+  | { readonly kind: 'source.generate'; readonly fn: UserFunction; readonly count: number | undefined; readonly ratePerSecond: number | undefined }
+  | { readonly kind: 'keyed.reduce'; readonly key: UserFunction; readonly fn: UserFunction }
+  | { readonly kind: 'keyed.sum'; readonly key: UserFunction; readonly field: string | number | undefined; readonly selector: UserFunction | undefined }
+  | {
+      readonly kind: 'keyed.aggregate';
+      readonly key: UserFunction;
+      readonly createAccumulator: UserFunction;
+      readonly add: UserFunction;
+      readonly getResult: UserFunction;
+      readonly merge: UserFunction | undefined;
+    }
   | { readonly kind: 'map' | 'flatMap' | 'filter'; readonly fn: UserFunction }
   | { readonly kind: 'sink.textFile'; readonly path: string }
   | { readonly kind: 'sink.collect'; readonly maxRecords: number | undefined };
 
-/** An input of a transformation; `partitioner` is set when the user asked for one (e.g. `rebalance()`). */
+/**
+ * An input of a transformation; `partitioner` is set when the user asked for one (e.g. `rebalance()`),
+ * `exchange` when the user chose the edge's exchange mode, `keySelector` on the hash input of keyBy.
+ */
 export interface StreamInput {
   readonly from: Transformation;
   readonly partitioner?: Partitioner;
+  readonly exchange?: ExchangeMode;
+  readonly keySelector?: UserFunction;
 }
+
+/**
+ * Whether an operator joins the chain of its input ('always', when the chaining rules allow), starts a
+ * new chain that later operators may join ('head', startNewChain), or is chained to nothing ('never',
+ * disableChaining).
+ */
+export type ChainingStrategy = 'always' | 'head' | 'never';
 
 /** One recorded operator. Its id (`op-<n>`) follows creation order, so re-running a builder yields the same ids. */
 export interface Transformation {
@@ -35,12 +93,17 @@ export interface Transformation {
   name: string;
   parallelism: number | undefined;
   slotSharingGroup: string | undefined;
+  chaining: ChainingStrategy;
 }
 
 const DEFAULT_NAMES: Record<OperatorKind, string> = {
   'source.sequence': 'fromSequence',
   'source.textFile': 'readTextFile',
   'source.collection': 'fromCollection',
+  'source.generate': 'generate',
+  'keyed.reduce': 'reduce',
+  'keyed.sum': 'sum',
+  'keyed.aggregate': 'aggregate',
   map: 'map',
   flatMap: 'flatMap',
   filter: 'filter',
@@ -76,6 +139,18 @@ function checkFunction(method: string, fn: unknown): UserFunction {
   return fn as UserFunction;
 }
 
+function checkExchange(method: string, options: ExchangeOptions | undefined): ExchangeMode | undefined {
+  if (options === undefined) return undefined;
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidJobDefinitionError(`${method}(options) needs an object such as { exchange: 'blocking' }, found ${options === null ? 'null' : typeof options}`);
+  }
+  const mode = options.exchange;
+  if (mode !== undefined && mode !== 'pipelined' && mode !== 'blocking') {
+    throw new InvalidJobDefinitionError(`${method}({ exchange }) must be 'pipelined' or 'blocking', found ${JSON.stringify(mode)}`);
+  }
+  return mode;
+}
+
 function checkPath(method: string, path: unknown): string {
   if (typeof path !== 'string' || path === '') {
     throw new InvalidJobDefinitionError(`${method}(path) needs a non-empty file path, found ${JSON.stringify(path)}`);
@@ -96,7 +171,52 @@ function setOperatorParallelism(t: Transformation, n: unknown): void {
 export class StreamEnvironment {
   private nextOperatorNumber = 1;
   private defaultParallelism: number | undefined;
+  private chainingEnabled = true;
+  private defaultExchange: ExchangeMode = 'pipelined';
   private readonly recorded: Transformation[] = [];
+
+  /** Runs every operator in a task of its own: no two operators are fused into one chain. */
+  disableOperatorChaining(): this {
+    this.chainingEnabled = false;
+    return this;
+  }
+
+  isChainingEnabled(): boolean {
+    return this.chainingEnabled;
+  }
+
+  /**
+   * The exchange mode of all-to-all edges (rebalance, broadcast, keyBy, parallelism changes) that do
+   * not choose one. Forward edges between operators that are not chained stay pipelined.
+   */
+  setDefaultExchange(mode: ExchangeMode): this {
+    if (mode !== 'pipelined' && mode !== 'blocking') {
+      throw new InvalidJobDefinitionError(`setDefaultExchange(mode) needs 'pipelined' or 'blocking', found ${JSON.stringify(mode)}`);
+    }
+    this.defaultExchange = mode;
+    return this;
+  }
+
+  getDefaultExchange(): ExchangeMode {
+    return this.defaultExchange;
+  }
+
+  /**
+   * Records fn(0), fn(1), …, split over the source's subtasks (subtask i makes the indexes i, i + p, …).
+   * With `count` the source is bounded; without, it is an unbounded stream that runs until the job is
+   * cancelled, and keyed operators after it emit a running update per record.
+   */
+  generate<T>(fn: GeneratorFunction<T>, options: GenerateOptions = {}): OperatorStream<T> {
+    checkFunction('generate', fn);
+    const { count, ratePerSecond } = options;
+    if (count !== undefined && (!Number.isSafeInteger(count) || count < 0)) {
+      throw new InvalidJobDefinitionError(`generate(fn, { count }) needs an integer >= 0, found ${JSON.stringify(count)}`);
+    }
+    if (ratePerSecond !== undefined && (typeof ratePerSecond !== 'number' || !Number.isFinite(ratePerSecond) || ratePerSecond <= 0)) {
+      throw new InvalidJobDefinitionError(`generate(fn, { ratePerSecond }) needs a finite number > 0, found ${JSON.stringify(ratePerSecond)}`);
+    }
+    return new OperatorStream<T>(this, this.add({ kind: 'source.generate', fn: fn as UserFunction, count, ratePerSecond }, [], false));
+  }
 
   /** Parallelism of operators that set none; unset means the cluster's `parallelism.default`. */
   setParallelism(parallelism: number): this {
@@ -160,6 +280,7 @@ export class StreamEnvironment {
       name: DEFAULT_NAMES[spec.kind],
       parallelism: undefined,
       slotSharingGroup: undefined,
+      chaining: 'always',
     };
     this.recorded.push(t);
     return t;
@@ -169,33 +290,60 @@ export class StreamEnvironment {
 export class DataStream<T> {
   /** @internal */
   protected readonly env: StreamEnvironment;
-  /** @internal */
-  protected readonly transformation: Transformation;
-  /** @internal Set by partitioning calls such as `rebalance()`; applies to the next operator's input. */
-  protected readonly partitioner: Partitioner | undefined;
+  /**
+   * @internal What the next operator reads: one input for an operator's output, several after
+   * union(); partitioning calls such as rebalance() set the partitioner of each.
+   */
+  protected readonly inputs: readonly StreamInput[];
 
   /** @internal Streams are made by StreamEnvironment and DataStream methods, not by user code. */
-  constructor(env: StreamEnvironment, transformation: Transformation, partitioner?: Partitioner) {
+  constructor(env: StreamEnvironment, inputs: readonly StreamInput[]) {
     this.env = env;
-    this.transformation = transformation;
-    this.partitioner = partitioner;
+    this.inputs = inputs;
   }
 
   map<R>(fn: MapFunction<T, R>): OperatorStream<R> {
-    return new OperatorStream<R>(this.env, this.env.add({ kind: 'map', fn: checkFunction('map', fn) }, [this.input()], false));
+    return new OperatorStream<R>(this.env, this.env.add({ kind: 'map', fn: checkFunction('map', fn) }, this.inputs, false));
   }
 
   flatMap<R>(fn: FlatMapFunction<T, R>): OperatorStream<R> {
-    return new OperatorStream<R>(this.env, this.env.add({ kind: 'flatMap', fn: checkFunction('flatMap', fn) }, [this.input()], false));
+    return new OperatorStream<R>(this.env, this.env.add({ kind: 'flatMap', fn: checkFunction('flatMap', fn) }, this.inputs, false));
   }
 
   filter(fn: FilterFunction<T>): OperatorStream<T> {
-    return new OperatorStream<T>(this.env, this.env.add({ kind: 'filter', fn: checkFunction('filter', fn) }, [this.input()], false));
+    return new OperatorStream<T>(this.env, this.env.add({ kind: 'filter', fn: checkFunction('filter', fn) }, this.inputs, false));
   }
 
   /** Spreads records round-robin over every subtask of the next operator. */
-  rebalance(): DataStream<T> {
-    return new DataStream<T>(this.env, this.transformation, 'rebalance');
+  rebalance(options?: ExchangeOptions): DataStream<T> {
+    return this.partitioned('rebalance', checkExchange('rebalance', options));
+  }
+
+  /** Sends every record to every subtask of the next operator. */
+  broadcast(options?: ExchangeOptions): DataStream<T> {
+    return this.partitioned('broadcast', checkExchange('broadcast', options));
+  }
+
+  /**
+   * Partitions by key: records with equal keys (by value; an object's field order does not matter) go
+   * to the same subtask of the keyed operator that follows, which keeps state per key.
+   */
+  keyBy<K>(keySelector: KeySelector<T, K>, options?: ExchangeOptions): KeyedStream<T, K> {
+    const key = checkFunction('keyBy', keySelector);
+    const exchange = checkExchange('keyBy', options);
+    const inputs = this.inputs.map((i): StreamInput => ({ from: i.from, partitioner: 'hash', keySelector: key, ...(exchange !== undefined ? { exchange } : {}) }));
+    return new KeyedStream<T, K>(this.env, inputs, key);
+  }
+
+  /** One stream of this stream's records and the others' (all of the same type), in no particular order. */
+  union(...others: DataStream<T>[]): DataStream<T> {
+    const inputs = [...this.inputs];
+    others.forEach((o, i) => {
+      if (!(o instanceof DataStream)) throw new InvalidJobDefinitionError(`union(...streams) needs DataStreams, argument ${i + 1} is ${o === null ? 'null' : typeof o}`);
+      if (o.env !== this.env) throw new InvalidJobDefinitionError(`union(...streams): argument ${i + 1} belongs to another StreamEnvironment; build every stream of a job on the env its builder receives`);
+      inputs.push(...o.inputs);
+    });
+    return new DataStream<T>(this.env, inputs);
   }
 
   /**
@@ -205,7 +353,7 @@ export class DataStream<T> {
    */
   writeAsText(path: string): DataStreamSink {
     checkPath('writeAsText', path);
-    return new DataStreamSink(this.env.add({ kind: 'sink.textFile', path }, [this.input()], false));
+    return new DataStreamSink(this.env.add({ kind: 'sink.textFile', path }, this.inputs, false));
   }
 
   /**
@@ -218,16 +366,93 @@ export class DataStream<T> {
     if (max !== undefined && (!Number.isSafeInteger(max) || max < 0)) {
       throw new InvalidJobDefinitionError(`collect({ maxRecords }) needs an integer >= 0, found ${JSON.stringify(max)}`);
     }
-    return new DataStreamSink(this.env.add({ kind: 'sink.collect', maxRecords: max }, [this.input()], false));
+    return new DataStreamSink(this.env.add({ kind: 'sink.collect', maxRecords: max }, this.inputs, false));
   }
 
-  private input(): StreamInput {
-    return this.partitioner === undefined ? { from: this.transformation } : { from: this.transformation, partitioner: this.partitioner };
+  private partitioned(partitioner: Partitioner, exchange: ExchangeMode | undefined): DataStream<T> {
+    return new DataStream<T>(
+      this.env,
+      this.inputs.map((i): StreamInput => ({ from: i.from, partitioner, ...(exchange !== undefined ? { exchange } : {}) })),
+    );
   }
 }
 
-/** A stream produced by one operator: its name, parallelism and slot sharing group can be set. */
+/**
+ * A stream partitioned by key (keyBy). Its operators keep state per key: on bounded input (every
+ * source upstream ends: readTextFile, fromCollection, fromSequence, generate with a count) they emit
+ * one final value per key at end of input; on unbounded input, the key's new value after every record.
+ */
+export class KeyedStream<T, K> {
+  /** @internal */
+  constructor(
+    private readonly env: StreamEnvironment,
+    private readonly inputs: readonly StreamInput[],
+    private readonly key: UserFunction,
+  ) {}
+
+  /**
+   * Folds each key's records with `fn(accumulated, value)`; a key's first record is its start value. On
+   * bounded input the producers reduce their records per key before the exchange and the keyed operator
+   * reduces those partial values, so `fn` must be associative (as a sum or a max is); the order in which
+   * records of different producers meet was never fixed.
+   */
+  reduce(fn: ReduceFunction<T>): OperatorStream<T> {
+    return this.keyed({ kind: 'keyed.reduce', key: this.key, fn: checkFunction('reduce', fn) });
+  }
+
+  /** Numbers: the sum per key. */
+  sum(this: KeyedStream<number, K>): OperatorStream<number>;
+  /** Objects or tuples: the key's first record with `field` (a property name or tuple index) holding the sum. */
+  sum(field: string | number): OperatorStream<T>;
+  /** What `selector` returns for each record, summed per key: emits [key, sum]. */
+  sum(selector: (value: T) => number): OperatorStream<[K, number]>;
+  sum(fieldOrSelector?: string | number | ((value: T) => number)): OperatorStream<any> {
+    if (typeof fieldOrSelector === 'function') {
+      return this.keyed({ kind: 'keyed.sum', key: this.key, field: undefined, selector: fieldOrSelector as UserFunction });
+    }
+    const f = fieldOrSelector;
+    if (f !== undefined && !(typeof f === 'string' && f !== '') && !(typeof f === 'number' && Number.isSafeInteger(f) && f >= 0)) {
+      throw new InvalidJobDefinitionError(`sum(field) needs a property name, a tuple index >= 0 or a selector function, found ${JSON.stringify(f)}`);
+    }
+    return this.keyed({ kind: 'keyed.sum', key: this.key, field: f, selector: undefined });
+  }
+
+  /**
+   * Folds each key's records into an accumulator (createAccumulator, add) and emits getResult of it. With
+   * `merge`, bounded input is pre-aggregated per key by the producers before the exchange.
+   */
+  aggregate<A, R>(fn: AggregateFunction<T, A, R>): OperatorStream<R> {
+    if (fn === null || typeof fn !== 'object') {
+      throw new InvalidJobDefinitionError(`aggregate(fn) needs an object with createAccumulator, add and getResult, found ${fn === null ? 'null' : typeof fn}`);
+    }
+    // Bound, so an aggregate written as a class keeps its `this`.
+    const method = (name: 'createAccumulator' | 'add' | 'getResult' | 'merge'): UserFunction => checkFunction(`aggregate({ ${name} })`, fn[name]).bind(fn) as UserFunction;
+    return this.keyed({
+      kind: 'keyed.aggregate',
+      key: this.key,
+      createAccumulator: method('createAccumulator'),
+      add: method('add'),
+      getResult: method('getResult'),
+      merge: fn.merge === undefined ? undefined : method('merge'),
+    });
+  }
+
+  private keyed<R>(spec: TransformationSpec): OperatorStream<R> {
+    return new OperatorStream<R>(this.env, this.env.add(spec, this.inputs, false));
+  }
+}
+
+/** A stream produced by one operator: its name, parallelism, slot sharing group and chaining can be set. */
 export class OperatorStream<T> extends DataStream<T> {
+  /** @internal */
+  protected readonly transformation: Transformation;
+
+  /** @internal */
+  constructor(env: StreamEnvironment, transformation: Transformation) {
+    super(env, [{ from: transformation }]);
+    this.transformation = transformation;
+  }
+
   name(name: string): this {
     this.transformation.name = checkName(`'${this.transformation.name}'`, name);
     return this;
@@ -244,6 +469,18 @@ export class OperatorStream<T> extends DataStream<T> {
    */
   slotSharingGroup(group: string): this {
     this.transformation.slotSharingGroup = checkGroup(`'${this.transformation.name}'`, group);
+    return this;
+  }
+
+  /** Starts a new chain at this operator: it is not fused with its input, but later operators may join it. */
+  startNewChain(): this {
+    if (this.transformation.chaining !== 'never') this.transformation.chaining = 'head';
+    return this;
+  }
+
+  /** Fuses this operator with neither its input nor its consumers: it runs in a task of its own. */
+  disableChaining(): this {
+    this.transformation.chaining = 'never';
     return this;
   }
 
@@ -275,6 +512,12 @@ export class DataStreamSink {
 
   slotSharingGroup(group: string): this {
     this.transformation.slotSharingGroup = checkGroup(`'${this.transformation.name}'`, group);
+    return this;
+  }
+
+  /** Keeps the sink out of its input's chain (it runs in a task of its own). */
+  disableChaining(): this {
+    this.transformation.chaining = 'never';
     return this;
   }
 

@@ -2,5 +2,16 @@
 // bundled into every job library.
 export { defineJob, isJobDefinition, InvalidJobDefinitionError } from './job-definition.js';
 export type { JobBuilder, JobDefinition } from './job-definition.js';
-export { StreamEnvironment, DataStream, OperatorStream, DataStreamSink } from './datastream.js';
-export type { MapFunction, FlatMapFunction, FilterFunction } from './datastream.js';
+export { StreamEnvironment, DataStream, KeyedStream, OperatorStream, DataStreamSink } from './datastream.js';
+export type {
+  MapFunction,
+  FlatMapFunction,
+  FilterFunction,
+  KeySelector,
+  ReduceFunction,
+  AggregateFunction,
+  GeneratorFunction,
+  GenerateOptions,
+  ExchangeMode,
+  ExchangeOptions,
+} from './datastream.js';

@@ -2,6 +2,7 @@
 // translates it into a JobGraph, a task looks up its user functions in it by operator id.
 import { StreamEnvironment, type Transformation, type UserFunction } from './datastream.js';
 import { InvalidJobDefinitionError, isJobDefinition, type JobDefinition } from './job-definition.js';
+import { functionKey } from '../jobgraph/jobgraph.js';
 
 /** The job definition exported as `exportName`, or an error naming what the module exports instead. */
 export function loadJobDefinition(moduleNamespace: Record<string, unknown>, exportName: string): JobDefinition {
@@ -35,34 +36,51 @@ export function runJobBuilder(definition: JobDefinition, args: readonly string[]
   return env;
 }
 
-function userFunctionOf(t: Transformation): UserFunction | undefined {
-  switch (t.spec.kind) {
+/**
+ * The user functions of a transformation by role: '' for its one function, or 'key', 'selector',
+ * 'createAccumulator', … for operators with several (the keys of FunctionRef.role).
+ */
+export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunction][] {
+  const spec = t.spec;
+  switch (spec.kind) {
     case 'source.collection':
+    case 'source.generate':
     case 'map':
     case 'flatMap':
     case 'filter':
-      return t.spec.fn;
+      return [['', spec.fn]];
+    case 'keyed.reduce':
+      return [['key', spec.key], ['', spec.fn]];
+    case 'keyed.sum':
+      return spec.selector === undefined ? [['key', spec.key]] : [['key', spec.key], ['selector', spec.selector]];
+    case 'keyed.aggregate':
+      return [
+        ['key', spec.key],
+        ['createAccumulator', spec.createAccumulator],
+        ['add', spec.add],
+        ['getResult', spec.getResult],
+        ...(spec.merge !== undefined ? [['merge', spec.merge] as [string, UserFunction]] : []),
+      ];
     case 'source.sequence':
     case 'source.textFile':
     case 'sink.textFile':
     case 'sink.collect':
-      return undefined;
+      return [];
     default:
-      return t.spec satisfies never;
+      return spec satisfies never;
   }
 }
 
 /**
- * Re-runs the builder exported as `exportName` with `args` and returns operator id → user function,
- * for every operator that has one. The same arguments give the same ids as the client saw, which is
+ * Re-runs the builder exported as `exportName` with `args` and returns functionKey(ref) → user function
+ * (the operator id, or `<operator id>.<role>` for one of several functions of an operator). The same arguments give the same ids as the client saw, which is
  * how a task finds the closures its FunctionRefs name.
  */
 export function resolveUserFunctions(moduleNamespace: Record<string, unknown>, exportName: string, args: readonly string[]): Map<string, Function> {
   const env = runJobBuilder(loadJobDefinition(moduleNamespace, exportName), args);
   const functions = new Map<string, UserFunction>();
   for (const t of env.getTransformations()) {
-    const fn = userFunctionOf(t);
-    if (fn !== undefined) functions.set(t.id, fn);
+    for (const [role, fn] of userFunctionsOf(t)) functions.set(functionKey(role === '' ? { operatorId: t.id } : { operatorId: t.id, role }), fn);
   }
   return functions;
 }

@@ -1,8 +1,8 @@
-// Translates what a job builder recorded into a JobGraph: one vertex per operator (its chain has one
-// entry until operator chaining exists), edges by the rules below, paths made absolute.
+// Translates what a job builder recorded into a JobGraph: operators fused into chains (one vertex per
+// chain), edges by the rules below, paths made absolute.
 import { isAbsolute, resolve } from 'node:path';
 import type { JobId } from '../core/ids.js';
-import type { JobEdge, JobGraph, JobVertex, OperatorSpec } from '../jobgraph/jobgraph.js';
+import type { FunctionRef, JobEdge, JobGraph, JobVertex, KeyedEmit, OperatorSpec } from '../jobgraph/jobgraph.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
 import type { Transformation } from './datastream.js';
 import { InvalidJobDefinitionError, type JobDefinition } from './job-definition.js';
@@ -39,10 +39,15 @@ export function defaultMaxParallelism(parallelism: number): number {
   return Math.min(Math.max(pow, 128), 32_768);
 }
 
-function operatorOf(t: Transformation, exportName: string, cwd: string, collectMaxRecords: number): OperatorSpec {
+function operatorOf(t: Transformation, exportName: string, cwd: string, collectMaxRecords: number, bounded: boolean): OperatorSpec {
   const base = { id: t.id, name: t.name };
-  const fn = { export: exportName, operatorId: t.id };
-  const absolute = (p: string): string => (isAbsolute(p) ? p : resolve(cwd, p));
+  const ref = (role?: string): FunctionRef => (role === undefined ? { export: exportName, operatorId: t.id } : { export: exportName, operatorId: t.id, role });
+  // s3:// sink targets (AWS backend) are URIs, not paths: they stay as written.
+  const absolute = (p: string): string => (isAbsolute(p) || p.startsWith('s3://') ? p : resolve(cwd, p));
+  const emit: KeyedEmit = bounded ? 'final' : 'updates';
+  // Bounded input: the producers fold records per key before the exchange (a combiner), when the
+  // operator can merge partial results. Running updates are never pre-aggregated.
+  const preAggregate = bounded && (t.spec.kind !== 'keyed.aggregate' || t.spec.merge !== undefined) ? { preAggregate: true } : {};
   const spec = t.spec;
   switch (spec.kind) {
     case 'source.sequence':
@@ -53,7 +58,39 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
     case 'map':
     case 'flatMap':
     case 'filter':
-      return { kind: spec.kind, ...base, fn };
+      return { kind: spec.kind, ...base, fn: ref() };
+    case 'source.generate':
+      return {
+        kind: spec.kind,
+        ...base,
+        fn: ref(),
+        ...(spec.count !== undefined ? { count: spec.count } : {}),
+        ...(spec.ratePerSecond !== undefined ? { ratePerSecond: spec.ratePerSecond } : {}),
+      };
+    case 'keyed.reduce':
+      return { kind: spec.kind, ...base, key: ref('key'), fn: ref(), emit, ...preAggregate };
+    case 'keyed.sum':
+      return {
+        kind: spec.kind,
+        ...base,
+        key: ref('key'),
+        emit,
+        ...(spec.field !== undefined ? { field: spec.field } : {}),
+        ...(spec.selector !== undefined ? { selector: ref('selector') } : {}),
+        ...preAggregate,
+      };
+    case 'keyed.aggregate':
+      return {
+        kind: spec.kind,
+        ...base,
+        key: ref('key'),
+        createAccumulator: ref('createAccumulator'),
+        add: ref('add'),
+        getResult: ref('getResult'),
+        ...(spec.merge !== undefined ? { merge: ref('merge') } : {}),
+        emit,
+        ...preAggregate,
+      };
     case 'sink.textFile':
       return { kind: spec.kind, ...base, path: absolute(spec.path) };
     case 'sink.collect':
@@ -64,14 +101,35 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
 }
 
 const isSink = (t: Transformation): boolean => t.spec.kind.startsWith('sink.');
+const isSource = (t: Transformation): boolean => t.spec.kind.startsWith('source.');
+
+/** Whether a source ends by itself (an unbounded generator does not). */
+function isBoundedSource(t: Transformation): boolean {
+  return t.spec.kind !== 'source.generate' || t.spec.count !== undefined;
+}
+
+interface VertexBuilder {
+  readonly head: Transformation;
+  readonly chain: Transformation[];
+  readonly parallelism: number;
+  readonly group: string;
+}
 
 /**
  * Runs the job's builder with `options.args` and returns its JobGraph, validated. Only operators that
- * lead to a sink become vertices (as in Flink, a branch that ends nowhere is not run).
+ * lead to a sink become part of it (as in Flink, a branch that ends nowhere is not run).
  *
- * Edges: equal parallelism and no partitioner asked for → forward (pointwise); otherwise rebalance over
- * all-to-all. Every partition is pipelined. An operator without a slot sharing group takes its inputs'
- * group when they agree, else 'default'.
+ * Edges: equal parallelism and no partitioner asked for → forward (pointwise); otherwise rebalance, or
+ * the partitioner asked for (hash for keyBy, broadcast), over all-to-all. All-to-all edges take the
+ * exchange mode asked for on them, else the environment's default (pipelined unless changed);
+ * forward edges are pipelined. An operator without a slot sharing group takes its inputs' group when
+ * they agree, else 'default'.
+ *
+ * Chaining, as in Flink: an operator joins its input's chain (one vertex, one task, records passed by
+ * a function call) when chaining is enabled, the edge would be forward, both have the same
+ * parallelism and slot sharing group, the operator has that one input and the input has that one
+ * consumer, the operator did not startNewChain() or disableChaining(), and the input did not
+ * disableChaining(). A vertex takes its head operator's id and its operators' names joined by ' -> '.
  */
 export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphOptions): JobGraph {
   const env = runJobBuilder(definition, options.args);
@@ -91,12 +149,21 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
   };
   sinks.forEach(visit);
 
+  const consumers = new Map<Transformation, number>();
+  for (const t of all) {
+    if (!used.has(t)) continue;
+    for (const input of t.inputs) consumers.set(input.from, (consumers.get(input.from) ?? 0) + 1);
+  }
+
   const cwd = options.cwd ?? process.cwd();
   const collectMaxRecords = options.collectMaxRecords ?? DEFAULT_COLLECT_MAX_RECORDS;
   const envParallelism = env.getParallelism() ?? options.defaultParallelism;
+  const defaultExchange = env.getDefaultExchange();
   const parallelismOf = new Map<Transformation, number>();
   const groupOf = new Map<Transformation, string>();
-  const vertices: JobVertex[] = [];
+  const boundedOf = new Map<Transformation, boolean>();
+  const vertexOf = new Map<Transformation, VertexBuilder>();
+  const builders: VertexBuilder[] = [];
   const edges: JobEdge[] = [];
 
   // Creation order is a topological order: an operator can only take inputs that already exist.
@@ -107,26 +174,51 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     const group = t.slotSharingGroup ?? (inputGroups.size === 1 ? [...inputGroups][0]! : DEFAULT_SLOT_SHARING_GROUP);
     parallelismOf.set(t, parallelism);
     groupOf.set(t, group);
-    vertices.push({
-      id: t.id,
-      name: t.name,
-      parallelism,
-      maxParallelism: defaultMaxParallelism(parallelism),
-      slotSharingGroup: group,
-      operators: [operatorOf(t, options.exportName, cwd, collectMaxRecords)],
-    });
+    boundedOf.set(t, isSource(t) ? isBoundedSource(t) : t.inputs.every((i) => boundedOf.get(i.from)!));
+
+    const only = t.inputs.length === 1 ? t.inputs[0]! : undefined;
+    const chained =
+      only !== undefined &&
+      env.isChainingEnabled() &&
+      only.partitioner === undefined &&
+      parallelismOf.get(only.from) === parallelism &&
+      groupOf.get(only.from) === group &&
+      consumers.get(only.from) === 1 &&
+      t.chaining === 'always' &&
+      only.from.chaining !== 'never' &&
+      !isSink(only.from) &&
+      !isSource(t);
+    if (chained) {
+      const vertex = vertexOf.get(only.from)!;
+      vertex.chain.push(t);
+      vertexOf.set(t, vertex);
+      continue;
+    }
+    const vertex: VertexBuilder = { head: t, chain: [t], parallelism, group };
+    builders.push(vertex);
+    vertexOf.set(t, vertex);
     for (const input of t.inputs) {
       const partitioner = input.partitioner ?? (parallelismOf.get(input.from) === parallelism ? 'forward' : 'rebalance');
       edges.push({
         id: `e-${edges.length + 1}`,
-        source: input.from.id,
+        source: vertexOf.get(input.from)!.head.id,
         target: t.id,
         distribution: partitioner === 'forward' ? 'forward' : 'all-to-all',
         partitioner,
-        partitionType: 'pipelined',
+        partitionType: partitioner === 'forward' ? 'pipelined' : (input.exchange ?? defaultExchange),
+        ...(partitioner === 'hash' ? { keySelector: { export: options.exportName, operatorId: t.id, role: 'key' } } : {}),
       });
     }
   }
+
+  const vertices: JobVertex[] = builders.map((b) => ({
+    id: b.head.id,
+    name: b.chain.map((t) => t.name).join(' -> '),
+    parallelism: b.parallelism,
+    maxParallelism: defaultMaxParallelism(b.parallelism),
+    slotSharingGroup: b.group,
+    operators: b.chain.map((t) => operatorOf(t, options.exportName, cwd, collectMaxRecords, boundedOf.get(t)!)),
+  }));
 
   const graph: JobGraph = {
     jobId: options.jobId,

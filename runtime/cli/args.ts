@@ -12,6 +12,9 @@ export class UsageError extends FloeError {
 
 export type ClusterAction = 'start' | 'stop' | 'status';
 
+export const EXAMPLES = ['wordcount', 'log-levels'] as const;
+export type ExampleName = (typeof EXAMPLES)[number];
+
 export type Command =
   | {
       readonly kind: 'run';
@@ -28,7 +31,7 @@ export type Command =
   | { readonly kind: 'status'; readonly jobId: string; readonly json: boolean }
   | { readonly kind: 'cancel'; readonly jobId: string }
   | { readonly kind: 'cluster'; readonly action: ClusterAction; readonly json: boolean; readonly config: Readonly<Record<string, string>> }
-  | { readonly kind: 'example' }
+  | { readonly kind: 'example'; readonly name: ExampleName }
   | { readonly kind: 'help' }
   | { readonly kind: 'version' };
 
@@ -48,7 +51,9 @@ Commands:
   cancel <jobId>          cancel a job
   cluster start [-D key=value]... | stop | status [--json]
                           manage the local cluster (its Dispatcher runs in the background)
-  example                 generate sample logs and run examples/log-levels.ts on a local cluster
+  example [wordcount | log-levels]
+                          generate sample input and run examples/<name>.ts on a local cluster
+                          (default: wordcount), checking its result against a direct count
 
 Options:
   --dir <stateDir>        the cluster's state folder (default: $FLOE_HOME, else ~/.floe)
@@ -195,9 +200,12 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       if (Object.keys(config).length > 0 && action !== 'start') throw new UsageError(`-D applies to 'cluster start' only`);
       return { ...base, command: { kind, action, json, config } };
     }
-    case 'example':
-      expectArgs(0, '');
-      return { ...base, command: { kind } };
+    case 'example': {
+      if (rest.length > 1) expectArgs(1, '');
+      const name = rest[0] ?? 'wordcount';
+      if (!(EXAMPLES as readonly string[]).includes(name)) throw new UsageError(`unknown example '${name}' (examples: ${EXAMPLES.join(', ')})`);
+      return { ...base, command: { kind, name: name as ExampleName } };
+    }
     case 'help':
     case 'version':
       return { ...base, command: { kind } };

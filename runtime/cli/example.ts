@@ -1,5 +1,5 @@
-// `floe example` (what `npm start` runs): generates a deterministic service log, runs
-// examples/log-levels.ts on a local cluster, and checks its result against a count made directly.
+// `floe example [wordcount | log-levels]` (`npm start` runs wordcount): generates deterministic input,
+// runs the example job on a local cluster, and checks its result against a count made directly.
 import { createReadStream, existsSync, mkdirSync, openSync, writeSync, closeSync, renameSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
@@ -7,6 +7,8 @@ import { packageRoot } from '../core/paths.js';
 import { formatDuration, formatTable } from './format.js';
 import { runJob, type CommandContext } from './commands.js';
 import { stopCluster } from './cluster.js';
+import type { ExampleName } from './args.js';
+import { runWordcountExample } from './wordcount-example.js';
 
 export const EXAMPLE_LOG_BYTES = 4 * 1024 * 1024;
 export const exampleLogPath = (root: string = packageRoot): string => join(root, '.floe', 'example', 'logs.txt');
@@ -124,7 +126,29 @@ export function sameCounts(a: LevelCounts, b: LevelCounts): boolean {
   return a.size === b.size && [...a].every(([k, v]) => b.get(k) === v);
 }
 
-export async function runExample(ctx: CommandContext): Promise<number> {
+export async function runExample(name: ExampleName, ctx: CommandContext): Promise<number> {
+  switch (name) {
+    case 'log-levels':
+      return runLogLevelsExample(ctx);
+    case 'wordcount': {
+      let startedCluster = false;
+      try {
+        const outcome = await runWordcountExample(ctx);
+        startedCluster = outcome.startedCluster;
+        return outcome.code;
+      } finally {
+        if (startedCluster) {
+          await stopCluster(ctx.stateDir);
+          ctx.io.stderr.write(`stopped the cluster this example started\n`);
+        }
+      }
+    }
+    default:
+      return name satisfies never;
+  }
+}
+
+async function runLogLevelsExample(ctx: CommandContext): Promise<number> {
   const { io } = ctx;
   const input = exampleLogPath();
   const started = Date.now();

@@ -27,7 +27,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         return 0;
       case 'example':
         // The example keeps its cluster's state inside the package unless told otherwise.
-        return await runExample({ io, stateDir: parsed.stateDir === undefined ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd) });
+        return await runExample(command.name, { io, stateDir: parsed.stateDir === undefined ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd) });
       default:
         return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd) });
     }

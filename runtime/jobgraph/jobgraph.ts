@@ -16,7 +16,16 @@ export type Partitioner = (typeof Partitioner)[keyof typeof Partitioner];
 export interface FunctionRef {
   readonly export: string;
   readonly operatorId: string;
+  /**
+   * Which of the operator's functions, when it has several (a keyed operator's 'key' selector, an
+   * aggregate's 'add', …). Absent: the operator's one function.
+   */
+  readonly role?: string;
 }
+
+/** When a keyed operator emits: one final value per key at end of input (bounded), or an update per record. */
+export const KeyedEmit = { FINAL: 'final', UPDATES: 'updates' } as const;
+export type KeyedEmit = (typeof KeyedEmit)[keyof typeof KeyedEmit];
 
 /**
  * One operator of a vertex's chain. Built-in sources and sinks carry their parameters; user
@@ -26,11 +35,46 @@ export type OperatorSpec =
   | { readonly kind: 'source.sequence'; readonly id: string; readonly name: string; readonly from: number; readonly to: number }
   | { readonly kind: 'source.textFile'; readonly id: string; readonly name: string; readonly path: string; readonly splitSizeBytes: number }
   | { readonly kind: 'source.collection'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
+  /** Records fn(0), fn(1), …: `count` of them (bounded) or without end; at most `ratePerSecond` over all subtasks. */
+  | { readonly kind: 'source.generate'; readonly id: string; readonly name: string; readonly fn: FunctionRef; readonly count?: number; readonly ratePerSecond?: number }
   | { readonly kind: 'map'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'flatMap'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'filter'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'sink.textFile'; readonly id: string; readonly name: string; readonly path: string }
-  | { readonly kind: 'sink.collect'; readonly id: string; readonly name: string; readonly maxRecords: number };
+  | { readonly kind: 'sink.collect'; readonly id: string; readonly name: string; readonly maxRecords: number }
+  /**
+   * Keyed operators head their chain and read hash edges whose keySelector is their `key`. With
+   * `preAggregate` (emit 'final' only) the producers of those edges fold their records per key before
+   * the exchange and send `[key, partial]` pairs, which the keyed operator merges.
+   */
+  | { readonly kind: 'keyed.reduce'; readonly id: string; readonly name: string; readonly key: FunctionRef; readonly fn: FunctionRef; readonly emit: KeyedEmit; readonly preAggregate?: boolean }
+  /**
+   * Sums per key: the records themselves (numbers), a `field` of each record (the result is the key's
+   * first record with that field holding the sum), or what `selector` returns (the result is [key, sum]).
+   */
+  | {
+      readonly kind: 'keyed.sum';
+      readonly id: string;
+      readonly name: string;
+      readonly key: FunctionRef;
+      readonly field?: string | number;
+      readonly selector?: FunctionRef;
+      readonly emit: KeyedEmit;
+      readonly preAggregate?: boolean;
+    }
+  | {
+      readonly kind: 'keyed.aggregate';
+      readonly id: string;
+      readonly name: string;
+      readonly key: FunctionRef;
+      readonly createAccumulator: FunctionRef;
+      readonly add: FunctionRef;
+      readonly getResult: FunctionRef;
+      /** Merges two accumulators; without it the operator cannot take pre-aggregated input. */
+      readonly merge?: FunctionRef;
+      readonly emit: KeyedEmit;
+      readonly preAggregate?: boolean;
+    };
 export type OperatorKind = OperatorSpec['kind'];
 
 export interface JobVertex {
@@ -50,6 +94,8 @@ export interface JobEdge {
   readonly distribution: DistributionPattern;
   readonly partitioner: Partitioner;
   readonly partitionType: PartitionType;
+  /** On hash edges: the producer applies it to route each record; the keyed consumer applies it again. */
+  readonly keySelector?: FunctionRef;
 }
 
 export interface JobGraph {
@@ -65,3 +111,32 @@ export interface JobGraph {
 
 export const isSourceOperator = (op: OperatorSpec): boolean => op.kind.startsWith('source.');
 export const isSinkOperator = (op: OperatorSpec): boolean => op.kind.startsWith('sink.');
+export const isKeyedOperator = (op: OperatorSpec): boolean => op.kind.startsWith('keyed.');
+
+/** Every user function an operator names, in a fixed order. */
+export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
+  switch (op.kind) {
+    case 'source.collection':
+    case 'source.generate':
+    case 'map':
+    case 'flatMap':
+    case 'filter':
+      return [op.fn];
+    case 'keyed.reduce':
+      return [op.key, op.fn];
+    case 'keyed.sum':
+      return op.selector === undefined ? [op.key] : [op.key, op.selector];
+    case 'keyed.aggregate':
+      return op.merge === undefined ? [op.key, op.createAccumulator, op.add, op.getResult] : [op.key, op.createAccumulator, op.add, op.getResult, op.merge];
+    case 'source.sequence':
+    case 'source.textFile':
+    case 'sink.textFile':
+    case 'sink.collect':
+      return [];
+    default:
+      return op satisfies never;
+  }
+}
+
+/** The key a FunctionRef is found under in the map of user functions a task resolves. */
+export const functionKey = (ref: Pick<FunctionRef, 'operatorId' | 'role'>): string => (ref.role === undefined ? ref.operatorId : `${ref.operatorId}.${ref.role}`);

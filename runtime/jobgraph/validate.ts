@@ -4,8 +4,12 @@ import { InvalidJobGraphError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import {
   DistributionPattern,
+  KeyedEmit,
   Partitioner,
   PartitionType,
+  functionKey,
+  functionRefsOf,
+  isKeyedOperator,
   isSinkOperator,
   isSourceOperator,
   type FunctionRef,
@@ -38,11 +42,15 @@ const OPERATOR_KINDS: readonly OperatorKind[] = [
   'source.sequence',
   'source.textFile',
   'source.collection',
+  'source.generate',
   'map',
   'flatMap',
   'filter',
   'sink.textFile',
   'sink.collect',
+  'keyed.reduce',
+  'keyed.sum',
+  'keyed.aggregate',
 ];
 
 class Problems {
@@ -116,6 +124,22 @@ class Reader {
     return v;
   }
 
+  positiveNumber(v: unknown, path: string): number | undefined {
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) {
+      this.problems.add(`${path} must be a finite number > 0, found ${describe(v)}`);
+      return undefined;
+    }
+    return v;
+  }
+
+  boolean(v: unknown, path: string): boolean | undefined {
+    if (typeof v !== 'boolean') {
+      this.problems.add(`${path} must be true or false, found ${describe(v)}`);
+      return undefined;
+    }
+    return v;
+  }
+
   safeInteger(v: unknown, path: string): number | undefined {
     if (typeof v !== 'number' || !Number.isSafeInteger(v)) {
       this.problems.add(`${path} must be a safe integer, found ${describe(v)}`);
@@ -140,7 +164,9 @@ function parseFunctionRef(r: Reader, v: unknown, path: string): FunctionRef | un
   if (!o) return undefined;
   const exp = r.string(o['export'], `${path}.export`, { nonEmpty: true });
   const operatorId = r.id(o['operatorId'], `${path}.operatorId`);
-  return exp === undefined || operatorId === undefined ? undefined : { export: exp, operatorId };
+  const role = o['role'] === undefined ? undefined : r.id(o['role'], `${path}.role`);
+  if (exp === undefined || operatorId === undefined || (o['role'] !== undefined && role === undefined)) return undefined;
+  return role === undefined ? { export: exp, operatorId } : { export: exp, operatorId, role };
 }
 
 function parseOperator(r: Reader, v: unknown, path: string): OperatorSpec | undefined {
@@ -182,6 +208,50 @@ function parseOperator(r: Reader, v: unknown, path: string): OperatorSpec | unde
       if (id !== undefined && name !== undefined && maxRecords !== undefined) op = { kind, id, name, maxRecords };
       break;
     }
+    case 'source.generate': {
+      const fn = parseFunctionRef(r, o['fn'], `${path}.fn`);
+      const count = o['count'] === undefined ? undefined : r.integer(o['count'], `${path}.count`, 0);
+      const rate = o['ratePerSecond'] === undefined ? undefined : r.positiveNumber(o['ratePerSecond'], `${path}.ratePerSecond`);
+      const bad = (o['count'] !== undefined && count === undefined) || (o['ratePerSecond'] !== undefined && rate === undefined);
+      if (id !== undefined && name !== undefined && fn !== undefined && !bad) {
+        op = { kind, id, name, fn, ...(count !== undefined ? { count } : {}), ...(rate !== undefined ? { ratePerSecond: rate } : {}) };
+      }
+      break;
+    }
+    case 'keyed.reduce':
+    case 'keyed.sum':
+    case 'keyed.aggregate': {
+      const key = parseFunctionRef(r, o['key'], `${path}.key`);
+      const emit = r.oneOf(o['emit'], `${path}.emit`, Object.values(KeyedEmit));
+      const preAggregate = o['preAggregate'] === undefined ? undefined : r.boolean(o['preAggregate'], `${path}.preAggregate`);
+      if (id === undefined || name === undefined || key === undefined || emit === undefined) break;
+      if (o['preAggregate'] !== undefined && preAggregate === undefined) break;
+      const pre = preAggregate === true ? { preAggregate } : {};
+      if (kind === 'keyed.reduce') {
+        const fn = parseFunctionRef(r, o['fn'], `${path}.fn`);
+        if (fn !== undefined) op = { kind, id, name, key, fn, emit, ...pre };
+      } else if (kind === 'keyed.sum') {
+        const rawField = o['field'];
+        let field: string | number | undefined;
+        if (typeof rawField === 'string' || (typeof rawField === 'number' && Number.isSafeInteger(rawField) && rawField >= 0)) field = rawField;
+        else if (rawField !== undefined) {
+          r.string(rawField, `${path}.field`);
+          break;
+        }
+        const selector = o['selector'] === undefined ? undefined : parseFunctionRef(r, o['selector'], `${path}.selector`);
+        if (o['selector'] !== undefined && selector === undefined) break;
+        op = { kind, id, name, key, emit, ...(field !== undefined ? { field } : {}), ...(selector !== undefined ? { selector } : {}), ...pre };
+      } else {
+        const createAccumulator = parseFunctionRef(r, o['createAccumulator'], `${path}.createAccumulator`);
+        const add = parseFunctionRef(r, o['add'], `${path}.add`);
+        const getResult = parseFunctionRef(r, o['getResult'], `${path}.getResult`);
+        const merge = o['merge'] === undefined ? undefined : parseFunctionRef(r, o['merge'], `${path}.merge`);
+        if (createAccumulator !== undefined && add !== undefined && getResult !== undefined && (o['merge'] === undefined || merge !== undefined)) {
+          op = { kind, id, name, key, createAccumulator, add, getResult, ...(merge !== undefined ? { merge } : {}), emit, ...pre };
+        }
+      }
+      break;
+    }
     default:
       return kind satisfies never;
   }
@@ -216,10 +286,12 @@ function parseEdge(r: Reader, v: unknown, path: string): JobEdge | undefined {
   const distribution = r.oneOf(o['distribution'], `${path}.distribution`, Object.values(DistributionPattern));
   const partitioner = r.oneOf(o['partitioner'], `${path}.partitioner`, Object.values(Partitioner));
   const partitionType = r.oneOf(o['partitionType'], `${path}.partitionType`, Object.values(PartitionType));
+  const keySelector = o['keySelector'] === undefined ? undefined : parseFunctionRef(r, o['keySelector'], `${path}.keySelector`);
   if (id === undefined || source === undefined || target === undefined || distribution === undefined || partitioner === undefined || partitionType === undefined) {
     return undefined;
   }
-  return { id, source, target, distribution, partitioner, partitionType };
+  if (o['keySelector'] !== undefined && keySelector === undefined) return undefined;
+  return { id, source, target, distribution, partitioner, partitionType, ...(keySelector !== undefined ? { keySelector } : {}) };
 }
 
 /**
@@ -273,23 +345,8 @@ export function parseJobGraph(input: unknown): JobGraph {
   };
 }
 
-function functionRefOf(op: OperatorSpec): FunctionRef | undefined {
-  switch (op.kind) {
-    case 'source.collection':
-    case 'map':
-    case 'flatMap':
-    case 'filter':
-      return op.fn;
-    case 'source.sequence':
-    case 'source.textFile':
-    case 'sink.textFile':
-    case 'sink.collect':
-      return undefined;
-    default:
-      return op satisfies never;
-  }
-}
-
+/** Sink targets on S3 (AWS backend): a valid bucket name, then an optional key prefix. */
+const S3_URI = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\0]*)?$/;
 const isAbsolutePath = (p: string): boolean => p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) || p.startsWith('\\\\');
 
 /**
@@ -332,9 +389,17 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
       else operatorSeen.set(op.id, opAt);
       if (isSourceOperator(op) && j > 0) problems.add(`${opAt}: a source (${op.kind}) can only be the first operator of a chain`);
       if (isSinkOperator(op) && j < v.operators.length - 1) problems.add(`${opAt}: a sink (${op.kind}) can only be the last operator of a chain`);
-      const ref = functionRefOf(op);
-      if (ref !== undefined && exportSet !== undefined && !exportSet.has(ref.export)) {
-        problems.add(`${opAt}.fn.export '${ref.export}' is not exported by the library`);
+      if (exportSet !== undefined) {
+        for (const ref of functionRefsOf(op)) {
+          if (!exportSet.has(ref.export)) problems.add(`${opAt}.${ref.role ?? 'fn'}.export '${ref.export}' is not exported by the library`);
+        }
+      }
+      if (isKeyedOperator(op) && j > 0) {
+        problems.add(`${opAt}: a keyed operator (${op.kind}) must head its chain, fed by hash edges; found at position ${j}`);
+      }
+      if ('preAggregate' in op && op.preAggregate === true) {
+        if (op.emit !== 'final') problems.add(`${opAt}: preAggregate needs emit 'final' (bounded input), found emit '${op.emit}': running updates are never pre-aggregated`);
+        if (op.kind === 'keyed.aggregate' && op.merge === undefined) problems.add(`${opAt}: preAggregate on an aggregate needs its merge function, found none`);
       }
       switch (op.kind) {
         case 'source.sequence':
@@ -347,7 +412,11 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
           if (v.parallelism !== 1) problems.add(`${at}.parallelism must be 1: its collection source is not parallel, found ${v.parallelism}`);
           break;
         case 'sink.textFile': {
-          if (!isAbsolutePath(op.path)) problems.add(`${opAt}.path must be absolute (tasks run in other processes), found '${op.path}'`);
+          if (op.path.startsWith('s3://')) {
+            if (!S3_URI.test(op.path)) problems.add(`${opAt}.path must be s3://<bucket>/<prefix> with a valid bucket name, found '${op.path}'`);
+          } else if (!isAbsolutePath(op.path)) {
+            problems.add(`${opAt}.path must be absolute (tasks run in other processes) or an s3://<bucket>/<prefix> URI (AWS backend), found '${op.path}'`);
+          }
           const other = sinkPaths.get(op.path);
           if (other !== undefined) problems.add(`${opAt}: writes to '${op.path}' like ${other}; give each sink its own path`);
           else sinkPaths.set(op.path, opAt);
@@ -356,9 +425,18 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
         case 'sink.collect':
           collectSinks++;
           break;
+        case 'source.generate':
+          if (op.count !== undefined && (!Number.isSafeInteger(op.count) || op.count < 0)) problems.add(`${opAt}.count must be an integer >= 0, found ${op.count}`);
+          if (op.ratePerSecond !== undefined && !(op.ratePerSecond > 0)) problems.add(`${opAt}.ratePerSecond must be > 0, found ${op.ratePerSecond}`);
+          break;
+        case 'keyed.sum':
+          if (op.field !== undefined && op.selector !== undefined) problems.add(`${opAt}: sum takes a field or a selector, not both`);
+          break;
         case 'map':
         case 'flatMap':
         case 'filter':
+        case 'keyed.reduce':
+        case 'keyed.aggregate':
           break;
         default:
           op satisfies never;
@@ -385,6 +463,20 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     if (si === undefined || ti === undefined) return;
     const s = graph.vertices[si]!;
     const t = graph.vertices[ti]!;
+    if (e.partitioner === 'hash' && e.keySelector === undefined) {
+      problems.add(`${at}: a hash edge needs a keySelector (the function that gives each record its key)`);
+    }
+    if (e.partitioner !== 'hash' && e.keySelector !== undefined) {
+      problems.add(`${at}: only hash edges carry a keySelector, found one on a '${e.partitioner}' edge`);
+    }
+    const head = t.operators[0];
+    if (head !== undefined && isKeyedOperator(head) && 'key' in head) {
+      if (e.partitioner !== 'hash') {
+        problems.add(`${at}: '${t.name}' starts with keyed operator '${head.name}' (${head.kind}), which must be fed by hash edges, found a '${e.partitioner}' edge; use keyBy(...)`);
+      } else if (e.keySelector !== undefined && (e.keySelector.export !== head.key.export || functionKey(e.keySelector) !== functionKey(head.key))) {
+        problems.add(`${at}: routes by key selector ${functionKey(e.keySelector)} but '${head.name}' keys by ${functionKey(head.key)}; both sides must use the same selector`);
+      }
+    }
     if (e.distribution === 'forward' && s.parallelism !== t.parallelism) {
       problems.add(`${at}: a forward edge needs equal parallelism, but '${s.name}' has ${s.parallelism} and '${t.name}' has ${t.parallelism}; use rebalance (all-to-all)`);
     }

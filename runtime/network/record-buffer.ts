@@ -4,7 +4,8 @@ import { Packr, unpackMultiple } from 'msgpackr';
 
 // Records (shared structures) make a buffer depend on the ones before it; every buffer must decode
 // alone because channels interleave and restarts drop buffers.
-const packr = new Packr({ useRecords: false, moreTypes: false });
+// BigInts of any size travel as an extension (without it msgpackr throws beyond 64 bits).
+const packr = new Packr({ useRecords: false, moreTypes: false, useBigIntExtension: true });
 
 /**
  * Fills segments with encoded records. Each segment owns its ArrayBuffer, so it can be transferred to
@@ -22,7 +23,11 @@ export class RecordBufferBuilder {
    * previous full one and an oversized record that fills a segment of its own).
    */
   add(record: unknown): Uint8Array[] | undefined {
-    const encoded = packr.pack(record);
+    return this.addEncoded(packr.pack(record));
+  }
+
+  /** Appends a record encoded with encodeValue (a broadcast encodes once for all its subpartitions). */
+  addEncoded(encoded: Uint8Array): Uint8Array[] | undefined {
     let done: Uint8Array[] | undefined;
     if (this.segment !== undefined && this.position + encoded.length > this.segment.length) {
       done = [this.take()!];

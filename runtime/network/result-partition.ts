@@ -7,7 +7,8 @@ import type { ResultPartitionId } from '../core/ids.js';
 import type { ResultPartitionDescriptor } from '../taskexecutor/task-deployment.js';
 import type { Partitioner } from '../jobgraph/jobgraph.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
-import { RecordBufferBuilder } from './record-buffer.js';
+import { canonicalKey, keyGroupOf, subtaskForKeyGroup } from './key-groups.js';
+import { encodeValue, RecordBufferBuilder } from './record-buffer.js';
 
 export class PartitionError extends FloeError {
   constructor(message: string, retryable = true) {
@@ -23,6 +24,8 @@ export interface ResultPartitionOptions {
   readonly bufferTimeoutMs: number;
   /** Blocking partitions keep everything until consumed: no backlog limit. */
   readonly blocking?: boolean;
+  /** Hash partitions: the user's key selector, applied to every record to route it. */
+  readonly keySelector?: (record: unknown) => unknown;
 }
 
 /** Counters a test (or a metrics reporter) reads. */
@@ -78,6 +81,13 @@ class Subpartition {
     if (this.released) return;
     this.recordsWritten++;
     const full = this.builder.add(record);
+    if (full !== undefined) for (const b of full) this.enqueue(b);
+  }
+
+  addEncoded(encoded: Uint8Array): void {
+    if (this.released) return;
+    this.recordsWritten++;
+    const full = this.builder.addEncoded(encoded);
     if (full !== undefined) for (const b of full) this.enqueue(b);
   }
 
@@ -191,7 +201,17 @@ class Subpartition {
 /** Picks the subpartition of each record. */
 export type ChannelSelector = (record: unknown) => number;
 
-export function createChannelSelector(partitioner: Partitioner, numberOfSubpartitions: number, subtaskIndex: number): ChannelSelector {
+/** What a hash selector needs: the key selector and the consumer's number of key groups (its maxParallelism). */
+export interface HashRouting {
+  readonly keySelector: (record: unknown) => unknown;
+  readonly keyGroups: number;
+}
+
+/**
+ * Broadcast has no selector: ResultPartition.emit writes each record to every subpartition (encoded
+ * once). A hash selector needs `hash`; what the key selector throws propagates unchanged.
+ */
+export function createChannelSelector(partitioner: Partitioner, numberOfSubpartitions: number, subtaskIndex: number, hash?: HashRouting): ChannelSelector {
   switch (partitioner) {
     case 'forward':
       if (numberOfSubpartitions !== 1) {
@@ -207,9 +227,18 @@ export function createChannelSelector(partitioner: Partitioner, numberOfSubparti
         return chosen;
       };
     }
-    case 'hash':
+    case 'hash': {
+      if (hash === undefined) throw new PartitionError('a hash partition needs a key selector and a number of key groups; the deployment carried none', false);
+      const { keySelector, keyGroups } = hash;
+      if (!Number.isSafeInteger(keyGroups) || keyGroups < numberOfSubpartitions) {
+        throw new PartitionError(`a hash partition needs at least as many key groups as subpartitions (${numberOfSubpartitions}), found ${keyGroups}`, false);
+      }
+      return (record) => subtaskForKeyGroup(keyGroupOf(canonicalKey(keySelector(record)), keyGroups), numberOfSubpartitions, keyGroups);
+    }
     case 'broadcast':
-      throw new PartitionError(`partitioner '${partitioner}' is not supported by this TaskExecutor yet (it comes with keyed streams); use 'forward' or 'rebalance'`, false);
+      return () => {
+        throw new PartitionError('a broadcast partition writes every record to every subpartition; it has no channel selector', false);
+      };
     default:
       return partitioner satisfies never;
   }
@@ -219,6 +248,8 @@ export class ResultPartition {
   readonly id: ResultPartitionId;
   private readonly subpartitions: Subpartition[];
   private readonly select: ChannelSelector;
+  private readonly broadcast: boolean;
+  private readonly keyGroups: number | undefined;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private remaining: number;
   private readonly doneListeners: (() => void)[] = [];
@@ -230,7 +261,18 @@ export class ResultPartition {
   ) {
     this.id = descriptor.partitionId;
     if (descriptor.numberOfSubpartitions < 1) throw new PartitionError(`partition ${descriptor.partitionId} needs at least 1 subpartition, found ${descriptor.numberOfSubpartitions}`, false);
-    this.select = createChannelSelector(descriptor.partitioner, descriptor.numberOfSubpartitions, subtaskIndex);
+    this.broadcast = descriptor.partitioner === 'broadcast';
+    const keySelector = options.keySelector;
+    if (descriptor.partitioner === 'hash' && keySelector === undefined) {
+      throw new PartitionError(`hash partition ${descriptor.partitionId} got no key selector: the producer task must resolve the edge's keySelector`, false);
+    }
+    this.select = createChannelSelector(
+      descriptor.partitioner,
+      descriptor.numberOfSubpartitions,
+      subtaskIndex,
+      keySelector === undefined ? undefined : { keySelector, keyGroups: descriptor.keyGroups ?? descriptor.numberOfSubpartitions },
+    );
+    this.keyGroups = descriptor.partitioner === 'hash' ? (descriptor.keyGroups ?? descriptor.numberOfSubpartitions) : undefined;
     this.remaining = descriptor.numberOfSubpartitions;
     this.subpartitions = Array.from({ length: descriptor.numberOfSubpartitions }, (_, i) => new Subpartition(i, options, () => this.subpartitionDone()));
   }
@@ -241,11 +283,37 @@ export class ResultPartition {
 
   /** Writes one record. Returns a promise when the chosen subpartition is full: await it before the next write. */
   emit(record: unknown): Promise<void> | undefined {
-    const sub = this.subpartitions[this.select(record)]!;
+    if (this.broadcast) return this.emitToAll(record);
+    return this.write(this.subpartitions[this.select(record)]!, record);
+  }
+
+  /**
+   * Hash partitions: writes `record` to the subpartition owning the key whose canonical form is given,
+   * without applying the key selector (the record is a pre-aggregated `[key, partial]` pair).
+   */
+  emitToKey(canonical: string, record: unknown): Promise<void> | undefined {
+    const keyGroups = this.keyGroups;
+    if (keyGroups === undefined) throw new PartitionError(`partition ${this.id} is not hash-partitioned: records cannot be routed by key`, false);
+    return this.write(this.subpartitions[subtaskForKeyGroup(keyGroupOf(canonical, keyGroups), this.subpartitions.length, keyGroups)]!, record);
+  }
+
+  private write(sub: Subpartition, record: unknown): Promise<void> | undefined {
     sub.add(record);
     if (this.options.bufferTimeoutMs === 0) sub.flush();
     else if (this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.flushAll(), this.options.bufferTimeoutMs);
     return sub.hasCapacity ? undefined : this.waitFor(sub);
+  }
+
+  private emitToAll(record: unknown): Promise<void> | undefined {
+    const encoded = encodeValue(record);
+    let full: Subpartition[] | undefined;
+    for (const sub of this.subpartitions) {
+      sub.addEncoded(encoded);
+      if (this.options.bufferTimeoutMs === 0) sub.flush();
+      if (!sub.hasCapacity) (full ??= []).push(sub);
+    }
+    if (this.options.bufferTimeoutMs !== 0 && this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.flushAll(), this.options.bufferTimeoutMs);
+    return full === undefined ? undefined : Promise.all(full.map((s) => this.waitFor(s))).then(() => undefined);
   }
 
   private async waitFor(sub: Subpartition): Promise<void> {

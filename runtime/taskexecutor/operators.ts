@@ -1,12 +1,17 @@
 // The task runtime inside a slot worker: turns a vertex's operator chain into one fused function
 // (source first, then map / flatMap / filter, ending in a sink or the task's output partitions) and
 // drives it from its source or its input channels.
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { outputStoreFor } from '../blob/output-store.js';
 import { FloeError } from '../core/errors.js';
-import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import { functionKey, type FunctionRef, type OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { InputGate } from '../network/input-gate.js';
+import { InvalidKeyError } from '../network/key-groups.js';
+import { CODEC_HINT, findUnencodable, RecordEncodingError } from '../network/record-check.js';
 import type { ResultPartition } from '../network/result-partition.js';
+import { keyedStep, type KeyedStep } from './keyed-operators.js';
 import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
 import { readSplitLines } from './text-file-reader.js';
 
@@ -57,8 +62,11 @@ interface Sink {
 class CollectSink implements Sink {
   private readonly records: unknown[] = [];
   private truncated = false;
-  constructor(private readonly maxRecords: number) {}
+  constructor(private readonly maxRecords: number, private readonly name: string) {}
   readonly emit: Emit = (r) => {
+    // The result travels as JSON to the JobMaster and the client.
+    const bad = findUnencodable(r, 'json');
+    if (bad !== undefined) throw new RecordEncodingError(`collect sink '${this.name}' received a record it cannot return to the client: ${bad}; collected records may hold strings, finite numbers, booleans, null, and arrays / plain objects of them`);
     if (this.records.length < this.maxRecords) this.records.push(r);
     else this.truncated = true;
   };
@@ -75,12 +83,26 @@ class TextFileSink implements Sink {
   private pendingChars = 0;
   private handle: FileHandle | undefined;
 
+  /** Set for a remote staging location (S3): the part is written locally, then uploaded on close. */
+  private upload: (() => Promise<void>) | undefined;
+
   private constructor(readonly path: string) {}
 
   static async open(stagingDir: string, subtaskIndex: number): Promise<TextFileSink> {
-    await mkdir(stagingDir, { recursive: true });
-    const sink = new TextFileSink(join(stagingDir, `part-${subtaskIndex}`));
+    const store = await outputStoreFor(stagingDir);
+    const localDir = store.remote ? await mkdtemp(join(tmpdir(), 'floe-part-')) : stagingDir;
+    await mkdir(localDir, { recursive: true });
+    const sink = new TextFileSink(join(localDir, `part-${subtaskIndex}`));
     sink.handle = await open(sink.path, 'w');
+    if (store.remote) {
+      sink.upload = async () => {
+        try {
+          await store.uploadPart(stagingDir, subtaskIndex, sink.path);
+        } finally {
+          await rm(localDir, { recursive: true, force: true });
+        }
+      };
+    }
     return sink;
   }
 
@@ -104,23 +126,49 @@ class TextFileSink implements Sink {
     await this.handle!.sync();
     await this.handle!.close();
     this.handle = undefined;
+    await this.upload?.();
   }
 
   async abort(): Promise<void> {
     await this.handle?.close().catch(() => undefined);
     this.handle = undefined;
+    if (this.upload !== undefined) await rm(dirname(this.path), { recursive: true, force: true }).catch(() => undefined);
   }
 }
 
-function userFunction(io: TaskIo, op: OperatorSpec & { fn: { operatorId: string; export: string } }): Function {
-  const fn = io.userFunctions.get(op.fn.operatorId);
+function functionOf(userFunctions: ReadonlyMap<string, Function>, owner: string, ref: FunctionRef): Function {
+  const fn = userFunctions.get(functionKey(ref));
   if (fn === undefined) {
     throw new TaskSetupError(
-      `operator '${op.name}' (${op.kind}) names user function ${op.fn.operatorId} of export '${op.fn.export}', but re-running the job builder found none with that id; ` +
-        `the builder must be deterministic for the same arguments (found ids: ${[...io.userFunctions.keys()].join(', ') || 'none'})`,
+      `${owner} names user function ${functionKey(ref)} of export '${ref.export}', but re-running the job builder found none with that id; ` +
+        `the builder must be deterministic for the same arguments (found ids: ${[...userFunctions.keys()].join(', ') || 'none'})`,
     );
   }
   return fn;
+}
+
+function userFunction(io: TaskIo, op: OperatorSpec & { fn: FunctionRef }): Function {
+  return functionOf(io.userFunctions, `operator '${op.name}' (${op.kind})`, op.fn);
+}
+
+/** The key selector a hash output routes by. */
+export function keySelectorOf(tdd: TaskDeploymentDescriptor, userFunctions: ReadonlyMap<string, Function>, ref: FunctionRef): (record: unknown) => unknown {
+  return functionOf(userFunctions, `the hash output of task ${tdd.taskName}`, ref) as (record: unknown) => unknown;
+}
+
+function keyedOperator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' }>, next: Emit): KeyedStep {
+  const owner = `operator '${op.name}' (${op.kind})`;
+  const fn = (ref: FunctionRef): Function => functionOf(io.userFunctions, owner, ref);
+  switch (op.kind) {
+    case 'keyed.reduce':
+      return keyedStep(op, { key: fn(op.key), fn: fn(op.fn) }, next, io.signal);
+    case 'keyed.sum':
+      return keyedStep(op, { key: fn(op.key), ...(op.selector !== undefined ? { selector: fn(op.selector) } : {}) }, next, io.signal);
+    case 'keyed.aggregate':
+      return keyedStep(op, { key: fn(op.key), createAccumulator: fn(op.createAccumulator), add: fn(op.add), getResult: fn(op.getResult) }, next, io.signal);
+    default:
+      return op satisfies never;
+  }
 }
 
 function mapStep(fn: Function, next: Emit): Emit {
@@ -164,16 +212,40 @@ function flatMapStep(fn: Function, name: string, next: Emit): Emit {
   };
 }
 
-function partitionsEmit(outputs: readonly ResultPartition[]): Emit {
+/**
+ * Writes to the task's output partitions, checking first that the codec can carry the record (msgpackr
+ * drops or reshapes some values silently). `producer` names the operator whose records these are.
+ */
+function partitionsEmit(outputs: readonly ResultPartition[], producer: OperatorSpec): Emit {
+  const check = (r: unknown): void => {
+    const bad = findUnencodable(r);
+    if (bad !== undefined) throw new RecordEncodingError(`operator '${producer.name}' (${producer.kind}) emitted a record that cannot be sent to the next task: ${bad}; ${CODEC_HINT}`);
+  };
+  const keyProblem = (e: unknown): never => {
+    if (e instanceof InvalidKeyError) throw new InvalidKeyError(`the key selector after operator '${producer.name}' (${producer.kind}) returned an unusable key: ${e.message}`);
+    throw e;
+  };
   if (outputs.length === 1) {
     const only = outputs[0]!;
-    return (r) => only.emit(r);
+    return (r) => {
+      check(r);
+      try {
+        return only.emit(r);
+      } catch (e) {
+        return keyProblem(e);
+      }
+    };
   }
   return (r) => {
+    check(r);
     let waits: Promise<void>[] | undefined;
-    for (const o of outputs) {
-      const p = o.emit(r);
-      if (p !== undefined) (waits ??= []).push(p);
+    try {
+      for (const o of outputs) {
+        const p = o.emit(r);
+        if (p !== undefined) (waits ??= []).push(p);
+      }
+    } catch (e) {
+      keyProblem(e);
     }
     if (waits !== undefined) return Promise.all(waits).then(() => undefined);
   };
@@ -197,14 +269,15 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
   const counters: Counters = { recordsIn: 0, recordsOut: 0 };
   const last = ops[ops.length - 1]!;
   let sink: Sink | undefined;
-  if (last.kind === 'sink.collect') sink = new CollectSink(last.maxRecords);
+  if (last.kind === 'sink.collect') sink = new CollectSink(last.maxRecords, last.name);
   else if (last.kind === 'sink.textFile') {
     if (tdd.sinkStagingDir === undefined) throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
     sink = await TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex);
   }
 
   try {
-    const out: Emit = sink !== undefined ? sink.emit : partitionsEmit(io.outputs);
+    const out: Emit = sink !== undefined ? sink.emit : partitionsEmit(io.outputs, last);
+    let keyed: KeyedStep | undefined;
     let emit: Emit = (r) => {
       counters.recordsOut++;
       return out(r);
@@ -222,8 +295,16 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
         case 'flatMap':
           emit = flatMapStep(userFunction(io, op), op.name, emit);
           break;
+        case 'keyed.reduce':
+        case 'keyed.sum':
+        case 'keyed.aggregate':
+          if (i !== 0 || hasSource) throw new TaskSetupError(`task ${tdd.taskName}: keyed operator '${op.name}' must head its chain (it reads hash-partitioned input)`);
+          keyed = keyedOperator(io, op, emit);
+          emit = keyed.emit;
+          break;
         case 'source.sequence':
         case 'source.textFile':
+        case 'source.generate':
         case 'source.collection':
         case 'sink.textFile':
         case 'sink.collect':
@@ -240,6 +321,10 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
 
     if (hasSource) await runSource(io, head, counted);
     else await runInputs(io, counted);
+    if (keyed !== undefined) {
+      await keyed.finish();
+      checkCanceled(io);
+    }
 
     for (const o of io.outputs) o.finish();
     const closing = sink;
@@ -309,16 +394,61 @@ async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promise<void
       }
       break;
     }
+    case 'source.generate':
+      await runGenerator(io, op, step);
+      break;
     case 'map':
     case 'flatMap':
     case 'filter':
     case 'sink.textFile':
     case 'sink.collect':
+    case 'keyed.reduce':
+    case 'keyed.sum':
+    case 'keyed.aggregate':
       throw new TaskSetupError(`task ${tdd.taskName}: '${op.name}' (${op.kind}) is not a source`);
     default:
       op satisfies never;
   }
   checkCanceled(io);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * fn(i) for i = subtask, subtask + parallelism, … below `count` (or without end), so the subtasks
+ * together produce each index once. A rate is shared evenly by the subtasks and kept by sleeping.
+ */
+async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'source.generate' }>, step: (r: unknown) => Promise<void>): Promise<void> {
+  const { tdd } = io;
+  const fn = userFunction(io, op);
+  const end = op.count ?? Number.MAX_SAFE_INTEGER;
+  const perSubtask = op.ratePerSecond === undefined ? undefined : op.ratePerSecond / tdd.parallelism;
+  const started = Date.now();
+  let produced = 0;
+  for (let i = tdd.subtaskIndex; i < end; i += tdd.parallelism) {
+    if (perSubtask !== undefined) {
+      const due = started + (produced * 1000) / perSubtask;
+      const wait = due - Date.now();
+      if (wait > 1) {
+        await sleep(wait, io.signal);
+        checkCanceled(io);
+      }
+    }
+    const r: unknown = fn(i);
+    await step(isThenable(r) ? await r : r);
+    produced++;
+  }
 }
 
 async function runInputs(io: TaskIo, emit: Emit): Promise<void> {

@@ -26,15 +26,21 @@ const uppercaseErrors = defineJob('uppercase-errors', (env, args) => {
     .writeAsText(args[1] ?? 'out');
 });
 
+// The same job with every operator in a vertex of its own, to look at the edges between them.
+const uppercaseErrorsUnchained = defineJob('uppercase-errors', (env, args) => {
+  env.disableOperatorChaining();
+  uppercaseErrors.build(env, args);
+});
+
 describe('buildJobGraph', () => {
   it('gives operators the same ids on every run with the same args', () => {
     const a = buildJobGraph(uppercaseErrors, options());
     const b = buildJobGraph(uppercaseErrors, options());
     expect(a).toEqual(b);
-    expect(a.vertices.map((v) => v.id)).toEqual(['op-1', 'op-2', 'op-3', 'op-4']);
+    // the source and the filter (same parallelism, forward) are chained into one vertex
+    expect(a.vertices.map((v) => `${v.id}:${v.name}`)).toEqual(['op-1:readTextFile -> errors', 'op-3:map', 'op-4:writeAsText']);
     expect(a.vertices.map((v) => v.operators.map((op) => `${op.kind}:${op.id}:${op.name}`))).toEqual([
-      ['source.textFile:op-1:readTextFile'],
-      ['filter:op-2:errors'],
+      ['source.textFile:op-1:readTextFile', 'filter:op-2:errors'],
       ['map:op-3:map'],
       ['sink.textFile:op-4:writeAsText'],
     ]);
@@ -48,11 +54,11 @@ describe('buildJobGraph', () => {
     expect(g.name).toBe('uppercase-errors');
     expect(g.library).toEqual({ sha256: 'a'.repeat(64), sizeBytes: 123 });
     expect(g.program).toEqual({ export: 'errorsJob', args: ['in.log', 'res'] });
-    expect(g.vertices[1]!.operators[0]).toEqual({ kind: 'filter', id: 'op-2', name: 'errors', fn: { export: 'errorsJob', operatorId: 'op-2' } });
+    expect(g.vertices[0]!.operators[1]).toEqual({ kind: 'filter', id: 'op-2', name: 'errors', fn: { export: 'errorsJob', operatorId: 'op-2' } });
   });
 
   it('uses forward edges between equal parallelism and rebalance (all-to-all) otherwise', () => {
-    const g = buildJobGraph(uppercaseErrors, options({ defaultParallelism: 2 }));
+    const g = buildJobGraph(uppercaseErrorsUnchained, options({ defaultParallelism: 2 }));
     expect(g.vertices.map((v) => v.parallelism)).toEqual([2, 2, 4, 2]);
     expect(g.edges).toEqual([
       { id: 'e-1', source: 'op-1', target: 'op-2', distribution: 'forward', partitioner: 'forward', partitionType: 'pipelined' },
@@ -66,14 +72,14 @@ describe('buildJobGraph', () => {
       env.setParallelism(3).fromSequence(1, 100).rebalance().map((n) => n * 2).collect();
     });
     const g = buildJobGraph(job, options());
-    expect(g.vertices.map((v) => v.parallelism)).toEqual([3, 3, 3]);
-    expect(g.edges.map((e) => `${e.distribution}/${e.partitioner}`)).toEqual(['all-to-all/rebalance', 'forward/forward']);
+    expect(g.vertices.map((v) => `${v.name}/${v.parallelism}`)).toEqual(['fromSequence/3', 'map -> collect/3']);
+    expect(g.edges.map((e) => `${e.distribution}/${e.partitioner}`)).toEqual(['all-to-all/rebalance']);
   });
 
   it('resolves relative file paths against the client cwd and keeps absolute ones', () => {
     const g = buildJobGraph(uppercaseErrors, options({ args: ['logs/in.txt', '/tmp/out'], cwd: '/home/user/project' }));
     const source = g.vertices[0]!.operators[0]!;
-    const sink = g.vertices[3]!.operators[0]!;
+    const sink = g.vertices[2]!.operators[0]!;
     expect(source).toMatchObject({ kind: 'source.textFile', path: '/home/user/project/logs/in.txt', splitSizeBytes: 1024 * 1024 });
     expect(sink).toMatchObject({ kind: 'sink.textFile', path: '/tmp/out' });
   });
@@ -84,12 +90,9 @@ describe('buildJobGraph', () => {
       env.readTextFile('/in', { splitSizeBytes: 4096 }).collect();
     });
     const g = buildJobGraph(job, options({ collectMaxRecords: 77 }));
-    expect(g.vertices.map((v) => [v.parallelism, v.maxParallelism, v.slotSharingGroup])).toEqual([
-      [200, 512, 'default'],
-      [200, 512, 'default'],
-    ]);
+    expect(g.vertices.map((v) => [v.parallelism, v.maxParallelism, v.slotSharingGroup])).toEqual([[200, 512, 'default']]);
     expect(g.vertices[0]!.operators[0]).toMatchObject({ splitSizeBytes: 4096 });
-    expect(g.vertices[1]!.operators[0]).toMatchObject({ kind: 'sink.collect', maxRecords: 77 });
+    expect(g.vertices[0]!.operators[1]).toMatchObject({ kind: 'sink.collect', maxRecords: 77 });
     expect([1, 85, 86, 1000, 30_000].map(defaultMaxParallelism)).toEqual([128, 128, 256, 2048, 32_768]);
   });
 
@@ -104,7 +107,8 @@ describe('buildJobGraph', () => {
         .slotSharingGroup('sink');
     });
     const g = buildJobGraph(job, options());
-    expect(g.vertices.map((v) => v.slotSharingGroup)).toEqual(['default', 'heavy', 'heavy', 'sink']);
+    // map and filter share 'heavy' and are chained; a change of group breaks the chain
+    expect(g.vertices.map((v) => `${v.name}:${v.slotSharingGroup}`)).toEqual(['fromSequence:default', 'map -> filter:heavy', 'collect:sink']);
   });
 
   it('leaves out branches that reach no sink, and rejects a job with no sink', () => {
@@ -114,8 +118,9 @@ describe('buildJobGraph', () => {
       numbers.filter((n) => n % 2 === 0).collect();
     });
     const g = buildJobGraph(branchy, options());
-    expect(g.vertices.map((v) => `${v.id}:${v.name}`)).toEqual(['op-1:fromSequence', 'op-3:filter', 'op-4:collect']);
-    expect(g.edges.map((e) => `${e.source}->${e.target}`)).toEqual(['op-1->op-3', 'op-3->op-4']);
+    // the unused branch does not count as a second consumer, so the rest is one chain
+    expect(g.vertices.map((v) => `${v.id}:${v.name}`)).toEqual(['op-1:fromSequence -> filter -> collect']);
+    expect(g.edges).toEqual([]);
 
     const noSink = defineJob('no-sink', (env) => {
       env.fromSequence(1, 10).map((n) => n);
@@ -128,7 +133,7 @@ describe('buildJobGraph', () => {
       env.fromCollection(['a', 'b']).map((s) => s.toUpperCase()).collect();
     });
     const g = buildJobGraph(job, options({ defaultParallelism: 3 }));
-    expect(g.vertices.map((v) => v.parallelism)).toEqual([1, 3, 3]);
+    expect(g.vertices.map((v) => v.parallelism)).toEqual([1, 3]);
     expect(g.edges[0]).toMatchObject({ distribution: 'all-to-all', partitioner: 'rebalance' });
     const fns = resolveUserFunctions({ default: job }, 'default', []);
     expect((fns.get('op-1') as () => unknown)()).toEqual(['a', 'b']);

@@ -37,7 +37,9 @@ describe('parseArgs', () => {
     expect(parseArgs(['cluster', 'start', '-D', 'taskmanager.numberOfTaskSlots=4']).command).toEqual({
       kind: 'cluster', action: 'start', json: false, config: { 'taskmanager.numberOfTaskSlots': '4' },
     });
-    expect(parseArgs(['example']).command).toEqual({ kind: 'example' });
+    expect(parseArgs(['example']).command).toEqual({ kind: 'example', name: 'wordcount' });
+    expect(parseArgs(['example', 'log-levels']).command).toEqual({ kind: 'example', name: 'log-levels' });
+    expect(() => parseArgs(['example', 'nope'])).toThrow(/unknown example 'nope' \(examples: wordcount, log-levels\)/);
     expect(parseArgs([]).command).toEqual({ kind: 'help' });
     expect(parseArgs(['run', '--help']).command).toEqual({ kind: 'help' });
     expect(parseArgs(['--version']).command).toEqual({ kind: 'version' });

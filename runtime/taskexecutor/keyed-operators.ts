@@ -1,0 +1,264 @@
+// Keyed operators: per-key state in the task, in a Map keyed by the key's canonical form. A bounded job
+// emits one final value per key at end of input; an unbounded one emits the key's new value per record.
+import { FloeError } from '../core/errors.js';
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import { canonicalKey, InvalidKeyError } from '../network/key-groups.js';
+
+type Emit = (record: unknown) => Promise<void> | void;
+export type KeyedOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' }>;
+
+/** A record does not fit what a keyed operator does with it (sum of a non-number, …). */
+export class RecordTypeError extends FloeError {
+  constructor(message: string) {
+    super('RECORD_TYPE', message, { retryable: false });
+  }
+}
+
+export interface KeyedStep {
+  readonly emit: Emit;
+  /** End of input: emits the final value of every key (for emit 'final'; nothing for 'updates'). */
+  finish(): Promise<void>;
+  /** Keys held. */
+  readonly size: number;
+}
+
+/** Functions the keyed operator calls, already resolved from the job's library. */
+export interface KeyedFunctions {
+  readonly key: Function;
+  readonly fn?: Function;
+  readonly selector?: Function;
+  readonly createAccumulator?: Function;
+  readonly add?: Function;
+  readonly getResult?: Function;
+  readonly merge?: Function;
+}
+
+const isThenable = (v: unknown): boolean => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
+
+function typeOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : typeof v;
+}
+
+const shortKey = (key: unknown): string => {
+  let s: string;
+  try {
+    s = typeof key === 'bigint' ? `${key}n` : JSON.stringify(key) ?? String(key);
+  } catch {
+    s = String(key);
+  }
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+};
+
+/**
+ * How one kind of keyed operator folds a record into a key's state and what it emits for that state;
+ * and, for pre-aggregation, what a producer sends for a state (`partial`, plain data the network
+ * carries) and how the keyed operator starts a state from a partial or merges one into it.
+ */
+interface Fold<S> {
+  first(record: unknown, key: unknown): S;
+  next(state: S, record: unknown, key: unknown): S;
+  result(state: S): unknown;
+  partial(state: S): unknown;
+  fromPartial(partial: unknown, key: unknown): S;
+  merge(state: S, partial: unknown, key: unknown): S;
+}
+
+function foldOf(op: KeyedOperatorSpec, f: KeyedFunctions): Fold<any> {
+  const label = `${op.kind.slice('keyed.'.length)} '${op.name}'`;
+  const sync = (what: string, v: unknown): unknown => {
+    if (isThenable(v)) throw new RecordTypeError(`${what} of ${label} returned a promise; keyed functions must return their value synchronously`);
+    return v;
+  };
+  const number = (v: unknown, key: unknown, where: string): number => {
+    if (typeof v !== 'number') throw new RecordTypeError(`${label} adds numbers, but ${where} for key ${shortKey(key)} is ${typeOf(v)}`);
+    return v;
+  };
+  switch (op.kind) {
+    case 'keyed.reduce': {
+      const reduce = f.fn!;
+      const next = (acc: unknown, r: unknown): unknown => sync('the reduce function', reduce(acc, r));
+      return { first: (r) => r, next, result: (acc) => acc, partial: (acc) => acc, fromPartial: (p) => p, merge: next };
+    }
+    case 'keyed.aggregate': {
+      const { createAccumulator, add, getResult, merge } = f;
+      return {
+        first: (r) => sync('add', add!(r, sync('createAccumulator', createAccumulator!()))),
+        next: (acc, r) => sync('add', add!(r, acc)),
+        result: (acc) => sync('getResult', getResult!(acc)),
+        partial: (acc) => acc,
+        fromPartial: (p) => p,
+        merge: (acc, p) => {
+          if (merge === undefined) throw new RecordTypeError(`${label} got pre-aggregated input but has no merge function`);
+          return sync('merge', merge(acc, p));
+        },
+      };
+    }
+    case 'keyed.sum': {
+      if (op.selector !== undefined) {
+        const selector = f.selector!;
+        const value = (r: unknown, key: unknown): number => number(sync('the selector', selector(r)), key, 'what the selector returned for a record');
+        return {
+          first: (r, key) => ({ key, sum: value(r, key) }),
+          next: (s: { key: unknown; sum: number }, r, key) => {
+            s.sum += value(r, key);
+            return s;
+          },
+          result: (s: { key: unknown; sum: number }) => [s.key, s.sum],
+          partial: (s: { key: unknown; sum: number }) => s.sum,
+          fromPartial: (p, key) => ({ key, sum: p as number }),
+          merge: (s: { key: unknown; sum: number }, p) => {
+            s.sum += p as number;
+            return s;
+          },
+        };
+      }
+      const field = op.field;
+      if (field === undefined) {
+        return {
+          first: (r, key) => number(r, key, 'a record'),
+          next: (s: number, r, key) => s + number(r, key, 'a record'),
+          result: (s) => s,
+          partial: (s) => s,
+          fromPartial: (p) => p as number,
+          merge: (s: number, p) => s + (p as number),
+        };
+      }
+      const value = (r: unknown, key: unknown): number => {
+        if (r === null || typeof r !== 'object') throw new RecordTypeError(`${label} sums field ${JSON.stringify(field)}, but a record for key ${shortKey(key)} is ${typeOf(r)}`);
+        return number((r as Record<string | number, unknown>)[field], key, `field ${JSON.stringify(field)} of a record`);
+      };
+      // As in Flink: the key's first record, with the field holding the sum.
+      return {
+        first: (r, key) => ({ first: r, sum: value(r, key) }),
+        next: (s: { first: unknown; sum: number }, r, key) => {
+          s.sum += value(r, key);
+          return s;
+        },
+        result: (s: { first: object; sum: number }) => {
+          if (Array.isArray(s.first)) {
+            const copy = [...s.first];
+            copy[field as number] = s.sum;
+            return copy;
+          }
+          return { ...s.first, [field]: s.sum };
+        },
+        // The partial keeps the producer's first record of the key; the merged state the first to arrive.
+        partial: (s: { first: unknown; sum: number }) => [s.first, s.sum],
+        fromPartial: (p) => ({ first: (p as [unknown, number])[0], sum: (p as [unknown, number])[1] }),
+        merge: (s: { first: unknown; sum: number }, p) => {
+          s.sum += (p as [unknown, number])[1];
+          return s;
+        },
+      };
+    }
+    default:
+      return op satisfies never;
+  }
+}
+
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, signal?: AbortSignal): KeyedStep {
+  const fold = foldOf(op, f);
+  const state = new Map<string, unknown>();
+  const keyFn = f.key;
+  const canonical = (key: unknown): string => {
+    try {
+      return canonicalKey(key);
+    } catch (e) {
+      if (e instanceof InvalidKeyError) throw new InvalidKeyError(`the key selector of ${op.kind} '${op.name}' returned an unusable key: ${e.message}`);
+      throw e;
+    }
+  };
+  const updates = op.emit === 'updates';
+  // Pre-aggregated input is [key, partial] pairs: the key travels with its partial, because a
+  // partial is not a record and the key selector must never be applied to it.
+  const emit: Emit =
+    op.preAggregate === true && !updates
+      ? (pair) => {
+          const [key, partial] = pair as [unknown, unknown];
+          const k = canonical(key);
+          const prev = state.get(k);
+          state.set(k, prev === undefined && !state.has(k) ? fold.fromPartial(partial, key) : fold.merge(prev, partial, key));
+        }
+      : (r) => {
+          const key = keyFn(r);
+          const k = canonical(key);
+          const prev = state.get(k);
+          const s = prev === undefined && !state.has(k) ? fold.first(r, key) : fold.next(prev, r, key);
+          state.set(k, s);
+          if (updates) return next(fold.result(s));
+        };
+  return {
+    emit,
+    get size() {
+      return state.size;
+    },
+    async finish() {
+      if (updates) return;
+      let n = 0;
+      for (const s of state.values()) {
+        const p = next(fold.result(s));
+        if (p !== undefined) await p;
+        if (++n % 1024 === 0) {
+          if (signal?.aborted) throw signal.reason;
+          await yieldToEventLoop();
+        }
+      }
+      state.clear();
+    },
+  };
+}
+
+/** The producer side of pre-aggregation: partial results per key, sent on in bounded batches. */
+export interface KeyedCombiner {
+  /** Folds one record into its key's partial; a promise when a flush had to wait for the network. */
+  add(record: unknown): Promise<void> | void;
+  /** Sends every partial held (end of input) and starts over. */
+  flush(): Promise<void>;
+  /** Keys held. */
+  readonly size: number;
+}
+
+/** Sends one `[key, partial]` pair; `canonical` is the key's canonical form, for routing. */
+export type SendPartial = (canonical: string, pair: [key: unknown, partial: unknown]) => Promise<void> | void;
+
+/**
+ * Folds records per key with the keyed operator's own functions, as that operator would, but holds at
+ * most `maxKeys` keys: past that, every partial is sent and the map starts over, so memory stays bounded
+ * whatever the number of distinct keys (a key may then reach the operator in several partials, which it
+ * merges). `keySelector` is the hash edge's (the operator's) selector.
+ */
+export function keyedCombiner(op: KeyedOperatorSpec, f: KeyedFunctions, keySelector: (record: unknown) => unknown, send: SendPartial, maxKeys: number, signal?: AbortSignal): KeyedCombiner {
+  const fold = foldOf(op, f);
+  let held = new Map<string, { readonly key: unknown; state: unknown }>();
+  const flush = async (): Promise<void> => {
+    const entries = held;
+    held = new Map();
+    let n = 0;
+    for (const [k, entry] of entries) {
+      const p = send(k, [entry.key, fold.partial(entry.state)]);
+      if (p !== undefined) await p;
+      if (++n % 1024 === 0 && signal?.aborted) throw signal.reason;
+    }
+  };
+  return {
+    add(r) {
+      const key = keySelector(r);
+      const k = canonicalKey(key);
+      const entry = held.get(k);
+      if (entry !== undefined) {
+        entry.state = fold.next(entry.state, r, key);
+        return;
+      }
+      held.set(k, { key, state: fold.first(r, key) });
+      if (held.size > maxKeys) return flush();
+    },
+    flush,
+    get size() {
+      return held.size;
+    },
+  };
+}
