@@ -105,5 +105,25 @@ export function formatJobDetails(d: JobDetails): string {
     `tasks      ${d.tasks === undefined ? 'none yet' : formatTaskCounts(d.tasks)}`,
     `exceptions ${d.exceptions}`,
   ];
-  return lines.join('\n') + '\n';
+  const out = lines.join('\n') + '\n';
+  if (d.vertices === undefined || d.vertices.length === 0) return out;
+  const at = (ms: number | undefined): string => (ms === undefined ? '-' : `+${formatDuration(ms - d.submittedAtMs)}`);
+  return (
+    out +
+    '\n' +
+    formatTable(
+      ['VERTEX', 'REGION', 'PARALLELISM', 'TASKS', 'DEPLOYED', 'FINISHED', 'RECORDS IN', 'RECORDS OUT', 'MAX IN FLIGHT'],
+      d.vertices.map((v) => [
+        v.name,
+        String(v.region),
+        String(v.parallelism),
+        `${v.tasks.finished}/${v.tasks.total} finished`,
+        at(v.firstDeployedAtMs),
+        at(v.lastFinishedAtMs),
+        String(v.recordsIn),
+        String(v.recordsOut),
+        v.creditsPerChannel === undefined ? String(v.maxBuffersInFlight) : `${v.maxBuffersInFlight}/${v.creditsPerChannel}`,
+      ]),
+    )
+  );
 }

@@ -1,6 +1,6 @@
 // The REST API's bodies, shared by the Dispatcher (local HTTP server and Lambda handlers) and its clients.
 import type { JobId } from '../core/ids.js';
-import type { JobException } from '../ha/job-store.js';
+import type { JobException, VertexMetrics } from '../ha/job-store.js';
 import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 
@@ -25,6 +25,24 @@ export interface SubmitJobResponse {
   readonly jobId: JobId;
   /** true when a job with this id already existed (nothing new was started). */
   readonly existing?: boolean;
+}
+
+/** POST /artifacts `{ sha256, sizeBytes }`: where to PUT a library too large to inline in POST /jobs. */
+export interface ArtifactUploadRequest {
+  readonly sha256: string;
+  readonly sizeBytes: number;
+}
+/** 200 from POST /artifacts. With `exists`, the library is stored already: leave `library` out of POST /jobs. */
+export interface ArtifactUploadResponse {
+  readonly sha256: string;
+  /** The blob key the library is stored under. */
+  readonly key: string;
+  readonly exists: boolean;
+  /**
+   * Send the bytes with this method, URL and headers. A relative URL (`/artifacts/<sha256>`) is on the
+   * REST API itself and needs the authorization header; an absolute one (presigned S3) needs none.
+   */
+  readonly upload?: { readonly method: 'PUT'; readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly expiresAtMs: number };
 }
 
 /**
@@ -63,7 +81,11 @@ export interface JobDetails extends JobSummary {
   readonly tasks?: TaskCounts;
   /** How many exceptions GET /jobs/:id/exceptions returns. */
   readonly exceptions: number;
+  /** Per vertex: task states, pipelined region, deploy / finish times, records and network counters. */
+  readonly vertices?: readonly VertexDetails[];
 }
+/** One vertex of GET /jobs/:id. */
+export type VertexDetails = VertexMetrics;
 /** GET /jobs/:id/exceptions, oldest first. */
 export interface JobExceptionsResponse {
   readonly exceptions: readonly JobException[];

@@ -5,14 +5,19 @@ import type { JobId } from '../core/ids.js';
 import { isGloballyTerminal } from '../jobgraph/job-status.js';
 import { MAX_STORED_EXCEPTIONS, type JobRecord, type JobRecordUpdate } from './job-store.js';
 
+/** For stores that check the epoch in the database (DynamoDB conditions) before reading the record. */
+export function assertWriterEpoch(writerEpoch: number): void {
+  if (!Number.isInteger(writerEpoch) || writerEpoch < 0) {
+    throw new InvalidRequestError(`writer epoch must be a non-negative integer, found ${writerEpoch}`);
+  }
+}
+
 /**
  * The record after `update` by a writer at `writerEpoch`, or the error the store must throw.
  * `current` undefined means the job does not exist.
  */
 export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, update: JobRecordUpdate, writerEpoch: number, nowMs: number): JobRecord {
-  if (!Number.isInteger(writerEpoch) || writerEpoch < 0) {
-    throw new InvalidRequestError(`writer epoch must be a non-negative integer, found ${writerEpoch}`);
-  }
+  assertWriterEpoch(writerEpoch);
   if (current === undefined) throw new NotFoundError(`job ${jobId} does not exist; it may never have been submitted or was rolled back`);
   if (current.epoch > writerEpoch) {
     throw new StaleWriterError(
@@ -30,6 +35,7 @@ export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, upd
     ...(update.tasks !== undefined && { tasks: update.tasks }),
     ...(update.endedAtMs !== undefined && { endedAtMs: update.endedAtMs }),
     ...(update.resultKey !== undefined && { resultKey: update.resultKey }),
+    ...(update.vertices !== undefined && { vertices: update.vertices }),
     exceptions,
     epoch: writerEpoch,
     updatedAtMs: nowMs,

@@ -13,6 +13,28 @@ export interface JobException {
   readonly stack?: string;
 }
 
+/** Per-vertex progress and data-plane counters, aggregated by the JobMaster over the vertex's subtasks. */
+export interface VertexMetrics {
+  readonly id: string;
+  readonly name: string;
+  readonly parallelism: number;
+  /** The pipelined region the vertex runs in (regions are numbered in deployment order). */
+  readonly region: number;
+  readonly tasks: TaskCounts;
+  /** When the JobMaster sent the vertex's first subtask to a TaskExecutor (ms since the epoch). */
+  readonly firstDeployedAtMs?: number;
+  /** When the JobMaster heard its last subtask FINISHED (ms since the epoch); set once all did. */
+  readonly lastFinishedAtMs?: number;
+  /** Summed over the finished subtasks. */
+  readonly recordsIn: number;
+  readonly recordsOut: number;
+  readonly buffersSent: number;
+  /** The most buffers in flight on any one output channel of any subtask. */
+  readonly maxBuffersInFlight: number;
+  /** Credits per input channel the subtasks ran with. */
+  readonly creditsPerChannel?: number;
+}
+
 export interface JobRecord {
   readonly jobId: JobId;
   readonly name: string;
@@ -33,6 +55,8 @@ export interface JobRecord {
   readonly cancelRequested: boolean;
   /** BlobStore key of the collect sink's result, once FINISHED. */
   readonly resultKey?: string;
+  /** Per-vertex progress and counters, in the JobGraph's vertex order; written with the task counts. */
+  readonly vertices?: readonly VertexMetrics[];
 }
 
 export interface JobRecordUpdate {
@@ -40,6 +64,7 @@ export interface JobRecordUpdate {
   readonly tasks?: TaskCounts;
   readonly endedAtMs?: number;
   readonly resultKey?: string;
+  readonly vertices?: readonly VertexMetrics[];
   /** Appended to the record's exceptions. */
   readonly exception?: JobException;
 }

@@ -71,37 +71,42 @@ export class ExecutionGraph {
   }
 
   counts(): TaskCounts {
-    const c = { total: this.executions.length, scheduled: 0, deploying: 0, running: 0, finished: 0, canceled: 0, failed: 0 };
-    for (const e of this.executions) {
-      switch (e.state) {
-        case 'CREATED':
-          break;
-        case 'SCHEDULED':
-          c.scheduled++;
-          break;
-        case 'DEPLOYING':
-        case 'INITIALIZING':
-          c.deploying++;
-          break;
-        case 'RUNNING':
-        case 'CANCELING':
-          c.running++;
-          break;
-        case 'FINISHED':
-          c.finished++;
-          break;
-        case 'CANCELED':
-          c.canceled++;
-          break;
-        case 'FAILED':
-          c.failed++;
-          break;
-        default:
-          e.state satisfies never;
-      }
-    }
-    return c;
+    return countTaskStates(this.executions);
   }
+}
+
+/** Task counts of some executions (a job's, a vertex's). */
+export function countTaskStates(executions: readonly Execution[]): TaskCounts {
+  const c = { total: executions.length, scheduled: 0, deploying: 0, running: 0, finished: 0, canceled: 0, failed: 0 };
+  for (const e of executions) {
+    switch (e.state) {
+      case 'CREATED':
+        break;
+      case 'SCHEDULED':
+        c.scheduled++;
+        break;
+      case 'DEPLOYING':
+      case 'INITIALIZING':
+        c.deploying++;
+        break;
+      case 'RUNNING':
+      case 'CANCELING':
+        c.running++;
+        break;
+      case 'FINISHED':
+        c.finished++;
+        break;
+      case 'CANCELED':
+        c.canceled++;
+        break;
+      case 'FAILED':
+        c.failed++;
+        break;
+      default:
+        e.state satisfies never;
+    }
+  }
+  return c;
 }
 
 /** Slots a job needs: per slot sharing group, the largest parallelism in it; summed over groups. */

@@ -50,6 +50,16 @@ export class JobManagerRunner {
     this.log = deps.logger.child({ component: 'jobmanager', jobId: deps.jobId });
   }
 
+  /** The JobMaster of this leadership session, once it started; for tests and diagnostics. */
+  get currentJobMaster(): JobMaster | undefined {
+    return this.jobMaster;
+  }
+
+  /** The ResourceManager of this leadership session, once it started; for tests and diagnostics. */
+  get currentResourceManager(): ResourceManager | undefined {
+    return this.resourceManager;
+  }
+
   start(): void {
     const { config, leaseStore, clock, rpc, resourceId, jobId } = this.deps;
     const common = { store: leaseStore, holder: resourceId, address: rpc.address, leaseDurationMs: config.leaseDurationMs, renewIntervalMs: config.leaseRenewIntervalMs, clock };

@@ -1,23 +1,26 @@
 // The JobMaster of one job for one leadership session: asks the ResourceManager for slots, accepts
-// offers into its slot pool, deploys the tasks, follows their states, commits sinks and writes the
-// terminal state with its epoch. Every call and timer runs on its main thread.
+// offers into its slot pool, deploys the tasks region by region, tracks and releases blocking
+// partitions, follows task states and counters, commits sinks and writes the terminal state with its
+// epoch. Every call and timer runs on its main thread.
 import type { BlobStore } from '../blob/blob-store.js';
 import { blobKeys } from '../blob/blob-store.js';
 import type { Clock, Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import { errorMessage, NoResourceAvailableError, toErrorInfo, type ErrorInfo } from '../core/errors.js';
-import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type FencingToken, type JobId, type ResourceId } from '../core/ids.js';
+import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type FencingToken, type JobId, type ResourceId, type ResultPartitionId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
-import type { JobException, JobStore } from '../ha/job-store.js';
+import type { JobException, JobStore, VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { ClusterResources, ResourceManagerGateway } from '../resourcemanager/resourcemanager-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
-import type { InputSplit, TaskDeploymentDescriptor } from '../taskexecutor/task-deployment.js';
+import { combinerFor, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../taskexecutor/task-deployment.js';
 import type { TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../taskexecutor/taskexecutor-gateway.js';
-import { canTransition, ExecutionGraph, partitionIdOf, requiredSlots, taskName, type Execution } from './execution-graph.js';
+import { canTransition, countTaskStates, ExecutionGraph, partitionIdOf, requiredSlots, taskName, type Execution } from './execution-graph.js';
+import { PartitionTracker, type TrackedPartition } from './partition-tracker.js';
+import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
 import { createSplits, listInputFiles, SplitAssigner } from './input-splits.js';
 import {
   JOB_MASTER_METHODS,
@@ -26,7 +29,7 @@ import {
   type TaskExecutionStateUpdate,
   type TaskManagerInfo,
 } from './jobmaster-gateway.js';
-import { attemptStagingDir, commitTextSink, discardTextSink } from './sink-committer.js';
+import { attemptStagingLocationFor, outputStoreFor } from '../blob/output-store.js';
 
 export interface JobMasterDeps {
   readonly jobGraph: JobGraph;
@@ -53,6 +56,18 @@ interface PooledSlot {
   readonly slotIndex: number;
 }
 
+/** What the JobMaster holds right now; for tests and diagnostics. */
+export interface JobMasterSnapshot {
+  /** Slots in the pool. */
+  readonly slots: number;
+  /** Distinct slots any task was placed in. */
+  readonly slotsUsed: number;
+  readonly regions: readonly { readonly index: number; readonly vertexIds: readonly string[]; readonly deployed: boolean }[];
+  readonly trackedPartitions: readonly TrackedPartition[];
+  readonly partitionsReleased: number;
+  readonly tasks: readonly { readonly vertexId: string; readonly subtaskIndex: number; readonly state: string; readonly resourceId?: ResourceId; readonly allocationId?: AllocationId; readonly result?: TaskResult }[];
+}
+
 /** How the job ended, for the process hosting the JobMaster. */
 export interface JobTermination {
   readonly status: JobStatus;
@@ -70,6 +85,10 @@ export class JobMaster implements JobMasterGateway {
   private readonly heartbeats: HeartbeatManager<TaskExecutorHeartbeatPayload>;
   private readonly rmHeartbeat: HeartbeatManager<void>;
   private readonly required: number;
+  private readonly regions: RegionPlan;
+  private readonly deployedRegions = new Set<number>();
+  private readonly partitionTracker = new PartitionTracker();
+  private readonly vertexTimes = new Map<string, { firstDeployedAtMs?: number; lastFinishedAtMs?: number }>();
   private endpoint: ServedEndpoint | undefined;
   private resourceManager: { gateway: ResourceManagerGateway; token: FencingToken } | undefined;
   private status: JobStatus = JobStatus.CREATED;
@@ -87,6 +106,7 @@ export class JobMaster implements JobMasterGateway {
     this.main = new MainThread(`JobMaster ${this.jobId}`, deps.clock);
     this.graph = new ExecutionGraph(deps.jobGraph);
     this.required = requiredSlots(deps.jobGraph);
+    this.regions = computePipelinedRegions(deps.jobGraph);
     this.terminationPromise = new Promise((resolve) => (this.resolveTermination = resolve));
     this.heartbeats = new HeartbeatManager<TaskExecutorHeartbeatPayload>({
       ownerName: 'jobmaster',
@@ -203,6 +223,7 @@ export class JobMaster implements JobMasterGateway {
         case 'FINISHED':
           execution.state = ExecutionState.FINISHED;
           execution.result = update.result;
+          this.executionFinished(execution);
           break;
         case 'CREATED':
         case 'SCHEDULED':
@@ -218,6 +239,7 @@ export class JobMaster implements JobMasterGateway {
       }
       this.progressChanged();
       if (execution.location !== undefined) this.watchIdleSlot(execution.location.allocationId);
+      if (update.state === 'FINISHED') await this.scheduleReadyRegions();
       await this.checkCompletion();
       return true;
     });
@@ -306,12 +328,17 @@ export class JobMaster implements JobMasterGateway {
     }
   }
 
+  /**
+   * Once every slot arrived: places each task in a slot, then deploys the regions that can run now.
+   * Slot sharing: per group, subtask i of every vertex in the group goes to the group's i-th slot, so
+   * the regions of a group that run one after the other reuse the same slots.
+   */
   private async deploy(): Promise<void> {
     if (this.deployed || this.isEnding() || this.slots.size < this.required) return;
     this.deployed = true;
     this.slotRequestTimer?.cancel();
-    // Slot sharing: per group, subtask i of every vertex in the group goes to the group's i-th slot.
-    const free = [...this.slots.values()];
+    // Slots of one TaskExecutor side by side, so a group's slots sit on as few TaskExecutors as possible.
+    const free = [...this.slots.values()].sort((a, b) => (a.resourceId < b.resourceId ? -1 : a.resourceId > b.resourceId ? 1 : a.slotIndex - b.slotIndex));
     const groupSlots = new Map<string, PooledSlot[]>();
     for (const vertex of this.deps.jobGraph.vertices) {
       const slots = groupSlots.get(vertex.slotSharingGroup) ?? [];
@@ -321,24 +348,128 @@ export class JobMaster implements JobMasterGateway {
     for (const execution of this.graph.executions) {
       const slot = groupSlots.get(execution.vertex.slotSharingGroup)![execution.subtaskIndex]!;
       execution.location = { resourceId: slot.resourceId, allocationId: slot.allocationId };
-      execution.state = ExecutionState.SCHEDULED;
     }
     // Slots the grouping did not need go back at once.
     for (const slot of free) this.releaseSlot(slot, 'not needed by the schedule');
-    for (const execution of this.graph.executions) {
+    this.log.info('slots assigned', { slots: this.slots.size, regions: this.regions.regions.length });
+    await this.scheduleReadyRegions();
+  }
+
+  /** Deploys every region not yet deployed whose blocking inputs are complete (all producers FINISHED). */
+  private async scheduleReadyRegions(): Promise<void> {
+    if (!this.deployed) return;
+    for (const region of this.regions.regions) {
+      if (this.isEnding()) return;
+      if (this.deployedRegions.has(region.index)) continue;
+      const ready = region.blockingInputs.every((edge) => this.graph.subtasks(edge.source).every((p) => p.state === ExecutionState.FINISHED));
+      if (!ready) continue;
+      this.deployedRegions.add(region.index);
+      await this.deployRegion(region);
+    }
+  }
+
+  private async deployRegion(region: PipelinedRegion): Promise<void> {
+    const executions = region.vertexIds.flatMap((id) => this.graph.subtasks(id));
+    for (const execution of executions) if (execution.state === ExecutionState.CREATED) execution.state = ExecutionState.SCHEDULED;
+    for (const execution of executions) {
+      if (execution.state !== ExecutionState.SCHEDULED) continue;
       const tm = this.taskManagers.get(execution.location!.resourceId);
       if (tm === undefined) {
         await this.executionFailed(execution, { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${execution.location!.resourceId} is gone`, retryable: true });
         continue;
       }
       execution.state = ExecutionState.DEPLOYING;
+      const times = this.vertexTimes.get(execution.vertex.id) ?? {};
+      times.firstDeployedAtMs ??= this.deps.clock.now();
+      this.vertexTimes.set(execution.vertex.id, times);
       const descriptor = this.descriptorFor(execution);
       tm.gateway.submitTask(descriptor, this.deps.fencingToken).catch((error: unknown) =>
         this.main.run(() => this.executionFailed(execution, { ...toErrorInfo(error), message: `deploying ${descriptor.taskName} to ${tm.info.resourceId} failed: ${errorMessage(error)}` })),
       );
     }
-    this.log.info('deployed', { tasks: this.graph.executions.length });
+    this.log.info('region deployed', { region: region.index, vertices: region.vertexIds, tasks: executions.length });
     this.progressChanged();
+  }
+
+  /**
+   * Tracks the blocking partitions a finished task produced; once a whole vertex finished, the blocking
+   * partitions it read are consumed and released on their TaskExecutors.
+   */
+  private executionFinished(execution: Execution): void {
+    const vertexId = execution.vertex.id;
+    for (const edge of this.graph.outputsOf.get(vertexId) ?? []) {
+      if (this.regions.partitionTypeOf(edge) !== 'blocking' || execution.location === undefined) continue;
+      this.partitionTracker.startTracking({ partitionId: partitionIdOf(edge, execution), edgeId: edge.id, resourceId: execution.location.resourceId });
+    }
+    if (!this.graph.subtasks(vertexId).every((e) => e.state === ExecutionState.FINISHED)) return;
+    const times = this.vertexTimes.get(vertexId) ?? {};
+    times.lastFinishedAtMs = this.deps.clock.now();
+    this.vertexTimes.set(vertexId, times);
+    for (const edge of this.graph.inputsOf.get(vertexId) ?? []) {
+      if (this.regions.partitionTypeOf(edge) === 'blocking') this.releasePartitions(this.partitionTracker.stopTrackingEdge(edge.id), `every consumer of edge ${edge.id} finished`);
+    }
+  }
+
+  private releasePartitions(byTaskExecutor: Map<ResourceId, ResultPartitionId[]>, cause: string): void {
+    for (const [resourceId, ids] of byTaskExecutor) {
+      const tm = this.taskManagers.get(resourceId);
+      if (tm === undefined) continue;
+      this.log.info('releasing partitions', { resourceId, partitions: ids.length, cause });
+      tm.gateway.releasePartitions(this.jobId, ids, this.deps.fencingToken).catch((error: unknown) => this.log.warn('releasing partitions failed', { resourceId, error: errorMessage(error) }));
+    }
+  }
+
+  /** Per-vertex progress and counters, as the job record and GET /jobs/:id show them. */
+  vertexMetrics(): VertexMetrics[] {
+    return this.deps.jobGraph.vertices.map((vertex) => {
+      const subtasks = this.graph.subtasks(vertex.id);
+      let recordsIn = 0;
+      let recordsOut = 0;
+      let buffersSent = 0;
+      let maxBuffersInFlight = 0;
+      let creditsPerChannel: number | undefined;
+      for (const e of subtasks) {
+        if (e.result === undefined) continue;
+        recordsIn += e.result.recordsIn;
+        recordsOut += e.result.recordsOut;
+        buffersSent += e.result.network?.buffersSent ?? 0;
+        maxBuffersInFlight = Math.max(maxBuffersInFlight, e.result.network?.maxBuffersInFlight ?? 0);
+        creditsPerChannel ??= e.result.network?.creditsPerChannel;
+      }
+      const times = this.vertexTimes.get(vertex.id) ?? {};
+      return {
+        id: vertex.id,
+        name: vertex.name,
+        parallelism: vertex.parallelism,
+        region: this.regions.regionOf(vertex.id).index,
+        tasks: countTaskStates(subtasks),
+        ...(times.firstDeployedAtMs !== undefined ? { firstDeployedAtMs: times.firstDeployedAtMs } : {}),
+        ...(times.lastFinishedAtMs !== undefined ? { lastFinishedAtMs: times.lastFinishedAtMs } : {}),
+        recordsIn,
+        recordsOut,
+        buffersSent,
+        maxBuffersInFlight,
+        ...(creditsPerChannel !== undefined ? { creditsPerChannel } : {}),
+      };
+    });
+  }
+
+  /** For tests and diagnostics; call from outside the main thread only (it reads, it changes nothing). */
+  snapshot(): JobMasterSnapshot {
+    return {
+      slots: this.slots.size,
+      slotsUsed: new Set(this.graph.executions.filter((e) => e.state !== ExecutionState.CREATED && e.location !== undefined).map((e) => e.location!.allocationId)).size,
+      regions: this.regions.regions.map((r) => ({ index: r.index, vertexIds: r.vertexIds, deployed: this.deployedRegions.has(r.index) })),
+      trackedPartitions: this.partitionTracker.list(),
+      partitionsReleased: this.partitionTracker.released,
+      tasks: this.graph.executions.map((e) => ({
+        vertexId: e.vertex.id,
+        subtaskIndex: e.subtaskIndex,
+        state: e.state,
+        ...(e.location ? { resourceId: e.location.resourceId, allocationId: e.location.allocationId } : {}),
+        ...(e.result ? { result: e.result } : {}),
+      })),
+    };
   }
 
   private descriptorFor(execution: Execution): TaskDeploymentDescriptor {
@@ -358,9 +489,10 @@ export class JobMaster implements JobMasterGateway {
     const outputs = (this.graph.outputsOf.get(execution.vertex.id) ?? []).map((edge) => ({
       edgeId: edge.id,
       partitionId: partitionIdOf(edge, execution),
-      partitionType: edge.partitionType,
+      partitionType: this.regions.partitionTypeOf(edge),
       partitioner: edge.partitioner,
       numberOfSubpartitions: edge.distribution === 'forward' ? 1 : this.graph.vertex(edge.target)!.parallelism,
+      ...(edge.keySelector !== undefined ? { keySelector: edge.keySelector, keyGroups: this.graph.vertex(edge.target)!.maxParallelism, ...combinerFor(this.graph.vertex(edge.target)!) } : {}),
     }));
     const sink = execution.vertex.operators.find((op) => op.kind === 'sink.textFile');
     return {
@@ -377,7 +509,7 @@ export class JobMaster implements JobMasterGateway {
       operators: execution.vertex.operators,
       inputs,
       outputs,
-      ...(sink?.kind === 'sink.textFile' ? { sinkStagingDir: attemptStagingDir(sink.path, this.jobId, execution.attemptId) } : {}),
+      ...(sink?.kind === 'sink.textFile' ? { sinkStagingDir: attemptStagingLocationFor(sink.path, this.jobId, execution.attemptId) } : {}),
     };
   }
 
@@ -399,9 +531,9 @@ export class JobMaster implements JobMasterGateway {
       this.status = JobStatus.FAILING;
       await this.writeRecord({ status: JobStatus.FAILING, exception });
       this.cancelRemaining();
-    } else {
-      await this.writeRecord({ exception });
     }
+    // Failures after the first are mostly its echo (consumers of a failed producer): the job's
+    // exceptions keep the root cause readable, and the rest is in the log line above.
     this.progressChanged();
     await this.checkCompletion();
   }
@@ -474,6 +606,7 @@ export class JobMaster implements JobMasterGateway {
     this.taskManagers.delete(resourceId);
     this.heartbeats.unmonitorTarget(resourceId);
     for (const [id, slot] of this.slots) if (slot.resourceId === resourceId) this.slots.delete(id);
+    this.partitionTracker.forgetTaskExecutor(resourceId);
     if (this.terminated) return;
     this.log.warn('TaskExecutor lost', { resourceId, cause });
     for (const execution of this.graph.executions) {
@@ -522,7 +655,7 @@ export class JobMaster implements JobMasterGateway {
       for (const vertex of this.deps.jobGraph.vertices) {
         for (const op of vertex.operators) {
           if (op.kind === 'sink.textFile') {
-            await commitTextSink(op.path, this.jobId, this.graph.subtasks(vertex.id).map((e) => e.attemptId));
+            await (await outputStoreFor(op.path)).commit(op.path, this.jobId, this.graph.subtasks(vertex.id).map((e) => e.attemptId));
           } else if (op.kind === 'sink.collect') {
             const records: unknown[] = [];
             let truncated = false;
@@ -556,11 +689,12 @@ export class JobMaster implements JobMasterGateway {
     this.progressTimer?.cancel();
     if (status !== JobStatus.FINISHED) {
       for (const vertex of this.deps.jobGraph.vertices) {
-        for (const op of vertex.operators) if (op.kind === 'sink.textFile') await discardTextSink(op.path, this.jobId).catch(() => undefined);
+        for (const op of vertex.operators) if (op.kind === 'sink.textFile') await outputStoreFor(op.path).then((store) => store.discard(op.path, this.jobId)).catch(() => undefined);
       }
     }
-    await this.writeRecord({ status, tasks: this.graph.counts(), endedAtMs: this.deps.clock.now(), ...(resultKey ? { resultKey } : {}) });
+    await this.writeRecord({ status, tasks: this.graph.counts(), vertices: this.vertexMetrics(), endedAtMs: this.deps.clock.now(), ...(resultKey ? { resultKey } : {}) });
     this.log.info('job reached a terminal state', { status });
+    this.releasePartitions(this.partitionTracker.stopTrackingAll(), `job ${status}`);
     for (const slot of [...this.slots.values()]) this.releaseSlot(slot, `job ${status}`);
     const rm = this.resourceManager;
     if (rm) await rm.gateway.disconnectJobManager(this.jobId, `job ${status}`).catch(() => undefined);
@@ -569,7 +703,18 @@ export class JobMaster implements JobMasterGateway {
 
   private releaseSlot(slot: PooledSlot, cause: string): void {
     this.slots.delete(slot.allocationId);
-    this.taskManagers.get(slot.resourceId)?.gateway.freeSlot(slot.allocationId, cause, this.deps.fencingToken).catch(() => undefined);
+    const free = (): void => void this.taskManagers.get(slot.resourceId)?.gateway.freeSlot(slot.allocationId, cause, this.deps.fencingToken).catch(() => undefined);
+    const rm = this.resourceManager;
+    if (rm === undefined || this.terminated || !this.deployed) {
+      free();
+      return;
+    }
+    // The smaller requirement first: otherwise the RM sees a free slot below the old requirement and
+    // hands it straight back to a JobMaster that no longer accepts offers.
+    rm.gateway.declareRequiredResources(this.jobId, this.deps.fencingToken, { slots: this.slots.size }).then(free, (error: unknown) => {
+      this.log.warn('could not lower the resource requirements before freeing a slot', { error: errorMessage(error) });
+      free();
+    });
   }
 
   private async writeRecord(update: Parameters<JobStore['update']>[1]): Promise<void> {
@@ -586,7 +731,7 @@ export class JobMaster implements JobMasterGateway {
     if (this.progressTimer !== undefined || this.terminated) return;
     this.progressTimer = this.main.schedule(async () => {
       this.progressTimer = undefined;
-      if (!this.terminated) await this.writeRecord({ tasks: this.graph.counts() });
+      if (!this.terminated) await this.writeRecord({ tasks: this.graph.counts(), vertices: this.vertexMetrics() });
     }, 100);
   }
 

@@ -1,5 +1,6 @@
-// Which slot worker of this TaskExecutor holds which result partition. A consumer may ask for a
-// partition before its producer task has registered it: the lookup waits, bounded, for it to appear.
+// Where this TaskExecutor holds each result partition (a slot worker for a pipelined one, a file for a
+// finished blocking one). A consumer may ask for a partition before it is there: the lookup waits,
+// bounded, for it to appear.
 import type { Clock, Timer } from '../core/clock.js';
 import { FloeError } from '../core/errors.js';
 import type { ResultPartitionId } from '../core/ids.js';
@@ -19,9 +20,9 @@ export interface PartitionLocation<W> {
   readonly worker: W;
 }
 
-export class PartitionRegistry<W> {
-  private readonly partitions = new Map<ResultPartitionId, PartitionLocation<W>>();
-  private readonly waiters = new Map<ResultPartitionId, { resolve: (l: PartitionLocation<W>) => void; reject: (e: Error) => void; timer: Timer }[]>();
+export class PartitionRegistry<L> {
+  private readonly partitions = new Map<ResultPartitionId, L>();
+  private readonly waiters = new Map<ResultPartitionId, { resolve: (l: L) => void; reject: (e: Error) => void; timer: Timer }[]>();
 
   constructor(
     private readonly clock: Clock,
@@ -29,7 +30,7 @@ export class PartitionRegistry<W> {
     private readonly waitMs: number,
   ) {}
 
-  register(id: ResultPartitionId, location: PartitionLocation<W>): void {
+  register(id: ResultPartitionId, location: L): void {
     this.partitions.set(id, location);
     const ws = this.waiters.get(id);
     this.waiters.delete(id);
@@ -43,11 +44,11 @@ export class PartitionRegistry<W> {
     this.partitions.delete(id);
   }
 
-  /** Forgets every partition held by `worker` (its thread is gone). */
-  removeWorker(worker: W): ResultPartitionId[] {
+  /** Forgets every partition whose location matches (e.g. held by a worker thread that is gone). */
+  removeWhere(matches: (location: L) => boolean): ResultPartitionId[] {
     const gone: ResultPartitionId[] = [];
     for (const [id, loc] of this.partitions) {
-      if (loc.worker === worker) {
+      if (matches(loc)) {
         this.partitions.delete(id);
         gone.push(id);
       }
@@ -55,7 +56,7 @@ export class PartitionRegistry<W> {
     return gone;
   }
 
-  get(id: ResultPartitionId): PartitionLocation<W> | undefined {
+  get(id: ResultPartitionId): L | undefined {
     return this.partitions.get(id);
   }
 
@@ -63,7 +64,7 @@ export class PartitionRegistry<W> {
     return this.partitions.size;
   }
 
-  waitFor(id: ResultPartitionId): Promise<PartitionLocation<W>> {
+  waitFor(id: ResultPartitionId): Promise<L> {
     const known = this.partitions.get(id);
     if (known !== undefined) return Promise.resolve(known);
     return new Promise((resolve, reject) => {

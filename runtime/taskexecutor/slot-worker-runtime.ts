@@ -2,6 +2,7 @@
 // sharing, each an async loop), holds their output partitions and input gates, and talks to the
 // TaskExecutor's main thread with the messages of worker-protocol.ts.
 import type { MessagePort } from 'node:worker_threads';
+import { join } from 'node:path';
 import { FloeError, fromErrorInfo, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { ExecutionAttemptId, ResultPartitionId } from '../core/ids.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
@@ -11,8 +12,11 @@ import { resolveUserFunctions } from '../api/program.js';
 import { createLocalPortPair, wrapMessagePort } from '../network/channel-port.js';
 import { InputGate } from '../network/input-gate.js';
 import { ResultPartition } from '../network/result-partition.js';
+import { BlockingPartitionWriter } from '../network/blocking-partition.js';
+import { collectNetworkMetrics } from './task-metrics.js';
 import { runOperatorChain, TaskCanceledError } from './operators.js';
-import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
+import { needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from './task-deployment.js';
+import { keySelectorOf } from './operators.js';
 import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
 
 interface RunningTask {
@@ -127,7 +131,7 @@ export class SlotWorkerRuntime {
   }
 
   private loadUserFunctions(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<Map<string, Function>> {
-    if (!tdd.operators.some((op) => 'fn' in op)) return Promise.resolve(new Map());
+    if (!needsUserCode(tdd)) return Promise.resolve(new Map());
     const key = JSON.stringify([tdd.library.sha256, tdd.program.export, tdd.program.args]);
     let cached = this.userFunctionCache.get(key);
     if (cached === undefined) {
@@ -146,19 +150,26 @@ export class SlotWorkerRuntime {
     const task: RunningTask = { tdd, abort: new AbortController(), gate: undefined, outputs: [] };
     this.tasks.set(tdd.attemptId, task);
     const { signal } = task.abort;
+    const blockingWriters: BlockingPartitionWriter[] = [];
     try {
       this.state(tdd.attemptId, 'INITIALIZING');
       const userFunctions = await this.loadUserFunctions(tdd, library, settings);
       if (signal.aborted) throw signal.reason;
 
       for (const out of tdd.outputs) {
+        // A blocking partition streams to its files with the same bounded backlog as a pipelined one.
         const partition = new ResultPartition(out, tdd.subtaskIndex, {
           segmentSizeBytes: settings.segmentSizeBytes,
           maxBacklogBuffers: settings.buffersPerChannel,
           bufferTimeoutMs: settings.bufferTimeoutMs,
-          blocking: out.partitionType === 'blocking',
+          ...(out.keySelector !== undefined ? { keySelector: keySelectorOf(tdd, userFunctions, out.keySelector) } : {}),
         });
         task.outputs.push(partition);
+        if (out.partitionType === 'blocking') {
+          if (settings.partitionDir === undefined) throw new FloeError('TASK_SETUP', `task ${tdd.taskName} writes blocking partition ${out.partitionId} but its TaskExecutor gave no partition folder`);
+          blockingWriters.push(await BlockingPartitionWriter.attach(partition, join(settings.partitionDir, out.partitionId), settings.buffersPerChannel));
+          continue;
+        }
         this.partitions.set(out.partitionId, partition);
         partition.onDone(() => {
           if (this.partitions.get(out.partitionId) === partition) this.partitions.delete(out.partitionId);
@@ -187,6 +198,7 @@ export class SlotWorkerRuntime {
       }
 
       this.state(tdd.attemptId, 'RUNNING');
+      const startedAtMs = Date.now();
       const result = await runOperatorChain({
         tdd,
         userFunctions,
@@ -195,9 +207,13 @@ export class SlotWorkerRuntime {
         input: task.gate,
         requestSplit: () => this.requestSplit(tdd, signal),
       });
+      // Blocking output counts as produced only once its files are complete: the TaskExecutor takes
+      // them over before it hears FINISHED (messages keep their order).
+      for (const w of blockingWriters) this.post({ type: 'blocking-partition-finished', attemptId: tdd.attemptId, files: await w.done });
       if (signal.aborted) throw signal.reason;
       this.tasks.delete(tdd.attemptId);
-      this.state(tdd.attemptId, 'FINISHED', { result });
+      const network = collectNetworkMetrics(task.outputs, task.gate, settings.buffersPerChannel, startedAtMs, Date.now());
+      this.state(tdd.attemptId, 'FINISHED', { result: { ...result, network } });
     } catch (error) {
       this.tasks.delete(tdd.attemptId);
       task.gate?.close(signal.aborted ? 'consumer task cancelled' : 'consumer task failed');

@@ -1,7 +1,7 @@
 // What the JobMaster sends a TaskExecutor to run one subtask: the operator chain, where its inputs come
 // from and what it produces.
 import type { AllocationId, ExecutionAttemptId, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
-import type { OperatorSpec, Partitioner, PartitionType } from '../jobgraph/jobgraph.js';
+import { functionRefsOf, type FunctionRef, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
 
 /** Where a producer's partitions can be fetched: its TaskExecutor and that executor's data port. */
 export interface ProducerLocation {
@@ -30,6 +30,25 @@ export interface ResultPartitionDescriptor {
   readonly partitioner: Partitioner;
   /** One subpartition per consumer subtask it feeds (1 for forward edges). */
   readonly numberOfSubpartitions: number;
+  /** Hash partitions: the key selector that routes each record. */
+  readonly keySelector?: FunctionRef;
+  /** Hash partitions: the consumer's maxParallelism, i.e. its number of key groups. */
+  readonly keyGroups?: number;
+  /**
+   * Hash partitions into a keyed operator that takes pre-aggregated input (its `preAggregate`): that
+   * operator. The producer folds its records per key with the operator's functions and sends
+   * `[key, partial]` pairs instead of the records.
+   */
+  readonly combiner?: CombinableOperatorSpec;
+}
+
+export type CombinableOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' }>;
+
+/** The `combiner` of a partition feeding `consumer`: its head operator when that takes pre-aggregated input. */
+export function combinerFor(consumer: { readonly operators: readonly OperatorSpec[] }): { combiner?: CombinableOperatorSpec } {
+  const head = consumer.operators[0];
+  if (head === undefined || (head.kind !== 'keyed.reduce' && head.kind !== 'keyed.sum' && head.kind !== 'keyed.aggregate')) return {};
+  return head.preAggregate === true ? { combiner: head } : {};
 }
 
 export interface TaskDeploymentDescriptor {
@@ -68,4 +87,34 @@ export interface TaskResult {
   readonly collectedTruncated?: boolean;
   readonly recordsIn: number;
   readonly recordsOut: number;
+  /** The task's data-plane counters, from its output partitions and input gate. */
+  readonly network?: TaskNetworkMetrics;
+}
+
+/** Data-plane counters of one task, collected in its slot worker. */
+export interface TaskNetworkMetrics {
+  /** Buffers sent on all output subpartitions (to consumers, or to disk for a blocking partition). */
+  readonly buffersSent: number;
+  /** Records written into the output partitions. */
+  readonly recordsWritten: number;
+  /** The most buffers sent and not yet acknowledged on any one output channel. */
+  readonly maxBuffersInFlight: number;
+  /** The most buffers queued behind missing credit on any one output subpartition. */
+  readonly maxBacklog: number;
+  /** Buffers received on all input channels. */
+  readonly buffersReceived: number;
+  /** Records received on all input channels. */
+  readonly recordsReceived: number;
+  /** The most buffers received and not yet processed on any one input channel. */
+  readonly maxUnackedIn: number;
+  /** Credits a consumer grants per channel ('taskmanager.network.memory.buffers-per-channel'). */
+  readonly creditsPerChannel: number;
+  /** Wall-clock time (ms since the epoch) the task started running and finished, in its worker. */
+  readonly startedAtMs: number;
+  readonly finishedAtMs: number;
+}
+
+/** Whether the task runs user code (its operators' functions or a key selector) and so needs the job's library. */
+export function needsUserCode(tdd: Pick<TaskDeploymentDescriptor, 'operators' | 'outputs'>): boolean {
+  return tdd.operators.some((op) => functionRefsOf(op).length > 0) || tdd.outputs.some((o) => o.keySelector !== undefined);
 }

@@ -4,7 +4,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import { MessageChannel } from 'node:worker_threads';
 import { join } from 'node:path';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm as removePath } from 'node:fs/promises';
 import { systemClock, type Clock, type Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import {
@@ -33,15 +33,16 @@ import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import { isExecutionTerminal, type ExecutionState } from '../jobgraph/job-status.js';
 import type { JobMasterGateway, TaskExecutionStateUpdate } from '../jobmaster/jobmaster-gateway.js';
-import { bridgePorts, wrapMessagePort, type ChannelPort } from '../network/channel-port.js';
+import { bridgePorts, createLocalPortPair, wrapMessagePort, type ChannelPort } from '../network/channel-port.js';
 import { DataClient } from '../network/data-client.js';
 import { DataServer } from '../network/data-server.js';
 import type { ResourceManagerGateway } from '../resourcemanager/resourcemanager-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
+import { BlockingPartitionTable, type HeldPartitionInfo } from './blocking-partitions.js';
 import { PartitionRegistry } from './partition-registry.js';
 import { SlotWorker } from './slot-worker-handle.js';
-import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
+import { needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from './task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
   type SlotReport,
@@ -70,6 +71,10 @@ export interface TaskExecutorDeps {
   readonly cancelTimeoutMs?: number;
   /** Silence from the ResourceManager and every JobMaster, with no leader to be found, after which the TaskExecutor stops (ms). @default 3 × heartbeat.timeout */
   readonly orphanTimeoutMs?: number;
+  /** Address the data server listens on. @default '127.0.0.1' */
+  readonly dataBindHost?: string;
+  /** Host other TaskExecutors reach the data server at (a container's private IP). @default - dataBindHost */
+  readonly dataAdvertisedHost?: string;
 }
 
 interface Slot {
@@ -92,6 +97,9 @@ interface Task {
   /** State updates go out one after another, in order. */
   reporting: Promise<void>;
 }
+
+/** Where a partition of this TaskExecutor lives: in a slot worker (pipelined) or in the blocking table (files). */
+type PartitionHolder = { readonly kind: 'pipelined'; readonly slotIndex: number; readonly worker: SlotWorker } | { readonly kind: 'blocking' };
 
 interface JobConnection {
   readonly jobId: JobId;
@@ -125,7 +133,8 @@ export class TaskExecutor implements TaskExecutorGateway {
   private readonly slots: Slot[];
   private readonly tasks = new Map<ExecutionAttemptId, Task>();
   private readonly jobs = new Map<JobId, JobConnection>();
-  private readonly partitions: PartitionRegistry<SlotWorker>;
+  private readonly partitions: PartitionRegistry<PartitionHolder>;
+  private readonly blockingPartitions: BlockingPartitionTable;
   private readonly dataClient: DataClient;
   private dataServer: DataServer | undefined;
   private endpoint: ServedEndpoint | undefined;
@@ -156,6 +165,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.slots = Array.from({ length: deps.config.numberOfTaskSlots }, (_, index) => ({ index, allocationId: undefined, jobId: undefined, worker: undefined, tasks: new Set() }));
     this.workersStarted = this.slots.map(() => 0);
     this.partitions = new PartitionRegistry(this.clock, deps.resourceId, deps.partitionRequestTimeoutMs ?? Math.max(deps.config.rpcTimeoutMs, 30_000));
+    this.blockingPartitions = new BlockingPartitionTable(this.clock, this.logger);
     this.dataClient = new DataClient(this.logger);
     this.entry = deps.slotWorkerEntry ?? distEntry('slot-worker');
     this.cancelTimeoutMs = deps.cancelTimeoutMs ?? 3_000;
@@ -184,7 +194,7 @@ export class TaskExecutor implements TaskExecutorGateway {
   /** Starts the data server, serves the gateway and begins looking for the ResourceManager. */
   async start(): Promise<void> {
     await mkdir(this.libraryCacheDir, { recursive: true });
-    this.dataServer = await DataServer.start({ openSubpartition: (id, index) => this.openSubpartition(id, index) }, this.logger);
+    this.dataServer = await DataServer.start({ openSubpartition: (id, index) => this.openSubpartition(id, index) }, this.logger, this.deps.dataBindHost, this.deps.dataAdvertisedHost ?? this.deps.dataBindHost);
     this.endpoint = this.deps.rpc.serve<TaskExecutorGateway>(EndpointName.TASK_EXECUTOR, this, { methods: TASK_EXECUTOR_METHODS });
     this.logger.info('TaskExecutor started', { address: this.deps.rpc.address, dataAddress: this.dataServer.address, slots: this.slots.length });
     await this.mainThread.run(() => this.connectToResourceManager());
@@ -203,14 +213,35 @@ export class TaskExecutor implements TaskExecutorGateway {
     return join(this.deps.workDir, 'libraries');
   }
 
-  /** For tests and metrics: the data server's counters and the worker thread id of each slot. */
-  introspect(): { dataServer: DataServer['stats']; dataConnectionsOpened: number; slotThreadIds: (number | undefined)[]; heldPartitions: number; registeredAtResourceManager: boolean } {
+  /** Blocking partitions are written here, one folder per partition. */
+  get partitionDir(): string {
+    return join(this.deps.workDir, 'partitions');
+  }
+
+  /** For tests and metrics: the data server's counters, the worker thread id of each slot, the partition table. */
+  introspect(): {
+    dataServer: DataServer['stats'];
+    dataConnectionsOpened: number;
+    slotThreadIds: (number | undefined)[];
+    heldPartitions: number;
+    registeredAtResourceManager: boolean;
+    /** Finished blocking partitions held on disk, until the JobMaster releases them. */
+    blockingPartitions: HeldPartitionInfo[];
+    /** Blocking partitions released (files deleted) so far, and their bytes. */
+    partitionsReleased: number;
+    partitionBytesReleased: number;
+    allocatedSlots: number;
+  } {
     return {
       dataServer: { ...this.dataServer!.stats },
       dataConnectionsOpened: this.dataClient.connectionsOpened,
       slotThreadIds: this.slots.map((s) => s.worker?.threadId),
       heldPartitions: this.partitions.size,
       registeredAtResourceManager: this.rm?.registered === true,
+      blockingPartitions: this.blockingPartitions.list(),
+      partitionsReleased: this.blockingPartitions.released,
+      partitionBytesReleased: this.blockingPartitions.releasedBytes,
+      allocatedSlots: this.slots.filter((s) => s.allocationId !== undefined).length,
     };
   }
 
@@ -414,7 +445,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       slot.tasks.add(descriptor.attemptId);
       this.report(task, { attemptId: descriptor.attemptId, state: 'DEPLOYING' });
       this.logger.info('task submitted', { task: descriptor.taskName, attemptId: descriptor.attemptId, slotIndex: slot.index, fencingToken: jobMasterToken });
-      const needsLibrary = descriptor.operators.some((op) => 'fn' in op);
+      const needsLibrary = needsUserCode(descriptor);
       const library = needsLibrary ? this.library(descriptor.library.sha256) : Promise.resolve(undefined);
       library.then(
         (code) => this.mainThread.run(() => this.deploy(task, code)),
@@ -456,8 +487,10 @@ export class TaskExecutor implements TaskExecutorGateway {
       segmentSizeBytes: this.config.networkBufferSizeBytes,
       buffersPerChannel: this.config.networkBuffersPerChannel,
       bufferTimeoutMs: this.config.bufferTimeoutMs,
+      combinerMaxKeys: this.config.combinerMaxKeys,
       resourceId: this.resourceId,
       libraryCacheDir: this.libraryCacheDir,
+      partitionDir: this.partitionDir,
     };
     worker.post({ type: 'deploy', tdd: task.tdd, library: sendLibrary ? library : undefined, settings });
   }
@@ -504,7 +537,8 @@ export class TaskExecutor implements TaskExecutorGateway {
     const worker = slot.worker;
     slot.worker = undefined;
     if (worker !== undefined) {
-      this.partitions.removeWorker(worker);
+      // Finished blocking partitions are files the TaskExecutor owns: they stay.
+      this.partitions.removeWhere((h) => h.kind === 'pipelined' && h.worker === worker);
       void worker.terminate();
     }
     slot.allocationId = undefined;
@@ -514,6 +548,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       rm.gateway
         .notifySlotAvailable(this.resourceId, { resourceId: this.resourceId, slotIndex: slot.index }, allocationId)
         .catch((e: unknown) => this.logger.warn('could not tell the ResourceManager about a free slot', { error: errorMessage(e) }));
+      // The RM must not count us idle for a moment between the free slot and the next heartbeat.
+      if (this.partitions.size > 0) rm.gateway.sendSlotReport(this.resourceId, this.slotReport()).catch(() => undefined);
     }
   }
 
@@ -521,16 +557,34 @@ export class TaskExecutor implements TaskExecutorGateway {
     return this.mainThread.run(() => {
       this.checkJobMasterToken(jobId, jobMasterToken);
       const byWorker = new Map<SlotWorker, ResultPartitionId[]>();
+      const blocking: ResultPartitionId[] = [];
       for (const id of partitionIds) {
         const loc = this.partitions.get(id);
         if (loc === undefined) continue;
         this.partitions.remove(id);
+        if (loc.kind === 'blocking') {
+          blocking.push(id);
+          continue;
+        }
         const list = byWorker.get(loc.worker) ?? [];
         list.push(id);
         byWorker.set(loc.worker, list);
       }
       for (const [worker, ids] of byWorker) worker.post({ type: 'release-partitions', partitionIds: ids });
+      if (blocking.length > 0) {
+        this.logger.info('releasing blocking partitions', { partitions: blocking.length, fencingToken: jobMasterToken });
+        return this.blockingPartitions.release(blocking, 'released by the JobMaster').then(() => undefined);
+      }
+      return undefined;
     });
+  }
+
+  /** Drops blocking partitions of an attempt that did not finish: no consumer may read them. */
+  private dropBlockingPartitionsOf(attemptId: ExecutionAttemptId, reason: string): void {
+    const ids = this.blockingPartitions.list().filter((p) => p.producerAttemptId === attemptId).map((p) => p.partitionId);
+    if (ids.length === 0) return;
+    for (const id of ids) this.partitions.remove(id);
+    void this.blockingPartitions.release(ids, reason);
   }
 
   heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload> {
@@ -617,7 +671,7 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   private onWorkerExit(slot: Slot, worker: SlotWorker, cause: string): void {
     this.logger.error('slot worker thread died', { slotIndex: slot.index, cause });
-    this.partitions.removeWorker(worker);
+    this.partitions.removeWhere((h) => h.kind === 'pipelined' && h.worker === worker);
     for (const task of this.tasks.values()) {
       if (task.worker === worker) this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('WORKER_EXITED', cause)) });
     }
@@ -629,7 +683,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     const old = slot.worker;
     if (old === undefined) return;
     slot.worker = undefined;
-    this.partitions.removeWorker(old);
+    this.partitions.removeWhere((h) => h.kind === 'pipelined' && h.worker === old);
     for (const task of this.tasks.values()) {
       if (task.worker !== old) continue;
       if (task.cancelRequested) this.taskEnded(task, 'CANCELED');
@@ -645,11 +699,20 @@ export class TaskExecutor implements TaskExecutorGateway {
         return;
       case 'register-partition':
         // Synchronously, not through the main thread: a consumer's request may already be waiting.
-        if (worker.isAlive) this.partitions.register(m.partitionId, { slotIndex: slot.index, worker });
+        if (worker.isAlive) this.partitions.register(m.partitionId, { kind: 'pipelined', slotIndex: slot.index, worker });
         return;
-      case 'partition-done':
-        if (this.partitions.get(m.partitionId)?.worker === worker) this.partitions.remove(m.partitionId);
+      case 'partition-done': {
+        const holder = this.partitions.get(m.partitionId);
+        if (holder?.kind === 'pipelined' && holder.worker === worker) this.partitions.remove(m.partitionId);
         return;
+      }
+      case 'blocking-partition-finished': {
+        // Synchronously: the producer's FINISHED, right behind this message, goes through the main thread.
+        const jobId = this.tasks.get(m.attemptId)?.tdd.jobId ?? this.jobId;
+        this.blockingPartitions.add(jobId, m.attemptId, m.files);
+        this.partitions.register(m.files.partitionId, { kind: 'blocking' });
+        return;
+      }
       case 'request-channel':
         this.connectInputChannel(worker, m);
         return;
@@ -684,6 +747,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     task.state = state;
     task.cancelTimer?.cancel();
     this.slots[task.slotIndex]!.tasks.delete(task.tdd.attemptId);
+    if (state !== 'FINISHED') this.dropBlockingPartitionsOf(task.tdd.attemptId, `its producer ended ${state}`);
     this.logger.info('task ended', { task: task.tdd.taskName, attemptId: task.tdd.attemptId, state, ...(extra.error ? { error: extra.error.message } : {}) });
     this.report(task, { attemptId: task.tdd.attemptId, state, ...extra });
     void task.reporting.then(() => {
@@ -729,6 +793,13 @@ export class TaskExecutor implements TaskExecutorGateway {
     }
     this.partitions.waitFor(m.partitionId).then((location) => {
       if (!consumer.isAlive) return;
+      if (location.kind === 'blocking') {
+        // Served from its file by this thread; buffers cross to the consumer's worker by transfer.
+        const { port1, port2 } = new MessageChannel();
+        this.blockingPartitions.serve(m.partitionId, m.subpartitionIndex, wrapMessagePort(port1));
+        consumer.post({ type: 'attach-consumer', attemptId: m.attemptId, channelIndex: m.channelIndex, port: port2 }, [port2]);
+        return;
+      }
       if (location.worker === consumer) {
         consumer.post({ type: 'attach-local', attemptId: m.attemptId, channelIndex: m.channelIndex, partitionId: m.partitionId, subpartitionIndex: m.subpartitionIndex });
         return;
@@ -741,6 +812,11 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   private async openSubpartition(partitionId: ResultPartitionId, subpartitionIndex: number): Promise<ChannelPort> {
     const location = await this.partitions.waitFor(partitionId);
+    if (location.kind === 'blocking') {
+      const [producerEnd, serverEnd] = createLocalPortPair();
+      this.blockingPartitions.serve(partitionId, subpartitionIndex, producerEnd);
+      return serverEnd;
+    }
     if (!location.worker.isAlive) throw new FloeError('PARTITION_NOT_FOUND', `partition ${partitionId} was lost with its worker thread on ${this.resourceId}`, { retryable: true });
     const { port1, port2 } = new MessageChannel();
     location.worker.post({ type: 'attach-producer', partitionId, subpartitionIndex, port: port1 }, [port1]);
@@ -774,6 +850,9 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.endpoint?.stop();
     this.partitions.close(`TaskExecutor ${this.resourceId} is stopping`);
     await Promise.all(this.slots.map((s) => s.worker?.terminate()));
+    // Nobody can fetch partitions from a stopped TaskExecutor: their files go with it.
+    await this.blockingPartitions.discardAll();
+    await removePath(this.partitionDir, { recursive: true, force: true }).catch(() => undefined);
     for (const s of this.slots) s.worker = undefined;
     this.dataClient.close();
     await this.dataServer?.close();

@@ -19,6 +19,8 @@
 //   request-split     a text-file source wants its next split (the main thread asks the JobMaster)
 //   register-partition   a task's output partition exists: consumers may now be attached
 //   partition-done    every subpartition delivered end-of-partition or was released
+//   blocking-partition-finished   a blocking partition's files are complete (sent before the producer's
+//                     FINISHED): the TaskExecutor takes them over and serves them until released
 //   request-channel   a task wants input channel `channelIndex`: the main thread answers with
 //                     attach-consumer, attach-local or channel-failed
 //
@@ -28,6 +30,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ErrorInfo } from '../core/errors.js';
 import type { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
+import type { BlockingPartitionFiles } from '../network/blocking-partition.js';
 import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
 
 /** What a task needs from the configuration, resolved on the main thread. */
@@ -35,9 +38,13 @@ export interface TaskSettings {
   readonly segmentSizeBytes: number;
   readonly buffersPerChannel: number;
   readonly bufferTimeoutMs: number;
+  /** 'execution.combiner.max-keys'. @default - CONFIG_OPTIONS.combinerMaxKeys.default */
+  readonly combinerMaxKeys?: number;
   readonly resourceId: ResourceId;
   /** Where user-code libraries are cached as files to import. */
   readonly libraryCacheDir: string;
+  /** Where blocking partitions are written, one folder per partition. */
+  readonly partitionDir?: string;
 }
 
 export type MainToWorker =
@@ -56,6 +63,7 @@ export type WorkerToMain =
   | { readonly type: 'request-split'; readonly requestId: number; readonly vertexId: string; readonly attemptId: ExecutionAttemptId }
   | { readonly type: 'register-partition'; readonly attemptId: ExecutionAttemptId; readonly partitionId: ResultPartitionId }
   | { readonly type: 'partition-done'; readonly partitionId: ResultPartitionId }
+  | { readonly type: 'blocking-partition-finished'; readonly attemptId: ExecutionAttemptId; readonly files: BlockingPartitionFiles }
   | {
       readonly type: 'request-channel';
       readonly attemptId: ExecutionAttemptId;

@@ -10,7 +10,7 @@ import { InputGate } from '../../runtime/network/input-gate.js';
 import { decodeRecords, RecordBufferBuilder } from '../../runtime/network/record-buffer.js';
 import { createChannelSelector, ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
 import type { Partitioner } from '../../runtime/jobgraph/jobgraph.js';
-import { PartitionRegistry } from '../../runtime/taskexecutor/partition-registry.js';
+import { PartitionRegistry, type PartitionLocation } from '../../runtime/taskexecutor/partition-registry.js';
 
 const OPTIONS: ResultPartitionOptions = { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
 const CREDITS = 2;
@@ -69,9 +69,9 @@ describe('partitioners', () => {
     expect(range(6).map((r) => rr(r))).toEqual([1, 2, 0, 1, 2, 0]);
   });
 
-  it('rejects hash and broadcast with a clear error', () => {
-    expect(() => createChannelSelector('hash', 2, 0)).toThrow(/'hash' is not supported .*use 'forward' or 'rebalance'/);
-    expect(() => createChannelSelector('broadcast', 2, 0)).toThrow(/'broadcast' is not supported/);
+  it('needs a key selector for hash; broadcast picks no single channel (see key-groups.test.ts for both)', () => {
+    expect(() => createChannelSelector('hash', 2, 0)).toThrow(/needs a key selector and a number of key groups/);
+    expect(() => createChannelSelector('broadcast', 2, 0)('x')).toThrow(/writes every record to every subpartition/);
   });
 });
 
@@ -168,8 +168,8 @@ describe('TCP channels', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function server(waitMs = 5_000): Promise<{ server: DataServer; registry: PartitionRegistry<ResultPartition>; }> {
-    const registry = new PartitionRegistry<ResultPartition>(systemClock, 'te-producer' as ResourceId, waitMs);
+  async function server(waitMs = 5_000): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>>; }> {
+    const registry = new PartitionRegistry<PartitionLocation<ResultPartition>>(systemClock, 'te-producer' as ResourceId, waitMs);
     const srv = await DataServer.start(
       {
         openSubpartition: async (id, index) => {

@@ -163,10 +163,7 @@ function descriptor(graphName: string, vertex: JobVertex, allocationId: Allocati
   };
 }
 
-/**
- * The translator makes one vertex per operator; the TaskExecutor runs any chain, so tests fuse a
- * linear graph's vertices into one chain.
- */
+/** Fuses a linear graph's vertices into one chain (the TaskExecutor runs any chain), whatever the translator chained. */
 function chained(vertices: readonly JobVertex[]): JobVertex {
   return { ...vertices[0]!, operators: vertices.flatMap((v) => v.operators) };
 }
@@ -189,7 +186,10 @@ describe('TaskExecutor', () => {
     await gateway.submitTask(tdd, JM_TOKEN);
     const end = await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId));
     expect(cluster.jm.statesOf(tdd.attemptId)).toEqual(['DEPLOYING', 'INITIALIZING', 'RUNNING', 'FINISHED']);
-    expect(end.result).toEqual({ collected: Array.from({ length: 100 }, (_, i) => (i + 1) * 2), collectedTruncated: false, recordsIn: 100, recordsOut: 100 });
+    expect(end.result).toEqual({
+      collected: Array.from({ length: 100 }, (_, i) => (i + 1) * 2), collectedTruncated: false, recordsIn: 100, recordsOut: 100,
+      network: expect.objectContaining({ buffersSent: 0, recordsReceived: 0, creditsPerChannel: expect.any(Number), startedAtMs: expect.any(Number), finishedAtMs: expect.any(Number) }),
+    });
 
     const hb = await gateway.heartbeatFromJobManager(cluster.jobId, JM_TOKEN);
     expect(hb).toEqual({ resourceId: 'te-1', allocations: [allocationId] });
