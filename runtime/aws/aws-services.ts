@@ -1,0 +1,150 @@
+// The AWS backends in one place (FLOE_BACKEND=aws): leases and job records in DynamoDB, blobs in S3,
+// configured from the environment the CDK construct (or the emulator test harness) sets.
+import { systemClock, type Clock } from '../core/clock.js';
+import { ConfigurationError } from '../core/errors.js';
+import type { BlobStore } from '../blob/blob-store.js';
+import type { JobStore } from '../ha/job-store.js';
+import type { LeaseStore } from '../ha/lease-store.js';
+import { createDynamoDbClients, createS3Client, type AwsConfig } from './clients.js';
+import { DynamoDbJobStore } from './dynamodb-job-store.js';
+import { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
+import { S3BlobStore } from './s3-blob-store.js';
+
+/** Every variable openAwsServices reads, with its meaning. */
+export const AwsEnv = {
+  /** Region of the tables and the bucket. Falls back to AWS_REGION, which Lambda and ECS set. Required. */
+  REGION: 'FLOE_AWS_REGION',
+  /** Endpoint URL for both DynamoDB and S3, e.g. LocalStack's `http://127.0.0.1:4566`. Optional: AWS's own when unset. */
+  ENDPOINT: 'FLOE_AWS_ENDPOINT',
+  /** DynamoDB endpoint URL, overriding FLOE_AWS_ENDPOINT (DynamoDB Local and s3rver listen on different ports). Optional. */
+  DYNAMODB_ENDPOINT: 'FLOE_DYNAMODB_ENDPOINT',
+  /** S3 endpoint URL, overriding FLOE_AWS_ENDPOINT. Optional. */
+  S3_ENDPOINT: 'FLOE_S3_ENDPOINT',
+  /** Name of the lease table (tables.ts `leaseTable`). Required. */
+  LEASE_TABLE: 'FLOE_LEASE_TABLE',
+  /** Name of the job table (tables.ts `jobTable`). Required. */
+  JOB_TABLE: 'FLOE_JOB_TABLE',
+  /** Bucket of JobGraphs, libraries and results. Required. */
+  BUCKET: 'FLOE_BUCKET',
+  /** Key prefix of every blob in the bucket, e.g. `floe/`. Optional, default '' (the bucket root). */
+  BLOB_PREFIX: 'FLOE_BLOB_PREFIX',
+  /**
+   * The most two hosts' clocks may disagree (ms); a contender waits this long past a lease's expiry
+   * before taking it (see dynamodb-lease-store.ts). Optional, default 1000.
+   */
+  MAX_CLOCK_SKEW_MS: 'FLOE_LEASE_MAX_CLOCK_SKEW_MS',
+  /** How long the record of an ended job is kept before DynamoDB's TTL removes it (ms). Optional: kept forever. */
+  ENDED_JOB_RETENTION_MS: 'FLOE_ENDED_JOB_RETENTION_MS',
+} as const;
+
+export const DEFAULT_MAX_CLOCK_SKEW_MS = 1_000;
+
+export interface AwsServices {
+  readonly leaseStore: LeaseStore;
+  readonly jobStore: JobStore;
+  readonly blobStore: BlobStore;
+  close(): Promise<void>;
+}
+
+export interface AwsServicesSettings {
+  readonly region: string;
+  readonly dynamoDbEndpoint?: string;
+  readonly s3Endpoint?: string;
+  readonly leaseTable: string;
+  readonly jobTable: string;
+  readonly bucket: string;
+  readonly blobPrefix: string;
+  readonly maxClockSkewMs: number;
+  readonly endedJobRetentionMs?: number;
+}
+
+/** Reads and checks the variables of AwsEnv; one error lists every problem. */
+export function readAwsServicesSettings(env: NodeJS.ProcessEnv): AwsServicesSettings {
+  const problems: string[] = [];
+  const value = (name: string): string | undefined => {
+    const v = env[name]?.trim();
+    return v === undefined || v === '' ? undefined : v;
+  };
+  const required = (name: string, fallback?: string): string => {
+    const v = value(name) ?? (fallback === undefined ? undefined : value(fallback));
+    if (v === undefined) problems.push(`${name}${fallback === undefined ? '' : ` (or ${fallback})`} is not set`);
+    return v ?? '';
+  };
+  const url = (name: string): string | undefined => {
+    const v = value(name);
+    if (v !== undefined && !/^https?:\/\/[^/]+/.test(v)) problems.push(`${name} must be an http(s) URL, found ${JSON.stringify(v)}`);
+    return v;
+  };
+  const ms = (name: string): number | undefined => {
+    const v = value(name);
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) problems.push(`${name} must be a non-negative integer (ms), found ${JSON.stringify(v)}`);
+    return n;
+  };
+  const endpoint = url(AwsEnv.ENDPOINT);
+  const dynamoDbEndpoint = url(AwsEnv.DYNAMODB_ENDPOINT) ?? endpoint;
+  const s3Endpoint = url(AwsEnv.S3_ENDPOINT) ?? endpoint;
+  const settings: AwsServicesSettings = {
+    region: required(AwsEnv.REGION, 'AWS_REGION'),
+    ...(dynamoDbEndpoint !== undefined && { dynamoDbEndpoint }),
+    ...(s3Endpoint !== undefined && { s3Endpoint }),
+    leaseTable: required(AwsEnv.LEASE_TABLE),
+    jobTable: required(AwsEnv.JOB_TABLE),
+    bucket: required(AwsEnv.BUCKET),
+    blobPrefix: value(AwsEnv.BLOB_PREFIX) ?? '',
+    maxClockSkewMs: ms(AwsEnv.MAX_CLOCK_SKEW_MS) ?? DEFAULT_MAX_CLOCK_SKEW_MS,
+  };
+  const retention = ms(AwsEnv.ENDED_JOB_RETENTION_MS);
+  if (retention === 0) problems.push(`${AwsEnv.ENDED_JOB_RETENTION_MS} must be positive when set; unset it to keep records forever`);
+  if (problems.length > 0) {
+    throw new ConfigurationError(`cannot open the AWS backends (FLOE_BACKEND=aws): ${problems.join('; ')}. The CDK construct sets these on every function and task`);
+  }
+  return retention === undefined ? settings : { ...settings, endedJobRetentionMs: retention };
+}
+
+/**
+ * Keys given in `env` itself: the SDK's default chain reads process.env, which is not always the
+ * environment a caller passes (tests, a launcher preparing a child's environment).
+ */
+function credentialsIn(env: NodeJS.ProcessEnv): Pick<AwsConfig, 'credentials'> {
+  const accessKeyId = env['AWS_ACCESS_KEY_ID'];
+  const secretAccessKey = env['AWS_SECRET_ACCESS_KEY'];
+  if (!accessKeyId || !secretAccessKey) return {};
+  const sessionToken = env['AWS_SESSION_TOKEN'];
+  return { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } };
+}
+
+/**
+ * Opens the DynamoDB lease and job stores and the S3 blob store from the environment (see AwsEnv).
+ * Credentials are AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN) of `env` when set
+ * there, else the SDK's default chain (the Lambda or ECS task role on AWS).
+ */
+export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClock): AwsServices {
+  const s = readAwsServicesSettings(env);
+  const base: AwsConfig = { region: s.region, ...credentialsIn(env) };
+  const dynamo = createDynamoDbClients({ ...base, ...(s.dynamoDbEndpoint !== undefined && { endpoint: s.dynamoDbEndpoint }) });
+  const s3 = createS3Client({ ...base, ...(s.s3Endpoint !== undefined && { endpoint: s.s3Endpoint }) });
+  const leaseStore = new DynamoDbLeaseStore({ documentClient: dynamo.documentClient, tableName: s.leaseTable, clock, maxClockSkewMs: s.maxClockSkewMs });
+  const jobStore = new DynamoDbJobStore({
+    documentClient: dynamo.documentClient,
+    tableName: s.jobTable,
+    clock,
+    ...(s.endedJobRetentionMs !== undefined && { endedJobRetentionMs: s.endedJobRetentionMs }),
+  });
+  const blobStore = new S3BlobStore({ client: s3, bucket: s.bucket, prefix: s.blobPrefix });
+  let closed: Promise<void> | undefined;
+  return {
+    leaseStore,
+    jobStore,
+    blobStore,
+    close() {
+      closed ??= (async () => {
+        await Promise.all([leaseStore.close(), jobStore.close(), blobStore.close()]);
+        dynamo.destroy();
+        s3.destroy();
+      })();
+      return closed;
+    },
+  };
+}

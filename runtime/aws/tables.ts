@@ -1,0 +1,67 @@
+// The DynamoDB tables and the S3 bucket Floe uses, as plain data: the one source of truth for the adapters,
+// the emulator test harness that creates them, and the CDK construct that deploys them.
+
+export type KeyAttributeType = 'S' | 'N' | 'B';
+
+export interface TableDefinition {
+  /** Appended to a deployment's prefix: `<prefix>-<suffix>`. */
+  readonly suffix: string;
+  readonly partitionKey: { readonly name: string; readonly type: KeyAttributeType };
+  /** Epoch-seconds attribute after which DynamoDB may delete an item; absent when items must never expire. */
+  readonly timeToLiveAttribute?: string;
+  /** Every table is on-demand: leases and job records are small, bursty and rare. */
+  readonly billingMode: 'PAY_PER_REQUEST';
+}
+
+/**
+ * Leases, one item per lease name (`rm/<job>`, `jm/<job>`). Items are never deleted and have no TTL:
+ * a deleted lease would hand out epoch 1 again, and a fencing token must never repeat.
+ */
+export const leaseTable = {
+  suffix: 'leases',
+  partitionKey: { name: 'name', type: 'S' },
+  billingMode: 'PAY_PER_REQUEST',
+  attributes: {
+    name: 'name',
+    holder: 'holder',
+    address: 'address',
+    /** Number; the fencing token. */
+    epoch: 'epoch',
+    /** Number, wall-clock ms of the holder's clock. */
+    expiresAtMs: 'expiresAtMs',
+    /** Boolean. */
+    released: 'released',
+  },
+} as const satisfies TableDefinition & { attributes: Record<string, string> };
+
+/** Job records, one item per job; the record's fields are top-level attributes of the item. */
+export const jobTable = {
+  suffix: 'jobs',
+  partitionKey: { name: 'jobId', type: 'S' },
+  billingMode: 'PAY_PER_REQUEST',
+  /** Set only on ended jobs, and only when a retention is configured (DynamoDbJobStore `endedJobRetentionMs`). */
+  timeToLiveAttribute: 'expiresAtEpochS',
+  attributes: {
+    jobId: 'jobId',
+    status: 'status',
+    epoch: 'epoch',
+    exceptions: 'exceptions',
+    cancelRequested: 'cancelRequested',
+    updatedAtMs: 'updatedAtMs',
+    /** Id of the last write, so a write the SDK retried after a lost response is recognised as done. */
+    writeId: 'writeId',
+  },
+} as const satisfies TableDefinition & { attributes: Record<string, string> };
+
+/**
+ * The bucket of JobGraphs, job libraries and results, all under one key prefix. Objects are written
+ * whole (PUT or multipart upload) and never appended to.
+ */
+export const blobBucket = {
+  suffix: 'blobs',
+} as const;
+
+/** `<prefix>-<suffix>`; DynamoDB table names allow [a-zA-Z0-9_.-], 3 to 255 characters. */
+export function tableName(prefix: string, table: { readonly suffix: string }): string {
+  return `${prefix}-${table.suffix}`;
+}

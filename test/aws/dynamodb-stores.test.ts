@@ -1,0 +1,162 @@
+// The LeaseStore and JobStore contracts on DynamoDB (DynamoDB Local, or FLOE_TEST_AWS_ENDPOINT), plus what
+// only a store shared by machines must get right: clock skew between contenders, TTL of ended jobs, and
+// errors that name the table.
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AwsRequestError } from '../../runtime/aws/aws-errors.js';
+import { createDynamoDbClients, type DynamoDbClients } from '../../runtime/aws/clients.js';
+import { DynamoDbJobStore } from '../../runtime/aws/dynamodb-job-store.js';
+import { DynamoDbLeaseStore } from '../../runtime/aws/dynamodb-lease-store.js';
+import { jobTable } from '../../runtime/aws/tables.js';
+import { ManualClock, type Clock } from '../../runtime/core/clock.js';
+import { JobStatus } from '../../runtime/jobgraph/job-status.js';
+import { describeJobStoreContract, newJobRecord } from '../contracts/job-store.contract.js';
+import { describeLeaseStoreContract } from '../contracts/lease-store.contract.js';
+import { createTables, startEmulators, type Emulators, type TestTables } from './emulators.js';
+
+let emulators: Emulators;
+let tables: TestTables;
+let clients: DynamoDbClients;
+
+beforeAll(async () => {
+  emulators = await startEmulators({ s3: false });
+  tables = await createTables(emulators);
+  clients = createDynamoDbClients(emulators.awsConfig('dynamodb'));
+});
+afterAll(async () => {
+  clients?.destroy();
+  await emulators?.stop();
+});
+
+const leaseStore = (clock: Clock, maxClockSkewMs = 0): DynamoDbLeaseStore =>
+  new DynamoDbLeaseStore({ documentClient: clients.documentClient, tableName: tables.leaseTable, clock, maxClockSkewMs });
+
+// One table for every test, as in production: the suites use fresh names and ids per test.
+describeLeaseStoreContract('DynamoDbLeaseStore', async (clock) => leaseStore(clock));
+describeJobStoreContract('DynamoDbJobStore', async (clock) => new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock }));
+
+describe('DynamoDbLeaseStore across machines with skewed clocks', () => {
+  const D = 1_000;
+  const S = 200;
+  let seq = 0;
+  const lease = (): string => `jm/skew-${Date.now().toString(36)}-${seq++}`;
+
+  it('a contender takes a lease only once the holder’s own clock has passed its expiry, whichever clock runs ahead', async () => {
+    for (const offset of [S, S / 2, 0, -S / 2, -S]) {
+      const holderClock = new ManualClock();
+      const contenderClock = new ManualClock(holderClock.now() + offset);
+      const holder = leaseStore(holderClock, S);
+      const contender = leaseStore(contenderClock, S);
+      const n = lease();
+      const held = (await holder.tryAcquire(n, 'a', 'http://a', D))!;
+      let takenAt: number | undefined;
+      for (let step = 0; step < 40 && takenAt === undefined; step++) {
+        const got = await contender.tryAcquire(n, 'b', 'http://b', D);
+        if (got !== undefined) {
+          expect(got.epoch).toBe(held.epoch + 1);
+          takenAt = holderClock.now();
+        } else {
+          holderClock.advance(50);
+          contenderClock.advance(50);
+        }
+      }
+      expect(takenAt, `offset ${offset}`).toBeDefined();
+      // The holder stopped acting by then: its renewals are refused from its expiry on.
+      expect(takenAt!, `offset ${offset}`).toBeGreaterThanOrEqual(held.expiresAtMs);
+      expect(await holder.renew(n, 'a', held.epoch, D)).toBeUndefined();
+    }
+  });
+
+  it('a contender whose clock runs S ahead waits exactly until expiry + S on its own clock', async () => {
+    const holderClock = new ManualClock();
+    const contenderClock = new ManualClock(holderClock.now() + S);
+    const n = lease();
+    const held = (await leaseStore(holderClock, S).tryAcquire(n, 'a', 'http://a', D))!;
+    const contender = leaseStore(contenderClock, S);
+    contenderClock.advance(held.expiresAtMs + S - contenderClock.now() - 1);
+    expect(await contender.tryAcquire(n, 'b', 'http://b', D)).toBeUndefined();
+    contenderClock.advance(1);
+    expect(await contender.tryAcquire(n, 'b', 'http://b', D)).toMatchObject({ holder: 'b', epoch: held.epoch + 1 });
+  });
+
+  it('without the allowance a fast clock takes over while the holder may still act: why maxClockSkewMs exists', async () => {
+    const holderClock = new ManualClock();
+    const contenderClock = new ManualClock(holderClock.now() + S);
+    const n = lease();
+    const held = (await leaseStore(holderClock, 0).tryAcquire(n, 'a', 'http://a', D))!;
+    contenderClock.advance(D - S);
+    expect(await leaseStore(contenderClock, 0).tryAcquire(n, 'b', 'http://b', D)).toMatchObject({ holder: 'b' });
+    expect(holderClock.now()).toBeLessThan(held.expiresAtMs);
+  });
+
+  it('the holder itself may take its lapsed lease at its own expiry, at a new epoch', async () => {
+    const clock = new ManualClock();
+    const store = leaseStore(clock, S);
+    const n = lease();
+    await store.tryAcquire(n, 'a', 'http://a', D);
+    clock.advance(D);
+    expect(await store.tryAcquire(n, 'a', 'http://a', D)).toMatchObject({ holder: 'a', epoch: 2 });
+  });
+
+  it('a released lease is free to anyone at once, skew or not', async () => {
+    const clock = new ManualClock();
+    const store = leaseStore(clock, S);
+    const n = lease();
+    await store.tryAcquire(n, 'a', 'http://a', D);
+    expect(await store.release(n, 'a', 1)).toBe(true);
+    expect(await store.tryAcquire(n, 'b', 'http://b', D)).toMatchObject({ holder: 'b', epoch: 2 });
+  });
+
+  it('releasing a lapsed lease keeps its expiry rather than moving it forward', async () => {
+    const clock = new ManualClock();
+    const store = leaseStore(clock, S);
+    const n = lease();
+    const held = (await store.tryAcquire(n, 'a', 'http://a', D))!;
+    clock.advance(D + 100);
+    expect(await store.release(n, 'a', 1)).toBe(true);
+    expect((await store.get(n))?.expiresAtMs).toBe(held.expiresAtMs);
+  });
+});
+
+describe('DynamoDbJobStore specifics', () => {
+  it('an ended job gets a TTL when a retention is configured, and the record does not show it', async () => {
+    const clock = new ManualClock();
+    const retentionMs = 7 * 24 * 3600_000;
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, endedJobRetentionMs: retentionMs });
+    const r = newJobRecord(clock);
+    await store.create(r);
+    await store.update(r.jobId, { status: JobStatus.RUNNING }, 1);
+    const raw = async (): Promise<Record<string, unknown>> =>
+      (await clients.documentClient.send(new GetCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, ConsistentRead: true }))).Item!;
+    expect((await raw())[jobTable.timeToLiveAttribute]).toBeUndefined();
+    const ended = await store.update(r.jobId, { status: JobStatus.FINISHED, endedAtMs: clock.now() }, 1);
+    expect((await raw())[jobTable.timeToLiveAttribute]).toBe(Math.ceil((clock.now() + retentionMs) / 1000));
+    expect(ended).not.toHaveProperty(jobTable.timeToLiveAttribute);
+    expect(await store.get(r.jobId)).toEqual(ended);
+  });
+
+  it('keeps no more than the bounded number of exceptions in the item itself', async () => {
+    const clock = new ManualClock();
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock });
+    const r = newJobRecord(clock);
+    await store.create(r);
+    for (let i = 0; i < 23; i++) await store.update(r.jobId, { exception: { timestampMs: i, message: `boom ${i}` } }, 1);
+    const item = (await clients.documentClient.send(new GetCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, ConsistentRead: true }))).Item!;
+    expect((item['exceptions'] as unknown[]).length).toBe(20);
+  });
+});
+
+describe('DynamoDB stores on a table that does not exist', () => {
+  it('fail with a permanent AwsRequestError that names the table', async () => {
+    const clock = new ManualClock();
+    const leases = new DynamoDbLeaseStore({ documentClient: clients.documentClient, tableName: 'floe-no-such-leases', clock });
+    const jobs = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: 'floe-no-such-jobs', clock });
+    const leaseError = await leases.tryAcquire('rm/x', 'a', 'http://a', 1_000).catch((e: unknown) => e);
+    expect(leaseError).toBeInstanceOf(AwsRequestError);
+    expect((leaseError as AwsRequestError).retryable).toBe(false);
+    expect((leaseError as Error).message).toMatch(/floe-no-such-leases.*ResourceNotFoundException.*does not exist/);
+    const jobError = await jobs.create(newJobRecord(clock)).catch((e: unknown) => e);
+    expect(jobError).toBeInstanceOf(AwsRequestError);
+    expect((jobError as Error).message).toContain('floe-no-such-jobs');
+  });
+});
