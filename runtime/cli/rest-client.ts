@@ -4,6 +4,8 @@ import type { JobId } from '../core/ids.js';
 import type { JobException } from '../ha/job-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type {
+  ArtifactUploadRequest,
+  ArtifactUploadResponse,
   CancelJobResponse,
   ClusterInfo,
   ErrorResponse,
@@ -25,7 +27,12 @@ export interface RestClientOptions {
   readonly secret?: string;
   /** Deadline of each request. @default 30_000 */
   readonly timeoutMs?: number;
+  /** Larger libraries are uploaded through POST /artifacts instead of inline in POST /jobs. @default 4 MiB */
+  readonly inlineLibraryMaxBytes?: number;
 }
+
+/** Inline base64 grows a library by a third; 4 MiB keeps POST /jobs under Lambda's 6 MB request cap. */
+export const DEFAULT_INLINE_LIBRARY_MAX_BYTES = 4 * 1024 * 1024;
 
 /** The Dispatcher answered with something that is not the API's JSON. */
 export class UnexpectedResponseError extends FloeError {
@@ -38,11 +45,13 @@ export class RestClient {
   private readonly baseUrl: string;
   private readonly secret: string | undefined;
   private readonly timeoutMs: number;
+  private readonly inlineLibraryMaxBytes: number;
 
   constructor(options: RestClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.secret = options.secret;
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.inlineLibraryMaxBytes = options.inlineLibraryMaxBytes ?? DEFAULT_INLINE_LIBRARY_MAX_BYTES;
   }
 
   static forCluster(info: ClusterInfo, timeoutMs?: number): RestClient {
@@ -53,10 +62,38 @@ export class RestClient {
     return this.request<HealthResponse>('GET', '/health', { authorized: false });
   }
 
-  submitJob(jobGraph: JobGraph, library?: Uint8Array): Promise<SubmitJobResponse> {
+  /**
+   * Submits a job. A library above `inlineLibraryMaxBytes` goes through POST /artifacts first (a Lambda
+   * request is capped at 6 MB, a third of it eaten by base64), then the job is submitted without it.
+   */
+  async submitJob(jobGraph: JobGraph, library?: Uint8Array): Promise<SubmitJobResponse> {
+    if (library !== undefined && library.byteLength > this.inlineLibraryMaxBytes) {
+      await this.uploadLibrary(jobGraph.library.sha256, library);
+      return this.request<SubmitJobResponse>('POST', '/jobs', { body: { jobGraph } satisfies SubmitJobRequest });
+    }
     const body: SubmitJobRequest =
       library === undefined ? { jobGraph } : { jobGraph, library: Buffer.from(library.buffer, library.byteOffset, library.byteLength).toString('base64') };
     return this.request<SubmitJobResponse>('POST', '/jobs', { body });
+  }
+
+  /** Stores a library through POST /artifacts and the upload URL it answers (nothing to do when stored). */
+  async uploadLibrary(sha256: string, library: Uint8Array): Promise<void> {
+    const offer = await this.request<ArtifactUploadResponse>('POST', '/artifacts', { body: { sha256, sizeBytes: library.byteLength } satisfies ArtifactUploadRequest });
+    if (offer.exists || offer.upload === undefined) return;
+    const target = new URL(offer.upload.url, `${this.baseUrl}/`);
+    // A relative URL is the Dispatcher's own route and needs the secret; a presigned one must not get it.
+    const own = target.origin === new URL(this.baseUrl).origin;
+    const headers: Record<string, string> = { 'content-type': 'application/octet-stream', ...offer.upload.headers };
+    if (own && this.secret !== undefined) headers['authorization'] = `Bearer ${this.secret}`;
+    let response: Response;
+    try {
+      response = await fetch(target, { method: offer.upload.method, headers, body: library, signal: AbortSignal.timeout(Math.max(this.timeoutMs, 120_000)) });
+    } catch (e) {
+      throw new RpcConnectionError(`the library upload URL ${target.origin}${target.pathname}`, { cause: e });
+    }
+    if (!response.ok) {
+      throw new UnexpectedResponseError(`uploading the library to ${target.origin}${target.pathname} answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+    }
   }
 
   async listJobs(): Promise<readonly JobSummary[]> {

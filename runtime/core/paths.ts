@@ -20,7 +20,18 @@ function findPackageRoot(from: string): string {
   }
 }
 
-export const packageRoot: string = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
+/**
+ * A bundle deployed without the package around it (the Lambda function) has no package root; it then
+ * falls back to its own folder, and only what needs the package's files (distEntry) reports them missing.
+ */
+export const packageRoot: string = (() => {
+  const here = dirname(fileURLToPath(import.meta.url));
+  try {
+    return findPackageRoot(here);
+  } catch {
+    return here;
+  }
+})();
 
 /** Path of a built entry point, e.g. `distEntry('taskexecutor')`. Run `npm run build` first. */
 export function distEntry(name: string): string {

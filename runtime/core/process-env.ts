@@ -12,6 +12,10 @@ export const ProcessEnv = {
   CONFIG: 'FLOE_CONFIG',
   /** 'embedded' (default) or 'aws'. */
   BACKEND: 'FLOE_BACKEND',
+  /** Address RPC and data servers listen on; '0.0.0.0' in a container. @default '127.0.0.1' */
+  RPC_BIND_HOST: 'FLOE_RPC_BIND_HOST',
+  /** Host other processes reach this one at. @default - the bind host (on ECS: the task's private IP) */
+  ADVERTISED_HOST: 'FLOE_ADVERTISED_HOST',
 } as const;
 
 export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {

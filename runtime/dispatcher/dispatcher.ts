@@ -18,7 +18,7 @@ import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
 import type { JobMasterGateway } from '../jobmaster/jobmaster-gateway.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../resourcemanager/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
-import type { JobDetails, JobSummary, OverviewResponse } from './rest-types.js';
+import type { ArtifactUploadResponse, JobDetails, JobSummary, OverviewResponse } from './rest-types.js';
 
 export interface DispatcherDeps {
   readonly jobStore: JobStore;
@@ -33,7 +33,19 @@ export interface DispatcherDeps {
   readonly logger: Logger;
   /** Environment every JobManager gets on top of FLOE_JOB_ID (state dir, secret, config). */
   readonly jobManagerEnv: Readonly<Record<string, string>>;
+  /**
+   * Where a client uploads a library too large for one request (POST /artifacts). AWS answers a
+   * presigned S3 PUT; @default - `PUT /artifacts/<sha256>` on this same REST API
+   */
+  readonly artifactUploads?: ArtifactUploads;
 }
+
+/** Makes an upload target for a library blob, e.g. a presigned S3 PUT URL. */
+export interface ArtifactUploads {
+  createUpload(blobKey: string, sha256: string, sizeBytes: number): Promise<{ readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly expiresAtMs: number }>;
+}
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
@@ -90,7 +102,13 @@ export class Dispatcher {
     const { sha256, sizeBytes } = jobGraph.library;
     if (raw === undefined) {
       const stored = await this.deps.blobStore.get(blobKeys.library(sha256));
-      if (stored === undefined) throw new InvalidRequestError(`library ${sha256} is not stored yet: send it base64-encoded in the field 'library'`);
+      if (stored === undefined) throw new InvalidRequestError(`library ${sha256} is not stored yet: send it base64-encoded in the field 'library', or upload it first through POST /artifacts`);
+      // An upload URL lets a client write any bytes under the key; only the hash makes them the library.
+      const actual = sha256Hex(stored);
+      if (actual !== sha256 || stored.length !== sizeBytes) {
+        await this.deps.blobStore.delete(blobKeys.library(sha256));
+        throw new InvalidRequestError(`the uploaded library has sha256 ${actual} and ${stored.length} bytes but jobGraph.library says ${sha256} and ${sizeBytes}; it was removed, upload it again`);
+      }
       return stored;
     }
     if (typeof raw !== 'string' || !BASE64.test(raw)) throw new InvalidRequestError("field 'library' must be the library's bytes, base64-encoded");
@@ -146,6 +164,35 @@ export class Dispatcher {
       .catch((error: unknown) => this.log.warn('cannot record the job as ended', { jobId, error: errorMessage(error) }));
   }
 
+  /** POST /artifacts: where to upload a library before a POST /jobs that leaves `library` out. */
+  async createArtifactUpload(body: unknown): Promise<ArtifactUploadResponse> {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new InvalidRequestError('request body must be a JSON object { "sha256": "<64 hex digits>", "sizeBytes": <bytes> }');
+    }
+    const { sha256, sizeBytes } = body as { sha256?: unknown; sizeBytes?: unknown };
+    if (typeof sha256 !== 'string' || !SHA256_HEX.test(sha256)) throw new InvalidRequestError(`field 'sha256' must be 64 lowercase hex digits, found ${JSON.stringify(sha256)}`);
+    if (typeof sizeBytes !== 'number' || !Number.isInteger(sizeBytes) || sizeBytes < 1) throw new InvalidRequestError(`field 'sizeBytes' must be a positive integer, found ${JSON.stringify(sizeBytes)}`);
+    if (sizeBytes > this.deps.config.restMaxContentLengthBytes) {
+      throw new PayloadTooLargeError('the library', sizeBytes, this.deps.config.restMaxContentLengthBytes, "raise 'rest.server.max-content-length' or make the library smaller");
+    }
+    const key = blobKeys.library(sha256);
+    if (await this.deps.blobStore.exists(key)) return { sha256, key, exists: true };
+    const upload = this.deps.artifactUploads !== undefined
+      ? await this.deps.artifactUploads.createUpload(key, sha256, sizeBytes)
+      : { url: `/artifacts/${sha256}`, headers: {}, expiresAtMs: this.deps.clock.now() + 3_600_000 };
+    return { sha256, key, exists: false, upload: { method: 'PUT', ...upload } };
+  }
+
+  /** PUT /artifacts/:sha256: the library's bytes, checked against the hash before they are stored. */
+  async putArtifact(sha256: string, bytes: Uint8Array | undefined): Promise<{ sha256: string; key: string }> {
+    if (!SHA256_HEX.test(sha256)) throw new InvalidRequestError(`'${sha256}' is not a sha256 (64 lowercase hex digits)`);
+    if (bytes === undefined || bytes.length === 0) throw new InvalidRequestError('request body is empty; expected the library\'s bytes');
+    const actual = sha256Hex(bytes);
+    if (actual !== sha256) throw new InvalidRequestError(`the body has sha256 ${actual}, not ${sha256}; upload the library's exact bytes`);
+    await putContentAddressed(this.deps.blobStore, bytes);
+    return { sha256, key: blobKeys.library(sha256) };
+  }
+
   async listJobs(): Promise<JobSummary[]> {
     const records = await this.deps.jobStore.list();
     return records.sort((a, b) => b.submittedAtMs - a.submittedAtMs).map((r) => this.summary(r));
@@ -153,7 +200,7 @@ export class Dispatcher {
 
   async getJob(jobId: string): Promise<JobDetails> {
     const r = await this.record(jobId);
-    return { ...this.summary(r), ...(r.tasks ? { tasks: r.tasks } : {}), exceptions: r.exceptions.length };
+    return { ...this.summary(r), ...(r.tasks ? { tasks: r.tasks } : {}), exceptions: r.exceptions.length, ...(r.vertices ? { vertices: r.vertices } : {}) };
   }
 
   private summary(r: JobRecord): JobSummary {

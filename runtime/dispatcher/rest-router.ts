@@ -75,6 +75,10 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
           if (parts[2] === 'result') return { status: 200, body: await dispatcher.getResult(jobId) };
         }
       }
+      if (parts[0] === 'artifacts') {
+        if (parts.length === 1 && method === 'POST') return { status: 200, body: await dispatcher.createArtifactUpload(parseJsonBody(request.body)) };
+        if (parts.length === 2 && method === 'PUT') return { status: 201, body: await dispatcher.putArtifact(decodeURIComponent(parts[1]!), request.body) };
+      }
       if (method === 'GET' && path === '/overview') return { status: 200, body: await dispatcher.overview() };
       throw new NotFoundError(`no route ${method} ${path}`);
     } catch (error) {

@@ -1,4 +1,6 @@
-// The JobManager process: one per job, hosting its ResourceManager and JobMaster (embedded backend).
+// The JobManager process: one per job, hosting its ResourceManager and JobMaster. FLOE_BACKEND picks the
+// backend: 'embedded' (default: SQLite, files, TaskExecutors as child processes) or 'aws' (DynamoDB, S3,
+// TaskExecutors as ECS tasks).
 import { join } from 'node:path';
 import { systemClock } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv } from '../core/config.js';
@@ -6,25 +8,56 @@ import { JobId, ResourceId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
 import { ProcessEnv, requireEnv } from '../core/process-env.js';
+import type { BlobStore } from '../blob/blob-store.js';
+import type { JobStore } from '../ha/job-store.js';
+import type { LeaseStore } from '../ha/lease-store.js';
 import { JobManagerRunner } from '../jobmaster/jobmanager-runner.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
 import { openEmbeddedServices } from '../local/embedded-services.js';
+import type { WorkerLauncher } from '../resourcemanager/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 
 installParentWatch();
-const stateDir = requireEnv(ProcessEnv.STATE_DIR);
 const secret = requireEnv(ProcessEnv.SECRET);
 const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
 const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));
 const config = configFromEnv();
+const backend = process.env[ProcessEnv.BACKEND] || 'embedded';
 const logger = createLogger({ process: 'jobmanager', resourceId, jobId });
 
-const services = openEmbeddedServices(stateDir);
-const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
-const launcher = new ChildProcessWorkerLauncher({
-  entryFor: () => distEntry('taskexecutor'),
-  logDir: join(stateDir, 'logs', jobId),
-});
+interface Backend {
+  readonly leaseStore: LeaseStore;
+  readonly jobStore: JobStore;
+  readonly blobStore: BlobStore;
+  readonly launcher: WorkerLauncher;
+  readonly workerEnv: Record<string, string>;
+  readonly bindHost: string;
+  readonly advertisedHost: string;
+  close(): Promise<void>;
+}
+
+async function openBackend(): Promise<Backend> {
+  if (backend === 'aws') {
+    const { openAwsJobManagerRuntime } = await import('../aws/aws-process.js');
+    return openAwsJobManagerRuntime(process.env, resourceId, systemClock, logger);
+  }
+  if (backend !== 'embedded') throw new Error(`${ProcessEnv.BACKEND} must be 'embedded' or 'aws', found '${backend}'`);
+  const stateDir = requireEnv(ProcessEnv.STATE_DIR);
+  const services = openEmbeddedServices(stateDir);
+  const bindHost = process.env[ProcessEnv.RPC_BIND_HOST] || '127.0.0.1';
+  return {
+    ...services,
+    launcher: new ChildProcessWorkerLauncher({ entryFor: () => distEntry('taskexecutor'), logDir: join(stateDir, 'logs', jobId) }),
+    workerEnv: { [ProcessEnv.STATE_DIR]: stateDir },
+    bindHost,
+    advertisedHost: process.env[ProcessEnv.ADVERTISED_HOST] || bindHost,
+    close: () => services.close(),
+  };
+}
+
+const services = await openBackend();
+const launcher = services.launcher;
+const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
 const runner = new JobManagerRunner({
   jobId,
   resourceId,
@@ -35,7 +68,7 @@ const runner = new JobManagerRunner({
   blobStore: services.blobStore,
   launcher,
   workerEnv: {
-    [ProcessEnv.STATE_DIR]: stateDir,
+    ...services.workerEnv,
     [ProcessEnv.SECRET]: secret,
     [ProcessEnv.JOB_ID]: jobId,
     [CONFIG_ENV]: configToEnv(config),

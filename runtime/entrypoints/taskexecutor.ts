@@ -1,4 +1,5 @@
-// The TaskExecutor process (embedded backend): one per worker the ResourceManager starts.
+// The TaskExecutor process: one per worker the ResourceManager starts. FLOE_BACKEND picks the backend:
+// 'embedded' (default: SQLite and files under FLOE_STATE_DIR) or 'aws' (DynamoDB and S3, in an ECS task).
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,21 +9,49 @@ import { JobId, ResourceId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
 import { ProcessEnv, requireEnv } from '../core/process-env.js';
+import type { BlobStore } from '../blob/blob-store.js';
+import type { LeaseStore } from '../ha/lease-store.js';
 import { installParentWatch } from '../local/child-process-launcher.js';
 import { openEmbeddedServices } from '../local/embedded-services.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { TaskExecutor } from '../taskexecutor/task-executor.js';
 
 installParentWatch();
-const stateDir = requireEnv(ProcessEnv.STATE_DIR);
 const secret = requireEnv(ProcessEnv.SECRET);
 const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
 const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));
 const config = configFromEnv();
+const backend = process.env[ProcessEnv.BACKEND] || 'embedded';
 const logger = createLogger({ process: 'taskexecutor', component: 'taskexecutor', resourceId, jobId });
 
-const services = openEmbeddedServices(stateDir);
-const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
+interface Backend {
+  readonly leaseStore: LeaseStore;
+  readonly blobStore: BlobStore;
+  readonly workDir: string;
+  readonly bindHost: string;
+  readonly advertisedHost: string;
+  close(): Promise<void>;
+}
+
+async function openBackend(): Promise<Backend> {
+  if (backend === 'aws') {
+    const { openAwsTaskExecutorRuntime } = await import('../aws/aws-process.js');
+    return openAwsTaskExecutorRuntime(process.env, resourceId, systemClock, logger);
+  }
+  if (backend !== 'embedded') throw new Error(`${ProcessEnv.BACKEND} must be 'embedded' or 'aws', found '${backend}'`);
+  const stateDir = requireEnv(ProcessEnv.STATE_DIR);
+  const services = openEmbeddedServices(stateDir);
+  const bindHost = process.env[ProcessEnv.RPC_BIND_HOST] || '127.0.0.1';
+  return {
+    ...services,
+    workDir: join(stateDir, 'taskexecutors', resourceId),
+    bindHost,
+    advertisedHost: process.env[ProcessEnv.ADVERTISED_HOST] || bindHost,
+  };
+}
+
+const services = await openBackend();
+const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
 const taskExecutor = await TaskExecutor.start({
   resourceId,
   jobId,
@@ -30,10 +59,12 @@ const taskExecutor = await TaskExecutor.start({
   rpc,
   leaseStore: services.leaseStore,
   blobStore: services.blobStore,
-  workDir: join(stateDir, 'taskexecutors', resourceId),
+  workDir: services.workDir,
   clock: systemClock,
   logger,
   slotWorkerEntry: slotWorkerEntry(),
+  dataBindHost: services.bindHost,
+  dataAdvertisedHost: services.advertisedHost,
 });
 
 // Built side by side: the worker script next to this bundle wins, so a build in another folder works too.

@@ -38,7 +38,11 @@ export class DataServer {
     readonly address: string,
   ) {}
 
-  static async start(provider: SubpartitionProvider, logger: Logger, host = '127.0.0.1'): Promise<DataServer> {
+  /**
+   * Listens on `host`; peers are told `advertisedHost` (default: `host`), which differs in a container
+   * that binds 0.0.0.0 and is reached at its private IP.
+   */
+  static async start(provider: SubpartitionProvider, logger: Logger, host = '127.0.0.1', advertisedHost: string = host): Promise<DataServer> {
     let self: DataServer | undefined;
     const server = createServer((socket) => self?.handle(socket, provider, logger));
     await new Promise<void>((resolve, reject) => {
@@ -47,7 +51,7 @@ export class DataServer {
     });
     const addr = server.address();
     if (addr === null || typeof addr === 'string') throw new Error('data server: no TCP address after listen');
-    self = new DataServer(server, `${host}:${addr.port}`);
+    self = new DataServer(server, `${advertisedHost}:${addr.port}`);
     return self;
   }
 

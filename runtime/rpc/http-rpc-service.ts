@@ -27,8 +27,13 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
 
 export interface HttpRpcServiceOptions {
-  /** @default '127.0.0.1' */
+  /** Address the server listens on. @default '127.0.0.1' */
   readonly host?: string;
+  /**
+   * Host other processes reach this one at, in `address`: a container binds 0.0.0.0 and advertises its
+   * private IP. @default - `host`
+   */
+  readonly advertisedHost?: string;
   /** @default 0 (a free port) */
   readonly port?: number;
   /** The cluster secret every call must carry. */
@@ -72,7 +77,8 @@ export class HttpRpcService implements RpcService {
       });
     });
     const port = (server.address() as AddressInfo).port;
-    const service = new HttpRpcService(server, host, port, options, logger.child({ address: `http://${host}:${port}` }));
+    const advertised = options.advertisedHost ?? host;
+    const service = new HttpRpcService(server, advertised, port, options, logger.child({ address: `http://${advertised}:${port}` }));
     server.on('request', (req, res) => service.onRequest(req, res));
     return service;
   }

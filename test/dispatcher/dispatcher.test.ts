@@ -10,7 +10,9 @@ import { loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { Dispatcher } from '../../runtime/dispatcher/dispatcher.js';
+import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
 import { createRestRouter, type RestRequest } from '../../runtime/dispatcher/rest-router.js';
+import { describeRestBadInputContract, directFront, httpCall } from './rest-contract.js';
 import type { JobStore } from '../../runtime/ha/job-store.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
@@ -38,6 +40,14 @@ async function graphFor(jobId: string, exportName = 'default'): Promise<JobGraph
   const definition = loadJobDefinition(await importLibrary(library, cacheDir), exportName);
   return buildJobGraph(definition, { jobId: JobId.of(jobId), args: ['/tmp/in.txt', '/tmp/out'], exportName, library: { sha256, sizeBytes: library.length }, defaultParallelism: 2 });
 }
+
+// Bad input gets the same answers through every front: the router itself and the local HTTP server here,
+// the Lambda handler behind API Gateway in test/aws/lambda-rest.test.ts.
+describeRestBadInputContract('router', directFront);
+describeRestBadInputContract('local HTTP server', async (router) => {
+  const server = await startLocalRestServer(router, { host: '127.0.0.1', port: 0, maxBodyBytes: 64 * 1024 * 1024 });
+  return { call: httpCall(server.url), close: () => server.close() };
+});
 
 describe('Dispatcher REST API', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -98,78 +108,6 @@ describe('Dispatcher REST API', () => {
     const conflict = await call('POST', '/jobs', other);
     expect(conflict.status).toBe(409);
     expect(conflict.body.error.message).toMatch(/already exists with a different JobGraph/);
-  });
-
-  it('rejects an invalid graph with every problem listed, leaving no record, blob or process', async () => {
-    const { call, jobStore, blobStore, started } = setup();
-    const body = await submission('job-3');
-    const [first, second] = body.jobGraph.vertices;
-    const broken = {
-      ...body.jobGraph,
-      vertices: [{ ...first!, maxParallelism: 1 }, ...body.jobGraph.vertices.slice(1)],
-      edges: [...body.jobGraph.edges, { id: 'back', source: second!.id, target: 'nowhere', distribution: 'all-to-all', partitioner: 'rebalance', partitionType: 'pipelined' }],
-    };
-    const res = await call('POST', '/jobs', { ...body, jobGraph: broken });
-    expect(res.status).toBe(400);
-    expect(res.body.error.code).toBe('INVALID_JOB_GRAPH');
-    expect(res.body.error.message).toMatch(/parallelism/);
-    expect(res.body.error.message).toMatch(/nowhere/);
-    expect(await jobStore.list()).toEqual([]);
-    expect(await blobStore.list('')).toEqual([]);
-    expect(started).toEqual([]);
-  });
-
-  it('rejects a function the library does not export', async () => {
-    const { call, jobStore } = setup();
-    const body = await submission('job-4');
-    const jobGraph = { ...body.jobGraph, program: { export: 'notThere', args: [] } };
-    const res = await call('POST', '/jobs', { ...body, jobGraph });
-    expect(res.status).toBe(400);
-    expect(res.body.error.message).toMatch(/notThere/);
-    expect(await jobStore.list()).toEqual([]);
-  });
-
-  it('rejects a library that does not match the graph, a missing library and a malformed body', async () => {
-    const { call, blobStore } = setup();
-    const body = await submission('job-5');
-    const tampered = Buffer.from(library);
-    tampered[10] = (tampered[10]! + 1) % 256;
-    const mismatch = await call('POST', '/jobs', { ...body, library: tampered.toString('base64') });
-    expect(mismatch.status).toBe(400);
-    expect(mismatch.body.error.message).toMatch(/sha256/);
-    const missing = await call('POST', '/jobs', { jobGraph: body.jobGraph });
-    expect(missing.status).toBe(400);
-    expect(missing.body.error.message).toMatch(/not stored yet/);
-    const notJson = await call('POST', '/jobs', '{"jobGraph": ');
-    expect(notJson.status).toBe(400);
-    expect(notJson.body.error.message).toMatch(/not valid JSON/);
-    const noGraph = await call('POST', '/jobs', { library: 'AAAA' });
-    expect(noGraph.body.error.message).toMatch(/'jobGraph' is missing/);
-    expect(await blobStore.list('')).toEqual([]);
-  });
-
-  it('answers 413 for an oversized body, 401 without the secret, 404 for unknown jobs and routes', async () => {
-    const { call } = setup({ maxBodyBytes: 1024 });
-    const big = await call('POST', '/jobs', await submission('job-6'));
-    expect(big.status).toBe(413);
-    expect(big.body.error.message).toMatch(/limit is 1024 bytes/);
-    expect((await call('GET', '/jobs', undefined, {})).status).toBe(401);
-    expect((await call('GET', '/jobs', undefined, { authorization: 'Bearer wrong-secret' })).status).toBe(401);
-    expect(await call('GET', '/health', undefined, {})).toEqual({ status: 200, body: { status: 'ok' } });
-    expect((await call('GET', '/jobs/nope')).status).toBe(404);
-    expect((await call('GET', '/jobs/bad$id')).status).toBe(400);
-    expect((await call('DELETE', '/jobs')).status).toBe(404);
-  });
-
-  it('hides the details of an internal error behind a request id', async () => {
-    const broken = new InMemoryJobStore();
-    broken.list = async () => {
-      throw new Error('disk on fire at /var/secret/path');
-    };
-    const { call } = setup({ jobStore: broken });
-    const res = await call('GET', '/jobs');
-    expect(res.status).toBe(500);
-    expect(res.body.error).toEqual({ code: 'INTERNAL', message: 'internal error', requestId: expect.any(String) });
   });
 
   it('cancels a job whose JobManager never ran, and refuses to cancel an ended one', async () => {

@@ -1,0 +1,77 @@
+// The Dispatcher's REST API as one Lambda function behind an API Gateway HTTP API (payload v2): each
+// event becomes a RestRequest for the same router the local server uses, so routes and answers match.
+import middy from '@middy/core';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import { randomUUID } from 'node:crypto';
+import { InvalidRequestError } from '../runtime/core/errors.js';
+import { createLogger, type Logger } from '../runtime/core/logger.js';
+import type { RestHandler, RestRequest, RestResponse } from '../runtime/dispatcher/rest-router.js';
+
+export type HttpApiEvent = APIGatewayProxyEventV2;
+export type HttpApiResult = APIGatewayProxyStructuredResultV2;
+
+/** Checks the event is an HTTP API v2 event and maps it; throws InvalidRequestError naming what is off. */
+export function toRestRequest(event: unknown): RestRequest {
+  if (event === null || typeof event !== 'object') throw new InvalidRequestError('the Lambda event is not an object; expected an API Gateway HTTP API payload v2 event');
+  const e = event as Partial<APIGatewayProxyEventV2>;
+  if (e.version !== '2.0') throw new InvalidRequestError(`the Lambda event has version ${JSON.stringify(e.version)}; expected an API Gateway HTTP API payload v2 event (version "2.0")`);
+  const method = e.requestContext?.http?.method;
+  if (typeof method !== 'string' || method === '') throw new InvalidRequestError('the event has no requestContext.http.method');
+  if (typeof e.rawPath !== 'string' || !e.rawPath.startsWith('/')) throw new InvalidRequestError(`the event's rawPath must start with '/', found ${JSON.stringify(e.rawPath)}`);
+  const headers: Record<string, string | undefined> = {};
+  for (const [name, value] of Object.entries(e.headers ?? {})) headers[name.toLowerCase()] = value;
+  const query: Record<string, string | undefined> = Object.fromEntries(new URLSearchParams(typeof e.rawQueryString === 'string' ? e.rawQueryString : ''));
+  let body: Uint8Array | undefined;
+  if (typeof e.body === 'string' && e.body !== '') body = Buffer.from(e.body, e.isBase64Encoded === true ? 'base64' : 'utf8');
+  else if (e.body !== undefined && e.body !== null && typeof e.body !== 'string') throw new InvalidRequestError('the event body must be a string');
+  return { method: method.toUpperCase(), path: e.rawPath, query, headers, ...(body !== undefined ? { body } : {}) };
+}
+
+export function toHttpApiResult(response: RestResponse): HttpApiResult {
+  return { statusCode: response.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response.body), isBase64Encoded: false };
+}
+
+export interface HttpApiHandlerOptions {
+  /** Builds the router once per Lambda container (cold start) and reuses it. */
+  readonly router: () => Promise<RestHandler>;
+  readonly logger?: Logger;
+}
+
+/** The middy handler over a router; what the router itself cannot answer becomes a 4xx or "internal error". */
+export function createHttpApiHandler(options: HttpApiHandlerOptions): middy.MiddyfiedHandler<HttpApiEvent, HttpApiResult, Error, Context> {
+  const log = (options.logger ?? createLogger({ process: 'lambda' })).child({ component: 'http-api' });
+  let router: Promise<RestHandler> | undefined;
+  const routerOnce = (): Promise<RestHandler> => {
+    router ??= options.router().catch((error: unknown) => {
+      router = undefined; // a failed cold start is tried again by the next request
+      throw error;
+    });
+    return router;
+  };
+  return middy<HttpApiEvent, HttpApiResult, Error, Context>()
+    .use({
+      onError: (request) => {
+        const error = request.error;
+        if (error instanceof InvalidRequestError) {
+          request.response = toHttpApiResult({ status: 400, body: { error: { code: error.code, message: error.message } } });
+          return;
+        }
+        const requestId = request.context?.awsRequestId ?? randomUUID();
+        log.error('request failed outside the router', { requestId, error });
+        request.response = toHttpApiResult({ status: 500, body: { error: { code: 'INTERNAL', message: 'internal error', requestId } } });
+      },
+    })
+    .handler(async (event) => {
+      const request = toRestRequest(event);
+      const handle = await routerOnce();
+      return toHttpApiResult(await handle(request));
+    });
+}
+
+/** The deployed function: the Dispatcher on DynamoDB, S3 and ECS, configured by the environment (see runtime/aws/aws-env.ts). */
+export const handler = createHttpApiHandler({
+  router: async () => {
+    const { startAwsDispatcher } = await import('../runtime/aws/aws-dispatcher.js');
+    return (await startAwsDispatcher({ env: process.env })).router;
+  },
+});

@@ -1,0 +1,112 @@
+// Wires the Dispatcher for AWS: DynamoDB and S3 stores, JobManagers as ECS tasks, presigned S3 uploads
+// for large libraries. The Lambda function builds it once per container; tests build it in-process.
+import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { systemClock, type Clock } from '../core/clock.js';
+import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
+import { ConfigurationError } from '../core/errors.js';
+import { createLogger, type Logger } from '../core/logger.js';
+import { ProcessEnv } from '../core/process-env.js';
+import { Dispatcher, type ArtifactUploads } from '../dispatcher/dispatcher.js';
+import { createRestRouter, type RestHandler } from '../dispatcher/rest-router.js';
+import { HttpRpcService } from '../rpc/http-rpc-service.js';
+import { AwsProcessEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv } from './aws-env.js';
+import { AwsEnv, openAwsServices, readAwsServicesSettings, type AwsServices } from './aws-services.js';
+import { createS3Client } from './clients.js';
+import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
+
+export interface AwsDispatcher {
+  readonly dispatcher: Dispatcher;
+  readonly router: RestHandler;
+  readonly launcher: EcsWorkerLauncher;
+  readonly services: AwsServices;
+  close(): Promise<void>;
+}
+
+export interface AwsDispatcherOptions {
+  readonly env: NodeJS.ProcessEnv;
+  readonly config?: FloeConfig;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /**
+   * Watch the JobManager tasks for exits. A Lambda function does not live to see them; an in-process
+   * Dispatcher (tests, benchmarks) does. @default false
+   */
+  readonly watchJobManagers?: boolean;
+}
+
+function withCredentials(env: NodeJS.ProcessEnv): { credentials?: NonNullable<ReturnType<typeof credentialsFromEnv>> } {
+  const credentials = credentialsFromEnv(env);
+  return credentials !== undefined ? { credentials } : {};
+}
+
+/** A Lambda answers within API Gateway's 30 s; a JobManager launch must give up before that. */
+const LAMBDA_LAUNCH_TIMEOUT_MS = 20_000;
+
+export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise<AwsDispatcher> {
+  const { env } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createLogger({ process: 'dispatcher', backend: 'aws' });
+  const config = options.config ?? configFromEnv(env);
+  const secret = env[ProcessEnv.SECRET];
+  if (secret === undefined || secret === '') throw new ConfigurationError(`${ProcessEnv.SECRET} is not set; every REST call and RPC of the cluster carries it`);
+  const ecs = ecsSettingsFromEnv(env, { jobmanager: true });
+  const settings = readAwsServicesSettings(env);
+  const services = openAwsServices(env, clock);
+  const s3 = createS3Client({ region: settings.region, ...withCredentials(env), ...(settings.s3Endpoint !== undefined ? { endpoint: settings.s3Endpoint } : {}) });
+  const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
+  const launcher = new EcsWorkerLauncher({
+    ecs: createEcsClient({ region: settings.region, ...withCredentials(env), ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}) }),
+    cluster: ecs.cluster,
+    taskDefinitions: ecs.taskDefinitions,
+    containerName: ecs.containerName,
+    network: ecs.network,
+    clock,
+    logger,
+    watchExits: options.watchJobManagers ?? false,
+    retry: {
+      giveUpAfterMs: ecs.launchTimeoutMs ?? LAMBDA_LAUNCH_TIMEOUT_MS,
+      ...(ecs.launchBackoffMs !== undefined ? { initialDelayMs: ecs.launchBackoffMs } : {}),
+    },
+    ...(ecs.pollIntervalMs !== undefined ? { pollIntervalMs: ecs.pollIntervalMs } : {}),
+  });
+  const ttlS = Number(env[AwsProcessEnv.ARTIFACT_UPLOAD_TTL_S] ?? 900);
+  const artifactUploads: ArtifactUploads = {
+    async createUpload(blobKey, _sha256, sizeBytes) {
+      // The S3 blob store keeps `key` at `<prefix><key>` in its bucket.
+      const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: settings.bucket, Key: settings.blobPrefix + blobKey, ContentLength: sizeBytes }), { expiresIn: ttlS });
+      return { url, headers: {}, expiresAtMs: clock.now() + ttlS * 1000 };
+    },
+  };
+  const dispatcher = new Dispatcher({
+    jobStore: services.jobStore,
+    blobStore: services.blobStore,
+    leaseStore: services.leaseStore,
+    launcher,
+    rpc,
+    config,
+    clock,
+    logger,
+    artifactUploads,
+    jobManagerEnv: {
+      ...inheritedAwsEnv(env, Object.values(AwsEnv)),
+      [ProcessEnv.SECRET]: secret,
+      [CONFIG_ENV]: configToEnv(config),
+    },
+  });
+  // API Gateway caps a request at 10 MB; the router enforces the configured library limit below it.
+  const router = createRestRouter(dispatcher, { secret, maxBodyBytes: Math.ceil(config.restMaxContentLengthBytes * 1.4) + 1024 * 1024, logger });
+  return {
+    dispatcher,
+    router,
+    launcher,
+    services,
+    async close() {
+      dispatcher.close();
+      await launcher.close();
+      await rpc.close();
+      await services.close();
+      s3.destroy();
+    },
+  };
+}

@@ -1,0 +1,82 @@
+// What a JobManager or TaskExecutor process needs on the AWS backend: the DynamoDB/S3 services, the
+// host it binds and advertises, and (JobManager) an ECS launcher for its TaskExecutors. Loaded by the
+// entry points with a dynamic import, so the embedded backend never loads an AWS SDK.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Clock } from '../core/clock.js';
+import type { Logger } from '../core/logger.js';
+import type { BlobStore } from '../blob/blob-store.js';
+import type { JobStore } from '../ha/job-store.js';
+import type { LeaseStore } from '../ha/lease-store.js';
+import { bindHostFromEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv, resolveAdvertisedHost } from './aws-env.js';
+import { AwsEnv, openAwsServices, readAwsServicesSettings } from './aws-services.js';
+import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
+
+export interface AwsProcessRuntime {
+  readonly leaseStore: LeaseStore;
+  readonly jobStore: JobStore;
+  readonly blobStore: BlobStore;
+  readonly bindHost: string;
+  readonly advertisedHost: string;
+  /** Scratch space of this task (library cache, blocking partitions). */
+  readonly workDir: string;
+  close(): Promise<void>;
+}
+
+export interface AwsJobManagerRuntime extends AwsProcessRuntime {
+  /** Starts TaskExecutors as ECS tasks. */
+  readonly launcher: EcsWorkerLauncher;
+  /** What every TaskExecutor task inherits from this JobManager. */
+  readonly workerEnv: Record<string, string>;
+}
+
+async function openCommon(env: NodeJS.ProcessEnv, resourceId: string, clock: Clock, logger: Logger): Promise<AwsProcessRuntime & { region: string }> {
+  const bindHost = bindHostFromEnv(env);
+  const advertisedHost = await resolveAdvertisedHost(env, bindHost);
+  const { region } = readAwsServicesSettings(env);
+  const services = openAwsServices(env, clock);
+  logger.info('AWS backend opened', { bindHost, advertisedHost, region });
+  return {
+    leaseStore: services.leaseStore,
+    jobStore: services.jobStore,
+    blobStore: services.blobStore,
+    region,
+    bindHost,
+    advertisedHost,
+    workDir: join(tmpdir(), `floe-${resourceId}`),
+    close: () => services.close(),
+  };
+}
+
+export async function openAwsTaskExecutorRuntime(env: NodeJS.ProcessEnv, resourceId: string, clock: Clock, logger: Logger): Promise<AwsProcessRuntime> {
+  return openCommon(env, resourceId, clock, logger);
+}
+
+export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceId: string, clock: Clock, logger: Logger): Promise<AwsJobManagerRuntime> {
+  const ecs = ecsSettingsFromEnv(env, { taskexecutor: true });
+  const common = await openCommon(env, resourceId, clock, logger);
+  const credentials = credentialsFromEnv(env);
+  const launcher = new EcsWorkerLauncher({
+    ecs: createEcsClient({ region: common.region, ...(credentials !== undefined ? { credentials } : {}), ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}) }),
+    cluster: ecs.cluster,
+    taskDefinitions: ecs.taskDefinitions,
+    containerName: ecs.containerName,
+    network: ecs.network,
+    clock,
+    logger,
+    retry: {
+      ...(ecs.launchTimeoutMs !== undefined ? { giveUpAfterMs: ecs.launchTimeoutMs } : {}),
+      ...(ecs.launchBackoffMs !== undefined ? { initialDelayMs: ecs.launchBackoffMs } : {}),
+    },
+    ...(ecs.pollIntervalMs !== undefined ? { pollIntervalMs: ecs.pollIntervalMs } : {}),
+  });
+  return {
+    ...common,
+    launcher,
+    workerEnv: inheritedAwsEnv(env, Object.values(AwsEnv)),
+    async close() {
+      await launcher.close();
+      await common.close();
+    },
+  };
+}

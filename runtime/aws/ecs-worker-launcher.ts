@@ -1,0 +1,425 @@
+// WorkerLauncher on ECS (Fargate): RunTask per worker, StopTask, and exits found by polling
+// DescribeTasks. Throttling, missing capacity and ENI provisioning failures are retried with jittered
+// backoff under a client-side rate limit, and end in a clear EcsLaunchError when they never clear.
+import { DescribeTasksCommand, ECSClient, ListTasksCommand, RunTaskCommand, StopTaskCommand, type Failure, type Task } from '@aws-sdk/client-ecs';
+import type { Clock, Timer } from '../core/clock.js';
+import { ConfigurationError, ConflictError, errorMessage, FloeError, InvalidRequestError } from '../core/errors.js';
+import { createLogger, type Logger } from '../core/logger.js';
+import { ProcessEnv } from '../core/process-env.js';
+import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../resourcemanager/worker-launcher.js';
+import { baseClientOptions, type AwsConfig } from './clients.js';
+import { backoffDelayMs, sleepOn, TokenBucket, type BackoffOptions, type TokenBucketOptions } from './rate-limit.js';
+
+export const EcsLaunchErrorCode = {
+  /** ECS answered "Rate exceeded" / ThrottlingException. */
+  THROTTLED: 'THROTTLED',
+  /** Fargate had no capacity ("Capacity is unavailable…") or a RESOURCE:* failure. */
+  CAPACITY_UNAVAILABLE: 'CAPACITY_UNAVAILABLE',
+  /** The task's network interface could not be created or attached. */
+  ENI_PROVISIONING: 'ENI_PROVISIONING',
+  /** Anything retrying cannot fix: missing task definition, access denied, bad parameters. */
+  RUN_TASK_FAILED: 'RUN_TASK_FAILED',
+  /** stop() came while the launch was still being retried. */
+  STOPPED_BEFORE_START: 'STOPPED_BEFORE_START',
+} as const;
+export type EcsLaunchErrorCode = (typeof EcsLaunchErrorCode)[keyof typeof EcsLaunchErrorCode];
+
+export class EcsLaunchError extends FloeError {
+  declare readonly code: EcsLaunchErrorCode;
+  constructor(code: EcsLaunchErrorCode, message: string, options: { retryable: boolean; cause?: unknown; details?: unknown }) {
+    super(code, message, options);
+  }
+}
+
+const RETRYABLE_SERVER_ERRORS = new Set(['ServerException', 'InternalFailure', 'ServiceUnavailable', 'ServiceUnavailableException', 'RequestTimeout']);
+
+/** Sorts what RunTask (or a task that stopped while starting) said into the codes above. */
+export function classifyEcsFailure(what: { errorName?: string; message?: string; failureReason?: string; failureDetail?: string }): { code: EcsLaunchErrorCode; retryable: boolean; text: string } {
+  const text = [what.errorName, what.failureReason, what.failureDetail, what.message].filter((s) => s !== undefined && s !== '').join(': ');
+  const reason = what.failureReason ?? '';
+  if (what.errorName === 'ThrottlingException' || what.errorName === 'TooManyRequestsException' || /rate exceeded|throttl/i.test(text)) {
+    return { code: EcsLaunchErrorCode.THROTTLED, retryable: true, text };
+  }
+  if (reason === 'RESOURCE:ENI' || /network interface|\bENI\b|ResourceInitializationError.*(network|eni)/i.test(text)) {
+    return { code: EcsLaunchErrorCode.ENI_PROVISIONING, retryable: true, text };
+  }
+  if (reason.startsWith('RESOURCE:') || /capacity is unavailable|insufficient capacity|no container instances/i.test(text)) {
+    return { code: EcsLaunchErrorCode.CAPACITY_UNAVAILABLE, retryable: true, text };
+  }
+  if (what.errorName !== undefined && RETRYABLE_SERVER_ERRORS.has(what.errorName)) {
+    // A passing fault on ECS's side: worth the same patient retries as missing capacity.
+    return { code: EcsLaunchErrorCode.CAPACITY_UNAVAILABLE, retryable: true, text };
+  }
+  return { code: EcsLaunchErrorCode.RUN_TASK_FAILED, retryable: false, text };
+}
+
+export interface EcsNetworkSettings {
+  readonly subnets: readonly string[];
+  readonly securityGroups: readonly string[];
+  /** Public subnets without a NAT need a public IP to pull the image. @default false */
+  readonly assignPublicIp?: boolean;
+}
+
+export interface EcsRetrySettings extends BackoffOptions {
+  /** A launch that has not succeeded after this long gives up (ms). */
+  readonly giveUpAfterMs: number;
+  /** ...or after this many RunTask calls. */
+  readonly maxAttempts: number;
+}
+
+export const DEFAULT_ECS_RETRY: EcsRetrySettings = { initialDelayMs: 1_000, maxDelayMs: 30_000, giveUpAfterMs: 5 * 60_000, maxAttempts: 40 };
+/** ECS's own RunTask limit is a burst of 100 and 40 per second per account; stay well below it. */
+export const DEFAULT_ECS_RATE_LIMIT: TokenBucketOptions = { capacity: 10, refillPerSecond: 5 };
+
+export interface EcsWorkerLauncherOptions {
+  readonly ecs: ECSClient;
+  readonly cluster: string;
+  /** Task definition (family, family:revision or ARN) per kind of worker; the image's command picks the entry point. */
+  readonly taskDefinitions: Partial<Record<WorkerKind, string>>;
+  /** The container the environment overrides go to. @default 'floe' */
+  readonly containerName?: string;
+  readonly network: EcsNetworkSettings;
+  /** Environment for every worker, under each spec's own. */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly clock: Clock;
+  /** @default Math.random */
+  readonly random?: () => number;
+  /** @default DEFAULT_ECS_RETRY */
+  readonly retry?: Partial<EcsRetrySettings>;
+  /** Client-side limit over every ECS call of this launcher. @default DEFAULT_ECS_RATE_LIMIT */
+  readonly rateLimit?: TokenBucketOptions;
+  /** How often running tasks are described to notice exits (ms). @default 2000 */
+  readonly pollIntervalMs?: number;
+  /**
+   * Poll for exits. A Lambda function that only launches JobManagers turns this off: it does not live
+   * long enough to watch them, and the JobManager's lease tells whether it still runs. @default true
+   */
+  readonly watchExits?: boolean;
+  /** How long stop() waits for ECS to report STOPPED before it gives up waiting (ms). @default 120000 */
+  readonly stopTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+interface TrackedTask {
+  readonly spec: WorkerSpec;
+  arn?: string;
+  lastStatus?: string;
+  reachedRunning: boolean;
+  /** Launch attempts so far, across relaunches after a start-up failure. */
+  attempts: number;
+  readonly firstAttemptAtMs: number;
+  stopReason?: string;
+  readonly gone: Promise<void>;
+  markGone: () => void;
+  relaunching: boolean;
+}
+
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** An ECS client whose own retries are off: the launcher paces and retries itself, and counts what it did. */
+export function createEcsClient(config: AwsConfig): ECSClient {
+  return new ECSClient({ ...baseClientOptions(config), maxAttempts: 1 });
+}
+
+export class EcsWorkerLauncher implements WorkerLauncher {
+  private readonly tasks = new Map<string, TrackedTask>();
+  private readonly listeners = new Set<(exit: WorkerExit) => void>();
+  private readonly bucket: TokenBucket;
+  private readonly retry: EcsRetrySettings;
+  private readonly containerName: string;
+  private readonly pollIntervalMs: number;
+  private readonly random: () => number;
+  private readonly log: Logger;
+  private pollTimer: Timer | undefined;
+  private polling = false;
+  private closed = false;
+
+  constructor(private readonly options: EcsWorkerLauncherOptions) {
+    this.bucket = new TokenBucket(options.clock, options.rateLimit ?? DEFAULT_ECS_RATE_LIMIT);
+    this.retry = { ...DEFAULT_ECS_RETRY, ...options.retry };
+    this.containerName = options.containerName ?? 'floe';
+    this.pollIntervalMs = options.pollIntervalMs ?? 2_000;
+    this.random = options.random ?? Math.random;
+    this.log = (options.logger ?? createLogger({})).child({ component: 'ecs-launcher', cluster: options.cluster });
+    if (options.network.subnets.length === 0) throw new ConfigurationError('ECS tasks need at least one subnet (awsvpc network mode); set FLOE_ECS_SUBNETS');
+  }
+
+  async start(spec: WorkerSpec): Promise<void> {
+    if (this.closed) throw new ConflictError(`the ECS launcher is closed; cannot start ${spec.id}`);
+    if (typeof spec.id !== 'string' || !ID_PATTERN.test(spec.id)) {
+      throw new InvalidRequestError(`worker id must match ${ID_PATTERN} (it becomes the task's startedBy), found ${JSON.stringify(spec.id)}`);
+    }
+    if (this.tasks.has(spec.id)) throw new ConflictError(`worker ${spec.id} is already running; stop it first or pick another id`);
+    this.taskDefinitionFor(spec.kind);
+    let markGone!: () => void;
+    const gone = new Promise<void>((resolve) => (markGone = resolve));
+    const task: TrackedTask = { spec, reachedRunning: false, attempts: 0, firstAttemptAtMs: this.options.clock.now(), gone, markGone, relaunching: false };
+    this.tasks.set(spec.id, task);
+    try {
+      await this.launch(task);
+    } catch (error) {
+      this.tasks.delete(spec.id);
+      markGone();
+      throw error;
+    }
+    this.ensurePolling();
+  }
+
+  async stop(id: string, reason: string): Promise<void> {
+    const task = this.tasks.get(id);
+    if (task === undefined) {
+      // Not started by this instance (a Lambda function stopping what another invocation launched).
+      await this.stopUntracked(id, reason);
+      return;
+    }
+    if (task.stopReason === undefined) {
+      task.stopReason = reason;
+      this.log.info('stopping worker', { workerId: id, taskArn: task.arn, reason });
+      if (task.arn !== undefined) await this.stopTask(task.arn, reason);
+    }
+    const timeoutMs = this.options.stopTimeoutMs ?? 120_000;
+    let timer: Timer | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => (timer = this.options.clock.setTimeout(() => resolve('timeout'), timeoutMs)));
+    const outcome = await Promise.race([task.gone.then(() => 'gone' as const), timedOut]);
+    timer?.cancel();
+    if (outcome === 'timeout' && this.tasks.get(id) === task) {
+      this.log.warn('ECS did not report the task STOPPED in time; forgetting it', { workerId: id, taskArn: task.arn, timeoutMs });
+      this.exited(task, null, `stopped: ${reason} (ECS did not confirm STOPPED within ${timeoutMs} ms)`);
+    }
+  }
+
+  onExit(listener: (exit: WorkerExit) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  running(): string[] {
+    return [...this.tasks.keys()];
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.tasks.keys()].map((id) => this.stop(id, 'launcher closed')));
+    this.closed = true;
+    this.pollTimer?.cancel();
+    this.pollTimer = undefined;
+  }
+
+  // ---- launching ---------------------------------------------------------------------------------
+
+  private taskDefinitionFor(kind: WorkerKind): string {
+    const taskDefinition = this.options.taskDefinitions[kind];
+    if (taskDefinition === undefined || taskDefinition === '') {
+      throw new ConfigurationError(`no ECS task definition is configured for ${kind} workers; set FLOE_ECS_TASK_DEFINITION_${kind.toUpperCase()}`);
+    }
+    return taskDefinition;
+  }
+
+  /** RunTask until it gives a task, retrying what can clear, within the attempt and time budget. */
+  private async launch(task: TrackedTask): Promise<void> {
+    const { spec } = task;
+    const taskDefinition = this.taskDefinitionFor(spec.kind);
+    let retriesHere = 0;
+    for (;;) {
+      if (task.stopReason !== undefined || this.closed) {
+        throw new EcsLaunchError(EcsLaunchErrorCode.STOPPED_BEFORE_START, `worker ${spec.id} was stopped (${task.stopReason ?? 'launcher closed'}) before ECS gave it a task`, { retryable: false });
+      }
+      await this.bucket.take();
+      task.attempts++;
+      let failure: ReturnType<typeof classifyEcsFailure>;
+      let cause: unknown;
+      try {
+        const out = await this.options.ecs.send(new RunTaskCommand(this.runTaskInput(spec, taskDefinition)));
+        const started = out.tasks?.[0];
+        if (started?.taskArn !== undefined && (out.failures ?? []).length === 0) {
+          task.arn = started.taskArn;
+          task.lastStatus = started.lastStatus;
+          this.log.info('worker task started', { workerId: spec.id, kind: spec.kind, taskArn: started.taskArn, attempts: task.attempts });
+          if (task.stopReason !== undefined) await this.stopTask(started.taskArn, task.stopReason);
+          return;
+        }
+        const first: Failure | undefined = out.failures?.[0];
+        failure = classifyEcsFailure({ failureReason: first?.reason ?? 'no task and no failure in the answer', ...(first?.detail !== undefined ? { failureDetail: first.detail } : {}) });
+      } catch (error) {
+        cause = error;
+        failure = classifyEcsFailure({ errorName: (error as { name?: string }).name, message: errorMessage(error) });
+      }
+      const elapsedMs = this.options.clock.now() - task.firstAttemptAtMs;
+      if (!failure.retryable) {
+        throw new EcsLaunchError(failure.code, `ECS refused to start ${spec.kind} worker ${spec.id} with task definition '${taskDefinition}' on cluster '${this.options.cluster}': ${failure.text}; check the task definition, the cluster and the launcher's IAM permissions`, { retryable: false, cause });
+      }
+      const delayMs = backoffDelayMs(retriesHere++, this.retry, this.random);
+      if (task.attempts >= this.retry.maxAttempts || elapsedMs + delayMs > this.retry.giveUpAfterMs) {
+        throw this.gaveUp(task, taskDefinition, failure, elapsedMs, cause);
+      }
+      this.log.warn('RunTask did not start the worker; retrying', { workerId: spec.id, code: failure.code, reason: failure.text, attempt: task.attempts, delayMs });
+      await sleepOn(this.options.clock, delayMs);
+    }
+  }
+
+  private gaveUp(task: TrackedTask, taskDefinition: string, failure: { code: EcsLaunchErrorCode; text: string }, elapsedMs: number, cause: unknown): EcsLaunchError {
+    const { spec } = task;
+    const tried = `${task.attempts} attempts over ${Math.round(elapsedMs / 1000)} s (task definition '${taskDefinition}', cluster '${this.options.cluster}'); last answer: ${failure.text}`;
+    const message = (() => {
+      switch (failure.code) {
+        case EcsLaunchErrorCode.CAPACITY_UNAVAILABLE:
+          return `ECS capacity never arrived for ${spec.kind} worker ${spec.id}: ${tried}; try other subnets or availability zones, a smaller task size, or later`;
+        case EcsLaunchErrorCode.ENI_PROVISIONING:
+          return `no network interface could be provisioned for ${spec.kind} worker ${spec.id}: ${tried}; check the subnets' free IP addresses and the account's ENI limit`;
+        case EcsLaunchErrorCode.THROTTLED:
+          return `ECS kept throttling the launch of ${spec.kind} worker ${spec.id}: ${tried}; start fewer workers at once or raise the account's ECS API limits`;
+        default:
+          return `ECS could not start ${spec.kind} worker ${spec.id}: ${tried}`;
+      }
+    })();
+    return new EcsLaunchError(failure.code, message, { retryable: false, cause, details: { attempts: task.attempts, elapsedMs } });
+  }
+
+  private runTaskInput(spec: WorkerSpec, taskDefinition: string): ConstructorParameters<typeof RunTaskCommand>[0] {
+    const env = { ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id };
+    return {
+      cluster: this.options.cluster,
+      taskDefinition,
+      launchType: 'FARGATE',
+      count: 1,
+      startedBy: spec.id,
+      networkConfiguration: {
+        awsvpcConfiguration: {
+          subnets: [...this.options.network.subnets],
+          securityGroups: [...this.options.network.securityGroups],
+          assignPublicIp: this.options.network.assignPublicIp === true ? 'ENABLED' : 'DISABLED',
+        },
+      },
+      overrides: {
+        containerOverrides: [{ name: this.containerName, environment: Object.entries(env).map(([name, value]) => ({ name, value })) }],
+      },
+    };
+  }
+
+  private async stopTask(arn: string, reason: string): Promise<void> {
+    for (let retry = 0; ; retry++) {
+      await this.bucket.take();
+      try {
+        // ECS caps the reason at 255 characters.
+        await this.options.ecs.send(new StopTaskCommand({ cluster: this.options.cluster, task: arn, reason: reason.slice(0, 255) }));
+        return;
+      } catch (error) {
+        const failure = classifyEcsFailure({ errorName: (error as { name?: string }).name, message: errorMessage(error) });
+        if (!failure.retryable || retry >= 5) {
+          this.log.warn('StopTask failed', { taskArn: arn, error: failure.text });
+          return;
+        }
+        await sleepOn(this.options.clock, backoffDelayMs(retry, this.retry, this.random));
+      }
+    }
+  }
+
+  private async stopUntracked(id: string, reason: string): Promise<void> {
+    if (!ID_PATTERN.test(id)) return;
+    await this.bucket.take();
+    const listed = await this.options.ecs.send(new ListTasksCommand({ cluster: this.options.cluster, startedBy: id, desiredStatus: 'RUNNING' })).catch((error: unknown) => {
+      this.log.warn('ListTasks failed; cannot stop a worker this launcher did not start', { workerId: id, error: errorMessage(error) });
+      return undefined;
+    });
+    for (const arn of listed?.taskArns ?? []) await this.stopTask(arn, reason);
+  }
+
+  // ---- watching ----------------------------------------------------------------------------------
+
+  private ensurePolling(): void {
+    if (this.options.watchExits === false || this.pollTimer !== undefined || this.closed) return;
+    this.pollTimer = this.options.clock.setTimeout(() => {
+      this.pollTimer = undefined;
+      void this.poll().finally(() => {
+        if (this.tasks.size > 0) this.ensurePolling();
+      });
+    }, this.pollIntervalMs);
+  }
+
+  private async poll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const byArn = new Map<string, TrackedTask>();
+      for (const t of this.tasks.values()) if (t.arn !== undefined && !t.relaunching) byArn.set(t.arn, t);
+      const arns = [...byArn.keys()];
+      for (let i = 0; i < arns.length; i += 100) {
+        await this.bucket.take();
+        let out;
+        try {
+          out = await this.options.ecs.send(new DescribeTasksCommand({ cluster: this.options.cluster, tasks: arns.slice(i, i + 100) }));
+        } catch (error) {
+          this.log.warn('DescribeTasks failed; trying again at the next poll', { error: errorMessage(error) });
+          return;
+        }
+        for (const described of out.tasks ?? []) {
+          const task = described.taskArn !== undefined ? byArn.get(described.taskArn) : undefined;
+          if (task !== undefined && task.arn === described.taskArn) this.observe(task, described);
+        }
+        for (const f of out.failures ?? []) {
+          const task = f.arn !== undefined ? byArn.get(f.arn) : undefined;
+          if (task !== undefined && f.reason === 'MISSING') this.exited(task, null, `the ECS task ${f.arn} is gone (MISSING)`);
+        }
+      }
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private observe(task: TrackedTask, described: Task): void {
+    if (described.lastStatus !== task.lastStatus) {
+      this.log.debug('task status', { workerId: task.spec.id, taskArn: described.taskArn, lastStatus: described.lastStatus });
+      task.lastStatus = described.lastStatus;
+    }
+    if (described.lastStatus === 'RUNNING') task.reachedRunning = true;
+    if (described.lastStatus !== 'STOPPED') return;
+    const container = described.containers?.find((c) => c.name === this.containerName) ?? described.containers?.[0];
+    const exitCode = container?.exitCode ?? null;
+    const stoppedReason = described.stoppedReason ?? 'no reason given';
+    if (task.stopReason === undefined && !task.reachedRunning) {
+      // Never ran: ENI or capacity trouble shows up here on Fargate; relaunch within the same budget.
+      const failure = classifyEcsFailure({ failureReason: container?.reason ?? '', message: stoppedReason });
+      if (failure.retryable) {
+        void this.relaunch(task, failure);
+        return;
+      }
+    }
+    const how = exitCode !== null ? `exited with code ${exitCode} (ECS: ${stoppedReason})` : `stopped by ECS: ${stoppedReason}`;
+    this.exited(task, exitCode, task.stopReason !== undefined ? `stopped: ${task.stopReason} (${how})` : how);
+  }
+
+  private async relaunch(task: TrackedTask, failure: ReturnType<typeof classifyEcsFailure>): Promise<void> {
+    const taskDefinition = this.taskDefinitionFor(task.spec.kind);
+    const elapsedMs = this.options.clock.now() - task.firstAttemptAtMs;
+    if (task.attempts >= this.retry.maxAttempts || elapsedMs >= this.retry.giveUpAfterMs) {
+      this.exited(task, null, this.gaveUp(task, taskDefinition, failure, elapsedMs, undefined).message);
+      return;
+    }
+    this.log.warn('worker task stopped before it ran; launching it again', { workerId: task.spec.id, code: failure.code, reason: failure.text, attempts: task.attempts });
+    task.relaunching = true;
+    task.arn = undefined;
+    task.lastStatus = undefined;
+    try {
+      await sleepOn(this.options.clock, backoffDelayMs(task.attempts - 1, this.retry, this.random));
+      await this.launch(task);
+      task.relaunching = false;
+    } catch (error) {
+      this.exited(task, null, errorMessage(error));
+    }
+  }
+
+  private exited(task: TrackedTask, exitCode: number | null, reason: string): void {
+    if (this.tasks.get(task.spec.id) !== task) return;
+    this.tasks.delete(task.spec.id);
+    task.markGone();
+    const requested = task.stopReason !== undefined;
+    const exit: WorkerExit = { id: task.spec.id, kind: task.spec.kind, exitCode, reason, requested };
+    (requested ? this.log.info : this.log.warn)('worker exited', { workerId: task.spec.id, kind: task.spec.kind, taskArn: task.arn, exitCode, reason, requested });
+    for (const listener of [...this.listeners]) {
+      try {
+        listener(exit);
+      } catch (error) {
+        this.log.error('worker exit listener failed', { workerId: task.spec.id, error });
+      }
+    }
+  }
+}

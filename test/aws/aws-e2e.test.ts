@@ -1,0 +1,163 @@
+// End to end on the AWS backend, on emulators: POST /jobs through the API Gateway stand-in → the Lambda
+// handler → S3 + DynamoDB → the ECS emulator starts the JobManager process → its ResourceManager starts
+// TaskExecutor processes through the ECS emulator → the job finishes and its output is read back from S3.
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { build } from 'esbuild';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
+import { loadJobDefinition } from '../../runtime/api/program.js';
+import { buildJobGraph } from '../../runtime/api/translate.js';
+import { startAwsDispatcher, type AwsDispatcher } from '../../runtime/aws/aws-dispatcher.js';
+import { createS3Client } from '../../runtime/aws/clients.js';
+import { configToEnv, loadConfig } from '../../runtime/core/config.js';
+import { JobId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import { createHttpApiHandler } from '../../functions/http-api.js';
+import { RestClient } from '../../runtime/cli/rest-client.js';
+import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
+import { waitFor } from '../support/cluster-processes.js';
+import { startApiGatewayAdapter, type ApiGatewayAdapter } from './apigw-adapter.js';
+import { EcsEmulator } from './ecs-emulator.js';
+import { awsServicesEnv, createTables, startEmulators, type Emulators } from './emulators.js';
+
+const SECRET = 'e2e-secret';
+const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
+let emulators: Emulators;
+let ecs: EcsEmulator;
+let work: string;
+let bundleDir: string;
+let env: Record<string, string>;
+const fronts: { dispatcher: AwsDispatcher; adapter: ApiGatewayAdapter }[] = [];
+
+/** The process entry points, bundled side by side the way runtime/build.mjs lays out dist/. */
+async function bundleEntryPoints(outdir: string): Promise<void> {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  await build({
+    entryPoints: Object.fromEntries(['jobmanager', 'taskexecutor', 'slot-worker'].map((n) => [n, join(root, 'runtime/entrypoints', `${n}.ts`)])),
+    outdir, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', splitting: true, sourcemap: 'inline', logLevel: 'warning',
+  });
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'floe-aws-e2e-'));
+  // Inside the repo, so the bundles' bare imports resolve from node_modules.
+  bundleDir = join(fileURLToPath(new URL('../.tmp/', import.meta.url)), `aws-e2e-${process.pid}-${Date.now().toString(36)}`);
+  mkdirSync(bundleDir, { recursive: true });
+  const [started] = await Promise.all([startEmulators(), bundleEntryPoints(bundleDir)]);
+  emulators = started;
+  const tables = await createTables(emulators);
+  ecs = await EcsEmulator.start({ region: emulators.region, logDir: join(work, 'logs'), stopGraceMs: 2_000 });
+  // What a task role would give: credentials for the emulated services.
+  const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_LOG_LEVEL: 'info' };
+  ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: taskEnv });
+  ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: taskEnv });
+  env = {
+    ...awsServicesEnv(emulators, tables),
+    FLOE_SECRET: SECRET,
+    FLOE_ECS_CLUSTER: 'floe-e2e',
+    FLOE_ECS_TASK_DEFINITION_JOBMANAGER: 'floe-jobmanager',
+    FLOE_ECS_TASK_DEFINITION_TASKEXECUTOR: 'floe-taskexecutor',
+    FLOE_ECS_SUBNETS: 'subnet-local',
+    FLOE_ECS_SECURITY_GROUPS: 'sg-local',
+    FLOE_ECS_ENDPOINT: ecs.endpoint,
+    FLOE_ECS_POLL_INTERVAL_MS: '200',
+    FLOE_CONFIG: configToEnv(loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 5_000, 'slot.request.timeout': 30_000, 'high-availability.lease.duration': 6_000, 'high-availability.lease.renew-interval': 1_000 })),
+  };
+}, 120_000);
+
+afterAll(async () => {
+  for (const f of fronts.splice(0)) {
+    await f.adapter.close();
+    await f.dispatcher.close();
+  }
+  const leftovers = ecs?.livePids() ?? [];
+  await ecs?.close();
+  await emulators?.stop();
+  rmSync(work, { recursive: true, force: true });
+  rmSync(bundleDir, { recursive: true, force: true });
+  expect(leftovers).toEqual([]);
+});
+
+/** One Lambda "container": its Dispatcher, behind the API Gateway stand-in. */
+async function front(overrides: Record<string, string> = {}): Promise<{ api: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>; dispatcher: AwsDispatcher; adapter: ApiGatewayAdapter }> {
+  const dispatcher = await startAwsDispatcher({ env: { ...env, ...overrides }, logger: silentLogger, watchJobManagers: true });
+  const adapter = await startApiGatewayAdapter(createHttpApiHandler({ router: async () => dispatcher.router, logger: silentLogger }));
+  fronts.push({ dispatcher, adapter });
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(adapter.url + path, { method, headers: { authorization: `Bearer ${SECRET}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    return { status: res.status, body: await res.json() };
+  };
+  return { api, dispatcher, adapter };
+}
+
+async function submission(args: string[], parallelism: number): Promise<{ jobGraph: unknown; library: string }> {
+  const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'e2e-words.ts'));
+  const definition = loadJobDefinition(await importLibrary(code, join(work, 'client-cache')), 'default');
+  const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+  return { jobGraph, library: Buffer.from(code).toString('base64') };
+}
+
+describe('Floe on the AWS backend (emulators)', () => {
+  it('runs a job from POST /jobs to FINISHED through Lambda, DynamoDB, S3 and ECS; its S3 output equals a reference; no process is left', async () => {
+    const { api } = await front();
+    const words = ['stream', 'data', 'floe', 'a', 'of', 'leader', 'slot', 'epoch', 'heartbeat', 'region'];
+    const lines = Array.from({ length: 5_000 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, w) => words[(i * 7 + w * 3) % words.length]).join(' '));
+    const input = join(work, 'words.txt');
+    writeFileSync(input, lines.join('\n') + '\n');
+    const reference = lines.flatMap((l) => l.split(/\s+/)).filter((w) => w.length >= 4).map((w) => w.toUpperCase()).sort();
+
+    const s3 = createS3Client(emulators.awsConfig('s3'));
+    try {
+      // An earlier, wider output under the target: the commit replaces it as a whole.
+      await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/part-9', Body: 'stale\n' }));
+      const body = await submission([input, `s3://${emulators.bucket}/out/words`, String(16 * 1024)], 4);
+      const submitted = await api('POST', '/jobs', body);
+      expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+      const jobId: string = submitted.body.jobId;
+      const job = await waitFor(async () => {
+        const { body: b } = await api('GET', `/jobs/${jobId}`);
+        return ['FINISHED', 'FAILED', 'CANCELED'].includes(b.status) ? b : undefined;
+      }, `job ${jobId} to end`, 45_000, 200);
+      expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
+
+      const listed = await s3.send(new ListObjectsV2Command({ Bucket: emulators.bucket, Prefix: 'out/words/' }));
+      const keys = (listed.Contents ?? []).map((o) => o.Key!).sort();
+      expect(keys).toEqual(['out/words/part-0', 'out/words/part-1', 'out/words/part-2', 'out/words/part-3']);
+      const output: string[] = [];
+      for (const key of keys) {
+        const obj = await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: key }));
+        output.push(...(await obj.Body!.transformToString()).split('\n').filter((l) => l !== ''));
+      }
+      expect(output.sort()).toEqual(reference);
+    } finally {
+      s3.destroy();
+    }
+    // One JobManager task and two TaskExecutor tasks (4 slots, 2 per executor), all ended by the runtime itself.
+    await waitFor(() => ecs.livePids().length === 0, 'every task process to exit', 20_000);
+    const tasks = ecs.taskSummaries();
+    expect(tasks.filter((t) => t.taskDefinition === 'floe-jobmanager')).toHaveLength(1);
+    expect(tasks.filter((t) => t.taskDefinition === 'floe-taskexecutor')).toHaveLength(2);
+    expect(tasks.every((t) => t.lastStatus === 'STOPPED')).toBe(true);
+  });
+
+  it('fails the job saying capacity never arrived when ECS has no room for its JobManager', async () => {
+    ecs.registerTaskDefinition('floe-jobmanager-starved', { command: [process.execPath, '-e', 'process.exit(0)'] });
+    ecs.failCapacity('floe-jobmanager-starved', 'RESOURCE:MEMORY');
+    const { api, adapter } = await front({ FLOE_ECS_TASK_DEFINITION_JOBMANAGER: 'floe-jobmanager-starved', FLOE_ECS_LAUNCH_TIMEOUT_MS: '1500', FLOE_ECS_LAUNCH_BACKOFF_MS: '100' });
+    const before = ecs.counters.runTaskCapacityFailures;
+    // The library goes the large-library way: POST /artifacts, a presigned PUT straight to S3, then POST /jobs without it.
+    const client = new RestClient({ baseUrl: adapter.url, secret: SECRET, inlineLibraryMaxBytes: 1 });
+    const { jobGraph, library } = await submission([join(work, 'none.txt'), join(work, 'never')], 2);
+    const { jobId } = await client.submitJob(jobGraph as JobGraph, Buffer.from(library, 'base64'));
+    expect((await api('GET', `/jobs/${jobId}`)).body.status).toBe('FAILED');
+    const { body } = await api('GET', `/jobs/${jobId}/exceptions`);
+    expect(body.exceptions).toHaveLength(1);
+    expect(body.exceptions[0].message).toMatch(/the JobManager could not be started: ECS capacity never arrived for jobmanager worker jobmanager-.*RESOURCE:MEMORY/);
+    expect(ecs.counters.runTaskCapacityFailures - before).toBeGreaterThanOrEqual(3);
+    ecs.failCapacity('floe-jobmanager-starved', undefined);
+  });
+});

@@ -1,0 +1,364 @@
+// A local ECS API (AWS JSON 1.1: RunTask, DescribeTasks, StopTask, ListTasks) that really runs each
+// task's command as a process, so the real @aws-sdk/client-ecs client and Floe's ECS launcher can be
+// exercised end to end. Also serves a task metadata endpoint (v4) and injects faults on request.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+
+const TARGET_PREFIX = 'AmazonEC2ContainerServiceV20141113.';
+
+export interface EmulatedTaskDefinition {
+  /** argv of the container's process, e.g. [process.execPath, 'dist/jobmanager.js']. */
+  readonly command: readonly string[];
+  /** The container's environment before RunTask's overrides. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** @default 'floe' */
+  readonly containerName?: string;
+}
+
+export interface EcsEmulatorOptions {
+  /** @default 'us-east-1' */
+  readonly region?: string;
+  /** Each task's stdout and stderr go to `<logDir>/<taskId>.log`; dropped when unset. */
+  readonly logDir?: string;
+  /** Time between SIGTERM and SIGKILL on StopTask (ms). @default 3000 */
+  readonly stopGraceMs?: number;
+}
+
+type LastStatus = 'PROVISIONING' | 'RUNNING' | 'STOPPED';
+
+interface EmulatedTask {
+  readonly arn: string;
+  readonly id: string;
+  readonly cluster: string;
+  readonly taskDefinition: string;
+  readonly containerName: string;
+  readonly startedBy?: string;
+  lastStatus: LastStatus;
+  desiredStatus: 'RUNNING' | 'STOPPED';
+  readonly createdAtMs: number;
+  startedAtMs?: number;
+  stoppedAtMs?: number;
+  stoppedReason?: string;
+  stopCode?: string;
+  exitCode?: number;
+  process?: ChildProcess;
+  readonly env: Record<string, string>;
+  readonly exited: Promise<void>;
+  markExited: () => void;
+}
+
+export interface EcsEmulatorCounters {
+  runTask: number;
+  runTaskThrottled: number;
+  runTaskCapacityFailures: number;
+  runTaskStarted: number;
+  describeTasks: number;
+  stopTask: number;
+  listTasks: number;
+  /** When each RunTask call arrived (ms since the epoch), throttled and failed ones included. */
+  readonly runTaskTimesMs: number[];
+}
+
+class ApiError extends Error {
+  constructor(readonly type: string, message: string, readonly status = 400) {
+    super(message);
+  }
+}
+
+export class EcsEmulator {
+  readonly endpoint: string;
+  readonly region: string;
+  readonly counters: EcsEmulatorCounters = { runTask: 0, runTaskThrottled: 0, runTaskCapacityFailures: 0, runTaskStarted: 0, describeTasks: 0, stopTask: 0, listTasks: 0, runTaskTimesMs: [] };
+  private readonly definitions = new Map<string, EmulatedTaskDefinition>();
+  private readonly tasks = new Map<string, EmulatedTask>();
+  private readonly capacityFailures = new Map<string, string>();
+  private readonly eniFailures = new Map<string, number>();
+  private throttleNext = 0;
+  private readonly stopGraceMs: number;
+
+  private constructor(private readonly server: Server, port: number, private readonly options: EcsEmulatorOptions) {
+    this.endpoint = `http://127.0.0.1:${port}`;
+    this.region = options.region ?? 'us-east-1';
+    this.stopGraceMs = options.stopGraceMs ?? 3_000;
+  }
+
+  static async start(options: EcsEmulatorOptions = {}): Promise<EcsEmulator> {
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const emulator = new EcsEmulator(server, (server.address() as AddressInfo).port, options);
+    server.on('request', (req, res) => void emulator.onRequest(req, res));
+    return emulator;
+  }
+
+  /** Maps a task definition (family name, with or without `:revision`) to the command its container runs. */
+  registerTaskDefinition(name: string, definition: EmulatedTaskDefinition): void {
+    this.definitions.set(name, definition);
+  }
+
+  /** The next `count` RunTask calls are answered with ThrottlingException "Rate exceeded". */
+  throttleRunTask(count: number): void {
+    this.throttleNext = count;
+  }
+
+  /** RunTask for this task definition answers a failure with `reason` until called with undefined. */
+  failCapacity(taskDefinition: string, reason: string | undefined = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
+    if (reason === undefined) this.capacityFailures.delete(taskDefinition);
+    else this.capacityFailures.set(taskDefinition, reason);
+  }
+
+  /**
+   * The next `count` tasks of this task definition are accepted, then stop before running with Fargate's
+   * "Timeout waiting for network interface provisioning to complete."
+   */
+  failEniProvisioning(taskDefinition: string, count: number): void {
+    this.eniFailures.set(taskDefinition, count);
+  }
+
+  /** pids of task processes still alive. */
+  livePids(): number[] {
+    return [...this.tasks.values()].flatMap((t) => (t.process?.pid !== undefined && t.process.exitCode === null && t.process.signalCode === null ? [t.process.pid] : []));
+  }
+
+  taskSummaries(): { arn: string; taskDefinition: string; startedBy?: string; lastStatus: LastStatus; exitCode?: number; stoppedReason?: string }[] {
+    return [...this.tasks.values()].map((t) => ({
+      arn: t.arn, taskDefinition: t.taskDefinition, lastStatus: t.lastStatus,
+      ...(t.startedBy !== undefined ? { startedBy: t.startedBy } : {}),
+      ...(t.exitCode !== undefined ? { exitCode: t.exitCode } : {}),
+      ...(t.stoppedReason !== undefined ? { stoppedReason: t.stoppedReason } : {}),
+    }));
+  }
+
+  /** Stops every task (SIGTERM, then SIGKILL) and the server. */
+  async close(): Promise<void> {
+    await Promise.all([...this.tasks.values()].map((t) => this.stopTask(t, 'emulator closed', 'UserInitiated')));
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  // ---- HTTP --------------------------------------------------------------------------------------
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+    const url = req.url ?? '/';
+    if (req.method === 'GET' && url.startsWith('/v4/')) {
+      this.metadata(url, res);
+      return;
+    }
+    const target = String(req.headers['x-amz-target'] ?? '');
+    try {
+      if (req.method !== 'POST' || !target.startsWith(TARGET_PREFIX)) throw new ApiError('UnknownOperationException', `expected POST with X-Amz-Target ${TARGET_PREFIX}<Operation>, found ${req.method} '${target}'`);
+      const input = chunks.length > 0 ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>) : {};
+      const operation = target.slice(TARGET_PREFIX.length);
+      let output: unknown;
+      switch (operation) {
+        case 'RunTask': output = this.runTask(input); break;
+        case 'DescribeTasks': output = this.describeTasks(input); break;
+        case 'StopTask': output = await this.stopTaskCall(input); break;
+        case 'ListTasks': output = this.listTasks(input); break;
+        default: throw new ApiError('UnknownOperationException', `the emulator does not implement ${operation}`);
+      }
+      this.reply(res, 200, output);
+    } catch (error) {
+      const e = error instanceof ApiError ? error : new ApiError('ServerException', (error as Error).message, 500);
+      res.setHeader('x-amzn-errortype', e.type);
+      this.reply(res, e.status, { __type: e.type, message: e.message });
+    }
+  }
+
+  private reply(res: ServerResponse, status: number, body: unknown): void {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1', 'content-length': Buffer.byteLength(text), 'x-amzn-requestid': randomBytes(8).toString('hex') });
+    res.end(text);
+  }
+
+  private metadata(url: string, res: ServerResponse): void {
+    const id = url.split('/')[2] ?? '';
+    const task = [...this.tasks.values()].find((t) => t.id === id);
+    if (task === undefined) {
+      res.writeHead(404).end();
+      return;
+    }
+    const network = { NetworkMode: 'awsvpc', IPv4Addresses: ['127.0.0.1'] };
+    const container = { Name: task.containerName, DockerId: task.id, Networks: [network] };
+    const body = url.endsWith('/task') ? { Cluster: task.cluster, TaskARN: task.arn, Family: task.taskDefinition, Containers: [container] } : container;
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  }
+
+  // ---- operations --------------------------------------------------------------------------------
+
+  private runTask(input: Record<string, unknown>): unknown {
+    this.counters.runTask++;
+    this.counters.runTaskTimesMs.push(Date.now());
+    if (this.throttleNext > 0) {
+      this.throttleNext--;
+      this.counters.runTaskThrottled++;
+      throw new ApiError('ThrottlingException', 'Rate exceeded');
+    }
+    const cluster = String(input['cluster'] ?? 'default');
+    const taskDefinition = String(input['taskDefinition'] ?? '');
+    const family = taskDefinition.replace(/^arn:.*:task-definition\//, '').replace(/:\d+$/, '');
+    const definition = this.definitions.get(family);
+    if (definition === undefined) throw new ApiError('ClientException', `TaskDefinition not found: ${taskDefinition}`);
+    if (input['launchType'] !== 'FARGATE') throw new ApiError('InvalidParameterException', `the emulator runs FARGATE tasks only, found launchType ${String(input['launchType'])}`);
+    const vpc = (input['networkConfiguration'] as { awsvpcConfiguration?: { subnets?: unknown[] } } | undefined)?.awsvpcConfiguration;
+    if (vpc?.subnets === undefined || vpc.subnets.length === 0) throw new ApiError('InvalidParameterException', 'Network Configuration must be provided when networkMode \'awsvpc\' is specified.');
+    const capacity = this.capacityFailures.get(family);
+    if (capacity !== undefined) {
+      this.counters.runTaskCapacityFailures++;
+      return { tasks: [], failures: [{ arn: `arn:aws:ecs:${this.region}:000000000000:task-definition/${family}`, reason: capacity }] };
+    }
+    const containerName = definition.containerName ?? 'floe';
+    const overrides = ((input['overrides'] as { containerOverrides?: { name?: string; environment?: { name: string; value: string }[] }[] } | undefined)?.containerOverrides ?? []);
+    const env: Record<string, string> = { ...definition.env };
+    for (const o of overrides) {
+      if (o.name !== containerName) throw new ApiError('InvalidParameterException', `Override for container named ${o.name} is not a container in the TaskDefinition.`);
+      for (const { name, value } of o.environment ?? []) env[name] = value;
+    }
+    const id = randomBytes(16).toString('hex');
+    const arn = `arn:aws:ecs:${this.region}:000000000000:task/${cluster}/${id}`;
+    let markExited!: () => void;
+    const exited = new Promise<void>((resolve) => (markExited = resolve));
+    const task: EmulatedTask = {
+      arn, id, cluster, taskDefinition: family, containerName, lastStatus: 'PROVISIONING', desiredStatus: 'RUNNING', createdAtMs: Date.now(), env, exited, markExited,
+      ...(typeof input['startedBy'] === 'string' ? { startedBy: input['startedBy'] } : {}),
+    };
+    this.tasks.set(arn, task);
+    this.counters.runTaskStarted++;
+    const eni = this.eniFailures.get(family) ?? 0;
+    if (eni > 0) {
+      this.eniFailures.set(family, eni - 1);
+      setTimeout(() => this.stopped(task, null, 'Timeout waiting for network interface provisioning to complete.', 'TaskFailedToStart'), 20);
+    } else {
+      this.launch(task, definition);
+    }
+    return { tasks: [this.describe(task)], failures: [] };
+  }
+
+  private launch(task: EmulatedTask, definition: EmulatedTaskDefinition): void {
+    const [command, ...args] = definition.command;
+    let logFd: number | 'ignore' = 'ignore';
+    if (this.options.logDir !== undefined) {
+      mkdirSync(this.options.logDir, { recursive: true });
+      logFd = openSync(join(this.options.logDir, `${task.startedBy ?? 'task'}-${task.id.slice(0, 8)}.log`), 'a');
+    }
+    try {
+      // The IPC channel lets Floe's processes notice the test process dying (installParentWatch).
+      const child = spawn(command!, args, {
+        env: { ...process.env, ...task.env, ECS_CONTAINER_METADATA_URI_V4: `${this.endpoint}/v4/${task.id}`, AWS_REGION: this.region },
+        stdio: ['ignore', logFd, logFd, 'ipc'],
+      });
+      task.process = child;
+      child.channel?.unref();
+      child.once('spawn', () => {
+        if (task.lastStatus === 'PROVISIONING') {
+          task.lastStatus = 'RUNNING';
+          task.startedAtMs = Date.now();
+        }
+      });
+      child.once('error', (error) => this.stopped(task, null, `CannotStartContainerError: ${error.message}`, 'TaskFailedToStart'));
+      child.once('exit', (code) => this.stopped(task, code, task.stoppedReason ?? 'Essential container in task exited', task.stopCode ?? 'EssentialContainerExited'));
+    } finally {
+      if (typeof logFd === 'number') closeSync(logFd);
+    }
+  }
+
+  private stopped(task: EmulatedTask, code: number | null, reason: string, stopCode: string): void {
+    if (task.lastStatus === 'STOPPED') return;
+    task.lastStatus = 'STOPPED';
+    task.desiredStatus = 'STOPPED';
+    task.stoppedAtMs = Date.now();
+    task.stoppedReason = reason;
+    task.stopCode = stopCode;
+    // A container killed by a signal reports 128 + signal number, as Docker does.
+    if (code !== null) task.exitCode = code;
+    else if (task.process?.signalCode === 'SIGKILL') task.exitCode = 137;
+    else if (task.process?.signalCode === 'SIGTERM') task.exitCode = 143;
+    task.markExited();
+  }
+
+  private describe(task: EmulatedTask): Record<string, unknown> {
+    const s = (ms: number | undefined): number | undefined => (ms === undefined ? undefined : ms / 1000);
+    return {
+      taskArn: task.arn,
+      clusterArn: `arn:aws:ecs:${this.region}:000000000000:cluster/${task.cluster}`,
+      taskDefinitionArn: `arn:aws:ecs:${this.region}:000000000000:task-definition/${task.taskDefinition}:1`,
+      lastStatus: task.lastStatus,
+      desiredStatus: task.desiredStatus,
+      launchType: 'FARGATE',
+      createdAt: s(task.createdAtMs),
+      ...(task.startedAtMs !== undefined ? { startedAt: s(task.startedAtMs) } : {}),
+      ...(task.stoppedAtMs !== undefined ? { stoppedAt: s(task.stoppedAtMs), stoppedReason: task.stoppedReason, stopCode: task.stopCode } : {}),
+      ...(task.startedBy !== undefined ? { startedBy: task.startedBy } : {}),
+      containers: [{
+        name: task.containerName,
+        lastStatus: task.lastStatus,
+        ...(task.exitCode !== undefined ? { exitCode: task.exitCode } : {}),
+        networkInterfaces: [{ privateIpv4Address: '127.0.0.1' }],
+      }],
+    };
+  }
+
+  private findTask(cluster: unknown, ref: unknown): EmulatedTask | undefined {
+    const r = String(ref);
+    return this.tasks.get(r) ?? [...this.tasks.values()].find((t) => t.id === r && (cluster === undefined || t.cluster === cluster));
+  }
+
+  private describeTasks(input: Record<string, unknown>): unknown {
+    this.counters.describeTasks++;
+    const refs = Array.isArray(input['tasks']) ? input['tasks'] : [];
+    if (refs.length > 100) throw new ApiError('InvalidParameterException', 'Tasks cannot be longer than 100.');
+    const tasks: unknown[] = [];
+    const failures: unknown[] = [];
+    for (const ref of refs) {
+      const task = this.findTask(input['cluster'], ref);
+      if (task === undefined) failures.push({ arn: String(ref), reason: 'MISSING' });
+      else tasks.push(this.describe(task));
+    }
+    return { tasks, failures };
+  }
+
+  private async stopTaskCall(input: Record<string, unknown>): Promise<unknown> {
+    this.counters.stopTask++;
+    const task = this.findTask(input['cluster'], input['task']);
+    if (task === undefined) throw new ApiError('InvalidParameterException', `The referenced task was not found.`);
+    void this.stopTask(task, typeof input['reason'] === 'string' ? input['reason'] : 'Task stopped by user', 'UserInitiated');
+    return { task: this.describe(task) };
+  }
+
+  private async stopTask(task: EmulatedTask, reason: string, stopCode: string): Promise<void> {
+    if (task.lastStatus === 'STOPPED') return;
+    task.desiredStatus = 'STOPPED';
+    task.stoppedReason ??= reason;
+    task.stopCode ??= stopCode;
+    const child = task.process;
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
+      this.stopped(task, child?.exitCode ?? null, reason, stopCode);
+      return;
+    }
+    child.kill('SIGTERM');
+    const force = setTimeout(() => child.kill('SIGKILL'), this.stopGraceMs);
+    await task.exited;
+    clearTimeout(force);
+  }
+
+  private listTasks(input: Record<string, unknown>): unknown {
+    this.counters.listTasks++;
+    const desired = (input['desiredStatus'] as string | undefined) ?? 'RUNNING';
+    const arns = [...this.tasks.values()]
+      .filter((t) => (input['cluster'] === undefined || t.cluster === input['cluster']) && t.desiredStatus === desired)
+      .filter((t) => input['startedBy'] === undefined || t.startedBy === input['startedBy'])
+      .filter((t) => input['family'] === undefined || t.taskDefinition === input['family'])
+      .map((t) => t.arn);
+    return { taskArns: arns };
+  }
+}

@@ -1,0 +1,210 @@
+// The REST API's answers to bad input, as one suite every front of the Dispatcher must pass: the router
+// called directly, the local HTTP server, and the Lambda handler behind the API Gateway stand-in.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
+import { loadJobDefinition } from '../../runtime/api/program.js';
+import { buildJobGraph } from '../../runtime/api/translate.js';
+import { sha256Hex } from '../../runtime/blob/blob-store.js';
+import { ManualClock } from '../../runtime/core/clock.js';
+import { loadConfig } from '../../runtime/core/config.js';
+import { JobId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import { Dispatcher } from '../../runtime/dispatcher/dispatcher.js';
+import { createRestRouter, type RestHandler, type RestRequest } from '../../runtime/dispatcher/rest-router.js';
+import type { JobStore } from '../../runtime/ha/job-store.js';
+import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
+import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
+import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
+import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
+import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
+import type { WorkerSpec } from '../../runtime/resourcemanager/worker-launcher.js';
+import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
+
+export const REST_SECRET = 'test-secret';
+
+export type RestCall = (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<{ status: number; body: any }>;
+
+/** A front of the Dispatcher: serves `router` and calls it the way a client would. */
+export interface RestFront {
+  readonly call: RestCall;
+  close(): Promise<void>;
+}
+export type RestFrontFactory = (router: RestHandler) => Promise<RestFront>;
+
+export const directFront: RestFrontFactory = async (handle) => ({
+  call: (method, path, body, headers = { authorization: `Bearer ${REST_SECRET}` }) => {
+    const [p, q] = path.split('?');
+    const request: RestRequest = {
+      method, path: p!, query: Object.fromEntries(new URLSearchParams(q ?? '')), headers,
+      ...(body !== undefined ? { body: body instanceof Uint8Array ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)) } : {}),
+    };
+    return handle(request) as Promise<{ status: number; body: any }>;
+  },
+  close: async () => undefined,
+});
+
+/** Calls a front that listens on `url` over real HTTP. */
+export function httpCall(url: string): RestCall {
+  return async (method, path, body, headers = { authorization: `Bearer ${REST_SECRET}` }) => {
+    const binary = body instanceof Uint8Array;
+    const res = await fetch(url + path, {
+      method,
+      headers: { ...headers, ...(body !== undefined ? { 'content-type': binary ? 'application/octet-stream' : 'application/json' } : {}) },
+      ...(body !== undefined ? { body: binary ? body : typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text === '' ? undefined : JSON.parse(text) };
+  };
+}
+
+let library: Uint8Array;
+let sha256: string;
+let cacheDir: string;
+
+async function graphFor(jobId: string, exportName = 'default'): Promise<JobGraph> {
+  const definition = loadJobDefinition(await importLibrary(library, cacheDir), exportName);
+  return buildJobGraph(definition, { jobId: JobId.of(jobId), args: ['/tmp/in.txt', '/tmp/out'], exportName, library: { sha256, sizeBytes: library.length }, defaultParallelism: 2 });
+}
+
+/** An in-memory Dispatcher behind `front`; what it stored and launched is there to assert on. */
+async function setupDispatcher(front: RestFrontFactory, cleanups: (() => Promise<void> | void)[], options: { maxBodyBytes?: number; jobStore?: JobStore } = {}) {
+  const clock = new ManualClock();
+  const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
+  const blobStore = new InMemoryBlobStore();
+  const started: WorkerSpec[] = [];
+  const launcher = new InProcessWorkerLauncher(async (spec) => {
+    started.push(spec);
+    let exit!: (code: number) => void;
+    const exited = new Promise<number>((resolve) => (exit = resolve));
+    return { stop: async () => exit(0), exited };
+  });
+  const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
+  const dispatcher = new Dispatcher({
+    jobStore, blobStore, leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config: loadConfig(), clock, logger: silentLogger, jobManagerEnv: { FLOE_STATE_DIR: '/nowhere' },
+  });
+  cleanups.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close());
+  const served = await front(createRestRouter(dispatcher, { secret: REST_SECRET, maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024, logger: silentLogger }));
+  cleanups.push(() => served.close());
+  return { call: served.call, jobStore, blobStore, started, clock };
+}
+
+export function describeRestBadInputContract(frontName: string, front: RestFrontFactory): void {
+  describe(`REST API bad input (${frontName})`, () => {
+    const cleanups: (() => Promise<void> | void)[] = [];
+    const setup = (options: { maxBodyBytes?: number; jobStore?: JobStore } = {}) => setupDispatcher(front, cleanups, options);
+    const submission = async (jobId: string) => ({ jobGraph: await graphFor(jobId), library: Buffer.from(library).toString('base64') });
+
+    beforeAll(async () => {
+      ({ code: library, sha256 } = await bundleJobFile(join(import.meta.dirname, '../fixtures/jobs/e2e-words.ts')));
+      cacheDir = mkdtempSync(join(tmpdir(), 'floe-rest-contract-'));
+      return () => rmSync(cacheDir, { recursive: true, force: true });
+    });
+    afterEach(async () => {
+      for (const c of cleanups.splice(0).reverse()) await c();
+    });
+
+    it('rejects an invalid graph with every problem listed, leaving no record, blob or process', async () => {
+      const { call, jobStore, blobStore, started } = await setup();
+      const body = await submission('job-3');
+      // e2e-words is chained into one vertex: the dangling edge starts at it.
+      const [first] = body.jobGraph.vertices;
+      const broken = {
+        ...body.jobGraph,
+        vertices: [{ ...first!, maxParallelism: 1 }, ...body.jobGraph.vertices.slice(1)],
+        edges: [...body.jobGraph.edges, { id: 'back', source: first!.id, target: 'nowhere', distribution: 'all-to-all', partitioner: 'rebalance', partitionType: 'pipelined' }],
+      };
+      const res = await call('POST', '/jobs', { ...body, jobGraph: broken });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe('INVALID_JOB_GRAPH');
+      expect(res.body.error.message).toMatch(/parallelism/);
+      expect(res.body.error.message).toMatch(/nowhere/);
+      expect(await jobStore.list()).toEqual([]);
+      expect(await blobStore.list('')).toEqual([]);
+      expect(started).toEqual([]);
+    });
+
+    it('rejects a function the library does not export', async () => {
+      const { call, jobStore } = await setup();
+      const body = await submission('job-4');
+      const jobGraph = { ...body.jobGraph, program: { export: 'notThere', args: [] } };
+      const res = await call('POST', '/jobs', { ...body, jobGraph });
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(/notThere/);
+      expect(await jobStore.list()).toEqual([]);
+    });
+
+    it('rejects a library that does not match the graph, a missing library and a malformed body', async () => {
+      const { call, blobStore } = await setup();
+      const body = await submission('job-5');
+      const tampered = Buffer.from(library);
+      tampered[10] = (tampered[10]! + 1) % 256;
+      const mismatch = await call('POST', '/jobs', { ...body, library: tampered.toString('base64') });
+      expect(mismatch.status).toBe(400);
+      expect(mismatch.body.error.message).toMatch(/sha256/);
+      const missing = await call('POST', '/jobs', { jobGraph: body.jobGraph });
+      expect(missing.status).toBe(400);
+      expect(missing.body.error.message).toMatch(/not stored yet/);
+      const notJson = await call('POST', '/jobs', '{"jobGraph": ');
+      expect(notJson.status).toBe(400);
+      expect(notJson.body.error.message).toMatch(/not valid JSON/);
+      const noGraph = await call('POST', '/jobs', { library: 'AAAA' });
+      expect(noGraph.body.error.message).toMatch(/'jobGraph' is missing/);
+      expect(await blobStore.list('')).toEqual([]);
+    });
+
+    it('answers 413 for an oversized body, 401 without the secret, 404 for unknown jobs and routes', async () => {
+      const { call } = await setup({ maxBodyBytes: 1024 });
+      const big = await call('POST', '/jobs', await submission('job-6'));
+      expect(big.status).toBe(413);
+      expect(big.body.error.message).toMatch(/limit is 1024 bytes/);
+      expect((await call('GET', '/jobs', undefined, {})).status).toBe(401);
+      expect((await call('GET', '/jobs', undefined, { authorization: 'Bearer wrong-secret' })).status).toBe(401);
+      expect(await call('GET', '/health', undefined, {})).toEqual({ status: 200, body: { status: 'ok' } });
+      expect((await call('GET', '/jobs/nope')).status).toBe(404);
+      expect((await call('GET', '/jobs/bad$id')).status).toBe(400);
+      expect((await call('DELETE', '/jobs')).status).toBe(404);
+    });
+
+    it('hides the details of an internal error behind a request id', async () => {
+      const broken = new InMemoryJobStore();
+      broken.list = async () => {
+        throw new Error('disk on fire at /var/secret/path');
+      };
+      const { call } = await setup({ jobStore: broken });
+      const res = await call('GET', '/jobs');
+      expect(res.status).toBe(500);
+      expect(res.body.error).toEqual({ code: 'INTERNAL', message: 'internal error', requestId: expect.any(String) });
+    });
+
+    it('rejects bad artifact requests and an upload whose bytes do not match its hash', async () => {
+      const { call, blobStore } = await setup();
+      expect((await call('POST', '/artifacts', { sha256: 'xyz', sizeBytes: 10 })).body.error.message).toMatch(/'sha256' must be 64 lowercase hex digits/);
+      expect((await call('POST', '/artifacts', { sha256, sizeBytes: -1 })).body.error.message).toMatch(/'sizeBytes' must be a positive integer/);
+      expect((await call('POST', '/artifacts', { sha256, sizeBytes: 1024 ** 4 })).status).toBe(413);
+      const wrong = await call('PUT', `/artifacts/${sha256}`, 'not the library');
+      expect(wrong.status).toBe(400);
+      expect(wrong.body.error.message).toMatch(/has sha256 [0-9a-f]{64}, not/);
+      expect(await blobStore.list('')).toEqual([]);
+    });
+
+    it('takes a library through POST /artifacts and a later POST /jobs without it', async () => {
+      const { call, started } = await setup();
+      const offer = await call('POST', '/artifacts', { sha256, sizeBytes: library.length });
+      expect(offer.status).toBe(200);
+      expect(offer.body).toMatchObject({ sha256, key: `libraries/${sha256}.mjs`, exists: false, upload: { method: 'PUT' } });
+      expect(sha256Hex(library)).toBe(sha256);
+      // Without an upload service the URL is the REST API's own `PUT /artifacts/<sha256>`.
+      expect(offer.body.upload.url).toBe(`/artifacts/${sha256}`);
+      const put = await call('PUT', offer.body.upload.url, Buffer.from(library));
+      expect(put.status, JSON.stringify(put.body)).toBe(201);
+      expect((await call('POST', '/artifacts', { sha256, sizeBytes: library.length })).body).toMatchObject({ exists: true });
+      const body = await submission('job-8');
+      const res = await call('POST', '/jobs', { jobGraph: body.jobGraph });
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      expect(started).toHaveLength(1);
+    });
+  });
+}
