@@ -1,0 +1,57 @@
+// Every name the CDK app shares with the runtime, the Lambda handler and the container image, in one
+// place. The environment variable names and the table schema are the runtime's own constants; only what
+// the runtime does not define (handler file, image command, bucket layout) is spelled out here.
+import { AwsProcessEnv } from '../../runtime/aws/aws-env.js';
+import { AwsEnv } from '../../runtime/aws/aws-services.js';
+import { ProcessEnv } from '../../runtime/core/process-env.js';
+
+/** Environment variables the construct sets on the Lambda function and the ECS containers. */
+export const FloeEnv = {
+  /** 'aws' selects the DynamoDB / S3 / ECS adapters. */
+  BACKEND: ProcessEnv.BACKEND,
+  REGION: AwsEnv.REGION,
+  LEASE_TABLE: AwsEnv.LEASE_TABLE,
+  JOB_TABLE: AwsEnv.JOB_TABLE,
+  BUCKET: AwsEnv.BUCKET,
+  BLOB_PREFIX: AwsEnv.BLOB_PREFIX,
+  ENDED_JOB_RETENTION_MS: AwsEnv.ENDED_JOB_RETENTION_MS,
+  /** The cluster secret's value: injected from Secrets Manager by ECS (containers) or CloudFormation (Lambda). */
+  SECRET: ProcessEnv.SECRET,
+  ECS_CLUSTER: AwsProcessEnv.ECS_CLUSTER,
+  ECS_TASK_DEFINITION_JOBMANAGER: AwsProcessEnv.ECS_TASK_DEFINITION_JOBMANAGER,
+  ECS_TASK_DEFINITION_TASKEXECUTOR: AwsProcessEnv.ECS_TASK_DEFINITION_TASKEXECUTOR,
+  ECS_CONTAINER_NAME: AwsProcessEnv.ECS_CONTAINER_NAME,
+  ECS_SUBNETS: AwsProcessEnv.ECS_SUBNETS,
+  ECS_SECURITY_GROUPS: AwsProcessEnv.ECS_SECURITY_GROUPS,
+  /** 'true' or 'false'. */
+  ECS_ASSIGN_PUBLIC_IP: AwsProcessEnv.ECS_ASSIGN_PUBLIC_IP,
+  /** Interface the RPC and data servers bind to; 0.0.0.0 in a container, so other tasks can reach it. */
+  RPC_BIND_HOST: AwsProcessEnv.RPC_BIND_HOST,
+  CONFIG: ProcessEnv.CONFIG,
+} as const;
+
+/** Repo-relative entry files of the Lambda handlers (each exports `handler`). */
+export const HandlerEntries = {
+  /** The REST API behind API Gateway (HTTP API, payload format 2.0), presigned artifact uploads included. */
+  api: 'functions/http-api.ts',
+} as const;
+
+/** The one container image: its Dockerfile (repo-relative) and the command that picks each process. */
+export const ContainerImageSpec = {
+  dockerfile: 'cdk/Dockerfile',
+  containerName: 'floe',
+  jobManagerCommand: ['node', '--enable-source-maps', 'dist/jobmanager.js'],
+  taskExecutorCommand: ['node', '--enable-source-maps', 'dist/taskexecutor.js'],
+  /** Never part of the image's build context: dependencies are installed and dist/ is built inside the image. */
+  exclude: ['node_modules', '.git', 'dist', '.floe', 'cdk.out', '**/cdk.out', 'coverage', 'test/.tmp', 'bench/out', '*.log'],
+} as const;
+
+/** Layout of the bucket under the blob prefix (runtime/blob/blob-store.ts `blobKeys`). */
+export const BucketLayout = {
+  defaultPrefix: 'floe/',
+  /** JobGraphs and results: `jobs/<jobId>/...`. */
+  jobs: 'jobs/',
+} as const;
+
+/** DynamoDB key schema and TTL attribute of the two tables, as the adapters define them. */
+export { jobTable, leaseTable } from '../../runtime/aws/tables.js';

@@ -1,0 +1,95 @@
+// `cdk synth` through the real CLI, offline: the app in cdk.json builds, the Lambda is bundled with
+// local esbuild, the image context is staged without Docker, and no AWS call or lookup is needed.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ContainerImageSpec } from '../../cdk/lib/runtime-contract.js';
+import { packageRoot } from '../../runtime/core/paths.js';
+
+const SYNTH_TIMEOUT_MS = 120_000;
+
+interface Synth {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function cliEnv(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // No credentials and no profile: the CLI must not be able to call AWS at all.
+  for (const name of Object.keys(env)) if (name.startsWith('AWS_') || name.startsWith('CDK_')) delete env[name];
+  return {
+    ...env,
+    HOME: home,
+    AWS_EC2_METADATA_DISABLED: 'true',
+    AWS_REGION: 'us-east-1',
+    // The example account whose availability zones cdk.context.json holds.
+    CDK_DEFAULT_ACCOUNT: '123456789012',
+    CDK_DISABLE_VERSION_CHECK: 'true',
+    CDK_DISABLE_CLI_TELEMETRY: 'true',
+    CI: 'true',
+    // The Lambda bundling runs esbuild through npx; no registry check for a newer npm.
+    npm_config_update_notifier: 'false',
+  };
+}
+
+describe('cdk synth (the CLI, offline)', () => {
+  const work = mkdtempSync(join(tmpdir(), 'floe-cdk-synth-'));
+  const outdir = join(work, 'cdk.out');
+  let synth: Synth;
+
+  beforeAll(async () => {
+    synth = await new Promise<Synth>((resolve) => {
+      execFile(
+        process.execPath,
+        [join(packageRoot, 'node_modules/aws-cdk/bin/cdk'), 'synth', '--quiet', '--no-notices', '--output', outdir],
+        { cwd: join(packageRoot, 'cdk'), env: cliEnv(work), timeout: SYNTH_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }),
+      );
+    });
+  }, SYNTH_TIMEOUT_MS + 10_000);
+
+  afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+  const manifest = (): { files: Record<string, { source: { path: string } }>; dockerImages: Record<string, { source: { directory: string; dockerFile: string; platform: string } }> } =>
+    JSON.parse(readFileSync(join(outdir, 'Floe.assets.json'), 'utf8'));
+
+  it('exits 0 and writes the Floe stack with no missing context', () => {
+    expect(synth.code, `cdk synth failed:\n${synth.stderr}\n${synth.stdout}`).toBe(0);
+    const template = JSON.parse(readFileSync(join(outdir, 'Floe.template.json'), 'utf8')) as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
+    const fns = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.['Runtime'] === 'nodejs22.x');
+    expect(fns).toHaveLength(1);
+    const assembly = JSON.parse(readFileSync(join(outdir, 'manifest.json'), 'utf8')) as { missing?: unknown[]; artifacts: Record<string, { environment?: string }> };
+    // Nothing left to look up: cdk.context.json answers the VPC's availability zones.
+    expect(assembly.missing ?? []).toEqual([]);
+    expect(assembly.artifacts['Floe']?.environment).toBe('aws://123456789012/us-east-1');
+  });
+
+  it('bundles the Lambda handler locally with esbuild into one ES module that carries its AWS SDK', () => {
+    const files = Object.values(manifest().files).filter((f) => f.source.path.startsWith('asset.'));
+    expect(files).toHaveLength(1);
+    const dir = join(outdir, files[0]!.source.path);
+    expect(readdirSync(dir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+    const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
+    expect(code).toContain('createRequire');
+    expect(code).not.toMatch(/from\s*["']@aws-sdk\//);
+    expect(code).toMatch(/export\s*\{[^}]*\bhandler\b/);
+  });
+
+  it('stages the image context from the repository root with the Dockerfile and without local build output', () => {
+    const images = Object.values(manifest().dockerImages);
+    expect(images).toHaveLength(1);
+    const image = images[0]!;
+    expect(image.source.dockerFile).toBe(ContainerImageSpec.dockerfile);
+    expect(image.source.platform).toBe('linux/amd64');
+    const context = join(outdir, image.source.directory);
+    for (const present of [ContainerImageSpec.dockerfile, 'package.json', 'package-lock.json', 'runtime/build.mjs']) {
+      expect(existsSync(join(context, present)), present).toBe(true);
+    }
+    for (const absent of ['node_modules', '.git', 'dist', '.floe', 'cdk/cdk.out']) {
+      expect(existsSync(join(context, absent)), absent).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,402 @@
+// The FloeCluster construct as CloudFormation: storage, API, tasks, network and least-privilege IAM.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { App, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FloeCluster } from '../../cdk/lib/floe-cluster.js';
+import { FloeStack } from '../../cdk/lib/floe-stack.js';
+import { ContainerImageSpec, FloeEnv, jobTable, leaseTable } from '../../cdk/lib/runtime-contract.js';
+import { ConfigurationError } from '../../runtime/core/errors.js';
+import { packageRoot } from '../../runtime/core/paths.js';
+
+type Json = Record<string, unknown>;
+type Resources = Record<string, { Type: string; Properties?: Json; DeletionPolicy?: string; Condition?: string }>;
+
+const outdirs: string[] = [];
+
+/** An App as the CLI would build it (cdk.json and cdk.context.json context), minus the slow parts. */
+function testApp(): App {
+  const cdkDir = join(packageRoot, 'cdk');
+  const cdkJson = JSON.parse(readFileSync(join(cdkDir, 'cdk.json'), 'utf8')) as { context?: Json };
+  const committed = JSON.parse(readFileSync(join(cdkDir, 'cdk.context.json'), 'utf8')) as Json;
+  const outdir = mkdtempSync(join(tmpdir(), 'floe-cdk-test-'));
+  outdirs.push(outdir);
+  return new App({
+    outdir,
+    // Costs seconds per synth; the CLI test keeps it on.
+    builtinCloudFormationValidation: false,
+    // Skips esbuild for the Lambda bundle here; the CLI test bundles for real.
+    context: { ...cdkJson.context, ...committed, 'aws:cdk:bundling-stacks': [] },
+  });
+}
+
+const env = { account: '123456789012', region: 'us-east-1' };
+
+function resourcesOf(template: Template, type: string): Resources {
+  return template.findResources(type) as Resources;
+}
+
+function only<T>(record: Record<string, T>, what: string): [string, T] {
+  const entries = Object.entries(record);
+  expect(entries, what).toHaveLength(1);
+  return entries[0]!;
+}
+
+/** Every statement of every IAM policy in the template, with the roles the policy is attached to. */
+function statements(template: Template): { roles: unknown[]; statement: Json }[] {
+  return Object.values(resourcesOf(template, 'AWS::IAM::Policy')).flatMap((p) => {
+    const doc = p.Properties!['PolicyDocument'] as { Statement: Json[] };
+    return doc.Statement.map((statement) => ({ roles: p.Properties!['Roles'] as unknown[], statement }));
+  });
+}
+
+const asList = (v: unknown): unknown[] => (Array.isArray(v) ? v : [v]);
+
+function containerOf(taskDefinition: { Properties?: Json }): Json {
+  const defs = taskDefinition.Properties!['ContainerDefinitions'] as Json[];
+  expect(defs).toHaveLength(1);
+  return defs[0]!;
+}
+
+function envOf(container: Json): Record<string, unknown> {
+  return Object.fromEntries((container['Environment'] as { Name: string; Value: unknown }[]).map((e) => [e.Name, e.Value]));
+}
+
+afterAll(() => {
+  for (const dir of outdirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('FloeCluster with its defaults', () => {
+  let template: Template;
+  let stack: FloeStack;
+  let jmTaskDefId: string;
+  let teTaskDefId: string;
+  let resources: Resources;
+
+  beforeAll(() => {
+    stack = new FloeStack(testApp(), 'Floe', { env });
+    template = Template.fromStack(stack);
+    resources = template.toJSON()['Resources'] as Resources;
+    const ids = Object.keys(resourcesOf(template, 'AWS::ECS::TaskDefinition'));
+    jmTaskDefId = ids.find((id) => id.includes('JobManager'))!;
+    teTaskDefId = ids.find((id) => id.includes('TaskExecutor'))!;
+    expect(jmTaskDefId).toBeDefined();
+    expect(teTaskDefId).toBeDefined();
+  });
+
+  const roleOfTaskDef = (taskDefId: string): string => (resources[taskDefId]!.Properties!['TaskRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  const lambdaRole = (): string => {
+    const [, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
+    return (fn.Properties!['Role'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  };
+  const secretRef = (): { Ref: string } => ({ Ref: only(resourcesOf(template, 'AWS::SecretsManager::Secret'), 'one secret')[0] });
+  const statementsOf = (roleId: string): Json[] =>
+    statements(template)
+      .filter((s) => s.roles.some((r) => JSON.stringify(r) === JSON.stringify({ Ref: roleId })))
+      .map((s) => s.statement);
+  const actionsOf = (roleId: string): string[] => statementsOf(roleId).flatMap((s) => asList(s['Action']) as string[]);
+
+  it('keys the lease and job tables as the adapters do, on demand, with point-in-time recovery', () => {
+    template.resourceCountIs('AWS::DynamoDB::Table', 2);
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: leaseTable.partitionKey.name, KeyType: 'HASH' }],
+      AttributeDefinitions: [{ AttributeName: leaseTable.partitionKey.name, AttributeType: leaseTable.partitionKey.type }],
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: Match.absent(),
+    });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: jobTable.partitionKey.name, KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: jobTable.timeToLiveAttribute, Enabled: true },
+    });
+    // Retained by default: a `cdk destroy` must not take the job history with it.
+    template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
+  });
+
+  it('blocks public access to the bucket, refuses plain HTTP and expires old jobs and abandoned uploads', () => {
+    template.resourceCountIs('AWS::S3::Bucket', 1);
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true },
+      BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+      LifecycleConfiguration: {
+        Rules: Match.arrayWith([
+          Match.objectLike({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } }),
+          Match.objectLike({ Prefix: 'floe/jobs/', ExpirationInDays: 30, Status: 'Enabled' }),
+        ]),
+      },
+    });
+    template.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+    template.allResources('AWS::S3::Bucket', { DeletionPolicy: 'Retain' });
+  });
+
+  it('runs the Dispatcher on Node.js 22 with the names of everything it needs and the secret as a deploy-time reference', () => {
+    const [, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
+    expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Handler: 'index.handler', Timeout: 29 });
+    const vars = (fn.Properties!['Environment'] as { Variables: Record<string, unknown> }).Variables;
+    const refTo = (type: string): { Ref: string } => ({ Ref: only(resourcesOf(template, type), type)[0] });
+    expect(vars).toMatchObject({
+      [FloeEnv.BACKEND]: 'aws',
+      [FloeEnv.REGION]: 'us-east-1',
+      [FloeEnv.BUCKET]: refTo('AWS::S3::Bucket'),
+      [FloeEnv.BLOB_PREFIX]: 'floe/',
+      [FloeEnv.ECS_CLUSTER]: refTo('AWS::ECS::Cluster'),
+      [FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER]: { Ref: jmTaskDefId },
+      [FloeEnv.ECS_CONTAINER_NAME]: ContainerImageSpec.containerName,
+      [FloeEnv.ECS_SECURITY_GROUPS]: { 'Fn::GetAtt': [expect.stringContaining('TaskSecurityGroup'), 'GroupId'] },
+      [FloeEnv.ECS_ASSIGN_PUBLIC_IP]: 'true',
+      [FloeEnv.ENDED_JOB_RETENTION_MS]: String(30 * 24 * 3600 * 1000),
+      [FloeEnv.CONFIG]: '{}',
+    });
+    const tableRefs = Object.keys(resourcesOf(template, 'AWS::DynamoDB::Table')).map((id) => ({ Ref: id }));
+    expect(tableRefs).toContainEqual(vars[FloeEnv.LEASE_TABLE]);
+    expect(tableRefs).toContainEqual(vars[FloeEnv.JOB_TABLE]);
+    expect(vars[FloeEnv.LEASE_TABLE]).not.toEqual(vars[FloeEnv.JOB_TABLE]);
+    // Two public subnets of the new VPC, joined for RunTask.
+    const subnetRefs = Object.keys(resourcesOf(template, 'AWS::EC2::Subnet')).map((id) => ({ Ref: id }));
+    expect(subnetRefs).toHaveLength(2);
+    expect(vars[FloeEnv.ECS_SUBNETS]).toEqual({ 'Fn::Join': [',', expect.arrayContaining(subnetRefs)] });
+    expect((vars[FloeEnv.ECS_SUBNETS] as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1]).toHaveLength(2);
+    // Never the value itself in the template: CloudFormation resolves it from Secrets Manager at deploy time.
+    expect(vars[FloeEnv.SECRET]).toEqual({ 'Fn::Join': ['', ['{{resolve:secretsmanager:', secretRef(), ':SecretString:::}}']] });
+  });
+
+  it('routes every path and method of the HTTP API to the Lambda function with payload format 2.0', () => {
+    template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
+    template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP' });
+    template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'ANY /{proxy+}' });
+    const [fnId] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
+    template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
+      IntegrationType: 'AWS_PROXY',
+      PayloadFormatVersion: '2.0',
+      IntegrationUri: { 'Fn::GetAtt': [fnId, 'Arn'] },
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com', FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] } });
+  });
+
+  it('defines the JobManager and TaskExecutor tasks from one image, each with its command, size and environment', () => {
+    const jm = resources[jmTaskDefId]!;
+    const te = resources[teTaskDefId]!;
+    expect(jm.Properties).toMatchObject({ Cpu: '512', Memory: '1024', NetworkMode: 'awsvpc', RequiresCompatibilities: ['FARGATE'] });
+    expect(te.Properties).toMatchObject({ Cpu: '1024', Memory: '2048', NetworkMode: 'awsvpc', RequiresCompatibilities: ['FARGATE'] });
+    const jmc = containerOf(jm);
+    const tec = containerOf(te);
+    expect(jmc['Name']).toBe(ContainerImageSpec.containerName);
+    expect(tec['Name']).toBe(ContainerImageSpec.containerName);
+    expect(jmc['Command']).toEqual(ContainerImageSpec.jobManagerCommand);
+    expect(tec['Command']).toEqual(ContainerImageSpec.taskExecutorCommand);
+    expect(jmc['Image']).toEqual(tec['Image']);
+    for (const c of [jmc, tec]) {
+      expect(c['Secrets']).toEqual([{ Name: FloeEnv.SECRET, ValueFrom: secretRef() }]);
+      expect(envOf(c)).toMatchObject({
+        [FloeEnv.BACKEND]: 'aws',
+        [FloeEnv.RPC_BIND_HOST]: '0.0.0.0',
+        [FloeEnv.LEASE_TABLE]: expect.anything(),
+        [FloeEnv.BUCKET]: expect.anything(),
+        [FloeEnv.CONFIG]: '{}',
+      });
+      expect(envOf(c)).not.toHaveProperty(FloeEnv.SECRET);
+      expect(c['LogConfiguration']).toMatchObject({ LogDriver: 'awslogs' });
+    }
+    expect(envOf(jmc)).toMatchObject({
+      [FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR]: { Ref: teTaskDefId },
+      [FloeEnv.ECS_CLUSTER]: expect.anything(),
+      [FloeEnv.ECS_SUBNETS]: expect.anything(),
+      [FloeEnv.ECS_ASSIGN_PUBLIC_IP]: 'true',
+    });
+    // A TaskExecutor starts nothing.
+    expect(envOf(tec)).not.toHaveProperty(FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR);
+    expect(envOf(tec)).not.toHaveProperty(FloeEnv.ECS_CLUSTER);
+  });
+
+  it('lets the tasks reach each other and nothing else reach them', () => {
+    const [sgId, sg] = only(resourcesOf(template, 'AWS::EC2::SecurityGroup'), 'one security group');
+    expect(sg.Properties!['SecurityGroupIngress']).toBeUndefined();
+    const ingress = Object.values(resourcesOf(template, 'AWS::EC2::SecurityGroupIngress')).map((r) => r.Properties!);
+    expect(ingress).toEqual([
+      expect.objectContaining({ IpProtocol: 'tcp', FromPort: 0, ToPort: 65535, SourceSecurityGroupId: { 'Fn::GetAtt': [sgId, 'GroupId'] }, GroupId: { 'Fn::GetAtt': [sgId, 'GroupId'] } }),
+    ]);
+    expect(ingress[0]).not.toHaveProperty('CidrIp');
+    template.resourceCountIs('AWS::EC2::NatGateway', 0);
+    template.hasResourceProperties('AWS::EC2::VPCEndpoint', { VpcEndpointType: 'Gateway', ServiceName: Match.objectLike({}) });
+    template.resourceCountIs('AWS::EC2::VPCEndpoint', 2);
+  });
+
+  it('grants no wildcard action, and a wildcard resource only where IAM offers nothing narrower', () => {
+    const all = statements(template).map((s) => s.statement);
+    expect(all.length).toBeGreaterThan(0);
+    for (const s of all) {
+      expect(s['Effect']).toBe('Allow');
+      for (const action of asList(s['Action']) as string[]) expect(action === '*' || action.endsWith(':*'), JSON.stringify(s)).toBe(false);
+      if (asList(s['Resource']).includes('*')) {
+        if (s['Action'] === 'ecs:ListTasks') {
+          // ListTasks names no task: the cluster condition is its scope.
+          expect(s['Condition']).toEqual({ ArnEquals: { 'ecs:cluster': { 'Fn::GetAtt': [expect.any(String), 'Arn'] } } });
+        } else {
+          // The image pull of an execution role: an ECR login token belongs to no repository.
+          expect(s['Action'], JSON.stringify(s)).toBe('ecr:GetAuthorizationToken');
+        }
+      }
+    }
+  });
+
+  it('lets the Dispatcher run only JobManager tasks and the JobManager only TaskExecutor tasks, passing only their roles', () => {
+    const runTaskOf = (roleId: string): unknown[] =>
+      statementsOf(roleId).filter((s) => asList(s['Action']).includes('ecs:RunTask')).flatMap((s) => asList(s['Resource']));
+    expect(runTaskOf(lambdaRole())).toEqual([{ Ref: jmTaskDefId }]);
+    const jmRole = roleOfTaskDef(jmTaskDefId);
+    const teRole = roleOfTaskDef(teTaskDefId);
+    expect(runTaskOf(jmRole)).toEqual([{ Ref: teTaskDefId }]);
+    expect(runTaskOf(teRole)).toEqual([]);
+
+    const passRoleOf = (roleId: string): Json[] => statementsOf(roleId).filter((s) => asList(s['Action']).includes('iam:PassRole'));
+    const passedTo = (roleId: string): string[] =>
+      passRoleOf(roleId).flatMap((s) => {
+        expect(s['Condition']).toEqual({ StringLike: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } });
+        return asList(s['Resource']).map((r) => (r as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]);
+      });
+    const execRoleOf = (taskDefId: string): string => (resources[taskDefId]!.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    expect(passedTo(lambdaRole()).sort()).toEqual([jmRole, execRoleOf(jmTaskDefId)].sort());
+    expect(passedTo(jmRole).sort()).toEqual([teRole, execRoleOf(teTaskDefId)].sort());
+    expect(passRoleOf(teRole)).toEqual([]);
+
+    // Stopping and describing is scoped to this cluster's tasks.
+    const clusterId = only(resourcesOf(template, 'AWS::ECS::Cluster'), 'one cluster')[0];
+    for (const role of [lambdaRole(), jmRole]) {
+      const stop = statementsOf(role).filter((s) => asList(s['Action']).includes('ecs:StopTask'));
+      expect(stop).toHaveLength(1);
+      expect(JSON.stringify(stop[0]!['Resource'])).toContain(`:task/"`);
+      expect(JSON.stringify(stop[0]!['Resource'])).toContain(`{"Ref":"${clusterId}"}`);
+    }
+  });
+
+  it('gives each role the data access its process needs and no more', () => {
+    const jmRole = roleOfTaskDef(jmTaskDefId);
+    const teRole = roleOfTaskDef(teTaskDefId);
+    expect(actionsOf(jmRole)).toEqual(expect.arrayContaining(['dynamodb:PutItem', 'dynamodb:UpdateItem', 's3:PutObject', 'ecs:RunTask']));
+    expect(actionsOf(teRole)).toEqual(expect.arrayContaining(['dynamodb:GetItem', 's3:GetObject*', 's3:PutObject']));
+    expect(actionsOf(teRole)).not.toContain('dynamodb:PutItem');
+    // The Dispatcher's object access stops at Floe's prefix; jobs may use the rest of the bucket.
+    const objectsOf = (roleId: string): string[] =>
+      statementsOf(roleId)
+        .filter((s) => asList(s['Action']).includes('s3:PutObject'))
+        .flatMap((s) => asList(s['Resource']))
+        .map((r) => JSON.stringify(r))
+        .filter((r) => r.includes('/'));
+    expect(objectsOf(lambdaRole())).toEqual([expect.stringContaining('"/floe/*"')]);
+    expect(objectsOf(teRole)).toEqual([expect.stringContaining('"/*"')]);
+    expect(actionsOf(teRole)).not.toContain('ecs:StopTask');
+    expect(actionsOf(lambdaRole())).toEqual(expect.arrayContaining(['dynamodb:PutItem', 's3:PutObject']));
+    // The secret is handed over at start (ECS with the execution role, CloudFormation for the
+    // function); no running process may ask Secrets Manager for it.
+    for (const role of [lambdaRole(), jmRole, teRole]) expect(actionsOf(role)).not.toContain('secretsmanager:GetSecretValue');
+    const execRole = (resources[jmTaskDefId]!.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    expect(actionsOf(execRole)).toContain('secretsmanager:GetSecretValue');
+  });
+
+  it('outputs the API URL, the bucket, the cluster and the secret', () => {
+    const outputs = template.toJSON()['Outputs'] as Record<string, { Value: unknown }>;
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'BucketName', 'ClusterName', 'SecretArn']));
+    const apiId = only(resourcesOf(template, 'AWS::ApiGatewayV2::Api'), 'one HTTP API')[0];
+    expect(outputs['ApiUrl']!.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, '/']] });
+    expect(outputs['BucketName']!.Value).toEqual({ Ref: only(resourcesOf(template, 'AWS::S3::Bucket'), 'bucket')[0] });
+    expect(outputs['ClusterName']!.Value).toEqual({ Ref: only(resourcesOf(template, 'AWS::ECS::Cluster'), 'cluster')[0] });
+  });
+});
+
+describe('FloeCluster with props', () => {
+  let template: Template;
+
+  beforeAll(() => {
+    const stack = new Stack(testApp(), 'Custom', { env });
+    const vpc = new ec2.Vpc(stack, 'Vpc', { maxAzs: 2, natGateways: 1 });
+    const floe = new FloeCluster(stack, 'Floe', {
+      vpc,
+      config: { 'taskmanager.numberOfTaskSlots': 4, 'heartbeat.timeout': '20000' },
+      taskExecutorCpu: 2048,
+      taskExecutorMemoryLimitMiB: 8192,
+      jobManagerCpu: 256,
+      jobManagerMemoryLimitMiB: 512,
+      removalPolicy: RemovalPolicy.DESTROY,
+      jobRetention: Duration.days(7),
+      blobPrefix: 'team-a/',
+    });
+    floe.grantSubmit(new iam.Role(stack, 'Submitter', { assumedBy: new iam.AccountRootPrincipal() }));
+    floe.grantBucketAccess(new s3.Bucket(stack, 'Data'), 'input/*');
+    template = Template.fromStack(stack);
+  });
+
+  it('sizes the tasks and hands the config overrides to every process', () => {
+    const taskDefs = Object.entries(resourcesOf(template, 'AWS::ECS::TaskDefinition'));
+    const te = taskDefs.find(([id]) => id.includes('TaskExecutor'))![1];
+    const jm = taskDefs.find(([id]) => id.includes('JobManager'))![1];
+    expect(te.Properties).toMatchObject({ Cpu: '2048', Memory: '8192' });
+    expect(jm.Properties).toMatchObject({ Cpu: '256', Memory: '512' });
+    const config = JSON.stringify({ 'taskmanager.numberOfTaskSlots': 4, 'heartbeat.timeout': '20000' });
+    expect(envOf(containerOf(te))[FloeEnv.CONFIG]).toBe(config);
+    expect(envOf(containerOf(jm))[FloeEnv.CONFIG]).toBe(config);
+    expect(envOf(containerOf(jm))[FloeEnv.BLOB_PREFIX]).toBe('team-a/');
+    expect(envOf(containerOf(jm))[FloeEnv.ENDED_JOB_RETENTION_MS]).toBe(String(7 * 24 * 3600 * 1000));
+  });
+
+  it('starts tasks without public IPs in the private subnets of a given VPC', () => {
+    const [, fn] = Object.entries(resourcesOf(template, 'AWS::Lambda::Function')).find(([id]) => id.includes('ApiFunction'))!;
+    const vars = (fn.Properties!['Environment'] as { Variables: Record<string, unknown> }).Variables;
+    expect(vars[FloeEnv.ECS_ASSIGN_PUBLIC_IP]).toBe('false');
+    const privateSubnets = Object.keys(resourcesOf(template, 'AWS::EC2::Subnet')).filter((id) => id.includes('Private')).map((id) => ({ Ref: id }));
+    expect(privateSubnets).toHaveLength(2);
+    expect(vars[FloeEnv.ECS_SUBNETS]).toEqual({ 'Fn::Join': [',', privateSubnets] });
+    // The given VPC is used as it is: no second VPC, no endpoints added to it.
+    template.resourceCountIs('AWS::EC2::VPC', 1);
+    template.resourceCountIs('AWS::EC2::VPCEndpoint', 0);
+  });
+
+  it('grants a submitter the secret and the jobs a bucket of the user, and nothing more', () => {
+    const policyOf = (roleFragment: string): Json[] =>
+      statements(template)
+        .filter((s) => s.roles.some((r) => JSON.stringify(r).includes(roleFragment)))
+        .map((s) => s.statement);
+    const secretId = only(resourcesOf(template, 'AWS::SecretsManager::Secret'), 'one secret')[0];
+    expect(policyOf('Submitter')).toEqual([
+      { Effect: 'Allow', Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'], Resource: { Ref: secretId } },
+    ]);
+    const dataId = Object.keys(resourcesOf(template, 'AWS::S3::Bucket')).find((id) => id.startsWith('Data'))!;
+    for (const role of ['TaskExecutorTaskDefinitionTaskRole', 'JobManagerTaskDefinitionTaskRole']) {
+      const onData = policyOf(role).filter((s) => JSON.stringify(s['Resource']).includes(dataId));
+      expect(onData, role).toHaveLength(1);
+      expect(onData[0]!['Action']).toEqual(expect.arrayContaining(['s3:GetObject*', 's3:PutObject', 's3:List*']));
+      expect(JSON.stringify(onData[0]!['Resource'])).toContain('/input/*');
+    }
+  });
+
+  it('deletes the stateful resources on DESTROY, emptying the bucket first', () => {
+    template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'Delete' });
+    const floeBucket = Object.entries(resourcesOf(template, 'AWS::S3::Bucket')).find(([id]) => id.startsWith('Floe'))![1];
+    expect(floeBucket.DeletionPolicy).toBe('Delete');
+    template.resourceCountIs('Custom::S3AutoDeleteObjects', 1);
+    template.hasResourceProperties('AWS::S3::Bucket', {
+      LifecycleConfiguration: { Rules: Match.arrayWith([Match.objectLike({ Prefix: 'team-a/jobs/', ExpirationInDays: 7 })]) },
+    });
+  });
+});
+
+describe('FloeCluster props that cannot work', () => {
+  it('fails at synth on a config option Floe does not know or a bad value, naming it', () => {
+    const stack = new Stack(new App(), 'Bad');
+    expect(() => new FloeCluster(stack, 'Floe', { config: { 'taskmanager.numberOfTaskSlot': 4 } })).toThrow(ConfigurationError);
+    expect(() => new FloeCluster(stack, 'Floe2', { config: { 'heartbeat.timeout': 'soon' } })).toThrow(/'heartbeat.timeout' must be an integer, found "soon"/);
+    expect(() => new FloeCluster(stack, 'Floe3', { blobPrefix: '/floe' })).toThrow(/blobPrefix must end with '\/'/);
+  });
+});
