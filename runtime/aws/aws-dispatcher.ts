@@ -88,9 +88,10 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     clock,
     logger,
     artifactUploads,
+    // The secret is not among them: the task definitions inject it from Secrets Manager, and
+    // RunTask overrides are visible to anyone who may describe the tasks.
     jobManagerEnv: {
       ...inheritedAwsEnv(env, Object.values(AwsEnv)),
-      [ProcessEnv.SECRET]: secret,
       [CONFIG_ENV]: configToEnv(config),
     },
   });

@@ -48,7 +48,7 @@ async function openBackend(): Promise<Backend> {
   return {
     ...services,
     launcher: new ChildProcessWorkerLauncher({ entryFor: () => distEntry('taskexecutor'), logDir: join(stateDir, 'logs', jobId) }),
-    workerEnv: { [ProcessEnv.STATE_DIR]: stateDir },
+    workerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret },
     bindHost,
     advertisedHost: process.env[ProcessEnv.ADVERTISED_HOST] || bindHost,
     close: () => services.close(),
@@ -68,8 +68,8 @@ const runner = new JobManagerRunner({
   blobStore: services.blobStore,
   launcher,
   workerEnv: {
+    // On AWS the secret comes with the task definition, not with the worker's overrides.
     ...services.workerEnv,
-    [ProcessEnv.SECRET]: secret,
     [ProcessEnv.JOB_ID]: jobId,
     [CONFIG_ENV]: configToEnv(config),
   },

@@ -51,8 +51,9 @@ beforeAll(async () => {
   emulators = started;
   const tables = await createTables(emulators);
   ecs = await EcsEmulator.start({ region: emulators.region, logDir: join(work, 'logs'), stopGraceMs: 2_000 });
-  // What a task role would give: credentials for the emulated services.
-  const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_LOG_LEVEL: 'info' };
+  // What the task definition gives: credentials as a task role would, and the cluster secret as ECS
+  // injects it from Secrets Manager — never through RunTask's overrides, which DescribeTasks shows.
+  const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_SECRET: SECRET, FLOE_LOG_LEVEL: 'info' };
   ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: taskEnv });
   ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: taskEnv });
   env = {
