@@ -51,6 +51,9 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export const jobManagerWorkerId = (jobId: string): string => `jobmanager-${jobId}`;
 
+/** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
+const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
+
 export class Dispatcher {
   private readonly log: Logger;
   private readonly unsubscribe: () => void;
@@ -234,12 +237,12 @@ export class Dispatcher {
     if (isGloballyTerminal(before.status)) throw new ConflictError(`job ${jobId} already ended ${before.status}; nothing to cancel`);
     const record = await this.deps.jobStore.requestCancel(before.jobId);
     const leader = await retrieveLeader(this.deps.leaseStore, leaseNames.jobMaster(jobId), this.deps.clock);
+    // The flag is what counts: a JobMaster reads it when it starts and every heartbeat interval while
+    // it runs, so a cancel holds even when this call cannot reach the JobMaster (a Dispatcher outside
+    // the tasks' network). Telling a reachable one directly only makes it quicker.
     if (leader !== undefined) {
-      const jobMaster = this.deps.rpc.connect<JobMasterGateway>(leader.address, EndpointName.JOB_MASTER, { fencingToken: leader.token });
-      // A JobMaster that is not up yet reads the flag when it starts; one that is up is told now.
-      await jobMaster.cancel().catch((error: unknown) => this.log.warn('cancel did not reach the JobMaster', { jobId, error: errorMessage(error) }));
-    } else if (!this.deps.launcher.running().includes(jobManagerWorkerId(jobId))) {
-      await this.failUnattended(record.jobId, 'canceled before a JobManager ran');
+      const jobMaster = this.deps.rpc.connect<JobMasterGateway>(leader.address, EndpointName.JOB_MASTER, { fencingToken: leader.token, timeoutMs: CANCEL_NOTICE_TIMEOUT_MS });
+      await jobMaster.cancel().catch((error: unknown) => this.log.info('cancel did not reach the JobMaster directly; it will read the flag', { jobId, error: errorMessage(error) }));
     }
     this.log.info('cancel requested', { jobId });
     return { jobId: record.jobId, status: (await this.record(jobId)).status };

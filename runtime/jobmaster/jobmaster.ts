@@ -94,6 +94,7 @@ export class JobMaster implements JobMasterGateway {
   private status: JobStatus = JobStatus.CREATED;
   private deployed = false;
   private slotRequestTimer: Timer | undefined;
+  private cancelWatch: Timer | undefined;
   private progressTimer: Timer | undefined;
   private failureCause: ErrorInfo | undefined;
   private terminated = false;
@@ -168,8 +169,18 @@ export class JobMaster implements JobMasterGateway {
         return;
       }
       this.slotRequestTimer = this.main.schedule(() => this.slotRequestTimedOut(), this.deps.config.slotRequestTimeoutMs);
+      this.cancelWatch = this.main.every(() => this.checkCancelRequested(), this.deps.config.heartbeatIntervalMs, (e) =>
+        this.log.warn('cannot read the job record', { error: errorMessage(e) }),
+      );
       void this.connectToResourceManager();
     });
+  }
+
+  /** A cancel requested through the job record (the Dispatcher may not reach this process directly). */
+  private async checkCancelRequested(): Promise<void> {
+    if (this.isEnding()) return;
+    const record = await this.deps.jobStore.get(this.jobId);
+    if (record?.cancelRequested === true) await this.cancelJob();
   }
 
   // ---- gateway ------------------------------------------------------------------------------
@@ -686,6 +697,7 @@ export class JobMaster implements JobMasterGateway {
     this.terminated = true;
     this.status = status;
     this.slotRequestTimer?.cancel();
+    this.cancelWatch?.cancel();
     this.progressTimer?.cancel();
     if (status !== JobStatus.FINISHED) {
       for (const vertex of this.deps.jobGraph.vertices) {
@@ -741,6 +753,7 @@ export class JobMaster implements JobMasterGateway {
     this.heartbeats.stop();
     this.rmHeartbeat.stop();
     this.slotRequestTimer?.cancel();
+    this.cancelWatch?.cancel();
     this.progressTimer?.cancel();
     await this.main.close();
   }

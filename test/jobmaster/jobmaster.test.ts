@@ -315,3 +315,30 @@ describe('JobMaster slot idle timeout', () => {
     }
   });
 });
+
+describe('JobMaster cancel through the job record', () => {
+  it('cancels when the record asks for it, even if no call reaches the JobMaster', async () => {
+    const clock = new ManualClock();
+    const network = new LocalRpcNetwork();
+    const jobStore = new InMemoryJobStore(clock);
+    await jobStore.create({
+      jobId, name: 'p', status: 'INITIALIZING', epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+    });
+    const jmRpc = new LocalRpcService(network, 'jm');
+    const jobMaster = new JobMaster({
+      jobGraph: pipeline(1), resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config: loadConfig({ 'heartbeat.interval': 500 }), rpc: jmRpc, jobStore,
+      blobStore: new InMemoryBlobStore(), clock, logger: silentLogger, resolveResourceManager: async () => undefined,
+    });
+    try {
+      await jobMaster.start();
+      await jobStore.requestCancel(jobId);
+      expect((await jobStore.get(jobId))!.status).toBe('RUNNING');
+      clock.advance(500);
+      expect((await jobMaster.termination).status).toBe('CANCELED');
+      expect((await jobStore.get(jobId))!.status).toBe('CANCELED');
+    } finally {
+      await jobMaster.close();
+      await jmRpc.close();
+    }
+  });
+});
