@@ -38,6 +38,8 @@ export type Command =
 export interface ParsedArgs {
   /** From --dir; undefined means the default (see resolveStateDir). */
   readonly stateDir?: string;
+  /** From --url: a running cluster's REST endpoint (e.g. a deployed one); no local cluster is used. */
+  readonly url?: string;
   readonly command: Command;
 }
 
@@ -57,6 +59,8 @@ Commands:
 
 Options:
   --dir <stateDir>        the cluster's state folder (default: $FLOE_HOME, else ~/.floe)
+  --url <restUrl>         use the cluster serving at this URL (e.g. the ApiUrl of a deployed one;
+                          default: $FLOE_URL) instead of a local one; its secret comes from $FLOE_SECRET
   -h, --help              show this text
   --version               show Floe's version
 `;
@@ -68,6 +72,7 @@ interface OptionSpec {
 
 const OPTIONS: Record<string, OptionSpec> = {
   '--dir': { takesValue: true, commands: 'all' },
+  '--url': { takesValue: true, commands: ['run', 'list', 'status', 'cancel'] },
   '--parallelism': { takesValue: true, commands: ['run'] },
   '-p': { takesValue: true, commands: ['run'] },
   '--detached': { takesValue: false, commands: ['run'] },
@@ -131,7 +136,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
 
   const dirValues = flags.get('--dir');
   const stateDir = dirValues?.at(-1);
-  const base = stateDir === undefined ? {} : { stateDir };
+  const url = flags.get('--url')?.at(-1);
+  if (url !== undefined && !/^https?:\/\/[^\s/]+/.test(url)) throw new UsageError(`--url needs an http(s) URL, found '${url}'`);
+  const base = { ...(stateDir === undefined ? {} : { stateDir }), ...(url === undefined ? {} : { url }) };
   if (flags.has('--version')) return { ...base, command: { kind: 'version' } };
   const name = positionals[0];
   if (flags.has('--help') || flags.has('-h') || name === undefined || name === 'help') return { ...base, command: { kind: 'help' } };

@@ -33,12 +33,15 @@ function startOptions(io: CliIo, config: Readonly<Record<string, string>>): Star
 export interface CommandContext {
   readonly io: CliIo;
   readonly stateDir: string;
+  /** A cluster named by --url / $FLOE_URL: used as is, never started or stopped here. */
+  readonly remote?: RestClient;
 }
 
 /** Config keys the client itself applies when building the JobGraph; any other -D goes to a cluster it starts. */
 const CLIENT_SIDE_KEYS = new Set<string>([CONFIG_OPTIONS.defaultParallelism.key, 'defaultParallelism']);
 
 async function requireCluster(ctx: CommandContext): Promise<RestClient> {
+  if (ctx.remote !== undefined) return ctx.remote;
   const state = await probeCluster(ctx.stateDir);
   switch (state.state) {
     case 'up':
@@ -93,8 +96,11 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   const clusterConfig = Object.fromEntries(Object.entries(opts.config).filter(([k]) => !CLIENT_SIDE_KEYS.has(k)));
   let client: RestClient;
   let startedCluster = false;
-  const state = await probeCluster(ctx.stateDir);
-  if (state.state === 'up') {
+  const state = ctx.remote === undefined ? await probeCluster(ctx.stateDir) : undefined;
+  if (ctx.remote !== undefined) {
+    client = ctx.remote;
+    if (Object.keys(clusterConfig).length > 0) io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: -D reaches only a cluster that 'floe' starts\n`);
+  } else if (state?.state === 'up') {
     client = state.client;
     if (Object.keys(clusterConfig).length > 0) {
       io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: the cluster in ${ctx.stateDir} is already running; pass -D to 'floe cluster start' after 'floe cluster stop'\n`);

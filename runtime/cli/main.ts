@@ -8,6 +8,7 @@ import { packageRoot } from '../core/paths.js';
 import { parseArgs, resolveStateDir, USAGE, UsageError } from './args.js';
 import { executeCommand, type CliIo } from './commands.js';
 import { runExample } from './example.js';
+import { RestClient } from './rest-client.js';
 
 export type { CliIo } from './commands.js';
 
@@ -29,7 +30,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         // The example keeps its cluster's state inside the package unless told otherwise.
         return await runExample(command.name, { io, stateDir: parsed.stateDir === undefined ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd) });
       default:
-        return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd) });
+        return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd), ...remoteCluster(parsed.url, command.kind, io) });
     }
   } catch (e) {
     if (e instanceof UsageError) {
@@ -40,6 +41,17 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env['FLOE_DEBUG']) io.stderr.write(`${e.stack}\n`);
     return 1;
   }
+}
+
+/** --url (or $FLOE_URL) names a cluster that is not managed here; its secret comes from the environment. */
+function remoteCluster(flagUrl: string | undefined, kind: string, io: CliIo): { remote?: RestClient } {
+  const url = flagUrl ?? (kind === 'cluster' ? undefined : io.env['FLOE_URL']);
+  if (url === undefined || url === '') return {};
+  const secret = io.env['FLOE_SECRET'];
+  if (secret === undefined || secret === '') {
+    throw new UsageError(`the cluster at ${url} needs its secret: set FLOE_SECRET (for a deployed cluster: aws secretsmanager get-secret-value --secret-id <SecretArn>)`);
+  }
+  return { remote: new RestClient({ baseUrl: url, secret }) };
 }
 
 function isEntryPoint(): boolean {
