@@ -294,11 +294,13 @@ export class JobMaster implements JobMasterGateway {
   notifyNotEnoughResourcesAvailable(required: number, available: ClusterResources): Promise<void> {
     return this.main.run(async () => {
       if (this.deployed || this.isEnding()) return;
+      const offered = `the cluster offers ${available.totalSlots} (${available.registeredTaskExecutors} TaskExecutors × ${available.slotsPerTaskExecutor} slots)`;
       const message =
-        `job needs ${required} slots, the cluster offers ${available.totalSlots} ` +
-        `(${available.registeredTaskExecutors} TaskExecutors × ${available.slotsPerTaskExecutor} slots) ` +
-        `and may start at most ${Math.max(0, available.maxTaskExecutors - available.registeredTaskExecutors - available.pendingTaskExecutors)} more; ` +
-        `lower the job's parallelism or raise 'resourcemanager.max-taskmanagers' / 'taskmanager.numberOfTaskSlots'`;
+        available.workerStartFailure !== undefined
+          ? `job needs ${required} slots, ${offered}, and TaskExecutors could not be started: ${available.workerStartFailure}`
+          : `job needs ${required} slots, ${offered} ` +
+            `and may start at most ${Math.max(0, available.maxTaskExecutors - available.registeredTaskExecutors - available.pendingTaskExecutors)} more; ` +
+            `lower the job's parallelism or raise 'resourcemanager.max-taskmanagers' / 'taskmanager.numberOfTaskSlots'`;
       await this.failJob(toErrorInfo(new NoResourceAvailableError(message)));
     });
   }

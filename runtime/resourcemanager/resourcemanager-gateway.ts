@@ -23,6 +23,8 @@ export interface ClusterResources {
   readonly freeSlots: number;
   readonly pendingTaskExecutors: number;
   readonly maxTaskExecutors: number;
+  /** Set when TaskExecutors keep failing to start and the RM stopped trying: the last cause. */
+  readonly workerStartFailure?: string;
 }
 
 export interface ResourceManagerGateway {

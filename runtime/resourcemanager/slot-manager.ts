@@ -216,6 +216,10 @@ export class SlotManager {
     const fields = { resourceId: id, cause, failedStarts: this.consecutiveFailedStarts };
     if (giveUp) {
       this.o.logger.error(`TaskExecutor ${id} failed to start; ${this.consecutiveFailedStarts} starts in a row failed, so no more are attempted: check the TaskExecutor logs`, fields);
+      // The job cannot get its slots this way: say why now rather than at the slot request timeout.
+      if (this.jobMaster !== undefined && this.required > 0) {
+        this.o.actions.notifyNotEnoughResources(this.required, { ...this.clusterResources(), workerStartFailure: cause });
+      }
     } else {
       this.o.logger.warn(`TaskExecutor ${id} failed to start; trying again`, fields);
     }

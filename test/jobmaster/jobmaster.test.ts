@@ -250,6 +250,16 @@ describe('JobMaster', () => {
     expect(record.exceptions.at(-1)!.message).toMatch(/job needs 8 slots, the cluster offers 4 \(2 TaskExecutors × 2 slots\) and may start at most 0 more/);
   });
 
+  it('fails fast naming the cause when TaskExecutors cannot be started (e.g. no ECS capacity)', async () => {
+    const { jm, jobStore, jobMaster } = await setup(pipeline(2));
+    await jm.notifyNotEnoughResourcesAvailable(2, {
+      registeredTaskExecutors: 0, slotsPerTaskExecutor: 2, totalSlots: 0, freeSlots: 0, pendingTaskExecutors: 0, maxTaskExecutors: 4,
+      workerStartFailure: 'ECS capacity never arrived for taskexecutor worker te-1 (RESOURCE:MEMORY)',
+    });
+    expect((await jobMaster.termination).status).toBe('FAILED');
+    expect((await jobStore.get(jobId))!.exceptions.at(-1)!.message).toMatch(/TaskExecutors could not be started: ECS capacity never arrived/);
+  });
+
   it('fails when slots do not arrive within slot.request.timeout', async () => {
     const { clock, jobStore, jobMaster, offerSlots } = await setup(pipeline(4), 1, loadConfig({ 'slot.request.timeout': 1_000 }));
     await offerSlots(2);

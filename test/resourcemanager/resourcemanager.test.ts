@@ -231,6 +231,9 @@ describe('ResourceManager workers', () => {
     await h.advance(500);
     expect(h.started).toHaveLength(MAX_CONSECUTIVE_FAILED_WORKER_STARTS);
     expect((await h.rm.snapshot()).consecutiveFailedStarts).toBe(MAX_CONSECUTIVE_FAILED_WORKER_STARTS);
+    // Giving up is news for the JobMaster at once, with the cause, not a silent wait for the slot timeout.
+    await eventually(() => h.notEnough.length === 1, 'JobMaster told the starts keep failing');
+    expect(h.notEnough[0]).toMatchObject({ required: 1, available: { workerStartFailure: expect.any(String) } });
   });
 
   it('counts a worker that exits before registering as a failed start and starts another', async () => {
