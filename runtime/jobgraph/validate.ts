@@ -406,7 +406,8 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
           if (op.from > op.to) problems.add(`${opAt}: from (${op.from}) must be <= to (${op.to})`);
           break;
         case 'source.textFile':
-          if (!isAbsolutePath(op.path)) problems.add(`${opAt}.path must be absolute (tasks run in other processes), found '${op.path}'`);
+          if (op.path.startsWith('s3://')) problems.add(`${opAt}.path: text file sources read the TaskExecutors' filesystem; s3:// input is not supported yet (found '${op.path}'), use a local path or a generated source`);
+          else if (!isAbsolutePath(op.path)) problems.add(`${opAt}.path must be absolute (tasks run in other processes), found '${op.path}'`);
           break;
         case 'source.collection':
           if (v.parallelism !== 1) problems.add(`${at}.parallelism must be 1: its collection source is not parallel, found ${v.parallelism}`);
