@@ -116,6 +116,7 @@ export class DynamoDbJobStore implements JobStore {
       if (update.tasks !== undefined) set('tasks', update.tasks);
       if (update.endedAtMs !== undefined) set('endedAtMs', update.endedAtMs);
       if (update.resultKey !== undefined) set('resultKey', update.resultKey);
+      if (update.vertices !== undefined) set('vertices', update.vertices);
       if (update.exception !== undefined) {
         sets.push('#exceptions = list_append(if_not_exists(#exceptions, :noExceptions), :exception)');
         names['#exceptions'] = A.exceptions;

@@ -93,6 +93,17 @@ export function describeJobStoreContract(name: string, factory: (clock: ManualCl
       expect(f).toMatchObject({ status: JobStatus.FINISHED, endedAtMs: ended, resultKey: `jobs/${r.jobId}/result.json`, tasks, epoch: 3 });
     });
 
+    it('stores per-vertex metrics and replaces them on the next update', async () => {
+      const r = newJobRecord(clock);
+      await store.create(r);
+      const vertex = { id: 'op-1', name: 'source', parallelism: 2, region: 0, tasks, recordsIn: 0, recordsOut: 10, buffersSent: 2, maxBuffersInFlight: 1, creditsPerChannel: 4 };
+      await store.update(r.jobId, { vertices: [vertex] }, 1);
+      expect((await store.get(r.jobId))?.vertices).toEqual([vertex]);
+      const later = { ...vertex, recordsOut: 20, firstDeployedAtMs: clock.now() };
+      await store.update(r.jobId, { vertices: [later] }, 1);
+      expect((await store.get(r.jobId))?.vertices).toEqual([later]);
+    });
+
     it('an update without fields only records the epoch', async () => {
       const r = newJobRecord(clock);
       await store.create(r);
