@@ -1,6 +1,6 @@
 // User-code libraries: a job file bundled into one ESM module, content-addressed by sha256. The client
-// bundles and imports it; the Dispatcher only lists its exports (no user code runs there); TaskExecutors
-// import it from their library cache.
+// bundles and imports it; TaskExecutors import it from their library cache. (The Dispatcher only lists
+// its exports, with library-exports.ts, so it loads neither esbuild nor user code.)
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../blob/blob-store.js';
 import { existsSync } from 'node:fs';
@@ -8,8 +8,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
-import { init as initLexer, parse as parseModule } from 'es-module-lexer';
-import { FloeError, InvalidRequestError } from '../core/errors.js';
+import { FloeError } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';
 
 /** The job file cannot be bundled (missing, syntax error, unresolvable import). */
@@ -72,18 +71,6 @@ export async function bundleJobFile(path: string): Promise<{ code: Uint8Array; s
   if (out === undefined) throw new JobFileError(`bundling ${entry} produced no module`);
   const code = out.contents;
   return { code, sha256: sha256Hex(code) };
-}
-
-/** The names a library exports, read without running it. */
-export async function listLibraryExports(code: Uint8Array): Promise<string[]> {
-  await initLexer;
-  const source = Buffer.from(code.buffer, code.byteOffset, code.byteLength).toString('utf8');
-  try {
-    const [, exports] = parseModule(source);
-    return exports.map((e) => e.n);
-  } catch (e) {
-    throw new InvalidRequestError(`the library is not a valid ES module: ${(e as Error).message}; submit the output of bundleJobFile`, { cause: e });
-  }
 }
 
 /**

@@ -11,7 +11,7 @@ import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
 import type { JobRecord, JobStore } from '../ha/job-store.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
-import { listLibraryExports } from '../api/library.js';
+import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
