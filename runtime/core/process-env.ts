@@ -23,3 +23,18 @@ export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): 
   if (v === undefined || v === '') throw new Error(`environment variable ${name} is not set`);
   return v;
 }
+
+export type Backend = 'embedded' | 'aws';
+
+/** Which adapters a process uses, from FLOE_BACKEND. */
+export function backendOf(env: NodeJS.ProcessEnv = process.env): Backend {
+  const backend = env[ProcessEnv.BACKEND] || 'embedded';
+  if (backend !== 'embedded' && backend !== 'aws') throw new Error(`${ProcessEnv.BACKEND} must be 'embedded' or 'aws', found '${backend}'`);
+  return backend;
+}
+
+/** Where an embedded process listens and how peers reach it. */
+export function embeddedHosts(env: NodeJS.ProcessEnv = process.env): { bindHost: string; advertisedHost: string } {
+  const bindHost = env[ProcessEnv.RPC_BIND_HOST] || '127.0.0.1';
+  return { bindHost, advertisedHost: env[ProcessEnv.ADVERTISED_HOST] || bindHost };
+}

@@ -7,7 +7,7 @@ import { CONFIG_ENV, configFromEnv, configToEnv } from '../core/config.js';
 import { JobId, ResourceId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
-import { ProcessEnv, requireEnv } from '../core/process-env.js';
+import { backendOf, embeddedHosts, ProcessEnv, requireEnv } from '../core/process-env.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
@@ -22,7 +22,7 @@ const secret = requireEnv(ProcessEnv.SECRET);
 const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
 const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));
 const config = configFromEnv();
-const backend = process.env[ProcessEnv.BACKEND] || 'embedded';
+const backend = backendOf();
 const logger = createLogger({ process: 'jobmanager', resourceId, jobId });
 
 interface Backend {
@@ -41,16 +41,13 @@ async function openBackend(): Promise<Backend> {
     const { openAwsJobManagerRuntime } = await import('../aws/aws-process.js');
     return openAwsJobManagerRuntime(process.env, resourceId, systemClock, logger);
   }
-  if (backend !== 'embedded') throw new Error(`${ProcessEnv.BACKEND} must be 'embedded' or 'aws', found '${backend}'`);
   const stateDir = requireEnv(ProcessEnv.STATE_DIR);
   const services = openEmbeddedServices(stateDir);
-  const bindHost = process.env[ProcessEnv.RPC_BIND_HOST] || '127.0.0.1';
   return {
     ...services,
     launcher: new ChildProcessWorkerLauncher({ entryFor: () => distEntry('taskexecutor'), logDir: join(stateDir, 'logs', jobId) }),
     workerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret },
-    bindHost,
-    advertisedHost: process.env[ProcessEnv.ADVERTISED_HOST] || bindHost,
+    ...embeddedHosts(),
     close: () => services.close(),
   };
 }

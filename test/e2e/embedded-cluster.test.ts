@@ -1,67 +1,28 @@
 // End to end on the embedded backend with real processes: a Dispatcher, a JobManager process per job,
 // TaskExecutor processes with worker-thread slots, SQLite, the filesystem and HTTP in between.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
-import { loadJobDefinition } from '../../runtime/api/program.js';
-import { buildJobGraph } from '../../runtime/api/translate.js';
-import { loadConfig } from '../../runtime/core/config.js';
-import { JobId } from '../../runtime/core/ids.js';
-import { createLogger } from '../../runtime/core/logger.js';
-import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../../runtime/dispatcher/embedded-dispatcher.js';
-import { killLeftovers, processesOfCluster, waitFor } from '../support/cluster-processes.js';
+import { waitFor } from '../support/cluster-processes.js';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
-const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
-let stateDir: string;
+let cluster: TestCluster;
 let work: string;
-let cluster: EmbeddedDispatcher;
+let stateDir: string;
 
 beforeAll(async () => {
-  stateDir = mkdtempSync(join(tmpdir(), 'floe-e2e-'));
-  work = join(stateDir, 'work');
-  mkdirSync(work);
-  cluster = await startEmbeddedDispatcher({
-    stateDir,
-    config: loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 5_000, 'slot.request.timeout': 30_000 }),
-    logger: createLogger({ process: 'test-dispatcher' }),
-  });
+  cluster = await startTestCluster('e2e', { 'heartbeat.timeout': 5_000 });
+  ({ work, stateDir } = cluster);
 });
 
 afterAll(async () => {
-  await cluster?.close();
-  const leftovers = killLeftovers(stateDir);
-  rmSync(stateDir, { recursive: true, force: true });
-  expect(leftovers).toBe(0);
+  expect(await cluster.close()).toBe(0);
 });
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(cluster.url + path, {
-    method,
-    headers: { authorization: `Bearer ${cluster.secret}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, body: await res.json() };
-}
-
-async function submit(file: string, exportName: string, args: string[], parallelism: number, jobId = JobId.random()): Promise<string> {
-  const { code, sha256 } = await bundleJobFile(join(FIXTURES, file));
-  const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), exportName);
-  const jobGraph = buildJobGraph(definition, { jobId, args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
-  const res = await api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
-  expect(res.status, JSON.stringify(res.body)).toBe(202);
-  return res.body.jobId;
-}
-
-async function awaitTerminal(jobId: string, timeoutMs = 60_000): Promise<any> {
-  return waitFor(async () => {
-    const { body } = await api('GET', `/jobs/${jobId}`);
-    return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-  }, `job ${jobId} to end`, timeoutMs, 100);
-}
-
-const noProcessOfJobLeft = () => waitFor(() => processesOfCluster(stateDir).length === 0, 'every JobManager and TaskExecutor process to exit', 20_000);
+const api = (method: string, path: string, body?: unknown) => cluster.api(method, path, body);
+const submit = (file: string, exportName: string, args: string[], parallelism: number) => cluster.submit(file, exportName, args, parallelism);
+const awaitTerminal = (jobId: string, timeoutMs?: number) => cluster.awaitTerminal(jobId, timeoutMs);
+const noProcessOfJobLeft = () => cluster.noProcessLeft();
 
 describe('embedded cluster', () => {
   it('runs a parallelism-4 job on 2 TaskExecutors × 2 slots; its output equals a reference; no process is left', async () => {

@@ -1,68 +1,34 @@
 // Wordcount end to end on real processes: 20 MB of generated text, keyBy + sum at parallelism 4 on two
 // TaskExecutors × 2 slots, its output equal to a plain count word for word; and an empty input.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, createWriteStream } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync, createWriteStream } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
-import { loadJobDefinition } from '../../runtime/api/program.js';
-import { buildJobGraph } from '../../runtime/api/translate.js';
 import { generateCorpusChunks } from '../../runtime/cli/wordcount-example.js';
-import { loadConfig } from '../../runtime/core/config.js';
-import { JobId } from '../../runtime/core/ids.js';
-import { createLogger } from '../../runtime/core/logger.js';
-import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../../runtime/dispatcher/embedded-dispatcher.js';
-import { killLeftovers, processesOfCluster, waitFor } from '../support/cluster-processes.js';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
-const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
 const CORPUS_BYTES = 20 * 1024 * 1024;
+let cluster: TestCluster;
 let stateDir: string;
 let work: string;
-let cluster: EmbeddedDispatcher;
 
 beforeAll(async () => {
-  stateDir = mkdtempSync(join(tmpdir(), 'floe-e2e-wc-'));
-  work = join(stateDir, 'work');
-  mkdirSync(work);
-  cluster = await startEmbeddedDispatcher({
-    stateDir,
-    config: loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 10_000, 'slot.request.timeout': 30_000 }),
-    logger: createLogger({ process: 'test-dispatcher' }),
-  });
+  cluster = await startTestCluster('e2e-wc');
+  ({ work, stateDir } = cluster);
 });
 
 afterAll(async () => {
-  await cluster?.close();
-  const leftovers = killLeftovers(stateDir);
-  rmSync(stateDir, { recursive: true, force: true });
-  expect(leftovers).toBe(0);
+  expect(await cluster.close()).toBe(0);
 });
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(cluster.url + path, {
-    method,
-    headers: { authorization: `Bearer ${cluster.secret}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  return { status: res.status, body: await res.json() };
-}
-
 async function runToEnd(args: string[]): Promise<{ jobId: string; job: any }> {
-  const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'e2e-wordcount.ts'));
-  const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), 'default');
-  const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 4 });
-  // source + flatMap chained; keyed sum + sink chained; a hash edge between them
-  expect(jobGraph.vertices.map((v) => v.name)).toEqual(['readTextFile -> words', 'count -> writeAsText']);
-  expect(jobGraph.edges.map((e) => e.partitioner)).toEqual(['hash']);
-  const res = await api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
-  expect(res.status, JSON.stringify(res.body)).toBe(202);
-  const jobId = res.body.jobId as string;
-  const job = await waitFor(async () => {
-    const { body } = await api('GET', `/jobs/${jobId}`);
-    return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-  }, `job ${jobId} to end`, 150_000, 200);
-  expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
+  const jobId = await cluster.submit('e2e-wordcount.ts', 'default', args, 4, (jobGraph) => {
+    // source + flatMap chained; keyed sum + sink chained; a hash edge between them
+    expect(jobGraph.vertices.map((v) => v.name)).toEqual(['readTextFile -> words', 'count -> writeAsText']);
+    expect(jobGraph.edges.map((e) => e.partitioner)).toEqual(['hash']);
+  });
+  const job = await cluster.awaitTerminal(jobId, 150_000);
+  expect(job.status, await cluster.exceptions(jobId)).toBe('FINISHED');
   return { jobId, job };
 }
 
@@ -106,7 +72,7 @@ describe('wordcount on the embedded cluster', () => {
     expect(counts.size).toBe(expected.size);
     expect(counts).toEqual(expected);
     expect(readdirSync(join(stateDir, 'logs', jobId)).filter((f) => f.endsWith('.log'))).toHaveLength(2);
-    await waitFor(() => processesOfCluster(stateDir).length === 0, 'every JobManager and TaskExecutor process to exit', 20_000);
+    await cluster.noProcessLeft();
   }, 240_000);
 
   it('finishes on an empty input with empty, committed part files', async () => {
@@ -116,6 +82,6 @@ describe('wordcount on the embedded cluster', () => {
     await runToEnd([input, out]);
     expect(readdirSync(out).sort()).toEqual(['part-0', 'part-1', 'part-2', 'part-3']);
     for (const part of readdirSync(out)) expect(readFileSync(join(out, part), 'utf8')).toBe('');
-    await waitFor(() => processesOfCluster(stateDir).length === 0, 'every JobManager and TaskExecutor process to exit', 20_000);
+    await cluster.noProcessLeft();
   }, 120_000);
 });

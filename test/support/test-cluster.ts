@@ -1,0 +1,81 @@
+// An embedded cluster for end-to-end tests: a Dispatcher in the test process (JobManagers and
+// TaskExecutors as real child processes), its REST API, and submitting bundled fixture jobs.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
+import { loadJobDefinition } from '../../runtime/api/program.js';
+import { buildJobGraph } from '../../runtime/api/translate.js';
+import { loadConfig } from '../../runtime/core/config.js';
+import { JobId } from '../../runtime/core/ids.js';
+import { createLogger } from '../../runtime/core/logger.js';
+import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../../runtime/dispatcher/embedded-dispatcher.js';
+import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
+import { killLeftovers, processesOfCluster, waitFor } from './cluster-processes.js';
+
+export const FIXTURE_JOBS = join(import.meta.dirname, '../fixtures/jobs');
+
+export interface TestCluster {
+  readonly stateDir: string;
+  /** A scratch folder for inputs and outputs. */
+  readonly work: string;
+  readonly dispatcher: EmbeddedDispatcher;
+  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  /** Bundles a fixture job, builds its graph (optionally checked by `inspect`) and submits it. */
+  submit(file: string, exportName: string, args: string[], parallelism: number, inspect?: (graph: JobGraph) => void): Promise<string>;
+  awaitTerminal(jobId: string, timeoutMs?: number): Promise<any>;
+  /** The job's exceptions, for assertion messages. */
+  exceptions(jobId: string): Promise<string>;
+  noProcessLeft(): Promise<void>;
+  /** Stops the Dispatcher and returns how many of the cluster's processes had to be killed. */
+  close(): Promise<number>;
+}
+
+export async function startTestCluster(name: string, config: Record<string, string | number> = {}): Promise<TestCluster> {
+  const stateDir = mkdtempSync(join(tmpdir(), `floe-${name}-`));
+  const work = join(stateDir, 'work');
+  mkdirSync(work);
+  const dispatcher = await startEmbeddedDispatcher({
+    stateDir,
+    config: loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 10_000, 'slot.request.timeout': 30_000, ...config }),
+    logger: createLogger({ process: 'test-dispatcher' }),
+  });
+  const api: TestCluster['api'] = async (method, path, body) => {
+    const res = await fetch(dispatcher.url + path, {
+      method,
+      headers: { authorization: `Bearer ${dispatcher.secret}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  return {
+    stateDir,
+    work,
+    dispatcher,
+    api,
+    async submit(file, exportName, args, parallelism, inspect) {
+      const { code, sha256 } = await bundleJobFile(join(FIXTURE_JOBS, file));
+      const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), exportName);
+      const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+      inspect?.(jobGraph);
+      const res = await api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
+      if (res.status !== 202) throw new Error(`submission refused: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body.jobId as string;
+    },
+    awaitTerminal: (jobId, timeoutMs = 60_000) =>
+      waitFor(async () => {
+        const { body } = await api('GET', `/jobs/${jobId}`);
+        return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
+      }, `job ${jobId} to end`, timeoutMs, 100),
+    exceptions: async (jobId) => JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body),
+    noProcessLeft: async () => {
+      await waitFor(() => processesOfCluster(stateDir).length === 0, 'every JobManager and TaskExecutor process to exit', 20_000);
+    },
+    async close() {
+      await dispatcher.close();
+      const leftovers = killLeftovers(stateDir);
+      rmSync(stateDir, { recursive: true, force: true });
+      return leftovers;
+    },
+  };
+}
