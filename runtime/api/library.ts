@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import type { Plugin } from 'esbuild';
 import { FloeError } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';
 
@@ -41,6 +41,9 @@ const REQUIRE_SHIM = "import { createRequire as __floeCreateRequire } from 'node
 export async function bundleJobFile(path: string): Promise<{ code: Uint8Array; sha256: string }> {
   const entry = resolve(path);
   if (!existsSync(entry)) throw new JobFileError(`job file ${entry} does not exist: pass the path of a .ts or .js file that exports defineJob(...)`);
+  // Loaded here, not at the top: slot workers import this module for importLibrary, and loading
+  // esbuild there would add tens of milliseconds to every worker's start.
+  const { build } = await import('esbuild');
   let result;
   try {
     result = await build({

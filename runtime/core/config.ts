@@ -28,6 +28,12 @@ export const CONFIG_OPTIONS = {
   networkBufferSizeBytes: { key: 'taskmanager.memory.segment-size', default: 32 * 1024, min: 256, description: 'Size of one network buffer (bytes).' },
   networkBuffersPerChannel: { key: 'taskmanager.network.memory.buffers-per-channel', default: 4, min: 1, description: 'Credits a consumer grants per input channel: the most buffers in flight on it.' },
   bufferTimeoutMs: { key: 'execution.buffer-timeout', default: 100, min: 0, description: 'A partly filled output buffer is sent after this long (ms).' },
+  combinerMaxKeys: {
+    key: 'execution.combiner.max-keys',
+    default: 65_536,
+    min: 0,
+    description: 'Keys a producer pre-aggregates at once per output into a bounded keyed sum / reduce / aggregate; past this many it sends its partial results and starts over (0: every record goes on as its own partial).',
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type ConfigField = keyof typeof CONFIG_OPTIONS;

@@ -119,5 +119,15 @@ export function findUnencodable(record: unknown, target: RecordTarget = 'network
   const t = typeof record;
   if (t === 'string' || t === 'boolean' || (t === 'number' && target === 'network')) return undefined;
   const json = target === 'json';
+  // The common shape of records between tasks, a tuple of strings and numbers, without the walk's bookkeeping.
+  if (!json && Array.isArray(record) && flatArray(record)) return undefined;
   return fine(record, [], json) ? undefined : walk(record, '', [], json);
+}
+
+function flatArray(a: readonly unknown[]): boolean {
+  for (let i = 0; i < a.length; i++) {
+    const t = typeof a[i];
+    if (t !== 'string' && t !== 'number' && t !== 'boolean') return false;
+  }
+  return true;
 }

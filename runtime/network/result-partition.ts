@@ -92,8 +92,8 @@ class Subpartition {
   }
 
   flush(): void {
-    const partial = this.builder.take();
-    if (partial !== undefined) this.enqueue(partial);
+    const buffers = this.builder.takeAll();
+    if (buffers !== undefined) for (const b of buffers) this.enqueue(b);
   }
 
   finish(): void {
@@ -251,6 +251,7 @@ export class ResultPartition {
   private readonly broadcast: boolean;
   private readonly keyGroups: number | undefined;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private encodingFailure: Error | undefined;
   private remaining: number;
   private readonly doneListeners: (() => void)[] = [];
 
@@ -283,6 +284,7 @@ export class ResultPartition {
 
   /** Writes one record. Returns a promise when the chosen subpartition is full: await it before the next write. */
   emit(record: unknown): Promise<void> | undefined {
+    if (this.encodingFailure !== undefined) throw this.encodingFailure;
     if (this.broadcast) return this.emitToAll(record);
     return this.write(this.subpartitions[this.select(record)]!, record);
   }
@@ -292,6 +294,7 @@ export class ResultPartition {
    * without applying the key selector (the record is a pre-aggregated `[key, partial]` pair).
    */
   emitToKey(canonical: string, record: unknown): Promise<void> | undefined {
+    if (this.encodingFailure !== undefined) throw this.encodingFailure;
     const keyGroups = this.keyGroups;
     if (keyGroups === undefined) throw new PartitionError(`partition ${this.id} is not hash-partitioned: records cannot be routed by key`, false);
     return this.write(this.subpartitions[subtaskForKeyGroup(keyGroupOf(canonical, keyGroups), this.subpartitions.length, keyGroups)]!, record);
@@ -300,7 +303,7 @@ export class ResultPartition {
   private write(sub: Subpartition, record: unknown): Promise<void> | undefined {
     sub.add(record);
     if (this.options.bufferTimeoutMs === 0) sub.flush();
-    else if (this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.flushAll(), this.options.bufferTimeoutMs);
+    else if (this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.timedFlush(), this.options.bufferTimeoutMs);
     return sub.hasCapacity ? undefined : this.waitFor(sub);
   }
 
@@ -312,7 +315,7 @@ export class ResultPartition {
       if (this.options.bufferTimeoutMs === 0) sub.flush();
       if (!sub.hasCapacity) (full ??= []).push(sub);
     }
-    if (this.options.bufferTimeoutMs !== 0 && this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.flushAll(), this.options.bufferTimeoutMs);
+    if (this.options.bufferTimeoutMs !== 0 && this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.timedFlush(), this.options.bufferTimeoutMs);
     return full === undefined ? undefined : Promise.all(full.map((s) => this.waitFor(s))).then(() => undefined);
   }
 
@@ -327,8 +330,22 @@ export class ResultPartition {
     for (const s of this.subpartitions) s.flush();
   }
 
+  /**
+   * The buffer timeout's flush. Records are encoded in chunks, so a record the codec refuses would
+   * surface here, outside any emit: the partition fails its consumers and the task's next write throws.
+   */
+  private timedFlush(): void {
+    try {
+      this.flushAll();
+    } catch (e) {
+      this.encodingFailure = e instanceof Error ? e : new Error(String(e));
+      this.fail(`producer could not encode its records: ${this.encodingFailure.message}`);
+    }
+  }
+
   /** End of data: flushes and sends end-of-partition on every subpartition once its backlog is out. */
   finish(): void {
+    if (this.encodingFailure !== undefined) throw this.encodingFailure;
     if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     for (const s of this.subpartitions) s.finish();

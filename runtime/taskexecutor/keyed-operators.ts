@@ -125,9 +125,14 @@ function foldOf(op: KeyedOperatorSpec, f: KeyedFunctions): Fold<any> {
           merge: (s: number, p) => s + (p as number),
         };
       }
-      const value = (r: unknown, key: unknown): number => {
+      const invalid = (r: unknown, key: unknown): number => {
         if (r === null || typeof r !== 'object') throw new RecordTypeError(`${label} sums field ${JSON.stringify(field)}, but a record for key ${shortKey(key)} is ${typeOf(r)}`);
         return number((r as Record<string | number, unknown>)[field], key, `field ${JSON.stringify(field)} of a record`);
+      };
+      // Small enough to be inlined where it is called once per record.
+      const value = (r: unknown, key: unknown): number => {
+        const v = r !== null && typeof r === 'object' ? (r as Record<string | number, unknown>)[field] : undefined;
+        return typeof v === 'number' ? v : invalid(r, key);
       };
       // As in Flink: the key's first record, with the field holding the sum.
       return {
@@ -162,9 +167,10 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
 
 export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, signal?: AbortSignal): KeyedStep {
   const fold = foldOf(op, f);
-  const state = new Map<string, unknown>();
+  // A key's state sits in a holder, so a record of a known key costs one lookup (a state may be undefined).
+  const state = new Map<string, { s: unknown }>();
   const keyFn = f.key;
-  const canonical = (key: unknown): string => {
+  const invalid = (key: unknown): string => {
     try {
       return canonicalKey(key);
     } catch (e) {
@@ -172,24 +178,28 @@ export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, 
       throw e;
     }
   };
+  // A plain string key is its own canonical form (see canonicalKey): no call on the hot path.
+  const canonical = (key: unknown): string => (typeof key === 'string' && key.length > 0 && key.charCodeAt(0) > 1 ? key : invalid(key));
   const updates = op.emit === 'updates';
   // Pre-aggregated input is [key, partial] pairs: the key travels with its partial, because a
   // partial is not a record and the key selector must never be applied to it.
   const emit: Emit =
     op.preAggregate === true && !updates
       ? (pair) => {
-          const [key, partial] = pair as [unknown, unknown];
+          const key = (pair as [unknown, unknown])[0];
+          const partial = (pair as [unknown, unknown])[1];
           const k = canonical(key);
-          const prev = state.get(k);
-          state.set(k, prev === undefined && !state.has(k) ? fold.fromPartial(partial, key) : fold.merge(prev, partial, key));
+          const held = state.get(k);
+          if (held !== undefined) held.s = fold.merge(held.s, partial, key);
+          else state.set(k, { s: fold.fromPartial(partial, key) });
         }
       : (r) => {
           const key = keyFn(r);
           const k = canonical(key);
-          const prev = state.get(k);
-          const s = prev === undefined && !state.has(k) ? fold.first(r, key) : fold.next(prev, r, key);
-          state.set(k, s);
-          if (updates) return next(fold.result(s));
+          let held = state.get(k);
+          if (held !== undefined) held.s = fold.next(held.s, r, key);
+          else state.set(k, (held = { s: fold.first(r, key) }));
+          if (updates) return next(fold.result(held.s));
         };
   return {
     emit,
@@ -199,8 +209,8 @@ export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, 
     async finish() {
       if (updates) return;
       let n = 0;
-      for (const s of state.values()) {
-        const p = next(fold.result(s));
+      for (const held of state.values()) {
+        const p = next(fold.result(held.s));
         if (p !== undefined) await p;
         if (++n % 1024 === 0) {
           if (signal?.aborted) throw signal.reason;
@@ -231,8 +241,24 @@ export type SendPartial = (canonical: string, pair: [key: unknown, partial: unkn
  * whatever the number of distinct keys (a key may then reach the operator in several partials, which it
  * merges). `keySelector` is the hash edge's (the operator's) selector.
  */
-export function keyedCombiner(op: KeyedOperatorSpec, f: KeyedFunctions, keySelector: (record: unknown) => unknown, send: SendPartial, maxKeys: number, signal?: AbortSignal): KeyedCombiner {
+export function keyedCombiner(
+  op: KeyedOperatorSpec,
+  f: KeyedFunctions,
+  keySelector: (record: unknown) => unknown,
+  send: SendPartial,
+  maxKeys: number,
+  options: { readonly signal?: AbortSignal; /** Names the producer in an unusable key's message. */ readonly producer?: string } = {},
+): KeyedCombiner {
+  const { signal, producer } = options;
   const fold = foldOf(op, f);
+  const canonical = (key: unknown): string => {
+    try {
+      return canonicalKey(key);
+    } catch (e) {
+      if (e instanceof InvalidKeyError) throw new InvalidKeyError(`the key selector after ${producer ?? 'the producer'} returned an unusable key: ${e.message}`);
+      throw e;
+    }
+  };
   let held = new Map<string, { readonly key: unknown; state: unknown }>();
   const flush = async (): Promise<void> => {
     const entries = held;
@@ -247,7 +273,7 @@ export function keyedCombiner(op: KeyedOperatorSpec, f: KeyedFunctions, keySelec
   return {
     add(r) {
       const key = keySelector(r);
-      const k = canonicalKey(key);
+      const k = typeof key === 'string' && key.length > 0 && key.charCodeAt(0) > 1 ? key : canonical(key);
       const entry = held.get(k);
       if (entry !== undefined) {
         entry.state = fold.next(entry.state, r, key);

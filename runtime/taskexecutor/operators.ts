@@ -11,9 +11,10 @@ import type { InputGate } from '../network/input-gate.js';
 import { InvalidKeyError } from '../network/key-groups.js';
 import { CODEC_HINT, findUnencodable, RecordEncodingError } from '../network/record-check.js';
 import type { ResultPartition } from '../network/result-partition.js';
-import { keyedStep, type KeyedStep } from './keyed-operators.js';
+import { CONFIG_OPTIONS } from '../core/config.js';
+import { keyedCombiner, keyedStep, type KeyedCombiner, type KeyedFunctions, type KeyedOperatorSpec, type KeyedStep, type SendPartial } from './keyed-operators.js';
 import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
-import { readSplitLines } from './text-file-reader.js';
+import { readSplitLineBatches } from './text-file-reader.js';
 
 /** Passes one record on. Returns a promise only when the next step must be awaited (backpressure, I/O). */
 export type Emit = (record: unknown) => Promise<void> | void;
@@ -39,6 +40,8 @@ export interface TaskIo {
   /** Union of every input channel of the task; undefined for a source task. */
   readonly input: InputGate | undefined;
   requestSplit(): Promise<InputSplit | null>;
+  /** 'execution.combiner.max-keys'. @default - CONFIG_OPTIONS.combinerMaxKeys.default */
+  readonly combinerMaxKeys?: number;
 }
 
 const isThenable = (v: unknown): v is PromiseLike<unknown> => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
@@ -156,19 +159,22 @@ export function keySelectorOf(tdd: TaskDeploymentDescriptor, userFunctions: Read
   return functionOf(userFunctions, `the hash output of task ${tdd.taskName}`, ref) as (record: unknown) => unknown;
 }
 
-function keyedOperator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' }>, next: Emit): KeyedStep {
-  const owner = `operator '${op.name}' (${op.kind})`;
+function keyedFunctions(io: TaskIo, op: KeyedOperatorSpec, owner: string): KeyedFunctions {
   const fn = (ref: FunctionRef): Function => functionOf(io.userFunctions, owner, ref);
   switch (op.kind) {
     case 'keyed.reduce':
-      return keyedStep(op, { key: fn(op.key), fn: fn(op.fn) }, next, io.signal);
+      return { key: fn(op.key), fn: fn(op.fn) };
     case 'keyed.sum':
-      return keyedStep(op, { key: fn(op.key), ...(op.selector !== undefined ? { selector: fn(op.selector) } : {}) }, next, io.signal);
+      return { key: fn(op.key), ...(op.selector !== undefined ? { selector: fn(op.selector) } : {}) };
     case 'keyed.aggregate':
-      return keyedStep(op, { key: fn(op.key), createAccumulator: fn(op.createAccumulator), add: fn(op.add), getResult: fn(op.getResult) }, next, io.signal);
+      return { key: fn(op.key), createAccumulator: fn(op.createAccumulator), add: fn(op.add), getResult: fn(op.getResult), ...(op.merge !== undefined ? { merge: fn(op.merge) } : {}) };
     default:
       return op satisfies never;
   }
+}
+
+function keyedOperator(io: TaskIo, op: KeyedOperatorSpec, next: Emit): KeyedStep {
+  return keyedStep(op, keyedFunctions(io, op, `operator '${op.name}' (${op.kind})`), next, io.signal);
 }
 
 function mapStep(fn: Function, next: Emit): Emit {
@@ -194,7 +200,17 @@ function flatMapStep(fn: Function, name: string, next: Emit): Emit {
       await next(step.value);
     }
   };
+  const drainArray = async (out: readonly unknown[], from: number): Promise<void> => {
+    for (let i = from; i < out.length; i++) await next(out[i]);
+  };
   const iterate = (out: unknown): Promise<void> | void => {
+    if (Array.isArray(out)) {
+      for (let i = 0; i < out.length; i++) {
+        const p = next(out[i]);
+        if (p !== undefined) return p.then(() => drainArray(out, i + 1));
+      }
+      return;
+    }
     if (out === null || out === undefined || typeof (out as Iterable<unknown>)[Symbol.iterator] !== 'function') {
       throw new TypeError(`flatMap '${name}' must return an iterable (array, Set, generator…), returned ${out === null ? 'null' : typeof out}`);
     }
@@ -212,18 +228,84 @@ function flatMapStep(fn: Function, name: string, next: Emit): Emit {
   };
 }
 
+/** What a task writes its records to: its output partitions, some through a combiner. */
+interface OutputWriter {
+  readonly emit: Emit;
+  /** End of input: sends what the combiners hold. */
+  endOfInput(): Promise<void>;
+}
+
 /**
  * Writes to the task's output partitions, checking first that the codec can carry the record (msgpackr
- * drops or reshapes some values silently). `producer` names the operator whose records these are.
+ * drops or reshapes some values silently). `producer` names the operator whose records these are. An
+ * output into a keyed operator that takes pre-aggregated input (its descriptor's `combiner`) folds the
+ * records per key instead and sends `[key, partial]` pairs, in batches of at most
+ * 'execution.combiner.max-keys' keys and at end of input.
  */
-function partitionsEmit(outputs: readonly ResultPartition[], producer: OperatorSpec): Emit {
-  const check = (r: unknown): void => {
-    const bad = findUnencodable(r);
-    if (bad !== undefined) throw new RecordEncodingError(`operator '${producer.name}' (${producer.kind}) emitted a record that cannot be sent to the next task: ${bad}; ${CODEC_HINT}`);
-  };
+function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys: number): OutputWriter {
+  const outputs = io.outputs;
   const keyProblem = (e: unknown): never => {
     if (e instanceof InvalidKeyError) throw new InvalidKeyError(`the key selector after operator '${producer.name}' (${producer.kind}) returned an unusable key: ${e.message}`);
     throw e;
+  };
+  const combiners: KeyedCombiner[] = [];
+  const plain: ResultPartition[] = [];
+  outputs.forEach((partition, i) => {
+    const d = io.tdd.outputs[i];
+    if (d?.combiner === undefined || d.keySelector === undefined) {
+      plain.push(partition);
+      return;
+    }
+    const op = d.combiner;
+    const owner = `the pre-aggregation of ${op.kind.slice('keyed.'.length)} '${op.name}' after operator '${producer.name}'`;
+    const send: SendPartial = (canonical, pair) => {
+      const bad = findUnencodable(pair);
+      if (bad !== undefined) {
+        throw new RecordEncodingError(
+          `${owner} made a partial result that cannot be sent to the next task: ${bad.replace(/record\[1\]/g, 'partial').replace(/record\[0\]/g, 'key')}; ` +
+            `accumulators and reduced values that cross the network may hold strings, numbers, booleans, null, undefined, bigints, Dates, Uint8Arrays, and arrays / plain objects of them`,
+        );
+      }
+      return partition.emitToKey(canonical, pair);
+    };
+    const producerName = `operator '${producer.name}' (${producer.kind})`;
+    combiners.push(keyedCombiner(op, keyedFunctions(io, op, owner), keySelectorOf(io.tdd, io.userFunctions, d.keySelector), send, combinerMaxKeys, { signal: io.signal, producer: producerName }));
+  });
+  const endOfInput = async (): Promise<void> => {
+    for (const c of combiners) await c.flush();
+  };
+  const toPlain = plainPartitionsEmit(plain, producer, keyProblem);
+  if (combiners.length === 0) return { emit: toPlain ?? (() => undefined), endOfInput };
+  // A combiner names the producer itself when a key is unusable.
+  const combine: Emit =
+    combiners.length === 1
+      ? combiners[0]!.add
+      : (r) => {
+          let waits: Promise<void>[] | undefined;
+          for (const c of combiners) {
+            const p = c.add(r);
+            if (p !== undefined) (waits ??= []).push(p);
+          }
+          if (waits !== undefined) return Promise.all(waits).then(() => undefined);
+        };
+  if (toPlain === undefined) return { emit: combine, endOfInput };
+  return {
+    emit: (r) => {
+      const a = toPlain(r);
+      const b = combine(r);
+      if (a === undefined) return b;
+      if (b === undefined) return a;
+      return Promise.all([a, b]).then(() => undefined);
+    },
+    endOfInput,
+  };
+}
+
+function plainPartitionsEmit(outputs: readonly ResultPartition[], producer: OperatorSpec, keyProblem: (e: unknown) => never): Emit | undefined {
+  if (outputs.length === 0) return undefined;
+  const check = (r: unknown): void => {
+    const bad = findUnencodable(r);
+    if (bad !== undefined) throw new RecordEncodingError(`operator '${producer.name}' (${producer.kind}) emitted a record that cannot be sent to the next task: ${bad}; ${CODEC_HINT}`);
   };
   if (outputs.length === 1) {
     const only = outputs[0]!;
@@ -276,7 +358,8 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
   }
 
   try {
-    const out: Emit = sink !== undefined ? sink.emit : partitionsEmit(io.outputs, last);
+    const writer = sink === undefined ? outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default) : undefined;
+    const out: Emit = sink !== undefined ? sink.emit : writer!.emit;
     let keyed: KeyedStep | undefined;
     let emit: Emit = (r) => {
       counters.recordsOut++;
@@ -325,6 +408,10 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
       await keyed.finish();
       checkCanceled(io);
     }
+    if (writer !== undefined) {
+      await writer.endOfInput();
+      checkCanceled(io);
+    }
 
     for (const o of io.outputs) o.finish();
     const closing = sink;
@@ -353,13 +440,16 @@ export function sequenceRange(from: number, to: number, subtaskIndex: number, pa
 async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promise<void> {
   const { tdd } = io;
   let n = 0;
-  const step = async (r: unknown): Promise<void> => {
+  const pause = async (): Promise<void> => {
+    checkCanceled(io);
+    await yieldToEventLoop();
+  };
+  // Synchronous unless the chain or a pause needs awaiting: a promise per record would cost more than
+  // many operators do.
+  const step = (r: unknown): Promise<void> | void => {
     const p = emit(r);
-    if (p !== undefined) await p;
-    if (++n % YIELD_EVERY === 0) {
-      checkCanceled(io);
-      await yieldToEventLoop();
-    }
+    if (++n % YIELD_EVERY === 0) return p === undefined ? pause() : p.then(pause);
+    return p;
   };
   switch (op.kind) {
     case 'source.sequence': {
@@ -381,16 +471,30 @@ async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promise<void
       }
       let i = 0;
       for (const e of elements as Iterable<unknown>) {
-        if (i++ % tdd.parallelism === tdd.subtaskIndex) await step(e);
+        if (i++ % tdd.parallelism === tdd.subtaskIndex) {
+          const p = step(e);
+          if (p !== undefined) await p;
+        }
       }
       break;
     }
     case 'source.textFile': {
+      // The next split is asked for while this one is read, so the round trip to the JobMaster does not
+      // leave the task idle between splits.
+      let upcoming = io.requestSplit();
       for (;;) {
         checkCanceled(io);
-        const split = await io.requestSplit();
+        const split = await upcoming;
         if (split === null) break;
-        for await (const line of readSplitLines(split)) await step(line);
+        upcoming = io.requestSplit();
+        // Without a handler, a failed request would count as unhandled until the next await reaches it.
+        upcoming.catch(() => undefined);
+        for await (const lines of readSplitLineBatches(split)) {
+          for (let i = 0; i < lines.length; i++) {
+            const p = step(lines[i]);
+            if (p !== undefined) await p;
+          }
+        }
       }
       break;
     }
@@ -429,7 +533,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  * fn(i) for i = subtask, subtask + parallelism, … below `count` (or without end), so the subtasks
  * together produce each index once. A rate is shared evenly by the subtasks and kept by sleeping.
  */
-async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'source.generate' }>, step: (r: unknown) => Promise<void>): Promise<void> {
+async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'source.generate' }>, step: (r: unknown) => Promise<void> | void): Promise<void> {
   const { tdd } = io;
   const fn = userFunction(io, op);
   const end = op.count ?? Number.MAX_SAFE_INTEGER;
@@ -446,7 +550,8 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
       }
     }
     const r: unknown = fn(i);
-    await step(isThenable(r) ? await r : r);
+    const p = step(isThenable(r) ? await r : r);
+    if (p !== undefined) await p;
     produced++;
   }
 }

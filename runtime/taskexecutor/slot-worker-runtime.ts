@@ -206,6 +206,7 @@ export class SlotWorkerRuntime {
         outputs: task.outputs,
         input: task.gate,
         requestSplit: () => this.requestSplit(tdd, signal),
+        ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
       });
       // Blocking output counts as produced only once its files are complete: the TaskExecutor takes
       // them over before it hears FINISHED (messages keep their order).

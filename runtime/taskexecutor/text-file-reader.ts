@@ -8,58 +8,80 @@ import type { InputSplit } from './task-deployment.js';
 const NEWLINE = 0x0a;
 const CR = 0x0d;
 
-/** The lines of `split`, without their `\n` or `\r\n`. */
-export async function* readSplitLines(split: InputSplit, chunkSizeBytes = 64 * 1024): AsyncGenerator<string> {
+/**
+ * The lines of `split`, without their `\n` or `\r\n`, a chunk's worth at a time: each chunk's complete
+ * lines are decoded with one call and split in JavaScript, which costs far less than decoding every line
+ * on its own. A newline byte never occurs inside a multi-byte UTF-8 character, so cutting at newlines
+ * never splits one.
+ */
+export async function* readSplitLineBatches(split: InputSplit, chunkSizeBytes = 64 * 1024): AsyncGenerator<string[]> {
   const end = split.start + split.length;
   // Starting one byte early tells whether `start` begins a line: it does iff the byte before is '\n'.
   const readFrom = split.start === 0 ? 0 : split.start - 1;
   const stream = createReadStream(split.path, { start: readFrom, highWaterMark: chunkSizeBytes });
   let skipping = split.start !== 0;
-  /** File offset where the line being gathered starts. */
-  let lineStart = split.start;
+  /** File offset of the current chunk's first byte. */
   let offset = readFrom;
-  let parts: Buffer[] = [];
+  /** The bytes of a line begun in earlier chunks. */
+  let carry: Buffer[] = [];
+  let carryBytes = 0;
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       let from = 0;
-      while (from < chunk.length) {
-        const nl = chunk.indexOf(NEWLINE, from);
-        if (skipping) {
-          if (nl === -1) {
-            from = chunk.length;
-            continue;
-          }
-          skipping = false;
-          from = nl + 1;
-          lineStart = offset + from;
-          if (lineStart >= end) return;
-          continue;
-        }
+      if (skipping) {
+        const nl = chunk.indexOf(NEWLINE);
         if (nl === -1) {
-          parts.push(chunk.subarray(from));
-          from = chunk.length;
+          offset += chunk.length;
           continue;
         }
-        parts.push(chunk.subarray(from, nl));
-        yield decodeLine(parts);
-        parts = [];
+        skipping = false;
         from = nl + 1;
-        lineStart = offset + from;
-        if (lineStart >= end) return;
+        if (offset + from >= end) return;
       }
+      // The first newline at or after end - 1 ends the split's last line (the next starts at or past end).
+      const stopIndex = end - 1 - offset;
+      let last = -1;
+      let done = false;
+      if (stopIndex < chunk.length) {
+        last = chunk.indexOf(NEWLINE, Math.max(from, stopIndex));
+        done = last !== -1;
+      }
+      if (!done) last = chunk.lastIndexOf(NEWLINE);
+      if (last < from) {
+        carry.push(chunk.subarray(from));
+        carryBytes += chunk.length - from;
+        offset += chunk.length;
+        continue;
+      }
+      let text: string;
+      if (carryBytes > 0) {
+        carry.push(chunk.subarray(from, last));
+        text = Buffer.concat(carry).toString('utf8');
+      } else {
+        text = chunk.toString('utf8', from, last);
+      }
+      yield stripCarriageReturns(text.split('\n'));
+      if (done) return;
+      carry = last + 1 < chunk.length ? [chunk.subarray(last + 1)] : [];
+      carryBytes = chunk.length - (last + 1);
       offset += chunk.length;
     }
     // A last line without a trailing newline; a '\n' at the very end starts no line.
-    if (!skipping && parts.length > 0 && lineStart < end) {
-      yield decodeLine(parts);
-    }
+    if (!skipping && carryBytes > 0) yield stripCarriageReturns([Buffer.concat(carry).toString('utf8')]);
   } finally {
     stream.destroy();
   }
 }
 
-function decodeLine(parts: Buffer[]): string {
-  let line = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-  if (line.length > 0 && line[line.length - 1] === CR) line = line.subarray(0, line.length - 1);
-  return line.toString('utf8');
+/** The lines of `split`, without their `\n` or `\r\n`. */
+export async function* readSplitLines(split: InputSplit, chunkSizeBytes = 64 * 1024): AsyncGenerator<string> {
+  for await (const lines of readSplitLineBatches(split, chunkSizeBytes)) yield* lines;
+}
+
+function stripCarriageReturns(lines: string[]): string[] {
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i]!;
+    if (l.length > 0 && l.charCodeAt(l.length - 1) === CR) lines[i] = l.slice(0, -1);
+  }
+  return lines;
 }

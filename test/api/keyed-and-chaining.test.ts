@@ -52,6 +52,7 @@ describe('keyed streams', () => {
       key: { export: 'default', operatorId: 'op-3', role: 'key' },
       field: 1,
       emit: 'final',
+      preAggregate: true,
     });
     // The task finds the key selector under the role the FunctionRef names.
     const fns = resolveUserFunctions({ default: wordcount }, 'default', []);

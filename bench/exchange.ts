@@ -1,0 +1,161 @@
+// Benchmark: keyed exchange efficiency. 2,000,000 records [`key-<i mod 4096>`, i] go from producer
+// subtasks on one TaskExecutor through a hash exchange (TCP) to keyed consumer subtasks on another
+// (bench/jobs/keyed-exchange.ts; nothing pre-aggregated), against encoding and decoding the same records
+// with the data plane's codec alone (RecordBufferBuilder into segments of the configured size, then
+// decodeRecords), single-threaded, in the same run: at parallelism 1 (the headline) and 2. Median of
+// BENCH_RUNS (default 3).
+// Run: npm run bench:exchange   (figures also go to bench/out/exchange.json).
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bundleJobFile, importLibrary } from '../runtime/api/library.js';
+import { loadJobDefinition } from '../runtime/api/program.js';
+import { buildJobGraph } from '../runtime/api/translate.js';
+import { startCluster, stopCluster } from '../runtime/cli/cluster.js';
+import { RestClient } from '../runtime/cli/rest-client.js';
+import { CONFIG_OPTIONS } from '../runtime/core/config.js';
+import { JobId } from '../runtime/core/ids.js';
+import { packageRoot } from '../runtime/core/paths.js';
+import { decodeRecords, RecordBufferBuilder } from '../runtime/network/record-buffer.js';
+import { median, round, runJob, settle, writeFigures } from './lib/bench-support.js';
+
+const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
+const RECORDS = Number(process.env['BENCH_RECORDS'] ?? 2_000_000);
+const KEYS = 4096;
+const EXTRA_CONFIG = JSON.parse(process.env['BENCH_CONFIG'] ?? '{}') as Record<string, number>;
+const segmentSizeBytes = EXTRA_CONFIG['taskmanager.memory.segment-size'] ?? CONFIG_OPTIONS.networkBufferSizeBytes.default;
+
+/** The codec alone: every record encoded into segments and every segment decoded, on one thread. */
+function codecOnly(): { ms: number; bytes: number } {
+  const records: [string, number][] = new Array(RECORDS);
+  for (let i = 0; i < RECORDS; i++) records[i] = [`key-${i % KEYS}`, i];
+  const started = performance.now();
+  const builder = new RecordBufferBuilder(segmentSizeBytes);
+  const segments: Uint8Array[] = [];
+  for (const r of records) {
+    const full = builder.add(r);
+    if (full !== undefined) segments.push(...full);
+  }
+  const last = builder.take();
+  if (last !== undefined) segments.push(last);
+  let decoded = 0;
+  for (const s of segments) decoded += decodeRecords(s).length;
+  const ms = performance.now() - started;
+  if (decoded !== RECORDS) throw new Error(`the codec decoded ${decoded} records of ${RECORDS}`);
+  return { ms, bytes: segments.reduce((n, s) => n + s.byteLength, 0) };
+}
+
+/** Which slot sharing groups' tasks each TaskExecutor of the job ran, from its log. */
+function groupsPerExecutor(stateDir: string, jobId: string): string[][] {
+  const dir = join(stateDir, 'logs', jobId);
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('te-'))
+    .map((f) => {
+      const tasks = new Set<string>();
+      for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
+        if (!line.includes('"task submitted"')) continue;
+        const task = (JSON.parse(line) as { task?: string }).task ?? '';
+        tasks.add(task.startsWith('records') ? 'producers' : 'consumers');
+      }
+      return [...tasks].sort();
+    });
+}
+
+const work = mkdtempSync(join(tmpdir(), 'floe-bench-exchange-'));
+const { code, sha256 } = await bundleJobFile(join(packageRoot, 'bench', 'jobs', 'keyed-exchange.ts'));
+const definition = loadJobDefinition(await importLibrary(code, join(work, 'cache')), 'default');
+const graph = (records: number, parallelism: number) =>
+  buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args: [String(records), String(KEYS), String(parallelism)],
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: parallelism,
+  });
+
+/**
+ * One layout: `parallelism` producers on one TaskExecutor and as many consumers on another (slots per
+ * TaskExecutor = parallelism), on a cluster of its own. The codec alone is measured before each run.
+ */
+async function measure(parallelism: number) {
+  const config = { 'taskmanager.numberOfTaskSlots': parallelism, ...EXTRA_CONFIG };
+  const stateDir = join(work, `cluster-p${parallelism}`);
+  const { info } = await startCluster(stateDir, { config });
+  const client = RestClient.forCluster(info);
+  const idle = await settle(stateDir, 1);
+  const codecMs: number[] = [];
+  const exchangeMs: number[] = [];
+  const emptyMs: number[] = [];
+  let bytes = 0;
+  let placement: string[][] = [];
+  try {
+    for (let i = 0; i < RUNS; i++) {
+      const codec = codecOnly();
+      codecMs.push(codec.ms);
+      bytes = codec.bytes;
+      const run = await runJob(client, graph(RECORDS, parallelism), code);
+      exchangeMs.push(run.runningMs);
+      const result = await client.getJobResult(run.jobId);
+      const counted = ((result?.records ?? []) as number[]).reduce((s, n) => s + n, 0);
+      if (counted !== RECORDS || result?.records.length !== KEYS) throw new Error(`the job counted ${counted} records in ${result?.records.length} keys, expected ${RECORDS} in ${KEYS}`);
+      placement = groupsPerExecutor(stateDir, run.jobId);
+      if (placement.length !== 2 || placement.some((g) => g.length !== 1)) throw new Error(`expected producers and consumers on two different TaskExecutors, found ${JSON.stringify(placement)}`);
+      await settle(stateDir, idle);
+      // The same job without records: what deploying, starting and finishing its tasks costs by itself.
+      const empty = await runJob(client, graph(0, parallelism), code);
+      emptyMs.push(empty.runningMs);
+      await settle(stateDir, idle);
+      process.stderr.write(`p=${parallelism} run ${i + 1}/${RUNS}: codec only ${codec.ms.toFixed(0)} ms, keyed exchange ${run.runningMs.toFixed(0)} ms running, the same job without records ${empty.runningMs.toFixed(0)} ms\n`);
+    }
+  } finally {
+    await stopCluster(stateDir);
+  }
+  const codec = median(codecMs);
+  const exchange = median(exchangeMs);
+  const empty = median(emptyMs);
+  return {
+    encodedBytes: bytes,
+    config,
+    codecOnly: { medianMs: Math.round(codec), recordsPerSecond: Math.round(RECORDS / (codec / 1000)), ms: codecMs.map(Math.round) },
+    keyedExchange: {
+      what: `generate (p=${parallelism}) on TaskExecutor 1 -> hash exchange over TCP -> aggregate without merge (p=${parallelism}) on TaskExecutor 2`,
+      runningMedianMs: Math.round(exchange),
+      recordsPerSecond: Math.round(RECORDS / (exchange / 1000)),
+      ms: exchangeMs.map(Math.round),
+      groupsPerTaskExecutor: placement,
+      emptyJobMedianMs: Math.round(empty),
+      emptyJobMs: emptyMs.map(Math.round),
+    },
+    efficiency: round(codec / exchange),
+    efficiencyWithoutStartup: round(codec / (exchange - empty)),
+  };
+}
+
+try {
+  // p=1: one producer and one consumer, each TaskExecutor on its own core of a 2-core machine (the
+  // headline). p=2: two of each, four busy threads on two cores.
+  const p1 = await measure(1);
+  const p2 = await measure(2);
+  const figures = {
+    records: RECORDS,
+    record: `["key-<i mod ${KEYS}>", i]`,
+    segmentSizeBytes,
+    runs: RUNS,
+    running: 'first task deployed -> last task finished (JobMaster clock)',
+    codecOnly: 'RecordBufferBuilder.add + decodeRecords of the same records, one thread, measured before each exchange run',
+    efficiency: p1.efficiency,
+    p1,
+    p2,
+  };
+  const path = writeFigures('exchange', figures);
+  console.log(`keyed exchange, ${RECORDS} records ${figures.record}, median of ${RUNS}, running = first deploy -> last finish:`);
+  for (const [name, f] of [['p=1 (1 producer, 1 consumer)', p1], ['p=2 (2 producers, 2 consumers)', p2]] as const) {
+    console.log(`  ${name}:`);
+    console.log(`    codec only (encode + decode, 1 thread): ${f.codecOnly.medianMs} ms   ${f.codecOnly.recordsPerSecond} records/s`);
+    console.log(`    keyed exchange across 2 TaskExecutors:  ${f.keyedExchange.runningMedianMs} ms   ${f.keyedExchange.recordsPerSecond} records/s`);
+    console.log(`    efficiency = exchange records/s ÷ codec records/s = ${f.efficiency} (target >= 0.5); without the ${f.keyedExchange.emptyJobMedianMs} ms the job takes without records: ${f.efficiencyWithoutStartup}`);
+  }
+  console.log(`  figures: ${path}`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

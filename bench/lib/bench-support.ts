@@ -1,0 +1,142 @@
+// Helpers shared by the benchmarks: running a job on a local cluster to its end, timing it, sampling the
+// peak memory of the cluster's processes, and writing figures to bench/out/.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RestClient } from '../../runtime/cli/rest-client.js';
+import { packageRoot } from '../../runtime/core/paths.js';
+import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
+import { processesOfCluster } from '../../runtime/local/process-table.js';
+import type { JobDetails } from '../../runtime/dispatcher/rest-types.js';
+
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+export const round = (n: number, digits = 2): number => Number(n.toFixed(digits));
+
+export function writeFigures(name: string, figures: unknown): string {
+  const dir = join(packageRoot, 'bench', 'out');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.json`);
+  writeFileSync(path, JSON.stringify(figures, null, 2) + '\n');
+  return path;
+}
+
+export type ProcessRole = 'dispatcher' | 'jobmanager' | 'taskexecutor' | 'other';
+
+export interface ProcessPeak {
+  readonly pid: number;
+  readonly role: ProcessRole;
+  /** VmHWM: the process's peak resident set, as the kernel counts it (MiB). */
+  readonly peakRssMiB: number;
+}
+
+function roleOf(pid: number): ProcessRole {
+  try {
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+    if (cmd.includes('taskexecutor.js')) return 'taskexecutor';
+    if (cmd.includes('jobmanager.js')) return 'jobmanager';
+    if (cmd.includes('dispatcher.js')) return 'dispatcher';
+  } catch {
+    // gone
+  }
+  return 'other';
+}
+
+function vmHwmKiB(pid: number): number | undefined {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+    return m === null ? undefined : Number(m[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Polls the cluster's processes (found by its state dir, as runtime/local/process-table.ts does) and keeps
+ * each one's VmHWM. VmHWM only grows, so the last reading before a process exits is its peak, give or
+ * take what it grew in its last interval.
+ */
+export class PeakRssSampler {
+  private readonly peaks = new Map<number, { role: ProcessRole; kib: number }>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private lastScanMs = 0;
+
+  /**
+   * Finding the cluster's processes reads every process's environment, so it runs only every `scanMs`;
+   * the processes found are read every `intervalMs` (one small file each), which keeps the sampler from
+   * taking CPU from the job it measures.
+   */
+  constructor(private readonly stateDir: string, private readonly intervalMs = 50, private readonly scanMs = 250) {}
+
+  start(): void {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), this.intervalMs);
+  }
+
+  sample(): void {
+    const now = performance.now();
+    if (now - this.lastScanMs >= this.scanMs) {
+      this.lastScanMs = now;
+      for (const pid of processesOfCluster(this.stateDir)) {
+        if (!this.peaks.has(pid)) this.peaks.set(pid, { role: roleOf(pid), kib: 0 });
+      }
+    }
+    for (const [pid, known] of this.peaks) {
+      const kib = vmHwmKiB(pid);
+      if (kib !== undefined && kib > known.kib) known.kib = kib;
+    }
+  }
+
+  stop(): ProcessPeak[] {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    return [...this.peaks].filter(([, p]) => p.kib > 0).map(([pid, p]) => ({ pid, role: p.role, peakRssMiB: round(p.kib / 1024, 1) }));
+  }
+}
+
+export interface JobRun {
+  readonly jobId: string;
+  readonly job: JobDetails;
+  /** POST /jobs sent → FINISHED seen (within one poll interval). */
+  readonly submitToFinishedMs: number;
+  /** First task deployed → last task finished, by the JobMaster's clock: the job's running time. */
+  readonly runningMs: number;
+}
+
+/**
+ * Submits a job and polls every `pollMs` until it ends; throws unless it FINISHED. The running time comes
+ * from the JobMaster's clock, so the poll interval only bounds how late submit → FINISHED is seen.
+ */
+export async function runJob(client: RestClient, graph: JobGraph, code: Uint8Array, pollMs = 50): Promise<JobRun> {
+  const started = performance.now();
+  const { jobId } = await client.submitJob(graph, code);
+  for (;;) {
+    const job = await client.getJob(jobId);
+    if (job.status === 'FINISHED') {
+      const submitToFinishedMs = performance.now() - started;
+      const vertices = job.vertices ?? [];
+      const first = Math.min(...vertices.map((v) => v.firstDeployedAtMs ?? Infinity));
+      const last = Math.max(...vertices.map((v) => v.lastFinishedAtMs ?? -Infinity));
+      return { jobId, job, submitToFinishedMs, runningMs: Number.isFinite(last - first) ? last - first : submitToFinishedMs };
+    }
+    if (job.status === 'FAILED' || job.status === 'CANCELED') {
+      const exceptions = await client.getJobExceptions(jobId);
+      throw new Error(`benchmark job ${jobId} ended ${job.status}: ${exceptions.map((e) => e.message).join('; ')}`);
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+/** Waits until the cluster runs no more than `expected` processes (the job's JobManager and TaskExecutors gone). */
+export async function settle(stateDir: string, expected: number, timeoutMs = 30_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let count = processesOfCluster(stateDir).length;
+  while (count > expected && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    count = processesOfCluster(stateDir).length;
+  }
+  return count;
+}
