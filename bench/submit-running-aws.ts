@@ -76,7 +76,9 @@ const aws: number[] = [];
   const ecs = await EcsEmulator.start({ region: emulators.region, logDir: join(work, 'ecs-logs') });
   try {
     const tables = await createTables(emulators);
-    const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey };
+    const secret = 'bench-secret';
+    // As the task definitions give it: credentials as a task role would, the secret as ECS injects it.
+    const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_SECRET: secret };
     // Its own copy of the entry points, so a rebuild of dist/ during the run cannot pull them away.
     await build({
       entryPoints: Object.fromEntries(['jobmanager', 'taskexecutor', 'slot-worker'].map((n) => [n, join(packageRoot, 'runtime/entrypoints', `${n}.ts`)])),
@@ -84,7 +86,6 @@ const aws: number[] = [];
     });
     ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, join(entryDir, 'jobmanager.js')], env: taskEnv });
     ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, join(entryDir, 'taskexecutor.js')], env: taskEnv });
-    const secret = 'bench-secret';
     const dispatcher = await startAwsDispatcher({
       env: {
         ...awsServicesEnv(emulators, tables),
