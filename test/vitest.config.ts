@@ -12,6 +12,8 @@ export default defineConfig({
     // Process-level tests spawn many children: keep the 2-core machine from thrashing.
     maxWorkers: 2,
     env: { FLOE_LOG_LEVEL: 'warn' },
+    // The JSON report lets CI print one plain 'N passed, N failed' line.
+    reporters: ['default', ['json', { outputFile: 'test/.tmp/vitest-report.json' }]],
   },
   resolve: {
     alias: { floe: new URL('../runtime/api/index.ts', import.meta.url).pathname },
