@@ -59,7 +59,7 @@ export interface TaskExecutorDeps {
   readonly rpc: RpcService;
   readonly leaseStore: LeaseStore;
   readonly blobStore: BlobStore;
-  /** Folder for this TaskExecutor's files (library cache). */
+  /** Folder of this TaskExecutor's own files (library cache, blocking partitions); removed when it stops. */
   readonly workDir: string;
   readonly clock?: Clock;
   readonly logger?: Logger;
@@ -850,9 +850,10 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.endpoint?.stop();
     this.partitions.close(`TaskExecutor ${this.resourceId} is stopping`);
     await Promise.all(this.slots.map((s) => s.worker?.terminate()));
-    // Nobody can fetch partitions from a stopped TaskExecutor: their files go with it.
+    // Nobody can fetch partitions from a stopped TaskExecutor: its files (partitions, library cache)
+    // go with it.
     await this.blockingPartitions.discardAll();
-    await removePath(this.partitionDir, { recursive: true, force: true }).catch(() => undefined);
+    await removePath(this.deps.workDir, { recursive: true, force: true }).catch(() => undefined);
     for (const s of this.slots) s.worker = undefined;
     this.dataClient.close();
     await this.dataServer?.close();
