@@ -394,7 +394,7 @@ describe('FloeCluster with props', () => {
 
 describe('FloeCluster props that cannot work', () => {
   it('fails at synth on a config option Floe does not know or a bad value, naming it', () => {
-    const stack = new Stack(new App(), 'Bad');
+    const stack = new Stack(testApp(), 'Bad');
     expect(() => new FloeCluster(stack, 'Floe', { config: { 'taskmanager.numberOfTaskSlot': 4 } })).toThrow(ConfigurationError);
     expect(() => new FloeCluster(stack, 'Floe2', { config: { 'heartbeat.timeout': 'soon' } })).toThrow(/'heartbeat.timeout' must be an integer, found "soon"/);
     expect(() => new FloeCluster(stack, 'Floe3', { blobPrefix: '/floe' })).toThrow(/blobPrefix must end with '\/'/);
