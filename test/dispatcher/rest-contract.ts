@@ -64,13 +64,29 @@ let library: Uint8Array;
 let sha256: string;
 let cacheDir: string;
 
-async function graphFor(jobId: string, exportName = 'default'): Promise<JobGraph> {
+/** Bundles the fixture job once per file; call from a beforeAll (it returns the clean-up). */
+export async function prepareFixtureLibrary(): Promise<() => void> {
+  ({ code: library, sha256 } = await bundleJobFile(join(import.meta.dirname, '../fixtures/jobs/e2e-words.ts')));
+  const dir = mkdtempSync(join(tmpdir(), 'floe-rest-contract-'));
+  cacheDir = dir;
+  return () => rmSync(dir, { recursive: true, force: true });
+}
+
+export const fixtureLibrary = (): { library: Uint8Array; sha256: string } => ({ library, sha256 });
+
+export async function graphFor(jobId: string, exportName = 'default'): Promise<JobGraph> {
   const definition = loadJobDefinition(await importLibrary(library, cacheDir), exportName);
   return buildJobGraph(definition, { jobId: JobId.of(jobId), args: ['/tmp/in.txt', '/tmp/out'], exportName, library: { sha256, sizeBytes: library.length }, defaultParallelism: 2 });
 }
 
+/** A submission body for the fixture job under `jobId`. */
+export const submissionFor = async (jobId: string): Promise<{ jobGraph: JobGraph; library: string }> => ({
+  jobGraph: await graphFor(jobId),
+  library: Buffer.from(library).toString('base64'),
+});
+
 /** An in-memory Dispatcher behind `front`; what it stored and launched is there to assert on. */
-async function setupDispatcher(front: RestFrontFactory, cleanups: (() => Promise<void> | void)[], options: { maxBodyBytes?: number; jobStore?: JobStore } = {}) {
+export async function setupDispatcher(front: RestFrontFactory, cleanups: (() => Promise<void> | void)[], options: { maxBodyBytes?: number; jobStore?: JobStore } = {}) {
   const clock = new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
   const blobStore = new InMemoryBlobStore();
@@ -95,13 +111,9 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
   describe(`REST API bad input (${frontName})`, () => {
     const cleanups: (() => Promise<void> | void)[] = [];
     const setup = (options: { maxBodyBytes?: number; jobStore?: JobStore } = {}) => setupDispatcher(front, cleanups, options);
-    const submission = async (jobId: string) => ({ jobGraph: await graphFor(jobId), library: Buffer.from(library).toString('base64') });
+    const submission = submissionFor;
 
-    beforeAll(async () => {
-      ({ code: library, sha256 } = await bundleJobFile(join(import.meta.dirname, '../fixtures/jobs/e2e-words.ts')));
-      cacheDir = mkdtempSync(join(tmpdir(), 'floe-rest-contract-'));
-      return () => rmSync(cacheDir, { recursive: true, force: true });
-    });
+    beforeAll(prepareFixtureLibrary);
     afterEach(async () => {
       for (const c of cleanups.splice(0).reverse()) await c();
     });
