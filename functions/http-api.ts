@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { InvalidRequestError } from '../runtime/core/errors.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
 import type { RestHandler, RestRequest, RestResponse } from '../runtime/dispatcher/rest-router.js';
+import type { AwsDispatcher } from '../runtime/aws/aws-dispatcher.js';
+import { createTaskStateChangeHandler, isTaskStateChange, type TaskStateChangeEvent } from './ecs-task-events.js';
 
 export type HttpApiEvent = APIGatewayProxyEventV2;
 export type HttpApiResult = APIGatewayProxyStructuredResultV2;
@@ -68,10 +70,20 @@ export function createHttpApiHandler(options: HttpApiHandlerOptions): middy.Midd
     });
 }
 
-/** The deployed function: the Dispatcher on DynamoDB, S3 and ECS, configured by the environment (see runtime/aws/aws-env.ts). */
-export const handler = createHttpApiHandler({
-  router: async () => {
-    const { startAwsDispatcher } = await import('../runtime/aws/aws-dispatcher.js');
-    return (await startAwsDispatcher({ env: process.env })).router;
-  },
-});
+// The deployed function: the Dispatcher on DynamoDB, S3 and ECS, configured by the environment (see
+// runtime/aws/aws-env.ts). It answers the REST API and hears the cluster's ECS task state changes.
+let awsDispatcher: Promise<AwsDispatcher> | undefined;
+const dispatcherOnce = (): Promise<AwsDispatcher> => {
+  awsDispatcher ??= import('../runtime/aws/aws-dispatcher.js')
+    .then(({ startAwsDispatcher }) => startAwsDispatcher({ env: process.env }))
+    .catch((error: unknown) => {
+      awsDispatcher = undefined; // a failed cold start is tried again by the next event
+      throw error;
+    });
+  return awsDispatcher;
+};
+const httpApi = createHttpApiHandler({ router: async () => (await dispatcherOnce()).router });
+const taskStateChanges = createTaskStateChangeHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
+
+export const handler = (event: HttpApiEvent | TaskStateChangeEvent, context: Context): Promise<HttpApiResult | void> =>
+  isTaskStateChange(event) ? taskStateChanges(event, context) : httpApi(event, context);

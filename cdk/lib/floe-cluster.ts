@@ -8,6 +8,8 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as ecrAssets from 'aws-cdk-lib/aws-ecr-assets';
 import * as ecs from 'aws-cdk-lib/aws-ecs';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as eventsTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -305,6 +307,18 @@ export class FloeCluster extends Construct {
     this.bucket.grantReadWrite(api, `${blobPrefix}*`);
     this.jobManagerTaskDefinition.grantRun(api);
     this.grantTaskControl(api);
+
+    // No process watches a JobManager task on AWS: the Dispatcher function hears them stop, so a job
+    // whose JobManager task died is recorded FAILED instead of staying RUNNING.
+    new events.Rule(this, 'JobManagerStopped', {
+      description: "Floe: a JobManager task stopped; the Dispatcher fails its job if it had not ended",
+      eventPattern: {
+        source: ['aws.ecs'],
+        detailType: ['ECS Task State Change'],
+        detail: { clusterArn: [this.cluster.clusterArn], lastStatus: ['STOPPED'], group: [`family:${this.jobManagerTaskDefinition.family}`] },
+      },
+      targets: [new eventsTargets.LambdaFunction(this.apiFunction, { retryAttempts: 4 })],
+    });
 
     this.httpApi = new apigwv2.HttpApi(this, 'HttpApi', { description: 'Floe REST API' });
     this.httpApi.addRoutes({

@@ -49,7 +49,8 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-export const jobManagerWorkerId = (jobId: string): string => `jobmanager-${jobId}`;
+const JOB_MANAGER_WORKER_PREFIX = 'jobmanager-';
+export const jobManagerWorkerId = (jobId: string): string => `${JOB_MANAGER_WORKER_PREFIX}${jobId}`;
 
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
@@ -148,12 +149,23 @@ export class Dispatcher {
   }
 
   private async jobManagerExited(exit: WorkerExit): Promise<void> {
-    if (exit.kind !== WorkerKind.JOB_MANAGER || !exit.id.startsWith('jobmanager-')) return;
-    const jobId = JobId.of(exit.id.slice('jobmanager-'.length));
+    if (exit.kind !== WorkerKind.JOB_MANAGER) return;
+    await this.workerStopped(exit.id, exit.reason);
+  }
+
+  /**
+   * A worker stopped (seen by the launcher here, or by an ECS task-state event on AWS). When it was a
+   * job's JobManager and the job has not ended, the job ends FAILED saying why; recovery by relaunch
+   * arrives with leader failover. Returns the job it ended, if any.
+   */
+  async workerStopped(workerId: string, reason: string): Promise<JobId | undefined> {
+    if (!workerId.startsWith(JOB_MANAGER_WORKER_PREFIX)) return undefined;
+    const jobId = workerId.slice(JOB_MANAGER_WORKER_PREFIX.length);
+    if (!JobId.isValid(jobId)) return undefined;
     const record = await this.deps.jobStore.get(jobId).catch(() => undefined);
-    if (record === undefined || isGloballyTerminal(record.status)) return;
-    // Recovery by relaunch arrives with leader failover; until then the job ends here, saying why.
-    await this.failUnattended(jobId, `the JobManager process ${exit.reason} before the job ended`);
+    if (record === undefined || isGloballyTerminal(record.status)) return undefined;
+    await this.failUnattended(jobId, `the JobManager process ${reason} before the job ended`);
+    return jobId;
   }
 
   /** Ends a job no JobMaster can end, conditioned on the record's current epoch. */

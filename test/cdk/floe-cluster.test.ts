@@ -186,6 +186,18 @@ describe('FloeCluster with its defaults', () => {
     template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com', FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] } });
   });
 
+  it('sends the stops of JobManager tasks in this cluster to the Dispatcher function', () => {
+    const [fnId] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
+    const [ruleId, rule] = only(resourcesOf(template, 'AWS::Events::Rule'), 'one EventBridge rule');
+    const pattern = rule.Properties!['EventPattern'] as { source: string[]; 'detail-type': string[]; detail: { lastStatus: string[]; clusterArn: unknown[]; group: unknown[] } };
+    expect(pattern.source).toEqual(['aws.ecs']);
+    expect(pattern['detail-type']).toEqual(['ECS Task State Change']);
+    expect(pattern.detail.lastStatus).toEqual(['STOPPED']);
+    expect(pattern.detail.group).toEqual([`family:${resources[jmTaskDefId]!.Properties!['Family'] as string}`]);
+    expect(JSON.stringify(rule.Properties!['Targets'])).toContain(fnId);
+    template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'events.amazonaws.com', SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] } });
+  });
+
   it('defines the JobManager and TaskExecutor tasks from one image, each with its command, size and environment', () => {
     const jm = resources[jmTaskDefId]!;
     const te = resources[teTaskDefId]!;

@@ -1,0 +1,78 @@
+// ECS task state changes reaching the Dispatcher function: a JobManager task that stops before its job
+// ended fails the job with ECS's reason; other tasks and other states change nothing.
+import { afterEach, describe, expect, it } from 'vitest';
+import { createTaskStateChangeHandler, isTaskStateChange, stoppedWorkerOf, type TaskStateChangeEvent } from '../../functions/ecs-task-events.js';
+import { ManualClock } from '../../runtime/core/clock.js';
+import { loadConfig } from '../../runtime/core/config.js';
+import { JobId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import { Dispatcher, jobManagerWorkerId } from '../../runtime/dispatcher/dispatcher.js';
+import type { JobStatus } from '../../runtime/jobgraph/job-status.js';
+import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
+import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
+import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
+import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
+import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
+
+function taskEvent(lastStatus: string, resourceId: string, exitCode?: number): TaskStateChangeEvent {
+  return {
+    version: '0', id: 'e-1', 'detail-type': 'ECS Task State Change', source: 'aws.ecs', account: '123456789012', time: '2026-11-30T00:00:00Z', region: 'us-east-1', resources: [],
+    detail: {
+      lastStatus,
+      stoppedReason: 'Essential container in task exited',
+      containers: [{ ...(exitCode !== undefined ? { exitCode } : {}) }],
+      overrides: { containerOverrides: [{ environment: [{ name: 'FLOE_JOB_ID', value: 'j' }, { name: 'FLOE_RESOURCE_ID', value: resourceId }] }] },
+    },
+  };
+}
+
+describe('ECS task state changes', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  async function setup(status: JobStatus) {
+    const clock = new ManualClock();
+    const jobStore = new InMemoryJobStore(clock);
+    const launcher = new InProcessWorkerLauncher(async () => ({ stop: async () => {}, exited: Promise.resolve(0) }));
+    const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
+    const dispatcher = new Dispatcher({
+      jobStore, blobStore: new InMemoryBlobStore(), leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config: loadConfig(), clock, logger: silentLogger, jobManagerEnv: {},
+    });
+    cleanups.push(() => dispatcher.close(), () => rpc.close());
+    const jobId = JobId.of('job-ecs');
+    await jobStore.create({
+      jobId, name: 'n', status, epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+      ...(status === 'FINISHED' ? { endedAtMs: 1 } : {}),
+    });
+    const handle = createTaskStateChangeHandler({ dispatcher: async () => dispatcher, logger: silentLogger });
+    return { jobStore, jobId, handle };
+  }
+
+  it('fails a job whose JobManager task stopped before the job ended, with the exit code and ECS reason', async () => {
+    const { jobStore, jobId, handle } = await setup('RUNNING');
+    await handle(taskEvent('STOPPED', jobManagerWorkerId(jobId), 137));
+    const record = (await jobStore.get(jobId))!;
+    expect(record.status).toBe('FAILED');
+    expect(record.exceptions.at(-1)!.message).toBe('the JobManager process exited with code 137 (ECS: Essential container in task exited) before the job ended');
+  });
+
+  it('changes nothing for a TaskExecutor task, a task still running, or a job that already ended', async () => {
+    const running = await setup('RUNNING');
+    await running.handle(taskEvent('STOPPED', 'te-1a2b3c4d', 1));
+    await running.handle(taskEvent('RUNNING', jobManagerWorkerId(running.jobId)));
+    expect((await running.jobStore.get(running.jobId))!.status).toBe('RUNNING');
+    const ended = await setup('FINISHED');
+    await ended.handle(taskEvent('STOPPED', jobManagerWorkerId(ended.jobId), 0));
+    expect((await ended.jobStore.get(ended.jobId))!.status).toBe('FINISHED');
+  });
+
+  it('tells task state changes from HTTP API events and reads the worker and reason from the event', () => {
+    const event = taskEvent('STOPPED', 'jobmanager-abc', 2);
+    expect(isTaskStateChange(event)).toBe(true);
+    expect(isTaskStateChange({ version: '2.0', rawPath: '/health', requestContext: { http: { method: 'GET' } } })).toBe(false);
+    expect(stoppedWorkerOf(event)).toEqual({ workerId: 'jobmanager-abc', reason: 'exited with code 2 (ECS: Essential container in task exited)' });
+    expect(stoppedWorkerOf(taskEvent('STOPPED', ''))).toBeUndefined();
+  });
+});
