@@ -4,7 +4,7 @@
 import type { Context, EventBridgeEvent } from 'aws-lambda';
 import { ProcessEnv } from '../runtime/core/process-env.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
-import type { Dispatcher } from '../runtime/dispatcher/dispatcher.js';
+import { jobOfJobManagerWorker, type Dispatcher } from '../runtime/dispatcher/dispatcher.js';
 
 interface TaskStateDetail {
   readonly lastStatus?: string;
@@ -35,7 +35,8 @@ export function createTaskStateChangeHandler(options: { dispatcher: () => Promis
   const log = (options.logger ?? createLogger({ process: 'lambda' })).child({ component: 'ecs-task-events' });
   return async (event) => {
     const stopped = stoppedWorkerOf(event);
-    if (stopped === undefined) return;
+    // Only a JobManager's stop concerns the Dispatcher; anything else is answered without a cold start.
+    if (stopped === undefined || jobOfJobManagerWorker(stopped.workerId) === undefined) return;
     const dispatcher = await options.dispatcher();
     const jobId = await dispatcher.workerStopped(stopped.workerId, stopped.reason);
     if (jobId !== undefined) log.warn('a JobManager task stopped before its job ended; the job is recorded FAILED', { jobId, ...stopped });

@@ -52,6 +52,13 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const JOB_MANAGER_WORKER_PREFIX = 'jobmanager-';
 export const jobManagerWorkerId = (jobId: string): string => `${JOB_MANAGER_WORKER_PREFIX}${jobId}`;
 
+/** The job a JobManager worker id belongs to; undefined for any other worker. */
+export function jobOfJobManagerWorker(workerId: string): JobId | undefined {
+  if (!workerId.startsWith(JOB_MANAGER_WORKER_PREFIX)) return undefined;
+  const jobId = workerId.slice(JOB_MANAGER_WORKER_PREFIX.length);
+  return JobId.isValid(jobId) ? jobId : undefined;
+}
+
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
 
@@ -159,9 +166,8 @@ export class Dispatcher {
    * arrives with leader failover. Returns the job it ended, if any.
    */
   async workerStopped(workerId: string, reason: string): Promise<JobId | undefined> {
-    if (!workerId.startsWith(JOB_MANAGER_WORKER_PREFIX)) return undefined;
-    const jobId = workerId.slice(JOB_MANAGER_WORKER_PREFIX.length);
-    if (!JobId.isValid(jobId)) return undefined;
+    const jobId = jobOfJobManagerWorker(workerId);
+    if (jobId === undefined) return undefined;
     const record = await this.deps.jobStore.get(jobId).catch(() => undefined);
     if (record === undefined || isGloballyTerminal(record.status)) return undefined;
     await this.failUnattended(jobId, `the JobManager process ${reason} before the job ended`);

@@ -2,6 +2,8 @@
 // ended fails the job with ECS's reason; other tasks and other states change nothing.
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTaskStateChangeHandler, isTaskStateChange, stoppedWorkerOf, type TaskStateChangeEvent } from '../../functions/ecs-task-events.js';
+import { handler } from '../../functions/http-api.js';
+import type { Context } from 'aws-lambda';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';
@@ -74,5 +76,14 @@ describe('ECS task state changes', () => {
     expect(isTaskStateChange({ version: '2.0', rawPath: '/health', requestContext: { http: { method: 'GET' } } })).toBe(false);
     expect(stoppedWorkerOf(event)).toEqual({ workerId: 'jobmanager-abc', reason: 'exited with code 2 (ECS: Essential container in task exited)' });
     expect(stoppedWorkerOf(taskEvent('STOPPED', ''))).toBeUndefined();
+  });
+
+  it('the deployed entry point routes both kinds of event without needing the cluster for what concerns it not', async () => {
+    const context = { awsRequestId: 'req-1' } as Context;
+    // A TaskExecutor's stop is not the Dispatcher's business: answered without opening any store.
+    await expect(handler(taskEvent('STOPPED', 'te-1a2b3c4d', 1), context)).resolves.toBeUndefined();
+    // An event that is neither is a clear 400 from the HTTP API side.
+    const res = await handler({ version: '1.0' } as never, context);
+    expect(res).toMatchObject({ statusCode: 400, body: expect.stringContaining('payload v2') });
   });
 });
