@@ -109,22 +109,20 @@ export class JobMaster implements JobMasterGateway {
     this.required = requiredSlots(deps.jobGraph);
     this.regions = computePipelinedRegions(deps.jobGraph);
     this.terminationPromise = new Promise((resolve) => (this.resolveTermination = resolve));
-    this.heartbeats = new HeartbeatManager<TaskExecutorHeartbeatPayload>({
+    const heartbeat = {
       ownerName: 'jobmaster',
       intervalMs: deps.config.heartbeatIntervalMs,
       timeoutMs: deps.config.heartbeatTimeoutMs,
       mainThread: this.main,
       clock: deps.clock,
       logger: this.log,
+    };
+    this.heartbeats = new HeartbeatManager<TaskExecutorHeartbeatPayload>({
+      ...heartbeat,
       onTimeout: (id, cause) => this.taskManagerLost(ResourceIdOf.of(id), `heartbeat: ${cause}`),
     });
     this.rmHeartbeat = new HeartbeatManager<void>({
-      ownerName: 'jobmaster',
-      intervalMs: deps.config.heartbeatIntervalMs,
-      timeoutMs: deps.config.heartbeatTimeoutMs,
-      mainThread: this.main,
-      clock: deps.clock,
-      logger: this.log,
+      ...heartbeat,
       onTimeout: (_id, cause) => {
         this.log.warn('lost the ResourceManager; reconnecting', { cause });
         this.resourceManager = undefined;
