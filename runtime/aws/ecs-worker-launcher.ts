@@ -6,7 +6,7 @@ import type { Clock, Timer } from '../core/clock.js';
 import { ConfigurationError, ConflictError, errorMessage, FloeError, InvalidRequestError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
-import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../resourcemanager/worker-launcher.js';
+import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
 import { baseClientOptions, type AwsConfig } from './clients.js';
 import { backoffDelayMs, sleepOn, TokenBucket, type BackoffOptions, type TokenBucketOptions } from './rate-limit.js';
 

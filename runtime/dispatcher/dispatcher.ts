@@ -15,8 +15,8 @@ import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
-import type { JobMasterGateway } from '../jobmaster/jobmaster-gateway.js';
-import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../resourcemanager/worker-launcher.js';
+import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
+import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import type { ArtifactUploadResponse, JobDetails, JobSummary, OverviewResponse } from './rest-types.js';
 

@@ -11,10 +11,10 @@ import { backendOf, embeddedHosts, ProcessEnv, requireEnv } from '../core/proces
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
-import { JobManagerRunner } from '../jobmaster/jobmanager-runner.js';
+import { JobManagerRunner } from '../jobmanager/jobmanager-runner.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
 import { openEmbeddedServices } from '../local/embedded-services.js';
-import type { WorkerLauncher } from '../resourcemanager/worker-launcher.js';
+import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 
 installParentWatch();

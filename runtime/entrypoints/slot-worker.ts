@@ -1,6 +1,6 @@
 // The worker thread of one TaskExecutor slot: user code runs here, never on the TaskExecutor's main thread.
 import { parentPort } from 'node:worker_threads';
-import { SlotWorkerRuntime } from '../taskexecutor/slot-worker-runtime.js';
+import { SlotWorkerRuntime } from '../task/slot-worker-runtime.js';
 
 if (parentPort === null) {
   process.stderr.write('slot-worker must run as a worker thread of a TaskExecutor\n');

@@ -4,7 +4,7 @@ import { ExecutionAttemptId, ResultPartitionId, type AllocationId, type Resource
 import type { ErrorInfo } from '../core/errors.js';
 import { ExecutionState, isExecutionTerminal, type TaskCounts } from '../jobgraph/job-status.js';
 import type { JobEdge, JobGraph, JobVertex } from '../jobgraph/jobgraph.js';
-import type { TaskResult } from '../taskexecutor/task-deployment.js';
+import type { TaskResult } from '../protocol/task-deployment.js';
 
 export interface Execution {
   readonly vertex: JobVertex;

@@ -2,7 +2,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InvalidRequestError } from '../core/errors.js';
-import type { InputSplit } from '../taskexecutor/task-deployment.js';
+import type { InputSplit } from '../protocol/task-deployment.js';
 
 /** Files of a source path: the file itself, or a folder's regular files (not hidden), sorted. */
 export async function listInputFiles(path: string): Promise<{ path: string; size: number }[]> {

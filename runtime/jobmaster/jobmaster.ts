@@ -13,11 +13,11 @@ import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import type { JobException, JobStore, VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
-import type { ClusterResources, ResourceManagerGateway } from '../resourcemanager/resourcemanager-gateway.js';
+import type { ClusterResources, ResourceManagerGateway } from '../protocol/resourcemanager-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
-import { combinerFor, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../taskexecutor/task-deployment.js';
-import type { TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../taskexecutor/taskexecutor-gateway.js';
+import { combinerFor, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
+import type { TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../protocol/taskexecutor-gateway.js';
 import { canTransition, countTaskStates, ExecutionGraph, partitionIdOf, requiredSlots, taskName, type Execution } from './execution-graph.js';
 import { PartitionTracker, type TrackedPartition } from './partition-tracker.js';
 import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
@@ -28,7 +28,7 @@ import {
   type SlotOffer,
   type TaskExecutionStateUpdate,
   type TaskManagerInfo,
-} from './jobmaster-gateway.js';
+} from '../protocol/jobmaster-gateway.js';
 import { attemptStagingLocationFor, outputStoreFor } from '../blob/output-store.js';
 
 export interface JobMasterDeps {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ConfigurationError, ConflictError, InvalidRequestError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
-import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../resourcemanager/worker-launcher.js';
+import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
 
 export { installParentWatch } from './parent-watch.js';
 

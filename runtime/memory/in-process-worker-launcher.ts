@@ -2,7 +2,7 @@
 // (JobManager, TaskExecutors) in one process while the ResourceManager drives them through the port.
 import { ConflictError, InvalidRequestError, errorMessage } from '../core/errors.js';
 import { ProcessEnv } from '../core/process-env.js';
-import type { WorkerExit, WorkerLauncher, WorkerSpec } from '../resourcemanager/worker-launcher.js';
+import type { WorkerExit, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
 
 export interface InProcessWorker {
   /** Asks the worker to shut down; `exited` resolves once it has. */

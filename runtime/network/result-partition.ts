@@ -4,7 +4,7 @@
 // consumer slows its producer and memory stays bounded.
 import { FloeError } from '../core/errors.js';
 import type { ResultPartitionId } from '../core/ids.js';
-import type { ResultPartitionDescriptor } from '../taskexecutor/task-deployment.js';
+import type { ResultPartitionDescriptor } from '../protocol/task-deployment.js';
 import type { Partitioner } from '../jobgraph/jobgraph.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
 import { canonicalKey, keyGroupOf, subtaskForKeyGroup } from './key-groups.js';

@@ -9,17 +9,17 @@ import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../c
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
-import type { JobMasterGateway } from '../jobmaster/jobmaster-gateway.js';
+import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName } from '../rpc/rpc-service.js';
 import type { RpcService, ServedEndpoint } from '../rpc/rpc-service.js';
-import type { SlotReport, TaskExecutorGateway } from '../taskexecutor/taskexecutor-gateway.js';
-import { RESOURCE_MANAGER_METHODS } from './resourcemanager-gateway.js';
-import type { ClusterResources, ResourceManagerGateway, ResourceRequirements, TaskExecutorRegistration } from './resourcemanager-gateway.js';
+import type { SlotReport, TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
+import { RESOURCE_MANAGER_METHODS } from '../protocol/resourcemanager-gateway.js';
+import type { ClusterResources, ResourceManagerGateway, ResourceRequirements, TaskExecutorRegistration } from '../protocol/resourcemanager-gateway.js';
 import { SlotManager, detached } from './slot-manager.js';
 import type { SlotManagerSnapshot } from './slot-manager.js';
-import { WorkerKind } from './worker-launcher.js';
-import type { WorkerExit, WorkerLauncher } from './worker-launcher.js';
+import { WorkerKind } from '../protocol/worker-launcher.js';
+import type { WorkerExit, WorkerLauncher } from '../protocol/worker-launcher.js';
 
 export interface ResourceManagerDeps {
   /** This process's id; TaskExecutors and the JobMaster watch the RM's heartbeats under it. */

@@ -1,7 +1,7 @@
 // The TaskExecutor main thread's handle on one slot's worker thread.
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import type { Logger } from '../core/logger.js';
-import type { MainToWorker, SlotWorkerData, WorkerToMain } from './worker-protocol.js';
+import type { MainToWorker, SlotWorkerData, WorkerToMain } from '../task/worker-protocol.js';
 
 export class SlotWorker {
   private readonly worker: Worker;

@@ -32,25 +32,25 @@ import { retrieveLeader } from '../ha/leader-election.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import { isExecutionTerminal, type ExecutionState } from '../jobgraph/job-status.js';
-import type { JobMasterGateway, TaskExecutionStateUpdate } from '../jobmaster/jobmaster-gateway.js';
+import type { JobMasterGateway, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import { bridgePorts, createLocalPortPair, wrapMessagePort, type ChannelPort } from '../network/channel-port.js';
 import { DataClient } from '../network/data-client.js';
 import { DataServer } from '../network/data-server.js';
-import type { ResourceManagerGateway } from '../resourcemanager/resourcemanager-gateway.js';
+import type { ResourceManagerGateway } from '../protocol/resourcemanager-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
 import { BlockingPartitionTable, type HeldPartitionInfo } from './blocking-partitions.js';
 import { PartitionRegistry } from './partition-registry.js';
 import { SlotWorker } from './slot-worker-handle.js';
-import { needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from './task-deployment.js';
+import { needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
   type SlotReport,
   type SlotRequest,
   type TaskExecutorGateway,
   type TaskExecutorHeartbeatPayload,
-} from './taskexecutor-gateway.js';
-import type { TaskSettings, WorkerToMain } from './worker-protocol.js';
+} from '../protocol/taskexecutor-gateway.js';
+import type { TaskSettings, WorkerToMain } from '../task/worker-protocol.js';
 
 export interface TaskExecutorDeps {
   readonly resourceId: ResourceId;

@@ -7,7 +7,7 @@ import { buildJobGraph } from '../../runtime/api/translate.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobGraph, OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { parseJobGraph, validateJobGraph } from '../../runtime/jobgraph/validate.js';
-import { combinerFor } from '../../runtime/taskexecutor/task-deployment.js';
+import { combinerFor } from '../../runtime/protocol/task-deployment.js';
 
 const build = (job: ReturnType<typeof defineJob>): JobGraph =>
   buildJobGraph(job, { jobId: JobId.of('job-pre'), args: [], exportName: 'default', library: { sha256: 'c'.repeat(64), sizeBytes: 1 }, defaultParallelism: 2, cwd: '/w' });

@@ -5,7 +5,7 @@ import { ManualClock, systemClock } from '../../runtime/core/clock.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { backoffDelayMs, TokenBucket } from '../../runtime/aws/rate-limit.js';
 import { classifyEcsFailure, createEcsClient, EcsLaunchError, EcsWorkerLauncher, type EcsWorkerLauncherOptions } from '../../runtime/aws/ecs-worker-launcher.js';
-import type { WorkerExit } from '../../runtime/resourcemanager/worker-launcher.js';
+import type { WorkerExit } from '../../runtime/protocol/worker-launcher.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { EcsEmulator } from './ecs-emulator.js';
 

@@ -3,7 +3,7 @@
 // the child-process fixture (test/fixtures/contract-worker.ts) and the in-process one (test/support/test-workers.ts).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConflictError } from '../../runtime/core/errors.js';
-import type { WorkerExit, WorkerLauncher, WorkerSpec } from '../../runtime/resourcemanager/worker-launcher.js';
+import type { WorkerExit, WorkerLauncher, WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
 
 export const TEST_WORKER_ENV = {
   /** 'serve' (default): run until stopped, then exit 0. 'exit': exit by itself. 'check-env': exit 0 if the env is right, else 42. */

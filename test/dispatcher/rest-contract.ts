@@ -20,7 +20,7 @@ import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js'
 import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
-import type { WorkerSpec } from '../../runtime/resourcemanager/worker-launcher.js';
+import type { WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
 
 export const REST_SECRET = 'test-secret';

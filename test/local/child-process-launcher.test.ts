@@ -7,7 +7,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConfigurationError, InvalidRequestError } from '../../runtime/core/errors.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { ChildProcessWorkerLauncher } from '../../runtime/local/child-process-launcher.js';
-import type { WorkerExit } from '../../runtime/resourcemanager/worker-launcher.js';
+import type { WorkerExit } from '../../runtime/protocol/worker-launcher.js';
 import { describeWorkerLauncherContract } from '../contracts/worker-launcher.contract.js';
 import { bundleForNode } from '../support/bundle.js';
 import { isProcessAlive, killAll, waitUntil } from '../support/process-liveness.js';

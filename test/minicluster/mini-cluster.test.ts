@@ -9,7 +9,7 @@ import { JobId } from '../../runtime/core/ids.js';
 import { blobKeys } from '../../runtime/blob/blob-store.js';
 import type { JobEdge, JobGraph, JobVertex, OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { encodeValue } from '../../runtime/network/record-buffer.js';
-import type { TaskResult } from '../../runtime/taskexecutor/task-deployment.js';
+import type { TaskResult } from '../../runtime/protocol/task-deployment.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { MiniCluster, type MiniTaskExecutor, type RunningJob } from '../support/mini-cluster.js';
 import type { JobRecord } from '../../runtime/ha/job-store.js';

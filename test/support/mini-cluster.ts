@@ -13,7 +13,7 @@ import { ProcessEnv, requireEnv } from '../../runtime/core/process-env.js';
 import { blobKeys } from '../../runtime/blob/blob-store.js';
 import type { JobRecord } from '../../runtime/ha/job-store.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
-import { JobManagerRunner, type RunnerOutcome } from '../../runtime/jobmaster/jobmanager-runner.js';
+import { JobManagerRunner, type RunnerOutcome } from '../../runtime/jobmanager/jobmanager-runner.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';

@@ -1,6 +1,6 @@
 // In-process workers that follow the WorkerLauncher contract's test protocol (TEST_WORKER_ENV).
 import type { InProcessWorker } from '../../runtime/memory/in-process-worker-launcher.js';
-import type { WorkerSpec } from '../../runtime/resourcemanager/worker-launcher.js';
+import type { WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
 import { TEST_WORKER_ENV } from '../contracts/worker-launcher.contract.js';
 
 export async function createContractTestWorker(spec: WorkerSpec): Promise<InProcessWorker> {

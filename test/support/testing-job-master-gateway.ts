@@ -2,9 +2,9 @@
 // test sets only the behaviour it is about (Flink's TestingJobMasterGateway).
 import type { AllocationId, ExecutionAttemptId, ResourceId } from '../../runtime/core/ids.js';
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
-import type { JobMasterGateway, SlotOffer, TaskExecutionStateUpdate, TaskManagerInfo } from '../../runtime/jobmaster/jobmaster-gateway.js';
-import type { ClusterResources } from '../../runtime/resourcemanager/resourcemanager-gateway.js';
-import type { InputSplit } from '../../runtime/taskexecutor/task-deployment.js';
+import type { JobMasterGateway, SlotOffer, TaskExecutionStateUpdate, TaskManagerInfo } from '../../runtime/protocol/jobmaster-gateway.js';
+import type { ClusterResources } from '../../runtime/protocol/resourcemanager-gateway.js';
+import type { InputSplit } from '../../runtime/protocol/task-deployment.js';
 
 export interface TestingJobMasterFunctions {
   registerTaskManager: (info: TaskManagerInfo) => Promise<{ readonly jobMasterResourceId: ResourceId }>;

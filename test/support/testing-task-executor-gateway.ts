@@ -2,8 +2,8 @@
 // so a test sets only the behaviour it is about (Flink's TestingTaskExecutorGateway).
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
-import type { TaskDeploymentDescriptor } from '../../runtime/taskexecutor/task-deployment.js';
-import type { SlotReport, SlotRequest, TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../../runtime/taskexecutor/taskexecutor-gateway.js';
+import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import type { SlotReport, SlotRequest, TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../../runtime/protocol/taskexecutor-gateway.js';
 
 export interface TestingTaskExecutorFunctions {
   requestSlot: (request: SlotRequest) => Promise<void>;

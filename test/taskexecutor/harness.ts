@@ -12,13 +12,13 @@ import { buildJobGraph } from '../../runtime/api/translate.js';
 import { blobKeys, type BlobStore } from '../../runtime/blob/blob-store.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import type { ExecutionState } from '../../runtime/jobgraph/job-status.js';
-import type { JobMasterGateway, SlotOffer, TaskExecutionStateUpdate, TaskManagerInfo } from '../../runtime/jobmaster/jobmaster-gateway.js';
-import type { ResourceManagerGateway, TaskExecutorRegistration } from '../../runtime/resourcemanager/resourcemanager-gateway.js';
-import { JOB_MASTER_METHODS } from '../../runtime/jobmaster/jobmaster-gateway.js';
-import { RESOURCE_MANAGER_METHODS } from '../../runtime/resourcemanager/resourcemanager-gateway.js';
+import type { JobMasterGateway, SlotOffer, TaskExecutionStateUpdate, TaskManagerInfo } from '../../runtime/protocol/jobmaster-gateway.js';
+import type { ResourceManagerGateway, TaskExecutorRegistration } from '../../runtime/protocol/resourcemanager-gateway.js';
+import { JOB_MASTER_METHODS } from '../../runtime/protocol/jobmaster-gateway.js';
+import { RESOURCE_MANAGER_METHODS } from '../../runtime/protocol/resourcemanager-gateway.js';
 import { EndpointName, type RpcService } from '../../runtime/rpc/rpc-service.js';
-import type { InputSplit, TaskResult } from '../../runtime/taskexecutor/task-deployment.js';
-import type { SlotReport } from '../../runtime/taskexecutor/taskexecutor-gateway.js';
+import type { InputSplit, TaskResult } from '../../runtime/protocol/task-deployment.js';
+import type { SlotReport } from '../../runtime/protocol/taskexecutor-gateway.js';
 
 let workerBundle: Promise<string> | undefined;
 

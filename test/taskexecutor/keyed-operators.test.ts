@@ -12,10 +12,10 @@ import type { KeyedEmit, OperatorSpec, Partitioner } from '../../runtime/jobgrap
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition } from '../../runtime/network/result-partition.js';
-import { runOperatorChain, type TaskIo } from '../../runtime/taskexecutor/operators.js';
-import { SlotWorkerRuntime } from '../../runtime/taskexecutor/slot-worker-runtime.js';
-import type { TaskDeploymentDescriptor } from '../../runtime/taskexecutor/task-deployment.js';
-import type { WorkerToMain } from '../../runtime/taskexecutor/worker-protocol.js';
+import { runOperatorChain, type TaskIo } from '../../runtime/task/operator-chain.js';
+import { SlotWorkerRuntime } from '../../runtime/task/slot-worker-runtime.js';
+import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import type { WorkerToMain } from '../../runtime/task/worker-protocol.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-keyed-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

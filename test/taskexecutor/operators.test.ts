@@ -8,9 +8,9 @@ import type { OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition } from '../../runtime/network/result-partition.js';
-import { runOperatorChain, sequenceRange, type TaskIo } from '../../runtime/taskexecutor/operators.js';
-import type { InputSplit, TaskDeploymentDescriptor } from '../../runtime/taskexecutor/task-deployment.js';
-import { readSplitLines } from '../../runtime/taskexecutor/text-file-reader.js';
+import { runOperatorChain, sequenceRange, type TaskIo } from '../../runtime/task/operator-chain.js';
+import type { InputSplit, TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import { readSplitLines } from '../../runtime/task/text-file-reader.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-operators-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -9,9 +9,9 @@ import type { FunctionRef, OperatorSpec } from '../../runtime/jobgraph/jobgraph.
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition } from '../../runtime/network/result-partition.js';
-import { keyedCombiner, keyedStep, type KeyedOperatorSpec } from '../../runtime/taskexecutor/keyed-operators.js';
-import { runOperatorChain } from '../../runtime/taskexecutor/operators.js';
-import type { ResultPartitionDescriptor, TaskDeploymentDescriptor, TaskResult } from '../../runtime/taskexecutor/task-deployment.js';
+import { keyedCombiner, keyedStep, type KeyedOperatorSpec } from '../../runtime/task/keyed-operators.js';
+import { runOperatorChain } from '../../runtime/task/operator-chain.js';
+import type { ResultPartitionDescriptor, TaskDeploymentDescriptor, TaskResult } from '../../runtime/protocol/task-deployment.js';
 
 const NET = { segmentSizeBytes: 512, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
 const KEY_GROUPS = 128;

@@ -14,8 +14,8 @@ import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.j
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
 import { TaskExecutor } from '../../runtime/taskexecutor/task-executor.js';
-import type { InputGateDescriptor, ResultPartitionDescriptor, TaskDeploymentDescriptor } from '../../runtime/taskexecutor/task-deployment.js';
-import type { TaskExecutorGateway } from '../../runtime/taskexecutor/taskexecutor-gateway.js';
+import type { InputGateDescriptor, ResultPartitionDescriptor, TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import type { TaskExecutorGateway } from '../../runtime/protocol/taskexecutor-gateway.js';
 import { createSplits } from '../../runtime/jobmaster/input-splits.js';
 import { slotWorkerBundle, storeJobLibrary, TestJobMaster, TestResourceManager, waitFor } from './harness.js';
 

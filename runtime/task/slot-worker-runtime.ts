@@ -14,9 +14,9 @@ import { InputGate } from '../network/input-gate.js';
 import { ResultPartition } from '../network/result-partition.js';
 import { BlockingPartitionWriter } from '../network/blocking-partition.js';
 import { collectNetworkMetrics } from './task-metrics.js';
-import { runOperatorChain, TaskCanceledError } from './operators.js';
-import { needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from './task-deployment.js';
-import { keySelectorOf } from './operators.js';
+import { runOperatorChain, TaskCanceledError } from './operator-chain.js';
+import { needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
+import { keySelectorOf } from './operator-chain.js';
 import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
 
 interface RunningTask {

@@ -31,7 +31,7 @@ import type { ErrorInfo } from '../core/errors.js';
 import type { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
 import type { BlockingPartitionFiles } from '../network/blocking-partition.js';
-import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from './task-deployment.js';
+import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
 
 /** What a task needs from the configuration, resolved on the main thread. */
 export interface TaskSettings {

@@ -13,9 +13,9 @@ import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import { parseJobGraph } from '../jobgraph/validate.js';
 import { ResourceManager } from '../resourcemanager/resourcemanager.js';
-import type { WorkerLauncher } from '../resourcemanager/worker-launcher.js';
+import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { RpcService } from '../rpc/rpc-service.js';
-import { JobMaster, type JobTermination } from './jobmaster.js';
+import { JobMaster, type JobTermination } from '../jobmaster/jobmaster.js';
 
 export interface JobManagerRunnerDeps {
   readonly jobId: JobId;

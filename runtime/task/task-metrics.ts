@@ -1,7 +1,7 @@
 // A task's data-plane counters for its TaskResult, read from its output partitions and input gate.
 import type { InputGate } from '../network/input-gate.js';
 import type { ResultPartition } from '../network/result-partition.js';
-import type { TaskNetworkMetrics } from './task-deployment.js';
+import type { TaskNetworkMetrics } from '../protocol/task-deployment.js';
 
 export function collectNetworkMetrics(
   outputs: readonly Pick<ResultPartition, 'stats'>[],

@@ -2,8 +2,8 @@
 import type { AllocationId, ExecutionAttemptId, ResourceId } from '../core/ids.js';
 import type { ErrorInfo } from '../core/errors.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
-import type { ClusterResources } from '../resourcemanager/resourcemanager-gateway.js';
-import type { InputSplit, TaskResult } from '../taskexecutor/task-deployment.js';
+import type { ClusterResources } from './resourcemanager-gateway.js';
+import type { InputSplit, TaskResult } from './task-deployment.js';
 
 export interface TaskManagerInfo {
   readonly resourceId: ResourceId;

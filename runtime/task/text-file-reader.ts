@@ -3,7 +3,7 @@
 // last line it starts even past its end, so every line is read once across any split sizes. Streams the
 // file in chunks; a line may be any length, the file any size.
 import { createReadStream } from 'node:fs';
-import type { InputSplit } from './task-deployment.js';
+import type { InputSplit } from '../protocol/task-deployment.js';
 
 const NEWLINE = 0x0a;
 const CR = 0x0d;

@@ -1,0 +1,114 @@
+// Where a task's records leave it: its output partitions, checked against the codec first, some
+// through a combiner that pre-aggregates per key.
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import { InvalidKeyError } from '../network/key-groups.js';
+import { CODEC_HINT, findUnencodable, RecordEncodingError } from '../network/record-check.js';
+import type { ResultPartition } from '../network/result-partition.js';
+import { keyedCombiner, type KeyedCombiner, type SendPartial } from './keyed-operators.js';
+import { keyedFunctions, keySelectorOf, type Emit, type TaskIo } from './task-io.js';
+
+/** What a task writes its records to: its output partitions, some through a combiner. */
+export interface OutputWriter {
+  readonly emit: Emit;
+  /** End of input: sends what the combiners hold. */
+  endOfInput(): Promise<void>;
+}
+
+/**
+ * Writes to the task's output partitions, checking first that the codec can carry the record (msgpackr
+ * drops or reshapes some values silently). `producer` names the operator whose records these are. An
+ * output into a keyed operator that takes pre-aggregated input (its descriptor's `combiner`) folds the
+ * records per key instead and sends `[key, partial]` pairs, in batches of at most
+ * 'execution.combiner.max-keys' keys and at end of input.
+ */
+export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys: number): OutputWriter {
+  const outputs = io.outputs;
+  const keyProblem = (e: unknown): never => {
+    if (e instanceof InvalidKeyError) throw new InvalidKeyError(`the key selector after operator '${producer.name}' (${producer.kind}) returned an unusable key: ${e.message}`);
+    throw e;
+  };
+  const combiners: KeyedCombiner[] = [];
+  const plain: ResultPartition[] = [];
+  outputs.forEach((partition, i) => {
+    const d = io.tdd.outputs[i];
+    if (d?.combiner === undefined || d.keySelector === undefined) {
+      plain.push(partition);
+      return;
+    }
+    const op = d.combiner;
+    const owner = `the pre-aggregation of ${op.kind.slice('keyed.'.length)} '${op.name}' after operator '${producer.name}'`;
+    const send: SendPartial = (canonical, pair) => {
+      const bad = findUnencodable(pair);
+      if (bad !== undefined) {
+        throw new RecordEncodingError(
+          `${owner} made a partial result that cannot be sent to the next task: ${bad.replace(/record\[1\]/g, 'partial').replace(/record\[0\]/g, 'key')}; ` +
+            `accumulators and reduced values that cross the network may hold strings, numbers, booleans, null, undefined, bigints, Dates, Uint8Arrays, and arrays / plain objects of them`,
+        );
+      }
+      return partition.emitToKey(canonical, pair);
+    };
+    const producerName = `operator '${producer.name}' (${producer.kind})`;
+    combiners.push(keyedCombiner(op, keyedFunctions(io, op, owner), keySelectorOf(io.tdd, io.userFunctions, d.keySelector), send, combinerMaxKeys, { signal: io.signal, producer: producerName }));
+  });
+  const endOfInput = async (): Promise<void> => {
+    for (const c of combiners) await c.flush();
+  };
+  const toPlain = plainPartitionsEmit(plain, producer, keyProblem);
+  if (combiners.length === 0) return { emit: toPlain ?? (() => undefined), endOfInput };
+  // A combiner names the producer itself when a key is unusable.
+  const combine: Emit =
+    combiners.length === 1
+      ? combiners[0]!.add
+      : (r) => {
+          let waits: Promise<void>[] | undefined;
+          for (const c of combiners) {
+            const p = c.add(r);
+            if (p !== undefined) (waits ??= []).push(p);
+          }
+          if (waits !== undefined) return Promise.all(waits).then(() => undefined);
+        };
+  if (toPlain === undefined) return { emit: combine, endOfInput };
+  return {
+    emit: (r) => {
+      const a = toPlain(r);
+      const b = combine(r);
+      if (a === undefined) return b;
+      if (b === undefined) return a;
+      return Promise.all([a, b]).then(() => undefined);
+    },
+    endOfInput,
+  };
+}
+
+function plainPartitionsEmit(outputs: readonly ResultPartition[], producer: OperatorSpec, keyProblem: (e: unknown) => never): Emit | undefined {
+  if (outputs.length === 0) return undefined;
+  const check = (r: unknown): void => {
+    const bad = findUnencodable(r);
+    if (bad !== undefined) throw new RecordEncodingError(`operator '${producer.name}' (${producer.kind}) emitted a record that cannot be sent to the next task: ${bad}; ${CODEC_HINT}`);
+  };
+  if (outputs.length === 1) {
+    const only = outputs[0]!;
+    return (r) => {
+      check(r);
+      try {
+        return only.emit(r);
+      } catch (e) {
+        return keyProblem(e);
+      }
+    };
+  }
+  return (r) => {
+    check(r);
+    let waits: Promise<void>[] | undefined;
+    try {
+      for (const o of outputs) {
+        const p = o.emit(r);
+        if (p !== undefined) (waits ??= []).push(p);
+      }
+    } catch (e) {
+      keyProblem(e);
+    }
+    if (waits !== undefined) return Promise.all(waits).then(() => undefined);
+  };
+}
+

@@ -1,0 +1,105 @@
+// Sinks at the end of a task's chain: the collect sink (records back to the client through the JobMaster)
+// and the text file sink (one part file per subtask, staged per attempt, committed by the JobMaster).
+import { mkdir, mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { outputStoreFor } from '../blob/output-store.js';
+import { findUnencodable, RecordEncodingError } from '../network/record-check.js';
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
+import { TaskSetupError, type Emit } from './task-io.js';
+
+export interface Sink {
+  readonly emit: Emit;
+  close(): Promise<void>;
+  abort(): Promise<void>;
+  readonly result?: () => Pick<TaskResult, 'collected' | 'collectedTruncated'>;
+}
+
+class CollectSink implements Sink {
+  private readonly records: unknown[] = [];
+  private truncated = false;
+  constructor(private readonly maxRecords: number, private readonly name: string) {}
+  readonly emit: Emit = (r) => {
+    // The result travels as JSON to the JobMaster and the client.
+    const bad = findUnencodable(r, 'json');
+    if (bad !== undefined) throw new RecordEncodingError(`collect sink '${this.name}' received a record it cannot return to the client: ${bad}; collected records may hold strings, finite numbers, booleans, null, and arrays / plain objects of them`);
+    if (this.records.length < this.maxRecords) this.records.push(r);
+    else this.truncated = true;
+  };
+  async close(): Promise<void> {}
+  async abort(): Promise<void> {}
+  readonly result = (): Pick<TaskResult, 'collected' | 'collectedTruncated'> => ({ collected: this.records, collectedTruncated: this.truncated });
+}
+
+const FLUSH_BYTES = 64 * 1024;
+
+/** One line per record into `<stagingDir>/part-<subtask>`; fsynced before the task may finish. */
+class TextFileSink implements Sink {
+  private pending: string[] = [];
+  private pendingChars = 0;
+  private handle: FileHandle | undefined;
+
+  /** Set for a remote staging location (S3): the part is written locally, then uploaded on close. */
+  private upload: (() => Promise<void>) | undefined;
+
+  private constructor(readonly path: string) {}
+
+  static async open(stagingDir: string, subtaskIndex: number): Promise<TextFileSink> {
+    const store = await outputStoreFor(stagingDir);
+    const localDir = store.remote ? await mkdtemp(join(tmpdir(), 'floe-part-')) : stagingDir;
+    await mkdir(localDir, { recursive: true });
+    const sink = new TextFileSink(join(localDir, `part-${subtaskIndex}`));
+    sink.handle = await open(sink.path, 'w');
+    if (store.remote) {
+      sink.upload = async () => {
+        try {
+          await store.uploadPart(stagingDir, subtaskIndex, sink.path);
+        } finally {
+          await rm(localDir, { recursive: true, force: true });
+        }
+      };
+    }
+    return sink;
+  }
+
+  readonly emit: Emit = (r) => {
+    const line = typeof r === 'string' ? r : JSON.stringify(r) ?? String(r);
+    this.pending.push(line);
+    this.pendingChars += line.length + 1;
+    if (this.pendingChars >= FLUSH_BYTES) return this.flush();
+  };
+
+  private async flush(): Promise<void> {
+    if (this.pending.length === 0) return;
+    const text = this.pending.join('\n') + '\n';
+    this.pending = [];
+    this.pendingChars = 0;
+    await this.handle!.write(text);
+  }
+
+  async close(): Promise<void> {
+    await this.flush();
+    await this.handle!.sync();
+    await this.handle!.close();
+    this.handle = undefined;
+    await this.upload?.();
+  }
+
+  async abort(): Promise<void> {
+    await this.handle?.close().catch(() => undefined);
+    this.handle = undefined;
+    if (this.upload !== undefined) await rm(dirname(this.path), { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+
+/** The sink that ends the task's chain, if its last operator is one. */
+export async function openSink(tdd: TaskDeploymentDescriptor, last: OperatorSpec): Promise<Sink | undefined> {
+  if (last.kind === 'sink.collect') return new CollectSink(last.maxRecords, last.name);
+  if (last.kind === 'sink.textFile') {
+    if (tdd.sinkStagingDir === undefined) throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
+    return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex);
+  }
+  return undefined;
+}

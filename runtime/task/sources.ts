@@ -1,0 +1,135 @@
+// Sources at the head of a task's chain: sequences, collections, generators and text file splits
+// asked of the JobMaster one at a time.
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import { checkCanceled, isThenable, TaskSetupError, userFunction, YIELD_EVERY, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
+import { readSplitLineBatches } from './text-file-reader.js';
+
+/** Subtask i of p gets the i-th of p contiguous, near-equal ranges of [from, to]. */
+export function sequenceRange(from: number, to: number, subtaskIndex: number, parallelism: number): { from: number; to: number } {
+  const total = Math.max(0, to - from + 1);
+  const base = Math.floor(total / parallelism);
+  const extra = total % parallelism;
+  const start = from + subtaskIndex * base + Math.min(subtaskIndex, extra);
+  const count = base + (subtaskIndex < extra ? 1 : 0);
+  return { from: start, to: start + count - 1 };
+}
+
+export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promise<void> {
+  const { tdd } = io;
+  let n = 0;
+  const pause = async (): Promise<void> => {
+    checkCanceled(io);
+    await yieldToEventLoop();
+  };
+  // Synchronous unless the chain or a pause needs awaiting: a promise per record would cost more than
+  // many operators do.
+  const step = (r: unknown): Promise<void> | void => {
+    const p = emit(r);
+    if (++n % YIELD_EVERY === 0) return p === undefined ? pause() : p.then(pause);
+    return p;
+  };
+  switch (op.kind) {
+    case 'source.sequence': {
+      const range = sequenceRange(op.from, op.to, tdd.subtaskIndex, tdd.parallelism);
+      for (let v = range.from; v <= range.to; v++) {
+        const p = emit(v);
+        if (p !== undefined) await p;
+        if (++n % YIELD_EVERY === 0) {
+          checkCanceled(io);
+          await yieldToEventLoop();
+        }
+      }
+      break;
+    }
+    case 'source.collection': {
+      const elements: unknown = userFunction(io, op)();
+      if (elements === null || elements === undefined || typeof (elements as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+        throw new TypeError(`collection source '${op.name}' must yield an iterable, got ${elements === null ? 'null' : typeof elements}`);
+      }
+      let i = 0;
+      for (const e of elements as Iterable<unknown>) {
+        if (i++ % tdd.parallelism === tdd.subtaskIndex) {
+          const p = step(e);
+          if (p !== undefined) await p;
+        }
+      }
+      break;
+    }
+    case 'source.textFile': {
+      // The next split is asked for while this one is read, so the round trip to the JobMaster does not
+      // leave the task idle between splits.
+      let upcoming = io.requestSplit();
+      for (;;) {
+        checkCanceled(io);
+        const split = await upcoming;
+        if (split === null) break;
+        upcoming = io.requestSplit();
+        // Without a handler, a failed request would count as unhandled until the next await reaches it.
+        upcoming.catch(() => undefined);
+        for await (const lines of readSplitLineBatches(split)) {
+          for (let i = 0; i < lines.length; i++) {
+            const p = step(lines[i]);
+            if (p !== undefined) await p;
+          }
+        }
+      }
+      break;
+    }
+    case 'source.generate':
+      await runGenerator(io, op, step);
+      break;
+    case 'map':
+    case 'flatMap':
+    case 'filter':
+    case 'sink.textFile':
+    case 'sink.collect':
+    case 'keyed.reduce':
+    case 'keyed.sum':
+    case 'keyed.aggregate':
+      throw new TaskSetupError(`task ${tdd.taskName}: '${op.name}' (${op.kind}) is not a source`);
+    default:
+      op satisfies never;
+  }
+  checkCanceled(io);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * fn(i) for i = subtask, subtask + parallelism, … below `count` (or without end), so the subtasks
+ * together produce each index once. A rate is shared evenly by the subtasks and kept by sleeping.
+ */
+async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'source.generate' }>, step: (r: unknown) => Promise<void> | void): Promise<void> {
+  const { tdd } = io;
+  const fn = userFunction(io, op);
+  const end = op.count ?? Number.MAX_SAFE_INTEGER;
+  const perSubtask = op.ratePerSecond === undefined ? undefined : op.ratePerSecond / tdd.parallelism;
+  const started = Date.now();
+  let produced = 0;
+  for (let i = tdd.subtaskIndex; i < end; i += tdd.parallelism) {
+    if (perSubtask !== undefined) {
+      const due = started + (produced * 1000) / perSubtask;
+      const wait = due - Date.now();
+      if (wait > 1) {
+        await sleep(wait, io.signal);
+        checkCanceled(io);
+      }
+    }
+    const r: unknown = fn(i);
+    const p = step(isThenable(r) ? await r : r);
+    if (p !== undefined) await p;
+    produced++;
+  }
+}
+

@@ -1,0 +1,82 @@
+// What every part of a task's operator chain shares: the task's I/O, the emit function type, its errors,
+// and how user functions are found in the job's library by operator id.
+import { FloeError } from '../core/errors.js';
+import { functionKey, type FunctionRef, type OperatorSpec } from '../jobgraph/jobgraph.js';
+import type { InputGate } from '../network/input-gate.js';
+import type { ResultPartition } from '../network/result-partition.js';
+import type { InputSplit, TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
+import type { KeyedFunctions, KeyedOperatorSpec } from './keyed-operators.js';
+
+/** Passes one record on. Returns a promise only when the next step must be awaited (backpressure, I/O). */
+export type Emit = (record: unknown) => Promise<void> | void;
+
+export class TaskSetupError extends FloeError {
+  constructor(message: string) {
+    super('TASK_SETUP', message);
+  }
+}
+
+export class TaskCanceledError extends FloeError {
+  constructor(taskName: string) {
+    super('TASK_CANCELED', `task ${taskName} was cancelled`);
+  }
+}
+
+export interface TaskIo {
+  readonly tdd: TaskDeploymentDescriptor;
+  readonly userFunctions: ReadonlyMap<string, Function>;
+  readonly signal: AbortSignal;
+  /** Output partitions, one per descriptor output, in order. */
+  readonly outputs: readonly ResultPartition[];
+  /** Union of every input channel of the task; undefined for a source task. */
+  readonly input: InputGate | undefined;
+  requestSplit(): Promise<InputSplit | null>;
+  /** 'execution.combiner.max-keys'. @default - CONFIG_OPTIONS.combinerMaxKeys.default */
+  readonly combinerMaxKeys?: number;
+}
+
+
+export const isThenable = (v: unknown): v is PromiseLike<unknown> => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
+
+export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** Records between two yields of a busy loop, so cancel and channel messages get through. */
+export const YIELD_EVERY = 1024;
+
+export function functionOf(userFunctions: ReadonlyMap<string, Function>, owner: string, ref: FunctionRef): Function {
+  const fn = userFunctions.get(functionKey(ref));
+  if (fn === undefined) {
+    throw new TaskSetupError(
+      `${owner} names user function ${functionKey(ref)} of export '${ref.export}', but re-running the job builder found none with that id; ` +
+        `the builder must be deterministic for the same arguments (found ids: ${[...userFunctions.keys()].join(', ') || 'none'})`,
+    );
+  }
+  return fn;
+}
+
+export function userFunction(io: TaskIo, op: OperatorSpec & { fn: FunctionRef }): Function {
+  return functionOf(io.userFunctions, `operator '${op.name}' (${op.kind})`, op.fn);
+}
+
+/** The key selector a hash output routes by. */
+export function keySelectorOf(tdd: TaskDeploymentDescriptor, userFunctions: ReadonlyMap<string, Function>, ref: FunctionRef): (record: unknown) => unknown {
+  return functionOf(userFunctions, `the hash output of task ${tdd.taskName}`, ref) as (record: unknown) => unknown;
+}
+
+export function keyedFunctions(io: TaskIo, op: KeyedOperatorSpec, owner: string): KeyedFunctions {
+  const fn = (ref: FunctionRef): Function => functionOf(io.userFunctions, owner, ref);
+  switch (op.kind) {
+    case 'keyed.reduce':
+      return { key: fn(op.key), fn: fn(op.fn) };
+    case 'keyed.sum':
+      return { key: fn(op.key), ...(op.selector !== undefined ? { selector: fn(op.selector) } : {}) };
+    case 'keyed.aggregate':
+      return { key: fn(op.key), createAccumulator: fn(op.createAccumulator), add: fn(op.add), getResult: fn(op.getResult), ...(op.merge !== undefined ? { merge: fn(op.merge) } : {}) };
+    default:
+      return op satisfies never;
+  }
+}
+
+export function checkCanceled(io: TaskIo): void {
+  if (io.signal.aborted) throw new TaskCanceledError(io.tdd.taskName);
+}
+
