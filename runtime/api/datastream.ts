@@ -1,7 +1,7 @@
 // The job-building API: a StreamEnvironment records transformations; DataStreams chain them. Nothing runs
 // here: the recorded transformations become a JobGraph (translate.ts) and, in a task, the source of the
 // user's functions (program.ts).
-import type { OperatorKind, Partitioner } from '../jobgraph/jobgraph.js';
+import type { OperatorKind, Partitioner, RestartStrategySpec } from '../jobgraph/jobgraph.js';
 import { InvalidJobDefinitionError } from './job-definition.js';
 
 export type MapFunction<T, R> = (value: T) => R;
@@ -173,6 +173,7 @@ export class StreamEnvironment {
   private defaultParallelism: number | undefined;
   private chainingEnabled = true;
   private defaultExchange: ExchangeMode = 'pipelined';
+  private restartStrategy: RestartStrategySpec | undefined;
   private readonly recorded: Transformation[] = [];
 
   /** Runs every operator in a task of its own: no two operators are fused into one chain. */
@@ -199,6 +200,30 @@ export class StreamEnvironment {
 
   getDefaultExchange(): ExchangeMode {
     return this.defaultExchange;
+  }
+
+  /**
+   * How this job restarts failed tasks, instead of the cluster's 'restart-strategy.*' options: for
+   * instance `{ type: 'fixed-delay', attempts: 3, delayMs: 1000 }`, or `{ type: 'none' }` to fail at the
+   * first failure. Fields left out take the cluster's value for that type; the Dispatcher checks the
+   * values when the job is submitted and names the option of any that is out of range.
+   */
+  setRestartStrategy(strategy: RestartStrategySpec): this {
+    const types = ['none', 'fixed-delay', 'exponential-delay', 'failure-rate'];
+    if (strategy === null || typeof strategy !== 'object' || !types.includes((strategy as { type?: unknown }).type as string)) {
+      throw new InvalidJobDefinitionError(`setRestartStrategy(strategy) needs { type: ${types.map((t) => `'${t}'`).join(' | ')}, … }, found ${JSON.stringify(strategy)}`);
+    }
+    for (const [key, value] of Object.entries(strategy)) {
+      if (key !== 'type' && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
+        throw new InvalidJobDefinitionError(`setRestartStrategy({ ${key} }) needs a finite number >= 0, found ${JSON.stringify(value)}`);
+      }
+    }
+    this.restartStrategy = { ...strategy };
+    return this;
+  }
+
+  getRestartStrategy(): RestartStrategySpec | undefined {
+    return this.restartStrategy;
   }
 
   /**

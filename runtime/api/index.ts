@@ -15,3 +15,4 @@ export type {
   ExchangeMode,
   ExchangeOptions,
 } from './datastream.js';
+export type { RestartStrategySpec } from '../jobgraph/jobgraph.js';

@@ -227,6 +227,7 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     program: { export: options.exportName, args: [...options.args] },
     vertices,
     edges,
+    ...(env.getRestartStrategy() !== undefined ? { restartStrategy: env.getRestartStrategy()! } : {}),
   };
   validateJobGraph(graph);
   return graph;

@@ -8,7 +8,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { FloeError, InvalidRequestError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
-import { applyCancelRequest, applyJobUpdate, assertCreatable, assertWriterEpoch, compareJobRecords } from '../ha/job-rules.js';
+import { applyCancelRequest, applyJobUpdate, assertCreatable, assertWriterEpoch, boundedException, compareJobRecords } from '../ha/job-rules.js';
 import { MAX_STORED_EXCEPTIONS, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
 import { ConditionFailed, conditionally, type Item } from './dynamodb-conditions.js';
@@ -117,11 +117,12 @@ export class DynamoDbJobStore implements JobStore {
       if (update.endedAtMs !== undefined) set('endedAtMs', update.endedAtMs);
       if (update.resultKey !== undefined) set('resultKey', update.resultKey);
       if (update.vertices !== undefined) set('vertices', update.vertices);
+      if (update.restarts !== undefined) set('restarts', update.restarts);
       if (update.exception !== undefined) {
         sets.push('#exceptions = list_append(if_not_exists(#exceptions, :noExceptions), :exception)');
         names['#exceptions'] = A.exceptions;
         values[':noExceptions'] = [];
-        values[':exception'] = [update.exception];
+        values[':exception'] = [boundedException(update.exception)];
       }
       if (update.status !== undefined && isGloballyTerminal(update.status) && this.options.endedJobRetentionMs !== undefined) {
         set(TTL, Math.ceil((now + this.options.endedJobRetentionMs) / 1000));

@@ -7,6 +7,11 @@ interface OptionSpec {
   readonly default: number | string;
   readonly description: string;
   readonly min?: number;
+  readonly max?: number;
+  /** A number that may have a fraction (a multiplier, a factor); numbers are integers otherwise. */
+  readonly fractional?: boolean;
+  /** The values a string option may take. */
+  readonly values?: readonly string[];
 }
 
 /** Every option: its Flink-style key, default and meaning. The README's config table lists these. */
@@ -34,6 +39,33 @@ export const CONFIG_OPTIONS = {
     min: 0,
     description: 'Keys a producer pre-aggregates at once per output into a bounded keyed sum / reduce / aggregate; past this many it sends its partial results and starts over (0: every record goes on as its own partial).',
   },
+  restartStrategy: {
+    key: 'restart-strategy.type',
+    default: 'exponential-delay',
+    values: ['none', 'fixed-delay', 'exponential-delay', 'failure-rate'],
+    description: 'How a job restarts failed tasks: none, fixed-delay, exponential-delay or failure-rate. The default lets a job survive a lost TaskExecutor or a passing failure; a job can set its own (env.setRestartStrategy).',
+  },
+  restartFixedDelayAttempts: { key: 'restart-strategy.fixed-delay.attempts', default: 3, min: 0, description: 'fixed-delay: restarts allowed before the job fails.' },
+  restartFixedDelayMs: { key: 'restart-strategy.fixed-delay.delay', default: 1_000, min: 0, description: 'fixed-delay: wait before each restart (ms).' },
+  restartInitialBackoffMs: { key: 'restart-strategy.exponential-delay.initial-backoff', default: 100, min: 0, description: 'exponential-delay: wait before the first restart (ms).' },
+  restartMaxBackoffMs: { key: 'restart-strategy.exponential-delay.max-backoff', default: 10_000, min: 0, description: 'exponential-delay: the longest wait between restarts (ms).' },
+  restartBackoffMultiplier: { key: 'restart-strategy.exponential-delay.backoff-multiplier', default: 2, min: 1, fractional: true, description: 'exponential-delay: each wait is the previous one times this.' },
+  restartJitterFactor: { key: 'restart-strategy.exponential-delay.jitter-factor', default: 0.1, min: 0, max: 1, fractional: true, description: 'exponential-delay: each wait moves randomly by up to this fraction of itself, so restarts of many jobs spread out.' },
+  restartResetBackoffThresholdMs: {
+    key: 'restart-strategy.exponential-delay.reset-backoff-threshold',
+    default: 60_000,
+    min: 1,
+    description: 'exponential-delay: a job that ran this long without a failure starts over at the initial backoff, with its attempts counted afresh (ms).',
+  },
+  restartAttemptsBeforeReset: {
+    key: 'restart-strategy.exponential-delay.attempts-before-reset-backoff',
+    default: 5,
+    min: 0,
+    description: 'exponential-delay: restarts allowed, counted since the last reset, before the job fails.',
+  },
+  restartMaxFailuresPerInterval: { key: 'restart-strategy.failure-rate.max-failures-per-interval', default: 3, min: 1, description: 'failure-rate: the job fails once more than this many failures happen within the interval.' },
+  restartFailureRateIntervalMs: { key: 'restart-strategy.failure-rate.failure-rate-interval', default: 60_000, min: 1, description: 'failure-rate: the interval failures are counted in (ms).' },
+  restartFailureRateDelayMs: { key: 'restart-strategy.failure-rate.delay', default: 1_000, min: 0, description: 'failure-rate: wait before each restart (ms).' },
 } as const satisfies Record<string, OptionSpec>;
 
 export type ConfigField = keyof typeof CONFIG_OPTIONS;
@@ -63,15 +95,19 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
     const spec: OptionSpec = CONFIG_OPTIONS[field];
     if (typeof spec.default === 'number') {
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
-      if (!Number.isFinite(n) || !Number.isInteger(n)) {
-        problems.push(`'${spec.key}' must be an integer, found ${JSON.stringify(raw)}`);
+      if (!Number.isFinite(n) || (spec.fractional !== true && !Number.isSafeInteger(n))) {
+        problems.push(`'${spec.key}' must be ${spec.fractional === true ? 'a finite number' : 'an integer'}, found ${JSON.stringify(raw)}`);
       } else if (spec.min !== undefined && n < spec.min) {
         problems.push(`'${spec.key}' must be >= ${spec.min}, found ${n}`);
+      } else if (spec.max !== undefined && n > spec.max) {
+        problems.push(`'${spec.key}' must be <= ${spec.max}, found ${n}`);
       } else {
         out[field] = n;
       }
     } else if (typeof raw !== 'string' || raw === '') {
       problems.push(`'${spec.key}' must be a non-empty string, found ${JSON.stringify(raw)}`);
+    } else if (spec.values !== undefined && !spec.values.includes(raw)) {
+      problems.push(`'${spec.key}' must be one of ${spec.values.join(', ')}, found ${JSON.stringify(raw)}`);
     } else {
       out[field] = raw;
     }

@@ -13,7 +13,7 @@ import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { JobManagerRunner } from '../jobmanager/jobmanager-runner.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
-import { openEmbeddedServices } from '../local/embedded-services.js';
+import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 
@@ -45,7 +45,12 @@ async function openBackend(): Promise<Backend> {
   const services = openEmbeddedServices(stateDir);
   return {
     ...services,
-    launcher: new ChildProcessWorkerLauncher({ entryFor: () => distEntry('taskexecutor'), logDir: join(stateDir, 'logs', jobId) }),
+    launcher: new ChildProcessWorkerLauncher({
+      entryFor: () => distEntry('taskexecutor'),
+      logDir: join(stateDir, 'logs', jobId),
+      // A TaskExecutor's own folder (see entrypoints/taskexecutor.ts): gone with it, even when it was killed.
+      scratchDirOf: (spec) => taskExecutorWorkDir(stateDir, spec.id),
+    }),
     workerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret },
     ...embeddedHosts(),
     close: () => services.close(),

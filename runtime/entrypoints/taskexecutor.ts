@@ -12,7 +12,7 @@ import { backendOf, embeddedHosts, ProcessEnv, requireEnv } from '../core/proces
 import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { installParentWatch } from '../local/child-process-launcher.js';
-import { openEmbeddedServices } from '../local/embedded-services.js';
+import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { TaskExecutor } from '../taskexecutor/task-executor.js';
 
@@ -42,7 +42,7 @@ async function openBackend(): Promise<Backend> {
   const services = openEmbeddedServices(stateDir);
   return {
     ...services,
-    workDir: join(stateDir, 'taskexecutors', resourceId),
+    workDir: taskExecutorWorkDir(stateDir, resourceId),
     ...embeddedHosts(),
   };
 }

@@ -3,7 +3,7 @@
 import { ConflictError, InvalidRequestError, NotFoundError, StaleWriterError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import { isGloballyTerminal } from '../jobgraph/job-status.js';
-import { MAX_STORED_EXCEPTIONS, type JobRecord, type JobRecordUpdate } from './job-store.js';
+import { MAX_EXCEPTION_MESSAGE_CHARS, MAX_EXCEPTION_STACK_CHARS, MAX_STORED_EXCEPTIONS, type JobException, type JobRecord, type JobRecordUpdate } from './job-store.js';
 
 /** For stores that check the epoch in the database (DynamoDB conditions) before reading the record. */
 export function assertWriterEpoch(writerEpoch: number): void {
@@ -28,7 +28,7 @@ export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, upd
   if (isGloballyTerminal(current.status)) {
     throw new ConflictError(`job ${jobId} already ended as ${current.status}; its record can no longer change`);
   }
-  const exceptions = update.exception === undefined ? current.exceptions : [...current.exceptions, update.exception].slice(-MAX_STORED_EXCEPTIONS);
+  const exceptions = update.exception === undefined ? current.exceptions : [...current.exceptions, boundedException(update.exception)].slice(-MAX_STORED_EXCEPTIONS);
   return {
     ...current,
     ...(update.status !== undefined && { status: update.status }),
@@ -36,6 +36,7 @@ export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, upd
     ...(update.endedAtMs !== undefined && { endedAtMs: update.endedAtMs }),
     ...(update.resultKey !== undefined && { resultKey: update.resultKey }),
     ...(update.vertices !== undefined && { vertices: update.vertices }),
+    ...(update.restarts !== undefined && { restarts: update.restarts }),
     exceptions,
     epoch: writerEpoch,
     updatedAtMs: nowMs,
@@ -58,4 +59,21 @@ export function assertCreatable(record: JobRecord): void {
 /** Newest submission first would surprise callers that page; oldest first, ties by id, is stable everywhere. */
 export function compareJobRecords(a: JobRecord, b: JobRecord): number {
   return a.submittedAtMs - b.submittedAtMs || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
+}
+
+/** Cuts a text to `max` characters, saying how many were cut. */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const note = `… (${text.length - max} more characters cut)`;
+  return text.slice(0, Math.max(0, max - note.length)) + note;
+}
+
+/** An exception as a record keeps it: message and stack bounded, so one huge message cannot make the record unwritable. */
+export function boundedException(e: JobException): JobException {
+  return {
+    ...e,
+    message: cutText(e.message, MAX_EXCEPTION_MESSAGE_CHARS),
+    ...(e.stack !== undefined ? { stack: cutText(e.stack, MAX_EXCEPTION_STACK_CHARS) } : {}),
+    ...(e.taskName !== undefined ? { taskName: cutText(e.taskName, 512) } : {}),
+  };
 }

@@ -11,6 +11,16 @@ export interface JobException {
   readonly location?: string;
   readonly message: string;
   readonly stack?: string;
+  /** The failed task's attempt (0 = its first run). */
+  readonly attemptNumber?: number;
+  /**
+   * Whether the job recovered from it by restarting tasks (true), or it ended the job (false). Absent
+   * for exceptions that are not task failures (a cancel, a JobManager-level error).
+   */
+  readonly recovered?: boolean;
+  /** When `recovered`: how many tasks were restarted, and after what wait (ms). */
+  readonly restartedTasks?: number;
+  readonly restartDelayMs?: number;
 }
 
 /** Per-vertex progress and data-plane counters, aggregated by the JobMaster over the vertex's subtasks. */
@@ -57,6 +67,8 @@ export interface JobRecord {
   readonly resultKey?: string;
   /** Per-vertex progress and counters, in the JobGraph's vertex order; written with the task counts. */
   readonly vertices?: readonly VertexMetrics[];
+  /** Restarts of failed tasks so far (region or global failovers). */
+  readonly restarts?: number;
 }
 
 export interface JobRecordUpdate {
@@ -65,11 +77,18 @@ export interface JobRecordUpdate {
   readonly endedAtMs?: number;
   readonly resultKey?: string;
   readonly vertices?: readonly VertexMetrics[];
+  readonly restarts?: number;
   /** Appended to the record's exceptions. */
   readonly exception?: JobException;
 }
 
 export const MAX_STORED_EXCEPTIONS = 20;
+/**
+ * Longest exception message and stack kept in a record (characters); longer ones are cut, saying how
+ * much was cut. Twenty of them stay well inside a DynamoDB item (400 KB).
+ */
+export const MAX_EXCEPTION_MESSAGE_CHARS = 4_096;
+export const MAX_EXCEPTION_STACK_CHARS = 8_192;
 
 export interface JobStore {
   /** Creates the record unless one with this id exists; `created: false` returns the existing one. */

@@ -5,6 +5,8 @@ export const JobStatus = {
   CREATED: 'CREATED',
   RUNNING: 'RUNNING',
   FAILING: 'FAILING',
+  /** Every task is being restarted (a global failover); region restarts keep the job RUNNING. */
+  RESTARTING: 'RESTARTING',
   CANCELLING: 'CANCELLING',
   FINISHED: 'FINISHED',
   FAILED: 'FAILED',
@@ -22,6 +24,7 @@ export function isGloballyTerminal(status: JobStatus): boolean {
     case 'CREATED':
     case 'RUNNING':
     case 'FAILING':
+    case 'RESTARTING':
     case 'CANCELLING':
       return false;
     default:

@@ -98,6 +98,26 @@ export interface JobEdge {
   readonly keySelector?: FunctionRef;
 }
 
+/**
+ * A job's own restart strategy (Flink's `restart-strategy.*` options, per job). Fields left out take the
+ * cluster's value for that strategy type; times are in milliseconds.
+ */
+export type RestartStrategySpec =
+  | { readonly type: 'none' }
+  | { readonly type: 'fixed-delay'; readonly attempts?: number; readonly delayMs?: number }
+  | {
+      readonly type: 'exponential-delay';
+      readonly initialBackoffMs?: number;
+      readonly maxBackoffMs?: number;
+      readonly backoffMultiplier?: number;
+      readonly jitterFactor?: number;
+      readonly resetBackoffThresholdMs?: number;
+      readonly attemptsBeforeResetBackoff?: number;
+    }
+  | { readonly type: 'failure-rate'; readonly maxFailuresPerInterval?: number; readonly failureRateIntervalMs?: number; readonly delayMs?: number };
+export type RestartStrategyType = RestartStrategySpec['type'];
+export const RESTART_STRATEGY_TYPES: readonly RestartStrategyType[] = ['none', 'fixed-delay', 'exponential-delay', 'failure-rate'];
+
 export interface JobGraph {
   readonly jobId: JobId;
   readonly name: string;
@@ -107,6 +127,8 @@ export interface JobGraph {
   readonly program: { readonly export: string; readonly args: readonly string[] };
   readonly vertices: readonly JobVertex[];
   readonly edges: readonly JobEdge[];
+  /** The job's restart strategy; absent: the cluster's (`restart-strategy.type` and its options). */
+  readonly restartStrategy?: RestartStrategySpec;
 }
 
 export const isSourceOperator = (op: OperatorSpec): boolean => op.kind.startsWith('source.');

@@ -18,6 +18,9 @@ import {
   type JobVertex,
   type OperatorKind,
   type OperatorSpec,
+  RESTART_STRATEGY_TYPES,
+  type RestartStrategySpec,
+  type RestartStrategyType,
 } from './jobgraph.js';
 
 export const JOB_GRAPH_LIMITS = {
@@ -77,6 +80,10 @@ const describe = (v: unknown): string => {
 /** Field readers: each reports `<path> must be …, found …` and returns undefined on a bad value. */
 class Reader {
   constructor(private readonly problems: Problems) {}
+
+  problem(message: string): void {
+    this.problems.add(message);
+  }
 
   object(v: unknown, path: string): Record<string, unknown> | undefined {
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
@@ -333,6 +340,7 @@ export function parseJobGraph(input: unknown): JobGraph {
   const vertices = rawVertices?.map((v, i) => parseVertex(r, v, `vertices[${i}]`));
   const rawEdges = r.array(g['edges'], 'edges', JOB_GRAPH_LIMITS.maxEdges);
   const edges = rawEdges?.map((e, i) => parseEdge(r, e, `edges[${i}]`));
+  const restartStrategy = g['restartStrategy'] === undefined ? undefined : parseRestartStrategy(r, g['restartStrategy'], 'restartStrategy');
 
   problems.throwIfAny();
   return {
@@ -342,8 +350,63 @@ export function parseJobGraph(input: unknown): JobGraph {
     program: program!,
     vertices: vertices as JobVertex[],
     edges: edges as JobEdge[],
+    ...(restartStrategy !== undefined ? { restartStrategy } : {}),
   };
 }
+
+/**
+ * A job's restart strategy: its type and the fields of that type only, each named as the option it
+ * stands for (`restart-strategy.fixed-delay.attempts`) when it is out of range.
+ */
+function parseRestartStrategy(r: Reader, v: unknown, path: string): RestartStrategySpec | undefined {
+  const o = r.object(v, path);
+  if (!o) return undefined;
+  const type = r.oneOf(o['type'], `${path}.type`, RESTART_STRATEGY_TYPES);
+  if (type === undefined) return undefined;
+  const fields = RESTART_STRATEGY_FIELDS[type];
+  const out: Record<string, unknown> = { type };
+  let ok = true;
+  for (const key of Object.keys(o)) {
+    if (key === 'type') continue;
+    const field = fields[key];
+    if (field === undefined) {
+      r.problem(`${path}.${key} is not a field of restart strategy '${type}' (its fields: ${Object.keys(fields).join(', ') || 'none'})`);
+      ok = false;
+      continue;
+    }
+    const n = o[key];
+    const [option, min, max, fractional] = field;
+    if (typeof n !== 'number' || !Number.isFinite(n) || (!fractional && !Number.isSafeInteger(n)) || n < min || (max !== undefined && n > max)) {
+      r.problem(`${path}.${key} ('${option}') must be ${fractional ? 'a number' : 'an integer'} >= ${min}${max !== undefined ? ` and <= ${max}` : ''}, found ${describe(n)}`);
+      ok = false;
+      continue;
+    }
+    out[key] = n;
+  }
+  return ok ? (out as RestartStrategySpec) : undefined;
+}
+
+/** Per strategy type: field → [option key, min, max, fractional]. */
+const RESTART_STRATEGY_FIELDS: Record<RestartStrategyType, Record<string, readonly [string, number, number | undefined, boolean]>> = {
+  none: {},
+  'fixed-delay': {
+    attempts: ['restart-strategy.fixed-delay.attempts', 0, undefined, false],
+    delayMs: ['restart-strategy.fixed-delay.delay', 0, undefined, false],
+  },
+  'exponential-delay': {
+    initialBackoffMs: ['restart-strategy.exponential-delay.initial-backoff', 0, undefined, false],
+    maxBackoffMs: ['restart-strategy.exponential-delay.max-backoff', 0, undefined, false],
+    backoffMultiplier: ['restart-strategy.exponential-delay.backoff-multiplier', 1, undefined, true],
+    jitterFactor: ['restart-strategy.exponential-delay.jitter-factor', 0, 1, true],
+    resetBackoffThresholdMs: ['restart-strategy.exponential-delay.reset-backoff-threshold', 1, undefined, false],
+    attemptsBeforeResetBackoff: ['restart-strategy.exponential-delay.attempts-before-reset-backoff', 0, undefined, false],
+  },
+  'failure-rate': {
+    maxFailuresPerInterval: ['restart-strategy.failure-rate.max-failures-per-interval', 1, undefined, false],
+    failureRateIntervalMs: ['restart-strategy.failure-rate.failure-rate-interval', 1, undefined, false],
+    delayMs: ['restart-strategy.failure-rate.delay', 0, undefined, false],
+  },
+};
 
 /** Sink targets on S3 (AWS backend): a valid bucket name, then an optional key prefix. */
 const S3_URI = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\0]*)?$/;

@@ -1,21 +1,47 @@
-// The ExecutionGraph: one Execution per subtask of every vertex, and the wiring of their partitions.
-// All-to-all edges are kept per vertex pair; channels are derived when a task is deployed.
+// The ExecutionGraph: per subtask of every vertex an ExecutionVertex with its current attempt (Execution)
+// and the attempts before it, and the wiring of their partitions.
 import { ExecutionAttemptId, ResultPartitionId, type AllocationId, type ResourceId } from '../core/ids.js';
 import type { ErrorInfo } from '../core/errors.js';
 import { ExecutionState, isExecutionTerminal, type TaskCounts } from '../jobgraph/job-status.js';
 import type { JobEdge, JobGraph, JobVertex } from '../jobgraph/jobgraph.js';
 import type { TaskResult } from '../protocol/task-deployment.js';
 
-export interface Execution {
-  readonly vertex: JobVertex;
-  readonly subtaskIndex: number;
-  readonly attemptId: ExecutionAttemptId;
-  readonly attemptNumber: number;
-  state: ExecutionState;
+/** One attempt to run a subtask. Every message from a task names its attempt. */
+export class Execution {
+  state: ExecutionState = ExecutionState.CREATED;
   /** Where it runs, once a slot is assigned. */
-  location?: { readonly resourceId: ResourceId; readonly allocationId: AllocationId };
-  result?: TaskResult;
-  failure?: ErrorInfo;
+  location: { readonly resourceId: ResourceId; readonly allocationId: AllocationId } | undefined;
+  result: TaskResult | undefined;
+  failure: ErrorInfo | undefined;
+  /** Counters the TaskExecutor reports while the attempt runs (heartbeats); `result` has the final ones. */
+  live: { recordsIn: number; recordsOut: number } | undefined;
+
+  constructor(readonly executionVertex: ExecutionVertex, readonly attemptId: ExecutionAttemptId, readonly attemptNumber: number) {}
+
+  get vertex(): JobVertex {
+    return this.executionVertex.jobVertex;
+  }
+
+  get subtaskIndex(): number {
+    return this.executionVertex.subtaskIndex;
+  }
+}
+
+/** Prior attempts kept per subtask, for the task history; older ones are dropped. */
+export const MAX_PRIOR_ATTEMPTS = 16;
+
+/** One subtask: its current attempt and the attempts before it. */
+export class ExecutionVertex {
+  current: Execution;
+  readonly priorAttempts: Execution[] = [];
+
+  constructor(readonly jobVertex: JobVertex, readonly subtaskIndex: number) {
+    this.current = new Execution(this, ExecutionAttemptId.random(), 0);
+  }
+
+  get name(): string {
+    return taskName(this.jobVertex, this.subtaskIndex);
+  }
 }
 
 export const taskName = (vertex: JobVertex, subtaskIndex: number): string =>
@@ -24,25 +50,32 @@ export const taskName = (vertex: JobVertex, subtaskIndex: number): string =>
 export const partitionIdOf = (edge: JobEdge, producer: Execution): ResultPartitionId =>
   ResultPartitionId.of(`${edge.id}.${producer.subtaskIndex}.${producer.attemptId}`);
 
+/**
+ * Every subtask of every vertex with its attempts, and the wiring of their partitions. All-to-all edges
+ * are kept per vertex pair; channels are derived when a task is deployed. Only current attempts are
+ * found by attempt id, so an update from an older attempt is ignored here, in one place.
+ */
 export class ExecutionGraph {
-  readonly executions: Execution[] = [];
+  readonly executionVertices: ExecutionVertex[] = [];
   private readonly byAttempt = new Map<string, Execution>();
-  private readonly byVertex = new Map<string, Execution[]>();
+  private readonly byJobVertex = new Map<string, ExecutionVertex[]>();
+  private readonly jobVertices = new Map<string, JobVertex>();
   readonly inputsOf = new Map<string, JobEdge[]>();
   readonly outputsOf = new Map<string, JobEdge[]>();
 
   constructor(readonly jobGraph: JobGraph) {
     for (const vertex of jobGraph.vertices) {
+      this.jobVertices.set(vertex.id, vertex);
       this.inputsOf.set(vertex.id, []);
       this.outputsOf.set(vertex.id, []);
-      const list: Execution[] = [];
+      const list: ExecutionVertex[] = [];
       for (let i = 0; i < vertex.parallelism; i++) {
-        const execution: Execution = { vertex, subtaskIndex: i, attemptId: ExecutionAttemptId.random(), attemptNumber: 0, state: ExecutionState.CREATED };
-        list.push(execution);
-        this.executions.push(execution);
-        this.byAttempt.set(execution.attemptId, execution);
+        const ev = new ExecutionVertex(vertex, i);
+        list.push(ev);
+        this.executionVertices.push(ev);
+        this.byAttempt.set(ev.current.attemptId, ev.current);
       }
-      this.byVertex.set(vertex.id, list);
+      this.byJobVertex.set(vertex.id, list);
     }
     for (const edge of jobGraph.edges) {
       this.inputsOf.get(edge.target)?.push(edge);
@@ -50,24 +83,48 @@ export class ExecutionGraph {
     }
   }
 
+  /** The current attempt with this id; undefined for an unknown or superseded attempt. */
   execution(attemptId: string): Execution | undefined {
     return this.byAttempt.get(attemptId);
   }
 
-  subtasks(vertexId: string): readonly Execution[] {
-    return this.byVertex.get(vertexId) ?? [];
+  /** The current attempts of every subtask, in vertex order. */
+  get executions(): Execution[] {
+    return this.executionVertices.map((v) => v.current);
+  }
+
+  subtaskVertices(vertexId: string): readonly ExecutionVertex[] {
+    return this.byJobVertex.get(vertexId) ?? [];
+  }
+
+  /** The current attempts of one vertex's subtasks. */
+  subtasks(vertexId: string): Execution[] {
+    return this.subtaskVertices(vertexId).map((v) => v.current);
   }
 
   vertex(vertexId: string): JobVertex | undefined {
-    return this.jobGraph.vertices.find((v) => v.id === vertexId);
+    return this.jobVertices.get(vertexId);
+  }
+
+  /** Starts a new attempt of a subtask whose current one has ended; the old one joins its history. */
+  resetForNewExecution(ev: ExecutionVertex): Execution {
+    const old = ev.current;
+    if (!isExecutionTerminal(old.state)) throw new Error(`cannot restart ${ev.name}: attempt ${old.attemptNumber} is still ${old.state}`);
+    this.byAttempt.delete(old.attemptId);
+    ev.priorAttempts.push(old);
+    if (ev.priorAttempts.length > MAX_PRIOR_ATTEMPTS) ev.priorAttempts.shift();
+    const next = new Execution(ev, ExecutionAttemptId.random(), old.attemptNumber + 1);
+    ev.current = next;
+    this.byAttempt.set(next.attemptId, next);
+    return next;
   }
 
   allTerminal(): boolean {
-    return this.executions.every((e) => isExecutionTerminal(e.state));
+    return this.executionVertices.every((v) => isExecutionTerminal(v.current.state));
   }
 
   allFinished(): boolean {
-    return this.executions.every((e) => e.state === ExecutionState.FINISHED);
+    return this.executionVertices.every((v) => v.current.state === ExecutionState.FINISHED);
   }
 
   counts(): TaskCounts {

@@ -34,7 +34,11 @@ export function createSplits(files: readonly { path: string; size: number }[], s
   return splits;
 }
 
-/** Hands out one source vertex's splits in order; a finished job has handed out all of them. */
+/**
+ * Hands out one source vertex's splits in order; a finished job has handed out all of them. A source
+ * vertex always restarts as a whole (regions are made of whole vertices), so a restart hands out every
+ * split again.
+ */
 export class SplitAssigner {
   private next = 0;
   constructor(readonly splits: readonly InputSplit[]) {}
@@ -44,6 +48,11 @@ export class SplitAssigner {
     if (split === undefined) return null;
     this.next++;
     return split;
+  }
+
+  /** Every split back in line: the source vertex runs again from the start. */
+  reset(): void {
+    this.next = 0;
   }
 
   get remaining(): number {

@@ -1,35 +1,40 @@
-// The JobMaster of one job for one leadership session: asks the ResourceManager for slots, accepts
-// offers into its slot pool, deploys the tasks region by region, tracks and releases blocking
-// partitions, follows task states and counters, commits sinks and writes the terminal state with its
-// epoch. Every call and timer runs on its main thread.
+// The JobMaster of one job for one leadership session: the fenced endpoint that wires the slot pool, the
+// ResourceManager connection, the registered TaskExecutors and the Scheduler, and the one main thread
+// that mutates them. It writes the job record with its epoch, commits the job's output when every task
+// finished, and steps down the moment the store says a newer leader owns the job.
 import type { BlobStore } from '../blob/blob-store.js';
 import { blobKeys } from '../blob/blob-store.js';
+import { outputStoreFor } from '../blob/output-store.js';
 import type { Clock, Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
-import { errorMessage, NoResourceAvailableError, toErrorInfo, type ErrorInfo } from '../core/errors.js';
-import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type FencingToken, type JobId, type ResourceId, type ResultPartitionId } from '../core/ids.js';
+import {
+  ConflictError,
+  errorMessage,
+  InvalidRequestError,
+  NoResourceAvailableError,
+  NotFoundError,
+  StaleWriterError,
+  toErrorInfo,
+  type ErrorInfo,
+} from '../core/errors.js';
+import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type FencingToken, type JobId, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { retrying, type RetryPolicy } from '../core/retry.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
-import type { JobException, JobStore, VertexMetrics } from '../ha/job-store.js';
-import { ExecutionState, isExecutionTerminal, JobStatus } from '../jobgraph/job-status.js';
+import type { JobException, JobRecordUpdate, JobStore } from '../ha/job-store.js';
+import { JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
-import type { ClusterResources, ResourceManagerGateway } from '../protocol/resourcemanager-gateway.js';
+import type { ClusterResources } from '../protocol/resourcemanager-gateway.js';
+import type { InputSplit } from '../protocol/task-deployment.js';
+import type { TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../protocol/taskexecutor-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
-import { combinerFor, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
-import type { TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../protocol/taskexecutor-gateway.js';
-import { canTransition, countTaskStates, ExecutionGraph, partitionIdOf, requiredSlots, taskName, type Execution } from './execution-graph.js';
-import { PartitionTracker, type TrackedPartition } from './partition-tracker.js';
-import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
+import { JOB_MASTER_METHODS, type JobMasterGateway, type SlotOffer, type TaskExecutionStateUpdate, type TaskManagerInfo } from '../protocol/jobmaster-gateway.js';
 import { createSplits, listInputFiles, SplitAssigner } from './input-splits.js';
-import {
-  JOB_MASTER_METHODS,
-  type JobMasterGateway,
-  type SlotOffer,
-  type TaskExecutionStateUpdate,
-  type TaskManagerInfo,
-} from '../protocol/jobmaster-gateway.js';
-import { attemptStagingLocationFor, outputStoreFor } from '../blob/output-store.js';
+import { ResourceManagerConnection } from './resourcemanager-connection.js';
+import { createRestartStrategy, resolveRestartStrategy } from './restart-strategy.js';
+import { Scheduler, type SchedulerSnapshot } from './scheduler.js';
+import { SlotPool, type PooledSlot } from './slot-pool.js';
 
 export interface JobMasterDeps {
   readonly jobGraph: JobGraph;
@@ -50,53 +55,43 @@ interface RegisteredTaskManager {
   readonly gateway: TaskExecutorGateway;
 }
 
-interface PooledSlot {
-  readonly allocationId: AllocationId;
-  readonly resourceId: ResourceId;
-  readonly slotIndex: number;
-}
-
 /** What the JobMaster holds right now; for tests and diagnostics. */
-export interface JobMasterSnapshot {
+export interface JobMasterSnapshot extends SchedulerSnapshot {
   /** Slots in the pool. */
   readonly slots: number;
-  /** Distinct slots any task was placed in. */
+  /** Distinct slots the current attempts were placed in. */
   readonly slotsUsed: number;
-  readonly regions: readonly { readonly index: number; readonly vertexIds: readonly string[]; readonly deployed: boolean }[];
-  readonly trackedPartitions: readonly TrackedPartition[];
-  readonly partitionsReleased: number;
-  readonly tasks: readonly { readonly vertexId: string; readonly subtaskIndex: number; readonly state: string; readonly resourceId?: ResourceId; readonly allocationId?: AllocationId; readonly result?: TaskResult }[];
+  readonly status: JobStatus;
 }
 
-/** How the job ended, for the process hosting the JobMaster. */
-export interface JobTermination {
-  readonly status: JobStatus;
-  readonly message?: string;
-}
+/** How the job ended for this JobMaster: a terminal status, or leadership lost to a newer JobMaster. */
+export type JobTermination =
+  | { readonly status: JobStatus; readonly message?: string }
+  | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
+
+/** Writes of the job's status are retried this long before the JobMaster gives up and surfaces it. */
+const STATUS_WRITE_RETRY: RetryPolicy = { initialDelayMs: 100, multiplier: 2, maxDelayMs: 2_000, jitter: 0.2, maxAttempts: Infinity, deadlineMs: 30_000 };
+
+/** Refusals by the store that no retry changes: a newer leader, an ended job, no such job, a bad write. */
+const isFinalRefusal = (e: unknown): boolean => e instanceof StaleWriterError || e instanceof ConflictError || e instanceof NotFoundError || e instanceof InvalidRequestError;
+
+/** Task counts and counters reach the job record at most this often while the job runs (ms). */
+const PROGRESS_INTERVAL_MS = 100;
 
 export class JobMaster implements JobMasterGateway {
   readonly main: MainThread;
   private readonly jobId: JobId;
   private readonly log: Logger;
-  private readonly graph: ExecutionGraph;
   private readonly taskManagers = new Map<ResourceId, RegisteredTaskManager>();
-  private readonly slots = new Map<AllocationId, PooledSlot>();
   private readonly splitAssigners = new Map<string, SplitAssigner>();
   private readonly heartbeats: HeartbeatManager<TaskExecutorHeartbeatPayload>;
-  private readonly rmHeartbeat: HeartbeatManager<void>;
-  private readonly required: number;
-  private readonly regions: RegionPlan;
-  private readonly deployedRegions = new Set<number>();
-  private readonly partitionTracker = new PartitionTracker();
-  private readonly vertexTimes = new Map<string, { firstDeployedAtMs?: number; lastFinishedAtMs?: number }>();
+  private readonly slotPool: SlotPool;
+  private readonly rm: ResourceManagerConnection;
+  private readonly scheduler: Scheduler;
   private endpoint: ServedEndpoint | undefined;
-  private resourceManager: { gateway: ResourceManagerGateway; token: FencingToken } | undefined;
   private status: JobStatus = JobStatus.CREATED;
-  private deployed = false;
-  private slotRequestTimer: Timer | undefined;
   private cancelWatch: Timer | undefined;
   private progressTimer: Timer | undefined;
-  private failureCause: ErrorInfo | undefined;
   private terminated = false;
   private readonly terminationPromise: Promise<JobTermination>;
   private resolveTermination!: (t: JobTermination) => void;
@@ -105,33 +100,66 @@ export class JobMaster implements JobMasterGateway {
     this.jobId = deps.jobGraph.jobId;
     this.log = deps.logger.child({ component: 'jobmaster', jobId: this.jobId, token: deps.fencingToken });
     this.main = new MainThread(`JobMaster ${this.jobId}`, deps.clock);
-    this.graph = new ExecutionGraph(deps.jobGraph);
-    this.required = requiredSlots(deps.jobGraph);
-    this.regions = computePipelinedRegions(deps.jobGraph);
     this.terminationPromise = new Promise((resolve) => (this.resolveTermination = resolve));
-    const heartbeat = {
+    this.heartbeats = new HeartbeatManager<TaskExecutorHeartbeatPayload>({
       ownerName: 'jobmaster',
       intervalMs: deps.config.heartbeatIntervalMs,
       timeoutMs: deps.config.heartbeatTimeoutMs,
       mainThread: this.main,
       clock: deps.clock,
       logger: this.log,
-    };
-    this.heartbeats = new HeartbeatManager<TaskExecutorHeartbeatPayload>({
-      ...heartbeat,
       onTimeout: (id, cause) => this.taskManagerLost(ResourceIdOf.of(id), `heartbeat: ${cause}`),
+      onPayload: (_id, payload) => {
+        if (payload.tasks !== undefined) this.scheduler.updateLiveCounters(payload.tasks);
+      },
     });
-    this.rmHeartbeat = new HeartbeatManager<void>({
-      ...heartbeat,
-      onTimeout: (_id, cause) => {
-        this.log.warn('lost the ResourceManager; reconnecting', { cause });
-        this.resourceManager = undefined;
-        void this.connectToResourceManager();
+    this.rm = new ResourceManagerConnection({
+      jobId: this.jobId,
+      jobMasterAddress: deps.rpc.address,
+      jobMasterToken: deps.fencingToken,
+      rpc: deps.rpc,
+      config: deps.config,
+      clock: deps.clock,
+      main: this.main,
+      logger: this.log,
+      resolveLeader: deps.resolveResourceManager,
+    });
+    this.slotPool = new SlotPool({
+      idleTimeoutMs: deps.config.slotIdleTimeoutMs,
+      requestTimeoutMs: deps.config.slotRequestTimeoutMs,
+      clock: deps.clock,
+      main: this.main,
+      logger: this.log,
+      actions: {
+        declareRequirements: (slots) => this.rm.declare(slots),
+        freeSlot: (slot, cause) => this.freeSlotOnTaskExecutor(slot, cause),
+        slotRequestTimedOut: (required, held) => void this.slotRequestTimedOut(required, held),
+      },
+    });
+    this.scheduler = new Scheduler({
+      jobGraph: deps.jobGraph,
+      jobId: this.jobId,
+      fencingToken: deps.fencingToken,
+      clock: deps.clock,
+      main: this.main,
+      logger: this.log,
+      slotPool: this.slotPool,
+      taskManagers: {
+        gateway: (id) => this.taskManagers.get(id)?.gateway,
+        dataAddress: (id) => this.taskManagers.get(id)?.info.dataAddress ?? '',
+      },
+      splitAssigners: this.splitAssigners,
+      restartStrategy: createRestartStrategy(resolveRestartStrategy(deps.config, deps.jobGraph.restartStrategy)),
+      listener: {
+        progressChanged: () => this.progressChanged(),
+        failureHandled: (exception) => this.failureHandled(exception),
+        statusChanged: (status) => this.statusChanged(status),
+        tasksEnded: (outcome, cause) => void this.tasksEnded(outcome, cause),
       },
     });
   }
 
-  /** Resolves once the job reached a globally terminal state and the JobMaster let go of its resources. */
+  /** Resolves once the job reached a globally terminal state and the JobMaster let go of its resources, or it stepped down. */
   get termination(): Promise<JobTermination> {
     return this.terminationPromise;
   }
@@ -147,9 +175,10 @@ export class JobMaster implements JobMasterGateway {
       fencingToken: this.deps.fencingToken,
     });
     await this.main.run(async () => {
-      const record = await this.deps.jobStore.update(this.jobId, { status: JobStatus.RUNNING, tasks: this.graph.counts() }, this.deps.fencingToken);
+      const record = await this.writeStatus({ status: JobStatus.RUNNING, tasks: this.scheduler.counts() });
+      if (record === undefined) return;
       this.status = JobStatus.RUNNING;
-      this.log.info('job running', { tasks: this.graph.executions.length, slots: this.required });
+      this.log.info('job running', { tasks: this.scheduler.graph.executions.length, slots: this.scheduler.totalSlots });
       try {
         for (const vertex of this.deps.jobGraph.vertices) {
           const source = vertex.operators[0];
@@ -159,33 +188,34 @@ export class JobMaster implements JobMasterGateway {
           }
         }
       } catch (error) {
-        await this.failJob(toErrorInfo(error));
+        this.scheduler.failJob(toErrorInfo(error), { timestampMs: this.deps.clock.now(), message: errorMessage(error) });
         return;
       }
       if (record.cancelRequested) {
-        await this.cancelJob();
+        this.scheduler.cancel();
         return;
       }
-      this.slotRequestTimer = this.main.schedule(() => this.slotRequestTimedOut(), this.deps.config.slotRequestTimeoutMs);
       this.cancelWatch = this.main.every(() => this.checkCancelRequested(), this.deps.config.heartbeatIntervalMs, (e) =>
         this.log.warn('cannot read the job record', { error: errorMessage(e) }),
       );
-      void this.connectToResourceManager();
+      this.rm.start();
+      this.scheduler.startScheduling();
     });
   }
 
   /** A cancel requested through the job record (the Dispatcher may not reach this process directly). */
   private async checkCancelRequested(): Promise<void> {
-    if (this.isEnding()) return;
+    if (!this.scheduler.isActive()) return;
     const record = await this.deps.jobStore.get(this.jobId);
-    if (record?.cancelRequested === true) await this.cancelJob();
+    if (record?.cancelRequested === true) this.scheduler.cancel();
   }
 
   // ---- gateway ------------------------------------------------------------------------------
 
   registerTaskManager(info: TaskManagerInfo): Promise<{ readonly jobMasterResourceId: ResourceId }> {
     return this.main.run(() => {
-      if (!this.taskManagers.has(info.resourceId)) {
+      const known = this.taskManagers.get(info.resourceId);
+      if (known === undefined || known.info.address !== info.address) {
         const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR);
         this.taskManagers.set(info.resourceId, { info, gateway });
         this.heartbeats.monitorTarget(info.resourceId, () => gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken));
@@ -197,80 +227,26 @@ export class JobMaster implements JobMasterGateway {
 
   offerSlots(resourceId: ResourceId, offers: readonly SlotOffer[]): Promise<AllocationId[]> {
     return this.main.run(() => {
-      if (!this.taskManagers.has(resourceId) || this.deployed || this.isEnding()) return [];
-      const accepted: AllocationId[] = [];
-      for (const offer of offers) {
-        if (this.slots.has(offer.allocationId)) {
-          accepted.push(offer.allocationId);
-        } else if (this.slots.size < this.required) {
-          this.slots.set(offer.allocationId, { allocationId: offer.allocationId, resourceId, slotIndex: offer.slotIndex });
-          accepted.push(offer.allocationId);
-        }
-      }
-      if (this.slots.size >= this.required) void this.main.run(() => this.deploy());
+      if (!this.taskManagers.has(resourceId) || !this.scheduler.isActive()) return [];
+      const accepted = this.slotPool.offerSlots(resourceId, offers);
+      if (accepted.length > 0) this.scheduler.slotsAdded();
       return accepted;
     });
   }
 
   failSlot(resourceId: ResourceId, allocationId: AllocationId, cause: string): Promise<void> {
-    return this.main.run(async () => {
-      if (!this.slots.delete(allocationId)) return;
-      for (const e of this.graph.executions) {
-        if (e.location?.allocationId === allocationId) await this.executionFailed(e, { code: 'SLOT_FAILED', message: `slot ${allocationId} on ${resourceId} failed: ${cause}`, retryable: true });
-      }
+    return this.main.run(() => {
+      if (this.slotPool.slotFailed(allocationId) === undefined) return;
+      this.scheduler.slotFailed(allocationId, resourceId, cause);
     });
   }
 
   updateTaskExecutionState(update: TaskExecutionStateUpdate): Promise<boolean> {
-    return this.main.run(async () => {
-      const execution = this.graph.execution(update.attemptId);
-      if (execution === undefined || !canTransition(execution.state, update.state)) return false;
-      switch (update.state) {
-        case 'FAILED':
-          await this.executionFailed(execution, update.error ?? { code: 'UNKNOWN', message: 'task failed without a reason', retryable: false });
-          break;
-        case 'FINISHED':
-          execution.state = ExecutionState.FINISHED;
-          execution.result = update.result;
-          this.executionFinished(execution);
-          break;
-        case 'CREATED':
-        case 'SCHEDULED':
-        case 'DEPLOYING':
-        case 'INITIALIZING':
-        case 'RUNNING':
-        case 'CANCELING':
-        case 'CANCELED':
-          execution.state = update.state;
-          break;
-        default:
-          update.state satisfies never;
-      }
-      this.progressChanged();
-      if (execution.location !== undefined) this.watchIdleSlot(execution.location.allocationId);
-      if (update.state === 'FINISHED') await this.scheduleReadyRegions();
-      await this.checkCompletion();
-      return true;
-    });
-  }
-
-  /** A slot whose tasks all ended while the job goes on is given back after 'slot.idle.timeout'. */
-  private watchIdleSlot(allocationId: AllocationId): void {
-    const idle = (): boolean =>
-      this.graph.executions.every((e) => e.location?.allocationId !== allocationId || isExecutionTerminal(e.state));
-    if (!idle() || this.isEnding()) return;
-    this.main.schedule(() => {
-      const slot = this.slots.get(allocationId);
-      if (slot !== undefined && idle() && !this.isEnding()) this.releaseSlot(slot, `idle for ${this.deps.config.slotIdleTimeoutMs} ms`);
-    }, this.deps.config.slotIdleTimeoutMs);
+    return this.main.run(() => this.scheduler.updateTaskExecutionState(update));
   }
 
   requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null> {
-    return this.main.run(() => {
-      const execution = this.graph.execution(attemptId);
-      if (execution === undefined || execution.vertex.id !== vertexId) return null;
-      return this.splitAssigners.get(vertexId)?.nextSplit() ?? null;
-    });
+    return this.main.run(() => this.scheduler.nextInputSplit(vertexId, attemptId));
   }
 
   disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void> {
@@ -278,20 +254,16 @@ export class JobMaster implements JobMasterGateway {
   }
 
   heartbeatFromResourceManager(resourceManagerResourceId: ResourceId): Promise<void> {
-    return this.main.run(() => this.rmHeartbeat.receiveHeartbeat(resourceManagerResourceId));
+    return this.main.run(() => this.rm.receiveHeartbeat(resourceManagerResourceId));
   }
 
   disconnectResourceManager(cause: string): Promise<void> {
-    return this.main.run(() => {
-      this.log.warn('ResourceManager disconnected us; reconnecting', { cause });
-      this.resourceManager = undefined;
-      void this.connectToResourceManager();
-    });
+    return this.main.run(() => this.rm.lost(`the ResourceManager disconnected us: ${cause}`));
   }
 
   notifyNotEnoughResourcesAvailable(required: number, available: ClusterResources): Promise<void> {
-    return this.main.run(async () => {
-      if (this.deployed || this.isEnding()) return;
+    return this.main.run(() => {
+      if (!this.scheduler.isActive()) return;
       const offered = `the cluster offers ${available.totalSlots} (${available.registeredTaskExecutors} TaskExecutors × ${available.slotsPerTaskExecutor} slots)`;
       const message =
         available.workerStartFailure !== undefined
@@ -299,443 +271,191 @@ export class JobMaster implements JobMasterGateway {
           : `job needs ${required} slots, ${offered} ` +
             `and may start at most ${Math.max(0, available.maxTaskExecutors - available.registeredTaskExecutors - available.pendingTaskExecutors)} more; ` +
             `lower the job's parallelism or raise 'resourcemanager.max-taskmanagers' / 'taskmanager.numberOfTaskSlots'`;
-      await this.failJob(toErrorInfo(new NoResourceAvailableError(message)));
+      this.failJob(new NoResourceAvailableError(message));
     });
   }
 
   cancel(): Promise<void> {
-    return this.main.run(() => this.cancelJob());
+    return this.main.run(() => this.scheduler.cancel());
   }
 
   // ---- internals (main thread only) ------------------------------------------------------------
 
-  private isEnding(): boolean {
-    return this.status !== JobStatus.RUNNING;
+  private failJob(error: Error): void {
+    const info = toErrorInfo(error);
+    this.scheduler.failJob(info, { timestampMs: this.deps.clock.now(), message: info.message });
   }
 
-  private async connectToResourceManager(): Promise<void> {
-    const deadline = this.deps.clock.now() + this.deps.config.slotRequestTimeoutMs;
-    let delayMs = 20;
-    while (!this.terminated && this.deps.clock.now() < deadline) {
-      try {
-        const leader = await this.deps.resolveResourceManager();
-        if (leader !== undefined) {
-          const gateway = this.deps.rpc.connect<ResourceManagerGateway>(leader.address, EndpointName.RESOURCE_MANAGER, { fencingToken: leader.token });
-          const { resourceManagerResourceId } = await gateway.registerJobMaster(this.jobId, this.address, this.deps.fencingToken);
-          const declare = await this.main.run(() => {
-            this.resourceManager = { gateway, token: leader.token };
-            this.rmHeartbeat.monitorTarget(resourceManagerResourceId);
-            this.log.info('registered at the ResourceManager', { rmToken: leader.token });
-            return !this.deployed && !this.isEnding();
-          });
-          if (declare) await gateway.declareRequiredResources(this.jobId, this.deps.fencingToken, { slots: this.required });
-          return;
-        }
-      } catch (error) {
-        this.log.warn('cannot register at the ResourceManager yet', { error: errorMessage(error) });
-      }
-      await new Promise((r) => setTimeout(r, delayMs));
-      delayMs = Math.min(delayMs * 2, 1000);
-    }
-  }
-
-  /**
-   * Once every slot arrived: places each task in a slot, then deploys the regions that can run now.
-   * Slot sharing: per group, subtask i of every vertex in the group goes to the group's i-th slot, so
-   * the regions of a group that run one after the other reuse the same slots.
-   */
-  private async deploy(): Promise<void> {
-    if (this.deployed || this.isEnding() || this.slots.size < this.required) return;
-    this.deployed = true;
-    this.slotRequestTimer?.cancel();
-    // Slots of one TaskExecutor side by side, so a group's slots sit on as few TaskExecutors as possible.
-    const free = [...this.slots.values()].sort((a, b) => (a.resourceId < b.resourceId ? -1 : a.resourceId > b.resourceId ? 1 : a.slotIndex - b.slotIndex));
-    const groupSlots = new Map<string, PooledSlot[]>();
-    for (const vertex of this.deps.jobGraph.vertices) {
-      const slots = groupSlots.get(vertex.slotSharingGroup) ?? [];
-      while (slots.length < vertex.parallelism) slots.push(free.shift()!);
-      groupSlots.set(vertex.slotSharingGroup, slots);
-    }
-    for (const execution of this.graph.executions) {
-      const slot = groupSlots.get(execution.vertex.slotSharingGroup)![execution.subtaskIndex]!;
-      execution.location = { resourceId: slot.resourceId, allocationId: slot.allocationId };
-    }
-    // Slots the grouping did not need go back at once.
-    for (const slot of free) this.releaseSlot(slot, 'not needed by the schedule');
-    this.log.info('slots assigned', { slots: this.slots.size, regions: this.regions.regions.length });
-    await this.scheduleReadyRegions();
-  }
-
-  /** Deploys every region not yet deployed whose blocking inputs are complete (all producers FINISHED). */
-  private async scheduleReadyRegions(): Promise<void> {
-    if (!this.deployed) return;
-    for (const region of this.regions.regions) {
-      if (this.isEnding()) return;
-      if (this.deployedRegions.has(region.index)) continue;
-      const ready = region.blockingInputs.every((edge) => this.graph.subtasks(edge.source).every((p) => p.state === ExecutionState.FINISHED));
-      if (!ready) continue;
-      this.deployedRegions.add(region.index);
-      await this.deployRegion(region);
-    }
-  }
-
-  private async deployRegion(region: PipelinedRegion): Promise<void> {
-    const executions = region.vertexIds.flatMap((id) => this.graph.subtasks(id));
-    for (const execution of executions) if (execution.state === ExecutionState.CREATED) execution.state = ExecutionState.SCHEDULED;
-    for (const execution of executions) {
-      if (execution.state !== ExecutionState.SCHEDULED) continue;
-      const tm = this.taskManagers.get(execution.location!.resourceId);
-      if (tm === undefined) {
-        await this.executionFailed(execution, { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${execution.location!.resourceId} is gone`, retryable: true });
-        continue;
-      }
-      execution.state = ExecutionState.DEPLOYING;
-      const times = this.vertexTimes.get(execution.vertex.id) ?? {};
-      times.firstDeployedAtMs ??= this.deps.clock.now();
-      this.vertexTimes.set(execution.vertex.id, times);
-      const descriptor = this.descriptorFor(execution);
-      tm.gateway.submitTask(descriptor, this.deps.fencingToken).catch((error: unknown) =>
-        this.main.run(() => this.executionFailed(execution, { ...toErrorInfo(error), message: `deploying ${descriptor.taskName} to ${tm.info.resourceId} failed: ${errorMessage(error)}` })),
-      );
-    }
-    this.log.info('region deployed', { region: region.index, vertices: region.vertexIds, tasks: executions.length });
-    this.progressChanged();
-  }
-
-  /**
-   * Tracks the blocking partitions a finished task produced; once a whole vertex finished, the blocking
-   * partitions it read are consumed and released on their TaskExecutors.
-   */
-  private executionFinished(execution: Execution): void {
-    const vertexId = execution.vertex.id;
-    for (const edge of this.graph.outputsOf.get(vertexId) ?? []) {
-      if (this.regions.partitionTypeOf(edge) !== 'blocking' || execution.location === undefined) continue;
-      this.partitionTracker.startTracking({ partitionId: partitionIdOf(edge, execution), edgeId: edge.id, resourceId: execution.location.resourceId });
-    }
-    if (!this.graph.subtasks(vertexId).every((e) => e.state === ExecutionState.FINISHED)) return;
-    const times = this.vertexTimes.get(vertexId) ?? {};
-    times.lastFinishedAtMs = this.deps.clock.now();
-    this.vertexTimes.set(vertexId, times);
-    for (const edge of this.graph.inputsOf.get(vertexId) ?? []) {
-      if (this.regions.partitionTypeOf(edge) === 'blocking') this.releasePartitions(this.partitionTracker.stopTrackingEdge(edge.id), `every consumer of edge ${edge.id} finished`);
-    }
-  }
-
-  private releasePartitions(byTaskExecutor: Map<ResourceId, ResultPartitionId[]>, cause: string): void {
-    for (const [resourceId, ids] of byTaskExecutor) {
-      const tm = this.taskManagers.get(resourceId);
-      if (tm === undefined) continue;
-      this.log.info('releasing partitions', { resourceId, partitions: ids.length, cause });
-      tm.gateway.releasePartitions(this.jobId, ids, this.deps.fencingToken).catch((error: unknown) => this.log.warn('releasing partitions failed', { resourceId, error: errorMessage(error) }));
-    }
-  }
-
-  /** Per-vertex progress and counters, as the job record and GET /jobs/:id show them. */
-  vertexMetrics(): VertexMetrics[] {
-    return this.deps.jobGraph.vertices.map((vertex) => {
-      const subtasks = this.graph.subtasks(vertex.id);
-      let recordsIn = 0;
-      let recordsOut = 0;
-      let buffersSent = 0;
-      let maxBuffersInFlight = 0;
-      let creditsPerChannel: number | undefined;
-      for (const e of subtasks) {
-        if (e.result === undefined) continue;
-        recordsIn += e.result.recordsIn;
-        recordsOut += e.result.recordsOut;
-        buffersSent += e.result.network?.buffersSent ?? 0;
-        maxBuffersInFlight = Math.max(maxBuffersInFlight, e.result.network?.maxBuffersInFlight ?? 0);
-        creditsPerChannel ??= e.result.network?.creditsPerChannel;
-      }
-      const times = this.vertexTimes.get(vertex.id) ?? {};
-      return {
-        id: vertex.id,
-        name: vertex.name,
-        parallelism: vertex.parallelism,
-        region: this.regions.regionOf(vertex.id).index,
-        tasks: countTaskStates(subtasks),
-        ...(times.firstDeployedAtMs !== undefined ? { firstDeployedAtMs: times.firstDeployedAtMs } : {}),
-        ...(times.lastFinishedAtMs !== undefined ? { lastFinishedAtMs: times.lastFinishedAtMs } : {}),
-        recordsIn,
-        recordsOut,
-        buffersSent,
-        maxBuffersInFlight,
-        ...(creditsPerChannel !== undefined ? { creditsPerChannel } : {}),
-      };
+  private async slotRequestTimedOut(required: number, held: number): Promise<void> {
+    if (!this.scheduler.isActive()) return;
+    const r = await this.rm.clusterResources();
+    const resources =
+      r === undefined
+        ? '; the ResourceManager did not answer'
+        : `; the cluster has ${r.totalSlots} slots (${r.registeredTaskExecutors} TaskExecutors × ${r.slotsPerTaskExecutor}), ${r.freeSlots} free, and may start ${Math.max(0, r.maxTaskExecutors - r.registeredTaskExecutors - r.pendingTaskExecutors)} more TaskExecutors`;
+    await this.main.run(() => {
+      if (this.slotPool.size >= this.slotPool.requiredSlots) return;
+      this.failJob(new NoResourceAvailableError(`job needs ${required} slots but received ${held} within 'slot.request.timeout' (${this.deps.config.slotRequestTimeoutMs} ms)${resources}`));
     });
   }
 
-  /** For tests and diagnostics; call from outside the main thread only (it reads, it changes nothing). */
-  snapshot(): JobMasterSnapshot {
-    return {
-      slots: this.slots.size,
-      slotsUsed: new Set(this.graph.executions.filter((e) => e.state !== ExecutionState.CREATED && e.location !== undefined).map((e) => e.location!.allocationId)).size,
-      regions: this.regions.regions.map((r) => ({ index: r.index, vertexIds: r.vertexIds, deployed: this.deployedRegions.has(r.index) })),
-      trackedPartitions: this.partitionTracker.list(),
-      partitionsReleased: this.partitionTracker.released,
-      tasks: this.graph.executions.map((e) => ({
-        vertexId: e.vertex.id,
-        subtaskIndex: e.subtaskIndex,
-        state: e.state,
-        ...(e.location ? { resourceId: e.location.resourceId, allocationId: e.location.allocationId } : {}),
-        ...(e.result ? { result: e.result } : {}),
-      })),
-    };
-  }
-
-  private descriptorFor(execution: Execution): TaskDeploymentDescriptor {
-    const jobGraph = this.deps.jobGraph;
-    const location = (e: Execution): { resourceId: ResourceId; dataAddress: string } => {
-      const tm = this.taskManagers.get(e.location!.resourceId);
-      return { resourceId: e.location!.resourceId, dataAddress: tm?.info.dataAddress ?? '' };
-    };
-    const inputs = (this.graph.inputsOf.get(execution.vertex.id) ?? []).map((edge) => {
-      const producers = this.graph.subtasks(edge.source);
-      const channels =
-        edge.distribution === 'forward'
-          ? [producers[execution.subtaskIndex]!].map((p) => ({ partitionId: partitionIdOf(edge, p), subpartitionIndex: 0, producer: location(p) }))
-          : producers.map((p) => ({ partitionId: partitionIdOf(edge, p), subpartitionIndex: execution.subtaskIndex, producer: location(p) }));
-      return { edgeId: edge.id, channels };
-    });
-    const outputs = (this.graph.outputsOf.get(execution.vertex.id) ?? []).map((edge) => ({
-      edgeId: edge.id,
-      partitionId: partitionIdOf(edge, execution),
-      partitionType: this.regions.partitionTypeOf(edge),
-      partitioner: edge.partitioner,
-      numberOfSubpartitions: edge.distribution === 'forward' ? 1 : this.graph.vertex(edge.target)!.parallelism,
-      ...(edge.keySelector !== undefined ? { keySelector: edge.keySelector, keyGroups: this.graph.vertex(edge.target)!.maxParallelism, ...combinerFor(this.graph.vertex(edge.target)!) } : {}),
-    }));
-    const sink = execution.vertex.operators.find((op) => op.kind === 'sink.textFile');
-    return {
-      jobId: this.jobId,
-      vertexId: execution.vertex.id,
-      taskName: taskName(execution.vertex, execution.subtaskIndex),
-      attemptId: execution.attemptId,
-      attemptNumber: execution.attemptNumber,
-      subtaskIndex: execution.subtaskIndex,
-      parallelism: execution.vertex.parallelism,
-      allocationId: execution.location!.allocationId,
-      library: { sha256: jobGraph.library.sha256 },
-      program: jobGraph.program,
-      operators: execution.vertex.operators,
-      inputs,
-      outputs,
-      ...(sink?.kind === 'sink.textFile' ? { sinkStagingDir: attemptStagingLocationFor(sink.path, this.jobId, execution.attemptId) } : {}),
-    };
-  }
-
-  private async executionFailed(execution: Execution, error: ErrorInfo): Promise<void> {
-    if (execution.state === ExecutionState.FAILED || execution.state === ExecutionState.FINISHED || execution.state === ExecutionState.CANCELED) return;
-    execution.state = ExecutionState.FAILED;
-    execution.failure = error;
-    const exception: JobException = {
-      timestampMs: this.deps.clock.now(),
-      taskName: taskName(execution.vertex, execution.subtaskIndex),
-      ...(execution.location ? { location: execution.location.resourceId } : {}),
-      message: error.message,
-      ...(error.stack !== undefined ? { stack: error.stack } : {}),
-    };
-    this.log.warn('task failed', { task: exception.taskName, error: error.message });
-    if (this.status === JobStatus.RUNNING) {
-      // No restart strategy yet: the first task failure fails the job.
-      this.failureCause = error;
-      this.status = JobStatus.FAILING;
-      await this.writeRecord({ status: JobStatus.FAILING, exception });
-      this.cancelRemaining();
-    }
-    // Failures after the first are mostly its echo (consumers of a failed producer): the job's
-    // exceptions keep the root cause readable, and the rest is in the log line above.
-    this.progressChanged();
-    await this.checkCompletion();
-  }
-
-  private async failJob(error: ErrorInfo): Promise<void> {
-    if (this.status !== JobStatus.RUNNING && this.status !== JobStatus.CREATED) return;
-    this.failureCause = error;
-    this.status = JobStatus.FAILING;
-    this.log.warn('job failing', { error: error.message });
-    await this.writeRecord({
-      status: JobStatus.FAILING,
-      exception: { timestampMs: this.deps.clock.now(), message: error.message, ...(error.stack !== undefined && error.code === 'USER_CODE' ? { stack: error.stack } : {}) },
-    });
-    this.cancelRemaining();
-    await this.checkCompletion();
-  }
-
-  private async cancelJob(): Promise<void> {
-    if (this.status !== JobStatus.RUNNING && this.status !== JobStatus.CREATED) return;
-    this.status = JobStatus.CANCELLING;
-    this.log.info('cancelling');
-    await this.writeRecord({ status: JobStatus.CANCELLING });
-    this.cancelRemaining();
-    await this.checkCompletion();
-  }
-
-  /** Tasks not yet sent anywhere end at once; deployed ones are asked to cancel. */
-  private cancelRemaining(): void {
-    this.slotRequestTimer?.cancel();
-    for (const execution of this.graph.executions) {
-      switch (execution.state) {
-        case 'CREATED':
-        case 'SCHEDULED':
-          execution.state = ExecutionState.CANCELED;
-          break;
-        case 'DEPLOYING':
-        case 'INITIALIZING':
-        case 'RUNNING': {
-          execution.state = ExecutionState.CANCELING;
-          const tm = this.taskManagers.get(execution.location!.resourceId);
-          if (tm === undefined) {
-            execution.state = ExecutionState.CANCELED;
-            break;
-          }
-          tm.gateway.cancelTask(execution.attemptId, this.deps.fencingToken).catch((error: unknown) =>
-            this.main.run(async () => {
-              // An unreachable TaskExecutor cannot run the task either.
-              if (execution.state === ExecutionState.CANCELING) execution.state = ExecutionState.CANCELED;
-              this.log.warn('cancel did not reach the TaskExecutor', { task: execution.attemptId, error: errorMessage(error) });
-              await this.checkCompletion();
-            }),
-          );
-          break;
-        }
-        case 'CANCELING':
-        case 'FINISHED':
-        case 'CANCELED':
-        case 'FAILED':
-          break;
-        default:
-          execution.state satisfies never;
-      }
-    }
-    this.progressChanged();
-  }
-
-  private async taskManagerLost(resourceId: ResourceId, cause: string): Promise<void> {
+  /** A TaskExecutor is gone: its slots, tasks and partitions with it. It is told to let go of the job, should it still be alive. */
+  private taskManagerLost(resourceId: ResourceId, cause: string): void {
     const tm = this.taskManagers.get(resourceId);
     if (tm === undefined) return;
     this.taskManagers.delete(resourceId);
     this.heartbeats.unmonitorTarget(resourceId);
-    for (const [id, slot] of this.slots) if (slot.resourceId === resourceId) this.slots.delete(id);
-    this.partitionTracker.forgetTaskExecutor(resourceId);
+    const lostSlots = this.slotPool.releaseTaskManager(resourceId).map((s) => s.allocationId);
     if (this.terminated) return;
-    this.log.warn('TaskExecutor lost', { resourceId, cause });
-    for (const execution of this.graph.executions) {
-      if (execution.location?.resourceId !== resourceId) continue;
-      if (execution.state === ExecutionState.CANCELING) {
-        execution.state = ExecutionState.CANCELED;
-      } else {
-        await this.executionFailed(execution, { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${resourceId} was lost: ${cause}`, retryable: true });
-      }
-    }
-    await this.checkCompletion();
+    this.log.warn('TaskExecutor lost', { resourceId, cause, slots: lostSlots.length });
+    // Alive but unreachable from here: it frees the job's slots, so the ResourceManager can hand them out again.
+    tm.gateway.disconnectJobManager(this.jobId, `the JobMaster lost it: ${cause}`, this.deps.fencingToken).catch(() => undefined);
+    this.scheduler.taskManagerLost(resourceId, cause, lostSlots);
   }
 
-  private async slotRequestTimedOut(): Promise<void> {
-    if (this.deployed || this.isEnding()) return;
-    let resources = '';
-    try {
-      const r = await this.resourceManager?.gateway.requestClusterResources();
-      if (r) resources = `; the cluster has ${r.totalSlots} slots (${r.registeredTaskExecutors} TaskExecutors × ${r.slotsPerTaskExecutor}), ${r.freeSlots} free`;
-    } catch {
-      resources = '; the ResourceManager did not answer';
-    }
-    await this.failJob(
-      toErrorInfo(
-        new NoResourceAvailableError(
-          `job needs ${this.required} slots but received ${this.slots.size} within 'slot.request.timeout' (${this.deps.config.slotRequestTimeoutMs} ms)${resources}`,
-        ),
-      ),
-    );
+  private freeSlotOnTaskExecutor(slot: PooledSlot, cause: string): void {
+    this.scheduler.slotReleased(slot.allocationId);
+    const tm = this.taskManagers.get(slot.resourceId);
+    tm?.gateway.freeSlot(slot.allocationId, cause, this.deps.fencingToken).catch((error: unknown) => {
+      this.log.warn('could not free a slot on its TaskExecutor', { allocationId: slot.allocationId, resourceId: slot.resourceId, error: errorMessage(error) });
+    });
   }
 
-  private async checkCompletion(): Promise<void> {
-    if (this.terminated || !this.graph.allTerminal()) return;
-    if (this.status === JobStatus.RUNNING && this.graph.allFinished() && this.deployed) {
-      await this.finish();
-    } else if (this.status === JobStatus.FAILING) {
-      await this.terminate(JobStatus.FAILED);
-    } else if (this.status === JobStatus.CANCELLING) {
-      await this.terminate(JobStatus.CANCELED);
-    }
+  private statusChanged(status: JobStatus): void {
+    if (this.terminated) return;
+    this.status = status;
+    void this.writeStatus({ status, tasks: this.scheduler.counts(), vertices: this.scheduler.vertexMetrics(), restarts: this.scheduler.numberOfRestarts });
   }
 
-  private async finish(): Promise<void> {
+  private failureHandled(exception: JobException): void {
+    if (this.terminated) return;
+    void this.writeStatus({ exception, tasks: this.scheduler.counts(), restarts: this.scheduler.numberOfRestarts });
+  }
+
+  private async tasksEnded(outcome: 'FINISHED' | 'FAILED' | 'CANCELED', cause?: ErrorInfo): Promise<void> {
+    if (outcome !== 'FINISHED') {
+      await this.terminate(outcome === 'FAILED' ? JobStatus.FAILED : JobStatus.CANCELED, undefined, cause);
+      return;
+    }
     let resultKey: string | undefined;
     try {
-      for (const vertex of this.deps.jobGraph.vertices) {
-        for (const op of vertex.operators) {
-          if (op.kind === 'sink.textFile') {
-            await (await outputStoreFor(op.path)).commit(op.path, this.jobId, this.graph.subtasks(vertex.id).map((e) => e.attemptId));
-          } else if (op.kind === 'sink.collect') {
-            const records: unknown[] = [];
-            let truncated = false;
-            for (const e of this.graph.subtasks(vertex.id)) {
-              truncated ||= e.result?.collectedTruncated === true;
-              for (const r of e.result?.collected ?? []) {
-                if (records.length < op.maxRecords) records.push(r);
-                else truncated = true;
-              }
-            }
-            resultKey = blobKeys.result(this.jobId);
-            await this.deps.blobStore.put(resultKey, Buffer.from(JSON.stringify({ records, truncated })));
-          }
-        }
-      }
+      resultKey = await this.commitOutput();
     } catch (error) {
-      this.failureCause = toErrorInfo(error);
-      this.status = JobStatus.FAILING;
-      await this.writeRecord({ exception: { timestampMs: this.deps.clock.now(), message: `committing the job's output failed: ${errorMessage(error)}` } });
-      await this.terminate(JobStatus.FAILED);
+      const info = toErrorInfo(error);
+      this.log.error('committing the output failed', { error: info.message });
+      await this.writeStatus({ exception: { timestampMs: this.deps.clock.now(), message: `committing the job's output failed: ${info.message}` } });
+      await this.terminate(JobStatus.FAILED, undefined, info);
       return;
     }
     await this.terminate(JobStatus.FINISHED, resultKey);
   }
 
-  private async terminate(status: JobStatus, resultKey?: string): Promise<void> {
+  /** Commits every text sink's final attempts and stores the collect sink's result; the result's blob key. */
+  private async commitOutput(): Promise<string | undefined> {
+    let resultKey: string | undefined;
+    const graph = this.scheduler.graph;
+    for (const vertex of this.deps.jobGraph.vertices) {
+      for (const op of vertex.operators) {
+        if (op.kind === 'sink.textFile') {
+          await (await outputStoreFor(op.path)).commit(op.path, this.jobId, graph.subtasks(vertex.id).map((e) => e.attemptId));
+        } else if (op.kind === 'sink.collect') {
+          const records: unknown[] = [];
+          let truncated = false;
+          for (const e of graph.subtasks(vertex.id)) {
+            truncated ||= e.result?.collectedTruncated === true;
+            for (const r of e.result?.collected ?? []) {
+              if (records.length < op.maxRecords) records.push(r);
+              else truncated = true;
+            }
+          }
+          resultKey = blobKeys.result(this.jobId);
+          await this.deps.blobStore.put(resultKey, Buffer.from(JSON.stringify({ records, truncated })));
+        }
+      }
+    }
+    return resultKey;
+  }
+
+  private async terminate(status: JobStatus, resultKey?: string, cause?: ErrorInfo): Promise<void> {
     if (this.terminated) return;
     this.terminated = true;
     this.status = status;
-    this.slotRequestTimer?.cancel();
     this.cancelWatch?.cancel();
     this.progressTimer?.cancel();
     if (status !== JobStatus.FINISHED) {
       for (const vertex of this.deps.jobGraph.vertices) {
-        for (const op of vertex.operators) if (op.kind === 'sink.textFile') await outputStoreFor(op.path).then((store) => store.discard(op.path, this.jobId)).catch(() => undefined);
+        for (const op of vertex.operators) {
+          if (op.kind !== 'sink.textFile') continue;
+          await outputStoreFor(op.path)
+            .then((store) => store.discard(op.path, this.jobId))
+            .catch((error: unknown) => this.log.error('could not remove the staged output of a sink', { target: op.path, error: errorMessage(error) }));
+        }
       }
     }
-    await this.writeRecord({ status, tasks: this.graph.counts(), vertices: this.vertexMetrics(), endedAtMs: this.deps.clock.now(), ...(resultKey ? { resultKey } : {}) });
-    this.log.info('job reached a terminal state', { status });
-    this.releasePartitions(this.partitionTracker.stopTrackingAll(), `job ${status}`);
-    for (const slot of [...this.slots.values()]) this.releaseSlot(slot, `job ${status}`);
-    const rm = this.resourceManager;
-    if (rm) await rm.gateway.disconnectJobManager(this.jobId, `job ${status}`).catch(() => undefined);
-    this.resolveTermination({ status, ...(this.failureCause ? { message: this.failureCause.message } : {}) });
-  }
-
-  private releaseSlot(slot: PooledSlot, cause: string): void {
-    this.slots.delete(slot.allocationId);
-    const free = (): void => void this.taskManagers.get(slot.resourceId)?.gateway.freeSlot(slot.allocationId, cause, this.deps.fencingToken).catch(() => undefined);
-    const rm = this.resourceManager;
-    if (rm === undefined || this.terminated || !this.deployed) {
-      free();
-      return;
-    }
-    // The smaller requirement first: otherwise the RM sees a free slot below the old requirement and
-    // hands it straight back to a JobMaster that no longer accepts offers.
-    rm.gateway.declareRequiredResources(this.jobId, this.deps.fencingToken, { slots: this.slots.size }).then(free, (error: unknown) => {
-      this.log.warn('could not lower the resource requirements before freeing a slot', { error: errorMessage(error) });
-      free();
+    const written = await this.writeStatus({
+      status,
+      tasks: this.scheduler.counts(),
+      vertices: this.scheduler.vertexMetrics(),
+      restarts: this.scheduler.numberOfRestarts,
+      endedAtMs: this.deps.clock.now(),
+      ...(resultKey ? { resultKey } : {}),
     });
+    this.log.info('job reached a terminal state', { status, recorded: written !== undefined });
+    this.releasePartitions();
+    this.slotPool.close(`job ${status}`);
+    await this.rm.close(`job ${status}`);
+    if (written === undefined && this.steppedDown !== undefined) return;
+    this.resolveTermination({ status, ...(cause ? { message: cause.message } : {}) });
   }
 
-  private async writeRecord(update: Parameters<JobStore['update']>[1]): Promise<void> {
-    try {
-      await this.deps.jobStore.update(this.jobId, update, this.deps.fencingToken);
-    } catch (error) {
-      // A newer JobMaster or an already ended record; recovery (a later slice) steps down here.
-      this.log.error('cannot write the job record', { error: errorMessage(error), status: update.status });
+  private releasePartitions(): void {
+    for (const [resourceId, ids] of this.scheduler.takeAllPartitions()) {
+      const tm = this.taskManagers.get(resourceId);
+      tm?.gateway.releasePartitions(this.jobId, ids, this.deps.fencingToken).catch((error: unknown) => this.log.warn('releasing partitions failed', { resourceId, error: errorMessage(error) }));
     }
+  }
+
+  /** Set once the store said a newer JobMaster owns the job. */
+  private steppedDown: string | undefined;
+
+  /**
+   * Writes the job record with this JobMaster's epoch, retrying what may pass on a second try (a busy
+   * database, a throttled request) for a while and then surfacing it. A refusal that no retry changes
+   * (a newer leader, an ended job) makes this JobMaster step down at once. Undefined when not written.
+   */
+  private async writeStatus(update: JobRecordUpdate): Promise<Awaited<ReturnType<JobStore['update']>> | undefined> {
+    if (this.steppedDown !== undefined) return undefined;
+    try {
+      return await retrying(() => this.deps.jobStore.update(this.jobId, update, this.deps.fencingToken), {
+        policy: STATUS_WRITE_RETRY,
+        clock: this.deps.clock,
+        what: `writing the record of job ${this.jobId}`,
+        retryable: (e) => !isFinalRefusal(e),
+        cancelled: () => this.steppedDown !== undefined,
+        onRetry: (error, retry, delayMs) => this.log.warn('cannot write the job record; retrying', { error: errorMessage(error), retry, delayMs, status: update.status }),
+      });
+    } catch (error) {
+      if (isFinalRefusal(error)) {
+        this.stepDown(`the job record refused a write: ${errorMessage(error)}`);
+      } else {
+        // Surfaced: the process ends with this error and its supervisor decides (a successor JobManager).
+        this.log.error('cannot write the job record; giving up', { error: errorMessage(error), status: update.status });
+        this.stepDown(`the job record could not be written: ${errorMessage(error)}`);
+      }
+      return undefined;
+    }
+  }
+
+  /** Stops acting for the job at once: no more writes, deployments or commits; the runner ends this session. */
+  private stepDown(reason: string): void {
+    if (this.steppedDown !== undefined) return;
+    this.steppedDown = reason;
+    this.log.warn('stepping down', { reason });
+    this.terminated = true;
+    this.cancelWatch?.cancel();
+    this.progressTimer?.cancel();
+    this.rm.stop();
+    this.resolveTermination({ status: 'LEADERSHIP_LOST', message: reason });
   }
 
   /** Task counts reach the job record at most every 100 ms, so progress is visible without a write per task. */
@@ -743,19 +463,34 @@ export class JobMaster implements JobMasterGateway {
     if (this.progressTimer !== undefined || this.terminated) return;
     this.progressTimer = this.main.schedule(async () => {
       this.progressTimer = undefined;
-      if (!this.terminated) await this.writeRecord({ tasks: this.graph.counts(), vertices: this.vertexMetrics() });
-    }, 100);
+      if (this.terminated || this.steppedDown !== undefined) return;
+      try {
+        await this.deps.jobStore.update(this.jobId, { tasks: this.scheduler.counts(), vertices: this.scheduler.vertexMetrics(), restarts: this.scheduler.numberOfRestarts }, this.deps.fencingToken);
+      } catch (error) {
+        if (isFinalRefusal(error)) this.stepDown(`the job record refused a write: ${errorMessage(error)}`);
+        // A progress write that fails is not retried on its own: the next change writes the counts again.
+        else this.log.warn('cannot write the job progress', { error: errorMessage(error) });
+      }
+    }, PROGRESS_INTERVAL_MS);
+  }
+
+  /** For tests and diagnostics; call from outside the main thread only (it reads, it changes nothing). */
+  snapshot(): JobMasterSnapshot {
+    return { ...this.scheduler.snapshot(), slots: this.slotPool.size, slotsUsed: this.scheduler.slotsUsed(), status: this.status };
+  }
+
+  /** Per-vertex progress and counters, as the job record and GET /jobs/:id show them. */
+  vertexMetrics(): ReturnType<Scheduler['vertexMetrics']> {
+    return this.scheduler.vertexMetrics();
   }
 
   /** Stops serving and all timers; the hosting process calls it after `termination` or on revocation. */
   async close(): Promise<void> {
     this.endpoint?.stop();
     this.heartbeats.stop();
-    this.rmHeartbeat.stop();
-    this.slotRequestTimer?.cancel();
+    this.rm.stop();
     this.cancelWatch?.cancel();
     this.progressTimer?.cancel();
     await this.main.close();
   }
 }
-

@@ -1,12 +1,15 @@
 // The JobMaster's partition tracker: which finished blocking partitions exist on which TaskExecutor.
-// A partition is released on its TaskExecutor once every consumer of its edge finished, and every
-// partition still tracked is released when the job ends.
-import type { ResourceId, ResultPartitionId } from '../core/ids.js';
+// A partition is released on its TaskExecutor once every task of its consumers' region finished (a
+// restart of that region still needs it before), when its producer runs again, and when the job ends.
+// A lost TaskExecutor's partitions are forgotten: their producers must run again if still needed.
+import type { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
 
 export interface TrackedPartition {
   readonly partitionId: ResultPartitionId;
   readonly edgeId: string;
   readonly resourceId: ResourceId;
+  /** The attempt that produced it. */
+  readonly producerAttemptId: ExecutionAttemptId;
 }
 
 export class PartitionTracker {
@@ -25,6 +28,24 @@ export class PartitionTracker {
     const edge = this.byEdge.get(edgeId);
     this.byEdge.delete(edgeId);
     return this.group(edge?.values() ?? []);
+  }
+
+  /** Whether a finished blocking partition is tracked, i.e. can still be read. */
+  has(edgeId: string, partitionId: ResultPartitionId): boolean {
+    return this.byEdge.get(edgeId)?.has(partitionId) === true;
+  }
+
+  /** Stops tracking some partitions (their producers run again); grouped by TaskExecutor, to be released there. */
+  stopTracking(partitions: readonly { readonly edgeId: string; readonly partitionId: ResultPartitionId }[]): Map<ResourceId, ResultPartitionId[]> {
+    const out: TrackedPartition[] = [];
+    for (const { edgeId, partitionId } of partitions) {
+      const edge = this.byEdge.get(edgeId);
+      const p = edge?.get(partitionId);
+      if (p === undefined) continue;
+      edge!.delete(partitionId);
+      out.push(p);
+    }
+    return this.group(out);
   }
 
   /** Stops tracking everything (the job ended); grouped by TaskExecutor. */

@@ -3,8 +3,9 @@
 // worker entry point that calls installParentWatch() (see parent-watch.ts) exits when this process is gone.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigurationError, ConflictError, InvalidRequestError } from '../core/errors.js';
+import { ConfigurationError, ConflictError, InvalidRequestError, errorMessage } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
@@ -25,6 +26,11 @@ export interface ChildProcessWorkerLauncherOptions {
    * effect when the worker's entry point calls installParentWatch(). @default true
    */
   readonly exitWithParent?: boolean;
+  /**
+   * A folder of the worker's own that is removed once its process has ended, however it ended: a worker
+   * killed by a signal cannot clean up after itself (a TaskExecutor's partitions and library cache).
+   */
+  readonly scratchDirOf?: (spec: WorkerSpec) => string | undefined;
   readonly logger?: Logger;
 }
 
@@ -98,7 +104,15 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
       spec,
       process: child,
       forced: false,
-      gone: exited.then(({ code, signal }) => this.exited(spec.id, code, signal)),
+      gone: exited.then(async ({ code, signal }) => {
+        const scratch = this.options.scratchDirOf?.(spec);
+        if (scratch !== undefined) {
+          await rm(scratch, { recursive: true, force: true }).catch((error: unknown) =>
+            this.logger.error('cannot remove the folder of an ended worker', { workerId: spec.id, dir: scratch, error: errorMessage(error) }),
+          );
+        }
+        this.exited(spec.id, code, signal);
+      }),
     };
     this.children.set(spec.id, record);
     this.logger.info('worker started', { workerId: spec.id, kind: spec.kind, pid: child.pid, log: logPath });

@@ -16,7 +16,11 @@ export interface EmbeddedServices {
 export const embeddedPaths = {
   database: (stateDir: string): string => join(stateDir, 'floe.db'),
   blobs: (stateDir: string): string => join(stateDir, 'blobs'),
+  /** Each TaskExecutor's own files (library cache, blocking partitions); removed when it ends. */
+  taskExecutors: (stateDir: string): string => join(stateDir, 'taskexecutors'),
 } as const;
+
+export const taskExecutorWorkDir = (stateDir: string, resourceId: string): string => join(embeddedPaths.taskExecutors(stateDir), resourceId);
 
 export function openEmbeddedServices(stateDir: string, clock: Clock = systemClock): EmbeddedServices {
   mkdirSync(stateDir, { recursive: true });

@@ -22,3 +22,25 @@ export function processesOfCluster(stateDir: string): number[] {
   }
   return pids;
 }
+
+/** One process of an embedded cluster: its pid and the worker id it runs as (absent for the Dispatcher). */
+export interface ClusterProcess {
+  readonly pid: number;
+  readonly resourceId?: string;
+}
+
+/** The cluster's processes with their worker ids (TaskExecutors are `te-…`, JobManagers `jobmanager-…`). */
+export function processesOfClusterWithIds(stateDir: string): ClusterProcess[] {
+  const out: ClusterProcess[] = [];
+  for (const pid of processesOfCluster(stateDir)) {
+    let environ: string;
+    try {
+      environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    } catch {
+      continue;
+    }
+    const entry = environ.split('\0').find((e) => e.startsWith(`${ProcessEnv.RESOURCE_ID}=`));
+    out.push(entry === undefined ? { pid } : { pid, resourceId: entry.slice(ProcessEnv.RESOURCE_ID.length + 1) });
+  }
+  return out;
+}

@@ -30,6 +30,15 @@ export interface TaskExecutorHeartbeatPayload {
   readonly resourceId: ResourceId;
   /** Allocations this TaskExecutor holds for the asking JobMaster's job. */
   readonly allocations: readonly AllocationId[];
+  /** Live counters of the job's tasks still running here (the final ones come with FINISHED). */
+  readonly tasks?: readonly TaskCounters[];
+}
+
+/** Records a running task has read and written so far. */
+export interface TaskCounters {
+  readonly attemptId: ExecutionAttemptId;
+  readonly recordsIn: number;
+  readonly recordsOut: number;
 }
 
 export interface TaskExecutorGateway {

@@ -212,8 +212,8 @@ describe('JobMaster', () => {
     expect(rm.disconnected).toHaveLength(1);
   });
 
-  it('fails the job with the user message and stack when a task fails, cancelling the others', async () => {
-    const { offerSlots, allDeployed, jm, jobStore, jobMaster, tes } = await setup(pipeline(2));
+  it('fails the job with the user message and stack when a task fails and the restart strategy allows none, cancelling the others', async () => {
+    const { offerSlots, allDeployed, jm, jobStore, jobMaster, tes } = await setup(pipeline(2), 2, loadConfig({ 'slot.request.timeout': 60_000, 'restart-strategy.type': 'none' }));
     await offerSlots(1);
     await waitFor(() => allDeployed().length === 6, 'deployment');
     const failing = allDeployed().find((t) => t.vertexId === 'map')!;

@@ -91,7 +91,7 @@ describe('JobMaster region scheduling', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function setup(g: JobGraph, taskExecutors: number, slotsEach: number) {
+  async function setup(g: JobGraph, taskExecutors: number, slotsEach: number, options: Record<string, unknown> = {}) {
     const clock = new ManualClock();
     const network = new LocalRpcNetwork();
     const jobStore = new InMemoryJobStore(clock);
@@ -121,7 +121,7 @@ describe('JobMaster region scheduling', () => {
     }
     const jmRpc = new LocalRpcService(network, 'jm');
     const jobMaster = new JobMaster({
-      jobGraph: g, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config: loadConfig({ 'slot.request.timeout': 60_000 }), rpc: jmRpc, jobStore,
+      jobGraph: g, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config: loadConfig({ 'slot.request.timeout': 60_000, ...options }), rpc: jmRpc, jobStore,
       blobStore: new InMemoryBlobStore(), clock, logger: silentLogger, resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
     });
     await jobMaster.start();
@@ -197,7 +197,7 @@ describe('JobMaster region scheduling', () => {
 
   it('releases every tracked partition when the job ends before its consumers ran', async () => {
     const g = graph([v('src', 2, [seq]), v('sink', 2, [sinkOp('sink')])], [e('src', 'sink', 'blocking')]);
-    const { deployed, released, finish, jm, jobMaster } = await setup(g, 2, 1);
+    const { deployed, released, finish, jm, jobMaster } = await setup(g, 2, 1, { 'restart-strategy.type': 'none' });
     await settle();
     const [first, second] = deployed;
     await finish(first!, 10);

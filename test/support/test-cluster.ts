@@ -1,6 +1,6 @@
 // An embedded cluster for end-to-end tests: a Dispatcher in the test process (JobManagers and
 // TaskExecutors as real child processes), its REST API, and submitting bundled fixture jobs.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
@@ -11,6 +11,7 @@ import { JobId } from '../../runtime/core/ids.js';
 import { createLogger } from '../../runtime/core/logger.js';
 import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../../runtime/dispatcher/embedded-dispatcher.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
+import { embeddedPaths } from '../../runtime/local/embedded-services.js';
 import { killLeftovers, processesOfCluster, waitFor } from './cluster-processes.js';
 
 export const FIXTURE_JOBS = join(import.meta.dirname, '../fixtures/jobs');
@@ -27,6 +28,12 @@ export interface TestCluster {
   /** The job's exceptions, for assertion messages. */
   exceptions(jobId: string): Promise<string>;
   noProcessLeft(): Promise<void>;
+  /**
+   * Waits until nothing of the cluster's jobs is left: no JobManager or TaskExecutor process, no
+   * TaskExecutor folder (partition files, library cache), no staging folder beside a sink target in
+   * `work`. Throws naming what stayed.
+   */
+  nothingLeft(): Promise<void>;
   /** Stops the Dispatcher and returns how many of the cluster's processes had to be killed. */
   close(): Promise<number>;
 }
@@ -70,6 +77,15 @@ export async function startTestCluster(name: string, config: Record<string, stri
     exceptions: async (jobId) => JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body),
     noProcessLeft: async () => {
       await waitFor(() => processesOfCluster(stateDir).length === 0, 'every JobManager and TaskExecutor process to exit', 20_000);
+    },
+    async nothingLeft() {
+      await waitFor(() => processesOfCluster(stateDir).length === 0, 'every JobManager and TaskExecutor process to exit', 20_000);
+      const teDirs = embeddedPaths.taskExecutors(stateDir);
+      const left = [
+        ...(existsSync(teDirs) ? readdirSync(teDirs).map((d) => `TaskExecutor folder ${join(teDirs, d)}`) : []),
+        ...readdirSync(work).filter((f) => f.includes('.staging-')).map((f) => `staging folder ${join(work, f)}`),
+      ];
+      if (left.length > 0) throw new Error(`left behind: ${left.join(', ')}`);
     },
     async close() {
       await dispatcher.close();

@@ -1,0 +1,59 @@
+// Flink's ExecutionFailureHandler: combines the failover strategy (which regions restart) with the
+// restart strategy (whether, and after how long) into one result the scheduler acts on.
+import type { Clock } from '../core/clock.js';
+import type { ErrorInfo } from '../core/errors.js';
+import type { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
+import type { PipelinedRegion } from './pipelined-regions.js';
+import type { RestartBackoffTimeStrategy } from './restart-strategy.js';
+
+/** Errors no restart can mend: the job fails at once whatever the restart strategy allows. */
+export const UNRECOVERABLE_ERROR_CODES: ReadonlySet<string> = new Set(['NO_RESOURCE_AVAILABLE', 'SUPPRESS_RESTARTS', 'INVALID_JOB_GRAPH', 'CONFIGURATION']);
+
+export interface FailureHandlingResult {
+  readonly error: ErrorInfo;
+  /** Whether the job restarts `regions`; false: the job fails. */
+  readonly canRestart: boolean;
+  readonly regions: readonly PipelinedRegion[];
+  readonly restartDelayMs: number;
+  /** A failure no region restart could mend: every region restarts. */
+  readonly global: boolean;
+  /** When the job cannot restart: why, in words. */
+  readonly reason?: string;
+}
+
+export class ExecutionFailureHandler {
+  private restarts = 0;
+
+  constructor(
+    private readonly failover: RestartPipelinedRegionFailoverStrategy,
+    private readonly restartStrategy: RestartBackoffTimeStrategy,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Restarts granted so far. */
+  get numberOfRestarts(): number {
+    return this.restarts;
+  }
+
+  /** Tasks of `failedRegions` failed with `error` (one failure event, however many tasks it took). */
+  getFailureHandlingResult(failedRegions: Iterable<PipelinedRegion>, error: ErrorInfo): FailureHandlingResult {
+    return this.handle(error, this.failover.regionsToRestart(failedRegions), false);
+  }
+
+  /** A failure of the job as a whole (not of one task): every region restarts, if the strategy allows. */
+  getGlobalFailureHandlingResult(error: ErrorInfo): FailureHandlingResult {
+    return this.handle(error, this.failover.allRegions(), true);
+  }
+
+  private handle(error: ErrorInfo, regions: readonly PipelinedRegion[], global: boolean): FailureHandlingResult {
+    if (UNRECOVERABLE_ERROR_CODES.has(error.code)) {
+      return { error, canRestart: false, regions: [], restartDelayMs: 0, global, reason: `no restart can mend this failure (${error.code})` };
+    }
+    this.restartStrategy.notifyFailure(this.clock.now());
+    if (!this.restartStrategy.canRestart()) {
+      return { error, canRestart: false, regions: [], restartDelayMs: 0, global, reason: `the restart strategy allows no more restarts: ${this.restartStrategy.describe()}` };
+    }
+    this.restarts++;
+    return { error, canRestart: true, regions, restartDelayMs: this.restartStrategy.backoffTimeMs(), global };
+  }
+}

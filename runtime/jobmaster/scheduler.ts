@@ -1,0 +1,694 @@
+// The Scheduler (Flink's DefaultScheduler over its ExecutionGraph): places subtasks in the slot pool's
+// slots, deploys them region by region, follows their states, tracks blocking partitions, and turns
+// failures into restarts (pipelined-region failover under the job's restart strategy) or into the
+// job's failure. It runs on the JobMaster's main thread; the JobMaster tells it what happens outside
+// (task updates, lost TaskExecutors, new slots) and hears back through its listener.
+import type { Clock, Timer } from '../core/clock.js';
+import { errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
+import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import type { JobException, VertexMetrics } from '../ha/job-store.js';
+import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from '../jobgraph/job-status.js';
+import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
+import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
+import type { InputSplit, TaskResult } from '../protocol/task-deployment.js';
+import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
+import type { MainThread } from '../rpc/main-thread.js';
+import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
+import { canTransition, countTaskStates, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
+import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
+import { ExecutionFailureHandler, type FailureHandlingResult } from './failure-handler.js';
+import type { SplitAssigner } from './input-splits.js';
+import { PartitionTracker, type TrackedPartition } from './partition-tracker.js';
+import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
+import type { RestartBackoffTimeStrategy } from './restart-strategy.js';
+import type { SlotPool } from './slot-pool.js';
+
+/** What the Scheduler needs to reach TaskExecutors. */
+export interface TaskManagerLookup {
+  gateway(resourceId: ResourceId): TaskExecutorGateway | undefined;
+  dataAddress(resourceId: ResourceId): string;
+}
+
+export interface SchedulerListener {
+  /** Task states or counters changed: the job record should show them soon. */
+  progressChanged(): void;
+  /** A failure was handled; `exception.recovered` says whether the job restarts tasks or fails. */
+  failureHandled(exception: JobException): void;
+  /** RUNNING ⇄ RESTARTING (global failover), or FAILING / CANCELLING. */
+  statusChanged(status: JobStatus): void;
+  /** Every task has ended: all FINISHED, or the job FAILED / was CANCELED. Called once. */
+  tasksEnded(outcome: 'FINISHED' | 'FAILED' | 'CANCELED', cause?: ErrorInfo): void;
+}
+
+export interface SchedulerOptions {
+  readonly jobGraph: JobGraph;
+  readonly jobId: JobId;
+  readonly fencingToken: FencingToken;
+  readonly clock: Clock;
+  readonly main: MainThread;
+  readonly logger: Logger;
+  readonly slotPool: SlotPool;
+  readonly taskManagers: TaskManagerLookup;
+  /** Split assigners of the text file source vertices, by vertex id. */
+  readonly splitAssigners: ReadonlyMap<string, SplitAssigner>;
+  readonly restartStrategy: RestartBackoffTimeStrategy;
+  readonly listener: SchedulerListener;
+  /** An attempt that will never be committed ended (failed, cancelled, or superseded by a restart). */
+  readonly attemptDiscarded?: (execution: Execution) => void;
+}
+
+/** A group of subtasks being restarted: they get new attempts once all ended and the wait passed. */
+interface PendingRestart {
+  readonly vertices: Set<ExecutionVertex>;
+  readonly regions: readonly PipelinedRegion[];
+  readonly global: boolean;
+  delayPassed: boolean;
+  timer: Timer | undefined;
+}
+
+/** Slot sharing: per group, position i holds subtask i of every vertex in the group. */
+interface Position {
+  readonly group: string;
+  readonly index: number;
+  slot: AllocationId | undefined;
+}
+
+export interface SchedulerSnapshot {
+  readonly regions: readonly { readonly index: number; readonly vertexIds: readonly string[]; readonly deployed: boolean }[];
+  readonly trackedPartitions: readonly TrackedPartition[];
+  readonly partitionsReleased: number;
+  readonly restarts: number;
+  readonly tasks: readonly {
+    readonly vertexId: string;
+    readonly subtaskIndex: number;
+    readonly attemptNumber: number;
+    readonly attemptId: ExecutionAttemptId;
+    readonly state: string;
+    readonly resourceId?: ResourceId;
+    readonly allocationId?: AllocationId;
+    readonly result?: TaskResult;
+    readonly priorAttempts: readonly { readonly attemptNumber: number; readonly state: string; readonly resourceId?: ResourceId }[];
+  }[];
+}
+
+export class Scheduler {
+  readonly graph: ExecutionGraph;
+  readonly regions: RegionPlan;
+  readonly partitionTracker = new PartitionTracker();
+  private readonly failureHandler: ExecutionFailureHandler;
+  private readonly descriptors: TaskDeploymentDescriptorFactory;
+  private readonly log: Logger;
+  private readonly deployedRegions = new Set<number>();
+  private readonly pendingRestarts = new Set<PendingRestart>();
+  private readonly restarting = new Map<ExecutionVertex, PendingRestart>();
+  private readonly positions: Position[] = [];
+  private readonly positionBySlot = new Map<AllocationId, Position>();
+  private readonly positionIndex = new Map<string, Position[]>();
+  private readonly vertexTimes = new Map<string, { firstDeployedAtMs?: number; lastFinishedAtMs?: number }>();
+  private status: JobStatus = JobStatus.CREATED;
+  private placedOnce = false;
+  /** Every task ended and the listener was told. */
+  private over = false;
+  private failureCause: ErrorInfo | undefined;
+
+  constructor(private readonly o: SchedulerOptions) {
+    this.log = o.logger;
+    this.graph = new ExecutionGraph(o.jobGraph);
+    this.regions = computePipelinedRegions(o.jobGraph);
+    const failover = new RestartPipelinedRegionFailoverStrategy(this.regions, this.graph, (edge, producer) => this.isPartitionAvailable(edge, producer));
+    this.failureHandler = new ExecutionFailureHandler(failover, o.restartStrategy, o.clock);
+    this.descriptors = new TaskDeploymentDescriptorFactory(o.jobId, this.graph, this.regions, (id) => o.taskManagers.dataAddress(id));
+    const groupSize = new Map<string, number>();
+    for (const v of o.jobGraph.vertices) groupSize.set(v.slotSharingGroup, Math.max(groupSize.get(v.slotSharingGroup) ?? 0, v.parallelism));
+    for (const [group, size] of groupSize) {
+      const list: Position[] = [];
+      for (let index = 0; index < size; index++) {
+        const p: Position = { group, index, slot: undefined };
+        list.push(p);
+        this.positions.push(p);
+      }
+      this.positionIndex.set(group, list);
+    }
+  }
+
+  get jobStatus(): JobStatus {
+    return this.status;
+  }
+
+  get numberOfRestarts(): number {
+    return this.failureHandler.numberOfRestarts;
+  }
+
+  /** Slots the whole job needs at once: per slot sharing group its largest parallelism, summed. */
+  get totalSlots(): number {
+    return this.positions.length;
+  }
+
+  isActive(): boolean {
+    return this.status === JobStatus.RUNNING || this.status === JobStatus.RESTARTING;
+  }
+
+  // ---- lifecycle ----------------------------------------------------------------------------------
+
+  startScheduling(): void {
+    this.o.main.assertInMainThread();
+    this.status = JobStatus.RUNNING;
+    this.updateSlots();
+  }
+
+  /** The slot pool accepted new slots: place them and deploy what became ready. */
+  slotsAdded(): void {
+    this.updateSlots();
+  }
+
+  /** Cancels every task; the job ends CANCELED once all ended. */
+  cancel(): void {
+    if (!this.isActive() && this.status !== JobStatus.CREATED) return;
+    this.setStatus(JobStatus.CANCELLING);
+    this.log.info('cancelling');
+    this.stopEverything();
+  }
+
+  /** Fails the job now, whatever the restart strategy (e.g. it can never get its slots). */
+  failJob(error: ErrorInfo, exception?: JobException): void {
+    if (!this.isActive() && this.status !== JobStatus.CREATED) return;
+    this.failureCause = error;
+    this.log.warn('job failing', { error: error.message });
+    if (exception !== undefined) this.o.listener.failureHandled(exception);
+    this.setStatus(JobStatus.FAILING);
+    this.stopEverything();
+  }
+
+  /** A failure of the job as a whole that no region restart can mend: everything restarts, if allowed. */
+  handleGlobalFailure(error: ErrorInfo): void {
+    if (!this.isActive()) return;
+    const result = this.failureHandler.getGlobalFailureHandlingResult(error);
+    this.handled(result, undefined);
+  }
+
+  // ---- what TaskExecutors tell ----------------------------------------------------------------------
+
+  /** A task's state change; false when it is stale (an older attempt) or not a legal move. */
+  updateTaskExecutionState(update: TaskExecutionStateUpdate): boolean {
+    const execution = this.graph.execution(update.attemptId);
+    if (execution === undefined || !canTransition(execution.state, update.state)) return false;
+    switch (update.state) {
+      case 'FAILED':
+        this.tasksFailed([execution], [], update.error ?? { code: 'UNKNOWN', message: 'task failed without a reason', retryable: false });
+        break;
+      case 'CANCELED':
+        if (execution.state === ExecutionState.CANCELING || !this.isActive()) {
+          this.ended(execution, ExecutionState.CANCELED);
+        } else {
+          // Nobody here asked for it: the TaskExecutor stopped it on its own (its JobMaster connection closed, it shut down).
+          this.tasksFailed([execution], [], { code: 'TASK_CANCELED', message: `${taskName(execution.vertex, execution.subtaskIndex)} was cancelled by its TaskExecutor`, retryable: true });
+        }
+        break;
+      case 'FINISHED':
+        execution.result = update.result;
+        this.ended(execution, ExecutionState.FINISHED);
+        this.executionFinished(execution);
+        break;
+      case 'CREATED':
+      case 'SCHEDULED':
+      case 'DEPLOYING':
+      case 'INITIALIZING':
+      case 'RUNNING':
+      case 'CANCELING':
+        execution.state = update.state;
+        break;
+      default:
+        update.state satisfies never;
+    }
+    this.afterChange();
+    return true;
+  }
+
+  /** Counters of running attempts, from a TaskExecutor's heartbeat; stale attempts are ignored. */
+  updateLiveCounters(tasks: readonly { readonly attemptId: string; readonly recordsIn: number; readonly recordsOut: number }[]): void {
+    let changed = false;
+    for (const t of tasks) {
+      const e = this.graph.execution(t.attemptId);
+      if (e === undefined || isExecutionTerminal(e.state)) continue;
+      if (e.live?.recordsIn !== t.recordsIn || e.live?.recordsOut !== t.recordsOut) {
+        e.live = { recordsIn: t.recordsIn, recordsOut: t.recordsOut };
+        changed = true;
+      }
+    }
+    if (changed) this.o.listener.progressChanged();
+  }
+
+  /** The next split of a source vertex for this attempt; none for a stale or stopping attempt. */
+  nextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): InputSplit | null {
+    const execution = this.graph.execution(attemptId);
+    if (execution === undefined || execution.vertex.id !== vertexId) return null;
+    // An attempt being cancelled must not take splits its successor needs.
+    if (execution.state === ExecutionState.CANCELING || isExecutionTerminal(execution.state) || this.restarting.has(execution.executionVertex)) return null;
+    return this.o.splitAssigners.get(vertexId)?.nextSplit() ?? null;
+  }
+
+  /**
+   * A TaskExecutor is gone: its slots and finished partitions with it. Its tasks failed; finished tasks
+   * whose output is still needed must run again. One failure event.
+   */
+  taskManagerLost(resourceId: ResourceId, cause: string, lostSlots: readonly AllocationId[]): void {
+    const lostPartitions = this.partitionTracker.forgetTaskExecutor(resourceId);
+    for (const slot of lostSlots) this.vacate(slot);
+    const failed = this.graph.executions.filter((e) => e.location?.resourceId === resourceId && !isExecutionTerminal(e.state));
+    const lostOutputs = new Set<Execution>();
+    for (const p of lostPartitions) {
+      const producer = this.graph.execution(p.producerAttemptId);
+      if (producer?.state === ExecutionState.FINISHED) lostOutputs.add(producer);
+    }
+    if (failed.length > 0 || lostOutputs.size > 0) {
+      this.tasksFailed(failed, [...lostOutputs], { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${resourceId} was lost: ${cause}`, retryable: true });
+    }
+    this.afterChange();
+  }
+
+  /** A slot failed on its TaskExecutor (the pool already dropped it): its tasks failed. */
+  slotFailed(allocationId: AllocationId, resourceId: ResourceId, cause: string): void {
+    this.vacate(allocationId);
+    const failed = this.graph.executions.filter((e) => e.location?.allocationId === allocationId && !isExecutionTerminal(e.state));
+    if (failed.length > 0) this.tasksFailed(failed, [], { code: 'SLOT_FAILED', message: `slot ${allocationId} on ${resourceId} failed: ${cause}`, retryable: true });
+    this.afterChange();
+  }
+
+  /** The slot pool gave a slot back (idle) or lost it: no position holds it any more. */
+  slotReleased(allocationId: AllocationId): void {
+    this.vacate(allocationId);
+  }
+
+  // ---- reads ------------------------------------------------------------------------------------------
+
+  counts(): TaskCounts {
+    return this.graph.counts();
+  }
+
+  /** Per-vertex progress and counters, as the job record and GET /jobs/:id show them. */
+  vertexMetrics(): VertexMetrics[] {
+    return this.o.jobGraph.vertices.map((vertex) => {
+      const subtasks = this.graph.subtasks(vertex.id);
+      let recordsIn = 0;
+      let recordsOut = 0;
+      let buffersSent = 0;
+      let maxBuffersInFlight = 0;
+      let creditsPerChannel: number | undefined;
+      for (const e of subtasks) {
+        const counters = e.result ?? e.live;
+        recordsIn += counters?.recordsIn ?? 0;
+        recordsOut += counters?.recordsOut ?? 0;
+        buffersSent += e.result?.network?.buffersSent ?? 0;
+        maxBuffersInFlight = Math.max(maxBuffersInFlight, e.result?.network?.maxBuffersInFlight ?? 0);
+        creditsPerChannel ??= e.result?.network?.creditsPerChannel;
+      }
+      const times = this.vertexTimes.get(vertex.id) ?? {};
+      return {
+        id: vertex.id,
+        name: vertex.name,
+        parallelism: vertex.parallelism,
+        region: this.regions.regionOf(vertex.id).index,
+        tasks: countTaskStates(subtasks),
+        ...(times.firstDeployedAtMs !== undefined ? { firstDeployedAtMs: times.firstDeployedAtMs } : {}),
+        ...(times.lastFinishedAtMs !== undefined ? { lastFinishedAtMs: times.lastFinishedAtMs } : {}),
+        recordsIn,
+        recordsOut,
+        buffersSent,
+        maxBuffersInFlight,
+        ...(creditsPerChannel !== undefined ? { creditsPerChannel } : {}),
+      };
+    });
+  }
+
+  /** Distinct slots tasks were placed in (current attempts). */
+  slotsUsed(): number {
+    return new Set(this.graph.executions.filter((e) => e.state !== ExecutionState.CREATED && e.location !== undefined).map((e) => e.location!.allocationId)).size;
+  }
+
+  snapshot(): SchedulerSnapshot {
+    return {
+      regions: this.regions.regions.map((r) => ({ index: r.index, vertexIds: r.vertexIds, deployed: this.deployedRegions.has(r.index) })),
+      trackedPartitions: this.partitionTracker.list(),
+      partitionsReleased: this.partitionTracker.released,
+      restarts: this.numberOfRestarts,
+      tasks: this.graph.executionVertices.map((ev) => {
+        const e = ev.current;
+        return {
+          vertexId: e.vertex.id,
+          subtaskIndex: e.subtaskIndex,
+          attemptNumber: e.attemptNumber,
+          attemptId: e.attemptId,
+          state: e.state,
+          ...(e.location ? { resourceId: e.location.resourceId, allocationId: e.location.allocationId } : {}),
+          ...(e.result ? { result: e.result } : {}),
+          priorAttempts: ev.priorAttempts.map((p) => ({ attemptNumber: p.attemptNumber, state: p.state, ...(p.location ? { resourceId: p.location.resourceId } : {}) })),
+        };
+      }),
+    };
+  }
+
+  /** Blocking partitions still tracked, grouped by TaskExecutor, to be released when the job ends. */
+  takeAllPartitions(): Map<ResourceId, ResultPartitionId[]> {
+    return this.partitionTracker.stopTrackingAll();
+  }
+
+  // ---- failures ---------------------------------------------------------------------------------------
+
+  /**
+   * Tasks failed (or their finished output was lost) in one event. While the job runs, the failure
+   * handler picks the regions to restart and when, or fails the job; an attempt we asked to stop that
+   * reports a failure just ended.
+   */
+  private tasksFailed(failed: readonly Execution[], lostOutputs: readonly Execution[], error: ErrorInfo): void {
+    const real: Execution[] = [];
+    for (const e of failed) {
+      if (isExecutionTerminal(e.state)) continue;
+      if (e.state === ExecutionState.CANCELING) {
+        this.ended(e, ExecutionState.CANCELED);
+        continue;
+      }
+      e.failure = error;
+      this.ended(e, ExecutionState.FAILED);
+      real.push(e);
+      this.log.warn('task failed', { task: taskName(e.vertex, e.subtaskIndex), attempt: e.attemptNumber, error: error.message });
+    }
+    const lost = lostOutputs.filter((e) => !this.restarting.has(e.executionVertex));
+    if (!this.isActive()) return;
+    // Failures of subtasks already being restarted are echoes of the failure that restarts them.
+    const fresh = real.filter((e) => !this.restarting.has(e.executionVertex));
+    if (fresh.length === 0 && lost.length === 0) return;
+    const regions = new Set<PipelinedRegion>([...fresh, ...lost].map((e) => this.regions.regionOf(e.vertex.id)));
+    const first = fresh[0] ?? lost[0]!;
+    this.handled(this.failureHandler.getFailureHandlingResult(regions, error), first);
+  }
+
+  private handled(result: FailureHandlingResult, first: Execution | undefined): void {
+    const error = result.error;
+    const restartedTasks = result.canRestart ? this.restartSet(result.regions).size : 0;
+    const exception: JobException = {
+      timestampMs: this.o.clock.now(),
+      ...(first !== undefined ? { taskName: taskName(first.vertex, first.subtaskIndex), attemptNumber: first.attemptNumber } : {}),
+      ...(first?.location ? { location: first.location.resourceId } : {}),
+      message: error.message,
+      ...(error.stack !== undefined ? { stack: error.stack } : {}),
+      recovered: result.canRestart,
+      ...(result.canRestart ? { restartedTasks, restartDelayMs: result.restartDelayMs } : {}),
+    };
+    if (!result.canRestart) {
+      this.failJob(error, exception);
+      // Why no restart, as the job's last word.
+      this.o.listener.failureHandled({ timestampMs: this.o.clock.now(), message: `the job failed: ${result.reason ?? 'it cannot restart'}` });
+      return;
+    }
+    this.o.listener.failureHandled(exception);
+    this.restart(result.regions, result.restartDelayMs, result.global);
+  }
+
+  /** The subtasks a restart of these regions touches: every one that has run or is running. */
+  private restartSet(regions: readonly PipelinedRegion[]): Set<ExecutionVertex> {
+    const set = new Set<ExecutionVertex>();
+    for (const region of regions) {
+      for (const vertexId of region.vertexIds) {
+        for (const ev of this.graph.subtaskVertices(vertexId)) {
+          if (ev.current.state !== ExecutionState.CREATED && !this.restarting.has(ev)) set.add(ev);
+        }
+      }
+    }
+    return set;
+  }
+
+  /**
+   * Stops what runs in the regions, forgets their output, and once every attempt ended and the wait
+   * passed, starts new attempts and schedules them again.
+   */
+  private restart(regions: readonly PipelinedRegion[], delayMs: number, global: boolean): void {
+    const vertices = this.restartSet(regions);
+    const pending: PendingRestart = { vertices, regions, global, delayPassed: false, timer: undefined };
+    this.pendingRestarts.add(pending);
+    const superseded: { edgeId: string; partitionId: ResultPartitionId }[] = [];
+    for (const ev of vertices) {
+      this.restarting.set(ev, pending);
+      const e = ev.current;
+      this.stop(e);
+      if (e.state === ExecutionState.FINISHED) {
+        for (const edge of this.graph.outputsOf.get(e.vertex.id) ?? []) superseded.push({ edgeId: edge.id, partitionId: partitionIdOf(edge, e) });
+      }
+    }
+    for (const region of regions) this.deployedRegions.delete(region.index);
+    this.releasePartitions(this.partitionTracker.stopTracking(superseded), 'their producers run again');
+    if (global) this.setStatus(JobStatus.RESTARTING);
+    this.log.info('restarting tasks', { regions: regions.map((r) => r.index), tasks: vertices.size, delayMs, global });
+    pending.timer = this.o.main.schedule(() => {
+      pending.timer = undefined;
+      pending.delayPassed = true;
+      this.completeRestarts();
+      this.afterChange();
+    }, delayMs);
+    this.afterChange();
+  }
+
+  /** Restarts whose attempts all ended and whose wait passed get new attempts, then are scheduled. */
+  private completeRestarts(): void {
+    if (!this.isActive()) return;
+    let completed = false;
+    for (const pending of [...this.pendingRestarts]) {
+      if (!pending.delayPassed || [...pending.vertices].some((ev) => !isExecutionTerminal(ev.current.state))) continue;
+      this.pendingRestarts.delete(pending);
+      const sources = new Set<string>();
+      for (const ev of pending.vertices) {
+        if (this.restarting.get(ev) !== pending) continue;
+        this.restarting.delete(ev);
+        this.o.attemptDiscarded?.(ev.current);
+        this.graph.resetForNewExecution(ev);
+        if (this.o.splitAssigners.has(ev.jobVertex.id)) sources.add(ev.jobVertex.id);
+      }
+      // A source vertex restarts as a whole: every split goes back in line.
+      for (const id of sources) this.o.splitAssigners.get(id)!.reset();
+      if (pending.global) this.setStatus(JobStatus.RUNNING);
+      completed = true;
+    }
+    if (completed) this.updateSlots();
+  }
+
+  /** Asks a running attempt to stop; one not yet sent anywhere ends at once. */
+  private stop(e: Execution): void {
+    switch (e.state) {
+      case 'CREATED':
+      case 'SCHEDULED':
+        this.ended(e, ExecutionState.CANCELED);
+        return;
+      case 'DEPLOYING':
+      case 'INITIALIZING':
+      case 'RUNNING': {
+        e.state = ExecutionState.CANCELING;
+        const gateway = e.location === undefined ? undefined : this.o.taskManagers.gateway(e.location.resourceId);
+        if (gateway === undefined) {
+          this.ended(e, ExecutionState.CANCELED);
+          return;
+        }
+        gateway.cancelTask(e.attemptId, this.o.fencingToken).catch((error: unknown) =>
+          this.o.main
+            .run(() => {
+              // An unreachable TaskExecutor cannot run the task either.
+              if (e.state !== ExecutionState.CANCELING) return;
+              this.log.warn('cancel did not reach the TaskExecutor', { task: taskName(e.vertex, e.subtaskIndex), error: errorMessage(error) });
+              this.ended(e, ExecutionState.CANCELED);
+              this.afterChange();
+            })
+            .catch(() => undefined),
+        );
+        return;
+      }
+      case 'CANCELING':
+      case 'FINISHED':
+      case 'CANCELED':
+      case 'FAILED':
+        return;
+      default:
+        e.state satisfies never;
+    }
+  }
+
+  /** Cancel or failure of the job: pending restarts are dropped and every task is stopped. */
+  private stopEverything(): void {
+    for (const pending of this.pendingRestarts) pending.timer?.cancel();
+    this.pendingRestarts.clear();
+    this.restarting.clear();
+    for (const e of this.graph.executions) this.stop(e);
+    this.afterChange();
+  }
+
+  // ---- scheduling -------------------------------------------------------------------------------------
+
+  private ended(e: Execution, state: 'FINISHED' | 'FAILED' | 'CANCELED'): void {
+    e.state = state;
+    e.live = undefined;
+    if (state !== ExecutionState.FINISHED) this.o.attemptDiscarded?.(e);
+  }
+
+  /** Tracks the blocking partitions a finished task made; releases what its region read once it all finished. */
+  private executionFinished(e: Execution): void {
+    for (const edge of this.graph.outputsOf.get(e.vertex.id) ?? []) {
+      if (this.regions.partitionTypeOf(edge) !== 'blocking' || e.location === undefined) continue;
+      this.partitionTracker.startTracking({ partitionId: partitionIdOf(edge, e), edgeId: edge.id, resourceId: e.location.resourceId, producerAttemptId: e.attemptId });
+    }
+    if (this.graph.subtasks(e.vertex.id).every((x) => x.state === ExecutionState.FINISHED)) {
+      const times = this.vertexTimes.get(e.vertex.id) ?? {};
+      times.lastFinishedAtMs = this.o.clock.now();
+      this.vertexTimes.set(e.vertex.id, times);
+    }
+    // A region's inputs are kept until all of it finished: a restart of the region before needs them again.
+    const region = this.regions.regionOf(e.vertex.id);
+    const regionDone = region.vertexIds.every((id) => this.graph.subtasks(id).every((x) => x.state === ExecutionState.FINISHED));
+    if (!regionDone) return;
+    for (const edge of region.blockingInputs) {
+      this.releasePartitions(this.partitionTracker.stopTrackingEdge(edge.id), `every task of region ${region.index}, which reads edge ${edge.id}, finished`);
+    }
+  }
+
+  private isPartitionAvailable(edge: JobEdge, producer: Execution): boolean {
+    return this.partitionTracker.has(edge.id, partitionIdOf(edge, producer));
+  }
+
+  /** After any change: slots, restarts, deployment, the end. */
+  private afterChange(): void {
+    if (this.over) return;
+    this.completeRestarts();
+    this.updateSlots();
+    this.o.listener.progressChanged();
+    this.checkEnd();
+  }
+
+  /**
+   * Which slot positions are needed (some subtask there has yet to finish), what the pool must hold,
+   * which slots fell idle, and placement of free slots in vacant positions. The first placement waits
+   * for every slot, so each group's slots sit on as few TaskExecutors as possible.
+   */
+  private updateSlots(): void {
+    if (!this.isActive()) {
+      return;
+    }
+    const needed = (p: Position): boolean =>
+      this.o.jobGraph.vertices.some((v) => v.slotSharingGroup === p.group && v.parallelism > p.index && this.graph.subtasks(v.id)[p.index]!.state !== ExecutionState.FINISHED);
+    const busy = (slot: AllocationId): boolean => this.graph.executions.some((e) => e.location?.allocationId === slot && !isExecutionTerminal(e.state));
+    let required = 0;
+    for (const p of this.positions) {
+      const need = needed(p);
+      if (need) required++;
+      if (p.slot !== undefined && !need && !busy(p.slot)) {
+        this.o.slotPool.setInUse(p.slot, false);
+        this.positionBySlot.delete(p.slot);
+        p.slot = undefined;
+      }
+    }
+    this.o.slotPool.setRequired(required);
+    const vacant = this.positions.filter((p) => p.slot === undefined && needed(p));
+    if (vacant.length > 0) {
+      const free = this.o.slotPool
+        .all()
+        .filter((s) => !this.positionBySlot.has(s.allocationId))
+        .sort((a, b) => (a.resourceId < b.resourceId ? -1 : a.resourceId > b.resourceId ? 1 : a.slotIndex - b.slotIndex));
+      if (this.placedOnce || free.length >= vacant.length) {
+        for (const p of vacant) {
+          const slot = free.shift();
+          if (slot === undefined) break;
+          p.slot = slot.allocationId;
+          this.positionBySlot.set(slot.allocationId, p);
+          this.o.slotPool.setInUse(slot.allocationId, true);
+        }
+        this.placedOnce = true;
+      }
+    }
+    this.scheduleReadyRegions();
+  }
+
+  private vacate(allocationId: AllocationId): void {
+    const p = this.positionBySlot.get(allocationId);
+    if (p === undefined) return;
+    this.positionBySlot.delete(allocationId);
+    p.slot = undefined;
+  }
+
+  /** Deploys every region not deployed whose blocking inputs can be read and whose slots are there. */
+  private scheduleReadyRegions(): void {
+    for (const region of this.regions.regions) {
+      if (!this.isActive()) return;
+      if (this.deployedRegions.has(region.index)) continue;
+      const executions = region.vertexIds.flatMap((id) => this.graph.subtasks(id));
+      if (!executions.every((e) => e.state === ExecutionState.CREATED && !this.restarting.has(e.executionVertex))) continue;
+      const inputsReady = region.blockingInputs.every((edge) => this.graph.subtasks(edge.source).every((p) => p.state === ExecutionState.FINISHED && this.isPartitionAvailable(edge, p)));
+      if (!inputsReady) continue;
+      const slots = executions.map((e) => this.positionIndex.get(e.vertex.slotSharingGroup)![e.subtaskIndex]!.slot);
+      if (slots.some((s) => s === undefined)) continue;
+      this.deployRegion(region, executions, slots as AllocationId[]);
+    }
+  }
+
+  private deployRegion(region: PipelinedRegion, executions: readonly Execution[], slots: readonly AllocationId[]): void {
+    this.deployedRegions.add(region.index);
+    executions.forEach((e, i) => {
+      const slot = this.o.slotPool.get(slots[i]!)!;
+      e.location = { resourceId: slot.resourceId, allocationId: slot.allocationId };
+      e.state = ExecutionState.SCHEDULED;
+    });
+    for (const e of executions) {
+      if (e.state !== ExecutionState.SCHEDULED) continue;
+      const gateway = this.o.taskManagers.gateway(e.location!.resourceId);
+      if (gateway === undefined) {
+        this.tasksFailed([e], [], { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${e.location!.resourceId} is gone`, retryable: true });
+        continue;
+      }
+      e.state = ExecutionState.DEPLOYING;
+      const times = this.vertexTimes.get(e.vertex.id) ?? {};
+      times.firstDeployedAtMs ??= this.o.clock.now();
+      this.vertexTimes.set(e.vertex.id, times);
+      let descriptor;
+      try {
+        descriptor = this.descriptors.create(e);
+      } catch (error) {
+        this.tasksFailed([e], [], toErrorInfo(error));
+        continue;
+      }
+      gateway.submitTask(descriptor, this.o.fencingToken).catch((error: unknown) =>
+        this.o.main
+          .run(() => {
+            if (this.graph.execution(e.attemptId) !== e || e.state !== ExecutionState.DEPLOYING) return;
+            this.tasksFailed([e], [], { ...toErrorInfo(error), message: `deploying ${descriptor.taskName} to ${e.location!.resourceId} failed: ${errorMessage(error)}` });
+            this.afterChange();
+          })
+          .catch(() => undefined),
+      );
+    }
+    this.log.info('region deployed', { region: region.index, vertices: region.vertexIds, tasks: executions.length, attempt: executions[0]?.attemptNumber });
+  }
+
+  private releasePartitions(byTaskExecutor: Map<ResourceId, ResultPartitionId[]>, cause: string): void {
+    for (const [resourceId, ids] of byTaskExecutor) {
+      const gateway = this.o.taskManagers.gateway(resourceId);
+      if (gateway === undefined) continue;
+      this.log.info('releasing partitions', { resourceId, partitions: ids.length, cause });
+      gateway.releasePartitions(this.o.jobId, ids, this.o.fencingToken).catch((error: unknown) => this.log.warn('releasing partitions failed', { resourceId, error: errorMessage(error) }));
+    }
+  }
+
+  private setStatus(status: JobStatus): void {
+    if (this.status === status) return;
+    this.status = status;
+    this.o.listener.statusChanged(status);
+  }
+
+  private checkEnd(): void {
+    if (this.over || !this.graph.allTerminal()) return;
+    if (this.isActive() && this.pendingRestarts.size === 0 && this.graph.allFinished()) {
+      this.over = true;
+      this.o.listener.tasksEnded('FINISHED');
+    } else if (this.status === JobStatus.FAILING) {
+      this.over = true;
+      this.o.listener.tasksEnded('FAILED', this.failureCause);
+    } else if (this.status === JobStatus.CANCELLING) {
+      this.over = true;
+      this.o.listener.tasksEnded('CANCELED');
+    }
+  }
+}
