@@ -221,7 +221,7 @@ export class Dispatcher {
 
   async getJob(jobId: string): Promise<JobDetails> {
     const r = await this.record(jobId);
-    return { ...this.summary(r), ...(r.tasks ? { tasks: r.tasks } : {}), exceptions: r.exceptions.length, ...(r.vertices ? { vertices: r.vertices } : {}) };
+    return { ...this.summary(r), ...(r.tasks ? { tasks: r.tasks } : {}), exceptions: r.exceptions.length, ...(r.restarts !== undefined ? { restarts: r.restarts } : {}), ...(r.vertices ? { vertices: r.vertices } : {}) };
   }
 
   private summary(r: JobRecord): JobSummary {

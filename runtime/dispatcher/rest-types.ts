@@ -81,6 +81,8 @@ export interface JobDetails extends JobSummary {
   readonly tasks?: TaskCounts;
   /** How many exceptions GET /jobs/:id/exceptions returns. */
   readonly exceptions: number;
+  /** Restarts of failed tasks so far; absent until the first. */
+  readonly restarts?: number;
   /** Per vertex: task states, pipelined region, deploy / finish times, records and network counters. */
   readonly vertices?: readonly VertexDetails[];
 }
