@@ -6,7 +6,7 @@
 //   stop    SIGSTOP of one TaskExecutor → the JobMaster records it lost; ÷ 'heartbeat.timeout'
 // Each figure is polled from the REST API every 10 ms (the job record shows task counts at most every
 // 100 ms, so a figure may read up to ~100 ms late). Run: npm run bench:failover  (figures also go to
-// bench/out/failover.json). BENCH_RUNS sets the rounds (default 5).
+// bench/out/failover.json). BENCH_RUNS sets the rounds (default 5); BENCH_KEEP=1 keeps the logs.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,7 +85,9 @@ try {
   }
 } finally {
   await stopCluster(stateDir);
-  rmSync(work, { recursive: true, force: true });
+  // BENCH_KEEP=1 keeps the cluster's logs (<dir>/cluster/logs) to see where the time went.
+  if (process.env['BENCH_KEEP'] === '1') process.stderr.write(`kept ${work}\n`);
+  else rmSync(work, { recursive: true, force: true });
 }
 
 const stats = (xs: readonly number[]) => ({ min: Math.round(Math.min(...xs)), median: Math.round(median(xs)), max: Math.round(Math.max(...xs)) });

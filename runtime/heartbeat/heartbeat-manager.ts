@@ -105,6 +105,14 @@ export class HeartbeatManager<P> {
     return this.targets.get(targetId)?.inFlight === true ? 1 : 0;
   }
 
+  /**
+   * Asks every target now instead of at its next interval (sender side): after a failure that may mean
+   * a peer is gone, a refused connection then shows within a round trip instead of an interval.
+   */
+  probeAll(): void {
+    for (const target of this.targets.values()) this.sendHeartbeat(target);
+  }
+
   stop(): void {
     this.stopped = true;
     for (const id of [...this.targets.keys()]) this.unmonitorTarget(id);

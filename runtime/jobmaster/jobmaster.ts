@@ -153,6 +153,7 @@ export class JobMaster implements JobMasterGateway {
       listener: {
         progressChanged: () => this.progressChanged(),
         failureHandled: (exception) => this.failureHandled(exception),
+        checkTaskManagers: () => this.heartbeats.probeAll(),
         statusChanged: (status) => this.statusChanged(status),
         tasksEnded: (outcome, cause) => void this.tasksEnded(outcome, cause),
       },

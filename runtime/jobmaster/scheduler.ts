@@ -35,6 +35,11 @@ export interface SchedulerListener {
   progressChanged(): void;
   /** A failure was handled; `exception.recovered` says whether the job restarts tasks or fails. */
   failureHandled(exception: JobException): void;
+  /**
+   * Tasks failed in a way that may mean a TaskExecutor is gone (a data connection closed): check every
+   * TaskExecutor now, so a dead one is known before the restarted tasks are placed.
+   */
+  checkTaskManagers(): void;
   /** RUNNING ⇄ RESTARTING (global failover), or FAILING / CANCELLING. */
   statusChanged(status: JobStatus): void;
   /** Every task has ended: all FINISHED, or the job FAILED / was CANCELED. Called once. */
@@ -402,6 +407,7 @@ export class Scheduler {
       return;
     }
     this.o.listener.failureHandled(exception);
+    this.o.listener.checkTaskManagers();
     this.restart(result.regions, result.restartDelayMs, result.global);
   }
 

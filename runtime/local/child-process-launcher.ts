@@ -105,13 +105,14 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
       process: child,
       forced: false,
       gone: exited.then(async ({ code, signal }) => {
+        // Its exit is news first (a lost TaskExecutor is replaced at once); its folder goes right after.
+        this.exited(spec.id, code, signal);
         const scratch = this.options.scratchDirOf?.(spec);
         if (scratch !== undefined) {
           await rm(scratch, { recursive: true, force: true }).catch((error: unknown) =>
             this.logger.error('cannot remove the folder of an ended worker', { workerId: spec.id, dir: scratch, error: errorMessage(error) }),
           );
         }
-        this.exited(spec.id, code, signal);
       }),
     };
     this.children.set(spec.id, record);

@@ -81,11 +81,14 @@ export async function startTestCluster(name: string, config: Record<string, stri
     async nothingLeft() {
       await waitFor(() => processesOfCluster(stateDir).length === 0, 'every JobManager and TaskExecutor process to exit', 20_000);
       const teDirs = embeddedPaths.taskExecutors(stateDir);
-      const left = [
+      const left = (): string[] => [
         ...(existsSync(teDirs) ? readdirSync(teDirs).map((d) => `TaskExecutor folder ${join(teDirs, d)}`) : []),
         ...readdirSync(work).filter((f) => f.includes('.staging-')).map((f) => `staging folder ${join(work, f)}`),
       ];
-      if (left.length > 0) throw new Error(`left behind: ${left.join(', ')}`);
+      // Folders go right after their process: give the launcher a moment.
+      await waitFor(() => left().length === 0, 'no TaskExecutor or staging folder left', 5_000).catch(() => {
+        throw new Error(`left behind: ${left().join(', ')}`);
+      });
     },
     async close() {
       await dispatcher.close();
