@@ -194,6 +194,13 @@ describe('HttpRpcService', () => {
     expect(closedBy).toEqual(['client']);
   });
 
+  it('lets a call run longer than the idle-connection timeout: only idle connections are closed', async () => {
+    const server = await track(start());
+    server.serve('slow', { answer: async () => new Promise((r) => setTimeout(() => r('done'), 300)) }, { methods: ['answer'] });
+    const client = await track(start({ idleSocketTimeoutMs: 50 }));
+    await expect(client.connect<{ answer(): Promise<string> }>(server.address, 'slow').answer()).resolves.toBe('done');
+  });
+
   describe('against a server that resets connections', () => {
     let foreign: http.Server | undefined;
     afterEach(async () => {
