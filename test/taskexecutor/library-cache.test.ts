@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { NotFoundError } from '../../runtime/core/errors.js';
-import { blobKeys, type BlobStore } from '../../runtime/blob/blob-store.js';
+import { blobKeys } from '../../runtime/blob/blob-store.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { LibraryCache } from '../../runtime/taskexecutor/library-cache.js';
 
@@ -42,14 +42,14 @@ describe('LibraryCache', () => {
   });
 
   it('says which library is missing, and asks the store again next time', async () => {
-    const store: BlobStore & { reads?: number } = new CountingBlobStore();
+    const store = new CountingBlobStore();
     const cache = new LibraryCache(store, join(root, 'c'));
     const error = await cache.get('missing').catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NotFoundError);
     expect((error as Error).message).toBe(`library missing is not in the blob store (key ${blobKeys.library('missing')}); resubmit the job with its library`);
     await store.put(blobKeys.library('missing'), new Uint8Array([7]));
     expect([...(await cache.get('missing'))]).toEqual([7]);
-    expect((store as CountingBlobStore).reads).toBe(2);
+    expect(store.reads).toBe(2);
   });
 
   it('does not keep a failed read: the next ask reads again', async () => {
