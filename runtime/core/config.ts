@@ -17,7 +17,14 @@ interface OptionSpec {
 /** Every option: its Flink-style key, default and meaning. The README's config table lists these. */
 export const CONFIG_OPTIONS = {
   heartbeatIntervalMs: { key: 'heartbeat.interval', default: 1_000, min: 10, description: 'How often JM→TE, RM→TE and RM→JM heartbeats are sent (ms).' },
-  heartbeatTimeoutMs: { key: 'heartbeat.timeout', default: 10_000, min: 50, description: 'Silence after which a peer counts as lost (ms). A closed connection or an exited process counts at once.' },
+  heartbeatTimeoutMs: { key: 'heartbeat.timeout', default: 10_000, min: 50, description: 'Silence after which a peer counts as lost (ms). A refused connection or an exited process counts at once.' },
+  heartbeatRpcFailureThreshold: {
+    key: 'heartbeat.rpc-failure-threshold',
+    default: 2,
+    min: -1,
+    description:
+      'Consecutive heartbeat calls that fail to reach a peer (connection reset or unreachable, not refused) after which it counts as lost; one failure never does. A refused connection (nothing listens: the process is gone) counts at once. -1 turns the rule off, leaving heartbeat.timeout.',
+  },
   rpcTimeoutMs: { key: 'rpc.timeout', default: 10_000, min: 10, description: 'Deadline of every remote call (ms).' },
   leaseDurationMs: { key: 'high-availability.lease.duration', default: 10_000, min: 50, description: 'How long a leadership lease lasts without renewal (ms).' },
   leaseRenewIntervalMs: { key: 'high-availability.lease.renew-interval', default: 2_000, min: 10, description: 'How often the leader renews its lease (ms); keep well below the duration.' },
@@ -115,6 +122,9 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
   const cfg = out as FloeConfig;
   if (cfg.leaseRenewIntervalMs >= cfg.leaseDurationMs) {
     problems.push(`'high-availability.lease.renew-interval' (${cfg.leaseRenewIntervalMs} ms) must be below 'high-availability.lease.duration' (${cfg.leaseDurationMs} ms)`);
+  }
+  if (cfg.heartbeatRpcFailureThreshold === 0) {
+    problems.push(`'heartbeat.rpc-failure-threshold' must be a positive count of failed calls, or -1 to turn the rule off, found 0`);
   }
   if (cfg.heartbeatIntervalMs >= cfg.heartbeatTimeoutMs) {
     problems.push(`'heartbeat.interval' (${cfg.heartbeatIntervalMs} ms) must be below 'heartbeat.timeout' (${cfg.heartbeatTimeoutMs} ms)`);

@@ -66,7 +66,7 @@ export class RpcTimeoutError extends FloeError {
   }
 }
 
-/** The peer is unreachable (connection refused or reset): treated as a loss at once. */
+/** The peer is unreachable (connection refused, reset, or no route). Heartbeats lose a refused peer at once. */
 export class RpcConnectionError extends FloeError {
   constructor(target: string, options?: FloeErrorOptions) {
     super('RPC_CONNECTION', `cannot reach ${target}`, { retryable: true, ...options });

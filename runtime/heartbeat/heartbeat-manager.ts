@@ -1,10 +1,20 @@
 // Liveness of peers (JM→TE, RM→TE, RM→JM). The sender side asks each target every interval; the
-// receiver side only notes the asks as they arrive. Silence past the timeout, or a refused or reset
-// connection on the sender side, reports the target lost exactly once.
+// receiver side only notes the asks as they arrive. A target is reported lost exactly once: at once when
+// its connection is refused (nothing listens: the process is gone), after `rpcFailureThreshold`
+// consecutive asks that could not reach it (reset, unreachable), or after silence past the timeout.
+// One failed ask never loses a peer: a live peer's connection can be reset by a keep-alive race.
 import type { Clock, Timer } from '../core/clock.js';
+import { CONFIG_OPTIONS } from '../core/config.js';
 import { RpcConnectionError, errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
 import type { MainThread } from '../rpc/main-thread.js';
+
+/** True when nothing listens at the peer's address: its process is gone, not merely slow or cut off. */
+export function isConnectionRefused(error: unknown): boolean {
+  if (!(error instanceof RpcConnectionError)) return false;
+  const cause = error.cause as { code?: unknown } | undefined;
+  return cause?.code === 'ECONNREFUSED';
+}
 
 export interface HeartbeatManagerOptions<P> {
   /** Names this side in logs, e.g. `jobmaster` or `taskexecutor tm-1a2b`. */
@@ -13,6 +23,12 @@ export interface HeartbeatManagerOptions<P> {
   readonly intervalMs: number;
   /** Silence after which a target counts as lost (`heartbeat.timeout`). */
   readonly timeoutMs: number;
+  /**
+   * Consecutive asks that fail to reach the target (an RpcConnectionError other than a refusal) after
+   * which it counts as lost (`heartbeat.rpc-failure-threshold`); -1 leaves it to the timeout.
+   * @default - CONFIG_OPTIONS.heartbeatRpcFailureThreshold.default
+   */
+  readonly rpcFailureThreshold?: number;
   readonly mainThread: MainThread;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -28,6 +44,8 @@ interface Target<P> {
   lastHeardMs: number;
   /** At most one ask in flight: a slow target must not collect a queue of them. */
   inFlight: boolean;
+  /** Asks in a row that could not reach the target; an answer resets it. */
+  failedRpcs: number;
   intervalTimer: Timer | undefined;
   timeoutTimer: Timer | undefined;
 }
@@ -36,10 +54,15 @@ export class HeartbeatManager<P> {
   private readonly targets = new Map<string, Target<P>>();
   private stopped = false;
   private readonly logger: Logger;
+  private readonly rpcFailureThreshold: number;
 
   constructor(private readonly options: HeartbeatManagerOptions<P>) {
     if (!(options.intervalMs > 0) || !(options.timeoutMs > 0)) {
       throw new RangeError(`heartbeat interval and timeout must be positive, found ${options.intervalMs} ms and ${options.timeoutMs} ms`);
+    }
+    this.rpcFailureThreshold = options.rpcFailureThreshold ?? CONFIG_OPTIONS.heartbeatRpcFailureThreshold.default;
+    if (!Number.isInteger(this.rpcFailureThreshold) || (this.rpcFailureThreshold < 1 && this.rpcFailureThreshold !== -1)) {
+      throw new RangeError(`heartbeat rpc failure threshold must be a positive count or -1 (off), found ${this.rpcFailureThreshold}`);
     }
     this.logger = options.logger.child({ heartbeatOwner: options.ownerName });
   }
@@ -60,6 +83,7 @@ export class HeartbeatManager<P> {
       requestHeartbeat,
       lastHeardMs: this.options.clock.now(),
       inFlight: false,
+      failedRpcs: 0,
       intervalTimer: undefined,
       timeoutTimer: undefined,
     };
@@ -138,6 +162,7 @@ export class HeartbeatManager<P> {
     target.inFlight = false;
     if (this.targets.get(target.id) !== target) return;
     target.lastHeardMs = this.options.clock.now();
+    target.failedRpcs = 0;
     this.deliverPayload(target, payload);
   }
 
@@ -145,7 +170,17 @@ export class HeartbeatManager<P> {
     target.inFlight = false;
     if (this.targets.get(target.id) !== target) return;
     if (error instanceof RpcConnectionError) {
-      this.lose(target, `connection to ${target.id} lost: ${errorMessage(error)}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}`);
+      const why = `${errorMessage(error)}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}`;
+      if (isConnectionRefused(error)) {
+        this.lose(target, `connection to ${target.id} refused, nothing listens there: ${why}`);
+        return;
+      }
+      target.failedRpcs++;
+      if (this.rpcFailureThreshold > 0 && target.failedRpcs >= this.rpcFailureThreshold) {
+        this.lose(target, `${target.failedRpcs} heartbeat calls in a row could not reach ${target.id} (heartbeat.rpc-failure-threshold is ${this.rpcFailureThreshold}); the last: ${why}`);
+        return;
+      }
+      this.logger.warn('heartbeat call could not reach the target', { targetId: target.id, failedInARow: target.failedRpcs, threshold: this.rpcFailureThreshold, error: why });
       return;
     }
     // A slow or failing answer is a missed beat; only the timeout decides that the target is gone.

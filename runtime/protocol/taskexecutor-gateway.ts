@@ -26,19 +26,24 @@ export interface SlotRequest {
   readonly resourceManagerToken: FencingToken;
 }
 
+/** A running task's records so far, as its slot worker last reported them (about every 500 ms). */
+export interface TaskCounters {
+  readonly attemptId: ExecutionAttemptId;
+  /** Records that entered the task's operator chain. */
+  readonly recordsIn: number;
+  /** Records the chain's last operator emitted (to its sink or output partitions). */
+  readonly recordsOut: number;
+}
+
 export interface TaskExecutorHeartbeatPayload {
   readonly resourceId: ResourceId;
   /** Allocations this TaskExecutor holds for the asking JobMaster's job. */
   readonly allocations: readonly AllocationId[];
-  /** Live counters of the job's tasks still running here (the final ones come with FINISHED). */
+  /**
+   * The latest counters of that job's running tasks (those that reported any yet). A task's final
+   * counts come with its FINISHED result instead.
+   */
   readonly tasks?: readonly TaskCounters[];
-}
-
-/** Records a running task has read and written so far. */
-export interface TaskCounters {
-  readonly attemptId: ExecutionAttemptId;
-  readonly recordsIn: number;
-  readonly recordsOut: number;
 }
 
 export interface TaskExecutorGateway {

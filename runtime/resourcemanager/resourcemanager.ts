@@ -103,7 +103,14 @@ export class ResourceManager implements ResourceManagerGateway {
         },
       },
     });
-    const hb = { intervalMs: deps.config.heartbeatIntervalMs, timeoutMs: deps.config.heartbeatTimeoutMs, mainThread: this.mainThread, clock: deps.clock, logger: this.log };
+    const hb = {
+      intervalMs: deps.config.heartbeatIntervalMs,
+      timeoutMs: deps.config.heartbeatTimeoutMs,
+      rpcFailureThreshold: deps.config.heartbeatRpcFailureThreshold,
+      mainThread: this.mainThread,
+      clock: deps.clock,
+      logger: this.log,
+    };
     this.teHeartbeats = new HeartbeatManager<SlotReport>({
       ownerName: 'resourcemanager',
       ...hb,

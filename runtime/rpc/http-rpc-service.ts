@@ -24,6 +24,15 @@ export const FENCING_TOKEN_HEADER = 'x-floe-fencing-token';
 /** Largest request or response body; a JobGraph with its library inlined stays well below. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
+/**
+ * How long the server keeps an idle keep-alive connection open. Clients let theirs go after
+ * `DEFAULT_IDLE_SOCKET_TIMEOUT_MS`, far earlier, so the server never closes a connection just as a
+ * client reuses it (which the client sees as "socket hang up" from a live peer).
+ */
+export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 30_000;
+/** How long a client keeps an idle pooled connection; well below every Floe server's keep-alive timeout. */
+export const DEFAULT_IDLE_SOCKET_TIMEOUT_MS = 4_000;
+
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
 
 export interface HttpRpcServiceOptions {
@@ -42,13 +51,23 @@ export interface HttpRpcServiceOptions {
   readonly timeoutMs: number;
   /** @default 64 MiB */
   readonly maxBodyBytes?: number;
+  /** Server side: an idle keep-alive connection is closed after this long (ms). @default DEFAULT_KEEP_ALIVE_TIMEOUT_MS */
+  readonly keepAliveTimeoutMs?: number;
+  /**
+   * Client side: an idle pooled connection is closed after this long (ms); keep it well below the
+   * peers' keep-alive timeout. @default DEFAULT_IDLE_SOCKET_TIMEOUT_MS
+   */
+  readonly idleSocketTimeoutMs?: number;
   readonly logger?: Logger;
 }
 
 export class HttpRpcService implements RpcService {
   readonly address: string;
   private readonly dispatcher: RpcDispatcher;
-  private readonly agent = new http.Agent({ keepAlive: true });
+  // Node's agent honours a server's `Keep-Alive: timeout` hint only to shorten an idle timeout it
+  // already has: without one of its own it keeps idle connections forever, and the server's close
+  // races the next reuse.
+  private readonly agent: http.Agent;
   private readonly secretDigest: Buffer;
   private closed = false;
 
@@ -62,13 +81,14 @@ export class HttpRpcService implements RpcService {
     this.address = `http://${host}:${port}`;
     this.dispatcher = new RpcDispatcher(this.address, logger);
     this.secretDigest = digest(options.secret);
+    this.agent = new http.Agent({ keepAlive: true, timeout: options.idleSocketTimeoutMs ?? DEFAULT_IDLE_SOCKET_TIMEOUT_MS });
   }
 
   static async start(options: HttpRpcServiceOptions): Promise<HttpRpcService> {
     if (options.secret === '') throw new FloeError('CONFIGURATION', 'the RPC secret is empty; every process of a cluster needs the same non-empty secret');
     const host = options.host ?? '127.0.0.1';
     const logger = options.logger ?? createLogger({ component: 'rpc' });
-    const server = http.createServer();
+    const server = http.createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? 0, host, () => {
@@ -90,7 +110,8 @@ export class HttpRpcService implements RpcService {
 
   connect<G extends object>(address: string, name: string, options: ConnectOptions = {}): G {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
-    return gatewayProxy<G>((method, args) => this.call(address, name, method, args, options.fencingToken, timeoutMs));
+    const notIdempotent = new Set(options.notIdempotent ?? []);
+    return gatewayProxy<G>((method, args) => this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method)));
   }
 
   async close(): Promise<void> {
@@ -202,7 +223,7 @@ export class HttpRpcService implements RpcService {
 
   // ---- client side ----
 
-  private call(address: string, name: string, method: string, args: unknown[], fencingToken: number | undefined, timeoutMs: number): Promise<unknown> {
+  private call(address: string, name: string, method: string, args: unknown[], fencingToken: number | undefined, timeoutMs: number, idempotent: boolean): Promise<unknown> {
     const target = `${address}/${name}.${method}`;
     if (this.closed) {
       return Promise.reject(new RpcConnectionError(target, { cause: new Error(`the calling service ${this.address} is closed`) }));
@@ -243,8 +264,10 @@ export class HttpRpcService implements RpcService {
         current?.destroy();
       }, timeoutMs);
 
-      const attempt = (retriesLeft: number): void => {
-        const req = http.request(url, { method: 'POST', agent: this.agent, headers });
+      const attempt = (retriesLeft: number, fresh: boolean): void => {
+        // The resend goes on a connection of its own: the pool's other idle connections were opened at
+        // the same moment as the one that failed, and the server may be dropping them all at once.
+        const req = http.request(url, { method: 'POST', agent: fresh ? false : this.agent, headers });
         current = req;
         let responded = false;
         req.on('response', (res) => {
@@ -265,17 +288,19 @@ export class HttpRpcService implements RpcService {
         });
         req.on('error', (error: NodeJS.ErrnoException) => {
           if (settled) return;
-          // A pooled keep-alive socket the server closed just as we reused it: the request never
-          // reached the handler, so sending it once more on a fresh socket is safe.
-          if (!responded && req.reusedSocket && error.code === 'ECONNRESET' && retriesLeft > 0 && Date.now() < deadline) {
-            attempt(retriesLeft - 1);
+          // A pooled keep-alive socket the server closed just as we reused it ("socket hang up" or a
+          // reset before any answer). A Floe server resets a reused connection without answering only
+          // when it dropped it as idle (before reading the request) or when its process is gone (then
+          // the resend is refused), so one resend on a fresh socket is safe for an idempotent call.
+          if (idempotent && !responded && req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && retriesLeft > 0 && Date.now() < deadline) {
+            attempt(retriesLeft - 1, true);
             return;
           }
           finish(() => reject(mapRequestError(error, target)));
         });
         req.end(body);
       };
-      attempt(1);
+      attempt(1, false);
     });
   }
 }

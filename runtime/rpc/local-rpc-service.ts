@@ -155,8 +155,9 @@ export class LocalRpcService implements RpcService {
           if (state === 'hung') return;
           callee = state === 'up' ? this.network.lookup(address) : undefined;
           if (callee === undefined) {
-            const why = state === 'partitioned' ? 'the network is partitioned' : `nothing listens at ${address}`;
-            settle(() => reject(new RpcConnectionError(target, { cause: new Error(why) })));
+            // Coded as the HTTP transport's errors are, so callers tell a gone peer from a cut-off one.
+            const cause = state === 'partitioned' ? Object.assign(new Error('the network is partitioned'), { code: 'EHOSTUNREACH' }) : Object.assign(new Error(`nothing listens at ${address}`), { code: 'ECONNREFUSED' });
+            settle(() => reject(new RpcConnectionError(target, { cause })));
             return;
           }
           callee.incoming.add(pending);

@@ -21,6 +21,13 @@ export interface ConnectOptions {
   readonly fencingToken?: FencingToken;
   /** Per-call deadline; defaults to the service's `rpc.timeout`. */
   readonly timeoutMs?: number;
+  /**
+   * Methods that must never run twice (e.g. one that hands out the next input split). A transport may
+   * send any other call once more on a fresh connection when the first try provably did not get an
+   * answer from a connection the peer had already closed; these fail instead. Every other gateway
+   * method is written to be safe to repeat (ids make repeats no-ops). @default - none
+   */
+  readonly notIdempotent?: readonly string[];
 }
 
 export interface ServedEndpoint {

@@ -87,7 +87,7 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
   }
   if (!hasSource && io.input === undefined) throw new TaskSetupError(`task ${tdd.taskName} has neither a source operator nor inputs`);
 
-  const counters: Counters = { recordsIn: 0, recordsOut: 0 };
+  const counters: Counters = io.counters ?? { recordsIn: 0, recordsOut: 0 };
   const last = ops[ops.length - 1]!;
   let sink: Sink | undefined = await openSink(tdd, last);
 

@@ -24,7 +24,14 @@ interface RunningTask {
   readonly abort: AbortController;
   gate: InputGate | undefined;
   outputs: ResultPartition[];
+  /** The chain's own counters, read (never copied per record) for the periodic report. */
+  readonly counters: { recordsIn: number; recordsOut: number };
+  /** Set once the chain runs; counters are reported from then on. */
+  running: boolean;
 }
+
+/** How often running tasks' counters go to the main thread unless the settings say otherwise (ms). */
+export const DEFAULT_COUNTERS_INTERVAL_MS = 500;
 
 /** What a user function threw, as the JobMaster should show it: the user's message and stack. */
 export function userErrorInfo(error: unknown): ErrorInfo {
@@ -47,6 +54,7 @@ export class SlotWorkerRuntime {
   private readonly userFunctionCache = new Map<string, Promise<Map<string, Function>>>();
   private readonly splitRequests = new Map<number, { resolve: (s: InputSplit | null) => void; reject: (e: Error) => void }>();
   private nextRequestId = 1;
+  private countersTimer: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly port: MessagePort) {
     port.on('message', (m: MainToWorker) => this.onMessage(m));
@@ -130,6 +138,22 @@ export class SlotWorkerRuntime {
     this.post({ type: 'state', attemptId, state, ...extra });
   }
 
+  /** Reports the running tasks' counters every interval while any task is deployed; one message for all. */
+  private watchCounters(intervalMs: number): void {
+    if (this.countersTimer !== undefined) return;
+    this.countersTimer = setInterval(() => {
+      if (this.tasks.size === 0) {
+        clearInterval(this.countersTimer);
+        this.countersTimer = undefined;
+        return;
+      }
+      const tasks = [...this.tasks.values()].filter((t) => t.running).map((t) => ({ attemptId: t.tdd.attemptId, recordsIn: t.counters.recordsIn, recordsOut: t.counters.recordsOut }));
+      if (tasks.length > 0) this.post({ type: 'task-counters', tasks });
+    }, intervalMs);
+    // The port keeps the worker alive; the report alone must not.
+    this.countersTimer.unref();
+  }
+
   private loadUserFunctions(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<Map<string, Function>> {
     if (!needsUserCode(tdd)) return Promise.resolve(new Map());
     const key = JSON.stringify([tdd.library.sha256, tdd.program.export, tdd.program.args]);
@@ -147,8 +171,9 @@ export class SlotWorkerRuntime {
   }
 
   private async runTask(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<void> {
-    const task: RunningTask = { tdd, abort: new AbortController(), gate: undefined, outputs: [] };
+    const task: RunningTask = { tdd, abort: new AbortController(), gate: undefined, outputs: [], counters: { recordsIn: 0, recordsOut: 0 }, running: false };
     this.tasks.set(tdd.attemptId, task);
+    this.watchCounters(settings.countersIntervalMs ?? DEFAULT_COUNTERS_INTERVAL_MS);
     const { signal } = task.abort;
     const blockingWriters: BlockingPartitionWriter[] = [];
     try {
@@ -198,6 +223,7 @@ export class SlotWorkerRuntime {
       }
 
       this.state(tdd.attemptId, 'RUNNING');
+      task.running = true;
       const startedAtMs = Date.now();
       const result = await runOperatorChain({
         tdd,
@@ -206,6 +232,7 @@ export class SlotWorkerRuntime {
         outputs: task.outputs,
         input: task.gate,
         requestSplit: () => this.requestSplit(tdd, signal),
+        counters: task.counters,
         ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
       });
       // Blocking output counts as produced only once its files are complete: the TaskExecutor takes

@@ -33,6 +33,8 @@ export interface TaskIo {
   requestSplit(): Promise<InputSplit | null>;
   /** 'execution.combiner.max-keys'. @default - CONFIG_OPTIONS.combinerMaxKeys.default */
   readonly combinerMaxKeys?: number;
+  /** Where the chain counts its records as it goes, for whoever reports them while the task runs. */
+  readonly counters?: { recordsIn: number; recordsOut: number };
 }
 
 

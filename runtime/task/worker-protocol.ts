@@ -23,6 +23,8 @@
 //                     FINISHED): the TaskExecutor takes them over and serves them until released
 //   request-channel   a task wants input channel `channelIndex`: the main thread answers with
 //                     attach-consumer, attach-local or channel-failed
+//   task-counters     every `countersIntervalMs` while tasks run: each running task's records in / out
+//                     so far (a read of the counters the chain keeps anyway, one message for all tasks)
 //
 // Data never crosses the main thread between two workers: attach-producer / attach-consumer hand each
 // side one end of a MessageChannel, and buffers are transferred between the two workers directly.
@@ -45,6 +47,8 @@ export interface TaskSettings {
   readonly libraryCacheDir: string;
   /** Where blocking partitions are written, one folder per partition. */
   readonly partitionDir?: string;
+  /** How often the worker reports its running tasks' counters (ms). @default 500 */
+  readonly countersIntervalMs?: number;
 }
 
 export type MainToWorker =
@@ -64,6 +68,7 @@ export type WorkerToMain =
   | { readonly type: 'register-partition'; readonly attemptId: ExecutionAttemptId; readonly partitionId: ResultPartitionId }
   | { readonly type: 'partition-done'; readonly partitionId: ResultPartitionId }
   | { readonly type: 'blocking-partition-finished'; readonly attemptId: ExecutionAttemptId; readonly files: BlockingPartitionFiles }
+  | { readonly type: 'task-counters'; readonly tasks: readonly { readonly attemptId: ExecutionAttemptId; readonly recordsIn: number; readonly recordsOut: number }[] }
   | {
       readonly type: 'request-channel';
       readonly attemptId: ExecutionAttemptId;

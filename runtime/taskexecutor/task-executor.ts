@@ -1,48 +1,23 @@
-// The TaskExecutor: owns a fixed number of slots (one worker thread each), registers at the job's
-// ResourceManager, offers slots to JobMasters, runs the tasks they submit in the slots' worker threads
-// and serves their result partitions to consumers (in memory, between workers, or over TCP).
+// The TaskExecutor: answers the ResourceManager and the JobMasters, and wires the services that do the
+// work (Flink's TaskExecutor composes the same): the TaskSlotTable (slots, allocations, tasks), the
+// JobTable + JobLeaderService (each job's JobMaster leader, found and followed by the TaskExecutor
+// itself), the ResourceManagerConnection, the SlotWorkerPool (a worker thread per slot running the
+// tasks), the PartitionService (result partitions, data server and client) and the LibraryCache.
+// Everything runs on one main thread.
 import { AsyncResource } from 'node:async_hooks';
-import { MessageChannel } from 'node:worker_threads';
 import { join } from 'node:path';
-import { mkdir, rm as removePath } from 'node:fs/promises';
-import { systemClock, type Clock, type Timer } from '../core/clock.js';
+import { rm as removePath } from 'node:fs/promises';
+import { systemClock, type Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
-import {
-  ConflictError,
-  FencingTokenError,
-  FloeError,
-  InvalidRequestError,
-  NotFoundError,
-  errorMessage,
-  toErrorInfo,
-  type ErrorInfo,
-} from '../core/errors.js';
-import {
-  type AllocationId,
-  type ExecutionAttemptId,
-  type FencingToken,
-  type JobId,
-  type ResourceId,
-  type ResultPartitionId,
-} from '../core/ids.js';
+import { FloeError, InvalidRequestError, errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
+import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import { createLogger, type Logger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
-import { blobKeys, type BlobStore } from '../blob/blob-store.js';
-import { retrieveLeader } from '../ha/leader-election.js';
-import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
-import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
-import { isExecutionTerminal, type ExecutionState } from '../jobgraph/job-status.js';
-import type { JobMasterGateway, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
-import { bridgePorts, createLocalPortPair, wrapMessagePort, type ChannelPort } from '../network/channel-port.js';
-import { DataClient } from '../network/data-client.js';
-import { DataServer } from '../network/data-server.js';
-import type { ResourceManagerGateway } from '../protocol/resourcemanager-gateway.js';
-import { MainThread } from '../rpc/main-thread.js';
-import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
-import { BlockingPartitionTable, type HeldPartitionInfo } from './blocking-partitions.js';
-import { PartitionRegistry } from './partition-registry.js';
-import { SlotWorker } from './slot-worker-handle.js';
-import { needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
+import type { BlobStore } from '../blob/blob-store.js';
+import type { LeaseStore } from '../ha/lease-store.js';
+import { isExecutionTerminal } from '../jobgraph/job-status.js';
+import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
+import { needsUserCode, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
   type SlotReport,
@@ -50,7 +25,18 @@ import {
   type TaskExecutorGateway,
   type TaskExecutorHeartbeatPayload,
 } from '../protocol/taskexecutor-gateway.js';
-import type { TaskSettings, WorkerToMain } from '../task/worker-protocol.js';
+import { MainThread } from '../rpc/main-thread.js';
+import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
+import type { TaskSettings } from '../task/worker-protocol.js';
+import type { HeldPartitionInfo } from './blocking-partitions.js';
+import { JobMasterConnection, JobTable } from './job-table.js';
+import { JobLeaderService, type JobLeaderPhase, type RegisteredJobLeader } from './job-leader-service.js';
+import { LibraryCache } from './library-cache.js';
+import { PartitionService } from './partition-service.js';
+import { ResourceManagerConnection } from './resourcemanager-connection.js';
+import type { SlotWorker } from './slot-worker-handle.js';
+import { SlotWorkerPool } from './slot-worker-pool.js';
+import { TaskSlotTable, type SlotTask } from './task-slot-table.js';
 
 export interface TaskExecutorDeps {
   readonly resourceId: ResourceId;
@@ -71,53 +57,23 @@ export interface TaskExecutorDeps {
   readonly cancelTimeoutMs?: number;
   /** Silence from the ResourceManager and every JobMaster, with no leader to be found, after which the TaskExecutor stops (ms). @default 3 × heartbeat.timeout */
   readonly orphanTimeoutMs?: number;
+  /**
+   * How long the slots of a job whose JobMaster leader was lost stay held for its next leader; then they
+   * go back to the ResourceManager (ms). Covers the old leader's lease running out and a new one
+   * starting. @default high-availability.lease.duration + heartbeat.timeout
+   */
+  readonly jobLeaderReconnectTimeoutMs?: number;
+  /** How often a job without a registered JobMaster leader is looked up again (ms). @default min(heartbeat.interval, 500), at least 10 */
+  readonly jobLeaderRetryIntervalMs?: number;
+  /** How often slot workers report their running tasks' records in / out (ms). @default 500 */
+  readonly taskCountersIntervalMs?: number;
   /** Address the data server listens on. @default '127.0.0.1' */
   readonly dataBindHost?: string;
   /** Host other TaskExecutors reach the data server at (a container's private IP). @default - dataBindHost */
   readonly dataAdvertisedHost?: string;
 }
 
-interface Slot {
-  readonly index: number;
-  allocationId: AllocationId | undefined;
-  jobId: JobId | undefined;
-  worker: SlotWorker | undefined;
-  readonly tasks: Set<ExecutionAttemptId>;
-}
-
-interface Task {
-  readonly tdd: TaskDeploymentDescriptor;
-  readonly slotIndex: number;
-  readonly job: JobConnection;
-  state: ExecutionState;
-  cancelRequested: boolean;
-  /** Set once the task was handed to a worker. */
-  worker: SlotWorker | undefined;
-  cancelTimer: Timer | undefined;
-  /** State updates go out one after another, in order. */
-  reporting: Promise<void>;
-}
-
-/** Where a partition of this TaskExecutor lives: in a slot worker (pipelined) or in the blocking table (files). */
-type PartitionHolder = { readonly kind: 'pipelined'; readonly slotIndex: number; readonly worker: SlotWorker } | { readonly kind: 'blocking' };
-
-interface JobConnection {
-  readonly jobId: JobId;
-  readonly address: string;
-  readonly token: FencingToken;
-  readonly gateway: JobMasterGateway;
-  registration: Promise<void> | undefined;
-  closed: boolean;
-}
-
-interface RmConnection {
-  readonly address: string;
-  readonly token: FencingToken;
-  readonly gateway: ResourceManagerGateway;
-  registered: boolean;
-}
-
-const RM_TARGET = 'resourcemanager';
+type Task = SlotTask<JobMasterConnection, SlotWorker>;
 
 // Captured at load time, outside any main thread: stopping from a main-thread handler must not run
 // the shutdown as if it were still on that (closing) main thread.
@@ -130,30 +86,21 @@ export class TaskExecutor implements TaskExecutorGateway {
   private readonly config: FloeConfig;
   private readonly clock: Clock;
   private readonly logger: Logger;
-  private readonly slots: Slot[];
-  private readonly tasks = new Map<ExecutionAttemptId, Task>();
-  private readonly jobs = new Map<JobId, JobConnection>();
-  private readonly partitions: PartitionRegistry<PartitionHolder>;
-  private readonly blockingPartitions: BlockingPartitionTable;
-  private readonly dataClient: DataClient;
-  private dataServer: DataServer | undefined;
-  private endpoint: ServedEndpoint | undefined;
-  private rm: RmConnection | undefined;
-  private rmConnecting = false;
-  private rmRetryTimer: Timer | undefined;
-  private readonly rmHeartbeats: HeartbeatManager<void>;
-  private readonly jmHeartbeats: HeartbeatManager<void>;
-  private lastHeardMs: number;
-  private readonly libraries = new Map<string, Promise<Uint8Array>>();
-  private readonly entry: string;
+  private readonly slotTable: TaskSlotTable<JobMasterConnection, SlotWorker>;
+  private readonly jobTable: JobTable;
+  private readonly jobLeaders: JobLeaderService;
+  private readonly resourceManager: ResourceManagerConnection;
+  private readonly workers: SlotWorkerPool;
+  private readonly partitions: PartitionService<SlotWorker>;
+  private readonly libraries: LibraryCache;
   private readonly cancelTimeoutMs: number;
-  private readonly orphanTimeoutMs: number;
+  private readonly reconnectTimeoutMs: number;
+  private readonly countersIntervalMs: number;
+  private endpoint: ServedEndpoint | undefined;
   private stopping = false;
   private resolveTerminated: (reason: string) => void = () => {};
   /** Resolves with the reason when the TaskExecutor stopped (asked to, or its cluster is gone). */
   readonly terminated: Promise<string>;
-  /** Worker threads started so far, per slot: tests see a replaced worker here. */
-  readonly workersStarted: number[];
 
   constructor(private readonly deps: TaskExecutorDeps) {
     this.resourceId = deps.resourceId;
@@ -162,26 +109,72 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.clock = deps.clock ?? systemClock;
     this.logger = (deps.logger ?? createLogger({ component: 'taskexecutor' })).child({ resourceId: deps.resourceId, jobId: deps.jobId });
     this.mainThread = new MainThread(`taskexecutor ${deps.resourceId}`, this.clock);
-    this.slots = Array.from({ length: deps.config.numberOfTaskSlots }, (_, index) => ({ index, allocationId: undefined, jobId: undefined, worker: undefined, tasks: new Set() }));
-    this.workersStarted = this.slots.map(() => 0);
-    this.partitions = new PartitionRegistry(this.clock, deps.resourceId, deps.partitionRequestTimeoutMs ?? Math.max(deps.config.rpcTimeoutMs, 30_000));
-    this.blockingPartitions = new BlockingPartitionTable(this.clock, this.logger);
-    this.dataClient = new DataClient(this.logger);
-    this.entry = deps.slotWorkerEntry ?? distEntry('slot-worker');
     this.cancelTimeoutMs = deps.cancelTimeoutMs ?? 3_000;
-    this.orphanTimeoutMs = deps.orphanTimeoutMs ?? 3 * deps.config.heartbeatTimeoutMs;
-    this.lastHeardMs = this.clock.now();
+    this.reconnectTimeoutMs = deps.jobLeaderReconnectTimeoutMs ?? deps.config.leaseDurationMs + deps.config.heartbeatTimeoutMs;
+    this.countersIntervalMs = deps.taskCountersIntervalMs ?? 500;
     this.terminated = new Promise((resolve) => (this.resolveTerminated = resolve));
-    const hb = { intervalMs: deps.config.heartbeatIntervalMs, timeoutMs: deps.config.heartbeatTimeoutMs, mainThread: this.mainThread, clock: this.clock, logger: this.logger };
-    this.rmHeartbeats = new HeartbeatManager<void>({
-      ...hb,
-      ownerName: `taskexecutor ${deps.resourceId} (resourcemanager)`,
-      onTimeout: (_id, cause) => this.onResourceManagerLost(cause),
+    const owner = `TaskExecutor ${deps.resourceId}`;
+
+    this.slotTable = new TaskSlotTable(deps.resourceId, deps.config.numberOfTaskSlots);
+    this.libraries = new LibraryCache(deps.blobStore, join(deps.workDir, 'libraries'));
+    this.partitions = new PartitionService<SlotWorker>({
+      resourceId: deps.resourceId,
+      clock: this.clock,
+      logger: this.logger,
+      partitionRequestTimeoutMs: deps.partitionRequestTimeoutMs ?? Math.max(deps.config.rpcTimeoutMs, 30_000),
+      ...(deps.dataBindHost !== undefined ? { dataBindHost: deps.dataBindHost } : {}),
+      ...(deps.dataAdvertisedHost !== undefined ? { dataAdvertisedHost: deps.dataAdvertisedHost } : {}),
     });
-    this.jmHeartbeats = new HeartbeatManager<void>({
-      ...hb,
-      ownerName: `taskexecutor ${deps.resourceId} (jobmasters)`,
-      onTimeout: (jobId, cause) => this.onJobMasterLost(jobId as JobId, cause),
+    this.workers = new SlotWorkerPool({
+      entry: deps.slotWorkerEntry ?? distEntry('slot-worker'),
+      resourceId: deps.resourceId,
+      numberOfSlots: deps.config.numberOfTaskSlots,
+      mainThread: this.mainThread,
+      logger: this.logger,
+      listener: {
+        taskState: (worker, m) => this.onTaskState(worker, m.attemptId, m.state, { ...(m.error ? { error: m.error } : {}), ...(m.result ? { result: m.result } : {}) }),
+        requestSplit: (worker, m) => this.onSplitRequest(worker, m.requestId, m.vertexId, m.attemptId),
+        taskCounters: (worker, m) => {
+          for (const t of m.tasks) this.slotTable.updateCounters(t.attemptId, worker, t);
+        },
+        workerExited: (slotIndex, worker, cause) => this.onWorkerExited(slotIndex, worker, cause),
+        registerPartition: (slotIndex, worker, m) => this.partitions.registerPipelined(m.partitionId, slotIndex, worker),
+        partitionDone: (worker, m) => this.partitions.pipelinedDone(m.partitionId, worker),
+        blockingPartitionFinished: (_worker, m) => this.partitions.blockingFinished(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.attemptId, m.files),
+        requestChannel: (worker, m) => this.partitions.connectInputChannel(worker, m),
+      },
+    });
+    this.jobTable = new JobTable(owner);
+    this.jobLeaders = new JobLeaderService({
+      ownerName: `taskexecutor ${deps.resourceId}`,
+      rpc: deps.rpc,
+      leaseStore: deps.leaseStore,
+      clock: this.clock,
+      mainThread: this.mainThread,
+      logger: this.logger,
+      taskManagerInfo: () => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress }),
+      retryIntervalMs: deps.jobLeaderRetryIntervalMs ?? Math.max(10, Math.min(deps.config.heartbeatIntervalMs, 500)),
+      heartbeatIntervalMs: deps.config.heartbeatIntervalMs,
+      heartbeatTimeoutMs: deps.config.heartbeatTimeoutMs,
+      listener: {
+        jobManagerGainedLeadership: (jobId, leader) => this.onJobLeaderGained(jobId, leader),
+        jobManagerLostLeadership: (jobId, cause) => this.onJobLeaderLost(jobId, cause),
+      },
+    });
+    this.resourceManager = new ResourceManagerConnection({
+      resourceId: deps.resourceId,
+      jobId: deps.jobId,
+      rpc: deps.rpc,
+      leaseStore: deps.leaseStore,
+      clock: this.clock,
+      mainThread: this.mainThread,
+      logger: this.logger,
+      heartbeatIntervalMs: deps.config.heartbeatIntervalMs,
+      heartbeatTimeoutMs: deps.config.heartbeatTimeoutMs,
+      orphanTimeoutMs: deps.orphanTimeoutMs ?? 3 * deps.config.heartbeatTimeoutMs,
+      registration: () => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress, numberOfSlots: this.slotTable.numberOfSlots }),
+      slotReport: () => this.slotTable.slotReport(this.partitions.heldPartitions),
+      onOrphaned: (reason) => detachedScope.runInAsyncScope(() => void this.stop(reason)),
     });
   }
 
@@ -193,24 +186,19 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /** Starts the data server, serves the gateway and begins looking for the ResourceManager. */
   async start(): Promise<void> {
-    await mkdir(this.libraryCacheDir, { recursive: true });
-    this.dataServer = await DataServer.start({ openSubpartition: (id, index) => this.openSubpartition(id, index) }, this.logger, this.deps.dataBindHost, this.deps.dataAdvertisedHost ?? this.deps.dataBindHost);
+    await this.libraries.init();
+    await this.partitions.start();
     this.endpoint = this.deps.rpc.serve<TaskExecutorGateway>(EndpointName.TASK_EXECUTOR, this, { methods: TASK_EXECUTOR_METHODS });
-    this.logger.info('TaskExecutor started', { address: this.deps.rpc.address, dataAddress: this.dataServer.address, slots: this.slots.length });
-    await this.mainThread.run(() => this.connectToResourceManager());
+    this.logger.info('TaskExecutor started', { address: this.deps.rpc.address, dataAddress: this.partitions.dataAddress, slots: this.slotTable.numberOfSlots });
+    await this.mainThread.run(() => this.resourceManager.start());
   }
 
   get dataAddress(): string {
-    if (this.dataServer === undefined) throw new Error('TaskExecutor not started');
-    return this.dataServer.address;
+    return this.partitions.dataAddress;
   }
 
   get address(): string {
     return this.deps.rpc.address;
-  }
-
-  private get libraryCacheDir(): string {
-    return join(this.deps.workDir, 'libraries');
   }
 
   /** Blocking partitions are written here, one folder per partition. */
@@ -218,9 +206,14 @@ export class TaskExecutor implements TaskExecutorGateway {
     return join(this.deps.workDir, 'partitions');
   }
 
-  /** For tests and metrics: the data server's counters, the worker thread id of each slot, the partition table. */
+  /** Worker threads started so far, per slot: tests see a replaced worker here. */
+  get workersStarted(): readonly number[] {
+    return this.workers.workersStarted;
+  }
+
+  /** For tests and metrics: the data server's counters, the worker thread id of each slot, the partition table, the jobs. */
   introspect(): {
-    dataServer: DataServer['stats'];
+    dataServer: ReturnType<PartitionService<SlotWorker>['introspect']>['dataServer'];
     dataConnectionsOpened: number;
     slotThreadIds: (number | undefined)[];
     heldPartitions: number;
@@ -231,241 +224,207 @@ export class TaskExecutor implements TaskExecutorGateway {
     partitionsReleased: number;
     partitionBytesReleased: number;
     allocatedSlots: number;
+    /** Each job's JobMaster leader as the JobLeaderService sees it. */
+    jobs: { jobId: JobId; phase: JobLeaderPhase | undefined; leaderAddress: string | undefined; leaderToken: FencingToken | undefined; slots: number }[];
   } {
     return {
-      dataServer: { ...this.dataServer!.stats },
-      dataConnectionsOpened: this.dataClient.connectionsOpened,
-      slotThreadIds: this.slots.map((s) => s.worker?.threadId),
-      heldPartitions: this.partitions.size,
-      registeredAtResourceManager: this.rm?.registered === true,
-      blockingPartitions: this.blockingPartitions.list(),
-      partitionsReleased: this.blockingPartitions.released,
-      partitionBytesReleased: this.blockingPartitions.releasedBytes,
-      allocatedSlots: this.slots.filter((s) => s.allocationId !== undefined).length,
+      ...this.partitions.introspect(),
+      slotThreadIds: this.workers.threadIds(),
+      registeredAtResourceManager: this.resourceManager.isRegistered,
+      allocatedSlots: this.slotTable.allocatedSlots,
+      jobs: this.jobTable.all().map((j) => {
+        const leader = this.jobLeaders.state(j.jobId);
+        return { jobId: j.jobId, phase: leader?.phase, leaderAddress: leader?.leader?.address, leaderToken: leader?.leader?.token, slots: this.slotTable.slotsOfJob(j.jobId).length };
+      }),
     };
   }
 
-  // ---------------------------------------------------------------- ResourceManager connection
-
-  private connectToResourceManager(): void {
-    this.mainThread.assertInMainThread();
-    if (this.rmConnecting || this.stopping) return;
-    this.rmConnecting = true;
-    this.rmRetryTimer?.cancel();
-    this.rmRetryTimer = undefined;
-    const name = leaseNames.resourceManager(this.jobId);
-    const attempt = async (): Promise<void> => {
-      let leader: { address: string; token: FencingToken } | undefined;
-      try {
-        leader = await retrieveLeader(this.deps.leaseStore, name, this.clock);
-      } catch (e) {
-        this.logger.warn('leader retrieval failed', { lease: name, error: errorMessage(e) });
-      }
-      if (leader === undefined) {
-        await this.mainThread.run(() => this.retryResourceManager(`no leader holds lease ${name}`));
-        return;
-      }
-      const found = leader;
-      const connection = await this.mainThread.run(() => {
-        const gateway = this.deps.rpc.connect<ResourceManagerGateway>(found.address, EndpointName.RESOURCE_MANAGER, { fencingToken: found.token });
-        // The token is known before registering: the RM may request a slot as soon as it registered us.
-        const c: RmConnection = { address: found.address, token: found.token, gateway, registered: false };
-        this.rm = c;
-        return c;
-      });
-      try {
-        await connection.gateway.registerTaskExecutor({
-          resourceId: this.resourceId,
-          address: this.deps.rpc.address,
-          dataAddress: this.dataAddress,
-          numberOfSlots: this.slots.length,
-        });
-      } catch (e) {
-        await this.mainThread.run(() => this.retryResourceManager(`registration at ${found.address} (token ${found.token}) failed: ${errorMessage(e)}`));
-        return;
-      }
-      await this.mainThread.run(() => {
-        if (this.rm !== connection) return;
-        connection.registered = true;
-        this.rmConnecting = false;
-        this.lastHeardMs = this.clock.now();
-        this.rmHeartbeats.monitorTarget(RM_TARGET);
-        this.logger.info('registered at the ResourceManager', { address: connection.address, fencingToken: connection.token });
-        const report = this.slotReport();
-        connection.gateway.sendSlotReport(this.resourceId, report).catch((e: unknown) => this.logger.warn('slot report failed', { error: errorMessage(e) }));
-      });
-    };
-    attempt().catch((e: unknown) => {
-      if (!this.mainThread.isClosed) this.logger.error('ResourceManager connection attempt failed', { error: e });
-    });
-  }
-
-  private retryResourceManager(why: string): void {
-    if (this.stopping) return;
-    this.rmConnecting = false;
-    const silentMs = this.clock.now() - this.lastHeardMs;
-    if (silentMs >= this.orphanTimeoutMs) {
-      this.logger.warn('no ResourceManager or JobMaster heard for too long and none to be found: stopping', { silentMs, why });
-      detachedScope.runInAsyncScope(() => void this.stop(`the job's cluster is gone: ${why}, and nothing heard for ${silentMs} ms`));
-      return;
-    }
-    this.logger.debug('ResourceManager not reachable yet; retrying', { why });
-    const delay = Math.max(10, Math.min(this.config.heartbeatIntervalMs, 500));
-    this.rmRetryTimer = this.mainThread.schedule(() => this.connectToResourceManager(), delay);
-  }
-
-  private onResourceManagerLost(cause: string): void {
-    this.logger.warn('ResourceManager lost; looking for the leader again', { cause });
-    if (this.rm !== undefined) this.rm.registered = false;
-    this.rm = undefined;
-    this.connectToResourceManager();
-  }
-
-  private checkResourceManagerToken(token: FencingToken): RmConnection {
-    const rm = this.rm;
-    if (rm === undefined || rm.token !== token) {
-      // A higher token is a new leader we have not found yet: look now instead of waiting for a timeout.
-      if (rm === undefined || token > rm.token) {
-        if (rm !== undefined) {
-          this.rmHeartbeats.unmonitorTarget(RM_TARGET);
-          this.rm = undefined;
-        }
-        this.connectToResourceManager();
-      }
-      throw new FencingTokenError(`TaskExecutor ${this.resourceId} (ResourceManager connection)`, rm?.token, token);
-    }
-    return rm;
-  }
-
-  private slotReport(): SlotReport {
-    return {
-      resourceId: this.resourceId,
-      slots: this.slots.map((s) => ({
-        slotId: { resourceId: this.resourceId, slotIndex: s.index },
-        ...(s.allocationId !== undefined ? { allocationId: s.allocationId, jobId: s.jobId! } : {}),
-      })),
-      heldPartitions: this.partitions.size,
-    };
-  }
-
-  // ---------------------------------------------------------------- gateway
+  // ---------------------------------------------------------------- gateway: ResourceManager
 
   requestSlot(request: SlotRequest): Promise<void> {
     return this.mainThread.run(() => {
-      this.checkResourceManagerToken(request.resourceManagerToken);
+      this.resourceManager.checkToken(request.resourceManagerToken);
       if (request.slotId.resourceId !== this.resourceId) {
         throw new InvalidRequestError(`slot request for ${request.slotId.resourceId}/${request.slotId.slotIndex} reached TaskExecutor ${this.resourceId}`);
       }
-      const slot = this.slots[request.slotId.slotIndex];
-      if (slot === undefined) {
-        throw new InvalidRequestError(`TaskExecutor ${this.resourceId} has slots 0..${this.slots.length - 1}, the request names slot ${request.slotId.slotIndex}`);
-      }
-      if (slot.allocationId === request.allocationId) return;
-      if (slot.allocationId !== undefined) {
-        throw new ConflictError(
-          `slot ${this.resourceId}/${slot.index} already holds allocation ${slot.allocationId} of job ${slot.jobId}; it cannot take allocation ${request.allocationId} of job ${request.jobId} — send a slot report request and pick a free slot`,
-        );
-      }
-      const job = this.jobConnection(request.jobId, request.jobMasterAddress, request.jobMasterToken);
-      slot.allocationId = request.allocationId;
-      slot.jobId = request.jobId;
-      if (slot.worker === undefined || !slot.worker.isAlive) this.startWorker(slot);
-      this.logger.info('slot allocated', { slotIndex: slot.index, allocationId: request.allocationId, jobMasterAddress: request.jobMasterAddress, fencingToken: request.jobMasterToken });
-      this.offerSlots(job, [{ allocationId: request.allocationId, slotIndex: slot.index }]);
+      const slotIndex = request.slotId.slotIndex;
+      if (!this.slotTable.allocate(slotIndex, request.jobId, request.allocationId)) return;
+      this.workers.ensureWorker(slotIndex);
+      this.jobTable.getOrCreate(request.jobId);
+      this.logger.info('slot allocated', { slotIndex, allocationId: request.allocationId, jobMasterAddress: request.jobMasterAddress, fencingToken: request.jobMasterToken });
+      // The request names the leader the ResourceManager knows; the JobLeaderService takes it if newer.
+      // Registered there already, the slot is offered now; otherwise with all of the job's slots once registered.
+      this.jobLeaders.addJob(request.jobId, { address: request.jobMasterAddress, token: request.jobMasterToken });
+      const connection = this.jobTable.connection(request.jobId);
+      if (connection !== undefined) this.offerSlots(connection, [{ allocationId: request.allocationId, slotIndex }]);
     });
   }
 
-  private jobConnection(jobId: JobId, address: string, token: FencingToken): JobConnection {
-    const existing = this.jobs.get(jobId);
-    if (existing !== undefined && existing.token === token && existing.address === address) return existing;
-    if (existing !== undefined) {
-      // A new JobMaster leader: the old one's tasks must not go on beside the new leader's.
-      this.logger.info('JobMaster leader changed; dropping the old connection', { old: existing.address, oldToken: existing.token, fencingToken: token });
-      this.closeJobConnection(existing, `JobMaster leadership moved to ${address} (token ${token})`, false);
-    }
-    const job: JobConnection = {
-      jobId,
-      address,
-      token,
-      gateway: this.deps.rpc.connect<JobMasterGateway>(address, EndpointName.JOB_MASTER, { fencingToken: token }),
-      registration: undefined,
-      closed: false,
-    };
-    this.jobs.set(jobId, job);
-    return job;
+  heartbeatFromResourceManager(resourceManagerToken: FencingToken): Promise<SlotReport> {
+    return this.mainThread.run(() => this.resourceManager.heartbeatFromResourceManager(resourceManagerToken));
   }
 
-  private offerSlots(job: JobConnection, offers: { allocationId: AllocationId; slotIndex: number }[]): void {
-    const registration = (job.registration ??= job.gateway
-      .registerTaskManager({ resourceId: this.resourceId, address: this.deps.rpc.address, dataAddress: this.dataAddress })
-      .then(() =>
-        this.mainThread.run(() => {
-          if (job.closed) return;
-          this.lastHeardMs = this.clock.now();
-          this.jmHeartbeats.monitorTarget(job.jobId);
-          this.logger.info('registered at the JobMaster', { address: job.address, fencingToken: job.token });
-        }),
-      ));
-    registration
-      .then(() => job.gateway.offerSlots(this.resourceId, offers))
-      .then(
-        (accepted) => this.mainThread.run(() => this.onOfferAnswer(job, offers, accepted)),
-        (error: unknown) =>
-          this.mainThread.run(() => {
-            if (job.registration === registration) job.registration = undefined;
-            this.logger.warn('offering slots to the JobMaster failed; freeing them', { address: job.address, error: errorMessage(error) });
-            this.onOfferAnswer(job, offers, []);
-          }),
-      )
-      .catch((e: unknown) => this.logger.error('slot offer handling failed', { error: e }));
+  disconnectResourceManager(cause: string, resourceManagerToken: FencingToken): Promise<void> {
+    return this.mainThread.run(() => this.resourceManager.disconnectedByResourceManager(cause, resourceManagerToken));
   }
 
-  private onOfferAnswer(job: JobConnection, offers: readonly { allocationId: AllocationId; slotIndex: number }[], accepted: readonly AllocationId[]): void {
-    for (const offer of offers) {
-      if (accepted.includes(offer.allocationId)) continue;
-      const slot = this.slots[offer.slotIndex]!;
-      if (slot.allocationId !== offer.allocationId || slot.jobId !== job.jobId) continue;
-      this.logger.info('JobMaster did not accept slot; freeing it', { slotIndex: slot.index, allocationId: offer.allocationId });
-      this.freeSlotInternal(slot, `the JobMaster did not accept the slot`);
-    }
-  }
+  // ---------------------------------------------------------------- gateway: JobMaster
 
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void> {
     return this.mainThread.run(() => {
-      const job = this.checkJobMasterToken(descriptor.jobId, jobMasterToken);
-      const slot = this.slots.find((s) => s.allocationId === descriptor.allocationId);
-      if (slot === undefined || slot.jobId !== descriptor.jobId) {
-        throw new NotFoundError(
-          `task ${descriptor.taskName} (attempt ${descriptor.attemptId}) names allocation ${descriptor.allocationId} of job ${descriptor.jobId}, which is not active on TaskExecutor ${this.resourceId}; its active allocations are ${this.slots.filter((s) => s.allocationId).map((s) => `${s.allocationId} (job ${s.jobId})`).join(', ') || 'none'}`,
-        );
-      }
-      if (this.tasks.has(descriptor.attemptId)) return;
-      const task: Task = { tdd: descriptor, slotIndex: slot.index, job, state: 'DEPLOYING', cancelRequested: false, worker: undefined, cancelTimer: undefined, reporting: Promise.resolve() };
-      this.tasks.set(descriptor.attemptId, task);
-      slot.tasks.add(descriptor.attemptId);
+      const connection = this.checkJobMasterToken(descriptor.jobId, jobMasterToken);
+      this.slotTable.slotForTask(descriptor);
+      if (this.slotTable.task(descriptor.attemptId) !== undefined) return;
+      const task = this.slotTable.addTask(descriptor, connection);
       this.report(task, { attemptId: descriptor.attemptId, state: 'DEPLOYING' });
-      this.logger.info('task submitted', { task: descriptor.taskName, attemptId: descriptor.attemptId, slotIndex: slot.index, fencingToken: jobMasterToken });
-      const needsLibrary = needsUserCode(descriptor);
-      const library = needsLibrary ? this.library(descriptor.library.sha256) : Promise.resolve(undefined);
-      library.then(
-        (code) => this.mainThread.run(() => this.deploy(task, code)),
-        (error: unknown) => this.mainThread.run(() => this.taskEnded(task, 'FAILED', { error: toErrorInfo(error) })),
-      ).catch((e: unknown) => this.logger.error('task deployment failed', { error: e }));
+      this.logger.info('task submitted', { task: descriptor.taskName, attemptId: descriptor.attemptId, slotIndex: task.slotIndex, fencingToken: jobMasterToken });
+      const library = needsUserCode(descriptor) ? this.libraries.get(descriptor.library.sha256) : Promise.resolve(undefined);
+      library
+        .then(
+          (code) => this.mainThread.run(() => this.deploy(task, code)),
+          (error: unknown) => this.mainThread.run(() => this.taskEnded(task, 'FAILED', { error: toErrorInfo(error) })),
+        )
+        .catch((e: unknown) => {
+          if (!this.mainThread.isClosed) this.logger.error('task deployment failed', { error: e });
+        });
     });
   }
 
-  private library(sha256: string): Promise<Uint8Array> {
-    let cached = this.libraries.get(sha256);
-    if (cached === undefined) {
-      cached = this.deps.blobStore.get(blobKeys.library(sha256)).then((code) => {
-        if (code === undefined) throw new NotFoundError(`library ${sha256} is not in the blob store (key ${blobKeys.library(sha256)}); resubmit the job with its library`);
-        return code;
-      });
-      this.libraries.set(sha256, cached);
-      cached.catch(() => this.libraries.delete(sha256));
-    }
-    return cached;
+  cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void> {
+    return this.mainThread.run(() => {
+      const task = this.slotTable.task(attemptId);
+      if (task === undefined) return;
+      this.checkJobMasterToken(task.tdd.jobId, jobMasterToken);
+      this.cancel(task);
+    });
   }
+
+  freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void> {
+    return this.mainThread.run(() => {
+      const slot = this.slotTable.slotOfAllocation(allocationId);
+      if (slot === undefined) return;
+      this.checkJobMasterToken(slot.jobId!, jobMasterToken);
+      this.releaseSlot(slot.index, cause);
+    });
+  }
+
+  releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void> {
+    return this.mainThread.run(() => {
+      this.checkJobMasterToken(jobId, jobMasterToken);
+      return this.partitions.release(partitionIds, `released by the JobMaster (token ${jobMasterToken})`);
+    });
+  }
+
+  heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload> {
+    return this.mainThread.run(() => {
+      if (this.jobTable.get(jobId) !== undefined) {
+        this.checkJobMasterToken(jobId, jobMasterToken);
+        this.jobLeaders.heartbeatFromJobManager(jobId);
+        this.resourceManager.heardFromCluster();
+      }
+      return { resourceId: this.resourceId, allocations: this.slotTable.allocationsOf(jobId), tasks: this.slotTable.countersOfJob(jobId) };
+    });
+  }
+
+  disconnectJobManager(jobId: JobId, cause: string, jobMasterToken: FencingToken): Promise<void> {
+    return this.mainThread.run(() => {
+      if (this.jobTable.get(jobId) === undefined) return;
+      this.checkJobMasterToken(jobId, jobMasterToken);
+      // The JobMaster itself lets us go: nothing to reconnect to, its slots go back at once.
+      this.releaseJob(jobId, `the JobMaster disconnected: ${cause}`);
+    });
+  }
+
+  /** The connection a JobMaster's call acts through. A refused token may mean a new leader: the JobLeaderService looks. */
+  private checkJobMasterToken(jobId: JobId, token: FencingToken): JobMasterConnection {
+    try {
+      return this.jobTable.checkToken(jobId, token);
+    } catch (error) {
+      this.jobLeaders.leaderMayHaveChanged(jobId, token);
+      throw error;
+    }
+  }
+
+  // ---------------------------------------------------------------- JobMaster leaders (JobLeaderService events)
+
+  private onJobLeaderGained(jobId: JobId, leader: RegisteredJobLeader): void {
+    const connection = new JobMasterConnection(jobId, leader.address, leader.token, leader.gateway, leader.jobMasterResourceId, this.logger);
+    this.jobTable.connect(jobId, connection);
+    this.resourceManager.heardFromCluster();
+    const offers = this.slotTable.slotsOfJob(jobId).map((s) => ({ allocationId: s.allocationId!, slotIndex: s.index }));
+    if (offers.length > 0) this.offerSlots(connection, offers);
+  }
+
+  private onJobLeaderLost(jobId: JobId, cause: string): void {
+    this.jobTable.disconnect(jobId);
+    this.applyLeaderChangePolicy(jobId, cause);
+    // The slots wait for the next leader, a bounded while: then the ResourceManager gets them back.
+    const job = this.jobTable.get(jobId);
+    if (job === undefined) return;
+    job.reconnectDeadline?.cancel();
+    job.reconnectDeadline = this.mainThread.schedule(() => {
+      if (this.jobTable.connection(jobId) !== undefined) return;
+      this.releaseJob(jobId, `no JobMaster leader of job ${jobId} registered within ${this.reconnectTimeoutMs} ms after the last one was lost (${cause})`);
+    }, this.reconnectTimeoutMs);
+  }
+
+  /**
+   * THE decision on a change of a job's JobMaster leader: what becomes of the tasks the former leader
+   * deployed here. Policy for now: restart — they are cancelled (a new leader does not know them and
+   * redeploys what it needs); the slots they ran in stay held and are offered to the next leader.
+   * Adopting running tasks instead would be decided here.
+   */
+  private applyLeaderChangePolicy(jobId: JobId, cause: string): void {
+    for (const task of this.slotTable.tasksOfJob(jobId)) {
+      if (!isExecutionTerminal(task.state)) this.logger.info('cancelling a task of the former JobMaster leader', { task: task.tdd.taskName, attemptId: task.tdd.attemptId, cause });
+      this.cancel(task);
+    }
+  }
+
+  /**
+   * Stops working for the job: cancels its tasks, gives its slots back, deletes its partitions (no
+   * JobMaster of the job can reach them any more) and forgets its leader.
+   */
+  private releaseJob(jobId: JobId, cause: string): void {
+    this.jobLeaders.removeJob(jobId);
+    this.jobTable.disconnect(jobId);
+    this.logger.warn('releasing job', { jobId, cause });
+    for (const task of this.slotTable.tasksOfJob(jobId)) this.cancel(task);
+    for (const slot of this.slotTable.slotsOfJob(jobId)) this.releaseSlot(slot.index, cause);
+    void this.partitions.releaseJob(jobId, cause).then(() => this.mainThread.run(() => this.resourceManager.sendSlotReport())).catch(() => undefined);
+    this.jobTable.remove(jobId);
+  }
+
+  private offerSlots(connection: JobMasterConnection, offers: { allocationId: AllocationId; slotIndex: number }[]): void {
+    connection.gateway
+      .offerSlots(this.resourceId, offers)
+      .then(
+        (accepted) => this.mainThread.run(() => this.onOfferAnswer(connection, offers, accepted)),
+        (error: unknown) =>
+          this.mainThread.run(() => {
+            if (this.jobTable.connection(connection.jobId) !== connection) return;
+            this.logger.warn('offering slots to the JobMaster failed; freeing them', { address: connection.address, error: errorMessage(error) });
+            this.onOfferAnswer(connection, offers, []);
+          }),
+      )
+      .catch((e: unknown) => {
+        if (!this.mainThread.isClosed) this.logger.error('slot offer handling failed', { error: e });
+      });
+  }
+
+  private onOfferAnswer(connection: JobMasterConnection, offers: readonly { allocationId: AllocationId; slotIndex: number }[], accepted: readonly AllocationId[]): void {
+    // An answer from a leader that is gone meanwhile decides nothing: the next leader gets the offers.
+    if (this.jobTable.connection(connection.jobId) !== connection) return;
+    for (const offer of offers) {
+      if (accepted.includes(offer.allocationId)) continue;
+      const slot = this.slotTable.slot(offer.slotIndex);
+      if (slot.allocationId !== offer.allocationId || slot.jobId !== connection.jobId) continue;
+      this.logger.info('JobMaster did not accept slot; freeing it', { slotIndex: slot.index, allocationId: offer.allocationId });
+      this.releaseSlot(slot.index, 'the JobMaster did not accept the slot');
+    }
+  }
+
+  // ---------------------------------------------------------------- tasks
 
   private deploy(task: Task, library: Uint8Array | undefined): void {
     if (isExecutionTerminal(task.state)) return;
@@ -473,354 +432,103 @@ export class TaskExecutor implements TaskExecutorGateway {
       this.taskEnded(task, 'CANCELED');
       return;
     }
-    const slot = this.slots[task.slotIndex]!;
+    const slot = this.slotTable.slot(task.slotIndex);
     if (slot.allocationId !== task.tdd.allocationId) {
       this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('SLOT_FREED', `slot ${slot.index} was freed before task ${task.tdd.taskName} could start`)) });
       return;
     }
-    if (slot.worker === undefined || !slot.worker.isAlive) this.startWorker(slot);
-    const worker = slot.worker!;
+    const worker = this.workers.ensureWorker(task.slotIndex);
     task.worker = worker;
-    const sendLibrary = library !== undefined && !worker.librariesSent.has(task.tdd.library.sha256);
-    if (sendLibrary) worker.librariesSent.add(task.tdd.library.sha256);
     const settings: TaskSettings = {
       segmentSizeBytes: this.config.networkBufferSizeBytes,
       buffersPerChannel: this.config.networkBuffersPerChannel,
       bufferTimeoutMs: this.config.bufferTimeoutMs,
       combinerMaxKeys: this.config.combinerMaxKeys,
       resourceId: this.resourceId,
-      libraryCacheDir: this.libraryCacheDir,
+      libraryCacheDir: this.libraries.dir,
       partitionDir: this.partitionDir,
+      countersIntervalMs: this.countersIntervalMs,
     };
-    worker.post({ type: 'deploy', tdd: task.tdd, library: sendLibrary ? library : undefined, settings });
-  }
-
-  cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void> {
-    return this.mainThread.run(() => {
-      const task = this.tasks.get(attemptId);
-      if (task === undefined) return;
-      this.checkJobMasterToken(task.tdd.jobId, jobMasterToken);
-      this.cancel(task);
-    });
+    this.workers.deploy(worker, task.tdd, library, settings);
   }
 
   private cancel(task: Task): void {
     if (isExecutionTerminal(task.state) || task.cancelRequested) return;
     task.cancelRequested = true;
-    if (task.worker === undefined) return; // still fetching its library: deploy() sees the flag
-    task.worker.post({ type: 'cancel', attemptId: task.tdd.attemptId });
+    const worker = task.worker;
+    if (worker === undefined) return; // still fetching its library: deploy() sees the flag
+    this.workers.cancel(worker, task.tdd.attemptId);
     task.cancelTimer = this.mainThread.schedule(() => {
       if (isExecutionTerminal(task.state)) return;
       this.logger.warn('task did not stop after cancel; terminating its worker thread', { task: task.tdd.taskName, waitedMs: this.cancelTimeoutMs });
-      const slot = this.slots[task.slotIndex]!;
-      if (slot.worker === task.worker) this.replaceWorker(slot, `task ${task.tdd.taskName} did not stop within ${this.cancelTimeoutMs} ms of being cancelled`);
+      if (this.workers.workerOf(task.slotIndex) === worker) this.replaceWorker(task.slotIndex, `task ${task.tdd.taskName} did not stop within ${this.cancelTimeoutMs} ms of being cancelled`);
     }, this.cancelTimeoutMs);
   }
 
-  freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void> {
-    return this.mainThread.run(() => {
-      const slot = this.slots.find((s) => s.allocationId === allocationId);
-      if (slot === undefined) return;
-      this.checkJobMasterToken(slot.jobId!, jobMasterToken);
-      this.freeSlotInternal(slot, cause);
-    });
+  private onTaskState(worker: SlotWorker, attemptId: ExecutionAttemptId, state: TaskExecutionStateUpdate['state'], extra: { error?: ErrorInfo; result?: TaskResult }): void {
+    const task = this.slotTable.task(attemptId);
+    if (task === undefined || task.worker !== worker) return;
+    if (state === 'FINISHED' || state === 'FAILED' || state === 'CANCELED') this.taskEnded(task, state, extra);
+    else if (this.slotTable.setState(task, state)) this.report(task, { attemptId, state });
   }
 
-  private freeSlotInternal(slot: Slot, cause: string): void {
-    const allocationId = slot.allocationId;
-    if (allocationId === undefined) return;
-    this.logger.info('freeing slot', { slotIndex: slot.index, allocationId, cause });
-    for (const attemptId of [...slot.tasks]) {
-      const task = this.tasks.get(attemptId);
-      if (task !== undefined) this.taskEnded(task, task.cancelRequested ? 'CANCELED' : 'FAILED', task.cancelRequested ? {} : { error: toErrorInfo(new FloeError('SLOT_FREED', `slot freed while the task ran: ${cause}`)) });
-    }
-    const worker = slot.worker;
-    slot.worker = undefined;
-    if (worker !== undefined) {
-      // Finished blocking partitions are files the TaskExecutor owns: they stay.
-      this.partitions.removeWhere((h) => h.kind === 'pipelined' && h.worker === worker);
-      void worker.terminate();
-    }
-    slot.allocationId = undefined;
-    slot.jobId = undefined;
-    const rm = this.rm;
-    if (rm?.registered === true) {
-      rm.gateway
-        .notifySlotAvailable(this.resourceId, { resourceId: this.resourceId, slotIndex: slot.index }, allocationId)
-        .catch((e: unknown) => this.logger.warn('could not tell the ResourceManager about a free slot', { error: errorMessage(e) }));
-      // The RM must not count us idle for a moment between the free slot and the next heartbeat.
-      if (this.partitions.size > 0) rm.gateway.sendSlotReport(this.resourceId, this.slotReport()).catch(() => undefined);
-    }
-  }
-
-  releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void> {
-    return this.mainThread.run(() => {
-      this.checkJobMasterToken(jobId, jobMasterToken);
-      const byWorker = new Map<SlotWorker, ResultPartitionId[]>();
-      const blocking: ResultPartitionId[] = [];
-      for (const id of partitionIds) {
-        const loc = this.partitions.get(id);
-        if (loc === undefined) continue;
-        this.partitions.remove(id);
-        if (loc.kind === 'blocking') {
-          blocking.push(id);
-          continue;
-        }
-        const list = byWorker.get(loc.worker) ?? [];
-        list.push(id);
-        byWorker.set(loc.worker, list);
-      }
-      for (const [worker, ids] of byWorker) worker.post({ type: 'release-partitions', partitionIds: ids });
-      if (blocking.length > 0) {
-        this.logger.info('releasing blocking partitions', { partitions: blocking.length, fencingToken: jobMasterToken });
-        return this.blockingPartitions.release(blocking, 'released by the JobMaster').then(() => undefined);
-      }
-      return undefined;
-    });
-  }
-
-  /** Drops blocking partitions of an attempt that did not finish: no consumer may read them. */
-  private dropBlockingPartitionsOf(attemptId: ExecutionAttemptId, reason: string): void {
-    const ids = this.blockingPartitions.list().filter((p) => p.producerAttemptId === attemptId).map((p) => p.partitionId);
-    if (ids.length === 0) return;
-    for (const id of ids) this.partitions.remove(id);
-    void this.blockingPartitions.release(ids, reason);
-  }
-
-  heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload> {
-    return this.mainThread.run(() => {
-      const job = this.jobs.get(jobId);
-      if (job !== undefined) {
-        this.checkJobMasterToken(jobId, jobMasterToken);
-        this.jmHeartbeats.receiveHeartbeat(jobId);
-        this.lastHeardMs = this.clock.now();
-      }
-      return {
-        resourceId: this.resourceId,
-        allocations: this.slots.filter((s) => s.jobId === jobId && s.allocationId !== undefined).map((s) => s.allocationId!),
-      };
-    });
-  }
-
-  heartbeatFromResourceManager(resourceManagerToken: FencingToken): Promise<SlotReport> {
-    return this.mainThread.run(() => {
-      this.checkResourceManagerToken(resourceManagerToken);
-      this.rmHeartbeats.receiveHeartbeat(RM_TARGET);
-      this.lastHeardMs = this.clock.now();
-      return this.slotReport();
-    });
-  }
-
-  disconnectJobManager(jobId: JobId, cause: string, jobMasterToken: FencingToken): Promise<void> {
-    return this.mainThread.run(() => {
-      const job = this.jobs.get(jobId);
-      if (job === undefined) return;
-      this.checkJobMasterToken(jobId, jobMasterToken);
-      this.closeJobConnection(job, `the JobMaster disconnected: ${cause}`, true);
-    });
-  }
-
-  disconnectResourceManager(cause: string, resourceManagerToken: FencingToken): Promise<void> {
-    return this.mainThread.run(() => {
-      this.checkResourceManagerToken(resourceManagerToken);
-      this.rmHeartbeats.unmonitorTarget(RM_TARGET);
-      this.onResourceManagerLost(`the ResourceManager disconnected: ${cause}`);
-    });
-  }
-
-  private checkJobMasterToken(jobId: JobId, token: FencingToken): JobConnection {
-    const job = this.jobs.get(jobId);
-    if (job === undefined || job.closed || job.token !== token) {
-      throw new FencingTokenError(`TaskExecutor ${this.resourceId} (JobMaster connection of job ${jobId})`, job?.token, token);
-    }
-    return job;
-  }
-
-  private onJobMasterLost(jobId: JobId, cause: string): void {
-    const job = this.jobs.get(jobId);
-    if (job !== undefined) this.closeJobConnection(job, `JobMaster lost: ${cause}`, true);
-  }
-
-  /** Stops the job's tasks; with `freeSlots`, its slots go back to the ResourceManager. */
-  private closeJobConnection(job: JobConnection, cause: string, freeSlots: boolean): void {
-    job.closed = true;
-    if (this.jobs.get(job.jobId) === job) this.jobs.delete(job.jobId);
-    this.jmHeartbeats.unmonitorTarget(job.jobId);
-    this.logger.warn('closing JobMaster connection', { address: job.address, fencingToken: job.token, cause });
-    for (const task of this.tasks.values()) if (task.job === job) this.cancel(task);
-    if (freeSlots) {
-      for (const slot of this.slots) if (slot.jobId === job.jobId) this.freeSlotInternal(slot, cause);
-    }
-  }
-
-  // ---------------------------------------------------------------- workers
-
-  private startWorker(slot: Slot): void {
-    const worker = new SlotWorker(
-      this.entry,
-      { slotIndex: slot.index, resourceId: this.resourceId },
-      this.logger,
-      (w, m) => this.onWorkerMessage(slot, w, m),
-      (w, cause) => {
-        this.mainThread.run(() => this.onWorkerExit(slot, w, cause)).catch(() => undefined);
-      },
+  private onSplitRequest(worker: SlotWorker, requestId: number, vertexId: string, attemptId: ExecutionAttemptId): void {
+    const task = this.slotTable.task(attemptId);
+    if (task === undefined) return;
+    task.leader.gateway.requestNextInputSplit(vertexId, attemptId).then(
+      (split) => this.workers.answerSplit(worker, requestId, { split }),
+      (error: unknown) => this.workers.answerSplit(worker, requestId, { error: toErrorInfo(error) }),
     );
-    slot.worker = worker;
-    this.workersStarted[slot.index]!++;
-  }
-
-  private onWorkerExit(slot: Slot, worker: SlotWorker, cause: string): void {
-    this.logger.error('slot worker thread died', { slotIndex: slot.index, cause });
-    this.partitions.removeWhere((h) => h.kind === 'pipelined' && h.worker === worker);
-    for (const task of this.tasks.values()) {
-      if (task.worker === worker) this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('WORKER_EXITED', cause)) });
-    }
-    if (slot.worker === worker) slot.worker = undefined;
-  }
-
-  /** Terminates the slot's worker thread and starts a fresh one; its tasks end. */
-  private replaceWorker(slot: Slot, cause: string): void {
-    const old = slot.worker;
-    if (old === undefined) return;
-    slot.worker = undefined;
-    this.partitions.removeWhere((h) => h.kind === 'pipelined' && h.worker === old);
-    for (const task of this.tasks.values()) {
-      if (task.worker !== old) continue;
-      if (task.cancelRequested) this.taskEnded(task, 'CANCELED');
-      else this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('WORKER_TERMINATED', `the slot's worker thread was terminated: ${cause}`)) });
-    }
-    void old.terminate();
-    if (slot.allocationId !== undefined) this.startWorker(slot);
-  }
-
-  private onWorkerMessage(slot: Slot, worker: SlotWorker, m: WorkerToMain): void {
-    switch (m.type) {
-      case 'ready':
-        return;
-      case 'register-partition':
-        // Synchronously, not through the main thread: a consumer's request may already be waiting.
-        if (worker.isAlive) this.partitions.register(m.partitionId, { kind: 'pipelined', slotIndex: slot.index, worker });
-        return;
-      case 'partition-done': {
-        const holder = this.partitions.get(m.partitionId);
-        if (holder?.kind === 'pipelined' && holder.worker === worker) this.partitions.remove(m.partitionId);
-        return;
-      }
-      case 'blocking-partition-finished': {
-        // Synchronously: the producer's FINISHED, right behind this message, goes through the main thread.
-        const jobId = this.tasks.get(m.attemptId)?.tdd.jobId ?? this.jobId;
-        this.blockingPartitions.add(jobId, m.attemptId, m.files);
-        this.partitions.register(m.files.partitionId, { kind: 'blocking' });
-        return;
-      }
-      case 'request-channel':
-        this.connectInputChannel(worker, m);
-        return;
-      case 'state':
-        this.mainThread.run(() => {
-          const task = this.tasks.get(m.attemptId);
-          if (task === undefined || task.worker !== worker) return;
-          if (m.state === 'FINISHED' || m.state === 'FAILED' || m.state === 'CANCELED') this.taskEnded(task, m.state, { ...(m.error ? { error: m.error } : {}), ...(m.result ? { result: m.result } : {}) });
-          else if (!isExecutionTerminal(task.state)) {
-            task.state = m.state;
-            this.report(task, { attemptId: m.attemptId, state: m.state });
-          }
-        }).catch(() => undefined);
-        return;
-      case 'request-split':
-        this.mainThread.run(() => {
-          const task = this.tasks.get(m.attemptId);
-          if (task === undefined) return;
-          task.job.gateway.requestNextInputSplit(m.vertexId, m.attemptId).then(
-            (split: InputSplit | null) => worker.post({ type: 'split', requestId: m.requestId, split }),
-            (error: unknown) => worker.post({ type: 'split', requestId: m.requestId, split: null, error: toErrorInfo(error) }),
-          );
-        }).catch(() => undefined);
-        return;
-      default:
-        m satisfies never;
-    }
   }
 
   private taskEnded(task: Task, state: 'FINISHED' | 'FAILED' | 'CANCELED', extra: { error?: ErrorInfo; result?: TaskResult } = {}): void {
-    if (isExecutionTerminal(task.state)) return;
-    task.state = state;
+    if (!this.slotTable.endTask(task, state)) return;
     task.cancelTimer?.cancel();
-    this.slots[task.slotIndex]!.tasks.delete(task.tdd.attemptId);
-    if (state !== 'FINISHED') this.dropBlockingPartitionsOf(task.tdd.attemptId, `its producer ended ${state}`);
+    if (state !== 'FINISHED') void this.partitions.dropUnfinishedAttempt(task.tdd.attemptId, `its producer ended ${state}`);
     this.logger.info('task ended', { task: task.tdd.taskName, attemptId: task.tdd.attemptId, state, ...(extra.error ? { error: extra.error.message } : {}) });
     this.report(task, { attemptId: task.tdd.attemptId, state, ...extra });
-    void task.reporting.then(() => {
-      if (this.tasks.get(task.tdd.attemptId) === task) this.tasks.delete(task.tdd.attemptId);
-    });
+    void task.reporting.then(() => this.slotTable.removeTask(task));
   }
 
   private report(task: Task, update: TaskExecutionStateUpdate): void {
-    const job = task.job;
-    const send = async (): Promise<void> => {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await job.gateway.updateTaskExecutionState(update);
-          return;
-        } catch (e) {
-          const retry = attempt < 3 && isExecutionTerminal(update.state) && e instanceof FloeError && e.retryable && !job.closed;
-          if (!retry) {
-            this.logger.warn('could not report task state to the JobMaster', { attemptId: update.attemptId, state: update.state, error: errorMessage(e) });
-            return;
-          }
-        }
-      }
-    };
-    task.reporting = task.reporting.then(send);
+    task.reporting = task.reporting.then(() => task.leader.reportTaskState(update));
   }
 
-  // ---------------------------------------------------------------- data plane
+  // ---------------------------------------------------------------- slots and workers
 
-  private connectInputChannel(consumer: SlotWorker, m: Extract<WorkerToMain, { type: 'request-channel' }>): void {
-    const fail = (error: unknown): void => consumer.post({ type: 'channel-failed', attemptId: m.attemptId, channelIndex: m.channelIndex, error: toErrorInfo(error) });
-    if (m.producerResourceId !== this.resourceId) {
-      let remote: ChannelPort;
-      try {
-        remote = this.dataClient.openChannel(m.producerDataAddress, m.partitionId, m.subpartitionIndex);
-      } catch (e) {
-        fail(e);
-        return;
-      }
-      const { port1, port2 } = new MessageChannel();
-      bridgePorts(remote, wrapMessagePort(port1));
-      consumer.post({ type: 'attach-consumer', attemptId: m.attemptId, channelIndex: m.channelIndex, port: port2 }, [port2]);
-      return;
+  private releaseSlot(slotIndex: number, cause: string): void {
+    const slot = this.slotTable.slot(slotIndex);
+    const allocationId = slot.allocationId;
+    if (allocationId === undefined) return;
+    this.logger.info('freeing slot', { slotIndex, allocationId, cause });
+    for (const task of this.slotTable.tasksInSlot(slotIndex)) {
+      this.taskEnded(task, task.cancelRequested ? 'CANCELED' : 'FAILED', task.cancelRequested ? {} : { error: toErrorInfo(new FloeError('SLOT_FREED', `slot freed while the task ran: ${cause}`)) });
     }
-    this.partitions.waitFor(m.partitionId).then((location) => {
-      if (!consumer.isAlive) return;
-      if (location.kind === 'blocking') {
-        // Served from its file by this thread; buffers cross to the consumer's worker by transfer.
-        const { port1, port2 } = new MessageChannel();
-        this.blockingPartitions.serve(m.partitionId, m.subpartitionIndex, wrapMessagePort(port1));
-        consumer.post({ type: 'attach-consumer', attemptId: m.attemptId, channelIndex: m.channelIndex, port: port2 }, [port2]);
-        return;
-      }
-      if (location.worker === consumer) {
-        consumer.post({ type: 'attach-local', attemptId: m.attemptId, channelIndex: m.channelIndex, partitionId: m.partitionId, subpartitionIndex: m.subpartitionIndex });
-        return;
-      }
-      const { port1, port2 } = new MessageChannel();
-      location.worker.post({ type: 'attach-producer', partitionId: m.partitionId, subpartitionIndex: m.subpartitionIndex, port: port1 }, [port1]);
-      consumer.post({ type: 'attach-consumer', attemptId: m.attemptId, channelIndex: m.channelIndex, port: port2 }, [port2]);
-    }, fail);
+    // Finished blocking partitions are files the TaskExecutor owns: they stay.
+    const worker = this.workers.release(slotIndex);
+    if (worker !== undefined) this.partitions.dropWorker(worker);
+    this.slotTable.free(slotIndex);
+    this.resourceManager.notifySlotAvailable(slotIndex, allocationId);
+    // The RM must not count us idle for a moment between the free slot and the next heartbeat.
+    if (this.partitions.heldPartitions > 0) this.resourceManager.sendSlotReport();
   }
 
-  private async openSubpartition(partitionId: ResultPartitionId, subpartitionIndex: number): Promise<ChannelPort> {
-    const location = await this.partitions.waitFor(partitionId);
-    if (location.kind === 'blocking') {
-      const [producerEnd, serverEnd] = createLocalPortPair();
-      this.blockingPartitions.serve(partitionId, subpartitionIndex, producerEnd);
-      return serverEnd;
+  /** Terminates the slot's worker thread and starts a fresh one; its tasks end. */
+  private replaceWorker(slotIndex: number, cause: string): void {
+    const old = this.workers.workerOf(slotIndex);
+    if (old === undefined) return;
+    this.partitions.dropWorker(old);
+    for (const task of this.slotTable.tasksOnWorker(old)) {
+      if (task.cancelRequested) this.taskEnded(task, 'CANCELED');
+      else this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('WORKER_TERMINATED', `the slot's worker thread was terminated: ${cause}`)) });
     }
-    if (!location.worker.isAlive) throw new FloeError('PARTITION_NOT_FOUND', `partition ${partitionId} was lost with its worker thread on ${this.resourceId}`, { retryable: true });
-    const { port1, port2 } = new MessageChannel();
-    location.worker.post({ type: 'attach-producer', partitionId, subpartitionIndex, port: port1 }, [port1]);
-    return wrapMessagePort(port2);
+    this.workers.replace(slotIndex, this.slotTable.slot(slotIndex).allocationId !== undefined);
+  }
+
+  private onWorkerExited(slotIndex: number, worker: SlotWorker, cause: string): void {
+    this.logger.error('slot worker thread died', { slotIndex, cause });
+    this.partitions.dropWorker(worker);
+    for (const task of this.slotTable.tasksOnWorker(worker)) this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('WORKER_EXITED', cause)) });
   }
 
   // ---------------------------------------------------------------- shutdown
@@ -832,31 +540,24 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.logger.info('TaskExecutor stopping', { reason });
     await this.mainThread
       .run(() => {
-        this.rmRetryTimer?.cancel();
-        for (const task of this.tasks.values()) this.cancel(task);
+        this.resourceManager.stop();
+        for (const task of this.slotTable.allTasks()) this.cancel(task);
       })
       .catch(() => undefined);
     const deadline = Date.now() + Math.min(this.cancelTimeoutMs, 5_000);
-    while ([...this.tasks.values()].some((t) => !isExecutionTerminal(t.state)) && Date.now() < deadline) {
+    while (this.slotTable.allTasks().some((t) => !isExecutionTerminal(t.state)) && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 20));
     }
-    await Promise.race([Promise.all([...this.tasks.values()].map((t) => t.reporting)), new Promise((r) => setTimeout(r, 1_000))]);
-    const rm = this.rm;
-    if (rm?.registered === true) {
-      await Promise.race([rm.gateway.disconnectTaskExecutor(this.resourceId, reason).catch(() => undefined), new Promise((r) => setTimeout(r, 1_000))]);
-    }
-    this.rmHeartbeats.stop();
-    this.jmHeartbeats.stop();
+    await Promise.race([Promise.all(this.slotTable.allTasks().map((t) => t.reporting)), new Promise((r) => setTimeout(r, 1_000))]);
+    await this.resourceManager.disconnect(reason, 1_000);
+    await this.mainThread.run(() => this.jobLeaders.stop()).catch(() => undefined);
     this.endpoint?.stop();
-    this.partitions.close(`TaskExecutor ${this.resourceId} is stopping`);
-    await Promise.all(this.slots.map((s) => s.worker?.terminate()));
+    this.partitions.stopServing(`TaskExecutor ${this.resourceId} is stopping`);
+    await this.workers.terminateAll();
     // Nobody can fetch partitions from a stopped TaskExecutor: its files (partitions, library cache)
     // go with it.
-    await this.blockingPartitions.discardAll();
+    await this.partitions.close(`TaskExecutor ${this.resourceId} is stopping`);
     await removePath(this.deps.workDir, { recursive: true, force: true }).catch(() => undefined);
-    for (const s of this.slots) s.worker = undefined;
-    this.dataClient.close();
-    await this.dataServer?.close();
     await this.mainThread.close();
     this.resolveTerminated(reason);
   }

@@ -31,6 +31,14 @@ describe('config', () => {
     expect(() => loadConfig({ 'high-availability.lease.renew-interval': 10_000 })).toThrow(/renew-interval/);
   });
 
+  it("takes Flink's heartbeat.rpc-failure-threshold: 2 by default, -1 turns it off, 0 is refused", () => {
+    expect(defaultConfig.heartbeatRpcFailureThreshold).toBe(2);
+    expect(loadConfig({ 'heartbeat.rpc-failure-threshold': '5' }).heartbeatRpcFailureThreshold).toBe(5);
+    expect(loadConfig({ 'heartbeat.rpc-failure-threshold': -1 }).heartbeatRpcFailureThreshold).toBe(-1);
+    expect(() => loadConfig({ 'heartbeat.rpc-failure-threshold': 0 })).toThrow(/'heartbeat.rpc-failure-threshold' must be a positive count of failed calls, or -1 to turn the rule off, found 0/);
+    expect(() => loadConfig({ 'heartbeat.rpc-failure-threshold': -2 })).toThrow(/'heartbeat.rpc-failure-threshold' must be >= -1, found -2/);
+  });
+
   it('reads FLOE_CONFIG and says so when it is not JSON', () => {
     expect(configFromEnv({ FLOE_CONFIG: '{"rpc.timeout": 1234}' }).rpcTimeoutMs).toBe(1234);
     expect(() => configFromEnv({ FLOE_CONFIG: '{rpc' })).toThrow(/FLOE_CONFIG is not valid JSON/);

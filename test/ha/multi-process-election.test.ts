@@ -39,6 +39,12 @@ interface Contender {
   killed: boolean;
 }
 
+/** The process state letter from /proc (R running, S sleeping, T stopped, …). */
+function processState(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+}
+
 function events(file: string): Event[] {
   if (!existsSync(file)) return [];
   return readFileSync(file, 'utf8')
@@ -95,11 +101,14 @@ it('three contender processes: never two valid leaders, epochs rise across step-
         // The old leader comes back: frozen (as by a long GC pause or a suspended VM) until its lease
         // lapsed and another took over, then resumed. It must notice and step down, not act.
         leader!.c.child.kill('SIGSTOP');
-        await waitUntil('a takeover from the paused leader', () => leaders(contenders).some((l) => l.c !== leader!.c && l.epoch > lastEpoch), 10_000);
-        leader!.c.child.kill('SIGCONT');
+        // Counted while it is stopped and cannot write: counted after SIGCONT, a resumed leader that
+        // steps down before this process reads its file would already be in the count.
+        await waitUntil('the leader to be stopped', () => processState(leader!.c.child.pid!) === 'T', 10_000);
         const revokes = (): number => events(leader!.c.file).filter((e) => e.ev === 'revoke').length;
         const before = revokes();
-        await waitUntil('the resumed leader to step down', () => revokes() > before, 5_000);
+        await waitUntil('a takeover from the paused leader', () => leaders(contenders).some((l) => l.c !== leader!.c && l.epoch > lastEpoch), 10_000);
+        leader!.c.child.kill('SIGCONT');
+        await waitUntil('the resumed leader to step down', () => revokes() > before, 10_000);
       } else {
         leader!.c.child.kill('SIGUSR2');
       }
@@ -109,11 +118,15 @@ it('three contender processes: never two valid leaders, epochs rise across step-
       lastEpoch = now[0]!.epoch;
     }
 
-    for (const c of contenders) if (!c.killed) c.child.kill('SIGTERM');
+    // A contender launched after the last kill may still be loading: until it has installed its SIGTERM
+    // handler (it says 'started' after that), SIGTERM would end it by the default action, not by a stop.
+    const live = contenders.filter((c) => !c.killed);
+    await waitUntil('every live contender to have started', () => live.every((c) => events(c.file).some((e) => e.ev === 'started')), 20_000);
+    for (const c of live) c.child.kill('SIGTERM');
     await Promise.all(contenders.map((c) => c.exited));
     expect(pids.filter((pid) => isProcessAlive(pid)), 'contender processes left running').toEqual([]);
     // Stopped contenders exit cleanly (code 0) after releasing; only the SIGKILLed ones did not.
-    expect(contenders.filter((c) => !c.killed).map((c) => c.child.exitCode)).toEqual(contenders.filter((c) => !c.killed).map(() => 0));
+    expect(live.map((c) => `${c.holder}: ${c.child.exitCode ?? c.child.signalCode}`)).toEqual(live.map((c) => `${c.holder}: 0`));
   } finally {
     killAll(pids);
   }

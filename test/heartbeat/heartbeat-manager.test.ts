@@ -9,6 +9,11 @@ import { MainThread } from '../../runtime/rpc/main-thread.js';
 const INTERVAL = 100;
 const TIMEOUT = 500;
 
+/** What node:http gives for a call to a port nothing listens on. */
+const refused = (): Error => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+/** What node:http gives when a live server closes a reused keep-alive connection under the request. */
+const hangUp = (): Error => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+
 /** Lets queued main-thread work and promise callbacks run. */
 async function settle(): Promise<void> {
   for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
@@ -26,7 +31,7 @@ interface Harness {
 
 const harnesses: Harness[] = [];
 
-function harness(): Harness {
+function harness(options: { rpcFailureThreshold?: number } = {}): Harness {
   const clock = new ManualClock();
   const thread = new MainThread('jobmaster', clock);
   const timeouts: Harness['timeouts'] = [];
@@ -38,6 +43,7 @@ function harness(): Harness {
     mainThread: thread,
     clock,
     logger: silentLogger,
+    ...options,
     onTimeout: (targetId, cause) => timeouts.push({ targetId, cause, atMs: clock.now(), onThread: thread.isInMainThread() }),
     onPayload: (targetId, payload) => payloads.push({ targetId, payload, onThread: thread.isInMainThread() }),
   });
@@ -126,24 +132,98 @@ describe('HeartbeatManager, sender side', () => {
     expect(h.timeouts[0]!.atMs).toBe(lastAnswer + TIMEOUT);
   });
 
-  it('reports a refused or reset connection as lost at once, without waiting for the timeout', async () => {
+  it('reports a refused connection as lost at once, without waiting for the timeout', async () => {
     const h = harness();
     let asked = 0;
     h.manager.monitorTarget('tm-1', async () => {
       asked++;
       if (asked === 1) return 'ok';
-      throw new RpcConnectionError('http://127.0.0.1:1/rpc/taskexecutor', { cause: new Error('connect ECONNREFUSED') });
+      throw new RpcConnectionError('http://127.0.0.1:1/rpc/taskexecutor', { cause: refused() });
     });
     await settle();
     const lostAt = h.clock.now() + INTERVAL;
     await h.advance(INTERVAL);
     expect(h.timeouts).toHaveLength(1);
     expect(h.timeouts[0]).toMatchObject({ targetId: 'tm-1', atMs: lostAt, onThread: true });
-    expect(h.timeouts[0]!.cause).toContain('connection to tm-1 lost');
+    expect(h.timeouts[0]!.cause).toContain('connection to tm-1 refused');
     expect(h.timeouts[0]!.cause).toContain('ECONNREFUSED');
     await h.advance(2 * TIMEOUT);
     expect(h.timeouts).toHaveLength(1);
     expect(asked).toBe(2);
+  });
+
+  it('does not lose a live target over one call that could not reach it (a socket hang up)', async () => {
+    const h = harness();
+    let asked = 0;
+    h.manager.monitorTarget('tm-1', async () => {
+      asked++;
+      if (asked === 3) throw new RpcConnectionError('http://127.0.0.1:1/taskexecutor.heartbeatFromJobManager', { cause: hangUp() });
+      return `beat ${asked}`;
+    });
+    await h.advance(2 * TIMEOUT);
+    expect(h.timeouts).toEqual([]);
+    expect(h.manager.isMonitoring('tm-1')).toBe(true);
+    expect(h.payloads.map((p) => p.payload)).toContain('beat 4');
+  });
+
+  it('loses a target after heartbeat.rpc-failure-threshold calls in a row could not reach it', async () => {
+    const h = harness({ rpcFailureThreshold: 3 });
+    let asked = 0;
+    h.manager.monitorTarget('tm-1', async () => {
+      asked++;
+      if (asked === 1) return 'ok';
+      throw new RpcConnectionError('http://127.0.0.1:1/taskexecutor.heartbeatFromJobManager', { cause: hangUp() });
+    });
+    await settle();
+    const firstFailureAt = h.clock.now() + INTERVAL;
+    await h.advance(INTERVAL);
+    await h.advance(INTERVAL);
+    expect(h.timeouts).toEqual([]);
+    await h.advance(INTERVAL);
+    expect(h.timeouts).toHaveLength(1);
+    expect(h.timeouts[0]).toMatchObject({ targetId: 'tm-1', atMs: firstFailureAt + 2 * INTERVAL, onThread: true });
+    expect(h.timeouts[0]!.cause).toContain('3 heartbeat calls in a row could not reach tm-1 (heartbeat.rpc-failure-threshold is 3)');
+    expect(h.timeouts[0]!.cause).toContain('socket hang up');
+    expect(asked).toBe(4);
+  });
+
+  it('starts counting failed calls afresh after an answer', async () => {
+    const h = harness({ rpcFailureThreshold: 2 });
+    // fail, answer, fail, answer, …: never two failures in a row.
+    let asked = 0;
+    h.manager.monitorTarget('tm-1', async () => {
+      asked++;
+      if (asked % 2 === 0) throw new RpcConnectionError('http://127.0.0.1:1/taskexecutor.heartbeatFromJobManager', { cause: hangUp() });
+      return 'ok';
+    });
+    await h.advance(3 * TIMEOUT);
+    expect(asked).toBeGreaterThan(10);
+    expect(h.timeouts).toEqual([]);
+  });
+
+  it('with the threshold off (-1) leaves unreachable targets to the timeout, but still loses a refused one at once', async () => {
+    const h = harness({ rpcFailureThreshold: -1 });
+    const start = h.clock.now();
+    h.manager.monitorTarget('cut-off', async () => {
+      throw new RpcConnectionError('local://cut-off/taskexecutor.heartbeatFromJobManager', { cause: Object.assign(new Error('the network is partitioned'), { code: 'EHOSTUNREACH' }) });
+    });
+    h.manager.monitorTarget('gone', async () => {
+      throw new RpcConnectionError('local://gone/taskexecutor.heartbeatFromJobManager', { cause: refused() });
+    });
+    await settle();
+    await h.advance(TIMEOUT);
+    expect(h.timeouts.map((t) => [t.targetId, t.atMs - start])).toEqual([
+      ['gone', 0],
+      ['cut-off', TIMEOUT],
+    ]);
+  });
+
+  it('refuses a threshold of 0', () => {
+    const clock = new ManualClock();
+    expect(
+      () =>
+        new HeartbeatManager({ ownerName: 'x', intervalMs: 10, timeoutMs: 100, rpcFailureThreshold: 0, mainThread: new MainThread('x', clock), clock, logger: silentLogger, onTimeout: () => {} }),
+    ).toThrow(/positive count or -1/);
   });
 
   it('keeps at most one ask in flight to a slow target', async () => {
@@ -274,8 +354,8 @@ describe('HeartbeatManager lifecycle', () => {
 });
 
 describe('HeartbeatManager over LocalRpcService', () => {
-  it('a partitioned TaskExecutor is reported lost at the next beat', async () => {
-    const h = harness();
+  it('a partitioned TaskExecutor is reported lost after heartbeat.rpc-failure-threshold beats', async () => {
+    const h = harness({ rpcFailureThreshold: 2 });
     const network = new LocalRpcNetwork();
     const te = new LocalRpcService(network, 'te-1', { timeoutMs: 1_000 });
     const jm = new LocalRpcService(network, 'jm-1', { timeoutMs: 1_000 });
@@ -289,9 +369,32 @@ describe('HeartbeatManager over LocalRpcService', () => {
       network.partition(te.address);
       const partitionedAt = h.clock.now();
       await h.advance(INTERVAL);
+      expect(h.timeouts).toEqual([]);
+      await h.advance(INTERVAL);
       expect(h.timeouts).toHaveLength(1);
-      expect(h.timeouts[0]!.atMs).toBe(partitionedAt + INTERVAL);
+      expect(h.timeouts[0]!.atMs).toBe(partitionedAt + 2 * INTERVAL);
       expect(h.timeouts[0]!.cause).toContain('partitioned');
+    } finally {
+      await Promise.all([te.close(), jm.close()]);
+    }
+  });
+
+  it('a TaskExecutor whose service is gone (nothing listens) is reported lost at the next beat', async () => {
+    const h = harness({ rpcFailureThreshold: 2 });
+    const network = new LocalRpcNetwork();
+    const te = new LocalRpcService(network, 'te-1', { timeoutMs: 1_000 });
+    const jm = new LocalRpcService(network, 'jm-1', { timeoutMs: 1_000 });
+    try {
+      te.serve('taskexecutor', { heartbeatFromJobManager: async () => 'beat' }, { methods: ['heartbeatFromJobManager'] });
+      const gateway = jm.connect<{ heartbeatFromJobManager(): Promise<string> }>(te.address, 'taskexecutor');
+      h.manager.monitorTarget('te-1', () => gateway.heartbeatFromJobManager());
+      await h.advance(INTERVAL);
+      await te.close();
+      const goneAt = h.clock.now();
+      await h.advance(INTERVAL);
+      expect(h.timeouts).toHaveLength(1);
+      expect(h.timeouts[0]!.atMs).toBe(goneAt + INTERVAL);
+      expect(h.timeouts[0]!.cause).toContain('nothing listens');
     } finally {
       await Promise.all([te.close(), jm.close()]);
     }

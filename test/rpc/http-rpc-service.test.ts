@@ -178,6 +178,29 @@ describe('HttpRpcService', () => {
     expect(sockets.size).toBe(1);
   });
 
+  it('closes an idle pooled connection itself, long before the server would drop it under a reused request', async () => {
+    const server = await track(start());
+    server.serve('test', new TestEndpoint(), { methods: TEST_METHODS });
+    const client = await track(start({ idleSocketTimeoutMs: 100 }));
+    const internal = (server as unknown as { server: http.Server }).server;
+    const closedBy: string[] = [];
+    internal.on('connection', (socket) => {
+      // 'end' is the peer's FIN: the client let the connection go; a server-side timeout would not emit it.
+      socket.on('end', () => closedBy.push('client'));
+    });
+    await client.connect<TestGateway>(server.address, 'test').add(1, 2);
+    const deadline = Date.now() + 10_000;
+    while (closedBy.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(closedBy).toEqual(['client']);
+  });
+
+  it('lets a call run longer than the idle-connection timeout: only idle connections are closed', async () => {
+    const server = await track(start());
+    server.serve('slow', { answer: async () => new Promise((r) => setTimeout(() => r('done'), 300)) }, { methods: ['answer'] });
+    const client = await track(start({ idleSocketTimeoutMs: 50 }));
+    await expect(client.connect<{ answer(): Promise<string> }>(server.address, 'slow').answer()).resolves.toBe('done');
+  });
+
   describe('against a server that resets connections', () => {
     let foreign: http.Server | undefined;
     afterEach(async () => {
@@ -187,8 +210,9 @@ describe('HttpRpcService', () => {
     });
 
     /** Answers like a Floe server, but resets the connection for requests `reset` picks. */
-    async function resettingServer(reset: (requestOnSocket: number, requestOverall: number) => boolean): Promise<{ address: string; requests: () => number }> {
+    async function resettingServer(reset: (requestOnSocket: number, requestOverall: number) => boolean): Promise<{ address: string; requests: () => number; connections: () => number }> {
       let overall = 0;
+      let connections = 0;
       const perSocket = new WeakMap<object, number>();
       foreign = http.createServer((req, res) => {
         overall++;
@@ -201,8 +225,9 @@ describe('HttpRpcService', () => {
         req.resume();
         req.on('end', () => res.end(JSON.stringify({ ok: true, value: overall })));
       });
+      foreign.on('connection', () => connections++);
       await new Promise<void>((r) => foreign!.listen(0, '127.0.0.1', r));
-      return { address: `http://127.0.0.1:${(foreign.address() as AddressInfo).port}`, requests: () => overall };
+      return { address: `http://127.0.0.1:${(foreign.address() as AddressInfo).port}`, requests: () => overall, connections: () => connections };
     }
 
     it('resends once when a reused keep-alive connection turns out to be closed', async () => {
@@ -214,6 +239,29 @@ describe('HttpRpcService', () => {
       await expect(gw.nothing()).resolves.toBe(1);
       await expect(gw.nothing()).resolves.toBe(3);
       expect(server.requests()).toBe(3);
+    });
+
+    it('resends on a fresh connection, not on another pooled one that may be just as stale', async () => {
+      // Every second request on a connection is reset, as when the server dropped all its idle
+      // connections at once (its keep-alive timeout) just as the client reused one.
+      const server = await resettingServer((onSocket) => onSocket === 2);
+      const client = await track(start());
+      const gw = client.connect<TestGateway>(server.address, 'test');
+      // Two calls at once leave two pooled connections behind.
+      await expect(Promise.all([gw.nothing(), gw.nothing()])).resolves.toEqual([expect.any(Number), expect.any(Number)]);
+      await expect(gw.nothing()).resolves.toBe(4);
+      expect(server.requests()).toBe(4);
+      expect(server.connections()).toBe(3);
+    });
+
+    it('never resends a call the caller named as not idempotent', async () => {
+      const server = await resettingServer((onSocket) => onSocket === 2);
+      const client = await track(start());
+      const gw = client.connect<TestGateway>(server.address, 'test', { notIdempotent: ['nothing'] });
+      await expect(gw.nothing()).resolves.toBe(1);
+      const error = await gw.nothing().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RpcConnectionError);
+      expect(server.requests()).toBe(2);
     });
 
     it('does not resend when a fresh connection is reset: that is a lost peer', async () => {

@@ -40,6 +40,9 @@ export const spinning = defineJob('spinning', (env, args) => {
 export const endless = defineJob('endless', (env) => {
   env.fromSequence(1, 1e15).map((x) => x + 1).collect({ maxRecords: 10 });
 });
+export const paced = defineJob('paced', (env) => {
+  env.generate((i) => i, { ratePerSecond: 2000 }).filter((x) => x % 2 === 0).collect({ maxRecords: 10 });
+});
 export const twoStage = defineJob('two-stage', (env) => {
   env.fromSequence(1, 5000).setParallelism(1).rebalance().map((x) => ({ x, twice: x * 2 })).setParallelism(2).collect({ maxRecords: 100000 });
 });
@@ -47,9 +50,11 @@ export const twoStage = defineJob('two-stage', (env) => {
 
 const JM_TOKEN = FencingToken.of(7);
 const RM_EPOCH_HOLDER = 'rm-holder';
+// The in-test RM and JM send no heartbeats: a long timeout keeps a slow run (a loaded machine) from
+// losing them in the middle of a test. Tests about losing a peer set their own.
 const config = loadConfig({
   'heartbeat.interval': 100,
-  'heartbeat.timeout': 5_000,
+  'heartbeat.timeout': 60_000,
   'taskmanager.numberOfTaskSlots': 2,
   'execution.buffer-timeout': 5,
   'taskmanager.memory.segment-size': 1024,
@@ -90,7 +95,7 @@ beforeEach(async () => {
   const rmToken = FencingToken.of(lease!.epoch);
   const blobStore = new InMemoryBlobStore();
   const graphs = new Map<string, JobGraph>();
-  for (const name of ['doubled', 'failing', 'endless', 'twoStage']) {
+  for (const name of ['doubled', 'failing', 'endless', 'twoStage', 'paced']) {
     graphs.set(name, await storeJobLibrary(join(root, jobId), JOB_SOURCE, blobStore, jobId, name));
   }
   graphs.set('spinning', await storeJobLibrary(join(root, jobId), JOB_SOURCE, blobStore, jobId, 'spinning', ['60000']));
@@ -108,7 +113,10 @@ afterEach(async () => {
   await cluster.jmRpc.close();
 });
 
-async function startTaskExecutor(name: string, extra: { cancelTimeoutMs?: number; config?: typeof config } = {}): Promise<{ te: TaskExecutor; gateway: TaskExecutorGateway }> {
+async function startTaskExecutor(
+  name: string,
+  extra: { cancelTimeoutMs?: number; config?: typeof config; taskCountersIntervalMs?: number; jobLeaderReconnectTimeoutMs?: number } = {},
+): Promise<{ te: TaskExecutor; gateway: TaskExecutorGateway }> {
   const rpc = new LocalRpcService(cluster.network, name);
   const te = await TaskExecutor.start({
     resourceId: ResourceId.of(name),
@@ -128,19 +136,34 @@ async function startTaskExecutor(name: string, extra: { cancelTimeoutMs?: number
   return { te, gateway: cluster.rmRpc.connect<TaskExecutorGateway>(rpc.address, EndpointName.TASK_EXECUTOR) };
 }
 
-async function allocate(te: TaskExecutor, gateway: TaskExecutorGateway, slotIndex: number): Promise<AllocationId> {
+async function allocate(te: TaskExecutor, gateway: TaskExecutorGateway, slotIndex: number, leader: { address: string; token: FencingToken; jm: TestJobMaster } = { address: cluster.jmRpc.address, token: JM_TOKEN, jm: cluster.jm }): Promise<AllocationId> {
   const allocationId = AllocationId.random();
   await gateway.requestSlot({
     slotId: { resourceId: te.resourceId, slotIndex },
     jobId: cluster.jobId,
     allocationId,
-    jobMasterAddress: cluster.jmRpc.address,
-    jobMasterToken: JM_TOKEN,
+    jobMasterAddress: leader.address,
+    jobMasterToken: leader.token,
     resourceManagerToken: cluster.rmToken,
   });
-  await waitFor('slot offer', () => cluster.jm.offers.some((o) => o.allocationId === allocationId));
+  await waitFor('slot offer', () => leader.jm.offers.some((o) => o.allocationId === allocationId));
   return allocationId;
 }
+
+/** A JobMaster that wins the job's JobMaster lease (after `previous` released it) and serves with its epoch. */
+async function jobMasterLeader(name: string, previous?: { holder: string; token: FencingToken }): Promise<{ address: string; token: FencingToken; jm: TestJobMaster; rpc: LocalRpcService; holder: string }> {
+  const leaseName = leaseNames.jobMaster(cluster.jobId);
+  if (previous !== undefined) await cluster.leaseStore.release(leaseName, previous.holder, previous.token);
+  const rpc = new LocalRpcService(cluster.network, name);
+  const lease = await cluster.leaseStore.tryAcquire(leaseName, name, rpc.address, 60_000);
+  const token = FencingToken.of(lease!.epoch);
+  extraRpcs.push(rpc);
+  return { address: rpc.address, token, jm: TestJobMaster.serve(rpc, token), rpc, holder: name };
+}
+const extraRpcs: LocalRpcService[] = [];
+afterEach(async () => {
+  await Promise.all(extraRpcs.splice(0).map((r) => r.close()));
+});
 
 function descriptor(graphName: string, vertex: JobVertex, allocationId: AllocationId, extra: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
   const graph = cluster.graphs.get(graphName)!;
@@ -192,7 +215,8 @@ describe('TaskExecutor', () => {
     });
 
     const hb = await gateway.heartbeatFromJobManager(cluster.jobId, JM_TOKEN);
-    expect(hb).toEqual({ resourceId: 'te-1', allocations: [allocationId] });
+    // The task ended: its counts came with FINISHED, no live counters remain.
+    expect(hb).toEqual({ resourceId: 'te-1', allocations: [allocationId], tasks: [] });
     const report = await gateway.heartbeatFromResourceManager(cluster.rmToken);
     expect(report.slots.map((s) => s.allocationId)).toEqual([allocationId, undefined]);
   });
@@ -328,6 +352,92 @@ describe('TaskExecutor', () => {
     expect(report.resourceId).toBe('te-rm-lost');
     await expect(gateway.heartbeatFromResourceManager(cluster.rmToken)).rejects.toThrow(/token/);
     await newRpc.close();
+  });
+
+  it("answers the JobMaster's heartbeat with each running task's records so far, growing as it runs", async () => {
+    const { te, gateway } = await startTaskExecutor('te-counters', { taskCountersIntervalMs: 50 });
+    const allocationId = await allocate(te, gateway, 0);
+    const tdd = descriptor('paced', onlyVertex('paced'), allocationId);
+    await gateway.submitTask(tdd, JM_TOKEN);
+    const counted = async (): Promise<{ attemptId: string; recordsIn: number; recordsOut: number } | undefined> =>
+      (await gateway.heartbeatFromJobManager(cluster.jobId, JM_TOKEN)).tasks?.find((t) => t.attemptId === tdd.attemptId);
+    const deadline = Date.now() + 15_000;
+    let first: Awaited<ReturnType<typeof counted>>;
+    while ((first = await counted()) === undefined || first.recordsIn === 0) {
+      if (Date.now() > deadline) throw new Error('no counters reported for the running task');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    let later: Awaited<ReturnType<typeof counted>>;
+    while ((later = await counted())!.recordsIn <= first.recordsIn + 100) {
+      if (Date.now() > deadline) throw new Error(`counters did not grow past ${first.recordsIn + 100}: ${JSON.stringify(later)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    // Every second generated record passes the filter.
+    expect(Math.abs(later!.recordsOut - later!.recordsIn / 2)).toBeLessThanOrEqual(1);
+    // Only the asking job's tasks, and none for another job.
+    expect((await gateway.heartbeatFromJobManager(JobId.of('another-job'), JM_TOKEN)).tasks).toEqual([]);
+    await gateway.cancelTask(tdd.attemptId, JM_TOKEN);
+    await waitFor('CANCELED', () => cluster.jm.terminal(tdd.attemptId));
+    expect((await gateway.heartbeatFromJobManager(cluster.jobId, JM_TOKEN)).tasks).toEqual([]);
+  });
+
+  it('follows the JobMaster leader to its successor: a call with the newer token makes it register there, re-offer its slots and cancel the old leader’s tasks', async () => {
+    const { te, gateway } = await startTaskExecutor('te-leader-change');
+    const first = await jobMasterLeader('jm-first');
+    const slot0 = await allocate(te, gateway, 0, first);
+    const slot1 = await allocate(te, gateway, 1, first);
+    const running = descriptor('endless', onlyVertex('endless'), slot0);
+    await gateway.submitTask(running, first.token);
+    await waitFor('RUNNING', () => first.jm.statesOf(running.attemptId).includes('RUNNING'));
+
+    const second = await jobMasterLeader('jm-second', first);
+    expect(second.token).toBeGreaterThan(first.token);
+    // The new leader's first call is refused (the TaskExecutor does not know it yet) but makes it look.
+    await expect(gateway.heartbeatFromJobManager(cluster.jobId, second.token)).rejects.toThrow(/token/);
+    await waitFor('registration at the new leader', () => second.jm.taskManagers[0]);
+    await waitFor('both slots offered to the new leader', () => [slot0, slot1].every((a) => second.jm.offers.some((o) => o.allocationId === a)));
+    expect((await waitFor('the old leader’s task to end', () => first.jm.terminal(running.attemptId))).state).toBe('CANCELED');
+    expect(te.introspect().jobs).toEqual([{ jobId: cluster.jobId, phase: 'registered', leaderAddress: second.address, leaderToken: second.token, slots: 2 }]);
+    await expect(gateway.heartbeatFromJobManager(cluster.jobId, second.token)).resolves.toMatchObject({ allocations: expect.arrayContaining([slot0, slot1]) });
+    await expect(gateway.submitTask(descriptor('doubled', onlyVertex('doubled'), slot1), first.token)).rejects.toThrow(/token/);
+    const next = descriptor('doubled', onlyVertex('doubled'), slot1);
+    await gateway.submitTask(next, second.token);
+    expect((await waitFor('a task of the new leader', () => second.jm.terminal(next.attemptId))).state).toBe('FINISHED');
+  });
+
+  it('registers at the leader again after its heartbeats stopped, and offers it the slots it still holds', async () => {
+    const fast = loadConfig({ 'heartbeat.interval': 50, 'heartbeat.timeout': 400 }, config);
+    const { te, gateway } = await startTaskExecutor('te-jm-silent', { config: fast });
+    const leader = await jobMasterLeader('jm-silent');
+    const allocationId = await allocate(te, gateway, 0, leader);
+    expect(leader.jm.taskManagers).toHaveLength(1);
+    // The RM keeps beating; the JobMaster never does: after heartbeat.timeout it counts as lost.
+    const rmBeats = setInterval(() => void gateway.heartbeatFromResourceManager(cluster.rmToken).catch(() => undefined), 50);
+    try {
+      await waitFor('a second registration', () => leader.jm.taskManagers.length >= 2, 10_000);
+      await waitFor('the slot offered again', () => leader.jm.offers.filter((o) => o.allocationId === allocationId).length >= 2);
+      expect(cluster.rm.freedSlots).toEqual([]);
+    } finally {
+      clearInterval(rmBeats);
+    }
+  });
+
+  it('gives the slots of a job back to the ResourceManager when no leader registers it within the reconnect timeout', async () => {
+    const fast = loadConfig({ 'heartbeat.interval': 50, 'heartbeat.timeout': 300 }, config);
+    const { te, gateway } = await startTaskExecutor('te-jm-gone', { config: fast, jobLeaderReconnectTimeoutMs: 500 });
+    const leader = await jobMasterLeader('jm-gone');
+    const allocationId = await allocate(te, gateway, 1, leader);
+    // The JobMaster goes away for good: no endpoint, no lease.
+    await leader.rpc.close();
+    await cluster.leaseStore.release(leaseNames.jobMaster(cluster.jobId), leader.holder, leader.token);
+    const rmBeats = setInterval(() => void gateway.heartbeatFromResourceManager(cluster.rmToken).catch(() => undefined), 50);
+    try {
+      await waitFor('the slot given back', () => cluster.rm.freedSlots.find((f) => f.allocationId === allocationId), 10_000);
+      expect(te.introspect().allocatedSlots).toBe(0);
+      expect(te.introspect().jobs).toEqual([]);
+    } finally {
+      clearInterval(rmBeats);
+    }
   });
 
   it('reads a text file through splits asked of the JobMaster and writes the staging part file', async () => {

@@ -1,0 +1,40 @@
+// The TaskExecutor's user-code libraries: each fetched from the BlobStore once, however many tasks need
+// it at once, and a folder where slot workers keep the files they import it from.
+import { mkdir } from 'node:fs/promises';
+import { NotFoundError } from '../core/errors.js';
+import { blobKeys, type BlobStore } from '../blob/blob-store.js';
+
+export class LibraryCache {
+  private readonly libraries = new Map<string, Promise<Uint8Array>>();
+
+  constructor(
+    private readonly blobStore: BlobStore,
+    /** Slot workers write each library here as a file to import. */
+    readonly dir: string,
+  ) {}
+
+  /** Creates the cache folder. */
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+  }
+
+  /**
+   * The library's bytes. Concurrent and later asks share one read; a failed read is not kept, so the
+   * next task asks the store again.
+   */
+  get(sha256: string): Promise<Uint8Array> {
+    let cached = this.libraries.get(sha256);
+    if (cached === undefined) {
+      const key = blobKeys.library(sha256);
+      cached = this.blobStore.get(key).then((code) => {
+        if (code === undefined) throw new NotFoundError(`library ${sha256} is not in the blob store (key ${key}); resubmit the job with its library`);
+        return code;
+      });
+      this.libraries.set(sha256, cached);
+      cached.catch(() => {
+        if (this.libraries.get(sha256) === cached) this.libraries.delete(sha256);
+      });
+    }
+    return cached;
+  }
+}

@@ -1,0 +1,156 @@
+// The TaskExecutor's worker threads, one per slot, and the task half of their message protocol
+// (worker-protocol.ts): starting, replacing and terminating workers, deploying and cancelling tasks, and
+// routing what workers say to a listener — task states, split requests and counters through the main
+// thread, partition registrations synchronously (a consumer may already be waiting for them).
+import type { Logger } from '../core/logger.js';
+import type { ErrorInfo } from '../core/errors.js';
+import type { MainThread } from '../rpc/main-thread.js';
+import type { InputSplit, TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
+import type { TaskSettings, WorkerToMain } from '../task/worker-protocol.js';
+import { SlotWorker } from './slot-worker-handle.js';
+
+type Message<T extends WorkerToMain['type']> = Extract<WorkerToMain, { type: T }>;
+
+/** What the pool hands on. `slotIndex` is the slot whose worker spoke. */
+export interface SlotWorkerListener {
+  // On the main thread:
+  taskState(worker: SlotWorker, message: Message<'state'>): void;
+  requestSplit(worker: SlotWorker, message: Message<'request-split'>): void;
+  taskCounters(worker: SlotWorker, message: Message<'task-counters'>): void;
+  /** The worker thread ended without being asked to (a crash, process.exit in user code). */
+  workerExited(slotIndex: number, worker: SlotWorker, cause: string): void;
+  // Synchronously, in message order (the producer's FINISHED follows its partition messages):
+  registerPartition(slotIndex: number, worker: SlotWorker, message: Message<'register-partition'>): void;
+  partitionDone(worker: SlotWorker, message: Message<'partition-done'>): void;
+  blockingPartitionFinished(worker: SlotWorker, message: Message<'blocking-partition-finished'>): void;
+  requestChannel(worker: SlotWorker, message: Message<'request-channel'>): void;
+}
+
+export interface SlotWorkerPoolOptions {
+  /** The worker script (the bundled runtime/entrypoints/slot-worker.ts). */
+  readonly entry: string;
+  readonly resourceId: string;
+  readonly numberOfSlots: number;
+  readonly mainThread: MainThread;
+  readonly logger: Logger;
+  readonly listener: SlotWorkerListener;
+}
+
+export class SlotWorkerPool {
+  private readonly workers: (SlotWorker | undefined)[];
+  /** Worker threads started so far, per slot: a replaced worker shows here. */
+  readonly workersStarted: number[];
+
+  constructor(private readonly options: SlotWorkerPoolOptions) {
+    this.workers = Array.from({ length: options.numberOfSlots }, () => undefined);
+    this.workersStarted = this.workers.map(() => 0);
+  }
+
+  workerOf(slotIndex: number): SlotWorker | undefined {
+    return this.workers[slotIndex];
+  }
+
+  /** Thread id of each slot's worker, undefined where none runs. */
+  threadIds(): (number | undefined)[] {
+    return this.workers.map((w) => w?.threadId);
+  }
+
+  /** The slot's live worker, started first when it has none. */
+  ensureWorker(slotIndex: number): SlotWorker {
+    const current = this.workers[slotIndex];
+    if (current !== undefined && current.isAlive) return current;
+    return this.start(slotIndex);
+  }
+
+  /** Terminates the slot's worker (whatever it is doing) and forgets it; returns it, if there was one. */
+  release(slotIndex: number): SlotWorker | undefined {
+    const worker = this.workers[slotIndex];
+    if (worker === undefined) return undefined;
+    this.workers[slotIndex] = undefined;
+    void worker.terminate();
+    return worker;
+  }
+
+  /** Terminates the slot's worker; with `startFresh` a new one takes its place at once. Returns the old one. */
+  replace(slotIndex: number, startFresh: boolean): SlotWorker | undefined {
+    const old = this.release(slotIndex);
+    if (startFresh) this.start(slotIndex);
+    return old;
+  }
+
+  /** Hands a task to `worker`; the library goes along only the first time that worker needs it. */
+  deploy(worker: SlotWorker, tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): void {
+    const sendLibrary = library !== undefined && !worker.librariesSent.has(tdd.library.sha256);
+    if (sendLibrary) worker.librariesSent.add(tdd.library.sha256);
+    worker.post({ type: 'deploy', tdd, library: sendLibrary ? library : undefined, settings });
+  }
+
+  cancel(worker: SlotWorker, attemptId: TaskDeploymentDescriptor['attemptId']): void {
+    worker.post({ type: 'cancel', attemptId });
+  }
+
+  answerSplit(worker: SlotWorker, requestId: number, answer: { split: InputSplit | null } | { error: ErrorInfo }): void {
+    worker.post('error' in answer ? { type: 'split', requestId, split: null, error: answer.error } : { type: 'split', requestId, split: answer.split });
+  }
+
+  /** Terminates every worker and waits until they are gone. */
+  async terminateAll(): Promise<void> {
+    const all = this.workers.filter((w): w is SlotWorker => w !== undefined);
+    this.workers.fill(undefined);
+    await Promise.all(all.map((w) => w.terminate()));
+  }
+
+  private start(slotIndex: number): SlotWorker {
+    const { listener, mainThread } = this.options;
+    const worker = new SlotWorker(
+      this.options.entry,
+      { slotIndex, resourceId: this.options.resourceId },
+      this.options.logger,
+      (w, m) => this.onMessage(slotIndex, w, m),
+      (w, cause) => {
+        mainThread
+          .run(() => {
+            if (this.workers[slotIndex] === w) this.workers[slotIndex] = undefined;
+            listener.workerExited(slotIndex, w, cause);
+          })
+          .catch(() => undefined);
+      },
+    );
+    this.workers[slotIndex] = worker;
+    this.workersStarted[slotIndex]!++;
+    return worker;
+  }
+
+  private onMessage(slotIndex: number, worker: SlotWorker, m: WorkerToMain): void {
+    const { listener, mainThread } = this.options;
+    // A closed main thread means the TaskExecutor is stopping: late messages no longer matter.
+    const onMain = (fn: () => void): void => void mainThread.run(fn).catch(() => undefined);
+    switch (m.type) {
+      case 'ready':
+        return;
+      case 'register-partition':
+        listener.registerPartition(slotIndex, worker, m);
+        return;
+      case 'partition-done':
+        listener.partitionDone(worker, m);
+        return;
+      case 'blocking-partition-finished':
+        listener.blockingPartitionFinished(worker, m);
+        return;
+      case 'request-channel':
+        listener.requestChannel(worker, m);
+        return;
+      case 'state':
+        onMain(() => listener.taskState(worker, m));
+        return;
+      case 'request-split':
+        onMain(() => listener.requestSplit(worker, m));
+        return;
+      case 'task-counters':
+        onMain(() => listener.taskCounters(worker, m));
+        return;
+      default:
+        m satisfies never;
+    }
+  }
+}
