@@ -105,6 +105,7 @@ export class JobMaster implements JobMasterGateway {
       ownerName: 'jobmaster',
       intervalMs: deps.config.heartbeatIntervalMs,
       timeoutMs: deps.config.heartbeatTimeoutMs,
+      rpcFailureThreshold: deps.config.heartbeatRpcFailureThreshold,
       mainThread: this.main,
       clock: deps.clock,
       logger: this.log,

@@ -55,6 +55,7 @@ export class ResourceManagerConnection {
       ownerName: 'jobmaster (resourcemanager)',
       intervalMs: o.config.heartbeatIntervalMs,
       timeoutMs: o.config.heartbeatTimeoutMs,
+      rpcFailureThreshold: o.config.heartbeatRpcFailureThreshold,
       mainThread: o.main,
       clock: o.clock,
       logger: o.logger,
