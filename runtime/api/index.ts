@@ -14,4 +14,6 @@ export type {
   GenerateOptions,
   ExchangeMode,
   ExchangeOptions,
+  WriteAsTextOptions,
 } from './datastream.js';
+export type { WriteMode } from '../jobgraph/jobgraph.js';

@@ -2,6 +2,7 @@
 // JobGraph to the BlobStore and the job record to the JobStore, and launches one JobManager per job.
 // The same class serves the local HTTP server and (later) the Lambda handlers.
 import { blobKeys, putContentAddressed, sha256Hex, type BlobStore } from '../blob/blob-store.js';
+import { checkSinkTargets } from '../blob/output-store.js';
 import type { Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
@@ -81,6 +82,7 @@ export class Dispatcher {
     const jobGraph = parseJobGraph(rawGraph);
     const library = await this.libraryBytes(jobGraph, rawLibrary);
     validateJobGraph(jobGraph, await listLibraryExports(library));
+    await checkSinkTargets(jobGraph, this.deps.config.fileOpenTimeoutMs);
 
     const graphBytes = Buffer.from(JSON.stringify(jobGraph));
     const existing = await this.deps.jobStore.get(jobGraph.jobId);

@@ -29,7 +29,8 @@ import {
   type TaskExecutionStateUpdate,
   type TaskManagerInfo,
 } from '../protocol/jobmaster-gateway.js';
-import { attemptStagingLocationFor, outputStoreFor } from '../blob/output-store.js';
+import { attemptStagingLocationFor } from '../blob/output-store.js';
+import { OutputCommitter } from './output-committer.js';
 
 export interface JobMasterDeps {
   readonly jobGraph: JobGraph;
@@ -89,6 +90,7 @@ export class JobMaster implements JobMasterGateway {
   private readonly deployedRegions = new Set<number>();
   private readonly partitionTracker = new PartitionTracker();
   private readonly vertexTimes = new Map<string, { firstDeployedAtMs?: number; lastFinishedAtMs?: number }>();
+  private readonly outputCommitter: OutputCommitter;
   private endpoint: ServedEndpoint | undefined;
   private resourceManager: { gateway: ResourceManagerGateway; token: FencingToken } | undefined;
   private status: JobStatus = JobStatus.CREATED;
@@ -109,6 +111,7 @@ export class JobMaster implements JobMasterGateway {
     this.required = requiredSlots(deps.jobGraph);
     this.regions = computePipelinedRegions(deps.jobGraph);
     this.terminationPromise = new Promise((resolve) => (this.resolveTermination = resolve));
+    this.outputCommitter = new OutputCommitter(deps.jobGraph, { clock: deps.clock, logger: this.log });
     const heartbeat = {
       ownerName: 'jobmaster',
       intervalMs: deps.config.heartbeatIntervalMs,
@@ -154,7 +157,7 @@ export class JobMaster implements JobMasterGateway {
         for (const vertex of this.deps.jobGraph.vertices) {
           const source = vertex.operators[0];
           if (source?.kind === 'source.textFile') {
-            const files = await listInputFiles(source.path);
+            const files = await listInputFiles(source.path, this.deps.config.fileOpenTimeoutMs);
             this.splitAssigners.set(vertex.id, new SplitAssigner(createSplits(files, source.splitSizeBytes)));
           }
         }
@@ -663,11 +666,11 @@ export class JobMaster implements JobMasterGateway {
   private async finish(): Promise<void> {
     let resultKey: string | undefined;
     try {
+      // Each subtask's finished attempt (one attempt per subtask until restarts arrive).
+      await this.outputCommitter.commit(new Map(this.outputCommitter.sinks.map((s) => [s.vertexId, this.graph.subtasks(s.vertexId).map((e) => e.attemptId)])));
       for (const vertex of this.deps.jobGraph.vertices) {
         for (const op of vertex.operators) {
-          if (op.kind === 'sink.textFile') {
-            await (await outputStoreFor(op.path)).commit(op.path, this.jobId, this.graph.subtasks(vertex.id).map((e) => e.attemptId));
-          } else if (op.kind === 'sink.collect') {
+          if (op.kind === 'sink.collect') {
             const records: unknown[] = [];
             let truncated = false;
             for (const e of this.graph.subtasks(vertex.id)) {
@@ -699,12 +702,12 @@ export class JobMaster implements JobMasterGateway {
     this.slotRequestTimer?.cancel();
     this.cancelWatch?.cancel();
     this.progressTimer?.cancel();
-    if (status !== JobStatus.FINISHED) {
-      for (const vertex of this.deps.jobGraph.vertices) {
-        for (const op of vertex.operators) if (op.kind === 'sink.textFile') await outputStoreFor(op.path).then((store) => store.discard(op.path, this.jobId)).catch(() => undefined);
-      }
-    }
-    await this.writeRecord({ status, tasks: this.graph.counts(), vertices: this.vertexMetrics(), endedAtMs: this.deps.clock.now(), ...(resultKey ? { resultKey } : {}) });
+    let discardFailed: string | undefined;
+    if (status !== JobStatus.FINISHED) await this.outputCommitter.discardAll().catch((error: unknown) => (discardFailed = errorMessage(error)));
+    await this.writeRecord({
+      status, tasks: this.graph.counts(), vertices: this.vertexMetrics(), endedAtMs: this.deps.clock.now(), ...(resultKey ? { resultKey } : {}),
+      ...(discardFailed !== undefined ? { exception: { timestampMs: this.deps.clock.now(), message: discardFailed } } : {}),
+    });
     this.log.info('job reached a terminal state', { status });
     this.releasePartitions(this.partitionTracker.stopTrackingAll(), `job ${status}`);
     for (const slot of [...this.slots.values()]) this.releaseSlot(slot, `job ${status}`);

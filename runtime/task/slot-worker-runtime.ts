@@ -207,6 +207,7 @@ export class SlotWorkerRuntime {
         input: task.gate,
         requestSplit: () => this.requestSplit(tdd, signal),
         ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
+        ...(settings.fileOpenTimeoutMs !== undefined ? { fileOpenTimeoutMs: settings.fileOpenTimeoutMs } : {}),
       });
       // Blocking output counts as produced only once its files are complete: the TaskExecutor takes
       // them over before it hears FINISHED (messages keep their order).

@@ -33,6 +33,8 @@ export interface TaskIo {
   requestSplit(): Promise<InputSplit | null>;
   /** 'execution.combiner.max-keys'. @default - CONFIG_OPTIONS.combinerMaxKeys.default */
   readonly combinerMaxKeys?: number;
+  /** 'execution.file-open.timeout': opening a text sink's part file, a text source's split. @default - CONFIG_OPTIONS.fileOpenTimeoutMs.default */
+  readonly fileOpenTimeoutMs?: number;
 }
 
 

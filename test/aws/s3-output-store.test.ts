@@ -56,7 +56,7 @@ describe('S3OutputStore', () => {
     await stage(target, 'j1', 'a0', 0, 'zero\n');
     await stage(target, 'j1', 'a1-failed', 1, 'from a failed attempt\n');
     await stage(target, 'j1', 'a1', 1, 'one\n');
-    await store.commit(target, 'j1', ['a0', 'a1']);
+    await store.commit(target, 'j1', 'overwrite', ['a0', 'a1']);
     expect(await keys('commit/')).toEqual(['commit/out/keep.txt', 'commit/out/part-0', 'commit/out/part-1']);
     expect(await text('commit/out/part-0')).toBe('zero\n');
     expect(await text('commit/out/part-1')).toBe('one\n');
