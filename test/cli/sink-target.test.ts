@@ -20,7 +20,8 @@ const files: Record<string, string> = {
   'job.ts': [
     "import { defineJob } from 'floe';",
     "export default defineJob('shout', (env, args) => {",
-    '  env.readTextFile(args[0]!).map((line) => line.toUpperCase()).writeAsText(args[1]!);',
+    "  const writeMode = args[2] === 'overwrite' ? 'overwrite' : 'no-overwrite';",
+    '  env.readTextFile(args[0]!).map((line) => line.toUpperCase()).writeAsText(args[1]!, { writeMode });',
     '});',
     '',
   ].join('\n'),
@@ -68,4 +69,25 @@ describe('floe run into a folder that holds other files', () => {
     expect(JSON.parse(list.stdout)).toEqual([]);
     expect(processesOfCluster(clusterDir)).toEqual([]);
   });
+
+  it('writes a new folder, refuses to write it again, and replaces it with overwrite, keeping nothing of the old output', async () => {
+    const first = await floe('run', 'job.ts', '-p', '2', '--', 'input.txt', 'out');
+    expect(first.code, first.stderr).toBe(0);
+    const out = join(project, 'out');
+    expect(readdirSync(out).sort()).toEqual(['_SUCCESS', 'part-0', 'part-1']);
+    expect(readdirSync(out).filter((f) => f.startsWith('part-')).map((f) => readFileSync(join(out, f), 'utf8')).join('').split('\n').filter(Boolean).sort()).toEqual(['ANOTHER LINE', 'ONE LINE']);
+
+    const again = await floe('run', 'job.ts', '-p', '2', '--', 'input.txt', 'out');
+    expect(again.code).not.toBe(0);
+    expect(again.stderr).toMatch(/holds the output of Floe job [0-9a-f]+ .*writeMode: 'overwrite'/);
+
+    writeFileSync(join(project, 'input.txt'), 'a third line\n');
+    const replaced = await floe('run', 'job.ts', '-p', '1', '--', 'input.txt', 'out', 'overwrite');
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(readdirSync(out).sort()).toEqual(['_SUCCESS', 'part-0']);
+    expect(readFileSync(join(out, 'part-0'), 'utf8')).toBe('A THIRD LINE\n');
+    // Nothing of either job's staging is left beside the output.
+    expect(readdirSync(project).filter((f) => f.includes('staging'))).toEqual([]);
+    writeFileSync(join(project, 'input.txt'), files['input.txt']!);
+  }, 120_000);
 });

@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FsOutputStore } from '../../runtime/local/fs-output-store.js';
 import { directFront, fixtureLibrary, graphFor, prepareFixtureLibrary, setupDispatcher } from './rest-contract.js';
 
 const home = mkdtempSync(join(tmpdir(), 'floe-sink-targets-'));
@@ -66,6 +67,30 @@ describe('text sink targets at submission', () => {
     expect(readFileSync(file, 'utf8')).toBe('a,b\n1,2\n');
     expect(asFile.started).toEqual([]);
     expect(below.started).toEqual([]);
+  });
+
+  it("with writeMode 'overwrite' accepts a target holding an earlier Floe output, refuses one where other files sit beside it", async () => {
+    const out = join(home, 'earlier-output');
+    const store = new FsOutputStore();
+    const staged = await store.openAttemptStaging(store.attemptStagingLocation(out, 'earlier-job', 'a0'));
+    writeFileSync(join(staged, 'part-0'), 'EARLIER\n');
+    await store.commit(out, 'earlier-job', 'no-overwrite', ['a0']);
+    const overwriting = async (jobId: string) => {
+      const graph = await graphFor(jobId, 'default', [join(home, 'in.txt'), out]);
+      const jobGraph = { ...graph, vertices: graph.vertices.map((v) => ({ ...v, operators: v.operators.map((op) => (op.kind === 'sink.textFile' ? { ...op, writeMode: 'overwrite' } : op)) })) };
+      const env = await setupDispatcher(directFront, cleanups);
+      return { ...env, res: await env.call('POST', '/jobs', { jobGraph, library: Buffer.from(fixtureLibrary().library).toString('base64') }) };
+    };
+    const plain = await submit('into-earlier', [join(home, 'in.txt'), out]);
+    expect(plain.res.status).toBe(409);
+    expect(plain.res.body.error.message).toMatch(/holds the output of Floe job earlier-job .*\{ writeMode: 'overwrite' \}/);
+    expect((await overwriting('overwrite-earlier')).res.status).toBe(202);
+    writeFileSync(join(out, 'notes.md'), 'mine\n');
+    const mixed = await overwriting('overwrite-mixed');
+    expect(mixed.res.status).toBe(409);
+    expect(mixed.res.body.error.message).toMatch(/'notes\.md'.*never deletes them/);
+    expect(mixed.started).toEqual([]);
+    expect(readdirSync(out).sort()).toEqual(['_SUCCESS', 'notes.md', 'part-0']);
   });
 
   it("refuses a submitted graph whose sink or source path holds '..' or is not normalised, naming it", async () => {
