@@ -32,7 +32,7 @@ export const CONFIG_OPTIONS = {
     key: 'execution.file-open.timeout',
     default: 30_000,
     min: 1,
-    description: "Deadline for opening a text sink or source (making the sink's staging folder and part file, opening and reading each split of a source, listing a source's files, checking a sink's target at submission) (ms); past it the task or job fails naming the path.",
+    description: "Deadline for opening a text sink or source (ms): a sink's staging folder and part file, each read of a source's splits, the listing of a source's files, the check of a sink's target at submission. Past it the task or job fails naming the path.",
   },
   combinerMaxKeys: {
     key: 'execution.combiner.max-keys',
