@@ -1,7 +1,7 @@
 // Deadlines for I/O that may never answer (a hung network filesystem, a FIFO without a peer, a recursive
 // mkdir under /proc): the caller gets an error naming what it waited for. The operation itself cannot be
 // stopped; a result that arrives late is handed to `onLate`, so a file opened too late is still closed.
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock, type Timer } from './clock.js';
 import { CONFIG_OPTIONS } from './config.js';
 import { IoTimeoutError } from './errors.js';
 
@@ -15,6 +15,11 @@ export interface OpenDeadline<T> {
   readonly onLate?: (value: T) => void;
 }
 
+const timeoutError = (what: string, timeoutMs: number): IoTimeoutError => {
+  const key = CONFIG_OPTIONS.fileOpenTimeoutMs.key;
+  return new IoTimeoutError(`${what} did not complete within '${key}' (${timeoutMs} ms): the filesystem there does not answer; check the path, or raise '${key}' if it is only slow`);
+};
+
 /**
  * `work`'s outcome, or an IoTimeoutError once 'execution.file-open.timeout' (`timeoutMs`) passed
  * without one.
@@ -26,8 +31,7 @@ export function withOpenDeadline<T>(work: Promise<T>, deadline: OpenDeadline<T>)
     const timer = clock.setTimeout(() => {
       if (settled) return;
       settled = true;
-      const key = CONFIG_OPTIONS.fileOpenTimeoutMs.key;
-      reject(new IoTimeoutError(`${deadline.what} did not complete within '${key}' (${deadline.timeoutMs} ms): the filesystem there does not answer; check the path, or raise '${key}' if it is only slow`));
+      reject(timeoutError(deadline.what, deadline.timeoutMs));
     }, deadline.timeoutMs);
     work.then(
       (value) => {
@@ -47,4 +51,54 @@ export function withOpenDeadline<T>(work: Promise<T>, deadline: OpenDeadline<T>)
       },
     );
   });
+}
+
+/**
+ * The same deadline over a sequence of calls (each read of a file), with one timer for all of them
+ * instead of one per call: each call notes when it began, and the timer fails one pending too long.
+ * Reads of 64 KiB chunks are too cheap to pay for a timer each.
+ */
+export class CallDeadline {
+  private pending: { readonly startedAtMs: number; readonly what: string; readonly reject: (error: Error) => void } | undefined;
+  private timer: Timer | undefined;
+
+  constructor(private readonly timeoutMs: number, private readonly clock: Clock = systemClock) {}
+
+  guard<T>(work: Promise<T>, what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const call = { startedAtMs: this.clock.now(), what, reject };
+      this.pending = call;
+      this.timer ??= this.clock.setTimeout(() => this.check(), this.timeoutMs);
+      work.then(
+        (value) => {
+          if (this.pending === call) this.pending = undefined;
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (this.pending === call) this.pending = undefined;
+          reject(error);
+        },
+      );
+    });
+  }
+
+  /** Stops the timer; call when the sequence ends. */
+  close(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.pending = undefined;
+  }
+
+  private check(): void {
+    this.timer = undefined;
+    const call = this.pending;
+    if (call === undefined) return;
+    const waited = this.clock.now() - call.startedAtMs;
+    if (waited >= this.timeoutMs) {
+      this.pending = undefined;
+      call.reject(timeoutError(call.what, this.timeoutMs));
+    } else {
+      this.timer = this.clock.setTimeout(() => this.check(), this.timeoutMs - waited);
+    }
+  }
 }

@@ -3,7 +3,7 @@
 // last line it starts even past its end, so every line is read once across any split sizes. Streams the
 // file in chunks; a line may be any length, the file any size.
 import { createReadStream } from 'node:fs';
-import { withOpenDeadline } from '../core/deadline.js';
+import { CallDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
 
@@ -32,14 +32,15 @@ export async function* readSplitLineBatches(split: InputSplit, chunkSizeBytes = 
   let carry: Buffer[] = [];
   let carryBytes = 0;
   const chunks = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const deadline = timeoutMs === undefined ? undefined : new CallDeadline(timeoutMs);
   let reads = 0;
   const nextChunk = (): Promise<IteratorResult<Buffer>> => {
     const read = chunks.next().catch((error: unknown) => {
       throw new FloeError('SOURCE_READ', `text source cannot read split ${split.splitNumber} of '${split.path}' (bytes ${split.start}-${end}): ${errorMessage(error)}`, { cause: error });
     });
-    if (timeoutMs === undefined) return read;
+    if (deadline === undefined) return read;
     const what = reads++ === 0 ? `text source opening '${split.path}' (split ${split.splitNumber})` : `text source reading '${split.path}' at byte ${offset} (split ${split.splitNumber})`;
-    return withOpenDeadline(read, { timeoutMs, what });
+    return deadline.guard(read, what);
   };
   try {
     for (let next = await nextChunk(); next.done !== true; next = await nextChunk()) {
@@ -86,6 +87,7 @@ export async function* readSplitLineBatches(split: InputSplit, chunkSizeBytes = 
     // A last line without a trailing newline; a '\n' at the very end starts no line.
     if (!skipping && carryBytes > 0) yield stripCarriageReturns([Buffer.concat(carry).toString('utf8')]);
   } finally {
+    deadline?.close();
     stream.destroy();
   }
 }
