@@ -102,7 +102,8 @@ export function refusalOf(target: string, content: TargetContent, writeMode: Wri
   const { entries, manifest } = content;
   const own = manifest?.jobId === jobId;
   const previous = new Set([...(manifest?.files ?? []), ...alsoAllowed]);
-  const others = entries.filter((e) => e !== OUTPUT_MANIFEST && !previous.has(e)).sort();
+  // A `_SUCCESS` that is not a Floe manifest (Hadoop's, say) is somebody else's file like any other.
+  const others = entries.filter((e) => !(e === OUTPUT_MANIFEST && manifest !== undefined) && !previous.has(e)).sort();
   if (own && others.length === 0) return undefined;
   if (writeMode === 'no-overwrite') {
     if (others.length === 0 && alsoAllowed.length > 0 && manifest === undefined) return undefined;

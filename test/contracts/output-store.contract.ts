@@ -104,6 +104,14 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       expect(await h.readFile(target, 'part-0')).toBe('my own part-0, not a Floe output\n');
     });
 
+    it("refuses in either mode a target whose _SUCCESS another tool wrote, and leaves it", async () => {
+      const h = harness();
+      const target = h.newTarget('hadoop');
+      await h.putFile(target, OUTPUT_MANIFEST, '');
+      for (const mode of ['no-overwrite', 'overwrite'] as const) await expect(h.store.checkTarget(target, mode, 'j-hadoop')).rejects.toThrow(`'${OUTPUT_MANIFEST}'`);
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST]);
+    });
+
     it('refuses in either mode a target that is a regular file', async () => {
       const h = harness();
       const target = h.newTarget('a-file');
