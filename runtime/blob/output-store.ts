@@ -69,7 +69,6 @@ export function attemptStagingLocationFor(target: string, jobId: string, attempt
   return `${t}/${s3StagingFolder(jobId)}/${attemptId}`;
 }
 
-
 export const localOutputStore: OutputStore = new FsOutputStore();
 
 let s3Store: Promise<OutputStore> | undefined;
