@@ -42,7 +42,8 @@ function plainCount(path: string): { counts: Map<string, number>; lines: number 
 
 function readOutput(dir: string): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const part of readdirSync(dir)) {
+  // Part files only: the _SUCCESS manifest lists them.
+  for (const part of readdirSync(dir).filter((f) => f.startsWith('part-'))) {
     for (const line of readFileSync(join(dir, part), 'utf8').split('\n')) {
       if (line === '') continue;
       const [word, count] = JSON.parse(line) as [string, number];

@@ -20,5 +20,7 @@ export default defineJob('wordcount', (env, args) => {
     .keyBy(([word]) => word)
     .sum(1)
     .name('count')
-    .writeAsText(args[1] ?? '.floe/example/wordcount');
+    // Running the example again replaces its earlier output (and only that: 'overwrite' never deletes
+    // files Floe did not write).
+    .writeAsText(args[1] ?? '.floe/example/wordcount', { writeMode: 'overwrite' });
 });

@@ -259,9 +259,6 @@ export class FloeCluster extends Construct {
     this.grantTaskControl(jm);
     // TaskExecutor: finds its leaders through the lease records, reads libraries, writes sink output.
     this.leaseTable.grantReadData(this.taskExecutorTaskDefinition.taskRole);
-    // Jobs may read and write `s3://<this bucket>/...` beside Floe's own objects.
-    this.grantBucketAccess(this.bucket);
-
     this.apiFunction = new nodejs.NodejsFunction(this, 'ApiFunction', {
       description: 'Floe Dispatcher: the REST API',
       entry: join(packageRoot, HandlerEntries.api),
@@ -303,8 +300,11 @@ export class FloeCluster extends Construct {
     const api = this.apiFunction;
     this.leaseTable.grantReadData(api);
     this.jobTable.grantReadWriteData(api);
-    // Floe's own objects only: the Dispatcher never touches job data.
+    // The Dispatcher writes Floe's own objects only; it reads sink targets (grantBucketAccess) to refuse
+    // a job whose output would replace what is there.
     this.bucket.grantReadWrite(api, `${blobPrefix}*`);
+    // Jobs may read and write `s3://<this bucket>/...` beside Floe's own objects.
+    this.grantBucketAccess(this.bucket);
     this.jobManagerTaskDefinition.grantRun(api);
     this.grantTaskControl(api);
 
@@ -346,11 +346,13 @@ export class FloeCluster extends Construct {
   /**
    * Lets the jobs read and write `bucket` (e.g. `readTextFile('s3://bucket/in/')`,
    * `writeAsText('s3://bucket/out/')`): TaskExecutors read inputs and write staged parts, JobManagers
-   * commit them.
+   * commit them, and the Dispatcher function reads sink targets to check them at submission.
    */
   grantBucketAccess(bucket: s3.IBucket, objectsKeyPattern = '*'): void {
     bucket.grantReadWrite(this.jobManagerTaskDefinition.taskRole, objectsKeyPattern);
     bucket.grantReadWrite(this.taskExecutorTaskDefinition.taskRole, objectsKeyPattern);
+    // The Dispatcher lists a sink's target and reads its _SUCCESS manifest at submission; it never writes there.
+    bucket.grantRead(this.apiFunction, objectsKeyPattern);
   }
 
   /** Lets `grantee` list, describe and stop the tasks of this cluster (and of no other). */

@@ -1,7 +1,7 @@
 // The job-building API: a StreamEnvironment records transformations; DataStreams chain them. Nothing runs
 // here: the recorded transformations become a JobGraph (translate.ts) and, in a task, the source of the
 // user's functions (program.ts).
-import type { OperatorKind, Partitioner, RestartStrategySpec } from '../jobgraph/jobgraph.js';
+import type { OperatorKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
 import { InvalidJobDefinitionError } from './job-definition.js';
 
 export type MapFunction<T, R> = (value: T) => R;
@@ -62,7 +62,7 @@ export type TransformationSpec =
       readonly merge: UserFunction | undefined;
     }
   | { readonly kind: 'map' | 'flatMap' | 'filter'; readonly fn: UserFunction }
-  | { readonly kind: 'sink.textFile'; readonly path: string }
+  | { readonly kind: 'sink.textFile'; readonly path: string; readonly writeMode: WriteMode | undefined }
   | { readonly kind: 'sink.collect'; readonly maxRecords: number | undefined };
 
 /**
@@ -155,7 +155,28 @@ function checkPath(method: string, path: unknown): string {
   if (typeof path !== 'string' || path === '') {
     throw new InvalidJobDefinitionError(`${method}(path) needs a non-empty file path, found ${JSON.stringify(path)}`);
   }
+  // A leading '../' names a folder beside the working directory on purpose; a '..' after a folder name
+  // leads out of the folder the path names ('out/../../etc'), which is never what a sink should do.
+  const segments = path.replace(/^s3:\/\//, '').split(/[\\/]/);
+  const firstName = segments.findIndex((s) => s !== '' && s !== '.' && s !== '..');
+  if (firstName !== -1 && segments.some((s, i) => s === '..' && i > firstName)) {
+    throw new InvalidJobDefinitionError(`${method}('${path}'): the path holds '..' after a folder name, which leads out of the folder it names; write the path you mean without it`);
+  }
   return path;
+}
+
+const WRITE_MODES: readonly WriteMode[] = ['no-overwrite', 'overwrite'];
+
+/** Options of `writeAsText`. */
+export interface WriteAsTextOptions {
+  /**
+   * What the sink may do to an existing target, as Flink's FileSystem.WriteMode. 'no-overwrite' refuses
+   * (at submission) a target that exists and is not an empty folder; 'overwrite' also replaces an
+   * earlier Floe output there (a folder whose `_SUCCESS` manifest lists its part files), and still
+   * refuses a target holding anything Floe did not write. Neither ever turns a file into a folder.
+   * @default 'no-overwrite'
+   */
+  readonly writeMode?: WriteMode;
 }
 
 function setOperatorParallelism(t: Transformation, n: unknown): void {
@@ -374,11 +395,16 @@ export class DataStream<T> {
   /**
    * Writes each record's text (strings as they are, other values as JSON) as one line. The sink
    * writes part files that appear at `path` (a folder, one file per subtask) only when the job finishes.
-   * A relative path is resolved against the client's working directory.
+   * A relative path is resolved against the client's working directory. An existing target is
+   * refused at submission unless `{ writeMode: 'overwrite' }` and it holds only an earlier Floe output.
    */
-  writeAsText(path: string): DataStreamSink {
+  writeAsText(path: string, options: WriteAsTextOptions = {}): DataStreamSink {
     checkPath('writeAsText', path);
-    return new DataStreamSink(this.env.add({ kind: 'sink.textFile', path }, this.inputs, false));
+    const writeMode = options.writeMode;
+    if (writeMode !== undefined && !WRITE_MODES.includes(writeMode)) {
+      throw new InvalidJobDefinitionError(`writeAsText('${path}', { writeMode }) needs one of ${WRITE_MODES.map((m) => `'${m}'`).join(', ')}, found ${JSON.stringify(writeMode)}`);
+    }
+    return new DataStreamSink(this.env.add({ kind: 'sink.textFile', path, writeMode }, this.inputs, false));
   }
 
   /**

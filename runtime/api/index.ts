@@ -14,5 +14,6 @@ export type {
   GenerateOptions,
   ExchangeMode,
   ExchangeOptions,
+  WriteAsTextOptions,
 } from './datastream.js';
-export type { RestartStrategySpec } from '../jobgraph/jobgraph.js';
+export type { RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';

@@ -2,7 +2,8 @@
 // chain), edges by the rules below, paths made absolute.
 import { isAbsolute, resolve } from 'node:path';
 import type { JobId } from '../core/ids.js';
-import type { FunctionRef, JobEdge, JobGraph, JobVertex, KeyedEmit, OperatorSpec } from '../jobgraph/jobgraph.js';
+import { WriteMode, type FunctionRef, type JobEdge, type JobGraph, type JobVertex, type KeyedEmit, type OperatorSpec } from '../jobgraph/jobgraph.js';
+import { isS3Uri, normalisePath } from '../jobgraph/paths.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
 import type { Transformation } from './datastream.js';
 import { InvalidJobDefinitionError, type JobDefinition } from './job-definition.js';
@@ -42,8 +43,10 @@ export function defaultMaxParallelism(parallelism: number): number {
 function operatorOf(t: Transformation, exportName: string, cwd: string, collectMaxRecords: number, bounded: boolean): OperatorSpec {
   const base = { id: t.id, name: t.name };
   const ref = (role?: string): FunctionRef => (role === undefined ? { export: exportName, operatorId: t.id } : { export: exportName, operatorId: t.id, role });
-  // s3:// sink targets (AWS backend) are URIs, not paths: they stay as written.
-  const absolute = (p: string): string => (isAbsolute(p) || p.startsWith('s3://') ? p : resolve(cwd, p));
+  // Relative paths are resolved against the client's working directory; every path is normalised (no
+  // '.', '..', doubled or trailing separators), as validation requires. s3:// URIs (AWS backend) only
+  // lose empty segments and a trailing '/'.
+  const absolute = (p: string): string => normalisePath(isS3Uri(p) || isAbsolute(p) ? p : resolve(cwd, p));
   const emit: KeyedEmit = bounded ? 'final' : 'updates';
   // Bounded input: the producers fold records per key before the exchange (a combiner), when the
   // operator can merge partial results. Running updates are never pre-aggregated.
@@ -92,7 +95,7 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
         ...preAggregate,
       };
     case 'sink.textFile':
-      return { kind: spec.kind, ...base, path: absolute(spec.path) };
+      return { kind: spec.kind, ...base, path: absolute(spec.path), writeMode: spec.writeMode ?? WriteMode.NO_OVERWRITE };
     case 'sink.collect':
       return { kind: spec.kind, ...base, maxRecords: spec.maxRecords ?? collectMaxRecords };
     default:

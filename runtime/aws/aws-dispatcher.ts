@@ -13,6 +13,8 @@ import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { AwsProcessEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv } from './aws-env.js';
 import { AwsEnv, openAwsServices, readAwsServicesSettings, type AwsServices } from './aws-services.js';
 import { createS3Client } from './clients.js';
+import { S3OutputStore } from './s3-output-store.js';
+import { isS3Uri, localOutputStore } from '../blob/output-store.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
 
 export interface AwsDispatcher {
@@ -78,6 +80,7 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
       return { url, headers: {}, expiresAtMs: clock.now() + ttlS * 1000 };
     },
   };
+  const s3Outputs = new S3OutputStore(s3);
   const dispatcher = new Dispatcher({
     jobStore: services.jobStore,
     blobStore: services.blobStore,
@@ -88,6 +91,8 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     clock,
     logger,
     artifactUploads,
+    // Sink targets on S3 are checked with this Dispatcher's own client and endpoint.
+    outputStoreFor: async (target) => (isS3Uri(target) ? s3Outputs : localOutputStore),
     // The secret is not among them: the task definitions inject it from Secrets Manager, and
     // RunTask overrides are visible to anyone who may describe the tasks.
     jobManagerEnv: {

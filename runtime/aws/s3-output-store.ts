@@ -1,12 +1,38 @@
-// OutputStore on S3 for `s3://bucket/prefix` sink targets: attempts stage under
-// `<prefix>/.floe-staging-<jobId>/<attemptId>/part-<i>`; a commit copies the finished attempts' parts to
-// `<prefix>/part-<i>`, removes other `part-*` objects and then the staging objects.
+// OutputStore on S3 for `s3://bucket/prefix` sink targets. Attempts stage under
+// `<prefix>/.floe-staging-<jobId>/<attemptId>/part-<i>`. Many objects cannot appear at once, so the
+// manifest `<prefix>/_SUCCESS`, written last, is the commit point (as Hadoop's `_SUCCESS`): readers take
+// the output as complete once it exists, and read the files it lists. A commit:
+//   1. writes the journal `<staging>/_commit.json` (the final attempts, the files of the earlier output);
+//   2. re-checks the target (a failure leaves everything staged, as the message says);
+//   3. writes `<staging>/_copying`, then withdraws the earlier output's manifest (its files are no longer
+//      an output), copies each final part to `<prefix>/part-<i>`;
+//   4. writes the new manifest: the commit point;
+//   5. removes files of the earlier output that the new one did not replace, then the staging area.
+// Any step may be repeated: a later call with the journal present resumes where the last one stopped.
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
-import { CopyObjectCommand, DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { mkdtemp, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join as joinPath } from 'node:path';
+import { CopyObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { InvalidRequestError } from '../core/errors.js';
-import { attemptStagingLocationFor, type OutputStore } from '../blob/output-store.js';
+import { FloeError, InvalidRequestError, OutputTargetError } from '../core/errors.js';
+import type { WriteMode } from '../jobgraph/jobgraph.js';
+import {
+  attemptStagingLocationFor,
+  COMMIT_JOURNAL,
+  encodeManifest,
+  newJournal,
+  OUTPUT_MANIFEST,
+  parseJournal,
+  parseManifest,
+  refusalOf,
+  S3_STAGING_PREFIX,
+  s3StagingFolder,
+  type CommitJournal,
+  type CommitOutcome,
+  type OutputStore,
+  type TargetContent,
+} from '../blob/output-store.js';
 import { AwsEnv } from './aws-services.js';
 import { createS3Client } from './clients.js';
 
@@ -23,47 +49,165 @@ export function parseS3Uri(uri: string): S3Location {
 }
 
 const join = (prefix: string, rest: string): string => (prefix === '' ? rest : `${prefix}/${rest}`);
-const PART = /(^|\/)part-\d+$/;
+/** Written once the target check passed, before the first change to the target. */
+const COPYING = '_copying';
+
+/** The S3 calls the store makes (an S3Client); tests wrap it to fail at a chosen call. */
+export type S3Sender = Pick<S3Client, 'send'>;
+
+const isNotFound = (error: unknown): boolean => {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || e?.$metadata?.httpStatusCode === 404;
+};
 
 export class S3OutputStore implements OutputStore {
   readonly remote = true;
 
-  constructor(private readonly s3: S3Client) {}
+  constructor(private readonly s3: S3Sender, private readonly now: () => number = Date.now) {}
 
   attemptStagingLocation(target: string, jobId: string, attemptId: string): string {
     parseS3Uri(target);
     return attemptStagingLocationFor(target, jobId, attemptId);
   }
 
+  /** The part is written to a local temporary folder and uploaded when the task closes its sink. */
+  async openAttemptStaging(stagingLocation: string): Promise<string> {
+    parseS3Uri(stagingLocation);
+    return mkdtemp(joinPath(tmpdir(), 'floe-part-'));
+  }
+
   async uploadPart(stagingLocation: string, subtaskIndex: number, localPath: string): Promise<void> {
     const { bucket, prefix } = parseS3Uri(stagingLocation);
     const size = (await stat(localPath)).size;
     // lib-storage switches to a multipart upload past 5 MiB, so a large part never sits in memory whole.
-    await new Upload({ client: this.s3, params: { Bucket: bucket, Key: join(prefix, `part-${subtaskIndex}`), Body: size === 0 ? '' : createReadStream(localPath), ContentType: 'text/plain; charset=utf-8' } }).done();
+    await new Upload({ client: this.s3 as S3Client, params: { Bucket: bucket, Key: join(prefix, `part-${subtaskIndex}`), Body: size === 0 ? '' : createReadStream(localPath), ContentType: 'text/plain; charset=utf-8' } }).done();
   }
 
-  async commit(target: string, jobId: string, finishedAttempts: readonly string[]): Promise<void> {
+  async checkTarget(target: string, writeMode: WriteMode, jobId: string): Promise<void> {
     const { bucket, prefix } = parseS3Uri(target);
-    const staging = join(prefix, `.floe-staging-${jobId}/`);
-    const staged = new Set(await this.list(bucket, staging));
-    const written = new Set<string>();
-    for (const [subtask, attemptId] of finishedAttempts.entries()) {
-      const from = `${staging}${attemptId}/part-${subtask}`;
-      if (!staged.has(from)) continue;
-      const to = join(prefix, `part-${subtask}`);
-      await this.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: to, CopySource: `${bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}` }));
-      written.add(to);
+    let content: TargetContent;
+    try {
+      content = await this.contentOf(target, bucket, prefix);
+    } catch (error) {
+      if (error instanceof FloeError) throw error;
+      const name = (error as { name?: string }).name;
+      // Permanent answers about the target are the user's to fix: say so instead of a 500.
+      if (name === 'NoSuchBucket' || name === 'AccessDenied' || name === 'Forbidden' || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 403) {
+        throw new OutputTargetError(`cannot look at '${target}': ${name ?? 'access denied'}; check the bucket exists and this cluster may list and read it`);
+      }
+      throw error;
     }
-    // The target is replaced as a whole: parts of an earlier, wider run must not linger.
-    const existing = await this.list(bucket, prefix === '' ? '' : `${prefix}/`);
-    const stale = existing.filter((k) => PART.test(k) && !written.has(k) && !k.startsWith(staging) && k.slice(prefix === '' ? 0 : prefix.length + 1).indexOf('/') === -1);
-    await this.deleteKeys(bucket, stale);
-    await this.deleteKeys(bucket, [...staged]);
+    const refusal = refusalOf(target, content, writeMode, jobId);
+    if (refusal !== undefined) throw new OutputTargetError(refusal);
   }
 
-  async discard(target: string, jobId: string): Promise<void> {
+  async commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[]): Promise<CommitOutcome> {
     const { bucket, prefix } = parseS3Uri(target);
-    await this.deleteKeys(bucket, await this.list(bucket, join(prefix, `.floe-staging-${jobId}/`)));
+    const staging = join(prefix, `${s3StagingFolder(jobId)}/`);
+    let journal = await this.readJournal(bucket, staging);
+    const resumed = journal !== undefined;
+    const content = await this.contentOf(target, bucket, prefix);
+    if (content.kind === 'entries' && content.manifest?.jobId === jobId) {
+      // The commit point was passed: only the tidying may be left.
+      if (journal !== undefined) await this.deleteKeys(bucket, journal.previousFiles.filter((f) => !journal!.parts.some((p) => p.file === f)).map((f) => join(prefix, f)));
+      await this.deleteKeys(bucket, await this.list(bucket, staging));
+      return 'already-committed';
+    }
+    if (journal === undefined) {
+      const staged = new Set(await this.list(bucket, staging));
+      const missing = finalAttempts.map((a, i) => ({ key: `${staging}${a}/part-${i}`, i, a })).filter((p) => !staged.has(p.key));
+      if (missing.length > 0) {
+        throw new FloeError('OUTPUT_MISSING', `cannot commit '${target}': finished attempts staged no part file for ${missing.map((m) => `subtask ${m.i} (attempt ${m.a}): 's3://${bucket}/${m.key}'`).join(', ')}`);
+      }
+      const previous = content.kind === 'entries' && writeMode === 'overwrite' ? (content.manifest?.files ?? []) : [];
+      journal = newJournal(target, jobId, writeMode, finalAttempts, previous);
+      await this.put(bucket, `${staging}${COMMIT_JOURNAL}`, JSON.stringify(journal));
+    }
+
+    // What a begun commit may already have written: the old output's files and, once copying began, the new parts.
+    const copying = await this.exists(bucket, `${staging}${COPYING}`);
+    const mine = [...journal.previousFiles, ...(copying ? journal.parts.map((p) => p.file) : [])];
+    const refusal = refusalOf(target, content, journal.writeMode, jobId, mine);
+    if (refusal !== undefined) {
+      throw new OutputTargetError(`${refusal}. The job's output stays staged under 's3://${bucket}/${staging}' (its ${COMMIT_JOURNAL} names the part file of each subtask); it is not deleted`);
+    }
+    if (!copying) await this.put(bucket, `${staging}${COPYING}`, '');
+    // The earlier output's files are about to change: it stops being an output before the first copy.
+    if (content.kind === 'entries' && content.manifest !== undefined) await this.deleteKeys(bucket, [join(prefix, OUTPUT_MANIFEST)]);
+    for (const part of journal.parts) {
+      const from = `${staging}${part.attemptId}/${part.file}`;
+      await this.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: join(prefix, part.file), CopySource: `${bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}` }));
+    }
+    await this.put(bucket, join(prefix, OUTPUT_MANIFEST), encodeManifest(jobId, journal.parts.map((p) => p.file), this.now()));
+    const newFiles = new Set(journal.parts.map((p) => p.file));
+    await this.deleteKeys(bucket, journal.previousFiles.filter((f) => !newFiles.has(f)).map((f) => join(prefix, f)));
+    await this.deleteKeys(bucket, await this.list(bucket, staging));
+    return resumed ? 'resumed' : 'committed';
+  }
+
+  async discardAttempt(target: string, jobId: string, attemptId: string): Promise<void> {
+    const { bucket, prefix } = parseS3Uri(target);
+    const staging = join(prefix, `${s3StagingFolder(jobId)}/`);
+    const journal = await this.readJournal(bucket, staging);
+    if (journal?.parts.some((p) => p.attemptId === attemptId)) {
+      throw new FloeError('ATTEMPT_COMMITTING', `attempt ${attemptId} is part of the commit begun under 's3://${bucket}/${staging}'; its output is not discarded`);
+    }
+    await this.deleteKeys(bucket, await this.list(bucket, `${staging}${attemptId}/`));
+  }
+
+  async discard(target: string, jobId: string): Promise<{ readonly kept?: string }> {
+    const { bucket, prefix } = parseS3Uri(target);
+    const staging = join(prefix, `${s3StagingFolder(jobId)}/`);
+    if ((await this.readJournal(bucket, staging)) !== undefined) return { kept: `s3://${bucket}/${staging}` };
+    await this.deleteKeys(bucket, await this.list(bucket, staging));
+    return {};
+  }
+
+  /** The target's objects below `<prefix>/`, staging areas of Floe jobs left out. */
+  private async contentOf(target: string, bucket: string, prefix: string): Promise<TargetContent> {
+    // An object named like the target is the "regular file" of S3: never made the parent of part files.
+    if (prefix !== '' && (await this.exists(bucket, prefix))) {
+      throw new OutputTargetError(`'${target}' is an object; a text sink writes a prefix of part files and never makes an object the parent of others: choose another path`);
+    }
+    const base = prefix === '' ? '' : `${prefix}/`;
+    const entries = (await this.list(bucket, base))
+      .map((k) => k.slice(base.length))
+      // '' is a console-made "folder" marker; staging areas are Floe's and not content.
+      .filter((name) => name !== '' && !name.startsWith(S3_STAGING_PREFIX));
+    if (entries.length === 0) return { kind: 'empty' };
+    const manifest = entries.includes(OUTPUT_MANIFEST) ? parseManifest(await this.text(bucket, join(prefix, OUTPUT_MANIFEST))) : undefined;
+    return { kind: 'entries', entries, ...(manifest !== undefined ? { manifest } : {}) };
+  }
+
+  private async readJournal(bucket: string, staging: string): Promise<CommitJournal | undefined> {
+    const key = `${staging}${COMMIT_JOURNAL}`;
+    let text: string;
+    try {
+      text = await this.text(bucket, key);
+    } catch (error) {
+      if (isNotFound(error)) return undefined;
+      throw error;
+    }
+    return parseJournal(text, `s3://${bucket}/${key}`);
+  }
+
+  private async text(bucket: string, key: string): Promise<string> {
+    const res = await this.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    return res.Body === undefined ? '' : res.Body.transformToString();
+  }
+
+  private async put(bucket: string, key: string, body: string): Promise<void> {
+    await this.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: key.endsWith('.json') || key.endsWith(OUTPUT_MANIFEST) ? 'application/json' : 'application/octet-stream' }));
+  }
+
+  private async exists(bucket: string, key: string): Promise<boolean> {
+    try {
+      await this.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return true;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
   }
 
   private async list(bucket: string, prefix: string): Promise<string[]> {
@@ -79,7 +223,12 @@ export class S3OutputStore implements OutputStore {
 
   private async deleteKeys(bucket: string, keys: readonly string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
-      await this.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }));
+      const res = await this.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }));
+      // DeleteObjects answers 200 even when some keys were not deleted: those are errors, not success.
+      const failed = res.Errors ?? [];
+      if (failed.length > 0) {
+        throw new FloeError('S3_DELETE', `could not delete ${failed.length} of ${Math.min(1000, keys.length - i)} objects in s3://${bucket}, e.g. '${failed[0]!.Key}': ${failed[0]!.Code ?? ''} ${failed[0]!.Message ?? ''}`.trim(), { retryable: true });
+      }
     }
   }
 }

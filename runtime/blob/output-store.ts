@@ -1,42 +1,75 @@
-// Port: where text file sinks put their output. Each attempt stages its part file; the JobMaster commits
-// the finished attempts' parts to the target only when the job FINISHES, or discards them. A target is a
-// local absolute path (filesystem adapter, the sink committer) or `s3://bucket/prefix` (S3 adapter, AWS).
-import { attemptStagingDir, commitTextSink, discardTextSink } from '../jobmaster/sink-committer.js';
+// Port: where text file sinks put their output and how it becomes the target's content. Each attempt of
+// a subtask stages its `part-<subtask>` in a folder of its own; when the job FINISHES, the JobMaster
+// commits the last finished attempt of each subtask, and discards everything else. A target is a local
+// absolute path (runtime/local/fs-output-store.ts) or `s3://bucket/prefix` (runtime/aws/s3-output-store.ts).
+//
+// The rules every adapter keeps:
+// - A target is checked at submission and again at commit (`checkTarget`): 'no-overwrite' writes only a
+//   new or empty folder; 'overwrite' also replaces an earlier Floe output, recognised by its manifest
+//   (`_SUCCESS`, JSON listing the files that output wrote), and nothing else. A regular file is never
+//   turned into a folder. Staging areas of Floe jobs are not content.
+// - A commit is idempotent and resumable: before its first change it writes a journal into the staging
+//   area, and a later call for the same job (a retry, or the next JobMaster of the job) completes it.
+// - A reader never sees a half-written output: locally the committed folder appears by one rename; on S3
+//   the manifest, written last, is the commit point.
+import { CONFIG_OPTIONS } from '../core/config.js';
+import { withOpenDeadline } from '../core/deadline.js';
+import { IoTimeoutError, OutputTargetError } from '../core/errors.js';
+import { writeModeOf, type JobGraph, type WriteMode } from '../jobgraph/jobgraph.js';
+import { isS3Uri } from '../jobgraph/paths.js';
+import { FsOutputStore, localAttemptStagingDir } from '../local/fs-output-store.js';
+import { s3StagingFolder, type CommitOutcome } from './output-rules.js';
+
+export { isS3Uri };
+export * from './output-rules.js';
 
 export interface OutputStore {
-  /** Where one attempt stages its `part-<subtask>`: a local folder, or a URI the store understands. */
-  attemptStagingLocation(target: string, jobId: string, attemptId: string): string;
   /**
    * True when a part file written locally must be handed to `uploadPart` (remote targets); false when
    * the sink writes straight into the staging location.
    */
   readonly remote: boolean;
+  /** Where one attempt stages its `part-<subtask>`: a local folder, or a URI the store understands. */
+  attemptStagingLocation(target: string, jobId: string, attemptId: string): string;
+  /**
+   * Makes ready the local folder a task writes its part file into, and returns it: the staging location
+   * itself (local store), or a new temporary folder whose part `uploadPart` sends (remote store). Never
+   * one recursive mkdir: under /proc that call never returns.
+   */
+  openAttemptStaging(stagingLocation: string): Promise<string>;
   /** Remote stores: stores `localPath` as `part-<subtask>` of the staging location. */
   uploadPart(stagingLocation: string, subtaskIndex: number, localPath: string): Promise<void>;
-  /** Makes `part-<i>` of subtask i's finished attempt the target's content, replacing what was there. */
-  commit(target: string, jobId: string, finishedAttempts: readonly string[]): Promise<void>;
-  /** Removes the job's staging area; the target stays as it was. */
-  discard(target: string, jobId: string): Promise<void>;
+  /**
+   * Throws an OutputTargetError naming the target and what is in the way when `jobId` may not write it
+   * in `writeMode`. A target holding this same job's output passes (a resubmission of the job).
+   */
+  checkTarget(target: string, writeMode: WriteMode, jobId: string): Promise<void>;
+  /**
+   * Makes `part-<i>` of `finalAttempts[i]` the target's content; with 'overwrite', what an earlier Floe
+   * output wrote there goes, after the new output is in place. Re-checks the target first: when it
+   * became unsafe, throws an OutputTargetError saying where the staged output stays. Idempotent and
+   * resumable: a call after an interrupted one completes it (the journal's attempts win over the given ones).
+   */
+  commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[]): Promise<CommitOutcome>;
+  /** Deletes what one attempt staged (a failed or canceled attempt). Refuses an attempt a begun commit names. */
+  discardAttempt(target: string, jobId: string, attemptId: string): Promise<void>;
+  /**
+   * Deletes the job's staging area; the target stays as it was. A staging area whose commit has begun
+   * is kept (it holds the job's finished output) and its location returned.
+   */
+  discard(target: string, jobId: string): Promise<{ readonly kept?: string }>;
 }
 
-export const isS3Uri = (target: string): boolean => target.startsWith('s3://');
+// ---- where each target's store is ---------------------------------------------------------------
 
 /** Staging folder (local target) or `s3://bucket/<prefix>/.floe-staging-<jobId>/<attemptId>` (S3 target). */
 export function attemptStagingLocationFor(target: string, jobId: string, attemptId: string): string {
-  if (!isS3Uri(target)) return attemptStagingDir(target, jobId, attemptId);
+  if (!isS3Uri(target)) return localAttemptStagingDir(target, jobId, attemptId);
   const t = target.replace(/\/+$/, '');
-  return `${t}/.floe-staging-${jobId}/${attemptId}`;
+  return `${t}/${s3StagingFolder(jobId)}/${attemptId}`;
 }
 
-export const localOutputStore: OutputStore = {
-  remote: false,
-  attemptStagingLocation: attemptStagingDir,
-  async uploadPart() {
-    throw new Error('the local output store writes parts in place; nothing to upload');
-  },
-  commit: commitTextSink,
-  discard: discardTextSink,
-};
+export const localOutputStore: OutputStore = new FsOutputStore();
 
 let s3Store: Promise<OutputStore> | undefined;
 
@@ -48,4 +81,26 @@ export function outputStoreFor(target: string): Promise<OutputStore> {
   if (!isS3Uri(target)) return Promise.resolve(localOutputStore);
   s3Store ??= import('../aws/s3-output-store.js').then((m) => m.s3OutputStoreFromEnv(process.env));
   return s3Store;
+}
+
+/**
+ * Submission: refuses (OutputTargetError, 409) a job any of whose text sinks may not write its target in
+ * its write mode, naming each target and what is in the way. A check that does not answer within
+ * 'execution.file-open.timeout' refuses the job too, saying so.
+ */
+export async function checkSinkTargets(jobGraph: JobGraph, timeoutMs: number = CONFIG_OPTIONS.fileOpenTimeoutMs.default, storeFor: (target: string) => Promise<OutputStore> = outputStoreFor): Promise<void> {
+  const problems: string[] = [];
+  for (const vertex of jobGraph.vertices) {
+    for (const op of vertex.operators) {
+      if (op.kind !== 'sink.textFile') continue;
+      try {
+        const store = await storeFor(op.path);
+        await withOpenDeadline(store.checkTarget(op.path, writeModeOf(op), jobGraph.jobId), { timeoutMs, what: `checking the target '${op.path}' of sink '${op.name}'` });
+      } catch (error) {
+        if (error instanceof OutputTargetError || error instanceof IoTimeoutError) problems.push(error.message);
+        else throw error;
+      }
+    }
+  }
+  if (problems.length > 0) throw new OutputTargetError(problems.join('; '));
 }

@@ -40,6 +40,12 @@ export const CONFIG_OPTIONS = {
   networkBufferSizeBytes: { key: 'taskmanager.memory.segment-size', default: 32 * 1024, min: 256, description: 'Size of one network buffer (bytes).' },
   networkBuffersPerChannel: { key: 'taskmanager.network.memory.buffers-per-channel', default: 4, min: 1, description: 'Credits a consumer grants per input channel: the most buffers in flight on it.' },
   bufferTimeoutMs: { key: 'execution.buffer-timeout', default: 100, min: 0, description: 'A partly filled output buffer is sent after this long (ms).' },
+  fileOpenTimeoutMs: {
+    key: 'execution.file-open.timeout',
+    default: 30_000,
+    min: 1,
+    description: "Deadline for opening a text sink or source (ms): a sink's staging folder and part file, each read of a source's splits, the listing of a source's files, the check of a sink's target at submission. Past it the task or job fails naming the path.",
+  },
   combinerMaxKeys: {
     key: 'execution.combiner.max-keys',
     default: 65_536,

@@ -125,6 +125,24 @@ export class ConflictError extends FloeError {
   }
 }
 
+/**
+ * A sink target the job may not write: it holds what the write mode must not replace, is a regular file,
+ * or changed under a commit. The message names the target, what is in the way and what to do.
+ */
+export class OutputTargetError extends FloeError {
+  override readonly httpStatus = 409;
+  constructor(message: string, options?: FloeErrorOptions) {
+    super('OUTPUT_TARGET', message, options);
+  }
+}
+
+/** A file or folder did not open (or answer) within its deadline: the filesystem there hangs. */
+export class IoTimeoutError extends FloeError {
+  constructor(message: string, options?: FloeErrorOptions) {
+    super('IO_TIMEOUT', message, { retryable: true, ...options });
+  }
+}
+
 export class ConfigurationError extends FloeError {
   constructor(message: string) {
     super('CONFIGURATION', message);
@@ -167,6 +185,8 @@ export function fromErrorInfo(info: ErrorInfo): FloeError {
     case 'INVALID_REQUEST': error = new InvalidRequestError(info.message); break;
     case 'NOT_FOUND': error = new NotFoundError(info.message); break;
     case 'CONFLICT': error = new ConflictError(info.message); break;
+    case 'OUTPUT_TARGET': error = new OutputTargetError(info.message); break;
+    case 'IO_TIMEOUT': error = new IoTimeoutError(info.message); break;
     case 'CONFIGURATION': error = new ConfigurationError(info.message); break;
     case 'USER_CODE': error = new UserCodeError(info.message, info.stack); break;
     default:

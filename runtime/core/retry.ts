@@ -25,6 +25,9 @@ export function retryDelayMs(policy: RetryPolicy, retry: number, random: () => n
   return Math.max(0, Math.round(base + jitter));
 }
 
+/** For filesystem and object-store calls: 5 tries over about 3 s. */
+export const DEFAULT_IO_RETRY_POLICY: RetryPolicy = { initialDelayMs: 200, multiplier: 2, maxDelayMs: 5_000, jitter: 0.5, maxAttempts: 5 };
+
 export const sleepOn = (clock: Clock, ms: number): Promise<void> => new Promise((resolve) => clock.setTimeout(resolve, ms));
 
 /** Whether trying again can help: a FloeError says so itself; anything else is not retried. */

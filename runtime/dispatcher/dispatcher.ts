@@ -2,6 +2,7 @@
 // JobGraph to the BlobStore and the job record to the JobStore, and launches one JobManager per job.
 // The same class serves the local HTTP server and (later) the Lambda handlers.
 import { blobKeys, putContentAddressed, sha256Hex, type BlobStore } from '../blob/blob-store.js';
+import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
 import type { Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
@@ -38,6 +39,8 @@ export interface DispatcherDeps {
    * presigned S3 PUT; @default - `PUT /artifacts/<sha256>` on this same REST API
    */
   readonly artifactUploads?: ArtifactUploads;
+  /** Where text sink targets are checked at submission. @default - the local filesystem, or S3 configured from this process's environment */
+  readonly outputStoreFor?: (target: string) => Promise<OutputStore>;
 }
 
 /** Makes an upload target for a library blob, e.g. a presigned S3 PUT URL. */
@@ -81,6 +84,7 @@ export class Dispatcher {
     const jobGraph = parseJobGraph(rawGraph);
     const library = await this.libraryBytes(jobGraph, rawLibrary);
     validateJobGraph(jobGraph, await listLibraryExports(library));
+    await checkSinkTargets(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.outputStoreFor);
 
     const graphBytes = Buffer.from(JSON.stringify(jobGraph));
     const existing = await this.deps.jobStore.get(jobGraph.jobId);

@@ -23,6 +23,14 @@ export interface FunctionRef {
   readonly role?: string;
 }
 
+/**
+ * What a text sink may do to an existing target, as Flink's FileSystem.WriteMode: 'no-overwrite' writes
+ * only a new or empty folder; 'overwrite' also replaces an earlier Floe output (a folder whose _SUCCESS
+ * manifest lists its part files), never anything Floe did not write.
+ */
+export const WriteMode = { NO_OVERWRITE: 'no-overwrite', OVERWRITE: 'overwrite' } as const;
+export type WriteMode = (typeof WriteMode)[keyof typeof WriteMode];
+
 /** When a keyed operator emits: one final value per key at end of input (bounded), or an update per record. */
 export const KeyedEmit = { FINAL: 'final', UPDATES: 'updates' } as const;
 export type KeyedEmit = (typeof KeyedEmit)[keyof typeof KeyedEmit];
@@ -40,7 +48,8 @@ export type OperatorSpec =
   | { readonly kind: 'map'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'flatMap'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'filter'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
-  | { readonly kind: 'sink.textFile'; readonly id: string; readonly name: string; readonly path: string }
+  /** `writeMode` @default 'no-overwrite' (graphs built by the job API always carry it). */
+  | { readonly kind: 'sink.textFile'; readonly id: string; readonly name: string; readonly path: string; readonly writeMode?: WriteMode }
   | { readonly kind: 'sink.collect'; readonly id: string; readonly name: string; readonly maxRecords: number }
   /**
    * Keyed operators head their chain and read hash edges whose keySelector is their `key`. With
@@ -134,6 +143,9 @@ export interface JobGraph {
 export const isSourceOperator = (op: OperatorSpec): boolean => op.kind.startsWith('source.');
 export const isSinkOperator = (op: OperatorSpec): boolean => op.kind.startsWith('sink.');
 export const isKeyedOperator = (op: OperatorSpec): boolean => op.kind.startsWith('keyed.');
+
+/** A text sink's write mode, its default filled in. */
+export const writeModeOf = (op: Extract<OperatorSpec, { kind: 'sink.textFile' }>): WriteMode => op.writeMode ?? WriteMode.NO_OVERWRITE;
 
 /** Every user function an operator names, in a fixed order. */
 export function functionRefsOf(op: OperatorSpec): FunctionRef[] {

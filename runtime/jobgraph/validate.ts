@@ -7,6 +7,7 @@ import {
   KeyedEmit,
   Partitioner,
   PartitionType,
+  WriteMode,
   functionKey,
   functionRefsOf,
   isKeyedOperator,
@@ -22,6 +23,7 @@ import {
   type RestartStrategySpec,
   type RestartStrategyType,
 } from './jobgraph.js';
+import { isFilesystemRoot, isWithin, pathProblem } from './paths.js';
 
 export const JOB_GRAPH_LIMITS = {
   maxVertices: 1000,
@@ -207,7 +209,9 @@ function parseOperator(r: Reader, v: unknown, path: string): OperatorSpec | unde
     }
     case 'sink.textFile': {
       const p = r.string(o['path'], `${path}.path`, { nonEmpty: true });
-      if (id !== undefined && name !== undefined && p !== undefined) op = { kind, id, name, path: p };
+      // Graphs stored before write modes existed carry none: they get the safe default.
+      const writeMode = o['writeMode'] === undefined ? WriteMode.NO_OVERWRITE : r.oneOf(o['writeMode'], `${path}.writeMode`, Object.values(WriteMode));
+      if (id !== undefined && name !== undefined && p !== undefined && writeMode !== undefined) op = { kind, id, name, path: p, writeMode };
       break;
     }
     case 'sink.collect': {
@@ -410,7 +414,6 @@ const RESTART_STRATEGY_FIELDS: Record<RestartStrategyType, Record<string, readon
 
 /** Sink targets on S3 (AWS backend): a valid bucket name, then an optional key prefix. */
 const S3_URI = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\0]*)?$/;
-const isAbsolutePath = (p: string): boolean => p.startsWith('/') || /^[A-Za-z]:[\\/]/.test(p) || p.startsWith('\\\\');
 
 /**
  * Checks that a (well-typed) JobGraph can run, throwing one InvalidJobGraphError that lists every
@@ -468,22 +471,32 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
         case 'source.sequence':
           if (op.from > op.to) problems.add(`${opAt}: from (${op.from}) must be <= to (${op.to})`);
           break;
-        case 'source.textFile':
+        case 'source.textFile': {
           if (op.path.startsWith('s3://')) problems.add(`${opAt}.path: text file sources read the TaskExecutors' filesystem; s3:// input is not supported yet (found '${op.path}'), use a local path or a generated source`);
-          else if (!isAbsolutePath(op.path)) problems.add(`${opAt}.path must be absolute (tasks run in other processes), found '${op.path}'`);
+          const bad = pathProblem(op.path, `${opAt}.path`, false);
+          if (bad !== undefined) problems.add(bad);
           break;
+        }
         case 'source.collection':
           if (v.parallelism !== 1) problems.add(`${at}.parallelism must be 1: its collection source is not parallel, found ${v.parallelism}`);
           break;
         case 'sink.textFile': {
+          const bad = pathProblem(op.path, `${opAt}.path`, true);
           if (op.path.startsWith('s3://')) {
             if (!S3_URI.test(op.path)) problems.add(`${opAt}.path must be s3://<bucket>/<prefix> with a valid bucket name, found '${op.path}'`);
-          } else if (!isAbsolutePath(op.path)) {
-            problems.add(`${opAt}.path must be absolute (tasks run in other processes) or an s3://<bucket>/<prefix> URI (AWS backend), found '${op.path}'`);
+            else if (bad !== undefined) problems.add(bad);
+          } else if (bad !== undefined) {
+            problems.add(bad.replace('must be absolute (tasks run in other processes)', 'must be absolute (tasks run in other processes) or an s3://<bucket>/<prefix> URI (AWS backend)'));
+          } else if (isFilesystemRoot(op.path)) {
+            problems.add(`${opAt}.path is a filesystem root ('${op.path}'); a text sink writes a folder of its own: name one below it`);
           }
-          const other = sinkPaths.get(op.path);
-          if (other !== undefined) problems.add(`${opAt}: writes to '${op.path}' like ${other}; give each sink its own path`);
-          else sinkPaths.set(op.path, opAt);
+          if (bad === undefined) {
+            for (const [other, otherAt] of sinkPaths) {
+              if (other === op.path) problems.add(`${opAt}: writes to '${op.path}' like ${otherAt}; give each sink its own path`);
+              else if (isWithin(op.path, other) || isWithin(other, op.path)) problems.add(`${opAt}: its target '${op.path}' and the target '${other}' of ${otherAt} lie one inside the other; give each sink a folder of its own`);
+            }
+            sinkPaths.set(op.path, opAt);
+          }
           break;
         }
         case 'sink.collect':

@@ -1,20 +1,38 @@
 // Splits of text file sources, handed out lazily: a fast subtask simply asks for more.
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { InvalidRequestError } from '../core/errors.js';
+import type { Clock } from '../core/clock.js';
+import { CONFIG_OPTIONS } from '../core/config.js';
+import { withOpenDeadline } from '../core/deadline.js';
+import { errorMessage, InvalidRequestError } from '../core/errors.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
 
-/** Files of a source path: the file itself, or a folder's regular files (not hidden), sorted. */
-export async function listInputFiles(path: string): Promise<{ path: string; size: number }[]> {
+/**
+ * Files of a source path: the file itself, or a folder's regular files (not hidden), sorted. The whole
+ * listing must answer within `timeoutMs` ('execution.file-open.timeout'): a hung filesystem fails the
+ * job naming the path instead of leaving it RUNNING with nothing to do.
+ */
+export async function listInputFiles(path: string, timeoutMs: number = CONFIG_OPTIONS.fileOpenTimeoutMs.default, clock?: Clock): Promise<{ path: string; size: number }[]> {
+  return withOpenDeadline(listFiles(path), { timeoutMs, what: `listing the files of text source '${path}'`, ...(clock !== undefined ? { clock } : {}) });
+}
+
+async function listFiles(path: string): Promise<{ path: string; size: number }[]> {
   let s;
   try {
     s = await stat(path);
-  } catch {
-    throw new InvalidRequestError(`text file source: '${path}' does not exist`);
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new InvalidRequestError(`text source: '${path}' does not exist`);
+    throw new InvalidRequestError(`text source: cannot open '${path}': ${errorMessage(error)}`);
   }
   if (s.isFile()) return [{ path, size: s.size }];
-  if (!s.isDirectory()) throw new InvalidRequestError(`text file source: '${path}' is neither a file nor a folder`);
-  const names = (await readdir(path)).filter((n) => !n.startsWith('.') && !n.startsWith('_')).sort();
+  if (!s.isDirectory()) throw new InvalidRequestError(`text source: '${path}' is neither a file nor a folder`);
+  let names: string[];
+  try {
+    names = (await readdir(path)).filter((n) => !n.startsWith('.') && !n.startsWith('_')).sort();
+  } catch (error) {
+    throw new InvalidRequestError(`text source: cannot list the folder '${path}': ${errorMessage(error)}`);
+  }
   const files: { path: string; size: number }[] = [];
   for (const name of names) {
     const child = join(path, name);

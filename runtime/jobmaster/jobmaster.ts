@@ -4,7 +4,6 @@
 // finished, and steps down the moment the store says a newer leader owns the job.
 import type { BlobStore } from '../blob/blob-store.js';
 import { blobKeys } from '../blob/blob-store.js';
-import { outputStoreFor } from '../blob/output-store.js';
 import type { Clock, Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import {
@@ -31,6 +30,7 @@ import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
 import { JOB_MASTER_METHODS, type JobMasterGateway, type SlotOffer, type TaskExecutionStateUpdate, type TaskManagerInfo } from '../protocol/jobmaster-gateway.js';
 import { createSplits, listInputFiles, SplitAssigner } from './input-splits.js';
+import { OutputCommitter } from './output-committer.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
 import { createRestartStrategy, resolveRestartStrategy } from './restart-strategy.js';
 import { Scheduler, type SchedulerSnapshot } from './scheduler.js';
@@ -88,6 +88,7 @@ export class JobMaster implements JobMasterGateway {
   private readonly slotPool: SlotPool;
   private readonly rm: ResourceManagerConnection;
   private readonly scheduler: Scheduler;
+  private readonly outputCommitter: OutputCommitter;
   private endpoint: ServedEndpoint | undefined;
   private status: JobStatus = JobStatus.CREATED;
   private cancelWatch: Timer | undefined;
@@ -101,6 +102,7 @@ export class JobMaster implements JobMasterGateway {
     this.log = deps.logger.child({ component: 'jobmaster', jobId: this.jobId, token: deps.fencingToken });
     this.main = new MainThread(`JobMaster ${this.jobId}`, deps.clock);
     this.terminationPromise = new Promise((resolve) => (this.resolveTermination = resolve));
+    this.outputCommitter = new OutputCommitter(deps.jobGraph, { clock: deps.clock, logger: this.log });
     this.heartbeats = new HeartbeatManager<TaskExecutorHeartbeatPayload>({
       ownerName: 'jobmaster',
       intervalMs: deps.config.heartbeatIntervalMs,
@@ -158,6 +160,13 @@ export class JobMaster implements JobMasterGateway {
         statusChanged: (status) => this.statusChanged(status),
         tasksEnded: (outcome, cause) => void this.tasksEnded(outcome, cause),
       },
+      attemptDiscarded: (execution) => {
+        // What a failed, cancelled or superseded attempt staged never reaches a target; deleting it now
+        // keeps restarts from piling up staged parts.
+        this.outputCommitter.discardAttempt(execution.vertex.id, execution.attemptId).catch((error: unknown) => {
+          this.log.error('could not delete the staged output of an ended attempt; it goes when the job commits or ends', { task: execution.attemptId, error: errorMessage(error) });
+        });
+      },
     });
   }
 
@@ -185,7 +194,7 @@ export class JobMaster implements JobMasterGateway {
         for (const vertex of this.deps.jobGraph.vertices) {
           const source = vertex.operators[0];
           if (source?.kind === 'source.textFile') {
-            const files = await listInputFiles(source.path);
+            const files = await listInputFiles(source.path, this.deps.config.fileOpenTimeoutMs);
             this.splitAssigners.set(vertex.id, new SplitAssigner(createSplits(files, source.splitSizeBytes)));
           }
         }
@@ -356,11 +365,11 @@ export class JobMaster implements JobMasterGateway {
   private async commitOutput(): Promise<string | undefined> {
     let resultKey: string | undefined;
     const graph = this.scheduler.graph;
+    // The current attempt of every subtask is its last FINISHED one: the job finishes only when all are.
+    await this.outputCommitter.commit(new Map(this.outputCommitter.sinks.map((s) => [s.vertexId, graph.subtasks(s.vertexId).map((e) => e.attemptId)])));
     for (const vertex of this.deps.jobGraph.vertices) {
       for (const op of vertex.operators) {
-        if (op.kind === 'sink.textFile') {
-          await (await outputStoreFor(op.path)).commit(op.path, this.jobId, graph.subtasks(vertex.id).map((e) => e.attemptId));
-        } else if (op.kind === 'sink.collect') {
+        if (op.kind === 'sink.collect') {
           const records: unknown[] = [];
           let truncated = false;
           for (const e of graph.subtasks(vertex.id)) {
@@ -384,18 +393,11 @@ export class JobMaster implements JobMasterGateway {
     this.status = status;
     this.cancelWatch?.cancel();
     this.progressTimer?.cancel();
-    if (status !== JobStatus.FINISHED) {
-      for (const vertex of this.deps.jobGraph.vertices) {
-        for (const op of vertex.operators) {
-          if (op.kind !== 'sink.textFile') continue;
-          await outputStoreFor(op.path)
-            .then((store) => store.discard(op.path, this.jobId))
-            .catch((error: unknown) => this.log.error('could not remove the staged output of a sink', { target: op.path, error: errorMessage(error) }));
-        }
-      }
-    }
+    let discardFailed: string | undefined;
+    if (status !== JobStatus.FINISHED) await this.outputCommitter.discardAll().catch((error: unknown) => (discardFailed = errorMessage(error)));
     const written = await this.writeStatus({
       status,
+      ...(discardFailed !== undefined ? { exception: { timestampMs: this.deps.clock.now(), message: discardFailed } } : {}),
       tasks: this.scheduler.counts(),
       vertices: this.scheduler.vertexMetrics(),
       restarts: this.scheduler.numberOfRestarts,

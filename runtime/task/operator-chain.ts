@@ -89,7 +89,7 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
 
   const counters: Counters = io.counters ?? { recordsIn: 0, recordsOut: 0 };
   const last = ops[ops.length - 1]!;
-  let sink: Sink | undefined = await openSink(tdd, last);
+  let sink: Sink | undefined = await openSink(tdd, last, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default);
 
   try {
     const writer = sink === undefined ? outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default) : undefined;

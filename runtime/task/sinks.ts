@@ -1,9 +1,10 @@
 // Sinks at the end of a task's chain: the collect sink (records back to the client through the JobMaster)
 // and the text file sink (one part file per subtask, staged per attempt, committed by the JobMaster).
-import { mkdir, mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { open, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { outputStoreFor } from '../blob/output-store.js';
+import { withOpenDeadline } from '../core/deadline.js';
+import { errorMessage, FloeError } from '../core/errors.js';
 import { findUnencodable, RecordEncodingError } from '../network/record-check.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
@@ -45,18 +46,40 @@ class TextFileSink implements Sink {
 
   private constructor(readonly path: string) {}
 
-  static async open(stagingDir: string, subtaskIndex: number): Promise<TextFileSink> {
-    const store = await outputStoreFor(stagingDir);
-    const localDir = store.remote ? await mkdtemp(join(tmpdir(), 'floe-part-')) : stagingDir;
-    await mkdir(localDir, { recursive: true });
-    const sink = new TextFileSink(join(localDir, `part-${subtaskIndex}`));
-    sink.handle = await open(sink.path, 'w');
+  /**
+   * Makes the attempt's staging folder and opens its part file, within 'execution.file-open.timeout':
+   * a filesystem that never answers (a hung mount, /proc) fails the task naming the path instead of
+   * holding it forever. A file opened after the deadline is closed.
+   */
+  static async open(stagingLocation: string, subtaskIndex: number, sinkName: string, target: string, timeoutMs: number): Promise<TextFileSink> {
+    const store = await outputStoreFor(stagingLocation);
+    const opening = (async () => {
+      let localDir: string;
+      try {
+        localDir = await store.openAttemptStaging(stagingLocation);
+      } catch (error) {
+        throw sinkOpenError(sinkName, target, `its staging folder '${stagingLocation}'`, error);
+      }
+      const path = join(localDir, `part-${subtaskIndex}`);
+      try {
+        return { localDir, path, handle: await open(path, 'w') };
+      } catch (error) {
+        throw sinkOpenError(sinkName, target, `its part file '${path}'`, error);
+      }
+    })();
+    const opened = await withOpenDeadline(opening, {
+      timeoutMs,
+      what: `text sink '${sinkName}' opening its part file in '${stagingLocation}' (for '${target}')`,
+      onLate: (late) => void late.handle.close().catch(() => undefined),
+    });
+    const sink = new TextFileSink(opened.path);
+    sink.handle = opened.handle;
     if (store.remote) {
       sink.upload = async () => {
         try {
-          await store.uploadPart(stagingDir, subtaskIndex, sink.path);
+          await store.uploadPart(stagingLocation, subtaskIndex, sink.path);
         } finally {
-          await rm(localDir, { recursive: true, force: true });
+          await rm(opened.localDir, { recursive: true, force: true });
         }
       };
     }
@@ -94,12 +117,17 @@ class TextFileSink implements Sink {
 }
 
 
+function sinkOpenError(sinkName: string, target: string, what: string, error: unknown): FloeError {
+  if (error instanceof FloeError && error.code !== 'IO') return error;
+  return new FloeError('SINK_OPEN', `text sink '${sinkName}' (writing '${target}') cannot open ${what}: ${errorMessage(error)}`, { cause: error });
+}
+
 /** The sink that ends the task's chain, if its last operator is one. */
-export async function openSink(tdd: TaskDeploymentDescriptor, last: OperatorSpec): Promise<Sink | undefined> {
+export async function openSink(tdd: TaskDeploymentDescriptor, last: OperatorSpec, openTimeoutMs: number): Promise<Sink | undefined> {
   if (last.kind === 'sink.collect') return new CollectSink(last.maxRecords, last.name);
   if (last.kind === 'sink.textFile') {
     if (tdd.sinkStagingDir === undefined) throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
-    return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex);
+    return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex, last.name, last.path, openTimeoutMs);
   }
   return undefined;
 }

@@ -234,6 +234,7 @@ export class SlotWorkerRuntime {
         requestSplit: () => this.requestSplit(tdd, signal),
         counters: task.counters,
         ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
+        ...(settings.fileOpenTimeoutMs !== undefined ? { fileOpenTimeoutMs: settings.fileOpenTimeoutMs } : {}),
       });
       // Blocking output counts as produced only once its files are complete: the TaskExecutor takes
       // them over before it hears FINISHED (messages keep their order).

@@ -1,5 +1,6 @@
 // Sources at the head of a task's chain: sequences, collections, generators and text file splits
 // asked of the JobMaster one at a time.
+import { CONFIG_OPTIONS } from '../core/config.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { checkCanceled, isThenable, TaskSetupError, userFunction, YIELD_EVERY, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
 import { readSplitLineBatches } from './text-file-reader.js';
@@ -66,7 +67,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
         upcoming = io.requestSplit();
         // Without a handler, a failed request would count as unhandled until the next await reaches it.
         upcoming.catch(() => undefined);
-        for await (const lines of readSplitLineBatches(split)) {
+        for await (const lines of readSplitLineBatches(split, undefined, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default)) {
           for (let i = 0; i < lines.length; i++) {
             const p = step(lines[i]);
             if (p !== undefined) await p;

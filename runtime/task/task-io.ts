@@ -35,6 +35,8 @@ export interface TaskIo {
   readonly combinerMaxKeys?: number;
   /** Where the chain counts its records as it goes, for whoever reports them while the task runs. */
   readonly counters?: { recordsIn: number; recordsOut: number };
+  /** 'execution.file-open.timeout': opening a text sink's part file, a text source's split. @default - CONFIG_OPTIONS.fileOpenTimeoutMs.default */
+  readonly fileOpenTimeoutMs?: number;
 }
 
 

@@ -3,6 +3,8 @@
 // last line it starts even past its end, so every line is read once across any split sizes. Streams the
 // file in chunks; a line may be any length, the file any size.
 import { createReadStream } from 'node:fs';
+import { CallDeadline } from '../core/deadline.js';
+import { errorMessage, FloeError } from '../core/errors.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
 
 const NEWLINE = 0x0a;
@@ -13,8 +15,12 @@ const CR = 0x0d;
  * lines are decoded with one call and split in JavaScript, which costs far less than decoding every line
  * on its own. A newline byte never occurs inside a multi-byte UTF-8 character, so cutting at newlines
  * never splits one.
+ *
+ * With `timeoutMs` ('execution.file-open.timeout'), opening the file and each read of a chunk must answer
+ * within it, else the reader throws an error naming the file: a hung filesystem fails the task instead
+ * of holding it forever.
  */
-export async function* readSplitLineBatches(split: InputSplit, chunkSizeBytes = 64 * 1024): AsyncGenerator<string[]> {
+export async function* readSplitLineBatches(split: InputSplit, chunkSizeBytes = 64 * 1024, timeoutMs?: number): AsyncGenerator<string[]> {
   const end = split.start + split.length;
   // Starting one byte early tells whether `start` begins a line: it does iff the byte before is '\n'.
   const readFrom = split.start === 0 ? 0 : split.start - 1;
@@ -25,8 +31,20 @@ export async function* readSplitLineBatches(split: InputSplit, chunkSizeBytes = 
   /** The bytes of a line begun in earlier chunks. */
   let carry: Buffer[] = [];
   let carryBytes = 0;
+  const chunks = (stream as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  const deadline = timeoutMs === undefined ? undefined : new CallDeadline(timeoutMs);
+  let reads = 0;
+  const nextChunk = (): Promise<IteratorResult<Buffer>> => {
+    const read = chunks.next().catch((error: unknown) => {
+      throw new FloeError('SOURCE_READ', `text source cannot read split ${split.splitNumber} of '${split.path}' (bytes ${split.start}-${end}): ${errorMessage(error)}`, { cause: error });
+    });
+    if (deadline === undefined) return read;
+    const what = reads++ === 0 ? `text source opening '${split.path}' (split ${split.splitNumber})` : `text source reading '${split.path}' at byte ${offset} (split ${split.splitNumber})`;
+    return deadline.guard(read, what);
+  };
   try {
-    for await (const chunk of stream as AsyncIterable<Buffer>) {
+    for (let next = await nextChunk(); next.done !== true; next = await nextChunk()) {
+      const chunk = next.value;
       let from = 0;
       if (skipping) {
         const nl = chunk.indexOf(NEWLINE);
@@ -69,13 +87,14 @@ export async function* readSplitLineBatches(split: InputSplit, chunkSizeBytes = 
     // A last line without a trailing newline; a '\n' at the very end starts no line.
     if (!skipping && carryBytes > 0) yield stripCarriageReturns([Buffer.concat(carry).toString('utf8')]);
   } finally {
+    deadline?.close();
     stream.destroy();
   }
 }
 
 /** The lines of `split`, without their `\n` or `\r\n`. */
-export async function* readSplitLines(split: InputSplit, chunkSizeBytes = 64 * 1024): AsyncGenerator<string> {
-  for await (const lines of readSplitLineBatches(split, chunkSizeBytes)) yield* lines;
+export async function* readSplitLines(split: InputSplit, chunkSizeBytes = 64 * 1024, timeoutMs?: number): AsyncGenerator<string> {
+  for await (const lines of readSplitLineBatches(split, chunkSizeBytes, timeoutMs)) yield* lines;
 }
 
 function stripCarriageReturns(lines: string[]): string[] {

@@ -42,6 +42,8 @@ export interface TaskSettings {
   readonly bufferTimeoutMs: number;
   /** 'execution.combiner.max-keys'. @default - CONFIG_OPTIONS.combinerMaxKeys.default */
   readonly combinerMaxKeys?: number;
+  /** 'execution.file-open.timeout'. @default - CONFIG_OPTIONS.fileOpenTimeoutMs.default */
+  readonly fileOpenTimeoutMs?: number;
   readonly resourceId: ResourceId;
   /** Where user-code libraries are cached as files to import. */
   readonly libraryCacheDir: string;

@@ -444,6 +444,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       buffersPerChannel: this.config.networkBuffersPerChannel,
       bufferTimeoutMs: this.config.bufferTimeoutMs,
       combinerMaxKeys: this.config.combinerMaxKeys,
+      fileOpenTimeoutMs: this.config.fileOpenTimeoutMs,
       resourceId: this.resourceId,
       libraryCacheDir: this.libraries.dir,
       partitionDir: this.partitionDir,

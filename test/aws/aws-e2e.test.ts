@@ -1,7 +1,7 @@
 // End to end on the AWS backend, on emulators: POST /jobs through the API Gateway stand-in → the Lambda
 // handler → S3 + DynamoDB → the ECS emulator starts the JobManager process → its ResourceManager starts
 // TaskExecutor processes through the ECS emulator → the job finishes and its output is read back from S3.
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { build } from 'esbuild';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import { loadJobDefinition } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
 import { startAwsDispatcher, type AwsDispatcher } from '../../runtime/aws/aws-dispatcher.js';
 import { createS3Client } from '../../runtime/aws/clients.js';
+import { encodeManifest, parseManifest } from '../../runtime/blob/output-store.js';
 import { configToEnv, loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
@@ -113,10 +114,19 @@ describe('Floe on the AWS backend (emulators)', () => {
 
     const s3 = createS3Client(emulators.awsConfig('s3'));
     try {
-      // An earlier, wider output under the target: the commit replaces it as a whole.
-      await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/part-9', Body: 'stale\n' }));
+      // An object Floe did not write under the target: the submission is refused, naming it.
+      await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/stray.txt', Body: 'mine\n' }));
       const body = await submission([input, `s3://${emulators.bucket}/out/words`, String(16 * 1024)], 4);
-      const submitted = await api('POST', '/jobs', body);
+      const refused = await api('POST', '/jobs', body);
+      expect(refused.status).toBe(409);
+      expect(refused.body.error.message).toContain(`'s3://${emulators.bucket}/out/words' already exists and holds 1 entry ('stray.txt')`);
+      await s3.send(new DeleteObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/stray.txt' }));
+      // An earlier, wider Floe output under the target: with writeMode 'overwrite' the commit replaces it as a whole.
+      await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/part-9', Body: 'stale\n' }));
+      await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/_SUCCESS', Body: encodeManifest('an-earlier-job', ['part-9'], 1) }));
+      const graph = body.jobGraph as JobGraph;
+      const overwriting = { ...graph, vertices: graph.vertices.map((v) => ({ ...v, operators: v.operators.map((op) => (op.kind === 'sink.textFile' ? { ...op, writeMode: 'overwrite' as const } : op)) })) };
+      const submitted = await api('POST', '/jobs', { ...body, jobGraph: overwriting });
       expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
       const jobId: string = submitted.body.jobId;
       const job = await waitFor(async () => {
@@ -127,9 +137,11 @@ describe('Floe on the AWS backend (emulators)', () => {
 
       const listed = await s3.send(new ListObjectsV2Command({ Bucket: emulators.bucket, Prefix: 'out/words/' }));
       const keys = (listed.Contents ?? []).map((o) => o.Key!).sort();
-      expect(keys).toEqual(['out/words/part-0', 'out/words/part-1', 'out/words/part-2', 'out/words/part-3']);
+      expect(keys).toEqual(['out/words/_SUCCESS', 'out/words/part-0', 'out/words/part-1', 'out/words/part-2', 'out/words/part-3']);
+      const manifest = parseManifest(await (await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/_SUCCESS' }))).Body!.transformToString());
+      expect(manifest).toMatchObject({ jobId, files: ['part-0', 'part-1', 'part-2', 'part-3'] });
       const output: string[] = [];
-      for (const key of keys) {
+      for (const key of keys.filter((k) => k !== 'out/words/_SUCCESS')) {
         const obj = await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: key }));
         output.push(...(await obj.Body!.transformToString()).split('\n').filter((l) => l !== ''));
       }

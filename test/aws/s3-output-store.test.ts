@@ -1,44 +1,89 @@
-// The S3 OutputStore on s3rver: staged parts reach the target only on commit, which replaces the target
-// as a whole; a discard (failed or canceled job) leaves the target as it was.
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+// The S3 OutputStore on s3rver: the OutputStore contract, and the reader's view of a commit, where the
+// manifest `_SUCCESS`, written last, is the commit point.
+import { CopyObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createS3Client } from '../../runtime/aws/clients.js';
-import { parseS3Uri, S3OutputStore } from '../../runtime/aws/s3-output-store.js';
-import { attemptStagingLocationFor } from '../../runtime/blob/output-store.js';
+import { parseS3Uri, S3OutputStore, type S3Sender } from '../../runtime/aws/s3-output-store.js';
+import { attemptStagingLocationFor, OUTPUT_MANIFEST, parseManifest } from '../../runtime/blob/output-store.js';
+import { describeOutputStoreContract, type OutputStoreHarness } from '../contracts/output-store.contract.js';
 import { startEmulators, type Emulators } from './emulators.js';
 
 let emulators: Emulators;
 let s3: S3Client;
-let store: S3OutputStore;
 let dir: string;
+let n = 0;
 
 beforeAll(async () => {
   emulators = await startEmulators({ dynamodb: false });
   s3 = createS3Client(emulators.awsConfig('s3'));
-  store = new S3OutputStore(s3);
   dir = mkdtempSync(join(tmpdir(), 'floe-s3-output-'));
 });
 
 afterAll(async () => {
   s3?.destroy();
   await emulators?.stop();
-  rmSync(dir, { recursive: true, force: true });
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
-async function keys(prefix: string): Promise<string[]> {
-  const page = await s3.send(new ListObjectsV2Command({ Bucket: emulators.bucket, Prefix: prefix }));
-  return (page.Contents ?? []).map((o) => o.Key!).sort();
-}
-const text = async (key: string): Promise<string> => (await (await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: key }))).Body!.transformToString());
+const bucket = (): string => emulators.bucket;
+const keyOf = (target: string, name: string): string => `${parseS3Uri(target).prefix}/${name}`;
 
-async function stage(target: string, jobId: string, attempt: string, subtask: number, content: string): Promise<void> {
-  const local = join(dir, `${attempt}-${subtask}`);
-  writeFileSync(local, content);
-  await store.uploadPart(store.attemptStagingLocation(target, jobId, attempt), subtask, local);
+async function keys(prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket(), Prefix: prefix, ...(token ? { ContinuationToken: token } : {}) }));
+    out.push(...(page.Contents ?? []).map((o) => o.Key!));
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+  return out.sort();
 }
+
+async function text(key: string): Promise<string | undefined> {
+  try {
+    return await (await s3.send(new GetObjectCommand({ Bucket: bucket(), Key: key }))).Body!.transformToString();
+  } catch (error) {
+    if ((error as { name?: string }).name === 'NoSuchKey') return undefined;
+    throw error;
+  }
+}
+
+/** The emulator's client, except that the `failAt`-th CopyObject (a part moving into place) throws once. */
+function failingAtCopy(failAt: number): S3Sender {
+  let copies = 0;
+  return {
+    send: ((command: unknown, ...rest: unknown[]) => {
+      if (command instanceof CopyObjectCommand && ++copies === failAt) return Promise.reject(Object.assign(new Error('simulated crash before a copy'), { name: 'SimulatedCrash' }));
+      return (s3.send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
+    }) as S3Sender['send'],
+  };
+}
+
+function harness(): OutputStoreHarness {
+  const base = `contract-${Date.now().toString(36)}-${n++}`;
+  return {
+    store: new S3OutputStore(s3),
+    newTarget: (name) => `s3://${bucket()}/${base}/${name}`,
+    async putFile(target, name, body) {
+      await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: keyOf(target, name), Body: body }));
+    },
+    async makeFile(target, body) {
+      await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: parseS3Uri(target).prefix, Body: body }));
+    },
+    readFile: async (target, name) => (await text(keyOf(target, name))) ?? '',
+    list: async (target) => {
+      const base = `${parseS3Uri(target).prefix}/`;
+      return (await keys(base)).map((k) => k.slice(base.length)).filter((k) => !k.startsWith('.floe-staging-'));
+    },
+    stagingLeft: async (target, jobId) => keys(`${parseS3Uri(target).prefix}/.floe-staging-${jobId}/`),
+    storeFailingAtPartMove: (failAt) => new S3OutputStore(failingAtCopy(failAt)),
+  };
+}
+
+describeOutputStoreContract('S3OutputStore', harness);
 
 describe('S3OutputStore', () => {
   it('parses targets and names staging locations under the target prefix', () => {
@@ -49,25 +94,61 @@ describe('S3OutputStore', () => {
     expect(attemptStagingLocationFor('/tmp/out', 'job1', 'att-1')).toBe('/tmp/.out.staging-job1/att-1');
   });
 
-  it('commits the finished attempts\' parts, replacing the target as a whole, and removes the staging', async () => {
-    const target = `s3://${emulators.bucket}/commit/out`;
-    await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'commit/out/part-5', Body: 'old\n' }));
-    await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'commit/out/keep.txt', Body: 'not a part\n' }));
-    await stage(target, 'j1', 'a0', 0, 'zero\n');
-    await stage(target, 'j1', 'a1-failed', 1, 'from a failed attempt\n');
-    await stage(target, 'j1', 'a1', 1, 'one\n');
-    await store.commit(target, 'j1', ['a0', 'a1']);
-    expect(await keys('commit/')).toEqual(['commit/out/keep.txt', 'commit/out/part-0', 'commit/out/part-1']);
-    expect(await text('commit/out/part-0')).toBe('zero\n');
-    expect(await text('commit/out/part-1')).toBe('one\n');
+  it('shows a reader that reads the manifest, then the files it lists, then the manifest again, only whole outputs', async () => {
+    const store = new S3OutputStore(s3);
+    const target = `s3://${bucket()}/polled-${Date.now().toString(36)}/out`;
+    const prefix = parseS3Uri(target).prefix;
+    const stage = async (jobId: string, count: number): Promise<string[]> => {
+      const attempts: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const local = join(dir, `${jobId}-${i}`);
+        writeFileSync(local, `${jobId} part ${i}\n`);
+        await store.uploadPart(store.attemptStagingLocation(target, jobId, `${jobId}-a${i}`), i, local);
+        attempts.push(`${jobId}-a${i}`);
+      }
+      return attempts;
+    };
+    await store.commit(target, 'old', 'no-overwrite', await stage('old', 6));
+    const attempts = await stage('new', 4);
+
+    const views = new Map<string, number>();
+    let done = false;
+    const reader = (async () => {
+      while (!done) {
+        const before = await text(`${prefix}/${OUTPUT_MANIFEST}`);
+        const manifest = before === undefined ? undefined : parseManifest(before);
+        if (manifest === undefined) {
+          views.set('not ready', (views.get('not ready') ?? 0) + 1);
+          continue;
+        }
+        const parts = await Promise.all(manifest.files.map((f) => text(`${prefix}/${f}`)));
+        // A commit that began meanwhile withdrew or replaced the manifest: this read does not count.
+        if ((await text(`${prefix}/${OUTPUT_MANIFEST}`)) !== before) continue;
+        parts.forEach((p, i) => expect(p, `${manifest.files[i]} of job ${manifest.jobId}`).toBe(`${manifest.jobId} part ${i}\n`));
+        views.set(manifest.jobId, (views.get(manifest.jobId) ?? 0) + 1);
+      }
+    })();
+    try {
+      await store.commit(target, 'new', 'overwrite', attempts);
+    } finally {
+      done = true;
+      await reader;
+    }
+    expect(views.get('old') ?? 0).toBeGreaterThan(0);
+    expect(await keys(`${prefix}/`)).toEqual([`${prefix}/${OUTPUT_MANIFEST}`, ...[0, 1, 2, 3].map((i) => `${prefix}/part-${i}`)]);
+    expect(parseManifest((await text(`${prefix}/${OUTPUT_MANIFEST}`))!)).toMatchObject({ jobId: 'new', files: ['part-0', 'part-1', 'part-2', 'part-3'] });
   });
 
-  it('leaves the target untouched when the job is discarded', async () => {
-    const target = `s3://${emulators.bucket}/discard/out`;
-    await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'discard/out/part-0', Body: 'previous\n' }));
-    await stage(target, 'j2', 'a0', 0, 'new\n');
-    await store.discard(target, 'j2');
-    expect(await keys('discard/')).toEqual(['discard/out/part-0']);
-    expect(await text('discard/out/part-0')).toBe('previous\n');
+  it('ignores the staging areas of other jobs under the prefix, and never deletes them', async () => {
+    const store = new S3OutputStore(s3);
+    const target = `s3://${bucket()}/others-${Date.now().toString(36)}/out`;
+    const prefix = parseS3Uri(target).prefix;
+    const local = join(dir, 'other');
+    writeFileSync(local, 'other job\n');
+    await store.uploadPart(store.attemptStagingLocation(target, 'other-job', 'x0'), 0, local);
+    await store.checkTarget(target, 'no-overwrite', 'mine');
+    await store.uploadPart(store.attemptStagingLocation(target, 'mine', 'm0'), 0, local);
+    await store.commit(target, 'mine', 'no-overwrite', ['m0']);
+    expect(await keys(`${prefix}/.floe-staging-other-job/`)).toEqual([`${prefix}/.floe-staging-other-job/x0/part-0`]);
   });
 });

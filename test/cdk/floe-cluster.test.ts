@@ -391,6 +391,11 @@ describe('FloeCluster with props', () => {
       expect(onData[0]!['Action']).toEqual(expect.arrayContaining(['s3:GetObject*', 's3:PutObject', 's3:List*']));
       expect(JSON.stringify(onData[0]!['Resource'])).toContain('/input/*');
     }
+    // The Dispatcher function checks sink targets there at submission: it may list and read, never write.
+    const apiOnData = policyOf('ApiFunction').filter((st) => JSON.stringify(st['Resource']).includes(dataId));
+    expect(apiOnData).toHaveLength(1);
+    expect(apiOnData[0]!['Action']).toEqual(expect.arrayContaining(['s3:GetObject*', 's3:List*']));
+    expect(JSON.stringify(apiOnData[0]!['Action'])).not.toMatch(/Put|Delete/);
   });
 
   it('deletes the stateful resources on DESTROY, emptying the bucket first', () => {

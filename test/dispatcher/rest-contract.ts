@@ -74,9 +74,10 @@ export async function prepareFixtureLibrary(): Promise<() => void> {
 
 export const fixtureLibrary = (): { library: Uint8Array; sha256: string } => ({ library, sha256 });
 
-export async function graphFor(jobId: string, exportName = 'default'): Promise<JobGraph> {
+/** The fixture job's graph; its default args read and write paths under a scratch folder that stays empty. */
+export async function graphFor(jobId: string, exportName = 'default', args: readonly string[] = [join(cacheDir, 'in.txt'), join(cacheDir, 'out', jobId)]): Promise<JobGraph> {
   const definition = loadJobDefinition(await importLibrary(library, cacheDir), exportName);
-  return buildJobGraph(definition, { jobId: JobId.of(jobId), args: ['/tmp/in.txt', '/tmp/out'], exportName, library: { sha256, sizeBytes: library.length }, defaultParallelism: 2 });
+  return buildJobGraph(definition, { jobId: JobId.of(jobId), args: [...args], exportName, library: { sha256, sizeBytes: library.length }, defaultParallelism: 2 });
 }
 
 /** A submission body for the fixture job under `jobId`. */

@@ -1,0 +1,208 @@
+// The OutputStore contract: what every adapter (local filesystem, S3) promises the Dispatcher, the tasks
+// and the JobMaster. No user file is ever deleted or replaced; only the last finished attempt of each
+// subtask reaches the target; a commit interrupted halfway is completed by the next call.
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { OUTPUT_MANIFEST, parseManifest, type OutputStore } from '../../runtime/blob/output-store.js';
+import { OutputTargetError } from '../../runtime/core/errors.js';
+
+export interface OutputStoreHarness {
+  readonly store: OutputStore;
+  /** A fresh target that nothing wrote yet. */
+  newTarget(name: string): string;
+  /** Writes `name` inside `target` as a user would (a file in the folder, an object under the prefix). */
+  putFile(target: string, name: string, text: string): Promise<void>;
+  /** Makes the target itself a regular file (an object named like the prefix on S3). */
+  makeFile(target: string, text: string): Promise<void>;
+  readFile(target: string, name: string): Promise<string>;
+  /** What the target holds, relative names sorted, staging areas of jobs left out; [] when absent. */
+  list(target: string): Promise<string[]>;
+  /** What is left of the job's staging area for `target`. */
+  stagingLeft(target: string, jobId: string): Promise<string[]>;
+  /** A store over the same backend whose `n`-th move of a part into place (1-based) throws once, as a crash there would stop it. */
+  storeFailingAtPartMove(n: number): OutputStore;
+}
+
+/** Stages `text` as subtask `subtask`'s part of `attemptId`, the way a task does. */
+async function stage(store: OutputStore, target: string, jobId: string, attemptId: string, subtask: number, text: string): Promise<void> {
+  const location = store.attemptStagingLocation(target, jobId, attemptId);
+  const dir = await store.openAttemptStaging(location);
+  const file = join(dir, `part-${subtask}`);
+  writeFileSync(file, text);
+  if (store.remote) {
+    await store.uploadPart(location, subtask, file);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const manifestOf = async (h: OutputStoreHarness, target: string) => parseManifest(await h.readFile(target, OUTPUT_MANIFEST));
+
+export function describeOutputStoreContract(name: string, harness: () => OutputStoreHarness): void {
+  describe(`OutputStore contract: ${name}`, () => {
+    /** Job `jobId` writes one part per text, one attempt each, and commits them. */
+    async function runJob(h: OutputStoreHarness, target: string, jobId: string, texts: string[], writeMode: 'no-overwrite' | 'overwrite' = 'no-overwrite'): Promise<void> {
+      await h.store.checkTarget(target, writeMode, jobId);
+      for (const [i, t] of texts.entries()) await stage(h.store, target, jobId, `${jobId}-a${i}`, i, t);
+      await h.store.commit(target, jobId, writeMode, texts.map((_, i) => `${jobId}-a${i}`));
+    }
+
+    it('commits into a new target the parts and a manifest listing them, and leaves no staging behind', async () => {
+      const h = harness();
+      const target = h.newTarget('fresh');
+      await h.store.checkTarget(target, 'no-overwrite', 'j-fresh');
+      await stage(h.store, target, 'j-fresh', 'a0', 0, 'zero\n');
+      await stage(h.store, target, 'j-fresh', 'a1', 1, 'one\n');
+      expect(await h.list(target)).toEqual([]);
+      expect(await h.store.commit(target, 'j-fresh', 'no-overwrite', ['a0', 'a1'])).toBe('committed');
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST, 'part-0', 'part-1']);
+      expect(await h.readFile(target, 'part-0')).toBe('zero\n');
+      expect(await h.readFile(target, 'part-1')).toBe('one\n');
+      expect(await manifestOf(h, target)).toMatchObject({ committer: 'floe', jobId: 'j-fresh', files: ['part-0', 'part-1'] });
+      expect(await h.stagingLeft(target, 'j-fresh')).toEqual([]);
+    });
+
+    it('commits only the finished attempt of a subtask that also has a failed one, and deletes the failed one', async () => {
+      const h = harness();
+      const target = h.newTarget('attempts');
+      await stage(h.store, target, 'j-att', 'a0', 0, 'zero\n');
+      await stage(h.store, target, 'j-att', 'a1-failed', 1, 'from the failed attempt\n');
+      await stage(h.store, target, 'j-att', 'a1-retry', 1, 'one\n');
+      await h.store.commit(target, 'j-att', 'no-overwrite', ['a0', 'a1-retry']);
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST, 'part-0', 'part-1']);
+      expect(await h.readFile(target, 'part-1')).toBe('one\n');
+      expect(await h.stagingLeft(target, 'j-att')).toEqual([]);
+    });
+
+    it('discards one attempt, and on discard of the job leaves the target as it was', async () => {
+      const h = harness();
+      const target = h.newTarget('discard');
+      await runJob(h, target, 'j-prev', ['previous\n']);
+      await stage(h.store, target, 'j-disc', 'a0-failed', 0, 'failed\n');
+      await stage(h.store, target, 'j-disc', 'a0', 0, 'new\n');
+      await h.store.discardAttempt(target, 'j-disc', 'a0-failed');
+      expect((await h.stagingLeft(target, 'j-disc')).some((k) => k.includes('a0-failed'))).toBe(false);
+      expect((await h.stagingLeft(target, 'j-disc')).some((k) => k.includes('a0'))).toBe(true);
+      expect(await h.store.discard(target, 'j-disc')).toEqual({});
+      expect(await h.stagingLeft(target, 'j-disc')).toEqual([]);
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST, 'part-0']);
+      expect(await h.readFile(target, 'part-0')).toBe('previous\n');
+    });
+
+    it("refuses in either mode a target holding files Floe did not write, naming them, and leaves them", async () => {
+      const h = harness();
+      const target = h.newTarget('foreign');
+      await h.putFile(target, 'notes.md', 'mine\n');
+      await h.putFile(target, 'part-0', 'my own part-0, not a Floe output\n');
+      for (const mode of ['no-overwrite', 'overwrite'] as const) {
+        const refused = h.store.checkTarget(target, mode, 'j-foreign');
+        await expect(refused).rejects.toBeInstanceOf(OutputTargetError);
+        await expect(refused).rejects.toThrow(/notes\.md/);
+        await expect(refused).rejects.toThrow(`'${target}'`);
+      }
+      expect(await h.list(target)).toEqual(['notes.md', 'part-0']);
+      expect(await h.readFile(target, 'part-0')).toBe('my own part-0, not a Floe output\n');
+    });
+
+    it("refuses in either mode a target whose _SUCCESS another tool wrote, and leaves it", async () => {
+      const h = harness();
+      const target = h.newTarget('hadoop');
+      await h.putFile(target, OUTPUT_MANIFEST, '');
+      for (const mode of ['no-overwrite', 'overwrite'] as const) await expect(h.store.checkTarget(target, mode, 'j-hadoop')).rejects.toThrow(`'${OUTPUT_MANIFEST}'`);
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST]);
+    });
+
+    it('refuses in either mode a target that is a regular file', async () => {
+      const h = harness();
+      const target = h.newTarget('a-file');
+      await h.makeFile(target, 'a,b\n');
+      for (const mode of ['no-overwrite', 'overwrite'] as const) await expect(h.store.checkTarget(target, mode, 'j-file')).rejects.toBeInstanceOf(OutputTargetError);
+    });
+
+    it("accepts an empty target, and its own job's output again (a resubmission); refuses an earlier output without overwrite", async () => {
+      const h = harness();
+      const target = h.newTarget('own');
+      await runJob(h, target, 'j-own', ['x\n']);
+      await h.store.checkTarget(target, 'no-overwrite', 'j-own');
+      await expect(h.store.checkTarget(target, 'no-overwrite', 'j-other')).rejects.toThrow(/holds the output of Floe job j-own.*'overwrite'/);
+      await h.store.checkTarget(target, 'overwrite', 'j-other');
+      // Calling commit again is harmless: the output is there.
+      expect(await h.store.commit(target, 'j-own', 'no-overwrite', ['j-own-a0'])).toBe('already-committed');
+      expect(await h.readFile(target, 'part-0')).toBe('x\n');
+    });
+
+    it('overwrite replaces an earlier Floe output and keeps nothing of it', async () => {
+      const h = harness();
+      const target = h.newTarget('overwrite');
+      await runJob(h, target, 'j-old', ['old 0\n', 'old 1\n', 'old 2\n']);
+      await runJob(h, target, 'j-new', ['new 0\n', 'new 1\n'], 'overwrite');
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST, 'part-0', 'part-1']);
+      expect(await h.readFile(target, 'part-0')).toBe('new 0\n');
+      expect(await h.readFile(target, 'part-1')).toBe('new 1\n');
+      expect(await manifestOf(h, target)).toMatchObject({ jobId: 'j-new', files: ['part-0', 'part-1'] });
+      expect(await h.stagingLeft(target, 'j-new')).toEqual([]);
+    });
+
+    it('overwrite refuses an earlier Floe output beside unrelated files; they and the output stay', async () => {
+      const h = harness();
+      const target = h.newTarget('overwrite-foreign');
+      await runJob(h, target, 'j-old', ['old\n']);
+      await h.putFile(target, 'report.pdf', '%PDF\n');
+      await expect(h.store.checkTarget(target, 'overwrite', 'j-new')).rejects.toThrow(/report\.pdf/);
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST, 'part-0', 'report.pdf']);
+      expect(await h.readFile(target, 'part-0')).toBe('old\n');
+    });
+
+    it('re-checks the target at commit: one that changed since submission fails the commit, naming it and where the staged output stays', async () => {
+      const h = harness();
+      const target = h.newTarget('changed');
+      await h.store.checkTarget(target, 'no-overwrite', 'j-late');
+      await stage(h.store, target, 'j-late', 'a0', 0, 'mine\n');
+      await h.putFile(target, 'arrived-meanwhile.txt', 'a user file\n');
+      const commit = h.store.commit(target, 'j-late', 'no-overwrite', ['a0']);
+      await expect(commit).rejects.toBeInstanceOf(OutputTargetError);
+      await expect(commit).rejects.toThrow(/arrived-meanwhile\.txt.*not deleted/);
+      expect(await h.list(target)).toEqual(['arrived-meanwhile.txt']);
+      expect(await h.readFile(target, 'arrived-meanwhile.txt')).toBe('a user file\n');
+      // Discarding the failed job keeps the output whose commit began, and says where.
+      const { kept } = await h.store.discard(target, 'j-late');
+      expect(kept).toBeDefined();
+      expect((await h.stagingLeft(target, 'j-late')).length).toBeGreaterThan(0);
+    });
+
+    it('completes a commit interrupted after some parts moved when the next committer calls it, with the journal\'s attempts', async () => {
+      const h = harness();
+      const target = h.newTarget('interrupted');
+      await runJob(h, target, 'j-old', ['old 0\n', 'old 1\n', 'old 2\n', 'old 3\n']);
+      const texts = ['new 0\n', 'new 1\n', 'new 2\n'];
+      for (const [i, t] of texts.entries()) await stage(h.store, target, 'j-int', `a${i}`, i, t);
+      await stage(h.store, target, 'j-int', 'a1-later', 1, 'a later attempt the journal does not name\n');
+      await expect(h.storeFailingAtPartMove(2).commit(target, 'j-int', 'overwrite', ['a0', 'a1', 'a2'])).rejects.toThrow();
+      // The next JobMaster of the job commits again (here naming another attempt: the journal decides).
+      expect(await h.store.commit(target, 'j-int', 'overwrite', ['a0', 'a1-later', 'a2'])).toBe('resumed');
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST, 'part-0', 'part-1', 'part-2']);
+      for (const [i, t] of texts.entries()) expect(await h.readFile(target, `part-${i}`)).toBe(t);
+      expect(await manifestOf(h, target)).toMatchObject({ jobId: 'j-int', files: ['part-0', 'part-1', 'part-2'] });
+      expect(await h.stagingLeft(target, 'j-int')).toEqual([]);
+    });
+
+    it('refuses to discard an attempt a begun commit names', async () => {
+      const h = harness();
+      const target = h.newTarget('committing-attempt');
+      await stage(h.store, target, 'j-c', 'a0', 0, 'zero\n');
+      await stage(h.store, target, 'j-c', 'b0', 1, 'one\n');
+      await expect(h.storeFailingAtPartMove(2).commit(target, 'j-c', 'no-overwrite', ['a0', 'b0'])).rejects.toThrow();
+      await expect(h.store.discardAttempt(target, 'j-c', 'b0')).rejects.toThrow(/part of the commit/);
+      expect(await h.store.commit(target, 'j-c', 'no-overwrite', ['a0', 'b0'])).toBe('resumed');
+      expect(await h.readFile(target, 'part-1')).toBe('one\n');
+    });
+
+    it('refuses a commit whose finished attempt staged nothing, naming the subtask', async () => {
+      const h = harness();
+      const target = h.newTarget('missing');
+      await stage(h.store, target, 'j-miss', 'a0', 0, 'zero\n');
+      await expect(h.store.commit(target, 'j-miss', 'no-overwrite', ['a0', 'a1'])).rejects.toThrow(/subtask 1 \(attempt a1\)/);
+      expect(await h.list(target)).toEqual([]);
+    });
+  });
+}
