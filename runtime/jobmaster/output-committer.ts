@@ -8,7 +8,7 @@ import type { Clock } from '../core/clock.js';
 import { errorMessage, FloeError } from '../core/errors.js';
 import type { ExecutionAttemptId, JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import { DEFAULT_IO_RETRY_POLICY, retrying, type RetryPolicy } from '../core/retry.js';
+import { DEFAULT_IO_RETRY_POLICY, RetriesExhaustedError, retrying, type RetryPolicy } from '../core/retry.js';
 import { writeModeOf, type JobGraph, type WriteMode } from '../jobgraph/jobgraph.js';
 import { isTransientOutputError, outputStoreFor, type CommitOutcome, type OutputStore } from '../blob/output-store.js';
 
@@ -125,7 +125,9 @@ export class OutputCommitter {
         onRetry: (error, attempt, delayMs) => this.log.warn(`${what} failed; trying again`, { attempt, delayMs, error: errorMessage(error) }),
       });
     } catch (error) {
-      const message = `${what} failed: ${errorMessage(error)}`;
+      // After the tries, name the last error itself: what was tried is already in `what`.
+      const last = error instanceof RetriesExhaustedError ? error.cause : error;
+      const message = `${what} failed: ${errorMessage(last)}`;
       this.log.error(message);
       throw new OutputCommitError(message, error);
     }
