@@ -158,7 +158,7 @@ async function runLogLevelsExample(ctx: CommandContext): Promise<number> {
   let startedCluster = false;
   try {
     const outcome = await runJob(
-      { jobFile: join(packageRoot, 'examples', 'log-levels.ts'), parallelism: 4, detached: false, config: {}, exportName: 'default', jobArgs: [input], printRecords: false },
+      { jobFile: join(packageRoot, 'examples', 'log-levels.ts'), parallelism: 4, detached: false, config: {}, exportName: 'default', jobArgs: [input], printRecords: false, typecheck: false },
       ctx,
     );
     startedCluster = outcome.startedCluster;

@@ -1,0 +1,113 @@
+// Type-checks a job file before `floe run` bundles it (esbuild only strips types), so a type error
+// stops the run at the user's file, line and column instead of surfacing in a task at run time.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, isAbsolute, join, relative } from 'node:path';
+import type * as TS from 'typescript';
+import { packageRoot } from '../core/paths.js';
+import { escapeText } from './escape.js';
+
+/** The declarations `import … from 'floe'` resolves to (written by runtime/build.mjs). */
+export const FLOE_TYPES = join(packageRoot, 'dist', 'types', 'floe.d.ts');
+
+/**
+ * The compiler options `floe init` writes into a job folder's tsconfig.json, and those `floe run` uses
+ * for a job with no tsconfig.json above it. The job is bundled by esbuild, hence bundler resolution.
+ */
+export function jobCompilerOptions(): Record<string, unknown> {
+  return {
+    target: 'ES2022',
+    lib: ['ES2023'],
+    module: 'ESNext',
+    moduleResolution: 'Bundler',
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    isolatedModules: true,
+    allowImportingTsExtensions: true,
+    paths: { floe: [FLOE_TYPES] },
+  };
+}
+
+export interface TypecheckResult {
+  readonly errorCount: number;
+  /** The diagnostics as tsc prints them (`job.ts:3:7 - error TS2322: …` and the line), escaped. */
+  readonly report: string;
+  /** The tsconfig.json whose options were used, if one was found above the job file. */
+  readonly configFile?: string;
+  readonly elapsedMs: number;
+}
+
+let typescript: typeof TS | undefined;
+
+function loadTypescript(): typeof TS {
+  // require, not import: importing TypeScript as an ES module costs about a second more (its exports are
+  // scanned), and the compiler is only needed here.
+  typescript ??= createRequire(import.meta.url)('typescript') as typeof TS;
+  return typescript;
+}
+
+/**
+ * Checks `jobFile` and everything it imports with the options of the nearest tsconfig.json above it
+ * (or jobCompilerOptions() when there is none), with 'floe' always mapped to this install's API
+ * declarations: what is checked is the API the job will be bundled with. Nothing is emitted.
+ */
+export function typecheckJob(jobFile: string, cwd: string): TypecheckResult {
+  const started = Date.now();
+  const ts = loadTypescript();
+  const configFile = ts.findConfigFile(dirname(jobFile), (f) => ts.sys.fileExists(f));
+  const problems: TS.Diagnostic[] = [];
+  let options: TS.CompilerOptions;
+  if (configFile !== undefined) {
+    const parsed = ts.getParsedCommandLineOfConfigFile(configFile, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => problems.push(d) });
+    // A config that includes no file at all is fine here: the job file is the root.
+    problems.push(...(parsed?.errors ?? []).filter((d) => d.code !== 18003));
+    options = parsed?.options ?? {};
+  } else {
+    options = ts.convertCompilerOptionsFromJson(jobCompilerOptions(), dirname(jobFile)).options;
+  }
+  options = {
+    ...options,
+    noEmit: true,
+    // Settings that only matter for emitting, and that conflict with noEmit.
+    declaration: false,
+    declarationMap: false,
+    emitDeclarationOnly: false,
+    composite: false,
+    incremental: false,
+    paths: { ...options.paths, floe: [FLOE_TYPES] },
+  };
+  if (problems.length === 0) {
+    const program = ts.createProgram({ rootNames: [jobFile], options });
+    problems.push(...ts.getPreEmitDiagnostics(program));
+  }
+  const errors = problems.filter((d) => d.category === ts.DiagnosticCategory.Error);
+  return {
+    errorCount: errors.length,
+    report: problems.map((d) => formatDiagnostic(ts, d, cwd)).join(''),
+    ...(configFile === undefined ? {} : { configFile }),
+    elapsedMs: Date.now() - started,
+  };
+}
+
+/** As tsc --pretty prints a diagnostic, without colours: `file:line:col - error TSn: message`, then the line. */
+function formatDiagnostic(ts: typeof TS, d: TS.Diagnostic, cwd: string): string {
+  const category = ts.DiagnosticCategory[d.category].toLowerCase();
+  const message = escapeText(ts.flattenDiagnosticMessageText(d.messageText, '\n'), { keepNewlines: true });
+  if (d.file === undefined || d.start === undefined) return `${category} TS${d.code}: ${message}\n`;
+  const { line, character } = d.file.getLineAndCharacterOfPosition(d.start);
+  const name = relative(cwd, d.file.fileName);
+  const shown = name.startsWith('..') || isAbsolute(name) ? d.file.fileName : name;
+  const lineStart = d.file.getPositionOfLineAndCharacter(line, 0);
+  const lineEnd = d.file.getLineEndOfPosition(d.start);
+  const source = escapeText(d.file.text.slice(lineStart, lineEnd).replace(/\t/g, ' '));
+  const gutter = String(line + 1);
+  const width = Math.max(1, Math.min(d.length ?? 1, lineEnd - d.start));
+  const marker = `${' '.repeat(gutter.length)}   ${' '.repeat(escapeText(d.file.text.slice(lineStart, d.start).replace(/\t/g, ' ')).length)}${'~'.repeat(width)}`;
+  return `${escapeText(shown)}:${line + 1}:${character + 1} - ${category} TS${d.code}: ${message}\n\n${gutter}   ${source}\n${marker}\n\n`;
+}
+
+/** Whether this install has its API declarations (a checkout must be built: npm ci, or npm run build). */
+export function floeTypesExist(): boolean {
+  return existsSync(FLOE_TYPES);
+}
