@@ -185,7 +185,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   const bundling = bundleJobFile(jobFile);
   if (opts.typecheck && existsSync(jobFile)) {
     try {
-      checkTypes(jobFile, io);
+      checkTypes(jobFile, io, join(ctx.stateDir, 'cache', 'typecheck'));
     } catch (e) {
       bundling.catch(() => undefined);
       throw e;
@@ -283,12 +283,13 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
 }
 
 /** Prints the type-check's diagnostics; throws when there are errors, so nothing is bundled or submitted. */
-function checkTypes(jobFile: string, io: CliIo): void {
+function checkTypes(jobFile: string, io: CliIo, cacheDir: string): void {
   if (!floeTypesExist()) {
     throw new TypecheckError(`Floe's API declarations ${FLOE_TYPES} are missing, so ${jobFile} cannot be type-checked: build Floe (npm run build in its folder), or run with --no-typecheck`);
   }
-  const check = typecheckJob(jobFile, io.cwd);
+  const check = typecheckJob(jobFile, io.cwd, cacheDir);
   io.stderr.write(check.report);
+  if (check.cacheProblem !== undefined) io.stderr.write(`note: the clean type-check is not remembered (${escapeText(check.cacheProblem)}); the next run checks again\n`);
   if (check.errorCount > 0) {
     const shown = relative(io.cwd, jobFile);
     throw new TypecheckError(

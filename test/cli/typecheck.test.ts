@@ -49,4 +49,29 @@ describe('type-checking a job before it runs', () => {
     const loose = typecheckJob(join(dir, 'job.ts'), dir);
     expect(loose).toMatchObject({ errorCount: 0, report: '', configFile: join(dir, 'tsconfig.json') });
   });
+
+  it('remembers a clean check until a file it read changes', () => {
+    const dir = join(harness.root, 'remembered');
+    const cache = join(harness.root, 'typecheck-cache');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'helper.ts'), 'export const twice = (n: number): number => n * 2;\n');
+    writeFileSync(join(dir, 'job.ts'), "import { defineJob } from 'floe';\nimport { twice } from './helper';\nexport default defineJob('helped', (env) => { env.fromSequence(1, 3).map(twice).collect(); });\n");
+    const job = join(dir, 'job.ts');
+    expect(typecheckJob(job, dir, cache)).toMatchObject({ errorCount: 0, cached: false });
+    expect(typecheckJob(job, dir, cache)).toMatchObject({ errorCount: 0, cached: true });
+    // an imported file changes: checked again, and the error found
+    writeFileSync(join(dir, 'helper.ts'), 'export const twice = (n: string): string => n + n;\n');
+    const changed = typecheckJob(job, dir, cache);
+    expect(changed).toMatchObject({ errorCount: 1, cached: false });
+    expect(changed.report).toMatch(/^job\.ts:3:\d+ - error TS2345/);
+    // a failed check is not remembered
+    expect(typecheckJob(job, dir, cache)).toMatchObject({ errorCount: 1, cached: false });
+    // back to the very bytes that were checked clean: remembered again
+    writeFileSync(join(dir, 'helper.ts'), 'export const twice = (n: number): number => n * 2;\n');
+    expect(typecheckJob(job, dir, cache)).toMatchObject({ errorCount: 0, cached: true });
+    // a tsconfig.json that appears changes the options: checked again
+    writeFileSync(join(dir, 'tsconfig.json'), '{ "compilerOptions": { "strict": true, "module": "ESNext", "moduleResolution": "Bundler" } }');
+    expect(typecheckJob(job, dir, cache)).toMatchObject({ errorCount: 0, cached: false, configFile: join(dir, 'tsconfig.json') });
+    expect(typecheckJob(job, dir, cache)).toMatchObject({ errorCount: 0, cached: true });
+  });
 });
