@@ -183,7 +183,8 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   const jobFile = resolve(io.cwd, opts.jobFile);
   // esbuild bundles in its own process while the type-check runs here.
   const bundling = bundleJobFile(jobFile);
-  if (opts.typecheck && existsSync(jobFile)) {
+  // Plain JavaScript job files have no types to check.
+  if (opts.typecheck && /\.[cm]?tsx?$/.test(jobFile) && existsSync(jobFile)) {
     try {
       checkTypes(jobFile, io, join(ctx.stateDir, 'cache', 'typecheck'));
     } catch (e) {

@@ -11,12 +11,18 @@ export interface Interrupts {
   subscribe(handler: () => void): () => void;
 }
 
+/** What Prompt.ask resolves to when Ctrl-C is pressed at the question. */
+export const INTERRUPTED: unique symbol = Symbol('interrupted');
+
 /** A question to the person at the terminal. */
 export interface Prompt {
   /** False when there is no terminal to ask on (stdin or stderr is not a TTY). */
   readonly interactive: boolean;
-  /** Shows `question`; resolves to the line typed, or undefined when Ctrl-C, end of input or `signal` ends it. */
-  ask(question: string, signal: AbortSignal): Promise<string | undefined>;
+  /**
+   * Shows `question`; resolves to the line typed, INTERRUPTED on a Ctrl-C at the question, or undefined
+   * when the input ends or `signal` aborts it.
+   */
+  ask(question: string, signal: AbortSignal): Promise<string | typeof INTERRUPTED | undefined>;
 }
 
 export const processInterrupts: Interrupts = {
@@ -38,7 +44,7 @@ export function terminalPrompt(input: NodeJS.ReadStream, output: NodeJS.WriteStr
       return new Promise((resolve) => {
         const rl = createInterface({ input, output, terminal: true });
         let settled = false;
-        const settle = (answer: string | undefined): void => {
+        const settle = (answer: string | typeof INTERRUPTED | undefined): void => {
           if (settled) return;
           settled = true;
           signal.removeEventListener('abort', onAbort);
@@ -51,9 +57,10 @@ export function terminalPrompt(input: NodeJS.ReadStream, output: NodeJS.WriteStr
         };
         if (signal.aborted) return settle(undefined);
         signal.addEventListener('abort', onAbort, { once: true });
+        // In a terminal's raw mode a Ctrl-C is a key, not a signal: readline reports it here.
         rl.on('SIGINT', () => {
           output.write('^C\n');
-          settle(undefined);
+          settle(INTERRUPTED);
         });
         rl.on('close', () => settle(undefined));
         rl.question(question, (answer) => settle(answer));
@@ -70,7 +77,8 @@ export async function askCancelOrDetach(prompt: Prompt, jobLabel: string, signal
   if (!prompt.interactive) return { choice: 'detach', why: 'Ctrl-C with no terminal to ask on' };
   for (let attempt = 0; attempt < 3; attempt++) {
     const answer = await prompt.ask(`Ctrl-C: cancel ${jobLabel}, or detach and leave it running? [c]ancel / [D]etach: `, signal);
-    if (answer === undefined) return { choice: 'detach', why: signal.aborted ? 'Ctrl-C again' : 'no answer' };
+    if (answer === INTERRUPTED) return { choice: 'detach', why: 'Ctrl-C again' };
+    if (answer === undefined) return { choice: 'detach', why: 'no answer' };
     const a = answer.trim().toLowerCase();
     if (a === 'c' || a === 'cancel') return { choice: 'cancel', why: 'as asked' };
     if (a === '' || a === 'd' || a === 'detach') return { choice: 'detach', why: 'as asked' };

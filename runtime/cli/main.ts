@@ -41,7 +41,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     // Messages may quote what users wrote (job names, paths, a Dispatcher's answer).
     io.stderr.write(`floe: ${escapeText(e instanceof FloeError ? e.message : errorMessage(e), { keepNewlines: true })}\n`);
-    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env['FLOE_DEBUG']) io.stderr.write(`${e.stack}\n`);
+    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env['FLOE_DEBUG']) io.stderr.write(`${escapeText(e.stack, { keepNewlines: true })}\n`);
     return 1;
   }
 }

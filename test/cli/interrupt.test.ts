@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Interrupts, Prompt } from '../../runtime/cli/interrupt.js';
+import { INTERRUPTED, type Interrupts, type Prompt } from '../../runtime/cli/interrupt.js';
 import { CliHarness, waitUntil } from './cli-harness.js';
 
 const harness = new CliHarness('floe-cli-interrupt-');
@@ -38,8 +38,8 @@ class TestInterrupts implements Interrupts {
 class ScriptedPrompt implements Prompt {
   readonly questions: string[] = [];
   aborted = 0;
-  constructor(private readonly answers: (string | 'wait')[], readonly interactive = true) {}
-  ask(question: string, signal: AbortSignal): Promise<string | undefined> {
+  constructor(private readonly answers: (string | typeof INTERRUPTED | 'wait')[], readonly interactive = true) {}
+  ask(question: string, signal: AbortSignal): Promise<string | typeof INTERRUPTED | undefined> {
     this.questions.push(question);
     const answer = this.answers.shift();
     if (answer !== 'wait') return Promise.resolve(answer);
@@ -104,13 +104,17 @@ describe('Ctrl-C on floe run', () => {
     expect(run.status).toBe('CANCELED');
   });
 
-  it('a second Ctrl-C while it asks detaches', async () => {
+  it('a second Ctrl-C while it asks detaches, as a signal or as a key at the question', async () => {
     const prompt = new ScriptedPrompt(['wait']);
     const run = await runAndInterrupt(endlessJob, prompt, 2);
     expect(prompt.aborted).toBe(1);
     expect(run.stderr).toContain(`Ctrl-C again: detached from job 'endless' (${run.jobId}), which keeps running`);
     expect(run.status).toBe('RUNNING');
     expect(run.code).toBe(130);
+
+    const atTheQuestion = await runAndInterrupt(endlessJob, new ScriptedPrompt([INTERRUPTED]));
+    expect(atTheQuestion.stderr).toContain(`Ctrl-C again: detached from job 'endless' (${atTheQuestion.jobId}), which keeps running`);
+    expect(atTheQuestion.status).toBe('RUNNING');
   });
 
   it('without a terminal to ask on, it detaches at once', async () => {

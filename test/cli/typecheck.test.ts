@@ -35,6 +35,11 @@ describe('type-checking a job before it runs', () => {
     const skipped = await harness.cli(['run', 'bad.ts', '--no-typecheck']);
     expect(skipped.stderr).toMatch(/submitted job 'typo' as [0-9a-f]{32}/);
     expect(skipped.code).toBe(0);
+
+    // a plain JavaScript job has no types to check
+    writeFileSync(join(harness.root, 'plain.js'), BAD_JOB.replace("'typo'", "'plain'"));
+    const plain = await harness.cli(['run', 'plain.js']);
+    expect(plain.stderr).toMatch(/submitted job 'plain' as [0-9a-f]{32}/);
   });
 
   it("uses the job folder's tsconfig.json, with 'floe' always mapped to this install's API", () => {
