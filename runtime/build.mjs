@@ -1,8 +1,11 @@
 // Builds the runnable processes into dist/: one ESM bundle per entry point (CLI, Dispatcher,
-// JobManager, TaskExecutor, slot worker, benchmarks). Dependencies stay in node_modules.
+// JobManager, TaskExecutor, slot worker, benchmarks) and the job API (dist/api.js), plus the API's
+// declarations in dist/types/ (what `import … from 'floe'` type-checks against). Dependencies stay in
+// node_modules.
 import { build } from 'esbuild';
-import { readdirSync, existsSync, rmSync } from 'node:fs';
-import { dirname, join, basename } from 'node:path';
+import { readdirSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, basename, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -11,6 +14,7 @@ for (const f of readdirSync(join(root, 'runtime/entrypoints'))) {
   if (f.endsWith('.ts')) entryPoints[basename(f, '.ts')] = join(root, 'runtime/entrypoints', f);
 }
 entryPoints['cli'] = join(root, 'runtime/cli/main.ts');
+entryPoints['api'] = join(root, 'runtime/api/index.ts');
 if (existsSync(join(root, 'bench'))) {
   for (const f of readdirSync(join(root, 'bench'))) {
     if (f.endsWith('.ts')) entryPoints[`bench/${basename(f, '.ts')}`] = join(root, 'bench', f);
@@ -19,7 +23,8 @@ if (existsSync(join(root, 'bench'))) {
 
 rmSync(join(root, 'dist'), { recursive: true, force: true });
 const started = Date.now();
-await build({
+// esbuild works in its own process: the declarations are emitted meanwhile.
+const bundled = build({
   entryPoints,
   outdir: join(root, 'dist'),
   bundle: true,
@@ -33,4 +38,51 @@ await build({
   logLevel: 'warning',
   banner: { js: '#!/usr/bin/env node' },
 });
+try {
+  emitApiDeclarations();
+} finally {
+  await bundled;
+}
 if (!process.env.CI && process.stdout.isTTY) console.log(`built dist/ in ${Date.now() - started} ms`);
+
+/**
+ * What `tsc -p tsconfig.types.json` emits, made file by file from the API's entry and the relative
+ * imports it reaches: the API is written so each file's declarations follow from that file alone
+ * (`isolatedDeclarations`), which takes a fraction of a type-checked emit. Then dist/types/floe.d.ts,
+ * the file `types` names: the API with Node's globals, since job functions run in Node.
+ */
+function emitApiDeclarations() {
+  // Loaded with require: importing TypeScript as an ES module costs about a second more.
+  const ts = createRequire(import.meta.url)('typescript');
+  const configPath = join(root, 'tsconfig.types.json');
+  const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail([d]) });
+  if (parsed.errors.length > 0) fail(parsed.errors);
+  const { rootDir, outDir } = parsed.options;
+  const problems = [];
+  const seen = new Set();
+  const queue = [...parsed.fileNames];
+  while (queue.length > 0) {
+    const file = resolve(queue.pop());
+    if (seen.has(file)) continue;
+    seen.add(file);
+    const text = readFileSync(file, 'utf8');
+    const out = ts.transpileDeclaration(text, { fileName: file, compilerOptions: parsed.options, reportDiagnostics: true });
+    problems.push(...(out.diagnostics ?? []));
+    const target = join(outDir, relative(rootDir, file)).replace(/\.ts$/, '.d.ts');
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, out.outputText);
+    for (const { fileName } of ts.preProcessFile(text, true, true).importedFiles) {
+      if (fileName.startsWith('.')) queue.push(join(dirname(file), fileName.replace(/\.js$/, '.ts')));
+    }
+  }
+  if (problems.length > 0) fail(problems);
+  writeFileSync(
+    join(outDir, 'floe.d.ts'),
+    "// The job API as a job file sees it: import { defineJob } from 'floe'.\n/// <reference types=\"node\" />\nexport * from './api/index.js';\n",
+  );
+
+  function fail(diagnostics) {
+    const host = { getCanonicalFileName: (f) => f, getCurrentDirectory: () => root, getNewLine: () => '\n' };
+    throw new Error(`the job API's declarations do not build:\n${ts.formatDiagnostics(diagnostics, host)}`);
+  }
+}

@@ -35,8 +35,10 @@ const REQUIRE_SHIM = "import { createRequire as __floeCreateRequire } from 'node
 
 /**
  * Bundles a job file and everything it imports (except Node builtins) into one ESM module, with an
- * inline source map so stack traces from user code point into the job file. The same sources give the
- * same bytes, hence the same sha256.
+ * inline source map so stack traces from user code name the job file where the user keeps it (the map's
+ * sourceRoot is the job file's folder: a TaskExecutor imports the library from its own cache, against
+ * which relative sources would resolve). The same sources in the same place give the same bytes, hence
+ * the same sha256.
  */
 export async function bundleJobFile(path: string): Promise<{ code: Uint8Array; sha256: string }> {
   const entry = resolve(path);
@@ -48,9 +50,9 @@ export async function bundleJobFile(path: string): Promise<{ code: Uint8Array; s
   try {
     result = await build({
       entryPoints: [entry],
-      // Not written: it only anchors the source map's relative paths next to the job file, so the
-      // bytes do not depend on where the package or the job lives.
+      // Not written: it anchors the source map's relative paths next to the job file.
       outfile: join(dirname(entry), `${basename(entry)}.floe-bundle.mjs`),
+      sourceRoot: `${pathToFileURL(dirname(entry)).href}/`,
       write: false,
       bundle: true,
       format: 'esm',

@@ -26,7 +26,12 @@ export type Command =
       /** The job file's export that defines the job. */
       readonly exportName: string;
       readonly jobArgs: readonly string[];
+      /** Type-check the job file before bundling it (off with --no-typecheck). */
+      readonly typecheck: boolean;
+      /** Records kept by a collect sink that sets no maxRecords (--max-records). */
+      readonly maxRecords?: number;
     }
+  | { readonly kind: 'init'; readonly dir?: string }
   | { readonly kind: 'list'; readonly json: boolean }
   | { readonly kind: 'status'; readonly jobId: string; readonly json: boolean }
   | { readonly kind: 'cancel'; readonly jobId: string }
@@ -46,16 +51,32 @@ export interface ParsedArgs {
 export const USAGE = `Usage: floe [--dir <stateDir>] <command>
 
 Commands:
-  run <job.ts> [-p|--parallelism N] [--detached] [--export NAME] [-D key=value]... [-- job args...]
-                          bundle the job file, submit it, and follow it until it ends
-  list [--json]           list the cluster's jobs
-  status <jobId> [--json] show a job's state, tasks and latest exceptions
+  init [dir]              write a starter job (job.ts), its sample input (input.txt) and a tsconfig.json
+                          that type-checks it against this Floe's API, in dir (default: here); never
+                          overwrites a file
+  run <job.ts> [-p|--parallelism N] [--detached] [--export NAME] [--max-records N] [--no-typecheck]
+               [-D key=value]... [-- job args...]
+                          type-check and bundle the job file, submit it, and follow it until it ends
+  list [--json]           list the cluster's jobs (from the stored records when the cluster is stopped)
+  status <jobId> [--json] show a job's state, tasks and latest exceptions (stored records, likewise)
   cancel <jobId>          cancel a job
   cluster start [-D key=value]... | stop | status [--json]
                           manage the local cluster (its Dispatcher runs in the background)
   example [wordcount | log-levels]
                           generate sample input and run examples/<name>.ts on a local cluster
                           (default: wordcount), checking its result against a direct count
+
+Run options:
+  -p, --parallelism N     parallelism of operators that set none
+  -d, --detached          submit, print the job id and return without following the job
+  --export NAME           the job file's export that defines the job (default: default)
+  --max-records N         records a collect() sink keeps when it sets no maxRecords (default 10000)
+  --no-typecheck          bundle the job without type-checking it first
+  -D key=value            a config option for a cluster this command starts
+  -- args...              the job's arguments (the builder's args). Paths that readTextFile and
+                          writeAsText get are relative to the folder floe runs in, not the job file's
+  Ctrl-C while a job is followed asks whether to cancel the job or detach from it (it keeps running);
+  a second Ctrl-C, or no terminal to ask on, detaches (exit code 130).
 
 Options:
   --dir <stateDir>        the cluster's state folder (default: $FLOE_HOME, else ~/.floe)
@@ -78,6 +99,8 @@ const OPTIONS: Record<string, OptionSpec> = {
   '--detached': { takesValue: false, commands: ['run'] },
   '-d': { takesValue: false, commands: ['run'] },
   '--export': { takesValue: true, commands: ['run'] },
+  '--max-records': { takesValue: true, commands: ['run'] },
+  '--no-typecheck': { takesValue: false, commands: ['run'] },
   '-D': { takesValue: true, commands: ['run', 'cluster'] },
   '--json': { takesValue: false, commands: ['list', 'status', 'cluster'] },
   '--help': { takesValue: false, commands: 'all' },
@@ -85,7 +108,7 @@ const OPTIONS: Record<string, OptionSpec> = {
   '--version': { takesValue: false, commands: 'all' },
 };
 
-const COMMANDS = ['run', 'list', 'status', 'cancel', 'cluster', 'example', 'help'] as const;
+const COMMANDS = ['init', 'run', 'list', 'status', 'cancel', 'cluster', 'example', 'help'] as const;
 
 function parseConfigPair(raw: string, into: Record<string, string>): void {
   const eq = raw.indexOf('=');
@@ -175,6 +198,12 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       }
       const exportName = flags.get('--export')?.at(-1) ?? 'default';
       if (exportName === '') throw new UsageError('--export needs a name');
+      const m = flags.get('--max-records')?.at(-1);
+      let maxRecords: number | undefined;
+      if (m !== undefined) {
+        maxRecords = Number(m);
+        if (!/^\d+$/.test(m) || !Number.isSafeInteger(maxRecords)) throw new UsageError(`--max-records needs an integer >= 0, found '${m}'`);
+      }
       return {
         ...base,
         command: {
@@ -185,9 +214,14 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
           config,
           exportName,
           jobArgs: jobArgs ?? [],
+          typecheck: !flags.has('--no-typecheck'),
+          ...(maxRecords === undefined ? {} : { maxRecords }),
         },
       };
     }
+    case 'init':
+      if (rest.length > 1) expectArgs(1, '');
+      return { ...base, command: { kind, ...(rest[0] === undefined ? {} : { dir: rest[0] }) } };
     case 'list':
       expectArgs(0, '');
       return { ...base, command: { kind, json } };

@@ -2,8 +2,9 @@
 // started in the background and stopped by its pid.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
-import { FloeError, errorMessage } from '../core/errors.js';
+import { FloeError, RpcConnectionError, RpcTimeoutError, errorMessage } from '../core/errors.js';
 import { sleep } from '../core/clock.js';
 import { distEntry } from '../core/paths.js';
 import { ProcessEnv } from '../core/process-env.js';
@@ -57,21 +58,98 @@ export function isProcessAlive(pid: number): boolean {
 
 export type ClusterState =
   | { readonly state: 'up'; readonly info: ClusterInfo; readonly client: RestClient }
-  | { readonly state: 'down'; readonly staleInfo?: ClusterInfo }
-  /** Its process exists but does not answer GET /health. */
+  /** Not running: no cluster.json, its pid is gone, or nothing listens at its URL any more. */
+  | { readonly state: 'down'; readonly staleInfo?: ClusterInfo; readonly reason: string }
+  /** Running but slow: its pid is alive and its socket accepts connections, but GET /health has no answer yet. */
+  | { readonly state: 'busy'; readonly info: ClusterInfo; readonly cause: string }
+  /** Something answers at its URL, but not as a Dispatcher does. */
   | { readonly state: 'unresponsive'; readonly info: ClusterInfo; readonly cause: string };
 
-export async function probeCluster(stateDir: string, timeoutMs = 2_000): Promise<ClusterState> {
+/** How long a probe waits for a connection and for GET /health before calling the cluster busy. */
+export const PROBE_TIMEOUT_MS = 2_000;
+/**
+ * How long commands wait for a busy cluster to answer before giving up on it: a Dispatcher on a loaded
+ * machine (or parsing a large request) can take seconds.
+ */
+export const BUSY_WAIT_MS = 60_000;
+
+/** One look at the cluster registered in `stateDir`: up, down, busy or unresponsive (see ClusterState). */
+export async function probeCluster(stateDir: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<ClusterState> {
   const info = readClusterInfo(stateDir);
-  if (info === undefined) return { state: 'down' };
-  if (!isProcessAlive(info.pid)) return { state: 'down', staleInfo: info };
-  const client = RestClient.forCluster(info, timeoutMs);
+  if (info === undefined) return { state: 'down', reason: `no Dispatcher is registered in ${clusterInfoPath(stateDir)}` };
+  if (!isProcessAlive(info.pid)) return { state: 'down', staleInfo: info, reason: `the Dispatcher registered in ${clusterInfoPath(stateDir)} (pid ${info.pid}) has exited` };
+  const refused = { state: 'down', staleInfo: info, reason: `nothing listens at ${info.restUrl}, where the Dispatcher (pid ${info.pid}) served` } as const;
+  const url = new URL(info.restUrl);
+  const connection = await tryConnect(url.hostname, Number(url.port || (url.protocol === 'https:' ? 443 : 80)), timeoutMs);
+  if (connection === 'refused') return refused;
+  if (connection === 'timeout') return { state: 'busy', info, cause: `no connection within ${timeoutMs} ms` };
+  if (connection !== 'accepted') return { state: 'unresponsive', info, cause: connection };
   try {
-    await client.health();
+    await RestClient.forCluster(info, timeoutMs).health();
     return { state: 'up', info, client: RestClient.forCluster(info) };
   } catch (e) {
+    if (e instanceof RpcTimeoutError) return { state: 'busy', info, cause: `GET /health had no answer within ${timeoutMs} ms` };
+    if (e instanceof RpcConnectionError) {
+      // Refused now: it closed its socket since the connect above. Reset: an overloaded server drops connections.
+      return rootCode(e) === 'ECONNREFUSED' ? refused : { state: 'busy', info, cause: errorMessage(e) };
+    }
     return { state: 'unresponsive', info, cause: errorMessage(e) };
   }
+}
+
+/**
+ * Probes the cluster and, while it is busy, keeps asking until it answers or `waitMs` pass (`onBusy` is
+ * told once, so the user knows why nothing happens). Never reports a slow cluster as a stopped one.
+ */
+export async function awaitCluster(
+  stateDir: string,
+  options: { readonly waitMs?: number; readonly onBusy?: (state: Extract<ClusterState, { state: 'busy' }>, waitMs: number) => void } = {},
+): Promise<ClusterState> {
+  const waitMs = options.waitMs ?? BUSY_WAIT_MS;
+  const deadline = Date.now() + waitMs;
+  let state = await probeCluster(stateDir, Math.min(PROBE_TIMEOUT_MS, Math.max(1, waitMs)));
+  if (state.state !== 'busy') return state;
+  options.onBusy?.(state, waitMs);
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) return state;
+    // A long probe rather than many short ones: each abandoned request would queue on the busy server.
+    state = await probeCluster(stateDir, Math.min(10_000, Math.max(PROBE_TIMEOUT_MS, left)));
+    if (state.state !== 'busy') return state;
+    if (Date.now() < deadline) await sleep(Math.min(250, Math.max(0, deadline - Date.now())));
+  }
+}
+
+/** What to tell a user about a cluster that stayed busy: it is there, so Floe starts no second one. */
+export function busyMessage(state: Extract<ClusterState, { state: 'busy' }>, waitedMs: number): string {
+  return (
+    `the Dispatcher at ${state.info.restUrl} (pid ${state.info.pid}) is running but did not answer within ${Math.round(waitedMs / 1000)} s (${state.cause}); ` +
+    `the machine or the Dispatcher may be overloaded. No second cluster was started: retry when it is less busy, or stop it with 'floe cluster stop'`
+  );
+}
+
+type ConnectOutcome = 'accepted' | 'refused' | 'timeout' | string;
+
+function tryConnect(host: string, port: number, timeoutMs: number): Promise<ConnectOutcome> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (outcome: ConnectOutcome): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(outcome);
+    };
+    const timer = setTimeout(() => done('timeout'), timeoutMs);
+    socket.once('connect', () => done('accepted'));
+    socket.once('error', (e: NodeJS.ErrnoException) => done(e.code === 'ECONNREFUSED' ? 'refused' : `connecting to ${host}:${port} failed: ${e.message}`));
+  });
+}
+
+function rootCode(e: unknown): string | undefined {
+  for (let c: unknown = e, depth = 0; c !== undefined && c !== null && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+  }
+  return undefined;
 }
 
 async function waitFor<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined> | T | undefined, onTimeout: () => string): Promise<T> {
@@ -95,8 +173,12 @@ function tail(path: string, lines = 20): string {
 export interface StartClusterOptions {
   /** Config option keys to values for the Dispatcher (and the processes it starts). */
   readonly config?: Readonly<Record<string, string | number>>;
-  /** @default 30_000 */
+  /** How long a started Dispatcher may take to answer. @default 60_000 */
   readonly timeoutMs?: number;
+  /** How long to wait for a registered cluster that is busy. @default BUSY_WAIT_MS */
+  readonly busyWaitMs?: number;
+  /** Told when a registered cluster is busy and will be waited for. */
+  readonly onBusy?: (state: Extract<ClusterState, { state: 'busy' }>, waitMs: number) => void;
   /** Environment of the Dispatcher process. @default process.env */
   readonly env?: NodeJS.ProcessEnv;
   /** The Dispatcher entry point. @default dist/dispatcher.js */
@@ -108,8 +190,10 @@ export interface StartClusterOptions {
  * detached background process and waits until it has written cluster.json and answers GET /health.
  */
 export async function startCluster(stateDir: string, options: StartClusterOptions = {}): Promise<{ info: ClusterInfo; started: boolean }> {
-  const current = await probeCluster(stateDir);
+  const waitMs = options.busyWaitMs ?? BUSY_WAIT_MS;
+  const current = await awaitCluster(stateDir, { waitMs, ...(options.onBusy === undefined ? {} : { onBusy: options.onBusy }) });
   if (current.state === 'up') return { info: current.info, started: false };
+  if (current.state === 'busy') throw new ClusterError(busyMessage(current, waitMs));
   if (current.state === 'unresponsive') {
     throw new ClusterError(
       `a Dispatcher (pid ${current.info.pid}) is registered in ${clusterInfoPath(stateDir)} but does not answer at ${current.info.restUrl} (${current.cause}); stop it with 'floe cluster stop' or kill ${current.info.pid}`,
@@ -119,7 +203,7 @@ export async function startCluster(stateDir: string, options: StartClusterOption
   if (current.staleInfo !== undefined) rmSync(clusterInfoPath(stateDir), { force: true });
 
   const entry = options.entry ?? distEntry('dispatcher');
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  const timeoutMs = options.timeoutMs ?? 60_000;
   mkdirSync(join(stateDir, 'logs'), { recursive: true });
   const outPath = dispatcherOutputPath(stateDir);
   const out = openSync(outPath, 'a');
@@ -143,7 +227,7 @@ export async function startCluster(stateDir: string, options: StartClusterOption
           throw new ClusterError(`the Dispatcher exited while starting (${exited}); its output (${outPath}):\n${tail(outPath)}`);
         }
         if (!existsSync(clusterInfoPath(stateDir))) return undefined;
-        const state = await probeCluster(stateDir, 1_000);
+        const state = await probeCluster(stateDir);
         return state.state === 'up' ? { info: state.info, started: true } : undefined;
       },
       () => `see ${outPath}:\n${tail(outPath)}`,
@@ -169,7 +253,9 @@ export async function stopCluster(stateDir: string, timeoutMs = 30_000): Promise
     return { stopped: false };
   }
   if (state.state === 'unresponsive') {
-    // The pid may have been reused by an unrelated process: never signal what we cannot identify.
+    // Something else answers at its URL: the pid may have been reused by an unrelated process, and
+    // what we cannot identify is never signalled. (A busy one is signalled: its pid is alive and its
+    // socket accepts connections, which a reused pid would not also do.)
     throw new ClusterError(
       `${clusterInfoPath(stateDir)} names pid ${state.info.pid}, which is alive but does not answer at ${state.info.restUrl} (${state.cause}); if it is a Floe Dispatcher, stop it with kill ${state.info.pid}`,
     );

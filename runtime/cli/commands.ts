@@ -1,19 +1,25 @@
 // The CLI's commands: each takes its parsed arguments and the I/O it may use, and returns an exit code.
-import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { loadConfig, CONFIG_OPTIONS } from '../core/config.js';
-import { FloeError, errorMessage } from '../core/errors.js';
+import { ConflictError, FloeError, errorMessage } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
-import { sleep } from '../core/clock.js';
 import { isGloballyTerminal, type JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type { JobException } from '../ha/job-store.js';
 import { bundleJobFile, importLibrary } from '../api/library.js';
-import { loadJobDefinition } from '../api/program.js';
-import { buildJobGraph } from '../api/translate.js';
-import type { JobDetails } from '../dispatcher/rest-types.js';
+import { loadJobDefinition, runJobBuilder } from '../api/program.js';
+import { buildJobGraph, DEFAULT_COLLECT_MAX_RECORDS } from '../api/translate.js';
+import type { JobDefinition } from '../api/job-definition.js';
+import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
 import type { Command } from './args.js';
-import { clusterInfoPath, probeCluster, startCluster, stopCluster, type StartClusterOptions } from './cluster.js';
+import { awaitCluster, BUSY_WAIT_MS, busyMessage, ClusterError, clusterInfoPath, probeCluster, startCluster, stopCluster, type ClusterState, type StartClusterOptions } from './cluster.js';
+import { escapeText, safeJson } from './escape.js';
 import { formatDuration, formatException, formatJobDetails, formatJobList, formatProgress, formatRecord, ProgressPrinter, type OutputStream } from './format.js';
+import { initJobFolder } from './init.js';
+import { askCancelOrDetach, noPrompt, type InterruptChoice, type Interrupts, type Prompt } from './interrupt.js';
 import type { RestClient } from './rest-client.js';
+import { FLOE_TYPES, floeTypesExist, typecheckJob } from './typecheck.js';
 
 export interface CliIo {
   readonly stdout: OutputStream;
@@ -24,10 +30,33 @@ export interface CliIo {
   readonly pollIntervalMs?: number;
   /** The Dispatcher program a started cluster runs. @default dist/dispatcher.js */
   readonly dispatcherEntry?: string;
+  /** Ctrl-C while `floe run` follows a job. @default - none: Ctrl-C ends the process */
+  readonly interrupts?: Interrupts;
+  /** Asks what a Ctrl-C should do to the followed job. @default - no terminal: detach */
+  readonly prompt?: Prompt;
+  /** How long commands wait for a cluster that is running but busy. @default BUSY_WAIT_MS */
+  readonly busyWaitMs?: number;
 }
 
+/** The exit code after Ctrl-C (128 + SIGINT), whether the job was then cancelled or left running. */
+export const EXIT_INTERRUPTED = 130;
+/** Read commands wait this long for a busy cluster before showing its stored records instead. */
+const READ_BUSY_WAIT_MS = 5_000;
+
 function startOptions(io: CliIo, config: Readonly<Record<string, string>>): StartClusterOptions {
-  return { config, env: { ...io.env }, ...(io.dispatcherEntry === undefined ? {} : { entry: io.dispatcherEntry }) };
+  return { config, env: { ...io.env }, ...(io.dispatcherEntry === undefined ? {} : { entry: io.dispatcherEntry }), busyWaitMs: io.busyWaitMs ?? BUSY_WAIT_MS, onBusy: announceWait(io) };
+}
+
+function announceWait(io: CliIo): (state: Extract<ClusterState, { state: 'busy' }>, waitMs: number) => void {
+  return (state, waitMs) =>
+    io.stderr.write(`the cluster at ${state.info.restUrl} (pid ${state.info.pid}) is running but busy (${state.cause}): waiting up to ${Math.round(waitMs / 1000)} s for it to answer…\n`);
+}
+
+/** The job file failed its type-check: nothing was bundled or submitted. */
+export class TypecheckError extends FloeError {
+  constructor(message: string) {
+    super('TYPECHECK', message);
+  }
 }
 
 export interface CommandContext {
@@ -42,17 +71,82 @@ const CLIENT_SIDE_KEYS = new Set<string>([CONFIG_OPTIONS.defaultParallelism.key,
 
 async function requireCluster(ctx: CommandContext): Promise<RestClient> {
   if (ctx.remote !== undefined) return ctx.remote;
-  const state = await probeCluster(ctx.stateDir);
+  const waitMs = ctx.io.busyWaitMs ?? BUSY_WAIT_MS;
+  const state = await awaitCluster(ctx.stateDir, { waitMs, onBusy: announceWait(ctx.io) });
   switch (state.state) {
     case 'up':
       return state.client;
     case 'down':
       throw new FloeError('CLUSTER_DOWN', `no cluster is running in ${ctx.stateDir}: start one with 'floe cluster start' (or 'floe run', which starts one)`);
+    case 'busy':
+      throw new ClusterError(busyMessage(state, waitMs));
     case 'unresponsive':
-      throw new FloeError('CLUSTER_UNRESPONSIVE', `the cluster at ${state.info.restUrl} (pid ${state.info.pid}) does not answer: ${state.cause}`);
+      throw new FloeError('CLUSTER_UNRESPONSIVE', unresponsiveMessage(state));
     default:
       return state satisfies never;
   }
+}
+
+function unresponsiveMessage(state: Extract<ClusterState, { state: 'unresponsive' }>): string {
+  return `the cluster registered at ${state.info.restUrl} (pid ${state.info.pid}) does not answer as a Dispatcher: ${state.cause}`;
+}
+
+/** Where a read command gets its answers: the cluster's REST API, or the records it stored. */
+type JobSource =
+  | { readonly kind: 'rest'; readonly client: RestClient }
+  | { readonly kind: 'stored'; readonly store: import('./stored-jobs.js').StoredJobs; readonly why: string; readonly stopped: boolean };
+
+/**
+ * The REST API of a running cluster; while it is stopped (or does not answer), the job records in its
+ * state folder, read-only. Only a state folder no cluster ever used has neither.
+ */
+async function jobSource(ctx: CommandContext): Promise<JobSource> {
+  if (ctx.remote !== undefined) return { kind: 'rest', client: ctx.remote };
+  const state = await awaitCluster(ctx.stateDir, { waitMs: Math.min(READ_BUSY_WAIT_MS, ctx.io.busyWaitMs ?? READ_BUSY_WAIT_MS), onBusy: announceWait(ctx.io) });
+  if (state.state === 'up') return { kind: 'rest', client: state.client };
+  // Loaded only here: the rest of the CLI never opens the database.
+  const { StoredJobs } = await import('./stored-jobs.js');
+  const store = StoredJobs.open(ctx.stateDir);
+  if (store === undefined) {
+    if (state.state === 'down') throw new FloeError('CLUSTER_DOWN', `no cluster is running in ${ctx.stateDir}: start one with 'floe cluster start' (or 'floe run', which starts one)`);
+    throw new FloeError('CLUSTER_UNRESPONSIVE', state.state === 'busy' ? busyMessage(state, READ_BUSY_WAIT_MS) : unresponsiveMessage(state));
+  }
+  const why =
+    state.state === 'down'
+      ? `the cluster in ${ctx.stateDir} is stopped`
+      : `the cluster at ${state.info.restUrl} (pid ${state.info.pid}) does not answer (${state.cause})`;
+  return { kind: 'stored', store, why, stopped: state.state === 'down' };
+}
+
+async function withJobSource<T>(ctx: CommandContext, fn: (source: JobSource) => Promise<T>): Promise<T> {
+  const source = await jobSource(ctx);
+  try {
+    return await fn(source);
+  } finally {
+    if (source.kind === 'stored') source.store.close();
+  }
+}
+
+async function listJobs(source: JobSource): Promise<readonly JobSummary[]> {
+  if (source.kind === 'rest') return source.client.listJobs();
+  const { storedSummary } = await import('./stored-jobs.js');
+  return source.store.list().map(storedSummary).sort((a, b) => b.submittedAtMs - a.submittedAtMs);
+}
+
+async function jobDetails(source: JobSource, jobId: string): Promise<{ details: JobDetails; exceptions: () => Promise<readonly JobException[]> }> {
+  if (source.kind === 'rest') return { details: await source.client.getJob(jobId), exceptions: () => source.client.getJobExceptions(jobId) };
+  const { storedDetails } = await import('./stored-jobs.js');
+  const record = source.store.require(jobId);
+  return { details: storedDetails(record), exceptions: async () => record.exceptions };
+}
+
+function storedNote(source: JobSource, details?: JobDetails): string {
+  if (source.kind !== 'stored') return '';
+  const still =
+    source.stopped && details !== undefined && !isGloballyTerminal(details.status)
+      ? `; job ${details.jobId} was ${details.status} when its record was last written, and nothing runs it now`
+      : '';
+  return `note: ${source.why}: these are its stored job records${still}\n`;
 }
 
 export interface RunOptions {
@@ -64,23 +158,41 @@ export interface RunOptions {
   readonly jobArgs: readonly string[];
   /** Print the collect sink's records on stdout. */
   readonly printRecords: boolean;
+  /** Type-check the job file before bundling it. */
+  readonly typecheck: boolean;
+  /** Records kept by a collect sink that sets no maxRecords. @default DEFAULT_COLLECT_MAX_RECORDS */
+  readonly maxRecords?: number;
 }
 
 export interface RunOutcome {
   readonly jobId: JobId;
-  readonly status: JobStatus | 'SUBMITTED';
+  /** SUBMITTED: --detached; DETACHED: Ctrl-C, then detached from the running job. */
+  readonly status: JobStatus | 'SUBMITTED' | 'DETACHED';
+  /** A Ctrl-C decided how this run ended (detached, or the job was cancelled). */
+  readonly interrupted: boolean;
   readonly graph: JobGraph;
   readonly result?: { readonly records: readonly unknown[]; readonly truncated: boolean };
   /** The cluster this run started, if it had to. */
   readonly startedCluster: boolean;
 }
 
-/** Bundles, translates and submits a job, then (unless detached) follows it to its end. */
+/** Type-checks, bundles, translates and submits a job, then (unless detached) follows it to its end. */
 export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<RunOutcome> {
   const { io } = ctx;
   const config = loadConfig(opts.config);
   const jobFile = resolve(io.cwd, opts.jobFile);
-  const { code, sha256 } = await bundleJobFile(jobFile);
+  // esbuild bundles in its own process while the type-check runs here.
+  const bundling = bundleJobFile(jobFile);
+  // Plain JavaScript job files have no types to check.
+  if (opts.typecheck && /\.[cm]?tsx?$/.test(jobFile) && existsSync(jobFile)) {
+    try {
+      checkTypes(jobFile, io, join(ctx.stateDir, 'cache', 'typecheck'));
+    } catch (e) {
+      bundling.catch(() => undefined);
+      throw e;
+    }
+  }
+  const { code, sha256 } = await bundling;
   const namespace = await importLibrary(code, join(ctx.stateDir, 'cache', 'client-libraries'));
   const definition = loadJobDefinition(namespace, opts.exportName);
   const jobId = JobId.random();
@@ -91,37 +203,60 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     library: { sha256, sizeBytes: code.byteLength },
     defaultParallelism: opts.parallelism ?? config.defaultParallelism,
     cwd: io.cwd,
+    ...(opts.maxRecords === undefined ? {} : { collectMaxRecords: opts.maxRecords }),
   });
+  const name = `'${escapeText(graph.name)}'`;
 
   const clusterConfig = Object.fromEntries(Object.entries(opts.config).filter(([k]) => !CLIENT_SIDE_KEYS.has(k)));
   let client: RestClient;
   let startedCluster = false;
-  const state = ctx.remote === undefined ? await probeCluster(ctx.stateDir) : undefined;
   if (ctx.remote !== undefined) {
     client = ctx.remote;
     if (Object.keys(clusterConfig).length > 0) io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: -D reaches only a cluster that 'floe' starts\n`);
-  } else if (state?.state === 'up') {
-    client = state.client;
-    if (Object.keys(clusterConfig).length > 0) {
-      io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: the cluster in ${ctx.stateDir} is already running; pass -D to 'floe cluster start' after 'floe cluster stop'\n`);
-    }
   } else {
-    io.stderr.write(`no cluster is running in ${ctx.stateDir}: starting one…\n`);
-    const { info } = await startCluster(ctx.stateDir, startOptions(io, clusterConfig));
-    startedCluster = true;
-    io.stderr.write(`started a local cluster at ${info.restUrl} (pid ${info.pid}); stop it with 'floe cluster stop'\n`);
-    client = await requireCluster(ctx);
+    const waitMs = io.busyWaitMs ?? BUSY_WAIT_MS;
+    const state = await awaitCluster(ctx.stateDir, { waitMs, onBusy: announceWait(io) });
+    switch (state.state) {
+      case 'up':
+        client = state.client;
+        if (Object.keys(clusterConfig).length > 0) {
+          io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: the cluster in ${ctx.stateDir} is already running; pass -D to 'floe cluster start' after 'floe cluster stop'\n`);
+        }
+        break;
+      case 'down': {
+        io.stderr.write(`no cluster is running in ${ctx.stateDir}: starting one…\n`);
+        const { info } = await startCluster(ctx.stateDir, startOptions(io, clusterConfig));
+        startedCluster = true;
+        io.stderr.write(`started a local cluster at ${info.restUrl} (pid ${info.pid}); stop it with 'floe cluster stop'\n`);
+        client = await requireCluster(ctx);
+        break;
+      }
+      case 'busy':
+        // It is there, only slow: starting a second cluster beside it would make things worse.
+        throw new ClusterError(busyMessage(state, waitMs));
+      case 'unresponsive':
+        throw new FloeError('CLUSTER_UNRESPONSIVE', `${unresponsiveMessage(state)}; stop it with 'floe cluster stop' or kill ${state.info.pid}`);
+      default:
+        return state satisfies never;
+    }
   }
 
   await client.submitJob(graph, code);
-  io.stderr.write(`submitted job '${graph.name}' as ${jobId}\n`);
+  io.stderr.write(`submitted job ${name} as ${jobId}\n`);
   if (opts.detached) {
     io.stdout.write(`${jobId}\n`);
     io.stderr.write(`follow it with 'floe status ${jobId}'\n`);
-    return { jobId, status: 'SUBMITTED', graph, startedCluster };
+    return { jobId, status: 'SUBMITTED', interrupted: false, graph, startedCluster };
   }
 
-  const details = await followJob(client, jobId, io);
+  const followed = await followJob(client, jobId, io, { jobLabel: `job ${name} (${jobId})` });
+  if (followed.detached) {
+    io.stderr.write(
+      `${followed.why}: detached from job ${name} (${jobId}), which keeps running. Follow it with 'floe status ${jobId}', cancel it with 'floe cancel ${jobId}'\n`,
+    );
+    return { jobId, status: 'DETACHED', interrupted: true, graph, startedCluster };
+  }
+  const details = followed.details;
   const hasCollect = graph.vertices.some((v) => v.operators.some((op) => op.kind === 'sink.collect'));
   let result: RunOutcome['result'];
   switch (details.status) {
@@ -131,30 +266,114 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
         if (result !== undefined && opts.printRecords) {
           for (const r of result.records) io.stdout.write(`${formatRecord(r)}\n`);
         }
-        if (result?.truncated) io.stderr.write(`note: the result was cut at ${result.records.length} records (raise it with collect({ maxRecords }))\n`);
+        if (result?.truncated) io.stderr.write(collectCapNote(result.records.length, graph, definition, opts));
       }
-      io.stderr.write(`job '${graph.name}' (${jobId}) FINISHED in ${formatDuration(details.durationMs)}\n`);
+      io.stderr.write(`job ${name} (${jobId}) FINISHED in ${formatDuration(details.durationMs)}\n`);
       break;
     }
     case 'FAILED': {
-      io.stderr.write(`job '${graph.name}' (${jobId}) FAILED after ${formatDuration(details.durationMs)}\n`);
+      io.stderr.write(`job ${name} (${jobId}) FAILED after ${formatDuration(details.durationMs)}\n`);
       const exceptions = await client.getJobExceptions(jobId);
       for (const e of exceptions) io.stderr.write(`${formatException(e)}\n`);
       break;
     }
     default:
-      io.stderr.write(`job '${graph.name}' (${jobId}) ended ${details.status} after ${formatDuration(details.durationMs)}\n`);
+      io.stderr.write(`job ${name} (${jobId}) ended ${details.status} after ${formatDuration(details.durationMs)}\n`);
   }
-  return { jobId, status: details.status, graph, ...(result === undefined ? {} : { result }), startedCluster };
+  return { jobId, status: details.status, interrupted: followed.interrupted, graph, ...(result === undefined ? {} : { result }), startedCluster };
 }
 
-/** Polls the job until it ends, drawing progress on stderr. A Dispatcher hiccup is retried for a while. */
-export async function followJob(client: RestClient, jobId: JobId | string, io: CliIo, retryForMs = 15_000): Promise<JobDetails> {
+/** Prints the type-check's diagnostics; throws when there are errors, so nothing is bundled or submitted. */
+function checkTypes(jobFile: string, io: CliIo, cacheDir: string): void {
+  if (!floeTypesExist()) {
+    throw new TypecheckError(`Floe's API declarations ${FLOE_TYPES} are missing, so ${jobFile} cannot be type-checked: build Floe (npm run build in its folder), or run with --no-typecheck`);
+  }
+  const check = typecheckJob(jobFile, io.cwd, cacheDir);
+  io.stderr.write(check.report);
+  if (check.cacheProblem !== undefined) io.stderr.write(`note: the clean type-check is not remembered (${escapeText(check.cacheProblem)}); the next run checks again\n`);
+  if (check.errorCount > 0) {
+    const shown = relative(io.cwd, jobFile);
+    throw new TypecheckError(
+      `${escapeText(shown.startsWith('..') || isAbsolute(shown) ? jobFile : shown)} does not type-check (${check.errorCount} error${check.errorCount === 1 ? '' : 's'}${check.configFile === undefined ? '' : `; compiler options from ${escapeText(check.configFile)}`}); nothing was submitted. Fix ${check.errorCount === 1 ? 'it' : 'them'}, or run with --no-typecheck to skip the check`,
+    );
+  }
+}
+
+/** Says how many records the collect sink kept, that more existed, and exactly how to keep more. */
+function collectCapNote(kept: number, graph: JobGraph, definition: JobDefinition, opts: RunOptions): string {
+  const sink = graph.vertices.flatMap((v) => v.operators).find((op) => op.kind === 'sink.collect');
+  const cap = sink?.kind === 'sink.collect' ? sink.maxRecords : kept;
+  // Whether the job file sets the cap itself: the builder is deterministic, so running it again tells.
+  const inJob = runJobBuilder(definition, opts.jobArgs)
+    .getTransformations()
+    .some((t) => t.spec.kind === 'sink.collect' && t.spec.maxRecords !== undefined);
+  const head = `note: the collect sink kept ${kept} records and the job produced more, which were dropped (the cap is ${cap} records)`;
+  if (inJob) return `${head}: the job file sets it with collect({ maxRecords: ${cap} }); raise maxRecords there (--max-records applies only to a collect() that sets none)\n`;
+  const suggestion = Math.max(10 * cap, DEFAULT_COLLECT_MAX_RECORDS);
+  return `${head}: to keep more, run again with --max-records <N>, e.g. floe run ${escapeText(opts.jobFile)} --max-records ${suggestion}${opts.jobArgs.length > 0 ? ' -- …' : ''}\n`;
+}
+
+export type FollowResult =
+  | { readonly detached: false; readonly details: JobDetails; /** A Ctrl-C had the job cancelled. */ readonly interrupted: boolean }
+  | { readonly detached: true; /** Why it detached, for the message. */ readonly why: string };
+
+/**
+ * Polls the job until it ends, drawing progress on stderr. A Dispatcher hiccup is retried for a while.
+ * With `io.interrupts`, a Ctrl-C asks (io.prompt) whether to cancel the job (then it is followed until it
+ * ends) or to detach (the job keeps running); see interrupt.ts for who answers when nobody can.
+ */
+export async function followJob(
+  client: RestClient,
+  jobId: JobId | string,
+  io: CliIo,
+  options: { readonly jobLabel?: string; readonly retryForMs?: number } = {},
+): Promise<FollowResult> {
+  const retryForMs = options.retryForMs ?? 15_000;
+  const jobLabel = options.jobLabel ?? `job ${jobId}`;
   const printer = new ProgressPrinter(io.stderr);
   const started = Date.now();
   let failingSince: number | undefined;
+
+  let interrupts = 0;
+  let question: AbortController | undefined;
+  let decided: { choice: InterruptChoice; why: string } | undefined;
+  let cancelSent = false;
+  let stopWaiting = false;
+  let wake: (() => void) | undefined;
+  const unsubscribe = io.interrupts?.subscribe(() => {
+    interrupts++;
+    if (interrupts === 1) {
+      printer.finish();
+      question = new AbortController();
+      void askCancelOrDetach(io.prompt ?? noPrompt, jobLabel, question.signal).then((d) => {
+        decided ??= d;
+        wake?.();
+      });
+    } else if (decided === undefined) {
+      // A second Ctrl-C while the question is open: the safe answer, detach.
+      decided = { choice: 'detach', why: 'Ctrl-C again' };
+      question?.abort();
+    } else if (decided.choice === 'cancel') {
+      stopWaiting = true;
+    }
+    wake?.();
+  });
   try {
     for (;;) {
+      if (decided?.choice === 'detach') return { detached: true, why: decided.why };
+      if (decided?.choice === 'cancel' && !cancelSent) {
+        cancelSent = true;
+        io.stderr.write(`cancelling ${jobLabel}…\n`);
+        try {
+          await client.cancelJob(jobId);
+        } catch (e) {
+          // It ended meanwhile: the next poll shows how.
+          if (!(e instanceof ConflictError)) throw e;
+        }
+      }
+      if (stopWaiting) {
+        return { detached: true, why: `Ctrl-C again while the job was being cancelled (the cancellation goes on)` };
+      }
       let details: JobDetails | undefined;
       try {
         details = await client.getJob(jobId);
@@ -165,12 +384,25 @@ export async function followJob(client: RestClient, jobId: JobId | string, io: C
         if (Date.now() - failingSince > retryForMs) throw e;
       }
       if (details !== undefined) {
-        printer.update(formatProgress(details, Date.now() - started));
-        if (isGloballyTerminal(details.status)) return details;
+        const asking = question !== undefined && decided === undefined;
+        if (!asking) printer.update(formatProgress(details, Date.now() - started));
+        if (isGloballyTerminal(details.status)) {
+          question?.abort();
+          return { detached: false, details, interrupted: decided !== undefined };
+        }
       }
-      await sleep(io.pollIntervalMs ?? 250);
+      await new Promise<void>((r) => {
+        const timer = setTimeout(r, io.pollIntervalMs ?? 250);
+        wake = () => {
+          clearTimeout(timer);
+          r();
+        };
+      });
+      wake = undefined;
     }
   } finally {
+    unsubscribe?.();
+    question?.abort();
     printer.finish();
   }
 }
@@ -178,30 +410,48 @@ export async function followJob(client: RestClient, jobId: JobId | string, io: C
 export async function executeCommand(command: Command, ctx: CommandContext): Promise<number> {
   const { io } = ctx;
   switch (command.kind) {
+    case 'init': {
+      const dir = resolve(io.cwd, command.dir ?? '.');
+      const { written } = initJobFolder(dir);
+      const here = relative(io.cwd, dir);
+      io.stdout.write(
+        `wrote ${written.join(', ')} in ${dir}\n\n` +
+          `next:\n` +
+          (here === '' ? '' : `  cd ${here.startsWith('..') ? dir : here}\n`) +
+          `  floe run job.ts       counts the words of input.txt on a local cluster (started on first use)\n` +
+          `  tsc --noEmit          type-checks the folder as your editor does: tsconfig.json maps 'floe' to\n` +
+          `                        ${FLOE_TYPES}\n`,
+      );
+      if (!floeTypesExist()) io.stderr.write(`note: ${FLOE_TYPES} is missing: build Floe first (npm run build in its folder)\n`);
+      return 0;
+    }
     case 'run': {
       const outcome = await runJob({ ...command, printRecords: true }, ctx);
-      return outcome.status === 'FINISHED' || outcome.status === 'SUBMITTED' ? 0 : 1;
+      if (outcome.status === 'FINISHED' || outcome.status === 'SUBMITTED') return 0;
+      return outcome.interrupted ? EXIT_INTERRUPTED : 1;
     }
-    case 'list': {
-      const jobs = await (await requireCluster(ctx)).listJobs();
-      io.stdout.write(command.json ? `${JSON.stringify(jobs, null, 2)}\n` : formatJobList(jobs));
-      return 0;
-    }
-    case 'status': {
-      const client = await requireCluster(ctx);
-      const details = await client.getJob(command.jobId);
-      if (command.json) {
-        io.stdout.write(`${JSON.stringify(details, null, 2)}\n`);
+    case 'list':
+      return withJobSource(ctx, async (source) => {
+        const jobs = await listJobs(source);
+        io.stderr.write(storedNote(source));
+        io.stdout.write(command.json ? `${safeJson(jobs, 2)}\n` : formatJobList(jobs));
         return 0;
-      }
-      io.stdout.write(formatJobDetails(details));
-      if (details.exceptions > 0) {
-        const exceptions = await client.getJobExceptions(command.jobId);
-        io.stdout.write(`latest exceptions:\n`);
-        for (const e of exceptions.slice(-3)) io.stdout.write(`${formatException(e)}\n`);
-      }
-      return 0;
-    }
+      });
+    case 'status':
+      return withJobSource(ctx, async (source) => {
+        const { details, exceptions } = await jobDetails(source, command.jobId);
+        io.stderr.write(storedNote(source, details));
+        if (command.json) {
+          io.stdout.write(`${safeJson(details, 2)}\n`);
+          return 0;
+        }
+        io.stdout.write(formatJobDetails(details));
+        if (details.exceptions > 0) {
+          io.stdout.write(`latest exceptions:\n`);
+          for (const e of (await exceptions()).slice(-3)) io.stdout.write(`${formatException(e)}\n`);
+        }
+        return 0;
+      });
     case 'cancel': {
       const answer = await (await requireCluster(ctx)).cancelJob(command.jobId);
       io.stdout.write(`cancellation of job ${answer.jobId} requested (status ${answer.status})\n`);
@@ -258,13 +508,15 @@ async function clusterCommand(action: 'start' | 'stop' | 'status', json: boolean
         }
         return 0;
       }
-      const reason = state.state === 'down' ? undefined : state.cause;
       if (json) {
-        io.stdout.write(`${JSON.stringify({ state: state.state, stateDir, ...(state.state === 'unresponsive' ? { restUrl: state.info.restUrl, pid: state.info.pid, cause: reason } : {}) }, null, 2)}\n`);
+        const more = state.state === 'down' ? { reason: state.reason } : { restUrl: state.info.restUrl, pid: state.info.pid, cause: state.cause };
+        io.stdout.write(`${JSON.stringify({ state: state.state, stateDir, ...more }, null, 2)}\n`);
       } else if (state.state === 'down') {
-        io.stdout.write(`cluster down (no Dispatcher registered in ${clusterInfoPath(stateDir)})\n`);
+        io.stdout.write(`cluster down (${state.reason})\n`);
+      } else if (state.state === 'busy') {
+        io.stdout.write(`cluster busy: pid ${state.info.pid} at ${state.info.restUrl} is running but has not answered yet (${state.cause})\n`);
       } else {
-        io.stdout.write(`cluster unresponsive: pid ${state.info.pid} at ${state.info.restUrl} does not answer (${reason})\n`);
+        io.stdout.write(`cluster unresponsive: pid ${state.info.pid} at ${state.info.restUrl} does not answer as a Dispatcher (${state.cause})\n`);
       }
       return 1;
     }

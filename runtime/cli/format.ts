@@ -1,7 +1,9 @@
-// What the CLI prints, as pure functions: progress lines, durations, tables, records, exceptions.
+// What the CLI prints, as pure functions: progress lines, durations, tables, records, exceptions. Text
+// that comes from users (names, messages, records) goes through escape.ts.
 import type { JobException } from '../ha/job-store.js';
 import type { TaskCounts } from '../jobgraph/job-status.js';
 import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
+import { escapeText, safeJson } from './escape.js';
 
 /** "850 ms", "3.2 s", "2 m 05 s", "1 h 02 m". */
 export function formatDuration(ms: number): string {
@@ -63,20 +65,20 @@ export class ProgressPrinter {
   }
 }
 
-/** A collected record as one line: strings as they are, everything else as JSON. */
+/** A collected record as one line: strings as they are (control characters escaped), everything else as JSON. */
 export function formatRecord(record: unknown): string {
-  if (typeof record === 'string') return record;
+  if (typeof record === 'string') return escapeText(record);
   if (record === undefined) return 'undefined';
   if (typeof record === 'bigint') return `${record}n`;
-  return JSON.stringify(record) ?? String(record);
+  return safeJson(record) ?? String(record);
 }
 
 export function formatException(e: JobException): string {
-  const where = [e.taskName, e.location === undefined ? undefined : `on ${e.location}`].filter((x) => x !== undefined).join(' ');
+  const where = [e.taskName, e.location === undefined ? undefined : `on ${e.location}`].filter((x) => x !== undefined).map((x) => escapeText(x)).join(' ');
   const head = `${new Date(e.timestampMs).toISOString()}${where ? ` ${where}` : ''}`;
   // A stack starts with the message already; print it alone when there is one.
   const body = e.stack !== undefined && e.stack.includes(e.message) ? e.stack : e.stack === undefined ? e.message : `${e.message}\n${e.stack}`;
-  return `${head}\n${body.replace(/^/gm, '  ')}`;
+  return `${head}\n${escapeText(body, { keepNewlines: true }).replace(/^/gm, '  ')}`;
 }
 
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -90,13 +92,13 @@ export function formatJobList(jobs: readonly JobSummary[]): string {
   const sorted = [...jobs].sort((a, b) => b.submittedAtMs - a.submittedAtMs);
   return formatTable(
     ['JOB ID', 'NAME', 'STATUS', 'SUBMITTED', 'DURATION', 'PARALLELISM'],
-    sorted.map((j) => [j.jobId, j.name, j.status, new Date(j.submittedAtMs).toISOString(), formatDuration(j.durationMs), String(j.parallelism)]),
+    sorted.map((j) => [j.jobId, escapeText(j.name), j.status, new Date(j.submittedAtMs).toISOString(), formatDuration(j.durationMs), String(j.parallelism)]),
   );
 }
 
 export function formatJobDetails(d: JobDetails): string {
   const lines = [
-    `job        ${d.name} (${d.jobId})`,
+    `job        ${escapeText(d.name)} (${d.jobId})`,
     `status     ${d.status}`,
     `submitted  ${new Date(d.submittedAtMs).toISOString()}`,
     ...(d.endedAtMs === undefined ? [] : [`ended      ${new Date(d.endedAtMs).toISOString()}`]),
@@ -114,7 +116,7 @@ export function formatJobDetails(d: JobDetails): string {
     formatTable(
       ['VERTEX', 'REGION', 'PARALLELISM', 'TASKS', 'DEPLOYED', 'FINISHED', 'RECORDS IN', 'RECORDS OUT', 'MAX IN FLIGHT'],
       d.vertices.map((v) => [
-        v.name,
+        escapeText(v.name),
         String(v.region),
         String(v.parallelism),
         `${v.tasks.finished}/${v.tasks.total} finished`,

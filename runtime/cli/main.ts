@@ -7,7 +7,9 @@ import { FloeError, errorMessage } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';
 import { parseArgs, resolveStateDir, USAGE, UsageError } from './args.js';
 import { executeCommand, type CliIo } from './commands.js';
+import { escapeText } from './escape.js';
 import { runExample } from './example.js';
+import { processInterrupts, terminalPrompt } from './interrupt.js';
 import { RestClient } from './rest-client.js';
 
 export type { CliIo } from './commands.js';
@@ -34,11 +36,12 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
   } catch (e) {
     if (e instanceof UsageError) {
-      io.stderr.write(`floe: ${e.message}\nrun 'floe --help' for usage\n`);
+      io.stderr.write(`floe: ${escapeText(e.message, { keepNewlines: true })}\nrun 'floe --help' for usage\n`);
       return 2;
     }
-    io.stderr.write(`floe: ${e instanceof FloeError ? e.message : errorMessage(e)}\n`);
-    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env['FLOE_DEBUG']) io.stderr.write(`${e.stack}\n`);
+    // Messages may quote what users wrote (job names, paths, a Dispatcher's answer).
+    io.stderr.write(`floe: ${escapeText(e instanceof FloeError ? e.message : errorMessage(e), { keepNewlines: true })}\n`);
+    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env['FLOE_DEBUG']) io.stderr.write(`${escapeText(e.stack, { keepNewlines: true })}\n`);
     return 1;
   }
 }
@@ -65,6 +68,13 @@ function isEntryPoint(): boolean {
 }
 
 if (isEntryPoint()) {
-  const io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() };
+  const io: CliIo = {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+    cwd: process.cwd(),
+    interrupts: processInterrupts,
+    prompt: terminalPrompt(process.stdin, process.stderr),
+  };
   process.exitCode = await main(process.argv.slice(2), io);
 }

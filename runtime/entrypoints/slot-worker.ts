@@ -6,4 +6,6 @@ if (parentPort === null) {
   process.stderr.write('slot-worker must run as a worker thread of a TaskExecutor\n');
   process.exit(1);
 }
+// User code comes in libraries with inline source maps: its stack frames then name the user's files.
+process.setSourceMapsEnabled(true);
 new SlotWorkerRuntime(parentPort);

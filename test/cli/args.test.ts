@@ -23,13 +23,18 @@ describe('parseArgs', () => {
         config: { 'heartbeat.timeout': '5000', 'rest.port': '0' },
         exportName: 'other',
         jobArgs: ['in.txt', '--out', 'x'],
+        typecheck: true,
       },
     });
-    expect(parseArgs(['run', 'job.ts'])).toEqual({ command: { kind: 'run', jobFile: 'job.ts', detached: false, config: {}, exportName: 'default', jobArgs: [] } });
+    expect(parseArgs(['run', 'job.ts'])).toEqual({ command: { kind: 'run', jobFile: 'job.ts', detached: false, config: {}, exportName: 'default', jobArgs: [], typecheck: true } });
+    expect(parseArgs(['run', 'job.ts', '--no-typecheck', '--max-records', '0']).command).toMatchObject({ typecheck: false, maxRecords: 0 });
+    expect(parseArgs(['run', 'job.ts', '--max-records=250000']).command).toMatchObject({ typecheck: true, maxRecords: 250_000 });
     expect(parseArgs(['run', '--parallelism=3', 'job.ts', '--dir=/s']).command).toMatchObject({ parallelism: 3 });
   });
 
   it('parses the other commands', () => {
+    expect(parseArgs(['init']).command).toEqual({ kind: 'init' });
+    expect(parseArgs(['init', 'my-job']).command).toEqual({ kind: 'init', dir: 'my-job' });
     expect(parseArgs(['list', '--json']).command).toEqual({ kind: 'list', json: true });
     expect(parseArgs(['status', 'abc']).command).toEqual({ kind: 'status', jobId: 'abc', json: false });
     expect(parseArgs(['cancel', 'abc']).command).toEqual({ kind: 'cancel', jobId: 'abc' });
@@ -60,6 +65,10 @@ describe('parseArgs', () => {
     expect(usageError(['cluster', 'stop', '--json'])).toMatch(/--json applies to 'cluster status' only/);
     expect(usageError(['cancel', 'a', '--', 'x'])).toMatch(/takes no job arguments/);
     expect(usageError(['list', '--json=yes'])).toMatch(/takes no value/);
+    expect(usageError(['run', 'job.ts', '--max-records', '-1'])).toMatch(/--max-records needs an integer >= 0, found '-1'/);
+    expect(usageError(['run', 'job.ts', '--max-records', '1e3'])).toMatch(/found '1e3'/);
+    expect(usageError(['list', '--no-typecheck'])).toMatch(/option --no-typecheck does not apply to 'list'/);
+    expect(usageError(['init', 'a', 'b'])).toMatch(/unexpected argument 'b' for 'init'/);
   });
 });
 
