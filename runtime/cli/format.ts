@@ -28,8 +28,9 @@ export function formatTaskCounts(t: TaskCounts): string {
  * The progress of a followed job, in two parts: `state` changes only when the job or its tasks do
  * (a line per change when not on a terminal), `line` adds the elapsed time (redrawn on a terminal).
  */
-export function formatProgress(details: Pick<JobDetails, 'status' | 'tasks'>, elapsedMs: number): { state: string; line: string } {
-  const state = `${details.status} · ${details.tasks === undefined ? 'waiting for tasks' : `tasks ${formatTaskCounts(details.tasks)}`}`;
+export function formatProgress(details: Pick<JobDetails, 'status' | 'tasks' | 'restarts'>, elapsedMs: number): { state: string; line: string } {
+  const restarts = details.restarts === undefined || details.restarts === 0 ? '' : ` · ${details.restarts} restart${details.restarts === 1 ? '' : 's'}`;
+  const state = `${details.status} · ${details.tasks === undefined ? 'waiting for tasks' : `tasks ${formatTaskCounts(details.tasks)}`}${restarts}`;
   return { state, line: `${state} · ${formatDuration(elapsedMs)}` };
 }
 
@@ -74,8 +75,17 @@ export function formatRecord(record: unknown): string {
 }
 
 export function formatException(e: JobException): string {
-  const where = [e.taskName, e.location === undefined ? undefined : `on ${e.location}`].filter((x) => x !== undefined).map((x) => escapeText(x)).join(' ');
-  const head = `${new Date(e.timestampMs).toISOString()}${where ? ` ${where}` : ''}`;
+  const where = [e.taskName, e.attemptNumber === undefined ? undefined : `attempt ${e.attemptNumber}`, e.location === undefined ? undefined : `on ${e.location}`]
+    .filter((x) => x !== undefined)
+    .map((x) => escapeText(x))
+    .join(' ');
+  const outcome =
+    e.recovered === true
+      ? ` — recovered: ${e.restartedTasks ?? 'its'} task${e.restartedTasks === 1 ? '' : 's'} restarted${e.restartDelayMs !== undefined ? ` after ${formatDuration(e.restartDelayMs)}` : ''}`
+      : e.recovered === false
+        ? ' — not recovered'
+        : '';
+  const head = `${new Date(e.timestampMs).toISOString()}${where ? ` ${where}` : ''}${outcome}`;
   // A stack starts with the message already; print it alone when there is one.
   const body = e.stack !== undefined && e.stack.includes(e.message) ? e.stack : e.stack === undefined ? e.message : `${e.message}\n${e.stack}`;
   return `${head}\n${escapeText(body, { keepNewlines: true }).replace(/^/gm, '  ')}`;
@@ -106,6 +116,7 @@ export function formatJobDetails(d: JobDetails): string {
     `parallelism ${d.parallelism}`,
     `tasks      ${d.tasks === undefined ? 'none yet' : formatTaskCounts(d.tasks)}`,
     `exceptions ${d.exceptions}`,
+    ...(d.restarts === undefined || d.restarts === 0 ? [] : [`restarts   ${d.restarts}`]),
   ];
   const out = lines.join('\n') + '\n';
   if (d.vertices === undefined || d.vertices.length === 0) return out;

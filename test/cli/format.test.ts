@@ -27,6 +27,13 @@ describe('formatting', () => {
     });
     expect(formatProgress({ status: 'FAILING', tasks: tasks({ failed: 1, canceled: 2 }) }, 10).state).toBe('FAILING · tasks 5/12 finished, 4 running, 3 scheduled, 1 failed, 2 canceled');
     expect(formatProgress({ status: 'INITIALIZING' }, 500).line).toBe('INITIALIZING · waiting for tasks · 500 ms');
+    expect(formatProgress({ status: 'RUNNING', tasks: tasks(), restarts: 2 }, 10).state).toBe('RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · 2 restarts');
+  });
+
+  it('shows each failure with its attempt and whether the job recovered from it', () => {
+    const recovered = formatException({ timestampMs: 0, taskName: 'map (2/4)', attemptNumber: 0, location: 'te-1', message: 'boom', recovered: true, restartedTasks: 8, restartDelayMs: 100 });
+    expect(recovered.split('\n')[0]).toBe('1970-01-01T00:00:00.000Z map (2/4) attempt 0 on te-1 — recovered: 8 tasks restarted after 100 ms');
+    expect(formatException({ timestampMs: 0, taskName: 'map (2/4)', attemptNumber: 3, message: 'boom', recovered: false }).split('\n')[0]).toBe('1970-01-01T00:00:00.000Z map (2/4) attempt 3 — not recovered');
   });
 
   it('redraws one line on a terminal and prints a line per change otherwise', () => {
