@@ -53,6 +53,8 @@ export interface DispatcherDeps {
 interface Submission {
   readonly jobGraph: JobGraph;
   readonly library: Uint8Array;
+  /** The library was read from the BlobStore (and checked there): nothing to store. */
+  readonly libraryStored: boolean;
   /** The canonical JobGraph bytes, stored as jobgraph.json; their hash names the graph in the record. */
   readonly graphBytes: Uint8Array;
   readonly graphSha256: string;
@@ -108,7 +110,7 @@ export class Dispatcher {
   }
 
   /**
-   * POST /jobs, in this order (docs/ARCHITECTURE.md, "Submission"):
+   * POST /jobs, in this order (docs/ARCHITECTURE.md, "Submission and admission"):
    * 1. validate everything, writing nothing;
    * 2. claim the job id: a conditional create of the record (SUBMITTING, carrying the graph's hash), before
    *    any blob of the job is written, so only the owner of the id ever writes them;
@@ -156,14 +158,14 @@ export class Dispatcher {
     validateJobGraph(jobGraph, await listLibraryExports(library));
     const reservation = reservationFor(jobGraph, this.deps.config);
     const graphBytes = canonicalJobGraphBytes(jobGraph);
-    return { jobGraph, library, graphBytes, graphSha256: sha256Hex(graphBytes), reservation };
+    return { jobGraph, library, libraryStored: rawLibrary === undefined, graphBytes, graphSha256: sha256Hex(graphBytes), reservation };
   }
 
   /** Steps 3-5; every write here is idempotent, so the owner and a resubmission may both do them. */
   private async completeSubmission(submission: Submission): Promise<void> {
     const { jobId } = submission.jobGraph;
     try {
-      await this.storeLibrary(submission.library);
+      if (!submission.libraryStored) await this.storeLibrary(submission.library);
       await this.deps.blobStore.put(blobKeys.jobGraph(jobId), submission.graphBytes);
       await this.deps.jobStore.enqueue(jobId);
     } catch (error) {
