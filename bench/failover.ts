@@ -17,7 +17,7 @@ import { startCluster, stopCluster } from '../runtime/cli/cluster.js';
 import { RestClient } from '../runtime/cli/rest-client.js';
 import { JobId } from '../runtime/core/ids.js';
 import { packageRoot } from '../runtime/core/paths.js';
-import { processesOfClusterWithIds } from '../runtime/local/process-table.js';
+import { clusterProcesses } from '../runtime/local/process-table.js';
 import { median, round, settle, writeFigures } from './lib/bench-support.js';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 5);
@@ -30,7 +30,7 @@ const { code, sha256 } = await bundleJobFile(join(packageRoot, 'bench', 'jobs', 
 const definition = loadJobDefinition(await importLibrary(code, join(work, 'cache')), 'default');
 const { info } = await startCluster(stateDir, { config });
 const client = RestClient.forCluster(info);
-const idle = processesOfClusterWithIds(stateDir).length;
+const idle = clusterProcesses(stateDir).length;
 
 async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -48,7 +48,7 @@ const allRunning = (jobId: string) => async (): Promise<true | undefined> => {
   return job.tasks !== undefined && job.tasks.total > 0 && job.tasks.running === job.tasks.total ? true : undefined;
 };
 
-const taskExecutors = () => processesOfClusterWithIds(stateDir).filter((p) => p.resourceId?.startsWith('te-'));
+const taskExecutors = () => clusterProcesses(stateDir).filter((p) => p.resourceId?.startsWith('te-'));
 
 const start: number[] = [];
 const kill: number[] = [];

@@ -100,6 +100,8 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
       [CONFIG_ENV]: configToEnv(config),
     },
   });
+  // Admits what waits (a job that ended while no Dispatcher ran leaves capacity free until one does).
+  await dispatcher.start();
   // API Gateway caps a request at 10 MB; the router enforces the configured library limit below it.
   const router = createRestRouter(dispatcher, { secret, maxBodyBytes: Math.ceil(config.restMaxContentLengthBytes * 1.4) + 1024 * 1024, logger });
   return {

@@ -2,14 +2,47 @@
 // conditional write whose condition is the JobStore rule itself (no record, newer epoch, ended job), so a
 // deposed JobMaster cannot slip a write in between a read and a write; when the condition fails, the
 // item as it was says which rule refused it (job-rules.ts words the error, as for every adapter).
+// The admission ledger is one more item of the table (its key can never be a job id); every admission
+// step is one TransactWriteItems of the ledger, conditioned on the version it read, and the records it
+// names, each conditioned on the admission state it read, so concurrent Dispatchers (Lambdas) never
+// admit past the bounds or admit a job twice.
 import { randomUUID } from 'node:crypto';
-import { DeleteCommand, GetCommand, PutCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FloeError, InvalidRequestError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
-import { applyCancelRequest, applyJobUpdate, assertCreatable, assertWriterEpoch, boundedException, compareJobRecords } from '../ha/job-rules.js';
-import { MAX_STORED_EXCEPTIONS, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
+import {
+  admittedRecord,
+  applyCancelRequest,
+  applyCancelWaiting,
+  applyEnqueue,
+  applyJobUpdate,
+  applyRelease,
+  assertAdmissionBounds,
+  assertCreatable,
+  assertWriterEpoch,
+  boundedException,
+  compareJobRecords,
+  EMPTY_LEDGER,
+  isWaitingRecord,
+  ledgerAfterAdmission,
+  parseLedger,
+  planAdmission,
+  refusalException,
+  refusedRecord,
+} from '../ha/job-rules.js';
+import {
+  AdmissionState,
+  MAX_STORED_EXCEPTIONS,
+  type AdmissionBounds,
+  type AdmissionEntry,
+  type AdmissionLedger,
+  type AdmissionOutcome,
+  type JobRecord,
+  type JobRecordUpdate,
+  type JobStore,
+} from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
 import { ConditionFailed, conditionally, type Item } from './dynamodb-conditions.js';
 import { jobTable } from './tables.js';
@@ -26,6 +59,11 @@ export interface DynamoDbJobStoreOptions {
   readonly endedJobRetentionMs?: number;
   /** Runs on close(), e.g. to destroy a client the store owns. */
   readonly onClose?: () => void;
+  /**
+   * Names the admission ledger, so that several independent lines can share one table (tests do).
+   * @default 'cluster'
+   */
+  readonly admissionScope?: string;
 }
 
 const A = jobTable.attributes;
@@ -37,17 +75,32 @@ const TERMINAL_VALUES = Object.fromEntries(TERMINAL.map((s, i) => [`:terminal${i
 const NOT_ENDED = `NOT (#status IN (${Object.keys(TERMINAL_VALUES).join(', ')}))`;
 /** A write refused for a reason the rules cannot name (the item changed in between) is tried again. */
 const MAX_ATTEMPTS = 5;
+/**
+ * Admission steps all write the one ledger item, so under a burst of submissions they lose races often;
+ * each is tried again after a jittered pause, up to this many times.
+ */
+const MAX_LEDGER_ATTEMPTS = 40;
+/** Keys of the table's own items start with this; a job id never does (JobId allows [A-Za-z0-9_-]). */
+const INTERNAL_KEY_PREFIX = '#';
+const LEDGER = { waiting: 'waiting', admitted: 'admitted', version: 'version' } as const;
+
+/** A transaction DynamoDB cancelled: a condition failed or another transaction touched an item. */
+class TransactionCancelled {
+  constructor(readonly reasons: readonly string[]) {}
+}
 
 export class DynamoDbJobStore implements JobStore {
   private readonly db: DynamoDBDocumentClient;
   private readonly table: string;
   private readonly clock: Clock;
+  private readonly ledgerKey: string;
   private closed = false;
 
   constructor(private readonly options: DynamoDbJobStoreOptions) {
     this.db = options.documentClient;
     this.table = options.tableName;
     this.clock = options.clock ?? systemClock;
+    this.ledgerKey = `${INTERNAL_KEY_PREFIX}admission/${options.admissionScope ?? 'cluster'}`;
     const retention = options.endedJobRetentionMs;
     if (retention !== undefined && !(Number.isFinite(retention) && retention > 0)) {
       throw new InvalidRequestError(`endedJobRetentionMs must be a positive number of ms, found ${retention}`);
@@ -93,7 +146,7 @@ export class DynamoDbJobStore implements JobStore {
       const page = await awsCall('DynamoDB', 'Scan', `table ${this.table}`, () =>
         this.db.send(new ScanCommand({ TableName: this.table, ConsistentRead: true, ExclusiveStartKey: start })),
       );
-      for (const item of page.Items ?? []) records.push(toRecord(item));
+      for (const item of page.Items ?? []) if (!String(item[A.jobId]).startsWith(INTERNAL_KEY_PREFIX)) records.push(toRecord(item));
       start = page.LastEvaluatedKey;
     } while (start !== undefined);
     return records.sort(compareJobRecords);
@@ -181,6 +234,80 @@ export class DynamoDbJobStore implements JobStore {
     await awsCall('DynamoDB', 'DeleteItem', `table ${this.table}`, () => this.db.send(new DeleteCommand({ TableName: this.table, Key: { [A.jobId]: jobId } })));
   }
 
+  async enqueue(jobId: JobId): Promise<JobRecord> {
+    return this.ledgerStep<JobRecord>('enqueue', jobId, async (ledger) => {
+      const before = await this.get(jobId);
+      const { record, ledger: after, changed } = applyEnqueue(jobId, before, ledger, this.clock.now());
+      if (!changed) return { result: record };
+      const condition = '#admission.#state = :expectedState AND #cancel = :expectedCancel AND #status = :expectedStatus';
+      return {
+        result: record,
+        // A cancel requested meanwhile ends the job without putting it in line: the ledger stays as it is.
+        ...(after !== ledger ? { ledger: after } : {}),
+        writes: [this.recordWrite(before!, record, condition, {
+          names: { '#state': 'state', '#cancel': A.cancelRequested, '#status': A.status },
+          values: { ':expectedState': AdmissionState.SUBMITTING, ':expectedCancel': before!.cancelRequested, ':expectedStatus': before!.status },
+        })],
+      };
+    });
+  }
+
+  async admit(bounds: AdmissionBounds): Promise<AdmissionOutcome> {
+    assertAdmissionBounds(bounds);
+    const admitted: AdmissionEntry[] = [];
+    const refused: AdmissionEntry[] = [];
+    const expectWaiting = { names: { '#state': 'state' }, values: { ':expectedState': AdmissionState.WAITING } };
+    // One transaction per step of at most MAX_ADMISSIONS_PER_STEP jobs; steps repeat while any job moves.
+    for (;;) {
+      const step = await this.ledgerStep<{ admit: AdmissionEntry[]; refuse: AdmissionEntry[] }>('admit', undefined, async (ledger) => {
+        const now = this.clock.now();
+        const plan = planAdmission(ledger, bounds);
+        const records = new Map<string, JobRecord | undefined>();
+        for (const e of [...plan.admit, ...plan.refuse]) records.set(e.jobId, await this.get(e.jobId));
+        // Entries whose record moved on (or is gone) would block the line forever: drop them, then plan again.
+        const stale = new Set([...records].filter(([, r]) => !isWaitingRecord(r)).map(([id]) => id));
+        if (stale.size > 0) return { again: true, result: { admit: [], refuse: [] }, ledger: { ...ledger, waiting: ledger.waiting.filter((e) => !stale.has(e.jobId)) } };
+        if (plan.admit.length === 0 && plan.refuse.length === 0) return { result: plan };
+        const writes = [
+          ...plan.admit.map((e) => this.recordWrite(records.get(e.jobId)!, admittedRecord(records.get(e.jobId)!, now), '#admission.#state = :expectedState', expectWaiting)),
+          ...plan.refuse.map((e) => {
+            const before = records.get(e.jobId)!;
+            return this.recordWrite(before, refusedRecord(before, refusalException(e, bounds, now), now), '#admission.#state = :expectedState', expectWaiting);
+          }),
+        ];
+        return { result: { admit: plan.admit.map((e) => ({ ...e, sinceMs: now })), refuse: plan.refuse }, ledger: ledgerAfterAdmission(ledger, plan, now), writes };
+      });
+      admitted.push(...step.admit);
+      refused.push(...step.refuse);
+      if (step.admit.length === 0 && step.refuse.length === 0) return { admitted, refused };
+    }
+  }
+
+  async release(jobId: JobId): Promise<{ released: boolean; record: JobRecord | undefined }> {
+    return this.ledgerStep<{ released: boolean; record: JobRecord | undefined }>('release', jobId, async (ledger) => {
+      const before = await this.get(jobId);
+      const { record, ledger: after, released } = applyRelease(jobId, before, ledger, this.clock.now());
+      const ledgerChange = after !== ledger ? { ledger: after } : {};
+      if (!released) return { result: { released, record }, ...ledgerChange };
+      const expectAdmitted = { names: { '#state': 'state' }, values: { ':expectedState': AdmissionState.ADMITTED } };
+      return { result: { released, record }, ...ledgerChange, writes: [this.recordWrite(before!, record!, '#admission.#state = :expectedState', expectAdmitted)] };
+    });
+  }
+
+  async cancelWaiting(jobId: JobId): Promise<{ canceled: boolean; record: JobRecord | undefined }> {
+    return this.ledgerStep<{ canceled: boolean; record: JobRecord | undefined }>('cancelWaiting', jobId, async (ledger) => {
+      const before = await this.get(jobId);
+      const { record, ledger: after, canceled } = applyCancelWaiting(jobId, before, ledger, this.clock.now());
+      if (!canceled) return { result: { canceled, record } };
+      const expectWaiting = { names: { '#state': 'state' }, values: { ':expectedState': AdmissionState.WAITING } };
+      return { result: { canceled, record }, ledger: after, writes: [this.recordWrite(before!, record!, '#admission.#state = :expectedState', expectWaiting)] };
+    });
+  }
+
+  async admissionLedger(): Promise<AdmissionLedger> {
+    return (await this.readLedger()).ledger;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -210,6 +337,99 @@ export class DynamoDbJobStore implements JobStore {
     );
   }
 
+  private async readLedger(): Promise<{ ledger: AdmissionLedger; version: number }> {
+    const out = await awsCall('DynamoDB', 'GetItem (admission ledger)', `table ${this.table}`, () =>
+      this.db.send(new GetCommand({ TableName: this.table, Key: { [A.jobId]: this.ledgerKey }, ConsistentRead: true })),
+    );
+    if (out.Item === undefined) return { ledger: EMPTY_LEDGER, version: 0 };
+    const version = out.Item[LEDGER.version];
+    return { ledger: parseLedger(out.Item, `table ${this.table}, item ${this.ledgerKey}`), version: typeof version === 'number' ? version : 0 };
+  }
+
+  /**
+   * One admission step: reads the ledger, lets `plan` read what it needs and decide, then writes the new
+   * ledger (conditioned on the version read) and the records in one transaction; a cancelled transaction
+   * is planned again from fresh reads. A plan with `again` (it only cleaned the ledger) is planned again
+   * once its write went through.
+   */
+  private async ledgerStep<T>(op: string, jobId: JobId | undefined, plan: (ledger: AdmissionLedger) => Promise<LedgerStep<T>>): Promise<T> {
+    for (let attempt = 0; attempt < MAX_LEDGER_ATTEMPTS; attempt++) {
+      if (attempt > 0) await sleep(Math.random() * Math.min(200, 5 * 2 ** Math.min(attempt, 6)));
+      const { ledger, version } = await this.readLedger();
+      const step = await plan(ledger);
+      const items: TransactItems = (step.writes ?? []).map((w) => ({ Update: w }));
+      if (step.ledger !== undefined) {
+        items.push({
+          Put: {
+            TableName: this.table,
+            Item: { [A.jobId]: this.ledgerKey, [LEDGER.waiting]: step.ledger.waiting, [LEDGER.admitted]: step.ledger.admitted, [LEDGER.version]: version + 1 },
+            ...(version === 0
+              ? { ConditionExpression: 'attribute_not_exists(#jobId)', ExpressionAttributeNames: { '#jobId': A.jobId } }
+              : { ConditionExpression: '#version = :version', ExpressionAttributeNames: { '#version': LEDGER.version }, ExpressionAttributeValues: { ':version': version } }),
+          },
+        });
+      }
+      if (items.length === 0) return step.result;
+      if ((await this.transact(`TransactWriteItems (${op})`, items)) instanceof TransactionCancelled) continue;
+      if (step.again === true) {
+        attempt = -1;
+        continue;
+      }
+      return step.result;
+    }
+    throw new FloeError('STORE_CONTENDED', `${op}${jobId === undefined ? '' : ` of job ${jobId}`} in table ${this.table} lost ${MAX_LEDGER_ATTEMPTS} races in a row for the admission ledger to other Dispatchers; retry`, {
+      retryable: true,
+    });
+  }
+
+  private async transact(op: string, items: TransactItems): Promise<true | TransactionCancelled> {
+    return awsCall('DynamoDB', op, `table ${this.table}`, async () => {
+      try {
+        // The token makes the SDK's own retries of this very request idempotent.
+        await this.db.send(new TransactWriteCommand({ TransactItems: items, ClientRequestToken: randomUUID() }));
+        return true as const;
+      } catch (error) {
+        const name = (error as { name?: unknown } | null)?.name;
+        if (name === 'TransactionCanceledException' || name === 'TransactionConflictException') {
+          const reasons = ((error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+          return new TransactionCancelled(reasons);
+        }
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * The Update that turns `before` into `after`: only the attributes that differ, under `condition`, so
+   * writes of other fields by other writers (a JobMaster's task counts) are never undone.
+   */
+  private recordWrite(before: JobRecord, after: JobRecord, condition: string, extra: { names: Record<string, string>; values: Record<string, unknown> }): RecordWrite {
+    const names: Record<string, string> = { '#jobId': A.jobId, '#admission': 'admission', ...extra.names };
+    const values: Record<string, unknown> = { ...extra.values };
+    const sets: string[] = [];
+    const plainBefore = JSON.parse(JSON.stringify(before)) as Record<string, unknown>;
+    const plainAfter = JSON.parse(JSON.stringify(after)) as Record<string, unknown>;
+    for (const [field, value] of Object.entries(plainAfter)) {
+      if (JSON.stringify(plainBefore[field]) === JSON.stringify(value)) continue;
+      names[`#f_${field}`] = field;
+      values[`:f_${field}`] = value;
+      sets.push(`#f_${field} = :f_${field}`);
+    }
+    if (isGloballyTerminal(after.status) && !isGloballyTerminal(before.status) && this.options.endedJobRetentionMs !== undefined) {
+      names['#ttl'] = TTL;
+      values[':ttl'] = Math.ceil((this.clock.now() + this.options.endedJobRetentionMs) / 1000);
+      sets.push('#ttl = :ttl');
+    }
+    return {
+      TableName: this.table,
+      Key: { [A.jobId]: after.jobId },
+      UpdateExpression: `SET ${sets.join(', ')}`,
+      ConditionExpression: `attribute_exists(#jobId) AND ${condition}`,
+      ExpressionAttributeNames: names,
+      ExpressionAttributeValues: values,
+    };
+  }
+
   private write<T>(op: string, call: () => Promise<T>): Promise<T | ConditionFailed> {
     return awsCall('DynamoDB', op, `table ${this.table}`, () => conditionally(call));
   }
@@ -220,6 +440,28 @@ export class DynamoDbJobStore implements JobStore {
     });
   }
 }
+
+type TransactItems = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>;
+
+/** What one planned admission step writes: the ledger (when it changes) and record updates. */
+interface LedgerStep<T> {
+  readonly result: T;
+  readonly ledger?: AdmissionLedger;
+  readonly writes?: readonly RecordWrite[];
+  /** Plan again after this write: it only removed stale entries. */
+  readonly again?: boolean;
+}
+
+interface RecordWrite {
+  readonly TableName: string;
+  readonly Key: Record<string, unknown>;
+  readonly UpdateExpression: string;
+  readonly ConditionExpression: string;
+  readonly ExpressionAttributeNames: Record<string, string>;
+  readonly ExpressionAttributeValues: Record<string, unknown>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The record an item holds: its fields without the store's own attributes, newest exceptions only. */
 function toRecord(item: Item): JobRecord {

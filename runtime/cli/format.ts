@@ -24,13 +24,26 @@ export function formatTaskCounts(t: TaskCounts): string {
   return parts.join(', ');
 }
 
+/** "1st", "2nd", "3rd", "11th", "22nd". */
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : ['th', 'st', 'nd', 'rd'][n % 10] ?? 'th';
+  return `${n}${suffix}`;
+}
+
+/** A job in line for the cluster's capacity: "waiting for capacity, 2nd of 5 in line". */
+export function formatWaiting(waiting: NonNullable<JobSummary['waiting']>): string {
+  return `waiting for capacity, ${ordinal(waiting.position)} of ${waiting.of} in line`;
+}
+
 /**
  * The progress of a followed job, in two parts: `state` changes only when the job or its tasks do
  * (a line per change when not on a terminal), `line` adds the elapsed time (redrawn on a terminal).
  */
-export function formatProgress(details: Pick<JobDetails, 'status' | 'tasks' | 'restarts'>, elapsedMs: number): { state: string; line: string } {
+export function formatProgress(details: Pick<JobDetails, 'status' | 'tasks' | 'waiting' | 'restarts'>, elapsedMs: number): { state: string; line: string } {
+  const what = details.waiting !== undefined ? formatWaiting(details.waiting) : details.tasks === undefined ? 'waiting for tasks' : `tasks ${formatTaskCounts(details.tasks)}`;
   const restarts = details.restarts === undefined || details.restarts === 0 ? '' : ` · ${details.restarts} restart${details.restarts === 1 ? '' : 's'}`;
-  const state = `${details.status} · ${details.tasks === undefined ? 'waiting for tasks' : `tasks ${formatTaskCounts(details.tasks)}`}${restarts}`;
+  const state = `${details.status} · ${what}${restarts}`;
   return { state, line: `${state} · ${formatDuration(elapsedMs)}` };
 }
 
@@ -102,7 +115,14 @@ export function formatJobList(jobs: readonly JobSummary[]): string {
   const sorted = [...jobs].sort((a, b) => b.submittedAtMs - a.submittedAtMs);
   return formatTable(
     ['JOB ID', 'NAME', 'STATUS', 'SUBMITTED', 'DURATION', 'PARALLELISM'],
-    sorted.map((j) => [j.jobId, escapeText(j.name), j.status, new Date(j.submittedAtMs).toISOString(), formatDuration(j.durationMs), String(j.parallelism)]),
+    sorted.map((j) => [
+      j.jobId,
+      escapeText(j.name),
+      j.waiting === undefined ? j.status : `WAITING ${j.waiting.position}/${j.waiting.of}`,
+      new Date(j.submittedAtMs).toISOString(),
+      formatDuration(j.durationMs),
+      String(j.parallelism),
+    ]),
   );
 }
 
@@ -110,6 +130,7 @@ export function formatJobDetails(d: JobDetails): string {
   const lines = [
     `job        ${escapeText(d.name)} (${d.jobId})`,
     `status     ${d.status}`,
+    ...(d.waiting === undefined ? [] : [`waiting    ${ordinal(d.waiting.position)} of ${d.waiting.of} in line for the cluster's capacity`]),
     `submitted  ${new Date(d.submittedAtMs).toISOString()}`,
     ...(d.endedAtMs === undefined ? [] : [`ended      ${new Date(d.endedAtMs).toISOString()}`]),
     `duration   ${formatDuration(d.durationMs)}`,

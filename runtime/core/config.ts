@@ -33,6 +33,18 @@ export const CONFIG_OPTIONS = {
   slotRequestTimeoutMs: { key: 'slot.request.timeout', default: 120_000, min: 10, description: 'A job whose slots have not all arrived after this long fails, naming what it asked for and what exists (ms).' },
   numberOfTaskSlots: { key: 'taskmanager.numberOfTaskSlots', default: 2, min: 1, description: 'Slots per TaskExecutor; each slot is one worker thread.' },
   maxTaskManagers: { key: 'resourcemanager.max-taskmanagers', default: 8, min: 0, description: 'The most TaskExecutors one ResourceManager may run at once.' },
+  clusterMaxJobManagers: {
+    key: 'cluster.max-jobmanagers',
+    default: 4,
+    min: 1,
+    description: 'The most jobs running at once in the whole cluster, one JobManager each; later jobs wait in line, in submission order.',
+  },
+  clusterMaxTaskManagers: {
+    key: 'cluster.max-taskmanagers',
+    default: 8,
+    min: 1,
+    description: 'The most TaskExecutors the running jobs may hold together. Each job reserves ceil(slots it needs / taskmanager.numberOfTaskSlots) when it starts; a job needing more than this (or than resourcemanager.max-taskmanagers) is refused at submission.',
+  },
   defaultParallelism: { key: 'parallelism.default', default: 2, min: 1, description: 'Parallelism of operators that set none.' },
   restAddress: { key: 'rest.address', default: '127.0.0.1', description: 'Address the local Dispatcher listens on.' },
   restPort: { key: 'rest.port', default: 0, min: 0, description: 'Port of the local Dispatcher; 0 picks a free one (the URL is in <state dir>/cluster.json and shown by `floe cluster status`).' },

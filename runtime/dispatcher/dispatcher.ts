@@ -1,16 +1,17 @@
-// The Dispatcher: stateless front of the cluster. It validates submissions, persists the library and
-// JobGraph to the BlobStore and the job record to the JobStore, and launches one JobManager per job.
-// The same class serves the local HTTP server and (later) the Lambda handlers.
-import { blobKeys, putContentAddressed, sha256Hex, type BlobStore } from '../blob/blob-store.js';
+// The Dispatcher: stateless front of the cluster. It validates submissions, claims the job id with the
+// job record, persists the library and JobGraph to the BlobStore, puts the job in line for the cluster's
+// capacity (admission control) and launches one JobManager per admitted job. The same class serves the
+// local HTTP server and the Lambda handlers.
+import { blobKeys, sha256Hex, type BlobStore } from '../blob/blob-store.js';
 import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
 import type { Clock } from '../core/clock.js';
-import type { FloeConfig } from '../core/config.js';
+import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
-import type { JobRecord, JobStore } from '../ha/job-store.js';
+import { AdmissionState, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobRecord, type JobStore } from '../ha/job-store.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -19,6 +20,7 @@ import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
+import { admissionBounds, reservationFor, type Reservation } from './admission.js';
 import type { ArtifactUploadResponse, JobDetails, JobSummary, OverviewResponse } from './rest-types.js';
 
 export interface DispatcherDeps {
@@ -41,6 +43,25 @@ export interface DispatcherDeps {
   readonly artifactUploads?: ArtifactUploads;
   /** Where text sink targets are checked at submission. @default - the local filesystem, or S3 configured from this process's environment */
   readonly outputStoreFor?: (target: string) => Promise<OutputStore>;
+  /**
+   * The JobManagers this Dispatcher starts cannot outlive it (embedded: child processes exit with their
+   * parent). Then `start()` treats a job that still holds a reservation from an earlier Dispatcher as one
+   * whose JobManager stopped: it ends FAILED and gives its capacity back. @default false (on AWS a
+   * JobManager task outlives any Lambda)
+   */
+  readonly jobManagersEndWithDispatcher?: boolean;
+}
+
+/** A submission that passed validation: everything the later steps write, computed before any write. */
+interface Submission {
+  readonly jobGraph: JobGraph;
+  readonly library: Uint8Array;
+  /** The library was read from the BlobStore (and checked there): nothing to store. */
+  readonly libraryStored: boolean;
+  /** The canonical JobGraph bytes, stored as jobgraph.json; their hash names the graph in the record. */
+  readonly graphBytes: Uint8Array;
+  readonly graphSha256: string;
+  readonly reservation: Reservation;
 }
 
 /** Makes an upload target for a library blob, e.g. a presigned S3 PUT URL. */
@@ -68,30 +89,43 @@ const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
 export class Dispatcher {
   private readonly log: Logger;
   private readonly unsubscribe: () => void;
+  private readonly bounds: AdmissionBounds;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.log = deps.logger.child({ component: 'dispatcher' });
+    this.bounds = admissionBounds(deps.config);
     this.unsubscribe = deps.launcher.onExit((exit) => void this.jobManagerExited(exit));
   }
 
-  /** Validates everything before writing anything, so a bad submission leaves nothing behind. */
-  async submitJob(body: unknown): Promise<{ jobId: JobId; existing: boolean }> {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new InvalidRequestError('request body must be a JSON object { "jobGraph": {...}, "library": "<base64>" }');
+  /**
+   * Call once before serving: gives back the capacity of JobManagers that ended with an earlier
+   * Dispatcher (when they cannot outlive it), then admits what waits.
+   */
+  async start(): Promise<void> {
+    if (this.deps.jobManagersEndWithDispatcher === true) {
+      const running = new Set(this.deps.launcher.running());
+      for (const { jobId } of (await this.deps.jobStore.admissionLedger()).admitted) {
+        const worker = jobManagerWorkerId(jobId);
+        if (!running.has(worker)) await this.workerStopped(worker, "ended with the cluster's previous Dispatcher (it stopped or crashed)");
+      }
     }
-    const { jobGraph: rawGraph, library: rawLibrary } = body as { jobGraph?: unknown; library?: unknown };
-    if (rawGraph === undefined) throw new InvalidRequestError("field 'jobGraph' is missing");
-    const jobGraph = parseJobGraph(rawGraph);
-    const library = await this.libraryBytes(jobGraph, rawLibrary);
-    validateJobGraph(jobGraph, await listLibraryExports(library));
-    await checkSinkTargets(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.outputStoreFor);
+    await this.admitWaiting();
+  }
 
-    const graphBytes = Buffer.from(JSON.stringify(jobGraph));
-    const existing = await this.deps.jobStore.get(jobGraph.jobId);
-    if (existing !== undefined) return this.resubmission(jobGraph, graphBytes, existing);
-
-    await putContentAddressed(this.deps.blobStore, library);
-    await this.deps.blobStore.put(blobKeys.jobGraph(jobGraph.jobId), graphBytes);
+  /**
+   * POST /jobs, in this order (docs/ARCHITECTURE.md, "Submission and admission"):
+   * 1. validate everything, writing nothing;
+   * 2. claim the job id: a conditional create of the record (SUBMITTING, carrying the graph's hash), before
+   *    any blob of the job is written, so only the owner of the id ever writes them;
+   * 3. store the library (content-addressed) and the JobGraph;
+   * 4. get in line (WAITING);
+   * 5. admit what fits and start those JobManagers.
+   * A resubmission of the same graph that finds the record still SUBMITTING does steps 3-5 itself (the
+   * same bytes under the same keys), so a client's retry completes a submission whose first try died.
+   */
+  async submitJob(body: unknown): Promise<{ jobId: JobId; existing: boolean }> {
+    const submission = await this.validateSubmission(body);
+    const { jobGraph, reservation } = submission;
     const now = this.deps.clock.now();
     const parallelism = Math.max(...jobGraph.vertices.map((v) => v.parallelism));
     const { created, record } = await this.deps.jobStore.create({
@@ -102,15 +136,48 @@ export class Dispatcher {
       submittedAtMs: now,
       updatedAtMs: now,
       jobGraphKey: blobKeys.jobGraph(jobGraph.jobId),
+      jobGraphSha256: submission.graphSha256,
       librarySha256: jobGraph.library.sha256,
       parallelism,
       exceptions: [],
       cancelRequested: false,
+      admission: { state: AdmissionState.SUBMITTING, taskExecutors: reservation.taskExecutors },
     });
-    if (!created) return this.resubmission(jobGraph, graphBytes, record);
-    this.log.info('job submitted', { jobId: jobGraph.jobId, name: jobGraph.name, parallelism });
-    await this.launchJobManager(jobGraph.jobId);
+    if (!created) return this.resubmission(submission, record);
+    this.log.info('job submitted', { jobId: jobGraph.jobId, name: jobGraph.name, parallelism, taskExecutors: reservation.taskExecutors });
+    await this.completeSubmission(submission);
     return { jobId: jobGraph.jobId, existing: false };
+  }
+
+  /** Step 1: every check a submission must pass, before anything is written. */
+  private async validateSubmission(body: unknown): Promise<Submission> {
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new InvalidRequestError('request body must be a JSON object { "jobGraph": {...}, "library": "<base64>" }');
+    }
+    const { jobGraph: rawGraph, library: rawLibrary } = body as { jobGraph?: unknown; library?: unknown };
+    if (rawGraph === undefined) throw new InvalidRequestError("field 'jobGraph' is missing");
+    const jobGraph = parseJobGraph(rawGraph);
+    const library = await this.libraryBytes(jobGraph, rawLibrary);
+    validateJobGraph(jobGraph, await listLibraryExports(library));
+    await checkSinkTargets(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.outputStoreFor);
+    const reservation = reservationFor(jobGraph, this.deps.config);
+    const graphBytes = canonicalJobGraphBytes(jobGraph);
+    return { jobGraph, library, libraryStored: rawLibrary === undefined, graphBytes, graphSha256: sha256Hex(graphBytes), reservation };
+  }
+
+  /** Steps 3-5; every write here is idempotent, so the owner and a resubmission may both do them. */
+  private async completeSubmission(submission: Submission): Promise<void> {
+    const { jobId } = submission.jobGraph;
+    try {
+      if (!submission.libraryStored) await this.storeLibrary(submission.library);
+      await this.deps.blobStore.put(blobKeys.jobGraph(jobId), submission.graphBytes);
+      await this.deps.jobStore.enqueue(jobId);
+    } catch (error) {
+      // The record keeps the id: the same request again completes the submission (or a sweep ends it).
+      this.log.error('the submission could not be completed; its record stays SUBMITTING until the same request is sent again', { jobId, error: errorMessage(error) });
+      throw error;
+    }
+    await this.admitWaiting();
   }
 
   private async libraryBytes(jobGraph: JobGraph, raw: unknown): Promise<Uint8Array> {
@@ -119,10 +186,16 @@ export class Dispatcher {
       const stored = await this.deps.blobStore.get(blobKeys.library(sha256));
       if (stored === undefined) throw new InvalidRequestError(`library ${sha256} is not stored yet: send it base64-encoded in the field 'library', or upload it first through POST /artifacts`);
       // An upload URL lets a client write any bytes under the key; only the hash makes them the library.
+      // What is stored is never removed here: other jobs may be using it, and this request may be the wrong one.
       const actual = sha256Hex(stored);
-      if (actual !== sha256 || stored.length !== sizeBytes) {
-        await this.deps.blobStore.delete(blobKeys.library(sha256));
-        throw new InvalidRequestError(`the uploaded library has sha256 ${actual} and ${stored.length} bytes but jobGraph.library says ${sha256} and ${sizeBytes}; it was removed, upload it again`);
+      if (actual !== sha256) {
+        throw new InvalidRequestError(
+          `the object stored as library ${sha256} has sha256 ${actual} (${stored.length} bytes): an upload put other bytes there; ` +
+            'upload the library\'s exact bytes through POST /artifacts (it offers to replace them) or send them in the field \'library\'',
+        );
+      }
+      if (stored.length !== sizeBytes) {
+        throw new InvalidRequestError(`jobGraph.library.sizeBytes says ${sizeBytes}, but the stored library ${sha256} has ${stored.length} bytes; send its real size`);
       }
       return stored;
     }
@@ -137,45 +210,111 @@ export class Dispatcher {
     return bytes;
   }
 
-  /** Same id, same JobGraph: the same job (idempotent). Same id, other JobGraph: a conflict. */
-  private async resubmission(jobGraph: JobGraph, graphBytes: Uint8Array, record: JobRecord): Promise<{ jobId: JobId; existing: boolean }> {
-    const stored = await this.deps.blobStore.get(record.jobGraphKey);
-    if (stored === undefined || sha256Hex(stored) !== sha256Hex(graphBytes)) {
-      throw new ConflictError(`job ${jobGraph.jobId} already exists with a different JobGraph; submit under a new job id`);
+  /**
+   * Stores verified library bytes under their hash. A valid copy already there is kept; an object there
+   * that does not match its hash (an upload of other bytes) is replaced by these, which are the library.
+   */
+  private async storeLibrary(bytes: Uint8Array): Promise<void> {
+    const key = blobKeys.library(sha256Hex(bytes));
+    if (await this.hasValidLibrary(key)) return;
+    await this.deps.blobStore.put(key, bytes);
+  }
+
+  private async hasValidLibrary(key: string): Promise<boolean> {
+    const stored = await this.deps.blobStore.get(key);
+    return stored !== undefined && blobKeys.library(sha256Hex(stored)) === key;
+  }
+
+  /**
+   * Same id, same JobGraph: the same job (idempotent); a first submission still writing is helped along.
+   * Same id, other JobGraph: a conflict, and nothing is written.
+   */
+  private async resubmission(submission: Submission, record: JobRecord): Promise<{ jobId: JobId; existing: boolean }> {
+    const { jobId } = submission.jobGraph;
+    if (!(await this.isSameGraph(submission, record))) {
+      throw new ConflictError(`job ${jobId} already exists with a different JobGraph; submit under a new job id`);
     }
+    if (record.admission?.state === AdmissionState.SUBMITTING) await this.completeSubmission(submission);
+    else await this.admitWaiting();
     return { jobId: record.jobId, existing: true };
   }
 
-  private async launchJobManager(jobId: JobId): Promise<void> {
+  private async isSameGraph(submission: Submission, record: JobRecord): Promise<boolean> {
+    if (record.jobGraphSha256 !== undefined) return record.jobGraphSha256 === submission.graphSha256;
+    // A record from before graphs were hashed: compare with its stored graph, read the same way.
+    const stored = await this.deps.blobStore.get(record.jobGraphKey);
+    if (stored === undefined) return false;
     try {
+      return sha256Hex(canonicalJobGraphBytes(parseJobGraph(JSON.parse(Buffer.from(stored).toString('utf8'))))) === submission.graphSha256;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Admits what fits, first in line first, and starts those JobManagers. Runs whenever capacity may have
+   * freed or a job got in line; the JobStore makes each step atomic across Dispatchers.
+   */
+  async admitWaiting(): Promise<void> {
+    const { admitted, refused } = await this.deps.jobStore.admit(this.bounds);
+    for (const entry of refused) {
+      this.log.warn('a waiting job needs more TaskExecutors than the cluster now allows; it ended FAILED', { jobId: entry.jobId, taskExecutors: entry.taskExecutors, bounds: this.bounds });
+    }
+    await Promise.all(admitted.map((entry) => this.launchJobManager(entry)));
+  }
+
+  /** Starts an admitted job's JobManager, whose ResourceManager may start only the job's reserved TaskExecutors. */
+  private async launchJobManager(entry: AdmissionEntry): Promise<void> {
+    const { jobId, taskExecutors } = entry;
+    try {
+      const configured = this.deps.jobManagerEnv[CONFIG_ENV];
+      const config = configured === undefined ? this.deps.config : configFromEnv({ [CONFIG_ENV]: configured });
+      this.log.info('starting the JobManager of an admitted job', { jobId, taskExecutors });
       await this.deps.launcher.start({
         id: jobManagerWorkerId(jobId),
         kind: WorkerKind.JOB_MANAGER,
-        env: { ...this.deps.jobManagerEnv, [ProcessEnv.JOB_ID]: jobId },
+        env: { ...this.deps.jobManagerEnv, [ProcessEnv.JOB_ID]: jobId, [CONFIG_ENV]: configToEnv({ ...config, maxTaskManagers: taskExecutors }) },
       });
     } catch (error) {
       this.log.error('cannot start the JobManager', { jobId, error: errorMessage(error) });
       await this.failUnattended(jobId, `the JobManager could not be started: ${errorMessage(error)}`);
+      await this.releaseAndAdmit(jobId);
     }
   }
 
   private async jobManagerExited(exit: WorkerExit): Promise<void> {
     if (exit.kind !== WorkerKind.JOB_MANAGER) return;
-    await this.workerStopped(exit.id, exit.reason);
+    await this.workerStopped(exit.id, exit.reason).catch((error: unknown) => {
+      // The next job end, submission or Dispatcher start admits again; the capacity stays held until a sweep.
+      this.log.error('cannot account for a JobManager that stopped', { workerId: exit.id, error: errorMessage(error) });
+    });
   }
 
   /**
    * A worker stopped (seen by the launcher here, or by an ECS task-state event on AWS). When it was a
    * job's JobManager and the job has not ended, the job ends FAILED saying why; recovery by relaunch
-   * arrives with leader failover. Returns the job it ended, if any.
+   * arrives with leader failover. Either way the job's reservation is given back and the next jobs in
+   * line are admitted. Returns the job it ended, if any.
    */
   async workerStopped(workerId: string, reason: string): Promise<JobId | undefined> {
     const jobId = jobOfJobManagerWorker(workerId);
     if (jobId === undefined) return undefined;
-    const record = await this.deps.jobStore.get(jobId).catch(() => undefined);
-    if (record === undefined || isGloballyTerminal(record.status)) return undefined;
-    await this.failUnattended(jobId, `the JobManager process ${reason} before the job ended`);
-    return jobId;
+    const record = await this.deps.jobStore.get(jobId);
+    // Only an admitted job has a JobManager; a record in any other admission state is not this worker's.
+    if (record === undefined || (record.admission !== undefined && record.admission.state !== AdmissionState.ADMITTED)) return undefined;
+    let ended: JobId | undefined;
+    if (!isGloballyTerminal(record.status)) {
+      await this.failUnattended(jobId, `the JobManager process ${reason} before the job ended`);
+      ended = jobId;
+    }
+    await this.releaseAndAdmit(jobId);
+    return ended;
+  }
+
+  private async releaseAndAdmit(jobId: JobId): Promise<void> {
+    const { released } = await this.deps.jobStore.release(jobId);
+    if (released) this.log.info('job gave back its capacity', { jobId });
+    await this.admitWaiting();
   }
 
   /** Ends a job no JobMaster can end, conditioned on the record's current epoch. */
@@ -201,7 +340,8 @@ export class Dispatcher {
       throw new PayloadTooLargeError('the library', sizeBytes, this.deps.config.restMaxContentLengthBytes, "raise 'rest.server.max-content-length' or make the library smaller");
     }
     const key = blobKeys.library(sha256);
-    if (await this.deps.blobStore.exists(key)) return { sha256, key, exists: true };
+    // An object under the key that is not the library (an upload of other bytes) may be replaced.
+    if (await this.hasValidLibrary(key)) return { sha256, key, exists: true };
     const upload = this.deps.artifactUploads !== undefined
       ? await this.deps.artifactUploads.createUpload(key, sha256, sizeBytes)
       : { url: `/artifacts/${sha256}`, headers: {}, expiresAtMs: this.deps.clock.now() + 3_600_000 };
@@ -214,21 +354,30 @@ export class Dispatcher {
     if (bytes === undefined || bytes.length === 0) throw new InvalidRequestError('request body is empty; expected the library\'s bytes');
     const actual = sha256Hex(bytes);
     if (actual !== sha256) throw new InvalidRequestError(`the body has sha256 ${actual}, not ${sha256}; upload the library's exact bytes`);
-    await putContentAddressed(this.deps.blobStore, bytes);
+    await this.storeLibrary(bytes);
     return { sha256, key: blobKeys.library(sha256) };
   }
 
   async listJobs(): Promise<JobSummary[]> {
-    const records = await this.deps.jobStore.list();
-    return records.sort((a, b) => b.submittedAtMs - a.submittedAtMs).map((r) => this.summary(r));
+    const [records, ledger] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger()]);
+    const line = placesInLine(ledger);
+    return records.sort((a, b) => b.submittedAtMs - a.submittedAtMs).map((r) => this.summary(r, line));
   }
 
   async getJob(jobId: string): Promise<JobDetails> {
     const r = await this.record(jobId);
-    return { ...this.summary(r), ...(r.tasks ? { tasks: r.tasks } : {}), exceptions: r.exceptions.length, ...(r.restarts !== undefined ? { restarts: r.restarts } : {}), ...(r.vertices ? { vertices: r.vertices } : {}) };
+    const line = r.admission?.state === AdmissionState.WAITING ? placesInLine(await this.deps.jobStore.admissionLedger()) : new Map();
+    return {
+      ...this.summary(r, line),
+      ...(r.tasks ? { tasks: r.tasks } : {}),
+      exceptions: r.exceptions.length,
+      ...(r.restarts !== undefined ? { restarts: r.restarts } : {}),
+      ...(r.vertices ? { vertices: r.vertices } : {}),
+    };
   }
 
-  private summary(r: JobRecord): JobSummary {
+  private summary(r: JobRecord, line: ReadonlyMap<string, { position: number; of: number }>): JobSummary {
+    const waiting = r.admission?.state === AdmissionState.WAITING ? line.get(r.jobId) : undefined;
     return {
       jobId: r.jobId,
       name: r.name,
@@ -238,6 +387,7 @@ export class Dispatcher {
       ...(r.endedAtMs !== undefined ? { endedAtMs: r.endedAtMs } : {}),
       durationMs: (r.endedAtMs ?? this.deps.clock.now()) - r.submittedAtMs,
       parallelism: r.parallelism,
+      ...(waiting !== undefined ? { waiting } : {}),
     };
   }
 
@@ -258,6 +408,15 @@ export class Dispatcher {
     const before = await this.record(jobId);
     if (isGloballyTerminal(before.status)) throw new ConflictError(`job ${jobId} already ended ${before.status}; nothing to cancel`);
     const record = await this.deps.jobStore.requestCancel(before.jobId);
+    // A job in line has no JobMaster to carry the cancel out: it leaves the line CANCELED at once. One
+    // admitted meanwhile reads the flag when its JobMaster starts; one still SUBMITTING, when it gets in line.
+    if (record.admission?.state === AdmissionState.WAITING) {
+      const { canceled } = await this.deps.jobStore.cancelWaiting(record.jobId);
+      if (canceled) {
+        this.log.info('canceled a job waiting in line', { jobId });
+        return { jobId: record.jobId, status: JobStatus.CANCELED };
+      }
+    }
     const leader = await retrieveLeader(this.deps.leaseStore, leaseNames.jobMaster(jobId), this.deps.clock);
     // The flag is what counts: a JobMaster reads it when it starts and every heartbeat interval while
     // it runs, so a cancel holds even when this call cannot reach the JobMaster (a Dispatcher outside
@@ -271,7 +430,7 @@ export class Dispatcher {
   }
 
   async overview(): Promise<OverviewResponse> {
-    const records = await this.deps.jobStore.list();
+    const [records, ledger] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger()]);
     const count = (s: JobStatus): number => records.filter((r) => r.status === s).length;
     return {
       jobs: {
@@ -280,6 +439,11 @@ export class Dispatcher {
         finished: count(JobStatus.FINISHED),
         failed: count(JobStatus.FAILED),
         canceled: count(JobStatus.CANCELED),
+      },
+      admission: {
+        waiting: ledger.waiting.length,
+        jobManagers: { running: ledger.admitted.length, max: this.bounds.maxJobManagers },
+        taskExecutors: { reserved: ledger.admitted.reduce((sum, e) => sum + e.taskExecutors, 0), max: this.bounds.maxTaskExecutors },
       },
     };
   }
@@ -294,4 +458,28 @@ export class Dispatcher {
   close(): void {
     this.unsubscribe();
   }
+}
+
+/** Each waiting job's place in line: 1 is the next to start. */
+function placesInLine(ledger: AdmissionLedger): Map<string, { position: number; of: number }> {
+  return new Map(ledger.waiting.map((e, i) => [e.jobId, { position: i + 1, of: ledger.waiting.length }]));
+}
+
+/**
+ * The JobGraph as stored and hashed: JSON with every object's keys sorted, so two clients that send the
+ * same graph with fields in another order submit the same job.
+ */
+export function canonicalJobGraphBytes(graph: JobGraph): Uint8Array {
+  return Buffer.from(JSON.stringify(sortKeys(graph)));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v !== undefined) out[key] = sortKeys(v);
+  }
+  return out;
 }

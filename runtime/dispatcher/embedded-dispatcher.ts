@@ -40,7 +40,10 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     clock: systemClock,
     logger,
     jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config) },
+    // Child processes exit with their parent: no JobManager of an earlier Dispatcher of this state dir runs on.
+    jobManagersEndWithDispatcher: true,
   });
+  await dispatcher.start();
   const server = await startLocalRestServer(createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger }), {
     host: config.restAddress,
     port: config.restPort,

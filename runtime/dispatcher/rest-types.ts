@@ -71,6 +71,11 @@ export interface JobSummary {
   readonly durationMs: number;
   /** The largest vertex parallelism. */
   readonly parallelism: number;
+  /**
+   * Present while the job waits in line for the cluster's capacity (admission control): `position` 1 is
+   * the next to start, `of` how many wait. Jobs start in the order they got in line.
+   */
+  readonly waiting?: { readonly position: number; readonly of: number };
 }
 /** GET /jobs */
 export interface ListJobsResponse {
@@ -104,7 +109,14 @@ export interface CancelJobResponse {
 }
 /** GET /overview */
 export interface OverviewResponse {
+  /** `running` counts every job that has not ended, waiting ones included. */
   readonly jobs: { readonly total: number; readonly running: number; readonly finished: number; readonly failed: number; readonly canceled: number };
+  /** Admission control: jobs in line, and what the admitted ones hold against the cluster's bounds. */
+  readonly admission: {
+    readonly waiting: number;
+    readonly jobManagers: { readonly running: number; readonly max: number };
+    readonly taskExecutors: { readonly reserved: number; readonly max: number };
+  };
 }
 /** GET /health (no authorization needed) */
 export interface HealthResponse {

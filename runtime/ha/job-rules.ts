@@ -1,9 +1,21 @@
-// The job-record rules every JobStore adapter applies (epoch fencing, terminal states, bounded exceptions),
-// kept in one place so the SQLite, in-memory and DynamoDB adapters cannot drift apart.
-import { ConflictError, InvalidRequestError, NotFoundError, StaleWriterError } from '../core/errors.js';
+// The job-record rules every JobStore adapter applies (epoch fencing, terminal states, bounded exceptions,
+// the admission ledger), kept in one place so the SQLite, in-memory and DynamoDB adapters cannot drift apart.
+import { ConflictError, FloeError, InvalidRequestError, NotFoundError, StaleWriterError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
-import { isGloballyTerminal } from '../jobgraph/job-status.js';
-import { MAX_EXCEPTION_MESSAGE_CHARS, MAX_EXCEPTION_STACK_CHARS, MAX_STORED_EXCEPTIONS, type JobException, type JobRecord, type JobRecordUpdate } from './job-store.js';
+import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
+import {
+  AdmissionState,
+  MAX_EXCEPTION_MESSAGE_CHARS,
+  MAX_EXCEPTION_STACK_CHARS,
+  MAX_STORED_EXCEPTIONS,
+  type AdmissionBounds,
+  type AdmissionEntry,
+  type AdmissionLedger,
+  type JobAdmission,
+  type JobException,
+  type JobRecord,
+  type JobRecordUpdate,
+} from './job-store.js';
 
 /** For stores that check the epoch in the database (DynamoDB conditions) before reading the record. */
 export function assertWriterEpoch(writerEpoch: number): void {
@@ -76,4 +88,150 @@ export function boundedException(e: JobException): JobException {
     ...(e.stack !== undefined ? { stack: cutText(e.stack, MAX_EXCEPTION_STACK_CHARS) } : {}),
     ...(e.taskName !== undefined ? { taskName: cutText(e.taskName, 512) } : {}),
   };
+}
+
+// ---- admission ----------------------------------------------------------------------------------------
+
+export const EMPTY_LEDGER: AdmissionLedger = { waiting: [], admitted: [] };
+
+/** At most this many jobs change in one admission step (a DynamoDB transaction holds up to 100 items). */
+export const MAX_ADMISSIONS_PER_STEP = 25;
+
+function withoutJob(ledger: AdmissionLedger, jobId: JobId): AdmissionLedger {
+  return { waiting: ledger.waiting.filter((e) => e.jobId !== jobId), admitted: ledger.admitted.filter((e) => e.jobId !== jobId) };
+}
+
+function requireAdmission(jobId: JobId, record: JobRecord): JobAdmission {
+  if (record.admission === undefined) {
+    throw new ConflictError(`job ${jobId} was recorded before admission control existed, so it cannot be put in line; submit it again under a new job id`);
+  }
+  return record.admission;
+}
+
+/**
+ * SUBMITTING → WAITING at the end of the line; a job whose cancel was requested meanwhile ends CANCELED
+ * instead. `changed` false: nothing to write (already past SUBMITTING).
+ */
+export function applyEnqueue(jobId: JobId, current: JobRecord | undefined, ledger: AdmissionLedger, nowMs: number): { record: JobRecord; ledger: AdmissionLedger; changed: boolean } {
+  if (current === undefined) throw new NotFoundError(`cannot put job ${jobId} in line: there is no such job`);
+  const admission = requireAdmission(jobId, current);
+  if (admission.state !== AdmissionState.SUBMITTING) return { record: current, ledger, changed: false };
+  if (current.cancelRequested || isGloballyTerminal(current.status)) {
+    const status = isGloballyTerminal(current.status) ? current.status : JobStatus.CANCELED;
+    const record: JobRecord = { ...current, status, endedAtMs: current.endedAtMs ?? nowMs, updatedAtMs: nowMs, admission: { ...admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs } };
+    return { record, ledger, changed: true };
+  }
+  const record: JobRecord = { ...current, updatedAtMs: nowMs, admission: { ...admission, state: AdmissionState.WAITING, waitingSinceMs: nowMs } };
+  const waiting = [...ledger.waiting.filter((e) => e.jobId !== jobId), { jobId, taskExecutors: admission.taskExecutors, sinceMs: nowMs }];
+  return { record, ledger: { waiting, admitted: ledger.admitted }, changed: true };
+}
+
+/**
+ * Which waiting jobs one step admits: from the head of the line, each that fits beside the admitted ones
+ * (one more JobManager, its TaskExecutors) until the first that does not; none overtakes another. A job
+ * that needs more TaskExecutors than the bounds allow at all can never fit: it is refused, not waited on.
+ */
+export function planAdmission(ledger: AdmissionLedger, bounds: AdmissionBounds): { admit: AdmissionEntry[]; refuse: AdmissionEntry[] } {
+  assertAdmissionBounds(bounds);
+  let jobManagers = ledger.admitted.length;
+  let taskExecutors = ledger.admitted.reduce((sum, e) => sum + e.taskExecutors, 0);
+  const admit: AdmissionEntry[] = [];
+  const refuse: AdmissionEntry[] = [];
+  for (const entry of ledger.waiting) {
+    if (admit.length + refuse.length >= MAX_ADMISSIONS_PER_STEP) break;
+    if (entry.taskExecutors > bounds.maxTaskExecutors) {
+      refuse.push(entry);
+      continue;
+    }
+    if (jobManagers + 1 > bounds.maxJobManagers || taskExecutors + entry.taskExecutors > bounds.maxTaskExecutors) break;
+    admit.push(entry);
+    jobManagers++;
+    taskExecutors += entry.taskExecutors;
+  }
+  return { admit, refuse };
+}
+
+export function assertAdmissionBounds(bounds: AdmissionBounds): void {
+  for (const [name, value] of Object.entries(bounds)) {
+    if (!Number.isInteger(value) || value < 1) throw new InvalidRequestError(`admission bound ${name} must be a positive integer, found ${value}`);
+  }
+}
+
+/** The ledger once `plan` is carried out at `nowMs`. */
+export function ledgerAfterAdmission(ledger: AdmissionLedger, plan: { admit: readonly AdmissionEntry[]; refuse: readonly AdmissionEntry[] }, nowMs: number): AdmissionLedger {
+  const leaving = new Set([...plan.admit, ...plan.refuse].map((e) => e.jobId));
+  return {
+    waiting: ledger.waiting.filter((e) => !leaving.has(e.jobId)),
+    admitted: [...ledger.admitted, ...plan.admit.map((e) => ({ jobId: e.jobId, taskExecutors: e.taskExecutors, sinceMs: nowMs }))],
+  };
+}
+
+/** Whether a ledger entry still describes its record; one that does not (record gone or moved on) is dropped. */
+export function isWaitingRecord(record: JobRecord | undefined): record is JobRecord & { admission: JobAdmission } {
+  return record?.admission?.state === AdmissionState.WAITING && !isGloballyTerminal(record.status);
+}
+
+export function admittedRecord(record: JobRecord, nowMs: number): JobRecord {
+  return { ...record, updatedAtMs: nowMs, admission: { ...requireAdmission(record.jobId, record), state: AdmissionState.ADMITTED, admittedAtMs: nowMs } };
+}
+
+/** The exception of a waiting job that can no longer fit the cluster at all. */
+export function refusalException(entry: AdmissionEntry, bounds: AdmissionBounds, nowMs: number): JobException {
+  return {
+    timestampMs: nowMs,
+    message: `job ${entry.jobId} needs ${entry.taskExecutors} TaskExecutors, but the cluster now allows at most ${bounds.maxTaskExecutors} ('cluster.max-taskmanagers'), so it can never start; submit it again with a lower parallelism or raise the bound`,
+  };
+}
+
+export function refusedRecord(record: JobRecord, exception: JobException, nowMs: number): JobRecord {
+  return {
+    ...record,
+    status: JobStatus.FAILED,
+    endedAtMs: nowMs,
+    updatedAtMs: nowMs,
+    exceptions: [...record.exceptions, exception].slice(-MAX_STORED_EXCEPTIONS),
+    admission: { ...requireAdmission(record.jobId, record), state: AdmissionState.RELEASED, releasedAtMs: nowMs },
+  };
+}
+
+/** ADMITTED → RELEASED; anything else is left as it is (a ledger entry without its record is dropped). */
+export function applyRelease(jobId: JobId, current: JobRecord | undefined, ledger: AdmissionLedger, nowMs: number): { record: JobRecord | undefined; ledger: AdmissionLedger; released: boolean } {
+  const held = ledger.admitted.some((e) => e.jobId === jobId);
+  if (current === undefined || current.admission?.state !== AdmissionState.ADMITTED) {
+    return { record: current, ledger: held ? withoutJob(ledger, jobId) : ledger, released: false };
+  }
+  const record: JobRecord = { ...current, updatedAtMs: nowMs, admission: { ...current.admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs } };
+  return { record, ledger: withoutJob(ledger, jobId), released: true };
+}
+
+/** WAITING → CANCELED and out of line; anything else is left as it is. */
+export function applyCancelWaiting(jobId: JobId, current: JobRecord | undefined, ledger: AdmissionLedger, nowMs: number): { record: JobRecord | undefined; ledger: AdmissionLedger; canceled: boolean } {
+  if (!isWaitingRecord(current)) return { record: current, ledger, canceled: false };
+  const record: JobRecord = {
+    ...current,
+    status: JobStatus.CANCELED,
+    cancelRequested: true,
+    endedAtMs: nowMs,
+    updatedAtMs: nowMs,
+    admission: { ...current.admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs },
+  };
+  return { record, ledger: withoutJob(ledger, jobId), canceled: true };
+}
+
+/** The ledger a store reads back, checked: a store that holds anything else is corrupt, not empty. */
+export function parseLedger(raw: unknown, where: string): AdmissionLedger {
+  const corrupt = (what: string): FloeError => new FloeError('ADMISSION_LEDGER_CORRUPT', `the admission ledger in ${where} ${what}; it was not written by Floe — restore it from a backup or remove it to start with an empty line`);
+  const entries = (value: unknown, name: string): AdmissionEntry[] => {
+    if (!Array.isArray(value)) throw corrupt(`has no list '${name}' (found ${JSON.stringify(value)})`);
+    return value.map((e: unknown) => {
+      const o = e as Partial<AdmissionEntry> | null;
+      if (o === null || typeof o !== 'object' || typeof o.jobId !== 'string' || !Number.isInteger(o.taskExecutors) || typeof o.sinceMs !== 'number') {
+        throw corrupt(`holds a malformed entry in '${name}': ${JSON.stringify(e)}`);
+      }
+      return { jobId: o.jobId, taskExecutors: o.taskExecutors!, sinceMs: o.sinceMs };
+    });
+  };
+  const o = raw as { waiting?: unknown; admitted?: unknown } | null;
+  if (o === null || typeof o !== 'object') throw corrupt(`is not an object (found ${JSON.stringify(raw)})`);
+  return { waiting: entries(o.waiting, 'waiting'), admitted: entries(o.admitted, 'admitted') };
 }

@@ -1,5 +1,7 @@
 // Port: job records. Creation is conditional (a resubmission is never a second job); status writes are
-// conditioned on the writer's epoch, so a deposed JobMaster cannot overwrite its successor.
+// conditioned on the writer's epoch, so a deposed JobMaster cannot overwrite its successor. The store also
+// keeps the cluster's admission ledger (which jobs wait for capacity, which hold it), changed only together
+// with the records it names, so every Dispatcher — after a restart, or another Lambda — sees one truth.
 import type { JobId } from '../core/ids.js';
 import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
 
@@ -45,6 +47,65 @@ export interface VertexMetrics {
   readonly creditsPerChannel?: number;
 }
 
+/** Where a job stands in admission control (runtime/dispatcher/admission.ts). */
+export const AdmissionState = {
+  /** The record owns the job id; its submitter is still storing the library and the JobGraph. */
+  SUBMITTING: 'SUBMITTING',
+  /** Stored, and in line for the cluster's capacity. */
+  WAITING: 'WAITING',
+  /** Holds its reservation (one JobManager, `taskExecutors` TaskExecutors); its JobManager is started. */
+  ADMITTED: 'ADMITTED',
+  /** Holds nothing any more: its JobManager ended, or it ended without ever needing one. */
+  RELEASED: 'RELEASED',
+} as const;
+export type AdmissionState = (typeof AdmissionState)[keyof typeof AdmissionState];
+
+export interface JobAdmission {
+  readonly state: AdmissionState;
+  /**
+   * TaskExecutors the job reserves while admitted: ceil(required slots / slots per TaskExecutor). Its
+   * ResourceManager may start no more than these.
+   */
+  readonly taskExecutors: number;
+  /** When it got in line, got its reservation, gave it back (ms, the writer's clock). */
+  readonly waitingSinceMs?: number;
+  readonly admittedAtMs?: number;
+  readonly releasedAtMs?: number;
+}
+
+/** One job in the admission ledger. */
+export interface AdmissionEntry {
+  readonly jobId: JobId;
+  readonly taskExecutors: number;
+  /** When it got in line (waiting) or its reservation (admitted). */
+  readonly sinceMs: number;
+}
+
+/** The cluster's admission state: one per cluster, never changed apart from the records it names. */
+export interface AdmissionLedger {
+  /** In line, in the order they are admitted: first come, first served. */
+  readonly waiting: readonly AdmissionEntry[];
+  /** Holding a reservation: one running JobManager each, and their TaskExecutors. */
+  readonly admitted: readonly AdmissionEntry[];
+}
+
+/** Cluster-wide capacity: what the admitted jobs together may hold. */
+export interface AdmissionBounds {
+  readonly maxJobManagers: number;
+  readonly maxTaskExecutors: number;
+}
+
+/** What one admission pass did. */
+export interface AdmissionOutcome {
+  /** Now ADMITTED, in line order: the caller starts their JobManagers. */
+  readonly admitted: readonly AdmissionEntry[];
+  /**
+   * Ended FAILED without a reservation: they need more than the bounds allow even on an empty cluster
+   * (the bounds shrank while they waited).
+   */
+  readonly refused: readonly AdmissionEntry[];
+}
+
 export interface JobRecord {
   readonly jobId: JobId;
   readonly name: string;
@@ -56,6 +117,11 @@ export interface JobRecord {
   readonly endedAtMs?: number;
   /** BlobStore key of the JobGraph JSON. */
   readonly jobGraphKey: string;
+  /**
+   * sha256 of the canonical JobGraph bytes stored under `jobGraphKey`: a resubmission with the same id is
+   * the same job exactly when its graph has this hash. Absent on records written before it existed.
+   */
+  readonly jobGraphSha256?: string;
   readonly librarySha256: string;
   readonly parallelism: number;
   readonly tasks?: TaskCounts;
@@ -69,6 +135,8 @@ export interface JobRecord {
   readonly vertices?: readonly VertexMetrics[];
   /** Restarts of failed tasks so far (region or global failovers). */
   readonly restarts?: number;
+  /** Admission control; absent on records written before it existed (they hold no reservation). */
+  readonly admission?: JobAdmission;
 }
 
 export interface JobRecordUpdate {
@@ -103,7 +171,37 @@ export interface JobStore {
   update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord>;
   /** Marks the job for cancellation (idempotent); returns the record. */
   requestCancel(jobId: JobId): Promise<JobRecord>;
-  /** Removes a record; used to roll back a submission that could not be completed. */
+  /**
+   * Removes a record. The Dispatcher never does (a record owns its job id; see the submission protocol in
+   * docs/ARCHITECTURE.md); it is here for operators and tests.
+   */
   delete(jobId: JobId): Promise<void>;
+
+  // ---- admission: each call changes the ledger and the records it names in one atomic step ----------
+
+  /**
+   * SUBMITTING → WAITING, at the end of the line. A job whose cancel was requested meanwhile ends CANCELED
+   * (RELEASED) instead of getting in line. Idempotent: a record past SUBMITTING is returned as it is.
+   * NotFoundError when there is no such job, ConflictError when the record has no admission state.
+   */
+  enqueue(jobId: JobId): Promise<JobRecord>;
+  /**
+   * Admits waiting jobs first in line first while the admitted ones together stay within `bounds`; stops
+   * at the first that does not fit, so none overtakes another. A job that could not fit even an empty
+   * cluster under `bounds` ends FAILED instead of blocking the line.
+   */
+  admit(bounds: AdmissionBounds): Promise<AdmissionOutcome>;
+  /**
+   * ADMITTED → RELEASED: gives back the job's reservation, whatever its status (ended ones included).
+   * Idempotent; `released` says whether this call did it. `record` is undefined when there is no such job.
+   */
+  release(jobId: JobId): Promise<{ released: boolean; record: JobRecord | undefined }>;
+  /**
+   * A WAITING job leaves the line and ends CANCELED (RELEASED). `canceled` false, with the record as it
+   * is, when the job is not waiting (admitted meanwhile: its JobMaster carries the cancel out).
+   */
+  cancelWaiting(jobId: JobId): Promise<{ canceled: boolean; record: JobRecord | undefined }>;
+  /** The ledger as it is now. */
+  admissionLedger(): Promise<AdmissionLedger>;
   close(): Promise<void>;
 }

@@ -3,44 +3,53 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { ProcessEnv } from '../core/process-env.js';
 
+export interface ClusterProcess {
+  readonly pid: number;
+  readonly parentPid: number;
+  /**
+   * Its FLOE_RESOURCE_ID: `jobmanager-<job>` or `te-…` for the workers; absent for a Dispatcher. A child
+   * between fork and exec still shows its parent's environment, so a worker being started carries its
+   * parent's id for a moment (compare `parentPid`).
+   */
+  readonly resourceId?: string;
+}
+
 export function processesOfCluster(stateDir: string): number[] {
-  const marker = `${ProcessEnv.STATE_DIR}=${stateDir}\0`;
-  const pids: number[] = [];
+  return clusterProcesses(stateDir).map((p) => p.pid);
+}
+
+/** Every process of the cluster with the worker it is, read from its environment. */
+export function clusterProcesses(stateDir: string): ClusterProcess[] {
+  const marker = `${ProcessEnv.STATE_DIR}=${stateDir}`;
+  const resourcePrefix = `${ProcessEnv.RESOURCE_ID}=`;
+  const found: ClusterProcess[] = [];
   let entries: string[];
   try {
     entries = readdirSync('/proc');
   } catch {
-    return pids; // no /proc on this system: nothing to report
+    return found; // no /proc on this system: nothing to report
   }
   for (const entry of entries) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    let environ: string[];
     try {
-      if ((readFileSync(`/proc/${entry}/environ`, 'latin1') + '\0').includes(marker)) pids.push(Number(entry));
+      environ = readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0');
     } catch {
-      // gone, or not ours to read
+      continue; // gone, or not ours to read
     }
+    if (!environ.includes(marker)) continue;
+    const resource = environ.find((e) => e.startsWith(resourcePrefix));
+    found.push({ pid: Number(entry), parentPid: parentPidOf(entry), ...(resource !== undefined ? { resourceId: resource.slice(resourcePrefix.length) } : {}) });
   }
-  return pids;
+  return found;
 }
 
-/** One process of an embedded cluster: its pid and the worker id it runs as (absent for the Dispatcher). */
-export interface ClusterProcess {
-  readonly pid: number;
-  readonly resourceId?: string;
-}
-
-/** The cluster's processes with their worker ids (TaskExecutors are `te-…`, JobManagers `jobmanager-…`). */
-export function processesOfClusterWithIds(stateDir: string): ClusterProcess[] {
-  const out: ClusterProcess[] = [];
-  for (const pid of processesOfCluster(stateDir)) {
-    let environ: string;
-    try {
-      environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
-    } catch {
-      continue;
-    }
-    const entry = environ.split('\0').find((e) => e.startsWith(`${ProcessEnv.RESOURCE_ID}=`));
-    out.push(entry === undefined ? { pid } : { pid, resourceId: entry.slice(ProcessEnv.RESOURCE_ID.length + 1) });
+/** The parent pid from /proc/<pid>/stat (the field after the parenthesised command name); 0 when gone. */
+function parentPidOf(pid: string): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] ?? 0);
+  } catch {
+    return 0;
   }
-  return out;
 }

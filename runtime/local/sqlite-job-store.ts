@@ -1,27 +1,57 @@
 // JobStore on the embedded SQLite database. Each write is one IMMEDIATE transaction (read, check the
-// writer's epoch, write), so a deposed JobMaster in another process cannot slip a write in between.
+// writer's epoch, write), so a deposed JobMaster in another process cannot slip a write in between. The
+// admission ledger is one row of the `admission` table, changed in the same transaction as its records.
 import type { Statement } from 'better-sqlite3';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JobId } from '../core/ids.js';
-import { applyCancelRequest, applyJobUpdate, assertCreatable } from '../ha/job-rules.js';
-import type { JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
+import {
+  admittedRecord,
+  applyCancelRequest,
+  applyCancelWaiting,
+  applyEnqueue,
+  applyJobUpdate,
+  applyRelease,
+  assertCreatable,
+  EMPTY_LEDGER,
+  isWaitingRecord,
+  ledgerAfterAdmission,
+  parseLedger,
+  planAdmission,
+  refusalException,
+  refusedRecord,
+} from '../ha/job-rules.js';
+import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
 import { openDatabase, read, writeTransaction, type SqliteDatabase } from './sqlite.js';
+
+export interface SqliteJobStoreOptions {
+  /**
+   * Names the admission ledger, so that several independent lines can share one database file (tests do).
+   * @default 'cluster'
+   */
+  readonly admissionScope?: string;
+}
 
 export class SqliteJobStore implements JobStore {
   private readonly db: SqliteDatabase;
+  private readonly scope: string;
   private readonly select: Statement<[string], { record: string }>;
   private readonly selectAll: Statement<[], { record: string }>;
   private readonly insert: Statement<[string, number, string]>;
   private readonly replace: Statement<[string, string]>;
   private readonly remove: Statement<[string]>;
+  private readonly selectLedger: Statement<[string], { ledger: string }>;
+  private readonly upsertLedger: Statement<[string, string]>;
 
-  constructor(dbPath: string, private readonly clock: Clock = systemClock) {
+  constructor(dbPath: string, private readonly clock: Clock = systemClock, options: SqliteJobStoreOptions = {}) {
     this.db = openDatabase(dbPath);
+    this.scope = options.admissionScope ?? 'cluster';
     this.select = this.db.prepare('SELECT record FROM jobs WHERE job_id = ?');
     this.selectAll = this.db.prepare('SELECT record FROM jobs ORDER BY submitted_at_ms, job_id');
     this.insert = this.db.prepare('INSERT INTO jobs (job_id, submitted_at_ms, record) VALUES (?, ?, ?) ON CONFLICT (job_id) DO NOTHING');
     this.replace = this.db.prepare('UPDATE jobs SET record = ? WHERE job_id = ?');
     this.remove = this.db.prepare('DELETE FROM jobs WHERE job_id = ?');
+    this.selectLedger = this.db.prepare('SELECT ledger FROM admission WHERE scope = ?');
+    this.upsertLedger = this.db.prepare('INSERT INTO admission (scope, ledger) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET ledger = excluded.ledger');
   }
 
   async create(record: JobRecord): Promise<{ created: boolean; record: JobRecord }> {
@@ -34,10 +64,7 @@ export class SqliteJobStore implements JobStore {
   }
 
   async get(jobId: JobId): Promise<JobRecord | undefined> {
-    return read(this.db, () => {
-      const row = this.select.get(jobId);
-      return row === undefined ? undefined : parse(row.record);
-    });
+    return read(this.db, () => this.row(jobId));
   }
 
   async list(): Promise<JobRecord[]> {
@@ -46,20 +73,15 @@ export class SqliteJobStore implements JobStore {
 
   async update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord> {
     return writeTransaction(this.db, () => {
-      const row = this.select.get(jobId);
-      const next = applyJobUpdate(jobId, row === undefined ? undefined : parse(row.record), update, writerEpoch, this.clock.now());
-      const json = JSON.stringify(next);
-      this.replace.run(json, jobId);
-      return parse(json);
+      const next = applyJobUpdate(jobId, this.row(jobId), update, writerEpoch, this.clock.now());
+      return this.write(next);
     });
   }
 
   async requestCancel(jobId: JobId): Promise<JobRecord> {
     return writeTransaction(this.db, () => {
-      const row = this.select.get(jobId);
-      const { record, changed } = applyCancelRequest(jobId, row === undefined ? undefined : parse(row.record), this.clock.now());
-      if (changed) this.replace.run(JSON.stringify(record), jobId);
-      return record;
+      const { record, changed } = applyCancelRequest(jobId, this.row(jobId), this.clock.now());
+      return changed ? this.write(record) : record;
     });
   }
 
@@ -67,8 +89,78 @@ export class SqliteJobStore implements JobStore {
     await writeTransaction(this.db, () => this.remove.run(jobId));
   }
 
+  async enqueue(jobId: JobId): Promise<JobRecord> {
+    return writeTransaction(this.db, () => {
+      const { record, ledger, changed } = applyEnqueue(jobId, this.row(jobId), this.ledgerRow(), this.clock.now());
+      if (!changed) return record;
+      this.upsertLedger.run(this.scope, JSON.stringify(ledger));
+      return this.write(record);
+    });
+  }
+
+  async admit(bounds: AdmissionBounds): Promise<AdmissionOutcome> {
+    return writeTransaction(this.db, () => {
+      const now = this.clock.now();
+      const admitted: AdmissionEntry[] = [];
+      const refused: AdmissionEntry[] = [];
+      let ledger = this.ledgerRow();
+      // Entries whose record moved on (or is gone) would block the line forever: drop them first.
+      ledger = { ...ledger, waiting: ledger.waiting.filter((e) => isWaitingRecord(this.row(e.jobId))) };
+      for (;;) {
+        const plan = planAdmission(ledger, bounds);
+        if (plan.admit.length === 0 && plan.refuse.length === 0) break;
+        for (const e of plan.admit) this.write(admittedRecord(this.row(e.jobId)!, now));
+        for (const e of plan.refuse) this.write(refusedRecord(this.row(e.jobId)!, refusalException(e, bounds, now), now));
+        ledger = ledgerAfterAdmission(ledger, plan, now);
+        admitted.push(...plan.admit.map((e) => ({ ...e, sinceMs: now })));
+        refused.push(...plan.refuse);
+      }
+      this.upsertLedger.run(this.scope, JSON.stringify(ledger));
+      return { admitted, refused };
+    });
+  }
+
+  async release(jobId: JobId): Promise<{ released: boolean; record: JobRecord | undefined }> {
+    return writeTransaction(this.db, () => {
+      const before = this.ledgerRow();
+      const { record, ledger, released } = applyRelease(jobId, this.row(jobId), before, this.clock.now());
+      if (ledger !== before) this.upsertLedger.run(this.scope, JSON.stringify(ledger));
+      return { released, record: released ? this.write(record!) : record };
+    });
+  }
+
+  async cancelWaiting(jobId: JobId): Promise<{ canceled: boolean; record: JobRecord | undefined }> {
+    return writeTransaction(this.db, () => {
+      const { record, ledger, canceled } = applyCancelWaiting(jobId, this.row(jobId), this.ledgerRow(), this.clock.now());
+      if (!canceled) return { canceled, record };
+      this.upsertLedger.run(this.scope, JSON.stringify(ledger));
+      return { canceled, record: this.write(record!) };
+    });
+  }
+
+  async admissionLedger(): Promise<AdmissionLedger> {
+    return read(this.db, () => this.ledgerRow());
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
+  }
+
+  private row(jobId: string): JobRecord | undefined {
+    const row = this.select.get(jobId);
+    return row === undefined ? undefined : parse(row.record);
+  }
+
+  /** Writes `record` over its row; returns it as it reads back. */
+  private write(record: JobRecord): JobRecord {
+    const json = JSON.stringify(record);
+    this.replace.run(json, record.jobId);
+    return parse(json);
+  }
+
+  private ledgerRow(): AdmissionLedger {
+    const row = this.selectLedger.get(this.scope);
+    return row === undefined ? EMPTY_LEDGER : parseLedger(JSON.parse(row.ledger), `table admission, scope '${this.scope}'`);
   }
 }
 

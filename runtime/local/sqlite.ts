@@ -24,6 +24,10 @@ const SCHEMA = `
     submitted_at_ms INTEGER NOT NULL,
     record          TEXT NOT NULL
   );
+  CREATE TABLE IF NOT EXISTS admission (
+    scope  TEXT PRIMARY KEY,
+    ledger TEXT NOT NULL
+  );
 `;
 
 /** SQLite said the database is locked by another connection for longer than the busy timeout. */

@@ -1,11 +1,28 @@
-// JobStore kept in a Map: the reference adapter for unit tests and single-process setups.
+// JobStore kept in a Map: the reference adapter for unit tests and single-process setups. Every call runs
+// to completion without awaiting, so each is atomic as the other adapters' transactions are.
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JobId } from '../core/ids.js';
-import { applyCancelRequest, applyJobUpdate, assertCreatable, compareJobRecords } from '../ha/job-rules.js';
-import type { JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
+import {
+  admittedRecord,
+  applyCancelRequest,
+  applyCancelWaiting,
+  applyEnqueue,
+  applyJobUpdate,
+  applyRelease,
+  assertCreatable,
+  compareJobRecords,
+  EMPTY_LEDGER,
+  isWaitingRecord,
+  ledgerAfterAdmission,
+  planAdmission,
+  refusalException,
+  refusedRecord,
+} from '../ha/job-rules.js';
+import type { AdmissionBounds, AdmissionLedger, AdmissionOutcome, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
 
 export class InMemoryJobStore implements JobStore {
   private readonly records = new Map<string, JobRecord>();
+  private ledger: AdmissionLedger = EMPTY_LEDGER;
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -41,6 +58,53 @@ export class InMemoryJobStore implements JobStore {
 
   async delete(jobId: JobId): Promise<void> {
     this.records.delete(jobId);
+  }
+
+  async enqueue(jobId: JobId): Promise<JobRecord> {
+    const { record, ledger, changed } = applyEnqueue(jobId, this.records.get(jobId), this.ledger, this.clock.now());
+    if (changed) {
+      this.records.set(jobId, record);
+      this.ledger = ledger;
+    }
+    return structuredClone(record);
+  }
+
+  async admit(bounds: AdmissionBounds): Promise<AdmissionOutcome> {
+    const now = this.clock.now();
+    const admitted = [];
+    const refused = [];
+    for (;;) {
+      // Entries whose record moved on (or is gone) would block the line forever: drop them first.
+      this.ledger = { ...this.ledger, waiting: this.ledger.waiting.filter((e) => isWaitingRecord(this.records.get(e.jobId))) };
+      const plan = planAdmission(this.ledger, bounds);
+      if (plan.admit.length === 0 && plan.refuse.length === 0) break;
+      for (const e of plan.admit) this.records.set(e.jobId, admittedRecord(this.records.get(e.jobId)!, now));
+      for (const e of plan.refuse) this.records.set(e.jobId, refusedRecord(this.records.get(e.jobId)!, refusalException(e, bounds, now), now));
+      this.ledger = ledgerAfterAdmission(this.ledger, plan, now);
+      admitted.push(...plan.admit.map((e) => ({ ...e, sinceMs: now })));
+      refused.push(...plan.refuse);
+    }
+    return { admitted, refused };
+  }
+
+  async release(jobId: JobId): Promise<{ released: boolean; record: JobRecord | undefined }> {
+    const { record, ledger, released } = applyRelease(jobId, this.records.get(jobId), this.ledger, this.clock.now());
+    if (record !== undefined) this.records.set(jobId, record);
+    this.ledger = ledger;
+    return { released, record: record === undefined ? undefined : structuredClone(record) };
+  }
+
+  async cancelWaiting(jobId: JobId): Promise<{ canceled: boolean; record: JobRecord | undefined }> {
+    const { record, ledger, canceled } = applyCancelWaiting(jobId, this.records.get(jobId), this.ledger, this.clock.now());
+    if (canceled) {
+      this.records.set(jobId, record!);
+      this.ledger = ledger;
+    }
+    return { canceled, record: record === undefined ? undefined : structuredClone(record) };
+  }
+
+  async admissionLedger(): Promise<AdmissionLedger> {
+    return structuredClone(this.ledger);
   }
 
   async close(): Promise<void> {}

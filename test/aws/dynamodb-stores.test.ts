@@ -33,7 +33,15 @@ const leaseStore = (clock: Clock, maxClockSkewMs = 0): DynamoDbLeaseStore =>
 
 // One table for every test, as in production: the suites use fresh names and ids per test.
 describeLeaseStoreContract('DynamoDbLeaseStore', async (clock) => leaseStore(clock));
-describeJobStoreContract('DynamoDbJobStore', async (clock) => new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock }));
+// Each test gets its own admission line in the shared table; a second handle is another store on that line.
+const admissionScopes = new WeakMap<object, string>();
+let scopes = 0;
+describeJobStoreContract('DynamoDbJobStore', async (clock, sameAs) => {
+  const admissionScope = sameAs !== undefined ? admissionScopes.get(sameAs)! : `line-${Date.now().toString(36)}-${scopes++}`;
+  const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, admissionScope });
+  admissionScopes.set(store, admissionScope);
+  return store;
+});
 
 describe('DynamoDbLeaseStore across machines with skewed clocks', () => {
   const D = 1_000;

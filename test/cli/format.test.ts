@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobId } from '../../runtime/core/ids.js';
 import type { TaskCounts } from '../../runtime/jobgraph/job-status.js';
-import { formatDuration, formatException, formatJobList, formatProgress, formatRecord, ProgressPrinter } from '../../runtime/cli/format.js';
+import { formatDuration, formatException, formatJobDetails, formatJobList, formatProgress, formatRecord, ProgressPrinter } from '../../runtime/cli/format.js';
 
 const tasks = (over: Partial<TaskCounts> = {}): TaskCounts => ({ total: 12, scheduled: 2, deploying: 1, running: 4, finished: 5, canceled: 0, failed: 0, ...over });
 
@@ -77,5 +77,18 @@ describe('formatting', () => {
         'a       job-a   FINISHED  1970-01-01T00:00:00.000Z  1.5 s     2\n',
     );
     expect(formatJobList([])).toBe('no jobs\n');
+  });
+
+  it('shows a job waiting for the cluster\'s capacity with its place in line, in the list, the status and the progress line', () => {
+    const waiting = { jobId: JobId.of('w'), name: 'job-w', status: 'INITIALIZING' as const, submittedAtMs: 0, updatedAtMs: 0, durationMs: 900, parallelism: 2, waiting: { position: 2, of: 5 } };
+    expect(formatJobList([waiting])).toBe(
+      'JOB ID  NAME   STATUS       SUBMITTED                 DURATION  PARALLELISM\n' +
+        'w       job-w  WAITING 2/5  1970-01-01T00:00:00.000Z  900 ms    2\n',
+    );
+    expect(formatJobDetails({ ...waiting, exceptions: 0 })).toContain("status     INITIALIZING\nwaiting    2nd of 5 in line for the cluster's capacity\n");
+    expect(formatProgress(waiting, 1_500).line).toBe('INITIALIZING · waiting for capacity, 2nd of 5 in line · 1.5 s');
+    expect([1, 2, 3, 4, 11, 12, 13, 21, 22, 101, 111].map((position) => formatProgress({ status: 'INITIALIZING', waiting: { position, of: 200 } }, 0).state.split(', ')[1])).toEqual(
+      ['1st of 200 in line', '2nd of 200 in line', '3rd of 200 in line', '4th of 200 in line', '11th of 200 in line', '12th of 200 in line', '13th of 200 in line', '21st of 200 in line', '22nd of 200 in line', '101st of 200 in line', '111th of 200 in line'],
+    );
   });
 });

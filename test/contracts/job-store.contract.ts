@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { ConflictError, NotFoundError, StaleWriterError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
-import { MAX_STORED_EXCEPTIONS, type JobException, type JobRecord, type JobStore } from '../../runtime/ha/job-store.js';
+import { AdmissionState, MAX_STORED_EXCEPTIONS, type AdmissionBounds, type AdmissionLedger, type JobException, type JobRecord, type JobStore } from '../../runtime/ha/job-store.js';
 import { JobStatus, type TaskCounts } from '../../runtime/jobgraph/job-status.js';
 
 let seq = 0;
@@ -18,26 +18,37 @@ export function newJobRecord(clock: ManualClock, overrides: Partial<JobRecord> =
     submittedAtMs: clock.now(),
     updatedAtMs: clock.now(),
     jobGraphKey: `jobs/${jobId}/jobgraph.json`,
+    jobGraphSha256: 'cd'.repeat(32),
     librarySha256: 'ab'.repeat(32),
     parallelism: 2,
     exceptions: [],
     cancelRequested: false,
+    admission: { state: AdmissionState.SUBMITTING, taskExecutors: 1 },
     ...overrides,
   };
 }
 
 const tasks: TaskCounts = { total: 4, scheduled: 0, deploying: 0, running: 4, finished: 0, canceled: 0, failed: 0 };
 
-export function describeJobStoreContract(name: string, factory: (clock: ManualClock) => Promise<JobStore>): void {
+/**
+ * Opens a store whose admission line no other test shares. With `sameAs`, another handle on the data and
+ * line of that store (another connection, client or process would do the same): what a second
+ * Dispatcher sees.
+ */
+export type JobStoreFactory = (clock: ManualClock, sameAs?: JobStore) => Promise<JobStore>;
+
+export function describeJobStoreContract(name: string, factory: JobStoreFactory): void {
   describe(`JobStore contract: ${name}`, () => {
     let clock: ManualClock;
     let store: JobStore;
+    const extra: JobStore[] = [];
 
     beforeEach(async () => {
       clock = new ManualClock();
       store = await factory(clock);
     });
     afterEach(async () => {
+      for (const s of extra.splice(0)) if (s !== store) await s.close();
       await store.close();
     });
 
@@ -214,6 +225,184 @@ export function describeJobStoreContract(name: string, factory: (clock: ManualCl
       expect((await store.list()).some((x) => x.jobId === r.jobId)).toBe(false);
       await store.delete(r.jobId);
       expect((await store.create(r)).created).toBe(true);
+    });
+
+    describe('admission', () => {
+      const bounds = (maxJobManagers: number, maxTaskExecutors: number): AdmissionBounds => ({ maxJobManagers, maxTaskExecutors });
+      async function submitted(taskExecutors: number, overrides: Partial<JobRecord> = {}): Promise<JobRecord> {
+        const r = newJobRecord(clock, { admission: { state: AdmissionState.SUBMITTING, taskExecutors }, ...overrides });
+        await store.create(r);
+        return r;
+      }
+      async function inLine(...taskExecutors: number[]): Promise<JobId[]> {
+        const ids: JobId[] = [];
+        for (const te of taskExecutors) {
+          const r = await submitted(te);
+          await store.enqueue(r.jobId);
+          ids.push(r.jobId);
+        }
+        return ids;
+      }
+      const ids = (entries: AdmissionLedger['waiting']): string[] => entries.map((e) => e.jobId);
+
+      it('a stored job gets in line once, at the end; the line starts empty', async () => {
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+        const a = await submitted(1);
+        const b = await submitted(2);
+        clock.advance(5);
+        const queued = await store.enqueue(b.jobId);
+        expect(queued).toEqual({ ...b, updatedAtMs: clock.now(), admission: { state: AdmissionState.WAITING, taskExecutors: 2, waitingSinceMs: clock.now() } });
+        expect(await store.get(b.jobId)).toEqual(queued);
+        await store.enqueue(a.jobId);
+        // Idempotent: a second enqueue changes nothing and keeps the place.
+        expect(await store.enqueue(b.jobId)).toEqual(queued);
+        const ledger = await store.admissionLedger();
+        expect(ledger.waiting).toEqual([{ jobId: b.jobId, taskExecutors: 2, sinceMs: clock.now() }, { jobId: a.jobId, taskExecutors: 1, sinceMs: clock.now() }]);
+        expect(ledger.admitted).toEqual([]);
+      });
+
+      it('admits from the head of the line while the admitted jobs stay within both bounds, and records it', async () => {
+        const [a, b, c, d] = await inLine(1, 2, 1, 1);
+        clock.advance(7);
+        const outcome = await store.admit(bounds(3, 3));
+        // a (1) and b (2) fill the 3 TaskExecutors; c would make 4.
+        expect(outcome).toEqual({ admitted: [{ jobId: a, taskExecutors: 1, sinceMs: clock.now() }, { jobId: b, taskExecutors: 2, sinceMs: clock.now() }], refused: [] });
+        expect((await store.get(a!))!.admission).toMatchObject({ state: AdmissionState.ADMITTED, taskExecutors: 1, admittedAtMs: clock.now() });
+        expect((await store.get(c!))!.admission?.state).toBe(AdmissionState.WAITING);
+        const ledger = await store.admissionLedger();
+        expect(ids(ledger.admitted)).toEqual([a, b]);
+        expect(ids(ledger.waiting)).toEqual([c, d]);
+        // Nothing more fits: a second pass admits nothing.
+        expect(await store.admit(bounds(3, 3))).toEqual({ admitted: [], refused: [] });
+        // The JobManager bound counts too: with room for 3 JobManagers only c gets in.
+        expect((await store.admit(bounds(3, 10))).admitted.map((e) => e.jobId)).toEqual([c]);
+        expect(ids((await store.admissionLedger()).waiting)).toEqual([d]);
+      });
+
+      it('none overtakes: a job at the head that does not fit yet holds back smaller ones until capacity frees', async () => {
+        const [running] = await inLine(3);
+        expect((await store.admit(bounds(3, 4))).admitted).toHaveLength(1);
+        const [big, small] = await inLine(2, 1);
+        expect((await store.admit(bounds(3, 4))).admitted).toEqual([]);
+        expect((await store.release(running!)).released).toBe(true);
+        expect((await store.admit(bounds(3, 4))).admitted.map((e) => e.jobId)).toEqual([big, small]);
+      });
+
+      it('release gives the reservation back once, whatever the job status, and leaves the rest of the record', async () => {
+        const [a] = await inLine(2);
+        await store.admit(bounds(1, 2));
+        // The JobMaster writes as usual; its writes keep the admission state.
+        const finished = await store.update(a!, { status: JobStatus.FINISHED, endedAtMs: clock.now() }, 1);
+        expect(finished.admission?.state).toBe(AdmissionState.ADMITTED);
+        clock.advance(3);
+        const { released, record } = await store.release(a!);
+        expect(released).toBe(true);
+        expect(record).toEqual({ ...finished, updatedAtMs: clock.now(), admission: { ...finished.admission, state: AdmissionState.RELEASED, releasedAtMs: clock.now() } });
+        expect(await store.get(a!)).toEqual(record);
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+        expect(await store.release(a!)).toEqual({ released: false, record });
+        expect(await store.release(JobId.of('no-such-job'))).toEqual({ released: false, record: undefined });
+        // A job that never got admitted has nothing to give back.
+        const [waiting] = await inLine(1);
+        expect((await store.release(waiting!)).released).toBe(false);
+        expect(ids((await store.admissionLedger()).waiting)).toEqual([waiting]);
+      });
+
+      it('a cancel requested before the job got in line ends it CANCELED instead of queueing it', async () => {
+        const r = await submitted(1);
+        await store.requestCancel(r.jobId);
+        clock.advance(4);
+        const ended = await store.enqueue(r.jobId);
+        expect(ended).toMatchObject({ status: JobStatus.CANCELED, endedAtMs: clock.now(), cancelRequested: true, admission: { state: AdmissionState.RELEASED, releasedAtMs: clock.now() } });
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+      });
+
+      it('cancelWaiting takes a waiting job out of line CANCELED; an admitted job is left to its JobMaster', async () => {
+        const [a, b, c] = await inLine(1, 1, 1);
+        await store.admit(bounds(1, 8));
+        clock.advance(2);
+        const { canceled, record } = await store.cancelWaiting(b!);
+        expect(canceled).toBe(true);
+        expect(record).toMatchObject({ status: JobStatus.CANCELED, endedAtMs: clock.now(), admission: { state: AdmissionState.RELEASED } });
+        expect(await store.get(b!)).toEqual(record);
+        expect(ids((await store.admissionLedger()).waiting)).toEqual([c]);
+        const admitted = await store.cancelWaiting(a!);
+        expect(admitted).toEqual({ canceled: false, record: await store.get(a!) });
+        expect(admitted.record?.status).toBe(JobStatus.INITIALIZING);
+        expect(await store.cancelWaiting(b!)).toEqual({ canceled: false, record });
+      });
+
+      it('a waiting job that needs more TaskExecutors than the bounds allow at all ends FAILED instead of blocking the line', async () => {
+        const [huge, small] = await inLine(5, 1);
+        const outcome = await store.admit(bounds(2, 4));
+        expect(outcome.refused).toEqual([{ jobId: huge, taskExecutors: 5, sinceMs: clock.now() }]);
+        expect(outcome.admitted.map((e) => e.jobId)).toEqual([small]);
+        const refused = (await store.get(huge!))!;
+        expect(refused).toMatchObject({ status: JobStatus.FAILED, admission: { state: AdmissionState.RELEASED } });
+        expect(refused.exceptions.at(-1)!.message).toMatch(/needs 5 TaskExecutors, but the cluster now allows at most 4/);
+        expect(await store.admissionLedger()).toMatchObject({ waiting: [], admitted: [{ jobId: small }] });
+      });
+
+      it('enqueue refuses an unknown job and a record without admission state', async () => {
+        await expect(store.enqueue(JobId.of('no-such-job'))).rejects.toBeInstanceOf(NotFoundError);
+        const legacy = newJobRecord(clock, { admission: undefined });
+        await store.create(legacy);
+        await expect(store.enqueue(legacy.jobId)).rejects.toBeInstanceOf(ConflictError);
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+      });
+
+      it('a line entry whose record is gone is dropped, not waited on', async () => {
+        const [gone, next] = await inLine(1, 1);
+        await store.delete(gone!);
+        expect((await store.admit(bounds(1, 1))).admitted.map((e) => e.jobId)).toEqual([next]);
+        await store.delete(next!);
+        expect((await store.release(next!)).released).toBe(false);
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+      });
+
+      it('the ledger it returns is a copy', async () => {
+        await inLine(1);
+        const ledger = await store.admissionLedger();
+        (ledger.waiting as unknown[]).pop();
+        expect((await store.admissionLedger()).waiting).toHaveLength(1);
+      });
+
+      it('two Dispatchers racing on one line never admit past the bounds, admit each job once, and keep the order', async () => {
+        const other = await factory(clock, store);
+        extra.push(other);
+        const stores = [store, other];
+        const sizes = [1, 2, 1, 1, 2, 1, 1, 1, 2, 1, 1, 1];
+        const records = await Promise.all(sizes.map((te) => submitted(te)));
+        // Both get jobs in line at once; each job exactly once.
+        await Promise.all(records.map((r, i) => stores[i % 2]!.enqueue(r.jobId)));
+        const line = ids((await other.admissionLedger()).waiting);
+        expect([...line].sort()).toEqual(records.map((r) => r.jobId).sort());
+
+        const limit = bounds(3, 4);
+        const order: string[] = [];
+        const seen = new Set<string>();
+        while (order.length < records.length) {
+          // Both admit at once, then the ledger must hold within the bounds.
+          const outcomes = await Promise.all(stores.map((s) => s.admit(limit)));
+          for (const o of outcomes) {
+            expect(o.refused).toEqual([]);
+            for (const e of o.admitted) {
+              expect(seen.has(e.jobId), `${e.jobId} admitted twice`).toBe(false);
+              seen.add(e.jobId);
+              order.push(e.jobId);
+            }
+          }
+          const ledger = await store.admissionLedger();
+          expect(ledger.admitted.length).toBeLessThanOrEqual(limit.maxJobManagers);
+          expect(ledger.admitted.reduce((n, e) => n + e.taskExecutors, 0)).toBeLessThanOrEqual(limit.maxTaskExecutors);
+          expect(ledger.admitted.length, 'an admission pass leaves no room unused while jobs wait').toBeGreaterThan(0);
+          // Both give back what the oldest admitted job held, at once (one of them finds it done).
+          const oldest = ledger.admitted[0]!.jobId;
+          const releases = await Promise.all(stores.map((s) => s.release(oldest)));
+          expect(releases.filter((r) => r.released)).toHaveLength(1);
+        }
+        expect(order).toEqual(line);
+      });
     });
 
     it('returned records are copies: changing them does not change the store', async () => {

@@ -32,7 +32,11 @@ describe('Dispatcher REST API', () => {
     const details = await call('GET', '/jobs/job-1');
     expect(details.body).toMatchObject({ jobId: 'job-1', name: 'long-words', status: 'INITIALIZING', parallelism: 2, exceptions: 0 });
     expect((await call('GET', '/jobs')).body.jobs.map((j: { jobId: string }) => j.jobId)).toEqual(['job-1']);
-    expect((await call('GET', '/overview')).body).toEqual({ jobs: { total: 1, running: 1, finished: 0, failed: 0, canceled: 0 } });
+    expect((await call('GET', '/overview')).body).toEqual({
+      jobs: { total: 1, running: 1, finished: 0, failed: 0, canceled: 0 },
+      // parallelism 2 at 2 slots per TaskExecutor: one TaskExecutor reserved
+      admission: { waiting: 0, jobManagers: { running: 1, max: 4 }, taskExecutors: { reserved: 1, max: 8 } },
+    });
   });
 
   it('treats a resubmission with the same id as the same job, and another graph under that id as a conflict', async () => {

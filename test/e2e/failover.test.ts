@@ -3,7 +3,7 @@
 // with SIGSTOP is found lost within 'heartbeat.timeout' and the job recovers from it.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processesOfClusterWithIds } from '../../runtime/local/process-table.js';
+import { clusterProcesses } from '../../runtime/local/process-table.js';
 import { readCounts, seededRandom, writeCorpus } from '../support/corpus.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
@@ -25,7 +25,7 @@ afterAll(async () => {
   expect(await cluster.close()).toBe(0);
 });
 
-const taskExecutors = (): { pid: number; resourceId?: string }[] => processesOfClusterWithIds(cluster.stateDir).filter((p) => p.resourceId?.startsWith('te-'));
+const taskExecutors = (): { pid: number; resourceId?: string }[] => clusterProcesses(cluster.stateDir).filter((p) => p.resourceId?.startsWith('te-'));
 
 describe('task failover', () => {
   it('survives kill -9 of a random TaskExecutor at a random moment: 10 runs, each FINISHED word for word, nothing left', async () => {

@@ -3,6 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
+import type { ManualClock } from '../../runtime/core/clock.js';
+import type { JobStore } from '../../runtime/ha/job-store.js';
 import { FsBlobStore } from '../../runtime/local/fs-blob-store.js';
 import { SqliteJobStore } from '../../runtime/local/sqlite-job-store.js';
 import { SqliteLeaseStore } from '../../runtime/local/sqlite-lease-store.js';
@@ -17,7 +19,18 @@ let n = 0;
 describeLeaseStoreContract('SqliteLeaseStore', async (clock) => new SqliteLeaseStore(join(dir, `leases-${n++}.db`), clock));
 // One database shared by every test, as in production: the suite must not depend on an empty table.
 describeLeaseStoreContract('SqliteLeaseStore (shared file)', async (clock) => new SqliteLeaseStore(join(dir, 'shared.db'), clock));
-describeJobStoreContract('SqliteJobStore', async (clock) => new SqliteJobStore(join(dir, `jobs-${n++}.db`), clock));
-describeJobStoreContract('SqliteJobStore (shared file)', async (clock) => new SqliteJobStore(join(dir, 'shared.db'), clock));
+// A second handle on a store's data is another connection to its file, with its admission scope.
+const opened = new WeakMap<JobStore, { path: string; admissionScope: string }>();
+const sqliteJobStore = (clock: ManualClock, path: string, admissionScope: string): SqliteJobStore => {
+  const store = new SqliteJobStore(path, clock, { admissionScope });
+  opened.set(store, { path, admissionScope });
+  return store;
+};
+const reopen = (clock: ManualClock, sameAs: JobStore): SqliteJobStore => {
+  const { path, admissionScope } = opened.get(sameAs)!;
+  return sqliteJobStore(clock, path, admissionScope);
+};
+describeJobStoreContract('SqliteJobStore', async (clock, sameAs) => (sameAs ? reopen(clock, sameAs) : sqliteJobStore(clock, join(dir, `jobs-${n++}.db`), 'cluster')));
+describeJobStoreContract('SqliteJobStore (shared file)', async (clock, sameAs) => (sameAs ? reopen(clock, sameAs) : sqliteJobStore(clock, join(dir, 'shared.db'), `line-${n++}`)));
 describeBlobStoreContract('FsBlobStore', async () => new FsBlobStore(join(dir, `blobs-${n++}`)));
 describeBlobStoreContract('FsBlobStore (shared folder)', async () => new FsBlobStore(join(dir, 'shared-blobs')));

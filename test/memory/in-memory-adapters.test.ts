@@ -9,6 +9,6 @@ import { describeWorkerLauncherContract } from '../contracts/worker-launcher.con
 import { createContractTestWorker } from '../support/test-workers.js';
 
 describeLeaseStoreContract('InMemoryLeaseStore', async (clock) => new InMemoryLeaseStore(clock));
-describeJobStoreContract('InMemoryJobStore', async (clock) => new InMemoryJobStore(clock));
+describeJobStoreContract('InMemoryJobStore', async (clock, sameAs) => sameAs ?? new InMemoryJobStore(clock));
 describeBlobStoreContract('InMemoryBlobStore', async () => new InMemoryBlobStore());
 describeWorkerLauncherContract('InProcessWorkerLauncher', async () => new InProcessWorkerLauncher(createContractTestWorker));

@@ -1,8 +1,25 @@
 // Waiting on conditions, and ending the leftovers of one embedded cluster (found by its state dir)
 // so a failing test does not poison the next.
-import { processesOfCluster } from '../../runtime/local/process-table.js';
+import { clusterProcesses, processesOfCluster } from '../../runtime/local/process-table.js';
 
-export { processesOfCluster };
+export { clusterProcesses, processesOfCluster };
+
+/**
+ * How many JobManager and TaskExecutor processes of the cluster exist right now. A JobManager's child that
+ * still shows the JobManager's environment is a TaskExecutor between fork and exec: it counts as one.
+ */
+export function workerCounts(stateDir: string): { jobManagers: number; taskExecutors: number } {
+  const processes = clusterProcesses(stateDir);
+  const resourceOf = new Map(processes.map((p) => [p.pid, p.resourceId]));
+  let jobManagers = 0;
+  let taskExecutors = 0;
+  for (const p of processes) {
+    const starting = p.resourceId !== undefined && resourceOf.get(p.parentPid) === p.resourceId;
+    if (p.resourceId?.startsWith('jobmanager-') && !starting) jobManagers++;
+    else if (p.resourceId?.startsWith('te-') || (starting && p.resourceId?.startsWith('jobmanager-'))) taskExecutors++;
+  }
+  return { jobManagers, taskExecutors };
+}
 
 export async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 30_000, pollMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -22,6 +22,8 @@ export interface TestCluster {
   readonly work: string;
   readonly dispatcher: EmbeddedDispatcher;
   api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  /** Bundles a fixture job (once per file) and builds its graph under `jobId` (default: a random id). */
+  build(file: string, exportName: string, args: string[], parallelism: number, jobId?: string): Promise<{ jobGraph: JobGraph; library: string }>;
   /** Bundles a fixture job, builds its graph (optionally checked by `inspect`) and submits it. */
   submit(file: string, exportName: string, args: string[], parallelism: number, inspect?: (graph: JobGraph) => void): Promise<string>;
   awaitTerminal(jobId: string, timeoutMs?: number): Promise<any>;
@@ -55,17 +57,25 @@ export async function startTestCluster(name: string, config: Record<string, stri
     });
     return { status: res.status, body: await res.json() };
   };
+  const bundles = new Map<string, Promise<{ code: Uint8Array; sha256: string }>>();
+  const build: TestCluster['build'] = async (file, exportName, args, parallelism, jobId) => {
+    let bundle = bundles.get(file);
+    if (bundle === undefined) bundles.set(file, (bundle = bundleJobFile(join(FIXTURE_JOBS, file))));
+    const { code, sha256 } = await bundle;
+    const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), exportName);
+    const jobGraph = buildJobGraph(definition, { jobId: jobId === undefined ? JobId.random() : JobId.of(jobId), args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+    return { jobGraph, library: Buffer.from(code).toString('base64') };
+  };
   return {
     stateDir,
     work,
     dispatcher,
     api,
+    build,
     async submit(file, exportName, args, parallelism, inspect) {
-      const { code, sha256 } = await bundleJobFile(join(FIXTURE_JOBS, file));
-      const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), exportName);
-      const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+      const { jobGraph, library } = await build(file, exportName, args, parallelism);
       inspect?.(jobGraph);
-      const res = await api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
+      const res = await api('POST', '/jobs', { jobGraph, library });
       if (res.status !== 202) throw new Error(`submission refused: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.jobId as string;
     },

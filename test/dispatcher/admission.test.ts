@@ -1,0 +1,292 @@
+// The Dispatcher's submission protocol and admission control over in-memory backends: the interleavings
+// of racing and failing submissions, jobs waiting in line with their place, started in order as
+// JobManagers end, and the cap each JobManager gets.
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { blobKeys, sha256Hex, type BlobStore } from '../../runtime/blob/blob-store.js';
+import { ManualClock } from '../../runtime/core/clock.js';
+import { CONFIG_ENV, configFromEnv, loadConfig } from '../../runtime/core/config.js';
+import { JobId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import { Dispatcher, jobManagerWorkerId } from '../../runtime/dispatcher/dispatcher.js';
+import { createRestRouter } from '../../runtime/dispatcher/rest-router.js';
+import { AdmissionState, type JobStore } from '../../runtime/ha/job-store.js';
+import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
+import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
+import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
+import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
+import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
+import type { WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
+import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
+import { directFront, fixtureLibrary, graphFor, prepareFixtureLibrary, REST_SECRET, type RestCall } from './rest-contract.js';
+
+beforeAll(prepareFixtureLibrary);
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A BlobStore whose puts can be held or failed, to stand in for a slow or crashing submitter. */
+class ControlledBlobStore extends InMemoryBlobStore {
+  /** Called before each put; may wait or throw. */
+  beforePut: (key: string) => Promise<void> = async () => undefined;
+  override async put(key: string, data: Uint8Array): Promise<void> {
+    await this.beforePut(key);
+    await super.put(key, data);
+  }
+}
+
+interface Cluster {
+  readonly call: RestCall;
+  readonly jobStore: JobStore;
+  readonly blobStore: ControlledBlobStore;
+  /** Every JobManager started, in order. */
+  readonly started: WorkerSpec[];
+  /** Ends a JobManager "process" as if it exited by itself with `code`. */
+  exit(jobId: string, code?: number): Promise<void>;
+  readonly dispatcher: Dispatcher;
+}
+
+async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean } = {}): Promise<Cluster> {
+  const clock = new ManualClock();
+  const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
+  const blobStore = options.blobStore ?? new ControlledBlobStore();
+  const started: WorkerSpec[] = [];
+  const exits = new Map<string, (code: number) => void>();
+  const launcher = new InProcessWorkerLauncher(async (spec) => {
+    if (options.failLaunchOf?.(spec)) throw new Error('no room for another process');
+    started.push(spec);
+    let exit!: (code: number) => void;
+    const exited = new Promise<number>((resolve) => (exit = resolve));
+    exits.set(spec.id, exit);
+    return { stop: async () => exit(0), exited };
+  });
+  const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
+  const config = loadConfig({ 'taskmanager.numberOfTaskSlots': 2, ...options.config });
+  const dispatcher = new Dispatcher({
+    jobStore, blobStore, leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config, clock, logger: silentLogger,
+    jobManagerEnv: { FLOE_STATE_DIR: '/nowhere', [CONFIG_ENV]: JSON.stringify(config) }, jobManagersEndWithDispatcher: true,
+  });
+  cleanups.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close());
+  if (options.start !== false) await dispatcher.start();
+  const front = await directFront(createRestRouter(dispatcher, { secret: REST_SECRET, maxBodyBytes: 10 * 1024 * 1024, logger: silentLogger }));
+  return {
+    call: front.call, jobStore, blobStore, started, dispatcher,
+    async exit(jobId, code = 0) {
+      const before = (await jobStore.admissionLedger()).admitted.length;
+      exits.get(jobManagerWorkerId(jobId))!(code);
+      // The exit is handled asynchronously, as a process exit is: wait until the reservation is back.
+      for (let i = 0; i < 1000 && (await jobStore.get(JobId.of(jobId)))?.admission?.state === AdmissionState.ADMITTED; i++) await new Promise((r) => setTimeout(r, 1));
+      expect((await jobStore.admissionLedger()).admitted.length).toBeLessThanOrEqual(before);
+    },
+  };
+}
+
+const body = async (jobId: string, change: (g: JobGraph) => JobGraph = (g) => g) => ({ jobGraph: change(await graphFor(jobId)), library: Buffer.from(fixtureLibrary().library).toString('base64') });
+const withParallelism = (p: number) => (g: JobGraph): JobGraph => ({ ...g, vertices: g.vertices.map((v) => ({ ...v, parallelism: p })) });
+const startedJobs = (c: Cluster): string[] => c.started.map((s) => s.env['FLOE_JOB_ID']!);
+
+describe('submission protocol', () => {
+  it('of 10 concurrent submissions of one new id with different graphs, one is the job; the others get 409 and write nothing', async () => {
+    const c = await startCluster();
+    const bodies = await Promise.all(Array.from({ length: 10 }, (_, i) => body('race', (g) => ({ ...g, name: `client-${i}` }))));
+    const answers = await Promise.all(bodies.map((b) => c.call('POST', '/jobs', b)));
+    expect(answers.map((a) => a.status).sort()).toEqual([202, ...Array(9).fill(409)]);
+    const winner = bodies[answers.findIndex((a) => a.status === 202)]!;
+    const stored = JSON.parse(Buffer.from((await c.blobStore.get(blobKeys.jobGraph('race')))!).toString('utf8'));
+    expect(stored).toEqual(winner.jobGraph);
+    expect((await c.jobStore.get(JobId.of('race')))!.name).toBe(winner.jobGraph.name);
+    expect(c.started).toHaveLength(1);
+  });
+
+  it('a resubmission that finds the first still writing is the same job; it completes the submission, and one JobManager starts', async () => {
+    const c = await startCluster();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let holding = true;
+    // The first submitter stalls writing the JobGraph, after its record claimed the id.
+    c.blobStore.beforePut = async (key) => {
+      if (key === blobKeys.jobGraph('slow') && holding) {
+        holding = false;
+        await held;
+      }
+    };
+    const b = await body('slow');
+    const first = c.call('POST', '/jobs', b);
+    await waitUntil(async () => (await c.jobStore.get(JobId.of('slow')))?.admission?.state === AdmissionState.SUBMITTING);
+    expect(await c.blobStore.exists(blobKeys.jobGraph('slow'))).toBe(false);
+
+    // Another graph under the id is refused at once and writes nothing.
+    const other = await c.call('POST', '/jobs', await body('slow', (g) => ({ ...g, name: 'other' })));
+    expect(other.status).toBe(409);
+    expect(await c.blobStore.exists(blobKeys.jobGraph('slow'))).toBe(false);
+
+    // The same graph is the same job: its request stores what the first has not yet and starts it.
+    expect(await c.call('POST', '/jobs', b)).toEqual({ status: 202, body: { jobId: 'slow', existing: true } });
+    expect(startedJobs(c)).toEqual(['slow']);
+    release();
+    expect(await first).toEqual({ status: 202, body: { jobId: 'slow' } });
+    expect(startedJobs(c)).toEqual(['slow']);
+    expect((await c.jobStore.get(JobId.of('slow')))!.admission?.state).toBe(AdmissionState.ADMITTED);
+  });
+
+  it('a submitter that fails after its record claimed the id leaves it SUBMITTING; the same request again completes it', async () => {
+    const c = await startCluster();
+    c.blobStore.beforePut = async (key) => {
+      if (key === blobKeys.jobGraph('crash')) throw new Error('disk full');
+    };
+    const b = await body('crash');
+    const failed = await c.call('POST', '/jobs', b);
+    expect(failed.status).toBe(500);
+    const record = (await c.jobStore.get(JobId.of('crash')))!;
+    expect(record).toMatchObject({ status: 'INITIALIZING', admission: { state: AdmissionState.SUBMITTING } });
+    expect(await c.jobStore.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+    expect(c.started).toEqual([]);
+    // Nothing was rolled back: the library it stored stays, and another graph still may not take the id.
+    expect(await c.blobStore.exists(blobKeys.library(fixtureLibrary().sha256))).toBe(true);
+    expect((await c.call('POST', '/jobs', await body('crash', (g) => ({ ...g, name: 'other' })))).status).toBe(409);
+
+    c.blobStore.beforePut = async () => undefined;
+    expect(await c.call('POST', '/jobs', b)).toEqual({ status: 202, body: { jobId: 'crash', existing: true } });
+    expect(startedJobs(c)).toEqual(['crash']);
+    expect(sha256Hex((await c.blobStore.get(blobKeys.jobGraph('crash')))!)).toBe(record.jobGraphSha256);
+  });
+
+  it('a graph sent with its fields in another order is the same job', async () => {
+    const c = await startCluster();
+    const b = await body('order');
+    expect((await c.call('POST', '/jobs', b)).status).toBe(202);
+    const reordered = Object.fromEntries(Object.entries(b.jobGraph).reverse());
+    expect(await c.call('POST', '/jobs', { ...b, jobGraph: reordered })).toEqual({ status: 202, body: { jobId: 'order', existing: true } });
+  });
+
+  it('an object under the library key that is not the library is refused, named and left in place; an upload of the real bytes replaces it', async () => {
+    const c = await startCluster();
+    const { sha256, library } = fixtureLibrary();
+    // What a presigned upload URL allows: any bytes under the key.
+    const garbage = Buffer.from('export const notTheLibrary = 1;');
+    await c.blobStore.put(blobKeys.library(sha256), garbage);
+    const { jobGraph } = await body('lib');
+    const refused = await c.call('POST', '/jobs', { jobGraph });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toContain(`has sha256 ${sha256Hex(garbage)}`);
+    expect(Buffer.from((await c.blobStore.get(blobKeys.library(sha256)))!)).toEqual(garbage);
+    expect(await c.jobStore.get(JobId.of('lib'))).toBeUndefined();
+
+    const offer = await c.call('POST', '/artifacts', { sha256, sizeBytes: library.length });
+    expect(offer.body).toMatchObject({ exists: false, upload: { method: 'PUT' } });
+    expect((await c.call('PUT', offer.body.upload.url, Buffer.from(library))).status).toBe(201);
+    expect(await c.call('POST', '/jobs', { jobGraph })).toEqual({ status: 202, body: { jobId: 'lib' } });
+  });
+
+  it('a wrong sizeBytes for a stored library is refused naming both sizes, and the library stays', async () => {
+    const c = await startCluster();
+    expect((await c.call('POST', '/jobs', await body('first'))).status).toBe(202);
+    const { jobGraph } = await body('second');
+    const { sha256, library } = fixtureLibrary();
+    const refused = await c.call('POST', '/jobs', { jobGraph: { ...jobGraph, library: { sha256, sizeBytes: 1 } } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toBe(`jobGraph.library.sizeBytes says 1, but the stored library ${sha256} has ${library.length} bytes; send its real size`);
+    expect(Buffer.from((await c.blobStore.get(blobKeys.library(sha256)))!)).toEqual(Buffer.from(library));
+  });
+});
+
+describe('admission control', () => {
+  it('jobs beyond the bounds wait, visible with their place in line, and start in submission order as JobManagers end', async () => {
+    const c = await startCluster({ config: { 'cluster.max-jobmanagers': 2 } });
+    for (const id of ['a', 'b', 'c', 'd']) expect((await c.call('POST', '/jobs', await body(id))).status).toBe(202);
+    expect(startedJobs(c)).toEqual(['a', 'b']);
+    expect((await c.call('GET', '/jobs/a')).body.waiting).toBeUndefined();
+    expect((await c.call('GET', '/jobs/c')).body).toMatchObject({ status: 'INITIALIZING', waiting: { position: 1, of: 2 } });
+    expect((await c.call('GET', '/jobs/d')).body).toMatchObject({ status: 'INITIALIZING', waiting: { position: 2, of: 2 } });
+    const list = (await c.call('GET', '/jobs')).body.jobs as { jobId: string; waiting?: unknown }[];
+    expect(Object.fromEntries(list.map((j) => [j.jobId, j.waiting]))).toEqual({ a: undefined, b: undefined, c: { position: 1, of: 2 }, d: { position: 2, of: 2 } });
+    expect((await c.call('GET', '/overview')).body.admission).toEqual({ waiting: 2, jobManagers: { running: 2, max: 2 }, taskExecutors: { reserved: 2, max: 8 } });
+
+    await c.exit('b');
+    expect(startedJobs(c)).toEqual(['a', 'b', 'c']);
+    expect((await c.call('GET', '/jobs/d')).body.waiting).toEqual({ position: 1, of: 1 });
+    await c.exit('a', 1);
+    expect(startedJobs(c)).toEqual(['a', 'b', 'c', 'd']);
+    // A JobManager that exits before its job ended fails it, as before, and frees its capacity too.
+    expect((await c.call('GET', '/jobs/a')).body.status).toBe('FAILED');
+  });
+
+  it('each JobManager may start only the TaskExecutors its job reserved, and the TaskExecutor bound holds jobs back too', async () => {
+    const c = await startCluster({ config: { 'cluster.max-taskmanagers': 5 } });
+    // parallelism 5 at 2 slots per TaskExecutor: 3 TaskExecutors; parallelism 4: 2; together 5.
+    expect((await c.call('POST', '/jobs', await body('five', withParallelism(5)))).status).toBe(202);
+    expect((await c.call('POST', '/jobs', await body('four', withParallelism(4)))).status).toBe(202);
+    expect((await c.call('POST', '/jobs', await body('one', withParallelism(1)))).status).toBe(202);
+    expect(startedJobs(c)).toEqual(['five', 'four']);
+    const caps = c.started.map((s) => configFromEnv({ [CONFIG_ENV]: s.env[CONFIG_ENV] }).maxTaskManagers);
+    expect(caps).toEqual([3, 2]);
+    expect((await c.call('GET', '/jobs/one')).body.waiting).toEqual({ position: 1, of: 1 });
+    await c.exit('four');
+    expect(startedJobs(c)).toEqual(['five', 'four', 'one']);
+  });
+
+  it('a job that could never fit even an empty cluster is refused at submission, saying what it needs and what the cluster allows', async () => {
+    const c = await startCluster({ config: { 'cluster.max-taskmanagers': 6 } });
+    const res = await c.call('POST', '/jobs', await body('huge', withParallelism(13)));
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('JOB_EXCEEDS_CLUSTER');
+    expect(res.body.error.message).toMatch(/needs 13 slots, that is 7 TaskExecutors of 2 slots/);
+    expect(res.body.error.message).toMatch(/at most 6 .*'resourcemanager.max-taskmanagers'.*'cluster.max-taskmanagers'/);
+    expect(await c.jobStore.list()).toEqual([]);
+    expect(await c.blobStore.list('')).toEqual([]);
+  });
+
+  it('a submission never fails because the cluster is busy', async () => {
+    const c = await startCluster({ config: { 'cluster.max-jobmanagers': 1, 'cluster.max-taskmanagers': 1 } });
+    const answers = await Promise.all(Array.from({ length: 20 }, async (_, i) => c.call('POST', '/jobs', await body(`busy-${i}`))));
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(202));
+    expect(c.started).toHaveLength(1);
+    expect((await c.jobStore.admissionLedger()).waiting).toHaveLength(19);
+  });
+
+  it('canceling a waiting job ends it CANCELED at once; it never starts and the line moves up', async () => {
+    const c = await startCluster({ config: { 'cluster.max-jobmanagers': 1 } });
+    for (const id of ['x', 'y', 'z']) await c.call('POST', '/jobs', await body(id));
+    expect(await c.call('PATCH', '/jobs/y?mode=cancel')).toEqual({ status: 202, body: { jobId: 'y', status: 'CANCELED' } });
+    expect((await c.call('GET', '/jobs/z')).body.waiting).toEqual({ position: 1, of: 1 });
+    await c.exit('x');
+    expect(startedJobs(c)).toEqual(['x', 'z']);
+    expect((await c.call('GET', '/jobs/y')).body.status).toBe('CANCELED');
+  });
+
+  it('a JobManager that cannot be started fails its job and hands the capacity to the next in line', async () => {
+    const c = await startCluster({ config: { 'cluster.max-jobmanagers': 1 }, failLaunchOf: (spec) => spec.env['FLOE_JOB_ID'] === 'doomed' });
+    await c.call('POST', '/jobs', await body('doomed'));
+    await c.call('POST', '/jobs', await body('next'));
+    expect(startedJobs(c)).toEqual(['next']);
+    const doomed = (await c.call('GET', '/jobs/doomed')).body;
+    expect(doomed.status).toBe('FAILED');
+    expect((await c.call('GET', '/jobs/doomed/exceptions')).body.exceptions[0].message).toMatch(/could not be started: no room for another process/);
+  });
+
+  it('a restarted Dispatcher gives back the capacity of JobManagers that ended with its predecessor and starts the jobs in line', async () => {
+    const jobStore = new InMemoryJobStore(new ManualClock());
+    const blobStore = new ControlledBlobStore();
+    const before = await startCluster({ jobStore, blobStore, config: { 'cluster.max-jobmanagers': 1 } });
+    await before.call('POST', '/jobs', await body('old'));
+    await before.call('POST', '/jobs', await body('queued'));
+    expect(startedJobs(before)).toEqual(['old']);
+    // The Dispatcher stops (its JobManagers with it) without hearing them go.
+    before.dispatcher.close();
+
+    const after = await startCluster({ jobStore, blobStore, config: { 'cluster.max-jobmanagers': 1 } });
+    expect(startedJobs(after)).toEqual(['queued']);
+    const old = (await after.call('GET', '/jobs/old')).body;
+    expect(old.status).toBe('FAILED');
+    expect((await after.call('GET', '/jobs/old/exceptions')).body.exceptions[0].message).toMatch(/ended with the cluster's previous Dispatcher/);
+  });
+});
+
+async function waitUntil(probe: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    if (await probe()) return;
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  throw new Error('condition never held');
+}
