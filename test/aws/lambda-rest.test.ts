@@ -27,7 +27,7 @@ describe('HTTP API Lambda handler', () => {
       version: '2.0', rawPath: '/jobs/a', rawQueryString: 'mode=cancel', headers: { Authorization: 'Bearer x' },
       requestContext: { http: { method: 'patch' } }, body: Buffer.from('hi').toString('base64'), isBase64Encoded: true,
     });
-    expect(request).toEqual({ method: 'PATCH', path: '/jobs/a', query: { mode: 'cancel' }, headers: { authorization: 'Bearer x' }, body: Buffer.from('hi') });
+    expect(request).toEqual({ method: 'PATCH', path: '/jobs/a', query: { mode: 'cancel' }, rawQuery: 'mode=cancel', headers: { authorization: 'Bearer x' }, body: Buffer.from('hi') });
   });
 
   it('hides a failed cold start behind "internal error" with the request id, and tries again next time', async () => {
