@@ -45,7 +45,7 @@ function describeClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffer
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
       return bad("the request body is not valid chunked encoding (header 'transfer-encoding: chunked')");
     case 'HPE_INVALID_EOF_STATE':
-      return bad(`the request ended before its body did: it is shorter than header 'content-length'${contentLength === undefined ? '' : ` (${contentLength} bytes)`} says, or its last chunk is missing`);
+      return bad("the request ended before its body did: it is shorter than header 'content-length' says, or its last chunk is missing");
     case 'HPE_INVALID_METHOD':
       return bad("the request line's method is not an HTTP method; expected e.g. 'GET /jobs HTTP/1.1'");
     case 'HPE_INVALID_URL':
