@@ -4,15 +4,15 @@
 // few milliseconds are parsed in a worker thread, so other requests (GET /health) keep being answered.
 import { isUtf8 } from 'node:buffer';
 import { Worker } from 'node:worker_threads';
-import { InvalidRequestError } from '../core/errors.js';
+import { InvalidJobGraphError, InvalidRequestError } from '../core/errors.js';
+import { parseJobGraph } from '../jobgraph/validate.js';
 
 export const JSON_BODY_LIMITS = {
   /** Arrays and objects nested deeper than this are refused before parsing; a JobGraph needs 6 levels. */
   maxDepth: 64,
   /**
    * JSON values (objects, arrays, strings, numbers, true / false / null; field names not counted) in one
-   * body. A 1,000-vertex JobGraph holds about 40,000; the bound keeps what a parse builds, and what a
-   * worker thread hands back to the event loop, small.
+   * body. A 1,000-vertex JobGraph holds about 40,000; the bound keeps what one parse builds small.
    */
   maxValues: 200_000,
   /** Characters of one string or field name, but for fields named in `longStringFields` (the base64 library). */
@@ -25,6 +25,18 @@ export const INLINE_PARSE_MAX_BYTES = 64 * 1024;
 export interface JsonParseOptions {
   /** Top-level fields whose string value may be longer than `maxStringLength`, e.g. `['library']`. */
   readonly longStringFields?: readonly string[];
+  /**
+   * The top-level fields the route reads. Only these are kept (an array body is kept as an empty array:
+   * the route refuses it for what it is, never for its items), so what a worker thread hands back to the
+   * event loop is no larger than what the route needs. @default - everything
+   */
+  readonly fields?: readonly string[];
+  /**
+   * A top-level field holding a JobGraph: it is decoded with parseJobGraph where the body is parsed (in
+   * the worker thread for a large body), so only a well-formed graph within JOB_GRAPH_LIMITS is handed
+   * back, unknown fields dropped; a malformed one is refused there with every problem listed.
+   */
+  readonly jobGraphField?: string;
 }
 
 const QUOTE = 0x22;
@@ -153,7 +165,21 @@ export function parseJsonBytes(bytes: Uint8Array, options: JsonParseOptions = {}
     throw new InvalidRequestError(`the request body is not valid JSON: ${(error as Error).message}`);
   }
   checkParsed(value, '', options.longStringFields ?? []);
-  return value;
+  return project(value, options);
+}
+
+/** Keeps what the route reads (see JsonParseOptions.fields and jobGraphField). */
+function project(value: unknown, options: JsonParseOptions): unknown {
+  if (options.fields === undefined) return value;
+  if (Array.isArray(value)) return [];
+  if (value === null || typeof value !== 'object') return value;
+  const kept: Record<string, unknown> = {};
+  for (const field of options.fields) {
+    if (Object.hasOwn(value, field)) kept[field] = (value as Record<string, unknown>)[field];
+  }
+  const graphField = options.jobGraphField;
+  if (graphField !== undefined && kept[graphField] !== undefined) kept[graphField] = parseJobGraph(kept[graphField]);
+  return kept;
 }
 
 /** A message between the Dispatcher and its JSON worker thread. */
@@ -165,6 +191,7 @@ export interface JsonWorkerRequest {
 export type JsonWorkerReply =
   | { readonly id: number; readonly value: unknown }
   | { readonly id: number; readonly invalid: string }
+  | { readonly id: number; readonly graphProblems: readonly string[] }
   | { readonly id: number; readonly failed: string };
 
 /** What the worker thread does with one request; see runtime/entrypoints/json-worker.ts. */
@@ -173,6 +200,7 @@ export function answerJsonWorkerRequest(request: JsonWorkerRequest): JsonWorkerR
     return { id: request.id, value: parseJsonBytes(request.bytes, request.options) };
   } catch (error) {
     if (error instanceof InvalidRequestError) return { id: request.id, invalid: error.message };
+    if (error instanceof InvalidJobGraphError) return { id: request.id, graphProblems: error.problems };
     return { id: request.id, failed: error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error) };
   }
 }
@@ -233,6 +261,7 @@ export class JsonBodyParser {
       this.pending.delete(reply.id);
       if ('value' in reply) waiting.resolve(reply.value);
       else if ('invalid' in reply) waiting.reject(new InvalidRequestError(reply.invalid));
+      else if ('graphProblems' in reply) waiting.reject(new InvalidJobGraphError(reply.graphProblems));
       else waiting.reject(new Error(`the JSON parser thread failed: ${reply.failed}`));
       if (this.pending.size === 0) this.scheduleIdleStop();
     });

@@ -135,6 +135,10 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
         answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, declared, true));
         return;
       }
+      if (req.httpVersionMajor !== 1) {
+        answerAndClose(req, res, 400, errorBody('INVALID_REQUEST', `the request line names HTTP/${req.httpVersion}; this server speaks HTTP/1.1 (and 1.0)`));
+        return;
+      }
       const body = await readBody(req, options.maxBodyBytes);
       if ('aborted' in body) return;
       if ('tooLarge' in body) {

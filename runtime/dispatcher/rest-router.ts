@@ -204,7 +204,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
         GET: { body: 'none', handle: async () => ({ status: 200, body: { jobs: await dispatcher.listJobs() } }) },
         POST: {
           body: 'json',
-          json: { longStringFields: ['library'] },
+          json: { longStringFields: ['library'], fields: ['jobGraph', 'library'], jobGraphField: 'jobGraph' },
           handle: async (call) => {
             const { jobId: id, existing } = await dispatcher.submitJob(call.body);
             return { status: 202, body: { jobId: id, ...(existing ? { existing } : {}) } };
@@ -230,7 +230,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     },
     { pattern: ['jobs', ':id', 'exceptions'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getExceptions(jobId(call)) }) } } },
     { pattern: ['jobs', ':id', 'result'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getResult(jobId(call)) }) } } },
-    { pattern: ['artifacts'], methods: { POST: { body: 'json', handle: async (call) => ({ status: 200, body: await dispatcher.createArtifactUpload(call.body) }) } } },
+    { pattern: ['artifacts'], methods: { POST: { body: 'json', json: { fields: ['sha256', 'sizeBytes'] }, handle: async (call) => ({ status: 200, body: await dispatcher.createArtifactUpload(call.body) }) } } },
     {
       pattern: ['artifacts', ':sha256'],
       methods: {

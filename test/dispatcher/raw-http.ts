@@ -92,7 +92,16 @@ export function httpRequest(
   const target = new URL(url);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: target.hostname, port: target.port, method, path, headers: options.headers ?? {}, agent: options.agent ?? false, timeout: options.timeoutMs ?? 30_000 },
+      {
+        host: target.hostname,
+        port: target.port,
+        method,
+        path,
+        // Node frames a GET's body only when told its length.
+        headers: { ...(options.body !== undefined ? { 'content-length': String(Buffer.byteLength(options.body)) } : {}), ...options.headers },
+        agent: options.agent ?? false,
+        timeout: options.timeoutMs ?? 30_000,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
