@@ -104,7 +104,8 @@ function decodePath(path: string): { segments: string[] } | { error: InvalidRequ
 
 /** Reads a raw query string strictly: every name once, every escape valid. */
 function parseRawQuery(raw: string): Record<string, string> {
-  const query: Record<string, string> = {};
+  // No prototype: a parameter named '__proto__' is a parameter like any other (and refused as unknown).
+  const query = Object.create(null) as Record<string, string>;
   for (const pair of raw.split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');

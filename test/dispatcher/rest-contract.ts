@@ -212,6 +212,7 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       expect(unknown.status).toBe(400);
       expect(unknown.body.error.message).toBe("query parameter 'mod' is not known to PATCH /jobs/:id; it takes 'mode'");
       expect((await call('GET', '/jobs?limit=5')).body.error.message).toBe("query parameter 'limit' is not known to GET /jobs; it takes none");
+      expect((await call('GET', '/jobs?__proto__=x')).body.error.message).toBe("query parameter '__proto__' is not known to GET /jobs; it takes none");
       expect((await call('PATCH', '/jobs/job-q?mode=cancel&mode=cancel')).body.error.message).toBe("query parameter 'mode' is given more than once; give it once");
       expect((await call('PATCH', '/jobs/job-q?mode=%E0%A4%A')).body.error.message).toMatch(/^query parameter 'mode=%E0%A4%A' is not valid percent-encoding/);
       expect((await call('PATCH', '/jobs/job-q?mode=stop')).body.error.message).toBe("query parameter 'mode' is 'stop'; supported: 'cancel'");
