@@ -145,6 +145,19 @@ try {
       rssSettledOverBaseline: round(median(settled) / baselineMiB, 2),
     };
   }
+
+  // Memory must not accumulate: the issue's body ten times in a row, then idle.
+  const nested = body('nested');
+  let peak = rssMiB(info.pid);
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(info.pid))), 10);
+  const started = performance.now();
+  for (let i = 0; i < 10; i++) await post(info.restUrl, '/jobs', headers, nested);
+  const tookMs = performance.now() - started;
+  clearInterval(sampler);
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  const settled = rssMiB(info.pid);
+  process.stderr.write(`nested ×10: ${tookMs.toFixed(0)} ms, RSS peak ${peak.toFixed(0)} MiB, settled ${settled.toFixed(0)} MiB\n`);
+  figures['nested ×10'] = { answeredMs: round(tookMs, 0), rssPeakMiB: round(peak, 0), rssSettledMiB: round(settled, 0), rssSettledOverBaseline: round(settled / (figures['baselineRssMiB'] as number), 2) };
 } finally {
   await stopCluster(stateDir);
   rmSync(work, { recursive: true, force: true });

@@ -215,6 +215,12 @@ export interface JsonBodyParserOptions {
   readonly inlineMaxBytes?: number;
   /** The worker thread ends after this long without work, and its memory goes with it. @default 5000 */
   readonly workerIdleMs?: number;
+  /**
+   * Once it has been handed this many bytes, the worker thread is ended as soon as it has no work (and a
+   * new one started for the next body): the bodies it was handed are freed at once with it, instead of
+   * whenever its own garbage collector gets round to them. @default 32 MiB
+   */
+  readonly workerRecycleBytes?: number;
 }
 
 interface Pending {
@@ -229,8 +235,15 @@ export class JsonBodyParser {
   private nextId = 0;
   private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Bytes handed to the current worker thread. */
+  private workerBytes = 0;
 
   constructor(private readonly options: JsonBodyParserOptions = {}) {}
+
+  /** Whether a worker thread is running now (it starts with the first large body). */
+  get workerRunning(): boolean {
+    return this.worker !== undefined;
+  }
 
   /**
    * The parsed body, or an InvalidRequestError naming what is wrong with it. A body handed to the worker
@@ -246,6 +259,7 @@ export class JsonBodyParser {
     // A Buffer may share its ArrayBuffer with others (Node's pool); only a buffer of its own is moved.
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes);
     const reply = new Promise<unknown>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    this.workerBytes += own.length;
     worker.postMessage({ id, bytes: own, options } satisfies JsonWorkerRequest, [own.buffer as ArrayBuffer]);
     return reply;
   }
@@ -254,6 +268,7 @@ export class JsonBodyParser {
     if (this.worker !== undefined) return this.worker;
     const entry = typeof this.options.workerEntry === 'function' ? this.options.workerEntry() : this.options.workerEntry!;
     const worker = new Worker(entry, { stdout: false, stderr: false });
+    this.workerBytes = 0;
     worker.unref();
     worker.on('message', (reply: JsonWorkerReply) => {
       const waiting = this.pending.get(reply.id);
@@ -263,7 +278,9 @@ export class JsonBodyParser {
       else if ('invalid' in reply) waiting.reject(new InvalidRequestError(reply.invalid));
       else if ('graphProblems' in reply) waiting.reject(new InvalidJobGraphError(reply.graphProblems));
       else waiting.reject(new Error(`the JSON parser thread failed: ${reply.failed}`));
-      if (this.pending.size === 0) this.scheduleIdleStop();
+      if (this.pending.size > 0) return;
+      if (this.workerBytes >= (this.options.workerRecycleBytes ?? 32 * 1024 * 1024)) this.stopWorker();
+      else this.scheduleIdleStop();
     });
     const lost = (why: string): void => {
       if (this.worker !== worker) return;
@@ -282,12 +299,16 @@ export class JsonBodyParser {
   private scheduleIdleStop(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
-      if (this.pending.size > 0 || this.worker === undefined) return;
-      const worker = this.worker;
-      this.worker = undefined;
-      void worker.terminate();
+      if (this.pending.size === 0) this.stopWorker();
     }, this.options.workerIdleMs ?? 5_000);
     this.idleTimer.unref();
+  }
+
+  private stopWorker(): void {
+    clearTimeout(this.idleTimer);
+    const worker = this.worker;
+    this.worker = undefined;
+    void worker?.terminate();
   }
 
   /** Ends the worker thread; bodies parsed after this are parsed on the calling thread. */
