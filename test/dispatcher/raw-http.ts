@@ -126,13 +126,32 @@ export function httpRequest(
   });
 }
 
+/** What a HealthProbe saw. */
+export interface HealthReport {
+  readonly count: number;
+  /** The slowest answer, wall clock (ms). */
+  readonly maxMs: number;
+  /**
+   * The slowest answer counted only while this process ran: per probe the smaller of its wall time and
+   * the CPU time the process used meanwhile (ms). A Dispatcher that blocks its event loop uses the CPU
+   * the whole time; a process the OS did not schedule (a machine loaded far beyond its cores) does not,
+   * and that wait is not the Dispatcher's doing.
+   */
+  readonly maxBusyMs: number;
+  readonly failures: readonly string[];
+  /** Every probe as `<wall ms>/<cpu ms>`, for messages. */
+  readonly probes: string;
+}
+
 /**
  * Asks GET /health over its own keep-alive connection, one probe after another with a short pause,
- * until stopped; records how long each answer took. A blocked event loop shows as a slow probe.
+ * until stopped; records how long each answer took and how much CPU this process used meanwhile. Use
+ * it where the Dispatcher runs in this process: a blocked event loop shows as a slow, CPU-busy probe.
  */
 export class HealthProbe {
   readonly latenciesMs: number[] = [];
-  readonly failures: string[] = [];
+  private readonly cpuMs: number[] = [];
+  private readonly failures: string[] = [];
   private running = true;
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
   private readonly loop: Promise<void>;
@@ -144,23 +163,33 @@ export class HealthProbe {
   private async run(): Promise<void> {
     while (this.running) {
       const started = performance.now();
+      const cpu = process.cpuUsage();
       try {
         const res = await httpRequest(this.url, 'GET', '/health', { agent: this.agent, timeoutMs: 30_000 });
         if (res.status !== 200) this.failures.push(`GET /health answered ${res.status} ${res.text}`);
       } catch (error) {
         this.failures.push(`GET /health failed: ${(error as Error).message}`);
       }
+      const used = process.cpuUsage(cpu);
+      this.cpuMs.push((used.user + used.system) / 1000);
       this.latenciesMs.push(performance.now() - started);
       await new Promise((r) => setTimeout(r, this.pauseMs));
     }
   }
 
-  /** Stops probing; returns the probes' slowest answer (ms). */
-  async stop(): Promise<{ count: number; maxMs: number; failures: readonly string[] }> {
+  /** Stops probing and reports. */
+  async stop(): Promise<HealthReport> {
     this.running = false;
     await this.loop;
     this.agent.destroy();
-    return { count: this.latenciesMs.length, maxMs: Math.max(0, ...this.latenciesMs), failures: this.failures };
+    const busy = this.latenciesMs.map((ms, i) => Math.min(ms, this.cpuMs[i]!));
+    return {
+      count: this.latenciesMs.length,
+      maxMs: Math.max(0, ...this.latenciesMs),
+      maxBusyMs: Math.max(0, ...busy),
+      failures: this.failures,
+      probes: this.latenciesMs.map((ms, i) => `${ms.toFixed(0)}/${this.cpuMs[i]!.toFixed(0)}`).join(' '),
+    };
   }
 }
 

@@ -135,12 +135,13 @@ describe('bad requests to a local Dispatcher', () => {
     while (probe.latenciesMs.length < more) await new Promise((r) => setTimeout(r, 10));
     const health = await probe.stop();
 
+    expect(health.failures).toEqual([]);
+    expect(health.count).toBeGreaterThan(5);
+    // Slow only while the OS did not run this process is not the Dispatcher blocking (see HealthReport).
+    expect(health.maxBusyMs, `slowest /health during the nested body (answered after ${tookMs.toFixed(0)} ms), wall/cpu ms: ${health.probes}`).toBeLessThan(100);
     expect(res.status, res.text.slice(0, 300)).toBe(400);
     expect(res.json.error.message).toMatch(/nest/);
     expect(res.json.error.message).toMatch(/the limit is \d+/);
-    expect(health.failures).toEqual([]);
-    expect(health.count).toBeGreaterThan(5);
-    expect(health.maxMs, `slowest /health during the nested body (answered after ${tookMs.toFixed(0)} ms): ${health.maxMs.toFixed(0)} ms of ${probe.latenciesMs.map((ms) => ms.toFixed(0)).join(' ')}`).toBeLessThan(100);
     await expectNothingStored();
   });
 });
