@@ -2,12 +2,16 @@
 // started as `floe cluster start` does). For each body: how long until it is answered, the slowest
 // GET /health answer while it is handled (probed every 5 ms), and the Dispatcher's resident memory
 // before, at its peak, and once idle again (after the JSON worker thread's idle stop).
+// Then the same in this process, to read the heap after a full garbage collection.
 // Run: npm run bench:rest   (figures also go to bench/out/rest-hostile-bodies.json).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCluster, stopCluster } from '../runtime/cli/cluster.js';
+import { loadConfig } from '../runtime/core/config.js';
+import { silentLogger } from '../runtime/core/logger.js';
+import { startEmbeddedDispatcher } from '../runtime/dispatcher/embedded-dispatcher.js';
 import { median, round, writeFigures } from './lib/bench-support.js';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
@@ -160,7 +164,36 @@ try {
   figures['nested ×10'] = { answeredMs: round(tookMs, 0), rssPeakMiB: round(peak, 0), rssSettledMiB: round(settled, 0), rssSettledOverBaseline: round(settled / (figures['baselineRssMiB'] as number), 2) };
 } finally {
   await stopCluster(stateDir);
-  rmSync(work, { recursive: true, force: true });
 }
+
+// The same ten bodies to a Dispatcher in this process, where a full garbage collection can be asked for
+// (npm run bench:rest runs node with --expose-gc): what the JavaScript heap and the array buffers hold
+// before and after, once the JSON worker thread has ended. RSS above also counts what the allocator keeps
+// for reuse; this is what the Dispatcher itself still holds.
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc === undefined) {
+  process.stderr.write('run with node --expose-gc to measure the heap after a full collection\n');
+} else {
+  const embedded = await startEmbeddedDispatcher({ stateDir: join(work, 'embedded'), config: loadConfig({}), logger: silentLogger });
+  try {
+    const held = (): number => {
+      gc();
+      const m = process.memoryUsage();
+      return (m.heapUsed + m.arrayBuffers) / MiB;
+    };
+    const nested = body('nested');
+    await post(embedded.url, '/artifacts', { authorization: `Bearer ${embedded.secret}`, 'content-type': 'application/json' }, Buffer.from('{}'));
+    const before = held();
+    for (let i = 0; i < 10; i++) await post(embedded.url, '/jobs', { authorization: `Bearer ${embedded.secret}`, 'content-type': 'application/json' }, nested);
+    const during = held();
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const after = held();
+    process.stderr.write(`in-process, heap + array buffers after a full GC: ${before.toFixed(1)} MiB before, ${during.toFixed(1)} MiB right after ten nested bodies, ${after.toFixed(1)} MiB once idle\n`);
+    figures['nested ×10, heap + array buffers after GC (MiB)'] = { before: round(before, 1), rightAfter: round(during, 1), idle: round(after, 1) };
+  } finally {
+    await embedded.close();
+  }
+}
+rmSync(work, { recursive: true, force: true });
 console.log(JSON.stringify(figures, null, 2));
 console.log(`written to ${writeFigures('rest-hostile-bodies', figures)}`);
