@@ -116,7 +116,7 @@ function answerAndClose(req: IncomingMessage, res: ServerResponse, status: numbe
 export interface LocalRestServerOptions {
   readonly host: string;
   readonly port: number;
-  /** Bodies over this many bytes are refused with 413 before they are read. */
+  /** Bodies over this many bytes are refused with 413: before they are sent when content-length says so, else once past it. */
   readonly maxBodyBytes: number;
   /** Where a request the server itself failed to answer is logged. */
   readonly logger?: Logger;
@@ -145,7 +145,7 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
         answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, body.tooLarge, false));
         return;
       }
-      if (req.httpVersionMajor === 1 && req.httpVersionMinor >= 1 && req.headers.host === undefined) {
+      if (req.httpVersionMinor >= 1 && req.headers.host === undefined) {
         send(400, errorBody('INVALID_REQUEST', "header 'host' is missing; HTTP/1.1 requests carry it"));
         return;
       }
