@@ -22,15 +22,17 @@ export function toRestRequest(event: unknown): RestRequest {
   if (typeof e.rawPath !== 'string' || !e.rawPath.startsWith('/')) throw new InvalidRequestError(`the event's rawPath must start with '/', found ${JSON.stringify(e.rawPath)}`);
   const headers: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(e.headers ?? {})) headers[name.toLowerCase()] = value;
-  const query: Record<string, string | undefined> = Object.fromEntries(new URLSearchParams(typeof e.rawQueryString === 'string' ? e.rawQueryString : ''));
+  const rawQuery = typeof e.rawQueryString === 'string' ? e.rawQueryString : '';
+  const query: Record<string, string | undefined> = Object.fromEntries(new URLSearchParams(rawQuery));
   let body: Uint8Array | undefined;
   if (typeof e.body === 'string' && e.body !== '') body = Buffer.from(e.body, e.isBase64Encoded === true ? 'base64' : 'utf8');
   else if (e.body !== undefined && e.body !== null && typeof e.body !== 'string') throw new InvalidRequestError('the event body must be a string');
-  return { method: method.toUpperCase(), path: e.rawPath, query, headers, ...(body !== undefined ? { body } : {}) };
+  // The raw path and query go to the router as sent, so it decodes (and refuses) them as the local server's do.
+  return { method: method.toUpperCase(), path: e.rawPath, query, rawQuery, headers, ...(body !== undefined ? { body } : {}) };
 }
 
 export function toHttpApiResult(response: RestResponse): HttpApiResult {
-  return { statusCode: response.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(response.body), isBase64Encoded: false };
+  return { statusCode: response.status, headers: { ...response.headers, 'content-type': 'application/json' }, body: JSON.stringify(response.body), isBase64Encoded: false };
 }
 
 export interface HttpApiHandlerOptions {

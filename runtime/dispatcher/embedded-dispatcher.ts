@@ -12,6 +12,7 @@ import { ChildProcessWorkerLauncher } from '../local/child-process-launcher.js';
 import { openEmbeddedServices } from '../local/embedded-services.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { Dispatcher } from './dispatcher.js';
+import { JsonBodyParser } from './json-body.js';
 import { startLocalRestServer } from './local-server.js';
 import { createRestRouter } from './rest-router.js';
 
@@ -44,11 +45,15 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     jobManagersEndWithDispatcher: true,
   });
   await dispatcher.start();
-  const server = await startLocalRestServer(createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger }), {
+  // Bodies too large to parse in a few milliseconds are parsed in a worker thread, so /health and other
+  // requests are answered meanwhile.
+  const bodyParser = new JsonBodyParser({ workerEntry: () => distEntry('json-worker') });
+  const server = await startLocalRestServer(createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger, bodyParser }), {
     host: config.restAddress,
     port: config.restPort,
     // base64 makes the library a third larger than the limit that applies to it
     maxBodyBytes: Math.ceil(config.restMaxContentLengthBytes * 1.4) + 1024 * 1024,
+    logger,
   });
   logger.info('dispatcher listening', { component: 'dispatcher', url: server.url, stateDir });
   return {
@@ -57,6 +62,7 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     dispatcher,
     async close() {
       await server.close();
+      await bodyParser.close();
       dispatcher.close();
       await launcher.close();
       await rpc.close();

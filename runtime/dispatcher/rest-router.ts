@@ -1,15 +1,25 @@
 // The REST API as a transport-free function: the local HTTP server and the Lambda handlers both map
-// their requests onto it, so routes, status codes and error bodies are identical everywhere.
+// their requests onto it, so routes, status codes and error bodies are identical everywhere. Every bad
+// request gets a 4xx whose message names the header, path segment, query parameter, field or limit at
+// fault, before the Dispatcher sees it.
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError, RpcUnauthorizedError } from '../core/errors.js';
+import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
+import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { Dispatcher } from './dispatcher.js';
+import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
 
 export interface RestRequest {
   readonly method: string;
-  /** Path without the query string, e.g. `/jobs/abc`. */
+  /** Path without the query string, still percent-encoded as sent, e.g. `/jobs/abc`. */
   readonly path: string;
   readonly query: Readonly<Record<string, string | undefined>>;
+  /**
+   * The query string as sent, without the `?`. When a front passes it, the router reads the query from
+   * it, so a parameter given twice or malformed percent-encoding is refused instead of silently merged.
+   */
+  readonly rawQuery?: string;
+  /** Header names in lower case. */
   readonly headers: Readonly<Record<string, string | undefined>>;
   readonly body?: Uint8Array;
 }
@@ -17,6 +27,8 @@ export interface RestRequest {
 export interface RestResponse {
   readonly status: number;
   readonly body: unknown;
+  /** Headers beyond content-type, e.g. `allow` on a 405 or `www-authenticate` on a 401. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface RestRouterOptions {
@@ -24,66 +36,266 @@ export interface RestRouterOptions {
   readonly secret: string;
   readonly maxBodyBytes: number;
   readonly logger: Logger;
+  /**
+   * Parses JSON bodies. The local server passes one with a worker thread, so a large body does not hold
+   * up other requests. @default - parses on the calling thread (a Lambda function serves one request at a time)
+   */
+  readonly bodyParser?: JsonBodyParser;
 }
 
 export type RestHandler = (request: RestRequest) => Promise<RestResponse>;
 
-function authorized(header: string | undefined, secret: string): boolean {
-  if (header === undefined || !header.startsWith('Bearer ')) return false;
-  const given = Buffer.from(header.slice('Bearer '.length));
-  const expected = Buffer.from(secret);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+/** The authorization header is missing or wrong; the message says which. */
+class UnauthorizedRequestError extends FloeError {
+  override readonly httpStatus = 401;
+  constructor(message: string) {
+    super('UNAUTHORIZED', message);
+  }
 }
 
-function parseJsonBody(body: Uint8Array | undefined): unknown {
-  if (body === undefined || body.length === 0) throw new InvalidRequestError('request body is empty; expected JSON');
-  try {
-    return JSON.parse(Buffer.from(body).toString('utf8'));
-  } catch (error) {
-    throw new InvalidRequestError(`request body is not valid JSON: ${(error as Error).message}`);
+class MethodNotAllowedError extends FloeError {
+  override readonly httpStatus = 405;
+  constructor(message: string, readonly allowed: readonly string[]) {
+    super('METHOD_NOT_ALLOWED', message, { details: { allowed } });
+  }
+}
+
+class UnsupportedMediaTypeError extends FloeError {
+  override readonly httpStatus = 415;
+  constructor(message: string) {
+    super('UNSUPPORTED_MEDIA_TYPE', message);
+  }
+}
+
+/** Echoes client text in a message: short, and visibly quoted. */
+const shown = (text: string): string => `'${text.length > 80 ? `${text.slice(0, 77)}...` : text}'`;
+
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+function authorize(header: string | undefined, secret: string): void {
+  const hint = "send 'authorization: Bearer <cluster secret>' (a local cluster's secret is in <state dir>/cluster.json)";
+  if (header === undefined || header === '') throw new UnauthorizedRequestError(`header 'authorization' is missing; ${hint}`);
+  const scheme = /^(\S+)(?: +|$)/.exec(header)?.[1] ?? '';
+  // An auth scheme is case-insensitive (RFC 9110 §11.1).
+  if (scheme.toLowerCase() !== 'bearer') {
+    const named = /^[A-Za-z][A-Za-z0-9._~+-]{0,19}$/.test(scheme) ? `scheme ${shown(scheme)}` : 'something else';
+    throw new UnauthorizedRequestError(`header 'authorization' must be 'Bearer <cluster secret>', found ${named}; ${hint}`);
+  }
+  const given = Buffer.from(header.slice(header.indexOf(scheme) + scheme.length).trim());
+  const expected = Buffer.from(secret);
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new UnauthorizedRequestError(`header 'authorization' carries a wrong cluster secret; ${hint}`);
+  }
+}
+
+/** Decodes each segment of a raw path; empty segments (`//`, a trailing `/`) are skipped. */
+function decodePath(path: string): { segments: string[] } | { error: InvalidRequestError } {
+  const segments: string[] = [];
+  for (const raw of path.split('/')) {
+    if (raw === '') continue;
+    try {
+      segments.push(decodeURIComponent(raw));
+    } catch {
+      return { error: new InvalidRequestError(`path segment ${shown(raw)} is not valid percent-encoding: each '%' must start a '%XX' escape of two hex digits, and the escapes must spell UTF-8`) };
+    }
+  }
+  return { segments };
+}
+
+/** Reads a raw query string strictly: every name once, every escape valid. */
+function parseRawQuery(raw: string): Record<string, string> {
+  // No prototype: a parameter named '__proto__' is a parameter like any other (and refused as unknown).
+  const query = Object.create(null) as Record<string, string>;
+  for (const pair of raw.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const [rawName, rawValue] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
+    let name: string;
+    let value: string;
+    try {
+      name = decodeURIComponent(rawName.replaceAll('+', ' '));
+      value = decodeURIComponent(rawValue.replaceAll('+', ' '));
+    } catch {
+      throw new InvalidRequestError(`query parameter ${shown(pair)} is not valid percent-encoding: each '%' must start a '%XX' escape of two hex digits, and the escapes must spell UTF-8`);
+    }
+    if (Object.hasOwn(query, name)) throw new InvalidRequestError(`query parameter ${shown(name)} is given more than once; give it once`);
+    query[name] = value;
+  }
+  return query;
+}
+
+type BodyKind = 'none' | 'json' | 'bytes';
+
+interface Call {
+  readonly request: RestRequest;
+  /** Decoded path parameters, e.g. `id` of `/jobs/:id`. */
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: Readonly<Record<string, string>>;
+  /** The parsed JSON body (body 'json'), or the raw bytes (body 'bytes'). */
+  readonly body: unknown;
+}
+
+interface Endpoint {
+  readonly body: BodyKind;
+  /** Query parameters it reads; any other is refused. */
+  readonly query?: readonly string[];
+  readonly json?: JsonParseOptions;
+  handle(call: Call): Promise<RestResponse>;
+}
+
+interface Route {
+  /** Literal segments and `:param`s, e.g. `['jobs', ':id']`. */
+  readonly pattern: readonly string[];
+  /** Answered without the authorization header. */
+  readonly public?: boolean;
+  readonly methods: Readonly<Record<string, Endpoint>>;
+}
+
+const routeName = (route: Route): string => `/${route.pattern.join('/')}`;
+
+function match(routes: readonly Route[], segments: readonly string[]): { route: Route; params: Record<string, string> } | undefined {
+  for (const route of routes) {
+    if (route.pattern.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    const matches = route.pattern.every((p, i) => {
+      if (p.startsWith(':')) params[p.slice(1)] = segments[i]!;
+      else if (p !== segments[i]) return false;
+      return true;
+    });
+    if (matches) return { route, params };
+  }
+  return undefined;
+}
+
+const mediaType = (header: string): { type: string; charset?: string } => {
+  const [type, ...params] = header.split(';');
+  const charset = params.map((p) => /^\s*charset\s*=\s*"?([^";\s]*)"?\s*$/i.exec(p)?.[1]).find((c) => c !== undefined);
+  return { type: (type ?? '').trim().toLowerCase(), ...(charset !== undefined ? { charset: charset.toLowerCase() } : {}) };
+};
+
+function checkBodyHeaders(method: string, name: string, kind: BodyKind, headers: RestRequest['headers']): void {
+  const encoding = headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim() !== '' && encoding.trim().toLowerCase() !== 'identity') {
+    throw new UnsupportedMediaTypeError(`header 'content-encoding' is ${shown(encoding)}; ${method} ${name} takes the body as it is (identity), not compressed`);
+  }
+  if (kind !== 'json') return;
+  const contentType = headers['content-type'];
+  if (contentType === undefined || contentType.trim() === '') return;
+  const { type, charset } = mediaType(contentType);
+  if (type !== 'application/json') throw new UnsupportedMediaTypeError(`header 'content-type' is ${shown(contentType)}; ${method} ${name} takes 'application/json'`);
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new UnsupportedMediaTypeError(`header 'content-type' names charset ${shown(charset)}; JSON bodies are UTF-8`);
   }
 }
 
 export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOptions): RestHandler {
   const log = options.logger.child({ component: 'rest' });
+  const bodyParser = options.bodyParser ?? new JsonBodyParser();
+
+  const jobId = (call: Call): JobId => {
+    const id = call.params['id']!;
+    if (!JobId.isValid(id)) throw new InvalidRequestError(`path segment ${shown(id)} is not a job id (1-64 letters, digits, '_' or '-')`);
+    return id;
+  };
+  const routes: readonly Route[] = [
+    { pattern: ['health'], public: true, methods: { GET: { body: 'none', handle: async () => ({ status: 200, body: { status: 'ok' } }) } } },
+    {
+      pattern: ['jobs'],
+      methods: {
+        GET: { body: 'none', handle: async () => ({ status: 200, body: { jobs: await dispatcher.listJobs() } }) },
+        POST: {
+          body: 'json',
+          json: { longStringFields: ['library'], fields: ['jobGraph', 'library'], jobGraphField: 'jobGraph' },
+          handle: async (call) => {
+            const { jobId: id, existing } = await dispatcher.submitJob(call.body);
+            return { status: 202, body: { jobId: id, ...(existing ? { existing } : {}) } };
+          },
+        },
+      },
+    },
+    {
+      pattern: ['jobs', ':id'],
+      methods: {
+        GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getJob(jobId(call)) }) },
+        PATCH: {
+          body: 'none',
+          query: ['mode'],
+          handle: async (call) => {
+            const id = jobId(call);
+            const mode = call.query['mode'] ?? 'cancel';
+            if (mode !== 'cancel') throw new InvalidRequestError(`query parameter 'mode' is ${shown(mode)}; supported: 'cancel'`);
+            return { status: 202, body: await dispatcher.cancelJob(id) };
+          },
+        },
+      },
+    },
+    { pattern: ['jobs', ':id', 'exceptions'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getExceptions(jobId(call)) }) } } },
+    { pattern: ['jobs', ':id', 'result'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getResult(jobId(call)) }) } } },
+    { pattern: ['artifacts'], methods: { POST: { body: 'json', json: { fields: ['sha256', 'sizeBytes'] }, handle: async (call) => ({ status: 200, body: await dispatcher.createArtifactUpload(call.body) }) } } },
+    {
+      pattern: ['artifacts', ':sha256'],
+      methods: {
+        PUT: {
+          body: 'bytes',
+          handle: async (call) => {
+            const sha256 = call.params['sha256']!;
+            if (!SHA256_HEX.test(sha256)) throw new InvalidRequestError(`path segment ${shown(sha256)} is not a sha256 (64 lowercase hex digits)`);
+            return { status: 201, body: await dispatcher.putArtifact(sha256, call.body as Uint8Array | undefined) };
+          },
+        },
+      },
+    },
+    { pattern: ['overview'], methods: { GET: { body: 'none', handle: async () => ({ status: 200, body: await dispatcher.overview() }) } } },
+  ];
+
+  async function route(request: RestRequest): Promise<RestResponse> {
+    const { method } = request;
+    const decoded = decodePath(request.path);
+    const found = 'segments' in decoded ? match(routes, decoded.segments) : undefined;
+    if (found?.route.public !== true) authorize(request.headers['authorization'], options.secret);
+    const size = request.body?.length ?? 0;
+    if (size > options.maxBodyBytes) {
+      throw new PayloadTooLargeError('the request body', size, options.maxBodyBytes, "raise 'rest.server.max-content-length' or make the library smaller");
+    }
+    if ('error' in decoded) throw decoded.error;
+    if (found === undefined) throw new NotFoundError(`no route ${method} ${shown(request.path)}; the routes are ${routes.map(routeName).join(', ')}`);
+    const { route: r, params } = found;
+    const endpoint = Object.hasOwn(r.methods, method) ? r.methods[method] : undefined;
+    if (endpoint === undefined) {
+      const allowed = Object.keys(r.methods);
+      throw new MethodNotAllowedError(`method ${shown(method)} is not allowed on ${routeName(r)}; it takes ${allowed.join(', ')}`, allowed);
+    }
+    const query = request.rawQuery !== undefined ? parseRawQuery(request.rawQuery) : Object.fromEntries(Object.entries(request.query).filter((e): e is [string, string] => e[1] !== undefined));
+    for (const name of Object.keys(query)) {
+      if (!(endpoint.query ?? []).includes(name)) {
+        const takes = endpoint.query?.length ? `it takes ${endpoint.query.map((q) => `'${q}'`).join(', ')}` : 'it takes none';
+        throw new InvalidRequestError(`query parameter ${shown(name)} is not known to ${method} ${routeName(r)}; ${takes}`);
+      }
+    }
+    let body: unknown;
+    if (endpoint.body === 'none') {
+      if (size > 0) throw new InvalidRequestError(`${method} ${routeName(r)} takes no request body, found ${size} bytes`);
+    } else {
+      checkBodyHeaders(method, routeName(r), endpoint.body, request.headers);
+      if (endpoint.body === 'bytes') body = request.body;
+      else if (request.body === undefined || size === 0) throw new InvalidRequestError(`the request body is empty; ${method} ${routeName(r)} takes a JSON object`);
+      else body = await bodyParser.parse(request.body, endpoint.json);
+    }
+    return endpoint.handle({ request, params, query, body });
+  }
+
   return async (request) => {
     try {
-      const { method, path } = request;
-      if (method === 'GET' && path === '/health') return { status: 200, body: { status: 'ok' } };
-      if (!authorized(request.headers['authorization'], options.secret)) throw new RpcUnauthorizedError();
-      if (request.body !== undefined && request.body.length > options.maxBodyBytes) {
-        throw new PayloadTooLargeError('the request body', request.body.length, options.maxBodyBytes, "raise 'rest.server.max-content-length' or make the library smaller");
-      }
-      const parts = path.split('/').filter((p) => p !== '');
-      const jobId = parts[1] !== undefined ? decodeURIComponent(parts[1]) : undefined;
-      if (parts[0] === 'jobs') {
-        if (parts.length === 1 && method === 'POST') {
-          const { jobId: id, existing } = await dispatcher.submitJob(parseJsonBody(request.body));
-          return { status: 202, body: { jobId: id, ...(existing ? { existing } : {}) } };
-        }
-        if (parts.length === 1 && method === 'GET') return { status: 200, body: { jobs: await dispatcher.listJobs() } };
-        if (parts.length === 2 && jobId !== undefined) {
-          if (method === 'GET') return { status: 200, body: await dispatcher.getJob(jobId) };
-          if (method === 'PATCH') {
-            const mode = request.query['mode'] ?? 'cancel';
-            if (mode !== 'cancel') throw new InvalidRequestError(`unknown mode '${mode}'; supported: cancel`);
-            return { status: 202, body: await dispatcher.cancelJob(jobId) };
-          }
-        }
-        if (parts.length === 3 && jobId !== undefined && method === 'GET') {
-          if (parts[2] === 'exceptions') return { status: 200, body: await dispatcher.getExceptions(jobId) };
-          if (parts[2] === 'result') return { status: 200, body: await dispatcher.getResult(jobId) };
-        }
-      }
-      if (parts[0] === 'artifacts') {
-        if (parts.length === 1 && method === 'POST') return { status: 200, body: await dispatcher.createArtifactUpload(parseJsonBody(request.body)) };
-        if (parts.length === 2 && method === 'PUT') return { status: 201, body: await dispatcher.putArtifact(decodeURIComponent(parts[1]!), request.body) };
-      }
-      if (method === 'GET' && path === '/overview') return { status: 200, body: await dispatcher.overview() };
-      throw new NotFoundError(`no route ${method} ${path}`);
+      return await route(request);
     } catch (error) {
       if (error instanceof FloeError && error.httpStatus >= 400 && error.httpStatus < 500) {
-        return { status: error.httpStatus, body: { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } } };
+        const headers: Record<string, string> | undefined =
+          error instanceof MethodNotAllowedError ? { allow: error.allowed.join(', ') } : error instanceof UnauthorizedRequestError ? { 'www-authenticate': 'Bearer' } : undefined;
+        return {
+          status: error.httpStatus,
+          body: { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } },
+          ...(headers !== undefined ? { headers } : {}),
+        };
       }
       const requestId = randomUUID();
       log.error('request failed', { requestId, method: request.method, path: request.path, error });

@@ -73,6 +73,9 @@ class Problems {
 
 const describe = (v: unknown): string => {
   if (v === undefined) return 'nothing';
+  // JSON.stringify would say "null" for these: JSON.parse turns 1e999 into Infinity.
+  if (typeof v === 'number' && !Number.isFinite(v)) return Number.isNaN(v) ? 'NaN' : `a number too large (${v})`;
+  if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) return `an integer too large to hold exactly (${v})`;
   if (Array.isArray(v)) return `an array`;
   if (v !== null && typeof v === 'object') return 'an object';
   const s = JSON.stringify(v);
@@ -83,8 +86,9 @@ const describe = (v: unknown): string => {
 class Reader {
   constructor(private readonly problems: Problems) {}
 
-  problem(message: string): void {
+  problem(message: string): undefined {
     this.problems.add(message);
+    return undefined;
   }
 
   object(v: unknown, path: string): Record<string, unknown> | undefined {
@@ -244,9 +248,12 @@ function parseOperator(r: Reader, v: unknown, path: string): OperatorSpec | unde
       } else if (kind === 'keyed.sum') {
         const rawField = o['field'];
         let field: string | number | undefined;
-        if (typeof rawField === 'string' || (typeof rawField === 'number' && Number.isSafeInteger(rawField) && rawField >= 0)) field = rawField;
+        if (typeof rawField === 'string') {
+          field = r.string(rawField, `${path}.field`);
+          if (field === undefined) break;
+        } else if (typeof rawField === 'number' && Number.isSafeInteger(rawField) && rawField >= 0) field = rawField;
         else if (rawField !== undefined) {
-          r.string(rawField, `${path}.field`);
+          r.problem(`${path}.field must be a property name (a string) or a tuple index (an integer >= 0), found ${describe(rawField)}`);
           break;
         }
         const selector = o['selector'] === undefined ? undefined : parseFunctionRef(r, o['selector'], `${path}.selector`);
@@ -523,6 +530,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
   if (collectSinks > 1) problems.add(`the graph has ${collectSinks} collect sinks, at most one is allowed (its records are the job's result)`);
 
   const edgeIds = new Set<string>();
+  const edgeBetween = new Map<string, string>();
   const inDegree = new Map<string, number>();
   const outEdges = new Map<string, string[]>();
   graph.edges.forEach((e, i) => {
@@ -534,6 +542,11 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     if (si === undefined) problems.add(`${at}.source '${e.source}' is not a vertex of the graph`);
     if (ti === undefined) problems.add(`${at}.target '${e.target}' is not a vertex of the graph`);
     if (e.source === e.target) problems.add(`${at} connects vertex '${e.source}' to itself`);
+    // Every edge carries every record it is given: a second edge between two vertices delivers each twice.
+    const between = `${e.source}\u0000${e.target}`;
+    const first = edgeBetween.get(between);
+    if (first !== undefined) problems.add(`${at} connects '${e.source}' to '${e.target}' like ${first}: a second edge between the same two vertices would deliver every record twice; keep one`);
+    else edgeBetween.set(between, at);
     if ((e.distribution === 'forward') !== (e.partitioner === 'forward')) {
       problems.add(`${at}: distribution '${e.distribution}' does not go with partitioner '${e.partitioner}' (a forward partitioner needs a forward distribution and the other way round)`);
     }

@@ -38,7 +38,7 @@ export const directFront: RestFrontFactory = async (handle) => ({
   call: (method, path, body, headers = { authorization: `Bearer ${REST_SECRET}` }) => {
     const [p, q] = path.split('?');
     const request: RestRequest = {
-      method, path: p!, query: Object.fromEntries(new URLSearchParams(q ?? '')), headers,
+      method, path: p!, query: Object.fromEntries(new URLSearchParams(q ?? '')), rawQuery: q ?? '', headers,
       ...(body !== undefined ? { body: body instanceof Uint8Array ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)) } : {}),
     };
     return handle(request) as Promise<{ status: number; body: any }>;
@@ -48,11 +48,12 @@ export const directFront: RestFrontFactory = async (handle) => ({
 
 /** Calls a front that listens on `url` over real HTTP. */
 export function httpCall(url: string): RestCall {
-  return async (method, path, body, headers = { authorization: `Bearer ${REST_SECRET}` }) => {
+  // Without `headers`, the call is authorized and its body typed; with them, it carries exactly those.
+  return async (method, path, body, headers) => {
     const binary = body instanceof Uint8Array;
     const res = await fetch(url + path, {
       method,
-      headers: { ...headers, ...(body !== undefined ? { 'content-type': binary ? 'application/octet-stream' : 'application/json' } : {}) },
+      headers: headers ?? { authorization: `Bearer ${REST_SECRET}`, ...(body !== undefined ? { 'content-type': binary ? 'application/octet-stream' : 'application/json' } : {}) },
       ...(body !== undefined ? { body: binary ? body : typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     const text = await res.text();
@@ -168,7 +169,7 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       expect(await blobStore.list('')).toEqual([]);
     });
 
-    it('answers 413 for an oversized body, 401 without the secret, 404 for unknown jobs and routes', async () => {
+    it('answers 413 for an oversized body, 401 without the secret, 404 for unknown jobs and routes, 405 for a method a route does not take', async () => {
       const { call } = await setup({ maxBodyBytes: 1024 });
       const big = await call('POST', '/jobs', await submission('job-6'));
       expect(big.status).toBe(413);
@@ -178,7 +179,107 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       expect(await call('GET', '/health', undefined, {})).toEqual({ status: 200, body: { status: 'ok' } });
       expect((await call('GET', '/jobs/nope')).status).toBe(404);
       expect((await call('GET', '/jobs/bad$id')).status).toBe(400);
-      expect((await call('DELETE', '/jobs')).status).toBe(404);
+      const notAllowed = await call('DELETE', '/jobs');
+      expect(notAllowed.status).toBe(405);
+      expect(notAllowed.body.error.message).toBe("method 'DELETE' is not allowed on /jobs; it takes GET, POST");
+      const noRoute = await call('GET', '/jobs/a/b/c');
+      expect(noRoute.status).toBe(404);
+      expect(noRoute.body.error.message).toMatch(/^no route GET '\/jobs\/a\/b\/c'/);
+    });
+
+    it('names the path segment that is malformed percent-encoding or not an id', async () => {
+      const { call, blobStore } = await setup();
+      for (const [method, path, segment] of [
+        ['GET', '/jobs/%', '%'],
+        ['GET', '/jobs/%E0%A4%A', '%E0%A4%A'],
+        ['GET', '/jobs/%ZZ/result', '%ZZ'],
+        ['PATCH', '/jobs/%C3%28?mode=cancel', '%C3%28'],
+        ['PUT', '/artifacts/%E0%A4%A', '%E0%A4%A'],
+      ] as const) {
+        const res = await call(method, path, method === 'PUT' ? Buffer.from('x') : undefined);
+        expect(res.status, `${method} ${path}`).toBe(400);
+        expect(res.body.error.message, `${method} ${path}`).toMatch(new RegExp(`^path segment '${segment}' is not valid percent-encoding`));
+      }
+      expect((await call('GET', '/jobs/a%20b')).body.error.message).toBe("path segment 'a b' is not a job id (1-64 letters, digits, '_' or '-')");
+      expect((await call('PUT', '/artifacts/abc', Buffer.from('x'))).body.error.message).toBe("path segment 'abc' is not a sha256 (64 lowercase hex digits)");
+      // An escaped slash stays inside its segment: it does not make another route.
+      expect((await call('GET', '/jobs/x%2Fresult')).body.error.message).toMatch(/^path segment 'x\/result' is not a job id/);
+      expect(await blobStore.list('')).toEqual([]);
+    });
+
+    it('names the query parameter, the body or the authorization header at fault', async () => {
+      const { call, jobStore } = await setup();
+      const unknown = await call('PATCH', '/jobs/job-q?mod=cancel');
+      expect(unknown.status).toBe(400);
+      expect(unknown.body.error.message).toBe("query parameter 'mod' is not known to PATCH /jobs/:id; it takes 'mode'");
+      expect((await call('GET', '/jobs?limit=5')).body.error.message).toBe("query parameter 'limit' is not known to GET /jobs; it takes none");
+      expect((await call('GET', '/jobs?__proto__=x')).body.error.message).toBe("query parameter '__proto__' is not known to GET /jobs; it takes none");
+      expect((await call('PATCH', '/jobs/job-q?mode=cancel&mode=cancel')).body.error.message).toBe("query parameter 'mode' is given more than once; give it once");
+      expect((await call('PATCH', '/jobs/job-q?mode=%E0%A4%A')).body.error.message).toMatch(/^query parameter 'mode=%E0%A4%A' is not valid percent-encoding/);
+      expect((await call('PATCH', '/jobs/job-q?mode=stop')).body.error.message).toBe("query parameter 'mode' is 'stop'; supported: 'cancel'");
+      const withBody = await call('PATCH', '/jobs/job-q', { some: 'body' });
+      expect(withBody.status).toBe(400);
+      expect(withBody.body.error.message).toBe('PATCH /jobs/:id takes no request body, found 15 bytes');
+      const empty = await call('POST', '/jobs', '', { authorization: `Bearer ${REST_SECRET}`, 'content-type': 'application/json' });
+      expect(empty.status).toBe(400);
+      expect(empty.body.error.message).toBe('the request body is empty; POST /jobs takes a JSON object');
+      for (const [header, message] of [
+        [undefined, /^header 'authorization' is missing; send 'authorization: Bearer <cluster secret>'/],
+        ['Basic dXNlcjpwYXNz', /^header 'authorization' must be 'Bearer <cluster secret>', found scheme 'Basic'/],
+        [`Bearer ${REST_SECRET}x`, /^header 'authorization' carries a wrong cluster secret/],
+      ] as const) {
+        const res = await call('GET', '/jobs', undefined, header === undefined ? {} : { authorization: header });
+        expect(res.status).toBe(401);
+        expect(res.body.error.code).toBe('UNAUTHORIZED');
+        expect(res.body.error.message).toMatch(message);
+        expect(res.body.error.message).not.toContain('dXNlcjpwYXNz');
+      }
+      expect((await call('GET', '/jobs', undefined, { authorization: `bearer ${REST_SECRET}` })).status).toBe(200);
+      expect(await jobStore.list()).toEqual([]);
+    });
+
+    it('takes JSON as application/json or without a content type, and names any other content type or encoding', async () => {
+      const { call, blobStore } = await setup();
+      const auth = { authorization: `Bearer ${REST_SECRET}` };
+      const body = JSON.stringify({ sha256, sizeBytes: library.length });
+      expect((await call('POST', '/artifacts', body, { ...auth, 'content-type': 'application/json; charset=UTF-8' })).status).toBe(200);
+      const text = await call('POST', '/artifacts', body, { ...auth, 'content-type': 'text/plain' });
+      expect(text.status).toBe(415);
+      expect(text.body.error.message).toBe("header 'content-type' is 'text/plain'; POST /artifacts takes 'application/json'");
+      const latin1 = await call('POST', '/artifacts', body, { ...auth, 'content-type': 'application/json; charset=latin1' });
+      expect(latin1.status).toBe(415);
+      expect(latin1.body.error.message).toBe("header 'content-type' names charset 'latin1'; JSON bodies are UTF-8");
+      const gzip = await call('POST', '/artifacts', body, { ...auth, 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      expect(gzip.status).toBe(415);
+      expect(gzip.body.error.message).toMatch(/^header 'content-encoding' is 'gzip'/);
+      expect(await blobStore.list('')).toEqual([]);
+    });
+
+    it('reads JSON behind a UTF-8 byte order mark and names what is wrong with any other body before parsing it', async () => {
+      const { call, jobStore, started } = await setup();
+      const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(await submission('job-bom')))]);
+      const accepted = await call('POST', '/jobs', bom, { authorization: `Bearer ${REST_SECRET}`, 'content-type': 'application/json' });
+      expect(accepted.status, JSON.stringify(accepted.body)).toBe(202);
+      expect(started).toHaveLength(1);
+
+      // Without a content type the bytes arrive as sent through every front (API Gateway would decode a text type).
+      const post = (bytes: Buffer) => call('POST', '/jobs', bytes, { authorization: `Bearer ${REST_SECRET}` });
+      const refused = async (bytes: Buffer, message: RegExp) => {
+        const res = await post(bytes);
+        expect(res.status, JSON.stringify(res.body)).toBe(400);
+        expect(res.body.error.message).toMatch(message);
+      };
+      await refused(Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x7d, 0x00]), /^the request body starts with a UTF-16 or UTF-32 byte order mark/);
+      await refused(Buffer.from('{"jobGraph": "\xff"}', 'latin1'), /^the request body is not valid UTF-8 \(byte 14 breaks it\)/);
+      await refused(Buffer.from(`{"jobGraph":${'['.repeat(100)}${']'.repeat(100)}}`), /^the request body nests arrays and objects more than 64 levels deep \(at byte 75\); the limit is 64$/);
+      await refused(Buffer.from(`{"jobGraph":[${'0,'.repeat(250_000)}0]}`), /^the request body holds more than 200000 JSON values .*; the limit is 200000$/);
+      await refused(Buffer.from(JSON.stringify({ jobGraph: { name: 'x'.repeat(70_000) } })), /^field 'jobGraph.name' is a string of 70000 characters; the limit is 65536$/);
+      await refused(Buffer.from('{"jobGraph": {"vertices": [{"parallelism": -1e999}]}}'), /^field 'jobGraph.vertices\[0\].parallelism' is a number too large \(-Infinity\)/);
+      await refused(Buffer.from('{"jobGraph": '), /^the request body is not valid JSON: /);
+      await refused(Buffer.from('  \n '), /^the request body is empty; expected JSON$/);
+      const artifacts = await call('POST', '/artifacts', '{"sha256": "' + sha256 + '", "sizeBytes": 1e400}');
+      expect(artifacts.body.error.message).toBe("field 'sizeBytes' is a number too large (Infinity); JSON numbers must fit a 64-bit float");
+      expect((await jobStore.list()).map((r) => r.jobId)).toEqual(['job-bom']);
     });
 
     it('hides the details of an internal error behind a request id', async () => {

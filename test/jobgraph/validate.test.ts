@@ -102,6 +102,21 @@ describe('validateJobGraph', () => {
     expect(problemsOf(() => validateJobGraph(many))).toContainEqual(expect.stringMatching(/1001 vertices, the limit is 1000/));
   });
 
+  it('refuses a second edge between the same two vertices, naming both edges', () => {
+    // Every edge carries every record: two edges a→b would deliver each record twice.
+    const g = graph(
+      [source('a'), vertex('b'), sink('c')],
+      [edge('e1', 'a', 'b'), edge('e2', 'b', 'c'), edge('again', 'a', 'b', { distribution: 'all-to-all', partitioner: 'rebalance' }), edge('e4', 'b', 'c')],
+    );
+    expect(problemsOf(() => validateJobGraph(g))).toEqual([
+      "edges[2] ('again') connects 'a' to 'b' like edges[0] ('e1'): a second edge between the same two vertices would deliver every record twice; keep one",
+      "edges[3] ('e4') connects 'b' to 'c' like edges[1] ('e2'): a second edge between the same two vertices would deliver every record twice; keep one",
+    ]);
+    // Opposite directions are two different pairs (here a cycle, refused as such).
+    const back = problemsOf(() => validateJobGraph(graph([source('a'), vertex('b'), vertex('x'), sink('c')], [edge('e1', 'a', 'b'), edge('e2', 'b', 'x'), edge('e3', 'x', 'b'), edge('e4', 'x', 'c')])));
+    expect(back.some((p) => p.includes('second edge'))).toBe(false);
+  });
+
   it('checks operator chains, paths and sinks', () => {
     const g = graph(
       [
@@ -169,6 +184,32 @@ describe('parseJobGraph', () => {
       "edges[1].partitionType must be one of 'pipelined', 'blocking', found \"lazy\"",
       'edges[2] must be an object, found null',
     ]);
+  });
+
+  it('says what a number it cannot use is: too large, not exact, not an integer, never "null"', () => {
+    const input = json(good()) as any;
+    input.vertices[0].parallelism = Infinity; // what JSON.parse makes of 1e999
+    input.vertices[1].maxParallelism = -Infinity;
+    input.vertices[0].operators[0].to = 2 ** 53; // what JSON.parse makes of 9007199254740993
+    input.vertices[2].operators[0].maxRecords = 1.5;
+    input.library.sizeBytes = 1e300;
+    const problems = problemsOf(() => parseJobGraph(input));
+    expect(problems).toEqual([
+      'library.sizeBytes must be an integer >= 0, found an integer too large to hold exactly (1e+300)',
+      'vertices[0].parallelism must be an integer >= 1, found a number too large (Infinity)',
+      'vertices[0].operators[0].to must be a safe integer, found an integer too large to hold exactly (9007199254740992)',
+      'vertices[1].maxParallelism must be an integer >= 1, found a number too large (-Infinity)',
+      'vertices[2].operators[0].maxRecords must be an integer >= 0, found 1.5',
+    ]);
+    for (const p of problems) expect(p).not.toMatch(/null/);
+  });
+
+  it('names a keyed sum field that is neither a property name nor a tuple index', () => {
+    const input = json(good()) as any;
+    input.vertices[1].operators[0] = { kind: 'keyed.sum', id: 'b-op', name: 'sum', key: fn('b-op'), emit: 'final', field: -1 };
+    expect(problemsOf(() => parseJobGraph(input))).toEqual(['vertices[1].operators[0].field must be a property name (a string) or a tuple index (an integer >= 0), found -1']);
+    input.vertices[1].operators[0].field = Infinity;
+    expect(problemsOf(() => parseJobGraph(input))).toEqual(['vertices[1].operators[0].field must be a property name (a string) or a tuple index (an integer >= 0), found a number too large (Infinity)']);
   });
 
   it('rejects what is not an object, and oversized arrays before walking them', () => {
