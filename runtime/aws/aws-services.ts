@@ -129,6 +129,7 @@ export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClo
   const jobStore = new DynamoDbJobStore({
     documentClient: dynamo.documentClient,
     tableName: s.jobTable,
+    leaseTableName: s.leaseTable,
     clock,
     ...(s.endedJobRetentionMs !== undefined && { endedJobRetentionMs: s.endedJobRetentionMs }),
   });

@@ -21,6 +21,7 @@ import {
   applyRelease,
   assertAdmissionBounds,
   assertCreatable,
+  assertLeaseFence,
   assertWriterEpoch,
   boundedException,
   compareJobRecords,
@@ -45,7 +46,8 @@ import {
 } from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
 import { ConditionFailed, conditionally, type Item } from './dynamodb-conditions.js';
-import { jobTable } from './tables.js';
+import { jobTable, leaseTable } from './tables.js';
+import { leaseNames } from '../ha/lease-store.js';
 
 export interface DynamoDbJobStoreOptions {
   readonly documentClient: DynamoDBDocumentClient;
@@ -64,6 +66,11 @@ export interface DynamoDbJobStoreOptions {
    * @default 'cluster'
    */
   readonly admissionScope?: string;
+  /**
+   * The lease table: each record write is then one transaction with a check that the job's JobMaster
+   * lease is at the writer's epoch (storage-level fencing). @default - fenced by the record's epoch only
+   */
+  readonly leaseTableName?: string;
 }
 
 const A = jobTable.attributes;
@@ -180,20 +187,19 @@ export class DynamoDbJobStore implements JobStore {
       if (update.status !== undefined && isGloballyTerminal(update.status) && this.options.endedJobRetentionMs !== undefined) {
         set(TTL, Math.ceil((now + this.options.endedJobRetentionMs) / 1000));
       }
-      const out = await this.write('UpdateItem (update)', () =>
-        this.db.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { [A.jobId]: jobId },
-            UpdateExpression: `SET ${sets.join(', ')}`,
-            ConditionExpression: `attribute_exists(#jobId) AND #epoch <= :epoch AND ${NOT_ENDED}`,
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
-            ReturnValues: 'ALL_NEW',
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        ),
-      );
+      const write = {
+        TableName: this.table,
+        Key: { [A.jobId]: jobId },
+        UpdateExpression: `SET ${sets.join(', ')}`,
+        ConditionExpression: `attribute_exists(#jobId) AND #epoch <= :epoch AND ${NOT_ENDED}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      };
+      const out =
+        this.options.leaseTableName === undefined
+          ? await this.write('UpdateItem (update)', () => this.db.send(new UpdateCommand({ ...write, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })))
+          : await this.fencedWrite(jobId, writerEpoch, write);
+      if (out === 'conflict') continue;
       if (!(out instanceof ConditionFailed)) {
         const item = out.Attributes ?? {};
         await this.trimExceptions(jobId, item);
@@ -428,6 +434,69 @@ export class DynamoDbJobStore implements JobStore {
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
     };
+  }
+
+  /**
+   * The record write in one transaction with a check of the job's JobMaster lease: refused (as the rules
+   * word it) when another epoch holds the lease now. Answers like a plain conditional update.
+   */
+  private async fencedWrite(jobId: JobId, writerEpoch: number, write: Record<string, unknown> & { TableName: string; Key: Record<string, unknown> }): Promise<{ Attributes?: Record<string, unknown> } | ConditionFailed | 'conflict'> {
+    const leaseName = leaseNames.jobMaster(jobId);
+    const L = leaseTable.attributes;
+    const outcome = await awsCall('DynamoDB', 'TransactWriteItems (fenced update)', `tables ${this.table}, ${this.options.leaseTableName}`, async () => {
+      try {
+        await this.db.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              {
+                ConditionCheck: {
+                  TableName: this.options.leaseTableName!,
+                  Key: { [L.name]: leaseName },
+                  ConditionExpression: 'attribute_not_exists(#name) OR #epoch = :epoch',
+                  ExpressionAttributeNames: { '#name': L.name, '#epoch': L.epoch },
+                  ExpressionAttributeValues: { ':epoch': writerEpoch },
+                },
+              },
+              { Update: write as never },
+            ],
+            ClientRequestToken: randomUUID(),
+          }),
+        );
+        return undefined;
+      } catch (error) {
+        const name = (error as { name?: unknown } | null)?.name;
+        if (name !== 'TransactionCanceledException') throw error;
+        return ((error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map((r) => ({ code: r.Code ?? 'None' }));
+      }
+    });
+    if (outcome === undefined) {
+      const got = await awsCall('DynamoDB', 'GetItem (after fenced update)', `table ${this.table}`, () =>
+        this.db.send(new GetCommand({ TableName: this.table, Key: write.Key, ConsistentRead: true })),
+      );
+      return { ...(got.Item !== undefined ? { Attributes: got.Item } : {}) };
+    }
+    const [lease, record] = outcome;
+    // Cancellation reasons carry the items in DynamoDB's wire form (the document client leaves them so),
+    // and not every endpoint sends them: the refused side is read again, consistently.
+    if (lease?.code === 'ConditionalCheckFailed') {
+      const item = (
+        await awsCall('DynamoDB', 'GetItem (lease of a refused write)', `table ${this.options.leaseTableName}`, () =>
+          this.db.send(new GetCommand({ TableName: this.options.leaseTableName!, Key: { [L.name]: leaseName }, ConsistentRead: true })),
+        )
+      ).Item;
+      const epoch = item?.[L.epoch];
+      assertLeaseFence(jobId, typeof epoch === 'number' ? epoch : undefined, writerEpoch);
+    }
+    if (record?.code === 'ConditionalCheckFailed') {
+      const item = (
+        await awsCall('DynamoDB', 'GetItem (record of a refused write)', `table ${this.table}`, () =>
+          this.db.send(new GetCommand({ TableName: this.table, Key: write.Key, ConsistentRead: true })),
+        )
+      ).Item;
+      return new ConditionFailed(item);
+    }
+    // Cancelled for another reason (a conflicting transaction): the caller's loop tries again.
+    return 'conflict';
   }
 
   private write<T>(op: string, call: () => Promise<T>): Promise<T | ConditionFailed> {

@@ -8,10 +8,19 @@ export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
   setTimeout(fn: () => void, delayMs: number): Timer;
+  /**
+   * Milliseconds on a clock that never jumps (not set back or forward with the wall clock), for "how long
+   * since": a leader's own deadline. @default - now()
+   */
+  monotonic?(): number;
 }
+
+/** The clock's monotonic time, or its wall time when it has none (test clocks). */
+export const monotonicNow = (clock: Clock): number => (clock.monotonic !== undefined ? clock.monotonic() : clock.now());
 
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   setTimeout(fn, delayMs) {
     const handle = setTimeout(fn, delayMs);
     handle.unref?.();

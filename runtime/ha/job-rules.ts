@@ -235,3 +235,16 @@ export function parseLedger(raw: unknown, where: string): AdmissionLedger {
   if (o === null || typeof o !== 'object') throw corrupt(`is not an object (found ${JSON.stringify(raw)})`);
   return { waiting: entries(o.waiting, 'waiting'), admitted: entries(o.admitted, 'admitted') };
 }
+
+/**
+ * Storage-level fencing: a job-record write must come from the epoch that holds the job's JobMaster
+ * lease now (`leaseEpoch`, undefined while no JobMaster ever won it). The store checks it in the same
+ * transaction as the write, so a deposed JobMaster is refused even before its successor first wrote.
+ */
+export function assertLeaseFence(jobId: JobId, leaseEpoch: number | undefined, writerEpoch: number): void {
+  if (leaseEpoch === undefined || leaseEpoch === writerEpoch) return;
+  throw new StaleWriterError(
+    `job ${jobId}'s JobMaster lease is at epoch ${leaseEpoch}, this writer holds epoch ${writerEpoch}: ${leaseEpoch > writerEpoch ? 'a newer leader owns the job; step down' : 'the writer claims an epoch no lease gave out'}`,
+    { details: { jobId, leaseEpoch, writerEpoch } },
+  );
+}

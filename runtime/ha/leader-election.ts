@@ -2,7 +2,7 @@
 // before the lease can lapse. A leader that cannot renew (store unreachable, process starved) revokes
 // its own leadership a safety margin ahead of the lease's expiry, so there are never two acting leaders.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Clock, Timer } from '../core/clock.js';
+import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import { ConfigurationError, FloeError, errorMessage } from '../core/errors.js';
 import { FencingToken } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
@@ -37,7 +37,10 @@ export interface LeaderContender {
 
 interface Session {
   readonly token: FencingToken;
-  /** Local time until which this process may act as leader. */
+  /**
+   * Until when this process may act as leader, on the monotonic clock: a wall clock set back (or a
+   * process paused and resumed) cannot stretch it.
+   */
   validUntilMs: number;
 }
 
@@ -82,7 +85,7 @@ export class LeaderElection {
   /** The token to fence calls with while this contender leads; undefined otherwise (checked against the clock). */
   get currentToken(): FencingToken | undefined {
     const s = this.session;
-    return s !== undefined && this.options.clock.now() < s.validUntilMs ? s.token : undefined;
+    return s !== undefined && monotonicNow(this.options.clock) < s.validUntilMs ? s.token : undefined;
   }
 
   start(): void {
@@ -142,6 +145,7 @@ export class LeaderElection {
     const { store, name, holder, address, leaseDurationMs, clock } = this.options;
     // Validity is counted from before the call: the store may have written the lease any time after.
     const askedAt = clock.now();
+    const askedAtMono = monotonicNow(clock);
     const lease = await this.bounded(store.tryAcquire(name, holder, address, leaseDurationMs), 'tryAcquire');
     if (lease === undefined) return;
     this.heldEpoch = lease.epoch;
@@ -149,9 +153,9 @@ export class LeaderElection {
       await this.releaseHeld();
       return;
     }
-    const validUntilMs = this.validUntil(askedAt, lease);
-    if (clock.now() >= validUntilMs) {
-      this.log.warn('won the lease too late to act on it; trying again', { token: lease.epoch, tookMs: clock.now() - askedAt });
+    const validUntilMs = this.validUntil(askedAt, askedAtMono, lease);
+    if (monotonicNow(clock) >= validUntilMs) {
+      this.log.warn('won the lease too late to act on it; trying again', { token: lease.epoch, tookMs: monotonicNow(clock) - askedAtMono });
       return;
     }
     const session: Session = { token: FencingToken.of(lease.epoch), validUntilMs };
@@ -164,6 +168,7 @@ export class LeaderElection {
   private async renew(session: Session): Promise<void> {
     const { store, name, holder, leaseDurationMs, clock } = this.options;
     const askedAt = clock.now();
+    const askedAtMono = monotonicNow(clock);
     const lease = await this.bounded(store.renew(name, holder, session.token, leaseDurationMs), 'renew');
     if (lease === undefined) {
       if (this.heldEpoch === session.token) this.heldEpoch = undefined;
@@ -173,24 +178,25 @@ export class LeaderElection {
     // Renewed, but possibly after the deadline already revoked this session: the next campaign round
     // re-acquires the same epoch and grants it afresh.
     if (this.session !== session) return;
-    session.validUntilMs = this.validUntil(askedAt, lease);
+    session.validUntilMs = this.validUntil(askedAt, askedAtMono, lease);
     this.armDeadline(session);
   }
 
-  private validUntil(askedAt: number, lease: Lease): number {
-    return Math.min(askedAt + this.options.leaseDurationMs, lease.expiresAtMs) - this.margin;
+  /** The lease's remaining life as the store wrote it, counted on the monotonic clock from before the call. */
+  private validUntil(askedAt: number, askedAtMono: number, lease: Lease): number {
+    return askedAtMono + Math.min(this.options.leaseDurationMs, lease.expiresAtMs - askedAt) - this.margin;
   }
 
   private armDeadline(session: Session): void {
     this.deadlineTimer?.cancel();
     this.deadlineTimer = this.options.clock.setTimeout(() => {
       if (this.session !== session) return;
-      if (this.options.clock.now() < session.validUntilMs) {
+      if (monotonicNow(this.options.clock) < session.validUntilMs) {
         this.armDeadline(session);
         return;
       }
       this.revoke(session, `could not renew the lease in time (no successful renewal for ${this.options.leaseDurationMs - this.margin} ms; is the lease store reachable?)`);
-    }, session.validUntilMs - this.options.clock.now());
+    }, session.validUntilMs - monotonicNow(this.options.clock));
   }
 
   private revoke(session: Session, reason: string): void {

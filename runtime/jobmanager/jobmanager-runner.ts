@@ -5,7 +5,7 @@ import { blobKeys, type BlobStore } from '../blob/blob-store.js';
 import type { Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import { errorMessage } from '../core/errors.js';
-import type { FencingToken, JobId, ResourceId } from '../core/ids.js';
+import { randomHex, type FencingToken, type JobId, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { JobStore } from '../ha/job-store.js';
 import { LeaderElection, retrieveLeader } from '../ha/leader-election.js';
@@ -46,8 +46,12 @@ export class JobManagerRunner {
   /** Resolves once, when this JobManager has nothing more to do. */
   readonly done: Promise<RunnerOutcome> = new Promise((resolve) => (this.resolveDone = resolve));
 
+  /** This incarnation's identity in the leases: the worker id and a random part no other process shares. */
+  readonly holder: string;
+
   constructor(private readonly deps: JobManagerRunnerDeps) {
-    this.log = deps.logger.child({ component: 'jobmanager', jobId: deps.jobId });
+    this.holder = `${deps.resourceId}#${randomHex(4)}`;
+    this.log = deps.logger.child({ component: 'jobmanager', jobId: deps.jobId, holder: this.holder });
   }
 
   /** The JobMaster of this leadership session, once it started; for tests and diagnostics. */
@@ -62,7 +66,9 @@ export class JobManagerRunner {
 
   start(): void {
     const { config, leaseStore, clock, rpc, resourceId, jobId } = this.deps;
-    const common = { store: leaseStore, holder: resourceId, address: rpc.address, leaseDurationMs: config.leaseDurationMs, renewIntervalMs: config.leaseRenewIntervalMs, clock };
+    // Each incarnation campaigns as itself: a successor of this process must take over at a higher epoch,
+    // never renew this one's lease as if it were the same holder.
+    const common = { store: leaseStore, holder: this.holder, address: rpc.address, leaseDurationMs: config.leaseDurationMs, renewIntervalMs: config.leaseRenewIntervalMs, clock };
     this.rmElection = new LeaderElection(
       { ...common, name: leaseNames.resourceManager(jobId), logger: this.log.child({ lease: 'rm' }) },
       {
@@ -127,6 +133,7 @@ export class JobManagerRunner {
         clock: this.deps.clock,
         logger: this.deps.logger,
         resolveResourceManager: () => retrieveLeader(this.deps.leaseStore, leaseNames.resourceManager(jobId), this.deps.clock),
+        holdsLeadership: () => this.jmElection?.currentToken === token,
       });
       this.jobMaster = jobMaster;
       void jobMaster.termination.then((t) => this.finish(t));

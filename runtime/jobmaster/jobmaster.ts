@@ -48,6 +48,12 @@ export interface JobMasterDeps {
   readonly logger: Logger;
   /** Finds the ResourceManager leader; undefined while there is none. */
   readonly resolveResourceManager: () => Promise<{ address: string; token: FencingToken } | undefined>;
+  /**
+   * Whether this session's lease is still held, on the monotonic clock. Checked before every write,
+   * deployment, commit and release: a JobMaster paused past its lease acts on nothing when it resumes.
+   * @default - always (tests without leases)
+   */
+  readonly holdsLeadership?: () => boolean;
 }
 
 interface RegisteredTaskManager {
@@ -160,6 +166,7 @@ export class JobMaster implements JobMasterGateway {
         statusChanged: (status) => this.statusChanged(status),
         tasksEnded: (outcome, cause) => void this.tasksEnded(outcome, cause),
       },
+      mayAct: () => this.mayAct(),
       attemptDiscarded: (execution) => {
         // What a failed, cancelled or superseded attempt staged never reaches a target; deleting it now
         // keeps restarts from piling up staged parts.
@@ -349,6 +356,8 @@ export class JobMaster implements JobMasterGateway {
       return;
     }
     let resultKey: string | undefined;
+    // Commits only while leading: a deposed JobMaster's commit could race its successor's.
+    if (!this.mayAct()) return;
     try {
       resultKey = await this.commitOutput();
     } catch (error) {
@@ -419,8 +428,18 @@ export class JobMaster implements JobMasterGateway {
     }
   }
 
-  /** Set once the store said a newer JobMaster owns the job. */
+  /** Set once the store said a newer JobMaster owns the job, or the lease was found lapsed. */
   private steppedDown: string | undefined;
+
+  /** Whether this JobMaster may still act; steps down the moment its lease is found lapsed. */
+  private mayAct(): boolean {
+    if (this.steppedDown !== undefined) return false;
+    if (this.deps.holdsLeadership?.() === false) {
+      this.stepDown('the JobMaster lease lapsed (it could not be renewed in time)');
+      return false;
+    }
+    return true;
+  }
 
   /**
    * Writes the job record with this JobMaster's epoch, retrying what may pass on a second try (a busy
@@ -428,7 +447,7 @@ export class JobMaster implements JobMasterGateway {
    * (a newer leader, an ended job) makes this JobMaster step down at once. Undefined when not written.
    */
   private async writeStatus(update: JobRecordUpdate): Promise<Awaited<ReturnType<JobStore['update']>> | undefined> {
-    if (this.steppedDown !== undefined) return undefined;
+    if (!this.mayAct()) return undefined;
     try {
       return await retrying(() => this.deps.jobStore.update(this.jobId, update, this.deps.fencingToken), {
         policy: STATUS_WRITE_RETRY,
@@ -467,7 +486,7 @@ export class JobMaster implements JobMasterGateway {
     if (this.progressTimer !== undefined || this.terminated) return;
     this.progressTimer = this.main.schedule(async () => {
       this.progressTimer = undefined;
-      if (this.terminated || this.steppedDown !== undefined) return;
+      if (this.terminated || !this.mayAct()) return;
       try {
         await this.deps.jobStore.update(this.jobId, { tasks: this.scheduler.counts(), vertices: this.scheduler.vertexMetrics(), restarts: this.scheduler.numberOfRestarts }, this.deps.fencingToken);
       } catch (error) {

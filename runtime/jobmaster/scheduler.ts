@@ -61,6 +61,11 @@ export interface SchedulerOptions {
   readonly listener: SchedulerListener;
   /** An attempt that will never be committed ended (failed, cancelled, or superseded by a restart). */
   readonly attemptDiscarded?: (execution: Execution) => void;
+  /**
+   * Whether this JobMaster still holds its lease (checked on the monotonic clock) and so may act: nothing
+   * is deployed or released once it is false. @default - always
+   */
+  readonly mayAct?: () => boolean;
 }
 
 /** A group of subtasks being restarted: they get new attempts once all ended and the wait passed. */
@@ -632,6 +637,10 @@ export class Scheduler {
   }
 
   private deployRegion(region: PipelinedRegion, executions: readonly Execution[], slots: readonly AllocationId[]): void {
+    if (this.o.mayAct?.() === false) {
+      this.log.warn('not deploying: this JobMaster no longer holds its lease', { region: region.index });
+      return;
+    }
     this.deployedRegions.add(region.index);
     executions.forEach((e, i) => {
       const slot = this.o.slotPool.get(slots[i]!)!;
@@ -670,6 +679,7 @@ export class Scheduler {
   }
 
   private releasePartitions(byTaskExecutor: Map<ResourceId, ResultPartitionId[]>, cause: string): void {
+    if (this.o.mayAct?.() === false) return;
     for (const [resourceId, ids] of byTaskExecutor) {
       const gateway = this.o.taskManagers.gateway(resourceId);
       if (gateway === undefined) continue;

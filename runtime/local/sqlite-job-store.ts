@@ -5,6 +5,7 @@ import type { Statement } from 'better-sqlite3';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JobId } from '../core/ids.js';
 import {
+  assertLeaseFence,
   admittedRecord,
   applyCancelRequest,
   applyCancelWaiting,
@@ -20,6 +21,7 @@ import {
   refusalException,
   refusedRecord,
 } from '../ha/job-rules.js';
+import { leaseNames } from '../ha/lease-store.js';
 import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
 import { openDatabase, read, writeTransaction, type SqliteDatabase } from './sqlite.js';
 
@@ -35,6 +37,7 @@ export class SqliteJobStore implements JobStore {
   private readonly db: SqliteDatabase;
   private readonly scope: string;
   private readonly select: Statement<[string], { record: string }>;
+  private readonly leaseEpoch: Statement<[string], { epoch: number }>;
   private readonly selectAll: Statement<[], { record: string }>;
   private readonly insert: Statement<[string, number, string]>;
   private readonly replace: Statement<[string, string]>;
@@ -46,6 +49,7 @@ export class SqliteJobStore implements JobStore {
     this.db = openDatabase(dbPath);
     this.scope = options.admissionScope ?? 'cluster';
     this.select = this.db.prepare('SELECT record FROM jobs WHERE job_id = ?');
+    this.leaseEpoch = this.db.prepare('SELECT epoch FROM leases WHERE name = ?');
     this.selectAll = this.db.prepare('SELECT record FROM jobs ORDER BY submitted_at_ms, job_id');
     this.insert = this.db.prepare('INSERT INTO jobs (job_id, submitted_at_ms, record) VALUES (?, ?, ?) ON CONFLICT (job_id) DO NOTHING');
     this.replace = this.db.prepare('UPDATE jobs SET record = ? WHERE job_id = ?');
@@ -73,6 +77,8 @@ export class SqliteJobStore implements JobStore {
 
   async update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord> {
     return writeTransaction(this.db, () => {
+      // The leases live in the same database: the fence and the write are one transaction.
+      assertLeaseFence(jobId, this.leaseEpoch.get(leaseNames.jobMaster(jobId))?.epoch, writerEpoch);
       const next = applyJobUpdate(jobId, this.row(jobId), update, writerEpoch, this.clock.now());
       return this.write(next);
     });

@@ -2,7 +2,9 @@
 // to completion without awaiting, so each is atomic as the other adapters' transactions are.
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JobId } from '../core/ids.js';
+import { leaseNames } from '../ha/lease-store.js';
 import {
+  assertLeaseFence,
   admittedRecord,
   applyCancelRequest,
   applyCancelWaiting,
@@ -24,7 +26,14 @@ export class InMemoryJobStore implements JobStore {
   private readonly records = new Map<string, JobRecord>();
   private ledger: AdmissionLedger = EMPTY_LEDGER;
 
-  constructor(private readonly clock: Clock = systemClock) {}
+  /**
+   * @param leases where the job's JobMaster lease epoch is read for the write fence (the same store the
+   *   JobMasters campaign in); without it, writes are fenced by the record's own epoch only.
+   */
+  constructor(
+    private readonly clock: Clock = systemClock,
+    private readonly leases?: { epochOf(name: string): number | undefined },
+  ) {}
 
   async create(record: JobRecord): Promise<{ created: boolean; record: JobRecord }> {
     assertCreatable(record);
@@ -45,6 +54,7 @@ export class InMemoryJobStore implements JobStore {
   }
 
   async update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord> {
+    assertLeaseFence(jobId, this.leases?.epochOf(leaseNames.jobMaster(jobId)), writerEpoch);
     const next = applyJobUpdate(jobId, this.records.get(jobId), structuredClone(update), writerEpoch, this.clock.now());
     this.records.set(jobId, next);
     return structuredClone(next);

@@ -16,6 +16,11 @@ export class InMemoryLeaseStore implements LeaseStore {
 
   constructor(private readonly clock: Clock = systemClock) {}
 
+  /** The lease's epoch now, read at once (an InMemoryJobStore fences its writes with it). */
+  epochOf(name: string): number | undefined {
+    return this.leases.get(name)?.epoch;
+  }
+
   async tryAcquire(name: string, holder: string, address: string, durationMs: number): Promise<Lease | undefined> {
     assertLeaseArgs(name, holder, durationMs);
     const now = this.clock.now();

@@ -11,6 +11,7 @@ import { jobTable } from '../../runtime/aws/tables.js';
 import { ManualClock, type Clock } from '../../runtime/core/clock.js';
 import { JobStatus } from '../../runtime/jobgraph/job-status.js';
 import { describeJobStoreContract, newJobRecord } from '../contracts/job-store.contract.js';
+import { describeJobStoreFenceContract } from '../contracts/job-store-fence.contract.js';
 import { describeLeaseStoreContract } from '../contracts/lease-store.contract.js';
 import { createTables, startEmulators, type Emulators, type TestTables } from './emulators.js';
 
@@ -36,6 +37,10 @@ describeLeaseStoreContract('DynamoDbLeaseStore', async (clock) => leaseStore(clo
 // Each test gets its own admission line in the shared table; a second handle is another store on that line.
 const admissionScopes = new WeakMap<object, string>();
 let scopes = 0;
+describeJobStoreFenceContract('DynamoDbJobStore with DynamoDbLeaseStore', async (clock) => ({
+  jobs: new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, leaseTableName: tables.leaseTable, clock }),
+  leases: leaseStore(clock),
+}));
 describeJobStoreContract('DynamoDbJobStore', async (clock, sameAs) => {
   const admissionScope = sameAs !== undefined ? admissionScopes.get(sameAs)! : `line-${Date.now().toString(36)}-${scopes++}`;
   const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, admissionScope });

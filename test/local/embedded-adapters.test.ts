@@ -10,6 +10,7 @@ import { SqliteJobStore } from '../../runtime/local/sqlite-job-store.js';
 import { SqliteLeaseStore } from '../../runtime/local/sqlite-lease-store.js';
 import { describeBlobStoreContract } from '../contracts/blob-store.contract.js';
 import { describeJobStoreContract } from '../contracts/job-store.contract.js';
+import { describeJobStoreFenceContract } from '../contracts/job-store-fence.contract.js';
 import { describeLeaseStoreContract } from '../contracts/lease-store.contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-embedded-contract-'));
@@ -32,5 +33,9 @@ const reopen = (clock: ManualClock, sameAs: JobStore): SqliteJobStore => {
 };
 describeJobStoreContract('SqliteJobStore', async (clock, sameAs) => (sameAs ? reopen(clock, sameAs) : sqliteJobStore(clock, join(dir, `jobs-${n++}.db`), 'cluster')));
 describeJobStoreContract('SqliteJobStore (shared file)', async (clock, sameAs) => (sameAs ? reopen(clock, sameAs) : sqliteJobStore(clock, join(dir, 'shared.db'), `line-${n++}`)));
+describeJobStoreFenceContract('SqliteJobStore with SqliteLeaseStore (one database)', async (clock) => {
+  const path = join(dir, `fenced-${n++}.db`);
+  return { jobs: new SqliteJobStore(path, clock), leases: new SqliteLeaseStore(path, clock) };
+});
 describeBlobStoreContract('FsBlobStore', async () => new FsBlobStore(join(dir, `blobs-${n++}`)));
 describeBlobStoreContract('FsBlobStore (shared folder)', async () => new FsBlobStore(join(dir, 'shared-blobs')));

@@ -4,6 +4,7 @@ import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.j
 import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
 import { describeBlobStoreContract } from '../contracts/blob-store.contract.js';
 import { describeJobStoreContract } from '../contracts/job-store.contract.js';
+import { describeJobStoreFenceContract } from '../contracts/job-store-fence.contract.js';
 import { describeLeaseStoreContract } from '../contracts/lease-store.contract.js';
 import { describeWorkerLauncherContract } from '../contracts/worker-launcher.contract.js';
 import { createContractTestWorker } from '../support/test-workers.js';
@@ -12,3 +13,7 @@ describeLeaseStoreContract('InMemoryLeaseStore', async (clock) => new InMemoryLe
 describeJobStoreContract('InMemoryJobStore', async (clock, sameAs) => sameAs ?? new InMemoryJobStore(clock));
 describeBlobStoreContract('InMemoryBlobStore', async () => new InMemoryBlobStore());
 describeWorkerLauncherContract('InProcessWorkerLauncher', async () => new InProcessWorkerLauncher(createContractTestWorker));
+describeJobStoreFenceContract('InMemoryJobStore with InMemoryLeaseStore', async (clock) => {
+  const leases = new InMemoryLeaseStore(clock);
+  return { jobs: new InMemoryJobStore(clock, leases), leases };
+});

@@ -48,7 +48,7 @@ export class MiniCluster {
   readonly config: FloeConfig;
   readonly network = new LocalRpcNetwork();
   readonly leaseStore = new InMemoryLeaseStore();
-  readonly jobStore = new InMemoryJobStore();
+  readonly jobStore = new InMemoryJobStore(undefined, this.leaseStore);
   readonly blobStore = new InMemoryBlobStore();
   readonly launcher: InProcessWorkerLauncher;
   /** Every TaskExecutor started so far, in start order; stopped ones stay, with their stop time. */
