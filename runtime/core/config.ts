@@ -64,6 +64,18 @@ export const CONFIG_OPTIONS = {
     min: 0,
     description: 'Keys a producer pre-aggregates at once per output into a bounded keyed sum / reduce / aggregate; past this many it sends its partial results and starts over (0: every record goes on as its own partial).',
   },
+  jobManagerMaxAttempts: {
+    key: 'jobmanager.max-attempts',
+    default: 4,
+    min: 1,
+    description: "JobManager processes launched for one job, the first included: when one ends (or its lease lapses) before the job did, the Dispatcher launches a successor that recovers the job, until this many were launched; then the job FAILS saying why.",
+  },
+  reconcileIntervalMs: {
+    key: 'dispatcher.reconcile-interval',
+    default: 1_000,
+    min: 10,
+    description: 'How often the Dispatcher looks for running jobs whose JobManager lease lapsed (a JobManager that died unseen, or hangs) and launches a successor (ms). On AWS a scheduled sweep does it every minute.',
+  },
   restartStrategy: {
     key: 'restart-strategy.type',
     default: 'exponential-delay',

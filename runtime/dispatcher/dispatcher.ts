@@ -4,14 +4,14 @@
 // local HTTP server and the Lambda handlers.
 import { blobKeys, sha256Hex, type BlobStore } from '../blob/blob-store.js';
 import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
-import type { Clock } from '../core/clock.js';
+import type { Clock, Timer } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
-import { AdmissionState, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobRecord, type JobStore } from '../ha/job-store.js';
+import { AdmissionState, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -43,13 +43,6 @@ export interface DispatcherDeps {
   readonly artifactUploads?: ArtifactUploads;
   /** Where text sink targets are checked at submission. @default - the local filesystem, or S3 configured from this process's environment */
   readonly outputStoreFor?: (target: string) => Promise<OutputStore>;
-  /**
-   * The JobManagers this Dispatcher starts cannot outlive it (embedded: child processes exit with their
-   * parent). Then `start()` treats a job that still holds a reservation from an earlier Dispatcher as one
-   * whose JobManager stopped: it ends FAILED and gives its capacity back. @default false (on AWS a
-   * JobManager task outlives any Lambda)
-   */
-  readonly jobManagersEndWithDispatcher?: boolean;
 }
 
 /** A submission that passed validation: everything the later steps write, computed before any write. */
@@ -74,14 +67,21 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 const JOB_MANAGER_WORKER_PREFIX = 'jobmanager-';
-export const jobManagerWorkerId = (jobId: string): string => `${JOB_MANAGER_WORKER_PREFIX}${jobId}`;
+/** The worker id of a job's `launch`-th JobManager: `jobmanager-<job>`, then `jobmanager-<job>.<launch>`. */
+export const jobManagerWorkerId = (jobId: string, launch = 1): string => `${JOB_MANAGER_WORKER_PREFIX}${jobId}${launch > 1 ? `.${launch}` : ''}`;
 
 /** The job a JobManager worker id belongs to; undefined for any other worker. */
 export function jobOfJobManagerWorker(workerId: string): JobId | undefined {
   if (!workerId.startsWith(JOB_MANAGER_WORKER_PREFIX)) return undefined;
-  const jobId = workerId.slice(JOB_MANAGER_WORKER_PREFIX.length);
+  const jobId = workerId.slice(JOB_MANAGER_WORKER_PREFIX.length).replace(/\.\d+$/, '');
   return JobId.isValid(jobId) ? jobId : undefined;
 }
+
+/**
+ * A JobManager just launched has this long to win its lease before a lapsed (or absent) lease counts as
+ * its death: process start, store access and campaign, on a loaded machine.
+ */
+const JOB_MANAGER_START_GRACE_MS = 20_000;
 
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
@@ -98,16 +98,34 @@ export class Dispatcher {
   }
 
   /**
-   * Call once before serving: gives back the capacity of JobManagers that ended with an earlier
-   * Dispatcher (when they cannot outlive it), then admits what waits.
+   * Call once before serving: finds the jobs an earlier Dispatcher left running (their JobManagers
+   * outlive it and go on; one whose lease lapsed is replaced), then admits what waits.
    */
   async start(): Promise<void> {
-    if (this.deps.jobManagersEndWithDispatcher === true) {
-      const running = new Set(this.deps.launcher.running());
-      for (const { jobId } of (await this.deps.jobStore.admissionLedger()).admitted) {
-        const worker = jobManagerWorkerId(jobId);
-        if (!running.has(worker)) await this.workerStopped(worker, "ended with the cluster's previous Dispatcher (it stopped or crashed)");
+    await this.reconcile();
+  }
+
+  /**
+   * The reconciler (locally every 'dispatcher.reconcile-interval', on AWS a scheduled sweep): every
+   * admitted job that has not ended must have a JobManager holding its lease. One whose lease lapsed
+   * (a JobManager that died unseen, or hangs) gets a successor; one just launched gets time to win it.
+   * Then whatever capacity is free is handed out.
+   */
+  async reconcile(): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const record of await this.deps.jobStore.list()) {
+      if (record.admission?.state !== AdmissionState.ADMITTED) continue;
+      if (isGloballyTerminal(record.status)) {
+        await this.releaseAndAdmit(record.jobId);
+        continue;
       }
+      const lease = await this.deps.leaseStore.get(leaseNames.jobMaster(record.jobId));
+      if (lease !== undefined && lease.expiresAtMs > now) continue;
+      const launchedAt = record.jobManager?.launchedAtMs ?? record.admission.admittedAtMs ?? record.updatedAtMs;
+      if (now - launchedAt < Math.max(JOB_MANAGER_START_GRACE_MS, 2 * this.deps.config.leaseDurationMs)) continue;
+      const since = lease === undefined ? 'no JobManager ever held its lease' : `its JobManager lease lapsed ${now - lease.expiresAtMs} ms ago`;
+      this.log.warn('a running job has no JobManager; launching a successor', { jobId: record.jobId, why: since });
+      await this.recoverJob(record, record.jobManager?.workerId ?? jobManagerWorkerId(record.jobId), since);
     }
     await this.admitWaiting();
   }
@@ -263,15 +281,20 @@ export class Dispatcher {
     await Promise.all(admitted.map((entry) => this.launchJobManager(entry)));
   }
 
-  /** Starts an admitted job's JobManager, whose ResourceManager may start only the job's reserved TaskExecutors. */
-  private async launchJobManager(entry: AdmissionEntry): Promise<void> {
+  /**
+   * Starts an admitted job's `launch`-th JobManager, whose ResourceManager may start only the job's
+   * reserved TaskExecutors. The record names it first, so every Dispatcher knows which one is current.
+   */
+  private async launchJobManager(entry: AdmissionEntry, launch = 1): Promise<void> {
     const { jobId, taskExecutors } = entry;
+    const workerId = jobManagerWorkerId(jobId, launch);
     try {
       const configured = this.deps.jobManagerEnv[CONFIG_ENV];
       const config = configured === undefined ? this.deps.config : configFromEnv({ [CONFIG_ENV]: configured });
-      this.log.info('starting the JobManager of an admitted job', { jobId, taskExecutors });
+      this.log.info('starting the JobManager of an admitted job', { jobId, taskExecutors, launch });
+      await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
       await this.deps.launcher.start({
-        id: jobManagerWorkerId(jobId),
+        id: workerId,
         kind: WorkerKind.JOB_MANAGER,
         env: { ...this.deps.jobManagerEnv, [ProcessEnv.JOB_ID]: jobId, [CONFIG_ENV]: configToEnv({ ...config, maxTaskManagers: taskExecutors }) },
       });
@@ -285,30 +308,74 @@ export class Dispatcher {
   private async jobManagerExited(exit: WorkerExit): Promise<void> {
     if (exit.kind !== WorkerKind.JOB_MANAGER) return;
     await this.workerStopped(exit.id, exit.reason).catch((error: unknown) => {
-      // The next job end, submission or Dispatcher start admits again; the capacity stays held until a sweep.
-      this.log.error('cannot account for a JobManager that stopped', { workerId: exit.id, error: errorMessage(error) });
+      // Not swallowed: the reconciler finds the job again (its lease lapses) and retries.
+      this.log.error('cannot account for a JobManager that stopped; the reconciler will', { workerId: exit.id, error: errorMessage(error) });
     });
   }
 
   /**
-   * A worker stopped (seen by the launcher here, or by an ECS task-state event on AWS). When it was a
-   * job's JobManager and the job has not ended, the job ends FAILED saying why; recovery by relaunch
-   * arrives with leader failover. Either way the job's reservation is given back and the next jobs in
-   * line are admitted. Returns the job it ended, if any.
+   * A worker stopped (seen by the launcher here, or by an ECS task-state event on AWS). When it was the
+   * current JobManager of a job that has not ended, a successor is launched to recover the job (within
+   * 'jobmanager.max-attempts'); when the job ended, its reservation is given back and the next jobs in
+   * line are admitted. An older JobManager of a job that already has a successor changes nothing.
+   * Returns what was done; errors are thrown (an event handler must retry, not drop, them).
    */
-  async workerStopped(workerId: string, reason: string): Promise<JobId | undefined> {
+  async workerStopped(workerId: string, reason: string): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
     const jobId = jobOfJobManagerWorker(workerId);
     if (jobId === undefined) return undefined;
     const record = await this.deps.jobStore.get(jobId);
     // Only an admitted job has a JobManager; a record in any other admission state is not this worker's.
     if (record === undefined || (record.admission !== undefined && record.admission.state !== AdmissionState.ADMITTED)) return undefined;
-    let ended: JobId | undefined;
-    if (!isGloballyTerminal(record.status)) {
-      await this.failUnattended(jobId, `the JobManager process ${reason} before the job ended`);
-      ended = jobId;
+    if (isGloballyTerminal(record.status)) {
+      await this.releaseAndAdmit(jobId);
+      return { jobId, action: 'released' };
     }
-    await this.releaseAndAdmit(jobId);
-    return ended;
+    if (record.jobManager !== undefined && record.jobManager.workerId !== workerId) {
+      this.log.info('a former JobManager of the job ended; its successor runs', { jobId, workerId, current: record.jobManager.workerId });
+      return undefined;
+    }
+    return { jobId, action: await this.recoverJob(record, workerId, `the JobManager process ${reason}`) };
+  }
+
+  /**
+   * The job's current JobManager (`workerId`) is gone: its leases end at once (conditioned on its
+   * holder and epoch, so nothing a successor holds is touched), and a successor is launched — or, past
+   * 'jobmanager.max-attempts' or when a cancel was asked for, the job ends.
+   */
+  private async recoverJob(record: JobRecord, workerId: string, why: string): Promise<'relaunched' | 'failed'> {
+    const { jobId } = record;
+    for (const name of [leaseNames.jobMaster(jobId), leaseNames.resourceManager(jobId)]) {
+      const lease = await this.deps.leaseStore.get(name);
+      if (lease !== undefined && lease.expiresAtMs > this.deps.clock.now() && lease.holder.startsWith(`${workerId}#`)) {
+        if (await this.deps.leaseStore.release(name, lease.holder, lease.epoch)) this.log.info('ended the lease of a JobManager that is gone', { jobId, lease: name, epoch: lease.epoch });
+      }
+    }
+    const launches = record.jobManager?.launches ?? 1;
+    const max = this.deps.config.jobManagerMaxAttempts;
+    if (record.cancelRequested || launches >= max) {
+      const message = record.cancelRequested
+        ? `${why} while the job was being cancelled`
+        : `${why}; ${launches} JobManagers were launched for the job ('jobmanager.max-attempts' is ${max}), so it is not recovered again`;
+      await this.failUnattended(jobId, message);
+      await this.releaseAndAdmit(jobId);
+      return 'failed';
+    }
+    const next = launches + 1;
+    await this.writeAsDispatcher(jobId, {
+      exception: { timestampMs: this.deps.clock.now(), message: `${why}; a new JobManager recovers the job (launch ${next} of at most ${max})`, recovered: true },
+    });
+    await this.launchJobManager({ jobId, taskExecutors: record.admission?.taskExecutors ?? 1, sinceMs: record.admission?.admittedAtMs ?? this.deps.clock.now() }, next);
+    return 'relaunched';
+  }
+
+  /**
+   * A write by the Dispatcher, which holds no lease: at the epoch of the job's JobMaster lease as it is
+   * now (the store fences record writes by it), so it never writes over a successor that won a newer one.
+   */
+  private async writeAsDispatcher(jobId: JobId, update: JobRecordUpdate): Promise<JobRecord> {
+    const [record, lease] = await Promise.all([this.deps.jobStore.get(jobId), this.deps.leaseStore.get(leaseNames.jobMaster(jobId))]);
+    if (record === undefined) throw new NotFoundError(`job ${jobId} has no record`);
+    return this.deps.jobStore.update(jobId, update, Math.max(record.epoch, lease?.epoch ?? 0));
   }
 
   private async releaseAndAdmit(jobId: JobId): Promise<void> {
@@ -317,15 +384,19 @@ export class Dispatcher {
     await this.admitWaiting();
   }
 
-  /** Ends a job no JobMaster can end, conditioned on the record's current epoch. */
+  /** Ends a job no JobMaster can end, fenced like every Dispatcher write; a job that ended meanwhile stays as it is. */
   private async failUnattended(jobId: JobId, message: string): Promise<void> {
     const record = await this.deps.jobStore.get(jobId);
     if (record === undefined || isGloballyTerminal(record.status)) return;
     const now = this.deps.clock.now();
     const status = record.cancelRequested ? JobStatus.CANCELED : JobStatus.FAILED;
-    await this.deps.jobStore
-      .update(jobId, { status, endedAtMs: now, ...(status === JobStatus.FAILED ? { exception: { timestampMs: now, message } } : {}) }, record.epoch)
-      .catch((error: unknown) => this.log.warn('cannot record the job as ended', { jobId, error: errorMessage(error) }));
+    try {
+      await this.writeAsDispatcher(jobId, { status, endedAtMs: now, ...(status === JobStatus.FAILED ? { exception: { timestampMs: now, message } } : {}) });
+    } catch (error) {
+      // Ended by its JobMaster meanwhile: that is the outcome.
+      if (error instanceof ConflictError) return;
+      throw error;
+    }
   }
 
   /** POST /artifacts: where to upload a library before a POST /jobs that leaves `library` out. */
@@ -453,6 +524,38 @@ export class Dispatcher {
     const r = await this.deps.jobStore.get(jobId);
     if (r === undefined) throw new NotFoundError(`there is no job ${jobId}`);
     return r;
+  }
+
+  /** Runs the reconciler every 'dispatcher.reconcile-interval' until the returned timer is cancelled. */
+  runReconciler(clock: Clock): Timer {
+    let timer: Timer | undefined;
+    let stopped = false;
+    const tick = (): void => {
+      timer = clock.setTimeout(() => {
+        void this.reconcile()
+          .catch((error: unknown) => this.log.error('reconciling running jobs failed; trying again', { error: errorMessage(error) }))
+          .finally(() => {
+            if (!stopped) tick();
+          });
+      }, this.deps.config.reconcileIntervalMs);
+    };
+    tick();
+    return {
+      cancel: () => {
+        stopped = true;
+        timer?.cancel();
+      },
+    };
+  }
+
+  /** Stops the JobManager of every admitted job (their jobs go on with a successor when the cluster starts again). */
+  async stopJobManagers(reason: string): Promise<void> {
+    const records = await this.deps.jobStore.list();
+    await Promise.all(
+      records
+        .filter((r) => r.admission?.state === AdmissionState.ADMITTED && r.jobManager !== undefined)
+        .map((r) => this.deps.launcher.stop(r.jobManager!.workerId, reason).catch((error: unknown) => this.log.warn('could not stop a JobManager', { jobId: r.jobId, error: errorMessage(error) }))),
+    );
   }
 
   close(): void {

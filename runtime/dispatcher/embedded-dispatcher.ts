@@ -10,6 +10,7 @@ import { distEntry } from '../core/paths.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { ChildProcessWorkerLauncher } from '../local/child-process-launcher.js';
 import { openEmbeddedServices } from '../local/embedded-services.js';
+import { workerPid } from '../local/process-table.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { Dispatcher } from './dispatcher.js';
 import { JsonBodyParser } from './json-body.js';
@@ -30,7 +31,14 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
   const secret = options.secret ?? randomBytes(24).toString('hex');
   const services = openEmbeddedServices(stateDir);
   const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
-  const launcher = new ChildProcessWorkerLauncher({ entryFor: () => distEntry('jobmanager'), logDir: join(stateDir, 'logs') });
+  const launcher = new ChildProcessWorkerLauncher({
+    entryFor: () => distEntry('jobmanager'),
+    logDir: join(stateDir, 'logs'),
+    // JobManagers outlive the Dispatcher: a job goes on when the Dispatcher dies, and a restarted one
+    // finds it (its reconciler) and can stop it.
+    exitWithParent: false,
+    findWorker: (id) => workerPid(stateDir, id),
+  });
   const dispatcher = new Dispatcher({
     jobStore: services.jobStore,
     blobStore: services.blobStore,
@@ -41,10 +49,9 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     clock: systemClock,
     logger,
     jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config) },
-    // Child processes exit with their parent: no JobManager of an earlier Dispatcher of this state dir runs on.
-    jobManagersEndWithDispatcher: true,
   });
   await dispatcher.start();
+  const reconciler = dispatcher.runReconciler(systemClock);
   // Bodies too large to parse in a few milliseconds are parsed in a worker thread, so /health and other
   // requests are answered meanwhile.
   const bodyParser = new JsonBodyParser({ workerEntry: () => distEntry('json-worker') });
@@ -63,8 +70,11 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     async close() {
       await server.close();
       await bodyParser.close();
+      reconciler.cancel();
       dispatcher.close();
+      // Its own JobManagers, and those an earlier Dispatcher of this state dir left running.
       await launcher.close();
+      await dispatcher.stopJobManagers('the Dispatcher stopped');
       await rpc.close();
       await services.close();
     },

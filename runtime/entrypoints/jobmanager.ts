@@ -14,6 +14,7 @@ import type { LeaseStore } from '../ha/lease-store.js';
 import { JobManagerRunner } from '../jobmanager/jobmanager-runner.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
 import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
+import { workerPid } from '../local/process-table.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 
@@ -48,6 +49,9 @@ async function openBackend(): Promise<Backend> {
     launcher: new ChildProcessWorkerLauncher({
       entryFor: () => distEntry('taskexecutor'),
       logDir: join(stateDir, 'logs', jobId),
+      // TaskExecutors outlive this process: a successor JobManager takes them over with their partitions.
+      exitWithParent: false,
+      findWorker: (id) => workerPid(stateDir, id),
       // A TaskExecutor's own folder (see entrypoints/taskexecutor.ts): gone with it, even when it was killed.
       scratchDirOf: (spec) => taskExecutorWorkDir(stateDir, spec.id),
     }),

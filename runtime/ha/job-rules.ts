@@ -49,6 +49,8 @@ export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, upd
     ...(update.resultKey !== undefined && { resultKey: update.resultKey }),
     ...(update.vertices !== undefined && { vertices: update.vertices }),
     ...(update.restarts !== undefined && { restarts: update.restarts }),
+    ...(update.recovery !== undefined && { recovery: update.recovery }),
+    ...(update.jobManager !== undefined && { jobManager: update.jobManager }),
     exceptions,
     epoch: writerEpoch,
     updatedAtMs: nowMs,

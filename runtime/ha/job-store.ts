@@ -135,8 +135,34 @@ export interface JobRecord {
   readonly vertices?: readonly VertexMetrics[];
   /** Restarts of failed tasks so far (region or global failovers). */
   readonly restarts?: number;
+  /** Progress a successor JobMaster keeps; absent until a JobMaster ran. */
+  readonly recovery?: JobRecovery;
+  /** The job's JobManager processes: how many were launched, and the current one. */
+  readonly jobManager?: JobManagerLaunch;
   /** Admission control; absent on records written before it existed (they hold no reservation). */
   readonly admission?: JobAdmission;
+}
+
+/**
+ * What a successor JobMaster needs to go on without losing progress (written by the JobMaster with its
+ * task counts): the attempt count of every subtask, and the regions whose tasks all FINISHED — their
+ * attempts and where they ran, so a successor keeps those whose output survives instead of running
+ * them again.
+ */
+export interface JobRecovery {
+  /** Per vertex id: the current attempt number of each subtask, in subtask order. */
+  readonly attempts: Readonly<Record<string, readonly number[]>>;
+  /** Per vertex id of a finished region: each subtask's finished attempt and the TaskExecutor it ran on. */
+  readonly finished: Readonly<Record<string, readonly { readonly attemptId: string; readonly resourceId: string }[]>>;
+}
+
+/** The Dispatcher's account of a job's JobManager processes. */
+export interface JobManagerLaunch {
+  /** Launched so far, this one included (bounded by 'jobmanager.max-attempts'). */
+  readonly launches: number;
+  /** The worker id of the current one (`jobmanager-<job>`, then `jobmanager-<job>.<n>`). */
+  readonly workerId: string;
+  readonly launchedAtMs: number;
 }
 
 export interface JobRecordUpdate {
@@ -146,6 +172,8 @@ export interface JobRecordUpdate {
   readonly resultKey?: string;
   readonly vertices?: readonly VertexMetrics[];
   readonly restarts?: number;
+  readonly recovery?: JobRecovery;
+  readonly jobManager?: JobManagerLaunch;
   /** Appended to the record's exceptions. */
   readonly exception?: JobException;
 }

@@ -134,6 +134,7 @@ export class JobManagerRunner {
         logger: this.deps.logger,
         resolveResourceManager: () => retrieveLeader(this.deps.leaseStore, leaseNames.resourceManager(jobId), this.deps.clock),
         holdsLeadership: () => this.jmElection?.currentToken === token,
+        ...(record.recovery !== undefined ? { recovery: record.recovery } : {}),
       });
       this.jobMaster = jobMaster;
       void jobMaster.termination.then((t) => this.finish(t));

@@ -35,8 +35,8 @@ export class ExecutionVertex {
   current: Execution;
   readonly priorAttempts: Execution[] = [];
 
-  constructor(readonly jobVertex: JobVertex, readonly subtaskIndex: number) {
-    this.current = new Execution(this, ExecutionAttemptId.random(), 0);
+  constructor(readonly jobVertex: JobVertex, readonly subtaskIndex: number, firstAttemptNumber = 0) {
+    this.current = new Execution(this, ExecutionAttemptId.random(), firstAttemptNumber);
   }
 
   get name(): string {
@@ -63,14 +63,18 @@ export class ExecutionGraph {
   readonly inputsOf = new Map<string, JobEdge[]>();
   readonly outputsOf = new Map<string, JobEdge[]>();
 
-  constructor(readonly jobGraph: JobGraph) {
+  /**
+   * @param firstAttempts per vertex id, the attempt number each subtask starts at (a successor JobMaster
+   *   goes on counting where its predecessor stopped)
+   */
+  constructor(readonly jobGraph: JobGraph, firstAttempts: Readonly<Record<string, readonly number[]>> = {}) {
     for (const vertex of jobGraph.vertices) {
       this.jobVertices.set(vertex.id, vertex);
       this.inputsOf.set(vertex.id, []);
       this.outputsOf.set(vertex.id, []);
       const list: ExecutionVertex[] = [];
       for (let i = 0; i < vertex.parallelism; i++) {
-        const ev = new ExecutionVertex(vertex, i);
+        const ev = new ExecutionVertex(vertex, i, firstAttempts[vertex.id]?.[i] ?? 0);
         list.push(ev);
         this.executionVertices.push(ev);
         this.byAttempt.set(ev.current.attemptId, ev.current);
@@ -117,6 +121,20 @@ export class ExecutionGraph {
     ev.current = next;
     this.byAttempt.set(next.attemptId, next);
     return next;
+  }
+
+  /**
+   * Takes over an attempt a predecessor JobMaster saw FINISH: it becomes the subtask's current attempt,
+   * FINISHED, on the TaskExecutor it ran on.
+   */
+  adoptFinished(ev: ExecutionVertex, attemptId: ExecutionAttemptId, attemptNumber: number, resourceId: ResourceId): Execution {
+    this.byAttempt.delete(ev.current.attemptId);
+    const adopted = new Execution(ev, attemptId, attemptNumber);
+    adopted.state = ExecutionState.FINISHED;
+    adopted.location = { resourceId, allocationId: '' as AllocationId };
+    ev.current = adopted;
+    this.byAttempt.set(attemptId, adopted);
+    return adopted;
   }
 
   allTerminal(): boolean {

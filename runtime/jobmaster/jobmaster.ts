@@ -20,7 +20,7 @@ import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId,
 import type { Logger } from '../core/logger.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
-import type { JobException, JobRecordUpdate, JobStore } from '../ha/job-store.js';
+import type { JobException, JobRecordUpdate, JobRecovery, JobStore } from '../ha/job-store.js';
 import { JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { ClusterResources } from '../protocol/resourcemanager-gateway.js';
@@ -54,6 +54,8 @@ export interface JobMasterDeps {
    * @default - always (tests without leases)
    */
   readonly holdsLeadership?: () => boolean;
+  /** What a predecessor JobMaster of this job left in the record (a JobManager failover). */
+  readonly recovery?: JobRecovery;
 }
 
 interface RegisteredTaskManager {
@@ -167,6 +169,7 @@ export class JobMaster implements JobMasterGateway {
         tasksEnded: (outcome, cause) => void this.tasksEnded(outcome, cause),
       },
       mayAct: () => this.mayAct(),
+      ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
       attemptDiscarded: (execution) => {
         // What a failed, cancelled or superseded attempt staged never reaches a target; deleting it now
         // keeps restarts from piling up staged parts.
@@ -237,8 +240,9 @@ export class JobMaster implements JobMasterGateway {
         const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR);
         this.taskManagers.set(info.resourceId, { info, gateway });
         this.heartbeats.monitorTarget(info.resourceId, () => gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken));
-        this.log.info('TaskExecutor registered', { resourceId: info.resourceId });
+        this.log.info('TaskExecutor registered', { resourceId: info.resourceId, partitions: info.partitions?.length ?? 0 });
       }
+      this.scheduler.partitionsReported(info.resourceId, info.partitions ?? []);
       return { jobMasterResourceId: this.deps.resourceId };
     });
   }
@@ -342,12 +346,12 @@ export class JobMaster implements JobMasterGateway {
   private statusChanged(status: JobStatus): void {
     if (this.terminated) return;
     this.status = status;
-    void this.writeStatus({ status, tasks: this.scheduler.counts(), vertices: this.scheduler.vertexMetrics(), restarts: this.scheduler.numberOfRestarts });
+    void this.writeStatus({ status, ...this.progress() });
   }
 
   private failureHandled(exception: JobException): void {
     if (this.terminated) return;
-    void this.writeStatus({ exception, tasks: this.scheduler.counts(), restarts: this.scheduler.numberOfRestarts });
+    void this.writeStatus({ exception, ...this.progress() });
   }
 
   private async tasksEnded(outcome: 'FINISHED' | 'FAILED' | 'CANCELED', cause?: ErrorInfo): Promise<void> {
@@ -488,13 +492,18 @@ export class JobMaster implements JobMasterGateway {
       this.progressTimer = undefined;
       if (this.terminated || !this.mayAct()) return;
       try {
-        await this.deps.jobStore.update(this.jobId, { tasks: this.scheduler.counts(), vertices: this.scheduler.vertexMetrics(), restarts: this.scheduler.numberOfRestarts }, this.deps.fencingToken);
+        await this.deps.jobStore.update(this.jobId, this.progress(), this.deps.fencingToken);
       } catch (error) {
         if (isFinalRefusal(error)) this.stepDown(`the job record refused a write: ${errorMessage(error)}`);
         // A progress write that fails is not retried on its own: the next change writes the counts again.
         else this.log.warn('cannot write the job progress', { error: errorMessage(error) });
       }
     }, PROGRESS_INTERVAL_MS);
+  }
+
+  /** Task counts, per-vertex counters and what a successor would need, as every write carries them. */
+  private progress(): JobRecordUpdate {
+    return { tasks: this.scheduler.counts(), vertices: this.scheduler.vertexMetrics(), restarts: this.scheduler.numberOfRestarts, recovery: this.scheduler.recoveryState() };
   }
 
   /** For tests and diagnostics; call from outside the main thread only (it reads, it changes nothing). */

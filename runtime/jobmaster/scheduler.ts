@@ -5,9 +5,9 @@
 // (task updates, lost TaskExecutors, new slots) and hears back through its listener.
 import type { Clock, Timer } from '../core/clock.js';
 import { errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
-import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
+import { ExecutionAttemptId as AttemptIdOf, ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type FencingToken, type JobId, type ResourceId, type ResultPartitionId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import type { JobException, VertexMetrics } from '../ha/job-store.js';
+import type { JobException, JobRecovery, VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from '../jobgraph/job-status.js';
 import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
@@ -66,6 +66,14 @@ export interface SchedulerOptions {
    * is deployed or released once it is false. @default - always
    */
   readonly mayAct?: () => boolean;
+  /**
+   * What a predecessor JobMaster of the job left (a successor after a JobManager failover). Its finished
+   * regions are kept if their output is still there; nothing is deployed until the TaskExecutors that
+   * hold it registered, or `recoveryGraceMs` passed.
+   */
+  readonly recovery?: JobRecovery;
+  /** How long to wait for those TaskExecutors (ms). @default 10000 */
+  readonly recoveryGraceMs?: number;
 }
 
 /** A group of subtasks being restarted: they get new attempts once all ended and the wait passed. */
@@ -120,12 +128,21 @@ export class Scheduler {
   private placedOnce = false;
   /** Every task ended and the listener was told. */
   private over = false;
+  /** After a JobManager failover: TaskExecutors that ran adopted attempts and have not registered yet. */
+  private readonly awaitingReports = new Set<ResourceId>();
+  private recovering = false;
+  private recoveryTimer: Timer | undefined;
+  /** Regions taken over finished from a predecessor, until the recovery decided to keep or rerun them. */
+  private readonly adoptedRegions = new Set<PipelinedRegion>();
   private failureCause: ErrorInfo | undefined;
 
   constructor(private readonly o: SchedulerOptions) {
     this.log = o.logger;
-    this.graph = new ExecutionGraph(o.jobGraph);
+    // A successor goes on counting attempts where its predecessor stopped.
+    const nextAttempts = Object.fromEntries(Object.entries(o.recovery?.attempts ?? {}).map(([v, ns]) => [v, ns.map((n) => n + 1)]));
+    this.graph = new ExecutionGraph(o.jobGraph, nextAttempts);
     this.regions = computePipelinedRegions(o.jobGraph);
+    if (o.recovery !== undefined) this.adoptFinishedRegions(o.recovery);
     const failover = new RestartPipelinedRegionFailoverStrategy(this.regions, this.graph, (edge, producer) => this.isPartitionAvailable(edge, producer));
     this.failureHandler = new ExecutionFailureHandler(failover, o.restartStrategy, o.clock);
     this.descriptors = new TaskDeploymentDescriptorFactory(o.jobId, this.graph, this.regions, (id) => o.taskManagers.dataAddress(id));
@@ -164,7 +181,119 @@ export class Scheduler {
   startScheduling(): void {
     this.o.main.assertInMainThread();
     this.status = JobStatus.RUNNING;
-    this.updateSlots();
+    if (this.recovering) {
+      const graceMs = this.o.recoveryGraceMs ?? 10_000;
+      this.log.info('recovering: waiting for the TaskExecutors that hold the output of finished regions', { taskExecutors: [...this.awaitingReports], graceMs });
+      this.recoveryTimer = this.o.main.schedule(() => this.finishRecovery(`not every TaskExecutor registered within ${graceMs} ms`), graceMs);
+    }
+    this.afterChange();
+  }
+
+  // ---- recovery after a JobManager failover ---------------------------------------------------------
+
+  /** Regions a predecessor saw finish are taken over as FINISHED, pending what their TaskExecutors report. */
+  private adoptFinishedRegions(recovery: JobRecovery): void {
+    for (const region of this.regions.regions) {
+      const complete = region.vertexIds.every((id) => recovery.finished[id]?.length === this.graph.vertex(id)!.parallelism);
+      if (!complete) continue;
+      for (const id of region.vertexIds) {
+        this.graph.subtaskVertices(id).forEach((ev, i) => {
+          const f = recovery.finished[id]![i]!;
+          const resourceId = ResourceIdOf.of(f.resourceId);
+          this.graph.adoptFinished(ev, AttemptIdOf.of(f.attemptId), recovery.attempts[id]?.[i] ?? 0, resourceId);
+          if ((this.graph.outputsOf.get(id) ?? []).some((edge) => this.regions.partitionTypeOf(edge) === 'blocking')) this.awaitingReports.add(resourceId);
+        });
+      }
+      this.adoptedRegions.add(region);
+      this.deployedRegions.add(region.index);
+    }
+    this.recovering = this.adoptedRegions.size > 0;
+    if (this.recovering && this.awaitingReports.size === 0) this.recovering = false;
+    if (this.adoptedRegions.size > 0) this.log.info('took over finished regions from the previous JobMaster', { regions: [...this.adoptedRegions].map((r) => r.index) });
+  }
+
+  /**
+   * A TaskExecutor registered with the finished partitions of the job it holds: those of adopted
+   * attempts are tracked again; any other is of an attempt this JobMaster does not know and is released.
+   */
+  partitionsReported(resourceId: ResourceId, partitionIds: readonly ResultPartitionId[]): void {
+    const unknown: ResultPartitionId[] = [];
+    const reported = new Set(partitionIds);
+    const claimed = new Set<string>();
+    for (const e of this.graph.executions) {
+      if (e.state !== ExecutionState.FINISHED || e.location?.resourceId !== resourceId) continue;
+      for (const edge of this.graph.outputsOf.get(e.vertex.id) ?? []) {
+        const id = partitionIdOf(edge, e);
+        if (this.regions.partitionTypeOf(edge) !== 'blocking' || !reported.has(id)) continue;
+        claimed.add(id);
+        if (!this.partitionTracker.has(edge.id, id)) this.partitionTracker.startTracking({ partitionId: id, edgeId: edge.id, resourceId, producerAttemptId: e.attemptId });
+      }
+    }
+    for (const id of partitionIds) if (!claimed.has(id)) unknown.push(id);
+    if (unknown.length > 0) this.releasePartitions(new Map([[resourceId, unknown]]), 'no attempt of this JobMaster produced them');
+    if (this.awaitingReports.delete(resourceId) && this.recovering && this.awaitingReports.size === 0) this.finishRecovery('every TaskExecutor that holds their output registered');
+  }
+
+  /**
+   * Decides which adopted regions stay finished: a region is kept when every blocking partition a
+   * consumer still needs is there; otherwise (and a region with a collect sink, whose records went with
+   * the predecessor) it runs again — and then what it reads is needed, so the check repeats.
+   */
+  private finishRecovery(why: string): void {
+    if (!this.recovering) return;
+    this.recovering = false;
+    this.recoveryTimer?.cancel();
+    this.recoveryTimer = undefined;
+    const regionDone = (r: PipelinedRegion): boolean => r.vertexIds.every((id) => this.graph.subtasks(id).every((e) => e.state === ExecutionState.FINISHED));
+    const rerun = new Set<PipelinedRegion>();
+    for (let changed = true; changed; ) {
+      changed = false;
+      for (const region of this.adoptedRegions) {
+        if (rerun.has(region)) continue;
+        const collects = region.vertexIds.some((id) => this.graph.vertex(id)!.operators.some((op) => op.kind === 'sink.collect'));
+        const outputLost = region.vertexIds.some((id) =>
+          (this.graph.outputsOf.get(id) ?? []).some((edge) => {
+            if (this.regions.partitionTypeOf(edge) !== 'blocking') return false;
+            const consumer = this.regions.regionOf(edge.target);
+            const needed = rerun.has(consumer) || !regionDone(consumer);
+            return needed && this.graph.subtasks(id).some((p) => !this.isPartitionAvailable(edge, p));
+          }),
+        );
+        if (collects || outputLost) {
+          rerun.add(region);
+          changed = true;
+        }
+      }
+      for (const region of rerun) {
+        if (!this.adoptedRegions.delete(region)) continue;
+        const superseded: { edgeId: string; partitionId: ResultPartitionId }[] = [];
+        for (const id of region.vertexIds) {
+          for (const ev of this.graph.subtaskVertices(id)) {
+            for (const edge of this.graph.outputsOf.get(id) ?? []) superseded.push({ edgeId: edge.id, partitionId: partitionIdOf(edge, ev.current) });
+            this.graph.resetForNewExecution(ev);
+          }
+        }
+        this.releasePartitions(this.partitionTracker.stopTracking(superseded), 'their region runs again');
+        this.deployedRegions.delete(region.index);
+        changed = true;
+      }
+    }
+    this.log.info('recovered', { why, kept: [...this.adoptedRegions].map((r) => r.index), rerun: [...rerun].map((r) => r.index) });
+    this.adoptedRegions.clear();
+    this.afterChange();
+  }
+
+  /** What a successor JobMaster would need: attempt counts, and the regions all of whose tasks finished. */
+  recoveryState(): JobRecovery {
+    const attempts: Record<string, number[]> = {};
+    const finished: Record<string, { attemptId: string; resourceId: string }[]> = {};
+    for (const vertex of this.o.jobGraph.vertices) attempts[vertex.id] = this.graph.subtasks(vertex.id).map((e) => e.attemptNumber);
+    for (const region of this.regions.regions) {
+      const executions = region.vertexIds.flatMap((id) => this.graph.subtasks(id));
+      if (!executions.every((e) => e.state === ExecutionState.FINISHED && e.location !== undefined)) continue;
+      for (const id of region.vertexIds) finished[id] = this.graph.subtasks(id).map((e) => ({ attemptId: e.attemptId, resourceId: e.location!.resourceId }));
+    }
+    return { attempts, finished };
   }
 
   /** The slot pool accepted new slots: place them and deploy what became ready. */
@@ -263,6 +392,7 @@ export class Scheduler {
    * whose output is still needed must run again. One failure event.
    */
   taskManagerLost(resourceId: ResourceId, cause: string, lostSlots: readonly AllocationId[]): void {
+    if (this.awaitingReports.delete(resourceId) && this.recovering && this.awaitingReports.size === 0) this.finishRecovery(`TaskExecutor ${resourceId} is gone`);
     const lostPartitions = this.partitionTracker.forgetTaskExecutor(resourceId);
     for (const slot of lostSlots) this.vacate(slot);
     const failed = this.graph.executions.filter((e) => e.location?.resourceId === resourceId && !isExecutionTerminal(e.state));
@@ -523,6 +653,8 @@ export class Scheduler {
 
   /** Cancel or failure of the job: pending restarts are dropped and every task is stopped. */
   private stopEverything(): void {
+    this.recovering = false;
+    this.recoveryTimer?.cancel();
     for (const pending of this.pendingRestarts) pending.timer?.cancel();
     this.pendingRestarts.clear();
     this.restarting.clear();
@@ -580,6 +712,7 @@ export class Scheduler {
     if (!this.isActive()) {
       return;
     }
+
     const needed = (p: Position): boolean =>
       this.o.jobGraph.vertices.some((v) => v.slotSharingGroup === p.group && v.parallelism > p.index && this.graph.subtasks(v.id)[p.index]!.state !== ExecutionState.FINISHED);
     const busy = (slot: AllocationId): boolean => this.graph.executions.some((e) => e.location?.allocationId === slot && !isExecutionTerminal(e.state));
@@ -594,6 +727,8 @@ export class Scheduler {
       }
     }
     this.o.slotPool.setRequired(required);
+    // Nothing is placed while a recovery is deciding what runs again.
+    if (this.recovering) return;
     const vacant = this.positions.filter((p) => p.slot === undefined && needed(p));
     if (vacant.length > 0) {
       const free = this.o.slotPool

@@ -31,6 +31,11 @@ export interface ChildProcessWorkerLauncherOptions {
    * killed by a signal cannot clean up after itself (a TaskExecutor's partitions and library cache).
    */
   readonly scratchDirOf?: (spec: WorkerSpec) => string | undefined;
+  /**
+   * Finds the pid of a worker this launcher did not start (one an earlier JobManager or Dispatcher
+   * started, which outlived it), so `stop` can end it too. @default - only its own children are stopped
+   */
+  readonly findWorker?: (id: string) => number | undefined;
   readonly logger?: Logger;
 }
 
@@ -121,7 +126,7 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
 
   async stop(id: string, reason: string): Promise<void> {
     const child = this.children.get(id);
-    if (child === undefined) return;
+    if (child === undefined) return this.stopAdopted(id, reason);
     if (child.stopReason === undefined) {
       child.stopReason = reason;
       this.logger.info('stopping worker', { workerId: id, reason, graceMs: this.stopGraceMs });
@@ -135,6 +140,36 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
       void child.gone.finally(() => clearTimeout(force));
     }
     await child.gone;
+  }
+
+  /** A worker of an earlier launcher: SIGTERM, then SIGKILL after the grace period; resolves once it is gone. */
+  private async stopAdopted(id: string, reason: string): Promise<void> {
+    const pid = this.options.findWorker?.(id);
+    if (pid === undefined) return;
+    this.logger.info('stopping a worker an earlier launcher started', { workerId: id, pid, reason });
+    const alive = (): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const signal = (sig: NodeJS.Signals): void => {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // gone already
+      }
+    };
+    signal('SIGTERM');
+    const deadline = Date.now() + this.stopGraceMs;
+    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    if (alive()) {
+      this.logger.warn('worker ignored SIGTERM; killing it', { workerId: id, pid, graceMs: this.stopGraceMs });
+      signal('SIGKILL');
+      while (alive()) await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   onExit(listener: (exit: WorkerExit) => void): () => void {

@@ -53,3 +53,11 @@ function parentPidOf(pid: string): number {
     return 0;
   }
 }
+
+/** The pid of a cluster's worker by its id (FLOE_RESOURCE_ID); undefined when none runs. */
+export function workerPid(stateDir: string, workerId: string): number | undefined {
+  // A child between fork and exec still shows its parent's id: the one whose parent is not a namesake.
+  const named = clusterProcesses(stateDir).filter((p) => p.resourceId === workerId);
+  const pids = new Set(named.map((p) => p.pid));
+  return named.find((p) => !pids.has(p.parentPid))?.pid;
+}

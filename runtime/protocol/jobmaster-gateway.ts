@@ -1,5 +1,5 @@
 // What the JobMaster answers to. Fenced: every call carries the JM leader's token.
-import type { AllocationId, ExecutionAttemptId, ResourceId } from '../core/ids.js';
+import type { AllocationId, ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import type { ErrorInfo } from '../core/errors.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
 import type { ClusterResources } from './resourcemanager-gateway.js';
@@ -9,6 +9,11 @@ export interface TaskManagerInfo {
   readonly resourceId: ResourceId;
   readonly address: string;
   readonly dataAddress: string;
+  /**
+   * The finished blocking partitions of the job this TaskExecutor holds: after a change of JobMaster
+   * leader, the new one keeps the regions whose output survives instead of running them again.
+   */
+  readonly partitions?: readonly ResultPartitionId[];
 }
 
 export interface SlotOffer {

@@ -263,9 +263,10 @@ export class ResourceManager implements ResourceManagerGateway {
         this.teHeartbeats.stop();
         this.jmHeartbeats.stop();
         this.slotManager.close();
-        return [...this.startedWorkers];
+        // Those it started, and those it took over from a predecessor (they registered here).
+        return [...new Set([...this.startedWorkers, ...this.taskExecutors.keys()])];
       })
-      .catch(() => [...this.startedWorkers]);
+      .catch(() => [...new Set([...this.startedWorkers, ...this.taskExecutors.keys()])]);
     this.unsubscribeExits?.();
     await this.mainThread.close();
     await Promise.all(

@@ -48,8 +48,8 @@ export interface JobLeaderServiceOptions {
   readonly clock: Clock;
   readonly mainThread: MainThread;
   readonly logger: Logger;
-  /** What the TaskExecutor registers with. */
-  taskManagerInfo(): TaskManagerInfo;
+  /** What the TaskExecutor registers with at a job's JobMaster (its finished partitions of that job included). */
+  taskManagerInfo(jobId: JobId): TaskManagerInfo;
   /** How often to look a job's leader up again while it has none (ms). */
   readonly retryIntervalMs: number;
   /** The JobMaster asks every `heartbeat.interval`; silence past this (`heartbeat.timeout`) loses it. */
@@ -193,7 +193,7 @@ export class JobLeaderService {
     this.logger.info('registering at the JobMaster', { jobId, address: leader.address, fencingToken: leader.token, source });
     let registration: Promise<{ readonly jobMasterResourceId: ResourceId }>;
     try {
-      registration = gateway.registerTaskManager(this.options.taskManagerInfo());
+      registration = gateway.registerTaskManager(this.options.taskManagerInfo(jobId));
     } catch (error) {
       registration = Promise.reject(error);
     }

@@ -148,6 +148,11 @@ export class PartitionService<W extends PartitionWorker> {
     return this.blocking.release(blocking, reason).then(() => undefined);
   }
 
+  /** The finished blocking partitions of `jobId` held here (a new JobMaster leader is told of them). */
+  finishedPartitionsOf(jobId: JobId): ResultPartitionId[] {
+    return this.blocking.idsOf(jobId);
+  }
+
   /** Releases every blocking partition of `jobId` (its JobMaster is gone for good). */
   releaseJob(jobId: JobId, reason: string): Promise<void> {
     return this.release(this.blocking.idsOf(jobId), reason);

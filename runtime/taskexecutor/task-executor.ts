@@ -152,7 +152,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       clock: this.clock,
       mainThread: this.mainThread,
       logger: this.logger,
-      taskManagerInfo: () => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress }),
+      taskManagerInfo: (jobId) => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress, partitions: this.partitions.finishedPartitionsOf(jobId) }),
       retryIntervalMs: deps.jobLeaderRetryIntervalMs ?? Math.max(10, Math.min(deps.config.heartbeatIntervalMs, 500)),
       heartbeatIntervalMs: deps.config.heartbeatIntervalMs,
       heartbeatTimeoutMs: deps.config.heartbeatTimeoutMs,

@@ -47,8 +47,8 @@ interface Cluster {
   readonly dispatcher: Dispatcher;
 }
 
-async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean } = {}): Promise<Cluster> {
-  const clock = new ManualClock();
+async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean } = {}): Promise<Cluster> {
+  const clock = options.clock ?? new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
   const blobStore = options.blobStore ?? new ControlledBlobStore();
   const started: WorkerSpec[] = [];
@@ -65,7 +65,7 @@ async function startCluster(options: { config?: Record<string, unknown>; jobStor
   const config = loadConfig({ 'taskmanager.numberOfTaskSlots': 2, ...options.config });
   const dispatcher = new Dispatcher({
     jobStore, blobStore, leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config, clock, logger: silentLogger,
-    jobManagerEnv: { FLOE_STATE_DIR: '/nowhere', [CONFIG_ENV]: JSON.stringify(config) }, jobManagersEndWithDispatcher: true,
+    jobManagerEnv: { FLOE_STATE_DIR: '/nowhere', [CONFIG_ENV]: JSON.stringify(config) },
   });
   cleanups.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close());
   if (options.start !== false) await dispatcher.start();
@@ -74,7 +74,10 @@ async function startCluster(options: { config?: Record<string, unknown>; jobStor
     call: front.call, jobStore, blobStore, started, dispatcher,
     async exit(jobId, code = 0) {
       const before = (await jobStore.admissionLedger()).admitted.length;
-      exits.get(jobManagerWorkerId(jobId))!(code);
+      const record = (await jobStore.get(JobId.of(jobId)))!;
+      // A JobManager that ends by itself with 0 has ended its job first, as a real one does.
+      if (code === 0) await jobStore.update(JobId.of(jobId), { status: 'FINISHED', endedAtMs: clock.now() }, record.epoch);
+      exits.get(record.jobManager?.workerId ?? jobManagerWorkerId(jobId))!(code);
       // The exit is handled asynchronously, as a process exit is: wait until the reservation is back.
       for (let i = 0; i < 1000 && (await jobStore.get(JobId.of(jobId)))?.admission?.state === AdmissionState.ADMITTED; i++) await new Promise((r) => setTimeout(r, 1));
       expect((await jobStore.admissionLedger()).admitted.length).toBeLessThanOrEqual(before);
@@ -206,10 +209,13 @@ describe('admission control', () => {
     await c.exit('b');
     expect(startedJobs(c)).toEqual(['a', 'b', 'c']);
     expect((await c.call('GET', '/jobs/d')).body.waiting).toEqual({ position: 1, of: 1 });
+    // A JobManager that exits before its job ended is replaced: the job keeps its capacity, d keeps waiting.
     await c.exit('a', 1);
-    expect(startedJobs(c)).toEqual(['a', 'b', 'c', 'd']);
-    // A JobManager that exits before its job ended fails it, as before, and frees its capacity too.
-    expect((await c.call('GET', '/jobs/a')).body.status).toBe('FAILED');
+    await waitUntil(async () => c.started.length === 4);
+    expect(c.started.map((s) => s.id)).toEqual(['jobmanager-a', 'jobmanager-b', 'jobmanager-c', 'jobmanager-a.2']);
+    expect((await c.call('GET', '/jobs/d')).body.waiting).toEqual({ position: 1, of: 1 });
+    await c.exit('a');
+    expect(startedJobs(c)).toEqual(['a', 'b', 'c', 'a', 'd']);
   });
 
   it('each JobManager may start only the TaskExecutors its job reserved, and the TaskExecutor bound holds jobs back too', async () => {
@@ -265,21 +271,45 @@ describe('admission control', () => {
     expect((await c.call('GET', '/jobs/doomed/exceptions')).body.exceptions[0].message).toMatch(/could not be started: no room for another process/);
   });
 
-  it('a restarted Dispatcher gives back the capacity of JobManagers that ended with its predecessor and starts the jobs in line', async () => {
-    const jobStore = new InMemoryJobStore(new ManualClock());
+  it('a restarted Dispatcher finds a job whose JobManager ended with its predecessor, launches a successor once no lease shows one, and keeps the line', async () => {
+    const clock = new ManualClock();
+    const jobStore = new InMemoryJobStore(clock);
     const blobStore = new ControlledBlobStore();
-    const before = await startCluster({ jobStore, blobStore, config: { 'cluster.max-jobmanagers': 1 } });
+    const before = await startCluster({ jobStore, blobStore, clock, config: { 'cluster.max-jobmanagers': 1 } });
     await before.call('POST', '/jobs', await body('old'));
     await before.call('POST', '/jobs', await body('queued'));
     expect(startedJobs(before)).toEqual(['old']);
-    // The Dispatcher stops (its JobManagers with it) without hearing them go.
+    // The Dispatcher stops without hearing its JobManager go.
     before.dispatcher.close();
 
-    const after = await startCluster({ jobStore, blobStore, config: { 'cluster.max-jobmanagers': 1 } });
-    expect(startedJobs(after)).toEqual(['queued']);
+    const after = await startCluster({ jobStore, blobStore, clock, config: { 'cluster.max-jobmanagers': 1 } });
+    // A JobManager that was just launched gets time to win its lease: nothing is started yet.
+    expect(after.started).toEqual([]);
+    clock.advance(30_000);
+    await after.dispatcher.reconcile();
+    expect(after.started.map((s) => s.id)).toEqual(['jobmanager-old.2']);
     const old = (await after.call('GET', '/jobs/old')).body;
-    expect(old.status).toBe('FAILED');
-    expect((await after.call('GET', '/jobs/old/exceptions')).body.exceptions[0].message).toMatch(/ended with the cluster's previous Dispatcher/);
+    expect(old.status).not.toMatch(/FAILED|CANCELED/);
+    expect((await after.call('GET', '/jobs/old/exceptions')).body.exceptions).toEqual([
+      expect.objectContaining({ message: expect.stringMatching(/no JobManager ever held its lease; a new JobManager recovers the job \(launch 2 of at most 4\)/), recovered: true }),
+    ]);
+    // The job keeps its place; the next in line starts when it ends.
+    await after.exit('old');
+    expect(startedJobs(after)).toEqual(['old', 'queued']);
+  });
+
+  it("relaunches a job's JobManager that ended before the job did, up to 'jobmanager.max-attempts', then fails the job saying why", async () => {
+    const c = await startCluster({ config: { 'jobmanager.max-attempts': 2 } });
+    await c.call('POST', '/jobs', await body('fragile'));
+    await c.exit('fragile', 137);
+    await waitUntil(async () => c.started.length === 2);
+    expect(c.started.map((s) => s.id)).toEqual(['jobmanager-fragile', 'jobmanager-fragile.2']);
+    await c.exit('fragile', 137);
+    const job = (await c.call('GET', '/jobs/fragile')).body;
+    expect(job.status).toBe('FAILED');
+    const messages = (await c.call('GET', '/jobs/fragile/exceptions')).body.exceptions.map((e: { message: string }) => e.message);
+    expect(messages[0]).toMatch(/the JobManager process exited with code 137; a new JobManager recovers the job \(launch 2 of at most 2\)/);
+    expect(messages[1]).toMatch(/2 JobManagers were launched for the job \('jobmanager.max-attempts' is 2\), so it is not recovered again/);
   });
 });
 
