@@ -78,10 +78,10 @@ export function jobOfJobManagerWorker(workerId: string): JobId | undefined {
 }
 
 /**
- * A JobManager just launched has this long to win its lease before a lapsed (or absent) lease counts as
- * its death: process start, store access and campaign, on a loaded machine.
+ * A JobManager just launched has at least this long (and two lease durations) to win its lease before a
+ * lapsed or absent lease counts as its death: process start, store access and campaign, on a loaded machine.
  */
-const JOB_MANAGER_START_GRACE_MS = 20_000;
+const JOB_MANAGER_START_GRACE_MS = 5_000;
 
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
