@@ -1,0 +1,77 @@
+// The local Dispatcher killed with SIGKILL in the middle of a job: the job goes on (its JobManager
+// outlives the Dispatcher) and FINISHES exact; a Dispatcher started again on the same state dir finds
+// the job that was running and lists it.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
+import { loadJobDefinition } from '../../runtime/api/program.js';
+import { buildJobGraph } from '../../runtime/api/translate.js';
+import { execFileSync } from 'node:child_process';
+import { readClusterInfo, stopCluster } from '../../runtime/cli/cluster.js';
+import { distEntry } from '../../runtime/core/paths.js';
+import { RestClient } from '../../runtime/cli/rest-client.js';
+import { JobId } from '../../runtime/core/ids.js';
+import { killLeftovers, processesOfCluster, waitFor } from '../support/cluster-processes.js';
+import { readCounts, writeCorpus } from '../support/corpus.js';
+import { FIXTURE_JOBS } from '../support/test-cluster.js';
+
+let stateDir: string;
+let input: string;
+let expected: Map<string, number>;
+const config = { 'taskmanager.numberOfTaskSlots': '2', 'heartbeat.interval': '300', 'dispatcher.reconcile-interval': '250' };
+
+/** `floe cluster start`, as a user runs it: the Dispatcher's parent is a CLI process that exits. */
+function startClusterAsUser(): NonNullable<ReturnType<typeof readClusterInfo>> {
+  const defines = Object.entries(config).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
+  execFileSync(process.execPath, [distEntry('cli'), 'cluster', 'start', '--dir', stateDir, ...defines], { stdio: 'pipe', timeout: 60_000 });
+  return readClusterInfo(stateDir)!;
+}
+
+beforeAll(async () => {
+  stateDir = mkdtempSync(join(tmpdir(), 'floe-e2e-dispatcher-kill-'));
+  mkdirSync(join(stateDir, 'work'));
+  input = join(stateDir, 'work', 'corpus.txt');
+  expected = await writeCorpus(input, 8 * 1024 * 1024, 9);
+}, 60_000);
+
+afterAll(async () => {
+  await stopCluster(stateDir).catch(() => undefined);
+  expect(killLeftovers(stateDir)).toBe(0);
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe('Dispatcher failover', () => {
+  it('kill -9 of the Dispatcher mid-job: the job finishes exact, and a restarted Dispatcher lists it', async () => {
+    const info = startClusterAsUser();
+    const client = RestClient.forCluster(info);
+    const { code, sha256 } = await bundleJobFile(join(FIXTURE_JOBS, 'e2e-jm-failover.ts'));
+    const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), 'default');
+    const out = join(stateDir, 'work', 'counts');
+    const graph = buildJobGraph(definition, { jobId: JobId.random(), args: [input, out, '2'], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2 });
+    await client.submitJob(graph, code);
+    await waitFor(async () => ((await client.getJob(graph.jobId)).tasks?.running ?? 0) > 0, 'tasks to run', 60_000);
+
+    process.kill(info.pid, 'SIGKILL');
+    await waitFor(() => !processesOfCluster(stateDir).includes(info.pid), 'the Dispatcher to be gone', 10_000);
+    // Its JobManager and TaskExecutors go on without it.
+    expect(processesOfCluster(stateDir).length).toBeGreaterThan(0);
+
+    const again = startClusterAsUser();
+    expect(again.pid).not.toBe(info.pid);
+    const restarted = RestClient.forCluster(again);
+    const listed = (await restarted.listJobs()).find((j) => j.jobId === graph.jobId);
+    expect(listed?.status).toMatch(/RUNNING|FINISHED/);
+    const done = await waitFor(async () => {
+      const j = await restarted.getJob(graph.jobId);
+      return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
+    }, 'the job to end', 120_000, 200);
+    expect(done.status, JSON.stringify(await restarted.getJobExceptions(graph.jobId))).toBe('FINISHED');
+    expect(readCounts(out)).toEqual(expected);
+    // Nothing was relaunched: the JobManager that ran when the Dispatcher died finished the job.
+    expect(await restarted.getJobExceptions(graph.jobId)).toEqual([]);
+    await stopCluster(stateDir);
+    await waitFor(() => processesOfCluster(stateDir).length === 0, 'every process of the cluster to exit', 30_000);
+  }, 300_000);
+});
