@@ -1,5 +1,7 @@
 // The client side of the Dispatcher's REST API, as the CLI (and tests) use it.
+import { systemClock } from '../core/clock.js';
 import { FloeError, RpcConnectionError, RpcTimeoutError, fromErrorInfo } from '../core/errors.js';
+import { retrying, type RetryPolicy } from '../core/retry.js';
 import type { JobId } from '../core/ids.js';
 import type { JobException } from '../ha/job-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
@@ -30,6 +32,9 @@ export interface RestClientOptions {
   /** Larger libraries are uploaded through POST /artifacts instead of inline in POST /jobs. @default 4 MiB */
   readonly inlineLibraryMaxBytes?: number;
 }
+
+/** A lost answer to POST /jobs is retried with the same job id for about 10 s. */
+const SUBMIT_RETRY: RetryPolicy = { initialDelayMs: 250, multiplier: 2, maxDelayMs: 4_000, jitter: 0.2, maxAttempts: 5 };
 
 /** Inline base64 grows a library by a third; 4 MiB keeps POST /jobs under Lambda's 6 MB request cap. */
 export const DEFAULT_INLINE_LIBRARY_MAX_BYTES = 4 * 1024 * 1024;
@@ -69,11 +74,19 @@ export class RestClient {
   async submitJob(jobGraph: JobGraph, library?: Uint8Array): Promise<SubmitJobResponse> {
     if (library !== undefined && library.byteLength > this.inlineLibraryMaxBytes) {
       await this.uploadLibrary(jobGraph.library.sha256, library);
-      return this.request<SubmitJobResponse>('POST', '/jobs', { body: { jobGraph } satisfies SubmitJobRequest });
+      return this.resubmitting(() => this.request<SubmitJobResponse>('POST', '/jobs', { body: { jobGraph } satisfies SubmitJobRequest }));
     }
     const body: SubmitJobRequest =
       library === undefined ? { jobGraph } : { jobGraph, library: Buffer.from(library.buffer, library.byteOffset, library.byteLength).toString('base64') };
-    return this.request<SubmitJobResponse>('POST', '/jobs', { body });
+    return this.resubmitting(() => this.request<SubmitJobResponse>('POST', '/jobs', { body }));
+  }
+
+  /**
+   * A submission whose answer was lost (connection reset, timeout, a 5xx) is sent again as it was: the
+   * same job id and JobGraph, which the Dispatcher takes as the same job — never a second one.
+   */
+  private resubmitting(send: () => Promise<SubmitJobResponse>): Promise<SubmitJobResponse> {
+    return retrying(send, { policy: SUBMIT_RETRY, clock: systemClock, what: 'submitting the job' });
   }
 
   /** Stores a library through POST /artifacts and the upload URL it answers (nothing to do when stored). */
