@@ -1,6 +1,8 @@
-// ECS "Task State Change" events (EventBridge) for the cluster's tasks. On AWS no process watches a
-// JobManager task, so this is how the Dispatcher hears that one stopped: a job whose JobManager task
-// stopped before the job ended is recorded FAILED with ECS's reason, as the embedded launcher does.
+// ECS "Task State Change" events (EventBridge) for the cluster's tasks, and the scheduled reconcile. On
+// AWS no process watches a JobManager task, so this is how the Dispatcher hears that one stopped: a job
+// whose JobManager task stopped before the job ended gets a successor JobManager that recovers it (as
+// the embedded launcher's exit event does), and the scheduled sweep catches what an event missed.
+// Errors are thrown, never dropped: Lambda retries the event, then sends it to the dead-letter queue.
 import type { Context, EventBridgeEvent } from 'aws-lambda';
 import { ProcessEnv } from '../runtime/core/process-env.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
@@ -38,7 +40,23 @@ export function createTaskStateChangeHandler(options: { dispatcher: () => Promis
     // Only a JobManager's stop concerns the Dispatcher; anything else is answered without a cold start.
     if (stopped === undefined || jobOfJobManagerWorker(stopped.workerId) === undefined) return;
     const dispatcher = await options.dispatcher();
-    const jobId = await dispatcher.workerStopped(stopped.workerId, stopped.reason);
-    if (jobId !== undefined) log.warn('a JobManager task stopped before its job ended; the job is recorded FAILED', { jobId, ...stopped });
+    const outcome = await dispatcher.workerStopped(stopped.workerId, stopped.reason);
+    if (outcome !== undefined) log.info('a JobManager task stopped', { ...outcome, ...stopped });
+  };
+}
+
+/** The scheduled event of the reconcile rule (its input is this object). */
+export interface ReconcileEvent {
+  readonly floe: 'reconcile';
+}
+
+export function isReconcileEvent(event: unknown): event is ReconcileEvent {
+  return event !== null && typeof event === 'object' && (event as { floe?: unknown }).floe === 'reconcile';
+}
+
+/** The sweep: jobs whose JobManager lease lapsed get a successor; free capacity is handed out. */
+export function createReconcileHandler(options: { dispatcher: () => Promise<Dispatcher> }): (event: ReconcileEvent, context?: Context) => Promise<void> {
+  return async () => {
+    await (await options.dispatcher()).reconcile();
   };
 }

@@ -16,6 +16,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { loadConfig } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
@@ -142,6 +143,8 @@ export class FloeCluster extends Construct {
   /** The Dispatcher: the REST API's handler. */
   readonly apiFunction: nodejs.NodejsFunction;
   readonly httpApi: apigwv2.HttpApi;
+  /** Events the Dispatcher function could not handle after its retries (JobManager stops): look here when a job seems stuck. */
+  readonly failedEvents: sqs.Queue;
   readonly taskLogGroup: logs.LogGroup;
 
   constructor(scope: Construct, id: string, props: FloeClusterProps = {}) {
@@ -259,8 +262,16 @@ export class FloeCluster extends Construct {
     this.grantTaskControl(jm);
     // TaskExecutor: finds its leaders through the lease records, reads libraries, writes sink output.
     this.leaseTable.grantReadData(this.taskExecutorTaskDefinition.taskRole);
+    this.failedEvents = new sqs.Queue(this, 'FailedEvents', {
+      retentionPeriod: Duration.days(14),
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
     this.apiFunction = new nodejs.NodejsFunction(this, 'ApiFunction', {
       description: 'Floe Dispatcher: the REST API',
+      // Events (JobManager stops) it fails on are retried twice, then kept for a look.
+      deadLetterQueue: this.failedEvents,
+      retryAttempts: 2,
       entry: join(packageRoot, HandlerEntries.api),
       handler: 'handler',
       projectRoot: packageRoot,
@@ -298,7 +309,8 @@ export class FloeCluster extends Construct {
       },
     });
     const api = this.apiFunction;
-    this.leaseTable.grantReadData(api);
+    // It ends the leases of JobManagers that are gone, so their successors need not wait them out.
+    this.leaseTable.grantReadWriteData(api);
     this.jobTable.grantReadWriteData(api);
     // The Dispatcher writes Floe's own objects only; it reads sink targets (grantBucketAccess) to refuse
     // a job whose output would replace what is there.
@@ -308,16 +320,23 @@ export class FloeCluster extends Construct {
     this.jobManagerTaskDefinition.grantRun(api);
     this.grantTaskControl(api);
 
-    // No process watches a JobManager task on AWS: the Dispatcher function hears them stop, so a job
-    // whose JobManager task died is recorded FAILED instead of staying RUNNING.
+    // No process watches a JobManager task on AWS: the Dispatcher function hears them stop and launches
+    // a successor that recovers the job. An event the function cannot handle is retried by Lambda, then
+    // kept in the dead-letter queue (an idle queue costs nothing); one never delivered goes there too.
     new events.Rule(this, 'JobManagerStopped', {
-      description: "Floe: a JobManager task stopped; the Dispatcher fails its job if it had not ended",
+      description: 'Floe: a JobManager task stopped; the Dispatcher launches a successor if its job had not ended',
       eventPattern: {
         source: ['aws.ecs'],
         detailType: ['ECS Task State Change'],
         detail: { clusterArn: [this.cluster.clusterArn], lastStatus: ['STOPPED'], group: [`family:${this.jobManagerTaskDefinition.family}`] },
       },
-      targets: [new eventsTargets.LambdaFunction(this.apiFunction, { retryAttempts: 4 })],
+      targets: [new eventsTargets.LambdaFunction(this.apiFunction, { retryAttempts: 4, deadLetterQueue: this.failedEvents })],
+    });
+    // The sweep: a lost event, or a JobManager that hangs with its task alive, cannot strand a job.
+    new events.Rule(this, 'Reconcile', {
+      description: 'Floe: every minute the Dispatcher launches a successor for any running job whose JobManager lease lapsed',
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new eventsTargets.LambdaFunction(this.apiFunction, { event: events.RuleTargetInput.fromObject({ floe: 'reconcile' }), retryAttempts: 0 })],
     });
 
     this.httpApi = new apigwv2.HttpApi(this, 'HttpApi', { description: 'Floe REST API' });

@@ -37,7 +37,11 @@ describe('ECS task state changes', () => {
   async function setup(status: JobStatus) {
     const clock = new ManualClock();
     const jobStore = new InMemoryJobStore(clock);
-    const launcher = new InProcessWorkerLauncher(async () => ({ stop: async () => {}, exited: Promise.resolve(0) }));
+    const started: string[] = [];
+    const launcher = new InProcessWorkerLauncher(async (spec) => {
+      started.push(spec.id);
+      return { stop: async () => {}, exited: new Promise<number>(() => {}) };
+    });
     const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
     const dispatcher = new Dispatcher({
       jobStore, blobStore: new InMemoryBlobStore(), leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config: loadConfig(), clock, logger: silentLogger, jobManagerEnv: {},
@@ -46,18 +50,31 @@ describe('ECS task state changes', () => {
     const jobId = JobId.of('job-ecs');
     await jobStore.create({
       jobId, name: 'n', status, epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+      admission: { state: 'ADMITTED', taskExecutors: 1, admittedAtMs: 0 },
       ...(status === 'FINISHED' ? { endedAtMs: 1 } : {}),
     });
     const handle = createTaskStateChangeHandler({ dispatcher: async () => dispatcher, logger: silentLogger });
-    return { jobStore, jobId, handle };
+    return { jobStore, jobId, handle, started };
   }
 
-  it('fails a job whose JobManager task stopped before the job ended, with the exit code and ECS reason', async () => {
-    const { jobStore, jobId, handle } = await setup('RUNNING');
+  it('launches a successor for a JobManager task that stopped before its job ended, naming the exit code and ECS reason', async () => {
+    const { jobStore, jobId, handle, started } = await setup('RUNNING');
     await handle(taskEvent('STOPPED', jobManagerWorkerId(jobId), 137));
     const record = (await jobStore.get(jobId))!;
-    expect(record.status).toBe('FAILED');
-    expect(record.exceptions.at(-1)!.message).toBe('the JobManager process exited with code 137 (ECS: Essential container in task exited) before the job ended');
+    expect(record.status).toBe('RUNNING');
+    expect(started).toEqual([jobManagerWorkerId(jobId, 2)]);
+    expect(record.exceptions.at(-1)).toMatchObject({
+      message: 'the JobManager process exited with code 137 (ECS: Essential container in task exited); a new JobManager recovers the job (launch 2 of at most 4)',
+      recovered: true,
+    });
+  });
+
+  it('throws what it cannot handle, so the event is retried and then dead-lettered instead of dropped', async () => {
+    const { jobStore, jobId, handle } = await setup('RUNNING');
+    jobStore.get = async () => {
+      throw new Error('DynamoDB is unreachable');
+    };
+    await expect(handle(taskEvent('STOPPED', jobManagerWorkerId(jobId), 137))).rejects.toThrow('DynamoDB is unreachable');
   });
 
   it('changes nothing for a TaskExecutor task, a task still running, or a job that already ended', async () => {

@@ -186,9 +186,17 @@ describe('FloeCluster with its defaults', () => {
     template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com', FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] } });
   });
 
-  it('sends the stops of JobManager tasks in this cluster to the Dispatcher function', () => {
-    const [fnId] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
-    const [ruleId, rule] = only(resourcesOf(template, 'AWS::Events::Rule'), 'one EventBridge rule');
+  it('sends the stops of JobManager tasks in this cluster to the Dispatcher function, keeping what fails in a dead-letter queue, and sweeps every minute', () => {
+    const [fnId, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
+    const rules = Object.entries(resourcesOf(template, 'AWS::Events::Rule'));
+    expect(rules).toHaveLength(2);
+    const [ruleId, rule] = rules.find(([, r]) => r.Properties!['EventPattern'] !== undefined)!;
+    const [, sweep] = rules.find(([, r]) => r.Properties!['ScheduleExpression'] !== undefined)!;
+    expect(sweep.Properties!['ScheduleExpression']).toBe('rate(1 minute)');
+    expect(JSON.stringify(sweep.Properties!['Targets'])).toContain('{\\"floe\\":\\"reconcile\\"}');
+    const [queueId] = only(resourcesOf(template, 'AWS::SQS::Queue'), 'one dead-letter queue');
+    expect(JSON.stringify(rule.Properties!['Targets'])).toContain(queueId);
+    expect(JSON.stringify(fn.Properties!['DeadLetterConfig'])).toContain(queueId);
     const pattern = rule.Properties!['EventPattern'] as { source: string[]; 'detail-type': string[]; detail: { lastStatus: string[]; clusterArn: unknown[]; group: unknown[] } };
     expect(pattern.source).toEqual(['aws.ecs']);
     expect(pattern['detail-type']).toEqual(['ECS Task State Change']);
