@@ -61,7 +61,7 @@ async function run(name: string, config: Record<string, number>): Promise<Outcom
       rss += rssKiB(p.pid);
       // A child still showing its JobManager's environment is a TaskExecutor between fork and exec.
       const starting = p.resourceId !== undefined && resourceOf.get(p.parentPid) === p.resourceId;
-      if (p.resourceId?.startsWith('jobmanager-') && !starting) jobManagers++;
+      if (/^jobmanager\d*-/.test(p.resourceId ?? '') && !starting) jobManagers++;
       else if (p.resourceId !== undefined) taskExecutors++;
     }
     peakJobManagers = Math.max(peakJobManagers, jobManagers);

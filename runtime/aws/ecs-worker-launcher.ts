@@ -162,6 +162,13 @@ export class EcsWorkerLauncher implements WorkerLauncher {
       markGone();
       throw error;
     }
+    if (this.options.watchExits === false) {
+      // Nothing here will ever hear it stop (ECS events do): keeping it would only make stop() and close()
+      // wait for an exit that is never reported. A later stop finds it through ListTasks.
+      this.tasks.delete(spec.id);
+      markGone();
+      return;
+    }
     this.ensurePolling();
   }
 

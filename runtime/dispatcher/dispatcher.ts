@@ -66,16 +66,22 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-const JOB_MANAGER_WORKER_PREFIX = 'jobmanager-';
-/** The worker id of a job's `launch`-th JobManager: `jobmanager-<job>`, then `jobmanager-<job>.<launch>`. */
-export const jobManagerWorkerId = (jobId: string, launch = 1): string => `${JOB_MANAGER_WORKER_PREFIX}${jobId}${launch > 1 ? `.${launch}` : ''}`;
+/**
+ * The worker id of a job's `launch`-th JobManager: `jobmanager-<job>`, then `jobmanager2-<job>`, … The
+ * launch comes before the job id so no job id can be mistaken for one, and the id stays within what ECS
+ * takes as a task's startedBy (letters, digits, '-', '_').
+ */
+export const jobManagerWorkerId = (jobId: string, launch = 1): string => `jobmanager${launch > 1 ? launch : ''}-${jobId}`;
 
 /** The job a JobManager worker id belongs to; undefined for any other worker. */
 export function jobOfJobManagerWorker(workerId: string): JobId | undefined {
-  if (!workerId.startsWith(JOB_MANAGER_WORKER_PREFIX)) return undefined;
-  const jobId = workerId.slice(JOB_MANAGER_WORKER_PREFIX.length).replace(/\.\d+$/, '');
-  return JobId.isValid(jobId) ? jobId : undefined;
+  const m = /^jobmanager(\d*)-(.*)$/.exec(workerId);
+  if (m === null) return undefined;
+  return JobId.isValid(m[2]) ? m[2] : undefined;
 }
+
+/** Whether `workerId` runs one of the JobManagers of `jobId`. */
+export const isJobManagerOf = (workerId: string, jobId: string): boolean => jobOfJobManagerWorker(workerId) === jobId;
 
 /**
  * A JobManager just launched has at least this long (and two lease durations) to win its lease before a

@@ -160,7 +160,7 @@ export interface JobRecovery {
 export interface JobManagerLaunch {
   /** Launched so far, this one included (bounded by 'jobmanager.max-attempts'). */
   readonly launches: number;
-  /** The worker id of the current one (`jobmanager-<job>`, then `jobmanager-<job>.<n>`). */
+  /** The worker id of the current one (`jobmanager-<job>`, then `jobmanager<n>-<job>`). */
   readonly workerId: string;
   readonly launchedAtMs: number;
 }

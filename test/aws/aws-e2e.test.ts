@@ -2,99 +2,39 @@
 // handler → S3 + DynamoDB → the ECS emulator starts the JobManager process → its ResourceManager starts
 // TaskExecutor processes through the ECS emulator → the job finishes and its output is read back from S3.
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
-import { build } from 'esbuild';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
 import { loadJobDefinition } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
-import { startAwsDispatcher, type AwsDispatcher } from '../../runtime/aws/aws-dispatcher.js';
 import { createS3Client } from '../../runtime/aws/clients.js';
 import { encodeManifest, parseManifest } from '../../runtime/blob/output-store.js';
-import { configToEnv, loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';
-import { silentLogger } from '../../runtime/core/logger.js';
-import { createHttpApiHandler } from '../../functions/http-api.js';
 import { RestClient } from '../../runtime/cli/rest-client.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { waitFor } from '../support/cluster-processes.js';
-import { startApiGatewayAdapter, type ApiGatewayAdapter } from './apigw-adapter.js';
-import { EcsEmulator } from './ecs-emulator.js';
-import { awsServicesEnv, createTables, startEmulators, type Emulators } from './emulators.js';
+import { AWS_TEST_SECRET, startAwsTestCluster, type AwsTestCluster } from './aws-test-cluster.js';
+import type { EcsEmulator } from './ecs-emulator.js';
+import type { Emulators } from './emulators.js';
 
-const SECRET = 'e2e-secret';
 const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
+let cluster: AwsTestCluster;
 let emulators: Emulators;
 let ecs: EcsEmulator;
 let work: string;
-let bundleDir: string;
-let env: Record<string, string>;
-const fronts: { dispatcher: AwsDispatcher; adapter: ApiGatewayAdapter }[] = [];
-
-/** The process entry points, bundled side by side the way runtime/build.mjs lays out dist/. */
-async function bundleEntryPoints(outdir: string): Promise<void> {
-  const root = fileURLToPath(new URL('../../', import.meta.url));
-  await build({
-    entryPoints: Object.fromEntries(['jobmanager', 'taskexecutor', 'slot-worker'].map((n) => [n, join(root, 'runtime/entrypoints', `${n}.ts`)])),
-    outdir, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', splitting: true, sourcemap: 'inline', logLevel: 'warning',
-  });
-}
+const SECRET = AWS_TEST_SECRET;
 
 beforeAll(async () => {
-  work = mkdtempSync(join(tmpdir(), 'floe-aws-e2e-'));
-  // Inside the repo, so the bundles' bare imports resolve from node_modules.
-  bundleDir = join(fileURLToPath(new URL('../.tmp/', import.meta.url)), `aws-e2e-${process.pid}-${Date.now().toString(36)}`);
-  mkdirSync(bundleDir, { recursive: true });
-  const [started] = await Promise.all([startEmulators(), bundleEntryPoints(bundleDir)]);
-  emulators = started;
-  const tables = await createTables(emulators);
-  ecs = await EcsEmulator.start({ region: emulators.region, logDir: join(work, 'logs'), stopGraceMs: 2_000 });
-  // What the task definition gives: credentials as a task role would, and the cluster secret as ECS
-  // injects it from Secrets Manager — never through RunTask's overrides, which DescribeTasks shows.
-  const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_SECRET: SECRET, FLOE_LOG_LEVEL: 'info' };
-  ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: taskEnv });
-  ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: taskEnv });
-  env = {
-    ...awsServicesEnv(emulators, tables),
-    FLOE_SECRET: SECRET,
-    FLOE_ECS_CLUSTER: 'floe-e2e',
-    FLOE_ECS_TASK_DEFINITION_JOBMANAGER: 'floe-jobmanager',
-    FLOE_ECS_TASK_DEFINITION_TASKEXECUTOR: 'floe-taskexecutor',
-    FLOE_ECS_SUBNETS: 'subnet-local',
-    FLOE_ECS_SECURITY_GROUPS: 'sg-local',
-    FLOE_ECS_ENDPOINT: ecs.endpoint,
-    FLOE_ECS_POLL_INTERVAL_MS: '200',
-    FLOE_CONFIG: configToEnv(loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 5_000, 'slot.request.timeout': 30_000, 'high-availability.lease.duration': 6_000, 'high-availability.lease.renew-interval': 1_000 })),
-  };
+  cluster = await startAwsTestCluster();
+  ({ emulators, ecs, work } = cluster);
 }, 120_000);
 
 afterAll(async () => {
-  for (const f of fronts.splice(0)) {
-    await f.adapter.close();
-    await f.dispatcher.close();
-  }
-  const leftovers = ecs?.livePids() ?? [];
-  await ecs?.close();
-  await emulators?.stop();
-  rmSync(work, { recursive: true, force: true });
-  rmSync(bundleDir, { recursive: true, force: true });
-  expect(leftovers).toEqual([]);
+  expect(await cluster.close()).toEqual([]);
 });
 
-/** One Lambda "container": its Dispatcher, behind the API Gateway stand-in. */
-async function front(overrides: Record<string, string> = {}): Promise<{ api: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: any }>; dispatcher: AwsDispatcher; adapter: ApiGatewayAdapter }> {
-  const dispatcher = await startAwsDispatcher({ env: { ...env, ...overrides }, logger: silentLogger, watchJobManagers: true });
-  const adapter = await startApiGatewayAdapter(createHttpApiHandler({ router: async () => dispatcher.router, logger: silentLogger }));
-  fronts.push({ dispatcher, adapter });
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(adapter.url + path, { method, headers: { authorization: `Bearer ${SECRET}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
-    return { status: res.status, body: await res.json() };
-  };
-  return { api, dispatcher, adapter };
-}
+const front = (overrides: Record<string, string> = {}) => cluster.front(overrides);
 
 async function submission(args: string[], parallelism: number): Promise<{ jobGraph: unknown; library: string }> {
   const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'e2e-words.ts'));

@@ -22,10 +22,37 @@ export interface EmulatedTaskDefinition {
 export interface EcsEmulatorOptions {
   /** @default 'us-east-1' */
   readonly region?: string;
-  /** Each task's stdout and stderr go to `<logDir>/<taskId>.log`; dropped when unset. */
+  /** Each task's stdout and stderr go to `<logDir>/<startedBy>-<first 8 of its id>.log`; dropped when unset. */
   readonly logDir?: string;
   /** Time between SIGTERM and SIGKILL on StopTask (ms). @default 3000 */
   readonly stopGraceMs?: number;
+  /**
+   * Hears each task stop as EventBridge delivers ECS "Task State Change" events (the detail the
+   * Dispatcher function reads): what a deployed cluster's rule sends to the function.
+   */
+  readonly onTaskStopped?: (event: EcsTaskStateChangeEvent) => void;
+}
+
+/** An ECS "Task State Change" event as EventBridge delivers it (the fields Floe reads, and a few more). */
+export interface EcsTaskStateChangeEvent {
+  readonly version: '0';
+  readonly id: string;
+  readonly 'detail-type': 'ECS Task State Change';
+  readonly source: 'aws.ecs';
+  readonly account: string;
+  readonly time: string;
+  readonly region: string;
+  readonly resources: string[];
+  readonly detail: {
+    readonly clusterArn: string;
+    readonly taskArn: string;
+    readonly group: string;
+    readonly lastStatus: 'STOPPED';
+    readonly stoppedReason: string;
+    readonly stopCode: string;
+    readonly containers: { readonly exitCode?: number }[];
+    readonly overrides: { readonly containerOverrides: { readonly name: string; readonly environment: { readonly name: string; readonly value: string }[] }[] };
+  };
 }
 
 type LastStatus = 'PROVISIONING' | 'RUNNING' | 'STOPPED';
@@ -47,6 +74,8 @@ interface EmulatedTask {
   exitCode?: number;
   process?: ChildProcess;
   readonly env: Record<string, string>;
+  /** RunTask's environment overrides, as events show them. */
+  readonly overrides: { name: string; value: string }[];
   readonly exited: Promise<void>;
   markExited: () => void;
 }
@@ -126,9 +155,10 @@ export class EcsEmulator {
     return [...this.tasks.values()].flatMap((t) => (t.process?.pid !== undefined && t.process.exitCode === null && t.process.signalCode === null ? [t.process.pid] : []));
   }
 
-  taskSummaries(): { arn: string; taskDefinition: string; startedBy?: string; lastStatus: LastStatus; exitCode?: number; stoppedReason?: string }[] {
+  taskSummaries(): { arn: string; taskDefinition: string; startedBy?: string; lastStatus: LastStatus; exitCode?: number; stoppedReason?: string; pid?: number }[] {
     return [...this.tasks.values()].map((t) => ({
       arn: t.arn, taskDefinition: t.taskDefinition, lastStatus: t.lastStatus,
+      ...(t.process?.pid !== undefined ? { pid: t.process.pid } : {}),
       ...(t.startedBy !== undefined ? { startedBy: t.startedBy } : {}),
       ...(t.exitCode !== undefined ? { exitCode: t.exitCode } : {}),
       ...(t.stoppedReason !== undefined ? { stoppedReason: t.stoppedReason } : {}),
@@ -220,16 +250,20 @@ export class EcsEmulator {
     const containerName = definition.containerName ?? 'floe';
     const overrides = ((input['overrides'] as { containerOverrides?: { name?: string; environment?: { name: string; value: string }[] }[] } | undefined)?.containerOverrides ?? []);
     const env: Record<string, string> = { ...definition.env };
+    const overridden: { name: string; value: string }[] = [];
     for (const o of overrides) {
       if (o.name !== containerName) throw new ApiError('InvalidParameterException', `Override for container named ${o.name} is not a container in the TaskDefinition.`);
-      for (const { name, value } of o.environment ?? []) env[name] = value;
+      for (const { name, value } of o.environment ?? []) {
+        env[name] = value;
+        overridden.push({ name, value });
+      }
     }
     const id = randomBytes(16).toString('hex');
     const arn = `arn:aws:ecs:${this.region}:000000000000:task/${cluster}/${id}`;
     let markExited!: () => void;
     const exited = new Promise<void>((resolve) => (markExited = resolve));
     const task: EmulatedTask = {
-      arn, id, cluster, taskDefinition: family, containerName, lastStatus: 'PROVISIONING', desiredStatus: 'RUNNING', createdAtMs: Date.now(), env, exited, markExited,
+      arn, id, cluster, taskDefinition: family, containerName, lastStatus: 'PROVISIONING', desiredStatus: 'RUNNING', createdAtMs: Date.now(), env, overrides: overridden, exited, markExited,
       ...(typeof input['startedBy'] === 'string' ? { startedBy: input['startedBy'] } : {}),
     };
     this.tasks.set(arn, task);
@@ -284,6 +318,26 @@ export class EcsEmulator {
     else if (task.process?.signalCode === 'SIGKILL') task.exitCode = 137;
     else if (task.process?.signalCode === 'SIGTERM') task.exitCode = 143;
     task.markExited();
+    this.options.onTaskStopped?.({
+      version: '0',
+      id: randomBytes(8).toString('hex'),
+      'detail-type': 'ECS Task State Change',
+      source: 'aws.ecs',
+      account: '000000000000',
+      time: new Date(task.stoppedAtMs).toISOString(),
+      region: this.region,
+      resources: [task.arn],
+      detail: {
+        clusterArn: `arn:aws:ecs:${this.region}:000000000000:cluster/${task.cluster}`,
+        taskArn: task.arn,
+        group: `family:${task.taskDefinition}`,
+        lastStatus: 'STOPPED',
+        stoppedReason: reason,
+        stopCode,
+        containers: [task.exitCode !== undefined ? { exitCode: task.exitCode } : {}],
+        overrides: { containerOverrides: [{ name: task.containerName, environment: task.overrides }] },
+      },
+    });
   }
 
   private describe(task: EmulatedTask): Record<string, unknown> {

@@ -212,7 +212,7 @@ describe('admission control', () => {
     // A JobManager that exits before its job ended is replaced: the job keeps its capacity, d keeps waiting.
     await c.exit('a', 1);
     await waitUntil(async () => c.started.length === 4);
-    expect(c.started.map((s) => s.id)).toEqual(['jobmanager-a', 'jobmanager-b', 'jobmanager-c', 'jobmanager-a.2']);
+    expect(c.started.map((s) => s.id)).toEqual(['jobmanager-a', 'jobmanager-b', 'jobmanager-c', 'jobmanager2-a']);
     expect((await c.call('GET', '/jobs/d')).body.waiting).toEqual({ position: 1, of: 1 });
     await c.exit('a');
     expect(startedJobs(c)).toEqual(['a', 'b', 'c', 'a', 'd']);
@@ -287,7 +287,7 @@ describe('admission control', () => {
     expect(after.started).toEqual([]);
     clock.advance(30_000);
     await after.dispatcher.reconcile();
-    expect(after.started.map((s) => s.id)).toEqual(['jobmanager-old.2']);
+    expect(after.started.map((s) => s.id)).toEqual(['jobmanager2-old']);
     const old = (await after.call('GET', '/jobs/old')).body;
     expect(old.status).not.toMatch(/FAILED|CANCELED/);
     expect((await after.call('GET', '/jobs/old/exceptions')).body.exceptions).toEqual([
@@ -303,7 +303,7 @@ describe('admission control', () => {
     await c.call('POST', '/jobs', await body('fragile'));
     await c.exit('fragile', 137);
     await waitUntil(async () => c.started.length === 2);
-    expect(c.started.map((s) => s.id)).toEqual(['jobmanager-fragile', 'jobmanager-fragile.2']);
+    expect(c.started.map((s) => s.id)).toEqual(['jobmanager-fragile', 'jobmanager2-fragile']);
     await c.exit('fragile', 137);
     const job = (await c.call('GET', '/jobs/fragile')).body;
     expect(job.status).toBe('FAILED');

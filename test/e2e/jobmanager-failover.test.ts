@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isJobManagerOf } from '../../runtime/dispatcher/dispatcher.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { embeddedPaths } from '../../runtime/local/embedded-services.js';
 import { clusterProcesses } from '../../runtime/local/process-table.js';
@@ -34,7 +35,7 @@ afterAll(async () => {
   expect(await cluster.close()).toBe(0);
 });
 
-const jobManagers = (jobId: string) => clusterProcesses(cluster.stateDir).filter((p) => p.resourceId?.startsWith(`jobmanager-${jobId}`) && !clusterProcesses(cluster.stateDir).some((q) => q.pid === p.parentPid && q.resourceId === p.resourceId));
+const jobManagers = (jobId: string) => clusterProcesses(cluster.stateDir).filter((p) => p.resourceId !== undefined && isJobManagerOf(p.resourceId, jobId) && !clusterProcesses(cluster.stateDir).some((q) => q.pid === p.parentPid && q.resourceId === p.resourceId));
 const job = async (jobId: string) => (await cluster.api('GET', `/jobs/${jobId}`)).body;
 const exceptions = async (jobId: string) => (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body.exceptions as { message: string; recovered?: boolean; timestampMs: number }[];
 /** The job's record as the store holds it (what GET /jobs/:id leaves out: the recovery state). */
@@ -68,7 +69,7 @@ describe('JobManager failover', () => {
     expect(readCounts(out)).toEqual(expected);
     const recoveries = history.filter((e) => e.recovered === true && /JobManager process .*killed by signal SIGKILL; a new JobManager recovers the job/.test(e.message));
     expect(recoveries, JSON.stringify(history)).toHaveLength(3);
-    expect((await storedRecord(jobId)).jobManager).toMatchObject({ launches: 4, workerId: `jobmanager-${jobId}.4` });
+    expect((await storedRecord(jobId)).jobManager).toMatchObject({ launches: 4, workerId: `jobmanager4-${jobId}` });
     await cluster.nothingLeft();
   }, 300_000);
 

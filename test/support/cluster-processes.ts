@@ -15,8 +15,8 @@ export function workerCounts(stateDir: string): { jobManagers: number; taskExecu
   let taskExecutors = 0;
   for (const p of processes) {
     const starting = p.resourceId !== undefined && resourceOf.get(p.parentPid) === p.resourceId;
-    if (p.resourceId?.startsWith('jobmanager-') && !starting) jobManagers++;
-    else if (p.resourceId?.startsWith('te-') || (starting && p.resourceId?.startsWith('jobmanager-'))) taskExecutors++;
+    if (/^jobmanager\d*-/.test(p.resourceId ?? '') && !starting) jobManagers++;
+    else if (p.resourceId?.startsWith('te-') || (starting && /^jobmanager\d*-/.test(p.resourceId ?? ''))) taskExecutors++;
   }
   return { jobManagers, taskExecutors };
 }

@@ -1,0 +1,113 @@
+// A Floe cluster on the AWS backend over the emulators, for end-to-end tests: DynamoDB Local, s3rver,
+// the ECS emulator running the bundled JobManager and TaskExecutor entry points as processes, and
+// Dispatcher "Lambda containers" behind the API Gateway stand-in.
+import { build } from 'esbuild';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startAwsDispatcher, type AwsDispatcher } from '../../runtime/aws/aws-dispatcher.js';
+import { configToEnv, loadConfig } from '../../runtime/core/config.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import { createHttpApiHandler } from '../../functions/http-api.js';
+import { startApiGatewayAdapter, type ApiGatewayAdapter } from './apigw-adapter.js';
+import { EcsEmulator, type EcsTaskStateChangeEvent } from './ecs-emulator.js';
+import { awsServicesEnv, createTables, startEmulators, type Emulators } from './emulators.js';
+
+export const AWS_TEST_SECRET = 'e2e-secret';
+
+/** The process entry points, bundled side by side the way runtime/build.mjs lays out dist/. */
+async function bundleEntryPoints(outdir: string): Promise<void> {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  await build({
+    entryPoints: Object.fromEntries(['jobmanager', 'taskexecutor', 'slot-worker'].map((n) => [n, join(root, 'runtime/entrypoints', `${n}.ts`)])),
+    outdir, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', splitting: true, sourcemap: 'inline', logLevel: 'warning',
+  });
+}
+
+export interface AwsFront {
+  readonly dispatcher: AwsDispatcher;
+  readonly adapter: ApiGatewayAdapter;
+  api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+}
+
+export interface AwsTestCluster {
+  readonly emulators: Emulators;
+  readonly ecs: EcsEmulator;
+  readonly work: string;
+  /** The Dispatcher function's environment. */
+  readonly env: Record<string, string>;
+  /** One Lambda "container": its Dispatcher, behind the API Gateway stand-in. */
+  front(overrides?: Record<string, string>, options?: { watchJobManagers?: boolean }): Promise<AwsFront>;
+  /** Where the ECS emulator's task-stopped events go, as the cluster's EventBridge rule sends them to the function. */
+  onTaskStopped(listener: ((event: EcsTaskStateChangeEvent) => void) | undefined): void;
+  /** Process ids of the tasks still running. */
+  close(): Promise<number[]>;
+}
+
+export async function startAwsTestCluster(options: { config?: Record<string, unknown> } = {}): Promise<AwsTestCluster> {
+  const work = mkdtempSync(join(tmpdir(), 'floe-aws-e2e-'));
+  // Inside the repo, so the bundles' bare imports resolve from node_modules.
+  const bundleDir = join(fileURLToPath(new URL('../.tmp/', import.meta.url)), `aws-e2e-${process.pid}-${Date.now().toString(36)}`);
+  mkdirSync(bundleDir, { recursive: true });
+  const [emulators] = await Promise.all([startEmulators(), bundleEntryPoints(bundleDir)]);
+  const tables = await createTables(emulators);
+  let stoppedListener: ((event: EcsTaskStateChangeEvent) => void) | undefined;
+  const ecs = await EcsEmulator.start({ region: emulators.region, logDir: join(work, 'logs'), stopGraceMs: 2_000, onTaskStopped: (event) => stoppedListener?.(event) });
+  // What the task definition gives: credentials as a task role would, and the cluster secret as ECS
+  // injects it from Secrets Manager — never through RunTask's overrides, which DescribeTasks shows.
+  const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_SECRET: AWS_TEST_SECRET, FLOE_LOG_LEVEL: 'info' };
+  ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: taskEnv });
+  ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: taskEnv });
+  const env: Record<string, string> = {
+    ...awsServicesEnv(emulators, tables),
+    FLOE_SECRET: AWS_TEST_SECRET,
+    FLOE_ECS_CLUSTER: 'floe-e2e',
+    FLOE_ECS_TASK_DEFINITION_JOBMANAGER: 'floe-jobmanager',
+    FLOE_ECS_TASK_DEFINITION_TASKEXECUTOR: 'floe-taskexecutor',
+    FLOE_ECS_SUBNETS: 'subnet-local',
+    FLOE_ECS_SECURITY_GROUPS: 'sg-local',
+    FLOE_ECS_ENDPOINT: ecs.endpoint,
+    FLOE_ECS_POLL_INTERVAL_MS: '200',
+    FLOE_CONFIG: configToEnv(
+      loadConfig({
+        'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 5_000, 'slot.request.timeout': 30_000,
+        'high-availability.lease.duration': 6_000, 'high-availability.lease.renew-interval': 1_000, ...options.config,
+      }),
+    ),
+  };
+  const fronts: AwsFront[] = [];
+  return {
+    emulators,
+    ecs,
+    work,
+    env,
+    async front(overrides = {}, frontOptions = {}) {
+      const dispatcher = await startAwsDispatcher({ env: { ...env, ...overrides }, logger: silentLogger, watchJobManagers: frontOptions.watchJobManagers ?? true });
+      const adapter = await startApiGatewayAdapter(createHttpApiHandler({ router: async () => dispatcher.router, logger: silentLogger }));
+      const api = async (method: string, path: string, body?: unknown) => {
+        const res = await fetch(adapter.url + path, { method, headers: { authorization: `Bearer ${AWS_TEST_SECRET}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+        return { status: res.status, body: await res.json() };
+      };
+      const f = { dispatcher, adapter, api };
+      fronts.push(f);
+      return f;
+    },
+    onTaskStopped(listener) {
+      stoppedListener = listener;
+    },
+    async close() {
+      stoppedListener = undefined;
+      for (const f of fronts.splice(0)) {
+        await f.adapter.close();
+        await f.dispatcher.close();
+      }
+      const leftovers = ecs.livePids();
+      await ecs.close();
+      await emulators.stop();
+      rmSync(work, { recursive: true, force: true });
+      rmSync(bundleDir, { recursive: true, force: true });
+      return leftovers;
+    },
+  };
+}
