@@ -64,6 +64,12 @@ export const CONFIG_OPTIONS = {
     min: 0,
     description: 'Keys a producer pre-aggregates at once per output into a bounded keyed sum / reduce / aggregate; past this many it sends its partial results and starts over (0: every record goes on as its own partial).',
   },
+  previousWorkerRecoveryTimeoutMs: {
+    key: 'resourcemanager.previous-worker.recovery.timeout',
+    default: 5_000,
+    min: 0,
+    description: "A ResourceManager that takes over from a former leader of the job starts no TaskExecutor for this long, while the job's TaskExecutors register with it and report their slots; it stops waiting once the job's slots are there (ms).",
+  },
   jobManagerMaxAttempts: {
     key: 'jobmanager.max-attempts',
     default: 4,

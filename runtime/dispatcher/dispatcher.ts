@@ -119,14 +119,18 @@ export class Dispatcher {
    */
   async reconcile(): Promise<void> {
     const now = this.deps.clock.now();
+    const running = new Set(this.deps.launcher.running());
     for (const record of await this.deps.jobStore.list()) {
       if (record.admission?.state !== AdmissionState.ADMITTED) continue;
+      const lease = await this.deps.leaseStore.get(leaseNames.jobMaster(record.jobId));
+      const leaseHeld = lease !== undefined && lease.expiresAtMs > now;
       if (isGloballyTerminal(record.status)) {
-        await this.releaseAndAdmit(record.jobId);
+        // Its capacity is free once its JobManager is gone (a process still closing counts against the bounds).
+        const current = record.jobManager?.workerId ?? jobManagerWorkerId(record.jobId);
+        if (!leaseHeld && !running.has(current)) await this.releaseAndAdmit(record.jobId);
         continue;
       }
-      const lease = await this.deps.leaseStore.get(leaseNames.jobMaster(record.jobId));
-      if (lease !== undefined && lease.expiresAtMs > now) continue;
+      if (leaseHeld) continue;
       const launchedAt = record.jobManager?.launchedAtMs ?? record.admission.admittedAtMs ?? record.updatedAtMs;
       if (now - launchedAt < Math.max(JOB_MANAGER_START_GRACE_MS, 2 * this.deps.config.leaseDurationMs)) continue;
       const since = lease === undefined ? 'no JobManager ever held its lease' : `its JobManager lease lapsed ${now - lease.expiresAtMs} ms ago`;

@@ -73,7 +73,9 @@ export class JobManagerRunner {
       { ...common, name: leaseNames.resourceManager(jobId), logger: this.log.child({ lease: 'rm' }) },
       {
         grantLeadership: (token) => this.startResourceManager(token),
-        revokeLeadership: (reason) => this.finish({ status: 'LEADERSHIP_LOST', message: `ResourceManager leadership lost: ${reason}` }),
+        // ResourceManager failover: this one stops acting, the job's TaskExecutors and its tasks go on, and
+        // whoever wins the lease next (this process again, at a higher epoch) takes them over.
+        revokeLeadership: (reason) => this.resourceManagerLost(reason),
       },
     );
     this.jmElection = new LeaderElection(
@@ -85,6 +87,14 @@ export class JobManagerRunner {
     );
     this.rmElection.start();
     this.jmElection.start();
+  }
+
+  private async resourceManagerLost(reason: string): Promise<void> {
+    const rm = this.resourceManager;
+    this.resourceManager = undefined;
+    if (rm === undefined || this.finished) return;
+    this.log.warn('ResourceManager leadership lost; the TaskExecutors stay for the next leader', { reason });
+    await rm.close({ stopWorkers: false });
   }
 
   private async startResourceManager(token: FencingToken): Promise<void> {
@@ -100,6 +110,8 @@ export class JobManagerRunner {
       workerEnv: this.deps.workerEnv,
       clock: this.deps.clock,
       logger: this.deps.logger,
+      // A lease won at a higher epoch had a holder before: its TaskExecutors may still run.
+      takingOver: token > 1,
     });
   }
 

@@ -35,6 +35,11 @@ export interface ResourceManagerDeps {
   readonly workerEnv: Readonly<Record<string, string>>;
   readonly clock: Clock;
   readonly logger: Logger;
+  /**
+   * This leader follows another of the job's (a failover): the job's TaskExecutors may still be there,
+   * so none is started for 'resourcemanager.previous-worker.recovery.timeout'. @default false
+   */
+  readonly takingOver?: boolean;
 }
 
 interface RegisteredTaskExecutor {
@@ -80,6 +85,8 @@ export class ResourceManager implements ResourceManagerGateway {
       slotsPerWorker: deps.config.numberOfTaskSlots,
       maxWorkers: deps.config.maxTaskManagers,
       idleTimeoutMs: deps.config.taskManagerTimeoutMs,
+      // A successor leader first gives the job's TaskExecutors time to register with it.
+      ...(deps.takingOver === true ? { startWorkersNotBeforeMs: deps.clock.now() + deps.config.previousWorkerRecoveryTimeoutMs } : {}),
       mainThread: this.mainThread,
       clock: deps.clock,
       logger: this.log,
@@ -251,12 +258,17 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   /** Stops heartbeats and every TaskExecutor this RM started, stops serving, closes the main thread. */
-  close(): Promise<void> {
-    this.closing ??= this.doClose();
+  /**
+   * Stops serving and heartbeats and closes the main thread. With `stopWorkers` (the job is done, or the
+   * process ends) it also stops every TaskExecutor it started or took over; without, they stay for the
+   * next ResourceManager leader, which takes them over from their slot reports.
+   */
+  close(options: { stopWorkers?: boolean } = {}): Promise<void> {
+    this.closing ??= this.doClose(options.stopWorkers ?? true);
     return this.closing;
   }
 
-  private async doClose(): Promise<void> {
+  private async doClose(stopWorkers: boolean): Promise<void> {
     this.endpoint?.stop();
     const workers = await this.mainThread
       .run(() => {
@@ -269,6 +281,10 @@ export class ResourceManager implements ResourceManagerGateway {
       .catch(() => [...new Set([...this.startedWorkers, ...this.taskExecutors.keys()])]);
     this.unsubscribeExits?.();
     await this.mainThread.close();
+    if (!stopWorkers) {
+      this.log.info('ResourceManager closed; its TaskExecutors stay for the next leader', { taskExecutors: workers.length });
+      return;
+    }
     await Promise.all(
       workers.map((id) =>
         this.deps.launcher.stop(id, 'the ResourceManager closed').catch((error: unknown) => {

@@ -83,6 +83,11 @@ export interface SlotManagerOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly actions: SlotManagerActions;
+  /**
+   * Until this clock time no worker is started: the workers of a former ResourceManager leader are
+   * registering and reporting their slots (a successor takes them over instead of starting more).
+   */
+  readonly startWorkersNotBeforeMs?: number;
 }
 
 export interface SlotManagerSnapshot {
@@ -102,6 +107,7 @@ export class SlotManager {
   /** The requirement last reported as unreachable, so the JobMaster is told once, not on every check. */
   private notifiedUnreachable: number | undefined;
   private closed = false;
+  private recoveryTimer: Timer | undefined;
 
   constructor(private readonly o: SlotManagerOptions) {}
 
@@ -309,6 +315,7 @@ export class SlotManager {
 
   close(): void {
     this.closed = true;
+    this.recoveryTimer?.cancel();
     for (const entry of this.taskExecutors.values()) entry.idleTimer?.cancel();
   }
 
@@ -369,6 +376,14 @@ export class SlotManager {
       return;
     }
     if (this.consecutiveFailedStarts >= MAX_CONSECUTIVE_FAILED_WORKER_STARTS) return;
+    const waitUntil = this.o.startWorkersNotBeforeMs;
+    if (waitUntil !== undefined && this.o.clock.now() < waitUntil) {
+      if (this.recoveryTimer === undefined) {
+        this.o.logger.info("waiting for a former leader's TaskExecutors before starting any", { missing, waitMs: waitUntil - this.o.clock.now() });
+        this.recoveryTimer = this.o.mainThread.schedule(() => this.checkRequirements(), waitUntil - this.o.clock.now());
+      }
+      return;
+    }
     const room = Math.max(0, this.o.maxWorkers - this.taskExecutors.size - live.length);
     const toStart = Math.min(neededWorkers - live.length, room);
     for (let i = 0; i < toStart; i++) {

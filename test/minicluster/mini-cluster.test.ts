@@ -11,6 +11,8 @@ import type { JobEdge, JobGraph, JobVertex, OperatorSpec } from '../../runtime/j
 import { encodeValue } from '../../runtime/network/record-buffer.js';
 import type { TaskResult } from '../../runtime/protocol/task-deployment.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
+import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
+import type { Lease } from '../../runtime/ha/lease-store.js';
 import { MiniCluster, type MiniTaskExecutor, type RunningJob } from '../support/mini-cluster.js';
 import type { JobRecord } from '../../runtime/ha/job-store.js';
 import { slotWorkerBundle, storeJobLibrary, waitFor } from '../taskexecutor/harness.js';
@@ -79,8 +81,8 @@ describe('MiniCluster jobs', () => {
     cluster = undefined;
   });
 
-  async function start(config: Record<string, unknown>): Promise<MiniCluster> {
-    cluster = await MiniCluster.start({ config });
+  async function start(config: Record<string, unknown>, leaseStore?: InMemoryLeaseStore): Promise<MiniCluster> {
+    cluster = await MiniCluster.start({ config, ...(leaseStore !== undefined ? { leaseStore } : {}) });
     await cluster.blobStore.put(blobKeys.library(library.sha256), library.code);
     return cluster;
   }
@@ -230,5 +232,44 @@ describe('MiniCluster jobs', () => {
     for (const t of snapshot.tasks) bySlot.set(t.allocationId!, [...(bySlot.get(t.allocationId!) ?? []), t.vertexId]);
     expect([...bySlot.values()].map((v) => v.sort())).toEqual(Array.from({ length: 4 }, () => ['map', 'sink', 'source']));
     expect(snapshot.regions).toEqual([{ index: 0, vertexIds: ['source', 'map', 'sink'], deployed: true }]);
+  });
+
+  it('fails the ResourceManager over without restarting running tasks: the new leader takes the TaskExecutors and their slots over from their reports', async () => {
+    /** A lease store through which the ResourceManager's lease can be cut off for a while, as a partition would. */
+    class CuttableLeaseStore extends InMemoryLeaseStore {
+      cut = new Set<string>();
+      override async tryAcquire(name: string, holder: string, address: string, durationMs: number): Promise<Lease | undefined> {
+        return this.cut.has(name) ? undefined : super.tryAcquire(name, holder, address, durationMs);
+      }
+      override async renew(name: string, holder: string, epoch: number, durationMs: number): Promise<Lease | undefined> {
+        return this.cut.has(name) ? undefined : super.renew(name, holder, epoch, durationMs);
+      }
+    }
+    const leases = new CuttableLeaseStore();
+    const N = 3_000;
+    const c = await start({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 100, 'heartbeat.timeout': 3_000, 'high-availability.lease.duration': 600, 'high-availability.lease.renew-interval': 100 }, leases);
+    const graph = jobGraph('rm-failover', [vertex('source', 2, [source(N)]), vertex('map', 2, [op('pad'), op('slow2')]), vertex('sink', 2, [collect(N)])], [rebalance('source', 'map'), rebalance('map', 'sink')]);
+    const job = await c.submit(graph);
+    // The slow map takes a few seconds: the failover happens while it runs.
+    await waitFor('the map tasks running', () => job.runner.currentJobMaster?.snapshot().tasks.filter((t) => t.vertexId === 'map').every((t) => t.state === 'RUNNING'), 30_000);
+    const rmLease = `rm/${graph.jobId}`;
+    const before = (await leases.get(rmLease))!.epoch;
+    const firstRm = job.runner.currentResourceManager;
+    leases.cut.add(rmLease);
+    await waitFor('the ResourceManager to step down', () => job.runner.currentResourceManager === undefined, 10_000);
+    // Until its lease has lapsed, nobody may lead: then the lease comes back, at a higher epoch.
+    await new Promise((r) => setTimeout(r, 700));
+    leases.cut.delete(rmLease);
+    await waitFor('a new ResourceManager leader', () => job.runner.currentResourceManager !== undefined && job.runner.currentResourceManager !== firstRm, 10_000);
+    const newRm = job.runner.currentResourceManager!;
+    expect((await leases.get(rmLease))!.epoch).toBeGreaterThan(before);
+    // The new leader knows the job's slots from the TaskExecutors' reports, as allocated.
+    await waitFor('the slots to be reported to the new ResourceManager', async () => (await newRm.snapshot()).slots.filter((s) => s.state === 'allocated').length === 2 || undefined, 10_000);
+    const rec = await finished(c, job);
+    expect(((await c.result(rec)).records as string[]).sort()).toEqual(Array.from({ length: N }, (_, i) => record(i + 1)).sort());
+    // No task ran twice, and no TaskExecutor was started for the new leader.
+    expect(job.runner.currentJobMaster!.snapshot().tasks.every((t) => t.attemptNumber === 0)).toBe(true);
+    expect(rec.restarts ?? 0).toBe(0);
+    expect(c.taskExecutors).toHaveLength(1);
   });
 });

@@ -25,6 +25,8 @@ import { slotWorkerBundle } from '../taskexecutor/harness.js';
 export interface MiniClusterOptions {
   /** Config keys (Flink names) on top of the defaults. */
   readonly config?: Readonly<Record<string, unknown>>;
+  /** The lease store every component campaigns in and looks leaders up in. @default a fresh InMemoryLeaseStore */
+  readonly leaseStore?: InMemoryLeaseStore;
   readonly logger?: Logger;
 }
 
@@ -47,8 +49,8 @@ export interface RunningJob {
 export class MiniCluster {
   readonly config: FloeConfig;
   readonly network = new LocalRpcNetwork();
-  readonly leaseStore = new InMemoryLeaseStore();
-  readonly jobStore = new InMemoryJobStore(undefined, this.leaseStore);
+  readonly leaseStore: InMemoryLeaseStore;
+  readonly jobStore: InMemoryJobStore;
   readonly blobStore = new InMemoryBlobStore();
   readonly launcher: InProcessWorkerLauncher;
   /** Every TaskExecutor started so far, in start order; stopped ones stay, with their stop time. */
@@ -61,6 +63,8 @@ export class MiniCluster {
 
   constructor(options: MiniClusterOptions = {}) {
     this.config = loadConfig(options.config ?? {});
+    this.leaseStore = options.leaseStore ?? new InMemoryLeaseStore();
+    this.jobStore = new InMemoryJobStore(undefined, this.leaseStore);
     this.logger = options.logger ?? silentLogger;
     this.dir = mkdtempSync(join(tmpdir(), 'floe-mini-'));
     this.launcher = new InProcessWorkerLauncher(async (spec) => {
