@@ -131,11 +131,15 @@ export class Dispatcher {
         continue;
       }
       if (leaseHeld) continue;
+      const current = record.jobManager?.workerId ?? jobManagerWorkerId(record.jobId);
+      // A JobManager that won the lease and let it lapse is gone (or hangs): replace it now. One that never
+      // won it may still be starting: it gets its grace.
+      const wonIt = lease !== undefined && lease.holder.startsWith(`${current}#`);
       const launchedAt = record.jobManager?.launchedAtMs ?? record.admission.admittedAtMs ?? record.updatedAtMs;
-      if (now - launchedAt < Math.max(JOB_MANAGER_START_GRACE_MS, 2 * this.deps.config.leaseDurationMs)) continue;
-      const since = lease === undefined ? 'no JobManager ever held its lease' : `its JobManager lease lapsed ${now - lease.expiresAtMs} ms ago`;
+      if (!wonIt && now - launchedAt < Math.max(JOB_MANAGER_START_GRACE_MS, 2 * this.deps.config.leaseDurationMs)) continue;
+      const since = lease === undefined || !wonIt ? 'no JobManager of this launch ever held its lease' : `its JobManager lease lapsed ${now - lease.expiresAtMs} ms ago`;
       this.log.warn('a running job has no JobManager; launching a successor', { jobId: record.jobId, why: since });
-      await this.recoverJob(record, record.jobManager?.workerId ?? jobManagerWorkerId(record.jobId), since);
+      await this.recoverJob(record, current, since);
     }
     await this.admitWaiting();
   }
@@ -450,6 +454,8 @@ export class Dispatcher {
     const line = r.admission?.state === AdmissionState.WAITING ? placesInLine(await this.deps.jobStore.admissionLedger()) : new Map();
     return {
       ...this.summary(r, line),
+      ...(r.epoch > 0 ? { jobMasterEpoch: r.epoch } : {}),
+      ...(r.jobManager !== undefined ? { jobManagerLaunches: r.jobManager.launches } : {}),
       ...(r.tasks ? { tasks: r.tasks } : {}),
       exceptions: r.exceptions.length,
       ...(r.restarts !== undefined ? { restarts: r.restarts } : {}),

@@ -88,6 +88,10 @@ export interface JobDetails extends JobSummary {
   readonly exceptions: number;
   /** Restarts of failed tasks so far; absent until the first. */
   readonly restarts?: number;
+  /** The fencing token (lease epoch) of the JobMaster that last wrote the job's state; higher after a JobManager failover. */
+  readonly jobMasterEpoch?: number;
+  /** JobManager processes launched for the job so far (more than 1 after a failover). */
+  readonly jobManagerLaunches?: number;
   /** Per vertex: task states, pipelined region, deploy / finish times, records and network counters. */
   readonly vertices?: readonly VertexDetails[];
 }

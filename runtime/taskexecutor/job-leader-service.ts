@@ -84,6 +84,7 @@ export class JobLeaderService {
   private readonly heartbeats: HeartbeatManager<void>;
   private readonly logger: Logger;
   private stopped = false;
+  private readonly leaseWatch: Timer;
 
   constructor(private readonly options: JobLeaderServiceOptions) {
     this.logger = options.logger.child({ service: 'job-leader-service' });
@@ -96,6 +97,11 @@ export class JobLeaderService {
       logger: options.logger,
       onTimeout: (jobId, cause) => this.reconnect(jobId as JobId, `JobMaster heartbeat: ${cause}`),
     });
+    // Leader retrieval: the lease names the leader, so a new one is found as soon as it won — a dead
+    // leader's heartbeats would only go quiet after 'heartbeat.timeout'.
+    this.leaseWatch = options.mainThread.every(() => {
+      for (const watch of this.watches.values()) if (watch.phase === 'registered') this.lookNow(watch);
+    }, Math.min(options.heartbeatIntervalMs, 1_000));
   }
 
   /**
@@ -161,6 +167,7 @@ export class JobLeaderService {
 
   stop(): void {
     this.stopped = true;
+    this.leaseWatch.cancel();
     for (const id of [...this.watches.keys()]) this.removeJob(id);
     this.heartbeats.stop();
   }

@@ -53,6 +53,8 @@ export class ResourceManagerConnection {
   private stopped = false;
   private orphaned = false;
   private readonly retryDelayMs: number;
+  private leaseWatch: Timer | undefined;
+  private watching = false;
 
   constructor(private readonly options: ResourceManagerConnectionOptions) {
     this.lastHeardMs = options.clock.now();
@@ -71,6 +73,30 @@ export class ResourceManagerConnection {
   /** Begins looking for the leader. On the main thread. */
   start(): void {
     this.connect();
+    // Leader retrieval: a new leader is in the lease as soon as it won, while a dead one's heartbeats
+    // only go quiet after 'heartbeat.timeout'. A lease at a higher epoch than ours: reconnect now.
+    this.leaseWatch = this.options.mainThread.every(() => this.watchLease(), Math.min(this.options.heartbeatIntervalMs, 1_000));
+  }
+
+  private watchLease(): void {
+    const current = this.connection;
+    if (this.stopped || this.watching || current?.registered !== true) return;
+    this.watching = true;
+    retrieveLeader(this.options.leaseStore, leaseNames.resourceManager(this.options.jobId), this.options.clock)
+      .then(
+        (leader) =>
+          this.options.mainThread.run(() => {
+            if (leader !== undefined && this.connection === current && leader.token > current.token) {
+              this.heartbeats.unmonitorTarget(RM_TARGET);
+              this.lost(`the ResourceManager lease moved to token ${leader.token} at ${leader.address}`);
+            }
+          }),
+        (error: unknown) => this.options.logger.debug('ResourceManager lease lookup failed', { error: errorMessage(error) }),
+      )
+      .finally(() => {
+        this.watching = false;
+      })
+      .catch(() => undefined);
   }
 
   get isRegistered(): boolean {
@@ -148,6 +174,7 @@ export class ResourceManagerConnection {
   }
 
   stop(): void {
+    this.leaseWatch?.cancel();
     this.stopped = true;
     this.retryTimer?.cancel();
     this.retryTimer = undefined;
