@@ -291,7 +291,7 @@ describe('admission control', () => {
     const old = (await after.call('GET', '/jobs/old')).body;
     expect(old.status).not.toMatch(/FAILED|CANCELED/);
     expect((await after.call('GET', '/jobs/old/exceptions')).body.exceptions).toEqual([
-      expect.objectContaining({ message: expect.stringMatching(/no JobManager ever held its lease; a new JobManager recovers the job \(launch 2 of at most 4\)/), recovered: true }),
+      expect.objectContaining({ message: expect.stringMatching(/no JobManager of this launch ever held its lease; a new JobManager recovers the job \(launch 2 of at most 4\)/), recovered: true }),
     ]);
     // The job keeps its place; the next in line starts when it ends.
     await after.exit('old');
