@@ -18,7 +18,7 @@ import { RestClient } from '../runtime/cli/rest-client.js';
 import { JobId } from '../runtime/core/ids.js';
 import { packageRoot } from '../runtime/core/paths.js';
 import { clusterProcesses } from '../runtime/local/process-table.js';
-import { median, round, settle, writeFigures } from './lib/bench-support.js';
+import { median, round, settle, until, writeFigures } from './lib/bench-support.js';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 5);
 const HEARTBEAT_TIMEOUT_MS = 5_000;
@@ -31,16 +31,6 @@ const definition = loadJobDefinition(await importLibrary(code, join(work, 'cache
 const { info } = await startCluster(stateDir, { config });
 const client = RestClient.forCluster(info);
 const idle = clusterProcesses(stateDir).length;
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const allRunning = (jobId: string) => async (): Promise<true | undefined> => {
   const job = await client.getJob(jobId);

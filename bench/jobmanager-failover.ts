@@ -25,7 +25,7 @@ import { isJobManagerOf } from '../runtime/dispatcher/dispatcher.js';
 import { clusterProcesses } from '../runtime/local/process-table.js';
 import { createTaskStateChangeHandler } from '../functions/ecs-task-events.js';
 import { startAwsTestCluster } from '../test/aws/aws-test-cluster.js';
-import { median, round, writeFigures } from './lib/bench-support.js';
+import { median, round, until, writeFigures } from './lib/bench-support.js';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 5);
 const LEASE_MS = 3_000;
@@ -47,16 +47,6 @@ interface Api {
   submit(g: ReturnType<typeof graph>): Promise<void>;
   job(jobId: string): Promise<{ status: string; tasks?: { total: number; running: number }; jobMasterEpoch?: number }>;
   cancel(jobId: string): Promise<void>;
-}
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 /** Every task RUNNING, as a JobMaster of at least `epoch` wrote it (an older one's counts do not count). */

@@ -140,3 +140,14 @@ export async function settle(stateDir: string, expected: number, timeoutMs = 30_
   }
   return count;
 }
+
+/** Polls `probe` every 10 ms until it answers; throws naming `what` after `timeoutMs`. */
+export async function until<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { FloeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { JobRecord } from '../ha/job-store.js';
+import { jobDetails, jobSummary } from '../dispatcher/job-views.js';
 import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
 import { embeddedPaths } from '../local/embedded-services.js';
 import { BUSY_TIMEOUT_MS } from '../local/sqlite.js';
@@ -54,19 +55,10 @@ export class StoredJobs {
  * record's last update: nothing has run it since.
  */
 export function storedSummary(r: JobRecord): JobSummary {
-  return {
-    jobId: r.jobId,
-    name: r.name,
-    status: r.status,
-    submittedAtMs: r.submittedAtMs,
-    updatedAtMs: r.updatedAtMs,
-    ...(r.endedAtMs !== undefined ? { endedAtMs: r.endedAtMs } : {}),
-    durationMs: (r.endedAtMs ?? r.updatedAtMs) - r.submittedAtMs,
-    parallelism: r.parallelism,
-  };
+  return jobSummary(r, { untilMs: r.updatedAtMs });
 }
 
 /** A record as GET /jobs/:id answers it. */
 export function storedDetails(r: JobRecord): JobDetails {
-  return { ...storedSummary(r), ...(r.tasks ? { tasks: r.tasks } : {}), exceptions: r.exceptions.length, ...(r.vertices ? { vertices: r.vertices } : {}) };
+  return jobDetails(r, { untilMs: r.updatedAtMs });
 }

@@ -21,6 +21,7 @@ import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { admissionBounds, reservationFor, type Reservation } from './admission.js';
+import { jobDetails, jobSummary, type JobViewContext } from './job-views.js';
 import type { ArtifactUploadResponse, JobDetails, JobSummary, OverviewResponse } from './rest-types.js';
 
 export interface DispatcherDeps {
@@ -446,36 +447,18 @@ export class Dispatcher {
   async listJobs(): Promise<JobSummary[]> {
     const [records, ledger] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger()]);
     const line = placesInLine(ledger);
-    return records.sort((a, b) => b.submittedAtMs - a.submittedAtMs).map((r) => this.summary(r, line));
+    return records.sort((a, b) => b.submittedAtMs - a.submittedAtMs).map((r) => jobSummary(r, this.viewContext(r, line)));
   }
 
   async getJob(jobId: string): Promise<JobDetails> {
     const r = await this.record(jobId);
     const line = r.admission?.state === AdmissionState.WAITING ? placesInLine(await this.deps.jobStore.admissionLedger()) : new Map();
-    return {
-      ...this.summary(r, line),
-      ...(r.epoch > 0 ? { jobMasterEpoch: r.epoch } : {}),
-      ...(r.jobManager !== undefined ? { jobManagerLaunches: r.jobManager.launches } : {}),
-      ...(r.tasks ? { tasks: r.tasks } : {}),
-      exceptions: r.exceptions.length,
-      ...(r.restarts !== undefined ? { restarts: r.restarts } : {}),
-      ...(r.vertices ? { vertices: r.vertices } : {}),
-    };
+    return jobDetails(r, this.viewContext(r, line));
   }
 
-  private summary(r: JobRecord, line: ReadonlyMap<string, { position: number; of: number }>): JobSummary {
+  private viewContext(r: JobRecord, line: ReadonlyMap<string, { position: number; of: number }>): JobViewContext {
     const waiting = r.admission?.state === AdmissionState.WAITING ? line.get(r.jobId) : undefined;
-    return {
-      jobId: r.jobId,
-      name: r.name,
-      status: r.status,
-      submittedAtMs: r.submittedAtMs,
-      updatedAtMs: r.updatedAtMs,
-      ...(r.endedAtMs !== undefined ? { endedAtMs: r.endedAtMs } : {}),
-      durationMs: (r.endedAtMs ?? this.deps.clock.now()) - r.submittedAtMs,
-      parallelism: r.parallelism,
-      ...(waiting !== undefined ? { waiting } : {}),
-    };
+    return { untilMs: this.deps.clock.now(), ...(waiting !== undefined ? { waiting } : {}) };
   }
 
   async getExceptions(jobId: string): Promise<{ exceptions: JobRecord['exceptions'] }> {

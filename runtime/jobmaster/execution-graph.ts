@@ -184,15 +184,6 @@ export function countTaskStates(executions: readonly Execution[]): TaskCounts {
   return c;
 }
 
-/** Slots a job needs: per slot sharing group, the largest parallelism in it; summed over groups. */
-export function requiredSlots(graph: JobGraph): number {
-  const perGroup = new Map<string, number>();
-  for (const v of graph.vertices) perGroup.set(v.slotSharingGroup, Math.max(perGroup.get(v.slotSharingGroup) ?? 0, v.parallelism));
-  let total = 0;
-  for (const n of perGroup.values()) total += n;
-  return total;
-}
-
 /** Legal moves of a task; anything else from a TaskExecutor is a stale or confused report. */
 export function canTransition(from: ExecutionState, to: ExecutionState): boolean {
   if (isExecutionTerminal(from)) return false;
