@@ -6,9 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { FloeError } from '../../runtime/core/errors.js';
-import { AllocationId, FencingToken, JobId, ResourceId, type ExecutionAttemptId } from '../../runtime/core/ids.js';
+import { AllocationId, FencingToken, JobId, ResourceId, ResultPartitionId, type ExecutionAttemptId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import type { JobRecordUpdate } from '../../runtime/ha/job-store.js';
+import type { JobRecordUpdate, JobRecovery } from '../../runtime/ha/job-store.js';
 import type { DistributionPattern, JobEdge, JobGraph, JobVertex, OperatorSpec, PartitionType } from '../../runtime/jobgraph/jobgraph.js';
 import { JobMaster } from '../../runtime/jobmaster/jobmaster.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
@@ -57,7 +57,7 @@ describe('JobMaster failover', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function setup(g: JobGraph, options: { taskExecutors?: number; slotsEach?: number; config?: Record<string, unknown> } = {}) {
+  async function setup(g: JobGraph, options: { taskExecutors?: number; slotsEach?: number; config?: Record<string, unknown>; recovery?: JobRecovery } = {}) {
     const clock = new ManualClock();
     const network = new LocalRpcNetwork();
     const jobStore = new FlakyJobStore(clock);
@@ -75,11 +75,13 @@ describe('JobMaster failover', () => {
     rmRpc.serve('resourcemanager', rmImpl as unknown as ResourceManagerGateway, { methods: RESOURCE_MANAGER_METHODS.filter((m) => m in rmImpl), fencingToken: RM_TOKEN });
     const deployed: TaskDeploymentDescriptor[] = [];
     const cancelled: string[] = [];
+    const released: { taskExecutor: string; partitions: string[] }[] = [];
     const rpcs: LocalRpcService[] = [rmRpc];
     const addTaskExecutor = (id: string): void => {
       const gateway = TestingTaskExecutorGateway.builder(id)
         .setSubmitTaskFunction(async (tdd) => void deployed.push(tdd))
         .setCancelTaskFunction(async (attemptId) => void cancelled.push(attemptId))
+        .setReleasePartitionsFunction(async (_job, partitions) => void released.push({ taskExecutor: id, partitions: [...partitions] }))
         .build();
       const rpc = new LocalRpcService(network, id);
       rpc.serve(EndpointName.TASK_EXECUTOR, gateway, { methods: TASK_EXECUTOR_METHODS });
@@ -90,6 +92,7 @@ describe('JobMaster failover', () => {
     const jobMaster = new JobMaster({
       jobGraph: g, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config, rpc: jmRpc, jobStore,
       blobStore: new InMemoryBlobStore(), clock, logger: silentLogger, resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
+      ...(options.recovery !== undefined ? { recovery: options.recovery } : {}),
     });
     await jobMaster.start();
     const client = new LocalRpcService(network, 'client');
@@ -98,10 +101,10 @@ describe('JobMaster failover', () => {
       await jobMaster.close();
       await Promise.all([...rpcs, jmRpc, client].map((r) => r.close()));
     });
-    const register = async (id: string, slots: number): Promise<void> => {
+    const register = async (id: string, slots: number, partitions: string[] = []): Promise<void> => {
       addTaskExecutor(id);
       const resourceId = ResourceId.of(id);
-      await jm.registerTaskManager({ resourceId, address: `local://${id}`, dataAddress: `127.0.0.1:1` });
+      await jm.registerTaskManager({ resourceId, address: `local://${id}`, dataAddress: `127.0.0.1:1`, partitions: partitions.map((p) => ResultPartitionId.of(p)) });
       await jm.offerSlots(resourceId, Array.from({ length: slots }, (_, s) => ({ allocationId: AllocationId.of(`${id}-${s}`), slotIndex: s })));
     };
     for (let i = 0; i < (options.taskExecutors ?? 1); i++) await register(`te-${i}`, options.slotsEach ?? 2);
@@ -123,7 +126,7 @@ describe('JobMaster failover', () => {
       clock.advance(100);
       await settle();
     };
-    return { clock, jobStore, jobMaster, jm, deployed, cancelled, declared, register, settle, run, finish, fail, of, afterDelay };
+    return { clock, jobStore, jobMaster, jm, deployed, cancelled, released, declared, register, settle, run, finish, fail, of, afterDelay };
   }
 
   it('restarts the region of a task whose user function threw once; the job FINISHES and the exception shows it recovered', async () => {
@@ -296,5 +299,51 @@ describe('JobMaster failover', () => {
     const record = (await jobStore.get(jobId))!;
     expect(record.epoch).toBe(8);
     expect(record.exceptions).toEqual([]);
+  });
+
+  describe('as the successor of a JobMaster that died', () => {
+    // src (2) --blocking--> sink (2, collect). The predecessor saw src finish on te-0 (attempts p0, p1) and
+    // the sink fail once, so the sink was at attempt 1.
+    const g = graph([v('src', 2, seq('src')), v('sink', 2, sinkOp('sink'))], [e('src', 'sink', 'blocking')]);
+    const recovery: JobRecovery = {
+      attempts: { src: [0, 0], sink: [1, 1] },
+      finished: { src: [{ attemptId: 'p0', resourceId: 'te-0' }, { attemptId: 'p1', resourceId: 'te-0' }] },
+    };
+    const config = { 'heartbeat.interval': 100, 'heartbeat.timeout': 1000 };
+
+    it('keeps a finished region whose partitions its TaskExecutor reports, runs only what had not finished, and releases partitions it does not know', async () => {
+      const { jobMaster, deployed, released, register, settle, finish, of } = await setup(g, { taskExecutors: 0, recovery, config });
+      await register('te-1', 2);
+      await settle();
+      // Nothing goes out while te-0, which holds src's output, has not reported.
+      expect(deployed).toEqual([]);
+      await register('te-0', 0, ['src-sink.0.p0', 'src-sink.1.p1', 'src-sink.0.from-an-older-attempt']);
+      await settle();
+      expect(deployed.map((t) => `${t.vertexId}#${t.attemptNumber}`)).toEqual(['sink#2', 'sink#2']);
+      // The sinks read the partitions the predecessor's producers wrote.
+      expect(of('sink', 2)[0]!.inputs[0]!.channels.map((c) => c.partitionId)).toEqual(['src-sink.0.p0', 'src-sink.1.p1']);
+      expect(released).toEqual([{ taskExecutor: 'te-0', partitions: ['src-sink.0.from-an-older-attempt'] }]);
+      for (const t of of('sink', 2)) await finish(t);
+      expect((await jobMaster.termination).status).toBe('FINISHED');
+      expect(jobMaster.snapshot().tasks.filter((t) => t.vertexId === 'src').map((t) => [t.attemptId, t.attemptNumber])).toEqual([['p0', 0], ['p1', 0]]);
+    });
+
+    it('reruns a finished region whose TaskExecutor does not come back within the heartbeat timeout, at the next attempt numbers', async () => {
+      const { clock, jobMaster, deployed, register, settle, finish, of } = await setup(g, { taskExecutors: 0, recovery, config });
+      await register('te-1', 2);
+      await settle();
+      expect(deployed).toEqual([]);
+      for (let waited = 0; waited < 1000; waited += 100) {
+        clock.advance(100);
+        await settle();
+      }
+      expect(deployed.map((t) => `${t.vertexId}#${t.attemptNumber}`)).toEqual(['src#1', 'src#1']);
+      for (const t of of('src', 1)) await finish(t);
+      await settle();
+      expect(of('sink', 2)).toHaveLength(2);
+      expect(of('sink', 2)[0]!.inputs[0]!.channels.map((c) => c.partitionId)).toEqual(of('src', 1).map((t) => `src-sink.${t.subtaskIndex}.${t.attemptId}`));
+      for (const t of of('sink', 2)) await finish(t);
+      expect((await jobMaster.termination).status).toBe('FINISHED');
+    });
   });
 });
