@@ -126,7 +126,7 @@ try {
 
   // ---- AWS backend on the emulators ----
   if (process.env['BENCH_AWS'] !== '0') {
-    const cluster = await startAwsTestCluster({ config });
+    const cluster = await startAwsTestCluster({ config, keepLogs: process.env['BENCH_KEEP'] === '1' });
     try {
       const front = await cluster.front({}, { watchJobManagers: false });
       const handle = createTaskStateChangeHandler({ dispatcher: async () => front.dispatcher.dispatcher, logger: silentLogger });

@@ -35,7 +35,7 @@ async function openCommon(env: NodeJS.ProcessEnv, resourceId: string, clock: Clo
   const advertisedHost = await resolveAdvertisedHost(env, bindHost);
   const { region } = readAwsServicesSettings(env);
   const services = openAwsServices(env, clock);
-  logger.info('AWS backend opened', { bindHost, advertisedHost, region });
+  logger.info('AWS backend opened', { bindHost, advertisedHost, region, sinceProcessStartMs: Math.round(process.uptime() * 1000) });
   return {
     leaseStore: services.leaseStore,
     jobStore: services.jobStore,

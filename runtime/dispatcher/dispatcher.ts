@@ -359,12 +359,14 @@ export class Dispatcher {
    */
   private async recoverJob(record: JobRecord, workerId: string, why: string): Promise<'relaunched' | 'failed'> {
     const { jobId } = record;
-    for (const name of [leaseNames.jobMaster(jobId), leaseNames.resourceManager(jobId)]) {
-      const lease = await this.deps.leaseStore.get(name);
-      if (lease !== undefined && lease.expiresAtMs > this.deps.clock.now() && lease.holder.startsWith(`${workerId}#`)) {
-        if (await this.deps.leaseStore.release(name, lease.holder, lease.epoch)) this.log.info('ended the lease of a JobManager that is gone', { jobId, lease: name, epoch: lease.epoch });
-      }
-    }
+    await Promise.all(
+      [leaseNames.jobMaster(jobId), leaseNames.resourceManager(jobId)].map(async (name) => {
+        const lease = await this.deps.leaseStore.get(name);
+        if (lease !== undefined && lease.expiresAtMs > this.deps.clock.now() && lease.holder.startsWith(`${workerId}#`)) {
+          if (await this.deps.leaseStore.release(name, lease.holder, lease.epoch)) this.log.info('ended the lease of a JobManager that is gone', { jobId, lease: name, epoch: lease.epoch });
+        }
+      }),
+    );
     const launches = record.jobManager?.launches ?? 1;
     const max = this.deps.config.jobManagerMaxAttempts;
     if (record.cancelRequested || launches >= max) {

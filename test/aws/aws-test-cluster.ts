@@ -45,7 +45,8 @@ export interface AwsTestCluster {
   close(): Promise<number[]>;
 }
 
-export async function startAwsTestCluster(options: { config?: Record<string, unknown> } = {}): Promise<AwsTestCluster> {
+/** `keepLogs` leaves the tasks' logs (`<work>/logs`) behind and says where, to see where time went. */
+export async function startAwsTestCluster(options: { config?: Record<string, unknown>; keepLogs?: boolean } = {}): Promise<AwsTestCluster> {
   const work = mkdtempSync(join(tmpdir(), 'floe-aws-e2e-'));
   // Inside the repo, so the bundles' bare imports resolve from node_modules.
   const bundleDir = join(fileURLToPath(new URL('../.tmp/', import.meta.url)), `aws-e2e-${process.pid}-${Date.now().toString(36)}`);
@@ -105,7 +106,8 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
       const leftovers = ecs.livePids();
       await ecs.close();
       await emulators.stop();
-      rmSync(work, { recursive: true, force: true });
+      if (options.keepLogs === true) process.stderr.write(`kept the ECS tasks' logs in ${join(work, 'logs')}\n`);
+      else rmSync(work, { recursive: true, force: true });
       rmSync(bundleDir, { recursive: true, force: true });
       return leftovers;
     },

@@ -202,11 +202,13 @@ describe('JobLeaderService', () => {
     expect(h.registrations.get('jm-1')).toHaveLength(1);
   });
 
-  it('retries a failed registration after the retry interval', async () => {
+  it('retries a failed registration soon (a new leader serves a moment after its lease names it), then backs off to the retry interval', async () => {
     const h = harness();
-    let refusals = 1;
+    let refusals = 5;
+    const tries: number[] = [];
     await h.leader('jm-1', (b) =>
       b.setRegisterTaskManagerFunction(async () => {
+        tries.push(h.clock.now());
         if (refusals-- > 0) throw new Error('not ready');
         return { jobMasterResourceId: ResourceId.of('jm-1') };
       }),
@@ -215,8 +217,10 @@ describe('JobLeaderService', () => {
     await settle();
     expect(h.events).toEqual([]);
     expect(h.service.state(job)?.phase).toBe('looking');
-    await h.advance(RETRY);
+    await h.advance(20 + 40 + RETRY * 3);
     expect(h.events.map((e) => e.event)).toEqual(['gained']);
+    // 20 ms, doubling, at most the retry interval (50 ms here).
+    expect(tries.slice(1).map((t, i) => t - tries[i]!)).toEqual([20, 40, RETRY, RETRY, RETRY]);
   });
 
   it('ignores the late answer of a registration it gave up for a newer leader', async () => {
