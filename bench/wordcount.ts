@@ -137,7 +137,9 @@ try {
     },
   };
   const path = writeFigures('wordcount', figures);
+  const spread = (xs: number[]): string => { const s = [...xs].sort((a, b) => a - b); return `${Math.round(s[0]!)} / ${Math.round(median(s))} / ${Math.round(s.at(-1)!)} ms`; };
   console.log(`wordcount, ${figures.job}, records = input lines, median of ${RUNS}:`);
+  console.log(`  rounds, min / median / max: plain ${spread(plainMs)}; Floe p=2 running ${spread(floeRunningMs)}; submit -> FINISHED ${spread(floeSubmitMs)}`);
   console.log(`  plain Node, 1 thread:      ${figures.plainNode.medianMs} ms   ${figures.plainNode.recordsPerSecond} records/s`);
   console.log(`  Floe p=2 (1 TE x 2 slots): ${figures.floeP2.runningMedianMs} ms running   ${figures.floeP2.recordsPerSecond} records/s   (submit -> FINISHED ${figures.floeP2.submitToFinishedMedianMs} ms)`);
   console.log(`  COST = Floe p=2 records/s ÷ plain records/s = ${figures.cost} (target >= 1.0); counting submit -> FINISHED: ${figures.costSubmitToFinished}`);
