@@ -380,7 +380,11 @@ export class SlotManager {
     if (waitUntil !== undefined && this.o.clock.now() < waitUntil) {
       if (this.recoveryTimer === undefined) {
         this.o.logger.info("waiting for a former leader's TaskExecutors before starting any", { missing, waitMs: waitUntil - this.o.clock.now() });
-        this.recoveryTimer = this.o.mainThread.schedule(() => this.checkRequirements(), waitUntil - this.o.clock.now());
+        this.recoveryTimer = this.o.mainThread.schedule(() => {
+          // Cleared first: a timer that fires a moment early by the wall clock must be able to wait again.
+          this.recoveryTimer = undefined;
+          this.checkRequirements();
+        }, waitUntil - this.o.clock.now());
       }
       return;
     }

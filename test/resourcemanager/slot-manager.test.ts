@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { ManualClock, type Clock } from '../../runtime/core/clock.js';
+import { FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import { SlotManager } from '../../runtime/resourcemanager/slot-manager.js';
+import { MainThread } from '../../runtime/rpc/main-thread.js';
+
+describe('SlotManager taking over from a former ResourceManager', () => {
+  // Timers run on a monotonic clock; the wall clock may have slipped behind it by the time one fires.
+  function setup() {
+    const manual = new ManualClock();
+    const wall = { lagMs: 0 };
+    const clock: Clock = { now: () => manual.now() - wall.lagMs, setTimeout: (fn, ms) => manual.setTimeout(fn, ms) };
+    const mainThread = new MainThread('rm', clock);
+    const started: string[] = [];
+    const slots = new SlotManager({
+      jobId: JobId.of('job'),
+      resourceManagerToken: FencingToken.of(1),
+      slotsPerWorker: 2,
+      maxWorkers: 4,
+      idleTimeoutMs: 60_000,
+      mainThread,
+      clock,
+      logger: silentLogger,
+      startWorkersNotBeforeMs: clock.now() + 5_000,
+      actions: {
+        requestSlot: async () => undefined,
+        startWorker: () => {
+          const id = ResourceId.of(`te-${started.length}`);
+          started.push(id);
+          return id;
+        },
+        stopWorker: () => undefined,
+        releaseIdleTaskExecutor: () => undefined,
+        notifyNotEnoughResources: () => undefined,
+      },
+    });
+    return { manual, wall, mainThread, slots, started };
+  }
+
+  for (const slipMs of [0, 3]) {
+    it(`starts TaskExecutors once the former leader's had their time, when none came (wall clock slipped ${slipMs} ms)`, async () => {
+      const { manual, wall, mainThread, slots, started } = setup();
+      await mainThread.run(() => slots.setRequirements(4, { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
+      expect(started).toEqual([]);
+      wall.lagMs = slipMs;
+      manual.advance(4_999);
+      await mainThread.run(() => undefined);
+      expect(started).toEqual([]);
+      for (let i = 0; i < 10 && started.length === 0; i++) {
+        manual.advance(1);
+        await mainThread.run(() => undefined);
+      }
+      expect(started).toHaveLength(2);
+    });
+  }
+});
