@@ -45,7 +45,10 @@ export interface AwsTestCluster {
   close(): Promise<number[]>;
 }
 
-/** `keepLogs` leaves the tasks' logs (`<work>/logs`) behind and says where, to see where time went. */
+/**
+ * `keepLogs` (default: env FLOE_KEEP_TEST_LOGS=1) leaves the tasks' logs (`<work>/logs`) behind and says
+ * where, to see where time went or why a run failed.
+ */
 export async function startAwsTestCluster(options: { config?: Record<string, unknown>; keepLogs?: boolean } = {}): Promise<AwsTestCluster> {
   const work = mkdtempSync(join(tmpdir(), 'floe-aws-e2e-'));
   // Inside the repo, so the bundles' bare imports resolve from node_modules.
@@ -106,7 +109,7 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
       const leftovers = ecs.livePids();
       await ecs.close();
       await emulators.stop();
-      if (options.keepLogs === true) process.stderr.write(`kept the ECS tasks' logs in ${join(work, 'logs')}\n`);
+      if (options.keepLogs ?? process.env['FLOE_KEEP_TEST_LOGS'] === '1') process.stderr.write(`kept the ECS tasks' logs in ${join(work, 'logs')}\n`);
       else rmSync(work, { recursive: true, force: true });
       rmSync(bundleDir, { recursive: true, force: true });
       return leftovers;

@@ -42,8 +42,9 @@ describe('ChildProcessWorkerLauncher', () => {
     const exits: WorkerExit[] = [];
     launcher.onExit((e) => exits.push(e));
     await launcher.start({ id: 'stubborn', kind: 'taskexecutor', env: { FLOE_TEST_WORKER_MODE: 'stubborn' } });
-    // Give it time to install its SIGTERM handler, else SIGTERM would end it at once.
-    await waitUntil('the worker to log', () => existsSync(join(dir, 'logs', 'stubborn.log')) && readFileSync(join(dir, 'logs', 'stubborn.log'), 'utf8').includes('started'));
+    // Wait for its SIGTERM handler, else SIGTERM would end it at once.
+    await waitUntil('the worker to install its SIGTERM handler', () => existsSync(join(dir, 'logs', 'stubborn.log')) && readFileSync(join(dir, 'logs', 'stubborn.log'), 'utf8').includes('SIGTERM handler installed'));
+    expect(launcher.running()).toContain('stubborn');
     const started = Date.now();
     await launcher.stop('stubborn', 'shutdown');
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
