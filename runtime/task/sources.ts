@@ -2,7 +2,7 @@
 // asked of the JobMaster one at a time.
 import { CONFIG_OPTIONS } from '../core/config.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
-import { checkCanceled, isThenable, TaskSetupError, userFunction, YIELD_EVERY, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
+import { checkCanceled, isThenable, TaskSetupError, userFunction, yieldToEventLoop, YieldPacer, type Emit, type TaskIo } from './task-io.js';
 import { readSplitLineBatches } from './text-file-reader.js';
 
 /** Subtask i of p gets the i-th of p contiguous, near-equal ranges of [from, to]. */
@@ -17,7 +17,7 @@ export function sequenceRange(from: number, to: number, subtaskIndex: number, pa
 
 export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promise<void> {
   const { tdd } = io;
-  let n = 0;
+  const pacer = new YieldPacer();
   const pause = async (): Promise<void> => {
     checkCanceled(io);
     await yieldToEventLoop();
@@ -26,7 +26,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
   // many operators do.
   const step = (r: unknown): Promise<void> | void => {
     const p = emit(r);
-    if (++n % YIELD_EVERY === 0) return p === undefined ? pause() : p.then(pause);
+    if (pacer.due()) return p === undefined ? pause() : p.then(pause);
     return p;
   };
   switch (op.kind) {
@@ -35,7 +35,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
       for (let v = range.from; v <= range.to; v++) {
         const p = emit(v);
         if (p !== undefined) await p;
-        if (++n % YIELD_EVERY === 0) {
+        if (pacer.due()) {
           checkCanceled(io);
           await yieldToEventLoop();
         }

@@ -45,6 +45,26 @@ export const isThenable = (v: unknown): v is PromiseLike<unknown> => v !== null 
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** Records between two yields of a busy loop, so cancel and channel messages get through. */
 export const YIELD_EVERY = 1024;
+/** A busy loop also yields once this long passed (slow user functions), checked every few records. */
+const YIELD_AFTER_MS = 50;
+const YIELD_CHECK_EVERY = 16;
+
+/**
+ * When a source's loop should let its event loop run: every YIELD_EVERY records, or sooner when records
+ * are slow, so counters, cancels and channel messages are never held up for long.
+ */
+export class YieldPacer {
+  private n = 0;
+  private last = performance.now();
+
+  due(): boolean {
+    if (++this.n % YIELD_CHECK_EVERY !== 0) return false;
+    const now = performance.now();
+    if (this.n % YIELD_EVERY !== 0 && now - this.last < YIELD_AFTER_MS) return false;
+    this.last = now;
+    return true;
+  }
+}
 
 export function functionOf(userFunctions: ReadonlyMap<string, Function>, owner: string, ref: FunctionRef): Function {
   const fn = userFunctions.get(functionKey(ref));
