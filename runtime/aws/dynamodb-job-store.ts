@@ -179,6 +179,8 @@ export class DynamoDbJobStore implements JobStore {
       if (update.vertices !== undefined) set('vertices', update.vertices);
       if (update.restarts !== undefined) set('restarts', update.restarts);
       if (update.recovery !== undefined) set('recovery', update.recovery);
+      if (update.throughput !== undefined) set('throughput', update.throughput);
+      if (update.taskExecutors !== undefined) set('taskExecutors', update.taskExecutors);
       if (update.jobManager !== undefined) set('jobManager', update.jobManager);
       if (update.exception !== undefined) {
         sets.push('#exceptions = list_append(if_not_exists(#exceptions, :noExceptions), :exception)');

@@ -50,6 +50,8 @@ export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, upd
     ...(update.vertices !== undefined && { vertices: update.vertices }),
     ...(update.restarts !== undefined && { restarts: update.restarts }),
     ...(update.recovery !== undefined && { recovery: update.recovery }),
+    ...(update.throughput !== undefined && { throughput: update.throughput }),
+    ...(update.taskExecutors !== undefined && { taskExecutors: update.taskExecutors }),
     ...(update.jobManager !== undefined && { jobManager: update.jobManager }),
     exceptions,
     epoch: writerEpoch,

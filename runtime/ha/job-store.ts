@@ -3,7 +3,7 @@
 // keeps the cluster's admission ledger (which jobs wait for capacity, which hold it), changed only together
 // with the records it names, so every Dispatcher — after a restart, or another Lambda — sees one truth.
 import type { JobId } from '../core/ids.js';
-import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
+import type { ExecutionState, JobStatus, TaskCounts } from '../jobgraph/job-status.js';
 
 export interface JobException {
   readonly timestampMs: number;
@@ -45,6 +45,52 @@ export interface VertexMetrics {
   readonly maxBuffersInFlight: number;
   /** Credits per input channel the subtasks ran with. */
   readonly creditsPerChannel?: number;
+  /** Each subtask's current attempt; left out of jobs with more than MAX_SUBTASK_DETAILS subtasks. */
+  readonly subtasks?: readonly SubtaskDetails[];
+}
+
+/**
+ * Subtasks (and TaskExecutor slots) are listed for jobs of up to this many subtasks, so a record stays
+ * well inside a DynamoDB item beside its exceptions.
+ */
+export const MAX_SUBTASK_DETAILS = 256;
+
+/** One subtask's current attempt, as the job record and GET /jobs/:id show it. */
+export interface SubtaskDetails {
+  readonly index: number;
+  readonly attempt: number;
+  readonly state: ExecutionState;
+  /** The TaskExecutor's resource id, once the attempt has a slot. */
+  readonly taskExecutor?: string;
+  /** When it was sent to the TaskExecutor / reached a terminal state (ms since the epoch). */
+  readonly startedAtMs?: number;
+  readonly endedAtMs?: number;
+}
+
+/**
+ * Cumulative record counts per vertex over time, oldest first (GET /jobs/:id/throughput). At most
+ * MAX_THROUGHPUT_SAMPLES: when full, every other older sample is dropped, so the series spans the whole
+ * job at a coarser step and the newest sample is always kept.
+ */
+export interface ThroughputSample {
+  readonly atMs: number;
+  readonly vertices: Readonly<Record<string, { readonly recordsIn: number; readonly recordsOut: number }>>;
+}
+export const MAX_THROUGHPUT_SAMPLES = 60;
+/** Jobs with more vertices keep no throughput series (its samples would crowd the record). */
+export const MAX_THROUGHPUT_VERTICES = 16;
+
+/** A TaskExecutor the job's tasks run on, with its slots (GET /taskmanagers). */
+export interface TaskExecutorView {
+  readonly resourceId: string;
+  readonly slots: readonly { readonly index: number; readonly tasks: readonly SlotTaskView[] }[];
+}
+export interface SlotTaskView {
+  readonly name: string;
+  readonly vertexId: string;
+  readonly subtask: number;
+  readonly attempt: number;
+  readonly state: ExecutionState;
 }
 
 /** Where a job stands in admission control (runtime/dispatcher/admission.ts). */
@@ -137,6 +183,10 @@ export interface JobRecord {
   readonly restarts?: number;
   /** Progress a successor JobMaster keeps; absent until a JobMaster ran. */
   readonly recovery?: JobRecovery;
+  /** Record counts over time, for throughput plots. */
+  readonly throughput?: readonly ThroughputSample[];
+  /** Where the job's tasks run: its TaskExecutors and their slots, while it runs. */
+  readonly taskExecutors?: readonly TaskExecutorView[];
   /** The job's JobManager processes: how many were launched, and the current one. */
   readonly jobManager?: JobManagerLaunch;
   /** Admission control; absent on records written before it existed (they hold no reservation). */
@@ -173,6 +223,8 @@ export interface JobRecordUpdate {
   readonly vertices?: readonly VertexMetrics[];
   readonly restarts?: number;
   readonly recovery?: JobRecovery;
+  readonly throughput?: readonly ThroughputSample[];
+  readonly taskExecutors?: readonly TaskExecutorView[];
   readonly jobManager?: JobManagerLaunch;
   /** Appended to the record's exceptions. */
   readonly exception?: JobException;

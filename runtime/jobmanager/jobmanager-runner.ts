@@ -156,6 +156,7 @@ export class JobManagerRunner {
         resolveResourceManager: () => retrieveLeader(this.deps.leaseStore, leaseNames.resourceManager(jobId), this.deps.clock),
         holdsLeadership: () => this.jmElection?.currentToken === token,
         ...(record.recovery !== undefined ? { recovery: record.recovery } : {}),
+        ...(record.throughput !== undefined ? { throughput: record.throughput } : {}),
       });
       this.jobMaster = jobMaster;
       void jobMaster.termination.then((t) => this.finish(t));

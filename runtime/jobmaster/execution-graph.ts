@@ -15,6 +15,9 @@ export class Execution {
   failure: ErrorInfo | undefined;
   /** Counters the TaskExecutor reports while the attempt runs (heartbeats); `result` has the final ones. */
   live: { recordsIn: number; recordsOut: number } | undefined;
+  /** When it was sent to its TaskExecutor, and when it reached a terminal state (ms since the epoch). */
+  deployedAtMs: number | undefined;
+  endedAtMs: number | undefined;
 
   constructor(readonly executionVertex: ExecutionVertex, readonly attemptId: ExecutionAttemptId, readonly attemptNumber: number) {}
 

@@ -20,7 +20,7 @@ import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId,
 import type { Logger } from '../core/logger.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
-import type { JobException, JobRecordUpdate, JobRecovery, JobStore } from '../ha/job-store.js';
+import type { JobException, JobRecordUpdate, JobRecovery, JobStore, ThroughputSample } from '../ha/job-store.js';
 import { JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { ClusterResources } from '../protocol/resourcemanager-gateway.js';
@@ -34,6 +34,7 @@ import { OutputCommitter } from './output-committer.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
 import { createRestartStrategy, resolveRestartStrategy } from './restart-strategy.js';
 import { Scheduler, type SchedulerSnapshot } from './scheduler.js';
+import { ThroughputSeries } from './throughput.js';
 import { SlotPool, type PooledSlot } from './slot-pool.js';
 
 export interface JobMasterDeps {
@@ -56,6 +57,8 @@ export interface JobMasterDeps {
   readonly holdsLeadership?: () => boolean;
   /** What a predecessor JobMaster of this job left in the record (a JobManager failover). */
   readonly recovery?: JobRecovery;
+  /** The predecessor's throughput series, which this JobMaster goes on with. */
+  readonly throughput?: readonly ThroughputSample[];
 }
 
 interface RegisteredTaskManager {
@@ -97,6 +100,7 @@ export class JobMaster implements JobMasterGateway {
   private readonly rm: ResourceManagerConnection;
   private readonly scheduler: Scheduler;
   private readonly outputCommitter: OutputCommitter;
+  private readonly throughput: ThroughputSeries;
   private endpoint: ServedEndpoint | undefined;
   private status: JobStatus = JobStatus.CREATED;
   private cancelWatch: Timer | undefined;
@@ -111,6 +115,7 @@ export class JobMaster implements JobMasterGateway {
     this.main = new MainThread(`JobMaster ${this.jobId}`, deps.clock);
     this.terminationPromise = new Promise((resolve) => (this.resolveTermination = resolve));
     this.outputCommitter = new OutputCommitter(deps.jobGraph, { clock: deps.clock, logger: this.log });
+    this.throughput = new ThroughputSeries(deps.throughput);
     this.heartbeats = new HeartbeatManager<TaskExecutorHeartbeatPayload>({
       ownerName: 'jobmaster',
       intervalMs: deps.config.heartbeatIntervalMs,
@@ -408,11 +413,15 @@ export class JobMaster implements JobMasterGateway {
     this.progressTimer?.cancel();
     let discardFailed: string | undefined;
     if (status !== JobStatus.FINISHED) await this.outputCommitter.discardAll().catch((error: unknown) => (discardFailed = errorMessage(error)));
+    const vertices = this.scheduler.vertexMetrics();
+    const throughput = this.throughput.record(this.deps.clock.now(), vertices, true);
     const written = await this.writeStatus({
       status,
       ...(discardFailed !== undefined ? { exception: { timestampMs: this.deps.clock.now(), message: discardFailed } } : {}),
       tasks: this.scheduler.counts(),
-      vertices: this.scheduler.vertexMetrics(),
+      vertices,
+      ...(throughput !== undefined ? { throughput } : {}),
+      taskExecutors: [],
       restarts: this.scheduler.numberOfRestarts,
       endedAtMs: this.deps.clock.now(),
       ...(resultKey ? { resultKey } : {}),
@@ -503,7 +512,17 @@ export class JobMaster implements JobMasterGateway {
 
   /** Task counts, per-vertex counters and what a successor would need, as every write carries them. */
   private progress(): JobRecordUpdate {
-    return { tasks: this.scheduler.counts(), vertices: this.scheduler.vertexMetrics(), restarts: this.scheduler.numberOfRestarts, recovery: this.scheduler.recoveryState() };
+    const vertices = this.scheduler.vertexMetrics();
+    const throughput = this.throughput.record(this.deps.clock.now(), vertices);
+    const taskExecutors = this.scheduler.taskExecutorViews();
+    return {
+      tasks: this.scheduler.counts(),
+      vertices,
+      restarts: this.scheduler.numberOfRestarts,
+      recovery: this.scheduler.recoveryState(),
+      ...(throughput !== undefined ? { throughput } : {}),
+      ...(taskExecutors !== undefined ? { taskExecutors } : {}),
+    };
   }
 
   /** For tests and diagnostics; call from outside the main thread only (it reads, it changes nothing). */

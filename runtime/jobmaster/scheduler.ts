@@ -7,7 +7,7 @@ import type { Clock, Timer } from '../core/clock.js';
 import { errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import { ExecutionAttemptId as AttemptIdOf, ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type FencingToken, type JobId, type ResourceId, type ResultPartitionId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import type { JobException, JobRecovery, VertexMetrics } from '../ha/job-store.js';
+import { MAX_SUBTASK_DETAILS, type JobException, type JobRecovery, type SubtaskDetails, type TaskExecutorView, type VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from '../jobgraph/job-status.js';
 import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
@@ -428,6 +428,7 @@ export class Scheduler {
 
   /** Per-vertex progress and counters, as the job record and GET /jobs/:id show them. */
   vertexMetrics(): VertexMetrics[] {
+    const detailed = this.graph.executionVertices.length <= MAX_SUBTASK_DETAILS;
     return this.o.jobGraph.vertices.map((vertex) => {
       const subtasks = this.graph.subtasks(vertex.id);
       let recordsIn = 0;
@@ -457,8 +458,37 @@ export class Scheduler {
         buffersSent,
         maxBuffersInFlight,
         ...(creditsPerChannel !== undefined ? { creditsPerChannel } : {}),
+        ...(detailed ? { subtasks: subtasks.map(subtaskDetails) } : {}),
       };
     });
+  }
+
+  /**
+   * The TaskExecutors the current attempts run on, with each slot's tasks; undefined for jobs with more
+   * subtasks than a record lists.
+   */
+  taskExecutorViews(): TaskExecutorView[] | undefined {
+    if (this.graph.executionVertices.length > MAX_SUBTASK_DETAILS) return undefined;
+    const byExecutor = new Map<string, Map<number, TaskExecutorView['slots'][number]['tasks'][number][]>>();
+    for (const e of this.graph.executions) {
+      if (e.location === undefined || isExecutionTerminal(e.state)) continue;
+      const slotIndex = this.o.slotPool.get(e.location.allocationId)?.slotIndex;
+      if (slotIndex === undefined) continue;
+      let slots = byExecutor.get(e.location.resourceId);
+      if (slots === undefined) byExecutor.set(e.location.resourceId, (slots = new Map()));
+      let tasks = slots.get(slotIndex);
+      if (tasks === undefined) slots.set(slotIndex, (tasks = []));
+      tasks.push({ name: e.executionVertex.name, vertexId: e.vertex.id, subtask: e.subtaskIndex, attempt: e.attemptNumber, state: e.state });
+    }
+    // Slots the job holds with nothing running in them are shown too: they are the job's.
+    for (const slot of this.o.slotPool.all()) {
+      let slots = byExecutor.get(slot.resourceId);
+      if (slots === undefined) byExecutor.set(slot.resourceId, (slots = new Map()));
+      if (!slots.has(slot.slotIndex)) slots.set(slot.slotIndex, []);
+    }
+    return [...byExecutor]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([resourceId, slots]) => ({ resourceId, slots: [...slots].sort(([a], [b]) => a - b).map(([index, tasks]) => ({ index, tasks })) }));
   }
 
   /** Distinct slots tasks were placed in (current attempts). */
@@ -666,6 +696,7 @@ export class Scheduler {
 
   private ended(e: Execution, state: 'FINISHED' | 'FAILED' | 'CANCELED'): void {
     e.state = state;
+    e.endedAtMs = this.o.clock.now();
     e.live = undefined;
     if (state !== ExecutionState.FINISHED) this.o.attemptDiscarded?.(e);
   }
@@ -790,6 +821,7 @@ export class Scheduler {
         continue;
       }
       e.state = ExecutionState.DEPLOYING;
+      e.deployedAtMs = this.o.clock.now();
       const times = this.vertexTimes.get(e.vertex.id) ?? {};
       times.firstDeployedAtMs ??= this.o.clock.now();
       this.vertexTimes.set(e.vertex.id, times);
@@ -842,4 +874,15 @@ export class Scheduler {
       this.o.listener.tasksEnded('CANCELED');
     }
   }
+}
+
+function subtaskDetails(e: Execution): SubtaskDetails {
+  return {
+    index: e.subtaskIndex,
+    attempt: e.attemptNumber,
+    state: e.state,
+    ...(e.location !== undefined ? { taskExecutor: e.location.resourceId } : {}),
+    ...(e.deployedAtMs !== undefined ? { startedAtMs: e.deployedAtMs } : {}),
+    ...(e.endedAtMs !== undefined ? { endedAtMs: e.endedAtMs } : {}),
+  };
 }
