@@ -22,6 +22,8 @@ export function toRestRequest(event: unknown): RestRequest {
   if (typeof e.rawPath !== 'string' || !e.rawPath.startsWith('/')) throw new InvalidRequestError(`the event's rawPath must start with '/', found ${JSON.stringify(e.rawPath)}`);
   const headers: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(e.headers ?? {})) headers[name.toLowerCase()] = value;
+  // Payload v2 takes the Cookie header apart into `cookies`.
+  if (Array.isArray(e.cookies) && e.cookies.length > 0) headers['cookie'] = e.cookies.join('; ');
   const rawQuery = typeof e.rawQueryString === 'string' ? e.rawQueryString : '';
   const query: Record<string, string | undefined> = Object.fromEntries(new URLSearchParams(rawQuery));
   let body: Uint8Array | undefined;
@@ -32,7 +34,19 @@ export function toRestRequest(event: unknown): RestRequest {
 }
 
 export function toHttpApiResult(response: RestResponse): HttpApiResult {
-  return { statusCode: response.status, headers: { ...response.headers, 'content-type': 'application/json' }, body: JSON.stringify(response.body), isBase64Encoded: false };
+  if (response.bytes === undefined) {
+    return { statusCode: response.status, headers: { ...response.headers, 'content-type': 'application/json' }, body: JSON.stringify(response.body), isBase64Encoded: false };
+  }
+  // A cookie goes in `cookies` (payload v2); text stays text, anything else travels base64.
+  const { 'set-cookie': cookie, ...headers }: Record<string, string> = { 'content-type': 'application/json', ...response.headers };
+  const text = /^(text\/|application\/json|image\/svg)/.test(headers['content-type'] ?? '');
+  return {
+    statusCode: response.status,
+    headers,
+    ...(cookie !== undefined ? { cookies: [cookie] } : {}),
+    body: Buffer.from(response.bytes).toString(text ? 'utf8' : 'base64'),
+    isBase64Encoded: !text,
+  };
 }
 
 export interface HttpApiHandlerOptions {

@@ -1,5 +1,6 @@
 // Wires the Dispatcher for AWS: DynamoDB and S3 stores, JobManagers as ECS tasks, presigned S3 uploads
 // for large libraries. The Lambda function builds it once per container; tests build it in-process.
+import { DashboardAssets, findDashboardDir } from '../dispatcher/dashboard.js';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { systemClock, type Clock } from '../core/clock.js';
@@ -103,7 +104,9 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
   // Admits what waits (a job that ended while no Dispatcher ran leaves capacity free until one does).
   await dispatcher.start();
   // API Gateway caps a request at 10 MB; the router enforces the configured library limit below it.
-  const router = createRestRouter(dispatcher, { secret, maxBodyBytes: Math.ceil(config.restMaxContentLengthBytes * 1.4) + 1024 * 1024, logger });
+  const dashboardDir = findDashboardDir(options.env);
+  const dashboard = dashboardDir === undefined ? undefined : DashboardAssets.load(dashboardDir);
+  const router = createRestRouter(dispatcher, { secret, maxBodyBytes: Math.ceil(config.restMaxContentLengthBytes * 1.4) + 1024 * 1024, logger, ...(dashboard !== undefined ? { dashboard } : {}) });
   return {
     dispatcher,
     router,

@@ -243,6 +243,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
 
   await client.submitJob(graph, code);
   io.stderr.write(`submitted job ${name} as ${jobId}\n`);
+  io.stderr.write(`${await dashboardLine(client, jobId)}\n`);
   if (opts.detached) {
     io.stdout.write(`${jobId}\n`);
     io.stderr.write(`follow it with 'floe status ${jobId}'\n`);
@@ -499,12 +500,14 @@ async function clusterCommand(action: 'start' | 'stop' | 'status', json: boolean
         if (json) {
           io.stdout.write(`${JSON.stringify({ state: 'up', stateDir, restUrl: state.info.restUrl, pid: state.info.pid, startedAtMs: state.info.startedAtMs, jobs }, null, 2)}\n`);
         } else {
+          const dashboard = await dashboardLine(state.client);
           io.stdout.write(`cluster up at ${state.info.restUrl} (pid ${state.info.pid}), started ${new Date(state.info.startedAtMs).toISOString()}, state in ${stateDir}\n`);
           io.stdout.write(
             jobs === undefined
               ? `jobs: unknown (${overviewError})\n`
               : `jobs: ${jobs.total} total, ${jobs.running} running, ${jobs.finished} finished, ${jobs.failed} failed, ${jobs.canceled} canceled\n`,
           );
+          io.stdout.write(`${dashboard}\n`);
         }
         return 0;
       }
@@ -525,3 +528,11 @@ async function clusterCommand(action: 'start' | 'stop' | 'status', json: boolean
   }
 }
 
+/** "dashboard: <one-time login link>", or why there is none (the job or status goes on either way). */
+async function dashboardLine(client: RestClient, jobId?: string): Promise<string> {
+  try {
+    return `dashboard: ${await client.dashboardLink(jobId)} (a one-time login link)`;
+  } catch (e) {
+    return `dashboard: no login link (${escapeText(errorMessage(e))})`;
+  }
+}

@@ -130,6 +130,15 @@ export class RestClient {
     return this.request<CancelJobResponse>('PATCH', `/jobs/${encodeURIComponent(jobId)}?mode=cancel`);
   }
 
+  /**
+   * A one-time link that logs a browser in to the cluster's dashboard (valid for minutes), opening a
+   * job's page when `jobId` is given.
+   */
+  async dashboardLink(jobId?: JobId | string): Promise<string> {
+    const { path } = await this.request<{ path: string }>('POST', '/login-links');
+    return `${this.baseUrl}${path}${jobId === undefined ? '' : `&job=${encodeURIComponent(jobId)}`}`;
+  }
+
   overview(): Promise<OverviewResponse> {
     return this.request<OverviewResponse>('GET', '/overview');
   }

@@ -22,7 +22,10 @@ import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/wo
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { admissionBounds, reservationFor, type Reservation } from './admission.js';
 import { jobDetails, jobSummary, type JobViewContext } from './job-views.js';
-import type { ArtifactUploadResponse, JobDetails, JobSummary, OverviewResponse } from './rest-types.js';
+import { jobPlan, type ArtifactUploadResponse, type JobDetails, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type OverviewResponse, type TaskManagersResponse } from './rest-types.js';
+
+/** JobGraph plans kept in memory (they never change). */
+const MAX_CACHED_PLANS = 64;
 
 export interface DispatcherDeps {
   readonly jobStore: JobStore;
@@ -463,6 +466,35 @@ export class Dispatcher {
     return { untilMs: this.deps.clock.now(), ...(waiting !== undefined ? { waiting } : {}) };
   }
 
+  /** The job's dataflow as stored at submission (vertices and edges), for the dashboard's graph. */
+  async getPlan(jobId: string): Promise<JobPlanResponse> {
+    const cached = this.plans.get(jobId);
+    if (cached !== undefined) return cached;
+    const r = await this.record(jobId);
+    const stored = await this.deps.blobStore.get(r.jobGraphKey);
+    if (stored === undefined) throw new NotFoundError(`the JobGraph of job ${jobId} is gone from the blob store`);
+    const plan = jobPlan(parseJobGraph(JSON.parse(Buffer.from(stored).toString('utf8'))));
+    // A stored JobGraph never changes: keep a few plans so polling pages do not read it again.
+    if (this.plans.size >= MAX_CACHED_PLANS) this.plans.delete(this.plans.keys().next().value!);
+    this.plans.set(jobId, plan);
+    return plan;
+  }
+  private readonly plans = new Map<string, JobPlanResponse>();
+
+  async getThroughput(jobId: string): Promise<JobThroughputResponse> {
+    return { samples: (await this.record(jobId)).throughput ?? [] };
+  }
+
+  /** The TaskExecutors of the jobs that have not ended, with their slots and what runs in them. */
+  async taskManagers(): Promise<TaskManagersResponse> {
+    const records = await this.deps.jobStore.list();
+    return {
+      taskManagers: records
+        .filter((r) => !isGloballyTerminal(r.status))
+        .flatMap((r) => (r.taskExecutors ?? []).map((te) => ({ ...te, jobId: r.jobId, jobName: r.name }))),
+    };
+  }
+
   async getExceptions(jobId: string): Promise<{ exceptions: JobRecord['exceptions'] }> {
     return { exceptions: (await this.record(jobId)).exceptions };
   }
@@ -504,6 +536,7 @@ export class Dispatcher {
   async overview(): Promise<OverviewResponse> {
     const [records, ledger] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger()]);
     const count = (s: JobStatus): number => records.filter((r) => r.status === s).length;
+    const taskExecutors = records.filter((r) => !isGloballyTerminal(r.status)).flatMap((r) => r.taskExecutors ?? []);
     return {
       jobs: {
         total: records.length,
@@ -516,6 +549,12 @@ export class Dispatcher {
         waiting: ledger.waiting.length,
         jobManagers: { running: ledger.admitted.length, max: this.bounds.maxJobManagers },
         taskExecutors: { reserved: ledger.admitted.reduce((sum, e) => sum + e.taskExecutors, 0), max: this.bounds.maxTaskExecutors },
+      },
+      taskExecutors: taskExecutors.length,
+      slots: {
+        used: taskExecutors.reduce((sum, te) => sum + te.slots.filter((slot) => slot.tasks.length > 0).length, 0),
+        total: taskExecutors.reduce((sum, te) => sum + te.slots.length, 0),
+        max: this.bounds.maxTaskExecutors * this.deps.config.numberOfTaskSlots,
       },
     };
   }

@@ -13,6 +13,7 @@ import { openEmbeddedServices } from '../local/embedded-services.js';
 import { workerPid } from '../local/process-table.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { Dispatcher } from './dispatcher.js';
+import { DashboardAssets, findDashboardDir } from './dashboard.js';
 import { JsonBodyParser } from './json-body.js';
 import { startLocalRestServer } from './local-server.js';
 import { createRestRouter } from './rest-router.js';
@@ -55,7 +56,10 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
   // Bodies too large to parse in a few milliseconds are parsed in a worker thread, so /health and other
   // requests are answered meanwhile.
   const bodyParser = new JsonBodyParser({ workerEntry: () => distEntry('json-worker') });
-  const server = await startLocalRestServer(createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger, bodyParser }), {
+  const dashboardDir = findDashboardDir();
+  const dashboard = dashboardDir === undefined ? undefined : DashboardAssets.load(dashboardDir);
+  if (dashboard === undefined) logger.warn("the dashboard is not built, so '/' serves none: run 'npm run build'");
+  const server = await startLocalRestServer(createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger, bodyParser, ...(dashboard !== undefined ? { dashboard } : {}) }), {
     host: config.restAddress,
     port: config.restPort,
     // base64 makes the library a third larger than the limit that applies to it

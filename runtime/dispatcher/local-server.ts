@@ -170,7 +170,10 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
         headers,
         ...(body.length > 0 ? { body } : {}),
       });
-      send(response.status, JSON.stringify(response.body), response.headers);
+      if (response.bytes !== undefined) {
+        res.writeHead(response.status, { 'content-type': 'application/json', ...response.headers, 'content-length': response.bytes.length });
+        res.end(response.bytes);
+      } else send(response.status, JSON.stringify(response.body), response.headers);
     })().catch((error: unknown) => {
       // The router answers its own failures; this is the server failing to, e.g. a header it cannot write.
       const requestId = randomUUID();

@@ -2,11 +2,12 @@
 // their requests onto it, so routes, status codes and error bodies are identical everywhere. Every bad
 // request gets a 4xx whose message names the header, path segment, query parameter, field or limit at
 // fault, before the Dispatcher sees it.
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { Dispatcher } from './dispatcher.js';
+import { DASHBOARD_CLIENT_HEADER, DashboardLogin, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile } from './dashboard.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
 
 export interface RestRequest {
@@ -26,14 +27,27 @@ export interface RestRequest {
 
 export interface RestResponse {
   readonly status: number;
+  /** Sent as JSON, unless `bytes` is set. */
   readonly body: unknown;
+  /**
+   * The body as it goes on the wire (a dashboard file, a JSON body already serialized for its etag, or
+   * empty for a 304 or a redirect); `headers` then carry its content-type.
+   */
+  readonly bytes?: Uint8Array;
   /** Headers beyond content-type, e.g. `allow` on a 405 or `www-authenticate` on a 401. */
   readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface RestRouterOptions {
-  /** Every route but GET /health requires `authorization: Bearer <secret>`. */
+  /**
+   * Every API route requires `authorization: Bearer <secret>`, or the dashboard's session cookie (made by
+   * logging in with the secret) together with the header `x-floe-client: dashboard`.
+   */
   readonly secret: string;
+  /** The built dashboard served at `/`. @default - `/` says the dashboard is not built */
+  readonly dashboard?: DashboardAssets;
+  /** @default Date.now */
+  readonly now?: () => number;
   readonly maxBodyBytes: number;
   readonly logger: Logger;
   /**
@@ -72,8 +86,20 @@ const shown = (text: string): string => `'${text.length > 80 ? `${text.slice(0, 
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
+const AUTH_HINT = "send 'authorization: Bearer <cluster secret>' (a local cluster's secret is in <state dir>/cluster.json), or log in to the dashboard at /";
+
+/** A request with no authorization header may come from the dashboard, with its session cookie. */
+function authorizeSession(headers: RestRequest['headers'], login: DashboardLogin, nowMs: number): void {
+  const session = sessionCookieOf(headers['cookie']);
+  if (session === undefined) throw new UnauthorizedRequestError(`header 'authorization' is missing; ${AUTH_HINT}`);
+  if (!login.verifySession(session, nowMs)) throw new UnauthorizedRequestError('the dashboard session has expired or is not valid; log in again');
+  if (headers[DASHBOARD_CLIENT_HEADER] !== 'dashboard') {
+    throw new UnauthorizedRequestError(`a request with the dashboard's session cookie must carry header '${DASHBOARD_CLIENT_HEADER}: dashboard'`);
+  }
+}
+
 function authorize(header: string | undefined, secret: string): void {
-  const hint = "send 'authorization: Bearer <cluster secret>' (a local cluster's secret is in <state dir>/cluster.json)";
+  const hint = AUTH_HINT;
   if (header === undefined || header === '') throw new UnauthorizedRequestError(`header 'authorization' is missing; ${hint}`);
   const scheme = /^(\S+)(?: +|$)/.exec(header)?.[1] ?? '';
   // An auth scheme is case-insensitive (RFC 9110 §11.1).
@@ -191,6 +217,11 @@ function checkBodyHeaders(method: string, name: string, kind: BodyKind, headers:
 export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOptions): RestHandler {
   const log = options.logger.child({ component: 'rest' });
   const bodyParser = options.bodyParser ?? new JsonBodyParser();
+  const login = new DashboardLogin(options.secret);
+  const now = options.now ?? Date.now;
+  const file = (f: DashboardFile): RestResponse => ({ status: 200, body: undefined, bytes: f.bytes, headers: f.headers });
+  const viaHttps = (call: Call): boolean => call.request.headers['x-forwarded-proto']?.split(',')[0]?.trim().toLowerCase() === 'https';
+  const noContent = (headers: Record<string, string>): RestResponse => ({ status: 204, body: undefined, bytes: new Uint8Array(), headers });
 
   const jobId = (call: Call): JobId => {
     const id = call.params['id']!;
@@ -199,6 +230,85 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
   };
   const routes: readonly Route[] = [
     { pattern: ['health'], public: true, methods: { GET: { body: 'none', handle: async () => ({ status: 200, body: { status: 'ok' } }) } } },
+    // The dashboard: its files hold no data, so they are public; what it shows comes through the API.
+    {
+      pattern: [],
+      public: true,
+      methods: {
+        GET: {
+          body: 'none',
+          handle: async () => {
+            if (options.dashboard === undefined) throw new NotFoundError("the dashboard is not built here: run 'npm run build' (it writes dist/dashboard/)");
+            return file(options.dashboard.index);
+          },
+        },
+      },
+    },
+    {
+      pattern: ['assets', ':file'],
+      public: true,
+      methods: {
+        GET: {
+          body: 'none',
+          handle: async (call) => {
+            const found = options.dashboard?.asset(call.params['file']!);
+            if (found === undefined) throw new NotFoundError(`there is no dashboard file ${shown(call.params['file']!)}`);
+            return file(found);
+          },
+        },
+      },
+    },
+    {
+      pattern: ['login'],
+      public: true,
+      methods: {
+        POST: {
+          body: 'json',
+          json: { fields: ['secret'] },
+          handle: async (call) => {
+            const secret = (call.body as { secret?: unknown } | null)?.secret;
+            if (typeof secret !== 'string' || secret === '') throw new InvalidRequestError("field 'secret' must be the cluster secret, a non-empty string");
+            if (!login.checkSecret(secret)) throw new UnauthorizedRequestError("field 'secret' is not this cluster's secret (a local cluster's secret is in <state dir>/cluster.json)");
+            return noContent({ 'set-cookie': sessionCookieHeader(login.createSession(now()), viaHttps(call)), 'cache-control': 'no-store' });
+          },
+        },
+        // The link `floe run` and `floe cluster status` print: a one-time code, traded for a session.
+        GET: {
+          body: 'none',
+          query: ['code', 'job'],
+          handle: async (call) => {
+            const code = call.query['code'] ?? '';
+            const job = call.query['job'];
+            const ok = login.redeemLoginCode(code, now());
+            if (!ok) log.info('a dashboard login link was used again, expired or is not valid');
+            return {
+              status: 303,
+              body: undefined,
+              bytes: new Uint8Array(),
+              headers: {
+                location: !ok ? '/#/login?expired' : job !== undefined && JobId.isValid(job) ? `/#/jobs/${job}` : '/',
+                'cache-control': 'no-store',
+                ...(ok ? { 'set-cookie': sessionCookieHeader(login.createSession(now()), viaHttps(call)) } : {}),
+              },
+            };
+          },
+        },
+      },
+    },
+    { pattern: ['logout'], public: true, methods: { POST: { body: 'none', handle: async (call) => noContent({ 'set-cookie': sessionCookieHeader(undefined, viaHttps(call)) }) } } },
+    {
+      pattern: ['login-links'],
+      methods: {
+        POST: {
+          body: 'none',
+          handle: async () => {
+            const { code, expiresAtMs } = login.issueLoginCode(now());
+            return { status: 200, body: { path: `/login?code=${encodeURIComponent(code)}`, expiresAtMs } };
+          },
+        },
+      },
+    },
+    { pattern: ['taskmanagers'], methods: { GET: { body: 'none', handle: async () => ({ status: 200, body: await dispatcher.taskManagers() }) } } },
     {
       pattern: ['jobs'],
       methods: {
@@ -230,6 +340,8 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
       },
     },
     { pattern: ['jobs', ':id', 'exceptions'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getExceptions(jobId(call)) }) } } },
+    { pattern: ['jobs', ':id', 'plan'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getPlan(jobId(call)) }) } } },
+    { pattern: ['jobs', ':id', 'throughput'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getThroughput(jobId(call)) }) } } },
     { pattern: ['jobs', ':id', 'result'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getResult(jobId(call)) }) } } },
     { pattern: ['artifacts'], methods: { POST: { body: 'json', json: { fields: ['sha256', 'sizeBytes'] }, handle: async (call) => ({ status: 200, body: await dispatcher.createArtifactUpload(call.body) }) } } },
     {
@@ -252,7 +364,11 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     const { method } = request;
     const decoded = decodePath(request.path);
     const found = 'segments' in decoded ? match(routes, decoded.segments) : undefined;
-    if (found?.route.public !== true) authorize(request.headers['authorization'], options.secret);
+    if (found?.route.public !== true) {
+      const header = request.headers['authorization'];
+      if ((header === undefined || header === '') && sessionCookieOf(request.headers['cookie']) !== undefined) authorizeSession(request.headers, login, now());
+      else authorize(header, options.secret);
+    }
     const size = request.body?.length ?? 0;
     if (size > options.maxBodyBytes) {
       throw new PayloadTooLargeError('the request body', size, options.maxBodyBytes, "raise 'rest.server.max-content-length' or make the library smaller");
@@ -286,7 +402,8 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
 
   return async (request) => {
     try {
-      return await route(request);
+      const response = await route(request);
+      return request.method === 'GET' && response.status === 200 && response.bytes === undefined ? withEtag(request, response) : response;
     } catch (error) {
       if (error instanceof FloeError && error.httpStatus >= 400 && error.httpStatus < 500) {
         const headers: Record<string, string> | undefined =
@@ -302,4 +419,19 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
       return { status: 500, body: { error: { code: 'INTERNAL', message: 'internal error', requestId } } };
     }
   };
+}
+
+/**
+ * Serializes a GET answer and tags it: a client that sends the tag back in `if-none-match` gets a 304
+ * without a body while nothing changed (the dashboard polls this way).
+ */
+function withEtag(request: RestRequest, response: RestResponse): RestResponse {
+  const bytes = Buffer.from(JSON.stringify(response.body));
+  const etag = `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`;
+  const headers = { ...response.headers, etag, 'cache-control': 'no-cache' };
+  const ifNoneMatch = request.headers['if-none-match'];
+  if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)) {
+    return { status: 304, body: undefined, bytes: new Uint8Array(), headers };
+  }
+  return { status: 200, body: response.body, bytes, headers: { ...headers, 'content-type': 'application/json' } };
 }

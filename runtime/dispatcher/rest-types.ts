@@ -1,8 +1,8 @@
 // The REST API's bodies, shared by the Dispatcher (local HTTP server and Lambda handlers) and its clients.
 import type { JobId } from '../core/ids.js';
-import type { JobException, VertexMetrics } from '../ha/job-store.js';
+import type { JobException, TaskExecutorView, ThroughputSample, VertexMetrics } from '../ha/job-store.js';
 import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
-import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type { JobGraph, Partitioner, PartitionType } from '../jobgraph/jobgraph.js';
 
 /** Written by a running local Dispatcher as `<stateDir>/cluster.json` once it serves; removed when it exits. */
 export interface ClusterInfo {
@@ -121,7 +121,31 @@ export interface OverviewResponse {
     readonly jobManagers: { readonly running: number; readonly max: number };
     readonly taskExecutors: { readonly reserved: number; readonly max: number };
   };
+  /** TaskExecutors running the jobs that have not ended. */
+  readonly taskExecutors: number;
+  /** Their slots: holding a task (`used`), held in all (`total`), and what the cluster may have at most (`max`). */
+  readonly slots: { readonly used: number; readonly total: number; readonly max: number };
 }
+/** GET /jobs/:id/plan: the job's dataflow graph as submitted. */
+export interface JobPlanResponse {
+  readonly vertices: readonly { readonly id: string; readonly name: string; readonly parallelism: number; readonly operators: readonly string[] }[];
+  readonly edges: readonly { readonly source: string; readonly target: string; readonly partitioner: Partitioner; readonly exchange: PartitionType }[];
+}
+export function jobPlan(graph: JobGraph): JobPlanResponse {
+  return {
+    vertices: graph.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism, operators: v.operators.map((op) => op.name) })),
+    edges: graph.edges.map((e) => ({ source: e.source, target: e.target, partitioner: e.partitioner, exchange: e.partitionType })),
+  };
+}
+/** GET /jobs/:id/throughput: cumulative record counts per vertex over time, oldest first. */
+export interface JobThroughputResponse {
+  readonly samples: readonly ThroughputSample[];
+}
+/** GET /taskmanagers: the TaskExecutors of the jobs that have not ended. */
+export interface TaskManagersResponse {
+  readonly taskManagers: readonly (TaskExecutorView & { readonly jobId: JobId; readonly jobName: string })[];
+}
+
 /** GET /health (no authorization needed) */
 export interface HealthResponse {
   readonly status: 'ok';

@@ -36,6 +36,9 @@ describe('Dispatcher REST API', () => {
       jobs: { total: 1, running: 1, finished: 0, failed: 0, canceled: 0 },
       // parallelism 2 at 2 slots per TaskExecutor: one TaskExecutor reserved
       admission: { waiting: 0, jobManagers: { running: 1, max: 4 }, taskExecutors: { reserved: 1, max: 8 } },
+      // No JobMaster has written where its tasks run yet; the cluster may hold 8 × 2 slots.
+      taskExecutors: 0,
+      slots: { used: 0, total: 0, max: 16 },
     });
   });
 

@@ -12,6 +12,7 @@ import { ManualClock } from '../../runtime/core/clock.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
+import type { DashboardAssets } from '../../runtime/dispatcher/dashboard.js';
 import { Dispatcher } from '../../runtime/dispatcher/dispatcher.js';
 import { createRestRouter, type RestHandler, type RestRequest } from '../../runtime/dispatcher/rest-router.js';
 import type { JobStore } from '../../runtime/ha/job-store.js';
@@ -41,7 +42,13 @@ export const directFront: RestFrontFactory = async (handle) => ({
       method, path: p!, query: Object.fromEntries(new URLSearchParams(q ?? '')), rawQuery: q ?? '', headers,
       ...(body !== undefined ? { body: body instanceof Uint8Array ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)) } : {}),
     };
-    return handle(request) as Promise<{ status: number; body: any }>;
+    // As a client over HTTP would read it: the bytes the fronts would send, parsed when they are JSON.
+    return handle(request).then((r) => {
+      if (r.bytes === undefined) return { status: r.status, body: r.body as any };
+      const json = (r.headers?.['content-type'] ?? 'application/json').startsWith('application/json');
+      const text = Buffer.from(r.bytes).toString('utf8');
+      return { status: r.status, body: text === '' ? undefined : json ? JSON.parse(text) : text };
+    });
   },
   close: async () => undefined,
 });
@@ -88,7 +95,11 @@ export const submissionFor = async (jobId: string): Promise<{ jobGraph: JobGraph
 });
 
 /** An in-memory Dispatcher behind `front`; what it stored and launched is there to assert on. */
-export async function setupDispatcher(front: RestFrontFactory, cleanups: (() => Promise<void> | void)[], options: { maxBodyBytes?: number; jobStore?: JobStore } = {}) {
+export async function setupDispatcher(
+  front: RestFrontFactory,
+  cleanups: (() => Promise<void> | void)[],
+  options: { maxBodyBytes?: number; jobStore?: JobStore; dashboard?: DashboardAssets } = {},
+) {
   const clock = new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
   const blobStore = new InMemoryBlobStore();
@@ -104,7 +115,15 @@ export async function setupDispatcher(front: RestFrontFactory, cleanups: (() => 
     jobStore, blobStore, leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config: loadConfig(), clock, logger: silentLogger, jobManagerEnv: { FLOE_STATE_DIR: '/nowhere' },
   });
   cleanups.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close());
-  const served = await front(createRestRouter(dispatcher, { secret: REST_SECRET, maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024, logger: silentLogger }));
+  const served = await front(
+    createRestRouter(dispatcher, {
+      secret: REST_SECRET,
+      maxBodyBytes: options.maxBodyBytes ?? 10 * 1024 * 1024,
+      logger: silentLogger,
+      now: () => clock.now(),
+      ...(options.dashboard !== undefined ? { dashboard: options.dashboard } : {}),
+    }),
+  );
   cleanups.push(() => served.close());
   return { call: served.call, jobStore, blobStore, started, clock };
 }

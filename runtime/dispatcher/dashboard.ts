@@ -1,0 +1,154 @@
+// The web dashboard's side of the Dispatcher: its built files (served from memory), and the login that
+// lets a browser use the REST API — a session cookie signed with the cluster secret, and one-time login
+// links for the CLI to print. Both are stateless but for the codes already used, so any Dispatcher
+// (another Lambda container, a restarted process) accepts a session another one issued.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { extname, join } from 'node:path';
+
+export const SESSION_COOKIE = 'floe_session';
+/** A login lasts this long; then the dashboard asks for the secret again. */
+export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+/** A login link printed by the CLI works once, within this time. */
+export const LOGIN_CODE_TTL_MS = 10 * 60 * 1000;
+/** Header every cookie-authenticated request must carry: a page on another site cannot add it without CORS, which this API does not grant. */
+export const DASHBOARD_CLIENT_HEADER = 'x-floe-client';
+
+export interface DashboardFile {
+  readonly bytes: Uint8Array;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.woff2': 'font/woff2',
+};
+
+/** What the page may load and do: its own scripts and styles only, nothing framed or embedded. */
+export const DASHBOARD_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const SECURITY_HEADERS = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY' };
+
+/** The built dashboard (`index.html`, `assets/*` with content-hashed names), held in memory. */
+export class DashboardAssets {
+  private constructor(
+    readonly index: DashboardFile,
+    private readonly assets: ReadonlyMap<string, DashboardFile>,
+  ) {}
+
+  /** Reads a folder `buildDashboard` wrote; undefined when it holds no dashboard. */
+  static load(dir: string): DashboardAssets | undefined {
+    const indexPath = join(dir, 'index.html');
+    if (!existsSync(indexPath)) return undefined;
+    const index: DashboardFile = {
+      bytes: readFileSync(indexPath),
+      headers: { 'content-type': CONTENT_TYPES['.html']!, 'cache-control': 'no-cache', 'content-security-policy': DASHBOARD_CSP, ...SECURITY_HEADERS },
+    };
+    const assets = new Map<string, DashboardFile>();
+    const assetDir = join(dir, 'assets');
+    for (const name of existsSync(assetDir) ? readdirSync(assetDir) : []) {
+      const type = CONTENT_TYPES[extname(name)];
+      if (type === undefined) continue;
+      // Names carry their content's hash: a browser may keep them for good.
+      assets.set(name, { bytes: readFileSync(join(assetDir, name)), headers: { 'content-type': type, 'cache-control': 'public, max-age=31536000, immutable', ...SECURITY_HEADERS } });
+    }
+    return new DashboardAssets(index, assets);
+  }
+
+  asset(name: string): DashboardFile | undefined {
+    return this.assets.get(name);
+  }
+}
+
+/**
+ * Where the built dashboard is: `FLOE_DASHBOARD_DIR`, else `dashboard/` beside the running bundle
+ * (dist/ locally, the function's folder on Lambda), else the repository's dist/dashboard when running
+ * from source (tests).
+ */
+export function findDashboardDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const here = import.meta.dirname;
+  const candidates = [env['FLOE_DASHBOARD_DIR'], join(here, 'dashboard'), join(here, '../dashboard'), join(here, '../../dist/dashboard')];
+  return candidates.find((dir): dir is string => dir !== undefined && existsSync(join(dir, 'index.html')));
+}
+
+const base64url = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64url');
+
+/** Session cookies and one-time login codes, both signed with a key derived from the cluster secret. */
+export class DashboardLogin {
+  private readonly key: Buffer;
+  private readonly secret: Buffer;
+  /** Codes redeemed here, until they expire: a code works once. */
+  private readonly usedCodes = new Map<string, number>();
+
+  constructor(secret: string) {
+    this.secret = Buffer.from(secret);
+    this.key = createHmac('sha256', secret).update('floe dashboard login').digest();
+  }
+
+  private sign(text: string): string {
+    return base64url(createHmac('sha256', this.key).update(text).digest());
+  }
+
+  private verifySigned(parts: readonly string[], nowMs: number): boolean {
+    const signature = parts.at(-1)!;
+    const expected = Buffer.from(this.sign(parts.slice(0, -1).join('.')));
+    const given = Buffer.from(signature);
+    const expiresAtMs = Number(parts[1]);
+    return given.length === expected.length && timingSafeEqual(given, expected) && Number.isSafeInteger(expiresAtMs) && expiresAtMs > nowMs;
+  }
+
+  /** Whether `secret` is the cluster secret (compared in constant time). */
+  checkSecret(secret: unknown): boolean {
+    if (typeof secret !== 'string') return false;
+    const given = createHash('sha256').update(secret).digest();
+    return timingSafeEqual(given, createHash('sha256').update(this.secret).digest());
+  }
+
+  createSession(nowMs: number): { value: string; maxAgeSeconds: number } {
+    const expiresAtMs = nowMs + SESSION_TTL_MS;
+    const unsigned = `s1.${expiresAtMs}`;
+    return { value: `${unsigned}.${this.sign(unsigned)}`, maxAgeSeconds: SESSION_TTL_MS / 1000 };
+  }
+
+  verifySession(value: string, nowMs: number): boolean {
+    const parts = value.split('.');
+    return parts.length === 3 && parts[0] === 's1' && this.verifySigned(parts, nowMs);
+  }
+
+  issueLoginCode(nowMs: number): { code: string; expiresAtMs: number } {
+    const expiresAtMs = nowMs + LOGIN_CODE_TTL_MS;
+    const unsigned = `c1.${expiresAtMs}.${base64url(randomBytes(16))}`;
+    return { code: `${unsigned}.${this.sign(unsigned)}`, expiresAtMs };
+  }
+
+  /** True once for a valid, unexpired code; false after, or for anything else. */
+  redeemLoginCode(code: string, nowMs: number): boolean {
+    for (const [used, expiresAtMs] of this.usedCodes) if (expiresAtMs <= nowMs) this.usedCodes.delete(used);
+    const parts = code.split('.');
+    if (parts.length !== 4 || parts[0] !== 'c1' || !this.verifySigned(parts, nowMs) || this.usedCodes.has(code)) return false;
+    this.usedCodes.set(code, Number(parts[1]));
+    return true;
+  }
+}
+
+/** The session cookie's value from a `cookie` header, if it carries one. */
+export function sessionCookieOf(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  for (const pair of header.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq > 0 && pair.slice(0, eq).trim() === SESSION_COOKIE) return pair.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** `set-cookie` for a session (or, without one, clearing it); Secure when the request came over HTTPS. */
+export function sessionCookieHeader(session: { value: string; maxAgeSeconds: number } | undefined, https: boolean): string {
+  const value = session === undefined ? `${SESSION_COOKIE}=; Max-Age=0` : `${SESSION_COOKIE}=${session.value}; Max-Age=${session.maxAgeSeconds}`;
+  return `${value}; Path=/; HttpOnly; SameSite=Strict${https ? '; Secure' : ''}`;
+}
