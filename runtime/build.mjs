@@ -1,12 +1,13 @@
 // Builds the runnable processes into dist/: one ESM bundle per entry point (CLI, Dispatcher,
 // JobManager, TaskExecutor, slot worker, benchmarks) and the job API (dist/api.js), plus the API's
-// declarations in dist/types/ (what `import … from 'floe'` type-checks against). Dependencies stay in
-// node_modules.
+// declarations in dist/types/ (what `import … from 'floe'` type-checks against), and the web dashboard
+// (dist/dashboard/). Dependencies stay in node_modules.
 import { build } from 'esbuild';
 import { readdirSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, basename, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildDashboard } from './dashboard/build.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const entryPoints = {};
@@ -38,10 +39,12 @@ const bundled = build({
   logLevel: 'warning',
   banner: { js: '#!/usr/bin/env node' },
 });
+// The web dashboard the Dispatcher serves at '/': its own browser bundle, content-hashed.
+const dashboard = buildDashboard({ outDir: join(root, 'dist/dashboard') });
 try {
   emitApiDeclarations();
 } finally {
-  await bundled;
+  await Promise.all([bundled, dashboard]);
 }
 if (!process.env.CI && process.stdout.isTTY) console.log(`built dist/ in ${Date.now() - started} ms`);
 

@@ -306,6 +306,12 @@ export class FloeCluster extends Construct {
         tsconfig: join(packageRoot, 'tsconfig.json'),
         // CommonJS dependencies inside an ES module bundle still call require().
         banner: "import { createRequire as __floeCreateRequire } from 'node:module'; const require = __floeCreateRequire(import.meta.url);",
+        // The web dashboard the function serves at '/', built beside the handler (it finds it there).
+        commandHooks: {
+          beforeBundling: () => [],
+          beforeInstall: () => [],
+          afterBundling: (inputDir, outputDir) => [`node "${join(inputDir, 'runtime/dashboard/build.mjs')}" "${join(outputDir, 'dashboard')}"`],
+        },
       },
     });
     const api = this.apiFunction;

@@ -71,7 +71,12 @@ describe('cdk synth (the CLI, offline)', () => {
     const files = Object.values(manifest().files).filter((f) => f.source.path.startsWith('asset.'));
     expect(files).toHaveLength(1);
     const dir = join(outdir, files[0]!.source.path);
-    expect(readdirSync(dir).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+    expect(readdirSync(dir).sort()).toEqual(['dashboard', 'index.mjs', 'index.mjs.map']);
+    // The dashboard the function serves at '/': its page and every file the page names.
+    const page = readFileSync(join(dir, 'dashboard', 'index.html'), 'utf8');
+    const named = [...page.matchAll(/(?:src|href)="(assets\/[^"]+)"/g)].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThanOrEqual(2);
+    for (const file of named) expect(existsSync(join(dir, 'dashboard', file)), file).toBe(true);
     const code = readFileSync(join(dir, 'index.mjs'), 'utf8');
     expect(code).toContain('createRequire');
     expect(code).not.toMatch(/from\s*["']@aws-sdk\//);
