@@ -1,0 +1,172 @@
+// The web dashboard in a real browser (Chromium, headless) against an embedded cluster: log in, watch a
+// running job's graph change to FINISHED without a reload, cancel a job from its page, read a failed
+// job's exception, and never run what a job name or exception holds. Screenshots go to
+// test/.tmp/dashboard-screenshots/.
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
+
+const SHOTS = join(import.meta.dirname, '../.tmp/dashboard-screenshots');
+const CHROMIUM_PATHS = [process.env['FLOE_CHROMIUM'], '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
+
+function chromiumPath(): string {
+  const found = CHROMIUM_PATHS.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
+  if (found === undefined) throw new Error("no Chromium found (tried FLOE_CHROMIUM, /usr/bin/chromium, …): install it with 'apt-get install chromium' (.ci/run does)");
+  return found;
+}
+
+let cluster: TestCluster;
+let browser: Browser;
+let context: BrowserContext;
+/** Uncaught errors in the page: the dashboard's own failures, whatever the API answered. */
+const pageErrors: string[] = [];
+/** alert(), confirm(), prompt(): none may open, least of all from a job's name or exception. */
+const dialogs: string[] = [];
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  cluster = await startTestCluster('dashboard', { 'heartbeat.interval': 300 });
+  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+}, 120_000);
+
+afterAll(async () => {
+  await context?.close();
+  await browser?.close();
+  await cluster?.close();
+});
+
+async function newPage(ctx: BrowserContext = context): Promise<Page> {
+  const page = await ctx.newPage();
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  return page;
+}
+
+const jobPage = (id: string): string => `${cluster.dispatcher.url}/#/jobs/${id}`;
+
+describe('the dashboard', () => {
+  it('asks for the cluster secret, refuses a wrong one, and logs in with the right one', async () => {
+    const page = await newPage();
+    await page.goto(`${cluster.dispatcher.url}/`);
+    const secret = page.getByLabel('Cluster secret');
+    await secret.waitFor();
+    await secret.fill('not the secret');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.getByText(/not this cluster's secret/).waitFor();
+    await secret.fill(cluster.dispatcher.secret);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.locator('[data-testid=count-running]').waitFor();
+    await expect.poll(() => page.locator('main h1').textContent()).toBeTruthy();
+    // The session is an HttpOnly cookie: the page's scripts cannot read it.
+    expect(await page.evaluate('document.cookie')).toBe('');
+    const cookies = await context.cookies();
+    expect(cookies.find((c) => c.name === 'floe_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    await page.close();
+  });
+
+  it("shows a running job's graph, its tasks' states changing live until FINISHED, without a reload", async () => {
+    const out = join(cluster.work, 'pipeline-out');
+    const jobId = await cluster.submit('dashboard-jobs.ts', 'default', [out, '3000', '2'], 2);
+    const page = await newPage();
+    await page.goto(jobPage(jobId));
+    const graph = page.locator('svg[data-testid=job-graph]');
+    await graph.waitFor();
+    await page.evaluate('window.loadedOnce = true');
+    const { body: plan } = await cluster.api('GET', `/jobs/${jobId}/plan`);
+    const vertices = plan.vertices as { id: string; name: string }[];
+    expect(vertices.length).toBeGreaterThanOrEqual(2);
+    for (const v of vertices) await expect.poll(() => graph.locator(`g[data-vertex-id="${v.id}"]`).textContent()).toContain(v.name);
+    // The keyed exchange is drawn and labelled.
+    await expect.poll(() => graph.locator('g[data-edge]').allTextContents()).toContainEqual(expect.stringMatching(/hash · pipelined/));
+    await page.locator('g[data-vertex-id][data-state=RUNNING]').first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: join(SHOTS, 'job-running.png'), fullPage: true });
+    await expect.poll(() => page.locator('[data-testid=job-status]').textContent(), { timeout: 60_000 }).toBe('FINISHED');
+    for (const v of vertices) await expect.poll(() => graph.locator(`g[data-vertex-id="${v.id}"]`).getAttribute('data-state')).toBe('FINISHED');
+    expect(await page.evaluate('window.loadedOnce')).toBe(true);
+    await page.screenshot({ path: join(SHOTS, 'job-finished.png'), fullPage: true });
+
+    await page.goto(`${cluster.dispatcher.url}/#/`);
+    await expect.poll(() => page.locator('[data-testid=count-finished]').textContent()).toMatch(/[1-9]/);
+    await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
+    await page.goto(`${cluster.dispatcher.url}/#/jobs`);
+    await page.getByRole('link', { name: 'dashboard pipeline' }).first().waitFor();
+    await page.screenshot({ path: join(SHOTS, 'jobs.png'), fullPage: true });
+    await page.close();
+  });
+
+  it('cancels a running job from its page after asking to confirm', async () => {
+    const jobId = await cluster.submit('e2e-slow.ts', 'default', [join(cluster.work, 'slow-out')], 2);
+    const page = await newPage();
+    await page.goto(jobPage(jobId));
+    await expect.poll(() => page.locator('[data-testid=job-status]').textContent(), { timeout: 30_000 }).toBe('RUNNING');
+    await page.goto(`${cluster.dispatcher.url}/#/taskmanagers`);
+    await page.getByText(/slow/).first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: join(SHOTS, 'taskmanagers.png'), fullPage: true });
+    await page.goto(jobPage(jobId));
+    await page.getByRole('button', { name: 'Cancel job' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await page.screenshot({ path: join(SHOTS, 'cancel-dialog.png') });
+    // Keeping it running changes nothing.
+    await dialog.getByRole('button', { name: 'Keep running' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    expect((await cluster.api('GET', `/jobs/${jobId}`)).body.status).toBe('RUNNING');
+    await page.getByRole('button', { name: 'Cancel job' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel job' }).click();
+    await expect.poll(() => page.locator('[data-testid=job-status]').textContent(), { timeout: 30_000 }).toBe('CANCELED');
+    expect((await cluster.api('GET', `/jobs/${jobId}`)).body.status).toBe('CANCELED');
+    await page.close();
+  });
+
+  it("shows a failed job's exception, and a job name and message made of HTML only as text", async () => {
+    const name = '<img src=x onerror=alert(1)>';
+    const jobId = await cluster.submit('dashboard-jobs.ts', 'hostile', [], 1);
+    const page = await newPage();
+    await page.goto(jobPage(jobId));
+    await expect.poll(() => page.locator('[data-testid=job-status]').textContent(), { timeout: 60_000 }).toBe('FAILED');
+    await expect.poll(() => page.locator('main h1').textContent()).toBe(name);
+    const exceptions = page.locator('[data-testid=exceptions]');
+    await expect.poll(() => exceptions.textContent(), { timeout: 10_000 }).toContain('<img src=x onerror=alert(1)> <script>alert(2)</script>');
+    await page.screenshot({ path: join(SHOTS, 'job-failed.png'), fullPage: true });
+    await page.goto(`${cluster.dispatcher.url}/#/jobs`);
+    await page.getByRole('link', { name }).first().waitFor();
+    expect(await page.locator('img[src="x"]').count()).toBe(0);
+    expect(await page.locator('main script').count()).toBe(0);
+    expect(dialogs).toEqual([]);
+    await page.close();
+  });
+
+  it('shows a not-found page for an unknown job, and a used login link goes to the login', async () => {
+    const page = await newPage();
+    await page.goto(jobPage('no-such-job'));
+    await page.locator('[data-testid=not-found]').waitFor();
+
+    const fresh = await browser.newContext({ viewport: { width: 375, height: 812 }, colorScheme: 'dark' });
+    try {
+      const phone = await newPage(fresh);
+      const { body: link } = await cluster.api('POST', '/login-links');
+      await phone.goto(`${cluster.dispatcher.url}${link.path}`);
+      await phone.locator('[data-testid=count-running]').waitFor();
+      await phone.screenshot({ path: join(SHOTS, 'overview-phone-dark.png'), fullPage: true });
+      const other = await browser.newContext();
+      try {
+        const again = await newPage(other);
+        await again.goto(`${cluster.dispatcher.url}${link.path}`);
+        await again.getByLabel('Cluster secret').waitFor();
+        await again.getByText(/expired|used/i).first().waitFor();
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await fresh.close();
+    }
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
+});
