@@ -137,6 +137,25 @@ describe('the dashboard', () => {
     await page.goto(`${cluster.dispatcher.url}/#/jobs`);
     await page.getByRole('link', { name }).first().waitFor();
     expect(await page.locator('img[src="x"]').count()).toBe(0);
+
+    // Keyboard: on a freshly loaded page the first Tab reaches the skip link; a column header sorts with Enter.
+    const kb = await newPage();
+    await kb.goto(`${cluster.dispatcher.url}/#/jobs`);
+    await kb.getByRole('link', { name }).first().waitFor();
+    await kb.keyboard.press('Tab');
+    expect(await kb.evaluate('document.activeElement.textContent')).toMatch(/Skip to content/);
+    const nameHeader = kb.getByRole('columnheader', { name: /Name/ });
+    await nameHeader.getByRole('button').focus();
+    await kb.keyboard.press('Enter');
+    await expect.poll(() => nameHeader.getAttribute('aria-sort')).toBe('ascending');
+    const names = (): Promise<string[]> => kb.locator('table tbody tr td:nth-child(2)').allTextContents();
+    const shown = await names();
+    expect(shown.length).toBeGreaterThanOrEqual(3);
+    expect(shown).toEqual([...shown].sort((a, b) => a.localeCompare(b)));
+    await kb.keyboard.press('Enter');
+    await expect.poll(() => nameHeader.getAttribute('aria-sort')).toBe('descending');
+    expect(await names()).toEqual([...shown].reverse());
+    await kb.close();
     expect(await page.locator('main script').count()).toBe(0);
     expect(dialogs).toEqual([]);
     await page.close();
