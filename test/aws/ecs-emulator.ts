@@ -1,6 +1,7 @@
 // A local ECS API (AWS JSON 1.1: RunTask, DescribeTasks, StopTask, ListTasks) that really runs each
 // task's command as a process, so the real @aws-sdk/client-ecs client and Floe's ECS launcher can be
-// exercised end to end. Also serves a task metadata endpoint (v4) and injects faults on request.
+// exercised end to end. Also serves a task metadata endpoint (v4) and injects faults on request. Like ECS,
+// it honours RunTask's clientToken: the same token with the same request returns the task it started.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
@@ -85,28 +86,55 @@ export interface EcsEmulatorCounters {
   runTaskThrottled: number;
   runTaskCapacityFailures: number;
   runTaskStarted: number;
+  /** RunTask calls answered with the task an earlier call of the same clientToken started. */
+  runTaskReplayed: number;
+  /** RunTask calls whose task started but whose answer was dropped (the connection closed instead). */
+  runTaskAnswersLost: number;
   describeTasks: number;
   stopTask: number;
   listTasks: number;
   /** When each RunTask call arrived (ms since the epoch), throttled and failed ones included. */
   readonly runTaskTimesMs: number[];
+  /** The clientToken of each RunTask call, in order (undefined when the call sent none). */
+  readonly runTaskClientTokens: (string | undefined)[];
+}
+
+/** How a task stops before it runs, as DescribeTasks and the STOPPED event report it. */
+export interface EmulatedStartFailure {
+  readonly stoppedReason: string;
+  /** @default 'TaskFailedToStart' */
+  readonly stopCode?: string;
 }
 
 class ApiError extends Error {
-  constructor(readonly type: string, message: string, readonly status = 400) {
+  constructor(readonly type: string, message: string, readonly status = 400, readonly fields: Record<string, unknown> = {}) {
     super(message);
   }
+}
+
+/** One scripted RunTask call: refused with an error, or carried out with its answer lost or held back. */
+type RunTaskStep = { readonly fail: ApiError } | { readonly answer: 'lose' } | { readonly answer: 'hold'; readonly ms: number };
+
+/** What a clientToken started: ECS remembers it per cluster and answers a repeat of the same request with it. */
+interface TokenRecord {
+  readonly request: string;
+  readonly arn: string;
 }
 
 export class EcsEmulator {
   readonly endpoint: string;
   readonly region: string;
-  readonly counters: EcsEmulatorCounters = { runTask: 0, runTaskThrottled: 0, runTaskCapacityFailures: 0, runTaskStarted: 0, describeTasks: 0, stopTask: 0, listTasks: 0, runTaskTimesMs: [] };
+  readonly counters: EcsEmulatorCounters = {
+    runTask: 0, runTaskThrottled: 0, runTaskCapacityFailures: 0, runTaskStarted: 0, runTaskReplayed: 0, runTaskAnswersLost: 0,
+    describeTasks: 0, stopTask: 0, listTasks: 0, runTaskTimesMs: [], runTaskClientTokens: [],
+  };
   private readonly definitions = new Map<string, EmulatedTaskDefinition>();
   private readonly tasks = new Map<string, EmulatedTask>();
   private readonly capacityFailures = new Map<string, string>();
-  private readonly eniFailures = new Map<string, number>();
-  private throttleNext = 0;
+  private readonly startFailures = new Map<string, EmulatedStartFailure[]>();
+  /** Consumed one per RunTask call, in order; calls with no step left behave normally. */
+  private readonly runTaskScript: RunTaskStep[] = [];
+  private readonly clientTokens = new Map<string, TokenRecord>();
   private readonly stopGraceMs: number;
 
   private constructor(private readonly server: Server, port: number, private readonly options: EcsEmulatorOptions) {
@@ -133,7 +161,30 @@ export class EcsEmulator {
 
   /** The next `count` RunTask calls are answered with ThrottlingException "Rate exceeded". */
   throttleRunTask(count: number): void {
-    this.throttleNext = count;
+    this.failNextRunTask('ThrottlingException', 'Rate exceeded', { count });
+  }
+
+  /**
+   * The next `count` RunTask calls (after those already scripted) are answered with this exception (its
+   * `__type`) and message before anything starts, e.g. `('AccessDeniedException', 'User: arn:aws:sts::… is
+   * not authorized to perform: ecs:RunTask …')`.
+   */
+  failNextRunTask(type: string, message: string, options: { count?: number; status?: number } = {}): void {
+    for (let i = 0; i < (options.count ?? 1); i++) this.runTaskScript.push({ fail: new ApiError(type, message, options.status ?? 400) });
+  }
+
+  /**
+   * The next `count` RunTask calls (after those already scripted) are carried out, then the connection
+   * closes instead of answering, as when an answer is lost on the way back: the task runs, and the
+   * caller sees "socket hang up".
+   */
+  loseNextRunTaskAnswers(count: number): void {
+    for (let i = 0; i < count; i++) this.runTaskScript.push({ answer: 'lose' });
+  }
+
+  /** The next RunTask call (after those already scripted) is carried out and answered only after `ms`. */
+  holdNextRunTaskAnswer(ms: number): void {
+    this.runTaskScript.push({ answer: 'hold', ms });
   }
 
   /** RunTask for this task definition answers a failure with `reason` until called with undefined. */
@@ -147,7 +198,14 @@ export class EcsEmulator {
    * "Timeout waiting for network interface provisioning to complete."
    */
   failEniProvisioning(taskDefinition: string, count: number): void {
-    this.eniFailures.set(taskDefinition, count);
+    this.failTaskStarts(taskDefinition, count, { stoppedReason: 'Timeout waiting for network interface provisioning to complete.' });
+  }
+
+  /** The next `count` tasks of this task definition are accepted, then stop before running as `failure` says. */
+  failTaskStarts(taskDefinition: string, count: number, failure: EmulatedStartFailure): void {
+    const queue = this.startFailures.get(taskDefinition) ?? [];
+    for (let i = 0; i < count; i++) queue.push(failure);
+    this.startFailures.set(taskDefinition, queue);
   }
 
   /** pids of task processes still alive. */
@@ -191,7 +249,22 @@ export class EcsEmulator {
       const operation = target.slice(TARGET_PREFIX.length);
       let output: unknown;
       switch (operation) {
-        case 'RunTask': output = this.runTask(input); break;
+        case 'RunTask': {
+          const step = this.runTaskScript.shift();
+          if (step !== undefined && 'fail' in step) {
+            if (step.fail.type === 'ThrottlingException') this.counters.runTaskThrottled++;
+            this.recordRunTask(input);
+            throw step.fail;
+          }
+          output = this.runTask(input);
+          if (step?.answer === 'lose') {
+            this.counters.runTaskAnswersLost++;
+            req.socket.destroy();
+            return;
+          }
+          if (step?.answer === 'hold') await new Promise((resolve) => setTimeout(resolve, step.ms));
+          break;
+        }
         case 'DescribeTasks': output = this.describeTasks(input); break;
         case 'StopTask': output = await this.stopTaskCall(input); break;
         case 'ListTasks': output = this.listTasks(input); break;
@@ -201,7 +274,7 @@ export class EcsEmulator {
     } catch (error) {
       const e = error instanceof ApiError ? error : new ApiError('ServerException', (error as Error).message, 500);
       res.setHeader('x-amzn-errortype', e.type);
-      this.reply(res, e.status, { __type: e.type, message: e.message });
+      this.reply(res, e.status, { __type: e.type, message: e.message, ...e.fields });
     }
   }
 
@@ -226,15 +299,19 @@ export class EcsEmulator {
 
   // ---- operations --------------------------------------------------------------------------------
 
-  private runTask(input: Record<string, unknown>): unknown {
+  private recordRunTask(input: Record<string, unknown>): void {
     this.counters.runTask++;
     this.counters.runTaskTimesMs.push(Date.now());
-    if (this.throttleNext > 0) {
-      this.throttleNext--;
-      this.counters.runTaskThrottled++;
-      throw new ApiError('ThrottlingException', 'Rate exceeded');
-    }
+    this.counters.runTaskClientTokens.push(typeof input['clientToken'] === 'string' ? input['clientToken'] : undefined);
+  }
+
+  private runTask(input: Record<string, unknown>): unknown {
+    this.recordRunTask(input);
+    const clientToken = typeof input['clientToken'] === 'string' ? input['clientToken'] : undefined;
     const cluster = String(input['cluster'] ?? 'default');
+    if (clientToken !== undefined && !/^[\x21-\x7e]{1,64}$/.test(clientToken)) {
+      throw new ApiError('InvalidParameterException', 'clientToken must be 1 to 64 ASCII characters in the range 33-126.');
+    }
     const taskDefinition = String(input['taskDefinition'] ?? '');
     const family = taskDefinition.replace(/^arn:.*:task-definition\//, '').replace(/:\d+$/, '');
     const definition = this.definitions.get(family);
@@ -242,6 +319,18 @@ export class EcsEmulator {
     if (input['launchType'] !== 'FARGATE') throw new ApiError('InvalidParameterException', `the emulator runs FARGATE tasks only, found launchType ${String(input['launchType'])}`);
     const vpc = (input['networkConfiguration'] as { awsvpcConfiguration?: { subnets?: unknown[] } } | undefined)?.awsvpcConfiguration;
     if (vpc?.subnets === undefined || vpc.subnets.length === 0) throw new ApiError('InvalidParameterException', 'Network Configuration must be provided when networkMode \'awsvpc\' is specified.');
+    // Idempotency is per cluster, and a token started at most one task: the same request gets that task back.
+    const tokenKey = clientToken !== undefined ? `${cluster}\u0000${clientToken}` : undefined;
+    const request: Record<string, unknown> = { ...input };
+    delete request['clientToken'];
+    const earlier = tokenKey !== undefined ? this.clientTokens.get(tokenKey) : undefined;
+    if (earlier !== undefined) {
+      if (earlier.request !== JSON.stringify(request)) {
+        throw new ApiError('ConflictException', 'The RunTask request could not be processed due to conflicts. The provided clientToken is already in use with a different RunTask request.', 400, { resourceIds: [earlier.arn] });
+      }
+      this.counters.runTaskReplayed++;
+      return { tasks: [this.describe(this.tasks.get(earlier.arn)!)], failures: [] };
+    }
     const capacity = this.capacityFailures.get(family);
     if (capacity !== undefined) {
       this.counters.runTaskCapacityFailures++;
@@ -267,11 +356,11 @@ export class EcsEmulator {
       ...(typeof input['startedBy'] === 'string' ? { startedBy: input['startedBy'] } : {}),
     };
     this.tasks.set(arn, task);
+    if (tokenKey !== undefined) this.clientTokens.set(tokenKey, { request: JSON.stringify(request), arn });
     this.counters.runTaskStarted++;
-    const eni = this.eniFailures.get(family) ?? 0;
-    if (eni > 0) {
-      this.eniFailures.set(family, eni - 1);
-      setTimeout(() => this.stopped(task, null, 'Timeout waiting for network interface provisioning to complete.', 'TaskFailedToStart'), 20);
+    const startFailure = this.startFailures.get(family)?.shift();
+    if (startFailure !== undefined) {
+      setTimeout(() => this.stopped(task, null, startFailure.stoppedReason, startFailure.stopCode ?? 'TaskFailedToStart'), 20);
     } else {
       this.launch(task, definition);
     }
