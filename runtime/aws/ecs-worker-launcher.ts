@@ -116,9 +116,14 @@ interface TrackedTask {
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 
-/** An ECS client whose own retries are off: the launcher paces and retries itself, and counts what it did. */
+/**
+ * An ECS client whose own retries are off: the launcher paces and retries itself, and counts what it did.
+ * The SDK's HTTP handler only warns when `requestTimeout` passes; `socketTimeout` is the inactivity
+ * deadline that ends the call, so a RunTask whose answer never comes fails and is retried under its token.
+ */
 export function createEcsClient(config: AwsConfig): ECSClient {
-  return new ECSClient({ ...baseClientOptions(config), maxAttempts: 1 });
+  const base = baseClientOptions(config);
+  return new ECSClient({ ...base, maxAttempts: 1, requestHandler: { ...base.requestHandler, socketTimeout: base.requestHandler.requestTimeout } });
 }
 
 export class EcsWorkerLauncher implements WorkerLauncher {
