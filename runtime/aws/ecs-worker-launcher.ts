@@ -1,6 +1,8 @@
 // WorkerLauncher on ECS (Fargate): RunTask per worker, StopTask, and exits found by polling
-// DescribeTasks. Throttling, missing capacity and ENI provisioning failures are retried with jittered
-// backoff under a client-side rate limit, and end in a clear EcsLaunchError when they never clear.
+// DescribeTasks. Throttling, missing capacity, ENI provisioning, ECS server errors and lost answers are
+// retried with jittered backoff under a client-side rate limit, each RunTask of one launch under one
+// clientToken; what retrying cannot fix fails at once, and both end in an EcsLaunchError saying what to check.
+import { randomUUID } from 'node:crypto';
 import { DescribeTasksCommand, ECSClient, ListTasksCommand, RunTaskCommand, StopTaskCommand, type Failure, type Task } from '@aws-sdk/client-ecs';
 import type { Clock, Timer } from '../core/clock.js';
 import { ConfigurationError, ConflictError, errorMessage, FloeError, InvalidRequestError } from '../core/errors.js';
@@ -11,13 +13,29 @@ import { baseClientOptions, type AwsConfig } from './clients.js';
 import { backoffDelayMs, sleepOn, TokenBucket, type BackoffOptions, type TokenBucketOptions } from './rate-limit.js';
 
 export const EcsLaunchErrorCode = {
-  /** ECS answered "Rate exceeded" / ThrottlingException. */
+  /** ECS answered ThrottlingException "Rate exceeded". Retried. */
   THROTTLED: 'THROTTLED',
-  /** Fargate had no capacity ("Capacity is unavailable…") or a RESOURCE:* failure. */
+  /** No Fargate capacity ("Capacity is unavailable at this time…"), a RESOURCE:* or AGENT failure, or a Spot task taken back. Retried. */
   CAPACITY_UNAVAILABLE: 'CAPACITY_UNAVAILABLE',
-  /** The task's network interface could not be created or attached. */
+  /** The task's network interface could not be created or attached (RESOURCE:ENI, "Timeout waiting for network interface provisioning…"). Retried. */
   ENI_PROVISIONING: 'ENI_PROVISIONING',
-  /** Anything retrying cannot fix: missing task definition, access denied, bad parameters. */
+  /** ECS failed on its side (ServerException, a 5xx). Retried. */
+  ECS_UNAVAILABLE: 'ECS_UNAVAILABLE',
+  /** The call got no answer: timed out, reset ("socket hang up"), refused, or DNS failed for now. Retried with the same clientToken. */
+  NETWORK: 'NETWORK',
+  /** The task could not fetch its secrets or registry credentials ("unable to pull secrets or registry auth"). Retried unless access was denied. */
+  SECRETS_UNAVAILABLE: 'SECRETS_UNAVAILABLE',
+  /** The image could not be pulled (CannotPullContainerError). Retried unless the image is missing or access was denied. */
+  IMAGE_PULL_FAILED: 'IMAGE_PULL_FAILED',
+  /** A role lacks a permission (AccessDeniedException, "is not authorized to perform"), or the account is blocked. Not retried. */
+  ACCESS_DENIED: 'ACCESS_DENIED',
+  /** The cluster or the task definition does not exist (ClusterNotFoundException, MISSING, "TaskDefinition not found"). Not retried. */
+  NOT_FOUND: 'NOT_FOUND',
+  /** ECS rejected the request as built: ClientException, InvalidParameterException, platform or feature mismatch, ATTRIBUTE, LOCATION. Not retried. */
+  INVALID_REQUEST: 'INVALID_REQUEST',
+  /** The task stopped for reasons of its own (its essential container exited, health checks failed). Not retried here. */
+  TASK_FAILED: 'TASK_FAILED',
+  /** Anything else ECS said that this launcher does not know; not retried. */
   RUN_TASK_FAILED: 'RUN_TASK_FAILED',
   /** stop() came while the launch was still being retried. */
   STOPPED_BEFORE_START: 'STOPPED_BEFORE_START',
@@ -31,26 +49,113 @@ export class EcsLaunchError extends FloeError {
   }
 }
 
-const RETRYABLE_SERVER_ERRORS = new Set(['ServerException', 'InternalFailure', 'ServiceUnavailable', 'ServiceUnavailableException', 'RequestTimeout']);
+/** One answer from ECS as classifyEcsFailure reads it: a thrown error, a RunTask failure, or a task that stopped. */
+export interface EcsFailureReport {
+  /** A thrown error's name: `AccessDeniedException`, `TimeoutError`, … */
+  readonly errorName?: string;
+  /** Node's code on a thrown network error: `ECONNRESET`, `EAI_AGAIN`, … */
+  readonly errorCode?: string;
+  /** HTTP status of an error answer, when there was one. */
+  readonly httpStatus?: number;
+  readonly message?: string;
+  /** RunTask's `failures[].reason` (`RESOURCE:CPU`, `AGENT`, …) or a stopped container's `reason`. */
+  readonly failureReason?: string;
+  readonly failureDetail?: string;
+  /** A stopped task's `stopCode` (`TaskFailedToStart`, `SpotInterruption`, …). */
+  readonly stopCode?: string;
+}
 
-/** Sorts what RunTask (or a task that stopped while starting) said into the codes above. */
-export function classifyEcsFailure(what: { errorName?: string; message?: string; failureReason?: string; failureDetail?: string }): { code: EcsLaunchErrorCode; retryable: boolean; text: string } {
-  const text = [what.errorName, what.failureReason, what.failureDetail, what.message].filter((s) => s !== undefined && s !== '').join(': ');
+export interface EcsFailureClass {
+  readonly code: EcsLaunchErrorCode;
+  /** Whether the same launch may succeed later; transient trouble only, never a configuration mistake. */
+  readonly retryable: boolean;
+  /** What ECS said, joined into one line. */
+  readonly text: string;
+  /** What to check when it does not clear. */
+  readonly hint: string;
+}
+
+/** Failures of the call itself that say nothing about the request: the answer may have been lost after ECS acted. */
+const NETWORK_ERROR_NAMES = new Set(['TimeoutError']);
+const NETWORK_ERROR_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH']);
+const SERVER_ERROR_NAMES = new Set(['ServerException', 'InternalFailure', 'ServiceUnavailable', 'ServiceUnavailableException', 'RequestTimeout', 'RequestTimeoutException']);
+const INVALID_REQUEST_NAMES = new Set([
+  'ClientException',
+  'InvalidParameterException',
+  'PlatformTaskDefinitionIncompatibilityException',
+  'PlatformUnknownException',
+  'UnsupportedFeatureException',
+  'ConflictException',
+]);
+const ACCESS_DENIED_TEXT = /AccessDenied|access denied|is not authorized to perform|UnauthorizedOperation/i;
+
+/**
+ * Sorts what ECS said (a RunTask exception or failure, or why a task stopped before it ran) into the
+ * codes above. The stop reasons name their cause in their prefix and carry the inner error after it, so
+ * the prefix decides first: an AccessDeniedException inside "unable to pull secrets" is the execution
+ * role's, not the launcher's. Strings are ECS's own, from its API failure reasons and stopped-task errors.
+ */
+export function classifyEcsFailure(what: EcsFailureReport): EcsFailureClass {
+  const errorName = what.errorName ?? '';
   const reason = what.failureReason ?? '';
-  if (what.errorName === 'ThrottlingException' || what.errorName === 'TooManyRequestsException' || /rate exceeded|throttl/i.test(text)) {
-    return { code: EcsLaunchErrorCode.THROTTLED, retryable: true, text };
+  const lead = errorName !== '' && what.errorCode !== undefined && what.errorCode !== errorName ? `${errorName} (${what.errorCode})` : errorName || what.errorCode;
+  const text = [lead, what.failureReason, what.failureDetail, what.message].filter((s) => s !== undefined && s !== '').join(': ');
+  const accessDenied = ACCESS_DENIED_TEXT.test(text);
+  const is = (code: EcsLaunchErrorCode, retryable: boolean, hint: string): EcsFailureClass => ({ code, retryable, text, hint });
+
+  if (/CannotPullContainerError/i.test(text)) {
+    const missing = accessDenied || /not found|manifest unknown|does not exist|unauthorized|forbidden/i.test(text);
+    return missing
+      ? is(EcsLaunchErrorCode.IMAGE_PULL_FAILED, false, "check that the image and tag exist and that the task execution role may pull them (ecr:GetAuthorizationToken, ecr:BatchGetImage, ecr:GetDownloadUrlForLayer)")
+      : is(EcsLaunchErrorCode.IMAGE_PULL_FAILED, true, "check that the task's subnets reach the registry (a NAT gateway, ECR VPC endpoints, or a public IP in a public subnet)");
   }
-  if (reason === 'RESOURCE:ENI' || /network interface|\bENI\b|ResourceInitializationError.*(network|eni)/i.test(text)) {
-    return { code: EcsLaunchErrorCode.ENI_PROVISIONING, retryable: true, text };
+  if (/unable to pull secrets or registry auth/i.test(text)) {
+    return accessDenied
+      ? is(EcsLaunchErrorCode.SECRETS_UNAVAILABLE, false, 'grant the task execution role read access to the secrets and parameters the task definition names (secretsmanager:GetSecretValue, ssm:GetParameters, kms:Decrypt)')
+      : is(EcsLaunchErrorCode.SECRETS_UNAVAILABLE, true, "check that the task's subnets reach Secrets Manager, SSM and ECR (a NAT gateway, VPC endpoints, or a public IP in a public subnet)");
   }
-  if (reason.startsWith('RESOURCE:') || /capacity is unavailable|insufficient capacity|no container instances/i.test(text)) {
-    return { code: EcsLaunchErrorCode.CAPACITY_UNAVAILABLE, retryable: true, text };
+  if (errorName === 'ThrottlingException' || errorName === 'TooManyRequestsException' || /rate exceeded|throttl/i.test(text)) {
+    return is(EcsLaunchErrorCode.THROTTLED, true, "start fewer workers at once or raise the account's ECS API limits");
   }
-  if (what.errorName !== undefined && RETRYABLE_SERVER_ERRORS.has(what.errorName)) {
-    // A passing fault on ECS's side: worth the same patient retries as missing capacity.
-    return { code: EcsLaunchErrorCode.CAPACITY_UNAVAILABLE, retryable: true, text };
+  if (errorName === 'BlockedException') {
+    return is(EcsLaunchErrorCode.ACCESS_DENIED, false, 'the AWS account is blocked from ECS; contact AWS Support');
   }
-  return { code: EcsLaunchErrorCode.RUN_TASK_FAILED, retryable: false, text };
+  if (errorName === 'AccessDeniedException' || accessDenied) {
+    return is(EcsLaunchErrorCode.ACCESS_DENIED, false, "grant the launcher's role ecs:RunTask on the task definition and iam:PassRole on its task and execution roles (the CDK construct's grants do both)");
+  }
+  if (NETWORK_ERROR_NAMES.has(errorName) || (what.errorCode !== undefined && NETWORK_ERROR_CODES.has(what.errorCode))) {
+    return is(EcsLaunchErrorCode.NETWORK, true, 'check that this process reaches the ECS endpoint (DNS, a NAT gateway or an ECS VPC endpoint, FLOE_ECS_ENDPOINT)');
+  }
+  if (SERVER_ERROR_NAMES.has(errorName) || (what.httpStatus ?? 0) >= 500) {
+    return is(EcsLaunchErrorCode.ECS_UNAVAILABLE, true, "ECS failed on its side; see the AWS Health Dashboard for the region");
+  }
+  if (reason === 'RESOURCE:ENI' || /\bENI\b/.test(text) || /network interface provision/i.test(text)) {
+    return is(EcsLaunchErrorCode.ENI_PROVISIONING, true, "check the subnets' free IP addresses and the account's ENI limit");
+  }
+  if (reason.startsWith('RESOURCE:') || reason === 'AGENT' || what.stopCode === 'SpotInterruption' || /capacity is unavailable|insufficient capacity|no container instances|spot task was interrupted/i.test(text)) {
+    return is(EcsLaunchErrorCode.CAPACITY_UNAVAILABLE, true, 'try other subnets or availability zones, a smaller task size, or later');
+  }
+  if (errorName === 'ClusterNotFoundException' || reason === 'MISSING' || /TaskDefinition not found|unable to describe task definition|cluster not found/i.test(text)) {
+    return is(EcsLaunchErrorCode.NOT_FOUND, false, 'check the cluster name and region (FLOE_ECS_CLUSTER) and that the task definition is registered and ACTIVE (FLOE_ECS_TASK_DEFINITION_*)');
+  }
+  if (INVALID_REQUEST_NAMES.has(errorName) || reason === 'ATTRIBUTE' || reason === 'LOCATION') {
+    return is(EcsLaunchErrorCode.INVALID_REQUEST, false, 'check the task definition (Fargate-compatible, awsvpc network mode, a supported platform version) against the subnets and security groups');
+  }
+  if (/Essential container in task exited|failed (ELB|container) health checks|CannotStartContainerError|OutOfMemoryError/i.test(text)) {
+    return is(EcsLaunchErrorCode.TASK_FAILED, false, "the worker itself failed; read its log");
+  }
+  return is(EcsLaunchErrorCode.RUN_TASK_FAILED, false, "check the task definition, the cluster and the launcher's IAM permissions");
+}
+
+/** Reads a thrown SDK or network error into a report. */
+export function reportOfError(error: unknown): EcsFailureReport {
+  const e = (typeof error === 'object' && error !== null ? error : {}) as { name?: unknown; code?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  return {
+    ...(typeof e.name === 'string' ? { errorName: e.name } : {}),
+    ...(typeof e.code === 'string' ? { errorCode: e.code } : {}),
+    ...(typeof e.$metadata?.httpStatusCode === 'number' ? { httpStatus: e.$metadata.httpStatusCode } : {}),
+    message: errorMessage(error),
+  };
 }
 
 export interface EcsNetworkSettings {
@@ -112,9 +217,22 @@ interface TrackedTask {
   readonly gone: Promise<void>;
   markGone: () => void;
   relaunching: boolean;
+  /**
+   * RunTask's idempotency token for this logical launch: every retry that may follow a lost answer sends
+   * it again, so ECS returns the task it already started instead of starting a second one. A relaunch
+   * after the task stopped is a new launch with a new token.
+   */
+  clientToken: string;
+  /** Whether a RunTask with the current token got no clear answer, so a task may exist under it. */
+  tokenInDoubt: boolean;
 }
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** ECS takes up to 64 ASCII characters (33-126) and remembers a RunTask token for up to 24 hours. */
+function newClientToken(): string {
+  return randomUUID();
+}
 
 /**
  * An ECS client whose own retries are off: the launcher paces and retries itself, and counts what it did.
@@ -158,7 +276,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     this.taskDefinitionFor(spec.kind);
     let markGone!: () => void;
     const gone = new Promise<void>((resolve) => (markGone = resolve));
-    const task: TrackedTask = { spec, reachedRunning: false, attempts: 0, firstAttemptAtMs: this.options.clock.now(), gone, markGone, relaunching: false };
+    const task: TrackedTask = { spec, reachedRunning: false, attempts: 0, firstAttemptAtMs: this.options.clock.now(), gone, markGone, relaunching: false, clientToken: newClientToken(), tokenInDoubt: false };
     this.tasks.set(spec.id, task);
     try {
       await this.launch(task);
@@ -233,60 +351,86 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     let retriesHere = 0;
     for (;;) {
       if (task.stopReason !== undefined || this.closed) {
+        await this.stopLaunchedInDoubt(task, task.stopReason ?? 'launcher closed');
         throw new EcsLaunchError(EcsLaunchErrorCode.STOPPED_BEFORE_START, `worker ${spec.id} was stopped (${task.stopReason ?? 'launcher closed'}) before ECS gave it a task`, { retryable: false });
       }
       await this.bucket.take();
       task.attempts++;
-      let failure: ReturnType<typeof classifyEcsFailure>;
+      let failure: EcsFailureClass;
       let cause: unknown;
       try {
-        const out = await this.options.ecs.send(new RunTaskCommand(this.runTaskInput(spec, taskDefinition)));
+        const out = await this.options.ecs.send(new RunTaskCommand(this.runTaskInput(spec, taskDefinition, task.clientToken)));
         const started = out.tasks?.[0];
         if (started?.taskArn !== undefined && (out.failures ?? []).length === 0) {
           task.arn = started.taskArn;
           task.lastStatus = started.lastStatus;
-          this.log.info('worker task started', { workerId: spec.id, kind: spec.kind, taskArn: started.taskArn, attempts: task.attempts });
+          this.log.info('worker task started', { workerId: spec.id, kind: spec.kind, taskArn: started.taskArn, attempts: task.attempts, clientToken: task.clientToken });
           if (task.stopReason !== undefined) await this.stopTask(started.taskArn, task.stopReason);
           return;
         }
         const first: Failure | undefined = out.failures?.[0];
         failure = classifyEcsFailure({ failureReason: first?.reason ?? 'no task and no failure in the answer', ...(first?.detail !== undefined ? { failureDetail: first.detail } : {}) });
+        this.renewTokenUnlessInDoubt(task);
       } catch (error) {
         cause = error;
-        failure = classifyEcsFailure({ errorName: (error as { name?: string }).name, message: errorMessage(error) });
+        const report = reportOfError(error);
+        failure = classifyEcsFailure(report);
+        // A 4xx is ECS refusing the request: nothing started. Anything else (no answer, a 5xx) may have
+        // followed a started task, so the token stays for every later try of this launch.
+        if (report.httpStatus !== undefined && report.httpStatus >= 400 && report.httpStatus < 500) this.renewTokenUnlessInDoubt(task);
+        else task.tokenInDoubt = true;
       }
       const elapsedMs = this.options.clock.now() - task.firstAttemptAtMs;
       if (!failure.retryable) {
-        throw new EcsLaunchError(failure.code, `ECS refused to start ${spec.kind} worker ${spec.id} with task definition '${taskDefinition}' on cluster '${this.options.cluster}': ${failure.text}; check the task definition, the cluster and the launcher's IAM permissions`, { retryable: false, cause });
+        await this.stopLaunchedInDoubt(task, `launch failed: ${failure.code}`);
+        throw new EcsLaunchError(failure.code, `ECS refused to start ${spec.kind} worker ${spec.id} with task definition '${taskDefinition}' on cluster '${this.options.cluster}': ${failure.text}; ${failure.hint}`, { retryable: false, cause });
       }
       const delayMs = backoffDelayMs(retriesHere++, this.retry, this.random);
       if (task.attempts >= this.retry.maxAttempts || elapsedMs + delayMs > this.retry.giveUpAfterMs) {
+        await this.stopLaunchedInDoubt(task, `launch gave up: ${failure.code}`);
         throw this.gaveUp(task, taskDefinition, failure, elapsedMs, cause);
       }
-      this.log.warn('RunTask did not start the worker; retrying', { workerId: spec.id, code: failure.code, reason: failure.text, attempt: task.attempts, delayMs });
+      this.log.warn('RunTask did not start the worker; retrying', { workerId: spec.id, code: failure.code, reason: failure.text, attempt: task.attempts, delayMs, clientToken: task.clientToken });
       await sleepOn(this.options.clock, delayMs);
     }
   }
 
-  private gaveUp(task: TrackedTask, taskDefinition: string, failure: { code: EcsLaunchErrorCode; text: string }, elapsedMs: number, cause: unknown): EcsLaunchError {
-    const { spec } = task;
+  private gaveUp(task: TrackedTask, taskDefinition: string, failure: EcsFailureClass, elapsedMs: number, cause: unknown): EcsLaunchError {
+    const who = `${task.spec.kind} worker ${task.spec.id}`;
     const tried = `${task.attempts} attempts over ${Math.round(elapsedMs / 1000)} s (task definition '${taskDefinition}', cluster '${this.options.cluster}'); last answer: ${failure.text}`;
-    const message = (() => {
+    const headline = (() => {
       switch (failure.code) {
         case EcsLaunchErrorCode.CAPACITY_UNAVAILABLE:
-          return `ECS capacity never arrived for ${spec.kind} worker ${spec.id}: ${tried}; try other subnets or availability zones, a smaller task size, or later`;
+          return `ECS capacity never arrived for ${who}`;
         case EcsLaunchErrorCode.ENI_PROVISIONING:
-          return `no network interface could be provisioned for ${spec.kind} worker ${spec.id}: ${tried}; check the subnets' free IP addresses and the account's ENI limit`;
+          return `no network interface could be provisioned for ${who}`;
         case EcsLaunchErrorCode.THROTTLED:
-          return `ECS kept throttling the launch of ${spec.kind} worker ${spec.id}: ${tried}; start fewer workers at once or raise the account's ECS API limits`;
+          return `ECS kept throttling the launch of ${who}`;
+        case EcsLaunchErrorCode.NETWORK:
+          return `ECS could not be reached to launch ${who}`;
         default:
-          return `ECS could not start ${spec.kind} worker ${spec.id}: ${tried}`;
+          return `ECS could not start ${who}`;
       }
     })();
-    return new EcsLaunchError(failure.code, message, { retryable: false, cause, details: { attempts: task.attempts, elapsedMs } });
+    return new EcsLaunchError(failure.code, `${headline}: ${tried}; ${failure.hint}`, { retryable: false, cause, details: { attempts: task.attempts, elapsedMs } });
   }
 
-  private runTaskInput(spec: WorkerSpec, taskDefinition: string): ConstructorParameters<typeof RunTaskCommand>[0] {
+  /** After a clear "no task" answer a fresh token is safe, and spares a retry any answer ECS may keep for the old one. */
+  private renewTokenUnlessInDoubt(task: TrackedTask): void {
+    if (!task.tokenInDoubt) task.clientToken = newClientToken();
+  }
+
+  /**
+   * A launch that ends without a task while a RunTask of it went unanswered may still have started one:
+   * find it by its startedBy and stop it, so no worker runs that nobody tracks.
+   */
+  private async stopLaunchedInDoubt(task: TrackedTask, reason: string): Promise<void> {
+    if (!task.tokenInDoubt) return;
+    task.tokenInDoubt = false;
+    await this.stopUntracked(task.spec.id, reason);
+  }
+
+  private runTaskInput(spec: WorkerSpec, taskDefinition: string, clientToken: string): ConstructorParameters<typeof RunTaskCommand>[0] {
     const env = { ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id };
     return {
       cluster: this.options.cluster,
@@ -294,6 +438,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
       launchType: 'FARGATE',
       count: 1,
       startedBy: spec.id,
+      clientToken,
       networkConfiguration: {
         awsvpcConfiguration: {
           subnets: [...this.options.network.subnets],
@@ -315,7 +460,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
         await this.options.ecs.send(new StopTaskCommand({ cluster: this.options.cluster, task: arn, reason: reason.slice(0, 255) }));
         return;
       } catch (error) {
-        const failure = classifyEcsFailure({ errorName: (error as { name?: string }).name, message: errorMessage(error) });
+        const failure = classifyEcsFailure(reportOfError(error));
         if (!failure.retryable || retry >= 5) {
           this.log.warn('StopTask failed', { taskArn: arn, error: failure.text });
           return;
@@ -387,19 +532,21 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     const container = described.containers?.find((c) => c.name === this.containerName) ?? described.containers?.[0];
     const exitCode = container?.exitCode ?? null;
     const stoppedReason = described.stoppedReason ?? 'no reason given';
+    let advice = '';
     if (task.stopReason === undefined && !task.reachedRunning) {
-      // Never ran: ENI or capacity trouble shows up here on Fargate; relaunch within the same budget.
-      const failure = classifyEcsFailure({ failureReason: container?.reason ?? '', message: stoppedReason });
+      // Never ran: ENI, capacity or registry trouble shows up here on Fargate; relaunch within the same budget.
+      const failure = classifyEcsFailure({ failureReason: container?.reason ?? '', message: stoppedReason, ...(described.stopCode !== undefined ? { stopCode: described.stopCode } : {}) });
       if (failure.retryable) {
         void this.relaunch(task, failure);
         return;
       }
+      if (exitCode === null) advice = ` (${failure.code}); ${failure.hint}`;
     }
-    const how = exitCode !== null ? `exited with code ${exitCode} (ECS: ${stoppedReason})` : `stopped by ECS: ${stoppedReason}`;
+    const how = exitCode !== null ? `exited with code ${exitCode} (ECS: ${stoppedReason})` : `stopped by ECS: ${stoppedReason}${advice}`;
     this.exited(task, exitCode, task.stopReason !== undefined ? `stopped: ${task.stopReason} (${how})` : how);
   }
 
-  private async relaunch(task: TrackedTask, failure: ReturnType<typeof classifyEcsFailure>): Promise<void> {
+  private async relaunch(task: TrackedTask, failure: EcsFailureClass): Promise<void> {
     const taskDefinition = this.taskDefinitionFor(task.spec.kind);
     const elapsedMs = this.options.clock.now() - task.firstAttemptAtMs;
     if (task.attempts >= this.retry.maxAttempts || elapsedMs >= this.retry.giveUpAfterMs) {
@@ -410,6 +557,9 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     task.relaunching = true;
     task.arn = undefined;
     task.lastStatus = undefined;
+    // The stopped task answers for the old token; a new launch needs a new one or ECS would return it again.
+    task.clientToken = newClientToken();
+    task.tokenInDoubt = false;
     try {
       await sleepOn(this.options.clock, backoffDelayMs(task.attempts - 1, this.retry, this.random));
       await this.launch(task);
