@@ -61,7 +61,11 @@ export interface DynamoDbClients {
 }
 
 export function createDynamoDbClients(config: AwsConfig): DynamoDbClients {
-  const client = new DynamoDBClient(baseClientOptions(config));
+  const base = baseClientOptions(config);
+  // The HTTP handler only warns once `requestTimeout` passes; socket inactivity is what ends a call whose
+  // answer never comes (a lease renewal must fail in time, not hang). Not for S3: a streamed read may
+  // rest while its reader is backpressured.
+  const client = new DynamoDBClient({ ...base, requestHandler: { ...base.requestHandler, socketTimeout: base.requestHandler.requestTimeout } });
   const documentClient = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   return { client, documentClient, destroy: () => client.destroy() };
 }
