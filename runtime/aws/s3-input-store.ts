@@ -73,6 +73,11 @@ export class S3InputStore implements InputStore {
           if (nameOf(error) === 'InvalidRange' || statusOf(error) === 416) return;
           throw new FloeError('S3_GET', `GetObject bytes=${from}-${to - 1} failed: ${describe(error)}`, { cause: error, retryable: !isDenied(error) && !isNotFound(error) });
         }
+        // An endpoint that ignored the Range would send the object from its first byte: never read that as the range.
+        if (res.ContentRange === undefined && from > 0) {
+          (res.Body as Readable | undefined)?.destroy();
+          throw new FloeError('S3_GET', `GetObject bytes=${from}-${to - 1} answered without a Content-Range: the endpoint does not serve ranged reads`);
+        }
         size = totalOf(res.ContentRange) ?? size;
         let got = 0;
         if (res.Body !== undefined) {
