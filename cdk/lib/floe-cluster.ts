@@ -371,12 +371,13 @@ export class FloeCluster extends Construct {
   /**
    * Lets the jobs read and write `bucket` (e.g. `readTextFile('s3://bucket/in/')`,
    * `writeAsText('s3://bucket/out/')`): TaskExecutors read inputs and write staged parts, JobManagers
-   * commit them, and the Dispatcher function reads sink targets to check them at submission.
+   * list sources and commit outputs, and the Dispatcher function lists sources and sink targets to
+   * check them at submission.
    */
   grantBucketAccess(bucket: s3.IBucket, objectsKeyPattern = '*'): void {
     bucket.grantReadWrite(this.jobManagerTaskDefinition.taskRole, objectsKeyPattern);
     bucket.grantReadWrite(this.taskExecutorTaskDefinition.taskRole, objectsKeyPattern);
-    // The Dispatcher lists a sink's target and reads its _SUCCESS manifest at submission; it never writes there.
+    // The Dispatcher lists sources and a sink's target (reading its _SUCCESS manifest) at submission; it never writes there.
     bucket.grantRead(this.apiFunction, objectsKeyPattern);
   }
 

@@ -283,9 +283,11 @@ export class StreamEnvironment {
   }
 
   /**
-   * The lines of a text file (without their line terminators), read in byte-range splits of
-   * `splitSizeBytes` by the source's subtasks. A relative path is resolved against the client's
-   * working directory when the job is submitted.
+   * The lines of a text file, or of every file in a folder (without their line terminators), read in
+   * byte-range splits of `splitSizeBytes` by the source's subtasks; a `.gz` file is read whole,
+   * decompressed. A relative path is resolved against the client's working directory when the job is
+   * submitted. On the AWS backend, `s3://bucket/key` reads one object and `s3://bucket/prefix` every
+   * object under `prefix/`, in key order.
    */
   readTextFile(path: string, options: { readonly splitSizeBytes?: number } = {}): OperatorStream<string> {
     checkPath('readTextFile', path);

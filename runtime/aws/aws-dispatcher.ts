@@ -14,6 +14,7 @@ import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { AwsProcessEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv } from './aws-env.js';
 import { AwsEnv, openAwsServices, readAwsServicesSettings, type AwsServices } from './aws-services.js';
 import { createS3Client } from './clients.js';
+import { S3InputStore } from './s3-input-store.js';
 import { S3OutputStore } from './s3-output-store.js';
 import { isS3Uri, localOutputStore } from '../blob/output-store.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
@@ -82,6 +83,7 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     },
   };
   const s3Outputs = new S3OutputStore(s3);
+  const s3Inputs = new S3InputStore(s3);
   const dispatcher = new Dispatcher({
     jobStore: services.jobStore,
     blobStore: services.blobStore,
@@ -94,6 +96,8 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     artifactUploads,
     // Sink targets on S3 are checked with this Dispatcher's own client and endpoint.
     outputStoreFor: async (target) => (isS3Uri(target) ? s3Outputs : localOutputStore),
+    // So are S3 source paths; a local path names the TaskExecutors' disks, which only the JobMaster sees.
+    sourceCheckFor: async (path) => (isS3Uri(path) ? s3Inputs : undefined),
     // The secret is not among them: the task definitions inject it from Secrets Manager, and
     // RunTask overrides are visible to anyone who may describe the tasks.
     jobManagerEnv: {

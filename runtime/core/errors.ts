@@ -136,6 +136,17 @@ export class OutputTargetError extends FloeError {
   }
 }
 
+/**
+ * A text source path the job cannot read: it does not exist, may not be listed or read, or this backend
+ * cannot read that kind of path. The message names the path, the reason and what to do.
+ */
+export class InputSourceError extends FloeError {
+  override readonly httpStatus = 400;
+  constructor(message: string, options?: FloeErrorOptions) {
+    super('INPUT_SOURCE', message, options);
+  }
+}
+
 /** A file or folder did not open (or answer) within its deadline: the filesystem there hangs. */
 export class IoTimeoutError extends FloeError {
   constructor(message: string, options?: FloeErrorOptions) {
@@ -186,6 +197,7 @@ export function fromErrorInfo(info: ErrorInfo): FloeError {
     case 'NOT_FOUND': error = new NotFoundError(info.message); break;
     case 'CONFLICT': error = new ConflictError(info.message); break;
     case 'OUTPUT_TARGET': error = new OutputTargetError(info.message); break;
+    case 'INPUT_SOURCE': error = new InputSourceError(info.message); break;
     case 'IO_TIMEOUT': error = new IoTimeoutError(info.message); break;
     case 'CONFIGURATION': error = new ConfigurationError(info.message); break;
     case 'USER_CODE': error = new UserCodeError(info.message, info.stack); break;

@@ -3,6 +3,7 @@
 // capacity (admission control) and launches one JobManager per admitted job. The same class serves the
 // local HTTP server and the Lambda handlers.
 import { blobKeys, sha256Hex, type BlobStore } from '../blob/blob-store.js';
+import { checkSourcePaths, type SourceCheckStoreFor } from '../blob/input-store.js';
 import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
 import type { Clock, Timer } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
@@ -47,6 +48,11 @@ export interface DispatcherDeps {
   readonly artifactUploads?: ArtifactUploads;
   /** Where text sink targets are checked at submission. @default - the local filesystem, or S3 configured from this process's environment */
   readonly outputStoreFor?: (target: string) => Promise<OutputStore>;
+  /**
+   * Where text source paths are checked at submission (undefined: left to the JobMaster).
+   * @default - embeddedSourceCheck: local paths are left to the JobMaster, s3:// paths refused (they need the AWS backend)
+   */
+  readonly sourceCheckFor?: SourceCheckStoreFor;
 }
 
 /** A submission that passed validation: everything the later steps write, computed before any write. */
@@ -195,6 +201,7 @@ export class Dispatcher {
     const jobGraph = parseJobGraph(rawGraph);
     const library = await this.libraryBytes(jobGraph, rawLibrary);
     validateJobGraph(jobGraph, await listLibraryExports(library));
+    await checkSourcePaths(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.sourceCheckFor);
     await checkSinkTargets(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.outputStoreFor);
     const reservation = reservationFor(jobGraph, this.deps.config);
     const graphBytes = canonicalJobGraphBytes(jobGraph);

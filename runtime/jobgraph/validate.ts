@@ -419,7 +419,7 @@ const RESTART_STRATEGY_FIELDS: Record<RestartStrategyType, Record<string, readon
   },
 };
 
-/** Sink targets on S3 (AWS backend): a valid bucket name, then an optional key prefix. */
+/** Source paths and sink targets on S3 (AWS backend): a valid bucket name, then an optional key or prefix. */
 const S3_URI = /^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/[^\0]*)?$/;
 
 /**
@@ -479,9 +479,13 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
           if (op.from > op.to) problems.add(`${opAt}: from (${op.from}) must be <= to (${op.to})`);
           break;
         case 'source.textFile': {
-          if (op.path.startsWith('s3://')) problems.add(`${opAt}.path: text file sources read the TaskExecutors' filesystem; s3:// input is not supported yet (found '${op.path}'), use a local path or a generated source`);
-          const bad = pathProblem(op.path, `${opAt}.path`, false);
-          if (bad !== undefined) problems.add(bad);
+          const bad = pathProblem(op.path, `${opAt}.path`, true);
+          if (op.path.startsWith('s3://')) {
+            if (!S3_URI.test(op.path)) problems.add(`${opAt}.path must be s3://<bucket>/<key or prefix> with a valid bucket name, found '${op.path}'`);
+            else if (bad !== undefined) problems.add(bad);
+          } else if (bad !== undefined) {
+            problems.add(bad.replace('must be absolute (tasks run in other processes)', 'must be absolute (tasks run in other processes) or an s3://<bucket>/<key or prefix> URI (AWS backend)'));
+          }
           break;
         }
         case 'source.collection':

@@ -1,79 +1,74 @@
-// Splits of text file sources, handed out lazily: a fast subtask simply asks for more.
-import { readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+// Splits of text file sources, handed out lazily: a fast subtask simply asks for more. The files are
+// listed once when the job starts; each split is cut from them only when a subtask asks.
+import { inputStoreFor, type InputFile, type InputStore } from '../blob/input-store.js';
 import type { Clock } from '../core/clock.js';
 import { CONFIG_OPTIONS } from '../core/config.js';
 import { withOpenDeadline } from '../core/deadline.js';
-import { errorMessage, InvalidRequestError } from '../core/errors.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
 
 /**
- * Files of a source path: the file itself, or a folder's regular files (not hidden), sorted. The whole
- * listing must answer within `timeoutMs` ('execution.file-open.timeout'): a hung filesystem fails the
- * job naming the path instead of leaving it RUNNING with nothing to do.
+ * Files of a source path (see runtime/blob/input-store.ts): a file or object itself, or those in a folder
+ * or under a prefix, in order. The whole listing must answer within `timeoutMs`
+ * ('execution.file-open.timeout'): a hung filesystem fails the job naming the path instead of leaving it
+ * RUNNING with nothing to do.
  */
-export async function listInputFiles(path: string, timeoutMs: number = CONFIG_OPTIONS.fileOpenTimeoutMs.default, clock?: Clock): Promise<{ path: string; size: number }[]> {
-  return withOpenDeadline(listFiles(path), { timeoutMs, what: `listing the files of text source '${path}'`, ...(clock !== undefined ? { clock } : {}) });
+export async function listInputFiles(
+  path: string,
+  timeoutMs: number = CONFIG_OPTIONS.fileOpenTimeoutMs.default,
+  clock?: Clock,
+  storeFor: (path: string) => Promise<InputStore> = inputStoreFor,
+): Promise<InputFile[]> {
+  const listing = storeFor(path).then((store) => store.listFiles(path));
+  return withOpenDeadline(listing, { timeoutMs, what: `listing the files of text source '${path}'`, ...(clock !== undefined ? { clock } : {}) });
 }
 
-async function listFiles(path: string): Promise<{ path: string; size: number }[]> {
-  let s;
-  try {
-    s = await stat(path);
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new InvalidRequestError(`text source: '${path}' does not exist`);
-    throw new InvalidRequestError(`text source: cannot open '${path}': ${errorMessage(error)}`);
-  }
-  if (s.isFile()) return [{ path, size: s.size }];
-  if (!s.isDirectory()) throw new InvalidRequestError(`text source: '${path}' is neither a file nor a folder`);
-  let names: string[];
-  try {
-    names = (await readdir(path)).filter((n) => !n.startsWith('.') && !n.startsWith('_')).sort();
-  } catch (error) {
-    throw new InvalidRequestError(`text source: cannot list the folder '${path}': ${errorMessage(error)}`);
-  }
-  const files: { path: string; size: number }[] = [];
-  for (const name of names) {
-    const child = join(path, name);
-    const cs = await stat(child);
-    if (cs.isFile()) files.push({ path: child, size: cs.size });
-  }
-  return files;
-}
-
-export function createSplits(files: readonly { path: string; size: number }[], splitSizeBytes: number): InputSplit[] {
-  const splits: InputSplit[] = [];
-  for (const file of files) {
-    for (let start = 0; start < file.size; start += splitSizeBytes) {
-      splits.push({ splitNumber: splits.length, path: file.path, start, length: Math.min(splitSizeBytes, file.size - start) });
-    }
-  }
-  return splits;
-}
+/** A gzip file cannot be read from the middle: it is one split, decompressed as it is read. */
+export const isGzipPath = (path: string): boolean => path.endsWith('.gz');
 
 /**
- * Hands out one source vertex's splits in order; a finished job has handed out all of them. A source
- * vertex always restarts as a whole (regions are made of whole vertices), so a restart hands out every
- * split again.
+ * Hands out one source vertex's splits in order: each file in ranges of `splitSizeBytes` (a gzip file
+ * whole; an empty file none). A finished job has handed out all of them. A source vertex always restarts
+ * as a whole (regions are made of whole vertices), so a restart hands out every split again.
  */
 export class SplitAssigner {
-  private next = 0;
-  constructor(readonly splits: readonly InputSplit[]) {}
+  private fileIndex = 0;
+  private offset = 0;
+  private splitNumber = 0;
+
+  constructor(private readonly files: readonly InputFile[], private readonly splitSizeBytes: number) {}
 
   nextSplit(): InputSplit | null {
-    const split = this.splits[this.next];
-    if (split === undefined) return null;
-    this.next++;
-    return split;
+    for (;;) {
+      const file = this.files[this.fileIndex];
+      if (file === undefined) return null;
+      if (this.offset >= file.size) {
+        this.fileIndex++;
+        this.offset = 0;
+        continue;
+      }
+      const start = this.offset;
+      if (isGzipPath(file.path)) {
+        this.offset = file.size;
+        return { splitNumber: this.splitNumber++, path: file.path, start: 0, length: file.size, compression: 'gzip' };
+      }
+      const length = Math.min(this.splitSizeBytes, file.size - start);
+      this.offset += length;
+      return { splitNumber: this.splitNumber++, path: file.path, start, length };
+    }
   }
 
   /** Every split back in line: the source vertex runs again from the start. */
   reset(): void {
-    this.next = 0;
+    this.fileIndex = 0;
+    this.offset = 0;
+    this.splitNumber = 0;
   }
+}
 
-  get remaining(): number {
-    return this.splits.length - this.next;
-  }
+/** Every split of `files`, in the order a SplitAssigner hands them out. */
+export function createSplits(files: readonly InputFile[], splitSizeBytes: number): InputSplit[] {
+  const assigner = new SplitAssigner(files, splitSizeBytes);
+  const splits: InputSplit[] = [];
+  for (let s = assigner.nextSplit(); s !== null; s = assigner.nextSplit()) splits.push(s);
+  return splits;
 }

@@ -29,7 +29,7 @@ import type { TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../proto
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
 import { JOB_MASTER_METHODS, type JobMasterGateway, type SlotOffer, type TaskExecutionStateUpdate, type TaskManagerInfo } from '../protocol/jobmaster-gateway.js';
-import { createSplits, listInputFiles, SplitAssigner } from './input-splits.js';
+import { listInputFiles, SplitAssigner } from './input-splits.js';
 import { OutputCommitter } from './output-committer.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
 import { createRestartStrategy, resolveRestartStrategy } from './restart-strategy.js';
@@ -210,7 +210,7 @@ export class JobMaster implements JobMasterGateway {
           const source = vertex.operators[0];
           if (source?.kind === 'source.textFile') {
             const files = await listInputFiles(source.path, this.deps.config.fileOpenTimeoutMs);
-            this.splitAssigners.set(vertex.id, new SplitAssigner(createSplits(files, source.splitSizeBytes)));
+            this.splitAssigners.set(vertex.id, new SplitAssigner(files, source.splitSizeBytes));
           }
         }
       } catch (error) {

@@ -73,12 +73,18 @@ export interface TaskDeploymentDescriptor {
   readonly sinkStagingDir?: string;
 }
 
-/** A split of a text file source: a byte range; the reader owns lines that start inside it. */
+/**
+ * A split of a text file source: a byte range; the reader owns lines that start inside it. A compressed
+ * file is one split (start 0, its whole size), read to the end of its decompressed lines.
+ */
 export interface InputSplit {
   readonly splitNumber: number;
+  /** A local absolute path, or `s3://bucket/key`. */
   readonly path: string;
   readonly start: number;
   readonly length: number;
+  /** @default - none: the bytes are the text */
+  readonly compression?: 'gzip';
 }
 
 /** What a task hands back when it finishes: the collect sink's records, counters. */

@@ -1,9 +1,11 @@
 // End to end on the AWS backend, on emulators: POST /jobs through the API Gateway stand-in → the Lambda
 // handler → S3 + DynamoDB → the ECS emulator starts the JobManager process → its ResourceManager starts
 // TaskExecutor processes through the ECS emulator → the job finishes and its output is read back from S3.
-import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+// Its input is a local file, or objects under an S3 prefix read split by split with ranged GETs.
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
 import { loadJobDefinition } from '../../runtime/api/program.js';
@@ -12,6 +14,7 @@ import { createS3Client } from '../../runtime/aws/clients.js';
 import { encodeManifest, parseManifest } from '../../runtime/blob/output-store.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { RestClient } from '../../runtime/cli/rest-client.js';
+import { generateCorpusChunks } from '../../runtime/cli/wordcount-example.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { AWS_TEST_SECRET, startAwsTestCluster, type AwsTestCluster } from './aws-test-cluster.js';
@@ -36,8 +39,8 @@ afterAll(async () => {
 
 const front = (overrides: Record<string, string> = {}) => cluster.front(overrides);
 
-async function submission(args: string[], parallelism: number): Promise<{ jobGraph: unknown; library: string }> {
-  const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'e2e-words.ts'));
+async function submission(args: string[], parallelism: number, jobFile = 'e2e-words.ts'): Promise<{ jobGraph: unknown; library: string }> {
+  const { code, sha256 } = await bundleJobFile(join(FIXTURES, jobFile));
   const definition = loadJobDefinition(await importLibrary(code, join(work, 'client-cache')), 'default');
   const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
   return { jobGraph, library: Buffer.from(code).toString('base64') };
@@ -113,4 +116,73 @@ describe('Floe on the AWS backend (emulators)', () => {
     expect(ecs.counters.runTaskCapacityFailures - before).toBeGreaterThanOrEqual(3);
     ecs.failCapacity('floe-jobmanager-starved', undefined);
   });
+
+  it('counts words read from objects under an s3:// prefix into an s3:// output at parallelism 1 and 4, word for word like a plain count', async () => {
+    const { api } = await front();
+    const s3 = createS3Client(emulators.awsConfig('s3'));
+    const put = (key: string, body: string | Uint8Array) => s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: key, Body: Buffer.from(body) }));
+    try {
+      // Three text objects (one with CRLF endings, one without a final newline), one gzip object, an
+      // empty one, a folder marker and a manifest, which is no input.
+      const texts = [0, 1, 2, 3].map((seed) => [...generateCorpusChunks(120 * 1024, 20 + seed)].join(''));
+      await put('corpus/2024/a.txt', texts[0]!);
+      await put('corpus/2024/b.txt', texts[1]!.replace(/\n/g, '\r\n'));
+      await put('corpus/c.txt', texts[2]!.replace(/\n$/, ''));
+      await put('corpus/d.txt.gz', gzipSync(texts[3]!));
+      await put('corpus/empty.txt', '');
+      await put('corpus/2024/', '');
+      await put('corpus/_SUCCESS', '{"committer":"floe","jobId":"not-input","files":[]}');
+      const expected = new Map<string, number>();
+      for (const token of texts.join('\n').toLowerCase().split(/[^\p{L}\p{N}']+/u)) {
+        const word = token.replace(/^'+|'+$/g, '');
+        if (word !== '') expected.set(word, (expected.get(word) ?? 0) + 1);
+      }
+      for (const parallelism of [1, 4]) {
+        const out = `out/counts-p${parallelism}`;
+        const body = await submission([`s3://${emulators.bucket}/corpus`, `s3://${emulators.bucket}/${out}`], parallelism, 'e2e-wordcount.ts');
+        const graph = body.jobGraph as JobGraph;
+        expect(graph.vertices.map((v) => [v.name, v.parallelism])).toEqual([['readTextFile -> words', parallelism], ['count -> writeAsText', parallelism]]);
+        // 16 KiB splits: every text object is cut many times, mostly inside a line.
+        const jobGraph = { ...graph, vertices: graph.vertices.map((v) => ({ ...v, operators: v.operators.map((op) => (op.kind === 'source.textFile' ? { ...op, splitSizeBytes: 16 * 1024 } : op)) })) };
+        const submitted = await api('POST', '/jobs', { ...body, jobGraph });
+        expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
+        const jobId: string = submitted.body.jobId;
+        const job = await waitFor(async () => {
+          const { body: b } = await api('GET', `/jobs/${jobId}`);
+          return ['FINISHED', 'FAILED', 'CANCELED'].includes(b.status) ? b : undefined;
+        }, `job ${jobId} to end`, 90_000, 200);
+        expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
+        const counts = await readCounts(s3, `${out}/`);
+        expect(counts.size).toBe(expected.size);
+        expect(counts).toEqual(expected);
+      }
+      // A source prefix that holds nothing is refused at submission, naming it; nothing is started.
+      const tasksBefore = ecs.taskSummaries().length;
+      const missing = await api('POST', '/jobs', await submission([`s3://${emulators.bucket}/no-such-corpus`, `s3://${emulators.bucket}/out/never`], 2, 'e2e-wordcount.ts'));
+      expect(missing.status).toBe(400);
+      expect(missing.body.error.message).toContain(`text source 's3://${emulators.bucket}/no-such-corpus' names no objects`);
+      expect(ecs.taskSummaries()).toHaveLength(tasksBefore);
+    } finally {
+      s3.destroy();
+    }
+    await waitFor(() => ecs.livePids().length === 0, 'every task process to exit', 20_000);
+  }, 240_000);
 });
+
+/** A wordcount output under `prefix`: word → count, failing on a word that two part files hold (a routing error). */
+async function readCounts(s3: S3Client, prefix: string): Promise<Map<string, number>> {
+  const listed = await s3.send(new ListObjectsV2Command({ Bucket: emulators.bucket, Prefix: prefix }));
+  const keys = (listed.Contents ?? []).map((o) => o.Key!).sort();
+  expect(keys).toContain(`${prefix}_SUCCESS`);
+  const counts = new Map<string, number>();
+  for (const key of keys.filter((k) => /\/part-\d+$/.test(k))) {
+    const text = await (await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: key }))).Body!.transformToString();
+    for (const line of text.split('\n')) {
+      if (line === '') continue;
+      const [word, count] = JSON.parse(line) as [string, number];
+      expect(counts.has(word), `word ${word} in two part files`).toBe(false);
+      counts.set(word, count);
+    }
+  }
+  return counts;
+}

@@ -59,6 +59,14 @@ describe('paths in a JobGraph', () => {
     expect(problems).toHaveLength(5);
   });
 
+  it('accepts an s3:// source naming a key or prefix; refuses one with a bad bucket name or a .. segment, and a relative one', () => {
+    expect(problemsOf(graphWithSinks([], 's3://bucket/in/2024'))).toEqual([]);
+    expect(problemsOf(graphWithSinks([], 's3://bucket'))).toEqual([]);
+    expect(problemsOf(graphWithSinks([], 's3://Bad_Bucket/in'))).toEqual([expect.stringMatching(/\('read'\)\.path must be s3:\/\/<bucket>\/<key or prefix> with a valid bucket name, found 's3:\/\/Bad_Bucket\/in'/)]);
+    expect(problemsOf(graphWithSinks([], 's3://bucket/a/../b'))).toEqual([expect.stringMatching(/\('read'\)\.path holds '\.\.' segments/)]);
+    expect(problemsOf(graphWithSinks([], 'in.txt'))).toEqual([expect.stringMatching(/\('read'\)\.path must be absolute \(tasks run in other processes\) or an s3:\/\/<bucket>\/<key or prefix> URI \(AWS backend\), found 'in\.txt'/)]);
+  });
+
   it('refuses a filesystem root as a sink folder, and sink folders inside one another', () => {
     expect(problemsOf(graphWithSinks(['/']))).toEqual([expect.stringMatching(/path is a filesystem root \('\/'\)/)]);
     expect(problemsOf(graphWithSinks(['/data/out', '/data/out/inner']))).toEqual([expect.stringMatching(/'\/data\/out\/inner' and the target '\/data\/out' of .* lie one inside the other/)]);

@@ -23,7 +23,7 @@ function splitsOf(path: string, size: number, splitSize: number): InputSplit[] {
 
 async function readAll(splits: InputSplit[], chunk: number): Promise<string[]> {
   const lines: string[] = [];
-  for (const s of splits) for await (const l of readSplitLines(s, chunk)) lines.push(l);
+  for (const s of splits) for await (const l of readSplitLines(s, { chunkSizeBytes: chunk })) lines.push(l);
   return lines;
 }
 
