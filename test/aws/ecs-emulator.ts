@@ -200,9 +200,12 @@ export class EcsEmulator {
     else this.capacityFailures.set(taskDefinition, reason);
   }
 
-  /** RunTask with a strategy choosing this capacity provider (e.g. FARGATE_SPOT) answers a failure with `reason` until called with undefined. */
-  failCapacityOf(capacityProvider: string, reason: string | undefined = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
-    if (reason === undefined) this.providerCapacityFailures.delete(capacityProvider);
+  /**
+   * RunTask with a strategy choosing this capacity provider (e.g. FARGATE_SPOT) answers a failure with
+   * `reason` until called with null (not undefined, which a default parameter turns into the default).
+   */
+  failCapacityOf(capacityProvider: string, reason: string | null = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
+    if (reason === null) this.providerCapacityFailures.delete(capacityProvider);
     else this.providerCapacityFailures.set(capacityProvider, reason);
   }
 

@@ -260,7 +260,7 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
       expect(emulator.taskSummaries().find((t) => t.startedBy === 'te-spot-fallback')).toMatchObject({ capacityProviderName: 'FARGATE' });
       await waitFor(() => seen[0], 'the on-demand worker to exit', 10_000);
       // The next launch asks Spot again: one starved launch does not move every later one.
-      emulator.failCapacityOf('FARGATE_SPOT', undefined);
+      emulator.failCapacityOf('FARGATE_SPOT', null);
       await l.start({ id: 'te-spot-again', kind: 'taskexecutor', env: { EXIT_CODE: '0' } });
       expect(providers()).toEqual(['FARGATE_SPOT', 'FARGATE', 'FARGATE_SPOT']);
       expect(emulator.taskSummaries().find((t) => t.startedBy === 'te-spot-again')).toMatchObject({ capacityProviderName: 'FARGATE_SPOT' });
@@ -268,7 +268,7 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
       await l.start({ id: 'jm-on-demand', kind: 'jobmanager', env: {} });
       expect(providers().at(-1)).toBeUndefined();
     } finally {
-      emulator.failCapacityOf('FARGATE_SPOT', undefined);
+      emulator.failCapacityOf('FARGATE_SPOT', null);
       await l.close();
     }
   });
