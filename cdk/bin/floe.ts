@@ -2,7 +2,10 @@
 //   floe:stackName      stack name (default Floe)
 //   floe:removalPolicy  'retain' (default) keeps the bucket, tables, secret and logs on `cdk destroy`; 'destroy' deletes them
 //   floe:config         JSON object of Floe config options, e.g. '{"taskmanager.numberOfTaskSlots":4}'
+//   floe:cpuArchitecture 'arm64' (default, Graviton) or 'x86_64': the tasks' CPU and the image's platform
+//   floe:spot           'true' (default) runs TaskExecutors on Fargate Spot with on-demand fallback; 'false' on demand only
 import { App, RemovalPolicy } from 'aws-cdk-lib';
+import { CpuArchitecture } from 'aws-cdk-lib/aws-ecs';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { FloeStack } from '../lib/floe-stack.js';
 
@@ -20,6 +23,19 @@ function removalPolicy(): RemovalPolicy {
   if (raw === 'retain') return RemovalPolicy.RETAIN;
   if (raw === 'destroy') return RemovalPolicy.DESTROY;
   throw new ConfigurationError(`context floe:removalPolicy must be 'retain' or 'destroy', found '${raw}'`);
+}
+
+function cpuArchitecture(): CpuArchitecture {
+  const raw = contextString('floe:cpuArchitecture') ?? 'arm64';
+  if (raw === 'arm64') return CpuArchitecture.ARM64;
+  if (raw === 'x86_64') return CpuArchitecture.X86_64;
+  throw new ConfigurationError(`context floe:cpuArchitecture must be 'arm64' or 'x86_64', found '${raw}'`);
+}
+
+function spot(): boolean {
+  const raw = contextString('floe:spot') ?? 'true';
+  if (raw === 'true' || raw === 'false') return raw === 'true';
+  throw new ConfigurationError(`context floe:spot must be 'true' or 'false', found '${raw}'`);
 }
 
 function config(): Record<string, string | number> {
@@ -42,5 +58,5 @@ const region = process.env['CDK_DEFAULT_REGION'];
 new FloeStack(app, contextString('floe:stackName') ?? 'Floe', {
   // Bound to the CLI's account and region when it knows them; environment-agnostic otherwise.
   ...(account !== undefined && region !== undefined ? { env: { account, region } } : {}),
-  cluster: { removalPolicy: removalPolicy(), config: config() },
+  cluster: { removalPolicy: removalPolicy(), config: config(), cpuArchitecture: cpuArchitecture(), taskExecutorSpot: spot() },
 });

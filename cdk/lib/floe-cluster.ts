@@ -1,7 +1,7 @@
 // FloeCluster: everything one Floe deployment needs on AWS — the REST API (API Gateway + Lambda),
 // job records and leases (DynamoDB), blobs (S3), and the JobManager / TaskExecutor tasks (ECS Fargate).
 import { join } from 'node:path';
-import { Duration, Fn, IgnoreMode, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { CfnDeletionPolicy, Duration, Fn, IgnoreMode, RemovalPolicy, Stack, type CfnElement, type CfnResource } from 'aws-cdk-lib';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -17,12 +17,13 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
 import { loadConfig } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 import type { KeyAttributeType } from '../../runtime/aws/tables.js';
-import { BucketLayout, ContainerImageSpec, FloeEnv, HandlerEntries, jobTable as jobTableSchema, leaseTable as leaseTableSchema } from './runtime-contract.js';
+import { BucketLayout, ContainerImageSpec, DataActions, FloeEnv, HandlerEntries, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
 
 export interface FloeClusterProps {
   /**
@@ -120,9 +121,35 @@ export interface FloeClusterProps {
   readonly blobPrefix?: string;
 
   /**
-   * The image both task definitions run.
+   * How long a library (a job's bundled user code, stored once per content hash) stays in the bucket after
+   * its first upload. Reuse does not renew it: a job submitted after it expired uploads it again, but a job
+   * that starts before and still runs (or recovers) after loses it, so keep it well above `jobRetention`.
    *
-   * @default - built from cdk/Dockerfile with the repository root as its context
+   * @default Duration.days(90)
+   */
+  readonly libraryRetention?: Duration;
+
+  /**
+   * The CPU architecture of the task definitions and of the image built for them. Graviton (ARM64)
+   * costs about 20% less per vCPU-hour than x86 on Fargate, Spot included. Also `-c floe:cpuArchitecture=x86_64`.
+   *
+   * @default ecs.CpuArchitecture.ARM64
+   */
+  readonly cpuArchitecture?: ecs.CpuArchitecture;
+
+  /**
+   * Whether TaskExecutors run on Fargate Spot (up to 70% cheaper), falling back to on-demand Fargate when
+   * Spot has no capacity. A Spot task taken back is a lost TaskExecutor, which the job survives by its
+   * restart strategy. JobManagers always run on demand. Also `-c floe:spot=false`.
+   *
+   * @default true
+   */
+  readonly taskExecutorSpot?: boolean;
+
+  /**
+   * The image both task definitions run; it must be built for `cpuArchitecture`.
+   *
+   * @default - built from cdk/Dockerfile with the repository root as its context, for `cpuArchitecture`
    */
   readonly image?: ecs.ContainerImage;
 }
@@ -153,6 +180,9 @@ export class FloeCluster extends Construct {
     const logRetention = props.logRetention ?? logs.RetentionDays.ONE_MONTH;
     const blobPrefix = props.blobPrefix ?? BucketLayout.defaultPrefix;
     const jobRetention = props.jobRetention ?? Duration.days(30);
+    const libraryRetention = props.libraryRetention ?? Duration.days(90);
+    const cpuArchitecture = props.cpuArchitecture ?? ecs.CpuArchitecture.ARM64;
+    const taskExecutorSpot = props.taskExecutorSpot ?? true;
     if (!blobPrefix.endsWith('/') || blobPrefix.startsWith('/')) {
       throw new ConfigurationError(`blobPrefix must end with '/' and not start with one (e.g. 'floe/'), found '${blobPrefix}'`);
     }
@@ -173,15 +203,26 @@ export class FloeCluster extends Construct {
       removalPolicy,
       autoDeleteObjects: removalPolicy === RemovalPolicy.DESTROY,
       lifecycleRules: [
+        // Parts of a multipart upload whose writer died (a TaskExecutor's staged output, a large JobGraph).
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         { id: 'jobs', prefix: `${blobPrefix}${BucketLayout.jobs}`, expiration: jobRetention },
+        { id: 'libraries', prefix: `${blobPrefix}${BucketLayout.libraries}`, expiration: libraryRetention },
       ],
     });
+    NagSuppressions.addResourceSuppressions(this.bucket, [
+      {
+        id: 'AwsSolutions-S1',
+        reason: 'Only the cluster\'s own roles reach this bucket (public access blocked, TLS enforced); server access logs would need a second bucket and add a log object per request of every job. CloudTrail S3 data events are the audit trail where one is required.',
+      },
+    ]);
 
     const tableProps = {
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      // A table deleted by mistake (console, CLI, a stack update that replaces it) takes every lease epoch
+      // with it, and fencing tokens could repeat; DESTROY turns this off so `cdk destroy` can delete them.
+      deletionProtection: removalPolicy !== RemovalPolicy.DESTROY,
       removalPolicy,
     } as const;
     // No TTL on leases: a lease's epoch must never be reused, so its record outlives its holder.
@@ -200,8 +241,26 @@ export class FloeCluster extends Construct {
       generateSecretString: { passwordLength: 48, excludePunctuation: true },
       removalPolicy,
     });
+    NagSuppressions.addResourceSuppressions(this.secret, [
+      {
+        id: 'AwsSolutions-SMG4',
+        reason: 'Tasks read the secret when they start and the Dispatcher function gets it at deploy time, so a rotation would cut running jobs off from the REST API and from each other until every process restarted; rotate by redeploying between jobs.',
+      },
+    ]);
 
-    this.cluster = new ecs.Cluster(this, 'Cluster', { vpc: this.vpc });
+    this.cluster = new ecs.Cluster(this, 'Cluster', {
+      vpc: this.vpc,
+      // FARGATE and FARGATE_SPOT, for TaskExecutors launched with a capacity provider strategy.
+      enableFargateCapacityProviders: true,
+    });
+    // A RunTask that names neither a launch type nor a strategy (an operator's, by hand) runs on demand.
+    this.cluster.addDefaultCapacityProviderStrategy([{ capacityProvider: 'FARGATE', weight: 1 }]);
+    NagSuppressions.addResourceSuppressions(this.cluster, [
+      {
+        id: 'AwsSolutions-ECS4',
+        reason: 'Container Insights bills CloudWatch metrics and performance-log ingestion for every short-lived JobManager and TaskExecutor task; their logs go to TaskLogs and job progress to the job records.',
+      },
+    ]);
 
     this.securityGroup = new ec2.SecurityGroup(this, 'TaskSecurityGroup', {
       vpc: this.vpc,
@@ -213,7 +272,7 @@ export class FloeCluster extends Construct {
     this.securityGroup.addIngressRule(this.securityGroup, ec2.Port.allTcp(), 'Floe RPC and data exchange between tasks');
 
     this.taskLogGroup = new logs.LogGroup(this, 'TaskLogs', { retention: logRetention, removalPolicy });
-    const image = props.image ?? ecs.ContainerImage.fromDockerImageAsset(this.createImageAsset());
+    const image = props.image ?? ecs.ContainerImage.fromDockerImageAsset(this.createImageAsset(cpuArchitecture));
 
     const common: Record<string, string> = {
       [FloeEnv.BACKEND]: 'aws',
@@ -232,6 +291,8 @@ export class FloeCluster extends Construct {
       [FloeEnv.ECS_SECURITY_GROUPS]: this.securityGroup.securityGroupId,
       [FloeEnv.ECS_ASSIGN_PUBLIC_IP]: String(assignPublicIp),
     };
+    // Spot first, on demand when Spot has no capacity (the launcher moves on after ECS says so).
+    const teCapacityProviders = taskExecutorSpot ? ['FARGATE_SPOT', 'FARGATE'] : [];
     const network: Record<string, string> = { [FloeEnv.RPC_BIND_HOST]: '0.0.0.0' };
 
     this.taskExecutorTaskDefinition = this.createTaskDefinition('TaskExecutor', {
@@ -240,6 +301,7 @@ export class FloeCluster extends Construct {
       image,
       command: [...ContainerImageSpec.taskExecutorCommand],
       environment: { ...common, ...network },
+      cpuArchitecture,
     });
     this.jobManagerTaskDefinition = this.createTaskDefinition('JobManager', {
       cpu: props.jobManagerCpu ?? 512,
@@ -250,23 +312,39 @@ export class FloeCluster extends Construct {
         ...common,
         ...launch,
         ...network,
+        // The full ARN with its revision: a JobManager started before a redeploy keeps launching the
+        // TaskExecutors of its own deployment (old revisions stay ACTIVE, see pinRevisions below).
         [FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR]: this.taskExecutorTaskDefinition.taskDefinitionArn,
+        ...(teCapacityProviders.length > 0 ? { [FloeEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR]: teCapacityProviders.join(',') } : {}),
       },
+      cpuArchitecture,
     });
 
-    // JobManager: campaigns for leases, writes job states, starts and stops its TaskExecutors.
+    // JobManager: campaigns for leases, writes its job's record, reads the JobGraph, writes the result,
+    // starts and stops its TaskExecutors.
     const jm = this.jobManagerTaskDefinition.taskRole;
-    this.leaseTable.grantReadWriteData(jm);
-    this.jobTable.grantReadWriteData(jm);
-    this.taskExecutorTaskDefinition.grantRun(jm);
+    this.leaseTable.grant(jm, ...DataActions.leaseStore);
+    this.jobTable.grant(jm, ...DataActions.jobManagerJobStore);
+    this.grantObjects(jm, this.bucket, ['s3:GetObject'], `${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.jobGraphFile}`);
+    this.grantObjects(jm, this.bucket, ['s3:PutObject'], `${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.resultFile}`);
+    this.grantRunAnyRevision(jm, this.taskExecutorTaskDefinition);
     this.grantTaskControl(jm);
-    // TaskExecutor: finds its leaders through the lease records, reads libraries, writes sink output.
-    this.leaseTable.grantReadData(this.taskExecutorTaskDefinition.taskRole);
+    // TaskExecutor: finds its leaders through the lease records, reads libraries, writes staged output.
+    const te = this.taskExecutorTaskDefinition.taskRole;
+    this.leaseTable.grant(te, 'dynamodb:GetItem');
+    this.grantObjects(te, this.bucket, ['s3:GetObject'], `${blobPrefix}${BucketLayout.libraries}*`);
     this.failedEvents = new sqs.Queue(this, 'FailedEvents', {
       retentionPeriod: Duration.days(14),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
     });
+    const apiLogs = new logs.LogGroup(this, 'ApiLogs', { retention: logRetention, removalPolicy });
+    // A role of our own instead of AWSLambdaBasicExecutionRole: it writes to its own log group only.
+    const apiRole = new iam.Role(this, 'ApiFunctionRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'Floe Dispatcher function',
+    });
+    apiLogs.grantWrite(apiRole);
     this.apiFunction = new nodejs.NodejsFunction(this, 'ApiFunction', {
       description: 'Floe Dispatcher: the REST API',
       // Events (JobManager stops) it fails on are retried twice, then kept for a look.
@@ -276,12 +354,13 @@ export class FloeCluster extends Construct {
       handler: 'handler',
       projectRoot: packageRoot,
       depsLockFilePath: join(packageRoot, 'package-lock.json'),
-      runtime: lambda.Runtime.NODEJS_22_X,
+      runtime: lambda.Runtime.NODEJS_24_X,
+      role: apiRole,
       architecture: lambda.Architecture.ARM_64,
       memorySize: 1024,
       // API Gateway gives up on an integration after 30 s.
       timeout: Duration.seconds(29),
-      logGroup: new logs.LogGroup(this, 'ApiLogs', { retention: logRetention, removalPolicy }),
+      logGroup: apiLogs,
       environment: {
         ...common,
         ...launch,
@@ -302,7 +381,7 @@ export class FloeCluster extends Construct {
         // Error classes and components are logged by name.
         keepNames: true,
         sourceMap: true,
-        target: 'node22',
+        target: 'node24',
         tsconfig: join(packageRoot, 'tsconfig.json'),
         // CommonJS dependencies inside an ES module bundle still call require().
         banner: "import { createRequire as __floeCreateRequire } from 'node:module'; const require = __floeCreateRequire(import.meta.url);",
@@ -316,15 +395,17 @@ export class FloeCluster extends Construct {
     });
     const api = this.apiFunction;
     // It ends the leases of JobManagers that are gone, so their successors need not wait them out.
-    this.leaseTable.grantReadWriteData(api);
-    this.jobTable.grantReadWriteData(api);
-    // The Dispatcher writes Floe's own objects only; it reads sink targets (grantBucketAccess) to refuse
-    // a job whose output would replace what is there.
-    this.bucket.grantReadWrite(api, `${blobPrefix}*`);
+    this.leaseTable.grant(api, ...DataActions.leaseStore);
+    this.jobTable.grant(api, ...DataActions.dispatcherJobStore);
+    // The Dispatcher writes Floe's own objects only (JobGraphs, libraries, presigned library uploads);
+    // it reads sink targets (grantBucketAccess) to refuse a job whose output would replace what is there.
+    this.grantObjects(api, this.bucket, ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], `${blobPrefix}*`);
     // Jobs may read and write `s3://<this bucket>/...` beside Floe's own objects.
     this.grantBucketAccess(this.bucket);
-    this.jobManagerTaskDefinition.grantRun(api);
-    this.grantTaskControl(api);
+    this.grantRunAnyRevision(api, this.jobManagerTaskDefinition);
+    // Stops what it launched by startedBy (ListTasks, StopTask); it watches no task, so no DescribeTasks.
+    this.grantTaskControl(api, { describe: false });
+
 
     // No process watches a JobManager task on AWS: the Dispatcher function hears them stop and launches
     // a successor that recovers the job. An event the function cannot handle is retried by Lambda, then
@@ -346,6 +427,22 @@ export class FloeCluster extends Construct {
     });
 
     this.httpApi = new apigwv2.HttpApi(this, 'HttpApi', { description: 'Floe REST API' });
+    // One line per request: who called which route, the answer's status, and the Lambda's request id.
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy });
+    (this.httpApi.defaultStage!.node.defaultChild as apigwv2.CfnStage).accessLogSettings = {
+      destinationArn: accessLogs.logGroupArn,
+      format: JSON.stringify({
+        requestId: '$context.requestId',
+        ip: '$context.identity.sourceIp',
+        requestTime: '$context.requestTime',
+        routeKey: '$context.routeKey',
+        path: '$context.path',
+        status: '$context.status',
+        responseLength: '$context.responseLength',
+        integrationRequestId: '$context.integration.requestId',
+        integrationError: '$context.integrationErrorMessage',
+      }),
+    };
     this.httpApi.addRoutes({
       path: '/{proxy+}',
       methods: [apigwv2.HttpMethod.ANY],
@@ -353,6 +450,61 @@ export class FloeCluster extends Construct {
         payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
       }),
     });
+    NagSuppressions.addResourceSuppressions(this.httpApi, [{ id: 'AwsSolutions-APIG4', reason: "the route's authorization is added with the IAM-authorized API (AWS_IAM)" }], true);
+    this.acknowledgeWildcards(blobPrefix);
+  }
+
+  /**
+   * The wildcards IAM cannot avoid, each with why (cdk-nag AwsSolutions-IAM5): object keys hold job ids,
+   * content hashes and task ids that exist only at run time.
+   */
+  private acknowledgeWildcards(blobPrefix: string): void {
+    const stack = Stack.of(this);
+    const bucketObjects = (keys: string): string => `Resource::<${stack.getLogicalId(this.bucket.node.defaultChild as CfnElement)}.Arn>/${keys}`;
+    const esc = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+    const anyRevisionOf = (td: ecs.TaskDefinition): { regex: string } => ({ regex: `/^Resource::arn:<AWS::Partition>:ecs:[^:]+:[^:]+:task-definition\\/${esc(td.family)}:\\*$/` });
+    const clusterTasks = { regex: `/^Resource::arn:<AWS::Partition>:ecs:[^:]+:[^:]+:task\\/<${esc(stack.getLogicalId(this.cluster.node.defaultChild as CfnElement))}>\\/\\*$/` };
+    const listTasks = 'ListTasks names no task: IAM scopes it by the ecs:cluster condition only (Resource::*).';
+    const tasks = 'Task ids exist only once RunTask started them: StopTask and DescribeTasks cover the tasks of this cluster.';
+    const revisions = 'RunTask of any revision of the one task definition family, in this cluster only (ecs:cluster condition): a process started before a redeploy keeps launching the revision it was configured with.';
+    const id = 'AwsSolutions-IAM5';
+    NagSuppressions.addResourceSuppressions(
+      this.apiFunction.role!,
+      [
+        { id, appliesTo: [bucketObjects(`${blobPrefix}*`)], reason: 'JobGraphs and libraries under Floe\'s prefix, named by job id and content hash at run time; presigned library uploads are signed with this role.' },
+        { id, appliesTo: [bucketObjects('*')], reason: 'Read only (GetObject): a sink target may be any prefix of the bucket; the Dispatcher reads its _SUCCESS manifest at submission.' },
+        { id, appliesTo: [anyRevisionOf(this.jobManagerTaskDefinition)], reason: revisions },
+        { id, appliesTo: [clusterTasks], reason: tasks },
+        { id, appliesTo: ['Resource::*'], reason: listTasks },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.jobManagerTaskDefinition.taskRole,
+      [
+        { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.jobGraphFile}`), bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.resultFile}`)], reason: 'Its job\'s JobGraph (read) and result (written); the job id is known only at run time.' },
+        { id, appliesTo: [bucketObjects('*')], reason: 'The output commit: a sink target may be any prefix of the bucket (jobs write s3://<bucket>/<prefix>).' },
+        { id, appliesTo: [anyRevisionOf(this.taskExecutorTaskDefinition)], reason: revisions },
+        { id, appliesTo: [clusterTasks], reason: tasks },
+        { id, appliesTo: ['Resource::*'], reason: listTasks },
+      ],
+      true,
+    );
+    NagSuppressions.addResourceSuppressions(
+      this.taskExecutorTaskDefinition.taskRole,
+      [
+        { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.libraries}*`)], reason: 'Libraries are named by their content hash; read only.' },
+        { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Staged sink parts only (<target>/.floe-staging-<jobId>/…): the target and the job id are known only at run time.' },
+      ],
+      true,
+    );
+    for (const td of [this.jobManagerTaskDefinition, this.taskExecutorTaskDefinition]) {
+      NagSuppressions.addResourceSuppressions(
+        td.obtainExecutionRole(),
+        [{ id, appliesTo: ['Resource::*'], reason: 'ecr:GetAuthorizationToken, which the image pull needs, belongs to no repository (CDK\'s own grant).' }],
+        true,
+      );
+    }
   }
 
   /** The REST API's base URL, e.g. https://abc123.execute-api.eu-west-1.amazonaws.com/ */
@@ -375,17 +527,31 @@ export class FloeCluster extends Construct {
    * check them at submission.
    */
   grantBucketAccess(bucket: s3.IBucket, objectsKeyPattern = '*'): void {
-    bucket.grantReadWrite(this.jobManagerTaskDefinition.taskRole, objectsKeyPattern);
-    bucket.grantReadWrite(this.taskExecutorTaskDefinition.taskRole, objectsKeyPattern);
+    const jm = this.jobManagerTaskDefinition.taskRole;
+    const te = this.taskExecutorTaskDefinition.taskRole;
+    // The JobManager commits: it lists the target, copies staged parts over (CopyObject reads the part and
+    // writes the target), writes the journal and _SUCCESS, and deletes what the new output replaced.
+    this.grantList(jm, bucket);
+    this.grantObjects(jm, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objectsKeyPattern);
+    // TaskExecutors read their input splits (ranged GETs of `s3://` sources) and write their parts into
+    // staging areas only (`<target>/.floe-staging-<jobId>/…`), one PUT or a multipart upload; they never
+    // write a target's own objects.
+    this.grantObjects(te, bucket, ['s3:GetObject'], objectsKeyPattern);
+    this.grantObjects(te, bucket, ['s3:PutObject', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
     // The Dispatcher lists sources and a sink's target (reading its _SUCCESS manifest) at submission; it never writes there.
-    bucket.grantRead(this.apiFunction, objectsKeyPattern);
+    this.grantList(this.apiFunction, bucket);
+    this.grantObjects(this.apiFunction, bucket, ['s3:GetObject'], objectsKeyPattern);
   }
 
-  /** Lets `grantee` list, describe and stop the tasks of this cluster (and of no other). */
-  grantTaskControl(grantee: iam.IGrantable): iam.Grant {
+  /**
+   * Lets `grantee` list, describe and stop the tasks of this cluster (and of no other).
+   *
+   * @param options.describe - whether DescribeTasks is included (a launcher that watches exits polls it) @default true
+   */
+  grantTaskControl(grantee: iam.IGrantable, options: { readonly describe?: boolean } = {}): iam.Grant {
     const tasks = iam.Grant.addToPrincipal({
       grantee,
-      actions: ['ecs:DescribeTasks', 'ecs:StopTask'],
+      actions: options.describe === false ? ['ecs:StopTask'] : ['ecs:DescribeTasks', 'ecs:StopTask'],
       resourceArns: [Stack.of(this).formatArn({ service: 'ecs', resource: 'task', resourceName: `${this.cluster.clusterName}/*` })],
     });
     // ListTasks names no task, so IAM scopes it by the cluster condition only (as the ECS docs show).
@@ -399,6 +565,36 @@ export class FloeCluster extends Construct {
     return tasks;
   }
 
+  /**
+   * RunTask of any revision of `taskDefinition`, in this cluster only, with PassRole for its roles. Any
+   * revision, because a process started before a redeploy holds the revision it was configured with and
+   * must keep launching it (its own role's policy is replaced by the deploy).
+   */
+  private grantRunAnyRevision(grantee: iam.IGrantable, taskDefinition: ecs.TaskDefinition): void {
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['ecs:RunTask'],
+      resourceArns: [Stack.of(this).formatArn({ service: 'ecs', resource: 'task-definition', resourceName: `${taskDefinition.family}:*` })],
+      conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
+    });
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['iam:PassRole'],
+      resourceArns: [taskDefinition.taskRole.roleArn, taskDefinition.obtainExecutionRole().roleArn],
+      conditions: { StringLike: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } },
+    });
+  }
+
+  /** `actions` on the objects of `bucket` whose keys match any of `keyPatterns`. */
+  private grantObjects(grantee: iam.IGrantable, bucket: s3.IBucket, actions: string[], ...keyPatterns: string[]): iam.Grant {
+    return iam.Grant.addToPrincipal({ grantee, actions, resourceArns: keyPatterns.map((k) => bucket.arnForObjects(k)) });
+  }
+
+  /** ListObjectsV2 on `bucket` (IAM's s3:ListBucket, on the bucket itself). */
+  private grantList(grantee: iam.IGrantable, bucket: s3.IBucket): iam.Grant {
+    return iam.Grant.addToPrincipal({ grantee, actions: ['s3:ListBucket'], resourceArns: [bucket.bucketArn] });
+  }
+
   private createVpc(): ec2.Vpc {
     const vpc = new ec2.Vpc(this, 'Vpc', {
       maxAzs: 2,
@@ -407,17 +603,23 @@ export class FloeCluster extends Construct {
     });
     vpc.addGatewayEndpoint('S3', { service: ec2.GatewayVpcEndpointAwsService.S3 });
     vpc.addGatewayEndpoint('DynamoDB', { service: ec2.GatewayVpcEndpointAwsService.DYNAMODB });
+    NagSuppressions.addResourceSuppressions(vpc, [
+      {
+        id: 'AwsSolutions-VPC7',
+        reason: 'The VPC holds only Floe tasks, whose security group admits nothing but each other; flow logs would bill log ingestion for every byte TaskExecutors exchange in a job. Add them to a VPC of your own (the vpc prop) where an audit needs them.',
+      },
+    ]);
     return vpc;
   }
 
-  private createImageAsset(): ecrAssets.DockerImageAsset {
+  private createImageAsset(cpuArchitecture: ecs.CpuArchitecture): ecrAssets.DockerImageAsset {
     // Synth only hashes and stages the context; the image is built by `cdk deploy` (Docker needed there).
     return new ecrAssets.DockerImageAsset(this, 'Image', {
       directory: packageRoot,
       file: ContainerImageSpec.dockerfile,
       exclude: [...ContainerImageSpec.exclude],
       ignoreMode: IgnoreMode.DOCKER,
-      platform: ecrAssets.Platform.LINUX_AMD64,
+      platform: cpuArchitecture === ecs.CpuArchitecture.X86_64 ? ecrAssets.Platform.LINUX_AMD64 : ecrAssets.Platform.LINUX_ARM64,
     });
   }
 
@@ -429,13 +631,18 @@ export class FloeCluster extends Construct {
       image: ecs.ContainerImage;
       command: string[];
       environment: Record<string, string>;
+      cpuArchitecture: ecs.CpuArchitecture;
     },
   ): ecs.FargateTaskDefinition {
     const td = new ecs.FargateTaskDefinition(this, `${id}TaskDefinition`, {
       cpu: spec.cpu,
       memoryLimitMiB: spec.memoryLimitMiB,
-      runtimePlatform: { cpuArchitecture: ecs.CpuArchitecture.X86_64, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
+      runtimePlatform: { cpuArchitecture: spec.cpuArchitecture, operatingSystemFamily: ecs.OperatingSystemFamily.LINUX },
     });
+    // A change registers a new revision; CloudFormation would then deregister the old one (INACTIVE),
+    // and RunTask refuses INACTIVE revisions. Retained, it stays ACTIVE for the JobManagers and the
+    // in-flight launches still naming it. Registered revisions cost nothing.
+    (td.node.defaultChild as CfnResource).cfnOptions.updateReplacePolicy = CfnDeletionPolicy.RETAIN;
     td.addContainer('Container', {
       containerName: ContainerImageSpec.containerName,
       image: spec.image,
@@ -447,6 +654,12 @@ export class FloeCluster extends Construct {
       // The process releases its leases and stops its children on SIGTERM; give it time to.
       stopTimeout: Duration.seconds(30),
     });
+    NagSuppressions.addResourceSuppressions(td, [
+      {
+        id: 'AwsSolutions-ECS2',
+        reason: 'The environment holds resource names and Floe config only; the cluster secret is injected from Secrets Manager (secrets), never set as a variable.',
+      },
+    ]);
     return td;
   }
 }

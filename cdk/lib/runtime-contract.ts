@@ -3,6 +3,7 @@
 // the runtime does not define (handler file, image command, bucket layout) is spelled out here.
 import { AwsProcessEnv } from '../../runtime/aws/aws-env.js';
 import { AwsEnv } from '../../runtime/aws/aws-services.js';
+import { S3_STAGING_PREFIX } from '../../runtime/blob/output-rules.js';
 import { ProcessEnv } from '../../runtime/core/process-env.js';
 
 /** Environment variables the construct sets on the Lambda function and the ECS containers. */
@@ -20,6 +21,8 @@ export const FloeEnv = {
   ECS_CLUSTER: AwsProcessEnv.ECS_CLUSTER,
   ECS_TASK_DEFINITION_JOBMANAGER: AwsProcessEnv.ECS_TASK_DEFINITION_JOBMANAGER,
   ECS_TASK_DEFINITION_TASKEXECUTOR: AwsProcessEnv.ECS_TASK_DEFINITION_TASKEXECUTOR,
+  /** 'FARGATE_SPOT,FARGATE': the capacity providers JobManagers start TaskExecutors with, in order. */
+  ECS_CAPACITY_PROVIDERS_TASKEXECUTOR: AwsProcessEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR,
   ECS_CONTAINER_NAME: AwsProcessEnv.ECS_CONTAINER_NAME,
   ECS_SUBNETS: AwsProcessEnv.ECS_SUBNETS,
   ECS_SECURITY_GROUPS: AwsProcessEnv.ECS_SECURITY_GROUPS,
@@ -51,6 +54,36 @@ export const BucketLayout = {
   defaultPrefix: 'floe/',
   /** JobGraphs and results: `jobs/<jobId>/...`. */
   jobs: 'jobs/',
+  jobGraphFile: 'jobgraph.json',
+  resultFile: 'result.json',
+  /** Libraries (bundled user code), content-addressed: `libraries/<sha256>.mjs`. */
+  libraries: 'libraries/',
+} as const;
+
+
+/**
+ * IAM key patterns of the staging areas of every target whose objects match `objectsKeyPattern`: the
+ * staged parts of a target `<p>` are `<p>/.floe-staging-<jobId>/<attemptId>/part-<i>`, and of a whole
+ * bucket `.floe-staging-<jobId>/…`.
+ */
+export function stagingKeyPatterns(objectsKeyPattern: string): string[] {
+  const base = objectsKeyPattern.endsWith('*') ? objectsKeyPattern.slice(0, -1) : `${objectsKeyPattern}/`;
+  const nested = `${base}*/${S3_STAGING_PREFIX}*`;
+  return base === '' || base.endsWith('/') ? [`${base}${S3_STAGING_PREFIX}*`, nested] : [nested];
+}
+
+/**
+ * The DynamoDB actions each process's store calls send (runtime/aws/dynamodb-*-store.ts), as IAM names
+ * them. A transaction needs the action of each item in it: a fenced job write is an Update of the job
+ * record with a ConditionCheck on the writer's lease.
+ */
+export const DataActions = {
+  /** Leases: campaign and renew (UpdateItem), read (GetItem), fence a job write (ConditionCheckItem). */
+  leaseStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
+  /** A JobManager reads its job's record and updates it, fenced. */
+  jobManagerJobStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  /** The Dispatcher creates (PutItem), lists (Scan), admits (transactions of Put and Update), cancels and deletes jobs. */
+  dispatcherJobStore: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Scan', 'dynamodb:ConditionCheckItem'],
 } as const;
 
 /** DynamoDB key schema and TTL attribute of the two tables, as the adapters define them. */

@@ -13,6 +13,12 @@ export const AwsProcessEnv = {
   ECS_TASK_DEFINITION_JOBMANAGER: 'FLOE_ECS_TASK_DEFINITION_JOBMANAGER',
   /** Task definition of TaskExecutor tasks; read by JobManagers. */
   ECS_TASK_DEFINITION_TASKEXECUTOR: 'FLOE_ECS_TASK_DEFINITION_TASKEXECUTOR',
+  /**
+   * Comma-separated capacity providers TaskExecutor tasks are started with, in the order they are tried,
+   * e.g. 'FARGATE_SPOT,FARGATE' (Spot, on-demand when Spot has no capacity); read by JobManagers.
+   * @default - none: the FARGATE launch type
+   */
+  ECS_CAPACITY_PROVIDERS_TASKEXECUTOR: 'FLOE_ECS_CAPACITY_PROVIDERS_TASKEXECUTOR',
   /** Name of the container in both task definitions that gets the environment overrides. @default 'floe' */
   ECS_CONTAINER_NAME: 'FLOE_ECS_CONTAINER_NAME',
   /** Comma-separated subnet ids for the tasks' awsvpc network interfaces. */
@@ -43,6 +49,8 @@ export const AwsProcessEnv = {
 export interface EcsEnvSettings {
   readonly cluster: string;
   readonly taskDefinitions: { jobmanager?: string; taskexecutor?: string };
+  /** Capacity providers per kind, in the order they are tried; absent: the FARGATE launch type. */
+  readonly capacityProviders: { taskexecutor?: readonly string[] };
   readonly containerName: string;
   readonly network: EcsNetworkSettings;
   readonly endpoint?: string;
@@ -75,6 +83,11 @@ export function ecsSettingsFromEnv(env: NodeJS.ProcessEnv, needs: { jobmanager?:
   const subnets = list(env[AwsProcessEnv.ECS_SUBNETS]);
   if (subnets.length === 0) missing.push(AwsProcessEnv.ECS_SUBNETS);
   if (missing.length > 0) throw new ConfigurationError(`the AWS backend needs ${missing.join(', ')} in the environment (see the README's "Floe on AWS")`);
+  const teProviders = list(env[AwsProcessEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR]);
+  const badProvider = teProviders.find((p) => !/^[A-Za-z0-9_-]{1,255}$/.test(p));
+  if (badProvider !== undefined) {
+    throw new ConfigurationError(`${AwsProcessEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR} must be capacity provider names separated by commas (e.g. 'FARGATE_SPOT,FARGATE'), found '${badProvider}'`);
+  }
   const endpoint = env[AwsProcessEnv.ECS_ENDPOINT];
   const pollIntervalMs = positiveInt(env, AwsProcessEnv.ECS_POLL_INTERVAL_MS);
   const launchTimeoutMs = positiveInt(env, AwsProcessEnv.ECS_LAUNCH_TIMEOUT_MS);
@@ -82,6 +95,7 @@ export function ecsSettingsFromEnv(env: NodeJS.ProcessEnv, needs: { jobmanager?:
   return {
     cluster,
     taskDefinitions: { ...(jobmanager ? { jobmanager } : {}), ...(taskexecutor ? { taskexecutor } : {}) },
+    capacityProviders: teProviders.length > 0 ? { taskexecutor: teProviders } : {},
     containerName: env[AwsProcessEnv.ECS_CONTAINER_NAME] || 'floe',
     network: { subnets, securityGroups: list(env[AwsProcessEnv.ECS_SECURITY_GROUPS]), assignPublicIp: env[AwsProcessEnv.ECS_ASSIGN_PUBLIC_IP] === 'true' },
     ...(endpoint ? { endpoint } : {}),
@@ -100,6 +114,7 @@ export function inheritedAwsEnv(env: NodeJS.ProcessEnv, storageEnvNames: readonl
     ...storageEnvNames,
     AwsProcessEnv.ECS_CLUSTER,
     AwsProcessEnv.ECS_TASK_DEFINITION_TASKEXECUTOR,
+    AwsProcessEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR,
     AwsProcessEnv.ECS_CONTAINER_NAME,
     AwsProcessEnv.ECS_SUBNETS,
     AwsProcessEnv.ECS_SECURITY_GROUPS,

@@ -60,6 +60,7 @@ export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceI
     ecs: createEcsClient({ region: common.region, ...(credentials !== undefined ? { credentials } : {}), ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}) }),
     cluster: ecs.cluster,
     taskDefinitions: ecs.taskDefinitions,
+    capacityProviders: ecs.capacityProviders,
     containerName: ecs.containerName,
     network: ecs.network,
     clock,

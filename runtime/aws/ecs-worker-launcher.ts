@@ -181,6 +181,14 @@ export interface EcsWorkerLauncherOptions {
   readonly cluster: string;
   /** Task definition (family, family:revision or ARN) per kind of worker; the image's command picks the entry point. */
   readonly taskDefinitions: Partial<Record<WorkerKind, string>>;
+  /**
+   * Capacity providers per kind of worker, in the order they are tried (e.g. `['FARGATE_SPOT', 'FARGATE']`):
+   * RunTask asks the first; once ECS answers that it has no capacity there, the launch moves on to the
+   * next one and stays there. They must be associated with the cluster.
+   *
+   * @default - none: RunTask with the FARGATE launch type
+   */
+  readonly capacityProviders?: Partial<Record<WorkerKind, readonly string[]>>;
   /** The container the environment overrides go to. @default 'floe' */
   readonly containerName?: string;
   readonly network: EcsNetworkSettings;
@@ -225,6 +233,8 @@ interface TrackedTask {
   clientToken: string;
   /** Whether a RunTask with the current token got no clear answer, so a task may exist under it. */
   tokenInDoubt: boolean;
+  /** Index into the kind's capacity providers of the one RunTask asks. */
+  providerIndex: number;
 }
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
@@ -276,7 +286,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     this.taskDefinitionFor(spec.kind);
     let markGone!: () => void;
     const gone = new Promise<void>((resolve) => (markGone = resolve));
-    const task: TrackedTask = { spec, reachedRunning: false, attempts: 0, firstAttemptAtMs: this.options.clock.now(), gone, markGone, relaunching: false, clientToken: newClientToken(), tokenInDoubt: false };
+    const task: TrackedTask = { spec, reachedRunning: false, attempts: 0, firstAttemptAtMs: this.options.clock.now(), gone, markGone, relaunching: false, clientToken: newClientToken(), tokenInDoubt: false, providerIndex: 0 };
     this.tasks.set(spec.id, task);
     try {
       await this.launch(task);
@@ -359,7 +369,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
       let failure: EcsFailureClass;
       let cause: unknown;
       try {
-        const out = await this.options.ecs.send(new RunTaskCommand(this.runTaskInput(spec, taskDefinition, task.clientToken)));
+        const out = await this.options.ecs.send(new RunTaskCommand(this.runTaskInput(task, taskDefinition)));
         const started = out.tasks?.[0];
         if (started?.taskArn !== undefined && (out.failures ?? []).length === 0) {
           task.arn = started.taskArn;
@@ -381,6 +391,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
         else task.tokenInDoubt = true;
       }
       const elapsedMs = this.options.clock.now() - task.firstAttemptAtMs;
+      if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE) this.fallBackToNextProvider(task, failure);
       if (!failure.retryable) {
         await this.stopLaunchedInDoubt(task, `launch failed: ${failure.code}`);
         throw new EcsLaunchError(failure.code, `ECS refused to start ${spec.kind} worker ${spec.id} with task definition '${taskDefinition}' on cluster '${this.options.cluster}': ${failure.text}; ${failure.hint}`, { retryable: false, cause });
@@ -430,12 +441,33 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     await this.stopUntracked(task.spec.id, reason);
   }
 
-  private runTaskInput(spec: WorkerSpec, taskDefinition: string, clientToken: string): ConstructorParameters<typeof RunTaskCommand>[0] {
+  /**
+   * After ECS said it has no capacity with one provider (Fargate Spot), the next try asks the next one
+   * (on-demand Fargate). Not while the token is in doubt: a RunTask under the same token must carry the
+   * same request, or ECS could not tell it is the same launch.
+   */
+  private fallBackToNextProvider(task: TrackedTask, failure: EcsFailureClass): void {
+    const providers = this.options.capacityProviders?.[task.spec.kind] ?? [];
+    if (task.tokenInDoubt || task.providerIndex >= providers.length - 1) return;
+    task.providerIndex++;
+    this.log.warn('no capacity from this capacity provider; the next tries use the next one', {
+      workerId: task.spec.id,
+      from: providers[task.providerIndex - 1],
+      to: providers[task.providerIndex],
+      reason: failure.text,
+    });
+  }
+
+  private runTaskInput(task: TrackedTask, taskDefinition: string): ConstructorParameters<typeof RunTaskCommand>[0] {
+    const { spec, clientToken } = task;
     const env = { ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id };
+    const providers = this.options.capacityProviders?.[spec.kind] ?? [];
+    const capacityProvider = providers[Math.min(task.providerIndex, providers.length - 1)];
     return {
       cluster: this.options.cluster,
       taskDefinition,
-      launchType: 'FARGATE',
+      // The two are exclusive: a capacity provider strategy replaces the launch type.
+      ...(capacityProvider !== undefined ? { capacityProviderStrategy: [{ capacityProvider, weight: 1 }] } : { launchType: 'FARGATE' as const }),
       count: 1,
       startedBy: spec.id,
       clientToken,
@@ -560,6 +592,8 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     // The stopped task answers for the old token; a new launch needs a new one or ECS would return it again.
     task.clientToken = newClientToken();
     task.tokenInDoubt = false;
+    // A Spot task taken back before it ran, or no capacity: the new launch asks the next provider.
+    if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE) this.fallBackToNextProvider(task, failure);
     try {
       await sleepOn(this.options.clock, backoffDelayMs(task.attempts - 1, this.retry, this.random));
       await this.launch(task);

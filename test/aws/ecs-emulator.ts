@@ -32,6 +32,8 @@ export interface EcsEmulatorOptions {
    * Dispatcher function reads): what a deployed cluster's rule sends to the function.
    */
   readonly onTaskStopped?: (event: EcsTaskStateChangeEvent) => void;
+  /** Capacity providers associated with every cluster; a RunTask strategy naming another is refused. @default ['FARGATE', 'FARGATE_SPOT'] */
+  readonly capacityProviders?: readonly string[];
 }
 
 /** An ECS "Task State Change" event as EventBridge delivers it (the fields Floe reads, and a few more). */
@@ -65,6 +67,8 @@ interface EmulatedTask {
   readonly taskDefinition: string;
   readonly containerName: string;
   readonly startedBy?: string;
+  /** The capacity provider RunTask's strategy chose; undefined for the FARGATE launch type. */
+  readonly capacityProviderName?: string;
   lastStatus: LastStatus;
   desiredStatus: 'RUNNING' | 'STOPPED';
   readonly createdAtMs: number;
@@ -97,6 +101,8 @@ export interface EcsEmulatorCounters {
   readonly runTaskTimesMs: number[];
   /** The clientToken of each RunTask call, in order (undefined when the call sent none). */
   readonly runTaskClientTokens: (string | undefined)[];
+  /** The capacity provider each RunTask call asked for, in order (undefined for the FARGATE launch type). */
+  readonly runTaskCapacityProviders: (string | undefined)[];
 }
 
 /** How a task stops before it runs, as DescribeTasks and the STOPPED event report it. */
@@ -126,11 +132,12 @@ export class EcsEmulator {
   readonly region: string;
   readonly counters: EcsEmulatorCounters = {
     runTask: 0, runTaskThrottled: 0, runTaskCapacityFailures: 0, runTaskStarted: 0, runTaskReplayed: 0, runTaskAnswersLost: 0,
-    describeTasks: 0, stopTask: 0, listTasks: 0, runTaskTimesMs: [], runTaskClientTokens: [],
+    describeTasks: 0, stopTask: 0, listTasks: 0, runTaskTimesMs: [], runTaskClientTokens: [], runTaskCapacityProviders: [],
   };
   private readonly definitions = new Map<string, EmulatedTaskDefinition>();
   private readonly tasks = new Map<string, EmulatedTask>();
   private readonly capacityFailures = new Map<string, string>();
+  private readonly providerCapacityFailures = new Map<string, string>();
   private readonly startFailures = new Map<string, EmulatedStartFailure[]>();
   /** Consumed one per RunTask call, in order; calls with no step left behave normally. */
   private readonly runTaskScript: RunTaskStep[] = [];
@@ -194,6 +201,15 @@ export class EcsEmulator {
   }
 
   /**
+   * RunTask with a strategy choosing this capacity provider (e.g. FARGATE_SPOT) answers a failure with
+   * `reason` until called with null (not undefined, which a default parameter turns into the default).
+   */
+  failCapacityOf(capacityProvider: string, reason: string | null = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
+    if (reason === null) this.providerCapacityFailures.delete(capacityProvider);
+    else this.providerCapacityFailures.set(capacityProvider, reason);
+  }
+
+  /**
    * The next `count` tasks of this task definition are accepted, then stop before running with Fargate's
    * "Timeout waiting for network interface provisioning to complete."
    */
@@ -213,9 +229,10 @@ export class EcsEmulator {
     return [...this.tasks.values()].flatMap((t) => (t.process?.pid !== undefined && t.process.exitCode === null && t.process.signalCode === null ? [t.process.pid] : []));
   }
 
-  taskSummaries(): { arn: string; taskDefinition: string; startedBy?: string; lastStatus: LastStatus; exitCode?: number; stoppedReason?: string; pid?: number }[] {
+  taskSummaries(): { arn: string; taskDefinition: string; startedBy?: string; lastStatus: LastStatus; exitCode?: number; stoppedReason?: string; pid?: number; capacityProviderName?: string }[] {
     return [...this.tasks.values()].map((t) => ({
       arn: t.arn, taskDefinition: t.taskDefinition, lastStatus: t.lastStatus,
+      ...(t.capacityProviderName !== undefined ? { capacityProviderName: t.capacityProviderName } : {}),
       ...(t.process?.pid !== undefined ? { pid: t.process.pid } : {}),
       ...(t.startedBy !== undefined ? { startedBy: t.startedBy } : {}),
       ...(t.exitCode !== undefined ? { exitCode: t.exitCode } : {}),
@@ -303,6 +320,39 @@ export class EcsEmulator {
     this.counters.runTask++;
     this.counters.runTaskTimesMs.push(Date.now());
     this.counters.runTaskClientTokens.push(typeof input['clientToken'] === 'string' ? input['clientToken'] : undefined);
+    const strategy = input['capacityProviderStrategy'] as { capacityProvider?: unknown }[] | undefined;
+    this.counters.runTaskCapacityProviders.push(typeof strategy?.[0]?.capacityProvider === 'string' ? strategy[0].capacityProvider : undefined);
+  }
+
+  /**
+   * The capacity provider a RunTask lands on: none for the FARGATE launch type, else the strategy's
+   * provider with the highest weight (the emulator starts one task per call). As ECS, it refuses both at
+   * once, neither, and providers not associated with the cluster.
+   */
+  private capacityProviderOf(input: Record<string, unknown>): string | undefined {
+    const strategy = input['capacityProviderStrategy'] as { capacityProvider?: unknown; weight?: unknown; base?: unknown }[] | undefined;
+    if (strategy !== undefined && input['launchType'] !== undefined) {
+      throw new ApiError('InvalidParameterException', 'Specifying both a launch type and capacity provider strategy is not supported. Remove one and try again.');
+    }
+    if (strategy === undefined) {
+      if (input['launchType'] !== 'FARGATE') throw new ApiError('InvalidParameterException', `the emulator runs FARGATE tasks only, found launchType ${String(input['launchType'])}`);
+      return undefined;
+    }
+    const associated = this.options.capacityProviders ?? ['FARGATE', 'FARGATE_SPOT'];
+    if (!Array.isArray(strategy) || strategy.length === 0 || strategy.length > 6) {
+      throw new ApiError('InvalidParameterException', 'capacityProviderStrategy must hold 1 to 6 capacity providers.');
+    }
+    for (const item of strategy) {
+      if (typeof item.capacityProvider !== 'string' || !associated.includes(item.capacityProvider)) {
+        throw new ApiError(
+          'InvalidParameterException',
+          'The specified capacity provider strategy cannot contain a capacity provider that is not associated with the cluster. Associate the capacity provider with the cluster or specify a valid capacity provider and try again.',
+        );
+      }
+    }
+    const weight = (item: { weight?: unknown }): number => (typeof item.weight === 'number' ? item.weight : 0);
+    if (strategy.every((item) => weight(item) === 0)) throw new ApiError('InvalidParameterException', 'At least one capacity provider in the strategy must have a weight greater than zero.');
+    return [...strategy].sort((a, b) => weight(b) - weight(a))[0]!.capacityProvider as string;
   }
 
   private runTask(input: Record<string, unknown>): unknown {
@@ -316,7 +366,7 @@ export class EcsEmulator {
     const family = taskDefinition.replace(/^arn:.*:task-definition\//, '').replace(/:\d+$/, '');
     const definition = this.definitions.get(family);
     if (definition === undefined) throw new ApiError('ClientException', `TaskDefinition not found: ${taskDefinition}`);
-    if (input['launchType'] !== 'FARGATE') throw new ApiError('InvalidParameterException', `the emulator runs FARGATE tasks only, found launchType ${String(input['launchType'])}`);
+    const capacityProviderName = this.capacityProviderOf(input);
     const vpc = (input['networkConfiguration'] as { awsvpcConfiguration?: { subnets?: unknown[] } } | undefined)?.awsvpcConfiguration;
     if (vpc?.subnets === undefined || vpc.subnets.length === 0) throw new ApiError('InvalidParameterException', 'Network Configuration must be provided when networkMode \'awsvpc\' is specified.');
     // Idempotency is per cluster, and a token started at most one task: the same request gets that task back.
@@ -331,7 +381,7 @@ export class EcsEmulator {
       this.counters.runTaskReplayed++;
       return { tasks: [this.describe(this.tasks.get(earlier.arn)!)], failures: [] };
     }
-    const capacity = this.capacityFailures.get(family);
+    const capacity = this.capacityFailures.get(family) ?? (capacityProviderName !== undefined ? this.providerCapacityFailures.get(capacityProviderName) : undefined);
     if (capacity !== undefined) {
       this.counters.runTaskCapacityFailures++;
       return { tasks: [], failures: [{ arn: `arn:aws:ecs:${this.region}:000000000000:task-definition/${family}`, reason: capacity }] };
@@ -354,6 +404,7 @@ export class EcsEmulator {
     const task: EmulatedTask = {
       arn, id, cluster, taskDefinition: family, containerName, lastStatus: 'PROVISIONING', desiredStatus: 'RUNNING', createdAtMs: Date.now(), env, overrides: overridden, exited, markExited,
       ...(typeof input['startedBy'] === 'string' ? { startedBy: input['startedBy'] } : {}),
+      ...(capacityProviderName !== undefined ? { capacityProviderName } : {}),
     };
     this.tasks.set(arn, task);
     if (tokenKey !== undefined) this.clientTokens.set(tokenKey, { request: JSON.stringify(request), arn });
@@ -438,6 +489,7 @@ export class EcsEmulator {
       lastStatus: task.lastStatus,
       desiredStatus: task.desiredStatus,
       launchType: 'FARGATE',
+      ...(task.capacityProviderName !== undefined ? { capacityProviderName: task.capacityProviderName } : {}),
       createdAt: s(task.createdAtMs),
       ...(task.startedAtMs !== undefined ? { startedAt: s(task.startedAtMs) } : {}),
       ...(task.stoppedAtMs !== undefined ? { stoppedAt: s(task.stoppedAtMs), stoppedReason: task.stoppedReason, stopCode: task.stopCode } : {}),

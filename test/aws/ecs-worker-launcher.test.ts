@@ -248,6 +248,55 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
     await l.close();
   });
 
+  it('asks Fargate Spot first and falls back to on-demand Fargate once Spot has no capacity', async () => {
+    const l = launcher({ capacityProviders: { taskexecutor: ['FARGATE_SPOT', 'FARGATE'] } });
+    const seen = exits(l);
+    const from = emulator.counters.runTaskCapacityProviders.length;
+    const providers = (): (string | undefined)[] => emulator.counters.runTaskCapacityProviders.slice(from);
+    emulator.failCapacityOf('FARGATE_SPOT');
+    try {
+      await l.start({ id: 'te-spot-fallback', kind: 'taskexecutor', env: { EXIT_CODE: '0' } });
+      expect(providers()).toEqual(['FARGATE_SPOT', 'FARGATE']);
+      expect(emulator.taskSummaries().find((t) => t.startedBy === 'te-spot-fallback')).toMatchObject({ capacityProviderName: 'FARGATE' });
+      await waitFor(() => seen[0], 'the on-demand worker to exit', 10_000);
+      // The next launch asks Spot again: one starved launch does not move every later one.
+      emulator.failCapacityOf('FARGATE_SPOT', null);
+      await l.start({ id: 'te-spot-again', kind: 'taskexecutor', env: { EXIT_CODE: '0' } });
+      expect(providers()).toEqual(['FARGATE_SPOT', 'FARGATE', 'FARGATE_SPOT']);
+      expect(emulator.taskSummaries().find((t) => t.startedBy === 'te-spot-again')).toMatchObject({ capacityProviderName: 'FARGATE_SPOT' });
+      // JobManagers have no providers configured: the FARGATE launch type, as before.
+      await l.start({ id: 'jm-on-demand', kind: 'jobmanager', env: {} });
+      expect(providers().at(-1)).toBeUndefined();
+    } finally {
+      emulator.failCapacityOf('FARGATE_SPOT', null);
+      await l.close();
+    }
+  });
+
+  it('launches a Spot task taken back before it ran again on on-demand Fargate', async () => {
+    const l = launcher({ capacityProviders: { taskexecutor: ['FARGATE_SPOT', 'FARGATE'] } });
+    const seen = exits(l);
+    const from = emulator.counters.runTaskCapacityProviders.length;
+    emulator.failTaskStarts('exits-3', 1, { stoppedReason: 'Your Spot Task was interrupted.', stopCode: 'SpotInterruption' });
+    await l.start({ id: 'te-spot-taken', kind: 'taskexecutor', env: { EXIT_CODE: '0' } });
+    const exit = await waitFor(() => seen[0], 'the relaunched worker to exit', 10_000);
+    expect(exit).toMatchObject({ id: 'te-spot-taken', exitCode: 0 });
+    expect(emulator.counters.runTaskCapacityProviders.slice(from)).toEqual(['FARGATE_SPOT', 'FARGATE']);
+    await l.close();
+  });
+
+  it('fails at once when a capacity provider is not associated with the cluster', async () => {
+    const l = launcher({ capacityProviders: { taskexecutor: ['MY_ASG_PROVIDER'] } });
+    try {
+      const error = await l.start({ id: 'te-unknown-provider', kind: 'taskexecutor', env: {} }).then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(EcsLaunchError);
+      expect((error as EcsLaunchError).code).toBe('INVALID_REQUEST');
+      expect((error as Error).message).toMatch(/not associated with the cluster/);
+    } finally {
+      await l.close();
+    }
+  });
+
   it('reports at once a task that could not read its secrets, naming the execution role, and does not launch it again', async () => {
     const l = launcher();
     const seen = exits(l);

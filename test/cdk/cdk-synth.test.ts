@@ -59,7 +59,7 @@ describe('cdk synth (the CLI, offline)', () => {
   it('exits 0 and writes the Floe stack with no missing context', () => {
     expect(synth.code, `cdk synth failed:\n${synth.stderr}\n${synth.stdout}`).toBe(0);
     const template = JSON.parse(readFileSync(join(outdir, 'Floe.template.json'), 'utf8')) as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
-    const fns = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.['Runtime'] === 'nodejs22.x');
+    const fns = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.['Runtime'] === 'nodejs24.x');
     expect(fns).toHaveLength(1);
     const assembly = JSON.parse(readFileSync(join(outdir, 'manifest.json'), 'utf8')) as { missing?: unknown[]; artifacts: Record<string, { environment?: string }> };
     // Nothing left to look up: cdk.context.json answers the VPC's availability zones.
@@ -88,7 +88,7 @@ describe('cdk synth (the CLI, offline)', () => {
     expect(images).toHaveLength(1);
     const image = images[0]!;
     expect(image.source.dockerFile).toBe(ContainerImageSpec.dockerfile);
-    expect(image.source.platform).toBe('linux/amd64');
+    expect(image.source.platform).toBe('linux/arm64');
     const context = join(outdir, image.source.directory);
     for (const present of [ContainerImageSpec.dockerfile, 'package.json', 'package-lock.json', 'runtime/build.mjs']) {
       expect(existsSync(join(context, present)), present).toBe(true);
