@@ -495,6 +495,7 @@ export class FloeCluster extends Construct {
       [
         { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.libraries}*`)], reason: 'Libraries are named by their content hash; read only.' },
         { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Staged sink parts only (<target>/.floe-staging-<jobId>/…): the target and the job id are known only at run time.' },
+        { id, appliesTo: [bucketObjects('*')], reason: 'Read only (GetObject): the input splits of s3:// sources, which may be any prefix of the bucket a job names.' },
       ],
       true,
     );
