@@ -530,6 +530,7 @@ async function clusterCommand(action: 'start' | 'stop' | 'status', json: boolean
 
 /** "dashboard: <one-time login link>", or why there is none (the job or status goes on either way). */
 async function dashboardLine(client: RestClient, jobId?: string): Promise<string> {
+  if (!client.dashboardReachable) return 'dashboard: not on a cluster whose API takes only IAM-signed requests (a browser cannot sign them); floe list and floe status show the jobs';
   try {
     return `dashboard: ${await client.dashboardLink(jobId)} (a one-time login link)`;
   } catch (e) {
