@@ -23,6 +23,12 @@ export interface RestRequest {
   /** Header names in lower case. */
   readonly headers: Readonly<Record<string, string | undefined>>;
   readonly body?: Uint8Array;
+  /**
+   * Who the front in front of the router already authenticated, e.g. the ARN API Gateway's IAM
+   * authorizer verified the request's SigV4 signature for. Such a request needs no secret. Only a front
+   * sets it, from what its own infrastructure vouches for (never from anything a client sends).
+   */
+  readonly authenticatedCaller?: string;
 }
 
 export interface RestResponse {
@@ -364,7 +370,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     const { method } = request;
     const decoded = decodePath(request.path);
     const found = 'segments' in decoded ? match(routes, decoded.segments) : undefined;
-    if (found?.route.public !== true) {
+    if (found?.route.public !== true && request.authenticatedCaller === undefined) {
       const header = request.headers['authorization'];
       if ((header === undefined || header === '') && sessionCookieOf(request.headers['cookie']) !== undefined) authorizeSession(request.headers, login, now());
       else authorize(header, options.secret);
