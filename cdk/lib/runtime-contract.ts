@@ -55,3 +55,16 @@ export const BucketLayout = {
 
 /** DynamoDB key schema and TTL attribute of the two tables, as the adapters define them. */
 export { jobTable, leaseTable } from '../../runtime/aws/tables.js';
+
+/**
+ * The HTTP API's routes without IAM authorization: the web dashboard's page and files, and its login
+ * (which checks the cluster secret itself). A browser cannot sign a request with SigV4, so these stay
+ * open; every other route (`ANY /{proxy+}`) requires IAM. Paths use API Gateway's route syntax.
+ */
+export const DashboardRoutes = [
+  { method: 'GET', path: '/' },
+  { method: 'GET', path: '/assets/{proxy+}' },
+  { method: 'GET', path: '/login' },
+  { method: 'POST', path: '/login' },
+  { method: 'POST', path: '/logout' },
+] as const;
