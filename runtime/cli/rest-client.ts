@@ -236,7 +236,9 @@ export class RestClient {
       const hint = this.signer === undefined
         ? 'the API takes requests signed with IAM credentials: use an execute-api URL, or --aws-iam / FLOE_AWS_IAM=1'
         : 'the credentials floe found (the AWS SDK chain: environment, profile, SSO, role) must be valid and allow execute-api:Invoke on the API';
-      throw new UnexpectedResponseError(`${method} ${path} was refused by the API (HTTP 403: ${gatewayMessage.slice(0, 200)}); ${hint}`);
+      // API Gateway quotes a malformed authorization header back, and that may be our bearer secret.
+      const quoted = this.secret === undefined ? gatewayMessage : gatewayMessage.replaceAll(this.secret, '<secret>');
+      throw new UnexpectedResponseError(`${method} ${path} was refused by the API (HTTP 403: ${quoted.slice(0, 300)}); ${hint}`);
     }
     throw new UnexpectedResponseError(`${method} ${path} answered ${response.status}: ${text.slice(0, 200)}`);
   }
