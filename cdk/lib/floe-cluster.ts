@@ -146,7 +146,9 @@ export interface FloeClusterProps {
   /**
    * Instances of the Dispatcher function that may run at once (reserved concurrency): it bounds what a
    * flood of requests can cost and how many DynamoDB and ECS callers it can become. Requests beyond it
-   * are throttled (API Gateway answers 503 or 429).
+   * are throttled (API Gateway answers 503 or 429). Lambda keeps 100 of the account's concurrency
+   * unreserved, so an account with a lower limit (new accounts may start at 10) must raise it in
+   * Service Quotas before deploying.
    *
    * @default 10
    */
