@@ -29,8 +29,16 @@ export function toRestRequest(event: unknown): RestRequest {
   let body: Uint8Array | undefined;
   if (typeof e.body === 'string' && e.body !== '') body = Buffer.from(e.body, e.isBase64Encoded === true ? 'base64' : 'utf8');
   else if (e.body !== undefined && e.body !== null && typeof e.body !== 'string') throw new InvalidRequestError('the event body must be a string');
+  // Set by API Gateway alone, on a route with IAM authorization, once it has checked the SigV4 signature:
+  // the request then needs no cluster secret (its authorization header is the signature).
+  const iam = (e.requestContext as { authorizer?: { iam?: { userArn?: unknown } } } | undefined)?.authorizer?.iam;
+  const caller = typeof iam?.userArn === 'string' && iam.userArn !== '' ? iam.userArn : undefined;
   // The raw path and query go to the router as sent, so it decodes (and refuses) them as the local server's do.
-  return { method: method.toUpperCase(), path: e.rawPath, query, rawQuery, headers, ...(body !== undefined ? { body } : {}) };
+  return {
+    method: method.toUpperCase(), path: e.rawPath, query, rawQuery, headers,
+    ...(body !== undefined ? { body } : {}),
+    ...(caller !== undefined ? { authenticatedCaller: caller } : {}),
+  };
 }
 
 export function toHttpApiResult(response: RestResponse): HttpApiResult {

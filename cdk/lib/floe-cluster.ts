@@ -2,7 +2,9 @@
 // job records and leases (DynamoDB), blobs (S3), and the JobManager / TaskExecutor tasks (ECS Fargate).
 import { join } from 'node:path';
 import { CfnDeletionPolicy, Duration, Fn, IgnoreMode, RemovalPolicy, Stack, type CfnElement, type CfnResource } from 'aws-cdk-lib';
+import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpIamAuthorizer } from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
@@ -23,7 +25,7 @@ import { loadConfig } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 import type { KeyAttributeType } from '../../runtime/aws/tables.js';
-import { BucketLayout, ContainerImageSpec, DataActions, FloeEnv, HandlerEntries, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
+import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
 
 export interface FloeClusterProps {
   /**
@@ -152,6 +154,32 @@ export interface FloeClusterProps {
    * @default - built from cdk/Dockerfile with the repository root as its context, for `cpuArchitecture`
    */
   readonly image?: ecs.ContainerImage;
+
+  /**
+   * Steady-state requests per second the API's stage accepts across all callers; more are answered
+   * 429 by API Gateway before any Lambda runs.
+   *
+   * @default 50
+   */
+  readonly apiThrottleRateLimit?: number;
+
+  /**
+   * Requests the API's stage accepts in a burst above the rate limit.
+   *
+   * @default 100
+   */
+  readonly apiThrottleBurstLimit?: number;
+
+  /**
+   * Instances of the Dispatcher function that may run at once (reserved concurrency): it bounds what a
+   * flood of requests can cost and how many DynamoDB and ECS callers it can become. Requests beyond it
+   * are throttled (API Gateway answers 503 or 429). Lambda keeps 100 of the account's concurrency
+   * unreserved, so an account with a lower limit (new accounts may start at 10) must raise it in
+   * Service Quotas before deploying.
+   *
+   * @default 10
+   */
+  readonly apiReservedConcurrency?: number;
 }
 
 /** One Floe deployment. */
@@ -160,7 +188,10 @@ export class FloeCluster extends Construct {
   readonly bucket: s3.Bucket;
   readonly leaseTable: dynamodb.Table;
   readonly jobTable: dynamodb.Table;
-  /** The cluster secret every REST and RPC call carries (`authorization: Bearer <secret>`). */
+  /**
+   * The cluster secret: RPC between the tasks carries it, and the dashboard's login checks it. REST API
+   * callers sign with IAM credentials instead (see grantSubmit).
+   */
   readonly secret: secretsmanager.Secret;
   readonly cluster: ecs.Cluster;
   /** Lets the tasks reach each other; nothing else comes in. */
@@ -170,6 +201,10 @@ export class FloeCluster extends Construct {
   /** The Dispatcher: the REST API's handler. */
   readonly apiFunction: nodejs.NodejsFunction;
   readonly httpApi: apigwv2.HttpApi;
+  /** The API's `$default` stage: throttled, with access logs in `apiAccessLogGroup`. */
+  readonly apiStage: apigwv2.HttpStage;
+  /** One JSON line per API request: caller, route, status, latency, and why API Gateway refused it. */
+  readonly apiAccessLogGroup: logs.LogGroup;
   /** Events the Dispatcher function could not handle after its retries (JobManager stops): look here when a job seems stuck. */
   readonly failedEvents: sqs.Queue;
   readonly taskLogGroup: logs.LogGroup;
@@ -360,6 +395,8 @@ export class FloeCluster extends Construct {
       memorySize: 1024,
       // API Gateway gives up on an integration after 30 s.
       timeout: Duration.seconds(29),
+      // Also bounds the events (JobManager stops, the sweep): a throttled one is retried by EventBridge.
+      reservedConcurrentExecutions: props.apiReservedConcurrency ?? 10,
       logGroup: apiLogs,
       environment: {
         ...common,
@@ -426,31 +463,46 @@ export class FloeCluster extends Construct {
       targets: [new eventsTargets.LambdaFunction(this.apiFunction, { event: events.RuleTargetInput.fromObject({ floe: 'reconcile' }), retryAttempts: 0 })],
     });
 
-    this.httpApi = new apigwv2.HttpApi(this, 'HttpApi', { description: 'Floe REST API' });
-    // One line per request: who called which route, the answer's status, and the Lambda's request id.
-    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy });
-    (this.httpApi.defaultStage!.node.defaultChild as apigwv2.CfnStage).accessLogSettings = {
-      destinationArn: accessLogs.logGroupArn,
-      format: JSON.stringify({
-        requestId: '$context.requestId',
-        ip: '$context.identity.sourceIp',
-        requestTime: '$context.requestTime',
-        routeKey: '$context.routeKey',
-        path: '$context.path',
-        status: '$context.status',
-        responseLength: '$context.responseLength',
-        integrationRequestId: '$context.integration.requestId',
-        integrationError: '$context.integrationErrorMessage',
-      }),
-    };
-    this.httpApi.addRoutes({
-      path: '/{proxy+}',
-      methods: [apigwv2.HttpMethod.ANY],
-      integration: new HttpLambdaIntegration('ApiIntegration', this.apiFunction, {
-        payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
-      }),
+    // Every API route requires IAM (SigV4, `execute-api:Invoke`: see grantSubmit); the dashboard's page,
+    // files and login stay open, since a browser cannot sign (its login checks the cluster secret).
+    this.httpApi = new apigwv2.HttpApi(this, 'HttpApi', { description: 'Floe REST API', createDefaultStage: false });
+    this.apiAccessLogGroup = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy });
+    this.apiStage = this.httpApi.addStage('DefaultStage', {
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: props.apiThrottleRateLimit ?? 50, burstLimit: props.apiThrottleBurstLimit ?? 100 },
+      accessLogSettings: {
+        destination: new apigwv2.LogGroupLogDestination(this.apiAccessLogGroup),
+        format: apigw.AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            time: '$context.requestTime',
+            caller: '$context.identity.userArn',
+            sourceIp: '$context.identity.sourceIp',
+            routeKey: '$context.routeKey',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            status: '$context.status',
+            responseLength: '$context.responseLength',
+            latencyMs: '$context.responseLatency',
+            integrationStatus: '$context.integrationStatus',
+            integrationLatencyMs: '$context.integrationLatency',
+            error: '$context.error.message',
+            authorizerError: '$context.authorizer.error',
+          }),
+        ),
+      },
     });
-    NagSuppressions.addResourceSuppressions(this.httpApi, [{ id: 'AwsSolutions-APIG4', reason: "the route's authorization is added with the IAM-authorized API (AWS_IAM)" }], true);
+    const integration = new HttpLambdaIntegration('ApiIntegration', this.apiFunction, { payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0 });
+    for (const route of DashboardRoutes) {
+      this.httpApi.addRoutes({ path: route.path, methods: [apigwv2.HttpMethod[route.method]], integration });
+    }
+    this.httpApi.addRoutes({ path: '/{proxy+}', methods: [apigwv2.HttpMethod.ANY], integration, authorizer: new HttpIamAuthorizer() });
+    NagSuppressions.addResourceSuppressions(
+      this.httpApi,
+      [{ id: 'AwsSolutions-APIG4', reason: "Only the dashboard's routes are open (a browser cannot sign): its page and files hold no data, its login checks the cluster secret, and the Lambda answers its /ui/ calls only to a session signed with that secret. Every other route requires IAM." }],
+      true,
+    );
     this.acknowledgeWildcards(blobPrefix);
   }
 
@@ -514,11 +566,12 @@ export class FloeCluster extends Construct {
   }
 
   /**
-   * Lets `grantee` submit and manage jobs: the REST API authenticates with the cluster secret, so
-   * this grants reading it (e.g. to a CI role that runs `floe` against this cluster).
+   * Lets `grantee` submit and manage jobs: `execute-api:Invoke` on this cluster's API (e.g. a CI role
+   * that runs `floe` against it; `floe` signs with its credentials). The dashboard's login takes the
+   * cluster secret instead: grant reading `secret` for that.
    */
   grantSubmit(grantee: iam.IGrantable): iam.Grant {
-    return this.secret.grantRead(grantee);
+    return iam.Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns: [this.httpApi.arnForExecuteApi()] });
   }
 
   /**

@@ -23,7 +23,7 @@ export class FloeStack extends Stack {
     new CfnOutput(this, 'ClusterName', { value: this.floe.cluster.clusterName, description: 'ECS cluster running JobManagers and TaskExecutors' });
     new CfnOutput(this, 'SecretArn', {
       value: this.floe.secret.secretArn,
-      description: 'Cluster secret (bearer token of the REST API): aws secretsmanager get-secret-value --secret-id <this> --query SecretString --output text',
+      description: 'Cluster secret (the dashboard login; RPC between tasks): aws secretsmanager get-secret-value --secret-id <this> --query SecretString --output text',
     });
     new CfnOutput(this, 'TaskLogGroup', { value: this.floe.taskLogGroup.logGroupName, description: 'Logs of the JobManager and TaskExecutor tasks' });
   }

@@ -88,3 +88,19 @@ export const DataActions = {
 
 /** DynamoDB key schema and TTL attribute of the two tables, as the adapters define them. */
 export { jobTable, leaseTable } from '../../runtime/aws/tables.js';
+
+/**
+ * The HTTP API's routes without IAM authorization: the web dashboard's page and files, its login
+ * (which checks the cluster secret itself) and its API calls under `/ui/` (which the Lambda answers only
+ * to a dashboard session). A browser cannot sign a request with SigV4, so these stay open; every other
+ * route (`ANY /{proxy+}`) requires IAM. Paths use API Gateway's route syntax.
+ */
+export const DashboardRoutes = [
+  { method: 'GET', path: '/' },
+  { method: 'GET', path: '/assets/{proxy+}' },
+  { method: 'GET', path: '/login' },
+  { method: 'POST', path: '/login' },
+  { method: 'POST', path: '/logout' },
+  // The dashboard's own reads and cancel: the Lambda answers them only to a dashboard session.
+  { method: 'ANY', path: '/ui/{proxy+}' },
+] as const;

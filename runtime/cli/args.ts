@@ -45,6 +45,8 @@ export interface ParsedArgs {
   readonly stateDir?: string;
   /** From --url: a running cluster's REST endpoint (e.g. a deployed one); no local cluster is used. */
   readonly url?: string;
+  /** From --aws-iam: sign requests to the --url cluster with AWS credentials (SigV4) instead of sending its secret. */
+  readonly awsIam?: boolean;
   readonly command: Command;
 }
 
@@ -81,7 +83,12 @@ Run options:
 Options:
   --dir <stateDir>        the cluster's state folder (default: $FLOE_HOME, else ~/.floe)
   --url <restUrl>         use the cluster serving at this URL (e.g. the ApiUrl of a deployed one;
-                          default: $FLOE_URL) instead of a local one; its secret comes from $FLOE_SECRET
+                          default: $FLOE_URL) instead of a local one; its secret comes from $FLOE_SECRET,
+                          except for an execute-api URL (a deployed cluster): requests to it are signed
+                          with your AWS credentials (SigV4; the SDK's chain: environment, profile, SSO,
+                          role), which need execute-api:Invoke on the API
+  --aws-iam               sign requests to the --url cluster with AWS credentials, whatever its URL
+                          (default: $FLOE_AWS_IAM=1); the region is the URL's, else $AWS_REGION
   -h, --help              show this text
   --version               show Floe's version
 `;
@@ -94,6 +101,7 @@ interface OptionSpec {
 const OPTIONS: Record<string, OptionSpec> = {
   '--dir': { takesValue: true, commands: 'all' },
   '--url': { takesValue: true, commands: ['run', 'list', 'status', 'cancel'] },
+  '--aws-iam': { takesValue: false, commands: ['run', 'list', 'status', 'cancel'] },
   '--parallelism': { takesValue: true, commands: ['run'] },
   '-p': { takesValue: true, commands: ['run'] },
   '--detached': { takesValue: false, commands: ['run'] },
@@ -161,7 +169,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const stateDir = dirValues?.at(-1);
   const url = flags.get('--url')?.at(-1);
   if (url !== undefined && !/^https?:\/\/[^\s/]+/.test(url)) throw new UsageError(`--url needs an http(s) URL, found '${url}'`);
-  const base = { ...(stateDir === undefined ? {} : { stateDir }), ...(url === undefined ? {} : { url }) };
+  const base = { ...(stateDir === undefined ? {} : { stateDir }), ...(url === undefined ? {} : { url }), ...(flags.has('--aws-iam') ? { awsIam: true } : {}) };
   if (flags.has('--version')) return { ...base, command: { kind: 'version' } };
   const name = positionals[0];
   if (flags.has('--help') || flags.has('-h') || name === undefined || name === 'help') return { ...base, command: { kind: 'help' } };

@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FloeError, errorMessage } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';
-import { parseArgs, resolveStateDir, USAGE, UsageError } from './args.js';
+import { parseArgs, resolveStateDir, USAGE, UsageError, type ParsedArgs } from './args.js';
 import { executeCommand, type CliIo } from './commands.js';
 import { escapeText } from './escape.js';
 import { runExample } from './example.js';
 import { processInterrupts, terminalPrompt } from './interrupt.js';
-import { RestClient } from './rest-client.js';
+import { EXECUTE_API_HOST, RestClient } from './rest-client.js';
 
 export type { CliIo } from './commands.js';
 
@@ -32,7 +32,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         // The example keeps its cluster's state inside the package unless told otherwise.
         return await runExample(command.name, { io, stateDir: parsed.stateDir === undefined ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd) });
       default:
-        return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd), ...remoteCluster(parsed.url, command.kind, io) });
+        return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd), ...(await remoteCluster(parsed, command.kind, io)) });
     }
   } catch (e) {
     if (e instanceof UsageError) {
@@ -46,13 +46,26 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   }
 }
 
-/** --url (or $FLOE_URL) names a cluster that is not managed here; its secret comes from the environment. */
-function remoteCluster(flagUrl: string | undefined, kind: string, io: CliIo): { remote?: RestClient } {
-  const url = flagUrl ?? (kind === 'cluster' ? undefined : io.env['FLOE_URL']);
+/**
+ * --url (or $FLOE_URL) names a cluster that is not managed here. A deployed one (an execute-api URL, or
+ * --aws-iam / $FLOE_AWS_IAM=1) takes requests signed with the caller's AWS credentials; any other takes
+ * its secret from $FLOE_SECRET.
+ */
+async function remoteCluster(parsed: ParsedArgs, kind: string, io: CliIo): Promise<{ remote?: RestClient }> {
+  const url = parsed.url ?? (kind === 'cluster' ? undefined : io.env['FLOE_URL']);
   if (url === undefined || url === '') return {};
+  if (!/^https?:\/\/[^\s/]+/.test(url)) throw new UsageError(`FLOE_URL needs an http(s) URL, found '${url}'`);
+  const executeApiRegion = EXECUTE_API_HOST.exec(new URL(url).hostname.toLowerCase())?.[1];
+  if (parsed.awsIam === true || io.env['FLOE_AWS_IAM'] === '1' || executeApiRegion !== undefined) {
+    const region = executeApiRegion ?? io.env['AWS_REGION'] ?? io.env['AWS_DEFAULT_REGION'];
+    if (region === undefined || region === '') throw new UsageError(`signing requests to ${url} needs the API's region: set AWS_REGION`);
+    // Loaded here only: the AWS SDK costs a local cluster's commands nothing.
+    const { createSigV4Signer } = await import('../aws/sigv4-signer.js');
+    return { remote: new RestClient({ baseUrl: url, signer: createSigV4Signer({ region }) }) };
+  }
   const secret = io.env['FLOE_SECRET'];
   if (secret === undefined || secret === '') {
-    throw new UsageError(`the cluster at ${url} needs its secret: set FLOE_SECRET (for a deployed cluster: aws secretsmanager get-secret-value --secret-id <SecretArn>)`);
+    throw new UsageError(`the cluster at ${url} needs its secret: set FLOE_SECRET (a deployed cluster's execute-api URL needs none: floe signs with your AWS credentials)`);
   }
   return { remote: new RestClient({ baseUrl: url, secret }) };
 }

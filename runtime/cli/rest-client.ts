@@ -22,11 +22,38 @@ import type {
   SubmitJobResponse,
 } from '../dispatcher/rest-types.js';
 
+/** `https://<api id>.execute-api.<region>.amazonaws.com[.cn]`: a deployed cluster's API (IAM-authorized); group 1 is the region. */
+export const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/;
+
+/** A request to the Dispatcher as it will go on the wire, for a signer to sign. */
+export interface OutgoingRequest {
+  readonly method: string;
+  readonly url: URL;
+  /** Header names in lower case. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body?: string | Uint8Array;
+}
+
+/**
+ * Signs requests to a deployed cluster whose API Gateway authorizes callers with IAM (SigV4): the
+ * adapter is runtime/aws/sigv4-signer.ts, loaded only when the CLI talks to such a cluster.
+ */
+export interface RequestSigner {
+  /** The headers to send: `headers` plus the signature's (authorization, x-amz-date, ...). */
+  sign(request: OutgoingRequest): Promise<Record<string, string>>;
+}
+
 export interface RestClientOptions {
   /** e.g. `http://127.0.0.1:8081` */
   readonly baseUrl: string;
   /** The cluster secret; sent with every request but GET /health. */
   readonly secret?: string;
+  /**
+   * Signs every request to the Dispatcher instead of sending the secret (a deployed cluster, whose API
+   * takes IAM credentials). Never used on a presigned upload URL, which carries its own signature.
+   * @default - requests are not signed
+   */
+  readonly signer?: RequestSigner;
   /** Deadline of each request. @default 30_000 */
   readonly timeoutMs?: number;
   /** Larger libraries are uploaded through POST /artifacts instead of inline in POST /jobs. @default 4 MiB */
@@ -49,12 +76,14 @@ export class UnexpectedResponseError extends FloeError {
 export class RestClient {
   private readonly baseUrl: string;
   private readonly secret: string | undefined;
+  private readonly signer: RequestSigner | undefined;
   private readonly timeoutMs: number;
   private readonly inlineLibraryMaxBytes: number;
 
   constructor(options: RestClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.secret = options.secret;
+    this.secret = options.signer === undefined ? options.secret : undefined;
+    this.signer = options.signer;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.inlineLibraryMaxBytes = options.inlineLibraryMaxBytes ?? DEFAULT_INLINE_LIBRARY_MAX_BYTES;
   }
@@ -94,10 +123,12 @@ export class RestClient {
     const offer = await this.request<ArtifactUploadResponse>('POST', '/artifacts', { body: { sha256, sizeBytes: library.byteLength } satisfies ArtifactUploadRequest });
     if (offer.exists || offer.upload === undefined) return;
     const target = new URL(offer.upload.url, `${this.baseUrl}/`);
-    // A relative URL is the Dispatcher's own route and needs the secret; a presigned one must not get it.
+    // A relative URL is the Dispatcher's own route and needs the secret or a signature; a presigned one
+    // carries its own signature and must get neither.
     const own = target.origin === new URL(this.baseUrl).origin;
-    const headers: Record<string, string> = { 'content-type': 'application/octet-stream', ...offer.upload.headers };
+    let headers: Record<string, string> = { 'content-type': 'application/octet-stream', ...lowerCased(offer.upload.headers) };
     if (own && this.secret !== undefined) headers['authorization'] = `Bearer ${this.secret}`;
+    if (own && this.signer !== undefined) headers = await this.signer.sign({ method: offer.upload.method, url: target, headers, body: library });
     let response: Response;
     try {
       response = await fetch(target, { method: offer.upload.method, headers, body: library, signal: AbortSignal.timeout(Math.max(this.timeoutMs, 120_000)) });
@@ -149,15 +180,18 @@ export class RestClient {
     opts: { body?: unknown; authorized?: boolean; notFoundAsUndefined?: boolean } = {},
   ): Promise<T> {
     const url = `${this.baseUrl}${path}`;
-    const headers: Record<string, string> = { accept: 'application/json' };
+    let headers: Record<string, string> = { accept: 'application/json' };
     if (opts.authorized !== false && this.secret !== undefined) headers['authorization'] = `Bearer ${this.secret}`;
     if (opts.body !== undefined) headers['content-type'] = 'application/json';
+    const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    // Signed even where the route is public: the signature then covers exactly what is sent.
+    if (this.signer !== undefined) headers = await this.signer.sign({ method, url: new URL(url), headers, ...(body === undefined ? {} : { body }) });
     let response: Response;
     try {
       response = await fetch(url, {
         method,
         headers,
-        ...(opts.body === undefined ? {} : { body: JSON.stringify(opts.body) }),
+        ...(body === undefined ? {} : { body }),
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (e) {
@@ -188,6 +222,19 @@ export class RestClient {
     if (error && typeof error.code === 'string' && typeof error.message === 'string') {
       throw fromErrorInfo({ code: error.code, message: error.message, retryable: false, ...(error.details === undefined ? {} : { details: error.details }) });
     }
+    // API Gateway's own refusals ({"message": ...}): its IAM authorizer, its throttling, its limits.
+    const gatewayMessage = (json as { message?: unknown } | undefined)?.message;
+    if (response.status === 403 && typeof gatewayMessage === 'string') {
+      const hint = this.signer === undefined
+        ? 'the API takes requests signed with IAM credentials: use an execute-api URL, or --aws-iam / FLOE_AWS_IAM=1'
+        : 'the credentials floe found (the AWS SDK chain: environment, profile, SSO, role) must be valid and allow execute-api:Invoke on the API';
+      // API Gateway quotes a malformed authorization header back, and that may be our bearer secret.
+      const quoted = this.secret === undefined ? gatewayMessage : gatewayMessage.replaceAll(this.secret, '<secret>');
+      throw new UnexpectedResponseError(`${method} ${path} was refused by the API (HTTP 403: ${quoted.slice(0, 300)}); ${hint}`);
+    }
     throw new UnexpectedResponseError(`${method} ${path} answered ${response.status}: ${text.slice(0, 200)}`);
   }
 }
+
+const lowerCased = (headers: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));

@@ -11,6 +11,8 @@ export const SESSION_COOKIE = 'floe_session';
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 /** A login link printed by the CLI works once, within this time. */
 export const LOGIN_CODE_TTL_MS = 10 * 60 * 1000;
+/** The dashboard calls the API under `/ui/…`, which only its session opens (see the REST router). */
+export const DASHBOARD_API_PREFIX = 'ui';
 /** Header every cookie-authenticated request must carry: a page on another site cannot add it without CORS, which this API does not grant. */
 export const DASHBOARD_CLIENT_HEADER = 'x-floe-client';
 

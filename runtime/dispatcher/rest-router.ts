@@ -7,7 +7,7 @@ import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } f
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { Dispatcher } from './dispatcher.js';
-import { DASHBOARD_CLIENT_HEADER, DashboardLogin, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile } from './dashboard.js';
+import { DASHBOARD_API_PREFIX, DASHBOARD_CLIENT_HEADER, DashboardLogin, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile } from './dashboard.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
 
 export interface RestRequest {
@@ -23,6 +23,12 @@ export interface RestRequest {
   /** Header names in lower case. */
   readonly headers: Readonly<Record<string, string | undefined>>;
   readonly body?: Uint8Array;
+  /**
+   * Who the front in front of the router already authenticated, e.g. the ARN API Gateway's IAM
+   * authorizer verified the request's SigV4 signature for. Such a request needs no secret. Only a front
+   * sets it, from what its own infrastructure vouches for (never from anything a client sends).
+   */
+  readonly authenticatedCaller?: string;
 }
 
 export interface RestResponse {
@@ -363,8 +369,14 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
   async function route(request: RestRequest): Promise<RestResponse> {
     const { method } = request;
     const decoded = decodePath(request.path);
-    const found = 'segments' in decoded ? match(routes, decoded.segments) : undefined;
-    if (found?.route.public !== true) {
+    // `/ui/<route>` is `/<route>` for the dashboard alone: only its session opens it. On AWS it is the one
+    // API path outside IAM authorization (a browser cannot sign), so nothing else may pass there.
+    const forDashboard = 'segments' in decoded && decoded.segments[0] === DASHBOARD_API_PREFIX && decoded.segments.length > 1;
+    const segments = 'segments' in decoded ? (forDashboard ? decoded.segments.slice(1) : decoded.segments) : undefined;
+    const found = segments !== undefined ? match(routes, segments) : undefined;
+    if (forDashboard) {
+      if (found?.route.public !== true) authorizeSession(request.headers, login, now());
+    } else if (found?.route.public !== true && request.authenticatedCaller === undefined) {
       const header = request.headers['authorization'];
       if ((header === undefined || header === '') && sessionCookieOf(request.headers['cookie']) !== undefined) authorizeSession(request.headers, login, now());
       else authorize(header, options.secret);

@@ -1,12 +1,41 @@
 // A loopback stand-in for an API Gateway HTTP API: real HTTP requests become payload v2 events for a
 // Lambda handler, and its result (status, headers, body, isBase64Encoded) is written back, with API
-// Gateway's 10 MB request cap.
-import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+// Gateway's 10 MB request cap, Lambda's 6 MB invocation payload, the integration timeout, and (with
+// `iam`) the IAM authorization of FloeCluster's routes: SigV4 signatures checked against known
+// credentials before any Lambda runs, answered with API Gateway's own words.
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Sha256 } from '@smithy/core/checksum';
+import { SignatureV4 } from '@smithy/signature-v4';
 import type { APIGatewayProxyEventV2, APIGatewayProxyResultV2, Context } from 'aws-lambda';
+import { DashboardRoutes } from '../../cdk/lib/runtime-contract.js';
+import type { AwsCredentials } from '../../runtime/aws/clients.js';
 
 export const API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+/** Lambda's cap on a synchronous invocation's payload: the whole event, base64 body included. */
+export const LAMBDA_MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
+/** How long an HTTP API waits for the Lambda integration (what FloeCluster's function timeout matches). */
+export const INTEGRATION_TIMEOUT_MS = 29_000;
+/** How far a signature's date may be from the gateway's clock. */
+const SIGNATURE_VALIDITY_MS = 5 * 60_000;
+
+export interface ApiGatewayIamOptions {
+  readonly region: string;
+  /** The only credentials whose signatures are accepted. */
+  readonly credentials: AwsCredentials;
+  /** What `requestContext.authorizer.iam.userArn` says of an accepted caller. @default 'arn:aws:iam::000000000000:user/floe-test' */
+  readonly userArn?: string;
+}
+
+export interface ApiGatewayAdapterOptions {
+  /** The Lambda function's timeout, as its context reports it. @default 30_000 */
+  readonly timeoutMs?: number;
+  /** After this the gateway answers 503 without the function's result. @default INTEGRATION_TIMEOUT_MS */
+  readonly integrationTimeoutMs?: number;
+  /** Every route but the dashboard's requires a SigV4 signature by these credentials. @default - no authorization */
+  readonly iam?: ApiGatewayIamOptions;
+}
 
 export type LambdaHttpHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyResultV2 | undefined | void>;
 
@@ -14,6 +43,8 @@ export interface ApiGatewayAdapter {
   readonly url: string;
   /** Events handed to the handler so far. */
   readonly invocations: number;
+  /** Requests the gateway answered itself (refused signatures, oversized payloads), never reaching the handler. */
+  readonly refused: number;
   close(): Promise<void>;
 }
 
@@ -37,9 +68,88 @@ function lambdaContext(requestId: string, timeoutMs: number): Context {
   };
 }
 
-export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options: { timeoutMs?: number } = {}): Promise<ApiGatewayAdapter> {
+
+type GatewayAnswer = { readonly status: number; readonly message: string };
+
+/** FloeCluster's route a request lands on: a dashboard route (no authorization) or `ANY /{proxy+}`. */
+function routeKeyOf(method: string, path: string): { key: string; open: boolean } {
+  for (const route of DashboardRoutes) {
+    if (route.method !== method && route.method !== 'ANY') continue;
+    const matches = route.path.endsWith('/{proxy+}') ? path.startsWith(route.path.slice(0, -'{proxy+}'.length)) && path.length > route.path.length - '{proxy+}'.length : path === route.path;
+    if (matches) return { key: `${route.method} ${route.path}`, open: true };
+  }
+  return { key: 'ANY /{proxy+}', open: false };
+}
+
+const AUTH_HEADER = /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([^/,\s]+)\/([^/,\s]+)\/aws4_request,\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})$/;
+const AMZ_DATE = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/;
+const amzDate = (ms: number): string => new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+const MISMATCH =
+  'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.';
+
+/**
+ * API Gateway's IAM check, by recomputing the signature over the request as received with the same
+ * SignatureV4 the SDK signs with: undefined when it holds, else the gateway's 403.
+ */
+async function checkSignature(req: IncomingMessage, body: Buffer, iam: ApiGatewayIamOptions, nowMs: number): Promise<GatewayAnswer | undefined> {
+  const authorization = req.headers['authorization'];
+  if (authorization === undefined || authorization === '') return { status: 403, message: 'Forbidden' };
+  const parsed = AUTH_HEADER.exec(authorization);
+  if (parsed === null) {
+    return { status: 403, message: `Authorization header requires 'Credential' parameter. Authorization header requires 'Signature' parameter. Authorization header requires 'SignedHeaders' parameter. Authorization=${authorization}` };
+  }
+  const [, accessKeyId, , region, service, signedHeaderList, signature] = parsed as unknown as [string, string, string, string, string, string, string];
+  if (accessKeyId !== iam.credentials.accessKeyId) return { status: 403, message: 'The security token included in the request is invalid.' };
+  const date = req.headers['x-amz-date'];
+  const when = typeof date === 'string' ? AMZ_DATE.exec(date) : null;
+  if (typeof date !== 'string' || when === null) return { status: 403, message: "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header." };
+  const [, y, mo, d, h, mi, se] = when.map(Number) as [number, number, number, number, number, number, number];
+  const signedAt = Date.UTC(y, mo - 1, d, h, mi, se);
+  if (signedAt < nowMs - SIGNATURE_VALIDITY_MS) {
+    return { status: 403, message: `Signature expired: ${date} is now earlier than ${amzDate(nowMs - SIGNATURE_VALIDITY_MS)} (${amzDate(nowMs)} - 5 min.)` };
+  }
+  if (signedAt > nowMs + SIGNATURE_VALIDITY_MS) {
+    return { status: 403, message: `Signature not yet current: ${date} is still later than ${amzDate(nowMs + SIGNATURE_VALIDITY_MS)} (${amzDate(nowMs)} + 5 min.)` };
+  }
+  // The gateway hashes the body it received, whatever hash the client claims.
+  const claimedHash = req.headers['x-amz-content-sha256'];
+  if (typeof claimedHash === 'string' && claimedHash !== createHash('sha256').update(body).digest('hex')) return { status: 403, message: MISMATCH };
+  const signedNames = signedHeaderList.split(';');
+  if (!signedNames.includes('host')) return { status: 403, message: MISMATCH };
+  const headers: Record<string, string> = {};
+  for (const name of signedNames) {
+    const value = req.headers[name];
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(',') : value;
+  }
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const query: Record<string, string | string[]> = {};
+  for (const [k, v] of url.searchParams) {
+    const prior = query[k];
+    query[k] = prior === undefined ? v : [...(Array.isArray(prior) ? prior : [prior]), v];
+  }
+  const signer = new SignatureV4({ service, region, credentials: iam.credentials, sha256: Sha256 });
+  const expected = await signer.sign(
+    { method: req.method ?? 'GET', protocol: 'http:', hostname: '127.0.0.1', path: url.pathname, query, headers, ...(body.length > 0 ? { body } : {}) },
+    { signingDate: new Date(signedAt) },
+  );
+  const recomputed = /Signature=([0-9a-f]{64})/.exec(String(expected.headers['authorization']))?.[1] ?? '';
+  const signedHeadersAgree = /SignedHeaders=([^,]+)/.exec(String(expected.headers['authorization']))?.[1] === signedHeaderList;
+  // A signature for another region or service does not match this API's, as on AWS.
+  if (region !== iam.region || service !== 'execute-api' || !signedHeadersAgree || !timingSafeEqual(Buffer.from(recomputed), Buffer.from(signature))) {
+    return { status: 403, message: MISMATCH };
+  }
+  return undefined;
+}
+
+export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options: ApiGatewayAdapterOptions = {}): Promise<ApiGatewayAdapter> {
   let invocations = 0;
+  let refused = 0;
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_MS;
+  const answer = (res: import('node:http').ServerResponse, { status, message }: GatewayAnswer): void => {
+    refused++;
+    res.writeHead(status, { 'content-type': 'application/json', 'apigw-requestid': randomUUID() }).end(JSON.stringify({ message }));
+  };
   const server: Server = createServer((req, res) => {
     void (async () => {
       const chunks: Buffer[] = [];
@@ -62,6 +172,18 @@ export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options
         else headers[name] = Array.isArray(value) ? value.join(',') : value;
       }
       const body = Buffer.concat(chunks);
+      const route = routeKeyOf(req.method ?? 'GET', url.pathname);
+      let authorizer: { iam: Record<string, unknown> } | undefined;
+      if (options.iam !== undefined && !route.open) {
+        const refusal = await checkSignature(req, body, options.iam, Date.now());
+        if (refusal !== undefined) return answer(res, refusal);
+        authorizer = {
+          iam: {
+            accessKey: options.iam.credentials.accessKeyId, accountId: '000000000000', callerId: 'AIDAFLOETEST', cognitoIdentity: null,
+            principalOrgId: null, userArn: options.iam.userArn ?? 'arn:aws:iam::000000000000:user/floe-test', userId: 'AIDAFLOETEST',
+          },
+        };
+      }
       // API Gateway passes text as is and base64-encodes everything else.
       const binary = body.length > 0 && !TEXT_TYPES.test(headers['content-type'] ?? '');
       const requestId = randomUUID();
@@ -70,7 +192,7 @@ export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options
       for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
       const event: APIGatewayProxyEventV2 = {
         version: '2.0',
-        routeKey: '$default',
+        routeKey: route.key,
         rawPath: url.pathname,
         rawQueryString: url.search.replace(/^\?/, ''),
         headers,
@@ -83,16 +205,28 @@ export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options
           domainPrefix: '127',
           http: { method: req.method ?? 'GET', path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
           requestId,
-          routeKey: '$default',
+          routeKey: route.key,
           stage: '$default',
           time: now.toISOString(),
           timeEpoch: now.getTime(),
+          ...(authorizer !== undefined ? { authorizer } : {}),
         },
         ...(body.length > 0 ? { body: binary ? body.toString('base64') : body.toString('utf8') } : {}),
         isBase64Encoded: binary,
       };
+      // Lambda refuses a larger invocation; API Gateway passes that on as its own 413.
+      if (Buffer.byteLength(JSON.stringify(event)) > LAMBDA_MAX_PAYLOAD_BYTES) return answer(res, { status: 413, message: 'Request Entity Too Large' });
       invocations++;
-      const result = await handler(event, lambdaContext(requestId, timeoutMs));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), integrationTimeoutMs);
+      });
+      const result = await Promise.race([handler(event, lambdaContext(requestId, timeoutMs)), timedOut]).finally(() => clearTimeout(timer));
+      // An HTTP API gives up on its integration with a 503 (the function may still be running).
+      if (result === 'timeout') {
+        res.writeHead(503, { 'content-type': 'application/json', 'apigw-requestid': requestId }).end(JSON.stringify({ message: 'Service Unavailable' }));
+        return;
+      }
       // A v2 handler may return a plain value: API Gateway then answers 200 with it as JSON.
       if (result === undefined || result === null || typeof result === 'string' || !('statusCode' in result)) {
         const text = typeof result === 'string' ? result : JSON.stringify(result ?? null);
@@ -118,6 +252,9 @@ export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     get invocations() {
       return invocations;
+    },
+    get refused() {
+      return refused;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -17,7 +17,7 @@ import { RestClient } from '../../runtime/cli/rest-client.js';
 import { generateCorpusChunks } from '../../runtime/cli/wordcount-example.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { waitFor } from '../support/cluster-processes.js';
-import { AWS_TEST_SECRET, startAwsTestCluster, type AwsTestCluster } from './aws-test-cluster.js';
+import { awsTestApiSigner, startAwsTestCluster, type AwsTestCluster } from './aws-test-cluster.js';
 import type { EcsEmulator } from './ecs-emulator.js';
 import type { Emulators } from './emulators.js';
 
@@ -26,7 +26,6 @@ let cluster: AwsTestCluster;
 let emulators: Emulators;
 let ecs: EcsEmulator;
 let work: string;
-const SECRET = AWS_TEST_SECRET;
 
 beforeAll(async () => {
   cluster = await startAwsTestCluster();
@@ -105,8 +104,9 @@ describe('Floe on the AWS backend (emulators)', () => {
     ecs.failCapacity('floe-jobmanager-starved', 'RESOURCE:MEMORY');
     const { api, adapter } = await front({ FLOE_ECS_TASK_DEFINITION_JOBMANAGER: 'floe-jobmanager-starved', FLOE_ECS_LAUNCH_TIMEOUT_MS: '1500', FLOE_ECS_LAUNCH_BACKOFF_MS: '100' });
     const before = ecs.counters.runTaskCapacityFailures;
-    // The library goes the large-library way: POST /artifacts, a presigned PUT straight to S3, then POST /jobs without it.
-    const client = new RestClient({ baseUrl: adapter.url, secret: SECRET, inlineLibraryMaxBytes: 1 });
+    // The library goes the large-library way: POST /artifacts, a presigned PUT straight to S3 (which must
+    // not carry the API's signature), then POST /jobs without it; the API calls are signed.
+    const client = new RestClient({ baseUrl: adapter.url, signer: awsTestApiSigner(), inlineLibraryMaxBytes: 1 });
     const { jobGraph, library } = await submission([join(work, 'none.txt'), join(work, 'never')], 2);
     const { jobId } = await client.submitJob(jobGraph as JobGraph, Buffer.from(library, 'base64'));
     expect((await api('GET', `/jobs/${jobId}`)).body.status).toBe('FAILED');

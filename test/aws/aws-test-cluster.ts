@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startAwsDispatcher, type AwsDispatcher } from '../../runtime/aws/aws-dispatcher.js';
 import { configToEnv, loadConfig } from '../../runtime/core/config.js';
+import { createSigV4Signer } from '../../runtime/aws/sigv4-signer.js';
+import type { RequestSigner } from '../../runtime/cli/rest-client.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { createHttpApiHandler } from '../../functions/http-api.js';
 import { startApiGatewayAdapter, type ApiGatewayAdapter } from './apigw-adapter.js';
@@ -15,6 +17,10 @@ import { EcsEmulator, type EcsTaskStateChangeEvent } from './ecs-emulator.js';
 import { awsServicesEnv, createTables, startEmulators, type Emulators } from './emulators.js';
 
 export const AWS_TEST_SECRET = 'e2e-secret';
+/** The only credentials the API Gateway stand-in accepts signatures from, as IAM would on a deployed cluster. */
+export const AWS_TEST_API_IAM = { region: 'us-east-1', credentials: { accessKeyId: 'AKIAFLOEE2ECALLER000', secretAccessKey: 'floe-e2e-caller-secret-access-key' } } as const;
+/** Signs as a caller granted execute-api:Invoke (FloeCluster.grantSubmit). */
+export const awsTestApiSigner = (): RequestSigner => createSigV4Signer(AWS_TEST_API_IAM);
 
 /** The process entry points, bundled side by side the way runtime/build.mjs lays out dist/. */
 async function bundleEntryPoints(outdir: string): Promise<void> {
@@ -88,9 +94,13 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
     env,
     async front(overrides = {}, frontOptions = {}) {
       const dispatcher = await startAwsDispatcher({ env: { ...env, ...overrides }, logger: silentLogger, watchJobManagers: frontOptions.watchJobManagers ?? true });
-      const adapter = await startApiGatewayAdapter(createHttpApiHandler({ router: async () => dispatcher.router, logger: silentLogger }));
+      // The API as FloeCluster deploys it: every API route takes IAM-signed requests only.
+      const adapter = await startApiGatewayAdapter(createHttpApiHandler({ router: async () => dispatcher.router, logger: silentLogger }), { iam: AWS_TEST_API_IAM });
+      const signer = awsTestApiSigner();
       const api = async (method: string, path: string, body?: unknown) => {
-        const res = await fetch(adapter.url + path, { method, headers: { authorization: `Bearer ${AWS_TEST_SECRET}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+        const text = body ? JSON.stringify(body) : undefined;
+        const headers = await signer.sign({ method, url: new URL(adapter.url + path), headers: text ? { 'content-type': 'application/json' } : {}, ...(text ? { body: text } : {}) });
+        const res = await fetch(adapter.url + path, { method, headers, ...(text ? { body: text } : {}) });
         return { status: res.status, body: await res.json() };
       };
       const f = { dispatcher, adapter, api };

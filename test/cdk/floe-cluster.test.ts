@@ -177,6 +177,8 @@ describe('FloeCluster with its defaults', () => {
     template.resourceCountIs('AWS::ApiGatewayV2::Api', 1);
     template.hasResourceProperties('AWS::ApiGatewayV2::Api', { ProtocolType: 'HTTP' });
     template.hasResourceProperties('AWS::ApiGatewayV2::Route', { RouteKey: 'ANY /{proxy+}' });
+    // One integration behind every route.
+    template.resourceCountIs('AWS::ApiGatewayV2::Integration', 1);
     const [fnId] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
     template.hasResourceProperties('AWS::ApiGatewayV2::Integration', {
       IntegrationType: 'AWS_PROXY',
@@ -184,6 +186,35 @@ describe('FloeCluster with its defaults', () => {
       IntegrationUri: { 'Fn::GetAtt': [fnId, 'Arn'] },
     });
     template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com', FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] } });
+  });
+
+  it("requires IAM on every API route and leaves only the dashboard's page, files, login and /ui/ calls open", () => {
+    const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route')).map((r) => [r.Properties!['RouteKey'], r.Properties!['AuthorizationType'] ?? 'NONE']);
+    expect(Object.fromEntries(routes)).toEqual({
+      'ANY /{proxy+}': 'AWS_IAM',
+      'GET /': 'NONE',
+      'GET /assets/{proxy+}': 'NONE',
+      'GET /login': 'NONE',
+      'POST /login': 'NONE',
+      'POST /logout': 'NONE',
+      'ANY /ui/{proxy+}': 'NONE',
+    });
+    expect(routes).toHaveLength(7);
+  });
+
+  it('throttles the API stage and logs every request to a log group kept as long as the other logs', () => {
+    const [, stage] = only(resourcesOf(template, 'AWS::ApiGatewayV2::Stage'), 'one stage');
+    expect(stage.Properties).toMatchObject({ StageName: '$default', AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 } });
+    const access = stage.Properties!['AccessLogSettings'] as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
+    const logGroupId = access.DestinationArn['Fn::GetAtt'][0];
+    expect(resources[logGroupId]).toMatchObject({ Type: 'AWS::Logs::LogGroup', Properties: { RetentionInDays: 30 } });
+    const format = JSON.parse(access.Format) as Record<string, string>;
+    expect(format).toMatchObject({ requestId: '$context.requestId', caller: '$context.identity.userArn', status: '$context.status', routeKey: '$context.routeKey' });
+  });
+
+  it('bounds the Dispatcher function to 10 concurrent instances', () => {
+    const [, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
+    expect(fn.Properties!['ReservedConcurrentExecutions']).toBe(10);
   });
 
   it('sends the stops of JobManager tasks in this cluster to the Dispatcher function, keeping what fails in a dead-letter queue, and sweeps every minute', () => {
@@ -392,6 +423,9 @@ describe('FloeCluster with props', () => {
       removalPolicy: RemovalPolicy.DESTROY,
       jobRetention: Duration.days(7),
       blobPrefix: 'team-a/',
+      apiThrottleRateLimit: 5,
+      apiThrottleBurstLimit: 7,
+      apiReservedConcurrency: 3,
     });
     floe.grantSubmit(new iam.Role(stack, 'Submitter', { assumedBy: new iam.AccountRootPrincipal() }));
     floe.grantBucketAccess(new s3.Bucket(stack, 'Data'), 'input/*');
@@ -423,15 +457,24 @@ describe('FloeCluster with props', () => {
     template.resourceCountIs('AWS::EC2::VPCEndpoint', 0);
   });
 
-  it('grants a submitter the secret and the jobs a bucket of the user, and nothing more', () => {
+  it('takes the throttling and concurrency bounds it is given', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', { DefaultRouteSettings: { ThrottlingRateLimit: 5, ThrottlingBurstLimit: 7 } });
+    template.hasResourceProperties('AWS::Lambda::Function', { Description: 'Floe Dispatcher: the REST API', ReservedConcurrentExecutions: 3 });
+  });
+
+  it('grants a submitter execute-api:Invoke on the API and the jobs a bucket of the user, and nothing more', () => {
     const policyOf = (roleFragment: string): Json[] =>
       statements(template)
         .filter((s) => s.roles.some((r) => JSON.stringify(r).includes(roleFragment)))
         .map((s) => s.statement);
-    const secretId = only(resourcesOf(template, 'AWS::SecretsManager::Secret'), 'one secret')[0];
-    expect(policyOf('Submitter')).toEqual([
-      { Effect: 'Allow', Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'], Resource: { Ref: secretId } },
-    ]);
+    const apiId = only(resourcesOf(template, 'AWS::ApiGatewayV2::Api'), 'one HTTP API')[0];
+    const submitter = policyOf('Submitter');
+    expect(submitter).toHaveLength(1);
+    expect(submitter[0]).toMatchObject({ Effect: 'Allow', Action: 'execute-api:Invoke' });
+    const resource = JSON.stringify(submitter[0]!['Resource']);
+    expect(resource).toContain(`{"Ref":"${apiId}"}`);
+    expect(resource).toContain(':execute-api:');
+    expect(resource).toContain('/*/*/*');
     const dataId = Object.keys(resourcesOf(template, 'AWS::S3::Bucket')).find((id) => id.startsWith('Data'))!;
     const onData = (role: string): Json[] => policyOf(role).filter((s) => JSON.stringify(s['Resource']).includes(dataId));
     // The JobManager commits under the pattern; TaskExecutors read input splits there and write staged parts, nothing else.

@@ -69,6 +69,12 @@ describe('parseArgs', () => {
     expect(usageError(['run', 'job.ts', '--max-records', '1e3'])).toMatch(/found '1e3'/);
     expect(usageError(['list', '--no-typecheck'])).toMatch(/option --no-typecheck does not apply to 'list'/);
     expect(usageError(['init', 'a', 'b'])).toMatch(/unexpected argument 'b' for 'init'/);
+    expect(usageError(['cluster', 'start', '--aws-iam'])).toMatch(/option --aws-iam does not apply to 'cluster'/);
+  });
+
+  it('takes --aws-iam beside --url for the commands that talk to a cluster', () => {
+    expect(parseArgs(['list', '--url', 'https://floe.example.com', '--aws-iam'])).toMatchObject({ url: 'https://floe.example.com', awsIam: true, command: { kind: 'list' } });
+    expect(parseArgs(['list', '--url', 'https://floe.example.com'])).not.toHaveProperty('awsIam');
   });
 });
 

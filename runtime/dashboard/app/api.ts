@@ -80,8 +80,9 @@ async function send(
   const onOuterAbort = () => controller.abort(outer?.reason);
   outer?.addEventListener('abort', onOuterAbort, { once: true });
   try {
-    // Relative to the page, so a deployment under a path prefix (an API stage) works unchanged.
-    const response = await fetch(`.${path}`, {
+    // Relative to the page, so a deployment under a path prefix (an API stage) works unchanged; under
+    // `ui/`, the API's path that only a dashboard session opens (the one outside IAM on AWS).
+    const response = await fetch(`./ui${path}`, {
       method,
       credentials: 'same-origin',
       // The etag is handled here; the browser's cache would only answer for it.
