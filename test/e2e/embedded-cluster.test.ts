@@ -59,6 +59,17 @@ describe('embedded cluster', () => {
     await noProcessOfJobLeft();
   });
 
+  it('runs user code without the cluster secret in its environment, on a real TaskExecutor', async () => {
+    const jobId = await submit('env-probe.ts', 'default', [], 2);
+    const job = await awaitTerminal(jobId);
+    expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
+    const result = await api('GET', `/jobs/${jobId}/result`);
+    expect(result.status).toBe(200);
+    const seen = [...result.body.records].sort((a: { n: number }, b: { n: number }) => a.n - b.n);
+    expect(seen).toEqual([1, 2, 3, 4].map((n) => ({ n, secretType: 'undefined', secretListed: false, sawOtherVariables: true })));
+    await noProcessOfJobLeft();
+  });
+
   it('moves records across TaskExecutors (rebalance from 1 to 4 subtasks) and returns the collect sink result', async () => {
     const jobId = await submit('e2e-words.ts', 'spare', [], 4);
     const job = await awaitTerminal(jobId);
