@@ -122,6 +122,7 @@ async function startTaskExecutor(
     resourceId: ResourceId.of(name),
     jobId: cluster.jobId,
     rpc,
+    secret: 'test-secret',
     leaseStore: cluster.leaseStore,
     blobStore: cluster.blobStore,
     workDir: join(root, cluster.jobId, name),
