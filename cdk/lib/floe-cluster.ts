@@ -285,9 +285,9 @@ export class FloeCluster extends Construct {
       environment: {
         ...common,
         ...launch,
-        // CloudFormation resolves this reference at deploy time, so the value never appears in the
-        // template or the cloud assembly; it does appear in the function's configuration (encrypted at rest).
-        [FloeEnv.SECRET]: this.secret.secretValue.unsafeUnwrap(),
+        // Only the ARN: the function reads the value from Secrets Manager at cold start, so it is in
+        // neither the template nor the function's configuration, and a rotated value needs no deploy.
+        [FloeEnv.SECRET_ARN]: this.secret.secretArn,
         [FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER]: this.jobManagerTaskDefinition.taskDefinitionArn,
         NODE_OPTIONS: '--enable-source-maps',
       },
@@ -315,6 +315,8 @@ export class FloeCluster extends Construct {
       },
     });
     const api = this.apiFunction;
+    // GetSecretValue at cold start (runtime/aws/cluster-secret.ts).
+    this.secret.grantRead(api);
     // It ends the leases of JobManagers that are gone, so their successors need not wait them out.
     this.leaseTable.grantReadWriteData(api);
     this.jobTable.grantReadWriteData(api);

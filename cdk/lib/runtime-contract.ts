@@ -3,6 +3,7 @@
 // the runtime does not define (handler file, image command, bucket layout) is spelled out here.
 import { AwsProcessEnv } from '../../runtime/aws/aws-env.js';
 import { AwsEnv } from '../../runtime/aws/aws-services.js';
+import { ClusterSecretEnv } from '../../runtime/aws/cluster-secret.js';
 import { ProcessEnv } from '../../runtime/core/process-env.js';
 
 /** Environment variables the construct sets on the Lambda function and the ECS containers. */
@@ -15,8 +16,10 @@ export const FloeEnv = {
   BUCKET: AwsEnv.BUCKET,
   BLOB_PREFIX: AwsEnv.BLOB_PREFIX,
   ENDED_JOB_RETENTION_MS: AwsEnv.ENDED_JOB_RETENTION_MS,
-  /** The cluster secret's value: injected from Secrets Manager by ECS (containers) or CloudFormation (Lambda). */
+  /** The cluster secret's value: injected from Secrets Manager by ECS into the containers. */
   SECRET: ProcessEnv.SECRET,
+  /** The cluster secret's ARN: the Lambda function reads the value at cold start. */
+  SECRET_ARN: ClusterSecretEnv.SECRET_ARN,
   ECS_CLUSTER: AwsProcessEnv.ECS_CLUSTER,
   ECS_TASK_DEFINITION_JOBMANAGER: AwsProcessEnv.ECS_TASK_DEFINITION_JOBMANAGER,
   ECS_TASK_DEFINITION_TASKEXECUTOR: AwsProcessEnv.ECS_TASK_DEFINITION_TASKEXECUTOR,

@@ -142,7 +142,7 @@ describe('FloeCluster with its defaults', () => {
     template.allResources('AWS::S3::Bucket', { DeletionPolicy: 'Retain' });
   });
 
-  it('runs the Dispatcher on Node.js 22 with the names of everything it needs and the secret as a deploy-time reference', () => {
+  it('runs the Dispatcher on Node.js 22 with the names of everything it needs and the secret\'s ARN, never its value', () => {
     const [, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
     expect(fn.Properties).toMatchObject({ Runtime: 'nodejs22.x', Handler: 'index.handler', Timeout: 29 });
     const vars = (fn.Properties!['Environment'] as { Variables: Record<string, unknown> }).Variables;
@@ -169,8 +169,10 @@ describe('FloeCluster with its defaults', () => {
     expect(subnetRefs).toHaveLength(2);
     expect(vars[FloeEnv.ECS_SUBNETS]).toEqual({ 'Fn::Join': [',', expect.arrayContaining(subnetRefs)] });
     expect((vars[FloeEnv.ECS_SUBNETS] as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1]).toHaveLength(2);
-    // Never the value itself in the template: CloudFormation resolves it from Secrets Manager at deploy time.
-    expect(vars[FloeEnv.SECRET]).toEqual({ 'Fn::Join': ['', ['{{resolve:secretsmanager:', secretRef(), ':SecretString:::}}']] });
+    // Never the value, nor a reference CloudFormation would resolve into it: the function reads it at cold start.
+    expect(vars).not.toHaveProperty(FloeEnv.SECRET);
+    expect(JSON.stringify(fn.Properties!['Environment'])).not.toContain('resolve:secretsmanager');
+    expect(vars[FloeEnv.SECRET_ARN]).toEqual(secretRef());
   });
 
   it('routes every path and method of the HTTP API to the Lambda function with payload format 2.0', () => {
@@ -319,9 +321,10 @@ describe('FloeCluster with its defaults', () => {
     expect(objectsOf(teRole)).toEqual([expect.stringContaining('"/*"')]);
     expect(actionsOf(teRole)).not.toContain('ecs:StopTask');
     expect(actionsOf(lambdaRole())).toEqual(expect.arrayContaining(['dynamodb:PutItem', 's3:PutObject']));
-    // The secret is handed over at start (ECS with the execution role, CloudFormation for the
-    // function); no running process may ask Secrets Manager for it.
-    for (const role of [lambdaRole(), jmRole, teRole]) expect(actionsOf(role)).not.toContain('secretsmanager:GetSecretValue');
+    // The tasks get the secret at start (ECS with the execution role): their own roles may not ask
+    // Secrets Manager for it. The function reads it at cold start, so its role may.
+    for (const role of [jmRole, teRole]) expect(actionsOf(role)).not.toContain('secretsmanager:GetSecretValue');
+    expect(statementsOf(lambdaRole())).toContainEqual(expect.objectContaining({ Effect: 'Allow', Action: expect.arrayContaining(['secretsmanager:GetSecretValue']), Resource: secretRef() }));
     const execRole = (resources[jmTaskDefId]!.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     expect(actionsOf(execRole)).toContain('secretsmanager:GetSecretValue');
   });
