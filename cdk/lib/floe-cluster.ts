@@ -194,6 +194,15 @@ export class FloeCluster extends Construct {
       partitionKey: { name: jobTableSchema.partitionKey.name, type: attributeType(jobTableSchema.partitionKey.type) },
       timeToLiveAttribute: jobTableSchema.timeToLiveAttribute,
     });
+    // GET /jobs pages through this index newest first (a Query) instead of scanning the table.
+    for (const index of jobTableSchema.indexes) {
+      this.jobTable.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey.name, type: attributeType(index.partitionKey.type) },
+        sortKey: { name: index.sortKey.name, type: attributeType(index.sortKey.type) },
+        projectionType: dynamodb.ProjectionType.ALL,
+      });
+    }
 
     this.secret = new secretsmanager.Secret(this, 'ClusterSecret', {
       description: 'Floe cluster secret: the bearer token of the REST API and of RPC between tasks',

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FloeCluster } from '../../cdk/lib/floe-cluster.js';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
 import { ContainerImageSpec, FloeEnv, jobTable, leaseTable } from '../../cdk/lib/runtime-contract.js';
+import { jobsBySubmissionIndex } from '../../runtime/aws/tables.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 
@@ -115,6 +116,21 @@ describe('FloeCluster with its defaults', () => {
       BillingMode: 'PAY_PER_REQUEST',
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       TimeToLiveSpecification: { AttributeName: jobTable.timeToLiveAttribute, Enabled: true },
+      // GET /jobs queries this index newest first instead of scanning the table.
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: jobsBySubmissionIndex.name,
+          KeySchema: [
+            { AttributeName: jobsBySubmissionIndex.partitionKey.name, KeyType: 'HASH' },
+            { AttributeName: jobsBySubmissionIndex.sortKey.name, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        },
+      ],
+      AttributeDefinitions: Match.arrayWith([
+        { AttributeName: jobsBySubmissionIndex.partitionKey.name, AttributeType: 'S' },
+        { AttributeName: jobsBySubmissionIndex.sortKey.name, AttributeType: 'N' },
+      ]),
     });
     // Retained by default: a `cdk destroy` must not take the job history with it.
     template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
