@@ -64,7 +64,8 @@ Commands:
   logs <jobId> [-f|--follow]
                           show the job's log lines from its JobManager and TaskExecutors (and the
                           Dispatcher's lines about it), merged by time; --follow keeps printing new
-                          lines until the job ends. Local clusters only for now
+                          lines until the job ends. With --url: from CloudWatch Logs, the group in
+                          $FLOE_LOG_GROUP (the stack's TaskLogGroup output), with AWS credentials
   cluster start [-D key=value]... | stop | status [--json]
                           manage the local cluster (its Dispatcher runs in the background)
   example [wordcount | log-levels]

@@ -17,7 +17,7 @@ import { awaitCluster, BUSY_WAIT_MS, busyMessage, ClusterError, clusterInfoPath,
 import { escapeText, safeJson } from './escape.js';
 import { formatDuration, formatException, formatJobDetails, formatJobList, formatProgress, formatRecord, ProgressPrinter, type OutputStream } from './format.js';
 import { initJobFolder } from './init.js';
-import { formatLogEntry, mergeByTime, type JobLogEntry } from './job-logs.js';
+import { formatLogEntry, mergeByTime, type JobLogEntry, type JobLogSource } from './job-logs.js';
 import { askCancelOrDetach, noPrompt, type InterruptChoice, type Interrupts, type Prompt } from './interrupt.js';
 import type { RestClient } from './rest-client.js';
 import { FLOE_TYPES, floeTypesExist, typecheckJob } from './typecheck.js';
@@ -475,15 +475,23 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
 /** `floe logs`: the job's lines so far; with `follow`, new ones as they come until the job ends (or Ctrl-C). */
 async function showLogs(jobId: string, follow: boolean, ctx: CommandContext): Promise<number> {
   const { io } = ctx;
+  if (!JobId.isValid(jobId)) throw new FloeError('INVALID_REQUEST', `'${escapeText(jobId)}' is not a job id ('floe list' shows the jobs)`);
+  let logs: JobLogSource;
   if (ctx.remote !== undefined) {
-    throw new FloeError(
-      'NOT_SUPPORTED',
-      `floe logs does not read a deployed cluster's logs yet: its JobManagers and TaskExecutors log JSON lines to CloudWatch Logs ` +
-        `(the log group in the stack's TaskLogGroup output). Meanwhile: aws logs filter-log-events --log-group-name <TaskLogGroup> --filter-pattern '{ $.jobId = "${jobId}" }'`,
-    );
+    if (!io.env['FLOE_LOG_GROUP']) {
+      throw new FloeError(
+        'NOT_SUPPORTED',
+        `floe logs reads a deployed cluster's logs from CloudWatch Logs: set FLOE_LOG_GROUP to the stack's TaskLogGroup output ` +
+          `(with AWS credentials and region that may logs:FilterLogEvents there). Without the AWS CLI setup: aws logs filter-log-events --log-group-name <TaskLogGroup> --filter-pattern '{ $.jobId = "${jobId}" }'`,
+      );
+    }
+    // Loaded only here: the rest of the CLI never loads the AWS SDK.
+    const { CloudWatchJobLogs } = await import('../aws/cloudwatch-job-logs.js');
+    logs = CloudWatchJobLogs.fromEnv(io.env, jobId);
+  } else {
+    const { JobLogFiles } = await import('../local/job-log-files.js');
+    logs = new JobLogFiles(ctx.stateDir, jobId);
   }
-  const { JobLogFiles } = await import('../local/job-log-files.js');
-  const logs = new JobLogFiles(ctx.stateDir, jobId);
   const print = (entries: readonly JobLogEntry[]): void => {
     for (const e of mergeByTime(entries)) io.stdout.write(`${formatLogEntry(e)}\n`);
   };

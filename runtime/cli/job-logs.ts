@@ -25,6 +25,28 @@ export interface JobLogSource {
   poll(): Promise<{ entries: JobLogEntry[]; found: boolean }>;
 }
 
+/** A structured line (core/logger.ts) taken apart; undefined for any other text. */
+export function parseLogLine(line: string): { timeMs?: number; level: string; message: string; fields: Record<string, unknown> } | undefined {
+  if (!line.startsWith('{')) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as { msg?: unknown }).msg !== 'string') return undefined;
+  const { t, level, msg, ...fields } = parsed as Record<string, unknown>;
+  const timeMs = typeof t === 'string' ? Date.parse(t) : NaN;
+  return { ...(Number.isNaN(timeMs) ? {} : { timeMs }), level: typeof level === 'string' ? level : 'info', message: msg as string, fields };
+}
+
+/** 'taskexecutor <resource id>' for a TaskExecutor's line, else its `process` field; undefined when it has none. */
+export function processOf(fields: Readonly<Record<string, unknown>>): string | undefined {
+  const p = fields['process'];
+  if (typeof p !== 'string') return undefined;
+  return p === 'taskexecutor' && typeof fields['resourceId'] === 'string' ? `taskexecutor ${fields['resourceId']}` : p;
+}
+
 /** Fields shown elsewhere on the line, or the same on every line of a job. */
 const SHOWN = new Set(['t', 'level', 'msg', 'process', 'jobId', 'resourceId', 'component']);
 

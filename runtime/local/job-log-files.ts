@@ -5,7 +5,7 @@
 // given the time of the structured line before it.
 import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { JobLogEntry, JobLogSource } from '../cli/job-logs.js';
+import { parseLogLine, processOf, type JobLogEntry, type JobLogSource } from '../cli/job-logs.js';
 
 interface FileState {
   offset: number;
@@ -95,23 +95,11 @@ export class JobLogFiles implements JobLogSource {
   }
 
   private parse(line: string, state: FileState, own: boolean): JobLogEntry | undefined {
-    let parsed: unknown;
-    if (line.startsWith('{')) {
-      try {
-        parsed = JSON.parse(line);
-      } catch {
-        parsed = undefined;
-      }
-    }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || typeof (parsed as { msg?: unknown }).msg !== 'string') {
-      return own ? { timeMs: state.lastTimeMs, process: state.lastProcess, level: 'out', message: line, fields: {} } : undefined;
-    }
-    const { t, level, msg, ...fields } = parsed as Record<string, unknown>;
-    if (!own && fields['jobId'] !== this.jobId) return undefined;
-    const timeMs = typeof t === 'string' && !Number.isNaN(Date.parse(t)) ? Date.parse(t) : state.lastTimeMs;
-    const process = typeof fields['process'] === 'string' ? (fields['process'] === 'taskexecutor' && typeof fields['resourceId'] === 'string' ? `taskexecutor ${fields['resourceId']}` : fields['process']) : state.lastProcess;
-    state.lastTimeMs = timeMs;
-    state.lastProcess = process;
-    return { timeMs, process, level: typeof level === 'string' ? level : 'info', message: msg as string, fields };
+    const parsed = parseLogLine(line);
+    if (parsed === undefined) return own ? { timeMs: state.lastTimeMs, process: state.lastProcess, level: 'out', message: line, fields: {} } : undefined;
+    if (!own && parsed.fields['jobId'] !== this.jobId) return undefined;
+    state.lastTimeMs = parsed.timeMs ?? state.lastTimeMs;
+    state.lastProcess = processOf(parsed.fields) ?? state.lastProcess;
+    return { timeMs: state.lastTimeMs, process: state.lastProcess, level: parsed.level, message: parsed.message, fields: parsed.fields };
   }
 }

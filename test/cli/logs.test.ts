@@ -70,13 +70,16 @@ describe('floe logs', () => {
     expect((await logs.poll()).entries.map((e) => [e.process, e.message])).toEqual([['taskexecutor te-2', 'task FINISHED']]);
   });
 
-  it('says so when there is no log of the job, and that a deployed cluster is not supported yet', async () => {
+  it('says so when there is no log of the job, or the id is none, and what a deployed cluster needs', async () => {
     const missing = await harness.cli(['logs', 'c'.repeat(32)]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no log of job c{32} under .*logs: check the job id \('floe list' shows the jobs\) and --dir/);
     const remote = await harness.cli(['logs', JOB, '--url', 'https://example.invalid/'], { env: { FLOE_SECRET: 's' } });
     expect(remote.code).toBe(1);
-    expect(remote.stderr).toMatch(/floe logs does not read a deployed cluster's logs yet: .*CloudWatch Logs .*aws logs filter-log-events --log-group-name <TaskLogGroup> --filter-pattern/);
+    expect(remote.stderr).toMatch(/floe logs reads a deployed cluster's logs from CloudWatch Logs: set FLOE_LOG_GROUP .*aws logs filter-log-events --log-group-name <TaskLogGroup> --filter-pattern/);
+    const notAnId = await harness.cli(['logs', '../etc']);
+    expect(notAnId.code).toBe(1);
+    expect(notAnId.stderr).toMatch(/'\.\.\/etc' is not a job id/);
   });
 
   it('never lets a logged text drive the terminal', () => {
