@@ -238,9 +238,10 @@ export class DynamoDbJobStore implements JobStore {
     const writeId = randomUUID();
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const now = this.clock.now();
-      const sets = ['#epoch = :epoch', '#updatedAtMs = :now', '#writeId = :writeId'];
-      const names: Record<string, string> = { '#jobId': A.jobId, '#status': A.status, '#epoch': A.epoch, '#updatedAtMs': A.updatedAtMs, '#writeId': A.writeId };
-      const values: Record<string, unknown> = { ':epoch': writerEpoch, ':now': now, ':writeId': writeId, ...TERMINAL_VALUES };
+      // listKey too: a record created before the newest-first index existed joins it at its next write.
+      const sets = ['#epoch = :epoch', '#updatedAtMs = :now', '#writeId = :writeId', '#listKey = :listKey'];
+      const names: Record<string, string> = { '#jobId': A.jobId, '#status': A.status, '#epoch': A.epoch, '#updatedAtMs': A.updatedAtMs, '#writeId': A.writeId, '#listKey': A.listKey };
+      const values: Record<string, unknown> = { ':epoch': writerEpoch, ':now': now, ':writeId': writeId, ':listKey': jobsBySubmissionIndex.listKeyValue, ...TERMINAL_VALUES };
       const set = (field: string, value: unknown): void => {
         sets.push(`#${field} = :${field}`);
         names[`#${field}`] = field;
