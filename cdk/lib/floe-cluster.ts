@@ -25,7 +25,7 @@ import { loadConfig } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 import type { KeyAttributeType } from '../../runtime/aws/tables.js';
-import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
+import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobsBySubmissionIndex, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
 
 export interface FloeClusterProps {
   /**
@@ -270,6 +270,15 @@ export class FloeCluster extends Construct {
       partitionKey: { name: jobTableSchema.partitionKey.name, type: attributeType(jobTableSchema.partitionKey.type) },
       timeToLiveAttribute: jobTableSchema.timeToLiveAttribute,
     });
+    // GET /jobs pages through this index newest first (a Query) instead of scanning the table.
+    for (const index of jobTableSchema.indexes) {
+      this.jobTable.addGlobalSecondaryIndex({
+        indexName: index.name,
+        partitionKey: { name: index.partitionKey.name, type: attributeType(index.partitionKey.type) },
+        sortKey: { name: index.sortKey.name, type: attributeType(index.sortKey.type) },
+        projectionType: dynamodb.ProjectionType.ALL,
+      });
+    }
 
     this.secret = new secretsmanager.Secret(this, 'ClusterSecret', {
       description: 'Floe cluster secret: the bearer token of the REST API and of RPC between tasks',
@@ -359,7 +368,8 @@ export class FloeCluster extends Construct {
     // starts and stops its TaskExecutors.
     const jm = this.jobManagerTaskDefinition.taskRole;
     this.leaseTable.grant(jm, ...DataActions.leaseStore);
-    this.jobTable.grant(jm, ...DataActions.jobManagerJobStore);
+    // On the table alone: `Table.grant` would add its indexes, which a JobManager never reads.
+    iam.Grant.addToPrincipal({ grantee: jm, actions: [...DataActions.jobManagerJobStore], resourceArns: [this.jobTable.tableArn] });
     this.grantObjects(jm, this.bucket, ['s3:GetObject'], `${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.jobGraphFile}`);
     this.grantObjects(jm, this.bucket, ['s3:PutObject'], `${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.resultFile}`);
     this.grantRunAnyRevision(jm, this.taskExecutorTaskDefinition);
@@ -401,9 +411,9 @@ export class FloeCluster extends Construct {
       environment: {
         ...common,
         ...launch,
-        // CloudFormation resolves this reference at deploy time, so the value never appears in the
-        // template or the cloud assembly; it does appear in the function's configuration (encrypted at rest).
-        [FloeEnv.SECRET]: this.secret.secretValue.unsafeUnwrap(),
+        // Only the ARN: the function reads the value from Secrets Manager at cold start, so it is in
+        // neither the template nor the function's configuration, and a rotated value needs no deploy.
+        [FloeEnv.SECRET_ARN]: this.secret.secretArn,
         [FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER]: this.jobManagerTaskDefinition.taskDefinitionArn,
         NODE_OPTIONS: '--enable-source-maps',
       },
@@ -431,9 +441,12 @@ export class FloeCluster extends Construct {
       },
     });
     const api = this.apiFunction;
+    // GetSecretValue at cold start (runtime/aws/cluster-secret.ts).
+    this.secret.grantRead(api);
     // It ends the leases of JobManagers that are gone, so their successors need not wait them out.
     this.leaseTable.grant(api, ...DataActions.leaseStore);
-    this.jobTable.grant(api, ...DataActions.dispatcherJobStore);
+    iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherJobStore], resourceArns: [this.jobTable.tableArn] });
+    iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherJobList], resourceArns: [`${this.jobTable.tableArn}/index/${jobsBySubmissionIndex.name}`] });
     // The Dispatcher writes Floe's own objects only (JobGraphs, libraries, presigned library uploads);
     // it reads sink targets (grantBucketAccess) to refuse a job whose output would replace what is there.
     this.grantObjects(api, this.bucket, ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], `${blobPrefix}*`);

@@ -4,6 +4,7 @@
 import { AwsProcessEnv } from '../../runtime/aws/aws-env.js';
 import { AwsEnv } from '../../runtime/aws/aws-services.js';
 import { S3_STAGING_PREFIX } from '../../runtime/blob/output-rules.js';
+import { ClusterSecretEnv } from '../../runtime/aws/cluster-secret.js';
 import { ProcessEnv } from '../../runtime/core/process-env.js';
 
 /** Environment variables the construct sets on the Lambda function and the ECS containers. */
@@ -16,8 +17,10 @@ export const FloeEnv = {
   BUCKET: AwsEnv.BUCKET,
   BLOB_PREFIX: AwsEnv.BLOB_PREFIX,
   ENDED_JOB_RETENTION_MS: AwsEnv.ENDED_JOB_RETENTION_MS,
-  /** The cluster secret's value: injected from Secrets Manager by ECS (containers) or CloudFormation (Lambda). */
+  /** The cluster secret's value: injected from Secrets Manager by ECS into the containers. */
   SECRET: ProcessEnv.SECRET,
+  /** The cluster secret's ARN: the Lambda function reads the value at cold start. */
+  SECRET_ARN: ClusterSecretEnv.SECRET_ARN,
   ECS_CLUSTER: AwsProcessEnv.ECS_CLUSTER,
   ECS_TASK_DEFINITION_JOBMANAGER: AwsProcessEnv.ECS_TASK_DEFINITION_JOBMANAGER,
   ECS_TASK_DEFINITION_TASKEXECUTOR: AwsProcessEnv.ECS_TASK_DEFINITION_TASKEXECUTOR,
@@ -82,12 +85,14 @@ export const DataActions = {
   leaseStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
   /** A JobManager reads its job's record and updates it, fenced. */
   jobManagerJobStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
-  /** The Dispatcher creates (PutItem), lists (Scan), admits (transactions of Put and Update), cancels and deletes jobs. */
+  /** The Dispatcher creates (PutItem), sweeps (Scan), admits (transactions of Put and Update), cancels and deletes jobs. */
   dispatcherJobStore: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Scan', 'dynamodb:ConditionCheckItem'],
+  /** GET /jobs pages through the job list index (Query), on that index alone. */
+  dispatcherJobList: ['dynamodb:Query'],
 } as const;
 
 /** DynamoDB key schema and TTL attribute of the two tables, as the adapters define them. */
-export { jobTable, leaseTable } from '../../runtime/aws/tables.js';
+export { jobsBySubmissionIndex, jobTable, leaseTable } from '../../runtime/aws/tables.js';
 
 /**
  * The HTTP API's routes without IAM authorization: the web dashboard's page and files, its login

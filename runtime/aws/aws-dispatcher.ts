@@ -5,9 +5,7 @@ import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { systemClock, type Clock } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
-import { ConfigurationError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { ProcessEnv } from '../core/process-env.js';
 import { Dispatcher, type ArtifactUploads } from '../dispatcher/dispatcher.js';
 import { createRestRouter, type RestHandler } from '../dispatcher/rest-router.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
@@ -18,6 +16,7 @@ import { S3InputStore } from './s3-input-store.js';
 import { S3OutputStore } from './s3-output-store.js';
 import { isS3Uri, localOutputStore } from '../blob/output-store.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
+import { resolveClusterSecret, type SecretReader } from './cluster-secret.js';
 
 export interface AwsDispatcher {
   readonly dispatcher: Dispatcher;
@@ -37,6 +36,8 @@ export interface AwsDispatcherOptions {
    * Dispatcher (tests, benchmarks) does. @default false
    */
   readonly watchJobManagers?: boolean;
+  /** How a FLOE_SECRET_ARN is read. @default - Secrets Manager's GetSecretValue */
+  readonly readSecret?: SecretReader;
 }
 
 function withCredentials(env: NodeJS.ProcessEnv): { credentials?: NonNullable<ReturnType<typeof credentialsFromEnv>> } {
@@ -52,8 +53,8 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger({ process: 'dispatcher', backend: 'aws' });
   const config = options.config ?? configFromEnv(env);
-  const secret = env[ProcessEnv.SECRET];
-  if (secret === undefined || secret === '') throw new ConfigurationError(`${ProcessEnv.SECRET} is not set; every REST call and RPC of the cluster carries it`);
+  // From Secrets Manager by ARN on a deployed stack; the value itself only in tests (see cluster-secret.ts).
+  const secret = await resolveClusterSecret(env, options.readSecret);
   const ecs = ecsSettingsFromEnv(env, { jobmanager: true });
   const settings = readAwsServicesSettings(env);
   const services = openAwsServices(env, clock);

@@ -7,7 +7,7 @@
 // names, each conditioned on the admission state it read, so concurrent Dispatchers (Lambdas) never
 // admit past the bounds or admit a job twice.
 import { randomUUID } from 'node:crypto';
-import { DeleteCommand, GetCommand, PutCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { systemClock, type Clock } from '../core/clock.js';
 import { FloeError, InvalidRequestError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
@@ -22,12 +22,16 @@ import {
   assertAdmissionBounds,
   assertCreatable,
   assertLeaseFence,
+  assertPageLimit,
   assertWriterEpoch,
   boundedException,
   compareJobRecords,
+  compareNewestFirst,
   EMPTY_LEDGER,
+  isAfterCursor,
   isWaitingRecord,
   ledgerAfterAdmission,
+  pageFrom,
   parseLedger,
   planAdmission,
   refusalException,
@@ -40,13 +44,15 @@ import {
   type AdmissionEntry,
   type AdmissionLedger,
   type AdmissionOutcome,
+  type JobPage,
+  type JobPageCursor,
   type JobRecord,
   type JobRecordUpdate,
   type JobStore,
 } from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
 import { ConditionFailed, conditionally, type Item } from './dynamodb-conditions.js';
-import { jobTable, leaseTable } from './tables.js';
+import { jobsBySubmissionIndex, jobTable, leaseTable } from './tables.js';
 import { leaseNames } from '../ha/lease-store.js';
 
 export interface DynamoDbJobStoreOptions {
@@ -76,7 +82,7 @@ export interface DynamoDbJobStoreOptions {
 const A = jobTable.attributes;
 const TTL = jobTable.timeToLiveAttribute;
 /** Attributes of the item that are not fields of the record. */
-const INTERNAL = new Set<string>([A.writeId, TTL]);
+const INTERNAL = new Set<string>([A.writeId, TTL, A.listKey]);
 const TERMINAL = Object.values(JobStatus).filter(isGloballyTerminal);
 const TERMINAL_VALUES = Object.fromEntries(TERMINAL.map((s, i) => [`:terminal${i}`, s]));
 const NOT_ENDED = `NOT (#status IN (${Object.keys(TERMINAL_VALUES).join(', ')}))`;
@@ -124,7 +130,8 @@ export class DynamoDbJobStore implements JobStore {
         this.db.send(
           new PutCommand({
             TableName: this.table,
-            Item: { ...plain, [A.writeId]: writeId },
+            // listKey puts the job in the newest-first index (listPage).
+            Item: { ...plain, [A.writeId]: writeId, [A.listKey]: jobsBySubmissionIndex.listKeyValue },
             ConditionExpression: 'attribute_not_exists(#jobId)',
             ExpressionAttributeNames: { '#jobId': A.jobId },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -159,14 +166,82 @@ export class DynamoDbJobStore implements JobStore {
     return records.sort(compareJobRecords);
   }
 
+  /**
+   * A Query on the newest-first index, never a Scan. The index is eventually consistent: a job created a
+   * moment ago may show up on the next call. The index keeps jobs of the same millisecond in an order of
+   * its own, so the few jobs of a page's edge milliseconds are read whole and ordered by job id here.
+   */
+  async listPage(limit: number, after?: JobPageCursor): Promise<JobPage> {
+    assertPageLimit(limit);
+    let found: JobRecord[] = after === undefined ? [] : (await this.jobsSubmittedAt(after.submittedAtMs)).filter((r) => isAfterCursor(r, after));
+    let start: Record<string, unknown> | undefined;
+    while (found.length <= limit) {
+      // One past the page tells whether more follow.
+      const page = await this.queryJobsPage(after === undefined ? undefined : after.submittedAtMs, limit + 1 - found.length, start);
+      found.push(...page.records);
+      start = page.next;
+      if (start === undefined) break;
+    }
+    found.sort(compareNewestFirst);
+    const boundary = found[limit - 1]?.submittedAtMs;
+    if (found.length > limit && found[limit]!.submittedAtMs === boundary && boundary !== after?.submittedAtMs) {
+      const ties = await this.jobsSubmittedAt(boundary);
+      found = [...found.filter((r) => r.submittedAtMs !== boundary), ...ties].sort(compareNewestFirst);
+    }
+    return pageFrom(found.slice(0, limit + 1), limit);
+  }
+
+  /** One Query page of the index, newest first: every job, or those submitted before `beforeMs`. */
+  private async queryJobsPage(beforeMs: number | undefined, limit: number, start: Record<string, unknown> | undefined): Promise<{ records: JobRecord[]; next?: Record<string, unknown> }> {
+    const out = await awsCall('DynamoDB', 'Query', `index ${jobsBySubmissionIndex.name} of table ${this.table}`, () =>
+      this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: jobsBySubmissionIndex.name,
+          KeyConditionExpression: beforeMs === undefined ? '#listKey = :listKey' : '#listKey = :listKey AND #submittedAtMs < :at',
+          ExpressionAttributeNames: { '#listKey': A.listKey, ...(beforeMs === undefined ? {} : { '#submittedAtMs': A.submittedAtMs }) },
+          ExpressionAttributeValues: { ':listKey': jobsBySubmissionIndex.listKeyValue, ...(beforeMs === undefined ? {} : { ':at': beforeMs }) },
+          ScanIndexForward: false,
+          Limit: limit,
+          ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
+        }),
+      ),
+    );
+    return { records: (out.Items ?? []).map(toRecord), ...(out.LastEvaluatedKey !== undefined ? { next: out.LastEvaluatedKey } : {}) };
+  }
+
+  /** Every job submitted at exactly `atMs`. */
+  private async jobsSubmittedAt(atMs: number): Promise<JobRecord[]> {
+    const records: JobRecord[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await awsCall('DynamoDB', 'Query', `index ${jobsBySubmissionIndex.name} of table ${this.table}`, () =>
+        this.db.send(
+          new QueryCommand({
+            TableName: this.table,
+            IndexName: jobsBySubmissionIndex.name,
+            KeyConditionExpression: '#listKey = :listKey AND #submittedAtMs = :at',
+            ExpressionAttributeNames: { '#listKey': A.listKey, '#submittedAtMs': A.submittedAtMs },
+            ExpressionAttributeValues: { ':listKey': jobsBySubmissionIndex.listKeyValue, ':at': atMs },
+            ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      );
+      records.push(...(out.Items ?? []).map(toRecord));
+      start = out.LastEvaluatedKey;
+    } while (start !== undefined);
+    return records;
+  }
+
   async update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord> {
     assertWriterEpoch(writerEpoch);
     const writeId = randomUUID();
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const now = this.clock.now();
-      const sets = ['#epoch = :epoch', '#updatedAtMs = :now', '#writeId = :writeId'];
-      const names: Record<string, string> = { '#jobId': A.jobId, '#status': A.status, '#epoch': A.epoch, '#updatedAtMs': A.updatedAtMs, '#writeId': A.writeId };
-      const values: Record<string, unknown> = { ':epoch': writerEpoch, ':now': now, ':writeId': writeId, ...TERMINAL_VALUES };
+      // listKey too: a record created before the newest-first index existed joins it at its next write.
+      const sets = ['#epoch = :epoch', '#updatedAtMs = :now', '#writeId = :writeId', '#listKey = :listKey'];
+      const names: Record<string, string> = { '#jobId': A.jobId, '#status': A.status, '#epoch': A.epoch, '#updatedAtMs': A.updatedAtMs, '#writeId': A.writeId, '#listKey': A.listKey };
+      const values: Record<string, unknown> = { ':epoch': writerEpoch, ':now': now, ':writeId': writeId, ':listKey': jobsBySubmissionIndex.listKeyValue, ...TERMINAL_VALUES };
       const set = (field: string, value: unknown): void => {
         sets.push(`#${field} = :${field}`);
         names[`#${field}`] = field;

@@ -11,7 +11,29 @@ export interface TableDefinition {
   readonly timeToLiveAttribute?: string;
   /** Every table is on-demand: leases and job records are small, bursty and rare. */
   readonly billingMode: 'PAY_PER_REQUEST';
+  /** Global secondary indexes, each projecting every attribute. */
+  readonly indexes?: readonly GlobalIndexDefinition[];
 }
+
+export interface GlobalIndexDefinition {
+  readonly name: string;
+  readonly partitionKey: { readonly name: string; readonly type: KeyAttributeType };
+  readonly sortKey: { readonly name: string; readonly type: KeyAttributeType };
+}
+
+/**
+ * The job list, newest first: every job item carries the same `listKey` value, so one Query on this
+ * index, sorted by submittedAtMs and read backwards, pages through the jobs without a Scan. (One
+ * partition holds every job: fine for a cluster's job history, whose writes are a few per job.) Items
+ * that are not jobs (the admission ledger) have no `listKey` and stay out of it.
+ */
+export const jobsBySubmissionIndex = {
+  name: 'bySubmittedAt',
+  partitionKey: { name: 'listKey', type: 'S' },
+  sortKey: { name: 'submittedAtMs', type: 'N' },
+  /** The one value of `listKey`. */
+  listKeyValue: 'jobs',
+} as const satisfies GlobalIndexDefinition & { listKeyValue: string };
 
 /**
  * Leases, one item per lease name (`rm/<job>`, `jm/<job>`). Items are never deleted and have no TTL:
@@ -41,8 +63,12 @@ export const jobTable = {
   billingMode: 'PAY_PER_REQUEST',
   /** Set only on ended jobs, and only when a retention is configured (DynamoDbJobStore `endedJobRetentionMs`). */
   timeToLiveAttribute: 'expiresAtEpochS',
+  indexes: [jobsBySubmissionIndex],
   attributes: {
     jobId: 'jobId',
+    submittedAtMs: 'submittedAtMs',
+    /** Partition key of jobsBySubmissionIndex; not a field of the record. */
+    listKey: 'listKey',
     status: 'status',
     epoch: 'epoch',
     exceptions: 'exceptions',

@@ -35,6 +35,7 @@ export type Command =
   | { readonly kind: 'list'; readonly json: boolean }
   | { readonly kind: 'status'; readonly jobId: string; readonly json: boolean }
   | { readonly kind: 'cancel'; readonly jobId: string }
+  | { readonly kind: 'logs'; readonly jobId: string; readonly follow: boolean }
   | { readonly kind: 'cluster'; readonly action: ClusterAction; readonly json: boolean; readonly config: Readonly<Record<string, string>> }
   | { readonly kind: 'example'; readonly name: ExampleName }
   | { readonly kind: 'help' }
@@ -62,6 +63,11 @@ Commands:
   list [--json]           list the cluster's jobs (from the stored records when the cluster is stopped)
   status <jobId> [--json] show a job's state, tasks and latest exceptions (stored records, likewise)
   cancel <jobId>          cancel a job
+  logs <jobId> [-f|--follow]
+                          show the job's log lines from its JobManager and TaskExecutors (and the
+                          Dispatcher's lines about it), merged by time; --follow keeps printing new
+                          lines until the job ends. With --url: from CloudWatch Logs, the group in
+                          $FLOE_LOG_GROUP (the stack's TaskLogGroup output), with AWS credentials
   cluster start [-D key=value]... | stop | status [--json]
                           manage the local cluster (its Dispatcher runs in the background)
   example [wordcount | log-levels]
@@ -100,8 +106,10 @@ interface OptionSpec {
 
 const OPTIONS: Record<string, OptionSpec> = {
   '--dir': { takesValue: true, commands: 'all' },
-  '--url': { takesValue: true, commands: ['run', 'list', 'status', 'cancel'] },
-  '--aws-iam': { takesValue: false, commands: ['run', 'list', 'status', 'cancel'] },
+  '--url': { takesValue: true, commands: ['run', 'list', 'status', 'cancel', 'logs'] },
+  '--aws-iam': { takesValue: false, commands: ['run', 'list', 'status', 'cancel', 'logs'] },
+  '--follow': { takesValue: false, commands: ['logs'] },
+  '-f': { takesValue: false, commands: ['logs'] },
   '--parallelism': { takesValue: true, commands: ['run'] },
   '-p': { takesValue: true, commands: ['run'] },
   '--detached': { takesValue: false, commands: ['run'] },
@@ -116,7 +124,7 @@ const OPTIONS: Record<string, OptionSpec> = {
   '--version': { takesValue: false, commands: 'all' },
 };
 
-const COMMANDS = ['init', 'run', 'list', 'status', 'cancel', 'cluster', 'example', 'help'] as const;
+const COMMANDS = ['init', 'run', 'list', 'status', 'cancel', 'logs', 'cluster', 'example', 'help'] as const;
 
 function parseConfigPair(raw: string, into: Record<string, string>): void {
   const eq = raw.indexOf('=');
@@ -239,6 +247,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     case 'cancel':
       expectArgs(1, 'a job id: floe cancel <jobId>');
       return { ...base, command: { kind, jobId: rest[0]! } };
+    case 'logs':
+      expectArgs(1, 'a job id: floe logs <jobId>');
+      return { ...base, command: { kind, jobId: rest[0]!, follow: flags.has('--follow') || flags.has('-f') } };
     case 'cluster': {
       expectArgs(1, 'an action: floe cluster start|stop|status');
       const action = rest[0]!;

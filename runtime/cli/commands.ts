@@ -17,6 +17,7 @@ import { awaitCluster, BUSY_WAIT_MS, busyMessage, ClusterError, clusterInfoPath,
 import { escapeText, safeJson } from './escape.js';
 import { formatDuration, formatException, formatJobDetails, formatJobList, formatProgress, formatRecord, ProgressPrinter, type OutputStream } from './format.js';
 import { initJobFolder } from './init.js';
+import { formatLogEntry, mergeByTime, type JobLogEntry, type JobLogSource } from './job-logs.js';
 import { askCancelOrDetach, noPrompt, type InterruptChoice, type Interrupts, type Prompt } from './interrupt.js';
 import type { RestClient } from './rest-client.js';
 import { FLOE_TYPES, floeTypesExist, typecheckJob } from './typecheck.js';
@@ -458,6 +459,8 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
       io.stdout.write(`cancellation of job ${answer.jobId} requested (status ${answer.status})\n`);
       return 0;
     }
+    case 'logs':
+      return showLogs(command.jobId, command.follow, ctx);
     case 'cluster':
       return clusterCommand(command.action, command.json, command.config, ctx);
     case 'example':
@@ -467,6 +470,70 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
     default:
       return command satisfies never;
   }
+}
+
+/** `floe logs`: the job's lines so far; with `follow`, new ones as they come until the job ends (or Ctrl-C). */
+async function showLogs(jobId: string, follow: boolean, ctx: CommandContext): Promise<number> {
+  const { io } = ctx;
+  if (!JobId.isValid(jobId)) throw new FloeError('INVALID_REQUEST', `'${escapeText(jobId)}' is not a job id ('floe list' shows the jobs)`);
+  let logs: JobLogSource;
+  if (ctx.remote !== undefined) {
+    if (!io.env['FLOE_LOG_GROUP']) {
+      throw new FloeError(
+        'NOT_SUPPORTED',
+        `floe logs reads a deployed cluster's logs from CloudWatch Logs: set FLOE_LOG_GROUP to the stack's TaskLogGroup output ` +
+          `(with AWS credentials and region that may logs:FilterLogEvents there). Without the AWS CLI setup: aws logs filter-log-events --log-group-name <TaskLogGroup> --filter-pattern '{ $.jobId = "${jobId}" }'`,
+      );
+    }
+    // Loaded only here: the rest of the CLI never loads the AWS SDK.
+    const { CloudWatchJobLogs } = await import('../aws/cloudwatch-job-logs.js');
+    logs = CloudWatchJobLogs.fromEnv(io.env, jobId);
+  } else {
+    const { JobLogFiles } = await import('../local/job-log-files.js');
+    logs = new JobLogFiles(ctx.stateDir, jobId);
+  }
+  const print = (entries: readonly JobLogEntry[]): void => {
+    for (const e of mergeByTime(entries)) io.stdout.write(`${formatLogEntry(e)}\n`);
+  };
+  const first = await logs.poll();
+  if (!follow) {
+    if (!first.found) throw new FloeError('NOT_FOUND', `no log of job ${escapeText(jobId)} under ${logs.location}: check the job id ('floe list' shows the jobs) and --dir`);
+    print(first.entries);
+    return 0;
+  }
+  print(first.entries);
+  return withJobSource(ctx, async (source) => {
+    let interrupted = false;
+    let wake: (() => void) | undefined;
+    const unsubscribe = io.interrupts?.subscribe(() => {
+      interrupted = true;
+      wake?.();
+    });
+    try {
+      for (;;) {
+        // The status is read before the files, so the last read holds every line written before the end.
+        const { details } = await jobDetails(source, jobId);
+        const ended = isGloballyTerminal(details.status) || (source.kind === 'stored' && source.stopped);
+        print((await logs.poll()).entries);
+        if (ended) {
+          io.stderr.write(storedNote(source, details));
+          return 0;
+        }
+        if (interrupted) return EXIT_INTERRUPTED;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, io.pollIntervalMs ?? 250);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+        if (interrupted) return EXIT_INTERRUPTED;
+      }
+    } finally {
+      unsubscribe?.();
+    }
+  });
 }
 
 async function clusterCommand(action: 'start' | 'stop' | 'status', json: boolean, config: Readonly<Record<string, string>>, ctx: CommandContext): Promise<number> {

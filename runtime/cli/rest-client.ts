@@ -3,7 +3,7 @@ import { systemClock } from '../core/clock.js';
 import { FloeError, RpcConnectionError, RpcTimeoutError, fromErrorInfo } from '../core/errors.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
 import type { JobId } from '../core/ids.js';
-import type { JobException } from '../ha/job-store.js';
+import { MAX_JOB_PAGE_SIZE, type JobException } from '../ha/job-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type {
   ArtifactUploadRequest,
@@ -140,8 +140,27 @@ export class RestClient {
     }
   }
 
+  /** Every job, newest first, following GET /jobs page by page. */
   async listJobs(): Promise<readonly JobSummary[]> {
-    return (await this.request<ListJobsResponse>('GET', '/jobs')).jobs;
+    const jobs: JobSummary[] = [];
+    const seen = new Set<string>();
+    let next: string | undefined;
+    do {
+      const page = await this.listJobsPage({ limit: MAX_JOB_PAGE_SIZE, ...(next !== undefined ? { next } : {}) });
+      // An older Dispatcher answers every job at once and no `next`: that is the last page too.
+      for (const j of page.jobs) if (!seen.has(j.jobId)) (seen.add(j.jobId), jobs.push(j));
+      next = page.next;
+    } while (next !== undefined);
+    return jobs;
+  }
+
+  /** One page of GET /jobs: up to `limit` jobs (default 100), newest first, after the cursor `next`. */
+  listJobsPage(query: { limit?: number; next?: string } = {}): Promise<ListJobsResponse> {
+    const params = new URLSearchParams();
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.next !== undefined) params.set('next', query.next);
+    const qs = params.toString();
+    return this.request<ListJobsResponse>('GET', qs === '' ? '/jobs' : `/jobs?${qs}`);
   }
 
   getJob(jobId: JobId | string): Promise<JobDetails> {

@@ -12,7 +12,7 @@ import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
-import { AdmissionState, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
+import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -23,7 +23,8 @@ import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/wo
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { admissionBounds, reservationFor, type Reservation } from './admission.js';
 import { jobDetails, jobSummary, type JobViewContext } from './job-views.js';
-import { jobPlan, type ArtifactUploadResponse, type JobDetails, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type OverviewResponse, type TaskManagersResponse } from './rest-types.js';
+import { decodeJobCursor, encodeJobCursor, type JobListQuery } from './job-list-query.js';
+import { jobPlan, type ArtifactUploadResponse, type JobDetails, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from './rest-types.js';
 
 /** JobGraph plans kept in memory (they never change). */
 const MAX_CACHED_PLANS = 64;
@@ -456,10 +457,15 @@ export class Dispatcher {
     return { sha256, key: blobKeys.library(sha256) };
   }
 
-  async listJobs(): Promise<JobSummary[]> {
-    const [records, ledger] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger()]);
-    const line = placesInLine(ledger);
-    return records.sort((a, b) => b.submittedAtMs - a.submittedAtMs).map((r) => jobSummary(r, this.viewContext(r, line)));
+  /** GET /jobs: one page of jobs, newest first, read as a page from the store (never the whole table). */
+  async listJobs(query: JobListQuery = {}): Promise<ListJobsResponse> {
+    const after = query.next === undefined ? undefined : decodeJobCursor(query.next);
+    const page = await this.deps.jobStore.listPage(query.limit ?? DEFAULT_JOB_PAGE_SIZE, after);
+    const line = page.records.some((r) => r.admission?.state === AdmissionState.WAITING) ? placesInLine(await this.deps.jobStore.admissionLedger()) : new Map();
+    return {
+      jobs: page.records.map((r) => jobSummary(r, this.viewContext(r, line))),
+      ...(page.next !== undefined ? { next: encodeJobCursor(page.next) } : {}),
+    };
   }
 
   async getJob(jobId: string): Promise<JobDetails> {

@@ -2,6 +2,7 @@
 // their requests onto it, so routes, status codes and error bodies are identical everywhere. Every bad
 // request gets a 4xx whose message names the header, path segment, query parameter, field or limit at
 // fault, before the Dispatcher sees it.
+import { parseJobListQuery } from './job-list-query.js';
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
@@ -318,7 +319,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     {
       pattern: ['jobs'],
       methods: {
-        GET: { body: 'none', handle: async () => ({ status: 200, body: { jobs: await dispatcher.listJobs() } }) },
+        GET: { body: 'none', query: ['limit', 'next'], handle: async (call) => ({ status: 200, body: await dispatcher.listJobs(parseJobListQuery(call.query)) }) },
         POST: {
           body: 'json',
           json: { longStringFields: ['library'], fields: ['jobGraph', 'library'], jobGraphField: 'jobGraph' },

@@ -79,7 +79,10 @@ export interface JobSummary {
 }
 /** GET /jobs */
 export interface ListJobsResponse {
+  /** Newest first; at most `?limit=` (default 100, at most 1000). */
   readonly jobs: readonly JobSummary[];
+  /** Present when older jobs follow: pass it back as `?next=` for the next page. */
+  readonly next?: string;
 }
 /** GET /jobs/:id */
 export interface JobDetails extends JobSummary {

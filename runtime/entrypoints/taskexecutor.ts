@@ -18,6 +18,9 @@ import { TaskExecutor } from '../taskexecutor/task-executor.js';
 
 installParentWatch();
 const secret = requireEnv(ProcessEnv.SECRET);
+// User code runs in this process's worker threads and may read process.env: the secret leaves it here,
+// before any worker starts (the slot workers also get an environment without it: slot-worker-handle.ts).
+delete process.env[ProcessEnv.SECRET];
 const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
 const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));
 const config = configFromEnv();
@@ -54,6 +57,7 @@ const taskExecutor = await TaskExecutor.start({
   jobId,
   config,
   rpc,
+  secret,
   leaseStore: services.leaseStore,
   blobStore: services.blobStore,
   workDir: services.workDir,

@@ -7,12 +7,15 @@ import {
   AdmissionState,
   MAX_EXCEPTION_MESSAGE_CHARS,
   MAX_EXCEPTION_STACK_CHARS,
+  MAX_JOB_PAGE_SIZE,
   MAX_STORED_EXCEPTIONS,
   type AdmissionBounds,
   type AdmissionEntry,
   type AdmissionLedger,
   type JobAdmission,
   type JobException,
+  type JobPage,
+  type JobPageCursor,
   type JobRecord,
   type JobRecordUpdate,
 } from './job-store.js';
@@ -75,6 +78,28 @@ export function assertCreatable(record: JobRecord): void {
 /** Newest submission first would surprise callers that page; oldest first, ties by id, is stable everywhere. */
 export function compareJobRecords(a: JobRecord, b: JobRecord): number {
   return a.submittedAtMs - b.submittedAtMs || (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0);
+}
+
+/** Newest first: submittedAtMs, then job id, both descending (JobStore.listPage's order). */
+export function compareNewestFirst(a: { submittedAtMs: number; jobId: string }, b: { submittedAtMs: number; jobId: string }): number {
+  return b.submittedAtMs - a.submittedAtMs || (a.jobId < b.jobId ? 1 : a.jobId > b.jobId ? -1 : 0);
+}
+
+/** Whether `r` comes after `cursor` in the newest-first order. */
+export function isAfterCursor(r: { submittedAtMs: number; jobId: string }, cursor: JobPageCursor | undefined): boolean {
+  return cursor === undefined || compareNewestFirst(r, cursor) > 0;
+}
+
+export function assertPageLimit(limit: number): void {
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_JOB_PAGE_SIZE) throw new RangeError(`a page of jobs holds 1 to ${MAX_JOB_PAGE_SIZE} records, asked for ${limit}`);
+}
+
+/** A page cut from records already in newest-first order, each after the cursor; fetched one past the limit to know whether more follow. */
+export function pageFrom(newestFirst: JobRecord[], limit: number): JobPage {
+  if (newestFirst.length <= limit) return { records: newestFirst };
+  const records = newestFirst.slice(0, limit);
+  const last = records[records.length - 1]!;
+  return { records, next: { submittedAtMs: last.submittedAtMs, jobId: last.jobId } };
 }
 
 /** Cuts a text to `max` characters, saying how many were cut. */

@@ -238,11 +238,34 @@ export const MAX_STORED_EXCEPTIONS = 20;
 export const MAX_EXCEPTION_MESSAGE_CHARS = 4_096;
 export const MAX_EXCEPTION_STACK_CHARS = 8_192;
 
+/** Where a page of the job list ended: its last record. The next page starts just after it. */
+export interface JobPageCursor {
+  readonly submittedAtMs: number;
+  readonly jobId: string;
+}
+
+export interface JobPage {
+  readonly records: JobRecord[];
+  /** Present when more records follow; pass it to get the next page. */
+  readonly next?: JobPageCursor;
+}
+
+/** Records per page of the job list when the caller names none, and the most it may ask for. */
+export const DEFAULT_JOB_PAGE_SIZE = 100;
+export const MAX_JOB_PAGE_SIZE = 1_000;
+
 export interface JobStore {
   /** Creates the record unless one with this id exists; `created: false` returns the existing one. */
   create(record: JobRecord): Promise<{ created: boolean; record: JobRecord }>;
   get(jobId: JobId): Promise<JobRecord | undefined>;
+  /** Every record, oldest first. Reads the whole store: for the Dispatcher's sweeps, not for listing. */
   list(): Promise<JobRecord[]>;
+  /**
+   * Up to `limit` records (1..MAX_JOB_PAGE_SIZE), newest first — by submittedAtMs, then job id, both
+   * descending — starting after `after`. Reads about one page, whatever the store holds. A record
+   * created after the first page was read may be missed by a listing already under way, never repeated.
+   */
+  listPage(limit: number, after?: JobPageCursor): Promise<JobPage>;
   /**
    * Applies `update` if the record's epoch is <= `writerEpoch` and it is not already in a globally
    * terminal state; records `writerEpoch`. Throws StaleWriterError when a newer epoch has written,

@@ -13,16 +13,18 @@ import {
   applyJobUpdate,
   applyRelease,
   assertCreatable,
+  assertPageLimit,
   EMPTY_LEDGER,
   isWaitingRecord,
   ledgerAfterAdmission,
+  pageFrom,
   parseLedger,
   planAdmission,
   refusalException,
   refusedRecord,
 } from '../ha/job-rules.js';
 import { leaseNames } from '../ha/lease-store.js';
-import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
+import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
 import { openDatabase, read, writeTransaction, type SqliteDatabase } from './sqlite.js';
 
 export interface SqliteJobStoreOptions {
@@ -39,6 +41,8 @@ export class SqliteJobStore implements JobStore {
   private readonly select: Statement<[string], { record: string }>;
   private readonly leaseEpoch: Statement<[string], { epoch: number }>;
   private readonly selectAll: Statement<[], { record: string }>;
+  private readonly selectFirstPage: Statement<[number], { record: string }>;
+  private readonly selectPageAfter: Statement<[number, number, string, number], { record: string }>;
   private readonly insert: Statement<[string, number, string]>;
   private readonly replace: Statement<[string, string]>;
   private readonly remove: Statement<[string]>;
@@ -51,6 +55,11 @@ export class SqliteJobStore implements JobStore {
     this.select = this.db.prepare('SELECT record FROM jobs WHERE job_id = ?');
     this.leaseEpoch = this.db.prepare('SELECT epoch FROM leases WHERE name = ?');
     this.selectAll = this.db.prepare('SELECT record FROM jobs ORDER BY submitted_at_ms, job_id');
+    // Newest first, read through the (submitted_at_ms, job_id) index: a page costs about its own size.
+    this.selectFirstPage = this.db.prepare('SELECT record FROM jobs ORDER BY submitted_at_ms DESC, job_id DESC LIMIT ?');
+    this.selectPageAfter = this.db.prepare(
+      'SELECT record FROM jobs WHERE submitted_at_ms < ? OR (submitted_at_ms = ? AND job_id < ?) ORDER BY submitted_at_ms DESC, job_id DESC LIMIT ?',
+    );
     this.insert = this.db.prepare('INSERT INTO jobs (job_id, submitted_at_ms, record) VALUES (?, ?, ?) ON CONFLICT (job_id) DO NOTHING');
     this.replace = this.db.prepare('UPDATE jobs SET record = ? WHERE job_id = ?');
     this.remove = this.db.prepare('DELETE FROM jobs WHERE job_id = ?');
@@ -73,6 +82,14 @@ export class SqliteJobStore implements JobStore {
 
   async list(): Promise<JobRecord[]> {
     return read(this.db, () => this.selectAll.all().map((row) => parse(row.record)));
+  }
+
+  async listPage(limit: number, after?: JobPageCursor): Promise<JobPage> {
+    assertPageLimit(limit);
+    const rows = await read(this.db, () =>
+      after === undefined ? this.selectFirstPage.all(limit + 1) : this.selectPageAfter.all(after.submittedAtMs, after.submittedAtMs, after.jobId, limit + 1),
+    );
+    return pageFrom(rows.map((row) => parse(row.record)), limit);
   }
 
   async update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord> {

@@ -24,6 +24,7 @@ const SCHEMA = `
     submitted_at_ms INTEGER NOT NULL,
     record          TEXT NOT NULL
   );
+  CREATE INDEX IF NOT EXISTS jobs_newest_first ON jobs (submitted_at_ms, job_id);
   CREATE TABLE IF NOT EXISTS admission (
     scope  TEXT PRIMARY KEY,
     ledger TEXT NOT NULL

@@ -5,6 +5,10 @@ import type { JobId } from '../core/ids.js';
 import { leaseNames } from '../ha/lease-store.js';
 import {
   assertLeaseFence,
+  assertPageLimit,
+  compareNewestFirst,
+  isAfterCursor,
+  pageFrom,
   admittedRecord,
   applyCancelRequest,
   applyCancelWaiting,
@@ -20,7 +24,7 @@ import {
   refusalException,
   refusedRecord,
 } from '../ha/job-rules.js';
-import type { AdmissionBounds, AdmissionLedger, AdmissionOutcome, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
+import type { AdmissionBounds, AdmissionLedger, AdmissionOutcome, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
 
 export class InMemoryJobStore implements JobStore {
   private readonly records = new Map<string, JobRecord>();
@@ -51,6 +55,12 @@ export class InMemoryJobStore implements JobStore {
 
   async list(): Promise<JobRecord[]> {
     return [...this.records.values()].map((r) => structuredClone(r)).sort(compareJobRecords);
+  }
+
+  async listPage(limit: number, after?: JobPageCursor): Promise<JobPage> {
+    assertPageLimit(limit);
+    const newer = [...this.records.values()].filter((r) => isAfterCursor(r, after)).sort(compareNewestFirst);
+    return pageFrom(newer.slice(0, limit + 1).map((r) => structuredClone(r)), limit);
   }
 
   async update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord> {

@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import type { Logger } from '../core/logger.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
+import { clientProof, decodeChallenge, newNonce, proofMatches, requireDataSecret, serverProof } from './data-auth.js';
 import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from './frames.js';
 
 interface ClientChannel {
@@ -18,14 +19,19 @@ class Connection {
   private nextId = 1;
   broken: string | undefined;
 
-  constructor(readonly address: string, logger: Logger, onGone: () => void) {
+  /** Frames written before the producer proved it knows the secret; sent right after our own proof. */
+  private queued: Buffer[] | undefined = [];
+  private readonly clientNonce = newNonce();
+
+  constructor(readonly address: string, private readonly secret: string, private readonly logger: Logger, onGone: () => void) {
     const [host, portText] = splitAddress(address);
     this.socket = connect({ host, port: Number(portText) });
     this.socket.setNoDelay(true);
+    this.socket.write(encodeFrame(FrameType.HELLO, 0, this.clientNonce));
     const decoder = new FrameDecoder();
     this.socket.on('data', (chunk: Buffer) => {
       try {
-        decoder.push(chunk, (f) => this.onFrame(f));
+        decoder.push(chunk, (f) => (this.queued !== undefined ? this.onChallenge(f) : this.onFrame(f)));
       } catch (e) {
         this.socket.destroy(e as Error);
       }
@@ -45,6 +51,22 @@ class Connection {
       }
       this.channels.clear();
     });
+  }
+
+  /** The producer's answer to HELLO: check its proof, send ours, then what waited for the handshake. */
+  private onChallenge(frame: Frame): void {
+    if (this.socket.destroyed) return;
+    const challenge = frame.type === FrameType.CHALLENGE ? decodeChallenge(frame.payload) : undefined;
+    if (challenge === undefined || !proofMatches(challenge.proof, serverProof(this.secret, this.clientNonce, challenge.serverNonce))) {
+      this.broken = `data connection to ${this.address}: the peer did not prove it knows the cluster secret (is it a TaskExecutor of this cluster?)`;
+      this.logger.warn('data client: disconnected from a peer that failed the handshake', { address: this.address });
+      this.socket.destroy();
+      return;
+    }
+    const queued = this.queued ?? [];
+    this.queued = undefined;
+    this.socket.write(encodeFrame(FrameType.PROOF, 0, clientProof(this.secret, challenge.serverNonce, this.clientNonce)));
+    for (const f of queued) this.socket.write(f);
   }
 
   private onFrame(frame: Frame): void {
@@ -99,7 +121,10 @@ class Connection {
   }
 
   private write(type: FrameType, id: number, payload?: Uint8Array): void {
-    if (!this.socket.destroyed) this.socket.write(encodeFrame(type, id, payload));
+    if (this.socket.destroyed) return;
+    const frame = encodeFrame(type, id, payload);
+    if (this.queued !== undefined) this.queued.push(frame);
+    else this.socket.write(frame);
   }
 }
 
@@ -114,14 +139,20 @@ export class DataClient {
   /** Connections opened so far: tests check that channels between two TaskExecutors share one. */
   connectionsOpened = 0;
 
-  constructor(private readonly logger: Logger) {}
+  /** `secret`: the cluster secret, proven to every producer before a partition is requested (data-auth.ts). */
+  constructor(
+    private readonly logger: Logger,
+    private readonly secret: string,
+  ) {
+    requireDataSecret(secret);
+  }
 
   /** A channel to `subpartitionIndex` of `partitionId` served at `dataAddress` (host:port). */
   openChannel(dataAddress: string, partitionId: ResultPartitionId, subpartitionIndex: number): ChannelPort {
     let conn = this.connections.get(dataAddress);
     if (conn === undefined || conn.socket.destroyed || conn.broken !== undefined) {
       this.connectionsOpened++;
-      const created: Connection = new Connection(dataAddress, this.logger, () => {
+      const created: Connection = new Connection(dataAddress, this.secret, this.logger, () => {
         if (this.connections.get(dataAddress) === created) this.connections.delete(dataAddress);
       });
       conn = created;

@@ -6,6 +6,7 @@ import type { Logger } from '../core/logger.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import { errorMessage } from '../core/errors.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
+import { clientProof, DATA_HANDSHAKE_TIMEOUT_MS, encodeChallenge, newNonce, NONCE_BYTES, proofMatches, requireDataSecret, serverProof } from './data-auth.js';
 import { decodeMeta, encodeFrame, FrameDecoder, FrameType, type Frame } from './frames.js';
 
 export interface SubpartitionProvider {
@@ -25,12 +26,14 @@ interface ServedChannel {
 
 export interface DataServerStats {
   connections: number;
+  /** Connections closed because the peer failed the handshake (or broke off before finishing it). */
+  connectionsRefused: number;
   channelsOpened: number;
   buffersSent: number;
 }
 
 export class DataServer {
-  readonly stats: DataServerStats = { connections: 0, channelsOpened: 0, buffersSent: 0 };
+  readonly stats: DataServerStats = { connections: 0, connectionsRefused: 0, channelsOpened: 0, buffersSent: 0 };
   private readonly sockets = new Set<Socket>();
 
   private constructor(
@@ -40,11 +43,13 @@ export class DataServer {
 
   /**
    * Listens on `host`; peers are told `advertisedHost` (default: `host`), which differs in a container
-   * that binds 0.0.0.0 and is reached at its private IP.
+   * that binds 0.0.0.0 and is reached at its private IP. Only peers that prove they know `secret` (the
+   * cluster secret; see data-auth.ts) may request a partition.
    */
-  static async start(provider: SubpartitionProvider, logger: Logger, host = '127.0.0.1', advertisedHost: string = host): Promise<DataServer> {
+  static async start(provider: SubpartitionProvider, logger: Logger, secret: string, host = '127.0.0.1', advertisedHost: string = host): Promise<DataServer> {
+    requireDataSecret(secret);
     let self: DataServer | undefined;
-    const server = createServer((socket) => self?.handle(socket, provider, logger));
+    const server = createServer((socket) => self?.handle(socket, provider, logger, secret));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, host, () => resolve());
@@ -55,7 +60,7 @@ export class DataServer {
     return self;
   }
 
-  private handle(socket: Socket, provider: SubpartitionProvider, logger: Logger): void {
+  private handle(socket: Socket, provider: SubpartitionProvider, logger: Logger, secret: string): void {
     this.stats.connections++;
     this.sockets.add(socket);
     socket.setNoDelay(true);
@@ -64,8 +69,39 @@ export class DataServer {
     const write = (type: FrameType, id: number, payload?: Uint8Array): void => {
       if (!socket.destroyed) socket.write(encodeFrame(type, id, payload));
     };
+    const remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
+
+    // Until the peer has proven it knows the secret, no frame but the handshake's is read.
+    let serverNonce: Buffer | undefined;
+    let expectedProof: Buffer | undefined;
+    let authenticated = false;
+    const refuse = (why: string): void => {
+      if (socket.destroyed) return;
+      this.stats.connectionsRefused++;
+      logger.warn('data server: refused a connection that did not authenticate with the cluster secret; nothing was served to it', { remote, reason: why });
+      socket.destroy();
+    };
+    const handshakeTimer = setTimeout(() => refuse(`no handshake within ${DATA_HANDSHAKE_TIMEOUT_MS} ms`), DATA_HANDSHAKE_TIMEOUT_MS);
+    handshakeTimer.unref();
+    const onHandshakeFrame = (frame: Frame): void => {
+      if (frame.type === FrameType.HELLO && serverNonce === undefined && frame.payload.length === NONCE_BYTES) {
+        serverNonce = newNonce();
+        expectedProof = clientProof(secret, serverNonce, frame.payload);
+        write(FrameType.CHALLENGE, 0, encodeChallenge(serverNonce, serverProof(secret, frame.payload, serverNonce)));
+        return;
+      }
+      if (frame.type === FrameType.PROOF && expectedProof !== undefined) {
+        if (!proofMatches(frame.payload, expectedProof)) return refuse('wrong proof of the cluster secret');
+        authenticated = true;
+        clearTimeout(handshakeTimer);
+        return;
+      }
+      refuse(`frame type ${frame.type} before the handshake finished`);
+    };
 
     const onFrame = (frame: Frame): void => {
+      if (socket.destroyed) return;
+      if (!authenticated) return onHandshakeFrame(frame);
       switch (frame.type) {
         case FrameType.REQUEST: {
           const { partitionId, subpartitionIndex } = decodeMeta<{ partitionId: ResultPartitionId; subpartitionIndex: number }>(frame.payload);
@@ -146,11 +182,13 @@ export class DataServer {
       try {
         decoder.push(chunk, onFrame);
       } catch (e) {
+        if (!authenticated) return refuse(errorMessage(e));
         logger.warn('data server: dropping a connection that broke the frame protocol', { error: errorMessage(e) });
         socket.destroy();
       }
     });
     const cleanup = (): void => {
+      clearTimeout(handshakeTimer);
       this.sockets.delete(socket);
       for (const ch of channels.values()) {
         ch.released = true;

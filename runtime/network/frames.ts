@@ -1,11 +1,13 @@
 // Wire format of the TCP data plane. Every frame: u32 length of what follows, u8 type, u32 channel id
 // (chosen by the consumer's side of the connection), payload. Many channels share one connection.
 //
+//   handshake first (data-auth.ts): HELLO (consumer), CHALLENGE (producer), PROOF (consumer); nothing
+//   else is accepted or sent before it completes
 //   consumer → producer: REQUEST {partitionId, subpartitionIndex} (msgpack), CREDIT {n, initial} (msgpack), RELEASE
 //   producer → consumer: BUFFER (raw record buffer), END (end of partition), ERROR (utf-8 message)
 import { decodeValue, encodeValue } from './record-buffer.js';
 
-export const FrameType = { REQUEST: 1, CREDIT: 2, BUFFER: 3, END: 4, ERROR: 5, RELEASE: 6 } as const;
+export const FrameType = { REQUEST: 1, CREDIT: 2, BUFFER: 3, END: 4, ERROR: 5, RELEASE: 6, HELLO: 7, CHALLENGE: 8, PROOF: 9 } as const;
 export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 
 export interface Frame {

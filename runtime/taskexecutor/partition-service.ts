@@ -32,6 +32,8 @@ export interface PartitionServiceOptions {
   readonly resourceId: ResourceId;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** The cluster secret: data connections between TaskExecutors authenticate with it (network/data-auth.ts). */
+  readonly secret: string;
   /** How long a partition request waits for its producer to register (ms). */
   readonly partitionRequestTimeoutMs: number;
   /** Address the data server listens on. @default '127.0.0.1' */
@@ -49,7 +51,7 @@ export class PartitionService<W extends PartitionWorker> {
   constructor(private readonly options: PartitionServiceOptions) {
     this.registry = new PartitionRegistry(options.clock, options.resourceId, options.partitionRequestTimeoutMs);
     this.blocking = new BlockingPartitionTable(options.clock, options.logger);
-    this.dataClient = new DataClient(options.logger);
+    this.dataClient = new DataClient(options.logger, options.secret);
   }
 
   /** Starts the data server. */
@@ -57,6 +59,7 @@ export class PartitionService<W extends PartitionWorker> {
     this.dataServer = await DataServer.start(
       { openSubpartition: (id, index) => this.openSubpartition(id, index) },
       this.options.logger,
+      this.options.secret,
       this.options.dataBindHost,
       this.options.dataAdvertisedHost ?? this.options.dataBindHost,
     );
@@ -82,7 +85,7 @@ export class PartitionService<W extends PartitionWorker> {
     partitionBytesReleased: number;
   } {
     return {
-      dataServer: { ...(this.dataServer?.stats ?? { connections: 0, channelsOpened: 0, buffersSent: 0 }) },
+      dataServer: { ...(this.dataServer?.stats ?? { connections: 0, connectionsRefused: 0, channelsOpened: 0, buffersSent: 0 }) },
       dataConnectionsOpened: this.dataClient.connectionsOpened,
       heldPartitions: this.registry.size,
       blockingPartitions: this.blocking.list(),

@@ -1,6 +1,7 @@
 // The TaskExecutor main thread's handle on one slot's worker thread.
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import type { Logger } from '../core/logger.js';
+import { ProcessEnv } from '../core/process-env.js';
 import type { MainToWorker, SlotWorkerData, WorkerToMain } from '../task/worker-protocol.js';
 
 export class SlotWorker {
@@ -19,7 +20,7 @@ export class SlotWorker {
     onMessage: (worker: SlotWorker, message: WorkerToMain) => void,
     onExit: (worker: SlotWorker, cause: string) => void,
   ) {
-    this.worker = new Worker(entry, { workerData: data, stderr: false, stdout: false });
+    this.worker = new Worker(entry, { workerData: data, stderr: false, stdout: false, env: slotWorkerEnv(process.env) });
     this.threadId = this.worker.threadId;
     let markReady: () => void = () => {};
     this.ready = new Promise((resolve) => (markReady = resolve));
@@ -56,4 +57,15 @@ export class SlotWorker {
       this.logger.warn('terminating a slot worker failed', { threadId: this.threadId, error: e });
     }
   }
+}
+
+/**
+ * The environment a slot worker (user code) sees: the TaskExecutor's, without the cluster secret, which
+ * would let user code speak RPC and the data plane as any process of the cluster. The TaskExecutor
+ * process also drops it from its own process.env at start; this holds for any other embedding.
+ */
+export function slotWorkerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value !== undefined && name !== ProcessEnv.SECRET) out[name] = value;
+  return out;
 }

@@ -43,6 +43,8 @@ export interface TaskExecutorDeps {
   readonly jobId: JobId;
   readonly config: FloeConfig;
   readonly rpc: RpcService;
+  /** The cluster secret: data connections to and from other TaskExecutors authenticate with it. */
+  readonly secret: string;
   readonly leaseStore: LeaseStore;
   readonly blobStore: BlobStore;
   /** Folder of this TaskExecutor's own files (library cache, blocking partitions); removed when it stops. */
@@ -121,6 +123,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       resourceId: deps.resourceId,
       clock: this.clock,
       logger: this.logger,
+      secret: deps.secret,
       partitionRequestTimeoutMs: deps.partitionRequestTimeoutMs ?? Math.max(deps.config.rpcTimeoutMs, 30_000),
       ...(deps.dataBindHost !== undefined ? { dataBindHost: deps.dataBindHost } : {}),
       ...(deps.dataAdvertisedHost !== undefined ? { dataAdvertisedHost: deps.dataAdvertisedHost } : {}),

@@ -1,7 +1,7 @@
 // The LeaseStore and JobStore contracts on DynamoDB (DynamoDB Local, or FLOE_TEST_AWS_ENDPOINT), plus what
 // only a store shared by machines must get right: clock skew between contenders, TTL of ended jobs, and
 // errors that name the table.
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsRequestError } from '../../runtime/aws/aws-errors.js';
 import { createDynamoDbClients, type DynamoDbClients } from '../../runtime/aws/clients.js';
@@ -146,6 +146,20 @@ describe('DynamoDbJobStore specifics', () => {
     expect((await raw())[jobTable.timeToLiveAttribute]).toBe(Math.ceil((clock.now() + retentionMs) / 1000));
     expect(ended).not.toHaveProperty(jobTable.timeToLiveAttribute);
     expect(await store.get(r.jobId)).toEqual(ended);
+  });
+
+  it('a record written before the job-list index existed joins it at its next write', async () => {
+    const clock = new ManualClock();
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock });
+    // Newest in the table, so it would open the first page once indexed.
+    const r = newJobRecord(clock, { submittedAtMs: 5_000_000_000_000 });
+    await store.create(r);
+    // As an older Floe wrote it: no listKey.
+    await clients.documentClient.send(new UpdateCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, UpdateExpression: 'REMOVE #k', ExpressionAttributeNames: { '#k': jobTable.attributes.listKey } }));
+    expect((await store.listPage(1)).records[0]?.jobId).not.toBe(r.jobId);
+    await store.update(r.jobId, { status: JobStatus.RUNNING }, 1);
+    expect((await store.listPage(1)).records.map((x) => [x.jobId, x.status])).toEqual([[r.jobId, JobStatus.RUNNING]]);
+    expect(await store.get(r.jobId)).not.toHaveProperty(jobTable.attributes.listKey);
   });
 
   it('keeps no more than the bounded number of exceptions in the item itself', async () => {

@@ -152,7 +152,25 @@ export async function createTables(emulators: Emulators, prefix = uniqueName('fl
         new CreateTableCommand({
           TableName: name,
           KeySchema: [{ AttributeName: def.partitionKey.name, KeyType: 'HASH' }],
-          AttributeDefinitions: [{ AttributeName: def.partitionKey.name, AttributeType: def.partitionKey.type }],
+          AttributeDefinitions: [
+            { AttributeName: def.partitionKey.name, AttributeType: def.partitionKey.type },
+            ...(def.indexes ?? []).flatMap((i) => [
+              { AttributeName: i.partitionKey.name, AttributeType: i.partitionKey.type },
+              { AttributeName: i.sortKey.name, AttributeType: i.sortKey.type },
+            ]),
+          ],
+          ...((def.indexes ?? []).length > 0
+            ? {
+                GlobalSecondaryIndexes: (def.indexes ?? []).map((i) => ({
+                  IndexName: i.name,
+                  KeySchema: [
+                    { AttributeName: i.partitionKey.name, KeyType: 'HASH' as const },
+                    { AttributeName: i.sortKey.name, KeyType: 'RANGE' as const },
+                  ],
+                  Projection: { ProjectionType: 'ALL' as const },
+                })),
+              }
+            : {}),
           BillingMode: def.billingMode,
         }),
       );

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FloeCluster } from '../../cdk/lib/floe-cluster.js';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
 import { ContainerImageSpec, FloeEnv, jobTable, leaseTable } from '../../cdk/lib/runtime-contract.js';
+import { jobsBySubmissionIndex } from '../../runtime/aws/tables.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 
@@ -115,6 +116,21 @@ describe('FloeCluster with its defaults', () => {
       BillingMode: 'PAY_PER_REQUEST',
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       TimeToLiveSpecification: { AttributeName: jobTable.timeToLiveAttribute, Enabled: true },
+      // GET /jobs queries this index newest first instead of scanning the table.
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: jobsBySubmissionIndex.name,
+          KeySchema: [
+            { AttributeName: jobsBySubmissionIndex.partitionKey.name, KeyType: 'HASH' },
+            { AttributeName: jobsBySubmissionIndex.sortKey.name, KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        },
+      ],
+      AttributeDefinitions: Match.arrayWith([
+        { AttributeName: jobsBySubmissionIndex.partitionKey.name, AttributeType: 'S' },
+        { AttributeName: jobsBySubmissionIndex.sortKey.name, AttributeType: 'N' },
+      ]),
     });
     // Retained by default: a `cdk destroy` must not take the job history with it.
     template.allResources('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });
@@ -142,7 +158,7 @@ describe('FloeCluster with its defaults', () => {
     template.allResources('AWS::S3::Bucket', { DeletionPolicy: 'Retain' });
   });
 
-  it('runs the Dispatcher on Node.js 24 with the names of everything it needs and the secret as a deploy-time reference', () => {
+  it("runs the Dispatcher on Node.js 24 with the names of everything it needs and the secret's ARN, never its value", () => {
     const [, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
     expect(fn.Properties).toMatchObject({ Runtime: 'nodejs24.x', Handler: 'index.handler', Timeout: 29 });
     const vars = (fn.Properties!['Environment'] as { Variables: Record<string, unknown> }).Variables;
@@ -169,8 +185,10 @@ describe('FloeCluster with its defaults', () => {
     expect(subnetRefs).toHaveLength(2);
     expect(vars[FloeEnv.ECS_SUBNETS]).toEqual({ 'Fn::Join': [',', expect.arrayContaining(subnetRefs)] });
     expect((vars[FloeEnv.ECS_SUBNETS] as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1]).toHaveLength(2);
-    // Never the value itself in the template: CloudFormation resolves it from Secrets Manager at deploy time.
-    expect(vars[FloeEnv.SECRET]).toEqual({ 'Fn::Join': ['', ['{{resolve:secretsmanager:', secretRef(), ':SecretString:::}}']] });
+    // Never the value, nor a reference CloudFormation would resolve into it: the function reads it at cold start.
+    expect(vars).not.toHaveProperty(FloeEnv.SECRET);
+    expect(JSON.stringify(fn.Properties!['Environment'])).not.toContain('resolve:secretsmanager');
+    expect(vars[FloeEnv.SECRET_ARN]).toEqual(secretRef());
   });
 
   it('routes every path and method of the HTTP API to the Lambda function with payload format 2.0', () => {
@@ -381,8 +399,13 @@ describe('FloeCluster with its defaults', () => {
       [
         ...['ConditionCheckItem', 'GetItem', 'UpdateItem'].map((a) => `dynamodb:${a} leases`),
         ...['ConditionCheckItem', 'DeleteItem', 'GetItem', 'PutItem', 'Scan', 'UpdateItem'].map((a) => `dynamodb:${a} jobs`),
+        'dynamodb:Query jobs',
       ].sort(),
     );
+    // GET /jobs queries the job list index, and only that index.
+    const queries = statements(template).filter((st) => asList(st.statement['Action']).includes('dynamodb:Query')).map((st) => JSON.stringify(st.statement['Resource']));
+    expect(queries).toHaveLength(1);
+    expect(queries[0]).toContain('/index/bySubmittedAt');
     expect(actionsOf(teRole).filter((a) => a.startsWith('ecs:') || a.startsWith('iam:'))).toEqual([]);
     // It stops what it launched by startedBy and watches nothing.
     expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask']);
@@ -390,9 +413,10 @@ describe('FloeCluster with its defaults', () => {
     // Its own log group only, and no AWS managed policy on any role.
     expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('logs:')).sort()).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
     for (const role of Object.values(resourcesOf(template, 'AWS::IAM::Role'))) expect(role.Properties!['ManagedPolicyArns']).toBeUndefined();
-    // The secret is handed over at start (ECS with the execution role, CloudFormation for the
-    // function); no running process may ask Secrets Manager for it.
-    for (const role of [lambdaRole(), jmRole, teRole]) expect(actionsOf(role)).not.toContain('secretsmanager:GetSecretValue');
+    // The tasks get the secret at start (ECS with the execution role): their own roles may not ask
+    // Secrets Manager for it. The function reads it at cold start, so its role may.
+    for (const role of [jmRole, teRole]) expect(actionsOf(role)).not.toContain('secretsmanager:GetSecretValue');
+    expect(actionsOf(lambdaRole())).toContain('secretsmanager:GetSecretValue');
     const execRole = (resources[jmTaskDefId]!.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     expect(actionsOf(execRole)).toContain('secretsmanager:GetSecretValue');
   });

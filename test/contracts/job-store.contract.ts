@@ -91,6 +91,38 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
       expect(ids.filter((id) => id === a.jobId || id === b.jobId)).toEqual([b.jobId, a.jobId]);
     });
 
+    it('pages through the records newest first, each once, ties at one millisecond included, whatever else the store holds', async () => {
+      // Later than anything the other tests write, so this test's records open the list even in a shared store.
+      const base = 4_000_000_000_000 + (Date.now() % 1_000_000) * 100;
+      const ours = [5, 4, 4, 4, 2, 1, 0].map((dt) => newJobRecord(clock, { submittedAtMs: base + dt }));
+      for (const r of [...ours].reverse()) await store.create(r);
+      const newestFirst = (a: JobRecord, b: JobRecord): number => b.submittedAtMs - a.submittedAtMs || (a.jobId < b.jobId ? 1 : -1);
+      const expected = [...ours].sort(newestFirst).map((r) => r.jobId);
+
+      const seen: JobRecord[] = [];
+      let page = await store.listPage(2);
+      for (;;) {
+        expect(page.records.length).toBeLessThanOrEqual(2);
+        seen.push(...page.records);
+        if (page.next === undefined) break;
+        expect(page.records).toHaveLength(2);
+        page = await store.listPage(2, page.next);
+      }
+      expect(seen.slice(0, ours.length).map((r) => r.jobId)).toEqual(expected);
+      // Records come back whole, as get reads them.
+      expect(seen[0]).toEqual(await store.get(seen[0]!.jobId));
+      // To the end: every record of the store exactly once, in order.
+      const all = await store.list();
+      expect(seen.map((r) => r.jobId).sort()).toEqual(all.map((r) => r.jobId).sort());
+      expect(seen.map((r) => r.jobId)).toEqual([...all].sort(newestFirst).map((r) => r.jobId));
+      // One page large enough for all of them has no next.
+      const whole = await store.listPage(1000);
+      if (all.length <= 1000) expect(whole.next).toBeUndefined();
+      expect(whole.records.slice(0, ours.length).map((r) => r.jobId)).toEqual(expected);
+      await expect(store.listPage(0)).rejects.toThrow(/1 to 1000 records/);
+      await expect(store.listPage(1001)).rejects.toThrow(/1 to 1000 records/);
+    });
+
     it('update applies the given fields, records the writer epoch and the update time', async () => {
       const r = newJobRecord(clock);
       await store.create(r);

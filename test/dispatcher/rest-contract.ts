@@ -19,6 +19,7 @@ import type { JobStore } from '../../runtime/ha/job-store.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
+import { newJobRecord } from '../contracts/job-store.contract.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
 import type { WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
@@ -231,8 +232,8 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       const unknown = await call('PATCH', '/jobs/job-q?mod=cancel');
       expect(unknown.status).toBe(400);
       expect(unknown.body.error.message).toBe("query parameter 'mod' is not known to PATCH /jobs/:id; it takes 'mode'");
-      expect((await call('GET', '/jobs?limit=5')).body.error.message).toBe("query parameter 'limit' is not known to GET /jobs; it takes none");
-      expect((await call('GET', '/jobs?__proto__=x')).body.error.message).toBe("query parameter '__proto__' is not known to GET /jobs; it takes none");
+      expect((await call('GET', '/jobs?sort=desc')).body.error.message).toBe("query parameter 'sort' is not known to GET /jobs; it takes 'limit', 'next'");
+      expect((await call('GET', '/jobs?__proto__=x')).body.error.message).toBe("query parameter '__proto__' is not known to GET /jobs; it takes 'limit', 'next'");
       expect((await call('PATCH', '/jobs/job-q?mode=cancel&mode=cancel')).body.error.message).toBe("query parameter 'mode' is given more than once; give it once");
       expect((await call('PATCH', '/jobs/job-q?mode=%E0%A4%A')).body.error.message).toMatch(/^query parameter 'mode=%E0%A4%A' is not valid percent-encoding/);
       expect((await call('PATCH', '/jobs/job-q?mode=stop')).body.error.message).toBe("query parameter 'mode' is 'stop'; supported: 'cancel'");
@@ -301,9 +302,39 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       expect((await jobStore.list()).map((r) => r.jobId)).toEqual(['job-bom']);
     });
 
+    it('pages GET /jobs newest first with ?limit= and the opaque ?next=, and refuses a bad limit or cursor', async () => {
+      const jobStore = new InMemoryJobStore();
+      const clock = new ManualClock();
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const r = newJobRecord(clock, { jobId: JobId.of(`paged-${i}`), submittedAtMs: clock.now() + i });
+        await jobStore.create(r);
+        ids.unshift(r.jobId);
+      }
+      const { call } = await setup({ jobStore });
+      const first = await call('GET', '/jobs?limit=2');
+      expect(first.status).toBe(200);
+      expect(first.body.jobs.map((j: { jobId: string }) => j.jobId)).toEqual(ids.slice(0, 2));
+      expect(typeof first.body.next).toBe('string');
+      const second = await call('GET', `/jobs?limit=2&next=${encodeURIComponent(first.body.next)}`);
+      expect(second.body.jobs.map((j: { jobId: string }) => j.jobId)).toEqual(ids.slice(2, 4));
+      const last = await call('GET', `/jobs?limit=2&next=${encodeURIComponent(second.body.next)}`);
+      expect(last.body).toEqual({ jobs: [expect.objectContaining({ jobId: ids[4] })] });
+      // Without a limit: the default page (100) holds them all.
+      expect((await call('GET', '/jobs')).body.jobs.map((j: { jobId: string }) => j.jobId)).toEqual(ids);
+      for (const limit of ['0', '1001', 'ten', '-1', '2.5']) {
+        const res = await call('GET', `/jobs?limit=${limit}`);
+        expect(res.status, limit).toBe(400);
+        expect(res.body.error.message).toMatch(/limit must be a whole number from 1 to 1000/);
+      }
+      const forged = await call('GET', '/jobs?next=not-a-cursor');
+      expect(forged.status).toBe(400);
+      expect(forged.body.error.message).toMatch(/'next' is not a cursor this Dispatcher gave out/);
+    });
+
     it('hides the details of an internal error behind a request id', async () => {
       const broken = new InMemoryJobStore();
-      broken.list = async () => {
+      broken.listPage = async () => {
         throw new Error('disk on fire at /var/secret/path');
       };
       const { call } = await setup({ jobStore: broken });

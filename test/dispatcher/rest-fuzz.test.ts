@@ -248,8 +248,8 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
       return { what: `PATCH ${path}`, method: 'PATCH', path, headers: { authorization: auth }, check: (res) => refused(res, names) };
     },
     () => {
-      const path = pick(['/jobs?limit=1', '/overview?x=1', `/jobs/${BASE_JOB}?verbose`, '/jobs?%ZZ=1']);
-      return { what: `GET ${path}`, method: 'GET', path, headers: { authorization: auth }, check: (res) => refused(res, /^query parameter '.*' (is not known to GET|is not valid percent-encoding)/) };
+      const path = pick(['/jobs?sort=1', '/overview?x=1', `/jobs/${BASE_JOB}?verbose`, '/jobs?%ZZ=1', '/jobs?limit=0', '/jobs?limit=1e3', '/jobs?next=x']);
+      return { what: `GET ${path}`, method: 'GET', path, headers: { authorization: auth }, check: (res) => refused(res, /^(query parameter '.*' (is not known to GET|is not valid percent-encoding)|limit must be a whole number|'next' is not a cursor)/) };
     },
     // Methods a route does not take.
     () => {

@@ -3,6 +3,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main, type CliIo } from '../../runtime/cli/main.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
@@ -57,6 +58,28 @@ describe('embedded cluster', () => {
     // Two TaskExecutors (4 slots needed, 2 per executor) ran the job: each wrote its own log.
     expect(readdirSync(join(stateDir, 'logs', jobId)).filter((f) => f.endsWith('.log'))).toHaveLength(2);
     await noProcessOfJobLeft();
+  });
+
+  it('runs user code without the cluster secret in its environment, on a real TaskExecutor', async () => {
+    const jobId = await submit('env-probe.ts', 'default', [], 2);
+    const job = await awaitTerminal(jobId);
+    expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
+    const result = await api('GET', `/jobs/${jobId}/result`);
+    expect(result.status).toBe(200);
+    const seen = [...result.body.records].sort((a: { n: number }, b: { n: number }) => a.n - b.n);
+    expect(seen).toEqual([1, 2, 3, 4].map((n) => ({ n, secretType: 'undefined', secretListed: false, sawOtherVariables: true })));
+    await noProcessOfJobLeft();
+    // `floe logs --follow` on the ended job: every line so far from its JobManager and TaskExecutor, then it returns.
+    let stdout = '';
+    const io: CliIo = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: () => true }, env: {}, cwd: work, pollIntervalMs: 10 };
+    expect(await main(['--dir', stateDir, 'logs', jobId, '--follow'], io)).toBe(0);
+    // (The cluster's processes log at the level the tests run with; whatever they wrote, all of it is shown.)
+    const ownFiles = [join(stateDir, 'logs', `jobmanager-${jobId}.log`), ...readdirSync(join(stateDir, 'logs', jobId)).map((f) => join(stateDir, 'logs', jobId, f))];
+    const written = ownFiles.flatMap((f) => readFileSync(f, 'utf8').split('\n').filter((l) => l.trim() !== ''));
+    const shown = stdout.split('\n').filter((l) => l !== '');
+    expect(shown.length).toBe(written.length);
+    expect(shown.every((l) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  (jobmanager|taskexecutor te-\S+)  [A-Z]+ +\S/.test(l)), stdout).toBe(true);
+    expect(stdout).not.toContain('"jobId"');
   });
 
   it('moves records across TaskExecutors (rebalance from 1 to 4 subtasks) and returns the collect sink result', async () => {

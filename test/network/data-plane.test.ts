@@ -6,6 +6,10 @@ import { silentLogger } from '../../runtime/core/logger.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { DataClient } from '../../runtime/network/data-client.js';
 import { DataServer } from '../../runtime/network/data-server.js';
+import { clientProof, decodeChallenge, NONCE_BYTES } from '../../runtime/network/data-auth.js';
+import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from '../../runtime/network/frames.js';
+import { connect } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { decodeRecords, RecordBufferBuilder } from '../../runtime/network/record-buffer.js';
 import { createChannelSelector, ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
@@ -14,6 +18,7 @@ import { PartitionRegistry, type PartitionLocation } from '../../runtime/taskexe
 
 const OPTIONS: ResultPartitionOptions = { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
 const CREDITS = 2;
+const DATA_SECRET = 'data-plane-test-secret';
 
 function partition(id: string, n: number, partitioner: Partitioner = 'rebalance', options = OPTIONS): ResultPartition {
   return new ResultPartition({ edgeId: 'e', partitionId: ResultPartitionId.of(id), partitionType: 'pipelined', partitioner, numberOfSubpartitions: n }, 0, options);
@@ -168,7 +173,7 @@ describe('TCP channels', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function server(waitMs = 5_000): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>>; }> {
+  async function server(waitMs = 5_000, secret = DATA_SECRET): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>>; }> {
     const registry = new PartitionRegistry<PartitionLocation<ResultPartition>>(systemClock, 'te-producer' as ResourceId, waitMs);
     const srv = await DataServer.start(
       {
@@ -180,13 +185,14 @@ describe('TCP channels', () => {
         },
       },
       silentLogger,
+      secret,
     );
     cleanups.push(() => srv.close());
     return { server: srv, registry };
   }
 
-  function client(): DataClient {
-    const c = new DataClient(silentLogger);
+  function client(secret = DATA_SECRET): DataClient {
+    const c = new DataClient(silentLogger, secret);
     cleanups.push(() => c.close());
     return c;
   }
@@ -244,5 +250,79 @@ describe('TCP channels', () => {
     expect(first!.records).toEqual(['first']);
     await srv.close();
     await expect(consume(gate)).rejects.toThrow(/data connection|went away/);
+  });
+
+  /** A raw TCP peer: sends `script(frames so far)`'s frames as answers arrive; resolves with every frame it got once the server closed it. */
+  async function rawPeer(address: string, onFrame: (frame: Frame, send: (type: FrameType, payload?: Uint8Array) => void) => void, first: Buffer[]): Promise<Frame[]> {
+    const i = address.lastIndexOf(':');
+    const socket = connect({ host: address.slice(0, i), port: Number(address.slice(i + 1)) });
+    cleanups.push(() => void socket.destroy());
+    const got: Frame[] = [];
+    const decoder = new FrameDecoder();
+    const send = (type: FrameType, payload?: Uint8Array): void => void socket.write(encodeFrame(type, 0, payload));
+    socket.on('data', (chunk: Buffer) => decoder.push(chunk, (f) => {
+      got.push(f);
+      onFrame(f, send);
+    }));
+    for (const b of first) socket.write(b);
+    await new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    return got;
+  }
+
+  async function partitionWaitingToBeRead(srv: DataServer, registry: PartitionRegistry<PartitionLocation<ResultPartition>>, id: string): Promise<ResultPartition> {
+    const p = partition(id, 1, 'forward');
+    registry.register(p.id, { slotIndex: 0, worker: p });
+    p.emit('not for strangers');
+    p.flushAll();
+    expect(srv.stats.connectionsRefused).toBe(0);
+    return p;
+  }
+
+  it('close a peer that asks for a partition without the handshake; it gets nothing', async () => {
+    const { server: srv, registry } = await server();
+    const p = await partitionWaitingToBeRead(srv, registry, 'no-handshake');
+    const got = await rawPeer(srv.address, () => undefined, [
+      encodeFrame(FrameType.REQUEST, 1, encodeMeta({ partitionId: p.id, subpartitionIndex: 0 })),
+      encodeFrame(FrameType.CREDIT, 1, encodeMeta({ n: 4, initial: true })),
+    ]);
+    expect(got).toEqual([]);
+    expect(srv.stats.connectionsRefused).toBe(1);
+    expect(srv.stats.channelsOpened).toBe(0);
+    expect(srv.stats.buffersSent).toBe(0);
+  });
+
+  it('close a peer whose proof was made with another secret; it gets the challenge and nothing more', async () => {
+    const { server: srv, registry } = await server();
+    const p = await partitionWaitingToBeRead(srv, registry, 'wrong-secret');
+    const clientNonce = randomBytes(NONCE_BYTES);
+    const got = await rawPeer(
+      srv.address,
+      (frame, send) => {
+        const challenge = decodeChallenge(frame.payload);
+        if (frame.type !== FrameType.CHALLENGE || challenge === undefined) return;
+        // A well-formed handshake, but with the wrong secret, followed at once by a request.
+        send(FrameType.PROOF, clientProof('not-the-secret', challenge.serverNonce, clientNonce));
+        send(FrameType.REQUEST, encodeMeta({ partitionId: p.id, subpartitionIndex: 0 }));
+        send(FrameType.CREDIT, encodeMeta({ n: 4, initial: true }));
+      },
+      [encodeFrame(FrameType.HELLO, 0, clientNonce)],
+    );
+    expect(got.map((f) => f.type)).toEqual([FrameType.CHALLENGE]);
+    expect(srv.stats.connectionsRefused).toBe(1);
+    expect(srv.stats.channelsOpened).toBe(0);
+    expect(srv.stats.buffersSent).toBe(0);
+  });
+
+  it('refuse, on the consumer side, a producer that cannot prove it knows the secret', async () => {
+    const { server: srv, registry } = await server(5_000, 'an-impostor-secret');
+    const p = partition('impostor', 1, 'forward');
+    registry.register(p.id, { slotIndex: 0, worker: p });
+    const c = client();
+    const gate = new InputGate(['impostor'], CREDITS);
+    gate.connect(0, c.openChannel(srv.address, p.id, 0));
+    p.emit('from an impostor');
+    p.flushAll();
+    await expect(consume(gate)).rejects.toThrow(/did not prove it knows the cluster secret/);
+    expect(srv.stats.channelsOpened).toBe(0);
   });
 });

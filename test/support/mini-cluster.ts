@@ -77,6 +77,8 @@ export class MiniCluster {
         jobId,
         config: this.config,
         rpc,
+        // The in-process cluster has no secret of its own; its TaskExecutors still authenticate data connections.
+        secret: 'mini-cluster-secret',
         leaseStore: this.leaseStore,
         blobStore: this.blobStore,
         workDir,

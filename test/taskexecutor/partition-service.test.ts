@@ -37,7 +37,7 @@ afterEach(async () => {
 });
 
 function service(resourceId = 'te-1', clock: Clock = systemClock, waitMs = 5_000): PartitionService<RecordingWorker> {
-  const s = new PartitionService<RecordingWorker>({ resourceId: ResourceId.of(resourceId), clock, logger: silentLogger, partitionRequestTimeoutMs: waitMs });
+  const s = new PartitionService<RecordingWorker>({ resourceId: ResourceId.of(resourceId), clock, logger: silentLogger, secret: 'partition-service-test-secret', partitionRequestTimeoutMs: waitMs });
   services.push(s);
   return s;
 }

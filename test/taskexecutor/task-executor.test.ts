@@ -18,6 +18,10 @@ import type { InputGateDescriptor, ResultPartitionDescriptor, TaskDeploymentDesc
 import type { TaskExecutorGateway } from '../../runtime/protocol/taskexecutor-gateway.js';
 import { createSplits } from '../../runtime/jobmaster/input-splits.js';
 import { slotWorkerBundle, storeJobLibrary, TestJobMaster, TestResourceManager, waitFor } from './harness.js';
+import { connect } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { clientProof, decodeChallenge } from '../../runtime/network/data-auth.js';
+import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from '../../runtime/network/frames.js';
 
 const JOB_SOURCE = `
 import { defineJob } from 'floe';
@@ -122,6 +126,7 @@ async function startTaskExecutor(
     resourceId: ResourceId.of(name),
     jobId: cluster.jobId,
     rpc,
+    secret: 'test-secret',
     leaseStore: cluster.leaseStore,
     blobStore: cluster.blobStore,
     workDir: join(root, cluster.jobId, name),
@@ -334,6 +339,31 @@ describe('TaskExecutor', () => {
     expect(a.te.introspect().dataServer).toMatchObject({ connections: 1, channelsOpened: 1 });
     expect(b.te.introspect().dataConnectionsOpened).toBe(1);
     await waitFor('partition released after consumption', () => a.te.introspect().heldPartitions === 0);
+  });
+
+  it('serves nothing on its data port to a peer without the cluster secret, and closes the connection', async () => {
+    const { te } = await startTaskExecutor('te-auth');
+    const [host, port] = [te.dataAddress.slice(0, te.dataAddress.lastIndexOf(':')), Number(te.dataAddress.slice(te.dataAddress.lastIndexOf(':') + 1))];
+    const peer = async (first: Buffer[], answer?: (f: Frame, send: (b: Buffer) => void) => void): Promise<number[]> => {
+      const socket = connect({ host, port });
+      const types: number[] = [];
+      const decoder = new FrameDecoder();
+      socket.on('data', (chunk: Buffer) => decoder.push(chunk, (f) => (types.push(f.type), answer?.(f, (b) => void socket.write(b)))));
+      for (const b of first) socket.write(b);
+      await new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      return types;
+    };
+    const request = encodeFrame(FrameType.REQUEST, 1, encodeMeta({ partitionId: ResultPartitionId.of('any'), subpartitionIndex: 0 }));
+    // Straight to a request: closed, not one byte back.
+    expect(await peer([request])).toEqual([]);
+    // A handshake made with another secret: the challenge, then closed.
+    const nonce = randomBytes(32);
+    const types = await peer([encodeFrame(FrameType.HELLO, 0, nonce)], (f, send) => {
+      const c = decodeChallenge(f.payload);
+      if (c !== undefined) send(Buffer.concat([encodeFrame(FrameType.PROOF, 0, clientProof('wrong-secret', c.serverNonce, nonce)), request]));
+    });
+    expect(types).toEqual([FrameType.CHALLENGE]);
+    expect(te.introspect().dataServer).toMatchObject({ connections: 2, connectionsRefused: 2, channelsOpened: 0, buffersSent: 0 });
   });
 
   it('re-registers when the ResourceManager falls silent, with the new leader once the lease moved', async () => {

@@ -1,0 +1,62 @@
+// Where the Dispatcher function finds the cluster secret: read from Secrets Manager by ARN at cold start,
+// so the value is never part of the function's configuration. Tests and emulators, which have no Secrets
+// Manager, may pass the value itself in FLOE_SECRET instead.
+import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { ConfigurationError, errorMessage, FloeError } from '../core/errors.js';
+import { ProcessEnv } from '../core/process-env.js';
+import { credentialsFromEnv } from './aws-env.js';
+import { AwsEnv } from './aws-services.js';
+import { baseClientOptions } from './clients.js';
+
+export const ClusterSecretEnv = {
+  /** ARN (or name) of the Secrets Manager secret holding the cluster secret; the deployed function's way. */
+  SECRET_ARN: 'FLOE_SECRET_ARN',
+  /** Secrets Manager endpoint override. @default - FLOE_AWS_ENDPOINT, else the region's endpoint */
+  SECRETS_MANAGER_ENDPOINT: 'FLOE_SECRETS_MANAGER_ENDPOINT',
+} as const;
+
+/** Reads one secret's string value by ARN; the port the function's cold start uses (tests pass their own). */
+export type SecretReader = (secretArn: string) => Promise<string>;
+
+/** A reader over Secrets Manager's GetSecretValue, configured from the environment like the other clients. */
+export function secretsManagerReader(env: NodeJS.ProcessEnv): SecretReader {
+  return async (secretArn) => {
+    const region = env[AwsEnv.REGION] || env['AWS_REGION'];
+    if (region === undefined || region === '') throw new ConfigurationError(`${AwsEnv.REGION} (or AWS_REGION) is not set; it is needed to read the cluster secret from Secrets Manager`);
+    const endpoint = env[ClusterSecretEnv.SECRETS_MANAGER_ENDPOINT] || env[AwsEnv.ENDPOINT] || undefined;
+    const credentials = credentialsFromEnv(env);
+    const client = new SecretsManagerClient(baseClientOptions({ region, ...(endpoint !== undefined ? { endpoint } : {}), ...(credentials !== undefined ? { credentials } : {}) }));
+    try {
+      const answer = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
+      if (answer.SecretString === undefined || answer.SecretString === '') {
+        throw new ConfigurationError(`the secret ${secretArn} has no string value; the cluster secret must be stored as a SecretString`);
+      }
+      return answer.SecretString;
+    } finally {
+      client.destroy();
+    }
+  };
+}
+
+/**
+ * The cluster secret: from Secrets Manager when FLOE_SECRET_ARN is set (a deployed stack), else the value
+ * of FLOE_SECRET (tests and emulators). Read once per process: a rotated secret reaches a Lambda
+ * container at its next cold start.
+ */
+export async function resolveClusterSecret(env: NodeJS.ProcessEnv, read: SecretReader = secretsManagerReader(env)): Promise<string> {
+  const arn = env[ClusterSecretEnv.SECRET_ARN];
+  if (arn !== undefined && arn !== '') {
+    let value: string;
+    try {
+      value = await read(arn);
+    } catch (error) {
+      if (error instanceof ConfigurationError) throw error;
+      // A failed cold start is tried again by the next request, so a passing fault heals itself.
+      throw new FloeError('SECRET_UNAVAILABLE', `could not read the cluster secret ${arn} from Secrets Manager: ${errorMessage(error)}; check that the function's role may secretsmanager:GetSecretValue on it`, { cause: error, retryable: true });
+    }
+    return value;
+  }
+  const value = env[ProcessEnv.SECRET];
+  if (value !== undefined && value !== '') return value;
+  throw new ConfigurationError(`neither ${ClusterSecretEnv.SECRET_ARN} nor ${ProcessEnv.SECRET} is set; every REST call and RPC of the cluster carries the cluster secret (a deployed stack sets ${ClusterSecretEnv.SECRET_ARN})`);
+}
