@@ -203,7 +203,7 @@ describe('RestClient signing with credentials from the environment', () => {
     const error = await client.listJobs().then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(UnexpectedResponseError);
     // API Gateway quotes the malformed authorization header; the secret in it is not repeated.
-    expect((error as Error).message).toMatch(/^GET \/jobs was refused by the API \(HTTP 403: Authorization header requires 'Credential' parameter\..*Authorization=Bearer <secret>\); the API takes requests signed with IAM credentials/);
+    expect((error as Error).message).toMatch(/^GET \/jobs(\?limit=\d+)? was refused by the API \(HTTP 403: Authorization header requires 'Credential' parameter\..*Authorization=Bearer <secret>\); the API takes requests signed with IAM credentials/);
     expect((error as Error).message).not.toContain(REST_SECRET);
     expect(adapter!.invocations).toBe(0);
   });
