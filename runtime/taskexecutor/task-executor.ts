@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { rm as removePath } from 'node:fs/promises';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
+import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 import { FloeError, InvalidRequestError, errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import { createLogger, type Logger } from '../core/logger.js';
@@ -49,6 +50,8 @@ export interface TaskExecutorDeps {
   readonly blobStore: BlobStore;
   /** Folder of this TaskExecutor's own files (library cache, blocking partitions); removed when it stops. */
   readonly workDir: string;
+  /** What each of its slots has, when the ResourceManager started it for a resource profile. @default - default slots */
+  readonly profile?: ResourceProfile;
   readonly clock?: Clock;
   readonly logger?: Logger;
   /** The built worker script; @default distEntry('slot-worker') */
@@ -175,7 +178,13 @@ export class TaskExecutor implements TaskExecutorGateway {
       heartbeatIntervalMs: deps.config.heartbeatIntervalMs,
       heartbeatTimeoutMs: deps.config.heartbeatTimeoutMs,
       orphanTimeoutMs: deps.orphanTimeoutMs ?? 3 * deps.config.heartbeatTimeoutMs,
-      registration: () => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress, numberOfSlots: this.slotTable.numberOfSlots }),
+      registration: () => ({
+        resourceId: this.resourceId,
+        address: this.address,
+        dataAddress: this.dataAddress,
+        numberOfSlots: this.slotTable.numberOfSlots,
+        ...(deps.profile !== undefined ? { profile: deps.profile } : {}),
+      }),
       slotReport: () => this.slotTable.slotReport(this.partitions.heldPartitions),
       onOrphaned: (reason) => detachedScope.runInAsyncScope(() => void this.stop(reason)),
     });
@@ -354,7 +363,8 @@ export class TaskExecutor implements TaskExecutorGateway {
     const connection = new JobMasterConnection(jobId, leader.address, leader.token, leader.gateway, leader.jobMasterResourceId, this.logger);
     this.jobTable.connect(jobId, connection);
     this.resourceManager.heardFromCluster();
-    const offers = this.slotTable.slotsOfJob(jobId).map((s) => ({ allocationId: s.allocationId!, slotIndex: s.index }));
+    const profile = this.deps.profile;
+    const offers = this.slotTable.slotsOfJob(jobId).map((s) => ({ allocationId: s.allocationId!, slotIndex: s.index, ...(profile !== undefined ? { profile } : {}) }));
     if (offers.length > 0) this.offerSlots(connection, offers);
   }
 
