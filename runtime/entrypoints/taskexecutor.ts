@@ -69,6 +69,8 @@ const taskExecutor = await TaskExecutor.start({
   dataAdvertisedHost: services.advertisedHost,
   ...(profile !== undefined ? { profile } : {}),
 });
+// What the launcher gave this process (e.g. a profile's --max-old-space-size), to check from its log.
+if (profile !== undefined) logger.info('TaskExecutor sized for its resource profile', { profile, execArgv: process.execArgv.join(' ') });
 
 // Built side by side: the worker script next to this bundle wins, so a build in another folder works too.
 function slotWorkerEntry(): string {

@@ -17,7 +17,7 @@ import { distEntry } from '../core/paths.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
-import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
+import type { SlotOffer, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import { needsUserCode, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
@@ -135,6 +135,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       entry: deps.slotWorkerEntry ?? distEntry('slot-worker'),
       resourceId: deps.resourceId,
       numberOfSlots: deps.config.numberOfTaskSlots,
+      ...(deps.profile !== undefined ? { slotMemoryMiB: deps.profile.memoryMiB } : {}),
       mainThread: this.mainThread,
       logger: this.logger,
       listener: {
@@ -363,8 +364,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     const connection = new JobMasterConnection(jobId, leader.address, leader.token, leader.gateway, leader.jobMasterResourceId, this.logger);
     this.jobTable.connect(jobId, connection);
     this.resourceManager.heardFromCluster();
-    const profile = this.deps.profile;
-    const offers = this.slotTable.slotsOfJob(jobId).map((s) => ({ allocationId: s.allocationId!, slotIndex: s.index, ...(profile !== undefined ? { profile } : {}) }));
+    const offers = this.slotTable.slotsOfJob(jobId).map((s) => ({ allocationId: s.allocationId!, slotIndex: s.index }));
     if (offers.length > 0) this.offerSlots(connection, offers);
   }
 
@@ -408,7 +408,10 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.jobTable.remove(jobId);
   }
 
-  private offerSlots(connection: JobMasterConnection, offers: { allocationId: AllocationId; slotIndex: number }[]): void {
+  private offerSlots(connection: JobMasterConnection, slots: { allocationId: AllocationId; slotIndex: number }[]): void {
+    // Every offer names this TaskExecutor's profile: the JobMaster counts a slot towards its profile only.
+    const profile = this.deps.profile;
+    const offers: SlotOffer[] = profile === undefined ? slots : slots.map((s) => ({ ...s, profile }));
     connection.gateway
       .offerSlots(this.resourceId, offers)
       .then(
