@@ -1,7 +1,7 @@
 // The job-building API: a StreamEnvironment records transformations; DataStreams chain them. Nothing runs
 // here: the recorded transformations become a JobGraph (translate.ts) and, in a task, the source of the
 // user's functions (program.ts).
-import type { OperatorKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
+import type { OperatorKind, Partitioner, ResourceProfile, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
 import { InvalidJobDefinitionError } from './job-definition.js';
 
 export type MapFunction<T, R> = (value: T) => R;
@@ -132,6 +132,27 @@ function checkGroup(what: string, group: unknown): string {
   return group;
 }
 
+function checkProfile(what: string, group: string, profile: unknown): ResourceProfile {
+  const p = profile as { cpu?: unknown; memoryMiB?: unknown } | null;
+  const cpu = p?.cpu;
+  const memoryMiB = p?.memoryMiB;
+  if (
+    p === null ||
+    typeof p !== 'object' ||
+    typeof cpu !== 'number' ||
+    !Number.isFinite(cpu) ||
+    cpu <= 0 ||
+    typeof memoryMiB !== 'number' ||
+    !Number.isSafeInteger(memoryMiB) ||
+    memoryMiB < 1
+  ) {
+    throw new InvalidJobDefinitionError(
+      `${what}.slotSharingGroup('${group}', profile) needs { cpu: <vCPUs > 0>, memoryMiB: <integer MiB> } per slot, found ${JSON.stringify(profile)}`,
+    );
+  }
+  return { cpu, memoryMiB };
+}
+
 function checkFunction(method: string, fn: unknown): UserFunction {
   if (typeof fn !== 'function') {
     throw new InvalidJobDefinitionError(`${method}(fn) needs a function, found ${fn === null ? 'null' : typeof fn}`);
@@ -196,6 +217,7 @@ export class StreamEnvironment {
   private defaultExchange: ExchangeMode = 'pipelined';
   private restartStrategy: RestartStrategySpec | undefined;
   private readonly recorded: Transformation[] = [];
+  private readonly groupProfiles = new Map<string, ResourceProfile>();
 
   /** Runs every operator in a task of its own: no two operators are fused into one chain. */
   disableOperatorChaining(): this {
@@ -245,6 +267,23 @@ export class StreamEnvironment {
 
   getRestartStrategy(): RestartStrategySpec | undefined {
     return this.restartStrategy;
+  }
+
+  /** @internal Records what each slot of `group` needs; one group has one profile. */
+  declareGroupProfile(what: string, group: string, profile: unknown): void {
+    const p = checkProfile(what, group, profile);
+    const known = this.groupProfiles.get(group);
+    if (known !== undefined && (known.cpu !== p.cpu || known.memoryMiB !== p.memoryMiB)) {
+      throw new InvalidJobDefinitionError(
+        `slot sharing group '${group}' is declared with ${JSON.stringify(known)} and with ${JSON.stringify(p)}; a group has one resource profile: give the heavier operators a group of their own`,
+      );
+    }
+    this.groupProfiles.set(group, p);
+  }
+
+  /** Slot sharing group → the resource profile of each of its slots, for the groups that declared one. */
+  getResourceProfiles(): ReadonlyMap<string, ResourceProfile> {
+    return this.groupProfiles;
   }
 
   /**
@@ -406,7 +445,7 @@ export class DataStream<T> {
     if (writeMode !== undefined && !WRITE_MODES.includes(writeMode)) {
       throw new InvalidJobDefinitionError(`writeAsText('${path}', { writeMode }) needs one of ${WRITE_MODES.map((m) => `'${m}'`).join(', ')}, found ${JSON.stringify(writeMode)}`);
     }
-    return new DataStreamSink(this.env.add({ kind: 'sink.textFile', path, writeMode }, this.inputs, false));
+    return new DataStreamSink(this.env, this.env.add({ kind: 'sink.textFile', path, writeMode }, this.inputs, false));
   }
 
   /**
@@ -419,7 +458,7 @@ export class DataStream<T> {
     if (max !== undefined && (!Number.isSafeInteger(max) || max < 0)) {
       throw new InvalidJobDefinitionError(`collect({ maxRecords }) needs an integer >= 0, found ${JSON.stringify(max)}`);
     }
-    return new DataStreamSink(this.env.add({ kind: 'sink.collect', maxRecords: max }, this.inputs, false));
+    return new DataStreamSink(this.env, this.env.add({ kind: 'sink.collect', maxRecords: max }, this.inputs, false));
   }
 
   private partitioned(partitioner: Partitioner, exchange: ExchangeMode | undefined): DataStream<T> {
@@ -518,10 +557,14 @@ export class OperatorStream<T> extends DataStream<T> {
 
   /**
    * Operators of one group may share slots (one subtask of each per slot); a different group gets
-   * slots of its own. Unset, an operator takes its inputs' group, or 'default'.
+   * slots of its own. Unset, an operator takes its inputs' group, or 'default'. With a `profile`, each
+   * slot of the group gets that many vCPUs and that much memory: the group runs on TaskExecutors started
+   * for it, of 'taskmanager.numberOfTaskSlots' such slots each. A group has one profile.
    */
-  slotSharingGroup(group: string): this {
-    this.transformation.slotSharingGroup = checkGroup(`'${this.transformation.name}'`, group);
+  slotSharingGroup(group: string, profile?: ResourceProfile): this {
+    const what = `'${this.transformation.name}'`;
+    this.transformation.slotSharingGroup = checkGroup(what, group);
+    if (profile !== undefined) this.env.declareGroupProfile(what, group, profile);
     return this;
   }
 
@@ -547,9 +590,12 @@ export class OperatorStream<T> extends DataStream<T> {
 export class DataStreamSink {
   /** @internal */
   private readonly transformation: Transformation;
+  /** @internal */
+  private readonly env: StreamEnvironment;
 
   /** @internal */
-  constructor(transformation: Transformation) {
+  constructor(env: StreamEnvironment, transformation: Transformation) {
+    this.env = env;
     this.transformation = transformation;
   }
 
@@ -563,8 +609,11 @@ export class DataStreamSink {
     return this;
   }
 
-  slotSharingGroup(group: string): this {
-    this.transformation.slotSharingGroup = checkGroup(`'${this.transformation.name}'`, group);
+  /** As OperatorStream.slotSharingGroup. */
+  slotSharingGroup(group: string, profile?: ResourceProfile): this {
+    const what = `'${this.transformation.name}'`;
+    this.transformation.slotSharingGroup = checkGroup(what, group);
+    if (profile !== undefined) this.env.declareGroupProfile(what, group, profile);
     return this;
   }
 

@@ -16,4 +16,4 @@ export type {
   ExchangeOptions,
   WriteAsTextOptions,
 } from './datastream.js';
-export type { RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
+export type { ResourceProfile, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';

@@ -5,7 +5,7 @@ import type { JobId } from '../core/ids.js';
 import { WriteMode, type FunctionRef, type JobEdge, type JobGraph, type JobVertex, type KeyedEmit, type OperatorSpec } from '../jobgraph/jobgraph.js';
 import { isS3Uri, normalisePath } from '../jobgraph/paths.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
-import type { Transformation } from './datastream.js';
+import type { StreamEnvironment, Transformation } from './datastream.js';
 import { InvalidJobDefinitionError, type JobDefinition } from './job-definition.js';
 import { runJobBuilder } from './program.js';
 
@@ -231,7 +231,15 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     vertices,
     edges,
     ...(env.getRestartStrategy() !== undefined ? { restartStrategy: env.getRestartStrategy()! } : {}),
+    ...resourceProfilesOf(env, vertices),
   };
   validateJobGraph(graph);
   return graph;
+}
+
+/** The declared profiles of the groups the vertices use (a group left by every operator needs none). */
+function resourceProfilesOf(env: StreamEnvironment, vertices: readonly JobVertex[]): Pick<JobGraph, 'resourceProfiles'> {
+  const used = new Set(vertices.map((v) => v.slotSharingGroup));
+  const entries = [...env.getResourceProfiles()].filter(([group]) => used.has(group));
+  return entries.length === 0 ? {} : { resourceProfiles: Object.fromEntries(entries) };
 }

@@ -1,5 +1,6 @@
 // Wires the Dispatcher for AWS: DynamoDB and S3 stores, JobManagers as ECS tasks, presigned S3 uploads
 // for large libraries. The Lambda function builds it once per container; tests build it in-process.
+import { fargateTaskExecutorSizes } from './fargate-sizes.js';
 import { DashboardAssets, findDashboardDir } from '../dispatcher/dashboard.js';
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
@@ -95,6 +96,7 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     clock,
     logger,
     artifactUploads,
+    taskExecutorSizes: fargateTaskExecutorSizes,
     // Sink targets on S3 are checked with this Dispatcher's own client and endpoint.
     outputStoreFor: async (target) => (isS3Uri(target) ? s3Outputs : localOutputStore),
     // So are S3 source paths; a local path names the TaskExecutors' disks, which only the JobMaster sees.

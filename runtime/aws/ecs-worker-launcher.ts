@@ -11,6 +11,7 @@ import { ProcessEnv } from '../core/process-env.js';
 import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
 import { baseClientOptions, type AwsConfig } from './clients.js';
 import { backoffDelayMs, sleepOn, TokenBucket, type BackoffOptions, type TokenBucketOptions } from './rate-limit.js';
+import { fargateSizeOfTaskExecutor } from './fargate-sizes.js';
 
 export const EcsLaunchErrorCode = {
   /** ECS answered ThrottlingException "Rate exceeded". Retried. */
@@ -283,6 +284,10 @@ export class EcsWorkerLauncher implements WorkerLauncher {
       throw new InvalidRequestError(`worker id must match ${ID_PATTERN} (it becomes the task's startedBy), found ${JSON.stringify(spec.id)}`);
     }
     if (this.tasks.has(spec.id)) throw new ConflictError(`worker ${spec.id} is already running; stop it first or pick another id`);
+    if (spec.resources !== undefined && fargateSizeOfTaskExecutor(spec.resources.profile, spec.resources.slots) === undefined) {
+      const { profile, slots } = spec.resources;
+      throw new InvalidRequestError(`worker ${spec.id}: no Fargate task holds ${slots} slots of { cpu: ${profile.cpu}, memoryMiB: ${profile.memoryMiB} } (${profile.cpu * slots} vCPUs, ${profile.memoryMiB * slots} MiB)`);
+    }
     this.taskDefinitionFor(spec.kind);
     let markGone!: () => void;
     const gone = new Promise<void>((resolve) => (markGone = resolve));
@@ -478,9 +483,26 @@ export class EcsWorkerLauncher implements WorkerLauncher {
           assignPublicIp: this.options.network.assignPublicIp === true ? 'ENABLED' : 'DISABLED',
         },
       },
-      overrides: {
-        containerOverrides: [{ name: this.containerName, environment: Object.entries(env).map(([name, value]) => ({ name, value })) }],
-      },
+      overrides: this.overridesOf(spec, env),
+    };
+  }
+
+  /**
+   * The container's environment and, for a TaskExecutor of a resource profile, the task's size: slots ×
+   * profile rounded up to a Fargate size, for the task and for the container within it (whose own limit
+   * in the task definition would otherwise cap it).
+   */
+  private overridesOf(spec: WorkerSpec, env: Record<string, string>): NonNullable<ConstructorParameters<typeof RunTaskCommand>[0]['overrides']> {
+    const environment = Object.entries(env).map(([name, value]) => ({ name, value }));
+    if (spec.resources === undefined) return { containerOverrides: [{ name: this.containerName, environment }] };
+    const { profile, slots } = spec.resources;
+    const size = fargateSizeOfTaskExecutor(profile, slots);
+    // start() refused a size no Fargate task has.
+    if (size === undefined) throw new InvalidRequestError(`no Fargate task holds ${slots} slots of { cpu: ${profile.cpu}, memoryMiB: ${profile.memoryMiB} }`);
+    return {
+      cpu: String(size.cpuUnits),
+      memory: String(size.memoryMiB),
+      containerOverrides: [{ name: this.containerName, cpu: size.cpuUnits, memory: size.memoryMiB, environment }],
     };
   }
 

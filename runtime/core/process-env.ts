@@ -1,4 +1,5 @@
 // The environment contract between a launcher and the processes it starts (child process or container).
+import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 
 export const ProcessEnv = {
   /** Embedded backend: folder holding floe.db (SQLite), blobs/ and logs/. */
@@ -8,6 +9,11 @@ export const ProcessEnv = {
   JOB_ID: 'FLOE_JOB_ID',
   /** The worker's id, which becomes its ResourceId. */
   RESOURCE_ID: 'FLOE_RESOURCE_ID',
+  /**
+   * A TaskExecutor started for a resource profile: JSON { "cpu": <vCPUs>, "memoryMiB": <MiB> } per slot.
+   * Absent: default slots.
+   */
+  RESOURCE_PROFILE: 'FLOE_RESOURCE_PROFILE',
   /** JSON object of config option keys to values (see core/config.ts). */
   CONFIG: 'FLOE_CONFIG',
   /** 'embedded' (default) or 'aws'. */
@@ -37,4 +43,20 @@ export function backendOf(env: NodeJS.ProcessEnv = process.env): Backend {
 export function embeddedHosts(env: NodeJS.ProcessEnv = process.env): { bindHost: string; advertisedHost: string } {
   const bindHost = env[ProcessEnv.RPC_BIND_HOST] || '127.0.0.1';
   return { bindHost, advertisedHost: env[ProcessEnv.ADVERTISED_HOST] || bindHost };
+}
+
+/** The resource profile a TaskExecutor was started for (FLOE_RESOURCE_PROFILE); undefined: default slots. */
+export function resourceProfileFromEnv(env: NodeJS.ProcessEnv = process.env): ResourceProfile | undefined {
+  const raw = env[ProcessEnv.RESOURCE_PROFILE];
+  if (raw === undefined || raw === '') return undefined;
+  let p: { cpu?: unknown; memoryMiB?: unknown };
+  try {
+    p = JSON.parse(raw) as typeof p;
+  } catch {
+    throw new Error(`${ProcessEnv.RESOURCE_PROFILE} must be JSON { "cpu": <vCPUs>, "memoryMiB": <MiB> }, found ${raw}`);
+  }
+  if (typeof p?.cpu !== 'number' || !(p.cpu > 0) || typeof p.memoryMiB !== 'number' || !Number.isSafeInteger(p.memoryMiB) || p.memoryMiB < 1) {
+    throw new Error(`${ProcessEnv.RESOURCE_PROFILE} must be JSON { "cpu": <vCPUs > 0>, "memoryMiB": <MiB> }, found ${raw}`);
+  }
+  return { cpu: p.cpu, memoryMiB: p.memoryMiB };
 }

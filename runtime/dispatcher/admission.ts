@@ -3,13 +3,31 @@
 import type { FloeConfig } from '../core/config.js';
 import { FloeError } from '../core/errors.js';
 import type { AdmissionBounds } from '../ha/job-store.js';
-import type { JobGraph } from '../jobgraph/jobgraph.js';
+import { profileKey, profileOfGroup, type JobGraph, type ResourceProfile } from '../jobgraph/jobgraph.js';
+
+/**
+ * Port: which TaskExecutor sizes this platform can start (Fargate's CPU / memory pairs on AWS; the
+ * machine's cores and memory locally).
+ */
+export interface TaskExecutorSizes {
+  /** Why no TaskExecutor of `slots` slots of `profile` can be started here; undefined when one can. */
+  refusal(profile: ResourceProfile, slots: number): string | undefined;
+}
 
 /** What a job holds while it runs: its JobManager, and at most `taskExecutors` TaskExecutors. */
 export interface Reservation {
   /** Per slot sharing group the largest parallelism in it, summed over the groups (what its JobMaster asks for). */
   readonly requiredSlots: number;
+  /** Summed over resource profiles: a TaskExecutor holds slots of one profile only. */
   readonly taskExecutors: number;
+}
+
+/** A job with a resource profile no TaskExecutor of this platform can have. */
+export class UnsupportedResourceProfileError extends FloeError {
+  override readonly httpStatus = 400;
+  constructor(message: string) {
+    super('UNSUPPORTED_RESOURCE_PROFILE', message);
+  }
 }
 
 /** A job that cannot run even on an empty cluster under the configured bounds. */
@@ -29,15 +47,42 @@ export function requiredSlots(graph: JobGraph): number {
   return total;
 }
 
-/** The TaskExecutors `graph` reserves; throws JobExceedsClusterError when no empty cluster could give them. */
-export function reservationFor(graph: JobGraph, config: FloeConfig): Reservation {
+/** Slots a job needs per resource profile key: of each group's largest parallelism, summed over the groups of that profile. */
+export function requiredSlotsByProfile(graph: JobGraph): Map<string, number> {
+  const perGroup = new Map<string, number>();
+  for (const v of graph.vertices) perGroup.set(v.slotSharingGroup, Math.max(perGroup.get(v.slotSharingGroup) ?? 0, v.parallelism));
+  const out = new Map<string, number>();
+  for (const [group, n] of perGroup) {
+    const key = profileKey(profileOfGroup(graph, group));
+    out.set(key, (out.get(key) ?? 0) + n);
+  }
+  return out;
+}
+
+/**
+ * The TaskExecutors `graph` reserves (per resource profile, since a TaskExecutor has slots of one);
+ * throws UnsupportedResourceProfileError for a profile `sizes` refuses, and JobExceedsClusterError when
+ * no empty cluster could give them.
+ */
+export function reservationFor(graph: JobGraph, config: FloeConfig, sizes?: TaskExecutorSizes): Reservation {
   const slots = requiredSlots(graph);
   const perTaskExecutor = config.numberOfTaskSlots;
-  const taskExecutors = Math.ceil(slots / perTaskExecutor);
+  if (sizes !== undefined) {
+    for (const [group, profile] of Object.entries(graph.resourceProfiles ?? {})) {
+      const refusal = sizes.refusal(profile, perTaskExecutor);
+      if (refusal !== undefined) {
+        throw new UnsupportedResourceProfileError(
+          `slot sharing group '${group}' asks for { cpu: ${profile.cpu}, memoryMiB: ${profile.memoryMiB} } per slot, which no TaskExecutor here can have: ${refusal}; ask for less per slot or lower 'taskmanager.numberOfTaskSlots'`,
+        );
+      }
+    }
+  }
+  let taskExecutors = 0;
+  for (const n of requiredSlotsByProfile(graph).values()) taskExecutors += Math.ceil(n / perTaskExecutor);
   const allowed = Math.min(config.maxTaskManagers, config.clusterMaxTaskManagers);
   if (taskExecutors > allowed) {
     throw new JobExceedsClusterError(
-      `job ${graph.jobId} needs ${slots} slots, that is ${taskExecutors} TaskExecutors of ${perTaskExecutor} slots ('taskmanager.numberOfTaskSlots'), ` +
+      `job ${graph.jobId} needs ${slots} slots, that is ${taskExecutors} TaskExecutors of ${perTaskExecutor} slots (each of one resource profile) ('taskmanager.numberOfTaskSlots'), ` +
         `but this cluster lets a job hold at most ${allowed} (${config.maxTaskManagers} per job, 'resourcemanager.max-taskmanagers'; ` +
         `${config.clusterMaxTaskManagers} for all jobs together, 'cluster.max-taskmanagers'), so it could never start; lower its parallelism or raise those options`,
       { requiredSlots: slots, slotsPerTaskExecutor: perTaskExecutor, taskExecutorsNeeded: taskExecutors, maxTaskManagersPerJob: config.maxTaskManagers, maxTaskManagersInCluster: config.clusterMaxTaskManagers },

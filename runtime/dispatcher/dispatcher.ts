@@ -21,7 +21,7 @@ import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
-import { admissionBounds, reservationFor, type Reservation } from './admission.js';
+import { admissionBounds, reservationFor, type Reservation, type TaskExecutorSizes } from './admission.js';
 import { jobDetails, jobSummary, type JobViewContext } from './job-views.js';
 import { decodeJobCursor, encodeJobCursor, type JobListQuery } from './job-list-query.js';
 import { jobPlan, type ArtifactUploadResponse, type JobDetails, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from './rest-types.js';
@@ -54,6 +54,8 @@ export interface DispatcherDeps {
    * @default - embeddedSourceCheck: local paths are left to the JobMaster, s3:// paths refused (they need the AWS backend)
    */
   readonly sourceCheckFor?: SourceCheckStoreFor;
+  /** Which TaskExecutor sizes can be started: a job whose resource profile none fits is refused. @default - any */
+  readonly taskExecutorSizes?: TaskExecutorSizes;
 }
 
 /** A submission that passed validation: everything the later steps write, computed before any write. */
@@ -204,7 +206,7 @@ export class Dispatcher {
     validateJobGraph(jobGraph, await listLibraryExports(library));
     await checkSourcePaths(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.sourceCheckFor);
     await checkSinkTargets(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.outputStoreFor);
-    const reservation = reservationFor(jobGraph, this.deps.config);
+    const reservation = reservationFor(jobGraph, this.deps.config, this.deps.taskExecutorSizes);
     const graphBytes = canonicalJobGraphBytes(jobGraph);
     return { jobGraph, library, libraryStored: rawLibrary === undefined, graphBytes, graphSha256: sha256Hex(graphBytes), reservation };
   }

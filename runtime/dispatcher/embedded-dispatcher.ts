@@ -1,5 +1,6 @@
 // Wires the Dispatcher for the embedded backend: SQLite and filesystem stores under one state dir,
 // JobManagers as child processes, the REST API on a local HTTP server.
+import { localTaskExecutorSizes } from '../local/local-task-executor-sizes.js';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,6 +50,7 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     config,
     clock: systemClock,
     logger,
+    taskExecutorSizes: localTaskExecutorSizes(),
     jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config) },
   });
   await dispatcher.start();

@@ -8,7 +8,7 @@ import { configFromEnv } from '../core/config.js';
 import { JobId, ResourceId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
-import { backendOf, embeddedHosts, ProcessEnv, requireEnv } from '../core/process-env.js';
+import { backendOf, embeddedHosts, ProcessEnv, requireEnv, resourceProfileFromEnv } from '../core/process-env.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { installParentWatch } from '../local/child-process-launcher.js';
@@ -24,6 +24,7 @@ delete process.env[ProcessEnv.SECRET];
 const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
 const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));
 const config = configFromEnv();
+const profile = resourceProfileFromEnv(process.env);
 const backend = backendOf();
 const logger = createLogger({ process: 'taskexecutor', component: 'taskexecutor', resourceId, jobId });
 
@@ -66,7 +67,10 @@ const taskExecutor = await TaskExecutor.start({
   slotWorkerEntry: slotWorkerEntry(),
   dataBindHost: services.bindHost,
   dataAdvertisedHost: services.advertisedHost,
+  ...(profile !== undefined ? { profile } : {}),
 });
+// What the launcher gave this process (e.g. a profile's --max-old-space-size), to check from its log.
+if (profile !== undefined) logger.info('TaskExecutor sized for its resource profile', { profile, execArgv: process.execArgv.join(' ') });
 
 // Built side by side: the worker script next to this bundle wins, so a build in another folder works too.
 function slotWorkerEntry(): string {

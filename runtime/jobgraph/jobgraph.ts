@@ -127,6 +127,26 @@ export type RestartStrategySpec =
 export type RestartStrategyType = RestartStrategySpec['type'];
 export const RESTART_STRATEGY_TYPES: readonly RestartStrategyType[] = ['none', 'fixed-delay', 'exponential-delay', 'failure-rate'];
 
+/**
+ * What one slot of a slot sharing group needs (Flink's ResourceProfile, per slot): vCPUs and memory.
+ * A TaskExecutor started for a profile has 'taskmanager.numberOfTaskSlots' slots of it, so its size is
+ * slots × cpu and slots × memoryMiB. Groups without one run on default TaskExecutors.
+ */
+export interface ResourceProfile {
+  readonly cpu: number;
+  readonly memoryMiB: number;
+}
+
+/** The key under which slots of no declared profile (default TaskExecutors) are counted. */
+export const DEFAULT_PROFILE_KEY = 'default';
+
+/** One key per profile, for maps and logs: 'default' or e.g. '2cpu-4096mib'. */
+export const profileKey = (p: ResourceProfile | undefined): string => (p === undefined ? DEFAULT_PROFILE_KEY : `${p.cpu}cpu-${p.memoryMiB}mib`);
+
+/** The profile of one slot of `group`, undefined for the default. */
+export const profileOfGroup = (graph: Pick<JobGraph, 'resourceProfiles'>, group: string): ResourceProfile | undefined =>
+  graph.resourceProfiles !== undefined && Object.hasOwn(graph.resourceProfiles, group) ? graph.resourceProfiles[group] : undefined;
+
 export interface JobGraph {
   readonly jobId: JobId;
   readonly name: string;
@@ -138,6 +158,8 @@ export interface JobGraph {
   readonly edges: readonly JobEdge[];
   /** The job's restart strategy; absent: the cluster's (`restart-strategy.type` and its options). */
   readonly restartStrategy?: RestartStrategySpec;
+  /** Slot sharing group → what each of its slots needs; a group not named here takes default slots. */
+  readonly resourceProfiles?: Readonly<Record<string, ResourceProfile>>;
 }
 
 export const isSourceOperator = (op: OperatorSpec): boolean => op.kind.startsWith('source.');

@@ -22,6 +22,7 @@ import {
   RESTART_STRATEGY_TYPES,
   type RestartStrategySpec,
   type RestartStrategyType,
+  type ResourceProfile,
 } from './jobgraph.js';
 import { isFilesystemRoot, isWithin, pathProblem } from './paths.js';
 
@@ -37,6 +38,13 @@ export const JOB_GRAPH_LIMITS = {
   maxStringLength: 4096,
   /** Problems listed in one error; the rest are counted. */
   maxReportedProblems: 100,
+  /** Slot sharing groups with a resource profile. */
+  maxResourceProfiles: 64,
+  /** Largest vCPUs of one slot's profile. */
+  maxProfileCpu: 64,
+  /** Smallest and largest memory of one slot's profile, in MiB. */
+  minProfileMemoryMiB: 128,
+  maxProfileMemoryMiB: 1_048_576,
 } as const;
 
 /** Vertex, edge and operator ids end up in partition ids and file names: letters, digits, '_' and '-'. */
@@ -352,6 +360,7 @@ export function parseJobGraph(input: unknown): JobGraph {
   const rawEdges = r.array(g['edges'], 'edges', JOB_GRAPH_LIMITS.maxEdges);
   const edges = rawEdges?.map((e, i) => parseEdge(r, e, `edges[${i}]`));
   const restartStrategy = g['restartStrategy'] === undefined ? undefined : parseRestartStrategy(r, g['restartStrategy'], 'restartStrategy');
+  const resourceProfiles = g['resourceProfiles'] === undefined ? undefined : parseResourceProfiles(r, g['resourceProfiles'], 'resourceProfiles');
 
   problems.throwIfAny();
   return {
@@ -362,7 +371,32 @@ export function parseJobGraph(input: unknown): JobGraph {
     vertices: vertices as JobVertex[],
     edges: edges as JobEdge[],
     ...(restartStrategy !== undefined ? { restartStrategy } : {}),
+    ...(resourceProfiles !== undefined ? { resourceProfiles } : {}),
   };
+}
+
+/** Slot sharing group → { cpu, memoryMiB }: bounded in count, each value in range (checked in validateJobGraph). */
+function parseResourceProfiles(r: Reader, v: unknown, path: string): Record<string, ResourceProfile> | undefined {
+  const o = r.object(v, path);
+  if (!o) return undefined;
+  const entries = Object.entries(o);
+  if (entries.length > JOB_GRAPH_LIMITS.maxResourceProfiles) {
+    return r.problem(`${path} has ${entries.length} entries, the limit is ${JOB_GRAPH_LIMITS.maxResourceProfiles}`);
+  }
+  const out: [string, ResourceProfile][] = [];
+  for (const [group, raw] of entries) {
+    const at = `${path}[${JSON.stringify(group)}]`;
+    if (r.string(group, `${at} (the group name)`, { nonEmpty: true }) === undefined) continue;
+    const p = r.object(raw, at);
+    if (!p) continue;
+    const extra = Object.keys(p).filter((k) => k !== 'cpu' && k !== 'memoryMiB');
+    if (extra.length > 0) r.problem(`${at} has unknown field(s) ${extra.join(', ')}; a profile has cpu and memoryMiB`);
+    const cpu = r.positiveNumber(p['cpu'], `${at}.cpu`);
+    const memoryMiB = r.integer(p['memoryMiB'], `${at}.memoryMiB`, 1);
+    if (cpu !== undefined && memoryMiB !== undefined && extra.length === 0) out.push([group, { cpu, memoryMiB }]);
+  }
+  // fromEntries defines own properties, so a group named '__proto__' stays a group.
+  return out.length === entries.length ? Object.fromEntries(out) : undefined;
 }
 
 /**
@@ -623,5 +657,23 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     }
   }
 
+  checkResourceProfiles(graph, problems);
+
   problems.throwIfAny();
+}
+
+function checkResourceProfiles(graph: JobGraph, problems: Problems): void {
+  if (graph.resourceProfiles === undefined) return;
+  const L = JOB_GRAPH_LIMITS;
+  const entries = Object.entries(graph.resourceProfiles);
+  if (entries.length > L.maxResourceProfiles) problems.add(`resourceProfiles has ${entries.length} entries, the limit is ${L.maxResourceProfiles}`);
+  const groups = new Set(graph.vertices.map((v) => v.slotSharingGroup));
+  for (const [group, p] of entries) {
+    const at = `resourceProfiles[${JSON.stringify(group)}]`;
+    if (!groups.has(group)) problems.add(`${at}: no vertex is in slot sharing group '${group}' (groups: ${[...groups].map((g) => `'${g}'`).join(', ')})`);
+    if (!(Number.isFinite(p.cpu) && p.cpu > 0 && p.cpu <= L.maxProfileCpu)) problems.add(`${at}.cpu must be > 0 and <= ${L.maxProfileCpu} vCPUs per slot, found ${p.cpu}`);
+    if (!(Number.isSafeInteger(p.memoryMiB) && p.memoryMiB >= L.minProfileMemoryMiB && p.memoryMiB <= L.maxProfileMemoryMiB)) {
+      problems.add(`${at}.memoryMiB must be an integer from ${L.minProfileMemoryMiB} to ${L.maxProfileMemoryMiB} MiB per slot, found ${p.memoryMiB}`);
+    }
+  }
 }

@@ -147,7 +147,7 @@ export class JobMaster implements JobMasterGateway {
       main: this.main,
       logger: this.log,
       actions: {
-        declareRequirements: (slots) => this.rm.declare(slots),
+        declareRequirements: (requirements) => this.rm.declare(requirements),
         freeSlot: (slot, cause) => this.freeSlotOnTaskExecutor(slot, cause),
         slotRequestTimedOut: (required, held) => void this.slotRequestTimedOut(required, held),
       },

@@ -8,7 +8,7 @@ import type { FencingToken, JobId, ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { retryDelayMs, type RetryPolicy } from '../core/retry.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
-import type { ClusterResources, ResourceManagerGateway } from '../protocol/resourcemanager-gateway.js';
+import type { ClusterResources, ResourceManagerGateway, ResourceRequirements } from '../protocol/resourcemanager-gateway.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 
@@ -43,7 +43,7 @@ export class ResourceManagerConnection {
   private retryTimer: Timer | undefined;
   private retries = 0;
   private closed = false;
-  private required: number | undefined;
+  private required: ResourceRequirements | undefined;
   /** Declarations go out one after another, so an older one never overtakes a newer one. */
   private sending: Promise<void> = Promise.resolve();
   private readonly heartbeat: HeartbeatManager<void>;
@@ -73,13 +73,13 @@ export class ResourceManagerConnection {
   }
 
   /** Declares the job's slot requirement; settles once the ResourceManager took it, or could not be told. */
-  declare(slots: number): Promise<void> {
-    this.required = slots;
+  declare(requirements: ResourceRequirements): Promise<void> {
+    this.required = requirements;
     const rm = this.connected;
     if (rm === undefined || this.closed) return Promise.resolve();
     const send = this.sending.then(() =>
-      rm.gateway.declareRequiredResources(this.o.jobId, this.o.jobMasterToken, { slots }).catch((error: unknown) => {
-        this.log.warn('could not declare the slot requirement; it is declared again on reconnect', { slots, error: errorMessage(error) });
+      rm.gateway.declareRequiredResources(this.o.jobId, this.o.jobMasterToken, requirements).catch((error: unknown) => {
+        this.log.warn('could not declare the slot requirement; it is declared again on reconnect', { slots: requirements.slots, error: errorMessage(error) });
       }),
     );
     this.sending = send;

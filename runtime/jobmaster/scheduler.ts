@@ -9,8 +9,9 @@ import { ExecutionAttemptId as AttemptIdOf, ResourceId as ResourceIdOf, type All
 import type { Logger } from '../core/logger.js';
 import { MAX_SUBTASK_DETAILS, type JobException, type JobRecovery, type SubtaskDetails, type TaskExecutorView, type VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from '../jobgraph/job-status.js';
-import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
+import { profileKey, profileOfGroup, type JobEdge, type JobGraph, type ResourceProfile } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
+import type { ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
 import type { InputSplit, TaskResult } from '../protocol/task-deployment.js';
 import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
 import type { MainThread } from '../rpc/main-thread.js';
@@ -88,6 +89,9 @@ interface PendingRestart {
 /** Slot sharing: per group, position i holds subtask i of every vertex in the group. */
 interface Position {
   readonly group: string;
+  /** The group's resource profile (undefined: default) and its key: only a slot of that profile fits. */
+  readonly profile: ResourceProfile | undefined;
+  readonly profileKey: string;
   readonly index: number;
   slot: AllocationId | undefined;
 }
@@ -150,8 +154,9 @@ export class Scheduler {
     for (const v of o.jobGraph.vertices) groupSize.set(v.slotSharingGroup, Math.max(groupSize.get(v.slotSharingGroup) ?? 0, v.parallelism));
     for (const [group, size] of groupSize) {
       const list: Position[] = [];
+      const profile = profileOfGroup(o.jobGraph, group);
       for (let index = 0; index < size; index++) {
-        const p: Position = { group, index, slot: undefined };
+        const p: Position = { group, profile, profileKey: profileKey(profile), index, slot: undefined };
         list.push(p);
         this.positions.push(p);
       }
@@ -747,17 +752,20 @@ export class Scheduler {
     const needed = (p: Position): boolean =>
       this.o.jobGraph.vertices.some((v) => v.slotSharingGroup === p.group && v.parallelism > p.index && this.graph.subtasks(v.id)[p.index]!.state !== ExecutionState.FINISHED);
     const busy = (slot: AllocationId): boolean => this.graph.executions.some((e) => e.location?.allocationId === slot && !isExecutionTerminal(e.state));
-    let required = 0;
+    const required = new Map<string, ResourceRequirement>();
     for (const p of this.positions) {
       const need = needed(p);
-      if (need) required++;
+      if (need) {
+        const slots = (required.get(p.profileKey)?.slots ?? 0) + 1;
+        required.set(p.profileKey, p.profile === undefined ? { slots } : { profile: p.profile, slots });
+      }
       if (p.slot !== undefined && !need && !busy(p.slot)) {
         this.o.slotPool.setInUse(p.slot, false);
         this.positionBySlot.delete(p.slot);
         p.slot = undefined;
       }
     }
-    this.o.slotPool.setRequired(required);
+    this.o.slotPool.setRequired([...required.values()]);
     // Nothing is placed while a recovery is deciding what runs again.
     if (this.recovering) return;
     const vacant = this.positions.filter((p) => p.slot === undefined && needed(p));
@@ -768,8 +776,9 @@ export class Scheduler {
         .sort((a, b) => (a.resourceId < b.resourceId ? -1 : a.resourceId > b.resourceId ? 1 : a.slotIndex - b.slotIndex));
       if (this.placedOnce || free.length >= vacant.length) {
         for (const p of vacant) {
-          const slot = free.shift();
-          if (slot === undefined) break;
+          const at = free.findIndex((s) => profileKey(s.profile) === p.profileKey);
+          if (at < 0) continue;
+          const slot = free.splice(at, 1)[0]!;
           p.slot = slot.allocationId;
           this.positionBySlot.set(slot.allocationId, p);
           this.o.slotPool.setInUse(slot.allocationId, true);

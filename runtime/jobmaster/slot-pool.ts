@@ -8,16 +8,20 @@ import type { AllocationId, ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { SlotOffer } from '../protocol/jobmaster-gateway.js';
+import type { ResourceRequirement, ResourceRequirements } from '../protocol/resourcemanager-gateway.js';
+import { profileKey, type ResourceProfile } from '../jobgraph/jobgraph.js';
 
 export interface PooledSlot {
   readonly allocationId: AllocationId;
   readonly resourceId: ResourceId;
   readonly slotIndex: number;
+  /** The profile of its TaskExecutor's slots; absent: the default. */
+  readonly profile?: ResourceProfile;
 }
 
 export interface SlotPoolActions {
-  /** Tells the ResourceManager how many slots the job needs; settles once it answered (or could not). */
-  declareRequirements(slots: number): Promise<void>;
+  /** Tells the ResourceManager how many slots (of each profile) the job needs; settles once it answered (or could not). */
+  declareRequirements(requirements: ResourceRequirements): Promise<void>;
   /** Hands a slot back to its TaskExecutor (which tells the ResourceManager it is free). */
   freeSlot(slot: PooledSlot, cause: string): void;
   /** Slots the pool needs have not all arrived within 'slot.request.timeout'. */
@@ -40,8 +44,10 @@ interface Entry extends PooledSlot {
 
 export class SlotPool {
   private readonly slots = new Map<AllocationId, Entry>();
-  private required = 0;
-  private declared: number | undefined;
+  /** Per profile key, the slots of that profile needed. */
+  private required = new Map<string, ResourceRequirement>();
+  /** What was last declared, as `signature` writes it. */
+  private declared: string | undefined;
   private requestTimer: Timer | undefined;
   private closed = false;
 
@@ -51,8 +57,11 @@ export class SlotPool {
     return this.slots.size;
   }
 
+  /** Slots needed, of every profile together. */
   get requiredSlots(): number {
-    return this.required;
+    let n = 0;
+    for (const r of this.required.values()) n += r.slots;
+    return n;
   }
 
   has(allocationId: AllocationId): boolean {
@@ -71,22 +80,47 @@ export class SlotPool {
    * Sets how many slots the job needs now and declares it when it changed. While fewer are held, the
    * slot request timer runs; it stops once enough arrived.
    */
-  setRequired(slots: number): void {
+  setRequired(requirements: number | readonly ResourceRequirement[]): void {
     this.o.main.assertInMainThread();
     if (this.closed) return;
-    this.required = Math.max(0, slots);
-    this.armRequestTimer();
-    if (this.declared !== this.required) {
-      this.declared = this.required;
-      void this.o.actions.declareRequirements(this.required);
+    const list = typeof requirements === 'number' ? [{ slots: requirements }] : requirements;
+    const next = new Map<string, ResourceRequirement>();
+    for (const r of list) {
+      const key = profileKey(r.profile);
+      const slots = (next.get(key)?.slots ?? 0) + Math.max(0, r.slots);
+      next.set(key, r.profile === undefined ? { slots } : { profile: r.profile, slots });
     }
+    this.required = next;
+    this.armRequestTimer();
+    this.declareIfChanged();
   }
 
   /** Re-sends the requirement (a new ResourceManager connection). */
   redeclare(): void {
     if (this.closed) return;
-    this.declared = this.required;
-    void this.o.actions.declareRequirements(this.required);
+    this.declared = undefined;
+    this.declareIfChanged();
+  }
+
+  /** The requirement as the ResourceManager takes it; per profile only when some slot is not of the default. */
+  requirements(): ResourceRequirements {
+    const byProfile = [...this.required.values()].filter((r) => r.slots > 0);
+    const slots = this.requiredSlots;
+    return byProfile.some((r) => r.profile !== undefined) ? { slots, byProfile } : { slots };
+  }
+
+  private declareIfChanged(): Promise<void> {
+    const requirements = this.requirements();
+    const signature = JSON.stringify(requirements);
+    if (signature === this.declared) return Promise.resolve();
+    this.declared = signature;
+    return this.o.actions.declareRequirements(requirements);
+  }
+
+  private heldOf(key: string): number {
+    let n = 0;
+    for (const s of this.slots.values()) if (profileKey(s.profile) === key) n++;
+    return n;
   }
 
   /** Accepts offers while it holds fewer slots than needed; offers it holds already are accepted again. */
@@ -98,9 +132,14 @@ export class SlotPool {
       const known = this.slots.get(offer.allocationId);
       if (known !== undefined) {
         if (known.resourceId === resourceId) accepted.push(offer.allocationId);
-      } else if (this.slots.size < this.required) {
-        this.slots.set(offer.allocationId, { allocationId: offer.allocationId, resourceId, slotIndex: offer.slotIndex, inUse: false, idleTimer: undefined });
-        accepted.push(offer.allocationId);
+      } else {
+        // A slot serves only its profile's requirement: a default slot never stands in for a profiled one.
+        const key = profileKey(offer.profile);
+        if (this.heldOf(key) < (this.required.get(key)?.slots ?? 0)) {
+          const profile = offer.profile === undefined ? {} : { profile: offer.profile };
+          this.slots.set(offer.allocationId, { allocationId: offer.allocationId, resourceId, slotIndex: offer.slotIndex, ...profile, inUse: false, idleTimer: undefined });
+          accepted.push(offer.allocationId);
+        }
       }
     }
     this.armRequestTimer();
@@ -135,11 +174,11 @@ export class SlotPool {
     const slot = this.remove(allocationId);
     if (slot === undefined) return;
     this.o.logger.info('releasing slot', { allocationId, resourceId: slot.resourceId, cause });
-    const lower = Math.min(this.required, this.slots.size);
-    if (!this.closed && lower !== this.declared) {
-      this.required = lower;
-      this.declared = lower;
-      await this.o.actions.declareRequirements(lower).catch(() => undefined);
+    const key = profileKey(slot.profile);
+    const of = this.required.get(key);
+    if (!this.closed && of !== undefined) {
+      this.required.set(key, { ...of, slots: Math.min(of.slots, this.heldOf(key)) });
+      await this.declareIfChanged().catch(() => undefined);
     }
     this.o.actions.freeSlot(slot, cause);
   }
@@ -183,8 +222,14 @@ export class SlotPool {
     return slot;
   }
 
+  /** Some profile has fewer slots held than needed. */
+  private short(): boolean {
+    for (const [key, r] of this.required) if (this.heldOf(key) < r.slots) return true;
+    return false;
+  }
+
   private armRequestTimer(): void {
-    if (this.closed || this.slots.size >= this.required) {
+    if (this.closed || !this.short()) {
       this.requestTimer?.cancel();
       this.requestTimer = undefined;
       return;
@@ -192,7 +237,7 @@ export class SlotPool {
     if (this.requestTimer !== undefined) return;
     this.requestTimer = this.o.main.schedule(() => {
       this.requestTimer = undefined;
-      if (!this.closed && this.slots.size < this.required) this.o.actions.slotRequestTimedOut(this.required, this.slots.size);
+      if (!this.closed && this.short()) this.o.actions.slotRequestTimedOut(this.requiredSlots, this.slots.size);
     }, this.o.requestTimeoutMs);
   }
 }

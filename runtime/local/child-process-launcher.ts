@@ -86,7 +86,7 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
     const logFd = openSync(logPath, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, ['--enable-source-maps', entry], {
+      child = spawn(process.execPath, ['--enable-source-maps', ...heapFlags(spec), entry], {
         env: { ...process.env, ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id },
         stdio: this.options.exitWithParent === false ? ['ignore', logFd, logFd] : ['ignore', logFd, logFd, 'ipc'],
       });
@@ -206,4 +206,14 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
       }
     }
   }
+}
+
+/**
+ * A TaskExecutor of a resource profile may use its slots' memory: V8's old space is capped at slots ×
+ * the profile's MiB (each slot worker thread at one profile's worth, by the TaskExecutor). Locally
+ * nothing caps CPU: the Dispatcher only refuses a profile larger than the machine.
+ */
+export function heapFlags(spec: WorkerSpec): string[] {
+  if (spec.resources === undefined) return [];
+  return [`--max-old-space-size=${spec.resources.profile.memoryMiB * spec.resources.slots}`];
 }

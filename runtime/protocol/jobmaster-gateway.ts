@@ -2,6 +2,7 @@
 import type { AllocationId, ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import type { ErrorInfo } from '../core/errors.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
+import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 import type { ClusterResources } from './resourcemanager-gateway.js';
 import type { InputSplit, TaskResult } from './task-deployment.js';
 
@@ -19,6 +20,8 @@ export interface TaskManagerInfo {
 export interface SlotOffer {
   readonly allocationId: AllocationId;
   readonly slotIndex: number;
+  /** The profile of the offering TaskExecutor's slots; absent: the default. */
+  readonly profile?: ResourceProfile;
 }
 
 export interface TaskExecutionStateUpdate {

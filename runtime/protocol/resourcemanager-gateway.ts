@@ -1,5 +1,6 @@
 // What the ResourceManager answers to. Fenced: every call carries the RM leader's token.
 import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
+import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 import type { SlotReport } from './taskexecutor-gateway.js';
 
 export interface TaskExecutorRegistration {
@@ -9,11 +10,24 @@ export interface TaskExecutorRegistration {
   /** host:port of its data server. */
   readonly dataAddress: string;
   readonly numberOfSlots: number;
+  /** What each of its slots has; absent: the default profile. */
+  readonly profile?: ResourceProfile;
+}
+
+/** Slots of one resource profile (absent: the default) the job needs. */
+export interface ResourceRequirement {
+  readonly profile?: ResourceProfile;
+  readonly slots: number;
 }
 
 export interface ResourceRequirements {
   /** Slots the job needs in total (max parallelism per slot sharing group, summed). */
   readonly slots: number;
+  /**
+   * The same slots per resource profile (groups of one profile summed); their slots add up to `slots`.
+   * Absent: every slot is of the default profile.
+   */
+  readonly byProfile?: readonly ResourceRequirement[];
 }
 
 export interface ClusterResources {

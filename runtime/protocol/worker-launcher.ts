@@ -1,5 +1,6 @@
 // Port: starting and stopping worker processes (Flink's ResourceManagerDriver). Locally these are
 // child processes; on AWS, ECS tasks. Exits are reported back as events.
+import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 
 export const WorkerKind = { JOB_MANAGER: 'jobmanager', TASK_EXECUTOR: 'taskexecutor' } as const;
 export type WorkerKind = (typeof WorkerKind)[keyof typeof WorkerKind];
@@ -10,6 +11,11 @@ export interface WorkerSpec {
   readonly kind: WorkerKind;
   /** Environment for the worker, on top of what the launcher sets. */
   readonly env: Readonly<Record<string, string>>;
+  /**
+   * A TaskExecutor for slots of this profile: the launcher sizes it `slots` × the profile (vCPUs and MiB),
+   * rounding up to what the platform offers. Absent: the launcher's default size.
+   */
+  readonly resources?: { readonly profile: ResourceProfile; readonly slots: number };
 }
 
 export interface WorkerExit {

@@ -19,6 +19,12 @@ import type { ClusterResources, ResourceManagerGateway, ResourceRequirements, Ta
 import { SlotManager, detached } from './slot-manager.js';
 import type { SlotManagerSnapshot } from './slot-manager.js';
 import { WorkerKind } from '../protocol/worker-launcher.js';
+import { profileKey, type ResourceProfile } from '../jobgraph/jobgraph.js';
+
+const isProfile = (p: unknown): p is ResourceProfile => {
+  const o = p as { cpu?: unknown; memoryMiB?: unknown } | null;
+  return o !== null && typeof o === 'object' && typeof o.cpu === 'number' && o.cpu > 0 && Number.isFinite(o.cpu) && typeof o.memoryMiB === 'number' && Number.isSafeInteger(o.memoryMiB) && o.memoryMiB > 0;
+};
 import type { WorkerExit, WorkerLauncher } from '../protocol/worker-launcher.js';
 
 export interface ResourceManagerDeps {
@@ -96,7 +102,7 @@ export class ResourceManager implements ResourceManagerGateway {
           if (te === undefined) return Promise.reject(new NotFoundError(`TaskExecutor ${resourceId} is not registered`));
           return te.gateway.requestSlot(request);
         },
-        startWorker: () => this.startWorker(),
+        startWorker: (profile) => this.startWorker(profile),
         stopWorker: (id, reason) => this.stopWorker(id, reason),
         releaseIdleTaskExecutor: (id, reason) => this.taskExecutorGone(id, reason, 'stop'),
         notifyNotEnoughResources: (required, resources) => {
@@ -158,9 +164,12 @@ export class ResourceManager implements ResourceManagerGateway {
 
   registerTaskExecutor(registration: TaskExecutorRegistration): Promise<{ readonly resourceManagerResourceId: ResourceId }> {
     return this.mainThread.run(() => {
-      const { resourceId, address, numberOfSlots } = registration;
+      const { resourceId, address, numberOfSlots, profile } = registration;
       if (!Number.isInteger(numberOfSlots) || numberOfSlots < 1) {
         throw new InvalidRequestError(`TaskExecutor ${resourceId} registered with ${numberOfSlots} slots; expected a positive integer ('taskmanager.numberOfTaskSlots')`);
+      }
+      if (profile !== undefined && !isProfile(profile)) {
+        throw new InvalidRequestError(`TaskExecutor ${resourceId} registered with profile ${JSON.stringify(profile)}; expected { cpu: <vCPUs > 0>, memoryMiB: <MiB> } or none`);
       }
       if (this.slotManager.isStoppingWorker(resourceId)) {
         // Its slots would be handed out and lost again a moment later.
@@ -169,9 +178,9 @@ export class ResourceManager implements ResourceManagerGateway {
       const gateway = this.deps.rpc.connect<TaskExecutorGateway>(address, EndpointName.TASK_EXECUTOR);
       const known = this.slotManager.isPendingWorker(resourceId) ? 'started by this ResourceManager' : this.taskExecutors.has(resourceId) ? 're-registration' : 'not started by this ResourceManager';
       this.taskExecutors.set(resourceId, { registration, gateway });
-      this.slotManager.registerTaskExecutor(resourceId, numberOfSlots);
+      this.slotManager.registerTaskExecutor(resourceId, numberOfSlots, profile);
       this.teHeartbeats.monitorTarget(resourceId, () => detached(() => gateway.heartbeatFromResourceManager(this.fencingToken)));
-      this.log.info('TaskExecutor registered', { resourceId, address, numberOfSlots, known });
+      this.log.info('TaskExecutor registered', { resourceId, address, numberOfSlots, profile: profileKey(profile), known });
       return { resourceManagerResourceId: this.deps.resourceId };
     });
   }
@@ -217,8 +226,16 @@ export class ResourceManager implements ResourceManagerGateway {
       if (!Number.isInteger(slots) || slots < 0) {
         throw new InvalidRequestError(`required slots must be a non-negative integer, found ${JSON.stringify(slots)}`);
       }
-      this.log.info('resource requirements declared', { slots });
-      this.slotManager.setRequirements(slots, { jobMasterAddress: jm.address, jobMasterToken: jm.token });
+      const byProfile = requirements.byProfile ?? [{ slots }];
+      for (const r of byProfile) {
+        if (!Number.isInteger(r.slots) || r.slots < 0 || (r.profile !== undefined && !isProfile(r.profile))) {
+          throw new InvalidRequestError(`a requirement per profile must be { profile?: { cpu, memoryMiB }, slots: <integer >= 0> }, found ${JSON.stringify(r)}`);
+        }
+      }
+      const sum = byProfile.reduce((n, r) => n + r.slots, 0);
+      if (sum !== slots) throw new InvalidRequestError(`the requirements per profile add up to ${sum} slots, not the ${slots} declared in total`);
+      this.log.info('resource requirements declared', { slots, byProfile: byProfile.map((r) => `${profileKey(r.profile)}: ${r.slots}`).join(', ') });
+      this.slotManager.setRequirements(byProfile, { jobMasterAddress: jm.address, jobMasterToken: jm.token });
     });
   }
 
@@ -303,7 +320,7 @@ export class ResourceManager implements ResourceManagerGateway {
     }
   }
 
-  private startWorker(): ResourceId {
+  private startWorker(profile: ResourceProfile | undefined): ResourceId {
     const id = ResourceIdOf.of(`te-${randomHex(4)}`);
     this.startedWorkers.add(id);
     const env: Record<string, string> = {
@@ -311,10 +328,12 @@ export class ResourceManager implements ResourceManagerGateway {
       ...this.deps.workerEnv,
       [ProcessEnv.JOB_ID]: this.deps.jobId,
       [ProcessEnv.RESOURCE_ID]: id,
+      ...(profile !== undefined ? { [ProcessEnv.RESOURCE_PROFILE]: JSON.stringify(profile) } : {}),
     };
-    this.log.info('starting TaskExecutor', { resourceId: id });
+    this.log.info('starting TaskExecutor', { resourceId: id, profile: profileKey(profile) });
+    const resources = profile === undefined ? {} : { resources: { profile, slots: this.deps.config.numberOfTaskSlots } };
     detached(() => {
-      this.deps.launcher.start({ id, kind: WorkerKind.TASK_EXECUTOR, env }).catch((error: unknown) => {
+      this.deps.launcher.start({ id, kind: WorkerKind.TASK_EXECUTOR, env, ...resources }).catch((error: unknown) => {
         this.mainThread
           .run(() => {
             this.startedWorkers.delete(id);

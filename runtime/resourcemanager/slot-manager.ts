@@ -9,7 +9,8 @@ import type { FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { SlotReport, SlotRequest } from '../protocol/taskexecutor-gateway.js';
-import type { ClusterResources } from '../protocol/resourcemanager-gateway.js';
+import type { ClusterResources, ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
+import { profileKey, type ResourceProfile } from '../jobgraph/jobgraph.js';
 
 // Captured at load time, outside any main thread. A promise callback inherits the async context it was
 // registered in, so an answer awaited from inside the main thread would look as if it were still on it
@@ -40,6 +41,9 @@ interface SlotEntry {
 
 interface TaskExecutorEntry {
   readonly resourceId: ResourceId;
+  /** Its slots serve requests of this profile only (profileKey; 'default' for the default profile). */
+  readonly profileKey: string;
+  readonly profile: ResourceProfile | undefined;
   slots: SlotEntry[];
   /** Until its first slot report the RM does not know which slots are really free. */
   reported: boolean;
@@ -50,6 +54,7 @@ interface TaskExecutorEntry {
 
 interface PendingWorker {
   readonly id: ResourceId;
+  readonly profileKey: string;
   readonly startedAt: number;
   /** `stop` was asked for it: its exit is no failure. */
   stopping: boolean;
@@ -64,8 +69,11 @@ export interface JobMasterTarget {
 export interface SlotManagerActions {
   /** Sends `requestSlot` to the TaskExecutor; the promise settles with its answer. */
   requestSlot(resourceId: ResourceId, request: SlotRequest): Promise<void>;
-  /** Starts one TaskExecutor and returns its id at once; a failed start comes back as `workerStartFailed`. */
-  startWorker(): ResourceId;
+  /**
+   * Starts one TaskExecutor whose slots have `profile` (undefined: the default) and returns its id at
+   * once; a failed start comes back as `workerStartFailed`.
+   */
+  startWorker(profile: ResourceProfile | undefined): ResourceId;
   /** Stops a TaskExecutor that is pending or registered. */
   stopWorker(id: ResourceId, reason: string): void;
   /** A registered TaskExecutor idle past the timeout: the caller forgets it and stops it. */
@@ -94,7 +102,11 @@ export interface SlotManagerSnapshot {
   readonly required: number;
   readonly registered: readonly ResourceId[];
   readonly pendingWorkers: readonly ResourceId[];
-  readonly slots: readonly { readonly slotId: string; readonly state: SlotState; readonly allocationId?: AllocationId; readonly jobId?: JobId }[];
+  readonly slots: readonly { readonly slotId: string; readonly profile: string; readonly state: SlotState; readonly allocationId?: AllocationId; readonly jobId?: JobId }[];
+  /** Per profile key, the slots required. */
+  readonly requiredByProfile: Readonly<Record<string, number>>;
+  /** Per pending worker, the profile key it was started for. */
+  readonly pendingWorkerProfiles: Readonly<Record<string, string>>;
   readonly consecutiveFailedStarts: number;
 }
 
@@ -102,6 +114,8 @@ export class SlotManager {
   private readonly taskExecutors = new Map<ResourceId, TaskExecutorEntry>();
   private readonly pendingWorkers = new Map<ResourceId, PendingWorker>();
   private required = 0;
+  /** Per profile key, its profile and the slots of it required; their slots add up to `required`. */
+  private requiredByProfile = new Map<string, ResourceRequirement>();
   private jobMaster: JobMasterTarget | undefined;
   private consecutiveFailedStarts = 0;
   /** The requirement last reported as unreachable, so the JobMaster is told once, not on every check. */
@@ -113,16 +127,19 @@ export class SlotManager {
 
   // ---- TaskExecutors -----------------------------------------------------------------------------
 
-  registerTaskExecutor(resourceId: ResourceId, numberOfSlots: number): void {
+  registerTaskExecutor(resourceId: ResourceId, numberOfSlots: number, profile?: ResourceProfile): void {
     this.o.mainThread.assertInMainThread();
+    const key = profileKey(profile);
     const existing = this.taskExecutors.get(resourceId);
-    if (existing !== undefined && existing.slots.length === numberOfSlots) {
+    if (existing !== undefined && existing.slots.length === numberOfSlots && existing.profileKey === key) {
       // A reconnect of the same process: keep what we know; its next report corrects the rest.
       return;
     }
     if (existing !== undefined) this.removeTaskExecutor(resourceId);
     const entry: TaskExecutorEntry = {
       resourceId,
+      profileKey: key,
+      profile,
       slots: Array.from({ length: numberOfSlots }, (_, slotIndex) => ({
         slotId: { resourceId, slotIndex },
         state: 'free' as SlotState,
@@ -248,10 +265,20 @@ export class SlotManager {
 
   // ---- requirements ------------------------------------------------------------------------------
 
-  setRequirements(required: number, jobMaster: JobMasterTarget): void {
+  /** What the job needs, per resource profile (one entry per profile; absent profile: the default). */
+  setRequirements(requirements: readonly ResourceRequirement[], jobMaster: JobMasterTarget): void {
     this.o.mainThread.assertInMainThread();
+    const byProfile = new Map<string, ResourceRequirement>();
+    for (const r of requirements) {
+      const key = profileKey(r.profile);
+      const slots = (byProfile.get(key)?.slots ?? 0) + Math.max(0, r.slots);
+      byProfile.set(key, r.profile === undefined ? { slots } : { profile: r.profile, slots });
+    }
+    let required = 0;
+    for (const r of byProfile.values()) required += r.slots;
     if (required !== this.required) this.notifiedUnreachable = undefined;
-    this.required = Math.max(0, required);
+    this.required = required;
+    this.requiredByProfile = byProfile;
     this.jobMaster = jobMaster;
     this.checkRequirements();
   }
@@ -260,6 +287,7 @@ export class SlotManager {
   clearRequirements(): void {
     this.o.mainThread.assertInMainThread();
     this.required = 0;
+    this.requiredByProfile = new Map();
     this.jobMaster = undefined;
     this.notifiedUnreachable = undefined;
     this.checkRequirements();
@@ -298,6 +326,7 @@ export class SlotManager {
       for (const s of entry.slots) {
         slots.push({
           slotId: slotIdString(s.slotId),
+          profile: entry.profileKey,
           state: s.state,
           ...(s.allocationId !== undefined ? { allocationId: s.allocationId } : {}),
           ...(s.jobId !== undefined ? { jobId: s.jobId } : {}),
@@ -310,6 +339,8 @@ export class SlotManager {
       pendingWorkers: this.livePendingWorkers().map((w) => w.id),
       slots,
       consecutiveFailedStarts: this.consecutiveFailedStarts,
+      requiredByProfile: Object.fromEntries([...this.requiredByProfile].map(([k, r]) => [k, r.slots])),
+      pendingWorkerProfiles: Object.fromEntries(this.livePendingWorkers().map((w) => [w.id, w.profileKey])),
     };
   }
 
@@ -321,56 +352,65 @@ export class SlotManager {
 
   /**
    * The one place where decisions are made: request free slots, start or stop workers, or tell the
-   * JobMaster the requirement can never be met. Safe to call after every change.
+   * JobMaster the requirement can never be met. Safe to call after every change. Each profile is
+   * matched on its own: a slot serves only requests of its TaskExecutor's profile.
    */
   private checkRequirements(): void {
     if (this.closed) return;
-    const required = this.jobMaster === undefined ? 0 : this.required;
-    let acquired = 0;
-    for (const entry of this.taskExecutors.values()) {
-      for (const slot of entry.slots) if (this.countsForJob(slot)) acquired++;
-    }
-    let missing = required - acquired;
-
-    if (missing < 0) this.cancelPendingRequests(-missing);
-
     const jm = this.jobMaster;
-    if (missing > 0 && jm !== undefined) {
-      for (const slot of this.usableFreeSlots()) {
-        if (missing <= 0) break;
-        this.allocate(slot, jm);
-        missing--;
+    const keys = new Set([...this.requiredByProfile.keys(), ...this.livePendingWorkers().map((w) => w.profileKey)]);
+    const toStart: { key: string; profile: ResourceProfile | undefined; workers: number; missing: number }[] = [];
+    let stillMissing = false;
+    for (const key of keys) {
+      const requirement = this.requiredByProfile.get(key);
+      const required = jm === undefined ? 0 : (requirement?.slots ?? 0);
+      let acquired = 0;
+      for (const entry of this.entriesOf(key)) {
+        for (const slot of entry.slots) if (this.countsForJob(slot)) acquired++;
+      }
+      let missing = required - acquired;
+
+      if (missing < 0) this.cancelPendingRequests(key, -missing);
+
+      if (missing > 0 && jm !== undefined) {
+        for (const slot of this.usableFreeSlots(key)) {
+          if (missing <= 0) break;
+          this.allocate(slot, jm);
+          missing--;
+        }
+      }
+      if (missing > 0) stillMissing = true;
+
+      // Free slots that cannot be used yet (failed request, no report yet) will be soon: no worker for them.
+      let waitingFree = 0;
+      for (const entry of this.entriesOf(key)) {
+        for (const slot of entry.slots) if (slot.state === 'free' && !(entry.reported && !slot.suspect)) waitingFree++;
+      }
+      const neededWorkers = Math.max(0, Math.ceil((missing - waitingFree) / this.o.slotsPerWorker));
+      const live = this.livePendingWorkers().filter((w) => w.profileKey === key);
+
+      if (neededWorkers < live.length) {
+        // The newest are the furthest from registering.
+        for (const worker of live.slice(neededWorkers).reverse()) {
+          worker.stopping = true;
+          this.o.logger.info('stopping a TaskExecutor that is no longer needed before it registered', { resourceId: worker.id, profile: key });
+          this.o.actions.stopWorker(worker.id, 'no longer needed: the job requires fewer slots');
+        }
+      } else if (neededWorkers > live.length) {
+        toStart.push({ key, profile: requirement?.profile, workers: neededWorkers - live.length, missing });
       }
     }
-
-    // Free slots that cannot be used yet (failed request, no report yet) will be soon: no worker for them.
-    let waitingFree = 0;
-    for (const entry of this.taskExecutors.values()) {
-      for (const slot of entry.slots) if (slot.state === 'free' && !(entry.reported && !slot.suspect)) waitingFree++;
-    }
-    const neededWorkers = Math.max(0, Math.ceil((missing - waitingFree) / this.o.slotsPerWorker));
-    const live = this.livePendingWorkers();
-
-    if (neededWorkers < live.length) {
-      // The newest are the furthest from registering.
-      for (const worker of live.slice(neededWorkers).reverse()) {
-        worker.stopping = true;
-        this.o.logger.info('stopping a TaskExecutor that is no longer needed before it registered', { resourceId: worker.id });
-        this.o.actions.stopWorker(worker.id, 'no longer needed: the job requires fewer slots');
-      }
-      return;
-    }
-    if (neededWorkers === live.length) {
-      if (missing <= 0) this.notifiedUnreachable = undefined;
+    if (toStart.length === 0) {
+      if (!stillMissing) this.notifiedUnreachable = undefined;
       return;
     }
 
-    const reachable = this.reachableSlots();
-    if (required > reachable) {
+    const required = this.required;
+    if (jm !== undefined && !this.reachable()) {
       if (this.notifiedUnreachable !== required) {
         this.notifiedUnreachable = required;
         const resources = this.clusterResources();
-        this.o.logger.warn('the job needs more slots than this cluster may ever offer', { required, reachable, ...resources });
+        this.o.logger.warn('the job needs more slots than this cluster may ever offer', { required, byProfile: Object.fromEntries([...this.requiredByProfile].map(([k, r]) => [k, r.slots])), ...resources });
         this.o.actions.notifyNotEnoughResources(required, resources);
       }
       return;
@@ -379,7 +419,7 @@ export class SlotManager {
     const waitUntil = this.o.startWorkersNotBeforeMs;
     if (waitUntil !== undefined && this.o.clock.now() < waitUntil) {
       if (this.recoveryTimer === undefined) {
-        this.o.logger.info("waiting for a former leader's TaskExecutors before starting any", { missing, waitMs: waitUntil - this.o.clock.now() });
+        this.o.logger.info("waiting for a former leader's TaskExecutors before starting any", { missing: toStart.reduce((n, p) => n + p.missing, 0), waitMs: waitUntil - this.o.clock.now() });
         this.recoveryTimer = this.o.mainThread.schedule(() => {
           // Cleared first: a timer that fires a moment early by the wall clock must be able to wait again.
           this.recoveryTimer = undefined;
@@ -388,22 +428,43 @@ export class SlotManager {
       }
       return;
     }
-    const room = Math.max(0, this.o.maxWorkers - this.taskExecutors.size - live.length);
-    const toStart = Math.min(neededWorkers - live.length, room);
-    for (let i = 0; i < toStart; i++) {
-      const id = this.o.actions.startWorker();
-      this.pendingWorkers.set(id, { id, startedAt: this.o.clock.now(), stopping: false });
+    let room = Math.max(0, this.o.maxWorkers - this.taskExecutors.size - this.livePendingWorkers().length);
+    for (const plan of toStart) {
+      const n = Math.min(plan.workers, room);
+      room -= n;
+      for (let i = 0; i < n; i++) {
+        const id = this.o.actions.startWorker(plan.profile);
+        this.pendingWorkers.set(id, { id, profileKey: plan.key, startedAt: this.o.clock.now(), stopping: false });
+      }
+      if (n > 0) this.o.logger.info('starting TaskExecutors for missing slots', { profile: plan.key, missing: plan.missing, started: n });
     }
-    if (toStart > 0) this.o.logger.info('starting TaskExecutors for missing slots', { missing, started: toStart, pending: live.length + toStart });
   }
 
-  /** The most slots the job could ever hold here: what exists (minus other jobs' slots) plus what may start. */
-  private reachableSlots(): number {
-    let slots = 0;
-    for (const entry of this.taskExecutors.values()) {
-      for (const slot of entry.slots) if (slot.state === 'free' || slot.jobId === this.o.jobId) slots++;
+  /**
+   * Whether the job could ever hold every slot it requires here: per profile, what exists of it (minus
+   * other jobs' slots) plus TaskExecutors still to start, which together may not exceed the maximum.
+   * An idle TaskExecutor of a profile nobody requires does not count against the maximum: it goes at its
+   * idle timeout, making room.
+   */
+  private reachable(): boolean {
+    let workersToStart = 0;
+    for (const [key, requirement] of this.requiredByProfile) {
+      let slots = 0;
+      for (const entry of this.entriesOf(key)) {
+        for (const slot of entry.slots) if (slot.state === 'free' || slot.jobId === this.o.jobId) slots++;
+      }
+      workersToStart += Math.ceil(Math.max(0, requirement.slots - slots) / this.o.slotsPerWorker);
     }
-    return slots + Math.max(0, this.o.maxWorkers - this.taskExecutors.size) * this.o.slotsPerWorker;
+    let occupying = 0;
+    for (const entry of this.taskExecutors.values()) {
+      const releasable = !this.requiredByProfile.has(entry.profileKey) && entry.slots.every((s) => s.state === 'free');
+      if (!releasable) occupying++;
+    }
+    return workersToStart <= Math.max(0, this.o.maxWorkers - occupying);
+  }
+
+  private entriesOf(key: string): TaskExecutorEntry[] {
+    return [...this.taskExecutors.values()].filter((e) => e.profileKey === key);
   }
 
   private countsForJob(slot: SlotEntry): boolean {
@@ -412,15 +473,15 @@ export class SlotManager {
   }
 
   /** Free, reported, not suspect; TaskExecutors already holding the job's slots first, so idle ones can go. */
-  private usableFreeSlots(): SlotEntry[] {
-    const entries = [...this.taskExecutors.values()].filter((e) => e.reported);
+  private usableFreeSlots(key: string): SlotEntry[] {
+    const entries = this.entriesOf(key).filter((e) => e.reported);
     const busy = (e: TaskExecutorEntry): number => e.slots.filter((s) => s.state !== 'free').length;
     entries.sort((a, b) => busy(b) - busy(a));
     return entries.flatMap((e) => e.slots.filter((s) => s.state === 'free' && !s.suspect));
   }
 
-  private cancelPendingRequests(excess: number): void {
-    for (const entry of this.taskExecutors.values()) {
+  private cancelPendingRequests(key: string, excess: number): void {
+    for (const entry of this.entriesOf(key)) {
       for (const slot of entry.slots) {
         if (excess <= 0) return;
         if (slot.state === 'pending' && !slot.cancelled && slot.jobId === this.o.jobId) {

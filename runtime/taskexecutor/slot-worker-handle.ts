@@ -19,8 +19,16 @@ export class SlotWorker {
     private readonly logger: Logger,
     onMessage: (worker: SlotWorker, message: WorkerToMain) => void,
     onExit: (worker: SlotWorker, cause: string) => void,
+    /** The slot's memory (its resource profile's), as the thread's old-generation heap limit. @default - V8's */
+    maxOldGenerationSizeMb?: number,
   ) {
-    this.worker = new Worker(entry, { workerData: data, stderr: false, stdout: false, env: slotWorkerEnv(process.env) });
+    this.worker = new Worker(entry, {
+      workerData: data,
+      stderr: false,
+      stdout: false,
+      env: slotWorkerEnv(process.env),
+      ...(maxOldGenerationSizeMb !== undefined ? { resourceLimits: { maxOldGenerationSizeMb } } : {}),
+    });
     this.threadId = this.worker.threadId;
     let markReady: () => void = () => {};
     this.ready = new Promise((resolve) => (markReady = resolve));

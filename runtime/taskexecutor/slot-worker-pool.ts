@@ -31,6 +31,8 @@ export interface SlotWorkerPoolOptions {
   readonly entry: string;
   readonly resourceId: string;
   readonly numberOfSlots: number;
+  /** Each slot worker's old-generation heap limit (the resource profile's memory). @default - V8's */
+  readonly slotMemoryMiB?: number;
   readonly mainThread: MainThread;
   readonly logger: Logger;
   readonly listener: SlotWorkerListener;
@@ -115,6 +117,7 @@ export class SlotWorkerPool {
           })
           .catch(() => undefined);
       },
+      this.options.slotMemoryMiB,
     );
     this.workers[slotIndex] = worker;
     this.workersStarted[slotIndex]!++;

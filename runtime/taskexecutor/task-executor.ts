@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { rm as removePath } from 'node:fs/promises';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
+import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 import { FloeError, InvalidRequestError, errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import { createLogger, type Logger } from '../core/logger.js';
@@ -16,7 +17,7 @@ import { distEntry } from '../core/paths.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
-import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
+import type { SlotOffer, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import { needsUserCode, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
@@ -49,6 +50,8 @@ export interface TaskExecutorDeps {
   readonly blobStore: BlobStore;
   /** Folder of this TaskExecutor's own files (library cache, blocking partitions); removed when it stops. */
   readonly workDir: string;
+  /** What each of its slots has, when the ResourceManager started it for a resource profile. @default - default slots */
+  readonly profile?: ResourceProfile;
   readonly clock?: Clock;
   readonly logger?: Logger;
   /** The built worker script; @default distEntry('slot-worker') */
@@ -132,6 +135,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       entry: deps.slotWorkerEntry ?? distEntry('slot-worker'),
       resourceId: deps.resourceId,
       numberOfSlots: deps.config.numberOfTaskSlots,
+      ...(deps.profile !== undefined ? { slotMemoryMiB: deps.profile.memoryMiB } : {}),
       mainThread: this.mainThread,
       logger: this.logger,
       listener: {
@@ -175,7 +179,13 @@ export class TaskExecutor implements TaskExecutorGateway {
       heartbeatIntervalMs: deps.config.heartbeatIntervalMs,
       heartbeatTimeoutMs: deps.config.heartbeatTimeoutMs,
       orphanTimeoutMs: deps.orphanTimeoutMs ?? 3 * deps.config.heartbeatTimeoutMs,
-      registration: () => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress, numberOfSlots: this.slotTable.numberOfSlots }),
+      registration: () => ({
+        resourceId: this.resourceId,
+        address: this.address,
+        dataAddress: this.dataAddress,
+        numberOfSlots: this.slotTable.numberOfSlots,
+        ...(deps.profile !== undefined ? { profile: deps.profile } : {}),
+      }),
       slotReport: () => this.slotTable.slotReport(this.partitions.heldPartitions),
       onOrphaned: (reason) => detachedScope.runInAsyncScope(() => void this.stop(reason)),
     });
@@ -398,7 +408,10 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.jobTable.remove(jobId);
   }
 
-  private offerSlots(connection: JobMasterConnection, offers: { allocationId: AllocationId; slotIndex: number }[]): void {
+  private offerSlots(connection: JobMasterConnection, slots: { allocationId: AllocationId; slotIndex: number }[]): void {
+    // Every offer names this TaskExecutor's profile: the JobMaster counts a slot towards its profile only.
+    const profile = this.deps.profile;
+    const offers: SlotOffer[] = profile === undefined ? slots : slots.map((s) => ({ ...s, profile }));
     connection.gateway
       .offerSlots(this.resourceId, offers)
       .then(

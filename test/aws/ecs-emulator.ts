@@ -103,7 +103,30 @@ export interface EcsEmulatorCounters {
   readonly runTaskClientTokens: (string | undefined)[];
   /** The capacity provider each RunTask call asked for, in order (undefined for the FARGATE launch type). */
   readonly runTaskCapacityProviders: (string | undefined)[];
+  /** The size overrides of each RunTask call that carried any, in order (calls without are not listed). */
+  readonly runTaskSizes: EmulatedTaskSize[];
 }
+
+/** What a RunTask call asked for beyond the task definition's size: task-level strings, container numbers. */
+export interface EmulatedTaskSize {
+  readonly startedBy: string | undefined;
+  readonly cpu: string | undefined;
+  readonly memory: string | undefined;
+  readonly containerCpu: number | undefined;
+  readonly containerMemory: number | undefined;
+}
+
+const fargateRange = (from: number, to: number, step: number): number[] => Array.from({ length: (to - from) / step + 1 }, (_, i) => from + i * step);
+/** Fargate's task sizes, written out here on their own so the emulator checks Floe's table rather than repeating it. */
+const FARGATE_PAIRS = new Map<number, readonly number[]>([
+  [256, [512, 1024, 2048]],
+  [512, [1024, 2048, 3072, 4096]],
+  [1024, fargateRange(2048, 8192, 1024)],
+  [2048, fargateRange(4096, 16384, 1024)],
+  [4096, fargateRange(8192, 30720, 1024)],
+  [8192, fargateRange(16384, 61440, 4096)],
+  [16384, fargateRange(32768, 122880, 8192)],
+]);
 
 /** How a task stops before it runs, as DescribeTasks and the STOPPED event report it. */
 export interface EmulatedStartFailure {
@@ -132,7 +155,7 @@ export class EcsEmulator {
   readonly region: string;
   readonly counters: EcsEmulatorCounters = {
     runTask: 0, runTaskThrottled: 0, runTaskCapacityFailures: 0, runTaskStarted: 0, runTaskReplayed: 0, runTaskAnswersLost: 0,
-    describeTasks: 0, stopTask: 0, listTasks: 0, runTaskTimesMs: [], runTaskClientTokens: [], runTaskCapacityProviders: [],
+    describeTasks: 0, stopTask: 0, listTasks: 0, runTaskTimesMs: [], runTaskClientTokens: [], runTaskCapacityProviders: [], runTaskSizes: [],
   };
   private readonly definitions = new Map<string, EmulatedTaskDefinition>();
   private readonly tasks = new Map<string, EmulatedTask>();
@@ -322,6 +345,34 @@ export class EcsEmulator {
     this.counters.runTaskClientTokens.push(typeof input['clientToken'] === 'string' ? input['clientToken'] : undefined);
     const strategy = input['capacityProviderStrategy'] as { capacityProvider?: unknown }[] | undefined;
     this.counters.runTaskCapacityProviders.push(typeof strategy?.[0]?.capacityProvider === 'string' ? strategy[0].capacityProvider : undefined);
+    const o = input['overrides'] as { cpu?: unknown; memory?: unknown; containerOverrides?: { cpu?: unknown; memory?: unknown }[] } | undefined;
+    const c = o?.containerOverrides?.[0];
+    if (o?.cpu !== undefined || o?.memory !== undefined || c?.cpu !== undefined || c?.memory !== undefined) {
+      this.counters.runTaskSizes.push({
+        startedBy: typeof input['startedBy'] === 'string' ? input['startedBy'] : undefined,
+        cpu: typeof o?.cpu === 'string' ? o.cpu : undefined,
+        memory: typeof o?.memory === 'string' ? o.memory : undefined,
+        containerCpu: typeof c?.cpu === 'number' ? c.cpu : undefined,
+        containerMemory: typeof c?.memory === 'number' ? c.memory : undefined,
+      });
+    }
+  }
+
+  /** As Fargate: a task size override must be a valid pair, given as strings, and hold its container's. */
+  private checkSize(input: Record<string, unknown>): void {
+    const o = input['overrides'] as { cpu?: unknown; memory?: unknown; containerOverrides?: { cpu?: unknown; memory?: unknown }[] } | undefined;
+    if (o === undefined || (o.cpu === undefined && o.memory === undefined)) return;
+    if (typeof o.cpu !== 'string' || typeof o.memory !== 'string') {
+      throw new ApiError('ClientException', 'Task-level cpu and memory overrides must both be given, as strings.');
+    }
+    const cpu = Number(o.cpu);
+    const memory = Number(o.memory);
+    if (!(FARGATE_PAIRS.get(cpu) ?? []).includes(memory)) throw new ApiError('ClientException', 'No Fargate configuration exists for given values.');
+    for (const c of o.containerOverrides ?? []) {
+      if ((typeof c.cpu === 'number' && c.cpu > cpu) || (typeof c.memory === 'number' && c.memory > memory)) {
+        throw new ApiError('ClientException', 'The container cpu and memory overrides must not exceed the task cpu and memory.');
+      }
+    }
   }
 
   /**
@@ -367,6 +418,7 @@ export class EcsEmulator {
     const definition = this.definitions.get(family);
     if (definition === undefined) throw new ApiError('ClientException', `TaskDefinition not found: ${taskDefinition}`);
     const capacityProviderName = this.capacityProviderOf(input);
+    this.checkSize(input);
     const vpc = (input['networkConfiguration'] as { awsvpcConfiguration?: { subnets?: unknown[] } } | undefined)?.awsvpcConfiguration;
     if (vpc?.subnets === undefined || vpc.subnets.length === 0) throw new ApiError('InvalidParameterException', 'Network Configuration must be provided when networkMode \'awsvpc\' is specified.');
     // Idempotency is per cluster, and a token started at most one task: the same request gets that task back.

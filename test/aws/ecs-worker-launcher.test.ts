@@ -10,6 +10,7 @@ import { classifyEcsFailure, createEcsClient, EcsLaunchError, EcsWorkerLauncher,
 import type { WorkerExit } from '../../runtime/protocol/worker-launcher.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { EcsEmulator } from './ecs-emulator.js';
+import { RunTaskCommand } from '@aws-sdk/client-ecs';
 
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 let emulator: EcsEmulator;
@@ -88,6 +89,33 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
     expect(exit.reason).toMatch(/exited with code 7 \(ECS: Essential container in task exited\)/);
     expect(l.running()).toEqual([]);
     await l.close();
+  });
+
+  it('sizes a TaskExecutor of a resource profile with task and container overrides, and refuses one no Fargate task holds', async () => {
+    const l = launcher({ taskDefinitions: { taskexecutor: 'sleeper', jobmanager: 'sleeper' } });
+    const sizesBefore = emulator.counters.runTaskSizes.length;
+    // 2 slots of 0.75 vCPU and 1500 MiB: 1.5 vCPUs and 3000 MiB, rounded up to 2 vCPUs with 4096 MiB.
+    await l.start({ id: 'te-sized', kind: 'taskexecutor', env: {}, resources: { profile: { cpu: 0.75, memoryMiB: 1500 }, slots: 2 } });
+    await l.start({ id: 'te-plain', kind: 'taskexecutor', env: {} });
+    expect(emulator.counters.runTaskSizes.slice(sizesBefore)).toEqual([{ startedBy: 'te-sized', cpu: '2048', memory: '4096', containerCpu: 2048, containerMemory: 4096 }]);
+    const runTasks = emulator.counters.runTask;
+    await expect(l.start({ id: 'te-huge', kind: 'taskexecutor', env: {}, resources: { profile: { cpu: 12, memoryMiB: 1024 }, slots: 2 } })).rejects.toThrow(/no Fargate task holds 2 slots .*24 vCPUs/);
+    expect(emulator.counters.runTask).toBe(runTasks);
+    await l.close();
+  });
+
+  it('the emulator refuses, as Fargate does, a task size that is not a valid CPU / memory pair', async () => {
+    const ecs = createEcsClient({ region: emulator.region, endpoint: emulator.endpoint, credentials: CREDENTIALS });
+    const input = (cpu: string, memory: string) =>
+      new RunTaskCommand({
+        cluster: 'test', taskDefinition: 'sleeper', launchType: 'FARGATE', count: 1, startedBy: `bad-${cpu}-${memory}`,
+        networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-1'] } },
+        overrides: { cpu, memory, containerOverrides: [{ name: 'floe', environment: [] }] },
+      });
+    await expect(ecs.send(input('256', '4096'))).rejects.toMatchObject({ name: 'ClientException', message: 'No Fargate configuration exists for given values.' });
+    await expect(ecs.send(input('2048', '4500'))).rejects.toMatchObject({ name: 'ClientException' });
+    expect(emulator.taskSummaries().filter((t) => t.startedBy?.startsWith('bad-') === true)).toEqual([]);
+    ecs.destroy();
   });
 
   it('stops a task with StopTask (SIGTERM) and reports a requested exit', async () => {

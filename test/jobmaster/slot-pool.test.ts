@@ -19,7 +19,7 @@ function setup() {
     main,
     logger: silentLogger,
     actions: {
-      declareRequirements: async (slots) => void events.push(`declare ${slots}`),
+      declareRequirements: async (r) => void events.push(`declare ${r.slots}`),
       freeSlot: (slot, cause) => void events.push(`free ${slot.allocationId} (${cause.split(' ')[0]})`),
       slotRequestTimedOut: (required, held) => void events.push(`timeout ${held}/${required}`),
     },
@@ -92,5 +92,32 @@ describe('SlotPool', () => {
     clock.advance(60_000);
     await settle();
     expect(events.some((e) => e.startsWith('timeout'))).toBe(false);
+  });
+
+  it('accepts a slot only towards its own profile and declares the requirement per profile', async () => {
+    const { main, pool, te, events } = setup();
+    const heavy = { cpu: 2, memoryMiB: 4096 };
+    const declared: unknown[] = [];
+    const pool2 = new SlotPool({
+      idleTimeoutMs: 1_000,
+      requestTimeoutMs: 5_000,
+      clock: new ManualClock(),
+      main,
+      logger: silentLogger,
+      actions: { declareRequirements: async (r) => void declared.push(r), freeSlot: () => undefined, slotRequestTimedOut: () => undefined },
+    });
+    await main.run(() => pool2.setRequired([{ slots: 1 }, { profile: heavy, slots: 1 }]));
+    expect(declared).toEqual([{ slots: 2, byProfile: [{ slots: 1 }, { profile: heavy, slots: 1 }] }]);
+    // Two default slots offered: only one is needed; a heavy slot is then still taken.
+    const accepted = await main.run(() =>
+      pool2.offerSlots(te, [
+        { allocationId: AllocationId.of('d1'), slotIndex: 0 },
+        { allocationId: AllocationId.of('d2'), slotIndex: 1 },
+      ]),
+    );
+    expect(accepted).toEqual(['d1']);
+    expect(await main.run(() => pool2.offerSlots(te, [{ allocationId: AllocationId.of('h1'), slotIndex: 2, profile: heavy }]))).toEqual(['h1']);
+    expect(pool2.get(AllocationId.of('h1'))?.profile).toEqual(heavy);
+    expect(events).toEqual([]);
   });
 });

@@ -41,7 +41,7 @@ describe('SlotManager taking over from a former ResourceManager', () => {
   for (const slipMs of [0, 3]) {
     it(`starts TaskExecutors once the former leader's had their time, when none came (wall clock slipped ${slipMs} ms)`, async () => {
       const { manual, wall, mainThread, slots, started } = setup();
-      await mainThread.run(() => slots.setRequirements(4, { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
+      await mainThread.run(() => slots.setRequirements([{ slots: 4 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
       expect(started).toEqual([]);
       wall.lagMs = slipMs;
       manual.advance(4_999);

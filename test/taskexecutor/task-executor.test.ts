@@ -119,7 +119,7 @@ afterEach(async () => {
 
 async function startTaskExecutor(
   name: string,
-  extra: { cancelTimeoutMs?: number; config?: typeof config; taskCountersIntervalMs?: number; jobLeaderReconnectTimeoutMs?: number } = {},
+  extra: { cancelTimeoutMs?: number; config?: typeof config; taskCountersIntervalMs?: number; jobLeaderReconnectTimeoutMs?: number; profile?: { cpu: number; memoryMiB: number } } = {},
 ): Promise<{ te: TaskExecutor; gateway: TaskExecutorGateway }> {
   const rpc = new LocalRpcService(cluster.network, name);
   const te = await TaskExecutor.start({
@@ -224,6 +224,18 @@ describe('TaskExecutor', () => {
     expect(hb).toEqual({ resourceId: 'te-1', allocations: [allocationId], tasks: [] });
     const report = await gateway.heartbeatFromResourceManager(cluster.rmToken);
     expect(report.slots.map((s) => s.allocationId)).toEqual([allocationId, undefined]);
+  });
+
+  it('registers with its resource profile and names it in every slot offer, the first and the ones after', async () => {
+    const profile = { cpu: 2, memoryMiB: 4096 };
+    const { te, gateway } = await startTaskExecutor('te-profiled', { profile });
+    expect(cluster.rm.registrations.find((r) => r.resourceId === 'te-profiled')?.profile).toEqual(profile);
+    // Slot 0 is offered while the TaskExecutor registers at the JobMaster; slot 1 once it is registered.
+    const first = await allocate(te, gateway, 0);
+    const second = await allocate(te, gateway, 1);
+    const offered = cluster.jm.offers.filter((o) => o.allocationId === first || o.allocationId === second);
+    expect(offered.length).toBeGreaterThanOrEqual(2);
+    for (const o of offered) expect(o.profile).toEqual(profile);
   });
 
   it('checks the JobMaster and ResourceManager tokens and the allocation of a task', async () => {
