@@ -21,6 +21,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { NagSuppressions } from 'cdk-nag';
 import { Construct } from 'constructs';
+import { STAGED_TAG } from '../../runtime/blob/output-rules.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
@@ -132,6 +133,15 @@ export interface FloeClusterProps {
   readonly libraryRetention?: Duration;
 
   /**
+   * How long the staged output of a job that never committed it stays (objects tagged
+   * `floe-staging=true` in this bucket, and in any `s3.Bucket` given to `grantBucketAccess`). Keep it
+   * above the longest a job runs: a job still running after it loses its staged parts.
+   *
+   * @default Duration.days(14)
+   */
+  readonly stagingRetention?: Duration;
+
+  /**
    * The CPU architecture of the task definitions and of the image built for them. Graviton (ARM64)
    * costs about 20% less per vCPU-hour than x86 on Fargate, Spot included. Also `-c floe:cpuArchitecture=x86_64`.
    *
@@ -201,6 +211,8 @@ export class FloeCluster extends Construct {
   /** The Dispatcher: the REST API's handler. */
   readonly apiFunction: nodejs.NodejsFunction;
   readonly httpApi: apigwv2.HttpApi;
+  /** Expires staged output no job committed: on this bucket, and on buckets given to grantBucketAccess. */
+  private readonly stagingLifecycleRule: s3.LifecycleRule;
   /** The API's `$default` stage: throttled, with access logs in `apiAccessLogGroup`. */
   readonly apiStage: apigwv2.HttpStage;
   /** One JSON line per API request: caller, route, status, latency, and why API Gateway refused it. */
@@ -216,6 +228,7 @@ export class FloeCluster extends Construct {
     const blobPrefix = props.blobPrefix ?? BucketLayout.defaultPrefix;
     const jobRetention = props.jobRetention ?? Duration.days(30);
     const libraryRetention = props.libraryRetention ?? Duration.days(90);
+    this.stagingLifecycleRule = { id: 'abandoned-staging', tagFilters: { [STAGED_TAG.Key]: STAGED_TAG.Value }, expiration: props.stagingRetention ?? Duration.days(14) };
     const cpuArchitecture = props.cpuArchitecture ?? ecs.CpuArchitecture.ARM64;
     const taskExecutorSpot = props.taskExecutorSpot ?? true;
     if (!blobPrefix.endsWith('/') || blobPrefix.startsWith('/')) {
@@ -242,6 +255,7 @@ export class FloeCluster extends Construct {
         { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
         { id: 'jobs', prefix: `${blobPrefix}${BucketLayout.jobs}`, expiration: jobRetention },
         { id: 'libraries', prefix: `${blobPrefix}${BucketLayout.libraries}`, expiration: libraryRetention },
+        this.stagingLifecycleRule,
       ],
     });
     NagSuppressions.addResourceSuppressions(this.bucket, [
@@ -549,6 +563,7 @@ export class FloeCluster extends Construct {
       [
         { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.jobGraphFile}`), bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.resultFile}`)], reason: 'Its job\'s JobGraph (read) and result (written); the job id is known only at run time.' },
         { id, appliesTo: [bucketObjects('*')], reason: 'The output commit: a sink target may be any prefix of the bucket (jobs write s3://<bucket>/<prefix>).' },
+        { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Tags its commit journal and markers in the staging areas (<target>/.floe-staging-<jobId>/…) as staged, so a lifecycle rule expires what is abandoned.' },
         { id, appliesTo: [anyRevisionOf(this.taskExecutorTaskDefinition)], reason: revisions },
         { id, appliesTo: [clusterTasks], reason: tasks },
         { id, appliesTo: ['Resource::*'], reason: listTasks },
@@ -594,17 +609,21 @@ export class FloeCluster extends Construct {
    * check them at submission.
    */
   grantBucketAccess(bucket: s3.IBucket, objectsKeyPattern = '*'): void {
+    // What a job that never committed staged there expires (an imported bucket needs the rule added by its owner).
+    if (bucket instanceof s3.Bucket && bucket !== this.bucket) bucket.addLifecycleRule(this.stagingLifecycleRule);
     const jm = this.jobManagerTaskDefinition.taskRole;
     const te = this.taskExecutorTaskDefinition.taskRole;
     // The JobManager commits: it lists the target, copies staged parts over (CopyObject reads the part and
     // writes the target), writes the journal and _SUCCESS, and deletes what the new output replaced.
     this.grantList(jm, bucket);
     this.grantObjects(jm, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objectsKeyPattern);
+    // Its journal and markers in the staging area carry the staged tag.
+    this.grantObjects(jm, bucket, ['s3:PutObjectTagging'], ...stagingKeyPatterns(objectsKeyPattern));
     // TaskExecutors read their input splits (ranged GETs of `s3://` sources) and write their parts into
     // staging areas only (`<target>/.floe-staging-<jobId>/…`), one PUT or a multipart upload; they never
     // write a target's own objects.
     this.grantObjects(te, bucket, ['s3:GetObject'], objectsKeyPattern);
-    this.grantObjects(te, bucket, ['s3:PutObject', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
+    this.grantObjects(te, bucket, ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
     // The Dispatcher lists sources and a sink's target (reading its _SUCCESS manifest) at submission; it never writes there.
     this.grantList(this.apiFunction, bucket);
     this.grantObjects(this.apiFunction, bucket, ['s3:GetObject'], objectsKeyPattern);

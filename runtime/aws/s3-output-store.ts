@@ -13,7 +13,7 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
-import { CopyObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CopyObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, PutObjectTaggingCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { FloeError, InvalidRequestError, OutputTargetError } from '../core/errors.js';
 import type { WriteMode } from '../jobgraph/jobgraph.js';
@@ -33,6 +33,7 @@ import {
   type OutputStore,
   type TargetContent,
 } from '../blob/output-store.js';
+import { STAGED_TAG } from '../blob/output-rules.js';
 import { AwsEnv } from './aws-services.js';
 import { createS3Client } from './clients.js';
 
@@ -80,7 +81,13 @@ export class S3OutputStore implements OutputStore {
     const { bucket, prefix } = parseS3Uri(stagingLocation);
     const size = (await stat(localPath)).size;
     // lib-storage switches to a multipart upload past 5 MiB, so a large part never sits in memory whole.
-    await new Upload({ client: this.s3 as S3Client, params: { Bucket: bucket, Key: join(prefix, `part-${subtaskIndex}`), Body: size === 0 ? '' : createReadStream(localPath), ContentType: 'text/plain; charset=utf-8' } }).done();
+    // Tagged as staged (after the upload, as lib-storage does): a bucket's lifecycle rule expires what a
+    // job that never committed left here, and the commit's copies carry no tag.
+    await new Upload({
+      client: this.s3 as S3Client,
+      params: { Bucket: bucket, Key: join(prefix, `part-${subtaskIndex}`), Body: size === 0 ? '' : createReadStream(localPath), ContentType: 'text/plain; charset=utf-8' },
+      tags: [STAGED_TAG],
+    }).done();
   }
 
   async checkTarget(target: string, writeMode: WriteMode, jobId: string): Promise<void> {
@@ -121,7 +128,7 @@ export class S3OutputStore implements OutputStore {
       }
       const previous = content.kind === 'entries' && writeMode === 'overwrite' ? (content.manifest?.files ?? []) : [];
       journal = newJournal(target, jobId, writeMode, finalAttempts, previous);
-      await this.put(bucket, `${staging}${COMMIT_JOURNAL}`, JSON.stringify(journal));
+      await this.put(bucket, `${staging}${COMMIT_JOURNAL}`, JSON.stringify(journal), true);
     }
 
     // What a begun commit may already have written: the old output's files and, once copying began, the new parts.
@@ -131,12 +138,13 @@ export class S3OutputStore implements OutputStore {
     if (refusal !== undefined) {
       throw new OutputTargetError(`${refusal}. The job's output stays staged under 's3://${bucket}/${staging}' (its ${COMMIT_JOURNAL} names the part file of each subtask); it is not deleted`);
     }
-    if (!copying) await this.put(bucket, `${staging}${COPYING}`, '');
+    if (!copying) await this.put(bucket, `${staging}${COPYING}`, '', true);
     // The earlier output's files are about to change: it stops being an output before the first copy.
     if (content.kind === 'entries' && content.manifest !== undefined) await this.deleteKeys(bucket, [join(prefix, OUTPUT_MANIFEST)]);
     for (const part of journal.parts) {
       const from = `${staging}${part.attemptId}/${part.file}`;
-      await this.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: join(prefix, part.file), CopySource: `${bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}` }));
+      // REPLACE with no tags: the output must not inherit the staged tag (its lifecycle rule would expire it).
+      await this.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: join(prefix, part.file), CopySource: `${bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}`, TaggingDirective: 'REPLACE' }));
     }
     await this.put(bucket, join(prefix, OUTPUT_MANIFEST), encodeManifest(jobId, journal.parts.map((p) => p.file), this.now()));
     const newFiles = new Set(journal.parts.map((p) => p.file));
@@ -196,8 +204,10 @@ export class S3OutputStore implements OutputStore {
     return res.Body === undefined ? '' : res.Body.transformToString();
   }
 
-  private async put(bucket: string, key: string, body: string): Promise<void> {
+  /** `staged`: the object lives in a staging area, and is tagged so (see STAGED_TAG). */
+  private async put(bucket: string, key: string, body: string, staged = false): Promise<void> {
     await this.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: key.endsWith('.json') || key.endsWith(OUTPUT_MANIFEST) ? 'application/json' : 'application/octet-stream' }));
+    if (staged) await this.s3.send(new PutObjectTaggingCommand({ Bucket: bucket, Key: key, Tagging: { TagSet: [STAGED_TAG] } }));
   }
 
   private async exists(bucket: string, key: string): Promise<boolean> {

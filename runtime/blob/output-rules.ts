@@ -156,6 +156,11 @@ export function kindOf(s: Stats): string {
 /** The name of a job's staging area inside an S3 target prefix. */
 export const s3StagingFolder = (jobId: string): string => `.floe-staging-${jobId}`;
 export const S3_STAGING_PREFIX = '.floe-staging-';
+/**
+ * The tag every object of an S3 staging area carries. A lifecycle rule on it (the CDK construct adds one
+ * to the buckets it manages) expires what jobs that never committed left behind; outputs carry no tag.
+ */
+export const STAGED_TAG = { Key: 'floe-staging', Value: 'true' } as const;
 
 /** An error that names the path it concerns, for failures of the filesystem under a sink or source. */
 export function pathError(what: string, path: string, error: unknown): FloeError {

@@ -1,6 +1,6 @@
 // The S3 OutputStore on s3rver: the OutputStore contract, and the reader's view of a commit, where the
 // manifest `_SUCCESS`, written last, is the commit point.
-import { CopyObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CopyObjectCommand, GetObjectCommand, GetObjectTaggingCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createS3Client } from '../../runtime/aws/clients.js';
 import { parseS3Uri, S3OutputStore, type S3Sender } from '../../runtime/aws/s3-output-store.js';
 import { attemptStagingLocationFor, OUTPUT_MANIFEST, parseManifest } from '../../runtime/blob/output-store.js';
+import { STAGED_TAG } from '../../runtime/blob/output-rules.js';
 import { describeOutputStoreContract, type OutputStoreHarness } from '../contracts/output-store.contract.js';
 import { startEmulators, type Emulators } from './emulators.js';
 
@@ -137,6 +138,24 @@ describe('S3OutputStore', () => {
     expect(views.get('old') ?? 0).toBeGreaterThan(0);
     expect(await keys(`${prefix}/`)).toEqual([`${prefix}/${OUTPUT_MANIFEST}`, ...[0, 1, 2, 3].map((i) => `${prefix}/part-${i}`)]);
     expect(parseManifest((await text(`${prefix}/${OUTPUT_MANIFEST}`))!)).toMatchObject({ jobId: 'new', files: ['part-0', 'part-1', 'part-2', 'part-3'] });
+  });
+
+  it('tags what it stages (so a lifecycle rule expires what no job commits), and the committed output carries no tag', async () => {
+    const store = new S3OutputStore(s3);
+    const target = `s3://${bucket()}/tagged-${Date.now().toString(36)}/out`;
+    const { prefix } = parseS3Uri(target);
+    const local = join(dir, 'tagged-part');
+    writeFileSync(local, 'a part\n');
+    const staging = store.attemptStagingLocation(target, 'tagged', 't0');
+    await store.uploadPart(staging, 0, local);
+    const tagsOf = async (key: string) => (await s3.send(new GetObjectTaggingCommand({ Bucket: bucket(), Key: key }))).TagSet ?? [];
+    const staged = (await keys(`${prefix}/`)).filter((k) => k.includes('.floe-staging-'));
+    expect(staged).toHaveLength(1);
+    expect(await tagsOf(staged[0]!)).toEqual([{ Key: STAGED_TAG.Key, Value: STAGED_TAG.Value }]);
+    await store.commit(target, 'tagged', 'no-overwrite', ['t0']);
+    expect(await keys(`${prefix}/`)).toEqual([`${prefix}/${OUTPUT_MANIFEST}`, `${prefix}/part-0`]);
+    expect(await tagsOf(`${prefix}/part-0`)).toEqual([]);
+    expect(await tagsOf(`${prefix}/${OUTPUT_MANIFEST}`)).toEqual([]);
   });
 
   it('ignores the staging areas of other jobs under the prefix, and never deletes them', async () => {

@@ -145,6 +145,8 @@ describe('FloeCluster with its defaults', () => {
         Rules: Match.arrayWith([
           Match.objectLike({ AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } }),
           Match.objectLike({ Prefix: 'floe/jobs/', ExpirationInDays: 30, Status: 'Enabled' }),
+          // Staged output no job committed (the S3 output store tags it so).
+          Match.objectLike({ TagFilters: [{ Key: 'floe-staging', Value: 'true' }], ExpirationInDays: 14, Status: 'Enabled' }),
         ]),
       },
     });
@@ -382,14 +384,14 @@ describe('FloeCluster with its defaults', () => {
         .sort();
     expect(grantsOf(teRole, 'dynamodb')).toEqual(['dynamodb:GetItem leases']);
     expect(grantsOf(teRole, 's3')).toEqual(
-      ['s3:GetObject *', 's3:GetObject floe/libraries/*', 's3:PutObject .floe-staging-*', 's3:PutObject */.floe-staging-*', 's3:AbortMultipartUpload .floe-staging-*', 's3:AbortMultipartUpload */.floe-staging-*'].sort(),
+      ['s3:GetObject *', 's3:GetObject floe/libraries/*', 's3:PutObjectTagging .floe-staging-*', 's3:PutObjectTagging */.floe-staging-*', 's3:PutObject .floe-staging-*', 's3:PutObject */.floe-staging-*', 's3:AbortMultipartUpload .floe-staging-*', 's3:AbortMultipartUpload */.floe-staging-*'].sort(),
     );
     expect(grantsOf(jmRole, 'dynamodb')).toEqual(
       ['dynamodb:ConditionCheckItem leases', 'dynamodb:GetItem jobs', 'dynamodb:GetItem leases', 'dynamodb:UpdateItem jobs', 'dynamodb:UpdateItem leases'].sort(),
     );
     // Its JobGraph and result under Floe's prefix; the output commit anywhere jobs may write.
     expect(grantsOf(jmRole, 's3')).toEqual(
-      ['s3:GetObject floe/jobs/*/jobgraph.json', 's3:PutObject floe/jobs/*/result.json', 's3:ListBucket bucket', 's3:GetObject *', 's3:PutObject *', 's3:DeleteObject *'].sort(),
+      ['s3:GetObject floe/jobs/*/jobgraph.json', 's3:PutObject floe/jobs/*/result.json', 's3:ListBucket bucket', 's3:GetObject *', 's3:PutObject *', 's3:DeleteObject *', 's3:PutObjectTagging .floe-staging-*', 's3:PutObjectTagging */.floe-staging-*'].sort(),
     );
     // The Dispatcher writes only under Floe's prefix; elsewhere it lists and reads sink targets.
     expect(grantsOf(lambdaRole(), 's3')).toEqual(
@@ -500,15 +502,17 @@ describe('FloeCluster with props', () => {
     expect(resource).toContain(':execute-api:');
     expect(resource).toContain('/*/*/*');
     const dataId = Object.keys(resourcesOf(template, 'AWS::S3::Bucket')).find((id) => id.startsWith('Data'))!;
+    // The user's bucket gets the rule that expires staged output no job committed.
+    expect(JSON.stringify(resourcesOf(template, 'AWS::S3::Bucket')[dataId]!.Properties!['LifecycleConfiguration'])).toContain('"TagFilters":[{"Key":"floe-staging","Value":"true"}]');
     const onData = (role: string): Json[] => policyOf(role).filter((s) => JSON.stringify(s['Resource']).includes(dataId));
     // The JobManager commits under the pattern; TaskExecutors read input splits there and write staged parts, nothing else.
     const jmOnData = onData('JobManagerTaskDefinitionTaskRole');
-    expect(jmOnData.map((s) => s['Action']).flat().sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject']);
+    expect(jmOnData.map((s) => s['Action']).flat().sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging']);
     expect(JSON.stringify(jmOnData)).toContain('"/input/*"');
     const teOnData = onData('TaskExecutorTaskDefinitionTaskRole');
     const keysOf = (st: Json): (string | undefined)[] => asList(st['Resource']).filter((r) => JSON.stringify(r).includes(dataId)).map((r) => /"\/([^"]*)"/.exec(JSON.stringify(r))?.[1]);
     expect(teOnData.map((st) => `${asList(st['Action']).join(',')} ${keysOf(st).sort().join(',')}`).sort()).toEqual([
-      's3:AbortMultipartUpload,s3:PutObject input/*/.floe-staging-*,input/.floe-staging-*',
+      's3:AbortMultipartUpload,s3:PutObject,s3:PutObjectTagging input/*/.floe-staging-*,input/.floe-staging-*',
       's3:GetObject input/*',
     ]);
     // The Dispatcher function checks sink targets there at submission: it may list and read, never write.
