@@ -220,6 +220,8 @@ export class FloeCluster extends Construct {
   /** Events the Dispatcher function could not handle after its retries (JobManager stops): look here when a job seems stuck. */
   readonly failedEvents: sqs.Queue;
   readonly taskLogGroup: logs.LogGroup;
+  /** The Dispatcher function's log group. */
+  readonly apiLogGroup: logs.LogGroup;
 
   constructor(scope: Construct, id: string, props: FloeClusterProps = {}) {
     super(scope, id);
@@ -398,6 +400,7 @@ export class FloeCluster extends Construct {
       enforceSSL: true,
     });
     const apiLogs = new logs.LogGroup(this, 'ApiLogs', { retention: logRetention, removalPolicy });
+    this.apiLogGroup = apiLogs;
     // A role of our own instead of AWSLambdaBasicExecutionRole: it writes to its own log group only.
     const apiRole = new iam.Role(this, 'ApiFunctionRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),

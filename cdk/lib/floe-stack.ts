@@ -1,5 +1,6 @@
 // The stack `cdk deploy` creates: one FloeCluster and the outputs a user needs to reach it.
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type { Construct } from 'constructs';
 import { FloeCluster, type FloeClusterProps } from './floe-cluster.js';
 
@@ -10,6 +11,14 @@ export interface FloeStackProps extends StackProps {
    * @default - FloeCluster's defaults
    */
   readonly cluster?: FloeClusterProps;
+  /**
+   * An existing VPC to run the tasks in, looked up by id at synth (needs the stack's account and region).
+   *
+   * @default - `cluster.vpc`, else a new one
+   */
+  readonly vpcId?: string;
+  /** With `vpcId`: the subnets the tasks use. @default - FloeCluster's choice in that VPC */
+  readonly subnetIds?: readonly string[];
 }
 
 export class FloeStack extends Stack {
@@ -17,7 +26,9 @@ export class FloeStack extends Stack {
 
   constructor(scope: Construct, id: string, props: FloeStackProps = {}) {
     super(scope, id, { description: 'Floe: a FLIP-6 style job runtime on Lambda, ECS Fargate, DynamoDB and S3', ...props });
-    this.floe = new FloeCluster(this, 'Floe', props.cluster);
+    const vpc = props.vpcId === undefined ? undefined : ec2.Vpc.fromLookup(this, 'Vpc', { vpcId: props.vpcId });
+    const vpcSubnets = props.subnetIds === undefined ? undefined : { subnets: props.subnetIds.map((id, i) => ec2.Subnet.fromSubnetId(this, `Subnet${i}`, id)) };
+    this.floe = new FloeCluster(this, 'Floe', { ...props.cluster, ...(vpc !== undefined ? { vpc } : {}), ...(vpcSubnets !== undefined ? { vpcSubnets } : {}) });
     new CfnOutput(this, 'ApiUrl', { value: this.floe.apiUrl, description: 'REST API base URL' });
     new CfnOutput(this, 'BucketName', { value: this.floe.bucket.bucketName, description: 'Bucket of JobGraphs, libraries and results' });
     new CfnOutput(this, 'ClusterName', { value: this.floe.cluster.clusterName, description: 'ECS cluster running JobManagers and TaskExecutors' });
@@ -26,5 +37,6 @@ export class FloeStack extends Stack {
       description: 'Cluster secret (the dashboard login; RPC between tasks): aws secretsmanager get-secret-value --secret-id <this> --query SecretString --output text',
     });
     new CfnOutput(this, 'TaskLogGroup', { value: this.floe.taskLogGroup.logGroupName, description: 'Logs of the JobManager and TaskExecutor tasks' });
+    new CfnOutput(this, 'ApiLogGroup', { value: this.floe.apiLogGroup.logGroupName, description: 'Logs of the Dispatcher function (REST API, task-stopped events, the sweep)' });
   }
 }

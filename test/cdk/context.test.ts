@@ -1,0 +1,53 @@
+// The CDK app's options from context (-c key=value): each reaches the stack, and a bad value fails the
+// synth naming its key.
+import { App, RemovalPolicy } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { CpuArchitecture } from 'aws-cdk-lib/aws-ecs';
+import { describe, expect, it } from 'vitest';
+import { stackPropsFromContext } from '../../cdk/lib/context.js';
+import { FloeStack } from '../../cdk/lib/floe-stack.js';
+
+const from = (context: Record<string, unknown>) => stackPropsFromContext((key) => context[key]);
+
+describe('the CDK app context', () => {
+  it('has defaults without any context', () => {
+    expect(from({})).toEqual({
+      stackName: 'Floe',
+      cluster: { removalPolicy: RemovalPolicy.RETAIN, cpuArchitecture: CpuArchitecture.ARM64, taskExecutorSpot: true },
+    });
+  });
+
+  it('takes task sizes, architecture, VPC and subnets, image and retention from context, and they reach the template', () => {
+    const props = from({
+      'floe:stackName': 'Batch',
+      'floe:cpuArchitecture': 'x86_64',
+      'floe:spot': 'false',
+      'floe:taskExecutorCpu': '2048',
+      'floe:taskExecutorMemoryMiB': '8192',
+      'floe:jobManagerCpu': 512,
+      'floe:jobManagerMemoryMiB': 1024,
+      'floe:image': 'public.ecr.aws/example/floe:1.2.3',
+      'floe:logRetentionDays': '14',
+      'floe:stagingRetentionDays': '3',
+      'floe:vpcId': 'vpc-0abc',
+      'floe:subnetIds': 'subnet-1, subnet-2',
+    });
+    expect(props).toMatchObject({ stackName: 'Batch', vpcId: 'vpc-0abc', subnetIds: ['subnet-1', 'subnet-2'] });
+    const { stackName, vpcId: _vpcId, subnetIds: _subnetIds, ...stackProps } = props;
+    // The VPC lookup needs an account; the rest is checked on a stack without it.
+    const template = Template.fromStack(new FloeStack(new App(), stackName, stackProps));
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', { Cpu: '2048', Memory: '8192', RuntimePlatform: { CpuArchitecture: 'X86_64' } });
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', { Cpu: '512', Memory: '1024', ContainerDefinitions: [{ Image: 'public.ecr.aws/example/floe:1.2.3' }] });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 14 });
+    expect(JSON.stringify(template.toJSON())).toContain('"ExpirationInDays":3');
+    template.hasOutput('ApiLogGroup', {});
+  });
+
+  it('fails naming the key of a value it does not take', () => {
+    expect(() => from({ 'floe:cpuArchitecture': 'sparc' })).toThrow(/context floe:cpuArchitecture must be 'arm64' or 'x86_64', found 'sparc'/);
+    expect(() => from({ 'floe:taskExecutorCpu': '-1' })).toThrow(/context floe:taskExecutorCpu must be a whole number above 0/);
+    expect(() => from({ 'floe:logRetentionDays': '12' })).toThrow(/context floe:logRetentionDays must be one of CloudWatch's retention periods/);
+    expect(() => from({ 'floe:subnetIds': 'subnet-1' })).toThrow(/floe:subnetIds needs floe:vpcId/);
+    expect(() => from({ 'floe:config': '[1]' })).toThrow(/context floe:config must be a JSON object/);
+  });
+});
