@@ -81,15 +81,19 @@ export function findDashboardDir(env: NodeJS.ProcessEnv = process.env): string |
 
 const base64url = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64url');
 
+/** Whether `given` is the cluster secret: compared in constant time, whatever either's length. */
+export function isClusterSecret(given: string, secret: string): boolean {
+  const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(given), digest(secret));
+}
+
 /** Session cookies and one-time login codes, both signed with a key derived from the cluster secret. */
 export class DashboardLogin {
   private readonly key: Buffer;
-  private readonly secret: Buffer;
   /** Codes redeemed here, until they expire: a code works once. */
   private readonly usedCodes = new Map<string, number>();
 
   constructor(secret: string) {
-    this.secret = Buffer.from(secret);
     this.key = createHmac('sha256', secret).update('floe dashboard login').digest();
   }
 
@@ -103,13 +107,6 @@ export class DashboardLogin {
     const given = Buffer.from(signature);
     const expiresAtMs = Number(parts[1]);
     return given.length === expected.length && timingSafeEqual(given, expected) && Number.isSafeInteger(expiresAtMs) && expiresAtMs > nowMs;
-  }
-
-  /** Whether `secret` is the cluster secret (compared in constant time). */
-  checkSecret(secret: unknown): boolean {
-    if (typeof secret !== 'string') return false;
-    const given = createHash('sha256').update(secret).digest();
-    return timingSafeEqual(given, createHash('sha256').update(this.secret).digest());
   }
 
   createSession(nowMs: number): { value: string; maxAgeSeconds: number } {

@@ -3,12 +3,12 @@
 // request gets a 4xx whose message names the header, path segment, query parameter, field or limit at
 // fault, before the Dispatcher sees it.
 import { parseJobListQuery } from './job-list-query.js';
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { Dispatcher } from './dispatcher.js';
-import { DASHBOARD_API_PREFIX, DASHBOARD_CLIENT_HEADER, DashboardLogin, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile } from './dashboard.js';
+import { DASHBOARD_API_PREFIX, DASHBOARD_CLIENT_HEADER, DashboardLogin, isClusterSecret, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile } from './dashboard.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
 
 export interface RestRequest {
@@ -106,18 +106,15 @@ function authorizeSession(headers: RestRequest['headers'], login: DashboardLogin
 }
 
 function authorize(header: string | undefined, secret: string): void {
-  const hint = AUTH_HINT;
-  if (header === undefined || header === '') throw new UnauthorizedRequestError(`header 'authorization' is missing; ${hint}`);
+  if (header === undefined || header === '') throw new UnauthorizedRequestError(`header 'authorization' is missing; ${AUTH_HINT}`);
   const scheme = /^(\S+)(?: +|$)/.exec(header)?.[1] ?? '';
   // An auth scheme is case-insensitive (RFC 9110 §11.1).
   if (scheme.toLowerCase() !== 'bearer') {
     const named = /^[A-Za-z][A-Za-z0-9._~+-]{0,19}$/.test(scheme) ? `scheme ${shown(scheme)}` : 'something else';
-    throw new UnauthorizedRequestError(`header 'authorization' must be 'Bearer <cluster secret>', found ${named}; ${hint}`);
+    throw new UnauthorizedRequestError(`header 'authorization' must be 'Bearer <cluster secret>', found ${named}; ${AUTH_HINT}`);
   }
-  const given = Buffer.from(header.slice(header.indexOf(scheme) + scheme.length).trim());
-  const expected = Buffer.from(secret);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw new UnauthorizedRequestError(`header 'authorization' carries a wrong cluster secret; ${hint}`);
+  if (!isClusterSecret(header.slice(header.indexOf(scheme) + scheme.length).trim(), secret)) {
+    throw new UnauthorizedRequestError(`header 'authorization' carries a wrong cluster secret; ${AUTH_HINT}`);
   }
 }
 
@@ -275,7 +272,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
           handle: async (call) => {
             const secret = (call.body as { secret?: unknown } | null)?.secret;
             if (typeof secret !== 'string' || secret === '') throw new InvalidRequestError("field 'secret' must be the cluster secret, a non-empty string");
-            if (!login.checkSecret(secret)) throw new UnauthorizedRequestError("field 'secret' is not this cluster's secret (a local cluster's secret is in <state dir>/cluster.json)");
+            if (!isClusterSecret(secret, options.secret)) throw new UnauthorizedRequestError("field 'secret' is not this cluster's secret (a local cluster's secret is in <state dir>/cluster.json)");
             return noContent({ 'set-cookie': sessionCookieHeader(login.createSession(now()), viaHttps(call)), 'cache-control': 'no-store' });
           },
         },
