@@ -8,7 +8,7 @@ import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
 import type { Clock, Timer } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
-import { JobId } from '../core/ids.js';
+import { FencingToken, JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
@@ -19,6 +19,7 @@ import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
+import type { JobManagerStandbyGateway } from '../protocol/jobmanager-standby-gateway.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { admissionBounds, reservationFor, type Reservation, type TaskExecutorSizes } from './admission.js';
@@ -102,6 +103,9 @@ export const isJobManagerOf = (workerId: string, jobId: string): boolean => jobO
  */
 const JOB_MANAGER_START_GRACE_MS = 5_000;
 
+/** How long the Dispatcher waits for a ready JobManager to take a job before starting one instead. */
+const STANDBY_ASSIGN_TIMEOUT_MS = 2_000;
+
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
 
@@ -133,14 +137,20 @@ export class Dispatcher {
   async reconcile(): Promise<void> {
     const now = this.deps.clock.now();
     const running = new Set(this.deps.launcher.running());
-    for (const record of await this.deps.jobStore.list()) {
+    const records = await this.deps.jobStore.list();
+    // A JobManager process that is ready in the warm pool, or runs a later job, is done with its former ones.
+    const ready = new Set(await this.readyJobManagers());
+    const movedOnFrom = (workerId: string, jobId: JobId): boolean =>
+      ready.has(workerId) || records.some((r) => r.jobId !== jobId && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status));
+    for (const record of records) {
       if (record.admission?.state !== AdmissionState.ADMITTED) continue;
       const lease = await this.deps.leaseStore.get(leaseNames.jobMaster(record.jobId));
       const leaseHeld = lease !== undefined && lease.expiresAtMs > now;
       if (isGloballyTerminal(record.status)) {
-        // Its capacity is free once its JobManager is gone (a process still closing counts against the bounds).
+        // Its capacity is free once its JobManager is gone (a process still closing counts against the
+        // bounds) or went on to the warm pool or to another job (its TaskExecutors went with it or stopped).
         const current = record.jobManager?.workerId ?? jobManagerWorkerId(record.jobId);
-        if (!leaseHeld && !running.has(current)) await this.releaseAndAdmit(record.jobId);
+        if (!leaseHeld && (!running.has(current) || movedOnFrom(current, record.jobId))) await this.releaseAndAdmit(record.jobId);
         continue;
       }
       if (leaseHeld) continue;
@@ -315,6 +325,9 @@ export class Dispatcher {
    */
   private async launchJobManager(entry: AdmissionEntry, launch = 1): Promise<void> {
     const { jobId, taskExecutors } = entry;
+    // A ready JobManager of the warm pool takes the job at once; a recovery takes none of its
+    // TaskExecutors (the job's own are still there for the successor).
+    if (await this.handToReadyJobManager(jobId, launch === 1 ? taskExecutors : 0, launch)) return;
     const workerId = jobManagerWorkerId(jobId, launch);
     try {
       const configured = this.deps.jobManagerEnv[CONFIG_ENV];
@@ -333,6 +346,52 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * Warm pool: offers the job to the JobManager processes that hold a standby lease, in order, and
+   * answers whether one took it. The record names the process first (as for a launch), so its exit is
+   * the job's. A standby that cannot be reached or refuses (it just took another job, or is leaving)
+   * costs one call; with none, a process is started as usual.
+   */
+  private async handToReadyJobManager(jobId: JobId, taskExecutors: number, launch: number): Promise<boolean> {
+    const places = this.deps.config.warmPoolJobManagers;
+    if (places <= 0) return false;
+    const now = this.deps.clock.now();
+    const leases = await Promise.all(
+      Array.from({ length: places }, (_, i) =>
+        this.deps.leaseStore.get(leaseNames.standbyJobManager(i)).catch((error: unknown) => {
+          this.log.warn('cannot read a warm pool lease; starting a JobManager instead', { error: errorMessage(error) });
+          return undefined;
+        }),
+      ),
+    );
+    for (const lease of leases) {
+      if (lease === undefined || lease.expiresAtMs <= now) continue;
+      const workerId = lease.holder.slice(0, lease.holder.lastIndexOf('#'));
+      if (workerId.length === 0) continue;
+      try {
+        await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
+        const standby = this.deps.rpc.connect<JobManagerStandbyGateway>(lease.address, EndpointName.JOB_MANAGER_STANDBY, {
+          fencingToken: FencingToken.of(lease.epoch),
+          timeoutMs: Math.min(this.deps.config.rpcTimeoutMs, STANDBY_ASSIGN_TIMEOUT_MS),
+        });
+        await standby.assignJob(jobId, taskExecutors);
+        this.log.info('a ready JobManager took the job (warm pool)', { jobId, workerId, launch, taskExecutors });
+        return true;
+      } catch (error) {
+        this.log.info('a ready JobManager did not take the job; trying the next', { jobId, workerId, error: errorMessage(error) });
+      }
+    }
+    return false;
+  }
+
+  /** Worker ids of the JobManager processes holding a warm pool lease now. */
+  private async readyJobManagers(): Promise<string[]> {
+    const places = this.deps.config.warmPoolJobManagers;
+    const now = this.deps.clock.now();
+    const leases = await Promise.all(Array.from({ length: places }, (_, i) => this.deps.leaseStore.get(leaseNames.standbyJobManager(i))));
+    return leases.filter((l): l is NonNullable<typeof l> => l !== undefined && l.expiresAtMs > now).map((l) => l.holder.slice(0, l.holder.lastIndexOf('#')));
+  }
+
   private async jobManagerExited(exit: WorkerExit): Promise<void> {
     if (exit.kind !== WorkerKind.JOB_MANAGER) return;
     await this.workerStopped(exit.id, exit.reason).catch((error: unknown) => {
@@ -349,8 +408,23 @@ export class Dispatcher {
    * Returns what was done; errors are thrown (an event handler must retry, not drop, them).
    */
   async workerStopped(workerId: string, reason: string): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
-    const jobId = jobOfJobManagerWorker(workerId);
-    if (jobId === undefined) return undefined;
+    const named = jobOfJobManagerWorker(workerId);
+    if (named === undefined) return undefined;
+    // A JobManager from the warm pool keeps the id it was started with while it runs later jobs: the
+    // records say which job it ran last.
+    const later =
+      this.deps.config.warmPoolJobManagers > 0
+        ? (await this.deps.jobStore.list()).filter((r) => r.jobId !== named && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status)).map((r) => r.jobId)
+        : [];
+    let outcome: { jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined;
+    for (const jobId of [named, ...later]) {
+      const done = await this.jobManagerOfJobStopped(jobId, workerId, reason);
+      if (done !== undefined && (outcome === undefined || outcome.action === 'released')) outcome = done;
+    }
+    return outcome;
+  }
+
+  private async jobManagerOfJobStopped(jobId: JobId, workerId: string, reason: string): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
     const record = await this.deps.jobStore.get(jobId);
     // Only an admitted job has a JobManager; a record in any other admission state is not this worker's.
     if (record === undefined || (record.admission !== undefined && record.admission.state !== AdmissionState.ADMITTED)) return undefined;

@@ -30,4 +30,6 @@ export interface LeaseStore {
 export const leaseNames = {
   resourceManager: (jobId: string): string => `rm/${jobId}`,
   jobMaster: (jobId: string): string => `jm/${jobId}`,
+  /** The `index`-th place of the warm pool: held by a JobManager process that is ready for a job. */
+  standbyJobManager: (index: number): string => `standby/jm/${index}`,
 } as const;
