@@ -96,6 +96,12 @@ export const CONFIG_OPTIONS = {
     description:
       'Idle, registered TaskExecutors each ready JobManager keeps (the last job\'s, whose slots are all free); its next job takes their slots first and starts TaskExecutors only for what is missing. Those the job does not need are stopped.',
   },
+  warmPoolPollIntervalMs: {
+    key: 'cluster.warm-pool.poll-interval',
+    default: 25,
+    min: 5,
+    description: 'How often a ready JobManager looks for a job the Dispatcher gave it (a read of one lease; ms). The Dispatcher may run where it cannot call the JobManager (a function outside the VPC), so the job comes through the store.',
+  },
   warmPoolIdleTimeoutMs: {
     key: 'cluster.warm-pool.idle-timeout',
     default: 60_000,

@@ -13,13 +13,12 @@ import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
 import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
-import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
+import { leaseNames, standbyClaimHolder, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
-import type { JobManagerStandbyGateway } from '../protocol/jobmanager-standby-gateway.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { admissionBounds, reservationFor, type Reservation, type TaskExecutorSizes } from './admission.js';
@@ -94,6 +93,9 @@ export function jobOfJobManagerWorker(workerId: string): JobId | undefined {
   return JobId.isValid(m[2]) ? m[2] : undefined;
 }
 
+/** The worker id in a lease holder (`<worker id>#<incarnation>`). */
+const workerOfHolder = (holder: string): string => (holder.includes('#') ? holder.slice(0, holder.lastIndexOf('#')) : holder);
+
 /** Whether `workerId` runs one of the JobManagers of `jobId`. */
 export const isJobManagerOf = (workerId: string, jobId: string): boolean => jobOfJobManagerWorker(workerId) === jobId;
 
@@ -102,9 +104,6 @@ export const isJobManagerOf = (workerId: string, jobId: string): boolean => jobO
  * lapsed or absent lease counts as its death: process start, store access and campaign, on a loaded machine.
  */
 const JOB_MANAGER_START_GRACE_MS = 5_000;
-
-/** How long the Dispatcher waits for a ready JobManager to take a job before starting one instead. */
-const STANDBY_ASSIGN_TIMEOUT_MS = 2_000;
 
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
@@ -347,49 +346,47 @@ export class Dispatcher {
   }
 
   /**
-   * Warm pool: offers the job to the JobManager processes that hold a standby lease, in order, and
-   * answers whether one took it. The record names the process first (as for a launch), so its exit is
-   * the job's. A standby that cannot be reached or refuses (it just took another job, or is leaving)
-   * costs one call; with none, a process is started as usual.
+   * Warm pool: gives the job to a JobManager process that holds a place in the pool, by taking that
+   * process's claim lease for the job (a conditional write: of two Dispatchers, or of a Dispatcher and
+   * the process leaving on its idle timeout, one wins). The record names the process first (as for a
+   * launch), so its exit is the job's. Answers whether one took it; with none, a process is started.
    */
   private async handToReadyJobManager(jobId: JobId, taskExecutors: number, launch: number): Promise<boolean> {
     const places = this.deps.config.warmPoolJobManagers;
     if (places <= 0) return false;
-    const now = this.deps.clock.now();
-    const leases = await Promise.all(
-      Array.from({ length: places }, (_, i) =>
-        this.deps.leaseStore.get(leaseNames.standbyJobManager(i)).catch((error: unknown) => {
-          this.log.warn('cannot read a warm pool lease; starting a JobManager instead', { error: errorMessage(error) });
-          return undefined;
-        }),
-      ),
-    );
-    for (const lease of leases) {
-      if (lease === undefined || lease.expiresAtMs <= now) continue;
-      const workerId = lease.holder.slice(0, lease.holder.lastIndexOf('#'));
-      if (workerId.length === 0) continue;
+    let ready: Lease[];
+    try {
+      ready = await this.readyJobManagerLeases();
+    } catch (error) {
+      this.log.warn('cannot read the warm pool; starting a JobManager instead', { jobId, error: errorMessage(error) });
+      return false;
+    }
+    for (const lease of ready) {
+      const workerId = workerOfHolder(lease.holder);
       try {
         await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
-        const standby = this.deps.rpc.connect<JobManagerStandbyGateway>(lease.address, EndpointName.JOB_MANAGER_STANDBY, {
-          fencingToken: FencingToken.of(lease.epoch),
-          timeoutMs: Math.min(this.deps.config.rpcTimeoutMs, STANDBY_ASSIGN_TIMEOUT_MS),
-        });
-        await standby.assignJob(jobId, taskExecutors);
-        this.log.info('a ready JobManager took the job (warm pool)', { jobId, workerId, launch, taskExecutors });
+        const claim = await this.deps.leaseStore.tryAcquire(leaseNames.standbyClaim(lease.holder), standbyClaimHolder(jobId, taskExecutors), 'dispatcher', this.deps.config.leaseDurationMs);
+        if (claim === undefined) continue;
+        this.log.info('a ready JobManager takes the job (warm pool)', { jobId, workerId, launch, taskExecutors });
         return true;
       } catch (error) {
-        this.log.info('a ready JobManager did not take the job; trying the next', { jobId, workerId, error: errorMessage(error) });
+        this.log.warn('could not give the job to a ready JobManager; trying the next', { jobId, workerId, error: errorMessage(error) });
       }
     }
     return false;
   }
 
-  /** Worker ids of the JobManager processes holding a warm pool lease now. */
-  private async readyJobManagers(): Promise<string[]> {
+  /** The places of the warm pool held now: each names a ready JobManager process. */
+  private async readyJobManagerLeases(): Promise<Lease[]> {
     const places = this.deps.config.warmPoolJobManagers;
     const now = this.deps.clock.now();
     const leases = await Promise.all(Array.from({ length: places }, (_, i) => this.deps.leaseStore.get(leaseNames.standbyJobManager(i))));
-    return leases.filter((l): l is NonNullable<typeof l> => l !== undefined && l.expiresAtMs > now).map((l) => l.holder.slice(0, l.holder.lastIndexOf('#')));
+    return leases.filter((l): l is Lease => l !== undefined && l.expiresAtMs > now);
+  }
+
+  /** Worker ids of the JobManager processes ready in the warm pool now. */
+  private async readyJobManagers(): Promise<string[]> {
+    return (await this.readyJobManagerLeases()).map((l) => workerOfHolder(l.holder));
   }
 
   private async jobManagerExited(exit: WorkerExit): Promise<void> {

@@ -1,21 +1,22 @@
 // A JobManager process over its life: it runs the job it was started for (a JobManagerRunner), and when
 // that job ended it may stay ready for the next one — the warm pool. Ready, it holds one of the
-// 'cluster.warm-pool.jobmanagers' standby leases (`standby/jm/<n>`, its address for the Dispatcher) and
-// keeps up to 'cluster.warm-pool.taskmanagers' idle TaskExecutors of the last job. The Dispatcher hands
-// it a job (`assignJob`, fenced by the standby lease's epoch); with none for
-// 'cluster.warm-pool.idle-timeout' it stops its TaskExecutors and the process exits.
+// 'cluster.warm-pool.jobmanagers' places (lease `standby/jm/<n>`, naming it) and keeps up to
+// 'cluster.warm-pool.taskmanagers' idle TaskExecutors of the last job. A Dispatcher gives it a job by
+// taking its claim lease (`standby/claim/<holder>`) for the job; the process reads that lease every
+// 'cluster.warm-pool.poll-interval' (the Dispatcher may be a function that cannot call into the tasks'
+// network). With no job for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher
+// can any more — stops its TaskExecutors and exits.
 import type { BlobStore } from '../blob/blob-store.js';
 import type { Clock, Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
-import { ConflictError, InvalidRequestError, errorMessage } from '../core/errors.js';
-import { FencingToken, JobId, randomHex, type ResourceId } from '../core/ids.js';
+import { errorMessage } from '../core/errors.js';
+import { JobId, randomHex, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { JobStore } from '../ha/job-store.js';
-import { leaseNames, type Lease, type LeaseStore } from '../ha/lease-store.js';
-import { JOB_MANAGER_STANDBY_METHODS, type JobManagerStandbyGateway } from '../protocol/jobmanager-standby-gateway.js';
+import { leaseNames, parseStandbyClaim, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
-import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
+import type { RpcService } from '../rpc/rpc-service.js';
 import { JobManagerRunner, type RunnerOutcome } from './jobmanager-runner.js';
 
 export interface JobManagerProcessDeps {
@@ -39,21 +40,21 @@ type State =
   | { readonly kind: 'running'; readonly jobId: JobId; readonly runner: JobManagerRunner }
   | {
       readonly kind: 'ready';
+      /** This ready period's identity: its place's holder and the name of its claim. */
+      readonly holder: string;
       readonly lease: Lease;
-      readonly endpoint: ServedEndpoint;
       readonly warm: readonly WarmTaskExecutor[];
       readonly renewTimer: Timer;
+      readonly pollTimer: Timer;
       readonly idleTimer: Timer;
     }
   | { readonly kind: 'leaving' };
 
-export class JobManagerProcess implements JobManagerStandbyGateway {
+export class JobManagerProcess {
   private state: State = { kind: 'leaving' };
   private readonly log: Logger;
   /** Given to the warm TaskExecutors: only this process may hand them a job. */
   private readonly poolToken = randomHex(8);
-  /** This incarnation in the standby leases. */
-  private readonly holder: string;
   private closing = false;
   private jobsRun = 0;
   private resolveDone!: (reason: string) => void;
@@ -61,7 +62,6 @@ export class JobManagerProcess implements JobManagerStandbyGateway {
   readonly done: Promise<string> = new Promise((resolve) => (this.resolveDone = resolve));
 
   constructor(private readonly deps: JobManagerProcessDeps) {
-    this.holder = `${deps.resourceId}#${randomHex(4)}`;
     this.log = deps.logger.child({ component: 'jobmanager-process' });
   }
 
@@ -75,26 +75,28 @@ export class JobManagerProcess implements JobManagerStandbyGateway {
     this.run(jobId, this.deps.config.maxTaskManagers, undefined);
   }
 
-  async assignJob(jobId: JobId, taskExecutors: number): Promise<{ readonly workerId: string }> {
-    if (!JobId.isValid(jobId)) throw new InvalidRequestError(`not a job id: ${JSON.stringify(jobId)}`);
-    if (!Number.isSafeInteger(taskExecutors) || taskExecutors < 0) throw new InvalidRequestError(`taskExecutors must be a non-negative integer, found ${JSON.stringify(taskExecutors)}`);
-    const state = this.state;
-    // A repeated call (an answer lost on the way) finds its job running: same answer.
-    if (state.kind === 'running' && state.jobId === jobId) return { workerId: this.deps.resourceId };
-    if (state.kind !== 'ready' || this.closing) throw new ConflictError(`JobManager ${this.deps.resourceId} is not ready for a job (${state.kind === 'running' ? `it runs job ${state.jobId}` : 'it is leaving'})`);
+  /** A Dispatcher gave the ready process a job: it runs it, with as many warm TaskExecutors as the job reserved. */
+  private take(state: Extract<State, { kind: 'ready' }>, claim: Lease, jobId: JobId, taskExecutors: number): void {
+    if (this.state !== state) return;
     state.renewTimer.cancel();
+    state.pollTimer.cancel();
     state.idleTimer.cancel();
-    state.endpoint.stop();
+    if (this.closing) {
+      // Shutting down: the job stays claimed by a process that is going; the Dispatcher's reconciler gives it another.
+      this.log.child({ jobId }).warn('a job came while the process shuts down; left to the Dispatcher to start elsewhere');
+      this.state = { kind: 'leaving' };
+      void this.stopWorkers(state.warm, 'the JobManager process is shutting down').then(() => this.resolveDone('closed'));
+      return;
+    }
     const keep = state.warm.slice(0, taskExecutors);
     const surplus = state.warm.slice(taskExecutors);
-    this.log.child({ jobId }).info('taking a job from the Dispatcher (warm pool)', { taskExecutors, warm: keep.map((w) => w.resourceId), stopping: surplus.map((w) => w.resourceId) });
+    this.log.child({ jobId }).info('took a job from the Dispatcher (warm pool)', { taskExecutors, warm: keep.map((w) => w.resourceId), stopping: surplus.map((w) => w.resourceId) });
     this.run(jobId, taskExecutors, keep);
-    this.stopWorkers(surplus, 'the next job needs fewer TaskExecutors than the warm pool kept');
-    // Given up after the job started: the lease only says where a ready process is.
-    this.deps.leaseStore.release(state.lease.name, this.holder, state.lease.epoch).catch((error: unknown) => {
-      this.log.warn('could not give up the standby lease; it lapses by itself', { lease: state.lease.name, error: errorMessage(error) });
-    });
-    return { workerId: this.deps.resourceId };
+    void this.stopWorkers(surplus, 'the next job needs fewer TaskExecutors than the warm pool kept');
+    // Given up once the job started: they only said where a ready process was and which job it got.
+    for (const [name, holder, epoch] of [[state.lease.name, state.holder, state.lease.epoch], [claim.name, claim.holder, claim.epoch]] as const) {
+      this.deps.leaseStore.release(name, holder, epoch).catch((error: unknown) => this.log.warn('could not give up a warm pool lease; it lapses by itself', { lease: name, error: errorMessage(error) }));
+    }
   }
 
   /** Stops the current job's components (the job stays for a successor) and the warm pool; the process then exits. */
@@ -157,48 +159,104 @@ export class JobManagerProcess implements JobManagerStandbyGateway {
   /** Takes a free place in the warm pool, if there is one, and waits there for a job. */
   private async becomeReady(warm: readonly WarmTaskExecutor[]): Promise<void> {
     const { config, leaseStore, clock, rpc } = this.deps;
+    // A fresh identity per ready period: a claim left from the last one can never hand out a job again.
+    const holder = `${this.deps.resourceId}#${randomHex(4)}`;
     let lease: Lease | undefined;
     for (let i = 0; i < config.warmPoolJobManagers && lease === undefined; i++) {
-      lease = await leaseStore.tryAcquire(leaseNames.standbyJobManager(i), this.holder, rpc.address, config.leaseDurationMs);
+      lease = await leaseStore.tryAcquire(leaseNames.standbyJobManager(i), holder, rpc.address, config.leaseDurationMs);
     }
     if (lease === undefined || this.closing) {
-      if (lease !== undefined) await leaseStore.release(lease.name, this.holder, lease.epoch).catch(() => undefined);
+      if (lease !== undefined) await leaseStore.release(lease.name, holder, lease.epoch).catch(() => undefined);
       this.log.info('the warm pool is full; exiting', { places: config.warmPoolJobManagers });
       await this.stopWorkers(warm, 'the warm pool is full');
       this.resolveDone('the warm pool is full');
       return;
     }
-    const endpoint = rpc.serve<JobManagerStandbyGateway>(EndpointName.JOB_MANAGER_STANDBY, this, { methods: JOB_MANAGER_STANDBY_METHODS, fencingToken: FencingToken.of(lease.epoch) });
     const held = lease;
     const renewTimer = this.every(() => this.renew(held), config.leaseRenewIntervalMs);
+    const pollTimer = this.every(() => this.poll(), config.warmPoolPollIntervalMs);
     const idleTimer = clock.setTimeout(() => {
       const state = this.state;
       if (state.kind === 'ready') void this.leave(state, `no job for ${config.warmPoolIdleTimeoutMs} ms (cluster.warm-pool.idle-timeout)`);
     }, config.warmPoolIdleTimeoutMs);
-    this.state = { kind: 'ready', lease: held, endpoint, warm, renewTimer, idleTimer };
+    this.state = { kind: 'ready', holder, lease: held, warm, renewTimer, pollTimer, idleTimer };
     this.log.info('ready for the next job (warm pool)', { lease: held.name, epoch: held.epoch, taskExecutors: warm.map((w) => w.resourceId), idleTimeoutMs: config.warmPoolIdleTimeoutMs });
+  }
+
+  /** Reads the claim: a Dispatcher that took it gave this process a job. */
+  private polling = false;
+  private poll(): void {
+    const state = this.state;
+    if (state.kind !== 'ready' || this.polling) return;
+    this.polling = true;
+    this.deps.leaseStore
+      .get(leaseNames.standbyClaim(state.holder))
+      .then((claim) => {
+        if (claim === undefined || claim.holder === state.holder) return;
+        const job = parseStandbyClaim(claim.holder);
+        if (job === undefined) {
+          this.log.warn('the warm pool claim names no job; ignored', { holder: claim.holder });
+          return;
+        }
+        this.take(state, claim, job.jobId, job.taskExecutors);
+      })
+      .catch((error: unknown) => this.log.warn('cannot read the warm pool claim; trying again', { error: errorMessage(error) }))
+      .finally(() => {
+        this.polling = false;
+      });
   }
 
   private renew(lease: Lease): void {
     const state = this.state;
     if (state.kind !== 'ready' || state.lease !== lease) return;
     this.deps.leaseStore
-      .renew(lease.name, this.holder, lease.epoch, this.deps.config.leaseDurationMs)
+      .renew(lease.name, state.holder, lease.epoch, this.deps.config.leaseDurationMs)
       .then((renewed) => {
         if (renewed === undefined && this.state === state) void this.leave(state, 'the standby lease was lost');
       })
       .catch((error: unknown) => this.log.warn('cannot renew the standby lease; trying again', { error: errorMessage(error) }));
   }
 
+  /**
+   * Leaves the warm pool: first takes its own claim, so no Dispatcher can give it a job any more; a
+   * Dispatcher that got the claim first gave it one, and it runs that job instead.
+   */
   private async leave(state: Extract<State, { kind: 'ready' }>, reason: string): Promise<void> {
     if (this.state !== state) return;
+    const { leaseStore, config } = this.deps;
+    const name = leaseNames.standbyClaim(state.holder);
+    let own: Lease | undefined;
+    try {
+      own = await leaseStore.tryAcquire(name, state.holder, 'leaving', config.leaseDurationMs);
+    } catch (error) {
+      // Unknown whether a Dispatcher holds it: stay ready, and try again at the next timeout.
+      this.log.warn('cannot close the warm pool claim; staying ready a while longer', { error: errorMessage(error) });
+      if (this.state === state) {
+        const retry = this.deps.clock.setTimeout(() => {
+          const now = this.state;
+          if (now.kind === 'ready' && now.holder === state.holder) void this.leave(now, reason);
+        }, config.leaseRenewIntervalMs);
+        this.state = { ...state, idleTimer: retry };
+      }
+      return;
+    }
+    const current = this.state;
+    if (current.kind !== 'ready' || current.holder !== state.holder) return;
+    if (own === undefined) {
+      const claim = await leaseStore.get(name).catch(() => undefined);
+      const job = claim === undefined ? undefined : parseStandbyClaim(claim.holder);
+      if (claim !== undefined && job !== undefined) {
+        this.take(current, claim, job.jobId, job.taskExecutors);
+        return;
+      }
+    }
     this.state = { kind: 'leaving' };
-    state.renewTimer.cancel();
-    state.idleTimer.cancel();
-    state.endpoint.stop();
-    this.log.info('leaving the warm pool', { reason, taskExecutors: state.warm.length });
-    await this.deps.leaseStore.release(state.lease.name, this.holder, state.lease.epoch).catch(() => undefined);
-    await this.stopWorkers(state.warm, reason);
+    current.renewTimer.cancel();
+    current.pollTimer.cancel();
+    current.idleTimer.cancel();
+    this.log.info('leaving the warm pool', { reason, taskExecutors: current.warm.length });
+    await leaseStore.release(current.lease.name, current.holder, current.lease.epoch).catch(() => undefined);
+    await this.stopWorkers(current.warm, reason);
     this.resolveDone(reason);
   }
 

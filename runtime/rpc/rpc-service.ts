@@ -49,5 +49,4 @@ export const EndpointName = {
   JOB_MASTER: 'jobmaster',
   RESOURCE_MANAGER: 'resourcemanager',
   TASK_EXECUTOR: 'taskexecutor',
-  JOB_MANAGER_STANDBY: 'jobmanager-standby',
 } as const;
