@@ -620,7 +620,7 @@ export class Dispatcher {
   }
 
   async overview(): Promise<OverviewResponse> {
-    const [records, ledger] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger()]);
+    const [records, ledger, ready] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger(), this.readyJobManagerLeases()]);
     const count = (s: JobStatus): number => records.filter((r) => r.status === s).length;
     const taskExecutors = records.filter((r) => !isGloballyTerminal(r.status)).flatMap((r) => r.taskExecutors ?? []);
     return {
@@ -642,6 +642,7 @@ export class Dispatcher {
         total: taskExecutors.reduce((sum, te) => sum + te.slots.length, 0),
         max: this.bounds.maxTaskExecutors * this.deps.config.numberOfTaskSlots,
       },
+      warmPool: { readyJobManagers: ready.length, places: this.deps.config.warmPoolJobManagers },
     };
   }
 

@@ -128,6 +128,8 @@ export interface OverviewResponse {
   readonly taskExecutors: number;
   /** Their slots: holding a task (`used`), held in all (`total`), and what the cluster may have at most (`max`). */
   readonly slots: { readonly used: number; readonly total: number; readonly max: number };
+  /** The warm pool: JobManager processes ready for the next job now, and the places there are ('cluster.warm-pool.jobmanagers'). */
+  readonly warmPool: { readonly readyJobManagers: number; readonly places: number };
 }
 /** GET /jobs/:id/plan: the job's dataflow graph as submitted. */
 export interface JobPlanResponse {

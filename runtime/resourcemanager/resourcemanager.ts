@@ -202,17 +202,19 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   /**
-   * Warm pool: the job ended; up to `max` registered TaskExecutors with every slot free leave this
-   * ResourceManager without stopping (`standBy`) and are returned, to be offered to the process's next
-   * job. Those that refuse stay here (and stop with it). Call before `close`.
+   * Warm pool: the job ended; up to `max` registered TaskExecutors leave this ResourceManager without
+   * stopping (`standBy`; one still running a task refuses) and are returned, to be offered to the
+   * process's next job. Those that refuse stay here (and stop with it). Call once the job is over, before `close`.
    */
   handOverIdle(max: number, poolToken: string, idleTimeoutMs: number): Promise<WarmTaskExecutor[]> {
     return this.mainThread.run(async () => {
       if (max <= 0) return [];
-      const candidates = this.slotManager
-        .freeTaskExecutors()
-        .map((id) => this.taskExecutors.get(id))
-        .filter((te): te is RegisteredTaskExecutor => te !== undefined)
+      // The job is over: slots still counted as its own are freed by the TaskExecutor itself when it
+      // stands by (the JobMaster's frees may still be on their way). Those known free go first.
+      const free = new Set(this.slotManager.freeTaskExecutors());
+      const candidates = [...this.taskExecutors.entries()]
+        .sort(([a], [b]) => Number(free.has(b)) - Number(free.has(a)))
+        .map(([, te]) => te)
         .slice(0, max);
       const handed = await Promise.all(
         candidates.map(async (te) => {

@@ -58,6 +58,8 @@ interface PendingWorker {
   readonly startedAt: number;
   /** `stop` was asked for it: its exit is no failure. */
   stopping: boolean;
+  /** From the warm pool: kept until the job's JobMaster said what it needs, even with no requirement yet. */
+  readonly adopted?: boolean;
 }
 
 /** The job's side of a slot request: where the TaskExecutor offers the slot and with which tokens. */
@@ -182,7 +184,7 @@ export class SlotManager {
    */
   adoptWorker(id: ResourceId, profile: ResourceProfile | undefined): void {
     this.o.mainThread.assertInMainThread();
-    this.pendingWorkers.set(id, { id, profileKey: profileKey(profile), startedAt: this.o.clock.now(), stopping: false });
+    this.pendingWorkers.set(id, { id, profileKey: profileKey(profile), startedAt: this.o.clock.now(), stopping: false, adopted: true });
   }
 
   isRegistered(resourceId: ResourceId): boolean {
@@ -405,8 +407,9 @@ export class SlotManager {
       const live = this.livePendingWorkers().filter((w) => w.profileKey === key);
 
       if (neededWorkers < live.length) {
-        // The newest are the furthest from registering.
+        // The newest are the furthest from registering. Warm ones wait for the JobMaster's requirements.
         for (const worker of live.slice(neededWorkers).reverse()) {
+          if (worker.adopted === true && jm === undefined) continue;
           worker.stopping = true;
           this.o.logger.info('stopping a TaskExecutor that is no longer needed before it registered', { resourceId: worker.id, profile: key });
           this.o.actions.stopWorker(worker.id, 'no longer needed: the job requires fewer slots');

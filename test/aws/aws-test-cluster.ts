@@ -82,7 +82,9 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
     FLOE_CONFIG: configToEnv(
       loadConfig({
         'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 5_000, 'slot.request.timeout': 30_000,
-        'high-availability.lease.duration': 6_000, 'high-availability.lease.renew-interval': 1_000, ...options.config,
+        'high-availability.lease.duration': 6_000, 'high-availability.lease.renew-interval': 1_000,
+        // No warm pool unless a test asks for one (aws-warm-pool.test.ts): the others check that a job leaves no task running.
+        'cluster.warm-pool.jobmanagers': 0, ...options.config,
       }),
     ),
   };

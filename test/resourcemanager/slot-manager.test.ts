@@ -55,3 +55,60 @@ describe('SlotManager taking over from a former ResourceManager', () => {
     });
   }
 });
+
+describe('SlotManager with TaskExecutors from the warm pool', () => {
+  function setup() {
+    const clock = new ManualClock();
+    const mainThread = new MainThread('rm', clock);
+    const started: string[] = [];
+    const stopped: string[] = [];
+    const slots = new SlotManager({
+      jobId: JobId.of('job'),
+      resourceManagerToken: FencingToken.of(1),
+      slotsPerWorker: 2,
+      maxWorkers: 4,
+      idleTimeoutMs: 60_000,
+      mainThread,
+      clock,
+      logger: silentLogger,
+      actions: {
+        requestSlot: async () => undefined,
+        startWorker: () => {
+          const id = ResourceId.of(`te-new-${started.length}`);
+          started.push(id);
+          return id;
+        },
+        stopWorker: (id) => void stopped.push(id),
+        releaseIdleTaskExecutor: () => undefined,
+        notifyNotEnoughResources: () => undefined,
+      },
+    });
+    return { mainThread, slots, started, stopped };
+  }
+
+  it('keeps warm TaskExecutors that registered before the JobMaster said what it needs, and starts only what they lack', async () => {
+    const { mainThread, slots, started, stopped } = setup();
+    await mainThread.run(() => {
+      slots.adoptWorker(ResourceId.of('te-warm-1'), undefined);
+      slots.adoptWorker(ResourceId.of('te-warm-2'), undefined);
+      // One registers before any requirement: the other, still on its way, is not stopped as unneeded.
+      slots.registerTaskExecutor(ResourceId.of('te-warm-1'), 2);
+    });
+    expect(stopped).toEqual([]);
+    // 6 slots: the two warm TaskExecutors' 4 and one new TaskExecutor's 2.
+    await mainThread.run(() => slots.setRequirements([{ slots: 6 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
+    expect(started).toEqual(['te-new-0']);
+    expect(stopped).toEqual([]);
+  });
+
+  it('stops a warm TaskExecutor the job turns out not to need', async () => {
+    const { mainThread, slots, started, stopped } = setup();
+    await mainThread.run(() => {
+      slots.adoptWorker(ResourceId.of('te-warm-1'), undefined);
+      slots.adoptWorker(ResourceId.of('te-warm-2'), undefined);
+      slots.setRequirements([{ slots: 2 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) });
+    });
+    expect(started).toEqual([]);
+    expect(stopped).toEqual(['te-warm-2']);
+  });
+});

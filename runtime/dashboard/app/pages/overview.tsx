@@ -88,6 +88,15 @@ function Summary({ overview }: { overview: OverviewResponse }) {
           </span>
           <span class="stat-note">{`${admission.jobManagers.running} of ${admission.jobManagers.max} JobManagers running`}</span>
         </li>
+        {overview.warmPool !== undefined && overview.warmPool.places > 0 && (
+          <li class="stat">
+            <span class="stat-label">Warm pool</span>
+            <span class="stat-value" data-testid="warm-pool">
+              {`${overview.warmPool.readyJobManagers} / ${overview.warmPool.places}`}
+            </span>
+            <span class="stat-note">JobManagers ready for the next job</span>
+          </li>
+        )}
       </ul>
     </>
   );
