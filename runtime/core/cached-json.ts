@@ -48,7 +48,16 @@ export function stringifyWithCachedParts(value: unknown): string {
     encoding = outer;
   }
   if (ctx.marker === undefined) return json;
-  // A placeholder is written as a JSON string: `"<escaped marker><n>"`.
-  const escaped = JSON.stringify(ctx.marker).slice(1, -1).replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-  return json.replace(new RegExp(`"${escaped}(\\d+)"`, 'g'), (_, n: string) => ctx.texts[Number(n)]!);
+  // A placeholder is written as a JSON string, `"<marker, escaped><n>"`: splice the texts in its place.
+  // (String.replace with a pattern took ~4 ms per 400 KB text; slicing and joining takes a copy.)
+  const open = `"${JSON.stringify(ctx.marker).slice(1, -1)}`;
+  const parts: string[] = [];
+  let from = 0;
+  for (let at = json.indexOf(open); at >= 0; at = json.indexOf(open, from)) {
+    const close = json.indexOf('"', at + open.length);
+    parts.push(json.slice(from, at), ctx.texts[Number(json.slice(at + open.length, close))]!);
+    from = close + 1;
+  }
+  parts.push(json.slice(from));
+  return parts.join('');
 }

@@ -749,9 +749,12 @@ export class Scheduler {
       return;
     }
 
+    // Both per position without a pass over every subtask, so this stays linear in the job's subtasks.
     const needed = (p: Position): boolean =>
-      this.o.jobGraph.vertices.some((v) => v.slotSharingGroup === p.group && v.parallelism > p.index && this.graph.subtasks(v.id)[p.index]!.state !== ExecutionState.FINISHED);
-    const busy = (slot: AllocationId): boolean => this.graph.executions.some((e) => e.location?.allocationId === slot && !isExecutionTerminal(e.state));
+      this.o.jobGraph.vertices.some((v) => v.slotSharingGroup === p.group && v.parallelism > p.index && this.graph.subtaskVertices(v.id)[p.index]!.current.state !== ExecutionState.FINISHED);
+    let busySlots: Set<AllocationId> | undefined;
+    const busy = (slot: AllocationId): boolean =>
+      (busySlots ??= new Set(this.graph.executionVertices.flatMap(({ current: e }) => (e.location !== undefined && !isExecutionTerminal(e.state) ? [e.location.allocationId] : [])))).has(slot);
     const required = new Map<string, ResourceRequirement>();
     for (const p of this.positions) {
       const need = needed(p);
