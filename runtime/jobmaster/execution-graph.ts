@@ -8,7 +8,7 @@ import { resultPartitionIdOf, type TaskResult } from '../protocol/task-deploymen
 
 /** One attempt to run a subtask. Every message from a task names its attempt. */
 export class Execution {
-  state: ExecutionState = ExecutionState.CREATED;
+  private st: ExecutionState = ExecutionState.CREATED;
   private where: ExecutionLocation | undefined;
   result: TaskResult | undefined;
   failure: ErrorInfo | undefined;
@@ -19,6 +19,16 @@ export class Execution {
   endedAtMs: number | undefined;
 
   constructor(readonly executionVertex: ExecutionVertex, readonly attemptId: ExecutionAttemptId, readonly attemptNumber: number) {}
+
+  get state(): ExecutionState {
+    return this.st;
+  }
+
+  set state(next: ExecutionState) {
+    const prev = this.st;
+    this.st = next;
+    if (prev !== next && this.executionVertex.current === this) this.executionVertex.counts.moved(prev, next);
+  }
 
   /** Where it runs, once a slot is assigned. */
   get location(): ExecutionLocation | undefined {
@@ -56,9 +66,28 @@ export class ProducerVersion {
   value = 0;
 }
 
+/**
+ * How many current attempts ended and finished, kept as states change (per job vertex, and for the whole
+ * graph as the parent), so "has every task ended" needs no pass over all subtasks on every task update.
+ */
+export class StateCounts {
+  terminal = 0;
+  finished = 0;
+
+  constructor(private readonly parent?: StateCounts) {}
+
+  moved(from: ExecutionState | undefined, to: ExecutionState | undefined): void {
+    if (from !== undefined && isExecutionTerminal(from)) this.terminal--;
+    if (from === ExecutionState.FINISHED) this.finished--;
+    if (to !== undefined && isExecutionTerminal(to)) this.terminal++;
+    if (to === ExecutionState.FINISHED) this.finished++;
+    this.parent?.moved(from, to);
+  }
+}
+
 /** One subtask: its current attempt and the attempts before it. */
 export class ExecutionVertex {
-  private attempt!: Execution;
+  private attempt: Execution | undefined;
   readonly priorAttempts: Execution[] = [];
 
   constructor(
@@ -67,15 +96,18 @@ export class ExecutionVertex {
     firstAttemptNumber = 0,
     /** Shared by the subtasks of one job vertex. */
     readonly producerVersion: ProducerVersion = new ProducerVersion(),
+    /** Shared by the subtasks of one job vertex. */
+    readonly counts: StateCounts = new StateCounts(),
   ) {
     this.current = new Execution(this, ExecutionAttemptId.random(), firstAttemptNumber);
   }
 
   get current(): Execution {
-    return this.attempt;
+    return this.attempt!;
   }
 
   set current(execution: Execution) {
+    this.counts.moved(this.attempt?.state, execution.state);
     this.attempt = execution;
     this.producerDescriptionChanged();
   }
@@ -128,6 +160,8 @@ export class ExecutionGraph {
   readonly executionVertices: ExecutionVertex[] = [];
   private readonly byAttempt = new Map<string, Execution>();
   private readonly byJobVertex = new Map<string, ExecutionVertex[]>();
+  private readonly countsOf = new Map<string, StateCounts>();
+  private readonly allCounts = new StateCounts();
   private readonly jobVertices = new Map<string, JobVertex>();
   readonly inputsOf = new Map<string, JobEdge[]>();
   readonly outputsOf = new Map<string, JobEdge[]>();
@@ -145,8 +179,10 @@ export class ExecutionGraph {
       this.outputsOf.set(vertex.id, []);
       const list: ExecutionVertex[] = [];
       const version = new ProducerVersion();
+      const counts = new StateCounts(this.allCounts);
+      this.countsOf.set(vertex.id, counts);
       for (let i = 0; i < vertex.parallelism; i++) {
-        const ev = new ExecutionVertex(vertex, i, firstAttempts[vertex.id]?.[i] ?? 0, version);
+        const ev = new ExecutionVertex(vertex, i, firstAttempts[vertex.id]?.[i] ?? 0, version, counts);
         list.push(ev);
         this.executionVertices.push(ev);
         this.byAttempt.set(ev.current.attemptId, ev.current);
@@ -228,11 +264,17 @@ export class ExecutionGraph {
   }
 
   allTerminal(): boolean {
-    return this.executionVertices.every((v) => isExecutionTerminal(v.current.state));
+    return this.allCounts.terminal === this.executionVertices.length;
   }
 
   allFinished(): boolean {
-    return this.executionVertices.every((v) => v.current.state === ExecutionState.FINISHED);
+    return this.allCounts.finished === this.executionVertices.length;
+  }
+
+  /** Whether every subtask of the vertex has FINISHED (its current attempt). */
+  vertexFinished(vertexId: string): boolean {
+    const counts = this.countsOf.get(vertexId);
+    return counts !== undefined && counts.finished === this.subtaskVertices(vertexId).length;
   }
 
   counts(): TaskCounts {

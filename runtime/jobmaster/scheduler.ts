@@ -712,14 +712,14 @@ export class Scheduler {
       if (this.regions.partitionTypeOf(edge) !== 'blocking' || e.location === undefined) continue;
       this.partitionTracker.startTracking({ partitionId: partitionIdOf(edge, e), edgeId: edge.id, resourceId: e.location.resourceId, producerAttemptId: e.attemptId });
     }
-    if (this.graph.subtasks(e.vertex.id).every((x) => x.state === ExecutionState.FINISHED)) {
+    if (this.graph.vertexFinished(e.vertex.id)) {
       const times = this.vertexTimes.get(e.vertex.id) ?? {};
       times.lastFinishedAtMs = this.o.clock.now();
       this.vertexTimes.set(e.vertex.id, times);
     }
     // A region's inputs are kept until all of it finished: a restart of the region before needs them again.
     const region = this.regions.regionOf(e.vertex.id);
-    const regionDone = region.vertexIds.every((id) => this.graph.subtasks(id).every((x) => x.state === ExecutionState.FINISHED));
+    const regionDone = region.vertexIds.every((id) => this.graph.vertexFinished(id));
     if (!regionDone) return;
     for (const edge of region.blockingInputs) {
       this.releasePartitions(this.partitionTracker.stopTrackingEdge(edge.id), `every task of region ${region.index}, which reads edge ${edge.id}, finished`);

@@ -116,6 +116,31 @@ describe('big graphs', () => {
     expect(factory.create(graph.subtasks('sink')[1]!).inputs[0]!.producers).toBe(again.inputs[0]!.producers);
   });
 
+  it('keeps count of ended and finished subtasks through restarts and adopted attempts', () => {
+    const g = jobGraph([vertex('src', 3, 'source'), vertex('sink', 2, 'sink')], [edge('src', 'sink', 'blocking')]);
+    const graph = new ExecutionGraph(g);
+    for (const e of graph.subtasks('src')) e.state = 'FINISHED';
+    expect(graph.vertexFinished('src')).toBe(true);
+    expect(graph.vertexFinished('sink')).toBe(false);
+    const [s0, s1] = graph.subtaskVertices('sink');
+    s0!.current.state = 'FAILED';
+    s1!.current.state = 'CANCELED';
+    expect(graph.allTerminal()).toBe(true);
+    expect(graph.allFinished()).toBe(false);
+    const old = s0!.current;
+    graph.resetForNewExecution(s0!);
+    expect(graph.allTerminal()).toBe(false);
+    old.state = 'FINISHED'; // an older attempt's state does not count
+    expect(graph.allTerminal()).toBe(false);
+    s0!.current.state = 'FINISHED';
+    graph.adoptFinished(s1!, old.attemptId, 7, ResourceId.of('te-1'));
+    expect(graph.allFinished()).toBe(true);
+    expect(graph.counts()).toMatchObject({ total: 5, finished: 5 });
+    // A producer that runs again: its vertex is no longer finished.
+    graph.resetForNewExecution(graph.subtaskVertices('src')[2]!);
+    expect([graph.vertexFinished('src'), graph.allTerminal()]).toEqual([false, false]);
+  });
+
   it('puts both ends of a pipelined all-to-all edge in one region and separates those of a blocking one, at 10,000 subtasks', () => {
     const N = 10_000;
     const g = jobGraph([vertex('a', N, 'source'), vertex('b', N), vertex('c', N), vertex('d', N, 'sink')], [edge('a', 'b', 'pipelined'), edge('b', 'c', 'blocking'), edge('c', 'd', 'pipelined', 'forward')]);
