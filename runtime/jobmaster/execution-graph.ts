@@ -128,7 +128,8 @@ export const partitionIdOf = (edge: JobEdge, producer: Execution): ResultPartiti
 
 /**
  * What one consumer subtask reads on one input edge: the edge's producer subtasks
- * `[firstProducer, firstProducer + producers.length)`, each at its subpartition `subpartitionIndex`.
+ * `[firstProducer, firstProducer + producers.length)`, each at the consumer's subpartition (its own subtask
+ * index on an all-to-all edge, 0 on a forward one).
  * Every consumer of an all-to-all edge holds the same group object (Flink's ConsumedPartitionGroup,
  * FLINK-21110), so the wiring of an N × M edge costs one array of the N producers, not N × M entries; a
  * forward edge gives each consumer a group of its one producer.
