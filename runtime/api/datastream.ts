@@ -2,6 +2,7 @@
 // here: the recorded transformations become a JobGraph (translate.ts) and, in a task, the source of the
 // user's functions (program.ts).
 import type { OperatorKind, Partitioner, ResourceProfile, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
+import { JOB_GRAPH_LIMITS } from '../jobgraph/validate.js';
 import { InvalidJobDefinitionError } from './job-definition.js';
 
 export type MapFunction<T, R> = (value: T) => R;
@@ -114,6 +115,9 @@ const DEFAULT_NAMES: Record<OperatorKind, string> = {
 function checkParallelism(what: string, n: unknown): number {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
     throw new InvalidJobDefinitionError(`${what}.setParallelism(n) needs an integer >= 1, found ${JSON.stringify(n)}`);
+  }
+  if (n > JOB_GRAPH_LIMITS.maxParallelism) {
+    throw new InvalidJobDefinitionError(`${what}.setParallelism(n) needs an integer <= ${JOB_GRAPH_LIMITS.maxParallelism} (the most subtasks a vertex may have), found ${n}`);
   }
   return n;
 }

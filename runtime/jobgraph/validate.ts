@@ -30,8 +30,8 @@ export const JOB_GRAPH_LIMITS = {
   maxVertices: 1000,
   maxEdges: 10_000,
   maxOperatorsPerVertex: 100,
-  /** Largest parallelism of one vertex. */
-  maxParallelism: 1024,
+  /** Largest parallelism of one vertex: Flink's, as a vertex cannot run more subtasks than it has key groups. */
+  maxParallelism: 32_768,
   /** Largest maxParallelism (the number of key groups), as in Flink. */
   maxMaxParallelism: 32_768,
   maxArgs: 1000,
@@ -484,8 +484,8 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     if (vertexIndex.has(v.id)) problems.add(`${at}: duplicate vertex id '${v.id}' (also vertices[${vertexIndex.get(v.id)}])`);
     else vertexIndex.set(v.id, i);
     if (v.parallelism < 1) problems.add(`${at}.parallelism must be >= 1, found ${v.parallelism}`);
-    if (v.parallelism > L.maxParallelism) problems.add(`${at}.parallelism ${v.parallelism} exceeds the limit of ${L.maxParallelism}`);
-    if (v.maxParallelism > L.maxMaxParallelism) problems.add(`${at}.maxParallelism ${v.maxParallelism} exceeds the limit of ${L.maxMaxParallelism}`);
+    if (v.parallelism > L.maxParallelism) problems.add(`${at}.parallelism ${v.parallelism} exceeds the limit of ${L.maxParallelism} subtasks per vertex`);
+    if (v.maxParallelism > L.maxMaxParallelism) problems.add(`${at}.maxParallelism ${v.maxParallelism} exceeds the limit of ${L.maxMaxParallelism} key groups`);
     if (v.parallelism > v.maxParallelism) problems.add(`${at}.parallelism ${v.parallelism} exceeds its maxParallelism ${v.maxParallelism}`);
     if (v.operators.length === 0) problems.add(`${at}.operators is empty: a vertex runs at least one operator`);
     if (v.operators.length > L.maxOperatorsPerVertex) problems.add(`${at}.operators has ${v.operators.length} entries, the limit is ${L.maxOperatorsPerVertex}`);

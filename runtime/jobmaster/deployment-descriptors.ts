@@ -1,12 +1,44 @@
-// What a TaskExecutor needs to run one attempt of a subtask: its operator chain, the channels it reads
-// (the current attempts of its producers, where they run) and the partitions it writes.
-import type { JobId, ResourceId } from '../core/ids.js';
+// What a TaskExecutor needs to run one attempt of a subtask: its operator chain, the producers it reads
+// (their current attempts, where they run) and the partitions it writes. Consumers of one all-to-all
+// edge share one description of its producers, built once and serialized once.
+import type { ExecutionAttemptId, JobId, ResourceId } from '../core/ids.js';
 import { attemptStagingLocationFor } from '../blob/output-store.js';
-import { combinerFor, type InputGateDescriptor, type ResultPartitionDescriptor, type TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
-import { partitionIdOf, taskName, type Execution, type ExecutionGraph } from './execution-graph.js';
+import { CachedJson } from '../core/cached-json.js';
+import {
+  combinerFor,
+  type ConsumedPartitionsDescriptor,
+  type InputGateDescriptor,
+  type ProducerLocation,
+  type ResultPartitionDescriptor,
+  type TaskDeploymentDescriptor,
+} from '../protocol/task-deployment.js';
+import { partitionIdOf, taskName, type ConsumedPartitionGroup, type Execution, type ExecutionGraph } from './execution-graph.js';
 import type { RegionPlan } from './pipelined-regions.js';
 
+/**
+ * The producers of a ConsumedPartitionGroup as a consumer's input gate describes them. One instance per
+ * group and producer version is sent to every consumer of the group; its JSON text is computed once.
+ */
+class SharedConsumedPartitions extends CachedJson implements ConsumedPartitionsDescriptor {
+  constructor(
+    readonly firstProducer: number,
+    readonly attemptIds: readonly ExecutionAttemptId[],
+    readonly locationIndexes: readonly number[],
+    readonly locations: readonly ProducerLocation[],
+  ) {
+    super();
+    Object.freeze(this);
+  }
+
+  protected plain(): ConsumedPartitionsDescriptor {
+    return { firstProducer: this.firstProducer, attemptIds: this.attemptIds, locationIndexes: this.locationIndexes, locations: this.locations };
+  }
+}
+
 export class TaskDeploymentDescriptorFactory {
+  /** Descriptions built (cache misses), for tests and the benchmark: one per group and producer change. */
+  producerDescriptionsBuilt = 0;
+
   constructor(
     private readonly jobId: JobId,
     private readonly graph: ExecutionGraph,
@@ -15,21 +47,44 @@ export class TaskDeploymentDescriptorFactory {
     private readonly dataAddressOf: (resourceId: ResourceId) => string,
   ) {}
 
+  /**
+   * The producers of a group as its consumers are told: built once per group while no producer got a new
+   * attempt or location, and the same object for every consumer (so serialized once, see CachedJson).
+   */
+  consumedPartitions(group: ConsumedPartitionGroup): ConsumedPartitionsDescriptor {
+    const version = group.producerVersion.value;
+    const cached = group.cachedDescription;
+    if (cached !== undefined && cached.version === version) return cached.value as ConsumedPartitionsDescriptor;
+    const locations: ProducerLocation[] = [];
+    const locationIndex = new Map<ResourceId, number>();
+    const attemptIds: ExecutionAttemptId[] = new Array<ExecutionAttemptId>(group.producers.length);
+    const locationIndexes: number[] = new Array<number>(group.producers.length);
+    group.producers.forEach((ev, i) => {
+      const p = ev.current;
+      if (p.location === undefined) throw new Error(`producer ${taskName(p.vertex, p.subtaskIndex)} has no slot yet`);
+      const resourceId = p.location.resourceId;
+      let at = locationIndex.get(resourceId);
+      if (at === undefined) {
+        at = locations.length;
+        locationIndex.set(resourceId, at);
+        locations.push(Object.freeze({ resourceId, dataAddress: this.dataAddressOf(resourceId) }));
+      }
+      attemptIds[i] = p.attemptId;
+      locationIndexes[i] = at;
+    });
+    const value = new SharedConsumedPartitions(group.firstProducer, Object.freeze(attemptIds), Object.freeze(locationIndexes), Object.freeze(locations));
+    group.cachedDescription = { version, value };
+    this.producerDescriptionsBuilt++;
+    return value;
+  }
+
   create(execution: Execution): TaskDeploymentDescriptor {
     const jobGraph = this.graph.jobGraph;
     const location = execution.location;
     if (location === undefined) throw new Error(`${taskName(execution.vertex, execution.subtaskIndex)} has no slot yet`);
-    const producerAt = (p: Execution): { resourceId: ResourceId; dataAddress: string } => {
-      if (p.location === undefined) throw new Error(`producer ${taskName(p.vertex, p.subtaskIndex)} has no slot yet`);
-      return { resourceId: p.location.resourceId, dataAddress: this.dataAddressOf(p.location.resourceId) };
-    };
     const inputs: InputGateDescriptor[] = (this.graph.inputsOf.get(execution.vertex.id) ?? []).map((edge) => {
-      const producers = this.graph.subtasks(edge.source);
-      const channels =
-        edge.distribution === 'forward'
-          ? [producers[execution.subtaskIndex]!].map((p) => ({ partitionId: partitionIdOf(edge, p), subpartitionIndex: 0, producer: producerAt(p) }))
-          : producers.map((p) => ({ partitionId: partitionIdOf(edge, p), subpartitionIndex: execution.subtaskIndex, producer: producerAt(p) }));
-      return { edgeId: edge.id, channels };
+      const group = this.graph.consumedPartitionGroup(edge, execution.subtaskIndex);
+      return { edgeId: edge.id, subpartitionIndex: group.isAllToAll ? execution.subtaskIndex : 0, producers: this.consumedPartitions(group) };
     });
     const outputs: ResultPartitionDescriptor[] = (this.graph.outputsOf.get(execution.vertex.id) ?? []).map((edge) => {
       const target = this.graph.vertex(edge.target)!;

@@ -1,16 +1,15 @@
 // The ExecutionGraph: per subtask of every vertex an ExecutionVertex with its current attempt (Execution)
 // and the attempts before it, and the wiring of their partitions.
-import { ExecutionAttemptId, ResultPartitionId, type AllocationId, type ResourceId } from '../core/ids.js';
+import { ExecutionAttemptId, type AllocationId, type ResourceId, type ResultPartitionId } from '../core/ids.js';
 import type { ErrorInfo } from '../core/errors.js';
 import { ExecutionState, isExecutionTerminal, type TaskCounts } from '../jobgraph/job-status.js';
 import type { JobEdge, JobGraph, JobVertex } from '../jobgraph/jobgraph.js';
-import type { TaskResult } from '../protocol/task-deployment.js';
+import { resultPartitionIdOf, type TaskResult } from '../protocol/task-deployment.js';
 
 /** One attempt to run a subtask. Every message from a task names its attempt. */
 export class Execution {
-  state: ExecutionState = ExecutionState.CREATED;
-  /** Where it runs, once a slot is assigned. */
-  location: { readonly resourceId: ResourceId; readonly allocationId: AllocationId } | undefined;
+  private st: ExecutionState = ExecutionState.CREATED;
+  private where: ExecutionLocation | undefined;
   result: TaskResult | undefined;
   failure: ErrorInfo | undefined;
   /** Counters the TaskExecutor reports while the attempt runs (heartbeats); `result` has the final ones. */
@@ -20,6 +19,27 @@ export class Execution {
   endedAtMs: number | undefined;
 
   constructor(readonly executionVertex: ExecutionVertex, readonly attemptId: ExecutionAttemptId, readonly attemptNumber: number) {}
+
+  get state(): ExecutionState {
+    return this.st;
+  }
+
+  set state(next: ExecutionState) {
+    const prev = this.st;
+    this.st = next;
+    if (prev !== next && this.executionVertex.current === this) this.executionVertex.counts.moved(prev, next);
+  }
+
+  /** Where it runs, once a slot is assigned. */
+  get location(): ExecutionLocation | undefined {
+    return this.where;
+  }
+
+  set location(location: ExecutionLocation | undefined) {
+    this.where = location;
+    // What consumers are told about their producers depends on where the producers run.
+    this.executionVertex.producerDescriptionChanged();
+  }
 
   get vertex(): JobVertex {
     return this.executionVertex.jobVertex;
@@ -33,13 +53,67 @@ export class Execution {
 /** Prior attempts kept per subtask, for the task history; older ones are dropped. */
 export const MAX_PRIOR_ATTEMPTS = 16;
 
+export interface ExecutionLocation {
+  readonly resourceId: ResourceId;
+  readonly allocationId: AllocationId;
+}
+
+/**
+ * A counter per job vertex that grows whenever one of its subtasks gets a new current attempt or a new
+ * location: a description of the vertex's partitions built at one version is still true while it holds.
+ */
+export class ProducerVersion {
+  value = 0;
+}
+
+/**
+ * How many current attempts ended and finished, kept as states change (per job vertex, and for the whole
+ * graph as the parent), so "has every task ended" needs no pass over all subtasks on every task update.
+ */
+export class StateCounts {
+  terminal = 0;
+  finished = 0;
+
+  constructor(private readonly parent?: StateCounts) {}
+
+  moved(from: ExecutionState | undefined, to: ExecutionState | undefined): void {
+    if (from !== undefined && isExecutionTerminal(from)) this.terminal--;
+    if (from === ExecutionState.FINISHED) this.finished--;
+    if (to !== undefined && isExecutionTerminal(to)) this.terminal++;
+    if (to === ExecutionState.FINISHED) this.finished++;
+    this.parent?.moved(from, to);
+  }
+}
+
 /** One subtask: its current attempt and the attempts before it. */
 export class ExecutionVertex {
-  current: Execution;
+  private attempt: Execution | undefined;
   readonly priorAttempts: Execution[] = [];
 
-  constructor(readonly jobVertex: JobVertex, readonly subtaskIndex: number, firstAttemptNumber = 0) {
+  constructor(
+    readonly jobVertex: JobVertex,
+    readonly subtaskIndex: number,
+    firstAttemptNumber = 0,
+    /** Shared by the subtasks of one job vertex. */
+    readonly producerVersion: ProducerVersion = new ProducerVersion(),
+    /** Shared by the subtasks of one job vertex. */
+    readonly counts: StateCounts = new StateCounts(),
+  ) {
     this.current = new Execution(this, ExecutionAttemptId.random(), firstAttemptNumber);
+  }
+
+  get current(): Execution {
+    return this.attempt!;
+  }
+
+  set current(execution: Execution) {
+    this.counts.moved(this.attempt?.state, execution.state);
+    this.attempt = execution;
+    this.producerDescriptionChanged();
+  }
+
+  producerDescriptionChanged(): void {
+    this.producerVersion.value++;
   }
 
   get name(): string {
@@ -50,21 +124,50 @@ export class ExecutionVertex {
 export const taskName = (vertex: JobVertex, subtaskIndex: number): string =>
   `${vertex.name} (${subtaskIndex + 1}/${vertex.parallelism})`;
 
-export const partitionIdOf = (edge: JobEdge, producer: Execution): ResultPartitionId =>
-  ResultPartitionId.of(`${edge.id}.${producer.subtaskIndex}.${producer.attemptId}`);
+export const partitionIdOf = (edge: JobEdge, producer: Execution): ResultPartitionId => resultPartitionIdOf(edge.id, producer.subtaskIndex, producer.attemptId);
 
 /**
- * Every subtask of every vertex with its attempts, and the wiring of their partitions. All-to-all edges
- * are kept per vertex pair; channels are derived when a task is deployed. Only current attempts are
- * found by attempt id, so an update from an older attempt is ignored here, in one place.
+ * What one consumer subtask reads on one input edge: the edge's producer subtasks
+ * `[firstProducer, firstProducer + producers.length)`, each at the consumer's subpartition (its own subtask
+ * index on an all-to-all edge, 0 on a forward one).
+ * Every consumer of an all-to-all edge holds the same group object (Flink's ConsumedPartitionGroup,
+ * FLINK-21110), so the wiring of an N × M edge costs one array of the N producers, not N × M entries; a
+ * forward edge gives each consumer a group of its one producer.
+ */
+export class ConsumedPartitionGroup {
+  /** What the deployment descriptor factory built from this group, and the producer version it is true for. */
+  cachedDescription: { readonly version: number; readonly value: unknown } | undefined;
+
+  constructor(
+    readonly edge: JobEdge,
+    /** The producer subtasks, in subtask order; for an all-to-all edge the producer vertex's own list (not a copy). */
+    readonly producers: readonly ExecutionVertex[],
+    readonly firstProducer: number,
+    readonly producerVersion: ProducerVersion,
+  ) {}
+
+  get isAllToAll(): boolean {
+    return this.edge.distribution !== 'forward';
+  }
+}
+
+/**
+ * Every subtask of every vertex with its attempts, and the wiring of their partitions. Memory and build
+ * time grow with vertices + edges + subtasks, never with subtasks × subtasks: an all-to-all edge is one
+ * ConsumedPartitionGroup shared by all its consumers; channels are derived when a task is deployed. Only
+ * current attempts are found by attempt id, so an update from an older attempt is ignored here, in one place.
  */
 export class ExecutionGraph {
   readonly executionVertices: ExecutionVertex[] = [];
   private readonly byAttempt = new Map<string, Execution>();
   private readonly byJobVertex = new Map<string, ExecutionVertex[]>();
+  private readonly countsOf = new Map<string, StateCounts>();
+  private readonly allCounts = new StateCounts();
   private readonly jobVertices = new Map<string, JobVertex>();
   readonly inputsOf = new Map<string, JobEdge[]>();
   readonly outputsOf = new Map<string, JobEdge[]>();
+  /** Per edge id: the one group of an all-to-all edge, or a group per consumer subtask of a forward edge. */
+  private readonly consumedGroups = new Map<string, ConsumedPartitionGroup | readonly ConsumedPartitionGroup[]>();
 
   /**
    * @param firstAttempts per vertex id, the attempt number each subtask starts at (a successor JobMaster
@@ -76,8 +179,11 @@ export class ExecutionGraph {
       this.inputsOf.set(vertex.id, []);
       this.outputsOf.set(vertex.id, []);
       const list: ExecutionVertex[] = [];
+      const version = new ProducerVersion();
+      const counts = new StateCounts(this.allCounts);
+      this.countsOf.set(vertex.id, counts);
       for (let i = 0; i < vertex.parallelism; i++) {
-        const ev = new ExecutionVertex(vertex, i, firstAttempts[vertex.id]?.[i] ?? 0);
+        const ev = new ExecutionVertex(vertex, i, firstAttempts[vertex.id]?.[i] ?? 0, version, counts);
         list.push(ev);
         this.executionVertices.push(ev);
         this.byAttempt.set(ev.current.attemptId, ev.current);
@@ -87,7 +193,25 @@ export class ExecutionGraph {
     for (const edge of jobGraph.edges) {
       this.inputsOf.get(edge.target)?.push(edge);
       this.outputsOf.get(edge.source)?.push(edge);
+      const producers = this.byJobVertex.get(edge.source);
+      const consumers = this.byJobVertex.get(edge.target);
+      if (producers === undefined || consumers === undefined) continue;
+      const version = producers[0]?.producerVersion ?? new ProducerVersion();
+      this.consumedGroups.set(
+        edge.id,
+        edge.distribution === 'forward'
+          ? consumers.map((c) => new ConsumedPartitionGroup(edge, producers.slice(c.subtaskIndex, c.subtaskIndex + 1), c.subtaskIndex, version))
+          : new ConsumedPartitionGroup(edge, producers, 0, version),
+      );
     }
+  }
+
+  /** What consumer subtask `subtaskIndex` of the edge's target reads on it. */
+  consumedPartitionGroup(edge: JobEdge, subtaskIndex: number): ConsumedPartitionGroup {
+    const groups = this.consumedGroups.get(edge.id);
+    const group = groups instanceof ConsumedPartitionGroup ? groups : groups?.[subtaskIndex];
+    if (group === undefined) throw new Error(`edge ${edge.id} has no consumer subtask ${subtaskIndex} in this graph`);
+    return group;
   }
 
   /** The current attempt with this id; undefined for an unknown or superseded attempt. */
@@ -141,11 +265,17 @@ export class ExecutionGraph {
   }
 
   allTerminal(): boolean {
-    return this.executionVertices.every((v) => isExecutionTerminal(v.current.state));
+    return this.allCounts.terminal === this.executionVertices.length;
   }
 
   allFinished(): boolean {
-    return this.executionVertices.every((v) => v.current.state === ExecutionState.FINISHED);
+    return this.allCounts.finished === this.executionVertices.length;
+  }
+
+  /** Whether every subtask of the vertex has FINISHED (its current attempt). */
+  vertexFinished(vertexId: string): boolean {
+    const counts = this.countsOf.get(vertexId);
+    return counts !== undefined && counts.finished === this.subtaskVertices(vertexId).length;
   }
 
   counts(): TaskCounts {

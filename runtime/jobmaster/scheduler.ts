@@ -712,14 +712,14 @@ export class Scheduler {
       if (this.regions.partitionTypeOf(edge) !== 'blocking' || e.location === undefined) continue;
       this.partitionTracker.startTracking({ partitionId: partitionIdOf(edge, e), edgeId: edge.id, resourceId: e.location.resourceId, producerAttemptId: e.attemptId });
     }
-    if (this.graph.subtasks(e.vertex.id).every((x) => x.state === ExecutionState.FINISHED)) {
+    if (this.graph.vertexFinished(e.vertex.id)) {
       const times = this.vertexTimes.get(e.vertex.id) ?? {};
       times.lastFinishedAtMs = this.o.clock.now();
       this.vertexTimes.set(e.vertex.id, times);
     }
     // A region's inputs are kept until all of it finished: a restart of the region before needs them again.
     const region = this.regions.regionOf(e.vertex.id);
-    const regionDone = region.vertexIds.every((id) => this.graph.subtasks(id).every((x) => x.state === ExecutionState.FINISHED));
+    const regionDone = region.vertexIds.every((id) => this.graph.vertexFinished(id));
     if (!regionDone) return;
     for (const edge of region.blockingInputs) {
       this.releasePartitions(this.partitionTracker.stopTrackingEdge(edge.id), `every task of region ${region.index}, which reads edge ${edge.id}, finished`);
@@ -749,9 +749,12 @@ export class Scheduler {
       return;
     }
 
+    // Both per position without a pass over every subtask, so this stays linear in the job's subtasks.
     const needed = (p: Position): boolean =>
-      this.o.jobGraph.vertices.some((v) => v.slotSharingGroup === p.group && v.parallelism > p.index && this.graph.subtasks(v.id)[p.index]!.state !== ExecutionState.FINISHED);
-    const busy = (slot: AllocationId): boolean => this.graph.executions.some((e) => e.location?.allocationId === slot && !isExecutionTerminal(e.state));
+      this.o.jobGraph.vertices.some((v) => v.slotSharingGroup === p.group && v.parallelism > p.index && this.graph.subtaskVertices(v.id)[p.index]!.current.state !== ExecutionState.FINISHED);
+    let busySlots: Set<AllocationId> | undefined;
+    const busy = (slot: AllocationId): boolean =>
+      (busySlots ??= new Set(this.graph.executionVertices.flatMap(({ current: e }) => (e.location !== undefined && !isExecutionTerminal(e.state) ? [e.location.allocationId] : [])))).has(slot);
     const required = new Map<string, ResourceRequirement>();
     for (const p of this.positions) {
       const need = needed(p);

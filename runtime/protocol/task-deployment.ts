@@ -1,6 +1,6 @@
 // What the JobMaster sends a TaskExecutor to run one subtask: the operator chain, where its inputs come
 // from and what it produces.
-import type { AllocationId, ExecutionAttemptId, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
+import { ResultPartitionId, type AllocationId, type ExecutionAttemptId, type JobId, type ResourceId } from '../core/ids.js';
 import { functionRefsOf, type FunctionRef, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
 
 /** Where a producer's partitions can be fetched: its TaskExecutor and that executor's data port. */
@@ -10,16 +10,49 @@ export interface ProducerLocation {
   readonly dataAddress: string;
 }
 
+/** The partition id of `producerSubtask`'s output on `edgeId`, written by attempt `attemptId`. */
+export const resultPartitionIdOf = (edgeId: string, producerSubtask: number, attemptId: string): ResultPartitionId =>
+  ResultPartitionId.of(`${edgeId}.${producerSubtask}.${attemptId}`);
+
+/** One channel of an input gate: one subpartition of one producer's partition. */
 export interface InputChannelDescriptor {
   readonly partitionId: ResultPartitionId;
   readonly subpartitionIndex: number;
   readonly producer: ProducerLocation;
 }
 
-/** One input edge of the task: a channel per producer subpartition it reads. */
+/**
+ * The producers a task reads on one input edge: subtasks `firstProducer … firstProducer + attemptIds.length
+ * - 1` of the edge's source. Every consumer of an all-to-all edge is sent the same description (built
+ * once, serialized once), so it holds nothing of the consumer's own; per producer it holds only what
+ * differs — the attempt (the partition id follows from it, see resultPartitionIdOf) and which of the
+ * distinct `locations` it runs on.
+ */
+export interface ConsumedPartitionsDescriptor {
+  readonly firstProducer: number;
+  /** Per producer, the attempt whose partition is read. */
+  readonly attemptIds: readonly ExecutionAttemptId[];
+  /** Per producer, its index in `locations`. */
+  readonly locationIndexes: readonly number[];
+  /** The distinct TaskExecutors the producers run on. */
+  readonly locations: readonly ProducerLocation[];
+}
+
+/** One input edge of the task: it reads subpartition `subpartitionIndex` of every producer's partition. */
 export interface InputGateDescriptor {
   readonly edgeId: string;
-  readonly channels: readonly InputChannelDescriptor[];
+  readonly subpartitionIndex: number;
+  readonly producers: ConsumedPartitionsDescriptor;
+}
+
+/** The channels of an input gate, one per producer, in producer order. */
+export function inputChannelsOf(gate: InputGateDescriptor): InputChannelDescriptor[] {
+  const { firstProducer, attemptIds, locationIndexes, locations } = gate.producers;
+  return attemptIds.map((attemptId, i) => {
+    const producer = locations[locationIndexes[i]!];
+    if (producer === undefined) throw new Error(`input gate of edge ${gate.edgeId}: producer ${firstProducer + i} names location ${locationIndexes[i]}, but there are ${locations.length}`);
+    return { partitionId: resultPartitionIdOf(gate.edgeId, firstProducer + i, attemptId), subpartitionIndex: gate.subpartitionIndex, producer };
+  });
 }
 
 /** One output edge of the task. */

@@ -2,6 +2,7 @@
 // and the JSON envelope every answer travels in, so a local call and an HTTP call fail the same way.
 import { FencingTokenError, FloeError, InvalidRequestError, NotFoundError, errorMessage, fromErrorInfo, toErrorInfo } from '../core/errors.js';
 import type { ErrorInfo } from '../core/errors.js';
+import { stringifyWithCachedParts } from '../core/cached-json.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
 import type { ServeOptions, ServedEndpoint } from './rpc-service.js';
@@ -131,12 +132,12 @@ export function decodeReply(reply: RpcReply): unknown {
 
 /**
  * Encodes call arguments. Trailing `undefined`s are dropped so an omitted optional argument arrives as
- * omitted rather than as JSON's `null`.
+ * omitted rather than as JSON's `null`. A CachedJson in them is written from its cached text.
  */
 export function encodeArgs(args: readonly unknown[]): string {
   let end = args.length;
   while (end > 0 && args[end - 1] === undefined) end--;
-  return JSON.stringify(args.slice(0, end));
+  return stringifyWithCachedParts(args.slice(0, end));
 }
 
 export function isRpcReply(x: unknown): x is RpcReply {

@@ -15,7 +15,7 @@ import { ResultPartition } from '../network/result-partition.js';
 import { BlockingPartitionWriter } from '../network/blocking-partition.js';
 import { collectNetworkMetrics } from './task-metrics.js';
 import { runOperatorChain, TaskCanceledError } from './operator-chain.js';
-import { needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
+import { inputChannelsOf, needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import { keySelectorOf } from './operator-chain.js';
 import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
 
@@ -203,7 +203,7 @@ export class SlotWorkerRuntime {
         this.post({ type: 'register-partition', attemptId: tdd.attemptId, partitionId: out.partitionId });
       }
 
-      const channels = tdd.inputs.flatMap((g) => g.channels);
+      const channels = tdd.inputs.flatMap(inputChannelsOf);
       if (channels.length > 0 || (tdd.inputs.length > 0 && !isSourceOperator(tdd.operators[0]!))) {
         task.gate = new InputGate(
           channels.map((c) => `subpartition ${c.subpartitionIndex} of ${c.partitionId} (on ${c.producer.resourceId})`),

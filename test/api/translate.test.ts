@@ -157,9 +157,14 @@ describe('buildJobGraph', () => {
       expect(() => buildJobGraph(job, options())).toThrow(InvalidJobDefinitionError);
       expect(() => buildJobGraph(job, options())).toThrow(message);
     }
-    const huge = defineJob('huge', (env) => void env.fromSequence(1, 2).setParallelism(5000).collect());
-    expect(() => buildJobGraph(huge, options())).toThrow(InvalidJobGraphError);
-    expect(() => buildJobGraph(huge, options())).toThrow(/parallelism 5000 exceeds the limit of 1024/);
+    const huge = defineJob('huge', (env) => void env.fromSequence(1, 2).setParallelism(40_000).collect());
+    expect(() => buildJobGraph(huge, options())).toThrow(InvalidJobDefinitionError);
+    expect(() => buildJobGraph(huge, options())).toThrow(/setParallelism\(n\) needs an integer <= 32768 \(the most subtasks a vertex may have\), found 40000/);
+    // What the builder cannot see, the graph's own check does.
+    const job = defineJob('args', (env) => void env.fromSequence(1, 2).collect());
+    const manyArgs = options({ args: Array.from({ length: 1001 }, (_, i) => `a${i}`) });
+    expect(() => buildJobGraph(job, manyArgs)).toThrow(InvalidJobGraphError);
+    expect(() => buildJobGraph(job, manyArgs)).toThrow(/program\.args has 1001 entries, the limit is 1000/);
   });
 
   it('rejects two collect sinks in one job', () => {

@@ -94,12 +94,18 @@ describe('validateJobGraph', () => {
 
   it('rejects an empty graph and graphs over the limits', () => {
     expect(problemsOf(() => validateJobGraph(graph([], [])))).toEqual([expect.stringMatching(/no vertices/)]);
-    const wide = graph([source('a', { parallelism: 2000, maxParallelism: 4096 }), sink('b', { parallelism: 2000, maxParallelism: 40_000 })], [edge('e1', 'a', 'b')]);
+    const wide = graph([source('a', { parallelism: 32_769, maxParallelism: 32_768 }), sink('b', { parallelism: 2000, maxParallelism: 40_000 })], [edge('e1', 'a', 'b')]);
     const problems = problemsOf(() => validateJobGraph(wide));
-    expect(problems).toContainEqual(expect.stringMatching(/vertices\[0\] \('a'\)\.parallelism 2000 exceeds the limit of 1024/));
-    expect(problems).toContainEqual(expect.stringMatching(/vertices\[1\] \('b'\)\.maxParallelism 40000 exceeds the limit of 32768/));
+    expect(problems).toContainEqual(expect.stringMatching(/vertices\[0\] \('a'\)\.parallelism 32769 exceeds the limit of 32768 subtasks per vertex/));
+    expect(problems).toContainEqual(expect.stringMatching(/vertices\[1\] \('b'\)\.maxParallelism 40000 exceeds the limit of 32768 key groups/));
     const many = graph(Array.from({ length: JOB_GRAPH_LIMITS.maxVertices + 1 }, (_, i) => source(`v${i}`)), []);
     expect(problemsOf(() => validateJobGraph(many))).toContainEqual(expect.stringMatching(/1001 vertices, the limit is 1000/));
+  });
+
+  it('accepts vertices of parallelism and maxParallelism 32768, as Flink does', () => {
+    const big = graph([source('a', { parallelism: 32_768, maxParallelism: 32_768 }), sink('b', { parallelism: 32_768, maxParallelism: 32_768 })], [edge('e1', 'a', 'b')]);
+    expect(() => validateJobGraph(big)).not.toThrow();
+    expect(JOB_GRAPH_LIMITS.maxParallelism).toBe(32_768);
   });
 
   it('refuses a second edge between the same two vertices, naming both edges', () => {

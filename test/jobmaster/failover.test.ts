@@ -15,7 +15,7 @@ import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js'
 import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import type { JobMasterGateway } from '../../runtime/protocol/jobmaster-gateway.js';
 import { RESOURCE_MANAGER_METHODS, type ResourceManagerGateway } from '../../runtime/protocol/resourcemanager-gateway.js';
-import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import { inputChannelsOf, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { TASK_EXECUTOR_METHODS } from '../../runtime/protocol/taskexecutor-gateway.js';
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
@@ -192,7 +192,7 @@ describe('JobMaster failover', () => {
     const retried = of('sink', 1);
     expect(retried).toHaveLength(2);
     // They read the same partitions as the first attempt did.
-    expect(retried[0]!.inputs[0]!.channels.map((c) => c.partitionId)).toEqual(of('sink')[0]!.inputs[0]!.channels.map((c) => c.partitionId));
+    expect(inputChannelsOf(retried[0]!.inputs[0]!).map((c) => c.partitionId)).toEqual(inputChannelsOf(of('sink')[0]!.inputs[0]!).map((c) => c.partitionId));
     for (const t of retried) await finish(t);
     expect((await jobMaster.termination).status).toBe('FINISHED');
     // One failure event: the second report came from a task already being restarted.
@@ -321,7 +321,7 @@ describe('JobMaster failover', () => {
       await settle();
       expect(deployed.map((t) => `${t.vertexId}#${t.attemptNumber}`)).toEqual(['sink#2', 'sink#2']);
       // The sinks read the partitions the predecessor's producers wrote.
-      expect(of('sink', 2)[0]!.inputs[0]!.channels.map((c) => c.partitionId)).toEqual(['src-sink.0.p0', 'src-sink.1.p1']);
+      expect(inputChannelsOf(of('sink', 2)[0]!.inputs[0]!).map((c) => c.partitionId)).toEqual(['src-sink.0.p0', 'src-sink.1.p1']);
       expect(released).toEqual([{ taskExecutor: 'te-0', partitions: ['src-sink.0.from-an-older-attempt'] }]);
       for (const t of of('sink', 2)) await finish(t);
       expect((await jobMaster.termination).status).toBe('FINISHED');
@@ -341,7 +341,7 @@ describe('JobMaster failover', () => {
       for (const t of of('src', 1)) await finish(t);
       await settle();
       expect(of('sink', 2)).toHaveLength(2);
-      expect(of('sink', 2)[0]!.inputs[0]!.channels.map((c) => c.partitionId)).toEqual(of('src', 1).map((t) => `src-sink.${t.subtaskIndex}.${t.attemptId}`));
+      expect(inputChannelsOf(of('sink', 2)[0]!.inputs[0]!).map((c) => c.partitionId)).toEqual(of('src', 1).map((t) => `src-sink.${t.subtaskIndex}.${t.attemptId}`));
       for (const t of of('sink', 2)) await finish(t);
       expect((await jobMaster.termination).status).toBe('FINISHED');
     });

@@ -15,7 +15,7 @@ import type { ResourceManagerGateway, ResourceRequirements } from '../../runtime
 import { RESOURCE_MANAGER_METHODS } from '../../runtime/protocol/resourcemanager-gateway.js';
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
-import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import { inputChannelsOf, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { TASK_EXECUTOR_METHODS, type TaskExecutorGateway } from '../../runtime/protocol/taskexecutor-gateway.js';
 
 const JM_TOKEN = FencingToken.of(3);
@@ -183,7 +183,7 @@ describe('JobMaster', () => {
     const maps = allDeployed().filter((t) => t.vertexId === 'map');
     const sources = allDeployed().filter((t) => t.vertexId === 'source');
     for (const map of maps) {
-      const channels = map.inputs[0]!.channels;
+      const channels = inputChannelsOf(map.inputs[0]!);
       expect(channels).toHaveLength(2);
       expect(channels.every((c) => c.subpartitionIndex === map.subtaskIndex)).toBe(true);
       expect(new Set(channels.map((c) => c.partitionId))).toEqual(new Set(sources.map((s) => s.outputs[0]!.partitionId)));
@@ -192,7 +192,7 @@ describe('JobMaster', () => {
     const sinks = allDeployed().filter((t) => t.vertexId === 'sink');
     for (const sink of sinks) {
       const map = maps.find((m) => m.subtaskIndex === sink.subtaskIndex)!;
-      expect(sink.inputs[0]!.channels).toEqual([{ partitionId: map.outputs[0]!.partitionId, subpartitionIndex: 0, producer: expect.objectContaining({ dataAddress: expect.stringMatching(/^127\.0\.0\.1:/) }) }]);
+      expect(inputChannelsOf(sink.inputs[0]!)).toEqual([{ partitionId: map.outputs[0]!.partitionId, subpartitionIndex: 0, producer: expect.objectContaining({ dataAddress: expect.stringMatching(/^127\.0\.0\.1:/) }) }]);
     }
   });
 

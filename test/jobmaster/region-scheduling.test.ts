@@ -14,7 +14,7 @@ import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import { RESOURCE_MANAGER_METHODS, type ResourceManagerGateway } from '../../runtime/protocol/resourcemanager-gateway.js';
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
-import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import { inputChannelsOf, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { TASK_EXECUTOR_METHODS } from '../../runtime/protocol/taskexecutor-gateway.js';
 import { TestingTaskExecutorGateway } from '../support/testing-task-executor-gateway.js';
 
@@ -170,8 +170,8 @@ describe('JobMaster region scheduling', () => {
     expect(mids).toHaveLength(2);
     // The consumers read every producer's subpartition, at the producer's data address; slot reuse: same slots.
     for (const m of mids) {
-      expect(m.inputs[0]!.channels.map((c) => c.partitionId).sort()).toEqual(deployed.filter((t) => t.vertexId === 'src').map((s) => s.outputs[0]!.partitionId).sort());
-      expect(m.inputs[0]!.channels.every((c) => c.producer.dataAddress === '127.0.0.1:7100')).toBe(true);
+      expect(inputChannelsOf(m.inputs[0]!).map((c) => c.partitionId).sort()).toEqual(deployed.filter((t) => t.vertexId === 'src').map((s) => s.outputs[0]!.partitionId).sort());
+      expect(inputChannelsOf(m.inputs[0]!).every((c) => c.producer.dataAddress === '127.0.0.1:7100')).toBe(true);
     }
     expect(new Set(deployed.map((t) => t.allocationId)).size).toBe(2);
     expect(jobMaster.snapshot().trackedPartitions).toHaveLength(2);

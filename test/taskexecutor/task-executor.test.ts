@@ -332,7 +332,11 @@ describe('TaskExecutor', () => {
     const producer = descriptor('twoStage', sourceVertex, slotA0);
     const partitionId = ResultPartitionId.of(`${edge.id}.0.${producer.attemptId}`);
     const output: ResultPartitionDescriptor = { edgeId: edge.id, partitionId, partitionType: 'pipelined', partitioner: 'rebalance', numberOfSubpartitions: 3 };
-    const input = (sub: number): InputGateDescriptor => ({ edgeId: edge.id, channels: [{ partitionId, subpartitionIndex: sub, producer: { resourceId: a.te.resourceId, dataAddress: a.te.dataAddress } }] });
+    const input = (sub: number): InputGateDescriptor => ({
+      edgeId: edge.id,
+      subpartitionIndex: sub,
+      producers: { firstProducer: 0, attemptIds: [producer.attemptId], locationIndexes: [0], locations: [{ resourceId: a.te.resourceId, dataAddress: a.te.dataAddress }] },
+    });
     // Three consumers (parallelism 3 for the test): same worker as the producer, the other worker, the other TaskExecutor.
     const consumers = [slotA0, slotA1, slotB0].map((alloc, i) => descriptor('twoStage', { ...mapVertex, parallelism: 3 }, alloc, { subtaskIndex: i, inputs: [input(i)] }));
     // Consumers first: they must wait for the partition to be registered.
