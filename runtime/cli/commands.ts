@@ -439,8 +439,10 @@ export async function followJob(
       }
       let details: JobDetails | undefined;
       let failed = false;
+      const askedAt = Date.now();
+      const held = longPoll && !nudged;
       try {
-        if (longPoll && !nudged) {
+        if (held) {
           waiting = new AbortController();
           try {
             details = await client.getJob(jobId, { waitMs: pollMs, signal: waiting.signal });
@@ -474,11 +476,14 @@ export async function followJob(
           return { detached: false, details, interrupted: decided !== undefined };
         }
       }
+      // A long-poll that came back early without the end was not held (a server that ignores ?wait):
+      // the rest of the interval is slept, so a job is never asked about more than once per pollMs.
+      const pauseMs = failed || !canLongPoll ? pollMs : held ? pollMs - (Date.now() - askedAt) : 0;
       longPoll = canLongPoll;
-      if (nudged || (longPoll && !failed)) continue;
+      if (nudged || pauseMs <= 0) continue;
       await new Promise<void>((r) => {
         waiting = new AbortController();
-        const timer = setTimeout(r, pollMs);
+        const timer = setTimeout(r, pauseMs);
         waiting.signal.addEventListener('abort', () => {
           clearTimeout(timer);
           r();
