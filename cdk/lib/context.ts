@@ -11,6 +11,8 @@
 //   floe:image                  an image URI to run instead of building cdk/Dockerfile
 //   floe:logRetentionDays       days the logs are kept (one of CloudWatch's values; default 30)
 //   floe:jobRetentionDays, floe:libraryRetentionDays, floe:stagingRetentionDays
+//   floe:warmPoolJobManagers, floe:warmPoolTaskManagers, floe:warmPoolIdleSeconds
+//                               the warm pool (ready JobManager and TaskExecutor tasks after a job); 0 JobManagers turns it off
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { ContainerImage, CpuArchitecture } from 'aws-cdk-lib/aws-ecs';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -52,6 +54,24 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigurationError(`context floe:config must be a JSON object of config options, found '${raw}'`);
     return parsed as Record<string, string | number>;
   };
+  const count = (key: string): number | undefined => {
+    const raw = text(key);
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || n < 0) throw new ConfigurationError(`context ${key} must be a whole number, 0 or more, found '${raw}'`);
+    return n;
+  };
+  const warmPool = (): FloeClusterProps['warmPool'] => {
+    const jobManagers = count('floe:warmPoolJobManagers');
+    const taskManagers = count('floe:warmPoolTaskManagers');
+    const idleSeconds = count('floe:warmPoolIdleSeconds');
+    if (jobManagers === undefined && taskManagers === undefined && idleSeconds === undefined) return undefined;
+    return {
+      ...(jobManagers !== undefined ? { jobManagers } : {}),
+      ...(taskManagers !== undefined ? { taskManagers } : {}),
+      ...(idleSeconds !== undefined ? { idleTimeout: Duration.seconds(idleSeconds) } : {}),
+    };
+  };
   const logRetention = (): RetentionDays | undefined => {
     const n = positive('floe:logRetentionDays');
     if (n === undefined) return undefined;
@@ -76,6 +96,7 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
     jobRetention: days('floe:jobRetentionDays'),
     libraryRetention: days('floe:libraryRetentionDays'),
     stagingRetention: days('floe:stagingRetentionDays'),
+    warmPool: warmPool(),
   };
   const subnetIds = text('floe:subnetIds')?.split(',').map((s) => s.trim()).filter((s) => s !== '');
   const vpcId = text('floe:vpcId');

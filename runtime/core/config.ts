@@ -82,6 +82,32 @@ export const CONFIG_OPTIONS = {
     min: 10,
     description: 'How often the Dispatcher looks for running jobs whose JobManager lease lapsed (a JobManager that died unseen, or hangs) and launches a successor (ms). On AWS a scheduled sweep does it every minute.',
   },
+  warmPoolJobManagers: {
+    key: 'cluster.warm-pool.jobmanagers',
+    default: 1,
+    min: 0,
+    description:
+      "JobManager processes kept ready after their job ended, for 'cluster.warm-pool.idle-timeout': the Dispatcher hands the next admitted job (or a recovery) to a ready one instead of starting a process (an ECS task on AWS). 0 turns the warm pool off.",
+  },
+  warmPoolTaskManagers: {
+    key: 'cluster.warm-pool.taskmanagers',
+    default: 2,
+    min: 0,
+    description:
+      'Idle, registered TaskExecutors each ready JobManager keeps (the last job\'s, whose slots are all free); its next job takes their slots first and starts TaskExecutors only for what is missing. Those the job does not need are stopped.',
+  },
+  warmPoolPollIntervalMs: {
+    key: 'cluster.warm-pool.poll-interval',
+    default: 25,
+    min: 5,
+    description: 'How often a ready JobManager looks for a job the Dispatcher gave it (a read of one lease; ms). The Dispatcher may run where it cannot call the JobManager (a function outside the VPC), so the job comes through the store.',
+  },
+  warmPoolIdleTimeoutMs: {
+    key: 'cluster.warm-pool.idle-timeout',
+    default: 60_000,
+    min: 0,
+    description: 'A ready JobManager with no job for this long stops its TaskExecutors and exits: no process (or task) is left at rest (ms).',
+  },
   restartStrategy: {
     key: 'restart-strategy.type',
     default: 'exponential-delay',

@@ -42,3 +42,27 @@ export const silentLogger: Logger = {
   error() {},
   child: () => silentLogger,
 };
+
+/**
+ * A logger whose bound fields can be replaced later, for a process that moves on to another job (a warm
+ * TaskExecutor): it and every child made from it log with the fields set last.
+ */
+export function switchableLogger(base: Logger, fields: Record<string, unknown>): { readonly logger: Logger; rebind(fields: Record<string, unknown>): void } {
+  let bound = base.child(fields);
+  const make = (extra: Record<string, unknown> | undefined): Logger => {
+    const target = (): Logger => (extra === undefined ? bound : bound.child(extra));
+    return {
+      debug: (msg, f) => target().debug(msg, f),
+      info: (msg, f) => target().info(msg, f),
+      warn: (msg, f) => target().warn(msg, f),
+      error: (msg, f) => target().error(msg, f),
+      child: (more) => make({ ...extra, ...more }),
+    };
+  };
+  return {
+    logger: make(undefined),
+    rebind: (next) => {
+      bound = base.child(next);
+    },
+  };
+}

@@ -8,12 +8,12 @@ import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
 import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
-import { JobId } from '../core/ids.js';
+import { FencingToken, JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
 import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
-import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
+import { leaseNames, standbyClaimHolder, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
@@ -93,6 +93,9 @@ export function jobOfJobManagerWorker(workerId: string): JobId | undefined {
   return JobId.isValid(m[2]) ? m[2] : undefined;
 }
 
+/** The worker id in a lease holder (`<worker id>#<incarnation>`). */
+const workerOfHolder = (holder: string): string => (holder.includes('#') ? holder.slice(0, holder.lastIndexOf('#')) : holder);
+
 /** Whether `workerId` runs one of the JobManagers of `jobId`. */
 export const isJobManagerOf = (workerId: string, jobId: string): boolean => jobOfJobManagerWorker(workerId) === jobId;
 
@@ -141,14 +144,20 @@ export class Dispatcher {
   async reconcile(): Promise<void> {
     const now = this.deps.clock.now();
     const running = new Set(this.deps.launcher.running());
-    for (const record of await this.deps.jobStore.list()) {
+    const records = await this.deps.jobStore.list();
+    // A JobManager process that is ready in the warm pool, or runs a later job, is done with its former ones.
+    const ready = new Set(await this.readyJobManagers());
+    const movedOnFrom = (workerId: string, jobId: JobId): boolean =>
+      ready.has(workerId) || records.some((r) => r.jobId !== jobId && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status));
+    for (const record of records) {
       if (record.admission?.state !== AdmissionState.ADMITTED) continue;
       const lease = await this.deps.leaseStore.get(leaseNames.jobMaster(record.jobId));
       const leaseHeld = lease !== undefined && lease.expiresAtMs > now;
       if (isGloballyTerminal(record.status)) {
-        // Its capacity is free once its JobManager is gone (a process still closing counts against the bounds).
+        // Its capacity is free once its JobManager is gone (a process still closing counts against the
+        // bounds) or went on to the warm pool or to another job (its TaskExecutors went with it or stopped).
         const current = record.jobManager?.workerId ?? jobManagerWorkerId(record.jobId);
-        if (!leaseHeld && !running.has(current)) await this.releaseAndAdmit(record.jobId);
+        if (!leaseHeld && (!running.has(current) || movedOnFrom(current, record.jobId))) await this.releaseAndAdmit(record.jobId);
         continue;
       }
       if (leaseHeld) continue;
@@ -323,6 +332,9 @@ export class Dispatcher {
    */
   private async launchJobManager(entry: AdmissionEntry, launch = 1): Promise<void> {
     const { jobId, taskExecutors } = entry;
+    // A ready JobManager of the warm pool takes the job at once; a recovery takes none of its
+    // TaskExecutors (the job's own are still there for the successor).
+    if (await this.handToReadyJobManager(jobId, launch === 1 ? taskExecutors : 0, launch)) return;
     const workerId = jobManagerWorkerId(jobId, launch);
     try {
       const configured = this.deps.jobManagerEnv[CONFIG_ENV];
@@ -341,6 +353,50 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * Warm pool: gives the job to a JobManager process that holds a place in the pool, by taking that
+   * process's claim lease for the job (a conditional write: of two Dispatchers, or of a Dispatcher and
+   * the process leaving on its idle timeout, one wins). The record names the process first (as for a
+   * launch), so its exit is the job's. Answers whether one took it; with none, a process is started.
+   */
+  private async handToReadyJobManager(jobId: JobId, taskExecutors: number, launch: number): Promise<boolean> {
+    const places = this.deps.config.warmPoolJobManagers;
+    if (places <= 0) return false;
+    let ready: Lease[];
+    try {
+      ready = await this.readyJobManagerLeases();
+    } catch (error) {
+      this.log.warn('cannot read the warm pool; starting a JobManager instead', { jobId, error: errorMessage(error) });
+      return false;
+    }
+    for (const lease of ready) {
+      const workerId = workerOfHolder(lease.holder);
+      try {
+        await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
+        const claim = await this.deps.leaseStore.tryAcquire(leaseNames.standbyClaim(lease.holder), standbyClaimHolder(jobId, taskExecutors), 'dispatcher', this.deps.config.leaseDurationMs);
+        if (claim === undefined) continue;
+        this.log.info('a ready JobManager takes the job (warm pool)', { jobId, workerId, launch, taskExecutors });
+        return true;
+      } catch (error) {
+        this.log.warn('could not give the job to a ready JobManager; trying the next', { jobId, workerId, error: errorMessage(error) });
+      }
+    }
+    return false;
+  }
+
+  /** The places of the warm pool held now: each names a ready JobManager process. */
+  private async readyJobManagerLeases(): Promise<Lease[]> {
+    const places = this.deps.config.warmPoolJobManagers;
+    const now = this.deps.clock.now();
+    const leases = await Promise.all(Array.from({ length: places }, (_, i) => this.deps.leaseStore.get(leaseNames.standbyJobManager(i))));
+    return leases.filter((l): l is Lease => l !== undefined && l.expiresAtMs > now);
+  }
+
+  /** Worker ids of the JobManager processes ready in the warm pool now. */
+  private async readyJobManagers(): Promise<string[]> {
+    return (await this.readyJobManagerLeases()).map((l) => workerOfHolder(l.holder));
+  }
+
   private async jobManagerExited(exit: WorkerExit): Promise<void> {
     if (exit.kind !== WorkerKind.JOB_MANAGER) return;
     await this.workerStopped(exit.id, exit.reason).catch((error: unknown) => {
@@ -357,8 +413,23 @@ export class Dispatcher {
    * Returns what was done; errors are thrown (an event handler must retry, not drop, them).
    */
   async workerStopped(workerId: string, reason: string): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
-    const jobId = jobOfJobManagerWorker(workerId);
-    if (jobId === undefined) return undefined;
+    const named = jobOfJobManagerWorker(workerId);
+    if (named === undefined) return undefined;
+    // A JobManager from the warm pool keeps the id it was started with while it runs later jobs: the
+    // records say which job it ran last.
+    const later =
+      this.deps.config.warmPoolJobManagers > 0
+        ? (await this.deps.jobStore.list()).filter((r) => r.jobId !== named && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status)).map((r) => r.jobId)
+        : [];
+    let outcome: { jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined;
+    for (const jobId of [named, ...later]) {
+      const done = await this.jobManagerOfJobStopped(jobId, workerId, reason);
+      if (done !== undefined && (outcome === undefined || outcome.action === 'released')) outcome = done;
+    }
+    return outcome;
+  }
+
+  private async jobManagerOfJobStopped(jobId: JobId, workerId: string, reason: string): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
     const record = await this.deps.jobStore.get(jobId);
     // Only an admitted job has a JobManager; a record in any other admission state is not this worker's.
     if (record === undefined || (record.admission !== undefined && record.admission.state !== AdmissionState.ADMITTED)) return undefined;

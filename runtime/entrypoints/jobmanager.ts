@@ -1,4 +1,5 @@
-// The JobManager process: one per job, hosting its ResourceManager and JobMaster. FLOE_BACKEND picks the
+// The JobManager process: started for one job, hosting its ResourceManager and JobMaster; after the job it
+// may wait in the warm pool for the next one (jobmanager-process.ts). FLOE_BACKEND picks the
 // backend: 'embedded' (default: SQLite, files, TaskExecutors as child processes) or 'aws' (DynamoDB, S3,
 // TaskExecutors as ECS tasks).
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { backendOf, embeddedHosts, ProcessEnv, requireEnv } from '../core/proces
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
-import { JobManagerRunner } from '../jobmanager/jobmanager-runner.js';
+import { JobManagerProcess } from '../jobmanager/jobmanager-process.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
 import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
 import { workerPid } from '../local/process-table.js';
@@ -48,7 +49,8 @@ async function openBackend(): Promise<Backend> {
     ...services,
     launcher: new ChildProcessWorkerLauncher({
       entryFor: () => distEntry('taskexecutor'),
-      logDir: join(stateDir, 'logs', jobId),
+      // Per job: a process from the warm pool starts TaskExecutors for later jobs too.
+      logDir: (spec) => join(stateDir, 'logs', spec.env[ProcessEnv.JOB_ID] ?? jobId),
       // TaskExecutors outlive this process: a successor JobManager takes them over with their partitions.
       exitWithParent: false,
       findWorker: (id) => workerPid(stateDir, id),
@@ -64,8 +66,7 @@ async function openBackend(): Promise<Backend> {
 const services = await openBackend();
 const launcher = services.launcher;
 const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
-const runner = new JobManagerRunner({
-  jobId,
+const jobManager = new JobManagerProcess({
   resourceId,
   config,
   rpc,
@@ -73,12 +74,12 @@ const runner = new JobManagerRunner({
   jobStore: services.jobStore,
   blobStore: services.blobStore,
   launcher,
-  workerEnv: {
+  workerEnv: (job, jobConfig) => ({
     // On AWS the secret comes with the task definition, not with the worker's overrides.
     ...services.workerEnv,
-    [ProcessEnv.JOB_ID]: jobId,
-    [CONFIG_ENV]: configToEnv(config),
-  },
+    [ProcessEnv.JOB_ID]: job,
+    [CONFIG_ENV]: configToEnv(jobConfig),
+  }),
   clock: systemClock,
   logger,
 });
@@ -87,7 +88,7 @@ let exiting = false;
 async function shutdown(code: number): Promise<never> {
   if (!exiting) {
     exiting = true;
-    await runner.close();
+    await jobManager.close();
     await launcher.close();
     await rpc.close();
     await services.close();
@@ -97,7 +98,7 @@ async function shutdown(code: number): Promise<never> {
 process.on('SIGTERM', () => void shutdown(0));
 process.on('SIGINT', () => void shutdown(0));
 
-runner.start();
-const outcome = await runner.done;
-logger.info('exiting', { outcome: outcome.status });
+jobManager.start(jobId);
+const reason = await jobManager.done;
+logger.info('exiting', { reason });
 await shutdown(0);

@@ -1,5 +1,6 @@
 // Port: leader election by leases. A lease is taken when free or expired with epoch + 1, renewed only by
 // its holder at its epoch, and released by its holder. The epoch is the fencing token.
+import { JobId } from '../core/ids.js';
 
 export interface Lease {
   readonly name: string;
@@ -30,4 +31,22 @@ export interface LeaseStore {
 export const leaseNames = {
   resourceManager: (jobId: string): string => `rm/${jobId}`,
   jobMaster: (jobId: string): string => `jm/${jobId}`,
+  /** The `index`-th place of the warm pool: held by a JobManager process that is ready for a job. */
+  standbyJobManager: (index: number): string => `standby/jm/${index}`,
+  /**
+   * The claim on the ready JobManager that holds a place as `holder`: a Dispatcher takes it for a job
+   * (holder `<job id> <TaskExecutors>`), or the JobManager itself before it leaves; whoever gets it first decides.
+   */
+  standbyClaim: (holder: string): string => `standby/claim/${holder}`,
 } as const;
+
+/** The holder a Dispatcher writes into a ready JobManager's claim: the job and the TaskExecutors it reserved. */
+export const standbyClaimHolder = (jobId: string, taskExecutors: number): string => `${jobId} ${taskExecutors}`;
+
+/** The job a claim's holder gives, or undefined for anything else (the process's own holder). */
+export function parseStandbyClaim(holder: string): { jobId: JobId; taskExecutors: number } | undefined {
+  const [job, count, ...rest] = holder.split(' ');
+  const taskExecutors = Number(count);
+  if (rest.length > 0 || job === undefined || !JobId.isValid(job) || !Number.isSafeInteger(taskExecutors) || taskExecutors < 0) return undefined;
+  return { jobId: JobId.of(job), taskExecutors };
+}

@@ -12,7 +12,7 @@ import { LeaderElection, retrieveLeader } from '../ha/leader-election.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import { parseJobGraph } from '../jobgraph/validate.js';
-import { ResourceManager } from '../resourcemanager/resourcemanager.js';
+import { ResourceManager, type WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { RpcService } from '../rpc/rpc-service.js';
 import { JobMaster, type JobTermination } from '../jobmaster/jobmaster.js';
@@ -31,6 +31,10 @@ export interface JobManagerRunnerDeps {
   readonly workerEnv: Readonly<Record<string, string>>;
   readonly clock: Clock;
   readonly logger: Logger;
+  /** Idle TaskExecutors of this process's warm pool, asked to join this job's first ResourceManager. */
+  readonly adopt?: { readonly poolToken: string; readonly workers: readonly WarmTaskExecutor[] };
+  /** When the job ends, up to `taskManagers` idle TaskExecutors go to the warm pool (see `warmTaskExecutors`) instead of stopping. */
+  readonly warmPool?: { readonly poolToken: string; readonly taskManagers: number; readonly idleTimeoutMs: number };
 }
 
 export type RunnerOutcome = JobTermination | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
@@ -42,6 +46,8 @@ export class JobManagerRunner {
   private resourceManager: ResourceManager | undefined;
   private jobMaster: JobMaster | undefined;
   private finished = false;
+  private adopted = false;
+  private warm: WarmTaskExecutor[] = [];
   /** The stored JobGraph, read while campaigning: it never changes, and a successor serves sooner. */
   private jobGraphBytes: Promise<Uint8Array | undefined> | undefined;
   private resolveDone!: (outcome: RunnerOutcome) => void;
@@ -122,7 +128,10 @@ export class JobManagerRunner {
       logger: this.deps.logger,
       // A lease won at a higher epoch had a holder before: its TaskExecutors may still run.
       takingOver: token > 1,
+      // Warm TaskExecutors go to the first leadership session only; a later one finds them registered.
+      ...(this.deps.adopt !== undefined && !this.adopted ? { adopt: this.deps.adopt } : {}),
     });
+    this.adopted = true;
   }
 
   private async startJobMaster(token: FencingToken): Promise<void> {
@@ -170,6 +179,11 @@ export class JobManagerRunner {
     }
   }
 
+  /** The idle TaskExecutors this runner handed to the warm pool when the job ended (see `warmPool`). */
+  get warmTaskExecutors(): readonly WarmTaskExecutor[] {
+    return this.warm;
+  }
+
   /** Cancels the job through its JobMaster, if this process leads it. */
   async cancel(): Promise<void> {
     await this.jobMaster?.cancel();
@@ -180,6 +194,13 @@ export class JobManagerRunner {
     this.finished = true;
     this.log.info('JobManager done', { outcome: outcome.status });
     await this.jobMaster?.close().catch(() => undefined);
+    const pool = this.deps.warmPool;
+    if (pool !== undefined && pool.taskManagers > 0 && outcome.status !== 'LEADERSHIP_LOST' && this.resourceManager !== undefined) {
+      this.warm = await this.resourceManager.handOverIdle(pool.taskManagers, pool.poolToken, pool.idleTimeoutMs).catch((error: unknown) => {
+        this.log.warn('no TaskExecutor went to the warm pool', { error: errorMessage(error) });
+        return [];
+      });
+    }
     await this.resourceManager?.close().catch(() => undefined);
     await this.jmElection?.stop().catch(() => undefined);
     await this.rmElection?.stop().catch(() => undefined);

@@ -15,8 +15,8 @@ export { installParentWatch } from './parent-watch.js';
 export interface ChildProcessWorkerLauncherOptions {
   /** Path of the JS file run with process.execPath for each kind of worker. */
   readonly entryFor: (kind: WorkerKind) => string;
-  /** Each worker's stdout and stderr are appended to `<logDir>/<id>.log`. */
-  readonly logDir: string;
+  /** Each worker's stdout and stderr are appended to `<logDir>/<id>.log` (a function: the folder per worker). */
+  readonly logDir: string | ((spec: WorkerSpec) => string);
   /** Environment for every worker, on top of this process's own. */
   readonly env?: Record<string, string>;
   /** Time between SIGTERM and SIGKILL when stopping. @default 5000 */
@@ -81,8 +81,9 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
   private async spawnWorker(spec: WorkerSpec): Promise<void> {
     const entry = this.options.entryFor(spec.kind);
     if (!existsSync(entry)) throw new ConfigurationError(`entry point for ${spec.kind} workers not found at ${entry}; run 'npm run build' first`);
-    mkdirSync(this.options.logDir, { recursive: true });
-    const logPath = join(this.options.logDir, `${spec.id}.log`);
+    const logDir = typeof this.options.logDir === 'string' ? this.options.logDir : this.options.logDir(spec);
+    mkdirSync(logDir, { recursive: true });
+    const logPath = join(logDir, `${spec.id}.log`);
     const logFd = openSync(logPath, 'a');
     let child: ChildProcess;
     try {

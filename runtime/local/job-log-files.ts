@@ -13,6 +13,8 @@ interface FileState {
   partial: string;
   lastTimeMs: number;
   lastProcess: string;
+  /** The job the last structured line named: a plain line after it is that job's (a warm process moves between jobs). */
+  lastJobId: string | undefined;
 }
 
 const LOG_FILE = /\.(log|out)$/;
@@ -53,8 +55,13 @@ export class JobLogFiles implements JobLogSource {
     }
     if (existsSync(this.location)) {
       for (const name of readdirSync(this.location).sort()) {
-        if (!LOG_FILE.test(name)) continue;
         const path = join(this.location, name);
+        if (name !== this.jobId && !LOG_FILE.test(name) && statSync(path).isDirectory()) {
+          // TaskExecutors started for another job that served this one from the warm pool: lines filtered.
+          for (const te of readdirSync(path).sort()) if (te.endsWith('.log')) out.push({ path: join(path, te), own: false, label: `taskexecutor ${te.slice(0, -4)}` });
+          continue;
+        }
+        if (!LOG_FILE.test(name)) continue;
         if (!statSync(path).isFile()) continue;
         const worker = name.replace(LOG_FILE, '');
         const own = JOB_MANAGER_WORKER.exec(worker)?.[1] === this.jobId;
@@ -69,7 +76,7 @@ export class JobLogFiles implements JobLogSource {
     if (state === undefined) {
       // A file's first line may be plain text: it gets the file's creation time.
       const stat = statSync(path);
-      state = { offset: 0, partial: '', lastTimeMs: stat.birthtimeMs || stat.mtimeMs, lastProcess: label };
+      state = { offset: 0, partial: '', lastTimeMs: stat.birthtimeMs || stat.mtimeMs, lastProcess: label, lastJobId: undefined };
       this.files.set(path, state);
     }
     const size = statSync(path).size;
@@ -96,10 +103,16 @@ export class JobLogFiles implements JobLogSource {
 
   private parse(line: string, state: FileState, own: boolean): JobLogEntry | undefined {
     const parsed = parseLogLine(line);
-    if (parsed === undefined) return own ? { timeMs: state.lastTimeMs, process: state.lastProcess, level: 'out', message: line, fields: {} } : undefined;
-    if (!own && parsed.fields['jobId'] !== this.jobId) return undefined;
+    if (parsed === undefined) {
+      const ours = state.lastJobId === undefined ? own : state.lastJobId === this.jobId;
+      return ours ? { timeMs: state.lastTimeMs, process: state.lastProcess, level: 'out', message: line, fields: {} } : undefined;
+    }
+    const jobId = typeof parsed.fields['jobId'] === 'string' ? parsed.fields['jobId'] : undefined;
+    if (jobId !== undefined) state.lastJobId = jobId;
     state.lastTimeMs = parsed.timeMs ?? state.lastTimeMs;
     state.lastProcess = processOf(parsed.fields) ?? state.lastProcess;
+    // A warm-pool process writes the lines of several jobs to the file of the job it was started for.
+    if (jobId === undefined ? !own : jobId !== this.jobId) return undefined;
     return { timeMs: state.lastTimeMs, process: state.lastProcess, level: parsed.level, message: parsed.message, fields: parsed.fields };
   }
 }

@@ -58,6 +58,15 @@ export interface TaskExecutorGateway {
   heartbeatFromResourceManager(resourceManagerToken: FencingToken): Promise<SlotReport>;
   disconnectJobManager(jobId: JobId, cause: string, jobMasterToken: FencingToken): Promise<void>;
   disconnectResourceManager(cause: string, resourceManagerToken: FencingToken): Promise<void>;
+  /**
+   * Warm pool: the job's ResourceManager (`resourceManagerToken`) hands this idle TaskExecutor to its
+   * JobManager process's warm pool. It leaves the ResourceManager without stopping, keeps its worker
+   * threads, and waits for `joinJob` with `poolToken`; with none within `idleTimeoutMs` it stops. Refused
+   * (ConflictError) while any slot is allocated.
+   */
+  standBy(resourceManagerToken: FencingToken, poolToken: string, idleTimeoutMs: number): Promise<void>;
+  /** Warm pool: serve `jobId` now: find that job's ResourceManager and register there. Needs the pool token given with `standBy`. */
+  joinJob(jobId: JobId, poolToken: string): Promise<void>;
 }
 
 export const TASK_EXECUTOR_METHODS = [
@@ -70,4 +79,6 @@ export const TASK_EXECUTOR_METHODS = [
   'heartbeatFromResourceManager',
   'disconnectJobManager',
   'disconnectResourceManager',
+  'standBy',
+  'joinJob',
 ] as const satisfies readonly (keyof TaskExecutorGateway)[];

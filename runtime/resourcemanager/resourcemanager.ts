@@ -46,6 +46,19 @@ export interface ResourceManagerDeps {
    * so none is started for 'resourcemanager.previous-worker.recovery.timeout'. @default false
    */
   readonly takingOver?: boolean;
+  /**
+   * TaskExecutors from this process's warm pool (a former job's, idle): asked to join this job at
+   * start, they count as started workers until they register, so only what they lack is started.
+   */
+  readonly adopt?: { readonly poolToken: string; readonly workers: readonly WarmTaskExecutor[] };
+}
+
+/** An idle TaskExecutor kept in a JobManager process's warm pool between jobs. */
+export interface WarmTaskExecutor {
+  readonly resourceId: ResourceId;
+  readonly address: string;
+  readonly numberOfSlots: number;
+  readonly profile?: ResourceProfile;
 }
 
 interface RegisteredTaskExecutor {
@@ -158,6 +171,73 @@ export class ResourceManager implements ResourceManagerGateway {
       fencingToken: this.deps.fencingToken,
     });
     this.log.info('ResourceManager serving', { address: this.address, resourceId: this.deps.resourceId });
+    const adopt = this.deps.adopt;
+    if (adopt !== undefined && adopt.workers.length > 0) {
+      void this.mainThread.run(() => this.adoptWarmWorkers(adopt.poolToken, adopt.workers)).catch((error: unknown) => this.log.error('cannot take over the warm TaskExecutors', { error: errorMessage(error) }));
+    }
+  }
+
+  /** Warm pool: each idle TaskExecutor is asked to join this job; until it registers it counts as started. */
+  private adoptWarmWorkers(poolToken: string, workers: readonly WarmTaskExecutor[]): void {
+    for (const w of workers) {
+      this.startedWorkers.add(w.resourceId);
+      this.slotManager.adoptWorker(w.resourceId, w.profile);
+    }
+    this.log.info('taking TaskExecutors from the warm pool', { taskExecutors: workers.map((w) => w.resourceId) });
+    for (const w of workers) {
+      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(w.address, EndpointName.TASK_EXECUTOR);
+      detached(() => {
+        gateway.joinJob(this.deps.jobId, poolToken).catch((error: unknown) => {
+          this.mainThread
+            .run(() => {
+              this.log.warn('a warm TaskExecutor could not join the job; starting another in its place', { resourceId: w.resourceId, error: errorMessage(error) });
+              this.startedWorkers.delete(w.resourceId);
+              this.stopWorker(w.resourceId, `it could not join job ${this.deps.jobId} from the warm pool`);
+              this.slotManager.workerStartFailed(w.resourceId, `it could not join from the warm pool: ${errorMessage(error)}`);
+            })
+            .catch(() => {});
+        });
+      });
+    }
+  }
+
+  /**
+   * Warm pool: the job ended; up to `max` registered TaskExecutors with every slot free leave this
+   * ResourceManager without stopping (`standBy`) and are returned, to be offered to the process's next
+   * job. Those that refuse stay here (and stop with it). Call before `close`.
+   */
+  handOverIdle(max: number, poolToken: string, idleTimeoutMs: number): Promise<WarmTaskExecutor[]> {
+    return this.mainThread.run(async () => {
+      if (max <= 0) return [];
+      const candidates = this.slotManager
+        .freeTaskExecutors()
+        .map((id) => this.taskExecutors.get(id))
+        .filter((te): te is RegisteredTaskExecutor => te !== undefined)
+        .slice(0, max);
+      const handed = await Promise.all(
+        candidates.map(async (te) => {
+          try {
+            await te.gateway.standBy(this.fencingToken, poolToken, idleTimeoutMs);
+            return te;
+          } catch (error) {
+            this.log.info('a TaskExecutor did not join the warm pool; it stops with the ResourceManager', { resourceId: te.registration.resourceId, error: errorMessage(error) });
+            return undefined;
+          }
+        }),
+      );
+      const warm: WarmTaskExecutor[] = [];
+      for (const te of handed) {
+        if (te === undefined) continue;
+        const { resourceId, address, numberOfSlots, profile } = te.registration;
+        this.taskExecutors.delete(resourceId);
+        this.teHeartbeats.unmonitorTarget(resourceId);
+        this.startedWorkers.delete(resourceId);
+        this.slotManager.removeTaskExecutor(resourceId);
+        warm.push({ resourceId, address, numberOfSlots, ...(profile !== undefined ? { profile } : {}) });
+      }
+      if (warm.length > 0) this.log.info('TaskExecutors handed to the warm pool', { taskExecutors: warm.map((w) => w.resourceId) });
+      return warm;
+    });
   }
 
   // ---- gateway ----------------------------------------------------------------------------------

@@ -170,6 +170,21 @@ export class SlotManager {
     return true;
   }
 
+  /** Registered TaskExecutors with no slot allocated or requested: those a warm pool may keep. */
+  freeTaskExecutors(): ResourceId[] {
+    this.o.mainThread.assertInMainThread();
+    return [...this.taskExecutors.values()].filter((e) => e.slots.every((slot) => slot.state === 'free')).map((e) => e.resourceId);
+  }
+
+  /**
+   * A TaskExecutor from the warm pool, asked to register here: it counts as a worker started for
+   * `profile` until it registers (or fails to), so no other is started for its slots.
+   */
+  adoptWorker(id: ResourceId, profile: ResourceProfile | undefined): void {
+    this.o.mainThread.assertInMainThread();
+    this.pendingWorkers.set(id, { id, profileKey: profileKey(profile), startedAt: this.o.clock.now(), stopping: false });
+  }
+
   isRegistered(resourceId: ResourceId): boolean {
     return this.taskExecutors.has(resourceId);
   }

@@ -173,6 +173,13 @@ export class ResourceManagerConnection {
     timer?.cancel();
   }
 
+  /** Stops and forgets the ResourceManager without telling it (it let this TaskExecutor go: the warm pool). */
+  detach(): void {
+    this.stop();
+    this.heartbeats.unmonitorTarget(RM_TARGET);
+    this.connection = undefined;
+  }
+
   stop(): void {
     this.leaseWatch?.cancel();
     this.stopped = true;

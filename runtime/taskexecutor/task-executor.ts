@@ -7,12 +7,12 @@
 import { AsyncResource } from 'node:async_hooks';
 import { join } from 'node:path';
 import { rm as removePath } from 'node:fs/promises';
-import { systemClock, type Clock } from '../core/clock.js';
+import { systemClock, type Clock, type Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import type { ResourceProfile } from '../jobgraph/jobgraph.js';
-import { FloeError, InvalidRequestError, errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
+import { ConflictError, FloeError, InvalidRequestError, errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
-import { createLogger, type Logger } from '../core/logger.js';
+import { createLogger, switchableLogger, type Logger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
@@ -86,15 +86,19 @@ const detachedScope = new AsyncResource('FloeTaskExecutorStop');
 
 export class TaskExecutor implements TaskExecutorGateway {
   readonly resourceId: ResourceId;
-  readonly jobId: JobId;
+  /** The job whose ResourceManager this TaskExecutor registers with; a warm one changes it (joinJob). */
+  private currentJobId: JobId;
   readonly mainThread: MainThread;
   private readonly config: FloeConfig;
   private readonly clock: Clock;
   private readonly logger: Logger;
+  private readonly rebindLogger: (jobId: JobId) => void;
   private readonly slotTable: TaskSlotTable<JobMasterConnection, SlotWorker>;
   private readonly jobTable: JobTable;
   private readonly jobLeaders: JobLeaderService;
-  private readonly resourceManager: ResourceManagerConnection;
+  private resourceManager: ResourceManagerConnection;
+  /** In the warm pool: the token `joinJob` must present, and the idle timer that stops this TaskExecutor. */
+  private standby: { readonly poolToken: string; readonly idleTimer: Timer } | undefined;
   private readonly workers: SlotWorkerPool;
   private readonly partitions: PartitionService<SlotWorker>;
   private readonly libraries: LibraryCache;
@@ -109,10 +113,13 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   constructor(private readonly deps: TaskExecutorDeps) {
     this.resourceId = deps.resourceId;
-    this.jobId = deps.jobId;
+    this.currentJobId = deps.jobId;
     this.config = deps.config;
     this.clock = deps.clock ?? systemClock;
-    this.logger = (deps.logger ?? createLogger({ component: 'taskexecutor' })).child({ resourceId: deps.resourceId, jobId: deps.jobId });
+    // Lines name the job the TaskExecutor serves now: a warm one moves on to other jobs.
+    const logger = switchableLogger(deps.logger ?? createLogger({ component: 'taskexecutor' }), { resourceId: deps.resourceId, jobId: deps.jobId });
+    this.logger = logger.logger;
+    this.rebindLogger = (jobId) => logger.rebind({ resourceId: deps.resourceId, jobId });
     this.mainThread = new MainThread(`taskexecutor ${deps.resourceId}`, this.clock);
     this.cancelTimeoutMs = deps.cancelTimeoutMs ?? 3_000;
     this.reconnectTimeoutMs = deps.jobLeaderReconnectTimeoutMs ?? deps.config.leaseDurationMs + deps.config.heartbeatTimeoutMs;
@@ -168,9 +175,19 @@ export class TaskExecutor implements TaskExecutorGateway {
         jobManagerLostLeadership: (jobId, cause) => this.onJobLeaderLost(jobId, cause),
       },
     });
-    this.resourceManager = new ResourceManagerConnection({
+    this.resourceManager = this.resourceManagerConnection(deps.jobId);
+  }
+
+  /** The job this TaskExecutor serves now (the one it was started for, or the last it joined from the warm pool). */
+  get jobId(): JobId {
+    return this.currentJobId;
+  }
+
+  private resourceManagerConnection(jobId: JobId): ResourceManagerConnection {
+    const deps = this.deps;
+    return new ResourceManagerConnection({
       resourceId: deps.resourceId,
-      jobId: deps.jobId,
+      jobId,
       rpc: deps.rpc,
       leaseStore: deps.leaseStore,
       clock: this.clock,
@@ -279,6 +296,54 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   disconnectResourceManager(cause: string, resourceManagerToken: FencingToken): Promise<void> {
     return this.mainThread.run(() => this.resourceManager.disconnectedByResourceManager(cause, resourceManagerToken));
+  }
+
+  // ---------------------------------------------------------------- gateway: warm pool
+
+  standBy(resourceManagerToken: FencingToken, poolToken: string, idleTimeoutMs: number): Promise<void> {
+    return this.mainThread.run(async () => {
+      this.resourceManager.checkToken(resourceManagerToken);
+      if (this.stopping) throw new ConflictError(`TaskExecutor ${this.resourceId} is stopping`);
+      if (typeof poolToken !== 'string' || poolToken.length === 0) throw new InvalidRequestError('the warm pool token must be a non-empty string');
+      if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0) throw new InvalidRequestError(`idleTimeoutMs must be a non-negative integer, found ${JSON.stringify(idleTimeoutMs)}`);
+      const running = this.slotTable.allTasks().filter((t) => !isExecutionTerminal(t.state));
+      if (running.length > 0) {
+        throw new ConflictError(`TaskExecutor ${this.resourceId} still runs ${running.length} task(s); only an idle one joins the warm pool`);
+      }
+      // The job ended (its ResourceManager says so with its token): what its JobMaster has not freed yet
+      // (the frees are on their way) is let go here, so the next job finds every slot free.
+      // Gone from the ResourceManager first: it already counts these slots free and this TaskExecutor gone.
+      this.resourceManager.detach();
+      const cause = 'the job ended; the TaskExecutor joins the warm pool';
+      for (const job of this.jobTable.all()) this.releaseJob(job.jobId, cause, 'info');
+      for (const slot of this.slotTable.allSlots()) if (slot.allocationId !== undefined) this.releaseSlot(slot.index, cause);
+      await this.partitions.releaseJob(this.currentJobId, cause);
+      // A fresh worker thread per slot (none carries a former job's code), started now rather than when the next job deploys.
+      for (let i = 0; i < this.slotTable.numberOfSlots; i++) this.workers.ensureWorker(i);
+      this.standby?.idleTimer.cancel();
+      const idleTimer = this.mainThread.schedule(() => {
+        this.standby = undefined;
+        this.logger.info('no job came within the warm pool idle time; stopping', { idleTimeoutMs });
+        detachedScope.runInAsyncScope(() => void this.stop('idle in the warm pool'));
+      }, idleTimeoutMs);
+      this.standby = { poolToken, idleTimer };
+      this.logger.info('in the warm pool: waiting for the next job', { lastJob: this.currentJobId, idleTimeoutMs });
+    });
+  }
+
+  joinJob(jobId: JobId, poolToken: string): Promise<void> {
+    return this.mainThread.run(() => {
+      const standby = this.standby;
+      if (standby === undefined) throw new ConflictError(`TaskExecutor ${this.resourceId} is not in a warm pool (it serves job ${this.currentJobId})`);
+      if (poolToken !== standby.poolToken) throw new ConflictError(`TaskExecutor ${this.resourceId} belongs to another warm pool`);
+      standby.idleTimer.cancel();
+      this.standby = undefined;
+      this.currentJobId = jobId;
+      this.rebindLogger(jobId);
+      this.resourceManager = this.resourceManagerConnection(jobId);
+      this.logger.info('left the warm pool for a job', { jobId });
+      this.resourceManager.start();
+    });
   }
 
   // ---------------------------------------------------------------- gateway: JobMaster
@@ -398,10 +463,10 @@ export class TaskExecutor implements TaskExecutorGateway {
    * Stops working for the job: cancels its tasks, gives its slots back, deletes its partitions (no
    * JobMaster of the job can reach them any more) and forgets its leader.
    */
-  private releaseJob(jobId: JobId, cause: string): void {
+  private releaseJob(jobId: JobId, cause: string, level: 'warn' | 'info' = 'warn'): void {
     this.jobLeaders.removeJob(jobId);
     this.jobTable.disconnect(jobId);
-    this.logger.warn('releasing job', { jobId, cause });
+    this.logger[level]('releasing job', { jobId, cause });
     for (const task of this.slotTable.tasksOfJob(jobId)) this.cancel(task);
     for (const slot of this.slotTable.slotsOfJob(jobId)) this.releaseSlot(slot.index, cause);
     void this.partitions.releaseJob(jobId, cause).then(() => this.mainThread.run(() => this.resourceManager.sendSlotReport())).catch(() => undefined);

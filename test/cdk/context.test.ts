@@ -49,5 +49,13 @@ describe('the CDK app context', () => {
     expect(() => from({ 'floe:logRetentionDays': '12' })).toThrow(/context floe:logRetentionDays must be one of CloudWatch's retention periods/);
     expect(() => from({ 'floe:subnetIds': 'subnet-1' })).toThrow(/floe:subnetIds needs floe:vpcId/);
     expect(() => from({ 'floe:config': '[1]' })).toThrow(/context floe:config must be a JSON object/);
+    expect(() => from({ 'floe:warmPoolTaskManagers': 'many' })).toThrow(/context floe:warmPoolTaskManagers must be a whole number, 0 or more/);
+  });
+
+  it('takes the warm pool from context; 0 JobManagers turns it off', () => {
+    expect(from({ 'floe:warmPoolJobManagers': '0' }).cluster?.warmPool).toEqual({ jobManagers: 0 });
+    const pool = from({ 'floe:warmPoolJobManagers': '2', 'floe:warmPoolTaskManagers': 4, 'floe:warmPoolIdleSeconds': '300' }).cluster?.warmPool;
+    expect(pool).toMatchObject({ jobManagers: 2, taskManagers: 4 });
+    expect(pool?.idleTimeout?.toSeconds()).toBe(300);
   });
 });

@@ -537,5 +537,24 @@ describe('FloeCluster props that cannot work', () => {
     expect(() => new FloeCluster(stack, 'Floe', { config: { 'taskmanager.numberOfTaskSlot': 4 } })).toThrow(ConfigurationError);
     expect(() => new FloeCluster(stack, 'Floe2', { config: { 'heartbeat.timeout': 'soon' } })).toThrow(/'heartbeat.timeout' must be an integer, found "soon"/);
     expect(() => new FloeCluster(stack, 'Floe3', { blobPrefix: '/floe' })).toThrow(/blobPrefix must end with '\/'/);
+    expect(() => new FloeCluster(stack, 'Floe4', { warmPool: { taskManagers: 3 }, config: { 'cluster.warm-pool.taskmanagers': 1 } })).toThrow(/warmPool and config both set cluster.warm-pool.taskmanagers/);
+    expect(() => new FloeCluster(stack, 'Floe5', { warmPool: { jobManagers: -1 } })).toThrow(/cluster.warm-pool.jobmanagers/);
+  });
+});
+
+describe('the warm pool', () => {
+  it('reaches the Dispatcher function and both task definitions as config options', () => {
+    const stack = new Stack(testApp(), 'Warm', { env });
+    new FloeCluster(stack, 'Floe', { warmPool: { jobManagers: 2, taskManagers: 4, idleTimeout: Duration.minutes(5) }, config: { 'taskmanager.numberOfTaskSlots': 4 } });
+    const template = Template.fromStack(stack);
+    const expected = { 'cluster.warm-pool.jobmanagers': 2, 'cluster.warm-pool.taskmanagers': 4, 'cluster.warm-pool.idle-timeout': 300_000, 'taskmanager.numberOfTaskSlots': 4 };
+    const configs = [
+      ...Object.values(resourcesOf(template, 'AWS::ECS::TaskDefinition')).map((td) => envOf(containerOf(td))['FLOE_CONFIG']),
+      ...Object.values(resourcesOf(template, 'AWS::Lambda::Function'))
+        .map((fn) => (fn.Properties?.['Environment'] as { Variables?: Record<string, unknown> } | undefined)?.Variables?.['FLOE_CONFIG'])
+        .filter((c) => c !== undefined),
+    ];
+    expect(configs.length).toBeGreaterThanOrEqual(3);
+    for (const c of configs) expect(JSON.parse(c as string)).toEqual(expected);
   });
 });

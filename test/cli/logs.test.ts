@@ -70,6 +70,37 @@ describe('floe logs', () => {
     expect((await logs.poll()).entries.map((e) => [e.process, e.message])).toEqual([['taskexecutor te-2', 'task FINISHED']]);
   });
 
+  it("finds a job's lines in the files of warm processes started for another job, and only its own", async () => {
+    // A JobManager and a TaskExecutor started for JOB2 ran WARM from the warm pool afterwards.
+    const JOB2 = 'd'.repeat(32);
+    const WARM = 'e'.repeat(32);
+    const logs = join(harness.stateDir, 'logs');
+    mkdirSync(join(logs, JOB2), { recursive: true });
+    writeFileSync(
+      join(logs, `jobmanager-${JOB2}.log`),
+      line(20, { process: 'jobmanager', jobId: JOB2, msg: 'job FINISHED' }) + line(21, { process: 'jobmanager', jobId: WARM, msg: 'won the JobMaster lease' }) + line(24, { process: 'jobmanager', jobId: JOB2, msg: 'ready for the next job (warm pool)' }),
+    );
+    writeFileSync(
+      join(logs, JOB2, 'te-5.log'),
+      line(20, { process: 'taskexecutor', resourceId: 'te-5', jobId: JOB2, msg: 'task ended' }) +
+        'printed by the first job\n' +
+        line(22, { process: 'taskexecutor', resourceId: 'te-5', jobId: WARM, msg: 'left the warm pool for a job' }) +
+        'printed by the warm job\n' +
+        line(23, { process: 'taskexecutor', resourceId: 'te-5', jobId: JOB2, msg: 'in the warm pool: waiting for the next job' }),
+    );
+    const warm = await harness.cli(['logs', WARM]);
+    expect(warm.code).toBe(0);
+    expect(warm.stdout.split('\n').filter((l) => l !== '')).toEqual([
+      '2026-12-01 12:00:21.000  jobmanager  INFO   won the JobMaster lease',
+      '2026-12-01 12:00:22.000  taskexecutor te-5  INFO   left the warm pool for a job',
+      '2026-12-01 12:00:22.000  taskexecutor te-5  OUT    printed by the warm job',
+    ]);
+    const first = await harness.cli(['logs', JOB2]);
+    expect(first.stdout).toContain('printed by the first job');
+    expect(first.stdout).not.toContain('printed by the warm job');
+    expect(first.stdout).not.toContain('won the JobMaster lease');
+  });
+
   it('says so when there is no log of the job, or the id is none, and what a deployed cluster needs', async () => {
     const missing = await harness.cli(['logs', 'c'.repeat(32)]);
     expect(missing.code).toBe(1);

@@ -77,6 +77,8 @@ class RecordingTaskExecutor implements TaskExecutorGateway {
   }
   async disconnectJobManager(): Promise<void> {}
   async disconnectResourceManager(): Promise<void> {}
+  async standBy(): Promise<void> {}
+  async joinJob(): Promise<void> {}
 }
 
 /** A ResourceManager double that records what the JobMaster declares. */

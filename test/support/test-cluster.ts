@@ -46,7 +46,9 @@ export async function startTestCluster(name: string, config: Record<string, stri
   mkdirSync(work);
   const dispatcher = await startEmbeddedDispatcher({
     stateDir,
-    config: loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 10_000, 'slot.request.timeout': 30_000, ...config }),
+    // No warm pool unless a test asks for one: most tests check that a job leaves no process behind
+    // (test/e2e/warm-pool.test.ts is about the pool).
+    config: loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 10_000, 'slot.request.timeout': 30_000, 'cluster.warm-pool.jobmanagers': 0, ...config }),
     logger: createLogger({ process: 'test-dispatcher' }),
   });
   const api: TestCluster['api'] = async (method, path, body) => {

@@ -15,6 +15,8 @@ export interface TestingTaskExecutorFunctions {
   heartbeatFromResourceManager: (resourceManagerToken: FencingToken) => Promise<SlotReport>;
   disconnectJobManager: (jobId: JobId, cause: string, jobMasterToken: FencingToken) => Promise<void>;
   disconnectResourceManager: (cause: string, resourceManagerToken: FencingToken) => Promise<void>;
+  standBy: (resourceManagerToken: FencingToken, poolToken: string, idleTimeoutMs: number) => Promise<void>;
+  joinJob: (jobId: JobId, poolToken: string) => Promise<void>;
 }
 
 export class TestingTaskExecutorGateway implements TaskExecutorGateway {
@@ -59,6 +61,12 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   disconnectResourceManager(cause: string, resourceManagerToken: FencingToken): Promise<void> {
     return this.fns.disconnectResourceManager(cause, resourceManagerToken);
   }
+  standBy(resourceManagerToken: FencingToken, poolToken: string, idleTimeoutMs: number): Promise<void> {
+    return this.fns.standBy(resourceManagerToken, poolToken, idleTimeoutMs);
+  }
+  joinJob(jobId: JobId, poolToken: string): Promise<void> {
+    return this.fns.joinJob(jobId, poolToken);
+  }
 }
 
 export class TestingTaskExecutorGatewayBuilder {
@@ -77,6 +85,8 @@ export class TestingTaskExecutorGatewayBuilder {
       heartbeatFromResourceManager: async () => ({ resourceId, slots: [], heldPartitions: 0 }),
       disconnectJobManager: done,
       disconnectResourceManager: done,
+      standBy: done,
+      joinJob: done,
     };
   }
 
@@ -106,6 +116,14 @@ export class TestingTaskExecutorGatewayBuilder {
   }
   setHeartbeatFromResourceManagerFunction(fn: TestingTaskExecutorFunctions['heartbeatFromResourceManager']): this {
     this.fns.heartbeatFromResourceManager = fn;
+    return this;
+  }
+  setStandByFunction(fn: TestingTaskExecutorFunctions['standBy']): this {
+    this.fns.standBy = fn;
+    return this;
+  }
+  setJoinJobFunction(fn: TestingTaskExecutorFunctions['joinJob']): this {
+    this.fns.joinJob = fn;
     return this;
   }
   setDisconnectJobManagerFunction(fn: TestingTaskExecutorFunctions['disconnectJobManager']): this {

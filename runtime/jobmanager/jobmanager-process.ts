@@ -1,0 +1,289 @@
+// A JobManager process over its life: it runs the job it was started for (a JobManagerRunner), and when
+// that job ended it may stay ready for the next one — the warm pool. Ready, it holds one of the
+// 'cluster.warm-pool.jobmanagers' places (lease `standby/jm/<n>`, naming it) and keeps up to
+// 'cluster.warm-pool.taskmanagers' idle TaskExecutors of the last job. A Dispatcher gives it a job by
+// taking its claim lease (`standby/claim/<holder>`) for the job; the process reads that lease every
+// 'cluster.warm-pool.poll-interval' (the Dispatcher may be a function that cannot call into the tasks'
+// network). With no job for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher
+// can any more — stops its TaskExecutors and exits.
+import type { BlobStore } from '../blob/blob-store.js';
+import type { Clock, Timer } from '../core/clock.js';
+import type { FloeConfig } from '../core/config.js';
+import { errorMessage } from '../core/errors.js';
+import { JobId, randomHex, type ResourceId } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import type { JobStore } from '../ha/job-store.js';
+import { leaseNames, parseStandbyClaim, type Lease, type LeaseStore } from '../ha/lease-store.js';
+import type { WorkerLauncher } from '../protocol/worker-launcher.js';
+import type { WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
+import type { RpcService } from '../rpc/rpc-service.js';
+import { JobManagerRunner, type RunnerOutcome } from './jobmanager-runner.js';
+
+export interface JobManagerProcessDeps {
+  readonly resourceId: ResourceId;
+  readonly config: FloeConfig;
+  readonly rpc: RpcService;
+  readonly leaseStore: LeaseStore;
+  readonly jobStore: JobStore;
+  readonly blobStore: BlobStore;
+  readonly launcher: WorkerLauncher;
+  /** Environment of every TaskExecutor, per job (the job id and its config are added by the caller). */
+  workerEnv(jobId: JobId, config: FloeConfig): Readonly<Record<string, string>>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+/** A warm TaskExecutor waits this much longer than its JobManager before stopping on its own (its JobManager died). */
+const TASK_EXECUTOR_IDLE_GRACE_MS = 5_000;
+
+type State =
+  | { readonly kind: 'running'; readonly jobId: JobId; readonly runner: JobManagerRunner }
+  | {
+      readonly kind: 'ready';
+      /** This ready period's identity: its place's holder and the name of its claim. */
+      readonly holder: string;
+      readonly lease: Lease;
+      readonly warm: readonly WarmTaskExecutor[];
+      readonly renewTimer: Timer;
+      readonly pollTimer: Timer;
+      readonly idleTimer: Timer;
+    }
+  | { readonly kind: 'leaving' };
+
+export class JobManagerProcess {
+  private state: State = { kind: 'leaving' };
+  private readonly log: Logger;
+  /** Given to the warm TaskExecutors: only this process may hand them a job. */
+  private readonly poolToken = randomHex(8);
+  private closing = false;
+  private jobsRun = 0;
+  private resolveDone!: (reason: string) => void;
+  /** Resolves once the process has nothing more to do (and no TaskExecutor of its own left running). */
+  readonly done: Promise<string> = new Promise((resolve) => (this.resolveDone = resolve));
+
+  constructor(private readonly deps: JobManagerProcessDeps) {
+    this.log = deps.logger.child({ component: 'jobmanager-process' });
+  }
+
+  /** The runner of the job this process runs now; for tests and diagnostics. */
+  get currentRunner(): JobManagerRunner | undefined {
+    return this.state.kind === 'running' ? this.state.runner : undefined;
+  }
+
+  /** Runs the job the process was started for; `taskExecutors` is the job's reservation. */
+  start(jobId: JobId): void {
+    this.run(jobId, this.deps.config.maxTaskManagers, undefined);
+  }
+
+  /** A Dispatcher gave the ready process a job: it runs it, with as many warm TaskExecutors as the job reserved. */
+  private take(state: Extract<State, { kind: 'ready' }>, claim: Lease, jobId: JobId, taskExecutors: number): void {
+    if (this.state !== state) return;
+    state.renewTimer.cancel();
+    state.pollTimer.cancel();
+    state.idleTimer.cancel();
+    if (this.closing) {
+      // Shutting down: the job stays claimed by a process that is going; the Dispatcher's reconciler gives it another.
+      this.log.child({ jobId }).warn('a job came while the process shuts down; left to the Dispatcher to start elsewhere');
+      this.state = { kind: 'leaving' };
+      void this.stopWorkers(state.warm, 'the JobManager process is shutting down').then(() => this.resolveDone('closed'));
+      return;
+    }
+    const keep = state.warm.slice(0, taskExecutors);
+    const surplus = state.warm.slice(taskExecutors);
+    this.log.child({ jobId }).info('took a job from the Dispatcher (warm pool)', { taskExecutors, warm: keep.map((w) => w.resourceId), stopping: surplus.map((w) => w.resourceId) });
+    this.run(jobId, taskExecutors, keep);
+    void this.stopWorkers(surplus, 'the next job needs fewer TaskExecutors than the warm pool kept');
+    // Given up once the job started: they only said where a ready process was and which job it got.
+    for (const [name, holder, epoch] of [[state.lease.name, state.holder, state.lease.epoch], [claim.name, claim.holder, claim.epoch]] as const) {
+      this.deps.leaseStore.release(name, holder, epoch).catch((error: unknown) => this.log.warn('could not give up a warm pool lease; it lapses by itself', { lease: name, error: errorMessage(error) }));
+    }
+  }
+
+  /** Stops the current job's components (the job stays for a successor) and the warm pool; the process then exits. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const state = this.state;
+    if (state.kind === 'running') {
+      await state.runner.close();
+      return;
+    }
+    if (state.kind === 'ready') await this.leave(state, 'the JobManager process is shutting down');
+    else this.resolveDone('closed');
+  }
+
+  // ----
+
+  private run(jobId: JobId, taskExecutors: number, warm: readonly WarmTaskExecutor[] | undefined): void {
+    const config: FloeConfig = { ...this.deps.config, maxTaskManagers: taskExecutors };
+    const pool = this.deps.config.warmPoolJobManagers > 0 ? this.deps.config.warmPoolTaskManagers : 0;
+    const runner = new JobManagerRunner({
+      jobId,
+      resourceId: this.deps.resourceId,
+      config,
+      rpc: this.deps.rpc,
+      leaseStore: this.deps.leaseStore,
+      jobStore: this.deps.jobStore,
+      blobStore: this.deps.blobStore,
+      launcher: this.deps.launcher,
+      workerEnv: this.deps.workerEnv(jobId, config),
+      clock: this.deps.clock,
+      logger: this.deps.logger.child({ jobId }),
+      ...(warm !== undefined && warm.length > 0 ? { adopt: { poolToken: this.poolToken, workers: warm } } : {}),
+      ...(pool > 0 ? { warmPool: { poolToken: this.poolToken, taskManagers: pool, idleTimeoutMs: this.deps.config.warmPoolIdleTimeoutMs + TASK_EXECUTOR_IDLE_GRACE_MS } } : {}),
+    });
+    this.state = { kind: 'running', jobId, runner };
+    this.jobsRun++;
+    runner.start();
+    void runner.done.then((outcome) => this.jobEnded(jobId, runner, outcome));
+  }
+
+  private async jobEnded(jobId: JobId, runner: JobManagerRunner, outcome: RunnerOutcome): Promise<void> {
+    const warm = runner.warmTaskExecutors;
+    this.state = { kind: 'leaving' };
+    this.log.info('job done in this process', { jobId, outcome: outcome.status, jobsRun: this.jobsRun });
+    // Leadership lost: a successor runs the job elsewhere, and this process may be the one in doubt.
+    if (this.closing || outcome.status === 'LEADERSHIP_LOST' || this.deps.config.warmPoolJobManagers <= 0) {
+      await this.stopWorkers(warm, 'the JobManager process ends');
+      this.resolveDone(outcome.status === 'LEADERSHIP_LOST' ? outcome.message : `job ${jobId} ${outcome.status}`);
+      return;
+    }
+    try {
+      await this.becomeReady(warm);
+    } catch (error) {
+      this.log.warn('cannot join the warm pool; exiting', { error: errorMessage(error) });
+      await this.stopWorkers(warm, 'the JobManager could not join the warm pool');
+      this.resolveDone(`job ${jobId} ${outcome.status}`);
+    }
+  }
+
+  /** Takes a free place in the warm pool, if there is one, and waits there for a job. */
+  private async becomeReady(warm: readonly WarmTaskExecutor[]): Promise<void> {
+    const { config, leaseStore, clock, rpc } = this.deps;
+    // A fresh identity per ready period: a claim left from the last one can never hand out a job again.
+    const holder = `${this.deps.resourceId}#${randomHex(4)}`;
+    let lease: Lease | undefined;
+    for (let i = 0; i < config.warmPoolJobManagers && lease === undefined; i++) {
+      lease = await leaseStore.tryAcquire(leaseNames.standbyJobManager(i), holder, rpc.address, config.leaseDurationMs);
+    }
+    if (lease === undefined || this.closing) {
+      if (lease !== undefined) await leaseStore.release(lease.name, holder, lease.epoch).catch(() => undefined);
+      this.log.info('the warm pool is full; exiting', { places: config.warmPoolJobManagers });
+      await this.stopWorkers(warm, 'the warm pool is full');
+      this.resolveDone('the warm pool is full');
+      return;
+    }
+    const held = lease;
+    const renewTimer = this.every(() => this.renew(held), config.leaseRenewIntervalMs);
+    const pollTimer = this.every(() => this.poll(), config.warmPoolPollIntervalMs);
+    const idleTimer = clock.setTimeout(() => {
+      const state = this.state;
+      if (state.kind === 'ready') void this.leave(state, `no job for ${config.warmPoolIdleTimeoutMs} ms (cluster.warm-pool.idle-timeout)`);
+    }, config.warmPoolIdleTimeoutMs);
+    this.state = { kind: 'ready', holder, lease: held, warm, renewTimer, pollTimer, idleTimer };
+    this.log.info('ready for the next job (warm pool)', { lease: held.name, epoch: held.epoch, taskExecutors: warm.map((w) => w.resourceId), idleTimeoutMs: config.warmPoolIdleTimeoutMs });
+  }
+
+  /** Reads the claim: a Dispatcher that took it gave this process a job. */
+  private polling = false;
+  private poll(): void {
+    const state = this.state;
+    if (state.kind !== 'ready' || this.polling) return;
+    this.polling = true;
+    this.deps.leaseStore
+      .get(leaseNames.standbyClaim(state.holder))
+      .then((claim) => {
+        if (claim === undefined || claim.holder === state.holder) return;
+        const job = parseStandbyClaim(claim.holder);
+        if (job === undefined) {
+          this.log.warn('the warm pool claim names no job; ignored', { holder: claim.holder });
+          return;
+        }
+        this.take(state, claim, job.jobId, job.taskExecutors);
+      })
+      .catch((error: unknown) => this.log.warn('cannot read the warm pool claim; trying again', { error: errorMessage(error) }))
+      .finally(() => {
+        this.polling = false;
+      });
+  }
+
+  private renew(lease: Lease): void {
+    const state = this.state;
+    if (state.kind !== 'ready' || state.lease !== lease) return;
+    this.deps.leaseStore
+      .renew(lease.name, state.holder, lease.epoch, this.deps.config.leaseDurationMs)
+      .then((renewed) => {
+        if (renewed === undefined && this.state === state) void this.leave(state, 'the standby lease was lost');
+      })
+      .catch((error: unknown) => this.log.warn('cannot renew the standby lease; trying again', { error: errorMessage(error) }));
+  }
+
+  /**
+   * Leaves the warm pool: first takes its own claim, so no Dispatcher can give it a job any more; a
+   * Dispatcher that got the claim first gave it one, and it runs that job instead.
+   */
+  private async leave(state: Extract<State, { kind: 'ready' }>, reason: string): Promise<void> {
+    if (this.state !== state) return;
+    const { leaseStore, config } = this.deps;
+    const name = leaseNames.standbyClaim(state.holder);
+    let own: Lease | undefined;
+    try {
+      own = await leaseStore.tryAcquire(name, state.holder, 'leaving', config.leaseDurationMs);
+    } catch (error) {
+      // Unknown whether a Dispatcher holds it: stay ready, and try again at the next timeout.
+      this.log.warn('cannot close the warm pool claim; staying ready a while longer', { error: errorMessage(error) });
+      if (this.state === state) {
+        const retry = this.deps.clock.setTimeout(() => {
+          const now = this.state;
+          if (now.kind === 'ready' && now.holder === state.holder) void this.leave(now, reason);
+        }, config.leaseRenewIntervalMs);
+        this.state = { ...state, idleTimer: retry };
+      }
+      return;
+    }
+    const current = this.state;
+    if (current.kind !== 'ready' || current.holder !== state.holder) return;
+    if (own === undefined) {
+      const claim = await leaseStore.get(name).catch(() => undefined);
+      const job = claim === undefined ? undefined : parseStandbyClaim(claim.holder);
+      if (claim !== undefined && job !== undefined) {
+        this.take(current, claim, job.jobId, job.taskExecutors);
+        return;
+      }
+    }
+    this.state = { kind: 'leaving' };
+    current.renewTimer.cancel();
+    current.pollTimer.cancel();
+    current.idleTimer.cancel();
+    this.log.info('leaving the warm pool', { reason, taskExecutors: current.warm.length });
+    await leaseStore.release(current.lease.name, current.holder, current.lease.epoch).catch(() => undefined);
+    await this.stopWorkers(current.warm, reason);
+    this.resolveDone(reason);
+  }
+
+  private async stopWorkers(workers: readonly WarmTaskExecutor[], reason: string): Promise<void> {
+    await Promise.all(
+      workers.map((w) =>
+        this.deps.launcher.stop(w.resourceId, reason).catch((error: unknown) => {
+          this.log.warn('could not stop a warm TaskExecutor; it stops itself when idle', { resourceId: w.resourceId, error: errorMessage(error) });
+        }),
+      ),
+    );
+  }
+
+  private every(fn: () => void, intervalMs: number): Timer {
+    let timer: Timer | undefined;
+    let cancelled = false;
+    const tick = (): void => {
+      if (cancelled) return;
+      fn();
+      timer = this.deps.clock.setTimeout(tick, intervalMs);
+    };
+    timer = this.deps.clock.setTimeout(tick, intervalMs);
+    return {
+      cancel: () => {
+        cancelled = true;
+        timer?.cancel();
+      },
+    };
+  }
+}

@@ -1,0 +1,89 @@
+// The warm pool on the embedded cluster with real processes: after a job, its JobManager process and up
+// to 'cluster.warm-pool.taskmanagers' idle TaskExecutors stay ready; the next job runs in them (the
+// Dispatcher starts no process), a job larger than the pool starts only what is missing, and once idle
+// for 'cluster.warm-pool.idle-timeout' every process is gone.
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusterProcesses, processesOfCluster, waitFor } from '../support/cluster-processes.js';
+import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
+
+const IDLE_TIMEOUT_MS = 6_000;
+
+let cluster: TestCluster;
+let input: string;
+let reference: string[];
+
+beforeAll(async () => {
+  cluster = await startTestCluster('warm-pool', {
+    'cluster.warm-pool.jobmanagers': 1,
+    'cluster.warm-pool.taskmanagers': 1,
+    'cluster.warm-pool.idle-timeout': IDLE_TIMEOUT_MS,
+    'heartbeat.timeout': 5_000,
+  });
+  const words = ['warm', 'pool', 'slot', 'a', 'of', 'leader', 'region', 'to'];
+  const lines: string[] = [];
+  for (let i = 0; i < 5_000; i++) lines.push(Array.from({ length: 1 + (i % 5) }, (_, w) => words[(i * 7 + w * 3) % words.length]).join(' '));
+  input = join(cluster.work, 'words.txt');
+  writeFileSync(input, lines.join('\n') + '\n');
+  reference = lines.flatMap((l) => l.split(/\s+/)).filter((w) => w.length >= 4).map((w) => w.toUpperCase()).sort();
+});
+
+afterAll(async () => {
+  expect(await cluster.close()).toBe(0);
+});
+
+/** The job's output, sorted, checked against the reference. */
+async function runWords(name: string, parallelism: number): Promise<{ jobId: string; job: any }> {
+  const out = join(cluster.work, name);
+  const jobId = await cluster.submit('e2e-words.ts', 'default', [input, out, String(64 * 1024)], parallelism);
+  const job = await cluster.awaitTerminal(jobId);
+  expect(job.status, await cluster.exceptions(jobId)).toBe('FINISHED');
+  const output = readdirSync(out)
+    .filter((f) => f.startsWith('part-'))
+    .flatMap((p) => readFileSync(join(out, p), 'utf8').split('\n').filter((l) => l !== ''))
+    .sort();
+  expect(output).toEqual(reference);
+  return { jobId, job };
+}
+
+const workers = (): { pid: number; resourceId: string | undefined }[] => clusterProcesses(cluster.stateDir).map((p) => ({ pid: p.pid, resourceId: p.resourceId }));
+
+describe('warm pool', () => {
+  it('runs the next job in the processes the last one left, and ends them after the idle time', async () => {
+    const first = await runWords('out-1', 2);
+    // Left ready: the JobManager and its one TaskExecutor (p = 2 is one TaskExecutor of 2 slots).
+    const ready = await waitFor(() => {
+      const w = workers();
+      return w.length === 2 ? w : undefined;
+    }, 'the JobManager and one TaskExecutor to stay in the warm pool', 20_000);
+    const jobManagerId = ready.find((w) => w.resourceId?.startsWith('jobmanager'))?.resourceId;
+    expect(jobManagerId).toBe(`jobmanager-${first.jobId}`);
+
+    const second = await runWords('out-2', 2);
+    // The same two processes ran it: no process was started for it.
+    expect(workers().map((w) => w.pid).sort()).toEqual(ready.map((w) => w.pid).sort());
+    const record = (await cluster.api('GET', `/jobs/${second.jobId}`)).body;
+    expect(record.status).toBe('FINISHED');
+    expect(readdirSync(join(cluster.stateDir, 'logs')).filter((f) => f.startsWith(`jobmanager-${second.jobId}`))).toEqual([]);
+    // Idle past the timeout: nothing is left.
+    await waitFor(() => processesOfCluster(cluster.stateDir).length === 0, 'every warm process to exit after the idle time', IDLE_TIMEOUT_MS + 20_000, 100);
+    // And the next job starts from nothing again.
+    await runWords('out-3', 2);
+  });
+
+  it('gives a job larger than the pool the warm TaskExecutor and starts only the missing ones', async () => {
+    await waitFor(() => workers().length === 2, 'the warm pool after the last job', 20_000);
+    const warmTaskExecutor = workers().find((w) => w.resourceId?.startsWith('te-'));
+    expect(warmTaskExecutor).toBeDefined();
+    // p = 6 needs three TaskExecutors of 2 slots: the warm one and two new ones.
+    const { jobId, job } = await runWords('out-big', 6);
+    expect(job.tasks).toMatchObject({ total: 6, finished: 6 });
+    const started = readdirSync(join(cluster.stateDir, 'logs', jobId)).filter((f) => f.endsWith('.log'));
+    expect(started).toHaveLength(2);
+    expect(started).not.toContain(`${warmTaskExecutor!.resourceId}.log`);
+    // The pool keeps one TaskExecutor: the two others stop when the job ends.
+    await waitFor(() => workers().length === 2, 'the pool to shrink to its JobManager and one TaskExecutor', 20_000);
+    await waitFor(() => processesOfCluster(cluster.stateDir).length === 0, 'every warm process to exit after the idle time', IDLE_TIMEOUT_MS + 20_000, 100);
+  });
+});
