@@ -2,8 +2,9 @@
 // local cluster, command to exit, against a bare `node -e 0`, interleaved round by round. Each timed run
 // passes --verbose, so its steps split the time between the client (bundle-cache hit, type-check
 // remembered, job graph, finding the cluster), the Dispatcher's answer to the submission, the wait for the
-// job's end, and the process itself (node's start, module load, exit). Until JobManager/TaskExecutor
-// processes are kept warm between jobs, the wait includes starting them.
+// job's end, and the process itself (node's start, module load, exit). The cluster runs with its default
+// warm pool ('cluster.warm-pool.*'): after the warm-up run, each job goes to a JobManager and TaskExecutors
+// kept ready; with the pool off (-D cluster.warm-pool.jobmanagers=0) the wait includes starting them.
 // Run: npm run bench:trivial-job   (figures also go to bench/out/trivial-job.json; BENCH_RUNS=10).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -89,7 +90,7 @@ try {
     notes: [
       'client: bundle-cache lookup + remembered type-check + job graph + finding the cluster (in the CLI process)',
       "submit: POST /artifacts (the Dispatcher has the library) + POST /jobs, answered after admission and the JobManager's launch",
-      'wait: long-poll until the job ended (JobManager and TaskExecutor start included until they are kept warm), result: the dashboard link is before it, the records GET after',
+      'wait: the dashboard link, then long-polls until the job ended (on the warm pool kept since the warm-up run); result: GET of the records',
       'process: node start, module load and exit (command to exit minus the steps)',
     ],
   };
