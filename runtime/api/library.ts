@@ -5,9 +5,9 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../blob/blob-store.js';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { Plugin } from 'esbuild';
+import type { BuildOptions, Plugin } from 'esbuild';
 import { FloeError } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';
 
@@ -33,6 +33,41 @@ const floeApiPlugin: Plugin = {
 // Bundled CommonJS dependencies call require() for Node builtins; ESM has no require unless given one.
 const REQUIRE_SHIM = "import { createRequire as __floeCreateRequire } from 'node:module';\nconst require = __floeCreateRequire(import.meta.url);";
 
+/** What bundleJobFile made: the library, and every file esbuild read to make it (absolute paths). */
+export interface BundledLibrary {
+  readonly code: Uint8Array;
+  readonly sha256: string;
+  /** The bundle's inputs as esbuild's metafile lists them: the job file, what it imports, the API. */
+  readonly inputs: readonly string[];
+}
+
+/**
+ * The esbuild options a job file is bundled with (the plugin aside). Exported so a cache of bundles can
+ * make them part of its key: other options, other bytes.
+ */
+export function bundleOptions(entry: string): BuildOptions & { readonly write: false; readonly metafile: true } {
+  return {
+    entryPoints: [entry],
+    // Not written: it anchors the source map's relative paths next to the job file.
+    outfile: join(dirname(entry), `${basename(entry)}.floe-bundle.mjs`),
+    sourceRoot: `${pathToFileURL(dirname(entry)).href}/`,
+    write: false,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    minify: false,
+    sourcemap: 'inline',
+    sourcesContent: true,
+    banner: { js: REQUIRE_SHIM },
+    metafile: true,
+    logLevel: 'silent',
+  };
+}
+
+/** Builds in flight in this process: esbuild's service process is stopped when the last one ends. */
+let buildsInFlight = 0;
+
 /**
  * Bundles a job file and everything it imports (except Node builtins) into one ESM module, with an
  * inline source map so stack traces from user code name the job file where the user keeps it (the map's
@@ -40,42 +75,35 @@ const REQUIRE_SHIM = "import { createRequire as __floeCreateRequire } from 'node
  * which relative sources would resolve). The same sources in the same place give the same bytes, hence
  * the same sha256.
  */
-export async function bundleJobFile(path: string): Promise<{ code: Uint8Array; sha256: string }> {
+export async function bundleJobFile(path: string): Promise<BundledLibrary> {
   const entry = resolve(path);
   if (!existsSync(entry)) throw new JobFileError(`job file ${entry} does not exist: pass the path of a .ts or .js file that exports defineJob(...)`);
   // Loaded here, not at the top: slot workers import this module for importLibrary, and loading
   // esbuild there would add tens of milliseconds to every worker's start.
-  const { build } = await import('esbuild');
+  const esbuild = await import('esbuild');
+  const workingDir = process.cwd();
   let result;
+  buildsInFlight++;
   try {
-    result = await build({
-      entryPoints: [entry],
-      // Not written: it anchors the source map's relative paths next to the job file.
-      outfile: join(dirname(entry), `${basename(entry)}.floe-bundle.mjs`),
-      sourceRoot: `${pathToFileURL(dirname(entry)).href}/`,
-      write: false,
-      bundle: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      minify: false,
-      sourcemap: 'inline',
-      sourcesContent: true,
-      banner: { js: REQUIRE_SHIM },
-      plugins: [floeApiPlugin],
-      logLevel: 'silent',
-    });
+    result = await esbuild.build({ ...bundleOptions(entry), absWorkingDir: workingDir, plugins: [floeApiPlugin] });
   } catch (e) {
     const errors = (e as { errors?: { text: string; location?: { file: string; line: number; column: number } | null }[] }).errors;
     const detail = errors?.length
       ? errors.map((m) => (m.location ? `${m.location.file}:${m.location.line}:${m.location.column}: ${m.text}` : m.text)).join('; ')
       : (e as Error).message;
     throw new JobFileError(`cannot bundle job file ${entry}: ${detail}`, { cause: e });
+  } finally {
+    // esbuild keeps a service process for later builds; a CLI bundles once, and a process left behind
+    // (even one that would exit with its parent) is not ours to leave. Stopped only when no other
+    // build of this process is using it; the next build starts a new one.
+    if (--buildsInFlight === 0) await esbuild.stop();
   }
   const out = result.outputFiles.find((f) => f.path.endsWith('.mjs'));
   if (out === undefined) throw new JobFileError(`bundling ${entry} produced no module`);
   const code = out.contents;
-  return { code, sha256: sha256Hex(code) };
+  // Metafile paths are relative to the working directory; a non-file namespace shows as 'ns:path'.
+  const inputs = Object.keys(result.metafile.inputs).map((p) => (/^[a-z-]+:/.test(p) && !isAbsolute(p) ? p : resolve(workingDir, p)));
+  return { code, sha256: sha256Hex(code), inputs };
 }
 
 /**

@@ -30,6 +30,10 @@ export type Command =
       readonly typecheck: boolean;
       /** Records kept by a collect sink that sets no maxRecords (--max-records). */
       readonly maxRecords?: number;
+      /** Use the cache of bundled libraries (off with --no-cache). */
+      readonly useCache: boolean;
+      /** Print how long each step took (--verbose). */
+      readonly verbose: boolean;
     }
   | { readonly kind: 'init'; readonly dir?: string }
   | { readonly kind: 'list'; readonly json: boolean }
@@ -58,7 +62,7 @@ Commands:
                           that type-checks it against this Floe's API, in dir (default: here); never
                           overwrites a file
   run <job.ts> [-p|--parallelism N] [--detached] [--export NAME] [--max-records N] [--no-typecheck]
-               [-D key=value]... [-- job args...]
+               [--no-cache] [--verbose] [-D key=value]... [-- job args...]
                           type-check and bundle the job file, submit it, and follow it until it ends
   list [--json]           list the cluster's jobs (from the stored records when the cluster is stopped)
   status <jobId> [--json] show a job's state, tasks and latest exceptions (stored records, likewise)
@@ -80,6 +84,9 @@ Run options:
   --export NAME           the job file's export that defines the job (default: default)
   --max-records N         records a collect() sink keeps when it sets no maxRecords (default 10000)
   --no-typecheck          bundle the job without type-checking it first
+  --no-cache              bundle the job again even if its files did not change since the last run
+                          (bundles are kept in <stateDir>/cache/libraries; delete it to clear them)
+  --verbose               print how long each step took (bundle cache, type-check, submit, wait)
   -D key=value            a config option for a cluster this command starts
   -- args...              the job's arguments (the builder's args). Paths that readTextFile and
                           writeAsText get are relative to the folder floe runs in, not the job file's
@@ -117,6 +124,8 @@ const OPTIONS: Record<string, OptionSpec> = {
   '--export': { takesValue: true, commands: ['run'] },
   '--max-records': { takesValue: true, commands: ['run'] },
   '--no-typecheck': { takesValue: false, commands: ['run'] },
+  '--no-cache': { takesValue: false, commands: ['run'] },
+  '--verbose': { takesValue: false, commands: ['run'] },
   '-D': { takesValue: true, commands: ['run', 'cluster'] },
   '--json': { takesValue: false, commands: ['list', 'status', 'cluster'] },
   '--help': { takesValue: false, commands: 'all' },
@@ -231,6 +240,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
           exportName,
           jobArgs: jobArgs ?? [],
           typecheck: !flags.has('--no-typecheck'),
+          useCache: !flags.has('--no-cache'),
+          verbose: flags.has('--verbose'),
           ...(maxRecords === undefined ? {} : { maxRecords }),
         },
       };

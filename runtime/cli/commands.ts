@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { loadConfig, CONFIG_OPTIONS } from '../core/config.js';
-import { ConflictError, FloeError, errorMessage } from '../core/errors.js';
+import { ConflictError, FloeError, InvalidRequestError, errorMessage } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import { isGloballyTerminal, type JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
@@ -17,6 +17,7 @@ import { awaitCluster, BUSY_WAIT_MS, busyMessage, ClusterError, clusterInfoPath,
 import { escapeText, safeJson } from './escape.js';
 import { formatDuration, formatException, formatJobDetails, formatJobList, formatProgress, formatRecord, ProgressPrinter, type OutputStream } from './format.js';
 import { initJobFolder } from './init.js';
+import { LibraryCache } from './library-cache.js';
 import { formatLogEntry, mergeByTime, type JobLogEntry, type JobLogSource } from './job-logs.js';
 import { askCancelOrDetach, noPrompt, type InterruptChoice, type Interrupts, type Prompt } from './interrupt.js';
 import type { RestClient } from './rest-client.js';
@@ -27,7 +28,10 @@ export interface CliIo {
   readonly stderr: OutputStream;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
-  /** How often a followed job is polled. @default 250 */
+  /**
+   * How long each long-poll of a followed job waits before its progress line is refreshed (and how often
+   * `floe logs -f` reads, and an older Dispatcher without long-polls is polled). @default 1000 (logs: 250)
+   */
   readonly pollIntervalMs?: number;
   /** The Dispatcher program a started cluster runs. @default dist/dispatcher.js */
   readonly dispatcherEntry?: string;
@@ -163,6 +167,10 @@ export interface RunOptions {
   readonly typecheck: boolean;
   /** Records kept by a collect sink that sets no maxRecords. @default DEFAULT_COLLECT_MAX_RECORDS */
   readonly maxRecords?: number;
+  /** Use and fill the library cache (off with --no-cache). @default true */
+  readonly useCache?: boolean;
+  /** Print how long each step took (--verbose). @default false */
+  readonly verbose?: boolean;
 }
 
 export interface RunOutcome {
@@ -182,19 +190,35 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   const { io } = ctx;
   const config = loadConfig(opts.config);
   const jobFile = resolve(io.cwd, opts.jobFile);
+  const timing = new Timing();
+  // A library bundled before from files that have not changed since is used as it is: no esbuild.
+  const cache = new LibraryCache(join(ctx.stateDir, 'cache', 'libraries'));
+  const cached = opts.useCache === false ? { hit: false as const, why: '--no-cache' } : existsSync(jobFile) ? cache.lookup(jobFile) : undefined;
+  timing.mark('bundle cache', cached === undefined ? 'no job file' : cached.hit ? 'hit' : `miss: ${cached.why}`);
   // esbuild bundles in its own process while the type-check runs here.
-  const bundling = bundleJobFile(jobFile);
+  const bundling = cached?.hit ? undefined : bundleJobFile(jobFile);
   // Plain JavaScript job files have no types to check.
   if (opts.typecheck && /\.[cm]?tsx?$/.test(jobFile) && existsSync(jobFile)) {
     try {
-      checkTypes(jobFile, io, join(ctx.stateDir, 'cache', 'typecheck'));
+      const check = checkTypes(jobFile, io, join(ctx.stateDir, 'cache', 'typecheck'));
+      timing.mark('type-check', check.cached ? 'remembered clean' : 'checked');
     } catch (e) {
-      bundling.catch(() => undefined);
+      bundling?.catch(() => undefined);
       throw e;
     }
   }
-  const { code, sha256 } = await bundling;
-  const namespace = await importLibrary(code, join(ctx.stateDir, 'cache', 'client-libraries'));
+  let code: Uint8Array;
+  let sha256: string;
+  if (bundling === undefined && cached?.hit) {
+    ({ code, sha256 } = cached);
+  } else {
+    const bundled = await bundling!;
+    ({ code, sha256 } = bundled);
+    timing.mark('bundle', 'esbuild');
+    const problem = opts.useCache === false ? undefined : cache.store(jobFile, bundled);
+    if (problem !== undefined) io.stderr.write(`note: the bundle is not remembered (${escapeText(problem)}); the next run bundles again\n`);
+  }
+  const namespace = await importLibrary(code, cache.dir);
   const definition = loadJobDefinition(namespace, opts.exportName);
   const jobId = JobId.random();
   const graph = buildJobGraph(definition, {
@@ -207,6 +231,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     ...(opts.maxRecords === undefined ? {} : { collectMaxRecords: opts.maxRecords }),
   });
   const name = `'${escapeText(graph.name)}'`;
+  timing.mark('job graph');
 
   const clusterConfig = Object.fromEntries(Object.entries(opts.config).filter(([k]) => !CLIENT_SIDE_KEYS.has(k)));
   let client: RestClient;
@@ -242,10 +267,13 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     }
   }
 
+  timing.mark('cluster');
   await client.submitJob(graph, code);
+  timing.mark('submit');
   io.stderr.write(`submitted job ${name} as ${jobId}\n`);
   io.stderr.write(`${await dashboardLine(client, jobId)}\n`);
   if (opts.detached) {
+    if (opts.verbose) io.stderr.write(timing.line());
     io.stdout.write(`${jobId}\n`);
     io.stderr.write(`follow it with 'floe status ${jobId}'\n`);
     return { jobId, status: 'SUBMITTED', interrupted: false, graph, startedCluster };
@@ -259,6 +287,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     return { jobId, status: 'DETACHED', interrupted: true, graph, startedCluster };
   }
   const details = followed.details;
+  timing.mark('wait');
   const hasCollect = graph.vertices.some((v) => v.operators.some((op) => op.kind === 'sink.collect'));
   let result: RunOutcome['result'];
   switch (details.status) {
@@ -282,11 +311,29 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     default:
       io.stderr.write(`job ${name} (${jobId}) ended ${details.status} after ${formatDuration(details.durationMs)}\n`);
   }
+  timing.mark('result');
+  if (opts.verbose) io.stderr.write(timing.line());
   return { jobId, status: details.status, interrupted: followed.interrupted, graph, ...(result === undefined ? {} : { result }), startedCluster };
 }
 
+/** How long each step of `floe run` took, for --verbose: `timing: bundle cache 2 ms (hit), …`. */
+class Timing {
+  private last = performance.now();
+  private readonly steps: string[] = [];
+
+  mark(step: string, note?: string): void {
+    const now = performance.now();
+    this.steps.push(`${step} ${Math.round(now - this.last)} ms${note === undefined ? '' : ` (${escapeText(note)})`}`);
+    this.last = now;
+  }
+
+  line(): string {
+    return `timing: ${this.steps.join(', ')}\n`;
+  }
+}
+
 /** Prints the type-check's diagnostics; throws when there are errors, so nothing is bundled or submitted. */
-function checkTypes(jobFile: string, io: CliIo, cacheDir: string): void {
+function checkTypes(jobFile: string, io: CliIo, cacheDir: string): { cached: boolean } {
   if (!floeTypesExist()) {
     throw new TypecheckError(`Floe's API declarations ${FLOE_TYPES} are missing, so ${jobFile} cannot be type-checked: build Floe (npm run build in its folder), or run with --no-typecheck`);
   }
@@ -299,6 +346,7 @@ function checkTypes(jobFile: string, io: CliIo, cacheDir: string): void {
       `${escapeText(shown.startsWith('..') || isAbsolute(shown) ? jobFile : shown)} does not type-check (${check.errorCount} error${check.errorCount === 1 ? '' : 's'}${check.configFile === undefined ? '' : `; compiler options from ${escapeText(check.configFile)}`}); nothing was submitted. Fix ${check.errorCount === 1 ? 'it' : 'them'}, or run with --no-typecheck to skip the check`,
     );
   }
+  return { cached: check.cached };
 }
 
 /** Says how many records the collect sink kept, that more existed, and exactly how to keep more. */
@@ -320,7 +368,7 @@ export type FollowResult =
   | { readonly detached: true; /** Why it detached, for the message. */ readonly why: string };
 
 /**
- * Polls the job until it ends, drawing progress on stderr. A Dispatcher hiccup is retried for a while.
+ * Follows the job until it ends with long-polls (answered as soon as it ends), drawing progress on stderr. A Dispatcher hiccup is retried for a while.
  * With `io.interrupts`, a Ctrl-C asks (io.prompt) whether to cancel the job (then it is followed until it
  * ends) or to detach (the job keeps running); see interrupt.ts for who answers when nobody can.
  */
@@ -341,7 +389,13 @@ export async function followJob(
   let decided: { choice: InterruptChoice; why: string } | undefined;
   let cancelSent = false;
   let stopWaiting = false;
-  let wake: (() => void) | undefined;
+  // Something for the loop to act on (Ctrl-C, an answer): ends the wait in progress, or the next one.
+  let nudged = false;
+  let waiting: AbortController | undefined;
+  const nudge = (): void => {
+    nudged = true;
+    waiting?.abort();
+  };
   const unsubscribe = io.interrupts?.subscribe(() => {
     interrupts++;
     if (interrupts === 1) {
@@ -349,7 +403,7 @@ export async function followJob(
       question = new AbortController();
       void askCancelOrDetach(io.prompt ?? noPrompt, jobLabel, question.signal).then((d) => {
         decided ??= d;
-        wake?.();
+        nudge();
       });
     } else if (decided === undefined) {
       // A second Ctrl-C while the question is open: the safe answer, detach.
@@ -358,10 +412,17 @@ export async function followJob(
     } else if (decided.choice === 'cancel') {
       stopWaiting = true;
     }
-    wake?.();
+    nudge();
   });
+  const pollMs = io.pollIntervalMs ?? 1_000;
+  // The first read answers at once (the progress line); later ones are long-polls: the Dispatcher answers
+  // as soon as the job ends, or after pollMs to refresh the progress. An older Dispatcher, which refuses
+  // ?wait, is polled every pollMs instead.
+  let longPoll = false;
+  let canLongPoll = true;
   try {
     for (;;) {
+      nudged = false;
       if (decided?.choice === 'detach') return { detached: true, why: decided.why };
       if (decided?.choice === 'cancel' && !cancelSent) {
         cancelSent = true;
@@ -377,11 +438,33 @@ export async function followJob(
         return { detached: true, why: `Ctrl-C again while the job was being cancelled (the cancellation goes on)` };
       }
       let details: JobDetails | undefined;
+      let failed = false;
+      const askedAt = Date.now();
+      const held = longPoll && !nudged;
       try {
-        details = await client.getJob(jobId);
+        if (held) {
+          waiting = new AbortController();
+          try {
+            details = await client.getJob(jobId, { waitMs: pollMs, signal: waiting.signal });
+          } catch (e) {
+            if (waiting.signal.aborted) {
+              details = undefined; // nudged: act on it, then read again
+            } else if (e instanceof InvalidRequestError && /'wait'/.test(e.message)) {
+              canLongPoll = false;
+              details = await client.getJob(jobId);
+            } else {
+              throw e;
+            }
+          } finally {
+            waiting = undefined;
+          }
+        } else {
+          details = await client.getJob(jobId);
+        }
         failingSince = undefined;
       } catch (e) {
         if (!(e instanceof FloeError && e.retryable)) throw e;
+        failed = true;
         failingSince ??= Date.now();
         if (Date.now() - failingSince > retryForMs) throw e;
       }
@@ -393,14 +476,20 @@ export async function followJob(
           return { detached: false, details, interrupted: decided !== undefined };
         }
       }
+      // A long-poll that came back early without the end was not held (a server that ignores ?wait):
+      // the rest of the interval is slept, so a job is never asked about more than once per pollMs.
+      const pauseMs = failed || !canLongPoll ? pollMs : held ? pollMs - (Date.now() - askedAt) : 0;
+      longPoll = canLongPoll;
+      if (nudged || pauseMs <= 0) continue;
       await new Promise<void>((r) => {
-        const timer = setTimeout(r, io.pollIntervalMs ?? 250);
-        wake = () => {
+        waiting = new AbortController();
+        const timer = setTimeout(r, pauseMs);
+        waiting.signal.addEventListener('abort', () => {
           clearTimeout(timer);
           r();
-        };
+        });
       });
-      wake = undefined;
+      waiting = undefined;
     }
   } finally {
     unsubscribe?.();

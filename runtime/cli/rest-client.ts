@@ -58,6 +58,11 @@ export interface RestClientOptions {
   readonly timeoutMs?: number;
   /** Larger libraries are uploaded through POST /artifacts instead of inline in POST /jobs. @default 4 MiB */
   readonly inlineLibraryMaxBytes?: number;
+  /**
+   * Before sending a library larger than this inline, ask POST /artifacts whether the Dispatcher has it
+   * already. @default 16 KiB
+   */
+  readonly libraryCheckMinBytes?: number;
 }
 
 /** A lost answer to POST /jobs is retried with the same job id for about 10 s. */
@@ -79,6 +84,7 @@ export class RestClient {
   private readonly signer: RequestSigner | undefined;
   private readonly timeoutMs: number;
   private readonly inlineLibraryMaxBytes: number;
+  private readonly libraryCheckMinBytes: number;
 
   constructor(options: RestClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -86,6 +92,7 @@ export class RestClient {
     this.signer = options.signer;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.inlineLibraryMaxBytes = options.inlineLibraryMaxBytes ?? DEFAULT_INLINE_LIBRARY_MAX_BYTES;
+    this.libraryCheckMinBytes = options.libraryCheckMinBytes ?? 16 * 1024;
   }
 
   static forCluster(info: ClusterInfo, timeoutMs?: number): RestClient {
@@ -101,9 +108,17 @@ export class RestClient {
    * request is capped at 6 MB, a third of it eaten by base64), then the job is submitted without it.
    */
   async submitJob(jobGraph: JobGraph, library?: Uint8Array): Promise<SubmitJobResponse> {
+    const withoutLibrary = (): Promise<SubmitJobResponse> =>
+      this.resubmitting(() => this.request<SubmitJobResponse>('POST', '/jobs', { body: { jobGraph } satisfies SubmitJobRequest }));
     if (library !== undefined && library.byteLength > this.inlineLibraryMaxBytes) {
       await this.uploadLibrary(jobGraph.library.sha256, library);
-      return this.resubmitting(() => this.request<SubmitJobResponse>('POST', '/jobs', { body: { jobGraph } satisfies SubmitJobRequest }));
+      return withoutLibrary();
+    }
+    // A library the Dispatcher already has (the same job run again) is not sent again: asking costs a
+    // small request, sending costs the bytes, and locally a body over 64 KiB is parsed on a worker thread.
+    if (library !== undefined && library.byteLength > this.libraryCheckMinBytes) {
+      const offer = await this.request<ArtifactUploadResponse>('POST', '/artifacts', { body: { sha256: jobGraph.library.sha256, sizeBytes: library.byteLength } satisfies ArtifactUploadRequest });
+      if (offer.exists) return withoutLibrary();
     }
     const body: SubmitJobRequest =
       library === undefined ? { jobGraph } : { jobGraph, library: Buffer.from(library.buffer, library.byteOffset, library.byteLength).toString('base64') };
@@ -163,8 +178,16 @@ export class RestClient {
     return this.request<ListJobsResponse>('GET', qs === '' ? '/jobs' : `/jobs?${qs}`);
   }
 
-  getJob(jobId: JobId | string): Promise<JobDetails> {
-    return this.request<JobDetails>('GET', `/jobs/${encodeURIComponent(jobId)}`);
+  /**
+   * The job's details. With `waitMs`, a long-poll: the Dispatcher answers once the job has ended or that
+   * long has passed (it holds a request at most 20 s). `signal` abandons the request (an AbortError).
+   */
+  getJob(jobId: JobId | string, options: { readonly waitMs?: number; readonly signal?: AbortSignal } = {}): Promise<JobDetails> {
+    const wait = options.waitMs === undefined ? '' : `?wait=${Math.max(0, Math.round(options.waitMs))}`;
+    return this.request<JobDetails>('GET', `/jobs/${encodeURIComponent(jobId)}${wait}`, {
+      ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
   }
 
   async getJobExceptions(jobId: JobId | string): Promise<readonly JobException[]> {
@@ -196,7 +219,7 @@ export class RestClient {
   private async request<T>(
     method: string,
     path: string,
-    opts: { body?: unknown; authorized?: boolean; notFoundAsUndefined?: boolean } = {},
+    opts: { body?: unknown; authorized?: boolean; notFoundAsUndefined?: boolean; waitMs?: number; signal?: AbortSignal } = {},
   ): Promise<T> {
     const url = `${this.baseUrl}${path}`;
     let headers: Record<string, string> = { accept: 'application/json' };
@@ -205,16 +228,15 @@ export class RestClient {
     const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     // Signed even where the route is public: the signature then covers exactly what is sent.
     if (this.signer !== undefined) headers = await this.signer.sign({ method, url: new URL(url), headers, ...(body === undefined ? {} : { body }) });
-    let response: Response;
+    let response: { status: number; ok: boolean; text: () => Promise<string> };
+    // A long-poll may be held for its wait on top of the usual deadline.
+    const deadlineMs = this.timeoutMs + (opts.waitMs ?? 0);
+    const timeout = AbortSignal.timeout(deadlineMs);
     try {
-      response = await fetch(url, {
-        method,
-        headers,
-        ...(body === undefined ? {} : { body }),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
+      response = await send(new URL(url), { method, headers, ...(body === undefined ? {} : { body }), signal: opts.signal === undefined ? timeout : AbortSignal.any([timeout, opts.signal]) });
     } catch (e) {
-      if ((e as Error).name === 'TimeoutError') throw new RpcTimeoutError(`${method} ${url}`, this.timeoutMs);
+      if (timeout.aborted) throw new RpcTimeoutError(`${method} ${url}`, deadlineMs);
+      if (opts.signal?.aborted) throw e;
       throw new RpcConnectionError(`the Dispatcher at ${this.baseUrl}`, { cause: e });
     }
     const text = await response.text();
@@ -253,6 +275,33 @@ export class RestClient {
     }
     throw new UnexpectedResponseError(`${method} ${path} answered ${response.status}: ${text.slice(0, 200)}`);
   }
+}
+
+/**
+ * One request with node:http (or node:https), not fetch: fetch's first call in a process loads and
+ * compiles undici, about 100-200 ms, most of what a `floe run` against a local cluster spends waiting on
+ * its own side. Idle keep-alive sockets of the global agent are unref'd, so they never hold the process.
+ */
+async function send(
+  url: URL,
+  init: { readonly method: string; readonly headers: Readonly<Record<string, string>>; readonly body?: string | Uint8Array; readonly signal: AbortSignal },
+): Promise<{ status: number; ok: boolean; text: () => Promise<string> }> {
+  const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const body = init.body === undefined ? undefined : typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: init.method, headers: { ...init.headers, ...(body === undefined ? {} : { 'content-length': String(body.byteLength) }) }, signal: init.signal }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const status = res.statusCode ?? 0;
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status, ok: status >= 200 && status < 300, text: async () => text });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
 
 const lowerCased = (headers: Readonly<Record<string, string>>): Record<string, string> =>

@@ -7,6 +7,7 @@ import { dirname, isAbsolute, join, relative } from 'node:path';
 import type * as TS from 'typescript';
 import { packageRoot } from '../core/paths.js';
 import { escapeText } from './escape.js';
+import { fingerprint, stillSame, type FileFingerprint } from './file-fingerprints.js';
 
 /** The declarations `import … from 'floe'` resolves to (written by runtime/build.mjs). */
 export const FLOE_TYPES = join(packageRoot, 'dist', 'types', 'floe.d.ts');
@@ -119,8 +120,8 @@ interface CleanCheck {
   readonly typescript: string;
   readonly jobFile: string;
   readonly configFile: string | null;
-  /** Every file the check read, by path, with its sha256. */
-  readonly files: Readonly<Record<string, string>>;
+  /** Every file the check read, by path, with its sha256 (and stat, to skip re-reading it). */
+  readonly files: Readonly<Record<string, FileFingerprint>>;
 }
 
 const sha256 = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
@@ -146,13 +147,7 @@ function stillClean(cacheFile: string, jobFile: string, configFile: string | und
     return false;
   }
   if (check.jobFile !== jobFile || check.configFile !== (configFile ?? null) || check.typescript !== typescriptVersion()) return false;
-  return Object.entries(check.files).every(([path, hash]) => {
-    try {
-      return sha256(readFileSync(path)) === hash;
-    } catch {
-      return false;
-    }
-  });
+  return typeof check.files === 'object' && check.files !== null && Object.entries(check.files).every(([path, fp]) => stillSame(path, fp));
 }
 
 /** Writes the clean check down; returns what went wrong instead of throwing (it is only a speed-up). */
@@ -162,7 +157,7 @@ function remember(cacheFile: string, jobFile: string, configFile: string | undef
       typescript: typescriptVersion(),
       jobFile,
       configFile: configFile ?? null,
-      files: Object.fromEntries(files.map((f) => [f, sha256(readFileSync(f))])),
+      files: Object.fromEntries(files.map((f) => [f, fingerprint(f)])),
     };
     mkdirSync(dirname(cacheFile), { recursive: true });
     const tmp = `${cacheFile}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;

@@ -5,7 +5,7 @@
 import { blobKeys, sha256Hex, type BlobStore } from '../blob/blob-store.js';
 import { checkSourcePaths, type SourceCheckStoreFor } from '../blob/input-store.js';
 import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
-import type { Clock, Timer } from '../core/clock.js';
+import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { FencingToken, JobId } from '../core/ids.js';
@@ -105,6 +105,12 @@ export const isJobManagerOf = (workerId: string, jobId: string): boolean => jobO
  */
 const JOB_MANAGER_START_GRACE_MS = 5_000;
 
+/**
+ * The longest a `?wait=` long-poll (GET /jobs/:id, GET /jobs/:id/result) is held: well under API
+ * Gateway's 29 s integration timeout (the Lambda's own limit) and the CLI's 30 s request deadline.
+ */
+export const MAX_JOB_WAIT_MS = 20_000;
+
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
 
@@ -112,6 +118,8 @@ export class Dispatcher {
   private readonly log: Logger;
   private readonly unsubscribe: () => void;
   private readonly bounds: AdmissionBounds;
+  /** Set by close(): long-polls answer with what they have instead of reading a closing store. */
+  private closed = false;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.log = deps.logger.child({ component: 'dispatcher' });
@@ -541,8 +549,9 @@ export class Dispatcher {
     };
   }
 
-  async getJob(jobId: string): Promise<JobDetails> {
-    const r = await this.record(jobId);
+  /** GET /jobs/:id; with `waitMs`, answered once the job has ended or that long has passed. */
+  async getJob(jobId: string, waitMs = 0): Promise<JobDetails> {
+    const r = await this.untilEnded(jobId, waitMs);
     const line = r.admission?.state === AdmissionState.WAITING ? placesInLine(await this.deps.jobStore.admissionLedger()) : new Map();
     return jobDetails(r, this.viewContext(r, line));
   }
@@ -585,8 +594,8 @@ export class Dispatcher {
     return { exceptions: (await this.record(jobId)).exceptions };
   }
 
-  async getResult(jobId: string): Promise<{ records: unknown[]; truncated: boolean }> {
-    const r = await this.record(jobId);
+  async getResult(jobId: string, waitMs = 0): Promise<{ records: unknown[]; truncated: boolean }> {
+    const r = await this.untilEnded(jobId, waitMs);
     if (r.status !== JobStatus.FINISHED) throw new NotFoundError(`job ${jobId} is ${r.status}; a result exists once it is FINISHED`);
     if (r.resultKey === undefined) throw new NotFoundError(`job ${jobId} has no collect sink, so it has no result to return`);
     const bytes = await this.deps.blobStore.get(r.resultKey);
@@ -646,6 +655,28 @@ export class Dispatcher {
     };
   }
 
+  /**
+   * The job's record once it has ended, or as it is after `waitMs` (at most MAX_JOB_WAIT_MS). The
+   * JobMaster writes the end to the JobStore from its own process, so the store is read again, at an
+   * interval of a tenth of the time waited so far (10 ms to 250 ms): a short job's end is seen within
+   * milliseconds, a long one costs a read every quarter second.
+   */
+  private async untilEnded(jobId: string, waitMs: number): Promise<JobRecord> {
+    let r = await this.record(jobId);
+    const clock = this.deps.clock;
+    const started = monotonicNow(clock);
+    const until = started + Math.min(waitMs, MAX_JOB_WAIT_MS);
+    while (!isGloballyTerminal(r.status) && !this.closed) {
+      const now = monotonicNow(clock);
+      if (now >= until) break;
+      const pauseMs = Math.min(until - now, Math.max(10, Math.min(250, (now - started) / 10)));
+      await new Promise<void>((resolve) => clock.setTimeout(resolve, pauseMs));
+      if (this.closed) break;
+      r = await this.record(jobId);
+    }
+    return r;
+  }
+
   private async record(jobId: string): Promise<JobRecord> {
     if (!JobId.isValid(jobId)) throw new InvalidRequestError(`'${jobId}' is not a job id (1-64 characters of A-Z a-z 0-9 _ -)`);
     const r = await this.deps.jobStore.get(jobId);
@@ -686,6 +717,7 @@ export class Dispatcher {
   }
 
   close(): void {
+    this.closed = true;
     this.unsubscribe();
   }
 }

@@ -7,7 +7,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import type { Dispatcher } from './dispatcher.js';
+import { MAX_JOB_WAIT_MS, type Dispatcher } from './dispatcher.js';
 import { DASHBOARD_API_PREFIX, DASHBOARD_CLIENT_HEADER, DashboardLogin, isClusterSecret, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile } from './dashboard.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
 
@@ -232,6 +232,13 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     if (!JobId.isValid(id)) throw new InvalidRequestError(`path segment ${shown(id)} is not a job id (1-64 letters, digits, '_' or '-')`);
     return id;
   };
+  // ?wait=<ms>: a long-poll, answered once the job has ended or after that long (at most MAX_JOB_WAIT_MS).
+  const waitMs = (call: Call): number => {
+    const raw = call.query['wait'];
+    if (raw === undefined) return 0;
+    if (!/^\d{1,9}$/.test(raw)) throw new InvalidRequestError(`query parameter 'wait' must be a whole number of milliseconds (at most ${MAX_JOB_WAIT_MS} are waited), found ${shown(raw)}`);
+    return Math.min(Number(raw), MAX_JOB_WAIT_MS);
+  };
   const routes: readonly Route[] = [
     { pattern: ['health'], public: true, methods: { GET: { body: 'none', handle: async () => ({ status: 200, body: { status: 'ok' } }) } } },
     // The dashboard: its files hold no data, so they are public; what it shows comes through the API.
@@ -330,7 +337,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     {
       pattern: ['jobs', ':id'],
       methods: {
-        GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getJob(jobId(call)) }) },
+        GET: { body: 'none', query: ['wait'], handle: async (call) => ({ status: 200, body: await dispatcher.getJob(jobId(call), waitMs(call)) }) },
         PATCH: {
           body: 'none',
           query: ['mode'],
@@ -346,7 +353,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     { pattern: ['jobs', ':id', 'exceptions'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getExceptions(jobId(call)) }) } } },
     { pattern: ['jobs', ':id', 'plan'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getPlan(jobId(call)) }) } } },
     { pattern: ['jobs', ':id', 'throughput'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getThroughput(jobId(call)) }) } } },
-    { pattern: ['jobs', ':id', 'result'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getResult(jobId(call)) }) } } },
+    { pattern: ['jobs', ':id', 'result'], methods: { GET: { body: 'none', query: ['wait'], handle: async (call) => ({ status: 200, body: await dispatcher.getResult(jobId(call), waitMs(call)) }) } } },
     { pattern: ['artifacts'], methods: { POST: { body: 'json', json: { fields: ['sha256', 'sizeBytes'] }, handle: async (call) => ({ status: 200, body: await dispatcher.createArtifactUpload(call.body) }) } } },
     {
       pattern: ['artifacts', ':sha256'],

@@ -24,9 +24,12 @@ describe('parseArgs', () => {
         exportName: 'other',
         jobArgs: ['in.txt', '--out', 'x'],
         typecheck: true,
+        useCache: true,
+        verbose: false,
       },
     });
-    expect(parseArgs(['run', 'job.ts'])).toEqual({ command: { kind: 'run', jobFile: 'job.ts', detached: false, config: {}, exportName: 'default', jobArgs: [], typecheck: true } });
+    expect(parseArgs(['run', 'job.ts'])).toEqual({ command: { kind: 'run', jobFile: 'job.ts', detached: false, config: {}, exportName: 'default', jobArgs: [], typecheck: true, useCache: true, verbose: false } });
+    expect(parseArgs(['run', 'job.ts', '--no-cache', '--verbose']).command).toMatchObject({ useCache: false, verbose: true });
     expect(parseArgs(['run', 'job.ts', '--no-typecheck', '--max-records', '0']).command).toMatchObject({ typecheck: false, maxRecords: 0 });
     expect(parseArgs(['run', 'job.ts', '--max-records=250000']).command).toMatchObject({ typecheck: true, maxRecords: 250_000 });
     expect(parseArgs(['run', '--parallelism=3', 'job.ts', '--dir=/s']).command).toMatchObject({ parallelism: 3 });
