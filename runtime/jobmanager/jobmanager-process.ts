@@ -147,6 +147,12 @@ export class JobManagerProcess {
       this.resolveDone(outcome.status === 'LEADERSHIP_LOST' ? outcome.message : `job ${jobId} ${outcome.status}`);
       return;
     }
+    // The job's capacity is free now (its TaskExecutors went to the pool or stopped): the Dispatcher
+    // would see it only when this process exits, which a ready one does not do.
+    await this.deps.jobStore.release(jobId).then(
+      ({ released }) => released && this.log.child({ jobId }).info('job gave back its capacity'),
+      (error: unknown) => this.log.child({ jobId }).warn("cannot give back the job's capacity; the Dispatcher's reconciler will", { error: errorMessage(error) }),
+    );
     try {
       await this.becomeReady(warm);
     } catch (error) {
