@@ -21,7 +21,7 @@ import { CONFIG_OPTIONS } from '../runtime/core/config.js';
 import { JobId } from '../runtime/core/ids.js';
 import { packageRoot } from '../runtime/core/paths.js';
 import { decodeRecords, RecordBufferBuilder } from '../runtime/network/record-buffer.js';
-import { median, round, runJob, settle, spread, summary, writeFigures } from './lib/bench-support.js';
+import { median, PeakRssSampler, round, runJob, settle, spread, summary, writeFigures } from './lib/bench-support.js';
 
 const RUNS = Math.max(3, Number(process.env['BENCH_RUNS'] ?? 3));
 const RECORDS = Number(process.env['BENCH_RECORDS'] ?? 2_000_000);
@@ -90,6 +90,8 @@ async function measure(parallelism: number) {
   const codecMs: number[] = [];
   const exchangeMs: number[] = [];
   const emptyMs: number[] = [];
+  const teCpuMs: number[] = [];
+  const emptyTeCpuMs: number[] = [];
   let bytes = 0;
   let placement: string[][] = [];
   try {
@@ -97,7 +99,10 @@ async function measure(parallelism: number) {
       const codec = codecOnly();
       codecMs.push(codec.ms);
       bytes = codec.bytes;
+      const sampler = new PeakRssSampler(stateDir);
+      sampler.start();
       const run = await runJob(client, graph(RECORDS, parallelism), code);
+      teCpuMs.push(sampler.stop().filter((p) => p.role === 'taskexecutor').reduce((n, p) => n + p.cpuMs, 0));
       exchangeMs.push(run.runningMs);
       const result = await client.getJobResult(run.jobId);
       const counted = ((result?.records ?? []) as number[]).reduce((s, n) => s + n, 0);
@@ -106,10 +111,13 @@ async function measure(parallelism: number) {
       if (placement.length !== 2 || placement.some((g) => g.length !== 1)) throw new Error(`expected producers and consumers on two different TaskExecutors, found ${JSON.stringify(placement)}`);
       await settle(stateDir, idle);
       // The same job without records: what deploying, starting and finishing its tasks costs by itself.
+      const emptySampler = new PeakRssSampler(stateDir);
+      emptySampler.start();
       const empty = await runJob(client, graph(0, parallelism), code);
+      emptyTeCpuMs.push(emptySampler.stop().filter((p) => p.role === 'taskexecutor').reduce((n, p) => n + p.cpuMs, 0));
       emptyMs.push(empty.runningMs);
       await settle(stateDir, idle);
-      process.stderr.write(`p=${parallelism} run ${i + 1}/${RUNS}: codec only ${codec.ms.toFixed(0)} ms, keyed exchange ${run.runningMs.toFixed(0)} ms running, the same job without records ${empty.runningMs.toFixed(0)} ms\n`);
+      process.stderr.write(`p=${parallelism} run ${i + 1}/${RUNS}: codec only ${codec.ms.toFixed(0)} ms, keyed exchange ${run.runningMs.toFixed(0)} ms running (TaskExecutors' CPU ${teCpuMs.at(-1)} ms), the same job without records ${empty.runningMs.toFixed(0)} ms (CPU ${emptyTeCpuMs.at(-1)} ms)\n`);
     }
   } finally {
     await stopCluster(stateDir);
@@ -127,6 +135,8 @@ async function measure(parallelism: number) {
       recordsPerSecond: Math.round(RECORDS / (exchange / 1000)),
       groupsPerTaskExecutor: placement,
       emptyJobMedianMs: Math.round(empty),
+      taskExecutorsCpuMs: { what: 'CPU time (user + system) of both TaskExecutor processes per run, process start-up included', ...summary(teCpuMs) },
+      emptyJobTaskExecutorsCpuMs: summary(emptyTeCpuMs),
       emptyJobMs: emptyMs.map(Math.round),
     },
     efficiency: round(codec / exchange),
@@ -157,7 +167,7 @@ try {
   for (const [name, f] of [['p=1 (1 producer, 1 consumer)', p1], ['p=2 (2 producers, 2 consumers)', p2]] as const) {
     console.log(`  ${name}:`);
     console.log(`    codec only (encode + decode, 1 thread): ${spread(f.codecOnly.ms)}   ${f.codecOnly.recordsPerSecond} records/s (median)`);
-    console.log(`    keyed exchange across 2 TaskExecutors:  ${spread(f.keyedExchange.ms)}   ${f.keyedExchange.recordsPerSecond} records/s (median)`);
+    console.log(`    keyed exchange across 2 TaskExecutors:  ${spread(f.keyedExchange.ms)}   ${f.keyedExchange.recordsPerSecond} records/s (median); the TaskExecutors' CPU ${spread(f.keyedExchange.taskExecutorsCpuMs.ms)} (without records ${spread(f.keyedExchange.emptyJobTaskExecutorsCpuMs.ms)})`);
     console.log(`    efficiency = exchange records/s ÷ codec records/s = ${f.efficiency} (target >= 0.5); per round ${f.efficiencyPerRound.join(', ')}; without the ${f.keyedExchange.emptyJobMedianMs} ms the job takes without records: ${f.efficiencyWithoutStartup}`);
   }
   console.log(`  figures: ${path}`);
