@@ -11,8 +11,12 @@ export default defineJob('wordcount', (env, args) => {
       const out: [string, number][] = [];
       // Letters and digits, with inner apostrophes (don't); everything else separates words.
       for (const word of line.toLowerCase().split(/[^\p{L}\p{N}']+/u)) {
-        const w = word.replace(/^'+|'+$/g, '');
-        if (w !== '') out.push([w, 1]);
+        // Outer apostrophes are not part of the word ('quoted' -> quoted); most words have none.
+        let start = 0;
+        let end = word.length;
+        while (start < end && word.charCodeAt(start) === 39) start++;
+        while (end > start && word.charCodeAt(end - 1) === 39) end--;
+        if (start < end) out.push([start === 0 && end === word.length ? word : word.slice(start, end), 1]);
       }
       return out;
     })

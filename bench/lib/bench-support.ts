@@ -31,6 +31,12 @@ export interface ProcessPeak {
   readonly role: ProcessRole;
   /** VmHWM: the process's peak resident set, as the kernel counts it (MiB). */
   readonly peakRssMiB: number;
+  /**
+   * CPU time (user + system, all threads) used while sampled: from its start for a process started
+   * meanwhile, else from the sampler's start; give or take the last interval before the process exited.
+   * Less sensitive to a busy machine than wall time.
+   */
+  readonly cpuMs: number;
 }
 
 function roleOf(pid: number): ProcessRole {
@@ -43,6 +49,19 @@ function roleOf(pid: number): ProcessRole {
     // gone
   }
   return 'other';
+}
+
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** utime + stime of /proc/<pid>/stat (fields 14 and 15, after the parenthesised command). */
+function cpuMsOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
 }
 
 function vmHwmKiB(pid: number): number | undefined {
@@ -60,7 +79,8 @@ function vmHwmKiB(pid: number): number | undefined {
  * take what it grew in its last interval.
  */
 export class PeakRssSampler {
-  private readonly peaks = new Map<number, { role: ProcessRole; kib: number }>();
+  private readonly peaks = new Map<number, { role: ProcessRole; kib: number; cpuMs: number; cpuBaseMs: number }>();
+  private started = false;
   private timer: ReturnType<typeof setInterval> | undefined;
   private lastScanMs = 0;
 
@@ -81,19 +101,22 @@ export class PeakRssSampler {
     if (now - this.lastScanMs >= this.scanMs) {
       this.lastScanMs = now;
       for (const pid of processesOfCluster(this.stateDir)) {
-        if (!this.peaks.has(pid)) this.peaks.set(pid, { role: roleOf(pid), kib: 0 });
+        if (!this.peaks.has(pid)) this.peaks.set(pid, { role: roleOf(pid), kib: 0, cpuMs: 0, cpuBaseMs: this.started ? 0 : (cpuMsOf(pid) ?? 0) });
       }
     }
     for (const [pid, known] of this.peaks) {
       const kib = vmHwmKiB(pid);
       if (kib !== undefined && kib > known.kib) known.kib = kib;
+      const cpu = cpuMsOf(pid);
+      if (cpu !== undefined && cpu > known.cpuMs) known.cpuMs = cpu;
     }
+    this.started = true;
   }
 
   stop(): ProcessPeak[] {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
-    return [...this.peaks].filter(([, p]) => p.kib > 0).map(([pid, p]) => ({ pid, role: p.role, peakRssMiB: round(p.kib / 1024, 1) }));
+    return [...this.peaks].filter(([, p]) => p.kib > 0).map(([pid, p]) => ({ pid, role: p.role, peakRssMiB: round(p.kib / 1024, 1), cpuMs: Math.round(Math.max(0, p.cpuMs - p.cpuBaseMs)) }));
   }
 }
 
@@ -151,3 +174,35 @@ export async function until<T>(probe: () => Promise<T | undefined>, what: string
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/**
+ * Waits until the number of the cluster's processes has not changed for `stableMs` and returns it: after a
+ * warm-up job that is the steady state of the cluster between jobs (the Dispatcher alone, or with a warm
+ * pool, the Dispatcher and the processes the pool keeps ready).
+ */
+export async function settleStable(stateDir: string, stableMs = 1_000, timeoutMs = 30_000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let count = processesOfCluster(stateDir).length;
+  let since = Date.now();
+  while (Date.now() - since < stableMs) {
+    if (Date.now() > deadline) throw new Error(`the cluster's process count did not settle within ${timeoutMs} ms (now ${count})`);
+    await new Promise((r) => setTimeout(r, 50));
+    const now = processesOfCluster(stateDir).length;
+    if (now !== count) {
+      count = now;
+      since = Date.now();
+    }
+  }
+  return count;
+}
+
+/** min / median / max of `xs`, rounded, for printing. */
+export const spread = (xs: readonly number[], unit = 'ms'): string => {
+  const s = [...xs].sort((a, b) => a - b);
+  return `${Math.round(s[0]!)} / ${Math.round(median(s))} / ${Math.round(s.at(-1)!)} ${unit}`;
+};
+
+export const summary = (xs: readonly number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { minMs: Math.round(s[0]!), medianMs: Math.round(median(s)), maxMs: Math.round(s.at(-1)!), ms: xs.map(Math.round) };
+};

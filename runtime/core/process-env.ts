@@ -22,6 +22,11 @@ export const ProcessEnv = {
   RPC_BIND_HOST: 'FLOE_RPC_BIND_HOST',
   /** Host other processes reach this one at. @default - the bind host (on ECS: the task's private IP) */
   ADVERTISED_HOST: 'FLOE_ADVERTISED_HOST',
+  /**
+   * Embedded backend, for finding where time goes: a folder; every TaskExecutor process (its slot worker
+   * threads included) is started with `--cpu-prof` into it. @default - no profiling
+   */
+  PROFILE_DIR: 'FLOE_PROFILE_DIR',
 } as const;
 
 export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {

@@ -87,7 +87,7 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
     const logFd = openSync(logPath, 'a');
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, ['--enable-source-maps', ...heapFlags(spec), entry], {
+      child = spawn(process.execPath, ['--enable-source-maps', ...heapFlags(spec), ...profileFlags(spec), entry], {
         env: { ...process.env, ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id },
         stdio: this.options.exitWithParent === false ? ['ignore', logFd, logFd] : ['ignore', logFd, logFd, 'ipc'],
       });
@@ -214,6 +214,13 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
  * the profile's MiB (each slot worker thread at one profile's worth, by the TaskExecutor). Locally
  * nothing caps CPU: the Dispatcher only refuses a profile larger than the machine.
  */
+/** `--cpu-prof` for TaskExecutors when FLOE_PROFILE_DIR names a folder (Node refuses it in NODE_OPTIONS). */
+export function profileFlags(spec: WorkerSpec, env: NodeJS.ProcessEnv = process.env): string[] {
+  const dir = env[ProcessEnv.PROFILE_DIR];
+  if (dir === undefined || dir === '' || spec.kind !== 'taskexecutor') return [];
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+}
+
 export function heapFlags(spec: WorkerSpec): string[] {
   if (spec.resources === undefined) return [];
   return [`--max-old-space-size=${spec.resources.profile.memoryMiB * spec.resources.slots}`];

@@ -7,7 +7,10 @@ import type { ResultPartitionId } from '../core/ids.js';
 import { errorMessage } from '../core/errors.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
 import { clientProof, DATA_HANDSHAKE_TIMEOUT_MS, encodeChallenge, newNonce, NONCE_BYTES, proofMatches, requireDataSecret, serverProof } from './data-auth.js';
-import { decodeMeta, encodeFrame, FrameDecoder, FrameType, type Frame } from './frames.js';
+import { decodeMeta, encodeFrame, encodeFrameHeader, FrameDecoder, FrameType, type Frame } from './frames.js';
+
+/** Payloads at least this large are written after their header instead of copied behind it. */
+const LARGE_PAYLOAD_BYTES = 4096;
 
 export interface SubpartitionProvider {
   /**
@@ -67,7 +70,16 @@ export class DataServer {
     const channels = new Map<number, ServedChannel>();
     const decoder = new FrameDecoder();
     const write = (type: FrameType, id: number, payload?: Uint8Array): void => {
-      if (!socket.destroyed) socket.write(encodeFrame(type, id, payload));
+      if (socket.destroyed) return;
+      if (payload === undefined || payload.length < LARGE_PAYLOAD_BYTES) {
+        socket.write(encodeFrame(type, id, payload));
+        return;
+      }
+      // A record buffer: its header and its bytes go out in one writev, the buffer not copied.
+      socket.cork();
+      socket.write(encodeFrameHeader(type, id, payload.length));
+      socket.write(payload);
+      socket.uncork();
     };
     const remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
 

@@ -29,27 +29,80 @@ export function encodeFrame(type: FrameType, channelId: number, payload: Uint8Ar
   return out;
 }
 
+/** The header alone of a frame whose payload is written after it as it is (no copy into one buffer). */
+export function encodeFrameHeader(type: FrameType, channelId: number, payloadBytes: number): Buffer {
+  const out = Buffer.allocUnsafe(HEADER);
+  out.writeUInt32BE(5 + payloadBytes, 0);
+  out.writeUInt8(type, 4);
+  out.writeUInt32BE(channelId >>> 0, 5);
+  return out;
+}
+
 export const encodeMeta = (value: unknown): Uint8Array => encodeValue(value);
 export const decodeMeta = <T>(payload: Uint8Array): T => decodeValue(payload) as T;
 
-/** Cuts a byte stream into frames; payloads are copied into their own memory so they can be transferred. */
+/**
+ * Cuts a byte stream into frames. Each payload gets memory of its own (so it can be transferred to a
+ * worker thread) and every byte is copied once, from the socket's chunk into its payload: a frame that
+ * spans chunks is assembled in place as its chunks arrive instead of concatenating what is pending.
+ */
 export class FrameDecoder {
-  private pending: Buffer = Buffer.alloc(0);
+  /** Header bytes of the frame being read, while fewer than HEADER have arrived. */
+  private readonly header = Buffer.alloc(HEADER);
+  private headerFilled = 0;
+  /** The payload being filled, once its header is known. */
+  private payload: Uint8Array | undefined;
+  private payloadFilled = 0;
+  private type: FrameType = FrameType.BUFFER;
+  private channelId = 0;
 
   push(chunk: Buffer, onFrame: (frame: Frame) => void): void {
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     let offset = 0;
-    while (this.pending.length - offset >= 4) {
-      const length = this.pending.readUInt32BE(offset);
-      if (length < 5 || length > MAX_FRAME_BYTES) throw new Error(`data connection: bad frame length ${length} (expected 5..${MAX_FRAME_BYTES})`);
-      if (this.pending.length - offset < 4 + length) break;
-      const type = this.pending.readUInt8(offset + 4) as FrameType;
-      const channelId = this.pending.readUInt32BE(offset + 5);
-      const payload = new Uint8Array(length - 5);
-      payload.set(this.pending.subarray(offset + HEADER, offset + 4 + length));
-      offset += 4 + length;
-      onFrame({ type, channelId, payload });
+    const n = chunk.length;
+    while (offset < n) {
+      if (this.payload === undefined) {
+        // The header: straight from the chunk when it is all there, else gathered across chunks.
+        let h: Buffer;
+        let at: number;
+        if (this.headerFilled === 0 && n - offset >= HEADER) {
+          h = chunk;
+          at = offset;
+          offset += HEADER;
+        } else {
+          const take = Math.min(HEADER - this.headerFilled, n - offset);
+          chunk.copy(this.header, this.headerFilled, offset, offset + take);
+          this.headerFilled += take;
+          offset += take;
+          if (this.headerFilled < HEADER) {
+            // A length known already can be checked before the rest of the header arrives.
+            if (this.headerFilled >= 4) checkLength(this.header.readUInt32BE(0));
+            return;
+          }
+          this.headerFilled = 0;
+          h = this.header;
+          at = 0;
+        }
+        const length = h.readUInt32BE(at);
+        checkLength(length);
+        this.type = h.readUInt8(at + 4) as FrameType;
+        this.channelId = h.readUInt32BE(at + 5);
+        this.payload = new Uint8Array(length - 5);
+        this.payloadFilled = 0;
+      }
+      const payload = this.payload;
+      const take = Math.min(payload.length - this.payloadFilled, n - offset);
+      if (take > 0) {
+        payload.set(chunk.subarray(offset, offset + take), this.payloadFilled);
+        this.payloadFilled += take;
+        offset += take;
+      }
+      if (this.payloadFilled < payload.length) return;
+      this.payload = undefined;
+      onFrame({ type: this.type, channelId: this.channelId, payload });
     }
-    this.pending = offset === 0 ? this.pending : Buffer.from(this.pending.subarray(offset));
   }
+}
+
+function checkLength(length: number): void {
+  if (length < 5 || length > MAX_FRAME_BYTES) throw new Error(`data connection: bad frame length ${length} (expected 5..${MAX_FRAME_BYTES})`);
 }

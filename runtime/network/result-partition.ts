@@ -233,6 +233,13 @@ export function createChannelSelector(partitioner: Partitioner, numberOfSubparti
       if (!Number.isSafeInteger(keyGroups) || keyGroups < numberOfSubpartitions) {
         throw new PartitionError(`a hash partition needs at least as many key groups as subpartitions (${numberOfSubpartitions}), found ${keyGroups}`, false);
       }
+      if (numberOfSubpartitions === 1) {
+        // Every key group belongs to the one consumer: the key is still taken and checked, not hashed.
+        return (record) => {
+          canonicalKey(keySelector(record));
+          return 0;
+        };
+      }
       return (record) => subtaskForKeyGroup(keyGroupOf(canonicalKey(keySelector(record)), keyGroups), numberOfSubpartitions, keyGroups);
     }
     case 'broadcast':
