@@ -39,6 +39,8 @@ describe('Dispatcher REST API', () => {
       // No JobMaster has written where its tasks run yet; the cluster may hold 8 × 2 slots.
       taskExecutors: 0,
       slots: { used: 0, total: 0, max: 16 },
+      // No job has ended yet, so no JobManager waits in the warm pool.
+      warmPool: { readyJobManagers: 0, places: 1 },
     });
   });
 

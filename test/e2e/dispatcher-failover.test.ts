@@ -20,7 +20,8 @@ import { FIXTURE_JOBS } from '../support/test-cluster.js';
 let stateDir: string;
 let input: string;
 let expected: Map<string, number>;
-const config = { 'taskmanager.numberOfTaskSlots': '2', 'heartbeat.interval': '300', 'dispatcher.reconcile-interval': '250' };
+// No warm pool: the test checks that the job's processes are gone once it ended.
+const config = { 'taskmanager.numberOfTaskSlots': '2', 'heartbeat.interval': '300', 'dispatcher.reconcile-interval': '250', 'cluster.warm-pool.jobmanagers': '0' };
 
 /** `floe cluster start`, as a user runs it: the Dispatcher's parent is a CLI process that exits. */
 function startClusterAsUser(): NonNullable<ReturnType<typeof readClusterInfo>> {
