@@ -1,26 +1,27 @@
-// A whole cluster inside the test process: a JobManagerRunner (ResourceManager + JobMaster) on in-memory
-// stores, and TaskExecutors started by the ResourceManager through the in-process worker launcher as
-// TaskExecutor objects (their slots are real worker threads). Everything talks over LocalRpcService, so
-// tests can read the RM's, the JM's and every TaskExecutor's own state directly.
+// A whole cluster inside one process (tests, bench/scale.ts): a JobManagerRunner (ResourceManager +
+// JobMaster) on in-memory stores, and TaskExecutors started by the ResourceManager through the
+// in-process worker launcher as TaskExecutor objects (their slots are worker threads, or with
+// 'taskmanager.slot.mode: light' run on this thread). Everything talks over LocalRpcService, so callers
+// can read the RM's, the JM's and every TaskExecutor's own state directly.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../../runtime/core/clock.js';
-import { loadConfig, type FloeConfig } from '../../runtime/core/config.js';
-import { JobId, ResourceId } from '../../runtime/core/ids.js';
-import { silentLogger, type Logger } from '../../runtime/core/logger.js';
-import { ProcessEnv, requireEnv } from '../../runtime/core/process-env.js';
-import { blobKeys } from '../../runtime/blob/blob-store.js';
-import type { JobRecord } from '../../runtime/ha/job-store.js';
-import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
-import { JobManagerRunner, type RunnerOutcome } from '../../runtime/jobmanager/jobmanager-runner.js';
-import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
-import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
-import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
-import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
-import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
-import { TaskExecutor } from '../../runtime/taskexecutor/task-executor.js';
-import { slotWorkerBundle } from '../taskexecutor/harness.js';
+import { systemClock } from '../core/clock.js';
+import { loadConfig, type FloeConfig } from '../core/config.js';
+import { JobId, ResourceId } from '../core/ids.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import { ProcessEnv, requireEnv } from '../core/process-env.js';
+import { blobKeys } from '../blob/blob-store.js';
+import type { JobRecord } from '../ha/job-store.js';
+import type { JobGraph } from '../jobgraph/jobgraph.js';
+import { JobManagerRunner, type RunnerOutcome } from '../jobmanager/jobmanager-runner.js';
+import { InMemoryBlobStore } from '../memory/in-memory-blob-store.js';
+import { InMemoryJobStore } from '../memory/in-memory-job-store.js';
+import { InMemoryLeaseStore } from '../memory/in-memory-lease-store.js';
+import { InProcessWorkerLauncher } from '../memory/in-process-worker-launcher.js';
+import { LocalRpcNetwork, LocalRpcService } from '../rpc/local-rpc-service.js';
+import { TaskExecutor } from '../taskexecutor/task-executor.js';
+import { distEntry } from '../core/paths.js';
 
 export interface MiniClusterOptions {
   /** Config keys (Flink names) on top of the defaults. */
@@ -28,6 +29,11 @@ export interface MiniClusterOptions {
   /** The lease store every component campaigns in and looks leaders up in. @default a fresh InMemoryLeaseStore */
   readonly leaseStore?: InMemoryLeaseStore;
   readonly logger?: Logger;
+  /**
+   * The slot worker script, for slots that are worker threads. @default - distEntry('slot-worker') when
+   * a TaskExecutor needs it (light slots do not)
+   */
+  readonly slotWorkerEntry?: string;
 }
 
 /** A TaskExecutor the ResourceManager started, with when it stopped (if it did). */
@@ -59,7 +65,7 @@ export class MiniCluster {
   private readonly logger: Logger;
   private readonly runners: JobManagerRunner[] = [];
   private readonly rpcs: LocalRpcService[] = [];
-  private slotWorkerEntry: string | undefined;
+  private readonly slotWorkerEntry: string | undefined;
 
   constructor(options: MiniClusterOptions = {}) {
     this.config = loadConfig(options.config ?? {});
@@ -67,6 +73,7 @@ export class MiniCluster {
     this.jobStore = new InMemoryJobStore(undefined, this.leaseStore);
     this.logger = options.logger ?? silentLogger;
     this.dir = mkdtempSync(join(tmpdir(), 'floe-mini-'));
+    this.slotWorkerEntry = options.slotWorkerEntry;
     this.launcher = new InProcessWorkerLauncher(async (spec) => {
       const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID, spec.env));
       const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID, spec.env));
@@ -84,7 +91,7 @@ export class MiniCluster {
         workDir,
         clock: systemClock,
         logger: this.logger,
-        slotWorkerEntry: this.slotWorkerEntry!,
+        ...(this.config.slotMode === 'light' ? {} : { slotWorkerEntry: this.slotWorkerEntry ?? distEntry('slot-worker') }),
       });
       const entry: MiniTaskExecutor = { resourceId, taskExecutor, workDir, startedAtMs: Date.now(), stoppedAtMs: undefined, stopReason: undefined };
       this.taskExecutors.push(entry);
@@ -101,9 +108,7 @@ export class MiniCluster {
   }
 
   static async start(options: MiniClusterOptions = {}): Promise<MiniCluster> {
-    const cluster = new MiniCluster(options);
-    cluster.slotWorkerEntry = await slotWorkerBundle();
-    return cluster;
+    return new MiniCluster(options);
   }
 
   /** Stores the JobGraph (its library must already be in `blobStore`), creates the job record and starts its JobManager. */
