@@ -140,6 +140,11 @@ export class Scheduler {
   private readonly vertexTimes = new Map<string, { firstDeployedAtMs?: number; lastFinishedAtMs?: number }>();
   /** Per vertex, how many of its first subtasks are known FINISHED (see vertexFinished). */
   private readonly finishedPrefix = new Map<string, number>();
+  /** What the last pass of updateSlots declared, per profile key, and the positions it counted. */
+  private required = new Map<string, ResourceRequirement>();
+  private readonly countedNeeded = new Set<Position>();
+  /** Needed positions without a slot after the last pass (or possibly, after a vacate since). */
+  private vacantNeeded = 0;
   /** How many of the first execution vertices are known to have ended (see allTerminal). */
   private terminalPrefix = 0;
   private status: JobStatus = JobStatus.CREATED;
@@ -400,13 +405,35 @@ export class Scheduler {
   private afterFinished(e: Execution): void {
     if (this.over) return;
     const p = this.positionIndex.get(e.vertex.slotSharingGroup)?.[e.subtaskIndex];
-    if (!this.isActive() || this.recovering || this.pendingRestarts.size > 0 || p === undefined || this.positionNeeded(p) === false) {
+    if (!this.isActive() || this.recovering || this.pendingRestarts.size > 0 || p === undefined || (!this.positionNeeded(p) && !this.releasePosition(p))) {
       this.afterChange();
       return;
     }
     if ((this.graph.outputsOf.get(e.vertex.id) ?? []).some((edge) => this.regions.partitionTypeOf(edge) === 'blocking')) this.scheduleReadyRegions();
     this.o.listener.progressChanged();
     this.checkEnd();
+  }
+
+  /**
+   * A position whose subtasks all finished, dealt with alone when that is what updateSlots would do: its
+   * slot goes back to the pool's unused slots and the requirement drops by one. False when the whole pass
+   * is needed (a vacant position might take the slot, the slot is still busy, or the position was not
+   * counted as needed by the last pass).
+   */
+  private releasePosition(p: Position): boolean {
+    if (this.vacantNeeded > 0 || !this.countedNeeded.has(p)) return false;
+    const slot = p.slot;
+    if (slot !== undefined) {
+      if (p.subtasks.some((ev) => ev.current.location?.allocationId === slot && !isExecutionTerminal(ev.current.state))) return false;
+      this.o.slotPool.setInUse(slot, false);
+      this.positionBySlot.delete(slot);
+      p.slot = undefined;
+    }
+    this.countedNeeded.delete(p);
+    const r = this.required.get(p.profileKey)!;
+    this.required.set(p.profileKey, { ...r, slots: r.slots - 1 });
+    this.o.slotPool.setRequired([...this.required.values()]);
+    return true;
   }
 
   /** Some subtask placed at this position has yet to finish. */
@@ -837,9 +864,11 @@ export class Scheduler {
     }
     const busy = (slot: AllocationId): boolean => busySlots.has(slot);
     const required = new Map<string, ResourceRequirement>();
+    this.countedNeeded.clear();
     for (const p of this.positions) {
       const need = needed(p);
       if (need) {
+        this.countedNeeded.add(p);
         const slots = (required.get(p.profileKey)?.slots ?? 0) + 1;
         required.set(p.profileKey, p.profile === undefined ? { slots } : { profile: p.profile, slots });
       }
@@ -849,10 +878,12 @@ export class Scheduler {
         p.slot = undefined;
       }
     }
+    this.required = required;
     this.o.slotPool.setRequired([...required.values()]);
     // Nothing is placed while a recovery is deciding what runs again.
     if (this.recovering) return;
     const vacant = this.positions.filter((p) => p.slot === undefined && needed(p));
+    this.vacantNeeded = vacant.length;
     if (vacant.length > 0) {
       const free = this.o.slotPool
         .all()
@@ -875,6 +906,7 @@ export class Scheduler {
           taken.set(p.profileKey, at + 1);
           const slot = list[at]!;
           p.slot = slot.allocationId;
+          this.vacantNeeded--;
           this.positionBySlot.set(slot.allocationId, p);
           this.o.slotPool.setInUse(slot.allocationId, true);
         }
@@ -889,6 +921,8 @@ export class Scheduler {
     if (p === undefined) return;
     this.positionBySlot.delete(allocationId);
     p.slot = undefined;
+    // It may be needed: until the next whole pass says otherwise, finished tasks take the whole pass.
+    this.vacantNeeded++;
   }
 
   /** Deploys every region not deployed whose blocking inputs can be read and whose slots are there. */
