@@ -110,9 +110,21 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
  * Imports a library from `<cacheDir>/<sha256>.mjs`, writing the file first (atomically) when absent.
  * Imports are cached by Node, so the same library is evaluated once per process.
  */
-export async function importLibrary(code: Uint8Array, cacheDir: string): Promise<Record<string, unknown>> {
-  const sha256 = sha256Hex(code);
-  const file = join(cacheDir, `${sha256}.mjs`);
+export function importLibrary(code: Uint8Array, cacheDir: string): Promise<Record<string, unknown>> {
+  const file = join(cacheDir, `${sha256Hex(code)}.mjs`);
+  // Many importers of one library in one thread (light slots: thousands of them) write and import it once.
+  let imported = importsInProgress.get(file);
+  if (imported === undefined) {
+    imported = writeAndImport(code, file, cacheDir);
+    importsInProgress.set(file, imported);
+    imported.catch(() => importsInProgress.delete(file));
+  }
+  return imported;
+}
+
+const importsInProgress = new Map<string, Promise<Record<string, unknown>>>();
+
+async function writeAndImport(code: Uint8Array, file: string, cacheDir: string): Promise<Record<string, unknown>> {
   if (!existsSync(file)) {
     await mkdir(cacheDir, { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;

@@ -31,7 +31,14 @@ export const CONFIG_OPTIONS = {
   taskManagerTimeoutMs: { key: 'resourcemanager.taskmanager-timeout', default: 30_000, min: 0, description: 'An idle TaskExecutor (no allocated slot, no unconsumed partition) is stopped after this long (ms).' },
   slotIdleTimeoutMs: { key: 'slot.idle.timeout', default: 50_000, min: 0, description: 'A slot the JobMaster holds but does not use is given back after this long (ms).' },
   slotRequestTimeoutMs: { key: 'slot.request.timeout', default: 120_000, min: 10, description: 'A job whose slots have not all arrived after this long fails, naming what it asked for and what exists (ms).' },
-  numberOfTaskSlots: { key: 'taskmanager.numberOfTaskSlots', default: 2, min: 1, description: 'Slots per TaskExecutor; each slot is one worker thread.' },
+  numberOfTaskSlots: { key: 'taskmanager.numberOfTaskSlots', default: 2, min: 1, description: "Slots per TaskExecutor; each slot is one worker thread (see 'taskmanager.slot.mode')." },
+  slotMode: {
+    key: 'taskmanager.slot.mode',
+    default: 'worker-thread',
+    values: ['worker-thread', 'light'],
+    description:
+      "How a TaskExecutor runs its slots' tasks. worker-thread: one worker thread per slot, so user code cannot block the control plane and a stuck or runaway task can be terminated, with the slot's memory as the thread's heap limit. light: tasks run on the TaskExecutor's own thread (the same task code and messages, no thread), so one TaskExecutor can have thousands of slots; user code then shares the TaskExecutor's thread, heap and environment and a task that ignores cancellation cannot be stopped. Meant for measuring the control plane and for tests.",
+  },
   maxTaskManagers: { key: 'resourcemanager.max-taskmanagers', default: 8, min: 0, description: 'The most TaskExecutors one ResourceManager may run at once.' },
   clusterMaxJobManagers: {
     key: 'cluster.max-jobmanagers',

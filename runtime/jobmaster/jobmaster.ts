@@ -59,6 +59,8 @@ export interface JobMasterDeps {
   readonly recovery?: JobRecovery;
   /** The predecessor's throughput series, which this JobMaster goes on with. */
   readonly throughput?: readonly ThroughputSample[];
+  /** Tasks deployed per turn of the main thread (see Scheduler). @default DEFAULT_DEPLOY_CHUNK_SIZE */
+  readonly deployChunkSize?: number;
 }
 
 interface RegisteredTaskManager {
@@ -175,6 +177,7 @@ export class JobMaster implements JobMasterGateway {
       },
       mayAct: () => this.mayAct(),
       ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
+      ...(deps.deployChunkSize !== undefined ? { deployChunkSize: deps.deployChunkSize } : {}),
       attemptDiscarded: (execution) => {
         // What a failed, cancelled or superseded attempt staged never reaches a target; deleting it now
         // keeps restarts from piling up staged parts.
@@ -528,6 +531,11 @@ export class JobMaster implements JobMasterGateway {
   /** For tests and diagnostics; call from outside the main thread only (it reads, it changes nothing). */
   snapshot(): JobMasterSnapshot {
     return { ...this.scheduler.snapshot(), slots: this.slotPool.size, slotsUsed: this.scheduler.slotsUsed(), status: this.status };
+  }
+
+  /** The current attempts' states, counted; for tests and benchmarks (a read, from any thread). */
+  taskCounts(): ReturnType<Scheduler['counts']> {
+    return this.scheduler.counts();
   }
 
   /** Per-vertex progress and counters, as the job record and GET /jobs/:id show them. */

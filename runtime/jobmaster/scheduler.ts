@@ -14,7 +14,7 @@ import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js'
 import type { ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
 import type { InputSplit, TaskResult } from '../protocol/task-deployment.js';
 import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
-import type { MainThread } from '../rpc/main-thread.js';
+import { MainThreadClosedError, type MainThread } from '../rpc/main-thread.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
 import { canTransition, countTaskStates, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
@@ -23,7 +23,7 @@ import type { SplitAssigner } from './input-splits.js';
 import { PartitionTracker, type TrackedPartition } from './partition-tracker.js';
 import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
 import type { RestartBackoffTimeStrategy } from './restart-strategy.js';
-import type { SlotPool } from './slot-pool.js';
+import type { PooledSlot, SlotPool } from './slot-pool.js';
 
 /** What the Scheduler needs to reach TaskExecutors. */
 export interface TaskManagerLookup {
@@ -75,7 +75,15 @@ export interface SchedulerOptions {
   readonly recovery?: JobRecovery;
   /** How long to wait for those TaskExecutors (ms). @default 10000 */
   readonly recoveryGraceMs?: number;
+  /**
+   * Tasks handed to TaskExecutors per turn of the main thread; between two chunks the JobMaster serves
+   * what waits (heartbeats, task updates, RPCs). @default DEFAULT_DEPLOY_CHUNK_SIZE
+   */
+  readonly deployChunkSize?: number;
 }
+
+/** Tasks a region deploys per turn of the JobMaster's main thread before it lets other work in. */
+export const DEFAULT_DEPLOY_CHUNK_SIZE = 256;
 
 /** A group of subtasks being restarted: they get new attempts once all ended and the wait passed. */
 interface PendingRestart {
@@ -89,6 +97,8 @@ interface PendingRestart {
 /** Slot sharing: per group, position i holds subtask i of every vertex in the group. */
 interface Position {
   readonly group: string;
+  /** The subtasks placed here: subtask `index` of every vertex of the group that has one. */
+  readonly subtasks: ExecutionVertex[];
   /** The group's resource profile (undefined: default) and its key: only a slot of that profile fits. */
   readonly profile: ResourceProfile | undefined;
   readonly profileKey: string;
@@ -128,6 +138,15 @@ export class Scheduler {
   private readonly positionBySlot = new Map<AllocationId, Position>();
   private readonly positionIndex = new Map<string, Position[]>();
   private readonly vertexTimes = new Map<string, { firstDeployedAtMs?: number; lastFinishedAtMs?: number }>();
+  /** Per vertex, how many of its first subtasks are known FINISHED (see vertexFinished). */
+  private readonly finishedPrefix = new Map<string, number>();
+  /** What the last pass of updateSlots declared, per profile key, and the positions it counted. */
+  private required = new Map<string, ResourceRequirement>();
+  private readonly countedNeeded = new Set<Position>();
+  /** Needed positions without a slot after the last pass (or possibly, after a vacate since). */
+  private vacantNeeded = 0;
+  /** How many of the first execution vertices are known to have ended (see allTerminal). */
+  private terminalPrefix = 0;
   private status: JobStatus = JobStatus.CREATED;
   private placedOnce = false;
   /** Every task ended and the listener was told. */
@@ -156,11 +175,15 @@ export class Scheduler {
       const list: Position[] = [];
       const profile = profileOfGroup(o.jobGraph, group);
       for (let index = 0; index < size; index++) {
-        const p: Position = { group, profile, profileKey: profileKey(profile), index, slot: undefined };
+        const p: Position = { group, subtasks: [], profile, profileKey: profileKey(profile), index, slot: undefined };
         list.push(p);
         this.positions.push(p);
       }
       this.positionIndex.set(group, list);
+    }
+    for (const v of o.jobGraph.vertices) {
+      const list = this.positionIndex.get(v.slotSharingGroup)!;
+      this.graph.subtaskVertices(v.id).forEach((ev, i) => list[i]!.subtasks.push(ev));
     }
   }
 
@@ -276,6 +299,7 @@ export class Scheduler {
           for (const ev of this.graph.subtaskVertices(id)) {
             for (const edge of this.graph.outputsOf.get(id) ?? []) superseded.push({ edgeId: edge.id, partitionId: partitionIdOf(edge, ev.current) });
             this.graph.resetForNewExecution(ev);
+            this.forgetEndedPrefixes();
           }
         }
         this.releasePartitions(this.partitionTracker.stopTracking(superseded), 'their region runs again');
@@ -353,20 +377,68 @@ export class Scheduler {
         execution.result = update.result;
         this.ended(execution, ExecutionState.FINISHED);
         this.executionFinished(execution);
-        break;
+        this.afterFinished(execution);
+        return true;
       case 'CREATED':
       case 'SCHEDULED':
       case 'DEPLOYING':
       case 'INITIALIZING':
       case 'RUNNING':
       case 'CANCELING':
+        // A move between live states changes no slot, restart, region or end: only the counts.
         execution.state = update.state;
-        break;
+        this.o.listener.progressChanged();
+        return true;
       default:
         update.state satisfies never;
     }
     this.afterChange();
     return true;
+  }
+
+  /**
+   * What one FINISHED task changes, without the whole-job pass of afterChange when it can: the task's
+   * slot position may no longer be needed (then the whole pass runs: the slot goes, the requirement
+   * drops, a vacant position may take it), and its blocking output may make a region ready. Thousands of
+   * tasks finishing then cost what each one touches, not the job's size each.
+   */
+  private afterFinished(e: Execution): void {
+    if (this.over) return;
+    const p = this.positionIndex.get(e.vertex.slotSharingGroup)?.[e.subtaskIndex];
+    if (!this.isActive() || this.recovering || this.pendingRestarts.size > 0 || p === undefined || (!this.positionNeeded(p) && !this.releasePosition(p))) {
+      this.afterChange();
+      return;
+    }
+    if ((this.graph.outputsOf.get(e.vertex.id) ?? []).some((edge) => this.regions.partitionTypeOf(edge) === 'blocking')) this.scheduleReadyRegions();
+    this.o.listener.progressChanged();
+    this.checkEnd();
+  }
+
+  /**
+   * A position whose subtasks all finished, dealt with alone when that is what updateSlots would do: its
+   * slot goes back to the pool's unused slots and the requirement drops by one. False when the whole pass
+   * is needed (a vacant position might take the slot, the slot is still busy, or the position was not
+   * counted as needed by the last pass).
+   */
+  private releasePosition(p: Position): boolean {
+    if (this.vacantNeeded > 0 || !this.countedNeeded.has(p)) return false;
+    const slot = p.slot;
+    if (slot !== undefined) {
+      if (p.subtasks.some((ev) => ev.current.location?.allocationId === slot && !isExecutionTerminal(ev.current.state))) return false;
+      this.o.slotPool.setInUse(slot, false);
+      this.positionBySlot.delete(slot);
+      p.slot = undefined;
+    }
+    this.countedNeeded.delete(p);
+    const r = this.required.get(p.profileKey)!;
+    this.required.set(p.profileKey, { ...r, slots: r.slots - 1 });
+    this.o.slotPool.setRequired([...this.required.values()]);
+    return true;
+  }
+
+  /** Some subtask placed at this position has yet to finish. */
+  private positionNeeded(p: Position): boolean {
+    return p.subtasks.some((ev) => ev.current.state !== ExecutionState.FINISHED);
   }
 
   /** Counters of running attempts, from a TaskExecutor's heartbeat; stale attempts are ignored. */
@@ -637,6 +709,7 @@ export class Scheduler {
         this.restarting.delete(ev);
         this.o.attemptDiscarded?.(ev.current);
         this.graph.resetForNewExecution(ev);
+        this.forgetEndedPrefixes();
         if (this.o.splitAssigners.has(ev.jobVertex.id)) sources.add(ev.jobVertex.id);
       }
       // A source vertex restarts as a whole: every split goes back in line.
@@ -726,6 +799,34 @@ export class Scheduler {
     }
   }
 
+  /**
+   * Every subtask of the vertex FINISHED. Subtasks only move to FINISHED until a restart starts new
+   * attempts (which clears `finishedPrefix`), so the scan resumes where the last one stopped: checking
+   * after each of a vertex's n tasks finishes costs O(n) in all, not O(n) each.
+   */
+  private vertexFinished(vertexId: string): boolean {
+    const subtasks = this.graph.subtaskVertices(vertexId);
+    let i = this.finishedPrefix.get(vertexId) ?? 0;
+    while (i < subtasks.length && subtasks[i]!.current.state === ExecutionState.FINISHED) i++;
+    this.finishedPrefix.set(vertexId, i);
+    return i === subtasks.length;
+  }
+
+  /** Every current attempt ended; resumes its scan where the last one stopped, as vertexFinished does. */
+  private allTerminal(): boolean {
+    const all = this.graph.executionVertices;
+    let i = this.terminalPrefix;
+    while (i < all.length && isExecutionTerminal(all[i]!.current.state)) i++;
+    this.terminalPrefix = i;
+    return i === all.length;
+  }
+
+  /** New attempts started: subtasks known FINISHED or ended may run again. */
+  private forgetEndedPrefixes(): void {
+    this.finishedPrefix.clear();
+    this.terminalPrefix = 0;
+  }
+
   private isPartitionAvailable(edge: JobEdge, producer: Execution): boolean {
     return this.partitionTracker.has(edge.id, partitionIdOf(edge, producer));
   }
@@ -749,16 +850,25 @@ export class Scheduler {
       return;
     }
 
-    // Both per position without a pass over every subtask, so this stays linear in the job's subtasks.
-    const needed = (p: Position): boolean =>
-      this.o.jobGraph.vertices.some((v) => v.slotSharingGroup === p.group && v.parallelism > p.index && this.graph.subtaskVertices(v.id)[p.index]!.current.state !== ExecutionState.FINISHED);
-    let busySlots: Set<AllocationId> | undefined;
-    const busy = (slot: AllocationId): boolean =>
-      (busySlots ??= new Set(this.graph.executionVertices.flatMap(({ current: e }) => (e.location !== undefined && !isExecutionTerminal(e.state) ? [e.location.allocationId] : [])))).has(slot);
+    // One pass over the positions and one over the executions, whatever the job's size.
+    const neededNow = new Map<Position, boolean>();
+    const needed = (p: Position): boolean => {
+      let need = neededNow.get(p);
+      if (need === undefined) neededNow.set(p, (need = this.positionNeeded(p)));
+      return need;
+    };
+    const busySlots = new Set<AllocationId>();
+    for (const ev of this.graph.executionVertices) {
+      const e = ev.current;
+      if (e.location !== undefined && !isExecutionTerminal(e.state)) busySlots.add(e.location.allocationId);
+    }
+    const busy = (slot: AllocationId): boolean => busySlots.has(slot);
     const required = new Map<string, ResourceRequirement>();
+    this.countedNeeded.clear();
     for (const p of this.positions) {
       const need = needed(p);
       if (need) {
+        this.countedNeeded.add(p);
         const slots = (required.get(p.profileKey)?.slots ?? 0) + 1;
         required.set(p.profileKey, p.profile === undefined ? { slots } : { profile: p.profile, slots });
       }
@@ -768,21 +878,35 @@ export class Scheduler {
         p.slot = undefined;
       }
     }
+    this.required = required;
     this.o.slotPool.setRequired([...required.values()]);
     // Nothing is placed while a recovery is deciding what runs again.
     if (this.recovering) return;
     const vacant = this.positions.filter((p) => p.slot === undefined && needed(p));
+    this.vacantNeeded = vacant.length;
     if (vacant.length > 0) {
       const free = this.o.slotPool
         .all()
         .filter((s) => !this.positionBySlot.has(s.allocationId))
         .sort((a, b) => (a.resourceId < b.resourceId ? -1 : a.resourceId > b.resourceId ? 1 : a.slotIndex - b.slotIndex));
       if (this.placedOnce || free.length >= vacant.length) {
+        // Free slots per profile, in order: each vacant position takes the first of its profile.
+        const freeByProfile = new Map<string, PooledSlot[]>();
+        for (const slot of free) {
+          const key = profileKey(slot.profile);
+          let list = freeByProfile.get(key);
+          if (list === undefined) freeByProfile.set(key, (list = []));
+          list.push(slot);
+        }
+        const taken = new Map<string, number>();
         for (const p of vacant) {
-          const at = free.findIndex((s) => profileKey(s.profile) === p.profileKey);
-          if (at < 0) continue;
-          const slot = free.splice(at, 1)[0]!;
+          const list = freeByProfile.get(p.profileKey);
+          const at = taken.get(p.profileKey) ?? 0;
+          if (list === undefined || at >= list.length) continue;
+          taken.set(p.profileKey, at + 1);
+          const slot = list[at]!;
           p.slot = slot.allocationId;
+          this.vacantNeeded--;
           this.positionBySlot.set(slot.allocationId, p);
           this.o.slotPool.setInUse(slot.allocationId, true);
         }
@@ -797,6 +921,8 @@ export class Scheduler {
     if (p === undefined) return;
     this.positionBySlot.delete(allocationId);
     p.slot = undefined;
+    // It may be needed: until the next whole pass says otherwise, finished tasks take the whole pass.
+    this.vacantNeeded++;
   }
 
   /** Deploys every region not deployed whose blocking inputs can be read and whose slots are there. */
@@ -814,6 +940,11 @@ export class Scheduler {
     }
   }
 
+  /**
+   * Deploys a region: its tasks are placed (SCHEDULED) at once, then handed to their TaskExecutors in
+   * chunks, each chunk a turn of the main thread, so heartbeats and RPCs are served while thousands of
+   * tasks deploy. A task whose attempt ended or was replaced meanwhile (cancel, failover) is skipped.
+   */
   private deployRegion(region: PipelinedRegion, executions: readonly Execution[], slots: readonly AllocationId[]): void {
     if (this.o.mayAct?.() === false) {
       this.log.warn('not deploying: this JobMaster no longer holds its lease', { region: region.index });
@@ -825,36 +956,65 @@ export class Scheduler {
       e.location = { resourceId: slot.resourceId, allocationId: slot.allocationId };
       e.state = ExecutionState.SCHEDULED;
     });
-    for (const e of executions) {
-      if (e.state !== ExecutionState.SCHEDULED) continue;
-      const gateway = this.o.taskManagers.gateway(e.location!.resourceId);
-      if (gateway === undefined) {
-        this.tasksFailed([e], [], { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${e.location!.resourceId} is gone`, retryable: true });
-        continue;
-      }
-      e.state = ExecutionState.DEPLOYING;
-      e.deployedAtMs = this.o.clock.now();
-      const times = this.vertexTimes.get(e.vertex.id) ?? {};
-      times.firstDeployedAtMs ??= this.o.clock.now();
-      this.vertexTimes.set(e.vertex.id, times);
-      let descriptor;
-      try {
-        descriptor = this.descriptors.create(e);
-      } catch (error) {
-        this.tasksFailed([e], [], toErrorInfo(error));
-        continue;
-      }
-      gateway.submitTask(descriptor, this.o.fencingToken).catch((error: unknown) =>
-        this.o.main
-          .run(() => {
-            if (this.graph.execution(e.attemptId) !== e || e.state !== ExecutionState.DEPLOYING) return;
-            this.tasksFailed([e], [], { ...toErrorInfo(error), message: `deploying ${descriptor.taskName} to ${e.location!.resourceId} failed: ${errorMessage(error)}` });
-            this.afterChange();
-          })
-          .catch(() => undefined),
-      );
+    this.deployChunk(region, executions, 0);
+  }
+
+  private deployChunk(region: PipelinedRegion, executions: readonly Execution[], from: number): void {
+    const chunk = Math.max(1, this.o.deployChunkSize ?? DEFAULT_DEPLOY_CHUNK_SIZE);
+    const end = Math.min(executions.length, from + chunk);
+    for (let i = from; i < end; i++) this.deployExecution(executions[i]!);
+    if (end >= executions.length) {
+      this.log.info('region deployed', { region: region.index, vertices: region.vertexIds, tasks: executions.length, attempt: executions[0]?.attemptNumber });
+      return;
     }
-    this.log.info('region deployed', { region: region.index, vertices: region.vertexIds, tasks: executions.length, attempt: executions[0]?.attemptNumber });
+    // The next chunk waits behind what is queued now: setImmediate lets I/O and timers in first.
+    setImmediate(() => {
+      this.o.main
+        .run(() => {
+          if (this.over || !this.isActive()) return;
+          if (this.o.mayAct?.() === false) {
+            this.log.warn('deployment stopped: this JobMaster no longer holds its lease', { region: region.index, deployed: end, tasks: executions.length });
+            return;
+          }
+          this.deployChunk(region, executions, end);
+          this.o.listener.progressChanged();
+        })
+        .catch((error: unknown) => {
+          // A closed main thread means the JobMaster is gone: nothing more to deploy.
+          if (!(error instanceof MainThreadClosedError)) this.log.error('deploying a chunk of tasks failed', { region: region.index, error: errorMessage(error) });
+        });
+    });
+  }
+
+  /** Hands one placed task to its TaskExecutor; one that is no longer SCHEDULED is left alone. */
+  private deployExecution(e: Execution): void {
+    if (e.state !== ExecutionState.SCHEDULED) return;
+    const gateway = this.o.taskManagers.gateway(e.location!.resourceId);
+    if (gateway === undefined) {
+      this.tasksFailed([e], [], { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${e.location!.resourceId} is gone`, retryable: true });
+      return;
+    }
+    e.state = ExecutionState.DEPLOYING;
+    e.deployedAtMs = this.o.clock.now();
+    const times = this.vertexTimes.get(e.vertex.id) ?? {};
+    times.firstDeployedAtMs ??= this.o.clock.now();
+    this.vertexTimes.set(e.vertex.id, times);
+    let descriptor;
+    try {
+      descriptor = this.descriptors.create(e);
+    } catch (error) {
+      this.tasksFailed([e], [], toErrorInfo(error));
+      return;
+    }
+    gateway.submitTask(descriptor, this.o.fencingToken).catch((error: unknown) =>
+      this.o.main
+        .run(() => {
+          if (this.graph.execution(e.attemptId) !== e || e.state !== ExecutionState.DEPLOYING) return;
+          this.tasksFailed([e], [], { ...toErrorInfo(error), message: `deploying ${descriptor.taskName} to ${e.location!.resourceId} failed: ${errorMessage(error)}` });
+          this.afterChange();
+        })
+        .catch(() => undefined),
+    );
   }
 
   private releasePartitions(byTaskExecutor: Map<ResourceId, ResultPartitionId[]>, cause: string): void {
@@ -874,7 +1034,7 @@ export class Scheduler {
   }
 
   private checkEnd(): void {
-    if (this.over || !this.graph.allTerminal()) return;
+    if (this.over || !this.allTerminal()) return;
     if (this.isActive() && this.pendingRestarts.size === 0 && this.graph.allFinished()) {
       this.over = true;
       this.o.listener.tasksEnded('FINISHED');

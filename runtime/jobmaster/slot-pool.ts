@@ -44,6 +44,8 @@ interface Entry extends PooledSlot {
 
 export class SlotPool {
   private readonly slots = new Map<AllocationId, Entry>();
+  /** Slots held per profile key, kept with `slots`: offers of thousands of slots stay linear. */
+  private readonly held = new Map<string, number>();
   /** Per profile key, the slots of that profile needed. */
   private required = new Map<string, ResourceRequirement>();
   /** What was last declared, as `signature` writes it. */
@@ -118,9 +120,7 @@ export class SlotPool {
   }
 
   private heldOf(key: string): number {
-    let n = 0;
-    for (const s of this.slots.values()) if (profileKey(s.profile) === key) n++;
-    return n;
+    return this.held.get(key) ?? 0;
   }
 
   /** Accepts offers while it holds fewer slots than needed; offers it holds already are accepted again. */
@@ -138,6 +138,7 @@ export class SlotPool {
         if (this.heldOf(key) < (this.required.get(key)?.slots ?? 0)) {
           const profile = offer.profile === undefined ? {} : { profile: offer.profile };
           this.slots.set(offer.allocationId, { allocationId: offer.allocationId, resourceId, slotIndex: offer.slotIndex, ...profile, inUse: false, idleTimer: undefined });
+          this.held.set(key, this.heldOf(key) + 1);
           accepted.push(offer.allocationId);
         }
       }
@@ -219,6 +220,8 @@ export class SlotPool {
     if (slot === undefined) return undefined;
     slot.idleTimer?.cancel();
     this.slots.delete(allocationId);
+    const key = profileKey(slot.profile);
+    this.held.set(key, this.heldOf(key) - 1);
     return slot;
   }
 

@@ -550,9 +550,13 @@ export class SlotManager {
     // The TaskExecutor went away, or a report already settled the slot otherwise.
     if (entry === undefined || entry.slots[slot.slotId.slotIndex] !== slot || slot.allocationId !== allocationId || slot.state !== 'pending') return;
     if (error === undefined) {
+      // A pending request that was not cancelled counted for the job already: the requirement check
+      // would find nothing changed (and costs a pass over every slot, per answer).
+      const countedAlready = this.countsForJob(slot);
       slot.state = 'allocated';
       slot.cancelled = false;
       this.o.logger.debug('slot allocated', { slot: slotIdString(slot.slotId), allocationId });
+      if (countedAlready) return;
     } else {
       this.o.logger.warn('slot request failed; trying another slot', { slot: slotIdString(slot.slotId), allocationId, error: errorMessage(error) });
       this.markFree(slot);

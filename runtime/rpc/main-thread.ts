@@ -11,15 +11,20 @@ export class MainThreadClosedError extends FloeError {
   }
 }
 
-/** One task's claim on the thread; async work it started outlives it, so the flag is cleared at its end. */
+/** One task's claim on its thread; async work it started outlives it, so the flag is cleared at its end. */
 interface TaskScope {
+  readonly thread: MainThread;
   active: boolean;
 }
 
+// The async context propagates into timers and promise callbacks started by a task, even after the
+// task has ended; only a still-running task may run nested work inline. One storage for every main
+// thread of the process, holding the running tasks the current code descends from: Node (20) pays for
+// each AsyncLocalStorage on every promise created, so one per component (per TaskExecutor, JobMaster,
+// of every in-process cluster ever started) made all async code slower the more components there were.
+const runningTasks = new AsyncLocalStorage<readonly TaskScope[]>();
+
 export class MainThread {
-  // The async context propagates into timers and promise callbacks started by a task, even after the
-  // task has ended; only a still-running task may run nested work inline.
-  private readonly owner = new AsyncLocalStorage<TaskScope>();
   private tail: Promise<unknown> = Promise.resolve();
   private closed = false;
   private readonly timers = new Set<Timer>();
@@ -29,7 +34,10 @@ export class MainThread {
   constructor(readonly name: string, private readonly clock: Clock) {}
 
   isInMainThread(): boolean {
-    return this.owner.getStore()?.active === true;
+    const tasks = runningTasks.getStore();
+    if (tasks === undefined) return false;
+    for (const t of tasks) if (t.thread === this && t.active) return true;
+    return false;
   }
 
   assertInMainThread(): void {
@@ -50,9 +58,11 @@ export class MainThread {
     const result = this.tail.then(async () => {
       if (this.closed) throw new MainThreadClosedError(this.name);
       this.executed++;
-      const scope: TaskScope = { active: true };
+      const scope: TaskScope = { thread: this, active: true };
+      // Tasks of other threads this one was called from stay in the context while they run.
+      const outer = runningTasks.getStore()?.filter((t) => t.active) ?? [];
       try {
-        return await this.owner.run(scope, fn);
+        return await runningTasks.run([...outer, scope], fn);
       } finally {
         scope.active = false;
       }

@@ -126,6 +126,20 @@ export class SlotWorkerRuntime {
     }
   }
 
+  /**
+   * Ends everything this runtime holds (a light slot's worker is terminated): its tasks are cancelled,
+   * its partitions released and its timer stopped. A worker thread needs none of this: it just ends.
+   */
+  dispose(reason: string): void {
+    for (const attemptId of [...this.tasks.keys()]) this.cancel(attemptId);
+    for (const partition of this.partitions.values()) partition.release();
+    this.partitions.clear();
+    for (const request of this.splitRequests.values()) request.reject(new FloeError('WORKER_TERMINATED', reason));
+    this.splitRequests.clear();
+    if (this.countersTimer !== undefined) clearInterval(this.countersTimer);
+    this.countersTimer = undefined;
+  }
+
   private cancel(attemptId: ExecutionAttemptId): void {
     const task = this.tasks.get(attemptId);
     if (task === undefined || task.abort.signal.aborted) return;

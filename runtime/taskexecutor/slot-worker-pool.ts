@@ -1,4 +1,5 @@
-// The TaskExecutor's worker threads, one per slot, and the task half of their message protocol
+// The TaskExecutor's slot workers, one per slot (a worker thread, or in light slot mode the task runtime
+// on the main thread), and the task half of their message protocol
 // (worker-protocol.ts): starting, replacing and terminating workers, deploying and cancelling tasks, and
 // routing what workers say to a listener — task states, split requests and counters through the main
 // thread, partition registrations synchronously (a consumer may already be waiting for them).
@@ -7,7 +8,7 @@ import type { ErrorInfo } from '../core/errors.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { InputSplit, TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import type { TaskSettings, WorkerToMain } from '../task/worker-protocol.js';
-import { SlotWorker } from './slot-worker-handle.js';
+import { SlotWorker, type SlotWorkerMode } from './slot-worker-handle.js';
 
 type Message<T extends WorkerToMain['type']> = Extract<WorkerToMain, { type: T }>;
 
@@ -27,12 +28,14 @@ export interface SlotWorkerListener {
 }
 
 export interface SlotWorkerPoolOptions {
-  /** The worker script (the bundled runtime/entrypoints/slot-worker.ts). */
+  /** The worker script (the bundled runtime/entrypoints/slot-worker.ts); not needed by light slots. */
   readonly entry: string;
   readonly resourceId: string;
   readonly numberOfSlots: number;
-  /** Each slot worker's old-generation heap limit (the resource profile's memory). @default - V8's */
+  /** Each slot worker's old-generation heap limit (the resource profile's memory; worker threads only). @default - V8's */
   readonly slotMemoryMiB?: number;
+  /** 'taskmanager.slot.mode': a worker thread per slot, or tasks on the main thread. @default 'worker-thread' */
+  readonly slotMode?: 'worker-thread' | 'light';
   readonly mainThread: MainThread;
   readonly logger: Logger;
   readonly listener: SlotWorkerListener;
@@ -104,8 +107,12 @@ export class SlotWorkerPool {
 
   private start(slotIndex: number): SlotWorker {
     const { listener, mainThread } = this.options;
+    const mode: SlotWorkerMode =
+      this.options.slotMode === 'light'
+        ? { kind: 'light' }
+        : { kind: 'worker-thread', entry: this.options.entry, ...(this.options.slotMemoryMiB !== undefined ? { maxOldGenerationSizeMb: this.options.slotMemoryMiB } : {}) };
     const worker = new SlotWorker(
-      this.options.entry,
+      mode,
       { slotIndex, resourceId: this.options.resourceId },
       this.options.logger,
       (w, m) => this.onMessage(slotIndex, w, m),
@@ -117,7 +124,6 @@ export class SlotWorkerPool {
           })
           .catch(() => undefined);
       },
-      this.options.slotMemoryMiB,
     );
     this.workers[slotIndex] = worker;
     this.workersStarted[slotIndex]!++;

@@ -143,6 +143,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       resourceId: deps.resourceId,
       numberOfSlots: deps.config.numberOfTaskSlots,
       ...(deps.profile !== undefined ? { slotMemoryMiB: deps.profile.memoryMiB } : {}),
+      slotMode: deps.config.slotMode === 'light' ? 'light' : 'worker-thread',
       mainThread: this.mainThread,
       logger: this.logger,
       listener: {

@@ -43,6 +43,8 @@ export interface SlotTask<C, W> {
 export class TaskSlotTable<C, W> {
   private readonly slots: MutableSlot[];
   private readonly tasks = new Map<ExecutionAttemptId, SlotTask<C, W>>();
+  /** Slot index by the allocation it holds: a TaskExecutor may have thousands of (light) slots. */
+  private readonly byAllocation = new Map<AllocationId, number>();
 
   constructor(
     readonly resourceId: ResourceId,
@@ -82,6 +84,7 @@ export class TaskSlotTable<C, W> {
     }
     slot.allocationId = allocationId;
     slot.jobId = jobId;
+    this.byAllocation.set(allocationId, index);
     return true;
   }
 
@@ -90,6 +93,7 @@ export class TaskSlotTable<C, W> {
     const slot = this.slots[index];
     if (slot?.allocationId === undefined) return undefined;
     const held = { allocationId: slot.allocationId, jobId: slot.jobId! };
+    this.byAllocation.delete(slot.allocationId);
     slot.allocationId = undefined;
     slot.jobId = undefined;
     slot.tasks.clear();
@@ -97,7 +101,8 @@ export class TaskSlotTable<C, W> {
   }
 
   slotOfAllocation(allocationId: AllocationId): TaskSlot | undefined {
-    return this.slots.find((s) => s.allocationId === allocationId);
+    const index = this.byAllocation.get(allocationId);
+    return index === undefined ? undefined : this.slots[index];
   }
 
   slotsOfJob(jobId: JobId): TaskSlot[] {

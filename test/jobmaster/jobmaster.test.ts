@@ -57,10 +57,13 @@ class RecordingTaskExecutor implements TaskExecutorGateway {
   readonly deployed: TaskDeploymentDescriptor[] = [];
   readonly cancelled: string[] = [];
   readonly freed: string[] = [];
+  /** Called with every task deployed here, after it was recorded. */
+  onSubmit: (tdd: TaskDeploymentDescriptor) => void = () => {};
   constructor(readonly resourceId: ResourceId) {}
   async requestSlot(): Promise<void> {}
   async submitTask(tdd: TaskDeploymentDescriptor): Promise<void> {
     this.deployed.push(tdd);
+    this.onSubmit(tdd);
   }
   async cancelTask(attemptId: ExecutionAttemptId): Promise<void> {
     this.cancelled.push(attemptId);
@@ -113,7 +116,7 @@ describe('JobMaster', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function setup(graph: JobGraph, taskExecutors = 2, config = loadConfig({ 'slot.request.timeout': 60_000 })) {
+  async function setup(graph: JobGraph, taskExecutors = 2, config = loadConfig({ 'slot.request.timeout': 60_000 }), deployChunkSize?: number) {
     const clock = new ManualClock();
     const network = new LocalRpcNetwork();
     const jobStore = new InMemoryJobStore(clock);
@@ -137,6 +140,7 @@ describe('JobMaster', () => {
     const jobMaster = new JobMaster({
       jobGraph: graph, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config, rpc: jmRpc, jobStore, blobStore, clock, logger: silentLogger,
       resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
+      ...(deployChunkSize !== undefined ? { deployChunkSize } : {}),
     });
     await jobMaster.start();
     const client = new LocalRpcService(network, 'client');
@@ -174,6 +178,29 @@ describe('JobMaster', () => {
       expect(new Set(inSlot.map((t) => t.allocationId)).size).toBe(1);
       expect(inSlot.map((t) => t.vertexId).sort()).toEqual(['map', 'sink', 'source']);
     }
+  });
+
+  it('deploys a large region in chunks and answers heartbeats and task updates while it does', async () => {
+    const P = 200;
+    const wide = (id: string, op: OperatorSpec): JobVertex => ({ ...vertex(id, P, op), maxParallelism: 256 });
+    const graph = pipeline(P);
+    const { tes, jm, offerSlots, allDeployed } = await setup({ ...graph, vertices: [wide('source', graph.vertices[0]!.operators[0]!), wide('map', graph.vertices[1]!.operators[0]!), wide('sink', graph.vertices[2]!.operators[0]!)] }, 2, undefined, 50);
+    // As soon as the first task arrives, its TaskExecutor reports on it and the ResourceManager
+    // heartbeats; both answers come back while the rest of the 600 tasks are still being handed out.
+    const answeredAt: { what: string; deployed: number }[] = [];
+    tes[0]!.onSubmit = (tdd) => {
+      if (tes[0]!.deployed.length !== 1) return;
+      void jm.heartbeatFromResourceManager(ResourceId.of('rm')).then(() => answeredAt.push({ what: 'heartbeat', deployed: allDeployed().length }));
+      void jm.updateTaskExecutionState({ attemptId: tdd.attemptId, state: 'INITIALIZING' }).then((ok) => {
+        expect(ok).toBe(true);
+        answeredAt.push({ what: 'task update', deployed: allDeployed().length });
+      });
+    };
+    await offerSlots(P / 2);
+    await waitFor(() => allDeployed().length === 3 * P, 'all 600 tasks deployed');
+    await waitFor(() => answeredAt.length === 2, 'both answers');
+    for (const a of answeredAt) expect(a.deployed, a.what).toBeLessThan(3 * P);
+    expect(new Set(allDeployed().map((t) => t.attemptId)).size).toBe(3 * P);
   });
 
   it('wires forward edges pointwise and all-to-all edges to every producer', async () => {
