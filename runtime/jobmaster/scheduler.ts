@@ -138,15 +138,11 @@ export class Scheduler {
   private readonly positionBySlot = new Map<AllocationId, Position>();
   private readonly positionIndex = new Map<string, Position[]>();
   private readonly vertexTimes = new Map<string, { firstDeployedAtMs?: number; lastFinishedAtMs?: number }>();
-  /** Per vertex, how many of its first subtasks are known FINISHED (see vertexFinished). */
-  private readonly finishedPrefix = new Map<string, number>();
   /** What the last pass of updateSlots declared, per profile key, and the positions it counted. */
   private required = new Map<string, ResourceRequirement>();
   private readonly countedNeeded = new Set<Position>();
   /** Needed positions without a slot after the last pass (or possibly, after a vacate since). */
   private vacantNeeded = 0;
-  /** How many of the first execution vertices are known to have ended (see allTerminal). */
-  private terminalPrefix = 0;
   private status: JobStatus = JobStatus.CREATED;
   private placedOnce = false;
   /** Every task ended and the listener was told. */
@@ -299,7 +295,6 @@ export class Scheduler {
           for (const ev of this.graph.subtaskVertices(id)) {
             for (const edge of this.graph.outputsOf.get(id) ?? []) superseded.push({ edgeId: edge.id, partitionId: partitionIdOf(edge, ev.current) });
             this.graph.resetForNewExecution(ev);
-            this.forgetEndedPrefixes();
           }
         }
         this.releasePartitions(this.partitionTracker.stopTracking(superseded), 'their region runs again');
@@ -709,7 +704,6 @@ export class Scheduler {
         this.restarting.delete(ev);
         this.o.attemptDiscarded?.(ev.current);
         this.graph.resetForNewExecution(ev);
-        this.forgetEndedPrefixes();
         if (this.o.splitAssigners.has(ev.jobVertex.id)) sources.add(ev.jobVertex.id);
       }
       // A source vertex restarts as a whole: every split goes back in line.
@@ -797,34 +791,6 @@ export class Scheduler {
     for (const edge of region.blockingInputs) {
       this.releasePartitions(this.partitionTracker.stopTrackingEdge(edge.id), `every task of region ${region.index}, which reads edge ${edge.id}, finished`);
     }
-  }
-
-  /**
-   * Every subtask of the vertex FINISHED. Subtasks only move to FINISHED until a restart starts new
-   * attempts (which clears `finishedPrefix`), so the scan resumes where the last one stopped: checking
-   * after each of a vertex's n tasks finishes costs O(n) in all, not O(n) each.
-   */
-  private vertexFinished(vertexId: string): boolean {
-    const subtasks = this.graph.subtaskVertices(vertexId);
-    let i = this.finishedPrefix.get(vertexId) ?? 0;
-    while (i < subtasks.length && subtasks[i]!.current.state === ExecutionState.FINISHED) i++;
-    this.finishedPrefix.set(vertexId, i);
-    return i === subtasks.length;
-  }
-
-  /** Every current attempt ended; resumes its scan where the last one stopped, as vertexFinished does. */
-  private allTerminal(): boolean {
-    const all = this.graph.executionVertices;
-    let i = this.terminalPrefix;
-    while (i < all.length && isExecutionTerminal(all[i]!.current.state)) i++;
-    this.terminalPrefix = i;
-    return i === all.length;
-  }
-
-  /** New attempts started: subtasks known FINISHED or ended may run again. */
-  private forgetEndedPrefixes(): void {
-    this.finishedPrefix.clear();
-    this.terminalPrefix = 0;
   }
 
   private isPartitionAvailable(edge: JobEdge, producer: Execution): boolean {
@@ -1034,7 +1000,7 @@ export class Scheduler {
   }
 
   private checkEnd(): void {
-    if (this.over || !this.allTerminal()) return;
+    if (this.over || !this.graph.allTerminal()) return;
     if (this.isActive() && this.pendingRestarts.size === 0 && this.graph.allFinished()) {
       this.over = true;
       this.o.listener.tasksEnded('FINISHED');
