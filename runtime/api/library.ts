@@ -65,8 +65,15 @@ export function bundleOptions(entry: string): BuildOptions & { readonly write: f
   };
 }
 
-/** Builds in flight in this process: esbuild's service process is stopped when the last one ends. */
-let buildsInFlight = 0;
+/**
+ * Stops esbuild's service process, which it keeps for later builds. For a process that owns esbuild, such
+ * as the CLI once it bundled: a process left behind (even one that would exit with its parent) is not
+ * ours to leave. Not done by `bundleJobFile` itself: other code in the process may be using esbuild.
+ */
+export async function stopBundler(): Promise<void> {
+  const esbuild = await import('esbuild');
+  await esbuild.stop();
+}
 
 /**
  * Bundles a job file and everything it imports (except Node builtins) into one ESM module, with an
@@ -83,7 +90,6 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
   const esbuild = await import('esbuild');
   const workingDir = process.cwd();
   let result;
-  buildsInFlight++;
   try {
     result = await esbuild.build({ ...bundleOptions(entry), absWorkingDir: workingDir, plugins: [floeApiPlugin] });
   } catch (e) {
@@ -92,11 +98,6 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
       ? errors.map((m) => (m.location ? `${m.location.file}:${m.location.line}:${m.location.column}: ${m.text}` : m.text)).join('; ')
       : (e as Error).message;
     throw new JobFileError(`cannot bundle job file ${entry}: ${detail}`, { cause: e });
-  } finally {
-    // esbuild keeps a service process for later builds; a CLI bundles once, and a process left behind
-    // (even one that would exit with its parent) is not ours to leave. Stopped only when no other
-    // build of this process is using it; the next build starts a new one.
-    if (--buildsInFlight === 0) await esbuild.stop();
   }
   const out = result.outputFiles.find((f) => f.path.endsWith('.mjs'));
   if (out === undefined) throw new JobFileError(`bundling ${entry} produced no module`);

@@ -7,7 +7,7 @@ import { JobId } from '../core/ids.js';
 import { isGloballyTerminal, type JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { JobException } from '../ha/job-store.js';
-import { bundleJobFile, importLibrary } from '../api/library.js';
+import { bundleJobFile, importLibrary, stopBundler } from '../api/library.js';
 import { loadJobDefinition, runJobBuilder } from '../api/program.js';
 import { buildJobGraph, DEFAULT_COLLECT_MAX_RECORDS } from '../api/translate.js';
 import type { JobDefinition } from '../api/job-definition.js';
@@ -196,7 +196,8 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   const cached = opts.useCache === false ? { hit: false as const, why: '--no-cache' } : existsSync(jobFile) ? cache.lookup(jobFile) : undefined;
   timing.mark('bundle cache', cached === undefined ? 'no job file' : cached.hit ? 'hit' : `miss: ${cached.why}`);
   // esbuild bundles in its own process while the type-check runs here.
-  const bundling = cached?.hit ? undefined : bundleJobFile(jobFile);
+  // The CLI owns its esbuild: its service process goes as soon as the bundle is there.
+  const bundling = cached?.hit ? undefined : bundleJobFile(jobFile).finally(() => stopBundler());
   // Plain JavaScript job files have no types to check.
   if (opts.typecheck && /\.[cm]?tsx?$/.test(jobFile) && existsSync(jobFile)) {
     try {
