@@ -71,9 +71,19 @@ export function bundleOptions(entry: string): BuildOptions & { readonly write: f
  * ours to leave. Not done by `bundleJobFile` itself: other code in the process may be using esbuild.
  */
 export async function stopBundler(): Promise<void> {
+  // Another bundleJobFile of this process still building: it needs the service (the last one stops it).
+  if (buildsInFlight > 0) {
+    stopWhenIdle = true;
+    return;
+  }
+  stopWhenIdle = false;
   const esbuild = await import('esbuild');
   await esbuild.stop();
 }
+
+/** bundleJobFile calls building now; a stop asked for meanwhile waits for the last of them. */
+let buildsInFlight = 0;
+let stopWhenIdle = false;
 
 /**
  * Bundles a job file and everything it imports (except Node builtins) into one ESM module, with an
@@ -90,6 +100,7 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
   const esbuild = await import('esbuild');
   const workingDir = process.cwd();
   let result;
+  buildsInFlight++;
   try {
     result = await esbuild.build({ ...bundleOptions(entry), absWorkingDir: workingDir, plugins: [floeApiPlugin] });
   } catch (e) {
@@ -98,6 +109,9 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
       ? errors.map((m) => (m.location ? `${m.location.file}:${m.location.line}:${m.location.column}: ${m.text}` : m.text)).join('; ')
       : (e as Error).message;
     throw new JobFileError(`cannot bundle job file ${entry}: ${detail}`, { cause: e });
+  } finally {
+    buildsInFlight--;
+    if (buildsInFlight === 0 && stopWhenIdle) await stopBundler();
   }
   const out = result.outputFiles.find((f) => f.path.endsWith('.mjs'));
   if (out === undefined) throw new JobFileError(`bundling ${entry} produced no module`);
