@@ -82,7 +82,8 @@ const graph = (records: number, parallelism: number) =>
  * TaskExecutor = parallelism), on a cluster of its own. The codec alone is measured before each run.
  */
 async function measure(parallelism: number) {
-  const config = { 'taskmanager.numberOfTaskSlots': parallelism, ...EXTRA_CONFIG };
+  // Every job on fresh TaskExecutors (no warm pool): the placement check reads each job's own TaskExecutor logs.
+  const config = { 'taskmanager.numberOfTaskSlots': parallelism, 'cluster.warm-pool.jobmanagers': 0, ...EXTRA_CONFIG };
   const stateDir = join(work, `cluster-p${parallelism}`);
   const { info } = await startCluster(stateDir, { config });
   const client = RestClient.forCluster(info);
