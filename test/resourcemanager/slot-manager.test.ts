@@ -5,6 +5,35 @@ import { silentLogger } from '../../runtime/core/logger.js';
 import { SlotManager } from '../../runtime/resourcemanager/slot-manager.js';
 import { MainThread } from '../../runtime/rpc/main-thread.js';
 
+/** A SlotManager of 2-slot TaskExecutors (at most 4) recording the workers it starts and stops. */
+function slotManager(clock: Clock, mainThread: MainThread, extra: { startWorkersNotBeforeMs?: number; startedPrefix?: string } = {}) {
+  const started: string[] = [];
+  const stopped: string[] = [];
+  const slots = new SlotManager({
+    jobId: JobId.of('job'),
+    resourceManagerToken: FencingToken.of(1),
+    slotsPerWorker: 2,
+    maxWorkers: 4,
+    idleTimeoutMs: 60_000,
+    mainThread,
+    clock,
+    logger: silentLogger,
+    ...(extra.startWorkersNotBeforeMs !== undefined ? { startWorkersNotBeforeMs: extra.startWorkersNotBeforeMs } : {}),
+    actions: {
+      requestSlot: async () => undefined,
+      startWorker: () => {
+        const id = ResourceId.of(`${extra.startedPrefix ?? 'te-'}${started.length}`);
+        started.push(id);
+        return id;
+      },
+      stopWorker: (id) => void stopped.push(id),
+      releaseIdleTaskExecutor: () => undefined,
+      notifyNotEnoughResources: () => undefined,
+    },
+  });
+  return { slots, started, stopped };
+}
+
 describe('SlotManager taking over from a former ResourceManager', () => {
   // Timers run on a monotonic clock; the wall clock may have slipped behind it by the time one fires.
   function setup() {
@@ -12,29 +41,7 @@ describe('SlotManager taking over from a former ResourceManager', () => {
     const wall = { lagMs: 0 };
     const clock: Clock = { now: () => manual.now() - wall.lagMs, setTimeout: (fn, ms) => manual.setTimeout(fn, ms) };
     const mainThread = new MainThread('rm', clock);
-    const started: string[] = [];
-    const slots = new SlotManager({
-      jobId: JobId.of('job'),
-      resourceManagerToken: FencingToken.of(1),
-      slotsPerWorker: 2,
-      maxWorkers: 4,
-      idleTimeoutMs: 60_000,
-      mainThread,
-      clock,
-      logger: silentLogger,
-      startWorkersNotBeforeMs: clock.now() + 5_000,
-      actions: {
-        requestSlot: async () => undefined,
-        startWorker: () => {
-          const id = ResourceId.of(`te-${started.length}`);
-          started.push(id);
-          return id;
-        },
-        stopWorker: () => undefined,
-        releaseIdleTaskExecutor: () => undefined,
-        notifyNotEnoughResources: () => undefined,
-      },
-    });
+    const { slots, started } = slotManager(clock, mainThread, { startWorkersNotBeforeMs: clock.now() + 5_000 });
     return { manual, wall, mainThread, slots, started };
   }
 
@@ -60,29 +67,7 @@ describe('SlotManager with TaskExecutors from the warm pool', () => {
   function setup() {
     const clock = new ManualClock();
     const mainThread = new MainThread('rm', clock);
-    const started: string[] = [];
-    const stopped: string[] = [];
-    const slots = new SlotManager({
-      jobId: JobId.of('job'),
-      resourceManagerToken: FencingToken.of(1),
-      slotsPerWorker: 2,
-      maxWorkers: 4,
-      idleTimeoutMs: 60_000,
-      mainThread,
-      clock,
-      logger: silentLogger,
-      actions: {
-        requestSlot: async () => undefined,
-        startWorker: () => {
-          const id = ResourceId.of(`te-new-${started.length}`);
-          started.push(id);
-          return id;
-        },
-        stopWorker: (id) => void stopped.push(id),
-        releaseIdleTaskExecutor: () => undefined,
-        notifyNotEnoughResources: () => undefined,
-      },
-    });
+    const { slots, started, stopped } = slotManager(clock, mainThread, { startedPrefix: 'te-new-' });
     return { mainThread, slots, started, stopped };
   }
 
