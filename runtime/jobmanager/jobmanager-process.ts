@@ -56,6 +56,8 @@ export class JobManagerProcess {
   /** Given to the warm TaskExecutors: only this process may hand them a job. */
   private readonly poolToken = randomHex(8);
   private closing = false;
+  /** A read of the claim is under way: the next poll skips rather than piling reads up. */
+  private polling = false;
   private jobsRun = 0;
   private resolveDone!: (reason: string) => void;
   /** Resolves once the process has nothing more to do (and no TaskExecutor of its own left running). */
@@ -70,7 +72,7 @@ export class JobManagerProcess {
     return this.state.kind === 'running' ? this.state.runner : undefined;
   }
 
-  /** Runs the job the process was started for; `taskExecutors` is the job's reservation. */
+  /** Runs the job the process was started for (its reservation is the config's resourcemanager.max-taskmanagers). */
   start(jobId: JobId): void {
     this.run(jobId, this.deps.config.maxTaskManagers, undefined);
   }
@@ -190,7 +192,6 @@ export class JobManagerProcess {
   }
 
   /** Reads the claim: a Dispatcher that took it gave this process a job. */
-  private polling = false;
   private poll(): void {
     const state = this.state;
     if (state.kind !== 'ready' || this.polling) return;
