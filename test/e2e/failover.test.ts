@@ -31,13 +31,24 @@ describe('task failover', () => {
   it('survives kill -9 of a random TaskExecutor at a random moment: 10 runs, each FINISHED word for word, nothing left', async () => {
     const random = seededRandom(SEED);
     console.log(`failover chaos seed ${SEED}`);
+    const tasksRun = (jobId: string): Promise<unknown> =>
+      waitFor(async () => (await cluster.api('GET', `/jobs/${jobId}`)).body.tasks?.running > 0, 'tasks to run', 30_000);
+    // How long the job runs here, now, untouched: the kills below land within that life, however fast
+    // or loaded this machine is.
+    const calibration = await cluster.submit('e2e-wordcount.ts', 'default', [input, join(cluster.work, 'counts-calibration')], 4);
+    await tasksRun(calibration);
+    const runningSince = Date.now();
+    expect((await cluster.awaitTerminal(calibration, 180_000)).status).toBe('FINISHED');
+    const life = Date.now() - runningSince;
+    expect(readCounts(join(cluster.work, 'counts-calibration'))).toEqual(expected);
+    console.log(`failover chaos: the job runs ${life} ms once its tasks run`);
     let recoveries = 0;
     for (let run = 0; run < 10; run++) {
       const out = join(cluster.work, `counts-${run}`);
       const jobId = await cluster.submit('e2e-wordcount.ts', 'default', [input, out], 4);
-      // Once its tasks run, at a moment somewhere in the job's life (it runs for a few seconds).
-      await waitFor(async () => (await cluster.api('GET', `/jobs/${jobId}`)).body.tasks?.running > 0, 'tasks to run', 30_000);
-      await new Promise((r) => setTimeout(r, Math.floor(random() * 2_000)));
+      // Once its tasks run, at a moment somewhere in the first three quarters of the job's life.
+      await tasksRun(jobId);
+      await new Promise((r) => setTimeout(r, Math.floor(random() * life * 0.75)));
       const alive = taskExecutors();
       const victim = alive[Math.floor(random() * alive.length)];
       if (victim !== undefined) process.kill(victim.pid, 'SIGKILL');
