@@ -1,6 +1,5 @@
 // The local cluster as the CLI sees it: a Dispatcher process found through <stateDir>/cluster.json,
 // started in the background and stopped by its pid.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -206,6 +205,8 @@ export async function startCluster(stateDir: string, options: StartClusterOption
   const timeoutMs = options.timeoutMs ?? 60_000;
   mkdirSync(join(stateDir, 'logs'), { recursive: true });
   const outPath = dispatcherOutputPath(stateDir);
+  // Loaded here only: every other command finds its cluster running and starts no process.
+  const { spawn } = await import('node:child_process');
   const out = openSync(outPath, 'a');
   const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), [ProcessEnv.STATE_DIR]: stateDir };
   if (options.config !== undefined && Object.keys(options.config).length > 0) env[ProcessEnv.CONFIG] = JSON.stringify(options.config);

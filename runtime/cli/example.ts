@@ -1,7 +1,6 @@
 // `floe example [wordcount | log-levels]` (`npm start` runs wordcount): generates deterministic input,
 // runs the example job on a local cluster, and checks its result against a count made directly.
 import { createReadStream, existsSync, mkdirSync, openSync, writeSync, closeSync, renameSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { dirname, join } from 'node:path';
 import { packageRoot } from '../core/paths.js';
 import { formatDuration, formatTable } from './format.js';
@@ -99,6 +98,8 @@ export type LevelCounts = Map<string, number>;
 /** The count the job's result must match, made by reading the file directly: events per "LEVEL service". */
 export async function countWarningsAndErrors(path: string): Promise<LevelCounts> {
   const counts: LevelCounts = new Map();
+  // readline is loaded here only: the CLI's start-up (every command) does not need it.
+  const { createInterface } = await import('node:readline');
   const lines = createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity });
   for await (const line of lines) {
     const m = /^\S+Z\s+(\S+)\s+\[([^\]]+)\]/.exec(line);

@@ -1,8 +1,6 @@
 // Ctrl-C while `floe run` follows a job: it asks whether to cancel the job or to detach and leave it
 // running. Detaching is what happens whenever nobody answers (no terminal, a second Ctrl-C, end of
 // input): it loses nothing, while cancelling discards the job's uncommitted output.
-import { createInterface } from 'node:readline';
-
 export type InterruptChoice = 'cancel' | 'detach';
 
 /** Ctrl-C (SIGINT) as the CLI sees it; injectable, so tests need neither signals nor a terminal. */
@@ -36,11 +34,15 @@ export const processInterrupts: Interrupts = {
 
 export const noPrompt: Prompt = { interactive: false, ask: async () => undefined };
 
-/** Asks on a terminal with readline. A Ctrl-C at the prompt (readline reads it as a key) answers nothing. */
+/**
+ * Asks on a terminal with readline. A Ctrl-C at the prompt (readline reads it as a key) answers nothing.
+ * readline is loaded at the first question: most runs ask none, and the CLI's start-up is on every run.
+ */
 export function terminalPrompt(input: NodeJS.ReadStream, output: NodeJS.WriteStream): Prompt {
   return {
     interactive: input.isTTY === true && output.isTTY === true,
-    ask(question, signal) {
+    async ask(question, signal) {
+      const { createInterface } = await import('node:readline');
       return new Promise((resolve) => {
         const rl = createInterface({ input, output, terminal: true });
         let settled = false;

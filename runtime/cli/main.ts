@@ -14,7 +14,7 @@ import { EXECUTE_API_HOST, RestClient } from './rest-client.js';
 
 export type { CliIo } from './commands.js';
 
-const VERSION = (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
+const version = (): string => (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** Runs one command line; resolves to the exit code (0 ok, 1 failed, 2 bad usage). */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
@@ -26,7 +26,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         io.stdout.write(USAGE);
         return 0;
       case 'version':
-        io.stdout.write(`floe ${VERSION}\n`);
+        io.stdout.write(`floe ${version()}\n`);
         return 0;
       case 'example':
         // The example keeps its cluster's state inside the package unless told otherwise.
