@@ -123,14 +123,16 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
 
 /**
  * Imports a library from `<cacheDir>/<sha256>.mjs`, writing the file first (atomically) when absent.
- * Imports are cached by Node, so the same library is evaluated once per process.
+ * Imports are cached by Node, so the same library is evaluated once per process. `sourceMaps` (default
+ * true) turns on Node's source maps first, so user stack traces point into the job's own files; that
+ * costs the importer ~10-30 ms, which a process that shows no stack may skip.
  */
-export function importLibrary(code: Uint8Array, cacheDir: string): Promise<Record<string, unknown>> {
+export function importLibrary(code: Uint8Array, cacheDir: string, options: { readonly sourceMaps?: boolean } = {}): Promise<Record<string, unknown>> {
   const file = join(cacheDir, `${sha256Hex(code)}.mjs`);
   // Many importers of one library in one thread (light slots: thousands of them) write and import it once.
   let imported = importsInProgress.get(file);
   if (imported === undefined) {
-    imported = writeAndImport(code, file, cacheDir);
+    imported = writeAndImport(code, file, cacheDir, options.sourceMaps ?? true);
     importsInProgress.set(file, imported);
     imported.catch(() => importsInProgress.delete(file));
   }
@@ -139,7 +141,7 @@ export function importLibrary(code: Uint8Array, cacheDir: string): Promise<Recor
 
 const importsInProgress = new Map<string, Promise<Record<string, unknown>>>();
 
-async function writeAndImport(code: Uint8Array, file: string, cacheDir: string): Promise<Record<string, unknown>> {
+async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, sourceMaps: boolean): Promise<Record<string, unknown>> {
   if (!existsSync(file)) {
     await mkdir(cacheDir, { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -152,6 +154,6 @@ async function writeAndImport(code: Uint8Array, file: string, cacheDir: string):
     }
   }
   // Libraries carry inline source maps; without this, user stack traces point into the bundle.
-  process.setSourceMapsEnabled?.(true);
+  if (sourceMaps) process.setSourceMapsEnabled?.(true);
   return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
 }

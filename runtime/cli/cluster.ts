@@ -102,11 +102,16 @@ export async function probeCluster(stateDir: string, timeoutMs = PROBE_TIMEOUT_M
  */
 export async function awaitCluster(
   stateDir: string,
-  options: { readonly waitMs?: number; readonly onBusy?: (state: Extract<ClusterState, { state: 'busy' }>, waitMs: number) => void } = {},
+  options: {
+    readonly waitMs?: number;
+    readonly onBusy?: (state: Extract<ClusterState, { state: 'busy' }>, waitMs: number) => void;
+    /** A first probe already under way (started while the caller did other work). @default - probes now */
+    readonly firstProbe?: Promise<ClusterState>;
+  } = {},
 ): Promise<ClusterState> {
   const waitMs = options.waitMs ?? BUSY_WAIT_MS;
   const deadline = Date.now() + waitMs;
-  let state = await probeCluster(stateDir, Math.min(PROBE_TIMEOUT_MS, Math.max(1, waitMs)));
+  let state = await (options.firstProbe ?? probeCluster(stateDir, Math.min(PROBE_TIMEOUT_MS, Math.max(1, waitMs))));
   if (state.state !== 'busy') return state;
   options.onBusy?.(state, waitMs);
   for (;;) {

@@ -13,7 +13,7 @@ import { buildJobGraph, DEFAULT_COLLECT_MAX_RECORDS } from '../api/translate.js'
 import type { JobDefinition } from '../api/job-definition.js';
 import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
 import type { Command } from './args.js';
-import { awaitCluster, BUSY_WAIT_MS, busyMessage, ClusterError, clusterInfoPath, probeCluster, startCluster, stopCluster, type ClusterState, type StartClusterOptions } from './cluster.js';
+import { awaitCluster, BUSY_WAIT_MS, busyMessage, ClusterError, clusterInfoPath, PROBE_TIMEOUT_MS, probeCluster, startCluster, stopCluster, type ClusterState, type StartClusterOptions } from './cluster.js';
 import { escapeText, safeJson } from './escape.js';
 import { formatDuration, formatException, formatJobDetails, formatJobList, formatProgress, formatRecord, ProgressPrinter, type OutputStream } from './format.js';
 import { initJobFolder } from './init.js';
@@ -191,6 +191,12 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   const config = loadConfig(opts.config);
   const jobFile = resolve(io.cwd, opts.jobFile);
   const timing = new Timing();
+  // The cluster is asked whether it is up while this process reads its caches and builds the JobGraph:
+  // the probe (a connect and GET /health) waits on the Dispatcher, the rest on this process's CPU.
+  const waitMs = io.busyWaitMs ?? BUSY_WAIT_MS;
+  const probing = ctx.remote === undefined ? probeCluster(ctx.stateDir, Math.min(PROBE_TIMEOUT_MS, Math.max(1, waitMs))) : undefined;
+  // Its outcome (or error) is taken below; a step that fails first must not leave it unhandled.
+  probing?.catch(() => undefined);
   // A library bundled before from files that have not changed since is used as it is: no esbuild.
   const cache = new LibraryCache(join(ctx.stateDir, 'cache', 'libraries'));
   const cached = opts.useCache === false ? { hit: false as const, why: '--no-cache' } : existsSync(jobFile) ? cache.lookup(jobFile) : undefined;
@@ -219,7 +225,8 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     const problem = opts.useCache === false ? undefined : cache.store(jobFile, bundled);
     if (problem !== undefined) io.stderr.write(`note: the bundle is not remembered (${escapeText(problem)}); the next run bundles again\n`);
   }
-  const namespace = await importLibrary(code, cache.dir);
+  // The CLI shows a stack trace only with FLOE_DEBUG (main.ts): only then are source maps worth turning on.
+  const namespace = await importLibrary(code, cache.dir, { sourceMaps: Boolean(io.env['FLOE_DEBUG']) });
   const definition = loadJobDefinition(namespace, opts.exportName);
   const jobId = JobId.random();
   const graph = buildJobGraph(definition, {
@@ -241,8 +248,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     client = ctx.remote;
     if (Object.keys(clusterConfig).length > 0) io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: -D reaches only a cluster that 'floe' starts\n`);
   } else {
-    const waitMs = io.busyWaitMs ?? BUSY_WAIT_MS;
-    const state = await awaitCluster(ctx.stateDir, { waitMs, onBusy: announceWait(io) });
+    const state = await awaitCluster(ctx.stateDir, { waitMs, onBusy: announceWait(io), ...(probing === undefined ? {} : { firstProbe: probing }) });
     switch (state.state) {
       case 'up':
         client = state.client;
@@ -269,10 +275,13 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   }
 
   timing.mark('cluster');
+  // The dashboard's login link names the job by the id chosen here, so it is asked for beside the
+  // submission rather than after it (it never fails: a missing link is reported in its line).
+  const dashboard = dashboardLine(client, jobId);
   await client.submitJob(graph, code);
   timing.mark('submit');
   io.stderr.write(`submitted job ${name} as ${jobId}\n`);
-  io.stderr.write(`${await dashboardLine(client, jobId)}\n`);
+  io.stderr.write(`${await dashboard}\n`);
   if (opts.detached) {
     if (opts.verbose) io.stderr.write(timing.line());
     io.stdout.write(`${jobId}\n`);
@@ -280,7 +289,21 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     return { jobId, status: 'SUBMITTED', interrupted: false, graph, startedCluster };
   }
 
-  const followed = await followJob(client, jobId, io, { jobLabel: `job ${name} (${jobId})` });
+  const hasCollect = graph.vertices.some((v) => v.operators.some((op) => op.kind === 'sink.collect'));
+  // The records are asked for beside the first wait for the end (a long-poll too): a job that ends
+  // within it, as a short one does, then needs no request after its end. Any other answer (not ended
+  // yet, failed, an older Dispatcher refusing ?wait) leaves it to the request after the end.
+  const earlyResult = new AbortController();
+  const early = hasCollect ? client.getJobResult(jobId, { waitMs: io.pollIntervalMs ?? 1_000, signal: earlyResult.signal }).catch(() => undefined) : undefined;
+  let followed: FollowResult;
+  try {
+    followed = await followJob(client, jobId, io, { jobLabel: `job ${name} (${jobId})` });
+  } catch (e) {
+    earlyResult.abort();
+    throw e;
+  }
+  // Used only for a job that FINISHED; otherwise it must not hold the process open.
+  if (followed.detached || followed.details.status !== 'FINISHED') earlyResult.abort();
   if (followed.detached) {
     io.stderr.write(
       `${followed.why}: detached from job ${name} (${jobId}), which keeps running. Follow it with 'floe status ${jobId}', cancel it with 'floe cancel ${jobId}'\n`,
@@ -289,12 +312,11 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   }
   const details = followed.details;
   timing.mark('wait');
-  const hasCollect = graph.vertices.some((v) => v.operators.some((op) => op.kind === 'sink.collect'));
   let result: RunOutcome['result'];
   switch (details.status) {
     case 'FINISHED': {
       if (hasCollect) {
-        result = await client.getJobResult(jobId);
+        result = (await early) ?? (await client.getJobResult(jobId));
         if (result !== undefined && opts.printRecords) {
           for (const r of result.records) io.stdout.write(`${formatRecord(r)}\n`);
         }

@@ -194,9 +194,18 @@ export class RestClient {
     return (await this.request<JobExceptionsResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/exceptions`)).exceptions;
   }
 
-  /** The collect sink's records, or undefined when the job has no result (404). */
-  async getJobResult(jobId: JobId | string): Promise<JobResultResponse | undefined> {
-    return this.request<JobResultResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/result`, { notFoundAsUndefined: true });
+  /**
+   * The collect sink's records, or undefined when the job has no result (404: it has no collect sink,
+   * or has not FINISHED). With `waitMs`, a long-poll like getJob's: answered once the job has ended or
+   * that long has passed.
+   */
+  async getJobResult(jobId: JobId | string, options: { readonly waitMs?: number; readonly signal?: AbortSignal } = {}): Promise<JobResultResponse | undefined> {
+    const wait = options.waitMs === undefined ? '' : `?wait=${Math.max(0, Math.round(options.waitMs))}`;
+    return this.request<JobResultResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/result${wait}`, {
+      notFoundAsUndefined: true,
+      ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+    });
   }
 
   cancelJob(jobId: JobId | string): Promise<CancelJobResponse> {
