@@ -19,6 +19,7 @@ import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
+import type { StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { admissionBounds, reservationFor, type Reservation, type TaskExecutorSizes } from './admission.js';
@@ -56,6 +57,12 @@ export interface DispatcherDeps {
   readonly sourceCheckFor?: SourceCheckStoreFor;
   /** Which TaskExecutor sizes can be started: a job whose resource profile none fits is refused. @default - any */
   readonly taskExecutorSizes?: TaskExecutorSizes;
+  /**
+   * This Dispatcher can call the JobManager processes (the local one; not a function outside the tasks'
+   * network): a ready JobManager given a job is told so, and reads its claim at once instead of at its
+   * next poll ('cluster.warm-pool.poll-interval'). @default false
+   */
+  readonly reachesJobManagers?: boolean;
 }
 
 /** A submission that passed validation: everything the later steps write, computed before any write. */
@@ -113,6 +120,9 @@ export const MAX_JOB_WAIT_MS = 20_000;
 
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
+
+/** How long telling a ready JobManager about its claim may take; it polls its claim anyway. */
+const CLAIM_NOTICE_TIMEOUT_MS = 2_000;
 
 export class Dispatcher {
   private readonly log: Logger;
@@ -376,12 +386,24 @@ export class Dispatcher {
         const claim = await this.deps.leaseStore.tryAcquire(leaseNames.standbyClaim(lease.holder), standbyClaimHolder(jobId, taskExecutors), 'dispatcher', this.deps.config.leaseDurationMs);
         if (claim === undefined) continue;
         this.log.info('a ready JobManager takes the job (warm pool)', { jobId, workerId, launch, taskExecutors });
+        if (this.deps.reachesJobManagers === true) this.tellClaimTaken(jobId, lease);
         return true;
       } catch (error) {
         this.log.warn('could not give the job to a ready JobManager; trying the next', { jobId, workerId, error: errorMessage(error) });
       }
     }
     return false;
+  }
+
+  /**
+   * Tells a ready JobManager its claim was taken, without waiting for the answer: the submission is
+   * answered meanwhile, and a lost notice only leaves the job to the process's next poll.
+   */
+  private tellClaimTaken(jobId: JobId, place: Lease): void {
+    const standby = this.deps.rpc.connect<StandbyJobManagerGateway>(place.address, EndpointName.STANDBY_JOB_MANAGER, { timeoutMs: CLAIM_NOTICE_TIMEOUT_MS });
+    standby.claimTaken(place.holder).catch((error: unknown) =>
+      this.log.info('could not tell the ready JobManager it has a job; it reads its claim at its next poll', { jobId, address: place.address, error: errorMessage(error) }),
+    );
   }
 
   /** The places of the warm pool held now: each names a ready JobManager process. */

@@ -51,6 +51,8 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     clock: systemClock,
     logger,
     taskExecutorSizes: localTaskExecutorSizes(),
+    // The JobManagers listen on this machine's loopback: a ready one is told when it gets a job.
+    reachesJobManagers: true,
     jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config) },
   });
   await dispatcher.start();

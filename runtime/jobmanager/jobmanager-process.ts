@@ -4,7 +4,8 @@
 // 'cluster.warm-pool.taskmanagers' idle TaskExecutors of the last job. A Dispatcher gives it a job by
 // taking its claim lease (`standby/claim/<holder>`) for the job; the process reads that lease every
 // 'cluster.warm-pool.poll-interval' (the Dispatcher may be a function that cannot call into the tasks'
-// network). With no job for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher
+// network); a Dispatcher that can reach the process tells it (StandbyJobManagerGateway), and it reads
+// the claim at once. With no job for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher
 // can any more — stops its TaskExecutors and exits.
 import type { BlobStore } from '../blob/blob-store.js';
 import type { Clock, Timer } from '../core/clock.js';
@@ -14,9 +15,10 @@ import { JobId, randomHex, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { JobStore } from '../ha/job-store.js';
 import { leaseNames, parseStandbyClaim, type Lease, type LeaseStore } from '../ha/lease-store.js';
+import { STANDBY_JOB_MANAGER_METHODS, type StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
-import type { RpcService } from '../rpc/rpc-service.js';
+import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
 import { JobManagerRunner, type RunnerOutcome } from './jobmanager-runner.js';
 
 export interface JobManagerProcessDeps {
@@ -58,6 +60,10 @@ export class JobManagerProcess {
   private closing = false;
   /** A read of the claim is under way: the next poll skips rather than piling reads up. */
   private polling = false;
+  /** A Dispatcher said it took the claim while a read was under way (one that may predate the claim): read again after it. */
+  private pollAgain = false;
+  /** Where a Dispatcher that can reach this process tells it a claim was taken; served from the first ready period on. */
+  private standbyEndpoint: ServedEndpoint | undefined;
   private jobsRun = 0;
   private resolveDone!: (reason: string) => void;
   /** Resolves once the process has nothing more to do (and no TaskExecutor of its own left running). */
@@ -104,6 +110,7 @@ export class JobManagerProcess {
   /** Stops the current job's components (the job stays for a successor) and the warm pool; the process then exits. */
   async close(): Promise<void> {
     this.closing = true;
+    this.standbyEndpoint?.stop();
     const state = this.state;
     if (state.kind === 'running') {
       await state.runner.close();
@@ -181,6 +188,16 @@ export class JobManagerProcess {
       return;
     }
     const held = lease;
+    this.standbyEndpoint ??= this.deps.rpc.serve<StandbyJobManagerGateway>(
+      EndpointName.STANDBY_JOB_MANAGER,
+      {
+        claimTaken: async (claimed) => {
+          const now = this.state;
+          if (now.kind === 'ready' && now.holder === claimed) this.poll(true);
+        },
+      },
+      { methods: STANDBY_JOB_MANAGER_METHODS },
+    );
     const renewTimer = this.every(() => this.renew(held), config.leaseRenewIntervalMs);
     const pollTimer = this.every(() => this.poll(), config.warmPoolPollIntervalMs);
     const idleTimer = clock.setTimeout(() => {
@@ -191,11 +208,19 @@ export class JobManagerProcess {
     this.log.info('ready for the next job (warm pool)', { lease: held.name, epoch: held.epoch, taskExecutors: warm.map((w) => w.resourceId), idleTimeoutMs: config.warmPoolIdleTimeoutMs });
   }
 
-  /** Reads the claim: a Dispatcher that took it gave this process a job. */
-  private poll(): void {
+  /**
+   * Reads the claim: a Dispatcher that took it gave this process a job. `told`: a Dispatcher said so, and
+   * a read under way may have started before its write, so one more read follows it.
+   */
+  private poll(told = false): void {
     const state = this.state;
-    if (state.kind !== 'ready' || this.polling) return;
+    if (state.kind !== 'ready') return;
+    if (this.polling) {
+      if (told) this.pollAgain = true;
+      return;
+    }
     this.polling = true;
+    this.pollAgain = false;
     this.deps.leaseStore
       .get(leaseNames.standbyClaim(state.holder))
       .then((claim) => {
@@ -210,6 +235,7 @@ export class JobManagerProcess {
       .catch((error: unknown) => this.log.warn('cannot read the warm pool claim; trying again', { error: errorMessage(error) }))
       .finally(() => {
         this.polling = false;
+        if (this.pollAgain) this.poll();
       });
   }
 

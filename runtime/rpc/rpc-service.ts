@@ -49,4 +49,6 @@ export const EndpointName = {
   JOB_MASTER: 'jobmaster',
   RESOURCE_MANAGER: 'resourcemanager',
   TASK_EXECUTOR: 'taskexecutor',
+  /** A JobManager process ready in the warm pool (runtime/protocol/standby-jobmanager-gateway.ts). */
+  STANDBY_JOB_MANAGER: 'standby-jobmanager',
 } as const;

@@ -1,0 +1,12 @@
+// A JobManager process ready in the warm pool, as a Dispatcher that can reach it sees it. The job itself
+// comes through the store (the claim lease), which works where no call can reach the process; a call
+// here only makes the process read its claim now instead of at its next poll.
+export interface StandbyJobManagerGateway {
+  /**
+   * A Dispatcher took the claim of the ready period `holder`: read it now. Only a hint, safe to repeat
+   * and to ignore: the claim lease alone decides which job the process runs.
+   */
+  claimTaken(holder: string): Promise<void>;
+}
+
+export const STANDBY_JOB_MANAGER_METHODS = ['claimTaken'] as const satisfies readonly (keyof StandbyJobManagerGateway)[];
