@@ -89,8 +89,8 @@ try {
     split: Object.fromEntries(Object.entries(parts).map(([k, xs]) => [k, stats(xs)])),
     notes: [
       'client: bundle-cache lookup + remembered type-check + job graph + finding the cluster (in the CLI process)',
-      "submit: POST /artifacts (the Dispatcher has the library) + POST /jobs, answered after admission and the JobManager's launch",
-      'wait: the dashboard link, then long-polls until the job ended (on the warm pool kept since the warm-up run); result: GET of the records',
+      "submit: POST /jobs (the library inline, or offered by hash when larger), answered after admission and the hand-over to a ready JobManager; the dashboard link is asked for meanwhile",
+      'wait: long-polls until the job ended (on the warm pool kept since the warm-up run), the records asked for beside them; result: printing them (or GET of the records when the first wait did not see the end)',
       'process: node start, module load and exit (command to exit minus the steps)',
     ],
   };

@@ -10,13 +10,16 @@ import { silentLogger } from '../../runtime/core/logger.js';
 import { Dispatcher, jobManagerWorkerId } from '../../runtime/dispatcher/dispatcher.js';
 import { createRestRouter } from '../../runtime/dispatcher/rest-router.js';
 import { AdmissionState, type JobStore } from '../../runtime/ha/job-store.js';
+import { leaseNames, parseStandbyClaim } from '../../runtime/ha/lease-store.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
+import { STANDBY_JOB_MANAGER_METHODS, type StandbyJobManagerGateway } from '../../runtime/protocol/standby-jobmanager-gateway.js';
 import type { WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
+import { EndpointName } from '../../runtime/rpc/rpc-service.js';
 import { directFront, fixtureLibrary, graphFor, prepareFixtureLibrary, REST_SECRET, type RestCall } from './rest-contract.js';
 
 beforeAll(prepareFixtureLibrary);
@@ -45,9 +48,12 @@ interface Cluster {
   /** Ends a JobManager "process" as if it exited by itself with `code`. */
   exit(jobId: string, code?: number): Promise<void>;
   readonly dispatcher: Dispatcher;
+  readonly leaseStore: InMemoryLeaseStore;
+  /** The RPC network the Dispatcher calls on. */
+  readonly network: LocalRpcNetwork;
 }
 
-async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean } = {}): Promise<Cluster> {
+async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean; reachesJobManagers?: boolean } = {}): Promise<Cluster> {
   const clock = options.clock ?? new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
   const blobStore = options.blobStore ?? new ControlledBlobStore();
@@ -61,17 +67,20 @@ async function startCluster(options: { config?: Record<string, unknown>; jobStor
     exits.set(spec.id, exit);
     return { stop: async () => exit(0), exited };
   });
-  const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
+  const network = new LocalRpcNetwork();
+  const rpc = new LocalRpcService(network, 'dispatcher');
   const config = loadConfig({ 'taskmanager.numberOfTaskSlots': 2, ...options.config });
+  const leaseStore = new InMemoryLeaseStore(clock);
   const dispatcher = new Dispatcher({
-    jobStore, blobStore, leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config, clock, logger: silentLogger,
+    jobStore, blobStore, leaseStore, launcher, rpc, config, clock, logger: silentLogger,
     jobManagerEnv: { FLOE_STATE_DIR: '/nowhere', [CONFIG_ENV]: JSON.stringify(config) },
+    ...(options.reachesJobManagers === undefined ? {} : { reachesJobManagers: options.reachesJobManagers }),
   });
   cleanups.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close());
   if (options.start !== false) await dispatcher.start();
   const front = await directFront(createRestRouter(dispatcher, { secret: REST_SECRET, maxBodyBytes: 10 * 1024 * 1024, logger: silentLogger }));
   return {
-    call: front.call, jobStore, blobStore, started, dispatcher,
+    call: front.call, jobStore, blobStore, started, dispatcher, leaseStore, network,
     async exit(jobId, code = 0) {
       const before = (await jobStore.admissionLedger()).admitted.length;
       const record = (await jobStore.get(JobId.of(jobId)))!;
@@ -320,3 +329,28 @@ async function waitUntil(probe: () => Promise<boolean>): Promise<void> {
   }
   throw new Error('condition never held');
 }
+
+describe('the warm pool at submission', () => {
+  it('hands a job to a ready JobManager by its claim, and tells it only when it can reach it', async () => {
+    for (const reaches of [true, false]) {
+      const c = await startCluster({ config: { 'cluster.warm-pool.jobmanagers': 1 }, reachesJobManagers: reaches });
+      // A ready JobManager: its place in the pool names its address, where it serves its standby gateway.
+      const told: string[] = [];
+      const standby = new LocalRpcService(c.network, `ready-jm-${reaches}`);
+      cleanups.push(() => standby.close());
+      standby.serve<StandbyJobManagerGateway>(EndpointName.STANDBY_JOB_MANAGER, { claimTaken: async (holder) => void told.push(holder) }, { methods: STANDBY_JOB_MANAGER_METHODS });
+      const holder = `jobmanager-ready${reaches ? 1 : 2}#0a1b2c3d`;
+      expect(await c.leaseStore.tryAcquire(leaseNames.standbyJobManager(0), holder, standby.address, 60_000)).toBeDefined();
+
+      const jobId = JobId.random();
+      expect((await c.call('POST', '/jobs', await body(jobId))).status).toBe(202);
+      // No process started: the ready one has the job, through its claim.
+      expect(c.started).toEqual([]);
+      const claim = await c.leaseStore.get(leaseNames.standbyClaim(holder));
+      expect(claim === undefined ? undefined : parseStandbyClaim(claim.holder)?.jobId).toBe(jobId);
+      // The submission does not wait for the notice: give it time to arrive (or, unreached, to not).
+      for (let i = 0; i < 100 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(told).toEqual(reaches ? [holder] : []);
+    }
+  });
+});

@@ -1,7 +1,9 @@
 // The warm pool on the embedded cluster with real processes: after a job, its JobManager process and up
 // to 'cluster.warm-pool.taskmanagers' idle TaskExecutors stay ready; the next job runs in them (the
 // Dispatcher starts no process), a job larger than the pool starts only what is missing, and once idle
-// for 'cluster.warm-pool.idle-timeout' every process is gone.
+// for 'cluster.warm-pool.idle-timeout' every process is gone. The ready JobManager's poll of its claim is
+// set to ten minutes: the local Dispatcher's notice (StandbyJobManagerGateway) is what hands it each job
+// here (test/aws/aws-warm-pool.test.ts covers the poll, with a Dispatcher that cannot reach the tasks).
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +21,7 @@ beforeAll(async () => {
     'cluster.warm-pool.jobmanagers': 1,
     'cluster.warm-pool.taskmanagers': 1,
     'cluster.warm-pool.idle-timeout': IDLE_TIMEOUT_MS,
+    'cluster.warm-pool.poll-interval': 600_000,
     'heartbeat.timeout': 5_000,
   });
   const words = ['warm', 'pool', 'slot', 'a', 'of', 'leader', 'region', 'to'];
