@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../runtime/core/clock.js';
 import { ResultPartitionId, type ResourceId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import { createLocalPortPair } from '../../runtime/network/channel-port.js';
+import { createLocalPortPair, wrapMessagePort, type ChannelMessage } from '../../runtime/network/channel-port.js';
+import { MessageChannel } from 'node:worker_threads';
 import { DataClient } from '../../runtime/network/data-client.js';
 import { DataServer } from '../../runtime/network/data-server.js';
 import { clientProof, decodeChallenge, NONCE_BYTES } from '../../runtime/network/data-auth.js';
@@ -77,6 +78,36 @@ describe('partitioners', () => {
   it('needs a key selector for hash; broadcast picks no single channel (see key-groups.test.ts for both)', () => {
     expect(() => createChannelSelector('hash', 2, 0)).toThrow(/needs a key selector and a number of key groups/);
     expect(() => createChannelSelector('broadcast', 2, 0)('x')).toThrow(/writes every record to every subpartition/);
+  });
+});
+
+describe('channels between threads', () => {
+  it('pass the buffers sent together as one message, transferred, in order with what follows', async () => {
+    const { port1, port2 } = new MessageChannel();
+    try {
+      const sender = wrapMessagePort(port1);
+      const receiver = wrapMessagePort(port2);
+      let raw = 0;
+      port2.on('message', () => raw++);
+      const got: ChannelMessage[] = [];
+      const ended = new Promise<void>((resolve) =>
+        receiver.onMessage((m) => {
+          got.push(m);
+          if (m.t === 'end') resolve();
+        }),
+      );
+      const buffers = [1, 2, 3].map((n) => new Uint8Array([n, n, n]));
+      for (const data of buffers) sender.send({ t: 'buffer', data });
+      sender.send({ t: 'end' });
+      await ended;
+      expect(got.map((m) => (m.t === 'buffer' ? [...m.data] : m.t))).toEqual([[1, 1, 1], [2, 2, 2], [3, 3, 3], 'end']);
+      // One message for the three buffers, one for the end; the buffers moved instead of being copied.
+      expect(raw).toBe(2);
+      expect(buffers.every((b) => b.byteLength === 0)).toBe(true);
+    } finally {
+      port1.close();
+      port2.close();
+    }
   });
 });
 
