@@ -78,29 +78,77 @@ export function createLocalPortPair(): [ChannelPort, ChannelPort] {
   return [a, b];
 }
 
-/** Wraps a worker_threads MessagePort; buffers are transferred, not copied, when they own their memory. */
+/**
+ * How buffers sent in one go cross a MessagePort: one message for all of them. Only the two ends of a
+ * wrapped port see it; their listeners get each buffer as its own ChannelMessage, in order.
+ */
+interface BufferBatch {
+  readonly t: 'buffers';
+  readonly data: readonly Uint8Array[];
+}
+
+/**
+ * Wraps a worker_threads MessagePort; buffers are transferred, not copied, when they own their memory.
+ * Buffers sent in one synchronous run (a credit of several lets a producer send several) leave as one
+ * message at the end of it: a message between threads costs far more than its few pointers, and the
+ * data plane sends one per buffer and per credit. Every other message first sends what is batched, so
+ * the order on the channel stays as sent.
+ */
 export function wrapMessagePort(port: MessagePort): ChannelPort {
   let closed = false;
   const closeListeners: (() => void)[] = [];
+  let batch: Uint8Array[] = [];
+  let transfer: ArrayBuffer[] = [];
+  let flushQueued = false;
   port.on('close', () => {
     if (closed) return;
     closed = true;
     for (const l of closeListeners) l();
   });
+  const flush = (): void => {
+    flushQueued = false;
+    if (batch.length === 0) return;
+    const data = batch;
+    const owned = transfer;
+    batch = [];
+    transfer = [];
+    if (closed) return;
+    try {
+      if (data.length === 1) port.postMessage({ t: 'buffer', data: data[0]! } satisfies ChannelMessage, owned);
+      else port.postMessage({ t: 'buffers', data } satisfies BufferBatch, owned);
+    } catch (e) {
+      // Outside the sender's call now: the channel fails, and both sides hear why.
+      const reason = `the data plane could not pass ${data.length} buffer(s) to the other thread: ${e instanceof Error ? e.message : String(e)}`;
+      port.postMessage({ t: 'error', message: reason } satisfies ChannelMessage);
+      closed = true;
+      port.close();
+      for (const l of closeListeners) l();
+    }
+  };
   return {
     send(message) {
       if (closed) return;
       if (message.t === 'buffer') {
         const { data } = message;
-        const owns = data.byteOffset === 0 && data.buffer instanceof ArrayBuffer && !isPooled(data);
-        port.postMessage(message, owns ? [data.buffer as ArrayBuffer] : []);
-      } else {
-        port.postMessage(message);
+        const owns = data.byteOffset === 0 && data.buffer instanceof ArrayBuffer && !isPooled(data) && !transfer.includes(data.buffer);
+        batch.push(data);
+        if (owns) transfer.push(data.buffer as ArrayBuffer);
+        if (!flushQueued) {
+          flushQueued = true;
+          queueMicrotask(flush);
+        }
+        return;
       }
+      flush();
+      port.postMessage(message);
     },
     onMessage(listener) {
-      port.on('message', (m: ChannelMessage) => {
+      port.on('message', (m: ChannelMessage | BufferBatch) => {
         // A transferred Uint8Array arrives as Uint8Array; a Node Buffer would arrive as Uint8Array too.
+        if (m.t === 'buffers') {
+          for (const data of m.data) listener({ t: 'buffer', data });
+          return;
+        }
         listener(m);
       });
     },
@@ -109,6 +157,7 @@ export function wrapMessagePort(port: MessagePort): ChannelPort {
     },
     close() {
       if (closed) return;
+      flush();
       closed = true;
       port.close();
     },

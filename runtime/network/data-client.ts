@@ -22,6 +22,7 @@ class Connection {
   /** Frames written before the producer proved it knows the secret; sent right after our own proof. */
   private queued: Buffer[] | undefined = [];
   private readonly clientNonce = newNonce();
+  private corked = false;
 
   constructor(readonly address: string, private readonly secret: string, private readonly logger: Logger, onGone: () => void) {
     const [host, portText] = splitAddress(address);
@@ -123,8 +124,20 @@ class Connection {
   private write(type: FrameType, id: number, payload?: Uint8Array): void {
     if (this.socket.destroyed) return;
     const frame = encodeFrame(type, id, payload);
-    if (this.queued !== undefined) this.queued.push(frame);
-    else this.socket.write(frame);
+    if (this.queued !== undefined) {
+      this.queued.push(frame);
+      return;
+    }
+    // Credits of many channels come in bursts: the frames of one tick leave in one write.
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.socket.uncork();
+      });
+    }
+    this.socket.write(frame);
   }
 }
 

@@ -69,17 +69,25 @@ export class DataServer {
     socket.setNoDelay(true);
     const channels = new Map<number, ServedChannel>();
     const decoder = new FrameDecoder();
+    // The frames of one tick (buffers of several channels arrive together from the slot workers) leave
+    // in one writev; a record buffer's header and bytes go out without copying the buffer.
+    let corked = false;
     const write = (type: FrameType, id: number, payload?: Uint8Array): void => {
       if (socket.destroyed) return;
+      if (!corked) {
+        corked = true;
+        socket.cork();
+        process.nextTick(() => {
+          corked = false;
+          socket.uncork();
+        });
+      }
       if (payload === undefined || payload.length < LARGE_PAYLOAD_BYTES) {
         socket.write(encodeFrame(type, id, payload));
         return;
       }
-      // A record buffer: its header and its bytes go out in one writev, the buffer not copied.
-      socket.cork();
       socket.write(encodeFrameHeader(type, id, payload.length));
       socket.write(payload);
-      socket.uncork();
     };
     const remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
 

@@ -1,6 +1,9 @@
 // The consumer side of the data plane: one input channel per producer subpartition a task reads. Each
 // channel grants its producer `buffers-per-channel` credits up front and one more per buffer the task
-// has processed, so at most that many buffers of a channel are ever in flight.
+// has processed, so at most that many buffers of a channel are ever in flight. Credits for processed
+// buffers go back in batches (half the initial credit at once), and all of them as soon as the task
+// would wait for input: a credit costs a message through every thread and connection on the way, and a
+// busy consumer would otherwise send one per buffer.
 import type { ChannelPort } from './channel-port.js';
 import { decodeRecords } from './record-buffer.js';
 import { PartitionError } from './result-partition.js';
@@ -27,6 +30,8 @@ class InputChannel {
   recordsReceived = 0;
   unacked = 0;
   maxUnacked = 0;
+  /** Credits for processed buffers not yet sent to the producer. */
+  pendingCredit = 0;
   constructor(readonly index: number, readonly name: string) {}
 }
 
@@ -37,11 +42,14 @@ export class InputGate {
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
   private closed = false;
+  /** Credits a channel holds back before sending them in one message. */
+  private readonly creditBatch: number;
 
   /** `channelNames` describe each channel for error messages (e.g. the partition and subpartition). */
   constructor(channelNames: readonly string[], private readonly initialCredit: number) {
     this.channels = channelNames.map((n, i) => new InputChannel(i, n));
     this.openChannels = this.channels.length;
+    this.creditBatch = Math.max(1, Math.floor(initialCredit / 2));
   }
 
   get numberOfChannels(): number {
@@ -129,11 +137,15 @@ export class InputGate {
             if (acked) return;
             acked = true;
             channel.unacked--;
-            if (!channel.ended) channel.port?.send({ t: 'credit', n: 1 });
+            if (channel.ended) return;
+            channel.pendingCredit++;
+            // A task already waiting for input must not hold back what lets its producers send it.
+            if (channel.pendingCredit >= this.creditBatch || this.wake !== undefined) this.sendCredit(channel);
           },
         };
       }
       if (this.openChannels === 0) return undefined;
+      for (const ch of this.channels) if (ch.pendingCredit > 0) this.sendCredit(ch);
       await new Promise<void>((resolve) => {
         if (signal === undefined) {
           this.wake = resolve;
@@ -147,6 +159,12 @@ export class InputGate {
         };
       });
     }
+  }
+
+  private sendCredit(ch: InputChannel): void {
+    const n = ch.pendingCredit;
+    ch.pendingCredit = 0;
+    if (n > 0 && !ch.ended) ch.port?.send({ t: 'credit', n });
   }
 
   /** Stops consuming: tells every producer to release its subpartition. */

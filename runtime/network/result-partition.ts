@@ -36,6 +36,8 @@ export interface SubpartitionStats {
   readonly maxBuffersInFlight: number;
   readonly maxBacklog: number;
   readonly creditsReceived: number;
+  /** Messages that carried those credits (a consumer returns several at once when it can). */
+  readonly creditMessages: number;
 }
 
 type Waiter = () => void;
@@ -54,6 +56,7 @@ class Subpartition {
   recordsWritten = 0;
   private creditsAfterInitial = 0;
   creditsReceived = 0;
+  creditMessages = 0;
   maxBuffersInFlight = 0;
   maxBacklog = 0;
 
@@ -137,6 +140,7 @@ class Subpartition {
       case 'credit':
         this.credit += m.n;
         this.creditsReceived += m.n;
+        this.creditMessages++;
         if (m.initial !== true) this.creditsAfterInitial += m.n;
         this.pump();
         break;
@@ -404,6 +408,7 @@ export class ResultPartition {
       maxBuffersInFlight: s.maxBuffersInFlight,
       maxBacklog: s.maxBacklog,
       creditsReceived: s.creditsReceived,
+      creditMessages: s.creditMessages,
     }));
   }
 }

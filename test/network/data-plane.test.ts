@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../runtime/core/clock.js';
 import { ResultPartitionId, type ResourceId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import { createLocalPortPair } from '../../runtime/network/channel-port.js';
+import { createLocalPortPair, wrapMessagePort, type ChannelMessage } from '../../runtime/network/channel-port.js';
+import { MessageChannel } from 'node:worker_threads';
 import { DataClient } from '../../runtime/network/data-client.js';
 import { DataServer } from '../../runtime/network/data-server.js';
 import { clientProof, decodeChallenge, NONCE_BYTES } from '../../runtime/network/data-auth.js';
@@ -80,6 +81,36 @@ describe('partitioners', () => {
   });
 });
 
+describe('channels between threads', () => {
+  it('pass the buffers sent together as one message, transferred, in order with what follows', async () => {
+    const { port1, port2 } = new MessageChannel();
+    try {
+      const sender = wrapMessagePort(port1);
+      const receiver = wrapMessagePort(port2);
+      let raw = 0;
+      port2.on('message', () => raw++);
+      const got: ChannelMessage[] = [];
+      const ended = new Promise<void>((resolve) =>
+        receiver.onMessage((m) => {
+          got.push(m);
+          if (m.t === 'end') resolve();
+        }),
+      );
+      const buffers = [1, 2, 3].map((n) => new Uint8Array([n, n, n]));
+      for (const data of buffers) sender.send({ t: 'buffer', data });
+      sender.send({ t: 'end' });
+      await ended;
+      expect(got.map((m) => (m.t === 'buffer' ? [...m.data] : m.t))).toEqual([[1, 1, 1], [2, 2, 2], [3, 3, 3], 'end']);
+      // One message for the three buffers, one for the end; the buffers moved instead of being copied.
+      expect(raw).toBe(2);
+      expect(buffers.every((b) => b.byteLength === 0)).toBe(true);
+    } finally {
+      port1.close();
+      port2.close();
+    }
+  });
+});
+
 describe('local channels', () => {
   it('carry every record in order per channel and bound buffers in flight by the credits', async () => {
     const p = partition('p1', 3);
@@ -151,6 +182,77 @@ describe('local channels', () => {
     p.emit(1);
     p.fail('producer task map (1/1) failed: boom');
     await expect(consume(gate)).rejects.toThrow(/producer task map \(1\/1\) failed: boom/);
+  });
+
+  it('a busy consumer returns credits a few at a time, and every record still arrives', async () => {
+    const p = partition('p-batch', 1, 'forward');
+    const gate = new InputGate(['only'], 4);
+    const [a, b] = createLocalPortPair();
+    p.attach(0, a);
+    gate.connect(0, b);
+    const records = range(3000).map((i) => ({ i, pad: 'abcdefghij' }));
+    const [, received] = await Promise.all([produce(p, records), consume(gate)]);
+    expect(received[0]).toEqual(records);
+    const [stats] = p.stats();
+    expect(stats!.maxBuffersInFlight).toBeLessThanOrEqual(4);
+    // Buffers waited in the gate, so most credits after the initial ones went back two per message.
+    const returned = stats!.creditsReceived - 4;
+    expect(returned).toBeGreaterThan(20);
+    expect(stats!.creditMessages - 1).toBeLessThan(returned * 0.75);
+  });
+
+  it('a consumer that runs dry sends back every credit it holds before it waits', async () => {
+    // 5 credits: batches of 2, so an odd one can be left over when the gate runs dry.
+    const p = partition('p-dry', 1, 'forward');
+    const gate = new InputGate(['only'], 5);
+    const [a, b] = createLocalPortPair();
+    p.attach(0, a);
+    gate.connect(0, b);
+    for (let i = 0; i < 20; i++) p.emit({ i, pad: 'x'.repeat(40) });
+    p.flushAll();
+    let records = 0;
+    while (records < 20) {
+      const buffer = (await gate.next())!;
+      records += buffer.records.length;
+      buffer.ack();
+    }
+    const waiting = gate.next();
+    await new Promise((r) => setTimeout(r, 10));
+    // The producer may send as many buffers as the consumer has room for: the whole window again.
+    expect(p.stats()[0]!.creditsReceived).toBe(5 + gate.stats()[0]!.buffersReceived);
+    p.finish();
+    expect(await waiting).toBeUndefined();
+  });
+
+  it('a credit acknowledged while the task already waits for input goes out at once', async () => {
+    const p = partition('p-late-ack', 1, 'forward');
+    const gate = new InputGate(['only'], 4);
+    const [a, b] = createLocalPortPair();
+    p.attach(0, a);
+    gate.connect(0, b);
+    const producing = (async () => {
+      for (let i = 0; i < 200; i++) {
+        const w = p.emit({ i, pad: 'x'.repeat(40) });
+        if (w !== undefined) await w;
+      }
+      p.finish();
+    })();
+    // The task holds the initial credit's worth of buffers: the producer needs a credit back to send more.
+    const held = [];
+    for (let i = 0; i < 4; i++) held.push((await gate.next())!);
+    // It waits for more, then acknowledges one: less than a batch, but the only way more can come.
+    const waiting = gate.next();
+    await new Promise((r) => setTimeout(r, 20));
+    held[0]!.ack();
+    const stranded = new Promise<'stranded'>((r) => setTimeout(() => r('stranded'), 2_000));
+    const next = await Promise.race([waiting, stranded]);
+    expect(next).not.toBe('stranded');
+    if (next === 'stranded' || next === undefined) throw new Error('no buffer after the credit');
+    for (const h of held.slice(1)) h.ack();
+    next.ack();
+    const rest = await consume(gate);
+    await producing;
+    expect([...held, next].flatMap((h) => h.records).concat(rest[0]!).map((r) => (r as { i: number }).i)).toEqual(range(200));
   });
 
   it('a consumer that stops releases the producer, which stops waiting for credit', async () => {
