@@ -17,6 +17,7 @@ import {
   applyCancelRequest,
   applyCancelWaiting,
   applyEnqueue,
+  applyEnqueueAndAdmit,
   applyJobUpdate,
   applyRelease,
   assertAdmissionBounds,
@@ -44,6 +45,7 @@ import {
   type AdmissionEntry,
   type AdmissionLedger,
   type AdmissionOutcome,
+  type EnqueueAndAdmitOptions,
   type JobPage,
   type JobPageCursor,
   type JobRecord,
@@ -324,17 +326,44 @@ export class DynamoDbJobStore implements JobStore {
       const before = await this.get(jobId);
       const { record, ledger: after, changed } = applyEnqueue(jobId, before, ledger, this.clock.now());
       if (!changed) return { result: record };
-      const condition = '#admission.#state = :expectedState AND #cancel = :expectedCancel AND #status = :expectedStatus';
       return {
         result: record,
         // A cancel requested meanwhile ends the job without putting it in line: the ledger stays as it is.
         ...(after !== ledger ? { ledger: after } : {}),
-        writes: [this.recordWrite(before!, record, condition, {
-          names: { '#state': 'state', '#cancel': A.cancelRequested, '#status': A.status },
-          values: { ':expectedState': AdmissionState.SUBMITTING, ':expectedCancel': before!.cancelRequested, ':expectedStatus': before!.status },
-        })],
+        writes: [this.recordWrite(before!, record, this.submittingCondition, this.submittingExpected(before!))],
       };
     });
+  }
+
+  /**
+   * One ledger step: the record goes SUBMITTING → WAITING, or straight to ADMITTED when the line is empty
+   * and it fits. The first try plans from `options.expected` (the caller just wrote it), sparing a read;
+   * the record write is conditioned on the fields the plan read, so a stale hint only costs a retry.
+   */
+  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
+    assertAdmissionBounds(bounds);
+    let hint = options.expected?.jobId === jobId ? options.expected : undefined;
+    return this.ledgerStep<{ record: JobRecord; admitted?: AdmissionEntry }>('enqueueAndAdmit', jobId, async (ledger) => {
+      const before = hint ?? (await this.get(jobId));
+      hint = undefined;
+      const { record, ledger: after, changed, admitted } = applyEnqueueAndAdmit(jobId, before, ledger, bounds, this.clock.now(), options.jobManager);
+      if (!changed) return { result: { record } };
+      return {
+        result: { record, ...(admitted !== undefined ? { admitted } : {}) },
+        ...(after !== ledger ? { ledger: after } : {}),
+        writes: [this.recordWrite(before!, record, this.submittingCondition, this.submittingExpected(before!))],
+      };
+    });
+  }
+
+  /** The condition of a write planned from a SUBMITTING record: still SUBMITTING, with the cancel flag and status it had. */
+  private readonly submittingCondition = '#admission.#state = :expectedState AND #cancel = :expectedCancel AND #status = :expectedStatus';
+
+  private submittingExpected(before: JobRecord): { names: Record<string, string>; values: Record<string, unknown> } {
+    return {
+      names: { '#state': 'state', '#cancel': A.cancelRequested, '#status': A.status },
+      values: { ':expectedState': AdmissionState.SUBMITTING, ':expectedCancel': before.cancelRequested, ':expectedStatus': before.status },
+    };
   }
 
   async admit(bounds: AdmissionBounds): Promise<AdmissionOutcome> {
