@@ -337,22 +337,33 @@ export class DynamoDbJobStore implements JobStore {
 
   /**
    * One ledger step: the record goes SUBMITTING → WAITING, or straight to ADMITTED when the line is empty
-   * and it fits. The first try plans from `options.expected` (the caller just wrote it), sparing a read;
-   * the record write is conditioned on the fields the plan read, so a stale hint only costs a retry.
+   * and it fits. The first try plans from `options.expected` (the caller just wrote it), sparing a read,
+   * and reads the ledger while the caller's `jobManager` promise (its blob writes) is still under way;
+   * every write is conditioned on what the plan read, so a stale hint or ledger only costs a retry.
    */
   async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
     assertAdmissionBounds(bounds);
     let hint = options.expected?.jobId === jobId ? options.expected : undefined;
+    const pending = options.jobManager;
+    const early = this.readLedger();
+    // Rejected or not, it is only used once `pending` settled (and its error is the one thrown).
+    early.catch(() => undefined);
+    const jobManager = await pending;
+    let firstRead: Promise<{ ledger: AdmissionLedger; version: number }> | undefined = early;
     return this.ledgerStep<{ record: JobRecord; admitted?: AdmissionEntry }>('enqueueAndAdmit', jobId, async (ledger) => {
       const before = hint ?? (await this.get(jobId));
       hint = undefined;
-      const { record, ledger: after, changed, admitted } = applyEnqueueAndAdmit(jobId, before, ledger, bounds, this.clock.now(), options.jobManager);
+      const { record, ledger: after, changed, admitted } = applyEnqueueAndAdmit(jobId, before, ledger, bounds, this.clock.now(), jobManager);
       if (!changed) return { result: { record } };
       return {
         result: { record, ...(admitted !== undefined ? { admitted } : {}) },
         ...(after !== ledger ? { ledger: after } : {}),
         writes: [this.recordWrite(before!, record, this.submittingCondition, this.submittingExpected(before!))],
       };
+    }, () => {
+      const read = firstRead;
+      firstRead = undefined;
+      return read;
     });
   }
 
@@ -466,10 +477,16 @@ export class DynamoDbJobStore implements JobStore {
    * is planned again from fresh reads. A plan with `again` (it only cleaned the ledger) is planned again
    * once its write went through.
    */
-  private async ledgerStep<T>(op: string, jobId: JobId | undefined, plan: (ledger: AdmissionLedger) => Promise<LedgerStep<T>>): Promise<T> {
+  private async ledgerStep<T>(
+    op: string,
+    jobId: JobId | undefined,
+    plan: (ledger: AdmissionLedger) => Promise<LedgerStep<T>>,
+    /** A read of the ledger already under way, for the first try (undefined: read now). */
+    readAhead?: () => Promise<{ ledger: AdmissionLedger; version: number }> | undefined,
+  ): Promise<T> {
     for (let attempt = 0; attempt < MAX_LEDGER_ATTEMPTS; attempt++) {
       if (attempt > 0) await sleep(Math.random() * Math.min(200, 5 * 2 ** Math.min(attempt, 6)));
-      const { ledger, version } = await this.readLedger();
+      const { ledger, version } = await (readAhead?.() ?? this.readLedger());
       const step = await plan(ledger);
       const items: TransactItems = (step.writes ?? []).map((w) => ({ Update: w }));
       if (step.ledger !== undefined) {

@@ -238,30 +238,34 @@ export class Dispatcher {
 
   /**
    * Steps 3-5; every write here is idempotent, so the owner and a resubmission may both do them. The
-   * blobs go up together, and the warm pool is read meanwhile; then one ledger step puts the job in line
-   * and, when nothing waits before it and it fits, admits it naming the JobManager it goes to (a ready one,
-   * or the one launched for it). `created` is the record as this request created it (a hint for the store).
+   * blobs go up together while the warm pool's places (and, on DynamoDB, the admission ledger) are read;
+   * once both blobs are stored, one ledger step puts the job in line and, when nothing waits before it and
+   * it fits, admits it naming the JobManager it goes to (a ready one, or the one launched for it).
+   * `created` is the record as this request created it (a hint for the store).
    */
   private async completeSubmission(submission: Submission, created?: JobRecord): Promise<void> {
     const { jobId } = submission.jobGraph;
-    let admitted: AdmissionEntry | undefined;
-    let handOver: HandOver;
-    try {
-      const [, , ready] = await Promise.all([
-        submission.libraryStored ? undefined : this.storeLibrary(submission.library),
-        this.deps.blobStore.put(blobKeys.jobGraph(jobId), submission.graphBytes),
-        this.readyJobManagerLeasesOrNone(jobId),
-      ]);
+    let handOver: HandOver | undefined;
+    const stored = Promise.all([
+      submission.libraryStored ? undefined : this.storeLibrary(submission.library),
+      this.deps.blobStore.put(blobKeys.jobGraph(jobId), submission.graphBytes),
+    ]);
+    const jobManager = Promise.all([stored, this.readyJobManagerLeasesOrNone(jobId)]).then(([, ready]): JobManagerLaunch => {
       const first = ready[0];
       handOver = { ready, named: first !== undefined ? workerOfHolder(first.holder) : jobManagerWorkerId(jobId) };
-      const jobManager: JobManagerLaunch = { launches: 1, workerId: handOver.named, launchedAtMs: this.deps.clock.now() };
+      return { launches: 1, workerId: handOver.named, launchedAtMs: this.deps.clock.now() };
+    });
+    let admitted: AdmissionEntry | undefined;
+    try {
       ({ admitted } = await this.deps.jobStore.enqueueAndAdmit(jobId, this.bounds, { jobManager, ...(created !== undefined ? { expected: created } : {}) }));
     } catch (error) {
+      // A blob write that failed is the cause to report, whatever the store said first.
+      const cause = await jobManager.then(() => error, (blobError: unknown) => blobError);
       // The record keeps the id: the same request again completes the submission (or a sweep ends it).
-      this.log.error('the submission could not be completed; its record stays SUBMITTING until the same request is sent again', { jobId, error: errorMessage(error) });
-      throw error;
+      this.log.error('the submission could not be completed; its record stays SUBMITTING until the same request is sent again', { jobId, error: errorMessage(cause) });
+      throw cause;
     }
-    if (admitted === undefined) {
+    if (admitted === undefined || handOver === undefined) {
       await this.admitWaiting();
       return;
     }

@@ -255,8 +255,13 @@ export const DEFAULT_JOB_PAGE_SIZE = 100;
 export const MAX_JOB_PAGE_SIZE = 1_000;
 
 export interface EnqueueAndAdmitOptions {
-  /** Written into the record when this call admits the job: the JobManager the caller hands it to next. */
-  readonly jobManager?: JobManagerLaunch;
+  /**
+   * Written into the record when this call admits the job: the JobManager the caller hands it to next.
+   * A promise stands for what must be done before the job may get in line (the Dispatcher's blob writes)
+   * and resolves to it: the store may read meanwhile but writes nothing before it settles, and when it
+   * rejects, writes nothing and throws its error.
+   */
+  readonly jobManager?: JobManagerLaunch | Promise<JobManagerLaunch | undefined>;
   /** The record as the caller last saw it; only a hint (see enqueueAndAdmit). */
   readonly expected?: JobRecord;
 }

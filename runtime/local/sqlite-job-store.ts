@@ -123,8 +123,9 @@ export class SqliteJobStore implements JobStore {
   }
 
   async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
+    const jobManager = await options.jobManager;
     return writeTransaction(this.db, () => {
-      const { record, ledger, changed, admitted } = applyEnqueueAndAdmit(jobId, this.row(jobId), this.ledgerRow(), bounds, this.clock.now(), options.jobManager);
+      const { record, ledger, changed, admitted } = applyEnqueueAndAdmit(jobId, this.row(jobId), this.ledgerRow(), bounds, this.clock.now(), jobManager);
       if (!changed) return { record };
       this.upsertLedger.run(this.scope, JSON.stringify(ledger));
       return { record: this.write(record), ...(admitted !== undefined ? { admitted } : {}) };

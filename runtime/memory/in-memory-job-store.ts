@@ -91,7 +91,8 @@ export class InMemoryJobStore implements JobStore {
   }
 
   async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
-    const { record, ledger, changed, admitted } = applyEnqueueAndAdmit(jobId, this.records.get(jobId), this.ledger, bounds, this.clock.now(), options.jobManager);
+    const jobManager = await options.jobManager;
+    const { record, ledger, changed, admitted } = applyEnqueueAndAdmit(jobId, this.records.get(jobId), this.ledger, bounds, this.clock.now(), jobManager);
     if (changed) {
       this.records.set(jobId, record);
       this.ledger = ledger;

@@ -309,6 +309,24 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         expect(await store.admit(bounds(3, 4))).toEqual({ admitted: [], refused: [] });
       });
 
+      it('enqueueAndAdmit writes nothing before a pending jobManager settles, nothing when it fails, and names what it resolves to', async () => {
+        const r = await submitted(1);
+        const failure = new Error('the JobGraph could not be stored');
+        await expect(store.enqueueAndAdmit(r.jobId, bounds(2, 2), { expected: r, jobManager: Promise.reject(failure) })).rejects.toBe(failure);
+        expect(await store.get(r.jobId)).toEqual(r);
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+        let resolve!: (launch: { launches: number; workerId: string; launchedAtMs: number }) => void;
+        const pending = new Promise<{ launches: number; workerId: string; launchedAtMs: number }>((res) => (resolve = res));
+        const admitting = store.enqueueAndAdmit(r.jobId, bounds(2, 2), { jobManager: pending });
+        await new Promise((res) => setTimeout(res, 20));
+        expect((await store.get(r.jobId))!.admission?.state).toBe(AdmissionState.SUBMITTING);
+        const jobManager = { launches: 1, workerId: 'jobmanager-x', launchedAtMs: clock.now() };
+        resolve(jobManager);
+        const { record, admitted } = await admitting;
+        expect(admitted?.jobId).toBe(r.jobId);
+        expect(record.jobManager).toEqual(jobManager);
+      });
+
       it('enqueueAndAdmit only gets in line behind a waiting job, or when the job does not fit yet', async () => {
         const [running] = await inLine(3);
         await store.admit(bounds(3, 4));
