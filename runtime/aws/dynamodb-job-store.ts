@@ -17,6 +17,7 @@ import {
   applyCancelRequest,
   applyCancelWaiting,
   applyEnqueue,
+  applyEnqueueAndAdmit,
   applyJobUpdate,
   applyRelease,
   assertAdmissionBounds,
@@ -44,6 +45,7 @@ import {
   type AdmissionEntry,
   type AdmissionLedger,
   type AdmissionOutcome,
+  type EnqueueAndAdmitOptions,
   type JobPage,
   type JobPageCursor,
   type JobRecord,
@@ -324,17 +326,55 @@ export class DynamoDbJobStore implements JobStore {
       const before = await this.get(jobId);
       const { record, ledger: after, changed } = applyEnqueue(jobId, before, ledger, this.clock.now());
       if (!changed) return { result: record };
-      const condition = '#admission.#state = :expectedState AND #cancel = :expectedCancel AND #status = :expectedStatus';
       return {
         result: record,
         // A cancel requested meanwhile ends the job without putting it in line: the ledger stays as it is.
         ...(after !== ledger ? { ledger: after } : {}),
-        writes: [this.recordWrite(before!, record, condition, {
-          names: { '#state': 'state', '#cancel': A.cancelRequested, '#status': A.status },
-          values: { ':expectedState': AdmissionState.SUBMITTING, ':expectedCancel': before!.cancelRequested, ':expectedStatus': before!.status },
-        })],
+        writes: [this.recordWrite(before!, record, this.submittingCondition, this.submittingExpected(before!))],
       };
     });
+  }
+
+  /**
+   * One ledger step: the record goes SUBMITTING → WAITING, or straight to ADMITTED when the line is empty
+   * and it fits. The first try plans from `options.expected` (the caller just wrote it), sparing a read,
+   * and reads the ledger while the caller's `jobManager` promise (its blob writes) is still under way;
+   * every write is conditioned on what the plan read, so a stale hint or ledger only costs a retry.
+   */
+  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
+    assertAdmissionBounds(bounds);
+    let hint = options.expected?.jobId === jobId ? options.expected : undefined;
+    const pending = options.jobManager;
+    const early = this.readLedger();
+    // Rejected or not, it is only used once `pending` settled (and its error is the one thrown).
+    early.catch(() => undefined);
+    const jobManager = await pending;
+    let firstRead: Promise<{ ledger: AdmissionLedger; version: number }> | undefined = early;
+    return this.ledgerStep<{ record: JobRecord; admitted?: AdmissionEntry }>('enqueueAndAdmit', jobId, async (ledger) => {
+      const before = hint ?? (await this.get(jobId));
+      hint = undefined;
+      const { record, ledger: after, changed, admitted } = applyEnqueueAndAdmit(jobId, before, ledger, bounds, this.clock.now(), jobManager);
+      if (!changed) return { result: { record } };
+      return {
+        result: { record, ...(admitted !== undefined ? { admitted } : {}) },
+        ...(after !== ledger ? { ledger: after } : {}),
+        writes: [this.recordWrite(before!, record, this.submittingCondition, this.submittingExpected(before!))],
+      };
+    }, () => {
+      const read = firstRead;
+      firstRead = undefined;
+      return read;
+    });
+  }
+
+  /** The condition of a write planned from a SUBMITTING record: still SUBMITTING, with the cancel flag and status it had. */
+  private readonly submittingCondition = '#admission.#state = :expectedState AND #cancel = :expectedCancel AND #status = :expectedStatus';
+
+  private submittingExpected(before: JobRecord): { names: Record<string, string>; values: Record<string, unknown> } {
+    return {
+      names: { '#state': 'state', '#cancel': A.cancelRequested, '#status': A.status },
+      values: { ':expectedState': AdmissionState.SUBMITTING, ':expectedCancel': before.cancelRequested, ':expectedStatus': before.status },
+    };
   }
 
   async admit(bounds: AdmissionBounds): Promise<AdmissionOutcome> {
@@ -437,10 +477,16 @@ export class DynamoDbJobStore implements JobStore {
    * is planned again from fresh reads. A plan with `again` (it only cleaned the ledger) is planned again
    * once its write went through.
    */
-  private async ledgerStep<T>(op: string, jobId: JobId | undefined, plan: (ledger: AdmissionLedger) => Promise<LedgerStep<T>>): Promise<T> {
+  private async ledgerStep<T>(
+    op: string,
+    jobId: JobId | undefined,
+    plan: (ledger: AdmissionLedger) => Promise<LedgerStep<T>>,
+    /** A read of the ledger already under way, for the first try (undefined: read now). */
+    readAhead?: () => Promise<{ ledger: AdmissionLedger; version: number }> | undefined,
+  ): Promise<T> {
     for (let attempt = 0; attempt < MAX_LEDGER_ATTEMPTS; attempt++) {
       if (attempt > 0) await sleep(Math.random() * Math.min(200, 5 * 2 ** Math.min(attempt, 6)));
-      const { ledger, version } = await this.readLedger();
+      const { ledger, version } = await (readAhead?.() ?? this.readLedger());
       const step = await plan(ledger);
       const items: TransactItems = (step.writes ?? []).map((w) => ({ Update: w }));
       if (step.ledger !== undefined) {

@@ -107,7 +107,7 @@ export const CONFIG_OPTIONS = {
     key: 'cluster.warm-pool.poll-interval',
     default: 25,
     min: 5,
-    description: 'How often a ready JobManager looks for a job the Dispatcher gave it (a read of one lease; ms). The Dispatcher may run where it cannot call the JobManager (a function outside the VPC), so the job comes through the store.',
+    description: 'How often a ready JobManager looks for a job the Dispatcher gave it (a read of one lease; ms), once it has been ready a while: right after its job ended it looks every 5 ms, slowing by 1 ms every 100 ms down to this. The Dispatcher may run where it cannot call the JobManager (a function outside the VPC), so the job comes through the store.',
   },
   warmPoolIdleTimeoutMs: {
     key: 'cluster.warm-pool.idle-timeout',

@@ -12,7 +12,7 @@ import { FencingToken, JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
-import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
+import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
 import { leaseNames, standbyClaimHolder, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -75,6 +75,14 @@ interface Submission {
   readonly graphBytes: Uint8Array;
   readonly graphSha256: string;
   readonly reservation: Reservation;
+}
+
+/** What a submission learnt before admitting its job, for the hand-over to a JobManager. */
+interface HandOver {
+  /** The warm pool's places as read just before admission. */
+  readonly ready: readonly Lease[];
+  /** The worker id the admitted record names. */
+  readonly named: string;
 }
 
 /** Makes an upload target for a library blob, e.g. a presigned S3 PUT URL. */
@@ -217,7 +225,7 @@ export class Dispatcher {
     });
     if (!created) return this.resubmission(submission, record);
     this.log.info('job submitted', { jobId: jobGraph.jobId, name: jobGraph.name, parallelism, taskExecutors: reservation.taskExecutors });
-    await this.completeSubmission(submission);
+    await this.completeSubmission(submission, record);
     return { jobId: jobGraph.jobId, existing: false };
   }
 
@@ -238,19 +246,41 @@ export class Dispatcher {
     return { jobGraph, library, libraryStored: rawLibrary === undefined, graphBytes, graphSha256: sha256Hex(graphBytes), reservation };
   }
 
-  /** Steps 3-5; every write here is idempotent, so the owner and a resubmission may both do them. */
-  private async completeSubmission(submission: Submission): Promise<void> {
+  /**
+   * Steps 3-5; every write here is idempotent, so the owner and a resubmission may both do them. The
+   * blobs go up together while the warm pool's places (and, on DynamoDB, the admission ledger) are read;
+   * once both blobs are stored, one ledger step puts the job in line and, when nothing waits before it and
+   * it fits, admits it naming the JobManager it goes to (a ready one, or the one launched for it).
+   * `created` is the record as this request created it (a hint for the store).
+   */
+  private async completeSubmission(submission: Submission, created?: JobRecord): Promise<void> {
     const { jobId } = submission.jobGraph;
+    let handOver: HandOver | undefined;
+    const stored = Promise.all([
+      submission.libraryStored ? undefined : this.storeLibrary(submission.library),
+      this.deps.blobStore.put(blobKeys.jobGraph(jobId), submission.graphBytes),
+    ]);
+    const jobManager = Promise.all([stored, this.readyJobManagerLeasesOrNone(jobId)]).then(([, ready]): JobManagerLaunch => {
+      const first = ready[0];
+      handOver = { ready, named: first !== undefined ? workerOfHolder(first.holder) : jobManagerWorkerId(jobId) };
+      return { launches: 1, workerId: handOver.named, launchedAtMs: this.deps.clock.now() };
+    });
+    let admitted: AdmissionEntry | undefined;
     try {
-      if (!submission.libraryStored) await this.storeLibrary(submission.library);
-      await this.deps.blobStore.put(blobKeys.jobGraph(jobId), submission.graphBytes);
-      await this.deps.jobStore.enqueue(jobId);
+      ({ admitted } = await this.deps.jobStore.enqueueAndAdmit(jobId, this.bounds, { jobManager, ...(created !== undefined ? { expected: created } : {}) }));
     } catch (error) {
+      // A blob write that failed is the cause to report, whatever the store said first.
+      const cause = await jobManager.then(() => error, (blobError: unknown) => blobError);
       // The record keeps the id: the same request again completes the submission (or a sweep ends it).
-      this.log.error('the submission could not be completed; its record stays SUBMITTING until the same request is sent again', { jobId, error: errorMessage(error) });
-      throw error;
+      this.log.error('the submission could not be completed; its record stays SUBMITTING until the same request is sent again', { jobId, error: errorMessage(cause) });
+      throw cause;
     }
-    await this.admitWaiting();
+    if (admitted === undefined || handOver === undefined) {
+      await this.admitWaiting();
+      return;
+    }
+    this.log.info('job admitted on submission', { jobId, taskExecutors: admitted.taskExecutors, jobManager: handOver.named });
+    await this.launchJobManager(admitted, 1, handOver);
   }
 
   private async libraryBytes(jobGraph: JobGraph, raw: unknown): Promise<Uint8Array> {
@@ -340,17 +370,19 @@ export class Dispatcher {
    * Starts an admitted job's `launch`-th JobManager, whose ResourceManager may start only the job's
    * reserved TaskExecutors. The record names it first, so every Dispatcher knows which one is current.
    */
-  private async launchJobManager(entry: AdmissionEntry, launch = 1): Promise<void> {
+  private async launchJobManager(entry: AdmissionEntry, launch = 1, handOver?: HandOver): Promise<void> {
     const { jobId, taskExecutors } = entry;
     // A ready JobManager of the warm pool takes the job at once; a recovery takes none of its
     // TaskExecutors (the job's own are still there for the successor).
-    if (await this.handToReadyJobManager(jobId, launch === 1 ? taskExecutors : 0, launch)) return;
+    const named = await this.handToReadyJobManager(jobId, launch === 1 ? taskExecutors : 0, launch, handOver);
+    if (named === true) return;
     const workerId = jobManagerWorkerId(jobId, launch);
     try {
       const configured = this.deps.jobManagerEnv[CONFIG_ENV];
       const config = configured === undefined ? this.deps.config : configFromEnv({ [CONFIG_ENV]: configured });
       this.log.info('starting the JobManager of an admitted job', { jobId, taskExecutors, launch });
-      await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
+      // Named at admission already (a submission that found no ready JobManager): no second write.
+      if (named !== workerId) await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
       await this.deps.launcher.start({
         id: workerId,
         kind: WorkerKind.JOB_MANAGER,
@@ -367,22 +399,32 @@ export class Dispatcher {
    * Warm pool: gives the job to a JobManager process that holds a place in the pool, by taking that
    * process's claim lease for the job (a conditional write: of two Dispatchers, or of a Dispatcher and
    * the process leaving on its idle timeout, one wins). The record names the process first (as for a
-   * launch), so its exit is the job's. Answers whether one took it; with none, a process is started.
+   * launch), so its exit is the job's. Answers true when one took it; otherwise the worker id the record
+   * names now as far as this call knows (undefined: not known), and a process is started.
+   * `handOver` carries what a submission already did: the places it read, and whom the record names.
    */
-  private async handToReadyJobManager(jobId: JobId, taskExecutors: number, launch: number): Promise<boolean> {
+  private async handToReadyJobManager(jobId: JobId, taskExecutors: number, launch: number, handOver?: HandOver): Promise<true | string | undefined> {
+    let named = handOver?.named;
     const places = this.deps.config.warmPoolJobManagers;
-    if (places <= 0) return false;
-    let ready: Lease[];
-    try {
-      ready = await this.readyJobManagerLeases();
-    } catch (error) {
-      this.log.warn('cannot read the warm pool; starting a JobManager instead', { jobId, error: errorMessage(error) });
-      return false;
+    if (places <= 0) return named;
+    let ready: readonly Lease[];
+    if (handOver !== undefined) ready = handOver.ready;
+    else {
+      try {
+        ready = await this.readyJobManagerLeases();
+      } catch (error) {
+        this.log.warn('cannot read the warm pool; starting a JobManager instead', { jobId, error: errorMessage(error) });
+        return named;
+      }
     }
     for (const lease of ready) {
       const workerId = workerOfHolder(lease.holder);
       try {
-        await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
+        if (named !== workerId) {
+          named = undefined;
+          await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
+          named = workerId;
+        }
         const claim = await this.deps.leaseStore.tryAcquire(leaseNames.standbyClaim(lease.holder), standbyClaimHolder(jobId, taskExecutors), 'dispatcher', this.deps.config.leaseDurationMs);
         if (claim === undefined) continue;
         this.log.info('a ready JobManager takes the job (warm pool)', { jobId, workerId, launch, taskExecutors });
@@ -392,7 +434,18 @@ export class Dispatcher {
         this.log.warn('could not give the job to a ready JobManager; trying the next', { jobId, workerId, error: errorMessage(error) });
       }
     }
-    return false;
+    return named;
+  }
+
+  /** readyJobManagerLeases for a submission: none when the pool is off or cannot be read (a JobManager is started instead). */
+  private async readyJobManagerLeasesOrNone(jobId: JobId): Promise<Lease[]> {
+    if (this.deps.config.warmPoolJobManagers <= 0) return [];
+    try {
+      return await this.readyJobManagerLeases();
+    } catch (error) {
+      this.log.warn('cannot read the warm pool; starting a JobManager instead', { jobId, error: errorMessage(error) });
+      return [];
+    }
   }
 
   /**

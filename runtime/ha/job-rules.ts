@@ -14,6 +14,7 @@ import {
   type AdmissionLedger,
   type JobAdmission,
   type JobException,
+  type JobManagerLaunch,
   type JobPage,
   type JobPageCursor,
   type JobRecord,
@@ -153,6 +154,35 @@ export function applyEnqueue(jobId: JobId, current: JobRecord | undefined, ledge
   const record: JobRecord = { ...current, updatedAtMs: nowMs, admission: { ...admission, state: AdmissionState.WAITING, waitingSinceMs: nowMs } };
   const waiting = [...ledger.waiting.filter((e) => e.jobId !== jobId), { jobId, taskExecutors: admission.taskExecutors, sinceMs: nowMs }];
   return { record, ledger: { waiting, admitted: ledger.admitted }, changed: true };
+}
+
+/**
+ * applyEnqueue, and when no other job waits and this one fits `bounds` beside the admitted ones, its
+ * admission too (what admit() would do next, in the same step): the record ADMITTED, naming `jobManager`
+ * when given. `admitted` is its ledger entry then; otherwise the outcome is applyEnqueue's.
+ */
+export function applyEnqueueAndAdmit(
+  jobId: JobId,
+  current: JobRecord | undefined,
+  ledger: AdmissionLedger,
+  bounds: AdmissionBounds,
+  nowMs: number,
+  jobManager?: JobManagerLaunch,
+): { record: JobRecord; ledger: AdmissionLedger; changed: boolean; admitted?: AdmissionEntry } {
+  assertAdmissionBounds(bounds);
+  const queued = applyEnqueue(jobId, current, ledger, nowMs);
+  if (!queued.changed || queued.record.admission?.state !== AdmissionState.WAITING) return queued;
+  // Another job in line goes first (or is refused first): admit() keeps that order.
+  if (queued.ledger.waiting.some((e) => e.jobId !== jobId)) return queued;
+  const plan = planAdmission(queued.ledger, bounds);
+  if (plan.refuse.length > 0 || plan.admit.length !== 1) return queued;
+  const admittedOne = admittedRecord(queued.record, nowMs);
+  return {
+    record: jobManager === undefined ? admittedOne : { ...admittedOne, jobManager },
+    ledger: ledgerAfterAdmission(queued.ledger, plan, nowMs),
+    changed: true,
+    admitted: { ...plan.admit[0]!, sinceMs: nowMs },
+  };
 }
 
 /**

@@ -254,6 +254,18 @@ export interface JobPage {
 export const DEFAULT_JOB_PAGE_SIZE = 100;
 export const MAX_JOB_PAGE_SIZE = 1_000;
 
+export interface EnqueueAndAdmitOptions {
+  /**
+   * Written into the record when this call admits the job: the JobManager the caller hands it to next.
+   * A promise stands for what must be done before the job may get in line (the Dispatcher's blob writes)
+   * and resolves to it: the store may read meanwhile but writes nothing before it settles, and when it
+   * rejects, writes nothing and throws its error.
+   */
+  readonly jobManager?: JobManagerLaunch | Promise<JobManagerLaunch | undefined>;
+  /** The record as the caller last saw it; only a hint (see enqueueAndAdmit). */
+  readonly expected?: JobRecord;
+}
+
 export interface JobStore {
   /** Creates the record unless one with this id exists; `created: false` returns the existing one. */
   create(record: JobRecord): Promise<{ created: boolean; record: JobRecord }>;
@@ -288,6 +300,16 @@ export interface JobStore {
    * NotFoundError when there is no such job, ConflictError when the record has no admission state.
    */
   enqueue(jobId: JobId): Promise<JobRecord>;
+  /**
+   * enqueue, and when no other job waits and this one fits `bounds` beside the admitted ones, its
+   * admission in the same atomic step (the submission's fast path: one ledger change instead of two). The
+   * record comes back ADMITTED, naming `options.jobManager` when given, and `admitted` is its entry: the
+   * caller starts its JobManager, as for an entry admit() returns. Otherwise the outcome is enqueue's and
+   * admit() decides as before. `options.expected` is the record as the caller last saw it (it just created
+   * it): a store may plan its first try from it instead of reading; every write is conditioned on what it
+   * planned from, so a stale one costs a retry, never a wrong write.
+   */
+  enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options?: EnqueueAndAdmitOptions): Promise<{ record: JobRecord; admitted?: AdmissionEntry }>;
   /**
    * Admits waiting jobs first in line first while the admitted ones together stay within `bounds`; stops
    * at the first that does not fit, so none overtakes another. A job that could not fit even an empty

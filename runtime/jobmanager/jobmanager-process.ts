@@ -35,6 +35,20 @@ export interface JobManagerProcessDeps {
   readonly logger: Logger;
 }
 
+/**
+ * The claim poll starts this fast when the process becomes ready, and slows by 1 ms every
+ * CLAIM_POLL_SLOWDOWN_MS up to 'cluster.warm-pool.poll-interval': a job tends to come soon after the
+ * last one ended (a queue of jobs, a client that runs them one after another), and the few hundred
+ * extra reads this costs per ready period are bounded, unlike a fast poll for the whole idle time.
+ */
+export const CLAIM_POLL_FIRST_MS = 5;
+const CLAIM_POLL_SLOWDOWN_MS = 100;
+
+/** The wait before the next claim read, `readyForMs` after the process became ready. */
+export function claimPollDelayMs(readyForMs: number, intervalMs: number): number {
+  return Math.min(intervalMs, CLAIM_POLL_FIRST_MS + Math.max(0, readyForMs) / CLAIM_POLL_SLOWDOWN_MS);
+}
+
 /** A warm TaskExecutor waits this much longer than its JobManager before stopping on its own (its JobManager died). */
 const TASK_EXECUTOR_IDLE_GRACE_MS = 5_000;
 
@@ -65,6 +79,8 @@ export class JobManagerProcess {
   /** Where a Dispatcher that can reach this process tells it a claim was taken; served from the first ready period on. */
   private standbyEndpoint: ServedEndpoint | undefined;
   private jobsRun = 0;
+  /** The last ready period's place and claim, given up once the job it took runs (see take()). */
+  private poolLeasesGivenUp: Promise<void> = Promise.resolve();
   private resolveDone!: (reason: string) => void;
   /** Resolves once the process has nothing more to do (and no TaskExecutor of its own left running). */
   readonly done: Promise<string> = new Promise((resolve) => (this.resolveDone = resolve));
@@ -99,12 +115,19 @@ export class JobManagerProcess {
     const keep = state.warm.slice(0, taskExecutors);
     const surplus = state.warm.slice(taskExecutors);
     this.log.child({ jobId }).info('took a job from the Dispatcher (warm pool)', { taskExecutors, warm: keep.map((w) => w.resourceId), stopping: surplus.map((w) => w.resourceId) });
-    this.run(jobId, taskExecutors, keep);
+    const runner = this.run(jobId, taskExecutors, keep);
     void this.stopWorkers(surplus, 'the next job needs fewer TaskExecutors than the warm pool kept');
-    // Given up once the job started: they only said where a ready process was and which job it got.
-    for (const [name, holder, epoch] of [[state.lease.name, state.holder, state.lease.epoch], [claim.name, claim.holder, claim.epoch]] as const) {
-      this.deps.leaseStore.release(name, holder, epoch).catch((error: unknown) => this.log.warn('could not give up a warm pool lease; it lapses by itself', { lease: name, error: errorMessage(error) }));
-    }
+    // Given up once the job runs: they only said where a ready process was and which job it got. Not
+    // before, so these writes do not queue beside the campaigns and the RUNNING write; meanwhile a
+    // Dispatcher that reads the place finds its claim taken and goes on.
+    this.poolLeasesGivenUp = runner.serving.then(async () => {
+      const leases = [[state.lease.name, state.holder, state.lease.epoch], [claim.name, claim.holder, claim.epoch]] as const;
+      await Promise.all(
+        leases.map(([name, holder, epoch]) =>
+          this.deps.leaseStore.release(name, holder, epoch).catch((error: unknown) => this.log.warn('could not give up a warm pool lease; it lapses by itself', { lease: name, error: errorMessage(error) })),
+        ),
+      );
+    });
   }
 
   /** Stops the current job's components (the job stays for a successor) and the warm pool; the process then exits. */
@@ -122,7 +145,7 @@ export class JobManagerProcess {
 
   // ----
 
-  private run(jobId: JobId, taskExecutors: number, warm: readonly WarmTaskExecutor[] | undefined): void {
+  private run(jobId: JobId, taskExecutors: number, warm: readonly WarmTaskExecutor[] | undefined): JobManagerRunner {
     const config: FloeConfig = { ...this.deps.config, maxTaskManagers: taskExecutors };
     const pool = this.deps.config.warmPoolJobManagers > 0 ? this.deps.config.warmPoolTaskManagers : 0;
     const runner = new JobManagerRunner({
@@ -144,6 +167,7 @@ export class JobManagerProcess {
     this.jobsRun++;
     runner.start();
     void runner.done.then((outcome) => this.jobEnded(jobId, runner, outcome));
+    return runner;
   }
 
   private async jobEnded(jobId: JobId, runner: JobManagerRunner, outcome: RunnerOutcome): Promise<void> {
@@ -163,6 +187,8 @@ export class JobManagerProcess {
       (error: unknown) => this.log.child({ jobId }).warn("cannot give back the job's capacity; the Dispatcher's reconciler will", { error: errorMessage(error) }),
     );
     try {
+      // Its former place must be free before it looks for one again.
+      await this.poolLeasesGivenUp;
       await this.becomeReady(warm);
     } catch (error) {
       this.log.warn('cannot join the warm pool; exiting', { error: errorMessage(error) });
@@ -199,7 +225,8 @@ export class JobManagerProcess {
       { methods: STANDBY_JOB_MANAGER_METHODS },
     );
     const renewTimer = this.every(() => this.renew(held), config.leaseRenewIntervalMs);
-    const pollTimer = this.every(() => this.poll(), config.warmPoolPollIntervalMs);
+    const readyAtMs = clock.now();
+    const pollTimer = this.every(() => this.poll(), () => claimPollDelayMs(clock.now() - readyAtMs, config.warmPoolPollIntervalMs));
     const idleTimer = clock.setTimeout(() => {
       const state = this.state;
       if (state.kind === 'ready') void this.leave(state, `no job for ${config.warmPoolIdleTimeoutMs} ms (cluster.warm-pool.idle-timeout)`);
@@ -303,15 +330,16 @@ export class JobManagerProcess {
     );
   }
 
-  private every(fn: () => void, intervalMs: number): Timer {
+  private every(fn: () => void, interval: number | (() => number)): Timer {
     let timer: Timer | undefined;
     let cancelled = false;
+    const delay = typeof interval === 'number' ? () => interval : interval;
     const tick = (): void => {
       if (cancelled) return;
       fn();
-      timer = this.deps.clock.setTimeout(tick, intervalMs);
+      timer = this.deps.clock.setTimeout(tick, delay());
     };
-    timer = this.deps.clock.setTimeout(tick, intervalMs);
+    timer = this.deps.clock.setTimeout(tick, delay());
     return {
       cancel: () => {
         cancelled = true;

@@ -7,7 +7,7 @@ import type { FloeConfig } from '../core/config.js';
 import { errorMessage } from '../core/errors.js';
 import { randomHex, type FencingToken, type JobId, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import type { JobStore } from '../ha/job-store.js';
+import type { JobRecord, JobStore } from '../ha/job-store.js';
 import { LeaderElection, retrieveLeader } from '../ha/leader-election.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -50,6 +50,18 @@ export class JobManagerRunner {
   private warm: WarmTaskExecutor[] = [];
   /** The stored JobGraph, read while campaigning: it never changes, and a successor serves sooner. */
   private jobGraphBytes: Promise<Uint8Array | undefined> | undefined;
+  /**
+   * The job record, read while campaigning too. Used only when the JobMaster lease is won at epoch 1: then no
+   * JobMaster ever wrote the record, and what the Dispatcher may write meanwhile (a cancel) comes back
+   * with the RUNNING write, which the store refuses for a job that ended.
+   */
+  private earlyRecord: Promise<JobRecord | undefined> | undefined;
+  private resolveServing!: () => void;
+  /**
+   * Resolves once this runner's JobMaster has written RUNNING and serves, or the runner is done without:
+   * the moment to do what can wait until the job runs.
+   */
+  readonly serving: Promise<void> = new Promise((resolve) => (this.resolveServing = resolve));
   private resolveDone!: (outcome: RunnerOutcome) => void;
   /** Resolves once, when this JobManager has nothing more to do. */
   readonly done: Promise<RunnerOutcome> = new Promise((resolve) => (this.resolveDone = resolve));
@@ -94,10 +106,18 @@ export class JobManagerRunner {
       },
     );
     this.jobGraphBytes = this.deps.blobStore.get(blobKeys.jobGraph(jobId));
-    // Read again after winning, should this early read fail.
+    this.earlyRecord = this.deps.jobStore.get(jobId);
+    // Read again after winning, should these early reads fail.
     this.jobGraphBytes.catch(() => undefined);
+    this.earlyRecord.catch(() => undefined);
     this.rmElection.start();
     this.jmElection.start();
+  }
+
+  /** The record as the JobMaster of epoch `token` starts from (see `earlyRecord`). */
+  private async readRecord(token: FencingToken): Promise<JobRecord | undefined> {
+    const early = token === 1 && this.earlyRecord !== undefined ? await this.earlyRecord.catch(() => undefined) : undefined;
+    return early ?? this.deps.jobStore.get(this.deps.jobId);
   }
 
   private readJobGraph(): Promise<Uint8Array | undefined> {
@@ -139,7 +159,7 @@ export class JobManagerRunner {
     const { jobId, blobStore, jobStore } = this.deps;
     this.log.info('won the JobMaster lease', { token });
     try {
-      const [record, bytes] = await Promise.all([jobStore.get(jobId), this.readJobGraph()]);
+      const [record, bytes] = await Promise.all([this.readRecord(token), this.readJobGraph()]);
       if (record === undefined) throw new Error(`job ${jobId} has no record`);
       if (isGloballyTerminal(record.status)) {
         await this.finish({ status: record.status });
@@ -170,6 +190,7 @@ export class JobManagerRunner {
       this.jobMaster = jobMaster;
       void jobMaster.termination.then((t) => this.finish(t));
       await jobMaster.start();
+      this.resolveServing();
     } catch (error) {
       this.log.error('cannot run the job', { error: errorMessage(error) });
       await jobStore
@@ -204,6 +225,7 @@ export class JobManagerRunner {
     await this.resourceManager?.close().catch(() => undefined);
     await this.jmElection?.stop().catch(() => undefined);
     await this.rmElection?.stop().catch(() => undefined);
+    this.resolveServing();
     this.resolveDone(outcome);
   }
 

@@ -10,6 +10,7 @@ import {
   applyCancelRequest,
   applyCancelWaiting,
   applyEnqueue,
+  applyEnqueueAndAdmit,
   applyJobUpdate,
   applyRelease,
   assertCreatable,
@@ -24,7 +25,7 @@ import {
   refusedRecord,
 } from '../ha/job-rules.js';
 import { leaseNames } from '../ha/lease-store.js';
-import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
+import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
 import { openDatabase, read, writeTransaction, type SqliteDatabase } from './sqlite.js';
 
 export interface SqliteJobStoreOptions {
@@ -118,6 +119,16 @@ export class SqliteJobStore implements JobStore {
       if (!changed) return record;
       this.upsertLedger.run(this.scope, JSON.stringify(ledger));
       return this.write(record);
+    });
+  }
+
+  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
+    const jobManager = await options.jobManager;
+    return writeTransaction(this.db, () => {
+      const { record, ledger, changed, admitted } = applyEnqueueAndAdmit(jobId, this.row(jobId), this.ledgerRow(), bounds, this.clock.now(), jobManager);
+      if (!changed) return { record };
+      this.upsertLedger.run(this.scope, JSON.stringify(ledger));
+      return { record: this.write(record), ...(admitted !== undefined ? { admitted } : {}) };
     });
   }
 

@@ -13,6 +13,7 @@ import {
   applyCancelRequest,
   applyCancelWaiting,
   applyEnqueue,
+  applyEnqueueAndAdmit,
   applyJobUpdate,
   applyRelease,
   assertCreatable,
@@ -24,7 +25,7 @@ import {
   refusalException,
   refusedRecord,
 } from '../ha/job-rules.js';
-import type { AdmissionBounds, AdmissionLedger, AdmissionOutcome, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
+import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
 
 export class InMemoryJobStore implements JobStore {
   private readonly records = new Map<string, JobRecord>();
@@ -87,6 +88,16 @@ export class InMemoryJobStore implements JobStore {
       this.ledger = ledger;
     }
     return structuredClone(record);
+  }
+
+  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
+    const jobManager = await options.jobManager;
+    const { record, ledger, changed, admitted } = applyEnqueueAndAdmit(jobId, this.records.get(jobId), this.ledger, bounds, this.clock.now(), jobManager);
+    if (changed) {
+      this.records.set(jobId, record);
+      this.ledger = ledger;
+    }
+    return { record: structuredClone(record), ...(admitted !== undefined ? { admitted } : {}) };
   }
 
   async admit(bounds: AdmissionBounds): Promise<AdmissionOutcome> {

@@ -293,6 +293,67 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         expect(ledger.admitted).toEqual([]);
       });
 
+      it('enqueueAndAdmit admits a job at once when nothing waits and it fits, naming its JobManager; once only', async () => {
+        const [running] = await inLine(2);
+        await store.admit(bounds(3, 4));
+        const r = await submitted(2);
+        clock.advance(3);
+        const jobManager = { launches: 1, workerId: 'jobmanager-warm', launchedAtMs: clock.now() };
+        const { record, admitted } = await store.enqueueAndAdmit(r.jobId, bounds(3, 4), { jobManager, expected: r });
+        expect(admitted).toEqual({ jobId: r.jobId, taskExecutors: 2, sinceMs: clock.now() });
+        expect(record).toEqual({ ...r, updatedAtMs: clock.now(), jobManager, admission: { state: AdmissionState.ADMITTED, taskExecutors: 2, waitingSinceMs: clock.now(), admittedAtMs: clock.now() } });
+        expect(await store.get(r.jobId)).toEqual(record);
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [{ jobId: running, taskExecutors: 2, sinceMs: clock.now() - 3 }, { jobId: r.jobId, taskExecutors: 2, sinceMs: clock.now() }] });
+        // Idempotent: the job is past SUBMITTING, so a second call admits nothing and changes nothing.
+        expect(await store.enqueueAndAdmit(r.jobId, bounds(3, 4), { expected: r })).toEqual({ record });
+        expect(await store.admit(bounds(3, 4))).toEqual({ admitted: [], refused: [] });
+      });
+
+      it('enqueueAndAdmit writes nothing before a pending jobManager settles, nothing when it fails, and names what it resolves to', async () => {
+        const r = await submitted(1);
+        const failure = new Error('the JobGraph could not be stored');
+        await expect(store.enqueueAndAdmit(r.jobId, bounds(2, 2), { expected: r, jobManager: Promise.reject(failure) })).rejects.toBe(failure);
+        expect(await store.get(r.jobId)).toEqual(r);
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+        let resolve!: (launch: { launches: number; workerId: string; launchedAtMs: number }) => void;
+        const pending = new Promise<{ launches: number; workerId: string; launchedAtMs: number }>((res) => (resolve = res));
+        const admitting = store.enqueueAndAdmit(r.jobId, bounds(2, 2), { jobManager: pending });
+        await new Promise((res) => setTimeout(res, 20));
+        expect((await store.get(r.jobId))!.admission?.state).toBe(AdmissionState.SUBMITTING);
+        const jobManager = { launches: 1, workerId: 'jobmanager-x', launchedAtMs: clock.now() };
+        resolve(jobManager);
+        const { record, admitted } = await admitting;
+        expect(admitted?.jobId).toBe(r.jobId);
+        expect(record.jobManager).toEqual(jobManager);
+      });
+
+      it('enqueueAndAdmit only gets in line behind a waiting job, or when the job does not fit yet', async () => {
+        const [running] = await inLine(3);
+        await store.admit(bounds(3, 4));
+        const tooBig = await submitted(2);
+        const { record, admitted } = await store.enqueueAndAdmit(tooBig.jobId, bounds(3, 4), { jobManager: { launches: 1, workerId: 'x', launchedAtMs: 0 } });
+        expect(admitted).toBeUndefined();
+        expect(record.admission?.state).toBe(AdmissionState.WAITING);
+        expect(record.jobManager).toBeUndefined();
+        // A small one behind it does not overtake, though it would fit.
+        const small = await submitted(1);
+        expect((await store.enqueueAndAdmit(small.jobId, bounds(3, 4))).admitted).toBeUndefined();
+        expect(ids((await store.admissionLedger()).waiting)).toEqual([tooBig.jobId, small.jobId]);
+        await store.release(running!);
+        expect((await store.admit(bounds(3, 4))).admitted.map((e) => e.jobId)).toEqual([tooBig.jobId, small.jobId]);
+      });
+
+      it('enqueueAndAdmit with a stale expected record acts on the record as it is: a cancel that came first ends the job', async () => {
+        const r = await submitted(1);
+        await store.requestCancel(r.jobId);
+        const { record, admitted } = await store.enqueueAndAdmit(r.jobId, bounds(3, 4), { expected: r });
+        expect(admitted).toBeUndefined();
+        expect(record).toMatchObject({ status: JobStatus.CANCELED, cancelRequested: true, admission: { state: AdmissionState.RELEASED } });
+        expect(await store.get(r.jobId)).toEqual(record);
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+        await expect(store.enqueueAndAdmit(JobId.of('no-such-job'), bounds(3, 4))).rejects.toBeInstanceOf(NotFoundError);
+      });
+
       it('admits from the head of the line while the admitted jobs stay within both bounds, and records it', async () => {
         const [a, b, c, d] = await inLine(1, 2, 1, 1);
         clock.advance(7);
