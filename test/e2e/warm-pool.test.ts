@@ -1,10 +1,10 @@
 // The warm pool on the embedded cluster with real processes: after a job, its JobManager process and up
 // to 'cluster.warm-pool.taskmanagers' idle TaskExecutors stay ready; the next job runs in them (the
 // Dispatcher starts no process), a job larger than the pool starts only what is missing, and once idle
-// for 'cluster.warm-pool.idle-timeout' every process is gone. The ready JobManager's poll of its claim is
-// set to ten minutes: the local Dispatcher's notice (StandbyJobManagerGateway) is what has it read the
-// claim of each job here (without it, only its last look at the claim before leaving on the idle timeout
-// would; test/aws/aws-warm-pool.test.ts covers the poll, with a Dispatcher that cannot reach the tasks).
+// for 'cluster.warm-pool.idle-timeout' every process is gone. The claim poll's ceiling is set to ten
+// minutes, so a job comes either by the local Dispatcher's notice (StandbyJobManagerGateway) or by the
+// poll's fast first reads (5 ms, slowing by 1 ms every 100 ms); test/dispatcher/admission.test.ts shows
+// the notice, test/aws/aws-warm-pool.test.ts the poll alone, with a Dispatcher that cannot reach the tasks.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
