@@ -275,6 +275,13 @@ export class JobMaster implements JobMasterGateway {
     return this.main.run(() => this.scheduler.updateTaskExecutionState(update));
   }
 
+  updateTaskExecutionStates(updates: readonly TaskExecutionStateUpdate[]): Promise<boolean[]> {
+    return this.main.run(() => {
+      if (!Array.isArray(updates)) throw new InvalidRequestError(`updateTaskExecutionStates takes an array of updates, found ${updates === null ? 'null' : typeof updates}`);
+      return updates.map((u) => this.scheduler.updateTaskExecutionState(u));
+    });
+  }
+
   requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null> {
     return this.main.run(() => this.scheduler.nextInputSplit(vertexId, attemptId));
   }

@@ -1,5 +1,6 @@
 // What a TaskExecutor answers to. The ResourceManager and the JobMaster pass their fencing tokens as
 // arguments; the TaskExecutor rejects calls from a leader other than the one it is connected to.
+import type { ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId, SlotId } from '../core/ids.js';
 import type { TaskDeploymentDescriptor } from './task-deployment.js';
 
@@ -46,10 +47,21 @@ export interface TaskExecutorHeartbeatPayload {
   readonly tasks?: readonly TaskCounters[];
 }
 
+/** What a TaskExecutor says to a batch of submitted tasks: the ones it refused, and why; the rest it took. */
+export interface TaskSubmissionResult {
+  readonly rejected: readonly { readonly attemptId: ExecutionAttemptId; readonly error: ErrorInfo }[];
+}
+
 export interface TaskExecutorGateway {
   /** RM asks to give a slot to a job; the TaskExecutor then offers it to that job's JobMaster. */
   requestSlot(request: SlotRequest): Promise<void>;
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void>;
+  /**
+   * Many tasks of one job in one call (the JobMaster sends each TaskExecutor its share of a deployment
+   * chunk at once). A wrong token refuses the whole call; a task that cannot be placed (its allocation is
+   * not active here) is listed in `rejected`, and the others run.
+   */
+  submitTasks(descriptors: readonly TaskDeploymentDescriptor[], jobMasterToken: FencingToken): Promise<TaskSubmissionResult>;
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void>;
   /** The JobMaster gives a slot back; the TaskExecutor tells the RM it is free. */
   freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void>;
@@ -72,6 +84,7 @@ export interface TaskExecutorGateway {
 export const TASK_EXECUTOR_METHODS = [
   'requestSlot',
   'submitTask',
+  'submitTasks',
   'cancelTask',
   'freeSlot',
   'releasePartitions',

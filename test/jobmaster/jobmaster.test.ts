@@ -17,6 +17,7 @@ import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-se
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
 import { inputChannelsOf, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { TASK_EXECUTOR_METHODS, type TaskExecutorGateway } from '../../runtime/protocol/taskexecutor-gateway.js';
+import { submitEach } from '../support/testing-task-executor-gateway.js';
 
 const JM_TOKEN = FencingToken.of(3);
 const RM_TOKEN = FencingToken.of(5);
@@ -64,6 +65,9 @@ class RecordingTaskExecutor implements TaskExecutorGateway {
   async submitTask(tdd: TaskDeploymentDescriptor): Promise<void> {
     this.deployed.push(tdd);
     this.onSubmit(tdd);
+  }
+  submitTasks(tdds: readonly TaskDeploymentDescriptor[]) {
+    return submitEach(tdds, (tdd) => this.submitTask(tdd));
   }
   async cancelTask(attemptId: ExecutionAttemptId): Promise<void> {
     this.cancelled.push(attemptId);

@@ -105,6 +105,10 @@ export class TestJobMaster implements JobMasterGateway {
     this.updates.push(update);
     return true;
   }
+  async updateTaskExecutionStates(updates: readonly TaskExecutionStateUpdate[]) {
+    this.updates.push(...updates);
+    return updates.map(() => true);
+  }
   async requestNextInputSplit() {
     return this.splits.shift() ?? null;
   }
