@@ -16,7 +16,7 @@ import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from '../protoc
 import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
 import { MainThreadClosedError, type MainThread } from '../rpc/main-thread.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
-import { canTransition, countTaskStates, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
+import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
 import { ExecutionFailureHandler, type FailureHandlingResult } from './failure-handler.js';
 import type { SplitAssigner } from './input-splits.js';
@@ -529,7 +529,7 @@ export class Scheduler {
         name: vertex.name,
         parallelism: vertex.parallelism,
         region: this.regions.regionOf(vertex.id).index,
-        tasks: countTaskStates(subtasks),
+        tasks: this.graph.vertexCounts(vertex.id),
         ...(times.firstDeployedAtMs !== undefined ? { firstDeployedAtMs: times.firstDeployedAtMs } : {}),
         ...(times.lastFinishedAtMs !== undefined ? { lastFinishedAtMs: times.lastFinishedAtMs } : {}),
         recordsIn,
