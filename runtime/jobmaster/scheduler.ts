@@ -12,7 +12,7 @@ import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from 
 import { profileKey, profileOfGroup, type JobEdge, type JobGraph, type ResourceProfile } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import type { ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
-import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
+import { packTaskDeployments, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
 import { MainThreadClosedError, type MainThread } from '../rpc/main-thread.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
@@ -1010,7 +1010,7 @@ export class Scheduler {
         })
         .catch(() => undefined);
     };
-    batch.gateway.submitTasks(descriptors, this.o.fencingToken).then(
+    batch.gateway.submitTasks(packTaskDeployments(descriptors), this.o.fencingToken).then(
       (result) => {
         if (result.rejected.length === 0) return;
         const byAttempt = new Map(executions.map((e) => [e.attemptId as string, e]));

@@ -2,7 +2,7 @@
 // arguments; the TaskExecutor rejects calls from a leader other than the one it is connected to.
 import type { ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId, SlotId } from '../core/ids.js';
-import type { TaskDeploymentDescriptor } from './task-deployment.js';
+import type { TaskDeploymentBatch, TaskDeploymentDescriptor } from './task-deployment.js';
 
 export interface SlotStatus {
   readonly slotId: SlotId;
@@ -58,10 +58,11 @@ export interface TaskExecutorGateway {
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void>;
   /**
    * Many tasks of one job in one call (the JobMaster sends each TaskExecutor its share of a deployment
-   * chunk at once). A wrong token refuses the whole call; a task that cannot be placed (its allocation is
-   * not active here) is listed in `rejected`, and the others run.
+   * chunk at once), packed so what they share travels once (packTaskDeployments). A wrong token refuses
+   * the whole call; a task that cannot be placed (its allocation is not active here) is listed in
+   * `rejected`, and the others run.
    */
-  submitTasks(descriptors: readonly TaskDeploymentDescriptor[], jobMasterToken: FencingToken): Promise<TaskSubmissionResult>;
+  submitTasks(batch: TaskDeploymentBatch, jobMasterToken: FencingToken): Promise<TaskSubmissionResult>;
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void>;
   /** The JobMaster gives a slot back; the TaskExecutor tells the RM it is free. */
   freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void>;

@@ -18,7 +18,7 @@ import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
 import type { SlotOffer, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
-import { needsUserCode, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
+import { needsUserCode, unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
   type SlotReport,
@@ -358,13 +358,16 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
   }
 
-  submitTasks(descriptors: readonly TaskDeploymentDescriptor[], jobMasterToken: FencingToken): Promise<TaskSubmissionResult> {
+  submitTasks(batch: TaskDeploymentBatch, jobMasterToken: FencingToken): Promise<TaskSubmissionResult> {
     return this.mainThread.run(() => {
-      if (!Array.isArray(descriptors)) throw new InvalidRequestError(`submitTasks takes an array of task descriptors, found ${descriptors === null ? 'null' : typeof descriptors}`);
+      let descriptors: TaskDeploymentDescriptor[];
+      try {
+        descriptors = unpackTaskDeployments(batch);
+      } catch (error) {
+        throw new InvalidRequestError(`submitTasks got a malformed batch: ${errorMessage(error)}`);
+      }
       if (descriptors.length === 0) return { rejected: [] };
-      const jobId = descriptors[0]!.jobId;
-      const other = descriptors.find((d) => d.jobId !== jobId);
-      if (other !== undefined) throw new InvalidRequestError(`one submitTasks call carries tasks of one job; found jobs ${jobId} and ${other.jobId}`);
+      const jobId = batch.jobId;
       const connection = this.checkJobMasterToken(jobId, jobMasterToken);
       const accepted: Task[] = [];
       const rejected: { attemptId: ExecutionAttemptId; error: ErrorInfo }[] = [];

@@ -15,7 +15,7 @@ import type { ResourceManagerGateway, ResourceRequirements } from '../../runtime
 import { RESOURCE_MANAGER_METHODS } from '../../runtime/protocol/resourcemanager-gateway.js';
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
-import { inputChannelsOf, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import { inputChannelsOf, type TaskDeploymentBatch, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { TASK_EXECUTOR_METHODS, type TaskExecutorGateway } from '../../runtime/protocol/taskexecutor-gateway.js';
 import { submitEach } from '../support/testing-task-executor-gateway.js';
 
@@ -66,8 +66,8 @@ class RecordingTaskExecutor implements TaskExecutorGateway {
     this.deployed.push(tdd);
     this.onSubmit(tdd);
   }
-  submitTasks(tdds: readonly TaskDeploymentDescriptor[]) {
-    return submitEach(tdds, (tdd) => this.submitTask(tdd));
+  submitTasks(batch: TaskDeploymentBatch) {
+    return submitEach(batch, (tdd) => this.submitTask(tdd));
   }
   async cancelTask(attemptId: ExecutionAttemptId): Promise<void> {
     this.cancelled.push(attemptId);

@@ -3,7 +3,7 @@
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
 import { toErrorInfo, type ErrorInfo } from '../../runtime/core/errors.js';
-import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import { unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import type { SlotReport, SlotRequest, TaskExecutorGateway, TaskExecutorHeartbeatPayload, TaskSubmissionResult } from '../../runtime/protocol/taskexecutor-gateway.js';
 
 export interface TestingTaskExecutorFunctions {
@@ -42,8 +42,8 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
     return this.fns.submitTask(descriptor, jobMasterToken);
   }
   /** Each descriptor through the single-task function; one that throws is listed as rejected. */
-  async submitTasks(descriptors: readonly TaskDeploymentDescriptor[], jobMasterToken: FencingToken): Promise<TaskSubmissionResult> {
-    return submitEach(descriptors, (d) => this.fns.submitTask(d, jobMasterToken));
+  async submitTasks(batch: TaskDeploymentBatch, jobMasterToken: FencingToken): Promise<TaskSubmissionResult> {
+    return submitEach(batch, (d) => this.fns.submitTask(d, jobMasterToken));
   }
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void> {
     return this.fns.cancelTask(attemptId, jobMasterToken);
@@ -74,10 +74,10 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   }
 }
 
-/** submitTasks for a double that implements submitTask: each descriptor in turn; what throws is rejected. */
-export async function submitEach(descriptors: readonly TaskDeploymentDescriptor[], submit: (d: TaskDeploymentDescriptor) => Promise<void>): Promise<TaskSubmissionResult> {
+/** submitTasks for a double that implements submitTask: each descriptor of the batch in turn; what throws is rejected. */
+export async function submitEach(batch: TaskDeploymentBatch, submit: (d: TaskDeploymentDescriptor) => Promise<void>): Promise<TaskSubmissionResult> {
   const rejected: { attemptId: TaskDeploymentDescriptor['attemptId']; error: ErrorInfo }[] = [];
-  for (const d of descriptors) {
+  for (const d of unpackTaskDeployments(batch)) {
     try {
       await submit(d);
     } catch (error) {
