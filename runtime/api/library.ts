@@ -126,7 +126,9 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
  * Imports are cached by Node, so the same library is evaluated once per process.
  */
 export function importLibrary(code: Uint8Array, cacheDir: string): Promise<Record<string, unknown>> {
-  const file = join(cacheDir, `${sha256Hex(code)}.mjs`);
+  let sha256 = hashed.get(code);
+  if (sha256 === undefined) hashed.set(code, (sha256 = sha256Hex(code)));
+  const file = join(cacheDir, `${sha256}.mjs`);
   // Many importers of one library in one thread (light slots: thousands of them) write and import it once.
   let imported = importsInProgress.get(file);
   if (imported === undefined) {
@@ -138,6 +140,12 @@ export function importLibrary(code: Uint8Array, cacheDir: string): Promise<Recor
 }
 
 const importsInProgress = new Map<string, Promise<Record<string, unknown>>>();
+/**
+ * The hash of library bytes already imported, by identity: light slots on one thread are handed the
+ * same bytes, and hashing them per slot cost more than the rest of the import. Bytes must not change
+ * once passed here (a library is content-addressed; nothing writes into it).
+ */
+const hashed = new WeakMap<Uint8Array, string>();
 
 async function writeAndImport(code: Uint8Array, file: string, cacheDir: string): Promise<Record<string, unknown>> {
   if (!existsSync(file)) {
