@@ -205,6 +205,8 @@ export class ExecutionGraph {
   private readonly byJobVertex = new Map<string, ExecutionVertex[]>();
   private readonly countsOf = new Map<string, StateCounts>();
   private readonly allCounts = new StateCounts();
+  /** Grows whenever a subtask gets a new current attempt (a restart, an adopted one). */
+  attemptsVersion = 0;
   private readonly jobVertices = new Map<string, JobVertex>();
   readonly inputsOf = new Map<string, JobEdge[]>();
   readonly outputsOf = new Map<string, JobEdge[]>();
@@ -281,6 +283,7 @@ export class ExecutionGraph {
 
   /** Starts a new attempt of a subtask whose current one has ended; the old one joins its history. */
   resetForNewExecution(ev: ExecutionVertex): Execution {
+    this.attemptsVersion++;
     const old = ev.current;
     if (!isExecutionTerminal(old.state)) throw new Error(`cannot restart ${ev.name}: attempt ${old.attemptNumber} is still ${old.state}`);
     this.byAttempt.delete(old.attemptId);
@@ -297,6 +300,7 @@ export class ExecutionGraph {
    * FINISHED, on the TaskExecutor it ran on.
    */
   adoptFinished(ev: ExecutionVertex, attemptId: ExecutionAttemptId, attemptNumber: number, resourceId: ResourceId): Execution {
+    this.attemptsVersion++;
     this.byAttempt.delete(ev.current.attemptId);
     const adopted = new Execution(ev, attemptId, attemptNumber);
     adopted.state = ExecutionState.FINISHED;

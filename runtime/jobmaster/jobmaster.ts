@@ -107,6 +107,8 @@ export class JobMaster implements JobMasterGateway {
   private status: JobStatus = JobStatus.CREATED;
   private cancelWatch: Timer | undefined;
   private progressTimer: Timer | undefined;
+  /** The Scheduler's recoveryKey() when a progress write last carried the recovery state. */
+  private recoveryWritten: string | undefined;
   private terminated = false;
   private readonly terminationPromise: Promise<JobTermination>;
   private resolveTermination!: (t: JobTermination) => void;
@@ -511,7 +513,11 @@ export class JobMaster implements JobMasterGateway {
       this.progressTimer = undefined;
       if (this.terminated || !this.mayAct()) return;
       try {
-        await this.deps.jobStore.update(this.jobId, this.progress(), this.deps.fencingToken);
+        // The recovery state goes along only when it changed since a progress write carried it.
+        const recoveryKey = this.scheduler.recoveryKey();
+        const update = this.progress(recoveryKey !== this.recoveryWritten);
+        await this.deps.jobStore.update(this.jobId, update, this.deps.fencingToken);
+        if (update.recovery !== undefined) this.recoveryWritten = recoveryKey;
       } catch (error) {
         if (isFinalRefusal(error)) this.stepDown(`the job record refused a write: ${errorMessage(error)}`);
         // A progress write that fails is not retried on its own: the next change writes the counts again.
@@ -520,8 +526,11 @@ export class JobMaster implements JobMasterGateway {
     }, PROGRESS_INTERVAL_MS);
   }
 
-  /** Task counts, per-vertex counters and what a successor would need, as every write carries them. */
-  private progress(): JobRecordUpdate {
+  /**
+   * Task counts, per-vertex counters and what a successor would need, as every status write carries
+   * them; periodic progress writes leave out an unchanged recovery state (`withRecovery` false).
+   */
+  private progress(withRecovery = true): JobRecordUpdate {
     const vertices = this.scheduler.vertexMetrics();
     const throughput = this.throughput.record(this.deps.clock.now(), vertices);
     const taskExecutors = this.scheduler.taskExecutorViews();
@@ -529,7 +538,7 @@ export class JobMaster implements JobMasterGateway {
       tasks: this.scheduler.counts(),
       vertices,
       restarts: this.scheduler.numberOfRestarts,
-      recovery: this.scheduler.recoveryState(),
+      ...(withRecovery ? { recovery: this.scheduler.recoveryState() } : {}),
       ...(throughput !== undefined ? { throughput } : {}),
       ...(taskExecutors !== undefined ? { taskExecutors } : {}),
     };

@@ -315,6 +315,16 @@ export class Scheduler {
   }
 
   /** What a successor JobMaster would need: attempt counts, and the regions all of whose tasks finished. */
+  /**
+   * Changes whenever recoveryState() may answer differently (an attempt started or was adopted, a region
+   * finished), so a writer can leave out an unchanged recovery state: building it walks every subtask.
+   */
+  recoveryKey(): string {
+    let finishedRegions = 0;
+    for (const region of this.regions.regions) if (region.vertexIds.every((id) => this.graph.vertexFinished(id))) finishedRegions++;
+    return `${this.graph.attemptsVersion}:${finishedRegions}`;
+  }
+
   recoveryState(): JobRecovery {
     const attempts: Record<string, number[]> = {};
     const finished: Record<string, { attemptId: string; resourceId: string }[]> = {};
