@@ -107,6 +107,8 @@ export class JobMaster implements JobMasterGateway {
   private status: JobStatus = JobStatus.CREATED;
   private cancelWatch: Timer | undefined;
   private progressTimer: Timer | undefined;
+  /** Slots given up this turn, per TaskExecutor and cause, freed there in one call each. */
+  private readonly slotsToFree = new Map<string, { gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationIds: AllocationId[] }>();
   /** The Scheduler's recoveryKey() when a progress write last carried the recovery state. */
   private recoveryWritten: string | undefined;
   private terminated = false;
@@ -352,11 +354,24 @@ export class JobMaster implements JobMasterGateway {
     this.scheduler.taskManagerLost(resourceId, cause, lostSlots);
   }
 
+  /** Gives a slot back to its TaskExecutor; those given up in one turn go to each TaskExecutor in one call (a job's end frees them all). */
   private freeSlotOnTaskExecutor(slot: PooledSlot, cause: string): void {
     this.scheduler.slotReleased(slot.allocationId);
     const tm = this.taskManagers.get(slot.resourceId);
-    tm?.gateway.freeSlot(slot.allocationId, cause, this.deps.fencingToken).catch((error: unknown) => {
-      this.log.warn('could not free a slot on its TaskExecutor', { allocationId: slot.allocationId, resourceId: slot.resourceId, error: errorMessage(error) });
+    if (tm === undefined) return;
+    const key = `${slot.resourceId}\u0000${cause}`;
+    let pending = this.slotsToFree.get(key);
+    if (pending === undefined) this.slotsToFree.set(key, (pending = { gateway: tm.gateway, resourceId: slot.resourceId, cause, allocationIds: [] }));
+    pending.allocationIds.push(slot.allocationId);
+    if (this.slotsToFree.size > 1 || pending.allocationIds.length > 1) return;
+    setImmediate(() => {
+      const all = [...this.slotsToFree.values()];
+      this.slotsToFree.clear();
+      for (const { gateway, resourceId, cause: why, allocationIds } of all) {
+        gateway.freeSlots(allocationIds, why, this.deps.fencingToken).catch((error: unknown) => {
+          this.log.warn('could not free slots on their TaskExecutor', { allocationIds: allocationIds.length, resourceId, error: errorMessage(error) });
+        });
+      }
     });
   }
 

@@ -66,6 +66,8 @@ export interface TaskExecutorGateway {
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void>;
   /** The JobMaster gives a slot back; the TaskExecutor tells the RM it is free. */
   freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void>;
+  /** Several slots back at once (the JobMaster sends those it gave up in one turn together); each as freeSlot. */
+  freeSlots(allocationIds: readonly AllocationId[], cause: string, jobMasterToken: FencingToken): Promise<void>;
   releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void>;
   heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload>;
   heartbeatFromResourceManager(resourceManagerToken: FencingToken): Promise<SlotReport>;
@@ -88,6 +90,7 @@ export const TASK_EXECUTOR_METHODS = [
   'submitTasks',
   'cancelTask',
   'freeSlot',
+  'freeSlots',
   'releasePartitions',
   'heartbeatFromJobManager',
   'heartbeatFromResourceManager',

@@ -451,6 +451,16 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
   }
 
+  freeSlots(allocationIds: readonly AllocationId[], cause: string, jobMasterToken: FencingToken): Promise<void> {
+    return this.mainThread.run(() => {
+      if (!Array.isArray(allocationIds)) throw new InvalidRequestError(`freeSlots takes an array of allocation ids, found ${allocationIds === null ? 'null' : typeof allocationIds}`);
+      const slots = allocationIds.map((id) => this.slotTable.slotOfAllocation(id)).filter((s) => s !== undefined);
+      // Every slot's job must accept the token before any slot is freed.
+      for (const slot of slots) this.checkJobMasterToken(slot.jobId!, jobMasterToken);
+      for (const slot of slots) this.releaseSlot(slot.index, cause);
+    });
+  }
+
   releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void> {
     return this.mainThread.run(() => {
       this.checkJobMasterToken(jobId, jobMasterToken);

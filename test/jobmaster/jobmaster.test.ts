@@ -75,6 +75,9 @@ class RecordingTaskExecutor implements TaskExecutorGateway {
   async freeSlot(allocationId: AllocationId): Promise<void> {
     this.freed.push(allocationId);
   }
+  async freeSlots(allocationIds: readonly AllocationId[]): Promise<void> {
+    this.freed.push(...allocationIds);
+  }
   async releasePartitions(): Promise<void> {}
   async heartbeatFromJobManager() {
     return { resourceId: this.resourceId, allocations: [] };

@@ -51,6 +51,10 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void> {
     return this.fns.freeSlot(allocationId, cause, jobMasterToken);
   }
+  /** Each slot through the single-slot function, in order. */
+  async freeSlots(allocationIds: readonly AllocationId[], cause: string, jobMasterToken: FencingToken): Promise<void> {
+    for (const id of allocationIds) await this.fns.freeSlot(id, cause, jobMasterToken);
+  }
   releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void> {
     return this.fns.releasePartitions(jobId, partitionIds, jobMasterToken);
   }

@@ -68,6 +68,9 @@ export class TestResourceManager implements ResourceManagerGateway {
     return { resourceManagerResourceId: this.resourceId };
   }
   async declareRequiredResources() {}
+  async notifySlotsAvailable(_: ResourceId, slots: readonly { slotId: { slotIndex: number }; allocationId: AllocationId }[]) {
+    for (const s of slots) this.freedSlots.push({ slotIndex: s.slotId.slotIndex, allocationId: s.allocationId });
+  }
   async notifySlotAvailable(_: ResourceId, slotId: { slotIndex: number }, allocationId: AllocationId) {
     this.freedSlots.push({ slotIndex: slotId.slotIndex, allocationId });
   }
