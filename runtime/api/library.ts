@@ -128,7 +128,9 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
  * costs the importer ~10-30 ms, which a process that shows no stack may skip.
  */
 export function importLibrary(code: Uint8Array, cacheDir: string, options: { readonly sourceMaps?: boolean } = {}): Promise<Record<string, unknown>> {
-  const file = join(cacheDir, `${sha256Hex(code)}.mjs`);
+  let sha256 = hashed.get(code);
+  if (sha256 === undefined) hashed.set(code, (sha256 = sha256Hex(code)));
+  const file = join(cacheDir, `${sha256}.mjs`);
   // Many importers of one library in one thread (light slots: thousands of them) write and import it once.
   let imported = importsInProgress.get(file);
   if (imported === undefined) {
@@ -140,6 +142,12 @@ export function importLibrary(code: Uint8Array, cacheDir: string, options: { rea
 }
 
 const importsInProgress = new Map<string, Promise<Record<string, unknown>>>();
+/**
+ * The hash of library bytes already imported, by identity: light slots on one thread are handed the
+ * same bytes, and hashing them per slot cost more than the rest of the import. Bytes must not change
+ * once passed here (a library is content-addressed; nothing writes into it).
+ */
+const hashed = new WeakMap<Uint8Array, string>();
 
 async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, sourceMaps: boolean): Promise<Record<string, unknown>> {
   if (!existsSync(file)) {

@@ -5,12 +5,18 @@
 import { randomBytes } from 'node:crypto';
 
 interface EncodingContext {
-  /** Marks this call's placeholders; random, so no string of the caller's can pass for one. */
+  /**
+   * Marks this call's placeholders: a random part drawn once per process (no string of the caller's can
+   * pass for one without reading this process's memory) and a count that differs per call. Drawing
+   * random bytes per call cost more than the serialization it saves for small messages.
+   */
   marker: string | undefined;
   readonly texts: string[];
 }
 
 let encoding: EncodingContext | undefined;
+const processMarker = `\u0000cached-json:${randomBytes(12).toString('base64')}:`;
+let calls = 0;
 
 /**
  * A value whose JSON text is computed once. Plain JSON.stringify writes it as `plain()`;
@@ -30,7 +36,7 @@ export abstract class CachedJson {
   toJSON(): unknown {
     const ctx = encoding;
     if (ctx === undefined) return this.plain();
-    ctx.marker ??= `\u0000cached-json:${randomBytes(9).toString('base64')}:`;
+    ctx.marker ??= `${processMarker}${(calls = (calls + 1) % Number.MAX_SAFE_INTEGER)}:`;
     ctx.texts.push(this.jsonText);
     return `${ctx.marker}${ctx.texts.length - 1}`;
   }

@@ -72,7 +72,11 @@ export class TaskDeploymentDescriptorFactory {
       attemptIds[i] = p.attemptId;
       locationIndexes[i] = at;
     });
-    const value = new SharedConsumedPartitions(group.firstProducer, Object.freeze(attemptIds), Object.freeze(locationIndexes), Object.freeze(locations));
+    // Only an all-to-all group has many consumers: a forward group's one consumer gains nothing from a
+    // cached text, whose separate encoding and splicing cost more than writing the few entries inline.
+    const value: ConsumedPartitionsDescriptor = group.isAllToAll
+      ? new SharedConsumedPartitions(group.firstProducer, Object.freeze(attemptIds), Object.freeze(locationIndexes), Object.freeze(locations))
+      : Object.freeze({ firstProducer: group.firstProducer, attemptIds: Object.freeze(attemptIds), locationIndexes: Object.freeze(locationIndexes), locations: Object.freeze(locations) });
     group.cachedDescription = { version, value };
     this.producerDescriptionsBuilt++;
     return value;

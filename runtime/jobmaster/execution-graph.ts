@@ -67,21 +67,63 @@ export class ProducerVersion {
 }
 
 /**
- * How many current attempts ended and finished, kept as states change (per job vertex, and for the whole
- * graph as the parent), so "has every task ended" needs no pass over all subtasks on every task update.
+ * The current attempts counted by state, kept as states change (per job vertex, and for the whole graph
+ * as the parent), so "has every task ended" and the task counts of every progress write need no pass
+ * over all subtasks.
  */
 export class StateCounts {
+  private readonly c = { total: 0, scheduled: 0, deploying: 0, running: 0, finished: 0, canceled: 0, failed: 0 };
   terminal = 0;
-  finished = 0;
 
   constructor(private readonly parent?: StateCounts) {}
 
+  get finished(): number {
+    return this.c.finished;
+  }
+
+  /** An attempt moved from one state to another; `undefined`: it entered (or left) the counted set. */
   moved(from: ExecutionState | undefined, to: ExecutionState | undefined): void {
-    if (from !== undefined && isExecutionTerminal(from)) this.terminal--;
-    if (from === ExecutionState.FINISHED) this.finished--;
-    if (to !== undefined && isExecutionTerminal(to)) this.terminal++;
-    if (to === ExecutionState.FINISHED) this.finished++;
+    if (from === undefined) this.c.total++;
+    else {
+      if (isExecutionTerminal(from)) this.terminal--;
+      const bucket = bucketOf(from);
+      if (bucket !== undefined) this.c[bucket]--;
+    }
+    if (to === undefined) this.c.total--;
+    else {
+      if (isExecutionTerminal(to)) this.terminal++;
+      const bucket = bucketOf(to);
+      if (bucket !== undefined) this.c[bucket]++;
+    }
     this.parent?.moved(from, to);
+  }
+
+  snapshot(): TaskCounts {
+    return { ...this.c };
+  }
+}
+
+/** Which TaskCounts field a state counts in (CREATED: only in the total). */
+function bucketOf(state: ExecutionState): Exclude<keyof TaskCounts, 'total'> | undefined {
+  switch (state) {
+    case 'CREATED':
+      return undefined;
+    case 'SCHEDULED':
+      return 'scheduled';
+    case 'DEPLOYING':
+    case 'INITIALIZING':
+      return 'deploying';
+    case 'RUNNING':
+    case 'CANCELING':
+      return 'running';
+    case 'FINISHED':
+      return 'finished';
+    case 'CANCELED':
+      return 'canceled';
+    case 'FAILED':
+      return 'failed';
+    default:
+      return state satisfies never;
   }
 }
 
@@ -163,6 +205,8 @@ export class ExecutionGraph {
   private readonly byJobVertex = new Map<string, ExecutionVertex[]>();
   private readonly countsOf = new Map<string, StateCounts>();
   private readonly allCounts = new StateCounts();
+  /** Grows whenever a subtask gets a new current attempt (a restart, an adopted one). */
+  attemptsVersion = 0;
   private readonly jobVertices = new Map<string, JobVertex>();
   readonly inputsOf = new Map<string, JobEdge[]>();
   readonly outputsOf = new Map<string, JobEdge[]>();
@@ -239,6 +283,7 @@ export class ExecutionGraph {
 
   /** Starts a new attempt of a subtask whose current one has ended; the old one joins its history. */
   resetForNewExecution(ev: ExecutionVertex): Execution {
+    this.attemptsVersion++;
     const old = ev.current;
     if (!isExecutionTerminal(old.state)) throw new Error(`cannot restart ${ev.name}: attempt ${old.attemptNumber} is still ${old.state}`);
     this.byAttempt.delete(old.attemptId);
@@ -255,6 +300,7 @@ export class ExecutionGraph {
    * FINISHED, on the TaskExecutor it ran on.
    */
   adoptFinished(ev: ExecutionVertex, attemptId: ExecutionAttemptId, attemptNumber: number, resourceId: ResourceId): Execution {
+    this.attemptsVersion++;
     this.byAttempt.delete(ev.current.attemptId);
     const adopted = new Execution(ev, attemptId, attemptNumber);
     adopted.state = ExecutionState.FINISHED;
@@ -279,7 +325,14 @@ export class ExecutionGraph {
   }
 
   counts(): TaskCounts {
-    return countTaskStates(this.executions);
+    return this.allCounts.snapshot();
+  }
+
+  /** The task counts of one vertex's current attempts. */
+  vertexCounts(vertexId: string): TaskCounts {
+    const counts = this.countsOf.get(vertexId);
+    if (counts === undefined) throw new Error(`the graph has no vertex ${vertexId}`);
+    return counts.snapshot();
   }
 }
 

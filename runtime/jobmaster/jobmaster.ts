@@ -107,6 +107,10 @@ export class JobMaster implements JobMasterGateway {
   private status: JobStatus = JobStatus.CREATED;
   private cancelWatch: Timer | undefined;
   private progressTimer: Timer | undefined;
+  /** Slots given up this turn, per TaskExecutor and cause, freed there in one call each. */
+  private readonly slotsToFree = new Map<string, { gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationIds: AllocationId[] }>();
+  /** The Scheduler's recoveryKey() when a progress write last carried the recovery state. */
+  private recoveryWritten: string | undefined;
   private terminated = false;
   private readonly terminationPromise: Promise<JobTermination>;
   private resolveTermination!: (t: JobTermination) => void;
@@ -275,6 +279,13 @@ export class JobMaster implements JobMasterGateway {
     return this.main.run(() => this.scheduler.updateTaskExecutionState(update));
   }
 
+  updateTaskExecutionStates(updates: readonly TaskExecutionStateUpdate[]): Promise<boolean[]> {
+    return this.main.run(() => {
+      if (!Array.isArray(updates)) throw new InvalidRequestError(`updateTaskExecutionStates takes an array of updates, found ${updates === null ? 'null' : typeof updates}`);
+      return updates.map((u) => this.scheduler.updateTaskExecutionState(u));
+    });
+  }
+
   requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null> {
     return this.main.run(() => this.scheduler.nextInputSplit(vertexId, attemptId));
   }
@@ -343,11 +354,24 @@ export class JobMaster implements JobMasterGateway {
     this.scheduler.taskManagerLost(resourceId, cause, lostSlots);
   }
 
+  /** Gives a slot back to its TaskExecutor; those given up in one turn go to each TaskExecutor in one call (a job's end frees them all). */
   private freeSlotOnTaskExecutor(slot: PooledSlot, cause: string): void {
     this.scheduler.slotReleased(slot.allocationId);
     const tm = this.taskManagers.get(slot.resourceId);
-    tm?.gateway.freeSlot(slot.allocationId, cause, this.deps.fencingToken).catch((error: unknown) => {
-      this.log.warn('could not free a slot on its TaskExecutor', { allocationId: slot.allocationId, resourceId: slot.resourceId, error: errorMessage(error) });
+    if (tm === undefined) return;
+    const key = `${slot.resourceId}\u0000${cause}`;
+    let pending = this.slotsToFree.get(key);
+    if (pending === undefined) this.slotsToFree.set(key, (pending = { gateway: tm.gateway, resourceId: slot.resourceId, cause, allocationIds: [] }));
+    pending.allocationIds.push(slot.allocationId);
+    if (this.slotsToFree.size > 1 || pending.allocationIds.length > 1) return;
+    setImmediate(() => {
+      const all = [...this.slotsToFree.values()];
+      this.slotsToFree.clear();
+      for (const { gateway, resourceId, cause: why, allocationIds } of all) {
+        gateway.freeSlots(allocationIds, why, this.deps.fencingToken).catch((error: unknown) => {
+          this.log.warn('could not free slots on their TaskExecutor', { allocationIds: allocationIds.length, resourceId, error: errorMessage(error) });
+        });
+      }
     });
   }
 
@@ -504,7 +528,11 @@ export class JobMaster implements JobMasterGateway {
       this.progressTimer = undefined;
       if (this.terminated || !this.mayAct()) return;
       try {
-        await this.deps.jobStore.update(this.jobId, this.progress(), this.deps.fencingToken);
+        // The recovery state goes along only when it changed since a progress write carried it.
+        const recoveryKey = this.scheduler.recoveryKey();
+        const update = this.progress(recoveryKey !== this.recoveryWritten);
+        await this.deps.jobStore.update(this.jobId, update, this.deps.fencingToken);
+        if (update.recovery !== undefined) this.recoveryWritten = recoveryKey;
       } catch (error) {
         if (isFinalRefusal(error)) this.stepDown(`the job record refused a write: ${errorMessage(error)}`);
         // A progress write that fails is not retried on its own: the next change writes the counts again.
@@ -513,8 +541,11 @@ export class JobMaster implements JobMasterGateway {
     }, PROGRESS_INTERVAL_MS);
   }
 
-  /** Task counts, per-vertex counters and what a successor would need, as every write carries them. */
-  private progress(): JobRecordUpdate {
+  /**
+   * Task counts, per-vertex counters and what a successor would need, as every status write carries
+   * them; periodic progress writes leave out an unchanged recovery state (`withRecovery` false).
+   */
+  private progress(withRecovery = true): JobRecordUpdate {
     const vertices = this.scheduler.vertexMetrics();
     const throughput = this.throughput.record(this.deps.clock.now(), vertices);
     const taskExecutors = this.scheduler.taskExecutorViews();
@@ -522,7 +553,7 @@ export class JobMaster implements JobMasterGateway {
       tasks: this.scheduler.counts(),
       vertices,
       restarts: this.scheduler.numberOfRestarts,
-      recovery: this.scheduler.recoveryState(),
+      ...(withRecovery ? { recovery: this.scheduler.recoveryState() } : {}),
       ...(throughput !== undefined ? { throughput } : {}),
       ...(taskExecutors !== undefined ? { taskExecutors } : {}),
     };

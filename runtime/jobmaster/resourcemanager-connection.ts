@@ -46,6 +46,8 @@ export class ResourceManagerConnection {
   private required: ResourceRequirements | undefined;
   /** Declarations go out one after another, so an older one never overtakes a newer one. */
   private sending: Promise<void> = Promise.resolve();
+  /** The declaration waiting behind the one on its way; it sends the latest requirement when it goes. */
+  private queued: Promise<void> | undefined;
   private readonly heartbeat: HeartbeatManager<void>;
   private readonly log: Logger;
 
@@ -72,16 +74,26 @@ export class ResourceManagerConnection {
     this.connect();
   }
 
-  /** Declares the job's slot requirement; settles once the ResourceManager took it, or could not be told. */
+  /**
+   * Declares the job's slot requirement; settles once the ResourceManager took it (or a later one), or
+   * could not be told. One declaration is on its way at a time and only the latest waits behind it:
+   * thousands of tasks finishing one after another change the requirement thousands of times, and the
+   * ResourceManager needs only where it ends up.
+   */
   declare(requirements: ResourceRequirements): Promise<void> {
     this.required = requirements;
-    const rm = this.connected;
-    if (rm === undefined || this.closed) return Promise.resolve();
-    const send = this.sending.then(() =>
-      rm.gateway.declareRequiredResources(this.o.jobId, this.o.jobMasterToken, requirements).catch((error: unknown) => {
-        this.log.warn('could not declare the slot requirement; it is declared again on reconnect', { slots: requirements.slots, error: errorMessage(error) });
-      }),
-    );
+    if (this.connected === undefined || this.closed) return Promise.resolve();
+    if (this.queued !== undefined) return this.queued;
+    const send = this.sending.then(() => {
+      this.queued = undefined;
+      const rm = this.connected;
+      const latest = this.required;
+      if (rm === undefined || this.closed || latest === undefined) return;
+      return rm.gateway.declareRequiredResources(this.o.jobId, this.o.jobMasterToken, latest).catch((error: unknown) => {
+        this.log.warn('could not declare the slot requirement; it is declared again on reconnect', { slots: latest.slots, error: errorMessage(error) });
+      });
+    });
+    this.queued = send;
     this.sending = send;
     return send;
   }

@@ -12,11 +12,11 @@ import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from 
 import { profileKey, profileOfGroup, type JobEdge, type JobGraph, type ResourceProfile } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import type { ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
-import type { InputSplit, TaskResult } from '../protocol/task-deployment.js';
+import { packTaskDeployments, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
 import { MainThreadClosedError, type MainThread } from '../rpc/main-thread.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
-import { canTransition, countTaskStates, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
+import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
 import { ExecutionFailureHandler, type FailureHandlingResult } from './failure-handler.js';
 import type { SplitAssigner } from './input-splits.js';
@@ -92,6 +92,13 @@ interface PendingRestart {
   readonly global: boolean;
   delayPassed: boolean;
   timer: Timer | undefined;
+}
+
+/** The tasks of one deployment chunk bound for one TaskExecutor, sent in one call. */
+interface DeploymentBatch {
+  readonly gateway: TaskExecutorGateway;
+  readonly executions: Execution[];
+  readonly descriptors: TaskDeploymentDescriptor[];
 }
 
 /** Slot sharing: per group, position i holds subtask i of every vertex in the group. */
@@ -308,6 +315,16 @@ export class Scheduler {
   }
 
   /** What a successor JobMaster would need: attempt counts, and the regions all of whose tasks finished. */
+  /**
+   * Changes whenever recoveryState() may answer differently (an attempt started or was adopted, a region
+   * finished), so a writer can leave out an unchanged recovery state: building it walks every subtask.
+   */
+  recoveryKey(): string {
+    let finishedRegions = 0;
+    for (const region of this.regions.regions) if (region.vertexIds.every((id) => this.graph.vertexFinished(id))) finishedRegions++;
+    return `${this.graph.attemptsVersion}:${finishedRegions}`;
+  }
+
   recoveryState(): JobRecovery {
     const attempts: Record<string, number[]> = {};
     const finished: Record<string, { attemptId: string; resourceId: string }[]> = {};
@@ -522,7 +539,7 @@ export class Scheduler {
         name: vertex.name,
         parallelism: vertex.parallelism,
         region: this.regions.regionOf(vertex.id).index,
-        tasks: countTaskStates(subtasks),
+        tasks: this.graph.vertexCounts(vertex.id),
         ...(times.firstDeployedAtMs !== undefined ? { firstDeployedAtMs: times.firstDeployedAtMs } : {}),
         ...(times.lastFinishedAtMs !== undefined ? { lastFinishedAtMs: times.lastFinishedAtMs } : {}),
         recordsIn,
@@ -928,7 +945,10 @@ export class Scheduler {
   private deployChunk(region: PipelinedRegion, executions: readonly Execution[], from: number): void {
     const chunk = Math.max(1, this.o.deployChunkSize ?? DEFAULT_DEPLOY_CHUNK_SIZE);
     const end = Math.min(executions.length, from + chunk);
-    for (let i = from; i < end; i++) this.deployExecution(executions[i]!);
+    // One call per TaskExecutor for its share of the chunk.
+    const batches = new Map<ResourceId, DeploymentBatch>();
+    for (let i = from; i < end; i++) this.prepareDeployment(executions[i]!, batches);
+    for (const [resourceId, batch] of batches) this.submitBatch(resourceId, batch);
     if (end >= executions.length) {
       this.log.info('region deployed', { region: region.index, vertices: region.vertexIds, tasks: executions.length, attempt: executions[0]?.attemptNumber });
       return;
@@ -952,19 +972,25 @@ export class Scheduler {
     });
   }
 
-  /** Hands one placed task to its TaskExecutor; one that is no longer SCHEDULED is left alone. */
-  private deployExecution(e: Execution): void {
+  /** Makes one placed task's descriptor and adds it to its TaskExecutor's batch; one that is no longer SCHEDULED is left alone. */
+  private prepareDeployment(e: Execution, batches: Map<ResourceId, DeploymentBatch>): void {
     if (e.state !== ExecutionState.SCHEDULED) return;
-    const gateway = this.o.taskManagers.gateway(e.location!.resourceId);
-    if (gateway === undefined) {
-      this.tasksFailed([e], [], { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${e.location!.resourceId} is gone`, retryable: true });
-      return;
+    const resourceId = e.location!.resourceId;
+    let batch = batches.get(resourceId);
+    if (batch === undefined) {
+      const gateway = this.o.taskManagers.gateway(resourceId);
+      if (gateway === undefined) {
+        this.tasksFailed([e], [], { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${resourceId} is gone`, retryable: true });
+        return;
+      }
+      batches.set(resourceId, (batch = { gateway, executions: [], descriptors: [] }));
     }
     e.state = ExecutionState.DEPLOYING;
-    e.deployedAtMs = this.o.clock.now();
-    const times = this.vertexTimes.get(e.vertex.id) ?? {};
-    times.firstDeployedAtMs ??= this.o.clock.now();
-    this.vertexTimes.set(e.vertex.id, times);
+    const now = this.o.clock.now();
+    e.deployedAtMs = now;
+    let times = this.vertexTimes.get(e.vertex.id);
+    if (times === undefined) this.vertexTimes.set(e.vertex.id, (times = {}));
+    times.firstDeployedAtMs ??= now;
     let descriptor;
     try {
       descriptor = this.descriptors.create(e);
@@ -972,14 +998,41 @@ export class Scheduler {
       this.tasksFailed([e], [], toErrorInfo(error));
       return;
     }
-    gateway.submitTask(descriptor, this.o.fencingToken).catch((error: unknown) =>
+    batch.executions.push(e);
+    batch.descriptors.push(descriptor);
+  }
+
+  /** Sends a TaskExecutor its tasks; those it refuses, or all when the call fails, fail (if still the current DEPLOYING attempts). */
+  private submitBatch(resourceId: ResourceId, batch: DeploymentBatch): void {
+    const { executions, descriptors } = batch;
+    if (executions.length === 0) return;
+    const failDeployment = (failed: readonly { e: Execution; error: ErrorInfo }[]): void => {
+      if (failed.length === 0) return;
       this.o.main
         .run(() => {
-          if (this.graph.execution(e.attemptId) !== e || e.state !== ExecutionState.DEPLOYING) return;
-          this.tasksFailed([e], [], { ...toErrorInfo(error), message: `deploying ${descriptor.taskName} to ${e.location!.resourceId} failed: ${errorMessage(error)}` });
-          this.afterChange();
+          let changed = false;
+          for (const { e, error } of failed) {
+            if (this.graph.execution(e.attemptId) !== e || e.state !== ExecutionState.DEPLOYING) continue;
+            this.tasksFailed([e], [], { ...error, message: `deploying ${taskName(e.vertex, e.subtaskIndex)} to ${resourceId} failed: ${error.message}` });
+            changed = true;
+          }
+          if (changed) this.afterChange();
         })
-        .catch(() => undefined),
+        .catch(() => undefined);
+    };
+    batch.gateway.submitTasks(packTaskDeployments(descriptors), this.o.fencingToken).then(
+      (result) => {
+        if (result.rejected.length === 0) return;
+        const byAttempt = new Map(executions.map((e) => [e.attemptId as string, e]));
+        failDeployment(result.rejected.flatMap((r) => {
+          const e = byAttempt.get(r.attemptId);
+          return e === undefined ? [] : [{ e, error: r.error }];
+        }));
+      },
+      (error: unknown) => {
+        const info = toErrorInfo(error);
+        failDeployment(executions.map((e) => ({ e, error: { ...info, message: errorMessage(error) } })));
+      },
     );
   }
 

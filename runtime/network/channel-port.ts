@@ -22,55 +22,57 @@ export interface ChannelPort {
   close(): void;
 }
 
+/** One end of an in-memory pair (module level: a class made per pair cost more than the pair's messages). */
+class LocalPort implements ChannelPort {
+  peer!: LocalPort;
+  closed = false;
+  private readonly listeners: ((m: ChannelMessage) => void)[] = [];
+  private readonly closeListeners: (() => void)[] = [];
+  private readonly inbox: ChannelMessage[] = [];
+  private draining = false;
+
+  send(message: ChannelMessage): void {
+    if (this.closed || this.peer.closed) return;
+    this.peer.deliver(message);
+  }
+
+  private deliver(message: ChannelMessage): void {
+    this.inbox.push(message);
+    if (this.draining) return;
+    this.draining = true;
+    queueMicrotask(() => {
+      this.draining = false;
+      const batch = this.inbox.splice(0);
+      for (const m of batch) {
+        if (this.closed) return;
+        for (const l of this.listeners) l(m);
+      }
+    });
+  }
+
+  onMessage(listener: (message: ChannelMessage) => void): void {
+    this.listeners.push(listener);
+  }
+
+  onClose(listener: () => void): void {
+    this.closeListeners.push(listener);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    const peer = this.peer;
+    queueMicrotask(() => {
+      if (!peer.closed) {
+        peer.closed = true;
+        for (const l of peer.closeListeners) l();
+      }
+    });
+  }
+}
+
 /** Two in-memory ends that hand each other messages without copying, always asynchronously. */
 export function createLocalPortPair(): [ChannelPort, ChannelPort] {
-  class LocalPort implements ChannelPort {
-    peer!: LocalPort;
-    closed = false;
-    private readonly listeners: ((m: ChannelMessage) => void)[] = [];
-    private readonly closeListeners: (() => void)[] = [];
-    private readonly inbox: ChannelMessage[] = [];
-    private draining = false;
-
-    send(message: ChannelMessage): void {
-      if (this.closed || this.peer.closed) return;
-      this.peer.deliver(message);
-    }
-
-    private deliver(message: ChannelMessage): void {
-      this.inbox.push(message);
-      if (this.draining) return;
-      this.draining = true;
-      queueMicrotask(() => {
-        this.draining = false;
-        const batch = this.inbox.splice(0);
-        for (const m of batch) {
-          if (this.closed) return;
-          for (const l of this.listeners) l(m);
-        }
-      });
-    }
-
-    onMessage(listener: (message: ChannelMessage) => void): void {
-      this.listeners.push(listener);
-    }
-
-    onClose(listener: () => void): void {
-      this.closeListeners.push(listener);
-    }
-
-    close(): void {
-      if (this.closed) return;
-      this.closed = true;
-      const peer = this.peer;
-      queueMicrotask(() => {
-        if (!peer.closed) {
-          peer.closed = true;
-          for (const l of peer.closeListeners) l();
-        }
-      });
-    }
-  }
   const a = new LocalPort();
   const b = new LocalPort();
   a.peer = b;

@@ -39,6 +39,11 @@ export interface JobMasterGateway {
   offerSlots(resourceId: ResourceId, offers: readonly SlotOffer[]): Promise<AllocationId[]>;
   failSlot(resourceId: ResourceId, allocationId: AllocationId, cause: string): Promise<void>;
   updateTaskExecutionState(update: TaskExecutionStateUpdate): Promise<boolean>;
+  /**
+   * Several updates in one call, applied in order (a TaskExecutor sends what its tasks reported since its
+   * last call). Answers, per update, what updateTaskExecutionState would.
+   */
+  updateTaskExecutionStates(updates: readonly TaskExecutionStateUpdate[]): Promise<boolean[]>;
   /** Hands out the next split of a source vertex, or null when all are taken. */
   requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null>;
   disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void>;
@@ -54,6 +59,7 @@ export const JOB_MASTER_METHODS = [
   'offerSlots',
   'failSlot',
   'updateTaskExecutionState',
+  'updateTaskExecutionStates',
   'requestNextInputSplit',
   'disconnectTaskManager',
   'heartbeatFromResourceManager',

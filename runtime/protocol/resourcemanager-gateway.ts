@@ -48,6 +48,8 @@ export interface ResourceManagerGateway {
   declareRequiredResources(jobId: JobId, jobMasterToken: FencingToken, requirements: ResourceRequirements): Promise<void>;
   /** A TaskExecutor reports a slot free again (the JobMaster gave it back or did not accept it). */
   notifySlotAvailable(resourceId: ResourceId, slotId: SlotId, allocationId: AllocationId): Promise<void>;
+  /** Several slots free again at once (a TaskExecutor sends those freed in one turn together); each as notifySlotAvailable. */
+  notifySlotsAvailable(resourceId: ResourceId, slots: readonly { readonly slotId: SlotId; readonly allocationId: AllocationId }[]): Promise<void>;
   disconnectTaskExecutor(resourceId: ResourceId, cause: string): Promise<void>;
   disconnectJobManager(jobId: JobId, cause: string): Promise<void>;
   requestClusterResources(): Promise<ClusterResources>;
@@ -59,6 +61,7 @@ export const RESOURCE_MANAGER_METHODS = [
   'registerJobMaster',
   'declareRequiredResources',
   'notifySlotAvailable',
+  'notifySlotsAvailable',
   'disconnectTaskExecutor',
   'disconnectJobManager',
   'requestClusterResources',

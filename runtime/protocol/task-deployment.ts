@@ -157,3 +157,150 @@ export interface TaskNetworkMetrics {
 export function needsUserCode(tdd: Pick<TaskDeploymentDescriptor, 'operators' | 'outputs'>): boolean {
   return tdd.operators.some((op) => functionRefsOf(op).length > 0) || tdd.outputs.some((o) => o.keySelector !== undefined);
 }
+
+/**
+ * Tasks of one job for one TaskExecutor, as one submitTasks call carries them. What tasks share is
+ * written once and referred to by index (Flink sends an edge's shuffle descriptors once per TaskExecutor
+ * the same way, FLINK-23218): a vertex's operators and output settings, and the description of the
+ * producers a group of consumers reads. Consumers of an all-to-all edge of n producers would otherwise
+ * each carry all n producers: n × n entries per deployment.
+ */
+export interface TaskDeploymentBatch {
+  readonly jobId: JobId;
+  readonly library: { readonly sha256: string };
+  readonly program: { readonly export: string; readonly args: readonly string[] };
+  readonly vertices: readonly BatchVertex[];
+  /** Producer descriptions that the tasks' input gates name by index. */
+  readonly producers: readonly ConsumedPartitionsDescriptor[];
+  readonly tasks: readonly BatchTask[];
+}
+
+/** What the batch's subtasks of one vertex share. */
+export interface BatchVertex {
+  readonly vertexId: string;
+  readonly parallelism: number;
+  readonly operators: readonly OperatorSpec[];
+  /** The task's output partitions but for their ids, which each task carries. */
+  readonly outputs: readonly Omit<ResultPartitionDescriptor, 'partitionId'>[];
+}
+
+export interface BatchTask {
+  /** Index in the batch's `vertices`. */
+  readonly vertex: number;
+  readonly taskName: string;
+  readonly attemptId: ExecutionAttemptId;
+  readonly attemptNumber: number;
+  readonly subtaskIndex: number;
+  readonly allocationId: AllocationId;
+  /** Per input gate: its edge, subpartition, and the index of its producers' description in the batch's `producers`. */
+  readonly inputs: readonly { readonly edgeId: string; readonly subpartitionIndex: number; readonly producers: number }[];
+  /** One per output of its vertex, in order. */
+  readonly partitionIds: readonly ResultPartitionId[];
+  readonly sinkStagingDir?: string;
+}
+
+const sameProgram = (a: TaskDeploymentDescriptor['program'], b: TaskDeploymentDescriptor['program']): boolean =>
+  a.export === b.export && a.args.length === b.args.length && a.args.every((x, i) => x === b.args[i]);
+
+type OutputTemplate = Omit<ResultPartitionDescriptor, 'partitionId'>;
+
+const sameOutputs = (template: readonly OutputTemplate[], outputs: readonly ResultPartitionDescriptor[]): boolean =>
+  template.length === outputs.length &&
+  template.every((t, i) => {
+    const o = outputs[i]!;
+    return (
+      t.edgeId === o.edgeId &&
+      t.partitionType === o.partitionType &&
+      t.partitioner === o.partitioner &&
+      t.numberOfSubpartitions === o.numberOfSubpartitions &&
+      t.keySelector === o.keySelector &&
+      t.keyGroups === o.keyGroups &&
+      t.combiner === o.combiner
+    );
+  });
+
+/**
+ * Packs descriptors of one job into a batch. Sharing is found by identity (the JobMaster hands every
+ * subtask of a vertex the same operator list, and every consumer of a group the same producers object),
+ * so packing costs a few comparisons per task; descriptors that share nothing still pack correctly.
+ */
+export function packTaskDeployments(descriptors: readonly TaskDeploymentDescriptor[]): TaskDeploymentBatch {
+  const first = descriptors[0];
+  if (first === undefined) throw new Error('a task deployment batch needs at least one task');
+  const vertices: BatchVertex[] = [];
+  const variantsOf = new Map<string, number[]>();
+  const producers: ConsumedPartitionsDescriptor[] = [];
+  const producerIndex = new Map<ConsumedPartitionsDescriptor, number>();
+  const tasks: BatchTask[] = [];
+  for (const d of descriptors) {
+    if (d.jobId !== first.jobId) throw new Error(`a task deployment batch carries one job's tasks; found ${first.jobId} and ${d.jobId}`);
+    if (d.library.sha256 !== first.library.sha256 || (d.program !== first.program && !sameProgram(d.program, first.program))) {
+      throw new Error(`the tasks of one deployment batch share the job's library and program; ${d.taskName} differs from ${first.taskName}`);
+    }
+    let variants = variantsOf.get(d.vertexId);
+    if (variants === undefined) variantsOf.set(d.vertexId, (variants = []));
+    let vertex = variants.find((i) => {
+      const v = vertices[i]!;
+      return v.operators === d.operators && v.parallelism === d.parallelism && sameOutputs(v.outputs, d.outputs);
+    });
+    if (vertex === undefined) {
+      vertex = vertices.length;
+      vertices.push({ vertexId: d.vertexId, parallelism: d.parallelism, operators: d.operators, outputs: d.outputs.map(({ partitionId: _id, ...rest }) => rest) });
+      variants.push(vertex);
+    }
+    tasks.push({
+      vertex,
+      taskName: d.taskName,
+      attemptId: d.attemptId,
+      attemptNumber: d.attemptNumber,
+      subtaskIndex: d.subtaskIndex,
+      allocationId: d.allocationId,
+      inputs: d.inputs.map((gate) => {
+        let at = producerIndex.get(gate.producers);
+        if (at === undefined) {
+          at = producers.length;
+          producers.push(gate.producers);
+          producerIndex.set(gate.producers, at);
+        }
+        return { edgeId: gate.edgeId, subpartitionIndex: gate.subpartitionIndex, producers: at };
+      }),
+      partitionIds: d.outputs.map((o) => o.partitionId),
+      ...(d.sinkStagingDir !== undefined ? { sinkStagingDir: d.sinkStagingDir } : {}),
+    });
+  }
+  return { jobId: first.jobId, library: first.library, program: first.program, vertices, producers, tasks };
+}
+
+/** The descriptors a batch stands for; throws (with what is wrong) for a batch whose references do not resolve. */
+export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymentDescriptor[] {
+  if (batch === null || typeof batch !== 'object' || !Array.isArray(batch.tasks) || !Array.isArray(batch.vertices) || !Array.isArray(batch.producers)) {
+    throw new Error('a task deployment batch is an object with arrays tasks, vertices and producers');
+  }
+  return batch.tasks.map((t, n) => {
+    const vertex = batch.vertices[t.vertex];
+    if (vertex === undefined) throw new Error(`task ${n} of the batch names vertex ${t.vertex}, but the batch has ${batch.vertices.length}`);
+    if (!Array.isArray(t.partitionIds) || t.partitionIds.length !== vertex.outputs.length) {
+      throw new Error(`task ${t.taskName} carries ${Array.isArray(t.partitionIds) ? t.partitionIds.length : 'no'} partition ids for the ${vertex.outputs.length} outputs of vertex ${vertex.vertexId}`);
+    }
+    return {
+      jobId: batch.jobId,
+      vertexId: vertex.vertexId,
+      taskName: t.taskName,
+      attemptId: t.attemptId,
+      attemptNumber: t.attemptNumber,
+      subtaskIndex: t.subtaskIndex,
+      parallelism: vertex.parallelism,
+      allocationId: t.allocationId,
+      library: batch.library,
+      program: batch.program,
+      operators: vertex.operators,
+      inputs: t.inputs.map((gate: BatchTask['inputs'][number]): InputGateDescriptor => {
+        const producers = batch.producers[gate.producers];
+        if (producers === undefined) throw new Error(`task ${t.taskName} reads producers ${gate.producers} on edge ${gate.edgeId}, but the batch describes ${batch.producers.length}`);
+        return { edgeId: gate.edgeId, subpartitionIndex: gate.subpartitionIndex, producers };
+      }),
+      outputs: vertex.outputs.map((o, k) => ({ ...o, partitionId: t.partitionIds[k]! })),
+      ...(t.sinkStagingDir !== undefined ? { sinkStagingDir: t.sinkStagingDir } : {}),
+    };
+  });
+}

@@ -1,7 +1,8 @@
 // What a TaskExecutor answers to. The ResourceManager and the JobMaster pass their fencing tokens as
 // arguments; the TaskExecutor rejects calls from a leader other than the one it is connected to.
+import type { ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId, SlotId } from '../core/ids.js';
-import type { TaskDeploymentDescriptor } from './task-deployment.js';
+import type { TaskDeploymentBatch, TaskDeploymentDescriptor } from './task-deployment.js';
 
 export interface SlotStatus {
   readonly slotId: SlotId;
@@ -46,13 +47,27 @@ export interface TaskExecutorHeartbeatPayload {
   readonly tasks?: readonly TaskCounters[];
 }
 
+/** What a TaskExecutor says to a batch of submitted tasks: the ones it refused, and why; the rest it took. */
+export interface TaskSubmissionResult {
+  readonly rejected: readonly { readonly attemptId: ExecutionAttemptId; readonly error: ErrorInfo }[];
+}
+
 export interface TaskExecutorGateway {
   /** RM asks to give a slot to a job; the TaskExecutor then offers it to that job's JobMaster. */
   requestSlot(request: SlotRequest): Promise<void>;
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void>;
+  /**
+   * Many tasks of one job in one call (the JobMaster sends each TaskExecutor its share of a deployment
+   * chunk at once), packed so what they share travels once (packTaskDeployments). A wrong token refuses
+   * the whole call; a task that cannot be placed (its allocation is not active here) is listed in
+   * `rejected`, and the others run.
+   */
+  submitTasks(batch: TaskDeploymentBatch, jobMasterToken: FencingToken): Promise<TaskSubmissionResult>;
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void>;
   /** The JobMaster gives a slot back; the TaskExecutor tells the RM it is free. */
   freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void>;
+  /** Several slots back at once (the JobMaster sends those it gave up in one turn together); each as freeSlot. */
+  freeSlots(allocationIds: readonly AllocationId[], cause: string, jobMasterToken: FencingToken): Promise<void>;
   releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void>;
   heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload>;
   heartbeatFromResourceManager(resourceManagerToken: FencingToken): Promise<SlotReport>;
@@ -72,8 +87,10 @@ export interface TaskExecutorGateway {
 export const TASK_EXECUTOR_METHODS = [
   'requestSlot',
   'submitTask',
+  'submitTasks',
   'cancelTask',
   'freeSlot',
+  'freeSlots',
   'releasePartitions',
   'heartbeatFromJobManager',
   'heartbeatFromResourceManager',

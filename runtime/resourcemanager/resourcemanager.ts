@@ -330,6 +330,17 @@ export class ResourceManager implements ResourceManagerGateway {
     });
   }
 
+  notifySlotsAvailable(resourceId: ResourceId, slots: readonly { readonly slotId: SlotId; readonly allocationId: AllocationId }[]): Promise<void> {
+    return this.mainThread.run(() => {
+      if (!Array.isArray(slots)) throw new InvalidRequestError(`notifySlotsAvailable takes an array of slots, found ${slots === null ? 'null' : typeof slots}`);
+      const foreign = slots.find((s) => s.slotId.resourceId !== resourceId);
+      if (foreign !== undefined) {
+        throw new InvalidRequestError(`TaskExecutor ${resourceId} freed slot ${foreign.slotId.resourceId}/${foreign.slotId.slotIndex} of another TaskExecutor`);
+      }
+      for (const s of slots) this.slotManager.freeSlot(s.slotId, s.allocationId);
+    });
+  }
+
   disconnectTaskExecutor(resourceId: ResourceId, cause: string): Promise<void> {
     return this.mainThread.run(() => this.taskExecutorGone(resourceId, `disconnected: ${cause}`, 'keep'));
   }

@@ -118,7 +118,7 @@ export class LocalRpcService implements RpcService {
 
   /** @internal Runs a call that reached this service. */
   handle(name: string, method: string, argsJson: string, fencingToken: number | undefined): Promise<RpcReply> {
-    return this.dispatcher.handle(name, method, JSON.parse(argsJson) as unknown, fencingToken).then((r) => JSON.parse(r.body) as RpcReply);
+    return this.dispatcher.handleInProcess(name, method, JSON.parse(argsJson) as unknown, fencingToken);
   }
 
   private call(address: string, name: string, method: string, args: unknown[], fencingToken: number | undefined, timeoutMs: number): Promise<unknown> {

@@ -88,6 +88,36 @@ export class RpcDispatcher {
     }
   }
 
+  /**
+   * Runs one call for an in-process caller: the reply as an object, its value copied once (JSON in and
+   * out, so it is plain JSON data the callee no longer shares) instead of encoded to text and parsed
+   * again; an absent or primitive value needs no copy. Never rejects.
+   */
+  async handleInProcess(name: string, method: string, args: unknown, fencingToken: number | undefined): Promise<RpcReply> {
+    let value: unknown;
+    try {
+      value = await this.invoke(name, method, args, fencingToken);
+    } catch (error) {
+      return JSON.parse(encodeError(error, this.logger, name, method).body) as RpcReply;
+    }
+    if (value === undefined || value === null || typeof value === 'boolean' || typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
+      return { ok: true, value };
+    }
+    try {
+      const text = JSON.stringify(value);
+      return { ok: true, value: text === undefined ? undefined : (JSON.parse(text) as unknown) };
+    } catch (error) {
+      return JSON.parse(
+        encodeError(
+          new FloeError('RPC_BAD_RESULT', `${name}.${method} returned a value that is not JSON (${errorMessage(error)}); gateway results must be plain JSON data`),
+          this.logger,
+          name,
+          method,
+        ).body,
+      ) as RpcReply;
+    }
+  }
+
   private async invoke(name: string, method: string, args: unknown, fencingToken: number | undefined): Promise<unknown> {
     const endpoint = this.endpoints.get(name);
     if (endpoint === undefined) {

@@ -1,7 +1,6 @@
 // The program of a slot's worker thread: runs the tasks deployed to the slot (several at once under slot
 // sharing, each an async loop), holds their output partitions and input gates, and talks to the
 // TaskExecutor's main thread with the messages of worker-protocol.ts.
-import type { MessagePort } from 'node:worker_threads';
 import { join } from 'node:path';
 import { FloeError, fromErrorInfo, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { ExecutionAttemptId, ResultPartitionId } from '../core/ids.js';
@@ -48,6 +47,12 @@ function safeString(v: unknown): string {
   }
 }
 
+/** The runtime's end of its link to the TaskExecutor's main thread: a worker's parentPort, or a light slot's in-thread port. */
+export interface SlotWorkerPort {
+  on(event: 'message', listener: (message: MainToWorker) => void): unknown;
+  postMessage(message: WorkerToMain): void;
+}
+
 export class SlotWorkerRuntime {
   private readonly tasks = new Map<ExecutionAttemptId, RunningTask>();
   private readonly partitions = new Map<ResultPartitionId, ResultPartition>();
@@ -56,7 +61,7 @@ export class SlotWorkerRuntime {
   private nextRequestId = 1;
   private countersTimer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(private readonly port: MessagePort) {
+  constructor(private readonly port: SlotWorkerPort) {
     port.on('message', (m: MainToWorker) => this.onMessage(m));
     this.post({ type: 'ready' });
   }

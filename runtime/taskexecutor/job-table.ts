@@ -9,10 +9,20 @@ import type { Logger } from '../core/logger.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
 import type { JobMasterGateway, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 
+/** Updates reported while the previous batch was on its way; they go out together in the next call. */
+interface UpdateBatch {
+  readonly updates: TaskExecutionStateUpdate[];
+  readonly sent: Promise<void>;
+  resolve(): void;
+}
+
 /** A registered connection to one JobMaster leader of a job. */
 export class JobMasterConnection {
   /** Set when the leader was lost or left: later updates are not retried through it. */
   closed = false;
+  /** The batch that collects updates now; undefined while none is waiting. */
+  private next: UpdateBatch | undefined;
+  private sending = false;
 
   constructor(
     readonly jobId: JobId,
@@ -24,19 +34,57 @@ export class JobMasterConnection {
   ) {}
 
   /**
-   * Sends a task's state update. A terminal one is tried up to 3 times on retryable errors while the
-   * connection is open; a failure is logged, never thrown (the JobMaster also learns of lost tasks by
-   * heartbeat).
+   * Sends a task's state update; resolves once the call carrying it ended. Updates go out in batches,
+   * one call at a time and in the order they were reported (one task's updates never overtake each
+   * other): those reported in one turn, or while the previous call was on its way, share a call. A batch
+   * holding a terminal update is tried up to 3 times on retryable errors while the connection is open; a
+   * failure is logged, never thrown (the JobMaster also learns of lost tasks by heartbeat).
    */
-  async reportTaskState(update: TaskExecutionStateUpdate): Promise<void> {
+  reportTaskState(update: TaskExecutionStateUpdate): Promise<void> {
+    let batch = this.next;
+    if (batch === undefined) {
+      let resolve: () => void = () => {};
+      const sent = new Promise<void>((r) => (resolve = r));
+      batch = this.next = { updates: [], sent, resolve };
+      if (!this.sending) setImmediate(() => void this.sendNext());
+    }
+    batch.updates.push(update);
+    return batch.sent;
+  }
+
+  private async sendNext(): Promise<void> {
+    const batch = this.next;
+    if (batch === undefined || this.sending) return;
+    this.next = undefined;
+    this.sending = true;
+    try {
+      await this.send(batch.updates);
+    } finally {
+      this.sending = false;
+      batch.resolve();
+      if (this.next !== undefined) void this.sendNext();
+    }
+  }
+
+  private async send(updates: readonly TaskExecutionStateUpdate[]): Promise<void> {
+    const terminal = updates.some((u) => isExecutionTerminal(u.state));
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.gateway.updateTaskExecutionState(update);
+        await this.gateway.updateTaskExecutionStates(updates);
         return;
       } catch (e) {
-        const retry = attempt < 3 && isExecutionTerminal(update.state) && e instanceof FloeError && e.retryable && !this.closed;
+        const retry = attempt < 3 && terminal && e instanceof FloeError && e.retryable && !this.closed;
         if (!retry) {
-          this.logger.warn('could not report task state to the JobMaster', { jobId: this.jobId, address: this.address, fencingToken: this.token, attemptId: update.attemptId, state: update.state, error: errorMessage(e) });
+          const first = updates[0]!;
+          this.logger.warn('could not report task state to the JobMaster', {
+            jobId: this.jobId,
+            address: this.address,
+            fencingToken: this.token,
+            attemptId: first.attemptId,
+            state: first.state,
+            ...(updates.length > 1 ? { updates: updates.length } : {}),
+            error: errorMessage(e),
+          });
           return;
         }
       }

@@ -5,7 +5,7 @@
 // found, the job's cluster is gone and the TaskExecutor stops.
 import type { Clock, Timer } from '../core/clock.js';
 import { FencingTokenError, errorMessage } from '../core/errors.js';
-import type { AllocationId, FencingToken, JobId, ResourceId } from '../core/ids.js';
+import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { retrieveLeader } from '../ha/leader-election.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
@@ -46,6 +46,8 @@ const RM_TARGET = 'resourcemanager';
 
 export class ResourceManagerConnection {
   private connection: Connection | undefined;
+  /** Slots freed this turn, told to the ResourceManager together. */
+  private freedSlots: { slotId: SlotId; allocationId: AllocationId }[] = [];
   private connecting = false;
   private retryTimer: Timer | undefined;
   private readonly heartbeats: HeartbeatManager<void>;
@@ -145,13 +147,25 @@ export class ResourceManagerConnection {
     throw new FencingTokenError(`TaskExecutor ${this.options.resourceId} (ResourceManager connection)`, current?.token, token);
   }
 
-  /** Tells the ResourceManager a slot is free again (the JobMaster gave it back or refused it). */
+  /**
+   * Tells the ResourceManager a slot is free again (the JobMaster gave it back or refused it). Slots
+   * freed in one turn go in one call: a job's end frees every slot at once.
+   */
   notifySlotAvailable(slotIndex: number, allocationId: AllocationId): void {
     const c = this.connection;
     if (c?.registered !== true) return;
-    c.gateway
-      .notifySlotAvailable(this.options.resourceId, { resourceId: this.options.resourceId, slotIndex }, allocationId)
-      .catch((e: unknown) => this.options.logger.warn('could not tell the ResourceManager about a free slot', { error: errorMessage(e) }));
+    this.freedSlots.push({ slotId: { resourceId: this.options.resourceId, slotIndex }, allocationId });
+    if (this.freedSlots.length > 1) return;
+    setImmediate(() => {
+      const slots = this.freedSlots;
+      this.freedSlots = [];
+      const now = this.connection;
+      // Registered anew meanwhile: the registration's slot report says what is free.
+      if (now !== c || c.registered !== true) return;
+      c.gateway
+        .notifySlotsAvailable(this.options.resourceId, slots)
+        .catch((e: unknown) => this.options.logger.warn('could not tell the ResourceManager about free slots', { slots: slots.length, error: errorMessage(e) }));
+    });
   }
 
   /** Sends the slot report now rather than at the next heartbeat. */

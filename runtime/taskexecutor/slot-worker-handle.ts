@@ -1,10 +1,12 @@
 // The TaskExecutor main thread's handle on one slot's worker: a worker thread, or (light slot mode) the
-// same task runtime on the main thread itself, spoken to over an in-thread MessageChannel so the
-// messages, their order and their copying are those of a thread.
-import { MessageChannel, Worker, threadId as mainThreadId, type MessagePort, type TransferListItem } from 'node:worker_threads';
+// same task runtime on the main thread itself, spoken to through an in-thread port pair that delivers
+// messages as a thread's port would (later, in order, outside the sender's async context) but without
+// copying them: nothing on either side changes a message once it was sent.
+import { AsyncResource } from 'node:async_hooks';
+import { Worker, threadId as mainThreadId, type TransferListItem } from 'node:worker_threads';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
-import { SlotWorkerRuntime } from '../task/slot-worker-runtime.js';
+import { SlotWorkerRuntime, type SlotWorkerPort } from '../task/slot-worker-runtime.js';
 import type { MainToWorker, SlotWorkerData, WorkerToMain } from '../task/worker-protocol.js';
 
 /** How a slot's tasks run: in a worker thread of `entry`, or on the TaskExecutor's own thread. */
@@ -106,20 +108,73 @@ export class SlotWorker {
   }
 }
 
-/** The task runtime on this thread, behind a MessageChannel of its own. */
+/** The task runtime on this thread, behind an in-thread port pair of its own. */
 function lightBackend(heard: (m: WorkerToMain) => void, ended: () => void): Backend {
-  const { port1, port2 } = new MessageChannel();
-  port1.on('message', heard);
-  const runtime = new SlotWorkerRuntime(port2 as MessagePort);
+  const toRuntime = new InThreadPort<MainToWorker>();
+  const toMain = new InThreadPort<WorkerToMain>();
+  toMain.on('message', heard);
+  const runtimePort: SlotWorkerPort = { on: (_event, listener) => toRuntime.on('message', listener), postMessage: (m) => toMain.postMessage(m) };
+  const runtime = new SlotWorkerRuntime(runtimePort);
   return {
-    post: (message, transfer) => port1.postMessage(message, transfer),
+    // Transferred items (ports) stay usable on this one thread: passing them is all a transfer does here.
+    post: (message) => toRuntime.postMessage(message),
     terminate: async () => {
       runtime.dispose('its slot worker was terminated');
-      port1.close();
-      port2.close();
+      toRuntime.close();
+      toMain.close();
       ended();
     },
   };
+}
+
+// Captured at load time, outside any component's main thread: a message is handled in this context, as
+// one from a thread's port would be, not in the sender's (a main-thread task that may still be running).
+const detachedScope = new AsyncResource('FloeLightSlotPort');
+
+/**
+ * One direction of a light slot's link: messages posted in one turn are delivered together on a later
+ * one (setImmediate, as a port's messages arrive from the event loop), in order, by reference. Copying
+ * them (a MessageChannel's structured clone) was most of what a trivial task cost the TaskExecutor.
+ */
+class InThreadPort<M> {
+  private listener: ((message: M) => void) | undefined;
+  private queue: M[] = [];
+  private scheduled = false;
+  private closed = false;
+
+  on(_event: 'message', listener: (message: M) => void): void {
+    this.listener = listener;
+  }
+
+  postMessage(message: M): void {
+    if (this.closed) return;
+    this.queue.push(message);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => detachedScope.runInAsyncScope(() => this.deliver()));
+  }
+
+  private deliver(): void {
+    this.scheduled = false;
+    const batch = this.queue;
+    this.queue = [];
+    for (const m of batch) {
+      if (this.closed) return;
+      try {
+        this.listener?.(m);
+      } catch (error) {
+        // As from a port's listener: the error surfaces as uncaught, and the messages after it still arrive.
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    this.queue = [];
+  }
 }
 
 /**

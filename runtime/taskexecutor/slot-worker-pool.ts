@@ -43,6 +43,8 @@ export interface SlotWorkerPoolOptions {
 
 export class SlotWorkerPool {
   private readonly workers: (SlotWorker | undefined)[];
+  /** Worker messages waiting for the main thread's next turn. */
+  private queued: (() => void)[] = [];
   /** Worker threads started so far, per slot: a replaced worker shows here. */
   readonly workersStarted: number[];
 
@@ -130,10 +132,35 @@ export class SlotWorkerPool {
     return worker;
   }
 
+  /**
+   * Runs `fn` on the main thread, in order with the other messages queued so; those that arrive before
+   * the main thread gets to them share its turn (thousands of light slots' state messages would each take
+   * one otherwise).
+   */
+  private onMain(fn: () => void): void {
+    this.queued.push(fn);
+    if (this.queued.length > 1) return;
+    this.options.mainThread
+      .run(() => {
+        const batch = this.queued;
+        this.queued = [];
+        for (const f of batch) {
+          try {
+            f();
+          } catch (error) {
+            this.options.logger.error('handling a slot worker message failed', { error });
+          }
+        }
+      })
+      .catch(() => {
+        // A closed main thread means the TaskExecutor is stopping: late messages no longer matter.
+        this.queued = [];
+      });
+  }
+
   private onMessage(slotIndex: number, worker: SlotWorker, m: WorkerToMain): void {
-    const { listener, mainThread } = this.options;
-    // A closed main thread means the TaskExecutor is stopping: late messages no longer matter.
-    const onMain = (fn: () => void): void => void mainThread.run(fn).catch(() => undefined);
+    const { listener } = this.options;
+    const onMain = (fn: () => void): void => this.onMain(fn);
     switch (m.type) {
       case 'ready':
         return;

@@ -18,13 +18,14 @@ import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
 import type { SlotOffer, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
-import { needsUserCode, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
+import { needsUserCode, unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
   type SlotReport,
   type SlotRequest,
   type TaskExecutorGateway,
   type TaskExecutorHeartbeatPayload,
+  type TaskSubmissionResult,
 } from '../protocol/taskexecutor-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
@@ -352,21 +353,84 @@ export class TaskExecutor implements TaskExecutorGateway {
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void> {
     return this.mainThread.run(() => {
       const connection = this.checkJobMasterToken(descriptor.jobId, jobMasterToken);
-      this.slotTable.slotForTask(descriptor);
-      if (this.slotTable.task(descriptor.attemptId) !== undefined) return;
-      const task = this.slotTable.addTask(descriptor, connection);
-      this.report(task, { attemptId: descriptor.attemptId, state: 'DEPLOYING' });
-      this.logger.info('task submitted', { task: descriptor.taskName, attemptId: descriptor.attemptId, slotIndex: task.slotIndex, fencingToken: jobMasterToken });
-      const library = needsUserCode(descriptor) ? this.libraries.get(descriptor.library.sha256) : Promise.resolve(undefined);
+      const task = this.acceptTask(descriptor, connection, jobMasterToken);
+      if (task !== undefined) this.startTasks([task]);
+    });
+  }
+
+  submitTasks(batch: TaskDeploymentBatch, jobMasterToken: FencingToken): Promise<TaskSubmissionResult> {
+    return this.mainThread.run(() => {
+      let descriptors: TaskDeploymentDescriptor[];
+      try {
+        descriptors = unpackTaskDeployments(batch);
+      } catch (error) {
+        throw new InvalidRequestError(`submitTasks got a malformed batch: ${errorMessage(error)}`);
+      }
+      if (descriptors.length === 0) return { rejected: [] };
+      const jobId = batch.jobId;
+      const connection = this.checkJobMasterToken(jobId, jobMasterToken);
+      const accepted: Task[] = [];
+      const rejected: { attemptId: ExecutionAttemptId; error: ErrorInfo }[] = [];
+      for (const descriptor of descriptors) {
+        try {
+          const task = this.acceptTask(descriptor, connection, jobMasterToken);
+          if (task !== undefined) accepted.push(task);
+        } catch (error) {
+          rejected.push({ attemptId: descriptor.attemptId, error: toErrorInfo(error) });
+        }
+      }
+      if (accepted.length > 0) this.startTasks(accepted);
+      return { rejected };
+    });
+  }
+
+  /** Places a submitted task in its slot (DEPLOYING); undefined for a repeated submission. Throws when its allocation is not active here. */
+  private acceptTask(descriptor: TaskDeploymentDescriptor, connection: JobMasterConnection, jobMasterToken: FencingToken): Task | undefined {
+    this.slotTable.slotForTask(descriptor);
+    if (this.slotTable.task(descriptor.attemptId) !== undefined) return undefined;
+    const task = this.slotTable.addTask(descriptor, connection);
+    this.report(task, { attemptId: descriptor.attemptId, state: 'DEPLOYING' });
+    this.logger.info('task submitted', { task: descriptor.taskName, attemptId: descriptor.attemptId, slotIndex: task.slotIndex, fencingToken: jobMasterToken });
+    return task;
+  }
+
+  /**
+   * Hands accepted tasks to their slots' workers, after the current turn (as a message would arrive),
+   * and those running user code once the job's library is here: one fetch and one main-thread turn per
+   * library for all of them.
+   */
+  private startTasks(tasks: readonly Task[]): void {
+    const byLibrary = new Map<string | undefined, Task[]>();
+    for (const task of tasks) {
+      const key = needsUserCode(task.tdd) ? task.tdd.library.sha256 : undefined;
+      let list = byLibrary.get(key);
+      if (list === undefined) byLibrary.set(key, (list = []));
+      list.push(task);
+    }
+    for (const [sha256, group] of byLibrary) {
+      const library = sha256 !== undefined ? this.libraries.get(sha256) : Promise.resolve(undefined);
       library
         .then(
-          (code) => this.mainThread.run(() => this.deploy(task, code)),
-          (error: unknown) => this.mainThread.run(() => this.taskEnded(task, 'FAILED', { error: toErrorInfo(error) })),
+          (code) =>
+            this.mainThread.run(() => {
+              for (const task of group) {
+                try {
+                  this.deploy(task, code);
+                } catch (error) {
+                  this.taskEnded(task, 'FAILED', { error: toErrorInfo(error) });
+                }
+              }
+            }),
+          (error: unknown) =>
+            this.mainThread.run(() => {
+              const info = toErrorInfo(error);
+              for (const task of group) this.taskEnded(task, 'FAILED', { error: info });
+            }),
         )
         .catch((e: unknown) => {
           if (!this.mainThread.isClosed) this.logger.error('task deployment failed', { error: e });
         });
-    });
+    }
   }
 
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void> {
@@ -384,6 +448,16 @@ export class TaskExecutor implements TaskExecutorGateway {
       if (slot === undefined) return;
       this.checkJobMasterToken(slot.jobId!, jobMasterToken);
       this.releaseSlot(slot.index, cause);
+    });
+  }
+
+  freeSlots(allocationIds: readonly AllocationId[], cause: string, jobMasterToken: FencingToken): Promise<void> {
+    return this.mainThread.run(() => {
+      if (!Array.isArray(allocationIds)) throw new InvalidRequestError(`freeSlots takes an array of allocation ids, found ${allocationIds === null ? 'null' : typeof allocationIds}`);
+      const slots = allocationIds.map((id) => this.slotTable.slotOfAllocation(id)).filter((s) => s !== undefined);
+      // Every slot's job must accept the token before any slot is freed.
+      for (const slot of slots) this.checkJobMasterToken(slot.jobId!, jobMasterToken);
+      for (const slot of slots) this.releaseSlot(slot.index, cause);
     });
   }
 
@@ -574,7 +648,8 @@ export class TaskExecutor implements TaskExecutorGateway {
   }
 
   private report(task: Task, update: TaskExecutionStateUpdate): void {
-    task.reporting = task.reporting.then(() => task.leader.reportTaskState(update));
+    // The connection sends updates in the order reported: the latest call's promise settles after the earlier ones'.
+    task.reporting = task.leader.reportTaskState(update);
   }
 
   // ---------------------------------------------------------------- slots and workers

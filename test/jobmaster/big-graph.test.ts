@@ -12,7 +12,7 @@ import { TaskDeploymentDescriptorFactory } from '../../runtime/jobmaster/deploym
 import { ExecutionGraph, partitionIdOf } from '../../runtime/jobmaster/execution-graph.js';
 import { RestartPipelinedRegionFailoverStrategy } from '../../runtime/jobmaster/failover-strategy.js';
 import { computePipelinedRegions } from '../../runtime/jobmaster/pipelined-regions.js';
-import { inputChannelsOf } from '../../runtime/protocol/task-deployment.js';
+import { inputChannelsOf, packTaskDeployments, unpackTaskDeployments } from '../../runtime/protocol/task-deployment.js';
 import { encodeArgs } from '../../runtime/rpc/rpc-dispatcher.js';
 
 function vertex(id: string, parallelism: number, kind: 'source' | 'map' | 'sink' = 'map'): JobVertex {
@@ -188,5 +188,32 @@ describe('cached JSON parts', () => {
     const d = descriptorsFor(graph).create(graph.subtasks('sink')[0]!);
     const tricky = ['\u0000cached-json:0', '"\u0000cached-json:x:0"', { d }];
     expect(JSON.parse(stringifyWithCachedParts(tricky))).toEqual(JSON.parse(JSON.stringify(tricky)));
+  });
+
+  it('packs a TaskExecutor\'s tasks so a shared producer description and a vertex\'s operators travel once, and unpacks them as they were', () => {
+    const graph = new ExecutionGraph(jobGraph([vertex('src', 1000, 'source'), vertex('sink', 1000, 'sink')], [edge('src', 'sink', 'pipelined')]));
+    place(graph);
+    const factory = descriptorsFor(graph);
+    // te-0's share: subtasks 0..3 of both vertices.
+    const descriptors = graph.executions.filter((e) => e.location!.resourceId === 'te-0').map((e) => factory.create(e));
+    expect(descriptors).toHaveLength(8);
+    const batch = packTaskDeployments(descriptors);
+    expect(batch.vertices.map((v) => v.vertexId)).toEqual(['src', 'sink']);
+    expect(batch.producers).toHaveLength(1);
+    const wire = encodeArgs([batch, FencingToken.of(1)]);
+    const oneDescription = stringifyWithCachedParts(descriptors[4]!.inputs[0]!.producers).length;
+    expect(wire.length).toBeLessThan(2 * oneDescription);
+    const [received] = JSON.parse(wire) as [typeof batch];
+    expect(unpackTaskDeployments(received)).toEqual(JSON.parse(JSON.stringify(descriptors)));
+  });
+
+  it('refuses a batch whose references do not resolve, naming what is missing', () => {
+    const graph = new ExecutionGraph(jobGraph([vertex('src', 4, 'source'), vertex('sink', 4, 'sink')], [edge('src', 'sink', 'pipelined')]));
+    place(graph);
+    const factory = descriptorsFor(graph);
+    const batch = packTaskDeployments(graph.executions.map((e) => factory.create(e)));
+    expect(() => unpackTaskDeployments({ ...batch, producers: [] })).toThrow(/reads producers 0 on edge src-sink, but the batch describes 0/);
+    expect(() => unpackTaskDeployments({ ...batch, vertices: batch.vertices.slice(0, 1) })).toThrow(/names vertex 1, but the batch has 1/);
+    expect(() => packTaskDeployments([])).toThrow(/at least one task/);
   });
 });

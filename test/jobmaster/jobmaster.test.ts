@@ -15,8 +15,9 @@ import type { ResourceManagerGateway, ResourceRequirements } from '../../runtime
 import { RESOURCE_MANAGER_METHODS } from '../../runtime/protocol/resourcemanager-gateway.js';
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
-import { inputChannelsOf, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import { inputChannelsOf, type TaskDeploymentBatch, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { TASK_EXECUTOR_METHODS, type TaskExecutorGateway } from '../../runtime/protocol/taskexecutor-gateway.js';
+import { submitEach } from '../support/testing-task-executor-gateway.js';
 
 const JM_TOKEN = FencingToken.of(3);
 const RM_TOKEN = FencingToken.of(5);
@@ -65,11 +66,17 @@ class RecordingTaskExecutor implements TaskExecutorGateway {
     this.deployed.push(tdd);
     this.onSubmit(tdd);
   }
+  submitTasks(batch: TaskDeploymentBatch) {
+    return submitEach(batch, (tdd) => this.submitTask(tdd));
+  }
   async cancelTask(attemptId: ExecutionAttemptId): Promise<void> {
     this.cancelled.push(attemptId);
   }
   async freeSlot(allocationId: AllocationId): Promise<void> {
     this.freed.push(allocationId);
+  }
+  async freeSlots(allocationIds: readonly AllocationId[]): Promise<void> {
+    this.freed.push(...allocationIds);
   }
   async releasePartitions(): Promise<void> {}
   async heartbeatFromJobManager() {

@@ -46,6 +46,12 @@ export class TestingJobMasterGateway implements JobMasterGateway {
   updateTaskExecutionState(update: TaskExecutionStateUpdate): Promise<boolean> {
     return this.fns.updateTaskExecutionState(update);
   }
+  /** Each update through the single-update function, in order; the first failure fails the call. */
+  async updateTaskExecutionStates(updates: readonly TaskExecutionStateUpdate[]): Promise<boolean[]> {
+    const out: boolean[] = [];
+    for (const u of updates) out.push(await this.fns.updateTaskExecutionState(u));
+    return out;
+  }
   requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null> {
     return this.fns.requestNextInputSplit(vertexId, attemptId);
   }

@@ -46,6 +46,10 @@ export class TestingResourceManagerGateway implements ResourceManagerGateway {
   notifySlotAvailable(resourceId: ResourceId, slotId: SlotId, allocationId: AllocationId): Promise<void> {
     return this.fns.notifySlotAvailable(resourceId, slotId, allocationId);
   }
+  /** Each slot through the single-slot function, in order. */
+  async notifySlotsAvailable(resourceId: ResourceId, slots: readonly { readonly slotId: SlotId; readonly allocationId: AllocationId }[]): Promise<void> {
+    for (const s of slots) await this.fns.notifySlotAvailable(resourceId, s.slotId, s.allocationId);
+  }
   disconnectTaskExecutor(resourceId: ResourceId, cause: string): Promise<void> {
     return this.fns.disconnectTaskExecutor(resourceId, cause);
   }

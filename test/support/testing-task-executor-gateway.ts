@@ -2,8 +2,9 @@
 // so a test sets only the behaviour it is about (Flink's TestingTaskExecutorGateway).
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
-import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
-import type { SlotReport, SlotRequest, TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../../runtime/protocol/taskexecutor-gateway.js';
+import { toErrorInfo, type ErrorInfo } from '../../runtime/core/errors.js';
+import { unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import type { SlotReport, SlotRequest, TaskExecutorGateway, TaskExecutorHeartbeatPayload, TaskSubmissionResult } from '../../runtime/protocol/taskexecutor-gateway.js';
 
 export interface TestingTaskExecutorFunctions {
   requestSlot: (request: SlotRequest) => Promise<void>;
@@ -40,11 +41,19 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void> {
     return this.fns.submitTask(descriptor, jobMasterToken);
   }
+  /** Each descriptor through the single-task function; one that throws is listed as rejected. */
+  async submitTasks(batch: TaskDeploymentBatch, jobMasterToken: FencingToken): Promise<TaskSubmissionResult> {
+    return submitEach(batch, (d) => this.fns.submitTask(d, jobMasterToken));
+  }
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void> {
     return this.fns.cancelTask(attemptId, jobMasterToken);
   }
   freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void> {
     return this.fns.freeSlot(allocationId, cause, jobMasterToken);
+  }
+  /** Each slot through the single-slot function, in order. */
+  async freeSlots(allocationIds: readonly AllocationId[], cause: string, jobMasterToken: FencingToken): Promise<void> {
+    for (const id of allocationIds) await this.fns.freeSlot(id, cause, jobMasterToken);
   }
   releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void> {
     return this.fns.releasePartitions(jobId, partitionIds, jobMasterToken);
@@ -67,6 +76,19 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   joinJob(jobId: JobId, poolToken: string): Promise<void> {
     return this.fns.joinJob(jobId, poolToken);
   }
+}
+
+/** submitTasks for a double that implements submitTask: each descriptor of the batch in turn; what throws is rejected. */
+export async function submitEach(batch: TaskDeploymentBatch, submit: (d: TaskDeploymentDescriptor) => Promise<void>): Promise<TaskSubmissionResult> {
+  const rejected: { attemptId: TaskDeploymentDescriptor['attemptId']; error: ErrorInfo }[] = [];
+  for (const d of unpackTaskDeployments(batch)) {
+    try {
+      await submit(d);
+    } catch (error) {
+      rejected.push({ attemptId: d.attemptId, error: toErrorInfo(error) });
+    }
+  }
+  return { rejected };
 }
 
 export class TestingTaskExecutorGatewayBuilder {

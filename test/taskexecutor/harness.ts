@@ -68,6 +68,9 @@ export class TestResourceManager implements ResourceManagerGateway {
     return { resourceManagerResourceId: this.resourceId };
   }
   async declareRequiredResources() {}
+  async notifySlotsAvailable(_: ResourceId, slots: readonly { slotId: { slotIndex: number }; allocationId: AllocationId }[]) {
+    for (const s of slots) this.freedSlots.push({ slotIndex: s.slotId.slotIndex, allocationId: s.allocationId });
+  }
   async notifySlotAvailable(_: ResourceId, slotId: { slotIndex: number }, allocationId: AllocationId) {
     this.freedSlots.push({ slotIndex: slotId.slotIndex, allocationId });
   }
@@ -104,6 +107,10 @@ export class TestJobMaster implements JobMasterGateway {
   async updateTaskExecutionState(update: TaskExecutionStateUpdate) {
     this.updates.push(update);
     return true;
+  }
+  async updateTaskExecutionStates(updates: readonly TaskExecutionStateUpdate[]) {
+    this.updates.push(...updates);
+    return updates.map(() => true);
   }
   async requestNextInputSplit() {
     return this.splits.shift() ?? null;
