@@ -23,9 +23,8 @@ if (existsSync(join(root, 'bench'))) {
 
 rmSync(join(root, 'dist'), { recursive: true, force: true });
 const started = Date.now();
-// esbuild works in its own process: the declarations are emitted meanwhile.
-const bundled = build({
-  entryPoints,
+/** What every Node bundle here shares: ESM for Node 20, dependencies left to node_modules, split chunks. */
+const nodeBundle = {
   outdir: join(root, 'dist'),
   bundle: true,
   platform: 'node',
@@ -34,28 +33,16 @@ const bundled = build({
   packages: 'external',
   sourcemap: true,
   splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
   logLevel: 'warning',
   banner: { js: '#!/usr/bin/env node' },
-});
+};
+// esbuild works in its own process: the declarations are emitted meanwhile.
+const bundled = build({ ...nodeBundle, entryPoints, chunkNames: 'chunks/[name]-[hash]' });
 // The CLI is built on its own: sharing chunks with the other entries split what `floe run` loads into
 // ~20 files, each a module to resolve, read and link. Alone, everything it imports up front is one file
 // (dist/cli.js); only what it imports on demand (the AWS signer, stored job records, log readers) lands
 // in chunks of its own (dist/chunks/cli-*), loaded when a command needs them.
-const cli = build({
-  entryPoints: { cli: join(root, 'runtime/cli/main.ts') },
-  outdir: join(root, 'dist'),
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  packages: 'external',
-  sourcemap: true,
-  splitting: true,
-  chunkNames: 'chunks/cli-[name]-[hash]',
-  logLevel: 'warning',
-  banner: { js: '#!/usr/bin/env node' },
-});
+const cli = build({ ...nodeBundle, entryPoints: { cli: join(root, 'runtime/cli/main.ts') }, chunkNames: 'chunks/cli-[name]-[hash]' });
 // The web dashboard the Dispatcher serves at '/': its own browser bundle, content-hashed.
 const dashboard = buildDashboard({ outDir: join(root, 'dist/dashboard') });
 try {
