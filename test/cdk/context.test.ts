@@ -3,11 +3,19 @@
 import { App, RemovalPolicy } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { CpuArchitecture } from 'aws-cdk-lib/aws-ecs';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { stackPropsFromContext } from '../../cdk/lib/context.js';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
 
 const from = (context: Record<string, unknown>) => stackPropsFromContext((key) => context[key]);
+
+// The synth's output goes to a folder of this suite's, removed after it (an App without one leaves a
+// cdk.out folder in the system's temp dir per run).
+const outdir = mkdtempSync(join(tmpdir(), 'floe-cdk-context-'));
+afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
 describe('the CDK app context', () => {
   it('has defaults without any context', () => {
@@ -35,7 +43,7 @@ describe('the CDK app context', () => {
     expect(props).toMatchObject({ stackName: 'Batch', vpcId: 'vpc-0abc', subnetIds: ['subnet-1', 'subnet-2'] });
     const { stackName, vpcId: _vpcId, subnetIds: _subnetIds, ...stackProps } = props;
     // The VPC lookup needs an account; the rest is checked on a stack without it.
-    const template = Template.fromStack(new FloeStack(new App(), stackName, stackProps));
+    const template = Template.fromStack(new FloeStack(new App({ outdir }), stackName, stackProps));
     template.hasResourceProperties('AWS::ECS::TaskDefinition', { Cpu: '2048', Memory: '8192', RuntimePlatform: { CpuArchitecture: 'X86_64' } });
     template.hasResourceProperties('AWS::ECS::TaskDefinition', { Cpu: '512', Memory: '1024', ContainerDefinitions: [{ Image: 'public.ecr.aws/example/floe:1.2.3' }] });
     template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 14 });
