@@ -314,7 +314,6 @@ export class Scheduler {
     this.afterChange();
   }
 
-  /** What a successor JobMaster would need: attempt counts, and the regions all of whose tasks finished. */
   /**
    * Changes whenever recoveryState() may answer differently (an attempt started or was adopted, a region
    * finished), so a writer can leave out an unchanged recovery state: building it walks every subtask.
@@ -325,6 +324,7 @@ export class Scheduler {
     return `${this.graph.attemptsVersion}:${finishedRegions}`;
   }
 
+  /** What a successor JobMaster would need: attempt counts, and the regions all of whose tasks finished. */
   recoveryState(): JobRecovery {
     const attempts: Record<string, number[]> = {};
     const finished: Record<string, { attemptId: string; resourceId: string }[]> = {};
