@@ -4,6 +4,7 @@
 // buffers go back in batches (half the initial credit at once), and all of them as soon as the task
 // would wait for input: a credit costs a message through every thread and connection on the way, and a
 // busy consumer would otherwise send one per buffer.
+import type { TaskSignal } from '../core/cancellation.js';
 import type { ChannelPort } from './channel-port.js';
 import { decodeRecords } from './record-buffer.js';
 import { PartitionError } from './result-partition.js';
@@ -41,6 +42,8 @@ export class InputGate {
   private openChannels: number;
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
+  /** The abort signal `next` last waited with, already listened to. */
+  private watched: TaskSignal | undefined;
   private closed = false;
   /** Credits a channel holds back before sending them in one message. */
   private readonly creditBatch: number;
@@ -109,6 +112,15 @@ export class InputGate {
     this.notify();
   }
 
+  /**
+   * Wakes a waiting `next` when `signal` aborts. One listener per gate and signal, not one per wait: a
+   * task waits once per buffer, and adding and removing an abort listener costs more than the wait.
+   */
+  private watch(signal: TaskSignal): void {
+    this.watched = signal;
+    signal.addEventListener('abort', () => this.notify(), { once: true });
+  }
+
   private notify(): void {
     const w = this.wake;
     this.wake = undefined;
@@ -119,7 +131,7 @@ export class InputGate {
    * The next buffer of any channel, or undefined once every channel has ended and all buffers were
    * taken. Rejects when a channel failed or `signal` aborts.
    */
-  async next(signal?: AbortSignal): Promise<ReceivedBuffer | undefined> {
+  async next(signal?: TaskSignal): Promise<ReceivedBuffer | undefined> {
     for (;;) {
       if (this.failure !== undefined) throw this.failure;
       if (signal?.aborted) throw signal.reason ?? new Error('aborted');
@@ -146,18 +158,8 @@ export class InputGate {
       }
       if (this.openChannels === 0) return undefined;
       for (const ch of this.channels) if (ch.pendingCredit > 0) this.sendCredit(ch);
-      await new Promise<void>((resolve) => {
-        if (signal === undefined) {
-          this.wake = resolve;
-          return;
-        }
-        const onAbort = (): void => resolve();
-        signal.addEventListener('abort', onAbort, { once: true });
-        this.wake = () => {
-          signal.removeEventListener('abort', onAbort);
-          resolve();
-        };
-      });
+      if (signal !== undefined && signal !== this.watched) this.watch(signal);
+      await new Promise<void>((resolve) => (this.wake = resolve));
     }
   }
 

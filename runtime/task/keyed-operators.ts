@@ -1,6 +1,7 @@
 // Keyed operators: per-key state in the task, in a Map keyed by the key's canonical form. A bounded job
 // emits one final value per key at end of input; an unbounded one emits the key's new value per record.
 import { FloeError } from '../core/errors.js';
+import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { canonicalKey, InvalidKeyError } from '../network/key-groups.js';
 
@@ -165,7 +166,7 @@ function foldOf(op: KeyedOperatorSpec, f: KeyedFunctions): Fold<any> {
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, signal?: AbortSignal): KeyedStep {
+export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, signal?: TaskSignal): KeyedStep {
   const fold = foldOf(op, f);
   // A key's state sits in a holder, so a record of a known key costs one lookup (a state may be undefined).
   const state = new Map<string, { s: unknown }>();
@@ -247,7 +248,7 @@ export function keyedCombiner(
   keySelector: (record: unknown) => unknown,
   send: SendPartial,
   maxKeys: number,
-  options: { readonly signal?: AbortSignal; /** Names the producer in an unusable key's message. */ readonly producer?: string } = {},
+  options: { readonly signal?: TaskSignal; /** Names the producer in an unusable key's message. */ readonly producer?: string } = {},
 ): KeyedCombiner {
   const { signal, producer } = options;
   const fold = foldOf(op, f);

@@ -2,6 +2,7 @@
 // sharing, each an async loop), holds their output partitions and input gates, and talks to the
 // TaskExecutor's main thread with the messages of worker-protocol.ts.
 import { join } from 'node:path';
+import { TaskCancellation, type TaskSignal } from '../core/cancellation.js';
 import { FloeError, fromErrorInfo, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { ExecutionAttemptId, ResultPartitionId } from '../core/ids.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
@@ -20,7 +21,7 @@ import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol
 
 interface RunningTask {
   readonly tdd: TaskDeploymentDescriptor;
-  readonly abort: AbortController;
+  readonly abort: TaskCancellation;
   gate: InputGate | undefined;
   outputs: ResultPartition[];
   /** The chain's own counters, read (never copied per record) for the periodic report. */
@@ -190,7 +191,7 @@ export class SlotWorkerRuntime {
   }
 
   private async runTask(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<void> {
-    const task: RunningTask = { tdd, abort: new AbortController(), gate: undefined, outputs: [], counters: { recordsIn: 0, recordsOut: 0 }, running: false };
+    const task: RunningTask = { tdd, abort: new TaskCancellation(), gate: undefined, outputs: [], counters: { recordsIn: 0, recordsOut: 0 }, running: false };
     this.tasks.set(tdd.attemptId, task);
     this.watchCounters(settings.countersIntervalMs ?? DEFAULT_COUNTERS_INTERVAL_MS);
     const { signal } = task.abort;
@@ -276,7 +277,7 @@ export class SlotWorkerRuntime {
     }
   }
 
-  private requestSplit(tdd: TaskDeploymentDescriptor, signal: AbortSignal): Promise<InputSplit | null> {
+  private requestSplit(tdd: TaskDeploymentDescriptor, signal: TaskSignal): Promise<InputSplit | null> {
     const requestId = this.nextRequestId++;
     return new Promise<InputSplit | null>((resolve, reject) => {
       const onAbort = (): void => {

@@ -1,6 +1,7 @@
 // Sources at the head of a task's chain: sequences, collections, generators and text file splits
 // asked of the JobMaster one at a time.
 import { CONFIG_OPTIONS } from '../core/config.js';
+import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { checkCanceled, isThenable, TaskSetupError, userFunction, yieldToEventLoop, YieldPacer, type Emit, type TaskIo } from './task-io.js';
 import { readSplitLineBatches } from './text-file-reader.js';
@@ -94,7 +95,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
   checkCanceled(io);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+function sleep(ms: number, signal: TaskSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const done = (): void => {

@@ -1,6 +1,7 @@
 // What every part of a task's operator chain shares: the task's I/O, the emit function type, its errors,
 // and how user functions are found in the job's library by operator id.
 import { FloeError } from '../core/errors.js';
+import type { TaskSignal } from '../core/cancellation.js';
 import { functionKey, type FunctionRef, type OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { InputGate } from '../network/input-gate.js';
 import type { ResultPartition } from '../network/result-partition.js';
@@ -25,7 +26,7 @@ export class TaskCanceledError extends FloeError {
 export interface TaskIo {
   readonly tdd: TaskDeploymentDescriptor;
   readonly userFunctions: ReadonlyMap<string, Function>;
-  readonly signal: AbortSignal;
+  readonly signal: TaskSignal;
   /** Output partitions, one per descriptor output, in order. */
   readonly outputs: readonly ResultPartition[];
   /** Union of every input channel of the task; undefined for a source task. */

@@ -12,6 +12,7 @@ import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from '..
 import { connect } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { InputGate } from '../../runtime/network/input-gate.js';
+import { TaskCancellation } from '../../runtime/core/cancellation.js';
 import { decodeRecords, RecordBufferBuilder } from '../../runtime/network/record-buffer.js';
 import { createChannelSelector, ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
 import type { Partitioner } from '../../runtime/jobgraph/jobgraph.js';
@@ -200,6 +201,31 @@ describe('local channels', () => {
     expect(returned).toBeGreaterThan(20);
     expect(stats!.creditMessages - 1).toBeLessThan(returned * 0.75);
   });
+
+  for (const [kind, make] of [
+    ['an AbortSignal', () => { const c = new AbortController(); return { signal: c.signal, abort: (r: unknown) => c.abort(r) }; }],
+    ['a task cancellation', () => { const c = new TaskCancellation(); return { signal: c.signal, abort: (r: unknown) => c.abort(r) }; }],
+  ] as const) {
+    it(`a consumer waiting for input wakes with the reason when ${kind} aborts, after many waits`, async () => {
+      const p = partition(`p-cancel-${kind}`, 1, 'forward');
+      const gate = new InputGate(['only'], 2);
+      const [a, b] = createLocalPortPair();
+      p.attach(0, a);
+      gate.connect(0, b);
+      const { signal, abort } = make();
+      // Wait with the same signal again and again: each wait must not leave a listener behind that fires twice.
+      for (let i = 0; i < 50; i++) {
+        p.emit({ i });
+        p.flushAll();
+        const buffer = (await gate.next(signal))!;
+        expect(buffer.records).toEqual([{ i }]);
+        buffer.ack();
+      }
+      const waiting = gate.next(signal);
+      abort(new Error('task cancelled'));
+      await expect(waiting).rejects.toThrow('task cancelled');
+    });
+  }
 
   it('a consumer that runs dry sends back every credit it holds before it waits', async () => {
     // 5 credits: batches of 2, so an odd one can be left over when the gate runs dry.
