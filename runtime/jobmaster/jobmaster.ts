@@ -19,6 +19,7 @@ import {
 import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type FencingToken, type JobId, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
+import { TurnBatch } from '../core/turn-batch.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import type { JobException, JobRecordUpdate, JobRecovery, JobStore, ThroughputSample } from '../ha/job-store.js';
 import { JobStatus } from '../jobgraph/job-status.js';
@@ -108,7 +109,21 @@ export class JobMaster implements JobMasterGateway {
   private cancelWatch: Timer | undefined;
   private progressTimer: Timer | undefined;
   /** Slots given up this turn, per TaskExecutor and cause, freed there in one call each. */
-  private readonly slotsToFree = new Map<string, { gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationIds: AllocationId[] }>();
+  /** Slots given up in this turn, each with its TaskExecutor and why: one `freeSlots` call per TaskExecutor and cause. */
+  private readonly slotsToFree = new TurnBatch<{ gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationId: AllocationId }>((slots) => {
+    const calls = new Map<string, { gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationIds: AllocationId[] }>();
+    for (const { gateway, resourceId, cause, allocationId } of slots) {
+      const key = `${resourceId}\u0000${cause}`;
+      let call = calls.get(key);
+      if (call === undefined) calls.set(key, (call = { gateway, resourceId, cause, allocationIds: [] }));
+      call.allocationIds.push(allocationId);
+    }
+    for (const { gateway, resourceId, cause, allocationIds } of calls.values()) {
+      gateway.freeSlots(allocationIds, cause, this.deps.fencingToken).catch((error: unknown) => {
+        this.log.warn('could not free slots on their TaskExecutor', { allocationIds: allocationIds.length, resourceId, error: errorMessage(error) });
+      });
+    }
+  });
   /** The Scheduler's recoveryKey() when a progress write last carried the recovery state. */
   private recoveryWritten: string | undefined;
   private terminated = false;
@@ -359,20 +374,7 @@ export class JobMaster implements JobMasterGateway {
     this.scheduler.slotReleased(slot.allocationId);
     const tm = this.taskManagers.get(slot.resourceId);
     if (tm === undefined) return;
-    const key = `${slot.resourceId}\u0000${cause}`;
-    let pending = this.slotsToFree.get(key);
-    if (pending === undefined) this.slotsToFree.set(key, (pending = { gateway: tm.gateway, resourceId: slot.resourceId, cause, allocationIds: [] }));
-    pending.allocationIds.push(slot.allocationId);
-    if (this.slotsToFree.size > 1 || pending.allocationIds.length > 1) return;
-    setImmediate(() => {
-      const all = [...this.slotsToFree.values()];
-      this.slotsToFree.clear();
-      for (const { gateway, resourceId, cause: why, allocationIds } of all) {
-        gateway.freeSlots(allocationIds, why, this.deps.fencingToken).catch((error: unknown) => {
-          this.log.warn('could not free slots on their TaskExecutor', { allocationIds: allocationIds.length, resourceId, error: errorMessage(error) });
-        });
-      }
-    });
+    this.slotsToFree.add({ gateway: tm.gateway, resourceId: slot.resourceId, cause, allocationId: slot.allocationId });
   }
 
   private statusChanged(status: JobStatus): void {

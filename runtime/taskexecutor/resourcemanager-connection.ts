@@ -7,6 +7,7 @@ import type { Clock, Timer } from '../core/clock.js';
 import { FencingTokenError, errorMessage } from '../core/errors.js';
 import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { TurnBatch } from '../core/turn-batch.js';
 import { retrieveLeader } from '../ha/leader-election.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
@@ -47,7 +48,16 @@ const RM_TARGET = 'resourcemanager';
 export class ResourceManagerConnection {
   private connection: Connection | undefined;
   /** Slots freed this turn, told to the ResourceManager together. */
-  private freedSlots: { slotId: SlotId; allocationId: AllocationId }[] = [];
+  /** Slots freed in this turn, with the connection they were freed under. */
+  private readonly freedSlots = new TurnBatch<{ connection: Connection; slot: { slotId: SlotId; allocationId: AllocationId } }>((freed) => {
+    const c = freed[0]!.connection;
+    // Registered anew meanwhile: the registration's slot report says what is free.
+    if (this.connection !== c || c.registered !== true) return;
+    const slots = freed.filter((f) => f.connection === c).map((f) => f.slot);
+    c.gateway
+      .notifySlotsAvailable(this.options.resourceId, slots)
+      .catch((e: unknown) => this.options.logger.warn('could not tell the ResourceManager about free slots', { slots: slots.length, error: errorMessage(e) }));
+  });
   private connecting = false;
   private retryTimer: Timer | undefined;
   private readonly heartbeats: HeartbeatManager<void>;
@@ -154,18 +164,7 @@ export class ResourceManagerConnection {
   notifySlotAvailable(slotIndex: number, allocationId: AllocationId): void {
     const c = this.connection;
     if (c?.registered !== true) return;
-    this.freedSlots.push({ slotId: { resourceId: this.options.resourceId, slotIndex }, allocationId });
-    if (this.freedSlots.length > 1) return;
-    setImmediate(() => {
-      const slots = this.freedSlots;
-      this.freedSlots = [];
-      const now = this.connection;
-      // Registered anew meanwhile: the registration's slot report says what is free.
-      if (now !== c || c.registered !== true) return;
-      c.gateway
-        .notifySlotsAvailable(this.options.resourceId, slots)
-        .catch((e: unknown) => this.options.logger.warn('could not tell the ResourceManager about free slots', { slots: slots.length, error: errorMessage(e) }));
-    });
+    this.freedSlots.add({ connection: c, slot: { slotId: { resourceId: this.options.resourceId, slotIndex }, allocationId } });
   }
 
   /** Sends the slot report now rather than at the next heartbeat. */
