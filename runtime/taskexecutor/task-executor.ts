@@ -106,6 +106,7 @@ export class TaskExecutor implements TaskExecutorGateway {
   private readonly cancelTimeoutMs: number;
   private readonly reconnectTimeoutMs: number;
   private readonly countersIntervalMs: number;
+  private settings: TaskSettings | undefined;
   private endpoint: ServedEndpoint | undefined;
   private stopping = false;
   private resolveTerminated: (reason: string) => void = () => {};
@@ -595,7 +596,12 @@ export class TaskExecutor implements TaskExecutorGateway {
     }
     const worker = this.workers.ensureWorker(task.slotIndex);
     task.worker = worker;
-    const settings: TaskSettings = {
+    this.workers.deploy(worker, task.tdd, library, this.taskSettings());
+  }
+
+  /** What every task of this TaskExecutor runs with: the same for all, so made once (never changed after). */
+  private taskSettings(): TaskSettings {
+    return (this.settings ??= Object.freeze({
       segmentSizeBytes: this.config.networkBufferSizeBytes,
       buffersPerChannel: this.config.networkBuffersPerChannel,
       bufferTimeoutMs: this.config.bufferTimeoutMs,
@@ -605,8 +611,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       libraryCacheDir: this.libraries.dir,
       partitionDir: this.partitionDir,
       countersIntervalMs: this.countersIntervalMs,
-    };
-    this.workers.deploy(worker, task.tdd, library, settings);
+    }));
   }
 
   private cancel(task: Task): void {
