@@ -6,6 +6,7 @@
 //   finished  10 vertices × 1,000 = 10,000 tasks: submit → job FINISHED, wall time per task and the
 //             process's CPU time per task (JobMaster, ResourceManager, TaskExecutors and the tasks
 //             together: an upper bound on the JobMaster's) (target < 100 µs per task)
+//             - and the garbage-collection pauses during the job (this process's, from a PerformanceObserver)
 // Env: BENCH_ROUNDS (default 3), BENCH_SCALE_PARALLELISM (default 1000), BENCH_SCALE_TES (TaskExecutors, default 4).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,8 +19,15 @@ import { JobId } from '../runtime/core/ids.js';
 import { packageRoot } from '../runtime/core/paths.js';
 import type { JobGraph } from '../runtime/jobgraph/jobgraph.js';
 import { MiniCluster } from '../runtime/memory/mini-cluster.js';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { median, round, writeFigures } from './lib/bench-support.js';
 import { scaleJobGraph } from './lib/scale-job.js';
+
+// Garbage-collection pauses of this process (the whole cluster's), summed as they are reported.
+let gcPauseMs = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcPauseMs += e.duration;
+}).observe({ entryTypes: ['gc'] });
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const P = Number(process.env['BENCH_SCALE_PARALLELISM'] ?? 1000);
@@ -46,6 +54,8 @@ interface Run {
   readonly finishedMs: number;
   /** Process CPU (user + system) over the same span, ms. */
   readonly cpuMs: number;
+  /** Garbage-collection pauses over the same span, ms. */
+  readonly gcMs: number;
 }
 
 async function runJob(vertices: number, parallelism: number): Promise<Run> {
@@ -64,6 +74,7 @@ async function runJob(vertices: number, parallelism: number): Promise<Run> {
     const graph: JobGraph = scaleJobGraph(template, { vertices, parallelism });
     const tasks = vertices * parallelism;
     const cpu0 = process.cpuUsage();
+    const gc0 = gcPauseMs;
     const t0 = performance.now();
     const job = await cluster.submit(graph);
     let runningMs: number | undefined;
@@ -79,13 +90,14 @@ async function runJob(vertices: number, parallelism: number): Promise<Run> {
     const outcome = await job.outcome;
     const finishedMs = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
+    const gcMs = gcPauseMs - gc0;
     if (outcome.status !== 'FINISHED') throw new Error(`scale job ${graph.name} ended ${outcome.status}: ${'message' in outcome ? outcome.message : ''}`);
     const result = await cluster.result(await cluster.record(graph.jobId));
     const sum = (result.records as number[]).reduce((a, b) => a + b, 0);
     if (result.records.length !== parallelism || sum !== (parallelism * (parallelism + 1)) / 2) {
       throw new Error(`scale job ${graph.name} collected ${result.records.length} records summing to ${sum}; expected 1..${parallelism}`);
     }
-    return { tasks, runningMs: runningMs ?? finishedMs, finishedMs, cpuMs: (cpu.user + cpu.system) / 1000 };
+    return { tasks, runningMs: runningMs ?? finishedMs, finishedMs, cpuMs: (cpu.user + cpu.system) / 1000, gcMs };
   } finally {
     await cluster.close();
   }
@@ -104,7 +116,7 @@ for (let round_ = 1; round_ <= ROUNDS; round_++) {
   runs.finished.push(await runJob(10, P));
   const a = runs.running.at(-1)!;
   const b = runs.finished.at(-1)!;
-  console.log(`round ${round_}: ${a.tasks} tasks RUNNING after ${round(a.runningMs)} ms; ${b.tasks} tasks FINISHED after ${round(b.finishedMs)} ms (${round((b.finishedMs * 1000) / b.tasks)} µs/task, CPU ${round((b.cpuMs * 1000) / b.tasks)} µs/task)`);
+  console.log(`round ${round_}: ${a.tasks} tasks RUNNING after ${round(a.runningMs)} ms; ${b.tasks} tasks FINISHED after ${round(b.finishedMs)} ms (${round((b.finishedMs * 1000) / b.tasks)} µs/task, CPU ${round((b.cpuMs * 1000) / b.tasks)} µs/task, GC pauses ${round(b.gcMs)} ms)`);
 }
 
 const perTaskUs = (rs: readonly Run[], f: (r: Run) => number): number[] => rs.map((r) => (f(r) * 1000) / r.tasks);
@@ -124,6 +136,7 @@ const figures = {
     tasks: 10 * P,
     wallUsPerTask: stats(perTaskUs(runs.finished, (r) => r.finishedMs)),
     cpuUsPerTask: stats(perTaskUs(runs.finished, (r) => r.cpuMs)),
+    gcPauseMsPerJob: stats(runs.finished.map((r) => r.gcMs)),
     targetUsPerTask: PER_TASK_TARGET_US,
     ratioToTarget: round(median(perTaskUs(runs.finished, (r) => r.finishedMs)) / PER_TASK_TARGET_US, 3),
     baseline: { tasks: 10 * small, wallUsPerTask: stats(perTaskUs(runs.finishedBaseline, (r) => r.finishedMs)), cpuUsPerTask: stats(perTaskUs(runs.finishedBaseline, (r) => r.cpuMs)) },
