@@ -218,8 +218,15 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /** Starts the data server, serves the gateway and begins looking for the ResourceManager. */
   async start(): Promise<void> {
-    await this.libraries.init();
-    await this.partitions.start();
+    // The slots' threads boot while the TaskExecutor sets up, registers and is given slots.
+    this.workers.startAll();
+    try {
+      await this.libraries.init();
+      await this.partitions.start();
+    } catch (error) {
+      await this.workers.terminateAll();
+      throw error;
+    }
     this.endpoint = this.deps.rpc.serve<TaskExecutorGateway>(EndpointName.TASK_EXECUTOR, this, { methods: TASK_EXECUTOR_METHODS });
     this.logger.info('TaskExecutor started', { address: this.deps.rpc.address, dataAddress: this.partitions.dataAddress, slots: this.slotTable.numberOfSlots });
     await this.mainThread.run(() => this.resourceManager.start());
