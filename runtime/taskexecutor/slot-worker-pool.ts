@@ -79,6 +79,11 @@ export class SlotWorkerPool {
     for (let i = 0; i < this.workers.length; i++) this.ensureWorker(i);
   }
 
+  /** Resolves once every slot's worker has started (or ended): its runtime loaded, ready for tasks. */
+  async allReady(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w?.ready));
+  }
+
   /** Terminates the slot's worker (whatever it is doing) and forgets it; returns it, if there was one. */
   release(slotIndex: number): SlotWorker | undefined {
     const worker = this.workers[slotIndex];
