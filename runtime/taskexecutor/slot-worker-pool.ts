@@ -69,6 +69,21 @@ export class SlotWorkerPool {
     return this.start(slotIndex);
   }
 
+  /**
+   * Starts the worker thread of every slot that has none, as a JVM TaskExecutor's slots exist before the
+   * first deployment: a thread's start (its runtime bundle loaded) then overlaps the TaskExecutor's
+   * registration instead of delaying the first task. Light slots cost nothing to start and stay lazy.
+   */
+  startAll(): void {
+    if (this.options.slotMode === 'light') return;
+    for (let i = 0; i < this.workers.length; i++) this.ensureWorker(i);
+  }
+
+  /** Resolves once every slot's worker has started (or ended): its runtime loaded, ready for tasks. */
+  async allReady(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w?.ready));
+  }
+
   /** Terminates the slot's worker (whatever it is doing) and forgets it; returns it, if there was one. */
   release(slotIndex: number): SlotWorker | undefined {
     const worker = this.workers[slotIndex];

@@ -85,6 +85,9 @@ type Task = SlotTask<JobMasterConnection, SlotWorker>;
 // the shutdown as if it were still on that (closing) main thread.
 const detachedScope = new AsyncResource('FloeTaskExecutorStop');
 
+/** How long a starting TaskExecutor waits for its slots' threads before it registers anyway (ms). */
+const SLOT_START_WARNING_MS = 10_000;
+
 export class TaskExecutor implements TaskExecutorGateway {
   readonly resourceId: ResourceId;
   /** The job whose ResourceManager this TaskExecutor registers with; a warm one changes it (joinJob). */
@@ -219,11 +222,34 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /** Starts the data server, serves the gateway and begins looking for the ResourceManager. */
   async start(): Promise<void> {
-    await this.libraries.init();
-    await this.partitions.start();
+    // As a JVM TaskExecutor's slots exist before it registers, the slots' threads boot first (while the
+    // data server starts) and the TaskExecutor offers itself to the ResourceManager once they can run
+    // tasks: a deployment never waits for a thread's start.
+    this.workers.startAll();
+    try {
+      await this.libraries.init();
+      await this.partitions.start();
+      await this.slotsReady();
+    } catch (error) {
+      await this.workers.terminateAll();
+      throw error;
+    }
     this.endpoint = this.deps.rpc.serve<TaskExecutorGateway>(EndpointName.TASK_EXECUTOR, this, { methods: TASK_EXECUTOR_METHODS });
     this.logger.info('TaskExecutor started', { address: this.deps.rpc.address, dataAddress: this.partitions.dataAddress, slots: this.slotTable.numberOfSlots });
     await this.mainThread.run(() => this.resourceManager.start());
+  }
+
+  /**
+   * Waits until every slot's worker thread has loaded its runtime. A thread that is still starting after
+   * SLOT_START_WARNING_MS is logged and no longer waited for: the TaskExecutor registers, and a task
+   * deployed to it waits in the thread's queue as it did before slots started early.
+   */
+  private async slotsReady(): Promise<void> {
+    let timer: Timer | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = this.clock.setTimeout(() => resolve('late'), SLOT_START_WARNING_MS)));
+    const outcome = await Promise.race([this.workers.allReady().then(() => 'ready' as const), late]);
+    timer?.cancel();
+    if (outcome === 'late') this.logger.warn('slot worker threads still starting; registering anyway', { waitedMs: SLOT_START_WARNING_MS, threads: this.workers.threadIds() });
   }
 
   get dataAddress(): string {

@@ -226,6 +226,22 @@ describe('TaskExecutor', () => {
     expect(report.slots.map((s) => s.allocationId)).toEqual([allocationId, undefined]);
   });
 
+  it('has a worker thread behind every slot when it registers, and runs its first task on that thread', async () => {
+    const { te, gateway } = await startTaskExecutor('te-slots-ready');
+    const threads = te.introspect().slotThreadIds;
+    expect(threads).toHaveLength(2);
+    expect(threads.every((id) => typeof id === 'number')).toBe(true);
+    expect(new Set(threads).size).toBe(2);
+    expect(te.workersStarted).toEqual([1, 1]);
+
+    const allocationId = await allocate(te, gateway, 1);
+    const tdd = descriptor('doubled', onlyVertex('doubled'), allocationId);
+    await gateway.submitTask(tdd, JM_TOKEN);
+    expect((await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId))).state).toBe('FINISHED');
+    expect(te.workersStarted).toEqual([1, 1]);
+    expect(te.introspect().slotThreadIds[1]).toBe(threads[1]);
+  });
+
   it('registers with its resource profile and names it in every slot offer, the first and the ones after', async () => {
     const profile = { cpu: 2, memoryMiB: 4096 };
     const { te, gateway } = await startTaskExecutor('te-profiled', { profile });
