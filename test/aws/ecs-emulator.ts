@@ -4,9 +4,10 @@
 // it honours RunTask's clientToken: the same token with the same request returns the task it started.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const TARGET_PREFIX = 'AmazonEC2ContainerServiceV20141113.';
@@ -78,6 +79,8 @@ interface EmulatedTask {
   stopCode?: string;
   exitCode?: number;
   process?: ChildProcess;
+  /** The container's own temporary folder (its TMPDIR), gone when the task stops, as a container's /tmp is. */
+  tmpDir?: string;
   readonly env: Record<string, string>;
   /** RunTask's environment overrides, as events show them. */
   readonly overrides: { name: string; value: string }[];
@@ -477,10 +480,13 @@ export class EcsEmulator {
       mkdirSync(this.options.logDir, { recursive: true });
       logFd = openSync(join(this.options.logDir, `${task.startedBy ?? 'task'}-${task.id.slice(0, 8)}.log`), 'a');
     }
+    // A temporary folder of the task's own: what a killed process leaves there (a sink's local part file)
+    // goes when the task stops, as it would with its container.
+    const tmp = (task.tmpDir = mkdtempSync(join(tmpdir(), 'floe-ecs-task-')));
     try {
       // The IPC channel lets Floe's processes notice the test process dying (installParentWatch).
       const child = spawn(command!, args, {
-        env: { ...process.env, ...task.env, ECS_CONTAINER_METADATA_URI_V4: `${this.endpoint}/v4/${task.id}`, AWS_REGION: this.region },
+        env: { ...process.env, ...task.env, ECS_CONTAINER_METADATA_URI_V4: `${this.endpoint}/v4/${task.id}`, AWS_REGION: this.region, TMPDIR: tmp },
         stdio: ['ignore', logFd, logFd, 'ipc'],
       });
       task.process = child;
@@ -510,6 +516,7 @@ export class EcsEmulator {
     else if (task.process?.signalCode === 'SIGKILL') task.exitCode = 137;
     else if (task.process?.signalCode === 'SIGTERM') task.exitCode = 143;
     task.markExited();
+    if (task.tmpDir !== undefined) rmSync(task.tmpDir, { recursive: true, force: true });
     this.options.onTaskStopped?.({
       version: '0',
       id: randomBytes(8).toString('hex'),
