@@ -80,8 +80,13 @@ export interface TaskExecutorGateway {
    * (ConflictError) while any slot is allocated.
    */
   standBy(resourceManagerToken: FencingToken, poolToken: string, idleTimeoutMs: number): Promise<void>;
-  /** Warm pool: serve `jobId` now: find that job's ResourceManager and register there. Needs the pool token given with `standBy`. */
-  joinJob(jobId: JobId, poolToken: string): Promise<void>;
+  /**
+   * Warm pool: serve `jobId` now: find that job's ResourceManager and register there. Needs the pool
+   * token given with `standBy`. The calling ResourceManager may name itself (`resourceManager`): the
+   * first registration then goes there without looking the leader up; a refused one, or any later one,
+   * looks it up in the lease as always.
+   */
+  joinJob(jobId: JobId, poolToken: string, resourceManager?: { readonly address: string; readonly token: FencingToken }): Promise<void>;
 }
 
 export const TASK_EXECUTOR_METHODS = [

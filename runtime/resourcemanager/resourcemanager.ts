@@ -187,7 +187,7 @@ export class ResourceManager implements ResourceManagerGateway {
     for (const w of workers) {
       const gateway = this.deps.rpc.connect<TaskExecutorGateway>(w.address, EndpointName.TASK_EXECUTOR);
       detached(() => {
-        gateway.joinJob(this.deps.jobId, poolToken).catch((error: unknown) => {
+        gateway.joinJob(this.deps.jobId, poolToken, { address: this.deps.rpc.address, token: this.fencingToken }).catch((error: unknown) => {
           this.mainThread
             .run(() => {
               this.log.warn('a warm TaskExecutor could not join the job; starting another in its place', { resourceId: w.resourceId, error: errorMessage(error) });

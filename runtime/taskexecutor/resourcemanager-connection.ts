@@ -82,9 +82,13 @@ export class ResourceManagerConnection {
     });
   }
 
-  /** Begins looking for the leader. On the main thread. */
-  start(): void {
-    this.connect();
+  /**
+   * Begins looking for the leader. On the main thread. `leader`: where the leader is said to be (the
+   * ResourceManager that took this TaskExecutor from the warm pool names itself); the first registration
+   * goes there without a lease lookup, and a refused one falls back to the lease.
+   */
+  start(leader?: { readonly address: string; readonly token: FencingToken }): void {
+    this.connect(leader);
     // Leader retrieval: a new leader is in the lease as soon as it won, while a dead one's heartbeats
     // only go quiet after 'heartbeat.timeout'. A lease at a higher epoch than ours: reconnect now.
     this.leaseWatch = this.options.mainThread.every(() => this.watchLease(), Math.min(this.options.heartbeatIntervalMs, 1_000));
@@ -210,7 +214,7 @@ export class ResourceManagerConnection {
     this.connect();
   }
 
-  private connect(): void {
+  private connect(hint?: { readonly address: string; readonly token: FencingToken }): void {
     this.options.mainThread.assertInMainThread();
     if (this.connecting || this.stopped) return;
     this.connecting = true;
@@ -219,11 +223,13 @@ export class ResourceManagerConnection {
     const name = leaseNames.resourceManager(this.options.jobId);
     const { mainThread, logger } = this.options;
     const attempt = async (): Promise<void> => {
-      let leader: { address: string; token: FencingToken } | undefined;
-      try {
-        leader = await retrieveLeader(this.options.leaseStore, name, this.options.clock);
-      } catch (e) {
-        logger.warn('leader retrieval failed', { lease: name, error: errorMessage(e) });
+      let leader: { address: string; token: FencingToken } | undefined = hint;
+      if (leader === undefined) {
+        try {
+          leader = await retrieveLeader(this.options.leaseStore, name, this.options.clock);
+        } catch (e) {
+          logger.warn('leader retrieval failed', { lease: name, error: errorMessage(e) });
+        }
       }
       if (leader === undefined) {
         await mainThread.run(() => this.retry(`no leader holds lease ${name}`));

@@ -360,8 +360,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
   }
 
-  joinJob(jobId: JobId, poolToken: string): Promise<void> {
+  joinJob(jobId: JobId, poolToken: string, resourceManager?: { readonly address: string; readonly token: FencingToken }): Promise<void> {
     return this.mainThread.run(() => {
+      if (resourceManager !== undefined && (typeof resourceManager?.address !== 'string' || !Number.isSafeInteger(resourceManager.token) || resourceManager.token < 1)) {
+        throw new InvalidRequestError(`joinJob's resourceManager must be { address: <string>, token: <positive integer> }, found ${JSON.stringify(resourceManager)}`);
+      }
       const standby = this.standby;
       if (standby === undefined) throw new ConflictError(`TaskExecutor ${this.resourceId} is not in a warm pool (it serves job ${this.currentJobId})`);
       if (poolToken !== standby.poolToken) throw new ConflictError(`TaskExecutor ${this.resourceId} belongs to another warm pool`);
@@ -371,7 +374,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       this.rebindLogger(jobId);
       this.resourceManager = this.resourceManagerConnection(jobId);
       this.logger.info('left the warm pool for a job', { jobId });
-      this.resourceManager.start();
+      this.resourceManager.start(resourceManager);
     });
   }
 

@@ -198,6 +198,20 @@ function chained(vertices: readonly JobVertex[]): JobVertex {
 const onlyVertex = (name: string): JobVertex => chained(cluster.graphs.get(name)!.vertices);
 
 describe('TaskExecutor', () => {
+  it('from the warm pool, registers at the ResourceManager that names itself in joinJob, before any lease names it', async () => {
+    const { te, gateway } = await startTaskExecutor('te-warm');
+    await gateway.standBy(cluster.rmToken, 'pool-1', 60_000);
+    // The next job's ResourceManager serves, but no lease names it yet: a lookup would find nobody.
+    const nextJob = JobId.random();
+    const rm2Rpc = new LocalRpcService(cluster.network, 'rm-next');
+    extraRpcs.push(rm2Rpc);
+    const rm2 = TestResourceManager.serve(rm2Rpc, 7);
+    await expect(gateway.joinJob(nextJob, 'pool-1', { address: 42 } as unknown as { address: string; token: FencingToken })).rejects.toThrow(/resourceManager must be/);
+    await gateway.joinJob(nextJob, 'pool-1', { address: rm2Rpc.address, token: FencingToken.of(7) });
+    await waitFor('registration at the ResourceManager named in joinJob', () => rm2.registrations.some((r) => r.resourceId === te.resourceId));
+    expect(te.jobId).toBe(nextJob);
+  });
+
   it('registers, offers a requested slot and runs a source → map → collect chain to FINISHED', async () => {
     const { te, gateway } = await startTaskExecutor('te-1');
     expect(cluster.rm.registrations[0]).toMatchObject({ resourceId: 'te-1', numberOfSlots: 2, dataAddress: te.dataAddress });
