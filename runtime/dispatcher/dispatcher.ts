@@ -8,7 +8,7 @@ import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
 import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
-import { FencingToken, JobId } from '../core/ids.js';
+import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
@@ -405,18 +405,7 @@ export class Dispatcher {
    */
   private async handToReadyJobManager(jobId: JobId, taskExecutors: number, launch: number, handOver?: HandOver): Promise<true | string | undefined> {
     let named = handOver?.named;
-    const places = this.deps.config.warmPoolJobManagers;
-    if (places <= 0) return named;
-    let ready: readonly Lease[];
-    if (handOver !== undefined) ready = handOver.ready;
-    else {
-      try {
-        ready = await this.readyJobManagerLeases();
-      } catch (error) {
-        this.log.warn('cannot read the warm pool; starting a JobManager instead', { jobId, error: errorMessage(error) });
-        return named;
-      }
-    }
+    const ready = handOver?.ready ?? (await this.readyJobManagerLeasesOrNone(jobId));
     for (const lease of ready) {
       const workerId = workerOfHolder(lease.holder);
       try {
@@ -437,7 +426,7 @@ export class Dispatcher {
     return named;
   }
 
-  /** readyJobManagerLeases for a submission: none when the pool is off or cannot be read (a JobManager is started instead). */
+  /** readyJobManagerLeases, or none when the pool is off or cannot be read (a JobManager is started instead). */
   private async readyJobManagerLeasesOrNone(jobId: JobId): Promise<Lease[]> {
     if (this.deps.config.warmPoolJobManagers <= 0) return [];
     try {

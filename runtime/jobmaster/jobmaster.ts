@@ -108,7 +108,6 @@ export class JobMaster implements JobMasterGateway {
   private status: JobStatus = JobStatus.CREATED;
   private cancelWatch: Timer | undefined;
   private progressTimer: Timer | undefined;
-  /** Slots given up this turn, per TaskExecutor and cause, freed there in one call each. */
   /** Slots given up in this turn, each with its TaskExecutor and why: one `freeSlots` call per TaskExecutor and cause. */
   private readonly slotsToFree = new TurnBatch<{ gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationId: AllocationId }>((slots) => {
     const calls = new Map<string, { gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationIds: AllocationId[] }>();
