@@ -5,7 +5,7 @@ import type { Logger } from '../core/logger.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
 import { clientProof, decodeChallenge, newNonce, proofMatches, requireDataSecret, serverProof } from './data-auth.js';
-import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from './frames.js';
+import { corkPerTick, encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from './frames.js';
 
 /** What one read of a data connection takes at most (record buffers arrive back to back). */
 const READ_BUFFER_BYTES = 256 * 1024;
@@ -18,6 +18,8 @@ interface ClientChannel {
 
 class Connection {
   readonly socket: Socket;
+  /** Corks the socket for the rest of the tick: see corkPerTick. */
+  private readonly cork: () => void;
   readonly channels = new Map<number, ClientChannel>();
   private nextId = 1;
   broken: string | undefined;
@@ -25,7 +27,6 @@ class Connection {
   /** Frames written before the producer proved it knows the secret; sent right after our own proof. */
   private queued: Buffer[] | undefined = [];
   private readonly clientNonce = newNonce();
-  private corked = false;
 
   constructor(readonly address: string, private readonly secret: string, private readonly logger: Logger, onGone: () => void) {
     const [host, portText] = splitAddress(address);
@@ -51,6 +52,7 @@ class Connection {
       },
     });
     this.socket.setNoDelay(true);
+    this.cork = corkPerTick(this.socket);
     this.socket.write(encodeFrame(FrameType.HELLO, 0, this.clientNonce));
     this.socket.on('error', (e) => {
       this.broken = `data connection to ${address} failed: ${e.message}`;
@@ -144,14 +146,7 @@ class Connection {
       return;
     }
     // Credits of many channels come in bursts: the frames of one tick leave in one write.
-    if (!this.corked) {
-      this.corked = true;
-      this.socket.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        this.socket.uncork();
-      });
-    }
+    this.cork();
     this.socket.write(frame);
   }
 }

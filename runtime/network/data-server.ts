@@ -7,7 +7,7 @@ import type { ResultPartitionId } from '../core/ids.js';
 import { errorMessage } from '../core/errors.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
 import { clientProof, DATA_HANDSHAKE_TIMEOUT_MS, encodeChallenge, newNonce, NONCE_BYTES, proofMatches, requireDataSecret, serverProof } from './data-auth.js';
-import { decodeMeta, encodeFrame, encodeFrameHeader, FrameDecoder, FrameType, type Frame } from './frames.js';
+import { corkPerTick, decodeMeta, encodeFrame, encodeFrameHeader, FrameDecoder, FrameType, type Frame } from './frames.js';
 
 /** Payloads at least this large are written after their header instead of copied behind it. */
 const LARGE_PAYLOAD_BYTES = 4096;
@@ -71,17 +71,10 @@ export class DataServer {
     const decoder = new FrameDecoder();
     // The frames of one tick (buffers of several channels arrive together from the slot workers) leave
     // in one writev; a record buffer's header and bytes go out without copying the buffer.
-    let corked = false;
+    const cork = corkPerTick(socket);
     const write = (type: FrameType, id: number, payload?: Uint8Array): void => {
       if (socket.destroyed) return;
-      if (!corked) {
-        corked = true;
-        socket.cork();
-        process.nextTick(() => {
-          corked = false;
-          socket.uncork();
-        });
-      }
+      cork();
       if (payload === undefined || payload.length < LARGE_PAYLOAD_BYTES) {
         socket.write(encodeFrame(type, id, payload));
         return;

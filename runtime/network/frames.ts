@@ -5,6 +5,7 @@
 //   else is accepted or sent before it completes
 //   consumer → producer: REQUEST {partitionId, subpartitionIndex} (msgpack), CREDIT {n, initial} (msgpack), RELEASE
 //   producer → consumer: BUFFER (raw record buffer), END (end of partition), ERROR (utf-8 message)
+import type { Socket } from 'node:net';
 import { decodeValue, encodeValue } from './record-buffer.js';
 
 export const FrameType = { REQUEST: 1, CREDIT: 2, BUFFER: 3, END: 4, ERROR: 5, RELEASE: 6, HELLO: 7, CHALLENGE: 8, PROOF: 9 } as const;
@@ -105,4 +106,21 @@ export class FrameDecoder {
 
 function checkLength(length: number): void {
   if (length < 5 || length > MAX_FRAME_BYTES) throw new Error(`data connection: bad frame length ${length} (expected 5..${MAX_FRAME_BYTES})`);
+}
+
+/**
+ * For a connection's writes: call before each, and the frames written in one tick leave together (the
+ * socket is corked at the first and uncorked on the next tick: one writev instead of one write each).
+ */
+export function corkPerTick(socket: Socket): () => void {
+  let corked = false;
+  return () => {
+    if (corked) return;
+    corked = true;
+    socket.cork();
+    process.nextTick(() => {
+      corked = false;
+      socket.uncork();
+    });
+  };
 }
