@@ -233,8 +233,14 @@ export class LeaderElection {
   }
 }
 
+/** Where a leader serves, and the fencing token (its lease's epoch) its calls carry. */
+export interface LeaderAddress {
+  readonly address: string;
+  readonly token: FencingToken;
+}
+
 /** The current leader of lease `name`, if its lease has not lapsed. */
-export async function retrieveLeader(store: LeaseStore, name: string, clock: Clock): Promise<{ address: string; token: FencingToken } | undefined> {
+export async function retrieveLeader(store: LeaseStore, name: string, clock: Clock): Promise<LeaderAddress | undefined> {
   const lease = await store.get(name);
   if (lease === undefined || lease.expiresAtMs <= clock.now()) return undefined;
   return { address: lease.address, token: FencingToken.of(lease.epoch) };

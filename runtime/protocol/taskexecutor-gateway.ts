@@ -2,6 +2,7 @@
 // arguments; the TaskExecutor rejects calls from a leader other than the one it is connected to.
 import type { ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId, SlotId } from '../core/ids.js';
+import type { LeaderAddress } from '../ha/leader-election.js';
 import type { TaskDeploymentBatch, TaskDeploymentDescriptor } from './task-deployment.js';
 
 export interface SlotStatus {
@@ -86,7 +87,7 @@ export interface TaskExecutorGateway {
    * first registration then goes there without looking the leader up; a refused one, or any later one,
    * looks it up in the lease as always.
    */
-  joinJob(jobId: JobId, poolToken: string, resourceManager?: { readonly address: string; readonly token: FencingToken }): Promise<void>;
+  joinJob(jobId: JobId, poolToken: string, resourceManager?: LeaderAddress): Promise<void>;
 }
 
 export const TASK_EXECUTOR_METHODS = [

@@ -8,7 +8,7 @@ import { FencingTokenError, errorMessage } from '../core/errors.js';
 import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { TurnBatch } from '../core/turn-batch.js';
-import { retrieveLeader } from '../ha/leader-election.js';
+import { retrieveLeader, type LeaderAddress } from '../ha/leader-election.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import type { ResourceManagerGateway, TaskExecutorRegistration } from '../protocol/resourcemanager-gateway.js';
@@ -47,7 +47,6 @@ const RM_TARGET = 'resourcemanager';
 
 export class ResourceManagerConnection {
   private connection: Connection | undefined;
-  /** Slots freed this turn, told to the ResourceManager together. */
   /** Slots freed in this turn, with the connection they were freed under. */
   private readonly freedSlots = new TurnBatch<{ connection: Connection; slot: { slotId: SlotId; allocationId: AllocationId } }>((freed) => {
     const c = freed[0]!.connection;
@@ -87,7 +86,7 @@ export class ResourceManagerConnection {
    * ResourceManager that took this TaskExecutor from the warm pool names itself); the first registration
    * goes there without a lease lookup, and a refused one falls back to the lease.
    */
-  start(leader?: { readonly address: string; readonly token: FencingToken }): void {
+  start(leader?: LeaderAddress): void {
     this.connect(leader);
     // Leader retrieval: a new leader is in the lease as soon as it won, while a dead one's heartbeats
     // only go quiet after 'heartbeat.timeout'. A lease at a higher epoch than ours: reconnect now.
@@ -214,7 +213,7 @@ export class ResourceManagerConnection {
     this.connect();
   }
 
-  private connect(hint?: { readonly address: string; readonly token: FencingToken }): void {
+  private connect(hint?: LeaderAddress): void {
     this.options.mainThread.assertInMainThread();
     if (this.connecting || this.stopped) return;
     this.connecting = true;
@@ -223,7 +222,7 @@ export class ResourceManagerConnection {
     const name = leaseNames.resourceManager(this.options.jobId);
     const { mainThread, logger } = this.options;
     const attempt = async (): Promise<void> => {
-      let leader: { address: string; token: FencingToken } | undefined = hint;
+      let leader: LeaderAddress | undefined = hint;
       if (leader === undefined) {
         try {
           leader = await retrieveLeader(this.options.leaseStore, name, this.options.clock);

@@ -15,6 +15,7 @@ import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId,
 import { createLogger, switchableLogger, type Logger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
 import type { BlobStore } from '../blob/blob-store.js';
+import type { LeaderAddress } from '../ha/leader-election.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
 import type { SlotOffer, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
@@ -360,7 +361,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
   }
 
-  joinJob(jobId: JobId, poolToken: string, resourceManager?: { readonly address: string; readonly token: FencingToken }): Promise<void> {
+  joinJob(jobId: JobId, poolToken: string, resourceManager?: LeaderAddress): Promise<void> {
     return this.mainThread.run(() => {
       if (resourceManager !== undefined && (typeof resourceManager?.address !== 'string' || !Number.isSafeInteger(resourceManager.token) || resourceManager.token < 1)) {
         throw new InvalidRequestError(`joinJob's resourceManager must be { address: <string>, token: <positive integer> }, found ${JSON.stringify(resourceManager)}`);
