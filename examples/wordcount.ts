@@ -4,22 +4,14 @@
 // Run: floe run examples/wordcount.ts -p 4 -- <text file> <output folder>   (or `npm start`)
 import { defineJob } from 'floe';
 
+// A word: letters and digits, with apostrophes inside it (don't) but not around it ('quoted' -> quoted);
+// everything else separates words.
+const WORD = /[\p{L}\p{N}](?:[\p{L}\p{N}']*[\p{L}\p{N}])?/gu;
+
 export default defineJob('wordcount', (env, args) => {
   env
     .readTextFile(args[0] ?? '.floe/example/corpus.txt', { splitSizeBytes: 1024 * 1024 })
-    .flatMap((line) => {
-      const out: [string, number][] = [];
-      // Letters and digits, with inner apostrophes (don't); everything else separates words.
-      for (const word of line.toLowerCase().split(/[^\p{L}\p{N}']+/u)) {
-        // Outer apostrophes are not part of the word ('quoted' -> quoted); most words have none.
-        let start = 0;
-        let end = word.length;
-        while (start < end && word.charCodeAt(start) === 39) start++;
-        while (end > start && word.charCodeAt(end - 1) === 39) end--;
-        if (start < end) out.push([start === 0 && end === word.length ? word : word.slice(start, end), 1]);
-      }
-      return out;
-    })
+    .flatMap((line) => (line.toLowerCase().match(WORD) ?? []).map((word): [string, number] => [word, 1]))
     .name('words')
     .keyBy(([word]) => word)
     .sum(1)

@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RestClient } from '../../runtime/cli/rest-client.js';
 import { packageRoot } from '../../runtime/core/paths.js';
+import { MAX_JOB_WAIT_MS } from '../../runtime/dispatcher/dispatcher.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { processesOfCluster } from '../../runtime/local/process-table.js';
 import type { JobDetails } from '../../runtime/dispatcher/rest-types.js';
@@ -123,21 +124,23 @@ export class PeakRssSampler {
 export interface JobRun {
   readonly jobId: string;
   readonly job: JobDetails;
-  /** POST /jobs sent → FINISHED seen (within one poll interval). */
+  /** POST /jobs sent → FINISHED seen by a long-poll (as `floe run` sees it). */
   readonly submitToFinishedMs: number;
   /** First task deployed → last task finished, by the JobMaster's clock: the job's running time. */
   readonly runningMs: number;
 }
 
 /**
- * Submits a job and polls every `pollMs` until it ends; throws unless it FINISHED. The running time comes
- * from the JobMaster's clock, so the poll interval only bounds how late submit → FINISHED is seen.
+ * Submits a job and waits for its end with long-polls; throws unless it FINISHED. The running time comes
+ * from the JobMaster's clock.
  */
-export async function runJob(client: RestClient, graph: JobGraph, code: Uint8Array, pollMs = 50): Promise<JobRun> {
+export async function runJob(client: RestClient, graph: JobGraph, code: Uint8Array): Promise<JobRun> {
   const started = performance.now();
   const { jobId } = await client.submitJob(graph, code);
   for (;;) {
-    const job = await client.getJob(jobId);
+    // A long-poll, answered as soon as the Dispatcher sees the end (as `floe run` waits): polling here
+    // would add up to a poll interval to every figure.
+    const job = await client.getJob(jobId, { waitMs: MAX_JOB_WAIT_MS });
     if (job.status === 'FINISHED') {
       const submitToFinishedMs = performance.now() - started;
       const vertices = job.vertices ?? [];
@@ -149,7 +152,6 @@ export async function runJob(client: RestClient, graph: JobGraph, code: Uint8Arr
       const exceptions = await client.getJobExceptions(jobId);
       throw new Error(`benchmark job ${jobId} ended ${job.status}: ${exceptions.map((e) => e.message).join('; ')}`);
     }
-    await new Promise((r) => setTimeout(r, pollMs));
   }
 }
 

@@ -1,6 +1,7 @@
 // The plain single-threaded wordcount the wordcount benchmark compares Floe against: the same word rule as
-// examples/wordcount.ts (lower-case the line, split on anything but \p{L}, \p{N} and ', strip outer
-// apostrophes), made as fast as plain Node allows so that COST is measured against a serious baseline.
+// examples/wordcount.ts (lower-case the line; a word is a run of \p{L}, \p{N} and ' without its outer
+// apostrophes — what the example's regular expression matches), made as fast as plain Node allows so
+// that COST is measured against a serious baseline.
 //
 // How it is fast:
 // - the file is read once as a Buffer and scanned byte by byte through a 256-entry class table; no line,

@@ -63,7 +63,22 @@ export interface DispatcherDeps {
    * next poll ('cluster.warm-pool.poll-interval'). @default false
    */
   readonly reachesJobManagers?: boolean;
+  /**
+   * How soon a long-poll (`?wait=`) reads the job's record again: `fraction` of the time waited so far,
+   * at least `minMs`, at most 250 ms. A DynamoDB read is a request that costs money; the embedded
+   * store's is a SQLite read of microseconds, so it can look often and see a job's end within a few
+   * milliseconds. @default DEFAULT_JOB_WAIT_POLLING
+   */
+  readonly jobWaitPolling?: JobWaitPolling;
 }
+
+export interface JobWaitPolling {
+  readonly minMs: number;
+  readonly fraction: number;
+}
+
+/** A tenth of the time waited so far, from 10 ms: a short job's end is seen within milliseconds, a long one costs a read every quarter second. */
+export const DEFAULT_JOB_WAIT_POLLING: JobWaitPolling = { minMs: 10, fraction: 0.1 };
 
 /** A submission that passed validation: everything the later steps write, computed before any write. */
 interface Submission {
@@ -721,19 +736,19 @@ export class Dispatcher {
 
   /**
    * The job's record once it has ended, or as it is after `waitMs` (at most MAX_JOB_WAIT_MS). The
-   * JobMaster writes the end to the JobStore from its own process, so the store is read again, at an
-   * interval of a tenth of the time waited so far (10 ms to 250 ms): a short job's end is seen within
-   * milliseconds, a long one costs a read every quarter second.
+   * JobMaster writes the end to the JobStore from its own process, so the store is read again at the
+   * pace of `jobWaitPolling` (up to every 250 ms).
    */
   private async untilEnded(jobId: string, waitMs: number): Promise<JobRecord> {
     let r = await this.record(jobId);
     const clock = this.deps.clock;
+    const polling = this.deps.jobWaitPolling ?? DEFAULT_JOB_WAIT_POLLING;
     const started = monotonicNow(clock);
     const until = started + Math.min(waitMs, MAX_JOB_WAIT_MS);
     while (!isGloballyTerminal(r.status) && !this.closed) {
       const now = monotonicNow(clock);
       if (now >= until) break;
-      const pauseMs = Math.min(until - now, Math.max(10, Math.min(250, (now - started) / 10)));
+      const pauseMs = Math.min(until - now, Math.max(polling.minMs, Math.min(250, (now - started) * polling.fraction)));
       await new Promise<void>((resolve) => clock.setTimeout(resolve, pauseMs));
       if (this.closed) break;
       r = await this.record(jobId);

@@ -13,11 +13,17 @@ import { ChildProcessWorkerLauncher } from '../local/child-process-launcher.js';
 import { openEmbeddedServices } from '../local/embedded-services.js';
 import { workerPid } from '../local/process-table.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
-import { Dispatcher } from './dispatcher.js';
+import { Dispatcher, type JobWaitPolling } from './dispatcher.js';
 import { DashboardAssets, findDashboardDir } from './dashboard.js';
 import { JsonBodyParser } from './json-body.js';
 import { startLocalRestServer } from './local-server.js';
 import { createRestRouter } from './rest-router.js';
+
+/**
+ * A read of the SQLite store costs microseconds: a client waiting for a job's end sees it within 2 ms,
+ * or 2 % of the time waited so far (a tenth, from 10 ms, on DynamoDB).
+ */
+export const EMBEDDED_JOB_WAIT_POLLING: JobWaitPolling = { minMs: 2, fraction: 0.02 };
 
 export interface EmbeddedDispatcher {
   readonly url: string;
@@ -53,6 +59,7 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     taskExecutorSizes: localTaskExecutorSizes(),
     // The JobManagers listen on this machine's loopback: a ready one is told when it gets a job.
     reachesJobManagers: true,
+    jobWaitPolling: EMBEDDED_JOB_WAIT_POLLING,
     jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config) },
   });
   await dispatcher.start();

@@ -3,7 +3,8 @@
 // same through the router and the local HTTP server. Time is a manual clock: nothing here sleeps.
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
-import { MAX_JOB_WAIT_MS } from '../../runtime/dispatcher/dispatcher.js';
+import { MAX_JOB_WAIT_MS, type JobWaitPolling } from '../../runtime/dispatcher/dispatcher.js';
+import { EMBEDDED_JOB_WAIT_POLLING } from '../../runtime/dispatcher/embedded-dispatcher.js';
 import { JobStatus } from '../../runtime/jobgraph/job-status.js';
 import { newJobRecord } from '../contracts/job-store.contract.js';
 import { directFront, httpCall, setupDispatcher, type RestFrontFactory } from './rest-contract.js';
@@ -25,8 +26,8 @@ for (const [frontName, front] of [['router', directFront], ['local HTTP server',
       for (const c of cleanups.splice(0).reverse()) await c();
     });
 
-    async function withJob(status: JobStatus) {
-      const setup = await setupDispatcher(front, cleanups);
+    async function withJob(status: JobStatus, options: { jobWaitPolling?: JobWaitPolling } = {}) {
+      const setup = await setupDispatcher(front, cleanups, options);
       const record = newJobRecord(setup.clock, { status, resultKey: `jobs/x/result.json` });
       await setup.jobStore.create(record);
       await setup.blobStore.put(`jobs/x/result.json`, Buffer.from(JSON.stringify({ records: [2, 4, 6], truncated: false })));
@@ -66,6 +67,24 @@ for (const [frontName, front] of [['router', directFront], ['local HTTP server',
       expect(job.done()).toBe(true);
       expect((await job.result).body.status).toBe('FINISHED');
       expect((await result.result).body).toEqual({ records: [2, 4, 6], truncated: false });
+    });
+
+    it("on the embedded store, sees a running job's end within 2 % of the time waited", async () => {
+      const { call, jobId, jobStore, clock } = await withJob(JobStatus.RUNNING, { jobWaitPolling: EMBEDDED_JOB_WAIT_POLLING });
+      const job = pending(call('GET', `/jobs/${jobId}?wait=15000`));
+      await turns();
+      clock.advance(1_000);
+      await turns();
+      expect(job.done()).toBe(false);
+      await jobStore.update(jobId, { status: JobStatus.FINISHED }, 0);
+      // After 1 s of waiting, the next read comes 20 ms later (DynamoDB's pace: 100 ms).
+      clock.advance(19);
+      await turns();
+      expect(job.done()).toBe(false);
+      clock.advance(1);
+      await turns();
+      expect(job.done()).toBe(true);
+      expect((await job.result).body.status).toBe('FINISHED');
     });
 
     it('answers a job that goes on after the wait, and holds no request longer than the bound', async () => {

@@ -13,7 +13,7 @@ import { loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import type { DashboardAssets } from '../../runtime/dispatcher/dashboard.js';
-import { Dispatcher } from '../../runtime/dispatcher/dispatcher.js';
+import { Dispatcher, type JobWaitPolling } from '../../runtime/dispatcher/dispatcher.js';
 import { createRestRouter, type RestHandler, type RestRequest } from '../../runtime/dispatcher/rest-router.js';
 import type { JobStore } from '../../runtime/ha/job-store.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
@@ -99,7 +99,7 @@ export const submissionFor = async (jobId: string): Promise<{ jobGraph: JobGraph
 export async function setupDispatcher(
   front: RestFrontFactory,
   cleanups: (() => Promise<void> | void)[],
-  options: { maxBodyBytes?: number; jobStore?: JobStore; dashboard?: DashboardAssets } = {},
+  options: { maxBodyBytes?: number; jobStore?: JobStore; dashboard?: DashboardAssets; jobWaitPolling?: JobWaitPolling } = {},
 ) {
   const clock = new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
@@ -114,6 +114,7 @@ export async function setupDispatcher(
   const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
   const dispatcher = new Dispatcher({
     jobStore, blobStore, leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config: loadConfig(), clock, logger: silentLogger, jobManagerEnv: { FLOE_STATE_DIR: '/nowhere' },
+    ...(options.jobWaitPolling !== undefined ? { jobWaitPolling: options.jobWaitPolling } : {}),
   });
   cleanups.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close());
   const served = await front(
