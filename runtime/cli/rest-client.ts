@@ -1,8 +1,10 @@
 // The client side of the Dispatcher's REST API, as the CLI (and tests) use it.
+import type { Agent } from 'node:http';
 import { systemClock } from '../core/clock.js';
 import { FloeError, RpcConnectionError, RpcTimeoutError, fromErrorInfo } from '../core/errors.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
 import type { JobId } from '../core/ids.js';
+import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
 import { MAX_JOB_PAGE_SIZE, type JobException } from '../ha/job-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type {
@@ -286,31 +288,68 @@ export class RestClient {
   }
 }
 
+/** The client's connection pools, one per protocol, made on first use. */
+const agents = new Map<string, Agent>();
+
+async function agentFor(protocol: string): Promise<{ request: typeof import('node:http').request; agent: Agent }> {
+  const mod = protocol === 'https:' ? await import('node:https') : await import('node:http');
+  let agent = agents.get(protocol);
+  if (agent === undefined) {
+    // Idle connections go after DEFAULT_IDLE_SOCKET_TIMEOUT_MS, well before the local server drops them
+    // (node's global agent keeps them 5 s, exactly as long as that server used to).
+    agent = new mod.Agent({ keepAlive: true, timeout: DEFAULT_IDLE_SOCKET_TIMEOUT_MS });
+    agents.set(protocol, agent);
+  }
+  return { request: mod.request, agent };
+}
+
 /**
  * One request with node:http (or node:https), not fetch: fetch's first call in a process loads and
  * compiles undici, about 100-200 ms, most of what a `floe run` against a local cluster spends waiting on
- * its own side. Idle keep-alive sockets of the global agent are unref'd, so they never hold the process.
+ * its own side. Idle keep-alive sockets of the agent are unref'd, so they never hold the process.
+ *
+ * A pooled connection the server closed just as this request went out on it fails before any answer
+ * (ECONNRESET or EPIPE, "socket hang up"): the server most likely never read it, so it is sent once
+ * more, on a new connection of its own. Every request of this client may be sent twice: reads, and
+ * writes that are idempotent (a submission carries its job id, a library its hash, a cancel is a flag).
  */
 async function send(
   url: URL,
   init: { readonly method: string; readonly headers: Readonly<Record<string, string>>; readonly body?: string | Uint8Array; readonly signal: AbortSignal },
 ): Promise<{ status: number; ok: boolean; text: () => Promise<string> }> {
-  const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  const { request, agent } = await agentFor(url.protocol);
   const body = init.body === undefined ? undefined : typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: init.method, headers: { ...init.headers, ...(body === undefined ? {} : { 'content-length': String(body.byteLength) }) }, signal: init.signal }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const status = res.statusCode ?? 0;
-        const text = Buffer.concat(chunks).toString('utf8');
-        resolve({ status, ok: status >= 200 && status < 300, text: async () => text });
+  const once = (pooled: boolean): Promise<{ status: number; ok: boolean; text: () => Promise<string> }> =>
+    new Promise((resolve, reject) => {
+      const req = request(url, { method: init.method, agent: pooled ? agent : false, headers: { ...init.headers, ...(body === undefined ? {} : { 'content-length': String(body.byteLength) }) }, signal: init.signal }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status, ok: status >= 200 && status < 300, text: async () => text });
+        });
       });
+      req.on('error', (error: NodeJS.ErrnoException) =>
+        reject(failedOnStaleConnection(req, error) && !init.signal.aborted ? new StaleConnectionError(error) : error),
+      );
+      req.end(body);
     });
-    req.on('error', reject);
-    req.end(body);
-  });
+  try {
+    return await once(true);
+  } catch (error) {
+    if (!(error instanceof StaleConnectionError)) throw error;
+    // On a connection of its own: the pool may hold more that the server has closed.
+    return once(false);
+  }
+}
+
+/** A reused pooled connection was reset before any answer: the request never reached the server. */
+class StaleConnectionError extends Error {
+  constructor(readonly reset: Error) {
+    super(reset.message, { cause: reset });
+  }
 }
 
 const lowerCased = (headers: Readonly<Record<string, string>>): Record<string, string> =>

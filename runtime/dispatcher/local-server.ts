@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { DEFAULT_KEEP_ALIVE_TIMEOUT_MS } from '../core/keep-alive.js';
 import type { Logger } from '../core/logger.js';
 import type { RestHandler } from './rest-router.js';
 
@@ -211,7 +212,9 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
     const body = errorBody('EXPECTATION_FAILED', `header 'expect' is '${String(req.headers.expect).slice(0, 40)}'; only '100-continue' is understood`);
     answerAndClose(req, res, 417, body);
   });
-  server.keepAliveTimeout = 5_000;
+  // Longer than any Floe client keeps an idle connection (core/keep-alive.ts): equal timeouts on both
+  // ends let the server close a connection just as the client sends on it ("socket hang up").
+  server.keepAliveTimeout = DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());

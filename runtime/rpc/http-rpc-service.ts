@@ -14,6 +14,7 @@ import {
   errorMessage,
   toErrorInfo,
 } from '../core/errors.js';
+import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
 import type { Logger } from '../core/logger.js';
 import { createLogger } from '../core/logger.js';
 import { RpcDispatcher, decodeReply, encodeArgs, gatewayProxy, isRpcReply } from './rpc-dispatcher.js';
@@ -24,14 +25,6 @@ export const FENCING_TOKEN_HEADER = 'x-floe-fencing-token';
 /** Largest request or response body; a JobGraph with its library inlined stays well below. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-/**
- * How long the server keeps an idle keep-alive connection open. Clients let theirs go after
- * `DEFAULT_IDLE_SOCKET_TIMEOUT_MS`, far earlier, so the server never closes a connection just as a
- * client reuses it (which the client sees as "socket hang up" from a live peer).
- */
-export const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 30_000;
-/** How long a client keeps an idle pooled connection; well below every Floe server's keep-alive timeout. */
-export const DEFAULT_IDLE_SOCKET_TIMEOUT_MS = 4_000;
 
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
 
@@ -292,7 +285,7 @@ export class HttpRpcService implements RpcService {
           // reset before any answer). A Floe server resets a reused connection without answering only
           // when it dropped it as idle (before reading the request) or when its process is gone (then
           // the resend is refused), so one resend on a fresh socket is safe for an idempotent call.
-          if (idempotent && !responded && req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && retriesLeft > 0 && Date.now() < deadline) {
+          if (idempotent && !responded && failedOnStaleConnection(req, error) && retriesLeft > 0 && Date.now() < deadline) {
             attempt(retriesLeft - 1, true);
             return;
           }
