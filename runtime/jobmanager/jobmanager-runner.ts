@@ -110,10 +110,8 @@ export class JobManagerRunner {
     // Read again after winning, should these early reads fail.
     this.jobGraphBytes.catch(() => undefined);
     this.earlyRecord.catch(() => undefined);
-    // The JobMaster's campaign goes out first: RUNNING waits for its lease, not for the ResourceManager's,
-    // and a store that serves concurrent writes one after another would otherwise answer it second.
-    this.jmElection.start();
     this.rmElection.start();
+    this.jmElection.start();
   }
 
   /** The record as the JobMaster of epoch `token` starts from (see `earlyRecord`). */
