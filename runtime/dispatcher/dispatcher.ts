@@ -206,10 +206,6 @@ export class Dispatcher {
   async submitJob(body: unknown): Promise<{ jobId: JobId; existing: boolean }> {
     const submission = await this.validateSubmission(body);
     const { jobGraph, reservation } = submission;
-    // The warm pool's places are read while the job id is claimed, not after: the claim lease's
-    // conditional write decides whether a place still has its process, so a read a moment older only
-    // means, rarely, a claim refused and the next place (or a launch) instead.
-    const places = this.readyJobManagerLeasesOrNone(jobGraph.jobId);
     const now = this.deps.clock.now();
     const parallelism = Math.max(...jobGraph.vertices.map((v) => v.parallelism));
     const { created, record } = await this.deps.jobStore.create({
@@ -227,9 +223,9 @@ export class Dispatcher {
       cancelRequested: false,
       admission: { state: AdmissionState.SUBMITTING, taskExecutors: reservation.taskExecutors },
     });
-    if (!created) return this.resubmission(submission, record, places);
+    if (!created) return this.resubmission(submission, record);
     this.log.info('job submitted', { jobId: jobGraph.jobId, name: jobGraph.name, parallelism, taskExecutors: reservation.taskExecutors });
-    await this.completeSubmission(submission, record, places);
+    await this.completeSubmission(submission, record);
     return { jobId: jobGraph.jobId, existing: false };
   }
 
@@ -252,20 +248,19 @@ export class Dispatcher {
 
   /**
    * Steps 3-5; every write here is idempotent, so the owner and a resubmission may both do them. The
-   * blobs go up together while the warm pool's places (`places`, read since the id was claimed) and, on
-   * DynamoDB, the admission ledger are read;
+   * blobs go up together while the warm pool's places (and, on DynamoDB, the admission ledger) are read;
    * once both blobs are stored, one ledger step puts the job in line and, when nothing waits before it and
    * it fits, admits it naming the JobManager it goes to (a ready one, or the one launched for it).
    * `created` is the record as this request created it (a hint for the store).
    */
-  private async completeSubmission(submission: Submission, created?: JobRecord, places?: Promise<Lease[]>): Promise<void> {
+  private async completeSubmission(submission: Submission, created?: JobRecord): Promise<void> {
     const { jobId } = submission.jobGraph;
     let handOver: HandOver | undefined;
     const stored = Promise.all([
       submission.libraryStored ? undefined : this.storeLibrary(submission.library),
       this.deps.blobStore.put(blobKeys.jobGraph(jobId), submission.graphBytes),
     ]);
-    const jobManager = Promise.all([stored, places ?? this.readyJobManagerLeasesOrNone(jobId)]).then(([, ready]): JobManagerLaunch => {
+    const jobManager = Promise.all([stored, this.readyJobManagerLeasesOrNone(jobId)]).then(([, ready]): JobManagerLaunch => {
       const first = ready[0];
       handOver = { ready, named: first !== undefined ? workerOfHolder(first.holder) : jobManagerWorkerId(jobId) };
       return { launches: 1, workerId: handOver.named, launchedAtMs: this.deps.clock.now() };
@@ -337,12 +332,12 @@ export class Dispatcher {
    * Same id, same JobGraph: the same job (idempotent); a first submission still writing is helped along.
    * Same id, other JobGraph: a conflict, and nothing is written.
    */
-  private async resubmission(submission: Submission, record: JobRecord, places: Promise<Lease[]>): Promise<{ jobId: JobId; existing: boolean }> {
+  private async resubmission(submission: Submission, record: JobRecord): Promise<{ jobId: JobId; existing: boolean }> {
     const { jobId } = submission.jobGraph;
     if (!(await this.isSameGraph(submission, record))) {
       throw new ConflictError(`job ${jobId} already exists with a different JobGraph; submit under a new job id`);
     }
-    if (record.admission?.state === AdmissionState.SUBMITTING) await this.completeSubmission(submission, undefined, places);
+    if (record.admission?.state === AdmissionState.SUBMITTING) await this.completeSubmission(submission);
     else await this.admitWaiting();
     return { jobId: record.jobId, existing: true };
   }

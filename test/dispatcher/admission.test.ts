@@ -53,7 +53,7 @@ interface Cluster {
   readonly network: LocalRpcNetwork;
 }
 
-async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; leaseStore?: InMemoryLeaseStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean; reachesJobManagers?: boolean } = {}): Promise<Cluster> {
+async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean; reachesJobManagers?: boolean } = {}): Promise<Cluster> {
   const clock = options.clock ?? new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
   const blobStore = options.blobStore ?? new ControlledBlobStore();
@@ -70,7 +70,7 @@ async function startCluster(options: { config?: Record<string, unknown>; jobStor
   const network = new LocalRpcNetwork();
   const rpc = new LocalRpcService(network, 'dispatcher');
   const config = loadConfig({ 'taskmanager.numberOfTaskSlots': 2, ...options.config });
-  const leaseStore = options.leaseStore ?? new InMemoryLeaseStore(clock);
+  const leaseStore = new InMemoryLeaseStore(clock);
   const dispatcher = new Dispatcher({
     jobStore, blobStore, leaseStore, launcher, rpc, config, clock, logger: silentLogger,
     jobManagerEnv: { FLOE_STATE_DIR: '/nowhere', [CONFIG_ENV]: JSON.stringify(config) },
@@ -352,42 +352,5 @@ describe('the warm pool at submission', () => {
       for (let i = 0; i < 100 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
       expect(told).toEqual(reaches ? [holder] : []);
     }
-  });
-
-  it("reads the warm pool's places while it claims the job id, so the hand-over does not wait for that read", async () => {
-    const events: string[] = [];
-    let createAnswered!: () => void;
-    const answerCreate = new Promise<void>((resolve) => (createAnswered = resolve));
-    // The id claim is held until the test lets it answer: what the Dispatcher reads meanwhile shows.
-    class HeldCreateJobStore extends InMemoryJobStore {
-      override async create(record: Parameters<InMemoryJobStore['create']>[0]) {
-        events.push('create');
-        await answerCreate;
-        return super.create(record);
-      }
-    }
-    class PlaceReadsLeaseStore extends InMemoryLeaseStore {
-      override async get(name: string) {
-        if (name === leaseNames.standbyJobManager(0)) events.push('read place');
-        return super.get(name);
-      }
-    }
-    const clock = new ManualClock();
-    const leaseStore = new PlaceReadsLeaseStore(clock);
-    const c = await startCluster({ clock, leaseStore, jobStore: new HeldCreateJobStore(clock), config: { 'cluster.warm-pool.jobmanagers': 1 }, start: false });
-    const holder = 'jobmanager-ready#0a1b2c3d';
-    expect(await leaseStore.tryAcquire(leaseNames.standbyJobManager(0), holder, 'nowhere', 60_000)).toBeDefined();
-
-    const jobId = JobId.random();
-    const answer = c.call('POST', '/jobs', await body(jobId));
-    await waitUntil(async () => events.includes('create'));
-    expect(events).toEqual(['read place', 'create']);
-    createAnswered();
-    expect((await answer).status).toBe(202);
-    // Read once, and still the hand-over's: the ready process got the job through its claim.
-    expect(events).toEqual(['read place', 'create']);
-    expect(c.started).toEqual([]);
-    const claim = await leaseStore.get(leaseNames.standbyClaim(holder));
-    expect(claim === undefined ? undefined : parseStandbyClaim(claim.holder)?.jobId).toBe(jobId);
   });
 });
