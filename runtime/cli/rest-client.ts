@@ -295,8 +295,8 @@ async function agentFor(protocol: string): Promise<{ request: typeof import('nod
   const mod = protocol === 'https:' ? await import('node:https') : await import('node:http');
   let agent = agents.get(protocol);
   if (agent === undefined) {
-    // Idle connections go after DEFAULT_IDLE_SOCKET_TIMEOUT_MS, well before the local server drops them
-    // (node's global agent keeps them 5 s, exactly as long as that server used to).
+    // Idle connections go after DEFAULT_IDLE_SOCKET_TIMEOUT_MS, well before a Floe server drops them
+    // (Node's global agent would keep them 5 s, the same as servers that close after 5 s).
     agent = new mod.Agent({ keepAlive: true, timeout: DEFAULT_IDLE_SOCKET_TIMEOUT_MS });
     agents.set(protocol, agent);
   }
@@ -345,7 +345,7 @@ async function send(
   }
 }
 
-/** A reused pooled connection was reset before any answer: the request never reached the server. */
+/** A reused pooled connection was reset before any answer: the request most likely never reached the server. */
 class StaleConnectionError extends Error {
   constructor(readonly reset: Error) {
     super(reset.message, { cause: reset });

@@ -25,7 +25,6 @@ export const FENCING_TOKEN_HEADER = 'x-floe-fencing-token';
 /** Largest request or response body; a JobGraph with its library inlined stays well below. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-
 const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
 
 export interface HttpRpcServiceOptions {
