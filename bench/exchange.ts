@@ -10,7 +10,8 @@
 // and nothing else is done. The records are built once, and each round's timing starts after a full
 // garbage collection (node --expose-gc, as the npm script runs it): before, each round built its 2M
 // records right before the timed loop, whose time then swung by 2x with the old-generation collections
-// that building set off. The collection makes the bound faster, if anything, never slower.
+// that building set off. The collection makes the bound faster, if anything, never slower. Each
+// round's bound is the fastest of three passes: one pass still swung from ~270 to ~450 ms between rounds.
 // Run: npm run bench:exchange   (figures also go to bench/out/exchange.json).
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,6 +35,21 @@ const segmentSizeBytes = EXTRA_CONFIG['taskmanager.memory.segment-size'] ?? CONF
 
 /** The records the codec alone encodes: built once, before any timing, and kept for every round. */
 let codecRecords: [string, number][] | undefined;
+
+/**
+ * The codec bound of one round: the fastest of CODEC_REPEATS passes. One pass still swung from ~270 to
+ * ~450 ms between rounds (the machine's neighbours, late optimization), and a slow bound flatters the
+ * ratio; the fastest pass is what the codec can do.
+ */
+const CODEC_REPEATS = 3;
+function codecBound(): { ms: number; bytes: number } {
+  let best = codecOnly();
+  for (let i = 1; i < CODEC_REPEATS; i++) {
+    const next = codecOnly();
+    if (next.ms < best.ms) best = next;
+  }
+  return best;
+}
 
 /** The codec alone: every record encoded into segments and every segment decoded, on one thread. */
 function codecOnly(): { ms: number; bytes: number } {
@@ -109,7 +125,7 @@ async function measure(parallelism: number) {
   let placement: string[][] = [];
   try {
     for (let i = 0; i < RUNS; i++) {
-      const codec = codecOnly();
+      const codec = codecBound();
       codecMs.push(codec.ms);
       bytes = codec.bytes;
       const sampler = new PeakRssSampler(stateDir);
@@ -169,7 +185,7 @@ try {
     segmentSizeBytes,
     runs: RUNS,
     running: 'first task deployed -> last task finished (JobMaster clock)',
-    codecOnly: 'RecordBufferBuilder.add + decodeRecords of the same records, one thread, measured before each exchange run',
+    codecOnly: 'RecordBufferBuilder.add + decodeRecords of the same records, one thread, the fastest of 3 passes before each exchange run',
     efficiencyP1: p1.efficiency,
     efficiencyP2: p2.efficiency,
     p1,
