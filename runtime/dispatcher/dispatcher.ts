@@ -7,7 +7,7 @@ import { checkSourcePaths, type SourceCheckStoreFor } from '../blob/input-store.
 import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
 import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
-import { ConflictError, errorMessage, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
+import { ConflictError, errorMessage, InvalidRequestError, LibraryNotStoredError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
@@ -25,6 +25,7 @@ import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { admissionBounds, reservationFor, type Reservation, type TaskExecutorSizes } from './admission.js';
 import { jobDetails, jobSummary, type JobViewContext } from './job-views.js';
 import { decodeJobCursor, encodeJobCursor, type JobListQuery } from './job-list-query.js';
+import { VerifiedLibraries } from './verified-libraries.js';
 import { jobPlan, type ArtifactUploadResponse, type JobDetails, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from './rest-types.js';
 
 /** JobGraph plans kept in memory (they never change). */
@@ -83,9 +84,8 @@ export const DEFAULT_JOB_WAIT_POLLING: JobWaitPolling = { minMs: 10, fraction: 0
 /** A submission that passed validation: everything the later steps write, computed before any write. */
 interface Submission {
   readonly jobGraph: JobGraph;
-  readonly library: Uint8Array;
-  /** The library was read from the BlobStore (and checked there): nothing to store. */
-  readonly libraryStored: boolean;
+  /** The library's bytes when they came with the request; undefined when it is stored already (and was checked there). */
+  readonly library: Uint8Array | undefined;
   /** The canonical JobGraph bytes, stored as jobgraph.json; their hash names the graph in the record. */
   readonly graphBytes: Uint8Array;
   readonly graphSha256: string;
@@ -153,9 +153,11 @@ export class Dispatcher {
   private readonly bounds: AdmissionBounds;
   /** Set by close(): long-polls answer with what they have instead of reading a closing store. */
   private closed = false;
+  private readonly verifiedLibraries: VerifiedLibraries;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.log = deps.logger.child({ component: 'dispatcher' });
+    this.verifiedLibraries = new VerifiedLibraries(deps.clock);
     this.bounds = admissionBounds(deps.config);
     this.unsubscribe = deps.launcher.onExit((exit) => void this.jobManagerExited(exit));
   }
@@ -252,13 +254,13 @@ export class Dispatcher {
     const { jobGraph: rawGraph, library: rawLibrary } = body as { jobGraph?: unknown; library?: unknown };
     if (rawGraph === undefined) throw new InvalidRequestError("field 'jobGraph' is missing");
     const jobGraph = parseJobGraph(rawGraph);
-    const library = await this.libraryBytes(jobGraph, rawLibrary);
-    validateJobGraph(jobGraph, await listLibraryExports(library));
+    const library = await this.submittedLibrary(jobGraph, rawLibrary);
+    validateJobGraph(jobGraph, library.exports);
     await checkSourcePaths(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.sourceCheckFor);
     await checkSinkTargets(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.outputStoreFor);
     const reservation = reservationFor(jobGraph, this.deps.config, this.deps.taskExecutorSizes);
     const graphBytes = canonicalJobGraphBytes(jobGraph);
-    return { jobGraph, library, libraryStored: rawLibrary === undefined, graphBytes, graphSha256: sha256Hex(graphBytes), reservation };
+    return { jobGraph, library: library.inline, graphBytes, graphSha256: sha256Hex(graphBytes), reservation };
   }
 
   /**
@@ -272,7 +274,7 @@ export class Dispatcher {
     const { jobId } = submission.jobGraph;
     let handOver: HandOver | undefined;
     const stored = Promise.all([
-      submission.libraryStored ? undefined : this.storeLibrary(submission.library),
+      submission.library === undefined ? undefined : this.storeLibrary(submission.library),
       this.deps.blobStore.put(blobKeys.jobGraph(jobId), submission.graphBytes),
     ]);
     const jobManager = Promise.all([stored, this.readyJobManagerLeasesOrNone(jobId)]).then(([, ready]): JobManagerLaunch => {
@@ -298,24 +300,34 @@ export class Dispatcher {
     await this.launchJobManager(admitted, 1, handOver);
   }
 
-  private async libraryBytes(jobGraph: JobGraph, raw: unknown): Promise<Uint8Array> {
+  /**
+   * The library a submission names, checked: its exports, and its bytes when they came with the request
+   * (to be stored). A library this Dispatcher verified in the store a moment ago is not read again.
+   */
+  private async submittedLibrary(jobGraph: JobGraph, raw: unknown): Promise<{ inline?: Uint8Array; exports: readonly string[] }> {
     const { sha256, sizeBytes } = jobGraph.library;
     if (raw === undefined) {
+      const known = this.verifiedLibraries.get(sha256);
+      if (known?.exports !== undefined) {
+        checkStoredSize(sha256, sizeBytes, known.sizeBytes);
+        return { exports: known.exports };
+      }
       const stored = await this.deps.blobStore.get(blobKeys.library(sha256));
-      if (stored === undefined) throw new InvalidRequestError(`library ${sha256} is not stored yet: send it base64-encoded in the field 'library', or upload it first through POST /artifacts`);
+      if (stored === undefined) throw new LibraryNotStoredError(sha256);
       // An upload URL lets a client write any bytes under the key; only the hash makes them the library.
       // What is stored is never removed here: other jobs may be using it, and this request may be the wrong one.
       const actual = sha256Hex(stored);
       if (actual !== sha256) {
-        throw new InvalidRequestError(
+        throw new LibraryNotStoredError(
+          sha256,
           `the object stored as library ${sha256} has sha256 ${actual} (${stored.length} bytes): an upload put other bytes there; ` +
             'upload the library\'s exact bytes through POST /artifacts (it offers to replace them) or send them in the field \'library\'',
         );
       }
-      if (stored.length !== sizeBytes) {
-        throw new InvalidRequestError(`jobGraph.library.sizeBytes says ${sizeBytes}, but the stored library ${sha256} has ${stored.length} bytes; send its real size`);
-      }
-      return stored;
+      checkStoredSize(sha256, sizeBytes, stored.length);
+      const exports = await listLibraryExports(stored);
+      this.verifiedLibraries.remember(sha256, { sizeBytes: stored.length, exports });
+      return { exports };
     }
     if (typeof raw !== 'string' || !BASE64.test(raw)) throw new InvalidRequestError("field 'library' must be the library's bytes, base64-encoded");
     const bytes = Buffer.from(raw, 'base64');
@@ -325,7 +337,7 @@ export class Dispatcher {
     if (bytes.length !== sizeBytes) throw new InvalidRequestError(`field 'library' has ${bytes.length} bytes but jobGraph.library.sizeBytes says ${sizeBytes}`);
     const actual = sha256Hex(bytes);
     if (actual !== sha256) throw new InvalidRequestError(`field 'library' has sha256 ${actual} but jobGraph.library.sha256 says ${sha256}`);
-    return bytes;
+    return { inline: bytes, exports: this.verifiedLibraries.get(sha256)?.exports ?? (await listLibraryExports(bytes)) };
   }
 
   /**
@@ -333,14 +345,20 @@ export class Dispatcher {
    * that does not match its hash (an upload of other bytes) is replaced by these, which are the library.
    */
   private async storeLibrary(bytes: Uint8Array): Promise<void> {
-    const key = blobKeys.library(sha256Hex(bytes));
-    if (await this.hasValidLibrary(key)) return;
-    await this.deps.blobStore.put(key, bytes);
+    const sha256 = sha256Hex(bytes);
+    if (this.verifiedLibraries.get(sha256) !== undefined) return;
+    const key = blobKeys.library(sha256);
+    if (!(await this.hasValidLibrary(sha256))) await this.deps.blobStore.put(key, bytes);
+    this.verifiedLibraries.remember(sha256, { sizeBytes: bytes.length, exports: await exportsIfModule(bytes) });
   }
 
-  private async hasValidLibrary(key: string): Promise<boolean> {
-    const stored = await this.deps.blobStore.get(key);
-    return stored !== undefined && blobKeys.library(sha256Hex(stored)) === key;
+  /** Whether the store holds the library's own bytes under its key (remembered for a while if so). */
+  private async hasValidLibrary(sha256: string): Promise<boolean> {
+    if (this.verifiedLibraries.get(sha256) !== undefined) return true;
+    const stored = await this.deps.blobStore.get(blobKeys.library(sha256));
+    if (stored === undefined || sha256Hex(stored) !== sha256) return false;
+    this.verifiedLibraries.remember(sha256, { sizeBytes: stored.length, exports: await exportsIfModule(stored) });
+    return true;
   }
 
   /**
@@ -600,7 +618,7 @@ export class Dispatcher {
     }
     const key = blobKeys.library(sha256);
     // An object under the key that is not the library (an upload of other bytes) may be replaced.
-    if (await this.hasValidLibrary(key)) return { sha256, key, exists: true };
+    if (await this.hasValidLibrary(sha256)) return { sha256, key, exists: true };
     const upload = this.deps.artifactUploads !== undefined
       ? await this.deps.artifactUploads.createUpload(key, sha256, sizeBytes)
       : { url: `/artifacts/${sha256}`, headers: {}, expiresAtMs: this.deps.clock.now() + 3_600_000 };
@@ -823,4 +841,24 @@ function sortKeys(value: unknown): unknown {
     if (v !== undefined) out[key] = sortKeys(v);
   }
   return out;
+}
+
+function checkStoredSize(sha256: string, sizeBytes: number, storedBytes: number): void {
+  if (storedBytes !== sizeBytes) {
+    throw new InvalidRequestError(`jobGraph.library.sizeBytes says ${sizeBytes}, but the stored library ${sha256} has ${storedBytes} bytes; send its real size`);
+  }
+}
+
+/**
+ * The library's exports, or undefined when its bytes are not an ES module. Storing such bytes is not
+ * wrong in itself (PUT /artifacts takes any bytes with the right hash); a job naming them is refused
+ * at submission, with the parser's message.
+ */
+async function exportsIfModule(bytes: Uint8Array): Promise<readonly string[] | undefined> {
+  try {
+    return await listLibraryExports(bytes);
+  } catch (error) {
+    if (error instanceof InvalidRequestError) return undefined;
+    throw error;
+  }
 }

@@ -2,7 +2,7 @@
 // it at once, and a folder where slot workers keep the files they import it from.
 import { mkdir } from 'node:fs/promises';
 import { NotFoundError } from '../core/errors.js';
-import { blobKeys, type BlobStore } from '../blob/blob-store.js';
+import { blobKeys, sha256Hex, type BlobStore } from '../blob/blob-store.js';
 
 export class LibraryCache {
   private readonly libraries = new Map<string, Promise<Uint8Array>>();
@@ -20,7 +20,9 @@ export class LibraryCache {
 
   /**
    * The library's bytes. Concurrent and later asks share one read; a failed read is not kept, so the
-   * next task asks the store again.
+   * next task asks the store again. Bytes that do not hash to `sha256` are refused: the Dispatcher
+   * checked the library when the job was submitted, but an upload URL lets a client write other bytes
+   * under its key later, and those must fail the task, not run.
    */
   get(sha256: string): Promise<Uint8Array> {
     let cached = this.libraries.get(sha256);
@@ -28,6 +30,10 @@ export class LibraryCache {
       const key = blobKeys.library(sha256);
       cached = this.blobStore.get(key).then((code) => {
         if (code === undefined) throw new NotFoundError(`library ${sha256} is not in the blob store (key ${key}); resubmit the job with its library`);
+        const actual = sha256Hex(code);
+        if (actual !== sha256) {
+          throw new Error(`the object stored as library ${sha256} (key ${key}) has sha256 ${actual}: other bytes were put there after the job was submitted; upload the library again through POST /artifacts and resubmit the job`);
+        }
         return code;
       });
       this.libraries.set(sha256, cached);

@@ -33,9 +33,15 @@ afterEach(async () => {
 class ControlledBlobStore extends InMemoryBlobStore {
   /** Called before each put; may wait or throw. */
   beforePut: (key: string) => Promise<void> = async () => undefined;
+  /** The key of every read, in order. */
+  readonly reads: string[] = [];
   override async put(key: string, data: Uint8Array): Promise<void> {
     await this.beforePut(key);
     await super.put(key, data);
+  }
+  override async get(key: string): Promise<Uint8Array | undefined> {
+    this.reads.push(key);
+    return super.get(key);
   }
 }
 
@@ -189,6 +195,36 @@ describe('submission protocol', () => {
     expect(offer.body).toMatchObject({ exists: false, upload: { method: 'PUT' } });
     expect((await c.call('PUT', offer.body.upload.url, Buffer.from(library))).status).toBe(201);
     expect(await c.call('POST', '/jobs', { jobGraph })).toEqual({ status: 202, body: { jobId: 'lib' } });
+  });
+
+  it('a library checked in the store a moment ago is not read back for the next jobs; a minute later it is, and one gone is asked for again', async () => {
+    const clock = new ManualClock();
+    const c = await startCluster({ clock });
+    const { sha256, library } = fixtureLibrary();
+    const key = blobKeys.library(sha256);
+    const libraryReads = () => c.blobStore.reads.filter((k) => k === key).length;
+    expect((await c.call('POST', '/jobs', await body('first'))).status).toBe(202);
+    const afterFirst = libraryReads();
+    // What a client does next time: asks whether the library is stored, then names it without its bytes.
+    expect((await c.call('POST', '/artifacts', { sha256, sizeBytes: library.length })).body).toMatchObject({ exists: true });
+    expect((await c.call('POST', '/jobs', { jobGraph: (await body('second')).jobGraph })).status).toBe(202);
+    expect((await c.call('POST', '/jobs', await body('third'))).status).toBe(202);
+    expect(libraryReads(), 'no read of the library after the first job').toBe(afterFirst);
+    // A wrong size is still refused, from what was checked.
+    const wrong = await c.call('POST', '/jobs', { jobGraph: { ...(await body('fourth')).jobGraph, library: { sha256, sizeBytes: 1 } } });
+    expect(wrong.body.error.message).toBe(`jobGraph.library.sizeBytes says 1, but the stored library ${sha256} has ${library.length} bytes; send its real size`);
+
+    // The library expires from the store; a minute after it was checked, the Dispatcher looks again.
+    await c.blobStore.delete(key);
+    clock.advance(60_000);
+    expect((await c.call('POST', '/artifacts', { sha256, sizeBytes: library.length })).body).toMatchObject({ exists: false });
+    const refused = await c.call('POST', '/jobs', { jobGraph: (await body('fifth')).jobGraph });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/is not stored yet/);
+    expect(libraryReads()).toBe(afterFirst + 2);
+    // Sent again with its bytes, it is stored again.
+    expect((await c.call('POST', '/jobs', await body('fifth'))).status).toBe(202);
+    expect(sha256Hex((await c.blobStore.get(key))!)).toBe(sha256);
   });
 
   it('a wrong sizeBytes for a stored library is refused naming both sizes, and the library stays', async () => {
