@@ -1,7 +1,7 @@
 // The client side of the Dispatcher's REST API, as the CLI (and tests) use it.
 import type { Agent } from 'node:http';
 import { systemClock } from '../core/clock.js';
-import { FloeError, RpcConnectionError, RpcTimeoutError, fromErrorInfo } from '../core/errors.js';
+import { FloeError, LibraryNotStoredError, RpcConnectionError, RpcTimeoutError, fromErrorInfo } from '../core/errors.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
 import type { JobId } from '../core/ids.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
@@ -61,8 +61,8 @@ export interface RestClientOptions {
   /** Larger libraries are uploaded through POST /artifacts instead of inline in POST /jobs. @default 4 MiB */
   readonly inlineLibraryMaxBytes?: number;
   /**
-   * Before sending a library larger than this inline, ask POST /artifacts whether the Dispatcher has it
-   * already. @default 16 KiB
+   * A library larger than this is left out of the first POST /jobs, in case the Dispatcher has it already;
+   * it is sent only when the Dispatcher answers LIBRARY_NOT_STORED. @default 16 KiB
    */
   readonly libraryCheckMinBytes?: number;
 }
@@ -116,11 +116,16 @@ export class RestClient {
       await this.uploadLibrary(jobGraph.library.sha256, library);
       return withoutLibrary();
     }
-    // A library the Dispatcher already has (the same job run again) is not sent again: asking costs a
-    // small request, sending costs the bytes, and locally a body over 64 KiB is parsed on a worker thread.
+    // A library the Dispatcher may have already (the same job run again) is not sent at first: the job goes
+    // without it, which costs one request when it is stored, and when it is not, a refusal that wrote
+    // nothing (LIBRARY_NOT_STORED) and the job sent again with it. Sending costs the bytes, and locally a
+    // body over 64 KiB is parsed on a worker thread.
     if (library !== undefined && library.byteLength > this.libraryCheckMinBytes) {
-      const offer = await this.request<ArtifactUploadResponse>('POST', '/artifacts', { body: { sha256: jobGraph.library.sha256, sizeBytes: library.byteLength } satisfies ArtifactUploadRequest });
-      if (offer.exists) return withoutLibrary();
+      try {
+        return await withoutLibrary();
+      } catch (error) {
+        if (!(error instanceof LibraryNotStoredError)) throw error;
+      }
     }
     const body: SubmitJobRequest =
       library === undefined ? { jobGraph } : { jobGraph, library: Buffer.from(library.buffer, library.byteOffset, library.byteLength).toString('base64') };

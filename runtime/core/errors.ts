@@ -104,6 +104,18 @@ export class InvalidRequestError extends FloeError {
   }
 }
 
+/**
+ * A submission named a library by its hash without sending it, and the Dispatcher does not have it (or
+ * has other bytes under its key). Nothing was written; a client sends the library (inline or through
+ * POST /artifacts) and submits again.
+ */
+export class LibraryNotStoredError extends FloeError {
+  override readonly httpStatus = 400;
+  constructor(readonly sha256: string, message = `library ${sha256} is not stored yet: send it base64-encoded in the field 'library', or upload it first through POST /artifacts`) {
+    super('LIBRARY_NOT_STORED', message, { details: { sha256 } });
+  }
+}
+
 export class PayloadTooLargeError extends FloeError {
   override readonly httpStatus = 413;
   constructor(what: string, sizeBytes: number, limitBytes: number, hint = '') {
@@ -194,6 +206,7 @@ export function fromErrorInfo(info: ErrorInfo): FloeError {
     case 'UNAUTHORIZED': error = new RpcUnauthorizedError(); break;
     case 'NO_RESOURCE_AVAILABLE': error = new NoResourceAvailableError(info.message); break;
     case 'INVALID_REQUEST': error = new InvalidRequestError(info.message); break;
+    case 'LIBRARY_NOT_STORED': error = new LibraryNotStoredError(String(d['sha256'] ?? ''), info.message); break;
     case 'NOT_FOUND': error = new NotFoundError(info.message); break;
     case 'CONFLICT': error = new ConflictError(info.message); break;
     case 'OUTPUT_TARGET': error = new OutputTargetError(info.message); break;

@@ -172,6 +172,22 @@ describe('RestClient signing with credentials from the environment', () => {
     expect(adapter!.refused).toBe(0);
   });
 
+  it('leaves out of POST /jobs a library the Dispatcher has (a job run again is one request) and sends it after a refusal that wrote nothing', async () => {
+    const { blobStore, jobStore } = await setupDispatcher(iamFront, cleanups);
+    const client = new RestClient({ baseUrl: adapter!.url, signer: createSigV4Signer({ region: REGION }), libraryCheckMinBytes: 1 });
+    const { library, sha256 } = fixtureLibrary();
+    const key = `libraries/${sha256}.mjs`;
+    // Other bytes under the library's key (what an upload URL allows): the same as no library.
+    await blobStore.put(key, Buffer.from('export const other = 1;'));
+    expect((await client.submitJob(await graphFor('again-1'), library)).jobId).toBe('again-1');
+    // POST /jobs without the library (refused: LIBRARY_NOT_STORED), then POST /jobs with it.
+    expect(adapter!.invocations).toBe(2);
+    expect(Buffer.from((await blobStore.get(key))!)).toEqual(Buffer.from(library));
+    expect((await client.submitJob(await graphFor('again-2'), library)).jobId).toBe('again-2');
+    expect(adapter!.invocations).toBe(3);
+    expect((await jobStore.list()).map((r) => r.jobId).sort()).toEqual(['again-1', 'again-2']);
+  });
+
   it('lets a browser use the dashboard: a signed client gets a login link, and the session reads and cancels under /ui/ only', async () => {
     const { blobStore } = await setupDispatcher(iamFront, cleanups);
     const client = new RestClient({ baseUrl: adapter!.url, signer: createSigV4Signer({ region: REGION }) });
