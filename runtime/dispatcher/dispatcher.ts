@@ -313,11 +313,15 @@ export class Dispatcher {
         return { exports: known.exports };
       }
       const stored = await this.deps.blobStore.get(blobKeys.library(sha256));
-      if (stored === undefined) throw new LibraryNotStoredError(sha256);
+      if (stored === undefined) {
+        this.verifiedLibraries.forget(sha256);
+        throw new LibraryNotStoredError(sha256);
+      }
       // An upload URL lets a client write any bytes under the key; only the hash makes them the library.
       // What is stored is never removed here: other jobs may be using it, and this request may be the wrong one.
       const actual = sha256Hex(stored);
       if (actual !== sha256) {
+        this.verifiedLibraries.forget(sha256);
         throw new LibraryNotStoredError(
           sha256,
           `the object stored as library ${sha256} has sha256 ${actual} (${stored.length} bytes): an upload put other bytes there; ` +
@@ -356,7 +360,10 @@ export class Dispatcher {
   private async hasValidLibrary(sha256: string): Promise<boolean> {
     if (this.verifiedLibraries.get(sha256) !== undefined) return true;
     const stored = await this.deps.blobStore.get(blobKeys.library(sha256));
-    if (stored === undefined || sha256Hex(stored) !== sha256) return false;
+    if (stored === undefined || sha256Hex(stored) !== sha256) {
+      this.verifiedLibraries.forget(sha256);
+      return false;
+    }
     this.verifiedLibraries.remember(sha256, { sizeBytes: stored.length, exports: await exportsIfModule(stored) });
     return true;
   }
