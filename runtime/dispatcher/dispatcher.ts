@@ -350,9 +350,8 @@ export class Dispatcher {
    */
   private async storeLibrary(bytes: Uint8Array): Promise<void> {
     const sha256 = sha256Hex(bytes);
-    if (this.verifiedLibraries.get(sha256) !== undefined) return;
-    const key = blobKeys.library(sha256);
-    if (!(await this.hasValidLibrary(sha256))) await this.deps.blobStore.put(key, bytes);
+    if (await this.hasValidLibrary(sha256)) return;
+    await this.deps.blobStore.put(blobKeys.library(sha256), bytes);
     this.verifiedLibraries.remember(sha256, { sizeBytes: bytes.length, exports: await exportsIfModule(bytes) });
   }
 
