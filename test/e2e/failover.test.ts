@@ -34,14 +34,21 @@ describe('task failover', () => {
     const tasksRun = (jobId: string): Promise<unknown> =>
       waitFor(async () => (await cluster.api('GET', `/jobs/${jobId}`)).body.tasks?.running > 0, 'tasks to run', 30_000);
     // How long the job runs here, now, untouched: the kills below land within that life, however fast
-    // or loaded this machine is.
-    const calibration = await cluster.submit('e2e-wordcount.ts', 'default', [input, join(cluster.work, 'counts-calibration')], 4);
-    await tasksRun(calibration);
-    const runningSince = Date.now();
-    expect((await cluster.awaitTerminal(calibration, 180_000)).status).toBe('FINISHED');
-    const life = Date.now() - runningSince;
-    expect(readCounts(join(cluster.work, 'counts-calibration'))).toEqual(expected);
-    console.log(`failover chaos: the job runs ${life} ms once its tasks run`);
+    // or loaded this machine is. The shorter of two runs: the first one on a fresh cluster is slower
+    // (cold code, a cold page cache), and a kill timed by it often came after the later jobs had ended.
+    const untouchedLife = async (name: string): Promise<number> => {
+      const jobId = await cluster.submit('e2e-wordcount.ts', 'default', [input, join(cluster.work, name)], 4);
+      await tasksRun(jobId);
+      const runningSince = Date.now();
+      expect((await cluster.awaitTerminal(jobId, 180_000)).status).toBe('FINISHED');
+      const life = Date.now() - runningSince;
+      expect(readCounts(join(cluster.work, name))).toEqual(expected);
+      await cluster.nothingLeft();
+      return life;
+    };
+    const lives = [await untouchedLife('counts-calibration-1'), await untouchedLife('counts-calibration-2')];
+    const life = Math.min(...lives);
+    console.log(`failover chaos: the job runs ${lives.join(' and ')} ms once its tasks run`);
     let recoveries = 0;
     for (let run = 0; run < 10; run++) {
       const out = join(cluster.work, `counts-${run}`);
