@@ -535,6 +535,9 @@ export class JobMaster implements JobMasterGateway {
         await this.deps.jobStore.update(this.jobId, update, this.deps.fencingToken);
         if (update.recovery !== undefined) this.recoveryWritten = recoveryKey;
       } catch (error) {
+        // This JobMaster ended the job while the write was on its way (the end is written outside the main
+        // thread): the store refuses a late progress write for an ended job, which says nothing about who leads.
+        if (this.terminated) return;
         if (isFinalRefusal(error)) this.stepDown(`the job record refused a write: ${errorMessage(error)}`);
         // A progress write that fails is not retried on its own: the next change writes the counts again.
         else this.log.warn('cannot write the job progress', { error: errorMessage(error) });

@@ -123,11 +123,17 @@ describe('JobMaster', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function setup(graph: JobGraph, taskExecutors = 2, config = loadConfig({ 'slot.request.timeout': 60_000 }), deployChunkSize?: number) {
+  async function setup(
+    graph: JobGraph,
+    taskExecutors = 2,
+    config = loadConfig({ 'slot.request.timeout': 60_000 }),
+    deployChunkSize?: number,
+    stores: { jobStore?: (clock: ManualClock) => InMemoryJobStore; blobStore?: InMemoryBlobStore } = {},
+  ) {
     const clock = new ManualClock();
     const network = new LocalRpcNetwork();
-    const jobStore = new InMemoryJobStore(clock);
-    const blobStore = new InMemoryBlobStore();
+    const jobStore = stores.jobStore?.(clock) ?? new InMemoryJobStore(clock);
+    const blobStore = stores.blobStore ?? new InMemoryBlobStore();
     await jobStore.create({
       jobId, name: graph.name, status: 'INITIALIZING', epoch: 0, submittedAtMs: clock.now(), updatedAtMs: clock.now(),
       jobGraphKey: 'k', librarySha256: graph.library.sha256, parallelism: 4, exceptions: [], cancelRequested: false,
@@ -246,6 +252,53 @@ describe('JobMaster', () => {
     expect(result).toEqual({ records: [0, 1, 2, 10, 11], truncated: true });
     await waitFor(() => tes.flatMap((t) => t.freed).length === 2, 'slots freed');
     expect(rm.disconnected).toHaveLength(1);
+  });
+
+  it('a progress write that reaches the store after the job ended there does not make the JobMaster that ended it step down', async () => {
+    // While the result is stored, a progress write goes out; the store takes it only after the FINISHED write.
+    let releaseResult!: () => void;
+    const resultHeld = new Promise<void>((r) => (releaseResult = r));
+    let releaseProgress!: () => void;
+    const progressHeld = new Promise<void>((r) => (releaseProgress = r));
+    let progressSent!: () => void;
+    const progressOut = new Promise<void>((r) => (progressSent = r));
+    let progressRefused: unknown;
+    class SlowResultStore extends InMemoryBlobStore {
+      override async put(key: string, data: Uint8Array): Promise<void> {
+        if (key.endsWith('result.json')) await resultHeld;
+        return super.put(key, data);
+      }
+    }
+    class LateProgressStore extends InMemoryJobStore {
+      override async update(...args: Parameters<InMemoryJobStore['update']>): ReturnType<InMemoryJobStore['update']> {
+        const [, update] = args;
+        if (update.status === undefined && update.exception === undefined) {
+          progressSent();
+          await progressHeld;
+          return super.update(...args).catch((error: unknown) => {
+            progressRefused = error;
+            throw error;
+          });
+        }
+        const written = await super.update(...args);
+        if (update.status === 'FINISHED') releaseProgress();
+        return written;
+      }
+    }
+    const { offerSlots, allDeployed, jm, jobStore, jobMaster, clock } = await setup(pipeline(2), 2, undefined, undefined, { jobStore: (c) => new LateProgressStore(c), blobStore: new SlowResultStore() });
+    await offerSlots(1);
+    await waitFor(() => allDeployed().length === 6, 'deployment');
+    for (const t of allDeployed()) {
+      await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'RUNNING' });
+      await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'FINISHED', result: { recordsIn: 1, recordsOut: 1, ...(t.vertexId === 'sink' ? { collected: [] } : {}) } });
+    }
+    clock.advance(100);
+    await progressOut;
+    releaseResult();
+    expect(await jobMaster.termination).toMatchObject({ status: 'FINISHED' });
+    await waitFor(() => progressRefused !== undefined, 'the late progress write refused');
+    expect(String(progressRefused)).toMatch(/already ended/);
+    expect((await jobStore.get(jobId))!.status).toBe('FINISHED');
   });
 
   it('fails the job with the user message and stack when a task fails and the restart strategy allows none, cancelling the others', async () => {
