@@ -130,6 +130,7 @@ export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClo
     documentClient: dynamo.documentClient,
     tableName: s.jobTable,
     leaseTableName: s.leaseTable,
+    leaseStore,
     clock,
     ...(s.endedJobRetentionMs !== undefined && { endedJobRetentionMs: s.endedJobRetentionMs }),
   });

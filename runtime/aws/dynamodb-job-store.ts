@@ -56,6 +56,7 @@ import { awsCall } from './aws-errors.js';
 import { ConditionFailed, conditionally, type Item } from './dynamodb-conditions.js';
 import { jobsBySubmissionIndex, jobTable, leaseTable } from './tables.js';
 import { leaseNames } from '../ha/lease-store.js';
+import type { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
 
 export interface DynamoDbJobStoreOptions {
   readonly documentClient: DynamoDBDocumentClient;
@@ -79,6 +80,12 @@ export interface DynamoDbJobStoreOptions {
    * lease is at the writer's epoch (storage-level fencing). @default - fenced by the record's epoch only
    */
   readonly leaseTableName?: string;
+  /**
+   * The lease store whose table the admission transaction may write: enqueueAndAdmit then takes its
+   * `takeLease` (the warm pool's claim) in the same transaction, one write fewer before the JobManager
+   * learns of its job. @default - the caller takes the lease after the admission
+   */
+  readonly leaseStore?: DynamoDbLeaseStore;
 }
 
 const A = jobTable.attributes;
@@ -341,7 +348,7 @@ export class DynamoDbJobStore implements JobStore {
    * and reads the ledger while the caller's `jobManager` promise (its blob writes) is still under way;
    * every write is conditioned on what the plan read, so a stale hint or ledger only costs a retry.
    */
-  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
+  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }> {
     assertAdmissionBounds(bounds);
     let hint = options.expected?.jobId === jobId ? options.expected : undefined;
     const pending = options.jobManager;
@@ -349,16 +356,30 @@ export class DynamoDbJobStore implements JobStore {
     // Rejected or not, it is only used once `pending` settled (and its error is the one thrown).
     early.catch(() => undefined);
     const jobManager = await pending;
+    const { leaseStore } = this.options;
+    let take = leaseStore === undefined ? undefined : await options.takeLease;
+    let leaseRefused = false;
     let firstRead: Promise<{ ledger: AdmissionLedger; version: number }> | undefined = early;
-    return this.ledgerStep<{ record: JobRecord; admitted?: AdmissionEntry }>('enqueueAndAdmit', jobId, async (ledger) => {
+    return this.ledgerStep<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }>('enqueueAndAdmit', jobId, async (ledger) => {
       const before = hint ?? (await this.get(jobId));
       hint = undefined;
-      const { record, ledger: after, changed, admitted } = applyEnqueueAndAdmit(jobId, before, ledger, bounds, this.clock.now(), jobManager);
+      const now = this.clock.now();
+      const { record, ledger: after, changed, admitted } = applyEnqueueAndAdmit(jobId, before, ledger, bounds, now, jobManager);
       if (!changed) return { result: { record } };
+      const writes = [this.recordWrite(before!, record, this.submittingCondition, this.submittingExpected(before!))];
+      // The lease goes with an admission only; held by another, it is left out and the admission planned again.
+      const leaseAt = admitted !== undefined && take !== undefined ? writes.push(leaseStore!.takeWrite(take.name, take.holder, take.address, take.durationMs, now)) - 1 : -1;
+      const leaseTaken = leaseAt >= 0 ? true : admitted !== undefined && leaseRefused ? false : undefined;
       return {
-        result: { record, ...(admitted !== undefined ? { admitted } : {}) },
+        result: { record, ...(admitted !== undefined ? { admitted } : {}), ...(leaseTaken !== undefined ? { leaseTaken } : {}) },
         ...(after !== ledger ? { ledger: after } : {}),
-        writes: [this.recordWrite(before!, record, this.submittingCondition, this.submittingExpected(before!))],
+        writes,
+        onCancelled: (reasons) => {
+          if (leaseAt >= 0 && reasons[leaseAt] === 'ConditionalCheckFailed') {
+            take = undefined;
+            leaseRefused = true;
+          }
+        },
       };
     }, () => {
       const read = firstRead;
@@ -501,7 +522,11 @@ export class DynamoDbJobStore implements JobStore {
         });
       }
       if (items.length === 0) return step.result;
-      if ((await this.transact(`TransactWriteItems (${op})`, items)) instanceof TransactionCancelled) continue;
+      const outcome = await this.transact(`TransactWriteItems (${op})`, items);
+      if (outcome instanceof TransactionCancelled) {
+        step.onCancelled?.(outcome.reasons);
+        continue;
+      }
       if (step.again === true) {
         attempt = -1;
         continue;
@@ -644,6 +669,8 @@ interface LedgerStep<T> {
   readonly writes?: readonly RecordWrite[];
   /** Plan again after this write: it only removed stale entries. */
   readonly again?: boolean;
+  /** Told why the transaction was cancelled (a code per item, in order: the writes, then the ledger) before the step is planned again. */
+  readonly onCancelled?: (reasons: readonly string[]) => void;
 }
 
 interface RecordWrite {

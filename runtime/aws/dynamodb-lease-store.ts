@@ -34,6 +34,16 @@ export interface DynamoDbLeaseStoreOptions {
   readonly onClose?: () => void;
 }
 
+/** A lease's take as one conditional Update (see takeWrite). */
+export interface LeaseTakeWrite {
+  readonly TableName: string;
+  readonly Key: Record<string, unknown>;
+  readonly UpdateExpression: string;
+  readonly ConditionExpression: string;
+  readonly ExpressionAttributeNames: Record<string, string>;
+  readonly ExpressionAttributeValues: Record<string, unknown>;
+}
+
 const A = leaseTable.attributes;
 const NAMES = {
   '#name': A.name,
@@ -65,32 +75,38 @@ export class DynamoDbLeaseStore implements LeaseStore {
     }
   }
 
-  async tryAcquire(name: string, holder: string, address: string, durationMs: number): Promise<Lease | undefined> {
+  /**
+   * The conditional write that takes a free lease (absent, released, or lapsed for others) at the next
+   * epoch, as of `now`: what tryAcquire sends, and what a DynamoDbJobStore puts into an admission
+   * transaction to take the warm pool's claim with it.
+   */
+  takeWrite(name: string, holder: string, address: string, durationMs: number, now: number): LeaseTakeWrite {
     assertLeaseArgs(name, holder, durationMs);
+    return {
+      TableName: this.table,
+      Key: { [A.name]: name },
+      UpdateExpression: 'SET #holder = :holder, #address = :address, #expires = :expires, #released = :false, #epoch = if_not_exists(#epoch, :zero) + :one',
+      ConditionExpression: 'attribute_not_exists(#name) OR #released = :true OR #expires <= :freeForOthersAt OR (#holder = :holder AND #expires <= :now)',
+      ExpressionAttributeNames: names('#name', '#holder', '#address', '#expires', '#released', '#epoch'),
+      ExpressionAttributeValues: {
+        ':holder': holder,
+        ':address': address,
+        ':expires': now + durationMs,
+        ':false': false,
+        ':true': true,
+        ':zero': 0,
+        ':one': 1,
+        ':now': now,
+        ':freeForOthersAt': now - this.skewMs,
+      },
+    };
+  }
+
+  async tryAcquire(name: string, holder: string, address: string, durationMs: number): Promise<Lease | undefined> {
     const now = this.clock.now();
+    const write = this.takeWrite(name, holder, address, durationMs, now);
     const taken = await this.send('tryAcquire', () =>
-      this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { [A.name]: name },
-          UpdateExpression: 'SET #holder = :holder, #address = :address, #expires = :expires, #released = :false, #epoch = if_not_exists(#epoch, :zero) + :one',
-          ConditionExpression: 'attribute_not_exists(#name) OR #released = :true OR #expires <= :freeForOthersAt OR (#holder = :holder AND #expires <= :now)',
-          ExpressionAttributeNames: names('#name', '#holder', '#address', '#expires', '#released', '#epoch'),
-          ExpressionAttributeValues: {
-            ':holder': holder,
-            ':address': address,
-            ':expires': now + durationMs,
-            ':false': false,
-            ':true': true,
-            ':zero': 0,
-            ':one': 1,
-            ':now': now,
-            ':freeForOthersAt': now - this.skewMs,
-          },
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      ),
+      this.db.send(new UpdateCommand({ ...write, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })),
     );
     if (!(taken instanceof ConditionFailed)) return toLease(taken.Attributes);
     const current = taken.item;

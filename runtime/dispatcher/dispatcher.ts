@@ -12,7 +12,7 @@ import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
-import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type JobStore } from '../ha/job-store.js';
+import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type JobStore, type LeaseTake } from '../ha/job-store.js';
 import { leaseNames, standbyClaimHolder, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -282,9 +282,16 @@ export class Dispatcher {
       handOver = { ready, named: first !== undefined ? workerOfHolder(first.holder) : jobManagerWorkerId(jobId) };
       return { launches: 1, workerId: handOver.named, launchedAtMs: this.deps.clock.now() };
     });
+    // The ready JobManager's claim, taken with the admission where the store can (else below, after it).
+    // Settles with `jobManager` and never rejects: its error is jobManager's, reported from there.
+    const takeLease = jobManager.then(
+      () => (handOver?.ready[0] !== undefined ? this.claimOf(handOver.ready[0], jobId, submission.reservation.taskExecutors) : undefined),
+      () => undefined,
+    );
     let admitted: AdmissionEntry | undefined;
+    let leaseTaken: boolean | undefined;
     try {
-      ({ admitted } = await this.deps.jobStore.enqueueAndAdmit(jobId, this.bounds, { jobManager, ...(created !== undefined ? { expected: created } : {}) }));
+      ({ admitted, leaseTaken } = await this.deps.jobStore.enqueueAndAdmit(jobId, this.bounds, { jobManager, takeLease, ...(created !== undefined ? { expected: created } : {}) }));
     } catch (error) {
       // A blob write that failed is the cause to report, whatever the store said first.
       const cause = await jobManager.then(() => error, (blobError: unknown) => blobError);
@@ -297,7 +304,13 @@ export class Dispatcher {
       return;
     }
     this.log.info('job admitted on submission', { jobId, taskExecutors: admitted.taskExecutors, jobManager: handOver.named });
-    await this.launchJobManager(admitted, 1, handOver);
+    const first = handOver.ready[0];
+    if (leaseTaken === true && first !== undefined) {
+      this.claimTaken(jobId, first, 1, admitted.taskExecutors);
+      return;
+    }
+    // Refused (the process is leaving, or another Dispatcher gave it a job): the next ready one, or a launch.
+    await this.launchJobManager(admitted, 1, leaseTaken === false ? { ready: handOver.ready.slice(1), named: handOver.named } : handOver);
   }
 
   /**
@@ -453,16 +466,25 @@ export class Dispatcher {
           await this.writeAsDispatcher(jobId, { jobManager: { launches: launch, workerId, launchedAtMs: this.deps.clock.now() } });
           named = workerId;
         }
-        const claim = await this.deps.leaseStore.tryAcquire(leaseNames.standbyClaim(lease.holder), standbyClaimHolder(jobId, taskExecutors), 'dispatcher', this.deps.config.leaseDurationMs);
-        if (claim === undefined) continue;
-        this.log.info('a ready JobManager takes the job (warm pool)', { jobId, workerId, launch, taskExecutors });
-        if (this.deps.reachesJobManagers === true) this.tellClaimTaken(jobId, lease);
+        const claim = this.claimOf(lease, jobId, taskExecutors);
+        if ((await this.deps.leaseStore.tryAcquire(claim.name, claim.holder, claim.address, claim.durationMs)) === undefined) continue;
+        this.claimTaken(jobId, lease, launch, taskExecutors);
         return true;
       } catch (error) {
         this.log.warn('could not give the job to a ready JobManager; trying the next', { jobId, workerId, error: errorMessage(error) });
       }
     }
     return named;
+  }
+
+  /** The claim that gives `jobId` (with `taskExecutors` of its warm TaskExecutors) to the ready JobManager holding `place`. */
+  private claimOf(place: Lease, jobId: JobId, taskExecutors: number): LeaseTake {
+    return { name: leaseNames.standbyClaim(place.holder), holder: standbyClaimHolder(jobId, taskExecutors), address: 'dispatcher', durationMs: this.deps.config.leaseDurationMs };
+  }
+
+  private claimTaken(jobId: JobId, place: Lease, launch: number, taskExecutors: number): void {
+    this.log.info('a ready JobManager takes the job (warm pool)', { jobId, workerId: workerOfHolder(place.holder), launch, taskExecutors });
+    if (this.deps.reachesJobManagers === true) this.tellClaimTaken(jobId, place);
   }
 
   /** readyJobManagerLeases, or none when the pool is off or cannot be read (a JobManager is started instead). */

@@ -254,6 +254,14 @@ export interface JobPage {
 export const DEFAULT_JOB_PAGE_SIZE = 100;
 export const MAX_JOB_PAGE_SIZE = 1_000;
 
+/** A lease to take, in LeaseStore.tryAcquire's terms. */
+export interface LeaseTake {
+  readonly name: string;
+  readonly holder: string;
+  readonly address: string;
+  readonly durationMs: number;
+}
+
 export interface EnqueueAndAdmitOptions {
   /**
    * Written into the record when this call admits the job: the JobManager the caller hands it to next.
@@ -262,6 +270,14 @@ export interface EnqueueAndAdmitOptions {
    * rejects, writes nothing and throws its error.
    */
   readonly jobManager?: JobManagerLaunch | Promise<JobManagerLaunch | undefined>;
+  /**
+   * A lease to take in the same atomic step when this call admits the job (the warm pool's claim on a
+   * ready JobManager), as LeaseStore.tryAcquire takes one; a promise settles like `jobManager`. A store
+   * that keeps leases beside its records (DynamoDB) takes it there and answers `leaseTaken`: true, or
+   * false when another holds it (the admission stands without it). Other stores leave `leaseTaken`
+   * undefined, and the caller takes the lease itself after the admission.
+   */
+  readonly takeLease?: LeaseTake | Promise<LeaseTake | undefined>;
   /** The record as the caller last saw it; only a hint (see enqueueAndAdmit). */
   readonly expected?: JobRecord;
 }
@@ -309,7 +325,7 @@ export interface JobStore {
    * it): a store may plan its first try from it instead of reading; every write is conditioned on what it
    * planned from, so a stale one costs a retry, never a wrong write.
    */
-  enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options?: EnqueueAndAdmitOptions): Promise<{ record: JobRecord; admitted?: AdmissionEntry }>;
+  enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options?: EnqueueAndAdmitOptions): Promise<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }>;
   /**
    * Admits waiting jobs first in line first while the admitted ones together stay within `bounds`; stops
    * at the first that does not fit, so none overtakes another. A job that could not fit even an empty

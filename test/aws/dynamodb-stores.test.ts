@@ -11,6 +11,7 @@ import { jobTable } from '../../runtime/aws/tables.js';
 import { ManualClock, type Clock } from '../../runtime/core/clock.js';
 import { JobStatus } from '../../runtime/jobgraph/job-status.js';
 import { describeJobStoreContract, newJobRecord } from '../contracts/job-store.contract.js';
+import { AdmissionState } from '../../runtime/ha/job-store.js';
 import { describeJobStoreFenceContract } from '../contracts/job-store-fence.contract.js';
 import { describeLeaseStoreContract } from '../contracts/lease-store.contract.js';
 import { createTables, startEmulators, type Emulators, type TestTables } from './emulators.js';
@@ -46,6 +47,42 @@ describeJobStoreContract('DynamoDbJobStore', async (clock, sameAs) => {
   const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, admissionScope });
   admissionScopes.set(store, admissionScope);
   return store;
+});
+
+describe('DynamoDbJobStore taking the warm pool claim with the admission', () => {
+  it('takes a free claim in the admission transaction; one held by another is left as it is, and the job is admitted without it', async () => {
+    const clock = new ManualClock(Date.now());
+    const leases = leaseStore(clock);
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, admissionScope: `claim-${Date.now().toString(36)}`, leaseStore: leases });
+    const bounds = { maxJobManagers: 5, maxTaskExecutors: 5 };
+    const name = `standby/claim/jobmanager-${Date.now().toString(36)}#1`;
+    const submitted = async () => {
+      const record = newJobRecord(clock);
+      await store.create(record);
+      return record;
+    };
+
+    const a = await submitted();
+    const first = await store.enqueueAndAdmit(a.jobId, bounds, { expected: a, takeLease: Promise.resolve({ name, holder: `job:${a.jobId}`, address: 'dispatcher', durationMs: 10_000 }) });
+    expect(first.admitted?.jobId).toBe(a.jobId);
+    expect(first.leaseTaken).toBe(true);
+    expect(await leases.get(name)).toMatchObject({ holder: `job:${a.jobId}`, epoch: 1, expiresAtMs: clock.now() + 10_000 });
+
+    const b = await submitted();
+    const second = await store.enqueueAndAdmit(b.jobId, bounds, { expected: b, takeLease: { name, holder: `job:${b.jobId}`, address: 'dispatcher', durationMs: 10_000 } });
+    expect(second.leaseTaken).toBe(false);
+    expect(second.admitted?.jobId).toBe(b.jobId);
+    expect((await store.get(b.jobId))?.admission?.state).toBe(AdmissionState.ADMITTED);
+    expect(await leases.get(name)).toMatchObject({ holder: `job:${a.jobId}`, epoch: 1 });
+
+    // A job that must wait takes no lease, even a free one.
+    const other = `${name}-other`;
+    const c = await submitted();
+    const third = await store.enqueueAndAdmit(c.jobId, { maxJobManagers: 2, maxTaskExecutors: 5 }, { expected: c, takeLease: { name: other, holder: `job:${c.jobId}`, address: 'dispatcher', durationMs: 10_000 } });
+    expect(third.admitted).toBeUndefined();
+    expect(third.leaseTaken).toBeUndefined();
+    expect(await leases.get(other)).toBeUndefined();
+  });
 });
 
 describe('DynamoDbLeaseStore across machines with skewed clocks', () => {

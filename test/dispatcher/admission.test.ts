@@ -59,7 +59,7 @@ interface Cluster {
   readonly network: LocalRpcNetwork;
 }
 
-async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean; reachesJobManagers?: boolean } = {}): Promise<Cluster> {
+async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; leaseStore?: InMemoryLeaseStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean; reachesJobManagers?: boolean } = {}): Promise<Cluster> {
   const clock = options.clock ?? new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
   const blobStore = options.blobStore ?? new ControlledBlobStore();
@@ -76,7 +76,7 @@ async function startCluster(options: { config?: Record<string, unknown>; jobStor
   const network = new LocalRpcNetwork();
   const rpc = new LocalRpcService(network, 'dispatcher');
   const config = loadConfig({ 'taskmanager.numberOfTaskSlots': 2, ...options.config });
-  const leaseStore = new InMemoryLeaseStore(clock);
+  const leaseStore = options.leaseStore ?? new InMemoryLeaseStore(clock);
   const dispatcher = new Dispatcher({
     jobStore, blobStore, leaseStore, launcher, rpc, config, clock, logger: silentLogger,
     jobManagerEnv: { FLOE_STATE_DIR: '/nowhere', [CONFIG_ENV]: JSON.stringify(config) },
@@ -388,5 +388,45 @@ describe('the warm pool at submission', () => {
       for (let i = 0; i < 100 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
       expect(told).toEqual(reaches ? [holder] : []);
     }
+  });
+
+  it('with a store that takes the claim in the admission: the ready JobManager gets the job; one whose claim is held, the next one, or a process started', async () => {
+    const clock = new ManualClock();
+    // Counts the takes of claims: each is a write to the store, on the path to the job's start.
+    const claimTakes: string[] = [];
+    const leaseStore = new (class extends InMemoryLeaseStore {
+      override tryAcquire(name: string, holder: string, address: string, durationMs: number) {
+        if (name.startsWith(leaseNames.standbyClaim(''))) claimTakes.push(name);
+        return super.tryAcquire(name, holder, address, durationMs);
+      }
+    })(clock);
+    // As the DynamoDB store does it: the claim in the admission's step, its outcome in `leaseTaken`.
+    class ClaimingJobStore extends InMemoryJobStore {
+      override async enqueueAndAdmit(...args: Parameters<JobStore['enqueueAndAdmit']>): ReturnType<JobStore['enqueueAndAdmit']> {
+        const outcome = await super.enqueueAndAdmit(...args);
+        const take = await args[2]?.takeLease;
+        if (outcome.admitted === undefined || take === undefined) return outcome;
+        return { ...outcome, leaseTaken: (await leaseStore.tryAcquire(take.name, take.holder, take.address, take.durationMs)) !== undefined };
+      }
+    }
+    const c = await startCluster({ clock, leaseStore, jobStore: new ClaimingJobStore(clock), config: { 'cluster.warm-pool.jobmanagers': 2 } });
+    const ready = ['jobmanager-one#0a1b2c3d', 'jobmanager-two#4e5f6a7b'];
+    for (const [i, holder] of ready.entries()) expect(await leaseStore.tryAcquire(leaseNames.standbyJobManager(i), holder, `ready-${i}`, 60_000)).toBeDefined();
+    const claimedJob = async (holder: string) => parseStandbyClaim((await leaseStore.get(leaseNames.standbyClaim(holder)))?.holder ?? '')?.jobId;
+
+    expect((await c.call('POST', '/jobs', await body('first'))).status).toBe(202);
+    expect(await claimedJob(ready[0]!)).toBe('first');
+    expect((await c.jobStore.get(JobId.of('first')))!.jobManager?.workerId).toBe('jobmanager-one');
+    expect(claimTakes, 'the claim is taken once, with the admission').toHaveLength(1);
+    // The first one's claim is held now (its job runs): the next job goes to the second.
+    expect((await c.call('POST', '/jobs', await body('second'))).status).toBe(202);
+    expect(await claimedJob(ready[1]!)).toBe('second');
+    expect((await c.jobStore.get(JobId.of('second')))!.jobManager?.workerId).toBe('jobmanager-two');
+    expect(claimTakes.slice(1), 'the refused claim is not tried again').toEqual([leaseNames.standbyClaim(ready[0]!), leaseNames.standbyClaim(ready[1]!)]);
+    // Both held: a process is started for the third, and the record names it.
+    expect((await c.call('POST', '/jobs', await body('third'))).status).toBe(202);
+    expect(startedJobs(c)).toEqual(['third']);
+    expect((await c.jobStore.get(JobId.of('third')))!.jobManager?.workerId).toBe(jobManagerWorkerId('third'));
+    expect(c.started).toHaveLength(1);
   });
 });
