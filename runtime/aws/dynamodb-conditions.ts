@@ -4,6 +4,16 @@ import { ConditionalCheckFailedException, type AttributeValue } from '@aws-sdk/c
 
 export type Item = Record<string, unknown>;
 
+/** One conditional Update, as sent alone or as an item of a TransactWriteItems. */
+export interface ConditionalUpdate {
+  readonly TableName: string;
+  readonly Key: Record<string, unknown>;
+  readonly UpdateExpression: string;
+  readonly ConditionExpression: string;
+  readonly ExpressionAttributeNames: Record<string, string>;
+  readonly ExpressionAttributeValues: Record<string, unknown>;
+}
+
 export class ConditionFailed {
   /** The item when the condition was evaluated; undefined when there was none. */
   constructor(readonly item: Item | undefined) {}

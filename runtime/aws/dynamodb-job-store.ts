@@ -53,7 +53,7 @@ import {
   type JobStore,
 } from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
-import { ConditionFailed, conditionally, type Item } from './dynamodb-conditions.js';
+import { ConditionFailed, conditionally, type ConditionalUpdate, type Item } from './dynamodb-conditions.js';
 import { jobsBySubmissionIndex, jobTable, leaseTable } from './tables.js';
 import { leaseNames } from '../ha/lease-store.js';
 import type { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
@@ -559,7 +559,7 @@ export class DynamoDbJobStore implements JobStore {
    * The Update that turns `before` into `after`: only the attributes that differ, under `condition`, so
    * writes of other fields by other writers (a JobMaster's task counts) are never undone.
    */
-  private recordWrite(before: JobRecord, after: JobRecord, condition: string, extra: { names: Record<string, string>; values: Record<string, unknown> }): RecordWrite {
+  private recordWrite(before: JobRecord, after: JobRecord, condition: string, extra: { names: Record<string, string>; values: Record<string, unknown> }): ConditionalUpdate {
     const names: Record<string, string> = { '#jobId': A.jobId, '#admission': 'admission', ...extra.names };
     const values: Record<string, unknown> = { ...extra.values };
     const sets: string[] = [];
@@ -666,21 +666,13 @@ type TransactItems = NonNullable<ConstructorParameters<typeof TransactWriteComma
 interface LedgerStep<T> {
   readonly result: T;
   readonly ledger?: AdmissionLedger;
-  readonly writes?: readonly RecordWrite[];
+  readonly writes?: readonly ConditionalUpdate[];
   /** Plan again after this write: it only removed stale entries. */
   readonly again?: boolean;
   /** Told why the transaction was cancelled (a code per item, in order: the writes, then the ledger) before the step is planned again. */
   readonly onCancelled?: (reasons: readonly string[]) => void;
 }
 
-interface RecordWrite {
-  readonly TableName: string;
-  readonly Key: Record<string, unknown>;
-  readonly UpdateExpression: string;
-  readonly ConditionExpression: string;
-  readonly ExpressionAttributeNames: Record<string, string>;
-  readonly ExpressionAttributeValues: Record<string, unknown>;
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

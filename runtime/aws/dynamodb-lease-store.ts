@@ -16,7 +16,7 @@ import { InvalidRequestError } from '../core/errors.js';
 import type { Lease, LeaseStore } from '../ha/lease-store.js';
 import { assertLeaseArgs } from '../ha/lease-rules.js';
 import { awsCall } from './aws-errors.js';
-import { ConditionFailed, conditionally, type Item } from './dynamodb-conditions.js';
+import { ConditionFailed, conditionally, type ConditionalUpdate, type Item } from './dynamodb-conditions.js';
 import { leaseTable } from './tables.js';
 
 export interface DynamoDbLeaseStoreOptions {
@@ -32,16 +32,6 @@ export interface DynamoDbLeaseStoreOptions {
   readonly maxClockSkewMs?: number;
   /** Runs on close(), e.g. to destroy a client the store owns. */
   readonly onClose?: () => void;
-}
-
-/** A lease's take as one conditional Update (see takeWrite). */
-export interface LeaseTakeWrite {
-  readonly TableName: string;
-  readonly Key: Record<string, unknown>;
-  readonly UpdateExpression: string;
-  readonly ConditionExpression: string;
-  readonly ExpressionAttributeNames: Record<string, string>;
-  readonly ExpressionAttributeValues: Record<string, unknown>;
 }
 
 const A = leaseTable.attributes;
@@ -80,7 +70,7 @@ export class DynamoDbLeaseStore implements LeaseStore {
    * epoch, as of `now`: what tryAcquire sends, and what a DynamoDbJobStore puts into an admission
    * transaction to take the warm pool's claim with it.
    */
-  takeWrite(name: string, holder: string, address: string, durationMs: number, now: number): LeaseTakeWrite {
+  takeWrite(name: string, holder: string, address: string, durationMs: number, now: number): ConditionalUpdate {
     assertLeaseArgs(name, holder, durationMs);
     return {
       TableName: this.table,
