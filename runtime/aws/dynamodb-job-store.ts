@@ -82,8 +82,8 @@ export interface DynamoDbJobStoreOptions {
   readonly leaseTableName?: string;
   /**
    * The lease store whose table the admission transaction may write: enqueueAndAdmit then takes its
-   * `takeLease` (the warm pool's claim) in the same transaction, one write fewer before the JobManager
-   * learns of its job. @default - the caller takes the lease after the admission
+   * `takeLease` (the warm pool's claim, with the leases it grants) in the same transaction, one write
+   * fewer before the JobManager learns of its job and none for its campaigns. @default - the caller takes the lease after the admission
    */
   readonly leaseStore?: DynamoDbLeaseStore;
 }
@@ -367,15 +367,18 @@ export class DynamoDbJobStore implements JobStore {
       const { record, ledger: after, changed, admitted } = applyEnqueueAndAdmit(jobId, before, ledger, bounds, now, jobManager);
       if (!changed) return { result: { record } };
       const writes = [this.recordWrite(before!, record, this.submittingCondition, this.submittingExpected(before!))];
-      // The lease goes with an admission only; held by another, it is left out and the admission planned again.
+      // The lease (and the leases it grants) go with an admission only; held by another, or a grant that
+      // exists already, they are all left out and the admission planned again.
       const leaseAt = admitted !== undefined && take !== undefined ? writes.push(leaseStore!.takeWrite(take.name, take.holder, take.address, take.durationMs, now)) - 1 : -1;
+      if (leaseAt >= 0) for (const g of take!.grants ?? []) writes.push(leaseStore!.grantWrite(g.name, g.holder, g.address, g.durationMs, now));
+      const leaseEnd = writes.length;
       const leaseTaken = leaseAt >= 0 ? true : admitted !== undefined && leaseRefused ? false : undefined;
       return {
         result: { record, ...(admitted !== undefined ? { admitted } : {}), ...(leaseTaken !== undefined ? { leaseTaken } : {}) },
         ...(after !== ledger ? { ledger: after } : {}),
         writes,
         onCancelled: (reasons) => {
-          if (leaseAt >= 0 && reasons[leaseAt] === 'ConditionalCheckFailed') {
+          if (leaseAt >= 0 && reasons.slice(leaseAt, leaseEnd).includes('ConditionalCheckFailed')) {
             take = undefined;
             leaseRefused = true;
           }

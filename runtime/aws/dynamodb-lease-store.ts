@@ -92,6 +92,24 @@ export class DynamoDbLeaseStore implements LeaseStore {
     };
   }
 
+  /**
+   * The conditional write that creates a lease that never existed at epoch 1 for `holder`, as of `now`:
+   * what a DynamoDbJobStore puts into an admission transaction to give a new job's ResourceManager and
+   * JobMaster leases to the ready JobManager it claims. Refused when the lease exists (whatever its
+   * state), so the holder can count on epoch 1 without reading it.
+   */
+  grantWrite(name: string, holder: string, address: string, durationMs: number, now: number): ConditionalUpdate {
+    assertLeaseArgs(name, holder, durationMs);
+    return {
+      TableName: this.table,
+      Key: { [A.name]: name },
+      UpdateExpression: 'SET #holder = :holder, #address = :address, #expires = :expires, #released = :false, #epoch = :one',
+      ConditionExpression: 'attribute_not_exists(#name)',
+      ExpressionAttributeNames: names('#name', '#holder', '#address', '#expires', '#released', '#epoch'),
+      ExpressionAttributeValues: { ':holder': holder, ':address': address, ':expires': now + durationMs, ':false': false, ':one': 1 },
+    };
+  }
+
   async tryAcquire(name: string, holder: string, address: string, durationMs: number): Promise<Lease | undefined> {
     const now = this.clock.now();
     const write = this.takeWrite(name, holder, address, durationMs, now);

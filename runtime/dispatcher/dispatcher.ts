@@ -13,7 +13,7 @@ import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
 import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type JobStore, type LeaseTake } from '../ha/job-store.js';
-import { leaseNames, standbyClaimHolder, type Lease, type LeaseStore } from '../ha/lease-store.js';
+import { CLAIM_ADDRESS, CLAIM_ADDRESS_WITH_LEASES, leaseNames, standbyClaimHolder, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
@@ -285,7 +285,7 @@ export class Dispatcher {
     // The ready JobManager's claim, taken with the admission where the store can (else below, after it).
     // Settles with `jobManager` and never rejects: its error is jobManager's, reported from there.
     const takeLease = jobManager.then(
-      () => (handOver?.ready[0] !== undefined ? this.claimOf(handOver.ready[0], jobId, submission.reservation.taskExecutors) : undefined),
+      () => (handOver?.ready[0] !== undefined ? this.claimWithLeases(handOver.ready[0], jobId, submission.reservation.taskExecutors) : undefined),
       () => undefined,
     );
     let admitted: AdmissionEntry | undefined;
@@ -479,7 +479,18 @@ export class Dispatcher {
 
   /** The claim that gives `jobId` (with `taskExecutors` of its warm TaskExecutors) to the ready JobManager holding `place`. */
   private claimOf(place: Lease, jobId: JobId, taskExecutors: number): LeaseTake {
-    return { name: leaseNames.standbyClaim(place.holder), holder: standbyClaimHolder(jobId, taskExecutors), address: 'dispatcher', durationMs: this.deps.config.leaseDurationMs };
+    return { name: leaseNames.standbyClaim(place.holder), holder: standbyClaimHolder(jobId, taskExecutors), address: CLAIM_ADDRESS, durationMs: this.deps.config.leaseDurationMs };
+  }
+
+  /**
+   * claimOf, granting the new job's ResourceManager and JobMaster leases to the claimed process as well,
+   * for a store that takes them with the admission: the process leads at epoch 1 from the moment it
+   * reads its claim, with no campaign (two store writes) before it writes RUNNING.
+   */
+  private claimWithLeases(place: Lease, jobId: JobId, taskExecutors: number): LeaseTake {
+    const durationMs = this.deps.config.leaseDurationMs;
+    const grant = (name: string) => ({ name, holder: place.holder, address: place.address, durationMs });
+    return { ...this.claimOf(place, jobId, taskExecutors), address: CLAIM_ADDRESS_WITH_LEASES, grants: [grant(leaseNames.resourceManager(jobId)), grant(leaseNames.jobMaster(jobId))] };
   }
 
   private claimTaken(jobId: JobId, place: Lease, launch: number, taskExecutors: number): void {

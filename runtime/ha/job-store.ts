@@ -260,6 +260,12 @@ export interface LeaseTake {
   readonly holder: string;
   readonly address: string;
   readonly durationMs: number;
+  /**
+   * Leases that must not exist yet, created at epoch 1 for their holder in the same atomic step, all or
+   * none together with this one: the job's ResourceManager and JobMaster leases, given with the warm
+   * pool's claim to the ready JobManager so that it has no campaign to run.
+   */
+  readonly grants?: readonly Omit<LeaseTake, 'grants'>[];
 }
 
 export interface EnqueueAndAdmitOptions {
@@ -274,8 +280,9 @@ export interface EnqueueAndAdmitOptions {
    * A lease to take in the same atomic step when this call admits the job (the warm pool's claim on a
    * ready JobManager), as LeaseStore.tryAcquire takes one; a promise settles like `jobManager`. A store
    * that keeps leases beside its records (DynamoDB) takes it there and answers `leaseTaken`: true, or
-   * false when another holds it (the admission stands without it). Other stores leave `leaseTaken`
-   * undefined, and the caller takes the lease itself after the admission.
+   * false when another holds it or one of its `grants` exists already (the admission stands without
+   * them). Other stores leave `leaseTaken` undefined, and the caller takes the lease itself after the
+   * admission (without grants).
    */
   readonly takeLease?: LeaseTake | Promise<LeaseTake | undefined>;
   /** The record as the caller last saw it; only a hint (see enqueueAndAdmit). */

@@ -26,6 +26,13 @@ export interface LeaderElectionOptions {
    * delays and clock drift. @default min(leaseDurationMs / 5, (leaseDurationMs - renewIntervalMs) / 2)
    */
   readonly safetyMarginMs?: number;
+  /**
+   * A lease someone else wrote for this contender (the Dispatcher, with the warm pool's claim), found by a
+   * read sent at `askedAt` (wall clock) / `askedAtMono`: the contender leads from start() on, without a
+   * campaign, for as long as that lease lasts counted from the read, and renews it as its own. A lease
+   * too close to lapsing is campaigned for instead (as its holder, so it is renewed if still held).
+   */
+  readonly granted?: { readonly lease: Lease; readonly askedAt: number; readonly askedAtMono: number };
 }
 
 export interface LeaderContender {
@@ -80,6 +87,10 @@ export class LeaderElection {
       );
     }
     this.log = options.logger.child({ lease: options.name, holder: options.holder });
+    const granted = options.granted?.lease;
+    if (granted !== undefined && (granted.name !== options.name || granted.holder !== options.holder)) {
+      throw new ConfigurationError(`the lease granted (${granted.name} for ${granted.holder}) is not this contender's (${options.name} for ${options.holder})`);
+    }
   }
 
   /** The token to fence calls with while this contender leads; undefined otherwise (checked against the clock). */
@@ -91,7 +102,13 @@ export class LeaderElection {
   start(): void {
     if (this.started) return;
     this.started = true;
-    this.scheduleTick(0);
+    const granted = this.options.granted;
+    if (granted === undefined) {
+      this.scheduleTick(0);
+      return;
+    }
+    this.heldEpoch = granted.lease.epoch;
+    this.scheduleTick(this.lead(granted.lease, granted.askedAt, granted.askedAtMono, 'given') ? this.options.renewIntervalMs : 0);
   }
 
   /**
@@ -153,16 +170,23 @@ export class LeaderElection {
       await this.releaseHeld();
       return;
     }
+    this.lead(lease, askedAt, askedAtMono, 'won');
+  }
+
+  /** Acts as leader on `lease` (won or given) while it lasts, counted from `askedAt`; false when it lasts too little. */
+  private lead(lease: Lease, askedAt: number, askedAtMono: number, how: 'won' | 'given'): boolean {
+    const { clock } = this.options;
     const validUntilMs = this.validUntil(askedAt, askedAtMono, lease);
     if (monotonicNow(clock) >= validUntilMs) {
-      this.log.warn('won the lease too late to act on it; trying again', { token: lease.epoch, tookMs: monotonicNow(clock) - askedAtMono });
-      return;
+      this.log.warn(`${how === 'won' ? 'won' : 'was given'} the lease too late to act on it; trying again`, { token: lease.epoch, tookMs: monotonicNow(clock) - askedAtMono });
+      return false;
     }
     const session: Session = { token: FencingToken.of(lease.epoch), validUntilMs };
     this.session = session;
     this.armDeadline(session);
-    this.log.info('leadership granted', { token: session.token, validUntilMs });
+    this.log.info('leadership granted', { token: session.token, validUntilMs, ...(how === 'given' ? { given: true } : {}) });
     this.enqueue(() => this.contender.grantLeadership(session.token), 'grantLeadership');
+    return true;
   }
 
   private async renew(session: Session): Promise<void> {

@@ -40,6 +40,15 @@ export const leaseNames = {
   standbyClaim: (holder: string): string => `standby/claim/${holder}`,
 } as const;
 
+/** The address a Dispatcher writes into a claim it takes (it answers nowhere). */
+export const CLAIM_ADDRESS = 'dispatcher';
+/**
+ * The address of a claim whose admission also created the job's ResourceManager and JobMaster leases for
+ * the claimed process (epoch 1, holder: the process's place holder, expiring with the claim): the process
+ * then leads from the start instead of campaigning for them.
+ */
+export const CLAIM_ADDRESS_WITH_LEASES = 'dispatcher; leases granted';
+
 /** The holder a Dispatcher writes into a ready JobManager's claim: the job and the TaskExecutors it reserved. */
 export const standbyClaimHolder = (jobId: string, taskExecutors: number): string => `${jobId} ${taskExecutors}`;
 

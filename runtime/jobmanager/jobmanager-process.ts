@@ -5,21 +5,22 @@
 // taking its claim lease (`standby/claim/<holder>`) for the job; the process reads that lease every
 // 'cluster.warm-pool.poll-interval' (the Dispatcher may be a function that cannot call into the tasks'
 // network); a Dispatcher that can reach the process tells it (StandbyJobManagerGateway), and it reads
-// the claim at once. With no job for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher
+// the claim at once. On DynamoDB the claim comes with the job's ResourceManager and JobMaster leases,
+// written for the process in the admission transaction, so it leads without campaigning. With no job for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher
 // can any more — stops its TaskExecutors and exits.
 import type { BlobStore } from '../blob/blob-store.js';
-import type { Clock, Timer } from '../core/clock.js';
+import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import { errorMessage } from '../core/errors.js';
 import { JobId, randomHex, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { JobStore } from '../ha/job-store.js';
-import { leaseNames, parseStandbyClaim, type Lease, type LeaseStore } from '../ha/lease-store.js';
+import { CLAIM_ADDRESS_WITH_LEASES, leaseNames, parseStandbyClaim, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { STANDBY_JOB_MANAGER_METHODS, type StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
-import { JobManagerRunner, type RunnerOutcome } from './jobmanager-runner.js';
+import { JobManagerRunner, type JobManagerRunnerDeps, type RunnerOutcome } from './jobmanager-runner.js';
 
 export interface JobManagerProcessDeps {
   readonly resourceId: ResourceId;
@@ -51,6 +52,12 @@ export function claimPollDelayMs(readyForMs: number, intervalMs: number): number
 
 /** A warm TaskExecutor waits this much longer than its JobManager before stopping on its own (its JobManager died). */
 const TASK_EXECUTOR_IDLE_GRACE_MS = 5_000;
+
+/** When the read that found a claim was sent (wall clock and monotonic). */
+interface ClaimRead {
+  readonly askedAt: number;
+  readonly askedAtMono: number;
+}
 
 type State =
   | { readonly kind: 'running'; readonly jobId: JobId; readonly runner: JobManagerRunner }
@@ -100,7 +107,7 @@ export class JobManagerProcess {
   }
 
   /** A Dispatcher gave the ready process a job: it runs it, with as many warm TaskExecutors as the job reserved. */
-  private take(state: Extract<State, { kind: 'ready' }>, claim: Lease, jobId: JobId, taskExecutors: number): void {
+  private take(state: Extract<State, { kind: 'ready' }>, claim: Lease, jobId: JobId, taskExecutors: number, read: ClaimRead): void {
     if (this.state !== state) return;
     state.renewTimer.cancel();
     state.pollTimer.cancel();
@@ -115,7 +122,9 @@ export class JobManagerProcess {
     const keep = state.warm.slice(0, taskExecutors);
     const surplus = state.warm.slice(taskExecutors);
     this.log.child({ jobId }).info('took a job from the Dispatcher (warm pool)', { taskExecutors, warm: keep.map((w) => w.resourceId), stopping: surplus.map((w) => w.resourceId) });
-    const runner = this.run(jobId, taskExecutors, keep);
+    // A claim written with the job's leases: this process holds them (as its place's holder) from now on.
+    const granted = claim.address === CLAIM_ADDRESS_WITH_LEASES ? { holder: state.holder, expiresAtMs: claim.expiresAtMs, ...read } : undefined;
+    const runner = this.run(jobId, taskExecutors, keep, granted);
     void this.stopWorkers(surplus, 'the next job needs fewer TaskExecutors than the warm pool kept');
     // Given up once the job runs: they only said where a ready process was and which job it got. Not
     // before, so these writes do not queue beside the campaigns and the RUNNING write; meanwhile a
@@ -145,7 +154,7 @@ export class JobManagerProcess {
 
   // ----
 
-  private run(jobId: JobId, taskExecutors: number, warm: readonly WarmTaskExecutor[] | undefined): JobManagerRunner {
+  private run(jobId: JobId, taskExecutors: number, warm: readonly WarmTaskExecutor[] | undefined, granted?: JobManagerRunnerDeps['granted']): JobManagerRunner {
     const config: FloeConfig = { ...this.deps.config, maxTaskManagers: taskExecutors };
     const pool = this.deps.config.warmPoolJobManagers > 0 ? this.deps.config.warmPoolTaskManagers : 0;
     const runner = new JobManagerRunner({
@@ -162,6 +171,7 @@ export class JobManagerProcess {
       logger: this.deps.logger.child({ jobId }),
       ...(warm !== undefined && warm.length > 0 ? { adopt: { poolToken: this.poolToken, workers: warm } } : {}),
       ...(pool > 0 ? { warmPool: { poolToken: this.poolToken, taskManagers: pool, idleTimeoutMs: this.deps.config.warmPoolIdleTimeoutMs + TASK_EXECUTOR_IDLE_GRACE_MS } } : {}),
+      ...(granted !== undefined ? { granted } : {}),
     });
     this.state = { kind: 'running', jobId, runner };
     this.jobsRun++;
@@ -248,6 +258,7 @@ export class JobManagerProcess {
     }
     this.polling = true;
     this.pollAgain = false;
+    const read = this.claimRead();
     this.deps.leaseStore
       .get(leaseNames.standbyClaim(state.holder))
       .then((claim) => {
@@ -257,13 +268,18 @@ export class JobManagerProcess {
           this.log.warn('the warm pool claim names no job; ignored', { holder: claim.holder });
           return;
         }
-        this.take(state, claim, job.jobId, job.taskExecutors);
+        this.take(state, claim, job.jobId, job.taskExecutors, read);
       })
       .catch((error: unknown) => this.log.warn('cannot read the warm pool claim; trying again', { error: errorMessage(error) }))
       .finally(() => {
         this.polling = false;
         if (this.pollAgain) this.poll();
       });
+  }
+
+  /** When a read of the claim is sent: leases granted with the claim last from then on at most. */
+  private claimRead(): ClaimRead {
+    return { askedAt: this.deps.clock.now(), askedAtMono: monotonicNow(this.deps.clock) };
   }
 
   private renew(lease: Lease): void {
@@ -303,10 +319,11 @@ export class JobManagerProcess {
     const current = this.state;
     if (current.kind !== 'ready' || current.holder !== state.holder) return;
     if (own === undefined) {
+      const read = this.claimRead();
       const claim = await leaseStore.get(name).catch(() => undefined);
       const job = claim === undefined ? undefined : parseStandbyClaim(claim.holder);
       if (claim !== undefined && job !== undefined) {
-        this.take(current, claim, job.jobId, job.taskExecutors);
+        this.take(current, claim, job.jobId, job.taskExecutors, read);
         return;
       }
     }

@@ -1,5 +1,5 @@
-// The JobManager process's core: campaigns for the job's ResourceManager and JobMaster leases and runs
-// each component only while its lease is held. It is done when the job reached a terminal state or
+// The JobManager process's core: campaigns for the job's ResourceManager and JobMaster leases (or is
+// given them with a warm pool's claim) and runs each component only while its lease is held. It is done when the job reached a terminal state or
 // when leadership was lost (a newer JobManager acts from then on).
 import { blobKeys, type BlobStore } from '../blob/blob-store.js';
 import type { Clock } from '../core/clock.js';
@@ -35,6 +35,12 @@ export interface JobManagerRunnerDeps {
   readonly adopt?: { readonly poolToken: string; readonly workers: readonly WarmTaskExecutor[] };
   /** When the job ends, up to `taskManagers` idle TaskExecutors go to the warm pool (see `warmTaskExecutors`) instead of stopping. */
   readonly warmPool?: { readonly poolToken: string; readonly taskManagers: number; readonly idleTimeoutMs: number };
+  /**
+   * The job's ResourceManager and JobMaster leases, created for `holder` at epoch 1 by the Dispatcher with
+   * the warm pool's claim (expiring at `expiresAtMs`, as the claim does), which a read sent at `askedAt`
+   * found: this runner is that holder and leads without campaigning (see LeaderElectionOptions.granted).
+   */
+  readonly granted?: { readonly holder: string; readonly expiresAtMs: number; readonly askedAt: number; readonly askedAtMono: number };
 }
 
 export type RunnerOutcome = JobTermination | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
@@ -70,7 +76,7 @@ export class JobManagerRunner {
   readonly holder: string;
 
   constructor(private readonly deps: JobManagerRunnerDeps) {
-    this.holder = `${deps.resourceId}#${randomHex(4)}`;
+    this.holder = deps.granted?.holder ?? `${deps.resourceId}#${randomHex(4)}`;
     this.log = deps.logger.child({ component: 'jobmanager', jobId: deps.jobId, holder: this.holder });
   }
 
@@ -89,8 +95,11 @@ export class JobManagerRunner {
     // Each incarnation campaigns as itself: a successor of this process must take over at a higher epoch,
     // never renew this one's lease as if it were the same holder.
     const common = { store: leaseStore, holder: this.holder, address: rpc.address, leaseDurationMs: config.leaseDurationMs, renewIntervalMs: config.leaseRenewIntervalMs, clock };
+    const given = this.deps.granted;
+    const granted = (name: string) =>
+      given === undefined ? {} : { granted: { lease: { name, holder: this.holder, epoch: 1, expiresAtMs: given.expiresAtMs, address: rpc.address }, askedAt: given.askedAt, askedAtMono: given.askedAtMono } };
     this.rmElection = new LeaderElection(
-      { ...common, name: leaseNames.resourceManager(jobId), logger: this.log.child({ lease: 'rm' }) },
+      { ...common, name: leaseNames.resourceManager(jobId), logger: this.log.child({ lease: 'rm' }), ...granted(leaseNames.resourceManager(jobId)) },
       {
         grantLeadership: (token) => this.startResourceManager(token),
         // ResourceManager failover: this one stops acting, the job's TaskExecutors and its tasks go on, and
@@ -99,7 +108,7 @@ export class JobManagerRunner {
       },
     );
     this.jmElection = new LeaderElection(
-      { ...common, name: leaseNames.jobMaster(jobId), logger: this.log.child({ lease: 'jm' }) },
+      { ...common, name: leaseNames.jobMaster(jobId), logger: this.log.child({ lease: 'jm' }), ...granted(leaseNames.jobMaster(jobId)) },
       {
         grantLeadership: (token) => this.startJobMaster(token),
         revokeLeadership: (reason) => this.finish({ status: 'LEADERSHIP_LOST', message: `JobMaster leadership lost: ${reason}` }),

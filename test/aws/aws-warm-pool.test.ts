@@ -2,7 +2,7 @@
 // the second job runs in the JobManager and TaskExecutor tasks the first one left — the Dispatcher
 // function gives it through the ready JobManager's claim in the lease table, starting no task — and
 // once idle for the pool's idle time every task has stopped.
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
@@ -55,12 +55,25 @@ describe('the warm pool on the AWS backend (emulators)', () => {
     expect(jobManagerTasks).toBe(1);
 
     // Three more, one after the other: no RunTask for any, their JobManager and TaskExecutors were the first job's.
+    const warmJobs: string[] = [];
     for (let i = 0; i < 3; i++) {
       const next = await runJob(4);
+      warmJobs.push(next.jobId);
       expect((next.records as number[]).sort((a, b) => a - b)).toEqual(squares);
       expect(tasksOf('floe-jobmanager')).toHaveLength(jobManagerTasks);
       expect(tasksOf('floe-taskexecutor')).toHaveLength(taskExecutorTasks);
       await waitFor(async () => (await front.api('GET', '/overview')).body.warmPool.readyJobManagers === 1, 'the JobManager ready again', 30_000, 50);
+    }
+
+    // Each warm job's ResourceManager and JobMaster leases came with its claim, at epoch 1: no campaign.
+    const logDir = join(cluster.work, 'logs');
+    const lines = readdirSync(logDir)
+      .filter((f) => f.startsWith('jobmanager'))
+      .flatMap((f) => readFileSync(join(logDir, f), 'utf8').split('\n'))
+      .filter((l) => l.includes('"leadership granted"'))
+      .map((l) => JSON.parse(l) as { jobId: string; lease: string; token: number; given?: boolean });
+    for (const jobId of warmJobs) {
+      expect(lines.filter((l) => l.jobId === jobId).map((l) => `${l.lease} ${l.token} ${l.given === true ? 'given' : 'won'}`).sort()).toEqual([`jm/${jobId} 1 given`, `rm/${jobId} 1 given`]);
     }
 
     await waitFor(() => cluster.ecs.livePids().length === 0, 'every warm task to stop after the idle time', IDLE_TIMEOUT_MS + 30_000, 200);

@@ -83,6 +83,44 @@ describe('DynamoDbJobStore taking the warm pool claim with the admission', () =>
     expect(third.leaseTaken).toBeUndefined();
     expect(await leases.get(other)).toBeUndefined();
   });
+
+  it("grants a new job's leases with the claim, at epoch 1 to the claimed process; one that exists already leaves out the claim and every grant", async () => {
+    const clock = new ManualClock(Date.now());
+    const leases = leaseStore(clock);
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, admissionScope: `grant-${Date.now().toString(36)}`, leaseStore: leases });
+    const bounds = { maxJobManagers: 5, maxTaskExecutors: 5 };
+    const place = `jobmanager-${Date.now().toString(36)}#2`;
+    const claimWithGrants = (jobId: string, claim: string) => ({
+      name: claim,
+      holder: `job:${jobId}`,
+      address: 'dispatcher; leases granted',
+      durationMs: 10_000,
+      grants: [`rm/${jobId}`, `jm/${jobId}`].map((name) => ({ name, holder: place, address: 'http://jobmanager', durationMs: 10_000 })),
+    });
+
+    const a = newJobRecord(clock);
+    await store.create(a);
+    const first = await store.enqueueAndAdmit(a.jobId, bounds, { expected: a, takeLease: claimWithGrants(a.jobId, `standby/claim/${place}`) });
+    expect(first.leaseTaken).toBe(true);
+    for (const name of [`rm/${a.jobId}`, `jm/${a.jobId}`]) {
+      expect(await leases.get(name)).toEqual({ name, holder: place, epoch: 1, expiresAtMs: clock.now() + 10_000, address: 'http://jobmanager' });
+    }
+    // The process renews what it was given as its own.
+    expect(await leases.renew(`jm/${a.jobId}`, place, 1, 10_000)).toMatchObject({ epoch: 1, holder: place });
+
+    // A JobMaster lease that exists (released, so free to take) is not granted at epoch 1 over it: nothing is taken.
+    const b = newJobRecord(clock);
+    await store.create(b);
+    const stale = (await leases.tryAcquire(`jm/${b.jobId}`, 'earlier', 'http://earlier', 1_000))!;
+    await leases.release(stale.name, 'earlier', stale.epoch);
+    const claimB = `standby/claim/${place}-b`;
+    const second = await store.enqueueAndAdmit(b.jobId, bounds, { expected: b, takeLease: claimWithGrants(b.jobId, claimB) });
+    expect(second.leaseTaken).toBe(false);
+    expect(second.admitted?.jobId).toBe(b.jobId);
+    expect(await leases.get(claimB)).toBeUndefined();
+    expect(await leases.get(`rm/${b.jobId}`)).toBeUndefined();
+    expect(await leases.get(`jm/${b.jobId}`)).toMatchObject({ holder: 'earlier', epoch: 1 });
+  });
 });
 
 describe('DynamoDbLeaseStore across machines with skewed clocks', () => {

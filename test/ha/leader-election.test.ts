@@ -295,6 +295,64 @@ describe('LeaderElection', () => {
     expect(lease!.expiresAtMs).toBeLessThanOrEqual(clock.now());
   });
 
+  it('leads on a lease given to it without campaigning, for as long as it lasts from the read that found it, and renews it as its own', async () => {
+    // Written by someone else (the Dispatcher, with the warm pool's claim); found by a read sent 100 ms later.
+    const given = (await backing.tryAcquire(NAME, 'a-g1', 'http://a-g1', DURATION))!;
+    clock.advance(100);
+    const read = { askedAt: clock.now(), askedAtMono: clock.now() };
+    clock.advance(50);
+    const a = contender('a-g1', { granted: { lease: given, ...read } });
+    a.election.start();
+    await step(0);
+    expect(a.events).toEqual(['grant 1']);
+    expect(a.store.calls).toBe(0);
+    // Valid until the lease's expiry, seen from the read, less the margin — not a full duration from now.
+    a.store.mode = 'hang';
+    await step(DURATION - 100 - 50 - MARGIN - 1);
+    expect(a.election.currentToken).toBe(1);
+    await step(1);
+    expect(a.election.currentToken).toBeUndefined();
+    expect(a.events.at(-1)).toMatch(/^revoke: could not renew the lease in time/);
+  });
+
+  it('keeps a given lease by renewing it at its epoch', async () => {
+    const given = (await backing.tryAcquire(NAME, 'a-g2', 'http://a-g2', DURATION))!;
+    const a = contender('a-g2', { granted: { lease: given, askedAt: clock.now(), askedAtMono: clock.now() } });
+    a.election.start();
+    for (let i = 0; i < 20; i++) await step(RENEW);
+    expect(a.events).toEqual(['grant 1']);
+    expect(await retrieveLeader(backing, NAME, clock)).toEqual({ address: 'http://a-g2', token: 1 });
+    expect((await backing.get(NAME))!.expiresAtMs).toBeGreaterThan(clock.now() + DURATION - RENEW - 1);
+  });
+
+  it('campaigns for a given lease found too late to act on: still its own, it is renewed at the same epoch; taken by another, it waits', async () => {
+    const given = (await backing.tryAcquire(NAME, 'a-g3', 'http://a-g3', DURATION))!;
+    const read = { askedAt: clock.now(), askedAtMono: clock.now() };
+    clock.advance(DURATION - MARGIN);
+    const a = contender('a-g3', { granted: { lease: given, ...read } });
+    a.election.start();
+    await step(0);
+    expect(a.store.calls).toBe(1);
+    expect(a.events).toEqual(['grant 1']);
+
+    // Found only after it lapsed and another took it: no leadership at all.
+    const old = (await backing.tryAcquire(`${NAME}-2`, 'b-g3', 'http://b-g3', DURATION))!;
+    const late = { askedAt: clock.now(), askedAtMono: clock.now() };
+    clock.advance(DURATION);
+    await backing.tryAcquire(`${NAME}-2`, 'c-g3', 'http://c-g3', DURATION);
+    const b = contender('b-g3', { name: `${NAME}-2`, granted: { lease: old, ...late } });
+    b.election.start();
+    await step(RENEW * 3);
+    expect(b.events).toEqual([]);
+    expect((await backing.get(`${NAME}-2`))!.holder).toBe('c-g3');
+  });
+
+  it('refuses a lease given to another contender', () => {
+    const lease = { name: NAME, holder: 'someone-else', epoch: 1, expiresAtMs: clock.now() + DURATION, address: 'http://x' };
+    expect(() => contender('x', { granted: { lease, askedAt: clock.now(), askedAtMono: clock.now() } })).toThrow(ConfigurationError);
+    started.splice(0);
+  });
+
   it('rejects settings that leave no time to renew', () => {
     expect(() => contender('x', { renewIntervalMs: DURATION })).toThrow(ConfigurationError);
     expect(() => contender('x', { renewIntervalMs: 0 })).toThrow(ConfigurationError);
