@@ -123,20 +123,22 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
 
 /**
  * Imports a library from `<cacheDir>/<sha256>.mjs`, writing the file first (atomically) when absent.
- * Imports are cached by Node, so the same library is evaluated once per process. `sourceMaps` (default
+ * Imports are cached by Node, so the same library is evaluated once per process — once per `instance`
+ * when one is named (a slot's thread names the job, so that each job gets fresh module state). `sourceMaps` (default
  * true) turns on Node's source maps first, so user stack traces point into the job's own files; that
  * costs the importer ~10-30 ms, which a process that shows no stack may skip.
  */
-export function importLibrary(code: Uint8Array, cacheDir: string, options: { readonly sourceMaps?: boolean } = {}): Promise<Record<string, unknown>> {
+export function importLibrary(code: Uint8Array, cacheDir: string, options: { readonly sourceMaps?: boolean; readonly instance?: string | undefined } = {}): Promise<Record<string, unknown>> {
   let sha256 = hashed.get(code);
   if (sha256 === undefined) hashed.set(code, (sha256 = sha256Hex(code)));
   const file = join(cacheDir, `${sha256}.mjs`);
+  const instanceKey = options.instance === undefined ? file : `${file}?instance=${encodeURIComponent(options.instance)}`;
   // Many importers of one library in one thread (light slots: thousands of them) write and import it once.
-  let imported = importsInProgress.get(file);
+  let imported = importsInProgress.get(instanceKey);
   if (imported === undefined) {
-    imported = writeAndImport(code, file, cacheDir, options.sourceMaps ?? true);
-    importsInProgress.set(file, imported);
-    imported.catch(() => importsInProgress.delete(file));
+    imported = writeAndImport(code, file, cacheDir, options.sourceMaps ?? true, options.instance);
+    importsInProgress.set(instanceKey, imported);
+    imported.catch(() => importsInProgress.delete(instanceKey));
   }
   return imported;
 }
@@ -149,7 +151,7 @@ const importsInProgress = new Map<string, Promise<Record<string, unknown>>>();
  */
 const hashed = new WeakMap<Uint8Array, string>();
 
-async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, sourceMaps: boolean): Promise<Record<string, unknown>> {
+async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, sourceMaps: boolean, instance: string | undefined): Promise<Record<string, unknown>> {
   if (!existsSync(file)) {
     await mkdir(cacheDir, { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -163,5 +165,7 @@ async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, 
   }
   // Libraries carry inline source maps; without this, user stack traces point into the bundle.
   if (sourceMaps) process.setSourceMapsEnabled?.(true);
-  return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  // Another URL is another module instance: `instance` gives one of its own (fresh module state).
+  const url = pathToFileURL(file).href + (instance === undefined ? '' : `?instance=${encodeURIComponent(instance)}`);
+  return (await import(url)) as Record<string, unknown>;
 }

@@ -39,6 +39,13 @@ export const CONFIG_OPTIONS = {
     description:
       "How a TaskExecutor runs its slots' tasks. worker-thread: one worker thread per slot, so user code cannot block the control plane and a stuck or runaway task can be terminated, with the slot's memory as the thread's heap limit. light: tasks run on the TaskExecutor's own thread (the same task code and messages, no thread), so one TaskExecutor can have thousands of slots; user code then shares the TaskExecutor's thread, heap and environment and a task that ignores cancellation cannot be stopped. Meant for measuring the control plane and for tests.",
   },
+  slotThreadReuse: {
+    key: 'taskmanager.slot.thread-reuse',
+    default: 'when-clean',
+    values: ['when-clean', 'never'],
+    description:
+      "Whether a slot's worker thread runs the next job once its job ended. when-clean: it does if the job left no global, changed built-in, environment variable, process listener, timer or handle behind (each job still gets its own instance of its library's modules), and at most 16 jobs; otherwise, and with never, every job gets fresh threads. A kept thread spares the next job the thread's start and finds the runtime's code compiled.",
+  },
   maxTaskManagers: { key: 'resourcemanager.max-taskmanagers', default: 8, min: 0, description: 'The most TaskExecutors one ResourceManager may run at once.' },
   clusterMaxJobManagers: {
     key: 'cluster.max-jobmanagers',

@@ -8,4 +8,4 @@ if (parentPort === null) {
 }
 // User code comes in libraries with inline source maps: its stack frames then name the user's files.
 process.setSourceMapsEnabled(true);
-new SlotWorkerRuntime(parentPort);
+new SlotWorkerRuntime(parentPort, { ownThread: true });

@@ -18,6 +18,7 @@ import { runOperatorChain, TaskCanceledError } from './operator-chain.js';
 import { inputChannelsOf, needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import { keySelectorOf } from './operator-chain.js';
 import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
+import { captureThreadState, threadStateChanges, type ThreadState } from './thread-state.js';
 
 interface RunningTask {
   readonly tdd: TaskDeploymentDescriptor;
@@ -29,6 +30,12 @@ interface RunningTask {
   /** Set once the chain runs; counters are reported from then on. */
   running: boolean;
 }
+
+/**
+ * A worker thread runs at most this many jobs: each leaves an instance of its library's module, which
+ * Node's loader keeps for the thread's life. Then the TaskExecutor starts a fresh thread.
+ */
+export const MAX_JOBS_PER_THREAD = 16;
 
 /** How often running tasks' counters go to the main thread unless the settings say otherwise (ms). */
 export const DEFAULT_COUNTERS_INTERVAL_MS = 500;
@@ -60,10 +67,17 @@ export class SlotWorkerRuntime {
   private readonly userFunctionCache = new Map<string, Promise<Map<string, Function>>>();
   private readonly splitRequests = new Map<number, { resolve: (s: InputSplit | null) => void; reject: (e: Error) => void }>();
   private nextRequestId = 1;
+  /** The jobs whose tasks this runtime ran. */
+  private readonly jobs = new Set<string>();
   private countersTimer: ReturnType<typeof setInterval> | undefined;
 
-  constructor(private readonly port: SlotWorkerPort) {
+  /** The thread as it was before its first job (worker threads only): what recycle compares with. */
+  private readonly pristine: ThreadState | undefined;
+
+  /** `ownThread`: this runtime has a worker thread to itself (not a light slot on the TaskExecutor's thread). */
+  constructor(private readonly port: SlotWorkerPort, options: { readonly ownThread?: boolean } = {}) {
     port.on('message', (m: MainToWorker) => this.onMessage(m));
+    this.pristine = options.ownThread === true ? captureThreadState() : undefined;
     this.post({ type: 'ready' });
   }
 
@@ -127,6 +141,9 @@ export class SlotWorkerRuntime {
       case 'release-partitions':
         for (const id of m.partitionIds) this.partitions.get(id)?.release();
         break;
+      case 'recycle':
+        void this.recycle().then((changes) => this.post({ type: 'recycled', changes }));
+        break;
       default:
         m satisfies never;
     }
@@ -144,6 +161,23 @@ export class SlotWorkerRuntime {
     this.splitRequests.clear();
     if (this.countersTimer !== undefined) clearInterval(this.countersTimer);
     this.countersTimer = undefined;
+  }
+
+  /**
+   * The slot was freed: drops what the job left here (partitions, imported libraries, split requests) and
+   * says what else it changed in the thread — globals, built-ins, environment variables, process
+   * listeners, timers and handles still active — compared with the thread before its first job. None:
+   * the thread can run the next job as a fresh one would. A task still running counts as a change.
+   */
+  private async recycle(): Promise<string[]> {
+    if (this.pristine === undefined) return ['a light slot shares its thread'];
+    if (this.tasks.size > 0) return [`${this.tasks.size} task(s) still running`];
+    if (this.jobs.size >= MAX_JOBS_PER_THREAD) return [`it ran ${this.jobs.size} jobs, the most a thread runs`];
+    this.dispose('the slot was freed');
+    this.userFunctionCache.clear();
+    // What the job's last callbacks still had under way (a closing file, a last message) settles first.
+    for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+    return threadStateChanges(this.pristine, captureThreadState());
   }
 
   private cancel(attemptId: ExecutionAttemptId): void {
@@ -176,12 +210,13 @@ export class SlotWorkerRuntime {
 
   private loadUserFunctions(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<Map<string, Function>> {
     if (!needsUserCode(tdd)) return Promise.resolve(new Map());
-    const key = JSON.stringify([tdd.library.sha256, tdd.program.export, tdd.program.args]);
+    const key = JSON.stringify([tdd.jobId, tdd.library.sha256, tdd.program.export, tdd.program.args]);
     let cached = this.userFunctionCache.get(key);
     if (cached === undefined) {
       cached = (async () => {
         if (library === undefined) throw new FloeError('TASK_SETUP', `task ${tdd.taskName} has user functions but the TaskExecutor sent no library ${tdd.library.sha256}`);
-        const namespace = await importLibrary(library, settings.libraryCacheDir);
+        // An instance of the library's module per job: a thread kept for the next job gives it no module state of this one.
+        const namespace = await importLibrary(library, settings.libraryCacheDir, { instance: this.pristine === undefined ? undefined : tdd.jobId });
         return resolveUserFunctions(namespace, tdd.program.export, tdd.program.args);
       })();
       this.userFunctionCache.set(key, cached);
@@ -193,6 +228,7 @@ export class SlotWorkerRuntime {
   private async runTask(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<void> {
     const task: RunningTask = { tdd, abort: new TaskCancellation(), gate: undefined, outputs: [], counters: { recordsIn: 0, recordsOut: 0 }, running: false };
     this.tasks.set(tdd.attemptId, task);
+    this.jobs.add(tdd.jobId);
     this.watchCounters(settings.countersIntervalMs ?? DEFAULT_COUNTERS_INTERVAL_MS);
     const { signal } = task.abort;
     const blockingWriters: BlockingPartitionWriter[] = [];

@@ -12,6 +12,8 @@
 //   attach-local      the producer partition of that input channel lives in this same worker: in memory
 //   channel-failed    the input channel could not be set up (partition never registered, …)
 //   release-partitions  the JobMaster no longer needs these partitions
+//   recycle           the slot was freed (its job ended): drop what the job left and say whether the thread
+//                     is as it was before its first job, to be kept for the next one
 //
 // worker → main
 //   ready             the worker is listening
@@ -25,6 +27,7 @@
 //                     attach-consumer, attach-local or channel-failed
 //   task-counters     every `countersIntervalMs` while tasks run: each running task's records in / out
 //                     so far (a read of the counters the chain keeps anyway, one message for all tasks)
+//   recycled          the answer to recycle: what the job left changed in the thread (none: keep it)
 //
 // Data never crosses the main thread between two workers: attach-producer / attach-consumer hand each
 // side one end of a MessageChannel, and buffers are transferred between the two workers directly.
@@ -61,10 +64,12 @@ export type MainToWorker =
   | { readonly type: 'attach-consumer'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly port: MessagePort }
   | { readonly type: 'attach-local'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly partitionId: ResultPartitionId; readonly subpartitionIndex: number }
   | { readonly type: 'channel-failed'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly error: ErrorInfo }
-  | { readonly type: 'release-partitions'; readonly partitionIds: readonly ResultPartitionId[] };
+  | { readonly type: 'release-partitions'; readonly partitionIds: readonly ResultPartitionId[] }
+  | { readonly type: 'recycle' };
 
 export type WorkerToMain =
   | { readonly type: 'ready' }
+  | { readonly type: 'recycled'; readonly changes: readonly string[] }
   | { readonly type: 'state'; readonly attemptId: ExecutionAttemptId; readonly state: ExecutionState; readonly error?: ErrorInfo; readonly result?: TaskResult }
   | { readonly type: 'request-split'; readonly requestId: number; readonly vertexId: string; readonly attemptId: ExecutionAttemptId }
   | { readonly type: 'register-partition'; readonly attemptId: ExecutionAttemptId; readonly partitionId: ResultPartitionId }

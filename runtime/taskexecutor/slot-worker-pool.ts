@@ -39,10 +39,29 @@ export interface SlotWorkerPoolOptions {
   readonly mainThread: MainThread;
   readonly logger: Logger;
   readonly listener: SlotWorkerListener;
+  /** 'taskmanager.slot.recycle-threads': a freed slot's thread runs the next job when its job left it as it was. @default true */
+  readonly recycleThreads?: boolean;
 }
+
+/** A freed slot's worker thread, asked whether its job left anything behind (see SlotWorkerPool.retire). */
+interface Candidate {
+  readonly worker: SlotWorker;
+  /** What the job changed in the thread; undefined until it answered, empty when nothing. */
+  changes: readonly string[] | undefined;
+  /** The slot should have a worker ready for the next job: decided as soon as the answer comes. */
+  wanted: boolean;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+/** A freed worker thread that has not said within this time whether it can be kept is terminated. */
+const RECYCLE_TIMEOUT_MS = 2_000;
 
 export class SlotWorkerPool {
   private readonly workers: (SlotWorker | undefined)[];
+  /** Per slot, the worker thread its last job ran in, while it is being checked for the next job. */
+  private readonly candidates: (Candidate | undefined)[];
+  /** Worker threads kept for a next job so far, per slot. */
+  readonly workersReused: number[];
   /** Worker messages waiting for the main thread's next turn. */
   private queued: (() => void)[] = [];
   /** Worker threads started so far, per slot: a replaced worker shows here. */
@@ -50,7 +69,9 @@ export class SlotWorkerPool {
 
   constructor(private readonly options: SlotWorkerPoolOptions) {
     this.workers = Array.from({ length: options.numberOfSlots }, () => undefined);
+    this.candidates = this.workers.map(() => undefined);
     this.workersStarted = this.workers.map(() => 0);
+    this.workersReused = this.workers.map(() => 0);
   }
 
   workerOf(slotIndex: number): SlotWorker | undefined {
@@ -62,11 +83,55 @@ export class SlotWorkerPool {
     return this.workers.map((w) => w?.threadId);
   }
 
-  /** The slot's live worker, started first when it has none. */
+  /**
+   * The slot's live worker: the thread of its last job when that one said it was left as it was, else a
+   * fresh one (also when the answer has not come yet: a thread that might carry a job's changes never
+   * runs the next job).
+   */
   ensureWorker(slotIndex: number): SlotWorker {
     const current = this.workers[slotIndex];
     if (current !== undefined && current.isAlive) return current;
+    const candidate = this.takeCandidate(slotIndex);
+    if (candidate !== undefined) {
+      if (candidate.changes?.length === 0 && candidate.worker.isAlive) return this.reuse(slotIndex, candidate.worker);
+      void candidate.worker.terminate();
+    }
     return this.start(slotIndex);
+  }
+
+  /**
+   * Has a worker ready for the slot's next job (the warm pool): the thread of the last job once it said
+   * it can be kept, else a fresh one — decided when its answer comes, not before.
+   */
+  readyForNextJob(slotIndex: number): void {
+    const candidate = this.candidates[slotIndex];
+    if (candidate !== undefined && candidate.changes === undefined && this.workers[slotIndex] === undefined) {
+      candidate.wanted = true;
+      return;
+    }
+    this.ensureWorker(slotIndex);
+  }
+
+  /**
+   * Frees the slot's worker for a next job. A worker thread is asked to drop what its job left and to
+   * say what else the job changed in it (SlotWorkerRuntime.recycle); it is kept for the slot's next job
+   * only when the answer is nothing, and terminated otherwise (or after RECYCLE_TIMEOUT_MS without an
+   * answer). A light worker, or any with `recycleThreads` off, is terminated at once. Returns the worker.
+   */
+  retire(slotIndex: number): SlotWorker | undefined {
+    const worker = this.workers[slotIndex];
+    if (worker === undefined) return undefined;
+    if (worker.light || !worker.isAlive || this.options.recycleThreads === false) return this.release(slotIndex);
+    this.workers[slotIndex] = undefined;
+    const older = this.takeCandidate(slotIndex);
+    if (older !== undefined) void older.worker.terminate();
+    const timer = setTimeout(() => this.answered(slotIndex, worker, [`no answer within ${RECYCLE_TIMEOUT_MS} ms`]), RECYCLE_TIMEOUT_MS);
+    timer.unref();
+    this.candidates[slotIndex] = { worker, changes: undefined, wanted: false, timer };
+    // The next job's tasks get the library sent again: the thread forgets its imports when it recycles.
+    worker.librariesSent.clear();
+    worker.post({ type: 'recycle' });
+    return worker;
   }
 
   /**
@@ -117,9 +182,42 @@ export class SlotWorkerPool {
 
   /** Terminates every worker and waits until they are gone. */
   async terminateAll(): Promise<void> {
-    const all = this.workers.filter((w): w is SlotWorker => w !== undefined);
+    const candidates = this.candidates.map((_, i) => this.takeCandidate(i)?.worker);
+    const all = [...this.workers, ...candidates].filter((w): w is SlotWorker => w !== undefined);
     this.workers.fill(undefined);
     await Promise.all(all.map((w) => w.terminate()));
+  }
+
+  private takeCandidate(slotIndex: number): Candidate | undefined {
+    const candidate = this.candidates[slotIndex];
+    if (candidate === undefined) return undefined;
+    this.candidates[slotIndex] = undefined;
+    clearTimeout(candidate.timer);
+    return candidate;
+  }
+
+  private reuse(slotIndex: number, worker: SlotWorker): SlotWorker {
+    this.workers[slotIndex] = worker;
+    this.workersReused[slotIndex]!++;
+    return worker;
+  }
+
+  /** A retired worker's answer (or its timeout): kept when it changed nothing, else terminated. */
+  private answered(slotIndex: number, worker: SlotWorker, changes: readonly string[]): void {
+    const candidate = this.candidates[slotIndex];
+    if (candidate?.worker !== worker || candidate.changes !== undefined) return;
+    candidate.changes = changes;
+    if (changes.length > 0) {
+      this.options.logger.info('a freed slot worker thread is replaced: its job changed it', { slotIndex, threadId: worker.threadId, changes });
+      this.takeCandidate(slotIndex);
+      void worker.terminate();
+      if (candidate.wanted && this.workers[slotIndex] === undefined) this.start(slotIndex);
+      return;
+    }
+    if (candidate.wanted && this.workers[slotIndex] === undefined) {
+      this.takeCandidate(slotIndex);
+      this.reuse(slotIndex, worker);
+    }
   }
 
   private start(slotIndex: number): SlotWorker {
@@ -178,6 +276,9 @@ export class SlotWorkerPool {
     const onMain = (fn: () => void): void => this.onMain(fn);
     switch (m.type) {
       case 'ready':
+        return;
+      case 'recycled':
+        onMain(() => this.answered(slotIndex, worker, m.changes));
         return;
       case 'register-partition':
         listener.registerPartition(slotIndex, worker, m);

@@ -150,6 +150,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       numberOfSlots: deps.config.numberOfTaskSlots,
       ...(deps.profile !== undefined ? { slotMemoryMiB: deps.profile.memoryMiB } : {}),
       slotMode: deps.config.slotMode === 'light' ? 'light' : 'worker-thread',
+      recycleThreads: deps.config.slotThreadReuse !== 'never',
       mainThread: this.mainThread,
       logger: this.logger,
       listener: {
@@ -348,8 +349,9 @@ export class TaskExecutor implements TaskExecutorGateway {
       for (const job of this.jobTable.all()) this.releaseJob(job.jobId, cause, 'info');
       for (const slot of this.slotTable.allSlots()) if (slot.allocationId !== undefined) this.releaseSlot(slot.index, cause);
       await this.partitions.releaseJob(this.currentJobId, cause);
-      // A fresh worker thread per slot (none carries a former job's code), started now rather than when the next job deploys.
-      for (let i = 0; i < this.slotTable.numberOfSlots; i++) this.workers.ensureWorker(i);
+      // A worker thread per slot, ready now rather than when the next job deploys: the last job's, when it
+      // left the thread as it was (its module instances are its own), else a fresh one.
+      for (let i = 0; i < this.slotTable.numberOfSlots; i++) this.workers.readyForNextJob(i);
       this.standby?.idleTimer.cancel();
       const idleTimer = this.mainThread.schedule(() => {
         this.standby = undefined;
@@ -698,7 +700,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       this.taskEnded(task, task.cancelRequested ? 'CANCELED' : 'FAILED', task.cancelRequested ? {} : { error: toErrorInfo(new FloeError('SLOT_FREED', `slot freed while the task ran: ${cause}`)) });
     }
     // Finished blocking partitions are files the TaskExecutor owns: they stay.
-    const worker = this.workers.release(slotIndex);
+    const worker = this.workers.retire(slotIndex);
     if (worker !== undefined) this.partitions.dropWorker(worker);
     this.slotTable.free(slotIndex);
     this.resourceManager.notifySlotAvailable(slotIndex, allocationId);

@@ -90,4 +90,43 @@ describe('warm pool', () => {
     await waitFor(() => workers().length === 2, 'the pool to shrink to its JobManager and one TaskExecutor', 20_000);
     await waitFor(() => processesOfCluster(cluster.stateDir).length === 0, 'every warm process to exit after the idle time', IDLE_TIMEOUT_MS + 20_000, 100);
   });
+
+  it("runs the next job in the slots' threads when the last job left them as they were, never with its module state, and in fresh ones otherwise", async () => {
+    interface Seen {
+      /** The TaskExecutor process and the thread in it. */
+      readonly threadId: string;
+      readonly counted: number;
+      readonly globalFound: boolean;
+    }
+    const probe = async (leave: string): Promise<Seen[]> => {
+      const jobId = await cluster.submit('thread-probe.ts', 'default', [leave], 2);
+      const job = await cluster.awaitTerminal(jobId);
+      expect(job.status, await cluster.exceptions(jobId)).toBe('FINISHED');
+      // The warm pool is ready again before the next job (its slots' threads decided).
+      await waitFor(async () => (await cluster.api('GET', '/overview')).body.warmPool.readyJobManagers === 1, 'the JobManager ready again', 20_000, 20);
+      return (await cluster.api('GET', `/jobs/${jobId}/result`)).body.records as Seen[];
+    };
+    const threads = (seen: Seen[]) => [...new Set(seen.map((s) => s.threadId))].sort();
+    /** Per thread, the counts its module saw: a fresh module instance counts from 1 again. */
+    const counts = (seen: Seen[]) => Object.fromEntries(threads(seen).map((t) => [t, seen.filter((s) => s.threadId === t).map((s) => s.counted).sort()]));
+
+    const first = await probe('nothing');
+    const second = await probe('nothing');
+    // The same two threads ran it (kept), and its library's module started from nothing in each.
+    expect(threads(second)).toEqual(threads(first));
+    expect(threads(first)).toHaveLength(2);
+    expect(counts(second)).toEqual(counts(first));
+
+    // A job that leaves a global: the next job gets fresh threads and does not find it.
+    const leaving = await probe('leave-global');
+    expect(threads(leaving)).toEqual(threads(first));
+    const afterGlobal = await probe('nothing');
+    expect(afterGlobal.some((s) => s.globalFound)).toBe(false);
+    expect(threads(afterGlobal).filter((t) => threads(first).includes(t))).toEqual([]);
+
+    // A job that leaves a timer running: fresh threads again.
+    await probe('leave-timer');
+    const afterTimer = await probe('nothing');
+    expect(threads(afterTimer).filter((t) => threads(afterGlobal).includes(t))).toEqual([]);
+  });
 });
