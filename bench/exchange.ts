@@ -77,20 +77,26 @@ function codecOnly(): { ms: number; bytes: number } {
   return { ms, bytes: segments.reduce((n, s) => n + s.byteLength, 0) };
 }
 
-/** Which slot sharing groups' tasks each TaskExecutor of the job ran, from its log. */
+/**
+ * Which slot sharing groups' tasks each TaskExecutor of the job ran, from the TaskExecutors' logs (a
+ * TaskExecutor kept in the warm pool goes on writing into the log folder of the job that started it).
+ */
 function groupsPerExecutor(stateDir: string, jobId: string): string[][] {
-  const dir = join(stateDir, 'logs', jobId);
-  return readdirSync(dir)
-    .filter((f) => f.startsWith('te-'))
-    .map((f) => {
-      const tasks = new Set<string>();
-      for (const line of readFileSync(join(dir, f), 'utf8').split('\n')) {
-        if (!line.includes('"task submitted"')) continue;
-        const task = (JSON.parse(line) as { task?: string }).task ?? '';
-        tasks.add(task.startsWith('records') ? 'producers' : 'consumers');
+  const logs = join(stateDir, 'logs');
+  const perExecutor = new Map<string, Set<string>>();
+  for (const dir of readdirSync(logs, { withFileTypes: true }).filter((d) => d.isDirectory())) {
+    for (const f of readdirSync(join(logs, dir.name)).filter((n) => n.startsWith('te-'))) {
+      for (const line of readFileSync(join(logs, dir.name, f), 'utf8').split('\n')) {
+        if (!line.includes('"task submitted"') || !line.includes(jobId)) continue;
+        const entry = JSON.parse(line) as { task?: string; jobId?: string };
+        if (entry.jobId !== jobId) continue;
+        const tasks = perExecutor.get(f) ?? new Set<string>();
+        tasks.add((entry.task ?? '').startsWith('records') ? 'producers' : 'consumers');
+        perExecutor.set(f, tasks);
       }
-      return [...tasks].sort();
-    });
+    }
+  }
+  return [...perExecutor.values()].map((t) => [...t].sort());
 }
 
 const work = mkdtempSync(join(tmpdir(), 'floe-bench-exchange-'));

@@ -69,6 +69,8 @@ export class SlotWorkerRuntime {
   private nextRequestId = 1;
   /** The jobs whose tasks this runtime ran. */
   private readonly jobs = new Set<string>();
+  /** How often the thread was recycled: part of each library instance's name, so no instance outlives a recycle. */
+  private recycled = 0;
   private countersTimer: ReturnType<typeof setInterval> | undefined;
 
   /** The thread as it was before its first job (worker threads only): what recycle compares with. */
@@ -175,6 +177,7 @@ export class SlotWorkerRuntime {
     if (this.jobs.size >= MAX_JOBS_PER_THREAD) return [`it ran ${this.jobs.size} jobs, the most a thread runs`];
     this.dispose('the slot was freed');
     this.userFunctionCache.clear();
+    this.recycled++;
     // What the job's last callbacks still had under way (a closing file, a last message) settles first.
     for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve));
     return threadStateChanges(this.pristine, captureThreadState());
@@ -215,8 +218,10 @@ export class SlotWorkerRuntime {
     if (cached === undefined) {
       cached = (async () => {
         if (library === undefined) throw new FloeError('TASK_SETUP', `task ${tdd.taskName} has user functions but the TaskExecutor sent no library ${tdd.library.sha256}`);
-        // An instance of the library's module per job: a thread kept for the next job gives it no module state of this one.
-        const namespace = await importLibrary(library, settings.libraryCacheDir, { instance: this.pristine === undefined ? undefined : tdd.jobId });
+        // An instance of the library's module per job and recycle: a kept thread gives the next job (or
+        // this job's next attempt on the slot) no module state of the last one.
+        const instance = this.pristine === undefined ? undefined : `${tdd.jobId}.${this.recycled}`;
+        const namespace = await importLibrary(library, settings.libraryCacheDir, { instance });
         return resolveUserFunctions(namespace, tdd.program.export, tdd.program.args);
       })();
       this.userFunctionCache.set(key, cached);
