@@ -71,25 +71,11 @@ export class DynamoDbLeaseStore implements LeaseStore {
    * transaction to take the warm pool's claim with it.
    */
   takeWrite(name: string, holder: string, address: string, durationMs: number, now: number): ConditionalUpdate {
-    assertLeaseArgs(name, holder, durationMs);
-    return {
-      TableName: this.table,
-      Key: { [A.name]: name },
-      UpdateExpression: 'SET #holder = :holder, #address = :address, #expires = :expires, #released = :false, #epoch = if_not_exists(#epoch, :zero) + :one',
-      ConditionExpression: 'attribute_not_exists(#name) OR #released = :true OR #expires <= :freeForOthersAt OR (#holder = :holder AND #expires <= :now)',
-      ExpressionAttributeNames: names('#name', '#holder', '#address', '#expires', '#released', '#epoch'),
-      ExpressionAttributeValues: {
-        ':holder': holder,
-        ':address': address,
-        ':expires': now + durationMs,
-        ':false': false,
-        ':true': true,
-        ':zero': 0,
-        ':one': 1,
-        ':now': now,
-        ':freeForOthersAt': now - this.skewMs,
-      },
-    };
+    return this.holderWrite(name, holder, address, durationMs, now, {
+      epoch: 'if_not_exists(#epoch, :zero) + :one',
+      condition: 'attribute_not_exists(#name) OR #released = :true OR #expires <= :freeForOthersAt OR (#holder = :holder AND #expires <= :now)',
+      values: { ':true': true, ':zero': 0, ':now': now, ':freeForOthersAt': now - this.skewMs },
+    });
   }
 
   /**
@@ -99,14 +85,26 @@ export class DynamoDbLeaseStore implements LeaseStore {
    * state), so the holder can count on epoch 1 without reading it.
    */
   grantWrite(name: string, holder: string, address: string, durationMs: number, now: number): ConditionalUpdate {
+    return this.holderWrite(name, holder, address, durationMs, now, { epoch: ':one', condition: 'attribute_not_exists(#name)', values: {} });
+  }
+
+  /** A write that makes `holder` the lease's holder until now + durationMs, at the epoch `how.epoch` gives, under `how.condition`. */
+  private holderWrite(
+    name: string,
+    holder: string,
+    address: string,
+    durationMs: number,
+    now: number,
+    how: { readonly epoch: string; readonly condition: string; readonly values: Record<string, unknown> },
+  ): ConditionalUpdate {
     assertLeaseArgs(name, holder, durationMs);
     return {
       TableName: this.table,
       Key: { [A.name]: name },
-      UpdateExpression: 'SET #holder = :holder, #address = :address, #expires = :expires, #released = :false, #epoch = :one',
-      ConditionExpression: 'attribute_not_exists(#name)',
+      UpdateExpression: `SET #holder = :holder, #address = :address, #expires = :expires, #released = :false, #epoch = ${how.epoch}`,
+      ConditionExpression: how.condition,
       ExpressionAttributeNames: names('#name', '#holder', '#address', '#expires', '#released', '#epoch'),
-      ExpressionAttributeValues: { ':holder': holder, ':address': address, ':expires': now + durationMs, ':false': false, ':one': 1 },
+      ExpressionAttributeValues: { ':holder': holder, ':address': address, ':expires': now + durationMs, ':false': false, ':one': 1, ...how.values },
     };
   }
 
