@@ -154,6 +154,66 @@ describe('SlotWorkerPool', () => {
     expect(finished.result?.collected).toEqual([{ type: 'split', requestId: 41, split: { splitNumber: 4, path: '/in.txt', start: 0, length: 10 } }]);
   });
 
+  describe('a freed slot worker thread', () => {
+    const finished = async (p: SlotWorkerPool, heard: Heard[], script: string, library?: Uint8Array): Promise<Extract<WorkerToMain, { type: 'state' }>> => {
+      const task = tdd(script);
+      p.deploy(p.ensureWorker(0), task, library, settings);
+      await waitFor('FINISHED', () => statesOf(heard, task.attemptId).includes('FINISHED'));
+      return heard.find((h) => h.message?.type === 'state' && h.message.attemptId === task.attemptId && h.message.state === 'FINISHED')!.message as Extract<WorkerToMain, { type: 'state' }>;
+    };
+
+    it("runs the slot's next job when it says its job changed nothing, and gets the library again", async () => {
+      const { pool: p, heard } = pool(1);
+      const first = await finished(p, heard, 'finish', new Uint8Array(7));
+      expect(first.result?.collected).toEqual([7]);
+      const thread = p.threadIds()[0];
+      p.retire(0);
+      expect(p.threadIds()).toEqual([undefined]);
+      p.readyForNextJob(0);
+      await waitFor('the thread kept', () => p.threadIds()[0] !== undefined);
+      expect(p.threadIds()).toEqual([thread]);
+      expect(p.workersStarted).toEqual([1]);
+      expect(p.workersReused).toEqual([1]);
+      // Its imports went with the recycle: the next task of the same library gets the bytes again.
+      expect((await finished(p, heard, 'finish', new Uint8Array(7))).result?.collected).toEqual([7]);
+    });
+
+    it('is terminated when it says what its job changed, and a fresh one takes the slot', async () => {
+      const { pool: p, heard } = pool(1);
+      await finished(p, heard, 'finish-dirty');
+      const thread = p.threadIds()[0];
+      p.retire(0);
+      p.readyForNextJob(0);
+      await waitFor('a fresh thread', () => p.threadIds()[0] !== undefined);
+      expect(p.threadIds()[0]).not.toBe(thread);
+      expect(p.workersStarted).toEqual([2]);
+      expect(p.workersReused).toEqual([0]);
+      expect(heard.filter((h) => h.kind === 'exited')).toEqual([]);
+    });
+
+    it('never runs a job before its answer came: a slot needed sooner gets a fresh thread', async () => {
+      const { pool: p, heard } = pool(1);
+      await finished(p, heard, 'finish-slow');
+      const thread = p.threadIds()[0];
+      p.retire(0);
+      expect(p.ensureWorker(0).threadId).not.toBe(thread);
+      expect(p.workersReused).toEqual([0]);
+    });
+
+    it('is terminated when it does not answer within 2 s, and a fresh one takes the slot', async () => {
+      const { pool: p, heard } = pool(1);
+      await finished(p, heard, 'finish-mute');
+      const thread = p.threadIds()[0];
+      p.retire(0);
+      p.readyForNextJob(0);
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(p.threadIds()).toEqual([undefined]);
+      await waitFor('a fresh thread', () => p.threadIds()[0] !== undefined, 5_000);
+      expect(p.threadIds()[0]).not.toBe(thread);
+      expect(p.workersStarted).toEqual([2]);
+    });
+  });
+
   it('cancels a task in its worker, and terminates every worker on request', async () => {
     const { pool: p, heard } = pool();
     const task = tdd('never-deployed');
