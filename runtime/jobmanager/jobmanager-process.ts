@@ -6,8 +6,9 @@
 // 'cluster.warm-pool.poll-interval' (the Dispatcher may be a function that cannot call into the tasks'
 // network); a Dispatcher that can reach the process tells it (StandbyJobManagerGateway), and it reads
 // the claim at once. On DynamoDB the claim comes with the job's ResourceManager and JobMaster leases,
-// written for the process in the admission transaction, so it leads without campaigning. With no job for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher
-// can any more — stops its TaskExecutors and exits.
+// written for the process in the admission transaction, so it leads without campaigning. With no job
+// for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher can any more — stops
+// its TaskExecutors and exits.
 import type { BlobStore } from '../blob/blob-store.js';
 import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';

@@ -39,7 +39,7 @@ export interface SlotWorkerPoolOptions {
   readonly mainThread: MainThread;
   readonly logger: Logger;
   readonly listener: SlotWorkerListener;
-  /** 'taskmanager.slot.recycle-threads': a freed slot's thread runs the next job when its job left it as it was. @default true */
+  /** 'taskmanager.slot.thread-reuse' is not 'never': a freed slot's thread runs the next job when its job left it as it was. @default true */
   readonly recycleThreads?: boolean;
 }
 
@@ -125,7 +125,8 @@ export class SlotWorkerPool {
     this.workers[slotIndex] = undefined;
     const older = this.takeCandidate(slotIndex);
     if (older !== undefined) void older.worker.terminate();
-    const timer = setTimeout(() => this.answered(slotIndex, worker, [`no answer within ${RECYCLE_TIMEOUT_MS} ms`]), RECYCLE_TIMEOUT_MS);
+    // On the main thread, like the answer it stands in for.
+    const timer = setTimeout(() => this.onMain(() => this.answered(slotIndex, worker, [`no answer within ${RECYCLE_TIMEOUT_MS} ms`])), RECYCLE_TIMEOUT_MS);
     timer.unref();
     this.candidates[slotIndex] = { worker, changes: undefined, wanted: false, timer };
     // The next job's tasks get the library sent again: the thread forgets its imports when it recycles.
