@@ -124,9 +124,9 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
 /**
  * Imports a library from `<cacheDir>/<sha256>.mjs`, writing the file first (atomically) when absent.
  * Imports are cached by Node, so the same library is evaluated once per process — once per `instance`
- * when one is named (a slot's thread names the job, so that each job gets fresh module state). `sourceMaps` (default
- * true) turns on Node's source maps first, so user stack traces point into the job's own files; that
- * costs the importer ~10-30 ms, which a process that shows no stack may skip.
+ * when one is named (a slot's thread names the job, so that each job gets fresh module state).
+ * `sourceMaps` (default true) turns on Node's source maps first, so user stack traces point into the
+ * job's own files; that costs the importer ~10-30 ms, which a process that shows no stack may skip.
  */
 export function importLibrary(code: Uint8Array, cacheDir: string, options: { readonly sourceMaps?: boolean; readonly instance?: string | undefined } = {}): Promise<Record<string, unknown>> {
   let sha256 = hashed.get(code);

@@ -32,8 +32,9 @@ interface RunningTask {
 }
 
 /**
- * A worker thread runs at most this many jobs: each leaves an instance of its library's module, which
- * Node's loader keeps for the thread's life. Then the TaskExecutor starts a fresh thread.
+ * A worker thread runs at most this many jobs (or attempts of one on its slot): each leaves an instance
+ * of its library's module, which Node's loader keeps for the thread's life. Then the TaskExecutor starts
+ * a fresh thread.
  */
 export const MAX_JOBS_PER_THREAD = 16;
 
@@ -67,8 +68,6 @@ export class SlotWorkerRuntime {
   private readonly userFunctionCache = new Map<string, Promise<Map<string, Function>>>();
   private readonly splitRequests = new Map<number, { resolve: (s: InputSplit | null) => void; reject: (e: Error) => void }>();
   private nextRequestId = 1;
-  /** The jobs whose tasks this runtime ran. */
-  private readonly jobs = new Set<string>();
   /** How often the thread was recycled: part of each library instance's name, so no instance outlives a recycle. */
   private recycled = 0;
   private countersTimer: ReturnType<typeof setInterval> | undefined;
@@ -174,7 +173,7 @@ export class SlotWorkerRuntime {
   private async recycle(): Promise<string[]> {
     if (this.pristine === undefined) return ['a light slot shares its thread'];
     if (this.tasks.size > 0) return [`${this.tasks.size} task(s) still running`];
-    if (this.jobs.size >= MAX_JOBS_PER_THREAD) return [`it ran ${this.jobs.size} jobs, the most a thread runs`];
+    if (this.recycled + 1 >= MAX_JOBS_PER_THREAD) return [`it ran ${this.recycled + 1} jobs, the most a thread runs`];
     this.dispose('the slot was freed');
     this.userFunctionCache.clear();
     this.recycled++;
@@ -233,7 +232,6 @@ export class SlotWorkerRuntime {
   private async runTask(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<void> {
     const task: RunningTask = { tdd, abort: new TaskCancellation(), gate: undefined, outputs: [], counters: { recordsIn: 0, recordsOut: 0 }, running: false };
     this.tasks.set(tdd.attemptId, task);
-    this.jobs.add(tdd.jobId);
     this.watchCounters(settings.countersIntervalMs ?? DEFAULT_COUNTERS_INTERVAL_MS);
     const { signal } = task.abort;
     const blockingWriters: BlockingPartitionWriter[] = [];

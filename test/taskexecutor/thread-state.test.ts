@@ -1,7 +1,10 @@
-// What SlotWorkerRuntime.recycle compares to decide whether a slot's thread may run the next job.
+// What SlotWorkerRuntime.recycle compares to decide whether a slot's thread may run the next job, and
+// the most jobs one thread runs.
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_JOBS_PER_THREAD, SlotWorkerRuntime, type SlotWorkerPort } from '../../runtime/task/slot-worker-runtime.js';
 import { captureThreadState, threadStateChanges } from '../../runtime/task/thread-state.js';
+import type { MainToWorker, WorkerToMain } from '../../runtime/task/worker-protocol.js';
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -64,5 +67,30 @@ describe('threadStateChanges', () => {
     clearInterval(timer);
     process.off('beforeExit', listener);
     expect(threadStateChanges(captureThreadState(), before)).toEqual([]);
+  });
+});
+
+describe('SlotWorkerRuntime.recycle', () => {
+  it(`keeps a thread for at most ${MAX_JOBS_PER_THREAD} jobs: each leaves a module instance behind`, async () => {
+    const answers: string[][] = [];
+    let listener: ((m: MainToWorker) => void) | undefined;
+    let answered: (() => void) | undefined;
+    const port: SlotWorkerPort = {
+      on: (_event, l) => (listener = l),
+      postMessage: (m: WorkerToMain) => {
+        if (m.type !== 'recycled') return;
+        answers.push([...m.changes]);
+        answered?.();
+      },
+    };
+    new SlotWorkerRuntime(port, { ownThread: true });
+    for (let i = 0; i < MAX_JOBS_PER_THREAD; i++) {
+      const next = new Promise<void>((resolve) => (answered = resolve));
+      listener!({ type: 'recycle' });
+      await next;
+    }
+    const cap = `it ran ${MAX_JOBS_PER_THREAD} jobs, the most a thread runs`;
+    expect(answers.slice(0, -1).some((a) => a.includes(cap))).toBe(false);
+    expect(answers.at(-1)).toEqual([cap]);
   });
 });
