@@ -208,16 +208,12 @@ export class SlotWorkerPool {
     const candidate = this.candidates[slotIndex];
     if (candidate?.worker !== worker || candidate.changes !== undefined) return;
     candidate.changes = changes;
-    if (changes.length > 0) {
-      this.options.logger.info('a freed slot worker thread is replaced: its job changed it', { slotIndex, threadId: worker.threadId, changes });
+    if (changes.length > 0) this.options.logger.info('a freed slot worker thread is replaced: its job changed it', { slotIndex, threadId: worker.threadId, changes });
+    // Wanted now: ensureWorker keeps it or starts a fresh one. Otherwise a changed one goes at once.
+    if (candidate.wanted && this.workers[slotIndex] === undefined) this.ensureWorker(slotIndex);
+    else if (changes.length > 0) {
       this.takeCandidate(slotIndex);
       void worker.terminate();
-      if (candidate.wanted && this.workers[slotIndex] === undefined) this.start(slotIndex);
-      return;
-    }
-    if (candidate.wanted && this.workers[slotIndex] === undefined) {
-      this.takeCandidate(slotIndex);
-      this.reuse(slotIndex, worker);
     }
   }
 
