@@ -1,9 +1,12 @@
 // ECS "Task State Change" events (EventBridge) for the cluster's tasks, and the scheduled reconcile. On
 // AWS no process watches a JobManager task, so this is how the Dispatcher hears that one stopped: a job
 // whose JobManager task stopped before the job ended gets a successor JobManager that recovers it (as
-// the embedded launcher's exit event does), and the scheduled sweep catches what an event missed.
+// the embedded launcher's exit event does), and the scheduled sweep catches what an event missed. A
+// JobManager task that stays ready in the warm pool after its job does not stop: it puts a
+// capacity-freed event on the cluster's bus when jobs wait, and admission runs on it.
 // Errors are thrown, never dropped: Lambda retries the event, then sends it to the dead-letter queue.
 import type { Context, EventBridgeEvent } from 'aws-lambda';
+import { CAPACITY_FREED_EVENT, type CapacityFreedDetail } from '../runtime/aws/capacity-events.js';
 import { ProcessEnv } from '../runtime/core/process-env.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
 import { jobOfJobManagerWorker, type Dispatcher } from '../runtime/dispatcher/dispatcher.js';
@@ -58,5 +61,23 @@ export function isReconcileEvent(event: unknown): event is ReconcileEvent {
 export function createReconcileHandler(options: { dispatcher: () => Promise<Dispatcher> }): (event: ReconcileEvent, context?: Context) => Promise<void> {
   return async () => {
     await (await options.dispatcher()).reconcile();
+  };
+}
+
+/** A ready JobManager task gave a job's capacity back while jobs wait (runtime/aws/capacity-events.ts). */
+export type CapacityFreedEvent = EventBridgeEvent<typeof CAPACITY_FREED_EVENT.detailType, CapacityFreedDetail>;
+
+export function isCapacityFreed(event: unknown): event is CapacityFreedEvent {
+  if (event === null || typeof event !== 'object') return false;
+  const e = event as { 'detail-type'?: unknown; source?: unknown };
+  return e['detail-type'] === CAPACITY_FREED_EVENT.detailType && e.source === CAPACITY_FREED_EVENT.source;
+}
+
+/** Capacity was given back: admit what waits, as a submission or the sweep would. */
+export function createCapacityFreedHandler(options: { dispatcher: () => Promise<Dispatcher>; logger?: Logger }): (event: CapacityFreedEvent, context?: Context) => Promise<void> {
+  const log = (options.logger ?? createLogger({ process: 'lambda' })).child({ component: 'capacity-events' });
+  return async (event) => {
+    await (await options.dispatcher()).admitWaiting();
+    log.info('admission ran: a ready JobManager gave capacity back', { jobId: event.detail?.jobId });
   };
 }

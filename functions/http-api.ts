@@ -7,7 +7,17 @@ import { InvalidRequestError } from '../runtime/core/errors.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
 import type { RestHandler, RestRequest, RestResponse } from '../runtime/dispatcher/rest-router.js';
 import type { AwsDispatcher } from '../runtime/aws/aws-dispatcher.js';
-import { createReconcileHandler, createTaskStateChangeHandler, isReconcileEvent, isTaskStateChange, type ReconcileEvent, type TaskStateChangeEvent } from './ecs-task-events.js';
+import {
+  createCapacityFreedHandler,
+  createReconcileHandler,
+  createTaskStateChangeHandler,
+  isCapacityFreed,
+  isReconcileEvent,
+  isTaskStateChange,
+  type CapacityFreedEvent,
+  type ReconcileEvent,
+  type TaskStateChangeEvent,
+} from './ecs-task-events.js';
 
 export type HttpApiEvent = APIGatewayProxyEventV2;
 export type HttpApiResult = APIGatewayProxyStructuredResultV2;
@@ -109,6 +119,13 @@ const dispatcherOnce = (): Promise<AwsDispatcher> => {
 const httpApi = createHttpApiHandler({ router: async () => (await dispatcherOnce()).router });
 const taskStateChanges = createTaskStateChangeHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
 const reconcile = createReconcileHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
+const capacityFreed = createCapacityFreedHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
 
-export const handler = (event: HttpApiEvent | TaskStateChangeEvent | ReconcileEvent, context: Context): Promise<HttpApiResult | void> =>
-  isTaskStateChange(event) ? taskStateChanges(event, context) : isReconcileEvent(event) ? reconcile(event, context) : httpApi(event, context);
+export const handler = (event: HttpApiEvent | TaskStateChangeEvent | ReconcileEvent | CapacityFreedEvent, context: Context): Promise<HttpApiResult | void> =>
+  isTaskStateChange(event)
+    ? taskStateChanges(event, context)
+    : isReconcileEvent(event)
+      ? reconcile(event, context)
+      : isCapacityFreed(event)
+        ? capacityFreed(event, context)
+        : httpApi(event, context);

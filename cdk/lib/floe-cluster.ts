@@ -25,6 +25,7 @@ import { STAGED_TAG } from '../../runtime/blob/output-rules.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
+import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
 import type { KeyAttributeType } from '../../runtime/aws/tables.js';
 import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobsBySubmissionIndex, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
 
@@ -220,6 +221,8 @@ export class FloeCluster extends Construct {
   readonly securityGroup: ec2.SecurityGroup;
   readonly jobManagerTaskDefinition: ecs.FargateTaskDefinition;
   readonly taskExecutorTaskDefinition: ecs.FargateTaskDefinition;
+  /** The cluster's event bus: ready JobManagers put capacity-freed events on it for the Dispatcher function. */
+  readonly eventBus: events.EventBus;
   /** The Dispatcher: the REST API's handler. */
   readonly apiFunction: nodejs.NodejsFunction;
   readonly httpApi: apigwv2.HttpApi;
@@ -229,7 +232,7 @@ export class FloeCluster extends Construct {
   readonly apiStage: apigwv2.HttpStage;
   /** One JSON line per API request: caller, route, status, latency, and why API Gateway refused it. */
   readonly apiAccessLogGroup: logs.LogGroup;
-  /** Events the Dispatcher function could not handle after its retries (JobManager stops): look here when a job seems stuck. */
+  /** Events the Dispatcher function could not handle after its retries (JobManager stops, capacity freed): look here when a job seems stuck. */
   readonly failedEvents: sqs.Queue;
   readonly taskLogGroup: logs.LogGroup;
   /** The Dispatcher function's log group. */
@@ -375,6 +378,10 @@ export class FloeCluster extends Construct {
       environment: { ...common, ...network },
       cpuArchitecture,
     });
+    // The cluster's own bus: a JobManager ready in the warm pool tells the Dispatcher function on it that
+    // capacity is free for waiting jobs (the rule below). Its own, so two clusters in one account never
+    // hear each other's events.
+    this.eventBus = new events.EventBus(this, 'ClusterEvents', { description: 'Floe: capacity freed by ready JobManagers' });
     this.jobManagerTaskDefinition = this.createTaskDefinition('JobManager', {
       cpu: props.jobManagerCpu ?? 512,
       memoryLimitMiB: props.jobManagerMemoryLimitMiB ?? 1024,
@@ -388,6 +395,7 @@ export class FloeCluster extends Construct {
         // TaskExecutors of its own deployment (old revisions stay ACTIVE, see pinRevisions below).
         [FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR]: this.taskExecutorTaskDefinition.taskDefinitionArn,
         ...(teCapacityProviders.length > 0 ? { [FloeEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR]: teCapacityProviders.join(',') } : {}),
+        [FloeEnv.EVENT_BUS]: this.eventBus.eventBusName,
       },
       cpuArchitecture,
     });
@@ -402,6 +410,8 @@ export class FloeCluster extends Construct {
     this.grantObjects(jm, this.bucket, ['s3:PutObject'], `${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.resultFile}`);
     this.grantRunAnyRevision(jm, this.taskExecutorTaskDefinition);
     this.grantTaskControl(jm);
+    // Capacity-freed events, on the cluster's bus only.
+    this.eventBus.grantPutEventsTo(jm);
     // TaskExecutor: finds its leaders through the lease records, reads libraries, writes staged output.
     const te = this.taskExecutorTaskDefinition.taskRole;
     this.leaseTable.grant(te, 'dynamodb:GetItem');
@@ -497,6 +507,15 @@ export class FloeCluster extends Construct {
         detail: { clusterArn: [this.cluster.clusterArn], lastStatus: ['STOPPED'], group: [`family:${this.jobManagerTaskDefinition.family}`] },
       },
       targets: [new eventsTargets.LambdaFunction(this.apiFunction, { retryAttempts: 4, deadLetterQueue: this.failedEvents })],
+    });
+    // A JobManager ready in the warm pool does not stop after its job, so no task event says its capacity
+    // is free: it says so on the cluster's bus when jobs wait, and the function admits them at once
+    // instead of at the next submission or sweep.
+    new events.Rule(this, 'CapacityFreed', {
+      description: 'Floe: a ready JobManager gave capacity back while jobs wait; the Dispatcher admits them',
+      eventBus: this.eventBus,
+      eventPattern: { source: [CAPACITY_FREED_EVENT.source], detailType: [CAPACITY_FREED_EVENT.detailType] },
+      targets: [new eventsTargets.LambdaFunction(this.apiFunction, { retryAttempts: 2, deadLetterQueue: this.failedEvents })],
     });
     // The sweep: a lost event, or a JobManager that hangs with its task alive, cannot strand a job.
     new events.Rule(this, 'Reconcile', {

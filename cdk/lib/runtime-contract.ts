@@ -31,6 +31,8 @@ export const FloeEnv = {
   ECS_SECURITY_GROUPS: AwsProcessEnv.ECS_SECURITY_GROUPS,
   /** 'true' or 'false'. */
   ECS_ASSIGN_PUBLIC_IP: AwsProcessEnv.ECS_ASSIGN_PUBLIC_IP,
+  /** The cluster's event bus: ready JobManagers put capacity-freed events on it. */
+  EVENT_BUS: AwsProcessEnv.EVENT_BUS,
   /** Interface the RPC and data servers bind to; 0.0.0.0 in a container, so other tasks can reach it. */
   RPC_BIND_HOST: AwsProcessEnv.RPC_BIND_HOST,
   CONFIG: ProcessEnv.CONFIG,

@@ -35,6 +35,15 @@ export const AwsProcessEnv = {
   ECS_LAUNCH_TIMEOUT_MS: 'FLOE_ECS_LAUNCH_TIMEOUT_MS',
   /** Delay before the first launch retry (ms); doubles per retry, with jitter. @default 1000 */
   ECS_LAUNCH_BACKOFF_MS: 'FLOE_ECS_LAUNCH_BACKOFF_MS',
+  /**
+   * Name or ARN of the cluster's event bus: a JobManager ready in the warm pool puts a capacity-freed
+   * event on it when it gave a job's capacity back while jobs wait, and the bus's rule invokes the
+   * Dispatcher function, which admits them. @default - none: the waiting jobs wait for the next
+   * submission or the scheduled sweep
+   */
+  EVENT_BUS: 'FLOE_EVENT_BUS',
+  /** EventBridge API endpoint override (the local emulator in tests). @default - the region's endpoint */
+  EVENTS_ENDPOINT: 'FLOE_EVENTS_ENDPOINT',
   /** Address RPC and data servers listen on. @default '127.0.0.1' ('0.0.0.0' in the container image) */
   RPC_BIND_HOST: 'FLOE_RPC_BIND_HOST',
   /**

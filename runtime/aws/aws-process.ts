@@ -8,9 +8,10 @@ import type { Logger } from '../core/logger.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
-import { bindHostFromEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv, resolveAdvertisedHost } from './aws-env.js';
+import { AwsProcessEnv, bindHostFromEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv, resolveAdvertisedHost } from './aws-env.js';
 import { AwsEnv, openAwsServices, readAwsServicesSettings } from './aws-services.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
+import { createEventBridgeClient, EventBridgeCapacityNotices } from './eventbridge-capacity-notices.js';
 
 export interface AwsProcessRuntime {
   readonly leaseStore: LeaseStore;
@@ -28,6 +29,8 @@ export interface AwsJobManagerRuntime extends AwsProcessRuntime {
   readonly launcher: EcsWorkerLauncher;
   /** What every TaskExecutor task inherits from this JobManager. */
   readonly workerEnv: Record<string, string>;
+  /** Capacity-freed events to the cluster's event bus; undefined when FLOE_EVENT_BUS is not set. */
+  readonly capacityNotices: EventBridgeCapacityNotices | undefined;
 }
 
 async function openCommon(env: NodeJS.ProcessEnv, resourceId: string, clock: Clock, logger: Logger): Promise<AwsProcessRuntime & { region: string }> {
@@ -71,11 +74,21 @@ export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceI
     },
     ...(ecs.pollIntervalMs !== undefined ? { pollIntervalMs: ecs.pollIntervalMs } : {}),
   });
+  const eventBus = env[AwsProcessEnv.EVENT_BUS];
+  const eventsEndpoint = env[AwsProcessEnv.EVENTS_ENDPOINT];
+  const capacityNotices = eventBus
+    ? new EventBridgeCapacityNotices(
+        createEventBridgeClient({ region: common.region, ...(credentials !== undefined ? { credentials } : {}), ...(eventsEndpoint ? { endpoint: eventsEndpoint } : {}) }),
+        eventBus,
+      )
+    : undefined;
   return {
     ...common,
     launcher,
     workerEnv: inheritedAwsEnv(env, Object.values(AwsEnv)),
+    capacityNotices,
     async close() {
+      capacityNotices?.close();
       await launcher.close();
       await common.close();
     },

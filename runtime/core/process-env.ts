@@ -14,6 +14,12 @@ export const ProcessEnv = {
    * Absent: default slots.
    */
   RESOURCE_PROFILE: 'FLOE_RESOURCE_PROFILE',
+  /**
+   * Embedded backend: the RPC address of the Dispatcher that started this JobManager, which a ready
+   * JobManager tells that capacity is free (runtime/protocol/capacity-notices.ts). @default - none: the
+   * Dispatcher's reconciler admits waiting jobs on its interval
+   */
+  DISPATCHER_ADDRESS: 'FLOE_DISPATCHER_ADDRESS',
   /** JSON object of config option keys to values (see core/config.ts). */
   CONFIG: 'FLOE_CONFIG',
   /** 'embedded' (default) or 'aws'. */

@@ -12,7 +12,9 @@ import { ProcessEnv } from '../core/process-env.js';
 import { ChildProcessWorkerLauncher } from '../local/child-process-launcher.js';
 import { openEmbeddedServices } from '../local/embedded-services.js';
 import { workerPid } from '../local/process-table.js';
+import { CAPACITY_NOTICE_METHODS, type CapacityNotices } from '../protocol/capacity-notices.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
+import { EndpointName } from '../rpc/rpc-service.js';
 import { Dispatcher, type JobWaitPolling } from './dispatcher.js';
 import { DashboardAssets, findDashboardDir } from './dashboard.js';
 import { JsonBodyParser } from './json-body.js';
@@ -60,8 +62,10 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     // The JobManagers listen on this machine's loopback: a ready one is told when it gets a job.
     reachesJobManagers: true,
     jobWaitPolling: EMBEDDED_JOB_WAIT_POLLING,
-    jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config) },
+    jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config), [ProcessEnv.DISPATCHER_ADDRESS]: rpc.address },
   });
+  // A JobManager that stays ready after its job says here that it gave capacity back: what waits starts now.
+  rpc.serve<CapacityNotices>(EndpointName.DISPATCHER, { capacityFreed: () => dispatcher.admitWaiting() }, { methods: CAPACITY_NOTICE_METHODS });
   await dispatcher.start();
   const reconciler = dispatcher.runReconciler(systemClock);
   // Bodies too large to parse in a few milliseconds are parsed in a worker thread, so /health and other

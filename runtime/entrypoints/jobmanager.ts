@@ -16,8 +16,10 @@ import { JobManagerProcess } from '../jobmanager/jobmanager-process.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
 import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
 import { workerPid } from '../local/process-table.js';
+import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
+import { EndpointName } from '../rpc/rpc-service.js';
 
 installParentWatch();
 const secret = requireEnv(ProcessEnv.SECRET);
@@ -35,6 +37,8 @@ interface Backend {
   readonly workerEnv: Record<string, string>;
   readonly bindHost: string;
   readonly advertisedHost: string;
+  /** Where a ready process says it gave capacity back, on AWS (an event on the cluster's bus). */
+  readonly capacityNotices?: CapacityNotices | undefined;
   close(): Promise<void>;
 }
 
@@ -66,6 +70,11 @@ async function openBackend(): Promise<Backend> {
 const services = await openBackend();
 const launcher = services.launcher;
 const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
+// On AWS an event on the cluster's bus; embedded, a call to the Dispatcher that started this process.
+const dispatcherAddress = process.env[ProcessEnv.DISPATCHER_ADDRESS];
+const capacityNotices =
+  services.capacityNotices ??
+  (dispatcherAddress ? rpc.connect<CapacityNotices>(dispatcherAddress, EndpointName.DISPATCHER, { timeoutMs: config.rpcTimeoutMs }) : undefined);
 const jobManager = new JobManagerProcess({
   resourceId,
   config,
@@ -82,6 +91,7 @@ const jobManager = new JobManagerProcess({
   }),
   clock: systemClock,
   logger,
+  ...(capacityNotices !== undefined ? { capacityNotices } : {}),
 });
 
 let exiting = false;

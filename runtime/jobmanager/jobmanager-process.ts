@@ -17,6 +17,7 @@ import { JobId, randomHex, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { JobStore } from '../ha/job-store.js';
 import { CLAIM_ADDRESS_WITH_LEASES, leaseNames, parseStandbyClaim, type Lease, type LeaseStore } from '../ha/lease-store.js';
+import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import { STANDBY_JOB_MANAGER_METHODS, type StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
@@ -35,6 +36,11 @@ export interface JobManagerProcessDeps {
   workerEnv(jobId: JobId, config: FloeConfig): Readonly<Record<string, string>>;
   readonly clock: Clock;
   readonly logger: Logger;
+  /**
+   * Where the process says it gave a job's capacity back while jobs wait (see CapacityNotices).
+   * @default - none: waiting jobs start when the Dispatcher next looks (its reconciler, on AWS the sweep)
+   */
+  readonly capacityNotices?: CapacityNotices;
 }
 
 /**
@@ -95,6 +101,11 @@ export class JobManagerProcess {
 
   constructor(private readonly deps: JobManagerProcessDeps) {
     this.log = deps.logger.child({ component: 'jobmanager-process' });
+  }
+
+  /** Whether the process waits in the warm pool for a job now. */
+  isReady(): boolean {
+    return this.state.kind === 'ready';
   }
 
   /** The runner of the job this process runs now; for tests and diagnostics. */
@@ -193,9 +204,15 @@ export class JobManagerProcess {
     }
     // The job's capacity is free now (its TaskExecutors went to the pool or stopped): the Dispatcher
     // would see it only when this process exits, which a ready one does not do.
-    await this.deps.jobStore.release(jobId).then(
-      ({ released }) => released && this.log.child({ jobId }).info('job gave back its capacity'),
-      (error: unknown) => this.log.child({ jobId }).warn("cannot give back the job's capacity; the Dispatcher's reconciler will", { error: errorMessage(error) }),
+    const released = await this.deps.jobStore.release(jobId).then(
+      (r) => {
+        if (r.released) this.log.child({ jobId }).info('job gave back its capacity');
+        return r.released;
+      },
+      (error: unknown) => {
+        this.log.child({ jobId }).warn("cannot give back the job's capacity; the Dispatcher's reconciler will", { error: errorMessage(error) });
+        return false;
+      },
     );
     try {
       // Its former place must be free before it looks for one again.
@@ -205,6 +222,27 @@ export class JobManagerProcess {
       this.log.warn('cannot join the warm pool; exiting', { error: errorMessage(error) });
       await this.stopWorkers(warm, 'the JobManager could not join the warm pool');
       this.resolveDone(`job ${jobId} ${outcome.status}`);
+      return;
+    }
+    // Ready first: the admission the notice sets off finds this process and gives it the waiting job.
+    if (released && this.isReady()) await this.announceCapacity(jobId);
+  }
+
+  /**
+   * Tells the Dispatcher that `jobId` gave its capacity back, when jobs wait for capacity. A failed notice
+   * is logged and left to the Dispatcher's sweep, which admits them later.
+   */
+  private async announceCapacity(jobId: JobId): Promise<void> {
+    const notices = this.deps.capacityNotices;
+    if (notices === undefined) return;
+    const log = this.log.child({ jobId });
+    try {
+      const { waiting } = await this.deps.jobStore.admissionLedger();
+      if (waiting.length === 0) return;
+      await notices.capacityFreed(jobId);
+      log.info('told the Dispatcher that capacity is free for the jobs waiting', { waiting: waiting.length });
+    } catch (error) {
+      log.warn("cannot tell the Dispatcher that capacity is free; its sweep admits the waiting jobs", { error: errorMessage(error) });
     }
   }
 

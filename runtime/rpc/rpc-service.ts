@@ -51,4 +51,6 @@ export const EndpointName = {
   TASK_EXECUTOR: 'taskexecutor',
   /** A JobManager process ready in the warm pool (runtime/protocol/standby-jobmanager-gateway.ts). */
   STANDBY_JOB_MANAGER: 'standby-jobmanager',
+  /** The embedded Dispatcher, told by ready JobManagers that capacity is free (runtime/protocol/capacity-notices.ts). */
+  DISPATCHER: 'dispatcher',
 } as const;

@@ -14,9 +14,12 @@ import { silentLogger } from '../../runtime/core/logger.js';
 import { createHttpApiHandler } from '../../functions/http-api.js';
 import { startApiGatewayAdapter, type ApiGatewayAdapter } from './apigw-adapter.js';
 import { EcsEmulator, type EcsTaskStateChangeEvent } from './ecs-emulator.js';
+import { EventBridgeEmulator, type DeliveredEvent } from './eventbridge-emulator.js';
 import { awsServicesEnv, createTables, startEmulators, type Emulators } from './emulators.js';
 
 export const AWS_TEST_SECRET = 'e2e-secret';
+/** The cluster's event bus, as the stack names it in FLOE_EVENT_BUS. */
+export const AWS_TEST_EVENT_BUS = 'floe-e2e-events';
 /** The only credentials the API Gateway stand-in accepts signatures from, as IAM would on a deployed cluster. */
 export const AWS_TEST_API_IAM = { region: 'us-east-1', credentials: { accessKeyId: 'AKIAFLOEE2ECALLER000', secretAccessKey: 'floe-e2e-caller-secret-access-key' } } as const;
 /** Signs as a caller granted execute-api:Invoke (FloeCluster.grantSubmit). */
@@ -40,6 +43,8 @@ export interface AwsFront {
 export interface AwsTestCluster {
   readonly emulators: Emulators;
   readonly ecs: EcsEmulator;
+  /** The cluster's event bus (capacity-freed events of ready JobManagers). */
+  readonly events: EventBridgeEmulator;
   readonly work: string;
   /** The Dispatcher function's environment. */
   readonly env: Record<string, string>;
@@ -47,6 +52,8 @@ export interface AwsTestCluster {
   front(overrides?: Record<string, string>, options?: { watchJobManagers?: boolean }): Promise<AwsFront>;
   /** Where the ECS emulator's task-stopped events go, as the cluster's EventBridge rule sends them to the function. */
   onTaskStopped(listener: ((event: EcsTaskStateChangeEvent) => void) | undefined): void;
+  /** Where the events put on the cluster's bus go, as its rule sends them to the function. */
+  onClusterEvent(listener: ((event: DeliveredEvent) => void) | undefined): void;
   /** Process ids of the tasks still running. */
   close(): Promise<number[]>;
 }
@@ -67,7 +74,10 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
   // What the task definition gives: credentials as a task role would, and the cluster secret as ECS
   // injects it from Secrets Manager — never through RunTask's overrides, which DescribeTasks shows.
   const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_SECRET: AWS_TEST_SECRET, FLOE_LOG_LEVEL: 'info' };
-  ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: taskEnv });
+  const events = await EventBridgeEmulator.start({ buses: [AWS_TEST_EVENT_BUS], region: emulators.region });
+  // As the stack's JobManager task definition: it knows the cluster's bus (the TaskExecutor's does not).
+  const jobManagerEnv = { ...taskEnv, FLOE_EVENT_BUS: AWS_TEST_EVENT_BUS, FLOE_EVENTS_ENDPOINT: events.endpoint };
+  ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: jobManagerEnv });
   ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: taskEnv });
   const env: Record<string, string> = {
     ...awsServicesEnv(emulators, tables),
@@ -92,6 +102,7 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
   return {
     emulators,
     ecs,
+    events,
     work,
     env,
     async front(overrides = {}, frontOptions = {}) {
@@ -112,6 +123,9 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
     onTaskStopped(listener) {
       stoppedListener = listener;
     },
+    onClusterEvent(listener) {
+      events.onEvent(listener);
+    },
     async close() {
       stoppedListener = undefined;
       for (const f of fronts.splice(0)) {
@@ -120,6 +134,7 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
       }
       const leftovers = ecs.livePids();
       await ecs.close();
+      await events.close();
       await emulators.stop();
       if (options.keepLogs ?? process.env['FLOE_KEEP_TEST_LOGS'] === '1') process.stderr.write(`kept the ECS tasks' logs in ${join(work, 'logs')}\n`);
       else rmSync(work, { recursive: true, force: true });

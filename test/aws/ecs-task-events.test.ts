@@ -1,7 +1,9 @@
 // ECS task state changes reaching the Dispatcher function: a JobManager task that stops before its job
-// ended fails the job with ECS's reason; other tasks and other states change nothing.
+// ended fails the job with ECS's reason; other tasks and other states change nothing. And the
+// capacity-freed events of ready JobManagers: the function admits what waits.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTaskStateChangeHandler, isTaskStateChange, stoppedWorkerOf, type TaskStateChangeEvent } from '../../functions/ecs-task-events.js';
+import { createCapacityFreedHandler, createTaskStateChangeHandler, isCapacityFreed, isTaskStateChange, stoppedWorkerOf, type CapacityFreedEvent, type TaskStateChangeEvent } from '../../functions/ecs-task-events.js';
+import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
 import { handler } from '../../functions/http-api.js';
 import type { Context } from 'aws-lambda';
 import { ManualClock } from '../../runtime/core/clock.js';
@@ -25,6 +27,13 @@ function taskEvent(lastStatus: string, resourceId: string, exitCode?: number): T
       containers: [{ ...(exitCode !== undefined ? { exitCode } : {}) }],
       overrides: { containerOverrides: [{ environment: [{ name: 'FLOE_JOB_ID', value: 'j' }, { name: 'FLOE_RESOURCE_ID', value: resourceId }] }] },
     },
+  };
+}
+
+function capacityEvent(jobId: string): CapacityFreedEvent {
+  return {
+    version: '0', id: 'e-2', 'detail-type': CAPACITY_FREED_EVENT.detailType, source: CAPACITY_FREED_EVENT.source, account: '123456789012', time: '2026-11-30T00:00:00Z', region: 'us-east-1', resources: [],
+    detail: { jobId },
   };
 }
 
@@ -54,7 +63,8 @@ describe('ECS task state changes', () => {
       ...(status === 'FINISHED' ? { endedAtMs: 1 } : {}),
     });
     const handle = createTaskStateChangeHandler({ dispatcher: async () => dispatcher, logger: silentLogger });
-    return { jobStore, jobId, handle, started };
+    const capacityFreed = createCapacityFreedHandler({ dispatcher: async () => dispatcher, logger: silentLogger });
+    return { jobStore, jobId, handle, capacityFreed, started };
   }
 
   it('launches a successor for a JobManager task that stopped before its job ended, naming the exit code and ECS reason', async () => {
@@ -87,6 +97,40 @@ describe('ECS task state changes', () => {
     expect((await ended.jobStore.get(ended.jobId))!.status).toBe('FINISHED');
   });
 
+  it('admits the job waiting in line when a ready JobManager says it gave capacity back, and starts its JobManager', async () => {
+    const { jobStore, jobId, capacityFreed, started } = await setup('FINISHED');
+    // The finished job gave its capacity back; a second job waits in line for it.
+    expect((await jobStore.release(jobId)).released).toBe(true);
+    const waiting = JobId.of('job-waiting');
+    await jobStore.create({
+      jobId: waiting, name: 'n', status: 'CREATED', epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k2', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+      admission: { state: 'SUBMITTING', taskExecutors: 1 },
+    });
+    expect((await jobStore.enqueue(waiting)).admission?.state).toBe('WAITING');
+    await capacityFreed(capacityEvent(jobId));
+    expect((await jobStore.get(waiting))!.admission?.state).toBe('ADMITTED');
+    expect(started).toEqual([jobManagerWorkerId(waiting)]);
+    // Said again (EventBridge delivers at least once): nothing more happens.
+    await capacityFreed(capacityEvent(jobId));
+    expect(started).toEqual([jobManagerWorkerId(waiting)]);
+  });
+
+  it('throws when admission cannot run, so the capacity-freed event is retried and then dead-lettered', async () => {
+    const { jobStore, jobId, capacityFreed } = await setup('FINISHED');
+    jobStore.admit = async () => {
+      throw new Error('DynamoDB is unreachable');
+    };
+    await expect(capacityFreed(capacityEvent(jobId))).rejects.toThrow('DynamoDB is unreachable');
+  });
+
+  it('tells capacity-freed events from task state changes and HTTP API events', () => {
+    expect(isCapacityFreed(capacityEvent('j'))).toBe(true);
+    expect(isCapacityFreed(taskEvent('STOPPED', 'jobmanager-abc', 2))).toBe(false);
+    expect(isTaskStateChange(capacityEvent('j'))).toBe(false);
+    expect(isCapacityFreed({ ...capacityEvent('j'), source: 'someone.else' })).toBe(false);
+    expect(isCapacityFreed({ version: '2.0', rawPath: '/health', requestContext: { http: { method: 'GET' } } })).toBe(false);
+  });
+
   it('tells task state changes from HTTP API events and reads the worker and reason from the event', () => {
     const event = taskEvent('STOPPED', 'jobmanager-abc', 2);
     expect(isTaskStateChange(event)).toBe(true);
@@ -99,6 +143,8 @@ describe('ECS task state changes', () => {
     const context = { awsRequestId: 'req-1' } as Context;
     // A TaskExecutor's stop is not the Dispatcher's business: answered without opening any store.
     await expect(handler(taskEvent('STOPPED', 'te-1a2b3c4d', 1), context)).resolves.toBeUndefined();
+    // A capacity-freed event goes to the Dispatcher, which needs the cluster's settings to start.
+    await expect(handler(capacityEvent('job-x'), context)).rejects.toThrow(/FLOE_/);
     // An event that is neither is a clear 400 from the HTTP API side.
     const res = await handler({ version: '1.0' } as never, context);
     expect(res).toMatchObject({ statusCode: 400, body: expect.stringContaining('payload v2') });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FloeCluster } from '../../cdk/lib/floe-cluster.js';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
 import { ContainerImageSpec, FloeEnv, jobTable, leaseTable } from '../../cdk/lib/runtime-contract.js';
+import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
 import { jobsBySubmissionIndex } from '../../runtime/aws/tables.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
@@ -240,8 +241,8 @@ describe('FloeCluster with its defaults', () => {
   it('sends the stops of JobManager tasks in this cluster to the Dispatcher function, keeping what fails in a dead-letter queue, and sweeps every minute', () => {
     const [fnId, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
     const rules = Object.entries(resourcesOf(template, 'AWS::Events::Rule'));
-    expect(rules).toHaveLength(2);
-    const [ruleId, rule] = rules.find(([, r]) => r.Properties!['EventPattern'] !== undefined)!;
+    expect(rules).toHaveLength(3);
+    const [ruleId, rule] = rules.find(([, r]) => JSON.stringify(r.Properties!['EventPattern'] ?? '').includes('aws.ecs'))!;
     const [, sweep] = rules.find(([, r]) => r.Properties!['ScheduleExpression'] !== undefined)!;
     expect(sweep.Properties!['ScheduleExpression']).toBe('rate(1 minute)');
     expect(JSON.stringify(sweep.Properties!['Targets'])).toContain('{\\"floe\\":\\"reconcile\\"}');
@@ -255,6 +256,24 @@ describe('FloeCluster with its defaults', () => {
     expect(pattern.detail.group).toEqual([`family:${resources[jmTaskDefId]!.Properties!['Family'] as string}`]);
     expect(JSON.stringify(rule.Properties!['Targets'])).toContain(fnId);
     template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'events.amazonaws.com', SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] } });
+  });
+
+  it("hears on the cluster's own bus that a ready JobManager gave capacity back, and only JobManagers may say so", () => {
+    const [fnId] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
+    const [busId] = only(resourcesOf(template, 'AWS::Events::EventBus'), "the cluster's event bus");
+    const [ruleId, rule] = Object.entries(resourcesOf(template, 'AWS::Events::Rule')).find(([, r]) => JSON.stringify(r.Properties!['EventPattern'] ?? '').includes(CAPACITY_FREED_EVENT.source))!;
+    expect(rule.Properties!['EventBusName']).toEqual({ Ref: busId });
+    expect(rule.Properties!['EventPattern']).toEqual({ source: [CAPACITY_FREED_EVENT.source], 'detail-type': [CAPACITY_FREED_EVENT.detailType] });
+    const [queueId] = only(resourcesOf(template, 'AWS::SQS::Queue'), 'one dead-letter queue');
+    expect(JSON.stringify(rule.Properties!['Targets'])).toContain(fnId);
+    expect(JSON.stringify(rule.Properties!['Targets'])).toContain(queueId);
+    template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'events.amazonaws.com', SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] } });
+    // The JobManager is told the bus and may put events on it; nobody else may.
+    expect(envOf(containerOf(resources[jmTaskDefId]!))[FloeEnv.EVENT_BUS]).toEqual({ Ref: busId });
+    expect(envOf(containerOf(resources[teTaskDefId]!))).not.toHaveProperty(FloeEnv.EVENT_BUS);
+    const putters = statements(template).filter((st) => asList(st.statement['Action']).includes('events:PutEvents'));
+    expect(putters.map((st) => st.roles)).toEqual([[{ Ref: roleOfTaskDef(jmTaskDefId) }]]);
+    expect(putters[0]!.statement['Resource']).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
   });
 
   it('defines the JobManager and TaskExecutor tasks from one image, each with its command, size and environment', () => {

@@ -129,4 +129,37 @@ describe('warm pool', () => {
     const afterTimer = await probe('nothing');
     expect(threads(afterTimer).filter((t) => threads(afterGlobal).includes(t))).toEqual([]);
   });
+  it('starts a job that waited for capacity as soon as the JobManager that freed it is ready, in that JobManager', async () => {
+    // One job at a time, and a reconciler that would look only after a minute: only the notice of the
+    // JobManager that stays ready can let the waiting job in within the wait below.
+    const bounded = await startTestCluster('warm-pool-waiting', {
+      'cluster.warm-pool.jobmanagers': 1,
+      'cluster.warm-pool.taskmanagers': 1,
+      'cluster.warm-pool.idle-timeout': IDLE_TIMEOUT_MS,
+      'cluster.max-jobmanagers': 1,
+      'dispatcher.reconcile-interval': 60_000,
+    });
+    try {
+      const slow = await bounded.submit('e2e-slow.ts', 'default', [join(bounded.work, 'slow-out')], 1);
+      await waitFor(async () => (await bounded.api('GET', `/jobs/${slow}`)).body.status === 'RUNNING', 'the slow job to run', 30_000, 50);
+      // JobManager processes (not a TaskExecutor between fork and exec, which still shows its parent's id).
+      const jobManagerPids = (): number[] => {
+        const processes = clusterProcesses(bounded.stateDir);
+        const resourceOf = new Map(processes.map((p) => [p.pid, p.resourceId]));
+        return processes.filter((p) => /^jobmanager\d*-/.test(p.resourceId ?? '') && resourceOf.get(p.parentPid) !== p.resourceId).map((p) => p.pid);
+      };
+      const jobManager = jobManagerPids();
+      expect(jobManager).toHaveLength(1);
+      const waiting = await bounded.submit('e2e-words.ts', 'spare', [], 2);
+      expect((await bounded.api('GET', `/jobs/${waiting}`)).body.waiting).toEqual({ position: 1, of: 1 });
+      expect((await bounded.api('PATCH', `/jobs/${slow}?mode=cancel`)).status).toBe(202);
+      const job = await bounded.awaitTerminal(waiting, 30_000);
+      expect(job.status, await bounded.exceptions(waiting)).toBe('FINISHED');
+      expect(((await bounded.api('GET', `/jobs/${waiting}/result`)).body.records as number[]).length).toBe(1000);
+      // The same JobManager process ran it: no other was started.
+      expect(jobManagerPids()).toEqual(jobManager);
+    } finally {
+      expect(await bounded.close()).toBe(0);
+    }
+  }, 90_000);
 });
