@@ -230,7 +230,7 @@ export class JobManagerProcess {
 
   /**
    * Tells the Dispatcher that `jobId` gave its capacity back, when jobs wait for capacity. A failed notice
-   * is logged and left to the Dispatcher's sweep, which admits them later.
+   * is logged and left to the Dispatcher's reconciler (on AWS the sweep), which admits them later.
    */
   private async announceCapacity(jobId: JobId): Promise<void> {
     const notices = this.deps.capacityNotices;
@@ -242,7 +242,7 @@ export class JobManagerProcess {
       await notices.capacityFreed(jobId);
       log.info('told the Dispatcher that capacity is free for the jobs waiting', { waiting: waiting.length });
     } catch (error) {
-      log.warn("cannot tell the Dispatcher that capacity is free; its sweep admits the waiting jobs", { error: errorMessage(error) });
+      log.warn("cannot tell the Dispatcher that capacity is free; its reconciler (on AWS the sweep) admits the waiting jobs", { error: errorMessage(error) });
     }
   }
 
