@@ -5,10 +5,12 @@
 // minutes, so a job comes either by the local Dispatcher's notice (StandbyJobManagerGateway) or by the
 // poll's fast first reads (5 ms, slowing by 1 ms every 100 ms); test/dispatcher/admission.test.ts shows
 // the notice, test/aws/aws-warm-pool.test.ts the poll alone, with a Dispatcher that cannot reach the tasks.
+// A job waiting for capacity starts as soon as the JobManager that freed it is ready: that process tells
+// the Dispatcher (runtime/protocol/capacity-notices.ts).
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clusterProcesses, processesOfCluster, waitFor } from '../support/cluster-processes.js';
+import { clusterProcesses, processesOfCluster, waitFor, workerPids } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
 const IDLE_TIMEOUT_MS = 6_000;
@@ -129,6 +131,7 @@ describe('warm pool', () => {
     const afterTimer = await probe('nothing');
     expect(threads(afterTimer).filter((t) => threads(afterGlobal).includes(t))).toEqual([]);
   });
+
   it('starts a job that waited for capacity as soon as the JobManager that freed it is ready, in that JobManager', async () => {
     // One job at a time, and a reconciler that would look only after a minute: only the notice of the
     // JobManager that stays ready can let the waiting job in within the wait below.
@@ -142,12 +145,7 @@ describe('warm pool', () => {
     try {
       const slow = await bounded.submit('e2e-slow.ts', 'default', [join(bounded.work, 'slow-out')], 1);
       await waitFor(async () => (await bounded.api('GET', `/jobs/${slow}`)).body.status === 'RUNNING', 'the slow job to run', 30_000, 50);
-      // JobManager processes (not a TaskExecutor between fork and exec, which still shows its parent's id).
-      const jobManagerPids = (): number[] => {
-        const processes = clusterProcesses(bounded.stateDir);
-        const resourceOf = new Map(processes.map((p) => [p.pid, p.resourceId]));
-        return processes.filter((p) => /^jobmanager\d*-/.test(p.resourceId ?? '') && resourceOf.get(p.parentPid) !== p.resourceId).map((p) => p.pid);
-      };
+      const jobManagerPids = (): number[] => workerPids(bounded.stateDir).jobManagers;
       const jobManager = jobManagerPids();
       expect(jobManager).toHaveLength(1);
       const waiting = await bounded.submit('e2e-words.ts', 'spare', [], 2);

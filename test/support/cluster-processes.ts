@@ -9,14 +9,20 @@ export { clusterProcesses, processesOfCluster };
  * still shows the JobManager's environment is a TaskExecutor between fork and exec: it counts as one.
  */
 export function workerCounts(stateDir: string): { jobManagers: number; taskExecutors: number } {
+  const { jobManagers, taskExecutors } = workerPids(stateDir);
+  return { jobManagers: jobManagers.length, taskExecutors: taskExecutors.length };
+}
+
+/** The process ids of the cluster's JobManagers and TaskExecutors, told apart as workerCounts does. */
+export function workerPids(stateDir: string): { jobManagers: number[]; taskExecutors: number[] } {
   const processes = clusterProcesses(stateDir);
   const resourceOf = new Map(processes.map((p) => [p.pid, p.resourceId]));
-  let jobManagers = 0;
-  let taskExecutors = 0;
+  const jobManagers: number[] = [];
+  const taskExecutors: number[] = [];
   for (const p of processes) {
     const starting = p.resourceId !== undefined && resourceOf.get(p.parentPid) === p.resourceId;
-    if (/^jobmanager\d*-/.test(p.resourceId ?? '') && !starting) jobManagers++;
-    else if (p.resourceId?.startsWith('te-') || (starting && /^jobmanager\d*-/.test(p.resourceId ?? ''))) taskExecutors++;
+    if (/^jobmanager\d*-/.test(p.resourceId ?? '') && !starting) jobManagers.push(p.pid);
+    else if (p.resourceId?.startsWith('te-') || (starting && /^jobmanager\d*-/.test(p.resourceId ?? ''))) taskExecutors.push(p.pid);
   }
   return { jobManagers, taskExecutors };
 }
