@@ -4,6 +4,7 @@ import { FloeError } from '../core/errors.js';
 import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { canonicalKey, InvalidKeyError } from '../network/key-groups.js';
+import { KeyTable } from './key-table.js';
 
 type Emit = (record: unknown) => Promise<void> | void;
 export type KeyedOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' }>;
@@ -168,8 +169,8 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
 
 export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, signal?: TaskSignal): KeyedStep {
   const fold = foldOf(op, f);
-  // A key's state sits in a holder, so a record of a known key costs one lookup (a state may be undefined).
-  const state = new Map<string, { s: unknown }>();
+  // A key's state, by the key's canonical form (a record of a known key costs one lookup).
+  let state = new KeyTable<unknown>();
   const keyFn = f.key;
   const invalid = (key: unknown): string => {
     try {
@@ -190,17 +191,17 @@ export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, 
           const key = (pair as [unknown, unknown])[0];
           const partial = (pair as [unknown, unknown])[1];
           const k = canonical(key);
-          const held = state.get(k);
-          if (held !== undefined) held.s = fold.merge(held.s, partial, key);
-          else state.set(k, { s: fold.fromPartial(partial, key) });
+          const i = state.indexOf(k);
+          if (i >= 0) state.values[i] = fold.merge(state.values[i], partial, key);
+          else state.insert(k, fold.fromPartial(partial, key));
         }
       : (r) => {
           const key = keyFn(r);
           const k = canonical(key);
-          let held = state.get(k);
-          if (held !== undefined) held.s = fold.next(held.s, r, key);
-          else state.set(k, (held = { s: fold.first(r, key) }));
-          if (updates) return next(fold.result(held.s));
+          let i = state.indexOf(k);
+          if (i >= 0) state.values[i] = fold.next(state.values[i], r, key);
+          else i = state.insert(k, fold.first(r, key));
+          if (updates) return next(fold.result(state.values[i]));
         };
   return {
     emit,
@@ -209,16 +210,16 @@ export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, 
     },
     async finish() {
       if (updates) return;
-      let n = 0;
-      for (const held of state.values()) {
-        const p = next(fold.result(held.s));
+      const { values } = state;
+      for (let n = 0; n < values.length; n++) {
+        const p = next(fold.result(values[n]));
         if (p !== undefined) await p;
-        if (++n % 1024 === 0) {
+        if ((n + 1) % 1024 === 0) {
           if (signal?.aborted) throw signal.reason;
           await yieldToEventLoop();
         }
       }
-      state.clear();
+      state = new KeyTable();
     },
   };
 }
@@ -260,27 +261,29 @@ export function keyedCombiner(
       throw e;
     }
   };
-  let held = new Map<string, { readonly key: unknown; state: unknown }>();
+  // Per key (canonical form): the key as the selector returned it, and the partial state.
+  let held = new KeyTable<{ readonly key: unknown; state: unknown }>();
   const flush = async (): Promise<void> => {
-    const entries = held;
-    held = new Map();
-    let n = 0;
-    for (const [k, entry] of entries) {
-      const p = send(k, [entry.key, fold.partial(entry.state)]);
+    const { keys, values } = held;
+    held = new KeyTable();
+    for (let n = 0; n < keys.length; n++) {
+      const entry = values[n]!;
+      const p = send(keys[n]!, [entry.key, fold.partial(entry.state)]);
       if (p !== undefined) await p;
-      if (++n % 1024 === 0 && signal?.aborted) throw signal.reason;
+      if ((n + 1) % 1024 === 0 && signal?.aborted) throw signal.reason;
     }
   };
   return {
     add(r) {
       const key = keySelector(r);
       const k = typeof key === 'string' && key.length > 0 && key.charCodeAt(0) > 1 ? key : canonical(key);
-      const entry = held.get(k);
-      if (entry !== undefined) {
+      const i = held.indexOf(k);
+      if (i >= 0) {
+        const entry = held.values[i]!;
         entry.state = fold.next(entry.state, r, key);
         return;
       }
-      held.set(k, { key, state: fold.first(r, key) });
+      held.insert(k, { key, state: fold.first(r, key) });
       if (held.size > maxKeys) return flush();
     },
     flush,
