@@ -12,7 +12,7 @@
 // JobManager and a TaskExecutor ready), then each round runs the plain count and the job back to back in
 // this one process tree. BENCH_RUNS rounds (default 5, at least 3); min / median / max of both, the ratio.
 // For context, the job's own rule run plainly (split lines, regex per line) is timed too.
-// Also: each TaskExecutor's peak RSS (VmHWM) at parallelism 2 and at parallelism 4 (2 TaskExecutors × 2
+// Also: the TaskExecutor's CPU time per job (less noisy than its wall time on a shared machine), and each TaskExecutor's peak RSS (VmHWM) at parallelism 2 and at parallelism 4 (2 TaskExecutors × 2
 // slots, as `npm start`).
 // Run: npm run bench:wordcount   (figures also go to bench/out/wordcount.json).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -94,6 +94,7 @@ const plainMs: number[] = [];
 const naiveMs: number[] = [];
 const floeRunningMs: number[] = [];
 const floeSubmitMs: number[] = [];
+const teCpuMs: number[] = [];
 try {
   const first = plainRound();
   const { lines, counts: reference, top } = first;
@@ -112,6 +113,7 @@ try {
     if (i === 0) p2Peaks = peaks;
     floeRunningMs.push(run.runningMs);
     floeSubmitMs.push(run.submitToFinishedMs);
+    teCpuMs.push(peaks.filter((p) => p.role === 'taskexecutor').reduce((sum, p) => sum + p.cpuMs, 0));
     await settleStable(stateDir, 500);
     process.stderr.write(
       `round ${i + 1}/${RUNS}: plain ${plain.ms.toFixed(0)} ms (the naive rule ${naiveMs.at(-1)!.toFixed(0)} ms); Floe p=2 submit -> FINISHED ${run.submitToFinishedMs.toFixed(0)} ms (running ${run.runningMs.toFixed(0)} ms)\n`,
@@ -139,6 +141,7 @@ try {
       what: 'parallelism 2, 1 TaskExecutor x 2 slots, after a warm-up job',
       submitToFinished: summary(floeSubmitMs),
       running: { what: 'first task deployed -> last task finished (JobMaster clock)', ...summary(floeRunningMs) },
+      taskExecutorCpu: { what: "CPU time (user + system) of the TaskExecutor process over the job: its slot threads, main thread, GC and I/O threads", ...summary(teCpuMs) },
     },
     cost: round(plain / submit),
     costRunningOnly: round(plain / running),
@@ -154,6 +157,7 @@ try {
   console.log(`wordcount, ${figures.job}, ${RUNS} rounds after a warm-up job${warmPool ? ' (warm pool on)' : ' (no warm pool in this build)'}, min / median / max:`);
   console.log(`  plain Node, 1 thread (fast count):   ${spread(plainMs)}   (the naive rule: ${spread(naiveMs)})`);
   console.log(`  Floe p=2, submit -> FINISHED:         ${spread(floeSubmitMs)}   (running only: ${spread(floeRunningMs)})`);
+  console.log(`  Floe p=2, TaskExecutor CPU per job:   ${spread(teCpuMs)}   (the plain count's CPU is its time: one thread)`);
   console.log(`  COST = plain time ÷ Floe submit -> FINISHED = ${figures.cost} (target >= 1.0); per round ${figures.costPerRound.join(', ')}; running only: ${figures.costRunningOnly}`);
   console.log(`  top 10: ${top.map(([w, n]) => `${w} ${n}`).join(', ')}`);
   console.log(`  peak RSS (VmHWM) per TaskExecutor: p=2 ${figures.peakRssMiB.p2TaskExecutors.join(', ')} MiB; p=4 (2 TEs x 2 slots) ${figures.peakRssMiB.p4TaskExecutors.join(', ')} MiB`);
