@@ -261,14 +261,16 @@ export function keyedCombiner(
       throw e;
     }
   };
-  // Per key (canonical form): the key as the selector returned it, and the partial state.
-  let held = new KeyTable<{ readonly key: unknown; state: unknown }>();
+  // Per key (canonical form) the partial state, and in `selected` the key as the selector returned it.
+  let held = new KeyTable<unknown>();
+  let selected: unknown[] = [];
   const flush = async (): Promise<void> => {
     const { keys, values } = held;
+    const originals = selected;
     held = new KeyTable();
+    selected = [];
     for (let n = 0; n < keys.length; n++) {
-      const entry = values[n]!;
-      const p = send(keys[n]!, [entry.key, fold.partial(entry.state)]);
+      const p = send(keys[n]!, [originals[n], fold.partial(values[n])]);
       if (p !== undefined) await p;
       if ((n + 1) % 1024 === 0 && signal?.aborted) throw signal.reason;
     }
@@ -279,11 +281,11 @@ export function keyedCombiner(
       const k = typeof key === 'string' && key.length > 0 && key.charCodeAt(0) > 1 ? key : canonical(key);
       const i = held.indexOf(k);
       if (i >= 0) {
-        const entry = held.values[i]!;
-        entry.state = fold.next(entry.state, r, key);
+        held.values[i] = fold.next(held.values[i], r, key);
         return;
       }
-      held.insert(k, { key, state: fold.first(r, key) });
+      held.insert(k, fold.first(r, key));
+      selected.push(key);
       if (held.size > maxKeys) return flush();
     },
     flush,
