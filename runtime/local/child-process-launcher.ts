@@ -209,11 +209,6 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
   }
 }
 
-/**
- * A TaskExecutor of a resource profile may use its slots' memory: V8's old space is capped at slots ×
- * the profile's MiB (each slot worker thread at one profile's worth, by the TaskExecutor). Locally
- * nothing caps CPU: the Dispatcher only refuses a profile larger than the machine.
- */
 /** `--cpu-prof` for TaskExecutors when FLOE_PROFILE_DIR names a folder (Node refuses it in NODE_OPTIONS). */
 export function profileFlags(spec: WorkerSpec, env: NodeJS.ProcessEnv = process.env): string[] {
   const dir = env[ProcessEnv.PROFILE_DIR];
@@ -221,6 +216,11 @@ export function profileFlags(spec: WorkerSpec, env: NodeJS.ProcessEnv = process.
   return ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 }
 
+/**
+ * A TaskExecutor of a resource profile may use its slots' memory: V8's old space is capped at slots ×
+ * the profile's MiB (each slot worker thread at one profile's worth, by the TaskExecutor). Locally
+ * nothing caps CPU: the Dispatcher only refuses a profile larger than the machine.
+ */
 export function heapFlags(spec: WorkerSpec): string[] {
   if (spec.resources === undefined) return [];
   return [`--max-old-space-size=${spec.resources.profile.memoryMiB * spec.resources.slots}`];
