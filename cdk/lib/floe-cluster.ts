@@ -25,6 +25,7 @@ import { STAGED_TAG } from '../../runtime/blob/output-rules.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
+import { TASK_EXECUTOR_MALLOC_TUNABLES } from '../../runtime/core/process-env.js';
 import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
 import type { KeyAttributeType } from '../../runtime/aws/tables.js';
 import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobsBySubmissionIndex, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
@@ -375,7 +376,8 @@ export class FloeCluster extends Construct {
       memoryLimitMiB: props.taskExecutorMemoryLimitMiB ?? 2048,
       image,
       command: [...ContainerImageSpec.taskExecutorCommand],
-      environment: { ...common, ...network },
+      // The allocator keeps freed buffers instead of giving them back at once (see process-env.ts).
+      environment: { ...common, ...network, GLIBC_TUNABLES: TASK_EXECUTOR_MALLOC_TUNABLES },
       cpuArchitecture,
     });
     // The cluster's own bus: a JobManager ready in the warm pool tells the Dispatcher function on it that

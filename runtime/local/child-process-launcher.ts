@@ -7,7 +7,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigurationError, ConflictError, InvalidRequestError, errorMessage } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { ProcessEnv } from '../core/process-env.js';
+import { ProcessEnv, taskExecutorAllocatorEnv } from '../core/process-env.js';
 import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
 
 export { installParentWatch } from './parent-watch.js';
@@ -88,7 +88,7 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
     let child: ChildProcess;
     try {
       child = spawn(process.execPath, ['--enable-source-maps', ...heapFlags(spec), ...profileFlags(spec), entry], {
-        env: { ...process.env, ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id },
+        env: { ...process.env, ...(spec.kind === 'taskexecutor' ? taskExecutorAllocatorEnv() : {}), ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id },
         stdio: this.options.exitWithParent === false ? ['ignore', logFd, logFd] : ['ignore', logFd, logFd, 'ipc'],
       });
     } finally {

@@ -15,6 +15,7 @@ import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
 import { jobsBySubmissionIndex } from '../../runtime/aws/tables.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
+import { TASK_EXECUTOR_MALLOC_TUNABLES } from '../../runtime/core/process-env.js';
 
 type Json = Record<string, unknown>;
 type Resources = Record<string, { Type: string; Properties?: Json; DeletionPolicy?: string; Condition?: string }>;
@@ -309,6 +310,9 @@ describe('FloeCluster with its defaults', () => {
     // A TaskExecutor starts nothing.
     expect(envOf(tec)).not.toHaveProperty(FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR);
     expect(envOf(tec)).not.toHaveProperty(FloeEnv.ECS_CLUSTER);
+    // The TaskExecutor's allocator keeps freed buffers, as locally; the JobManager's is left as it is.
+    expect(envOf(tec)['GLIBC_TUNABLES']).toBe(TASK_EXECUTOR_MALLOC_TUNABLES);
+    expect(envOf(jmc)).not.toHaveProperty('GLIBC_TUNABLES');
   });
 
   it('lets the tasks reach each other and nothing else reach them', () => {

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ConfigurationError, InvalidRequestError } from '../../runtime/core/errors.js';
 import { silentLogger } from '../../runtime/core/logger.js';
+import { TASK_EXECUTOR_MALLOC_TUNABLES } from '../../runtime/core/process-env.js';
 import { ChildProcessWorkerLauncher } from '../../runtime/local/child-process-launcher.js';
 import type { WorkerExit } from '../../runtime/protocol/worker-launcher.js';
 import { describeWorkerLauncherContract } from '../contracts/worker-launcher.contract.js';
@@ -81,6 +82,18 @@ describe('ChildProcessWorkerLauncher', () => {
     expect(env['OVERRIDDEN']).toBe('spec');
     expect(env['FLOE_RESOURCE_ID']).toBe('env-worker');
     expect(env['PATH']).toBe(process.env['PATH']);
+  });
+
+  it("starts TaskExecutors with the allocator settings that keep freed memory, JobManagers with the launcher's own", async () => {
+    launcher = newLauncher();
+    const envOf = async (id: string, kind: 'taskexecutor' | 'jobmanager'): Promise<Record<string, string>> => {
+      const report = join(dir, `${id}-report.json`);
+      await launcher.start({ id, kind, env: { FLOE_TEST_WORKER_MODE: 'report', FLOE_TEST_REPORT_FILE: report } });
+      await waitUntil(`the env report of ${id}`, () => existsSync(report));
+      return (JSON.parse(readFileSync(report, 'utf8')) as { env: Record<string, string> }).env;
+    };
+    expect((await envOf('te-alloc', 'taskexecutor'))['GLIBC_TUNABLES']).toBe(process.env['GLIBC_TUNABLES'] ?? TASK_EXECUTOR_MALLOC_TUNABLES);
+    expect((await envOf('jm-alloc', 'jobmanager'))['GLIBC_TUNABLES']).toBe(process.env['GLIBC_TUNABLES']);
   });
 
   it('rejects an id that cannot name a log file and a missing entry point', async () => {
