@@ -115,9 +115,11 @@ export class PeakRssSampler {
   }
 
   stop(): ProcessPeak[] {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    // A last reading, so the CPU counted runs to the end of what was measured.
-    if (this.timer !== undefined) this.sample();
+    if (this.timer !== undefined) {
+      clearInterval(this.timer);
+      // A last reading, so the CPU counted runs to the end of what was measured.
+      this.sample();
+    }
     this.timer = undefined;
     return [...this.peaks].filter(([, p]) => p.kib > 0).map(([pid, p]) => ({ pid, role: p.role, peakRssMiB: round(p.kib / 1024, 1), cpuMs: Math.round(Math.max(0, p.cpuMs - p.cpuBaseMs)) }));
   }
