@@ -12,6 +12,9 @@
 // records right before the timed loop, whose time then swung by 2x with the old-generation collections
 // that building set off. The collection makes the bound faster, if anything, never slower. Each
 // round's bound is the fastest of three passes: one pass still swung from ~270 to ~450 ms between rounds.
+// The job runs on a warm cluster, as the wordcount's does: each layout's cluster keeps its JobManager and
+// both TaskExecutors in the warm pool, two warm-up jobs run first, and the codec's garbage is collected
+// before each job (a collection of this process's big heap running beside the job took CPU from it).
 // Run: npm run bench:exchange   (figures also go to bench/out/exchange.json).
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,13 +28,22 @@ import { CONFIG_OPTIONS } from '../runtime/core/config.js';
 import { JobId } from '../runtime/core/ids.js';
 import { packageRoot } from '../runtime/core/paths.js';
 import { decodeRecords, RecordBufferBuilder } from '../runtime/network/record-buffer.js';
-import { median, PeakRssSampler, round, runJob, settle, spread, summary, writeFigures } from './lib/bench-support.js';
+import { median, PeakRssSampler, round, runJob, settleStable, spread, summary, writeFigures } from './lib/bench-support.js';
 
 const RUNS = Math.max(3, Number(process.env['BENCH_RUNS'] ?? 3));
 const RECORDS = Number(process.env['BENCH_RECORDS'] ?? 2_000_000);
 const KEYS = 4096;
+/**
+ * Jobs run before the measured ones. Which TaskExecutor gets the producers and which the consumers is
+ * the slot pool's choice, so a slot thread may meet the other role's code for the first time in a later
+ * job: two warm-up jobs let every kept thread run both, as on a cluster that has served jobs before.
+ */
+const WARM_UP_JOBS = 2;
 const EXTRA_CONFIG = JSON.parse(process.env['BENCH_CONFIG'] ?? '{}') as Record<string, number>;
 const segmentSizeBytes = EXTRA_CONFIG['taskmanager.memory.segment-size'] ?? CONFIG_OPTIONS.networkBufferSizeBytes.default;
+
+/** A full collection of this process's heap (node --expose-gc, as the npm script runs it). */
+const collectGarbage = (): void => (globalThis as { gc?: () => void }).gc?.();
 
 /** The records the codec alone encodes: built once, before any timing, and kept for every round. */
 let codecRecords: [string, number][] | undefined;
@@ -60,7 +72,7 @@ function codecOnly(): { ms: number; bytes: number } {
   const records = codecRecords;
   // Every round starts from the same heap: the garbage of the round before (and the promotion of the
   // records just built) is collected here, not in the middle of the timed loop.
-  (globalThis as { gc?: () => void }).gc?.();
+  collectGarbage();
   const started = performance.now();
   const builder = new RecordBufferBuilder(segmentSizeBytes);
   const segments: Uint8Array[] = [];
@@ -113,15 +125,15 @@ const graph = (records: number, parallelism: number) =>
 
 /**
  * One layout: `parallelism` producers on one TaskExecutor and as many consumers on another (slots per
- * TaskExecutor = parallelism), on a cluster of its own. The codec alone is measured before each run.
+ * TaskExecutor = parallelism), on a warm cluster of its own: a warm-up job first, then the warm pool keeps
+ * the JobManager and both TaskExecutors (and their slot threads) ready for the measured jobs, as a
+ * session cluster serves its next job. The codec alone is measured before each job.
  */
 async function measure(parallelism: number) {
-  // Every job on fresh TaskExecutors (no warm pool): the placement check reads each job's own TaskExecutor logs.
-  const config = { 'taskmanager.numberOfTaskSlots': parallelism, 'cluster.warm-pool.jobmanagers': 0, ...EXTRA_CONFIG };
+  const config = { 'taskmanager.numberOfTaskSlots': parallelism, 'cluster.warm-pool.jobmanagers': 1, 'cluster.warm-pool.taskmanagers': 2, ...EXTRA_CONFIG };
   const stateDir = join(work, `cluster-p${parallelism}`);
   const { info } = await startCluster(stateDir, { config });
   const client = RestClient.forCluster(info);
-  const idle = await settle(stateDir, 1);
   const codecMs: number[] = [];
   const exchangeMs: number[] = [];
   const emptyMs: number[] = [];
@@ -130,10 +142,18 @@ async function measure(parallelism: number) {
   let bytes = 0;
   let placement: string[][] = [];
   try {
+    for (let i = 0; i < WARM_UP_JOBS; i++) {
+      const warmUp = await runJob(client, graph(RECORDS, parallelism), code);
+      await settleStable(stateDir, 500);
+      process.stderr.write(`p=${parallelism} warm-up job ${i + 1}/${WARM_UP_JOBS}: ${warmUp.runningMs.toFixed(0)} ms running\n`);
+    }
     for (let i = 0; i < RUNS; i++) {
       const codec = codecBound();
       codecMs.push(codec.ms);
       bytes = codec.bytes;
+      // The codec's garbage (segments, decoded records) is this process's, not the job's: collected here,
+      // so that no collection of it runs on the machine's two cores while the job is measured.
+      collectGarbage();
       const sampler = new PeakRssSampler(stateDir);
       sampler.start();
       const run = await runJob(client, graph(RECORDS, parallelism), code);
@@ -144,14 +164,14 @@ async function measure(parallelism: number) {
       if (counted !== RECORDS || result?.records.length !== KEYS) throw new Error(`the job counted ${counted} records in ${result?.records.length} keys, expected ${RECORDS} in ${KEYS}`);
       placement = groupsPerExecutor(stateDir, run.jobId);
       if (placement.length !== 2 || placement.some((g) => g.length !== 1)) throw new Error(`expected producers and consumers on two different TaskExecutors, found ${JSON.stringify(placement)}`);
-      await settle(stateDir, idle);
+      await settleStable(stateDir, 500);
       // The same job without records: what deploying, starting and finishing its tasks costs by itself.
       const emptySampler = new PeakRssSampler(stateDir);
       emptySampler.start();
       const empty = await runJob(client, graph(0, parallelism), code);
       emptyTeCpuMs.push(emptySampler.stop().filter((p) => p.role === 'taskexecutor').reduce((n, p) => n + p.cpuMs, 0));
       emptyMs.push(empty.runningMs);
-      await settle(stateDir, idle);
+      await settleStable(stateDir, 500);
       process.stderr.write(`p=${parallelism} run ${i + 1}/${RUNS}: codec only ${codec.ms.toFixed(0)} ms, keyed exchange ${run.runningMs.toFixed(0)} ms running (TaskExecutors' CPU ${teCpuMs.at(-1)} ms), the same job without records ${empty.runningMs.toFixed(0)} ms (CPU ${emptyTeCpuMs.at(-1)} ms)\n`);
     }
   } finally {
@@ -191,6 +211,7 @@ try {
     segmentSizeBytes,
     runs: RUNS,
     running: 'first task deployed -> last task finished (JobMaster clock)',
+    cluster: `warm: ${WARM_UP_JOBS} warm-up jobs per layout, then the JobManager and both TaskExecutors kept in the warm pool`,
     codecOnly: 'RecordBufferBuilder.add + decodeRecords of the same records, one thread, the fastest of 3 passes before each exchange run',
     efficiencyP1: p1.efficiency,
     efficiencyP2: p2.efficiency,

@@ -64,7 +64,7 @@ export const CONFIG_OPTIONS = {
   restPort: { key: 'rest.port', default: 0, min: 0, description: 'Port of the local Dispatcher; 0 picks a free one (the URL is in <state dir>/cluster.json and shown by `floe cluster status`).' },
   restMaxContentLengthBytes: { key: 'rest.server.max-content-length', default: 64 * 1024 * 1024, min: 1024, description: 'Largest request body the Dispatcher accepts (bytes), library included.' },
   networkBufferSizeBytes: { key: 'taskmanager.memory.segment-size', default: 32 * 1024, min: 256, description: 'Size of one network buffer (bytes).' },
-  networkBuffersPerChannel: { key: 'taskmanager.network.memory.buffers-per-channel', default: 4, min: 1, description: 'Credits a consumer grants per input channel: the most buffers in flight on it.' },
+  networkBuffersPerChannel: { key: 'taskmanager.network.memory.buffers-per-channel', default: 8, min: 1, description: 'Credits a consumer grants per input channel: the most buffers in flight on it.' },
   bufferTimeoutMs: { key: 'execution.buffer-timeout', default: 100, min: 0, description: 'A partly filled output buffer is sent after this long (ms).' },
   fileOpenTimeoutMs: {
     key: 'execution.file-open.timeout',
