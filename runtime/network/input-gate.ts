@@ -1,9 +1,11 @@
 // The consumer side of the data plane: one input channel per producer subpartition a task reads. Each
 // channel grants its producer `buffers-per-channel` credits up front and one more per buffer the task
 // has processed, so at most that many buffers of a channel are ever in flight. Credits for processed
-// buffers go back in batches (half the initial credit at once), and all of them as soon as the task
-// would wait for input: a credit costs a message through every thread and connection on the way, and a
-// busy consumer would otherwise send one per buffer.
+// buffers go back in batches (half the initial credit at once): a credit costs a message through every
+// thread and connection on the way, and a consumer would otherwise send one per buffer. A task about to
+// wait for input sends what it holds only to a producer that could be short of credit (less than a batch
+// left unused); a producer with a batch or more can still send, and its buffers bring the task's next
+// batch of credits about.
 import type { TaskSignal } from '../core/cancellation.js';
 import type { ChannelPort } from './channel-port.js';
 import { decodeRecords } from './record-buffer.js';
@@ -33,6 +35,8 @@ class InputChannel {
   maxUnacked = 0;
   /** Credits for processed buffers not yet sent to the producer. */
   pendingCredit = 0;
+  /** Credits granted so far, the initial ones included. */
+  granted = 0;
   constructor(readonly index: number, readonly name: string) {}
 }
 
@@ -94,6 +98,7 @@ export class InputGate {
     port.onClose(() => {
       if (!ch.ended && !this.closed) this.fail(new PartitionError(`input ${ch.name}: the producer went away before end of partition`));
     });
+    ch.granted = this.initialCredit;
     port.send({ t: 'credit', n: this.initialCredit, initial: true });
   }
 
@@ -152,21 +157,34 @@ export class InputGate {
             if (channel.ended) return;
             channel.pendingCredit++;
             // A task already waiting for input must not hold back what lets its producers send it.
-            if (channel.pendingCredit >= this.creditBatch || this.wake !== undefined) this.sendCredit(channel);
+            if (channel.pendingCredit >= this.creditBatch || (this.wake !== undefined && this.starving(channel))) this.sendCredit(channel);
           },
         };
       }
       if (this.openChannels === 0) return undefined;
-      for (const ch of this.channels) if (ch.pendingCredit > 0) this.sendCredit(ch);
+      for (const ch of this.channels) if (ch.pendingCredit > 0 && this.starving(ch)) this.sendCredit(ch);
       if (signal !== undefined && signal !== this.watched) this.watch(signal);
       await new Promise<void>((resolve) => (this.wake = resolve));
     }
   }
 
+  /**
+   * Whether the channel's producer may be short of credit: fewer than a batch of the credits granted
+   * are left unused by buffers received. With a batch or more left, the producer can still send (or
+   * buffers it sent are on their way), so a task waiting for input keeps its credits for the next
+   * batch instead of sending one message per buffer when it is faster than its producer.
+   */
+  private starving(ch: InputChannel): boolean {
+    return ch.granted - ch.buffersReceived < this.creditBatch;
+  }
+
   private sendCredit(ch: InputChannel): void {
     const n = ch.pendingCredit;
     ch.pendingCredit = 0;
-    if (n > 0 && !ch.ended) ch.port?.send({ t: 'credit', n });
+    if (n > 0 && !ch.ended) {
+      ch.granted += n;
+      ch.port?.send({ t: 'credit', n });
+    }
   }
 
   /** Stops consuming: tells every producer to release its subpartition. */
