@@ -125,7 +125,7 @@ const graph = (records: number, parallelism: number) =>
 
 /**
  * One layout: `parallelism` producers on one TaskExecutor and as many consumers on another (slots per
- * TaskExecutor = parallelism), on a warm cluster of its own: a warm-up job first, then the warm pool keeps
+ * TaskExecutor = parallelism), on a warm cluster of its own: warm-up jobs first, then the warm pool keeps
  * the JobManager and both TaskExecutors (and their slot threads) ready for the measured jobs, as a
  * session cluster serves its next job. The codec alone is measured before each job.
  */
@@ -190,7 +190,7 @@ async function measure(parallelism: number) {
       recordsPerSecond: Math.round(RECORDS / (exchange / 1000)),
       groupsPerTaskExecutor: placement,
       emptyJobMedianMs: Math.round(empty),
-      taskExecutorsCpuMs: { what: 'CPU time (user + system) of both TaskExecutor processes per run, process start-up included', ...summary(teCpuMs) },
+      taskExecutorsCpuMs: { what: 'CPU time (user + system) of both TaskExecutor processes per job (kept in the warm pool: no process start-up in it)', ...summary(teCpuMs) },
       emptyJobTaskExecutorsCpuMs: summary(emptyTeCpuMs),
       emptyJobMs: emptyMs.map(Math.round),
     },
