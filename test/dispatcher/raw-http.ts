@@ -3,6 +3,7 @@
 // /health probe that runs beside a test and records how long each answer took.
 import { Agent, request } from 'node:http';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 
 export interface RawResponse {
@@ -126,53 +127,91 @@ export function httpRequest(
   });
 }
 
+/**
+ * CPU time (ms) this process's main thread, the one running the event loop, has used: on Linux from the
+ * scheduler's own count in nanoseconds, elsewhere the whole process's. Other threads (the Dispatcher's
+ * JSON parser, the collector's helpers) are not counted: their work does not hold up the event loop.
+ */
+function eventLoopThreadCpuMs(): number {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0]) / 1e6;
+  } catch {
+    const used = process.cpuUsage();
+    return (used.user + used.system) / 1000;
+  }
+}
+
 /** What a HealthProbe saw. */
 export interface HealthReport {
   readonly count: number;
   /** The slowest answer, wall clock (ms). */
   readonly maxMs: number;
   /**
-   * The slowest answer counted only while this process ran: per probe the smaller of its wall time and
-   * the CPU time the process used meanwhile (ms). A Dispatcher that blocks its event loop uses the CPU
-   * the whole time; a process the OS did not schedule (a machine loaded far beyond its cores) does not,
-   * and that wait is not the Dispatcher's doing.
+   * How long the event loop was held, counted only while its thread ran (ms): the larger of the longest
+   * gap between two ticks of a 5 ms timer and the slowest /health answer, each the smaller of its wall
+   * time and the CPU time this process's main thread used meanwhile. A Dispatcher that blocks its event
+   * loop keeps that thread on the CPU the whole time, so a block shows whenever it falls. A thread the
+   * OS did not run (a machine loaded far beyond its cores) does not, nor does work on other threads (the
+   * JSON parser thread starting and scanning a body): that wait is not the event loop's doing.
    */
   readonly maxBusyMs: number;
   readonly failures: readonly string[];
-  /** Every probe as `<wall ms>/<cpu ms>`, for messages. */
+  /** Every probe as `<wall ms>/<event-loop thread cpu ms>`, then the longest timer gaps alike, for messages. */
   readonly probes: string;
 }
 
+interface Sample {
+  readonly wallMs: number;
+  readonly cpuMs: number;
+}
+
+const busyMs = (s: Sample): number => Math.min(s.wallMs, s.cpuMs);
+const show = (samples: readonly Sample[]): string => samples.map((s) => `${s.wallMs.toFixed(0)}/${s.cpuMs.toFixed(0)}`).join(' ');
+
 /**
  * Asks GET /health over its own keep-alive connection, one probe after another with a short pause,
- * until stopped; records how long each answer took and how much CPU this process used meanwhile. Use
- * it where the Dispatcher runs in this process: a blocked event loop shows as a slow, CPU-busy probe.
+ * until stopped, and meanwhile times the gaps between ticks of a short timer; records, for each answer
+ * and each gap, how long it took and how much CPU the event-loop thread used meanwhile. Use it where the
+ * Dispatcher runs in this process: a blocked event loop shows as a long gap the thread spent on the CPU.
  */
 export class HealthProbe {
-  readonly latenciesMs: number[] = [];
-  private readonly cpuMs: number[] = [];
+  private readonly answers: Sample[] = [];
+  private readonly gaps: Sample[] = [];
   private readonly failures: string[] = [];
   private running = true;
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 1 });
   private readonly loop: Promise<void>;
+  private readonly ticker: NodeJS.Timeout;
 
-  constructor(private readonly url: string, private readonly pauseMs = 10) {
+  constructor(private readonly url: string, private readonly pauseMs = 10, tickMs = 5) {
     this.loop = this.run();
+    let wall = performance.now();
+    let cpu = eventLoopThreadCpuMs();
+    this.ticker = setInterval(() => {
+      const nowWall = performance.now();
+      const nowCpu = eventLoopThreadCpuMs();
+      this.gaps.push({ wallMs: nowWall - wall, cpuMs: nowCpu - cpu });
+      wall = nowWall;
+      cpu = nowCpu;
+    }, tickMs);
+  }
+
+  /** How many answers have come so far. */
+  get count(): number {
+    return this.answers.length;
   }
 
   private async run(): Promise<void> {
     while (this.running) {
       const started = performance.now();
-      const cpu = process.cpuUsage();
+      const cpu = eventLoopThreadCpuMs();
       try {
         const res = await httpRequest(this.url, 'GET', '/health', { agent: this.agent, timeoutMs: 30_000 });
         if (res.status !== 200) this.failures.push(`GET /health answered ${res.status} ${res.text}`);
       } catch (error) {
         this.failures.push(`GET /health failed: ${(error as Error).message}`);
       }
-      const used = process.cpuUsage(cpu);
-      this.cpuMs.push((used.user + used.system) / 1000);
-      this.latenciesMs.push(performance.now() - started);
+      this.answers.push({ wallMs: performance.now() - started, cpuMs: eventLoopThreadCpuMs() - cpu });
       await new Promise((r) => setTimeout(r, this.pauseMs));
     }
   }
@@ -180,15 +219,16 @@ export class HealthProbe {
   /** Stops probing and reports. */
   async stop(): Promise<HealthReport> {
     this.running = false;
+    clearInterval(this.ticker);
     await this.loop;
     this.agent.destroy();
-    const busy = this.latenciesMs.map((ms, i) => Math.min(ms, this.cpuMs[i]!));
+    const longestGaps = [...this.gaps].sort((a, b) => busyMs(b) - busyMs(a)).slice(0, 5);
     return {
-      count: this.latenciesMs.length,
-      maxMs: Math.max(0, ...this.latenciesMs),
-      maxBusyMs: Math.max(0, ...busy),
+      count: this.answers.length,
+      maxMs: Math.max(0, ...this.answers.map((a) => a.wallMs)),
+      maxBusyMs: Math.max(0, ...this.answers.map(busyMs), ...this.gaps.map(busyMs)),
       failures: this.failures,
-      probes: this.latenciesMs.map((ms, i) => `${ms.toFixed(0)}/${this.cpuMs[i]!.toFixed(0)}`).join(' '),
+      probes: `answers ${show(this.answers)}; longest of ${this.gaps.length} timer gaps ${show(longestGaps)}`,
     };
   }
 }
