@@ -13,6 +13,7 @@ import { FloeError, InvalidRequestError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import {
+  applyAbandonSubmission,
   admittedRecord,
   applyCancelRequest,
   applyCancelWaiting,
@@ -46,6 +47,7 @@ import {
   type AdmissionLedger,
   type AdmissionOutcome,
   type EnqueueAndAdmitOptions,
+  type JobException,
   type JobPage,
   type JobPageCursor,
   type JobRecord,
@@ -440,6 +442,16 @@ export class DynamoDbJobStore implements JobStore {
       if (!released) return { result: { released, record }, ...ledgerChange };
       const expectAdmitted = { names: { '#state': 'state' }, values: { ':expectedState': AdmissionState.ADMITTED } };
       return { result: { released, record }, ...ledgerChange, writes: [this.recordWrite(before!, record!, '#admission.#state = :expectedState', expectAdmitted)] };
+    });
+  }
+
+  async abandonSubmission(jobId: JobId, exception: JobException): Promise<{ abandoned: boolean; record: JobRecord | undefined }> {
+    // The ledger does not change (SUBMITTING jobs are not in it); the step's retry on a lost race is the point.
+    return this.ledgerStep<{ abandoned: boolean; record: JobRecord | undefined }>('abandonSubmission', jobId, async () => {
+      const before = await this.get(jobId);
+      const { record, abandoned } = applyAbandonSubmission(before, exception, this.clock.now());
+      if (!abandoned) return { result: { abandoned, record } };
+      return { result: { abandoned, record }, writes: [this.recordWrite(before!, record!, this.submittingCondition, this.submittingExpected(before!))] };
     });
   }
 

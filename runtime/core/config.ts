@@ -96,6 +96,13 @@ export const CONFIG_OPTIONS = {
     min: 10,
     description: 'How often the Dispatcher looks for running jobs whose JobManager lease lapsed (a JobManager that died unseen, or hangs) and launches a successor (ms). On AWS a scheduled sweep does it every minute.',
   },
+  submissionTimeoutMs: {
+    key: 'dispatcher.submission-timeout',
+    default: 300_000,
+    min: 1_000,
+    description:
+      'A job still being submitted this long after its record was written lost its submitter (a Dispatcher that died or a function that timed out, and no client sent the request again): the reconciler completes the submission when its JobGraph and library are stored, and otherwise ends the job FAILED saying so (ms). Keep it above the longest a submission request can take.',
+  },
   warmPoolJobManagers: {
     key: 'cluster.warm-pool.jobmanagers',
     default: 1,

@@ -174,7 +174,8 @@ export class Dispatcher {
    * The reconciler (locally every 'dispatcher.reconcile-interval', on AWS a scheduled sweep): every
    * admitted job that has not ended must have a JobManager holding its lease. One whose lease lapsed
    * (a JobManager that died unseen, or hangs) gets a successor; one just launched gets time to win it.
-   * Then whatever capacity is free is handed out.
+   * A submission its submitter left unfinished for 'dispatcher.submission-timeout' is completed or ended
+   * (sweepSubmission). Then whatever capacity is free is handed out.
    */
   async reconcile(): Promise<void> {
     const now = this.deps.clock.now();
@@ -185,6 +186,7 @@ export class Dispatcher {
     const movedOnFrom = (workerId: string, jobId: JobId): boolean =>
       ready.has(workerId) || records.some((r) => r.jobId !== jobId && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status));
     for (const record of records) {
+      if (record.admission?.state === AdmissionState.SUBMITTING && now - record.submittedAtMs >= this.deps.config.submissionTimeoutMs) await this.sweepSubmission(record, now);
       if (record.admission?.state !== AdmissionState.ADMITTED) continue;
       const lease = await this.deps.leaseStore.get(leaseNames.jobMaster(record.jobId));
       const leaseHeld = lease !== undefined && lease.expiresAtMs > now;
@@ -207,6 +209,45 @@ export class Dispatcher {
       await this.recoverJob(record, current, since);
     }
     await this.admitWaiting();
+  }
+
+  /**
+   * A record still SUBMITTING long after it was written: its submitter died between claiming the id and
+   * getting the job in line, and no client sent the request again. When the JobGraph and the library are
+   * stored and hash right, the job gets in line as that request would have put it; otherwise it ends
+   * FAILED naming what is missing (CANCELED if a cancel came meanwhile). Both steps are conditioned on the
+   * record being SUBMITTING, so a submitter that is alive after all loses nothing it finished. A store
+   * that fails is logged and the next reconcile tries again.
+   */
+  private async sweepSubmission(record: JobRecord, now: number): Promise<void> {
+    const { jobId } = record;
+    const ageMs = now - record.submittedAtMs;
+    try {
+      const missing = await this.missingFromSubmission(record);
+      if (missing === undefined) {
+        const after = await this.deps.jobStore.enqueue(jobId);
+        this.log.warn('completed a submission its submitter left unfinished', { jobId, ageMs, admission: after.admission?.state, status: after.status });
+        return;
+      }
+      const message =
+        `the submission of job ${jobId} did not complete: ${missing} ${ageMs} ms after it began ('dispatcher.submission-timeout' is ` +
+        `${this.deps.config.submissionTimeoutMs} ms), so its submitter stopped before the job got in line; submit the job again`;
+      const { abandoned, record: after } = await this.deps.jobStore.abandonSubmission(jobId, { timestampMs: now, message });
+      if (abandoned) this.log.warn('ended a submission its submitter left unfinished', { jobId, ageMs, status: after?.status, missing });
+    } catch (error) {
+      this.log.error('cannot complete or end a submission its submitter left unfinished; the next reconcile tries again', { jobId, error: errorMessage(error) });
+    }
+  }
+
+  /** What a SUBMITTING record's job lacks in the blob store, or undefined when its JobGraph and library are there and hash right. */
+  private async missingFromSubmission(record: JobRecord): Promise<string | undefined> {
+    const graph = await this.deps.blobStore.get(record.jobGraphKey);
+    if (graph === undefined) return `its JobGraph was not stored (${record.jobGraphKey})`;
+    if (record.jobGraphSha256 !== undefined && sha256Hex(graph) !== record.jobGraphSha256) {
+      return `the JobGraph stored under ${record.jobGraphKey} is not the one submitted (sha256 ${sha256Hex(graph)}, expected ${record.jobGraphSha256})`;
+    }
+    if (!(await this.hasValidLibrary(record.librarySha256))) return `its library ${record.librarySha256} was not stored`;
+    return undefined;
   }
 
   /**
@@ -296,7 +337,7 @@ export class Dispatcher {
       // A blob write that failed is the cause to report, whatever the store said first.
       const cause = await jobManager.then(() => error, (blobError: unknown) => blobError);
       // The record keeps the id: the same request again completes the submission (or a sweep ends it).
-      this.log.error('the submission could not be completed; its record stays SUBMITTING until the same request is sent again', { jobId, error: errorMessage(cause) });
+      this.log.error("the submission could not be completed; its record stays SUBMITTING until the same request is sent again, or the reconciler completes or ends it after 'dispatcher.submission-timeout'", { jobId, error: errorMessage(cause) });
       throw cause;
     }
     if (admitted === undefined || handOver === undefined) {

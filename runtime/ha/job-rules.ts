@@ -253,6 +253,21 @@ export function refusedRecord(record: JobRecord, exception: JobException, nowMs:
   };
 }
 
+/**
+ * A submission nobody completed: SUBMITTING → RELEASED, ended FAILED with `exception` (CANCELED when a
+ * cancel was requested meanwhile). A record past SUBMITTING, or none, is left as it is. SUBMITTING jobs
+ * hold no place in the ledger, so the ledger does not change.
+ */
+export function applyAbandonSubmission(current: JobRecord | undefined, exception: JobException, nowMs: number): { record: JobRecord | undefined; abandoned: boolean } {
+  if (current === undefined || current.admission?.state !== AdmissionState.SUBMITTING) return { record: current, abandoned: false };
+  const released = { ...current.admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs };
+  if (current.cancelRequested || isGloballyTerminal(current.status)) {
+    const status = isGloballyTerminal(current.status) ? current.status : JobStatus.CANCELED;
+    return { record: { ...current, status, endedAtMs: current.endedAtMs ?? nowMs, updatedAtMs: nowMs, admission: released }, abandoned: true };
+  }
+  return { record: refusedRecord(current, boundedException(exception), nowMs), abandoned: true };
+}
+
 /** ADMITTED → RELEASED; anything else is left as it is (a ledger entry without its record is dropped). */
 export function applyRelease(jobId: JobId, current: JobRecord | undefined, ledger: AdmissionLedger, nowMs: number): { record: JobRecord | undefined; ledger: AdmissionLedger; released: boolean } {
   const held = ledger.admitted.some((e) => e.jobId === jobId);

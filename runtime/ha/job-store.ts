@@ -349,6 +349,13 @@ export interface JobStore {
    * is, when the job is not waiting (admitted meanwhile: its JobMaster carries the cancel out).
    */
   cancelWaiting(jobId: JobId): Promise<{ canceled: boolean; record: JobRecord | undefined }>;
+  /**
+   * Ends a submission nobody completed (its submitter died before the job got in line): a record still
+   * SUBMITTING becomes FAILED with `exception` appended, or CANCELED when a cancel was requested, and
+   * holds no reservation (RELEASED). Conditioned on the record being SUBMITTING as read, so a submission
+   * that gets in line meanwhile is never ended: `abandoned` is false then, with the record as it is.
+   */
+  abandonSubmission(jobId: JobId, exception: JobException): Promise<{ abandoned: boolean; record: JobRecord | undefined }>;
   /** The ledger as it is now. */
   admissionLedger(): Promise<AdmissionLedger>;
   close(): Promise<void>;

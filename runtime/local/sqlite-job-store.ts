@@ -5,6 +5,7 @@ import type { Statement } from 'better-sqlite3';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { JobId } from '../core/ids.js';
 import {
+  applyAbandonSubmission,
   assertLeaseFence,
   admittedRecord,
   applyCancelRequest,
@@ -25,7 +26,7 @@ import {
   refusedRecord,
 } from '../ha/job-rules.js';
 import { leaseNames } from '../ha/lease-store.js';
-import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
+import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobException, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
 import { openDatabase, read, writeTransaction, type SqliteDatabase } from './sqlite.js';
 
 export interface SqliteJobStoreOptions {
@@ -119,6 +120,13 @@ export class SqliteJobStore implements JobStore {
       if (!changed) return record;
       this.upsertLedger.run(this.scope, JSON.stringify(ledger));
       return this.write(record);
+    });
+  }
+
+  async abandonSubmission(jobId: JobId, exception: JobException): Promise<{ abandoned: boolean; record: JobRecord | undefined }> {
+    return writeTransaction(this.db, () => {
+      const { record, abandoned } = applyAbandonSubmission(this.row(jobId), exception, this.clock.now());
+      return abandoned ? { abandoned, record: this.write(record!) } : { abandoned, record };
     });
   }
 

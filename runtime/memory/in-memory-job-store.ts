@@ -4,6 +4,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { JobId } from '../core/ids.js';
 import { leaseNames } from '../ha/lease-store.js';
 import {
+  applyAbandonSubmission,
   assertLeaseFence,
   assertPageLimit,
   compareNewestFirst,
@@ -25,7 +26,7 @@ import {
   refusalException,
   refusedRecord,
 } from '../ha/job-rules.js';
-import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
+import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobException, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
 
 export class InMemoryJobStore implements JobStore {
   private readonly records = new Map<string, JobRecord>();
@@ -116,6 +117,12 @@ export class InMemoryJobStore implements JobStore {
       refused.push(...plan.refuse);
     }
     return { admitted, refused };
+  }
+
+  async abandonSubmission(jobId: JobId, exception: JobException): Promise<{ abandoned: boolean; record: JobRecord | undefined }> {
+    const { record, abandoned } = applyAbandonSubmission(this.records.get(jobId), exception, this.clock.now());
+    if (abandoned) this.records.set(jobId, record!);
+    return { abandoned, record: record === undefined ? undefined : structuredClone(record) };
   }
 
   async release(jobId: JobId): Promise<{ released: boolean; record: JobRecord | undefined }> {

@@ -410,6 +410,32 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
       });
 
+      it('abandonSubmission ends a submission nobody completed FAILED (CANCELED when asked to) and never a job in line', async () => {
+        const lost = await submitted(1);
+        clock.advance(6);
+        const exception: JobException = { timestampMs: clock.now(), message: 'the submission did not complete' };
+        const { abandoned, record } = await store.abandonSubmission(lost.jobId, exception);
+        expect(abandoned).toBe(true);
+        expect(record).toMatchObject({ status: JobStatus.FAILED, endedAtMs: clock.now(), updatedAtMs: clock.now(), admission: { state: AdmissionState.RELEASED, releasedAtMs: clock.now(), taskExecutors: 1 } });
+        expect(record!.exceptions.at(-1)).toEqual(exception);
+        expect(await store.get(lost.jobId)).toEqual(record);
+        // A late submitter finds it ended: it does not get in line.
+        expect(await store.enqueue(lost.jobId)).toEqual(record);
+        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+        expect(await store.abandonSubmission(lost.jobId, exception)).toEqual({ abandoned: false, record });
+
+        const cancelled = await submitted(1);
+        await store.requestCancel(cancelled.jobId);
+        const ended = await store.abandonSubmission(cancelled.jobId, exception);
+        expect(ended.record).toMatchObject({ status: JobStatus.CANCELED, cancelRequested: true, exceptions: [], admission: { state: AdmissionState.RELEASED } });
+
+        const [waiting] = await inLine(1);
+        const before = await store.get(waiting!);
+        expect(await store.abandonSubmission(waiting!, exception)).toEqual({ abandoned: false, record: before });
+        expect(ids((await store.admissionLedger()).waiting)).toEqual([waiting]);
+        expect(await store.abandonSubmission(JobId.of('no-such-job'), exception)).toEqual({ abandoned: false, record: undefined });
+      });
+
       it('cancelWaiting takes a waiting job out of line CANCELED; an admitted job is left to its JobMaster', async () => {
         const [a, b, c] = await inLine(1, 1, 1);
         await store.admit(bounds(1, 8));

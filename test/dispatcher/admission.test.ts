@@ -170,6 +170,64 @@ describe('submission protocol', () => {
     expect(sha256Hex((await c.blobStore.get(blobKeys.jobGraph('crash')))!)).toBe(record.jobGraphSha256);
   });
 
+  it('a submission left SUBMITTING past dispatcher.submission-timeout is ended FAILED by the reconciler, naming what is missing', async () => {
+    const clock = new ManualClock();
+    const c = await startCluster({ clock, config: { 'dispatcher.submission-timeout': 60_000 } });
+    c.blobStore.beforePut = async (key) => {
+      if (key === blobKeys.jobGraph('lost')) throw new Error('disk full');
+    };
+    const b = await body('lost');
+    expect((await c.call('POST', '/jobs', b)).status).toBe(500);
+    // A submitter may still be at work until the timeout: the reconciler leaves the record alone.
+    clock.advance(59_999);
+    await c.dispatcher.reconcile();
+    expect((await c.jobStore.get(JobId.of('lost')))!.admission?.state).toBe(AdmissionState.SUBMITTING);
+
+    clock.advance(1);
+    await c.dispatcher.reconcile();
+    const ended = (await c.jobStore.get(JobId.of('lost')))!;
+    expect(ended).toMatchObject({ status: 'FAILED', endedAtMs: clock.now(), admission: { state: AdmissionState.RELEASED } });
+    const message = ended.exceptions.at(-1)!.message;
+    expect(message).toContain('the submission of job lost did not complete');
+    expect(message).toContain(`its JobGraph was not stored (${blobKeys.jobGraph('lost')})`);
+    expect(message).toContain("'dispatcher.submission-timeout' is 60000 ms");
+    expect((await c.call('GET', '/jobs/lost')).body).toMatchObject({ status: 'FAILED' });
+    expect(c.started).toEqual([]);
+    expect(await c.jobStore.admissionLedger()).toEqual({ waiting: [], admitted: [] });
+    // The same request again is the job that ended: nothing starts, and the record stays as it is.
+    c.blobStore.beforePut = async () => undefined;
+    expect(await c.call('POST', '/jobs', b)).toEqual({ status: 202, body: { jobId: 'lost', existing: true } });
+    expect(c.started).toEqual([]);
+    expect(await c.jobStore.get(JobId.of('lost'))).toEqual(ended);
+  });
+
+  it('a submission whose submitter stopped after storing its JobGraph and library is put in line by the reconciler and starts', async () => {
+    const clock = new ManualClock();
+    class LostAnswerJobStore extends InMemoryJobStore {
+      failNext = true;
+      override async enqueueAndAdmit(...args: Parameters<InMemoryJobStore['enqueueAndAdmit']>): ReturnType<InMemoryJobStore['enqueueAndAdmit']> {
+        if (this.failNext) {
+          this.failNext = false;
+          await args[2]?.jobManager; // the blobs are stored, then the store cannot be reached
+          throw new Error('connection reset by peer');
+        }
+        return super.enqueueAndAdmit(...args);
+      }
+    }
+    const c = await startCluster({ clock, jobStore: new LostAnswerJobStore(clock), config: { 'dispatcher.submission-timeout': 60_000 } });
+    expect((await c.call('POST', '/jobs', await body('orphan'))).status).toBe(500);
+    expect((await c.jobStore.get(JobId.of('orphan')))!.admission?.state).toBe(AdmissionState.SUBMITTING);
+    expect(await c.blobStore.exists(blobKeys.jobGraph('orphan'))).toBe(true);
+    await c.dispatcher.reconcile();
+    expect(c.started).toEqual([]);
+
+    clock.advance(60_000);
+    await c.dispatcher.reconcile();
+    expect(startedJobs(c)).toEqual(['orphan']);
+    const record = (await c.jobStore.get(JobId.of('orphan')))!;
+    expect(record).toMatchObject({ status: 'INITIALIZING', exceptions: [], admission: { state: AdmissionState.ADMITTED } });
+  });
+
   it('a graph sent with its fields in another order is the same job', async () => {
     const c = await startCluster();
     const b = await body('order');
