@@ -230,8 +230,8 @@ export class Dispatcher {
         return;
       }
       const message =
-        `the submission of job ${jobId} did not complete: ${missing} ${ageMs} ms after it began ('dispatcher.submission-timeout' is ` +
-        `${this.deps.config.submissionTimeoutMs} ms), so its submitter stopped before the job got in line; submit the job again`;
+        `the submission of job ${jobId} did not complete within 'dispatcher.submission-timeout' (${this.deps.config.submissionTimeoutMs} ms; ` +
+        `it began ${ageMs} ms ago): ${missing}, so its submitter stopped before the job got in line; submit the job again`;
       const { abandoned, record: after } = await this.deps.jobStore.abandonSubmission(jobId, { timestampMs: now, message });
       if (abandoned) this.log.warn('ended a submission its submitter left unfinished', { jobId, ageMs, status: after?.status, missing });
     } catch (error) {

@@ -146,11 +146,8 @@ export function applyEnqueue(jobId: JobId, current: JobRecord | undefined, ledge
   if (current === undefined) throw new NotFoundError(`cannot put job ${jobId} in line: there is no such job`);
   const admission = requireAdmission(jobId, current);
   if (admission.state !== AdmissionState.SUBMITTING) return { record: current, ledger, changed: false };
-  if (current.cancelRequested || isGloballyTerminal(current.status)) {
-    const status = isGloballyTerminal(current.status) ? current.status : JobStatus.CANCELED;
-    const record: JobRecord = { ...current, status, endedAtMs: current.endedAtMs ?? nowMs, updatedAtMs: nowMs, admission: { ...admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs } };
-    return { record, ledger, changed: true };
-  }
+  const ended = endedBeforeTheLine(current, admission, nowMs);
+  if (ended !== undefined) return { record: ended, ledger, changed: true };
   const record: JobRecord = { ...current, updatedAtMs: nowMs, admission: { ...admission, state: AdmissionState.WAITING, waitingSinceMs: nowMs } };
   const waiting = [...ledger.waiting.filter((e) => e.jobId !== jobId), { jobId, taskExecutors: admission.taskExecutors, sinceMs: nowMs }];
   return { record, ledger: { waiting, admitted: ledger.admitted }, changed: true };
@@ -260,12 +257,15 @@ export function refusedRecord(record: JobRecord, exception: JobException, nowMs:
  */
 export function applyAbandonSubmission(current: JobRecord | undefined, exception: JobException, nowMs: number): { record: JobRecord | undefined; abandoned: boolean } {
   if (current === undefined || current.admission?.state !== AdmissionState.SUBMITTING) return { record: current, abandoned: false };
-  const released = { ...current.admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs };
-  if (current.cancelRequested || isGloballyTerminal(current.status)) {
-    const status = isGloballyTerminal(current.status) ? current.status : JobStatus.CANCELED;
-    return { record: { ...current, status, endedAtMs: current.endedAtMs ?? nowMs, updatedAtMs: nowMs, admission: released }, abandoned: true };
-  }
-  return { record: refusedRecord(current, boundedException(exception), nowMs), abandoned: true };
+  const record = endedBeforeTheLine(current, current.admission, nowMs) ?? refusedRecord(current, boundedException(exception), nowMs);
+  return { record, abandoned: true };
+}
+
+/** A SUBMITTING job whose cancel was requested (or that ended) ends there, CANCELED (or as it ended) and RELEASED; otherwise undefined. */
+function endedBeforeTheLine(current: JobRecord, admission: JobAdmission, nowMs: number): JobRecord | undefined {
+  if (!current.cancelRequested && !isGloballyTerminal(current.status)) return undefined;
+  const status = isGloballyTerminal(current.status) ? current.status : JobStatus.CANCELED;
+  return { ...current, status, endedAtMs: current.endedAtMs ?? nowMs, updatedAtMs: nowMs, admission: { ...admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs } };
 }
 
 /** ADMITTED → RELEASED; anything else is left as it is (a ledger entry without its record is dropped). */

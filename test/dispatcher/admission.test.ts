@@ -190,7 +190,7 @@ describe('submission protocol', () => {
     const message = ended.exceptions.at(-1)!.message;
     expect(message).toContain('the submission of job lost did not complete');
     expect(message).toContain(`its JobGraph was not stored (${blobKeys.jobGraph('lost')})`);
-    expect(message).toContain("'dispatcher.submission-timeout' is 60000 ms");
+    expect(message).toContain("within 'dispatcher.submission-timeout' (60000 ms; it began 60000 ms ago)");
     expect((await c.call('GET', '/jobs/lost')).body).toMatchObject({ status: 'FAILED' });
     expect(c.started).toEqual([]);
     expect(await c.jobStore.admissionLedger()).toEqual({ waiting: [], admitted: [] });
