@@ -1,6 +1,6 @@
 // The client side of the Dispatcher's REST API, as the CLI (and tests) use it.
 import type { Agent } from 'node:http';
-import { systemClock } from '../core/clock.js';
+import { processHoldingClock } from '../core/clock.js';
 import { FloeError, LibraryNotStoredError, RpcConnectionError, RpcTimeoutError, fromErrorInfo } from '../core/errors.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
 import type { JobId } from '../core/ids.js';
@@ -137,7 +137,7 @@ export class RestClient {
    * same job id and JobGraph, which the Dispatcher takes as the same job — never a second one.
    */
   private resubmitting(send: () => Promise<SubmitJobResponse>): Promise<SubmitJobResponse> {
-    return retrying(send, { policy: SUBMIT_RETRY, clock: systemClock, what: 'submitting the job' });
+    return retrying(send, { policy: SUBMIT_RETRY, clock: processHoldingClock, what: 'submitting the job' });
   }
 
   /** Stores a library through POST /artifacts and the upload URL it answers (nothing to do when stored). */
