@@ -8,6 +8,7 @@ import { sleep } from '../core/clock.js';
 import { distEntry } from '../core/paths.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { CLUSTER_INFO_FILE, type ClusterInfo } from '../dispatcher/rest-types.js';
+import { clusterProcesses } from '../local/process-table.js';
 import { RestClient } from './rest-client.js';
 
 export class ClusterError extends FloeError {
@@ -249,6 +250,52 @@ export async function startCluster(stateDir: string, options: StartClusterOption
 export interface StopClusterResult {
   readonly stopped: boolean;
   readonly pid?: number;
+  /**
+   * With no Dispatcher running: the workers (JobManagers, TaskExecutors) of the cluster that were still
+   * running without it — its process was killed, or it crashed — and were stopped now.
+   */
+  readonly leftovers?: readonly LeftoverWorker[];
+}
+
+export interface LeftoverWorker {
+  readonly pid: number;
+  /** `jobmanager-<job>` or `te-…`. */
+  readonly workerId: string;
+  /** true when it ignored SIGTERM for the grace period and was killed. */
+  readonly killed: boolean;
+}
+
+/** How long a leftover worker gets to end on SIGTERM (a JobManager stops its TaskExecutors first) before SIGKILL. */
+const LEFTOVER_GRACE_MS = 10_000;
+
+/**
+ * Stops the workers of a cluster whose Dispatcher is gone: JobManagers and TaskExecutors outlive it by
+ * design (a restarted Dispatcher finds their jobs running), so a Dispatcher that was killed leaves them
+ * running. Only processes carrying a worker id are touched. Their jobs stay as their records say; the next
+ * `floe cluster start` recovers the running ones, as after any stop.
+ */
+async function stopLeftoverWorkers(stateDir: string, graceMs: number): Promise<LeftoverWorker[]> {
+  const workers = clusterProcesses(stateDir).filter((p): p is typeof p & { resourceId: string } => p.resourceId !== undefined);
+  for (const w of workers) {
+    try {
+      process.kill(w.pid, 'SIGTERM');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+    }
+  }
+  const deadline = Date.now() + graceMs;
+  while (workers.some((w) => isProcessAlive(w.pid)) && Date.now() < deadline) await sleep(50);
+  return workers.map((w) => {
+    const killed = isProcessAlive(w.pid);
+    if (killed) {
+      try {
+        process.kill(w.pid, 'SIGKILL');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+      }
+    }
+    return { pid: w.pid, workerId: w.resourceId, killed };
+  });
 }
 
 /** Asks the Dispatcher to stop (SIGTERM) and waits until its process is gone and cluster.json removed. */
@@ -256,7 +303,8 @@ export async function stopCluster(stateDir: string, timeoutMs = 30_000): Promise
   const state = await probeCluster(stateDir);
   if (state.state === 'down') {
     if (state.staleInfo !== undefined) rmSync(clusterInfoPath(stateDir), { force: true });
-    return { stopped: false };
+    const leftovers = await stopLeftoverWorkers(stateDir, Math.min(timeoutMs, LEFTOVER_GRACE_MS));
+    return { stopped: false, ...(leftovers.length > 0 ? { leftovers } : {}) };
   }
   if (state.state === 'unresponsive') {
     // Something else answers at its URL: the pid may have been reused by an unrelated process, and

@@ -662,8 +662,16 @@ async function clusterCommand(action: 'start' | 'stop' | 'status', json: boolean
       return 0;
     }
     case 'stop': {
-      const { stopped, pid } = await stopCluster(stateDir);
-      io.stdout.write(stopped ? `cluster stopped (pid ${pid})\n` : `no cluster is running in ${stateDir}\n`);
+      const { stopped, pid, leftovers } = await stopCluster(stateDir);
+      if (stopped) io.stdout.write(`cluster stopped (pid ${pid})\n`);
+      else if (leftovers === undefined) io.stdout.write(`no cluster is running in ${stateDir}\n`);
+      else {
+        const named = leftovers.map((w) => `${w.workerId} (pid ${w.pid}${w.killed ? ', killed after ignoring SIGTERM' : ''})`).join(', ');
+        io.stdout.write(
+          `no Dispatcher was running in ${stateDir}, but ${leftovers.length} of its worker process(es) were: stopped ${named}. ` +
+            `Jobs they ran stay as their records say; 'floe cluster start' recovers the running ones\n`,
+        );
+      }
       return 0;
     }
     case 'status': {

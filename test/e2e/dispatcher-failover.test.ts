@@ -75,4 +75,33 @@ describe('Dispatcher failover', () => {
     await stopCluster(stateDir);
     await waitFor(() => processesOfCluster(stateDir).length === 0, 'every process of the cluster to exit', 30_000);
   }, 300_000);
+
+  it("kill -9 of the Dispatcher, then 'floe cluster stop': the workers it left are stopped and named, and a start recovers the job", async () => {
+    const info = startClusterAsUser();
+    const client = RestClient.forCluster(info);
+    const { code, sha256 } = await bundleJobFile(join(FIXTURE_JOBS, 'e2e-jm-failover.ts'));
+    const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), 'endless');
+    const graph = buildJobGraph(definition, { jobId: JobId.random(), args: [], exportName: 'endless', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2 });
+    await client.submitJob(graph, code);
+    await waitFor(async () => ((await client.getJob(graph.jobId)).tasks?.running ?? 0) === 2, 'both tasks to run', 60_000);
+    process.kill(info.pid, 'SIGKILL');
+    await waitFor(() => !processesOfCluster(stateDir).includes(info.pid), 'the Dispatcher to be gone', 10_000);
+    const left = processesOfCluster(stateDir);
+    expect(left.length).toBeGreaterThanOrEqual(2);
+
+    const stop = execFileSync(process.execPath, [distEntry('cli'), 'cluster', 'stop', '--dir', stateDir], { encoding: 'utf8', timeout: 60_000 });
+    expect(stop).toContain(`no Dispatcher was running in ${stateDir}, but ${left.length} of its worker process(es) were`);
+    expect(stop).toContain(`jobmanager-${graph.jobId} (pid `);
+    expect(stop).toMatch(/te-\S+ \(pid \d+\)/);
+    expect(processesOfCluster(stateDir)).toEqual([]);
+
+    // The job was not ended by the stop: the next start finds it and runs it again, until it is cancelled.
+    const again = RestClient.forCluster(startClusterAsUser());
+    await waitFor(async () => ((await again.getJob(graph.jobId)).tasks?.running ?? 0) === 2, 'the job to run again', 60_000, 200);
+    expect((await again.getJobExceptions(graph.jobId)).map((e) => e.message).join('\n')).toMatch(/recover/);
+    await again.cancelJob(graph.jobId);
+    await waitFor(async () => (await again.getJob(graph.jobId)).status === 'CANCELED' || undefined, 'the job to be cancelled', 60_000, 200);
+    await stopCluster(stateDir);
+    await waitFor(() => processesOfCluster(stateDir).length === 0, 'every process of the cluster to exit', 30_000);
+  }, 300_000);
 });
