@@ -8,7 +8,8 @@ import { sleep } from '../core/clock.js';
 import { distEntry } from '../core/paths.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { CLUSTER_INFO_FILE, type ClusterInfo } from '../dispatcher/rest-types.js';
-import { clusterProcesses } from '../local/process-table.js';
+import { ANOTHER_DISPATCHER_EXIT_CODE } from '../local/dispatcher-lease.js';
+import { clusterProcesses, isProcessAlive } from '../local/process-table.js';
 import { RestClient } from './rest-client.js';
 
 export class ClusterError extends FloeError {
@@ -46,15 +47,7 @@ export function readClusterInfo(stateDir: string): ClusterInfo | undefined {
   return v as ClusterInfo;
 }
 
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists but belongs to someone else.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+export { isProcessAlive };
 
 export type ClusterState =
   | { readonly state: 'up'; readonly info: ClusterInfo; readonly client: RestClient }
@@ -217,16 +210,19 @@ export async function startCluster(stateDir: string, options: StartClusterOption
   const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), [ProcessEnv.STATE_DIR]: stateDir };
   if (options.config !== undefined && Object.keys(options.config).length > 0) env[ProcessEnv.CONFIG] = JSON.stringify(options.config);
   let exited: string | undefined;
+  // Set when the child found another Dispatcher serving the state dir (another command started one at the same time): that one is waited for.
+  let another = false;
   const child = spawn(process.execPath, [entry], { detached: true, stdio: ['ignore', out, out], env, cwd: stateDir });
   closeSync(out);
   child.once('exit', (code, signal) => {
-    exited = signal === null ? `exit code ${code}` : `signal ${signal}`;
+    if (code === ANOTHER_DISPATCHER_EXIT_CODE) another = true;
+    else exited = signal === null ? `exit code ${code}` : `signal ${signal}`;
   });
   child.once('error', (e) => {
     exited = e.message;
   });
   try {
-    return await waitFor(
+    const up = await waitFor(
       'the Dispatcher start',
       timeoutMs,
       async () => {
@@ -235,12 +231,24 @@ export async function startCluster(stateDir: string, options: StartClusterOption
         }
         if (!existsSync(clusterInfoPath(stateDir))) return undefined;
         const state = await probeCluster(stateDir);
-        return state.state === 'up' ? { info: state.info, started: true } : undefined;
+        return state.state === 'up' ? { info: state.info, started: state.info.pid === child.pid } : undefined;
       },
       () => `see ${outPath}:\n${tail(outPath)}`,
     );
+    // Another command's Dispatcher serves: this one is about to find its lease taken and exit. Waiting for
+    // that leaves no extra process behind this command (one that does not exit is stopped).
+    if (!up.started && !another && exited === undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      const gone = await new Promise<boolean>((resolve) => {
+        child.once('exit', () => resolve(true));
+        timer = setTimeout(() => resolve(false), 10_000);
+      });
+      clearTimeout(timer);
+      if (!gone) child.kill('SIGTERM');
+    }
+    return up;
   } catch (e) {
-    if (exited === undefined && child.pid !== undefined) child.kill('SIGTERM');
+    if (exited === undefined && !another && child.pid !== undefined) child.kill('SIGTERM');
     throw e;
   } finally {
     child.unref();

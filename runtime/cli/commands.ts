@@ -258,9 +258,13 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
         break;
       case 'down': {
         io.stderr.write(`no cluster is running in ${ctx.stateDir}: starting one…\n`);
-        const { info } = await startCluster(ctx.stateDir, startOptions(io, clusterConfig));
-        startedCluster = true;
-        io.stderr.write(`started a local cluster at ${info.restUrl} (pid ${info.pid}); stop it with 'floe cluster stop'\n`);
+        const { info, started } = await startCluster(ctx.stateDir, startOptions(io, clusterConfig));
+        startedCluster = started;
+        io.stderr.write(
+          started
+            ? `started a local cluster at ${info.restUrl} (pid ${info.pid}); stop it with 'floe cluster stop'\n`
+            : `another command started the cluster meanwhile: using it at ${info.restUrl} (pid ${info.pid})\n`,
+        );
         client = await requireCluster(ctx);
         break;
       }

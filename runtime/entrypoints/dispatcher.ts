@@ -1,30 +1,60 @@
-// The embedded cluster's Dispatcher process: `floe cluster start` runs it in the background. It
-// announces itself in <state dir>/cluster.json and removes that file when it stops.
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+// The embedded cluster's Dispatcher process: `floe cluster start` runs it in the background. It takes the
+// state dir's Dispatcher lease first (runtime/local/dispatcher-lease.ts): when another Dispatcher process
+// serves the state dir already, it exits with ANOTHER_DISPATCHER_EXIT_CODE. Otherwise it announces itself
+// in <state dir>/cluster.json and removes that file when it stops.
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configFromEnv } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { ProcessEnv, requireEnv } from '../core/process-env.js';
-import { startEmbeddedDispatcher } from '../dispatcher/embedded-dispatcher.js';
+import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../dispatcher/embedded-dispatcher.js';
+import { ANOTHER_DISPATCHER_EXIT_CODE, takeDispatcherLease } from '../local/dispatcher-lease.js';
+import { embeddedPaths } from '../local/embedded-services.js';
+import { SqliteLeaseStore } from '../local/sqlite-lease-store.js';
 
 const stateDir = requireEnv(ProcessEnv.STATE_DIR);
 const logger = createLogger({ process: 'dispatcher' });
 const config = configFromEnv();
-const cluster = await startEmbeddedDispatcher({ stateDir, config, logger, ...(process.env[ProcessEnv.SECRET] ? { secret: process.env[ProcessEnv.SECRET] } : {}) });
+
+mkdirSync(stateDir, { recursive: true });
+const leaseStore = new SqliteLeaseStore(embeddedPaths.database(stateDir));
+const held = await takeDispatcherLease({
+  leaseStore,
+  durationMs: config.leaseDurationMs,
+  renewIntervalMs: config.leaseRenewIntervalMs,
+  logger,
+  onLost: () => void stop(1),
+});
+if (!('lease' in held)) {
+  logger.info('another Dispatcher serves this state dir; exiting', { stateDir, pid: held.heldBy });
+  await leaseStore.close();
+  process.exit(ANOTHER_DISPATCHER_EXIT_CODE);
+}
 
 const clusterFile = join(stateDir, 'cluster.json');
+let cluster: EmbeddedDispatcher | undefined;
+let stopping = false;
+async function stop(code = 0): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info('stopping');
+  // Only this process's registration: after a lost lease the file may name its successor.
+  try {
+    if ((JSON.parse(readFileSync(clusterFile, 'utf8')) as { pid?: unknown }).pid === process.pid) rmSync(clusterFile, { force: true });
+  } catch {
+    // absent or unreadable: nothing of this process's to remove
+  }
+  await cluster?.close();
+  if ('lease' in held) await held.release();
+  await leaseStore.close();
+  process.exit(code);
+}
+process.on('SIGTERM', () => void stop());
+process.on('SIGINT', () => void stop());
+
+cluster = await startEmbeddedDispatcher({ stateDir, config, logger, ...(process.env[ProcessEnv.SECRET] ? { secret: process.env[ProcessEnv.SECRET] } : {}) });
+
 const tmp = `${clusterFile}.${process.pid}.tmp`;
 writeFileSync(tmp, JSON.stringify({ pid: process.pid, restUrl: cluster.url, secret: cluster.secret, startedAtMs: Date.now() }), { mode: 0o600 });
 renameSync(tmp, clusterFile);
 
-let stopping = false;
-async function stop(): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  logger.info('stopping');
-  rmSync(clusterFile, { force: true });
-  await cluster.close();
-  process.exit(0);
-}
-process.on('SIGTERM', () => void stop());
-process.on('SIGINT', () => void stop());

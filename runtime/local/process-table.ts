@@ -18,6 +18,30 @@ export function processesOfCluster(stateDir: string): number[] {
   return clusterProcesses(stateDir).map((p) => p.pid);
 }
 
+/**
+ * Whether a process with this pid runs (EPERM: it does, and belongs to someone else). A zombie — one that
+ * was killed and that nothing has reaped yet, as happens to a detached Dispatcher whose parent was the
+ * CLI when the container's init does not reap — answers signal 0 but runs no more: it counts as gone.
+ */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  return processState(pid) !== 'Z';
+}
+
+/** The state letter from /proc/<pid>/stat (R, S, D, Z, …); undefined when it cannot be read. */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  } catch {
+    return undefined; // gone meanwhile, or no /proc on this system: signal 0 answered for it
+  }
+}
+
 /** Every process of the cluster with the worker it is, read from its environment. */
 export function clusterProcesses(stateDir: string): ClusterProcess[] {
   const marker = `${ProcessEnv.STATE_DIR}=${stateDir}`;

@@ -1,0 +1,97 @@
+// One Dispatcher process per state dir. Several `floe run` started at once on a stopped cluster each
+// start one; all but one would run on unregistered (cluster.json names only the last to write it) and
+// be left behind by `floe cluster stop`. The process takes the state dir's Dispatcher lease first
+// (SQLite, conditional writes, as every lease) and only its holder serves; the others exit at once with
+// ANOTHER_DISPATCHER_EXIT_CODE, and the CLI that started them uses the one that serves.
+import { randomHex } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import type { Lease, LeaseStore } from '../ha/lease-store.js';
+import { isProcessAlive } from './process-table.js';
+
+/** The lease of the Dispatcher process that serves a local state dir. */
+export const LOCAL_DISPATCHER_LEASE = 'dispatcher/local';
+/** A Dispatcher process exits with this when another one already serves its state dir. */
+export const ANOTHER_DISPATCHER_EXIT_CODE = 3;
+
+export interface DispatcherLeaseOptions {
+  readonly leaseStore: LeaseStore;
+  readonly durationMs: number;
+  readonly renewIntervalMs: number;
+  readonly logger: Logger;
+  /** Called when the lease was lost while serving (the process was paused past its duration and another took it over). */
+  readonly onLost: () => void;
+  /** @default process.pid */
+  readonly pid?: number;
+  /** @default isProcessAlive */
+  readonly isAlive?: (pid: number) => boolean;
+}
+
+export interface HeldDispatcherLease {
+  readonly lease: Lease;
+  /** Stops renewing and gives the lease up. */
+  release(): Promise<void>;
+}
+
+/** The pid in a holder name `dispatcher <pid> <random>`; undefined for any other holder. */
+export function holderPid(holder: string): number | undefined {
+  const m = /^dispatcher (\d+) [0-9a-f]+$/.exec(holder);
+  return m === null ? undefined : Number(m[1]);
+}
+
+/**
+ * Takes the state dir's Dispatcher lease and renews it until released, or returns the pid of the live
+ * Dispatcher that holds it. A lease held by a process that is gone (a Dispatcher killed with SIGKILL) is
+ * given up for it at once instead of waited out: the release is conditioned on that holder and epoch,
+ * so of two Dispatchers starting together only one takes it.
+ */
+export async function takeDispatcherLease(options: DispatcherLeaseOptions): Promise<HeldDispatcherLease | { readonly heldBy: number | undefined }> {
+  const { leaseStore, durationMs, logger } = options;
+  const pid = options.pid ?? process.pid;
+  const isAlive = options.isAlive ?? isProcessAlive;
+  const holder = `dispatcher ${pid} ${randomHex(4)}`;
+  let other: number | undefined;
+  // A few tries: each lost one means another Dispatcher changed the lease meanwhile.
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const lease = await leaseStore.tryAcquire(LOCAL_DISPATCHER_LEASE, holder, `pid ${pid}`, durationMs);
+    if (lease !== undefined) return keepRenewed(lease, options);
+    const current = await leaseStore.get(LOCAL_DISPATCHER_LEASE);
+    if (current === undefined) continue;
+    other = holderPid(current.holder);
+    if (other !== undefined && isAlive(other)) return { heldBy: other };
+    logger.warn('the Dispatcher lease is held by a process that is gone; taking it over', { holder: current.holder, epoch: current.epoch });
+    await leaseStore.release(LOCAL_DISPATCHER_LEASE, current.holder, current.epoch);
+  }
+  return { heldBy: other };
+}
+
+function keepRenewed(lease: Lease, options: DispatcherLeaseOptions): HeldDispatcherLease {
+  const { leaseStore, durationMs, renewIntervalMs, logger } = options;
+  let current = lease;
+  let stopped = false;
+  const timer = setInterval(() => {
+    void leaseStore.renew(LOCAL_DISPATCHER_LEASE, lease.holder, lease.epoch, durationMs).then(
+      (renewed) => {
+        if (stopped) return;
+        if (renewed !== undefined) {
+          current = renewed;
+          return;
+        }
+        stopped = true;
+        clearInterval(timer);
+        logger.error('the Dispatcher lease was lost (this process was paused longer than its duration and another Dispatcher took over); stopping', { holder: lease.holder, epoch: lease.epoch });
+        options.onLost();
+      },
+      (error: unknown) => logger.warn('cannot renew the Dispatcher lease; trying again', { error: error instanceof Error ? error.message : String(error) }),
+    );
+  }, renewIntervalMs);
+  timer.unref();
+  return {
+    lease,
+    async release() {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      await leaseStore.release(LOCAL_DISPATCHER_LEASE, current.holder, current.epoch);
+    },
+  };
+}
