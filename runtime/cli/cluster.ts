@@ -284,26 +284,23 @@ const LEFTOVER_GRACE_MS = 10_000;
  */
 async function stopLeftoverWorkers(stateDir: string, graceMs: number): Promise<LeftoverWorker[]> {
   const workers = clusterProcesses(stateDir).filter((p): p is typeof p & { resourceId: string } => p.resourceId !== undefined);
-  for (const w of workers) {
-    try {
-      process.kill(w.pid, 'SIGTERM');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
-    }
-  }
+  for (const w of workers) signalUnlessGone(w.pid, 'SIGTERM');
   const deadline = Date.now() + graceMs;
   while (workers.some((w) => isProcessAlive(w.pid)) && Date.now() < deadline) await sleep(50);
   return workers.map((w) => {
     const killed = isProcessAlive(w.pid);
-    if (killed) {
-      try {
-        process.kill(w.pid, 'SIGKILL');
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
-      }
-    }
+    if (killed) signalUnlessGone(w.pid, 'SIGKILL');
     return { pid: w.pid, workerId: w.resourceId, killed };
   });
+}
+
+/** Sends `signal`; a process that is gone already (ESRCH) is fine, any other refusal is thrown. */
+function signalUnlessGone(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
+  }
 }
 
 /** Asks the Dispatcher to stop (SIGTERM) and waits until its process is gone and cluster.json removed. */
@@ -323,11 +320,7 @@ export async function stopCluster(stateDir: string, timeoutMs = 30_000): Promise
     );
   }
   const { pid } = state.info;
-  try {
-    process.kill(pid, 'SIGTERM');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ESRCH') throw e;
-  }
+  signalUnlessGone(pid, 'SIGTERM');
   await waitFor(
     `the Dispatcher (pid ${pid}) exit`,
     timeoutMs,

@@ -3,6 +3,7 @@
 // be left behind by `floe cluster stop`. The process takes the state dir's Dispatcher lease first
 // (SQLite, conditional writes, as every lease) and only its holder serves; the others exit at once with
 // ANOTHER_DISPATCHER_EXIT_CODE, and the CLI that started them uses the one that serves.
+import { errorMessage } from '../core/errors.js';
 import { randomHex } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { Lease, LeaseStore } from '../ha/lease-store.js';
@@ -66,22 +67,17 @@ export async function takeDispatcherLease(options: DispatcherLeaseOptions): Prom
 
 function keepRenewed(lease: Lease, options: DispatcherLeaseOptions): HeldDispatcherLease {
   const { leaseStore, durationMs, renewIntervalMs, logger } = options;
-  let current = lease;
   let stopped = false;
   const timer = setInterval(() => {
     void leaseStore.renew(LOCAL_DISPATCHER_LEASE, lease.holder, lease.epoch, durationMs).then(
       (renewed) => {
-        if (stopped) return;
-        if (renewed !== undefined) {
-          current = renewed;
-          return;
-        }
+        if (stopped || renewed !== undefined) return;
         stopped = true;
         clearInterval(timer);
         logger.error('the Dispatcher lease was lost (this process was paused longer than its duration and another Dispatcher took over); stopping', { holder: lease.holder, epoch: lease.epoch });
         options.onLost();
       },
-      (error: unknown) => logger.warn('cannot renew the Dispatcher lease; trying again', { error: error instanceof Error ? error.message : String(error) }),
+      (error: unknown) => logger.warn('cannot renew the Dispatcher lease; trying again', { error: errorMessage(error) }),
     );
   }, renewIntervalMs);
   timer.unref();
@@ -91,7 +87,7 @@ function keepRenewed(lease: Lease, options: DispatcherLeaseOptions): HeldDispatc
       if (stopped) return;
       stopped = true;
       clearInterval(timer);
-      await leaseStore.release(LOCAL_DISPATCHER_LEASE, current.holder, current.epoch);
+      await leaseStore.release(LOCAL_DISPATCHER_LEASE, lease.holder, lease.epoch);
     },
   };
 }
