@@ -66,6 +66,12 @@ interface ClaimRead {
   readonly askedAtMono: number;
 }
 
+/** A place in the warm pool held under a ready period's holder. */
+interface Place {
+  readonly holder: string;
+  readonly lease: Lease;
+}
+
 type State =
   | { readonly kind: 'running'; readonly jobId: JobId; readonly runner: JobManagerRunner }
   | {
@@ -95,6 +101,8 @@ export class JobManagerProcess {
   private jobsRun = 0;
   /** The last ready period's place and claim, given up once the job it took runs (see take()). */
   private poolLeasesGivenUp: Promise<void> = Promise.resolve();
+  /** A place taken as the running job ends (see placeAsJobEnds), for the next ready period; undefined once used or given up. */
+  private nextPlace: Promise<Place | undefined> | undefined;
   private resolveDone!: (reason: string) => void;
   /** Resolves once the process has nothing more to do (and no TaskExecutor of its own left running). */
   readonly done: Promise<string> = new Promise((resolve) => (this.resolveDone = resolve));
@@ -184,6 +192,7 @@ export class JobManagerProcess {
       ...(warm !== undefined && warm.length > 0 ? { adopt: { poolToken: this.poolToken, workers: warm } } : {}),
       ...(pool > 0 ? { warmPool: { poolToken: this.poolToken, taskManagers: pool, idleTimeoutMs: this.deps.config.warmPoolIdleTimeoutMs + TASK_EXECUTOR_IDLE_GRACE_MS } } : {}),
       ...(granted !== undefined ? { granted } : {}),
+      ...(this.deps.config.warmPoolJobManagers > 0 ? { onJobEnding: () => this.placeAsJobEnds() } : {}),
     });
     this.state = { kind: 'running', jobId, runner };
     this.jobsRun++;
@@ -198,6 +207,7 @@ export class JobManagerProcess {
     this.log.info('job done in this process', { jobId, outcome: outcome.status, jobsRun: this.jobsRun });
     // Leadership lost: a successor runs the job elsewhere, and this process may be the one in doubt.
     if (this.closing || outcome.status === 'LEADERSHIP_LOST' || this.deps.config.warmPoolJobManagers <= 0) {
+      await this.giveUpNextPlace();
       await this.stopWorkers(warm, 'the JobManager process ends');
       this.resolveDone(outcome.status === 'LEADERSHIP_LOST' ? outcome.message : `job ${jobId} ${outcome.status}`);
       return;
@@ -219,6 +229,7 @@ export class JobManagerProcess {
       await this.poolLeasesGivenUp;
       await this.becomeReady(warm);
     } catch (error) {
+      await this.giveUpNextPlace();
       this.log.warn('cannot join the warm pool; exiting', { error: errorMessage(error) });
       await this.stopWorkers(warm, 'the JobManager could not join the warm pool');
       this.resolveDone(`job ${jobId} ${outcome.status}`);
@@ -246,23 +257,61 @@ export class JobManagerProcess {
     }
   }
 
-  /** Takes a free place in the warm pool, if there is one, and waits there for a job. */
-  private async becomeReady(warm: readonly WarmTaskExecutor[]): Promise<void> {
-    const { config, leaseStore, clock, rpc } = this.deps;
-    // A fresh identity per ready period: a claim left from the last one can never hand out a job again.
+  /**
+   * Takes a free place for the next ready period, if there is one (a fresh holder: a claim left from an
+   * earlier period can never hand out a job again).
+   */
+  private async takePlace(): Promise<Place | undefined> {
+    const { config, leaseStore, rpc } = this.deps;
     const holder = `${this.deps.resourceId}#${randomHex(4)}`;
-    let lease: Lease | undefined;
-    for (let i = 0; i < config.warmPoolJobManagers && lease === undefined; i++) {
-      lease = await leaseStore.tryAcquire(leaseNames.standbyJobManager(i), holder, rpc.address, config.leaseDurationMs);
+    for (let i = 0; i < config.warmPoolJobManagers; i++) {
+      const lease = await leaseStore.tryAcquire(leaseNames.standbyJobManager(i), holder, rpc.address, config.leaseDurationMs);
+      if (lease !== undefined) return { holder, lease };
     }
-    if (lease === undefined || this.closing) {
-      if (lease !== undefined) await leaseStore.release(lease.name, holder, lease.epoch).catch(() => undefined);
+    return undefined;
+  }
+
+  /**
+   * The running job is about to write its terminal status: the place for the next ready period is taken
+   * now, beside that write, rather than after the job's components closed. A client that sees the end
+   * and submits its next job at once (a script running jobs one after another) then finds this process
+   * in the pool; before, such a job often came a few milliseconds too early and started a new
+   * JobManager process. The place is held from here, but the claim is read only once the process is
+   * ready (its TaskExecutors in standby): a Dispatcher that takes it meanwhile waits those milliseconds.
+   */
+  private placeAsJobEnds(): void {
+    if (this.closing || this.nextPlace !== undefined) return;
+    // Its former place must be free before it looks for one again.
+    this.nextPlace = this.poolLeasesGivenUp
+      .then(() => this.takePlace())
+      .catch((error: unknown) => {
+        this.log.warn('cannot take a place in the warm pool as the job ends; trying again once it ended', { error: errorMessage(error) });
+        return undefined;
+      });
+  }
+
+  /** Gives back a place taken as the job ended, when the process does not become ready after all. */
+  private async giveUpNextPlace(): Promise<void> {
+    const next = this.nextPlace;
+    this.nextPlace = undefined;
+    const place = await next;
+    if (place !== undefined) await this.deps.leaseStore.release(place.lease.name, place.holder, place.lease.epoch).catch(() => undefined);
+  }
+
+  /** Takes a free place in the warm pool, if there is one (or uses the one taken as the job ended), and waits there for a job. */
+  private async becomeReady(warm: readonly WarmTaskExecutor[]): Promise<void> {
+    const { config, leaseStore, clock } = this.deps;
+    const early = this.nextPlace;
+    this.nextPlace = undefined;
+    const place = (await early) ?? (await this.takePlace());
+    if (place === undefined || this.closing) {
+      if (place !== undefined) await leaseStore.release(place.lease.name, place.holder, place.lease.epoch).catch(() => undefined);
       this.log.info('the warm pool is full; exiting', { places: config.warmPoolJobManagers });
       await this.stopWorkers(warm, 'the warm pool is full');
       this.resolveDone('the warm pool is full');
       return;
     }
-    const held = lease;
+    const { holder, lease: held } = place;
     this.standbyEndpoint ??= this.deps.rpc.serve<StandbyJobManagerGateway>(
       EndpointName.STANDBY_JOB_MANAGER,
       {
@@ -282,6 +331,8 @@ export class JobManagerProcess {
     }, config.warmPoolIdleTimeoutMs);
     this.state = { kind: 'ready', holder, lease: held, warm, renewTimer, pollTimer, idleTimer };
     this.log.info('ready for the next job (warm pool)', { lease: held.name, epoch: held.epoch, taskExecutors: warm.map((w) => w.resourceId), idleTimeoutMs: config.warmPoolIdleTimeoutMs });
+    // Held since the job ended: a Dispatcher may have claimed it already, and its notice found the process not yet ready.
+    if (early !== undefined) this.poll();
   }
 
   /**

@@ -41,6 +41,8 @@ export interface JobManagerRunnerDeps {
    * found: this runner is that holder and leads without campaigning (see LeaderElectionOptions.granted).
    */
   readonly granted?: { readonly holder: string; readonly expiresAtMs: number; readonly askedAt: number; readonly askedAtMono: number };
+  /** Called as the job's terminal status is about to be written (see JobMasterDeps.onJobEnding). */
+  readonly onJobEnding?: () => void;
 }
 
 export type RunnerOutcome = JobTermination | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
@@ -195,6 +197,7 @@ export class JobManagerRunner {
         holdsLeadership: () => this.jmElection?.currentToken === token,
         ...(record.recovery !== undefined ? { recovery: record.recovery } : {}),
         ...(record.throughput !== undefined ? { throughput: record.throughput } : {}),
+        ...(this.deps.onJobEnding !== undefined ? { onJobEnding: this.deps.onJobEnding } : {}),
       });
       this.jobMaster = jobMaster;
       void jobMaster.termination.then((t) => this.finish(t));

@@ -62,6 +62,8 @@ export interface JobMasterDeps {
   readonly throughput?: readonly ThroughputSample[];
   /** Tasks deployed per turn of the main thread (see Scheduler). @default DEFAULT_DEPLOY_CHUNK_SIZE */
   readonly deployChunkSize?: number;
+  /** Called once the job's terminal status is decided, just before it is written (a warm pool's process gets ready meanwhile). */
+  readonly onJobEnding?: (status: JobStatus) => void;
 }
 
 interface RegisteredTaskManager {
@@ -443,6 +445,7 @@ export class JobMaster implements JobMasterGateway {
     if (status !== JobStatus.FINISHED) await this.outputCommitter.discardAll().catch((error: unknown) => (discardFailed = errorMessage(error)));
     const vertices = this.scheduler.vertexMetrics();
     const throughput = this.throughput.record(this.deps.clock.now(), vertices, true);
+    this.deps.onJobEnding?.(status);
     const written = await this.writeStatus({
       status,
       ...(discardFailed !== undefined ? { exception: { timestampMs: this.deps.clock.now(), message: discardFailed } } : {}),

@@ -6,7 +6,8 @@
 // poll's fast first reads (5 ms, slowing by 1 ms every 100 ms); test/dispatcher/admission.test.ts shows
 // the notice, test/aws/aws-warm-pool.test.ts the poll alone, with a Dispatcher that cannot reach the tasks.
 // A job waiting for capacity starts as soon as the JobManager that freed it is ready: that process tells
-// the Dispatcher (runtime/protocol/capacity-notices.ts).
+// the Dispatcher (runtime/protocol/capacity-notices.ts). Jobs sent one after another, each the moment the
+// last is seen to end, all run in the one ready process: it takes its place as its job ends.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -130,6 +131,24 @@ describe('warm pool', () => {
     await probe('leave-timer');
     const afterTimer = await probe('nothing');
     expect(threads(afterTimer).filter((t) => threads(afterGlobal).includes(t))).toEqual([]);
+  });
+
+  it('runs jobs sent one after another, each the moment the last is seen FINISHED, in the one JobManager process', async () => {
+    // What a script running jobs in a row does: the next POST follows the long-poll's FINISHED at once
+    // (its JobGraph built beforehand). The JobManager that ran the last job must already hold its place
+    // in the pool by then, or the Dispatcher starts a JobManager process for the next job.
+    const jobs = await Promise.all(Array.from({ length: 10 }, (_, i) => cluster.build('e2e-words.ts', 'default', [input, join(cluster.work, `row-${i}`), String(64 * 1024)], 2)));
+    const ids: string[] = [];
+    for (const body of jobs) {
+      const res = await cluster.api('POST', '/jobs', body);
+      expect(res.status, JSON.stringify(res.body)).toBe(202);
+      ids.push(res.body.jobId);
+      const ended = await cluster.api('GET', `/jobs/${res.body.jobId}?wait=20000`);
+      expect(ended.body.status, await cluster.exceptions(res.body.jobId)).toBe('FINISHED');
+    }
+    const started = readdirSync(join(cluster.stateDir, 'logs')).filter((f) => ids.some((id) => f === `jobmanager-${id}.log`));
+    // At most the first job's own (the pool may have emptied before it); none for the nine after it.
+    expect(started.filter((f) => f !== `jobmanager-${ids[0]}.log`)).toEqual([]);
   });
 
   it('starts a job that waited for capacity as soon as the JobManager that freed it is ready, in that JobManager', async () => {
