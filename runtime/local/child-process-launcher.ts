@@ -209,10 +209,14 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
   }
 }
 
-/** `--cpu-prof` for TaskExecutors when FLOE_PROFILE_DIR names a folder (Node refuses it in NODE_OPTIONS). */
+/**
+ * `--cpu-prof` for every JobManager and TaskExecutor process when FLOE_PROFILE_DIR names a folder (Node
+ * refuses it in NODE_OPTIONS). Each writes its profile when it exits; a TaskExecutor's slot threads write
+ * their own.
+ */
 export function profileFlags(spec: WorkerSpec, env: NodeJS.ProcessEnv = process.env): string[] {
   const dir = env[ProcessEnv.PROFILE_DIR];
-  if (dir === undefined || dir === '' || spec.kind !== 'taskexecutor') return [];
+  if (dir === undefined || dir === '') return [];
   return ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 }
 

@@ -7,14 +7,16 @@ describe('FLOE_PROFILE_DIR', () => {
   const te = { id: 'te-1', kind: 'taskexecutor', env: {} } as const;
   const jm = { id: 'jobmanager-1', kind: 'jobmanager', env: {} } as const;
 
-  it('starts TaskExecutors with --cpu-prof into the folder it names', () => {
+  it('starts TaskExecutors and JobManagers with --cpu-prof into the folder it names', () => {
     expect(profileFlags(te, { FLOE_PROFILE_DIR: '/tmp/profiles' })).toEqual(['--cpu-prof', '--cpu-prof-dir=/tmp/profiles']);
+    expect(profileFlags(jm, { FLOE_PROFILE_DIR: '/tmp/profiles' })).toEqual(['--cpu-prof', '--cpu-prof-dir=/tmp/profiles']);
   });
 
-  it('adds nothing when unset or empty, nor to JobManagers', () => {
-    expect(profileFlags(te, {})).toEqual([]);
-    expect(profileFlags(te, { FLOE_PROFILE_DIR: '' })).toEqual([]);
-    expect(profileFlags(jm, { FLOE_PROFILE_DIR: '/tmp/profiles' })).toEqual([]);
+  it('adds nothing when unset or empty', () => {
+    for (const spec of [te, jm]) {
+      expect(profileFlags(spec, {})).toEqual([]);
+      expect(profileFlags(spec, { FLOE_PROFILE_DIR: '' })).toEqual([]);
+    }
   });
 });
 
