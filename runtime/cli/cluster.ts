@@ -259,8 +259,10 @@ export interface StopClusterResult {
   readonly stopped: boolean;
   readonly pid?: number;
   /**
-   * With no Dispatcher running: the workers (JobManagers, TaskExecutors) of the cluster that were still
-   * running without it — its process was killed, or it crashed — and were stopped now.
+   * Workers (JobManagers, TaskExecutors) of the cluster that no running Dispatcher would stop, stopped
+   * now: with no Dispatcher, those its killed or crashed process left; after the Dispatcher stopped, those
+   * an earlier Dispatcher process started (it was killed, and this one took their jobs over): a
+   * Dispatcher stops only the processes it started itself.
    */
   readonly leftovers?: readonly LeftoverWorker[];
 }
@@ -329,5 +331,6 @@ export async function stopCluster(stateDir: string, timeoutMs = 30_000): Promise
   );
   // It removes cluster.json on a clean exit; after a crash the file would point at nothing.
   if (existsSync(clusterInfoPath(stateDir))) rmSync(clusterInfoPath(stateDir), { force: true });
-  return { stopped: true, pid };
+  const leftovers = await stopLeftoverWorkers(stateDir, Math.min(timeoutMs, LEFTOVER_GRACE_MS));
+  return { stopped: true, pid, ...(leftovers.length > 0 ? { leftovers } : {}) };
 }

@@ -667,10 +667,12 @@ async function clusterCommand(action: 'start' | 'stop' | 'status', json: boolean
     }
     case 'stop': {
       const { stopped, pid, leftovers } = await stopCluster(stateDir);
-      if (stopped) io.stdout.write(`cluster stopped (pid ${pid})\n`);
-      else if (leftovers === undefined) io.stdout.write(`no cluster is running in ${stateDir}\n`);
+      const named = (leftovers ?? []).map((w) => `${w.workerId} (pid ${w.pid}${w.killed ? ', killed after ignoring SIGTERM' : ''})`).join(', ');
+      if (stopped) {
+        io.stdout.write(`cluster stopped (pid ${pid})\n`);
+        if (leftovers !== undefined) io.stdout.write(`also stopped ${leftovers.length} worker process(es) an earlier Dispatcher of ${stateDir} had started: ${named}\n`);
+      } else if (leftovers === undefined) io.stdout.write(`no cluster is running in ${stateDir}\n`);
       else {
-        const named = leftovers.map((w) => `${w.workerId} (pid ${w.pid}${w.killed ? ', killed after ignoring SIGTERM' : ''})`).join(', ');
         io.stdout.write(
           `no Dispatcher was running in ${stateDir}, but ${leftovers.length} of its worker process(es) were: stopped ${named}. ` +
             `Jobs they ran stay as their records say; 'floe cluster start' recovers the running ones\n`,

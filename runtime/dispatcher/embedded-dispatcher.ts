@@ -1,7 +1,6 @@
 // Wires the Dispatcher for the embedded backend: SQLite and filesystem stores under one state dir,
 // JobManagers as child processes, the REST API on a local HTTP server.
 import { localTaskExecutorSizes } from '../local/local-task-executor-sizes.js';
-import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { systemClock } from '../core/clock.js';
@@ -12,6 +11,7 @@ import { ProcessEnv } from '../core/process-env.js';
 import { ChildProcessWorkerLauncher } from '../local/child-process-launcher.js';
 import { openEmbeddedServices } from '../local/embedded-services.js';
 import { workerPid } from '../local/process-table.js';
+import { stateDirSecret } from '../local/state-dir-secret.js';
 import { CAPACITY_NOTICE_METHODS, type CapacityNotices } from '../protocol/capacity-notices.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { EndpointName } from '../rpc/rpc-service.js';
@@ -29,6 +29,8 @@ export const EMBEDDED_JOB_WAIT_POLLING: JobWaitPolling = { minMs: 2, fraction: 0
 
 export interface EmbeddedDispatcher {
   readonly url: string;
+  /** Where its RPC endpoints answer (the JobManagers' capacity notices). */
+  readonly rpcAddress: string;
   readonly secret: string;
   readonly dispatcher: Dispatcher;
   /** Stops the server and every JobManager (and so every TaskExecutor) it started. */
@@ -38,7 +40,7 @@ export interface EmbeddedDispatcher {
 export async function startEmbeddedDispatcher(options: { stateDir: string; config: FloeConfig; logger: Logger; secret?: string }): Promise<EmbeddedDispatcher> {
   const { stateDir, config, logger } = options;
   mkdirSync(join(stateDir, 'logs'), { recursive: true });
-  const secret = options.secret ?? randomBytes(24).toString('hex');
+  const secret = options.secret ?? stateDirSecret(stateDir);
   const services = openEmbeddedServices(stateDir);
   const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
   const launcher = new ChildProcessWorkerLauncher({
@@ -84,6 +86,7 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
   logger.info('dispatcher listening', { component: 'dispatcher', url: server.url, stateDir });
   return {
     url: server.url,
+    rpcAddress: rpc.address,
     secret,
     dispatcher,
     async close() {

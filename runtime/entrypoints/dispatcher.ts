@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { configFromEnv } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { ProcessEnv, requireEnv } from '../core/process-env.js';
+import { errorMessage } from '../core/errors.js';
 import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../dispatcher/embedded-dispatcher.js';
 import { ANOTHER_DISPATCHER_EXIT_CODE, takeDispatcherLease } from '../local/dispatcher-lease.js';
 import { embeddedPaths } from '../local/embedded-services.js';
@@ -53,6 +54,13 @@ process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
 
 cluster = await startEmbeddedDispatcher({ stateDir, config, logger, ...(process.env[ProcessEnv.SECRET] ? { secret: process.env[ProcessEnv.SECRET] } : {}) });
+// JobManagers that outlived an earlier Dispatcher find this one through the lease.
+try {
+  await held.advertise(cluster.rpcAddress);
+} catch (error) {
+  logger.error('cannot write the RPC address into the Dispatcher lease; stopping', { error: errorMessage(error) });
+  await stop(1);
+}
 
 const tmp = `${clusterFile}.${process.pid}.tmp`;
 writeFileSync(tmp, JSON.stringify({ pid: process.pid, restUrl: cluster.url, secret: cluster.secret, startedAtMs: Date.now() }), { mode: 0o600 });

@@ -14,12 +14,12 @@ import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { JobManagerProcess } from '../jobmanager/jobmanager-process.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
+import { noticesToServingDispatcher } from '../local/dispatcher-lease.js';
 import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
 import { workerPid } from '../local/process-table.js';
 import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
-import { EndpointName } from '../rpc/rpc-service.js';
 
 installParentWatch();
 const secret = requireEnv(ProcessEnv.SECRET);
@@ -70,11 +70,12 @@ async function openBackend(): Promise<Backend> {
 const services = await openBackend();
 const launcher = services.launcher;
 const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
-// On AWS an event on the cluster's bus; embedded, a call to the Dispatcher that started this process.
+// On AWS an event on the cluster's bus; embedded, a call to the Dispatcher that serves the state dir now
+// (found through its lease: it may not be the one that started this process).
 const dispatcherAddress = process.env[ProcessEnv.DISPATCHER_ADDRESS];
-const capacityNotices =
+const capacityNotices: CapacityNotices =
   services.capacityNotices ??
-  (dispatcherAddress ? rpc.connect<CapacityNotices>(dispatcherAddress, EndpointName.DISPATCHER, { timeoutMs: config.rpcTimeoutMs }) : undefined);
+  noticesToServingDispatcher({ leaseStore: services.leaseStore, rpc, clock: systemClock, timeoutMs: config.rpcTimeoutMs, ...(dispatcherAddress ? { startedBy: dispatcherAddress } : {}) });
 const jobManager = new JobManagerProcess({
   resourceId,
   config,
@@ -91,7 +92,7 @@ const jobManager = new JobManagerProcess({
   }),
   clock: systemClock,
   logger,
-  ...(capacityNotices !== undefined ? { capacityNotices } : {}),
+  capacityNotices,
 });
 
 let exiting = false;

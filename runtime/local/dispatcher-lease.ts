@@ -3,10 +3,13 @@
 // be left behind by `floe cluster stop`. The process takes the state dir's Dispatcher lease first
 // (SQLite, conditional writes, as every lease) and only its holder serves; the others exit at once with
 // ANOTHER_DISPATCHER_EXIT_CODE, and the CLI that started them uses the one that serves.
-import { errorMessage } from '../core/errors.js';
-import { randomHex } from '../core/ids.js';
+import type { Clock } from '../core/clock.js';
+import { errorMessage, FloeError } from '../core/errors.js';
+import { randomHex, type JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { Lease, LeaseStore } from '../ha/lease-store.js';
+import type { CapacityNotices } from '../protocol/capacity-notices.js';
+import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { isProcessAlive } from './process-table.js';
 
 /** The lease of the Dispatcher process that serves a local state dir. */
@@ -29,14 +32,46 @@ export interface DispatcherLeaseOptions {
 
 export interface HeldDispatcherLease {
   readonly lease: Lease;
+  /**
+   * Writes the Dispatcher's RPC address into its lease once it serves (until then the lease names the
+   * pid), so that a JobManager that outlived an earlier Dispatcher finds this one (`dispatcherAddress`).
+   */
+  advertise(rpcAddress: string): Promise<void>;
   /** Stops renewing and gives the lease up. */
   release(): Promise<void>;
+}
+
+/**
+ * Leader retrieval for the local Dispatcher: the RPC address of the Dispatcher that serves the state dir
+ * now, from its lease; undefined when none does (or it has not advertised its address yet).
+ */
+export async function dispatcherAddress(leaseStore: LeaseStore, nowMs: number): Promise<string | undefined> {
+  const lease = await leaseStore.get(LOCAL_DISPATCHER_LEASE);
+  if (lease === undefined || lease.expiresAtMs <= nowMs || !/^https?:\/\//.test(lease.address)) return undefined;
+  return lease.address;
 }
 
 /** The pid in a holder name `dispatcher <pid> <random>`; undefined for any other holder. */
 export function holderPid(holder: string): number | undefined {
   const m = /^dispatcher (\d+) [0-9a-f]+$/.exec(holder);
   return m === null ? undefined : Number(m[1]);
+}
+
+/**
+ * A local JobManager's capacity notices (see CapacityNotices): each goes to the Dispatcher that serves the
+ * state dir when it is sent, found through its lease, so a JobManager that outlived the Dispatcher that
+ * started it (killed, and started again) reaches the new one; `startedBy` (that first Dispatcher's
+ * address) while no Dispatcher has advertised one.
+ */
+export function noticesToServingDispatcher(options: { readonly leaseStore: LeaseStore; readonly rpc: RpcService; readonly clock: Clock; readonly timeoutMs: number; readonly startedBy?: string }): CapacityNotices {
+  const { leaseStore, rpc, clock, timeoutMs, startedBy } = options;
+  return {
+    async capacityFreed(jobId: JobId) {
+      const address = (await dispatcherAddress(leaseStore, clock.now())) ?? startedBy;
+      if (address === undefined) throw new FloeError('NO_DISPATCHER', 'no Dispatcher serves this state dir (its lease names no address)');
+      await rpc.connect<CapacityNotices>(address, EndpointName.DISPATCHER, { timeoutMs }).capacityFreed(jobId);
+    },
+  };
 }
 
 /**
@@ -83,6 +118,13 @@ function keepRenewed(lease: Lease, options: DispatcherLeaseOptions): HeldDispatc
   timer.unref();
   return {
     lease,
+    async advertise(rpcAddress) {
+      // The same holder's take renews the lease at its epoch and sets its address.
+      const now = await leaseStore.tryAcquire(LOCAL_DISPATCHER_LEASE, lease.holder, rpcAddress, durationMs);
+      if (now === undefined || now.epoch !== lease.epoch) {
+        throw new Error(`the Dispatcher lease (epoch ${lease.epoch}) was lost before this process advertised its address ${rpcAddress}`);
+      }
+    },
     async release() {
       if (stopped) return;
       stopped = true;

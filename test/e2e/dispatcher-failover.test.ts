@@ -1,7 +1,7 @@
 // The local Dispatcher killed with SIGKILL in the middle of a job: the job goes on (its JobManager
 // outlives the Dispatcher) and FINISHES exact; a Dispatcher started again on the same state dir finds
 // the job that was running and lists it.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,9 +23,16 @@ let expected: Map<string, number>;
 // No warm pool: the test checks that the job's processes are gone once it ended.
 const config = { 'taskmanager.numberOfTaskSlots': '2', 'heartbeat.interval': '300', 'dispatcher.reconcile-interval': '250', 'cluster.warm-pool.jobmanagers': '0' };
 
+/** A graph of the test job file `file`'s export `exportName`. */
+async function graphOf(file: string, exportName: string, args: string[], parallelism: number): Promise<{ graph: ReturnType<typeof buildJobGraph>; code: Uint8Array }> {
+  const { code, sha256 } = await bundleJobFile(join(FIXTURE_JOBS, file));
+  const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), exportName);
+  return { graph: buildJobGraph(definition, { jobId: JobId.random(), args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism }), code };
+}
+
 /** `floe cluster start`, as a user runs it: the Dispatcher's parent is a CLI process that exits. */
-function startClusterAsUser(): NonNullable<ReturnType<typeof readClusterInfo>> {
-  const defines = Object.entries(config).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
+function startClusterAsUser(options: Record<string, string> = config): NonNullable<ReturnType<typeof readClusterInfo>> {
+  const defines = Object.entries(options).flatMap(([k, v]) => ['-D', `${k}=${v}`]);
   execFileSync(process.execPath, [distEntry('cli'), 'cluster', 'start', '--dir', stateDir, ...defines], { stdio: 'pipe', timeout: 60_000 });
   return readClusterInfo(stateDir)!;
 }
@@ -103,5 +110,35 @@ describe('Dispatcher failover', () => {
     await waitFor(async () => (await again.getJob(graph.jobId)).status === 'CANCELED' || undefined, 'the job to be cancelled', 60_000, 200);
     await stopCluster(stateDir);
     await waitFor(() => processesOfCluster(stateDir).length === 0, 'every process of the cluster to exit', 30_000);
+  }, 300_000);
+
+  it('kill -9 of the Dispatcher, then a start: the JobManager it left finds the new Dispatcher, and the stop ends it too', async () => {
+    // One job at a time and a reconciler that would look only after a minute: within the wait below,
+    // only the capacity notice of the JobManager that frees it can start the waiting job.
+    const pooled = { ...config, 'cluster.warm-pool.jobmanagers': '1', 'cluster.warm-pool.taskmanagers': '1', 'cluster.max-jobmanagers': '1', 'dispatcher.reconcile-interval': '60000' };
+    const first = startClusterAsUser(pooled);
+    const slow = await graphOf('e2e-slow.ts', 'default', [join(stateDir, 'work', 'slow-out')], 1);
+    await RestClient.forCluster(first).submitJob(slow.graph, slow.code);
+    await waitFor(async () => (await RestClient.forCluster(first).getJob(slow.graph.jobId)).status === 'RUNNING' || undefined, 'the slow job to run', 60_000, 100);
+    process.kill(first.pid, 'SIGKILL');
+    await waitFor(() => !processesOfCluster(stateDir).includes(first.pid), 'the Dispatcher to be gone', 10_000);
+
+    const again = RestClient.forCluster(startClusterAsUser(pooled));
+    const next = await graphOf('e2e-words.ts', 'spare', [], 2);
+    await again.submitJob(next.graph, next.code);
+    expect((await again.getJob(next.graph.jobId)).waiting).toEqual({ position: 1, of: 1 });
+    await again.cancelJob(slow.graph.jobId);
+    // The JobManager the first Dispatcher started tells the one serving now that its capacity is free.
+    const done = await waitFor(async () => {
+      const j = await again.getJob(next.graph.jobId);
+      return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
+    }, 'the waiting job to end (started by the freed JobManager\'s notice, not the reconciler a minute later)', 30_000, 100);
+    expect(done.status, JSON.stringify(await again.getJobExceptions(next.graph.jobId))).toBe('FINISHED');
+    expect(readdirSync(join(stateDir, 'logs')).filter((f) => f === `jobmanager-${next.graph.jobId}.log`)).toEqual([]);
+
+    // That JobManager is no child of the Dispatcher serving now, and stays ready in the pool: the stop ends it too.
+    const stop = execFileSync(process.execPath, [distEntry('cli'), 'cluster', 'stop', '--dir', stateDir], { encoding: 'utf8', timeout: 60_000 });
+    expect(stop).toContain(`jobmanager-${slow.graph.jobId} (pid `);
+    expect(processesOfCluster(stateDir)).toEqual([]);
   }, 300_000);
 });

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import { holderPid, LOCAL_DISPATCHER_LEASE, takeDispatcherLease, type HeldDispatcherLease } from '../../runtime/local/dispatcher-lease.js';
+import { dispatcherAddress, holderPid, LOCAL_DISPATCHER_LEASE, takeDispatcherLease, type HeldDispatcherLease } from '../../runtime/local/dispatcher-lease.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 
 const held: HeldDispatcherLease[] = [];
@@ -55,5 +55,34 @@ describe('the local Dispatcher lease', () => {
     await mustHold(await taker(store, 302, alive));
     await new Promise((r) => setTimeout(r, 100));
     expect(lost).toBe(1);
+  });
+
+  it('names the serving Dispatcher\'s RPC address once it advertised it, and none after it stopped', async () => {
+    const clock = new ManualClock();
+    const store = new InMemoryLeaseStore(clock);
+    const alive = new Set([401, 402]);
+    const first = await mustHold(await taker(store, 401, alive));
+    // Taken before the Dispatcher serves: the lease names its pid, which is no address to call.
+    expect(await dispatcherAddress(store, clock.now())).toBeUndefined();
+    await first.advertise('http://127.0.0.1:40001');
+    expect(await dispatcherAddress(store, clock.now())).toBe('http://127.0.0.1:40001');
+    expect((await store.get(LOCAL_DISPATCHER_LEASE))?.epoch).toBe(first.lease.epoch);
+    await first.release();
+    expect(await dispatcherAddress(store, clock.now())).toBeUndefined();
+    // The next Dispatcher of the state dir is found once it advertised its own.
+    const next = await mustHold(await taker(store, 402, alive));
+    await next.advertise('http://127.0.0.1:40002');
+    expect(await dispatcherAddress(store, clock.now())).toBe('http://127.0.0.1:40002');
+  });
+
+  it('refuses to advertise for a holder that lost the lease', async () => {
+    const clock = new ManualClock();
+    const store = new InMemoryLeaseStore(clock);
+    const alive = new Set([501, 502]);
+    const first = await mustHold(await taker(store, 501, alive));
+    clock.advance(10_001);
+    await mustHold(await taker(store, 502, alive));
+    await expect(first.advertise('http://127.0.0.1:40003')).rejects.toThrow(/lost/);
+    expect(await dispatcherAddress(store, clock.now())).toBeUndefined();
   });
 });
