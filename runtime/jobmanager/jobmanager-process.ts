@@ -295,17 +295,24 @@ export class JobManagerProcess {
     const next = this.nextPlace;
     this.nextPlace = undefined;
     const place = await next;
-    if (place !== undefined) await this.deps.leaseStore.release(place.lease.name, place.holder, place.lease.epoch).catch(() => undefined);
+    if (place !== undefined) await this.releasePlace(place);
+  }
+
+  /** Gives a place in the pool back; one that cannot be released lapses by itself. */
+  private async releasePlace(place: Place): Promise<void> {
+    await this.deps.leaseStore
+      .release(place.lease.name, place.holder, place.lease.epoch)
+      .catch((error: unknown) => this.log.warn('could not give up a warm pool place; it lapses by itself', { lease: place.lease.name, error: errorMessage(error) }));
   }
 
   /** Takes a free place in the warm pool, if there is one (or uses the one taken as the job ended), and waits there for a job. */
   private async becomeReady(warm: readonly WarmTaskExecutor[]): Promise<void> {
-    const { config, leaseStore, clock } = this.deps;
+    const { config, clock } = this.deps;
     const early = this.nextPlace;
     this.nextPlace = undefined;
     const place = (await early) ?? (await this.takePlace());
     if (place === undefined || this.closing) {
-      if (place !== undefined) await leaseStore.release(place.lease.name, place.holder, place.lease.epoch).catch(() => undefined);
+      if (place !== undefined) await this.releasePlace(place);
       this.log.info('the warm pool is full; exiting', { places: config.warmPoolJobManagers });
       await this.stopWorkers(warm, 'the warm pool is full');
       this.resolveDone('the warm pool is full');
@@ -422,7 +429,7 @@ export class JobManagerProcess {
     current.pollTimer.cancel();
     current.idleTimer.cancel();
     this.log.info('leaving the warm pool', { reason, taskExecutors: current.warm.length });
-    await leaseStore.release(current.lease.name, current.holder, current.lease.epoch).catch(() => undefined);
+    await this.releasePlace(current);
     await this.stopWorkers(current.warm, reason);
     this.resolveDone(reason);
   }
