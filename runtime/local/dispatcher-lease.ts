@@ -2,11 +2,14 @@
 // start one; all but one would run on unregistered (cluster.json names only the last to write it) and
 // be left behind by `floe cluster stop`. The process takes the state dir's Dispatcher lease first
 // (SQLite, conditional writes, as every lease) and only its holder serves; the others exit at once with
-// ANOTHER_DISPATCHER_EXIT_CODE, and the CLI that started them uses the one that serves.
+// ANOTHER_DISPATCHER_EXIT_CODE, and the CLI that started them uses the one that serves. Once it serves,
+// the holder writes its RPC address into the lease: JobManagers that outlived an earlier Dispatcher find
+// the one serving now there (leader retrieval, as for every other lease).
 import type { Clock } from '../core/clock.js';
 import { errorMessage, FloeError } from '../core/errors.js';
 import { randomHex, type JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { retrieveLeader } from '../ha/leader-election.js';
 import type { Lease, LeaseStore } from '../ha/lease-store.js';
 import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
@@ -45,10 +48,9 @@ export interface HeldDispatcherLease {
  * Leader retrieval for the local Dispatcher: the RPC address of the Dispatcher that serves the state dir
  * now, from its lease; undefined when none does (or it has not advertised its address yet).
  */
-export async function dispatcherAddress(leaseStore: LeaseStore, nowMs: number): Promise<string | undefined> {
-  const lease = await leaseStore.get(LOCAL_DISPATCHER_LEASE);
-  if (lease === undefined || lease.expiresAtMs <= nowMs || !/^https?:\/\//.test(lease.address)) return undefined;
-  return lease.address;
+export async function dispatcherAddress(leaseStore: LeaseStore, clock: Clock): Promise<string | undefined> {
+  const leader = await retrieveLeader(leaseStore, LOCAL_DISPATCHER_LEASE, clock);
+  return leader !== undefined && /^https?:\/\//.test(leader.address) ? leader.address : undefined;
 }
 
 /** The pid in a holder name `dispatcher <pid> <random>`; undefined for any other holder. */
@@ -67,7 +69,7 @@ export function noticesToServingDispatcher(options: { readonly leaseStore: Lease
   const { leaseStore, rpc, clock, timeoutMs, startedBy } = options;
   return {
     async capacityFreed(jobId: JobId) {
-      const address = (await dispatcherAddress(leaseStore, clock.now())) ?? startedBy;
+      const address = (await dispatcherAddress(leaseStore, clock)) ?? startedBy;
       if (address === undefined) throw new FloeError('NO_DISPATCHER', 'no Dispatcher serves this state dir (its lease names no address)');
       await rpc.connect<CapacityNotices>(address, EndpointName.DISPATCHER, { timeoutMs }).capacityFreed(jobId);
     },

@@ -63,16 +63,16 @@ describe('the local Dispatcher lease', () => {
     const alive = new Set([401, 402]);
     const first = await mustHold(await taker(store, 401, alive));
     // Taken before the Dispatcher serves: the lease names its pid, which is no address to call.
-    expect(await dispatcherAddress(store, clock.now())).toBeUndefined();
+    expect(await dispatcherAddress(store, clock)).toBeUndefined();
     await first.advertise('http://127.0.0.1:40001');
-    expect(await dispatcherAddress(store, clock.now())).toBe('http://127.0.0.1:40001');
+    expect(await dispatcherAddress(store, clock)).toBe('http://127.0.0.1:40001');
     expect((await store.get(LOCAL_DISPATCHER_LEASE))?.epoch).toBe(first.lease.epoch);
     await first.release();
-    expect(await dispatcherAddress(store, clock.now())).toBeUndefined();
+    expect(await dispatcherAddress(store, clock)).toBeUndefined();
     // The next Dispatcher of the state dir is found once it advertised its own.
     const next = await mustHold(await taker(store, 402, alive));
     await next.advertise('http://127.0.0.1:40002');
-    expect(await dispatcherAddress(store, clock.now())).toBe('http://127.0.0.1:40002');
+    expect(await dispatcherAddress(store, clock)).toBe('http://127.0.0.1:40002');
   });
 
   it('refuses to advertise for a holder that lost the lease', async () => {
@@ -83,6 +83,6 @@ describe('the local Dispatcher lease', () => {
     clock.advance(10_001);
     await mustHold(await taker(store, 502, alive));
     await expect(first.advertise('http://127.0.0.1:40003')).rejects.toThrow(/lost/);
-    expect(await dispatcherAddress(store, clock.now())).toBeUndefined();
+    expect(await dispatcherAddress(store, clock)).toBeUndefined();
   });
 });
