@@ -53,16 +53,24 @@ async function stop(code = 0): Promise<void> {
 process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
 
-cluster = await startEmbeddedDispatcher({ stateDir, config, logger, ...(process.env[ProcessEnv.SECRET] ? { secret: process.env[ProcessEnv.SECRET] } : {}) });
+const started = await startEmbeddedDispatcher({ stateDir, config, logger, ...(process.env[ProcessEnv.SECRET] ? { secret: process.env[ProcessEnv.SECRET] } : {}) }).catch(
+  async (error: unknown) => {
+    // Said once, plainly, in the output the CLI shows when a start fails (a bad secret file, a port in use).
+    logger.error(`cannot start the Dispatcher: ${errorMessage(error)}`);
+    await stop(1);
+    return process.exit(1);
+  },
+);
+cluster = started;
 // JobManagers that outlived an earlier Dispatcher find this one through the lease.
 try {
-  await held.advertise(cluster.rpcAddress);
+  await held.advertise(started.rpcAddress);
 } catch (error) {
   logger.error('cannot write the RPC address into the Dispatcher lease; stopping', { error: errorMessage(error) });
   await stop(1);
 }
 
 const tmp = `${clusterFile}.${process.pid}.tmp`;
-writeFileSync(tmp, JSON.stringify({ pid: process.pid, restUrl: cluster.url, secret: cluster.secret, startedAtMs: Date.now() }), { mode: 0o600 });
+writeFileSync(tmp, JSON.stringify({ pid: process.pid, restUrl: started.url, secret: started.secret, startedAtMs: Date.now() }), { mode: 0o600 });
 renameSync(tmp, clusterFile);
 
