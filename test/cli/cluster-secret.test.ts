@@ -2,15 +2,14 @@
 // killed Dispatcher) serves with the same secret, so the workers an earlier Dispatcher left and the new
 // one accept each other's calls. A secret file holding anything else stops the start with a clear
 // error and is left as the user wrote it.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readClusterInfo } from '../../runtime/cli/cluster.js';
-import { distEntry } from '../../runtime/core/paths.js';
 import { stateDirSecretPath } from '../../runtime/local/state-dir-secret.js';
 import { killLeftovers, processesOfCluster } from '../support/cluster-processes.js';
+import { floeProcess } from '../support/floe-process.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'floe-cluster-secret-'));
 
@@ -19,12 +18,7 @@ afterAll(() => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-const cli = (...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-  new Promise((resolve) => {
-    execFile(process.execPath, [distEntry('cli'), '--dir', stateDir, ...argv], { timeout: 90_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr }),
-    );
-  });
+const cli = floeProcess(stateDir);
 
 describe('the local cluster secret', () => {
   it('is the same after a stop and a start, and a secret file holding something else is refused and kept', async () => {

@@ -1,13 +1,12 @@
 // Several commands starting the same stopped cluster at once, as `floe run` in a few terminals or a
 // script's parallel jobs do: one Dispatcher process serves, the others use it, and `floe cluster stop`
 // leaves no process behind.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { distEntry } from '../../runtime/core/paths.js';
 import { killLeftovers, processesOfCluster } from '../support/cluster-processes.js';
+import { floeProcess } from '../support/floe-process.js';
 
 const stateDir = mkdtempSync(join(tmpdir(), 'floe-concurrent-start-'));
 
@@ -16,12 +15,7 @@ afterAll(() => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-const cli = (...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
-  new Promise((resolve) => {
-    execFile(process.execPath, [distEntry('cli'), '--dir', stateDir, ...argv], { timeout: 90_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr }),
-    );
-  });
+const cli = floeProcess(stateDir);
 
 describe('starting a stopped cluster from several commands at once', () => {
   it('runs one Dispatcher, which all of them use, and stop leaves nothing', async () => {
