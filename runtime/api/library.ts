@@ -136,14 +136,22 @@ export function importLibrary(code: Uint8Array, cacheDir: string, options: { rea
   // Many importers of one library in one thread (light slots: thousands of them) write and import it once.
   let imported = importsInProgress.get(instanceKey);
   if (imported === undefined) {
-    imported = writeAndImport(code, file, cacheDir, options.sourceMaps ?? true, options.instance);
+    // Node keeps a module whose evaluation threw as failed under its URL: an import after a failed one
+    // takes a URL of its own, so what made it throw (a file not there yet, a service down) can pass.
+    const failures = failedImports.get(instanceKey) ?? 0;
+    imported = writeAndImport(code, file, cacheDir, options.sourceMaps ?? true, options.instance, failures);
     importsInProgress.set(instanceKey, imported);
-    imported.catch(() => importsInProgress.delete(instanceKey));
+    imported.catch(() => {
+      importsInProgress.delete(instanceKey);
+      failedImports.set(instanceKey, failures + 1);
+    });
   }
   return imported;
 }
 
 const importsInProgress = new Map<string, Promise<Record<string, unknown>>>();
+/** Failed imports so far per library instance: the next import's URL names the count. */
+const failedImports = new Map<string, number>();
 /**
  * The hash of library bytes already imported, by identity: light slots on one thread are handed the
  * same bytes, and hashing them per slot cost more than the rest of the import. Bytes must not change
@@ -151,7 +159,7 @@ const importsInProgress = new Map<string, Promise<Record<string, unknown>>>();
  */
 const hashed = new WeakMap<Uint8Array, string>();
 
-async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, sourceMaps: boolean, instance: string | undefined): Promise<Record<string, unknown>> {
+async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, sourceMaps: boolean, instance: string | undefined, failures: number): Promise<Record<string, unknown>> {
   if (!existsSync(file)) {
     await mkdir(cacheDir, { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -166,6 +174,7 @@ async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, 
   // Libraries carry inline source maps; without this, user stack traces point into the bundle.
   if (sourceMaps) process.setSourceMapsEnabled?.(true);
   // Another URL is another module instance: `instance` gives one of its own (fresh module state).
-  const url = pathToFileURL(file).href + (instance === undefined ? '' : `?instance=${encodeURIComponent(instance)}`);
+  const query = [...(instance === undefined ? [] : [`instance=${encodeURIComponent(instance)}`]), ...(failures === 0 ? [] : [`retry=${failures}`])];
+  const url = pathToFileURL(file).href + (query.length === 0 ? '' : `?${query.join('&')}`);
   return (await import(url)) as Record<string, unknown>;
 }

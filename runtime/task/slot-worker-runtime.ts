@@ -66,6 +66,8 @@ export class SlotWorkerRuntime {
   private readonly tasks = new Map<ExecutionAttemptId, RunningTask>();
   private readonly partitions = new Map<ResultPartitionId, ResultPartition>();
   private readonly userFunctionCache = new Map<string, Promise<Map<string, Function>>>();
+  /** The libraries the main thread sent this worker, by sha256, until the thread is recycled. */
+  private readonly libraries = new Map<string, Uint8Array>();
   private readonly splitRequests = new Map<number, { resolve: (s: InputSplit | null) => void; reject: (e: Error) => void }>();
   private nextRequestId = 1;
   /** How often the thread was recycled: part of each library instance's name, so no instance outlives a recycle. */
@@ -88,9 +90,14 @@ export class SlotWorkerRuntime {
 
   private onMessage(m: MainToWorker): void {
     switch (m.type) {
-      case 'deploy':
-        void this.runTask(m.tdd, m.library, m.settings);
+      case 'deploy': {
+        // The main thread sends a library once per worker: its bytes stay here, so a task whose import
+        // failed (or any later attempt) imports it again instead of finding no library.
+        const sha256 = m.tdd.library.sha256;
+        if (m.library !== undefined) this.libraries.set(sha256, m.library);
+        void this.runTask(m.tdd, m.library ?? this.libraries.get(sha256), m.settings);
         break;
+      }
       case 'cancel':
         this.cancel(m.attemptId);
         break;
@@ -176,6 +183,7 @@ export class SlotWorkerRuntime {
     if (this.recycled + 1 >= MAX_JOBS_PER_THREAD) return [`it ran ${this.recycled + 1} jobs, the most a thread runs`];
     this.dispose('the slot was freed');
     this.userFunctionCache.clear();
+    this.libraries.clear();
     this.recycled++;
     // What the job's last callbacks still had under way (a closing file, a last message) settles first.
     for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve));

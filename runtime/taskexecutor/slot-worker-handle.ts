@@ -30,7 +30,7 @@ export class SlotWorker {
   private readonly backend: Backend;
   private exited = false;
   private terminating = false;
-  /** Library hashes already sent to this worker; it caches what it imported. */
+  /** Library hashes already sent to this worker; it keeps their bytes (imported or not) until it is recycled. */
   readonly librariesSent = new Set<string>();
   /** The worker thread's id; in light mode the TaskExecutor's own thread's. */
   readonly threadId: number;

@@ -1,0 +1,81 @@
+// What a failed job tells its user, through a whole cluster in one process (real slot worker threads):
+// a library whose import throws is reported as itself at every attempt and loads once it can; errors
+// that would recur on any retry end the job after one attempt; a failure names the operator that raised
+// it, chained or not; a slot that runs out of memory says so.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { blobKeys } from '../../runtime/blob/blob-store.js';
+import { JobId } from '../../runtime/core/ids.js';
+import type { JobException, JobRecord } from '../../runtime/ha/job-store.js';
+import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
+import { MiniCluster } from '../support/mini-cluster.js';
+import { slotWorkerBundle, storeJobLibrary } from '../taskexecutor/harness.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'floe-failure-causes-'));
+beforeAll(() => slotWorkerBundle());
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let cluster: MiniCluster | undefined;
+afterEach(async () => {
+  await cluster?.close();
+  cluster = undefined;
+});
+
+let jobs = 0;
+/** Builds `exportName` of `source` with the real job API and runs it to its end on a fresh MiniCluster. */
+async function run(source: string, exportName = 'default', config: Record<string, unknown> = {}): Promise<{ record: JobRecord; exceptions: readonly JobException[] }> {
+  const store = new InMemoryBlobStore();
+  const graph = await storeJobLibrary(join(dir, `job-${++jobs}`), source, store, JobId.random(), exportName);
+  cluster = await MiniCluster.start({ config: { 'taskmanager.numberOfTaskSlots': 2, 'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.attempts': 2, 'restart-strategy.fixed-delay.delay': 10, ...config } });
+  await cluster.blobStore.put(blobKeys.library(graph.library.sha256), (await store.get(blobKeys.library(graph.library.sha256)))!);
+  const job = await cluster.submit(graph);
+  await job.outcome;
+  const record = await cluster.record(job.jobId);
+  return { record, exceptions: record.exceptions };
+}
+
+/** A job file whose module throws when a slot's worker thread imports it (not on the client), while `marker` is absent or always. */
+const throwingImport = (marker: string | undefined): string => `
+import { existsSync, writeFileSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
+import { defineJob } from 'floe';
+function loadSettings() {
+  throw new Error('settings could not be loaded in the task');
+}
+if (!isMainThread${marker === undefined ? '' : ` && !existsSync(${JSON.stringify(marker)})`}) {
+  ${marker === undefined ? '' : `writeFileSync(${JSON.stringify(marker)}, 'thrown once');`}
+  loadSettings();
+}
+export default defineJob('imports', (env) => {
+  env.fromSequence(1, 100).setParallelism(2).map((n) => n * 2).setParallelism(2).collect();
+});
+`;
+
+describe('a library that throws when a task imports it', () => {
+  it('FINISHES after a restart when the import throws once, the exception showing the import error and its stack', async () => {
+    const marker = join(dir, 'import-once');
+    const { record, exceptions } = await run(throwingImport(marker));
+    expect(existsSync(marker)).toBe(true);
+    expect(record.status, JSON.stringify(exceptions)).toBe('FINISHED');
+    expect((await cluster!.result(record)).records.sort((a, b) => (a as number) - (b as number))).toEqual(Array.from({ length: 100 }, (_, i) => 2 * (i + 1)));
+    expect(exceptions.length).toBeGreaterThan(0);
+    for (const e of exceptions) {
+      expect(e).toMatchObject({ message: 'settings could not be loaded in the task', recovered: true, attemptNumber: 0 });
+      expect(e.stack).toContain('loadSettings');
+    }
+  }, 60_000);
+
+  it('shows its own error and stack at every attempt when the import always throws', async () => {
+    const { record, exceptions } = await run(throwingImport(undefined));
+    expect(record.status).toBe('FAILED');
+    const failures = exceptions.filter((e) => e.taskName !== undefined);
+    // Two restarts allowed: three attempts failed.
+    expect(failures.map((e) => e.attemptNumber)).toEqual([0, 1, 2]);
+    for (const e of failures) {
+      expect(e.message, JSON.stringify(exceptions)).toBe('settings could not be loaded in the task');
+      expect(e.stack).toContain('loadSettings');
+    }
+  }, 60_000);
+});
