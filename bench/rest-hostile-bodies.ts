@@ -1,5 +1,6 @@
 // Benchmark: what hostile and oversized request bodies cost a running local Dispatcher (its own process,
-// started as `floe cluster start` does). For each body: how long until it is answered, the slowest
+// started as `floe cluster start` does): 12 MB hostile JSON bodies, and 80 MB over the request limit (sent
+// with its content-length, and chunked). For each body: how long until it is answered, the slowest
 // GET /health answer while it is handled (probed every 5 ms), and the Dispatcher's resident memory
 // before, at its peak, and once idle again (after the JSON worker thread's idle stop).
 // Then the same in this process, to read the heap after a full garbage collection.
@@ -25,16 +26,32 @@ function rssMiB(pid: number): number {
   return kb / 1024;
 }
 
-function post(url: string, path: string, headers: Record<string, string>, body: Buffer): Promise<{ status: number; text: string }> {
+/** Posts `body` whole with its content-length, or, `chunked`, in 1 MB chunks without one (as a stream is sent). */
+function post(url: string, path: string, headers: Record<string, string>, body: Buffer, chunked = false): Promise<{ status: number; text: string }> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: target.hostname, port: target.port, method: 'POST', path, headers: { ...headers, 'content-length': String(body.length) }, agent: false }, (res) => {
+    const req = request({ host: target.hostname, port: target.port, method: 'POST', path, headers: chunked ? headers : { ...headers, 'content-length': String(body.length) }, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
     });
     req.on('error', reject);
-    req.end(body);
+    if (!chunked) {
+      req.end(body);
+      return;
+    }
+    let at = 0;
+    const more = (): void => {
+      while (at < body.length) {
+        const part = body.subarray(at, (at += MiB));
+        if (!req.write(part)) {
+          req.once('drain', more);
+          return;
+        }
+      }
+      req.end();
+    };
+    more();
   });
 }
 
@@ -94,6 +111,10 @@ function body(kind: string): Buffer {
       const jobGraph = { jobId: 'bench-inline', name: 'n', library: { sha256: 'a'.repeat(64), sizeBytes: 1 }, program: { export: 'default', args: [] }, vertices: [], edges: [] };
       return Buffer.from(JSON.stringify({ jobGraph, library }));
     }
+    case 'over the limit, content-length':
+    case 'over the limit, chunked':
+      // 80 MB, over 'rest.server.max-content-length' (64 MiB): refused before it is read, or once 64 MiB are counted.
+      return Buffer.alloc(80_000_000, 0x20);
     default:
       throw new Error(`unknown body ${kind}`);
   }
@@ -112,7 +133,7 @@ try {
   process.stderr.write(`Dispatcher pid ${info.pid}, baseline RSS ${baselineMiB.toFixed(0)} MiB\n`);
   figures['baselineRssMiB'] = round(baselineMiB, 1);
 
-  for (const kind of ['nested', 'wide', 'long string', 'values at the limit', 'inline library']) {
+  for (const kind of ['nested', 'wide', 'long string', 'values at the limit', 'inline library', 'over the limit, content-length', 'over the limit, chunked']) {
     const bytes = body(kind);
     const answered: number[] = [];
     const slowestHealth: number[] = [];
@@ -124,7 +145,7 @@ try {
       const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(info.pid))), 10);
       const probe = probeHealth(info.restUrl);
       const started = performance.now();
-      const res = await post(info.restUrl, '/jobs', headers, bytes);
+      const res = await post(info.restUrl, '/jobs', headers, bytes, kind.endsWith('chunked'));
       answered.push(performance.now() - started);
       await new Promise((r) => setTimeout(r, 100));
       const health = await probe.stop();

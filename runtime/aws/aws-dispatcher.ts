@@ -110,10 +110,10 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
   });
   // Admits what waits (a job that ended while no Dispatcher ran leaves capacity free until one does).
   await dispatcher.start();
-  // API Gateway caps a request at 10 MB; the router enforces the configured library limit below it.
+  // API Gateway caps a request at 10 MB; the router enforces the configured body limit below it.
   const dashboardDir = findDashboardDir(options.env);
   const dashboard = dashboardDir === undefined ? undefined : DashboardAssets.load(dashboardDir);
-  const router = createRestRouter(dispatcher, { secret, maxBodyBytes: Math.ceil(config.restMaxContentLengthBytes * 1.4) + 1024 * 1024, logger, ...(dashboard !== undefined ? { dashboard } : {}) });
+  const router = createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger, ...(dashboard !== undefined ? { dashboard } : {}) });
   return {
     dispatcher,
     router,

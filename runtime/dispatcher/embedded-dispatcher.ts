@@ -79,8 +79,8 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
   const server = await startLocalRestServer(createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger, bodyParser, ...(dashboard !== undefined ? { dashboard } : {}) }), {
     host: config.restAddress,
     port: config.restPort,
-    // base64 makes the library a third larger than the limit that applies to it
-    maxBodyBytes: Math.ceil(config.restMaxContentLengthBytes * 1.4) + 1024 * 1024,
+    // The same limit the router applies: a body over it is refused before it is read.
+    maxBodyBytes: config.restMaxContentLengthBytes,
     logger,
   });
   logger.info('dispatcher listening', { component: 'dispatcher', url: server.url, stateDir });

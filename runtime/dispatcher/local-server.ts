@@ -99,31 +99,68 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | { tooLa
   });
 }
 
+/** A refused body is read and dropped for at most this long; then the connection is closed. */
+const DISCARD_MAX_MS = 10_000;
+
 /**
- * Answers and closes without resetting the connection under a client still sending its body: what it
- * sends is read and dropped for a while, so it gets to read the answer.
+ * Answers a request refused before its body was read, then closes the connection. Most clients write
+ * their whole body before they read (all but those that send `expect: 100-continue`), and a connection
+ * closed under a client still writing ends in EPIPE or a reset on its side, never in the answer. So,
+ * when `discardMaxBytes` is above 0, the rest of the body is read and dropped (never kept) for up to
+ * that many bytes and DISCARD_MAX_MS, and the connection is closed once it has all arrived; a body
+ * declared or found larger than that is cut off.
  */
-function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, body: string): void {
+function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, body: string, discardMaxBytes = 0): void {
   res.setHeader('connection', 'close');
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-  req.resume();
+  const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+  if (req.complete || discardMaxBytes <= 0 || (declared !== undefined && declared > discardMaxBytes)) {
+    // Node closes the connection once the answer is written.
+    res.end(body);
+    return;
+  }
+  // The answer goes out whole now (its content-length is met); ending the response, which closes the
+  // connection, waits for the body.
+  res.write(body);
   const socket = req.socket;
-  const timer = setTimeout(() => socket.destroy(), 5_000);
+  let dropped = 0;
+  const cut = (): void => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  const timer = setTimeout(cut, DISCARD_MAX_MS);
   timer.unref();
-  socket.once('close', () => clearTimeout(timer));
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > discardMaxBytes) cut();
+  });
+  req.once('end', () => {
+    clearTimeout(timer);
+    res.end();
+  });
+  req.once('close', () => clearTimeout(timer));
+  req.resume();
 }
 
 export interface LocalRestServerOptions {
   readonly host: string;
   readonly port: number;
-  /** Bodies over this many bytes are refused with 413: before they are sent when content-length says so, else once past it. */
+  /**
+   * The one request limit: bodies over this many bytes are refused with 413, before any of it is read when
+   * content-length says so, else as soon as the bytes counted while it streams pass it.
+   */
   readonly maxBodyBytes: number;
+  /**
+   * After a refusal, up to this many bytes of the body still on its way are read and dropped, so a client
+   * that writes its whole body before reading gets the answer. @default 4 × maxBodyBytes
+   */
+  readonly discardMaxBytes?: number;
   /** Where a request the server itself failed to answer is logged. */
   readonly logger?: Logger;
 }
 
 export async function startLocalRestServer(handler: RestHandler, options: LocalRestServerOptions): Promise<LocalRestServer> {
+  const discardMaxBytes = options.discardMaxBytes ?? 4 * options.maxBodyBytes;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     void (async () => {
       const send = (status: number, body: string, headers: Readonly<Record<string, string>> = {}): void => {
@@ -133,17 +170,17 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
       // llhttp has checked the header's syntax; it holds a number of bytes here.
       const declared = Number(req.headers['content-length'] ?? 0);
       if (declared > options.maxBodyBytes) {
-        answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, declared, true));
+        answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, declared, true), discardMaxBytes);
         return;
       }
       if (req.httpVersionMajor !== 1) {
-        answerAndClose(req, res, 400, errorBody('INVALID_REQUEST', `the request line names HTTP/${req.httpVersion}; this server speaks HTTP/1.1 (and 1.0)`));
+        answerAndClose(req, res, 400, errorBody('INVALID_REQUEST', `the request line names HTTP/${req.httpVersion}; this server speaks HTTP/1.1 (and 1.0)`), discardMaxBytes);
         return;
       }
       const body = await readBody(req, options.maxBodyBytes);
       if ('aborted' in body) return;
       if ('tooLarge' in body) {
-        answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, body.tooLarge, false));
+        answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, body.tooLarge, false), discardMaxBytes);
         return;
       }
       if (req.httpVersionMinor >= 1 && req.headers.host === undefined) {
@@ -187,7 +224,7 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
   };
   // The handler answers a missing host header itself (in JSON); Node's own answer would be an empty 400.
   const server: Server = createServer({ requireHostHeader: false }, onRequest);
-  // A client that asks before sending a body too large is told so before it sends it.
+  // A client that asks before sending a body too large is told so before it sends it (and does not send it).
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (Number(req.headers['content-length'] ?? 0) > options.maxBodyBytes) {
       answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, Number(req.headers['content-length']), true));
@@ -210,7 +247,7 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
   // Node would answer an unknown expectation with an empty 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const body = errorBody('EXPECTATION_FAILED', `header 'expect' is '${String(req.headers.expect).slice(0, 40)}'; only '100-continue' is understood`);
-    answerAndClose(req, res, 417, body);
+    answerAndClose(req, res, 417, body, discardMaxBytes);
   });
   // Longer than any Floe client keeps an idle connection (core/keep-alive.ts): equal timeouts on both
   // ends let the server close a connection just as the client sends on it ("socket hang up").
