@@ -3,7 +3,7 @@
 // declarations in dist/types/ (what `import … from 'floe'` type-checks against), and the web dashboard
 // (dist/dashboard/). Dependencies stay in node_modules.
 import { build } from 'esbuild';
-import { readdirSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, basename, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,11 +21,15 @@ if (existsSync(join(root, 'bench'))) {
   }
 }
 
-rmSync(join(root, 'dist'), { recursive: true, force: true });
+// Built beside dist/ and put in its place at the end, so a process started from dist/ meanwhile (another
+// build's tests, a running cluster) never finds it half written or gone. Same depth: same relative paths.
+const dist = join(root, 'dist');
+const out = join(root, `.dist-build-${process.pid}`);
+rmSync(out, { recursive: true, force: true });
 const started = Date.now();
 /** What every Node bundle here shares: ESM for Node 20, dependencies left to node_modules, split chunks. */
 const nodeBundle = {
-  outdir: join(root, 'dist'),
+  outdir: out,
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -44,12 +48,19 @@ const bundled = build({ ...nodeBundle, entryPoints, chunkNames: 'chunks/[name]-[
 // in chunks of its own (dist/chunks/cli-*), loaded when a command needs them.
 const cli = build({ ...nodeBundle, entryPoints: { cli: join(root, 'runtime/cli/main.ts') }, chunkNames: 'chunks/cli-[name]-[hash]' });
 // The web dashboard the Dispatcher serves at '/': its own browser bundle, content-hashed.
-const dashboard = buildDashboard({ outDir: join(root, 'dist/dashboard') });
+const dashboard = buildDashboard({ outDir: join(out, 'dashboard') });
 try {
   emitApiDeclarations();
-} finally {
   await Promise.all([bundled, cli, dashboard]);
+} catch (e) {
+  await Promise.allSettled([bundled, cli, dashboard]);
+  rmSync(out, { recursive: true, force: true });
+  throw e;
 }
+const previous = `${out}-previous`;
+if (existsSync(dist)) renameSync(dist, previous);
+renameSync(out, dist);
+rmSync(previous, { recursive: true, force: true });
 if (!process.env.CI && process.stdout.isTTY) console.log(`built dist/ in ${Date.now() - started} ms`);
 
 /**
@@ -64,7 +75,8 @@ function emitApiDeclarations() {
   const configPath = join(root, 'tsconfig.types.json');
   const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail([d]) });
   if (parsed.errors.length > 0) fail(parsed.errors);
-  const { rootDir, outDir } = parsed.options;
+  const { rootDir } = parsed.options;
+  const outDir = join(out, relative(dist, parsed.options.outDir));
   const problems = [];
   const seen = new Set();
   const queue = [...parsed.fileNames];
