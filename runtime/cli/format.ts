@@ -88,7 +88,12 @@ export function formatRecord(record: unknown): string {
 }
 
 export function formatException(e: JobException): string {
-  const where = [e.taskName, e.attemptNumber === undefined ? undefined : `attempt ${e.attemptNumber}`, e.location === undefined ? undefined : `on ${e.location}`]
+  const where = [
+    e.operator === undefined ? undefined : `operator '${e.operator}' in`,
+    e.taskName,
+    e.attemptNumber === undefined ? undefined : `attempt ${e.attemptNumber}`,
+    e.location === undefined ? undefined : `on ${e.location}`,
+  ]
     .filter((x) => x !== undefined)
     .map((x) => escapeText(x))
     .join(' ');
@@ -96,7 +101,9 @@ export function formatException(e: JobException): string {
     e.recovered === true
       ? ` — recovered: ${e.restartedTasks ?? 'its'} task${e.restartedTasks === 1 ? '' : 's'} restarted${e.restartDelayMs !== undefined ? ` after ${formatDuration(e.restartDelayMs)}` : ''}`
       : e.recovered === false
-        ? ' — not recovered'
+        ? e.restartable === false
+          ? ' — not restartable: it would recur on any retry'
+          : ' — not recovered'
         : '';
   const head = `${new Date(e.timestampMs).toISOString()}${where ? ` ${where}` : ''}${outcome}`;
   // A stack starts with the message already; print it alone when there is one.

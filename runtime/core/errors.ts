@@ -7,6 +7,8 @@ export interface ErrorInfo {
   readonly retryable: boolean;
   readonly stack?: string;
   readonly details?: unknown;
+  /** The job's operator that raised it, by name (a task's failure; its chain may hold several operators). */
+  readonly operator?: string;
 }
 
 export interface FloeErrorOptions {

@@ -20,6 +20,10 @@ export interface JobException {
    * for exceptions that are not task failures (a cancel, a JobManager-level error).
    */
   readonly recovered?: boolean;
+  /** False for a failure that would recur on any retry: it ended the job without a restart. */
+  readonly restartable?: false;
+  /** The operator that raised the failure, by name; `taskName` is the task it ran in (a chain of operators, or the producer a keyed operator pre-aggregates in). */
+  readonly operator?: string;
   /** When `recovered`: how many tasks were restarted, and after what wait (ms). */
   readonly restartedTasks?: number;
   readonly restartDelayMs?: number;

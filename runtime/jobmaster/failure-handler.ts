@@ -6,8 +6,29 @@ import type { RestartPipelinedRegionFailoverStrategy } from './failover-strategy
 import type { PipelinedRegion } from './pipelined-regions.js';
 import type { RestartBackoffTimeStrategy } from './restart-strategy.js';
 
-/** Errors no restart can mend: the job fails at once whatever the restart strategy allows. */
-export const UNRECOVERABLE_ERROR_CODES: ReadonlySet<string> = new Set(['NO_RESOURCE_AVAILABLE', 'SUPPRESS_RESTARTS', 'INVALID_JOB_GRAPH', 'CONFIGURATION']);
+/**
+ * Errors no restart can mend, because they would recur on any retry: a record or key the job cannot
+ * handle, a plan or input that is wrong, a library gone from the store, a user error marked so
+ * (SuppressRestartsException). The job fails at once whatever the restart strategy allows. Lost
+ * processes, network errors, timeouts and plain user errors restart.
+ */
+export const UNRECOVERABLE_ERROR_CODES: ReadonlySet<string> = new Set([
+  'NO_RESOURCE_AVAILABLE',
+  'SUPPRESS_RESTARTS',
+  'INVALID_JOB_GRAPH',
+  'INVALID_JOB_DEFINITION',
+  'CONFIGURATION',
+  'RECORD_TYPE',
+  'INVALID_KEY',
+  'RECORD_ENCODING',
+  'PLAN_MISMATCH',
+  'INPUT_SOURCE',
+  'LIBRARY_MISSING',
+  'LIBRARY_MISMATCH',
+]);
+
+/** Whether a restart may mend a failure with this error. */
+export const isRestartable = (error: ErrorInfo): boolean => !UNRECOVERABLE_ERROR_CODES.has(error.code);
 
 export interface FailureHandlingResult {
   readonly error: ErrorInfo;
@@ -19,6 +40,8 @@ export interface FailureHandlingResult {
   readonly global: boolean;
   /** When the job cannot restart: why, in words. */
   readonly reason?: string;
+  /** False when no restart could mend the failure, whatever the restart strategy allows. */
+  readonly restartable?: false;
 }
 
 export class ExecutionFailureHandler {
@@ -46,8 +69,8 @@ export class ExecutionFailureHandler {
   }
 
   private handle(error: ErrorInfo, regions: readonly PipelinedRegion[], global: boolean): FailureHandlingResult {
-    if (UNRECOVERABLE_ERROR_CODES.has(error.code)) {
-      return { error, canRestart: false, regions: [], restartDelayMs: 0, global, reason: `no restart can mend this failure (${error.code})` };
+    if (!isRestartable(error)) {
+      return { error, canRestart: false, regions: [], restartDelayMs: 0, global, restartable: false, reason: `the failure is not restartable: it would recur on any retry (${error.code})` };
     }
     this.restartStrategy.notifyFailure(this.clock.now());
     if (!this.restartStrategy.canRestart()) {

@@ -654,9 +654,11 @@ export class Scheduler {
       timestampMs: this.o.clock.now(),
       ...(first !== undefined ? { taskName: taskName(first.vertex, first.subtaskIndex), attemptNumber: first.attemptNumber } : {}),
       ...(first?.location ? { location: first.location.resourceId } : {}),
+      ...(error.operator !== undefined ? { operator: error.operator } : {}),
       message: error.message,
       ...(error.stack !== undefined ? { stack: error.stack } : {}),
       recovered: result.canRestart,
+      ...(result.restartable === false ? { restartable: false as const } : {}),
       ...(result.canRestart ? { restartedTasks, restartDelayMs: result.restartDelayMs } : {}),
     };
     if (!result.canRestart) {

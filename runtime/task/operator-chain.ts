@@ -7,7 +7,7 @@ import { keyedStep, type KeyedOperatorSpec, type KeyedStep } from './keyed-opera
 import { outputWriter } from './output-writer.js';
 import { openSink, type Sink } from './sinks.js';
 import { runSource } from './sources.js';
-import { checkCanceled, isThenable, keyedFunctions, TaskSetupError, userFunction, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
+import { checkCanceled, isThenable, keyedFunctions, noteErrors, raisedBy, TaskSetupError, userFunction, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
 
 export { TaskCanceledError, TaskSetupError, keySelectorOf, type Emit, type TaskIo } from './task-io.js';
 export { sequenceRange } from './sources.js';
@@ -93,8 +93,10 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
 
   try {
     const writer = sink === undefined ? outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default) : undefined;
-    const out: Emit = sink !== undefined ? sink.emit : writer!.emit;
+    // What fails in a sink is the sink's; the writer notes its combiners' and its producer's failures itself.
+    const out: Emit = sink !== undefined ? noteErrors(sink.emit, last.name) : writer!.emit;
     let keyed: KeyedStep | undefined;
+    let keyedName = '';
     let emit: Emit = (r) => {
       counters.recordsOut++;
       return out(r);
@@ -117,7 +119,8 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
         case 'keyed.aggregate':
           if (i !== 0 || hasSource) throw new TaskSetupError(`task ${tdd.taskName}: keyed operator '${op.name}' must head its chain (it reads hash-partitioned input)`);
           keyed = keyedOperator(io, op, emit);
-          emit = keyed.emit;
+          keyedName = op.name;
+          emit = noteErrors(keyed.emit, op.name);
           break;
         case 'source.sequence':
         case 'source.textFile':
@@ -136,10 +139,17 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
       return chain(r);
     };
 
-    if (hasSource) await runSource(io, head, counted);
-    else await runInputs(io, counted);
+    if (hasSource) {
+      try {
+        await runSource(io, head, counted);
+      } catch (e) {
+        throw raisedBy(e, head.name);
+      }
+    } else await runInputs(io, counted);
     if (keyed !== undefined) {
-      await keyed.finish();
+      await keyed.finish().catch((e: unknown) => {
+        throw raisedBy(e, keyedName);
+      });
       checkCanceled(io);
     }
     if (writer !== undefined) {
@@ -150,7 +160,9 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
     for (const o of io.outputs) o.finish();
     const closing = sink;
     sink = undefined;
-    await closing?.close();
+    await closing?.close().catch((e: unknown) => {
+      throw raisedBy(e, last.name);
+    });
     return { recordsIn: counters.recordsIn, recordsOut: counters.recordsOut, ...(closing?.result?.() ?? {}) };
   } finally {
     if (sink !== undefined) await sink.abort();

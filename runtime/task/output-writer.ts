@@ -5,7 +5,7 @@ import { InvalidKeyError } from '../network/key-groups.js';
 import { CODEC_HINT, findUnencodable, RecordEncodingError } from '../network/record-check.js';
 import type { ResultPartition } from '../network/result-partition.js';
 import { keyedCombiner, type KeyedCombiner, type SendPartial } from './keyed-operators.js';
-import { keyedFunctions, keySelectorOf, type Emit, type TaskIo } from './task-io.js';
+import { keyedFunctions, keySelectorOf, noteErrors, type Emit, type TaskIo } from './task-io.js';
 
 /** What a task writes its records to: its output partitions, some through a combiner. */
 export interface OutputWriter {
@@ -48,12 +48,16 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
       return partition.emitToKey(canonical, pair);
     };
     const producerName = `operator '${producer.name}' (${producer.kind})`;
-    combiners.push(keyedCombiner(op, keyedFunctions(io, op, owner), keySelectorOf(io.tdd, io.userFunctions, d.keySelector), send, combinerMaxKeys, { signal: io.signal, producer: producerName }));
+    // A combiner's failure (its key selector's included) is its keyed operator's, which runs here, in its
+    // producer's task.
+    const combiner = keyedCombiner(op, keyedFunctions(io, op, owner), keySelectorOf(io.tdd, io.userFunctions, d.keySelector), send, combinerMaxKeys, { signal: io.signal, producer: producerName });
+    combiners.push({ add: noteErrors(combiner.add, op.name), flush: noteErrors(combiner.flush, op.name), get size() { return combiner.size; } });
   });
   const endOfInput = async (): Promise<void> => {
     for (const c of combiners) await c.flush();
   };
-  const toPlain = plainPartitionsEmit(plain, producer, keyProblem);
+  const plainEmit = plainPartitionsEmit(plain, producer, keyProblem);
+  const toPlain = plainEmit === undefined ? undefined : noteErrors(plainEmit, producer.name);
   if (combiners.length === 0) return { emit: toPlain ?? (() => undefined), endOfInput };
   // A combiner names the producer itself when a key is unusable.
   const combine: Emit =

@@ -9,6 +9,7 @@ import type { ExecutionState } from '../jobgraph/job-status.js';
 import { isSourceOperator } from '../jobgraph/jobgraph.js';
 import { importLibrary } from '../api/library.js';
 import { resolveUserFunctions } from '../api/program.js';
+import { suppressesRestarts } from '../api/suppress-restarts.js';
 import { createLocalPortPair, wrapMessagePort } from '../network/channel-port.js';
 import { InputGate } from '../network/input-gate.js';
 import { ResultPartition } from '../network/result-partition.js';
@@ -17,6 +18,7 @@ import { collectNetworkMetrics } from './task-metrics.js';
 import { runOperatorChain, TaskCanceledError } from './operator-chain.js';
 import { inputChannelsOf, needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import { keySelectorOf } from './operator-chain.js';
+import { operatorOf } from './task-io.js';
 import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
 import { captureThreadState, threadStateChanges, type ThreadState } from './thread-state.js';
 
@@ -41,11 +43,30 @@ export const MAX_JOBS_PER_THREAD = 16;
 /** How often running tasks' counters go to the main thread unless the settings say otherwise (ms). */
 export const DEFAULT_COUNTERS_INTERVAL_MS = 500;
 
-/** What a user function threw, as the JobMaster should show it: the user's message and stack. */
+/**
+ * What a task's failure is, as the JobMaster should show it: the user's message and stack, the operator
+ * it was raised in, and a code the JobMaster classifies it by. A SuppressRestartsException shows its
+ * cause, as not restartable; an error of the job API's copy bundled in the library keeps its code.
+ */
 export function userErrorInfo(error: unknown): ErrorInfo {
-  if (error instanceof FloeError) return toErrorInfo(error);
-  if (error instanceof Error) return { code: 'USER_CODE', message: error.message, retryable: false, ...(error.stack !== undefined ? { stack: error.stack } : {}) };
-  return { code: 'USER_CODE', message: `user code threw a non-Error value: ${safeString(error)}`, retryable: false };
+  const operator = operatorOf(error);
+  const raisedIn = operator === undefined ? {} : { operator };
+  if (error instanceof FloeError) return { ...toErrorInfo(error), ...raisedIn };
+  if (suppressesRestarts(error)) {
+    const cause = error.cause instanceof Error ? error.cause : error;
+    return { code: 'SUPPRESS_RESTARTS', message: cause.message, retryable: false, ...(cause.stack !== undefined ? { stack: cause.stack } : {}), ...raisedIn };
+  }
+  if (error instanceof Error) {
+    const code = apiErrorCode(error) ?? 'USER_CODE';
+    return { code, message: error.message, retryable: false, ...(error.stack !== undefined ? { stack: error.stack } : {}), ...raisedIn };
+  }
+  return { code: 'USER_CODE', message: `user code threw a non-Error value: ${safeString(error)}`, retryable: false, ...raisedIn };
+}
+
+/** The code of a FloeError made by another copy of the runtime's modules (the job API bundled in a library). */
+function apiErrorCode(error: Error): string | undefined {
+  const e = error as { code?: unknown; retryable?: unknown; httpStatus?: unknown };
+  return typeof e.code === 'string' && /^[A-Z_]+$/.test(e.code) && typeof e.retryable === 'boolean' && typeof e.httpStatus === 'number' ? e.code : undefined;
 }
 
 function safeString(v: unknown): string {

@@ -41,6 +41,39 @@ export interface TaskIo {
 }
 
 
+/** The operator each error was raised in, set where it first crosses an operator's boundary. */
+const raisedIn = new WeakMap<object, string>();
+
+/** Notes that `error` was raised in operator `name`, unless an operator nearer its origin was noted. Returns it. */
+export function raisedBy<E>(error: E, name: string): E {
+  if (error !== null && typeof error === 'object' && !raisedIn.has(error)) raisedIn.set(error, name);
+  return error;
+}
+
+/** The operator `error` was raised in, if a step of the chain noted one. */
+export const operatorOf = (error: unknown): string | undefined => (error !== null && typeof error === 'object' ? raisedIn.get(error) : undefined);
+
+/**
+ * `fn` with the errors it throws (or its promise rejects with) noted as raised in operator `name`: a
+ * chain fuses its operators into one call, so only this tells which one failed.
+ */
+export function noteErrors<F extends (a?: any, b?: any) => unknown>(fn: F, name: string): F {
+  const rejected = (e: unknown): never => {
+    throw raisedBy(e, name);
+  };
+  // Two fixed parameters, not a rest parameter: no array per call on the per-record path. Every function
+  // of a chain takes at most two arguments (a record; an accumulator and a record).
+  return ((a?: unknown, b?: unknown) => {
+    let out: unknown;
+    try {
+      out = fn(a, b);
+    } catch (e) {
+      throw raisedBy(e, name);
+    }
+    return isThenable(out) ? Promise.resolve(out).then(undefined, rejected) : out;
+  }) as F;
+}
+
 export const isThenable = (v: unknown): v is PromiseLike<unknown> => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
 
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -79,7 +112,7 @@ export function functionOf(userFunctions: ReadonlyMap<string, Function>, owner: 
 }
 
 export function userFunction(io: TaskIo, op: OperatorSpec & { fn: FunctionRef }): Function {
-  return functionOf(io.userFunctions, `operator '${op.name}' (${op.kind})`, op.fn);
+  return noteErrors(functionOf(io.userFunctions, `operator '${op.name}' (${op.kind})`, op.fn) as (a?: unknown, b?: unknown) => unknown, op.name);
 }
 
 /** The key selector a hash output routes by. */
@@ -88,7 +121,7 @@ export function keySelectorOf(tdd: TaskDeploymentDescriptor, userFunctions: Read
 }
 
 export function keyedFunctions(io: TaskIo, op: KeyedOperatorSpec, owner: string): KeyedFunctions {
-  const fn = (ref: FunctionRef): Function => functionOf(io.userFunctions, owner, ref);
+  const fn = (ref: FunctionRef): Function => noteErrors(functionOf(io.userFunctions, owner, ref) as (a?: unknown, b?: unknown) => unknown, op.name);
   switch (op.kind) {
     case 'keyed.reduce':
       return { key: fn(op.key), fn: fn(op.fn) };

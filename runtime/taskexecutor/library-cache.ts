@@ -1,7 +1,7 @@
 // The TaskExecutor's user-code libraries: each fetched from the BlobStore once, however many tasks need
 // it at once, and a folder where slot workers keep the files they import it from.
 import { mkdir } from 'node:fs/promises';
-import { NotFoundError } from '../core/errors.js';
+import { FloeError } from '../core/errors.js';
 import { blobKeys, sha256Hex, type BlobStore } from '../blob/blob-store.js';
 
 export class LibraryCache {
@@ -29,10 +29,11 @@ export class LibraryCache {
     if (cached === undefined) {
       const key = blobKeys.library(sha256);
       cached = this.blobStore.get(key).then((code) => {
-        if (code === undefined) throw new NotFoundError(`library ${sha256} is not in the blob store (key ${key}); resubmit the job with its library`);
+        // Neither recurs less on a retry: the JobMaster fails the job at once (LIBRARY_MISSING, LIBRARY_MISMATCH).
+        if (code === undefined) throw new FloeError('LIBRARY_MISSING', `library ${sha256} is not in the blob store (key ${key}); resubmit the job with its library`);
         const actual = sha256Hex(code);
         if (actual !== sha256) {
-          throw new Error(`the object stored as library ${sha256} (key ${key}) has sha256 ${actual}: other bytes were put there after the job was submitted; upload the library again through POST /artifacts and resubmit the job`);
+          throw new FloeError('LIBRARY_MISMATCH', `the object stored as library ${sha256} (key ${key}) has sha256 ${actual}: other bytes were put there after the job was submitted; upload the library again through POST /artifacts and resubmit the job`);
         }
         return code;
       });

@@ -34,6 +34,9 @@ describe('formatting', () => {
     const recovered = formatException({ timestampMs: 0, taskName: 'map (2/4)', attemptNumber: 0, location: 'te-1', message: 'boom', recovered: true, restartedTasks: 8, restartDelayMs: 100 });
     expect(recovered.split('\n')[0]).toBe('1970-01-01T00:00:00.000Z map (2/4) attempt 0 on te-1 — recovered: 8 tasks restarted after 100 ms');
     expect(formatException({ timestampMs: 0, taskName: 'map (2/4)', attemptNumber: 3, message: 'boom', recovered: false }).split('\n')[0]).toBe('1970-01-01T00:00:00.000Z map (2/4) attempt 3 — not recovered');
+    expect(formatException({ timestampMs: 0, operator: 'sum', taskName: 'numbers (1/2)', attemptNumber: 0, message: 'boom', recovered: false, restartable: false }).split('\n')[0]).toBe(
+      "1970-01-01T00:00:00.000Z operator 'sum' in numbers (1/2) attempt 0 — not restartable: it would recur on any retry",
+    );
   });
 
   it('redraws one line on a terminal and prints a line per change otherwise', () => {

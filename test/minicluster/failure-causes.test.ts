@@ -79,3 +79,93 @@ describe('a library that throws when a task imports it', () => {
     }
   }, 60_000);
 });
+
+/** Jobs whose failure would recur on any retry, and a user error that says so itself. */
+const RECURRING = `
+import { defineJob, SuppressRestartsException } from 'floe';
+const records = (env) => env.fromSequence(1, 200).setParallelism(2).name('numbers').map((n) => ({ word: 'w' + (n % 5), n })).name('records').setParallelism(2);
+export const missingField = defineJob('missing-field', (env) => {
+  records(env).keyBy((r) => r.word).sum('missing').name('sum').setParallelism(2).collect();
+});
+export const mapKey = defineJob('map-key', (env) => {
+  records(env).keyBy((r) => new Map([[r.word, 1]])).sum('n').name('sum').setParallelism(2).collect();
+});
+export const mapRecord = defineJob('map-record', (env) => {
+  records(env).map((r) => new Map([[r.word, r.n]])).name('to-map').rebalance().map((m) => m).name('after').setParallelism(2).collect();
+});
+export const suppressed = defineJob('suppressed', (env) => {
+  records(env).map((r) => {
+    if (r.n === 50) throw new SuppressRestartsException(new Error('the account ' + r.word + ' is closed'));
+    return r;
+  }).name('check-account').setParallelism(2).collect();
+});
+`;
+
+describe('errors that would recur on any retry', () => {
+  const oneAttempt = async (exportName: string): Promise<JobException> => {
+    const { record, exceptions } = await run(RECURRING, exportName);
+    expect(record.status, JSON.stringify(exceptions)).toBe('FAILED');
+    expect(record.restarts ?? 0).toBe(0);
+    const failures = exceptions.filter((e) => e.taskName !== undefined);
+    expect(failures, JSON.stringify(exceptions)).toHaveLength(1);
+    expect(failures[0]).toMatchObject({ attemptNumber: 0, recovered: false, restartable: false });
+    expect(exceptions.at(-1)!.message).toContain('not restartable');
+    return failures[0]!;
+  };
+
+  it("end the job after one attempt: sum('missing') on records without that field, reported against the sum", async () => {
+    const e = await oneAttempt('missingField');
+    expect(e.message).toContain('"missing"');
+    expect(e.operator).toBe('sum');
+  }, 60_000);
+
+  it('end the job after one attempt: a Map as a key', async () => {
+    const e = await oneAttempt('mapKey');
+    expect(e.message).toMatch(/key/);
+  }, 60_000);
+
+  it('end the job after one attempt: a Map as a record, reported against the operator that emitted it', async () => {
+    const e = await oneAttempt('mapRecord');
+    expect(e.message).toContain('Map');
+    expect(e.operator).toBe('to-map');
+  }, 60_000);
+
+  it('end the job after one attempt: a user error marked with SuppressRestartsException, its own message and stack shown', async () => {
+    const e = await oneAttempt('suppressed');
+    expect(e.message).toContain('the account w0 is closed');
+    expect(e.stack).toContain('job.mjs');
+    expect(e.operator).toBe('check-account');
+  }, 60_000);
+});
+
+const THROWING = `
+import { defineJob } from 'floe';
+export const chained = defineJob('chained', (env) => {
+  env.fromSequence(1, 100).setParallelism(2).name('numbers')
+    .map((n) => n + 1).name('plus-one').setParallelism(2)
+    .map((n) => { if (n === 60) throw new Error('no 60 here'); return n; }).name('picky').setParallelism(2)
+    .map((n) => n).name('after').setParallelism(2)
+    .collect();
+});
+export const notChained = defineJob('not-chained', (env) => {
+  env.fromSequence(1, 100).setParallelism(2).name('numbers')
+    .rebalance()
+    .map((n) => { if (n === 60) throw new Error('no 60 here'); return n; }).name('picky').setParallelism(2)
+    .collect();
+});
+`;
+
+describe('the operator a failure is reported against', () => {
+  for (const exportName of ['chained', 'notChained']) {
+    it(`is the one that threw (${exportName}), and a plain user error restarts as in Flink`, async () => {
+      const { record, exceptions } = await run(THROWING, exportName, { 'restart-strategy.fixed-delay.attempts': 1 });
+      expect(record.status).toBe('FAILED');
+      const failures = exceptions.filter((e) => e.taskName !== undefined);
+      expect(failures.map((e) => e.attemptNumber), JSON.stringify(exceptions)).toEqual([0, 1]);
+      for (const e of failures) {
+        expect(e).toMatchObject({ message: 'no 60 here', operator: 'picky' });
+        expect(e.restartable).not.toBe(false);
+      }
+    }, 60_000);
+  }
+});

@@ -2,7 +2,6 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NotFoundError } from '../../runtime/core/errors.js';
 import { blobKeys, sha256Hex } from '../../runtime/blob/blob-store.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { LibraryCache } from '../../runtime/taskexecutor/library-cache.js';
@@ -52,7 +51,7 @@ describe('LibraryCache', () => {
     const cache = new LibraryCache(store, join(root, 'c'));
     const missing = sha256Hex(new Uint8Array([7]));
     const error = await cache.get(missing).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(NotFoundError);
+    expect(error).toMatchObject({ code: 'LIBRARY_MISSING' });
     expect((error as Error).message).toBe(`library ${missing} is not in the blob store (key ${blobKeys.library(missing)}); resubmit the job with its library`);
     await storeLibrary(store, new Uint8Array([7]));
     expect([...(await cache.get(missing))]).toEqual([7]);
