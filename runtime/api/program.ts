@@ -2,7 +2,9 @@
 // translates it into a JobGraph, a task looks up its user functions in it by operator id.
 import { StreamEnvironment, type Transformation, type UserFunction } from './datastream.js';
 import { InvalidJobDefinitionError, isJobDefinition, type JobDefinition } from './job-definition.js';
-import { functionKey } from '../jobgraph/jobgraph.js';
+import { createHash } from 'node:crypto';
+import { functionKey, type JobProgram, type OperatorSpec } from '../jobgraph/jobgraph.js';
+import { BuilderReadMismatchError, recordBuilderReads, replayBuilderReads, type BuilderReads } from './builder-reads.js';
 
 /** The job definition exported as `exportName`, or an error naming what the module exports instead. */
 export function loadJobDefinition(moduleNamespace: Record<string, unknown>, exportName: string): JobDefinition {
@@ -24,16 +26,60 @@ export function loadJobDefinition(moduleNamespace: Record<string, unknown>, expo
   return value;
 }
 
-/** Runs the builder on a fresh environment and returns the environment with what it recorded. */
-export function runJobBuilder(definition: JobDefinition, args: readonly string[]): StreamEnvironment {
+/**
+ * How a builder run meets what it reads beyond its arguments: as it is (`live`), recorded for the tasks
+ * (`record`, on the client), or answered from a recording (`replay`, in a task).
+ */
+export type BuilderReadsMode = { readonly kind: 'live' } | { readonly kind: 'record' } | { readonly kind: 'replay'; readonly reads: BuilderReads };
+
+/** Runs the builder on a fresh environment and returns the environment with what it recorded, and what the builder read. */
+export function runJobBuilder(definition: JobDefinition, args: readonly string[], mode: BuilderReadsMode = { kind: 'live' }): StreamEnvironment {
+  return runRecordedJobBuilder(definition, args, mode).env;
+}
+
+export function runRecordedJobBuilder(definition: JobDefinition, args: readonly string[], mode: BuilderReadsMode): { env: StreamEnvironment; reads: BuilderReads } {
   const env = new StreamEnvironment();
-  const returned: unknown = definition.build(env, Object.freeze([...args]));
+  const frozenArgs = Object.freeze([...args]);
+  const build = (): unknown => definition.build(env, frozenArgs);
+  let returned: unknown;
+  let reads: BuilderReads = {};
+  switch (mode.kind) {
+    case 'live':
+      returned = build();
+      break;
+    case 'record':
+      ({ result: returned, reads } = recordBuilderReads(definition.name, build));
+      break;
+    case 'replay':
+      returned = replayBuilderReads(definition.name, mode.reads, build);
+      reads = mode.reads;
+      break;
+    default:
+      mode satisfies never;
+  }
   if (returned !== undefined && typeof (returned as { then?: unknown } | null)?.then === 'function') {
     throw new InvalidJobDefinitionError(
       `the builder of job '${definition.name}' returned a promise: builders must be synchronous, because every task re-runs them to find its functions; do asynchronous work inside the operators`,
     );
   }
-  return env;
+  return { env, reads };
+}
+
+/**
+ * A hash of the plan a builder made: every operator's id and kind, the source text of each of its
+ * functions, and where its inputs come from and how they are partitioned. Names and parallelism are
+ * left out: a task takes those from its deployment, never from its own builder run.
+ */
+export function planFingerprint(env: StreamEnvironment): string {
+  const hash = createHash('sha256');
+  for (const t of env.getTransformations()) {
+    hash.update(`${t.id}|${t.spec.kind}|`);
+    for (const [role, fn] of userFunctionsOf(t)) hash.update(`${role}=${createHash('sha256').update(String(fn)).digest('hex').slice(0, 16)},`);
+    hash.update('|');
+    for (const input of t.inputs) hash.update(`${input.from.id}/${input.partitioner ?? ''}/${input.keySelector === undefined ? '' : String(input.keySelector)},`);
+    hash.update('\n');
+  }
+  return hash.digest('hex').slice(0, 32);
 }
 
 /**
@@ -72,15 +118,42 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
 }
 
 /**
- * Re-runs the builder exported as `exportName` with `args` and returns functionKey(ref) → user function
- * (the operator id, or `<operator id>.<role>` for one of several functions of an operator). The same arguments give the same ids as the client saw, which is
- * how a task finds the closures its FunctionRefs name.
+ * Re-runs the builder of `program` and returns functionKey(ref) → user function (the operator id, or
+ * `<operator id>.<role>` for one of several functions of an operator): each call makes new functions,
+ * so a task attempt shares no closure state with another. The builder's reads are answered with what
+ * the client's builder read, and the plan it makes must be the client's: a task whose builder made
+ * other operators (checked against `operators`, the task's own, and the plan's fingerprint) fails with
+ * a PLAN_MISMATCH error that names the first operator that differs.
  */
-export function resolveUserFunctions(moduleNamespace: Record<string, unknown>, exportName: string, args: readonly string[]): Map<string, Function> {
-  const env = runJobBuilder(loadJobDefinition(moduleNamespace, exportName), args);
+export function resolveUserFunctions(moduleNamespace: Record<string, unknown>, program: JobProgram, operators: readonly OperatorSpec[] = []): Map<string, Function> {
+  const definition = loadJobDefinition(moduleNamespace, program.export);
+  const mode: BuilderReadsMode = program.planFingerprint === undefined ? { kind: 'live' } : { kind: 'replay', reads: program.builderReads ?? {} };
+  const env = runJobBuilder(definition, program.args, mode);
+  if (program.planFingerprint !== undefined) checkPlan(definition.name, env, program.planFingerprint, operators);
   const functions = new Map<string, UserFunction>();
   for (const t of env.getTransformations()) {
     for (const [role, fn] of userFunctionsOf(t)) functions.set(functionKey(role === '' ? { operatorId: t.id } : { operatorId: t.id, role }), fn);
   }
   return functions;
+}
+
+function checkPlan(jobName: string, env: StreamEnvironment, expected: string, operators: readonly OperatorSpec[]): void {
+  const found = planFingerprint(env);
+  if (found === expected) return;
+  const made = new Map(env.getTransformations().map((t) => [t.id, t]));
+  const advice =
+    'the builder must make the same operators, in the same order, with the same functions, wherever it runs: make it depend only on its arguments and on what it reads (environment variables, files, the clock and random numbers are recorded on the client and given back in every task), not on module-level state or the thread it runs on';
+  for (const op of operators) {
+    const t = made.get(op.id);
+    if (t === undefined || t.spec.kind !== op.kind) {
+      throw new BuilderReadMismatchError(
+        `the builder of job '${jobName}' made another plan in this task than on the client: operator '${op.name}' is a ${op.kind} on the client, ` +
+          `${t === undefined ? 'and the task\'s builder made no operator in its place' : `the task's builder made a ${t.spec.kind} ('${t.name}') in its place`}; ${advice}`,
+      );
+    }
+  }
+  throw new BuilderReadMismatchError(
+    `the builder of job '${jobName}' made another plan in this task than on the client (plan fingerprint ${found}, on the client ${expected}): ` +
+      `${operators.length > 0 ? `this task's operators (${operators.map((o) => `'${o.name}'`).join(', ')}) match, an operator elsewhere differs in its kind, functions or inputs` : 'an operator differs in its kind, functions or inputs'}; ${advice}`,
+  );
 }

@@ -7,7 +7,7 @@ import { isS3Uri, normalisePath } from '../jobgraph/paths.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
 import type { StreamEnvironment, Transformation } from './datastream.js';
 import { InvalidJobDefinitionError, type JobDefinition } from './job-definition.js';
-import { runJobBuilder } from './program.js';
+import { planFingerprint, runRecordedJobBuilder } from './program.js';
 
 export const DEFAULT_SLOT_SHARING_GROUP = 'default';
 /** Split size of a text file source that sets none. */
@@ -135,7 +135,7 @@ interface VertexBuilder {
  * disableChaining(). A vertex takes its head operator's id and its operators' names joined by ' -> '.
  */
 export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphOptions): JobGraph {
-  const env = runJobBuilder(definition, options.args);
+  const { env, reads } = runRecordedJobBuilder(definition, options.args, { kind: 'record' });
   const all = env.getTransformations();
   const sinks = all.filter(isSink);
   if (sinks.length === 0) {
@@ -227,7 +227,12 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     jobId: options.jobId,
     name: definition.name,
     library: { sha256: options.library.sha256, sizeBytes: options.library.sizeBytes },
-    program: { export: options.exportName, args: [...options.args] },
+    program: {
+      export: options.exportName,
+      args: [...options.args],
+      ...(Object.keys(reads).length > 0 ? { builderReads: reads } : {}),
+      planFingerprint: planFingerprint(env),
+    },
     vertices,
     edges,
     ...(env.getRestartStrategy() !== undefined ? { restartStrategy: env.getRestartStrategy()! } : {}),

@@ -147,13 +147,27 @@ export const profileKey = (p: ResourceProfile | undefined): string => (p === und
 export const profileOfGroup = (graph: Pick<JobGraph, 'resourceProfiles'>, group: string): ResourceProfile | undefined =>
   graph.resourceProfiles !== undefined && Object.hasOwn(graph.resourceProfiles, group) ? graph.resourceProfiles[group] : undefined;
 
+/**
+ * How a task makes the job's user functions: it runs the builder exported as `export` with `args`,
+ * answering its reads of the environment, files, the clock and random numbers from `builderReads`
+ * (what the builder read on the client), and checks that the plan it made has `planFingerprint`.
+ */
+export interface JobProgram {
+  readonly export: string;
+  readonly args: readonly string[];
+  /** What the builder read on the client: read (`env:NAME`, `Math.random`, …) → the values it got, in order. */
+  readonly builderReads?: Readonly<Record<string, readonly unknown[]>>;
+  /** A hash of the operators the builder made (ids, kinds, function sources, partitioners). */
+  readonly planFingerprint?: string;
+}
+
 export interface JobGraph {
   readonly jobId: JobId;
   readonly name: string;
   /** The user-code library this job runs, content-addressed. */
   readonly library: { readonly sha256: string; readonly sizeBytes: number };
-  /** The library export whose builder defines the job, and the arguments it was built with. */
-  readonly program: { readonly export: string; readonly args: readonly string[] };
+  /** The library export whose builder defines the job, the arguments it was built with, and what it read. */
+  readonly program: JobProgram;
   readonly vertices: readonly JobVertex[];
   readonly edges: readonly JobEdge[];
   /** The job's restart strategy; absent: the cluster's (`restart-strategy.type` and its options). */

@@ -35,6 +35,8 @@ export const JOB_GRAPH_LIMITS = {
   /** Largest maxParallelism (the number of key groups), as in Flink. */
   maxMaxParallelism: 32_768,
   maxArgs: 1000,
+  /** What the builder read on the client (program.builderReads), as JSON: it travels with every task deployment. */
+  maxBuilderReadsBytes: 262_144,
   maxStringLength: 4096,
   /** Problems listed in one error; the rest are counted. */
   maxReportedProblems: 100,
@@ -352,7 +354,12 @@ export function parseJobGraph(input: unknown): JobGraph {
     const exp = r.string(prog['export'], 'program.export', { nonEmpty: true });
     const rawArgs = r.array(prog['args'], 'program.args', JOB_GRAPH_LIMITS.maxArgs);
     const args = rawArgs?.map((a, i) => r.string(a, `program.args[${i}]`));
-    if (exp !== undefined && args !== undefined && args.every((a) => a !== undefined)) program = { export: exp, args: args as string[] };
+    const builderReads = prog['builderReads'] === undefined ? undefined : parseBuilderReads(r, prog['builderReads'], 'program.builderReads');
+    const planFingerprint =
+      prog['planFingerprint'] === undefined ? undefined : r.string(prog['planFingerprint'], 'program.planFingerprint', { pattern: /^[0-9a-f]{32}$/, patternHint: '32 lowercase hex digits' });
+    if (exp !== undefined && args !== undefined && args.every((a) => a !== undefined)) {
+      program = { export: exp, args: args as string[], ...(builderReads !== undefined ? { builderReads } : {}), ...(planFingerprint !== undefined ? { planFingerprint } : {}) };
+    }
   }
 
   const rawVertices = r.array(g['vertices'], 'vertices', JOB_GRAPH_LIMITS.maxVertices);
@@ -373,6 +380,18 @@ export function parseJobGraph(input: unknown): JobGraph {
     ...(restartStrategy !== undefined ? { restartStrategy } : {}),
     ...(resourceProfiles !== undefined ? { resourceProfiles } : {}),
   };
+}
+
+/** read → the values the client's builder got: any JSON, bounded in size as a whole. */
+function parseBuilderReads(r: Reader, v: unknown, path: string): Record<string, unknown[]> | undefined {
+  const o = r.object(v, path);
+  if (o === undefined) return undefined;
+  const size = Buffer.byteLength(JSON.stringify(o));
+  if (size > JOB_GRAPH_LIMITS.maxBuilderReadsBytes) return r.problem(`${path} is ${size} bytes as JSON, the limit is ${JOB_GRAPH_LIMITS.maxBuilderReadsBytes}`);
+  for (const [read, values] of Object.entries(o)) {
+    if (!Array.isArray(values)) return r.problem(`${path}['${read.slice(0, 100)}'] must be an array of the values read, found ${describe(values)}`);
+  }
+  return o as Record<string, unknown[]>;
 }
 
 /** Slot sharing group → { cpu, memoryMiB }: bounded in count, each value in range (checked in validateJobGraph). */

@@ -1,7 +1,7 @@
 // What the JobMaster sends a TaskExecutor to run one subtask: the operator chain, where its inputs come
 // from and what it produces.
 import { ResultPartitionId, type AllocationId, type ExecutionAttemptId, type JobId, type ResourceId } from '../core/ids.js';
-import { functionRefsOf, type FunctionRef, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
+import { functionRefsOf, type FunctionRef, type JobProgram, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
 
 /** Where a producer's partitions can be fetched: its TaskExecutor and that executor's data port. */
 export interface ProducerLocation {
@@ -95,7 +95,7 @@ export interface TaskDeploymentDescriptor {
   readonly parallelism: number;
   readonly allocationId: AllocationId;
   readonly library: { readonly sha256: string };
-  readonly program: { readonly export: string; readonly args: readonly string[] };
+  readonly program: JobProgram;
   readonly operators: readonly OperatorSpec[];
   readonly inputs: readonly InputGateDescriptor[];
   readonly outputs: readonly ResultPartitionDescriptor[];
@@ -168,7 +168,7 @@ export function needsUserCode(tdd: Pick<TaskDeploymentDescriptor, 'operators' | 
 export interface TaskDeploymentBatch {
   readonly jobId: JobId;
   readonly library: { readonly sha256: string };
-  readonly program: { readonly export: string; readonly args: readonly string[] };
+  readonly program: JobProgram;
   readonly vertices: readonly BatchVertex[];
   /** Producer descriptions that the tasks' input gates name by index. */
   readonly producers: readonly ConsumedPartitionsDescriptor[];
@@ -199,8 +199,12 @@ export interface BatchTask {
   readonly sinkStagingDir?: string;
 }
 
-const sameProgram = (a: TaskDeploymentDescriptor['program'], b: TaskDeploymentDescriptor['program']): boolean =>
-  a.export === b.export && a.args.length === b.args.length && a.args.every((x, i) => x === b.args[i]);
+const sameProgram = (a: JobProgram, b: JobProgram): boolean =>
+  a.export === b.export &&
+  a.planFingerprint === b.planFingerprint &&
+  a.builderReads === b.builderReads &&
+  a.args.length === b.args.length &&
+  a.args.every((x, i) => x === b.args[i]);
 
 type OutputTemplate = Omit<ResultPartitionDescriptor, 'partitionId'>;
 

@@ -86,7 +86,8 @@ export interface SlotWorkerPort {
 export class SlotWorkerRuntime {
   private readonly tasks = new Map<ExecutionAttemptId, RunningTask>();
   private readonly partitions = new Map<ResultPartitionId, ResultPartition>();
-  private readonly userFunctionCache = new Map<string, Promise<Map<string, Function>>>();
+  /** The imported library module of each job (and library) that ran on this thread since its last recycle. */
+  private readonly libraryModules = new Map<string, Promise<Record<string, unknown>>>();
   /** The libraries the main thread sent this worker, by sha256, until the thread is recycled. */
   private readonly libraries = new Map<string, Uint8Array>();
   private readonly splitRequests = new Map<number, { resolve: (s: InputSplit | null) => void; reject: (e: Error) => void }>();
@@ -203,7 +204,7 @@ export class SlotWorkerRuntime {
     if (this.tasks.size > 0) return [`${this.tasks.size} task(s) still running`];
     if (this.recycled + 1 >= MAX_JOBS_PER_THREAD) return [`it ran ${this.recycled + 1} jobs, the most a thread runs`];
     this.dispose('the slot was freed');
-    this.userFunctionCache.clear();
+    this.libraryModules.clear();
     this.libraries.clear();
     this.recycled++;
     // What the job's last callbacks still had under way (a closing file, a last message) settles first.
@@ -239,23 +240,28 @@ export class SlotWorkerRuntime {
     this.countersTimer.unref();
   }
 
-  private loadUserFunctions(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<Map<string, Function>> {
-    if (!needsUserCode(tdd)) return Promise.resolve(new Map());
-    const key = JSON.stringify([tdd.jobId, tdd.library.sha256, tdd.program.export, tdd.program.args]);
-    let cached = this.userFunctionCache.get(key);
-    if (cached === undefined) {
-      cached = (async () => {
-        if (library === undefined) throw new FloeError('TASK_SETUP', `task ${tdd.taskName} has user functions but the TaskExecutor sent no library ${tdd.library.sha256}`);
-        // An instance of the library's module per job and recycle: a kept thread gives the next job (or
-        // this job's next attempt on the slot) no module state of the last one.
-        const instance = this.pristine === undefined ? undefined : `${tdd.jobId}.${this.recycled}`;
-        const namespace = await importLibrary(library, settings.libraryCacheDir, { instance });
-        return resolveUserFunctions(namespace, tdd.program.export, tdd.program.args);
-      })();
-      this.userFunctionCache.set(key, cached);
-      cached.catch(() => this.userFunctionCache.delete(key));
+  /**
+   * The task's own user functions: the job's builder runs again for every task attempt, so no closure
+   * state passes from one attempt (or one task) to another. The library's module is imported once per
+   * job and thread recycle: module-level state is the thread's, as static fields are a TaskManager's.
+   */
+  private async loadUserFunctions(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<Map<string, Function>> {
+    if (!needsUserCode(tdd)) return new Map();
+    const key = JSON.stringify([tdd.jobId, tdd.library.sha256]);
+    let namespace = this.libraryModules.get(key);
+    if (namespace === undefined) {
+      if (library === undefined) throw new FloeError('TASK_SETUP', `task ${tdd.taskName} has user functions but the TaskExecutor sent no library ${tdd.library.sha256}`);
+      // An instance of the library's module per job and recycle: a kept thread gives the next job no
+      // module state of the last one.
+      const instance = this.pristine === undefined ? undefined : `${tdd.jobId}.${this.recycled}`;
+      namespace = importLibrary(library, settings.libraryCacheDir, { instance });
+      this.libraryModules.set(key, namespace);
+      const failed = namespace;
+      failed.catch(() => {
+        if (this.libraryModules.get(key) === failed) this.libraryModules.delete(key);
+      });
     }
-    return cached;
+    return resolveUserFunctions(await namespace, tdd.program, tdd.operators);
   }
 
   private async runTask(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<void> {

@@ -55,7 +55,7 @@ describe('keyed streams', () => {
       preAggregate: true,
     });
     // The task finds the key selector under the role the FunctionRef names.
-    const fns = resolveUserFunctions({ default: wordcount }, 'default', []);
+    const fns = resolveUserFunctions({ default: wordcount }, { export: 'default', args: [] });
     expect([...fns.keys()]).toEqual(['op-2', 'op-3.key']);
     expect((fns.get('op-3.key') as (r: unknown) => unknown)(['floe', 1])).toBe('floe');
     // What the client sends survives the Dispatcher's parsing unchanged.
@@ -104,7 +104,7 @@ describe('keyed streams', () => {
       env.fromSequence(1, 4).keyBy((n) => n % 2).aggregate(new Average()).collect();
       env.fromSequence(1, 4).keyBy((n) => `k${n % 2}`).sum(() => 1).writeAsText('/x');
     });
-    const fns = resolveUserFunctions({ default: job }, 'default', []);
+    const fns = resolveUserFunctions({ default: job }, { export: 'default', args: [] });
     expect((fns.get('op-2.createAccumulator') as () => unknown)()).toEqual({ sum: 0, n: 0 });
     const g = buildJobGraph(job, options());
     expect(g.vertices.flatMap((v) => v.operators).find((o) => o.kind === 'keyed.sum')).toMatchObject({ selector: { operatorId: 'op-5', role: 'selector' } });

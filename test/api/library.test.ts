@@ -63,7 +63,7 @@ describe('job libraries', () => {
     });
     validateJobGraph(graph, await listLibraryExports(code));
 
-    const fns = resolveUserFunctions(ns, 'default', ['5']);
+    const fns = resolveUserFunctions(ns, { export: 'default', args: ['5'] });
     const refs = graph.vertices.flatMap((v) => v.operators).flatMap((op) => ('fn' in op ? [op] : []));
     expect(refs.map((op) => op.kind)).toEqual(['map', 'filter', 'flatMap']);
     for (const op of refs) expect(fns.has(op.fn.operatorId)).toBe(true);
@@ -77,9 +77,9 @@ describe('job libraries', () => {
   it('says what a library exports when the export is missing or not a job', async () => {
     const { code } = await bundleJobFile(fixture('word-lengths.ts'));
     const ns = await importLibrary(code, join(tmp, 'cache'));
-    expect(() => resolveUserFunctions(ns, 'nope', [])).toThrow(InvalidJobDefinitionError);
-    expect(() => resolveUserFunctions(ns, 'nope', [])).toThrow(/no export 'nope'.*'default', 'lines'/);
-    expect(() => resolveUserFunctions(ns, 'notAJob', [])).toThrow(/'notAJob' .* is not a job definition \(found number\)/);
+    expect(() => resolveUserFunctions(ns, { export: 'nope', args: [] })).toThrow(InvalidJobDefinitionError);
+    expect(() => resolveUserFunctions(ns, { export: 'nope', args: [] })).toThrow(/no export 'nope'.*'default', 'lines'/);
+    expect(() => resolveUserFunctions(ns, { export: 'notAJob', args: [] })).toThrow(/'notAJob' .* is not a job definition \(found number\)/);
   });
 
   it('validates FunctionRefs and the program export against the library exports', async () => {

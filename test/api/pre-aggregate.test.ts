@@ -38,7 +38,7 @@ describe('pre-aggregation in the JobGraph', () => {
     expect(merged).toMatchObject({ merge: { export: 'default', operatorId: merged.id, role: 'merge' } });
     expect(parseJobGraph(JSON.parse(JSON.stringify(g)))).toEqual(g);
     // The producer resolves the merge function by its role, like the operator's others.
-    expect(resolveUserFunctions({ default: job }, 'default', []).has(`${merged.id}.merge`)).toBe(true);
+    expect(resolveUserFunctions({ default: job }, { export: 'default', args: [] }).has(`${merged.id}.merge`)).toBe(true);
   });
 
   it('hands the keyed operator to the producers of its hash edges only when it takes pre-aggregated input', () => {

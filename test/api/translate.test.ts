@@ -45,7 +45,7 @@ describe('buildJobGraph', () => {
       ['sink.textFile:op-4:writeAsText'],
     ]);
     // the task side finds the same ids by re-running the builder
-    expect([...resolveUserFunctions({ default: uppercaseErrors }, 'default', []).keys()]).toEqual(['op-2', 'op-3']);
+    expect([...resolveUserFunctions({ default: uppercaseErrors }, { export: 'default', args: [] }).keys()]).toEqual(['op-2', 'op-3']);
   });
 
   it('records the job, its library and program, and FunctionRefs naming the export', () => {
@@ -135,7 +135,7 @@ describe('buildJobGraph', () => {
     const g = buildJobGraph(job, options({ defaultParallelism: 3 }));
     expect(g.vertices.map((v) => v.parallelism)).toEqual([1, 3]);
     expect(g.edges[0]).toMatchObject({ distribution: 'all-to-all', partitioner: 'rebalance' });
-    const fns = resolveUserFunctions({ default: job }, 'default', []);
+    const fns = resolveUserFunctions({ default: job }, { export: 'default', args: [] });
     expect((fns.get('op-1') as () => unknown)()).toEqual(['a', 'b']);
 
     const bad = defineJob('bad', (env) => {
@@ -183,7 +183,7 @@ describe('defineJob', () => {
     expect(job).toMatchObject({ __floeJob: 1, name: 'x' });
     expect(Object.isFrozen(job)).toBe(true);
     const copy = { __floeJob: 1, name: 'copy', build: job.build };
-    expect(() => resolveUserFunctions({ default: copy }, 'default', [])).not.toThrow();
+    expect(() => resolveUserFunctions({ default: copy }, { export: 'default', args: [] })).not.toThrow();
   });
 
   it('rejects a missing name or builder', () => {

@@ -22,7 +22,7 @@ describe('floe example', () => {
     const path = join(dir, 'logs.txt');
     expect(ensureExampleLog(path, 256 * 1024)).toEqual({ created: true });
     expect(ensureExampleLog(path, 256 * 1024)).toEqual({ created: false });
-    const fns = resolveUserFunctions({ default: logLevels }, 'default', [path]);
+    const fns = resolveUserFunctions({ default: logLevels }, { export: 'default', args: [path] });
     const [parse, keep, normalise] = [...fns.values()] as [(l: string) => unknown[], (e: unknown) => boolean, (e: unknown) => unknown];
     const records = readFileSync(path, 'utf8').split('\n').flatMap(parse).filter(keep).map(normalise);
     const direct = await countWarningsAndErrors(path);

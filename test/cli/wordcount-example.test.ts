@@ -26,7 +26,7 @@ describe('floe example wordcount', () => {
     expect(ensureCorpus(path, 512 * 1024)).toEqual({ created: true });
     expect(ensureCorpus(path, 512 * 1024)).toEqual({ created: false });
     const text = readFileSync(path, 'utf8');
-    const fns = resolveUserFunctions({ default: wordcount }, 'default', [path, join(dir, 'out')]);
+    const fns = resolveUserFunctions({ default: wordcount }, { export: 'default', args: [path, join(dir, 'out')] });
     const split = fns.get('op-2') as (line: string) => [string, number][];
     const key = fns.get('op-3.key') as (t: [string, number]) => string;
     const viaJob = new Map<string, number>();

@@ -1,0 +1,128 @@
+// A job's builder runs on the client and again in every task. Whatever it reads beyond its arguments —
+// an environment variable, a file by a relative path, the clock, random numbers — must give the tasks
+// the client's values, on an embedded cluster whose processes see another environment and another
+// working directory; a builder that makes another plan in a task fails at once, naming the operator.
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { distEntry } from '../../runtime/core/paths.js';
+import { killLeftovers } from '../support/cluster-processes.js';
+
+const root = mkdtempSync(join(tmpdir(), 'floe-builder-reads-'));
+const state = join(root, 'state');
+const work = join(root, 'my-jobs');
+mkdirSync(work);
+
+// The user's shell: none of this test run's Floe settings.
+const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FLOE_|VITEST|NODE_OPTIONS$)/i.test(k))) as Record<string, string>;
+
+function floe(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [distEntry('cli'), '--dir', state, ...args], { cwd: work, env: { ...baseEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function jobFile(name: string, source: string): string {
+  writeFileSync(join(work, name), `import { defineJob } from 'floe';\n${source}`);
+  return name;
+}
+
+/** The lines a collect() sink printed, in order of the records' own sort. */
+const printed = (stdout: string): string[] =>
+  stdout
+    .split('\n')
+    .filter((l) => l.startsWith('r '))
+    .sort();
+
+beforeAll(async () => {
+  // Started without the variables the jobs read: its TaskExecutors never see them.
+  const start = await floe(['cluster', 'start']);
+  expect(start.code, start.stderr).toBe(0);
+});
+
+afterAll(async () => {
+  await floe(['cluster', 'stop']);
+  killLeftovers(state);
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe("a builder's reads beyond its arguments", () => {
+  it('an environment variable: the tasks filter with the client value', async () => {
+    const job = jobFile(
+      'env.ts',
+      `export default defineJob('env-filter', (env) => {
+        const min = Number(process.env.MIN_VALUE);
+        env.fromSequence(1, 20).setParallelism(2).filter((n) => n >= min).map((n) => 'r ' + String(n).padStart(2, '0')).collect();
+      });`,
+    );
+    const run = await floe(['run', job, '--no-typecheck'], { MIN_VALUE: '8' });
+    expect(run.code, run.stderr).toBe(0);
+    expect(printed(run.stdout)).toEqual(Array.from({ length: 13 }, (_, i) => `r ${String(i + 8).padStart(2, '0')}`));
+  });
+
+  it('a file read by a path relative to where floe run runs', async () => {
+    writeFileSync(join(work, 'conf.json'), JSON.stringify({ factor: 7 }));
+    const job = jobFile(
+      'conf.ts',
+      `import { readFileSync } from 'node:fs';
+      export default defineJob('conf-factor', (env) => {
+        const { factor } = JSON.parse(readFileSync('conf.json', 'utf8'));
+        env.fromSequence(1, 6).setParallelism(3).map((n) => 'r ' + String(n * factor).padStart(2, '0')).collect();
+      });`,
+    );
+    const run = await floe(['run', job, '--no-typecheck']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(printed(run.stdout)).toEqual(['r 07', 'r 14', 'r 21', 'r 28', 'r 35', 'r 42']);
+  });
+
+  it('the clock and Math.random(): every task sees the values the client saw', async () => {
+    const job = jobFile(
+      'clock.ts',
+      `export default defineJob('clock-and-random', (env) => {
+        const startedAt = Date.now();
+        const day = new Date().toISOString();
+        const salt = Math.random();
+        console.log('client: ' + JSON.stringify([startedAt, day, salt]));
+        env.fromSequence(1, 4).setParallelism(4).map((n) => 'r ' + n + ' ' + JSON.stringify([startedAt, day, salt])).collect();
+      });`,
+    );
+    const run = await floe(['run', job, '--no-typecheck']);
+    expect(run.code, run.stderr).toBe(0);
+    const client = /client: (.*)/.exec(run.stdout)?.[1];
+    expect(client, run.stdout).toBeDefined();
+    expect(printed(run.stdout)).toEqual([1, 2, 3, 4].map((n) => `r ${n} ${client}`));
+  });
+
+  it('a builder that makes another operator in a task fails at once, naming it', async () => {
+    // isMainThread differs between the client and a task's slot thread and is no read that can be
+    // recorded: the plan's fingerprint is what catches it.
+    const job = jobFile(
+      'thread.ts',
+      `import { isMainThread } from 'node:worker_threads';
+      export default defineJob('thread-dependent', (env) => {
+        const numbers = env.fromSequence(1, 10);
+        const kept = isMainThread ? numbers.filter((n) => n % 2 === 0).name('keep even') : numbers.map((n) => n * 2).name('double');
+        kept.map((n) => 'r ' + n).collect();
+      });`,
+    );
+    const run = await floe(['run', job, '--no-typecheck']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/operator 'keep even' is a filter on the client, the task's builder made a map \('double'\) in its place/);
+    // Not restarted: a plan that differs would differ again.
+    expect(run.stderr).toMatch(/not restartable/);
+    expect(run.stderr).not.toMatch(/attempt 1 /);
+    expect(run.stdout).not.toMatch(/^r /m);
+  });
+});
