@@ -3,7 +3,7 @@
 // the client's values, on an embedded cluster whose processes see another environment and another
 // working directory; a builder that makes another plan in a task fails at once, naming the operator.
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +25,7 @@ function floe(args: readonly string[], extraEnv: Record<string, string> = {}): P
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
     child.once('error', reject);
     child.once('close', (code) => {
       clearTimeout(timer);
@@ -118,11 +118,60 @@ describe("a builder's reads beyond its arguments", () => {
       });`,
     );
     const run = await floe(['run', job, '--no-typecheck']);
-    expect(run.code).toBe(1);
+    expect(run.code, run.stderr).toBe(1);
     expect(run.stderr).toMatch(/operator 'keep even' is a filter on the client, the task's builder made a map \('double'\) in its place/);
     // Not restarted: a plan that differs would differ again.
     expect(run.stderr).toMatch(/not restartable/);
     expect(run.stderr).not.toMatch(/attempt 1 /);
     expect(run.stdout).not.toMatch(/^r /m);
+  });
+
+  it('a builder that enumerates the environment is refused at submission, saying what to do', async () => {
+    const job = jobFile(
+      'enumerate.ts',
+      `export default defineJob('env-dump', (env) => {
+        const names = Object.keys(process.env);
+        env.fromCollection(names).map((n) => 'r ' + n).collect();
+      });`,
+    );
+    const run = await floe(['run', job, '--no-typecheck']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/enumerates process\.env .*read the variables it needs by name/);
+    expect(run.stdout + run.stderr).not.toMatch(/submitted job/);
+  });
+});
+
+describe('every attempt starts fresh', () => {
+  it("a counter kept in the builder's closure gives, after a failure, the output of a run without one", async () => {
+    const marker = join(root, 'failed-once');
+    const job = jobFile(
+      'counter.ts',
+      `import { existsSync, writeFileSync } from 'node:fs';
+      export default defineJob('closure-counter', (env, args) => {
+        let seen = 0;
+        env.setParallelism(1);
+        env
+          .fromSequence(0, 99)
+          .setParallelism(1)
+          .map((n) => {
+            seen++;
+            if (args[0] !== undefined && n === 50 && !existsSync(args[0])) {
+              writeFileSync(args[0], 'x');
+              throw new Error('fails once, at record 50');
+            }
+            return 'r ' + String(n).padStart(3, '0') + ' ' + seen;
+          })
+          .collect();
+      });`,
+    );
+    const clean = await floe(['run', job, '--no-typecheck']);
+    expect(clean.code, clean.stderr).toBe(0);
+    expect(printed(clean.stdout)).toEqual(Array.from({ length: 100 }, (_, n) => `r ${String(n).padStart(3, '0')} ${n + 1}`));
+
+    const failing = await floe(['run', job, '--no-typecheck', '--', marker]);
+    expect(failing.code, failing.stderr).toBe(0);
+    expect(existsSync(marker)).toBe(true);
+    expect(failing.stderr).toMatch(/1 restart/);
+    expect(printed(failing.stdout)).toEqual(printed(clean.stdout));
   });
 });
