@@ -53,7 +53,7 @@ describe('buildJobGraph', () => {
     expect(g.jobId).toBe('job-1');
     expect(g.name).toBe('uppercase-errors');
     expect(g.library).toEqual({ sha256: 'a'.repeat(64), sizeBytes: 123 });
-    expect(g.program).toEqual({ export: 'errorsJob', args: ['in.log', 'res'] });
+    expect(g.program).toEqual({ export: 'errorsJob', args: ['in.log', 'res'], planFingerprint: expect.stringMatching(/^[0-9a-f]{32}$/) });
     expect(g.vertices[0]!.operators[1]).toEqual({ kind: 'filter', id: 'op-2', name: 'errors', fn: { export: 'errorsJob', operatorId: 'op-2' } });
   });
 
