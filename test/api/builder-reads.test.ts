@@ -1,7 +1,8 @@
 // Recording a builder's reads on the client and answering them in a task, in one process: the task's
 // side is given another environment, folder and clock, and must see the client's.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import nodeCrypto from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BuilderReadMismatchError, recordBuilderReads, replayBuilderReads } from '../../runtime/api/builder-reads.js';
@@ -25,7 +26,7 @@ function withEnv<T>(name: string, value: string | undefined, fn: () => T): T {
 }
 
 describe('recordBuilderReads and replayBuilderReads', () => {
-  it('give the task the client environment variables, files, clock and random numbers', () => {
+  it('give the task the client environment variables, files, folder, clock, random numbers and host facts', () => {
     const file = join(dir, 'conf.json');
     writeFileSync(file, '{"factor":3}');
     const build = () => ({
@@ -39,15 +40,32 @@ describe('recordBuilderReads and replayBuilderReads', () => {
       date: new Date().getTime(),
       random: [Math.random(), Math.random()],
       uuid: globalThis.crypto.randomUUID(),
+      nodeUuid: nodeCrypto.randomUUID(),
+      randomBytes: nodeCrypto.randomBytes(8).toString('hex'),
+      randomInt: nodeCrypto.randomInt(1_000_000),
+      randomValues: [...globalThis.crypto.getRandomValues(new Uint8Array(4))],
+      perf: performance.now(),
+      cwd: process.cwd(),
+      listing: readdirSync(dir).sort(),
+      size: statSync(file).size,
+      os: [os.hostname(), os.homedir(), os.tmpdir(), os.cpus().length, os.availableParallelism(), os.totalmem(), os.freemem(), os.userInfo().username],
     });
     const client = withEnv('FLOE_TEST_MIN', '8', () => recordBuilderReads('job', build));
-    writeFileSync(file, '{"factor":99}');
+    writeFileSync(file, '{"factor":99, "longer": true}');
+    writeFileSync(join(dir, 'added-later.txt'), '');
     const task = withEnv('FLOE_TEST_MIN', undefined, () => replayBuilderReads('job', client.reads, build));
     expect(task).toEqual(client.result);
     expect(client.result.min).toBe('8');
     expect(client.result.conf).toEqual({ factor: 3 });
     // JSON all the way: what the JobGraph stores.
     expect(JSON.parse(JSON.stringify(client.reads))).toEqual(client.reads);
+  });
+
+  it("answer host facts from the recording, not the task's host", () => {
+    const build = () => [os.hostname(), os.homedir(), os.cpus().length, process.cwd()];
+    const client = recordBuilderReads('job', build);
+    const elsewhere = { ...client.reads, 'os.hostname': ['client-laptop'], 'os.homedir': ['/home/client'], 'os.cpus': [[{}, {}, {}]], 'process.cwd': ['/home/client/jobs'] };
+    expect(replayBuilderReads('job', elsewhere, build)).toEqual(['client-laptop', '/home/client', 3, '/home/client/jobs']);
   });
 
   it('throw in the task what the read threw on the client', () => {
