@@ -31,6 +31,19 @@ export const CONFIG_OPTIONS = {
   taskManagerTimeoutMs: { key: 'resourcemanager.taskmanager-timeout', default: 30_000, min: 0, description: 'An idle TaskExecutor (no allocated slot, no unconsumed partition) is stopped after this long (ms).' },
   slotIdleTimeoutMs: { key: 'slot.idle.timeout', default: 50_000, min: 0, description: 'A slot the JobMaster holds but does not use is given back after this long (ms).' },
   slotRequestTimeoutMs: { key: 'slot.request.timeout', default: 120_000, min: 10, description: 'A job whose slots have not all arrived after this long fails, naming what it asked for and what exists (ms).' },
+  taskManagerMemoryMiB: {
+    key: 'taskmanager.memory.process.size',
+    default: 2_048,
+    min: 64,
+    description:
+      "A TaskExecutor's memory when its slots have no resource profile (MiB). What it does not keep for itself ('taskmanager.memory.framework.heap.size') is shared by its slots: each slot's worker thread may hold at most that share of heap, and a task that needs more fails saying it ran out of memory, with the limit. A slot of a resource profile gets the profile's memory instead.",
+  },
+  taskManagerFrameworkHeapMiB: {
+    key: 'taskmanager.memory.framework.heap.size',
+    default: 256,
+    min: 0,
+    description: "What a TaskExecutor keeps of 'taskmanager.memory.process.size' for itself (MiB): its own thread's heap (RPC, heartbeats, the data server, buffers between slots).",
+  },
   numberOfTaskSlots: { key: 'taskmanager.numberOfTaskSlots', default: 2, min: 1, description: "Slots per TaskExecutor; each slot is one worker thread (see 'taskmanager.slot.mode')." },
   slotMode: {
     key: 'taskmanager.slot.mode',
@@ -209,11 +222,27 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
   if (cfg.heartbeatRpcFailureThreshold === 0) {
     problems.push(`'heartbeat.rpc-failure-threshold' must be a positive count of failed calls, or -1 to turn the rule off, found 0`);
   }
+  if (slotHeapMiB(cfg) < MIN_SLOT_HEAP_MIB) {
+    problems.push(
+      `'taskmanager.memory.process.size' (${cfg.taskManagerMemoryMiB} MiB) less 'taskmanager.memory.framework.heap.size' (${cfg.taskManagerFrameworkHeapMiB} MiB) leaves ${slotHeapMiB(cfg)} MiB per slot for ${cfg.numberOfTaskSlots} slots ('taskmanager.numberOfTaskSlots'), below the ${MIN_SLOT_HEAP_MIB} MiB a slot needs; give the TaskExecutor more memory or fewer slots`,
+    );
+  }
   if (cfg.heartbeatIntervalMs >= cfg.heartbeatTimeoutMs) {
     problems.push(`'heartbeat.interval' (${cfg.heartbeatIntervalMs} ms) must be below 'heartbeat.timeout' (${cfg.heartbeatTimeoutMs} ms)`);
   }
   if (problems.length > 0) throw new ConfigurationError(`invalid configuration: ${problems.join('; ')}`);
   return cfg;
+}
+
+/** The least heap a slot's worker thread starts and runs a task with (MiB). */
+export const MIN_SLOT_HEAP_MIB = 16;
+
+/**
+ * Each slot's heap limit on a TaskExecutor without a resource profile (MiB): what the TaskExecutor does
+ * not keep for itself, shared by its slots (Flink's task heap, from taskmanager.memory.*).
+ */
+export function slotHeapMiB(config: FloeConfig): number {
+  return Math.floor((config.taskManagerMemoryMiB - config.taskManagerFrameworkHeapMiB) / config.numberOfTaskSlots);
 }
 
 /** Config travels to child processes and containers as JSON in this environment variable. */

@@ -42,7 +42,8 @@ export class SlotWorker {
     data: SlotWorkerData,
     private readonly logger: Logger,
     onMessage: (worker: SlotWorker, message: WorkerToMain) => void,
-    onExit: (worker: SlotWorker, cause: string) => void,
+    /** The worker ended unasked; `outOfMemory` when V8 stopped it at its heap limit. */
+    onExit: (worker: SlotWorker, cause: string, outOfMemory?: { readonly heapLimitMiB: number | undefined }) => void,
   ) {
     let markReady: () => void = () => {};
     this.ready = new Promise((resolve) => (markReady = resolve));
@@ -68,13 +69,18 @@ export class SlotWorker {
     });
     this.threadId = worker.threadId;
     worker.on('message', heard);
+    // Node reports a thread stopped at its heap limit as this error, just before its exit.
+    let outOfMemory = false;
     worker.on('error', (e) => {
+      if ((e as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') outOfMemory = true;
       logger.error('slot worker thread failed', { slotIndex: data.slotIndex, threadId: this.threadId, error: e });
     });
     worker.on('exit', (code) => {
       this.exited = true;
       markReady();
-      if (!this.terminating) onExit(this, `the worker thread of slot ${data.slotIndex} exited unexpectedly with code ${code}`);
+      if (this.terminating) return;
+      if (outOfMemory) onExit(this, `the worker thread of slot ${data.slotIndex} ran out of memory`, { heapLimitMiB: mode.maxOldGenerationSizeMb });
+      else onExit(this, `the worker thread of slot ${data.slotIndex} exited unexpectedly with code ${code}`);
     });
     this.backend = {
       post: (message, transfer) => worker.postMessage(message, transfer),

@@ -18,8 +18,8 @@ export interface SlotWorkerListener {
   taskState(worker: SlotWorker, message: Message<'state'>): void;
   requestSplit(worker: SlotWorker, message: Message<'request-split'>): void;
   taskCounters(worker: SlotWorker, message: Message<'task-counters'>): void;
-  /** The worker thread ended without being asked to (a crash, process.exit in user code). */
-  workerExited(slotIndex: number, worker: SlotWorker, cause: string): void;
+  /** The worker thread ended without being asked to (a crash, process.exit in user code, its heap limit reached). */
+  workerExited(slotIndex: number, worker: SlotWorker, cause: string, outOfMemory?: { readonly heapLimitMiB: number | undefined }): void;
   // Synchronously, in message order (the producer's FINISHED follows its partition messages):
   registerPartition(slotIndex: number, worker: SlotWorker, message: Message<'register-partition'>): void;
   partitionDone(worker: SlotWorker, message: Message<'partition-done'>): void;
@@ -32,7 +32,7 @@ export interface SlotWorkerPoolOptions {
   readonly entry: string;
   readonly resourceId: string;
   readonly numberOfSlots: number;
-  /** Each slot worker's old-generation heap limit (the resource profile's memory; worker threads only). @default - V8's */
+  /** Each slot worker's old-generation heap limit (worker threads only). @default - V8's */
   readonly slotMemoryMiB?: number;
   /** 'taskmanager.slot.mode': a worker thread per slot, or tasks on the main thread. @default 'worker-thread' */
   readonly slotMode?: 'worker-thread' | 'light';
@@ -228,11 +228,11 @@ export class SlotWorkerPool {
       { slotIndex, resourceId: this.options.resourceId },
       this.options.logger,
       (w, m) => this.onMessage(slotIndex, w, m),
-      (w, cause) => {
+      (w, cause, outOfMemory) => {
         mainThread
           .run(() => {
             if (this.workers[slotIndex] === w) this.workers[slotIndex] = undefined;
-            listener.workerExited(slotIndex, w, cause);
+            listener.workerExited(slotIndex, w, cause, outOfMemory);
           })
           .catch(() => undefined);
       },

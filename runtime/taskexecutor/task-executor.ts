@@ -8,7 +8,7 @@ import { AsyncResource } from 'node:async_hooks';
 import { join } from 'node:path';
 import { rm as removePath } from 'node:fs/promises';
 import { systemClock, type Clock, type Timer } from '../core/clock.js';
-import type { FloeConfig } from '../core/config.js';
+import { slotHeapMiB, type FloeConfig } from '../core/config.js';
 import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 import { ConflictError, FloeError, InvalidRequestError, errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
@@ -148,7 +148,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       entry: deps.slotWorkerEntry ?? distEntry('slot-worker'),
       resourceId: deps.resourceId,
       numberOfSlots: deps.config.numberOfTaskSlots,
-      ...(deps.profile !== undefined ? { slotMemoryMiB: deps.profile.memoryMiB } : {}),
+      // A profile's slot has the profile's memory; any other a share of the TaskExecutor's ('taskmanager.memory.*').
+      slotMemoryMiB: deps.profile !== undefined ? deps.profile.memoryMiB : slotHeapMiB(deps.config),
       slotMode: deps.config.slotMode === 'light' ? 'light' : 'worker-thread',
       recycleThreads: deps.config.slotThreadReuse !== 'never',
       mainThread: this.mainThread,
@@ -159,7 +160,7 @@ export class TaskExecutor implements TaskExecutorGateway {
         taskCounters: (worker, m) => {
           for (const t of m.tasks) this.slotTable.updateCounters(t.attemptId, worker, t);
         },
-        workerExited: (slotIndex, worker, cause) => this.onWorkerExited(slotIndex, worker, cause),
+        workerExited: (slotIndex, worker, cause, outOfMemory) => this.onWorkerExited(slotIndex, worker, cause, outOfMemory),
         registerPartition: (slotIndex, worker, m) => this.partitions.registerPipelined(m.partitionId, slotIndex, worker),
         partitionDone: (worker, m) => this.partitions.pipelinedDone(m.partitionId, worker),
         blockingPartitionFinished: (_worker, m) => this.partitions.blockingFinished(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.attemptId, m.files),
@@ -174,7 +175,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       clock: this.clock,
       mainThread: this.mainThread,
       logger: this.logger,
-      taskManagerInfo: (jobId) => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress, partitions: this.partitions.finishedPartitionsOf(jobId) }),
+      taskManagerInfo: (jobId) => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress, numberOfSlots: this.slotTable.numberOfSlots, partitions: this.partitions.finishedPartitionsOf(jobId) }),
       retryIntervalMs: deps.jobLeaderRetryIntervalMs ?? Math.max(10, Math.min(deps.config.heartbeatIntervalMs, 500)),
       heartbeatIntervalMs: deps.config.heartbeatIntervalMs,
       heartbeatTimeoutMs: deps.config.heartbeatTimeoutMs,
@@ -720,10 +721,29 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.workers.replace(slotIndex, this.slotTable.slot(slotIndex).allocationId !== undefined);
   }
 
-  private onWorkerExited(slotIndex: number, worker: SlotWorker, cause: string): void {
+  private onWorkerExited(slotIndex: number, worker: SlotWorker, cause: string, outOfMemory?: { readonly heapLimitMiB: number | undefined }): void {
     this.logger.error('slot worker thread died', { slotIndex, cause });
     this.partitions.dropWorker(worker);
-    for (const task of this.slotTable.tasksOnWorker(worker)) this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('WORKER_EXITED', cause)) });
+    const tasks = this.slotTable.tasksOnWorker(worker);
+    const error =
+      outOfMemory === undefined
+        ? new FloeError('WORKER_EXITED', cause)
+        : new FloeError('OUT_OF_MEMORY', `${cause} running ${tasks.map((t) => t.tdd.taskName).join(', ') || 'no task'}: ${this.heapLimitText(outOfMemory.heapLimitMiB)}`, { retryable: true });
+    for (const task of tasks) this.taskEnded(task, 'FAILED', { error: toErrorInfo(error) });
+  }
+
+  /** A slot's heap limit, where it comes from, and how to raise it. */
+  private heapLimitText(limitMiB: number | undefined): string {
+    const profile = this.deps.profile;
+    if (limitMiB === undefined) return 'the thread reached V8\'s own heap limit';
+    if (profile !== undefined) {
+      return `its heap is limited to ${limitMiB} MiB, the memory of its slot sharing group's resource profile; ask for more with slotSharingGroup(name, { cpu, memoryMiB })`;
+    }
+    const c = this.config;
+    return (
+      `its heap is limited to ${limitMiB} MiB ('taskmanager.memory.process.size' ${c.taskManagerMemoryMiB} MiB less 'taskmanager.memory.framework.heap.size' ${c.taskManagerFrameworkHeapMiB} MiB, ` +
+      `over ${c.numberOfTaskSlots} slots); raise 'taskmanager.memory.process.size', lower 'taskmanager.numberOfTaskSlots', or give the operator's slot sharing group a resource profile with more memory`
+    );
   }
 
   // ---------------------------------------------------------------- shutdown

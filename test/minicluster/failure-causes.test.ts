@@ -169,3 +169,25 @@ describe('the operator a failure is reported against', () => {
     }, 60_000);
   }
 });
+
+describe('a slot that runs out of memory', () => {
+  it("says so, with the slot's heap limit (from the TaskExecutor's memory and slot count) and the task that ran", async () => {
+    const source = `
+import { defineJob } from 'floe';
+export default defineJob('hog', (env) => {
+  env.fromSequence(1, 10).setParallelism(1).map((n) => {
+    const held = [];
+    for (;;) held.push(new Array(1_000_000).fill(n + 0.5));
+  }).name('hog').setParallelism(1).collect();
+});
+`;
+    // (320 MiB - 256 MiB kept by the TaskExecutor) over 2 slots: 32 MiB of heap per slot.
+    const { record, exceptions } = await run(source, 'default', { 'taskmanager.memory.process.size': 320, 'taskmanager.memory.framework.heap.size': 256, 'restart-strategy.type': 'none' });
+    expect(record.status).toBe('FAILED');
+    const failure = exceptions.find((e) => e.taskName !== undefined);
+    expect(failure?.taskName, JSON.stringify(exceptions)).toBe('fromSequence -> hog -> collect (1/1)');
+    expect(failure!.message).toContain('ran out of memory');
+    expect(failure!.message).toContain('32 MiB');
+    expect(failure!.message).toContain("'taskmanager.memory.process.size'");
+  }, 60_000);
+});
