@@ -25,7 +25,10 @@ export interface DispatcherLeaseOptions {
   readonly durationMs: number;
   readonly renewIntervalMs: number;
   readonly logger: Logger;
-  /** Called when the lease was lost while serving (the process was paused past its duration and another took it over). */
+  /**
+   * Called when another Dispatcher took the lease over while this one served. A lease that lapsed while
+   * the store stalled (or this process was paused) with no other holder is taken again instead.
+   */
   readonly onLost: () => void;
   /** @default process.pid */
   readonly pid?: number;
@@ -34,6 +37,7 @@ export interface DispatcherLeaseOptions {
 }
 
 export interface HeldDispatcherLease {
+  /** The lease as last taken or renewed (its epoch rises when it is taken again after lapsing). */
   readonly lease: Lease;
   /**
    * Writes the Dispatcher's RPC address into its lease once it serves (until then the lease names the
@@ -102,30 +106,56 @@ export async function takeDispatcherLease(options: DispatcherLeaseOptions): Prom
   return { heldBy: other };
 }
 
-function keepRenewed(lease: Lease, options: DispatcherLeaseOptions): HeldDispatcherLease {
+function keepRenewed(first: Lease, options: DispatcherLeaseOptions): HeldDispatcherLease {
   const { leaseStore, durationMs, renewIntervalMs, logger } = options;
+  let lease = first;
+  let address = first.address;
   let stopped = false;
+  // One renewal at a time: on a stalled store each waits its while, and they would pile up.
+  let renewing = false;
+  const renewOnce = async (): Promise<void> => {
+    const renewed = await leaseStore.renew(LOCAL_DISPATCHER_LEASE, lease.holder, lease.epoch, durationMs);
+    if (stopped) return;
+    if (renewed !== undefined) {
+      lease = renewed;
+      return;
+    }
+    // Refused: the lease lapsed (the store stalled, or this process was paused, past its duration) or
+    // another Dispatcher took it. Only another holder ends this one; a lapsed lease is taken again.
+    const again = await leaseStore.tryAcquire(LOCAL_DISPATCHER_LEASE, lease.holder, address, durationMs);
+    if (stopped) return;
+    if (again !== undefined) {
+      logger.warn('the Dispatcher lease lapsed with no other Dispatcher taking it (the state store or this process stalled); took it again', { holder: lease.holder, epoch: again.epoch });
+      lease = again;
+      return;
+    }
+    const other = await leaseStore.get(LOCAL_DISPATCHER_LEASE).catch(() => undefined);
+    if (stopped) return;
+    stopped = true;
+    clearInterval(timer);
+    logger.error('another Dispatcher took over the lease of this state dir; stopping', { holder: lease.holder, epoch: lease.epoch, other: other?.holder, otherEpoch: other?.epoch });
+    options.onLost();
+  };
   const timer = setInterval(() => {
-    void leaseStore.renew(LOCAL_DISPATCHER_LEASE, lease.holder, lease.epoch, durationMs).then(
-      (renewed) => {
-        if (stopped || renewed !== undefined) return;
-        stopped = true;
-        clearInterval(timer);
-        logger.error('the Dispatcher lease was lost (this process was paused longer than its duration and another Dispatcher took over); stopping', { holder: lease.holder, epoch: lease.epoch });
-        options.onLost();
-      },
-      (error: unknown) => logger.warn('cannot renew the Dispatcher lease; trying again', { error: errorMessage(error) }),
-    );
+    if (stopped || renewing) return;
+    renewing = true;
+    renewOnce()
+      .catch((error: unknown) => logger.warn('cannot renew the Dispatcher lease; trying again', { error: errorMessage(error) }))
+      .finally(() => (renewing = false));
   }, renewIntervalMs);
   timer.unref();
   return {
-    lease,
+    get lease() {
+      return lease;
+    },
     async advertise(rpcAddress) {
       // The same holder's take renews the lease at its epoch and sets its address.
       const now = await leaseStore.tryAcquire(LOCAL_DISPATCHER_LEASE, lease.holder, rpcAddress, durationMs);
       if (now === undefined || now.epoch !== lease.epoch) {
         throw new Error(`the Dispatcher lease (epoch ${lease.epoch}) was lost before this process advertised its address ${rpcAddress}`);
       }
+      lease = now;
+      address = rpcAddress;
     },
     async release() {
       if (stopped) return;

@@ -1,14 +1,29 @@
 // The embedded database: one SQLite file in WAL mode shared by every Floe process on the machine
 // (Dispatcher, JobManagers), so leases and job records are coordinated through SQLite's file locks.
+// better-sqlite3 is synchronous: while a statement waits for a lock, its process's event loop waits with
+// it. So SQLite itself waits only briefly (enough for another process's ordinary transaction), and a
+// lock held longer (a backup tool, a slow disk, a hung process) is waited out between tries, off the
+// event loop, with the retry helper's back-off.
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { systemClock } from '../core/clock.js';
 import { FloeError } from '../core/errors.js';
+import { RetriesExhaustedError, retrying, type RetryPolicy } from '../core/retry.js';
 
 export type SqliteDatabase = Database.Database;
 
-/** How long one statement waits for another process's write lock before SQLite reports SQLITE_BUSY. */
-export const BUSY_TIMEOUT_MS = 5_000;
+/**
+ * How long one statement waits for another process's lock before SQLite reports SQLITE_BUSY; the event
+ * loop is blocked that long at most per try.
+ */
+export const BUSY_TIMEOUT_MS = 10;
+/** How long a store call keeps trying while the database stays locked, unless the caller says otherwise. */
+export const BUSY_WAIT_MS = 10_000;
+/** The waits between tries on a locked database: soon at first (a short transaction), then every half second. */
+const BUSY_RETRY: Omit<RetryPolicy, 'deadlineMs'> = { initialDelayMs: 5, multiplier: 2, maxDelayMs: 500, jitter: 0.5, maxAttempts: Infinity };
+/** Opening waits at most this long for a lock it needs (only a fresh file's schema needs one). */
+const OPEN_WAIT_MS = 10_000;
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS leases (
@@ -63,7 +78,9 @@ export function openDatabase(path: string): SqliteDatabase {
     });
     // NORMAL is durable across process crashes in WAL mode; only an OS crash may lose the last commits.
     db.pragma('synchronous = NORMAL');
-    retryBusySync(path, () => db.transaction(() => db.exec(SCHEMA)).immediate());
+    // A read tells whether the schema is there: a process that starts while another holds the write lock
+    // (a TaskExecutor or JobManager started during a stall) opens the database without waiting for it.
+    if (!hasSchema(db)) retryBusySync(path, () => db.transaction(() => db.exec(SCHEMA)).immediate());
   } catch (error) {
     db.close();
     throw error;
@@ -77,34 +94,30 @@ export function openDatabase(path: string): SqliteDatabase {
  * upgrades gets SQLITE_BUSY at once in WAL mode). A lock held past the busy timeout is retried with
  * back-off without blocking the event loop, up to `maxWaitMs`.
  */
-export async function writeTransaction<T>(db: SqliteDatabase, fn: () => T, maxWaitMs = 2 * BUSY_TIMEOUT_MS): Promise<T> {
+export async function writeTransaction<T>(db: SqliteDatabase, fn: () => T, maxWaitMs = BUSY_WAIT_MS): Promise<T> {
   const tx = db.transaction(fn);
-  const started = Date.now();
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return tx.immediate();
-    } catch (error) {
-      if (!isBusyError(error)) throw error;
-      const waited = Date.now() - started;
-      if (waited >= maxWaitMs) throw new DatabaseBusyError(db.name, waited, error);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(200, 5 * 2 ** attempt)));
-    }
-  }
+  return whileBusy(db, async () => tx.immediate(), maxWaitMs);
 }
 
 /** Reads see the last committed state; they retry only on the rare busy answers WAL readers can get. */
-export async function read<T>(db: SqliteDatabase, fn: () => T, maxWaitMs = 2 * BUSY_TIMEOUT_MS): Promise<T> {
+export async function read<T>(db: SqliteDatabase, fn: () => T, maxWaitMs = BUSY_WAIT_MS): Promise<T> {
+  return whileBusy(db, async () => fn(), maxWaitMs);
+}
+
+/** Tries `call` until the database is not busy, waiting between tries off the event loop, for up to `maxWaitMs`. */
+async function whileBusy<T>(db: SqliteDatabase, call: () => Promise<T>, maxWaitMs: number): Promise<T> {
   const started = Date.now();
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return fn();
-    } catch (error) {
-      if (!isBusyError(error)) throw error;
-      const waited = Date.now() - started;
-      if (waited >= maxWaitMs) throw new DatabaseBusyError(db.name, waited, error);
-      await new Promise((resolve) => setTimeout(resolve, Math.min(200, 5 * 2 ** attempt)));
-    }
+  try {
+    return await retrying(call, { policy: { ...BUSY_RETRY, deadlineMs: maxWaitMs }, clock: systemClock, what: `a statement on ${db.name}`, retryable: isBusyError, cancelled: () => !db.open });
+  } catch (error) {
+    if (error instanceof RetriesExhaustedError) throw new DatabaseBusyError(db.name, Date.now() - started, error.cause);
+    throw error;
   }
+}
+
+function hasSchema(db: SqliteDatabase): boolean {
+  const names = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')").pluck().all() as string[]);
+  return ['leases', 'jobs', 'jobs_newest_first', 'admission'].every((n) => names.has(n));
 }
 
 function retryBusySync(path: string, fn: () => void): void {
@@ -117,7 +130,7 @@ function retryBusySync(path: string, fn: () => void): void {
     } catch (error) {
       if (!isBusyError(error)) throw error;
       const waited = Date.now() - started;
-      if (waited >= 2 * BUSY_TIMEOUT_MS) throw new DatabaseBusyError(path, waited, error);
+      if (waited >= OPEN_WAIT_MS) throw new DatabaseBusyError(path, waited, error);
       // Opening is synchronous (callers construct stores in constructors), so wait without an event loop.
       Atomics.wait(pause, 0, 0, Math.min(100, 2 ** attempt));
     }

@@ -57,6 +57,22 @@ describe('the local Dispatcher lease', () => {
     expect(lost).toBe(1);
   });
 
+  it('is taken again when it lapsed with no other holder (a stalled store): its holder goes on serving, at its address', async () => {
+    const clock = new ManualClock();
+    const store = new InMemoryLeaseStore(clock);
+    let lost = 0;
+    const first = await mustHold(await taker(store, 601, new Set([601]), () => lost++));
+    await first.advertise('http://127.0.0.1:40004');
+    const epoch = first.lease.epoch;
+    clock.advance(10_001);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lost).toBe(0);
+    expect(first.lease.epoch).toBeGreaterThan(epoch);
+    expect(await dispatcherAddress(store, clock)).toBe('http://127.0.0.1:40004');
+    // Another Dispatcher that starts now finds it held.
+    expect(await taker(store, 602, new Set([601, 602]))).toEqual({ heldBy: 601 });
+  });
+
   it('names the serving Dispatcher\'s RPC address once it advertised it, and none after it stopped', async () => {
     const clock = new ManualClock();
     const store = new InMemoryLeaseStore(clock);
