@@ -222,7 +222,8 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
   if (cfg.heartbeatRpcFailureThreshold === 0) {
     problems.push(`'heartbeat.rpc-failure-threshold' must be a positive count of failed calls, or -1 to turn the rule off, found 0`);
   }
-  if (slotHeapMiB(cfg) < MIN_SLOT_HEAP_MIB) {
+  // Light slots run on the TaskExecutor's own thread and heap: no share per slot to check.
+  if (cfg.slotMode !== 'light' && slotHeapMiB(cfg) < MIN_SLOT_HEAP_MIB) {
     problems.push(
       `'taskmanager.memory.process.size' (${cfg.taskManagerMemoryMiB} MiB) less 'taskmanager.memory.framework.heap.size' (${cfg.taskManagerFrameworkHeapMiB} MiB) leaves ${slotHeapMiB(cfg)} MiB per slot for ${cfg.numberOfTaskSlots} slots ('taskmanager.numberOfTaskSlots'), below the ${MIN_SLOT_HEAP_MIB} MiB a slot needs; give the TaskExecutor more memory or fewer slots`,
     );

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_OPTIONS, configFromEnv, defaultConfig, loadConfig } from '../../runtime/core/config.js';
+import { CONFIG_OPTIONS, configFromEnv, defaultConfig, loadConfig, slotHeapMiB } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 
 describe('config', () => {
@@ -37,6 +37,15 @@ describe('config', () => {
     expect(loadConfig({ 'heartbeat.rpc-failure-threshold': -1 }).heartbeatRpcFailureThreshold).toBe(-1);
     expect(() => loadConfig({ 'heartbeat.rpc-failure-threshold': 0 })).toThrow(/'heartbeat.rpc-failure-threshold' must be a positive count of failed calls, or -1 to turn the rule off, found 0/);
     expect(() => loadConfig({ 'heartbeat.rpc-failure-threshold': -2 })).toThrow(/'heartbeat.rpc-failure-threshold' must be >= -1, found -2/);
+  });
+
+  it("gives each slot (process size - framework heap) / slots of heap, and refuses a share below 16 MiB unless slots are light", () => {
+    expect(slotHeapMiB(loadConfig({}))).toBe(896);
+    expect(slotHeapMiB(loadConfig({ 'taskmanager.memory.process.size': 4096, 'taskmanager.numberOfTaskSlots': 4 }))).toBe(960);
+    expect(() => loadConfig({ 'taskmanager.memory.process.size': 512, 'taskmanager.numberOfTaskSlots': 32 })).toThrow(
+      "'taskmanager.memory.process.size' (512 MiB) less 'taskmanager.memory.framework.heap.size' (256 MiB) leaves 8 MiB per slot for 32 slots",
+    );
+    expect(loadConfig({ 'taskmanager.slot.mode': 'light', 'taskmanager.numberOfTaskSlots': 1000 }).numberOfTaskSlots).toBe(1000);
   });
 
   it('reads FLOE_CONFIG and says so when it is not JSON', () => {
