@@ -90,6 +90,19 @@ export interface SchedulerOptions {
  */
 export const DEFAULT_DEPLOY_CHUNK_SIZE = 64;
 
+/**
+ * How long a consumer's failure that only echoes its input's (a partition lost, its producer failed or
+ * gone) waits for the failure it derives from: the producer's own error, or its TaskExecutor's loss,
+ * is then handled as the one failure event and recorded as the root cause. Long enough for a report
+ * sent at the same moment, or for a check of the TaskExecutors to find a killed one.
+ */
+export const DERIVED_FAILURE_GRACE_MS = 500;
+
+/** An error a consumer derives from its input's failure: never the root cause while another is to come. */
+export function isDerivedFailure(error: ErrorInfo): boolean {
+  return (error.code === 'PARTITION' && error.retryable) || error.code === 'PARTITION_NOT_FOUND';
+}
+
 /** A group of subtasks being restarted: they get new attempts once all ended and the wait passed. */
 interface PendingRestart {
   readonly vertices: Set<ExecutionVertex>;
@@ -642,9 +655,33 @@ export class Scheduler {
     // Failures of subtasks already being restarted are echoes of the failure that restarts them.
     const fresh = real.filter((e) => !this.restarting.has(e.executionVertex));
     if (fresh.length === 0 && lost.length === 0) return;
+    if (lost.length === 0 && isDerivedFailure(error)) {
+      this.awaitRootCause(fresh, error);
+      return;
+    }
+    this.handleTaskFailure(fresh, lost, error);
+  }
+
+  private handleTaskFailure(fresh: readonly Execution[], lost: readonly Execution[], error: ErrorInfo): void {
     const regions = new Set<PipelinedRegion>([...fresh, ...lost].map((e) => this.regions.regionOf(e.vertex.id)));
     const first = fresh[0] ?? lost[0]!;
     this.handled(this.failureHandler.getFailureHandlingResult(regions, error), first);
+  }
+
+  /**
+   * A consumer failed because its input did: the producer's own report, or the loss of its TaskExecutor
+   * (looked for now), restarts it as part of that one event, with that cause. Only what no such event
+   * took within DERIVED_FAILURE_GRACE_MS is handled as a failure of its own.
+   */
+  private awaitRootCause(failed: readonly Execution[], error: ErrorInfo): void {
+    this.o.listener.checkTaskManagers();
+    this.o.main.schedule(() => {
+      if (this.over || !this.isActive()) return;
+      const unexplained = failed.filter((e) => e.executionVertex.current === e && !this.restarting.has(e.executionVertex));
+      if (unexplained.length === 0) return;
+      this.handleTaskFailure(unexplained, [], error);
+      this.afterChange();
+    }, DERIVED_FAILURE_GRACE_MS);
   }
 
   private handled(result: FailureHandlingResult, first: Execution | undefined): void {

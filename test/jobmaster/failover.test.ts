@@ -232,6 +232,55 @@ describe('JobMaster failover', () => {
     expect(lost.attemptNumber).toBe(0);
   });
 
+  it("records the producer's own error as the root cause when a consumer's derived partition error arrives first", async () => {
+    const g = graph([v('src', 2, seq('src')), v('map', 2, mapOp('map')), v('sink', 2, sinkOp('sink'))], [e('src', 'map', 'pipelined'), e('map', 'sink', 'pipelined', 'forward')]);
+    const { jm, jobStore, jobMaster, cancelled, settle, run, finish, fail, of, afterDelay } = await setup(g);
+    await settle();
+    for (const t of [...of('src'), ...of('map'), ...of('sink')]) await run(t);
+    // The consumer hears of the producer's failure through its input before the producer's own report comes.
+    await jm.updateTaskExecutionState({
+      attemptId: of('sink')[0]!.attemptId,
+      state: 'FAILED',
+      error: { code: 'PARTITION', message: `input subpartition 0 of p-1 failed: partition p-1 is no longer held by this worker (released or its producer failed)`, retryable: true },
+    });
+    await fail(of('map')[0]!, 'the producer broke');
+    await settle();
+    for (const id of cancelled.splice(0)) await jm.updateTaskExecutionState({ attemptId: id as ExecutionAttemptId, state: 'CANCELED' });
+    await afterDelay();
+    for (const t of [...of('src', 1), ...of('map', 1), ...of('sink', 1)]) await finish(t);
+    expect((await jobMaster.termination).status).toBe('FINISHED');
+    const record = (await jobStore.get(jobId))!;
+    expect(record.exceptions.map((x) => [x.taskName, x.message])).toEqual([[expect.stringMatching(/^map \(\d\/2\)$/), 'the producer broke']]);
+    expect(record.restarts).toBe(1);
+  });
+
+  it('counts a lost TaskExecutor as one restart when a consumer elsewhere reports its lost input first', async () => {
+    const g = graph([v('src', 2, seq('src')), v('sink', 2, sinkOp('sink'))], [e('src', 'sink', 'blocking')]);
+    const { jm, jobStore, jobMaster, cancelled, register, settle, finish, of, afterDelay } = await setup(g, { taskExecutors: 2, slotsEach: 1 });
+    await settle();
+    for (const t of of('src')) await finish(t);
+    await settle();
+    const survivor = of('sink').find((t) => t.allocationId.startsWith('te-0'))!;
+    await jm.updateTaskExecutionState({
+      attemptId: survivor.attemptId,
+      state: 'FAILED',
+      error: { code: 'PARTITION_NOT_FOUND', message: 'cannot reach the producer of p-1 on te-1: connection refused', retryable: true },
+    });
+    await jm.disconnectTaskManager(ResourceId.of('te-1'), 'process ended: killed by signal SIGKILL');
+    await settle();
+    for (const id of cancelled.splice(0)) await jm.updateTaskExecutionState({ attemptId: id as ExecutionAttemptId, state: 'CANCELED' });
+    await afterDelay();
+    await register('te-2', 1);
+    await settle();
+    for (const t of of('src', 1)) await finish(t);
+    await settle();
+    for (const t of of('sink', 1)) await finish(t);
+    expect((await jobMaster.termination).status).toBe('FINISHED');
+    const record = (await jobStore.get(jobId))!;
+    expect(record.restarts).toBe(1);
+    expect(record.exceptions.map((x) => x.message)).toEqual([expect.stringContaining('TaskExecutor te-1 was lost')]);
+  });
+
   it('fails the job once the restart strategy allows no more, saying why', async () => {
     const g = graph([v('src', 1, seq('src')), v('sink', 1, sinkOp('sink'))], [e('src', 'sink', 'pipelined', 'forward')]);
     const { jm, jobStore, jobMaster, cancelled, settle, run, fail, of, afterDelay } = await setup(g, { config: { 'restart-strategy.fixed-delay.attempts': 1 } });
