@@ -80,6 +80,48 @@ describe('a library that throws when a task imports it', () => {
   }, 60_000);
 });
 
+describe('a builder that throws inside a task', () => {
+  it('shows its own error and stack at every attempt', async () => {
+    const source = `
+import { isMainThread } from 'node:worker_threads';
+import { defineJob } from 'floe';
+function readSettings() {
+  if (!isMainThread) throw new Error('the builder cannot read its settings here');
+  return 2;
+}
+export default defineJob('builder', (env) => {
+  const factor = readSettings();
+  env.fromSequence(1, 100).setParallelism(2).map((n) => n * factor).setParallelism(2).collect();
+});
+`;
+    const { record, exceptions } = await run(source);
+    expect(record.status).toBe('FAILED');
+    const failures = exceptions.filter((e) => e.taskName !== undefined);
+    expect(failures.map((e) => e.attemptNumber), JSON.stringify(exceptions)).toEqual([0, 1, 2]);
+    for (const e of failures) {
+      expect(e.message).toBe('the builder cannot read its settings here');
+      expect(e.stack).toContain('readSettings');
+    }
+  }, 60_000);
+});
+
+describe('a library gone from the store', () => {
+  it('ends the job after one attempt, not restartable, naming the library', async () => {
+    const store = new InMemoryBlobStore();
+    const graph = await storeJobLibrary(join(dir, `job-${++jobs}`), throwingImport(join(dir, 'never-imported')), store, JobId.random(), 'default');
+    cluster = await MiniCluster.start({ config: { 'taskmanager.numberOfTaskSlots': 2, 'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.delay': 10 } });
+    // The library is not put in the cluster's store.
+    const job = await cluster.submit(graph);
+    await job.outcome;
+    const record = await cluster.record(job.jobId);
+    expect(record.status).toBe('FAILED');
+    expect(record.restarts ?? 0).toBe(0);
+    const failures = record.exceptions.filter((e) => e.taskName !== undefined);
+    expect(failures, JSON.stringify(record.exceptions)).toHaveLength(1);
+    expect(failures[0]).toMatchObject({ recovered: false, restartable: false, message: expect.stringContaining(`library ${graph.library.sha256} is not in the blob store`) });
+  }, 60_000);
+});
+
 /** Jobs whose failure would recur on any retry, and a user error that says so itself. */
 const RECURRING = `
 import { defineJob, SuppressRestartsException } from 'floe';
