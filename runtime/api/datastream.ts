@@ -1,7 +1,7 @@
 // The job-building API: a StreamEnvironment records transformations; DataStreams chain them. Nothing runs
 // here: the recorded transformations become a JobGraph (translate.ts) and, in a task, the source of the
 // user's functions (program.ts).
-import type { OperatorKind, Partitioner, ResourceProfile, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
+import type { ExtremumKind, OperatorKind, Partitioner, ResourceProfile, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
 import { JOB_GRAPH_LIMITS } from '../jobgraph/validate.js';
 import { InvalidJobDefinitionError } from './job-definition.js';
 
@@ -11,6 +11,39 @@ export type FlatMapFunction<T, R> = (value: T) => Iterable<R>;
 export type FilterFunction<T> = (value: T) => boolean;
 /** Gives a record its key: a string, number, boolean, bigint or null, or an array / plain object of them. */
 export type KeySelector<T, K> = (value: T) => K;
+
+/** The values a key is made of: records with equal keys (by value) meet at one subtask of a keyed operator. */
+export type KeyPrimitive = string | number | bigint | boolean | null;
+/**
+ * `K` where it can be a key, and where it cannot, a type that names the part that cannot (so the
+ * compiler's error points at it): functions, Maps, Sets, Dates, class instances with methods, undefined
+ * and symbols have no stable value to route and compare by.
+ */
+export type EncodableKey<K> = K extends KeyPrimitive
+  ? K
+  : K extends undefined | symbol | ((...args: never[]) => unknown)
+    ? 'a key cannot hold undefined, a symbol or a function'
+    : K extends ReadonlyMap<unknown, unknown> | ReadonlySet<unknown> | Date | RegExp | Promise<unknown> | ArrayBufferView | ArrayBuffer
+      ? 'a key cannot hold a Map, Set, Date, RegExp, Promise or binary buffer: use a string, number, bigint, boolean, null, or an array / plain object of them'
+      : K extends object
+        ? { [P in keyof K]: EncodableKey<K[P]> }
+        : 'a key must be a string, number, bigint, boolean, null, or an array / plain object of them';
+
+/** The fields of `T` (an object's property names, a tuple's or array's indexes) whose values are `V`. */
+export type FieldOf<T, V> = T extends readonly unknown[]
+  ? number extends T['length']
+    ? T[number] extends V
+      ? number
+      : never
+    : TupleIndex<{ [I in keyof T]-?: T[I] extends V ? I : never }[number]>
+  : T extends object
+    ? { [P in keyof T]-?: T[P] extends V ? P : never }[keyof T] & (string | number)
+    : never;
+type TupleIndex<S> = S extends `${infer N extends number}` ? N : never;
+/** Fields holding numbers: what sum adds. */
+export type NumericField<T> = FieldOf<T, number>;
+/** Fields holding numbers, bigints or strings: what min, max, minBy and maxBy compare. */
+export type ComparableField<T> = FieldOf<T, number | bigint | string>;
 /** Combines a key's value so far with its next record. */
 export type ReduceFunction<T> = (accumulated: T, value: T) => T;
 /** Folds a key's records into an accumulator and turns it into the result, as Flink's AggregateFunction. */
@@ -54,6 +87,7 @@ export type TransformationSpec =
   | { readonly kind: 'source.generate'; readonly fn: UserFunction; readonly count: number | undefined; readonly ratePerSecond: number | undefined }
   | { readonly kind: 'keyed.reduce'; readonly key: UserFunction; readonly fn: UserFunction }
   | { readonly kind: 'keyed.sum'; readonly key: UserFunction; readonly field: string | number | undefined; readonly selector: UserFunction | undefined }
+  | { readonly kind: ExtremumKind; readonly key: UserFunction; readonly field: string | number | undefined }
   | {
       readonly kind: 'keyed.aggregate';
       readonly key: UserFunction;
@@ -97,6 +131,7 @@ export interface Transformation {
   chaining: ChainingStrategy;
 }
 
+/** An operator's name until the user gives it one: the method that made it. */
 const DEFAULT_NAMES: Record<OperatorKind, string> = {
   'source.sequence': 'fromSequence',
   'source.textFile': 'readTextFile',
@@ -105,6 +140,10 @@ const DEFAULT_NAMES: Record<OperatorKind, string> = {
   'keyed.reduce': 'reduce',
   'keyed.sum': 'sum',
   'keyed.aggregate': 'aggregate',
+  'keyed.min': 'min',
+  'keyed.max': 'max',
+  'keyed.minBy': 'minBy',
+  'keyed.maxBy': 'maxBy',
   map: 'map',
   flatMap: 'flatMap',
   filter: 'filter',
@@ -188,6 +227,13 @@ function checkPath(method: string, path: unknown): string {
     throw new InvalidJobDefinitionError(`${method}('${path}'): the path holds '..' after a folder name, which leads out of the folder it names; write the path you mean without it`);
   }
   return path;
+}
+
+/** A keyed aggregation's field: a property name or tuple index; none where the records are the values. */
+function checkField(method: string, field: unknown, optional: boolean, alternatives = ''): string | number | undefined {
+  if (field === undefined && optional) return undefined;
+  if ((typeof field === 'string' && field !== '') || (typeof field === 'number' && Number.isSafeInteger(field) && field >= 0)) return field;
+  throw new InvalidJobDefinitionError(`${method}(field) needs a property name, a tuple index >= 0${alternatives}, found ${field === undefined ? 'nothing' : JSON.stringify(field)}`);
 }
 
 const WRITE_MODES: readonly WriteMode[] = ['no-overwrite', 'overwrite'];
@@ -417,9 +463,11 @@ export class DataStream<T> {
 
   /**
    * Partitions by key: records with equal keys (by value; an object's field order does not matter) go
-   * to the same subtask of the keyed operator that follows, which keeps state per key.
+   * to the same subtask of the keyed operator that follows, which keeps state per key. A key is a
+   * string, number, bigint, boolean or null, or an array / plain object of them; anything else fails to
+   * compile.
    */
-  keyBy<K>(keySelector: KeySelector<T, K>, options?: ExchangeOptions): KeyedStream<T, K> {
+  keyBy<K>(keySelector: KeySelector<T, K & EncodableKey<K>>, options?: ExchangeOptions): KeyedStream<T, K> {
     const key = checkFunction('keyBy', keySelector);
     const exchange = checkExchange('keyBy', options);
     const inputs = this.inputs.map((i): StreamInput => ({ from: i.from, partitioner: 'hash', keySelector: key, ...(exchange !== undefined ? { exchange } : {}) }));
@@ -498,19 +546,48 @@ export class KeyedStream<T, K> {
 
   /** Numbers: the sum per key. */
   sum(this: KeyedStream<number, K>): OperatorStream<number>;
-  /** Objects or tuples: the key's first record with `field` (a property name or tuple index) holding the sum. */
-  sum(field: string | number): OperatorStream<T>;
+  /** Objects or tuples: the key's first record with `field` (a property name or tuple index of a number) holding the sum. */
+  sum(field: NumericField<T>): OperatorStream<T>;
   /** What `selector` returns for each record, summed per key: emits [key, sum]. */
   sum(selector: (value: T) => number): OperatorStream<[K, number]>;
   sum(fieldOrSelector?: string | number | ((value: T) => number)): OperatorStream<any> {
     if (typeof fieldOrSelector === 'function') {
       return this.keyed({ kind: 'keyed.sum', key: this.key, field: undefined, selector: fieldOrSelector as UserFunction });
     }
-    const f = fieldOrSelector;
-    if (f !== undefined && !(typeof f === 'string' && f !== '') && !(typeof f === 'number' && Number.isSafeInteger(f) && f >= 0)) {
-      throw new InvalidJobDefinitionError(`sum(field) needs a property name, a tuple index >= 0 or a selector function, found ${JSON.stringify(f)}`);
-    }
-    return this.keyed({ kind: 'keyed.sum', key: this.key, field: f, selector: undefined });
+    return this.keyed({ kind: 'keyed.sum', key: this.key, field: checkField('sum', fieldOrSelector, true, ' or a selector function'), selector: undefined });
+  }
+
+  /** Numbers: the smallest per key. */
+  min(this: KeyedStream<number, K>): OperatorStream<number>;
+  /**
+   * Objects or tuples: the key's first record with `field` (a property name or tuple index of a number,
+   * bigint or string) holding the smallest value of that field, as Flink's min. minBy gives the record
+   * holding it.
+   */
+  min(field: ComparableField<T>): OperatorStream<T>;
+  min(field?: ComparableField<T>): OperatorStream<any> {
+    return this.extremum('keyed.min', field);
+  }
+
+  /** Numbers: the largest per key. */
+  max(this: KeyedStream<number, K>): OperatorStream<number>;
+  /** As min(field), with the largest value. */
+  max(field: ComparableField<T>): OperatorStream<T>;
+  max(field?: ComparableField<T>): OperatorStream<any> {
+    return this.extremum('keyed.max', field);
+  }
+
+  /**
+   * The record of each key whose `field` (a property name or tuple index of a number, bigint or string)
+   * holds the smallest value; of several such records, the first.
+   */
+  minBy(field: ComparableField<T>): OperatorStream<T> {
+    return this.extremum('keyed.minBy', checkField('minBy', field, false));
+  }
+
+  /** As minBy, with the largest value. */
+  maxBy(field: ComparableField<T>): OperatorStream<T> {
+    return this.extremum('keyed.maxBy', checkField('maxBy', field, false));
   }
 
   /**
@@ -531,6 +608,10 @@ export class KeyedStream<T, K> {
       getResult: method('getResult'),
       merge: fn.merge === undefined ? undefined : method('merge'),
     });
+  }
+
+  private extremum(kind: ExtremumKind, field: unknown): OperatorStream<any> {
+    return this.keyed({ kind, key: this.key, field: checkField(DEFAULT_NAMES[kind], field, true) });
   }
 
   private keyed<R>(spec: TransformationSpec): OperatorStream<R> {

@@ -99,6 +99,11 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
       return [['key', spec.key], ['', spec.fn]];
     case 'keyed.sum':
       return spec.selector === undefined ? [['key', spec.key]] : [['key', spec.key], ['selector', spec.selector]];
+    case 'keyed.min':
+    case 'keyed.max':
+    case 'keyed.minBy':
+    case 'keyed.maxBy':
+      return [['key', spec.key]];
     case 'keyed.aggregate':
       return [
         ['key', spec.key],

@@ -82,6 +82,11 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
         ...(spec.selector !== undefined ? { selector: ref('selector') } : {}),
         ...preAggregate,
       };
+    case 'keyed.min':
+    case 'keyed.max':
+    case 'keyed.minBy':
+    case 'keyed.maxBy':
+      return { kind: spec.kind, ...base, key: ref('key'), emit, ...(spec.field !== undefined ? { field: spec.field } : {}), ...preAggregate };
     case 'keyed.aggregate':
       return {
         kind: spec.kind,

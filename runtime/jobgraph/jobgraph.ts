@@ -83,8 +83,23 @@ export type OperatorSpec =
       readonly merge?: FunctionRef;
       readonly emit: KeyedEmit;
       readonly preAggregate?: boolean;
+    }
+  /**
+   * As Flink's min / max / minBy / maxBy: per key, the extreme of the records themselves (numbers, no
+   * `field`) or of a `field` of each record. min and max give the key's first record with the field
+   * holding the extreme; minBy and maxBy the record holding it (the first such record on a tie).
+   */
+  | {
+      readonly kind: ExtremumKind;
+      readonly id: string;
+      readonly name: string;
+      readonly key: FunctionRef;
+      readonly field?: string | number;
+      readonly emit: KeyedEmit;
+      readonly preAggregate?: boolean;
     };
 export type OperatorKind = OperatorSpec['kind'];
+export type ExtremumKind = 'keyed.min' | 'keyed.max' | 'keyed.minBy' | 'keyed.maxBy';
 
 export interface JobVertex {
   readonly id: string;
@@ -196,6 +211,11 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
       return [op.key, op.fn];
     case 'keyed.sum':
       return op.selector === undefined ? [op.key] : [op.key, op.selector];
+    case 'keyed.min':
+    case 'keyed.max':
+    case 'keyed.minBy':
+    case 'keyed.maxBy':
+      return [op.key];
     case 'keyed.aggregate':
       return op.merge === undefined ? [op.key, op.createAccumulator, op.add, op.getResult] : [op.key, op.createAccumulator, op.add, op.getResult, op.merge];
     case 'source.sequence':

@@ -66,6 +66,10 @@ const OPERATOR_KINDS: readonly OperatorKind[] = [
   'keyed.reduce',
   'keyed.sum',
   'keyed.aggregate',
+  'keyed.min',
+  'keyed.max',
+  'keyed.minBy',
+  'keyed.maxBy',
 ];
 
 class Problems {
@@ -245,7 +249,11 @@ function parseOperator(r: Reader, v: unknown, path: string): OperatorSpec | unde
     }
     case 'keyed.reduce':
     case 'keyed.sum':
-    case 'keyed.aggregate': {
+    case 'keyed.aggregate':
+    case 'keyed.min':
+    case 'keyed.max':
+    case 'keyed.minBy':
+    case 'keyed.maxBy': {
       const key = parseFunctionRef(r, o['key'], `${path}.key`);
       const emit = r.oneOf(o['emit'], `${path}.emit`, Object.values(KeyedEmit));
       const preAggregate = o['preAggregate'] === undefined ? undefined : r.boolean(o['preAggregate'], `${path}.preAggregate`);
@@ -255,7 +263,7 @@ function parseOperator(r: Reader, v: unknown, path: string): OperatorSpec | unde
       if (kind === 'keyed.reduce') {
         const fn = parseFunctionRef(r, o['fn'], `${path}.fn`);
         if (fn !== undefined) op = { kind, id, name, key, fn, emit, ...pre };
-      } else if (kind === 'keyed.sum') {
+      } else if (kind === 'keyed.sum' || kind === 'keyed.min' || kind === 'keyed.max' || kind === 'keyed.minBy' || kind === 'keyed.maxBy') {
         const rawField = o['field'];
         let field: string | number | undefined;
         if (typeof rawField === 'string') {
@@ -264,6 +272,14 @@ function parseOperator(r: Reader, v: unknown, path: string): OperatorSpec | unde
         } else if (typeof rawField === 'number' && Number.isSafeInteger(rawField) && rawField >= 0) field = rawField;
         else if (rawField !== undefined) {
           r.problem(`${path}.field must be a property name (a string) or a tuple index (an integer >= 0), found ${describe(rawField)}`);
+          break;
+        }
+        if (kind !== 'keyed.sum') {
+          if (field === undefined && (kind === 'keyed.minBy' || kind === 'keyed.maxBy')) {
+            r.problem(`${path}.field is needed by ${kind}: the property name or tuple index whose value picks the record`);
+            break;
+          }
+          op = { kind, id, name, key, emit, ...(field !== undefined ? { field } : {}), ...pre };
           break;
         }
         const selector = o['selector'] === undefined ? undefined : parseFunctionRef(r, o['selector'], `${path}.selector`);
@@ -497,7 +513,14 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
   const vertexIndex = new Map<string, number>();
   const operatorSeen = new Map<string, string>();
   const sinkPaths = new Map<string, string>();
-  let collectSinks = 0;
+  const collectSinks: string[] = [];
+  // Operator id → its name, so messages about a function name the operator the user wrote.
+  const operatorNames = new Map<string, string>();
+  for (const v of graph.vertices) for (const op of v.operators) if (!operatorNames.has(op.id)) operatorNames.set(op.id, op.name);
+  const operatorOf = (ref: FunctionRef): string => {
+    const name = operatorNames.get(ref.operatorId);
+    return name === undefined ? `'${functionKey(ref)}' (no operator of the graph has id '${ref.operatorId}')` : `the ${ref.role ?? 'function'} of '${name}'`;
+  };
   graph.vertices.forEach((v, i) => {
     const at = label(v, i);
     if (vertexIndex.has(v.id)) problems.add(`${at}: duplicate vertex id '${v.id}' (also vertices[${vertexIndex.get(v.id)}])`);
@@ -564,7 +587,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
           break;
         }
         case 'sink.collect':
-          collectSinks++;
+          collectSinks.push(`'${op.name}'`);
           break;
         case 'source.generate':
           if (op.count !== undefined && (!Number.isSafeInteger(op.count) || op.count < 0)) problems.add(`${opAt}.count must be an integer >= 0, found ${op.count}`);
@@ -578,32 +601,39 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
         case 'filter':
         case 'keyed.reduce':
         case 'keyed.aggregate':
+        case 'keyed.min':
+        case 'keyed.max':
+        case 'keyed.minBy':
+        case 'keyed.maxBy':
           break;
         default:
           op satisfies never;
       }
     });
   });
-  if (collectSinks > 1) problems.add(`the graph has ${collectSinks} collect sinks, at most one is allowed (its records are the job's result)`);
+  if (collectSinks.length > 1) {
+    problems.add(`the graph has ${collectSinks.length} collect sinks (${collectSinks.join(', ')}), at most one is allowed (its records are the job's result); collect one stream, or union the streams first`);
+  }
 
   const edgeIds = new Set<string>();
-  const edgeBetween = new Map<string, string>();
   const inDegree = new Map<string, number>();
   const outEdges = new Map<string, string[]>();
+  // A vertex by its name (what the job API makes of its operators' names), its id when it has none.
+  const vertexName = (id: string): string => {
+    const i = vertexIndex.get(id);
+    return i === undefined ? `'${id}'` : `'${graph.vertices[i]!.name}'`;
+  };
   graph.edges.forEach((e, i) => {
-    const at = `edges[${i}] ('${e.id}')`;
+    const at = `edges[${i}] (from ${vertexName(e.source)} to ${vertexName(e.target)})`;
     if (edgeIds.has(e.id)) problems.add(`${at}: duplicate edge id '${e.id}'`);
     edgeIds.add(e.id);
     const si = vertexIndex.get(e.source);
     const ti = vertexIndex.get(e.target);
     if (si === undefined) problems.add(`${at}.source '${e.source}' is not a vertex of the graph`);
     if (ti === undefined) problems.add(`${at}.target '${e.target}' is not a vertex of the graph`);
-    if (e.source === e.target) problems.add(`${at} connects vertex '${e.source}' to itself`);
-    // Every edge carries every record it is given: a second edge between two vertices delivers each twice.
-    const between = `${e.source}\u0000${e.target}`;
-    const first = edgeBetween.get(between);
-    if (first !== undefined) problems.add(`${at} connects '${e.source}' to '${e.target}' like ${first}: a second edge between the same two vertices would deliver every record twice; keep one`);
-    else edgeBetween.set(between, at);
+    if (e.source === e.target) problems.add(`${at} connects a vertex to itself: a job graph must be acyclic`);
+    // Two edges between the same two vertices are allowed: each carries every record, which is what a
+    // stream unioned with itself means (each record once per occurrence).
     if ((e.distribution === 'forward') !== (e.partitioner === 'forward')) {
       problems.add(`${at}: distribution '${e.distribution}' does not go with partitioner '${e.partitioner}' (a forward partitioner needs a forward distribution and the other way round)`);
     }
@@ -621,7 +651,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
       if (e.partitioner !== 'hash') {
         problems.add(`${at}: '${t.name}' starts with keyed operator '${head.name}' (${head.kind}), which must be fed by hash edges, found a '${e.partitioner}' edge; use keyBy(...)`);
       } else if (e.keySelector !== undefined && (e.keySelector.export !== head.key.export || functionKey(e.keySelector) !== functionKey(head.key))) {
-        problems.add(`${at}: routes by key selector ${functionKey(e.keySelector)} but '${head.name}' keys by ${functionKey(head.key)}; both sides must use the same selector`);
+        problems.add(`${at}: routes records by ${operatorOf(e.keySelector)} but '${head.name}' keys them by ${operatorOf(head.key)}; both sides must use the same key selector`);
       }
     }
     if (e.distribution === 'forward' && s.parallelism !== t.parallelism) {
@@ -640,7 +670,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     if (first === undefined) return;
     const inputs = inDegree.get(v.id) ?? 0;
     if (isSourceOperator(first) && inputs > 0) problems.add(`${label(v, i)} starts with a source (${first.kind}) but has ${inputs} input edge(s)`);
-    if (!isSourceOperator(first) && inputs === 0) problems.add(`${label(v, i)} starts with '${first.kind}', not a source, and has no input edges`);
+    if (!isSourceOperator(first) && inputs === 0) problems.add(`${label(v, i)} starts with '${first.name}' (${first.kind}), not a source, and has no input edges`);
   });
 
   // Kahn's algorithm over the vertices whose ids are unique; what remains lies on or behind a cycle.
@@ -672,7 +702,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
       }
     }
     if (remaining.size > 0) {
-      problems.add(`the graph has a cycle through vertices ${[...remaining.keys()].map((id) => `'${id}'`).join(', ')}: a job graph must be acyclic`);
+      problems.add(`the graph has a cycle through vertices ${[...remaining.keys()].map(vertexName).join(', ')}: a job graph must be acyclic`);
     }
   }
 

@@ -1,7 +1,7 @@
 // What the JobMaster sends a TaskExecutor to run one subtask: the operator chain, where its inputs come
 // from and what it produces.
 import { ResultPartitionId, type AllocationId, type ExecutionAttemptId, type JobId, type ResourceId } from '../core/ids.js';
-import { functionRefsOf, type FunctionRef, type JobProgram, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
+import { functionRefsOf, isKeyedOperator, type ExtremumKind, type FunctionRef, type JobProgram, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
 
 /** Where a producer's partitions can be fetched: its TaskExecutor and that executor's data port. */
 export interface ProducerLocation {
@@ -75,12 +75,12 @@ export interface ResultPartitionDescriptor {
   readonly combiner?: CombinableOperatorSpec;
 }
 
-export type CombinableOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' }>;
+export type CombinableOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' | ExtremumKind }>;
 
 /** The `combiner` of a partition feeding `consumer`: its head operator when that takes pre-aggregated input. */
 export function combinerFor(consumer: { readonly operators: readonly OperatorSpec[] }): { combiner?: CombinableOperatorSpec } {
   const head = consumer.operators[0];
-  if (head === undefined || (head.kind !== 'keyed.reduce' && head.kind !== 'keyed.sum' && head.kind !== 'keyed.aggregate')) return {};
+  if (head === undefined || !isKeyedOperator(head) || !('preAggregate' in head)) return {};
   return head.preAggregate === true ? { combiner: head } : {};
 }
 

@@ -2,12 +2,12 @@
 // emits one final value per key at end of input; an unbounded one emits the key's new value per record.
 import { FloeError } from '../core/errors.js';
 import type { TaskSignal } from '../core/cancellation.js';
-import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import type { ExtremumKind, OperatorSpec } from '../jobgraph/jobgraph.js';
 import { canonicalKey, InvalidKeyError } from '../network/key-groups.js';
 import { KeyTable } from './key-table.js';
 
 type Emit = (record: unknown) => Promise<void> | void;
-export type KeyedOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' }>;
+export type KeyedOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' | ExtremumKind }>;
 
 /** A record does not fit what a keyed operator does with it (sum of a non-number, …). */
 export class RecordTypeError extends FloeError {
@@ -160,9 +160,79 @@ function foldOf(op: KeyedOperatorSpec, f: KeyedFunctions): Fold<any> {
         },
       };
     }
+    case 'keyed.min':
+    case 'keyed.max':
+    case 'keyed.minBy':
+    case 'keyed.maxBy':
+      return extremumFold(op, label);
     default:
       return op satisfies never;
   }
+}
+
+/** A key's extreme so far: the value, and the record it is reported with. */
+interface Extreme {
+  record: unknown;
+  value: number | bigint | string;
+}
+
+/**
+ * min / max / minBy / maxBy, as Flink's: min and max keep the key's first record and put the extreme
+ * value of the field into it; minBy and maxBy keep the record holding the extreme, the first on a tie.
+ * NaN counts as larger than every number (as Java's Double.compareTo), so the answer does not depend
+ * on the order records arrive in.
+ */
+function extremumFold(op: Extract<KeyedOperatorSpec, { kind: ExtremumKind }>, label: string): Fold<Extreme> {
+  const field = op.field;
+  const wantsMin = op.kind === 'keyed.min' || op.kind === 'keyed.minBy';
+  const byRecord = op.kind === 'keyed.minBy' || op.kind === 'keyed.maxBy';
+  const where = field === undefined ? 'a record' : `field ${JSON.stringify(field)} of a record`;
+  const valueOf = (r: unknown, key: unknown): number | bigint | string => {
+    let v = r;
+    if (field !== undefined) {
+      if (r === null || typeof r !== 'object') throw new RecordTypeError(`${label} compares field ${JSON.stringify(field)}, but a record for key ${shortKey(key)} is ${typeOf(r)}`);
+      v = (r as Record<string | number, unknown>)[field];
+    }
+    if (typeof v !== 'number' && typeof v !== 'bigint' && typeof v !== 'string') {
+      throw new RecordTypeError(`${label} compares numbers, bigints or strings, but ${where} for key ${shortKey(key)} is ${typeOf(v)}`);
+    }
+    return v;
+  };
+  // Whether `a` comes strictly before `b` in ascending order.
+  const before = (a: number | bigint | string, b: number | bigint | string, key: unknown): boolean => {
+    if (typeof a !== typeof b) {
+      throw new RecordTypeError(`${label} compares the values of one key, but ${where} for key ${shortKey(key)} is ${typeOf(a)} where an earlier one was ${typeOf(b)}; give every record of a key the same type there`);
+    }
+    if (typeof a === 'number' && (Number.isNaN(a) || Number.isNaN(b))) return !Number.isNaN(a);
+    return a < b;
+  };
+  const better = (candidate: number | bigint | string, held: number | bigint | string, key: unknown): boolean =>
+    wantsMin ? before(candidate, held, key) : before(held, candidate, key);
+  const fold = (s: Extreme, record: unknown, value: number | bigint | string, key: unknown): Extreme => {
+    if (better(value, s.value, key)) {
+      s.value = value;
+      if (byRecord) s.record = record;
+    }
+    return s;
+  };
+  return {
+    first: (r, key) => ({ record: r, value: valueOf(r, key) }),
+    next: (s, r, key) => fold(s, r, valueOf(r, key), key),
+    result: (s) => {
+      if (byRecord) return s.record;
+      if (field === undefined) return s.value;
+      if (Array.isArray(s.record)) {
+        const copy = [...s.record];
+        copy[field as number] = s.value;
+        return copy;
+      }
+      return { ...(s.record as object), [field]: s.value };
+    },
+    // A producer's partial is its state as plain data; merged, the state that arrived first keeps its record on a tie.
+    partial: (s) => [s.record, s.value],
+    fromPartial: (p) => ({ record: (p as [unknown, number])[0], value: (p as [unknown, number])[1] }),
+    merge: (s, p, key) => fold(s, (p as [unknown, number])[0], (p as [unknown, number])[1], key),
+  };
 }
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

@@ -117,6 +117,10 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
         case 'keyed.reduce':
         case 'keyed.sum':
         case 'keyed.aggregate':
+        case 'keyed.min':
+        case 'keyed.max':
+        case 'keyed.minBy':
+        case 'keyed.maxBy':
           if (i !== 0 || hasSource) throw new TaskSetupError(`task ${tdd.taskName}: keyed operator '${op.name}' must head its chain (it reads hash-partitioned input)`);
           keyed = keyedOperator(io, op, emit);
           keyedName = op.name;

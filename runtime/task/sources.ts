@@ -88,6 +88,10 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
     case 'keyed.reduce':
     case 'keyed.sum':
     case 'keyed.aggregate':
+    case 'keyed.min':
+    case 'keyed.max':
+    case 'keyed.minBy':
+    case 'keyed.maxBy':
       throw new TaskSetupError(`task ${tdd.taskName}: '${op.name}' (${op.kind}) is not a source`);
     default:
       op satisfies never;

@@ -127,6 +127,11 @@ export function keyedFunctions(io: TaskIo, op: KeyedOperatorSpec, owner: string)
       return { key: fn(op.key), fn: fn(op.fn) };
     case 'keyed.sum':
       return { key: fn(op.key), ...(op.selector !== undefined ? { selector: fn(op.selector) } : {}) };
+    case 'keyed.min':
+    case 'keyed.max':
+    case 'keyed.minBy':
+    case 'keyed.maxBy':
+      return { key: fn(op.key) };
     case 'keyed.aggregate':
       return { key: fn(op.key), createAccumulator: fn(op.createAccumulator), add: fn(op.add), getResult: fn(op.getResult), ...(op.merge !== undefined ? { merge: fn(op.merge) } : {}) };
     default:

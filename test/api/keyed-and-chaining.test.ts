@@ -113,7 +113,8 @@ describe('keyed streams', () => {
   it('rejects misuse with messages that say what to do', () => {
     const cases: [JobDefinition, RegExp][] = [
       [defineJob('k', (env) => void env.fromSequence(1, 2).keyBy('x' as never)), /keyBy\(fn\) needs a function, found string/],
-      [defineJob('s', (env) => void env.fromSequence(1, 2).keyBy((n) => n).sum(-1).collect()), /sum\(field\) needs a property name, a tuple index >= 0 or a selector/],
+      [defineJob('s', (env) => void env.fromSequence(1, 2).keyBy((n) => n).sum(-1 as never).collect()), /sum\(field\) needs a property name, a tuple index >= 0 or a selector/],
+      [defineJob('m', (env) => void env.fromSequence(1, 2).keyBy((n) => n).minBy(undefined as never).collect()), /minBy\(field\) needs a property name, a tuple index >= 0, found nothing/],
       [defineJob('a', (env) => void env.fromSequence(1, 2).keyBy((n) => n).aggregate({ createAccumulator: () => 0 } as never).collect()), /aggregate\(\{ add \}\)\(fn\) needs a function/],
       [defineJob('x', (env) => void env.fromSequence(1, 2).rebalance({ exchange: 'lazy' as never }).collect()), /rebalance\(\{ exchange \}\) must be 'pipelined' or 'blocking', found "lazy"/],
       [defineJob('d', (env) => void env.setDefaultExchange('eager' as never)), /setDefaultExchange\(mode\) needs 'pipelined' or 'blocking'/],
@@ -133,7 +134,7 @@ describe('keyed streams', () => {
     const noSelector = { ...g, edges: g.edges.map(({ keySelector: _k, ...e }) => e) };
     expect(() => validateJobGraph(noSelector)).toThrow(/a hash edge needs a keySelector/);
     const otherSelector = { ...g, edges: g.edges.map((e) => ({ ...e, keySelector: { export: 'default', operatorId: 'op-2' } })) };
-    expect(() => validateJobGraph(otherSelector)).toThrow(/routes by key selector op-2 but 'sum' keys by op-3.key/);
+    expect(() => validateJobGraph(otherSelector)).toThrow(/routes records by the function of 'flatMap' but 'sum' keys them by the key of 'sum'; both sides must use the same key selector/);
     const buried = { ...g, vertices: [g.vertices[0]!, { ...g.vertices[1]!, operators: [{ kind: 'map' as const, id: 'm9', name: 'm9', fn: { export: 'default', operatorId: 'op-2' } }, ...g.vertices[1]!.operators] }] };
     expect(() => validateJobGraph(buried)).toThrow(/a keyed operator \(keyed.sum\) must head its chain/);
     expect(() => validateJobGraph(g, ['other'])).toThrow(/operators\[0\] \('sum'\)\.key\.export 'default' is not exported by the library/);

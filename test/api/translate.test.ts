@@ -173,7 +173,7 @@ describe('buildJobGraph', () => {
       s.collect();
       s.map((n) => n).collect();
     });
-    expect(() => buildJobGraph(job, options())).toThrow(/2 collect sinks, at most one/);
+    expect(() => buildJobGraph(job, options())).toThrow(/2 collect sinks \('collect', 'collect'\), at most one/);
   });
 });
 
