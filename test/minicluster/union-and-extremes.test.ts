@@ -69,6 +69,7 @@ describe('union and min/max/minBy/maxBy on a MiniCluster', () => {
     cluster = undefined;
   });
 
+  let keyedRecordsIn = new Map<string, number>();
   async function run(graph: JobGraph): Promise<unknown[]> {
     cluster ??= await MiniCluster.start({ config: { 'taskmanager.numberOfTaskSlots': 4 } });
     await cluster.blobStore.put(blobKeys.library(graph.library.sha256), code);
@@ -76,6 +77,7 @@ describe('union and min/max/minBy/maxBy on a MiniCluster', () => {
     const outcome = await job.outcome;
     const rec = await cluster.record(job.jobId);
     expect(outcome.status, rec.exceptions.map((e) => e.message).join('; ')).toBe('FINISHED');
+    keyedRecordsIn = new Map(rec.vertices!.map((v) => [v.name, v.recordsIn]));
     return (await cluster.result(rec)).records;
   }
   const sorted = (xs: unknown[]): unknown[] => [...xs].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
@@ -109,6 +111,8 @@ describe('union and min/max/minBy/maxBy on a MiniCluster', () => {
     // Two producers: the record holding the extreme is one whatever the order records meet in.
     expect(sorted(await run(await graphOf('extremes', ['minBy', '2'])))).toEqual(sorted(CITIES.map((c) => holding(c, low))));
     expect(sorted(await run(await graphOf('extremes', ['maxBy', '2'])))).toEqual(sorted(CITIES.map((c) => holding(c, high))));
+    // Pre-aggregated as sum is: each of the two producers sends one partial per city, not its readings.
+    expect(keyedRecordsIn.get('maxBy')).toBe(2 * CITIES.length);
   });
 
   it('takes a tuple index as the field, and numbers themselves without one', async () => {
