@@ -42,7 +42,9 @@ export type Command =
   | { readonly kind: 'logs'; readonly jobId: string; readonly follow: boolean }
   | { readonly kind: 'cluster'; readonly action: ClusterAction; readonly json: boolean; readonly config: Readonly<Record<string, string>> }
   | { readonly kind: 'example'; readonly name: ExampleName }
-  | { readonly kind: 'help' }
+  | { readonly kind: 'check'; readonly jobFile: string }
+  /** The global page, or one command's page (`floe run --help`, `floe help run`). */
+  | { readonly kind: 'help'; readonly topic?: HelpTopic }
   | { readonly kind: 'version' };
 
 export interface ParsedArgs {
@@ -55,30 +57,27 @@ export interface ParsedArgs {
   readonly command: Command;
 }
 
-export const USAGE = `Usage: floe [--dir <stateDir>] <command>
-
-Commands:
-  init [dir]              write a starter job (job.ts), its sample input (input.txt) and a tsconfig.json
-                          that type-checks it against this Floe's API, in dir (default: here); never
-                          overwrites a file
-  run <job.ts> [-p|--parallelism N] [--detached] [--export NAME] [--max-records N] [--no-typecheck]
-               [--no-cache] [--verbose] [-D key=value]... [-- job args...]
-                          type-check and bundle the job file, submit it, and follow it until it ends
-  list [--json]           list the cluster's jobs (from the stored records when the cluster is stopped)
-  status <jobId> [--json] show a job's state, tasks and latest exceptions (stored records, likewise)
-  cancel <jobId>          cancel a job
-  logs <jobId> [-f|--follow]
-                          show the job's log lines from its JobManager and TaskExecutors (and the
-                          Dispatcher's lines about it), merged by time; --follow keeps printing new
-                          lines until the job ends. With --url: from CloudWatch Logs, the group in
-                          $FLOE_LOG_GROUP (the stack's TaskLogGroup output), with AWS credentials
-  cluster start [-D key=value]... | stop | status [--json]
-                          manage the local cluster (its Dispatcher runs in the background)
-  example [wordcount | log-levels]
-                          generate sample input and run examples/<name>.ts on a local cluster
-                          (default: wordcount), checking its result against a direct count
-
-Run options:
+/** What `floe <command> --help` prints for each command: its synopsis, what it does, and its own options. */
+const COMMAND_HELP = {
+  init: {
+    synopsis: 'init [dir]',
+    summary: `write a starter job (job.ts), its sample input (input.txt) and a
+tsconfig.json that type-checks it against this Floe's API (floe check
+job.ts), in dir (default: here); never overwrites a file`,
+    options: '',
+  },
+  check: {
+    synopsis: 'check <job.ts>',
+    summary: `type-check a job file as floe run does (the nearest tsconfig.json above
+it, 'floe' resolving to this Floe's API) and print its errors; submits
+nothing, exits 1 on errors`,
+    options: '',
+  },
+  run: {
+    synopsis: `run <job.ts> [-p|--parallelism N] [--detached] [--export NAME] [--max-records N] [--no-typecheck]
+             [--no-cache] [--verbose] [-D key=value]... [-- job args...]`,
+    summary: 'type-check and bundle the job file, submit it, and follow it until it ends',
+    options: `Run options:
   -p, --parallelism N     parallelism of operators that set none
   -d, --detached          submit, print the job id and return without following the job
   --export NAME           the job file's export that defines the job (default: default)
@@ -92,8 +91,42 @@ Run options:
                           writeAsText get are relative to the folder floe runs in, not the job file's
   Ctrl-C while a job is followed asks whether to cancel the job or detach from it (it keeps running);
   a second Ctrl-C, or no terminal to ask on, detaches (exit code 130).
+`,
+  },
+  list: { synopsis: 'list [--json]', summary: `list the cluster's jobs (from the stored records when the cluster is stopped)`, options: '' },
+  status: {
+    synopsis: 'status <jobId> [--json]',
+    summary: `show a job's state, tasks and latest exceptions (stored records,
+likewise); a job id may be any prefix that names one job`,
+    options: '',
+  },
+  cancel: { synopsis: 'cancel <jobId>', summary: 'cancel a job (its id, or a prefix that names one job)', options: '' },
+  logs: {
+    synopsis: 'logs <jobId> [-f|--follow]',
+    summary: `show the job's log lines from its JobManager and TaskExecutors (and the
+Dispatcher's lines about it), merged by time; --follow keeps printing new
+lines until the job ends. With --url: from CloudWatch Logs, the group in
+$FLOE_LOG_GROUP (the stack's TaskLogGroup output), with AWS credentials`,
+    options: '',
+  },
+  cluster: {
+    synopsis: 'cluster start [-D key=value]... | stop | status [--json]',
+    summary: 'manage the local cluster (its Dispatcher runs in the background)',
+    options: '',
+  },
+  example: {
+    synopsis: 'example [wordcount | log-levels]',
+    summary: `generate sample input under <stateDir>/example and run
+examples/<name>.ts on a local cluster (default: wordcount, and the state dir
+the checkout's .floe unless --dir or $FLOE_HOME says otherwise), checking
+its result against a direct count`,
+    options: '',
+  },
+} as const satisfies Record<string, { synopsis: string; summary: string; options: string }>;
 
-Options:
+export type HelpTopic = keyof typeof COMMAND_HELP;
+
+const SHARED_OPTIONS = `Options:
   --dir <stateDir>        the cluster's state folder (default: $FLOE_HOME, else ~/.floe)
   --url <restUrl>         use the cluster serving at this URL (e.g. the ApiUrl of a deployed one;
                           default: $FLOE_URL) instead of a local one; its secret comes from $FLOE_SECRET,
@@ -102,9 +135,35 @@ Options:
                           role), which need execute-api:Invoke on the API
   --aws-iam               sign requests to the --url cluster with AWS credentials, whatever its URL
                           (default: $FLOE_AWS_IAM=1); the region is the URL's, else $AWS_REGION
-  -h, --help              show this text
+  -h, --help              show this text (floe <command> --help: that command's own)
   --version               show Floe's version
 `;
+
+const indent = (text: string, by: number): string => text.split('\n').map((l) => ' '.repeat(by) + l).join('\n');
+
+/** A command's line on the global page: the synopsis, and the summary beside it or under it. */
+function commandLine(spec: { synopsis: string; summary: string }): string {
+  const first = `  ${spec.synopsis}`;
+  if (!spec.synopsis.includes('\n') && first.length < 26 && !spec.summary.includes('\n')) return `${first.padEnd(26)}${spec.summary}\n`;
+  if (!spec.synopsis.includes('\n') && first.length < 26) {
+    const [head, ...rest] = spec.summary.split('\n');
+    return `${first.padEnd(26)}${head}\n${rest.length > 0 ? `${indent(rest.join('\n'), 26)}\n` : ''}`;
+  }
+  return `${first}\n${indent(spec.summary, 26)}\n`;
+}
+
+export const USAGE = `Usage: floe [--dir <stateDir>] <command>
+
+Commands:
+${Object.values(COMMAND_HELP).map(commandLine).join('')}
+${COMMAND_HELP.run.options}
+${SHARED_OPTIONS}`;
+
+/** `floe <command> --help` (or `floe help <command>`): that command's synopsis, what it does, its options. */
+export function commandUsage(topic: HelpTopic): string {
+  const spec: { synopsis: string; summary: string; options: string } = COMMAND_HELP[topic];
+  return `Usage: floe [--dir <stateDir>] ${spec.synopsis}\n\n${indent(spec.summary, 2)}\n\n${spec.options === '' ? '' : `${spec.options}\n`}${SHARED_OPTIONS}`;
+}
 
 interface OptionSpec {
   readonly takesValue: boolean;
@@ -133,7 +192,7 @@ const OPTIONS: Record<string, OptionSpec> = {
   '--version': { takesValue: false, commands: 'all' },
 };
 
-const COMMANDS = ['init', 'run', 'list', 'status', 'cancel', 'logs', 'cluster', 'example', 'help'] as const;
+const COMMANDS = ['init', 'check', 'run', 'list', 'status', 'cancel', 'logs', 'cluster', 'example', 'help'] as const;
 
 function parseConfigPair(raw: string, into: Record<string, string>): void {
   const eq = raw.indexOf('=');
@@ -189,7 +248,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const base = { ...(stateDir === undefined ? {} : { stateDir }), ...(url === undefined ? {} : { url }), ...(flags.has('--aws-iam') ? { awsIam: true } : {}) };
   if (flags.has('--version')) return { ...base, command: { kind: 'version' } };
   const name = positionals[0];
-  if (flags.has('--help') || flags.has('-h') || name === undefined || name === 'help') return { ...base, command: { kind: 'help' } };
+  if (flags.has('--help') || flags.has('-h') || name === undefined || name === 'help') {
+    // The command the help is asked about: `floe run --help`, `floe help run`; an unknown one gets the global page.
+    const topic = name === 'help' ? positionals[1] : name;
+    return { ...base, command: topic !== undefined && Object.hasOwn(COMMAND_HELP, topic) ? { kind: 'help', topic: topic as HelpTopic } : { kind: 'help' } };
+  }
   if (!(COMMANDS as readonly string[]).includes(name)) {
     throw new UsageError(`unknown command '${name}' (commands: ${COMMANDS.filter((c) => c !== 'help').join(', ')})`);
   }
@@ -249,6 +312,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     case 'init':
       if (rest.length > 1) expectArgs(1, '');
       return { ...base, command: { kind, ...(rest[0] === undefined ? {} : { dir: rest[0] }) } };
+    case 'check':
+      expectArgs(1, 'a job file: floe check <job.ts>');
+      return { ...base, command: { kind, jobFile: rest[0]! } };
     case 'list':
       expectArgs(0, '');
       return { ...base, command: { kind, json } };

@@ -99,13 +99,21 @@ export async function awaitCluster(
   options: {
     readonly waitMs?: number;
     readonly onBusy?: (state: Extract<ClusterState, { state: 'busy' }>, waitMs: number) => void;
-    /** A first probe already under way (started while the caller did other work). @default - probes now */
+    /**
+     * A first probe already under way (started while the caller did other work); its 'busy' is checked by
+     * a probe of its own. @default - probes now
+     */
     readonly firstProbe?: Promise<ClusterState>;
   } = {},
 ): Promise<ClusterState> {
   const waitMs = options.waitMs ?? BUSY_WAIT_MS;
   const deadline = Date.now() + waitMs;
-  let state = await (options.firstProbe ?? probeCluster(stateDir, Math.min(PROBE_TIMEOUT_MS, Math.max(1, waitMs))));
+  const probe = (): Promise<ClusterState> => probeCluster(stateDir, Math.min(PROBE_TIMEOUT_MS, Math.max(1, waitMs)));
+  let state = await (options.firstProbe ?? probe());
+  // A probe that ran beside the caller's own work may have timed out on this thread's time, not the
+  // cluster's: a type-check holds the thread for seconds, and the answer waits behind it. Only a probe
+  // of its own calls the cluster busy.
+  if (state.state === 'busy' && options.firstProbe !== undefined) state = await probe();
   if (state.state !== 'busy') return state;
   options.onBusy?.(state, waitMs);
   for (;;) {

@@ -1,7 +1,7 @@
 // The CLI's commands: each takes its parsed arguments and the I/O it may use, and returns an exit code.
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { loadConfig, CONFIG_OPTIONS } from '../core/config.js';
+import { configFromEnv, loadConfig, CONFIG_OPTIONS } from '../core/config.js';
 import { ConflictError, FloeError, InvalidRequestError, errorMessage } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import { isGloballyTerminal, type JobStatus } from '../jobgraph/job-status.js';
@@ -49,6 +49,8 @@ export const EXIT_INTERRUPTED = 130;
 const READ_BUSY_WAIT_MS = 5_000;
 
 function startOptions(io: CliIo, config: Readonly<Record<string, string>>): StartClusterOptions {
+  // A Dispatcher reads $FLOE_CONFIG as it starts: a bad one is reported here, in a line, not by its crash.
+  configFromEnv(io.env);
   return { config, env: { ...io.env }, ...(io.dispatcherEntry === undefined ? {} : { entry: io.dispatcherEntry }), busyWaitMs: io.busyWaitMs ?? BUSY_WAIT_MS, onBusy: announceWait(io) };
 }
 
@@ -257,8 +259,9 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
         }
         break;
       case 'down': {
+        const options = startOptions(io, clusterConfig);
         io.stderr.write(`no cluster is running in ${ctx.stateDir}: starting one…\n`);
-        const { info, started } = await startCluster(ctx.stateDir, startOptions(io, clusterConfig));
+        const { info, started } = await startCluster(ctx.stateDir, options);
         startedCluster = started;
         io.stderr.write(
           started
@@ -325,8 +328,11 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
           for (const r of result.records) io.stdout.write(`${formatRecord(r)}\n`);
         }
         if (result?.truncated) io.stderr.write(collectCapNote(result.records.length, graph, definition, opts));
+        // An empty result prints no record: the count says the job produced none, not that output was lost.
+        if (result !== undefined && result.records.length === 0 && opts.printRecords) io.stderr.write(`the collect sink received 0 records\n`);
       }
       io.stderr.write(`job ${name} (${jobId}) FINISHED in ${formatDuration(details.durationMs)}\n`);
+      for (const line of outputLines(graph)) io.stderr.write(`${line}\n`);
       break;
     }
     case 'FAILED': {
@@ -341,6 +347,15 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   timing.mark('result');
   if (opts.verbose) io.stderr.write(timing.line());
   return { jobId, status: details.status, interrupted: followed.interrupted, graph, ...(result === undefined ? {} : { result }), startedCluster };
+}
+
+/** Where each writeAsText sink of a FINISHED job wrote: its folder, with one part file per subtask and _SUCCESS. */
+function outputLines(graph: JobGraph): string[] {
+  return graph.vertices.flatMap((v) =>
+    v.operators.flatMap((op) =>
+      op.kind === 'sink.textFile' ? [`output written to ${escapeText(op.path)} (${v.parallelism} part file${v.parallelism === 1 ? '' : 's'} and _SUCCESS)`] : [],
+    ),
+  );
 }
 
 /** How long each step of `floe run` took, for --verbose: `timing: bundle cache 2 ms (hit), …`. */
@@ -374,6 +389,22 @@ function checkTypes(jobFile: string, io: CliIo, cacheDir: string): { cached: boo
     );
   }
   return { cached: check.cached };
+}
+
+/** `floe check`: the type-check of `floe run`, alone; diagnostics on stdout as tsc prints them, exit 1 on errors. */
+function checkJobFile(file: string, io: CliIo): number {
+  const jobFile = resolve(io.cwd, file);
+  const shown = escapeText(file);
+  if (!existsSync(jobFile)) throw new FloeError('NOT_FOUND', `job file ${escapeText(jobFile)} does not exist: name a job file, e.g. floe check job.ts`);
+  if (!floeTypesExist()) throw new TypecheckError(`Floe's API declarations ${FLOE_TYPES} are missing, so ${shown} cannot be type-checked: build Floe (npm run build in its folder)`);
+  const check = typecheckJob(jobFile, io.cwd);
+  io.stdout.write(check.report);
+  const options = check.configFile === undefined ? 'the options floe init writes (no tsconfig.json above it)' : `compiler options from ${escapeText(check.configFile)}`;
+  if (check.errorCount > 0) {
+    throw new TypecheckError(`${shown} does not type-check (${check.errorCount} error${check.errorCount === 1 ? '' : 's'}; ${options}): fix ${check.errorCount === 1 ? 'it' : 'them'} and check again`);
+  }
+  io.stderr.write(`${shown} type-checks (${options})\n`);
+  return 0;
 }
 
 /** Says how many records the collect sink kept, that more existed, and exactly how to keep more. */
@@ -536,13 +567,15 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
         `wrote ${written.join(', ')} in ${dir}\n\n` +
           `next:\n` +
           (here === '' ? '' : `  cd ${here.startsWith('..') ? dir : here}\n`) +
-          `  floe run job.ts       counts the words of input.txt on a local cluster (started on first use)\n` +
-          `  tsc --noEmit          type-checks the folder as your editor does: tsconfig.json maps 'floe' to\n` +
-          `                        ${FLOE_TYPES}\n`,
+          `  floe check job.ts     type-checks the job as floe run does and your editor does: tsconfig.json\n` +
+          `                        maps 'floe' to ${FLOE_TYPES}\n` +
+          `  floe run job.ts       counts the words of input.txt on a local cluster (started on first use)\n`,
       );
       if (!floeTypesExist()) io.stderr.write(`note: ${FLOE_TYPES} is missing: build Floe first (npm run build in its folder)\n`);
       return 0;
     }
+    case 'check':
+      return checkJobFile(command.jobFile, io);
     case 'run': {
       const outcome = await runJob({ ...command, printRecords: true }, ctx);
       if (outcome.status === 'FINISHED' || outcome.status === 'SUBMITTED') return 0;
@@ -557,7 +590,7 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
       });
     case 'status':
       return withJobSource(ctx, async (source) => {
-        const { details, exceptions } = await jobDetails(source, command.jobId);
+        const { details, exceptions } = await jobDetails(source, await fullJobId(command.jobId, () => listJobs(source)));
         io.stderr.write(storedNote(source, details));
         if (command.json) {
           io.stdout.write(`${safeJson(details, 2)}\n`);
@@ -571,7 +604,8 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
         return 0;
       });
     case 'cancel': {
-      const answer = await (await requireCluster(ctx)).cancelJob(command.jobId);
+      const client = await requireCluster(ctx);
+      const answer = await client.cancelJob(await fullJobId(command.jobId, () => client.listJobs()));
       io.stdout.write(`cancellation of job ${answer.jobId} requested (status ${answer.status})\n`);
       return 0;
     }
@@ -588,10 +622,33 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
   }
 }
 
+/**
+ * The job a command names: its full id, or a prefix of one (as `floe list` users shorten them, `9f2c` or
+ * `9f2c…`) that exactly one job's id starts with.
+ */
+export async function fullJobId(given: string, jobs: () => Promise<readonly JobSummary[]>): Promise<string> {
+  const prefix = given.replace(/(…|\.\.\.)$/, '');
+  // The ids floe run gives: nothing to look up.
+  if (/^[0-9a-f]{32}$/.test(prefix)) return prefix;
+  if (!JobId.isValid(prefix)) {
+    throw new FloeError('INVALID_REQUEST', `'${escapeText(given)}' is not a job id: expected an id as 'floe list' shows it, or its first few characters`);
+  }
+  const all = await jobs();
+  if (all.some((j) => j.jobId === prefix)) return prefix;
+  const matches = all.filter((j) => j.jobId.startsWith(prefix));
+  if (matches.length === 1) return matches[0]!.jobId;
+  if (matches.length === 0) throw new FloeError('NOT_FOUND', `no job id starts with '${prefix}' ('floe list' shows the jobs)`);
+  const named = matches.slice(0, 10).map((j) => `${j.jobId} (${escapeText(j.name)}, ${j.status})`).join(', ');
+  throw new FloeError(
+    'INVALID_REQUEST',
+    `'${prefix}' is the start of ${matches.length} job ids: ${named}${matches.length > 10 ? ', …' : ''}; give more of the id`,
+  );
+}
+
 /** `floe logs`: the job's lines so far; with `follow`, new ones as they come until the job ends (or Ctrl-C). */
-async function showLogs(jobId: string, follow: boolean, ctx: CommandContext): Promise<number> {
+async function showLogs(given: string, follow: boolean, ctx: CommandContext): Promise<number> {
   const { io } = ctx;
-  if (!JobId.isValid(jobId)) throw new FloeError('INVALID_REQUEST', `'${escapeText(jobId)}' is not a job id ('floe list' shows the jobs)`);
+  const jobId = /^[0-9a-f]{32}$/.test(given) ? given : await withJobSource(ctx, (source) => fullJobId(given, () => listJobs(source)));
   let logs: JobLogSource;
   if (ctx.remote !== undefined) {
     if (!io.env['FLOE_LOG_GROUP']) {

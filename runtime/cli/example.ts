@@ -10,7 +10,8 @@ import type { ExampleName } from './args.js';
 import { runWordcountExample } from './wordcount-example.js';
 
 export const EXAMPLE_LOG_BYTES = 4 * 1024 * 1024;
-export const exampleLogPath = (root: string = packageRoot): string => join(root, '.floe', 'example', 'logs.txt');
+/** The sample logs live in the state dir of the example's cluster. */
+export const exampleLogPath = (stateDir: string): string => join(stateDir, 'example', 'logs.txt');
 
 const SERVICES = ['checkout', 'payments', 'search', 'inventory', ' Auth ', 'shipping'];
 // Spellings vary on purpose: the job normalises them.
@@ -151,7 +152,7 @@ export async function runExample(name: ExampleName, ctx: CommandContext): Promis
 
 async function runLogLevelsExample(ctx: CommandContext): Promise<number> {
   const { io } = ctx;
-  const input = exampleLogPath();
+  const input = exampleLogPath(ctx.stateDir);
   const started = Date.now();
   if (ensureExampleLog(input).created) io.stderr.write(`generated ${(EXAMPLE_LOG_BYTES / 1024 / 1024).toFixed(0)} MB of sample logs in ${input}\n`);
   else io.stderr.write(`using sample logs in ${input}\n`);

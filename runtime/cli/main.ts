@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FloeError, errorMessage } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';
-import { parseArgs, resolveStateDir, USAGE, UsageError, type ParsedArgs } from './args.js';
+import { commandUsage, parseArgs, resolveStateDir, USAGE, UsageError, type ParsedArgs } from './args.js';
 import { executeCommand, type CliIo } from './commands.js';
 import { escapeText } from './escape.js';
 import { runExample } from './example.js';
@@ -23,14 +23,18 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     const command = parsed.command;
     switch (command.kind) {
       case 'help':
-        io.stdout.write(USAGE);
+        io.stdout.write(command.topic === undefined ? USAGE : commandUsage(command.topic));
         return 0;
       case 'version':
         io.stdout.write(`floe ${version()}\n`);
         return 0;
       case 'example':
-        // The example keeps its cluster's state inside the package unless told otherwise.
-        return await runExample(command.name, { io, stateDir: parsed.stateDir === undefined ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd) });
+        // The example keeps its cluster's state, and its sample input, inside the package unless --dir or
+        // $FLOE_HOME names a state dir.
+        return await runExample(command.name, {
+          io,
+          stateDir: parsed.stateDir === undefined && !io.env['FLOE_HOME'] ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd),
+        });
       default:
         return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd), ...(await remoteCluster(parsed, command.kind, io)) });
     }

@@ -8,8 +8,9 @@ import { formatDuration, formatTable } from './format.js';
 import { runJob, type CommandContext } from './commands.js';
 
 export const CORPUS_BYTES = 20 * 1024 * 1024;
-export const corpusPath = (root: string = packageRoot): string => join(root, '.floe', 'example', 'corpus.txt');
-export const wordcountOutputPath = (root: string = packageRoot): string => join(root, '.floe', 'example', 'wordcount');
+/** The example's input and output live in the state dir of its cluster. */
+export const corpusPath = (stateDir: string): string => join(stateDir, 'example', 'corpus.txt');
+export const wordcountOutputPath = (stateDir: string): string => join(stateDir, 'example', 'wordcount');
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'ba', 'do', 'fi', 'gu', 'ha', 'ju', 'pe', 'qui', 'ster', 'on', 'al'];
 const COMMON = ['the', 'of', 'and', 'to', 'a', 'in', 'is', 'it', 'that', 'was', 'stream', 'floe', "don't", "isn't", 'café', 'naïve', 'straße', 'señor', 'año', '42', 'v2'];
@@ -124,8 +125,8 @@ export function topWords(counts: ReadonlyMap<string, number>, n: number): [strin
 
 export async function runWordcountExample(ctx: CommandContext): Promise<{ code: number; startedCluster: boolean }> {
   const { io } = ctx;
-  const input = corpusPath();
-  const output = wordcountOutputPath();
+  const input = corpusPath(ctx.stateDir);
+  const output = wordcountOutputPath(ctx.stateDir);
   const started = Date.now();
   const generated = ensureCorpus(input);
   io.stderr.write(generated.created ? `generated ${(CORPUS_BYTES / 1024 / 1024).toFixed(0)} MB of text in ${input} (${formatDuration(Date.now() - started)})\n` : `using the text in ${input}\n`);

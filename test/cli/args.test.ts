@@ -49,7 +49,10 @@ describe('parseArgs', () => {
     expect(parseArgs(['example', 'log-levels']).command).toEqual({ kind: 'example', name: 'log-levels' });
     expect(() => parseArgs(['example', 'nope'])).toThrow(/unknown example 'nope' \(examples: wordcount, log-levels\)/);
     expect(parseArgs([]).command).toEqual({ kind: 'help' });
-    expect(parseArgs(['run', '--help']).command).toEqual({ kind: 'help' });
+    expect(parseArgs(['run', '--help']).command).toEqual({ kind: 'help', topic: 'run' });
+    expect(parseArgs(['help', 'logs']).command).toEqual({ kind: 'help', topic: 'logs' });
+    expect(parseArgs(['help', 'toString']).command).toEqual({ kind: 'help' });
+    expect(parseArgs(['check', 'job.ts']).command).toEqual({ kind: 'check', jobFile: 'job.ts' });
     expect(parseArgs(['--version']).command).toEqual({ kind: 'version' });
   });
 

@@ -68,7 +68,7 @@ describe('floe CLI against a Dispatcher', () => {
     expect(JSON.parse((await cli('status', json[0]!.jobId, '--json')).stdout)).toMatchObject({ jobId: json[0]!.jobId, status: 'FINISHED' });
     expect(await cli('cancel', json[0]!.jobId)).toMatchObject({ code: 0, stdout: expect.stringContaining('(status CANCELLING)') });
     const missing = await cli('status', 'nope');
-    expect(missing).toMatchObject({ code: 1, stderr: 'floe: no job nope\n' });
+    expect(missing).toMatchObject({ code: 1, stderr: "floe: no job id starts with 'nope' ('floe list' shows the jobs)\n" });
   });
 
   it('prints the exceptions of a failed job and exits 1; detached prints the job id', async () => {
