@@ -59,11 +59,11 @@ export function inputStoreFor(path: string): Promise<InputStore> {
 export type SourceCheckStoreFor = (path: string) => Promise<InputStore | undefined>;
 
 /**
- * The embedded backend's check: local paths are left to the JobMaster (as before), `s3://` paths are
- * refused, since only the AWS backend's processes are configured for S3.
+ * The embedded backend's check: local paths are listed here, since the Dispatcher sees the disk its
+ * TaskExecutors read; `s3://` paths are refused, since only the AWS backend's processes are configured for S3.
  */
 export const embeddedSourceCheck: SourceCheckStoreFor = (path) => {
-  if (!isS3Uri(path)) return Promise.resolve(undefined);
+  if (!isS3Uri(path)) return Promise.resolve(localInputStore);
   return Promise.reject(
     new InputSourceError(
       `text source '${path}': S3 sources need the AWS backend (a cluster deployed with the CDK app, FLOE_BACKEND=aws); ` +

@@ -8,7 +8,10 @@ export interface JobLogEntry {
   readonly timeMs: number;
   /** Which process wrote it: 'dispatcher', 'jobmanager', 'taskexecutor <resource id>'. */
   readonly process: string;
-  /** 'debug' | 'info' | 'warn' | 'error', or 'out' for a line that is not a structured log line (user output, a crash). */
+  /**
+   * 'debug' | 'info' | 'warn' | 'error', or for a line that is not a structured log line (user output, a
+   * crash) 'err' when it was written to stderr (console.error, console.warn) and 'out' otherwise.
+   */
   readonly level: string;
   readonly message: string;
   /** Every other field of a structured line (component, error, …). */

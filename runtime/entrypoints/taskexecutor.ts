@@ -13,10 +13,13 @@ import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { installParentWatch } from '../local/child-process-launcher.js';
 import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
+import { tagStderrLines } from '../local/stderr-tag.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { TaskExecutor } from '../taskexecutor/task-executor.js';
 
 installParentWatch();
+// Locally, stdout and stderr share one log file; `floe logs` tells user code's stderr lines by their tag.
+if (backendOf() === 'embedded') tagStderrLines();
 const secret = requireEnv(ProcessEnv.SECRET);
 // User code runs in this process's worker threads and may read process.env: the secret leaves it here,
 // before any worker starts (the slot workers also get an environment without it: slot-worker-handle.ts).

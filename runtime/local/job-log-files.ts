@@ -2,10 +2,12 @@
 // (`logs/jobmanager[N]-<job>.log`, one per launch), its TaskExecutors' (`logs/<job>/<id>.log`), and the
 // lines of other files under `logs/` (the Dispatcher's) whose job id field names the job. Lines are JSON
 // (core/logger.ts); any other line in the job's own files (what user code printed, a crash) is kept and
-// given the time of the structured line before it.
+// given the time of the structured line before it, as 'err' when a TaskExecutor tagged it as written to
+// stderr (stderr-tag.ts), else as 'out'.
 import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseLogLine, processOf, type JobLogEntry, type JobLogSource } from '../cli/job-logs.js';
+import { STDERR_TAG } from './stderr-tag.js';
 
 interface FileState {
   offset: number;
@@ -105,7 +107,9 @@ export class JobLogFiles implements JobLogSource {
     const parsed = parseLogLine(line);
     if (parsed === undefined) {
       const ours = state.lastJobId === undefined ? own : state.lastJobId === this.jobId;
-      return ours ? { timeMs: state.lastTimeMs, process: state.lastProcess, level: 'out', message: line, fields: {} } : undefined;
+      if (!ours) return undefined;
+      const fromStderr = line.startsWith(STDERR_TAG);
+      return { timeMs: state.lastTimeMs, process: state.lastProcess, level: fromStderr ? 'err' : 'out', message: fromStderr ? line.slice(STDERR_TAG.length) : line, fields: {} };
     }
     const jobId = typeof parsed.fields['jobId'] === 'string' ? parsed.fields['jobId'] : undefined;
     if (jobId !== undefined) state.lastJobId = jobId;

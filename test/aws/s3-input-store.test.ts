@@ -149,6 +149,6 @@ describe('S3InputStore on S3', () => {
     expect((refused as InputSourceError).httpStatus).toBe(400);
     expect((refused as Error).message).toContain(`text source '${missing}' names no objects`);
     await expect(checkSourcePaths(graph([ok]), 5_000, embeddedSourceCheck)).rejects.toThrow(`text source '${ok}': S3 sources need the AWS backend`);
-    await expect(checkSourcePaths(graph(['/local/in.txt']), 5_000, embeddedSourceCheck)).resolves.toBeUndefined();
+    await expect(checkSourcePaths(graph(['/local/in.txt']), 5_000, embeddedSourceCheck)).rejects.toThrow("text source: '/local/in.txt' does not exist");
   });
 });
