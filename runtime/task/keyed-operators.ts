@@ -198,16 +198,19 @@ function extremumFold(op: Extract<KeyedOperatorSpec, { kind: ExtremumKind }>, la
     }
     return v;
   };
-  // Whether `a` comes strictly before `b` in ascending order.
-  const before = (a: number | bigint | string, b: number | bigint | string, key: unknown): boolean => {
-    if (typeof a !== typeof b) {
-      throw new RecordTypeError(`${label} compares the values of one key, but ${where} for key ${shortKey(key)} is ${typeOf(a)} where an earlier one was ${typeOf(b)}; give every record of a key the same type there`);
-    }
+  // Whether `a` comes strictly before `b` (of the same type) in ascending order.
+  const before = (a: number | bigint | string, b: number | bigint | string): boolean => {
     if (typeof a === 'number' && (Number.isNaN(a) || Number.isNaN(b))) return !Number.isNaN(a);
     return a < b;
   };
-  const better = (candidate: number | bigint | string, held: number | bigint | string, key: unknown): boolean =>
-    wantsMin ? before(candidate, held, key) : before(held, candidate, key);
+  const better = (candidate: number | bigint | string, held: number | bigint | string, key: unknown): boolean => {
+    if (typeof candidate !== typeof held) {
+      throw new RecordTypeError(
+        `${label} compares the values of one key, but ${where} for key ${shortKey(key)} is ${typeOf(candidate)} where an earlier one was ${typeOf(held)}; give every record of a key the same type there`,
+      );
+    }
+    return wantsMin ? before(candidate, held) : before(held, candidate);
+  };
   const fold = (s: Extreme, record: unknown, value: number | bigint | string, key: unknown): Extreme => {
     if (better(value, s.value, key)) {
       s.value = value;
