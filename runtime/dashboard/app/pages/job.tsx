@@ -435,11 +435,12 @@ function ExceptionItem({ exception: e }: { exception: JobException }) {
         <time dateTime={new Date(e.timestampMs).toISOString()} title={formatFullTimestamp(e.timestampMs)}>
           {formatTimestamp(e.timestampMs)}
         </time>
+        {e.operator !== undefined && <span>{`operator ${e.operator}`}</span>}
         {e.taskName !== undefined && <span>{`task ${e.taskName}`}</span>}
         {e.attemptNumber !== undefined && <span>{`attempt ${e.attemptNumber}`}</span>}
         {e.location !== undefined && <span class="mono">{e.location}</span>}
         {e.recovered === true && <span class="badge tone-finished">recovered</span>}
-        {e.recovered === false && <span class="badge tone-failed">not recovered</span>}
+        {e.recovered === false && <span class="badge tone-failed">{e.restartable === false ? 'not restartable' : 'not recovered'}</span>}
       </div>
       <p class="exception-message">{e.message}</p>
       {e.recovered === true && e.restartedTasks !== undefined && (
