@@ -29,12 +29,15 @@ export type EncodableKey<K> = K extends KeyPrimitive
         ? { [P in keyof K]: EncodableKey<K[P]> }
         : 'a key must be a string, number, bigint, boolean, null, or an array / plain object of them';
 
-/** The fields of `T` (an object's property names, a tuple's or array's indexes) whose values are `V`. */
+/**
+ * The fields of `T` whose values are `V`: an object's property names, a tuple's indexes, and any index
+ * of an array whose elements may be `V` (an array's type does not say what each index holds).
+ */
 export type FieldOf<T, V> = T extends readonly unknown[]
   ? number extends T['length']
-    ? T[number] extends V
-      ? number
-      : never
+    ? [Extract<T[number], V>] extends [never]
+      ? never
+      : number
     : TupleIndex<{ [I in keyof T]-?: T[I] extends V ? I : never }[number]>
   : T extends object
     ? { [P in keyof T]-?: T[P] extends V ? P : never }[keyof T] & (string | number)
