@@ -15,7 +15,7 @@ import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
 import type { Command } from './args.js';
 import { awaitCluster, BUSY_WAIT_MS, busyMessage, ClusterError, clusterInfoPath, PROBE_TIMEOUT_MS, probeCluster, startCluster, stopCluster, type ClusterState, type StartClusterOptions } from './cluster.js';
 import { escapeText, safeJson } from './escape.js';
-import { formatDuration, formatException, formatJobDetails, formatJobList, formatProgress, formatRecord, ProgressPrinter, type OutputStream } from './format.js';
+import { formatDuration, formatException, formatJobDetails, formatJobList, formatProgress, formatRecord, ProgressPrinter, type OutputStream, type ProgressShape } from './format.js';
 import { initJobFolder } from './init.js';
 import { LibraryCache } from './library-cache.js';
 import { formatLogEntry, mergeByTime, type JobLogEntry, type JobLogSource } from './job-logs.js';
@@ -304,7 +304,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   const early = hasCollect ? client.getJobResult(jobId, { waitMs: io.pollIntervalMs ?? 1_000, signal: earlyResult.signal }).catch(() => undefined) : undefined;
   let followed: FollowResult;
   try {
-    followed = await followJob(client, jobId, io, { jobLabel: `job ${name} (${jobId})` });
+    followed = await followJob(client, jobId, io, { jobLabel: `job ${name} (${jobId})`, shape: progressShape(graph) });
   } catch (e) {
     earlyResult.abort();
     throw e;
@@ -347,6 +347,15 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   timing.mark('result');
   if (opts.verbose) io.stderr.write(timing.line());
   return { jobId, status: details.status, interrupted: followed.interrupted, graph, ...(result === undefined ? {} : { result }), startedCluster };
+}
+
+/** The job's sources (vertices no edge leads into) and sinks (vertices that end in one). */
+function progressShape(graph: JobGraph): ProgressShape {
+  const fed = new Set(graph.edges.map((e) => e.target));
+  return {
+    sources: graph.vertices.filter((v) => !fed.has(v.id)).map((v) => v.id),
+    sinks: graph.vertices.filter((v) => v.operators.at(-1)?.kind.startsWith('sink.') === true).map((v) => v.id),
+  };
 }
 
 /** Where each writeAsText sink of a FINISHED job wrote: its folder, with one part file per subtask and _SUCCESS. */
@@ -434,7 +443,7 @@ export async function followJob(
   client: RestClient,
   jobId: JobId | string,
   io: CliIo,
-  options: { readonly jobLabel?: string; readonly retryForMs?: number } = {},
+  options: { readonly jobLabel?: string; readonly retryForMs?: number; /** Where records are counted in and out. */ readonly shape?: ProgressShape } = {},
 ): Promise<FollowResult> {
   const retryForMs = options.retryForMs ?? 15_000;
   const jobLabel = options.jobLabel ?? `job ${jobId}`;
@@ -528,7 +537,7 @@ export async function followJob(
       }
       if (details !== undefined) {
         const asking = question !== undefined && decided === undefined;
-        if (!asking) printer.update(formatProgress(details, Date.now() - started));
+        if (!asking) printer.update(formatProgress(details, Date.now() - started, options.shape));
         if (isGloballyTerminal(details.status)) {
           question?.abort();
           return { detached: false, details, interrupted: decided !== undefined };

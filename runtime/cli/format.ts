@@ -2,7 +2,7 @@
 // that comes from users (names, messages, records) goes through escape.ts.
 import type { JobException } from '../ha/job-store.js';
 import type { TaskCounts } from '../jobgraph/job-status.js';
-import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
+import type { JobDetails, JobSummary, VertexDetails } from '../dispatcher/rest-types.js';
 import { escapeText, safeJson } from './escape.js';
 
 /** "850 ms", "3.2 s", "2 m 05 s", "1 h 02 m". */
@@ -36,15 +36,39 @@ export function formatWaiting(waiting: NonNullable<JobSummary['waiting']>): stri
   return `waiting for capacity, ${ordinal(waiting.position)} of ${waiting.of} in line`;
 }
 
+/** Which vertices of a job read its input (no input edge) and which end in a sink: where records are counted in and out. */
+export interface ProgressShape {
+  readonly sources: readonly string[];
+  readonly sinks: readonly string[];
+}
+
+/** " · records 120 in, 80 out · splits 3/10 (30%)": what the job has read and written, and the share of its input read. */
+function formatCounts(vertices: readonly VertexDetails[] | undefined, shape: ProgressShape | undefined): string {
+  if (vertices === undefined || vertices.length === 0) return '';
+  const parts: string[] = [];
+  if (shape !== undefined) {
+    const sum = (ids: readonly string[], count: (v: VertexDetails) => number): number => vertices.filter((v) => ids.includes(v.id)).reduce((n, v) => n + count(v), 0);
+    parts.push(`records ${sum(shape.sources, (v) => v.recordsIn)} in, ${sum(shape.sinks, (v) => v.recordsOut)} out`);
+  }
+  const split = vertices.reduce((n, v) => (v.splits === undefined ? n : { done: n.done + v.splits.done, total: n.total + v.splits.total }), { done: 0, total: 0 });
+  if (split.total > 0) parts.push(`splits ${split.done}/${split.total} (${Math.floor((100 * split.done) / split.total)}%)`);
+  return parts.map((p) => ` · ${p}`).join('');
+}
+
 /**
  * The progress of a followed job, in two parts: `state` changes only when the job or its tasks do
- * (a line per change when not on a terminal), `line` adds the elapsed time (redrawn on a terminal).
+ * (a line per change when not on a terminal), `line` adds the records read and written, the splits read
+ * of all (with `shape`, from the job's graph) and the elapsed time (redrawn on a terminal).
  */
-export function formatProgress(details: Pick<JobDetails, 'status' | 'tasks' | 'waiting' | 'restarts'>, elapsedMs: number): { state: string; line: string } {
+export function formatProgress(
+  details: Pick<JobDetails, 'status' | 'tasks' | 'waiting' | 'restarts' | 'vertices'>,
+  elapsedMs: number,
+  shape?: ProgressShape,
+): { state: string; line: string } {
   const what = details.waiting !== undefined ? formatWaiting(details.waiting) : details.tasks === undefined ? 'waiting for tasks' : `tasks ${formatTaskCounts(details.tasks)}`;
   const restarts = details.restarts === undefined || details.restarts === 0 ? '' : ` · ${details.restarts} restart${details.restarts === 1 ? '' : 's'}`;
   const state = `${details.status} · ${what}${restarts}`;
-  return { state, line: `${state} · ${formatDuration(elapsedMs)}` };
+  return { state, line: `${state}${formatCounts(details.vertices, shape)} · ${formatDuration(elapsedMs)}` };
 }
 
 export interface OutputStream {

@@ -49,6 +49,11 @@ export interface VertexMetrics {
   readonly maxBuffersInFlight: number;
   /** Credits per input channel the subtasks ran with. */
   readonly creditsPerChannel?: number;
+  /**
+   * A text file source's splits: read to their end (at least: a subtask holds one split while it reads)
+   * and in all, since the vertex last (re)started.
+   */
+  readonly splits?: { readonly done: number; readonly total: number };
   /** Each subtask's current attempt; left out of jobs with more than MAX_SUBTASK_DETAILS subtasks. */
   readonly subtasks?: readonly SubtaskDetails[];
 }

@@ -35,7 +35,17 @@ export class SplitAssigner {
   private offset = 0;
   private splitNumber = 0;
 
-  constructor(private readonly files: readonly InputFile[], private readonly splitSizeBytes: number) {}
+  /** How many splits the files make: what a run of the vertex reads in all. */
+  readonly total: number;
+
+  constructor(private readonly files: readonly InputFile[], private readonly splitSizeBytes: number) {
+    this.total = files.reduce((n, f) => n + (f.size === 0 ? 0 : isGzipPath(f.path) ? 1 : Math.ceil(f.size / splitSizeBytes)), 0);
+  }
+
+  /** Splits handed out since the vertex (re)started. */
+  get handedOut(): number {
+    return this.splitNumber;
+  }
 
   nextSplit(): InputSplit | null {
     for (;;) {

@@ -72,6 +72,17 @@ describe('floe run on a local cluster, as a new user reads it', () => {
     expect(lines.filter((l) => l.endsWith('all fine with 3'))).toEqual([expect.stringMatching(/ taskexecutor \S+ {2}OUT {4}all fine with 3$/)]);
   }, 120_000);
 
+  it('shows records in and out and the splits read of all in the progress line', async () => {
+    const lines = Array.from({ length: 60 }, (_, i) => `line ${i} of the input`);
+    const text = `${lines.join('\n')}\n`;
+    writeFileSync(join(harness.root, 'input.txt'), text);
+    const run = await cli('run', 'counted.ts', '-p', '2', '--', 'input.txt');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split('\n').map(Number).sort((a, b) => a - b)).toEqual(lines.map((l) => l.length).sort((a, b) => a - b));
+    const splits = Math.ceil(Buffer.byteLength(text) / 100);
+    expect(run.stderr).toMatch(new RegExp(`\\nFINISHED · tasks 2/2 finished, 0 running, 0 scheduled · records 60 in, 60 out · splits ${splits}/${splits} \\(100%\\) · `));
+  }, 120_000);
+
   it('refuses a job whose input path does not exist at submission, naming the path', async () => {
     const before = JSON.parse((await cli('list', '--json')).stdout) as unknown[];
     const run = await cli('run', 'counted.ts', '--', 'no-such-input.txt');

@@ -30,6 +30,19 @@ describe('formatting', () => {
     expect(formatProgress({ status: 'RUNNING', tasks: tasks(), restarts: 2 }, 10).state).toBe('RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · 2 restarts');
   });
 
+  it('shows records read and written, and the splits read of all with their share, once the job has vertices', () => {
+    const vertex = (id: string, recordsIn: number, recordsOut: number, splits?: { done: number; total: number }) =>
+      ({ id, name: id, parallelism: 2, region: 0, tasks: tasks(), recordsIn, recordsOut, buffersSent: 0, maxBuffersInFlight: 0, ...(splits === undefined ? {} : { splits }) });
+    const vertices = [vertex('read', 1200, 1100, { done: 3, total: 8 }), vertex('count', 1100, 40)];
+    const progress = formatProgress({ status: 'RUNNING', tasks: tasks(), vertices }, 2_000, { sources: ['read'], sinks: ['count'] });
+    expect(progress).toEqual({
+      state: 'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled',
+      line: 'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · records 1200 in, 40 out · splits 3/8 (37%) · 2.0 s',
+    });
+    // Without the job's graph the records cannot be placed; the splits still can.
+    expect(formatProgress({ status: 'RUNNING', tasks: tasks(), vertices }, 10).line).toBe('RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · splits 3/8 (37%) · 10 ms');
+  });
+
   it('shows each failure with its attempt and whether the job recovered from it', () => {
     const recovered = formatException({ timestampMs: 0, taskName: 'map (2/4)', attemptNumber: 0, location: 'te-1', message: 'boom', recovered: true, restartedTasks: 8, restartDelayMs: 100 });
     expect(recovered.split('\n')[0]).toBe('1970-01-01T00:00:00.000Z map (2/4) attempt 0 on te-1 — recovered: 8 tasks restarted after 100 ms');
