@@ -66,6 +66,11 @@ describe('task failover', () => {
       console.log(`run ${run}: killed ${victim?.resourceId ?? 'nothing'}; ${exceptions.length} exception(s): ${exceptions.map((e) => e.message.slice(0, 120)).join(' | ')}`);
       if (exceptions.some((e) => e.recovered === true)) recoveries++;
       expect(exceptions.every((e) => e.recovered === true), JSON.stringify(exceptions)).toBe(true);
+      // One kill is one failure event, one restart, recorded with its root cause: the lost TaskExecutor,
+      // not what its consumers elsewhere saw of it.
+      expect(exceptions.length, JSON.stringify(exceptions)).toBeLessThanOrEqual(1);
+      expect(job.restarts ?? 0).toBe(exceptions.length);
+      for (const e of exceptions) expect(e.message, JSON.stringify(exceptions)).toContain(`TaskExecutor ${victim!.resourceId} was lost`);
       await cluster.nothingLeft();
     }
     // Most kills land while the job runs (a kill after its last task finished has nothing to recover).
