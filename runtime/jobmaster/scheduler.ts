@@ -18,7 +18,7 @@ import { MainThreadClosedError, type MainThread } from '../rpc/main-thread.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
 import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
-import { ExecutionFailureHandler, type FailureHandlingResult } from './failure-handler.js';
+import { ExecutionFailureHandler, isRestartable, type FailureHandlingResult } from './failure-handler.js';
 import type { SplitAssigner } from './input-splits.js';
 import { PartitionTracker, type TrackedPartition } from './partition-tracker.js';
 import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
@@ -373,7 +373,8 @@ export class Scheduler {
     if (!this.isActive() && this.status !== JobStatus.CREATED) return;
     this.failureCause = error;
     this.log.warn('job failing', { error: error.message });
-    if (exception !== undefined) this.o.listener.failureHandled(exception);
+    // However it was found, a failure no restart could mend is named so.
+    if (exception !== undefined) this.o.listener.failureHandled(isRestartable(error) || exception.restartable === false ? exception : { ...exception, restartable: false });
     this.setStatus(JobStatus.FAILING);
     this.stopEverything();
   }

@@ -233,3 +233,18 @@ export default defineJob('hog', (env) => {
     expect(failure!.message).toContain("'taskmanager.memory.process.size'");
   }, 60_000);
 });
+
+describe('a missing input', () => {
+  it('ends the job without a restart, named not restartable', async () => {
+    const missing = join(dir, 'no-such-input.txt');
+    const { record, exceptions } = await run(`
+import { defineJob } from 'floe';
+export default defineJob('missing-input', (env) => {
+  env.readTextFile(${JSON.stringify(missing)}).map((line) => line.length).collect();
+});
+`);
+    expect(record.status).toBe('FAILED');
+    expect(record.restarts ?? 0).toBe(0);
+    expect(exceptions[0], JSON.stringify(exceptions)).toMatchObject({ restartable: false, message: expect.stringContaining(missing) });
+  }, 60_000);
+});
