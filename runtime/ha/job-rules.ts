@@ -117,6 +117,7 @@ export function boundedException(e: JobException): JobException {
     message: cutText(e.message, MAX_EXCEPTION_MESSAGE_CHARS),
     ...(e.stack !== undefined ? { stack: cutText(e.stack, MAX_EXCEPTION_STACK_CHARS) } : {}),
     ...(e.taskName !== undefined ? { taskName: cutText(e.taskName, 512) } : {}),
+    ...(e.operator !== undefined ? { operator: cutText(e.operator, 512) } : {}),
   };
 }
 
