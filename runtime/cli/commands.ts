@@ -636,12 +636,9 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
  * `9f2c…`) that exactly one job's id starts with.
  */
 export async function fullJobId(given: string, jobs: () => Promise<readonly JobSummary[]>): Promise<string> {
-  const prefix = given.replace(/(…|\.\.\.)$/, '');
+  const prefix = jobIdOrPrefix(given);
   // The ids floe run gives: nothing to look up.
   if (/^[0-9a-f]{32}$/.test(prefix)) return prefix;
-  if (!JobId.isValid(prefix)) {
-    throw new FloeError('INVALID_REQUEST', `'${escapeText(given)}' is not a job id: expected an id as 'floe list' shows it, or its first few characters`);
-  }
   const all = await jobs();
   if (all.some((j) => j.jobId === prefix)) return prefix;
   const matches = all.filter((j) => j.jobId.startsWith(prefix));
@@ -654,10 +651,19 @@ export async function fullJobId(given: string, jobs: () => Promise<readonly JobS
   );
 }
 
+/** What a command was given as a job id, without the `…` of a shortened one; refused when it cannot start an id. */
+function jobIdOrPrefix(given: string): string {
+  const prefix = given.replace(/(…|\.\.\.)$/, '');
+  if (!JobId.isValid(prefix)) {
+    throw new FloeError('INVALID_REQUEST', `'${escapeText(given)}' is not a job id: expected an id as 'floe list' shows it, or its first few characters`);
+  }
+  return prefix;
+}
+
 /** `floe logs`: the job's lines so far; with `follow`, new ones as they come until the job ends (or Ctrl-C). */
 async function showLogs(given: string, follow: boolean, ctx: CommandContext): Promise<number> {
   const { io } = ctx;
-  const jobId = /^[0-9a-f]{32}$/.test(given) ? given : await withJobSource(ctx, (source) => fullJobId(given, () => listJobs(source)));
+  const jobId = /^[0-9a-f]{32}$/.test(jobIdOrPrefix(given)) ? jobIdOrPrefix(given) : await withJobSource(ctx, (source) => fullJobId(given, () => listJobs(source)));
   let logs: JobLogSource;
   if (ctx.remote !== undefined) {
     if (!io.env['FLOE_LOG_GROUP']) {
