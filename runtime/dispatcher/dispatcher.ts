@@ -12,7 +12,7 @@ import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { retrieveLeader } from '../ha/leader-election.js';
-import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type JobStore, type LeaseTake } from '../ha/job-store.js';
+import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type JobStore, type LeaseTake, type TaskExecutorView } from '../ha/job-store.js';
 import { CLAIM_ADDRESS, CLAIM_ADDRESS_WITH_LEASES, leaseNames, standbyClaimHolder, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -757,14 +757,36 @@ export class Dispatcher {
     return { samples: (await this.record(jobId)).throughput ?? [] };
   }
 
-  /** The TaskExecutors of the jobs that have not ended, with their slots and what runs in them. */
+  /** The TaskExecutors of the jobs that have not ended, with their slots and what runs in them, then the warm pool's idle ones. */
   async taskManagers(): Promise<TaskManagersResponse> {
-    const records = await this.deps.jobStore.list();
-    return {
-      taskManagers: records
-        .filter((r) => !isGloballyTerminal(r.status))
-        .flatMap((r) => (r.taskExecutors ?? []).map((te) => ({ ...te, jobId: r.jobId, jobName: r.name }))),
-    };
+    const [records, ready] = await Promise.all([this.deps.jobStore.list(), this.readyJobManagerLeases()]);
+    const running = records.filter((r) => !isGloballyTerminal(r.status)).flatMap((r) => (r.taskExecutors ?? []).map((te) => ({ ...te, jobId: r.jobId, jobName: r.name })));
+    const warm = await this.warmTaskExecutors(ready, running);
+    return { taskManagers: [...running, ...warm.map((te) => ({ ...te, warmPool: true as const }))] };
+  }
+
+  /**
+   * The idle TaskExecutors the ready JobManagers keep, asked of each (a Dispatcher that cannot reach them
+   * knows none); one just handed a job, already listed with it, is left out.
+   */
+  private async warmTaskExecutors(ready: readonly Lease[], running: readonly TaskExecutorView[]): Promise<TaskExecutorView[]> {
+    if (this.deps.reachesJobManagers !== true) return [];
+    const listed = new Set(running.map((te) => te.resourceId));
+    const lists = await Promise.all(
+      ready.map((lease) =>
+        this.deps.rpc
+          .connect<StandbyJobManagerGateway>(lease.address, EndpointName.STANDBY_JOB_MANAGER, { timeoutMs: CLAIM_NOTICE_TIMEOUT_MS })
+          .warmTaskExecutors()
+          .catch((error: unknown) => {
+            this.log.info('cannot ask a ready JobManager for its idle TaskExecutors; they are not shown', { address: lease.address, error: errorMessage(error) });
+            return [];
+          }),
+      ),
+    );
+    return lists
+      .flat()
+      .filter((w) => !listed.has(w.resourceId))
+      .map((w) => ({ resourceId: w.resourceId, slots: Array.from({ length: w.numberOfSlots }, (_, index) => ({ index, tasks: [] })) }));
   }
 
   async getExceptions(jobId: string): Promise<{ exceptions: JobRecord['exceptions'] }> {
@@ -808,7 +830,9 @@ export class Dispatcher {
   async overview(): Promise<OverviewResponse> {
     const [records, ledger, ready] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger(), this.readyJobManagerLeases()]);
     const count = (s: JobStatus): number => records.filter((r) => r.status === s).length;
-    const taskExecutors = records.filter((r) => !isGloballyTerminal(r.status)).flatMap((r) => r.taskExecutors ?? []);
+    const running = records.filter((r) => !isGloballyTerminal(r.status)).flatMap((r) => r.taskExecutors ?? []);
+    const warm = await this.warmTaskExecutors(ready, running);
+    const taskExecutors = [...running, ...warm];
     return {
       jobs: {
         total: records.length,
@@ -828,7 +852,7 @@ export class Dispatcher {
         total: taskExecutors.reduce((sum, te) => sum + te.slots.length, 0),
         max: this.bounds.maxTaskExecutors * this.deps.config.numberOfTaskSlots,
       },
-      warmPool: { readyJobManagers: ready.length, places: this.deps.config.warmPoolJobManagers },
+      warmPool: { readyJobManagers: ready.length, places: this.deps.config.warmPoolJobManagers, taskExecutors: warm.length },
     };
   }
 

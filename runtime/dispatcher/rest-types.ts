@@ -3,6 +3,7 @@ import type { JobId } from '../core/ids.js';
 import type { JobException, TaskExecutorView, ThroughputSample, VertexMetrics } from '../ha/job-store.js';
 import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
 import type { JobGraph, Partitioner, PartitionType } from '../jobgraph/jobgraph.js';
+import { combinerFor } from '../protocol/task-deployment.js';
 
 /** Written by a running local Dispatcher as `<stateDir>/cluster.json` once it serves; removed when it exits. */
 export interface ClusterInfo {
@@ -124,32 +125,47 @@ export interface OverviewResponse {
     readonly jobManagers: { readonly running: number; readonly max: number };
     readonly taskExecutors: { readonly reserved: number; readonly max: number };
   };
-  /** TaskExecutors running the jobs that have not ended. */
+  /** TaskExecutors alive: those of the jobs that have not ended and those idle in the warm pool. */
   readonly taskExecutors: number;
-  /** Their slots: holding a task (`used`), held in all (`total`), and what the cluster may have at most (`max`). */
+  /** All their slots: holding a task (`used`), in all (`total`), and what the cluster may have at most (`max`). */
   readonly slots: { readonly used: number; readonly total: number; readonly max: number };
-  /** The warm pool: JobManager processes ready for the next job now, and the places there are ('cluster.warm-pool.jobmanagers'). */
-  readonly warmPool: { readonly readyJobManagers: number; readonly places: number };
+  /**
+   * The warm pool: JobManager processes ready for the next job now, the places there are
+   * ('cluster.warm-pool.jobmanagers'), and the idle TaskExecutors the ready ones keep (counted where the
+   * Dispatcher can reach them: the embedded one does, a Lambda function does not).
+   */
+  readonly warmPool: { readonly readyJobManagers: number; readonly places: number; readonly taskExecutors: number };
 }
 /** GET /jobs/:id/plan: the job's dataflow graph as submitted. */
 export interface JobPlanResponse {
   readonly vertices: readonly { readonly id: string; readonly name: string; readonly parallelism: number; readonly operators: readonly string[] }[];
-  readonly edges: readonly { readonly source: string; readonly target: string; readonly partitioner: Partitioner; readonly exchange: PartitionType }[];
+  /**
+   * `preAggregated`: the producer folds its records per key before sending them (the keyed target takes
+   * pre-aggregated input), so the target receives one partial result per key and producer subtask.
+   */
+  readonly edges: readonly { readonly source: string; readonly target: string; readonly partitioner: Partitioner; readonly exchange: PartitionType; readonly preAggregated?: true }[];
 }
 export function jobPlan(graph: JobGraph): JobPlanResponse {
+  const byId = new Map(graph.vertices.map((v) => [v.id, v]));
   return {
     vertices: graph.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism, operators: v.operators.map((op) => op.name) })),
-    edges: graph.edges.map((e) => ({ source: e.source, target: e.target, partitioner: e.partitioner, exchange: e.partitionType })),
+    edges: graph.edges.map((e) => {
+      const target = byId.get(e.target);
+      const preAggregated = e.keySelector !== undefined && target !== undefined && combinerFor(target).combiner !== undefined;
+      return { source: e.source, target: e.target, partitioner: e.partitioner, exchange: e.partitionType, ...(preAggregated ? { preAggregated: true as const } : {}) };
+    }),
   };
 }
 /** GET /jobs/:id/throughput: cumulative record counts per vertex over time, oldest first. */
 export interface JobThroughputResponse {
   readonly samples: readonly ThroughputSample[];
 }
-/** GET /taskmanagers: the TaskExecutors of the jobs that have not ended. */
+/** GET /taskmanagers: the TaskExecutors of the jobs that have not ended, then those idle in the warm pool. */
 export interface TaskManagersResponse {
-  readonly taskManagers: readonly (TaskExecutorView & { readonly jobId: JobId; readonly jobName: string })[];
+  readonly taskManagers: readonly TaskManagerListing[];
 }
+/** A TaskExecutor with all its slots: running a job's tasks, or kept idle for the next job by a ready JobManager. */
+export type TaskManagerListing = TaskExecutorView & ({ readonly jobId: JobId; readonly jobName: string } | { readonly warmPool: true });
 
 /** GET /health (no authorization needed) */
 export interface HealthResponse {

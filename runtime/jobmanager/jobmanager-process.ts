@@ -326,6 +326,10 @@ export class JobManagerProcess {
           const now = this.state;
           if (now.kind === 'ready' && now.holder === claimed) this.poll(true);
         },
+        warmTaskExecutors: async () => {
+          const now = this.state;
+          return now.kind === 'ready' ? now.warm.map((w) => ({ resourceId: w.resourceId, numberOfSlots: w.numberOfSlots })) : [];
+        },
       },
       { methods: STANDBY_JOB_MANAGER_METHODS },
     );

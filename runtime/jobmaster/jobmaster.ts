@@ -555,7 +555,7 @@ export class JobMaster implements JobMasterGateway {
   private progress(withRecovery = true): JobRecordUpdate {
     const vertices = this.scheduler.vertexMetrics();
     const throughput = this.throughput.record(this.deps.clock.now(), vertices);
-    const taskExecutors = this.scheduler.taskExecutorViews();
+    const taskExecutors = this.scheduler.taskExecutorViews((id) => this.taskManagers.get(id)?.info.numberOfSlots);
     return {
       tasks: this.scheduler.counts(),
       vertices,

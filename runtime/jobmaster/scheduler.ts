@@ -575,7 +575,7 @@ export class Scheduler {
    * The TaskExecutors the current attempts run on, with each slot's tasks; undefined for jobs with more
    * subtasks than a record lists.
    */
-  taskExecutorViews(): TaskExecutorView[] | undefined {
+  taskExecutorViews(numberOfSlots: (resourceId: ResourceId) => number | undefined = () => undefined): TaskExecutorView[] | undefined {
     if (this.graph.executionVertices.length > MAX_SUBTASK_DETAILS) return undefined;
     const byExecutor = new Map<string, Map<number, TaskExecutorView['slots'][number]['tasks'][number][]>>();
     for (const e of this.graph.executions) {
@@ -593,6 +593,10 @@ export class Scheduler {
       let slots = byExecutor.get(slot.resourceId);
       if (slots === undefined) byExecutor.set(slot.resourceId, (slots = new Map()));
       if (!slots.has(slot.slotIndex)) slots.set(slot.slotIndex, []);
+    }
+    // And the TaskExecutor's other slots, free: a record shows all of a TaskExecutor, not just the job's share.
+    for (const [resourceId, slots] of byExecutor) {
+      for (let index = 0; index < (numberOfSlots(ResourceIdOf.of(resourceId)) ?? 0); index++) if (!slots.has(index)) slots.set(index, []);
     }
     return [...byExecutor]
       .sort(([a], [b]) => a.localeCompare(b))

@@ -10,6 +10,8 @@ export interface TaskManagerInfo {
   readonly resourceId: ResourceId;
   readonly address: string;
   readonly dataAddress: string;
+  /** All its slots, whichever job holds them: what the job's record shows of the TaskExecutor. */
+  readonly numberOfSlots?: number;
   /**
    * The finished blocking partitions of the job this TaskExecutor holds: after a change of JobMaster
    * leader, the new one keeps the regions whose output survives instead of running them again.

@@ -7,6 +7,13 @@ export interface StandbyJobManagerGateway {
    * and to ignore: the claim lease alone decides which job the process runs.
    */
   claimTaken(holder: string): Promise<void>;
+  /** The idle TaskExecutors the process keeps for the next job while it is ready (none otherwise), for the dashboard. */
+  warmTaskExecutors(): Promise<readonly WarmTaskExecutorInfo[]>;
 }
 
-export const STANDBY_JOB_MANAGER_METHODS = ['claimTaken'] as const satisfies readonly (keyof StandbyJobManagerGateway)[];
+export interface WarmTaskExecutorInfo {
+  readonly resourceId: string;
+  readonly numberOfSlots: number;
+}
+
+export const STANDBY_JOB_MANAGER_METHODS = ['claimTaken', 'warmTaskExecutors'] as const satisfies readonly (keyof StandbyJobManagerGateway)[];

@@ -89,7 +89,7 @@ describe('the warm pool on the AWS backend (emulators)', () => {
     }
 
     await waitFor(() => cluster.ecs.livePids().length === 0, 'every warm task to stop after the idle time', IDLE_TIMEOUT_MS + 30_000, 200);
-    expect((await front.api('GET', '/overview')).body.warmPool).toEqual({ readyJobManagers: 0, places: 1 });
+    expect((await front.api('GET', '/overview')).body.warmPool).toEqual({ readyJobManagers: 0, places: 1, taskExecutors: 0 });
   });
   it('gives a job that waited for capacity to the JobManager that stays ready after freeing it, at once and starting no JobManager', async () => {
     // A Dispatcher whose cluster runs one job at a time: the second job waits for the first.

@@ -432,7 +432,7 @@ describe('the warm pool at submission', () => {
       const told: string[] = [];
       const standby = new LocalRpcService(c.network, `ready-jm-${reaches}`);
       cleanups.push(() => standby.close());
-      standby.serve<StandbyJobManagerGateway>(EndpointName.STANDBY_JOB_MANAGER, { claimTaken: async (holder) => void told.push(holder) }, { methods: STANDBY_JOB_MANAGER_METHODS });
+      standby.serve<StandbyJobManagerGateway>(EndpointName.STANDBY_JOB_MANAGER, { claimTaken: async (holder) => void told.push(holder), warmTaskExecutors: async () => [] }, { methods: STANDBY_JOB_MANAGER_METHODS });
       const holder = `jobmanager-ready${reaches ? 1 : 2}#0a1b2c3d`;
       expect(await c.leaseStore.tryAcquire(leaseNames.standbyJobManager(0), holder, standby.address, 60_000)).toBeDefined();
 

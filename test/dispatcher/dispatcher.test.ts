@@ -40,7 +40,7 @@ describe('Dispatcher REST API', () => {
       taskExecutors: 0,
       slots: { used: 0, total: 0, max: 16 },
       // No job has ended yet, so no JobManager waits in the warm pool.
-      warmPool: { readyJobManagers: 0, places: 1 },
+      warmPool: { readyJobManagers: 0, places: 1, taskExecutors: 0 },
     });
   });
 

@@ -1,11 +1,13 @@
 // The web dashboard in a real browser (Chromium, headless) against an embedded cluster: log in, watch a
-// running job's graph change to FINISHED without a reload, cancel a job from its page, read a failed
-// job's exception, and never run what a job name or exception holds. Screenshots go to
-// test/.tmp/dashboard-screenshots/.
+// running job's graph change to FINISHED without a reload, read pre-aggregated input for what it is and
+// follow a vertex to its subtasks, see every TaskExecutor process with all its slots (and those idle in
+// the warm pool), cancel a job from its page, read a failed job's exception, and never run what a job
+// name or exception holds. Screenshots go to test/.tmp/dashboard-screenshots/.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clusterProcesses, waitFor } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
 const SHOTS = join(import.meta.dirname, '../.tmp/dashboard-screenshots');
@@ -49,6 +51,30 @@ async function newPage(ctx: BrowserContext = context): Promise<Page> {
 }
 
 const jobPage = (id: string): string => `${cluster.dispatcher.url}/#/jobs/${id}`;
+const SLOTS_PER_TASK_EXECUTOR = 2;
+
+/** The resource ids of the cluster's TaskExecutor processes alive now, as the operating system lists them. */
+function taskExecutorProcesses(c: TestCluster): string[] {
+  return clusterProcesses(c.stateDir)
+    .map((p) => p.resourceId)
+    .filter((id): id is string => id?.startsWith('te-') === true)
+    .sort();
+}
+
+/** The TaskExecutor cards on the page: resource id, the "n of m slots in use" line, and whether it says idle. */
+async function taskExecutorCards(page: Page): Promise<{ resourceId: string; slots: string; idle: boolean }[]> {
+  const cards = page.locator('li.tm[data-resource-id]');
+  const found: { resourceId: string; slots: string; idle: boolean }[] = [];
+  for (let i = 0; i < (await cards.count()); i++) {
+    const card = cards.nth(i);
+    found.push({
+      resourceId: (await card.getAttribute('data-resource-id'))!,
+      slots: (await card.locator('[data-testid=slots-in-use]').textContent())!,
+      idle: (await card.locator('[data-testid=idle]').count()) > 0,
+    });
+  }
+  return found.sort((a, b) => a.resourceId.localeCompare(b.resourceId));
+}
 
 describe('the dashboard', () => {
   it('asks for the cluster secret, refuses a wrong one, and logs in with the right one', async () => {
@@ -91,6 +117,33 @@ describe('the dashboard', () => {
     expect(await page.evaluate('window.loadedOnce')).toBe(true);
     await page.screenshot({ path: join(SHOTS, 'job-finished.png'), fullPage: true });
 
+    // The keyed sum takes pre-aggregated input: it receives one partial sum per key and producer subtask,
+    // and says from how many records, which are the 3,000 its input emitted.
+    const keyed = (plan.edges as { target: string; preAggregated?: boolean }[]).find((e) => e.preAggregated === true)?.target;
+    expect(keyed, JSON.stringify(plan.edges)).toBeDefined();
+    const { body: details } = await cluster.api('GET', `/jobs/${jobId}`);
+    const counted = details.vertices as { id: string; parallelism: number; recordsIn: number; recordsOut: number }[];
+    const sumVertex = counted.find((v) => v.id === keyed)!;
+    expect(counted.filter((v) => v.id !== keyed && v.recordsOut > 0).map((v) => v.recordsOut)).toEqual([3000]);
+    expect(sumVertex.recordsIn).toBeGreaterThan(0);
+    expect(sumVertex.recordsIn).toBeLessThanOrEqual(10 * 2);
+    const row = page.locator(`tr[data-vertex-id="${keyed}"]`);
+    await expect.poll(() => row.locator('[data-testid=records-in]').textContent()).toBe(`${sumVertex.recordsIn} (pre-aggregated from 3,000)`);
+    const node = graph.locator(`g[data-vertex-id="${keyed}"]`);
+    await expect.poll(() => node.locator('text.graph-vertex-meta').allTextContents()).toEqual([
+      expect.stringMatching(/^Parallelism 2/),
+      `in ${sumVertex.recordsIn} · out ${sumVertex.recordsOut}`,
+      'in: pre-aggregated from 3,000',
+    ]);
+    // The vertex links to its subtasks: each one's attempt, shown and scrolled to.
+    await row.getByRole('link').click();
+    await expect.poll(() => page.url()).toContain(`?vertex=${keyed}`);
+    const subtasks = page.locator(`details[data-vertex-id="${keyed}"]`);
+    await expect.poll(() => subtasks.getAttribute('open')).not.toBeNull();
+    await expect.poll(() => subtasks.locator('tbody tr').count()).toBe(sumVertex.parallelism);
+    // Scrolled to: its top is within the 800-pixel-high viewport.
+    await expect.poll(async () => { const box = await subtasks.boundingBox(); return box !== null && box.y >= 0 && box.y < 800; }).toBe(true);
+
     await page.goto(`${cluster.dispatcher.url}/#/`);
     await expect.poll(() => page.locator('[data-testid=count-finished]').textContent()).toMatch(/[1-9]/);
     await page.screenshot({ path: join(SHOTS, 'overview.png'), fullPage: true });
@@ -101,13 +154,27 @@ describe('the dashboard', () => {
   });
 
   it('cancels a running job from its page after asking to confirm', async () => {
-    const jobId = await cluster.submit('e2e-slow.ts', 'default', [join(cluster.work, 'slow-out')], 2);
+    // Three subtasks on TaskExecutors of two slots each: two processes, one with a slot free.
+    const jobId = await cluster.submit('e2e-slow.ts', 'default', [join(cluster.work, 'slow-out')], 3);
     const page = await newPage();
     await page.goto(jobPage(jobId));
     await expect.poll(() => page.locator('[data-testid=job-status]').textContent(), { timeout: 30_000 }).toBe('RUNNING');
+    await waitFor(async () => (await cluster.api('GET', `/jobs/${jobId}`)).body.tasks?.running === 3, 'the three subtasks running');
     await page.goto(`${cluster.dispatcher.url}/#/taskmanagers`);
     await page.getByText(/slow/).first().waitFor({ timeout: 30_000 });
+    // Every TaskExecutor process of the cluster, each with all its slots, the busy ones as the job placed its subtasks.
+    // (The last job's TaskExecutors may still be on their way out.)
+    const processes = await waitFor(() => {
+      const alive = taskExecutorProcesses(cluster);
+      return alive.length === 2 && alive;
+    }, 'two TaskExecutor processes');
+    await expect.poll(() => taskExecutorCards(page).then((cards) => cards.map((c) => c.resourceId))).toEqual(processes);
+    const slotLines = (await taskExecutorCards(page)).map((c) => c.slots).sort();
+    expect(slotLines).toEqual([`1 of ${SLOTS_PER_TASK_EXECUTOR} slots in use`, `2 of ${SLOTS_PER_TASK_EXECUTOR} slots in use`]);
     await page.screenshot({ path: join(SHOTS, 'taskmanagers.png'), fullPage: true });
+    await page.goto(`${cluster.dispatcher.url}/#/`);
+    await expect.poll(() => page.locator('[data-testid=slots-in-use]').textContent()).toBe(`3 / ${processes.length * SLOTS_PER_TASK_EXECUTOR}`);
+    await expect.poll(() => page.locator('[data-testid=task-executors]').textContent()).toBe(String(processes.length));
     await page.goto(jobPage(jobId));
     await page.getByRole('button', { name: 'Cancel job' }).click();
     const dialog = page.getByRole('dialog');
@@ -159,6 +226,37 @@ describe('the dashboard', () => {
     expect(await page.locator('main script').count()).toBe(0);
     expect(dialogs).toEqual([]);
     await page.close();
+  });
+
+  it('shows the TaskExecutors the warm pool keeps as idle, with all their slots', async () => {
+    const warm = await startTestCluster('dashboard-warm', {
+      'taskmanager.numberOfTaskSlots': 1,
+      'cluster.warm-pool.jobmanagers': 1,
+      'cluster.warm-pool.taskmanagers': 2,
+      'cluster.warm-pool.idle-timeout': 120_000,
+    });
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const jobId = await warm.submit('dashboard-jobs.ts', 'default', [join(warm.work, 'warm-out'), '200', '0'], 2);
+      expect((await warm.awaitTerminal(jobId)).status, await warm.exceptions(jobId)).toBe('FINISHED');
+      await waitFor(async () => (await warm.api('GET', '/overview')).body.warmPool.readyJobManagers === 1, 'the JobManager ready in the warm pool');
+      // Two TaskExecutor processes of one slot each stay alive, running nothing.
+      const processes = taskExecutorProcesses(warm);
+      expect(processes).toHaveLength(2);
+      const page = await newPage(ctx);
+      const { body: link } = await warm.api('POST', '/login-links');
+      await page.goto(`${warm.dispatcher.url}${link.path}`);
+      await page.locator('[data-testid=count-running]').waitFor();
+      await expect.poll(() => page.locator('[data-testid=task-executors]').textContent()).toBe('2');
+      await expect.poll(() => page.locator('[data-testid=task-executors-idle]').textContent()).toBe(', 2 idle in the warm pool');
+      await expect.poll(() => page.locator('[data-testid=slots-in-use]').textContent()).toBe('0 / 2');
+      await page.goto(`${warm.dispatcher.url}/#/taskmanagers`);
+      await expect.poll(() => taskExecutorCards(page)).toEqual(processes.map((resourceId) => ({ resourceId, slots: '0 of 1 slots in use', idle: true })));
+      await page.screenshot({ path: join(SHOTS, 'taskmanagers-warm.png'), fullPage: true });
+    } finally {
+      await ctx.close();
+      await warm.close();
+    }
   });
 
   it('shows a not-found page for an unknown job, and a used login link goes to the login', async () => {

@@ -54,7 +54,7 @@ function Page({ route }: { route: Route }) {
     case 'jobs':
       return <JobsPage />;
     case 'job':
-      return <JobPage jobId={route.jobId} />;
+      return <JobPage jobId={route.jobId} {...(route.vertex !== undefined ? { vertex: route.vertex } : {})} />;
     case 'taskmanagers':
       return <TaskManagersPage />;
     case 'login':

@@ -1,11 +1,11 @@
-// Hash routes: `#/`, `#/jobs`, `#/jobs/<id>`, `#/taskmanagers`, `#/login`. The hash keeps the page a
+// Hash routes: `#/`, `#/jobs`, `#/jobs/<id>` (`?vertex=<vertex id>`: with that vertex's subtasks shown), `#/taskmanagers`, `#/login`. The hash keeps the page a
 // single file the Dispatcher serves at `/`, whatever the view.
 import { useEffect, useState } from 'preact/hooks';
 
 export type Route =
   | { readonly page: 'overview' }
   | { readonly page: 'jobs' }
-  | { readonly page: 'job'; readonly jobId: string }
+  | { readonly page: 'job'; readonly jobId: string; readonly vertex?: string }
   | { readonly page: 'taskmanagers' }
   | { readonly page: 'login'; readonly expired: boolean; readonly next: string }
   | { readonly page: 'unknown' };
@@ -14,6 +14,8 @@ export const href = {
   overview: '#/',
   jobs: '#/jobs',
   job: (jobId: string): string => `#/jobs/${encodeURIComponent(jobId)}`,
+  /** A job's page scrolled to one vertex's subtasks. */
+  subtasks: (jobId: string, vertexId: string): string => `#/jobs/${encodeURIComponent(jobId)}?vertex=${encodeURIComponent(vertexId)}`,
   taskManagers: '#/taskmanagers',
   /** The login form, returning to `next` (a route hash) once signed in. */
   login: (next?: string): string => (next && isReturnTarget(next) && next !== '#/' ? `#/login?next=${encodeURIComponent(next)}` : '#/login'),
@@ -32,7 +34,8 @@ export function parseRoute(hash: string): Route {
     case 'jobs':
       if (second === undefined) return { page: 'jobs' };
       try {
-        return { page: 'job', jobId: decodeURIComponent(second) };
+        const vertex = query.get('vertex');
+        return { page: 'job', jobId: decodeURIComponent(second), ...(vertex !== null && vertex !== '' ? { vertex } : {}) };
       } catch {
         return { page: 'unknown' };
       }

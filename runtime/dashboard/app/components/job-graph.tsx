@@ -14,8 +14,20 @@ export interface GraphVertex {
   readonly counts: StateCounts;
   readonly recordsIn: number;
   readonly recordsOut: number;
+  /**
+   * Records its inputs produced when they reach it pre-aggregated (folded per key by the producers), so
+   * `recordsIn` counts partial results, not these records.
+   */
+  readonly preAggregatedFrom?: number;
   /** Records per second, from the two latest throughput samples. */
   readonly rate?: number;
+  /** Where its subtasks are listed. */
+  readonly href?: string;
+}
+
+/** "12 (pre-aggregated from 2,000,000)", or the plain count when nothing is pre-aggregated. */
+export function describeRecordsIn(v: Pick<GraphVertex, 'recordsIn' | 'preAggregatedFrom'>, format: (n: number) => string = formatExact): string {
+  return v.preAggregatedFrom === undefined ? format(v.recordsIn) : `${format(v.recordsIn)} (pre-aggregated from ${format(v.preAggregatedFrom)})`;
 }
 
 const PADDING = 12;
@@ -95,14 +107,14 @@ function Vertex({ vertex, node }: { vertex: GraphVertex; node: PlacedNode }) {
   const barWidth = node.width - 2 * PADDING;
   const metaY = 20 + (node.lines.length - 1) * NAME_LINE_HEIGHT + 19;
   let offset = 0;
-  return (
+  const box = (
     <g
       data-vertex-id={vertex.id}
       data-state={vertex.state}
       class={`graph-vertex tone-${taskTone(vertex.state)}`}
       transform={`translate(${node.x - node.width / 2} ${node.y - node.height / 2})`}
     >
-      <title>{`${vertex.name}\n${vertex.state}: ${describeCounts(vertex.counts)}\nrecords in ${formatExact(vertex.recordsIn)}, out ${formatExact(vertex.recordsOut)}`}</title>
+      <title>{`${vertex.name}\n${vertex.state}: ${describeCounts(vertex.counts)}\nrecords in ${describeRecordsIn(vertex)}, out ${formatExact(vertex.recordsOut)}${vertex.href !== undefined ? '\nopen to see its subtasks' : ''}`}</title>
       <rect class="graph-vertex-box" width={node.width} height={node.height} rx="8" />
       <text class="graph-vertex-name">
         {node.lines.map((line, i) => (
@@ -117,6 +129,11 @@ function Vertex({ vertex, node }: { vertex: GraphVertex; node: PlacedNode }) {
       <text x={PADDING} y={metaY + 16} class="graph-vertex-meta">
         {`in ${formatCount(vertex.recordsIn)} · out ${formatCount(vertex.recordsOut)}`}
       </text>
+      {vertex.preAggregatedFrom !== undefined && (
+        <text x={PADDING} y={metaY + 32} class="graph-vertex-meta">
+          {`in: pre-aggregated from ${formatCount(vertex.preAggregatedFrom)}`}
+        </text>
+      )}
       <g transform={`translate(${PADDING} ${node.height - 14})`}>
         <rect class="graph-mix-track" width={barWidth} height="5" rx="2.5" />
         {total > 0 &&
@@ -129,6 +146,7 @@ function Vertex({ vertex, node }: { vertex: GraphVertex; node: PlacedNode }) {
       </g>
     </g>
   );
+  return vertex.href === undefined ? box : <a href={vertex.href} class="graph-vertex-link" aria-label={`${vertex.name}: its subtasks`}>{box}</a>;
 }
 
 export function edgeLabel(edge: PlanEdge): string {
@@ -142,11 +160,12 @@ function place(vertices: readonly GraphVertex[], edges: readonly PlanEdge[]): Pl
   g.setGraph({ rankdir: 'LR', nodesep: 24, ranksep: 36, edgesep: 16, marginx: 4, marginy: 4 });
   const shapes = new Map<string, { width: number; height: number; lines: string[] }>();
   for (const v of vertices) {
-    const metaWidth = measure(META_FONT, `in 888.8M · out 888.8M`);
+    const metaWidth = measure(META_FONT, v.preAggregatedFrom === undefined ? `in 888.8M · out 888.8M` : `in: pre-aggregated from 888.8M`);
     const natural = Math.max(measure(NAME_FONT, v.name), metaWidth);
     const width = Math.ceil(Math.min(NODE_MAX_WIDTH, Math.max(NODE_MIN_WIDTH, natural + 2 * PADDING)));
     const lines = wrap(v.name, width - 2 * PADDING, 2, (t) => measure(NAME_FONT, t));
-    const shape = { width, height: 79 + (lines.length - 1) * NAME_LINE_HEIGHT, lines };
+    // A vertex fed pre-aggregated input says so on a line of its own.
+    const shape = { width, height: 79 + (lines.length - 1) * NAME_LINE_HEIGHT + (v.preAggregatedFrom === undefined ? 0 : 16), lines };
     shapes.set(v.id, shape);
     g.setNode(v.id, { width: shape.width, height: shape.height });
   }

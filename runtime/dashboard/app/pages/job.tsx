@@ -1,11 +1,11 @@
 // One job: its state, the dataflow graph with each vertex's tasks, throughput over time, exceptions,
 // and cancelling it.
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { JobDetails, JobException, JobExceptionsResponse, JobPlan, PlanEdge, ThroughputResponse, VertexDetails } from '../api-types';
 import { cancelJob, errorMessage } from '../api';
 import { ConfirmDialog } from '../components/confirm-dialog';
-import { JobGraph, type GraphVertex } from '../components/job-graph';
+import { describeRecordsIn, JobGraph, type GraphVertex } from '../components/job-graph';
 import { LoadFailed, Loading, NotFound, useTitle } from '../components/page';
 import { JobStatusBadge, TaskStateBadge } from '../components/state-badge';
 import { StateLegend, StateMix } from '../components/state-mix';
@@ -20,7 +20,8 @@ const PLAN_POLL_MS = 10_000;
 /** Above this many subtasks in all, the per-vertex task tables start folded. */
 const UNFOLDED_SUBTASKS = 32;
 
-export function JobPage({ jobId }: { jobId: string }) {
+/** `vertex`: the vertex whose subtasks the page shows unfolded and scrolls to. */
+export function JobPage({ jobId, vertex }: { jobId: string; vertex?: string }) {
   const base = `/jobs/${encodeURIComponent(jobId)}`;
   const [details, refresh] = usePolled<JobDetails>(base);
   // The rest is asked for once the job is known to exist.
@@ -48,7 +49,7 @@ export function JobPage({ jobId }: { jobId: string }) {
         </>
       );
     case 'ok':
-      return <Job job={details.data} plan={plan} exceptions={exceptions} throughput={throughput} refresh={refresh} />;
+      return <Job job={details.data} plan={plan} exceptions={exceptions} throughput={throughput} refresh={refresh} {...(vertex !== undefined ? { focus: vertex } : {})} />;
     default:
       return details satisfies never;
   }
@@ -77,6 +78,7 @@ function Job(props: {
   exceptions: Polled<JobExceptionsResponse>;
   throughput: Polled<ThroughputResponse>;
   refresh: () => void;
+  focus?: string;
 }) {
   const { job } = props;
   const [confirming, setConfirming] = useState(false);
@@ -154,7 +156,7 @@ function Job(props: {
       </section>
 
       {graph.length > 0 && <VertexTable vertices={graph} />}
-      {job.vertices && job.vertices.length > 0 && <Tasks vertices={job.vertices} />}
+      {job.vertices && job.vertices.length > 0 && <Tasks vertices={job.vertices} {...(props.focus !== undefined ? { focus: props.focus } : {})} />}
 
       <Exceptions polled={props.exceptions} />
     </>
@@ -225,7 +227,7 @@ function graphVertices(job: JobDetails, plan: JobPlan | undefined, samples: read
   const shapes = plan?.vertices ?? job.vertices ?? [];
   const last = samples[samples.length - 1];
   const previous = samples[samples.length - 2];
-  return shapes.map((shape) => {
+  const views = shapes.map((shape) => {
     const v = byId.get(shape.id);
     const counts = v ? vertexStateCounts(v) : vertexStateCounts({ ...emptyVertex, id: shape.id, name: shape.name, parallelism: shape.parallelism });
     const now = last?.vertices[shape.id];
@@ -238,6 +240,7 @@ function graphVertices(job: JobDetails, plan: JobPlan | undefined, samples: read
     const view: VertexView = {
       id: shape.id,
       name: shape.name,
+      ...(v?.subtasks !== undefined ? { href: href.subtasks(job.jobId, shape.id) } : {}),
       parallelism: v?.parallelism ?? shape.parallelism,
       state: aggregateState(counts),
       counts,
@@ -250,6 +253,13 @@ function graphVertices(job: JobDetails, plan: JobPlan | undefined, samples: read
     // A sink emits nothing; what it takes in is its throughput.
     const rate = recordsOut === 0 && recordsIn > 0 ? rateIn : rateOut;
     return rate !== undefined ? { ...view, rate } : view;
+  });
+  // A vertex fed pre-aggregated input receives partial results per key, not its inputs' records: those are
+  // what the producers emitted on the pre-aggregated edges.
+  const out = new Map(views.map((v) => [v.id, v.recordsOut]));
+  return views.map((v) => {
+    const fed = (plan?.edges ?? []).filter((e) => e.target === v.id && e.preAggregated === true);
+    return fed.length > 0 ? { ...v, preAggregatedFrom: fed.reduce((sum, e) => sum + (out.get(e.source) ?? 0), 0) } : v;
   });
 }
 
@@ -314,9 +324,9 @@ function VertexTable({ vertices }: { vertices: readonly VertexView[] }) {
           </thead>
           <tbody>
             {vertices.map((v) => (
-              <tr key={v.id}>
+              <tr key={v.id} data-vertex-id={v.id}>
                 <th scope="row" class="name-cell">
-                  {v.name}
+                  {v.href !== undefined ? <a href={v.href}>{v.name}</a> : v.name}
                 </th>
                 <td>
                   <TaskStateBadge state={v.state} />
@@ -325,8 +335,9 @@ function VertexTable({ vertices }: { vertices: readonly VertexView[] }) {
                   <StateMix counts={v.counts} />
                 </td>
                 <td class="num">{v.parallelism}</td>
-                <td class="num" title={formatExact(v.recordsIn)}>
+                <td class="num" title={describeRecordsIn(v)} data-testid="records-in">
                   {formatCount(v.recordsIn)}
+                  {v.preAggregatedFrom !== undefined && <span class="muted small">{` (pre-aggregated from ${formatCount(v.preAggregatedFrom)})`}</span>}
                 </td>
                 <td class="num" title={formatExact(v.recordsOut)}>
                   {formatCount(v.recordsOut)}
@@ -342,10 +353,14 @@ function VertexTable({ vertices }: { vertices: readonly VertexView[] }) {
   );
 }
 
-function Tasks({ vertices }: { vertices: readonly VertexDetails[] }) {
+function Tasks({ vertices, focus }: { vertices: readonly VertexDetails[]; focus?: string }) {
   const now = Date.now();
   const subtasks = vertices.reduce((n, v) => n + (v.subtasks?.length ?? 0), 0);
   const unfolded = subtasks <= UNFOLDED_SUBTASKS;
+  // A link to one vertex's subtasks: shown and scrolled to.
+  useEffect(() => {
+    if (focus !== undefined) document.getElementById(subtasksId(focus))?.scrollIntoView({ block: 'start' });
+  }, [focus]);
   return (
     <section class="card" aria-labelledby="tasks">
       <div class="card-header">
@@ -354,7 +369,7 @@ function Tasks({ vertices }: { vertices: readonly VertexDetails[] }) {
       {vertices.map((v) => {
         const counts = vertexStateCounts(v);
         return (
-          <details key={v.id} class="vertex-tasks" open={unfolded}>
+          <details key={v.id} id={subtasksId(v.id)} data-vertex-id={v.id} class="vertex-tasks" open={unfolded || focus === v.id}>
             <summary>
               <span class="vertex-tasks-name">{v.name}</span>
               <TaskStateBadge state={aggregateState(counts)} />
@@ -401,6 +416,8 @@ function Tasks({ vertices }: { vertices: readonly VertexDetails[] }) {
     </section>
   );
 }
+
+const subtasksId = (vertexId: string): string => `subtasks-${vertexId}`;
 
 function Exceptions({ polled }: { polled: Polled<JobExceptionsResponse> }) {
   return (

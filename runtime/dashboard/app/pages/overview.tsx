@@ -79,7 +79,10 @@ function Summary({ overview }: { overview: OverviewResponse }) {
           <span class="stat-value" data-testid="task-executors">
             {taskExecutors}
           </span>
-          <span class="stat-note">{`${admission.taskExecutors.reserved} of ${admission.taskExecutors.max} reserved`}</span>
+          <span class="stat-note">
+            {`${admission.taskExecutors.reserved} of ${admission.taskExecutors.max} reserved`}
+            {overview.warmPool.taskExecutors > 0 && <span data-testid="task-executors-idle">{`, ${overview.warmPool.taskExecutors} idle in the warm pool`}</span>}
+          </span>
         </li>
         <li class="stat">
           <span class="stat-label">Waiting for admission</span>
