@@ -110,13 +110,14 @@ describe('floe run beside a slow type-check', () => {
   it('does not call a cluster that answers busy because its own type-check held the thread', async () => {
     const dir = join(harness.root, 'slow-check');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'job.ts'), JOB);
+    // Enough typed code that checking it holds the thread well past the probe's deadline (here 200 ms).
+    const typed = Array.from({ length: 1500 }, (_, i) => `export const f${i} = (r: { a: number; b: string[] }): [string, number] => [r.b.join('${i}'), r.a + ${i}];`);
+    writeFileSync(join(dir, 'job.ts'), `${JOB}${typed.join('\n')}\n`);
     expect((await harness.cli(['cluster', 'start'])).code).toBe(0);
-    // The probe's deadline (here 50 ms) is below what checking the job takes.
-    const run = await harness.cli(['run', 'job.ts', '--verbose'], { cwd: dir, busyWaitMs: 50 });
+    const run = await harness.cli(['run', 'job.ts', '--verbose'], { cwd: dir, busyWaitMs: 200 });
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toMatch(/type-check \d+ ms \(checked\)/);
-    expect(Number(/type-check (\d+) ms/.exec(run.stderr)![1])).toBeGreaterThan(50);
+    expect(Number(/type-check (\d+) ms/.exec(run.stderr)![1])).toBeGreaterThan(200);
     expect(run.stderr).not.toContain('busy');
   });
 });
