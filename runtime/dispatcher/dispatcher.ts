@@ -15,6 +15,7 @@ import { retrieveLeader } from '../ha/leader-election.js';
 import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionEntry, type AdmissionLedger, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type JobStore, type LeaseTake, type TaskExecutorView } from '../ha/job-store.js';
 import { CLAIM_ADDRESS, CLAIM_ADDRESS_WITH_LEASES, leaseNames, standbyClaimHolder, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { listLibraryExports } from '../api/library-exports.js';
+import { isConnectionRefused } from '../heartbeat/heartbeat-manager.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { parseJobGraph, validateJobGraph } from '../jobgraph/validate.js';
@@ -147,6 +148,9 @@ const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
 /** How long telling a ready JobManager about its claim may take; it polls its claim anyway. */
 const CLAIM_NOTICE_TIMEOUT_MS = 2_000;
 
+/** How many JobManager processes known to be gone a Dispatcher remembers (their ids are never reused). */
+const GONE_JOB_MANAGERS_KEPT = 1_024;
+
 export class Dispatcher {
   private readonly log: Logger;
   private readonly unsubscribe: () => void;
@@ -154,6 +158,18 @@ export class Dispatcher {
   /** Set by close(): long-polls answer with what they have instead of reading a closing store. */
   private closed = false;
   private readonly verifiedLibraries: VerifiedLibraries;
+  /**
+   * JobManager processes known to be gone (their exit reported by the launcher, or nothing listening where
+   * they served): a job is never handed to one, though its place in the warm pool lasts until its lease
+   * lapses. The most recent GONE_JOB_MANAGERS_KEPT are kept.
+   */
+  private readonly goneJobManagers = new Set<string>();
+  /**
+   * Jobs being handed to a JobManager now, by count of hand-overs under way: the hand-over itself checks,
+   * once the job is given, that the JobManager is not gone, and starts another if it is; the exit of the
+   * JobManager it names is not acted on meanwhile (the job would get two).
+   */
+  private readonly handingOver = new Map<JobId, number>();
 
   constructor(private readonly deps: DispatcherDeps) {
     this.log = deps.logger.child({ component: 'dispatcher' });
@@ -312,6 +328,11 @@ export class Dispatcher {
    * `created` is the record as this request created it (a hint for the store).
    */
   private async completeSubmission(submission: Submission, created?: JobRecord): Promise<void> {
+    // The admission may name a ready JobManager: a hand-over, whose JobManager's exit it accounts for.
+    await this.whileHandingOver(submission.jobGraph.jobId, () => this.admitSubmission(submission, created));
+  }
+
+  private async admitSubmission(submission: Submission, created?: JobRecord): Promise<void> {
     const { jobId } = submission.jobGraph;
     let handOver: HandOver | undefined;
     const stored = Promise.all([
@@ -347,7 +368,15 @@ export class Dispatcher {
     this.log.info('job admitted on submission', { jobId, taskExecutors: admitted.taskExecutors, jobManager: handOver.named });
     const first = handOver.ready[0];
     if (leaseTaken === true && first !== undefined) {
-      this.claimTaken(jobId, first, 1, admitted.taskExecutors);
+      if (!this.goneJobManagers.has(handOver.named)) {
+        this.claimTaken(jobId, first, 1, admitted.taskExecutors);
+        return;
+      }
+      // Its exit came while the job was being admitted to it: the leases granted with the claim end, and
+      // the next ready one, or a new one, takes the job now.
+      this.log.warn('the ready JobManager given the job exited meanwhile; giving the job to another', { jobId, workerId: handOver.named });
+      await this.endLeasesOf(jobId, handOver.named);
+      await this.launchJobManager(admitted, 1, { ready: handOver.ready.slice(1), named: handOver.named });
       return;
     }
     // Refused (the process is leaving, or another Dispatcher gave it a job): the next ready one, or a launch.
@@ -467,7 +496,7 @@ export class Dispatcher {
     const { jobId, taskExecutors } = entry;
     // A ready JobManager of the warm pool takes the job at once; a recovery takes none of its
     // TaskExecutors (the job's own are still there for the successor).
-    const named = await this.handToReadyJobManager(jobId, launch === 1 ? taskExecutors : 0, launch, handOver);
+    const named = await this.whileHandingOver(jobId, () => this.handToReadyJobManager(jobId, launch === 1 ? taskExecutors : 0, launch, handOver));
     if (named === true) return;
     const workerId = jobManagerWorkerId(jobId, launch);
     try {
@@ -509,6 +538,11 @@ export class Dispatcher {
         }
         const claim = this.claimOf(lease, jobId, taskExecutors);
         if ((await this.deps.leaseStore.tryAcquire(claim.name, claim.holder, claim.address, claim.durationMs)) === undefined) continue;
+        // Gone while it was being given the job (its exit came meanwhile): the next ready one, or a launch.
+        if (this.goneJobManagers.has(workerId)) {
+          this.log.warn('the ready JobManager given the job exited meanwhile; giving the job to another', { jobId, workerId });
+          continue;
+        }
         this.claimTaken(jobId, lease, launch, taskExecutors);
         return true;
       } catch (error) {
@@ -536,7 +570,7 @@ export class Dispatcher {
 
   private claimTaken(jobId: JobId, place: Lease, launch: number, taskExecutors: number): void {
     this.log.info('a ready JobManager takes the job (warm pool)', { jobId, workerId: workerOfHolder(place.holder), launch, taskExecutors });
-    if (this.deps.reachesJobManagers === true) this.tellClaimTaken(jobId, place);
+    if (this.deps.reachesJobManagers === true) this.tellClaimTaken(jobId, place, launch, taskExecutors);
   }
 
   /** readyJobManagerLeases, or none when the pool is off or cannot be read (a JobManager is started instead). */
@@ -554,11 +588,56 @@ export class Dispatcher {
    * Tells a ready JobManager its claim was taken, without waiting for the answer: the submission is
    * answered meanwhile, and a lost notice only leaves the job to the process's next poll.
    */
-  private tellClaimTaken(jobId: JobId, place: Lease): void {
+  private tellClaimTaken(jobId: JobId, place: Lease, launch: number, taskExecutors: number): void {
     const standby = this.deps.rpc.connect<StandbyJobManagerGateway>(place.address, EndpointName.STANDBY_JOB_MANAGER, { timeoutMs: CLAIM_NOTICE_TIMEOUT_MS });
-    standby.claimTaken(place.holder).catch((error: unknown) =>
-      this.log.info('could not tell the ready JobManager it has a job; it reads its claim at its next poll', { jobId, address: place.address, error: errorMessage(error) }),
-    );
+    standby.claimTaken(place.holder).catch((error: unknown) => {
+      const workerId = workerOfHolder(place.holder);
+      // Nothing listens where it served: the process is gone. One this Dispatcher started is accounted for
+      // by its exit (workerStopped); one an earlier Dispatcher started is given up here.
+      if (isConnectionRefused(error) && !this.deps.launcher.running().includes(workerId) && !this.goneJobManagers.has(workerId)) {
+        this.markGone(workerId);
+        void this.handOverFailed(jobId, workerId, launch, taskExecutors, `nothing listens where it served (${errorMessage(error)})`).catch((failure: unknown) =>
+          this.log.error("cannot start a JobManager for a job whose ready JobManager is gone; the reconciler will once the job's lease is overdue", { jobId, workerId, error: errorMessage(failure) }),
+        );
+        return;
+      }
+      this.log.info('could not tell the ready JobManager it has a job; it reads its claim at its next poll', { jobId, address: place.address, error: errorMessage(error) });
+    });
+  }
+
+  /** Notes a JobManager process as gone; no job is handed to it from now on. */
+  private markGone(workerId: string): void {
+    this.goneJobManagers.add(workerId);
+    if (this.goneJobManagers.size > GONE_JOB_MANAGERS_KEPT) this.goneJobManagers.delete(this.goneJobManagers.values().next().value!);
+  }
+
+  /** Runs a hand-over of `jobId`, during which the exits of the JobManagers its record names are left to it. */
+  private async whileHandingOver<T>(jobId: JobId, handOver: () => Promise<T>): Promise<T> {
+    this.handingOver.set(jobId, (this.handingOver.get(jobId) ?? 0) + 1);
+    try {
+      return await handOver();
+    } finally {
+      const left = (this.handingOver.get(jobId) ?? 1) - 1;
+      if (left > 0) this.handingOver.set(jobId, left);
+      else this.handingOver.delete(jobId);
+    }
+  }
+
+  /**
+   * The ready JobManager `workerId` was given the job but is gone: it never held the job's leases for long
+   * (any granted with the claim are ended), and the job goes to another ready JobManager or a new one at
+   * once, as the same launch, rather than after the reconciler's grace for a JobManager that never
+   * took its lease. A record that names another JobManager by now, or a job that ended, is left alone.
+   */
+  private async handOverFailed(jobId: JobId, workerId: string, launch: number, taskExecutors: number, why: string): Promise<void> {
+    await this.whileHandingOver(jobId, async () => {
+      const record = await this.deps.jobStore.get(jobId);
+      if (record === undefined || isGloballyTerminal(record.status) || record.jobManager?.workerId !== workerId) return;
+      this.log.warn('the ready JobManager given the job is gone; giving the job to another', { jobId, workerId, why, launch });
+      await this.endLeasesOf(jobId, workerId);
+      const entry = { jobId, taskExecutors: record.admission?.taskExecutors ?? taskExecutors, sinceMs: record.admission?.admittedAtMs ?? this.deps.clock.now() };
+      await this.launchJobManager(entry, launch);
+    });
   }
 
   /** The places of the warm pool held now: each names a ready JobManager process. */
@@ -566,7 +645,8 @@ export class Dispatcher {
     const places = this.deps.config.warmPoolJobManagers;
     const now = this.deps.clock.now();
     const leases = await Promise.all(Array.from({ length: places }, (_, i) => this.deps.leaseStore.get(leaseNames.standbyJobManager(i))));
-    return leases.filter((l): l is Lease => l !== undefined && l.expiresAtMs > now);
+    // A place outlives its process until its lease lapses: one known gone is no ready JobManager.
+    return leases.filter((l): l is Lease => l !== undefined && l.expiresAtMs > now && !this.goneJobManagers.has(workerOfHolder(l.holder)));
   }
 
   /** Worker ids of the JobManager processes ready in the warm pool now. */
@@ -592,6 +672,7 @@ export class Dispatcher {
   async workerStopped(workerId: string, reason: string): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
     const named = jobOfJobManagerWorker(workerId);
     if (named === undefined) return undefined;
+    this.markGone(workerId);
     // A JobManager from the warm pool keeps the id it was started with while it runs later jobs: the
     // records say which job it ran last.
     const later =
@@ -618,6 +699,10 @@ export class Dispatcher {
       this.log.info('a former JobManager of the job ended; its successor runs', { jobId, workerId, current: record.jobManager.workerId });
       return undefined;
     }
+    if (this.handingOver.has(jobId)) {
+      this.log.info('a JobManager the job is being given to ended; the hand-over gives the job to another', { jobId, workerId });
+      return undefined;
+    }
     return { jobId, action: await this.recoverJob(record, workerId, `the JobManager process ${reason}`) };
   }
 
@@ -628,14 +713,7 @@ export class Dispatcher {
    */
   private async recoverJob(record: JobRecord, workerId: string, why: string): Promise<'relaunched' | 'failed'> {
     const { jobId } = record;
-    await Promise.all(
-      [leaseNames.jobMaster(jobId), leaseNames.resourceManager(jobId)].map(async (name) => {
-        const lease = await this.deps.leaseStore.get(name);
-        if (lease !== undefined && lease.expiresAtMs > this.deps.clock.now() && lease.holder.startsWith(`${workerId}#`)) {
-          if (await this.deps.leaseStore.release(name, lease.holder, lease.epoch)) this.log.info('ended the lease of a JobManager that is gone', { jobId, lease: name, epoch: lease.epoch });
-        }
-      }),
-    );
+    await this.endLeasesOf(jobId, workerId);
     const launches = record.jobManager?.launches ?? 1;
     const max = this.deps.config.jobManagerMaxAttempts;
     if (record.cancelRequested || launches >= max) {
@@ -652,6 +730,18 @@ export class Dispatcher {
     });
     await this.launchJobManager({ jobId, taskExecutors: record.admission?.taskExecutors ?? 1, sinceMs: record.admission?.admittedAtMs ?? this.deps.clock.now() }, next);
     return 'relaunched';
+  }
+
+  /** Ends the job's leases `workerId` holds (conditioned on holder and epoch: a successor's are never touched). */
+  private async endLeasesOf(jobId: JobId, workerId: string): Promise<void> {
+    await Promise.all(
+      [leaseNames.jobMaster(jobId), leaseNames.resourceManager(jobId)].map(async (name) => {
+        const lease = await this.deps.leaseStore.get(name);
+        if (lease !== undefined && lease.expiresAtMs > this.deps.clock.now() && lease.holder.startsWith(`${workerId}#`)) {
+          if (await this.deps.leaseStore.release(name, lease.holder, lease.epoch)) this.log.info('ended the lease of a JobManager that is gone', { jobId, lease: name, epoch: lease.epoch });
+        }
+      }),
+    );
   }
 
   /**
