@@ -553,12 +553,18 @@ export class Scheduler {
         creditsPerChannel ??= e.result?.network?.creditsPerChannel;
       }
       const times = this.vertexTimes.get(vertex.id) ?? {};
+      const tasks = this.graph.vertexCounts(vertex.id);
+      const splits = this.o.splitAssigners.get(vertex.id);
       return {
         id: vertex.id,
         name: vertex.name,
         parallelism: vertex.parallelism,
         region: this.regions.regionOf(vertex.id).index,
-        tasks: this.graph.vertexCounts(vertex.id),
+        tasks,
+        // Each running subtask may hold one split it has not read to its end.
+        ...(splits !== undefined
+          ? { splits: { done: tasks.finished === tasks.total ? splits.handedOut : Math.max(0, splits.handedOut - tasks.running - tasks.deploying), total: splits.total } }
+          : {}),
         ...(times.firstDeployedAtMs !== undefined ? { firstDeployedAtMs: times.firstDeployedAtMs } : {}),
         ...(times.lastFinishedAtMs !== undefined ? { lastFinishedAtMs: times.lastFinishedAtMs } : {}),
         recordsIn,
