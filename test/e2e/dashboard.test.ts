@@ -15,7 +15,7 @@ const CHROMIUM_PATHS = [process.env['FLOE_CHROMIUM'], '/usr/bin/chromium', '/usr
 
 function chromiumPath(): string {
   const found = CHROMIUM_PATHS.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
-  if (found === undefined) throw new Error("no Chromium found (tried FLOE_CHROMIUM, /usr/bin/chromium, …): install it with 'apt-get install chromium' (.ci/run does)");
+  if (found === undefined) throw new Error("no Chromium found (tried FLOE_CHROMIUM, /usr/bin/chromium, …): install it with 'apt-get install chromium', or run the tests with 'npm test', which installs it (test/prerequisites.sh)");
   return found;
 }
 
