@@ -7,7 +7,7 @@ import { pipeline, Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { inputStoreFor, type ByteStream, type InputStore } from '../blob/input-store.js';
 import { CallDeadline } from '../core/deadline.js';
-import { errorMessage, FloeError } from '../core/errors.js';
+import { errorMessage, FloeError, InputSourceError } from '../core/errors.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
 
 const NEWLINE = 0x0a;
@@ -39,8 +39,9 @@ export async function* readSplitLineBatches(split: InputSplit, options: ReadSpli
   // A compressed split holds every line of its file: offsets count decompressed bytes, and it never ends early.
   const end = gzip ? Number.POSITIVE_INFINITY : split.start + split.length;
   const range = gzip ? `gzip, ${split.length} bytes` : `bytes ${split.start}-${end}`;
+  // A file gone since the listing (INPUT_SOURCE) stays gone on any retry; other read errors may pass.
   const fail = (error: unknown): FloeError =>
-    new FloeError('SOURCE_READ', `text source cannot read split ${split.splitNumber} of '${split.path}' (${range}): ${errorMessage(error)}`, {
+    new FloeError(isMissing(error) ? 'INPUT_SOURCE' : 'SOURCE_READ', `text source cannot read split ${split.splitNumber} of '${split.path}' (${range}): ${errorMessage(error)}`, {
       cause: error,
       retryable: error instanceof FloeError && error.retryable,
     });
@@ -145,4 +146,11 @@ function stripCarriageReturns(lines: string[]): string[] {
     if (l.length > 0 && l.charCodeAt(l.length - 1) === CR) lines[i] = l.slice(0, -1);
   }
   return lines;
+}
+
+/** A local file or folder that is not there (an object store's missing object is its store's to say). */
+function isMissing(error: unknown): boolean {
+  if (error instanceof InputSourceError) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
 }

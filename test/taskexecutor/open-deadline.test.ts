@@ -95,5 +95,7 @@ describe('open deadlines in the task runtime', () => {
       }),
     );
     await expect(run).rejects.toThrow(`text source cannot read split 3 of '${missing}'`);
+    // A file gone after the listing stays gone: the job ends without a restart.
+    await expect(run).rejects.toMatchObject({ code: 'INPUT_SOURCE' });
   });
 });
