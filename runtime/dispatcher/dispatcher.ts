@@ -147,6 +147,8 @@ const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
 
 /** How long telling a ready JobManager about its claim may take; it polls its claim anyway. */
 const CLAIM_NOTICE_TIMEOUT_MS = 2_000;
+/** How long a ready JobManager may take to list its idle TaskExecutors for the overview; past it they are left out. */
+const WARM_POOL_QUERY_TIMEOUT_MS = 500;
 
 /** How many JobManager processes known to be gone a Dispatcher remembers (their ids are never reused). */
 const GONE_JOB_MANAGERS_KEPT = 1_024;
@@ -865,7 +867,7 @@ export class Dispatcher {
     const lists = await Promise.all(
       ready.map((lease) =>
         this.deps.rpc
-          .connect<StandbyJobManagerGateway>(lease.address, EndpointName.STANDBY_JOB_MANAGER, { timeoutMs: CLAIM_NOTICE_TIMEOUT_MS })
+          .connect<StandbyJobManagerGateway>(lease.address, EndpointName.STANDBY_JOB_MANAGER, { timeoutMs: WARM_POOL_QUERY_TIMEOUT_MS })
           .warmTaskExecutors()
           .catch((error: unknown) => {
             this.log.info('cannot ask a ready JobManager for its idle TaskExecutors; they are not shown', { address: lease.address, error: errorMessage(error) });
