@@ -79,7 +79,8 @@ export async function probeCluster(stateDir: string, timeoutMs = PROBE_TIMEOUT_M
   if (connection !== 'accepted') return { state: 'unresponsive', info, cause: connection };
   try {
     await RestClient.forCluster(info, timeoutMs).health();
-    return { state: 'up', info, client: RestClient.forCluster(info) };
+    // A Dispatcher started again on this state dir (after a crash) is followed there.
+    return { state: 'up', info, client: RestClient.forCluster(info, undefined, () => registeredNow(stateDir)) };
   } catch (e) {
     if (e instanceof RpcTimeoutError) return { state: 'busy', info, cause: `GET /health had no answer within ${timeoutMs} ms` };
     if (e instanceof RpcConnectionError) {
@@ -87,6 +88,17 @@ export async function probeCluster(stateDir: string, timeoutMs = PROBE_TIMEOUT_M
       return rootCode(e) === 'ECONNREFUSED' ? refused : { state: 'busy', info, cause: errorMessage(e) };
     }
     return { state: 'unresponsive', info, cause: errorMessage(e) };
+  }
+}
+
+/** The Dispatcher registered in `stateDir` now, if one is and its pid runs. */
+function registeredNow(stateDir: string): ClusterInfo | undefined {
+  try {
+    const info = readClusterInfo(stateDir);
+    return info !== undefined && isProcessAlive(info.pid) ? info : undefined;
+  } catch {
+    // Being rewritten, or not a registration: the request fails as it did.
+    return undefined;
   }
 }
 

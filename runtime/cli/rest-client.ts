@@ -65,10 +65,25 @@ export interface RestClientOptions {
    * it is sent only when the Dispatcher answers LIBRARY_NOT_STORED. @default 16 KiB
    */
   readonly libraryCheckMinBytes?: number;
+  /**
+   * Where the Dispatcher serves now, asked when a request cannot reach it: a local cluster's Dispatcher
+   * started again (after a crash) serves at another address, which its state dir names. The request is
+   * then sent there, and so is every later one.
+   * @default - the Dispatcher is only ever at `baseUrl`
+   */
+  readonly relocate?: () => { readonly baseUrl: string; readonly secret?: string } | undefined;
 }
 
 /** A lost answer to POST /jobs is retried with the same job id for about 10 s. */
 const SUBMIT_RETRY: RetryPolicy = { initialDelayMs: 250, multiplier: 2, maxDelayMs: 4_000, jitter: 0.2, maxAttempts: 5 };
+
+interface RequestOptions {
+  readonly body?: unknown;
+  readonly authorized?: boolean;
+  readonly notFoundAsUndefined?: boolean;
+  readonly waitMs?: number;
+  readonly signal?: AbortSignal;
+}
 
 /** Inline base64 grows a library by a third; 4 MiB keeps POST /jobs under Lambda's 6 MB request cap. */
 export const DEFAULT_INLINE_LIBRARY_MAX_BYTES = 4 * 1024 * 1024;
@@ -81,12 +96,13 @@ export class UnexpectedResponseError extends FloeError {
 }
 
 export class RestClient {
-  private readonly baseUrl: string;
-  private readonly secret: string | undefined;
+  private baseUrl: string;
+  private secret: string | undefined;
   private readonly signer: RequestSigner | undefined;
   private readonly timeoutMs: number;
   private readonly inlineLibraryMaxBytes: number;
   private readonly libraryCheckMinBytes: number;
+  private readonly relocate: RestClientOptions['relocate'];
 
   constructor(options: RestClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -95,10 +111,29 @@ export class RestClient {
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.inlineLibraryMaxBytes = options.inlineLibraryMaxBytes ?? DEFAULT_INLINE_LIBRARY_MAX_BYTES;
     this.libraryCheckMinBytes = options.libraryCheckMinBytes ?? 16 * 1024;
+    this.relocate = options.relocate;
   }
 
-  static forCluster(info: ClusterInfo, timeoutMs?: number): RestClient {
-    return new RestClient({ baseUrl: info.restUrl, secret: info.secret, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  /** A client of a local cluster; with `current` (its state dir's registration, read again), it follows a Dispatcher started again elsewhere. */
+  static forCluster(info: ClusterInfo, timeoutMs?: number, current?: () => ClusterInfo | undefined): RestClient {
+    return new RestClient({
+      baseUrl: info.restUrl,
+      secret: info.secret,
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(current === undefined
+        ? {}
+        : {
+            relocate: () => {
+              const now = current();
+              return now === undefined ? undefined : { baseUrl: now.restUrl, secret: now.secret };
+            },
+          }),
+    });
+  }
+
+  /** The Dispatcher's address as this client uses it now. */
+  get url(): string {
+    return this.baseUrl;
   }
 
   health(): Promise<HealthResponse> {
@@ -232,11 +267,26 @@ export class RestClient {
     return this.request<OverviewResponse>('GET', '/overview');
   }
 
-  private async request<T>(
-    method: string,
-    path: string,
-    opts: { body?: unknown; authorized?: boolean; notFoundAsUndefined?: boolean; waitMs?: number; signal?: AbortSignal } = {},
-  ): Promise<T> {
+  private async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    try {
+      return await this.requestAt<T>(method, path, opts);
+    } catch (error) {
+      if (!(error instanceof RpcConnectionError) || opts.signal?.aborted === true || !this.moved()) throw error;
+      return this.requestAt<T>(method, path, opts);
+    }
+  }
+
+  /** Whether the Dispatcher serves elsewhere now (`relocate`); this client then goes there. */
+  private moved(): boolean {
+    const now = this.relocate?.();
+    const baseUrl = now?.baseUrl.replace(/\/+$/, '');
+    if (now === undefined || baseUrl === undefined || baseUrl === this.baseUrl) return false;
+    this.baseUrl = baseUrl;
+    if (this.signer === undefined) this.secret = now.secret;
+    return true;
+  }
+
+  private async requestAt<T>(method: string, path: string, opts: RequestOptions): Promise<T> {
     const url = `${this.baseUrl}${path}`;
     let headers: Record<string, string> = { accept: 'application/json' };
     if (opts.authorized !== false && this.secret !== undefined) headers['authorization'] = `Bearer ${this.secret}`;
