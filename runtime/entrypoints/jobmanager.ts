@@ -100,7 +100,9 @@ async function shutdown(code: number): Promise<never> {
   if (!exiting) {
     exiting = true;
     await jobManager.close();
-    await launcher.close();
+    // Deposed, its TaskExecutors run the job for the JobManager that leads it now: they are not ours to stop.
+    if (jobManager.deposed) logger.info('leaving the TaskExecutors to the JobManager that leads the job now', { taskExecutors: launcher.running() });
+    else await launcher.close();
     await rpc.close();
     await services.close();
   }

@@ -99,6 +99,7 @@ export class JobManagerProcess {
   /** Where a Dispatcher that can reach this process tells it a claim was taken; served from the first ready period on. */
   private standbyEndpoint: ServedEndpoint | undefined;
   private jobsRun = 0;
+  private deposedFromJob = false;
   /** The last ready period's place and claim, given up once the job it took runs (see take()). */
   private poolLeasesGivenUp: Promise<void> = Promise.resolve();
   /** A place taken as the running job ends (see placeAsJobEnds), for the next ready period; undefined once used or given up. */
@@ -109,6 +110,14 @@ export class JobManagerProcess {
 
   constructor(private readonly deps: JobManagerProcessDeps) {
     this.log = deps.logger.child({ component: 'jobmanager-process' });
+  }
+
+  /**
+   * Whether the process is done because a newer JobManager leads its job (not because it was shut down):
+   * the TaskExecutors it started serve that leader now, so the process must exit without stopping them.
+   */
+  get deposed(): boolean {
+    return this.deposedFromJob;
   }
 
   /** Whether the process waits in the warm pool for a job now. */
@@ -207,6 +216,7 @@ export class JobManagerProcess {
     this.log.info('job done in this process', { jobId, outcome: outcome.status, jobsRun: this.jobsRun });
     // Leadership lost: a successor runs the job elsewhere, and this process may be the one in doubt.
     if (this.closing || outcome.status === 'LEADERSHIP_LOST' || this.deps.config.warmPoolJobManagers <= 0) {
+      this.deposedFromJob = outcome.status === 'LEADERSHIP_LOST' && !this.closing;
       await this.giveUpNextPlace();
       await this.stopWorkers(warm, 'the JobManager process ends');
       this.resolveDone(outcome.status === 'LEADERSHIP_LOST' ? outcome.message : `job ${jobId} ${outcome.status}`);
