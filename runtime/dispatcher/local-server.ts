@@ -99,22 +99,25 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | { tooLa
   });
 }
 
-/** A refused body is read and dropped for at most this long; then the connection is closed. */
-const DISCARD_MAX_MS = 10_000;
+/** How much of a refused body is read and dropped before the connection is cut. */
+interface DiscardBounds {
+  readonly maxBytes: number;
+  readonly maxMs: number;
+}
 
 /**
  * Answers a request refused before its body was read, then closes the connection. Most clients write
  * their whole body before they read (all but those that send `expect: 100-continue`), and a connection
  * closed under a client still writing ends in EPIPE or a reset on its side, never in the answer. So,
- * when `discardMaxBytes` is above 0, the rest of the body is read and dropped (never kept) for up to
- * that many bytes and DISCARD_MAX_MS, and the connection is closed once it has all arrived; a body
- * declared or found larger than that is cut off.
+ * with `discard`, the rest of the body is read and dropped (never kept) within its bounds, and the
+ * connection is closed once it has all arrived; a body declared or found larger is cut off, and so is
+ * one still arriving after `maxMs`.
  */
-function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, body: string, discardMaxBytes = 0): void {
+function answerAndClose(req: IncomingMessage, res: ServerResponse, status: number, body: string, discard?: DiscardBounds): void {
   res.setHeader('connection', 'close');
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
-  if (req.complete || discardMaxBytes <= 0 || (declared !== undefined && declared > discardMaxBytes)) {
+  if (req.complete || discard === undefined || (declared !== undefined && declared > discard.maxBytes)) {
     // Node closes the connection once the answer is written.
     res.end(body);
     return;
@@ -128,11 +131,11 @@ function answerAndClose(req: IncomingMessage, res: ServerResponse, status: numbe
     clearTimeout(timer);
     socket.destroy();
   };
-  const timer = setTimeout(cut, DISCARD_MAX_MS);
+  const timer = setTimeout(cut, discard.maxMs);
   timer.unref();
   req.on('data', (chunk: Buffer) => {
     dropped += chunk.length;
-    if (dropped > discardMaxBytes) cut();
+    if (dropped > discard.maxBytes) cut();
   });
   req.once('end', () => {
     clearTimeout(timer);
@@ -155,12 +158,14 @@ export interface LocalRestServerOptions {
    * that writes its whole body before reading gets the answer. @default 4 × maxBodyBytes
    */
   readonly discardMaxBytes?: number;
+  /** A refused body is read and dropped for at most this long; then the connection is cut. @default 10000 */
+  readonly discardMaxMs?: number;
   /** Where a request the server itself failed to answer is logged. */
   readonly logger?: Logger;
 }
 
 export async function startLocalRestServer(handler: RestHandler, options: LocalRestServerOptions): Promise<LocalRestServer> {
-  const discardMaxBytes = options.discardMaxBytes ?? 4 * options.maxBodyBytes;
+  const discard: DiscardBounds = { maxBytes: options.discardMaxBytes ?? 4 * options.maxBodyBytes, maxMs: options.discardMaxMs ?? 10_000 };
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     void (async () => {
       const send = (status: number, body: string, headers: Readonly<Record<string, string>> = {}): void => {
@@ -170,17 +175,17 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
       // llhttp has checked the header's syntax; it holds a number of bytes here.
       const declared = Number(req.headers['content-length'] ?? 0);
       if (declared > options.maxBodyBytes) {
-        answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, declared, true), discardMaxBytes);
+        answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, declared, true), discard);
         return;
       }
       if (req.httpVersionMajor !== 1) {
-        answerAndClose(req, res, 400, errorBody('INVALID_REQUEST', `the request line names HTTP/${req.httpVersion}; this server speaks HTTP/1.1 (and 1.0)`), discardMaxBytes);
+        answerAndClose(req, res, 400, errorBody('INVALID_REQUEST', `the request line names HTTP/${req.httpVersion}; this server speaks HTTP/1.1 (and 1.0)`), discard);
         return;
       }
       const body = await readBody(req, options.maxBodyBytes);
       if ('aborted' in body) return;
       if ('tooLarge' in body) {
-        answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, body.tooLarge, false), discardMaxBytes);
+        answerAndClose(req, res, 413, tooLarge(options.maxBodyBytes, body.tooLarge, false), discard);
         return;
       }
       if (req.httpVersionMinor >= 1 && req.headers.host === undefined) {
@@ -247,7 +252,7 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
   // Node would answer an unknown expectation with an empty 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const body = errorBody('EXPECTATION_FAILED', `header 'expect' is '${String(req.headers.expect).slice(0, 40)}'; only '100-continue' is understood`);
-    answerAndClose(req, res, 417, body, discardMaxBytes);
+    answerAndClose(req, res, 417, body, discard);
   });
   // Longer than any Floe client keeps an idle connection (core/keep-alive.ts): equal timeouts on both
   // ends let the server close a connection just as the client sends on it ("socket hang up").

@@ -1,7 +1,7 @@
 // What the local HTTP server answers before the router sees a request: requests Node's HTTP parser
 // refuses (content-length, transfer-encoding, the request line, header size, a body cut short), a body
 // over the limit, an unknown expectation. Each answer is the API's JSON error naming the header or limit.
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
 import { prepareFixtureLibrary, REST_SECRET, setupDispatcher } from './rest-contract.js';
@@ -125,5 +125,67 @@ describe('local REST server', () => {
     });
     expectJsonError(streamed, 413, /^the request body is over 65536 bytes \(\d+ read\); the limit is 65536 bytes/);
     expect(await stored()).toEqual({ jobs: 0, blobs: 0, started: 0 });
+  });
+});
+
+describe('a refused body still on its way', () => {
+  const LIMIT = 64 * 1024;
+  const json = async () => ({ status: 200, body: {} });
+
+  /** Sends the request head only; resolves the answer once complete (noting whether the server had closed by then), and `closed` when the server ends the connection. */
+  function refusedHead(serverUrl: string, contentLength: number): { socket: Socket; answer: Promise<{ status: number; message: string; closedAtAnswer: boolean }>; closed: Promise<void> } {
+    const { hostname, port } = new URL(serverUrl);
+    const socket = connect(Number(port), hostname);
+    let ended = false;
+    const received: Buffer[] = [];
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.on('end', () => (ended = true));
+    socket.on('error', () => undefined);
+    const answer = new Promise<{ status: number; message: string; closedAtAnswer: boolean }>((resolve) => {
+      socket.on('data', (d: Buffer) => {
+        received.push(d);
+        const text = Buffer.concat(received).toString('utf8');
+        const headEnd = text.indexOf('\r\n\r\n');
+        const length = Number(/content-length: (\d+)/i.exec(text)?.[1] ?? NaN);
+        if (headEnd >= 0 && Buffer.byteLength(text.slice(headEnd + 4)) >= length) {
+          resolve({ status: Number(text.slice(9, 12)), message: JSON.parse(text.slice(headEnd + 4)).error.message, closedAtAnswer: ended });
+        }
+      });
+    });
+    socket.write(`POST /jobs HTTP/1.1\r\nhost: ${hostname}\r\ncontent-length: ${contentLength}\r\n\r\n`);
+    return { socket, answer, closed };
+  }
+
+  it('is read and dropped after the 413, and the connection closes once it has all arrived', async () => {
+    // A body larger than what the sockets buffer: a connection closed under it ends the write in an error.
+    const limit = 4 * 1024 * 1024;
+    const server = await startLocalRestServer(json, { host: '127.0.0.1', port: 0, maxBodyBytes: limit });
+    try {
+      const { socket, answer, closed } = refusedHead(server.url, 3 * limit);
+      const got = await answer;
+      expect(got).toEqual({ status: 413, message: expect.stringMatching(`^header 'content-length' says ${3 * limit} bytes; the limit is ${limit} bytes`), closedAtAnswer: false });
+      // The client writes its body after the answer, as one that reads only after writing would, without an error.
+      const written = new Promise<Error | undefined>((resolve) => socket.write(Buffer.alloc(3 * limit, 0x20), (error) => resolve(error ?? undefined)));
+      await closed;
+      expect(await written).toBeUndefined();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('is not waited for when declared over 4 times the limit, nor past discardMaxMs', async () => {
+    const server = await startLocalRestServer(json, { host: '127.0.0.1', port: 0, maxBodyBytes: LIMIT, discardMaxMs: 300 });
+    try {
+      // Declared over the bound: answered and closed without the body.
+      const large = refusedHead(server.url, 4 * LIMIT + 1);
+      expect((await large.answer).status).toBe(413);
+      await large.closed;
+      // Within the bound, but the client never sends it: the connection is cut once discardMaxMs have passed.
+      const silent = refusedHead(server.url, 2 * LIMIT);
+      expect(await silent.answer).toMatchObject({ status: 413, closedAtAnswer: false });
+      await silent.closed;
+    } finally {
+      await server.close();
+    }
   });
 });
