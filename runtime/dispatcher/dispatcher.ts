@@ -718,7 +718,7 @@ export class Dispatcher {
     await this.endLeasesOf(jobId, workerId);
     const launches = record.jobManager?.launches ?? 1;
     const max = this.deps.config.jobManagerMaxAttempts;
-    if (record.cancelRequested || launches >= max) {
+    if (launches >= max) {
       const message = record.cancelRequested
         ? `${why} while the job was being cancelled`
         : `${why}; ${launches} JobManagers were launched for the job ('jobmanager.max-attempts' is ${max}), so it is not recovered again`;
@@ -727,9 +727,13 @@ export class Dispatcher {
       return 'failed';
     }
     const next = launches + 1;
-    await this.writeAsDispatcher(jobId, {
-      exception: { timestampMs: this.deps.clock.now(), message: `${why}; a new JobManager recovers the job (launch ${next} of at most ${max})`, recovered: true },
-    });
+    // A job being cancelled gets a successor too: the tasks the lost JobManager deployed may still run,
+    // and the successor stops them and deletes their staged output before it records the job CANCELED.
+    if (!record.cancelRequested) {
+      await this.writeAsDispatcher(jobId, {
+        exception: { timestampMs: this.deps.clock.now(), message: `${why}; a new JobManager recovers the job (launch ${next} of at most ${max})`, recovered: true },
+      });
+    }
     await this.launchJobManager({ jobId, taskExecutors: record.admission?.taskExecutors ?? 1, sinceMs: record.admission?.admittedAtMs ?? this.deps.clock.now() }, next);
     return 'relaunched';
   }

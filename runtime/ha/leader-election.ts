@@ -38,8 +38,13 @@ export interface LeaderElectionOptions {
 export interface LeaderContender {
   /** Called once per leadership session; a new session comes with a new (higher) or the same token. */
   grantLeadership(token: FencingToken): void | Promise<void>;
-  /** Called when leadership ends (lost, could not renew in time, or stop()); stop acting at once. */
+  /** Called when leadership ends (lost, could not renew in time, resign() or stop()); stop acting at once. */
   revokeLeadership(reason: string): void | Promise<void>;
+  /**
+   * Called when a campaign finds the lease held, unexpired, by another contender: the one fact that says
+   * someone else leads. A lease that lapsed because the store stalled says nothing of the kind. @default - not told
+   */
+  leaseHeldByAnother?(lease: Lease): void | Promise<void>;
 }
 
 interface Session {
@@ -74,6 +79,8 @@ export class LeaderElection {
   private deadlineTimer: Timer | undefined;
   private callbacks: Promise<void> = Promise.resolve();
   private stopping: Promise<void> | undefined;
+  /** The last epoch given up by resign(): a campaign leads only at a higher one. */
+  private resignedEpoch = 0;
 
   constructor(private readonly options: LeaderElectionOptions, private readonly contender: LeaderContender) {
     const { leaseDurationMs: duration, renewIntervalMs: interval } = options;
@@ -128,6 +135,19 @@ export class LeaderElection {
     return this.stopping;
   }
 
+  /**
+   * Gives up the current leadership session while going on campaigning (the contender cannot act on it
+   * any more, e.g. it could not write what leading needs): it leads again only at a higher epoch, so
+   * whoever it dealt with can tell the next session from this one. The lease is released for that.
+   */
+  resign(reason: string): void {
+    const session = this.session;
+    if (session === undefined || this.stopped) return;
+    this.resignedEpoch = Math.max(this.resignedEpoch, session.token);
+    this.revoke(session, reason);
+    void this.releaseHeld();
+  }
+
   private async releaseHeld(): Promise<void> {
     const epoch = this.heldEpoch;
     if (epoch === undefined) return;
@@ -164,13 +184,26 @@ export class LeaderElection {
     const askedAt = clock.now();
     const askedAtMono = monotonicNow(clock);
     const lease = await this.bounded(store.tryAcquire(name, holder, address, leaseDurationMs), 'tryAcquire');
-    if (lease === undefined) return;
+    if (lease === undefined) {
+      await this.tellHeldByAnother();
+      return;
+    }
     this.heldEpoch = lease.epoch;
-    if (this.stopped) {
+    // Stopped meanwhile, or still the epoch given up by resign() (its release has not reached the store yet).
+    if (this.stopped || lease.epoch <= this.resignedEpoch) {
       await this.releaseHeld();
       return;
     }
     this.lead(lease, askedAt, askedAtMono, 'won');
+  }
+
+  private async tellHeldByAnother(): Promise<void> {
+    const told = this.contender.leaseHeldByAnother;
+    if (told === undefined) return;
+    const { store, name, holder, clock } = this.options;
+    const lease = await this.bounded(store.get(name), 'get');
+    if (lease === undefined || lease.holder === holder || lease.expiresAtMs <= clock.now() || this.stopped) return;
+    this.enqueue(() => told.call(this.contender, lease), 'leaseHeldByAnother');
   }
 
   /** Acts as leader on `lease` (won or given) while it lasts, counted from `askedAt`; false when it lasts too little. */

@@ -1,21 +1,26 @@
 // The JobManager process's core: campaigns for the job's ResourceManager and JobMaster leases (or is
-// given them with a warm pool's claim) and runs each component only while its lease is held. It is done when the job reached a terminal state or
-// when leadership was lost (a newer JobManager acts from then on).
+// given them with a warm pool's claim) and runs each component only while its lease is held. It is done
+// when the job reached a terminal state or when another JobManager holds the JobMaster lease. A lease it
+// could not keep (the store stalled, the process was paused) ends only the JobMaster of that session:
+// the runner contends again and, should it win, a new JobMaster recovers the job at the higher epoch.
 import { blobKeys, type BlobStore } from '../blob/blob-store.js';
 import type { Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import { errorMessage } from '../core/errors.js';
-import { randomHex, type FencingToken, type JobId, type ResourceId } from '../core/ids.js';
+import { randomHex, ResourceId, type FencingToken, type JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import type { JobRecord, JobStore } from '../ha/job-store.js';
+import type { JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
 import { LeaderElection, retrieveLeader } from '../ha/leader-election.js';
-import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
-import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
+import { leaseNames, type Lease, type LeaseStore } from '../ha/lease-store.js';
+import { ExecutionState, isExecutionTerminal, isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import { parseJobGraph } from '../jobgraph/validate.js';
 import { ResourceManager, type WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { RpcService } from '../rpc/rpc-service.js';
 import { JobMaster, type JobTermination } from '../jobmaster/jobmaster.js';
+import { OutputCommitter } from '../jobmaster/output-committer.js';
+import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type { TaskCounts } from '../jobgraph/job-status.js';
 
 export interface JobManagerRunnerDeps {
   readonly jobId: JobId;
@@ -54,8 +59,17 @@ export class JobManagerRunner {
   private resourceManager: ResourceManager | undefined;
   private jobMaster: JobMaster | undefined;
   private finished = false;
+  /** A JobMaster of this runner led the job once: another holder of the lease now means it was replaced. */
+  private ledOnce = false;
   private adopted = false;
   private warm: WarmTaskExecutor[] = [];
+  /**
+   * The TaskExecutors the job's record named when this runner's JobMaster took over: an earlier JobMaster
+   * ran tasks there, which may still run (their TaskExecutors have not heard of the new leader yet).
+   */
+  private olderWorkers: readonly ResourceId[] = [];
+  private jobGraph: JobGraph | undefined;
+  private olderAttemptStopped = false;
   /** The stored JobGraph, read while campaigning: it never changes, and a successor serves sooner. */
   private jobGraphBytes: Promise<Uint8Array | undefined> | undefined;
   /**
@@ -113,7 +127,8 @@ export class JobManagerRunner {
       { ...common, name: leaseNames.jobMaster(jobId), logger: this.log.child({ lease: 'jm' }), ...granted(leaseNames.jobMaster(jobId)) },
       {
         grantLeadership: (token) => this.startJobMaster(token),
-        revokeLeadership: (reason) => this.finish({ status: 'LEADERSHIP_LOST', message: `JobMaster leadership lost: ${reason}` }),
+        revokeLeadership: (reason) => this.jobMasterLost(reason),
+        leaseHeldByAnother: (lease) => this.replaced(lease),
       },
     );
     this.jobGraphBytes = this.deps.blobStore.get(blobKeys.jobGraph(jobId));
@@ -172,17 +187,21 @@ export class JobManagerRunner {
     try {
       const [record, bytes] = await Promise.all([this.readRecord(token), this.readJobGraph()]);
       if (record === undefined) throw new Error(`job ${jobId} has no record`);
+      this.olderWorkers = workersNamedIn(record);
+      if (bytes !== undefined) this.jobGraph = parseJobGraph(JSON.parse(Buffer.from(bytes).toString('utf8')));
       if (isGloballyTerminal(record.status)) {
         await this.finish({ status: record.status });
         return;
       }
       if (record.cancelRequested) {
-        await jobStore.update(jobId, { status: JobStatus.CANCELED, endedAtMs: this.deps.clock.now() }, token);
+        // The earlier attempt's tasks stop before the record says CANCELED, so nothing runs on after it.
+        await this.stopOlderAttempt(JobStatus.CANCELED);
+        await jobStore.update(jobId, { status: JobStatus.CANCELED, endedAtMs: this.deps.clock.now(), ...endedProgress(record) }, token);
         await this.finish({ status: JobStatus.CANCELED });
         return;
       }
       if (bytes === undefined) throw new Error(`the JobGraph of job ${jobId} is missing from the blob store`);
-      const jobGraph = parseJobGraph(JSON.parse(Buffer.from(bytes).toString('utf8')));
+      const jobGraph = this.jobGraph!;
       const jobMaster = new JobMaster({
         jobGraph,
         resourceId: this.deps.resourceId,
@@ -200,7 +219,14 @@ export class JobManagerRunner {
         ...(this.deps.onJobEnding !== undefined ? { onJobEnding: this.deps.onJobEnding } : {}),
       });
       this.jobMaster = jobMaster;
-      void jobMaster.termination.then((t) => this.finish(t));
+      this.ledOnce = true;
+      void jobMaster.termination.then((t) => {
+        if (t.status !== 'LEADERSHIP_LOST') return this.finish(t);
+        // It stepped down on its own (its lease lapsed, or a write it needed failed): this session ends,
+        // and the next one, if this runner wins again, comes at a higher epoch.
+        if (this.jobMaster === jobMaster) this.jmElection?.resign(t.message);
+        return this.jobMasterLost(t.message);
+      });
       await jobMaster.start();
       this.resolveServing();
     } catch (error) {
@@ -210,6 +236,24 @@ export class JobManagerRunner {
         .catch(() => undefined);
       await this.finish({ status: JobStatus.FAILED, message: errorMessage(error) });
     }
+  }
+
+  /**
+   * This session's JobMaster stops acting; the job goes on under whoever wins the lease next, this runner
+   * included: it is done only once another JobManager holds the lease (`replaced`) or the job ended.
+   */
+  private async jobMasterLost(reason: string): Promise<void> {
+    const jobMaster = this.jobMaster;
+    if (this.finished || jobMaster === undefined) return;
+    this.jobMaster = undefined;
+    this.log.warn('JobMaster leadership lost; contending for the lease again', { reason });
+    await jobMaster.close().catch((error: unknown) => this.log.warn('could not close the JobMaster', { error: errorMessage(error) }));
+  }
+
+  /** Another JobManager holds the JobMaster lease this runner led with: it acts for the job from now on. */
+  private async replaced(lease: Lease): Promise<void> {
+    if (this.finished || !this.ledOnce) return;
+    await this.finish({ status: 'LEADERSHIP_LOST', message: `another JobManager (${lease.holder}) leads the job with token ${lease.epoch}` });
   }
 
   /** The idle TaskExecutors this runner handed to the warm pool when the job ended (see `warmPool`). */
@@ -225,7 +269,7 @@ export class JobManagerRunner {
   private async finish(outcome: RunnerOutcome): Promise<void> {
     if (this.finished) return;
     this.finished = true;
-    this.log.info('JobManager done', { outcome: outcome.status });
+    this.log.info('JobManager done', { outcome: outcome.status, ...(outcome.message !== undefined ? { why: outcome.message } : {}) });
     await this.jobMaster?.close().catch(() => undefined);
     const pool = this.deps.warmPool;
     if (pool !== undefined && pool.taskManagers > 0 && outcome.status !== 'LEADERSHIP_LOST' && this.resourceManager !== undefined) {
@@ -235,14 +279,68 @@ export class JobManagerRunner {
       });
     }
     await this.resourceManager?.close().catch(() => undefined);
+    if (outcome.status !== 'LEADERSHIP_LOST') await this.stopOlderAttempt(outcome.status);
     await this.jmElection?.stop().catch(() => undefined);
     await this.rmElection?.stop().catch(() => undefined);
     this.resolveServing();
     this.resolveDone(outcome);
   }
 
+  /**
+   * The job ended (`status`) while tasks an earlier JobMaster deployed may still run: their TaskExecutors
+   * are stopped (cancelling those tasks) unless the warm pool took them, and then, for a job that did not
+   * finish, the staging of its sinks is deleted, now that no task of any attempt writes there any more.
+   */
+  private async stopOlderAttempt(status: JobStatus): Promise<void> {
+    if (this.olderAttemptStopped) return;
+    this.olderAttemptStopped = true;
+    const kept = new Set<string>(this.warm.map((w) => w.resourceId));
+    const workers = this.olderWorkers.filter((id) => !kept.has(id));
+    if (workers.length > 0) {
+      this.log.info('stopping the TaskExecutors of an earlier attempt of the ended job', { status, taskExecutors: workers });
+      await Promise.all(
+        workers.map((id) =>
+          this.deps.launcher.stop(id, `job ${this.deps.jobId} ended ${status}`).catch((error: unknown) => {
+            this.log.warn('could not stop a TaskExecutor of an earlier attempt', { resourceId: id, error: errorMessage(error) });
+          }),
+        ),
+      );
+    }
+    if (status === JobStatus.FINISHED || this.jobGraph === undefined) return;
+    await new OutputCommitter(this.jobGraph, { clock: this.deps.clock, logger: this.log })
+      .discardAll()
+      .catch((error: unknown) => this.log.error('could not delete the staged output of the ended job', { status, error: errorMessage(error) }));
+  }
+
   /** Stops everything now (process shutdown); the job, if still running, stays for a successor. */
   async close(): Promise<void> {
     await this.finish({ status: 'LEADERSHIP_LOST', message: 'JobManager shut down' });
   }
+}
+
+/** Every TaskExecutor a job's record names: where its subtasks ran, its slots, and the output of finished regions. */
+function workersNamedIn(record: JobRecord): ResourceId[] {
+  const ids = new Set<string>();
+  for (const te of record.taskExecutors ?? []) ids.add(te.resourceId);
+  for (const v of record.vertices ?? []) for (const s of v.subtasks ?? []) if (s.taskExecutor !== undefined) ids.add(s.taskExecutor);
+  for (const finished of Object.values(record.recovery?.finished ?? {})) for (const f of finished) ids.add(f.resourceId);
+  return [...ids].map((id) => ResourceId.of(id));
+}
+
+/** A cancelled job's progress as its record shows it: what had not ended was cancelled with it, and no TaskExecutor serves it. */
+function endedProgress(record: JobRecord): Pick<JobRecordUpdate, 'tasks' | 'vertices' | 'taskExecutors'> {
+  const counts = (tasks: TaskCounts): TaskCounts => ({ ...tasks, scheduled: 0, deploying: 0, running: 0, canceled: tasks.canceled + tasks.scheduled + tasks.deploying + tasks.running });
+  return {
+    taskExecutors: [],
+    ...(record.tasks !== undefined ? { tasks: counts(record.tasks) } : {}),
+    ...(record.vertices !== undefined
+      ? {
+          vertices: record.vertices.map((v) => ({
+            ...v,
+            tasks: counts(v.tasks),
+            ...(v.subtasks !== undefined ? { subtasks: v.subtasks.map((s) => (isExecutionTerminal(s.state) ? s : { ...s, state: ExecutionState.CANCELED })) } : {}),
+          })),
+        }
+      : {}),
+  };
 }

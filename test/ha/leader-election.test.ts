@@ -72,7 +72,7 @@ describe('LeaderElection', () => {
     await Promise.all(started.splice(0).map((c) => c.election.stop()));
   });
 
-  function contender(id: string, overrides: Partial<LeaderElectionOptions> = {}, hooks: Partial<{ onGrant: (t: FencingToken) => void | Promise<void>; onRevoke: (r: string) => void | Promise<void> }> = {}): Contender {
+  function contender(id: string, overrides: Partial<LeaderElectionOptions> = {}, hooks: Partial<{ onGrant: (t: FencingToken) => void | Promise<void>; onRevoke: (r: string) => void | Promise<void>; onHeldByAnother: (lease: Lease) => void }> = {}): Contender {
     const store = new FlakyLeaseStore(backing, clock);
     const c: Contender = {
       id,
@@ -94,6 +94,7 @@ describe('LeaderElection', () => {
           c.acting = undefined;
           await hooks.onRevoke?.(reason);
         },
+        ...(hooks.onHeldByAnother !== undefined ? { leaseHeldByAnother: hooks.onHeldByAnother } : {}),
       },
     );
     (c as { election: LeaderElection }).election = election;
@@ -233,6 +234,42 @@ describe('LeaderElection', () => {
     await b.election.stop();
     await step(RENEW * 2);
     expect(a.events).toEqual(['grant 1', expect.stringMatching(/^revoke: could not renew/), 'grant 3']);
+  });
+
+  it('resign() ends the session and leads again only at a higher epoch, even when the release did not reach the store', async () => {
+    const a = contender('a-r');
+    a.election.start();
+    await step(0);
+    a.store.mode = 'fail';
+    a.election.resign('the contender could not write its state');
+    await flush();
+    expect(a.election.currentToken).toBeUndefined();
+    expect(a.events).toEqual(['grant 1', 'revoke: the contender could not write its state']);
+    a.store.mode = 'ok';
+    // The lease is still its own at epoch 1: that epoch is released, not led again.
+    await step(RENEW * 3);
+    expect(a.events).toEqual(['grant 1', 'revoke: the contender could not write its state', 'grant 2']);
+    expect(a.election.currentToken).toBe(2);
+  });
+
+  it('tells a contender that another holds the lease, and never for a lease that lapsed while the store stalled', async () => {
+    const seenByA: Lease[] = [];
+    const seenByB: Lease[] = [];
+    const a = contender('a-h', {}, { onHeldByAnother: (l) => void seenByA.push(l) });
+    const b = contender('b-h', {}, { onHeldByAnother: (l) => void seenByB.push(l) });
+    a.election.start();
+    await step(0);
+    // The store stalls past the lease's duration, and answers again: nobody else took it.
+    a.store.mode = 'hang';
+    await step(DURATION + RENEW);
+    a.store.mode = 'ok';
+    await step(RENEW * 2);
+    expect(a.events).toEqual(['grant 1', expect.stringMatching(/^revoke: could not renew/), 'grant 2']);
+    expect(seenByA).toEqual([]);
+    b.election.start();
+    await step(RENEW);
+    expect(seenByB.at(-1)).toMatchObject({ holder: 'a-h', epoch: 2 });
+    expect(b.events).toEqual([]);
   });
 
   it('runs callbacks one after another: a revoke waits for a slow grant to finish', async () => {
