@@ -14,6 +14,10 @@ export default defineConfig({
     env: { FLOE_LOG_LEVEL: 'warn' },
     // The JSON report lets CI print one plain 'N passed, N failed' line.
     reporters: ['default', ['json', { outputFile: 'test/.tmp/vitest-report.json' }]],
+    // Job libraries (<sha256>.mjs in a library cache) are imported by Node as they are, as on a client
+    // and in every task: a rewritten copy would change their functions' source text, and with it the
+    // plan fingerprint each task checks.
+    server: { deps: { external: [/\/[0-9a-f]{64}\.mjs(\?.*)?$/] } },
   },
   resolve: {
     alias: { floe: new URL('../runtime/api/index.ts', import.meta.url).pathname },

@@ -217,7 +217,7 @@ describe('TaskExecutor', () => {
     expect(cluster.rm.registrations[0]).toMatchObject({ resourceId: 'te-1', numberOfSlots: 2, dataAddress: te.dataAddress });
     await waitFor('slot report', () => cluster.rm.slotReports.length > 0);
     const allocationId = await allocate(te, gateway, 0);
-    expect(cluster.jm.taskManagers).toEqual([{ resourceId: 'te-1', address: te.address, dataAddress: te.dataAddress, partitions: [] }]);
+    expect(cluster.jm.taskManagers).toEqual([{ resourceId: 'te-1', address: te.address, dataAddress: te.dataAddress, numberOfSlots: 2, partitions: [] }]);
     // Idempotent for the same allocation, refused for another while it is held.
     await gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId, jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken });
     await expect(
