@@ -174,6 +174,7 @@ export class JobManagerRunner {
       logger: this.deps.logger,
       // A lease won at a higher epoch had a holder before: its TaskExecutors may still run.
       takingOver: token > 1,
+      holdsLeadership: () => this.rmElection?.currentToken === token,
       // Warm TaskExecutors go to the first leadership session only; a later one finds them registered.
       ...(this.deps.adopt !== undefined && !this.adopted ? { adopt: this.deps.adopt } : {}),
     });

@@ -51,6 +51,12 @@ export interface ResourceManagerDeps {
    * start, they count as started workers until they register, so only what they lack is started.
    */
   readonly adopt?: { readonly poolToken: string; readonly workers: readonly WarmTaskExecutor[] };
+  /**
+   * Whether this session still leads, by its own lease as far as it knows (a lease that lapsed while the
+   * process was paused counts as lost). A TaskExecutor is stopped only while it does: a deposed leader's
+   * TaskExecutors serve the job's new leader, which decides about them. @default - always
+   */
+  readonly holdsLeadership?: () => boolean;
 }
 
 /** An idle TaskExecutor kept in a JobManager process's warm pool between jobs. */
@@ -391,6 +397,10 @@ export class ResourceManager implements ResourceManagerGateway {
       .catch(() => [...new Set([...this.startedWorkers, ...this.taskExecutors.keys()])]);
     this.unsubscribeExits?.();
     await this.mainThread.close();
+    if (stopWorkers && !this.leads()) {
+      this.log.info('ResourceManager closed after its lease lapsed; its TaskExecutors are left to the leader', { taskExecutors: workers.length });
+      return;
+    }
     if (!stopWorkers) {
       this.log.info('ResourceManager closed; its TaskExecutors stay for the next leader', { taskExecutors: workers.length });
       return;
@@ -406,6 +416,10 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   // ---- internals (main thread only) --------------------------------------------------------------
+
+  private leads(): boolean {
+    return this.deps.holdsLeadership?.() ?? true;
+  }
 
   private checkJob(jobId: JobId): void {
     if (jobId !== this.deps.jobId) {
@@ -439,6 +453,10 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   private stopWorker(id: ResourceId, reason: string): void {
+    if (!this.leads()) {
+      this.log.info('not stopping a TaskExecutor: this ResourceManager no longer holds its lease, so the TaskExecutor is left to the leader', { resourceId: id, reason });
+      return;
+    }
     detached(() => {
       this.deps.launcher.stop(id, reason).catch((error: unknown) => {
         this.log.warn('could not stop a TaskExecutor', { resourceId: id, reason, error: errorMessage(error) });
