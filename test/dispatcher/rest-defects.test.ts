@@ -96,18 +96,16 @@ describe('bad requests to a local Dispatcher', () => {
     expect(res.json).toMatchObject({ sha256, exists: false, upload: { method: 'PUT', url: `/artifacts/${sha256}` } });
   });
 
-  it('refuses two edges between the same two vertices, naming both, and starts nothing', async () => {
+  it('refuses two edges with one id, naming it, and starts nothing', async () => {
     const graph = await graphFor('job-dup-edges', 'spare');
     const [edge] = graph.edges;
     expect(edge).toBeDefined();
-    const duplicated = { ...graph, edges: [...graph.edges, { ...edge!, id: 'again' }] };
+    // Two edges between the same vertices are a stream unioned with itself; one id twice is no graph.
+    const duplicated = { ...graph, edges: [...graph.edges, { ...edge! }] };
     const res = await cluster.api('POST', '/jobs', { jobGraph: duplicated, library: Buffer.from(fixtureLibrary().library).toString('base64') });
     expect(res.status, JSON.stringify(res.body)).toBe(400);
     expect(res.body.error.code).toBe('INVALID_JOB_GRAPH');
-    const problem = (res.body.error.details.problems as string[]).find((p) => p.includes('again'));
-    expect(problem, JSON.stringify(res.body)).toContain(`'${edge!.id}'`);
-    expect(problem).toContain(`'${edge!.source}'`);
-    expect(problem).toContain(`'${edge!.target}'`);
+    expect(res.body.error.details.problems as string[]).toContainEqual(expect.stringContaining(`duplicate edge id '${edge!.id}'`));
     await expectNothingStored();
   });
 
