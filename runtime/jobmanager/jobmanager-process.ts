@@ -78,7 +78,8 @@ type State =
       readonly kind: 'ready';
       /** This ready period's identity: its place's holder and the name of its claim. */
       readonly holder: string;
-      readonly lease: Lease;
+      /** The place, as last taken (taken again, at a higher epoch, when it lapsed while the store stalled). */
+      lease: Lease;
       readonly warm: readonly WarmTaskExecutor[];
       readonly renewTimer: Timer;
       readonly pollTimer: Timer;
@@ -343,7 +344,7 @@ export class JobManagerProcess {
       },
       { methods: STANDBY_JOB_MANAGER_METHODS },
     );
-    const renewTimer = this.every(() => this.renew(held), config.leaseRenewIntervalMs);
+    const renewTimer = this.every(() => this.renew(), config.leaseRenewIntervalMs);
     const readyAtMs = clock.now();
     const pollTimer = this.every(() => this.poll(), () => claimPollDelayMs(clock.now() - readyAtMs, config.warmPoolPollIntervalMs));
     const idleTimer = clock.setTimeout(() => {
@@ -393,15 +394,32 @@ export class JobManagerProcess {
     return { askedAt: this.deps.clock.now(), askedAtMono: monotonicNow(this.deps.clock) };
   }
 
-  private renew(lease: Lease): void {
+  /** One renewal of the place at a time: on a stalled store each waits its while, and they would pile up. */
+  private renewing = false;
+
+  private renew(): void {
     const state = this.state;
-    if (state.kind !== 'ready' || state.lease !== lease) return;
-    this.deps.leaseStore
-      .renew(lease.name, state.holder, lease.epoch, this.deps.config.leaseDurationMs)
-      .then((renewed) => {
-        if (renewed === undefined && this.state === state) void this.leave(state, 'the standby lease was lost');
+    if (state.kind !== 'ready' || this.renewing) return;
+    const { leaseStore, config } = this.deps;
+    const lease = state.lease;
+    this.renewing = true;
+    leaseStore
+      .renew(lease.name, state.holder, lease.epoch, config.leaseDurationMs)
+      .then(async (renewed) => {
+        if (renewed !== undefined || this.state !== state) return;
+        // Refused: the place lapsed (the store stalled, or the process was paused) or another took it.
+        // Only another holder makes this process give it up; a lapsed place is taken again.
+        const again = await leaseStore.tryAcquire(lease.name, state.holder, lease.address, config.leaseDurationMs);
+        if (this.state !== state) return;
+        if (again !== undefined) {
+          this.log.warn('the standby lease lapsed with no other holder (the state store or this process stalled); took it again', { lease: lease.name, epoch: again.epoch });
+          state.lease = again;
+          return;
+        }
+        void this.leave(state, 'the standby lease was taken by another JobManager');
       })
-      .catch((error: unknown) => this.log.warn('cannot renew the standby lease; trying again', { error: errorMessage(error) }));
+      .catch((error: unknown) => this.log.warn('cannot renew the standby lease; trying again', { error: errorMessage(error) }))
+      .finally(() => (this.renewing = false));
   }
 
   /**

@@ -1,9 +1,10 @@
 // The local state store stalls longer than a lease: another process holds an exclusive lock on the
 // SQLite file for 20 s (as a backup tool or a slow disk would) while a job runs. The cluster waits for it
 // and goes on: the Dispatcher answers /health meanwhile, no process concludes it was replaced, the job
-// FINISHES word for word, and the same Dispatcher runs the next job.
+// FINISHES word for word, and the same Dispatcher runs the next job. A JobManager waiting in the warm
+// pool through such a lock stays there and takes the next job.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,6 +116,29 @@ describe('a stalled state store', () => {
       expect(done.length, log.slice(-4_000)).toBeGreaterThan(0);
       for (const line of done) expect(line).toMatch(/"outcome":"FINISHED"|another JobManager \(\S+\) leads the job/);
     }
+    await stopCluster(stateDir);
+  }, 300_000);
+
+  it('a JobManager ready in the warm pool through a 20 s lock stays ready and takes the next job', async () => {
+    const started = await cli('cluster', 'start', '-D', 'taskmanager.numberOfTaskSlots=2');
+    expect(started.code, started.stderr).toBe(0);
+    const info = readClusterInfo(stateDir)!;
+    const client = RestClient.forCluster(info, 5_000);
+    const first = await submit('pipelined', [input, join(stateDir, 'work', 'counts-before-pool')]);
+    expect((await untilEnded(client, first, 120_000)).status).toBe('FINISHED');
+    await waitFor(async () => (await client.overview()).warmPool.readyJobManagers === 1, 'the JobManager to be ready in the warm pool', 30_000, 100);
+    const [ready] = workerPids(stateDir).jobManagers;
+
+    // Longer than its place's lease: the place lapses while the store cannot be written.
+    locker = await lockDatabase(embeddedPaths.database(stateDir), LOCK_MS);
+    await new Promise<void>((resolve) => locker!.once('exit', () => resolve()));
+    await waitFor(async () => (await client.overview()).warmPool.readyJobManagers === 1, 'the JobManager to hold its place again', 30_000, 100);
+    const next = await submit('pipelined', [input, join(stateDir, 'work', 'counts-after-pool')]);
+    expect((await untilEnded(client, next, 120_000)).status).toBe('FINISHED');
+    expect(readCounts(join(stateDir, 'work', 'counts-after-pool'))).toEqual(expected);
+    // It ran in the process that waited through the lock: no JobManager was started for it.
+    expect(isProcessAlive(ready!)).toBe(true);
+    expect(existsSync(join(stateDir, 'logs', `jobmanager-${next}.log`))).toBe(false);
     await stopCluster(stateDir);
   }, 300_000);
 });
