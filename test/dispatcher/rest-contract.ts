@@ -1,6 +1,6 @@
 // The REST API's answers to bad input, as one suite every front of the Dispatcher must pass: the router
 // called directly, the local HTTP server, and the Lambda handler behind the API Gateway stand-in.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -78,12 +78,14 @@ export async function prepareFixtureLibrary(): Promise<() => void> {
   ({ code: library, sha256 } = await bundleJobFile(join(import.meta.dirname, '../fixtures/jobs/e2e-words.ts')));
   const dir = mkdtempSync(join(tmpdir(), 'floe-rest-contract-'));
   cacheDir = dir;
+  // The default input: a local source must exist when the job is submitted.
+  writeFileSync(join(dir, 'in.txt'), '');
   return () => rmSync(dir, { recursive: true, force: true });
 }
 
 export const fixtureLibrary = (): { library: Uint8Array; sha256: string } => ({ library, sha256 });
 
-/** The fixture job's graph; its default args read and write paths under a scratch folder that stays empty. */
+/** The fixture job's graph; its default args read an empty file and write under a scratch folder. */
 export async function graphFor(jobId: string, exportName = 'default', args: readonly string[] = [join(cacheDir, 'in.txt'), join(cacheDir, 'out', jobId)]): Promise<JobGraph> {
   const definition = loadJobDefinition(await importLibrary(library, cacheDir), exportName);
   return buildJobGraph(definition, { jobId: JobId.of(jobId), args: [...args], exportName, library: { sha256, sizeBytes: library.length }, defaultParallelism: 2 });

@@ -9,6 +9,8 @@ import { FsOutputStore } from '../../runtime/local/fs-output-store.js';
 import { directFront, fixtureLibrary, graphFor, prepareFixtureLibrary, setupDispatcher } from './rest-contract.js';
 
 const home = mkdtempSync(join(tmpdir(), 'floe-sink-targets-'));
+// The input the jobs name: a local source must exist when the job is submitted.
+writeFileSync(join(home, 'in.txt'), '');
 afterAll(() => rmSync(home, { recursive: true, force: true }));
 
 /** A user's project folder: the job file, its input and notes. */
