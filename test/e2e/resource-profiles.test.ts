@@ -49,7 +49,9 @@ describe('resource profiles on the embedded backend', () => {
   });
 
   it('refuses with 400 a profile whose TaskExecutor needs more cores than the machine has, naming the group', async () => {
-    const { jobGraph, library } = await cluster.build('e2e-profiles.ts', 'default', [join(cluster.work, 'none.txt'), join(cluster.work, 'never'), '64', '1024'], 2);
+    // An input that exists: the profile is what is refused.
+    writeFileSync(join(cluster.work, 'empty.txt'), '');
+    const { jobGraph, library } = await cluster.build('e2e-profiles.ts', 'default', [join(cluster.work, 'empty.txt'), join(cluster.work, 'never'), '64', '1024'], 2);
     const refused = await cluster.api('POST', '/jobs', { jobGraph, library });
     expect(refused.status).toBe(400);
     expect(refused.body.error.message).toMatch(/slot sharing group 'heavy' asks for \{ cpu: 64, memoryMiB: 1024 \} per slot.*needs 128 vCPUs, and this machine has \d+ cores/);
