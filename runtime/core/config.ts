@@ -29,6 +29,13 @@ export const CONFIG_OPTIONS = {
   leaseDurationMs: { key: 'high-availability.lease.duration', default: 10_000, min: 50, description: 'How long a leadership lease lasts without renewal (ms).' },
   leaseRenewIntervalMs: { key: 'high-availability.lease.renew-interval', default: 2_000, min: 10, description: 'How often the leader renews its lease (ms); keep well below the duration.' },
   taskManagerTimeoutMs: { key: 'resourcemanager.taskmanager-timeout', default: 30_000, min: 0, description: 'An idle TaskExecutor (no allocated slot, no unconsumed partition) is stopped after this long (ms).' },
+  taskManagerRegistrationTimeoutMs: {
+    key: 'resourcemanager.taskmanager-registration.timeout',
+    default: 60_000,
+    min: 10,
+    description:
+      "A TaskExecutor the ResourceManager started (or took from the warm pool) that has not registered this long after its start (hung at start, or its process frozen) is stopped and another is started in its place; three such starts in a row and no more are tried (ms). Keep it below 'slot.request.timeout', and above the longest a TaskExecutor takes to start (an ECS task's image pull).",
+  },
   slotIdleTimeoutMs: { key: 'slot.idle.timeout', default: 50_000, min: 0, description: 'A slot the JobMaster holds but does not use is given back after this long (ms).' },
   slotRequestTimeoutMs: { key: 'slot.request.timeout', default: 120_000, min: 10, description: 'A job whose slots have not all arrived after this long fails, naming what it asked for and what exists (ms).' },
   taskManagerMemoryMiB: {

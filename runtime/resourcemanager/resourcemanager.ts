@@ -110,6 +110,7 @@ export class ResourceManager implements ResourceManagerGateway {
       slotsPerWorker: deps.config.numberOfTaskSlots,
       maxWorkers: deps.config.maxTaskManagers,
       idleTimeoutMs: deps.config.taskManagerTimeoutMs,
+      registrationTimeoutMs: deps.config.taskManagerRegistrationTimeoutMs,
       // A successor leader first gives the job's TaskExecutors time to register with it.
       ...(deps.takingOver === true ? { startWorkersNotBeforeMs: deps.clock.now() + deps.config.previousWorkerRecoveryTimeoutMs } : {}),
       mainThread: this.mainThread,
@@ -261,7 +262,7 @@ export class ResourceManager implements ResourceManagerGateway {
       }
       if (this.slotManager.isStoppingWorker(resourceId)) {
         // Its slots would be handed out and lost again a moment later.
-        throw new ConflictError(`TaskExecutor ${resourceId} is being stopped because the job no longer needs it; it should exit instead of registering`);
+        throw new ConflictError(`TaskExecutor ${resourceId} is being stopped (the job no longer needs it, or it did not register within 'resourcemanager.taskmanager-registration.timeout'); it should exit instead of registering`);
       }
       const gateway = this.deps.rpc.connect<TaskExecutorGateway>(address, EndpointName.TASK_EXECUTOR);
       const known = this.slotManager.isPendingWorker(resourceId) ? 'started by this ResourceManager' : this.taskExecutors.has(resourceId) ? 're-registration' : 'not started by this ResourceManager';

@@ -60,6 +60,8 @@ interface PendingWorker {
   stopping: boolean;
   /** From the warm pool: kept until the job's JobMaster said what it needs, even with no requirement yet. */
   readonly adopted?: boolean;
+  /** Fires when it has not registered within the registration timeout. */
+  registrationTimer?: Timer;
 }
 
 /** The job's side of a slot request: where the TaskExecutor offers the slot and with which tokens. */
@@ -98,6 +100,12 @@ export interface SlotManagerOptions {
    * registering and reporting their slots (a successor takes them over instead of starting more).
    */
   readonly startWorkersNotBeforeMs?: number;
+  /**
+   * A worker started (or adopted) that has not registered this long after is stopped and counts as a
+   * failed start, so another is started in its place ('resourcemanager.taskmanager-registration.timeout').
+   * @default - none: a worker may take as long as it takes
+   */
+  readonly registrationTimeoutMs?: number;
 }
 
 export interface SlotManagerSnapshot {
@@ -156,7 +164,12 @@ export class SlotManager {
       idleTimer: undefined,
     };
     this.taskExecutors.set(resourceId, entry);
-    if (this.pendingWorkers.delete(resourceId)) this.consecutiveFailedStarts = 0;
+    const pending = this.pendingWorkers.get(resourceId);
+    if (pending !== undefined) {
+      pending.registrationTimer?.cancel();
+      this.pendingWorkers.delete(resourceId);
+      this.consecutiveFailedStarts = 0;
+    }
     this.updateIdle(entry);
     this.checkRequirements();
   }
@@ -184,7 +197,34 @@ export class SlotManager {
    */
   adoptWorker(id: ResourceId, profile: ResourceProfile | undefined): void {
     this.o.mainThread.assertInMainThread();
-    this.pendingWorkers.set(id, { id, profileKey: profileKey(profile), startedAt: this.o.clock.now(), stopping: false, adopted: true });
+    this.addPendingWorker({ id, profileKey: profileKey(profile), startedAt: this.o.clock.now(), stopping: false, adopted: true });
+  }
+
+  /** Records a worker on its way to registering, with its registration deadline. */
+  private addPendingWorker(worker: PendingWorker): void {
+    this.pendingWorkers.set(worker.id, worker);
+    const timeoutMs = this.o.registrationTimeoutMs;
+    if (timeoutMs === undefined) return;
+    worker.registrationTimer = this.o.mainThread.schedule(
+      () => this.registrationTimedOut(worker, timeoutMs),
+      timeoutMs,
+      (error) => this.o.logger.error('registration deadline check failed', { resourceId: worker.id, error }),
+    );
+  }
+
+  /**
+   * A worker that has not registered in time is stopped and counts as a failed start: one that hangs at
+   * start (or whose process is frozen) would otherwise hold its place until the job's slot request
+   * timeout. It stays pending as `stopping` until its process is gone, so it cannot register meanwhile.
+   */
+  private registrationTimedOut(worker: PendingWorker, timeoutMs: number): void {
+    worker.registrationTimer = undefined;
+    if (this.closed || this.pendingWorkers.get(worker.id) !== worker || worker.stopping) return;
+    worker.stopping = true;
+    const reason = `it did not register within ${timeoutMs} ms of its start ('resourcemanager.taskmanager-registration.timeout')`;
+    this.countFailedStart(worker.id, reason);
+    this.o.actions.stopWorker(worker.id, reason);
+    this.checkRequirements();
   }
 
   isRegistered(resourceId: ResourceId): boolean {
@@ -249,8 +289,15 @@ export class SlotManager {
     this.o.mainThread.assertInMainThread();
     const pending = this.pendingWorkers.get(id);
     if (pending === undefined) return;
+    pending.registrationTimer?.cancel();
     this.pendingWorkers.delete(id);
     if (pending.stopping) return;
+    this.countFailedStart(id, cause);
+    this.checkRequirements();
+  }
+
+  /** One more start in a row failed; past MAX_CONSECUTIVE_FAILED_WORKER_STARTS the JobMaster hears why. */
+  private countFailedStart(id: ResourceId, cause: string): void {
     this.consecutiveFailedStarts++;
     const giveUp = this.consecutiveFailedStarts >= MAX_CONSECUTIVE_FAILED_WORKER_STARTS;
     const fields = { resourceId: id, cause, failedStarts: this.consecutiveFailedStarts };
@@ -263,7 +310,6 @@ export class SlotManager {
     } else {
       this.o.logger.warn(`TaskExecutor ${id} failed to start; trying again`, fields);
     }
-    this.checkRequirements();
   }
 
   isPendingWorker(id: ResourceId): boolean {
@@ -365,6 +411,7 @@ export class SlotManager {
     this.closed = true;
     this.recoveryTimer?.cancel();
     for (const entry of this.taskExecutors.values()) entry.idleTimer?.cancel();
+    for (const worker of this.pendingWorkers.values()) worker.registrationTimer?.cancel();
   }
 
   /**
@@ -452,7 +499,7 @@ export class SlotManager {
       room -= n;
       for (let i = 0; i < n; i++) {
         const id = this.o.actions.startWorker(plan.profile);
-        this.pendingWorkers.set(id, { id, profileKey: plan.key, startedAt: this.o.clock.now(), stopping: false });
+        this.addPendingWorker({ id, profileKey: plan.key, startedAt: this.o.clock.now(), stopping: false });
       }
       if (n > 0) this.o.logger.info('starting TaskExecutors for missing slots', { profile: plan.key, missing: plan.missing, started: n });
     }

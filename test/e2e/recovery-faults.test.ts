@@ -1,10 +1,11 @@
 // Process faults that used to stall or fail a job, each struck on real processes while a job runs and each
-// ending with the job FINISHED word for word: a JobManager paused past its lease, once resumed, stops none
-// of the TaskExecutors its successor uses (no second restart); a job submitted right after the ready
-// JobManager of the warm pool was killed goes to a new JobManager at once (the place the dead one held
-// lasts until its lease lapses), not after the reconciler's grace, also when that JobManager was started
-// by an earlier Dispatcher, whose exit the serving one never sees.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// ending with the job FINISHED word for word: a TaskExecutor frozen (SIGSTOP) before it registers is
+// stopped and replaced after 'resourcemanager.taskmanager-registration.timeout'; a JobManager paused past
+// its lease, once resumed, stops none of the TaskExecutors its successor uses (no second restart); a job
+// submitted right after the ready JobManager of the warm pool was killed goes to a new JobManager at once
+// (the place the dead one held lasts until its lease lapses), not after the reconciler's grace, also when
+// that JobManager was started by an earlier Dispatcher, whose exit the serving one never sees.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -40,7 +41,68 @@ afterEach(async () => {
   cluster = undefined;
 });
 
+interface LogLine {
+  readonly t: string;
+  readonly msg: string;
+  readonly [field: string]: unknown;
+}
+
+function logLines(path: string): LogLine[] {
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as LogLine);
+}
+
 describe('process faults during a job', () => {
+  it('a TaskExecutor frozen before it registers is stopped after the registration timeout and replaced; the job FINISHES exactly', async () => {
+    const c = (cluster = await startTestCluster('fault-unregistered', {
+      'resourcemanager.taskmanager-registration.timeout': 3_000,
+      // Without a replacement the job waits for this and FAILS.
+      'slot.request.timeout': 40_000,
+    }));
+    const input = join(c.work, 'corpus.txt');
+    const expected = await writeCorpus(input, 4 * 1024 * 1024, 11);
+    const out = join(c.work, 'counts');
+    // Parallelism 4: two TaskExecutors of two slots start together.
+    const jobId = await c.submit('e2e-wordcount.ts', 'default', [input, out], 4);
+    // The first TaskExecutor process seen, frozen the moment it runs its own code (its id is in its environment).
+    const victim = await waitFor(
+      () => {
+        const te = clusterProcesses(c.stateDir).find((p) => p.resourceId?.startsWith('te-'));
+        if (te === undefined) return undefined;
+        process.kill(te.pid, 'SIGSTOP');
+        frozen.add(te.pid);
+        return { pid: te.pid, resourceId: te.resourceId! };
+      },
+      'a TaskExecutor process to start',
+      30_000,
+      1,
+    );
+    const struckAt = Date.now();
+    const atStrike = (await c.api('GET', `/jobs/${jobId}`)).body;
+    expect(['INITIALIZING', 'CREATED', 'RUNNING']).toContain(atStrike.status);
+
+    const done = await c.awaitTerminal(jobId, 60_000);
+    expect(done.status, await c.exceptions(jobId)).toBe('FINISHED');
+    expect(readCounts(out)).toEqual(expected);
+    // Well before the slot request timeout: the frozen one was replaced, not waited for.
+    expect(Date.now() - struckAt).toBeLessThan(30_000);
+
+    // The ResourceManager gave up on it as a start that failed (so it never registered) for that reason…
+    const jobManagerLog = logLines(join(c.stateDir, 'logs', `jobmanager-${jobId}.log`));
+    const gaveUp = jobManagerLog.filter((l) => l.resourceId === victim.resourceId && /failed to start/.test(l.msg));
+    expect(gaveUp.map((l) => l.cause), JSON.stringify(jobManagerLog)).toEqual([`it did not register within 3000 ms of its start ('resourcemanager.taskmanager-registration.timeout')`]);
+    // …and started another in its place: three TaskExecutors for a job that needs two.
+    const started = readdirSync(join(c.stateDir, 'logs', jobId)).filter((f) => f.startsWith('te-'));
+    expect(started).toHaveLength(3);
+    expect(started).toContain(`${victim.resourceId}.log`);
+    await waitFor(() => !isProcessAlive(victim.pid), 'the frozen TaskExecutor to be gone', 15_000);
+    frozen.delete(victim.pid);
+    await c.nothingLeft();
+  }, 90_000);
+
   it('a JobManager paused past its lease stops none of the TaskExecutors its successor uses when it resumes; the job FINISHES exactly after one recovery', async () => {
     const c = (cluster = await startTestCluster('fault-deposed', {
       'heartbeat.interval': 300,
