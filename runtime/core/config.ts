@@ -199,7 +199,7 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
   for (const [name, raw] of Object.entries(values)) {
     const field = BY_KEY.get(name) ?? (name in CONFIG_OPTIONS ? (name as ConfigField) : undefined);
     if (field === undefined) {
-      problems.push(`unknown option '${name}' (known: ${[...BY_KEY.keys()].join(', ')})`);
+      problems.push(unknownOption(name));
       continue;
     }
     const spec: OptionSpec = CONFIG_OPTIONS[field];
@@ -242,6 +242,40 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
   return cfg;
 }
 
+/** Edit distance (insertions, deletions, substitutions) between two strings. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    previous = row;
+  }
+  return previous[b.length]!;
+}
+
+/**
+ * The keys a mistyped one most likely meant: the nearest by edit distance (case ignored), a key whose
+ * last part it is (`numberOfTaskSlots`), or the key of a field name with a typo; none when nothing is near.
+ */
+export function nearestConfigKeys(name: string): string[] {
+  const wanted = name.toLowerCase();
+  const scored = (Object.entries(CONFIG_OPTIONS) as [ConfigField, OptionSpec][]).map(([field, spec]) => {
+    const key = spec.key.toLowerCase();
+    const tail = key.slice(key.lastIndexOf('.') + 1);
+    const distance = Math.min(editDistance(wanted, key), editDistance(wanted, field.toLowerCase()), tail === wanted ? 0 : Infinity);
+    return { key: spec.key, distance };
+  });
+  const best = Math.min(...scored.map((s) => s.distance));
+  if (best > Math.max(2, Math.floor(wanted.length / 4))) return [];
+  return scored.filter((s) => s.distance === best).map((s) => s.key);
+}
+
+function unknownOption(name: string): string {
+  const near = nearestConfigKeys(name);
+  if (near.length > 0) return `unknown option '${name}': did you mean ${near.map((k) => `'${k}'`).join(' or ')}? (the README's Configuration section lists every option)`;
+  return `unknown option '${name}' (known: ${[...BY_KEY.keys()].join(', ')})`;
+}
+
 /** The least heap a slot's worker thread starts and runs a task with (MiB). */
 export const MIN_SLOT_HEAP_MIB = 16;
 
@@ -259,16 +293,26 @@ export const CONFIG_ENV = 'FLOE_CONFIG';
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): FloeConfig {
   const raw = env[CONFIG_ENV];
   if (raw === undefined || raw === '') return defaultConfig;
+  const expected = `${CONFIG_ENV} takes a JSON object of option keys to values, e.g. ${CONFIG_ENV}='{"heartbeat.timeout": 20000}'`;
+  const found = raw.length > 80 ? `${raw.slice(0, 80)}…` : raw;
+  if (/^[\w./~-]+$/.test(raw.trim()) && /[./]/.test(raw)) {
+    throw new ConfigurationError(`${expected}, not a file name; found '${found}'. To use a file's options, pass its content: ${CONFIG_ENV}="$(cat ${found})"`);
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);
   } catch (e) {
-    throw new ConfigurationError(`${CONFIG_ENV} is not valid JSON: ${(e as Error).message}`);
+    throw new ConfigurationError(`${CONFIG_ENV} is not valid JSON (${(e as Error).message}): ${expected}; found '${found}'`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new ConfigurationError(`${CONFIG_ENV} must be a JSON object of option keys to values`);
+    throw new ConfigurationError(`${expected}; found '${found}'`);
   }
-  return loadConfig(parsed as Record<string, unknown>);
+  try {
+    return loadConfig(parsed as Record<string, unknown>);
+  } catch (e) {
+    if (e instanceof ConfigurationError) throw new ConfigurationError(`${CONFIG_ENV}: ${e.message}`);
+    throw e;
+  }
 }
 
 export function configToEnv(config: FloeConfig): string {
