@@ -3,7 +3,7 @@
 // declarations in dist/types/ (what `import … from 'floe'` type-checks against), and the web dashboard
 // (dist/dashboard/). Dependencies stay in node_modules.
 import { build } from 'esbuild';
-import { readdirSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, basename, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,6 +57,8 @@ try {
   rmSync(out, { recursive: true, force: true });
   throw e;
 }
+// The `floe` command of package.json's bin: runnable as it is, whoever installed the link.
+chmodSync(join(out, 'cli.js'), 0o755);
 const previous = `${out}-previous`;
 if (existsSync(dist)) renameSync(dist, previous);
 renameSync(out, dist);
