@@ -2,13 +2,12 @@
 // an environment variable, a file by a relative path, the clock, random numbers — must give the tasks
 // the client's values, on an embedded cluster whose processes see another environment and another
 // working directory; a builder that makes another plan in a task fails at once, naming the operator.
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { distEntry } from '../../runtime/core/paths.js';
 import { killLeftovers } from '../support/cluster-processes.js';
+import { floeProcess, type FloeProcessResult } from '../support/floe-process.js';
 
 const root = mkdtempSync(join(tmpdir(), 'floe-builder-reads-'));
 const state = join(root, 'state');
@@ -18,21 +17,8 @@ mkdirSync(work);
 // The user's shell: none of this test run's Floe settings.
 const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FLOE_|VITEST|NODE_OPTIONS$)/i.test(k))) as Record<string, string>;
 
-function floe(args: readonly string[], extraEnv: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [distEntry('cli'), '--dir', state, ...args], { cwd: work, env: { ...baseEnv, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
-    child.once('error', reject);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+/** `floe --dir <state> …args` run from the jobs' folder, in the user's shell with `extraEnv` added. */
+const floe = (args: readonly string[], extraEnv: Record<string, string> = {}): Promise<FloeProcessResult> => floeProcess(state, { cwd: work, env: { ...baseEnv, ...extraEnv } })(...args);
 
 function jobFile(name: string, source: string): string {
   writeFileSync(join(work, name), `import { defineJob } from 'floe';\n${source}`);

@@ -8,11 +8,17 @@ export interface FloeProcessResult {
   readonly stderr: string;
 }
 
-/** A function that runs `floe --dir <stateDir> <argv…>` to its exit (at most 90 s). */
-export function floeProcess(stateDir: string): (...argv: string[]) => Promise<FloeProcessResult> {
+/**
+ * A function that runs `floe --dir <stateDir> <argv…>` to its exit (at most 90 s), in `options.cwd` with
+ * `options.env` when given (else this process's).
+ */
+export function floeProcess(
+  stateDir: string,
+  options: { readonly cwd?: string; readonly env?: NodeJS.ProcessEnv } = {},
+): (...argv: string[]) => Promise<FloeProcessResult> {
   return (...argv) =>
     new Promise((resolve) => {
-      execFile(process.execPath, [distEntry('cli'), '--dir', stateDir, ...argv], { timeout: 90_000 }, (error, stdout, stderr) =>
+      execFile(process.execPath, [distEntry('cli'), '--dir', stateDir, ...argv], { timeout: 90_000, ...options }, (error, stdout, stderr) =>
         resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, stdout, stderr }),
       );
     });
