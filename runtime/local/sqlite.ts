@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { systemClock } from '../core/clock.js';
+import { processHoldingClock } from '../core/clock.js';
 import { FloeError } from '../core/errors.js';
 import { RetriesExhaustedError, retrying, type RetryPolicy } from '../core/retry.js';
 
@@ -104,11 +104,15 @@ export async function read<T>(db: SqliteDatabase, fn: () => T, maxWaitMs = BUSY_
   return whileBusy(db, async () => fn(), maxWaitMs);
 }
 
-/** Tries `call` until the database is not busy, waiting between tries off the event loop, for up to `maxWaitMs`. */
+/**
+ * Tries `call` until the database is not busy, waiting between tries off the event loop, for up to
+ * `maxWaitMs`. The waits hold the process: a caller awaiting its store (a command reading stored records)
+ * may have nothing else keeping it alive, and would end mid-wait with exit code 13.
+ */
 async function whileBusy<T>(db: SqliteDatabase, call: () => Promise<T>, maxWaitMs: number): Promise<T> {
   const started = Date.now();
   try {
-    return await retrying(call, { policy: { ...BUSY_RETRY, deadlineMs: maxWaitMs }, clock: systemClock, what: `a statement on ${db.name}`, retryable: isBusyError, cancelled: () => !db.open });
+    return await retrying(call, { policy: { ...BUSY_RETRY, deadlineMs: maxWaitMs }, clock: processHoldingClock, what: `a statement on ${db.name}`, retryable: isBusyError, cancelled: () => !db.open });
   } catch (error) {
     if (error instanceof RetriesExhaustedError) throw new DatabaseBusyError(db.name, Date.now() - started, error.cause);
     throw error;
