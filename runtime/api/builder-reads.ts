@@ -140,13 +140,15 @@ function withHooks<T>(mode: Mode, jobName: string, build: () => T): T {
     has(target, name) {
       return typeof name === 'string' ? envValue(name) !== undefined : Reflect.has(target, name);
     },
-    set(_target, name, v) {
+    // A variable the builder sets is set for real (its functions may read it when they run, in the
+    // task's thread as on the client) and read back from what it set, which needs no recording.
+    set(target, name, v) {
       if (typeof name === 'string') written.set(name, String(v));
-      return true;
+      return Reflect.set(target, name, v);
     },
-    deleteProperty(_target, name) {
+    deleteProperty(target, name) {
       if (typeof name === 'string') written.set(name, undefined);
-      return true;
+      return Reflect.deleteProperty(target, name);
     },
     ownKeys() {
       return refuse('enumerates process.env (Object.keys, a spread, for…in)', 'read the variables it needs by name, e.g. process.env.MIN_VALUE; each one read is stored with the job');

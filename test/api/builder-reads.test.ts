@@ -68,6 +68,24 @@ describe('recordBuilderReads and replayBuilderReads', () => {
     expect(replayBuilderReads('job', elsewhere, build)).toEqual(['client-laptop', '/home/client', 3, '/home/client/jobs']);
   });
 
+  it('set a variable the builder sets, and give it back to the builder without recording it', () => {
+    const build = () => {
+      process.env['FLOE_TEST_SET'] = 'by the builder';
+      return process.env['FLOE_TEST_SET'];
+    };
+    try {
+      const client = recordBuilderReads('job', build);
+      expect(client.result).toBe('by the builder');
+      expect(client.reads).toEqual({});
+      delete process.env['FLOE_TEST_SET'];
+      expect(replayBuilderReads('job', client.reads, build)).toBe('by the builder');
+      // Set for real, so the job's functions see it when they run.
+      expect(process.env['FLOE_TEST_SET']).toBe('by the builder');
+    } finally {
+      delete process.env['FLOE_TEST_SET'];
+    }
+  });
+
   it('throw in the task what the read threw on the client', () => {
     const build = () => {
       try {
