@@ -30,7 +30,8 @@ beforeAll(async () => {
   mkdirSync(join(stateDir, 'work'));
   input = join(stateDir, 'work', 'corpus.txt');
   expected = await writeCorpus(input, 4 * 1024 * 1024, 17);
-  cli = floeProcess(stateDir);
+  // Info lines in the cluster's logs: how a JobManager that left ended is asserted from them.
+  cli = floeProcess(stateDir, { env: { ...process.env, FLOE_LOG_LEVEL: 'info' } });
 }, 60_000);
 
 afterAll(async () => {
