@@ -39,9 +39,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await floe(['cluster', 'stop']);
-  killLeftovers(state);
-  rmSync(root, { recursive: true, force: true });
+  try {
+    await floe(['cluster', 'stop']);
+  } finally {
+    killLeftovers(state);
+    rmSync(root, { recursive: true, force: true });
+  }
 });
 
 describe("a builder's reads beyond its arguments", () => {
