@@ -12,6 +12,7 @@ import { createRestRouter, type RestHandler } from '../dispatcher/rest-router.js
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { AwsProcessEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv } from './aws-env.js';
 import { AwsEnv, openAwsServices, readAwsServicesSettings, type AwsServices } from './aws-services.js';
+import { callLogConfig } from './aws-call-log.js';
 import { createS3Client } from './clients.js';
 import { S3InputStore } from './s3-input-store.js';
 import { S3OutputStore } from './s3-output-store.js';
@@ -59,10 +60,10 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
   const ecs = ecsSettingsFromEnv(env, { jobmanager: true });
   const settings = readAwsServicesSettings(env);
   const services = openAwsServices(env, clock);
-  const s3 = createS3Client({ region: settings.region, ...withCredentials(env), ...(settings.s3Endpoint !== undefined ? { endpoint: settings.s3Endpoint } : {}) });
+  const s3 = createS3Client({ region: settings.region, ...withCredentials(env), ...callLogConfig(env), ...(settings.s3Endpoint !== undefined ? { endpoint: settings.s3Endpoint } : {}) });
   const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
   const launcher = new EcsWorkerLauncher({
-    ecs: createEcsClient({ region: settings.region, ...withCredentials(env), ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}) }),
+    ecs: createEcsClient({ region: settings.region, ...withCredentials(env), ...callLogConfig(env), ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}) }),
     cluster: ecs.cluster,
     taskDefinitions: ecs.taskDefinitions,
     containerName: ecs.containerName,

@@ -5,6 +5,7 @@ import { ConfigurationError } from '../core/errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
+import { callLogConfig } from './aws-call-log.js';
 import { createDynamoDbClients, createS3Client, type AwsConfig } from './clients.js';
 import { DynamoDbJobStore } from './dynamodb-job-store.js';
 import { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
@@ -122,7 +123,7 @@ function credentialsIn(env: NodeJS.ProcessEnv): Pick<AwsConfig, 'credentials'> {
  */
 export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClock): AwsServices {
   const s = readAwsServicesSettings(env);
-  const base: AwsConfig = { region: s.region, ...credentialsIn(env) };
+  const base: AwsConfig = { region: s.region, ...credentialsIn(env), ...callLogConfig(env) };
   const dynamo = createDynamoDbClients({ ...base, ...(s.dynamoDbEndpoint !== undefined && { endpoint: s.dynamoDbEndpoint }) });
   const s3 = createS3Client({ ...base, ...(s.s3Endpoint !== undefined && { endpoint: s.s3Endpoint }) });
   const leaseStore = new DynamoDbLeaseStore({ documentClient: dynamo.documentClient, tableName: s.leaseTable, clock, maxClockSkewMs: s.maxClockSkewMs });

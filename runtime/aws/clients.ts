@@ -3,6 +3,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { callLogTargetFromEnv, recordAwsCalls, type AwsCallLogTarget } from './aws-call-log.js';
 
 export interface AwsCredentials {
   readonly accessKeyId: string;
@@ -25,6 +26,13 @@ export interface AwsConfig {
   readonly connectionTimeoutMs?: number;
   /** Deadline for a request once sent, measured as socket inactivity (ms). @default 10000 */
   readonly requestTimeoutMs?: number;
+  /** Where this client records its calls (aws-call-log.ts). @default - FLOE_AWS_CALL_LOG of process.env: none when unset */
+  readonly callLog?: AwsCallLogTarget;
+}
+
+/** Adds the call record to a client built from `config` (a no-op unless a call log is set). */
+export function withCallLog<C>(client: C, config: AwsConfig): C {
+  return recordAwsCalls(client, config.callLog ?? callLogTargetFromEnv(process.env), config.credentials?.accessKeyId);
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
@@ -65,20 +73,20 @@ export function createDynamoDbClients(config: AwsConfig): DynamoDbClients {
   // The HTTP handler only warns once `requestTimeout` passes; socket inactivity is what ends a call whose
   // answer never comes (a lease renewal must fail in time, not hang). Not for S3: a streamed read may
   // rest while its reader is backpressured.
-  const client = new DynamoDBClient({ ...base, requestHandler: { ...base.requestHandler, socketTimeout: base.requestHandler.requestTimeout } });
+  const client = withCallLog(new DynamoDBClient({ ...base, requestHandler: { ...base.requestHandler, socketTimeout: base.requestHandler.requestTimeout } }), config);
   const documentClient = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   return { client, documentClient, destroy: () => client.destroy() };
 }
 
 export function createS3Client(config: AwsConfig): S3Client {
-  return new S3Client({
+  return withCallLog(new S3Client({
     ...baseClientOptions(config),
     // Emulators (s3rver, LocalStack) address buckets by path, and s3rver knows neither the flexible
     // checksums nor their trailers that newer SDKs send by default.
     forcePathStyle: config.endpoint !== undefined,
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  }), config);
 }
 
 /** The SDK warns once per process about Node versions it will drop; Floe pins its Node version itself. */

@@ -6,7 +6,8 @@ import { ConfigurationError, errorMessage, FloeError } from '../core/errors.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { credentialsFromEnv } from './aws-env.js';
 import { AwsEnv } from './aws-services.js';
-import { baseClientOptions } from './clients.js';
+import { baseClientOptions, withCallLog } from './clients.js';
+import { callLogTargetFromEnv } from './aws-call-log.js';
 
 export const ClusterSecretEnv = {
   /** ARN (or name) of the Secrets Manager secret holding the cluster secret; the deployed function's way. */
@@ -25,7 +26,9 @@ export function secretsManagerReader(env: NodeJS.ProcessEnv): SecretReader {
     if (region === undefined || region === '') throw new ConfigurationError(`${AwsEnv.REGION} (or AWS_REGION) is not set; it is needed to read the cluster secret from Secrets Manager`);
     const endpoint = env[ClusterSecretEnv.SECRETS_MANAGER_ENDPOINT] || env[AwsEnv.ENDPOINT] || undefined;
     const credentials = credentialsFromEnv(env);
-    const client = new SecretsManagerClient(baseClientOptions({ region, ...(endpoint !== undefined ? { endpoint } : {}), ...(credentials !== undefined ? { credentials } : {}) }));
+    const config = { region, ...(endpoint !== undefined ? { endpoint } : {}), ...(credentials !== undefined ? { credentials } : {}) };
+    const callLog = callLogTargetFromEnv(env);
+    const client = withCallLog(new SecretsManagerClient(baseClientOptions(config)), { ...config, ...(callLog !== undefined ? { callLog } : {}) });
     try {
       const answer = await client.send(new GetSecretValueCommand({ SecretId: secretArn }));
       if (answer.SecretString === undefined || answer.SecretString === '') {

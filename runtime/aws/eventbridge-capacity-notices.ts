@@ -7,10 +7,10 @@ import { FloeError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import { CAPACITY_FREED_EVENT, type CapacityFreedDetail } from './capacity-events.js';
-import { baseClientOptions, type AwsConfig } from './clients.js';
+import { baseClientOptions, withCallLog, type AwsConfig } from './clients.js';
 
 export function createEventBridgeClient(config: AwsConfig): EventBridgeClient {
-  return new EventBridgeClient(baseClientOptions(config));
+  return withCallLog(new EventBridgeClient(baseClientOptions(config)), config);
 }
 
 export class EventBridgeCapacityNotices implements CapacityNotices {
