@@ -82,6 +82,14 @@ export class RpcUnauthorizedError extends FloeError {
   }
 }
 
+/** An authenticated caller asked for something its identity may not do (a TaskExecutor acting as another). */
+export class RpcForbiddenError extends FloeError {
+  override readonly httpStatus = 403;
+  constructor(message: string) {
+    super('FORBIDDEN', message);
+  }
+}
+
 export class NoResourceAvailableError extends FloeError {
   constructor(message: string, options?: FloeErrorOptions) {
     super('NO_RESOURCE_AVAILABLE', message, options);
@@ -206,6 +214,7 @@ export function fromErrorInfo(info: ErrorInfo): FloeError {
     case 'LEADERSHIP_LOST': error = new LeadershipLostError(info.message); break;
     case 'STALE_WRITER': error = new StaleWriterError(info.message); break;
     case 'UNAUTHORIZED': error = new RpcUnauthorizedError(); break;
+    case 'FORBIDDEN': error = new RpcForbiddenError(info.message); break;
     case 'NO_RESOURCE_AVAILABLE': error = new NoResourceAvailableError(info.message); break;
     case 'INVALID_REQUEST': error = new InvalidRequestError(info.message); break;
     case 'LIBRARY_NOT_STORED': error = new LibraryNotStoredError(String(d['sha256'] ?? ''), info.message); break;

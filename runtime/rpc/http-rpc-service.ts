@@ -1,6 +1,8 @@
 // The transport between processes: `POST /rpc/<endpoint>/<method>` with the JSON argument array as
-// body, the cluster secret as bearer token and the caller's fencing token in `x-floe-fencing-token`.
-import { createHash, timingSafeEqual } from 'node:crypto';
+// body, a bearer token and the caller's fencing token in `x-floe-fencing-token`. The bearer is the
+// cluster secret (Dispatcher, JobManager) or a TaskExecutor's own identity (core/cluster-keys.ts): a
+// TaskExecutor never holds the secret, signs its calls with its own key, and is called with that key,
+// which the caller derives from the secret.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -10,16 +12,19 @@ import {
   PayloadTooLargeError,
   RpcConnectionError,
   RpcTimeoutError,
+  RpcForbiddenError,
   RpcUnauthorizedError,
   errorMessage,
   toErrorInfo,
 } from '../core/errors.js';
+import { parseTaskExecutorBearer, sameSecret, taskExecutorBearer, taskExecutorKey, type TaskExecutorCredentials } from '../core/cluster-keys.js';
+import { ResourceId } from '../core/ids.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
 import type { Logger } from '../core/logger.js';
 import { createLogger } from '../core/logger.js';
 import { RpcDispatcher, decodeReply, encodeArgs, gatewayProxy, isRpcReply } from './rpc-dispatcher.js';
 import type { EncodedReply, RpcReply } from './rpc-dispatcher.js';
-import type { ConnectOptions, RpcService, ServeOptions, ServedEndpoint } from './rpc-service.js';
+import type { ConnectOptions, RpcCaller, RpcService, ServeOptions, ServedEndpoint } from './rpc-service.js';
 
 export const FENCING_TOKEN_HEADER = 'x-floe-fencing-token';
 /** Largest request or response body; a JobGraph with its library inlined stays well below. */
@@ -37,8 +42,17 @@ export interface HttpRpcServiceOptions {
   readonly advertisedHost?: string;
   /** @default 0 (a free port) */
   readonly port?: number;
-  /** The cluster secret every call must carry. */
-  readonly secret: string;
+  /**
+   * The cluster secret: this process accepts calls that carry it, and calls from TaskExecutors that carry
+   * their own keys (each limited by the endpoint's `taskExecutorCalls`). Set exactly one of `secret` and
+   * `taskExecutor`.
+   */
+  readonly secret?: string;
+  /**
+   * A TaskExecutor's own credentials, for a process that must not hold the secret: its calls carry them,
+   * and it accepts only calls that carry its own key.
+   */
+  readonly taskExecutor?: TaskExecutorCredentials;
   /** Default per-call deadline (`rpc.timeout`). */
   readonly timeoutMs: number;
   /** @default 64 MiB */
@@ -60,7 +74,10 @@ export class HttpRpcService implements RpcService {
   // already has: without one of its own it keeps idle connections forever, and the server's close
   // races the next reuse.
   private readonly agent: http.Agent;
-  private readonly secretDigest: Buffer;
+  /** The TaskExecutor's own bearer token, when this process is one. */
+  private readonly ownBearer: string | undefined;
+  /** Keys of the TaskExecutors this process called, derived once each. */
+  private readonly peerBearers = new Map<string, string>();
   private closed = false;
 
   private constructor(
@@ -72,12 +89,19 @@ export class HttpRpcService implements RpcService {
   ) {
     this.address = `http://${host}:${port}`;
     this.dispatcher = new RpcDispatcher(this.address, logger);
-    this.secretDigest = digest(options.secret);
+    this.ownBearer = options.taskExecutor !== undefined ? taskExecutorBearer(options.taskExecutor) : undefined;
     this.agent = new http.Agent({ keepAlive: true, timeout: options.idleSocketTimeoutMs ?? DEFAULT_IDLE_SOCKET_TIMEOUT_MS });
   }
 
   static async start(options: HttpRpcServiceOptions): Promise<HttpRpcService> {
+    const credentials = (options.secret !== undefined ? 1 : 0) + (options.taskExecutor !== undefined ? 1 : 0);
+    if (credentials !== 1) {
+      throw new FloeError('CONFIGURATION', `an RPC service needs exactly one credential, the cluster secret or a TaskExecutor's own key; found ${credentials}`);
+    }
     if (options.secret === '') throw new FloeError('CONFIGURATION', 'the RPC secret is empty; every process of a cluster needs the same non-empty secret');
+    if (options.taskExecutor !== undefined && (options.taskExecutor.resourceId === '' || options.taskExecutor.key === '')) {
+      throw new FloeError('CONFIGURATION', "a TaskExecutor's RPC credentials need its resource id and its key; one of them is empty");
+    }
     const host = options.host ?? '127.0.0.1';
     const logger = options.logger ?? createLogger({ component: 'rpc' });
     const server = http.createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS });
@@ -103,7 +127,8 @@ export class HttpRpcService implements RpcService {
   connect<G extends object>(address: string, name: string, options: ConnectOptions = {}): G {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
     const notIdempotent = new Set(options.notIdempotent ?? []);
-    return gatewayProxy<G>((method, args) => this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method)));
+    const bearer = this.bearerFor(options.taskExecutor);
+    return gatewayProxy<G>((method, args) => this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), bearer));
   }
 
   async close(): Promise<void> {
@@ -145,8 +170,9 @@ export class HttpRpcService implements RpcService {
     };
 
     // Authenticate before reading a byte of the body.
-    if (!this.authorized(req.headers.authorization)) {
-      this.logger.warn('rejected an RPC without the cluster secret', { remote: req.socket.remoteAddress, url: req.url });
+    const caller = this.authenticate(req.headers.authorization);
+    if (caller === undefined) {
+      this.logger.warn('rejected an RPC without a valid credential (the cluster secret, or a TaskExecutor key this process accepts)', { remote: req.socket.remoteAddress, url: req.url });
       rejectEarly(new RpcUnauthorizedError());
       return;
     }
@@ -203,19 +229,41 @@ export class HttpRpcService implements RpcService {
         fail(new InvalidRequestError(`the body of ${name}.${method} is not JSON: ${errorMessage(error)}`));
         return;
       }
-      void this.dispatcher.handle(name, method, args, fencingToken).then(send);
+      void this.dispatcher.handle(name, method, args, fencingToken, caller).then(send);
     });
   }
 
-  private authorized(header: string | undefined): boolean {
-    if (header === undefined || !header.startsWith('Bearer ')) return false;
-    // Comparing digests keeps the comparison constant-time even when the lengths differ.
-    return timingSafeEqual(digest(header.slice('Bearer '.length)), this.secretDigest);
+  /** Who the bearer token says the caller is, or undefined when it proves nothing this process accepts. */
+  private authenticate(header: string | undefined): RpcCaller | undefined {
+    if (header === undefined || !header.startsWith('Bearer ')) return undefined;
+    const token = header.slice('Bearer '.length);
+    const secret = this.options.secret;
+    if (secret === undefined) {
+      // A TaskExecutor: its own key comes only from itself or from a holder of the secret, who derived it.
+      return this.ownBearer !== undefined && sameSecret(token, this.ownBearer) ? { kind: 'cluster' } : undefined;
+    }
+    if (sameSecret(token, secret)) return { kind: 'cluster' };
+    const te = parseTaskExecutorBearer(token);
+    if (te !== undefined && sameSecret(te.key, taskExecutorKey(secret, te.resourceId))) return { kind: 'taskexecutor', resourceId: ResourceId.of(te.resourceId) };
+    return undefined;
+  }
+
+  /** The bearer of a call: a TaskExecutor's own; else the target TaskExecutor's key, or the cluster secret. */
+  private bearerFor(taskExecutor: string | undefined): string {
+    if (this.ownBearer !== undefined) return this.ownBearer;
+    const secret = this.options.secret!;
+    if (taskExecutor === undefined) return secret;
+    let bearer = this.peerBearers.get(taskExecutor);
+    if (bearer === undefined) {
+      bearer = taskExecutorBearer({ resourceId: taskExecutor, key: taskExecutorKey(secret, taskExecutor) });
+      this.peerBearers.set(taskExecutor, bearer);
+    }
+    return bearer;
   }
 
   // ---- client side ----
 
-  private call(address: string, name: string, method: string, args: unknown[], fencingToken: number | undefined, timeoutMs: number, idempotent: boolean): Promise<unknown> {
+  private call(address: string, name: string, method: string, args: unknown[], fencingToken: number | undefined, timeoutMs: number, idempotent: boolean, bearer: string): Promise<unknown> {
     const target = `${address}/${name}.${method}`;
     if (this.closed) {
       return Promise.reject(new RpcConnectionError(target, { cause: new Error(`the calling service ${this.address} is closed`) }));
@@ -238,7 +286,7 @@ export class HttpRpcService implements RpcService {
     const headers: http.OutgoingHttpHeaders = {
       'content-type': 'application/json',
       'content-length': body.length,
-      authorization: `Bearer ${this.options.secret}`,
+      authorization: `Bearer ${bearer}`,
     };
     if (fencingToken !== undefined) headers[FENCING_TOKEN_HEADER] = String(fencingToken);
     const deadline = Date.now() + timeoutMs;
@@ -297,10 +345,6 @@ export class HttpRpcService implements RpcService {
   }
 }
 
-function digest(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
-}
-
 function parseFencingToken(raw: string | string[] | undefined): number | undefined | FloeError {
   if (raw === undefined) return undefined;
   const value = Array.isArray(raw) ? raw[0] : raw;
@@ -319,6 +363,7 @@ function decodeResponse(status: number, text: string, target: string): unknown {
   }
   if (isRpcReply(parsed)) return decodeReply(parsed);
   if (status === 401) throw new RpcUnauthorizedError();
+  if (status === 403) throw new RpcForbiddenError(`${target} refused the call (HTTP 403)`);
   throw new FloeError('RPC_PROTOCOL', `${target} answered HTTP ${status} with a body that is not a Floe RPC reply (${JSON.stringify(text.slice(0, 200))}); is the address a Floe process?`);
 }
 

@@ -1,11 +1,12 @@
 // The server-side core both transports share: which endpoints are served, method and fencing checks,
 // and the JSON envelope every answer travels in, so a local call and an HTTP call fail the same way.
-import { FencingTokenError, FloeError, InvalidRequestError, NotFoundError, errorMessage, fromErrorInfo, toErrorInfo } from '../core/errors.js';
+import { FencingTokenError, FloeError, InvalidRequestError, NotFoundError, RpcForbiddenError, errorMessage, fromErrorInfo, toErrorInfo } from '../core/errors.js';
 import type { ErrorInfo } from '../core/errors.js';
 import { stringifyWithCachedParts } from '../core/cached-json.js';
+import type { ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
-import type { ServeOptions, ServedEndpoint } from './rpc-service.js';
+import type { RpcCaller, ServeOptions, ServedEndpoint, TaskExecutorCallPolicy } from './rpc-service.js';
 
 /** What travels back for every call: a value, or the error as ErrorInfo so the caller rebuilds its class. */
 export type RpcReply = { readonly ok: true; readonly value?: unknown } | { readonly ok: false; readonly error: ErrorInfo };
@@ -20,7 +21,10 @@ interface Registration {
   readonly impl: Record<string, unknown>;
   readonly methods: ReadonlySet<string>;
   readonly fencingToken: number | undefined;
+  readonly taskExecutorCalls: TaskExecutorCallPolicy<Record<string, unknown>> | undefined;
 }
+
+const CLUSTER_CALLER: RpcCaller = { kind: 'cluster' };
 
 export class RpcDispatcher {
   private readonly endpoints = new Map<string, Registration>();
@@ -41,6 +45,7 @@ export class RpcDispatcher {
       impl: impl as Record<string, unknown>,
       methods: new Set(options.methods),
       fencingToken: options.fencingToken,
+      taskExecutorCalls: options.taskExecutorCalls as TaskExecutorCallPolicy<Record<string, unknown>> | undefined,
     };
     this.endpoints.set(name, registration);
     return {
@@ -69,10 +74,10 @@ export class RpcDispatcher {
   }
 
   /** Runs one call and encodes the outcome; never rejects. */
-  async handle(name: string, method: string, args: unknown, fencingToken: number | undefined): Promise<EncodedReply> {
+  async handle(name: string, method: string, args: unknown, fencingToken: number | undefined, caller: RpcCaller = CLUSTER_CALLER): Promise<EncodedReply> {
     let value: unknown;
     try {
-      value = await this.invoke(name, method, args, fencingToken);
+      value = await this.invoke(name, method, args, fencingToken, caller);
     } catch (error) {
       return encodeError(error, this.logger, name, method);
     }
@@ -96,7 +101,7 @@ export class RpcDispatcher {
   async handleInProcess(name: string, method: string, args: unknown, fencingToken: number | undefined): Promise<RpcReply> {
     let value: unknown;
     try {
-      value = await this.invoke(name, method, args, fencingToken);
+      value = await this.invoke(name, method, args, fencingToken, CLUSTER_CALLER);
     } catch (error) {
       return JSON.parse(encodeError(error, this.logger, name, method).body) as RpcReply;
     }
@@ -118,7 +123,7 @@ export class RpcDispatcher {
     }
   }
 
-  private async invoke(name: string, method: string, args: unknown, fencingToken: number | undefined): Promise<unknown> {
+  private async invoke(name: string, method: string, args: unknown, fencingToken: number | undefined, caller: RpcCaller): Promise<unknown> {
     const endpoint = this.endpoints.get(name);
     if (endpoint === undefined) {
       const served = [...this.endpoints.keys()];
@@ -132,11 +137,32 @@ export class RpcDispatcher {
     if (!Array.isArray(args)) {
       throw new InvalidRequestError(`the arguments of ${name}.${method} must be a JSON array, found ${args === null ? 'null' : typeof args}`);
     }
+    if (caller.kind === 'taskexecutor') this.checkTaskExecutorCall(endpoint, caller.resourceId, name, method, args);
     if (endpoint.fencingToken !== undefined && fencingToken !== endpoint.fencingToken) {
       throw new FencingTokenError(name, endpoint.fencingToken, fencingToken);
     }
     const fn = endpoint.impl[method] as (...a: unknown[]) => unknown;
     return await fn.apply(endpoint.impl, args);
+  }
+
+  /** A TaskExecutor identity may call only what the endpoint allows it, and only as itself. */
+  private checkTaskExecutorCall(endpoint: Registration, resourceId: ResourceId, name: string, method: string, args: readonly unknown[]): void {
+    const check = endpoint.taskExecutorCalls?.[method];
+    let refusal: string | undefined;
+    if (check === undefined) {
+      refusal = `TaskExecutor ${resourceId} may not call ${name}.${method}: a TaskExecutor's key opens only the calls a TaskExecutor makes about itself; the others need the cluster secret, which only the Dispatcher and the JobManager hold`;
+    } else {
+      let allowed = false;
+      try {
+        allowed = check(resourceId, args);
+      } catch {
+        allowed = false;
+      }
+      if (!allowed) refusal = `TaskExecutor ${resourceId} called ${name}.${method} about another TaskExecutor or a task it does not run; a TaskExecutor's key acts only for that TaskExecutor`;
+    }
+    if (refusal === undefined) return;
+    this.logger.warn('refused an RPC from a TaskExecutor identity', { caller: resourceId, endpoint: name, method });
+    throw new RpcForbiddenError(refusal);
   }
 }
 

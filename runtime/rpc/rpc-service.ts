@@ -1,10 +1,19 @@
 // The RPC seam. A component serves its gateway under a name at this process's address; callers get
 // a typed proxy. Transport is HTTP/JSON between processes (http-rpc-service.ts) and direct calls in
 // process (local-rpc-service.ts); both go through `RpcDispatcher`, so fencing and errors behave alike.
-import type { FencingToken } from '../core/ids.js';
+import type { FencingToken, ResourceId } from '../core/ids.js';
 
 /** A gateway is an object of async methods whose arguments and results are JSON values. */
 export type Gateway = { readonly [method: string]: (...args: never[]) => Promise<unknown> };
+
+/** Who made a call: a process holding the cluster secret, or one TaskExecutor by its own key. */
+export type RpcCaller = { readonly kind: 'cluster' } | { readonly kind: 'taskexecutor'; readonly resourceId: ResourceId };
+
+/**
+ * The methods a TaskExecutor identity may call, each with a check that the call acts only as the caller
+ * (`args` are the call's JSON arguments, unchecked: a check reads them defensively).
+ */
+export type TaskExecutorCallPolicy<G> = { readonly [M in keyof G & string]?: (caller: ResourceId, args: readonly unknown[]) => boolean };
 
 export interface ServeOptions<G> {
   /** The methods callers may invoke; anything else is rejected. */
@@ -14,6 +23,11 @@ export interface ServeOptions<G> {
    * or it fails with FencingTokenError. One endpoint instance per leadership session.
    */
   readonly fencingToken?: FencingToken;
+  /**
+   * What a caller that authenticated as a TaskExecutor may call; any other method, or a call that fails
+   * its check, is refused with RpcForbiddenError. @default - none: only holders of the cluster secret
+   */
+  readonly taskExecutorCalls?: TaskExecutorCallPolicy<G>;
 }
 
 export interface ConnectOptions {
@@ -28,6 +42,11 @@ export interface ConnectOptions {
    * method is written to be safe to repeat (ids make repeats no-ops). @default - none
    */
   readonly notIdempotent?: readonly string[];
+  /**
+   * The target is TaskExecutor `taskExecutor`: a process holding the cluster secret signs the call with
+   * that TaskExecutor's own key, which the TaskExecutor can check without the secret. @default - none
+   */
+  readonly taskExecutor?: ResourceId;
 }
 
 export interface ServedEndpoint {
