@@ -13,6 +13,8 @@
 //   floe:jobRetentionDays, floe:libraryRetentionDays, floe:stagingRetentionDays
 //   floe:warmPoolJobManagers, floe:warmPoolTaskManagers, floe:warmPoolIdleSeconds
 //                               the warm pool (ready JobManager and TaskExecutor tasks after a job); 0 JobManagers turns it off
+//   floe:alarms                 'true' adds CloudWatch alarms (dead-letter queue, each function's errors and throttles); 'false' (default)
+//   floe:alarmEmail             an address the alarms are mailed to through a new SNS topic (needs floe:alarms=true)
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { ContainerImage, CpuArchitecture } from 'aws-cdk-lib/aws-ecs';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -98,6 +100,10 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
     stagingRetention: days('floe:stagingRetentionDays'),
     warmPool: warmPool(),
   };
+  const alarms = oneOf('floe:alarms', 'false', { true: true, false: false });
+  const alarmEmail = text('floe:alarmEmail');
+  if (alarmEmail !== undefined && !alarms) throw new ConfigurationError(`context floe:alarmEmail needs floe:alarms=true (the alarms it would receive), found floe:alarms '${text('floe:alarms') ?? 'false'}'`);
+  if (alarmEmail !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(alarmEmail)) throw new ConfigurationError(`context floe:alarmEmail must be an e-mail address, e.g. ops@example.com, found '${alarmEmail}'`);
   const subnetIds = text('floe:subnetIds')?.split(',').map((s) => s.trim()).filter((s) => s !== '');
   const vpcId = text('floe:vpcId');
   if (subnetIds !== undefined && vpcId === undefined) throw new ConfigurationError('context floe:subnetIds needs floe:vpcId, the VPC they belong to');
@@ -106,5 +112,6 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
     cluster: { ...cluster, ...(Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)) as FloeClusterProps) },
     ...(vpcId !== undefined ? { vpcId } : {}),
     ...(subnetIds !== undefined ? { subnetIds } : {}),
+    ...(alarms ? { alarms: alarmEmail !== undefined ? { email: alarmEmail } : {} } : {}),
   };
 }

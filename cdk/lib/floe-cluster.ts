@@ -699,6 +699,13 @@ export class FloeCluster extends Construct {
       resourceArns: [Stack.of(this).formatArn({ service: 'ecs', resource: 'task-definition', resourceName: `${taskDefinition.family}:*` })],
       conditions: { ArnEquals: { 'ecs:cluster': this.cluster.clusterArn } },
     });
+    // RunTask with tags (cluster, job, role) needs TagResource on the new task; only as part of a RunTask.
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['ecs:TagResource'],
+      resourceArns: [Stack.of(this).formatArn({ service: 'ecs', resource: 'task', resourceName: `${this.cluster.clusterName}/*` })],
+      conditions: { StringEquals: { 'ecs:CreateAction': 'RunTask' } },
+    });
     iam.Grant.addToPrincipal({
       grantee,
       actions: ['iam:PassRole'],

@@ -240,6 +240,17 @@ interface TrackedTask {
 
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 
+/** Tags RunTask puts on every task it starts (RunTask with tags needs ecs:TagResource on the task). */
+export const EcsTag = {
+  CLUSTER: 'floe:cluster',
+  /** The job the task was started for. */
+  JOB: 'floe:job',
+  /** 'jobmanager' or 'taskexecutor'. */
+  ROLE: 'floe:role',
+  /** A TaskExecutor started for a resource profile: '<vCPUs>vcpu-<MiB>mib' of one slot. */
+  PROFILE: 'floe:profile',
+} as const;
+
 /** ECS takes up to 64 ASCII characters (33-126) and remembers a RunTask token for up to 24 hours. */
 function newClientToken(): string {
   return randomUUID();
@@ -484,7 +495,22 @@ export class EcsWorkerLauncher implements WorkerLauncher {
         },
       },
       overrides: this.overridesOf(spec, env),
+      tags: this.tagsOf(spec),
     };
+  }
+
+  /**
+   * The task's tags, for cost per cluster and job (Cost Explorer groups by them once they are activated as
+   * cost allocation tags). No vertex: a TaskExecutor starts before any subtask is placed, and slot sharing
+   * puts subtasks of several vertices in each slot; one started for a resource profile carries the profile,
+   * which is what sets its vertices apart. A task of the warm pool keeps the tags of the job it started for.
+   */
+  private tagsOf(spec: WorkerSpec): { key: string; value: string }[] {
+    const tags: Record<string, string> = { [EcsTag.CLUSTER]: this.options.cluster.replace(/^arn:.*:cluster\//, ''), [EcsTag.ROLE]: spec.kind };
+    const jobId = spec.env[ProcessEnv.JOB_ID];
+    if (jobId !== undefined && jobId !== '') tags[EcsTag.JOB] = jobId;
+    if (spec.resources !== undefined) tags[EcsTag.PROFILE] = `${spec.resources.profile.cpu}vcpu-${spec.resources.profile.memoryMiB}mib`;
+    return Object.entries(tags).map(([key, value]) => ({ key, value }));
   }
 
   /**

@@ -68,6 +68,8 @@ interface EmulatedTask {
   readonly taskDefinition: string;
   readonly containerName: string;
   readonly startedBy?: string;
+  /** RunTask's tags, as ListTagsForResource and DescribeTasks (include TAGS) give them back. */
+  readonly tags: readonly { key: string; value: string }[];
   /** The capacity provider RunTask's strategy chose; undefined for the FARGATE launch type. */
   readonly capacityProviderName?: string;
   lastStatus: LastStatus;
@@ -311,6 +313,12 @@ export class EcsEmulator {
         case 'DescribeTasks': output = this.describeTasks(input); break;
         case 'StopTask': output = await this.stopTaskCall(input); break;
         case 'ListTasks': output = this.listTasks(input); break;
+        case 'ListTagsForResource': {
+          const task = this.tasks.get(String(input['resourceArn']));
+          if (task === undefined) throw new ApiError('InvalidParameterException', 'The specified task is not found.');
+          output = { tags: task.tags };
+          break;
+        }
         default: throw new ApiError('UnknownOperationException', `the emulator does not implement ${operation}`);
       }
       this.reply(res, 200, output);
@@ -457,7 +465,7 @@ export class EcsEmulator {
     let markExited!: () => void;
     const exited = new Promise<void>((resolve) => (markExited = resolve));
     const task: EmulatedTask = {
-      arn, id, cluster, taskDefinition: family, containerName, lastStatus: 'PROVISIONING', desiredStatus: 'RUNNING', createdAtMs: Date.now(), env, overrides: overridden, exited, markExited,
+      arn, id, cluster, taskDefinition: family, containerName, lastStatus: 'PROVISIONING', desiredStatus: 'RUNNING', createdAtMs: Date.now(), env, overrides: overridden, exited, markExited, tags: tagsOf(input),
       ...(typeof input['startedBy'] === 'string' ? { startedBy: input['startedBy'] } : {}),
       ...(capacityProviderName !== undefined ? { capacityProviderName } : {}),
     };
@@ -576,7 +584,7 @@ export class EcsEmulator {
     for (const ref of refs) {
       const task = this.findTask(input['cluster'], ref);
       if (task === undefined) failures.push({ arn: String(ref), reason: 'MISSING' });
-      else tasks.push(this.describe(task));
+      else tasks.push({ ...this.describe(task), ...(Array.isArray(input['include']) && input['include'].includes('TAGS') ? { tags: task.tags } : {}) });
     }
     return { tasks, failures };
   }
@@ -615,4 +623,20 @@ export class EcsEmulator {
       .map((t) => t.arn);
     return { taskArns: arns };
   }
+}
+
+/** RunTask's tags, refused as ECS refuses them (at most 50; key 1-128, value 0-256 characters; no aws: prefix). */
+function tagsOf(input: Record<string, unknown>): { key: string; value: string }[] {
+  const raw = input['tags'];
+  if (raw === undefined) return [];
+  if (!Array.isArray(raw) || raw.length > 50) throw new ApiError('InvalidParameterException', 'Tags must be a list of at most 50 { key, value } objects.');
+  return raw.map((t: { key?: unknown; value?: unknown }) => {
+    const key = typeof t.key === 'string' ? t.key : '';
+    const value = typeof t.value === 'string' ? t.value : '';
+    if (key.length < 1 || key.length > 128 || value.length > 256 || !/^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u.test(key + value)) {
+      throw new ApiError('InvalidParameterException', `Invalid tag { key: ${JSON.stringify(t.key)}, value: ${JSON.stringify(t.value)} }.`);
+    }
+    if (/^aws:/i.test(key)) throw new ApiError('InvalidParameterException', 'Tag keys with the aws: prefix are reserved for AWS use.');
+    return { key, value };
+  });
 }
