@@ -30,6 +30,7 @@ import {
   compareJobRecords,
   compareNewestFirst,
   EMPTY_LEDGER,
+  isActiveRecord,
   isAfterCursor,
   isWaitingRecord,
   ledgerAfterAdmission,
@@ -46,6 +47,7 @@ import {
   type AdmissionEntry,
   type AdmissionLedger,
   type AdmissionOutcome,
+  type EndedJobCounts,
   type EnqueueAndAdmitOptions,
   type JobException,
   type JobPage,
@@ -56,7 +58,7 @@ import {
 } from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
 import { ConditionFailed, conditionally, type ConditionalUpdate, type Item } from './dynamodb-conditions.js';
-import { jobsBySubmissionIndex, jobTable, leaseTable } from './tables.js';
+import { activeJobsIndex, jobsBySubmissionIndex, jobTable, leaseTable } from './tables.js';
 import { leaseNames } from '../ha/lease-store.js';
 import type { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
 
@@ -93,7 +95,7 @@ export interface DynamoDbJobStoreOptions {
 const A = jobTable.attributes;
 const TTL = jobTable.timeToLiveAttribute;
 /** Attributes of the item that are not fields of the record. */
-const INTERNAL = new Set<string>([A.writeId, TTL, A.listKey]);
+const INTERNAL = new Set<string>([A.writeId, TTL, A.listKey, A.activeKey]);
 const TERMINAL = Object.values(JobStatus).filter(isGloballyTerminal);
 const TERMINAL_VALUES = Object.fromEntries(TERMINAL.map((s, i) => [`:terminal${i}`, s]));
 const NOT_ENDED = `NOT (#status IN (${Object.keys(TERMINAL_VALUES).join(', ')}))`;
@@ -107,6 +109,11 @@ const MAX_LEDGER_ATTEMPTS = 40;
 /** Keys of the table's own items start with this; a job id never does (JobId allows [A-Za-z0-9_-]). */
 const INTERNAL_KEY_PREFIX = '#';
 const LEDGER = { waiting: 'waiting', admitted: 'admitted', version: 'version' } as const;
+/** The item of ended-job counts: one number attribute per terminal status (and retention day). */
+const ENDED_COUNTS_KEY = `${INTERNAL_KEY_PREFIX}counts/ended`;
+const DAY_MS = 86_400_000;
+/** Each count write drops the counts of this many past days (countEnded ignores them anyway). */
+const STALE_COUNT_DAYS_DROPPED = 14;
 
 /** A transaction DynamoDB cancelled: a condition failed or another transaction touched an item. */
 class TransactionCancelled {
@@ -142,7 +149,7 @@ export class DynamoDbJobStore implements JobStore {
           new PutCommand({
             TableName: this.table,
             // listKey puts the job in the newest-first index (listPage).
-            Item: { ...plain, [A.writeId]: writeId, [A.listKey]: jobsBySubmissionIndex.listKeyValue },
+            Item: { ...plain, [A.writeId]: writeId, [A.listKey]: jobsBySubmissionIndex.listKeyValue, ...(isActiveRecord(plain) ? { [A.activeKey]: activeJobsIndex.activeKeyValue } : {}) },
             ConditionExpression: 'attribute_not_exists(#jobId)',
             ExpressionAttributeNames: { '#jobId': A.jobId },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -175,6 +182,54 @@ export class DynamoDbJobStore implements JobStore {
       start = page.LastEvaluatedKey;
     } while (start !== undefined);
     return records.sort(compareJobRecords);
+  }
+
+  /**
+   * A Query on the sparse index of active jobs: reads those items only. The index is eventually
+   * consistent, so a record that just changed may show its former state. One found there that is no longer
+   * active (its writer stopped between the write that ended it and the one that takes it out) is taken
+   * out here.
+   */
+  async listActive(): Promise<JobRecord[]> {
+    const records: JobRecord[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await awsCall('DynamoDB', 'Query', `index ${activeJobsIndex.name} of table ${this.table}`, () =>
+        this.db.send(
+          new QueryCommand({
+            TableName: this.table,
+            IndexName: activeJobsIndex.name,
+            KeyConditionExpression: '#activeKey = :active',
+            ExpressionAttributeNames: { '#activeKey': A.activeKey },
+            ExpressionAttributeValues: { ':active': activeJobsIndex.activeKeyValue },
+            ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
+          }),
+        ),
+      );
+      for (const item of out.Items ?? []) if (!String(item[A.jobId]).startsWith(INTERNAL_KEY_PREFIX)) records.push(toRecord(item));
+      start = out.LastEvaluatedKey;
+    } while (start !== undefined);
+    const settled = records.filter((r) => !isActiveRecord(r));
+    for (const r of settled) await this.leaveActiveIndex(r.jobId);
+    return records.filter(isActiveRecord).sort(compareJobRecords);
+  }
+
+  /**
+   * One GetItem of the counters item, whatever the table holds. With a retention, the counts are kept per
+   * day on which the ended records' retention runs out, and the days before today are left out.
+   */
+  async countEnded(): Promise<EndedJobCounts> {
+    const out = await awsCall('DynamoDB', 'GetItem (ended-job counts)', `table ${this.table}`, () =>
+      this.db.send(new GetCommand({ TableName: this.table, Key: { [A.jobId]: ENDED_COUNTS_KEY }, ConsistentRead: true })),
+    );
+    const today = utcDay(this.clock.now());
+    const counts = { finished: 0, failed: 0, canceled: 0 };
+    for (const [name, value] of Object.entries(out.Item ?? {})) {
+      const m = /^(FINISHED|FAILED|CANCELED)(?:@(\d{4}-\d{2}-\d{2}))?$/.exec(name);
+      if (m === null || typeof value !== 'number' || (m[2] !== undefined && m[2] < today)) continue;
+      counts[m[1] === JobStatus.FINISHED ? 'finished' : m[1] === JobStatus.FAILED ? 'failed' : 'canceled'] += value;
+    }
+    return counts;
   }
 
   /**
@@ -249,10 +304,12 @@ export class DynamoDbJobStore implements JobStore {
     const writeId = randomUUID();
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const now = this.clock.now();
-      // listKey too: a record created before the newest-first index existed joins it at its next write.
-      const sets = ['#epoch = :epoch', '#updatedAtMs = :now', '#writeId = :writeId', '#listKey = :listKey'];
-      const names: Record<string, string> = { '#jobId': A.jobId, '#status': A.status, '#epoch': A.epoch, '#updatedAtMs': A.updatedAtMs, '#writeId': A.writeId, '#listKey': A.listKey };
-      const values: Record<string, unknown> = { ':epoch': writerEpoch, ':now': now, ':writeId': writeId, ':listKey': jobsBySubmissionIndex.listKeyValue, ...TERMINAL_VALUES };
+      // listKey and activeKey too: a record created before an index existed joins it at its next write.
+      // The record has not ended (the condition says so), so it is active; a write that ends it and finds
+      // it released takes it out of the index just after (leaveActiveIndex).
+      const sets = ['#epoch = :epoch', '#updatedAtMs = :now', '#writeId = :writeId', '#listKey = :listKey', '#activeKey = :activeKey'];
+      const names: Record<string, string> = { '#jobId': A.jobId, '#status': A.status, '#epoch': A.epoch, '#updatedAtMs': A.updatedAtMs, '#writeId': A.writeId, '#listKey': A.listKey, '#activeKey': A.activeKey };
+      const values: Record<string, unknown> = { ':epoch': writerEpoch, ':now': now, ':writeId': writeId, ':listKey': jobsBySubmissionIndex.listKeyValue, ':activeKey': activeJobsIndex.activeKeyValue, ...TERMINAL_VALUES };
       const set = (field: string, value: unknown): void => {
         sets.push(`#${field} = :${field}`);
         names[`#${field}`] = field;
@@ -274,9 +331,9 @@ export class DynamoDbJobStore implements JobStore {
         values[':noExceptions'] = [];
         values[':exception'] = [boundedException(update.exception)];
       }
-      if (update.status !== undefined && isGloballyTerminal(update.status) && this.options.endedJobRetentionMs !== undefined) {
-        set(TTL, Math.ceil((now + this.options.endedJobRetentionMs) / 1000));
-      }
+      const ends = update.status !== undefined && isGloballyTerminal(update.status) ? update.status : undefined;
+      const expiresAtS = ends !== undefined && this.options.endedJobRetentionMs !== undefined ? Math.ceil((now + this.options.endedJobRetentionMs) / 1000) : undefined;
+      if (expiresAtS !== undefined) set(TTL, expiresAtS);
       const write = {
         TableName: this.table,
         Key: { [A.jobId]: jobId },
@@ -285,15 +342,19 @@ export class DynamoDbJobStore implements JobStore {
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
       };
+      // The write that ends the job counts it, in the same transaction: counted once, or not at all.
+      const counted = ends === undefined ? [] : [this.countEndedWrite([endedCountName(ends, expiresAtS)], now)];
       const out =
-        this.options.leaseTableName === undefined
+        this.options.leaseTableName === undefined && counted.length === 0
           ? await this.write('UpdateItem (update)', () => this.db.send(new UpdateCommand({ ...write, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })))
-          : await this.fencedWrite(jobId, writerEpoch, write);
+          : await this.fencedWrite(jobId, this.options.leaseTableName === undefined ? undefined : writerEpoch, write, counted);
       if (out === 'conflict') continue;
       if (!(out instanceof ConditionFailed)) {
         const item = out.Attributes ?? {};
         await this.trimExceptions(jobId, item);
-        return toRecord(item);
+        const record = toRecord(item);
+        if (!isActiveRecord(record)) await this.leaveActiveIndex(jobId);
+        return record;
       }
       if (out.item !== undefined && out.item[A.writeId] === writeId) return toRecord(out.item);
       // Throws the error the rules give for the item as the condition saw it.
@@ -476,6 +537,60 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   /**
+   * The counters item's Update that counts jobs ended under `names` (endedCountName), for a transaction
+   * with the writes that end them. It also drops the counts of recent past days, whose records the
+   * retention has removed (countEnded skips them in any case).
+   */
+  private countEndedWrite(names: readonly string[], nowMs: number): PlainUpdate {
+    const adds = new Map<string, number>();
+    for (const n of names) adds.set(n, (adds.get(n) ?? 0) + 1);
+    const attrNames: Record<string, string> = {};
+    const values: Record<string, unknown> = {};
+    const add = [...adds].map(([n, by], i) => {
+      attrNames[`#c${i}`] = n;
+      values[`:c${i}`] = by;
+      return `#c${i} :c${i}`;
+    });
+    const stale: string[] = [];
+    if (this.options.endedJobRetentionMs !== undefined) {
+      for (let d = 1; d <= STALE_COUNT_DAYS_DROPPED; d++) {
+        const day = utcDay(nowMs - d * DAY_MS);
+        for (const status of TERMINAL) {
+          const i = stale.length;
+          attrNames[`#s${i}`] = `${status}@${day}`;
+          stale.push(`#s${i}`);
+        }
+      }
+    }
+    return {
+      TableName: this.table,
+      Key: { [A.jobId]: ENDED_COUNTS_KEY },
+      UpdateExpression: `ADD ${add.join(', ')}${stale.length > 0 ? ` REMOVE ${stale.join(', ')}` : ''}`,
+      ExpressionAttributeNames: attrNames,
+      ExpressionAttributeValues: values,
+    };
+  }
+
+  /**
+   * Takes an ended, released job out of the index of active jobs. Conditioned on it being so, so a record
+   * read from the (eventually consistent) index a moment ago never takes an active job out.
+   */
+  private async leaveActiveIndex(jobId: JobId): Promise<void> {
+    await this.write('UpdateItem (leave the active index)', () =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { [A.jobId]: jobId },
+          UpdateExpression: 'REMOVE #activeKey',
+          ConditionExpression: `attribute_exists(#jobId) AND NOT (${NOT_ENDED}) AND (attribute_not_exists(#admission) OR #admission.#state = :released)`,
+          ExpressionAttributeNames: { '#jobId': A.jobId, '#activeKey': A.activeKey, '#status': A.status, '#admission': 'admission', '#state': 'state' },
+          ExpressionAttributeValues: { ...TERMINAL_VALUES, ':released': AdmissionState.RELEASED },
+        }),
+      ),
+    );
+  }
+
+  /**
    * Appending is one atomic list_append, but DynamoDB cannot cut a list to its last N in the same
    * write; the oldest entries are removed just after, conditioned on the list not having grown since.
    * Reads keep only the newest N in any case, so a trim lost to a race changes nothing visible.
@@ -525,6 +640,9 @@ export class DynamoDbJobStore implements JobStore {
       const { ledger, version } = await (readAhead?.() ?? this.readLedger());
       const step = await plan(ledger);
       const items: TransactItems = (step.writes ?? []).map((w) => ({ Update: w }));
+      // The jobs this step ends are counted in the same transaction (after the record writes, so that
+      // cancellation reasons keep their order: the writes, then the ledger, then the counts).
+      const ended = (step.writes ?? []).flatMap((w) => endingWrites.get(w) ?? []);
       if (step.ledger !== undefined) {
         items.push({
           Put: {
@@ -536,6 +654,7 @@ export class DynamoDbJobStore implements JobStore {
           },
         });
       }
+      if (ended.length > 0) items.push({ Update: this.countEndedWrite(ended, this.clock.now()) });
       if (items.length === 0) return step.result;
       const outcome = await this.transact(`TransactWriteItems (${op})`, items);
       if (outcome instanceof TransactionCancelled) {
@@ -586,43 +705,65 @@ export class DynamoDbJobStore implements JobStore {
       values[`:f_${field}`] = value;
       sets.push(`#f_${field} = :f_${field}`);
     }
-    if (isGloballyTerminal(after.status) && !isGloballyTerminal(before.status) && this.options.endedJobRetentionMs !== undefined) {
+    const ends = isGloballyTerminal(after.status) && !isGloballyTerminal(before.status);
+    const expiresAtS = ends && this.options.endedJobRetentionMs !== undefined ? Math.ceil((this.clock.now() + this.options.endedJobRetentionMs) / 1000) : undefined;
+    if (expiresAtS !== undefined) {
       names['#ttl'] = TTL;
-      values[':ttl'] = Math.ceil((this.clock.now() + this.options.endedJobRetentionMs) / 1000);
+      values[':ttl'] = expiresAtS;
       sets.push('#ttl = :ttl');
     }
-    return {
+    names['#activeKey'] = A.activeKey;
+    const active = isActiveRecord(after);
+    if (active) {
+      values[':activeKey'] = activeJobsIndex.activeKeyValue;
+      sets.push('#activeKey = :activeKey');
+    }
+    const update: ConditionalUpdate = {
       TableName: this.table,
       Key: { [A.jobId]: after.jobId },
-      UpdateExpression: `SET ${sets.join(', ')}`,
+      UpdateExpression: `SET ${sets.join(', ')}${active ? '' : ' REMOVE #activeKey'}`,
       ConditionExpression: `attribute_exists(#jobId) AND ${condition}`,
       ExpressionAttributeNames: names,
       ExpressionAttributeValues: values,
     };
+    if (ends) endingWrites.set(update, endedCountName(after.status, expiresAtS));
+    return update;
   }
 
   /**
-   * The record write in one transaction with a check of the job's JobMaster lease: refused (as the rules
-   * word it) when another epoch holds the lease now. Answers like a plain conditional update.
+   * The record write in one transaction with `with` (the ended-job count) and, given `writerEpoch`, a check
+   * of the job's JobMaster lease: refused (as the rules word it) when another epoch holds the lease now.
+   * Answers like a plain conditional update.
    */
-  private async fencedWrite(jobId: JobId, writerEpoch: number, write: Record<string, unknown> & { TableName: string; Key: Record<string, unknown> }): Promise<{ Attributes?: Record<string, unknown> } | ConditionFailed | 'conflict'> {
+  private async fencedWrite(
+    jobId: JobId,
+    writerEpoch: number | undefined,
+    write: Record<string, unknown> & { TableName: string; Key: Record<string, unknown> },
+    withWrites: readonly PlainUpdate[] = [],
+  ): Promise<{ Attributes?: Record<string, unknown> } | ConditionFailed | 'conflict'> {
     const leaseName = leaseNames.jobMaster(jobId);
     const L = leaseTable.attributes;
-    const outcome = await awsCall('DynamoDB', 'TransactWriteItems (fenced update)', `tables ${this.table}, ${this.options.leaseTableName}`, async () => {
+    const fenced = writerEpoch !== undefined;
+    const outcome = await awsCall('DynamoDB', `TransactWriteItems (${fenced ? 'fenced ' : ''}update)`, fenced ? `tables ${this.table}, ${this.options.leaseTableName}` : `table ${this.table}`, async () => {
       try {
         await this.db.send(
           new TransactWriteCommand({
             TransactItems: [
-              {
-                ConditionCheck: {
-                  TableName: this.options.leaseTableName!,
-                  Key: { [L.name]: leaseName },
-                  ConditionExpression: 'attribute_not_exists(#name) OR #epoch = :epoch',
-                  ExpressionAttributeNames: { '#name': L.name, '#epoch': L.epoch },
-                  ExpressionAttributeValues: { ':epoch': writerEpoch },
-                },
-              },
+              ...(fenced
+                ? [
+                    {
+                      ConditionCheck: {
+                        TableName: this.options.leaseTableName!,
+                        Key: { [L.name]: leaseName },
+                        ConditionExpression: 'attribute_not_exists(#name) OR #epoch = :epoch',
+                        ExpressionAttributeNames: { '#name': L.name, '#epoch': L.epoch },
+                        ExpressionAttributeValues: { ':epoch': writerEpoch },
+                      },
+                    },
+                  ]
+                : []),
               { Update: write as never },
+              ...withWrites.map((w) => ({ Update: w })),
             ],
             ClientRequestToken: randomUUID(),
           }),
@@ -630,6 +771,7 @@ export class DynamoDbJobStore implements JobStore {
         return undefined;
       } catch (error) {
         const name = (error as { name?: unknown } | null)?.name;
+        if (name === 'TransactionConflictException') return [];
         if (name !== 'TransactionCanceledException') throw error;
         return ((error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? []).map((r) => ({ code: r.Code ?? 'None' }));
       }
@@ -640,7 +782,7 @@ export class DynamoDbJobStore implements JobStore {
       );
       return { ...(got.Item !== undefined ? { Attributes: got.Item } : {}) };
     }
-    const [lease, record] = outcome;
+    const [lease, record] = fenced ? outcome : [undefined, outcome[0]];
     // Cancellation reasons carry the items in DynamoDB's wire form (the document client leaves them so),
     // and not every endpoint sends them: the refused side is read again, consistently.
     if (lease?.code === 'ConditionalCheckFailed') {
@@ -650,7 +792,7 @@ export class DynamoDbJobStore implements JobStore {
         )
       ).Item;
       const epoch = item?.[L.epoch];
-      assertLeaseFence(jobId, typeof epoch === 'number' ? epoch : undefined, writerEpoch);
+      assertLeaseFence(jobId, typeof epoch === 'number' ? epoch : undefined, writerEpoch!);
     }
     if (record?.code === 'ConditionalCheckFailed') {
       const item = (
@@ -675,6 +817,9 @@ export class DynamoDbJobStore implements JobStore {
   }
 }
 
+/** An Update for a transaction, with or without a condition. */
+type PlainUpdate = Omit<ConditionalUpdate, 'ConditionExpression'> & { readonly ConditionExpression?: string };
+
 type TransactItems = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]['TransactItems']>;
 
 /** What one planned admission step writes: the ledger (when it changes) and record updates. */
@@ -688,6 +833,22 @@ interface LedgerStep<T> {
   readonly onCancelled?: (reasons: readonly string[]) => void;
 }
 
+
+/**
+ * The counters item's attribute that counts a job ended in `status`: per UTC day on which its record's
+ * retention runs out (`expiresAtS`), or one for all when records are kept forever.
+ */
+function endedCountName(status: JobStatus, expiresAtS: number | undefined): string {
+  return expiresAtS === undefined ? status : `${status}@${utcDay(expiresAtS * 1000)}`;
+}
+
+/** YYYY-MM-DD of the UTC day `ms` falls in; such strings order as the days do. */
+function utcDay(ms: number): string {
+  return new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
+}
+
+/** The record writes of admission steps that end their job, with the count attribute each adds to. */
+const endingWrites = new WeakMap<ConditionalUpdate, string>();
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

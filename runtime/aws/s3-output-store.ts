@@ -3,7 +3,8 @@
 // manifest `<prefix>/_SUCCESS`, written last, is the commit point (as Hadoop's `_SUCCESS`): readers take
 // the output as complete once it exists, and read the files it lists. A commit:
 //   1. writes the journal `<staging>/_commit.json` (the final attempts, the files of the earlier output);
-//   2. re-checks the target (a failure leaves everything staged, as the message says);
+//   2. re-checks the target (a failure leaves everything staged, as the message says), and that every
+//      part is still the object its task reported (size and ETag; an OutputPartChangedError otherwise);
 //   3. writes `<staging>/_copying`, then withdraws the earlier output's manifest (its files are no longer
 //      an output), copies each final part to `<prefix>/part-<i>`;
 //   4. writes the new manifest: the commit point;
@@ -20,9 +21,12 @@ import type { WriteMode } from '../jobgraph/jobgraph.js';
 import {
   attemptStagingLocationFor,
   COMMIT_JOURNAL,
+  describePart,
   encodeManifest,
+  expectedPart,
   newJournal,
   OUTPUT_MANIFEST,
+  OutputPartChangedError,
   parseJournal,
   parseManifest,
   refusalOf,
@@ -31,6 +35,7 @@ import {
   type CommitJournal,
   type CommitOutcome,
   type OutputStore,
+  type StagedPart,
   type TargetContent,
 } from '../blob/output-store.js';
 import { STAGED_TAG } from '../blob/output-rules.js';
@@ -77,17 +82,23 @@ export class S3OutputStore implements OutputStore {
     return mkdtemp(joinPath(tmpdir(), 'floe-part-'));
   }
 
-  async uploadPart(stagingLocation: string, subtaskIndex: number, localPath: string): Promise<void> {
+  async uploadPart(stagingLocation: string, subtaskIndex: number, localPath: string): Promise<StagedPart> {
     const { bucket, prefix } = parseS3Uri(stagingLocation);
+    const key = join(prefix, `part-${subtaskIndex}`);
     const size = (await stat(localPath)).size;
     // lib-storage switches to a multipart upload past 5 MiB, so a large part never sits in memory whole.
     // Tagged as staged (after the upload, as lib-storage does): a bucket's lifecycle rule expires what a
     // job that never committed left here, and the commit's copies carry no tag.
-    await new Upload({
+    const done = await new Upload({
       client: this.s3 as S3Client,
-      params: { Bucket: bucket, Key: join(prefix, `part-${subtaskIndex}`), Body: size === 0 ? '' : createReadStream(localPath), ContentType: 'text/plain; charset=utf-8' },
+      params: { Bucket: bucket, Key: key, Body: size === 0 ? '' : createReadStream(localPath), ContentType: 'text/plain; charset=utf-8' },
       tags: [STAGED_TAG],
     }).done();
+    const etag = 'ETag' in done ? done.ETag : undefined;
+    if (etag === undefined) {
+      throw new FloeError('S3_UPLOAD', `uploading 's3://${bucket}/${key}' returned no ETag; S3 gives one for every stored object, so the endpoint is not S3-compatible enough to commit output on`);
+    }
+    return { size, etag };
   }
 
   async checkTarget(target: string, writeMode: WriteMode, jobId: string): Promise<void> {
@@ -108,7 +119,7 @@ export class S3OutputStore implements OutputStore {
     if (refusal !== undefined) throw new OutputTargetError(refusal);
   }
 
-  async commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[]): Promise<CommitOutcome> {
+  async commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], staged: readonly (StagedPart | undefined)[] = []): Promise<CommitOutcome> {
     const { bucket, prefix } = parseS3Uri(target);
     const staging = join(prefix, `${s3StagingFolder(jobId)}/`);
     let journal = await this.readJournal(bucket, staging);
@@ -121,13 +132,13 @@ export class S3OutputStore implements OutputStore {
       return 'already-committed';
     }
     if (journal === undefined) {
-      const staged = new Set(await this.list(bucket, staging));
-      const missing = finalAttempts.map((a, i) => ({ key: `${staging}${a}/part-${i}`, i, a })).filter((p) => !staged.has(p.key));
+      const present = new Set(await this.list(bucket, staging));
+      const missing = finalAttempts.map((a, i) => ({ key: `${staging}${a}/part-${i}`, i, a })).filter((p) => !present.has(p.key));
       if (missing.length > 0) {
         throw new FloeError('OUTPUT_MISSING', `cannot commit '${target}': finished attempts staged no part file for ${missing.map((m) => `subtask ${m.i} (attempt ${m.a}): 's3://${bucket}/${m.key}'`).join(', ')}`);
       }
       const previous = content.kind === 'entries' && writeMode === 'overwrite' ? (content.manifest?.files ?? []) : [];
-      journal = newJournal(target, jobId, writeMode, finalAttempts, previous);
+      journal = newJournal(target, jobId, writeMode, finalAttempts, previous, staged);
       await this.put(bucket, `${staging}${COMMIT_JOURNAL}`, JSON.stringify(journal), true);
     }
 
@@ -138,13 +149,39 @@ export class S3OutputStore implements OutputStore {
     if (refusal !== undefined) {
       throw new OutputTargetError(`${refusal}. The job's output stays staged under 's3://${bucket}/${staging}' (its ${COMMIT_JOURNAL} names the part file of each subtask); it is not deleted`);
     }
+    const expected = journal.parts.map((p) => expectedPart(journal!, p.subtask, finalAttempts, staged));
+    for (const part of journal.parts) await this.checkStaged(target, bucket, `${staging}${part.attemptId}/${part.file}`, part, expected[part.subtask]);
     if (!copying) await this.put(bucket, `${staging}${COPYING}`, '', true);
     // The earlier output's files are about to change: it stops being an output before the first copy.
     if (content.kind === 'entries' && content.manifest !== undefined) await this.deleteKeys(bucket, [join(prefix, OUTPUT_MANIFEST)]);
     for (const part of journal.parts) {
       const from = `${staging}${part.attemptId}/${part.file}`;
+      const want = expected[part.subtask];
       // REPLACE with no tags: the output must not inherit the staged tag (its lifecycle rule would expire it).
-      await this.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: join(prefix, part.file), CopySource: `${bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}`, TaggingDirective: 'REPLACE' }));
+      // CopySourceIfMatch closes the gap between the check above and the copy; an endpoint that ignores it
+      // (s3rver does) is covered by comparing the copy's ETag below, for parts uploaded in one PUT.
+      let copied;
+      try {
+        copied = await this.s3.send(
+          new CopyObjectCommand({
+            Bucket: bucket,
+            Key: join(prefix, part.file),
+            CopySource: `${bucket}/${encodeURIComponent(from).replace(/%2F/g, '/')}`,
+            TaggingDirective: 'REPLACE',
+            ...(want?.etag !== undefined ? { CopySourceIfMatch: want.etag } : {}),
+          }),
+        );
+      } catch (error) {
+        if (want !== undefined && (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 412) {
+          throw new OutputPartChangedError(target, part.subtask, part.attemptId, `s3://${bucket}/${from}`, want, 'another object when it was copied');
+        }
+        throw error;
+      }
+      // A copy of a one-PUT object has the same MD5 ETag; a multipart part's ETag ('…-<n>') is not repeated by a copy.
+      const copiedEtag = copied.CopyObjectResult?.ETag;
+      if (want?.etag !== undefined && !want.etag.includes('-') && copiedEtag !== undefined && copiedEtag !== want.etag) {
+        throw new OutputPartChangedError(target, part.subtask, part.attemptId, `s3://${bucket}/${from}`, want, `a copy with ETag ${copiedEtag}`);
+      }
     }
     await this.put(bucket, join(prefix, OUTPUT_MANIFEST), encodeManifest(jobId, journal.parts.map((p) => p.file), this.now()));
     const newFiles = new Set(journal.parts.map((p) => p.file));
@@ -185,6 +222,22 @@ export class S3OutputStore implements OutputStore {
     if (entries.length === 0) return { kind: 'empty' };
     const manifest = entries.includes(OUTPUT_MANIFEST) ? parseManifest(await this.text(bucket, join(prefix, OUTPUT_MANIFEST))) : undefined;
     return { kind: 'entries', entries, ...(manifest !== undefined ? { manifest } : {}) };
+  }
+
+  /** Throws OutputPartChangedError when the staged part at `key` is not the object its task reported. */
+  private async checkStaged(target: string, bucket: string, key: string, part: CommitJournal['parts'][number], expected: StagedPart | undefined): Promise<void> {
+    if (expected === undefined) return;
+    let head;
+    try {
+      head = await this.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    } catch (error) {
+      if (isNotFound(error)) throw new FloeError('OUTPUT_MISSING', `cannot commit '${target}': the part of subtask ${part.subtask} (attempt ${part.attemptId}) is gone from 's3://${bucket}/${key}'; was the staging area removed while the job ran?`);
+      throw error;
+    }
+    const found: StagedPart = { size: head.ContentLength ?? -1, ...(head.ETag !== undefined ? { etag: head.ETag } : {}) };
+    if (found.size !== expected.size || (expected.etag !== undefined && found.etag !== expected.etag)) {
+      throw new OutputPartChangedError(target, part.subtask, part.attemptId, `s3://${bucket}/${key}`, expected, describePart(found));
+    }
   }
 
   private async readJournal(bucket: string, staging: string): Promise<CommitJournal | undefined> {

@@ -36,6 +36,19 @@ export const jobsBySubmissionIndex = {
 } as const satisfies GlobalIndexDefinition & { listKeyValue: string };
 
 /**
+ * The active jobs (isActiveRecord: not ended, or still holding or awaiting a reservation): only their
+ * items carry `activeKey`, so this sparse index holds them alone and one Query reads them, however many
+ * ended jobs the table keeps. A job's item loses the attribute in the write that makes it history.
+ */
+export const activeJobsIndex = {
+  name: 'activeJobs',
+  partitionKey: { name: 'activeKey', type: 'S' },
+  sortKey: { name: 'submittedAtMs', type: 'N' },
+  /** The one value of `activeKey`. */
+  activeKeyValue: 'active',
+} as const satisfies GlobalIndexDefinition & { activeKeyValue: string };
+
+/**
  * Leases, one item per lease name (`rm/<job>`, `jm/<job>`). Items are never deleted and have no TTL:
  * a deleted lease would hand out epoch 1 again, and a fencing token must never repeat.
  */
@@ -63,12 +76,14 @@ export const jobTable = {
   billingMode: 'PAY_PER_REQUEST',
   /** Set only on ended jobs, and only when a retention is configured (DynamoDbJobStore `endedJobRetentionMs`). */
   timeToLiveAttribute: 'expiresAtEpochS',
-  indexes: [jobsBySubmissionIndex],
+  indexes: [jobsBySubmissionIndex, activeJobsIndex],
   attributes: {
     jobId: 'jobId',
     submittedAtMs: 'submittedAtMs',
     /** Partition key of jobsBySubmissionIndex; not a field of the record. */
     listKey: 'listKey',
+    /** Partition key of activeJobsIndex, present while the job is active; not a field of the record. */
+    activeKey: 'activeKey',
     status: 'status',
     epoch: 'epoch',
     exceptions: 'exceptions',

@@ -51,19 +51,60 @@ const PART_NAME = /^part-\d+$/;
 const isPartName = (f: unknown): f is string => typeof f === 'string' && PART_NAME.test(f);
 export const partFile = (subtaskIndex: number): string => `part-${subtaskIndex}`;
 
+/**
+ * What a finished attempt reports of the part file it staged: its size and, on S3, the ETag S3 gave the
+ * upload. The JobMaster keeps it (in the job's record, which only JobMasters write) and commits a part
+ * only while the staged object is still the one reported: a part written over after its task finished
+ * (by anything that can write the staging area) is refused instead of published.
+ */
+export interface StagedPart {
+  readonly size: number;
+  /** S3 only: the upload's ETag, quotes included. */
+  readonly etag?: string;
+}
+
+/** A part about to be committed is not what its task reported staging; not retryable: the part stays changed. */
+export class OutputPartChangedError extends FloeError {
+  constructor(target: string, subtask: number, attemptId: string, where: string, expected: StagedPart, found: string) {
+    super(
+      'OUTPUT_PART_CHANGED',
+      `cannot commit '${target}': the part file of subtask ${subtask} (attempt ${attemptId}) at '${where}' was changed after its task finished: its task reported ${describePart(expected)}, found ${found}. Nothing of this job's output is published; find out what else writes the staging area and run the job again`,
+      { details: { target, subtask, attemptId, where } },
+    );
+  }
+}
+
+export const describePart = (p: StagedPart): string => `${p.size} bytes${p.etag !== undefined ? ` with ETag ${p.etag}` : ''}`;
+
 export interface CommitJournal {
   readonly format: 1;
   readonly jobId: string;
   readonly target: string;
   readonly writeMode: WriteMode;
   /** Subtask i's part file and the attempt that staged it. */
-  readonly parts: readonly { readonly subtask: number; readonly attemptId: string; readonly file: string }[];
+  readonly parts: readonly { readonly subtask: number; readonly attemptId: string; readonly file: string; readonly staged?: StagedPart }[];
   /** Files of the earlier Floe output the commit replaces (removed once the new one is in place). */
   readonly previousFiles: readonly string[];
 }
 
-export function newJournal(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], previousFiles: readonly string[] = []): CommitJournal {
-  return { format: 1, jobId, target, writeMode, parts: finalAttempts.map((attemptId, subtask) => ({ subtask, attemptId, file: partFile(subtask) })), previousFiles };
+export function newJournal(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], previousFiles: readonly string[] = [], staged: readonly (StagedPart | undefined)[] = []): CommitJournal {
+  return {
+    format: 1,
+    jobId,
+    target,
+    writeMode,
+    parts: finalAttempts.map((attemptId, subtask) => ({ subtask, attemptId, file: partFile(subtask), ...(staged[subtask] !== undefined ? { staged: staged[subtask] } : {}) })),
+    previousFiles,
+  };
+}
+
+/**
+ * What subtask `subtask`'s part must be to be committed: the JobMaster's account (`given`, for the
+ * attempt the journal names) wins over the journal's, which lives beside the parts.
+ */
+export function expectedPart(journal: CommitJournal, subtask: number, givenAttempts: readonly string[], given: readonly (StagedPart | undefined)[]): StagedPart | undefined {
+  const part = journal.parts[subtask]!;
+  return (givenAttempts[subtask] === part.attemptId ? given[subtask] : undefined) ?? part.staged;
 }
 
 /** The journal in `text`; a journal that cannot be read is an error, never ignored (it decides what is committed). */

@@ -18,7 +18,7 @@ import { IoTimeoutError, OutputTargetError } from '../core/errors.js';
 import { writeModeOf, type JobGraph, type WriteMode } from '../jobgraph/jobgraph.js';
 import { isS3Uri } from '../jobgraph/paths.js';
 import { FsOutputStore, localAttemptStagingDir } from '../local/fs-output-store.js';
-import { s3StagingFolder, type CommitOutcome } from './output-rules.js';
+import { s3StagingFolder, type CommitOutcome, type StagedPart } from './output-rules.js';
 
 export { isS3Uri };
 export * from './output-rules.js';
@@ -37,8 +37,8 @@ export interface OutputStore {
    * one recursive mkdir: under /proc that call never returns.
    */
   openAttemptStaging(stagingLocation: string): Promise<string>;
-  /** Remote stores: stores `localPath` as `part-<subtask>` of the staging location. */
-  uploadPart(stagingLocation: string, subtaskIndex: number, localPath: string): Promise<void>;
+  /** Remote stores: stores `localPath` as `part-<subtask>` of the staging location; what was stored. */
+  uploadPart(stagingLocation: string, subtaskIndex: number, localPath: string): Promise<StagedPart>;
   /**
    * Throws an OutputTargetError naming the target and what is in the way when `jobId` may not write it
    * in `writeMode`. A target holding this same job's output passes (a resubmission of the job).
@@ -49,8 +49,11 @@ export interface OutputStore {
    * output wrote there goes, after the new output is in place. Re-checks the target first: when it
    * became unsafe, throws an OutputTargetError saying where the staged output stays. Idempotent and
    * resumable: a call after an interrupted one completes it (the journal's attempts win over the given ones).
+   * `staged[i]`, when given, is what the task of `finalAttempts[i]` reported staging: a part that is no
+   * longer that (another size; on S3, another ETag) fails the commit with an OutputPartChangedError before
+   * anything of the output is published.
    */
-  commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[]): Promise<CommitOutcome>;
+  commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], staged?: readonly (StagedPart | undefined)[]): Promise<CommitOutcome>;
   /** Deletes what one attempt staged (a failed or canceled attempt). Refuses an attempt a begun commit names. */
   discardAttempt(target: string, jobId: string, attemptId: string): Promise<void>;
   /**

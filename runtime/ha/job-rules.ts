@@ -12,6 +12,7 @@ import {
   type AdmissionBounds,
   type AdmissionEntry,
   type AdmissionLedger,
+  type EndedJobCounts,
   type JobAdmission,
   type JobException,
   type JobManagerLaunch,
@@ -221,6 +222,27 @@ export function ledgerAfterAdmission(ledger: AdmissionLedger, plan: { admit: rea
     waiting: ledger.waiting.filter((e) => !leaving.has(e.jobId)),
     admitted: [...ledger.admitted, ...plan.admit.map((e) => ({ jobId: e.jobId, taskExecutors: e.taskExecutors, sinceMs: nowMs }))],
   };
+}
+
+/**
+ * A job the Dispatcher still has to look after: it has not ended, or it ended but still holds (or awaits)
+ * a reservation that its JobManager's exit gives back. Every other record is history.
+ */
+export function isActiveRecord(record: JobRecord): boolean {
+  return !isGloballyTerminal(record.status) || (record.admission !== undefined && record.admission.state !== AdmissionState.RELEASED);
+}
+
+/** Counts `records` by terminal status. */
+export function endedCountsOf(records: Iterable<JobRecord>): EndedJobCounts {
+  let finished = 0;
+  let failed = 0;
+  let canceled = 0;
+  for (const r of records) {
+    if (r.status === JobStatus.FINISHED) finished++;
+    else if (r.status === JobStatus.FAILED) failed++;
+    else if (r.status === JobStatus.CANCELED) canceled++;
+  }
+  return { finished, failed, canceled };
 }
 
 /** Whether a ledger entry still describes its record; one that does not (record gone or moved on) is dropped. */

@@ -247,6 +247,13 @@ export const MAX_STORED_EXCEPTIONS = 20;
 export const MAX_EXCEPTION_MESSAGE_CHARS = 4_096;
 export const MAX_EXCEPTION_STACK_CHARS = 8_192;
 
+/** Stored jobs per terminal status (JobStore.countEnded). */
+export interface EndedJobCounts {
+  readonly finished: number;
+  readonly failed: number;
+  readonly canceled: number;
+}
+
 /** Where a page of the job list ended: its last record. The next page starts just after it. */
 export interface JobPageCursor {
   readonly submittedAtMs: number;
@@ -302,8 +309,21 @@ export interface JobStore {
   /** Creates the record unless one with this id exists; `created: false` returns the existing one. */
   create(record: JobRecord): Promise<{ created: boolean; record: JobRecord }>;
   get(jobId: JobId): Promise<JobRecord | undefined>;
-  /** Every record, oldest first. Reads the whole store: for the Dispatcher's sweeps, not for listing. */
+  /** Every record, oldest first. Reads the whole store: for operators and tests; the Dispatcher never calls it. */
   list(): Promise<JobRecord[]>;
+  /**
+   * The records of active jobs (isActiveRecord: not ended, or still holding or awaiting a reservation),
+   * oldest first: what the Dispatcher's reconciler and overview read. Reads only those, however many
+   * ended jobs the store keeps; a record that just became active may show up on the next call.
+   */
+  listActive(): Promise<JobRecord[]>;
+  /**
+   * How many stored jobs ended in each terminal status. Kept in the same atomic step as the status
+   * change, so it never counts a job twice or misses one, and costs the same whatever the store holds.
+   * A store whose ended records expire (DynamoDB's retention) counts those whose retention runs out
+   * today (UTC) or later; `delete` does not change it.
+   */
+  countEnded(): Promise<EndedJobCounts>;
   /**
    * Up to `limit` records (1..MAX_JOB_PAGE_SIZE), newest first — by submittedAtMs, then job id, both
    * descending — starting after `after`. Reads about one page, whatever the store holds. A record

@@ -414,7 +414,11 @@ export class JobMaster implements JobMasterGateway {
     let resultKey: string | undefined;
     const graph = this.scheduler.graph;
     // The current attempt of every subtask is its last FINISHED one: the job finishes only when all are.
-    await this.outputCommitter.commit(new Map(this.outputCommitter.sinks.map((s) => [s.vertexId, graph.subtasks(s.vertexId).map((e) => e.attemptId)])));
+    // With what each attempt reported staging (from its task, or from the job's record after a failover).
+    await this.outputCommitter.commit(
+      new Map(this.outputCommitter.sinks.map((s) => [s.vertexId, graph.subtasks(s.vertexId).map((e) => e.attemptId)])),
+      new Map(this.outputCommitter.sinks.map((s) => [s.vertexId, graph.subtasks(s.vertexId).map((e) => e.result?.stagedPart)])),
+    );
     for (const vertex of this.deps.jobGraph.vertices) {
       for (const op of vertex.operators) {
         if (op.kind === 'sink.collect') {

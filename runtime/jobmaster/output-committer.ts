@@ -10,7 +10,7 @@ import type { ExecutionAttemptId, JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { DEFAULT_IO_RETRY_POLICY, RetriesExhaustedError, retrying, type RetryPolicy } from '../core/retry.js';
 import { writeModeOf, type JobGraph, type WriteMode } from '../jobgraph/jobgraph.js';
-import { isTransientOutputError, outputStoreFor, type CommitOutcome, type OutputStore } from '../blob/output-store.js';
+import { isTransientOutputError, outputStoreFor, type CommitOutcome, type OutputStore, type StagedPart } from '../blob/output-store.js';
 
 /** One text sink of the job: the vertex whose chain it ends, and where it writes. */
 export interface TextSinkTarget {
@@ -73,9 +73,10 @@ export class OutputCommitter {
    * attempt of each of its subtasks, in subtask order. Output of every other attempt never reaches a
    * target and is deleted with the staging area. Throws OutputCommitError naming the target when a
    * commit fails after its retries (an OutputTargetError inside when the target became unsafe: the
-   * staged output then stays where the message says).
+   * staged output then stays where the message says). `stagedBySink` holds, per sink vertex, what each
+   * of those attempts reported staging: a part changed since fails the commit, not retried.
    */
-  async commit(finalAttemptsBySink: ReadonlyMap<string, readonly ExecutionAttemptId[]>): Promise<void> {
+  async commit(finalAttemptsBySink: ReadonlyMap<string, readonly ExecutionAttemptId[]>, stagedBySink: ReadonlyMap<string, readonly (StagedPart | undefined)[]> = new Map()): Promise<void> {
     for (const sink of this.sinks) {
       const attempts = finalAttemptsBySink.get(sink.vertexId);
       if (attempts === undefined || attempts.length !== sink.parallelism) {
@@ -84,7 +85,7 @@ export class OutputCommitter {
           undefined,
         );
       }
-      const outcome = await this.retried(`committing sink '${sink.sinkName}' to '${sink.target}'`, async (store) => store.commit(sink.target, this.jobId, sink.writeMode, attempts), sink.target);
+      const outcome = await this.retried(`committing sink '${sink.sinkName}' to '${sink.target}'`, async (store) => store.commit(sink.target, this.jobId, sink.writeMode, attempts, stagedBySink.get(sink.vertexId)), sink.target);
       this.logOutcome(sink, outcome);
     }
   }

@@ -249,7 +249,9 @@ export class Scheduler {
         this.graph.subtaskVertices(id).forEach((ev, i) => {
           const f = recovery.finished[id]![i]!;
           const resourceId = ResourceIdOf.of(f.resourceId);
-          this.graph.adoptFinished(ev, AttemptIdOf.of(f.attemptId), recovery.attempts[id]?.[i] ?? 0, resourceId);
+          const adopted = this.graph.adoptFinished(ev, AttemptIdOf.of(f.attemptId), recovery.attempts[id]?.[i] ?? 0, resourceId);
+          // What a sink attempt staged, for the commit's check; its counters went with the predecessor.
+          if (f.part !== undefined) adopted.result = { recordsIn: 0, recordsOut: 0, stagedPart: f.part };
           if ((this.graph.outputsOf.get(id) ?? []).some((edge) => this.regions.partitionTypeOf(edge) === 'blocking')) this.awaitingReports.add(resourceId);
         });
       }
@@ -345,12 +347,14 @@ export class Scheduler {
   /** What a successor JobMaster would need: attempt counts, and the regions all of whose tasks finished. */
   recoveryState(): JobRecovery {
     const attempts: Record<string, number[]> = {};
-    const finished: Record<string, { attemptId: string; resourceId: string }[]> = {};
+    const finished: Record<string, JobRecovery['finished'][string][number][]> = {};
     for (const vertex of this.o.jobGraph.vertices) attempts[vertex.id] = this.graph.subtasks(vertex.id).map((e) => e.attemptNumber);
     for (const region of this.regions.regions) {
       const executions = region.vertexIds.flatMap((id) => this.graph.subtasks(id));
       if (!executions.every((e) => e.state === ExecutionState.FINISHED && e.location !== undefined)) continue;
-      for (const id of region.vertexIds) finished[id] = this.graph.subtasks(id).map((e) => ({ attemptId: e.attemptId, resourceId: e.location!.resourceId }));
+      for (const id of region.vertexIds) {
+        finished[id] = this.graph.subtasks(id).map((e) => ({ attemptId: e.attemptId, resourceId: e.location!.resourceId, ...(e.result?.stagedPart !== undefined ? { part: e.result.stagedPart } : {}) }));
+      }
     }
     return { attempts, finished };
   }

@@ -13,11 +13,14 @@ import type { OutputStore } from '../blob/output-store.js';
 import {
   COMMIT_JOURNAL,
   encodeManifest,
+  describePart,
   errorCode,
+  expectedPart,
   fileTargetRefusal,
   kindOf,
   newJournal,
   OUTPUT_MANIFEST,
+  OutputPartChangedError,
   parseJournal,
   parseManifest,
   partFile,
@@ -25,6 +28,7 @@ import {
   refusalOf,
   type CommitJournal,
   type CommitOutcome,
+  type StagedPart,
   type TargetContent,
 } from '../blob/output-rules.js';
 
@@ -123,7 +127,7 @@ export class FsOutputStore implements OutputStore {
     return stagingLocation;
   }
 
-  async uploadPart(): Promise<void> {
+  async uploadPart(): Promise<StagedPart> {
     throw new FloeError('INTERNAL', 'the local output store writes parts in place; nothing to upload');
   }
 
@@ -132,7 +136,7 @@ export class FsOutputStore implements OutputStore {
     if (refusal !== undefined) throw new OutputTargetError(refusal);
   }
 
-  async commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[]): Promise<CommitOutcome> {
+  async commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], staged: readonly (StagedPart | undefined)[] = []): Promise<CommitOutcome> {
     const staging = localStagingDir(target, jobId);
     let journal = await this.readJournal(staging);
     const resumed = journal !== undefined;
@@ -149,7 +153,7 @@ export class FsOutputStore implements OutputStore {
       if (missing.length > 0) {
         throw new FloeError('OUTPUT_MISSING', `cannot commit '${target}': finished attempts staged no part file for ${missing.join(', ')}; was the staging area removed while the job ran?`);
       }
-      journal = newJournal(target, jobId, writeMode, finalAttempts);
+      journal = newJournal(target, jobId, writeMode, finalAttempts, [], staged);
       // The decision is durable before the first move: whoever commits next completes exactly this.
       const tmp = join(staging, `${COMMIT_JOURNAL}.tmp`);
       await this.fs.writeFileSynced(tmp, JSON.stringify(journal));
@@ -157,7 +161,7 @@ export class FsOutputStore implements OutputStore {
     }
 
     const assembled = join(staging, ASSEMBLED);
-    await this.assemble(staging, assembled, journal);
+    await this.assemble(staging, assembled, journal, finalAttempts, staged);
 
     // The target may have changed since submission (or since the last try).
     let content: TargetContent | undefined;
@@ -197,8 +201,13 @@ export class FsOutputStore implements OutputStore {
     return {};
   }
 
-  /** Moves each final part into the assembled folder (skipping those already there) and writes the manifest. */
-  private async assemble(staging: string, assembled: string, journal: CommitJournal): Promise<void> {
+  /**
+   * Moves each final part into the assembled folder (skipping those already there) and writes the
+   * manifest. A part is moved only while it is the regular file of the size its task reported: nothing
+   * is published before every part passed. Locally this refuses a mistaken or stray write only: user code
+   * runs as the user who started the cluster and could change the part and its journal alike.
+   */
+  private async assemble(staging: string, assembled: string, journal: CommitJournal, givenAttempts: readonly string[], given: readonly (StagedPart | undefined)[]): Promise<void> {
     try {
       await this.fs.mkdir(assembled);
     } catch (error) {
@@ -208,7 +217,14 @@ export class FsOutputStore implements OutputStore {
       const to = join(assembled, part.file);
       if (await this.exists(to)) continue;
       const from = join(staging, part.attemptId, part.file);
+      const expected = expectedPart(journal, part.subtask, givenAttempts, given);
       try {
+        if (expected !== undefined) {
+          const s = await this.fs.lstat(from);
+          if (!s.isFile() || s.size !== expected.size) {
+            throw new OutputPartChangedError(journal.target, part.subtask, part.attemptId, from, expected, s.isFile() ? describePart({ size: s.size }) : kindOf(s));
+          }
+        }
         await this.fs.rename(from, to);
       } catch (error) {
         if (errorCode(error) === 'ENOENT') {

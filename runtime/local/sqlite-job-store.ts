@@ -26,8 +26,9 @@ import {
   refusedRecord,
 } from '../ha/job-rules.js';
 import { leaseNames } from '../ha/lease-store.js';
-import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobException, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
-import { openDatabase, read, writeTransaction, type SqliteDatabase } from './sqlite.js';
+import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, EndedJobCounts, JobException, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
+import { ACTIVE_JOB_CONDITION, openDatabase, read, writeTransaction, type SqliteDatabase } from './sqlite.js';
+import { JobStatus } from '../jobgraph/job-status.js';
 
 export interface SqliteJobStoreOptions {
   /**
@@ -43,6 +44,8 @@ export class SqliteJobStore implements JobStore {
   private readonly select: Statement<[string], { record: string }>;
   private readonly leaseEpoch: Statement<[string], { epoch: number }>;
   private readonly selectAll: Statement<[], { record: string }>;
+  private readonly selectActive: Statement<[], { record: string }>;
+  private readonly countByStatus: Statement<[], { status: string; n: number }>;
   private readonly selectFirstPage: Statement<[number], { record: string }>;
   private readonly selectPageAfter: Statement<[number, number, string, number], { record: string }>;
   private readonly insert: Statement<[string, number, string]>;
@@ -57,6 +60,11 @@ export class SqliteJobStore implements JobStore {
     this.select = this.db.prepare('SELECT record FROM jobs WHERE job_id = ?');
     this.leaseEpoch = this.db.prepare('SELECT epoch FROM leases WHERE name = ?');
     this.selectAll = this.db.prepare('SELECT record FROM jobs ORDER BY submitted_at_ms, job_id');
+    // Both read an index that holds only what they return: neither grows with the ended jobs stored.
+    this.selectActive = this.db.prepare(`SELECT record FROM jobs WHERE ${ACTIVE_JOB_CONDITION} ORDER BY submitted_at_ms, job_id`);
+    this.countByStatus = this.db.prepare(
+      "SELECT json_extract(record, '$.status') AS status, COUNT(*) AS n FROM jobs WHERE json_extract(record, '$.status') IN ('FINISHED', 'FAILED', 'CANCELED') GROUP BY 1",
+    );
     // Newest first, read through the (submitted_at_ms, job_id) index: a page costs about its own size.
     this.selectFirstPage = this.db.prepare('SELECT record FROM jobs ORDER BY submitted_at_ms DESC, job_id DESC LIMIT ?');
     this.selectPageAfter = this.db.prepare(
@@ -84,6 +92,16 @@ export class SqliteJobStore implements JobStore {
 
   async list(): Promise<JobRecord[]> {
     return read(this.db, () => this.selectAll.all().map((row) => parse(row.record)));
+  }
+
+  async listActive(): Promise<JobRecord[]> {
+    return read(this.db, () => this.selectActive.all().map((row) => parse(row.record)));
+  }
+
+  async countEnded(): Promise<EndedJobCounts> {
+    const rows = await read(this.db, () => this.countByStatus.all());
+    const of = (status: string): number => rows.find((r) => r.status === status)?.n ?? 0;
+    return { finished: of(JobStatus.FINISHED), failed: of(JobStatus.FAILED), canceled: of(JobStatus.CANCELED) };
   }
 
   async listPage(limit: number, after?: JobPageCursor): Promise<JobPage> {

@@ -25,6 +25,13 @@ const BUSY_RETRY: Omit<RetryPolicy, 'deadlineMs'> = { initialDelayMs: 5, multipl
 /** Opening waits at most this long for a lock it needs (only a fresh file's schema needs one). */
 const OPEN_WAIT_MS = 10_000;
 
+/**
+ * isActiveRecord in SQL: the jobs_active index holds only these rows, and a query with this very WHERE
+ * reads only them.
+ */
+export const ACTIVE_JOB_CONDITION =
+  "(json_extract(record, '$.status') NOT IN ('FINISHED', 'FAILED', 'CANCELED') OR coalesce(json_extract(record, '$.admission.state'), 'RELEASED') <> 'RELEASED')";
+
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS leases (
     name          TEXT PRIMARY KEY,
@@ -40,6 +47,8 @@ const SCHEMA = `
     record          TEXT NOT NULL
   );
   CREATE INDEX IF NOT EXISTS jobs_newest_first ON jobs (submitted_at_ms, job_id);
+  CREATE INDEX IF NOT EXISTS jobs_active ON jobs (submitted_at_ms, job_id) WHERE ${ACTIVE_JOB_CONDITION};
+  CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (json_extract(record, '$.status'));
   CREATE TABLE IF NOT EXISTS admission (
     scope  TEXT PRIMARY KEY,
     ledger TEXT NOT NULL
@@ -121,7 +130,7 @@ async function whileBusy<T>(db: SqliteDatabase, call: () => Promise<T>, maxWaitM
 
 function hasSchema(db: SqliteDatabase): boolean {
   const names = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')").pluck().all() as string[]);
-  return ['leases', 'jobs', 'jobs_newest_first', 'admission'].every((n) => names.has(n));
+  return ['leases', 'jobs', 'jobs_newest_first', 'jobs_active', 'jobs_by_status', 'admission'].every((n) => names.has(n));
 }
 
 function retryBusySync(path: string, fn: () => void): void {

@@ -20,13 +20,15 @@ import {
   assertCreatable,
   compareJobRecords,
   EMPTY_LEDGER,
+  endedCountsOf,
+  isActiveRecord,
   isWaitingRecord,
   ledgerAfterAdmission,
   planAdmission,
   refusalException,
   refusedRecord,
 } from '../ha/job-rules.js';
-import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, JobException, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
+import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, EndedJobCounts, JobException, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
 
 export class InMemoryJobStore implements JobStore {
   private readonly records = new Map<string, JobRecord>();
@@ -57,6 +59,14 @@ export class InMemoryJobStore implements JobStore {
 
   async list(): Promise<JobRecord[]> {
     return [...this.records.values()].map((r) => structuredClone(r)).sort(compareJobRecords);
+  }
+
+  async listActive(): Promise<JobRecord[]> {
+    return (await this.list()).filter(isActiveRecord);
+  }
+
+  async countEnded(): Promise<EndedJobCounts> {
+    return endedCountsOf(this.records.values());
   }
 
   async listPage(limit: number, after?: JobPageCursor): Promise<JobPage> {

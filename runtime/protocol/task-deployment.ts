@@ -1,6 +1,7 @@
 // What the JobMaster sends a TaskExecutor to run one subtask: the operator chain, where its inputs come
 // from and what it produces.
 import { ResultPartitionId, type AllocationId, type ExecutionAttemptId, type JobId, type ResourceId } from '../core/ids.js';
+import type { StagedPart } from '../blob/output-rules.js';
 import { functionRefsOf, isKeyedOperator, type ExtremumKind, type FunctionRef, type JobProgram, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
 
 /** Where a producer's partitions can be fetched: its TaskExecutor and that executor's data port. */
@@ -120,10 +121,12 @@ export interface InputSplit {
   readonly compression?: 'gzip';
 }
 
-/** What a task hands back when it finishes: the collect sink's records, counters. */
+/** What a task hands back when it finishes: the collect sink's records, the text sink's staged part, counters. */
 export interface TaskResult {
   readonly collected?: readonly unknown[];
   readonly collectedTruncated?: boolean;
+  /** A text file sink's part as staged: the JobMaster commits it only while it is still that. */
+  readonly stagedPart?: StagedPart;
   readonly recordsIn: number;
   readonly recordsOut: number;
   /** The task's data-plane counters, from its output partitions and input gate. */

@@ -1,8 +1,8 @@
 // Sinks at the end of a task's chain: the collect sink (records back to the client through the JobMaster)
 // and the text file sink (one part file per subtask, staged per attempt, committed by the JobMaster).
-import { open, rm, type FileHandle } from 'node:fs/promises';
+import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { outputStoreFor } from '../blob/output-store.js';
+import { outputStoreFor, type StagedPart } from '../blob/output-store.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
 import { findUnencodable, RecordEncodingError } from '../network/record-check.js';
@@ -14,7 +14,7 @@ export interface Sink {
   readonly emit: Emit;
   close(): Promise<void>;
   abort(): Promise<void>;
-  readonly result?: () => Pick<TaskResult, 'collected' | 'collectedTruncated'>;
+  readonly result?: () => Pick<TaskResult, 'collected' | 'collectedTruncated' | 'stagedPart'>;
 }
 
 class CollectSink implements Sink {
@@ -42,7 +42,9 @@ class TextFileSink implements Sink {
   private handle: FileHandle | undefined;
 
   /** Set for a remote staging location (S3): the part is written locally, then uploaded on close. */
-  private upload: (() => Promise<void>) | undefined;
+  private upload: (() => Promise<StagedPart>) | undefined;
+  /** What was staged, once closed: reported to the JobMaster with the task's end. */
+  private staged: StagedPart | undefined;
 
   private constructor(readonly path: string) {}
 
@@ -77,7 +79,7 @@ class TextFileSink implements Sink {
     if (store.remote) {
       sink.upload = async () => {
         try {
-          await store.uploadPart(stagingLocation, subtaskIndex, sink.path);
+          return await store.uploadPart(stagingLocation, subtaskIndex, sink.path);
         } finally {
           await rm(opened.localDir, { recursive: true, force: true });
         }
@@ -106,8 +108,10 @@ class TextFileSink implements Sink {
     await this.handle!.sync();
     await this.handle!.close();
     this.handle = undefined;
-    await this.upload?.();
+    this.staged = this.upload !== undefined ? await this.upload() : { size: (await stat(this.path)).size };
   }
+
+  readonly result = (): Pick<TaskResult, 'stagedPart'> => (this.staged !== undefined ? { stagedPart: this.staged } : {});
 
   async abort(): Promise<void> {
     await this.handle?.close().catch(() => undefined);

@@ -152,12 +152,11 @@ export async function createTables(emulators: Emulators, prefix = uniqueName('fl
         new CreateTableCommand({
           TableName: name,
           KeySchema: [{ AttributeName: def.partitionKey.name, KeyType: 'HASH' }],
+          // Each attribute once: indexes share their sort key.
           AttributeDefinitions: [
-            { AttributeName: def.partitionKey.name, AttributeType: def.partitionKey.type },
-            ...(def.indexes ?? []).flatMap((i) => [
-              { AttributeName: i.partitionKey.name, AttributeType: i.partitionKey.type },
-              { AttributeName: i.sortKey.name, AttributeType: i.sortKey.type },
-            ]),
+            ...new Map(
+              [def.partitionKey, ...(def.indexes ?? []).flatMap((i) => [i.partitionKey, i.sortKey])].map((k) => [k.name, { AttributeName: k.name, AttributeType: k.type }]),
+            ).values(),
           ],
           ...((def.indexes ?? []).length > 0
             ? {

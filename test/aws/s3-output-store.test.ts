@@ -81,6 +81,10 @@ function harness(): OutputStoreHarness {
     },
     stagingLeft: async (target, jobId) => keys(`${parseS3Uri(target).prefix}/.floe-staging-${jobId}/`),
     storeFailingAtPartMove: (failAt) => new S3OutputStore(failingAtCopy(failAt)),
+    async overwriteStagedPart(target, jobId, attemptId, subtask, body) {
+      const { prefix } = parseS3Uri(attemptStagingLocationFor(target, jobId, attemptId));
+      await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: `${prefix}/part-${subtask}`, Body: body }));
+    },
   };
 }
 
@@ -156,6 +160,26 @@ describe('S3OutputStore', () => {
     expect(await keys(`${prefix}/`)).toEqual([`${prefix}/${OUTPUT_MANIFEST}`, `${prefix}/part-0`]);
     expect(await tagsOf(`${prefix}/part-0`)).toEqual([]);
     expect(await tagsOf(`${prefix}/${OUTPUT_MANIFEST}`)).toEqual([]);
+  });
+
+  it("refuses job B's part that another job replaced with bytes of the same size after B's task reported it (its ETag differs), and publishes none of B's output", async () => {
+    const store = new S3OutputStore(s3);
+    const target = `s3://${bucket()}/replaced-${Date.now().toString(36)}/out`;
+    const { prefix } = parseS3Uri(target);
+    const local = join(dir, 'job-b-part');
+    writeFileSync(local, 'B counted 42\n');
+    const location = store.attemptStagingLocation(target, 'job-b', 'b0');
+    const reported = await store.uploadPart(location, 0, local);
+    expect(reported.size).toBe(13);
+    expect(reported.etag).toMatch(/^"[0-9a-f]{32}"$/);
+    // Job A writes B's staging key, keeping the size: only the ETag tells the bytes apart.
+    await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: `${parseS3Uri(location).prefix}/part-0`, Body: 'A says 666!!\n' }));
+    await expect(store.commit(target, 'job-b', 'no-overwrite', ['b0'], [reported])).rejects.toThrow(
+      new RegExp(`part file of subtask 0 \\(attempt b0\\) at 's3://${bucket()}/${prefix}/\\.floe-staging-job-b/b0/part-0' was changed after its task finished: its task reported 13 bytes with ETag ${reported.etag}, found 13 bytes with ETag "[0-9a-f]{32}"`),
+    );
+    expect(await keys(`${prefix}/`)).toEqual([`${prefix}/.floe-staging-job-b/_commit.json`, `${prefix}/.floe-staging-job-b/b0/part-0`]);
+    expect(await text(`${prefix}/part-0`)).toBeUndefined();
+    expect(await text(`${prefix}/${OUTPUT_MANIFEST}`)).toBeUndefined();
   });
 
   it('ignores the staging areas of other jobs under the prefix, and never deletes them', async () => {

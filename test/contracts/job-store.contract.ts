@@ -479,6 +479,76 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
       });
 
+      it('listActive holds the jobs not ended or still holding a reservation; a job leaves it once it ended and gave its reservation back', async () => {
+        const mine = async (): Promise<string[]> => {
+          const own = new Set<string>(all);
+          const active = (await store.listActive()).map((r) => r.jobId).filter((id) => own.has(id));
+          return active.sort();
+        };
+        const submitting = await submitted(1);
+        const [admitted, waiting] = await inLine(1, 9);
+        await store.admit(bounds(1, 10));
+        const plain = newJobRecord(clock, { admission: undefined });
+        await store.create(plain);
+        const all = [submitting.jobId, admitted!, waiting!, plain.jobId];
+        expect(await mine()).toEqual([...all].sort());
+        expect((await store.get(admitted!))?.admission?.state).toBe(AdmissionState.ADMITTED);
+
+        // Ended but still admitted: its JobManager's reservation is not given back yet.
+        await store.update(admitted!, { status: JobStatus.FINISHED, endedAtMs: clock.now() }, 1);
+        expect(await mine()).toContain(admitted);
+        await store.release(admitted!);
+        expect(await mine()).not.toContain(admitted);
+        // A record without admission state leaves as it ends.
+        await store.update(plain.jobId, { status: JobStatus.RUNNING }, 1);
+        expect(await mine()).toContain(plain.jobId);
+        await store.update(plain.jobId, { status: JobStatus.FAILED, endedAtMs: clock.now() }, 1);
+        expect(await mine()).not.toContain(plain.jobId);
+        // Ended by admission steps: out of line, or a submission nobody completed.
+        await store.cancelWaiting(waiting!);
+        await store.abandonSubmission(submitting.jobId, { timestampMs: clock.now(), message: 'the submission did not complete' });
+        expect(await mine()).toEqual([]);
+        // The records themselves stay.
+        for (const id of all) expect(await store.get(JobId.of(id))).toBeDefined();
+      });
+
+      it('countEnded counts each job once, in the step that ends it: finish, cancel, failover, refusal, abandoned submission', async () => {
+        const start = await store.countEnded();
+        const delta = async (): Promise<{ finished: number; failed: number; canceled: number }> => {
+          const now = await store.countEnded();
+          return { finished: now.finished - start.finished, failed: now.failed - start.failed, canceled: now.canceled - start.canceled };
+        };
+        // Submitted and running: nothing ended.
+        const [a, b] = await inLine(1, 1);
+        await store.admit(bounds(2, 2));
+        await store.update(a!, { status: JobStatus.RUNNING }, 1);
+        expect(await delta()).toEqual({ finished: 0, failed: 0, canceled: 0 });
+        // Failover: a successor at epoch 2 takes over; the deposed writer's end is refused and not counted.
+        await store.update(a!, { status: JobStatus.RESTARTING }, 2);
+        await expect(store.update(a!, { status: JobStatus.FAILED, endedAtMs: clock.now() }, 1)).rejects.toBeInstanceOf(StaleWriterError);
+        expect(await delta()).toEqual({ finished: 0, failed: 0, canceled: 0 });
+        await store.update(a!, { status: JobStatus.FINISHED, endedAtMs: clock.now() }, 2);
+        expect(await delta()).toEqual({ finished: 1, failed: 0, canceled: 0 });
+        // A second end of the same job is refused and not counted; giving back its reservation changes nothing.
+        await expect(store.update(a!, { status: JobStatus.FAILED, endedAtMs: clock.now() }, 2)).rejects.toBeInstanceOf(ConflictError);
+        await store.release(a!);
+        expect(await delta()).toEqual({ finished: 1, failed: 0, canceled: 0 });
+        // Cancelled by its JobMaster.
+        await store.requestCancel(b!);
+        await store.update(b!, { status: JobStatus.CANCELED, endedAtMs: clock.now() }, 1);
+        expect(await delta()).toEqual({ finished: 1, failed: 0, canceled: 1 });
+        // Cancelled in line, cancelled before getting in line, refused by the bounds, abandoned.
+        const [c, huge] = await inLine(1, 9);
+        await store.cancelWaiting(c!);
+        const early = await submitted(1);
+        await store.requestCancel(early.jobId);
+        await store.enqueue(early.jobId);
+        expect((await store.admit(bounds(2, 2))).refused.map((e) => e.jobId)).toEqual([huge]);
+        const lost = await submitted(1);
+        await store.abandonSubmission(lost.jobId, { timestampMs: clock.now(), message: 'the submission did not complete' });
+        expect(await delta()).toEqual({ finished: 1, failed: 2, canceled: 3 });
+      });
+
       it('the ledger it returns is a copy', async () => {
         await inLine(1);
         const ledger = await store.admissionLedger();

@@ -1,10 +1,10 @@
 // The OutputStore contract: what every adapter (local filesystem, S3) promises the Dispatcher, the tasks
 // and the JobMaster. No user file is ever deleted or replaced; only the last finished attempt of each
 // subtask reaches the target; a commit interrupted halfway is completed by the next call.
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { OUTPUT_MANIFEST, parseManifest, type OutputStore } from '../../runtime/blob/output-store.js';
+import { OUTPUT_MANIFEST, OutputPartChangedError, parseManifest, type OutputStore, type StagedPart } from '../../runtime/blob/output-store.js';
 import { OutputTargetError } from '../../runtime/core/errors.js';
 
 export interface OutputStoreHarness {
@@ -22,18 +22,20 @@ export interface OutputStoreHarness {
   stagingLeft(target: string, jobId: string): Promise<string[]>;
   /** A store over the same backend whose `n`-th move of a part into place (1-based) throws once, as a crash there would stop it. */
   storeFailingAtPartMove(n: number): OutputStore;
+  /** Writes `text` over the part an attempt staged, as anything that can write the staging area could. */
+  overwriteStagedPart(target: string, jobId: string, attemptId: string, subtask: number, text: string): Promise<void>;
 }
 
-/** Stages `text` as subtask `subtask`'s part of `attemptId`, the way a task does. */
-async function stage(store: OutputStore, target: string, jobId: string, attemptId: string, subtask: number, text: string): Promise<void> {
+/** Stages `text` as subtask `subtask`'s part of `attemptId`, the way a task does; what the task reports. */
+async function stage(store: OutputStore, target: string, jobId: string, attemptId: string, subtask: number, text: string): Promise<StagedPart> {
   const location = store.attemptStagingLocation(target, jobId, attemptId);
   const dir = await store.openAttemptStaging(location);
   const file = join(dir, `part-${subtask}`);
   writeFileSync(file, text);
-  if (store.remote) {
-    await store.uploadPart(location, subtask, file);
-    rmSync(dir, { recursive: true, force: true });
-  }
+  if (!store.remote) return { size: statSync(file).size };
+  const staged = await store.uploadPart(location, subtask, file);
+  rmSync(dir, { recursive: true, force: true });
+  return staged;
 }
 
 const manifestOf = async (h: OutputStoreHarness, target: string) => parseManifest(await h.readFile(target, OUTPUT_MANIFEST));
@@ -195,6 +197,31 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       await expect(h.store.discardAttempt(target, 'j-c', 'b0')).rejects.toThrow(/part of the commit/);
       expect(await h.store.commit(target, 'j-c', 'no-overwrite', ['a0', 'b0'])).toBe('resumed');
       expect(await h.readFile(target, 'part-1')).toBe('one\n');
+    });
+
+    it('refuses a part written over after its task reported it: a named error, not retryable, and nothing of the output published', async () => {
+      const h = harness();
+      const target = h.newTarget('changed');
+      const staged = [await stage(h.store, target, 'j-chg', 'a0', 0, 'zero\n'), await stage(h.store, target, 'j-chg', 'a1', 1, 'one\n')];
+      await h.overwriteStagedPart(target, 'j-chg', 'a1', 1, 'one, and what another writer put here\n');
+      const refused = await h.store.commit(target, 'j-chg', 'no-overwrite', ['a0', 'a1'], staged).then(() => undefined, (e: unknown) => e);
+      expect(refused).toBeInstanceOf(OutputPartChangedError);
+      expect(refused).toMatchObject({ code: 'OUTPUT_PART_CHANGED', retryable: false });
+      expect((refused as Error).message).toMatch(/subtask 1 \(attempt a1\).*changed after its task finished.*Nothing of this job's output is published/);
+      expect(await h.list(target)).toEqual([]);
+      // The next JobMaster of the job, resuming from the journal, refuses it too.
+      await expect(h.store.commit(target, 'j-chg', 'no-overwrite', ['a0', 'a1'], staged)).rejects.toThrow(OutputPartChangedError);
+      await expect(h.store.commit(target, 'j-chg', 'no-overwrite', ['a0', 'a1'])).rejects.toThrow(OutputPartChangedError);
+      expect(await h.list(target)).toEqual([]);
+    });
+
+    it('commits parts that are what their tasks reported', async () => {
+      const h = harness();
+      const target = h.newTarget('unchanged');
+      const staged = [await stage(h.store, target, 'j-same', 'a0', 0, 'zero\n'), await stage(h.store, target, 'j-same', 'a1', 1, '')];
+      expect(await h.store.commit(target, 'j-same', 'no-overwrite', ['a0', 'a1'], staged)).toBe('committed');
+      expect(await h.readFile(target, 'part-0')).toBe('zero\n');
+      expect(await h.list(target)).toEqual([OUTPUT_MANIFEST, 'part-0', 'part-1']);
     });
 
     it('refuses a commit whose finished attempt staged nothing, naming the subtask', async () => {

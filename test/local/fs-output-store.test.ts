@@ -7,7 +7,7 @@ import { basename, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OUTPUT_MANIFEST } from '../../runtime/blob/output-store.js';
 import { OutputTargetError } from '../../runtime/core/errors.js';
-import { FsOutputStore, localStagingDir, makeDirectories, nodeOutputFs, type OutputFs } from '../../runtime/local/fs-output-store.js';
+import { FsOutputStore, localAttemptStagingDir, localStagingDir, makeDirectories, nodeOutputFs, type OutputFs } from '../../runtime/local/fs-output-store.js';
 import { describeOutputStoreContract, type OutputStoreHarness } from '../contracts/output-store.contract.js';
 
 const root = mkdtempSync(join(tmpdir(), 'floe-fs-output-'));
@@ -44,6 +44,9 @@ function harness(): OutputStoreHarness {
     },
     readFile: async (target, name) => readFileSync(join(target, name), 'utf8'),
     list: async (target) => listDir(target),
+    async overwriteStagedPart(target, jobId, attemptId, subtask, text) {
+      writeFileSync(join(localAttemptStagingDir(target, jobId, attemptId), `part-${subtask}`), text);
+    },
     stagingLeft: async (target, jobId) => {
       const staging = localStagingDir(target, jobId);
       return existsSync(staging) ? readdirSync(staging, { recursive: true }).map(String).sort() : [];
