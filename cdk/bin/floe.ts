@@ -1,6 +1,7 @@
 // The CDK app: `cd cdk && npx cdk deploy` (or `npm run deploy`). Options come as context (-c key=value);
 // cdk/lib/context.ts lists and checks them.
-import { App } from 'aws-cdk-lib';
+import { App, Aspects } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { stackPropsFromContext } from '../lib/context.js';
 import { FloeStack } from '../lib/floe-stack.js';
 
@@ -13,3 +14,4 @@ new FloeStack(app, stackName, {
   ...(account !== undefined && region !== undefined ? { env: { account, region } } : {}),
   ...props,
 });
+Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));

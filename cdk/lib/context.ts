@@ -8,7 +8,8 @@
 //   floe:jobManagerCpu, floe:jobManagerMemoryMiB, floe:taskExecutorCpu, floe:taskExecutorMemoryMiB
 //                               task sizes (CPU units, 1024 = 1 vCPU; MiB), a valid Fargate pair
 //   floe:vpcId, floe:subnetIds  an existing VPC (looked up at synth) and, optionally, comma-separated subnet ids
-//   floe:image                  an image URI to run instead of building cdk/Dockerfile
+//   floe:image                  an image URI to run instead of building cdk/Dockerfile; a private ECR one gets pull permission
+//   floe:apiReservedConcurrency reserved concurrency of the Dispatcher function (default none: needs an account limit of 100 + it)
 //   floe:logRetentionDays       days the logs are kept (one of CloudWatch's values; default 30)
 //   floe:jobRetentionDays, floe:libraryRetentionDays, floe:stagingRetentionDays
 //   floe:warmPoolJobManagers, floe:warmPoolTaskManagers, floe:warmPoolIdleSeconds
@@ -16,10 +17,11 @@
 //   floe:alarms                 'true' adds CloudWatch alarms (dead-letter queue, each function's errors and throttles); 'false' (default)
 //   floe:alarmEmail             an address the alarms are mailed to through a new SNS topic (needs floe:alarms=true)
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { ContainerImage, CpuArchitecture } from 'aws-cdk-lib/aws-ecs';
+import { CpuArchitecture } from 'aws-cdk-lib/aws-ecs';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import type { FloeClusterProps } from './floe-cluster.js';
+import { containerImageFromUri } from './image.js';
 import type { FloeStackProps } from './floe-stack.js';
 
 export function stackPropsFromContext(get: (key: string) => unknown): FloeStackProps & { stackName: string } {
@@ -93,7 +95,8 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
     jobManagerMemoryLimitMiB: positive('floe:jobManagerMemoryMiB'),
     taskExecutorCpu: positive('floe:taskExecutorCpu'),
     taskExecutorMemoryLimitMiB: positive('floe:taskExecutorMemoryMiB'),
-    image: text('floe:image') === undefined ? undefined : ContainerImage.fromRegistry(text('floe:image')!),
+    image: text('floe:image') === undefined ? undefined : containerImageFromUri(text('floe:image')!),
+    apiReservedConcurrency: positive('floe:apiReservedConcurrency'),
     logRetention: logRetention(),
     jobRetention: days('floe:jobRetentionDays'),
     libraryRetention: days('floe:libraryRetentionDays'),

@@ -28,6 +28,7 @@ import { packageRoot } from '../../runtime/core/paths.js';
 import { TASK_EXECUTOR_MALLOC_TUNABLES } from '../../runtime/core/process-env.js';
 import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
 import type { KeyAttributeType } from '../../runtime/aws/tables.js';
+import { nagEnvironment, openRouteReason } from './acknowledgements.js';
 import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobsBySubmissionIndex, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
 
 export interface FloeClusterProps {
@@ -198,10 +199,11 @@ export interface FloeClusterProps {
    * Instances of the Dispatcher function that may run at once (reserved concurrency): it bounds what a
    * flood of requests can cost and how many DynamoDB and ECS callers it can become. Requests beyond it
    * are throttled (API Gateway answers 503 or 429). Lambda keeps 100 of the account's concurrency
-   * unreserved, so an account with a lower limit (new accounts may start at 10) must raise it in
-   * Service Quotas before deploying.
+   * unreserved, so reserving any needs an account concurrency limit of at least 100 + this (new
+   * accounts may start at 10: raise it in Service Quotas first). Also `-c floe:apiReservedConcurrency=10`.
    *
-   * @default 10
+   * @default - none reserved: the function shares the account's unreserved concurrency, so a deploy
+   * succeeds on an account with a low limit
    */
   readonly apiReservedConcurrency?: number;
 }
@@ -320,7 +322,7 @@ export class FloeCluster extends Construct {
     NagSuppressions.addResourceSuppressions(this.secret, [
       {
         id: 'AwsSolutions-SMG4',
-        reason: 'Tasks read the secret when they start and the Dispatcher function gets it at deploy time, so a rotation would cut running jobs off from the REST API and from each other until every process restarted; rotate by redeploying between jobs.',
+        reason: 'JobManagers read the secret when they start and the Dispatcher function at cold start, and the keys of TaskExecutors and jobs are derived from it: an automatic rotation while a job runs would leave its processes holding different values and cut them off from each other. Rotate it between jobs.',
       },
     ]);
 
@@ -447,7 +449,7 @@ export class FloeCluster extends Construct {
       // API Gateway gives up on an integration after 30 s.
       timeout: Duration.seconds(29),
       // Also bounds the events (JobManager stops, the sweep): a throttled one is retried by EventBridge.
-      reservedConcurrentExecutions: props.apiReservedConcurrency ?? 10,
+      ...(props.apiReservedConcurrency !== undefined ? { reservedConcurrentExecutions: props.apiReservedConcurrency } : {}),
       logGroup: apiLogs,
       environment: {
         ...common,
@@ -558,14 +560,12 @@ export class FloeCluster extends Construct {
     });
     const integration = new HttpLambdaIntegration('ApiIntegration', this.apiFunction, { payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0 });
     for (const route of DashboardRoutes) {
-      this.httpApi.addRoutes({ path: route.path, methods: [apigwv2.HttpMethod[route.method]], integration });
+      const routes = this.httpApi.addRoutes({ path: route.path, methods: [apigwv2.HttpMethod[route.method]], integration });
+      // One acknowledgement per open route, with what it serves; a route without a reason stays reported.
+      const reason = openRouteReason(route.path);
+      if (reason !== undefined) NagSuppressions.addResourceSuppressions(routes, [{ id: 'AwsSolutions-APIG4', reason }]);
     }
     this.httpApi.addRoutes({ path: '/{proxy+}', methods: [apigwv2.HttpMethod.ANY], integration, authorizer: new HttpIamAuthorizer() });
-    NagSuppressions.addResourceSuppressions(
-      this.httpApi,
-      [{ id: 'AwsSolutions-APIG4', reason: "Only the dashboard's routes are open (a browser cannot sign): its page and files hold no data, its login checks the cluster secret, and the Lambda answers its /ui/ calls only to a session signed with that secret. Every other route requires IAM." }],
-      true,
-    );
     this.acknowledgeWildcards(blobPrefix);
   }
 
@@ -576,9 +576,11 @@ export class FloeCluster extends Construct {
   private acknowledgeWildcards(blobPrefix: string): void {
     const stack = Stack.of(this);
     const bucketObjects = (keys: string): string => `Resource::<${stack.getLogicalId(this.bucket.node.defaultChild as CfnElement)}.Arn>/${keys}`;
-    const esc = (text: string): string => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-    const anyRevisionOf = (td: ecs.TaskDefinition): { regex: string } => ({ regex: `/^Resource::arn:<AWS::Partition>:ecs:[^:]+:[^:]+:task-definition\\/${esc(td.family)}:\\*$/` });
-    const clusterTasks = { regex: `/^Resource::arn:<AWS::Partition>:ecs:[^:]+:[^:]+:task\\/<${esc(stack.getLogicalId(this.cluster.node.defaultChild as CfnElement))}>\\/\\*$/` };
+    // The same strings cdk-nag reports with `<AWS::Region>` (no environment) and with a concrete region.
+    const env = nagEnvironment(stack);
+    const ecsArn = (resource: string): string => `Resource::arn:${env.partition}:ecs:${env.region}:${env.account}:${resource}`;
+    const anyRevisionOf = (td: ecs.TaskDefinition): string => ecsArn(`task-definition/${td.family}:*`);
+    const clusterTasks = ecsArn(`task/<${stack.getLogicalId(this.cluster.node.defaultChild as CfnElement)}>/*`);
     const listTasks = 'ListTasks names no task: IAM scopes it by the ecs:cluster condition only (Resource::*).';
     const tasks = 'Task ids exist only once RunTask started them: StopTask and DescribeTasks cover the tasks of this cluster.';
     const revisions = 'RunTask of any revision of the one task definition family, in this cluster only (ecs:cluster condition): a process started before a redeploy keeps launching the revision it was configured with.';
@@ -618,7 +620,7 @@ export class FloeCluster extends Construct {
     for (const td of [this.jobManagerTaskDefinition, this.taskExecutorTaskDefinition]) {
       NagSuppressions.addResourceSuppressions(
         td.obtainExecutionRole(),
-        [{ id, appliesTo: ['Resource::*'], reason: 'ecr:GetAuthorizationToken, which the image pull needs, belongs to no repository (CDK\'s own grant).' }],
+        [{ id, appliesTo: ['Resource::*'], reason: 'ecr:GetAuthorizationToken alone: the image pull needs it and IAM names no resource for it; the layer and image reads are granted on the image\'s repository only.' }],
         true,
       );
     }
@@ -772,6 +774,8 @@ export class FloeCluster extends Construct {
     // and RunTask refuses INACTIVE revisions. Retained, it stays ACTIVE for the JobManagers and the
     // in-flight launches still naming it. Registered revisions cost nothing.
     (td.node.defaultChild as CfnResource).cfnOptions.updateReplacePolicy = CfnDeletionPolicy.RETAIN;
+    // Stated beside it: deleting the stack deregisters the current revision, as without the policy.
+    (td.node.defaultChild as CfnResource).cfnOptions.deletionPolicy = CfnDeletionPolicy.DELETE;
     td.addContainer('Container', {
       containerName: ContainerImageSpec.containerName,
       image: spec.image,
@@ -786,7 +790,7 @@ export class FloeCluster extends Construct {
     NagSuppressions.addResourceSuppressions(td, [
       {
         id: 'AwsSolutions-ECS2',
-        reason: 'The environment holds resource names and Floe config only; the cluster secret is injected from Secrets Manager (secrets), never set as a variable.',
+        reason: 'The task definition\'s environment holds resource names and Floe config only, nothing secret: a credential a process needs comes from Secrets Manager or from its launch, never from the task definition.',
       },
     ]);
     return td;

@@ -51,6 +51,37 @@ describe('the CDK app context', () => {
     template.hasOutput('ApiLogGroup', {});
   });
 
+  it('grants the execution roles pull on the private ECR repository of a floe:image URI, and runs that exact image', () => {
+    const uri = '123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/floe:1.2.3';
+    const { stackName, ...stackProps } = from({ 'floe:image': uri });
+    const template = Template.fromStack(new FloeStack(new App({ outdir }), stackName, stackProps));
+    const resources = template.toJSON()['Resources'] as Record<string, { Type: string; Properties: Record<string, unknown> }>;
+    const taskDefinitions = Object.values(resources).filter((r) => r.Type === 'AWS::ECS::TaskDefinition');
+    expect(taskDefinitions).toHaveLength(2);
+    for (const td of taskDefinitions) {
+      expect((td.Properties['ContainerDefinitions'] as { Image: unknown }[])[0]!.Image).toBe(uri);
+      const role = (td.Properties['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+      const granted = Object.values(resources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy' && (r.Properties['Roles'] as { Ref: string }[]).some((ref) => ref.Ref === role))
+        .flatMap((p) => (p.Properties['PolicyDocument'] as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement);
+      const repositoryArn = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ecr:eu-west-1:123456789012:repository/team/floe']] };
+      expect(granted).toContainEqual(expect.objectContaining({ Action: ['ecr:BatchCheckLayerAvailability', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchGetImage'], Resource: repositoryArn }));
+      expect(granted).toContainEqual(expect.objectContaining({ Action: 'ecr:GetAuthorizationToken', Resource: '*' }));
+    }
+    expect(() => from({ 'floe:image': '123456789012.dkr.ecr.eu-west-1.amazonaws.com' })).toThrow(/expected <account>\.dkr\.ecr\.<region>\.amazonaws\.com\/<repository>/);
+  });
+
+  it('reserves the Dispatcher function\'s concurrency only when floe:apiReservedConcurrency asks', () => {
+    const reserved = (context: Record<string, unknown>): unknown => {
+      const { stackName, ...stackProps } = from(context);
+      const fns = Template.fromStack(new FloeStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), stackName, stackProps)).findResources('AWS::Lambda::Function', { Properties: { Description: 'Floe Dispatcher: the REST API' } });
+      return Object.values(fns)[0]?.['Properties']?.['ReservedConcurrentExecutions'];
+    };
+    expect(reserved({})).toBeUndefined();
+    expect(reserved({ 'floe:apiReservedConcurrency': '10' })).toBe(10);
+    expect(() => from({ 'floe:apiReservedConcurrency': '0' })).toThrow(/context floe:apiReservedConcurrency must be a whole number above 0/);
+  });
+
   it('fails naming the key of a value it does not take', () => {
     expect(() => from({ 'floe:cpuArchitecture': 'sparc' })).toThrow(/context floe:cpuArchitecture must be 'arm64' or 'x86_64', found 'sparc'/);
     expect(() => from({ 'floe:taskExecutorCpu': '-1' })).toThrow(/context floe:taskExecutorCpu must be a whole number above 0/);
