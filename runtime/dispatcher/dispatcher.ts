@@ -198,7 +198,8 @@ export class Dispatcher {
   async reconcile(): Promise<void> {
     const now = this.deps.clock.now();
     const running = new Set(this.deps.launcher.running());
-    const records = await this.deps.jobStore.list();
+    // The active jobs only (an index of the store): a sweep costs the same however many ended jobs are kept.
+    const records = await this.deps.jobStore.listActive();
     // A JobManager process that is ready in the warm pool, or runs a later job, is done with its former ones.
     const ready = new Set(await this.readyJobManagers());
     const movedOnFrom = (workerId: string, jobId: JobId): boolean =>
@@ -679,7 +680,7 @@ export class Dispatcher {
     // records say which job it ran last.
     const later =
       this.deps.config.warmPoolJobManagers > 0
-        ? (await this.deps.jobStore.list()).filter((r) => r.jobId !== named && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status)).map((r) => r.jobId)
+        ? (await this.deps.jobStore.listActive()).filter((r) => r.jobId !== named && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status)).map((r) => r.jobId)
         : [];
     let outcome: { jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined;
     for (const jobId of [named, ...later]) {
@@ -855,7 +856,7 @@ export class Dispatcher {
 
   /** The TaskExecutors of the jobs that have not ended, with their slots and what runs in them, then the warm pool's idle ones. */
   async taskManagers(): Promise<TaskManagersResponse> {
-    const [records, ready] = await Promise.all([this.deps.jobStore.list(), this.readyJobManagerLeases()]);
+    const [records, ready] = await Promise.all([this.deps.jobStore.listActive(), this.readyJobManagerLeases()]);
     const running = records.filter((r) => !isGloballyTerminal(r.status)).flatMap((r) => (r.taskExecutors ?? []).map((te) => ({ ...te, jobId: r.jobId, jobName: r.name })));
     const warm = await this.warmTaskExecutors(ready, running);
     return { taskManagers: [...running, ...warm.map((te) => ({ ...te, warmPool: true as const }))] };
@@ -924,18 +925,20 @@ export class Dispatcher {
   }
 
   async overview(): Promise<OverviewResponse> {
-    const [records, ledger, ready] = await Promise.all([this.deps.jobStore.list(), this.deps.jobStore.admissionLedger(), this.readyJobManagerLeases()]);
-    const count = (s: JobStatus): number => records.filter((r) => r.status === s).length;
-    const running = records.filter((r) => !isGloballyTerminal(r.status)).flatMap((r) => r.taskExecutors ?? []);
+    // Active jobs from their index and the ended ones from the store's counts: a poll reads the same
+    // whatever the number of ended jobs kept.
+    const [active, ended, ledger, ready] = await Promise.all([this.deps.jobStore.listActive(), this.deps.jobStore.countEnded(), this.deps.jobStore.admissionLedger(), this.readyJobManagerLeases()]);
+    const live = active.filter((r) => !isGloballyTerminal(r.status));
+    const running = live.flatMap((r) => r.taskExecutors ?? []);
     const warm = await this.warmTaskExecutors(ready, running);
     const taskExecutors = [...running, ...warm];
     return {
       jobs: {
-        total: records.length,
-        running: records.filter((r) => !isGloballyTerminal(r.status)).length,
-        finished: count(JobStatus.FINISHED),
-        failed: count(JobStatus.FAILED),
-        canceled: count(JobStatus.CANCELED),
+        total: live.length + ended.finished + ended.failed + ended.canceled,
+        running: live.length,
+        finished: ended.finished,
+        failed: ended.failed,
+        canceled: ended.canceled,
       },
       admission: {
         waiting: ledger.waiting.length,
@@ -1005,7 +1008,7 @@ export class Dispatcher {
 
   /** Stops the JobManager of every admitted job (their jobs go on with a successor when the cluster starts again). */
   async stopJobManagers(reason: string): Promise<void> {
-    const records = await this.deps.jobStore.list();
+    const records = await this.deps.jobStore.listActive();
     await Promise.all(
       records
         .filter((r) => r.admission?.state === AdmissionState.ADMITTED && r.jobManager !== undefined)

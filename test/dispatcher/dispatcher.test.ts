@@ -44,6 +44,28 @@ describe('Dispatcher REST API', () => {
     });
   });
 
+  it('keeps the overview counts right as jobs finish, fail over and are cancelled', async () => {
+    const { call, jobStore } = await setup();
+    const jobs = async () => (await call('GET', '/overview')).body.jobs;
+    await call('POST', '/jobs', await submission('job-a'));
+    await call('POST', '/jobs', await submission('job-b'));
+    expect(await jobs()).toEqual({ total: 2, running: 2, finished: 0, failed: 0, canceled: 0 });
+    // job-a's JobMaster finishes it.
+    await jobStore.update(JobId.of('job-a'), { status: 'RUNNING' }, 1);
+    await jobStore.update(JobId.of('job-a'), { status: 'FINISHED', endedAtMs: Date.now() }, 1);
+    expect(await jobs()).toEqual({ total: 2, running: 1, finished: 1, failed: 0, canceled: 0 });
+    // job-b fails over to a JobMaster at epoch 2; the deposed one's end is refused and not counted.
+    await jobStore.update(JobId.of('job-b'), { status: 'RUNNING' }, 1);
+    await jobStore.update(JobId.of('job-b'), { status: 'RESTARTING' }, 2);
+    await expect(jobStore.update(JobId.of('job-b'), { status: 'FAILED', endedAtMs: Date.now() }, 1)).rejects.toThrow(/epoch/);
+    expect(await jobs()).toEqual({ total: 2, running: 1, finished: 1, failed: 0, canceled: 0 });
+    // Cancelled: its JobMaster reads the flag and ends it.
+    expect((await call('PATCH', '/jobs/job-b?mode=cancel')).status).toBe(202);
+    expect(await jobs()).toEqual({ total: 2, running: 1, finished: 1, failed: 0, canceled: 0 });
+    await jobStore.update(JobId.of('job-b'), { status: 'CANCELED', endedAtMs: Date.now() }, 2);
+    expect(await jobs()).toEqual({ total: 2, running: 0, finished: 1, failed: 0, canceled: 1 });
+  });
+
   it('treats a resubmission with the same id as the same job, and another graph under that id as a conflict', async () => {
     const { call, started } = await setup();
     const body = await submission('job-2');
