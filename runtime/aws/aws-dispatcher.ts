@@ -2,12 +2,12 @@
 // for large libraries. The Lambda function builds it once per container; tests build it in-process.
 import { fargateTaskExecutorSizes } from './fargate-sizes.js';
 import { DashboardAssets, findDashboardDir } from '../dispatcher/dashboard.js';
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { systemClock, type Clock } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { Dispatcher, type ArtifactUploads } from '../dispatcher/dispatcher.js';
+import { Dispatcher, type ArtifactUploads, type ResultDownloads } from '../dispatcher/dispatcher.js';
 import { createRestRouter, type RestHandler } from '../dispatcher/rest-router.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { AwsProcessEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv } from './aws-env.js';
@@ -47,6 +47,13 @@ function withCredentials(env: NodeJS.ProcessEnv): { credentials?: NonNullable<Re
   return credentials !== undefined ? { credentials } : {};
 }
 
+/**
+ * The most a result may take inline in GET /jobs/:id/result: Lambda refuses a response over 6 MB
+ * (6,291,456 bytes, the whole JSON envelope), so 1 MiB is left for the envelope and headers; a larger
+ * result is answered with a presigned GET of its object.
+ */
+export const LAMBDA_RESULT_INLINE_MAX_BYTES = 5 * 1024 * 1024;
+
 /** A Lambda answers within API Gateway's 30 s; a JobManager launch must give up before that. */
 const LAMBDA_LAUNCH_TIMEOUT_MS = 20_000;
 
@@ -85,6 +92,14 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
       return { url, headers: {}, expiresAtMs: clock.now() + ttlS * 1000 };
     },
   };
+  // Signed with the function's role, which may GetObject Floe's own keys; the client fetches it at once.
+  const resultDownloads: ResultDownloads = {
+    maxInlineBytes: LAMBDA_RESULT_INLINE_MAX_BYTES,
+    async createDownload(blobKey) {
+      const url = await getSignedUrl(s3, new GetObjectCommand({ Bucket: settings.bucket, Key: settings.blobPrefix + blobKey }), { expiresIn: ttlS });
+      return { url, expiresAtMs: clock.now() + ttlS * 1000 };
+    },
+  };
   const s3Outputs = new S3OutputStore(s3);
   const s3Inputs = new S3InputStore(s3);
   const dispatcher = new Dispatcher({
@@ -97,6 +112,7 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     clock,
     logger,
     artifactUploads,
+    resultDownloads,
     taskExecutorSizes: fargateTaskExecutorSizes,
     // Sink targets on S3 are checked with this Dispatcher's own client and endpoint.
     outputStoreFor: async (target) => (isS3Uri(target) ? s3Outputs : localOutputStore),

@@ -16,6 +16,7 @@ import type {
   HealthResponse,
   JobDetails,
   JobExceptionsResponse,
+  JobResult,
   JobResultResponse,
   JobSummary,
   ListJobsResponse,
@@ -239,15 +240,18 @@ export class RestClient {
   /**
    * The collect sink's records, or undefined when the job has no result (404: it has no collect sink,
    * or has not FINISHED). With `waitMs`, a long-poll like getJob's: answered once the job has ended or
-   * that long has passed.
+   * that long has passed. A result the API answers with a link (too large for one response) is fetched
+   * from it, so the caller gets the records either way.
    */
-  async getJobResult(jobId: JobId | string, options: { readonly waitMs?: number; readonly signal?: AbortSignal } = {}): Promise<JobResultResponse | undefined> {
+  async getJobResult(jobId: JobId | string, options: { readonly waitMs?: number; readonly signal?: AbortSignal } = {}): Promise<JobResult | undefined> {
     const wait = options.waitMs === undefined ? '' : `?wait=${Math.max(0, Math.round(options.waitMs))}`;
-    return this.request<JobResultResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/result${wait}`, {
+    const answer = await this.request<JobResultResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/result${wait}`, {
       notFoundAsUndefined: true,
       ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
+    if (answer === undefined || !('download' in answer)) return answer;
+    return fetchResultDownload(jobId, answer.download, options.signal);
   }
 
   cancelJob(jobId: JobId | string): Promise<CancelJobResponse> {
@@ -409,3 +413,19 @@ class StaleConnectionError extends Error {
 
 const lowerCased = (headers: Readonly<Record<string, string>>): Record<string, string> =>
   Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+
+/**
+ * A result the API answered with a link: a presigned URL, fetched without this client's credentials (the
+ * URL carries its own signature, and a second one would be refused).
+ */
+async function fetchResultDownload(jobId: JobId | string, download: { readonly url: string; readonly sizeBytes: number }, signal?: AbortSignal): Promise<JobResult> {
+  const res = await fetch(download.url, signal === undefined ? {} : { signal });
+  const text = await res.text();
+  if (!res.ok) {
+    throw new UnexpectedResponseError(`the result of job ${jobId} (${download.sizeBytes} bytes) could not be fetched from its link: expected 200, found ${res.status} ${text.slice(0, 200)}; ask GET /jobs/${jobId}/result again for a fresh link (it expires)`);
+  }
+  if (Buffer.byteLength(text) !== download.sizeBytes) {
+    throw new UnexpectedResponseError(`the result of job ${jobId} fetched from its link holds ${Buffer.byteLength(text)} bytes, expected ${download.sizeBytes}; ask GET /jobs/${jobId}/result again`);
+  }
+  return JSON.parse(text) as JobResult;
+}

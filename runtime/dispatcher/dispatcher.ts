@@ -27,7 +27,7 @@ import { admissionBounds, reservationFor, type Reservation, type TaskExecutorSiz
 import { jobDetails, jobSummary, type JobViewContext } from './job-views.js';
 import { decodeJobCursor, encodeJobCursor, type JobListQuery } from './job-list-query.js';
 import { VerifiedLibraries } from './verified-libraries.js';
-import { jobPlan, type ArtifactUploadResponse, type JobDetails, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from './rest-types.js';
+import { jobPlan, type ArtifactUploadResponse, type JobDetails, type JobResult, type JobResultResponse, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from './rest-types.js';
 
 /** JobGraph plans kept in memory (they never change). */
 const MAX_CACHED_PLANS = 64;
@@ -50,6 +50,11 @@ export interface DispatcherDeps {
    * presigned S3 PUT; @default - `PUT /artifacts/<sha256>` on this same REST API
    */
   readonly artifactUploads?: ArtifactUploads;
+  /**
+   * A result too large for one response of this REST API is answered with a link to it instead (GET
+   * /jobs/:id/result gives `{ download }`). @default - every result is answered whole, at any size
+   */
+  readonly resultDownloads?: ResultDownloads;
   /** Where text sink targets are checked at submission. @default - the local filesystem, or S3 configured from this process's environment */
   readonly outputStoreFor?: (target: string) => Promise<OutputStore>;
   /**
@@ -104,6 +109,21 @@ interface HandOver {
 /** Makes an upload target for a library blob, e.g. a presigned S3 PUT URL. */
 export interface ArtifactUploads {
   createUpload(blobKey: string, sha256: string, sizeBytes: number): Promise<{ readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly expiresAtMs: number }>;
+}
+
+/** Links to results too large to answer inline (on AWS: a presigned S3 GET, past Lambda's 6 MB response cap). */
+export interface ResultDownloads {
+  /** The most a result may take inside the response, counted as resultResponseBytes counts it. */
+  readonly maxInlineBytes: number;
+  createDownload(blobKey: string): Promise<{ readonly url: string; readonly expiresAtMs: number }>;
+}
+
+/**
+ * What a result's JSON text takes in a response that carries the body as a JSON string (a Lambda proxy
+ * response does): every quote, backslash and control character is escaped once more.
+ */
+export function resultResponseBytes(text: string): number {
+  return Buffer.byteLength(JSON.stringify(text));
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
@@ -890,13 +910,20 @@ export class Dispatcher {
     return { exceptions: (await this.record(jobId)).exceptions };
   }
 
-  async getResult(jobId: string, waitMs = 0): Promise<{ records: unknown[]; truncated: boolean }> {
+  async getResult(jobId: string, waitMs = 0): Promise<JobResultResponse> {
     const r = await this.untilEnded(jobId, waitMs);
     if (r.status !== JobStatus.FINISHED) throw new NotFoundError(`job ${jobId} is ${r.status}; a result exists once it is FINISHED`);
     if (r.resultKey === undefined) throw new NotFoundError(`job ${jobId} has no collect sink, so it has no result to return`);
     const bytes = await this.deps.blobStore.get(r.resultKey);
     if (bytes === undefined) throw new NotFoundError(`the result of job ${jobId} is gone from the blob store`);
-    return JSON.parse(Buffer.from(bytes).toString('utf8')) as { records: unknown[]; truncated: boolean };
+    const text = Buffer.from(bytes).toString('utf8');
+    const downloads = this.deps.resultDownloads;
+    if (downloads !== undefined && (bytes.byteLength > downloads.maxInlineBytes || resultResponseBytes(text) > downloads.maxInlineBytes)) {
+      const { url, expiresAtMs } = await downloads.createDownload(r.resultKey);
+      this.log.info('answering a result by link: it is too large for one response', { jobId, sizeBytes: bytes.byteLength, maxInlineBytes: downloads.maxInlineBytes });
+      return { download: { url, sizeBytes: bytes.byteLength, expiresAtMs } };
+    }
+    return JSON.parse(text) as JobResult;
   }
 
   async cancelJob(jobId: string): Promise<{ jobId: JobId; status: JobStatus }> {

@@ -105,11 +105,17 @@ export type VertexDetails = VertexMetrics;
 export interface JobExceptionsResponse {
   readonly exceptions: readonly JobException[];
 }
-/** GET /jobs/:id/result: the collect sink's records; 404 when the job has none (yet). */
-export interface JobResultResponse {
+/** A job's collect sink's records, as the result file holds them. */
+export interface JobResult {
   readonly records: readonly unknown[];
   readonly truncated: boolean;
 }
+/**
+ * GET /jobs/:id/result: the collect sink's records, or, when they are too large for one response of
+ * this API, a link to the same JSON (`download`, fetched without credentials before `expiresAtMs`);
+ * 404 when the job has none (yet).
+ */
+export type JobResultResponse = JobResult | { readonly download: { readonly url: string; readonly sizeBytes: number; readonly expiresAtMs: number } };
 /** 202 from PATCH /jobs/:id?mode=cancel */
 export interface CancelJobResponse {
   readonly jobId: JobId;

@@ -45,6 +45,8 @@ export interface ApiGatewayAdapter {
   readonly invocations: number;
   /** Requests the gateway answered itself (refused signatures, oversized payloads), never reaching the handler. */
   readonly refused: number;
+  /** Handler responses over Lambda's payload cap, answered 500 as API Gateway does. */
+  readonly oversizedResponses: number;
   close(): Promise<void>;
 }
 
@@ -144,6 +146,7 @@ async function checkSignature(req: IncomingMessage, body: Buffer, iam: ApiGatewa
 export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options: ApiGatewayAdapterOptions = {}): Promise<ApiGatewayAdapter> {
   let invocations = 0;
   let refused = 0;
+  let oversizedResponses = 0;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const integrationTimeoutMs = options.integrationTimeoutMs ?? INTEGRATION_TIMEOUT_MS;
   const answer = (res: import('node:http').ServerResponse, { status, message }: GatewayAnswer): void => {
@@ -233,6 +236,12 @@ export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options
         res.writeHead(200, { 'content-type': 'application/json' }).end(text);
         return;
       }
+      // Lambda refuses a response over its payload cap (the whole serialized result); API Gateway answers 500.
+      if (Buffer.byteLength(JSON.stringify(result)) > LAMBDA_MAX_PAYLOAD_BYTES) {
+        oversizedResponses++;
+        res.writeHead(500, { 'content-type': 'application/json', 'apigw-requestid': requestId }).end(JSON.stringify({ message: 'Internal Server Error' }));
+        return;
+      }
       const out = result.body === undefined ? Buffer.alloc(0) : Buffer.from(result.body, result.isBase64Encoded === true ? 'base64' : 'utf8');
       const outHeaders: Record<string, string | number | string[]> = { 'content-length': out.length, 'apigw-requestid': requestId };
       for (const [k, v] of Object.entries(result.headers ?? {})) outHeaders[k.toLowerCase()] = String(v);
@@ -255,6 +264,9 @@ export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options
     },
     get refused() {
       return refused;
+    },
+    get oversizedResponses() {
+      return oversizedResponses;
     },
     close: () =>
       new Promise<void>((resolve) => {
