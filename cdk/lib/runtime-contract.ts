@@ -51,7 +51,7 @@ export const ContainerImageSpec = {
   jobManagerCommand: ['node', '--enable-source-maps', 'dist/jobmanager.js'],
   taskExecutorCommand: ['node', '--enable-source-maps', 'dist/taskexecutor.js'],
   /** Never part of the image's build context: dependencies are installed and dist/ is built inside the image. */
-  exclude: ['node_modules', '.git', 'dist', '.floe', 'cdk.out', '**/cdk.out', 'coverage', 'test/.tmp', 'bench/out', '*.log'],
+  exclude: ['node_modules', '.git', 'dist', '.dist-build-*', '.floe', 'cdk.out', '**/cdk.out', 'coverage', 'test/.tmp', 'bench/out', '*.log'],
   /**
    * Dependencies of the `floe` client (bundling and type-checking job files) that the JobManager and
    * TaskExecutor never load: the Dockerfile removes them from the image (37 MB of its node_modules).

@@ -1,5 +1,6 @@
 // `cdk synth` through the real CLI, offline: the app in cdk.json builds, the Lambda is bundled with
-// local esbuild, the image context is staged without Docker, and no AWS call or lookup is needed.
+// local esbuild, the image context is staged without Docker, and no AWS call or lookup is needed. Run
+// twice: with an account and region, and with neither (what a machine without credentials synthesizes).
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ interface Synth {
   readonly stderr: string;
 }
 
-function cliEnv(home: string): NodeJS.ProcessEnv {
+function cliEnv(home: string, bound: boolean): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // No credentials and no profile: the CLI must not be able to call AWS at all.
   for (const name of Object.keys(env)) if (name.startsWith('AWS_') || name.startsWith('CDK_')) delete env[name];
@@ -24,9 +25,8 @@ function cliEnv(home: string): NodeJS.ProcessEnv {
     ...env,
     HOME: home,
     AWS_EC2_METADATA_DISABLED: 'true',
-    AWS_REGION: 'us-east-1',
     // The example account whose availability zones cdk.context.json holds.
-    CDK_DEFAULT_ACCOUNT: '123456789012',
+    ...(bound ? { AWS_REGION: 'us-east-1', CDK_DEFAULT_ACCOUNT: '123456789012' } : {}),
     CDK_DISABLE_VERSION_CHECK: 'true',
     CDK_DISABLE_CLI_TELEMETRY: 'true',
     CI: 'true',
@@ -35,21 +35,39 @@ function cliEnv(home: string): NodeJS.ProcessEnv {
   };
 }
 
+function cdkSynth(work: string, outdir: string, bound: boolean): Promise<Synth> {
+  return new Promise<Synth>((resolve) => {
+    execFile(
+      process.execPath,
+      [join(packageRoot, 'node_modules/aws-cdk/bin/cdk'), 'synth', '--quiet', '--no-notices', '--output', outdir],
+      { cwd: join(packageRoot, 'cdk'), env: cliEnv(work, bound), timeout: SYNTH_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }),
+    );
+  });
+}
+
+/** Rule, resource and compliance of each row of the report cdk-nag writes beside the template. */
+function nagReport(outdir: string): { rule: string; resource: string; compliance: string }[] {
+  const lines = readFileSync(join(outdir, 'AwsSolutions-Floe-NagReport.csv'), 'utf8').split('\n').slice(1).filter((l) => l !== '');
+  return lines.map((line) => {
+    const m = /^"([^"]*)","([^"]*)","([^"]*)"/.exec(line);
+    expect(m, line).not.toBeNull();
+    return { rule: m![1]!, resource: m![2]!, compliance: m![3]! };
+  });
+}
+
 describe('cdk synth (the CLI, offline)', () => {
   const work = mkdtempSync(join(tmpdir(), 'floe-cdk-synth-'));
   const outdir = join(work, 'cdk.out');
+  const agnosticOutdir = join(work, 'cdk.out.agnostic');
   let synth: Synth;
+  let agnostic: Synth;
 
   beforeAll(async () => {
-    synth = await new Promise<Synth>((resolve) => {
-      execFile(
-        process.execPath,
-        [join(packageRoot, 'node_modules/aws-cdk/bin/cdk'), 'synth', '--quiet', '--no-notices', '--output', outdir],
-        { cwd: join(packageRoot, 'cdk'), env: cliEnv(work), timeout: SYNTH_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024 },
-        (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr }),
-      );
-    });
-  }, SYNTH_TIMEOUT_MS + 10_000);
+    // One after the other: each bundles the Lambda and stages the image context.
+    synth = await cdkSynth(work, outdir, true);
+    agnostic = await cdkSynth(work, agnosticOutdir, false);
+  }, 2 * SYNTH_TIMEOUT_MS + 10_000);
 
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -65,6 +83,30 @@ describe('cdk synth (the CLI, offline)', () => {
     // Nothing left to look up: cdk.context.json answers the VPC's availability zones.
     expect(assembly.missing ?? []).toEqual([]);
     expect(assembly.artifacts['Floe']?.environment).toBe('aws://123456789012/us-east-1');
+  });
+
+  it('exits 0 without credentials, account or region, writing an environment-agnostic stack', () => {
+    expect(agnostic.code, `cdk synth failed:\n${agnostic.stderr}\n${agnostic.stdout}`).toBe(0);
+    const assembly = JSON.parse(readFileSync(join(agnosticOutdir, 'manifest.json'), 'utf8')) as { missing?: unknown[]; artifacts: Record<string, { environment?: string }> };
+    expect(assembly.missing ?? []).toEqual([]);
+    expect(assembly.artifacts['Floe']?.environment).toBe('aws://unknown-account/unknown-region');
+  });
+
+  it('runs cdk-nag in every synth, which finds nothing unacknowledged with or without an account and region', () => {
+    for (const [dir, run] of [[outdir, synth], [agnosticOutdir, agnostic]] as const) {
+      const rows = nagReport(dir);
+      // The checks ran over the whole stack: the IAM, API, ECS and S3 rules among them.
+      for (const rule of ['AwsSolutions-IAM5', 'AwsSolutions-APIG4', 'AwsSolutions-ECS2', 'AwsSolutions-S1']) expect(rows.map((r) => r.rule), dir).toContain(rule);
+      expect(rows.filter((r) => r.compliance !== 'Compliant' && r.compliance !== 'Suppressed' && r.compliance !== 'N/A'), dir).toEqual([]);
+      expect(`${run.stdout}\n${run.stderr}`).not.toMatch(/AwsSolutions-/);
+    }
+  });
+
+  it('prints no warning about the template, W3011 (UpdateReplacePolicy without DeletionPolicy) included', () => {
+    for (const run of [synth, agnostic]) {
+      const output = `${run.stdout}\n${run.stderr}`;
+      expect(output).not.toMatch(/W3011|^\s*WARNING/m);
+    }
   });
 
   it('bundles the Lambda handler locally with esbuild into one ES module that carries its AWS SDK', () => {
