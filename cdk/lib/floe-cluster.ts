@@ -224,6 +224,11 @@ export class FloeCluster extends Construct {
   readonly securityGroup: ec2.SecurityGroup;
   readonly jobManagerTaskDefinition: ecs.FargateTaskDefinition;
   readonly taskExecutorTaskDefinition: ecs.FargateTaskDefinition;
+  /**
+   * Assumed by JobManagers with a session policy of one job's S3 paths (its library, its inputs, its own
+   * staging areas), for the credentials that job's tasks use: its policy is the most any job may reach.
+   */
+  readonly jobDataRole: iam.Role;
   /** The cluster's event bus: ready JobManagers put capacity-freed events on it for the Dispatcher function. */
   readonly eventBus: events.EventBus;
   /** The Dispatcher: the REST API's handler. */
@@ -420,6 +425,18 @@ export class FloeCluster extends Construct {
     const te = this.taskExecutorTaskDefinition.taskRole;
     this.leaseTable.grant(te, 'dynamodb:GetItem');
     this.grantObjects(te, this.bucket, ['s3:GetObject'], `${blobPrefix}${BucketLayout.libraries}*`);
+    // Job data: a JobManager assumes this role with a session policy naming its job's paths
+    // (runtime/aws/job-session-policy.ts) and hands the credentials to the job's tasks; a session can do
+    // only what both policies allow, so no task reaches another job's staging, output, library or JobGraph.
+    this.jobDataRole = new iam.Role(this, 'JobDataRole', {
+      assumedBy: new iam.ArnPrincipal(jm.roleArn),
+      description: 'Floe: assumed by JobManagers with a session policy of one job\'s S3 paths, for the credentials of that job\'s tasks',
+      // Role chaining caps a session at one hour whatever this says.
+      maxSessionDuration: Duration.hours(1),
+    });
+    this.jobDataRole.grantAssumeRole(jm);
+    this.jobManagerTaskDefinition.defaultContainer!.addEnvironment(FloeEnv.JOB_DATA_ROLE_ARN, this.jobDataRole.roleArn);
+    this.grantObjects(this.jobDataRole, this.bucket, ['s3:GetObject'], `${blobPrefix}${BucketLayout.libraries}*`);
     this.failedEvents = new sqs.Queue(this, 'FailedEvents', {
       retentionPeriod: Duration.days(14),
       encryption: sqs.QueueEncryption.SQS_MANAGED,
@@ -617,6 +634,15 @@ export class FloeCluster extends Construct {
       ],
       true,
     );
+    NagSuppressions.addResourceSuppressions(
+      this.jobDataRole,
+      [
+        { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.libraries}*`)], reason: 'Libraries are named by their content hash; read only. Each job\'s session policy names its own library alone.' },
+        { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Staged sink parts only (<target>/.floe-staging-<jobId>/…); each job\'s session policy names its own staging areas alone.' },
+        { id, appliesTo: [bucketObjects('*')], reason: 'Read only (GetObject): the input splits of s3:// sources; each job\'s session policy names the paths that job reads.' },
+      ],
+      true,
+    );
     for (const td of [this.jobManagerTaskDefinition, this.taskExecutorTaskDefinition]) {
       NagSuppressions.addResourceSuppressions(
         td.obtainExecutionRole(),
@@ -662,6 +688,9 @@ export class FloeCluster extends Construct {
     // write a target's own objects.
     this.grantObjects(te, bucket, ['s3:GetObject'], objectsKeyPattern);
     this.grantObjects(te, bucket, ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
+    // The same for the job-data role: each job's session policy narrows it to that job's inputs and staging.
+    this.grantObjects(this.jobDataRole, bucket, ['s3:GetObject'], objectsKeyPattern);
+    this.grantObjects(this.jobDataRole, bucket, ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
     // The Dispatcher lists sources and a sink's target (reading its _SUCCESS manifest) at submission; it never writes there.
     this.grantList(this.apiFunction, bucket);
     this.grantObjects(this.apiFunction, bucket, ['s3:GetObject'], objectsKeyPattern);

@@ -33,6 +33,8 @@ export const FloeEnv = {
   ECS_ASSIGN_PUBLIC_IP: AwsProcessEnv.ECS_ASSIGN_PUBLIC_IP,
   /** The cluster's event bus: ready JobManagers put capacity-freed events on it. */
   EVENT_BUS: AwsProcessEnv.EVENT_BUS,
+  /** The job-data role JobManagers assume to vend each job's tasks credentials scoped to the job's S3 paths. */
+  JOB_DATA_ROLE_ARN: AwsProcessEnv.JOB_DATA_ROLE_ARN,
   /** Interface the RPC and data servers bind to; 0.0.0.0 in a container, so other tasks can reach it. */
   RPC_BIND_HOST: AwsProcessEnv.RPC_BIND_HOST,
   CONFIG: ProcessEnv.CONFIG,

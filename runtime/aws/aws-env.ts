@@ -51,6 +51,14 @@ export const AwsProcessEnv = {
    * task metadata endpoint (ECS_CONTAINER_METADATA_URI_V4); elsewhere the bind host
    */
   ADVERTISED_HOST: 'FLOE_ADVERTISED_HOST',
+  /**
+   * ARN of the job-data role: a JobManager assumes it with a session policy of its job's S3 paths
+   * (job-session-policy.ts) and hands those credentials to the job's tasks. @default - none: tasks use
+   * their own process's credentials
+   */
+  JOB_DATA_ROLE_ARN: 'FLOE_JOB_DATA_ROLE_ARN',
+  /** STS API endpoint override (the local emulator in tests). @default - the region's endpoint */
+  STS_ENDPOINT: 'FLOE_STS_ENDPOINT',
   /** Lifetime of the presigned S3 PUT URLs POST /artifacts answers (s). @default 900 */
   ARTIFACT_UPLOAD_TTL_S: 'FLOE_ARTIFACT_UPLOAD_TTL_S',
 } as const;

@@ -211,8 +211,11 @@ export interface JobRecord {
 export interface JobRecovery {
   /** Per vertex id: the current attempt number of each subtask, in subtask order. */
   readonly attempts: Readonly<Record<string, readonly number[]>>;
-  /** Per vertex id of a finished region: each subtask's finished attempt and the TaskExecutor it ran on. */
-  readonly finished: Readonly<Record<string, readonly { readonly attemptId: string; readonly resourceId: string }[]>>;
+  /**
+   * Per vertex id of a finished region: each subtask's finished attempt, the TaskExecutor it ran on and,
+   * for a text sink, the part it staged (what the commit checks the staged object against).
+   */
+  readonly finished: Readonly<Record<string, readonly { readonly attemptId: string; readonly resourceId: string; readonly part?: { readonly size: number; readonly etag?: string } }[]>>;
 }
 
 /** The Dispatcher's account of a job's JobManager processes. */
