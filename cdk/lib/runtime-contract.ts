@@ -92,8 +92,11 @@ export function stagingKeyPatterns(objectsKeyPattern: string): string[] {
 export const DataActions = {
   /** Leases: campaign and renew (UpdateItem), read (GetItem), fence a job write (ConditionCheckItem). */
   leaseStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'],
-  /** A JobManager reads its job's record and updates it, fenced. */
-  jobManagerJobStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+  /**
+   * A JobManager reads its job's record and updates it, fenced; one that stays in the warm pool gives its
+   * job's capacity back as the job ends, writing the admission ledger item (PutItem) in that transaction.
+   */
+  jobManagerJobStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
   /** The Dispatcher creates (PutItem), sweeps (Scan), admits (transactions of Put and Update), cancels and deletes jobs. */
   dispatcherJobStore: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Scan', 'dynamodb:ConditionCheckItem'],
   /** GET /jobs pages through the job list index (Query), on that index alone. */

@@ -410,7 +410,7 @@ describe('FloeCluster with its defaults', () => {
       ['s3:GetObject *', 's3:GetObject floe/libraries/*', 's3:PutObjectTagging .floe-staging-*', 's3:PutObjectTagging */.floe-staging-*', 's3:PutObject .floe-staging-*', 's3:PutObject */.floe-staging-*', 's3:AbortMultipartUpload .floe-staging-*', 's3:AbortMultipartUpload */.floe-staging-*'].sort(),
     );
     expect(grantsOf(jmRole, 'dynamodb')).toEqual(
-      ['dynamodb:ConditionCheckItem leases', 'dynamodb:GetItem jobs', 'dynamodb:GetItem leases', 'dynamodb:UpdateItem jobs', 'dynamodb:UpdateItem leases'].sort(),
+      ['dynamodb:ConditionCheckItem leases', 'dynamodb:GetItem jobs', 'dynamodb:GetItem leases', 'dynamodb:PutItem jobs', 'dynamodb:UpdateItem jobs', 'dynamodb:UpdateItem leases'].sort(),
     );
     // Its JobGraph and result under Floe's prefix; the output commit anywhere jobs may write.
     expect(grantsOf(jmRole, 's3')).toEqual(

@@ -1,0 +1,177 @@
+// The IAM check over recorded calls: the mapper from SDK calls to IAM requests, the evaluation against the
+// synthesized roles, the wildcard rule, and the call record itself on a real SDK client.
+import { ListTasksCommand } from '@aws-sdk/client-ecs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AwsCallLogEnv, type AwsCallRecord } from '../../runtime/aws/aws-call-log.js';
+import { createEcsClient } from '../../runtime/aws/ecs-worker-launcher.js';
+import { EcsEmulator } from './ecs-emulator.js';
+import { checkCalls, formatFindings, iamModelFromTemplate, iamRequestsOf, readCallLog, synthesizeFloeTemplate, type IamWorld } from './iam-check.js';
+
+const world: IamWorld = {
+  account: '000000000000',
+  region: 'us-east-1',
+  tables: { lease: 'floe-leases', job: 'floe-jobs' },
+  bucket: 'floe-bucket',
+  cluster: 'floe-cluster',
+  taskDefinitions: { jobmanager: 'floe-jobmanager', taskexecutor: 'floe-taskexecutor' },
+  eventBus: 'floe-events',
+};
+
+const call = (role: string, client: string, operation: string, input: Record<string, unknown>): AwsCallRecord => ({ role, pid: 1, client, operation, input });
+
+/** The JobManager's end-of-job release: its job record updated and the admission ledger written, in one transaction. */
+const endOfJobRelease = call('jobmanager', 'DynamoDBClient', 'TransactWriteItems', {
+  TransactItems: [
+    { kind: 'Update', TableName: world.tables.job },
+    { kind: 'Put', TableName: world.tables.job },
+    { kind: 'ConditionCheck', TableName: world.tables.lease },
+  ],
+});
+
+type Json = Record<string, any>;
+let template: Json;
+
+beforeAll(() => {
+  template = synthesizeFloeTemplate(world.account, world.region);
+});
+
+/** A copy of the template with `edit` applied to the role policy (or role) whose logical id starts with `prefix`. */
+function edited(prefix: string, edit: (resource: Json) => void): Json {
+  const copy = structuredClone(template);
+  const hits = Object.entries(copy['Resources'] as Record<string, Json>).filter(([id]) => id.startsWith(prefix));
+  expect(hits.length, `resources named ${prefix}*`).toBeGreaterThan(0);
+  for (const [, r] of hits) edit(r);
+  return copy;
+}
+
+describe('IAM requests of recorded calls', () => {
+  it('needs, for a transaction, the action of each item on its table', () => {
+    const model = iamModelFromTemplate(template, world);
+    expect(iamRequestsOf(endOfJobRelease, model).map((r) => `${r.action} ${r.resource}`)).toEqual([
+      'dynamodb:UpdateItem arn:aws:dynamodb:us-east-1:000000000000:table/floe-jobs',
+      'dynamodb:PutItem arn:aws:dynamodb:us-east-1:000000000000:table/floe-jobs',
+      'dynamodb:ConditionCheckItem arn:aws:dynamodb:us-east-1:000000000000:table/floe-leases',
+    ]);
+  });
+
+  it('needs GetObject on the source and PutObject on the target for a copy, ListBucket with the prefix for a listing, the index ARN for a Query', () => {
+    const model = iamModelFromTemplate(template, world);
+    const copy = iamRequestsOf(call('jobmanager', 'S3Client', 'CopyObject', { Bucket: 'b', Key: 'out/part-0', CopySource: 'b/out/.floe-staging-j/a%20b/part-0' }), model);
+    expect(copy.map((r) => `${r.action} ${r.resource}`)).toEqual(['s3:GetObject arn:aws:s3:::b/out/.floe-staging-j/a b/part-0', 's3:PutObject arn:aws:s3:::b/out/part-0']);
+    const list = iamRequestsOf(call('api', 'S3Client', 'ListObjectsV2', { Bucket: 'b', Prefix: 'out/' }), model);
+    expect(list).toEqual([{ action: 's3:ListBucket', resource: 'arn:aws:s3:::b', context: { 'aws:SecureTransport': 'true', 's3:prefix': 'out/' } }]);
+    const query = iamRequestsOf(call('api', 'DynamoDBClient', 'Query', { TableName: 'floe-jobs', IndexName: 'bySubmittedAt' }), model);
+    expect(query.map((r) => r.resource)).toEqual(['arn:aws:dynamodb:us-east-1:000000000000:table/floe-jobs/index/bySubmittedAt']);
+  });
+
+  it('needs RunTask on the task definition and PassRole of its task and execution roles', () => {
+    const model = iamModelFromTemplate(template, world);
+    const run = iamRequestsOf(call('jobmanager', 'ECSClient', 'RunTask', { cluster: world.cluster, taskDefinition: world.taskDefinitions.taskexecutor }), model);
+    expect(run.map((r) => r.action)).toEqual(['ecs:RunTask', 'iam:PassRole', 'iam:PassRole']);
+    expect(run[0]!.resource).toBe('arn:aws:ecs:us-east-1:000000000000:task-definition/floe-taskexecutor:1');
+    expect(run[0]!.context['ecs:cluster']).toBe('arn:aws:ecs:us-east-1:000000000000:cluster/floe-cluster');
+    expect(run.slice(1).map((r) => r.resource).sort()).toEqual(model.passedRoles.get(world.taskDefinitions.taskexecutor)!.slice().sort());
+  });
+});
+
+describe('IAM evaluation against the synthesized roles', () => {
+  it('reports a call the role is not granted, readably: the JobManager\'s end-of-job ledger Put without dynamodb:PutItem', async () => {
+    // The JobManager's job-table grant as it was before it had PutItem.
+    const withoutPut = edited('FloeJobManagerTaskDefinitionTaskRoleDefaultPolicy', (policy) => {
+      for (const s of policy['Properties']['PolicyDocument']['Statement'] as Json[]) {
+        if (Array.isArray(s['Action'])) s['Action'] = (s['Action'] as string[]).filter((a) => a !== 'dynamodb:PutItem');
+      }
+    });
+    const findings = await checkCalls([endOfJobRelease], iamModelFromTemplate(withoutPut, world));
+    expect(findings.map((f) => `${f.kind} ${f.role} ${f.action} ${f.resource}`)).toEqual(['denied jobmanager dynamodb:PutItem arn:aws:dynamodb:us-east-1:000000000000:table/floe-jobs']);
+    expect(formatFindings(findings)).toMatch(/^DENIED: jobmanager process, DynamoDBClient TransactWriteItems needs dynamodb:PutItem on arn:aws:dynamodb:us-east-1:000000000000:table\/floe-jobs \(1 call\): ImplicitlyDenied for role FloeJobManagerTaskDefinitionTaskRole/);
+  });
+
+  it('passes the end-of-job release and the calls each role is granted', async () => {
+    const model = iamModelFromTemplate(template, world);
+    const findings = await checkCalls(
+      [
+        endOfJobRelease,
+        call('jobmanager', 'DynamoDBClient', 'GetItem', { TableName: world.tables.job }),
+        call('jobmanager', 'ECSClient', 'RunTask', { cluster: world.cluster, taskDefinition: world.taskDefinitions.taskexecutor }),
+        call('jobmanager', 'EventBridgeClient', 'PutEvents', { EventBusNames: [world.eventBus] }),
+        call('taskexecutor', 'S3Client', 'GetObject', { Bucket: world.bucket, Key: 'floe/libraries/abc.mjs' }),
+        call('api', 'DynamoDBClient', 'Query', { TableName: world.tables.job, IndexName: 'bySubmittedAt' }),
+        call('api', 'ECSClient', 'RunTask', { cluster: world.cluster, taskDefinition: world.taskDefinitions.jobmanager }),
+      ],
+      model,
+    );
+    expect(formatFindings(findings)).toBe('');
+  });
+
+  it('denies what a role is not given: a TaskExecutor deleting a job record, a JobManager started in another cluster', async () => {
+    const model = iamModelFromTemplate(template, world);
+    const findings = await checkCalls(
+      [
+        call('taskexecutor', 'DynamoDBClient', 'DeleteItem', { TableName: world.tables.job }),
+        call('api', 'ECSClient', 'RunTask', { cluster: 'someone-elses', taskDefinition: world.taskDefinitions.jobmanager }),
+      ],
+      model,
+    );
+    expect(findings.map((f) => `${f.kind} ${f.role} ${f.action}`)).toEqual(['denied taskexecutor dynamodb:DeleteItem', 'denied api ecs:RunTask']);
+  });
+
+  it('reports a call allowed only by a wildcard that the role\'s acknowledgement does not name, and passes it once named', async () => {
+    const read = call('taskexecutor', 'S3Client', 'GetObject', { Bucket: world.bucket, Key: 'input/words-0.txt' });
+    expect(await checkCalls([read], iamModelFromTemplate(template, world))).toEqual([]);
+    // The same grant without its acknowledgement of `<bucket>/*` (input splits anywhere in the bucket).
+    const unacknowledged = edited('FloeTaskExecutorTaskDefinitionTaskRole', (resource) => {
+      const rules = resource['Metadata']?.['cdk_nag']?.['rules_to_suppress'] as Json[] | undefined;
+      for (const rule of rules ?? []) rule['applies_to'] = (rule['applies_to'] as unknown[] | undefined)?.filter((a) => typeof a !== 'string' || !/^Resource::<FloeBucket[^>]*>\/\*$/.test(a));
+    });
+    const findings = await checkCalls([read], iamModelFromTemplate(unacknowledged, world));
+    expect(findings.map((f) => `${f.kind} ${f.action} ${f.resource}`)).toEqual(['wildcard-unacknowledged s3:GetObject arn:aws:s3:::floe-bucket/input/words-0.txt']);
+    expect(findings[0]!.detail).toMatch(/s3:GetObject on <FloeBucket\w+\.Arn>\/\*/);
+  });
+
+  it('reads the acknowledgements in cdk-nag\'s own spelling: each names a resource of its role\'s statements', () => {
+    const model = iamModelFromTemplate(template, world);
+    for (const role of model.roles.values()) {
+      const written = role.statements.flatMap((s) => s.nagResources.map((r) => `Resource::${r}`));
+      for (const ack of role.acknowledged) {
+        expect(written.some((w) => (typeof ack === 'string' ? w === ack : ack.test(w))), `${role.label}: ${String(ack)} among ${written.join(' ')}`).toBe(true);
+      }
+    }
+  });
+
+  it('reports an operation it cannot map and a role the template does not have, instead of passing them', async () => {
+    const findings = await checkCalls([call('api', 'S3Client', 'PutBucketPolicy', { Bucket: world.bucket }), call('lambda-x', 'S3Client', 'GetObject', {})], iamModelFromTemplate(template, world));
+    expect(findings.map((f) => f.kind)).toEqual(['unmapped', 'unknown-role']);
+  });
+});
+
+describe('the AWS call record', () => {
+  let ecs: EcsEmulator;
+  const dir = mkdtempSync(join(tmpdir(), 'floe-call-log-'));
+  beforeAll(async () => {
+    ecs = await EcsEmulator.start();
+  });
+  afterAll(async () => {
+    await ecs.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('appends one line per call with the role and the input fields that name IAM resources, only when a log is set', async () => {
+    const recorded = createEcsClient({ region: 'us-east-1', endpoint: ecs.endpoint, credentials: { accessKeyId: 'AKIDLOG', secretAccessKey: 's' }, callLog: { dir, role: 'jobmanager' } });
+    const plain = createEcsClient({ region: 'us-east-1', endpoint: ecs.endpoint, credentials: { accessKeyId: 'AKIDPLAIN', secretAccessKey: 's' } });
+    try {
+      expect(process.env[AwsCallLogEnv.DIR]).toBeUndefined();
+      await recorded.send(new ListTasksCommand({ cluster: 'c1', startedBy: 'x' }));
+      await plain.send(new ListTasksCommand({ cluster: 'c2' }));
+      expect(readCallLog(dir)).toEqual([{ role: 'jobmanager', pid: process.pid, client: 'ECSClient', operation: 'ListTasks', input: { cluster: 'c1' }, accessKeyId: 'AKIDLOG' }]);
+      expect(plain.middlewareStack.identify().some((m) => m.startsWith('floeAwsCallLog'))).toBe(false);
+      expect(ecs.counters.listTasks).toBe(2);
+    } finally {
+      recorded.destroy();
+      plain.destroy();
+    }
+  });
+});
