@@ -505,7 +505,8 @@ export class FloeCluster extends Construct {
     this.secret.grantRead(api);
     // It ends the leases of JobManagers that are gone, so their successors need not wait them out.
     this.leaseTable.grant(api, ...DataActions.leaseStore);
-    iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherJobStore], resourceArns: [this.jobTable.tableArn] });
+    // The job table also holds the dashboard's sessions and one-time login codes.
+    iam.Grant.addToPrincipal({ grantee: api, actions: [...new Set([...DataActions.dispatcherJobStore, ...DataActions.dashboardSessions])], resourceArns: [this.jobTable.tableArn] });
     iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherJobList], resourceArns: [`${this.jobTable.tableArn}/index/${jobsBySubmissionIndex.name}`] });
     // The Dispatcher writes Floe's own objects only (JobGraphs, libraries, presigned library uploads);
     // it reads sink targets (grantBucketAccess) to refuse a job whose output would replace what is there.

@@ -101,16 +101,23 @@ export const DataActions = {
   dispatcherJobStore: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Scan', 'dynamodb:ConditionCheckItem'],
   /** GET /jobs pages through the job list index (Query), on that index alone. */
   dispatcherJobList: ['dynamodb:Query'],
+  /**
+   * The dashboard's sessions and login codes, items of the job table (dynamodb-dashboard-sessions.ts): a
+   * session is checked (GetItem), added (UpdateItem, or PutItem for the first) and all revoked
+   * (DeleteItem); a login code is stored (PutItem) and consumed (a conditional DeleteItem).
+   */
+  dashboardSessions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
 } as const;
 
 /** DynamoDB key schema and TTL attribute of the two tables, as the adapters define them. */
 export { jobsBySubmissionIndex, jobTable, leaseTable } from '../../runtime/aws/tables.js';
 
 /**
- * The HTTP API's routes without IAM authorization: the web dashboard's page and files, its login
- * (which checks the cluster secret itself) and its API calls under `/ui/` (which the Lambda answers only
- * to a dashboard session). A browser cannot sign a request with SigV4, so these stay open; every other
- * route (`ANY /{proxy+}`) requires IAM. Paths use API Gateway's route syntax.
+ * The HTTP API's routes without IAM authorization: the web dashboard's page and files, its sign-in (a
+ * one-time link that `floe dashboard` fetches with a signed request; the Lambda refuses a secret), its
+ * sign-out, and its reads and cancel under `/ui/` (which the Lambda answers only to a dashboard session).
+ * A browser cannot sign a request with SigV4, so these stay open; every other route (`ANY /{proxy+}`)
+ * requires IAM. Paths use API Gateway's route syntax.
  */
 export const DashboardRoutes = [
   { method: 'GET', path: '/' },
@@ -118,6 +125,9 @@ export const DashboardRoutes = [
   { method: 'GET', path: '/login' },
   { method: 'POST', path: '/login' },
   { method: 'POST', path: '/logout' },
-  // The dashboard's own reads and cancel: the Lambda answers them only to a dashboard session.
-  { method: 'ANY', path: '/ui/{proxy+}' },
+  // The dashboard's own calls: its reads, its cancel button, and its login form (answered with how to sign in) and sign-out.
+  { method: 'GET', path: '/ui/{proxy+}' },
+  { method: 'PATCH', path: '/ui/jobs/{id}' },
+  { method: 'POST', path: '/ui/login' },
+  { method: 'POST', path: '/ui/logout' },
 ] as const;

@@ -130,7 +130,15 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
   // API Gateway caps a request at 10 MB; the router enforces the configured body limit below it.
   const dashboardDir = findDashboardDir(options.env);
   const dashboard = dashboardDir === undefined ? undefined : DashboardAssets.load(dashboardDir);
-  const router = createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger, ...(dashboard !== undefined ? { dashboard } : {}) });
+  // The dashboard signs in through IAM (`floe dashboard` fetches a one-time link); the secret logs no one in.
+  const router = createRestRouter(dispatcher, {
+    secret,
+    sessions: services.dashboardSessions,
+    secretLogin: false,
+    maxBodyBytes: config.restMaxContentLengthBytes,
+    logger,
+    ...(dashboard !== undefined ? { dashboard } : {}),
+  });
   return {
     dispatcher,
     router,

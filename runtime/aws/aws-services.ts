@@ -3,10 +3,12 @@
 import { systemClock, type Clock } from '../core/clock.js';
 import { ConfigurationError } from '../core/errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
+import type { DashboardSessions } from '../dispatcher/dashboard.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { callLogConfig } from './aws-call-log.js';
 import { createDynamoDbClients, createS3Client, type AwsConfig } from './clients.js';
+import { DynamoDbDashboardSessions } from './dynamodb-dashboard-sessions.js';
 import { DynamoDbJobStore } from './dynamodb-job-store.js';
 import { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
 import { S3BlobStore } from './s3-blob-store.js';
@@ -44,6 +46,8 @@ export interface AwsServices {
   readonly leaseStore: LeaseStore;
   readonly jobStore: JobStore;
   readonly blobStore: BlobStore;
+  /** The dashboard's sessions and login codes, in the job table (the Dispatcher alone uses them). */
+  readonly dashboardSessions: DashboardSessions;
   close(): Promise<void>;
 }
 
@@ -136,11 +140,13 @@ export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClo
     ...(s.endedJobRetentionMs !== undefined && { endedJobRetentionMs: s.endedJobRetentionMs }),
   });
   const blobStore = new S3BlobStore({ client: s3, bucket: s.bucket, prefix: s.blobPrefix });
+  const dashboardSessions = new DynamoDbDashboardSessions({ documentClient: dynamo.documentClient, tableName: s.jobTable });
   let closed: Promise<void> | undefined;
   return {
     leaseStore,
     jobStore,
     blobStore,
+    dashboardSessions,
     close() {
       closed ??= (async () => {
         await Promise.all([leaseStore.close(), jobStore.close(), blobStore.close()]);

@@ -40,6 +40,8 @@ export type Command =
   | { readonly kind: 'status'; readonly jobId: string; readonly json: boolean }
   | { readonly kind: 'cancel'; readonly jobId: string }
   | { readonly kind: 'logs'; readonly jobId: string; readonly follow: boolean }
+  /** A one-time dashboard login link (for a job's page with `jobId`), or every session revoked. */
+  | { readonly kind: 'dashboard'; readonly jobId?: string; readonly signOutEverywhere: boolean }
   | { readonly kind: 'cluster'; readonly action: ClusterAction; readonly json: boolean; readonly config: Readonly<Record<string, string>> }
   | { readonly kind: 'example'; readonly name: ExampleName }
   | { readonly kind: 'check'; readonly jobFile: string }
@@ -109,6 +111,16 @@ lines until the job ends. With --url: from CloudWatch Logs, the group in
 $FLOE_LOG_GROUP (the stack's TaskLogGroup output), with AWS credentials`,
     options: '',
   },
+  dashboard: {
+    synopsis: 'dashboard [--job <jobId>] [--sign-out-everywhere]',
+    summary: `print a one-time link that signs a browser in to the cluster's dashboard
+(it works once, within ten minutes; with --job it opens that job's page).
+With --url to a deployed cluster the request is signed with your AWS
+credentials, which need execute-api:Invoke on the API; the link is the only
+way in. --sign-out-everywhere ends every dashboard session instead (on AWS;
+a local cluster's sessions are signed with its secret and end after 12 hours)`,
+    options: '',
+  },
   cluster: {
     synopsis: 'cluster start [-D key=value]... | stop | status [--json]',
     summary: 'manage the local cluster (its Dispatcher runs in the background)',
@@ -172,8 +184,10 @@ interface OptionSpec {
 
 const OPTIONS: Record<string, OptionSpec> = {
   '--dir': { takesValue: true, commands: 'all' },
-  '--url': { takesValue: true, commands: ['run', 'list', 'status', 'cancel', 'logs'] },
-  '--aws-iam': { takesValue: false, commands: ['run', 'list', 'status', 'cancel', 'logs'] },
+  '--url': { takesValue: true, commands: ['run', 'list', 'status', 'cancel', 'logs', 'dashboard'] },
+  '--aws-iam': { takesValue: false, commands: ['run', 'list', 'status', 'cancel', 'logs', 'dashboard'] },
+  '--job': { takesValue: true, commands: ['dashboard'] },
+  '--sign-out-everywhere': { takesValue: false, commands: ['dashboard'] },
   '--follow': { takesValue: false, commands: ['logs'] },
   '-f': { takesValue: false, commands: ['logs'] },
   '--parallelism': { takesValue: true, commands: ['run'] },
@@ -192,7 +206,7 @@ const OPTIONS: Record<string, OptionSpec> = {
   '--version': { takesValue: false, commands: 'all' },
 };
 
-const COMMANDS = ['init', 'check', 'run', 'list', 'status', 'cancel', 'logs', 'cluster', 'example', 'help'] as const;
+const COMMANDS = ['init', 'check', 'run', 'list', 'status', 'cancel', 'logs', 'dashboard', 'cluster', 'example', 'help'] as const;
 
 function parseConfigPair(raw: string, into: Record<string, string>): void {
   const eq = raw.indexOf('=');
@@ -327,6 +341,14 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     case 'logs':
       expectArgs(1, 'a job id: floe logs <jobId>');
       return { ...base, command: { kind, jobId: rest[0]!, follow: flags.has('--follow') || flags.has('-f') } };
+    case 'dashboard': {
+      expectArgs(0, '');
+      const jobId = flags.get('--job')?.at(-1);
+      const signOutEverywhere = flags.has('--sign-out-everywhere');
+      if (jobId === '') throw new UsageError('--job needs a job id');
+      if (jobId !== undefined && signOutEverywhere) throw new UsageError('--job and --sign-out-everywhere do not go together: one asks for a link, the other ends every session');
+      return { ...base, command: { kind, signOutEverywhere, ...(jobId === undefined ? {} : { jobId }) } };
+    }
     case 'cluster': {
       expectArgs(1, 'an action: floe cluster start|stop|status');
       const action = rest[0]!;

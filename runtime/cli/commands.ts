@@ -620,6 +620,17 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
     }
     case 'logs':
       return showLogs(command.jobId, command.follow, ctx);
+    case 'dashboard': {
+      const client = await requireCluster(ctx);
+      if (command.signOutEverywhere) {
+        await client.revokeDashboardSessions();
+        io.stdout.write('every dashboard session is revoked: each browser must sign in again with a new link (floe dashboard)\n');
+        return 0;
+      }
+      io.stdout.write(`${await client.dashboardLink(command.jobId)}\n`);
+      io.stderr.write('a one-time login link: it works once, within ten minutes\n');
+      return 0;
+    }
     case 'cluster':
       return clusterCommand(command.action, command.json, command.config, ctx);
     case 'example':

@@ -267,6 +267,11 @@ export class RestClient {
     return `${this.baseUrl}${path}${jobId === undefined ? '' : `&job=${encodeURIComponent(jobId)}`}`;
   }
 
+  /** Ends every dashboard session of the cluster: each browser must sign in again. */
+  async revokeDashboardSessions(): Promise<void> {
+    await this.request<{ revoked: string }>('DELETE', '/sessions');
+  }
+
   overview(): Promise<OverviewResponse> {
     return this.request<OverviewResponse>('GET', '/overview');
   }

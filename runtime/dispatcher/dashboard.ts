@@ -1,7 +1,8 @@
 // The web dashboard's side of the Dispatcher: its built files (served from memory), and the login that
-// lets a browser use the REST API — a session cookie signed with the cluster secret, and one-time login
-// links for the CLI to print. Both are stateless but for the codes already used, so any Dispatcher
-// (another Lambda container, a restarted process) accepts a session another one issued.
+// lets a browser use the REST API's reads and cancel — a session cookie, and one-time login links for the
+// CLI to print. Where sessions and codes live is a port (DashboardSessions): locally they are signed with
+// the cluster secret, so a restarted Dispatcher accepts them; on AWS they are kept in DynamoDB, so every
+// Lambda container sees a code used or a session revoked by another (runtime/aws/dynamodb-dashboard-sessions.ts).
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
@@ -87,8 +88,33 @@ export function isClusterSecret(given: string, secret: string): boolean {
   return timingSafeEqual(digest(given), digest(secret));
 }
 
-/** Session cookies and one-time login codes, both signed with a key derived from the cluster secret. */
-export class DashboardLogin {
+/** A session cookie's value and how long the browser keeps it. */
+export interface DashboardSession {
+  readonly value: string;
+  readonly maxAgeSeconds: number;
+}
+
+/** Where the dashboard's sessions and one-time login codes are made, checked and revoked. */
+export interface DashboardSessions {
+  createSession(nowMs: number): Promise<DashboardSession>;
+  /** True while the session is valid: made here, not expired, not revoked. */
+  verifySession(value: string, nowMs: number): Promise<boolean>;
+  issueLoginCode(nowMs: number): Promise<{ code: string; expiresAtMs: number }>;
+  /** True once for a valid, unexpired code; false after, or for anything else. */
+  redeemLoginCode(code: string, nowMs: number): Promise<boolean>;
+  /**
+   * Ends every session at once: each cookie is refused at its next request. Absent where sessions cannot
+   * be revoked (sessions signed with the secret are valid until they expire).
+   */
+  readonly revokeAll?: () => Promise<void>;
+}
+
+/**
+ * Session cookies and one-time login codes, both signed with a key derived from the cluster secret: what
+ * a local cluster uses. A code works once per process (used codes are kept in memory), which is the one
+ * Dispatcher a local cluster has.
+ */
+export class SignedDashboardSessions implements DashboardSessions {
   private readonly key: Buffer;
   /** Codes redeemed here, until they expire: a code works once. */
   private readonly usedCodes = new Map<string, number>();
@@ -109,25 +135,24 @@ export class DashboardLogin {
     return given.length === expected.length && timingSafeEqual(given, expected) && Number.isSafeInteger(expiresAtMs) && expiresAtMs > nowMs;
   }
 
-  createSession(nowMs: number): { value: string; maxAgeSeconds: number } {
+  async createSession(nowMs: number): Promise<DashboardSession> {
     const expiresAtMs = nowMs + SESSION_TTL_MS;
     const unsigned = `s1.${expiresAtMs}`;
     return { value: `${unsigned}.${this.sign(unsigned)}`, maxAgeSeconds: SESSION_TTL_MS / 1000 };
   }
 
-  verifySession(value: string, nowMs: number): boolean {
+  async verifySession(value: string, nowMs: number): Promise<boolean> {
     const parts = value.split('.');
     return parts.length === 3 && parts[0] === 's1' && this.verifySigned(parts, nowMs);
   }
 
-  issueLoginCode(nowMs: number): { code: string; expiresAtMs: number } {
+  async issueLoginCode(nowMs: number): Promise<{ code: string; expiresAtMs: number }> {
     const expiresAtMs = nowMs + LOGIN_CODE_TTL_MS;
     const unsigned = `c1.${expiresAtMs}.${base64url(randomBytes(16))}`;
     return { code: `${unsigned}.${this.sign(unsigned)}`, expiresAtMs };
   }
 
-  /** True once for a valid, unexpired code; false after, or for anything else. */
-  redeemLoginCode(code: string, nowMs: number): boolean {
+  async redeemLoginCode(code: string, nowMs: number): Promise<boolean> {
     for (const [used, expiresAtMs] of this.usedCodes) if (expiresAtMs <= nowMs) this.usedCodes.delete(used);
     const parts = code.split('.');
     if (parts.length !== 4 || parts[0] !== 'c1' || !this.verifySigned(parts, nowMs) || this.usedCodes.has(code)) return false;
@@ -147,7 +172,7 @@ export function sessionCookieOf(header: string | undefined): string | undefined 
 }
 
 /** `set-cookie` for a session (or, without one, clearing it); Secure when the request came over HTTPS. */
-export function sessionCookieHeader(session: { value: string; maxAgeSeconds: number } | undefined, https: boolean): string {
+export function sessionCookieHeader(session: DashboardSession | undefined, https: boolean): string {
   const value = session === undefined ? `${SESSION_COOKIE}=; Max-Age=0` : `${SESSION_COOKIE}=${session.value}; Max-Age=${session.maxAgeSeconds}`;
   return `${value}; Path=/; HttpOnly; SameSite=Strict${https ? '; Secure' : ''}`;
 }

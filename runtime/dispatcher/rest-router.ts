@@ -8,7 +8,7 @@ import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } f
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { MAX_JOB_WAIT_MS, type Dispatcher } from './dispatcher.js';
-import { DASHBOARD_API_PREFIX, DASHBOARD_CLIENT_HEADER, DashboardLogin, isClusterSecret, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile } from './dashboard.js';
+import { DASHBOARD_API_PREFIX, DASHBOARD_CLIENT_HEADER, SignedDashboardSessions, isClusterSecret, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile, type DashboardSessions } from './dashboard.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
 
 export interface RestRequest {
@@ -47,10 +47,18 @@ export interface RestResponse {
 
 export interface RestRouterOptions {
   /**
-   * Every API route requires `authorization: Bearer <secret>`, or the dashboard's session cookie (made by
-   * logging in with the secret) together with the header `x-floe-client: dashboard`.
+   * Every API route requires `authorization: Bearer <secret>` (or a caller the front authenticated); the
+   * dashboard's session cookie, together with the header `x-floe-client: dashboard`, opens its reads and
+   * cancel only.
    */
   readonly secret: string;
+  /** Where dashboard sessions and login codes live. @default - signed with `secret` (SignedDashboardSessions) */
+  readonly sessions?: DashboardSessions;
+  /**
+   * Whether `POST /login` takes the cluster secret. A deployed cluster's dashboard signs in through IAM
+   * (`floe dashboard` fetches a one-time link), and its secret is no user credential. @default true
+   */
+  readonly secretLogin?: boolean;
   /** The built dashboard served at `/`. @default - `/` says the dashboard is not built */
   readonly dashboard?: DashboardAssets;
   /** @default Date.now */
@@ -71,6 +79,14 @@ class UnauthorizedRequestError extends FloeError {
   override readonly httpStatus = 401;
   constructor(message: string) {
     super('UNAUTHORIZED', message);
+  }
+}
+
+/** The caller is known but may not do this; the message says what may. */
+class ForbiddenRequestError extends FloeError {
+  override readonly httpStatus = 403;
+  constructor(message: string) {
+    super('FORBIDDEN', message);
   }
 }
 
@@ -96,13 +112,27 @@ const SHA256_HEX = /^[0-9a-f]{64}$/;
 const AUTH_HINT = "send 'authorization: Bearer <cluster secret>' (a local cluster's secret is in <state dir>/cluster.json), or log in to the dashboard at /";
 
 /** A request with no authorization header may come from the dashboard, with its session cookie. */
-function authorizeSession(headers: RestRequest['headers'], login: DashboardLogin, nowMs: number): void {
+async function authorizeSession(headers: RestRequest['headers'], sessions: DashboardSessions, nowMs: number): Promise<void> {
   const session = sessionCookieOf(headers['cookie']);
   if (session === undefined) throw new UnauthorizedRequestError(`header 'authorization' is missing; ${AUTH_HINT}`);
-  if (!login.verifySession(session, nowMs)) throw new UnauthorizedRequestError('the dashboard session has expired or is not valid; log in again');
   if (headers[DASHBOARD_CLIENT_HEADER] !== 'dashboard') {
     throw new UnauthorizedRequestError(`a request with the dashboard's session cookie must carry header '${DASHBOARD_CLIENT_HEADER}: dashboard'`);
   }
+  if (!(await sessions.verifySession(session, nowMs))) throw new UnauthorizedRequestError('the dashboard session was revoked, has expired or is not valid; log in again');
+}
+
+/**
+ * What a dashboard session may do: the dashboard's reads and its cancel button. Submitting, uploading,
+ * minting login links and revoking sessions take the API's own credentials.
+ */
+function checkSessionScope(method: string, route: Route | undefined): void {
+  if (route === undefined || route.public === true) return;
+  const isCancel = method === 'PATCH' && route.pattern.length === 2 && route.pattern[0] === 'jobs';
+  if (method === 'GET' || isCancel) return;
+  throw new ForbiddenRequestError(
+    `a dashboard session may only read (GET) and cancel a job (PATCH /jobs/<id>), found ${method} ${routeName(route)}; ` +
+      "call the API with its own credentials for that (floe signs with AWS credentials on AWS, and sends the cluster secret locally)",
+  );
 }
 
 function authorize(header: string | undefined, secret: string): void {
@@ -221,7 +251,8 @@ function checkBodyHeaders(method: string, name: string, kind: BodyKind, headers:
 export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOptions): RestHandler {
   const log = options.logger.child({ component: 'rest' });
   const bodyParser = options.bodyParser ?? new JsonBodyParser();
-  const login = new DashboardLogin(options.secret);
+  const sessions: DashboardSessions = options.sessions ?? new SignedDashboardSessions(options.secret);
+  const secretLogin = options.secretLogin ?? true;
   const now = options.now ?? Date.now;
   const file = (f: DashboardFile): RestResponse => ({ status: 200, body: undefined, bytes: f.bytes, headers: f.headers });
   const viaHttps = (call: Call): boolean => call.request.headers['x-forwarded-proto']?.split(',')[0]?.trim().toLowerCase() === 'https';
@@ -277,10 +308,15 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
           body: 'json',
           json: { fields: ['secret'] },
           handle: async (call) => {
+            if (!secretLogin) {
+              throw new ForbiddenRequestError(
+                "this cluster's dashboard does not sign in with a secret; run 'floe dashboard --url <ApiUrl>' with AWS credentials allowed execute-api:Invoke on the API, and open the one-time link it prints",
+              );
+            }
             const secret = (call.body as { secret?: unknown } | null)?.secret;
             if (typeof secret !== 'string' || secret === '') throw new InvalidRequestError("field 'secret' must be the cluster secret, a non-empty string");
             if (!isClusterSecret(secret, options.secret)) throw new UnauthorizedRequestError("field 'secret' is not this cluster's secret (a local cluster's secret is in <state dir>/cluster.json)");
-            return noContent({ 'set-cookie': sessionCookieHeader(login.createSession(now()), viaHttps(call)), 'cache-control': 'no-store' });
+            return noContent({ 'set-cookie': sessionCookieHeader(await sessions.createSession(now()), viaHttps(call)), 'cache-control': 'no-store' });
           },
         },
         // The link `floe run` and `floe cluster status` print: a one-time code, traded for a session.
@@ -290,7 +326,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
           handle: async (call) => {
             const code = call.query['code'] ?? '';
             const job = call.query['job'];
-            const ok = login.redeemLoginCode(code, now());
+            const ok = await sessions.redeemLoginCode(code, now());
             if (!ok) log.info('a dashboard login link was used again, expired or is not valid');
             return {
               status: 303,
@@ -299,7 +335,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
               headers: {
                 location: !ok ? '/#/login?expired' : job !== undefined && JobId.isValid(job) ? `/#/jobs/${job}` : '/',
                 'cache-control': 'no-store',
-                ...(ok ? { 'set-cookie': sessionCookieHeader(login.createSession(now()), viaHttps(call)) } : {}),
+                ...(ok ? { 'set-cookie': sessionCookieHeader(await sessions.createSession(now()), viaHttps(call)) } : {}),
               },
             };
           },
@@ -313,8 +349,25 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
         POST: {
           body: 'none',
           handle: async () => {
-            const { code, expiresAtMs } = login.issueLoginCode(now());
+            const { code, expiresAtMs } = await sessions.issueLoginCode(now());
             return { status: 200, body: { path: `/login?code=${encodeURIComponent(code)}`, expiresAtMs } };
+          },
+        },
+      },
+    },
+    // Signs out every browser: each session cookie is refused at its next request.
+    {
+      pattern: ['sessions'],
+      methods: {
+        DELETE: {
+          body: 'none',
+          handle: async (call) => {
+            if (sessions.revokeAll === undefined) {
+              throw new NotFoundError("this Dispatcher's dashboard sessions cannot be revoked: they are signed with the cluster secret and end after 12 hours (or when the secret changes)");
+            }
+            await sessions.revokeAll();
+            log.info('every dashboard session was revoked', { caller: call.request.authenticatedCaller });
+            return { status: 200, body: { revoked: 'all' } };
           },
         },
       },
@@ -380,11 +433,16 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     const segments = 'segments' in decoded ? (forDashboard ? decoded.segments.slice(1) : decoded.segments) : undefined;
     const found = segments !== undefined ? match(routes, segments) : undefined;
     if (forDashboard) {
-      if (found?.route.public !== true) authorizeSession(request.headers, login, now());
+      if (found?.route.public !== true) {
+        await authorizeSession(request.headers, sessions, now());
+        checkSessionScope(method, found?.route);
+      }
     } else if (found?.route.public !== true && request.authenticatedCaller === undefined) {
       const header = request.headers['authorization'];
-      if ((header === undefined || header === '') && sessionCookieOf(request.headers['cookie']) !== undefined) authorizeSession(request.headers, login, now());
-      else authorize(header, options.secret);
+      if ((header === undefined || header === '') && sessionCookieOf(request.headers['cookie']) !== undefined) {
+        await authorizeSession(request.headers, sessions, now());
+        checkSessionScope(method, found?.route);
+      } else authorize(header, options.secret);
     }
     const size = request.body?.length ?? 0;
     if (size > options.maxBodyBytes) {

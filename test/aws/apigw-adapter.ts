@@ -73,12 +73,25 @@ function lambdaContext(requestId: string, timeoutMs: number): Context {
 
 type GatewayAnswer = { readonly status: number; readonly message: string };
 
+/** API Gateway's path matching: `{name}` takes one segment, a trailing `{proxy+}` one or more. */
+function routePathMatches(routePath: string, path: string): boolean {
+  const want = routePath.split('/');
+  const have = path.split('/');
+  for (let i = 0; i < want.length; i++) {
+    const part = want[i]!;
+    if (part === '{proxy+}') return i === want.length - 1 && have.length > i && have.slice(i).join('/') !== '';
+    if (i >= have.length) return false;
+    if (/^\{\w+\}$/.test(part) ? have[i] === '' : have[i] !== part) return false;
+  }
+  return have.length === want.length;
+}
+
 /** FloeCluster's route a request lands on: a dashboard route (no authorization) or `ANY /{proxy+}`. */
 function routeKeyOf(method: string, path: string): { key: string; open: boolean } {
   for (const route of DashboardRoutes) {
-    if (route.method !== method && route.method !== 'ANY') continue;
-    const matches = route.path.endsWith('/{proxy+}') ? path.startsWith(route.path.slice(0, -'{proxy+}'.length)) && path.length > route.path.length - '{proxy+}'.length : path === route.path;
-    if (matches) return { key: `${route.method} ${route.path}`, open: true };
+    const routeMethod: string = route.method;
+    if (routeMethod !== method && routeMethod !== 'ANY') continue;
+    if (routePathMatches(route.path, path)) return { key: `${route.method} ${route.path}`, open: true };
   }
   return { key: 'ANY /{proxy+}', open: false };
 }

@@ -101,7 +101,8 @@ describe('cdk-nag AwsSolutionsChecks over the Floe app', () => {
       const reasonOf = (routeKey: string): string => apig4.find(([, r]) => r.Properties?.['RouteKey'] === routeKey)![2].reason;
       expect(reasonOf('GET /')).toMatch(/page and its static files/);
       expect(reasonOf('POST /login')).toMatch(/one-time link, which only an IAM-authorized call/);
-      expect(reasonOf('ANY /ui/{proxy+}')).toMatch(/only to a live dashboard session/);
+      expect(reasonOf('GET /ui/{proxy+}')).toMatch(/only to a live dashboard session/);
+      expect(reasonOf('PATCH /ui/jobs/{id}')).toMatch(/only to a live dashboard session/);
       // The IAM-authorized catch-all route needs no acknowledgement.
       const signed = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route' && r.Properties?.['AuthorizationType'] === 'AWS_IAM');
       expect(signed.map((r) => r.Properties?.['RouteKey'])).toEqual(['ANY /{proxy+}']);

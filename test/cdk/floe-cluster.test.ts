@@ -210,7 +210,7 @@ describe('FloeCluster with its defaults', () => {
     template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com', FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] } });
   });
 
-  it("requires IAM on every API route and leaves only the dashboard's page, files, login and /ui/ calls open", () => {
+  it("requires IAM on every API route and leaves only the dashboard's page, files, sign-in, reads and cancel open", () => {
     const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route')).map((r) => [r.Properties!['RouteKey'], r.Properties!['AuthorizationType'] ?? 'NONE']);
     expect(Object.fromEntries(routes)).toEqual({
       'ANY /{proxy+}': 'AWS_IAM',
@@ -219,9 +219,12 @@ describe('FloeCluster with its defaults', () => {
       'GET /login': 'NONE',
       'POST /login': 'NONE',
       'POST /logout': 'NONE',
-      'ANY /ui/{proxy+}': 'NONE',
+      'GET /ui/{proxy+}': 'NONE',
+      'PATCH /ui/jobs/{id}': 'NONE',
+      'POST /ui/login': 'NONE',
+      'POST /ui/logout': 'NONE',
     });
-    expect(routes).toHaveLength(7);
+    expect(routes).toHaveLength(10);
   });
 
   it('throttles the API stage and logs every request to a log group kept as long as the other logs', () => {

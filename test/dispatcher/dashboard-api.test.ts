@@ -137,6 +137,40 @@ for (const [frontName, serve] of fronts) {
       expect(forged.headers.get('location')).toBe('/#/login?expired');
     });
 
+    it('lets a session read and cancel only: it cannot submit, upload, mint login links or revoke sessions, under /ui/ or not', async () => {
+      const { http, login, jobStore } = await setup();
+      const cookie = await login();
+      const json = { cookie, 'x-floe-client': 'dashboard', 'content-type': 'application/json' };
+      const submission = JSON.stringify(await submissionFor('job-by-cookie'));
+      const sha = 'a'.repeat(64);
+      for (const prefix of ['/ui', '']) {
+        const refused: [string, string, string | undefined][] = [
+          ['POST', '/jobs', submission],
+          ['POST', '/artifacts', JSON.stringify({ sha256: sha, sizeBytes: 10 })],
+          ['PUT', `/artifacts/${sha}`, 'bytes'],
+          ['POST', '/login-links', undefined],
+          ['DELETE', '/sessions', undefined],
+        ];
+        for (const [method, path, body] of refused) {
+          const res = await http(prefix + path, { method, headers: json, ...(body === undefined ? {} : { body }) });
+          expect(res.status, `${method} ${prefix}${path}`).toBe(403);
+          expect(((await res.json()) as any).error.message).toMatch(/a dashboard session may only read \(GET\) and cancel a job \(PATCH \/jobs\/<id>\)/);
+        }
+      }
+      expect(await jobStore.get(JobId.of('job-by-cookie'))).toBeUndefined();
+      // With the secret, the same submission goes in; the session then reads and cancels it.
+      expect((await http('/jobs', { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: submission })).status).toBe(202);
+      expect((await http('/ui/jobs/job-by-cookie', { headers: json })).status).toBe(200);
+      expect((await http('/ui/jobs/job-by-cookie?mode=cancel', { method: 'PATCH', headers: json })).status).toBe(202);
+    });
+
+    it('says where sessions cannot be revoked: a local one is signed with the secret', async () => {
+      const { http } = await setup();
+      const res = await http('/sessions', { method: 'DELETE', headers: bearer });
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as any).error.message).toMatch(/cannot be revoked: they are signed with the cluster secret and end after 12 hours/);
+    });
+
     it('answers 304 to a GET whose etag the client already has, and a new etag once something changed', async () => {
       const { http } = await setup();
       const first = await http('/jobs', { headers: bearer });
