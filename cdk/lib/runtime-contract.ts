@@ -56,9 +56,14 @@ export const ContainerImageSpec = {
   exclude: ['node_modules', '.git', 'dist', '.dist-build-*', '.floe', 'cdk.out', '**/cdk.out', 'coverage', 'test/.tmp', 'bench/out', '*.log'],
   /**
    * Dependencies of the `floe` client (bundling and type-checking job files) that the JobManager and
-   * TaskExecutor never load: the Dockerfile removes them from the image (37 MB of its node_modules).
+   * TaskExecutor never load: the Dockerfile deletes them from the image's dependencies before pruning.
    */
-  clientOnlyPackages: ['esbuild', '@esbuild', 'typescript', '@types'],
+  clientOnlyPackages: ['esbuild', 'typescript', '@types/node'],
+  /**
+   * Dependencies of the embedded local cluster only (its SQLite stores): AWS tasks never load them, so the
+   * Dockerfile deletes them too, and `npm prune` takes their native build chain with them.
+   */
+  localOnlyPackages: ['better-sqlite3'],
 } as const;
 
 /** Layout of the bucket under the blob prefix (runtime/blob/blob-store.ts `blobKeys`). */

@@ -15,7 +15,6 @@ import type { LeaseStore } from '../ha/lease-store.js';
 import { JobManagerProcess } from '../jobmanager/jobmanager-process.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
 import { noticesToServingDispatcher } from '../local/dispatcher-lease.js';
-import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
 import { workerPid } from '../local/process-table.js';
 import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
@@ -48,6 +47,8 @@ async function openBackend(): Promise<Backend> {
     return openAwsJobManagerRuntime(process.env, resourceId, systemClock, logger);
   }
   const stateDir = requireEnv(ProcessEnv.STATE_DIR);
+  // Loaded here only: the SQLite stores are not in the image AWS tasks run.
+  const { openEmbeddedServices, taskExecutorWorkDir } = await import('../local/embedded-services.js');
   const services = openEmbeddedServices(stateDir);
   return {
     ...services,

@@ -12,7 +12,6 @@ import { backendOf, embeddedHosts, ProcessEnv, requireEnv, resourceProfileFromEn
 import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { installParentWatch } from '../local/child-process-launcher.js';
-import { openEmbeddedServices, taskExecutorWorkDir } from '../local/embedded-services.js';
 import { tagStderrLines } from '../local/stderr-tag.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { TaskExecutor } from '../taskexecutor/task-executor.js';
@@ -46,6 +45,8 @@ async function openBackend(): Promise<Backend> {
     return openAwsTaskExecutorRuntime(process.env, resourceId, systemClock, logger);
   }
   const stateDir = requireEnv(ProcessEnv.STATE_DIR);
+  // Loaded here only: the SQLite stores are not in the image AWS tasks run.
+  const { openEmbeddedServices, taskExecutorWorkDir } = await import('../local/embedded-services.js');
   const services = openEmbeddedServices(stateDir);
   return {
     ...services,
