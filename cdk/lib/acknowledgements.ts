@@ -20,15 +20,25 @@ export function nagEnvironment(stack: Stack): { readonly partition: string; read
  * Why a route a browser calls stays without IAM authorization (cdk-nag AwsSolutions-APIG4), by what it
  * serves; undefined for a route this does not know, which cdk-nag then reports until it has a reason.
  */
-export function openRouteReason(path: string): string | undefined {
-  if (path === '/' || path.startsWith('/assets/')) {
-    return "The dashboard's page and its static files: a browser fetches them without a SigV4 signature, and they hold no data of any job.";
+export function openRouteReason(method: string, path: string): string | undefined {
+  const session = 'a live dashboard session, which only a one-time link issued through an IAM-authorized call (floe dashboard) opens and which can be revoked';
+  switch (`${method} ${path}`) {
+    case 'GET /':
+    case 'GET /assets/{proxy+}':
+      return "The dashboard's page and its static files: a browser fetches them without a SigV4 signature, and they hold no data of any job.";
+    case 'GET /login':
+      return 'The one-time link a browser opens (it cannot sign with SigV4): the function trades a code that an IAM-authorized call (floe dashboard) issued, once and within minutes, for a revocable session; any other code gets none.';
+    case 'POST /login':
+    case 'POST /ui/login':
+      return "The dashboard's login form: on AWS the function refuses every secret here and answers how to sign in through an IAM-issued one-time link; it opens no session.";
+    case 'POST /logout':
+    case 'POST /ui/logout':
+      return "Sign-out: the function only clears the browser's session cookie; it reads and changes nothing else.";
+    case 'GET /ui/{proxy+}':
+      return `The dashboard's reads (a browser cannot sign with SigV4): the function answers them only to ${session}, and refuses anything else.`;
+    case 'PATCH /ui/jobs/{id}':
+      return `The dashboard's cancel button (a browser cannot sign with SigV4): the function answers it only to ${session}; a session can do nothing else but read.`;
+    default:
+      return undefined;
   }
-  if (path === '/login' || path.startsWith('/login/') || path === '/logout') {
-    return "The dashboard's sign-in and sign-out: a browser cannot sign with SigV4, so it exchanges a one-time link, which only an IAM-authorized call (floe dashboard) issues, for a revocable session; without such a link it gets none.";
-  }
-  if (path.startsWith('/ui/')) {
-    return "The dashboard's own reads and cancel: a browser cannot sign with SigV4, so the function answers these routes only to a live dashboard session (opened through an IAM-issued one-time link) and refuses everything else.";
-  }
-  return undefined;
 }

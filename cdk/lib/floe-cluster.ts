@@ -580,7 +580,7 @@ export class FloeCluster extends Construct {
     for (const route of DashboardRoutes) {
       const routes = this.httpApi.addRoutes({ path: route.path, methods: [apigwv2.HttpMethod[route.method]], integration });
       // One acknowledgement per open route, with what it serves; a route without a reason stays reported.
-      const reason = openRouteReason(route.path);
+      const reason = openRouteReason(route.method, route.path);
       if (reason !== undefined) NagSuppressions.addResourceSuppressions(routes, [{ id: 'AwsSolutions-APIG4', reason }]);
     }
     this.httpApi.addRoutes({ path: '/{proxy+}', methods: [apigwv2.HttpMethod.ANY], integration, authorizer: new HttpIamAuthorizer() });

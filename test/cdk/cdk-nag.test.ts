@@ -100,9 +100,12 @@ describe('cdk-nag AwsSolutionsChecks over the Floe app', () => {
       expect(apig4.map(([id]) => id).sort()).toEqual(openRoutes.map(([id]) => id).sort());
       const reasonOf = (routeKey: string): string => apig4.find(([, r]) => r.Properties?.['RouteKey'] === routeKey)![2].reason;
       expect(reasonOf('GET /')).toMatch(/page and its static files/);
-      expect(reasonOf('POST /login')).toMatch(/one-time link, which only an IAM-authorized call/);
-      expect(reasonOf('GET /ui/{proxy+}')).toMatch(/only to a live dashboard session/);
-      expect(reasonOf('PATCH /ui/jobs/{id}')).toMatch(/only to a live dashboard session/);
+      expect(reasonOf('GET /login')).toMatch(/trades a code that an IAM-authorized call \(floe dashboard\) issued, once/);
+      expect(reasonOf('POST /login')).toMatch(/refuses every secret/);
+      expect(reasonOf('POST /ui/login')).toBe(reasonOf('POST /login'));
+      expect(reasonOf('POST /logout')).toMatch(/only clears the browser's session cookie/);
+      expect(reasonOf('GET /ui/{proxy+}')).toMatch(/reads .* only to a live dashboard session/);
+      expect(reasonOf('PATCH /ui/jobs/{id}')).toMatch(/cancel button .* only to a live dashboard session/);
       // The IAM-authorized catch-all route needs no acknowledgement.
       const signed = Object.values(resources).filter((r) => r.Type === 'AWS::ApiGatewayV2::Route' && r.Properties?.['AuthorizationType'] === 'AWS_IAM');
       expect(signed.map((r) => r.Properties?.['RouteKey'])).toEqual(['ANY /{proxy+}']);
