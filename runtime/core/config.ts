@@ -36,6 +36,13 @@ export const CONFIG_OPTIONS = {
     description:
       "A TaskExecutor the ResourceManager started (or took from the warm pool) that has not registered this long after its start (hung at start, or its process frozen) is stopped and another is started in its place; three such starts in a row and no more are tried (ms). Keep it below 'slot.request.timeout', and above the longest a TaskExecutor takes to start (an ECS task's image pull).",
   },
+  taskManagerDrainTimeoutMs: {
+    key: 'taskmanager.drain.timeout',
+    default: 110_000,
+    min: 0,
+    description:
+      "How long a TaskExecutor sent SIGTERM (a Spot interruption's two-minute notice, a scale-in) drains before it stops (ms): it takes no new slots, its JobMasters move its running tasks elsewhere (not counted against the restart strategy), and it serves its finished partitions until they are released, then exits 0. A second SIGTERM stops it at once. Keep it below the container's stop timeout (120 s on AWS).",
+  },
   slotIdleTimeoutMs: { key: 'slot.idle.timeout', default: 50_000, min: 0, description: 'A slot the JobMaster holds but does not use is given back after this long (ms).' },
   slotRequestTimeoutMs: { key: 'slot.request.timeout', default: 120_000, min: 10, description: 'A job whose slots have not all arrived after this long fails, naming what it asked for and what exists (ms).' },
   taskManagerMemoryMiB: {

@@ -92,7 +92,20 @@ async function shutdown(code: number, reason: string): Promise<never> {
   }
   process.exit(code);
 }
-process.on('SIGTERM', () => void shutdown(0, 'SIGTERM'));
+// SIGTERM is the platform's notice (a Spot interruption gives two minutes, a scale-in the container's
+// stop timeout): the TaskExecutor drains within 'taskmanager.drain.timeout', then exits 0. A second
+// SIGTERM means stop now.
+let sigterms = 0;
+process.on('SIGTERM', () => {
+  sigterms++;
+  if (sigterms > 1) {
+    logger.warn('second SIGTERM: stopping now');
+    void shutdown(0, 'a second SIGTERM');
+    return;
+  }
+  logger.info('SIGTERM: leaving', { drainTimeoutMs: config.taskManagerDrainTimeoutMs });
+  taskExecutor.leave('SIGTERM', config.taskManagerDrainTimeoutMs).catch((e: unknown) => logger.error('leaving failed', { error: e }));
+});
 process.on('SIGINT', () => void shutdown(0, 'SIGINT'));
 
 const reason = await taskExecutor.terminated;

@@ -22,6 +22,11 @@ export interface JobException {
   readonly recovered?: boolean;
   /** False for a failure that would recur on any retry: it ended the job without a restart. */
   readonly restartable?: false;
+  /**
+   * True for a loss the platform caused (a TaskExecutor that was asked to leave: a Spot interruption, a
+   * scale-in): its tasks moved elsewhere without counting against the restart strategy, nor in `restarts`.
+   */
+  readonly platformCaused?: true;
   /** The operator that raised the failure, by name; `taskName` is the task it ran in (a chain of operators, or the producer a keyed operator pre-aggregates in). */
   readonly operator?: string;
   /** When `recovered`: how many tasks were restarted, and after what wait (ms). */

@@ -30,6 +30,16 @@ export const UNRECOVERABLE_ERROR_CODES: ReadonlySet<string> = new Set([
 /** Whether a restart may mend a failure with this error. */
 export const isRestartable = (error: ErrorInfo): boolean => !UNRECOVERABLE_ERROR_CODES.has(error.code);
 
+/**
+ * A TaskExecutor that was asked to leave (SIGTERM: a Spot interruption, a scale-in) and moves its tasks
+ * elsewhere. The platform caused the loss, not the job: its restarts are not counted against the restart
+ * strategy (Flink likewise restarts tasks of a released TaskExecutor without a budget of their own).
+ */
+export const TASK_EXECUTOR_LEAVING = 'TASK_EXECUTOR_LEAVING';
+
+/** Whether a failure was caused by the platform taking a TaskExecutor away, not by the job. */
+export const isPlatformCaused = (error: ErrorInfo): boolean => error.code === TASK_EXECUTOR_LEAVING;
+
 export interface FailureHandlingResult {
   readonly error: ErrorInfo;
   /** Whether the job restarts `regions`; false: the job fails. */
@@ -42,6 +52,8 @@ export interface FailureHandlingResult {
   readonly reason?: string;
   /** False when no restart could mend the failure, whatever the restart strategy allows. */
   readonly restartable?: false;
+  /** The platform took the TaskExecutor away: the restart is not counted against the restart strategy. */
+  readonly platformCaused?: true;
 }
 
 export class ExecutionFailureHandler {
@@ -53,7 +65,7 @@ export class ExecutionFailureHandler {
     private readonly clock: Clock,
   ) {}
 
-  /** Restarts granted so far. */
+  /** Restarts granted so far by the restart strategy (those of a TaskExecutor that left are not among them). */
   get numberOfRestarts(): number {
     return this.restarts;
   }
@@ -72,6 +84,7 @@ export class ExecutionFailureHandler {
     if (!isRestartable(error)) {
       return { error, canRestart: false, regions: [], restartDelayMs: 0, global, restartable: false, reason: `the failure is not restartable: it would recur on any retry (${error.code})` };
     }
+    if (isPlatformCaused(error)) return { error, canRestart: true, regions, restartDelayMs: 0, global, platformCaused: true };
     this.restartStrategy.notifyFailure(this.clock.now());
     if (!this.restartStrategy.canRestart()) {
       return { error, canRestart: false, regions: [], restartDelayMs: 0, global, reason: `the restart strategy allows no more restarts: ${this.restartStrategy.describe()}` };

@@ -69,6 +69,8 @@ export interface JobMasterDeps {
 interface RegisteredTaskManager {
   readonly info: TaskManagerInfo;
   readonly gateway: TaskExecutorGateway;
+  /** Set once it said it is leaving (why): it gets no tasks, and its loss is one the platform caused. */
+  leaving?: string;
 }
 
 /** What the JobMaster holds right now; for tests and diagnostics. */
@@ -277,7 +279,8 @@ export class JobMaster implements JobMasterGateway {
 
   offerSlots(resourceId: ResourceId, offers: readonly SlotOffer[]): Promise<AllocationId[]> {
     return this.main.run(() => {
-      if (!this.taskManagers.has(resourceId) || !this.scheduler.isActive()) return [];
+      const tm = this.taskManagers.get(resourceId);
+      if (tm === undefined || tm.leaving !== undefined || !this.scheduler.isActive()) return [];
       const accepted = this.slotPool.offerSlots(resourceId, offers);
       if (accepted.length > 0) this.scheduler.slotsAdded();
       return accepted;
@@ -308,6 +311,20 @@ export class JobMaster implements JobMasterGateway {
 
   disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void> {
     return this.main.run(() => this.taskManagerLost(resourceId, cause));
+  }
+
+  notifyTaskManagerLeaving(resourceId: ResourceId, cause: string): Promise<void> {
+    return this.main.run(() => {
+      const tm = this.taskManagers.get(resourceId);
+      if (tm === undefined || tm.leaving !== undefined) return;
+      tm.leaving = typeof cause === 'string' ? cause : 'it was asked to stop';
+      const slots = this.slotPool.releaseTaskManager(resourceId).map((s) => s.allocationId);
+      if (this.terminated) return;
+      this.log.warn('TaskExecutor leaving; moving its tasks elsewhere', { resourceId, cause: tm.leaving, slots: slots.length });
+      this.scheduler.taskManagerLeaving(resourceId, tm.leaving, slots);
+      // Its slots go back at once (their tasks stop); it stays registered and serves its finished partitions.
+      if (slots.length > 0) tm.gateway.freeSlots(slots, `the TaskExecutor is leaving: ${tm.leaving}`, this.deps.fencingToken).catch(() => undefined);
+    });
   }
 
   heartbeatFromResourceManager(resourceManagerResourceId: ResourceId): Promise<void> {
@@ -364,10 +381,10 @@ export class JobMaster implements JobMasterGateway {
     this.heartbeats.unmonitorTarget(resourceId);
     const lostSlots = this.slotPool.releaseTaskManager(resourceId).map((s) => s.allocationId);
     if (this.terminated) return;
-    this.log.warn('TaskExecutor lost', { resourceId, cause, slots: lostSlots.length });
+    this.log.warn('TaskExecutor lost', { resourceId, cause, slots: lostSlots.length, ...(tm.leaving !== undefined ? { leaving: tm.leaving } : {}) });
     // Alive but unreachable from here: it frees the job's slots, so the ResourceManager can hand them out again.
     tm.gateway.disconnectJobManager(this.jobId, `the JobMaster lost it: ${cause}`, this.deps.fencingToken).catch(() => undefined);
-    this.scheduler.taskManagerLost(resourceId, cause, lostSlots);
+    this.scheduler.taskManagerLost(resourceId, cause, lostSlots, tm.leaving !== undefined);
   }
 
   /** Gives a slot back to its TaskExecutor; those given up in one turn go to each TaskExecutor in one call (a job's end frees them all). */

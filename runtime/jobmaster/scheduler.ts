@@ -18,7 +18,7 @@ import { MainThreadClosedError, type MainThread } from '../rpc/main-thread.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
 import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
-import { ExecutionFailureHandler, isRestartable, type FailureHandlingResult } from './failure-handler.js';
+import { ExecutionFailureHandler, isRestartable, TASK_EXECUTOR_LEAVING, type FailureHandlingResult } from './failure-handler.js';
 import type { SplitAssigner } from './input-splits.js';
 import { PartitionTracker, type TrackedPartition } from './partition-tracker.js';
 import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
@@ -501,9 +501,10 @@ export class Scheduler {
 
   /**
    * A TaskExecutor is gone: its slots and finished partitions with it. Its tasks failed; finished tasks
-   * whose output is still needed must run again. One failure event.
+   * whose output is still needed must run again. One failure event; one the platform caused when the
+   * TaskExecutor had said it was leaving (`leaving`).
    */
-  taskManagerLost(resourceId: ResourceId, cause: string, lostSlots: readonly AllocationId[]): void {
+  taskManagerLost(resourceId: ResourceId, cause: string, lostSlots: readonly AllocationId[], leaving = false): void {
     if (this.awaitingReports.delete(resourceId) && this.recovering && this.awaitingReports.size === 0) this.finishRecovery(`TaskExecutor ${resourceId} is gone`);
     const lostPartitions = this.partitionTracker.forgetTaskExecutor(resourceId);
     for (const slot of lostSlots) this.vacate(slot);
@@ -514,8 +515,22 @@ export class Scheduler {
       if (producer?.state === ExecutionState.FINISHED) lostOutputs.add(producer);
     }
     if (failed.length > 0 || lostOutputs.size > 0) {
-      this.tasksFailed(failed, [...lostOutputs], { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${resourceId} was lost: ${cause}`, retryable: true });
+      const error: ErrorInfo = leaving ? leavingError(resourceId, cause) : { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${resourceId} was lost: ${cause}`, retryable: true };
+      this.tasksFailed(failed, [...lostOutputs], error);
     }
+    this.afterChange();
+  }
+
+  /**
+   * A TaskExecutor is leaving (asked to stop: a Spot interruption, a scale-in) and gave up its slots
+   * (`leftSlots`, the pool already dropped them): its running tasks move elsewhere, as one failure event
+   * the platform caused (not counted against the restart strategy). Its finished partitions stay
+   * tracked: it serves them until their consumers have read them.
+   */
+  taskManagerLeaving(resourceId: ResourceId, cause: string, leftSlots: readonly AllocationId[]): void {
+    for (const slot of leftSlots) this.vacate(slot);
+    const moving = this.graph.executions.filter((e) => e.location?.resourceId === resourceId && !isExecutionTerminal(e.state));
+    if (moving.length > 0) this.tasksFailed(moving, [], leavingError(resourceId, cause));
     this.afterChange();
   }
 
@@ -712,6 +727,7 @@ export class Scheduler {
       recovered: result.canRestart,
       ...(result.restartable === false ? { restartable: false as const } : {}),
       ...(result.canRestart ? { restartedTasks, restartDelayMs: result.restartDelayMs } : {}),
+      ...(result.platformCaused === true ? { platformCaused: true as const } : {}),
     };
     if (!result.canRestart) {
       this.failJob(error, exception);
@@ -1134,5 +1150,14 @@ function subtaskDetails(e: Execution): SubtaskDetails {
     ...(e.location !== undefined ? { taskExecutor: e.location.resourceId } : {}),
     ...(e.deployedAtMs !== undefined ? { startedAtMs: e.deployedAtMs } : {}),
     ...(e.endedAtMs !== undefined ? { endedAtMs: e.endedAtMs } : {}),
+  };
+}
+
+/** The failure of tasks whose TaskExecutor left: named as a loss the platform caused. */
+function leavingError(resourceId: ResourceId, cause: string): ErrorInfo {
+  return {
+    code: TASK_EXECUTOR_LEAVING,
+    message: `TaskExecutor ${resourceId} is leaving (${cause}): its tasks move to other TaskExecutors; a loss the platform caused, not counted against the restart strategy`,
+    retryable: true,
   };
 }

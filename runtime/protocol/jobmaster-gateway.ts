@@ -49,6 +49,12 @@ export interface JobMasterGateway {
   /** Hands out the next split of a source vertex, or null when all are taken. */
   requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null>;
   disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void>;
+  /**
+   * The TaskExecutor is leaving (it was asked to stop: a Spot interruption, a scale-in). Its running tasks
+   * move to other TaskExecutors, without counting against the restart strategy; its slots go back; it
+   * serves its finished partitions until the JobMaster releases them, then exits.
+   */
+  notifyTaskManagerLeaving(resourceId: ResourceId, cause: string): Promise<void>;
   heartbeatFromResourceManager(resourceManagerResourceId: ResourceId): Promise<void>;
   disconnectResourceManager(cause: string): Promise<void>;
   /** The RM cannot meet the declared requirements: it says what exists and what it may still start. */
@@ -64,6 +70,7 @@ export const JOB_MASTER_METHODS = [
   'updateTaskExecutionStates',
   'requestNextInputSplit',
   'disconnectTaskManager',
+  'notifyTaskManagerLeaving',
   'heartbeatFromResourceManager',
   'disconnectResourceManager',
   'notifyNotEnoughResourcesAvailable',

@@ -17,6 +17,8 @@ export interface SlotReport {
   readonly slots: readonly SlotStatus[];
   /** Result partitions still held for consumers; a TaskExecutor holding any is not idle. */
   readonly heldPartitions: number;
+  /** Set while it is leaving (asked to stop): its slots take no new allocation, and it needs no replacement stop. */
+  readonly leaving?: true;
 }
 
 export interface SlotRequest {

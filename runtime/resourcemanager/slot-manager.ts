@@ -48,6 +48,8 @@ interface TaskExecutorEntry {
   /** Until its first slot report the RM does not know which slots are really free. */
   reported: boolean;
   heldPartitions: number;
+  /** It said it is leaving (asked to stop): its slots take no new allocation and it ends on its own. */
+  leaving: boolean;
   idleSince: number | undefined;
   idleTimer: Timer | undefined;
 }
@@ -160,6 +162,7 @@ export class SlotManager {
       })),
       reported: false,
       heldPartitions: 0,
+      leaving: false,
       idleSince: undefined,
       idleTimer: undefined,
     };
@@ -238,6 +241,10 @@ export class SlotManager {
     if (entry === undefined) return false;
     entry.reported = true;
     entry.heldPartitions = report.heldPartitions;
+    if (report.leaving === true && !entry.leaving) {
+      entry.leaving = true;
+      this.o.logger.info('TaskExecutor leaving: its slots take no new allocation, and its place may be taken by another', { resourceId: report.resourceId });
+    }
     for (const status of report.slots) {
       const slot = entry.slots[status.slotId.slotIndex];
       if (slot === undefined) {
@@ -447,7 +454,7 @@ export class SlotManager {
 
       // Free slots that cannot be used yet (failed request, no report yet) will be soon: no worker for them.
       let waitingFree = 0;
-      for (const entry of this.entriesOf(key)) {
+      for (const entry of this.stayingEntriesOf(key)) {
         for (const slot of entry.slots) if (slot.state === 'free' && !(entry.reported && !slot.suspect)) waitingFree++;
       }
       const neededWorkers = Math.max(0, Math.ceil((missing - waitingFree) / this.o.slotsPerWorker));
@@ -493,7 +500,7 @@ export class SlotManager {
       }
       return;
     }
-    let room = Math.max(0, this.o.maxWorkers - this.taskExecutors.size - this.livePendingWorkers().length);
+    let room = Math.max(0, this.o.maxWorkers - this.stayingTaskExecutors() - this.livePendingWorkers().length);
     for (const plan of toStart) {
       const n = Math.min(plan.workers, room);
       room -= n;
@@ -515,14 +522,14 @@ export class SlotManager {
     let workersToStart = 0;
     for (const [key, requirement] of this.requiredByProfile) {
       let slots = 0;
-      for (const entry of this.entriesOf(key)) {
+      for (const entry of this.stayingEntriesOf(key)) {
         for (const slot of entry.slots) if (slot.state === 'free' || slot.jobId === this.o.jobId) slots++;
       }
       workersToStart += Math.ceil(Math.max(0, requirement.slots - slots) / this.o.slotsPerWorker);
     }
     let occupying = 0;
     for (const entry of this.taskExecutors.values()) {
-      const releasable = !this.requiredByProfile.has(entry.profileKey) && entry.slots.every((s) => s.state === 'free');
+      const releasable = entry.leaving || (!this.requiredByProfile.has(entry.profileKey) && entry.slots.every((s) => s.state === 'free'));
       if (!releasable) occupying++;
     }
     return workersToStart <= Math.max(0, this.o.maxWorkers - occupying);
@@ -532,6 +539,18 @@ export class SlotManager {
     return [...this.taskExecutors.values()].filter((e) => e.profileKey === key);
   }
 
+  /** Those of a profile that may take new allocations: not leaving. */
+  private stayingEntriesOf(key: string): TaskExecutorEntry[] {
+    return this.entriesOf(key).filter((e) => !e.leaving);
+  }
+
+  /** Registered TaskExecutors that count against 'resourcemanager.max-taskmanagers': one leaving is on its way out. */
+  private stayingTaskExecutors(): number {
+    let n = 0;
+    for (const e of this.taskExecutors.values()) if (!e.leaving) n++;
+    return n;
+  }
+
   private countsForJob(slot: SlotEntry): boolean {
     if (slot.jobId !== this.o.jobId) return false;
     return slot.state === 'allocated' || (slot.state === 'pending' && !slot.cancelled);
@@ -539,7 +558,7 @@ export class SlotManager {
 
   /** Free, reported, not suspect; TaskExecutors already holding the job's slots first, so idle ones can go. */
   private usableFreeSlots(key: string): SlotEntry[] {
-    const entries = this.entriesOf(key).filter((e) => e.reported);
+    const entries = this.stayingEntriesOf(key).filter((e) => e.reported);
     const busy = (e: TaskExecutorEntry): number => e.slots.filter((s) => s.state !== 'free').length;
     entries.sort((a, b) => busy(b) - busy(a));
     return entries.flatMap((e) => e.slots.filter((s) => s.state === 'free' && !s.suspect));
@@ -626,7 +645,8 @@ export class SlotManager {
 
   /** A TaskExecutor with no slot in use and no partition held starts its idle clock. */
   private updateIdle(entry: TaskExecutorEntry): void {
-    const idle = entry.reported && entry.heldPartitions === 0 && entry.slots.every((s) => s.state === 'free');
+    // One leaving ends on its own once its partitions are read: stopping it would cut that short.
+    const idle = !entry.leaving && entry.reported && entry.heldPartitions === 0 && entry.slots.every((s) => s.state === 'free');
     if (!idle) {
       entry.idleSince = undefined;
       entry.idleTimer?.cancel();

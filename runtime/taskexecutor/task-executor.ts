@@ -86,6 +86,9 @@ type Task = SlotTask<JobMasterConnection, SlotWorker>;
 // the shutdown as if it were still on that (closing) main thread.
 const detachedScope = new AsyncResource('FloeTaskExecutorStop');
 
+/** How often a leaving TaskExecutor checks whether it is drained (ms). */
+const DRAIN_CHECK_INTERVAL_MS = 100;
+
 /** How long a starting TaskExecutor waits for its slots' threads before it registers anyway (ms). */
 const SLOT_START_WARNING_MS = 10_000;
 
@@ -113,6 +116,9 @@ export class TaskExecutor implements TaskExecutorGateway {
   private settings: TaskSettings | undefined;
   private endpoint: ServedEndpoint | undefined;
   private stopping = false;
+  /** Set while leaving (why): no new slot is taken, and it stops once drained. */
+  private leavingReason: string | undefined;
+  private draining: Promise<void> | undefined;
   private resolveTerminated: (reason: string) => void = () => {};
   /** Resolves with the reason when the TaskExecutor stopped (asked to, or its cluster is gone). */
   readonly terminated: Promise<string>;
@@ -212,7 +218,10 @@ export class TaskExecutor implements TaskExecutorGateway {
         numberOfSlots: this.slotTable.numberOfSlots,
         ...(deps.profile !== undefined ? { profile: deps.profile } : {}),
       }),
-      slotReport: () => this.slotTable.slotReport(this.partitions.heldPartitions),
+      slotReport: () => {
+        const report = this.slotTable.slotReport(this.partitions.heldPartitions);
+        return this.leavingReason !== undefined ? { ...report, leaving: true } : report;
+      },
       onOrphaned: (reason) => detachedScope.runInAsyncScope(() => void this.stop(reason)),
     });
   }
@@ -306,6 +315,9 @@ export class TaskExecutor implements TaskExecutorGateway {
   requestSlot(request: SlotRequest): Promise<void> {
     return this.mainThread.run(() => {
       this.resourceManager.checkToken(request.resourceManagerToken);
+      if (this.leavingReason !== undefined) {
+        throw new ConflictError(`TaskExecutor ${this.resourceId} is leaving (${this.leavingReason}) and takes no new slot; request a slot of another TaskExecutor`);
+      }
       if (request.slotId.resourceId !== this.resourceId) {
         throw new InvalidRequestError(`slot request for ${request.slotId.resourceId}/${request.slotId.slotIndex} reached TaskExecutor ${this.resourceId}`);
       }
@@ -335,7 +347,7 @@ export class TaskExecutor implements TaskExecutorGateway {
   standBy(resourceManagerToken: FencingToken, poolToken: string, idleTimeoutMs: number): Promise<void> {
     return this.mainThread.run(async () => {
       this.resourceManager.checkToken(resourceManagerToken);
-      if (this.stopping) throw new ConflictError(`TaskExecutor ${this.resourceId} is stopping`);
+      if (this.stopping || this.leavingReason !== undefined) throw new ConflictError(`TaskExecutor ${this.resourceId} is stopping`);
       if (typeof poolToken !== 'string' || poolToken.length === 0) throw new InvalidRequestError('the warm pool token must be a non-empty string');
       if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0) throw new InvalidRequestError(`idleTimeoutMs must be a non-negative integer, found ${JSON.stringify(idleTimeoutMs)}`);
       const running = this.slotTable.allTasks().filter((t) => !isExecutionTerminal(t.state));
@@ -538,6 +550,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     const connection = new JobMasterConnection(jobId, leader.address, leader.token, leader.gateway, leader.jobMasterResourceId, this.logger);
     this.jobTable.connect(jobId, connection);
     this.resourceManager.heardFromCluster();
+    if (this.leavingReason !== undefined) {
+      // A new leader learns at once that this TaskExecutor is going: it gets no slot of it.
+      this.tellLeaving(connection, this.leavingReason);
+      return;
+    }
     const offers = this.slotTable.slotsOfJob(jobId).map((s) => ({ allocationId: s.allocationId!, slotIndex: s.index }));
     if (offers.length > 0) this.offerSlots(connection, offers);
   }
@@ -743,6 +760,68 @@ export class TaskExecutor implements TaskExecutorGateway {
     return (
       `its heap is limited to ${limitMiB} MiB ('taskmanager.memory.process.size' ${c.taskManagerMemoryMiB} MiB less 'taskmanager.memory.framework.heap.size' ${c.taskManagerFrameworkHeapMiB} MiB, ` +
       `over ${c.numberOfTaskSlots} slots); raise 'taskmanager.memory.process.size', lower 'taskmanager.numberOfTaskSlots', or give the operator's slot sharing group a resource profile with more memory`
+    );
+  }
+
+  // ---------------------------------------------------------------- leaving (SIGTERM)
+
+  /** Whether it is leaving: set by `leave` until it stops. */
+  get isLeaving(): boolean {
+    return this.leavingReason !== undefined;
+  }
+
+  /**
+   * Leaves gracefully, as when a Spot interruption or a scale-in sends SIGTERM: takes no new slot, tells
+   * the ResourceManager (its place may be taken by another) and each JobMaster it serves (they move its
+   * running tasks elsewhere and free its slots), keeps serving its finished partitions until the
+   * JobMasters release them (their consumers have read them, or no longer need them), then stops.
+   * Whatever is left after `timeoutMs` stops with it; `stop` ends the drain at once. Idempotent.
+   */
+  leave(reason: string, timeoutMs: number): Promise<void> {
+    if (this.stopping) return this.terminated.then(() => undefined);
+    this.draining ??= this.drain(reason, timeoutMs);
+    return this.draining;
+  }
+
+  private async drain(reason: string, timeoutMs: number): Promise<void> {
+    const deadline = this.clock.now() + timeoutMs;
+    await this.mainThread
+      .run(() => {
+        this.leavingReason = reason;
+        this.logger.info('TaskExecutor leaving: draining', { reason, timeoutMs, allocatedSlots: this.slotTable.allocatedSlots, heldPartitions: this.partitions.heldPartitions });
+        this.resourceManager.sendSlotReport();
+        for (const job of this.jobTable.all()) {
+          const connection = this.jobTable.connection(job.jobId);
+          // With no leader to tell, nobody can move its tasks: they stop now and the next leader restarts them.
+          if (connection === undefined) this.releaseJob(job.jobId, `the TaskExecutor is leaving (${reason}) and the job has no JobMaster leader`, 'info');
+          else this.tellLeaving(connection, reason);
+        }
+      })
+      .catch(() => undefined);
+    while (!this.stopping && this.clock.now() < deadline && !this.drained()) {
+      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, Math.min(DRAIN_CHECK_INTERVAL_MS, Math.max(1, deadline - this.clock.now()))));
+    }
+    if (this.stopping) return this.terminated.then(() => undefined);
+    const done = this.drained();
+    if (!done) this.logger.warn('TaskExecutor leaving: the drain deadline passed; stopping with what is left', { timeoutMs, allocatedSlots: this.slotTable.allocatedSlots, heldPartitions: this.partitions.heldPartitions });
+    await this.stop(done ? `left: ${reason}` : `left at the drain deadline ('taskmanager.drain.timeout' ${timeoutMs} ms): ${reason}`);
+  }
+
+  /** No slot held and no partition left to serve: nothing of it is needed any more. */
+  private drained(): boolean {
+    return this.slotTable.allocatedSlots === 0 && this.partitions.heldPartitions === 0 && this.slotTable.allTasks().every((t) => isExecutionTerminal(t.state));
+  }
+
+  private tellLeaving(connection: JobMasterConnection, reason: string): void {
+    connection.gateway.notifyTaskManagerLeaving(this.resourceId, reason).catch((error: unknown) =>
+      this.mainThread
+        .run(() => {
+          if (this.jobTable.connection(connection.jobId) !== connection) return;
+          // The JobMaster cannot be told: its tasks here stop, and it restarts them when it hears they did.
+          this.logger.warn('could not tell the JobMaster this TaskExecutor is leaving; releasing the job here', { jobId: connection.jobId, error: errorMessage(error) });
+          this.releaseJob(connection.jobId, `the TaskExecutor is leaving (${reason}) and its JobMaster could not be told`);
+        })
+        .catch(() => undefined),
     );
   }
 

@@ -13,6 +13,7 @@ export interface TestingJobMasterFunctions {
   updateTaskExecutionState: (update: TaskExecutionStateUpdate) => Promise<boolean>;
   requestNextInputSplit: (vertexId: string, attemptId: ExecutionAttemptId) => Promise<InputSplit | null>;
   disconnectTaskManager: (resourceId: ResourceId, cause: string) => Promise<void>;
+  notifyTaskManagerLeaving: (resourceId: ResourceId, cause: string) => Promise<void>;
   heartbeatFromResourceManager: (resourceManagerResourceId: ResourceId) => Promise<void>;
   disconnectResourceManager: (cause: string) => Promise<void>;
   notifyNotEnoughResourcesAvailable: (required: number, available: ClusterResources) => Promise<void>;
@@ -58,6 +59,9 @@ export class TestingJobMasterGateway implements JobMasterGateway {
   disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void> {
     return this.fns.disconnectTaskManager(resourceId, cause);
   }
+  notifyTaskManagerLeaving(resourceId: ResourceId, cause: string): Promise<void> {
+    return this.fns.notifyTaskManagerLeaving(resourceId, cause);
+  }
   heartbeatFromResourceManager(resourceManagerResourceId: ResourceId): Promise<void> {
     return this.fns.heartbeatFromResourceManager(resourceManagerResourceId);
   }
@@ -85,6 +89,7 @@ export class TestingJobMasterGatewayBuilder {
       updateTaskExecutionState: async () => true,
       requestNextInputSplit: async () => null,
       disconnectTaskManager: done,
+      notifyTaskManagerLeaving: done,
       heartbeatFromResourceManager: done,
       disconnectResourceManager: done,
       notifyNotEnoughResourcesAvailable: done,
@@ -114,6 +119,10 @@ export class TestingJobMasterGatewayBuilder {
   }
   setDisconnectTaskManagerFunction(fn: TestingJobMasterFunctions['disconnectTaskManager']): this {
     this.fns.disconnectTaskManager = fn;
+    return this;
+  }
+  setNotifyTaskManagerLeavingFunction(fn: TestingJobMasterFunctions['notifyTaskManagerLeaving']): this {
+    this.fns.notifyTaskManagerLeaving = fn;
     return this;
   }
   setHeartbeatFromResourceManagerFunction(fn: TestingJobMasterFunctions['heartbeatFromResourceManager']): this {

@@ -116,6 +116,11 @@ export class TestJobMaster implements JobMasterGateway {
     return this.splits.shift() ?? null;
   }
   async disconnectTaskManager() {}
+  /** TaskExecutors that said they are leaving, with why. */
+  readonly leaving: { resourceId: ResourceId; cause: string }[] = [];
+  async notifyTaskManagerLeaving(resourceId: ResourceId, cause: string) {
+    this.leaving.push({ resourceId, cause });
+  }
   async heartbeatFromResourceManager() {}
   async disconnectResourceManager() {}
   async notifyNotEnoughResourcesAvailable() {}
