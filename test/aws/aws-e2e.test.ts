@@ -100,21 +100,24 @@ describe('Floe on the AWS backend (emulators)', () => {
   });
 
   it('fails the job saying capacity never arrived when ECS has no room for its JobManager', async () => {
-    ecs.registerTaskDefinition('floe-jobmanager-starved', { command: [process.execPath, '-e', 'process.exit(0)'] });
-    ecs.failCapacity('floe-jobmanager-starved', 'RESOURCE:MEMORY');
-    const { api, adapter } = await front({ FLOE_ECS_TASK_DEFINITION_JOBMANAGER: 'floe-jobmanager-starved', FLOE_ECS_LAUNCH_TIMEOUT_MS: '1500', FLOE_ECS_LAUNCH_BACKOFF_MS: '100' });
-    const before = ecs.counters.runTaskCapacityFailures;
-    // The library goes the large-library way: POST /artifacts, a presigned PUT straight to S3 (which must
-    // not carry the API's signature), then POST /jobs without it; the API calls are signed.
-    const client = new RestClient({ baseUrl: adapter.url, signer: awsTestApiSigner(), inlineLibraryMaxBytes: 1 });
-    const { jobGraph, library } = await submission([join(work, 'none.txt'), join(work, 'never')], 2);
-    const { jobId } = await client.submitJob(jobGraph as JobGraph, Buffer.from(library, 'base64'));
-    expect((await api('GET', `/jobs/${jobId}`)).body.status).toBe('FAILED');
-    const { body } = await api('GET', `/jobs/${jobId}/exceptions`);
-    expect(body.exceptions).toHaveLength(1);
-    expect(body.exceptions[0].message).toMatch(/the JobManager could not be started: ECS capacity never arrived for jobmanager worker jobmanager-.*RESOURCE:MEMORY/);
-    expect(ecs.counters.runTaskCapacityFailures - before).toBeGreaterThanOrEqual(3);
-    ecs.failCapacity('floe-jobmanager-starved', undefined);
+    // The stack's own JobManager task definition (the one its roles may run), with no room for it until the end of this test.
+    ecs.failCapacity('floe-jobmanager', 'RESOURCE:MEMORY');
+    try {
+      const { api, adapter } = await front({ FLOE_ECS_LAUNCH_TIMEOUT_MS: '1500', FLOE_ECS_LAUNCH_BACKOFF_MS: '100' });
+      const before = ecs.counters.runTaskCapacityFailures;
+      // The library goes the large-library way: POST /artifacts, a presigned PUT straight to S3 (which must
+      // not carry the API's signature), then POST /jobs without it; the API calls are signed.
+      const client = new RestClient({ baseUrl: adapter.url, signer: awsTestApiSigner(), inlineLibraryMaxBytes: 1 });
+      const { jobGraph, library } = await submission([join(work, 'none.txt'), join(work, 'never')], 2);
+      const { jobId } = await client.submitJob(jobGraph as JobGraph, Buffer.from(library, 'base64'));
+      expect((await api('GET', `/jobs/${jobId}`)).body.status).toBe('FAILED');
+      const { body } = await api('GET', `/jobs/${jobId}/exceptions`);
+      expect(body.exceptions).toHaveLength(1);
+      expect(body.exceptions[0].message).toMatch(/the JobManager could not be started: ECS capacity never arrived for jobmanager worker jobmanager-.*RESOURCE:MEMORY/);
+      expect(ecs.counters.runTaskCapacityFailures - before).toBeGreaterThanOrEqual(3);
+    } finally {
+      ecs.failCapacity('floe-jobmanager', null);
+    }
   });
 
   it('counts words read from objects under an s3:// prefix into an s3:// output at parallelism 1 and 4, word for word like a plain count', async () => {

@@ -16,6 +16,8 @@ import { startApiGatewayAdapter, type ApiGatewayAdapter } from './apigw-adapter.
 import { EcsEmulator, type EcsTaskStateChangeEvent } from './ecs-emulator.js';
 import { EventBridgeEmulator, type DeliveredEvent } from './eventbridge-emulator.js';
 import { awsServicesEnv, createTables, startEmulators, type Emulators } from './emulators.js';
+import { AwsCallLogEnv } from '../../runtime/aws/aws-call-log.js';
+import { BucketLayout } from '../../cdk/lib/runtime-contract.js';
 
 export const AWS_TEST_SECRET = 'e2e-secret';
 /** The cluster's event bus, as the stack names it in FLOE_EVENT_BUS. */
@@ -54,7 +56,13 @@ export interface AwsTestCluster {
   onTaskStopped(listener: ((event: EcsTaskStateChangeEvent) => void) | undefined): void;
   /** Where the events put on the cluster's bus go, as its rule sends them to the function. */
   onClusterEvent(listener: ((event: DeliveredEvent) => void) | undefined): void;
-  /** Process ids of the tasks still running. */
+  /** Where every process of the cluster records its AWS calls (FLOE_AWS_CALL_LOG), checked against IAM on close. */
+  readonly callLogDir: string;
+  /**
+   * Process ids of the tasks still running. Then checks every AWS call the cluster's processes made
+   * against the synthesized stack's role policies (iam-check.ts), and throws listing each call that IAM
+   * would deny or that only an unacknowledged wildcard allows, unless `checkIam` was false.
+   */
   close(): Promise<number[]>;
 }
 
@@ -62,7 +70,7 @@ export interface AwsTestCluster {
  * `keepLogs` (default: env FLOE_KEEP_TEST_LOGS=1) leaves the tasks' logs (`<work>/logs`) behind and says
  * where, to see where time went or why a run failed.
  */
-export async function startAwsTestCluster(options: { config?: Record<string, unknown>; keepLogs?: boolean } = {}): Promise<AwsTestCluster> {
+export async function startAwsTestCluster(options: { config?: Record<string, unknown>; keepLogs?: boolean; checkIam?: boolean } = {}): Promise<AwsTestCluster> {
   const work = mkdtempSync(join(tmpdir(), 'floe-aws-e2e-'));
   // Inside the repo, so the bundles' bare imports resolve from node_modules.
   const bundleDir = join(fileURLToPath(new URL('../.tmp/', import.meta.url)), `aws-e2e-${process.pid}-${Date.now().toString(36)}`);
@@ -74,13 +82,18 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
   // What the task definition gives: credentials as a task role would, and the cluster secret as ECS
   // injects it from Secrets Manager — never through RunTask's overrides, which DescribeTasks shows.
   const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_SECRET: AWS_TEST_SECRET, FLOE_LOG_LEVEL: 'info' };
+  // Each process records its AWS calls under the role its task definition (or the function) has on AWS.
+  const callLogDir = join(work, 'aws-calls');
+  const callLog = (role: string): Record<string, string> => ({ [AwsCallLogEnv.DIR]: callLogDir, [AwsCallLogEnv.ROLE]: role });
   const events = await EventBridgeEmulator.start({ buses: [AWS_TEST_EVENT_BUS], region: emulators.region });
   // As the stack's JobManager task definition: it knows the cluster's bus (the TaskExecutor's does not).
   const jobManagerEnv = { ...taskEnv, FLOE_EVENT_BUS: AWS_TEST_EVENT_BUS, FLOE_EVENTS_ENDPOINT: events.endpoint };
-  ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: jobManagerEnv });
-  ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: taskEnv });
+  ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: { ...jobManagerEnv, ...callLog('jobmanager') } });
+  ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: { ...taskEnv, ...callLog('taskexecutor') } });
   const env: Record<string, string> = {
-    ...awsServicesEnv(emulators, tables),
+    // The stack's blob prefix, so the calls land where its roles' grants point.
+    ...awsServicesEnv(emulators, tables, { blobPrefix: BucketLayout.defaultPrefix }),
+    ...callLog('api'),
     FLOE_SECRET: AWS_TEST_SECRET,
     FLOE_ECS_CLUSTER: 'floe-e2e',
     FLOE_ECS_TASK_DEFINITION_JOBMANAGER: 'floe-jobmanager',
@@ -105,8 +118,12 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
     events,
     work,
     env,
+    callLogDir,
     async front(overrides = {}, frontOptions = {}) {
-      const dispatcher = await startAwsDispatcher({ env: { ...env, ...overrides }, logger: silentLogger, watchJobManagers: frontOptions.watchJobManagers ?? true });
+      const watch = frontOptions.watchJobManagers ?? true;
+      // A Dispatcher that watches its JobManager tasks stands in for the task-stopped events; the function
+      // never does, so its DescribeTasks calls are recorded apart (see WATCHING_API_ROLE).
+      const dispatcher = await startAwsDispatcher({ env: { ...env, ...overrides, ...(watch ? callLog(WATCHING_API_ROLE) : {}) }, logger: silentLogger, watchJobManagers: watch });
       // The API as FloeCluster deploys it: every API route takes IAM-signed requests only.
       const adapter = await startApiGatewayAdapter(createHttpApiHandler({ router: async () => dispatcher.router, logger: silentLogger }), { iam: AWS_TEST_API_IAM });
       const signer = awsTestApiSigner();
@@ -136,10 +153,29 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
       await ecs.close();
       await events.close();
       await emulators.stop();
+      // Every process has stopped: the record is complete.
+      const iamProblems = options.checkIam === false ? '' : await iamProblemsOf(callLogDir, { tables, bucket: emulators.bucket, region: emulators.region });
       if (options.keepLogs ?? process.env['FLOE_KEEP_TEST_LOGS'] === '1') process.stderr.write(`kept the ECS tasks' logs in ${join(work, 'logs')}\n`);
       else rmSync(work, { recursive: true, force: true });
       rmSync(bundleDir, { recursive: true, force: true });
+      if (iamProblems !== '') throw new Error(`AWS calls of this cluster that its IAM roles would not allow (grant them in cdk/lib/floe-cluster.ts, or acknowledge a needed wildcard there):\n${iamProblems}`);
       return leftovers;
     },
   };
+}
+
+/** The role label of an in-process Dispatcher that watches its JobManager tasks: the api role, plus watching. */
+const WATCHING_API_ROLE = 'api+watch';
+
+/** The IAM check of every call recorded in `dir`, against the stack synthesized for the emulators' names; '' when all pass. */
+async function iamProblemsOf(dir: string, names: { tables: { leaseTable: string; jobTable: string }; bucket: string; region: string }): Promise<string> {
+  const { checkCalls, formatFindings, iamModelFromTemplate, readCallLog, synthesizeFloeTemplate } = await import('./iam-check.js');
+  const calls = readCallLog(dir);
+  if (calls.length === 0) return 'no AWS call was recorded: FLOE_AWS_CALL_LOG did not reach the processes';
+  const world = {
+    account: '000000000000', region: names.region, tables: { lease: names.tables.leaseTable, job: names.tables.jobTable }, bucket: names.bucket,
+    cluster: 'floe-e2e', taskDefinitions: { jobmanager: 'floe-jobmanager', taskexecutor: 'floe-taskexecutor' }, eventBus: AWS_TEST_EVENT_BUS,
+  };
+  const exemptions = [{ role: WATCHING_API_ROLE, action: 'ecs:DescribeTasks', why: 'it watches its JobManager tasks in place of the task-stopped events a deployed function gets' }];
+  return formatFindings(await checkCalls(calls, iamModelFromTemplate(synthesizeFloeTemplate(world.account, world.region), world), { exemptions }));
 }

@@ -222,9 +222,12 @@ export class EcsEmulator {
     this.runTaskScript.push({ answer: 'hold', ms });
   }
 
-  /** RunTask for this task definition answers a failure with `reason` until called with undefined. */
-  failCapacity(taskDefinition: string, reason: string | undefined = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
-    if (reason === undefined) this.capacityFailures.delete(taskDefinition);
+  /**
+   * RunTask for this task definition answers a failure with `reason` until called with null (not
+   * undefined, which a default parameter turns into the default).
+   */
+  failCapacity(taskDefinition: string, reason: string | null = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
+    if (reason === null) this.capacityFailures.delete(taskDefinition);
     else this.capacityFailures.set(taskDefinition, reason);
   }
 

@@ -161,7 +161,7 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
       expect(emulator.counters.runTaskCapacityFailures - before).toBeGreaterThanOrEqual(3);
       expect(l.running()).toEqual([]);
     } finally {
-      emulator.failCapacity('starved', undefined);
+      emulator.failCapacity('starved', null);
       await l.close();
     }
   });
