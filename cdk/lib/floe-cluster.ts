@@ -215,8 +215,8 @@ export class FloeCluster extends Construct {
   readonly leaseTable: dynamodb.Table;
   readonly jobTable: dynamodb.Table;
   /**
-   * The cluster secret: RPC between the tasks carries it, and the dashboard's login checks it. REST API
-   * callers sign with IAM credentials instead (see grantSubmit).
+   * The cluster secret: RPC between the tasks carries it. It logs no one in: REST API callers sign with
+   * IAM credentials (see grantSubmit), and the dashboard signs in with a link only they can fetch.
    */
   readonly secret: secretsmanager.Secret;
   readonly cluster: ecs.Cluster;
@@ -547,7 +547,8 @@ export class FloeCluster extends Construct {
     });
 
     // Every API route requires IAM (SigV4, `execute-api:Invoke`: see grantSubmit); the dashboard's page,
-    // files and login stay open, since a browser cannot sign (its login checks the cluster secret).
+    // files, sign-in, reads and cancel stay open, since a browser cannot sign (its sign-in takes a
+    // one-time link that only a signed call issues, and the function answers /ui/ only to a session).
     this.httpApi = new apigwv2.HttpApi(this, 'HttpApi', { description: 'Floe REST API', createDefaultStage: false });
     this.apiAccessLogGroup = new logs.LogGroup(this, 'ApiAccessLogs', { retention: logRetention, removalPolicy });
     this.apiStage = this.httpApi.addStage('DefaultStage', {
@@ -660,8 +661,8 @@ export class FloeCluster extends Construct {
 
   /**
    * Lets `grantee` submit and manage jobs: `execute-api:Invoke` on this cluster's API (e.g. a CI role
-   * that runs `floe` against it; `floe` signs with its credentials). The dashboard's login takes the
-   * cluster secret instead: grant reading `secret` for that.
+   * that runs `floe` against it; `floe` signs with its credentials), and sign in to the dashboard
+   * (`floe dashboard` fetches a one-time link) or revoke its sessions.
    */
   grantSubmit(grantee: iam.IGrantable): iam.Grant {
     return iam.Grant.addToPrincipal({ grantee, actions: ['execute-api:Invoke'], resourceArns: [this.httpApi.arnForExecuteApi()] });

@@ -3,6 +3,7 @@
 // comes only from a signed call (`floe dashboard`), works once across containers and expires; sessions
 // live in DynamoDB and are revoked everywhere at once; a session reads and cancels, nothing more; the
 // cluster secret logs no one in.
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDynamoDbClients, type DynamoDbClients } from '../../runtime/aws/clients.js';
 import { DynamoDbDashboardSessions } from '../../runtime/aws/dynamodb-dashboard-sessions.js';
@@ -87,6 +88,14 @@ describe('dashboard sign-in on AWS', () => {
     expect(first.headers.get('set-cookie')).toMatch(/HttpOnly; SameSite=Strict/);
     // The session works on both containers.
     for (const front of [a, b]) expect((await browser(front, '/ui/overview', { headers: asDashboard(cookie) })).status).toBe(200);
+    // The table holds a hash of the session and of the code, never what logs in.
+    const token = cookie.slice('floe_session='.length);
+    const code = new URL(link, 'http://x').searchParams.get('code')!;
+    const stored = await clients.documentClient.send(new ScanCommand({ TableName: cluster.env['FLOE_JOB_TABLE']!, ConsistentRead: true }));
+    const items = JSON.stringify(stored.Items);
+    expect(items).toContain('#dashboard/sessions');
+    expect(items).not.toContain(token);
+    expect(items).not.toContain(code);
   });
 
   it('opens the page of the job --job names, and refuses a link whose ten minutes are over', async () => {

@@ -9,6 +9,7 @@ import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
 import type { RestHandler } from '../../runtime/dispatcher/rest-router.js';
 import { createHttpApiHandler } from '../../functions/http-api.js';
 import { startApiGatewayAdapter } from '../aws/apigw-adapter.js';
+import { main } from '../../runtime/cli/main.js';
 import { prepareFixtureLibrary, REST_SECRET, setupDispatcher, submissionFor, type RestFront } from './rest-contract.js';
 
 type Serve = (router: RestHandler) => Promise<{ url: string; close(): Promise<void> }>;
@@ -52,7 +53,7 @@ for (const [frontName, serve] of fronts) {
         expect(res.status).toBe(204);
         return cookieOf(res)!;
       };
-      return { ...d, http, login };
+      return { ...d, http, login, url };
     }
 
     it('serves the page and its content-hashed files without a login, and names a missing file', async () => {
@@ -162,6 +163,29 @@ for (const [frontName, serve] of fronts) {
       expect((await http('/jobs', { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: submission })).status).toBe(202);
       expect((await http('/ui/jobs/job-by-cookie', { headers: json })).status).toBe(200);
       expect((await http('/ui/jobs/job-by-cookie?mode=cancel', { method: 'PATCH', headers: json })).status).toBe(202);
+    });
+
+    it('`floe dashboard` prints a one-time link (to a job\'s page with --job), asked for with the secret', async () => {
+      const { http, url } = await setup();
+      const floe = async (...args: string[]) => {
+        let out = '';
+        let err = '';
+        const io = { stdout: { write: (t: string) => ((out += t), true) }, stderr: { write: (t: string) => ((err += t), true) }, env: { FLOE_SECRET: REST_SECRET }, cwd: process.cwd() };
+        return { code: await main([...args, '--url', url], io as never), out, err };
+      };
+      const printed = await floe('dashboard');
+      expect(printed.code, printed.err).toBe(0);
+      expect(printed.out).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/login\?code=c1\.\S+\n$/);
+      expect(printed.err).toBe('a one-time login link: it works once, within ten minutes\n');
+      const path = new URL(printed.out.trim());
+      const first = await http(path.pathname + path.search);
+      expect(first.headers.get('location')).toBe('/');
+      expect((await http(path.pathname + path.search)).headers.get('location')).toBe('/#/login?expired');
+      const forJob = new URL((await floe('dashboard', '--job', 'job-3')).out.trim());
+      expect((await http(forJob.pathname + forJob.search)).headers.get('location')).toBe('/#/jobs/job-3');
+      const revoke = await floe('dashboard', '--sign-out-everywhere');
+      expect(revoke.code).toBe(1);
+      expect(revoke.err).toMatch(/cannot be revoked: they are signed with the cluster secret and end after 12 hours/);
     });
 
     it('says where sessions cannot be revoked: a local one is signed with the secret', async () => {

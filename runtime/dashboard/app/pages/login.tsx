@@ -1,5 +1,6 @@
-// Signing in with the cluster secret; the one-time links `floe cluster status` prints land here when
-// used up or expired.
+// Signing in with a local cluster's secret; the one-time links `floe dashboard` prints land here when
+// used up or expired. A deployed cluster refuses the secret and says to run `floe dashboard`, which the
+// form shows as its error.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { errorMessage, logIn } from '../api';
 import { PageHeader, useTitle } from '../components/page';
@@ -33,7 +34,7 @@ export function LoginPage({ expired, next }: { expired: boolean; next: string })
       <form class="card login-form" onSubmit={(e) => void submit(e)}>
         {expired && (
           <p class="callout" role="status">
-            That login link was already used or has expired. Log in with the cluster secret, or get a new link from <code>floe cluster status</code>.
+            That login link was already used or has expired. Get a new one with <code>floe dashboard</code>, or log in with a local cluster's secret.
           </p>
         )}
         <label for="secret">Cluster secret</label>
