@@ -3,7 +3,7 @@
 import { App, RemovalPolicy } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { CpuArchitecture } from 'aws-cdk-lib/aws-ecs';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -80,6 +80,21 @@ describe('the CDK app context', () => {
     expect(reserved({})).toBeUndefined();
     expect(reserved({ 'floe:apiReservedConcurrency': '10' })).toBe(10);
     expect(() => from({ 'floe:apiReservedConcurrency': '0' })).toThrow(/context floe:apiReservedConcurrency must be a whole number above 0/);
+  });
+
+  it('builds the image for the tasks\' architecture: linux/arm64 by default, linux/amd64 with floe:cpuArchitecture=x86_64', () => {
+    const platforms = (context: Record<string, unknown>): string[] => {
+      const { stackName, ...stackProps } = from(context);
+      const app = new App({ outdir: mkdtempSync(join(outdir, 'arch-')), context: { 'aws:cdk:bundling-stacks': [] } });
+      new FloeStack(app, stackName, stackProps);
+      const assembly = app.synth();
+      const manifest = JSON.parse(readFileSync(join(assembly.directory, `${stackName}.assets.json`), 'utf8')) as { dockerImages: Record<string, { source: { platform?: string } }> };
+      return Object.values(manifest.dockerImages).map((image) => image.source.platform ?? 'none');
+    };
+    expect(platforms({})).toEqual(['linux/arm64']);
+    expect(platforms({ 'floe:cpuArchitecture': 'x86_64' })).toEqual(['linux/amd64']);
+    // A prebuilt image is run as it is: nothing is built.
+    expect(platforms({ 'floe:image': '123456789012.dkr.ecr.eu-west-1.amazonaws.com/floe:1.2.3' })).toEqual([]);
   });
 
   it('fails naming the key of a value it does not take', () => {
