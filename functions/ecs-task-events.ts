@@ -7,6 +7,8 @@
 // Errors are thrown, never dropped: Lambda retries the event, then sends it to the dead-letter queue.
 import type { Context, EventBridgeEvent } from 'aws-lambda';
 import { CAPACITY_FREED_EVENT, type CapacityFreedDetail } from '../runtime/aws/capacity-events.js';
+import { isJobEndFigures, JOB_ENDED_EVENT, jobMetricsLine } from '../runtime/aws/job-metrics.js';
+import type { JobEndFigures } from '../runtime/protocol/job-end-notices.js';
 import { ProcessEnv } from '../runtime/core/process-env.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
 import { jobOfJobManagerWorker, type Dispatcher } from '../runtime/dispatcher/dispatcher.js';
@@ -79,5 +81,32 @@ export function createCapacityFreedHandler(options: { dispatcher: () => Promise<
   return async (event) => {
     await (await options.dispatcher()).admitWaiting();
     log.info('admission ran: a ready JobManager gave capacity back', { jobId: event.detail?.jobId });
+  };
+}
+
+/** A JobManager task says a job it ran ended, with the job's figures (runtime/aws/eventbridge-job-end-notices.ts). */
+export type JobEndedEvent = EventBridgeEvent<typeof JOB_ENDED_EVENT.detailType, JobEndFigures>;
+
+export function isJobEnded(event: unknown): event is JobEndedEvent {
+  if (event === null || typeof event !== 'object') return false;
+  const e = event as { 'detail-type'?: unknown; source?: unknown };
+  return e['detail-type'] === JOB_ENDED_EVENT.detailType && e.source === JOB_ENDED_EVENT.source;
+}
+
+/**
+ * Writes the job's metrics as one EMF line on stdout, which CloudWatch Logs turns into metrics of the
+ * function's log group (runtime/aws/job-metrics.ts). No Dispatcher is needed, so no cold start of one.
+ * A detail that is not a job's figures is thrown: Lambda retries, then keeps it in the dead-letter queue.
+ */
+export function createJobEndedHandler(options: { cluster: () => string | undefined; write?: (line: string) => void }): (event: JobEndedEvent, context?: Context) => Promise<void> {
+  const write = options.write ?? ((line: string) => process.stdout.write(line + '\n'));
+  return async (event) => {
+    if (!isJobEndFigures(event.detail)) {
+      throw new Error(`a '${JOB_ENDED_EVENT.detailType}' event needs a detail of { jobId, jobName, status, durationMs, recordsIn, recordsOut, restarts } with whole numbers >= 0, found ${JSON.stringify(event.detail)}`);
+    }
+    const cluster = options.cluster();
+    if (cluster === undefined || cluster === '') throw new Error(`the job-ended event of job ${event.detail.jobId} needs the cluster's name for its metrics, found none; set FLOE_ECS_CLUSTER on the function (the stack does)`);
+    const at = Date.parse(event.time ?? '');
+    write(jobMetricsLine(event.detail, cluster, Number.isFinite(at) ? at : Date.now()));
   };
 }

@@ -7,14 +7,18 @@ import { InvalidRequestError } from '../runtime/core/errors.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
 import type { RestHandler, RestRequest, RestResponse } from '../runtime/dispatcher/rest-router.js';
 import type { AwsDispatcher } from '../runtime/aws/aws-dispatcher.js';
+import { AwsProcessEnv } from '../runtime/aws/aws-env.js';
 import {
   createCapacityFreedHandler,
+  createJobEndedHandler,
   createReconcileHandler,
   createTaskStateChangeHandler,
   isCapacityFreed,
+  isJobEnded,
   isReconcileEvent,
   isTaskStateChange,
   type CapacityFreedEvent,
+  type JobEndedEvent,
   type ReconcileEvent,
   type TaskStateChangeEvent,
 } from './ecs-task-events.js';
@@ -120,12 +124,15 @@ const httpApi = createHttpApiHandler({ router: async () => (await dispatcherOnce
 const taskStateChanges = createTaskStateChangeHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
 const reconcile = createReconcileHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
 const capacityFreed = createCapacityFreedHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
+const jobEnded = createJobEndedHandler({ cluster: () => process.env[AwsProcessEnv.ECS_CLUSTER] });
 
-export const handler = (event: HttpApiEvent | TaskStateChangeEvent | ReconcileEvent | CapacityFreedEvent, context: Context): Promise<HttpApiResult | void> =>
+export const handler = (event: HttpApiEvent | TaskStateChangeEvent | ReconcileEvent | CapacityFreedEvent | JobEndedEvent, context: Context): Promise<HttpApiResult | void> =>
   isTaskStateChange(event)
     ? taskStateChanges(event, context)
     : isReconcileEvent(event)
       ? reconcile(event, context)
       : isCapacityFreed(event)
         ? capacityFreed(event, context)
-        : httpApi(event, context);
+        : isJobEnded(event)
+          ? jobEnded(event, context)
+          : httpApi(event, context);

@@ -27,6 +27,7 @@ import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 import { TASK_EXECUTOR_MALLOC_TUNABLES } from '../../runtime/core/process-env.js';
 import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
+import { JOB_ENDED_EVENT } from '../../runtime/aws/job-metrics.js';
 import type { KeyAttributeType } from '../../runtime/aws/tables.js';
 import { nagEnvironment, openRouteReason } from './acknowledgements.js';
 import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobsBySubmissionIndex, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
@@ -537,6 +538,14 @@ export class FloeCluster extends Construct {
       description: 'Floe: a ready JobManager gave capacity back while jobs wait; the Dispatcher admits them',
       eventBus: this.eventBus,
       eventPattern: { source: [CAPACITY_FREED_EVENT.source], detailType: [CAPACITY_FREED_EVENT.detailType] },
+      targets: [new eventsTargets.LambdaFunction(this.apiFunction, { retryAttempts: 2, deadLetterQueue: this.failedEvents })],
+    });
+    // A JobManager says a job ended, with its figures: the function writes them as the job's CloudWatch
+    // metrics (embedded metric format on its stdout, which CloudWatch parses; a task's log stream it does not).
+    new events.Rule(this, 'JobEnded', {
+      description: "Floe: a job ended; the Dispatcher function writes its metrics (records in and out, restarts, duration)",
+      eventBus: this.eventBus,
+      eventPattern: { source: [JOB_ENDED_EVENT.source], detailType: [JOB_ENDED_EVENT.detailType] },
       targets: [new eventsTargets.LambdaFunction(this.apiFunction, { retryAttempts: 2, deadLetterQueue: this.failedEvents })],
     });
     // The sweep: a lost event, or a JobManager that hangs with its task alive, cannot strand a job.

@@ -12,6 +12,7 @@ import { AwsProcessEnv, bindHostFromEnv, credentialsFromEnv, ecsSettingsFromEnv,
 import { AwsEnv, openAwsServices, readAwsServicesSettings } from './aws-services.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
 import { createEventBridgeClient, EventBridgeCapacityNotices } from './eventbridge-capacity-notices.js';
+import { EventBridgeJobEndNotices } from './eventbridge-job-end-notices.js';
 
 export interface AwsProcessRuntime {
   readonly leaseStore: LeaseStore;
@@ -31,6 +32,8 @@ export interface AwsJobManagerRuntime extends AwsProcessRuntime {
   readonly workerEnv: Record<string, string>;
   /** Capacity-freed events to the cluster's event bus; undefined when FLOE_EVENT_BUS is not set. */
   readonly capacityNotices: EventBridgeCapacityNotices | undefined;
+  /** Job-ended events (the jobs' metrics) to the same bus; undefined when FLOE_EVENT_BUS is not set. */
+  readonly jobEndNotices: EventBridgeJobEndNotices | undefined;
 }
 
 async function openCommon(env: NodeJS.ProcessEnv, resourceId: string, clock: Clock, logger: Logger): Promise<AwsProcessRuntime & { region: string }> {
@@ -82,13 +85,21 @@ export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceI
         eventBus,
       )
     : undefined;
+  const jobEndNotices = eventBus
+    ? new EventBridgeJobEndNotices(
+        createEventBridgeClient({ region: common.region, ...(credentials !== undefined ? { credentials } : {}), ...(eventsEndpoint ? { endpoint: eventsEndpoint } : {}) }),
+        eventBus,
+      )
+    : undefined;
   return {
     ...common,
     launcher,
     workerEnv: inheritedAwsEnv(env, Object.values(AwsEnv)),
     capacityNotices,
+    jobEndNotices,
     async close() {
       capacityNotices?.close();
+      jobEndNotices?.close();
       await launcher.close();
       await common.close();
     },

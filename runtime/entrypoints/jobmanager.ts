@@ -17,6 +17,7 @@ import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-p
 import { noticesToServingDispatcher } from '../local/dispatcher-lease.js';
 import { workerPid } from '../local/process-table.js';
 import type { CapacityNotices } from '../protocol/capacity-notices.js';
+import type { JobEndNotices } from '../protocol/job-end-notices.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 
@@ -38,6 +39,8 @@ interface Backend {
   readonly advertisedHost: string;
   /** Where a ready process says it gave capacity back, on AWS (an event on the cluster's bus). */
   readonly capacityNotices?: CapacityNotices | undefined;
+  /** Where the process says a job ended, with its figures, on AWS (an event on the cluster's bus: the job's metrics). */
+  readonly jobEndNotices?: JobEndNotices | undefined;
   close(): Promise<void>;
 }
 
@@ -94,6 +97,7 @@ const jobManager = new JobManagerProcess({
   clock: systemClock,
   logger,
   capacityNotices,
+  ...(services.jobEndNotices !== undefined ? { jobEndNotices: services.jobEndNotices } : {}),
 });
 
 let exiting = false;

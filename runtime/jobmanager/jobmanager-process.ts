@@ -18,6 +18,7 @@ import type { Logger } from '../core/logger.js';
 import type { JobStore } from '../ha/job-store.js';
 import { CLAIM_ADDRESS_WITH_LEASES, leaseNames, parseStandbyClaim, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import type { CapacityNotices } from '../protocol/capacity-notices.js';
+import { jobEndFigures, type JobEndNotices } from '../protocol/job-end-notices.js';
 import { STANDBY_JOB_MANAGER_METHODS, type StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
@@ -41,6 +42,11 @@ export interface JobManagerProcessDeps {
    * @default - none: waiting jobs start when the Dispatcher next looks (its reconciler, on AWS the sweep)
    */
   readonly capacityNotices?: CapacityNotices;
+  /**
+   * Where the process says a job it ran ended, with its figures (see JobEndNotices; on AWS they become
+   * the job's CloudWatch metrics). @default - none
+   */
+  readonly jobEndNotices?: JobEndNotices;
 }
 
 /**
@@ -215,6 +221,8 @@ export class JobManagerProcess {
     const warm = runner.warmTaskExecutors;
     this.state = { kind: 'leaving' };
     this.log.info('job done in this process', { jobId, outcome: outcome.status, jobsRun: this.jobsRun });
+    // Only the JobManager that ended the job tells: one that lost its lease did not end it.
+    if (outcome.status !== 'LEADERSHIP_LOST') await this.announceJobEnd(jobId, runner);
     // Leadership lost: a successor runs the job elsewhere, and this process may be the one in doubt.
     if (this.closing || outcome.status === 'LEADERSHIP_LOST' || this.deps.config.warmPoolJobManagers <= 0) {
       this.deposedFromJob = outcome.status === 'LEADERSHIP_LOST' && !this.closing;
@@ -248,6 +256,21 @@ export class JobManagerProcess {
     }
     // Ready first: the admission the notice sets off finds this process and gives it the waiting job.
     if (released && this.isReady()) await this.announceCapacity(jobId);
+  }
+
+  /** Sends the ended job's figures, as its record holds them; a failure is logged and costs only those metrics. */
+  private async announceJobEnd(jobId: JobId, runner: JobManagerRunner): Promise<void> {
+    const notices = this.deps.jobEndNotices;
+    const graph = runner.graph;
+    if (notices === undefined || graph === undefined) return;
+    const log = this.log.child({ jobId });
+    try {
+      const record = await this.deps.jobStore.get(jobId);
+      if (record === undefined) throw new Error(`job ${jobId} has no record`);
+      await notices.jobEnded(jobEndFigures(record, graph));
+    } catch (error) {
+      log.warn("cannot send the job's figures; its metrics are missing", { error: errorMessage(error) });
+    }
   }
 
   /**

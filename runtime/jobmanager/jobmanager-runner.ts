@@ -257,6 +257,11 @@ export class JobManagerRunner {
     await this.finish({ status: 'LEADERSHIP_LOST', message: `another JobManager (${lease.holder}) leads the job with token ${lease.epoch}` });
   }
 
+  /** The job's JobGraph, once read (undefined before, or when it could not be read). */
+  get graph(): JobGraph | undefined {
+    return this.jobGraph;
+  }
+
   /** The idle TaskExecutors this runner handed to the warm pool when the job ended (see `warmPool`). */
   get warmTaskExecutors(): readonly WarmTaskExecutor[] {
     return this.warm;

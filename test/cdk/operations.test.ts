@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { stackPropsFromContext } from '../../cdk/lib/context.js';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
+import { JOB_ENDED_EVENT } from '../../runtime/aws/job-metrics.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 
 type Json = Record<string, unknown>;
@@ -109,5 +110,21 @@ describe('task tags in IAM', () => {
       expect(st['Condition']).toEqual({ StringEquals: { 'ecs:CreateAction': 'RunTask' } });
       expect(JSON.stringify(st['Resource'])).toContain(`:task/",{"Ref":"${stack.getLogicalId(stack.floe.cluster.node.defaultChild as never)}"},"/*"`);
     }
+  });
+});
+
+describe('job metrics in the template', () => {
+  it("route the JobManagers' job-ended events on the cluster's bus to the function that writes them", () => {
+    const { stack, template } = synth({});
+    const bus = stack.getLogicalId(stack.floe.eventBus.node.defaultChild as never);
+    const fn = stack.getLogicalId(stack.floe.apiFunction.node.defaultChild as never);
+    const rules = Object.values(template.findResources('AWS::Events::Rule')) as { Properties: { EventBusName?: unknown; EventPattern?: { source?: string[]; 'detail-type'?: string[] }; Targets: { Arn: unknown; DeadLetterConfig?: unknown }[] } }[];
+    const jobEnded = rules.filter((r) => r.Properties.EventPattern?.['detail-type']?.includes(JOB_ENDED_EVENT.detailType));
+    expect(jobEnded).toHaveLength(1);
+    expect(jobEnded[0]!.Properties.EventBusName).toEqual({ Ref: bus });
+    expect(jobEnded[0]!.Properties.EventPattern).toEqual({ source: [JOB_ENDED_EVENT.source], 'detail-type': [JOB_ENDED_EVENT.detailType] });
+    expect(jobEnded[0]!.Properties.Targets.map((t) => t.Arn)).toEqual([{ 'Fn::GetAtt': [fn, 'Arn'] }]);
+    // An event the function cannot handle is kept in the dead-letter queue (the alarm watches it).
+    expect(jobEnded[0]!.Properties.Targets[0]!.DeadLetterConfig).toEqual({ Arn: { 'Fn::GetAtt': [stack.getLogicalId(stack.floe.failedEvents.node.defaultChild as never), 'Arn'] } });
   });
 });
