@@ -10,6 +10,7 @@ import type { RestHandler } from '../../runtime/dispatcher/rest-router.js';
 import { createHttpApiHandler } from '../../functions/http-api.js';
 import { startApiGatewayAdapter } from '../aws/apigw-adapter.js';
 import { main } from '../../runtime/cli/main.js';
+import { jobDataKey, taskExecutorBearer, taskExecutorKey } from '../../runtime/core/cluster-keys.js';
 import { prepareFixtureLibrary, REST_SECRET, setupDispatcher, submissionFor, type RestFront } from './rest-contract.js';
 
 type Serve = (router: RestHandler) => Promise<{ url: string; close(): Promise<void> }>;
@@ -186,6 +187,17 @@ for (const [frontName, serve] of fronts) {
       const revoke = await floe('dashboard', '--sign-out-everywhere');
       expect(revoke.code).toBe(1);
       expect(revoke.err).toMatch(/cannot be revoked: they are signed with the cluster secret and end after 12 hours/);
+    });
+
+    it("logs no one in with a TaskExecutor's key or a job's data-plane key, as a secret or as a bearer token", async () => {
+      const { http } = await setup();
+      const key = taskExecutorKey(REST_SECRET, 'te-1');
+      for (const credential of [key, taskExecutorBearer({ resourceId: 'te-1', key }), jobDataKey(REST_SECRET, 'job-1')]) {
+        const login = await http('/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ secret: credential }) });
+        expect(login.status).toBe(401);
+        expect(login.headers.get('set-cookie')).toBeNull();
+        expect((await http('/login-links', { method: 'POST', headers: { authorization: `Bearer ${credential}` } })).status).toBe(401);
+      }
     });
 
     it('says where sessions cannot be revoked: a local one is signed with the secret', async () => {
