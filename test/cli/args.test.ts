@@ -35,6 +35,19 @@ describe('parseArgs', () => {
     expect(parseArgs(['run', '--parallelism=3', 'job.ts', '--dir=/s']).command).toMatchObject({ parallelism: 3 });
   });
 
+  it('parses dashboard: a link, for a job, or every session revoked, and refuses what does not go with it', () => {
+    expect(parseArgs(['dashboard']).command).toEqual({ kind: 'dashboard', signOutEverywhere: false });
+    expect(parseArgs(['dashboard', '--job', 'job-1', '--url', 'https://abc.execute-api.eu-west-1.amazonaws.com'])).toEqual({
+      url: 'https://abc.execute-api.eu-west-1.amazonaws.com',
+      command: { kind: 'dashboard', jobId: 'job-1', signOutEverywhere: false },
+    });
+    expect(parseArgs(['dashboard', '--sign-out-everywhere', '--aws-iam']).command).toEqual({ kind: 'dashboard', signOutEverywhere: true });
+    expect(() => parseArgs(['dashboard', '--job', 'a', '--sign-out-everywhere'])).toThrow(/--job and --sign-out-everywhere do not go together/);
+    expect(() => parseArgs(['dashboard', '--job='])).toThrow(/--job needs a job id/);
+    expect(() => parseArgs(['dashboard', 'extra'])).toThrow(/unexpected argument 'extra' for 'dashboard'/);
+    expect(() => parseArgs(['list', '--sign-out-everywhere'])).toThrow(/option --sign-out-everywhere does not apply to 'list'/);
+  });
+
   it('parses the other commands', () => {
     expect(parseArgs(['init']).command).toEqual({ kind: 'init' });
     expect(parseArgs(['init', 'my-job']).command).toEqual({ kind: 'init', dir: 'my-job' });
