@@ -98,6 +98,24 @@ describe('dashboard sign-in on AWS', () => {
     expect(items).not.toContain(code);
   });
 
+  it('of two containers redeeming one link at the same moment, exactly one signs in', async () => {
+    for (let round = 0; round < 5; round++) {
+      const link = await freshLink();
+      const answers = await Promise.all([browser(a, link), browser(b, link)]);
+      expect(answers.map((res) => res.headers.get('location')).sort()).toEqual(['/', '/#/login?expired']);
+      expect(answers.filter((res) => res.headers.get('set-cookie') !== null)).toHaveLength(1);
+    }
+  });
+
+  it('keeps every session of logins that race each other right after a revocation', async () => {
+    expect((await floe('dashboard', '--sign-out-everywhere')).code).toBe(0);
+    const links = await Promise.all(Array.from({ length: 6 }, () => freshLink()));
+    const answers = await Promise.all(links.map((link, i) => browser(i % 2 === 0 ? a : b, link)));
+    const cookies = answers.map((res) => cookieOf(res)!);
+    expect(new Set(cookies).size).toBe(6);
+    for (const cookie of cookies) expect((await browser(a, '/ui/overview', { headers: asDashboard(cookie) })).status).toBe(200);
+  });
+
   it('opens the page of the job --job names, and refuses a link whose ten minutes are over', async () => {
     const { code, out } = await floe('dashboard', '--job', 'job-9');
     expect(code).toBe(0);
