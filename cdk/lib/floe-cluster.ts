@@ -30,7 +30,7 @@ import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
 import { JOB_ENDED_EVENT } from '../../runtime/aws/job-metrics.js';
 import type { KeyAttributeType } from '../../runtime/aws/tables.js';
 import { nagEnvironment, openRouteReason } from './acknowledgements.js';
-import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobsBySubmissionIndex, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
+import { BucketLayout, ContainerImageSpec, DashboardRoutes, DataActions, FloeEnv, HandlerEntries, jobTable as jobTableSchema, leaseTable as leaseTableSchema, stagingKeyPatterns } from './runtime-contract.js';
 
 export interface FloeClusterProps {
   /**
@@ -310,7 +310,8 @@ export class FloeCluster extends Construct {
       partitionKey: { name: jobTableSchema.partitionKey.name, type: attributeType(jobTableSchema.partitionKey.type) },
       timeToLiveAttribute: jobTableSchema.timeToLiveAttribute,
     });
-    // GET /jobs pages through this index newest first (a Query) instead of scanning the table.
+    // GET /jobs pages through an index newest first, the reconciler and the overview read the sparse index
+    // of active jobs: Queries, never a Scan of the table.
     for (const index of jobTableSchema.indexes) {
       this.jobTable.addGlobalSecondaryIndex({
         indexName: index.name,
@@ -508,7 +509,8 @@ export class FloeCluster extends Construct {
     this.leaseTable.grant(api, ...DataActions.leaseStore);
     // The job table also holds the dashboard's sessions and one-time login codes.
     iam.Grant.addToPrincipal({ grantee: api, actions: [...new Set([...DataActions.dispatcherJobStore, ...DataActions.dashboardSessions])], resourceArns: [this.jobTable.tableArn] });
-    iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherJobList], resourceArns: [`${this.jobTable.tableArn}/index/${jobsBySubmissionIndex.name}`] });
+    // The job list (jobsBySubmissionIndex) and the active jobs, which the reconciler and the overview read.
+    iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherJobList], resourceArns: jobTableSchema.indexes.map((index) => `${this.jobTable.tableArn}/index/${index.name}`) });
     // The Dispatcher writes Floe's own objects only (JobGraphs, libraries, presigned library uploads);
     // it reads sink targets (grantBucketAccess) to refuse a job whose output would replace what is there.
     this.grantObjects(api, this.bucket, ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], `${blobPrefix}*`);

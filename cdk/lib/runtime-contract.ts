@@ -102,9 +102,9 @@ export const DataActions = {
    * job's capacity back as the job ends, writing the admission ledger item (PutItem) in that transaction.
    */
   jobManagerJobStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
-  /** The Dispatcher creates (PutItem), sweeps (Scan), admits (transactions of Put and Update), cancels and deletes jobs. */
-  dispatcherJobStore: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:Scan', 'dynamodb:ConditionCheckItem'],
-  /** GET /jobs pages through the job list index (Query), on that index alone. */
+  /** The Dispatcher creates (PutItem), admits (transactions of Put and Update), cancels and deletes jobs; it never scans. */
+  dispatcherJobStore: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
+  /** GET /jobs pages through the job list index, the reconciler and the overview read the active jobs' index (Query), on the indexes alone. */
   dispatcherJobList: ['dynamodb:Query'],
   /**
    * The dashboard's sessions and login codes, items of the job table (dynamodb-dashboard-sessions.ts): a

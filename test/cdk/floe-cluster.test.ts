@@ -12,7 +12,7 @@ import { FloeCluster } from '../../cdk/lib/floe-cluster.js';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
 import { ContainerImageSpec, FloeEnv, jobTable, leaseTable } from '../../cdk/lib/runtime-contract.js';
 import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
-import { jobsBySubmissionIndex } from '../../runtime/aws/tables.js';
+import { activeJobsIndex, jobsBySubmissionIndex } from '../../runtime/aws/tables.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 import { TASK_EXECUTOR_MALLOC_TUNABLES } from '../../runtime/core/process-env.js';
@@ -118,20 +118,20 @@ describe('FloeCluster with its defaults', () => {
       BillingMode: 'PAY_PER_REQUEST',
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
       TimeToLiveSpecification: { AttributeName: jobTable.timeToLiveAttribute, Enabled: true },
-      // GET /jobs queries this index newest first instead of scanning the table.
-      GlobalSecondaryIndexes: [
-        {
-          IndexName: jobsBySubmissionIndex.name,
-          KeySchema: [
-            { AttributeName: jobsBySubmissionIndex.partitionKey.name, KeyType: 'HASH' },
-            { AttributeName: jobsBySubmissionIndex.sortKey.name, KeyType: 'RANGE' },
-          ],
-          Projection: { ProjectionType: 'ALL' },
-        },
-      ],
+      // GET /jobs queries the first index newest first, the reconciler and the overview the sparse index
+      // of active jobs: nothing scans the table.
+      GlobalSecondaryIndexes: [jobsBySubmissionIndex, activeJobsIndex].map((index) => ({
+        IndexName: index.name,
+        KeySchema: [
+          { AttributeName: index.partitionKey.name, KeyType: 'HASH' },
+          { AttributeName: index.sortKey.name, KeyType: 'RANGE' },
+        ],
+        Projection: { ProjectionType: 'ALL' },
+      })),
       AttributeDefinitions: Match.arrayWith([
         { AttributeName: jobsBySubmissionIndex.partitionKey.name, AttributeType: 'S' },
         { AttributeName: jobsBySubmissionIndex.sortKey.name, AttributeType: 'N' },
+        { AttributeName: activeJobsIndex.partitionKey.name, AttributeType: 'S' },
       ]),
     });
     // Retained by default: a `cdk destroy` must not take the job history with it.
@@ -426,14 +426,18 @@ describe('FloeCluster with its defaults', () => {
     expect(grantsOf(lambdaRole(), 'dynamodb')).toEqual(
       [
         ...['ConditionCheckItem', 'GetItem', 'UpdateItem'].map((a) => `dynamodb:${a} leases`),
-        ...['ConditionCheckItem', 'DeleteItem', 'GetItem', 'PutItem', 'Scan', 'UpdateItem'].map((a) => `dynamodb:${a} jobs`),
+        ...['ConditionCheckItem', 'DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} jobs`),
+        // on each of its two indexes
+        'dynamodb:Query jobs',
         'dynamodb:Query jobs',
       ].sort(),
     );
-    // GET /jobs queries the job list index, and only that index.
+    // It queries the job list index and the active jobs' index, and only those; it never scans.
     const queries = statements(template).filter((st) => asList(st.statement['Action']).includes('dynamodb:Query')).map((st) => JSON.stringify(st.statement['Resource']));
     expect(queries).toHaveLength(1);
-    expect(queries[0]).toContain('/index/bySubmittedAt');
+    expect(queries[0]).toContain(`/index/${jobsBySubmissionIndex.name}`);
+    expect(queries[0]).toContain(`/index/${activeJobsIndex.name}`);
+    expect(actionsOf(lambdaRole())).not.toContain('dynamodb:Scan');
     expect(actionsOf(teRole).filter((a) => a.startsWith('ecs:') || a.startsWith('iam:'))).toEqual([]);
     // It stops what it launched by startedBy and watches nothing.
     expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask']);
