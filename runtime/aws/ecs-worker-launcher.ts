@@ -18,6 +18,14 @@ export const EcsLaunchErrorCode = {
   THROTTLED: 'THROTTLED',
   /** No Fargate capacity ("Capacity is unavailable at this time…"), a RESOURCE:* or AGENT failure, or a Spot task taken back. Retried. */
   CAPACITY_UNAVAILABLE: 'CAPACITY_UNAVAILABLE',
+  /**
+   * The account's Fargate quota is used up ("You've reached the limit on the number of vCPUs you can run
+   * concurrently", or of tasks). Retried (tasks that end free some of it), and the next capacity provider
+   * is tried: Fargate Spot and on-demand Fargate have quotas of their own.
+   */
+  QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
+  /** The image is not built for the task definition's CPU architecture ("exec format error", no matching manifest for the platform). Not retried. */
+  IMAGE_PLATFORM_MISMATCH: 'IMAGE_PLATFORM_MISMATCH',
   /** The task's network interface could not be created or attached (RESOURCE:ENI, "Timeout waiting for network interface provisioning…"). Retried. */
   ENI_PROVISIONING: 'ENI_PROVISIONING',
   /** ECS failed on its side (ServerException, a 5xx). Retried. */
@@ -64,6 +72,8 @@ export interface EcsFailureReport {
   readonly failureDetail?: string;
   /** A stopped task's `stopCode` (`TaskFailedToStart`, `SpotInterruption`, …). */
   readonly stopCode?: string;
+  /** The capacity provider the RunTask asked (`FARGATE_SPOT`, …): a quota is per provider. */
+  readonly capacityProvider?: string;
 }
 
 export interface EcsFailureClass {
@@ -104,6 +114,23 @@ export function classifyEcsFailure(what: EcsFailureReport): EcsFailureClass {
   const accessDenied = ACCESS_DENIED_TEXT.test(text);
   const is = (code: EcsLaunchErrorCode, retryable: boolean, hint: string): EcsFailureClass => ({ code, retryable, text, hint });
 
+  // Before the pull and start errors that carry them: no retry can make an image run on another architecture.
+  if (/exec format error|no matching manifest for|does not contain descriptor matching platform/i.test(text)) {
+    return is(
+      EcsLaunchErrorCode.IMAGE_PLATFORM_MISMATCH,
+      false,
+      "the image is built for another CPU architecture than the task definition's runtime platform: build it for that architecture (for ARM64, the default: docker buildx build --platform linux/arm64) or deploy with -c floe:cpuArchitecture=x86_64 to match an x86 image",
+    );
+  }
+  if (/reached the limit on the number of (vCPUs|tasks)|vCPU (limit|quota)|LimitExceeded/i.test(text)) {
+    const spot = /SPOT/i.test(what.capacityProvider ?? '');
+    const quota = spot ? "'Fargate Spot vCPU resource count' (L-36FBB829)" : "'Fargate On-Demand vCPU resource count' (L-3032A538)";
+    return is(
+      EcsLaunchErrorCode.QUOTA_EXCEEDED,
+      true,
+      `the account's Fargate quota ${quota} is used up: raise it in Service Quotas (service 'AWS Fargate'), lower 'resourcemanager.max-taskmanagers' or the jobs' parallelism, or configure a fallback capacity provider`,
+    );
+  }
   if (/CannotPullContainerError/i.test(text)) {
     const missing = accessDenied || /not found|manifest unknown|does not exist|unauthorized|forbidden/i.test(text);
     return missing
@@ -395,19 +422,23 @@ export class EcsWorkerLauncher implements WorkerLauncher {
           return;
         }
         const first: Failure | undefined = out.failures?.[0];
-        failure = classifyEcsFailure({ failureReason: first?.reason ?? 'no task and no failure in the answer', ...(first?.detail !== undefined ? { failureDetail: first.detail } : {}) });
+        failure = classifyEcsFailure({
+          failureReason: first?.reason ?? 'no task and no failure in the answer',
+          ...(first?.detail !== undefined ? { failureDetail: first.detail } : {}),
+          ...(this.providerOf(task) !== undefined ? { capacityProvider: this.providerOf(task)! } : {}),
+        });
         this.renewTokenUnlessInDoubt(task);
       } catch (error) {
         cause = error;
         const report = reportOfError(error);
-        failure = classifyEcsFailure(report);
+        failure = classifyEcsFailure({ ...report, ...(this.providerOf(task) !== undefined ? { capacityProvider: this.providerOf(task)! } : {}) });
         // A 4xx is ECS refusing the request: nothing started. Anything else (no answer, a 5xx) may have
         // followed a started task, so the token stays for every later try of this launch.
         if (report.httpStatus !== undefined && report.httpStatus >= 400 && report.httpStatus < 500) this.renewTokenUnlessInDoubt(task);
         else task.tokenInDoubt = true;
       }
       const elapsedMs = this.options.clock.now() - task.firstAttemptAtMs;
-      if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE) this.fallBackToNextProvider(task, failure);
+      if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE || failure.code === EcsLaunchErrorCode.QUOTA_EXCEEDED) this.fallBackToNextProvider(task, failure);
       if (!failure.retryable) {
         await this.stopLaunchedInDoubt(task, `launch failed: ${failure.code}`);
         throw new EcsLaunchError(failure.code, `ECS refused to start ${spec.kind} worker ${spec.id} with task definition '${taskDefinition}' on cluster '${this.options.cluster}': ${failure.text}; ${failure.hint}`, { retryable: false, cause });
@@ -429,6 +460,8 @@ export class EcsWorkerLauncher implements WorkerLauncher {
       switch (failure.code) {
         case EcsLaunchErrorCode.CAPACITY_UNAVAILABLE:
           return `ECS capacity never arrived for ${who}`;
+        case EcsLaunchErrorCode.QUOTA_EXCEEDED:
+          return `the account's Fargate quota left no room for ${who}`;
         case EcsLaunchErrorCode.ENI_PROVISIONING:
           return `no network interface could be provisioned for ${who}`;
         case EcsLaunchErrorCode.THROTTLED:
@@ -466,12 +499,18 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     const providers = this.options.capacityProviders?.[task.spec.kind] ?? [];
     if (task.tokenInDoubt || task.providerIndex >= providers.length - 1) return;
     task.providerIndex++;
-    this.log.warn('no capacity from this capacity provider; the next tries use the next one', {
+    this.log.warn('no capacity or quota left with this capacity provider; the next tries use the next one', {
       workerId: task.spec.id,
       from: providers[task.providerIndex - 1],
       to: providers[task.providerIndex],
       reason: failure.text,
     });
+  }
+
+  /** The capacity provider the task's next RunTask asks; undefined with the FARGATE launch type. */
+  private providerOf(task: TrackedTask): string | undefined {
+    const providers = this.options.capacityProviders?.[task.spec.kind] ?? [];
+    return providers[Math.min(task.providerIndex, providers.length - 1)];
   }
 
   private runTaskInput(task: TrackedTask, taskDefinition: string): ConstructorParameters<typeof RunTaskCommand>[0] {
@@ -641,7 +680,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     task.clientToken = newClientToken();
     task.tokenInDoubt = false;
     // A Spot task taken back before it ran, or no capacity: the new launch asks the next provider.
-    if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE) this.fallBackToNextProvider(task, failure);
+    if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE || failure.code === EcsLaunchErrorCode.QUOTA_EXCEEDED) this.fallBackToNextProvider(task, failure);
     try {
       await sleepOn(this.options.clock, backoffDelayMs(task.attempts - 1, this.retry, this.random));
       await this.launch(task);

@@ -19,6 +19,8 @@ export interface EmulatedTaskDefinition {
   readonly env?: Readonly<Record<string, string>>;
   /** @default 'floe' */
   readonly containerName?: string;
+  /** The container's stopTimeout: how long a Spot interruption waits after SIGTERM before SIGKILL (ms). @default 30000, as ECS */
+  readonly stopTimeoutMs?: number;
 }
 
 export interface EcsEmulatorOptions {
@@ -238,6 +240,28 @@ export class EcsEmulator {
   failCapacityOf(capacityProvider: string, reason: string | null = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
     if (reason === null) this.providerCapacityFailures.delete(capacityProvider);
     else this.providerCapacityFailures.set(capacityProvider, reason);
+  }
+
+  /**
+   * RunTask with a strategy choosing this capacity provider is refused as when the account's Fargate vCPU
+   * quota for it is used up (in `failures[]`, as ECS answers it), until `failCapacityOf(provider, null)`.
+   */
+  exceedQuotaOf(capacityProvider: string): void {
+    this.failCapacityOf(capacityProvider, 'You’ve reached the limit on the number of vCPUs you can run concurrently');
+  }
+
+  /**
+   * Takes a running task back as Fargate Spot does: SIGTERM now, SIGKILL once its task definition's
+   * stopTimeout has passed; it stops with stopCode SpotInterruption and "Your Spot Task was interrupted.".
+   * Resolves with the container's exit code once it is gone.
+   */
+  async interruptSpot(taskArn: string): Promise<number | undefined> {
+    const task = this.tasks.get(taskArn);
+    if (task === undefined) throw new Error(`no task ${taskArn}`);
+    if (task.lastStatus === 'STOPPED') throw new Error(`task ${taskArn} has stopped already (${task.stoppedReason ?? 'no reason'})`);
+    const stopTimeoutMs = this.definitions.get(task.taskDefinition)?.stopTimeoutMs ?? 30_000;
+    await this.stopTask(task, 'Your Spot Task was interrupted.', 'SpotInterruption', stopTimeoutMs);
+    return task.exitCode;
   }
 
   /**
@@ -600,7 +624,7 @@ export class EcsEmulator {
     return { task: this.describe(task) };
   }
 
-  private async stopTask(task: EmulatedTask, reason: string, stopCode: string): Promise<void> {
+  private async stopTask(task: EmulatedTask, reason: string, stopCode: string, graceMs = this.stopGraceMs): Promise<void> {
     if (task.lastStatus === 'STOPPED') return;
     task.desiredStatus = 'STOPPED';
     task.stoppedReason ??= reason;
@@ -611,7 +635,7 @@ export class EcsEmulator {
       return;
     }
     child.kill('SIGTERM');
-    const force = setTimeout(() => child.kill('SIGKILL'), this.stopGraceMs);
+    const force = setTimeout(() => child.kill('SIGKILL'), graceMs);
     await task.exited;
     clearTimeout(force);
   }
