@@ -223,6 +223,44 @@ describe('DynamoDbJobStore specifics', () => {
     expect(await store.get(r.jobId)).toEqual(ended);
   });
 
+  it('an ended job a stopped writer left in the index of active jobs is taken out by the next listActive', async () => {
+    const clock = new ManualClock();
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock });
+    const r = newJobRecord(clock, { admission: undefined });
+    await store.create(r);
+    await store.update(r.jobId, { status: JobStatus.FAILED, endedAtMs: clock.now() }, 1);
+    const activeKey = async (): Promise<unknown> =>
+      (await clients.documentClient.send(new GetCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, ConsistentRead: true }))).Item![jobTable.attributes.activeKey];
+    expect(await activeKey()).toBeUndefined();
+    // As a writer that stopped between the write that ended the job and the one that takes it out leaves it.
+    await clients.documentClient.send(
+      new UpdateCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, UpdateExpression: 'SET #k = :v', ExpressionAttributeNames: { '#k': jobTable.attributes.activeKey }, ExpressionAttributeValues: { ':v': 'active' } }),
+    );
+    const live = newJobRecord(clock);
+    await store.create(live);
+    const active = (await store.listActive()).map((x) => x.jobId);
+    expect(active).toContain(live.jobId);
+    expect(active).not.toContain(r.jobId);
+    expect(await activeKey()).toBeUndefined();
+    expect(await store.get(r.jobId)).toMatchObject({ status: JobStatus.FAILED });
+  });
+
+  it('with a retention, counts an ended job until the day its record expires, and no longer', async () => {
+    const clock = new ManualClock(Date.UTC(2031, 0, 1, 12));
+    const dayMs = 24 * 3600_000;
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, endedJobRetentionMs: 2 * dayMs });
+    const before = await store.countEnded();
+    const r = newJobRecord(clock);
+    await store.create(r);
+    await store.update(r.jobId, { status: JobStatus.CANCELED, endedAtMs: clock.now() }, 1);
+    expect(await store.countEnded()).toEqual({ ...before, canceled: before.canceled + 1 });
+    // Its record expires on 3 January at 12:00: counted through that day (DynamoDB's TTL deletes it up to days later).
+    clock.advance(2 * dayMs + 11 * 3600_000);
+    expect(await store.countEnded()).toEqual({ ...before, canceled: before.canceled + 1 });
+    clock.advance(3600_000);
+    expect(await store.countEnded()).toEqual(before);
+  });
+
   it('a record written before the job-list index existed joins it at its next write', async () => {
     const clock = new ManualClock();
     const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock });
