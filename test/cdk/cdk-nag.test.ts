@@ -112,16 +112,29 @@ describe('cdk-nag AwsSolutionsChecks over the Floe app', () => {
     }
   });
 
-  it('acknowledges a wildcard resource on an execution role only for ecr:GetAuthorizationToken, the one action IAM scopes to no resource', () => {
+  it('acknowledges a wildcard resource (Resource::*) only on roles whose every such statement is the one the reason names', () => {
     for (const { resources } of Object.values(synths)) {
-      const executionRoles = Object.entries(resources)
-        .filter(([, r]) => r.Type === 'AWS::ECS::TaskDefinition')
-        .map(([, r]) => (r.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]);
-      expect(executionRoles).toHaveLength(2);
-      for (const role of executionRoles) {
+      const roleOf = (arn: unknown): string => (arn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+      const taskDefinitions = Object.values(resources).filter((r) => r.Type === 'AWS::ECS::TaskDefinition');
+      expect(taskDefinitions).toHaveLength(2);
+      const apiRole = roleOf(Object.values(resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.['Description'] === 'Floe Dispatcher: the REST API')!.Properties!['Role']);
+      const jobManagerRole = roleOf(taskDefinitions.find((td) => JSON.stringify(td.Properties!['ContainerDefinitions']).includes('jobmanager.js'))!.Properties!['TaskRoleArn']);
+      const expected: Record<string, string> = {
+        // The image pull's token: IAM scopes it to no resource.
+        ...Object.fromEntries(taskDefinitions.map((td) => [roleOf(td.Properties!['ExecutionRoleArn']), 'ecr:GetAuthorizationToken'])),
+        // ListTasks names no task: scoped by the ecs:cluster condition instead.
+        [apiRole]: 'ecs:ListTasks',
+        [jobManagerRole]: 'ecs:ListTasks',
+      };
+      const acknowledging = acknowledgementsOf(resources)
+        .filter(([, , a]) => a.id === 'AwsSolutions-IAM5' && (a.applies_to ?? []).includes('Resource::*'))
+        .map(([id, r]) => (r.Type === 'AWS::IAM::Policy' ? (r.Properties!['Roles'] as { Ref: string }[])[0]!.Ref : id));
+      expect([...new Set(acknowledging)].sort()).toEqual(Object.keys(expected).sort());
+      for (const [role, action] of Object.entries(expected)) {
         const policies = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && (r.Properties!['Roles'] as { Ref: string }[]).some((ref) => ref.Ref === role));
-        const anywhere = policies.flatMap((p) => (p.Properties!['PolicyDocument'] as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement).filter((s) => s.Resource === '*');
-        expect(anywhere.map((s) => s.Action)).toEqual(['ecr:GetAuthorizationToken']);
+        const anywhere = policies.flatMap((p) => (p.Properties!['PolicyDocument'] as { Statement: { Action: string | string[]; Resource: unknown; Condition?: unknown }[] }).Statement).filter((s) => s.Resource === '*');
+        expect(anywhere.map((s) => s.Action), role).toEqual([action]);
+        if (action === 'ecs:ListTasks') expect(anywhere[0]!.Condition, role).toMatchObject({ ArnEquals: { 'ecs:cluster': expect.anything() } });
       }
     }
   });
