@@ -67,6 +67,10 @@ describe('GET /jobs/:id/result on AWS', () => {
     const path = new URL(url).pathname;
     expect(path.startsWith(`/${cluster.emulators.bucket}/`) && path.endsWith(`jobs/${jobId}/result.json`), path).toBe(true);
     expect(new URL(url).searchParams.get('X-Amz-Signature')).toMatch(/^[0-9a-f]{64}$/);
+    // Valid for 15 minutes: the client fetches it at once.
+    expect(new URL(url).searchParams.get('X-Amz-Expires')).toBe('900');
+    expect(expiresAtMs - Date.now()).toBeGreaterThan(14 * 60_000);
+    expect(expiresAtMs - Date.now()).toBeLessThanOrEqual(15 * 60_000);
 
     // Fetched without credentials, as the client does: the whole result.
     const fetched = await fetch(url);

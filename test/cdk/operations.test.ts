@@ -8,7 +8,9 @@ import { App, Aspects, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { afterAll, describe, expect, it } from 'vitest';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import { stackPropsFromContext } from '../../cdk/lib/context.js';
+import { FloeAlarms } from '../../cdk/lib/floe-alarms.js';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { JOB_ENDED_EVENT } from '../../runtime/aws/job-metrics.js';
@@ -34,7 +36,7 @@ function synth(context: Record<string, string>): { stack: FloeStack; template: T
   return { stack, template: Template.fromStack(stack), nagErrors };
 }
 
-type Alarm = { Properties: { MetricName: string; Namespace: string; Dimensions: { Name: string; Value: unknown }[]; Threshold: number; ComparisonOperator: string; TreatMissingData: string; AlarmActions?: unknown[]; OKActions?: unknown[] } };
+type Alarm = { Properties: { Period?: number; EvaluationPeriods?: number; MetricName: string; Namespace: string; Dimensions: { Name: string; Value: unknown }[]; Threshold: number; ComparisonOperator: string; TreatMissingData: string; AlarmActions?: unknown[]; OKActions?: unknown[] } };
 
 function alarmsOf(template: Template): Alarm[] {
   return Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Alarm[];
@@ -63,7 +65,7 @@ describe('alarms', () => {
     expect(watched).toHaveLength(3);
     for (const a of alarmsOf(template)) {
       // One message, one error or one throttle is enough to fire; an idle cluster sends no data and is fine.
-      expect(a.Properties).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' });
+      expect(a.Properties).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching', Period: 300, EvaluationPeriods: 1 });
       expect(a.Properties.AlarmActions).toBeUndefined();
     }
     template.resourceCountIs('AWS::SNS::Topic', 0);
@@ -86,6 +88,20 @@ describe('alarms', () => {
     expect(policy.Properties.PolicyDocument.Statement).toEqual(expect.arrayContaining([expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]));
     expect(nagErrors).toEqual([]);
     expect(Stack.of(stack.alarms!).stackName).toBe('Floe');
+  });
+
+  it('go to a topic of your own when FloeAlarms is given one', () => {
+    const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'floe-cdk-alarms-')), builtinCloudFormationValidation: false, context: { 'aws:cdk:bundling-stacks': [] } });
+    outdirs.push(app.outdir);
+    const stack = new FloeStack(app, 'Own', { env: { account: '123456789012', region: 'us-east-1' } });
+    const topic = new sns.Topic(stack, 'OpsTopic');
+    new FloeAlarms(stack, 'MyAlarms', { cluster: stack.floe, topic });
+    const template = Template.fromStack(stack);
+    const topicRef = { Ref: stack.getLogicalId(topic.node.defaultChild as never) };
+    const alarms = alarmsOf(template);
+    expect(alarms).toHaveLength(3);
+    for (const a of alarms) expect(a.Properties.AlarmActions).toEqual([topicRef]);
+    template.resourceCountIs('AWS::SNS::Subscription', 0);
   });
 
   it('refuses an address without the flag, and a value that is not an address', () => {
