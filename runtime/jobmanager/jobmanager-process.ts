@@ -12,7 +12,7 @@
 import type { BlobStore } from '../blob/blob-store.js';
 import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, FloeError } from '../core/errors.js';
 import { JobId, randomHex, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { JobStore } from '../ha/job-store.js';
@@ -92,6 +92,25 @@ type State =
       readonly idleTimer: Timer;
     }
   | { readonly kind: 'leaving' };
+
+/**
+ * How a JobManager tells that giving a job's capacity back failed. A failure that trying again cannot mend
+ * (the role lacks a permission, the table is gone) is an error: until someone fixes it, no job that ends in
+ * a ready JobManager hands its capacity to a waiting one, and waiting jobs start only when the
+ * Dispatcher's reconciler runs. A passing failure is a warning: the reconciler gives the capacity back.
+ */
+export function capacityReleaseFailure(jobId: JobId, error: unknown): { level: 'error' | 'warn'; message: string } {
+  if (error instanceof FloeError && !error.retryable) {
+    return {
+      level: 'error',
+      message:
+        `cannot give back the capacity of job ${jobId}, and trying again will not help: ${errorMessage(error)}. ` +
+        "Jobs waiting for capacity start only when the Dispatcher's reconciler runs (on AWS the scheduled sweep) instead of at once in this JobManager; " +
+        'fix the cause (on AWS the JobManager task role needs dynamodb:GetItem, UpdateItem and PutItem on the job table, as FloeCluster grants them) and redeploy',
+    };
+  }
+  return { level: 'warn', message: `cannot give back the capacity of job ${jobId} now; the Dispatcher's reconciler will` };
+}
 
 export class JobManagerProcess {
   private state: State = { kind: 'leaving' };
@@ -239,7 +258,8 @@ export class JobManagerProcess {
         return r.released;
       },
       (error: unknown) => {
-        this.log.child({ jobId }).warn("cannot give back the job's capacity; the Dispatcher's reconciler will", { error: errorMessage(error) });
+        const failure = capacityReleaseFailure(jobId, error);
+        this.log.child({ jobId })[failure.level](failure.message, { error: errorMessage(error) });
         return false;
       },
     );
