@@ -454,8 +454,11 @@ describe('FloeCluster with its defaults', () => {
   });
 
   it('outputs the API URL, the bucket, the cluster and the secret', () => {
-    const outputs = template.toJSON()['Outputs'] as Record<string, { Value: unknown }>;
+    const outputs = template.toJSON()['Outputs'] as Record<string, { Value: unknown; Description?: string }>;
     expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'BucketName', 'ClusterName', 'SecretArn']));
+    // The secret is no user credential on AWS: its output says so instead of how to read it.
+    expect(outputs['SecretArn']!.Description).toMatch(/signs no one in/);
+    expect(outputs['SecretArn']!.Description).not.toMatch(/get-secret-value/);
     const apiId = only(resourcesOf(template, 'AWS::ApiGatewayV2::Api'), 'one HTTP API')[0];
     expect(outputs['ApiUrl']!.Value).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [apiId, 'ApiEndpoint'] }, '/']] });
     expect(outputs['BucketName']!.Value).toEqual({ Ref: only(resourcesOf(template, 'AWS::S3::Bucket'), 'bucket')[0] });
