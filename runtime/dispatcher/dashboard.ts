@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 
 export const SESSION_COOKIE = 'floe_session';
-/** A login lasts this long; then the dashboard asks for the secret again. */
+/** A login lasts this long; then the browser must sign in again (a new link, or locally the secret). */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
 /** A login link printed by the CLI works once, within this time. */
 export const LOGIN_CODE_TTL_MS = 10 * 60 * 1000;
