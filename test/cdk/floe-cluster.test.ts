@@ -245,7 +245,8 @@ describe('FloeCluster with its defaults', () => {
   it('sends the stops of JobManager tasks in this cluster to the Dispatcher function, keeping what fails in a dead-letter queue, and sweeps every minute', () => {
     const [fnId, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
     const rules = Object.entries(resourcesOf(template, 'AWS::Events::Rule'));
-    expect(rules).toHaveLength(3);
+    // JobManager stopped, capacity freed, job ended (its metrics) and the sweep.
+    expect(rules).toHaveLength(4);
     const [ruleId, rule] = rules.find(([, r]) => JSON.stringify(r.Properties!['EventPattern'] ?? '').includes('aws.ecs'))!;
     const [, sweep] = rules.find(([, r]) => r.Properties!['ScheduleExpression'] !== undefined)!;
     expect(sweep.Properties!['ScheduleExpression']).toBe('rate(1 minute)');
@@ -440,8 +441,8 @@ describe('FloeCluster with its defaults', () => {
     expect(actionsOf(lambdaRole())).not.toContain('dynamodb:Scan');
     expect(actionsOf(teRole).filter((a) => a.startsWith('ecs:') || a.startsWith('iam:'))).toEqual([]);
     // It stops what it launched by startedBy and watches nothing.
-    expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask']);
-    expect(actionsOf(jmRole).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:DescribeTasks', 'ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask']);
+    expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask', 'ecs:TagResource']);
+    expect(actionsOf(jmRole).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:DescribeTasks', 'ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask', 'ecs:TagResource']);
     // Its own log group only, and no AWS managed policy on any role.
     expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('logs:')).sort()).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
     for (const role of Object.values(resourcesOf(template, 'AWS::IAM::Role'))) expect(role.Properties!['ManagedPolicyArns']).toBeUndefined();
