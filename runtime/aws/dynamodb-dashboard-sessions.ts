@@ -25,6 +25,8 @@ const A = { key: jobTable.partitionKey.name, sessions: 'sessions', expiresAtMs: 
 /** The stored name of a token: 128 bits of its SHA-256, so the item never holds what logs in. */
 const hashOf = (token: string): string => createHash('sha256').update(token).digest('base64url').slice(0, 22);
 const newToken = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
+/** Whether `value` has the shape newToken gives: anything else is refused without a call to DynamoDB. */
+const isToken = (value: string, prefix: string): boolean => value.length === prefix.length + 43 && value.startsWith(prefix) && /^[\w-]+$/.test(value.slice(prefix.length));
 
 export interface DynamoDbDashboardSessionsOptions {
   readonly documentClient: DynamoDBDocumentClient;
@@ -99,7 +101,7 @@ export class DynamoDbDashboardSessions implements DashboardSessions {
   }
 
   async verifySession(value: string, nowMs: number): Promise<boolean> {
-    if (!value.startsWith(SESSION_PREFIX)) return false;
+    if (!isToken(value, SESSION_PREFIX)) return false;
     const out = await awsCall('DynamoDB', 'GetItem', this.resource, () =>
       this.db.send(
         new GetCommand({
@@ -132,7 +134,7 @@ export class DynamoDbDashboardSessions implements DashboardSessions {
   }
 
   async redeemLoginCode(code: string, nowMs: number): Promise<boolean> {
-    if (!code.startsWith(CODE_PREFIX)) return false;
+    if (!isToken(code, CODE_PREFIX)) return false;
     const consumed = await awsCall('DynamoDB', 'DeleteItem', this.resource, () =>
       conditionally(() =>
         this.db.send(

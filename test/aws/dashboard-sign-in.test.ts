@@ -136,6 +136,22 @@ describe('dashboard sign-in on AWS', () => {
     expect((await browser(a, '/login?code=c1.99999999999999.abc.def')).headers.get('location')).toBe('/#/login?expired');
   });
 
+  it('refuses a code or cookie of the wrong shape without asking DynamoDB', async () => {
+    // A table nothing answers for: any call to it fails.
+    const unreachable = createDynamoDbClients({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 });
+    try {
+      const sessions = new DynamoDbDashboardSessions({ documentClient: unreachable.documentClient, tableName: 'nowhere' });
+      const now = Date.now();
+      for (const wrong of ['', 'c2.short', `c2.${'a'.repeat(42)}!`, `c1.${'a'.repeat(43)}`, `c2.${'a'.repeat(44)}`]) expect(await sessions.redeemLoginCode(wrong, now)).toBe(false);
+      for (const wrong of ['', 's2.short', `s2.${'a'.repeat(42)}!`, `s1.${'a'.repeat(43)}`]) expect(await sessions.verifySession(wrong, now)).toBe(false);
+      // A well-formed one is looked up, and the failed lookup is an error naming the table, not a refusal.
+      await expect(sessions.redeemLoginCode(`c2.${'a'.repeat(43)}`, now)).rejects.toThrow(/DynamoDB DeleteItem on table nowhere failed/);
+      await expect(sessions.verifySession(`s2.${'a'.repeat(43)}`, now)).rejects.toThrow(/DynamoDB GetItem on table nowhere failed/);
+    } finally {
+      unreachable.destroy();
+    }
+  });
+
   it('a session ends after 12 hours', async () => {
     const sessions = new DynamoDbDashboardSessions({ documentClient: clients.documentClient, tableName: cluster.env['FLOE_JOB_TABLE']! });
     const now = Date.now();
