@@ -142,6 +142,31 @@ describe('IAM evaluation against the synthesized roles', () => {
     }
   });
 
+  it('evaluates a call signed with a job\'s scoped credentials against the job-data role narrowed by the session policy', async () => {
+    const model = iamModelFromTemplate(template, world);
+    expect(model.roles.has('jobdata')).toBe(true);
+    // What a JobManager passes to AssumeRole for job A: its library, its input, its own staging.
+    const policy = {
+      Version: '2012-10-17',
+      Statement: [
+        { Sid: 'Read', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [`arn:aws:s3:::${world.bucket}/floe/libraries/a.mjs`, `arn:aws:s3:::${world.bucket}/in/a/*`] },
+        { Sid: 'Stage', Effect: 'Allow', Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], Resource: [`arn:aws:s3:::${world.bucket}/out/a/.floe-staging-jobA/*`] },
+      ],
+    };
+    const sessions = new Map([['ASIAJOBA', { role: 'jobdata', policy }]]);
+    const asA = (operation: string, key: string): AwsCallRecord => ({ ...call('taskexecutor', 'S3Client', operation, { Bucket: world.bucket, Key: key }), accessKeyId: 'ASIAJOBA' });
+    const findings = await checkCalls(
+      [asA('PutObject', 'out/a/.floe-staging-jobA/att-1/part-0'), asA('GetObject', 'in/a/words.txt'), asA('PutObject', 'out/b/.floe-staging-jobB/att-1/part-0'), asA('GetObject', 'floe/libraries/b.mjs')],
+      model,
+      { sessions },
+    );
+    expect(findings.map((f) => `${f.kind} ${f.action} ${f.resource}`)).toEqual([
+      `denied s3:PutObject arn:aws:s3:::${world.bucket}/out/b/.floe-staging-jobB/att-1/part-0`,
+      `denied s3:GetObject arn:aws:s3:::${world.bucket}/floe/libraries/b.mjs`,
+    ]);
+    expect(findings[0]!.detail).toMatch(/with the session policy of the credentials used$/);
+  });
+
   it('reports an operation it cannot map and a role the template does not have, instead of passing them', async () => {
     const findings = await checkCalls([call('api', 'S3Client', 'PutBucketPolicy', { Bucket: world.bucket }), call('lambda-x', 'S3Client', 'GetObject', {})], iamModelFromTemplate(template, world));
     expect(findings.map((f) => f.kind)).toEqual(['unmapped', 'unknown-role']);

@@ -29,7 +29,7 @@ export interface IamWorld {
 }
 
 /** The role labels processes record their calls under (FLOE_AWS_CALL_LOG_ROLE). */
-export const IamRoleLabel = { api: 'api', jobmanager: 'jobmanager', taskexecutor: 'taskexecutor' } as const;
+export const IamRoleLabel = { api: 'api', jobmanager: 'jobmanager', taskexecutor: 'taskexecutor', jobData: 'jobdata' } as const;
 export type IamRoleLabel = (typeof IamRoleLabel)[keyof typeof IamRoleLabel];
 
 interface ModelStatement {
@@ -215,6 +215,10 @@ export function iamModelFromTemplate(template: Json, world: IamWorld): ClusterIa
     [IamRoleLabel.jobmanager, roleModel(IamRoleLabel.jobmanager, jmTd[1]['TaskRoleArn'])],
     [IamRoleLabel.taskexecutor, roleModel(IamRoleLabel.taskexecutor, teTd[1]['TaskRoleArn'])],
   ]);
+  // The role a JobManager assumes to vend its job's tasks scoped S3 credentials: the one its task role alone may assume.
+  const jmRoleId = (jmTd[1]['TaskRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  const jobData = ofType('AWS::IAM::Role').filter(([, p]) => JSON.stringify(p['AssumeRolePolicyDocument'] ?? {}).includes(`"${jmRoleId}"`));
+  if (jobData.length > 0) roles.set(IamRoleLabel.jobData, roleModel(IamRoleLabel.jobData, { 'Fn::GetAtt': [only(jobData, 'job-data role')[0], 'Arn'] }));
   const passedRoles = new Map<string, string[]>(
     [jmTd, teTd].map(([, p]) => [
       families.get(p['Family'] as string)!,
@@ -349,6 +353,14 @@ export function iamRequestsOf(call: AwsCallRecord, model: ClusterIamModel): IamR
   }
 }
 
+/** Credentials from STS AssumeRole with a session policy: their calls are the assumed role's, narrowed by the policy. */
+export interface IamSession {
+  /** The role label of the assumed role, e.g. 'jobdata'. */
+  readonly role: string;
+  /** The session policy document passed to AssumeRole. */
+  readonly policy: Json;
+}
+
 /**
  * A test harness's own calls, made under a role label of their own (`<role>+<variant>`), that a deployed
  * process never makes: not checked, with the reason.
@@ -380,7 +392,7 @@ function globMatches(pattern: string, value: string): boolean {
 
 const hasWildcard = (text: string): boolean => /[*?]/.test(text);
 
-async function simulate(role: RoleModel, statements: ModelStatement[], request: IamRequest, world: IamWorld): Promise<{ allowed: boolean; detail: string }> {
+async function simulate(role: RoleModel, statements: ModelStatement[], request: IamRequest, world: IamWorld, sessionPolicy?: Json): Promise<{ allowed: boolean; detail: string }> {
   const policy = {
     Version: '2012-10-17',
     Statement: statements.map((s) => ({ Sid: s.sid, Effect: s.effect, Action: s.actions, Resource: s.resources, ...(s.condition !== undefined ? { Condition: s.condition } : {}) })),
@@ -389,6 +401,7 @@ async function simulate(role: RoleModel, statements: ModelStatement[], request: 
     {
       request: { principal: role.roleArn, action: request.action, resource: { resource: request.resource, accountId: world.account }, contextVariables: request.context },
       identityPolicies: [{ name: role.logicalId, policy }],
+      ...(sessionPolicy !== undefined ? { sessionPolicy } : {}),
       serviceControlPolicies: [],
       resourceControlPolicies: [],
     },
@@ -410,7 +423,7 @@ function acknowledgedWildcards(role: RoleModel, statement: ModelStatement, reque
  * Every finding over `calls`: calls denied to the role that made them, calls allowed only through an
  * unacknowledged wildcard, operations the mapper does not know, roles the template does not have.
  */
-export async function checkCalls(calls: readonly AwsCallRecord[], model: ClusterIamModel, options: { exemptions?: readonly IamExemption[] } = {}): Promise<IamFinding[]> {
+export async function checkCalls(calls: readonly AwsCallRecord[], model: ClusterIamModel, options: { exemptions?: readonly IamExemption[]; sessions?: ReadonlyMap<string, IamSession> } = {}): Promise<IamFinding[]> {
   const findings = new Map<string, IamFinding>();
   const add = (f: Omit<IamFinding, 'calls'>): void => {
     const key = JSON.stringify([f.kind, f.role, f.operation, f.action, f.resource]);
@@ -419,8 +432,10 @@ export async function checkCalls(calls: readonly AwsCallRecord[], model: Cluster
   };
   const verdicts = new Map<string, Omit<IamFinding, 'calls' | 'operation'> | undefined>();
   for (const call of calls) {
+    // A call signed with scoped session credentials is the assumed role's, narrowed by the session policy.
+    const session = call.accessKeyId !== undefined ? options.sessions?.get(call.accessKeyId) : undefined;
     // 'api+watch': the api role, recorded apart for a test-only behaviour (see IamExemption).
-    const role = model.roles.get(call.role.split('+')[0]!);
+    const role = model.roles.get(session?.role ?? call.role.split('+')[0]!);
     if (role === undefined) {
       add({ kind: 'unknown-role', role: call.role, operation: `${call.client} ${call.operation}`, detail: `no role labelled '${call.role}' in the template (known: ${[...model.roles.keys()].join(', ')})` });
       continue;
@@ -435,8 +450,8 @@ export async function checkCalls(calls: readonly AwsCallRecord[], model: Cluster
     }
     for (const request of requests) {
       if (options.exemptions?.some((e) => e.role === call.role && e.action === request.action)) continue;
-      const key = JSON.stringify([call.role, request]);
-      if (!verdicts.has(key)) verdicts.set(key, await verdictOf(role, request, model.world));
+      const key = JSON.stringify([call.role, call.accessKeyId, request]);
+      if (!verdicts.has(key)) verdicts.set(key, await verdictOf(role, request, model.world, session?.policy));
       const verdict = verdicts.get(key);
       if (verdict !== undefined) add({ ...verdict, operation: `${call.client} ${call.operation}` });
     }
@@ -444,17 +459,17 @@ export async function checkCalls(calls: readonly AwsCallRecord[], model: Cluster
   return [...findings.values()];
 }
 
-async function verdictOf(role: RoleModel, request: IamRequest, world: IamWorld): Promise<Omit<IamFinding, 'calls' | 'operation'> | undefined> {
-  const overall = await simulate(role, role.statements, request, world);
+async function verdictOf(role: RoleModel, request: IamRequest, world: IamWorld, sessionPolicy?: Json): Promise<Omit<IamFinding, 'calls' | 'operation'> | undefined> {
+  const overall = await simulate(role, role.statements, request, world, sessionPolicy);
   const base = { role: role.label, action: request.action, resource: request.resource };
-  if (!overall.allowed) return { ...base, kind: 'denied', detail: `${overall.detail} for role ${role.logicalId}` };
+  if (!overall.allowed) return { ...base, kind: 'denied', detail: `${overall.detail} for role ${role.logicalId}${sessionPolicy !== undefined ? ' with the session policy of the credentials used' : ''}` };
   // Which Allow statements allow it on their own, and whether one of them needs no unacknowledged wildcard.
   const allowing: ModelStatement[] = [];
   for (const statement of role.statements) {
     if (statement.effect !== 'Allow') continue;
     if (!statement.actions.some((a) => globMatches(a.toLowerCase(), request.action.toLowerCase()))) continue;
     if (!statement.resources.some((r) => globMatches(r, request.resource))) continue;
-    if ((await simulate(role, [statement], request, world)).allowed) allowing.push(statement);
+    if ((await simulate(role, [statement], request, world, sessionPolicy)).allowed) allowing.push(statement);
   }
   if (allowing.some((s) => acknowledgedWildcards(role, s, request))) return undefined;
   const through = allowing.map((s) => `${s.actions.join(',')} on ${s.nagResources.join(', ')}`).join('; ');
