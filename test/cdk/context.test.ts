@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stackPropsFromContext } from '../../cdk/lib/context.js';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
+import { ecrImageLocation } from '../../cdk/lib/image.js';
 
 const from = (context: Record<string, unknown>) => stackPropsFromContext((key) => context[key]);
 
@@ -54,7 +55,7 @@ describe('the CDK app context', () => {
   it('grants the execution roles pull on the private ECR repository of a floe:image URI, and runs that exact image', () => {
     const uri = '123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/floe:1.2.3';
     const { stackName, ...stackProps } = from({ 'floe:image': uri });
-    const template = Template.fromStack(new FloeStack(new App({ outdir }), stackName, stackProps));
+    const template = Template.fromStack(new FloeStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), stackName, stackProps));
     const resources = template.toJSON()['Resources'] as Record<string, { Type: string; Properties: Record<string, unknown> }>;
     const taskDefinitions = Object.values(resources).filter((r) => r.Type === 'AWS::ECS::TaskDefinition');
     expect(taskDefinitions).toHaveLength(2);
@@ -69,6 +70,8 @@ describe('the CDK app context', () => {
       expect(granted).toContainEqual(expect.objectContaining({ Action: 'ecr:GetAuthorizationToken', Resource: '*' }));
     }
     expect(() => from({ 'floe:image': '123456789012.dkr.ecr.eu-west-1.amazonaws.com' })).toThrow(/expected <account>\.dkr\.ecr\.<region>\.amazonaws\.com\/<repository>/);
+    expect(ecrImageLocation(`123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/floe@sha256:${'ab'.repeat(32)}`)).toEqual({ account: '123456789012', region: 'eu-west-1', repositoryName: 'team/floe' });
+    expect(ecrImageLocation('public.ecr.aws/example/floe:1.2.3')).toBeUndefined();
   });
 
   it('reserves the Dispatcher function\'s concurrency only when floe:apiReservedConcurrency asks', () => {
