@@ -319,10 +319,12 @@ export class JobMaster implements JobMasterGateway {
       if (tm === undefined || tm.leaving !== undefined) return;
       tm.leaving = typeof cause === 'string' ? cause : 'it was asked to stop';
       const slots = this.slotPool.releaseTaskManager(resourceId).map((s) => s.allocationId);
-      if (this.terminated) return;
-      this.log.warn('TaskExecutor leaving; moving its tasks elsewhere', { resourceId, cause: tm.leaving, slots: slots.length });
-      this.scheduler.taskManagerLeaving(resourceId, tm.leaving, slots);
-      // Its slots go back at once (their tasks stop); it stays registered and serves its finished partitions.
+      if (!this.terminated) {
+        this.log.warn('TaskExecutor leaving; moving its tasks elsewhere', { resourceId, cause: tm.leaving, slots: slots.length });
+        this.scheduler.taskManagerLeaving(resourceId, tm.leaving, slots);
+      }
+      // Its slots go back at once (their tasks stop), also after the job ended, so it is not held up by
+      // frees still on their way; it stays registered and serves its finished partitions.
       if (slots.length > 0) tm.gateway.freeSlots(slots, `the TaskExecutor is leaving: ${tm.leaving}`, this.deps.fencingToken).catch(() => undefined);
     });
   }
