@@ -9,6 +9,7 @@ import { createDynamoDbClients, type DynamoDbClients } from '../../runtime/aws/c
 import { DynamoDbDashboardSessions } from '../../runtime/aws/dynamodb-dashboard-sessions.js';
 import { main } from '../../runtime/cli/main.js';
 import { LOGIN_CODE_TTL_MS, SESSION_TTL_MS } from '../../runtime/dispatcher/dashboard.js';
+import { describeDashboardSessionsContract } from '../contracts/dashboard-sessions.contract.js';
 import { AWS_TEST_API_IAM, AWS_TEST_SECRET, startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';
 
 let cluster: AwsTestCluster;
@@ -69,6 +70,16 @@ async function signIn(front: AwsFront): Promise<string> {
   expect(res.headers.get('location')).toBe('/');
   return cookieOf(res)!;
 }
+
+// Two handles on the one table, as two Lambda containers are.
+describeDashboardSessionsContract(
+  'DynamoDbDashboardSessions',
+  async () => {
+    const [one, other] = [0, 1].map(() => new DynamoDbDashboardSessions({ documentClient: clients.documentClient, tableName: cluster.env['FLOE_JOB_TABLE']! }));
+    return { one: one!, other: other! };
+  },
+  { codesAcrossHandles: true },
+);
 
 describe('dashboard sign-in on AWS', () => {
   it('`floe dashboard` prints a one-time link that works once across two Lambda containers', async () => {
