@@ -826,8 +826,10 @@ export class FloeCluster extends Construct {
       // Injected by ECS at start; the task definition holds only the secret's ARN.
       secrets: { [FloeEnv.SECRET]: ecs.Secret.fromSecretsManager(this.secret) },
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.taskLogGroup, streamPrefix: id.toLowerCase() }),
-      // The process releases its leases and stops its children on SIGTERM; give it time to.
-      stopTimeout: Duration.seconds(30),
+      // A JobManager releases its leases and stops its children on SIGTERM. A TaskExecutor drains (its
+      // tasks move, its partitions are read; 'taskmanager.drain.timeout' 110 s): Fargate's longest, the
+      // two minutes a Spot interruption gives.
+      stopTimeout: Duration.seconds(id === 'TaskExecutor' ? 120 : 30),
     });
     NagSuppressions.addResourceSuppressions(td, [
       {
