@@ -1,13 +1,16 @@
-// Per-job CloudWatch metrics: when a job ends, its JobManager task puts a job-ended event on the cluster's
-// bus, and the Dispatcher function (the deployed handler) writes one line in embedded metric format on
-// its stdout, which CloudWatch parses into metrics. The line is checked as CloudWatch reads it, and its
-// values against the job's own figures.
+// Operations on the AWS backend (emulators). Per-job CloudWatch metrics: when a job ends, its JobManager
+// task puts a job-ended event on the cluster's bus, and the Dispatcher function (the deployed handler)
+// writes one line in embedded metric format on its stdout, which CloudWatch parses into metrics; the line
+// is checked as CloudWatch reads it, and its values against the job's own figures. Task tags: the
+// JobManager and TaskExecutor tasks of a job carry its id, read back with ListTagsForResource.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from 'aws-lambda';
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
 import { loadJobDefinition } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
+import { ListTagsForResourceCommand } from '@aws-sdk/client-ecs';
+import { createEcsClient } from '../../runtime/aws/ecs-worker-launcher.js';
 import { JOB_ENDED_EVENT, jobMetricsLine } from '../../runtime/aws/job-metrics.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { waitFor } from '../support/cluster-processes.js';
@@ -126,6 +129,27 @@ describe('per-job metrics in embedded metric format', () => {
     expect(metrics.some((m) => 'JobId' in m.dimensions)).toBe(false);
     // Once per job: one event for it on the bus.
     expect(delivered.filter((e) => e['detail-type'] === JOB_ENDED_EVENT.detailType && (e.detail as { jobId?: string }).jobId === jobId)).toHaveLength(1);
+  });
+
+  it("tags the job's JobManager and TaskExecutor tasks with the cluster, the job and their role", async () => {
+    const clusterName = cluster.env['FLOE_ECS_CLUSTER']!;
+    const jobId = await runToEnd(100);
+    const ecs = createEcsClient({ region: cluster.ecs.region, endpoint: cluster.ecs.endpoint, credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    const tagged = await Promise.all(
+      cluster.ecs.taskSummaries().map(async (t) => {
+        const { tags } = await ecs.send(new ListTagsForResourceCommand({ resourceArn: t.arn }));
+        return Object.fromEntries((tags ?? []).map((tag) => [tag.key, tag.value]));
+      }),
+    );
+    ecs.destroy();
+    const ofJob = tagged.filter((tags) => tags['floe:job'] === jobId);
+    // The Dispatcher started its JobManager; the JobManager's ResourceManager started its TaskExecutors.
+    expect(ofJob.filter((tags) => tags['floe:role'] === 'jobmanager')).toEqual([{ 'floe:cluster': clusterName, 'floe:job': jobId, 'floe:role': 'jobmanager' }]);
+    const taskExecutors = ofJob.filter((tags) => tags['floe:role'] === 'taskexecutor');
+    expect(taskExecutors.length).toBeGreaterThan(0);
+    for (const tags of taskExecutors) expect(tags).toEqual({ 'floe:cluster': clusterName, 'floe:job': jobId, 'floe:role': 'taskexecutor' });
+    // Every task the cluster started carries the three tags.
+    for (const tags of tagged) expect(Object.keys(tags).sort()).toEqual(['floe:cluster', 'floe:job', 'floe:role']);
   });
 
   it('refuses an event whose detail is not a job\'s figures, so it is retried and kept, not written', async () => {
