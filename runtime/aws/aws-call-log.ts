@@ -29,6 +29,8 @@ export interface AwsCallRecord {
   readonly input: Record<string, unknown>;
   /** The access key the call is signed with, when the client was given one (a scoped session's). */
   readonly accessKeyId?: string;
+  /** AssumeRole: the access key of the session it answered with, whose calls its session policy narrows. */
+  readonly issuedAccessKeyId?: string;
 }
 
 export function callLogTargetFromEnv(env: NodeJS.ProcessEnv): AwsCallLogTarget | undefined {
@@ -94,7 +96,7 @@ export function recordAwsCalls<C>(client: C, target: AwsCallLogTarget | undefine
   const file = join(target.dir, `${target.role}-${process.pid}.jsonl`);
   (client as unknown as MiddlewareClient).middlewareStack.add(
     (next, context) => async (args) => {
-      const record: AwsCallRecord = {
+      let record: AwsCallRecord = {
         role: target.role,
         pid: process.pid,
         client: context.clientName ?? 'unknown',
@@ -102,6 +104,17 @@ export function recordAwsCalls<C>(client: C, target: AwsCallLogTarget | undefine
         input: iamRelevantInput(args.input as Record<string, unknown>),
         ...(accessKeyId !== undefined ? { accessKeyId } : {}),
       };
+      if (record.operation === 'AssumeRole') {
+        // Recorded once answered, with the session's key, so the calls made with it can be told apart.
+        try {
+          const result = await next(args);
+          const issued = (result as { output?: { Credentials?: { AccessKeyId?: string } } }).output?.Credentials?.AccessKeyId;
+          if (issued !== undefined) record = { ...record, issuedAccessKeyId: issued };
+          return result;
+        } finally {
+          appendFileSync(file, JSON.stringify(record) + '\n');
+        }
+      }
       // Synchronous, so a process that ends right after a call still leaves its record.
       appendFileSync(file, JSON.stringify(record) + '\n');
       return next(args);

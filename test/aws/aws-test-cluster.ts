@@ -169,7 +169,7 @@ const WATCHING_API_ROLE = 'api+watch';
 
 /** The IAM check of every call recorded in `dir`, against the stack synthesized for the emulators' names; '' when all pass. */
 async function iamProblemsOf(dir: string, names: { tables: { leaseTable: string; jobTable: string }; bucket: string; region: string }): Promise<string> {
-  const { checkCalls, formatFindings, iamModelFromTemplate, readCallLog, synthesizeFloeTemplate } = await import('./iam-check.js');
+  const { checkCalls, formatFindings, iamModelFromTemplate, readCallLog, sessionsOf, synthesizeFloeTemplate } = await import('./iam-check.js');
   const calls = readCallLog(dir);
   if (calls.length === 0) return 'no AWS call was recorded: FLOE_AWS_CALL_LOG did not reach the processes';
   const world = {
@@ -177,5 +177,6 @@ async function iamProblemsOf(dir: string, names: { tables: { leaseTable: string;
     cluster: 'floe-e2e', taskDefinitions: { jobmanager: 'floe-jobmanager', taskexecutor: 'floe-taskexecutor' }, eventBus: AWS_TEST_EVENT_BUS,
   };
   const exemptions = [{ role: WATCHING_API_ROLE, action: 'ecs:DescribeTasks', why: 'it watches its JobManager tasks in place of the task-stopped events a deployed function gets' }];
-  return formatFindings(await checkCalls(calls, iamModelFromTemplate(synthesizeFloeTemplate(world.account, world.region), world), { exemptions }));
+  const model = iamModelFromTemplate(synthesizeFloeTemplate(world.account, world.region), world);
+  return formatFindings(await checkCalls(calls, model, { exemptions, sessions: sessionsOf(calls, model) }));
 }

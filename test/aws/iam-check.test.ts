@@ -1,14 +1,18 @@
 // The IAM check over recorded calls: the mapper from SDK calls to IAM requests, the evaluation against the
 // synthesized roles, the wildcard rule, and the call record itself on a real SDK client.
 import { ListTasksCommand } from '@aws-sdk/client-ecs';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsCallLogEnv, type AwsCallRecord } from '../../runtime/aws/aws-call-log.js';
+import { baseClientOptions, withCallLog } from '../../runtime/aws/clients.js';
 import { createEcsClient } from '../../runtime/aws/ecs-worker-launcher.js';
 import { EcsEmulator } from './ecs-emulator.js';
-import { checkCalls, formatFindings, iamModelFromTemplate, iamRequestsOf, readCallLog, synthesizeFloeTemplate, type IamWorld } from './iam-check.js';
+import { checkCalls, formatFindings, iamModelFromTemplate, iamRequestsOf, readCallLog, sessionsOf, synthesizeFloeTemplate, type IamWorld } from './iam-check.js';
 
 const world: IamWorld = {
   account: '000000000000',
@@ -197,6 +201,38 @@ describe('the AWS call record', () => {
     } finally {
       recorded.destroy();
       plain.destroy();
+    }
+  });
+
+  it('records the key of the session an AssumeRole answered with, so the session\'s calls are checked against its role and policy', async () => {
+    // STS's Query API answering AssumeRole, as far as the SDK reads it.
+    const sts = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/xml' });
+        res.end(
+          '<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials><AccessKeyId>ASIASCOPEDJOBA</AccessKeyId>' +
+            '<SecretAccessKey>s</SecretAccessKey><SessionToken>t</SessionToken><Expiration>2030-01-01T00:00:00Z</Expiration></Credentials>' +
+            '<AssumedRoleUser><Arn>arn:aws:sts::000000000000:assumed-role/r/job-a</Arn><AssumedRoleId>AROAEXAMPLE:job-a</AssumedRoleId></AssumedRoleUser></AssumeRoleResult></AssumeRoleResponse>',
+        );
+      });
+    });
+    await new Promise<void>((resolve) => sts.listen(0, '127.0.0.1', resolve));
+    const own = mkdtempSync(join(tmpdir(), 'floe-call-log-sts-'));
+    const config = { region: 'us-east-1', endpoint: `http://127.0.0.1:${(sts.address() as AddressInfo).port}`, credentials: { accessKeyId: 'AKIDJM', secretAccessKey: 's' }, callLog: { dir: own, role: 'jobmanager' } };
+    const client = withCallLog(new STSClient(baseClientOptions(config)), config);
+    try {
+      const model = iamModelFromTemplate(template, world);
+      const policy = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: ['s3:GetObject'], Resource: [`arn:aws:s3:::${world.bucket}/in/a/*`] }] };
+      const answer = await client.send(new AssumeRoleCommand({ RoleArn: model.roles.get('jobdata')!.roleArn, RoleSessionName: 'job-a', Policy: JSON.stringify(policy) }));
+      expect(answer.Credentials?.AccessKeyId).toBe('ASIASCOPEDJOBA');
+      const calls = readCallLog(own);
+      expect(calls.map((c) => [c.operation, c.issuedAccessKeyId])).toEqual([['AssumeRole', 'ASIASCOPEDJOBA']]);
+      expect(sessionsOf(calls, model)).toEqual(new Map([['ASIASCOPEDJOBA', { role: 'jobdata', policy }]]));
+    } finally {
+      client.destroy();
+      await new Promise<void>((resolve) => sts.close(() => resolve()));
+      rmSync(own, { recursive: true, force: true });
     }
   });
 });

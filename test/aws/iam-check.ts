@@ -476,6 +476,24 @@ async function verdictOf(role: RoleModel, request: IamRequest, world: IamWorld, 
   return { ...base, kind: 'wildcard-unacknowledged', detail: `allowed only by a wildcard that no AwsSolutions-IAM5 acknowledgement of role ${role.logicalId} names: ${through}` };
 }
 
+/**
+ * The scoped sessions the recorded AssumeRole calls opened: each issued key, the role it assumed (by the
+ * model's role ARNs) and its session policy. A session of a role the template lacks is left out, and its
+ * calls are checked as their process's own role's.
+ */
+export function sessionsOf(calls: readonly AwsCallRecord[], model: ClusterIamModel): Map<string, IamSession> {
+  const sessions = new Map<string, IamSession>();
+  for (const c of calls) {
+    if (c.operation !== 'AssumeRole' || c.issuedAccessKeyId === undefined) continue;
+    const role = [...model.roles.values()].find((r) => r.roleArn === c.input['RoleArn'] || r.logicalId === String(c.input['RoleArn']).split('/').pop());
+    if (role === undefined) continue;
+    const policy = typeof c.input['Policy'] === 'string' ? (JSON.parse(c.input['Policy']) as Json) : undefined;
+    // Without a session policy the session has the whole role.
+    sessions.set(c.issuedAccessKeyId, { role: role.label, policy: policy ?? { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: '*', Resource: '*' }] } });
+  }
+  return sessions;
+}
+
 /** The findings, one per line, readable in a test failure. */
 export function formatFindings(findings: readonly IamFinding[]): string {
   return findings
