@@ -326,8 +326,9 @@ export interface JobStore {
    */
   listActive(): Promise<JobRecord[]>;
   /**
-   * How many stored jobs ended in each terminal status. Kept in the same atomic step as the status
-   * change, so it never counts a job twice or misses one, and costs the same whatever the store holds.
+   * How many stored jobs ended in each terminal status, never counting a job twice or missing one. On
+   * DynamoDB, counters kept in the same transaction as the write that ends a job: one read, whatever the
+   * store holds.
    * A store whose ended records expire (DynamoDB's retention) counts those whose retention runs out
    * today (UTC) or later; `delete` does not change it.
    */
