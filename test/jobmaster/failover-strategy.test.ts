@@ -72,6 +72,23 @@ describe('pipelined-region failover', () => {
     expect(graph.executions).toHaveLength(4);
   });
 
+  it('restarts what a leaving TaskExecutor ran without asking the restart strategy or counting a restart', () => {
+    const { plan, strategy } = setup([v('a'), v('b')], [e('a', 'b', 'pipelined')]);
+    // A strategy that allows no restart at all: only a failure it is not asked about can restart.
+    const handler = new ExecutionFailureHandler(strategy, createRestartStrategy({ type: 'none' }), new ManualClock());
+    const leaving = { code: 'TASK_EXECUTOR_LEAVING', message: 'TaskExecutor te-1 is leaving (SIGTERM)', retryable: true };
+    for (let i = 0; i < 3; i++) {
+      const moved = handler.getFailureHandlingResult([plan.regionOf('b')], leaving);
+      expect(moved).toMatchObject({ canRestart: true, restartDelayMs: 0, platformCaused: true });
+      expect(moved.regions.map((r) => r.index)).toEqual([0]);
+    }
+    expect(handler.numberOfRestarts).toBe(0);
+    // The job's own failure still meets the strategy it chose.
+    const own = handler.getFailureHandlingResult([plan.regionOf('b')], { code: 'USER_CODE', message: 'boom', retryable: false });
+    expect(own.canRestart).toBe(false);
+    expect(own.platformCaused).toBeUndefined();
+  });
+
   it('keeps the attempts of a subtask: a new attempt is the only one updates are taken from', () => {
     const { graph } = setup([v('a', 1)], []);
     const ev = graph.executionVertices[0]!;
