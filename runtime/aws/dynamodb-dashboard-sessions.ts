@@ -67,14 +67,14 @@ export class DynamoDbDashboardSessions implements DashboardSessions {
       const added = await awsCall('DynamoDB', 'UpdateItem', this.resource, () =>
         conditionally(() =>
           this.db.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { [A.key]: SESSIONS_KEY },
-            UpdateExpression: `SET #s.#new = :at${expired.length > 0 ? ` REMOVE ${expired.map((_, i) => `#s.#old${i}`).join(', ')}` : ''}`,
-            ConditionExpression: 'attribute_exists(#s)',
-            ExpressionAttributeNames: { '#s': A.sessions, '#new': hashOf(token), ...Object.fromEntries(expired.map((hash, i) => [`#old${i}`, hash])) },
-            ExpressionAttributeValues: { ':at': expiresAtMs },
-          }),
+            new UpdateCommand({
+              TableName: this.table,
+              Key: { [A.key]: SESSIONS_KEY },
+              UpdateExpression: `SET #s.#new = :at${expired.length > 0 ? ` REMOVE ${expired.map((_, i) => `#s.#old${i}`).join(', ')}` : ''}`,
+              ConditionExpression: 'attribute_exists(#s)',
+              ExpressionAttributeNames: { '#s': A.sessions, '#new': hashOf(token), ...Object.fromEntries(expired.map((hash, i) => [`#old${i}`, hash])) },
+              ExpressionAttributeValues: { ':at': expiresAtMs },
+            }),
           ),
         ),
       );
@@ -83,12 +83,12 @@ export class DynamoDbDashboardSessions implements DashboardSessions {
       const created = await awsCall('DynamoDB', 'PutItem', this.resource, () =>
         conditionally(() =>
           this.db.send(
-          new PutCommand({
-            TableName: this.table,
-            Item: { [A.key]: SESSIONS_KEY, [A.sessions]: { [hashOf(token)]: expiresAtMs } },
-            ConditionExpression: 'attribute_not_exists(#k)',
-            ExpressionAttributeNames: { '#k': A.key },
-          }),
+            new PutCommand({
+              TableName: this.table,
+              Item: { [A.key]: SESSIONS_KEY, [A.sessions]: { [hashOf(token)]: expiresAtMs } },
+              ConditionExpression: 'attribute_not_exists(#k)',
+              ExpressionAttributeNames: { '#k': A.key },
+            }),
           ),
         ),
       );

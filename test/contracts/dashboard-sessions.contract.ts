@@ -55,14 +55,15 @@ export function describeDashboardSessionsContract(
 
     it('when it can revoke, ends every session on every handle, and takes new ones after', async () => {
       const { one, other } = await factory();
-      if (one.revokeAll === undefined) {
+      const revokeAll = other.revokeAll;
+      if (one.revokeAll === undefined || revokeAll === undefined) {
         // Sessions that cannot be revoked say so by having no revokeAll: the REST router then answers 404.
-        expect(other.revokeAll).toBeUndefined();
+        expect([one.revokeAll, other.revokeAll]).toEqual([undefined, undefined]);
         return;
       }
       const now = start();
       const sessions = [await one.createSession(now), await other.createSession(now)];
-      await other.revokeAll();
+      await revokeAll();
       for (const s of sessions) {
         expect(await one.verifySession(s.value, now)).toBe(false);
         expect(await other.verifySession(s.value, now)).toBe(false);
