@@ -823,8 +823,9 @@ export class FloeCluster extends Construct {
       image: spec.image,
       command: spec.command,
       environment: spec.environment,
-      // Injected by ECS at start; the task definition holds only the secret's ARN.
-      secrets: { [FloeEnv.SECRET]: ecs.Secret.fromSecretsManager(this.secret) },
+      // The JobManager's only: injected by ECS at start (the task definition holds only the secret's ARN).
+      // A TaskExecutor runs user code and never gets it: its own key comes with its launch.
+      ...(id === 'JobManager' ? { secrets: { [FloeEnv.SECRET]: ecs.Secret.fromSecretsManager(this.secret) } } : {}),
       logging: ecs.LogDrivers.awsLogs({ logGroup: this.taskLogGroup, streamPrefix: id.toLowerCase() }),
       // A JobManager releases its leases and stops its children on SIGTERM. A TaskExecutor drains (its
       // tasks move, its partitions are read; 'taskmanager.drain.timeout' 110 s): Fargate's longest, the

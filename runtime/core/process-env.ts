@@ -4,8 +4,16 @@ import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 export const ProcessEnv = {
   /** Embedded backend: folder holding floe.db (SQLite), blobs/ and logs/. */
   STATE_DIR: 'FLOE_STATE_DIR',
-  /** Per-cluster secret; every RPC and REST call carries it. */
+  /**
+   * Per-cluster secret, for the processes that hold it (Dispatcher, JobManager): REST calls and their RPCs
+   * carry it. Never given to a TaskExecutor.
+   */
   SECRET: 'FLOE_SECRET',
+  /**
+   * A TaskExecutor's own key (HMAC of the cluster secret over its resource id, core/cluster-keys.ts): its
+   * RPC identity. The TaskExecutor removes it from its environment at start.
+   */
+  TASK_EXECUTOR_KEY: 'FLOE_TASK_EXECUTOR_KEY',
   JOB_ID: 'FLOE_JOB_ID',
   /** The worker's id, which becomes its ResourceId. */
   RESOURCE_ID: 'FLOE_RESOURCE_ID',

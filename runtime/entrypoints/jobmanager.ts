@@ -65,7 +65,7 @@ async function openBackend(): Promise<Backend> {
       // A TaskExecutor's own folder (see entrypoints/taskexecutor.ts): gone with it, even when it was killed.
       scratchDirOf: (spec) => taskExecutorWorkDir(stateDir, spec.id),
     }),
-    workerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret },
+    workerEnv: { [ProcessEnv.STATE_DIR]: stateDir },
     ...embeddedHosts(),
     close: () => services.close(),
   };
@@ -89,11 +89,12 @@ const jobManager = new JobManagerProcess({
   blobStore: services.blobStore,
   launcher,
   workerEnv: (job, jobConfig) => ({
-    // On AWS the secret comes with the task definition, not with the worker's overrides.
+    // No cluster secret: the ResourceManager hands each TaskExecutor its own key instead.
     ...services.workerEnv,
     [ProcessEnv.JOB_ID]: job,
     [CONFIG_ENV]: configToEnv(jobConfig),
   }),
+  clusterSecret: secret,
   clock: systemClock,
   logger,
   capacityNotices,

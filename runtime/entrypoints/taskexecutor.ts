@@ -19,10 +19,12 @@ import { TaskExecutor } from '../taskexecutor/task-executor.js';
 installParentWatch();
 // Locally, stdout and stderr share one log file; `floe logs` tells user code's stderr lines by their tag.
 if (backendOf() === 'embedded') tagStderrLines();
-const secret = requireEnv(ProcessEnv.SECRET);
-// User code runs in this process's worker threads and may read process.env: the secret leaves it here,
-// before any worker starts (the slot workers also get an environment without it: slot-worker-handle.ts).
-delete process.env[ProcessEnv.SECRET];
+// A TaskExecutor never holds the cluster secret: its own key, handed over at launch with its id, is its
+// identity (core/cluster-keys.ts). User code runs in this process's worker threads and may read
+// process.env: the key leaves it here, before any worker starts (the slot workers also get an environment
+// without it: slot-worker-handle.ts). /proc/self/environ keeps it; it names this TaskExecutor only.
+const ownKey = requireEnv(ProcessEnv.TASK_EXECUTOR_KEY);
+delete process.env[ProcessEnv.TASK_EXECUTOR_KEY];
 const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
 const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));
 const config = configFromEnv();
@@ -56,13 +58,12 @@ async function openBackend(): Promise<Backend> {
 }
 
 const services = await openBackend();
-const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
+const rpc = await HttpRpcService.start({ taskExecutor: { resourceId, key: ownKey }, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
 const taskExecutor = await TaskExecutor.start({
   resourceId,
   jobId,
   config,
   rpc,
-  secret,
   leaseStore: services.leaseStore,
   blobStore: services.blobStore,
   workDir: services.workDir,

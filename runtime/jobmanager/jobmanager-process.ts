@@ -35,6 +35,8 @@ export interface JobManagerProcessDeps {
   readonly launcher: WorkerLauncher;
   /** Environment of every TaskExecutor, per job (the job id and its config are added by the caller). */
   workerEnv(jobId: JobId, config: FloeConfig): Readonly<Record<string, string>>;
+  /** The cluster secret; it stays in this process (the ResourceManager derives the TaskExecutors' keys from it). */
+  readonly clusterSecret: string;
   readonly clock: Clock;
   readonly logger: Logger;
   /**
@@ -222,6 +224,7 @@ export class JobManagerProcess {
       blobStore: this.deps.blobStore,
       launcher: this.deps.launcher,
       workerEnv: this.deps.workerEnv(jobId, config),
+      clusterSecret: this.deps.clusterSecret,
       clock: this.deps.clock,
       logger: this.deps.logger.child({ jobId }),
       ...(warm !== undefined && warm.length > 0 ? { adopt: { poolToken: this.poolToken, workers: warm } } : {}),

@@ -32,8 +32,10 @@ export interface JobManagerRunnerDeps {
   readonly blobStore: BlobStore;
   /** Starts TaskExecutors for this job's ResourceManager. */
   readonly launcher: WorkerLauncher;
-  /** Environment every TaskExecutor gets (state dir, secret, config). */
+  /** Environment every TaskExecutor gets (state dir, config); never the cluster secret. */
   readonly workerEnv: Readonly<Record<string, string>>;
+  /** The cluster secret, from which the ResourceManager derives the TaskExecutors' and the job's keys. */
+  readonly clusterSecret: string;
   readonly clock: Clock;
   readonly logger: Logger;
   /** Idle TaskExecutors of this process's warm pool, asked to join this job's first ResourceManager. */
@@ -170,6 +172,7 @@ export class JobManagerRunner {
       rpc: this.deps.rpc,
       launcher: this.deps.launcher,
       workerEnv: this.deps.workerEnv,
+      clusterSecret: this.deps.clusterSecret,
       clock: this.deps.clock,
       logger: this.deps.logger,
       // A lease won at a higher epoch had a holder before: its TaskExecutors may still run.

@@ -224,6 +224,16 @@ export class JobMaster implements JobMasterGateway {
     this.endpoint = this.deps.rpc.serve<JobMasterGateway>(EndpointName.JOB_MASTER, this, {
       methods: JOB_MASTER_METHODS,
       fencingToken: this.deps.fencingToken,
+      // A TaskExecutor's key opens only the calls about itself and the tasks deployed to it.
+      taskExecutorCalls: {
+        registerTaskManager: (caller, [info]) => (info as TaskManagerInfo | undefined)?.resourceId === caller,
+        offerSlots: (caller, [resourceId]) => resourceId === caller,
+        failSlot: (caller, [resourceId]) => resourceId === caller,
+        disconnectTaskManager: (caller, [resourceId]) => resourceId === caller,
+        updateTaskExecutionState: (caller, [update]) => this.runsOn(caller, (update as TaskExecutionStateUpdate | undefined)?.attemptId),
+        updateTaskExecutionStates: (caller, [updates]) => Array.isArray(updates) && updates.every((u: TaskExecutionStateUpdate | undefined) => this.runsOn(caller, u?.attemptId)),
+        requestNextInputSplit: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
+      },
     });
     await this.main.run(async () => {
       const record = await this.writeStatus({ status: JobStatus.RUNNING, tasks: this.scheduler.counts() });
@@ -261,13 +271,24 @@ export class JobMaster implements JobMasterGateway {
     if (record?.cancelRequested === true) this.scheduler.cancel();
   }
 
+  /**
+   * Whether a TaskExecutor may report on `attemptId`: an attempt deployed elsewhere is not its own. One
+   * this JobMaster no longer knows (superseded, or from before a restart) is let through: it is ignored
+   * where every stale attempt is.
+   */
+  private runsOn(caller: ResourceId, attemptId: unknown): boolean {
+    if (typeof attemptId !== 'string') return false;
+    const execution = this.scheduler.graph.execution(attemptId);
+    return execution === undefined || execution.location?.resourceId === caller;
+  }
+
   // ---- gateway ------------------------------------------------------------------------------
 
   registerTaskManager(info: TaskManagerInfo): Promise<{ readonly jobMasterResourceId: ResourceId }> {
     return this.main.run(() => {
       const known = this.taskManagers.get(info.resourceId);
       if (known === undefined || known.info.address !== info.address) {
-        const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR);
+        const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR, { taskExecutor: info.resourceId });
         this.taskManagers.set(info.resourceId, { info, gateway });
         this.heartbeats.monitorTarget(info.resourceId, () => gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken));
         this.log.info('TaskExecutor registered', { resourceId: info.resourceId, partitions: info.partitions?.length ?? 0 });

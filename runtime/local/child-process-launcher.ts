@@ -88,7 +88,7 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
     let child: ChildProcess;
     try {
       child = spawn(process.execPath, ['--enable-source-maps', ...heapFlags(spec), ...profileFlags(spec), entry], {
-        env: { ...process.env, ...(spec.kind === 'taskexecutor' ? taskExecutorAllocatorEnv() : {}), ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id },
+        env: { ...inheritedEnv(spec), ...(spec.kind === 'taskexecutor' ? taskExecutorAllocatorEnv() : {}), ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id },
         stdio: this.options.exitWithParent === false ? ['ignore', logFd, logFd] : ['ignore', logFd, logFd, 'ipc'],
       });
     } finally {
@@ -214,6 +214,16 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
  * refuses it in NODE_OPTIONS). Each writes its profile when it exits; a TaskExecutor's slot threads write
  * their own.
  */
+/**
+ * What a worker inherits of this process's environment: all of it, but a TaskExecutor (it runs user code)
+ * never the cluster secret, which a JobManager starting it holds in its own environment.
+ */
+function inheritedEnv(spec: WorkerSpec): NodeJS.ProcessEnv {
+  if (spec.kind !== 'taskexecutor') return process.env;
+  const { [ProcessEnv.SECRET]: _secret, ...rest } = process.env;
+  return rest;
+}
+
 export function profileFlags(spec: WorkerSpec, env: NodeJS.ProcessEnv = process.env): string[] {
   const dir = env[ProcessEnv.PROFILE_DIR];
   if (dir === undefined || dir === '') return [];

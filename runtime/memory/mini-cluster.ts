@@ -84,8 +84,6 @@ export class MiniCluster {
         jobId,
         config: this.config,
         rpc,
-        // The in-process cluster has no secret of its own; its TaskExecutors still authenticate data connections.
-        secret: 'mini-cluster-secret',
         leaseStore: this.leaseStore,
         blobStore: this.blobStore,
         workDir,
@@ -140,6 +138,8 @@ export class MiniCluster {
       blobStore: this.blobStore,
       launcher: this.launcher,
       workerEnv: { [ProcessEnv.JOB_ID]: graph.jobId },
+      // The in-process cluster has no secret of its own; its TaskExecutors still authenticate data connections with the job's key.
+      clusterSecret: 'mini-cluster-secret',
       clock: systemClock,
       logger: this.logger,
     });

@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net';
 import type { Logger } from '../core/logger.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
-import { clientProof, decodeChallenge, newNonce, proofMatches, requireDataSecret, serverProof } from './data-auth.js';
+import { clientProof, decodeChallenge, encodeHello, newNonce, proofMatches, serverProof, type DataKeys } from './data-auth.js';
 import { corkPerTick, encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from './frames.js';
 
 /** What one read of a data connection takes at most (record buffers arrive back to back). */
@@ -24,11 +24,12 @@ class Connection {
   private nextId = 1;
   broken: string | undefined;
 
-  /** Frames written before the producer proved it knows the secret; sent right after our own proof. */
+  /** Frames written before the producer proved it holds the job's key; sent right after our own proof. */
   private queued: Buffer[] | undefined = [];
   private readonly clientNonce = newNonce();
 
-  constructor(readonly address: string, private readonly secret: string, private readonly logger: Logger, onGone: () => void) {
+  /** A connection that reads partitions of `jobId` only, authenticated with that job's data `key`. */
+  constructor(readonly address: string, private readonly jobId: string, private readonly key: string, private readonly logger: Logger, onGone: () => void) {
     const [host, portText] = splitAddress(address);
     const decoder = new FrameDecoder();
     // Every record buffer of the connection is read into one buffer of its own, reused read after read:
@@ -53,7 +54,7 @@ class Connection {
     });
     this.socket.setNoDelay(true);
     this.cork = corkPerTick(this.socket);
-    this.socket.write(encodeFrame(FrameType.HELLO, 0, this.clientNonce));
+    this.socket.write(encodeFrame(FrameType.HELLO, 0, encodeHello(this.clientNonce, jobId)));
     this.socket.on('error', (e) => {
       this.broken = `data connection to ${address} failed: ${e.message}`;
       logger.debug('data connection error', { address, error: e.message });
@@ -75,15 +76,15 @@ class Connection {
   private onChallenge(frame: Frame): void {
     if (this.socket.destroyed) return;
     const challenge = frame.type === FrameType.CHALLENGE ? decodeChallenge(frame.payload) : undefined;
-    if (challenge === undefined || !proofMatches(challenge.proof, serverProof(this.secret, this.clientNonce, challenge.serverNonce))) {
-      this.broken = `data connection to ${this.address}: the peer did not prove it knows the cluster secret (is it a TaskExecutor of this cluster?)`;
+    if (challenge === undefined || !proofMatches(challenge.proof, serverProof(this.key, this.jobId, this.clientNonce, challenge.serverNonce))) {
+      this.broken = `data connection to ${this.address}: the peer did not prove it holds job ${this.jobId}'s data key (is it a TaskExecutor of this cluster serving that job?)`;
       this.logger.warn('data client: disconnected from a peer that failed the handshake', { address: this.address });
       this.socket.destroy();
       return;
     }
     const queued = this.queued ?? [];
     this.queued = undefined;
-    this.socket.write(encodeFrame(FrameType.PROOF, 0, clientProof(this.secret, challenge.serverNonce, this.clientNonce)));
+    this.socket.write(encodeFrame(FrameType.PROOF, 0, clientProof(this.key, this.jobId, challenge.serverNonce, this.clientNonce)));
     for (const f of queued) this.socket.write(f);
   }
 
@@ -162,24 +163,30 @@ export class DataClient {
   /** Connections opened so far: tests check that channels between two TaskExecutors share one. */
   connectionsOpened = 0;
 
-  /** `secret`: the cluster secret, proven to every producer before a partition is requested (data-auth.ts). */
+  /** `keys`: the data key of each job this TaskExecutor reads for, proven to every producer (data-auth.ts). */
   constructor(
     private readonly logger: Logger,
-    private readonly secret: string,
-  ) {
-    requireDataSecret(secret);
-  }
+    private readonly keys: DataKeys,
+  ) {}
 
-  /** A channel to `subpartitionIndex` of `partitionId` served at `dataAddress` (host:port). */
-  openChannel(dataAddress: string, partitionId: ResultPartitionId, subpartitionIndex: number): ChannelPort {
-    let conn = this.connections.get(dataAddress);
+  /**
+   * A channel to `subpartitionIndex` of `partitionId` of job `jobId`, served at `dataAddress` (host:port).
+   * Channels of one job to one producer share a connection; another job's use a connection of their own.
+   */
+  openChannel(dataAddress: string, jobId: string, partitionId: ResultPartitionId, subpartitionIndex: number): ChannelPort {
+    const key = this.keys(jobId);
+    if (key === undefined) {
+      throw new Error(`no data key for job ${jobId}: this TaskExecutor holds a job's key only while it has a slot of that job (the ResourceManager sends it with the slot request)`);
+    }
+    const connectionKey = `${jobId}@${dataAddress}`;
+    let conn = this.connections.get(connectionKey);
     if (conn === undefined || conn.socket.destroyed || conn.broken !== undefined) {
       this.connectionsOpened++;
-      const created: Connection = new Connection(dataAddress, this.secret, this.logger, () => {
-        if (this.connections.get(dataAddress) === created) this.connections.delete(dataAddress);
+      const created: Connection = new Connection(dataAddress, jobId, key, this.logger, () => {
+        if (this.connections.get(connectionKey) === created) this.connections.delete(connectionKey);
       });
       conn = created;
-      this.connections.set(dataAddress, conn);
+      this.connections.set(connectionKey, conn);
     }
     return conn.open(partitionId, subpartitionIndex);
   }

@@ -6,7 +6,7 @@ import type { Logger } from '../core/logger.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import { errorMessage } from '../core/errors.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
-import { clientProof, DATA_HANDSHAKE_TIMEOUT_MS, encodeChallenge, newNonce, NONCE_BYTES, proofMatches, requireDataSecret, serverProof } from './data-auth.js';
+import { clientProof, DATA_HANDSHAKE_TIMEOUT_MS, decodeHello, encodeChallenge, newNonce, proofMatches, serverProof, type DataKeys } from './data-auth.js';
 import { corkPerTick, decodeMeta, encodeFrame, encodeFrameHeader, FrameDecoder, FrameType, type Frame } from './frames.js';
 
 /** Payloads at least this large are written after their header instead of copied behind it. */
@@ -14,10 +14,11 @@ const LARGE_PAYLOAD_BYTES = 4096;
 
 export interface SubpartitionProvider {
   /**
-   * The producer side of one subpartition. Waits (bounded) for the partition to be registered when a
-   * consumer asks before its producer is deployed; rejects with a clear error after that.
+   * The producer side of one subpartition of job `jobId` (the job the connection authenticated for).
+   * Waits (bounded) for the partition to be registered when a consumer asks before its producer is
+   * deployed; rejects with a clear error after that, and when the partition belongs to another job.
    */
-  openSubpartition(partitionId: ResultPartitionId, subpartitionIndex: number): Promise<ChannelPort>;
+  openSubpartition(jobId: string, partitionId: ResultPartitionId, subpartitionIndex: number): Promise<ChannelPort>;
 }
 
 interface ServedChannel {
@@ -46,13 +47,12 @@ export class DataServer {
 
   /**
    * Listens on `host`; peers are told `advertisedHost` (default: `host`), which differs in a container
-   * that binds 0.0.0.0 and is reached at its private IP. Only peers that prove they know `secret` (the
-   * cluster secret; see data-auth.ts) may request a partition.
+   * that binds 0.0.0.0 and is reached at its private IP. Only a peer that proves it holds the data key
+   * of the job it names (`keys`; see data-auth.ts) may request partitions, and only that job's.
    */
-  static async start(provider: SubpartitionProvider, logger: Logger, secret: string, host = '127.0.0.1', advertisedHost: string = host): Promise<DataServer> {
-    requireDataSecret(secret);
+  static async start(provider: SubpartitionProvider, logger: Logger, keys: DataKeys, host = '127.0.0.1', advertisedHost: string = host): Promise<DataServer> {
     let self: DataServer | undefined;
-    const server = createServer((socket) => self?.handle(socket, provider, logger, secret));
+    const server = createServer((socket) => self?.handle(socket, provider, logger, keys));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, host, () => resolve());
@@ -63,7 +63,7 @@ export class DataServer {
     return self;
   }
 
-  private handle(socket: Socket, provider: SubpartitionProvider, logger: Logger, secret: string): void {
+  private handle(socket: Socket, provider: SubpartitionProvider, logger: Logger, keys: DataKeys): void {
     this.stats.connections++;
     this.sockets.add(socket);
     socket.setNoDelay(true);
@@ -84,27 +84,32 @@ export class DataServer {
     };
     const remote = `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`;
 
-    // Until the peer has proven it knows the secret, no frame but the handshake's is read.
+    // Until the peer has proven it holds the key of the job it names, no frame but the handshake's is read.
     let serverNonce: Buffer | undefined;
     let expectedProof: Buffer | undefined;
+    let jobId: string | undefined;
     let authenticated = false;
     const refuse = (why: string): void => {
       if (socket.destroyed) return;
       this.stats.connectionsRefused++;
-      logger.warn('data server: refused a connection that did not authenticate with the cluster secret; nothing was served to it', { remote, reason: why });
+      logger.warn("data server: refused a connection that did not authenticate with a job's data key; nothing was served to it", { remote, reason: why, ...(jobId !== undefined ? { askedForJob: jobId } : {}) });
       socket.destroy();
     };
     const handshakeTimer = setTimeout(() => refuse(`no handshake within ${DATA_HANDSHAKE_TIMEOUT_MS} ms`), DATA_HANDSHAKE_TIMEOUT_MS);
     handshakeTimer.unref();
     const onHandshakeFrame = (frame: Frame): void => {
-      if (frame.type === FrameType.HELLO && serverNonce === undefined && frame.payload.length === NONCE_BYTES) {
+      const hello = frame.type === FrameType.HELLO && serverNonce === undefined ? decodeHello(frame.payload) : undefined;
+      if (hello !== undefined) {
+        jobId = hello.jobId;
+        const key = keys(hello.jobId);
+        if (key === undefined) return refuse(`this TaskExecutor serves no job ${hello.jobId}`);
         serverNonce = newNonce();
-        expectedProof = clientProof(secret, serverNonce, frame.payload);
-        write(FrameType.CHALLENGE, 0, encodeChallenge(serverNonce, serverProof(secret, frame.payload, serverNonce)));
+        expectedProof = clientProof(key, hello.jobId, serverNonce, hello.clientNonce);
+        write(FrameType.CHALLENGE, 0, encodeChallenge(serverNonce, serverProof(key, hello.jobId, hello.clientNonce, serverNonce)));
         return;
       }
       if (frame.type === FrameType.PROOF && expectedProof !== undefined) {
-        if (!proofMatches(frame.payload, expectedProof)) return refuse('wrong proof of the cluster secret');
+        if (!proofMatches(frame.payload, expectedProof)) return refuse(`wrong proof of job ${jobId}'s data key`);
         authenticated = true;
         clearTimeout(handshakeTimer);
         return;
@@ -121,7 +126,7 @@ export class DataServer {
           const ch: ServedChannel = { port: undefined, early: [], released: false };
           channels.set(frame.channelId, ch);
           this.stats.channelsOpened++;
-          provider.openSubpartition(partitionId, subpartitionIndex).then(
+          provider.openSubpartition(jobId!, partitionId, subpartitionIndex).then(
             (port) => {
               if (ch.released || socket.destroyed) {
                 port.send({ t: 'release', reason: 'consumer left before the partition was ready' });

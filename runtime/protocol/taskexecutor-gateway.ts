@@ -56,8 +56,12 @@ export interface TaskSubmissionResult {
 }
 
 export interface TaskExecutorGateway {
-  /** RM asks to give a slot to a job; the TaskExecutor then offers it to that job's JobMaster. */
-  requestSlot(request: SlotRequest): Promise<void>;
+  /**
+   * RM asks to give a slot to a job; the TaskExecutor then offers it to that job's JobMaster. `dataKey` is
+   * the job's data-plane key (core/cluster-keys.ts): the TaskExecutor reads and serves the job's
+   * partitions with it, and holds it while it holds the job's slots.
+   */
+  requestSlot(request: SlotRequest, dataKey: string): Promise<void>;
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void>;
   /**
    * Many tasks of one job in one call (the JobMaster sends each TaskExecutor its share of a deployment

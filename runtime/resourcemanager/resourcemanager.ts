@@ -7,6 +7,7 @@ import { ConflictError, FencingTokenError, InvalidRequestError, NotFoundError, e
 import { ResourceId as ResourceIdOf, randomHex } from '../core/ids.js';
 import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { jobDataKey, taskExecutorKey } from '../core/cluster-keys.js';
 import { ProcessEnv } from '../core/process-env.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
@@ -37,8 +38,13 @@ export interface ResourceManagerDeps {
   readonly config: FloeConfig;
   readonly rpc: RpcService;
   readonly launcher: WorkerLauncher;
-  /** Extra environment for the TaskExecutors this RM starts (state dir, secret, …). */
+  /** Extra environment for the TaskExecutors this RM starts (state dir, config, …); a cluster secret in it is left out. */
   readonly workerEnv: Readonly<Record<string, string>>;
+  /**
+   * The cluster secret. It stays in this process: a TaskExecutor gets its own key, derived from it, at
+   * start (FLOE_TASK_EXECUTOR_KEY), and the job's data-plane key with every slot request.
+   */
+  readonly clusterSecret: string;
   readonly clock: Clock;
   readonly logger: Logger;
   /**
@@ -92,6 +98,8 @@ export class ResourceManager implements ResourceManagerGateway {
   private endpoint: ServedEndpoint | undefined;
   private unsubscribeExits: (() => void) | undefined;
   private closing: Promise<void> | undefined;
+  /** The job's data-plane key, sent with every slot request. */
+  private readonly dataKey: string;
 
   /** Builds the RM and starts serving it; calls fenced with another token are refused. */
   static start(deps: ResourceManagerDeps): ResourceManager {
@@ -102,6 +110,7 @@ export class ResourceManager implements ResourceManagerGateway {
 
   private constructor(private readonly deps: ResourceManagerDeps) {
     this.fencingToken = deps.fencingToken;
+    this.dataKey = jobDataKey(deps.clusterSecret, deps.jobId);
     this.log = deps.logger.child({ component: 'resourcemanager', jobId: deps.jobId, token: deps.fencingToken });
     this.mainThread = new MainThread(`ResourceManager ${deps.jobId}`, deps.clock);
     this.slotManager = new SlotManager({
@@ -120,7 +129,7 @@ export class ResourceManager implements ResourceManagerGateway {
         requestSlot: (resourceId, request) => {
           const te = this.taskExecutors.get(resourceId);
           if (te === undefined) return Promise.reject(new NotFoundError(`TaskExecutor ${resourceId} is not registered`));
-          return te.gateway.requestSlot(request);
+          return te.gateway.requestSlot(request, this.dataKey);
         },
         startWorker: (profile) => this.startWorker(profile),
         stopWorker: (id, reason) => this.stopWorker(id, reason),
@@ -176,6 +185,16 @@ export class ResourceManager implements ResourceManagerGateway {
     this.endpoint = this.deps.rpc.serve<ResourceManagerGateway>(EndpointName.RESOURCE_MANAGER, this, {
       methods: RESOURCE_MANAGER_METHODS,
       fencingToken: this.deps.fencingToken,
+      // A TaskExecutor's key opens only its own registration, slot reports and leaving; it registers only
+      // where it was started or handed (a successor leader cannot tell, and takes the job's TaskExecutors over).
+      taskExecutorCalls: {
+        registerTaskExecutor: (caller, [registration]) =>
+          (registration as TaskExecutorRegistration | undefined)?.resourceId === caller && (this.startedWorkers.has(caller) || this.taskExecutors.has(caller) || this.deps.takingOver === true),
+        sendSlotReport: (caller, [resourceId]) => resourceId === caller,
+        notifySlotAvailable: (caller, [resourceId]) => resourceId === caller,
+        notifySlotsAvailable: (caller, [resourceId]) => resourceId === caller,
+        disconnectTaskExecutor: (caller, [resourceId]) => resourceId === caller,
+      },
     });
     this.log.info('ResourceManager serving', { address: this.address, resourceId: this.deps.resourceId });
     const adopt = this.deps.adopt;
@@ -192,7 +211,7 @@ export class ResourceManager implements ResourceManagerGateway {
     }
     this.log.info('taking TaskExecutors from the warm pool', { taskExecutors: workers.map((w) => w.resourceId) });
     for (const w of workers) {
-      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(w.address, EndpointName.TASK_EXECUTOR);
+      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(w.address, EndpointName.TASK_EXECUTOR, { taskExecutor: w.resourceId });
       detached(() => {
         gateway.joinJob(this.deps.jobId, poolToken, { address: this.deps.rpc.address, token: this.fencingToken }).catch((error: unknown) => {
           this.mainThread
@@ -264,7 +283,7 @@ export class ResourceManager implements ResourceManagerGateway {
         // Its slots would be handed out and lost again a moment later.
         throw new ConflictError(`TaskExecutor ${resourceId} is being stopped (the job no longer needs it, or it did not register within 'resourcemanager.taskmanager-registration.timeout'); it should exit instead of registering`);
       }
-      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(address, EndpointName.TASK_EXECUTOR);
+      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(address, EndpointName.TASK_EXECUTOR, { taskExecutor: resourceId });
       const known = this.slotManager.isPendingWorker(resourceId) ? 'started by this ResourceManager' : this.taskExecutors.has(resourceId) ? 're-registration' : 'not started by this ResourceManager';
       this.taskExecutors.set(resourceId, { registration, gateway });
       this.slotManager.registerTaskExecutor(resourceId, numberOfSlots, profile);
@@ -431,11 +450,14 @@ export class ResourceManager implements ResourceManagerGateway {
   private startWorker(profile: ResourceProfile | undefined): ResourceId {
     const id = ResourceIdOf.of(`te-${randomHex(4)}`);
     this.startedWorkers.add(id);
+    // User code runs in the TaskExecutor: it gets its own key, never the secret.
+    const { [ProcessEnv.SECRET]: _secret, ...workerEnv } = this.deps.workerEnv;
     const env: Record<string, string> = {
       [ProcessEnv.CONFIG]: configToEnv(this.deps.config),
-      ...this.deps.workerEnv,
+      ...workerEnv,
       [ProcessEnv.JOB_ID]: this.deps.jobId,
       [ProcessEnv.RESOURCE_ID]: id,
+      [ProcessEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(this.deps.clusterSecret, id),
       ...(profile !== undefined ? { [ProcessEnv.RESOURCE_PROFILE]: JSON.stringify(profile) } : {}),
     };
     this.log.info('starting TaskExecutor', { resourceId: id, profile: profileKey(profile) });

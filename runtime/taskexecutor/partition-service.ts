@@ -11,6 +11,7 @@ import type { ExecutionAttemptId, JobId, ResourceId, ResultPartitionId } from '.
 import type { Logger } from '../core/logger.js';
 import type { BlockingPartitionFiles } from '../network/blocking-partition.js';
 import { bridgePorts, createLocalPortPair, wrapMessagePort, type ChannelPort } from '../network/channel-port.js';
+import type { DataKeys } from '../network/data-auth.js';
 import { DataClient } from '../network/data-client.js';
 import { DataServer, type DataServerStats } from '../network/data-server.js';
 import type { MainToWorker, WorkerToMain } from '../task/worker-protocol.js';
@@ -23,8 +24,12 @@ export interface PartitionWorker {
   post(message: MainToWorker, transfer?: readonly TransferListItem[]): void;
 }
 
-/** Where a partition of this TaskExecutor lives: in a slot worker (pipelined) or in the blocking table (files). */
-type PartitionHolder<W> = { readonly kind: 'pipelined'; readonly slotIndex: number; readonly worker: W } | { readonly kind: 'blocking' };
+/**
+ * Where a partition of this TaskExecutor lives: in a slot worker (pipelined) or in the blocking table
+ * (files), and the job it belongs to: a data connection serves only the partitions of the job it
+ * authenticated for.
+ */
+type PartitionHolder<W> = { readonly kind: 'pipelined'; readonly jobId: JobId; readonly slotIndex: number; readonly worker: W } | { readonly kind: 'blocking'; readonly jobId: JobId };
 
 export type ChannelRequest = Extract<WorkerToMain, { type: 'request-channel' }>;
 
@@ -32,8 +37,11 @@ export interface PartitionServiceOptions {
   readonly resourceId: ResourceId;
   readonly clock: Clock;
   readonly logger: Logger;
-  /** The cluster secret: data connections between TaskExecutors authenticate with it (network/data-auth.ts). */
-  readonly secret: string;
+  /**
+   * The data key of each job this TaskExecutor serves: data connections between TaskExecutors name a job
+   * and authenticate with its key (network/data-auth.ts).
+   */
+  readonly dataKeys: DataKeys;
   /** How long a partition request waits for its producer to register (ms). */
   readonly partitionRequestTimeoutMs: number;
   /** Address the data server listens on. @default '127.0.0.1' */
@@ -51,15 +59,15 @@ export class PartitionService<W extends PartitionWorker> {
   constructor(private readonly options: PartitionServiceOptions) {
     this.registry = new PartitionRegistry(options.clock, options.resourceId, options.partitionRequestTimeoutMs);
     this.blocking = new BlockingPartitionTable(options.clock, options.logger);
-    this.dataClient = new DataClient(options.logger, options.secret);
+    this.dataClient = new DataClient(options.logger, options.dataKeys);
   }
 
   /** Starts the data server. */
   async start(): Promise<void> {
     this.dataServer = await DataServer.start(
-      { openSubpartition: (id, index) => this.openSubpartition(id, index) },
+      { openSubpartition: (jobId, id, index) => this.openSubpartition(jobId, id, index) },
       this.options.logger,
-      this.options.secret,
+      this.options.dataKeys,
       this.options.dataBindHost,
       this.options.dataAdvertisedHost ?? this.options.dataBindHost,
     );
@@ -96,9 +104,9 @@ export class PartitionService<W extends PartitionWorker> {
 
   // ---- what producers report
 
-  /** A task's pipelined partition exists in `worker`: consumers may be attached to it now. */
-  registerPipelined(partitionId: ResultPartitionId, slotIndex: number, worker: W): void {
-    if (worker.isAlive) this.registry.register(partitionId, { kind: 'pipelined', slotIndex, worker });
+  /** A task of `jobId` has its pipelined partition in `worker`: consumers may be attached to it now. */
+  registerPipelined(jobId: JobId, partitionId: ResultPartitionId, slotIndex: number, worker: W): void {
+    if (worker.isAlive) this.registry.register(partitionId, { kind: 'pipelined', jobId, slotIndex, worker });
   }
 
   /** Every subpartition of a pipelined partition was delivered or released. */
@@ -110,7 +118,7 @@ export class PartitionService<W extends PartitionWorker> {
   /** A blocking partition's files are complete: the TaskExecutor owns them until they are released. */
   blockingFinished(jobId: JobId, producerAttemptId: ExecutionAttemptId, files: BlockingPartitionFiles): void {
     this.blocking.add(jobId, producerAttemptId, files);
-    this.registry.register(files.partitionId, { kind: 'blocking' });
+    this.registry.register(files.partitionId, { kind: 'blocking', jobId });
   }
 
   /** The worker is gone or replaced: its pipelined partitions with it. Blocking files stay. */
@@ -163,15 +171,18 @@ export class PartitionService<W extends PartitionWorker> {
 
   // ---- what consumers ask for
 
-  /** Sets up input channel `request.channelIndex` of a task in `consumer`; answers it with attach-* or channel-failed. */
-  connectInputChannel(consumer: W, request: ChannelRequest): void {
+  /**
+   * Sets up input channel `request.channelIndex` of a task of `jobId` in `consumer`; answers it with
+   * attach-* or channel-failed. A remote partition is read over a connection authenticated for that job.
+   */
+  connectInputChannel(consumer: W, jobId: JobId, request: ChannelRequest): void {
     const { attemptId, channelIndex, partitionId, subpartitionIndex } = request;
     const attachConsumer = (port: MessageChannel['port2']): void => consumer.post({ type: 'attach-consumer', attemptId, channelIndex, port }, [port]);
     const fail = (error: unknown): void => consumer.post({ type: 'channel-failed', attemptId, channelIndex, error: toErrorInfo(error) });
     if (request.producerResourceId !== this.options.resourceId) {
       let remote: ChannelPort;
       try {
-        remote = this.dataClient.openChannel(request.producerDataAddress, partitionId, subpartitionIndex);
+        remote = this.dataClient.openChannel(request.producerDataAddress, jobId, partitionId, subpartitionIndex);
       } catch (e) {
         fail(e);
         return;
@@ -183,6 +194,10 @@ export class PartitionService<W extends PartitionWorker> {
     }
     this.registry.waitFor(partitionId).then((location) => {
       if (!consumer.isAlive) return;
+      if (location.jobId !== jobId) {
+        fail(new FloeError('PARTITION_NOT_FOUND', `partition ${partitionId} on ${this.options.resourceId} belongs to job ${location.jobId}, not to job ${jobId} whose task asked for it; a task reads only its own job's partitions`));
+        return;
+      }
       if (location.kind === 'blocking') {
         // Served from its file by this thread; buffers cross to the consumer's worker by transfer.
         const { port1, port2 } = new MessageChannel();
@@ -200,9 +215,13 @@ export class PartitionService<W extends PartitionWorker> {
     }, fail);
   }
 
-  /** The data server's side: a consumer on another TaskExecutor asks for a subpartition. */
-  private async openSubpartition(partitionId: ResultPartitionId, subpartitionIndex: number): Promise<ChannelPort> {
+  /** The data server's side: a consumer on another TaskExecutor, authenticated for `jobId`, asks for a subpartition. */
+  private async openSubpartition(jobId: string, partitionId: ResultPartitionId, subpartitionIndex: number): Promise<ChannelPort> {
     const location = await this.registry.waitFor(partitionId);
+    if (location.jobId !== jobId) {
+      this.options.logger.warn('data server: refused a partition of another job', { partitionId, askedForJob: jobId });
+      throw new FloeError('PARTITION_NOT_FOUND', `partition ${partitionId} is not a partition of job ${jobId}; a data connection reads only the partitions of the job it authenticated for`);
+    }
     if (location.kind === 'blocking') {
       const [producerEnd, serverEnd] = createLocalPortPair();
       this.blocking.serve(partitionId, subpartitionIndex, producerEnd);

@@ -183,13 +183,15 @@ class InThreadPort<M> {
   }
 }
 
+const HIDDEN_FROM_USER_CODE: ReadonlySet<string> = new Set([ProcessEnv.SECRET, ProcessEnv.TASK_EXECUTOR_KEY]);
+
 /**
- * The environment a slot worker (user code) sees: the TaskExecutor's, without the cluster secret, which
- * would let user code speak RPC and the data plane as any process of the cluster. The TaskExecutor
- * process also drops it from its own process.env at start; this holds for any other embedding.
+ * The environment a slot worker (user code) sees: the TaskExecutor's, without a cluster secret (which no
+ * TaskExecutor should have been given) and without the TaskExecutor's own key. The TaskExecutor process
+ * also drops its key from its own process.env at start; this holds for any other embedding.
  */
 export function slotWorkerEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env)) if (value !== undefined && name !== ProcessEnv.SECRET) out[name] = value;
+  for (const [name, value] of Object.entries(env)) if (value !== undefined && !HIDDEN_FROM_USER_CODE.has(name)) out[name] = value;
   return out;
 }

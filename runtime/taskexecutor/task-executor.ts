@@ -46,8 +46,6 @@ export interface TaskExecutorDeps {
   readonly jobId: JobId;
   readonly config: FloeConfig;
   readonly rpc: RpcService;
-  /** The cluster secret: data connections to and from other TaskExecutors authenticate with it. */
-  readonly secret: string;
   readonly leaseStore: LeaseStore;
   readonly blobStore: BlobStore;
   /** Folder of this TaskExecutor's own files (library cache, blocking partitions); removed when it stops. */
@@ -116,6 +114,8 @@ export class TaskExecutor implements TaskExecutorGateway {
   private settings: TaskSettings | undefined;
   private endpoint: ServedEndpoint | undefined;
   private stopping = false;
+  /** The data-plane key of each job this TaskExecutor holds slots of, as its slot requests brought them. */
+  private readonly dataKeys = new Map<JobId, string>();
   /** Set while leaving (why): no new slot is taken, and it stops once drained. */
   private leavingReason: string | undefined;
   private draining: Promise<void> | undefined;
@@ -145,7 +145,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       resourceId: deps.resourceId,
       clock: this.clock,
       logger: this.logger,
-      secret: deps.secret,
+      dataKeys: (jobId) => this.dataKeys.get(jobId as JobId),
       partitionRequestTimeoutMs: deps.partitionRequestTimeoutMs ?? Math.max(deps.config.rpcTimeoutMs, 30_000),
       ...(deps.dataBindHost !== undefined ? { dataBindHost: deps.dataBindHost } : {}),
       ...(deps.dataAdvertisedHost !== undefined ? { dataAdvertisedHost: deps.dataAdvertisedHost } : {}),
@@ -167,10 +167,10 @@ export class TaskExecutor implements TaskExecutorGateway {
           for (const t of m.tasks) this.slotTable.updateCounters(t.attemptId, worker, t);
         },
         workerExited: (slotIndex, worker, cause, outOfMemory) => this.onWorkerExited(slotIndex, worker, cause, outOfMemory),
-        registerPartition: (slotIndex, worker, m) => this.partitions.registerPipelined(m.partitionId, slotIndex, worker),
+        registerPartition: (slotIndex, worker, m) => this.partitions.registerPipelined(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.partitionId, slotIndex, worker),
         partitionDone: (worker, m) => this.partitions.pipelinedDone(m.partitionId, worker),
         blockingPartitionFinished: (_worker, m) => this.partitions.blockingFinished(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.attemptId, m.files),
-        requestChannel: (worker, m) => this.partitions.connectInputChannel(worker, m),
+        requestChannel: (worker, m) => this.partitions.connectInputChannel(worker, this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m),
       },
     });
     this.jobTable = new JobTable(owner);
@@ -312,9 +312,12 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   // ---------------------------------------------------------------- gateway: ResourceManager
 
-  requestSlot(request: SlotRequest): Promise<void> {
+  requestSlot(request: SlotRequest, dataKey: string): Promise<void> {
     return this.mainThread.run(() => {
       this.resourceManager.checkToken(request.resourceManagerToken);
+      if (typeof dataKey !== 'string' || dataKey === '') {
+        throw new InvalidRequestError(`slot request for job ${request.jobId} came without the job's data key; the ResourceManager sends it with every slot request`);
+      }
       if (this.leavingReason !== undefined) {
         throw new ConflictError(`TaskExecutor ${this.resourceId} is leaving (${this.leavingReason}) and takes no new slot; request a slot of another TaskExecutor`);
       }
@@ -325,6 +328,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       if (!this.slotTable.allocate(slotIndex, request.jobId, request.allocationId)) return;
       this.workers.ensureWorker(slotIndex);
       this.jobTable.getOrCreate(request.jobId);
+      this.dataKeys.set(request.jobId, dataKey);
       this.logger.info('slot allocated', { slotIndex, allocationId: request.allocationId, jobMasterAddress: request.jobMasterAddress, fencingToken: request.jobMasterToken });
       // The request names the leader the ResourceManager knows; the JobLeaderService takes it if newer.
       // Registered there already, the slot is offered now; otherwise with all of the job's slots once registered.
@@ -597,6 +601,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     for (const slot of this.slotTable.slotsOfJob(jobId)) this.releaseSlot(slot.index, cause);
     void this.partitions.releaseJob(jobId, cause).then(() => this.mainThread.run(() => this.resourceManager.sendSlotReport())).catch(() => undefined);
     this.jobTable.remove(jobId);
+    this.dataKeys.delete(jobId);
   }
 
   private offerSlots(connection: JobMasterConnection, slots: { allocationId: AllocationId; slotIndex: number }[]): void {

@@ -79,15 +79,15 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
   const tables = await createTables(emulators);
   let stoppedListener: ((event: EcsTaskStateChangeEvent) => void) | undefined;
   const ecs = await EcsEmulator.start({ region: emulators.region, logDir: join(work, 'logs'), stopGraceMs: 2_000, onTaskStopped: (event) => stoppedListener?.(event) });
-  // What the task definition gives: credentials as a task role would, and the cluster secret as ECS
-  // injects it from Secrets Manager — never through RunTask's overrides, which DescribeTasks shows.
-  const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_SECRET: AWS_TEST_SECRET, FLOE_LOG_LEVEL: 'info' };
+  // What the task definitions give: credentials as a task role would, and to the JobManager only the
+  // cluster secret, as ECS injects it from Secrets Manager (a TaskExecutor gets its own key at launch).
+  const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_LOG_LEVEL: 'info' };
   // Each process records its AWS calls under the role its task definition (or the function) has on AWS.
   const callLogDir = join(work, 'aws-calls');
   const callLog = (role: string): Record<string, string> => ({ [AwsCallLogEnv.DIR]: callLogDir, [AwsCallLogEnv.ROLE]: role });
   const events = await EventBridgeEmulator.start({ buses: [AWS_TEST_EVENT_BUS], region: emulators.region });
   // As the stack's JobManager task definition: it knows the cluster's bus (the TaskExecutor's does not).
-  const jobManagerEnv = { ...taskEnv, FLOE_EVENT_BUS: AWS_TEST_EVENT_BUS, FLOE_EVENTS_ENDPOINT: events.endpoint };
+  const jobManagerEnv = { ...taskEnv, FLOE_SECRET: AWS_TEST_SECRET, FLOE_EVENT_BUS: AWS_TEST_EVENT_BUS, FLOE_EVENTS_ENDPOINT: events.endpoint };
   ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: { ...jobManagerEnv, ...callLog('jobmanager') } });
   ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: { ...taskEnv, ...callLog('taskexecutor') } });
   const env: Record<string, string> = {

@@ -7,7 +7,7 @@ import { createLocalPortPair, wrapMessagePort, type ChannelMessage } from '../..
 import { MessageChannel } from 'node:worker_threads';
 import { DataClient } from '../../runtime/network/data-client.js';
 import { DataServer } from '../../runtime/network/data-server.js';
-import { clientProof, decodeChallenge, NONCE_BYTES } from '../../runtime/network/data-auth.js';
+import { clientProof, decodeChallenge, encodeHello, NONCE_BYTES, serverProof } from '../../runtime/network/data-auth.js';
 import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from '../../runtime/network/frames.js';
 import { connect } from 'node:net';
 import { randomBytes } from 'node:crypto';
@@ -20,7 +20,9 @@ import { PartitionRegistry, type PartitionLocation } from '../../runtime/taskexe
 
 const OPTIONS: ResultPartitionOptions = { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
 const CREDITS = 2;
-const DATA_SECRET = 'data-plane-test-secret';
+/** The job the TCP tests' partitions belong to, and its data key. */
+const JOB = 'job-a';
+const DATA_KEY = 'data-plane-test-key-of-job-a';
 
 function partition(id: string, n: number, partitioner: Partitioner = 'rebalance', options = OPTIONS): ResultPartition {
   return new ResultPartition({ edgeId: 'e', partitionId: ResultPartitionId.of(id), partitionType: 'pipelined', partitioner, numberOfSubpartitions: n }, 0, options);
@@ -339,11 +341,13 @@ describe('TCP channels', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function server(waitMs = 5_000, secret = DATA_SECRET): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>>; }> {
+  /** A data server holding the keys in `keys` (job → key); every partition it serves is of JOB. */
+  async function server(waitMs = 5_000, keys: Record<string, string> = { [JOB]: DATA_KEY }): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>>; }> {
     const registry = new PartitionRegistry<PartitionLocation<ResultPartition>>(systemClock, 'te-producer' as ResourceId, waitMs);
     const srv = await DataServer.start(
       {
-        openSubpartition: async (id, index) => {
+        openSubpartition: async (jobId, id, index) => {
+          if (jobId !== JOB) throw new Error(`partition ${id} is not of job ${jobId}`);
           const loc = await registry.waitFor(id);
           const [producerEnd, serverEnd] = createLocalPortPair();
           loc.worker.attach(index, producerEnd);
@@ -351,14 +355,14 @@ describe('TCP channels', () => {
         },
       },
       silentLogger,
-      secret,
+      (jobId) => keys[jobId],
     );
     cleanups.push(() => srv.close());
     return { server: srv, registry };
   }
 
-  function client(secret = DATA_SECRET): DataClient {
-    const c = new DataClient(silentLogger, secret);
+  function client(keys: Record<string, string> = { [JOB]: DATA_KEY }): DataClient {
+    const c = new DataClient(silentLogger, (jobId) => keys[jobId]);
     cleanups.push(() => c.close());
     return c;
   }
@@ -370,7 +374,7 @@ describe('TCP channels', () => {
     registry.register(p.id, { slotIndex: 0, worker: p });
     const gates = range(2).map((i) => {
       const g = new InputGate([`sub ${i}`], CREDITS);
-      g.connect(0, c.openChannel(srv.address, p.id, i));
+      g.connect(0, c.openChannel(srv.address, JOB, p.id, i));
       return g;
     });
     const records = range(5000).map((i) => `line ${i}`);
@@ -386,7 +390,7 @@ describe('TCP channels', () => {
     const { server: srv, registry } = await server();
     const c = client();
     const gate = new InputGate(['late'], CREDITS);
-    gate.connect(0, c.openChannel(srv.address, ResultPartitionId.of('late'), 0));
+    gate.connect(0, c.openChannel(srv.address, JOB, ResultPartitionId.of('late'), 0));
     const reading = consume(gate);
     await new Promise((r) => setTimeout(r, 100));
     const p = partition('late', 1, 'forward');
@@ -399,7 +403,7 @@ describe('TCP channels', () => {
     const { server: srv } = await server(150);
     const c = client();
     const gate = new InputGate(['missing'], CREDITS);
-    gate.connect(0, c.openChannel(srv.address, ResultPartitionId.of('never'), 0));
+    gate.connect(0, c.openChannel(srv.address, JOB, ResultPartitionId.of('never'), 0));
     await expect(consume(gate)).rejects.toThrow(/partition never was not registered on TaskExecutor te-producer within 150 ms/);
   });
 
@@ -409,7 +413,7 @@ describe('TCP channels', () => {
     const p = partition('lost', 1, 'forward');
     registry.register(p.id, { slotIndex: 0, worker: p });
     const gate = new InputGate(['lost'], CREDITS);
-    gate.connect(0, c.openChannel(srv.address, p.id, 0));
+    gate.connect(0, c.openChannel(srv.address, JOB, p.id, 0));
     p.emit('first');
     p.flushAll();
     const first = await gate.next();
@@ -457,7 +461,7 @@ describe('TCP channels', () => {
     expect(srv.stats.buffersSent).toBe(0);
   });
 
-  it('close a peer whose proof was made with another secret; it gets the challenge and nothing more', async () => {
+  it("close a peer whose proof was made with another key than the job's; it gets the challenge and nothing more", async () => {
     const { server: srv, registry } = await server();
     const p = await partitionWaitingToBeRead(srv, registry, 'wrong-secret');
     const clientNonce = randomBytes(NONCE_BYTES);
@@ -466,12 +470,12 @@ describe('TCP channels', () => {
       (frame, send) => {
         const challenge = decodeChallenge(frame.payload);
         if (frame.type !== FrameType.CHALLENGE || challenge === undefined) return;
-        // A well-formed handshake, but with the wrong secret, followed at once by a request.
-        send(FrameType.PROOF, clientProof('not-the-secret', challenge.serverNonce, clientNonce));
+        // A well-formed handshake, but with the wrong key, followed at once by a request.
+        send(FrameType.PROOF, clientProof('not-the-key', JOB, challenge.serverNonce, clientNonce));
         send(FrameType.REQUEST, encodeMeta({ partitionId: p.id, subpartitionIndex: 0 }));
         send(FrameType.CREDIT, encodeMeta({ n: 4, initial: true }));
       },
-      [encodeFrame(FrameType.HELLO, 0, clientNonce)],
+      [encodeFrame(FrameType.HELLO, 0, encodeHello(clientNonce, JOB))],
     );
     expect(got.map((f) => f.type)).toEqual([FrameType.CHALLENGE]);
     expect(srv.stats.connectionsRefused).toBe(1);
@@ -479,16 +483,61 @@ describe('TCP channels', () => {
     expect(srv.stats.buffersSent).toBe(0);
   });
 
-  it('refuse, on the consumer side, a producer that cannot prove it knows the secret', async () => {
-    const { server: srv, registry } = await server(5_000, 'an-impostor-secret');
+  it("refuse, on the consumer side, a producer that cannot prove it holds the job's key", async () => {
+    const { server: srv, registry } = await server(5_000, { [JOB]: 'an-impostor-key' });
     const p = partition('impostor', 1, 'forward');
     registry.register(p.id, { slotIndex: 0, worker: p });
     const c = client();
     const gate = new InputGate(['impostor'], CREDITS);
-    gate.connect(0, c.openChannel(srv.address, p.id, 0));
+    gate.connect(0, c.openChannel(srv.address, JOB, p.id, 0));
     p.emit('from an impostor');
     p.flushAll();
-    await expect(consume(gate)).rejects.toThrow(/did not prove it knows the cluster secret/);
+    await expect(consume(gate)).rejects.toThrow(/did not prove it holds job job-a's data key/);
     expect(srv.stats.channelsOpened).toBe(0);
+  });
+
+  it('close at once a peer naming a job the producer holds no key for; it gets not even a challenge', async () => {
+    const { server: srv, registry } = await server();
+    const p = await partitionWaitingToBeRead(srv, registry, 'other-job');
+    const got = await rawPeer(srv.address, () => undefined, [
+      encodeFrame(FrameType.HELLO, 0, encodeHello(randomBytes(NONCE_BYTES), 'job-b')),
+      encodeFrame(FrameType.REQUEST, 1, encodeMeta({ partitionId: p.id, subpartitionIndex: 0 })),
+    ]);
+    expect(got).toEqual([]);
+    expect(srv.stats.connectionsRefused).toBe(1);
+    expect(srv.stats.channelsOpened).toBe(0);
+  });
+
+  it("one job's key opens no other job: the producer's challenge for job B does not verify with job A's key, and A's proof for B is refused", async () => {
+    const { server: srv, registry } = await server(5_000, { [JOB]: DATA_KEY, 'job-b': 'data-plane-test-key-of-job-b' });
+    const p = await partitionWaitingToBeRead(srv, registry, 'cross-job');
+    const clientNonce = randomBytes(NONCE_BYTES);
+    let verifiedWithA: boolean | undefined;
+    const got = await rawPeer(
+      srv.address,
+      (frame, send) => {
+        const challenge = decodeChallenge(frame.payload);
+        if (frame.type !== FrameType.CHALLENGE || challenge === undefined) return;
+        verifiedWithA = Buffer.from(challenge.proof).equals(serverProof(DATA_KEY, 'job-b', clientNonce, challenge.serverNonce));
+        send(FrameType.PROOF, clientProof(DATA_KEY, 'job-b', challenge.serverNonce, clientNonce));
+        send(FrameType.REQUEST, encodeMeta({ partitionId: p.id, subpartitionIndex: 0 }));
+      },
+      [encodeFrame(FrameType.HELLO, 0, encodeHello(clientNonce, 'job-b'))],
+    );
+    expect(verifiedWithA).toBe(false);
+    expect(got.map((f) => f.type)).toEqual([FrameType.CHALLENGE]);
+    expect(srv.stats.connectionsRefused).toBe(1);
+    expect(srv.stats.channelsOpened).toBe(0);
+  });
+
+  it('look a partition up for the job its connection authenticated for (the TaskExecutor refuses one of another job)', async () => {
+    const { server: srv, registry } = await server(5_000, { [JOB]: DATA_KEY, 'job-b': 'key-b' });
+    const p = partition('of-job-a', 1, 'forward');
+    registry.register(p.id, { slotIndex: 0, worker: p });
+    const c = client({ 'job-b': 'key-b' });
+    const gate = new InputGate(['of-job-a'], CREDITS);
+    gate.connect(0, c.openChannel(srv.address, 'job-b', p.id, 0));
+    await expect(consume(gate)).rejects.toThrow(/partition of-job-a is not of job job-b/);
+    expect(() => client({}).openChannel(srv.address, JOB, p.id, 0)).toThrow(/no data key for job job-a/);
   });
 });

@@ -33,6 +33,9 @@ export async function eventually(cond: () => boolean, what: string, turns = 500)
 }
 
 /** Lets everything already under way settle. */
+/** The cluster secret the harness's ResourceManager holds. */
+export const RM_CLUSTER_SECRET = 'rm-harness-cluster-secret';
+
 export async function settle(turns = 30): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise((r) => setImmediate(r));
 }
@@ -42,6 +45,8 @@ export class FakeTaskExecutor {
   readonly rpc: LocalRpcService;
   readonly slots: ({ allocationId: AllocationId; jobId: JobId } | undefined)[];
   readonly slotRequests: SlotRequest[] = [];
+  /** The data key each slot request came with. */
+  readonly dataKeys: string[] = [];
   heldPartitions = 0;
   /** When set, requestSlot fails with it. */
   refuseSlots: Error | undefined;
@@ -57,8 +62,9 @@ export class FakeTaskExecutor {
     this.rpc = new LocalRpcService(network, id, { clock, timeoutMs: 1_000 });
     this.exited = new Promise((r) => (this.exit = r));
     const gateway = TestingTaskExecutorGateway.builder(id)
-      .setRequestSlotFunction(async (request) => {
+      .setRequestSlotFunction(async (request, dataKey) => {
         this.slotRequests.push(request);
+        this.dataKeys.push(dataKey);
         await this.holdRequests;
         if (this.refuseSlots !== undefined) throw this.refuseSlots;
         if (this.slots[request.slotId.slotIndex] !== undefined) throw new FloeError('SLOT_OCCUPIED', `slot ${request.slotId.slotIndex} is taken`);
@@ -182,7 +188,9 @@ export class RmHarness {
       config: this.config,
       rpc: this.rmRpc,
       launcher: this.launcher,
-      workerEnv: { FLOE_STATE_DIR: '/nonexistent/state' },
+      // As a JobManager's own environment might hold it: the RM must not pass it on.
+      workerEnv: { FLOE_STATE_DIR: '/nonexistent/state', [ProcessEnv.SECRET]: RM_CLUSTER_SECRET },
+      clusterSecret: RM_CLUSTER_SECRET,
       clock: this.clock,
       logger: silentLogger,
     });

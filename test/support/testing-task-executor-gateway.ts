@@ -7,7 +7,7 @@ import { unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDes
 import type { SlotReport, SlotRequest, TaskExecutorGateway, TaskExecutorHeartbeatPayload, TaskSubmissionResult } from '../../runtime/protocol/taskexecutor-gateway.js';
 
 export interface TestingTaskExecutorFunctions {
-  requestSlot: (request: SlotRequest) => Promise<void>;
+  requestSlot: (request: SlotRequest, dataKey: string) => Promise<void>;
   submitTask: (descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken) => Promise<void>;
   cancelTask: (attemptId: ExecutionAttemptId, jobMasterToken: FencingToken) => Promise<void>;
   freeSlot: (allocationId: AllocationId, cause: string, jobMasterToken: FencingToken) => Promise<void>;
@@ -35,8 +35,8 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
     return new TestingTaskExecutorGateway(resourceId, fns);
   }
 
-  requestSlot(request: SlotRequest): Promise<void> {
-    return this.fns.requestSlot(request);
+  requestSlot(request: SlotRequest, dataKey: string): Promise<void> {
+    return this.fns.requestSlot(request, dataKey);
   }
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void> {
     return this.fns.submitTask(descriptor, jobMasterToken);

@@ -82,7 +82,18 @@ export class TestResourceManager implements ResourceManagerGateway {
 
   static serve(rpc: RpcService, token: number): TestResourceManager {
     const rm = new TestResourceManager();
-    rpc.serve<ResourceManagerGateway>(EndpointName.RESOURCE_MANAGER, rm, { methods: RESOURCE_MANAGER_METHODS, fencingToken: FencingToken.of(token) });
+    rpc.serve<ResourceManagerGateway>(EndpointName.RESOURCE_MANAGER, rm, {
+      methods: RESOURCE_MANAGER_METHODS,
+      fencingToken: FencingToken.of(token),
+      // Over HTTP a TaskExecutor calls with its own key: what it may say about itself.
+      taskExecutorCalls: {
+        registerTaskExecutor: (caller, [registration]) => (registration as { resourceId?: unknown } | undefined)?.resourceId === caller,
+        sendSlotReport: (caller, [resourceId]) => resourceId === caller,
+        notifySlotAvailable: (caller, [resourceId]) => resourceId === caller,
+        notifySlotsAvailable: (caller, [resourceId]) => resourceId === caller,
+        disconnectTaskExecutor: (caller, [resourceId]) => resourceId === caller,
+      },
+    });
     return rm;
   }
 }

@@ -37,7 +37,7 @@ afterEach(async () => {
 });
 
 function service(resourceId = 'te-1', clock: Clock = systemClock, waitMs = 5_000): PartitionService<RecordingWorker> {
-  const s = new PartitionService<RecordingWorker>({ resourceId: ResourceId.of(resourceId), clock, logger: silentLogger, secret: 'partition-service-test-secret', partitionRequestTimeoutMs: waitMs });
+  const s = new PartitionService<RecordingWorker>({ resourceId: ResourceId.of(resourceId), clock, logger: silentLogger, dataKeys: (jobId) => (jobId === 'job-1' ? 'partition-service-test-key' : undefined), partitionRequestTimeoutMs: waitMs });
   services.push(s);
   return s;
 }
@@ -95,8 +95,8 @@ describe('PartitionService', () => {
   it('attaches a consumer in the producer’s own worker in memory', () => {
     const s = service();
     const w = new RecordingWorker('w0');
-    s.registerPipelined(ResultPartitionId.of('p1'), 0, w);
-    s.connectInputChannel(w, request('p1'));
+    s.registerPipelined(JobId.of('job-1'), ResultPartitionId.of('p1'), 0, w);
+    s.connectInputChannel(w, JobId.of('job-1'), request('p1'));
     return waitFor('attach-local', () => w.of('attach-local')[0]).then((m) => {
       expect(m).toEqual({ type: 'attach-local', attemptId: 'consumer', channelIndex: 3, partitionId: 'p1', subpartitionIndex: 1 });
       expect(s.heldPartitions).toBe(1);
@@ -107,10 +107,10 @@ describe('PartitionService', () => {
     const s = service();
     const producer = new RecordingWorker('w0');
     const consumer = new RecordingWorker('w1');
-    s.connectInputChannel(consumer, request('p1'));
+    s.connectInputChannel(consumer, JobId.of('job-1'), request('p1'));
     await new Promise((r) => setTimeout(r, 20));
     expect(consumer.posted).toEqual([]);
-    s.registerPipelined(ResultPartitionId.of('p1'), 0, producer);
+    s.registerPipelined(JobId.of('job-1'), ResultPartitionId.of('p1'), 0, producer);
     const attachConsumer = await waitFor('attach-consumer', () => consumer.of('attach-consumer')[0]);
     const attachProducer = producer.of('attach-producer')[0]!;
     expect(attachProducer).toMatchObject({ partitionId: 'p1', subpartitionIndex: 1 });
@@ -126,7 +126,7 @@ describe('PartitionService', () => {
     const clock = new ManualClock();
     const s = service('te-1', clock, 1_000);
     const consumer = new RecordingWorker('w1');
-    s.connectInputChannel(consumer, request('never'));
+    s.connectInputChannel(consumer, JobId.of('job-1'), request('never'));
     clock.advance(1_000);
     const failed = await waitFor('channel-failed', () => consumer.of('channel-failed')[0]);
     expect(failed.error.code).toBe('PARTITION_NOT_FOUND');
@@ -137,15 +137,15 @@ describe('PartitionService', () => {
     const s = service();
     const w0 = new RecordingWorker('w0');
     const w1 = new RecordingWorker('w1');
-    s.registerPipelined(ResultPartitionId.of('a'), 0, w0);
-    s.registerPipelined(ResultPartitionId.of('b'), 1, w1);
-    s.registerPipelined(ResultPartitionId.of('c'), 1, w1);
+    s.registerPipelined(JobId.of('job-1'), ResultPartitionId.of('a'), 0, w0);
+    s.registerPipelined(JobId.of('job-1'), ResultPartitionId.of('b'), 1, w1);
+    s.registerPipelined(JobId.of('job-1'), ResultPartitionId.of('c'), 1, w1);
     expect(s.dropWorker(w0)).toEqual(['a']);
     void s.release([ResultPartitionId.of('b'), ResultPartitionId.of('c'), ResultPartitionId.of('unknown')], 'consumed');
     expect(w1.of('release-partitions')).toEqual([{ type: 'release-partitions', partitionIds: ['b', 'c'] }]);
     expect(s.heldPartitions).toBe(0);
     // A partition-done from a worker that no longer holds it changes nothing.
-    s.registerPipelined(ResultPartitionId.of('d'), 1, w1);
+    s.registerPipelined(JobId.of('job-1'), ResultPartitionId.of('d'), 1, w1);
     s.pipelinedDone(ResultPartitionId.of('d'), w0);
     expect(s.heldPartitions).toBe(1);
     s.pipelinedDone(ResultPartitionId.of('d'), w1);
@@ -188,15 +188,34 @@ describe('PartitionService', () => {
     producerSide.blockingFinished(JobId.of('job-1'), ExecutionAttemptId.of('producer'), files);
 
     const local = new RecordingWorker('local consumer');
-    producerSide.connectInputChannel(local, request('blk-served'));
+    producerSide.connectInputChannel(local, JobId.of('job-1'), request('blk-served'));
     const localPort = (await waitFor('local attach', () => local.of('attach-consumer')[0])).port;
     expect(await readChannel(localPort)).toEqual(['first', 'second', 'third']);
 
     const remote = new RecordingWorker('remote consumer');
-    consumerSide.connectInputChannel(remote, request('blk-served', { resourceId: 'te-1', dataAddress: producerSide.dataAddress }));
+    consumerSide.connectInputChannel(remote, JobId.of('job-1'), request('blk-served', { resourceId: 'te-1', dataAddress: producerSide.dataAddress }));
     const remotePort = (await waitFor('remote attach', () => remote.of('attach-consumer')[0])).port;
     expect(await readChannel(remotePort)).toEqual(['first', 'second', 'third']);
     expect(producerSide.introspect().dataServer).toMatchObject({ connections: 1, channelsOpened: 1 });
     expect(consumerSide.introspect().dataConnectionsOpened).toBe(1);
+  });
+
+  it("gives a task none of another job's partitions, in its own TaskExecutor or over TCP", async () => {
+    const producerSide = service('te-1');
+    const consumerSide = service('te-2');
+    await producerSide.start();
+    await consumerSide.start();
+    producerSide.blockingFinished(JobId.of('job-2'), ExecutionAttemptId.of('producer'), blockingFiles('blk-of-job-2', [['secret of job 2']]));
+
+    const local = new RecordingWorker('local consumer of job 1');
+    producerSide.connectInputChannel(local, JobId.of('job-1'), request('blk-of-job-2'));
+    const localFailure = await waitFor('local channel-failed', () => local.of('channel-failed')[0]);
+    expect(localFailure.error.message).toMatch(/belongs to job job-2, not to job job-1/);
+    expect(local.of('attach-consumer')).toEqual([]);
+
+    const remote = new RecordingWorker('remote consumer of job 1');
+    consumerSide.connectInputChannel(remote, JobId.of('job-1'), request('blk-of-job-2', { resourceId: 'te-1', dataAddress: producerSide.dataAddress }));
+    const remotePort = (await waitFor('remote attach', () => remote.of('attach-consumer')[0])).port;
+    await expect(readChannel(remotePort)).rejects.toThrow(/is not a partition of job job-1/);
   });
 });

@@ -20,7 +20,7 @@ import { createSplits } from '../../runtime/jobmaster/input-splits.js';
 import { slotWorkerBundle, storeJobLibrary, TestJobMaster, TestResourceManager, waitFor } from './harness.js';
 import { connect } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { clientProof, decodeChallenge } from '../../runtime/network/data-auth.js';
+import { clientProof, decodeChallenge, encodeHello } from '../../runtime/network/data-auth.js';
 import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from '../../runtime/network/frames.js';
 
 const JOB_SOURCE = `
@@ -53,6 +53,8 @@ export const twoStage = defineJob('two-stage', (env) => {
 `;
 
 const JM_TOKEN = FencingToken.of(7);
+/** The job's data-plane key, as the ResourceManager sends it with a slot request. */
+const DATA_KEY = 'task-executor-test-data-key';
 const RM_EPOCH_HOLDER = 'rm-holder';
 // The in-test RM and JM send no heartbeats: a long timeout keeps a slow run (a loaded machine) from
 // losing them in the middle of a test. Tests about losing a peer set their own.
@@ -126,7 +128,6 @@ async function startTaskExecutor(
     resourceId: ResourceId.of(name),
     jobId: cluster.jobId,
     rpc,
-    secret: 'test-secret',
     leaseStore: cluster.leaseStore,
     blobStore: cluster.blobStore,
     workDir: join(root, cluster.jobId, name),
@@ -150,7 +151,7 @@ async function allocate(te: TaskExecutor, gateway: TaskExecutorGateway, slotInde
     jobMasterAddress: leader.address,
     jobMasterToken: leader.token,
     resourceManagerToken: cluster.rmToken,
-  });
+  }, DATA_KEY);
   await waitFor('slot offer', () => leader.jm.offers.some((o) => o.allocationId === allocationId));
   return allocationId;
 }
@@ -219,9 +220,9 @@ describe('TaskExecutor', () => {
     const allocationId = await allocate(te, gateway, 0);
     expect(cluster.jm.taskManagers).toEqual([{ resourceId: 'te-1', address: te.address, dataAddress: te.dataAddress, numberOfSlots: 2, partitions: [] }]);
     // Idempotent for the same allocation, refused for another while it is held.
-    await gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId, jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken });
+    await gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId, jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken }, DATA_KEY);
     await expect(
-      gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId: AllocationId.random(), jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken }),
+      gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId: AllocationId.random(), jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken }, DATA_KEY),
     ).rejects.toThrow(/already holds allocation/);
 
     const tdd = descriptor('doubled', onlyVertex('doubled'), allocationId);
@@ -387,8 +388,10 @@ describe('TaskExecutor', () => {
     await waitFor('partition released after consumption', () => a.te.introspect().heldPartitions === 0);
   });
 
-  it('serves nothing on its data port to a peer without the cluster secret, and closes the connection', async () => {
-    const { te } = await startTaskExecutor('te-auth');
+  it("serves nothing on its data port to a peer without the job's data key, and closes the connection", async () => {
+    const { te, gateway } = await startTaskExecutor('te-auth');
+    // With a slot of the job it holds the job's key.
+    await allocate(te, gateway, 0);
     const [host, port] = [te.dataAddress.slice(0, te.dataAddress.lastIndexOf(':')), Number(te.dataAddress.slice(te.dataAddress.lastIndexOf(':') + 1))];
     const peer = async (first: Buffer[], answer?: (f: Frame, send: (b: Buffer) => void) => void): Promise<number[]> => {
       const socket = connect({ host, port });
@@ -402,14 +405,16 @@ describe('TaskExecutor', () => {
     const request = encodeFrame(FrameType.REQUEST, 1, encodeMeta({ partitionId: ResultPartitionId.of('any'), subpartitionIndex: 0 }));
     // Straight to a request: closed, not one byte back.
     expect(await peer([request])).toEqual([]);
-    // A handshake made with another secret: the challenge, then closed.
+    // A handshake for the job made with another key: the challenge, then closed.
     const nonce = randomBytes(32);
-    const types = await peer([encodeFrame(FrameType.HELLO, 0, nonce)], (f, send) => {
+    const types = await peer([encodeFrame(FrameType.HELLO, 0, encodeHello(nonce, cluster.jobId))], (f, send) => {
       const c = decodeChallenge(f.payload);
-      if (c !== undefined) send(Buffer.concat([encodeFrame(FrameType.PROOF, 0, clientProof('wrong-secret', c.serverNonce, nonce)), request]));
+      if (c !== undefined) send(Buffer.concat([encodeFrame(FrameType.PROOF, 0, clientProof('wrong-key', cluster.jobId, c.serverNonce, nonce)), request]));
     });
     expect(types).toEqual([FrameType.CHALLENGE]);
-    expect(te.introspect().dataServer).toMatchObject({ connections: 2, connectionsRefused: 2, channelsOpened: 0, buffersSent: 0 });
+    // A handshake naming a job it serves no slot of: closed before any challenge.
+    expect(await peer([encodeFrame(FrameType.HELLO, 0, encodeHello(randomBytes(32), 'another-job'))])).toEqual([]);
+    expect(te.introspect().dataServer).toMatchObject({ connections: 3, connectionsRefused: 3, channelsOpened: 0, buffersSent: 0 });
   });
 
   it('re-registers when the ResourceManager falls silent, with the new leader once the lease moved', async () => {

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobId } from '../../runtime/core/ids.js';
+import { taskExecutorKey } from '../../runtime/core/cluster-keys.js';
 import { ProcessEnv } from '../../runtime/core/process-env.js';
 import { leaseNames } from '../../runtime/ha/lease-store.js';
 import { openEmbeddedServices, type EmbeddedServices } from '../../runtime/local/embedded-services.js';
@@ -29,7 +30,7 @@ function startProcess(stateDir: string, jobId: JobId, resourceId: string, config
     env: {
       ...process.env,
       [ProcessEnv.STATE_DIR]: stateDir,
-      [ProcessEnv.SECRET]: SECRET,
+      [ProcessEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(SECRET, resourceId),
       [ProcessEnv.JOB_ID]: jobId,
       [ProcessEnv.RESOURCE_ID]: resourceId,
       [ProcessEnv.CONFIG]: JSON.stringify(config),
