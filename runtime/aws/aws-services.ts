@@ -139,7 +139,9 @@ export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClo
     clock,
     ...(s.endedJobRetentionMs !== undefined && { endedJobRetentionMs: s.endedJobRetentionMs }),
   });
-  const blobStore = new S3BlobStore({ client: s3, bucket: s.bucket, prefix: s.blobPrefix });
+  // clientWith: a TaskExecutor fetches a job's library with the job's vended credentials.
+  const s3Config: AwsConfig = { ...base, ...(s.s3Endpoint !== undefined && { endpoint: s.s3Endpoint }) };
+  const blobStore = new S3BlobStore({ client: s3, bucket: s.bucket, prefix: s.blobPrefix, clientWith: (credentials) => createS3Client({ ...s3Config, credentials }) });
   const dashboardSessions = new DynamoDbDashboardSessions({ documentClient: dynamo.documentClient, tableName: s.jobTable });
   let closed: Promise<void> | undefined;
   return {

@@ -6,6 +6,8 @@ import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2
 import { Upload } from '@aws-sdk/lib-storage';
 import { InvalidRequestError } from '../core/errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
+import type { JobDataCredentials } from '../blob/data-credentials.js';
+import type { AwsCredentials } from './clients.js';
 import { awsCall } from './aws-errors.js';
 
 export interface S3BlobStoreOptions {
@@ -24,6 +26,8 @@ export interface S3BlobStoreOptions {
   readonly listPageSize?: number;
   /** Runs on close(), e.g. to destroy a client the store owns. */
   readonly onClose?: () => void;
+  /** A client like `client` that signs with other credentials (see withCredentials). @default - none: withCredentials throws */
+  readonly clientWith?: (credentials: AwsCredentials) => S3Client;
 }
 
 const MIN_PART_SIZE_BYTES = 5 * 1024 * 1024;
@@ -126,7 +130,29 @@ export class S3BlobStore implements BlobStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const store of this.credentialed.values()) void store.close();
     this.options.onClose?.();
+  }
+
+  /** Stores of vended credentials, by access key (a job's credentials are renewed every hour or so). */
+  private readonly credentialed = new Map<string, S3BlobStore>();
+
+  /** This store signing with a job's vended credentials: what that job's tasks may read, and no more. */
+  withCredentials(credentials: JobDataCredentials): BlobStore {
+    const clientWith = this.options.clientWith;
+    if (clientWith === undefined) throw new InvalidRequestError('this S3 blob store was made without clientWith, so it cannot sign with other credentials');
+    let store = this.credentialed.get(credentials.accessKeyId);
+    if (store === undefined) {
+      if (this.credentialed.size >= 4) {
+        const [oldest, old] = this.credentialed.entries().next().value!;
+        this.credentialed.delete(oldest);
+        void old.close();
+      }
+      const client = clientWith({ accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey, sessionToken: credentials.sessionToken });
+      store = new S3BlobStore({ ...this.options, client, onClose: () => client.destroy() });
+      this.credentialed.set(credentials.accessKeyId, store);
+    }
+    return store;
   }
 
   private keyOf(key: string): string {

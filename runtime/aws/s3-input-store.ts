@@ -7,8 +7,8 @@ import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Clien
 import type { ByteStream, InputFile, InputStore } from '../blob/input-store.js';
 import { errorMessage, FloeError, InputSourceError } from '../core/errors.js';
 import { AwsEnv } from './aws-services.js';
-import { createS3Client } from './clients.js';
-import { parseS3Uri, type S3Sender } from './s3-output-store.js';
+import { createS3Client, type AwsCredentials } from './clients.js';
+import { parseS3Uri, staticCredentials, type S3Sender } from './s3-output-store.js';
 
 /** The first range read past a split's end; each next one is twice as long, up to the chunk size. */
 const FIRST_OVERRUN_BYTES = 4 * 1024;
@@ -141,8 +141,8 @@ function describe(error: unknown): string {
 }
 
 /** Region, endpoint and credentials as the AWS services read them (FLOE_AWS_REGION, FLOE_S3_ENDPOINT / FLOE_AWS_ENDPOINT, AWS_*). */
-export function s3InputStoreFromEnv(env: NodeJS.ProcessEnv): S3InputStore {
+export function s3InputStoreFromEnv(env: NodeJS.ProcessEnv, credentials?: AwsCredentials): S3InputStore {
   const region = env[AwsEnv.REGION] || env['AWS_REGION'] || 'us-east-1';
   const endpoint = env[AwsEnv.S3_ENDPOINT] || env[AwsEnv.ENDPOINT];
-  return new S3InputStore(createS3Client({ region, ...(endpoint ? { endpoint } : {}) }));
+  return new S3InputStore(createS3Client({ region, ...(endpoint ? { endpoint } : {}), ...(credentials !== undefined ? { credentials: staticCredentials(credentials) } : {}) }));
 }

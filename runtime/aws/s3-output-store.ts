@@ -40,7 +40,7 @@ import {
 } from '../blob/output-store.js';
 import { STAGED_TAG } from '../blob/output-rules.js';
 import { AwsEnv } from './aws-services.js';
-import { createS3Client } from './clients.js';
+import { createS3Client, type AwsCredentials } from './clients.js';
 
 export interface S3Location {
   readonly bucket: string;
@@ -297,8 +297,11 @@ export class S3OutputStore implements OutputStore {
 }
 
 /** Region, endpoint and credentials as the AWS services read them (FLOE_AWS_REGION, FLOE_S3_ENDPOINT / FLOE_AWS_ENDPOINT, AWS_*). */
-export function s3OutputStoreFromEnv(env: NodeJS.ProcessEnv): S3OutputStore {
+export function s3OutputStoreFromEnv(env: NodeJS.ProcessEnv, credentials?: AwsCredentials): S3OutputStore {
   const region = env[AwsEnv.REGION] || env['AWS_REGION'] || 'us-east-1';
   const endpoint = env[AwsEnv.S3_ENDPOINT] || env[AwsEnv.ENDPOINT];
-  return new S3OutputStore(createS3Client({ region, ...(endpoint ? { endpoint } : {}) }));
+  return new S3OutputStore(createS3Client({ region, ...(endpoint ? { endpoint } : {}), ...(credentials !== undefined ? { credentials: staticCredentials(credentials) } : {}) }));
 }
+
+/** The three fields the SDK signs with (vended job credentials carry their expiry too). */
+export const staticCredentials = (c: AwsCredentials): AwsCredentials => ({ accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, ...(c.sessionToken !== undefined ? { sessionToken: c.sessionToken } : {}) });

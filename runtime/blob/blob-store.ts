@@ -1,6 +1,7 @@
 // Port: blobs (JobGraphs, user-code libraries, results). Writes are atomic: a reader sees the whole
 // object or none. Libraries are content-addressed by sha256.
 import { createHash } from 'node:crypto';
+import type { JobDataCredentials } from './data-credentials.js';
 
 export interface BlobStore {
   put(key: string, data: Uint8Array): Promise<void>;
@@ -11,6 +12,11 @@ export interface BlobStore {
   /** Keys that start with `prefix`, sorted. */
   list(prefix: string): Promise<string[]>;
   close(): Promise<void>;
+  /**
+   * The same store reached with a job's vended credentials (a TaskExecutor fetching that job's library);
+   * absent where a store takes no credentials (the local filesystem).
+   */
+  withCredentials?(credentials: JobDataCredentials): BlobStore;
 }
 
 export const sha256Hex = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');

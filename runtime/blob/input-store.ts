@@ -15,6 +15,7 @@ import { InputSourceError, IoTimeoutError } from '../core/errors.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { isS3Uri } from '../jobgraph/paths.js';
 import { FsInputStore } from '../local/fs-input-store.js';
+import type { JobDataCredentials } from './data-credentials.js';
 
 export interface InputFile {
   readonly path: string;
@@ -40,13 +41,25 @@ export interface InputStore {
 export const localInputStore: InputStore = new FsInputStore();
 
 let s3Store: Promise<InputStore> | undefined;
+/** Stores of vended credentials, by access key: a task's job renews its credentials every hour or so. */
+const s3StoresOf = new Map<string, Promise<InputStore>>();
 
 /**
  * The store for a source path. S3 is loaded on first use only (the AWS backend), configured from this
- * process's environment, so the embedded backend never loads an AWS SDK.
+ * process's environment, so the embedded backend never loads an AWS SDK. With `credentials` (a task of
+ * a job whose JobMaster vends them), S3 is called with those instead of the process's own.
  */
-export function inputStoreFor(path: string): Promise<InputStore> {
+export function inputStoreFor(path: string, credentials?: JobDataCredentials): Promise<InputStore> {
   if (!isS3Uri(path)) return Promise.resolve(localInputStore);
+  if (credentials !== undefined) {
+    let store = s3StoresOf.get(credentials.accessKeyId);
+    if (store === undefined) {
+      if (s3StoresOf.size >= 4) s3StoresOf.delete(s3StoresOf.keys().next().value!);
+      store = import('../aws/s3-input-store.js').then((m) => m.s3InputStoreFromEnv(process.env, credentials));
+      s3StoresOf.set(credentials.accessKeyId, store);
+    }
+    return store;
+  }
   s3Store ??= import('../aws/s3-input-store.js').then((m) => m.s3InputStoreFromEnv(process.env));
   return s3Store;
 }

@@ -18,6 +18,7 @@ import { IoTimeoutError, OutputTargetError } from '../core/errors.js';
 import { writeModeOf, type JobGraph, type WriteMode } from '../jobgraph/jobgraph.js';
 import { isS3Uri } from '../jobgraph/paths.js';
 import { FsOutputStore, localAttemptStagingDir } from '../local/fs-output-store.js';
+import type { JobDataCredentials } from './data-credentials.js';
 import { s3StagingFolder, type CommitOutcome, type StagedPart } from './output-rules.js';
 
 export { isS3Uri };
@@ -75,13 +76,25 @@ export function attemptStagingLocationFor(target: string, jobId: string, attempt
 export const localOutputStore: OutputStore = new FsOutputStore();
 
 let s3Store: Promise<OutputStore> | undefined;
+/** Stores of vended credentials, by access key: a task's job renews its credentials every hour or so. */
+const s3StoresOf = new Map<string, Promise<OutputStore>>();
 
 /**
  * The store for a target. S3 is loaded on first use only (the AWS backend), configured from this
- * process's environment, so the embedded backend never loads an AWS SDK.
+ * process's environment, so the embedded backend never loads an AWS SDK. With `credentials` (a task of
+ * a job whose JobMaster vends them), S3 is called with those instead of the process's own.
  */
-export function outputStoreFor(target: string): Promise<OutputStore> {
+export function outputStoreFor(target: string, credentials?: JobDataCredentials): Promise<OutputStore> {
   if (!isS3Uri(target)) return Promise.resolve(localOutputStore);
+  if (credentials !== undefined) {
+    let store = s3StoresOf.get(credentials.accessKeyId);
+    if (store === undefined) {
+      if (s3StoresOf.size >= 4) s3StoresOf.delete(s3StoresOf.keys().next().value!);
+      store = import('../aws/s3-output-store.js').then((m) => m.s3OutputStoreFromEnv(process.env, credentials));
+      s3StoresOf.set(credentials.accessKeyId, store);
+    }
+    return store;
+  }
   s3Store ??= import('../aws/s3-output-store.js').then((m) => m.s3OutputStoreFromEnv(process.env));
   return s3Store;
 }

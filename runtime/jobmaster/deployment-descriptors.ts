@@ -1,6 +1,7 @@
 // What a TaskExecutor needs to run one attempt of a subtask: its operator chain, the producers it reads
 // (their current attempts, where they run) and the partitions it writes. Consumers of one all-to-all
 // edge share one description of its producers, built once and serialized once.
+import type { JobDataCredentials } from '../blob/data-credentials.js';
 import type { ExecutionAttemptId, JobId, ResourceId } from '../core/ids.js';
 import { attemptStagingLocationFor } from '../blob/output-store.js';
 import { CachedJson } from '../core/cached-json.js';
@@ -45,6 +46,8 @@ export class TaskDeploymentDescriptorFactory {
     private readonly regions: RegionPlan,
     /** The data address of a registered TaskExecutor; '' when it is gone (the channel then fails and the task with it). */
     private readonly dataAddressOf: (resourceId: ResourceId) => string,
+    /** The job's S3 credentials a deployment carries now; undefined: none (the tasks use their process's own). */
+    private readonly dataCredentials: () => JobDataCredentials | undefined = () => undefined,
   ) {}
 
   /**
@@ -102,6 +105,7 @@ export class TaskDeploymentDescriptorFactory {
       };
     });
     const sink = execution.vertex.operators.find((op) => op.kind === 'sink.textFile');
+    const credentials = this.dataCredentials();
     return {
       jobId: this.jobId,
       vertexId: execution.vertex.id,
@@ -117,6 +121,7 @@ export class TaskDeploymentDescriptorFactory {
       inputs,
       outputs,
       ...(sink?.kind === 'sink.textFile' ? { sinkStagingDir: attemptStagingLocationFor(sink.path, this.jobId, execution.attemptId) } : {}),
+      ...(credentials !== undefined ? { dataCredentials: credentials } : {}),
     };
   }
 }

@@ -32,6 +32,7 @@ import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-s
 import { JOB_MASTER_METHODS, type JobMasterGateway, type SlotOffer, type TaskExecutionStateUpdate, type TaskManagerInfo } from '../protocol/jobmaster-gateway.js';
 import { listInputFiles, SplitAssigner } from './input-splits.js';
 import { OutputCommitter } from './output-committer.js';
+import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
 import { createRestartStrategy, resolveRestartStrategy } from './restart-strategy.js';
 import { Scheduler, type SchedulerSnapshot } from './scheduler.js';
@@ -64,6 +65,11 @@ export interface JobMasterDeps {
   readonly deployChunkSize?: number;
   /** Called once the job's terminal status is decided, just before it is written (a warm pool's process gets ready meanwhile). */
   readonly onJobEnding?: (status: JobStatus) => void;
+  /**
+   * Vends the S3 credentials the job's tasks get with their deployments (AWS: scoped to the job's paths).
+   * @default - jobDataCredentialsSourceFromEnv: the job-data role when FLOE_JOB_DATA_ROLE_ARN is set, else none
+   */
+  readonly dataCredentials?: JobDataCredentialsSource;
 }
 
 interface RegisteredTaskManager {
@@ -111,6 +117,9 @@ export class JobMaster implements JobMasterGateway {
   private endpoint: ServedEndpoint | undefined;
   private status: JobStatus = JobStatus.CREATED;
   private cancelWatch: Timer | undefined;
+  /** The job's S3 credentials the next deployments carry; renewed before they lapse. */
+  private dataCredentials: JobDataCredentials | undefined;
+  private credentialsRenewal: Timer | undefined;
   private progressTimer: Timer | undefined;
   /** Slots given up in this turn, each with its TaskExecutor and why: one `freeSlots` call per TaskExecutor and cause. */
   private readonly slotsToFree = new TurnBatch<{ gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationId: AllocationId }>((slots) => {
@@ -198,6 +207,7 @@ export class JobMaster implements JobMasterGateway {
         tasksEnded: (outcome, cause) => void this.tasksEnded(outcome, cause),
       },
       mayAct: () => this.mayAct(),
+      dataCredentials: () => this.dataCredentials,
       ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
       ...(deps.deployChunkSize !== undefined ? { deployChunkSize: deps.deployChunkSize } : {}),
       attemptDiscarded: (execution) => {
@@ -241,6 +251,7 @@ export class JobMaster implements JobMasterGateway {
       this.status = JobStatus.RUNNING;
       this.log.info('job running', { tasks: this.scheduler.graph.executions.length, slots: this.scheduler.totalSlots });
       try {
+        await this.renewDataCredentials();
         for (const vertex of this.deps.jobGraph.vertices) {
           const source = vertex.operators[0];
           if (source?.kind === 'source.textFile') {
@@ -261,6 +272,24 @@ export class JobMaster implements JobMasterGateway {
       );
       this.rm.start();
       this.scheduler.startScheduling();
+    });
+  }
+
+  /**
+   * Fetches the job's S3 credentials (when a source vends them) and schedules the next fetch: STS caps a
+   * chained session at an hour, and a task deployed with credentials close to lapsing could not finish.
+   */
+  private async renewDataCredentials(): Promise<void> {
+    const source = this.deps.dataCredentials ?? (await jobDataCredentialsSourceFromEnv());
+    if (source === undefined) return;
+    this.dataCredentials = await source(this.deps.jobGraph);
+    this.log.info('vended the job\'s S3 credentials', { expiresInMs: this.dataCredentials.expirationMs - Date.now() });
+    // Renewed 15 minutes before they lapse (sooner for a short session); a failed renewal is tried again a minute later.
+    const dueInMs = Math.max(60_000, this.dataCredentials.expirationMs - Date.now() - 15 * 60_000);
+    this.credentialsRenewal?.cancel();
+    this.credentialsRenewal = this.main.schedule(() => this.renewDataCredentials(), dueInMs, (error) => {
+      this.log.warn('renewing the job\'s S3 credentials failed; trying again in a minute', { error: errorMessage(error) });
+      if (!this.terminated) this.credentialsRenewal = this.main.schedule(() => this.renewDataCredentials(), 60_000);
     });
   }
 
@@ -484,6 +513,7 @@ export class JobMaster implements JobMasterGateway {
     this.terminated = true;
     this.status = status;
     this.cancelWatch?.cancel();
+    this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();
     let discardFailed: string | undefined;
     if (status !== JobStatus.FINISHED) await this.outputCommitter.discardAll().catch((error: unknown) => (discardFailed = errorMessage(error)));
@@ -564,6 +594,7 @@ export class JobMaster implements JobMasterGateway {
     this.log.warn('stepping down', { reason });
     this.terminated = true;
     this.cancelWatch?.cancel();
+    this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();
     this.rm.stop();
     this.resolveTermination({ status: 'LEADERSHIP_LOST', message: reason });
@@ -631,6 +662,7 @@ export class JobMaster implements JobMasterGateway {
     this.heartbeats.stop();
     this.rm.stop();
     this.cancelWatch?.cancel();
+    this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();
     await this.main.close();
   }

@@ -15,6 +15,7 @@ import type { ResourceRequirement } from '../protocol/resourcemanager-gateway.js
 import { packTaskDeployments, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
 import { MainThreadClosedError, type MainThread } from '../rpc/main-thread.js';
+import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
 import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
@@ -67,6 +68,8 @@ export interface SchedulerOptions {
    * is deployed or released once it is false. @default - always
    */
   readonly mayAct?: () => boolean;
+  /** The job's S3 credentials each deployment carries now (AWS); undefined: the tasks use their process's own. */
+  readonly dataCredentials?: () => JobDataCredentials | undefined;
   /**
    * What a predecessor JobMaster of the job left (a successor after a JobManager failover). Its finished
    * regions are kept if their output is still there; nothing is deployed until the TaskExecutors that
@@ -189,7 +192,7 @@ export class Scheduler {
     if (o.recovery !== undefined) this.adoptFinishedRegions(o.recovery);
     const failover = new RestartPipelinedRegionFailoverStrategy(this.regions, this.graph, (edge, producer) => this.isPartitionAvailable(edge, producer));
     this.failureHandler = new ExecutionFailureHandler(failover, o.restartStrategy, o.clock);
-    this.descriptors = new TaskDeploymentDescriptorFactory(o.jobId, this.graph, this.regions, (id) => o.taskManagers.dataAddress(id));
+    this.descriptors = new TaskDeploymentDescriptorFactory(o.jobId, this.graph, this.regions, (id) => o.taskManagers.dataAddress(id), o.dataCredentials);
     const groupSize = new Map<string, number>();
     for (const v of o.jobGraph.vertices) groupSize.set(v.slotSharingGroup, Math.max(groupSize.get(v.slotSharingGroup) ?? 0, v.parallelism));
     for (const [group, size] of groupSize) {

@@ -1,7 +1,10 @@
 // What the JobMaster sends a TaskExecutor to run one subtask: the operator chain, where its inputs come
 // from and what it produces.
 import { ResultPartitionId, type AllocationId, type ExecutionAttemptId, type JobId, type ResourceId } from '../core/ids.js';
+import type { JobDataCredentials } from '../blob/data-credentials.js';
 import type { StagedPart } from '../blob/output-rules.js';
+
+export type { JobDataCredentials };
 import { functionRefsOf, isKeyedOperator, type ExtremumKind, type FunctionRef, type JobProgram, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
 
 /** Where a producer's partitions can be fetched: its TaskExecutor and that executor's data port. */
@@ -105,7 +108,10 @@ export interface TaskDeploymentDescriptor {
    * moves the finished attempts' part files to the target when the job finishes.
    */
   readonly sinkStagingDir?: string;
+  /** The job's S3 credentials, when its JobMaster vends them (AWS): the task's S3 calls use these. */
+  readonly dataCredentials?: JobDataCredentials;
 }
+
 
 /**
  * A split of a text file source: a byte range; the reader owns lines that start inside it. A compressed
@@ -172,6 +178,8 @@ export interface TaskDeploymentBatch {
   readonly jobId: JobId;
   readonly library: { readonly sha256: string };
   readonly program: JobProgram;
+  /** Every task's dataCredentials: one job's tasks, deployed at one moment, share them. */
+  readonly dataCredentials?: JobDataCredentials;
   readonly vertices: readonly BatchVertex[];
   /** Producer descriptions that the tasks' input gates name by index. */
   readonly producers: readonly ConsumedPartitionsDescriptor[];
@@ -275,7 +283,7 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
       ...(d.sinkStagingDir !== undefined ? { sinkStagingDir: d.sinkStagingDir } : {}),
     });
   }
-  return { jobId: first.jobId, library: first.library, program: first.program, vertices, producers, tasks };
+  return { jobId: first.jobId, library: first.library, program: first.program, ...(first.dataCredentials !== undefined ? { dataCredentials: first.dataCredentials } : {}), vertices, producers, tasks };
 }
 
 /** The descriptors a batch stands for; throws (with what is wrong) for a batch whose references do not resolve. */
@@ -308,6 +316,7 @@ export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymen
       }),
       outputs: vertex.outputs.map((o, k) => ({ ...o, partitionId: t.partitionIds[k]! })),
       ...(t.sinkStagingDir !== undefined ? { sinkStagingDir: t.sinkStagingDir } : {}),
+      ...(batch.dataCredentials !== undefined ? { dataCredentials: batch.dataCredentials } : {}),
     };
   });
 }

@@ -2,6 +2,7 @@
 // and the text file sink (one part file per subtask, staged per attempt, committed by the JobMaster).
 import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { outputStoreFor, type StagedPart } from '../blob/output-store.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
@@ -53,8 +54,8 @@ class TextFileSink implements Sink {
    * a filesystem that never answers (a hung mount, /proc) fails the task naming the path instead of
    * holding it forever. A file opened after the deadline is closed.
    */
-  static async open(stagingLocation: string, subtaskIndex: number, sinkName: string, target: string, timeoutMs: number): Promise<TextFileSink> {
-    const store = await outputStoreFor(stagingLocation);
+  static async open(stagingLocation: string, subtaskIndex: number, sinkName: string, target: string, timeoutMs: number, credentials?: JobDataCredentials): Promise<TextFileSink> {
+    const store = await outputStoreFor(stagingLocation, credentials);
     const opening = (async () => {
       let localDir: string;
       try {
@@ -131,7 +132,7 @@ export async function openSink(tdd: TaskDeploymentDescriptor, last: OperatorSpec
   if (last.kind === 'sink.collect') return new CollectSink(last.maxRecords, last.name);
   if (last.kind === 'sink.textFile') {
     if (tdd.sinkStagingDir === undefined) throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
-    return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex, last.name, last.path, openTimeoutMs);
+    return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex, last.name, last.path, openTimeoutMs, tdd.dataCredentials);
   }
   return undefined;
 }

@@ -68,7 +68,8 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
         upcoming = io.requestSplit();
         // Without a handler, a failed request would count as unhandled until the next await reaches it.
         upcoming.catch(() => undefined);
-        for await (const lines of readSplitLineBatches(split, { timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default })) {
+        const readOptions = { timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, ...(io.tdd.dataCredentials !== undefined ? { credentials: io.tdd.dataCredentials } : {}) };
+        for await (const lines of readSplitLineBatches(split, readOptions)) {
           for (let i = 0; i < lines.length; i++) {
             const p = step(lines[i]);
             if (p !== undefined) await p;

@@ -5,6 +5,7 @@
 // the file any size. A gzip split is the whole file, decompressed as it streams.
 import { pipeline, Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
+import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { inputStoreFor, type ByteStream, type InputStore } from '../blob/input-store.js';
 import { CallDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError, InputSourceError } from '../core/errors.js';
@@ -21,8 +22,10 @@ export interface ReadSplitOptions {
    * the reader throws an error naming the file. @default - no deadline
    */
   readonly timeoutMs?: number;
-  /** @default - inputStoreFor(split.path): the local filesystem, or S3 for s3:// paths */
+  /** @default - inputStoreFor(split.path, credentials): the local filesystem, or S3 for s3:// paths */
   readonly store?: InputStore;
+  /** The job's S3 credentials (vended by its JobMaster). @default - the process's own */
+  readonly credentials?: JobDataCredentials;
 }
 
 /**
@@ -47,7 +50,7 @@ export async function* readSplitLineBatches(split: InputSplit, options: ReadSpli
     });
   let store = options.store;
   try {
-    store ??= await inputStoreFor(split.path);
+    store ??= await inputStoreFor(split.path, options.credentials);
   } catch (error) {
     throw fail(error);
   }

@@ -3,6 +3,7 @@
 import { mkdir } from 'node:fs/promises';
 import { FloeError } from '../core/errors.js';
 import { blobKeys, sha256Hex, type BlobStore } from '../blob/blob-store.js';
+import type { JobDataCredentials } from '../blob/data-credentials.js';
 
 export class LibraryCache {
   private readonly libraries = new Map<string, Promise<Uint8Array>>();
@@ -24,11 +25,13 @@ export class LibraryCache {
    * checked the library when the job was submitted, but an upload URL lets a client write other bytes
    * under its key later, and those must fail the task, not run.
    */
-  get(sha256: string): Promise<Uint8Array> {
+  get(sha256: string, credentials?: JobDataCredentials): Promise<Uint8Array> {
     let cached = this.libraries.get(sha256);
     if (cached === undefined) {
       const key = blobKeys.library(sha256);
-      cached = this.blobStore.get(key).then((code) => {
+      // With the job's vended credentials (AWS), which name this library; the process's own otherwise.
+      const store = credentials !== undefined && this.blobStore.withCredentials !== undefined ? this.blobStore.withCredentials(credentials) : this.blobStore;
+      cached = store.get(key).then((code) => {
         // Neither recurs less on a retry: the JobMaster fails the job at once (LIBRARY_MISSING, LIBRARY_MISMATCH).
         if (code === undefined) throw new FloeError('LIBRARY_MISSING', `library ${sha256} is not in the blob store (key ${key}); resubmit the job with its library`);
         const actual = sha256Hex(code);

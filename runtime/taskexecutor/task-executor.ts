@@ -458,7 +458,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       list.push(task);
     }
     for (const [sha256, group] of byLibrary) {
-      const library = sha256 !== undefined ? this.libraries.get(sha256) : Promise.resolve(undefined);
+      const library = sha256 !== undefined ? this.libraries.get(sha256, group[0]!.tdd.dataCredentials) : Promise.resolve(undefined);
       library
         .then(
           (code) =>

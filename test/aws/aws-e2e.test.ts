@@ -158,6 +158,19 @@ describe('Floe on the AWS backend (emulators)', () => {
         const counts = await readCounts(s3, `${out}/`);
         expect(counts.size).toBe(expected.size);
         expect(counts).toEqual(expected);
+        // Its tasks read and wrote S3 with credentials its JobManager vended for this job alone (their own
+        // key is one S3 refuses): the session policy names its library, its input and its own staging.
+        const sessions = cluster.sts.sessions.filter((s) => s.roleSessionName === `floe-job-${jobId}`);
+        expect(sessions).toHaveLength(1);
+        const bucketArn = `arn:aws:s3:::${emulators.bucket}`;
+        expect(sessions[0]!.policy).toEqual({
+          Version: '2012-10-17',
+          Statement: [
+            { Sid: 'ReadItsLibrary', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [`${bucketArn}/floe/libraries/${graph.library.sha256}.mjs`] },
+            { Sid: 'ReadItsInputs', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [`${bucketArn}/corpus`, `${bucketArn}/corpus/*`] },
+            { Sid: 'WriteItsStaging', Effect: 'Allow', Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], Resource: [`${bucketArn}/${out}/.floe-staging-${jobId}/*`] },
+          ],
+        });
       }
       // A source prefix that holds nothing is refused at submission, naming it; nothing is started.
       const tasksBefore = ecs.taskSummaries().length;

@@ -15,6 +15,7 @@ import { createHttpApiHandler } from '../../functions/http-api.js';
 import { startApiGatewayAdapter, type ApiGatewayAdapter } from './apigw-adapter.js';
 import { EcsEmulator, type EcsTaskStateChangeEvent } from './ecs-emulator.js';
 import { EventBridgeEmulator, type DeliveredEvent } from './eventbridge-emulator.js';
+import { StsEmulator } from './sts-emulator.js';
 import { awsServicesEnv, createTables, startEmulators, type Emulators } from './emulators.js';
 import { AwsCallLogEnv } from '../../runtime/aws/aws-call-log.js';
 import { BucketLayout } from '../../cdk/lib/runtime-contract.js';
@@ -22,6 +23,26 @@ import { BucketLayout } from '../../cdk/lib/runtime-contract.js';
 export const AWS_TEST_SECRET = 'e2e-secret';
 /** The cluster's event bus, as the stack names it in FLOE_EVENT_BUS. */
 export const AWS_TEST_EVENT_BUS = 'floe-e2e-events';
+
+let jobDataRole: Promise<string> | undefined;
+/**
+ * The job-data role JobManagers assume (the STS emulator's one role), named as the IAM check names the
+ * synthesized stack's roles: the role the stack's JobManager task definition names in FLOE_JOB_DATA_ROLE_ARN.
+ */
+export function awsTestJobDataRole(): Promise<string> {
+  jobDataRole ??= import('./iam-check.js').then(({ synthesizeFloeTemplate }) => {
+    const resources = synthesizeFloeTemplate('000000000000', 'us-east-1')['Resources'] as Record<string, { Type: string; Properties?: { ContainerDefinitions?: { Environment?: { Name: string; Value: unknown }[] }[] } }>;
+    const named = Object.values(resources)
+      .filter((r) => r.Type === 'AWS::ECS::TaskDefinition')
+      .flatMap((r) => r.Properties?.ContainerDefinitions ?? [])
+      .flatMap((c) => c.Environment ?? [])
+      .find((e) => e.Name === 'FLOE_JOB_DATA_ROLE_ARN')?.Value as { 'Fn::GetAtt'?: [string, string] } | undefined;
+    const id = named?.['Fn::GetAtt']?.[0];
+    if (id === undefined) throw new Error('the synthesized stack gives no JobManager FLOE_JOB_DATA_ROLE_ARN naming a role; the test cluster needs the job-data role');
+    return `arn:aws:iam::000000000000:role/${id}`;
+  });
+  return jobDataRole;
+}
 /** The only credentials the API Gateway stand-in accepts signatures from, as IAM would on a deployed cluster. */
 export const AWS_TEST_API_IAM = { region: 'us-east-1', credentials: { accessKeyId: 'AKIAFLOEE2ECALLER000', secretAccessKey: 'floe-e2e-caller-secret-access-key' } } as const;
 /** Signs as a caller granted execute-api:Invoke (FloeCluster.grantSubmit). */
@@ -47,6 +68,8 @@ export interface AwsTestCluster {
   readonly ecs: EcsEmulator;
   /** The cluster's event bus (capacity-freed events of ready JobManagers). */
   readonly events: EventBridgeEmulator;
+  /** STS: the sessions JobManagers assumed for their jobs' tasks, with their session policies. */
+  readonly sts: StsEmulator;
   readonly work: string;
   /** The Dispatcher function's environment. */
   readonly env: Record<string, string>;
@@ -86,10 +109,16 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
   const callLogDir = join(work, 'aws-calls');
   const callLog = (role: string): Record<string, string> => ({ [AwsCallLogEnv.DIR]: callLogDir, [AwsCallLogEnv.ROLE]: role });
   const events = await EventBridgeEmulator.start({ buses: [AWS_TEST_EVENT_BUS], region: emulators.region });
+  // Sessions get keys s3rver takes; a TaskExecutor's own key (below) is one s3rver refuses.
+  const jobDataRoleArn = await awsTestJobDataRole();
+  const sts = await StsEmulator.start({ roleArns: [jobDataRoleArn] });
   // As the stack's JobManager task definition: it knows the cluster's bus (the TaskExecutor's does not).
-  const jobManagerEnv = { ...taskEnv, FLOE_SECRET: AWS_TEST_SECRET, FLOE_EVENT_BUS: AWS_TEST_EVENT_BUS, FLOE_EVENTS_ENDPOINT: events.endpoint };
+  const jobManagerEnv = { ...taskEnv, FLOE_SECRET: AWS_TEST_SECRET, FLOE_EVENT_BUS: AWS_TEST_EVENT_BUS, FLOE_EVENTS_ENDPOINT: events.endpoint, FLOE_JOB_DATA_ROLE_ARN: jobDataRoleArn, FLOE_STS_ENDPOINT: sts.endpoint };
   ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: { ...jobManagerEnv, ...callLog('jobmanager') } });
-  ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: { ...taskEnv, ...callLog('taskexecutor') } });
+  // A TaskExecutor's own key reaches DynamoDB (which takes any alphanumeric key) but not S3, as its role on AWS has no
+  // S3 access: its tasks reach S3 only with the credentials their JobManager vends for their job.
+  const taskExecutorEnv = { ...taskEnv, AWS_ACCESS_KEY_ID: 'AKIATASKEXECUTORNOS3' };
+  ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: { ...taskExecutorEnv, ...callLog('taskexecutor') } });
   const env: Record<string, string> = {
     // The stack's blob prefix, so the calls land where its roles' grants point.
     ...awsServicesEnv(emulators, tables, { blobPrefix: BucketLayout.defaultPrefix }),
@@ -116,6 +145,7 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
     emulators,
     ecs,
     events,
+    sts,
     work,
     env,
     callLogDir,
@@ -152,6 +182,7 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
       const leftovers = ecs.livePids();
       await ecs.close();
       await events.close();
+      await sts.close();
       await emulators.stop();
       // Every process has stopped: the record is complete.
       const iamProblems = options.checkIam === false ? '' : await iamProblemsOf(callLogDir, { tables, bucket: emulators.bucket, region: emulators.region });

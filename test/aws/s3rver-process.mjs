@@ -6,12 +6,17 @@
 import { rmSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import S3rver from 's3rver';
+import AWSAccount from 's3rver/lib/models/account.js';
 
 const [directory, bucket] = process.argv.slice(2);
 if (directory === undefined || bucket === undefined) {
   process.stderr.write('usage: s3rver-process.mjs <directory> <bucket>\n');
   process.exit(2);
 }
+
+// The keys the STS emulator hands out (test/aws/sts-emulator.ts, stsSessionKey): session credentials S3
+// takes, each distinct, so a call can be told apart by the session whose key signed it.
+for (let i = 0; i < 100; i++) AWSAccount.DUMMY_ACCOUNT.createKeyPair(`ASIAFLOETESTSESS${String(i).padStart(4, '0')}`, `floe-test-session-secret-${String(i).padStart(4, '0')}`);
 
 const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
 makeObjectWritesAtomic(server.store);
