@@ -32,6 +32,7 @@ afterAll(async () => {
 });
 
 interface TaskView {
+  readonly name: string;
   readonly state: string;
 }
 interface TaskExecutorView {
@@ -84,6 +85,40 @@ describe('a TaskExecutor sent SIGTERM mid-job', () => {
     const [log] = findFiles(cluster.stateDir, `${busy.resourceId}.log`);
     expect(log, `no log of ${busy.resourceId}`).toBeDefined();
     expect(readFileSync(log!, 'utf8')).toContain('left: SIGTERM');
+    await cluster.nothingLeft();
+  }, 300_000);
+
+  it('keeps serving the partitions its moved tasks read; a second SIGTERM ends it at once, and the job still FINISHES exact with 0 restarts', async () => {
+    const out = join(cluster.work, 'counts-twice');
+    // Blocking exchange: the count tasks read the words region's finished partitions, 2 ms per word.
+    const jobId = await cluster.submit('e2e-jm-failover.ts', 'default', [input, out, '2'], 2);
+    const busy = await waitFor(async () => {
+      const job = (await cluster.api('GET', `/jobs/${jobId}`)).body;
+      if (['FINISHED', 'FAILED', 'CANCELED'].includes(job.status)) throw new Error(`the job ended ${job.status} before a TaskExecutor was seen counting: ${await cluster.exceptions(jobId)}`);
+      const views = ((await cluster.api('GET', '/taskmanagers')).body.taskManagers ?? []) as TaskExecutorView[];
+      return views.find((te) => te.jobId === jobId && te.slots.some((s) => s.tasks.some((t) => t.name.includes('count') && t.state === 'RUNNING')));
+    }, 'a TaskExecutor running the count tasks', 60_000);
+    const victim = clusterProcesses(cluster.stateDir).find((p) => p.resourceId === busy.resourceId)!;
+    expect(victim).toBeDefined();
+    const exceptions = async () => ((await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body as { exceptions: { platformCaused?: boolean; recovered?: boolean; location?: string }[] }).exceptions;
+
+    process.kill(victim.pid, 'SIGTERM');
+    await waitFor(async () => (await exceptions()).some((e) => e.location === busy.resourceId), 'the JobMaster to move its tasks', 30_000);
+    // Its tasks left, yet it stays: the moved count tasks read its partitions.
+    expect(isProcessAlive(victim.pid)).toBe(true);
+    const secondAt = Date.now();
+    process.kill(victim.pid, 'SIGTERM');
+    await waitFor(() => !isProcessAlive(victim.pid), 'the TaskExecutor to stop on the second SIGTERM', 10_000);
+    expect(Date.now() - secondAt).toBeLessThan(8_000);
+
+    const job = await cluster.awaitTerminal(jobId, 240_000);
+    const all = await exceptions();
+    expect(job.status, JSON.stringify(all)).toBe('FINISHED');
+    expect(readCounts(out)).toEqual(expected);
+    expect(job.restarts ?? 0).toBe(0);
+    // Every failure it caused, its leaving and the partitions gone with it, is the platform's.
+    expect(all.length, JSON.stringify(all)).toBeGreaterThanOrEqual(1);
+    expect(all.every((e) => e.platformCaused === true && e.recovered === true), JSON.stringify(all)).toBe(true);
     await cluster.nothingLeft();
   }, 300_000);
 });
