@@ -144,3 +144,24 @@ describe('job metrics in the template', () => {
     expect(jobEnded[0]!.Properties.Targets[0]!.DeadLetterConfig).toEqual({ Arn: { 'Fn::GetAtt': [stack.getLogicalId(stack.floe.failedEvents.node.defaultChild as never), 'Arn'] } });
   });
 });
+
+describe('large results in IAM', () => {
+  it("let the Dispatcher function's role GetObject the result objects it presigns links to", () => {
+    const { stack, template } = synth({});
+    const role = stack.getLogicalId(stack.floe.apiFunction.role!.node.defaultChild as never);
+    const bucket = stack.getLogicalId(stack.floe.bucket.node.defaultChild as never);
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')) as { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Json[] } } }[];
+    const gets = policies
+      .filter((p) => p.Properties.Roles.some((r) => r.Ref === role))
+      .flatMap((p) => p.Properties.PolicyDocument.Statement)
+      .filter((st) => st['Effect'] === 'Allow' && [st['Action']].flat().includes('s3:GetObject'))
+      .flatMap((st) => [st['Resource']].flat());
+    // Each resource as a pattern over keys of the bucket: the result key must match one.
+    const patterns = gets
+      .map((r) => JSON.stringify(r))
+      .filter((r) => r.includes(`"Fn::GetAtt":["${bucket}","Arn"]`))
+      .map((r) => (JSON.parse(r) as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1].at(-1) as string)
+      .map((tail) => new RegExp('^' + tail.replace(/^\//, '').split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$'));
+    expect(patterns.some((re) => re.test('floe/jobs/0123abcd/result.json')), String(patterns)).toBe(true);
+  });
+});
