@@ -97,3 +97,56 @@ describe('SlotManager with TaskExecutors from the warm pool', () => {
     expect(stopped).toEqual(['te-warm-2']);
   });
 });
+
+describe('SlotManager and a TaskExecutor that leaves', () => {
+  it('allocates none of its slots once it reports leaving, and starts a replacement even at the maximum of TaskExecutors', async () => {
+    const clock = new ManualClock();
+    const mainThread = new MainThread('rm', clock);
+    const requested: string[] = [];
+    const started: string[] = [];
+    const slots = new SlotManager({
+      jobId: JobId.of('job'),
+      resourceManagerToken: FencingToken.of(1),
+      slotsPerWorker: 2,
+      maxWorkers: 2,
+      idleTimeoutMs: 60_000,
+      mainThread,
+      clock,
+      logger: silentLogger,
+      actions: {
+        requestSlot: async (resourceId) => void requested.push(resourceId),
+        startWorker: () => {
+          const id = ResourceId.of(`te-new-${started.length}`);
+          started.push(id);
+          return id;
+        },
+        stopWorker: () => undefined,
+        releaseIdleTaskExecutor: () => undefined,
+        notifyNotEnoughResources: () => undefined,
+      },
+    });
+    const free = (id: string) => [0, 1].map((slotIndex) => ({ slotId: { resourceId: ResourceId.of(id), slotIndex } }));
+    await mainThread.run(() => {
+      for (const id of ['te-a', 'te-b']) {
+        slots.registerTaskExecutor(ResourceId.of(id), 2);
+        slots.reportSlotStatus({ resourceId: ResourceId.of(id), slots: free(id), heldPartitions: 0 });
+      }
+      slots.setRequirements([{ slots: 4 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) });
+    });
+    await mainThread.run(() => undefined);
+    expect(requested.sort()).toEqual(['te-a', 'te-a', 'te-b', 'te-b']);
+    expect(started).toEqual([]);
+    requested.length = 0;
+    // te-a leaves: its JobMaster freed its slots; it still holds a partition the job reads.
+    await mainThread.run(() => slots.reportSlotStatus({ resourceId: ResourceId.of('te-a'), slots: free('te-a'), heldPartitions: 1, leaving: true }));
+    await mainThread.run(() => undefined);
+    expect(requested).toEqual([]);
+    expect(started).toEqual(['te-new-0']);
+    await mainThread.run(() => {
+      slots.registerTaskExecutor(ResourceId.of('te-new-0'), 2);
+      slots.reportSlotStatus({ resourceId: ResourceId.of('te-new-0'), slots: free('te-new-0'), heldPartitions: 0 });
+    });
+    await mainThread.run(() => undefined);
+    expect(requested).toEqual(['te-new-0', 'te-new-0']);
+  });
+});
