@@ -240,6 +240,7 @@ export class JobMaster implements JobMasterGateway {
         offerSlots: (caller, [resourceId]) => resourceId === caller,
         failSlot: (caller, [resourceId]) => resourceId === caller,
         disconnectTaskManager: (caller, [resourceId]) => resourceId === caller,
+        notifyTaskManagerLeaving: (caller, [resourceId]) => resourceId === caller,
         updateTaskExecutionState: (caller, [update]) => this.runsOn(caller, (update as TaskExecutionStateUpdate | undefined)?.attemptId),
         updateTaskExecutionStates: (caller, [updates]) => Array.isArray(updates) && updates.every((u: TaskExecutionStateUpdate | undefined) => this.runsOn(caller, u?.attemptId)),
         requestNextInputSplit: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
