@@ -108,8 +108,8 @@ export const DataActions = {
   dispatcherJobList: ['dynamodb:Query'],
   /**
    * The dashboard's sessions and login codes, items of the job table (dynamodb-dashboard-sessions.ts): a
-   * session is checked (GetItem), added (UpdateItem, or PutItem for the first) and all revoked
-   * (DeleteItem); a login code is stored (PutItem) and consumed (a conditional DeleteItem).
+   * session is checked (GetItem), added and ended on sign-out (UpdateItem, or PutItem for the first) and
+   * all revoked (DeleteItem); a login code is stored (PutItem) and consumed (a conditional DeleteItem).
    */
   dashboardSessions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
 } as const;

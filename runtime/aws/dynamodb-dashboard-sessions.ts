@@ -152,6 +152,24 @@ export class DynamoDbDashboardSessions implements DashboardSessions {
     return !(consumed instanceof ConditionFailed);
   }
 
+  readonly endSession = async (value: string): Promise<void> => {
+    if (!isToken(value, SESSION_PREFIX)) return;
+    // Conditioned on the entry: removing a path from an item or map that is not there is an error, and there is nothing to end.
+    await awsCall('DynamoDB', 'UpdateItem', this.resource, () =>
+      conditionally(() =>
+        this.db.send(
+          new UpdateCommand({
+            TableName: this.table,
+            Key: { [A.key]: SESSIONS_KEY },
+            UpdateExpression: 'REMOVE #s.#h',
+            ConditionExpression: 'attribute_exists(#s.#h)',
+            ExpressionAttributeNames: { '#s': A.sessions, '#h': hashOf(value) },
+          }),
+        ),
+      ),
+    );
+  };
+
   readonly revokeAll = async (): Promise<void> => {
     await awsCall('DynamoDB', 'DeleteItem', this.resource, () => this.db.send(new DeleteCommand({ TableName: this.table, Key: { [A.key]: SESSIONS_KEY } })));
   };

@@ -107,6 +107,8 @@ export interface DashboardSessions {
    * be revoked (sessions signed with the secret are valid until they expire).
    */
   readonly revokeAll?: () => Promise<void>;
+  /** Ends one session (signing out); absent where sessions cannot be revoked. Unknown values are ignored. */
+  readonly endSession?: (value: string) => Promise<void>;
 }
 
 /**

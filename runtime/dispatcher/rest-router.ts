@@ -342,7 +342,21 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
         },
       },
     },
-    { pattern: ['logout'], public: true, methods: { POST: { body: 'none', handle: async (call) => noContent({ 'set-cookie': sessionCookieHeader(undefined, viaHttps(call)) }) } } },
+    {
+      pattern: ['logout'],
+      public: true,
+      methods: {
+        POST: {
+          body: 'none',
+          handle: async (call) => {
+            // Where sessions are stored, signing out ends this one for good: a copy of the cookie no longer works either.
+            const session = sessionCookieOf(call.request.headers['cookie']);
+            if (session !== undefined && sessions.endSession !== undefined) await sessions.endSession(session);
+            return noContent({ 'set-cookie': sessionCookieHeader(undefined, viaHttps(call)) });
+          },
+        },
+      },
+    },
     {
       pattern: ['login-links'],
       methods: {

@@ -193,6 +193,16 @@ describe('dashboard sign-in on AWS', () => {
     expect((await browser(a, '/ui/jobs', { headers: asDashboard(one) })).status).toBe(401);
   });
 
+  it('signing out ends that session on every container, and no other', async () => {
+    const [leaving, staying] = [await signIn(a), await signIn(b)];
+    const out = await browser(b, '/ui/logout', { method: 'POST', headers: { cookie: leaving } });
+    expect(out.status).toBe(204);
+    expect(out.headers.get('set-cookie')).toMatch(/^floe_session=; Max-Age=0/);
+    // A copy of the cookie kept elsewhere no longer works.
+    expect((await browser(a, '/ui/jobs', { headers: asDashboard(leaving) })).status).toBe(401);
+    expect((await browser(a, '/ui/jobs', { headers: asDashboard(staying) })).status).toBe(200);
+  });
+
   it('revoking takes a signed request: unsigned, or with a session, it is refused', async () => {
     const cookie = await signIn(a);
     const before = a.adapter.invocations;

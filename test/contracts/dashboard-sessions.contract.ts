@@ -53,6 +53,23 @@ export function describeDashboardSessionsContract(
       expect(await one.redeemLoginCode('', now)).toBe(false);
     });
 
+    it('when it can revoke, ends one session on every handle when it signs out, and leaves the others', async () => {
+      const { one, other } = await factory();
+      const endSession = one.endSession;
+      if (endSession === undefined) {
+        expect([one.revokeAll, other.endSession]).toEqual([undefined, undefined]);
+        return;
+      }
+      const now = start();
+      const [leaving, staying] = [await one.createSession(now), await other.createSession(now)];
+      await endSession(leaving.value);
+      expect(await other.verifySession(leaving.value, now)).toBe(false);
+      expect(await one.verifySession(staying.value, now)).toBe(true);
+      // Again, or a value it never made: nothing to end, no error.
+      await endSession(leaving.value);
+      await endSession('not a session');
+    });
+
     it('when it can revoke, ends every session on every handle, and takes new ones after', async () => {
       const { one, other } = await factory();
       const revokeAll = other.revokeAll;
