@@ -115,12 +115,14 @@ for (const [frontName, serve] of fronts) {
     });
 
     it('trades a one-time login link for a session once, and opens the job it names', async () => {
-      const { http } = await setup();
+      const { http, clock } = await setup();
       expect((await http('/login-links', { method: 'POST' })).status).toBe(401);
       const link = async (): Promise<string> => {
         const res = await http('/login-links', { method: 'POST', headers: bearer });
         expect(res.status).toBe(200);
-        return ((await res.json()) as { path: string }).path;
+        const body = (await res.json()) as { path: string; expiresAtMs: number };
+        expect(body.expiresAtMs).toBe(clock.now() + 10 * 60 * 1000);
+        return body.path;
       };
       const path = await link();
       expect(path).toMatch(/^\/login\?code=c1\./);
