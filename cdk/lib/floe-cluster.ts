@@ -423,10 +423,10 @@ export class FloeCluster extends Construct {
     this.grantTaskControl(jm);
     // Capacity-freed events, on the cluster's bus only.
     this.eventBus.grantPutEventsTo(jm);
-    // TaskExecutor: finds its leaders through the lease records, reads libraries, writes staged output.
+    // TaskExecutor: finds its leaders through the lease records. It has no S3 access of its own: its tasks
+    // (and its fetch of their library) use the credentials their JobManager vends for their job alone.
     const te = this.taskExecutorTaskDefinition.taskRole;
     this.leaseTable.grant(te, 'dynamodb:GetItem');
-    this.grantObjects(te, this.bucket, ['s3:GetObject'], `${blobPrefix}${BucketLayout.libraries}*`);
     // Job data: a JobManager assumes this role with a session policy naming its job's paths
     // (runtime/aws/job-session-policy.ts) and hands the credentials to the job's tasks; a session can do
     // only what both policies allow, so no task reaches another job's staging, output, library or JobGraph.
@@ -639,15 +639,6 @@ export class FloeCluster extends Construct {
       true,
     );
     NagSuppressions.addResourceSuppressions(
-      this.taskExecutorTaskDefinition.taskRole,
-      [
-        { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.libraries}*`)], reason: 'Libraries are named by their content hash; read only.' },
-        { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Staged sink parts only (<target>/.floe-staging-<jobId>/…): the target and the job id are known only at run time.' },
-        { id, appliesTo: [bucketObjects('*')], reason: 'Read only (GetObject): the input splits of s3:// sources, which may be any prefix of the bucket a job names.' },
-      ],
-      true,
-    );
-    NagSuppressions.addResourceSuppressions(
       this.jobDataRole,
       [
         { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.libraries}*`)], reason: 'Libraries are named by their content hash; read only. Each job\'s session policy names its own library alone.' },
@@ -681,7 +672,8 @@ export class FloeCluster extends Construct {
 
   /**
    * Lets the jobs read and write `bucket` (e.g. `readTextFile('s3://bucket/in/')`,
-   * `writeAsText('s3://bucket/out/')`): TaskExecutors read inputs and write staged parts, JobManagers
+   * `writeAsText('s3://bucket/out/')`): the job-data role, which each job's session narrows to its own
+   * paths, reads inputs and writes staged parts for the tasks, JobManagers
    * list sources and commit outputs, and the Dispatcher function lists sources and sink targets to
    * check them at submission.
    */
@@ -689,19 +681,15 @@ export class FloeCluster extends Construct {
     // What a job that never committed staged there expires (an imported bucket needs the rule added by its owner).
     if (bucket instanceof s3.Bucket && bucket !== this.bucket) bucket.addLifecycleRule(this.stagingLifecycleRule);
     const jm = this.jobManagerTaskDefinition.taskRole;
-    const te = this.taskExecutorTaskDefinition.taskRole;
     // The JobManager commits: it lists the target, copies staged parts over (CopyObject reads the part and
     // writes the target), writes the journal and _SUCCESS, and deletes what the new output replaced.
     this.grantList(jm, bucket);
     this.grantObjects(jm, bucket, ['s3:GetObject', 's3:PutObject', 's3:DeleteObject'], objectsKeyPattern);
     // Its journal and markers in the staging area carry the staged tag.
     this.grantObjects(jm, bucket, ['s3:PutObjectTagging'], ...stagingKeyPatterns(objectsKeyPattern));
-    // TaskExecutors read their input splits (ranged GETs of `s3://` sources) and write their parts into
-    // staging areas only (`<target>/.floe-staging-<jobId>/…`), one PUT or a multipart upload; they never
-    // write a target's own objects.
-    this.grantObjects(te, bucket, ['s3:GetObject'], objectsKeyPattern);
-    this.grantObjects(te, bucket, ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
-    // The same for the job-data role: each job's session policy narrows it to that job's inputs and staging.
+    // Tasks, through the job-data role, read their input splits (ranged GETs of `s3://` sources) and write
+    // their parts into staging areas only (`<target>/.floe-staging-<jobId>/…`), one PUT or a multipart
+    // upload; never a target's own objects. Each job's session policy narrows this to its inputs and staging.
     this.grantObjects(this.jobDataRole, bucket, ['s3:GetObject'], objectsKeyPattern);
     this.grantObjects(this.jobDataRole, bucket, ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
     // The Dispatcher lists sources and a sink's target (reading its _SUCCESS manifest) at submission; it never writes there.

@@ -410,9 +410,13 @@ describe('FloeCluster with its defaults', () => {
         .filter((g) => g.startsWith(`${service}:`))
         .sort();
     expect(grantsOf(teRole, 'dynamodb')).toEqual(['dynamodb:GetItem leases']);
-    expect(grantsOf(teRole, 's3')).toEqual(
+    // A TaskExecutor reaches S3 only with its job's vended credentials: the job-data role, narrowed per job.
+    expect(grantsOf(teRole, 's3')).toEqual([]);
+    const jobDataRole = Object.keys(resourcesOf(template, 'AWS::IAM::Role')).find((id) => id.includes('JobDataRole'))!;
+    expect(grantsOf(jobDataRole, 's3')).toEqual(
       ['s3:GetObject *', 's3:GetObject floe/libraries/*', 's3:PutObjectTagging .floe-staging-*', 's3:PutObjectTagging */.floe-staging-*', 's3:PutObject .floe-staging-*', 's3:PutObject */.floe-staging-*', 's3:AbortMultipartUpload .floe-staging-*', 's3:AbortMultipartUpload */.floe-staging-*'].sort(),
     );
+    expect(grantsOf(jobDataRole, 'dynamodb')).toEqual([]);
     expect(grantsOf(jmRole, 'dynamodb')).toEqual(
       ['dynamodb:ConditionCheckItem leases', 'dynamodb:GetItem jobs', 'dynamodb:GetItem leases', 'dynamodb:PutItem jobs', 'dynamodb:UpdateItem jobs', 'dynamodb:UpdateItem leases'].sort(),
     );
@@ -539,13 +543,14 @@ describe('FloeCluster with props', () => {
     // The user's bucket gets the rule that expires staged output no job committed.
     expect(JSON.stringify(resourcesOf(template, 'AWS::S3::Bucket')[dataId]!.Properties!['LifecycleConfiguration'])).toContain('"TagFilters":[{"Key":"floe-staging","Value":"true"}]');
     const onData = (role: string): Json[] => policyOf(role).filter((s) => JSON.stringify(s['Resource']).includes(dataId));
-    // The JobManager commits under the pattern; TaskExecutors read input splits there and write staged parts, nothing else.
+    // The JobManager commits under the pattern; tasks (the job-data role, narrowed per job) read input splits there and write staged parts, nothing else.
     const jmOnData = onData('JobManagerTaskDefinitionTaskRole');
     expect(jmOnData.map((s) => s['Action']).flat().sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging']);
     expect(JSON.stringify(jmOnData)).toContain('"/input/*"');
-    const teOnData = onData('TaskExecutorTaskDefinitionTaskRole');
+    expect(onData('TaskExecutorTaskDefinitionTaskRole')).toEqual([]);
+    const jobDataOnData = onData('JobDataRole');
     const keysOf = (st: Json): (string | undefined)[] => asList(st['Resource']).filter((r) => JSON.stringify(r).includes(dataId)).map((r) => /"\/([^"]*)"/.exec(JSON.stringify(r))?.[1]);
-    expect(teOnData.map((st) => `${asList(st['Action']).join(',')} ${keysOf(st).sort().join(',')}`).sort()).toEqual([
+    expect(jobDataOnData.map((st) => `${asList(st['Action']).join(',')} ${keysOf(st).sort().join(',')}`).sort()).toEqual([
       's3:AbortMultipartUpload,s3:PutObject,s3:PutObjectTagging input/*/.floe-staging-*,input/.floe-staging-*',
       's3:GetObject input/*',
     ]);
