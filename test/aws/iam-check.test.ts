@@ -4,13 +4,14 @@ import { ListTasksCommand } from '@aws-sdk/client-ecs';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsCallLogEnv, type AwsCallRecord } from '../../runtime/aws/aws-call-log.js';
 import { baseClientOptions, withCallLog } from '../../runtime/aws/clients.js';
 import { createEcsClient } from '../../runtime/aws/ecs-worker-launcher.js';
+import { packageRoot } from '../../runtime/core/paths.js';
 import { EcsEmulator } from './ecs-emulator.js';
 import { checkCalls, formatFindings, iamModelFromTemplate, iamRequestsOf, readCallLog, sessionsOf, synthesizeFloeTemplate, type IamWorld } from './iam-check.js';
 
@@ -178,6 +179,22 @@ describe('IAM evaluation against the synthesized roles', () => {
 });
 
 describe('the AWS call record', () => {
+  it('is on every SDK client a cluster process builds: each is wrapped in withCallLog', () => {
+    // The CLI's CloudWatch Logs reader runs with the user's own credentials, never a cluster role.
+    const userSide = new Set(['runtime/aws/cloudwatch-job-logs.ts']);
+    const files = ['runtime', 'functions'].flatMap((dir) =>
+      (readdirSync(join(packageRoot, dir), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => `${dir}/${f}`),
+    );
+    const unwrapped = files.flatMap((file) =>
+      readFileSync(join(packageRoot, file), 'utf8')
+        .split('\n')
+        .filter((line) => /new (DynamoDB|S3|ECS|EventBridge|SecretsManager|STS|CloudWatchLogs|SQS|Lambda)Client\(/.test(line) && !line.includes('withCallLog(new '))
+        .map((line) => `${file}: ${line.trim()}`),
+    );
+    expect(unwrapped.filter((u) => !userSide.has(u.split(':')[0]!))).toEqual([]);
+    expect(unwrapped.length, 'the CLI reader is still found, so the scan sees the files').toBe(1);
+  });
+
   let ecs: EcsEmulator;
   const dir = mkdtempSync(join(tmpdir(), 'floe-call-log-'));
   beforeAll(async () => {
