@@ -652,6 +652,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     const exitCode = container?.exitCode ?? null;
     const stoppedReason = described.stoppedReason ?? 'no reason given';
     let advice = '';
+    let fatal = false;
     if (task.stopReason === undefined && !task.reachedRunning) {
       // Never ran: ENI, capacity or registry trouble shows up here on Fargate; relaunch within the same budget.
       const failure = classifyEcsFailure({ failureReason: container?.reason ?? '', message: stoppedReason, ...(described.stopCode !== undefined ? { stopCode: described.stopCode } : {}) });
@@ -660,9 +661,10 @@ export class EcsWorkerLauncher implements WorkerLauncher {
         return;
       }
       if (exitCode === null) advice = ` (${failure.code}); ${failure.hint}`;
+      fatal = failure.code === EcsLaunchErrorCode.IMAGE_PLATFORM_MISMATCH;
     }
     const how = exitCode !== null ? `exited with code ${exitCode} (ECS: ${stoppedReason})` : `stopped by ECS: ${stoppedReason}${advice}`;
-    this.exited(task, exitCode, task.stopReason !== undefined ? `stopped: ${task.stopReason} (${how})` : how);
+    this.exited(task, exitCode, task.stopReason !== undefined ? `stopped: ${task.stopReason} (${how})` : how, fatal);
   }
 
   private async relaunch(task: TrackedTask, failure: EcsFailureClass): Promise<void> {
@@ -690,12 +692,12 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     }
   }
 
-  private exited(task: TrackedTask, exitCode: number | null, reason: string): void {
+  private exited(task: TrackedTask, exitCode: number | null, reason: string, fatal = false): void {
     if (this.tasks.get(task.spec.id) !== task) return;
     this.tasks.delete(task.spec.id);
     task.markGone();
     const requested = task.stopReason !== undefined;
-    const exit: WorkerExit = { id: task.spec.id, kind: task.spec.kind, exitCode, reason, requested };
+    const exit: WorkerExit = { id: task.spec.id, kind: task.spec.kind, exitCode, reason, requested, ...(fatal ? { fatal: true as const } : {}) };
     (requested ? this.log.info : this.log.warn)('worker exited', { workerId: task.spec.id, kind: task.spec.kind, taskArn: task.arn, exitCode, reason, requested });
     for (const listener of [...this.listeners]) {
       try {

@@ -27,6 +27,11 @@ export interface WorkerExit {
   readonly reason: string;
   /** true when `stop` asked for it. */
   readonly requested: boolean;
+  /**
+   * Set when it could not start for a reason every start would meet again (an image built for another
+   * CPU architecture): starting another in its place cannot help.
+   */
+  readonly fatal?: true;
 }
 
 export interface WorkerLauncher {

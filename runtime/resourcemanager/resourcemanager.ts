@@ -514,7 +514,7 @@ export class ResourceManager implements ResourceManagerGateway {
     const id = ResourceIdOf.of(exit.id);
     this.startedWorkers.delete(id);
     if (this.slotManager.isPendingWorker(id)) {
-      this.slotManager.workerStartFailed(id, exit.reason);
+      this.slotManager.workerStartFailed(id, exit.reason, exit.fatal === true);
     } else if (this.taskExecutors.has(id)) {
       this.taskExecutorGone(id, `process ended: ${exit.reason}`, 'keep');
     }

@@ -291,25 +291,33 @@ export class SlotManager {
 
   // ---- workers -----------------------------------------------------------------------------------
 
-  /** A worker this RM started exited or failed to start before it registered. */
-  workerStartFailed(id: ResourceId, cause: string): void {
+  /**
+   * A worker this RM started exited or failed to start before it registered. `fatal`: every start would
+   * fail the same way (an image of another CPU architecture), so none is tried again and the JobMaster
+   * hears why at once.
+   */
+  workerStartFailed(id: ResourceId, cause: string, fatal = false): void {
     this.o.mainThread.assertInMainThread();
     const pending = this.pendingWorkers.get(id);
     if (pending === undefined) return;
     pending.registrationTimer?.cancel();
     this.pendingWorkers.delete(id);
     if (pending.stopping) return;
-    this.countFailedStart(id, cause);
+    this.countFailedStart(id, cause, fatal);
     this.checkRequirements();
   }
 
   /** One more start in a row failed; past MAX_CONSECUTIVE_FAILED_WORKER_STARTS the JobMaster hears why. */
-  private countFailedStart(id: ResourceId, cause: string): void {
-    this.consecutiveFailedStarts++;
+  private countFailedStart(id: ResourceId, cause: string, fatal = false): void {
+    this.consecutiveFailedStarts = fatal ? Math.max(this.consecutiveFailedStarts + 1, MAX_CONSECUTIVE_FAILED_WORKER_STARTS) : this.consecutiveFailedStarts + 1;
     const giveUp = this.consecutiveFailedStarts >= MAX_CONSECUTIVE_FAILED_WORKER_STARTS;
     const fields = { resourceId: id, cause, failedStarts: this.consecutiveFailedStarts };
-    if (giveUp) {
+    if (fatal) {
+      this.o.logger.error(`TaskExecutor ${id} cannot start, and no other would: no more are attempted`, fields);
+    } else if (giveUp) {
       this.o.logger.error(`TaskExecutor ${id} failed to start; ${this.consecutiveFailedStarts} starts in a row failed, so no more are attempted: check the TaskExecutor logs`, fields);
+    }
+    if (giveUp) {
       // The job cannot get its slots this way: say why now rather than at the slot request timeout.
       if (this.jobMaster !== undefined && this.required > 0) {
         this.o.actions.notifyNotEnoughResources(this.required, { ...this.clusterResources(), workerStartFailure: cause });

@@ -125,6 +125,8 @@ describe('launching against a used-up quota or a wrong-architecture image', () =
       expect(exit.reason).toContain('IMAGE_PLATFORM_MISMATCH');
       expect(exit.reason).toContain("descriptor matching platform 'linux/arm64'");
       expect(exit.reason).toContain('docker buildx build --platform linux/arm64');
+      // No other start could fare better: the ResourceManager is told not to try one.
+      expect(exit.fatal).toBe(true);
       // One task, no relaunch, well inside the retry budget.
       expect(emulator.counters.runTaskStarted - startedBefore).toBe(1);
       expect(Date.now() - startedAt).toBeLessThan(1_500);

@@ -150,3 +150,49 @@ describe('SlotManager and a TaskExecutor that leaves', () => {
     expect(requested).toEqual(['te-new-0', 'te-new-0']);
   });
 });
+
+describe('SlotManager and a TaskExecutor that cannot start', () => {
+  function setup() {
+    const clock = new ManualClock();
+    const mainThread = new MainThread('rm', clock);
+    const started: string[] = [];
+    const shortOf: { required: number; cause: string | undefined }[] = [];
+    const slots = new SlotManager({
+      jobId: JobId.of('job'),
+      resourceManagerToken: FencingToken.of(1),
+      slotsPerWorker: 2,
+      maxWorkers: 4,
+      idleTimeoutMs: 60_000,
+      mainThread,
+      clock,
+      logger: silentLogger,
+      actions: {
+        requestSlot: async () => undefined,
+        startWorker: () => {
+          const id = ResourceId.of(`te-${started.length}`);
+          started.push(id);
+          return id;
+        },
+        stopWorker: () => undefined,
+        releaseIdleTaskExecutor: () => undefined,
+        notifyNotEnoughResources: (required, resources) => void shortOf.push({ required, cause: resources.workerStartFailure }),
+      },
+    });
+    return { mainThread, slots, started, shortOf };
+  }
+
+  it('starts another after a start that failed, but none after one every start would meet again, and tells the JobMaster why at once', async () => {
+    const passing = setup();
+    await passing.mainThread.run(() => passing.slots.setRequirements([{ slots: 2 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
+    await passing.mainThread.run(() => passing.slots.workerStartFailed(ResourceId.of('te-0'), 'exited with code 1'));
+    expect(passing.started).toEqual(['te-0', 'te-1']);
+    expect(passing.shortOf).toEqual([]);
+
+    const fatal = setup();
+    await fatal.mainThread.run(() => fatal.slots.setRequirements([{ slots: 2 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
+    const cause = "stopped by ECS: CannotPullContainerError: image Manifest does not contain descriptor matching platform 'linux/arm64' (IMAGE_PLATFORM_MISMATCH); build it for linux/arm64";
+    await fatal.mainThread.run(() => fatal.slots.workerStartFailed(ResourceId.of('te-0'), cause, true));
+    expect(fatal.started).toEqual(['te-0']);
+    expect(fatal.shortOf).toEqual([{ required: 2, cause }]);
+  });
+});
