@@ -185,7 +185,8 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
       await sts.close();
       await emulators.stop();
       // Every process has stopped: the record is complete.
-      const iamProblems = options.checkIam === false ? '' : await iamProblemsOf(callLogDir, { tables, bucket: emulators.bucket, region: emulators.region });
+      const ran = [...new Set(ecs.taskSummaries().filter((t) => t.pid !== undefined).map((t) => t.taskDefinition.replace(/^floe-/, '')))];
+      const iamProblems = options.checkIam === false ? '' : await iamProblemsOf(callLogDir, { tables, bucket: emulators.bucket, region: emulators.region }, ran);
       if (options.keepLogs ?? process.env['FLOE_KEEP_TEST_LOGS'] === '1') process.stderr.write(`kept the ECS tasks' logs in ${join(work, 'logs')}\n`);
       else rmSync(work, { recursive: true, force: true });
       rmSync(bundleDir, { recursive: true, force: true });
@@ -199,10 +200,13 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
 const WATCHING_API_ROLE = 'api+watch';
 
 /** The IAM check of every call recorded in `dir`, against the stack synthesized for the emulators' names; '' when all pass. */
-async function iamProblemsOf(dir: string, names: { tables: { leaseTable: string; jobTable: string }; bucket: string; region: string }): Promise<string> {
+async function iamProblemsOf(dir: string, names: { tables: { leaseTable: string; jobTable: string }; bucket: string; region: string }, rolesThatRan: readonly string[]): Promise<string> {
   const { checkCalls, formatFindings, iamModelFromTemplate, readCallLog, sessionsOf, synthesizeFloeTemplate } = await import('./iam-check.js');
   const calls = readCallLog(dir);
   if (calls.length === 0) return 'no AWS call was recorded: FLOE_AWS_CALL_LOG did not reach the processes';
+  // Every task opens its stores at start: a role whose tasks ran but recorded nothing escaped the check.
+  const silent = rolesThatRan.filter((role) => !calls.some((c) => c.role === role));
+  if (silent.length > 0) return `no AWS call was recorded by the ${silent.join(' and ')} tasks that ran: FLOE_AWS_CALL_LOG did not reach them`;
   const world = {
     account: '000000000000', region: names.region, tables: { lease: names.tables.leaseTable, job: names.tables.jobTable }, bucket: names.bucket,
     cluster: 'floe-e2e', taskDefinitions: { jobmanager: 'floe-jobmanager', taskexecutor: 'floe-taskexecutor' }, eventBus: AWS_TEST_EVENT_BUS,
