@@ -73,8 +73,9 @@ describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
       for (const te of taskExecutors) expect(te.environ.filter((e) => e.includes(AWS_TEST_SECRET)), `TaskExecutor pid ${te.pid}`).toEqual([]);
       expect(tasks.some((t) => !taskExecutors.includes(t) && t.environ.some((e) => e.includes(AWS_TEST_SECRET)))).toBe(true);
 
-      const findings = JSON.parse(readFileSync(findingsPath, 'utf8')) as { pid: number; environ: string[]; cmdline: string[]; variables: string[] };
+      const findings = JSON.parse(readFileSync(findingsPath, 'utf8')) as { pid: number; environ: string[]; cmdline: string[]; variables: string[]; stateDirEntries: string[] };
       expect(taskExecutors.map((t) => t.pid)).toContain(findings.pid);
+      expect(findings.stateDirEntries).toEqual([]);
       const everything = [...findings.environ, ...findings.cmdline, ...findings.variables];
       expect(everything.filter((s) => s.includes(AWS_TEST_SECRET))).toEqual([]);
       // What the task role gives, on the emulator as environment: among the strings tried below.

@@ -281,6 +281,19 @@ describe('FloeCluster with its defaults', () => {
     expect(putters[0]!.statement['Resource']).toEqual({ 'Fn::GetAtt': [busId, 'Arn'] });
   });
 
+  it("gives a TaskExecutor no way to the cluster secret: not in its container, not through its task or execution role, and no ecs:DescribeTasks (which shows other tasks' keys)", () => {
+    const te = resources[teTaskDefId]!;
+    expect(containerOf(te)['Secrets']).toBeUndefined();
+    const executionRole = (te.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    for (const role of [roleOfTaskDef(teTaskDefId), executionRole]) {
+      expect(actionsOf(role).filter((a) => a.startsWith('secretsmanager:') || a === '*' || a === 'ecs:DescribeTasks' || a === 'ecs:*'), role).toEqual([]);
+      expect(statementsOf(role).filter((s) => JSON.stringify(s).includes(secretRef().Ref)), role).toEqual([]);
+    }
+    // The JobManager's execution role reads it, to inject it at start.
+    const jmExecutionRole = (resources[jmTaskDefId]!.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    expect(statementsOf(jmExecutionRole).some((s) => JSON.stringify(s).includes(secretRef().Ref))).toBe(true);
+  });
+
   it('defines the JobManager and TaskExecutor tasks from one image, each with its command, size and environment', () => {
     const jm = resources[jmTaskDefId]!;
     const te = resources[teTaskDefId]!;
@@ -293,8 +306,10 @@ describe('FloeCluster with its defaults', () => {
     expect(jmc['Command']).toEqual(ContainerImageSpec.jobManagerCommand);
     expect(tec['Command']).toEqual(ContainerImageSpec.taskExecutorCommand);
     expect(jmc['Image']).toEqual(tec['Image']);
+    // The JobManager gets the secret from Secrets Manager; a TaskExecutor (it runs user code) never.
+    expect(jmc['Secrets']).toEqual([{ Name: FloeEnv.SECRET, ValueFrom: secretRef() }]);
+    expect(tec['Secrets']).toBeUndefined();
     for (const c of [jmc, tec]) {
-      expect(c['Secrets']).toEqual([{ Name: FloeEnv.SECRET, ValueFrom: secretRef() }]);
       expect(envOf(c)).toMatchObject({
         [FloeEnv.BACKEND]: 'aws',
         [FloeEnv.RPC_BIND_HOST]: '0.0.0.0',

@@ -70,8 +70,11 @@ describe('TaskExecutor credentials on a local cluster', () => {
       expect(pids.jobManagers.some((pid) => environOf(pid).some((e) => e.includes(secret)))).toBe(true);
 
       // What user code found in its worker thread: /proc/self/environ, process.env, its command line.
-      const findings = JSON.parse(readFileSync(findingsPath, 'utf8')) as { pid: number; environ: string[]; cmdline: string[]; variables: string[] };
+      const findings = JSON.parse(readFileSync(findingsPath, 'utf8')) as { pid: number; environ: string[]; cmdline: string[]; variables: string[]; stateDirEntries: string[] };
       expect(pids.taskExecutors).toContain(findings.pid);
+      // Locally user code runs as the user who started the cluster: the state dir, its secret file among
+      // it, is within its reach (the README says so); no worker is handed a credential in its environment.
+      expect(findings.stateDirEntries).toContain('secret');
       const everything = [...findings.environ, ...findings.cmdline, ...findings.variables];
       expect(everything.filter((s) => s.includes(secret))).toEqual([]);
       const ownKey = findings.environ.find((e) => e.startsWith('FLOE_TASK_EXECUTOR_KEY='))?.slice('FLOE_TASK_EXECUTOR_KEY='.length);
