@@ -48,6 +48,7 @@ export function parseManifest(text: string): OutputManifest | undefined {
 }
 
 const PART_NAME = /^part-\d+$/;
+const ATTEMPT_NAME = /^[A-Za-z0-9._-]+$/;
 const isPartName = (f: unknown): f is string => typeof f === 'string' && PART_NAME.test(f);
 export const partFile = (subtaskIndex: number): string => `part-${subtaskIndex}`;
 
@@ -111,7 +112,10 @@ export function expectedPart(journal: CommitJournal, subtask: number, givenAttem
 export function parseJournal(text: string, where: string): CommitJournal {
   try {
     const j = JSON.parse(text) as CommitJournal;
-    if (j.format === 1 && typeof j.jobId === 'string' && Array.isArray(j.parts) && Array.isArray(j.previousFiles)) return j;
+    // The journal lies in the staging area, which the job's own tasks may write: it names part files of
+    // this commit and of an earlier Floe output only, never another file the commit would then delete.
+    const partsOk = Array.isArray(j.parts) && j.parts.every((p, i) => p?.subtask === i && typeof p.attemptId === 'string' && ATTEMPT_NAME.test(p.attemptId) && p.file === partFile(i));
+    if (j.format === 1 && typeof j.jobId === 'string' && partsOk && Array.isArray(j.previousFiles) && j.previousFiles.every(isPartName)) return j;
   } catch {
     // reported below
   }

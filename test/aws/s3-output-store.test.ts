@@ -182,6 +182,21 @@ describe('S3OutputStore', () => {
     expect(await text(`${prefix}/${OUTPUT_MANIFEST}`)).toBeUndefined();
   });
 
+  it("refuses a journal naming a file that is no part (one the job's own tasks could have written there), and deletes nothing", async () => {
+    const store = new S3OutputStore(s3);
+    const target = `s3://${bucket()}/journal-${Date.now().toString(36)}/out`;
+    const { prefix } = parseS3Uri(target);
+    const local = join(dir, 'journal-part');
+    writeFileSync(local, 'mine\n');
+    await store.uploadPart(store.attemptStagingLocation(target, 'j-bad', 'a0'), 0, local);
+    await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: `${prefix}/precious.txt`, Body: 'keep me\n' }));
+    const journal = { format: 1, jobId: 'j-bad', target, writeMode: 'overwrite', parts: [{ subtask: 0, attemptId: 'a0', file: 'part-0' }], previousFiles: ['precious.txt'] };
+    await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: `${prefix}/.floe-staging-j-bad/_commit.json`, Body: JSON.stringify(journal) }));
+    await expect(store.commit(target, 'j-bad', 'overwrite', ['a0'])).rejects.toMatchObject({ code: 'COMMIT_JOURNAL' });
+    expect(await text(`${prefix}/precious.txt`)).toBe('keep me\n');
+    expect(await text(`${prefix}/part-0`)).toBeUndefined();
+  });
+
   it('ignores the staging areas of other jobs under the prefix, and never deletes them', async () => {
     const store = new S3OutputStore(s3);
     const target = `s3://${bucket()}/others-${Date.now().toString(36)}/out`;
