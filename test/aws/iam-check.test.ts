@@ -103,7 +103,8 @@ describe('IAM evaluation against the synthesized roles', () => {
         call('jobmanager', 'DynamoDBClient', 'GetItem', { TableName: world.tables.job }),
         call('jobmanager', 'ECSClient', 'RunTask', { cluster: world.cluster, taskDefinition: world.taskDefinitions.taskexecutor }),
         call('jobmanager', 'EventBridgeClient', 'PutEvents', { EventBusNames: [world.eventBus] }),
-        call('taskexecutor', 'S3Client', 'GetObject', { Bucket: world.bucket, Key: 'floe/libraries/abc.mjs' }),
+        call('taskexecutor', 'DynamoDBClient', 'GetItem', { TableName: world.tables.lease }),
+        call('jobdata', 'S3Client', 'GetObject', { Bucket: world.bucket, Key: 'floe/libraries/abc.mjs' }),
         call('api', 'DynamoDBClient', 'Query', { TableName: world.tables.job, IndexName: 'bySubmittedAt' }),
         call('api', 'ECSClient', 'RunTask', { cluster: world.cluster, taskDefinition: world.taskDefinitions.jobmanager }),
       ],
@@ -125,10 +126,11 @@ describe('IAM evaluation against the synthesized roles', () => {
   });
 
   it('reports a call allowed only by a wildcard that the role\'s acknowledgement does not name, and passes it once named', async () => {
-    const read = call('taskexecutor', 'S3Client', 'GetObject', { Bucket: world.bucket, Key: 'input/words-0.txt' });
+    // A job's task reading its input through the job-data role.
+    const read = call('jobdata', 'S3Client', 'GetObject', { Bucket: world.bucket, Key: 'input/words-0.txt' });
     expect(await checkCalls([read], iamModelFromTemplate(template, world))).toEqual([]);
     // The same grant without its acknowledgement of `<bucket>/*` (input splits anywhere in the bucket).
-    const unacknowledged = edited('FloeTaskExecutorTaskDefinitionTaskRole', (resource) => {
+    const unacknowledged = edited('FloeJobDataRole', (resource) => {
       const rules = resource['Metadata']?.['cdk_nag']?.['rules_to_suppress'] as Json[] | undefined;
       for (const rule of rules ?? []) rule['applies_to'] = (rule['applies_to'] as unknown[] | undefined)?.filter((a) => typeof a !== 'string' || !/^Resource::<FloeBucket[^>]*>\/\*$/.test(a));
     });
