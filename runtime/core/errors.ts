@@ -78,7 +78,10 @@ export class RpcConnectionError extends FloeError {
 export class RpcUnauthorizedError extends FloeError {
   override readonly httpStatus = 401;
   constructor() {
-    super('UNAUTHORIZED', 'missing or wrong cluster secret');
+    super(
+      'UNAUTHORIZED',
+      "missing or wrong credential: a call must carry the cluster secret or the key of a TaskExecutor the callee accepts (a TaskExecutor accepts only its own); check that caller and callee belong to the same cluster",
+    );
   }
 }
 
