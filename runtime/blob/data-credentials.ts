@@ -31,3 +31,26 @@ export function jobDataCredentialsSourceFromEnv(env: NodeJS.ProcessEnv = process
   });
   return fromEnv;
 }
+
+/** The latest credentials this thread was given per job (with a deployment, or renewed by its JobMaster). */
+const latestOf = new Map<string, JobDataCredentials>();
+
+/**
+ * Keeps `credentials` as the job's latest unless this thread already holds some that last as long; true
+ * when they were kept.
+ */
+export function rememberJobDataCredentials(jobId: string, credentials: JobDataCredentials): boolean {
+  const held = latestOf.get(jobId);
+  if (held !== undefined && held.expirationMs >= credentials.expirationMs) return false;
+  latestOf.delete(jobId);
+  latestOf.set(jobId, credentials);
+  // A thread serves one job at a time, and a few over its life: the oldest entries go.
+  if (latestOf.size > 8) latestOf.delete(latestOf.keys().next().value!);
+  return true;
+}
+
+/** The credentials a task of `jobId` uses now: the latest this thread holds, or those it was deployed with. */
+export function currentJobDataCredentials(jobId: string, deployedWith: JobDataCredentials | undefined): JobDataCredentials | undefined {
+  if (deployedWith !== undefined) rememberJobDataCredentials(jobId, deployedWith);
+  return latestOf.get(jobId) ?? deployedWith;
+}

@@ -320,7 +320,11 @@ export class JobMaster implements JobMasterGateway {
       if (known === undefined || known.info.address !== info.address) {
         const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR, { taskExecutor: info.resourceId });
         this.taskManagers.set(info.resourceId, { info, gateway });
-        this.heartbeats.monitorTarget(info.resourceId, () => gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken));
+        // Each heartbeat carries the job's current S3 credentials (AWS): tasks running past the hour their
+        // deployment's credentials last get the renewed ones.
+        this.heartbeats.monitorTarget(info.resourceId, () =>
+          this.dataCredentials !== undefined ? gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken, this.dataCredentials) : gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken),
+        );
         this.log.info('TaskExecutor registered', { resourceId: info.resourceId, partitions: info.partitions?.length ?? 0 });
       }
       this.scheduler.partitionsReported(info.resourceId, info.partitions ?? []);

@@ -3,7 +3,7 @@
 import type { ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId, SlotId } from '../core/ids.js';
 import type { LeaderAddress } from '../ha/leader-election.js';
-import type { TaskDeploymentBatch, TaskDeploymentDescriptor } from './task-deployment.js';
+import type { JobDataCredentials, TaskDeploymentBatch, TaskDeploymentDescriptor } from './task-deployment.js';
 
 export interface SlotStatus {
   readonly slotId: SlotId;
@@ -76,7 +76,12 @@ export interface TaskExecutorGateway {
   /** Several slots back at once (the JobMaster sends those it gave up in one turn together); each as freeSlot. */
   freeSlots(allocationIds: readonly AllocationId[], cause: string, jobMasterToken: FencingToken): Promise<void>;
   releasePartitions(jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken): Promise<void>;
-  heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload>;
+  /**
+   * `dataCredentials`: the job's current S3 credentials (AWS), which its JobMaster renews before they
+   * lapse; the job's running tasks use them from their next S3 call on (only threads running the job's
+   * tasks get them).
+   */
+  heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken, dataCredentials?: JobDataCredentials): Promise<TaskExecutorHeartbeatPayload>;
   heartbeatFromResourceManager(resourceManagerToken: FencingToken): Promise<SlotReport>;
   disconnectJobManager(jobId: JobId, cause: string, jobMasterToken: FencingToken): Promise<void>;
   disconnectResourceManager(cause: string, resourceManagerToken: FencingToken): Promise<void>;

@@ -2,7 +2,7 @@
 // and the text file sink (one part file per subtask, staged per attempt, committed by the JobMaster).
 import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { JobDataCredentials } from '../blob/data-credentials.js';
+import { currentJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
 import { outputStoreFor, type StagedPart } from '../blob/output-store.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
@@ -54,8 +54,8 @@ class TextFileSink implements Sink {
    * a filesystem that never answers (a hung mount, /proc) fails the task naming the path instead of
    * holding it forever. A file opened after the deadline is closed.
    */
-  static async open(stagingLocation: string, subtaskIndex: number, sinkName: string, target: string, timeoutMs: number, credentials?: JobDataCredentials): Promise<TextFileSink> {
-    const store = await outputStoreFor(stagingLocation, credentials);
+  static async open(stagingLocation: string, subtaskIndex: number, sinkName: string, target: string, timeoutMs: number, jobId: string, credentials?: JobDataCredentials): Promise<TextFileSink> {
+    const store = await outputStoreFor(stagingLocation, currentJobDataCredentials(jobId, credentials));
     const opening = (async () => {
       let localDir: string;
       try {
@@ -80,7 +80,9 @@ class TextFileSink implements Sink {
     if (store.remote) {
       sink.upload = async () => {
         try {
-          return await store.uploadPart(stagingLocation, subtaskIndex, sink.path);
+          // With the job's latest credentials: its JobMaster renews them while a long task runs.
+          const uploading = await outputStoreFor(stagingLocation, currentJobDataCredentials(jobId, credentials));
+          return await uploading.uploadPart(stagingLocation, subtaskIndex, sink.path);
         } finally {
           await rm(opened.localDir, { recursive: true, force: true });
         }
@@ -132,7 +134,7 @@ export async function openSink(tdd: TaskDeploymentDescriptor, last: OperatorSpec
   if (last.kind === 'sink.collect') return new CollectSink(last.maxRecords, last.name);
   if (last.kind === 'sink.textFile') {
     if (tdd.sinkStagingDir === undefined) throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
-    return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex, last.name, last.path, openTimeoutMs, tdd.dataCredentials);
+    return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex, last.name, last.path, openTimeoutMs, tdd.jobId, tdd.dataCredentials);
   }
   return undefined;
 }

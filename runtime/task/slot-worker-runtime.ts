@@ -2,6 +2,7 @@
 // sharing, each an async loop), holds their output partitions and input gates, and talks to the
 // TaskExecutor's main thread with the messages of worker-protocol.ts.
 import { join } from 'node:path';
+import { rememberJobDataCredentials } from '../blob/data-credentials.js';
 import { TaskCancellation, type TaskSignal } from '../core/cancellation.js';
 import { FloeError, fromErrorInfo, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { ExecutionAttemptId, ResultPartitionId } from '../core/ids.js';
@@ -122,6 +123,9 @@ export class SlotWorkerRuntime {
       }
       case 'cancel':
         this.cancel(m.attemptId);
+        break;
+      case 'job-credentials':
+        rememberJobDataCredentials(m.jobId, m.credentials);
         break;
       case 'split': {
         const req = this.splitRequests.get(m.requestId);

@@ -1,5 +1,6 @@
 // Sources at the head of a task's chain: sequences, collections, generators and text file splits
 // asked of the JobMaster one at a time.
+import { currentJobDataCredentials } from '../blob/data-credentials.js';
 import { CONFIG_OPTIONS } from '../core/config.js';
 import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
@@ -68,7 +69,9 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
         upcoming = io.requestSplit();
         // Without a handler, a failed request would count as unhandled until the next await reaches it.
         upcoming.catch(() => undefined);
-        const readOptions = { timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, ...(io.tdd.dataCredentials !== undefined ? { credentials: io.tdd.dataCredentials } : {}) };
+        // Per split, the job's latest credentials: its JobMaster renews them while a long source runs.
+        const credentials = currentJobDataCredentials(io.tdd.jobId, io.tdd.dataCredentials);
+        const readOptions = { timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, ...(credentials !== undefined ? { credentials } : {}) };
         for await (const lines of readSplitLineBatches(split, readOptions)) {
           for (let i = 0; i < lines.length; i++) {
             const p = step(lines[i]);

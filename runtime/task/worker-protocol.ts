@@ -31,6 +31,7 @@
 //
 // Data never crosses the main thread between two workers: attach-producer / attach-consumer hand each
 // side one end of a MessageChannel, and buffers are transferred between the two workers directly.
+import type { JobDataCredentials } from '../blob/data-credentials.js';
 import type { MessagePort } from 'node:worker_threads';
 import type { ErrorInfo } from '../core/errors.js';
 import type { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
@@ -65,6 +66,8 @@ export type MainToWorker =
   | { readonly type: 'attach-local'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly partitionId: ResultPartitionId; readonly subpartitionIndex: number }
   | { readonly type: 'channel-failed'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly error: ErrorInfo }
   | { readonly type: 'release-partitions'; readonly partitionIds: readonly ResultPartitionId[] }
+  /** The job's renewed S3 credentials, for its tasks' next S3 calls. */
+  | { readonly type: 'job-credentials'; readonly jobId: string; readonly credentials: JobDataCredentials }
   | { readonly type: 'recycle' };
 
 export type WorkerToMain =

@@ -34,6 +34,7 @@ import type { TaskSettings } from '../task/worker-protocol.js';
 import type { HeldPartitionInfo } from './blocking-partitions.js';
 import { JobMasterConnection, JobTable } from './job-table.js';
 import { JobLeaderService, type JobLeaderPhase, type RegisteredJobLeader } from './job-leader-service.js';
+import { rememberJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
 import { LibraryCache } from './library-cache.js';
 import { PartitionService } from './partition-service.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
@@ -518,15 +519,33 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
   }
 
-  heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken): Promise<TaskExecutorHeartbeatPayload> {
+  heartbeatFromJobManager(jobId: JobId, jobMasterToken: FencingToken, dataCredentials?: JobDataCredentials): Promise<TaskExecutorHeartbeatPayload> {
     return this.mainThread.run(() => {
       if (this.jobTable.get(jobId) !== undefined) {
         this.checkJobMasterToken(jobId, jobMasterToken);
         this.jobLeaders.heartbeatFromJobManager(jobId);
         this.resourceManager.heardFromCluster();
+        if (dataCredentials !== undefined) this.jobCredentialsRenewed(jobId, dataCredentials);
       }
       return { resourceId: this.resourceId, allocations: this.slotTable.allocationsOf(jobId), tasks: this.slotTable.countersOfJob(jobId) };
     });
+  }
+
+  /**
+   * The job's JobMaster renewed its S3 credentials: the threads running the job's tasks get them (and no
+   * other thread), and their next S3 calls use them. Credentials not newer than those held change nothing.
+   */
+  private jobCredentialsRenewed(jobId: JobId, credentials: JobDataCredentials): void {
+    const c = credentials as Partial<JobDataCredentials> | null;
+    if (typeof c?.accessKeyId !== 'string' || typeof c.secretAccessKey !== 'string' || typeof c.sessionToken !== 'string' || typeof c.expirationMs !== 'number') {
+      this.logger.warn('ignored job credentials that are not an access key, secret, session token and expiration', { jobId });
+      return;
+    }
+    if (!rememberJobDataCredentials(jobId, credentials)) return;
+    const workers = new Set<SlotWorker>();
+    for (const task of this.slotTable.tasksOfJob(jobId)) if (task.worker !== undefined) workers.add(task.worker);
+    for (const worker of workers) worker.post({ type: 'job-credentials', jobId, credentials });
+    this.logger.info('renewed S3 credentials handed to the tasks of the job', { jobId, threads: workers.size });
   }
 
   disconnectJobManager(jobId: JobId, cause: string, jobMasterToken: FencingToken): Promise<void> {

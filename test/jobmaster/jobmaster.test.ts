@@ -1,5 +1,6 @@
 // The JobMaster against small real peers: a ResourceManager double that records declarations and a
 // TaskExecutor double that records deployments and answers like a TaskExecutor would.
+import type { JobDataCredentials, JobDataCredentialsSource } from '../../runtime/blob/data-credentials.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { loadConfig } from '../../runtime/core/config.js';
@@ -79,7 +80,10 @@ class RecordingTaskExecutor implements TaskExecutorGateway {
     this.freed.push(...allocationIds);
   }
   async releasePartitions(): Promise<void> {}
-  async heartbeatFromJobManager() {
+  /** The S3 credentials each heartbeat from the JobMaster carried (undefined: none). */
+  readonly heartbeatCredentials: (JobDataCredentials | undefined)[] = [];
+  async heartbeatFromJobManager(_jobId: JobId, _token: FencingToken, dataCredentials?: JobDataCredentials) {
+    this.heartbeatCredentials.push(dataCredentials);
     return { resourceId: this.resourceId, allocations: [] };
   }
   async heartbeatFromResourceManager() {
@@ -128,7 +132,7 @@ describe('JobMaster', () => {
     taskExecutors = 2,
     config = loadConfig({ 'slot.request.timeout': 60_000 }),
     deployChunkSize?: number,
-    stores: { jobStore?: (clock: ManualClock) => InMemoryJobStore; blobStore?: InMemoryBlobStore } = {},
+    stores: { jobStore?: (clock: ManualClock) => InMemoryJobStore; blobStore?: InMemoryBlobStore; dataCredentials?: JobDataCredentialsSource } = {},
   ) {
     const clock = new ManualClock();
     const network = new LocalRpcNetwork();
@@ -154,6 +158,7 @@ describe('JobMaster', () => {
       jobGraph: graph, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config, rpc: jmRpc, jobStore, blobStore, clock, logger: silentLogger,
       resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
       ...(deployChunkSize !== undefined ? { deployChunkSize } : {}),
+      ...(stores.dataCredentials !== undefined ? { dataCredentials: stores.dataCredentials } : {}),
     });
     await jobMaster.start();
     const client = new LocalRpcService(network, 'client');
@@ -175,6 +180,31 @@ describe('JobMaster', () => {
     const allDeployed = () => tes.flatMap((t) => t.deployed);
     return { clock, network, jobStore, blobStore, rm, tes, jm, jobMaster, offerSlots, allDeployed };
   }
+
+  it("hands its deployments the job's S3 credentials, renews them before they lapse, and carries the renewed ones in its heartbeats", async () => {
+    const vended: JobDataCredentials[] = [];
+    // Sessions of 16 minutes: renewed 15 minutes before they lapse, i.e. after the shortest wait, a minute.
+    const dataCredentials: JobDataCredentialsSource = async (g) => {
+      expect(g.jobId).toBe(jobId);
+      const c = { accessKeyId: `ASIAJOB${vended.length}`, secretAccessKey: `secret-${vended.length}`, sessionToken: `token-${vended.length}`, expirationMs: Date.now() + 16 * 60_000 };
+      vended.push(c);
+      return c;
+    };
+    const { clock, tes, offerSlots, allDeployed } = await setup(pipeline(2), 1, loadConfig({ 'slot.request.timeout': 600_000, 'heartbeat.interval': 10_000, 'heartbeat.timeout': 600_000 }), undefined, { dataCredentials });
+    expect(vended).toHaveLength(1);
+    await offerSlots(2);
+    await waitFor(() => allDeployed().length === 6, 'all 6 tasks deployed');
+    expect(new Set(allDeployed().map((t) => t.dataCredentials?.accessKeyId))).toEqual(new Set(['ASIAJOB0']));
+    clock.advance(10_000);
+    await waitFor(() => tes[0]!.heartbeatCredentials.length > 0, 'a heartbeat');
+    expect(tes[0]!.heartbeatCredentials.at(-1)?.accessKeyId).toBe('ASIAJOB0');
+    clock.advance(50_000);
+    await waitFor(() => vended.length === 2, 'the credentials renewed a minute in');
+    const heard = tes[0]!.heartbeatCredentials.length;
+    clock.advance(10_000);
+    await waitFor(() => tes[0]!.heartbeatCredentials.length > heard, 'the next heartbeat');
+    expect(tes[0]!.heartbeatCredentials.at(-1)?.accessKeyId).toBe('ASIAJOB1');
+  });
 
   it('declares max parallelism per slot sharing group and runs a 3-vertex pipeline of parallelism 4 on exactly 4 slots', async () => {
     const { rm, offerSlots, allDeployed } = await setup(pipeline(4));
