@@ -162,15 +162,15 @@ let awsHandOffs: number[] = [];
   try {
     const tables = await createTables(emulators);
     const secret = 'bench-secret';
-    // As the task definitions give it: credentials as a task role would, the secret as ECS injects it.
-    const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_SECRET: secret };
+    // As the task definitions give it: credentials as a task role would; to the JobManager only, the secret as ECS injects it.
+    const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey };
     // Its own copy of the entry points, so a rebuild of dist/ during the run cannot pull them away.
     await build({
       entryPoints: Object.fromEntries(['jobmanager', 'taskexecutor', 'slot-worker'].map((n) => [n, join(packageRoot, 'runtime/entrypoints', `${n}.ts`)])),
       outdir: entryDir, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', splitting: true, logLevel: 'warning',
     });
     // As the stack's JobManager task definition: it knows the cluster's bus.
-    ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, join(entryDir, 'jobmanager.js')], env: { ...taskEnv, FLOE_EVENT_BUS: bus, FLOE_EVENTS_ENDPOINT: events.endpoint } });
+    ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, join(entryDir, 'jobmanager.js')], env: { ...taskEnv, FLOE_SECRET: secret, FLOE_EVENT_BUS: bus, FLOE_EVENTS_ENDPOINT: events.endpoint } });
     ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, join(entryDir, 'taskexecutor.js')], env: taskEnv });
     const dispatcher = await startAwsDispatcher({
       env: {
