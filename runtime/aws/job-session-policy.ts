@@ -50,7 +50,9 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects): S
       }
       if (op.kind === 'sink.textFile' && isS3Uri(op.path)) {
         const { bucket, prefix } = parseS3Uri(op.path);
-        staging.add(arn(bucket, `${prefix === '' ? '' : `${prefix}/`}${s3StagingFolder(jobGraph.jobId)}/*`));
+        // Only the attempts' part files (`<staging>/<attempt>/part-<i>`, see partFile): the commit journal and the copy
+        // marker at the staging area's root are the JobManager's, out of reach of the job's own code.
+        staging.add(arn(bucket, `${prefix === '' ? '' : `${prefix}/`}${s3StagingFolder(jobGraph.jobId)}/*/part-*`));
       }
     }
   }

@@ -156,6 +156,8 @@ describe('job isolation in S3: the job-data role narrowed by a job\'s session po
     await check("A reads B's library", 's3:GetObject', `${synth.blobPrefix}${blobKeys.library(jobB.library.sha256)}`);
     await check("A reads B's input", 's3:GetObject', 'in/b/x.txt');
     await check("A puts its own committed output (the JobManager's to write)", 's3:PutObject', 'out/a/part-0');
+    await check("A puts its own commit journal (the JobManager's to write)", 's3:PutObject', `out/a/.floe-staging-${a}/_commit.json`);
+    await check("A puts its own copy marker (the JobManager's to write)", 's3:PutObject', `out/a/.floe-staging-${a}/_copying`);
     expect(verdicts).toEqual({
       'A puts its staged part': 'Allowed',
       'A tags its staged part': 'Allowed',
@@ -171,6 +173,8 @@ describe('job isolation in S3: the job-data role narrowed by a job\'s session po
       "A reads B's library": 'ImplicitlyDenied',
       "A reads B's input": 'ImplicitlyDenied',
       "A puts its own committed output (the JobManager's to write)": 'ImplicitlyDenied',
+      "A puts its own commit journal (the JobManager's to write)": 'ImplicitlyDenied',
+      "A puts its own copy marker (the JobManager's to write)": 'ImplicitlyDenied',
     });
     // The role alone reaches every job's staging: the session policy is what confines A to its own.
     expect(await allowed(dataRole, 's3:PutObject', object(`out/b/.floe-staging-${b}/att-1/part-0`))).toBe('Allowed');
