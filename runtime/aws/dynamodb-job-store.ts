@@ -90,12 +90,20 @@ export interface DynamoDbJobStoreOptions {
    * fewer before the JobManager learns of its job and none for its campaigns. @default - the caller takes the lease after the admission
    */
   readonly leaseStore?: DynamoDbLeaseStore;
+  /**
+   * The one-time pass over records stored before the active-jobs index and the ended-job counts
+   * (upgradePass): the items one Scan page reads (at most 98, so that a page's writes fit one transaction
+   * with the counts and the marker), and the pages one listActive or countEnded call reads at most, so
+   * that no call runs long on a large table; the next call resumes where it stopped.
+   * @default { pageItems: 98, pagesPerCall: 20 }
+   */
+  readonly upgradePass?: { readonly pageItems?: number; readonly pagesPerCall?: number };
 }
 
 const A = jobTable.attributes;
 const TTL = jobTable.timeToLiveAttribute;
 /** Attributes of the item that are not fields of the record. */
-const INTERNAL = new Set<string>([A.writeId, TTL, A.listKey, A.activeKey]);
+const INTERNAL = new Set<string>([A.writeId, TTL, A.listKey, A.activeKey, A.endCounted]);
 const TERMINAL = Object.values(JobStatus).filter(isGloballyTerminal);
 const TERMINAL_VALUES = Object.fromEntries(TERMINAL.map((s, i) => [`:terminal${i}`, s]));
 const NOT_ENDED = `NOT (#status IN (${Object.keys(TERMINAL_VALUES).join(', ')}))`;
@@ -114,6 +122,13 @@ const ENDED_COUNTS_KEY = `${INTERNAL_KEY_PREFIX}counts/ended`;
 const DAY_MS = 86_400_000;
 /** Each count write drops the counts of this many past days (countEnded ignores them anyway). */
 const STALE_COUNT_DAYS_DROPPED = 14;
+/**
+ * The item that says how far the one-time pass over older records went (upgradePass): `cursor` (where
+ * the next Scan page starts), `pages` (the version its writes are conditioned on) and `done`.
+ */
+const UPGRADE_MARKER_KEY = `${INTERNAL_KEY_PREFIX}schema/active-index-and-ended-counts`;
+/** A transaction holds at most 100 items: a page's record writes, the counts and the marker. */
+const MAX_UPGRADE_PAGE_ITEMS = 98;
 
 /** A transaction DynamoDB cancelled: a condition failed or another transaction touched an item. */
 class TransactionCancelled {
@@ -125,6 +140,12 @@ export class DynamoDbJobStore implements JobStore {
   private readonly table: string;
   private readonly clock: Clock;
   private readonly ledgerKey: string;
+  private readonly upgradePageItems: number;
+  private readonly upgradePagesPerCall: number;
+  /** Set once the marker says the one-time pass is done: this store never reads the marker again. */
+  private upgraded = false;
+  /** The pass under way, which concurrent callers share. */
+  private upgrading: Promise<void> | undefined;
   private closed = false;
 
   constructor(private readonly options: DynamoDbJobStoreOptions) {
@@ -135,6 +156,14 @@ export class DynamoDbJobStore implements JobStore {
     const retention = options.endedJobRetentionMs;
     if (retention !== undefined && !(Number.isFinite(retention) && retention > 0)) {
       throw new InvalidRequestError(`endedJobRetentionMs must be a positive number of ms, found ${retention}`);
+    }
+    this.upgradePageItems = options.upgradePass?.pageItems ?? MAX_UPGRADE_PAGE_ITEMS;
+    this.upgradePagesPerCall = options.upgradePass?.pagesPerCall ?? 20;
+    if (!(Number.isInteger(this.upgradePageItems) && this.upgradePageItems >= 1 && this.upgradePageItems <= MAX_UPGRADE_PAGE_ITEMS)) {
+      throw new InvalidRequestError(`upgradePass.pageItems must be a whole number from 1 to ${MAX_UPGRADE_PAGE_ITEMS} (a page's writes are one transaction), found ${this.upgradePageItems}`);
+    }
+    if (!(Number.isInteger(this.upgradePagesPerCall) && this.upgradePagesPerCall >= 1)) {
+      throw new InvalidRequestError(`upgradePass.pagesPerCall must be a whole number of at least 1, found ${this.upgradePagesPerCall}`);
     }
   }
 
@@ -191,6 +220,7 @@ export class DynamoDbJobStore implements JobStore {
    * out here.
    */
   async listActive(): Promise<JobRecord[]> {
+    await this.upgradePass();
     const records: JobRecord[] = [];
     let start: Record<string, unknown> | undefined;
     do {
@@ -219,6 +249,7 @@ export class DynamoDbJobStore implements JobStore {
    * day on which the ended records' retention runs out, and the days before today are left out.
    */
   async countEnded(): Promise<EndedJobCounts> {
+    await this.upgradePass();
     const out = await awsCall('DynamoDB', 'GetItem (ended-job counts)', `table ${this.table}`, () =>
       this.db.send(new GetCommand({ TableName: this.table, Key: { [A.jobId]: ENDED_COUNTS_KEY }, ConsistentRead: true })),
     );
@@ -230,6 +261,120 @@ export class DynamoDbJobStore implements JobStore {
       counts[m[1] === JobStatus.FINISHED ? 'finished' : m[1] === JobStatus.FAILED ? 'failed' : 'canceled'] += value;
     }
     return counts;
+  }
+
+  /**
+   * The one-time pass over records stored before the active-jobs index and the ended-job counts existed,
+   * which no later write may ever touch: an active job without `activeKey` would stay out of listActive
+   * (and so out of the reconciler's reach), an ended one out of countEnded. Once the marker item says the
+   * pass is done, it costs one consistent GetItem per store (a Lambda container), and nothing after.
+   * Otherwise it scans on from the marker's cursor, at most `pagesPerCall` pages per call. Per page: active
+   * records lacking `activeKey` get it (conditioned on being active still and lacking it, so a newer write
+   * is never undone); then ONE transaction counts the page's ended records not counted yet (each marked
+   * `endCounted`, on condition that it was not and its status is the one counted), adds them to the
+   * counts, and moves the marker on (conditioned on the version read). A crash before it leaves nothing
+   * counted and the page is read again; after it, the page is done: each job is counted once, even by
+   * Dispatchers running the pass at the same time (the loser's transaction is cancelled and it reads the
+   * marker again). Records without `listKey` (stored before the job list index) get it on the way.
+   */
+  private async upgradePass(): Promise<void> {
+    if (this.upgraded) return;
+    this.upgrading ??= this.runUpgradePages().finally(() => {
+      this.upgrading = undefined;
+    });
+    await this.upgrading;
+  }
+
+  private async runUpgradePages(): Promise<void> {
+    let pagesDone = 0;
+    let cancelled = 0;
+    while (pagesDone < this.upgradePagesPerCall) {
+      const marker = (
+        await awsCall('DynamoDB', 'GetItem (upgrade marker)', `table ${this.table}`, () =>
+          this.db.send(new GetCommand({ TableName: this.table, Key: { [A.jobId]: UPGRADE_MARKER_KEY }, ConsistentRead: true })),
+        )
+      ).Item;
+      if (marker?.['done'] === true) {
+        this.upgraded = true;
+        return;
+      }
+      const version = typeof marker?.['pages'] === 'number' ? marker['pages'] : 0;
+      const cursor = marker?.['cursor'] as Record<string, unknown> | undefined;
+      const page = await awsCall('DynamoDB', 'Scan (one-time upgrade pass)', `table ${this.table}`, () =>
+        this.db.send(new ScanCommand({ TableName: this.table, ConsistentRead: true, Limit: this.upgradePageItems, ...(cursor !== undefined ? { ExclusiveStartKey: cursor } : {}) })),
+      );
+      const jobs = (page.Items ?? []).filter((item) => !String(item[A.jobId]).startsWith(INTERNAL_KEY_PREFIX));
+      for (const item of jobs) {
+        if (item[A.activeKey] === undefined && isActiveRecord(toRecord(item))) await this.joinActiveIndex(String(item[A.jobId]));
+      }
+      const now = this.clock.now();
+      const today = utcDay(now);
+      const counted: string[] = [];
+      const items: TransactItems = [];
+      for (const item of jobs) {
+        const status = item[A.status] as JobStatus;
+        if (!isGloballyTerminal(status) || item[A.endCounted] !== undefined) continue;
+        const ttl = item[TTL];
+        const name = endedCountName(status, typeof ttl === 'number' ? ttl : undefined);
+        // Counted under a day already past, countEnded would skip it (and the count write drops that day).
+        if (!name.includes('@') || name.slice(name.indexOf('@') + 1) >= today) counted.push(name);
+        items.push({
+          Update: {
+            TableName: this.table,
+            Key: { [A.jobId]: item[A.jobId] },
+            UpdateExpression: 'SET #endCounted = :true, #listKey = :listKey',
+            ConditionExpression: 'attribute_not_exists(#endCounted) AND #status = :status',
+            ExpressionAttributeNames: { '#endCounted': A.endCounted, '#listKey': A.listKey, '#status': A.status },
+            ExpressionAttributeValues: { ':true': true, ':listKey': jobsBySubmissionIndex.listKeyValue, ':status': status },
+          },
+        });
+      }
+      if (counted.length > 0) items.push({ Update: this.countEndedWrite(counted, now) });
+      const next = page.LastEvaluatedKey;
+      items.push({
+        Put: {
+          TableName: this.table,
+          Item: { [A.jobId]: UPGRADE_MARKER_KEY, pages: version + 1, done: next === undefined, ...(next !== undefined ? { cursor: next } : {}) },
+          ...(version === 0
+            ? { ConditionExpression: 'attribute_not_exists(#jobId)', ExpressionAttributeNames: { '#jobId': A.jobId } }
+            : { ConditionExpression: '#pages = :pages', ExpressionAttributeNames: { '#pages': 'pages' }, ExpressionAttributeValues: { ':pages': version } }),
+        },
+      });
+      const outcome = await this.transact('TransactWriteItems (upgrade pass page)', items);
+      if (outcome instanceof TransactionCancelled) {
+        // Another Dispatcher moved the marker on, or a record of the page changed: read the marker again.
+        if (++cancelled >= MAX_LEDGER_ATTEMPTS) {
+          throw new FloeError(
+            'STORE_CONTENDED',
+            `The one-time pass over the older records of table ${this.table} (active-jobs index, ended-job counts) lost ${MAX_LEDGER_ATTEMPTS} races in a row for its marker item ${UPGRADE_MARKER_KEY}; retry (the pass resumes where it stopped)`,
+            { retryable: true },
+          );
+        }
+        await sleep(Math.random() * Math.min(200, 5 * 2 ** Math.min(cancelled, 6)));
+        continue;
+      }
+      pagesDone++;
+      if (next === undefined) {
+        this.upgraded = true;
+        return;
+      }
+    }
+  }
+
+  /** Puts a record stored before the active-jobs index into it, if it is active still and not in it. */
+  private async joinActiveIndex(jobId: string): Promise<void> {
+    await this.write('UpdateItem (join the active index)', () =>
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: { [A.jobId]: jobId },
+          UpdateExpression: 'SET #activeKey = :active, #listKey = :listKey',
+          ConditionExpression: `attribute_exists(#jobId) AND attribute_not_exists(#activeKey) AND (${NOT_ENDED} OR (attribute_exists(#admission) AND #admission.#state <> :released))`,
+          ExpressionAttributeNames: { '#jobId': A.jobId, '#activeKey': A.activeKey, '#listKey': A.listKey, '#status': A.status, '#admission': 'admission', '#state': 'state' },
+          ExpressionAttributeValues: { ...TERMINAL_VALUES, ':active': activeJobsIndex.activeKeyValue, ':listKey': jobsBySubmissionIndex.listKeyValue, ':released': AdmissionState.RELEASED },
+        }),
+      ),
+    );
   }
 
   /**
@@ -334,6 +479,7 @@ export class DynamoDbJobStore implements JobStore {
       const ends = update.status !== undefined && isGloballyTerminal(update.status) ? update.status : undefined;
       const expiresAtS = ends !== undefined && this.options.endedJobRetentionMs !== undefined ? Math.ceil((now + this.options.endedJobRetentionMs) / 1000) : undefined;
       if (expiresAtS !== undefined) set(TTL, expiresAtS);
+      if (ends !== undefined) set(A.endCounted, true);
       const write = {
         TableName: this.table,
         Key: { [A.jobId]: jobId },
@@ -711,6 +857,11 @@ export class DynamoDbJobStore implements JobStore {
       names['#ttl'] = TTL;
       values[':ttl'] = expiresAtS;
       sets.push('#ttl = :ttl');
+    }
+    if (ends) {
+      names['#endCounted'] = A.endCounted;
+      values[':endCounted'] = true;
+      sets.push('#endCounted = :endCounted');
     }
     names['#activeKey'] = A.activeKey;
     const active = isActiveRecord(after);

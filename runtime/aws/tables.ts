@@ -84,6 +84,11 @@ export const jobTable = {
     listKey: 'listKey',
     /** Partition key of activeJobsIndex, present while the job is active; not a field of the record. */
     activeKey: 'activeKey',
+    /**
+     * True on an ended job once the ended-job counts include it (set by the write that counts it), so the
+     * one-time pass over records that ended before the counts existed counts each of them once.
+     */
+    endCounted: 'endCounted',
     status: 'status',
     epoch: 'epoch',
     exceptions: 'exceptions',

@@ -1,7 +1,7 @@
 // The LeaseStore and JobStore contracts on DynamoDB (DynamoDB Local, or FLOE_TEST_AWS_ENDPOINT), plus what
 // only a store shared by machines must get right: clock skew between contenders, TTL of ended jobs, and
 // errors that name the table.
-import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AwsRequestError } from '../../runtime/aws/aws-errors.js';
 import { createDynamoDbClients, type DynamoDbClients } from '../../runtime/aws/clients.js';
@@ -11,7 +11,7 @@ import { jobTable } from '../../runtime/aws/tables.js';
 import { ManualClock, type Clock } from '../../runtime/core/clock.js';
 import { JobStatus } from '../../runtime/jobgraph/job-status.js';
 import { describeJobStoreContract, newJobRecord } from '../contracts/job-store.contract.js';
-import { AdmissionState } from '../../runtime/ha/job-store.js';
+import { AdmissionState, type JobRecord } from '../../runtime/ha/job-store.js';
 import { describeJobStoreFenceContract } from '../contracts/job-store-fence.contract.js';
 import { describeLeaseStoreContract } from '../contracts/lease-store.contract.js';
 import { createTables, startEmulators, type Emulators, type TestTables } from './emulators.js';
@@ -283,6 +283,76 @@ describe('DynamoDbJobStore specifics', () => {
     for (let i = 0; i < 23; i++) await store.update(r.jobId, { exception: { timestampMs: i, message: `boom ${i}` } }, 1);
     const item = (await clients.documentClient.send(new GetCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, ConsistentRead: true }))).Item!;
     expect((item['exceptions'] as unknown[]).length).toBe(20);
+  });
+});
+
+describe('DynamoDbJobStore on a table of records stored before the active-jobs index and the ended-job counts', () => {
+  /** A fresh table holding, as an older Floe wrote them, one running job and four ended ones (two without listKey). */
+  async function oldTable(clock: ManualClock): Promise<{ table: string; active: JobRecord; ended: JobRecord[] }> {
+    const { jobTable: table } = await createTables(emulators);
+    const released = { state: AdmissionState.RELEASED, taskExecutors: 1 } as const;
+    const active = newJobRecord(clock, { status: JobStatus.RUNNING, epoch: 1, admission: { state: AdmissionState.ADMITTED, taskExecutors: 1, admittedAtMs: clock.now() } });
+    const ended = [JobStatus.FINISHED, JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED].map((status, i) =>
+      newJobRecord(clock, { status, epoch: 1, endedAtMs: clock.now(), submittedAtMs: clock.now() - 1 - i, admission: released }),
+    );
+    for (const [i, r] of [active, ...ended].entries()) {
+      const Item = i >= 3 ? { ...r } : { ...r, [jobTable.attributes.listKey]: 'jobs' };
+      await clients.documentClient.send(new PutCommand({ TableName: table, Item }));
+    }
+    return { table, active, ended };
+  }
+  const marker = async (table: string): Promise<Record<string, unknown> | undefined> =>
+    (await clients.documentClient.send(new GetCommand({ TableName: table, Key: { jobId: '#schema/active-index-and-ended-counts' }, ConsistentRead: true }))).Item;
+
+  it('one pass finds the active job and counts the ended ones once; later stores, and a pass run again, count none twice', async () => {
+    const clock = new ManualClock();
+    const { table, active, ended } = await oldTable(clock);
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock });
+    expect((await store.listActive()).map((r) => r.jobId)).toEqual([active.jobId]);
+    expect(await store.countEnded()).toEqual({ finished: 2, failed: 1, canceled: 1 });
+    expect(await marker(table)).toMatchObject({ done: true });
+    // The ended ones stored without listKey are in the job list too.
+    expect((await store.listPage(10)).records.map((r) => r.jobId).sort()).toEqual([active, ...ended].map((r) => r.jobId).sort());
+    expect(await store.get(ended[0]!.jobId)).toEqual(ended[0]);
+
+    // Another container reads the marker and counts the same.
+    const next = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock });
+    expect(await next.countEnded()).toEqual({ finished: 2, failed: 1, canceled: 1 });
+    // Even with its marker gone, the pass counts none of them again.
+    await clients.documentClient.send(new DeleteCommand({ TableName: table, Key: { jobId: '#schema/active-index-and-ended-counts' } }));
+    const again = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock });
+    expect(await again.countEnded()).toEqual({ finished: 2, failed: 1, canceled: 1 });
+    expect(await marker(table)).toMatchObject({ done: true });
+
+    // The job found ends as any other: counted by the write that ends it, once.
+    await again.update(active.jobId, { status: JobStatus.FAILED, endedAtMs: clock.now() }, 1);
+    await again.release(active.jobId);
+    expect(await again.listActive()).toEqual([]);
+    expect(await new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock }).countEnded()).toEqual({ finished: 2, failed: 2, canceled: 1 });
+  });
+
+  it('a pass stopped after one page resumes where it stopped, also in two Dispatchers at once, and counts each job once', async () => {
+    const clock = new ManualClock();
+    const { table, active } = await oldTable(clock);
+    const upgradePass = { pageItems: 2, pagesPerCall: 1 };
+    const first = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock, upgradePass });
+    const partial = await first.countEnded();
+    const afterOne = await marker(table);
+    expect(afterOne).toMatchObject({ done: false, pages: 1 });
+    expect(afterOne?.['cursor']).toBeDefined();
+    expect(partial.finished + partial.failed + partial.canceled).toBeLessThanOrEqual(2);
+
+    // That container is gone; two others go on from the marker at the same time, a page per call each.
+    const a = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock, upgradePass });
+    const b = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock, upgradePass });
+    let calls = 0;
+    while ((await marker(table))?.['done'] !== true) {
+      expect(++calls, 'the pass over 5 records, 2 a page, ends within a few calls').toBeLessThan(10);
+      await Promise.all([a.countEnded(), b.listActive()]);
+    }
+    expect(await a.countEnded()).toEqual({ finished: 2, failed: 1, canceled: 1 });
+    expect(await b.countEnded()).toEqual({ finished: 2, failed: 1, canceled: 1 });
+    expect((await first.listActive()).map((r) => r.jobId)).toEqual([active.jobId]);
   });
 });
 
