@@ -511,6 +511,9 @@ export class FloeCluster extends Construct {
     iam.Grant.addToPrincipal({ grantee: api, actions: [...new Set([...DataActions.dispatcherJobStore, ...DataActions.dashboardSessions])], resourceArns: [this.jobTable.tableArn] });
     // The job list (jobsBySubmissionIndex) and the active jobs, which the reconciler and the overview read.
     iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherJobList], resourceArns: jobTableSchema.indexes.map((index) => `${this.jobTable.tableArn}/index/${index.name}`) });
+    // Scan, on the table and not its indexes: the store's one-time pass after an upgrade, which puts older
+    // active records into the active-jobs index and counts older ended ones (its marker item ends it).
+    iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherUpgradePass], resourceArns: [this.jobTable.tableArn] });
     // The Dispatcher writes Floe's own objects only (JobGraphs, libraries, presigned library uploads);
     // it reads sink targets (grantBucketAccess) to refuse a job whose output would replace what is there.
     this.grantObjects(api, this.bucket, ['s3:GetObject', 's3:PutObject', 's3:AbortMultipartUpload'], `${blobPrefix}*`);

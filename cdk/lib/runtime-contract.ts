@@ -102,10 +102,20 @@ export const DataActions = {
    * job's capacity back as the job ends, writing the admission ledger item (PutItem) in that transaction.
    */
   jobManagerJobStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
-  /** The Dispatcher creates (PutItem), admits (transactions of Put and Update), cancels and deletes jobs; it never scans. */
+  /**
+   * The Dispatcher creates (PutItem), admits (transactions of Put and Update), cancels and deletes jobs;
+   * it scans only in the store's one-time pass over the records stored before the active-jobs index and
+   * the ended-job counts (dispatcherUpgradePass).
+   */
   dispatcherJobStore: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
   /** GET /jobs pages through the job list index, the reconciler and the overview read the active jobs' index (Query), on the indexes alone. */
   dispatcherJobList: ['dynamodb:Query'],
+  /**
+   * The store's one-time pass (DynamoDbJobStore upgradePass) reads the whole table once, page by page,
+   * after an upgrade from a Floe whose records lack `activeKey` and the ended-job counts; once its marker
+   * item says it is done, nothing scans again.
+   */
+  dispatcherUpgradePass: ['dynamodb:Scan'],
   /**
    * The dashboard's sessions and login codes, items of the job table (dynamodb-dashboard-sessions.ts): a
    * session is checked (GetItem), added and ended on sign-out (UpdateItem, or PutItem for the first) and

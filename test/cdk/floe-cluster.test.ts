@@ -447,17 +447,23 @@ describe('FloeCluster with its defaults', () => {
       [
         ...['ConditionCheckItem', 'GetItem', 'UpdateItem'].map((a) => `dynamodb:${a} leases`),
         ...['ConditionCheckItem', 'DeleteItem', 'GetItem', 'PutItem', 'UpdateItem'].map((a) => `dynamodb:${a} jobs`),
+        // the store's one-time pass over records stored before the active-jobs index and the ended-job counts
+        'dynamodb:Scan jobs',
         // on each of its two indexes
         'dynamodb:Query jobs',
         'dynamodb:Query jobs',
       ].sort(),
     );
-    // It queries the job list index and the active jobs' index, and only those; it never scans.
+    // It queries the job list index and the active jobs' index, and only those; it scans the table alone
+    // (the one-time pass), never an index, and no other role scans.
     const queries = statements(template).filter((st) => asList(st.statement['Action']).includes('dynamodb:Query')).map((st) => JSON.stringify(st.statement['Resource']));
     expect(queries).toHaveLength(1);
     expect(queries[0]).toContain(`/index/${jobsBySubmissionIndex.name}`);
     expect(queries[0]).toContain(`/index/${activeJobsIndex.name}`);
-    expect(actionsOf(lambdaRole())).not.toContain('dynamodb:Scan');
+    const scans = statements(template).filter((st) => asList(st.statement['Action']).includes('dynamodb:Scan'));
+    expect(scans).toHaveLength(1);
+    expect(JSON.stringify(scans[0]!.statement['Resource'])).not.toContain('/index/');
+    for (const role of [jmRole, teRole]) expect(actionsOf(role)).not.toContain('dynamodb:Scan');
     expect(actionsOf(teRole).filter((a) => a.startsWith('ecs:') || a.startsWith('iam:'))).toEqual([]);
     // It stops what it launched by startedBy and watches nothing.
     expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask', 'ecs:TagResource']);
