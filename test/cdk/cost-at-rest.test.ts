@@ -130,6 +130,9 @@ describe('the job table at rest, with 100 and with 10,000 ended jobs stored', ()
     const dispatcher = new Dispatcher({ jobStore, blobStore: new InMemoryBlobStore(), leaseStore, launcher, rpc, config, clock, logger: silentLogger, jobManagerEnv: {} });
     closers.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close(), () => jobStore.close());
     const bounds = { maxJobManagers: 10, maxTaskExecutors: 10 };
+    // A container's first reconcile on a new table also runs the store's one-time pass over older records:
+    // the marker read (absent), one Scan page (empty) and the transaction that writes the marker done.
+    expect(await meter.during(() => dispatcher.reconcile())).toEqual({ calls: 6, items: 0, capacityUnits: 5 });
     // At rest: no job stored. The README's figures per reconcile and per poll.
     expect(await meter.during(() => dispatcher.reconcile())).toEqual({ calls: 3, items: 0, capacityUnits: 2 });
     expect(await meter.during(() => dispatcher.overview())).toEqual({ calls: 4, items: 0, capacityUnits: 3 });
@@ -183,8 +186,9 @@ describe('the job table at rest, with 100 and with 10,000 ended jobs stored', ()
       stored += page.Count ?? 0;
       start = page.LastEvaluatedKey;
     } while (start !== undefined);
-    // 10,000 ended jobs, 3 active ones and the two items of the store's own (the admission ledger and the ended-job counts).
-    expect(stored).toBe(10_003 + 2);
+    // 10,000 ended jobs, 3 active ones and the three items of the store's own (the admission ledger, the
+    // ended-job counts and the marker of the one-time pass).
+    expect(stored).toBe(10_003 + 3);
 
     const atTenThousand = await measure();
     // The instrument sees what grows: reading the whole table costs a hundred times more...
@@ -194,6 +198,11 @@ describe('the job table at rest, with 100 and with 10,000 ended jobs stored', ()
     expect(atTenThousand.reconcile).toEqual(atHundred.reconcile);
     expect(atTenThousand.overview).toEqual(atHundred.overview);
     expect(atTenThousand.firstPage).toEqual(atHundred.firstPage);
+    // Another container reads the marker, done, once (1 unit), and scans nothing.
+    const cold = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, endedJobRetentionMs: 30 * 24 * 3_600_000 });
+    closers.push(() => cold.close());
+    expect(await meter.during(() => cold.countEnded())).toEqual({ calls: 2, items: 2, capacityUnits: 2 });
+    expect(await meter.during(() => cold.countEnded())).toEqual({ calls: 1, items: 1, capacityUnits: 1 });
     // Each running job adds the read of its lease (1 unit) to a reconcile; the Query returns the 3 for half a unit.
     expect(atHundred.reconcile).toEqual({ calls: 6, items: 4, capacityUnits: 5.5 });
     expect(atHundred.overview).toEqual({ calls: 4, items: 5, capacityUnits: 3.5 });
