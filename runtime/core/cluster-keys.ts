@@ -1,12 +1,18 @@
 // The keys a cluster derives from its secret, so that no process that runs user code holds the secret:
-// a TaskExecutor's own key (its RPC identity) and a job's data-plane key. Each is an HMAC of the secret
-// over a label and the name it belongs to; whoever holds the secret (Dispatcher, JobManager) derives the
-// key on demand, and the holder of one key learns nothing about the secret or any other key.
+// a TaskExecutor's key for the job it serves (its RPC identity there) and a job's data-plane key. Each is
+// an HMAC of the secret over a label and the names it belongs to; whoever holds the secret (Dispatcher,
+// JobManager) derives the key on demand, and the holder of one key learns nothing about the secret or any
+// other key. A TaskExecutor's key names its job too, so that user code which reads it can act as that
+// TaskExecutor only towards the job it runs in: another job's ResourceManager and JobMaster derive a
+// different key and refuse it.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
-/** The key of TaskExecutor `resourceId`: hex, handed to it at launch together with its id. */
-export function taskExecutorKey(secret: string, resourceId: string): string {
-  return createHmac('sha256', secret).update(`floe-taskexecutor\0${resourceId}`).digest('hex');
+/**
+ * The key of TaskExecutor `resourceId` while it serves job `jobId`: hex, handed to it at launch with its id
+ * and job, and again (for the new job) when the warm pool hands it to the next job.
+ */
+export function taskExecutorKey(secret: string, jobId: string, resourceId: string): string {
+  return createHmac('sha256', secret).update(`floe-taskexecutor\0${jobId}\0${resourceId}`).digest('hex');
 }
 
 /** The data-plane key of job `jobId`: hex, handed to each TaskExecutor with the job's slot requests. */
@@ -14,32 +20,34 @@ export function jobDataKey(secret: string, jobId: string): string {
   return createHmac('sha256', secret).update(`floe-data\0${jobId}`).digest('hex');
 }
 
-/** A TaskExecutor's credentials: its id and its own key. */
+/** A TaskExecutor's credentials: its id, the job it serves and its key for that job. */
 export interface TaskExecutorCredentials {
   readonly resourceId: string;
+  readonly jobId: string;
   readonly key: string;
 }
 
 const BEARER_PREFIX = 'te.';
 
 /**
- * The bearer token a TaskExecutor identity travels as: `te.<base64url(resourceId)>.<key>`. The id is
- * encoded so that any character it holds survives; the receiver checks the key against the id.
+ * The bearer token a TaskExecutor identity travels as: `te.<base64url(resourceId)>.<base64url(jobId)>.<key>`.
+ * Id and job are encoded so that any character they hold survives; the receiver checks the key against
+ * both, and takes the token only at an endpoint of that job.
  */
 export function taskExecutorBearer(credentials: TaskExecutorCredentials): string {
-  return `${BEARER_PREFIX}${Buffer.from(credentials.resourceId, 'utf8').toString('base64url')}.${credentials.key}`;
+  const encode = (s: string): string => Buffer.from(s, 'utf8').toString('base64url');
+  return `${BEARER_PREFIX}${encode(credentials.resourceId)}.${encode(credentials.jobId)}.${credentials.key}`;
 }
 
 /** The credentials a bearer token names, or undefined when it is not a TaskExecutor's token. */
 export function parseTaskExecutorBearer(token: string): TaskExecutorCredentials | undefined {
   if (!token.startsWith(BEARER_PREFIX)) return undefined;
-  const rest = token.slice(BEARER_PREFIX.length);
-  const dot = rest.indexOf('.');
-  if (dot <= 0) return undefined;
-  const resourceId = Buffer.from(rest.slice(0, dot), 'base64url').toString('utf8');
-  const key = rest.slice(dot + 1);
-  if (resourceId === '' || key === '') return undefined;
-  return { resourceId, key };
+  const parts = token.slice(BEARER_PREFIX.length).split('.');
+  if (parts.length !== 3) return undefined;
+  const [resourceId, jobId] = [parts[0]!, parts[1]!].map((p) => Buffer.from(p, 'base64url').toString('utf8')) as [string, string];
+  const key = parts[2]!;
+  if (resourceId === '' || jobId === '' || key === '') return undefined;
+  return { resourceId, jobId, key };
 }
 
 /** Constant-time equality of two strings, whatever their lengths. */

@@ -77,10 +77,11 @@ export class RpcConnectionError extends FloeError {
 
 export class RpcUnauthorizedError extends FloeError {
   override readonly httpStatus = 401;
-  constructor() {
+  constructor(message?: string) {
     super(
       'UNAUTHORIZED',
-      "missing or wrong credential: a call must carry the cluster secret or the key of a TaskExecutor the callee accepts (a TaskExecutor accepts only its own); check that caller and callee belong to the same cluster",
+      message ??
+        "missing or wrong credential: a call must carry the cluster secret or the key of a TaskExecutor the callee accepts (a TaskExecutor accepts only its own, for the job it serves); check that caller and callee belong to the same cluster",
     );
   }
 }
@@ -216,7 +217,7 @@ export function fromErrorInfo(info: ErrorInfo): FloeError {
       break;
     case 'LEADERSHIP_LOST': error = new LeadershipLostError(info.message); break;
     case 'STALE_WRITER': error = new StaleWriterError(info.message); break;
-    case 'UNAUTHORIZED': error = new RpcUnauthorizedError(); break;
+    case 'UNAUTHORIZED': error = new RpcUnauthorizedError(info.message); break;
     case 'FORBIDDEN': error = new RpcForbiddenError(info.message); break;
     case 'NO_RESOURCE_AVAILABLE': error = new NoResourceAvailableError(info.message); break;
     case 'INVALID_REQUEST': error = new InvalidRequestError(info.message); break;

@@ -19,10 +19,10 @@ import { TaskExecutor } from '../taskexecutor/task-executor.js';
 installParentWatch();
 // Locally, stdout and stderr share one log file; `floe logs` tells user code's stderr lines by their tag.
 if (backendOf() === 'embedded') tagStderrLines();
-// A TaskExecutor never holds the cluster secret: its own key, handed over at launch with its id, is its
-// identity (core/cluster-keys.ts). User code runs in this process's worker threads and may read
+// A TaskExecutor never holds the cluster secret: its key for the job it is started for, handed over at
+// launch with its id, is its identity (core/cluster-keys.ts); joining another job brings another. User code runs in this process's worker threads and may read
 // process.env: the key leaves it here, before any worker starts (the slot workers also get an environment
-// without it: slot-worker-handle.ts). /proc/self/environ keeps it; it names this TaskExecutor only.
+// without it: slot-worker-handle.ts). /proc/self/environ keeps it; it names this TaskExecutor, for that job only.
 const ownKey = requireEnv(ProcessEnv.TASK_EXECUTOR_KEY);
 delete process.env[ProcessEnv.TASK_EXECUTOR_KEY];
 const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
@@ -58,7 +58,7 @@ async function openBackend(): Promise<Backend> {
 }
 
 const services = await openBackend();
-const rpc = await HttpRpcService.start({ taskExecutor: { resourceId, key: ownKey }, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
+const rpc = await HttpRpcService.start({ taskExecutor: { resourceId, jobId, key: ownKey }, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
 const taskExecutor = await TaskExecutor.start({
   resourceId,
   jobId,

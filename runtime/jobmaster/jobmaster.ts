@@ -234,7 +234,9 @@ export class JobMaster implements JobMasterGateway {
     this.endpoint = this.deps.rpc.serve<JobMasterGateway>(EndpointName.JOB_MASTER, this, {
       methods: JOB_MASTER_METHODS,
       fencingToken: this.deps.fencingToken,
-      // A TaskExecutor's key opens only the calls about itself and the tasks deployed to it.
+      // Only a TaskExecutor key for this job is a credential here, and it opens only the calls about
+      // itself and the tasks deployed to it.
+      taskExecutorJob: this.jobId,
       taskExecutorCalls: {
         registerTaskManager: (caller, [info]) => (info as TaskManagerInfo | undefined)?.resourceId === caller,
         offerSlots: (caller, [resourceId]) => resourceId === caller,
@@ -318,7 +320,7 @@ export class JobMaster implements JobMasterGateway {
     return this.main.run(() => {
       const known = this.taskManagers.get(info.resourceId);
       if (known === undefined || known.info.address !== info.address) {
-        const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR, { taskExecutor: info.resourceId });
+        const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR, { taskExecutor: { resourceId: info.resourceId, jobId: this.jobId } });
         this.taskManagers.set(info.resourceId, { info, gateway });
         // Each heartbeat carries the job's current S3 credentials (AWS): tasks running past the hour their
         // deployment's credentials last get the renewed ones.

@@ -96,9 +96,10 @@ export interface TaskExecutorGateway {
    * Warm pool: serve `jobId` now: find that job's ResourceManager and register there. Needs the pool
    * token given with `standBy`. The calling ResourceManager may name itself (`resourceManager`): the
    * first registration then goes there without looking the leader up; a refused one, or any later one,
-   * looks it up in the lease as always.
+   * looks it up in the lease as always. `key` is this TaskExecutor's key for `jobId` (the call itself
+   * carries its key for the job it served): it signs with it from now on, and its old key opens nothing.
    */
-  joinJob(jobId: JobId, poolToken: string, resourceManager?: LeaderAddress): Promise<void>;
+  joinJob(jobId: JobId, poolToken: string, resourceManager: LeaderAddress | undefined, key: string): Promise<void>;
 }
 
 export const TASK_EXECUTOR_METHODS = [

@@ -41,8 +41,9 @@ export interface ResourceManagerDeps {
   /** Extra environment for the TaskExecutors this RM starts (state dir, config, …); a cluster secret in it is left out. */
   readonly workerEnv: Readonly<Record<string, string>>;
   /**
-   * The cluster secret. It stays in this process: a TaskExecutor gets its own key, derived from it, at
-   * start (FLOE_TASK_EXECUTOR_KEY), and the job's data-plane key with every slot request.
+   * The cluster secret. It stays in this process: a TaskExecutor gets its key for this job, derived from
+   * it, at start (FLOE_TASK_EXECUTOR_KEY) or when it joins from the warm pool, and the job's data-plane
+   * key with every slot request.
    */
   readonly clusterSecret: string;
   readonly clock: Clock;
@@ -68,6 +69,8 @@ export interface ResourceManagerDeps {
 /** An idle TaskExecutor kept in a JobManager process's warm pool between jobs. */
 export interface WarmTaskExecutor {
   readonly resourceId: ResourceId;
+  /** The job it served last: it holds its key for that job until the next job's ResourceManager hands it a new one. */
+  readonly jobId: JobId;
   readonly address: string;
   readonly numberOfSlots: number;
   readonly profile?: ResourceProfile;
@@ -185,8 +188,11 @@ export class ResourceManager implements ResourceManagerGateway {
     this.endpoint = this.deps.rpc.serve<ResourceManagerGateway>(EndpointName.RESOURCE_MANAGER, this, {
       methods: RESOURCE_MANAGER_METHODS,
       fencingToken: this.deps.fencingToken,
-      // A TaskExecutor's key opens only its own registration, slot reports and leaving; it registers only
-      // where it was started or handed (a successor leader cannot tell, and takes the job's TaskExecutors over).
+      // Only a TaskExecutor key for this job is a credential here: one was given only to a TaskExecutor
+      // started for this job or handed to it from the warm pool. It opens only its own registration, slot
+      // reports and leaving, and registers only where it was started or handed; a successor leader, which
+      // does not know which of them its predecessor started, takes any of the job's.
+      taskExecutorJob: this.deps.jobId,
       taskExecutorCalls: {
         registerTaskExecutor: (caller, [registration]) =>
           (registration as TaskExecutorRegistration | undefined)?.resourceId === caller && (this.startedWorkers.has(caller) || this.taskExecutors.has(caller) || this.deps.takingOver === true),
@@ -203,7 +209,10 @@ export class ResourceManager implements ResourceManagerGateway {
     }
   }
 
-  /** Warm pool: each idle TaskExecutor is asked to join this job; until it registers it counts as started. */
+  /**
+   * Warm pool: each idle TaskExecutor is asked to join this job, in a call signed with its key for the job
+   * it served, which brings its key for this one; until it registers it counts as started.
+   */
   private adoptWarmWorkers(poolToken: string, workers: readonly WarmTaskExecutor[]): void {
     for (const w of workers) {
       this.startedWorkers.add(w.resourceId);
@@ -211,9 +220,10 @@ export class ResourceManager implements ResourceManagerGateway {
     }
     this.log.info('taking TaskExecutors from the warm pool', { taskExecutors: workers.map((w) => w.resourceId) });
     for (const w of workers) {
-      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(w.address, EndpointName.TASK_EXECUTOR, { taskExecutor: w.resourceId });
+      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(w.address, EndpointName.TASK_EXECUTOR, { taskExecutor: { resourceId: w.resourceId, jobId: w.jobId } });
+      const key = taskExecutorKey(this.deps.clusterSecret, this.deps.jobId, w.resourceId);
       detached(() => {
-        gateway.joinJob(this.deps.jobId, poolToken, { address: this.deps.rpc.address, token: this.fencingToken }).catch((error: unknown) => {
+        gateway.joinJob(this.deps.jobId, poolToken, { address: this.deps.rpc.address, token: this.fencingToken }, key).catch((error: unknown) => {
           this.mainThread
             .run(() => {
               this.log.warn('a warm TaskExecutor could not join the job; starting another in its place', { resourceId: w.resourceId, error: errorMessage(error) });
@@ -261,7 +271,7 @@ export class ResourceManager implements ResourceManagerGateway {
         this.teHeartbeats.unmonitorTarget(resourceId);
         this.startedWorkers.delete(resourceId);
         this.slotManager.removeTaskExecutor(resourceId);
-        warm.push({ resourceId, address, numberOfSlots, ...(profile !== undefined ? { profile } : {}) });
+        warm.push({ resourceId, jobId: this.deps.jobId, address, numberOfSlots, ...(profile !== undefined ? { profile } : {}) });
       }
       if (warm.length > 0) this.log.info('TaskExecutors handed to the warm pool', { taskExecutors: warm.map((w) => w.resourceId) });
       return warm;
@@ -283,7 +293,7 @@ export class ResourceManager implements ResourceManagerGateway {
         // Its slots would be handed out and lost again a moment later.
         throw new ConflictError(`TaskExecutor ${resourceId} is being stopped (the job no longer needs it, or it did not register within 'resourcemanager.taskmanager-registration.timeout'); it should exit instead of registering`);
       }
-      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(address, EndpointName.TASK_EXECUTOR, { taskExecutor: resourceId });
+      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(address, EndpointName.TASK_EXECUTOR, { taskExecutor: { resourceId, jobId: this.deps.jobId } });
       const known = this.slotManager.isPendingWorker(resourceId) ? 'started by this ResourceManager' : this.taskExecutors.has(resourceId) ? 're-registration' : 'not started by this ResourceManager';
       this.taskExecutors.set(resourceId, { registration, gateway });
       this.slotManager.registerTaskExecutor(resourceId, numberOfSlots, profile);
@@ -450,14 +460,14 @@ export class ResourceManager implements ResourceManagerGateway {
   private startWorker(profile: ResourceProfile | undefined): ResourceId {
     const id = ResourceIdOf.of(`te-${randomHex(4)}`);
     this.startedWorkers.add(id);
-    // User code runs in the TaskExecutor: it gets its own key, never the secret.
+    // User code runs in the TaskExecutor: it gets its key for this job, never the secret.
     const { [ProcessEnv.SECRET]: _secret, ...workerEnv } = this.deps.workerEnv;
     const env: Record<string, string> = {
       [ProcessEnv.CONFIG]: configToEnv(this.deps.config),
       ...workerEnv,
       [ProcessEnv.JOB_ID]: this.deps.jobId,
       [ProcessEnv.RESOURCE_ID]: id,
-      [ProcessEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(this.deps.clusterSecret, id),
+      [ProcessEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(this.deps.clusterSecret, this.deps.jobId, id),
       ...(profile !== undefined ? { [ProcessEnv.RESOURCE_PROFILE]: JSON.stringify(profile) } : {}),
     };
     this.log.info('starting TaskExecutor', { resourceId: id, profile: profileKey(profile) });

@@ -1,8 +1,9 @@
 // The transport between processes: `POST /rpc/<endpoint>/<method>` with the JSON argument array as
 // body, a bearer token and the caller's fencing token in `x-floe-fencing-token`. The bearer is the
-// cluster secret (Dispatcher, JobManager) or a TaskExecutor's own identity (core/cluster-keys.ts): a
-// TaskExecutor never holds the secret, signs its calls with its own key, and is called with that key,
-// which the caller derives from the secret.
+// cluster secret (Dispatcher, JobManager) or a TaskExecutor's identity for the job it serves
+// (core/cluster-keys.ts): a TaskExecutor never holds the secret, signs its calls with its key for its
+// job, and is called with that key, which the caller derives from the secret. An endpoint takes a
+// TaskExecutor's key only for its own job (`ServeOptions.taskExecutorJob`), before reading the body.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -18,7 +19,7 @@ import {
   toErrorInfo,
 } from '../core/errors.js';
 import { parseTaskExecutorBearer, sameSecret, taskExecutorBearer, taskExecutorKey, type TaskExecutorCredentials } from '../core/cluster-keys.js';
-import { ResourceId } from '../core/ids.js';
+import { JobId, ResourceId } from '../core/ids.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
 import type { Logger } from '../core/logger.js';
 import { createLogger } from '../core/logger.js';
@@ -49,8 +50,8 @@ export interface HttpRpcServiceOptions {
    */
   readonly secret?: string;
   /**
-   * A TaskExecutor's own credentials, for a process that must not hold the secret: its calls carry them,
-   * and it accepts only calls that carry its own key.
+   * A TaskExecutor's credentials for the job it serves, for a process that must not hold the secret: its
+   * calls carry them, and it accepts only calls that carry its key. `switchTaskExecutorJob` replaces them.
    */
   readonly taskExecutor?: TaskExecutorCredentials;
   /** Default per-call deadline (`rpc.timeout`). */
@@ -74,9 +75,9 @@ export class HttpRpcService implements RpcService {
   // already has: without one of its own it keeps idle connections forever, and the server's close
   // races the next reuse.
   private readonly agent: http.Agent;
-  /** The TaskExecutor's own bearer token, when this process is one. */
-  private readonly ownBearer: string | undefined;
-  /** Keys of the TaskExecutors this process called, derived once each. */
+  /** The TaskExecutor's own bearer token for the job it serves, when this process is one. */
+  private ownBearer: string | undefined;
+  /** Keys of the TaskExecutors this process called (per job), derived once each. */
   private readonly peerBearers = new Map<string, string>();
   private closed = false;
 
@@ -99,8 +100,8 @@ export class HttpRpcService implements RpcService {
       throw new FloeError('CONFIGURATION', `an RPC service needs exactly one credential, the cluster secret or a TaskExecutor's own key; found ${credentials}`);
     }
     if (options.secret === '') throw new FloeError('CONFIGURATION', 'the RPC secret is empty; every process of a cluster needs the same non-empty secret');
-    if (options.taskExecutor !== undefined && (options.taskExecutor.resourceId === '' || options.taskExecutor.key === '')) {
-      throw new FloeError('CONFIGURATION', "a TaskExecutor's RPC credentials need its resource id and its key; one of them is empty");
+    if (options.taskExecutor !== undefined && (options.taskExecutor.resourceId === '' || options.taskExecutor.jobId === '' || options.taskExecutor.key === '')) {
+      throw new FloeError('CONFIGURATION', "a TaskExecutor's RPC credentials need its resource id, its job and its key for that job; one of them is empty");
     }
     const host = options.host ?? '127.0.0.1';
     const logger = options.logger ?? createLogger({ component: 'rpc' });
@@ -127,8 +128,19 @@ export class HttpRpcService implements RpcService {
   connect<G extends object>(address: string, name: string, options: ConnectOptions = {}): G {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
     const notIdempotent = new Set(options.notIdempotent ?? []);
-    const bearer = this.bearerFor(options.taskExecutor);
-    return gatewayProxy<G>((method, args) => this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), bearer));
+    // Looked up per call: a TaskExecutor handed to another job signs with its new key from then on.
+    return gatewayProxy<G>((method, args) => this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), this.bearerFor(options.taskExecutor)));
+  }
+
+  switchTaskExecutorJob(jobId: string, key: string): void {
+    const own = this.options.taskExecutor;
+    if (own === undefined) {
+      throw new FloeError('CONFIGURATION', `${this.address} holds the cluster secret, not a TaskExecutor's key; only a TaskExecutor's RPC service switches to a key for another job`);
+    }
+    if (typeof jobId !== 'string' || jobId === '' || typeof key !== 'string' || key === '') {
+      throw new FloeError('CONFIGURATION', `TaskExecutor ${own.resourceId} was handed job ${JSON.stringify(jobId)} with key ${key === '' ? 'an empty string' : typeof key}; a job id and a non-empty key are needed`);
+    }
+    this.ownBearer = taskExecutorBearer({ resourceId: own.resourceId, jobId, key });
   }
 
   async close(): Promise<void> {
@@ -195,6 +207,14 @@ export class HttpRpcService implements RpcService {
       rejectEarly(fencingToken);
       return;
     }
+    if (caller.kind === 'taskexecutor') {
+      const refusal = this.dispatcher.taskExecutorJobRefusal(name, caller.jobId);
+      if (refusal !== undefined) {
+        this.logger.warn('rejected an RPC carrying a TaskExecutor key for another job', { caller: caller.resourceId, callerJob: caller.jobId, endpoint: name, method });
+        rejectEarly(new RpcUnauthorizedError(refusal));
+        return;
+      }
+    }
     const tooLarge = (size: number): PayloadTooLargeError =>
       new PayloadTooLargeError(`the arguments of ${name}.${method}`, size, limit, 'pass large data through the BlobStore and send its key');
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -244,19 +264,23 @@ export class HttpRpcService implements RpcService {
     }
     if (sameSecret(token, secret)) return { kind: 'cluster' };
     const te = parseTaskExecutorBearer(token);
-    if (te !== undefined && sameSecret(te.key, taskExecutorKey(secret, te.resourceId))) return { kind: 'taskexecutor', resourceId: ResourceId.of(te.resourceId) };
+    if (te !== undefined && sameSecret(te.key, taskExecutorKey(secret, te.jobId, te.resourceId))) {
+      return { kind: 'taskexecutor', resourceId: ResourceId.of(te.resourceId), jobId: JobId.of(te.jobId) };
+    }
     return undefined;
   }
 
-  /** The bearer of a call: a TaskExecutor's own; else the target TaskExecutor's key, or the cluster secret. */
-  private bearerFor(taskExecutor: string | undefined): string {
+  /** The bearer of a call: a TaskExecutor's own; else the target TaskExecutor's key for its job, or the cluster secret. */
+  private bearerFor(taskExecutor: ConnectOptions['taskExecutor']): string {
     if (this.ownBearer !== undefined) return this.ownBearer;
     const secret = this.options.secret!;
     if (taskExecutor === undefined) return secret;
-    let bearer = this.peerBearers.get(taskExecutor);
+    const { resourceId, jobId } = taskExecutor;
+    const cacheKey = `${jobId}\0${resourceId}`;
+    let bearer = this.peerBearers.get(cacheKey);
     if (bearer === undefined) {
-      bearer = taskExecutorBearer({ resourceId: taskExecutor, key: taskExecutorKey(secret, taskExecutor) });
-      this.peerBearers.set(taskExecutor, bearer);
+      bearer = taskExecutorBearer({ resourceId, jobId, key: taskExecutorKey(secret, jobId, resourceId) });
+      this.peerBearers.set(cacheKey, bearer);
     }
     return bearer;
   }

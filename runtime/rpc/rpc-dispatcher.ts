@@ -1,6 +1,6 @@
 // The server-side core both transports share: which endpoints are served, method and fencing checks,
 // and the JSON envelope every answer travels in, so a local call and an HTTP call fail the same way.
-import { FencingTokenError, FloeError, InvalidRequestError, NotFoundError, RpcForbiddenError, errorMessage, fromErrorInfo, toErrorInfo } from '../core/errors.js';
+import { FencingTokenError, FloeError, InvalidRequestError, NotFoundError, RpcForbiddenError, RpcUnauthorizedError, errorMessage, fromErrorInfo, toErrorInfo } from '../core/errors.js';
 import type { ErrorInfo } from '../core/errors.js';
 import { stringifyWithCachedParts } from '../core/cached-json.js';
 import type { ResourceId } from '../core/ids.js';
@@ -22,6 +22,7 @@ interface Registration {
   readonly methods: ReadonlySet<string>;
   readonly fencingToken: number | undefined;
   readonly taskExecutorCalls: TaskExecutorCallPolicy<Record<string, unknown>> | undefined;
+  readonly taskExecutorJob: string | undefined;
 }
 
 const CLUSTER_CALLER: RpcCaller = { kind: 'cluster' };
@@ -41,11 +42,15 @@ export class RpcDispatcher {
         throw new FloeError('RPC_BAD_ENDPOINT', `endpoint '${name}' lists method '${m}', but its implementation has no such function`);
       }
     }
+    if (options.taskExecutorCalls !== undefined && options.taskExecutorJob === undefined) {
+      throw new FloeError('RPC_BAD_ENDPOINT', `endpoint '${name}' opens calls to TaskExecutors (taskExecutorCalls) but names no job (taskExecutorJob); a TaskExecutor's key is a credential only for the job it serves`);
+    }
     const registration: Registration = {
       impl: impl as Record<string, unknown>,
       methods: new Set(options.methods),
       fencingToken: options.fencingToken,
       taskExecutorCalls: options.taskExecutorCalls as TaskExecutorCallPolicy<Record<string, unknown>> | undefined,
+      taskExecutorJob: options.taskExecutorJob,
     };
     this.endpoints.set(name, registration);
     return {
@@ -55,6 +60,18 @@ export class RpcDispatcher {
         if (this.endpoints.get(name) === registration) this.endpoints.delete(name);
       },
     };
+  }
+
+  /**
+   * Why a TaskExecutor key for job `jobId` is no credential at endpoint `name`, or undefined when it is
+   * (the endpoint takes that job's TaskExecutors, or is not served: that answers on its own).
+   */
+  taskExecutorJobRefusal(name: string, jobId: string): string | undefined {
+    const endpoint = this.endpoints.get(name);
+    if (endpoint === undefined || endpoint.taskExecutorJob === jobId) return undefined;
+    return endpoint.taskExecutorJob === undefined
+      ? `a TaskExecutor's key (here for job ${jobId}) is no credential at '${name}' on ${this.address}, which only holders of the cluster secret may call`
+      : `the call carries a TaskExecutor's key for job ${jobId}, but '${name}' on ${this.address} serves job ${endpoint.taskExecutorJob}; a TaskExecutor's key is a credential only at the job it serves (the ResourceManager of a job hands its TaskExecutors their key for it)`;
   }
 
   has(name: string): boolean {
@@ -137,7 +154,14 @@ export class RpcDispatcher {
     if (!Array.isArray(args)) {
       throw new InvalidRequestError(`the arguments of ${name}.${method} must be a JSON array, found ${args === null ? 'null' : typeof args}`);
     }
-    if (caller.kind === 'taskexecutor') this.checkTaskExecutorCall(endpoint, caller.resourceId, name, method, args);
+    if (caller.kind === 'taskexecutor') {
+      const refusal = this.taskExecutorJobRefusal(name, caller.jobId);
+      if (refusal !== undefined) {
+        this.logger.warn('refused an RPC carrying a TaskExecutor key for another job', { caller: caller.resourceId, callerJob: caller.jobId, endpoint: name, method });
+        throw new RpcUnauthorizedError(refusal);
+      }
+      this.checkTaskExecutorCall(endpoint, caller.resourceId, name, method, args);
+    }
     if (endpoint.fencingToken !== undefined && fencingToken !== endpoint.fencingToken) {
       throw new FencingTokenError(name, endpoint.fencingToken, fencingToken);
     }

@@ -1,13 +1,13 @@
 // The RPC seam. A component serves its gateway under a name at this process's address; callers get
 // a typed proxy. Transport is HTTP/JSON between processes (http-rpc-service.ts) and direct calls in
 // process (local-rpc-service.ts); both go through `RpcDispatcher`, so fencing and errors behave alike.
-import type { FencingToken, ResourceId } from '../core/ids.js';
+import type { FencingToken, JobId, ResourceId } from '../core/ids.js';
 
 /** A gateway is an object of async methods whose arguments and results are JSON values. */
 export type Gateway = { readonly [method: string]: (...args: never[]) => Promise<unknown> };
 
-/** Who made a call: a process holding the cluster secret, or one TaskExecutor by its own key. */
-export type RpcCaller = { readonly kind: 'cluster' } | { readonly kind: 'taskexecutor'; readonly resourceId: ResourceId };
+/** Who made a call: a process holding the cluster secret, or one TaskExecutor by its key for the job it serves. */
+export type RpcCaller = { readonly kind: 'cluster' } | { readonly kind: 'taskexecutor'; readonly resourceId: ResourceId; readonly jobId: JobId };
 
 /**
  * The methods a TaskExecutor identity may call, each with a check that the call acts only as the caller
@@ -28,6 +28,12 @@ export interface ServeOptions<G> {
    * its check, is refused with RpcForbiddenError. @default - none: only holders of the cluster secret
    */
   readonly taskExecutorCalls?: TaskExecutorCallPolicy<G>;
+  /**
+   * The job whose TaskExecutors may call this endpoint: a TaskExecutor's key is a credential only at the
+   * job it serves, and one for another job is refused with RpcUnauthorizedError. Required with
+   * `taskExecutorCalls`. @default - none: no TaskExecutor key is a credential here
+   */
+  readonly taskExecutorJob?: JobId;
 }
 
 export interface ConnectOptions {
@@ -43,10 +49,11 @@ export interface ConnectOptions {
    */
   readonly notIdempotent?: readonly string[];
   /**
-   * The target is TaskExecutor `taskExecutor`: a process holding the cluster secret signs the call with
-   * that TaskExecutor's own key, which the TaskExecutor can check without the secret. @default - none
+   * The target is TaskExecutor `resourceId`, serving job `jobId`: a process holding the cluster secret
+   * signs the call with that TaskExecutor's key for that job, which the TaskExecutor can check without
+   * the secret. @default - none
    */
-  readonly taskExecutor?: ResourceId;
+  readonly taskExecutor?: { readonly resourceId: ResourceId; readonly jobId: JobId };
 }
 
 export interface ServedEndpoint {
@@ -60,6 +67,12 @@ export interface RpcService {
   readonly address: string;
   serve<G extends object>(name: string, impl: G, options: ServeOptions<G>): ServedEndpoint;
   connect<G extends object>(address: string, name: string, options?: ConnectOptions): G;
+  /**
+   * A TaskExecutor's process, handed to job `jobId` with its key for that job: from now on it signs its
+   * calls with that key and accepts only calls that carry it; its key for the former job opens nothing
+   * more. Absent where calls carry no credential (in process).
+   */
+  switchTaskExecutorJob?(jobId: JobId, key: string): void;
   close(): Promise<void>;
 }
 

@@ -381,21 +381,28 @@ export class TaskExecutor implements TaskExecutorGateway {
     });
   }
 
-  joinJob(jobId: JobId, poolToken: string, resourceManager?: LeaderAddress): Promise<void> {
+  joinJob(jobId: JobId, poolToken: string, resourceManager: LeaderAddress | undefined, key: string): Promise<void> {
     return this.mainThread.run(() => {
-      if (resourceManager !== undefined && (typeof resourceManager?.address !== 'string' || !Number.isSafeInteger(resourceManager.token) || resourceManager.token < 1)) {
+      if (resourceManager != null && (typeof resourceManager?.address !== 'string' || !Number.isSafeInteger(resourceManager.token) || resourceManager.token < 1)) {
         throw new InvalidRequestError(`joinJob's resourceManager must be { address: <string>, token: <positive integer> }, found ${JSON.stringify(resourceManager)}`);
+      }
+      if (typeof jobId !== 'string' || jobId === '') throw new InvalidRequestError(`joinJob needs the id of the job to serve, found ${JSON.stringify(jobId)}`);
+      if (typeof key !== 'string' || key === '') {
+        throw new InvalidRequestError(`joinJob for job ${jobId} came without this TaskExecutor's key for that job; the job's ResourceManager derives it and sends it with the call`);
       }
       const standby = this.standby;
       if (standby === undefined) throw new ConflictError(`TaskExecutor ${this.resourceId} is not in a warm pool (it serves job ${this.currentJobId})`);
       if (poolToken !== standby.poolToken) throw new ConflictError(`TaskExecutor ${this.resourceId} belongs to another warm pool`);
       standby.idleTimer.cancel();
       this.standby = undefined;
+      // From here on it speaks for the new job only: calls it makes carry the new key, and the old job's
+      // key (which its user code could read) is refused by this process and by the new job alike.
+      this.deps.rpc.switchTaskExecutorJob?.(jobId, key);
       this.currentJobId = jobId;
       this.rebindLogger(jobId);
       this.resourceManager = this.resourceManagerConnection(jobId);
       this.logger.info('left the warm pool for a job', { jobId });
-      this.resourceManager.start(resourceManager);
+      this.resourceManager.start(resourceManager ?? undefined);
     });
   }
 

@@ -93,14 +93,14 @@ describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
         [otherJm, 'jobmaster', 'offerSlots', [victim, []]],
       ];
       // Its own key is valid and still opens nothing as another TaskExecutor.
-      const ownBearer = taskExecutorBearer({ resourceId: probeTe.resourceId, key: ownKey! });
+      const ownBearer = taskExecutorBearer({ resourceId: probeTe.resourceId, jobId: probe, key: ownKey! });
       for (const [address, endpoint, method, args] of tries) expect(await rpcStatus(address, endpoint, method, args, ownBearer), `${endpoint}.${method} with its own key`).toBe(403);
 
       const rpcAnswers = new Map<number, number>();
       const restAnswers = new Map<number, number>();
       const count = (m: Map<number, number>, status: number): void => void m.set(status, (m.get(status) ?? 0) + 1);
       for (const candidate of candidates) {
-        const bearers = bearersOf(candidate, [victim, probeTe.resourceId]).filter((b) => b !== ownBearer);
+        const bearers = bearersOf(candidate, [victim, probeTe.resourceId], [probe, other]).filter((b) => b !== ownBearer);
         const answers = await Promise.all(bearers.flatMap((bearer) => tries.map(([address, endpoint, method, args]) => rpcStatus(address, endpoint, method, args, bearer))));
         answers.forEach((s) => count(rpcAnswers, s));
         count(restAnswers, await restStatus(`${adapter.url}/jobs`, candidate));

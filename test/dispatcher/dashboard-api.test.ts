@@ -193,8 +193,8 @@ for (const [frontName, serve] of fronts) {
 
     it("logs no one in with a TaskExecutor's key or a job's data-plane key, as a secret or as a bearer token", async () => {
       const { http } = await setup();
-      const key = taskExecutorKey(REST_SECRET, 'te-1');
-      for (const credential of [key, taskExecutorBearer({ resourceId: 'te-1', key }), jobDataKey(REST_SECRET, 'job-1')]) {
+      const key = taskExecutorKey(REST_SECRET, 'job-1', 'te-1');
+      for (const credential of [key, taskExecutorBearer({ resourceId: 'te-1', jobId: 'job-1', key }), jobDataKey(REST_SECRET, 'job-1')]) {
         const login = await http('/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ secret: credential }) });
         expect(login.status).toBe(401);
         expect(login.headers.get('set-cookie')).toBeNull();

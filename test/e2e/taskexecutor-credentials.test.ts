@@ -101,14 +101,27 @@ describe('TaskExecutor credentials on a local cluster', () => {
         [otherJm, 'jobmaster', 'offerSlots', [victim, []]],
       ];
 
-      // The TaskExecutor's own key is valid, and still opens nothing as another TaskExecutor: 403.
-      const ownBearer = taskExecutorBearer({ resourceId: probeTe.resourceId, key: ownKey! });
-      for (const [address, endpoint, method, args] of tries) expect(await rpcStatus(address, endpoint, method, args, ownBearer), `${endpoint}.${method} with its own key`).toBe(403);
+      // The TaskExecutor's own key is valid for its job, and still opens nothing there as another
+      // TaskExecutor (403); at the other job it is no credential at all, even acting as itself (401).
+      const ownBearer = taskExecutorBearer({ resourceId: probeTe.resourceId, jobId: probe, key: ownKey! });
+      const asItself = { resourceId: probeTe.resourceId, address: 'http://127.0.0.1:9', dataAddress: '127.0.0.1:9', numberOfSlots: 8 };
+      const atOtherJob: [string, string, string, unknown[]][] = [
+        ...tries.slice(0, 2),
+        [otherRm, 'resourcemanager', 'registerTaskExecutor', [asItself]],
+        [otherRm, 'resourcemanager', 'sendSlotReport', [probeTe.resourceId, { resourceId: probeTe.resourceId, slots: [], heldPartitions: 0 }]],
+        [otherJm, 'jobmaster', 'registerTaskManager', [asItself]],
+        [otherJm, 'jobmaster', 'offerSlots', [probeTe.resourceId, []]],
+        tries[3]!,
+      ];
+      for (const [address, endpoint, method, args] of atOtherJob) {
+        const expected = address === probeRm || address === probeJm ? 403 : 401;
+        expect(await rpcStatus(address, endpoint, method, args, ownBearer), `${endpoint}.${method} at ${address === probeRm || address === probeJm ? 'its own' : 'the other'} job with its own key`).toBe(expected);
+      }
 
       const statuses = new Map<number, number>();
       const count = (status: number): void => void statuses.set(status, (statuses.get(status) ?? 0) + 1);
       for (const candidate of candidates) {
-        const bearers = bearersOf(candidate, [victim, probeTe.resourceId]).filter((b) => b !== ownBearer);
+        const bearers = bearersOf(candidate, [victim, probeTe.resourceId], [probe, other]).filter((b) => b !== ownBearer);
         const answers = await Promise.all([
           ...bearers.flatMap((bearer) => tries.map(([address, endpoint, method, args]) => rpcStatus(address, endpoint, method, args, bearer))),
           restStatus(`${dispatcher.url}/jobs`, candidate),

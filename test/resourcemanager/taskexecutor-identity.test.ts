@@ -1,11 +1,11 @@
 // A TaskExecutor's key at the ResourceManager, over HTTP: it registers and reports only as itself, only at
-// a ResourceManager that started it (or one taking over a job whose workers it cannot tell), and opens
+// a ResourceManager of the job its key is for, that started it (or one taking over that job), and opens
 // none of the JobMaster's calls; the ResourceManager calls it back with its key.
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../runtime/core/clock.js';
 import { taskExecutorKey } from '../../runtime/core/cluster-keys.js';
 import { loadConfig } from '../../runtime/core/config.js';
-import { RpcForbiddenError } from '../../runtime/core/errors.js';
+import { RpcForbiddenError, RpcUnauthorizedError } from '../../runtime/core/errors.js';
 import { FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
@@ -18,6 +18,7 @@ import { TestingTaskExecutorGateway } from '../support/testing-task-executor-gat
 
 const SECRET = 'rm-identity-test-secret';
 const JOB = JobId.of('0123456789abcdef0123456789abcdef');
+const OTHER_JOB = JobId.of('fedcba9876543210fedcba9876543210');
 const TOKEN = FencingToken.of(3);
 const cleanups: (() => Promise<unknown>)[] = [];
 
@@ -47,8 +48,8 @@ async function resourceManager(takingOver: boolean): Promise<ResourceManager> {
 }
 
 /** A TaskExecutor's RPC side with its own key, answering heartbeats; counts those the RM sent. */
-async function taskExecutor(id: string): Promise<{ rm: (address: string) => ResourceManagerGateway; address: string; heartbeats: () => number }> {
-  const rpc = await HttpRpcService.start({ taskExecutor: { resourceId: id, key: taskExecutorKey(SECRET, id) }, timeoutMs: 5_000, logger: silentLogger });
+async function taskExecutor(id: string, job: JobId = JOB): Promise<{ rm: (address: string) => ResourceManagerGateway; address: string; heartbeats: () => number }> {
+  const rpc = await HttpRpcService.start({ taskExecutor: { resourceId: id, key: taskExecutorKey(SECRET, job, id), jobId: job }, timeoutMs: 5_000, logger: silentLogger });
   cleanups.push(() => rpc.close());
   let heartbeats = 0;
   const gateway = TestingTaskExecutorGateway.builder(id)
@@ -69,6 +70,18 @@ describe('ResourceManager and TaskExecutor identities', () => {
     const stranger = await taskExecutor('te-stranger');
     await expect(stranger.rm(rm.address).registerTaskExecutor(registration('te-stranger', stranger.address))).rejects.toThrow(RpcForbiddenError);
     expect((await rm.snapshot()).registered).toEqual([]);
+  });
+
+  it("refuses a TaskExecutor started for another job, even while taking over: that job's key is no credential here (401)", async () => {
+    const rm = await resourceManager(true);
+    const foreign = await taskExecutor('te-other', OTHER_JOB);
+    await expect(foreign.rm(rm.address).registerTaskExecutor(registration('te-other', foreign.address))).rejects.toThrow(RpcUnauthorizedError);
+    await expect(foreign.rm(rm.address).sendSlotReport(ResourceId.of('te-other'), { resourceId: ResourceId.of('te-other'), slots: [], heldPartitions: 0 })).rejects.toThrow(RpcUnauthorizedError);
+    expect((await rm.snapshot()).registered).toEqual([]);
+    // A TaskExecutor of this job, the same way, is taken.
+    const own = await taskExecutor('te-own');
+    await own.rm(rm.address).registerTaskExecutor(registration('te-own', own.address));
+    expect((await rm.snapshot()).registered).toEqual(['te-own']);
   });
 
   it('taking over, takes a TaskExecutor registering as itself, calls it back with its key, and refuses it acting for another or calling what needs the secret', async () => {

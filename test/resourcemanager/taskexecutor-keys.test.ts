@@ -20,7 +20,7 @@ describe('ResourceManager keys', () => {
     const keys = new Set<string>();
     for (const spec of h.started) {
       const id = spec.env[ProcessEnv.RESOURCE_ID]!;
-      expect(spec.env[ProcessEnv.TASK_EXECUTOR_KEY]).toBe(taskExecutorKey(RM_CLUSTER_SECRET, id));
+      expect(spec.env[ProcessEnv.TASK_EXECUTOR_KEY]).toBe(taskExecutorKey(RM_CLUSTER_SECRET, JOB, id));
       keys.add(spec.env[ProcessEnv.TASK_EXECUTOR_KEY]!);
       expect(spec.env).not.toHaveProperty(ProcessEnv.SECRET);
       expect(Object.values(spec.env).some((v) => v.includes(RM_CLUSTER_SECRET))).toBe(false);

@@ -22,9 +22,9 @@ export function candidateStrings(entries: readonly string[]): string[] {
   return [...out];
 }
 
-/** The bearers one found string gives: itself, and as the key of each named TaskExecutor. */
-export function bearersOf(candidate: string, taskExecutorIds: readonly string[]): string[] {
-  return [candidate, ...taskExecutorIds.map((resourceId) => taskExecutorBearer({ resourceId, key: candidate }))];
+/** The bearers one found string gives: itself, and as the key of each named TaskExecutor for each named job. */
+export function bearersOf(candidate: string, taskExecutorIds: readonly string[], jobIds: readonly string[]): string[] {
+  return [candidate, ...taskExecutorIds.flatMap((resourceId) => jobIds.map((jobId) => taskExecutorBearer({ resourceId, jobId, key: candidate })))];
 }
 
 /** The HTTP status of one RPC sent with `bearer`. */

@@ -80,12 +80,13 @@ export class TestResourceManager implements ResourceManagerGateway {
     return { registeredTaskExecutors: 0, slotsPerTaskExecutor: 0, totalSlots: 0, freeSlots: 0, pendingTaskExecutors: 0, maxTaskExecutors: 0 };
   }
 
-  static serve(rpc: RpcService, token: number): TestResourceManager {
+  static serve(rpc: RpcService, token: number, jobId: JobId): TestResourceManager {
     const rm = new TestResourceManager();
     rpc.serve<ResourceManagerGateway>(EndpointName.RESOURCE_MANAGER, rm, {
       methods: RESOURCE_MANAGER_METHODS,
       fencingToken: FencingToken.of(token),
-      // Over HTTP a TaskExecutor calls with its own key: what it may say about itself.
+      // Over HTTP a TaskExecutor calls with its key for the job: what it may say about itself.
+      taskExecutorJob: jobId,
       taskExecutorCalls: {
         registerTaskExecutor: (caller, [registration]) => (registration as { resourceId?: unknown } | undefined)?.resourceId === caller,
         sendSlotReport: (caller, [resourceId]) => resourceId === caller,

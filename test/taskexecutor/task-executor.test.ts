@@ -108,7 +108,7 @@ beforeEach(async () => {
   graphs.set('spinningShort', await storeJobLibrary(join(root, jobId), JOB_SOURCE, blobStore, jobId, 'spinning', ['2500']));
   cluster = {
     network, jobId, rmRpc, jmRpc, leaseStore, blobStore, rmToken, graphs, executors: [],
-    rm: TestResourceManager.serve(rmRpc, rmToken),
+    rm: TestResourceManager.serve(rmRpc, rmToken, jobId),
     jm: TestJobMaster.serve(jmRpc, JM_TOKEN),
   };
 });
@@ -206,9 +206,10 @@ describe('TaskExecutor', () => {
     const nextJob = JobId.random();
     const rm2Rpc = new LocalRpcService(cluster.network, 'rm-next');
     extraRpcs.push(rm2Rpc);
-    const rm2 = TestResourceManager.serve(rm2Rpc, 7);
-    await expect(gateway.joinJob(nextJob, 'pool-1', { address: 42 } as unknown as { address: string; token: FencingToken })).rejects.toThrow(/resourceManager must be/);
-    await gateway.joinJob(nextJob, 'pool-1', { address: rm2Rpc.address, token: FencingToken.of(7) });
+    const rm2 = TestResourceManager.serve(rm2Rpc, 7, nextJob);
+    await expect(gateway.joinJob(nextJob, 'pool-1', { address: 42 } as unknown as { address: string; token: FencingToken }, 'next-job-key')).rejects.toThrow(/resourceManager must be/);
+    await expect(gateway.joinJob(nextJob, 'pool-1', { address: rm2Rpc.address, token: FencingToken.of(7) }, '')).rejects.toThrow(/came without this TaskExecutor's key for that job/);
+    await gateway.joinJob(nextJob, 'pool-1', { address: rm2Rpc.address, token: FencingToken.of(7) }, 'next-job-key');
     await waitFor('registration at the ResourceManager named in joinJob', () => rm2.registrations.some((r) => r.resourceId === te.resourceId));
     expect(te.jobId).toBe(nextJob);
   });
@@ -427,7 +428,7 @@ describe('TaskExecutor', () => {
     const leaseName = leaseNames.resourceManager(cluster.jobId);
     await cluster.leaseStore.release(leaseName, RM_EPOCH_HOLDER, cluster.rmToken);
     const lease = await cluster.leaseStore.tryAcquire(leaseName, 'rm-2', newRpc.address, 60_000);
-    const newRm = TestResourceManager.serve(newRpc, lease!.epoch);
+    const newRm = TestResourceManager.serve(newRpc, lease!.epoch, cluster.jobId);
     await waitFor('registration at the new leader', () => newRm.registrations[0], 5_000);
     const report = await gateway.heartbeatFromResourceManager(FencingToken.of(lease!.epoch));
     expect(report.resourceId).toBe('te-rm-lost');

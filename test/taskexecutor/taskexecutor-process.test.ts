@@ -30,7 +30,7 @@ function startProcess(stateDir: string, jobId: JobId, resourceId: string, config
     env: {
       ...process.env,
       [ProcessEnv.STATE_DIR]: stateDir,
-      [ProcessEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(SECRET, resourceId),
+      [ProcessEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(SECRET, jobId, resourceId),
       [ProcessEnv.JOB_ID]: jobId,
       [ProcessEnv.RESOURCE_ID]: resourceId,
       [ProcessEnv.CONFIG]: JSON.stringify(config),
@@ -76,7 +76,7 @@ describe('TaskExecutor process', () => {
     const rpc = await HttpRpcService.start({ secret: SECRET, timeoutMs: 5_000 });
     cleanups.push(() => rpc.close());
     const lease = await services.leaseStore.tryAcquire(leaseNames.resourceManager(jobId), 'rm', rpc.address, 60_000);
-    const rm = TestResourceManager.serve(rpc, lease!.epoch);
+    const rm = TestResourceManager.serve(rpc, lease!.epoch, jobId);
     const proc = startProcess(dir, jobId, 'te-proc-1', { 'taskmanager.numberOfTaskSlots': 3 });
     await waitFor('registration', () => rm.registrations[0], 20_000).catch((e: Error) => {
       throw new Error(`${e.message}; stderr: ${proc.stderr()}`);
