@@ -222,6 +222,7 @@ export class DynamoDbJobStore implements JobStore {
   async listActive(): Promise<JobRecord[]> {
     await this.upgradePass();
     const records: JobRecord[] = [];
+    const uncounted = new Set<string>();
     let start: Record<string, unknown> | undefined;
     do {
       const out = await awsCall('DynamoDB', 'Query', `index ${activeJobsIndex.name} of table ${this.table}`, () =>
@@ -236,11 +237,19 @@ export class DynamoDbJobStore implements JobStore {
           }),
         ),
       );
-      for (const item of out.Items ?? []) if (!String(item[A.jobId]).startsWith(INTERNAL_KEY_PREFIX)) records.push(toRecord(item));
+      for (const item of out.Items ?? []) {
+        if (String(item[A.jobId]).startsWith(INTERNAL_KEY_PREFIX)) continue;
+        records.push(toRecord(item));
+        if (item[A.endCounted] === undefined) uncounted.add(String(item[A.jobId]));
+      }
       start = out.LastEvaluatedKey;
     } while (start !== undefined);
     const settled = records.filter((r) => !isActiveRecord(r));
-    for (const r of settled) await this.leaveActiveIndex(r.jobId);
+    for (const r of settled) {
+      // Ended by a write that did not count it (an older Floe's, still running as the upgrade goes on).
+      if (uncounted.has(r.jobId) && (await this.countAndLeaveActiveIndex(r.jobId, r.status))) continue;
+      await this.leaveActiveIndex(r.jobId);
+    }
     return records.filter(isActiveRecord).sort(compareJobRecords);
   }
 
@@ -715,6 +724,38 @@ export class DynamoDbJobStore implements JobStore {
       ExpressionAttributeNames: attrNames,
       ExpressionAttributeValues: values,
     };
+  }
+
+  /**
+   * Counts an ended, released job that no write counted yet and takes it out of the index of active jobs,
+   * in one transaction conditioned on both; false when the conditions failed (counted meanwhile, or read
+   * from the index before a change).
+   */
+  private async countAndLeaveActiveIndex(jobId: JobId, status: JobStatus): Promise<boolean> {
+    const now = this.clock.now();
+    const item = (
+      await awsCall('DynamoDB', 'GetItem (uncounted ended job)', `table ${this.table}`, () =>
+        this.db.send(new GetCommand({ TableName: this.table, Key: { [A.jobId]: jobId }, ConsistentRead: true })),
+      )
+    ).Item;
+    if (item === undefined || item[A.endCounted] !== undefined || item[A.status] !== status) return false;
+    const ttl = item[TTL];
+    const name = endedCountName(status, typeof ttl === 'number' ? ttl : undefined);
+    const counted = !name.includes('@') || name.slice(name.indexOf('@') + 1) >= utcDay(now);
+    const outcome = await this.transact('TransactWriteItems (count an ended job and leave the active index)', [
+      {
+        Update: {
+          TableName: this.table,
+          Key: { [A.jobId]: jobId },
+          UpdateExpression: 'SET #endCounted = :true REMOVE #activeKey',
+          ConditionExpression: `attribute_not_exists(#endCounted) AND #status = :status AND (attribute_not_exists(#admission) OR #admission.#state = :released)`,
+          ExpressionAttributeNames: { '#endCounted': A.endCounted, '#activeKey': A.activeKey, '#status': A.status, '#admission': 'admission', '#state': 'state' },
+          ExpressionAttributeValues: { ':true': true, ':status': status, ':released': AdmissionState.RELEASED },
+        },
+      },
+      ...(counted ? [{ Update: this.countEndedWrite([name], now) }] : []),
+    ]);
+    return !(outcome instanceof TransactionCancelled);
   }
 
   /**

@@ -331,6 +331,32 @@ describe('DynamoDbJobStore on a table of records stored before the active-jobs i
     expect(await new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock }).countEnded()).toEqual({ finished: 2, failed: 2, canceled: 1 });
   });
 
+  it('a job the pass found that an older JobManager then ends (a write that counts nothing) is counted once as it leaves the index', async () => {
+    const clock = new ManualClock();
+    const { table, active } = await oldTable(clock);
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock });
+    expect((await store.listActive()).map((r) => r.jobId)).toEqual([active.jobId]);
+    expect(await store.countEnded()).toEqual({ finished: 2, failed: 1, canceled: 1 });
+    // As a JobManager of the older Floe, still running while the upgrade goes on, ends and releases it.
+    await clients.documentClient.send(
+      new UpdateCommand({
+        TableName: table,
+        Key: { jobId: active.jobId },
+        UpdateExpression: 'SET #status = :finished, #admission.#state = :released',
+        ExpressionAttributeNames: { '#status': 'status', '#admission': 'admission', '#state': 'state' },
+        ExpressionAttributeValues: { ':finished': JobStatus.FINISHED, ':released': AdmissionState.RELEASED },
+      }),
+    );
+    expect(await store.listActive()).toEqual([]);
+    expect(await store.countEnded()).toEqual({ finished: 3, failed: 1, canceled: 1 });
+    // As a listActive that read the index before the item left it: counted already, so not again.
+    await clients.documentClient.send(
+      new UpdateCommand({ TableName: table, Key: { jobId: active.jobId }, UpdateExpression: 'SET #k = :v', ExpressionAttributeNames: { '#k': jobTable.attributes.activeKey }, ExpressionAttributeValues: { ':v': 'active' } }),
+    );
+    expect(await store.listActive()).toEqual([]);
+    expect(await store.countEnded()).toEqual({ finished: 3, failed: 1, canceled: 1 });
+  });
+
   it('a pass stopped after one page resumes where it stopped, also in two Dispatchers at once, and counts each job once', async () => {
     const clock = new ManualClock();
     const { table, active } = await oldTable(clock);
