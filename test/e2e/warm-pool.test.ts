@@ -7,11 +7,17 @@
 // the notice, test/aws/aws-warm-pool.test.ts the poll alone, with a Dispatcher that cannot reach the tasks.
 // A job waiting for capacity starts as soon as the JobManager that freed it is ready: that process tells
 // the Dispatcher (runtime/protocol/capacity-notices.ts). Jobs sent one after another, each the moment the
-// last is seen to end, all run in the one ready process: it takes its place as its job ends.
+// last is seen to end, all run in the one ready process: it takes its place as its job ends. A warm
+// TaskExecutor serves the next job with its key for that job, and the keys it held before open nothing there.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { taskExecutorBearer, taskExecutorKey } from '../../runtime/core/cluster-keys.js';
+import { leaseNames } from '../../runtime/ha/lease-store.js';
+import { openEmbeddedServices } from '../../runtime/local/embedded-services.js';
 import { clusterProcesses, processesOfCluster, waitFor, workerPids } from '../support/cluster-processes.js';
+import { rpcStatus } from '../support/credential-attacks.js';
+import { FENCING_TOKEN_HEADER } from '../../runtime/rpc/http-rpc-service.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
 const IDLE_TIMEOUT_MS = 6_000;
@@ -149,6 +155,56 @@ describe('warm pool', () => {
     const started = readdirSync(join(cluster.stateDir, 'logs')).filter((f) => ids.some((id) => f === `jobmanager-${id}.log`));
     // At most the first job's own (the pool may have emptied before it); none for the nine after it.
     expect(started.filter((f) => f !== `jobmanager-${ids[0]}.log`)).toEqual([]);
+  });
+
+  it('gives a warm TaskExecutor its key for the next job, which it runs with it; the keys it held before open nothing at that job', async () => {
+    const last = await runWords('out-key', 2);
+    const pooled = await waitFor(() => {
+      const w = workers();
+      const te = w.find((p) => p.resourceId?.startsWith('te-'));
+      return w.length === 2 && te !== undefined ? (te as { pid: number; resourceId: string }) : undefined;
+    }, 'the JobManager and one TaskExecutor in the warm pool', 20_000);
+    // What user code of an earlier job could hold: the key the process was launched with (its
+    // /proc/self/environ keeps it), and the key it held for the job it served last.
+    const environ = readFileSync(`/proc/${pooled.pid}/environ`, 'utf8').split('\0');
+    const launchedFor = environ.find((e) => e.startsWith('FLOE_JOB_ID='))!.slice('FLOE_JOB_ID='.length);
+    const launchKey = environ.find((e) => e.startsWith('FLOE_TASK_EXECUTOR_KEY='))!.slice('FLOE_TASK_EXECUTOR_KEY='.length);
+    const secret = cluster.dispatcher.secret;
+    const oldBearers = [
+      taskExecutorBearer({ resourceId: pooled.resourceId, jobId: launchedFor, key: launchKey }),
+      taskExecutorBearer({ resourceId: pooled.resourceId, jobId: last.jobId, key: taskExecutorKey(secret, last.jobId, pooled.resourceId) }),
+    ];
+
+    const next = await cluster.submit('e2e-slow.ts', 'default', [join(cluster.work, 'key-slow-out')], 2);
+    try {
+      await waitFor(async () => (await cluster.api('GET', `/jobs/${next}`)).body.tasks?.running === 2, 'the next job to run both its tasks', 30_000);
+      // It runs in the warm TaskExecutor (registered there with its key for the job): no process was started.
+      expect(workers().map((w) => w.pid)).toContain(pooled.pid);
+      expect(workers()).toHaveLength(2);
+      const services = openEmbeddedServices(cluster.stateDir);
+      const [rmLease, jmLease] = await Promise.all([leaseNames.resourceManager(next), leaseNames.jobMaster(next)].map(async (name) => (await services.leaseStore.get(name))!));
+      await services.close();
+      const [rm, jm] = [rmLease!.address, jmLease!.address];
+      const asItself = { resourceId: pooled.resourceId, address: 'http://127.0.0.1:9', dataAddress: '127.0.0.1:9', numberOfSlots: 2 };
+      for (const bearer of oldBearers) {
+        expect(await rpcStatus(rm!, 'resourcemanager', 'registerTaskExecutor', [asItself], bearer), 'an old key at the next job\'s ResourceManager').toBe(401);
+        expect(await rpcStatus(rm!, 'resourcemanager', 'sendSlotReport', [pooled.resourceId, { resourceId: pooled.resourceId, slots: [], heldPartitions: 0 }], bearer)).toBe(401);
+        expect(await rpcStatus(jm!, 'jobmaster', 'registerTaskManager', [asItself], bearer), 'an old key at the next job\'s JobMaster').toBe(401);
+        expect(await rpcStatus(jm!, 'jobmaster', 'offerSlots', [pooled.resourceId, []], bearer)).toBe(401);
+      }
+      // Its key for this job is one there: with the leader's token, an (empty) offer as itself is answered.
+      const newBearer = taskExecutorBearer({ resourceId: pooled.resourceId, jobId: next, key: taskExecutorKey(secret, next, pooled.resourceId) });
+      const offered = await fetch(`${jm}/rpc/jobmaster/offerSlots`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${newBearer}`, 'content-type': 'application/json', [FENCING_TOKEN_HEADER]: String(jmLease!.epoch) },
+        body: JSON.stringify([pooled.resourceId, []]),
+      });
+      expect([offered.status, await offered.json()]).toEqual([200, { ok: true, value: [] }]);
+      expect((await cluster.api('GET', `/jobs/${next}`)).body.tasks?.running).toBe(2);
+    } finally {
+      await cluster.api('PATCH', `/jobs/${next}?mode=cancel`);
+    }
+    expect((await cluster.awaitTerminal(next)).status).toBe('CANCELED');
   });
 
   it('starts a job that waited for capacity as soon as the JobManager that freed it is ready, in that JobManager', async () => {
