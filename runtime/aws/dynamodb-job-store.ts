@@ -93,11 +93,12 @@ export interface DynamoDbJobStoreOptions {
   /**
    * The one-time pass over records stored before the active-jobs index and the ended-job counts
    * (upgradePass): the items one Scan page reads (at most 98, so that a page's writes fit one transaction
-   * with the counts and the marker), and the pages one listActive or countEnded call reads at most, so
-   * that no call runs long on a large table; the next call resumes where it stopped.
-   * @default { pageItems: 98, pagesPerCall: 20 }
+   * with the counts and the marker), and the pages one listActive or countEnded call reads at most, and
+   * the time after which it starts no further page (ms of its own), so that no call runs long on a large
+   * table, however slow the table answers; the next call resumes where it stopped.
+   * @default { pageItems: 98, pagesPerCall: 20, callBudgetMs: 2000 }
    */
-  readonly upgradePass?: { readonly pageItems?: number; readonly pagesPerCall?: number };
+  readonly upgradePass?: { readonly pageItems?: number; readonly pagesPerCall?: number; readonly callBudgetMs?: number };
 }
 
 const A = jobTable.attributes;
@@ -142,6 +143,7 @@ export class DynamoDbJobStore implements JobStore {
   private readonly ledgerKey: string;
   private readonly upgradePageItems: number;
   private readonly upgradePagesPerCall: number;
+  private readonly upgradeCallBudgetMs: number;
   /** Set once the marker says the one-time pass is done: this store never reads the marker again. */
   private upgraded = false;
   /** The pass under way, which concurrent callers share. */
@@ -159,6 +161,10 @@ export class DynamoDbJobStore implements JobStore {
     }
     this.upgradePageItems = options.upgradePass?.pageItems ?? MAX_UPGRADE_PAGE_ITEMS;
     this.upgradePagesPerCall = options.upgradePass?.pagesPerCall ?? 20;
+    this.upgradeCallBudgetMs = options.upgradePass?.callBudgetMs ?? 2_000;
+    if (!(Number.isFinite(this.upgradeCallBudgetMs) && this.upgradeCallBudgetMs > 0)) {
+      throw new InvalidRequestError(`upgradePass.callBudgetMs must be a positive number of ms, found ${this.upgradeCallBudgetMs}`);
+    }
     if (!(Number.isInteger(this.upgradePageItems) && this.upgradePageItems >= 1 && this.upgradePageItems <= MAX_UPGRADE_PAGE_ITEMS)) {
       throw new InvalidRequestError(`upgradePass.pageItems must be a whole number from 1 to ${MAX_UPGRADE_PAGE_ITEMS} (a page's writes are one transaction), found ${this.upgradePageItems}`);
     }
@@ -297,7 +303,9 @@ export class DynamoDbJobStore implements JobStore {
   private async runUpgradePages(): Promise<void> {
     let pagesDone = 0;
     let cancelled = 0;
-    while (pagesDone < this.upgradePagesPerCall) {
+    // Time spent in this call, not the store's clock: it bounds how long the caller (a Lambda) waits.
+    const startedMs = performance.now();
+    while (pagesDone < this.upgradePagesPerCall && (pagesDone === 0 || performance.now() - startedMs < this.upgradeCallBudgetMs)) {
       const marker = (
         await awsCall('DynamoDB', 'GetItem (upgrade marker)', `table ${this.table}`, () =>
           this.db.send(new GetCommand({ TableName: this.table, Key: { [A.jobId]: UPGRADE_MARKER_KEY }, ConsistentRead: true })),
@@ -313,9 +321,7 @@ export class DynamoDbJobStore implements JobStore {
         this.db.send(new ScanCommand({ TableName: this.table, ConsistentRead: true, Limit: this.upgradePageItems, ...(cursor !== undefined ? { ExclusiveStartKey: cursor } : {}) })),
       );
       const jobs = (page.Items ?? []).filter((item) => !String(item[A.jobId]).startsWith(INTERNAL_KEY_PREFIX));
-      for (const item of jobs) {
-        if (item[A.activeKey] === undefined && isActiveRecord(toRecord(item))) await this.joinActiveIndex(String(item[A.jobId]));
-      }
+      await Promise.all(jobs.filter((item) => item[A.activeKey] === undefined && isActiveRecord(toRecord(item))).map((item) => this.joinActiveIndex(String(item[A.jobId]))));
       const now = this.clock.now();
       const today = utcDay(now);
       const counted: string[] = [];
