@@ -283,7 +283,8 @@ export class DynamoDbJobStore implements JobStore {
    * which no later write may ever touch: an active job without `activeKey` would stay out of listActive
    * (and so out of the reconciler's reach), an ended one out of countEnded. Once the marker item says the
    * pass is done, it costs one consistent GetItem per store (a Lambda container), and nothing after.
-   * Otherwise it scans on from the marker's cursor, at most `pagesPerCall` pages per call. Per page: active
+   * Otherwise it scans on from the marker's cursor, at most `pagesPerCall` pages per call and none started
+   * once `callBudgetMs` went by. Per page: active
    * records lacking `activeKey` get it (conditioned on being active still and lacking it, so a newer write
    * is never undone); then ONE transaction counts the page's ended records not counted yet (each marked
    * `endCounted`, on condition that it was not and its status is the one counted), adds them to the
