@@ -609,22 +609,52 @@ export class Dispatcher {
 
   /**
    * Tells a ready JobManager its claim was taken, without waiting for the answer: the submission is
-   * answered meanwhile, and a lost notice only leaves the job to the process's next poll.
+   * answered meanwhile, and a lost notice only leaves the job to the process's next poll. Until the notice
+   * is answered, an exit of that process is the hand-over's: one killed just before it was given the job
+   * never ran it, so the job goes to another as the same launch instead of as a recovery.
    */
   private tellClaimTaken(jobId: JobId, place: Lease, launch: number, taskExecutors: number): void {
+    const workerId = workerOfHolder(place.holder);
     const standby = this.deps.rpc.connect<StandbyJobManagerGateway>(place.address, EndpointName.STANDBY_JOB_MANAGER, { timeoutMs: CLAIM_NOTICE_TIMEOUT_MS });
-    standby.claimTaken(place.holder).catch((error: unknown) => {
-      const workerId = workerOfHolder(place.holder);
-      // Nothing listens where it served: the process is gone. One this Dispatcher started is accounted for
-      // by its exit (workerStopped); one an earlier Dispatcher started is given up here.
-      if (isConnectionRefused(error) && !this.deps.launcher.running().includes(workerId) && !this.goneJobManagers.has(workerId)) {
-        this.markGone(workerId);
-        void this.handOverFailed(jobId, workerId, launch, taskExecutors, `nothing listens where it served (${errorMessage(error)})`).catch((failure: unknown) =>
-          this.log.error("cannot start a JobManager for a job whose ready JobManager is gone; the reconciler will once the job's lease is overdue", { jobId, workerId, error: errorMessage(failure) }),
-        );
+    void this.whileHandingOver(jobId, async () => {
+      try {
+        await standby.claimTaken(place.holder);
         return;
+      } catch (error) {
+        // Nothing listens where it served: the process is gone, or is going (its exit not seen yet: one this
+        // Dispatcher started is waited for a moment). One an earlier Dispatcher started is given up at once.
+        // Its exit seen while it was being told (left to this hand-over) is the same news, whatever the error.
+        const gone =
+          this.goneJobManagers.has(workerId) ||
+          (isConnectionRefused(error) && (!this.deps.launcher.running().includes(workerId) || (await this.exitSeenWithin(workerId, CLAIM_NOTICE_TIMEOUT_MS))));
+        if (gone) {
+          this.markGone(workerId);
+          await this.handOverFailed(jobId, workerId, launch, taskExecutors, `nothing listens where it served (${errorMessage(error)})`).catch((failure: unknown) =>
+            this.log.error("cannot start a JobManager for a job whose ready JobManager is gone; the reconciler will once the job's lease is overdue", { jobId, workerId, error: errorMessage(failure) }),
+          );
+          return;
+        }
+        this.log.info('could not tell the ready JobManager it has a job; it reads its claim at its next poll', { jobId, address: place.address, error: errorMessage(error) });
       }
-      this.log.info('could not tell the ready JobManager it has a job; it reads its claim at its next poll', { jobId, address: place.address, error: errorMessage(error) });
+    });
+  }
+
+  /** Whether the launcher reports `workerId` gone within `ms` (at once when it is no longer running). */
+  private exitSeenWithin(workerId: string, ms: number): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      let settled = false;
+      const settle = (gone: boolean): void => {
+        if (settled) return;
+        settled = true;
+        unsubscribe();
+        timer.cancel();
+        resolve(gone);
+      };
+      const unsubscribe = this.deps.launcher.onExit((exit) => {
+        if (exit.id === workerId) settle(true);
+      });
+      const timer = this.deps.clock.setTimeout(() => settle(false), ms);
+      if (!this.deps.launcher.running().includes(workerId)) settle(true);
     });
   }
 

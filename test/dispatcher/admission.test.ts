@@ -17,7 +17,7 @@ import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
 import { STANDBY_JOB_MANAGER_METHODS, type StandbyJobManagerGateway } from '../../runtime/protocol/standby-jobmanager-gateway.js';
-import type { WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
+import { WorkerKind, type WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
 import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-service.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
 import { directFront, fixtureLibrary, graphFor, prepareFixtureLibrary, REST_SECRET, type RestCall } from './rest-contract.js';
@@ -57,6 +57,9 @@ interface Cluster {
   readonly leaseStore: InMemoryLeaseStore;
   /** The RPC network the Dispatcher calls on. */
   readonly network: LocalRpcNetwork;
+  /** The Dispatcher's launcher, and a way to end one of its "processes" by worker id. */
+  readonly launcher: InProcessWorkerLauncher;
+  exitWorker(workerId: string, code: number): void;
 }
 
 async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; leaseStore?: InMemoryLeaseStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean; reachesJobManagers?: boolean } = {}): Promise<Cluster> {
@@ -86,7 +89,8 @@ async function startCluster(options: { config?: Record<string, unknown>; jobStor
   if (options.start !== false) await dispatcher.start();
   const front = await directFront(createRestRouter(dispatcher, { secret: REST_SECRET, maxBodyBytes: 10 * 1024 * 1024, logger: silentLogger }));
   return {
-    call: front.call, jobStore, blobStore, started, dispatcher, leaseStore, network,
+    call: front.call, jobStore, blobStore, started, dispatcher, leaseStore, network, launcher,
+    exitWorker: (workerId, code) => exits.get(workerId)!(code),
     async exit(jobId, code = 0) {
       const before = (await jobStore.admissionLedger()).admitted.length;
       const record = (await jobStore.get(JobId.of(jobId)))!;
@@ -446,6 +450,23 @@ describe('the warm pool at submission', () => {
       for (let i = 0; i < 100 && told.length === 0; i++) await new Promise((r) => setTimeout(r, 5));
       expect(told).toEqual(reaches ? [holder] : []);
     }
+  });
+
+  it('a ready JobManager killed just before it is given a job (its exit not seen yet) hands the job on as the same launch, not as a recovery', async () => {
+    const c = await startCluster({ config: { 'cluster.warm-pool.jobmanagers': 1 }, reachesJobManagers: true });
+    // A ready JobManager this Dispatcher started: still running as far as the launcher knows, but nothing
+    // listens where its place says it serves (killed a moment ago).
+    await c.launcher.start({ id: 'jobmanager-ready', kind: WorkerKind.JOB_MANAGER, env: {} });
+    const holder = 'jobmanager-ready#0a1b2c3d';
+    expect(await c.leaseStore.tryAcquire(leaseNames.standbyJobManager(0), holder, 'killed-ready-jm', 60_000)).toBeDefined();
+
+    expect((await c.call('POST', '/jobs', await body('after-kill'))).status).toBe(202);
+    // Its exit reaches the Dispatcher while the job is being given to it.
+    c.exitWorker('jobmanager-ready', 137);
+    for (let i = 0; i < 1000 && !startedJobs(c).includes('after-kill'); i++) await new Promise((r) => setTimeout(r, 2));
+    expect(c.started.slice(1).map((s) => s.id)).toEqual([jobManagerWorkerId('after-kill')]);
+    // Started for it as its first launch: the job never ran on the dead one, so nothing was recovered.
+    expect((await c.jobStore.get(JobId.of('after-kill')))!.jobManager).toMatchObject({ launches: 1, workerId: jobManagerWorkerId('after-kill') });
   });
 
   it('with a store that takes the claim in the admission: the ready JobManager gets the job; one whose claim is held, the next one, or a process started', async () => {
