@@ -357,6 +357,17 @@ describe('DynamoDbJobStore on a table of records stored before the active-jobs i
     expect(await store.countEnded()).toEqual({ finished: 3, failed: 1, canceled: 1 });
   });
 
+  it('a call of the pass starts no page once its time budget went by, and the next call goes on', async () => {
+    const clock = new ManualClock();
+    const { table } = await oldTable(clock);
+    // Each page takes a few requests, well over 1 ms: the budget lets a call read its first page only.
+    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock, upgradePass: { pageItems: 1, pagesPerCall: 100, callBudgetMs: 1 } });
+    await store.countEnded();
+    expect(await marker(table)).toMatchObject({ done: false, pages: 1 });
+    await store.countEnded();
+    expect(await marker(table)).toMatchObject({ done: false, pages: 2 });
+  });
+
   it('a pass stopped after one page resumes where it stopped, also in two Dispatchers at once, and counts each job once', async () => {
     const clock = new ManualClock();
     const { table, active } = await oldTable(clock);
