@@ -216,7 +216,8 @@ export class FloeCluster extends Construct {
   readonly leaseTable: dynamodb.Table;
   readonly jobTable: dynamodb.Table;
   /**
-   * The cluster secret: RPC between the tasks carries it. It logs no one in: REST API callers sign with
+   * The cluster secret: the root of the internal keys, held by the Dispatcher and the JobManagers and by no
+   * TaskExecutor. It logs no one in: REST API callers sign with
    * IAM credentials (see grantSubmit), and the dashboard signs in with a link only they can fetch.
    */
   readonly secret: secretsmanager.Secret;
@@ -322,7 +323,7 @@ export class FloeCluster extends Construct {
     }
 
     this.secret = new secretsmanager.Secret(this, 'ClusterSecret', {
-      description: 'Floe cluster secret: the bearer token of the REST API and of RPC between tasks',
+      description: 'Floe cluster secret: the root of the internal keys (RPC of the Dispatcher and JobManagers, TaskExecutor and job keys); it signs no one in',
       generateSecretString: { passwordLength: 48, excludePunctuation: true },
       removalPolicy,
     });
