@@ -1,7 +1,8 @@
 // On the AWS backend (ECS emulator), no process that runs user code holds a credential beyond its own
 // identity. A job reads /proc/self/environ, every environment variable and its command line (on the
 // emulator the task role's credentials are in its environment too); while it and another job run, each
-// string is tried as an RPC bearer against the JobManagers acting as another TaskExecutor, as a REST
+// string is tried as an RPC bearer against the JobManagers acting as another TaskExecutor (the job's own
+// key, at the other job, even as itself), as a REST
 // bearer against the Dispatcher and as the other job's data-plane key: all refused. The cluster secret is
 // among none of them.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -92,9 +93,20 @@ describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
         [probeJm, 'jobmaster', 'registerTaskManager', [registration]],
         [otherJm, 'jobmaster', 'offerSlots', [victim, []]],
       ];
-      // Its own key is valid and still opens nothing as another TaskExecutor.
+      // Its own key is valid for its job and still opens nothing there as another TaskExecutor (403); at
+      // the other job it is no credential at all, even acting as itself (401).
       const ownBearer = taskExecutorBearer({ resourceId: probeTe.resourceId, jobId: probe, key: ownKey! });
-      for (const [address, endpoint, method, args] of tries) expect(await rpcStatus(address, endpoint, method, args, ownBearer), `${endpoint}.${method} with its own key`).toBe(403);
+      const asItself = { resourceId: probeTe.resourceId, address: 'http://127.0.0.1:9', dataAddress: '127.0.0.1:9', numberOfSlots: 8 };
+      const withOwnKey: [string, string, string, unknown[]][] = [
+        ...tries,
+        [otherJm, 'resourcemanager', 'registerTaskExecutor', [asItself]],
+        [otherJm, 'jobmaster', 'registerTaskManager', [asItself]],
+        [otherJm, 'jobmaster', 'offerSlots', [probeTe.resourceId, []]],
+      ];
+      for (const [address, endpoint, method, args] of withOwnKey) {
+        const expected = address === probeJm ? 403 : 401;
+        expect(await rpcStatus(address, endpoint, method, args, ownBearer), `${endpoint}.${method} at ${address === probeJm ? 'its own' : 'the other'} job with its own key`).toBe(expected);
+      }
 
       const rpcAnswers = new Map<number, number>();
       const restAnswers = new Map<number, number>();
