@@ -68,7 +68,7 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
   const settings = readAwsServicesSettings(env);
   const services = openAwsServices(env, clock);
   const s3 = createS3Client({ region: settings.region, ...withCredentials(env), ...callLogConfig(env), ...(settings.s3Endpoint !== undefined ? { endpoint: settings.s3Endpoint } : {}) });
-  const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
+  const rpc = await HttpRpcService.start({ secret, tls: config.internalSslEnabled === 'true', timeoutMs: config.rpcTimeoutMs, logger });
   const launcher = new EcsWorkerLauncher({
     ecs: createEcsClient({ region: settings.region, ...withCredentials(env), ...callLogConfig(env), ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}) }),
     cluster: ecs.cluster,

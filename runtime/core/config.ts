@@ -183,6 +183,13 @@ export const CONFIG_OPTIONS = {
   restartMaxFailuresPerInterval: { key: 'restart-strategy.failure-rate.max-failures-per-interval', default: 3, min: 1, description: 'failure-rate: the job fails once more than this many failures happen within the interval.' },
   restartFailureRateIntervalMs: { key: 'restart-strategy.failure-rate.failure-rate-interval', default: 60_000, min: 1, description: 'failure-rate: the interval failures are counted in (ms).' },
   restartFailureRateDelayMs: { key: 'restart-strategy.failure-rate.delay', default: 1_000, min: 0, description: 'failure-rate: wait before each restart (ms).' },
+  internalSslEnabled: {
+    key: 'security.ssl.internal.enabled',
+    default: 'false',
+    values: ['false', 'true'],
+    description:
+      "Whether RPC and data connections between a cluster's processes run over TLS. Keys are pre-shared, derived from the cluster secret like the keys the connections already prove (no certificates): a peer without one is disconnected in the TLS handshake. Every process of a cluster needs the same setting.",
+  },
 } as const satisfies Record<string, OptionSpec>;
 
 export type ConfigField = keyof typeof CONFIG_OPTIONS;
@@ -221,12 +228,16 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
       } else {
         out[field] = n;
       }
-    } else if (typeof raw !== 'string' || raw === '') {
-      problems.push(`'${spec.key}' must be a non-empty string, found ${JSON.stringify(raw)}`);
-    } else if (spec.values !== undefined && !spec.values.includes(raw)) {
-      problems.push(`'${spec.key}' must be one of ${spec.values.join(', ')}, found ${JSON.stringify(raw)}`);
     } else {
-      out[field] = raw;
+      // A switch ('false' | 'true') takes a JSON boolean too.
+      const text = typeof raw === 'boolean' && spec.values?.includes(String(raw)) === true ? String(raw) : raw;
+      if (typeof text !== 'string' || text === '') {
+        problems.push(`'${spec.key}' must be a non-empty string, found ${JSON.stringify(raw)}`);
+      } else if (spec.values !== undefined && !spec.values.includes(text)) {
+        problems.push(`'${spec.key}' must be one of ${spec.values.join(', ')}, found ${JSON.stringify(raw)}`);
+      } else {
+        out[field] = text;
+      }
     }
   }
   const cfg = out as FloeConfig;

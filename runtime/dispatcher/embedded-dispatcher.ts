@@ -42,7 +42,7 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
   mkdirSync(join(stateDir, 'logs'), { recursive: true });
   const secret = options.secret ?? stateDirSecret(stateDir);
   const services = openEmbeddedServices(stateDir);
-  const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger });
+  const rpc = await HttpRpcService.start({ secret, tls: config.internalSslEnabled === 'true', timeoutMs: config.rpcTimeoutMs, logger });
   const launcher = new ChildProcessWorkerLauncher({
     entryFor: () => distEntry('jobmanager'),
     logDir: join(stateDir, 'logs'),

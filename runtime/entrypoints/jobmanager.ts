@@ -73,7 +73,7 @@ async function openBackend(): Promise<Backend> {
 
 const services = await openBackend();
 const launcher = services.launcher;
-const rpc = await HttpRpcService.start({ secret, timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
+const rpc = await HttpRpcService.start({ secret, tls: config.internalSslEnabled === 'true', timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
 // On AWS an event on the cluster's bus; embedded, a call to the Dispatcher that serves the state dir now
 // (found through its lease: it may not be the one that started this process).
 const dispatcherAddress = process.env[ProcessEnv.DISPATCHER_ADDRESS];

@@ -1,6 +1,8 @@
 // The consumer side of the TCP data plane: one connection per remote TaskExecutor, shared by every
 // channel this TaskExecutor reads from it.
 import { connect, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
+import { dataTlsIdentity, dataTlsKey, pskClientOptions } from '../core/internal-tls.js';
 import type { Logger } from '../core/logger.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
@@ -28,30 +30,42 @@ class Connection {
   private queued: Buffer[] | undefined = [];
   private readonly clientNonce = newNonce();
 
-  /** A connection that reads partitions of `jobId` only, authenticated with that job's data `key`. */
-  constructor(readonly address: string, private readonly jobId: string, private readonly key: string, private readonly logger: Logger, onGone: () => void) {
+  /**
+   * A connection that reads partitions of `jobId` only, authenticated with that job's data `key`; with
+   * `tls`, inside a TLS connection keyed by it too (core/internal-tls.ts).
+   */
+  constructor(readonly address: string, private readonly jobId: string, private readonly key: string, private readonly logger: Logger, onGone: () => void, tls = false) {
     const [host, portText] = splitAddress(address);
     const decoder = new FrameDecoder();
     // Every record buffer of the connection is read into one buffer of its own, reused read after read:
     // the decoder copies each payload out (into memory a worker thread then owns), so nothing keeps a
     // reference into it. A fresh Buffer per read cost the consumer's main thread about a third of the
     // time it spends receiving.
-    const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
-    this.socket = connect({
-      host,
-      port: Number(portText),
-      onread: {
-        buffer: readBuffer,
-        callback: (bytes: number, buffer: Uint8Array) => {
-          try {
-            decoder.push(buffer.subarray(0, bytes) as Buffer, (f) => (this.queued !== undefined ? this.onChallenge(f) : this.onFrame(f)));
-          } catch (e) {
-            this.socket.destroy(e as Error);
-          }
-          return true;
+    const onBytes = (bytes: Buffer): void => {
+      try {
+        decoder.push(bytes, (f) => (this.queued !== undefined ? this.onChallenge(f) : this.onFrame(f)));
+      } catch (e) {
+        this.socket.destroy(e as Error);
+      }
+    };
+    if (tls) {
+      // A TLS socket decrypts into buffers of its own: there is no read buffer to lend it.
+      this.socket = connectTls({ host, port: Number(portText), ...pskClientOptions(dataTlsIdentity(jobId), dataTlsKey(key)) });
+      this.socket.on('data', onBytes);
+    } else {
+      const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+      this.socket = connect({
+        host,
+        port: Number(portText),
+        onread: {
+          buffer: readBuffer,
+          callback: (bytes: number, buffer: Uint8Array) => {
+            onBytes(buffer.subarray(0, bytes) as Buffer);
+            return true;
+          },
         },
-      },
-    });
+      });
+    }
     this.socket.setNoDelay(true);
     this.cork = corkPerTick(this.socket);
     this.socket.write(encodeFrame(FrameType.HELLO, 0, encodeHello(this.clientNonce, jobId)));
@@ -163,10 +177,14 @@ export class DataClient {
   /** Connections opened so far: tests check that channels between two TaskExecutors share one. */
   connectionsOpened = 0;
 
-  /** `keys`: the data key of each job this TaskExecutor reads for, proven to every producer (data-auth.ts). */
+  /**
+   * `keys`: the data key of each job this TaskExecutor reads for, proven to every producer (data-auth.ts);
+   * `tls`: connections are TLS keyed by it ('security.ssl.internal.enabled').
+   */
   constructor(
     private readonly logger: Logger,
     private readonly keys: DataKeys,
+    private readonly tls = false,
   ) {}
 
   /**
@@ -184,7 +202,7 @@ export class DataClient {
       this.connectionsOpened++;
       const created: Connection = new Connection(dataAddress, jobId, key, this.logger, () => {
         if (this.connections.get(connectionKey) === created) this.connections.delete(connectionKey);
-      });
+      }, this.tls);
       conn = created;
       this.connections.set(connectionKey, conn);
     }

@@ -2,6 +2,8 @@
 // over TCP. Consumer and producer sides talk the channel protocol of channel-port.ts; this file only
 // maps it onto frames of one shared connection.
 import { createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import { dataTlsKey, pskServerOptions } from '../core/internal-tls.js';
 import type { Logger } from '../core/logger.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import { errorMessage } from '../core/errors.js';
@@ -50,9 +52,29 @@ export class DataServer {
    * that binds 0.0.0.0 and is reached at its private IP. Only a peer that proves it holds the data key
    * of the job it names (`keys`; see data-auth.ts) may request partitions, and only that job's.
    */
-  static async start(provider: SubpartitionProvider, logger: Logger, keys: DataKeys, host = '127.0.0.1', advertisedHost: string = host): Promise<DataServer> {
+  /**
+   * With `tls` ('security.ssl.internal.enabled') connections are TLS with the job's data key as pre-shared
+   * key and the job id as identity (core/internal-tls.ts): a peer that holds no key this TaskExecutor
+   * serves is disconnected in the TLS handshake, and the data handshake inside must name the same job.
+   */
+  static async start(provider: SubpartitionProvider, logger: Logger, keys: DataKeys, host = '127.0.0.1', advertisedHost: string = host, tls = false): Promise<DataServer> {
     let self: DataServer | undefined;
-    const server = createServer((socket) => self?.handle(socket, provider, logger, keys));
+    let server: Server;
+    if (tls) {
+      const tlsJobs = new WeakMap<object, string>();
+      const keyOf = (jobId: string): Buffer | undefined => {
+        const key = keys(jobId);
+        return key !== undefined ? dataTlsKey(key) : undefined;
+      };
+      const tlsServer = createTlsServer(pskServerOptions(keyOf, (socket, jobId) => tlsJobs.set(socket, jobId)), (socket) => self?.handle(socket, provider, logger, keys, tlsJobs.get(socket) ?? ''));
+      tlsServer.on('tlsClientError', (error, socket) => {
+        if (self !== undefined) self.stats.connectionsRefused++;
+        logger.warn("data server: refused a connection that did not complete the TLS handshake with a job's data key; nothing was served to it", { remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`, error: error.message });
+      });
+      server = tlsServer;
+    } else {
+      server = createServer((socket) => self?.handle(socket, provider, logger, keys));
+    }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, host, () => resolve());
@@ -63,7 +85,8 @@ export class DataServer {
     return self;
   }
 
-  private handle(socket: Socket, provider: SubpartitionProvider, logger: Logger, keys: DataKeys): void {
+  /** `tlsJob`: the job a TLS connection proved its key for; its data handshake must name that job. */
+  private handle(socket: Socket, provider: SubpartitionProvider, logger: Logger, keys: DataKeys, tlsJob?: string): void {
     this.stats.connections++;
     this.sockets.add(socket);
     socket.setNoDelay(true);
@@ -101,6 +124,7 @@ export class DataServer {
       const hello = frame.type === FrameType.HELLO && serverNonce === undefined ? decodeHello(frame.payload) : undefined;
       if (hello !== undefined) {
         jobId = hello.jobId;
+        if (tlsJob !== undefined && tlsJob !== hello.jobId) return refuse(`the TLS handshake proved job ${tlsJob}'s key, the data handshake names job ${hello.jobId}`);
         const key = keys(hello.jobId);
         if (key === undefined) return refuse(`this TaskExecutor serves no job ${hello.jobId}`);
         serverNonce = newNonce();

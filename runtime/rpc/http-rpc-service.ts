@@ -4,7 +4,10 @@
 // (core/cluster-keys.ts): a TaskExecutor never holds the secret, signs its calls with its key for its
 // job, and is called with that key, which the caller derives from the secret. An endpoint takes a
 // TaskExecutor's key only for its own job (`ServeOptions.taskExecutorJob`), before reading the body.
+// With `tls` (`security.ssl.internal.enabled`) the same calls run over HTTPS with pre-shared keys
+// (core/internal-tls.ts): the connection's identity is the bearer's, proven in the TLS handshake.
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import {
   FloeError,
@@ -20,6 +23,7 @@ import {
 } from '../core/errors.js';
 import { parseTaskExecutorBearer, sameSecret, taskExecutorBearer, taskExecutorKey, type TaskExecutorCredentials } from '../core/cluster-keys.js';
 import { JobId, ResourceId } from '../core/ids.js';
+import { CLUSTER_TLS_IDENTITY, clusterTlsKey, parseTaskExecutorTlsIdentity, pskClientOptions, pskServerOptions, taskExecutorTlsIdentity, taskExecutorTlsKey } from '../core/internal-tls.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
 import type { Logger } from '../core/logger.js';
 import { createLogger } from '../core/logger.js';
@@ -56,6 +60,12 @@ export interface HttpRpcServiceOptions {
   readonly taskExecutor?: TaskExecutorCredentials;
   /** Default per-call deadline (`rpc.timeout`). */
   readonly timeoutMs: number;
+  /**
+   * Serve and call over TLS with pre-shared keys (`security.ssl.internal.enabled`): the address is
+   * https://, and a peer that does not complete the handshake with a key this process accepts is
+   * disconnected before it sends a request. Every process of a cluster needs the same setting. @default false
+   */
+  readonly tls?: boolean;
   /** @default 64 MiB */
   readonly maxBodyBytes?: number;
   /** Server side: an idle keep-alive connection is closed after this long (ms). @default DEFAULT_KEEP_ALIVE_TIMEOUT_MS */
@@ -79,6 +89,10 @@ export class HttpRpcService implements RpcService {
   private ownBearer: string | undefined;
   /** Keys of the TaskExecutors this process called (per job), derived once each. */
   private readonly peerBearers = new Map<string, string>();
+  /** With TLS: this TaskExecutor's identity and key for the job it serves now. */
+  private ownTls: { readonly identity: string; readonly key: Buffer } | undefined;
+  /** With TLS: the identity and key each call proves, per target TaskExecutor and job ('' for a holder of the secret). */
+  private readonly peerTls = new Map<string, { readonly identity: string; readonly key: Buffer }>();
   private closed = false;
 
   private constructor(
@@ -88,10 +102,12 @@ export class HttpRpcService implements RpcService {
     private readonly options: HttpRpcServiceOptions,
     private readonly logger: Logger,
   ) {
-    this.address = `http://${host}:${port}`;
+    this.address = `${options.tls === true ? 'https' : 'http'}://${host}:${port}`;
     this.dispatcher = new RpcDispatcher(this.address, logger);
     this.ownBearer = options.taskExecutor !== undefined ? taskExecutorBearer(options.taskExecutor) : undefined;
-    this.agent = new http.Agent({ keepAlive: true, timeout: options.idleSocketTimeoutMs ?? DEFAULT_IDLE_SOCKET_TIMEOUT_MS });
+    const agentOptions = { keepAlive: true, timeout: options.idleSocketTimeoutMs ?? DEFAULT_IDLE_SOCKET_TIMEOUT_MS };
+    this.agent = options.tls === true ? new PskAgent(agentOptions) : new http.Agent(agentOptions);
+    if (options.tls === true && options.taskExecutor !== undefined) this.ownTls = ownTlsOf(options.taskExecutor);
   }
 
   static async start(options: HttpRpcServiceOptions): Promise<HttpRpcService> {
@@ -105,7 +121,12 @@ export class HttpRpcService implements RpcService {
     }
     const host = options.host ?? '127.0.0.1';
     const logger = options.logger ?? createLogger({ component: 'rpc' });
-    const server = http.createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS });
+    const keepAliveTimeout = options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
+    let self: HttpRpcService | undefined;
+    const server =
+      options.tls === true
+        ? https.createServer({ keepAliveTimeout, ...pskServerOptions((identity) => self?.tlsKeyOf(identity)) })
+        : http.createServer({ keepAliveTimeout });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port ?? 0, host, () => {
@@ -115,8 +136,12 @@ export class HttpRpcService implements RpcService {
     });
     const port = (server.address() as AddressInfo).port;
     const advertised = options.advertisedHost ?? host;
-    const service = new HttpRpcService(server, advertised, port, options, logger.child({ address: `http://${advertised}:${port}` }));
+    const service = new HttpRpcService(server, advertised, port, options, logger.child({ address: `${options.tls === true ? 'https' : 'http'}://${advertised}:${port}` }));
+    self = service;
     server.on('request', (req, res) => service.onRequest(req, res));
+    server.on('tlsClientError', (error: Error, socket: { remoteAddress?: string }) => {
+      service.logger.warn('refused a connection that did not complete the TLS handshake with a key this process accepts', { remote: socket.remoteAddress, error: error.message });
+    });
     return service;
   }
 
@@ -129,7 +154,9 @@ export class HttpRpcService implements RpcService {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
     const notIdempotent = new Set(options.notIdempotent ?? []);
     // Looked up per call: a TaskExecutor handed to another job signs with its new key from then on.
-    return gatewayProxy<G>((method, args) => this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), this.bearerFor(options.taskExecutor)));
+    return gatewayProxy<G>((method, args) =>
+      this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), this.bearerFor(options.taskExecutor), this.options.tls === true ? this.tlsFor(options.taskExecutor) : undefined),
+    );
   }
 
   switchTaskExecutorJob(jobId: string, key: string): void {
@@ -141,6 +168,7 @@ export class HttpRpcService implements RpcService {
       throw new FloeError('CONFIGURATION', `TaskExecutor ${own.resourceId} was handed job ${JSON.stringify(jobId)} with key ${key === '' ? 'an empty string' : typeof key}; a job id and a non-empty key are needed`);
     }
     this.ownBearer = taskExecutorBearer({ resourceId: own.resourceId, jobId, key });
+    if (this.options.tls === true) this.ownTls = ownTlsOf({ resourceId: own.resourceId, jobId, key });
   }
 
   async close(): Promise<void> {
@@ -285,9 +313,45 @@ export class HttpRpcService implements RpcService {
     return bearer;
   }
 
+  /** The TLS key of the identity a connecting peer names, or undefined when this process accepts no such peer. */
+  private tlsKeyOf(identity: string): Buffer | undefined {
+    if (this.closed) return undefined;
+    const secret = this.options.secret;
+    if (secret === undefined) return this.ownTls !== undefined && identity === this.ownTls.identity ? this.ownTls.key : undefined;
+    if (identity === CLUSTER_TLS_IDENTITY) return clusterTlsKey(secret);
+    const te = parseTaskExecutorTlsIdentity(identity);
+    return te !== undefined ? taskExecutorTlsKey(taskExecutorKey(secret, te.jobId, te.resourceId)) : undefined;
+  }
+
+  /** The TLS identity and key a call proves: as `bearerFor`, a TaskExecutor's own, the target TaskExecutor's, or the cluster's. */
+  private tlsFor(taskExecutor: ConnectOptions['taskExecutor']): { readonly identity: string; readonly key: Buffer } {
+    if (this.ownTls !== undefined) return this.ownTls;
+    const secret = this.options.secret!;
+    const cacheKey = taskExecutor === undefined ? '' : `${taskExecutor.jobId}\0${taskExecutor.resourceId}`;
+    let tls = this.peerTls.get(cacheKey);
+    if (tls === undefined) {
+      tls =
+        taskExecutor === undefined
+          ? { identity: CLUSTER_TLS_IDENTITY, key: clusterTlsKey(secret) }
+          : { identity: taskExecutorTlsIdentity(taskExecutor.resourceId, taskExecutor.jobId), key: taskExecutorTlsKey(taskExecutorKey(secret, taskExecutor.jobId, taskExecutor.resourceId)) };
+      this.peerTls.set(cacheKey, tls);
+    }
+    return tls;
+  }
+
   // ---- client side ----
 
-  private call(address: string, name: string, method: string, args: unknown[], fencingToken: number | undefined, timeoutMs: number, idempotent: boolean, bearer: string): Promise<unknown> {
+  private call(
+    address: string,
+    name: string,
+    method: string,
+    args: unknown[],
+    fencingToken: number | undefined,
+    timeoutMs: number,
+    idempotent: boolean,
+    bearer: string,
+    tls: { readonly identity: string; readonly key: Buffer } | undefined,
+  ): Promise<unknown> {
     const target = `${address}/${name}.${method}`;
     if (this.closed) {
       return Promise.reject(new RpcConnectionError(target, { cause: new Error(`the calling service ${this.address} is closed`) }));
@@ -298,14 +362,20 @@ export class HttpRpcService implements RpcService {
       body = Buffer.from(encodeArgs(args), 'utf8');
       url = new URL(`/rpc/${encodeURIComponent(name)}/${encodeURIComponent(method)}`, address);
     } catch (error) {
-      return Promise.reject(new FloeError('RPC_BAD_ARGUMENTS', `cannot send ${target}: ${errorMessage(error)}; arguments must be plain JSON data and the address an http:// URL`));
+      return Promise.reject(new FloeError('RPC_BAD_ARGUMENTS', `cannot send ${target}: ${errorMessage(error)}; arguments must be plain JSON data and the address an ${tls !== undefined ? 'https' : 'http'}:// URL`));
     }
     const limit = this.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     if (body.length > limit) {
       return Promise.reject(new PayloadTooLargeError(`the arguments of ${target}`, body.length, limit, 'pass large data through the BlobStore and send its key'));
     }
-    if (url.protocol !== 'http:') {
-      return Promise.reject(new FloeError('RPC_BAD_ADDRESS', `cannot send ${target}: HttpRpcService reaches only http:// addresses, found ${url.protocol}//`));
+    const scheme = tls !== undefined ? 'https:' : 'http:';
+    if (url.protocol !== scheme) {
+      return Promise.reject(
+        new FloeError(
+          'RPC_BAD_ADDRESS',
+          `cannot send ${target}: with 'security.ssl.internal.enabled' ${tls !== undefined ? 'true' : 'false'} this process reaches only ${scheme}// addresses, found ${url.protocol}//; every process of a cluster needs the same setting`,
+        ),
+      );
     }
     const headers: http.OutgoingHttpHeaders = {
       'content-type': 'application/json',
@@ -331,7 +401,10 @@ export class HttpRpcService implements RpcService {
       const attempt = (retriesLeft: number, fresh: boolean): void => {
         // The resend goes on a connection of its own: the pool's other idle connections were opened at
         // the same moment as the one that failed, and the server may be dropping them all at once.
-        const req = http.request(url, { method: 'POST', agent: fresh ? false : this.agent, headers });
+        const req =
+          tls !== undefined
+            ? https.request(url, { method: 'POST', agent: fresh ? false : this.agent, headers, ...pskClientOptions(tls.identity, tls.key), pskIdentity: tls.identity } as https.RequestOptions)
+            : http.request(url, { method: 'POST', agent: fresh ? false : this.agent, headers });
         current = req;
         let responded = false;
         req.on('response', (res) => {
@@ -369,6 +442,26 @@ export class HttpRpcService implements RpcService {
   }
 }
 
+/** A TaskExecutor's own TLS identity and key for the job it serves. */
+function ownTlsOf(credentials: TaskExecutorCredentials): { readonly identity: string; readonly key: Buffer } {
+  return { identity: taskExecutorTlsIdentity(credentials.resourceId, credentials.jobId), key: taskExecutorTlsKey(credentials.key) };
+}
+
+/**
+ * Pools connections per PSK identity as well as per address: a connection proven with one identity
+ * (a TaskExecutor's key for one job) never carries a call made with another.
+ */
+class PskAgent extends https.Agent {
+  constructor(options: https.AgentOptions) {
+    // Every connection runs the full PSK handshake: a resumed session would skip the server's key check.
+    super({ ...options, maxCachedSessions: 0 });
+  }
+
+  override getName(options?: https.RequestOptions & { pskIdentity?: string }): string {
+    return `${super.getName(options)}:${options?.pskIdentity ?? ''}`;
+  }
+}
+
 function parseFencingToken(raw: string | string[] | undefined): number | undefined | FloeError {
   if (raw === undefined) return undefined;
   const value = Array.isArray(raw) ? raw[0] : raw;
@@ -392,6 +485,12 @@ function decodeResponse(status: number, text: string, target: string): unknown {
 }
 
 function mapRequestError(error: NodeJS.ErrnoException, target: string): FloeError {
+  // A failed TLS handshake: the peer named an identity the other side does not accept, or proved another key.
+  if (error.code === 'EPROTO' || error.code?.startsWith('ERR_SSL_') === true) {
+    return new RpcUnauthorizedError(
+      `the TLS handshake with ${target} failed (${error.message.split('\n')[0]}); caller and callee need the same cluster secret and 'security.ssl.internal.enabled' true on both, and a TaskExecutor accepts only its own key for the job it serves now`,
+    );
+  }
   if ((error.code !== undefined && CONNECTION_ERROR_CODES.has(error.code)) || error.message === 'socket hang up') {
     return new RpcConnectionError(target, { cause: error });
   }

@@ -48,6 +48,8 @@ export interface PartitionServiceOptions {
   readonly dataBindHost?: string;
   /** Host other TaskExecutors reach the data server at. @default - dataBindHost */
   readonly dataAdvertisedHost?: string;
+  /** Data connections run over TLS keyed by each job's data key ('security.ssl.internal.enabled'). @default false */
+  readonly dataTls?: boolean;
 }
 
 export class PartitionService<W extends PartitionWorker> {
@@ -59,7 +61,7 @@ export class PartitionService<W extends PartitionWorker> {
   constructor(private readonly options: PartitionServiceOptions) {
     this.registry = new PartitionRegistry(options.clock, options.resourceId, options.partitionRequestTimeoutMs);
     this.blocking = new BlockingPartitionTable(options.clock, options.logger);
-    this.dataClient = new DataClient(options.logger, options.dataKeys);
+    this.dataClient = new DataClient(options.logger, options.dataKeys, options.dataTls === true);
   }
 
   /** Starts the data server. */
@@ -70,6 +72,7 @@ export class PartitionService<W extends PartitionWorker> {
       this.options.dataKeys,
       this.options.dataBindHost,
       this.options.dataAdvertisedHost ?? this.options.dataBindHost,
+      this.options.dataTls === true,
     );
   }
 

@@ -150,6 +150,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       partitionRequestTimeoutMs: deps.partitionRequestTimeoutMs ?? Math.max(deps.config.rpcTimeoutMs, 30_000),
       ...(deps.dataBindHost !== undefined ? { dataBindHost: deps.dataBindHost } : {}),
       ...(deps.dataAdvertisedHost !== undefined ? { dataAdvertisedHost: deps.dataAdvertisedHost } : {}),
+      dataTls: deps.config.internalSslEnabled === 'true',
     });
     this.workers = new SlotWorkerPool({
       entry: deps.slotWorkerEntry ?? distEntry('slot-worker'),

@@ -53,6 +53,16 @@ describe('config', () => {
     expect(() => configFromEnv({ FLOE_CONFIG: '{rpc' })).toThrow(/FLOE_CONFIG is not valid JSON/);
   });
 
+  it("takes 'security.ssl.internal.enabled' as true or false, string or JSON boolean; off by default", () => {
+    expect(loadConfig().internalSslEnabled).toBe('false');
+    expect(loadConfig({ 'security.ssl.internal.enabled': true }).internalSslEnabled).toBe('true');
+    expect(configFromEnv({ FLOE_CONFIG: '{"security.ssl.internal.enabled": "true"}' }).internalSslEnabled).toBe('true');
+    expect(loadConfig({ 'security.ssl.internal.enabled': false }).internalSslEnabled).toBe('false');
+    expect(() => loadConfig({ 'security.ssl.internal.enabled': 'yes' })).toThrow(/'security\.ssl\.internal\.enabled' must be one of false, true, found "yes"/);
+    // Other string options take no boolean.
+    expect(() => loadConfig({ 'restart-strategy.type': true })).toThrow(/'restart-strategy\.type' must be a non-empty string, found true/);
+  });
+
   it('is documented: the README lists every option with its default', () => {
     const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
     for (const spec of Object.values(CONFIG_OPTIONS)) {
