@@ -168,7 +168,7 @@ describe('Floe on the AWS backend (emulators)', () => {
           Statement: [
             { Sid: 'ReadItsLibrary', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [`${bucketArn}/floe/libraries/${graph.library.sha256}.mjs`] },
             { Sid: 'ReadItsInputs', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [`${bucketArn}/corpus`, `${bucketArn}/corpus/*`] },
-            { Sid: 'WriteItsStaging', Effect: 'Allow', Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], Resource: [`${bucketArn}/${out}/.floe-staging-${jobId}/*`] },
+            { Sid: 'WriteItsStaging', Effect: 'Allow', Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], Resource: [`${bucketArn}/${out}/.floe-staging-${jobId}/*/part-*`] },
           ],
         });
       }
