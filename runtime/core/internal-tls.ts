@@ -17,6 +17,11 @@ import { FloeError } from './errors.js';
 export const INTERNAL_TLS_CIPHERS = 'ECDHE-PSK-CHACHA20-POLY1305:ECDHE-PSK-AES256-CBC-SHA384';
 /** The PSK identity of a holder of the cluster secret. */
 export const CLUSTER_TLS_IDENTITY = 'cluster';
+/**
+ * A peer that connects and does not finish the TLS handshake within this long is disconnected (ms): as
+ * long as a data connection may take for its own handshake, far below Node's default of two minutes.
+ */
+export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** The longest PSK identity a TLS handshake carries (bytes). */
 export const MAX_TLS_IDENTITY_BYTES = 256;
 
@@ -70,6 +75,7 @@ const PROTOCOL = { ciphers: INTERNAL_TLS_CIPHERS, minVersion: 'TLSv1.2', maxVers
 export function pskServerOptions(keyOf: (identity: string) => Buffer | undefined, onIdentity?: (socket: object, identity: string) => void): TlsOptions {
   return {
     ...PROTOCOL,
+    handshakeTimeout: TLS_HANDSHAKE_TIMEOUT_MS,
     pskCallback: (socket, identity) => {
       const key = keyOf(identity);
       if (key === undefined) return null;

@@ -70,6 +70,8 @@ export class DataServer {
       tlsServer.on('tlsClientError', (error, socket) => {
         if (self !== undefined) self.stats.connectionsRefused++;
         logger.warn("data server: refused a connection that did not complete the TLS handshake with a job's data key; nothing was served to it", { remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`, error: error.message });
+        // A listener of this event owns the socket: a handshake that timed out leaves it open otherwise.
+        socket.destroy();
       });
       server = tlsServer;
     } else {

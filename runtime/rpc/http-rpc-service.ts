@@ -139,8 +139,10 @@ export class HttpRpcService implements RpcService {
     const service = new HttpRpcService(server, advertised, port, options, logger.child({ address: `${options.tls === true ? 'https' : 'http'}://${advertised}:${port}` }));
     self = service;
     server.on('request', (req, res) => service.onRequest(req, res));
-    server.on('tlsClientError', (error: Error, socket: { remoteAddress?: string }) => {
+    server.on('tlsClientError', (error: Error, socket: { remoteAddress?: string; destroy(): void }) => {
       service.logger.warn('refused a connection that did not complete the TLS handshake with a key this process accepts', { remote: socket.remoteAddress, error: error.message });
+      // A listener of this event owns the socket: a handshake that timed out leaves it open otherwise.
+      socket.destroy();
     });
     return service;
   }

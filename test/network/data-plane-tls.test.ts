@@ -135,6 +135,15 @@ describe('TLS data connections', () => {
     await expect(readAll(gate)).rejects.toThrow(/data connection to 127\.0\.0\.1:\d+ failed/);
   });
 
+  it('disconnect a peer that opens a connection and never starts the TLS handshake, within 10 s', async () => {
+    const { server } = await tlsServer();
+    const started = Date.now();
+    const got = await peer(server.address, []);
+    expect(got.frames).toEqual([]);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(9_000);
+    expect(server.stats).toMatchObject({ connections: 0, connectionsRefused: 1 });
+  }, 20_000);
+
   it("close a peer whose TLS identity is one job and whose data handshake names another", async () => {
     const { server, registry } = await tlsServer();
     waitingPartition(registry, 'other-job');

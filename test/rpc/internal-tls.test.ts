@@ -3,7 +3,7 @@
 // handshake, and a TaskExecutor's endpoint takes only its own identity for the job it serves now.
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { taskExecutorKey } from '../../runtime/core/cluster-keys.js';
 import { RpcUnauthorizedError } from '../../runtime/core/errors.js';
@@ -111,6 +111,19 @@ describe('HttpRpcService with internal TLS', () => {
     await expect(intruder.connect<TestGateway>(server.address, 'test').add(1, 2)).rejects.toThrow(/TLS handshake .* failed .*'security\.ssl\.internal\.enabled' true on both/);
     expect(endpoint.calls).toBe(0);
   });
+
+  it('disconnects a peer that connects and never starts the TLS handshake, within 10 s', async () => {
+    const server = await track(start());
+    const { port } = new URL(server.address);
+    const started = Date.now();
+    const socket = connect({ host: '127.0.0.1', port: Number(port) });
+    let received = 0;
+    socket.on('data', (chunk: Buffer) => (received += chunk.length));
+    socket.on('error', () => undefined);
+    await new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(9_000);
+    expect(received).toBe(0);
+  }, 20_000);
 
   it('still checks the bearer inside the TLS connection', async () => {
     const server = await track(start());
