@@ -1,7 +1,8 @@
 // A local cluster with 'security.ssl.internal.enabled': a wordcount across two TaskExecutors finishes with
 // exact output (its records cross TLS data connections, its calls HTTPS); while a job runs, its JobMaster's
 // and TaskExecutor's RPC ports and its TaskExecutor's data port answer neither plain HTTP/TCP nor a TLS
-// peer with a wrong key.
+// peer with a wrong key. With a warm pool, the next job runs on the same TaskExecutors under its own
+// TLS identity.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -16,7 +17,7 @@ import { leaseNames } from '../../runtime/ha/lease-store.js';
 import { openEmbeddedServices } from '../../runtime/local/embedded-services.js';
 import { encodeHello, NONCE_BYTES } from '../../runtime/network/data-auth.js';
 import { encodeFrame, FrameType } from '../../runtime/network/frames.js';
-import { waitFor } from '../support/cluster-processes.js';
+import { processesOfCluster, waitFor } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
 let cluster: TestCluster;
@@ -35,8 +36,8 @@ afterAll(async () => {
 });
 
 /** The addresses each TaskExecutor of a job logged at its start. */
-function taskExecutorsOf(jobId: string): { address: string; dataAddress: string }[] {
-  const dir = join(cluster.stateDir, 'logs', jobId);
+function taskExecutorsOf(on: TestCluster, jobId: string): { address: string; dataAddress: string }[] {
+  const dir = join(on.stateDir, 'logs', jobId);
   if (!existsSync(dir)) return [];
   return readdirSync(dir).flatMap((file) =>
     readFileSync(join(dir, file), 'utf8')
@@ -79,32 +80,38 @@ function dataHello(dataAddress: string, jobId: string, tls: ReturnType<typeof ps
   });
 }
 
+/** Runs a wordcount at parallelism 4 (two TaskExecutors × 2 slots, a hash exchange between them) to FINISHED and checks its counts word for word. */
+async function wordcount(on: TestCluster, name: string): Promise<string> {
+  const input = join(on.work, 'words.txt');
+  const lines = Array.from({ length: 2_000 }, (_, i) => `alpha beta${i % 7} gamma${i % 13}`);
+  writeFileSync(input, lines.join('\n') + '\n');
+  const out = join(on.work, name);
+  const jobId = await on.submit('e2e-wordcount.ts', 'default', [input, out], 4, (graph) => expect(graph.edges.map((e) => e.partitioner)).toEqual(['hash']));
+  const job = await on.awaitTerminal(jobId, 120_000);
+  expect(job.status, await on.exceptions(jobId)).toBe('FINISHED');
+
+  const expected = new Map<string, number>([['alpha', 2_000]]);
+  for (let i = 0; i < 2_000; i++) {
+    expected.set(`beta${i % 7}`, (expected.get(`beta${i % 7}`) ?? 0) + 1);
+    expected.set(`gamma${i % 13}`, (expected.get(`gamma${i % 13}`) ?? 0) + 1);
+  }
+  const counts = new Map<string, number>();
+  for (const part of readdirSync(out).filter((f) => f.startsWith('part-'))) {
+    for (const line of readFileSync(join(out, part), 'utf8').split('\n').filter((l) => l !== '')) {
+      const [word, count] = JSON.parse(line) as [string, number];
+      expect(counts.has(word), `${word} in two part files`).toBe(false);
+      counts.set(word, count);
+    }
+  }
+  expect(counts).toEqual(expected);
+  return jobId;
+}
+
 describe('internal TLS on a local cluster', () => {
   it('runs a wordcount across two TaskExecutors to FINISHED with exact output', async () => {
-    const input = join(cluster.work, 'words.txt');
-    const lines = Array.from({ length: 2_000 }, (_, i) => `alpha beta${i % 7} gamma${i % 13}`);
-    writeFileSync(input, lines.join('\n') + '\n');
-    const out = join(cluster.work, 'counts');
-    const jobId = await cluster.submit('e2e-wordcount.ts', 'default', [input, out], 4, (graph) => expect(graph.edges.map((e) => e.partitioner)).toEqual(['hash']));
-    const job = await cluster.awaitTerminal(jobId, 120_000);
-    expect(job.status, await cluster.exceptions(jobId)).toBe('FINISHED');
-
-    const expected = new Map<string, number>([['alpha', 2_000]]);
-    for (let i = 0; i < 2_000; i++) {
-      expected.set(`beta${i % 7}`, (expected.get(`beta${i % 7}`) ?? 0) + 1);
-      expected.set(`gamma${i % 13}`, (expected.get(`gamma${i % 13}`) ?? 0) + 1);
-    }
-    const counts = new Map<string, number>();
-    for (const part of readdirSync(out).filter((f) => f.startsWith('part-'))) {
-      for (const line of readFileSync(join(out, part), 'utf8').split('\n').filter((l) => l !== '')) {
-        const [word, count] = JSON.parse(line) as [string, number];
-        expect(counts.has(word), `${word} in two part files`).toBe(false);
-        counts.set(word, count);
-      }
-    }
-    expect(counts).toEqual(expected);
+    const jobId = await wordcount(cluster, 'counts');
     // Four subtasks at two slots each: two TaskExecutors, each of which served the other over TLS.
-    const tes = taskExecutorsOf(jobId);
+    const tes = taskExecutorsOf(cluster, jobId);
     expect(tes).toHaveLength(2);
     for (const te of tes) expect(te.address).toMatch(/^https:\/\//);
     await cluster.noProcessLeft();
@@ -115,7 +122,7 @@ describe('internal TLS on a local cluster', () => {
     const jobId = await cluster.submit('e2e-slow.ts', 'default', [join(cluster.work, 'slow-out')], 2);
     try {
       await waitFor(async () => (await cluster.api('GET', `/jobs/${jobId}`)).body.tasks?.running > 0, 'the job to run', 60_000);
-      const te = await waitFor(() => taskExecutorsOf(jobId)[0], "the job's TaskExecutor to start", 60_000);
+      const te = await waitFor(() => taskExecutorsOf(cluster, jobId)[0], "the job's TaskExecutor to start", 60_000);
       const services = openEmbeddedServices(cluster.stateDir);
       const jm = (await services.leaseStore.get(leaseNames.jobMaster(jobId)))!.address;
       await services.close();
@@ -141,4 +148,28 @@ describe('internal TLS on a local cluster', () => {
     expect((await cluster.awaitTerminal(jobId)).status).toBe('CANCELED');
     await cluster.noProcessLeft();
   }, 180_000);
+});
+
+describe('internal TLS with a warm pool', () => {
+  let warm: TestCluster;
+  beforeAll(async () => {
+    warm = await startTestCluster('internal-tls-warm', {
+      'security.ssl.internal.enabled': 'true',
+      'cluster.warm-pool.jobmanagers': 1,
+      'cluster.warm-pool.taskmanagers': 2,
+      'cluster.warm-pool.idle-timeout': 3_000,
+    });
+  });
+  afterAll(async () => {
+    expect(await warm.close()).toBe(0);
+  });
+
+  it("runs the next job on the last job's TaskExecutors, which take the new job's TLS identity", async () => {
+    const first = await wordcount(warm, 'first');
+    expect(taskExecutorsOf(warm, first)).toHaveLength(2);
+    const second = await wordcount(warm, 'second');
+    // No TaskExecutor started for the second job: both came from the pool, handed to it with its keys.
+    expect(taskExecutorsOf(warm, second)).toEqual([]);
+    await waitFor(() => processesOfCluster(warm.stateDir).length === 0, 'the warm pool to go idle and exit', 30_000);
+  }, 240_000);
 });
