@@ -156,9 +156,16 @@ export class HttpRpcService implements RpcService {
     const timeoutMs = options.timeoutMs ?? this.options.timeoutMs;
     const notIdempotent = new Set(options.notIdempotent ?? []);
     // Looked up per call: a TaskExecutor handed to another job signs with its new key from then on.
-    return gatewayProxy<G>((method, args) =>
-      this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), this.bearerFor(options.taskExecutor), this.options.tls === true ? this.tlsFor(options.taskExecutor) : undefined),
-    );
+    return gatewayProxy<G>((method, args) => {
+      let tls: { readonly identity: string; readonly key: Buffer } | undefined;
+      try {
+        tls = this.options.tls === true ? this.tlsFor(options.taskExecutor) : undefined;
+      } catch (error) {
+        // An identity too long for a TLS handshake: the call fails like any other, as a rejection.
+        return Promise.reject(error);
+      }
+      return this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), this.bearerFor(options.taskExecutor), tls);
+    });
   }
 
   switchTaskExecutorJob(jobId: string, key: string): void {

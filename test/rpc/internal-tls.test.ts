@@ -159,6 +159,12 @@ describe('HttpRpcService with internal TLS', () => {
     expect(teEndpoint.calls).toBe(2);
   });
 
+  it('fails a call whose TLS identity would not fit a handshake, saying so, as a rejection', async () => {
+    const client = await track(start());
+    const call = client.connect<TestGateway>(client.address, 'test', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of('j'.repeat(200)) } }).add(1, 2);
+    await expect(call).rejects.toThrow(/TLS identity of TaskExecutor te-a of job j+ takes \d+ bytes, more than the 256 a TLS handshake carries/);
+  });
+
   it('refuses to call a plain http:// address, saying every process needs the same setting', async () => {
     const client = await track(start());
     const plain = await track(start({ tls: false }));
