@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { taskExecutorKey } from '../../runtime/core/cluster-keys.js';
 import { RpcUnauthorizedError } from '../../runtime/core/errors.js';
 import { JobId, ResourceId } from '../../runtime/core/ids.js';
-import { CLUSTER_TLS_IDENTITY, clusterTlsKey, pskClientOptions, taskExecutorTlsIdentity, taskExecutorTlsKey } from '../../runtime/core/internal-tls.js';
+import { CLUSTER_TLS_IDENTITY, clusterTlsKey, pskClientOptions, pskServerOptions, taskExecutorTlsIdentity, taskExecutorTlsKey } from '../../runtime/core/internal-tls.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { HttpRpcService, type HttpRpcServiceOptions } from '../../runtime/rpc/http-rpc-service.js';
 import { TEST_METHODS, TestEndpoint, describeRpcServiceContract, type TestGateway } from './rpc-service-contract.js';
@@ -157,6 +157,46 @@ describe('HttpRpcService with internal TLS', () => {
     expect(await cluster.connect<TestGateway>(te.address, 'test', teAt('job-b')).add(1, 1)).toBe(2);
     expect(await post(te.address, pskClientOptions(taskExecutorTlsIdentity('te-a', JOB), taskExecutorTlsKey(taskExecutorKey(SECRET, JOB, 'te-a'))))).toEqual({ error: 'EPROTO' });
     expect(teEndpoint.calls).toBe(2);
+  });
+
+  it('never carries a call on a connection proven with another identity, and proves the key on every new connection', async () => {
+    // A server that records the identity each TLS handshake proved and answers every call with null.
+    const handshakes: string[] = [];
+    const keyOf = (identity: string): Buffer | undefined => {
+      const te = ['job-a', 'job-b'].find((job) => identity === taskExecutorTlsIdentity('te-a', job));
+      return te !== undefined ? taskExecutorTlsKey(taskExecutorKey(SECRET, te, 'te-a')) : undefined;
+    };
+    const server = https.createServer(
+      { ...pskServerOptions(keyOf, (_socket, identity) => handshakes.push(identity)), keepAliveTimeout: 30_000 },
+      (req, res) => {
+        req.resume();
+        req.on('end', () => res.end('{"ok":true,"value":null}'));
+      },
+    );
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const address = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      // Idle connections go after 50 ms, so the last call below opens a new one through the pool.
+      const caller = await track(start({ idleSocketTimeoutMs: 50 }));
+      const at = (job: string): TestGateway => caller.connect<TestGateway>(address, 'test', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(job) } });
+      await at('job-a').nothing();
+      await at('job-a').nothing();
+      await at('job-b').nothing();
+      await at('job-a').nothing();
+      // One kept connection per identity: the call for job-b opened its own.
+      expect(handshakes).toEqual([taskExecutorTlsIdentity('te-a', 'job-a'), taskExecutorTlsIdentity('te-a', 'job-b')]);
+      const deadline = Date.now() + 5_000;
+      while ((await new Promise<number>((r) => server.getConnections((_e, n) => r(n)))) > 0) {
+        if (Date.now() > deadline) throw new Error('the caller kept its idle connections past 5 s');
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      // A new connection runs the full handshake: a resumed session would skip the server's key check.
+      await at('job-a').nothing();
+      expect(handshakes).toEqual([taskExecutorTlsIdentity('te-a', 'job-a'), taskExecutorTlsIdentity('te-a', 'job-b'), taskExecutorTlsIdentity('te-a', 'job-a')]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   it('fails a call whose TLS identity would not fit a handshake, saying so, as a rejection', async () => {
