@@ -5,7 +5,7 @@ import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
 import { Sha256 } from '@smithy/core/checksum';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { ConfigurationError, FloeError } from '../core/errors.js';
-import type { OutgoingRequest, RequestSigner } from '../cli/rest-client.js';
+import type { OutgoingRequest, RequestSigner } from '../protocol/request-signer.js';
 import type { AwsCredentials } from './clients.js';
 
 /** The service name API Gateway's IAM authorization checks signatures for. */

@@ -24,27 +24,10 @@ import type {
   SubmitJobRequest,
   SubmitJobResponse,
 } from '../dispatcher/rest-types.js';
+import type { RequestSigner } from '../protocol/request-signer.js';
 
 /** `https://<api id>.execute-api.<region>.amazonaws.com[.cn]`: a deployed cluster's API (IAM-authorized); group 1 is the region. */
 export const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/;
-
-/** A request to the Dispatcher as it will go on the wire, for a signer to sign. */
-export interface OutgoingRequest {
-  readonly method: string;
-  readonly url: URL;
-  /** Header names in lower case. */
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body?: string | Uint8Array;
-}
-
-/**
- * Signs requests to a deployed cluster whose API Gateway authorizes callers with IAM (SigV4): the
- * adapter is runtime/aws/sigv4-signer.ts, loaded only when the CLI talks to such a cluster.
- */
-export interface RequestSigner {
-  /** The headers to send: `headers` plus the signature's (authorization, x-amz-date, ...). */
-  sign(request: OutgoingRequest): Promise<Record<string, string>>;
-}
 
 export interface RestClientOptions {
   /** e.g. `http://127.0.0.1:8081` */

@@ -3,7 +3,8 @@
 // with credentials from the SDK's standard chain, here static test credentials in the environment.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createSigV4Signer } from '../../runtime/aws/sigv4-signer.js';
-import { RestClient, UnexpectedResponseError, type RequestSigner } from '../../runtime/cli/rest-client.js';
+import { RestClient, UnexpectedResponseError } from '../../runtime/cli/rest-client.js';
+import type { RequestSigner } from '../../runtime/protocol/request-signer.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import type { RestHandler, RestRequest } from '../../runtime/dispatcher/rest-router.js';

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { startAwsDispatcher, type AwsDispatcher } from '../../runtime/aws/aws-dispatcher.js';
 import { configToEnv, loadConfig } from '../../runtime/core/config.js';
 import { createSigV4Signer } from '../../runtime/aws/sigv4-signer.js';
-import type { RequestSigner } from '../../runtime/cli/rest-client.js';
+import type { RequestSigner } from '../../runtime/protocol/request-signer.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { createHttpApiHandler } from '../../functions/http-api.js';
 import { startApiGatewayAdapter, type ApiGatewayAdapter } from './apigw-adapter.js';
