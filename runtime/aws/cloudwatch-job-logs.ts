@@ -2,7 +2,7 @@
 // TaskExecutor task writes its JSON log lines to the cluster's task log group (the stack's TaskLogGroup
 // output); FilterLogEvents with a JSON pattern on the job id picks the job's lines out of every stream.
 import { CloudWatchLogsClient, FilterLogEventsCommand } from '@aws-sdk/client-cloudwatch-logs';
-import { parseLogLine, processOf, type JobLogEntry, type JobLogSource } from '../cli/job-logs.js';
+import { parseLogLine, processOf, type JobLogEntry, type JobLogSource } from '../protocol/job-log-source.js';
 import { ConfigurationError } from '../core/errors.js';
 import { credentialsFromEnv } from './aws-env.js';
 import { AwsEnv } from './aws-services.js';

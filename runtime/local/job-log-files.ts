@@ -6,7 +6,7 @@
 // stderr (stderr-tag.ts), else as 'out'.
 import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseLogLine, processOf, type JobLogEntry, type JobLogSource } from '../cli/job-logs.js';
+import { parseLogLine, processOf, type JobLogEntry, type JobLogSource } from '../protocol/job-log-source.js';
 import { STDERR_TAG } from './stderr-tag.js';
 
 interface FileState {
