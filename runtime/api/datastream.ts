@@ -1,7 +1,8 @@
 // The job-building API: a StreamEnvironment records transformations; DataStreams chain them. Nothing runs
 // here: the recorded transformations become a JobGraph (translate.ts) and, in a task, the source of the
 // user's functions (program.ts).
-import type { ExtremumKind, OperatorKind, Partitioner, ResourceProfile, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
+import type { ExtremumKind, OperatorKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
 import { JOB_GRAPH_LIMITS } from '../jobgraph/validate.js';
 import { InvalidJobDefinitionError } from './job-definition.js';
 

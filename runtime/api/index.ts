@@ -22,4 +22,5 @@ export type {
   ExchangeOptions,
   WriteAsTextOptions,
 } from './datastream.js';
-export type { ResourceProfile, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
+export type { ResourceProfile } from '../core/resource-profile.js';
+export type { RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';

@@ -1,7 +1,7 @@
 // Fargate's task sizes: the CPU / memory pairs a task may have (the table in AWS's "task CPU and memory"
 // docs), and the smallest of them that holds a TaskExecutor of a resource profile.
-import type { ResourceProfile } from '../jobgraph/jobgraph.js';
-import type { TaskExecutorSizes } from '../dispatcher/admission.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
+import type { TaskExecutorSizes } from '../protocol/task-executor-sizes.js';
 
 /** A Fargate task size as RunTask takes it: CPU units (1024 = 1 vCPU) and MiB. */
 export interface FargateSize {

@@ -1,5 +1,5 @@
 // The environment contract between a launcher and the processes it starts (child process or container).
-import type { ResourceProfile } from '../jobgraph/jobgraph.js';
+import type { ResourceProfile } from './resource-profile.js';
 
 export const ProcessEnv = {
   /** Embedded backend: folder holding floe.db (SQLite), blobs/ and logs/. */

@@ -2,17 +2,10 @@
 // never fit. The line itself (who waits, who holds what) lives in the JobStore's admission ledger.
 import type { FloeConfig } from '../core/config.js';
 import { FloeError } from '../core/errors.js';
+import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
 import type { AdmissionBounds } from '../ha/job-store.js';
-import { profileKey, profileOfGroup, type JobGraph, type ResourceProfile } from '../jobgraph/jobgraph.js';
-
-/**
- * Port: which TaskExecutor sizes this platform can start (Fargate's CPU / memory pairs on AWS; the
- * machine's cores and memory locally).
- */
-export interface TaskExecutorSizes {
-  /** Why no TaskExecutor of `slots` slots of `profile` can be started here; undefined when one can. */
-  refusal(profile: ResourceProfile, slots: number): string | undefined;
-}
+import { profileOfGroup, type JobGraph } from '../jobgraph/jobgraph.js';
+import type { TaskExecutorSizes } from '../protocol/task-executor-sizes.js';
 
 /** What a job holds while it runs: its JobManager, and at most `taskExecutors` TaskExecutors. */
 export interface Reservation {

@@ -1,6 +1,7 @@
 // The JobGraph: what a client submits. Vertices run a chain of operators taken from the job's
 // library; edges say how records travel between them.
 import type { JobId } from '../core/ids.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
 
 export const DistributionPattern = { FORWARD: 'forward', ALL_TO_ALL: 'all-to-all' } as const;
 export type DistributionPattern = (typeof DistributionPattern)[keyof typeof DistributionPattern];
@@ -141,22 +142,6 @@ export type RestartStrategySpec =
   | { readonly type: 'failure-rate'; readonly maxFailuresPerInterval?: number; readonly failureRateIntervalMs?: number; readonly delayMs?: number };
 export type RestartStrategyType = RestartStrategySpec['type'];
 export const RESTART_STRATEGY_TYPES: readonly RestartStrategyType[] = ['none', 'fixed-delay', 'exponential-delay', 'failure-rate'];
-
-/**
- * What one slot of a slot sharing group needs (Flink's ResourceProfile, per slot): vCPUs and memory.
- * A TaskExecutor started for a profile has 'taskmanager.numberOfTaskSlots' slots of it, so its size is
- * slots × cpu and slots × memoryMiB. Groups without one run on default TaskExecutors.
- */
-export interface ResourceProfile {
-  readonly cpu: number;
-  readonly memoryMiB: number;
-}
-
-/** The key under which slots of no declared profile (default TaskExecutors) are counted. */
-export const DEFAULT_PROFILE_KEY = 'default';
-
-/** One key per profile, for maps and logs: 'default' or e.g. '2cpu-4096mib'. */
-export const profileKey = (p: ResourceProfile | undefined): string => (p === undefined ? DEFAULT_PROFILE_KEY : `${p.cpu}cpu-${p.memoryMiB}mib`);
 
 /** The profile of one slot of `group`, undefined for the default. */
 export const profileOfGroup = (graph: Pick<JobGraph, 'resourceProfiles'>, group: string): ResourceProfile | undefined =>

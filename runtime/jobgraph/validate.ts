@@ -2,6 +2,7 @@
 // (structure), validateJobGraph checks that it can run (semantics). Both report every problem at once.
 import { InvalidJobGraphError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
 import {
   DistributionPattern,
   KeyedEmit,
@@ -22,7 +23,6 @@ import {
   RESTART_STRATEGY_TYPES,
   type RestartStrategySpec,
   type RestartStrategyType,
-  type ResourceProfile,
 } from './jobgraph.js';
 import { isFilesystemRoot, isWithin, pathProblem } from './paths.js';
 

@@ -6,10 +6,10 @@
 import type { Clock, Timer } from '../core/clock.js';
 import type { AllocationId, ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { SlotOffer } from '../protocol/jobmaster-gateway.js';
 import type { ResourceRequirement, ResourceRequirements } from '../protocol/resourcemanager-gateway.js';
-import { profileKey, type ResourceProfile } from '../jobgraph/jobgraph.js';
 
 export interface PooledSlot {
   readonly allocationId: AllocationId;

@@ -1,7 +1,7 @@
 // What an embedded cluster accepts as a TaskExecutor's size: its slots' vCPUs within this machine's
 // cores, and their memory within this machine's memory (TaskExecutors are processes on it).
 import { availableParallelism, totalmem } from 'node:os';
-import type { TaskExecutorSizes } from '../dispatcher/admission.js';
+import type { TaskExecutorSizes } from '../protocol/task-executor-sizes.js';
 
 export function localTaskExecutorSizes(machine: { cores: number; memoryMiB: number } = { cores: availableParallelism(), memoryMiB: Math.floor(totalmem() / 1024 / 1024) }): TaskExecutorSizes {
   return {

@@ -1,8 +1,8 @@
 // What the JobMaster answers to. Fenced: every call carries the JM leader's token.
 import type { AllocationId, ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import type { ErrorInfo } from '../core/errors.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
-import type { ResourceProfile } from '../jobgraph/jobgraph.js';
 import type { ClusterResources } from './resourcemanager-gateway.js';
 import type { InputSplit, TaskResult } from './task-deployment.js';
 

@@ -1,6 +1,6 @@
 // What the ResourceManager answers to. Fenced: every call carries the RM leader's token.
 import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
-import type { ResourceProfile } from '../jobgraph/jobgraph.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
 import type { SlotReport } from './taskexecutor-gateway.js';
 
 export interface TaskExecutorRegistration {

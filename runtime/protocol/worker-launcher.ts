@@ -1,6 +1,6 @@
 // Port: starting and stopping worker processes (Flink's ResourceManagerDriver). Locally these are
 // child processes; on AWS, ECS tasks. Exits are reported back as events.
-import type { ResourceProfile } from '../jobgraph/jobgraph.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
 
 export const WorkerKind = { JOB_MANAGER: 'jobmanager', TASK_EXECUTOR: 'taskexecutor' } as const;
 export type WorkerKind = (typeof WorkerKind)[keyof typeof WorkerKind];

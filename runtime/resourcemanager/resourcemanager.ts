@@ -9,6 +9,7 @@ import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../c
 import type { Logger } from '../core/logger.js';
 import { jobDataKey, taskExecutorKey } from '../core/cluster-keys.js';
 import { ProcessEnv } from '../core/process-env.js';
+import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
@@ -20,7 +21,6 @@ import type { ClusterResources, ResourceManagerGateway, ResourceRequirements, Ta
 import { SlotManager, detached } from './slot-manager.js';
 import type { SlotManagerSnapshot } from './slot-manager.js';
 import { WorkerKind } from '../protocol/worker-launcher.js';
-import { profileKey, type ResourceProfile } from '../jobgraph/jobgraph.js';
 
 const isProfile = (p: unknown): p is ResourceProfile => {
   const o = p as { cpu?: unknown; memoryMiB?: unknown } | null;

@@ -7,10 +7,10 @@ import { errorMessage } from '../core/errors.js';
 import { AllocationId, slotIdString } from '../core/ids.js';
 import type { FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { SlotReport, SlotRequest } from '../protocol/taskexecutor-gateway.js';
 import type { ClusterResources, ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
-import { profileKey, type ResourceProfile } from '../jobgraph/jobgraph.js';
 
 // Captured at load time, outside any main thread. A promise callback inherits the async context it was
 // registered in, so an answer awaited from inside the main thread would look as if it were still on it

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { rm as removePath } from 'node:fs/promises';
 import { systemClock, type Clock, type Timer } from '../core/clock.js';
 import { slotHeapMiB, type FloeConfig } from '../core/config.js';
-import type { ResourceProfile } from '../jobgraph/jobgraph.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
 import { ConflictError, FloeError, InvalidRequestError, errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import { createLogger, switchableLogger, type Logger } from '../core/logger.js';

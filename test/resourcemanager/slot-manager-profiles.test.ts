@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import type { ResourceProfile } from '../../runtime/jobgraph/jobgraph.js';
+import type { ResourceProfile } from '../../runtime/core/resource-profile.js';
 import type { SlotRequest } from '../../runtime/protocol/taskexecutor-gateway.js';
 import { SlotManager } from '../../runtime/resourcemanager/slot-manager.js';
 import { MainThread } from '../../runtime/rpc/main-thread.js';
