@@ -4,6 +4,7 @@ import { createReadStream, existsSync, mkdirSync, openSync, writeSync, closeSync
 import { dirname, join } from 'node:path';
 import { packageRoot } from '../core/paths.js';
 import { formatDuration, formatTable } from './format.js';
+import { mulberry32 } from './seeded-random.js';
 import { runJob, type CommandContext } from './commands.js';
 import { stopCluster } from './cluster.js';
 import type { ExampleName } from './args.js';
@@ -27,18 +28,6 @@ const MESSAGES = [
   'timeout after %d ms waiting for lock',
   'user %d   signed in',
 ];
-
-/** A small deterministic PRNG (mulberry32): the same seed gives the same log on every machine. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Lines of a service log, about `targetBytes` long in total, the same for the same seed. */
 export function* generateLogLines(targetBytes: number, seed = 42): Generator<string> {

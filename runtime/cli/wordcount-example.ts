@@ -3,8 +3,8 @@
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { packageRoot } from '../core/paths.js';
-import { mulberry32 } from './example.js';
 import { formatDuration, formatTable } from './format.js';
+import { mulberry32 } from './seeded-random.js';
 import { runJob, type CommandContext } from './commands.js';
 
 export const CORPUS_BYTES = 20 * 1024 * 1024;
