@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { FloeError } from '../core/errors.js';
 import type { JobProgram } from '../jobgraph/jobgraph.js';
 import { JOB_GRAPH_LIMITS } from '../jobgraph/validate.js';
-import { InvalidJobDefinitionError } from './job-definition.js';
+import { InvalidJobDefinitionError } from './errors.js';
 
 /** A recorded value: JSON data, bytes as base64, or what the call threw. */
 type RecordedValue = unknown;

@@ -4,7 +4,7 @@
 import type { ResourceProfile } from '../core/resource-profile.js';
 import type { ExtremumKind, OperatorKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
 import { JOB_GRAPH_LIMITS } from '../jobgraph/validate.js';
-import { InvalidJobDefinitionError } from './job-definition.js';
+import { InvalidJobDefinitionError } from './errors.js';
 
 export type MapFunction<T, R> = (value: T) => R;
 /** Returns the records to emit for one input record: an array, a Set, a generator… */

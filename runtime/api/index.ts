@@ -1,6 +1,7 @@
 // The public job API, imported by job files as 'floe'. Kept free of Node-only imports: a copy of it is
 // bundled into every job library.
-export { defineJob, isJobDefinition, InvalidJobDefinitionError } from './job-definition.js';
+export { defineJob, isJobDefinition } from './job-definition.js';
+export { InvalidJobDefinitionError } from './errors.js';
 export { SuppressRestartsException } from './suppress-restarts.js';
 export type { JobBuilder, JobDefinition } from './job-definition.js';
 export { StreamEnvironment, DataStream, KeyedStream, OperatorStream, DataStreamSink } from './datastream.js';

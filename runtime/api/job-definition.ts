@@ -1,7 +1,7 @@
 // The JobDefinition value a job file exports. A plain, marked object (not a class instance) so a definition
 // made by the copy of the API bundled into a user library is recognised by the runtime's own copy.
-import { FloeError } from '../core/errors.js';
 import type { StreamEnvironment } from './datastream.js';
+import { InvalidJobDefinitionError } from './errors.js';
 
 /** Builds the job's dataflow on `env`. Runs once on the client and again in every task that runs user code. */
 export type JobBuilder = (env: StreamEnvironment, args: readonly string[]) => void;
@@ -10,14 +10,6 @@ export interface JobDefinition {
   readonly __floeJob: 1;
   readonly name: string;
   readonly build: JobBuilder;
-}
-
-/** The job file or its builder misuses the API: says what was expected, what was found, and what to do. */
-export class InvalidJobDefinitionError extends FloeError {
-  override readonly httpStatus = 400;
-  constructor(message: string) {
-    super('INVALID_JOB_DEFINITION', message);
-  }
 }
 
 const MAX_JOB_NAME_LENGTH = 200;

@@ -1,7 +1,8 @@
 // Runs a job program (the builder behind a library export) and exposes what it recorded: the client
 // translates it into a JobGraph, a task looks up its user functions in it by operator id.
 import { StreamEnvironment, type Transformation, type UserFunction } from './datastream.js';
-import { InvalidJobDefinitionError, isJobDefinition, type JobDefinition } from './job-definition.js';
+import { InvalidJobDefinitionError } from './errors.js';
+import { isJobDefinition, type JobDefinition } from './job-definition.js';
 import { createHash } from 'node:crypto';
 import { functionKey, type JobProgram, type OperatorSpec } from '../jobgraph/jobgraph.js';
 import { BuilderReadMismatchError, recordBuilderReads, replayBuilderReads, type BuilderReads } from './builder-reads.js';

@@ -6,7 +6,8 @@ import { WriteMode, type FunctionRef, type JobEdge, type JobGraph, type JobVerte
 import { isS3Uri, normalisePath } from '../jobgraph/paths.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
 import type { StreamEnvironment, Transformation } from './datastream.js';
-import { InvalidJobDefinitionError, type JobDefinition } from './job-definition.js';
+import { InvalidJobDefinitionError } from './errors.js';
+import type { JobDefinition } from './job-definition.js';
 import { planFingerprint, runRecordedJobBuilder } from './program.js';
 
 export const DEFAULT_SLOT_SHARING_GROUP = 'default';

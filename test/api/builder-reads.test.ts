@@ -6,7 +6,7 @@ import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BuilderReadMismatchError, recordBuilderReads, replayBuilderReads } from '../../runtime/api/builder-reads.js';
-import { InvalidJobDefinitionError } from '../../runtime/api/job-definition.js';
+import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
 import { JOB_GRAPH_LIMITS } from '../../runtime/jobgraph/validate.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-builder-reads-unit-'));

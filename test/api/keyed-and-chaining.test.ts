@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { defineJob, type JobDefinition } from '../../runtime/api/index.js';
 import { buildJobGraph, type BuildJobGraphOptions } from '../../runtime/api/translate.js';
 import { resolveUserFunctions } from '../../runtime/api/program.js';
-import { InvalidJobDefinitionError } from '../../runtime/api/job-definition.js';
+import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { parseJobGraph, validateJobGraph } from '../../runtime/jobgraph/validate.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';

@@ -7,7 +7,7 @@ import { listLibraryExports } from '../../runtime/api/library-exports.js';
 import { sha256Hex } from '../../runtime/blob/blob-store.js';
 import { loadJobDefinition, resolveUserFunctions } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
-import { InvalidJobDefinitionError } from '../../runtime/api/job-definition.js';
+import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
 import { InvalidJobGraphError } from '../../runtime/core/errors.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defineJob } from '../../runtime/api/index.js';
-import { InvalidJobDefinitionError } from '../../runtime/api/job-definition.js';
+import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
 import { buildJobGraph, type BuildJobGraphOptions } from '../../runtime/api/translate.js';
 import { InvalidJobGraphError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';

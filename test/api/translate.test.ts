@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { defineJob, type JobDefinition } from '../../runtime/api/index.js';
 import { buildJobGraph, defaultMaxParallelism, type BuildJobGraphOptions } from '../../runtime/api/translate.js';
 import { resolveUserFunctions } from '../../runtime/api/program.js';
-import { InvalidJobDefinitionError } from '../../runtime/api/job-definition.js';
+import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { InvalidJobGraphError } from '../../runtime/core/errors.js';
 

@@ -1,7 +1,7 @@
 // writeAsText's write mode and path rules in the job API, and what the client makes of its paths.
 import { describe, expect, it } from 'vitest';
 import { defineJob } from '../../runtime/api/index.js';
-import { InvalidJobDefinitionError } from '../../runtime/api/job-definition.js';
+import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
 import { buildJobGraph, type BuildJobGraphOptions } from '../../runtime/api/translate.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobGraph, OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';

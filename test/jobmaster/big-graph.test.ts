@@ -2,7 +2,7 @@
 // shared group (not one producer list per consumer), and regions and failover work per job vertex.
 import { describe, expect, it } from 'vitest';
 import { defineJob } from '../../runtime/api/index.js';
-import { InvalidJobDefinitionError } from '../../runtime/api/job-definition.js';
+import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
 import { stringifyWithCachedParts } from '../../runtime/core/cached-json.js';
 import { AllocationId, FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
