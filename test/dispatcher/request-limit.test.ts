@@ -95,8 +95,9 @@ describe('request limit', () => {
       expect(result.error).toBeUndefined();
       expect(result.status).toBe(413);
       expect(result.message).toMatch(new RegExp(`^header 'content-length' says ${BODY_BYTES} bytes; the limit is ${LIMIT} bytes; raise 'rest.server.max-content-length'`));
-      // Far below the body: what arrives is dropped as it comes.
-      if (i > 0) expect(grewBytes).toBeLessThan(BODY_BYTES / 4);
+      // Well below the body (holding it would grow the process by all of it): what arrives is dropped as it
+      // comes. Half the body leaves room for the heap's own growth on a loaded machine.
+      if (i > 0) expect(grewBytes).toBeLessThan(BODY_BYTES / 2);
     }
   });
 
