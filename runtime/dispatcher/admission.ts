@@ -2,9 +2,9 @@
 // never fit. The line itself (who waits, who holds what) lives in the JobStore's admission ledger.
 import type { FloeConfig } from '../core/config.js';
 import { FloeError } from '../core/errors.js';
-import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
 import type { AdmissionBounds } from '../ha/job-store.js';
-import { profileOfGroup, type JobGraph } from '../jobgraph/jobgraph.js';
+import type { JobGraph } from '../jobgraph/jobgraph.js';
+import { requiredSlots, requiredSlotsByProfile } from '../jobgraph/slot-sharing.js';
 import type { TaskExecutorSizes } from '../protocol/task-executor-sizes.js';
 
 /** What a job holds while it runs: its JobManager, and at most `taskExecutors` TaskExecutors. */
@@ -29,27 +29,6 @@ export class JobExceedsClusterError extends FloeError {
   constructor(message: string, details: Record<string, number>) {
     super('JOB_EXCEEDS_CLUSTER', message, { details });
   }
-}
-
-/** Slots a job needs: per slot sharing group, the largest parallelism in it; summed over groups. */
-export function requiredSlots(graph: JobGraph): number {
-  const perGroup = new Map<string, number>();
-  for (const v of graph.vertices) perGroup.set(v.slotSharingGroup, Math.max(perGroup.get(v.slotSharingGroup) ?? 0, v.parallelism));
-  let total = 0;
-  for (const n of perGroup.values()) total += n;
-  return total;
-}
-
-/** Slots a job needs per resource profile key: of each group's largest parallelism, summed over the groups of that profile. */
-export function requiredSlotsByProfile(graph: JobGraph): Map<string, number> {
-  const perGroup = new Map<string, number>();
-  for (const v of graph.vertices) perGroup.set(v.slotSharingGroup, Math.max(perGroup.get(v.slotSharingGroup) ?? 0, v.parallelism));
-  const out = new Map<string, number>();
-  for (const [group, n] of perGroup) {
-    const key = profileKey(profileOfGroup(graph, group));
-    out.set(key, (out.get(key) ?? 0) + n);
-  }
-  return out;
 }
 
 /**

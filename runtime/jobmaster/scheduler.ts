@@ -11,6 +11,7 @@ import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
 import { MAX_SUBTASK_DETAILS, type JobException, type JobRecovery, type SubtaskDetails, type TaskExecutorView, type VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from '../jobgraph/job-status.js';
 import { profileOfGroup, type JobEdge, type JobGraph } from '../jobgraph/jobgraph.js';
+import { slotSharingGroupSizes } from '../jobgraph/slot-sharing.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import type { ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
 import { packTaskDeployments, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
@@ -194,9 +195,7 @@ export class Scheduler {
     const failover = new RestartPipelinedRegionFailoverStrategy(this.regions, this.graph, (edge, producer) => this.isPartitionAvailable(edge, producer));
     this.failureHandler = new ExecutionFailureHandler(failover, o.restartStrategy, o.clock);
     this.descriptors = new TaskDeploymentDescriptorFactory(o.jobId, this.graph, this.regions, (id) => o.taskManagers.dataAddress(id), o.dataCredentials);
-    const groupSize = new Map<string, number>();
-    for (const v of o.jobGraph.vertices) groupSize.set(v.slotSharingGroup, Math.max(groupSize.get(v.slotSharingGroup) ?? 0, v.parallelism));
-    for (const [group, size] of groupSize) {
+    for (const [group, size] of slotSharingGroupSizes(o.jobGraph)) {
       const list: Position[] = [];
       const profile = profileOfGroup(o.jobGraph, group);
       for (let index = 0; index < size; index++) {
