@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { startCluster, stopCluster } from '../runtime/cli/cluster.js';
 import { loadConfig } from '../runtime/core/config.js';
 import { silentLogger } from '../runtime/core/logger.js';
-import { startEmbeddedDispatcher } from '../runtime/dispatcher/embedded-dispatcher.js';
+import { startEmbeddedDispatcher } from '../runtime/local/embedded-dispatcher.js';
 import { median, round, writeFigures } from './lib/bench-support.js';
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);

@@ -8,7 +8,7 @@ import { configFromEnv } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { ProcessEnv, requireEnv } from '../core/process-env.js';
 import { errorMessage } from '../core/errors.js';
-import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../dispatcher/embedded-dispatcher.js';
+import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../local/embedded-dispatcher.js';
 import { ANOTHER_DISPATCHER_EXIT_CODE, takeDispatcherLease } from '../local/dispatcher-lease.js';
 import { embeddedPaths } from '../local/embedded-services.js';
 import { SqliteLeaseStore } from '../local/sqlite-lease-store.js';

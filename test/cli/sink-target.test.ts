@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../runtime/cli/main.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../../runtime/dispatcher/embedded-dispatcher.js';
+import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../../runtime/local/embedded-dispatcher.js';
 import { killLeftovers, processesOfCluster } from '../support/cluster-processes.js';
 
 const root = mkdtempSync(join(tmpdir(), 'floe-cli-sink-'));

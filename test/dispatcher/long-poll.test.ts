@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
 import { MAX_JOB_WAIT_MS, type JobWaitPolling } from '../../runtime/dispatcher/dispatcher.js';
-import { EMBEDDED_JOB_WAIT_POLLING } from '../../runtime/dispatcher/embedded-dispatcher.js';
+import { EMBEDDED_JOB_WAIT_POLLING } from '../../runtime/local/embedded-dispatcher.js';
 import { JobStatus } from '../../runtime/jobgraph/job-status.js';
 import { newJobRecord } from '../contracts/job-store.contract.js';
 import { directFront, httpCall, setupDispatcher, type RestFrontFactory } from './rest-contract.js';

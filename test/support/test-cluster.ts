@@ -9,7 +9,7 @@ import { buildJobGraph } from '../../runtime/api/translate.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { createLogger } from '../../runtime/core/logger.js';
-import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../../runtime/dispatcher/embedded-dispatcher.js';
+import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../../runtime/local/embedded-dispatcher.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { embeddedPaths } from '../../runtime/local/embedded-services.js';
 import { killLeftovers, processesOfCluster, waitFor } from './cluster-processes.js';

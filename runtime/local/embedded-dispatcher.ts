@@ -1,6 +1,5 @@
 // Wires the Dispatcher for the embedded backend: SQLite and filesystem stores under one state dir,
 // JobManagers as child processes, the REST API on a local HTTP server.
-import { localTaskExecutorSizes } from '../local/local-task-executor-sizes.js';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { systemClock } from '../core/clock.js';
@@ -8,18 +7,19 @@ import { CONFIG_ENV, configToEnv, type FloeConfig } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
 import { ProcessEnv } from '../core/process-env.js';
-import { ChildProcessWorkerLauncher } from '../local/child-process-launcher.js';
-import { openEmbeddedServices } from '../local/embedded-services.js';
-import { workerPid } from '../local/process-table.js';
-import { stateDirSecret } from '../local/state-dir-secret.js';
+import { ChildProcessWorkerLauncher } from './child-process-launcher.js';
+import { openEmbeddedServices } from './embedded-services.js';
+import { localTaskExecutorSizes } from './local-task-executor-sizes.js';
+import { workerPid } from './process-table.js';
+import { stateDirSecret } from './state-dir-secret.js';
 import { CAPACITY_NOTICE_METHODS, type CapacityNotices } from '../protocol/capacity-notices.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { EndpointName } from '../rpc/rpc-service.js';
-import { Dispatcher, type JobWaitPolling } from './dispatcher.js';
-import { DashboardAssets, findDashboardDir } from './dashboard.js';
-import { JsonBodyParser } from './json-body.js';
-import { startLocalRestServer } from './local-server.js';
-import { createRestRouter } from './rest-router.js';
+import { Dispatcher, type JobWaitPolling } from '../dispatcher/dispatcher.js';
+import { DashboardAssets, findDashboardDir } from '../dispatcher/dashboard.js';
+import { JsonBodyParser } from '../dispatcher/json-body.js';
+import { startLocalRestServer } from '../dispatcher/local-server.js';
+import { createRestRouter } from '../dispatcher/rest-router.js';
 
 /**
  * A read of the SQLite store costs microseconds: a client waiting for a job's end sees it within 2 ms,
