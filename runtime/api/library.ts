@@ -13,7 +13,6 @@ import { packageRoot } from '../core/paths.js';
 
 /** The job file cannot be bundled (missing, syntax error, unresolvable import). */
 export class JobFileError extends FloeError {
-  override readonly httpStatus = 400;
   constructor(message: string, options?: { cause?: unknown }) {
     super('JOB_FILE', message, options);
   }

@@ -1,7 +1,7 @@
 // The client side of the Dispatcher's REST API, as the CLI (and tests) use it.
 import type { Agent } from 'node:http';
 import { processHoldingClock } from '../core/clock.js';
-import { FloeError, LibraryNotStoredError, RpcConnectionError, RpcTimeoutError, fromErrorInfo } from '../core/errors.js';
+import { FloeError, LibraryNotStoredError, RpcConnectionError, RpcTimeoutError, fromErrorInfo, remoteError } from '../core/errors.js';
 import { retrying, type RetryPolicy } from '../core/retry.js';
 import type { JobId } from '../core/ids.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
@@ -312,7 +312,7 @@ export class RestClient {
     const error = (json as Partial<ErrorResponse> | undefined)?.error;
     if (response.status >= 500) {
       const requestId = error?.requestId;
-      throw new FloeError(
+      throw remoteError(
         error?.code ?? 'INTERNAL',
         `the Dispatcher failed on ${method} ${path} (HTTP ${response.status}${requestId ? `, request id ${requestId}` : ''}); its log has the details`,
         { retryable: true },

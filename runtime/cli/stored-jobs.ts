@@ -3,7 +3,7 @@
 // answers have the REST API's shapes.
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { FloeError } from '../core/errors.js';
+import { FloeError, InvalidRequestError, NotFoundError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { JobRecord } from '../ha/job-store.js';
 import { jobDetails, jobSummary } from '../dispatcher/job-views.js';
@@ -39,9 +39,9 @@ export class StoredJobs {
 
   /** The record of `jobId`, or an error worded as the Dispatcher words it. */
   require(jobId: string): JobRecord {
-    if (!JobId.isValid(jobId)) throw new FloeError('INVALID_REQUEST', `'${jobId}' is not a job id (1-64 characters of A-Z a-z 0-9 _ -)`);
+    if (!JobId.isValid(jobId)) throw new InvalidRequestError(`'${jobId}' is not a job id (1-64 characters of A-Z a-z 0-9 _ -)`);
     const r = this.get(jobId);
-    if (r === undefined) throw new FloeError('NOT_FOUND', `there is no job ${jobId}`);
+    if (r === undefined) throw new NotFoundError(`there is no job ${jobId}`);
     return r;
   }
 

@@ -1,5 +1,10 @@
 // The error vocabulary. Every error crossing a process boundary is a FloeError with a stable
-// `code`, so the receiving side rebuilds the same class (see toErrorInfo / fromErrorInfo).
+// `code` registered in error-codes.ts with its HTTP status, so the receiving side rebuilds the same class
+// (see toErrorInfo / fromErrorInfo).
+
+import { httpStatusOf, type ErrorCode } from './error-codes.js';
+
+export { ERROR_CODES, isErrorCode, type ErrorCode } from './error-codes.js';
 
 export interface ErrorInfo {
   readonly code: string;
@@ -19,17 +24,18 @@ export interface FloeErrorOptions {
 
 export class FloeError extends Error {
   /** Stable machine-readable code, e.g. `FENCING_TOKEN_MISMATCH`. */
-  readonly code: string;
+  readonly code: ErrorCode;
   /** Whether trying the same thing again may succeed. */
   readonly retryable: boolean;
   readonly details?: unknown;
-  /** HTTP status at the REST edge; only 4xx expose their message. */
-  readonly httpStatus: number = 500;
+  /** HTTP status at the REST edge, registered with the code; only 4xx expose their message. */
+  readonly httpStatus: number;
 
-  constructor(code: string, message: string, options: FloeErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: FloeErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
+    this.httpStatus = httpStatusOf(code);
     this.retryable = options.retryable ?? false;
     this.details = options.details;
   }
@@ -37,7 +43,6 @@ export class FloeError extends Error {
 
 /** A call reached a fenced component with another leader's token, or none. */
 export class FencingTokenError extends FloeError {
-  override readonly httpStatus = 409;
   constructor(component: string, expected: number | undefined, received: number | undefined) {
     super(
       'FENCING_TOKEN_MISMATCH',
@@ -56,7 +61,6 @@ export class LeadershipLostError extends FloeError {
 
 /** A write conditioned on an epoch found a newer writer. */
 export class StaleWriterError extends FloeError {
-  override readonly httpStatus = 409;
   constructor(message: string, options?: FloeErrorOptions) {
     super('STALE_WRITER', message, options);
   }
@@ -76,7 +80,6 @@ export class RpcConnectionError extends FloeError {
 }
 
 export class RpcUnauthorizedError extends FloeError {
-  override readonly httpStatus = 401;
   constructor(message?: string) {
     super(
       'UNAUTHORIZED',
@@ -88,7 +91,6 @@ export class RpcUnauthorizedError extends FloeError {
 
 /** An authenticated caller asked for something its identity may not do (a TaskExecutor acting as another). */
 export class RpcForbiddenError extends FloeError {
-  override readonly httpStatus = 403;
   constructor(message: string) {
     super('FORBIDDEN', message);
   }
@@ -102,7 +104,6 @@ export class NoResourceAvailableError extends FloeError {
 
 /** One error listing every problem of a submitted JobGraph. */
 export class InvalidJobGraphError extends FloeError {
-  override readonly httpStatus = 400;
   readonly problems: readonly string[];
   constructor(problems: readonly string[]) {
     super('INVALID_JOB_GRAPH', `invalid job graph: ${problems.join('; ')}`, { details: { problems } });
@@ -112,7 +113,6 @@ export class InvalidJobGraphError extends FloeError {
 
 /** Malformed input at an API edge: says which field and what was expected. */
 export class InvalidRequestError extends FloeError {
-  override readonly httpStatus = 400;
   constructor(message: string, options?: FloeErrorOptions) {
     super('INVALID_REQUEST', message, options);
   }
@@ -124,28 +124,24 @@ export class InvalidRequestError extends FloeError {
  * POST /artifacts) and submits again.
  */
 export class LibraryNotStoredError extends FloeError {
-  override readonly httpStatus = 400;
   constructor(readonly sha256: string, message = `library ${sha256} is not stored yet: send it base64-encoded in the field 'library', or upload it first through POST /artifacts`) {
     super('LIBRARY_NOT_STORED', message, { details: { sha256 } });
   }
 }
 
 export class PayloadTooLargeError extends FloeError {
-  override readonly httpStatus = 413;
   constructor(what: string, sizeBytes: number, limitBytes: number, hint = '') {
     super('PAYLOAD_TOO_LARGE', `${what} is ${sizeBytes} bytes, the limit is ${limitBytes} bytes${hint ? `; ${hint}` : ''}`);
   }
 }
 
 export class NotFoundError extends FloeError {
-  override readonly httpStatus = 404;
   constructor(message: string) {
     super('NOT_FOUND', message);
   }
 }
 
 export class ConflictError extends FloeError {
-  override readonly httpStatus = 409;
   constructor(message: string) {
     super('CONFLICT', message);
   }
@@ -156,7 +152,6 @@ export class ConflictError extends FloeError {
  * or changed under a commit. The message names the target, what is in the way and what to do.
  */
 export class OutputTargetError extends FloeError {
-  override readonly httpStatus = 409;
   constructor(message: string, options?: FloeErrorOptions) {
     super('OUTPUT_TARGET', message, options);
   }
@@ -167,7 +162,6 @@ export class OutputTargetError extends FloeError {
  * cannot read that kind of path. The message names the path, the reason and what to do.
  */
 export class InputSourceError extends FloeError {
-  override readonly httpStatus = 400;
   constructor(message: string, options?: FloeErrorOptions) {
     super('INPUT_SOURCE', message, options);
   }
@@ -230,10 +224,18 @@ export function fromErrorInfo(info: ErrorInfo): FloeError {
     case 'CONFIGURATION': error = new ConfigurationError(info.message); break;
     case 'USER_CODE': error = new UserCodeError(info.message, info.stack); break;
     default:
-      error = new FloeError(info.code, info.message, { retryable: info.retryable, details: info.details });
+      error = remoteError(info.code, info.message, { retryable: info.retryable, details: info.details });
   }
   if (info.stack !== undefined) error.stack = info.stack;
   return error;
+}
+
+/**
+ * A FloeError under a code another process sent, kept as sent: a peer of another version may send a code
+ * this build does not register, which answers HTTP 500.
+ */
+export function remoteError(code: string, message: string, options: FloeErrorOptions = {}): FloeError {
+  return new FloeError(code as ErrorCode, message, options);
 }
 
 export function errorMessage(error: unknown): string {

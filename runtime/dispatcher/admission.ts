@@ -17,7 +17,6 @@ export interface Reservation {
 
 /** A job with a resource profile no TaskExecutor of this platform can have. */
 export class UnsupportedResourceProfileError extends FloeError {
-  override readonly httpStatus = 400;
   constructor(message: string) {
     super('UNSUPPORTED_RESOURCE_PROFILE', message);
   }
@@ -25,7 +24,6 @@ export class UnsupportedResourceProfileError extends FloeError {
 
 /** A job that cannot run even on an empty cluster under the configured bounds. */
 export class JobExceedsClusterError extends FloeError {
-  override readonly httpStatus = 400;
   constructor(message: string, details: Record<string, number>) {
     super('JOB_EXCEEDS_CLUSTER', message, { details });
   }

@@ -76,7 +76,6 @@ export type RestHandler = (request: RestRequest) => Promise<RestResponse>;
 
 /** The authorization header is missing or wrong; the message says which. */
 class UnauthorizedRequestError extends FloeError {
-  override readonly httpStatus = 401;
   constructor(message: string) {
     super('UNAUTHORIZED', message);
   }
@@ -84,21 +83,18 @@ class UnauthorizedRequestError extends FloeError {
 
 /** The caller is known but may not do this; the message says what may. */
 class ForbiddenRequestError extends FloeError {
-  override readonly httpStatus = 403;
   constructor(message: string) {
     super('FORBIDDEN', message);
   }
 }
 
 class MethodNotAllowedError extends FloeError {
-  override readonly httpStatus = 405;
   constructor(message: string, readonly allowed: readonly string[]) {
     super('METHOD_NOT_ALLOWED', message, { details: { allowed } });
   }
 }
 
 class UnsupportedMediaTypeError extends FloeError {
-  override readonly httpStatus = 415;
   constructor(message: string) {
     super('UNSUPPORTED_MEDIA_TYPE', message);
   }

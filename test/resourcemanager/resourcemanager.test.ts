@@ -34,7 +34,7 @@ describe('ResourceManager slot requests', () => {
   it('retries elsewhere when a TaskExecutor refuses a slot', async () => {
     h = new RmHarness().start();
     const bad = await h.addTaskExecutor('te-bad');
-    bad.refuseSlots = new FloeError('TE_BUSY', 'cannot take slots');
+    bad.refuseSlots = new FloeError('NO_RESOURCE_AVAILABLE', 'cannot take slots');
     const good = await h.addTaskExecutor('te-good');
     await h.registerJobMaster();
     await h.declare(2);

@@ -2,7 +2,7 @@
 // launcher whose workers are simulated TaskExecutors, and a testing JobMaster.
 import { ManualClock } from '../../runtime/core/clock.js';
 import { loadConfig } from '../../runtime/core/config.js';
-import { FloeError } from '../../runtime/core/errors.js';
+import { ConflictError } from '../../runtime/core/errors.js';
 import { FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
 import type { AllocationId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
@@ -67,7 +67,7 @@ export class FakeTaskExecutor {
         this.dataKeys.push(dataKey);
         await this.holdRequests;
         if (this.refuseSlots !== undefined) throw this.refuseSlots;
-        if (this.slots[request.slotId.slotIndex] !== undefined) throw new FloeError('SLOT_OCCUPIED', `slot ${request.slotId.slotIndex} is taken`);
+        if (this.slots[request.slotId.slotIndex] !== undefined) throw new ConflictError(`slot ${request.slotId.slotIndex} is taken`);
         this.slots[request.slotId.slotIndex] = { allocationId: request.allocationId, jobId: request.jobId };
       })
       .setHeartbeatFromResourceManagerFunction(async () => this.report())

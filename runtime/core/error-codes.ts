@@ -1,0 +1,140 @@
+// Every error code Floe raises, each registered once with the HTTP status it answers at the REST and RPC
+// edges (only 4xx expose their message). FloeError takes a registered code and reads its status here, so a
+// code that is not listed fails to type-check and one code never answers two statuses.
+
+export const ERROR_CODES = {
+  // Requests refused at an API edge: the message says what was wrong and what to do.
+  INVALID_REQUEST: 400,
+  INVALID_JOB_GRAPH: 400,
+  INVALID_JOB_DEFINITION: 400,
+  JOB_FILE: 400,
+  LIBRARY_NOT_STORED: 400,
+  INPUT_SOURCE: 400,
+  UNSUPPORTED_RESOURCE_PROFILE: 400,
+  JOB_EXCEEDS_CLUSTER: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  REQUEST_TIMEOUT: 408,
+  FENCING_TOKEN_MISMATCH: 409,
+  STALE_WRITER: 409,
+  CONFLICT: 409,
+  OUTPUT_TARGET: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  HEADERS_TOO_LARGE: 431,
+
+  // Failures of the process or its surroundings: a 5xx says "internal error" at the REST edge.
+  INTERNAL: 500,
+  UNKNOWN: 500,
+  CONFIGURATION: 500,
+  NOT_SUPPORTED: 500,
+  RETRIES_EXHAUSTED: 500,
+  MAIN_THREAD_CLOSED: 500,
+  IO: 500,
+  IO_TIMEOUT: 500,
+
+  // Leadership and stores.
+  LEADERSHIP_LOST: 500,
+  LEASE_STORE_TIMEOUT: 500,
+  STORE_CONTENDED: 500,
+  STORE_UNREADABLE: 500,
+  ADMISSION_LEDGER_CORRUPT: 500,
+  DATABASE_BUSY: 500,
+  DATABASE_MODE: 500,
+  DASHBOARD_SESSION_CONFLICT: 500,
+  NO_DISPATCHER: 500,
+
+  // RPC.
+  RPC_TIMEOUT: 500,
+  RPC_CONNECTION: 500,
+  RPC_FAILED: 500,
+  RPC_PROTOCOL: 500,
+  RPC_BAD_ADDRESS: 500,
+  RPC_BAD_ARGUMENTS: 500,
+  RPC_BAD_RESULT: 500,
+  RPC_BAD_ENDPOINT: 500,
+  RPC_ENDPOINT_EXISTS: 500,
+  RPC_ADDRESS_IN_USE: 500,
+  RPC_SERVICE_CLOSED: 500,
+
+  // Scheduling, slots and TaskExecutors.
+  NO_RESOURCE_AVAILABLE: 500,
+  SLOT_FREED: 500,
+  SLOT_FAILED: 500,
+  TASK_EXECUTOR_LOST: 500,
+  TASK_EXECUTOR_LEAVING: 500,
+  WORKER_TERMINATED: 500,
+  WORKER_EXITED: 500,
+  OUT_OF_MEMORY: 500,
+  LIBRARY_MISSING: 500,
+  LIBRARY_MISMATCH: 500,
+
+  // Tasks, records and partitions.
+  USER_CODE: 500,
+  SUPPRESS_RESTARTS: 500,
+  TASK_SETUP: 500,
+  TASK_CANCELED: 500,
+  PLAN_MISMATCH: 500,
+  RECORD_TYPE: 500,
+  RECORD_ENCODING: 500,
+  INVALID_KEY: 500,
+  PARTITION: 500,
+  PARTITION_NOT_FOUND: 500,
+  SOURCE_READ: 500,
+  SOURCE_LIST: 500,
+  SINK_OPEN: 500,
+
+  // Output commits.
+  OUTPUT_COMMIT: 500,
+  OUTPUT_MISSING: 500,
+  OUTPUT_PART_CHANGED: 500,
+  ATTEMPT_COMMITTING: 500,
+  COMMIT_JOURNAL: 500,
+
+  // AWS.
+  AWS_REQUEST_FAILED: 500,
+  AWS_CREDENTIALS: 500,
+  SECRET_UNAVAILABLE: 500,
+  EVENT_NOT_PUT: 500,
+  JOB_CREDENTIALS: 500,
+  JOB_POLICY_TOO_LARGE: 500,
+  S3_GET: 500,
+  S3_UPLOAD: 500,
+  S3_DELETE: 500,
+  // An ECS launch (EcsLaunchErrorCode; its NOT_FOUND, INVALID_REQUEST and ACCESS_DENIED are ECS's refusals).
+  THROTTLED: 500,
+  CAPACITY_UNAVAILABLE: 500,
+  QUOTA_EXCEEDED: 500,
+  IMAGE_PLATFORM_MISMATCH: 500,
+  ENI_PROVISIONING: 500,
+  ECS_UNAVAILABLE: 500,
+  NETWORK: 500,
+  SECRETS_UNAVAILABLE: 500,
+  IMAGE_PULL_FAILED: 500,
+  ACCESS_DENIED: 500,
+  TASK_FAILED: 500,
+  RUN_TASK_FAILED: 500,
+  STOPPED_BEFORE_START: 500,
+
+  // The command line.
+  USAGE: 500,
+  INIT: 500,
+  TYPECHECK: 500,
+  CLUSTER: 500,
+  CLUSTER_DOWN: 500,
+  CLUSTER_UNRESPONSIVE: 500,
+  UNEXPECTED_RESPONSE: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.hasOwn(ERROR_CODES, code);
+}
+
+/** The HTTP status of a code; a code this build does not register (sent by another version) answers 500. */
+export function httpStatusOf(code: string): number {
+  return isErrorCode(code) ? ERROR_CODES[code] : 500;
+}
