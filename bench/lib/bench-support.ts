@@ -7,7 +7,7 @@ import { packageRoot } from '../../runtime/core/paths.js';
 import { MAX_JOB_WAIT_MS } from '../../runtime/dispatcher/dispatcher.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { processesOfCluster } from '../../runtime/local/process-table.js';
-import type { JobDetails } from '../../runtime/dispatcher/rest-types.js';
+import type { JobDetails } from '../../runtime/protocol/rest-api.js';
 
 export const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);

@@ -7,7 +7,7 @@ import { FloeError, RpcConnectionError, RpcTimeoutError, errorMessage } from '..
 import { sleep } from '../core/clock.js';
 import { distEntry } from '../core/paths.js';
 import { ProcessEnv } from '../core/process-env.js';
-import { CLUSTER_INFO_FILE, type ClusterInfo } from '../dispatcher/rest-types.js';
+import { CLUSTER_INFO_FILE, type ClusterInfo } from '../protocol/rest-api.js';
 import { ANOTHER_DISPATCHER_EXIT_CODE } from '../local/dispatcher-lease.js';
 import { clusterProcesses, isProcessAlive } from '../local/process-table.js';
 import { RestClient } from './rest-client.js';

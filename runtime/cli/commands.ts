@@ -11,7 +11,7 @@ import { bundleJobFile, importLibrary, stopBundler } from '../api/library.js';
 import { loadJobDefinition, runJobBuilder } from '../api/program.js';
 import { buildJobGraph, DEFAULT_COLLECT_MAX_RECORDS } from '../api/translate.js';
 import type { JobDefinition } from '../api/job-definition.js';
-import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
+import type { JobDetails, JobSummary } from '../protocol/rest-api.js';
 import type { JobLogEntry, JobLogSource } from '../protocol/job-log-source.js';
 import type { Command } from './args.js';
 import { awaitCluster, BUSY_WAIT_MS, busyMessage, ClusterError, clusterInfoPath, PROBE_TIMEOUT_MS, probeCluster, startCluster, stopCluster, type ClusterState, type StartClusterOptions } from './cluster.js';

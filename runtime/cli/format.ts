@@ -2,7 +2,7 @@
 // that comes from users (names, messages, records) goes through escape.ts.
 import type { JobException } from '../ha/job-store.js';
 import type { TaskCounts } from '../jobgraph/job-status.js';
-import type { JobDetails, JobSummary, VertexDetails } from '../dispatcher/rest-types.js';
+import type { JobDetails, JobSummary, VertexDetails } from '../protocol/rest-api.js';
 import { escapeText, safeJson } from './escape.js';
 
 /** "850 ms", "3.2 s", "2 m 05 s", "1 h 02 m". */

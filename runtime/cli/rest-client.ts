@@ -23,7 +23,7 @@ import type {
   OverviewResponse,
   SubmitJobRequest,
   SubmitJobResponse,
-} from '../dispatcher/rest-types.js';
+} from '../protocol/rest-api.js';
 import type { RequestSigner } from '../protocol/request-signer.js';
 
 /** `https://<api id>.execute-api.<region>.amazonaws.com[.cn]`: a deployed cluster's API (IAM-authorized); group 1 is the region. */

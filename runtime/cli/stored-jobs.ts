@@ -6,8 +6,7 @@ import { existsSync } from 'node:fs';
 import { FloeError, InvalidRequestError, NotFoundError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { JobRecord } from '../ha/job-store.js';
-import { jobDetails, jobSummary } from '../dispatcher/job-views.js';
-import type { JobDetails, JobSummary } from '../dispatcher/rest-types.js';
+import { jobDetails, jobSummary, type JobDetails, type JobSummary } from '../protocol/rest-api.js';
 import { embeddedPaths } from '../local/embedded-services.js';
 import { BUSY_TIMEOUT_MS } from '../local/sqlite.js';
 

@@ -25,10 +25,9 @@ import type { TaskExecutorSizes } from '../protocol/task-executor-sizes.js';
 import { WorkerKind, type WorkerExit, type WorkerLauncher } from '../protocol/worker-launcher.js';
 import { EndpointName, type RpcService } from '../rpc/rpc-service.js';
 import { admissionBounds, reservationFor, type Reservation } from './admission.js';
-import { jobDetails, jobSummary, type JobViewContext } from './job-views.js';
 import { decodeJobCursor, encodeJobCursor, type JobListQuery } from './job-list-query.js';
 import { VerifiedLibraries } from './verified-libraries.js';
-import { jobPlan, type ArtifactUploadResponse, type JobDetails, type JobResult, type JobResultResponse, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from './rest-types.js';
+import { jobDetails, jobPlan, jobSummary, type ArtifactUploadResponse, type JobDetails, type JobResult, type JobResultResponse, type JobPlanResponse, type JobSummary, type JobThroughputResponse, type JobViewContext, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from '../protocol/rest-api.js';
 
 /** JobGraph plans kept in memory (they never change). */
 const MAX_CACHED_PLANS = 64;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { escapeText, safeJson } from '../../runtime/cli/escape.js';
 import { formatException, formatJobDetails, formatJobList, formatRecord } from '../../runtime/cli/format.js';
-import type { JobDetails } from '../../runtime/dispatcher/rest-types.js';
+import type { JobDetails } from '../../runtime/protocol/rest-api.js';
 import type { JobId } from '../../runtime/core/ids.js';
 import { CliHarness } from './cli-harness.js';
 

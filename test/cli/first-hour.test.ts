@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fullJobId } from '../../runtime/cli/commands.js';
 import { distEntry } from '../../runtime/core/paths.js';
-import type { JobSummary } from '../../runtime/dispatcher/rest-types.js';
+import type { JobSummary } from '../../runtime/protocol/rest-api.js';
 import { CliHarness } from './cli-harness.js';
 
 const harness = new CliHarness('floe-first-hour-');

@@ -1,7 +1,7 @@
 // `floe status` shows per-vertex progress when the job record has it.
 import { describe, expect, it } from 'vitest';
 import { formatJobDetails } from '../../runtime/cli/format.js';
-import type { JobDetails } from '../../runtime/dispatcher/rest-types.js';
+import type { JobDetails } from '../../runtime/protocol/rest-api.js';
 import { JobId } from '../../runtime/core/ids.js';
 
 const tasks = (total: number, finished: number) => ({ total, scheduled: 0, deploying: 0, running: total - finished, finished, canceled: 0, failed: 0 });

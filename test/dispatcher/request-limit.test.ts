@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readClusterInfo, stopCluster } from '../../runtime/cli/cluster.js';
-import type { ClusterInfo } from '../../runtime/dispatcher/rest-types.js';
+import type { ClusterInfo } from '../../runtime/protocol/rest-api.js';
 import { distEntry } from '../../runtime/core/paths.js';
 import { killLeftovers } from '../support/cluster-processes.js';
 

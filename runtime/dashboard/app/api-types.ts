@@ -13,10 +13,10 @@ export type {
   ListJobsResponse,
   OverviewResponse,
   VertexDetails,
-} from '../../dispatcher/rest-types';
+} from '../../protocol/rest-api';
 export type { JobException, SubtaskDetails as Subtask, SlotTaskView as TaskManagerTask } from '../../ha/job-store';
 export type { TaskCounts } from '../../jobgraph/job-status';
-import type { JobPlanResponse, TaskManagersResponse as Managers } from '../../dispatcher/rest-types';
+import type { JobPlanResponse, TaskManagersResponse as Managers } from '../../protocol/rest-api';
 
 export type TaskManagersResponse = Managers;
 export type TaskManagerInfo = Managers['taskManagers'][number];

@@ -1,9 +1,12 @@
-// The REST API's bodies, shared by the Dispatcher (local HTTP server and Lambda handlers) and its clients.
+// The Dispatcher's REST API, shared by the Dispatcher (local HTTP server and Lambda handlers) and its
+// clients (the CLI, the dashboard): the request and response bodies, and the one mapping from a job's
+// record and graph to them, used by a running Dispatcher and by the CLI when it reads the records of a
+// stopped cluster. The dashboard's browser bundle imports its types, so it imports nothing of node.
 import type { JobId } from '../core/ids.js';
-import type { JobException, TaskExecutorView, ThroughputSample, VertexMetrics } from '../ha/job-store.js';
+import type { JobException, JobRecord, TaskExecutorView, ThroughputSample, VertexMetrics } from '../ha/job-store.js';
 import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
 import type { JobGraph, Partitioner, PartitionType } from '../jobgraph/jobgraph.js';
-import { combinerFor } from '../protocol/task-deployment.js';
+import { combinerFor } from './task-deployment.js';
 
 /** Written by a running local Dispatcher as `<stateDir>/cluster.json` once it serves; removed when it exits. */
 export interface ClusterInfo {
@@ -176,4 +179,38 @@ export type TaskManagerListing = TaskExecutorView & ({ readonly jobId: JobId; re
 /** GET /health (no authorization needed) */
 export interface HealthResponse {
   readonly status: 'ok';
+}
+
+// A job record as the REST API shows it.
+export interface JobViewContext {
+  /** Where the duration of a job that has not ended stops: now for a live cluster, the record's last update for a stopped one. */
+  readonly untilMs: number;
+  /** The job's place in the admission line, when it waits there. */
+  readonly waiting?: JobSummary['waiting'];
+}
+
+export function jobSummary(r: JobRecord, ctx: JobViewContext): JobSummary {
+  return {
+    jobId: r.jobId,
+    name: r.name,
+    status: r.status,
+    submittedAtMs: r.submittedAtMs,
+    updatedAtMs: r.updatedAtMs,
+    ...(r.endedAtMs !== undefined ? { endedAtMs: r.endedAtMs } : {}),
+    durationMs: (r.endedAtMs ?? ctx.untilMs) - r.submittedAtMs,
+    parallelism: r.parallelism,
+    ...(ctx.waiting !== undefined ? { waiting: ctx.waiting } : {}),
+  };
+}
+
+export function jobDetails(r: JobRecord, ctx: JobViewContext): JobDetails {
+  return {
+    ...jobSummary(r, ctx),
+    ...(r.epoch > 0 ? { jobMasterEpoch: r.epoch } : {}),
+    ...(r.jobManager !== undefined ? { jobManagerLaunches: r.jobManager.launches } : {}),
+    ...(r.tasks ? { tasks: r.tasks } : {}),
+    exceptions: r.exceptions.length,
+    ...(r.restarts !== undefined ? { restarts: r.restarts } : {}),
+    ...(r.vertices ? { vertices: r.vertices } : {}),
+  };
 }
