@@ -30,6 +30,13 @@ import { DEFAULT_DEPLOY_CHUNK_SIZE } from '../runtime/jobmaster/scheduler.js';
 import { packTaskDeployments, type TaskDeploymentDescriptor } from '../runtime/protocol/task-deployment.js';
 import { encodeArgs } from '../runtime/rpc/rpc-dispatcher.js';
 import { median, round, writeFigures } from './lib/bench-support.js';
+import { s3FileSystem } from '../runtime/aws/s3-file-system.js';
+import { registerFileSystem } from '../runtime/blob/file-systems.js';
+import { localFileSystem } from '../runtime/local/fs-file-system.js';
+
+// The file systems this process's JobMasters, Dispatchers and tasks reach: local paths, and S3.
+registerFileSystem(localFileSystem);
+registerFileSystem(s3FileSystem);
 
 const TARGET_BUILD_MS = 1_000;
 const TARGET_HEAP_MIB = 200;

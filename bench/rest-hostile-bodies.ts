@@ -14,6 +14,13 @@ import { loadConfig } from '../runtime/core/config.js';
 import { silentLogger } from '../runtime/core/logger.js';
 import { startEmbeddedDispatcher } from '../runtime/local/embedded-dispatcher.js';
 import { median, round, writeFigures } from './lib/bench-support.js';
+import { s3FileSystem } from '../runtime/aws/s3-file-system.js';
+import { registerFileSystem } from '../runtime/blob/file-systems.js';
+import { localFileSystem } from '../runtime/local/fs-file-system.js';
+
+// The file systems this process's JobMasters, Dispatchers and tasks reach: local paths, and S3.
+registerFileSystem(localFileSystem);
+registerFileSystem(s3FileSystem);
 
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 3);
 const MiB = 1024 * 1024;

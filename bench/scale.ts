@@ -22,6 +22,13 @@ import { MiniCluster } from '../runtime/memory/mini-cluster.js';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { median, round, writeFigures } from './lib/bench-support.js';
 import { scaleJobGraph } from './lib/scale-job.js';
+import { s3FileSystem } from '../runtime/aws/s3-file-system.js';
+import { registerFileSystem } from '../runtime/blob/file-systems.js';
+import { localFileSystem } from '../runtime/local/fs-file-system.js';
+
+// The file systems this process's JobMasters, Dispatchers and tasks reach: local paths, and S3.
+registerFileSystem(localFileSystem);
+registerFileSystem(s3FileSystem);
 
 // Garbage-collection pauses of this process (the whole cluster's), summed as they are reported.
 let gcPauseMs = 0;

@@ -3,11 +3,14 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
+import { registerFileSystem } from '../runtime/blob/file-systems.js';
 import { InvalidRequestError } from '../runtime/core/errors.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
 import type { RestHandler, RestRequest, RestResponse } from '../runtime/dispatcher/rest-router.js';
 import type { AwsDispatcher } from '../runtime/aws/aws-dispatcher.js';
 import { AwsProcessEnv } from '../runtime/aws/aws-env.js';
+import { s3FileSystem } from '../runtime/aws/s3-file-system.js';
+import { localFileSystem } from '../runtime/local/fs-file-system.js';
 import {
   createCapacityFreedHandler,
   createJobEndedHandler,
@@ -22,6 +25,10 @@ import {
   type ReconcileEvent,
   type TaskStateChangeEvent,
 } from './ecs-task-events.js';
+
+// The file systems the Dispatcher checks sink targets on: local paths (the TaskExecutors' disks), and S3.
+registerFileSystem(localFileSystem);
+registerFileSystem(s3FileSystem);
 
 export type HttpApiEvent = APIGatewayProxyEventV2;
 export type HttpApiResult = APIGatewayProxyStructuredResultV2;

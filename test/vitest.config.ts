@@ -7,6 +7,8 @@ export default defineConfig({
     // test/.tmp holds bundles and scratch files of running tests, never suites.
     exclude: ['test/.tmp/**', 'node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
+    // The file systems the runtime's entry points register, registered for in-process clusters too.
+    setupFiles: ['test/support/file-systems.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Process-level tests spawn many children: keep the 2-core machine from thrashing.

@@ -16,7 +16,8 @@ import { callLogConfig } from './aws-call-log.js';
 import { createS3Client } from './clients.js';
 import { S3InputStore } from './s3-input-store.js';
 import { S3OutputStore } from './s3-output-store.js';
-import { isS3Uri, localOutputStore } from '../blob/output-store.js';
+import { outputStoreFor } from '../blob/file-systems.js';
+import { isS3Uri } from '../blob/output-store.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
 import { resolveClusterSecret, type SecretReader } from './cluster-secret.js';
 
@@ -115,7 +116,7 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     resultDownloads,
     taskExecutorSizes: fargateTaskExecutorSizes,
     // Sink targets on S3 are checked with this Dispatcher's own client and endpoint.
-    outputStoreFor: async (target) => (isS3Uri(target) ? s3Outputs : localOutputStore),
+    outputStoreFor: async (target) => (isS3Uri(target) ? s3Outputs : outputStoreFor(target)),
     // So are S3 source paths; a local path names the TaskExecutors' disks, which only the JobMaster sees.
     sourceCheckFor: async (path) => (isS3Uri(path) ? s3Inputs : undefined),
     // The secret is not among them: the task definitions inject it from Secrets Manager, and

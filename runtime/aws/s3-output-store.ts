@@ -19,7 +19,6 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { FloeError, InvalidRequestError, OutputTargetError } from '../core/errors.js';
 import type { WriteMode } from '../jobgraph/jobgraph.js';
 import {
-  attemptStagingLocationFor,
   COMMIT_JOURNAL,
   describePart,
   encodeManifest,
@@ -31,6 +30,7 @@ import {
   parseManifest,
   refusalOf,
   S3_STAGING_PREFIX,
+  s3AttemptStagingLocation,
   s3StagingFolder,
   type CommitJournal,
   type CommitOutcome,
@@ -73,7 +73,7 @@ export class S3OutputStore implements OutputStore {
 
   attemptStagingLocation(target: string, jobId: string, attemptId: string): string {
     parseS3Uri(target);
-    return attemptStagingLocationFor(target, jobId, attemptId);
+    return s3AttemptStagingLocation(target, jobId, attemptId);
   }
 
   /** The part is written to a local temporary folder and uploaded when the task closes its sink. */

@@ -1,3 +1,4 @@
+import { ConfigurationError } from '../core/errors.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 
 /**
@@ -16,19 +17,39 @@ export interface JobDataCredentials {
 /** Vends credentials for a job's tasks (the JobMaster's port; runtime/aws/job-credentials.ts on AWS). */
 export type JobDataCredentialsSource = (jobGraph: JobGraph) => Promise<JobDataCredentials>;
 
+/**
+ * Makes the source an environment configures (FLOE_JOB_DATA_ROLE_ARN names the job-data role), or
+ * undefined when it configures none. The AWS backend's entry points register one
+ * (runtime/aws/s3-file-system.ts); the blob ports know no adapter.
+ */
+export type JobDataCredentialsProvider = (env: NodeJS.ProcessEnv) => Promise<JobDataCredentialsSource | undefined>;
+
+let provider: JobDataCredentialsProvider | undefined;
 let fromEnv: Promise<JobDataCredentialsSource | undefined> | undefined;
 
+/** Registers the provider `jobDataCredentialsSourceFromEnv` asks when a job-data role is configured. */
+export function registerJobDataCredentialsProvider(p: JobDataCredentialsProvider): void {
+  provider = p;
+  fromEnv = undefined;
+}
+
 /**
- * The source this process's environment configures: on AWS, when FLOE_JOB_DATA_ROLE_ARN names the
- * job-data role (AwsProcessEnv.JOB_DATA_ROLE_ARN), STS AssumeRole of it; otherwise none, and tasks use
- * their own process's credentials. The AWS SDK is loaded only then, so the embedded backend never loads it.
+ * The source this process's environment configures: when FLOE_JOB_DATA_ROLE_ARN names the job-data role
+ * (AwsProcessEnv.JOB_DATA_ROLE_ARN), the registered provider's (on AWS, STS AssumeRole of it); otherwise
+ * none, and tasks use their own process's credentials. A role named with no provider registered is a
+ * ConfigurationError: the process would hand its tasks no scoped credentials.
  */
 export function jobDataCredentialsSourceFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<JobDataCredentialsSource | undefined> {
   if (!env['FLOE_JOB_DATA_ROLE_ARN']) return Promise.resolve(undefined);
-  fromEnv ??= import('../aws/job-credentials.js').then((m) => {
-    const vendor = m.jobCredentialsVendorFromEnv(env);
-    return vendor === undefined ? undefined : (jobGraph: JobGraph) => vendor.credentialsFor(jobGraph);
-  });
+  if (provider === undefined) {
+    return Promise.reject(
+      new ConfigurationError(
+        `FLOE_JOB_DATA_ROLE_ARN names the job-data role '${env['FLOE_JOB_DATA_ROLE_ARN']}', but this process registered no job data credentials provider; ` +
+          "register one (registerJobDataCredentialsProvider, e.g. the AWS backend's stsJobDataCredentials) at the process's entry point, or unset FLOE_JOB_DATA_ROLE_ARN",
+      ),
+    );
+  }
+  fromEnv ??= provider(env);
   return fromEnv;
 }
 

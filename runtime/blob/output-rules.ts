@@ -200,6 +200,8 @@ export function kindOf(s: Stats): string {
 
 /** The name of a job's staging area inside an S3 target prefix. */
 export const s3StagingFolder = (jobId: string): string => `.floe-staging-${jobId}`;
+/** Where one attempt of a sink writing the S3 `target` stages its part: `<target>/.floe-staging-<jobId>/<attemptId>`. */
+export const s3AttemptStagingLocation = (target: string, jobId: string, attemptId: string): string => `${target.replace(/\/+$/, '')}/${s3StagingFolder(jobId)}/${attemptId}`;
 export const S3_STAGING_PREFIX = '.floe-staging-';
 /**
  * The tag every object of an S3 staging area carries. A lifecycle rule on it (the CDK construct adds one

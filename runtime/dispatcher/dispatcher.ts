@@ -3,8 +3,8 @@
 // capacity (admission control) and launches one JobManager per admitted job. The same class serves the
 // local HTTP server and the Lambda handlers.
 import { blobKeys, sha256Hex, type BlobStore } from '../blob/blob-store.js';
-import { checkSourcePaths, type SourceCheckStoreFor } from '../blob/input-store.js';
-import { checkSinkTargets, type OutputStore } from '../blob/output-store.js';
+import type { OutputStore } from '../blob/output-store.js';
+import { checkSinkTargets, checkSourcePaths, type SourceCheckStoreFor } from '../blob/submission-checks.js';
 import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core/config.js';
 import { ConflictError, errorMessage, InvalidRequestError, LibraryNotStoredError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';

@@ -4,6 +4,8 @@
 // in <state dir>/cluster.json and removes that file when it stops.
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { s3FileSystem } from '../aws/s3-file-system.js';
+import { registerFileSystem } from '../blob/file-systems.js';
 import { configFromEnv } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { ProcessEnv, requireEnv } from '../core/process-env.js';
@@ -11,8 +13,12 @@ import { errorMessage } from '../core/errors.js';
 import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../local/embedded-dispatcher.js';
 import { ANOTHER_DISPATCHER_EXIT_CODE, takeDispatcherLease } from '../local/dispatcher-lease.js';
 import { embeddedPaths } from '../local/embedded-services.js';
+import { localFileSystem } from '../local/fs-file-system.js';
 import { SqliteLeaseStore } from '../local/sqlite-lease-store.js';
 
+// The file systems text sources and sinks reach: local paths, and S3 (whose SDK loads on the first s3:// path).
+registerFileSystem(localFileSystem);
+registerFileSystem(s3FileSystem);
 const stateDir = requireEnv(ProcessEnv.STATE_DIR);
 const logger = createLogger({ process: 'dispatcher' });
 const config = configFromEnv();

@@ -3,6 +3,9 @@
 // backend: 'embedded' (default: SQLite, files, TaskExecutors as child processes) or 'aws' (DynamoDB, S3,
 // TaskExecutors as ECS tasks).
 import { join } from 'node:path';
+import { s3FileSystem, stsJobDataCredentials } from '../aws/s3-file-system.js';
+import { registerJobDataCredentialsProvider } from '../blob/data-credentials.js';
+import { registerFileSystem } from '../blob/file-systems.js';
 import { systemClock } from '../core/clock.js';
 import { CONFIG_ENV, configFromEnv, configToEnv } from '../core/config.js';
 import { JobId, ResourceId } from '../core/ids.js';
@@ -15,6 +18,7 @@ import type { LeaseStore } from '../ha/lease-store.js';
 import { JobManagerProcess } from '../jobmanager/jobmanager-process.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
 import { noticesToServingDispatcher } from '../local/dispatcher-lease.js';
+import { localFileSystem } from '../local/fs-file-system.js';
 import { workerPid } from '../local/process-table.js';
 import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import type { JobEndNotices } from '../protocol/job-end-notices.js';
@@ -22,6 +26,11 @@ import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 
 installParentWatch();
+// The file systems text sources and sinks reach: local paths, and S3 (whose SDK loads on the first s3:// path).
+registerFileSystem(localFileSystem);
+registerFileSystem(s3FileSystem);
+// Tasks' scoped S3 credentials, when FLOE_JOB_DATA_ROLE_ARN names the job-data role (AWS).
+registerJobDataCredentialsProvider(stsJobDataCredentials);
 const secret = requireEnv(ProcessEnv.SECRET);
 const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
 const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));

@@ -1,5 +1,8 @@
 // The worker thread of one TaskExecutor slot: user code runs here, never on the TaskExecutor's main thread.
 import { parentPort } from 'node:worker_threads';
+import { s3FileSystem } from '../aws/s3-file-system.js';
+import { registerFileSystem } from '../blob/file-systems.js';
+import { localFileSystem } from '../local/fs-file-system.js';
 import { SlotWorkerRuntime } from '../task/slot-worker-runtime.js';
 
 if (parentPort === null) {
@@ -8,4 +11,7 @@ if (parentPort === null) {
 }
 // User code comes in libraries with inline source maps: its stack frames then name the user's files.
 process.setSourceMapsEnabled(true);
+// The file systems text sources and sinks reach: local paths, and S3 (whose SDK loads on the first s3:// path).
+registerFileSystem(localFileSystem);
+registerFileSystem(s3FileSystem);
 new SlotWorkerRuntime(parentPort, { ownThread: true });

@@ -3,6 +3,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { s3FileSystem } from '../aws/s3-file-system.js';
+import { registerFileSystem } from '../blob/file-systems.js';
 import { systemClock } from '../core/clock.js';
 import { configFromEnv } from '../core/config.js';
 import { JobId, ResourceId } from '../core/ids.js';
@@ -12,11 +14,15 @@ import { backendOf, embeddedHosts, ProcessEnv, requireEnv, resourceProfileFromEn
 import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { installParentWatch } from '../local/child-process-launcher.js';
+import { localFileSystem } from '../local/fs-file-system.js';
 import { tagStderrLines } from '../local/stderr-tag.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { TaskExecutor } from '../taskexecutor/task-executor.js';
 
 installParentWatch();
+// The file systems text sources and sinks reach: local paths, and S3 (whose SDK loads on the first s3:// path).
+registerFileSystem(localFileSystem);
+registerFileSystem(s3FileSystem);
 // Locally, stdout and stderr share one log file; `floe logs` tells user code's stderr lines by their tag.
 if (backendOf() === 'embedded') tagStderrLines();
 // A TaskExecutor never holds the cluster secret: its key for the job it is started for, handed over at

@@ -3,7 +3,7 @@
 // edge share one description of its producers, built once and serialized once.
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import type { ExecutionAttemptId, JobId, ResourceId } from '../core/ids.js';
-import { attemptStagingLocationFor } from '../blob/output-store.js';
+import { attemptStagingLocationFor } from '../blob/file-systems.js';
 import { CachedJson } from '../core/cached-json.js';
 import {
   combinerFor,

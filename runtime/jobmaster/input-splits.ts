@@ -1,6 +1,7 @@
 // Splits of text file sources, handed out lazily: a fast subtask simply asks for more. The files are
 // listed once when the job starts; each split is cut from them only when a subtask asks.
-import { inputStoreFor, type InputFile, type InputStore } from '../blob/input-store.js';
+import { inputStoreFor } from '../blob/file-systems.js';
+import type { InputFile, InputStore } from '../blob/input-store.js';
 import type { Clock } from '../core/clock.js';
 import { CONFIG_OPTIONS } from '../core/config.js';
 import { withOpenDeadline } from '../core/deadline.js';

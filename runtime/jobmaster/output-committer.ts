@@ -10,7 +10,8 @@ import type { ExecutionAttemptId, JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { DEFAULT_IO_RETRY_POLICY, RetriesExhaustedError, retrying, type RetryPolicy } from '../core/retry.js';
 import { writeModeOf, type JobGraph, type WriteMode } from '../jobgraph/jobgraph.js';
-import { isTransientOutputError, outputStoreFor, type CommitOutcome, type OutputStore, type StagedPart } from '../blob/output-store.js';
+import { outputStoreFor } from '../blob/file-systems.js';
+import { isTransientOutputError, type CommitOutcome, type OutputStore, type StagedPart } from '../blob/output-store.js';
 
 /** One text sink of the job: the vertex whose chain it ends, and where it writes. */
 export interface TextSinkTarget {
@@ -26,7 +27,7 @@ export interface OutputCommitterOptions {
   readonly logger: Logger;
   /** @default - DEFAULT_IO_RETRY_POLICY: 5 tries over about 3 s */
   readonly retryPolicy?: RetryPolicy;
-  /** The store of a target. @default - outputStoreFor (local filesystem, or S3 for s3:// targets) */
+  /** The store of a target. @default - outputStoreFor (the file system registered for the target's scheme) */
   readonly storeFor?: (target: string) => Promise<OutputStore>;
 }
 

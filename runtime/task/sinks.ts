@@ -3,7 +3,8 @@
 import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { currentJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
-import { outputStoreFor, type StagedPart } from '../blob/output-store.js';
+import { outputStoreFor } from '../blob/file-systems.js';
+import type { StagedPart } from '../blob/output-store.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
 import { findUnencodable, RecordEncodingError } from '../network/record-check.js';

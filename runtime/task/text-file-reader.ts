@@ -6,7 +6,8 @@
 import { pipeline, Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
-import { inputStoreFor, type ByteStream, type InputStore } from '../blob/input-store.js';
+import { inputStoreFor } from '../blob/file-systems.js';
+import type { ByteStream, InputStore } from '../blob/input-store.js';
 import { CallDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError, InputSourceError } from '../core/errors.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
@@ -22,7 +23,7 @@ export interface ReadSplitOptions {
    * the reader throws an error naming the file. @default - no deadline
    */
   readonly timeoutMs?: number;
-  /** @default - inputStoreFor(split.path, credentials): the local filesystem, or S3 for s3:// paths */
+  /** @default - inputStoreFor(split.path, credentials): the file system registered for the path's scheme */
   readonly store?: InputStore;
   /** The job's S3 credentials (vended by its JobMaster). @default - the process's own */
   readonly credentials?: JobDataCredentials;

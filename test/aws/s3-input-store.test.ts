@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createS3Client } from '../../runtime/aws/clients.js';
 import { S3InputStore } from '../../runtime/aws/s3-input-store.js';
 import type { S3Sender } from '../../runtime/aws/s3-output-store.js';
-import { checkSourcePaths, embeddedSourceCheck } from '../../runtime/blob/input-store.js';
+import { checkSourcePaths, embeddedSourceCheck } from '../../runtime/blob/submission-checks.js';
 import { InputSourceError } from '../../runtime/core/errors.js';
 import { createSplits } from '../../runtime/jobmaster/input-splits.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
