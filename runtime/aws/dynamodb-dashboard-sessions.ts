@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { LOGIN_CODE_TTL_MS, SESSION_TTL_MS, type DashboardSession, type DashboardSessions } from '../dispatcher/dashboard.js';
 import { FloeError } from '../core/errors.js';
 import { awsCall } from './aws-errors.js';
-import { ConditionFailed, conditionally } from './dynamodb-conditions.js';
+import { compareAndSet, ConditionFailed, conditionally, LOST_RACE } from './dynamodb-conditions.js';
 import { jobTable } from './tables.js';
 
 /** Every key of these items starts with '#', which a job id never does (see dynamodb-job-store.ts). */
@@ -63,40 +63,45 @@ export class DynamoDbDashboardSessions implements DashboardSessions {
       .filter(([, at]) => at <= nowMs)
       .slice(0, PRUNE_PER_LOGIN)
       .map(([hash]) => hash);
-    for (let attempt = 1; ; attempt++) {
-      const added = await awsCall('DynamoDB', 'UpdateItem', this.resource, () =>
-        conditionally(() =>
-          this.db.send(
-            new UpdateCommand({
-              TableName: this.table,
-              Key: { [A.key]: SESSIONS_KEY },
-              UpdateExpression: `SET #s.#new = :at${expired.length > 0 ? ` REMOVE ${expired.map((_, i) => `#s.#old${i}`).join(', ')}` : ''}`,
-              ConditionExpression: 'attribute_exists(#s)',
-              ExpressionAttributeNames: { '#s': A.sessions, '#new': hashOf(token), ...Object.fromEntries(expired.map((hash, i) => [`#old${i}`, hash])) },
-              ExpressionAttributeValues: { ':at': expiresAtMs },
-            }),
+    await compareAndSet(
+      {
+        maxAttempts: MAX_CREATE_ATTEMPTS,
+        contended: () =>
+          new FloeError('DASHBOARD_SESSION_CONFLICT', `could not store a dashboard session in ${this.resource} after ${MAX_CREATE_ATTEMPTS} tries: the sessions item kept changing between an update and a create; log in again`, { retryable: true }),
+      },
+      async () => {
+        const added = await awsCall('DynamoDB', 'UpdateItem', this.resource, () =>
+          conditionally(() =>
+            this.db.send(
+              new UpdateCommand({
+                TableName: this.table,
+                Key: { [A.key]: SESSIONS_KEY },
+                UpdateExpression: `SET #s.#new = :at${expired.length > 0 ? ` REMOVE ${expired.map((_, i) => `#s.#old${i}`).join(', ')}` : ''}`,
+                ConditionExpression: 'attribute_exists(#s)',
+                ExpressionAttributeNames: { '#s': A.sessions, '#new': hashOf(token), ...Object.fromEntries(expired.map((hash, i) => [`#old${i}`, hash])) },
+                ExpressionAttributeValues: { ':at': expiresAtMs },
+              }),
+            ),
           ),
-        ),
-      );
-      if (!(added instanceof ConditionFailed)) break;
-      // No sessions item (none yet, or all revoked): create it with this session, unless another login just did.
-      const created = await awsCall('DynamoDB', 'PutItem', this.resource, () =>
-        conditionally(() =>
-          this.db.send(
-            new PutCommand({
-              TableName: this.table,
-              Item: { [A.key]: SESSIONS_KEY, [A.sessions]: { [hashOf(token)]: expiresAtMs } },
-              ConditionExpression: 'attribute_not_exists(#k)',
-              ExpressionAttributeNames: { '#k': A.key },
-            }),
+        );
+        if (!(added instanceof ConditionFailed)) return true;
+        // No sessions item (none yet, or all revoked): create it with this session, unless another login just did.
+        const created = await awsCall('DynamoDB', 'PutItem', this.resource, () =>
+          conditionally(() =>
+            this.db.send(
+              new PutCommand({
+                TableName: this.table,
+                Item: { [A.key]: SESSIONS_KEY, [A.sessions]: { [hashOf(token)]: expiresAtMs } },
+                ConditionExpression: 'attribute_not_exists(#k)',
+                ExpressionAttributeNames: { '#k': A.key },
+              }),
+            ),
           ),
-        ),
-      );
-      if (!(created instanceof ConditionFailed)) break;
-      if (attempt >= MAX_CREATE_ATTEMPTS) {
-        throw new FloeError('DASHBOARD_SESSION_CONFLICT', `could not store a dashboard session in ${this.resource} after ${attempt} tries: the sessions item kept changing between an update and a create; log in again`, { retryable: true });
-      }
-    }
+        );
+        // Another login created it in between: add to it.
+        return created instanceof ConditionFailed ? LOST_RACE : true;
+      },
+    );
     return { value: token, maxAgeSeconds: SESSION_TTL_MS / 1000 };
   }
 
