@@ -21,7 +21,7 @@ import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import { jobEndFigures, type JobEndNotices } from '../protocol/job-end-notices.js';
 import { STANDBY_JOB_MANAGER_METHODS, type StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
-import type { WarmTaskExecutor } from '../resourcemanager/resourcemanager.js';
+import type { WarmTaskExecutor } from '../resourcemanager/warm-pool.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
 import { JobManagerRunner, type JobManagerRunnerDeps, type RunnerOutcome } from './jobmanager-runner.js';
 

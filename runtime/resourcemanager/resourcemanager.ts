@@ -1,5 +1,8 @@
 // The ResourceManager of one job's cluster for one leadership session: registers TaskExecutors and the
 // JobMaster, keeps the slot table (SlotManager), and starts and stops TaskExecutors through the launcher.
+// It is the fenced endpoint of ResourceManagerGateway: every RPC checks its caller and its arguments here
+// and hands the decision to the SlotManager; the warm pool's hand-over is in warm-pool.ts. What remains
+// (the gateway's calls, heartbeats, starting and stopping workers, closing) is a little over 500 lines.
 import type { Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
 import { configToEnv } from '../core/config.js';
@@ -18,15 +21,17 @@ import type { RpcService, ServedEndpoint } from '../rpc/rpc-service.js';
 import type { SlotReport, TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
 import { RESOURCE_MANAGER_METHODS } from '../protocol/resourcemanager-gateway.js';
 import type { ClusterResources, ResourceManagerGateway, ResourceRequirements, TaskExecutorRegistration } from '../protocol/resourcemanager-gateway.js';
-import { SlotManager, detached } from './slot-manager.js';
+import { SlotManager } from './slot-manager.js';
+import { detached } from '../rpc/detached.js';
 import type { SlotManagerSnapshot } from './slot-manager.js';
 import { WorkerKind } from '../protocol/worker-launcher.js';
+import { askToJoin, standByForPool, type WarmTaskExecutor } from './warm-pool.js';
+import type { WorkerExit, WorkerLauncher } from '../protocol/worker-launcher.js';
 
 const isProfile = (p: unknown): p is ResourceProfile => {
   const o = p as { cpu?: unknown; memoryMiB?: unknown } | null;
   return o !== null && typeof o === 'object' && typeof o.cpu === 'number' && o.cpu > 0 && Number.isFinite(o.cpu) && typeof o.memoryMiB === 'number' && Number.isSafeInteger(o.memoryMiB) && o.memoryMiB > 0;
 };
-import type { WorkerExit, WorkerLauncher } from '../protocol/worker-launcher.js';
 
 export interface ResourceManagerDeps {
   /** This process's id; TaskExecutors and the JobMaster watch the RM's heartbeats under it. */
@@ -64,16 +69,6 @@ export interface ResourceManagerDeps {
    * TaskExecutors serve the job's new leader, which decides about them. @default - always
    */
   readonly holdsLeadership?: () => boolean;
-}
-
-/** An idle TaskExecutor kept in a JobManager process's warm pool between jobs. */
-export interface WarmTaskExecutor {
-  readonly resourceId: ResourceId;
-  /** The job it served last: it holds its key for that job until the next job's ResourceManager hands it a new one. */
-  readonly jobId: JobId;
-  readonly address: string;
-  readonly numberOfSlots: number;
-  readonly profile?: ResourceProfile;
 }
 
 interface RegisteredTaskExecutor {
@@ -210,8 +205,8 @@ export class ResourceManager implements ResourceManagerGateway {
   }
 
   /**
-   * Warm pool: each idle TaskExecutor is asked to join this job, in a call signed with its key for the job
-   * it served, which brings its key for this one; until it registers it counts as started.
+   * Warm pool: each idle TaskExecutor is asked to join this job (warm-pool.ts); until it registers it
+   * counts as started.
    */
   private adoptWarmWorkers(poolToken: string, workers: readonly WarmTaskExecutor[]): void {
     for (const w of workers) {
@@ -219,22 +214,22 @@ export class ResourceManager implements ResourceManagerGateway {
       this.slotManager.adoptWorker(w.resourceId, w.profile);
     }
     this.log.info('taking TaskExecutors from the warm pool', { taskExecutors: workers.map((w) => w.resourceId) });
-    for (const w of workers) {
-      const gateway = this.deps.rpc.connect<TaskExecutorGateway>(w.address, EndpointName.TASK_EXECUTOR, { taskExecutor: { resourceId: w.resourceId, jobId: w.jobId } });
-      const key = taskExecutorKey(this.deps.clusterSecret, this.deps.jobId, w.resourceId);
-      detached(() => {
-        gateway.joinJob(this.deps.jobId, poolToken, { address: this.deps.rpc.address, token: this.fencingToken }, key).catch((error: unknown) => {
-          this.mainThread
-            .run(() => {
-              this.log.warn('a warm TaskExecutor could not join the job; starting another in its place', { resourceId: w.resourceId, error: errorMessage(error) });
-              this.startedWorkers.delete(w.resourceId);
-              this.stopWorker(w.resourceId, `it could not join job ${this.deps.jobId} from the warm pool`);
-              this.slotManager.workerStartFailed(w.resourceId, `it could not join from the warm pool: ${errorMessage(error)}`);
-            })
-            .catch(() => {});
-        });
-      });
-    }
+    askToJoin(workers, poolToken, {
+      jobId: this.deps.jobId,
+      rpc: this.deps.rpc,
+      clusterSecret: this.deps.clusterSecret,
+      resourceManager: { address: this.deps.rpc.address, token: this.fencingToken },
+      joinFailed: (w, error) => {
+        this.mainThread
+          .run(() => {
+            this.log.warn('a warm TaskExecutor could not join the job; starting another in its place', { resourceId: w.resourceId, error: errorMessage(error) });
+            this.startedWorkers.delete(w.resourceId);
+            this.stopWorker(w.resourceId, `it could not join job ${this.deps.jobId} from the warm pool`);
+            this.slotManager.workerStartFailed(w.resourceId, `it could not join from the warm pool: ${errorMessage(error)}`);
+          })
+          .catch(() => {});
+      },
+    });
   }
 
   /**
@@ -248,24 +243,9 @@ export class ResourceManager implements ResourceManagerGateway {
       // The job is over: slots still counted as its own are freed by the TaskExecutor itself when it
       // stands by (the JobMaster's frees may still be on their way). Those known free go first.
       const free = new Set(this.slotManager.freeTaskExecutors());
-      const candidates = [...this.taskExecutors.entries()]
-        .sort(([a], [b]) => Number(free.has(b)) - Number(free.has(a)))
-        .map(([, te]) => te)
-        .slice(0, max);
-      const handed = await Promise.all(
-        candidates.map(async (te) => {
-          try {
-            await te.gateway.standBy(this.fencingToken, poolToken, idleTimeoutMs);
-            return te;
-          } catch (error) {
-            this.log.info('a TaskExecutor did not join the warm pool; it stops with the ResourceManager', { resourceId: te.registration.resourceId, error: errorMessage(error) });
-            return undefined;
-          }
-        }),
-      );
+      const handed = await standByForPool([...this.taskExecutors.values()], free, max, { token: this.fencingToken, poolToken, idleTimeoutMs, log: this.log });
       const warm: WarmTaskExecutor[] = [];
       for (const te of handed) {
-        if (te === undefined) continue;
         const { resourceId, address, numberOfSlots, profile } = te.registration;
         this.taskExecutors.delete(resourceId);
         this.teHeartbeats.unmonitorTarget(resourceId);
@@ -403,7 +383,6 @@ export class ResourceManager implements ResourceManagerGateway {
     return this.mainThread.run(() => this.slotManager.snapshot());
   }
 
-  /** Stops heartbeats and every TaskExecutor this RM started, stops serving, closes the main thread. */
   /**
    * Stops serving and heartbeats and closes the main thread. With `stopWorkers` (the job is done, or the
    * process ends) it also stops every TaskExecutor it started or took over; without, they stay for the

@@ -1,70 +1,21 @@
 // The ResourceManager's slot table and its decisions (Flink's declarative SlotManager): which free slot
 // goes to the job, how many TaskExecutors to start or stop, when the cluster can never be enough.
-// It runs on the ResourceManager's main thread; remote effects go out through SlotManagerActions.
-import { AsyncResource } from 'node:async_hooks';
+// It runs on the ResourceManager's main thread; remote effects go out through SlotManagerActions. What it
+// knows of the cluster is kept by the TaskExecutorTracker, the workers on their way by WorkerStarts; this
+// file holds the matching, one decision loop (`checkRequirements`) with the slot requests it sends and
+// their answers, which is why it stays a little over 500 lines.
 import type { Clock, Timer } from '../core/clock.js';
 import { errorMessage } from '../core/errors.js';
 import { AllocationId, slotIdString } from '../core/ids.js';
 import type { FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
+import { detached } from '../rpc/detached.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { SlotReport, SlotRequest } from '../protocol/taskexecutor-gateway.js';
 import type { ClusterResources, ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
-
-// Captured at load time, outside any main thread. A promise callback inherits the async context it was
-// registered in, so an answer awaited from inside the main thread would look as if it were still on it
-// and `MainThread.run` would run it inline, interleaved with whatever is queued. Remote calls are sent
-// from this scope so that their answers queue up like any other call.
-const outsideMainThread = new AsyncResource('FloeSlotManagerDetached');
-
-/** Runs `fn` outside every main thread's async context. */
-export function detached<T>(fn: () => T): T {
-  return outsideMainThread.runInAsyncScope(fn);
-}
-
-/** After this many worker starts in a row fail (exit before registering, or launcher error), stop trying. */
-export const MAX_CONSECUTIVE_FAILED_WORKER_STARTS = 3;
-
-export type SlotState = 'free' | 'pending' | 'allocated';
-
-interface SlotEntry {
-  readonly slotId: SlotId;
-  state: SlotState;
-  allocationId: AllocationId | undefined;
-  jobId: JobId | undefined;
-  /** A request on this slot failed: it waits for the TaskExecutor's next report before it is used again. */
-  suspect: boolean;
-  /** A pending request the job no longer needs; it no longer counts towards the requirement. */
-  cancelled: boolean;
-}
-
-interface TaskExecutorEntry {
-  readonly resourceId: ResourceId;
-  /** Its slots serve requests of this profile only (profileKey; 'default' for the default profile). */
-  readonly profileKey: string;
-  readonly profile: ResourceProfile | undefined;
-  slots: SlotEntry[];
-  /** Until its first slot report the RM does not know which slots are really free. */
-  reported: boolean;
-  heldPartitions: number;
-  /** It said it is leaving (asked to stop): its slots take no new allocation and it ends on its own. */
-  leaving: boolean;
-  idleSince: number | undefined;
-  idleTimer: Timer | undefined;
-}
-
-interface PendingWorker {
-  readonly id: ResourceId;
-  readonly profileKey: string;
-  readonly startedAt: number;
-  /** `stop` was asked for it: its exit is no failure. */
-  stopping: boolean;
-  /** From the warm pool: kept until the job's JobMaster said what it needs, even with no requirement yet. */
-  readonly adopted?: boolean;
-  /** Fires when it has not registered within the registration timeout. */
-  registrationTimer?: Timer;
-}
+import { WorkerStarts } from './worker-starts.js';
+import { TaskExecutorTracker, markFree, type SlotEntry, type SlotView, type TaskExecutorEntry } from './task-executor-tracker.js';
 
 /** The job's side of a slot request: where the TaskExecutor offers the slot and with which tokens. */
 export interface JobMasterTarget {
@@ -114,7 +65,7 @@ export interface SlotManagerSnapshot {
   readonly required: number;
   readonly registered: readonly ResourceId[];
   readonly pendingWorkers: readonly ResourceId[];
-  readonly slots: readonly { readonly slotId: string; readonly profile: string; readonly state: SlotState; readonly allocationId?: AllocationId; readonly jobId?: JobId }[];
+  readonly slots: readonly SlotView[];
   /** Per profile key, the slots required. */
   readonly requiredByProfile: Readonly<Record<string, number>>;
   /** Per pending worker, the profile key it was started for. */
@@ -123,56 +74,48 @@ export interface SlotManagerSnapshot {
 }
 
 export class SlotManager {
-  private readonly taskExecutors = new Map<ResourceId, TaskExecutorEntry>();
-  private readonly pendingWorkers = new Map<ResourceId, PendingWorker>();
+  private readonly tracker = new TaskExecutorTracker();
   private required = 0;
   /** Per profile key, its profile and the slots of it required; their slots add up to `required`. */
   private requiredByProfile = new Map<string, ResourceRequirement>();
   private jobMaster: JobMasterTarget | undefined;
-  private consecutiveFailedStarts = 0;
+  private readonly starts: WorkerStarts;
   /** The requirement last reported as unreachable, so the JobMaster is told once, not on every check. */
   private notifiedUnreachable: number | undefined;
   private closed = false;
   private recoveryTimer: Timer | undefined;
 
-  constructor(private readonly o: SlotManagerOptions) {}
+  constructor(private readonly o: SlotManagerOptions) {
+    this.starts = new WorkerStarts({
+      tracker: this.tracker,
+      mainThread: o.mainThread,
+      logger: o.logger,
+      ...(o.registrationTimeoutMs !== undefined ? { registrationTimeoutMs: o.registrationTimeoutMs } : {}),
+      stopWorker: (id, reason) => o.actions.stopWorker(id, reason),
+      gaveUp: (cause) => {
+        if (this.jobMaster !== undefined && this.required > 0) {
+          o.actions.notifyNotEnoughResources(this.required, { ...this.clusterResources(), workerStartFailure: cause });
+        }
+      },
+      changed: () => this.checkRequirements(),
+      isClosed: () => this.closed,
+    });
+  }
 
   // ---- TaskExecutors -----------------------------------------------------------------------------
 
   registerTaskExecutor(resourceId: ResourceId, numberOfSlots: number, profile?: ResourceProfile): void {
     this.o.mainThread.assertInMainThread();
     const key = profileKey(profile);
-    const existing = this.taskExecutors.get(resourceId);
+    const existing = this.tracker.get(resourceId);
     if (existing !== undefined && existing.slots.length === numberOfSlots && existing.profileKey === key) {
       // A reconnect of the same process: keep what we know; its next report corrects the rest.
       return;
     }
     if (existing !== undefined) this.removeTaskExecutor(resourceId);
-    const entry: TaskExecutorEntry = {
-      resourceId,
-      profileKey: key,
-      profile,
-      slots: Array.from({ length: numberOfSlots }, (_, slotIndex) => ({
-        slotId: { resourceId, slotIndex },
-        state: 'free' as SlotState,
-        allocationId: undefined,
-        jobId: undefined,
-        suspect: false,
-        cancelled: false,
-      })),
-      reported: false,
-      heldPartitions: 0,
-      leaving: false,
-      idleSince: undefined,
-      idleTimer: undefined,
-    };
-    this.taskExecutors.set(resourceId, entry);
-    const pending = this.pendingWorkers.get(resourceId);
-    if (pending !== undefined) {
-      pending.registrationTimer?.cancel();
-      this.pendingWorkers.delete(resourceId);
-      this.consecutiveFailedStarts = 0;
-    }
+    const entry = TaskExecutorTracker.newEntry(resourceId, numberOfSlots, profile);
+    this.tracker.add(entry);
+    this.starts.registered(resourceId);
     this.updateIdle(entry);
     this.checkRequirements();
   }
@@ -180,10 +123,10 @@ export class SlotManager {
   /** Forgets a TaskExecutor and its slots; returns whether it was known. */
   removeTaskExecutor(resourceId: ResourceId): boolean {
     this.o.mainThread.assertInMainThread();
-    const entry = this.taskExecutors.get(resourceId);
+    const entry = this.tracker.get(resourceId);
     if (entry === undefined) return false;
     entry.idleTimer?.cancel();
-    this.taskExecutors.delete(resourceId);
+    this.tracker.remove(resourceId);
     this.checkRequirements();
     return true;
   }
@@ -191,7 +134,7 @@ export class SlotManager {
   /** Registered TaskExecutors with no slot allocated or requested: those a warm pool may keep. */
   freeTaskExecutors(): ResourceId[] {
     this.o.mainThread.assertInMainThread();
-    return [...this.taskExecutors.values()].filter((e) => e.slots.every((slot) => slot.state === 'free')).map((e) => e.resourceId);
+    return this.tracker.freeTaskExecutors();
   }
 
   /**
@@ -200,44 +143,17 @@ export class SlotManager {
    */
   adoptWorker(id: ResourceId, profile: ResourceProfile | undefined): void {
     this.o.mainThread.assertInMainThread();
-    this.addPendingWorker({ id, profileKey: profileKey(profile), startedAt: this.o.clock.now(), stopping: false, adopted: true });
-  }
-
-  /** Records a worker on its way to registering, with its registration deadline. */
-  private addPendingWorker(worker: PendingWorker): void {
-    this.pendingWorkers.set(worker.id, worker);
-    const timeoutMs = this.o.registrationTimeoutMs;
-    if (timeoutMs === undefined) return;
-    worker.registrationTimer = this.o.mainThread.schedule(
-      () => this.registrationTimedOut(worker, timeoutMs),
-      timeoutMs,
-      (error) => this.o.logger.error('registration deadline check failed', { resourceId: worker.id, error }),
-    );
-  }
-
-  /**
-   * A worker that has not registered in time is stopped and counts as a failed start: one that hangs at
-   * start (or whose process is frozen) would otherwise hold its place until the job's slot request
-   * timeout. It stays pending as `stopping` until its process is gone, so it cannot register meanwhile.
-   */
-  private registrationTimedOut(worker: PendingWorker, timeoutMs: number): void {
-    worker.registrationTimer = undefined;
-    if (this.closed || this.pendingWorkers.get(worker.id) !== worker || worker.stopping) return;
-    worker.stopping = true;
-    const reason = `it did not register within ${timeoutMs} ms of its start ('resourcemanager.taskmanager-registration.timeout')`;
-    this.countFailedStart(worker.id, reason);
-    this.o.actions.stopWorker(worker.id, reason);
-    this.checkRequirements();
+    this.starts.add({ id, profileKey: profileKey(profile), startedAt: this.o.clock.now(), stopping: false, adopted: true });
   }
 
   isRegistered(resourceId: ResourceId): boolean {
-    return this.taskExecutors.has(resourceId);
+    return this.tracker.isRegistered(resourceId);
   }
 
   /** Brings the table in line with what the TaskExecutor says it holds; the TaskExecutor is the truth. */
   reportSlotStatus(report: SlotReport): boolean {
     this.o.mainThread.assertInMainThread();
-    const entry = this.taskExecutors.get(report.resourceId);
+    const entry = this.tracker.get(report.resourceId);
     if (entry === undefined) return false;
     entry.reported = true;
     entry.heldPartitions = report.heldPartitions;
@@ -262,7 +178,7 @@ export class SlotManager {
         slot.suspect = false;
       } else if (slot.state === 'allocated') {
         this.o.logger.info('slot report: a slot thought allocated is free', { slot: slotIdString(slot.slotId), allocationId: slot.allocationId });
-        this.markFree(slot);
+        markFree(slot);
       } else if (slot.state === 'free') {
         slot.suspect = false;
       }
@@ -277,14 +193,14 @@ export class SlotManager {
   /** The TaskExecutor freed a slot (the JobMaster gave it back or refused the offer). */
   freeSlot(slotId: SlotId, allocationId: AllocationId): void {
     this.o.mainThread.assertInMainThread();
-    const entry = this.taskExecutors.get(slotId.resourceId);
+    const entry = this.tracker.get(slotId.resourceId);
     const slot = entry?.slots[slotId.slotIndex];
     if (entry === undefined || slot === undefined) return;
     if (slot.allocationId !== allocationId) {
       this.o.logger.debug('ignoring a free notice for an allocation the slot no longer has', { slot: slotIdString(slotId), allocationId, current: slot.allocationId });
       return;
     }
-    this.markFree(slot);
+    markFree(slot);
     this.updateIdle(entry);
     this.checkRequirements();
   }
@@ -298,47 +214,21 @@ export class SlotManager {
    */
   workerStartFailed(id: ResourceId, cause: string, fatal = false): void {
     this.o.mainThread.assertInMainThread();
-    const pending = this.pendingWorkers.get(id);
-    if (pending === undefined) return;
-    pending.registrationTimer?.cancel();
-    this.pendingWorkers.delete(id);
-    if (pending.stopping) return;
-    this.countFailedStart(id, cause, fatal);
-    this.checkRequirements();
-  }
-
-  /** One more start in a row failed; past MAX_CONSECUTIVE_FAILED_WORKER_STARTS the JobMaster hears why. */
-  private countFailedStart(id: ResourceId, cause: string, fatal = false): void {
-    this.consecutiveFailedStarts = fatal ? Math.max(this.consecutiveFailedStarts + 1, MAX_CONSECUTIVE_FAILED_WORKER_STARTS) : this.consecutiveFailedStarts + 1;
-    const giveUp = this.consecutiveFailedStarts >= MAX_CONSECUTIVE_FAILED_WORKER_STARTS;
-    const fields = { resourceId: id, cause, failedStarts: this.consecutiveFailedStarts };
-    if (fatal) {
-      this.o.logger.error(`TaskExecutor ${id} cannot start, and no other would: no more are attempted`, fields);
-    } else if (giveUp) {
-      this.o.logger.error(`TaskExecutor ${id} failed to start; ${this.consecutiveFailedStarts} starts in a row failed, so no more are attempted: check the TaskExecutor logs`, fields);
-    }
-    if (giveUp) {
-      // The job cannot get its slots this way: say why now rather than at the slot request timeout.
-      if (this.jobMaster !== undefined && this.required > 0) {
-        this.o.actions.notifyNotEnoughResources(this.required, { ...this.clusterResources(), workerStartFailure: cause });
-      }
-    } else {
-      this.o.logger.warn(`TaskExecutor ${id} failed to start; trying again`, fields);
-    }
+    if (this.starts.startFailed(id, cause, fatal)) this.checkRequirements();
   }
 
   isPendingWorker(id: ResourceId): boolean {
-    return this.pendingWorkers.has(id);
+    return this.tracker.getPending(id) !== undefined;
   }
 
   /** A worker started and then found unneeded before it registered: it is on its way out. */
   isStoppingWorker(id: ResourceId): boolean {
-    return this.pendingWorkers.get(id)?.stopping === true;
+    return this.tracker.getPending(id)?.stopping === true;
   }
 
   /** Workers started and not yet registered, including ones being stopped. */
   pendingWorkerIds(): ResourceId[] {
-    return [...this.pendingWorkers.keys()];
+    return this.tracker.pendingIds();
   }
 
   // ---- requirements ------------------------------------------------------------------------------
@@ -374,59 +264,42 @@ export class SlotManager {
   /** The job is done: every slot it held counts as free (the TaskExecutors' reports agree soon after). */
   freeAllOfJob(): void {
     this.o.mainThread.assertInMainThread();
-    for (const entry of this.taskExecutors.values()) {
-      for (const slot of entry.slots) if (slot.jobId === this.o.jobId) this.markFree(slot);
+    for (const entry of this.tracker.entries()) {
+      for (const slot of entry.slots) if (slot.jobId === this.o.jobId) markFree(slot);
       this.updateIdle(entry);
     }
     this.checkRequirements();
   }
 
   clusterResources(): ClusterResources {
-    let totalSlots = 0;
-    let freeSlots = 0;
-    for (const entry of this.taskExecutors.values()) {
-      totalSlots += entry.slots.length;
-      for (const slot of entry.slots) if (slot.state === 'free') freeSlots++;
-    }
+    const { totalSlots, freeSlots } = this.tracker.slotTotals();
     return {
-      registeredTaskExecutors: this.taskExecutors.size,
+      registeredTaskExecutors: this.tracker.registeredCount,
       slotsPerTaskExecutor: this.o.slotsPerWorker,
       totalSlots,
       freeSlots,
-      pendingTaskExecutors: this.livePendingWorkers().length,
+      pendingTaskExecutors: this.tracker.livePending().length,
       maxTaskExecutors: this.o.maxWorkers,
     };
   }
 
   snapshot(): SlotManagerSnapshot {
-    const slots: SlotManagerSnapshot['slots'][number][] = [];
-    for (const entry of this.taskExecutors.values()) {
-      for (const s of entry.slots) {
-        slots.push({
-          slotId: slotIdString(s.slotId),
-          profile: entry.profileKey,
-          state: s.state,
-          ...(s.allocationId !== undefined ? { allocationId: s.allocationId } : {}),
-          ...(s.jobId !== undefined ? { jobId: s.jobId } : {}),
-        });
-      }
-    }
     return {
       required: this.required,
-      registered: [...this.taskExecutors.keys()],
-      pendingWorkers: this.livePendingWorkers().map((w) => w.id),
-      slots,
-      consecutiveFailedStarts: this.consecutiveFailedStarts,
+      registered: this.tracker.registeredIds(),
+      pendingWorkers: this.tracker.livePending().map((w) => w.id),
+      slots: this.tracker.slotViews(),
+      consecutiveFailedStarts: this.starts.consecutiveFailedStarts,
       requiredByProfile: Object.fromEntries([...this.requiredByProfile].map(([k, r]) => [k, r.slots])),
-      pendingWorkerProfiles: Object.fromEntries(this.livePendingWorkers().map((w) => [w.id, w.profileKey])),
+      pendingWorkerProfiles: Object.fromEntries(this.tracker.livePending().map((w) => [w.id, w.profileKey])),
     };
   }
 
   close(): void {
     this.closed = true;
     this.recoveryTimer?.cancel();
-    for (const entry of this.taskExecutors.values()) entry.idleTimer?.cancel();
-    for (const worker of this.pendingWorkers.values()) worker.registrationTimer?.cancel();
+    for (const entry of this.tracker.entries()) entry.idleTimer?.cancel();
+    this.starts.close();
   }
 
   /**
@@ -437,14 +310,14 @@ export class SlotManager {
   private checkRequirements(): void {
     if (this.closed) return;
     const jm = this.jobMaster;
-    const keys = new Set([...this.requiredByProfile.keys(), ...this.livePendingWorkers().map((w) => w.profileKey)]);
+    const keys = new Set([...this.requiredByProfile.keys(), ...this.tracker.livePending().map((w) => w.profileKey)]);
     const toStart: { key: string; profile: ResourceProfile | undefined; workers: number; missing: number }[] = [];
     let stillMissing = false;
     for (const key of keys) {
       const requirement = this.requiredByProfile.get(key);
       const required = jm === undefined ? 0 : (requirement?.slots ?? 0);
       let acquired = 0;
-      for (const entry of this.entriesOf(key)) {
+      for (const entry of this.tracker.entriesOf(key)) {
         for (const slot of entry.slots) if (this.countsForJob(slot)) acquired++;
       }
       let missing = required - acquired;
@@ -462,11 +335,11 @@ export class SlotManager {
 
       // Free slots that cannot be used yet (failed request, no report yet) will be soon: no worker for them.
       let waitingFree = 0;
-      for (const entry of this.stayingEntriesOf(key)) {
+      for (const entry of this.tracker.stayingEntriesOf(key)) {
         for (const slot of entry.slots) if (slot.state === 'free' && !(entry.reported && !slot.suspect)) waitingFree++;
       }
       const neededWorkers = Math.max(0, Math.ceil((missing - waitingFree) / this.o.slotsPerWorker));
-      const live = this.livePendingWorkers().filter((w) => w.profileKey === key);
+      const live = this.tracker.livePending().filter((w) => w.profileKey === key);
 
       if (neededWorkers < live.length) {
         // The newest are the furthest from registering. Warm ones wait for the JobMaster's requirements.
@@ -495,7 +368,7 @@ export class SlotManager {
       }
       return;
     }
-    if (this.consecutiveFailedStarts >= MAX_CONSECUTIVE_FAILED_WORKER_STARTS) return;
+    if (this.starts.exhausted) return;
     const waitUntil = this.o.startWorkersNotBeforeMs;
     if (waitUntil !== undefined && this.o.clock.now() < waitUntil) {
       if (this.recoveryTimer === undefined) {
@@ -508,13 +381,13 @@ export class SlotManager {
       }
       return;
     }
-    let room = Math.max(0, this.o.maxWorkers - this.stayingTaskExecutors() - this.livePendingWorkers().length);
+    let room = Math.max(0, this.o.maxWorkers - this.tracker.stayingCount() - this.tracker.livePending().length);
     for (const plan of toStart) {
       const n = Math.min(plan.workers, room);
       room -= n;
       for (let i = 0; i < n; i++) {
         const id = this.o.actions.startWorker(plan.profile);
-        this.addPendingWorker({ id, profileKey: plan.key, startedAt: this.o.clock.now(), stopping: false });
+        this.starts.add({ id, profileKey: plan.key, startedAt: this.o.clock.now(), stopping: false });
       }
       if (n > 0) this.o.logger.info('starting TaskExecutors for missing slots', { profile: plan.key, missing: plan.missing, started: n });
     }
@@ -530,33 +403,17 @@ export class SlotManager {
     let workersToStart = 0;
     for (const [key, requirement] of this.requiredByProfile) {
       let slots = 0;
-      for (const entry of this.stayingEntriesOf(key)) {
+      for (const entry of this.tracker.stayingEntriesOf(key)) {
         for (const slot of entry.slots) if (slot.state === 'free' || slot.jobId === this.o.jobId) slots++;
       }
       workersToStart += Math.ceil(Math.max(0, requirement.slots - slots) / this.o.slotsPerWorker);
     }
     let occupying = 0;
-    for (const entry of this.taskExecutors.values()) {
+    for (const entry of this.tracker.entries()) {
       const releasable = entry.leaving || (!this.requiredByProfile.has(entry.profileKey) && entry.slots.every((s) => s.state === 'free'));
       if (!releasable) occupying++;
     }
     return workersToStart <= Math.max(0, this.o.maxWorkers - occupying);
-  }
-
-  private entriesOf(key: string): TaskExecutorEntry[] {
-    return [...this.taskExecutors.values()].filter((e) => e.profileKey === key);
-  }
-
-  /** Those of a profile that may take new allocations: not leaving. */
-  private stayingEntriesOf(key: string): TaskExecutorEntry[] {
-    return this.entriesOf(key).filter((e) => !e.leaving);
-  }
-
-  /** Registered TaskExecutors that count against 'resourcemanager.max-taskmanagers': one leaving is on its way out. */
-  private stayingTaskExecutors(): number {
-    let n = 0;
-    for (const e of this.taskExecutors.values()) if (!e.leaving) n++;
-    return n;
   }
 
   private countsForJob(slot: SlotEntry): boolean {
@@ -566,14 +423,14 @@ export class SlotManager {
 
   /** Free, reported, not suspect; TaskExecutors already holding the job's slots first, so idle ones can go. */
   private usableFreeSlots(key: string): SlotEntry[] {
-    const entries = this.stayingEntriesOf(key).filter((e) => e.reported);
+    const entries = this.tracker.stayingEntriesOf(key).filter((e) => e.reported);
     const busy = (e: TaskExecutorEntry): number => e.slots.filter((s) => s.state !== 'free').length;
     entries.sort((a, b) => busy(b) - busy(a));
     return entries.flatMap((e) => e.slots.filter((s) => s.state === 'free' && !s.suspect));
   }
 
   private cancelPendingRequests(key: string, excess: number): void {
-    for (const entry of this.entriesOf(key)) {
+    for (const entry of this.tracker.entriesOf(key)) {
       for (const slot of entry.slots) {
         if (excess <= 0) return;
         if (slot.state === 'pending' && !slot.cancelled && slot.jobId === this.o.jobId) {
@@ -591,7 +448,7 @@ export class SlotManager {
     slot.allocationId = allocationId;
     slot.jobId = this.o.jobId;
     slot.cancelled = false;
-    const entry = this.taskExecutors.get(slot.slotId.resourceId);
+    const entry = this.tracker.get(slot.slotId.resourceId);
     if (entry !== undefined) this.updateIdle(entry);
     const request: SlotRequest = {
       slotId: slot.slotId,
@@ -620,7 +477,7 @@ export class SlotManager {
 
   private slotRequestAnswered(slot: SlotEntry, allocationId: AllocationId, error: unknown): void {
     if (this.closed) return;
-    const entry = this.taskExecutors.get(slot.slotId.resourceId);
+    const entry = this.tracker.get(slot.slotId.resourceId);
     // The TaskExecutor went away, or a report already settled the slot otherwise.
     if (entry === undefined || entry.slots[slot.slotId.slotIndex] !== slot || slot.allocationId !== allocationId || slot.state !== 'pending') return;
     if (error === undefined) {
@@ -633,22 +490,11 @@ export class SlotManager {
       if (countedAlready) return;
     } else {
       this.o.logger.warn('slot request failed; trying another slot', { slot: slotIdString(slot.slotId), allocationId, error: errorMessage(error) });
-      this.markFree(slot);
+      markFree(slot);
       slot.suspect = true;
       this.updateIdle(entry);
     }
     this.checkRequirements();
-  }
-
-  private markFree(slot: SlotEntry): void {
-    slot.state = 'free';
-    slot.allocationId = undefined;
-    slot.jobId = undefined;
-    slot.cancelled = false;
-  }
-
-  private livePendingWorkers(): PendingWorker[] {
-    return [...this.pendingWorkers.values()].filter((w) => !w.stopping);
   }
 
   /** A TaskExecutor with no slot in use and no partition held starts its idle clock. */
@@ -665,9 +511,9 @@ export class SlotManager {
     const since = this.o.clock.now();
     entry.idleSince = since;
     entry.idleTimer = this.o.mainThread.schedule(() => {
-      if (this.closed || this.taskExecutors.get(entry.resourceId) !== entry || entry.idleSince !== since) return;
+      if (this.closed || this.tracker.get(entry.resourceId) !== entry || entry.idleSince !== since) return;
       entry.idleTimer = undefined;
-      this.taskExecutors.delete(entry.resourceId);
+      this.tracker.remove(entry.resourceId);
       const reason = `idle for ${this.o.clock.now() - since} ms (resourcemanager.taskmanager-timeout is ${this.o.idleTimeoutMs} ms)`;
       this.o.logger.info('releasing an idle TaskExecutor', { resourceId: entry.resourceId, reason });
       this.o.actions.releaseIdleTaskExecutor(entry.resourceId, reason);

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConflictError, FencingTokenError, FloeError } from '../../runtime/core/errors.js';
 import { FencingToken, ResourceId } from '../../runtime/core/ids.js';
 import { ProcessEnv } from '../../runtime/core/process-env.js';
-import { MAX_CONSECUTIVE_FAILED_WORKER_STARTS } from '../../runtime/resourcemanager/slot-manager.js';
+import { MAX_CONSECUTIVE_FAILED_WORKER_STARTS } from '../../runtime/resourcemanager/worker-starts.js';
 import { JM_TOKEN, JOB, RM_TOKEN, RmHarness, eventually, settle } from './rm-harness.js';
 
 let h: RmHarness;
