@@ -21,7 +21,7 @@ interface TaskScope {
 // task has ended; only a still-running task may run nested work inline. One storage for every main
 // thread of the process, holding the running tasks the current code descends from: Node (20) pays for
 // each AsyncLocalStorage on every promise created, so one per component (per TaskExecutor, JobMaster,
-// of every in-process cluster ever started) made all async code slower the more components there were.
+// of every in-process cluster ever started) would make all async code slower with every component.
 const runningTasks = new AsyncLocalStorage<readonly TaskScope[]>();
 
 export class MainThread {
