@@ -26,7 +26,7 @@ import { ExecutionGraph } from '../runtime/jobmaster/execution-graph.js';
 import { RestartPipelinedRegionFailoverStrategy } from '../runtime/jobmaster/failover-strategy.js';
 import { PartitionTracker } from '../runtime/jobmaster/partition-tracker.js';
 import { computePipelinedRegions } from '../runtime/jobmaster/pipelined-regions.js';
-import { DEFAULT_DEPLOY_CHUNK_SIZE } from '../runtime/jobmaster/scheduler.js';
+import { DEFAULT_DEPLOY_CHUNK_SIZE } from '../runtime/jobmaster/execution-deployer.js';
 import { packTaskDeployments, type TaskDeploymentDescriptor } from '../runtime/protocol/task-deployment.js';
 import { encodeArgs } from '../runtime/rpc/rpc-dispatcher.js';
 import { median, round, writeFigures } from './lib/bench-support.js';

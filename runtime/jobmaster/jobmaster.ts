@@ -35,7 +35,8 @@ import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
 import { createRestartStrategy, resolveRestartStrategy } from './restart-strategy.js';
-import { Scheduler, type SchedulerSnapshot } from './scheduler.js';
+import type { SchedulerSnapshot } from './execution-graph-views.js';
+import { Scheduler } from './scheduler.js';
 import { ThroughputSeries } from './throughput.js';
 import { SlotPool, type PooledSlot } from './slot-pool.js';
 

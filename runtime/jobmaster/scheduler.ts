@@ -1,38 +1,36 @@
-// The Scheduler (Flink's DefaultScheduler over its ExecutionGraph): places subtasks in the slot pool's
-// slots, deploys them region by region, follows their states, tracks blocking partitions, and turns
-// failures into restarts (pipelined-region failover under the job's restart strategy) or into the
-// job's failure. It runs on the JobMaster's main thread; the JobMaster tells it what happens outside
-// (task updates, lost TaskExecutors, new slots) and hears back through its listener.
+// The Scheduler (Flink's DefaultScheduler over its ExecutionGraph) coordinates a job's tasks on the
+// JobMaster's main thread: it follows their states, tracks blocking partitions, and turns failures into
+// restarts (pipelined-region failover under the job's restart strategy) or into the job's failure. It
+// delegates slot sharing to SlotSharingExecutionSlotAllocator, sending tasks to ExecutionDeployer, the
+// recovery after a JobManager failover to JobRecoveryHandler, the choice of what restarts and when to
+// ExecutionFailureHandler, and its views to execution-graph-views.ts. The JobMaster tells it what
+// happens outside (task updates, lost TaskExecutors, new slots) and hears back through its listener.
+// Over 500 lines because failure handling and restarts stay here, as in Flink's DefaultScheduler: they
+// touch every piece (slots, regions, partitions, deployments, the job's status) in one event.
 import type { Clock, Timer } from '../core/clock.js';
-import { errorMessage, toErrorInfo, type ErrorInfo } from '../core/errors.js';
-import { ExecutionAttemptId as AttemptIdOf, ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type FencingToken, type JobId, type ResourceId, type ResultPartitionId } from '../core/ids.js';
+import { errorMessage, type ErrorInfo } from '../core/errors.js';
+import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
-import { MAX_SUBTASK_DETAILS, type JobException, type JobRecovery, type SubtaskDetails, type TaskExecutorView, type VertexMetrics } from '../ha/job-store.js';
+import type { JobException, JobRecovery, TaskExecutorView, VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from '../jobgraph/job-status.js';
-import { profileOfGroup, type JobEdge, type JobGraph } from '../jobgraph/jobgraph.js';
-import { slotSharingGroupSizes } from '../jobgraph/slot-sharing.js';
+import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
-import type { ResourceRequirement } from '../protocol/resourcemanager-gateway.js';
-import { packTaskDeployments, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
-import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
-import { MainThreadClosedError, type MainThread } from '../rpc/main-thread.js';
+import type { InputSplit } from '../protocol/task-deployment.js';
+import type { MainThread } from '../rpc/main-thread.js';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
 import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
+import { schedulerSnapshot, slotsUsed, taskExecutorViews, vertexMetrics, type SchedulerSnapshot, type VertexTimes } from './execution-graph-views.js';
+import { ExecutionDeployer, type TaskManagerLookup } from './execution-deployer.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
 import { ExecutionFailureHandler, isRestartable, TASK_EXECUTOR_LEAVING, type FailureHandlingResult } from './failure-handler.js';
 import type { SplitAssigner } from './input-splits.js';
-import { PartitionTracker, type TrackedPartition } from './partition-tracker.js';
+import { JobRecoveryHandler } from './job-recovery-handler.js';
+import { PartitionTracker } from './partition-tracker.js';
 import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
 import type { RestartBackoffTimeStrategy } from './restart-strategy.js';
-import type { PooledSlot, SlotPool } from './slot-pool.js';
-
-/** What the Scheduler needs to reach TaskExecutors. */
-export interface TaskManagerLookup {
-  gateway(resourceId: ResourceId): TaskExecutorGateway | undefined;
-  dataAddress(resourceId: ResourceId): string;
-}
+import { SlotSharingExecutionSlotAllocator } from './slot-sharing-allocator.js';
+import type { SlotPool } from './slot-pool.js';
 
 export interface SchedulerListener {
   /** Task states or counters changed: the job record should show them soon. */
@@ -88,14 +86,6 @@ export interface SchedulerOptions {
 }
 
 /**
- * Tasks a region deploys per turn of the JobMaster's main thread before it lets other work in. 64, not
- * more: with 256 per turn, what a chunk's tasks allocate lived long enough to survive the young
- * generation's collections, and garbage collection took twice as long for a job of 10,000 trivial
- * tasks (docs/ARCHITECTURE.md, "Scale"). Chunks smaller still gained nothing measurable.
- */
-export const DEFAULT_DEPLOY_CHUNK_SIZE = 64;
-
-/**
  * How long a consumer's failure that only echoes its input's (a partition lost, its producer failed or
  * gone) waits for the failure it derives from: the producer's own error, or its TaskExecutor's loss,
  * is then handled as the one failure event and recorded as the root cause. Long enough for a report
@@ -117,72 +107,22 @@ interface PendingRestart {
   timer: Timer | undefined;
 }
 
-/** The tasks of one deployment chunk bound for one TaskExecutor, sent in one call. */
-interface DeploymentBatch {
-  readonly gateway: TaskExecutorGateway;
-  readonly executions: Execution[];
-  readonly descriptors: TaskDeploymentDescriptor[];
-}
-
-/** Slot sharing: per group, position i holds subtask i of every vertex in the group. */
-interface Position {
-  readonly group: string;
-  /** The subtasks placed here: subtask `index` of every vertex of the group that has one. */
-  readonly subtasks: ExecutionVertex[];
-  /** The group's resource profile (undefined: default) and its key: only a slot of that profile fits. */
-  readonly profile: ResourceProfile | undefined;
-  readonly profileKey: string;
-  readonly index: number;
-  slot: AllocationId | undefined;
-}
-
-export interface SchedulerSnapshot {
-  readonly regions: readonly { readonly index: number; readonly vertexIds: readonly string[]; readonly deployed: boolean }[];
-  readonly trackedPartitions: readonly TrackedPartition[];
-  readonly partitionsReleased: number;
-  readonly restarts: number;
-  readonly tasks: readonly {
-    readonly vertexId: string;
-    readonly subtaskIndex: number;
-    readonly attemptNumber: number;
-    readonly attemptId: ExecutionAttemptId;
-    readonly state: string;
-    readonly resourceId?: ResourceId;
-    readonly allocationId?: AllocationId;
-    readonly result?: TaskResult;
-    readonly priorAttempts: readonly { readonly attemptNumber: number; readonly state: string; readonly resourceId?: ResourceId }[];
-  }[];
-}
-
 export class Scheduler {
   readonly graph: ExecutionGraph;
   readonly regions: RegionPlan;
   readonly partitionTracker = new PartitionTracker();
   private readonly failureHandler: ExecutionFailureHandler;
-  private readonly descriptors: TaskDeploymentDescriptorFactory;
+  private readonly slots: SlotSharingExecutionSlotAllocator;
+  private readonly deployer: ExecutionDeployer;
+  private readonly recoveryHandler: JobRecoveryHandler;
   private readonly log: Logger;
   private readonly deployedRegions = new Set<number>();
   private readonly pendingRestarts = new Set<PendingRestart>();
   private readonly restarting = new Map<ExecutionVertex, PendingRestart>();
-  private readonly positions: Position[] = [];
-  private readonly positionBySlot = new Map<AllocationId, Position>();
-  private readonly positionIndex = new Map<string, Position[]>();
-  private readonly vertexTimes = new Map<string, { firstDeployedAtMs?: number; lastFinishedAtMs?: number }>();
-  /** What the last pass of updateSlots declared, per profile key, and the positions it counted. */
-  private required = new Map<string, ResourceRequirement>();
-  private readonly countedNeeded = new Set<Position>();
-  /** Needed positions without a slot after the last pass (or possibly, after a vacate since). */
-  private vacantNeeded = 0;
+  private readonly vertexTimes: VertexTimes = new Map();
   private status: JobStatus = JobStatus.CREATED;
-  private placedOnce = false;
   /** Every task ended and the listener was told. */
   private over = false;
-  /** After a JobManager failover: TaskExecutors that ran adopted attempts and have not registered yet. */
-  private readonly awaitingReports = new Set<ResourceId>();
-  private recovering = false;
-  private recoveryTimer: Timer | undefined;
-  /** Regions taken over finished from a predecessor, until the recovery decided to keep or rerun them. */
-  private readonly adoptedRegions = new Set<PipelinedRegion>();
   private failureCause: ErrorInfo | undefined;
 
   constructor(private readonly o: SchedulerOptions) {
@@ -191,24 +131,43 @@ export class Scheduler {
     const nextAttempts = Object.fromEntries(Object.entries(o.recovery?.attempts ?? {}).map(([v, ns]) => [v, ns.map((n) => n + 1)]));
     this.graph = new ExecutionGraph(o.jobGraph, nextAttempts);
     this.regions = computePipelinedRegions(o.jobGraph);
-    if (o.recovery !== undefined) this.adoptFinishedRegions(o.recovery);
+    this.recoveryHandler = new JobRecoveryHandler({
+      jobGraph: o.jobGraph,
+      graph: this.graph,
+      regions: this.regions,
+      partitionTracker: this.partitionTracker,
+      deployedRegions: this.deployedRegions,
+      main: o.main,
+      logger: o.logger,
+      recovery: o.recovery,
+      ...(o.recoveryGraceMs !== undefined ? { recoveryGraceMs: o.recoveryGraceMs } : {}),
+      isPartitionAvailable: (edge, producer) => this.isPartitionAvailable(edge, producer),
+      releasePartitions: (byTaskExecutor, cause) => this.releasePartitions(byTaskExecutor, cause),
+      recovered: () => this.afterChange(),
+    });
     const failover = new RestartPipelinedRegionFailoverStrategy(this.regions, this.graph, (edge, producer) => this.isPartitionAvailable(edge, producer));
     this.failureHandler = new ExecutionFailureHandler(failover, o.restartStrategy, o.clock);
-    this.descriptors = new TaskDeploymentDescriptorFactory(o.jobId, this.graph, this.regions, (id) => o.taskManagers.dataAddress(id), o.dataCredentials);
-    for (const [group, size] of slotSharingGroupSizes(o.jobGraph)) {
-      const list: Position[] = [];
-      const profile = profileOfGroup(o.jobGraph, group);
-      for (let index = 0; index < size; index++) {
-        const p: Position = { group, subtasks: [], profile, profileKey: profileKey(profile), index, slot: undefined };
-        list.push(p);
-        this.positions.push(p);
-      }
-      this.positionIndex.set(group, list);
-    }
-    for (const v of o.jobGraph.vertices) {
-      const list = this.positionIndex.get(v.slotSharingGroup)!;
-      this.graph.subtaskVertices(v.id).forEach((ev, i) => list[i]!.subtasks.push(ev));
-    }
+    const descriptors = new TaskDeploymentDescriptorFactory(o.jobId, this.graph, this.regions, (id) => o.taskManagers.dataAddress(id), o.dataCredentials);
+    this.slots = new SlotSharingExecutionSlotAllocator(o.jobGraph, this.graph, o.slotPool);
+    this.deployer = new ExecutionDeployer({
+      graph: this.graph,
+      fencingToken: o.fencingToken,
+      clock: o.clock,
+      main: o.main,
+      logger: o.logger,
+      slotPool: o.slotPool,
+      taskManagers: o.taskManagers,
+      descriptors,
+      vertexTimes: this.vertexTimes,
+      ...(o.mayAct !== undefined ? { mayAct: o.mayAct } : {}),
+      ...(o.deployChunkSize !== undefined ? { deployChunkSize: o.deployChunkSize } : {}),
+      context: {
+        stillDeploying: () => !this.over && this.isActive(),
+        deploymentFailed: (e, error) => this.tasksFailed([e], [], error),
+        failuresRecorded: () => this.afterChange(),
+        chunkDeployed: () => this.o.listener.progressChanged(),
+      },
+    });
   }
 
   get jobStatus(): JobStatus {
@@ -221,7 +180,7 @@ export class Scheduler {
 
   /** Slots the whole job needs at once: per slot sharing group its largest parallelism, summed. */
   get totalSlots(): number {
-    return this.positions.length;
+    return this.slots.totalSlots;
   }
 
   isActive(): boolean {
@@ -233,133 +192,25 @@ export class Scheduler {
   startScheduling(): void {
     this.o.main.assertInMainThread();
     this.status = JobStatus.RUNNING;
-    if (this.recovering) {
-      const graceMs = this.o.recoveryGraceMs ?? 10_000;
-      this.log.info('recovering: waiting for the TaskExecutors that hold the output of finished regions', { taskExecutors: [...this.awaitingReports], graceMs });
-      this.recoveryTimer = this.o.main.schedule(() => this.finishRecovery(`not every TaskExecutor registered within ${graceMs} ms`), graceMs);
-    }
+    this.recoveryHandler.start();
     this.afterChange();
   }
 
   // ---- recovery after a JobManager failover ---------------------------------------------------------
 
-  /** Regions a predecessor saw finish are taken over as FINISHED, pending what their TaskExecutors report. */
-  private adoptFinishedRegions(recovery: JobRecovery): void {
-    for (const region of this.regions.regions) {
-      const complete = region.vertexIds.every((id) => recovery.finished[id]?.length === this.graph.vertex(id)!.parallelism);
-      if (!complete) continue;
-      for (const id of region.vertexIds) {
-        this.graph.subtaskVertices(id).forEach((ev, i) => {
-          const f = recovery.finished[id]![i]!;
-          const resourceId = ResourceIdOf.of(f.resourceId);
-          const adopted = this.graph.adoptFinished(ev, AttemptIdOf.of(f.attemptId), recovery.attempts[id]?.[i] ?? 0, resourceId);
-          // What a sink attempt staged, for the commit's check; its counters went with the predecessor.
-          if (f.part !== undefined) adopted.result = { recordsIn: 0, recordsOut: 0, stagedPart: f.part };
-          if ((this.graph.outputsOf.get(id) ?? []).some((edge) => this.regions.partitionTypeOf(edge) === 'blocking')) this.awaitingReports.add(resourceId);
-        });
-      }
-      this.adoptedRegions.add(region);
-      this.deployedRegions.add(region.index);
-    }
-    this.recovering = this.adoptedRegions.size > 0;
-    if (this.recovering && this.awaitingReports.size === 0) this.recovering = false;
-    if (this.adoptedRegions.size > 0) this.log.info('took over finished regions from the previous JobMaster', { regions: [...this.adoptedRegions].map((r) => r.index) });
-  }
-
-  /**
-   * A TaskExecutor registered with the finished partitions of the job it holds: those of adopted
-   * attempts are tracked again; any other is of an attempt this JobMaster does not know and is released.
-   */
+  /** A TaskExecutor registered with the finished partitions of the job it holds (see JobRecoveryHandler). */
   partitionsReported(resourceId: ResourceId, partitionIds: readonly ResultPartitionId[]): void {
-    const unknown: ResultPartitionId[] = [];
-    const reported = new Set(partitionIds);
-    const claimed = new Set<string>();
-    for (const e of this.graph.executions) {
-      if (e.state !== ExecutionState.FINISHED || e.location?.resourceId !== resourceId) continue;
-      for (const edge of this.graph.outputsOf.get(e.vertex.id) ?? []) {
-        const id = partitionIdOf(edge, e);
-        if (this.regions.partitionTypeOf(edge) !== 'blocking' || !reported.has(id)) continue;
-        claimed.add(id);
-        if (!this.partitionTracker.has(edge.id, id)) this.partitionTracker.startTracking({ partitionId: id, edgeId: edge.id, resourceId, producerAttemptId: e.attemptId });
-      }
-    }
-    for (const id of partitionIds) if (!claimed.has(id)) unknown.push(id);
-    if (unknown.length > 0) this.releasePartitions(new Map([[resourceId, unknown]]), 'no attempt of this JobMaster produced them');
-    if (this.awaitingReports.delete(resourceId) && this.recovering && this.awaitingReports.size === 0) this.finishRecovery('every TaskExecutor that holds their output registered');
+    this.recoveryHandler.partitionsReported(resourceId, partitionIds);
   }
 
-  /**
-   * Decides which adopted regions stay finished: a region is kept when every blocking partition a
-   * consumer still needs is there; otherwise (and a region with a collect sink, whose records went with
-   * the predecessor) it runs again — and then what it reads is needed, so the check repeats.
-   */
-  private finishRecovery(why: string): void {
-    if (!this.recovering) return;
-    this.recovering = false;
-    this.recoveryTimer?.cancel();
-    this.recoveryTimer = undefined;
-    const regionDone = (r: PipelinedRegion): boolean => r.vertexIds.every((id) => this.graph.subtasks(id).every((e) => e.state === ExecutionState.FINISHED));
-    const rerun = new Set<PipelinedRegion>();
-    for (let changed = true; changed; ) {
-      changed = false;
-      for (const region of this.adoptedRegions) {
-        if (rerun.has(region)) continue;
-        const collects = region.vertexIds.some((id) => this.graph.vertex(id)!.operators.some((op) => op.kind === 'sink.collect'));
-        const outputLost = region.vertexIds.some((id) =>
-          (this.graph.outputsOf.get(id) ?? []).some((edge) => {
-            if (this.regions.partitionTypeOf(edge) !== 'blocking') return false;
-            const consumer = this.regions.regionOf(edge.target);
-            const needed = rerun.has(consumer) || !regionDone(consumer);
-            return needed && this.graph.subtasks(id).some((p) => !this.isPartitionAvailable(edge, p));
-          }),
-        );
-        if (collects || outputLost) {
-          rerun.add(region);
-          changed = true;
-        }
-      }
-      for (const region of rerun) {
-        if (!this.adoptedRegions.delete(region)) continue;
-        const superseded: { edgeId: string; partitionId: ResultPartitionId }[] = [];
-        for (const id of region.vertexIds) {
-          for (const ev of this.graph.subtaskVertices(id)) {
-            for (const edge of this.graph.outputsOf.get(id) ?? []) superseded.push({ edgeId: edge.id, partitionId: partitionIdOf(edge, ev.current) });
-            this.graph.resetForNewExecution(ev);
-          }
-        }
-        this.releasePartitions(this.partitionTracker.stopTracking(superseded), 'their region runs again');
-        this.deployedRegions.delete(region.index);
-        changed = true;
-      }
-    }
-    this.log.info('recovered', { why, kept: [...this.adoptedRegions].map((r) => r.index), rerun: [...rerun].map((r) => r.index) });
-    this.adoptedRegions.clear();
-    this.afterChange();
-  }
-
-  /**
-   * Changes whenever recoveryState() may answer differently (an attempt started or was adopted, a region
-   * finished), so a writer can leave out an unchanged recovery state: building it walks every subtask.
-   */
+  /** Changes whenever recoveryState() may answer differently, so a writer can leave out an unchanged one. */
   recoveryKey(): string {
-    let finishedRegions = 0;
-    for (const region of this.regions.regions) if (region.vertexIds.every((id) => this.graph.vertexFinished(id))) finishedRegions++;
-    return `${this.graph.attemptsVersion}:${finishedRegions}`;
+    return this.recoveryHandler.recoveryKey();
   }
 
   /** What a successor JobMaster would need: attempt counts, and the regions all of whose tasks finished. */
   recoveryState(): JobRecovery {
-    const attempts: Record<string, number[]> = {};
-    const finished: Record<string, JobRecovery['finished'][string][number][]> = {};
-    for (const vertex of this.o.jobGraph.vertices) attempts[vertex.id] = this.graph.subtasks(vertex.id).map((e) => e.attemptNumber);
-    for (const region of this.regions.regions) {
-      const executions = region.vertexIds.flatMap((id) => this.graph.subtasks(id));
-      if (!executions.every((e) => e.state === ExecutionState.FINISHED && e.location !== undefined)) continue;
-      for (const id of region.vertexIds) {
-        finished[id] = this.graph.subtasks(id).map((e) => ({ attemptId: e.attemptId, resourceId: e.location!.resourceId, ...(e.result?.stagedPart !== undefined ? { part: e.result.stagedPart } : {}) }));
-      }
-    }
-    return { attempts, finished };
+    return this.recoveryHandler.recoveryState();
   }
 
   /** The slot pool accepted new slots: place them and deploy what became ready. */
@@ -436,47 +287,19 @@ export class Scheduler {
 
   /**
    * What one FINISHED task changes, without the whole-job pass of afterChange when it can: the task's
-   * slot position may no longer be needed (then the whole pass runs: the slot goes, the requirement
-   * drops, a vacant position may take it), and its blocking output may make a region ready. Thousands of
+   * shared slot may no longer be needed (the allocator frees it alone, or the whole pass runs: a vacant
+   * shared slot may take it), and its blocking output may make a region ready. Thousands of
    * tasks finishing then cost what each one touches, not the job's size each.
    */
   private afterFinished(e: Execution): void {
     if (this.over) return;
-    const p = this.positionIndex.get(e.vertex.slotSharingGroup)?.[e.subtaskIndex];
-    if (!this.isActive() || this.recovering || this.pendingRestarts.size > 0 || p === undefined || (!this.positionNeeded(p) && !this.releasePosition(p))) {
+    if (!this.isActive() || this.recoveryHandler.recovering || this.pendingRestarts.size > 0 || !this.slots.executionFinished(e)) {
       this.afterChange();
       return;
     }
     if ((this.graph.outputsOf.get(e.vertex.id) ?? []).some((edge) => this.regions.partitionTypeOf(edge) === 'blocking')) this.scheduleReadyRegions();
     this.o.listener.progressChanged();
     this.checkEnd();
-  }
-
-  /**
-   * A position whose subtasks all finished, dealt with alone when that is what updateSlots would do: its
-   * slot goes back to the pool's unused slots and the requirement drops by one. False when the whole pass
-   * is needed (a vacant position might take the slot, the slot is still busy, or the position was not
-   * counted as needed by the last pass).
-   */
-  private releasePosition(p: Position): boolean {
-    if (this.vacantNeeded > 0 || !this.countedNeeded.has(p)) return false;
-    const slot = p.slot;
-    if (slot !== undefined) {
-      if (p.subtasks.some((ev) => ev.current.location?.allocationId === slot && !isExecutionTerminal(ev.current.state))) return false;
-      this.o.slotPool.setInUse(slot, false);
-      this.positionBySlot.delete(slot);
-      p.slot = undefined;
-    }
-    this.countedNeeded.delete(p);
-    const r = this.required.get(p.profileKey)!;
-    this.required.set(p.profileKey, { ...r, slots: r.slots - 1 });
-    this.o.slotPool.setRequired([...this.required.values()]);
-    return true;
-  }
-
-  /** Some subtask placed at this position has yet to finish. */
-  private positionNeeded(p: Position): boolean {
-    return p.subtasks.some((ev) => ev.current.state !== ExecutionState.FINISHED);
   }
 
   /** Counters of running attempts, from a TaskExecutor's heartbeat; stale attempts are ignored. */
@@ -508,9 +331,9 @@ export class Scheduler {
    * TaskExecutor had said it was leaving (`leaving`).
    */
   taskManagerLost(resourceId: ResourceId, cause: string, lostSlots: readonly AllocationId[], leaving = false): void {
-    if (this.awaitingReports.delete(resourceId) && this.recovering && this.awaitingReports.size === 0) this.finishRecovery(`TaskExecutor ${resourceId} is gone`);
+    this.recoveryHandler.taskManagerLost(resourceId);
     const lostPartitions = this.partitionTracker.forgetTaskExecutor(resourceId);
-    for (const slot of lostSlots) this.vacate(slot);
+    for (const slot of lostSlots) this.slots.vacate(slot);
     const failed = this.graph.executions.filter((e) => e.location?.resourceId === resourceId && !isExecutionTerminal(e.state));
     const lostOutputs = new Set<Execution>();
     for (const p of lostPartitions) {
@@ -531,7 +354,7 @@ export class Scheduler {
    * tracked: it serves them until their consumers have read them.
    */
   taskManagerLeaving(resourceId: ResourceId, cause: string, leftSlots: readonly AllocationId[]): void {
-    for (const slot of leftSlots) this.vacate(slot);
+    for (const slot of leftSlots) this.slots.vacate(slot);
     const moving = this.graph.executions.filter((e) => e.location?.resourceId === resourceId && !isExecutionTerminal(e.state));
     if (moving.length > 0) this.tasksFailed(moving, [], leavingError(resourceId, cause));
     this.afterChange();
@@ -539,15 +362,15 @@ export class Scheduler {
 
   /** A slot failed on its TaskExecutor (the pool already dropped it): its tasks failed. */
   slotFailed(allocationId: AllocationId, resourceId: ResourceId, cause: string): void {
-    this.vacate(allocationId);
+    this.slots.vacate(allocationId);
     const failed = this.graph.executions.filter((e) => e.location?.allocationId === allocationId && !isExecutionTerminal(e.state));
     if (failed.length > 0) this.tasksFailed(failed, [], { code: 'SLOT_FAILED', message: `slot ${allocationId} on ${resourceId} failed: ${cause}`, retryable: true });
     this.afterChange();
   }
 
-  /** The slot pool gave a slot back (idle) or lost it: no position holds it any more. */
+  /** The slot pool gave a slot back (idle) or lost it: no shared slot holds it any more. */
   slotReleased(allocationId: AllocationId): void {
-    this.vacate(allocationId);
+    this.slots.vacate(allocationId);
   }
 
   // ---- reads ------------------------------------------------------------------------------------------
@@ -558,45 +381,7 @@ export class Scheduler {
 
   /** Per-vertex progress and counters, as the job record and GET /jobs/:id show them. */
   vertexMetrics(): VertexMetrics[] {
-    const detailed = this.graph.executionVertices.length <= MAX_SUBTASK_DETAILS;
-    return this.o.jobGraph.vertices.map((vertex) => {
-      const subtasks = this.graph.subtasks(vertex.id);
-      let recordsIn = 0;
-      let recordsOut = 0;
-      let buffersSent = 0;
-      let maxBuffersInFlight = 0;
-      let creditsPerChannel: number | undefined;
-      for (const e of subtasks) {
-        const counters = e.result ?? e.live;
-        recordsIn += counters?.recordsIn ?? 0;
-        recordsOut += counters?.recordsOut ?? 0;
-        buffersSent += e.result?.network?.buffersSent ?? 0;
-        maxBuffersInFlight = Math.max(maxBuffersInFlight, e.result?.network?.maxBuffersInFlight ?? 0);
-        creditsPerChannel ??= e.result?.network?.creditsPerChannel;
-      }
-      const times = this.vertexTimes.get(vertex.id) ?? {};
-      const tasks = this.graph.vertexCounts(vertex.id);
-      const splits = this.o.splitAssigners.get(vertex.id);
-      return {
-        id: vertex.id,
-        name: vertex.name,
-        parallelism: vertex.parallelism,
-        region: this.regions.regionOf(vertex.id).index,
-        tasks,
-        // Each running subtask may hold one split it has not read to its end.
-        ...(splits !== undefined
-          ? { splits: { done: tasks.finished === tasks.total ? splits.handedOut : Math.max(0, splits.handedOut - tasks.running - tasks.deploying), total: splits.total } }
-          : {}),
-        ...(times.firstDeployedAtMs !== undefined ? { firstDeployedAtMs: times.firstDeployedAtMs } : {}),
-        ...(times.lastFinishedAtMs !== undefined ? { lastFinishedAtMs: times.lastFinishedAtMs } : {}),
-        recordsIn,
-        recordsOut,
-        buffersSent,
-        maxBuffersInFlight,
-        ...(creditsPerChannel !== undefined ? { creditsPerChannel } : {}),
-        ...(detailed ? { subtasks: subtasks.map(subtaskDetails) } : {}),
-      };
-    });
+    return vertexMetrics(this.o.jobGraph, this.graph, this.regions, this.o.splitAssigners, this.vertexTimes);
   }
 
   /**
@@ -604,58 +389,16 @@ export class Scheduler {
    * subtasks than a record lists.
    */
   taskExecutorViews(numberOfSlots: (resourceId: ResourceId) => number | undefined = () => undefined): TaskExecutorView[] | undefined {
-    if (this.graph.executionVertices.length > MAX_SUBTASK_DETAILS) return undefined;
-    const byExecutor = new Map<string, Map<number, TaskExecutorView['slots'][number]['tasks'][number][]>>();
-    for (const e of this.graph.executions) {
-      if (e.location === undefined || isExecutionTerminal(e.state)) continue;
-      const slotIndex = this.o.slotPool.get(e.location.allocationId)?.slotIndex;
-      if (slotIndex === undefined) continue;
-      let slots = byExecutor.get(e.location.resourceId);
-      if (slots === undefined) byExecutor.set(e.location.resourceId, (slots = new Map()));
-      let tasks = slots.get(slotIndex);
-      if (tasks === undefined) slots.set(slotIndex, (tasks = []));
-      tasks.push({ name: e.executionVertex.name, vertexId: e.vertex.id, subtask: e.subtaskIndex, attempt: e.attemptNumber, state: e.state });
-    }
-    // Slots the job holds with nothing running in them are shown too: they are the job's.
-    for (const slot of this.o.slotPool.all()) {
-      let slots = byExecutor.get(slot.resourceId);
-      if (slots === undefined) byExecutor.set(slot.resourceId, (slots = new Map()));
-      if (!slots.has(slot.slotIndex)) slots.set(slot.slotIndex, []);
-    }
-    // And the TaskExecutor's other slots, free: a record shows all of a TaskExecutor, not just the job's share.
-    for (const [resourceId, slots] of byExecutor) {
-      for (let index = 0; index < (numberOfSlots(ResourceIdOf.of(resourceId)) ?? 0); index++) if (!slots.has(index)) slots.set(index, []);
-    }
-    return [...byExecutor]
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([resourceId, slots]) => ({ resourceId, slots: [...slots].sort(([a], [b]) => a - b).map(([index, tasks]) => ({ index, tasks })) }));
+    return taskExecutorViews(this.graph, this.o.slotPool, numberOfSlots);
   }
 
   /** Distinct slots tasks were placed in (current attempts). */
   slotsUsed(): number {
-    return new Set(this.graph.executions.filter((e) => e.state !== ExecutionState.CREATED && e.location !== undefined).map((e) => e.location!.allocationId)).size;
+    return slotsUsed(this.graph);
   }
 
   snapshot(): SchedulerSnapshot {
-    return {
-      regions: this.regions.regions.map((r) => ({ index: r.index, vertexIds: r.vertexIds, deployed: this.deployedRegions.has(r.index) })),
-      trackedPartitions: this.partitionTracker.list(),
-      partitionsReleased: this.partitionTracker.released,
-      restarts: this.numberOfRestarts,
-      tasks: this.graph.executionVertices.map((ev) => {
-        const e = ev.current;
-        return {
-          vertexId: e.vertex.id,
-          subtaskIndex: e.subtaskIndex,
-          attemptNumber: e.attemptNumber,
-          attemptId: e.attemptId,
-          state: e.state,
-          ...(e.location ? { resourceId: e.location.resourceId, allocationId: e.location.allocationId } : {}),
-          ...(e.result ? { result: e.result } : {}),
-          priorAttempts: ev.priorAttempts.map((p) => ({ attemptNumber: p.attemptNumber, state: p.state, ...(p.location ? { resourceId: p.location.resourceId } : {}) })),
-        };
-      }),
-    };
+    return schedulerSnapshot(this.graph, this.regions, this.deployedRegions, this.partitionTracker, this.numberOfRestarts);
   }
 
   /** Blocking partitions still tracked, grouped by TaskExecutor, to be released when the job ends. */
@@ -850,8 +593,7 @@ export class Scheduler {
 
   /** Cancel or failure of the job: pending restarts are dropped and every task is stopped. */
   private stopEverything(): void {
-    this.recovering = false;
-    this.recoveryTimer?.cancel();
+    this.recoveryHandler.stop();
     for (const pending of this.pendingRestarts) pending.timer?.cancel();
     this.pendingRestarts.clear();
     this.restarting.clear();
@@ -902,88 +644,17 @@ export class Scheduler {
   }
 
   /**
-   * Which slot positions are needed (some subtask there has yet to finish), what the pool must hold,
-   * which slots fell idle, and placement of free slots in vacant positions. The first placement waits
-   * for every slot, so each group's slots sit on as few TaskExecutors as possible.
+   * The slot sharing allocator's pass (what the pool must hold, idle slots back, free slots placed), then
+   * deployment of what became ready. Nothing is placed or deployed while a recovery is deciding what
+   * runs again.
    */
   private updateSlots(): void {
     if (!this.isActive()) {
       return;
     }
-
-    // One pass over the positions and one over the executions, whatever the job's size.
-    const neededNow = new Map<Position, boolean>();
-    const needed = (p: Position): boolean => {
-      let need = neededNow.get(p);
-      if (need === undefined) neededNow.set(p, (need = this.positionNeeded(p)));
-      return need;
-    };
-    const busySlots = new Set<AllocationId>();
-    for (const ev of this.graph.executionVertices) {
-      const e = ev.current;
-      if (e.location !== undefined && !isExecutionTerminal(e.state)) busySlots.add(e.location.allocationId);
-    }
-    const busy = (slot: AllocationId): boolean => busySlots.has(slot);
-    const required = new Map<string, ResourceRequirement>();
-    this.countedNeeded.clear();
-    for (const p of this.positions) {
-      const need = needed(p);
-      if (need) {
-        this.countedNeeded.add(p);
-        const slots = (required.get(p.profileKey)?.slots ?? 0) + 1;
-        required.set(p.profileKey, p.profile === undefined ? { slots } : { profile: p.profile, slots });
-      }
-      if (p.slot !== undefined && !need && !busy(p.slot)) {
-        this.o.slotPool.setInUse(p.slot, false);
-        this.positionBySlot.delete(p.slot);
-        p.slot = undefined;
-      }
-    }
-    this.required = required;
-    this.o.slotPool.setRequired([...required.values()]);
-    // Nothing is placed while a recovery is deciding what runs again.
-    if (this.recovering) return;
-    const vacant = this.positions.filter((p) => p.slot === undefined && needed(p));
-    this.vacantNeeded = vacant.length;
-    if (vacant.length > 0) {
-      const free = this.o.slotPool
-        .all()
-        .filter((s) => !this.positionBySlot.has(s.allocationId))
-        .sort((a, b) => (a.resourceId < b.resourceId ? -1 : a.resourceId > b.resourceId ? 1 : a.slotIndex - b.slotIndex));
-      if (this.placedOnce || free.length >= vacant.length) {
-        // Free slots per profile, in order: each vacant position takes the first of its profile.
-        const freeByProfile = new Map<string, PooledSlot[]>();
-        for (const slot of free) {
-          const key = profileKey(slot.profile);
-          let list = freeByProfile.get(key);
-          if (list === undefined) freeByProfile.set(key, (list = []));
-          list.push(slot);
-        }
-        const taken = new Map<string, number>();
-        for (const p of vacant) {
-          const list = freeByProfile.get(p.profileKey);
-          const at = taken.get(p.profileKey) ?? 0;
-          if (list === undefined || at >= list.length) continue;
-          taken.set(p.profileKey, at + 1);
-          const slot = list[at]!;
-          p.slot = slot.allocationId;
-          this.vacantNeeded--;
-          this.positionBySlot.set(slot.allocationId, p);
-          this.o.slotPool.setInUse(slot.allocationId, true);
-        }
-        this.placedOnce = true;
-      }
-    }
-    this.scheduleReadyRegions();
-  }
-
-  private vacate(allocationId: AllocationId): void {
-    const p = this.positionBySlot.get(allocationId);
-    if (p === undefined) return;
-    this.positionBySlot.delete(allocationId);
-    p.slot = undefined;
-    // It may be needed: until the next whole pass says otherwise, finished tasks take the whole pass.
-    this.vacantNeeded++;
+    const recovering = this.recoveryHandler.recovering;
+    this.slots.update(!recovering);
+    if (!recovering) this.scheduleReadyRegions();
   }
 
   /** Deploys every region not deployed whose blocking inputs can be read and whose slots are there. */
@@ -995,123 +666,20 @@ export class Scheduler {
       if (!executions.every((e) => e.state === ExecutionState.CREATED && !this.restarting.has(e.executionVertex))) continue;
       const inputsReady = region.blockingInputs.every((edge) => this.graph.subtasks(edge.source).every((p) => p.state === ExecutionState.FINISHED && this.isPartitionAvailable(edge, p)));
       if (!inputsReady) continue;
-      const slots = executions.map((e) => this.positionIndex.get(e.vertex.slotSharingGroup)![e.subtaskIndex]!.slot);
-      if (slots.some((s) => s === undefined)) continue;
-      this.deployRegion(region, executions, slots as AllocationId[]);
+      const slots = this.slots.slotsFor(executions);
+      if (slots === undefined) continue;
+      this.deployRegion(region, executions, slots);
     }
   }
 
-  /**
-   * Deploys a region: its tasks are placed (SCHEDULED) at once, then handed to their TaskExecutors in
-   * chunks, each chunk a turn of the main thread, so heartbeats and RPCs are served while thousands of
-   * tasks deploy. A task whose attempt ended or was replaced meanwhile (cancel, failover) is skipped.
-   */
+  /** Deploys a region through the deployer, unless this JobMaster lost its lease. */
   private deployRegion(region: PipelinedRegion, executions: readonly Execution[], slots: readonly AllocationId[]): void {
     if (this.o.mayAct?.() === false) {
       this.log.warn('not deploying: this JobMaster no longer holds its lease', { region: region.index });
       return;
     }
     this.deployedRegions.add(region.index);
-    executions.forEach((e, i) => {
-      const slot = this.o.slotPool.get(slots[i]!)!;
-      e.location = { resourceId: slot.resourceId, allocationId: slot.allocationId };
-      e.state = ExecutionState.SCHEDULED;
-    });
-    this.deployChunk(region, executions, 0);
-  }
-
-  private deployChunk(region: PipelinedRegion, executions: readonly Execution[], from: number): void {
-    const chunk = Math.max(1, this.o.deployChunkSize ?? DEFAULT_DEPLOY_CHUNK_SIZE);
-    const end = Math.min(executions.length, from + chunk);
-    // One call per TaskExecutor for its share of the chunk.
-    const batches = new Map<ResourceId, DeploymentBatch>();
-    for (let i = from; i < end; i++) this.prepareDeployment(executions[i]!, batches);
-    for (const [resourceId, batch] of batches) this.submitBatch(resourceId, batch);
-    if (end >= executions.length) {
-      this.log.info('region deployed', { region: region.index, vertices: region.vertexIds, tasks: executions.length, attempt: executions[0]?.attemptNumber });
-      return;
-    }
-    // The next chunk waits behind what is queued now: setImmediate lets I/O and timers in first.
-    setImmediate(() => {
-      this.o.main
-        .run(() => {
-          if (this.over || !this.isActive()) return;
-          if (this.o.mayAct?.() === false) {
-            this.log.warn('deployment stopped: this JobMaster no longer holds its lease', { region: region.index, deployed: end, tasks: executions.length });
-            return;
-          }
-          this.deployChunk(region, executions, end);
-          this.o.listener.progressChanged();
-        })
-        .catch((error: unknown) => {
-          // A closed main thread means the JobMaster is gone: nothing more to deploy.
-          if (!(error instanceof MainThreadClosedError)) this.log.error('deploying a chunk of tasks failed', { region: region.index, error: errorMessage(error) });
-        });
-    });
-  }
-
-  /** Makes one placed task's descriptor and adds it to its TaskExecutor's batch; one that is no longer SCHEDULED is left alone. */
-  private prepareDeployment(e: Execution, batches: Map<ResourceId, DeploymentBatch>): void {
-    if (e.state !== ExecutionState.SCHEDULED) return;
-    const resourceId = e.location!.resourceId;
-    let batch = batches.get(resourceId);
-    if (batch === undefined) {
-      const gateway = this.o.taskManagers.gateway(resourceId);
-      if (gateway === undefined) {
-        this.tasksFailed([e], [], { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${resourceId} is gone`, retryable: true });
-        return;
-      }
-      batches.set(resourceId, (batch = { gateway, executions: [], descriptors: [] }));
-    }
-    e.state = ExecutionState.DEPLOYING;
-    const now = this.o.clock.now();
-    e.deployedAtMs = now;
-    let times = this.vertexTimes.get(e.vertex.id);
-    if (times === undefined) this.vertexTimes.set(e.vertex.id, (times = {}));
-    times.firstDeployedAtMs ??= now;
-    let descriptor;
-    try {
-      descriptor = this.descriptors.create(e);
-    } catch (error) {
-      this.tasksFailed([e], [], toErrorInfo(error));
-      return;
-    }
-    batch.executions.push(e);
-    batch.descriptors.push(descriptor);
-  }
-
-  /** Sends a TaskExecutor its tasks; those it refuses, or all when the call fails, fail (if still the current DEPLOYING attempts). */
-  private submitBatch(resourceId: ResourceId, batch: DeploymentBatch): void {
-    const { executions, descriptors } = batch;
-    if (executions.length === 0) return;
-    const failDeployment = (failed: readonly { e: Execution; error: ErrorInfo }[]): void => {
-      if (failed.length === 0) return;
-      this.o.main
-        .run(() => {
-          let changed = false;
-          for (const { e, error } of failed) {
-            if (this.graph.execution(e.attemptId) !== e || e.state !== ExecutionState.DEPLOYING) continue;
-            this.tasksFailed([e], [], { ...error, message: `deploying ${taskName(e.vertex, e.subtaskIndex)} to ${resourceId} failed: ${error.message}` });
-            changed = true;
-          }
-          if (changed) this.afterChange();
-        })
-        .catch(() => undefined);
-    };
-    batch.gateway.submitTasks(packTaskDeployments(descriptors), this.o.fencingToken).then(
-      (result) => {
-        if (result.rejected.length === 0) return;
-        const byAttempt = new Map(executions.map((e) => [e.attemptId as string, e]));
-        failDeployment(result.rejected.flatMap((r) => {
-          const e = byAttempt.get(r.attemptId);
-          return e === undefined ? [] : [{ e, error: r.error }];
-        }));
-      },
-      (error: unknown) => {
-        const info = toErrorInfo(error);
-        failDeployment(executions.map((e) => ({ e, error: { ...info, message: errorMessage(error) } })));
-      },
-    );
+    this.deployer.deploy(region, executions, slots);
   }
 
   private releasePartitions(byTaskExecutor: Map<ResourceId, ResultPartitionId[]>, cause: string): void {
@@ -1143,17 +711,6 @@ export class Scheduler {
       this.o.listener.tasksEnded('CANCELED');
     }
   }
-}
-
-function subtaskDetails(e: Execution): SubtaskDetails {
-  return {
-    index: e.subtaskIndex,
-    attempt: e.attemptNumber,
-    state: e.state,
-    ...(e.location !== undefined ? { taskExecutor: e.location.resourceId } : {}),
-    ...(e.deployedAtMs !== undefined ? { startedAtMs: e.deployedAtMs } : {}),
-    ...(e.endedAtMs !== undefined ? { endedAtMs: e.endedAtMs } : {}),
-  };
 }
 
 /** The failure of tasks whose TaskExecutor left: named as a loss the platform caused. */
