@@ -2,6 +2,10 @@
 // ResourceManager connection, the registered TaskExecutors and the Scheduler, and the one main thread
 // that mutates them. It writes the job record with its epoch, commits the job's output when every task
 // finished, and steps down the moment the store says a newer leader owns the job.
+// Over 500 lines because what stays here shares one leadership state (`terminated`, `steppedDown`):
+// the gateway's RPCs, the fenced writes of the job record, the commit and the end of the job each
+// check it or end it, and fencing stays rigorous only while one class owns it. Slot placement,
+// deployment, failover and the job's views live in the Scheduler and the files it delegates to.
 import type { BlobStore } from '../blob/blob-store.js';
 import { blobKeys } from '../blob/blob-store.js';
 import type { Clock, Timer } from '../core/clock.js';
