@@ -1,9 +1,10 @@
 // `floe init [dir]`: a folder a new user can run and type-check at once — a starter job, its sample
 // input, and a tsconfig.json that maps 'floe' to this install's API declarations.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { FloeError } from '../core/errors.js';
-import { FLOE_TYPES, jobCompilerOptions } from './typecheck.js';
+import type { CliIo } from './command-context.js';
+import { FLOE_TYPES, floeTypesExist, jobCompilerOptions } from './typecheck.js';
 
 export class InitError extends FloeError {
   constructor(message: string) {
@@ -77,4 +78,21 @@ export function initJobFolder(dir: string): { readonly written: readonly string[
     written.push(name);
   }
   return { written };
+}
+
+/** `floe init [dir]`: writes the folder (relative to the cwd) and says what to run next. */
+export function initCommand(dirArg: string | undefined, io: CliIo): number {
+  const dir = resolve(io.cwd, dirArg ?? '.');
+  const { written } = initJobFolder(dir);
+  const here = relative(io.cwd, dir);
+  io.stdout.write(
+    `wrote ${written.join(', ')} in ${dir}\n\n` +
+      `next:\n` +
+      (here === '' ? '' : `  cd ${here.startsWith('..') ? dir : here}\n`) +
+      `  floe check job.ts     type-checks the job as floe run does and your editor does: tsconfig.json\n` +
+      `                        maps 'floe' to ${FLOE_TYPES}\n` +
+      `  floe run job.ts       counts the words of input.txt on a local cluster (started on first use)\n`,
+  );
+  if (!floeTypesExist()) io.stderr.write(`note: ${FLOE_TYPES} is missing: build Floe first (npm run build in its folder)\n`);
+  return 0;
 }

@@ -6,13 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { FloeError, errorMessage } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';
 import { commandUsage, parseArgs, resolveStateDir, USAGE, UsageError, type ParsedArgs } from './args.js';
-import { executeCommand, type CliIo } from './commands.js';
+import type { CliIo } from './command-context.js';
+import { executeCommand } from './commands.js';
 import { escapeText } from './escape.js';
 import { runExample } from './example.js';
 import { processInterrupts, terminalPrompt } from './interrupt.js';
 import { EXECUTE_API_HOST, RestClient } from './rest-client.js';
 
-export type { CliIo } from './commands.js';
+export type { CliIo } from './command-context.js';
 
 const version = (): string => (JSON.parse(readFileSync(join(packageRoot, 'package.json'), 'utf8')) as { version: string }).version;
 

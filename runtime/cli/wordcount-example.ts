@@ -5,7 +5,8 @@ import { dirname, join } from 'node:path';
 import { packageRoot } from '../core/paths.js';
 import { formatDuration, formatTable } from './format.js';
 import { mulberry32 } from './seeded-random.js';
-import { runJob, type CommandContext } from './commands.js';
+import type { CommandContext } from './command-context.js';
+import { runJob } from './run-job.js';
 
 export const CORPUS_BYTES = 20 * 1024 * 1024;
 /** The example's input and output live in the state dir of its cluster. */

@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { fullJobId } from '../../runtime/cli/commands.js';
+import { fullJobId } from '../../runtime/cli/job-source.js';
 import { distEntry } from '../../runtime/core/paths.js';
 import type { JobSummary } from '../../runtime/protocol/rest-api.js';
 import { CliHarness } from './cli-harness.js';
