@@ -21,7 +21,7 @@ import { RestClient } from '../runtime/cli/rest-client.js';
 import { JobId } from '../runtime/core/ids.js';
 import { silentLogger } from '../runtime/core/logger.js';
 import { packageRoot } from '../runtime/core/paths.js';
-import { isJobManagerOf } from '../runtime/dispatcher/dispatcher.js';
+import { isJobManagerOf } from '../runtime/dispatcher/jobmanager-runners.js';
 import { clusterProcesses } from '../runtime/local/process-table.js';
 import { createTaskStateChangeHandler } from '../functions/ecs-task-events.js';
 import { startAwsTestCluster } from '../test/aws/aws-test-cluster.js';

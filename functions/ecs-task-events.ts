@@ -11,7 +11,8 @@ import { isJobEndFigures, JOB_ENDED_EVENT, jobMetricsLine } from '../runtime/aws
 import type { JobEndFigures } from '../runtime/protocol/job-end-notices.js';
 import { ProcessEnv } from '../runtime/core/process-env.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
-import { jobOfJobManagerWorker, type Dispatcher } from '../runtime/dispatcher/dispatcher.js';
+import type { Dispatcher } from '../runtime/dispatcher/dispatcher.js';
+import { jobOfJobManagerWorker } from '../runtime/dispatcher/jobmanager-runners.js';
 
 interface TaskStateDetail {
   readonly lastStatus?: string;

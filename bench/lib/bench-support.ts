@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RestClient } from '../../runtime/cli/rest-client.js';
 import { packageRoot } from '../../runtime/core/paths.js';
-import { MAX_JOB_WAIT_MS } from '../../runtime/dispatcher/dispatcher.js';
+import { MAX_JOB_WAIT_MS } from '../../runtime/dispatcher/views.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { processesOfCluster } from '../../runtime/local/process-table.js';
 import type { JobDetails } from '../../runtime/protocol/rest-api.js';

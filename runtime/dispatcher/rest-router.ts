@@ -7,7 +7,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import { MAX_JOB_WAIT_MS, type Dispatcher } from './dispatcher.js';
+import type { Dispatcher } from './dispatcher.js';
+import { MAX_JOB_WAIT_MS } from './views.js';
 import { DASHBOARD_API_PREFIX, DASHBOARD_CLIENT_HEADER, SignedDashboardSessions, isClusterSecret, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile, type DashboardSessions } from './dashboard.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
 

@@ -11,7 +11,7 @@ import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
 import { loadJobDefinition } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
 import { createS3Client } from '../../runtime/aws/clients.js';
-import { isJobManagerOf } from '../../runtime/dispatcher/dispatcher.js';
+import { isJobManagerOf } from '../../runtime/dispatcher/jobmanager-runners.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { waitFor } from '../support/cluster-processes.js';

@@ -9,7 +9,7 @@ import { buildJobGraph } from '../../runtime/api/translate.js';
 import { LAMBDA_RESULT_INLINE_MAX_BYTES } from '../../runtime/aws/aws-dispatcher.js';
 import { RestClient } from '../../runtime/cli/rest-client.js';
 import { JobId } from '../../runtime/core/ids.js';
-import { resultResponseBytes } from '../../runtime/dispatcher/dispatcher.js';
+import { resultResponseBytes } from '../../runtime/dispatcher/views.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { LAMBDA_MAX_PAYLOAD_BYTES, type ApiGatewayAdapter } from './apigw-adapter.js';
 import { awsTestApiSigner, startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';

@@ -3,7 +3,8 @@
 // same through the router and the local HTTP server. Time is a manual clock: nothing here sleeps.
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
-import { MAX_JOB_WAIT_MS, type JobWaitPolling } from '../../runtime/dispatcher/dispatcher.js';
+import type { JobWaitPolling } from '../../runtime/dispatcher/dispatcher-services.js';
+import { MAX_JOB_WAIT_MS } from '../../runtime/dispatcher/views.js';
 import { EMBEDDED_JOB_WAIT_POLLING } from '../../runtime/local/embedded-dispatcher.js';
 import { JobStatus } from '../../runtime/jobgraph/job-status.js';
 import { newJobRecord } from '../contracts/job-store.contract.js';

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isJobManagerOf } from '../../runtime/dispatcher/dispatcher.js';
+import { isJobManagerOf } from '../../runtime/dispatcher/jobmanager-runners.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { embeddedPaths } from '../../runtime/local/embedded-services.js';
 import { clusterProcesses } from '../../runtime/local/process-table.js';

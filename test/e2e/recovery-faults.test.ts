@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isJobManagerOf } from '../../runtime/dispatcher/dispatcher.js';
+import { isJobManagerOf } from '../../runtime/dispatcher/jobmanager-runners.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { embeddedPaths } from '../../runtime/local/embedded-services.js';
 import { clusterProcesses } from '../../runtime/local/process-table.js';
