@@ -1,7 +1,14 @@
 // What the cdk-nag acknowledgements of FloeCluster name: the exact resource strings cdk-nag reports
-// (the same for an environment-agnostic stack and one bound to an account and region), and why each
-// route of the HTTP API that a browser calls is left without IAM authorization.
-import { Stack, Token } from 'aws-cdk-lib';
+// (the same for an environment-agnostic stack and one bound to an account and region), why each
+// route of the HTTP API that a browser calls is left without IAM authorization, and the IAM wildcards
+// its roles cannot avoid.
+import { Stack, Token, type CfnElement } from 'aws-cdk-lib';
+import type * as ecs from 'aws-cdk-lib/aws-ecs';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
+import { NagSuppressions } from 'cdk-nag';
+import { BucketLayout, stagingKeyPatterns } from './runtime-contract.js';
 
 /**
  * The partition, region and account of `stack` as cdk-nag spells them in a finding: the value when the
@@ -40,5 +47,72 @@ export function openRouteReason(method: string, path: string): string | undefine
       return `The dashboard's cancel button (a browser cannot sign with SigV4): the function answers it only to ${session}; a session can do nothing else but read.`;
     default:
       return undefined;
+  }
+}
+
+/** The parts of a FloeCluster whose policies hold wildcards. */
+export interface WildcardHolders {
+  readonly bucket: s3.Bucket;
+  readonly cluster: ecs.Cluster;
+  readonly apiFunction: lambda.Function;
+  readonly jobManagerTaskDefinition: ecs.TaskDefinition;
+  readonly taskExecutorTaskDefinition: ecs.TaskDefinition;
+  readonly jobDataRole: iam.Role;
+}
+
+/**
+ * The wildcards IAM cannot avoid, each with why (cdk-nag AwsSolutions-IAM5): object keys hold job ids,
+ * content hashes and task ids that exist only at run time.
+ */
+export function acknowledgeWildcards(floe: WildcardHolders, blobPrefix: string): void {
+  const stack = Stack.of(floe.bucket);
+  const bucketObjects = (keys: string): string => `Resource::<${stack.getLogicalId(floe.bucket.node.defaultChild as CfnElement)}.Arn>/${keys}`;
+  // The same strings cdk-nag reports with `<AWS::Region>` (no environment) and with a concrete region.
+  const env = nagEnvironment(stack);
+  const ecsArn = (resource: string): string => `Resource::arn:${env.partition}:ecs:${env.region}:${env.account}:${resource}`;
+  const anyRevisionOf = (td: ecs.TaskDefinition): string => ecsArn(`task-definition/${td.family}:*`);
+  const clusterTasks = ecsArn(`task/<${stack.getLogicalId(floe.cluster.node.defaultChild as CfnElement)}>/*`);
+  const listTasks = 'ListTasks names no task: IAM scopes it by the ecs:cluster condition only (Resource::*).';
+  const tasks = 'Task ids exist only once RunTask started them: StopTask and DescribeTasks cover the tasks of this cluster.';
+  const revisions = 'RunTask of any revision of the one task definition family, in this cluster only (ecs:cluster condition): a process started before a redeploy keeps launching the revision it was configured with.';
+  const id = 'AwsSolutions-IAM5';
+  NagSuppressions.addResourceSuppressions(
+    floe.apiFunction.role!,
+    [
+      { id, appliesTo: [bucketObjects(`${blobPrefix}*`)], reason: 'JobGraphs and libraries under Floe\'s prefix, named by job id and content hash at run time; presigned library uploads are signed with this role.' },
+      { id, appliesTo: [bucketObjects('*')], reason: 'Read only (GetObject): a sink target may be any prefix of the bucket; the Dispatcher reads its _SUCCESS manifest at submission.' },
+      { id, appliesTo: [anyRevisionOf(floe.jobManagerTaskDefinition)], reason: revisions },
+      { id, appliesTo: [clusterTasks], reason: tasks },
+      { id, appliesTo: ['Resource::*'], reason: listTasks },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    floe.jobManagerTaskDefinition.taskRole,
+    [
+      { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.jobGraphFile}`), bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.resultFile}`)], reason: 'Its job\'s JobGraph (read) and result (written); the job id is known only at run time.' },
+      { id, appliesTo: [bucketObjects('*')], reason: 'The output commit: a sink target may be any prefix of the bucket (jobs write s3://<bucket>/<prefix>).' },
+      { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Tags its commit journal and markers in the staging areas (<target>/.floe-staging-<jobId>/…) as staged, so a lifecycle rule expires what is abandoned.' },
+      { id, appliesTo: [anyRevisionOf(floe.taskExecutorTaskDefinition)], reason: revisions },
+      { id, appliesTo: [clusterTasks], reason: tasks },
+      { id, appliesTo: ['Resource::*'], reason: listTasks },
+    ],
+    true,
+  );
+  NagSuppressions.addResourceSuppressions(
+    floe.jobDataRole,
+    [
+      { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.libraries}*`)], reason: 'Libraries are named by their content hash; read only. Each job\'s session policy names its own library alone.' },
+      { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Staged sink parts only (<target>/.floe-staging-<jobId>/…); each job\'s session policy names its own staging areas alone.' },
+      { id, appliesTo: [bucketObjects('*')], reason: 'Read only (GetObject): the input splits of s3:// sources; each job\'s session policy names the paths that job reads.' },
+    ],
+    true,
+  );
+  for (const td of [floe.jobManagerTaskDefinition, floe.taskExecutorTaskDefinition]) {
+    NagSuppressions.addResourceSuppressions(
+      td.obtainExecutionRole(),
+      [{ id, appliesTo: ['Resource::*'], reason: 'ecr:GetAuthorizationToken alone: the image pull needs it and IAM names no resource for it; the layer and image reads are granted on the image\'s repository only.' }],
+      true,
+    );
   }
 }
