@@ -1,0 +1,371 @@
+// The JobGraph's shape as a valibot schema: parseJobGraph decodes untrusted JSON with it, naming each
+// bad field by its path (`vertices[2].parallelism must be an integer >= 1, found "x"`), and its output
+// type is checked against the JobGraph interfaces at compile time. Each field's message is the text
+// after its path; formatIssue puts the two together. What is not shape (references between vertices
+// and edges, cycles, paths, limits across the graph) is checked by validateJobGraph in validate.ts.
+//
+// Two parts stay code inside the schema, since valibot's object and record schemas would change what
+// they report: the restart strategy (every field not of its type is named, in the order sent, with the
+// option key of each bad value; valibot's strictObject stops at the first unknown field) and the resource
+// profiles (a group may be named '__proto__'; valibot's record leaves such keys out).
+import * as v from 'valibot';
+import { InvalidJobGraphError } from '../core/errors.js';
+import { JobId } from '../core/ids.js';
+import type { ResourceProfile } from '../core/resource-profile.js';
+import {
+  DistributionPattern,
+  KeyedEmit,
+  Partitioner,
+  PartitionType,
+  RESTART_STRATEGY_TYPES,
+  WriteMode,
+  type JobEdge,
+  type JobGraph,
+  type JobVertex,
+  type OperatorKind,
+  type OperatorSpec,
+  type RestartStrategySpec,
+  type RestartStrategyType,
+} from './jobgraph.js';
+
+export const JOB_GRAPH_LIMITS = {
+  maxVertices: 1000,
+  maxEdges: 10_000,
+  maxOperatorsPerVertex: 100,
+  /** Largest parallelism of one vertex: Flink's, as a vertex cannot run more subtasks than it has key groups. */
+  maxParallelism: 32_768,
+  /** Largest maxParallelism (the number of key groups), as in Flink. */
+  maxMaxParallelism: 32_768,
+  maxArgs: 1000,
+  /** What the builder read on the client (program.builderReads), as JSON: it travels with every task deployment. */
+  maxBuilderReadsBytes: 262_144,
+  maxStringLength: 4096,
+  /** Problems listed in one error; the rest are counted. */
+  maxReportedProblems: 100,
+  /** Slot sharing groups with a resource profile. */
+  maxResourceProfiles: 64,
+  /** Largest vCPUs of one slot's profile. */
+  maxProfileCpu: 64,
+  /** Smallest and largest memory of one slot's profile, in MiB. */
+  minProfileMemoryMiB: 128,
+  maxProfileMemoryMiB: 1_048_576,
+} as const;
+
+/** Vertex, edge and operator ids end up in partition ids and file names: letters, digits, '_' and '-'. */
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+const SHA256_PATTERN = /^[0-9a-f]{64}$/;
+
+export const OPERATOR_KINDS: readonly OperatorKind[] = [
+  'source.sequence',
+  'source.textFile',
+  'source.collection',
+  'source.generate',
+  'map',
+  'flatMap',
+  'filter',
+  'sink.textFile',
+  'sink.collect',
+  'keyed.reduce',
+  'keyed.sum',
+  'keyed.aggregate',
+  'keyed.min',
+  'keyed.max',
+  'keyed.minBy',
+  'keyed.maxBy',
+];
+
+/** A value as a message shows it: short, and never "null" for a number JSON.parse made Infinity. */
+export const describe = (value: unknown): string => {
+  if (value === undefined) return 'nothing';
+  // JSON.stringify would say "null" for these: JSON.parse turns 1e999 into Infinity.
+  if (typeof value === 'number' && !Number.isFinite(value)) return Number.isNaN(value) ? 'NaN' : `a number too large (${value})`;
+  if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) return `an integer too large to hold exactly (${value})`;
+  if (Array.isArray(value)) return `an array`;
+  if (value !== null && typeof value === 'object') return 'an object';
+  const s = JSON.stringify(value);
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+};
+
+/** One InvalidJobGraphError listing the problems: at most maxReportedProblems of them, and a count of the rest. */
+export function invalidJobGraph(list: readonly string[]): InvalidJobGraphError {
+  const max = JOB_GRAPH_LIMITS.maxReportedProblems;
+  return new InvalidJobGraphError(list.length > max ? [...list.slice(0, max), `…and ${list.length - max} more problems`] : [...list]);
+}
+
+// ---- field schemas: each message is what follows the field's path --------------------------------
+
+type Message = (issue: v.BaseIssue<unknown>) => string;
+const found = (expected: string): Message => (issue) => `${expected}, found ${describe(issue.input)}`;
+const isPlainObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+
+const text = () =>
+  v.pipe(
+    v.string(found('must be a string')),
+    v.maxLength(JOB_GRAPH_LIMITS.maxStringLength, (issue) => `is ${(issue.input as string).length} characters long, the limit is ${JOB_GRAPH_LIMITS.maxStringLength}`),
+  );
+const nonEmptyText = () => v.pipe(text(), v.nonEmpty(() => 'must be a non-empty string, found ""'));
+const matching = (pattern: RegExp, hint: string) => v.pipe(text(), v.regex(pattern, found(`must be ${hint}`)));
+const id = () => matching(ID_PATTERN, "1-128 letters, digits, '_' or '-'");
+const integer = (min: number) => {
+  const m = found(`must be an integer >= ${min}`);
+  return v.pipe(v.number(m), v.safeInteger(m), v.minValue(min, m));
+};
+const safeInteger = () => {
+  const m = found('must be a safe integer');
+  return v.pipe(v.number(m), v.safeInteger(m));
+};
+const positiveNumber = () => {
+  const m = found('must be a finite number > 0');
+  return v.pipe(v.number(m), v.finite(m), v.gtValue(0, m));
+};
+const oneOf = <const T extends readonly string[]>(allowed: T) => v.picklist(allowed, found(`must be one of ${allowed.map((a) => `'${a}'`).join(', ')}`));
+
+/** An array of at most `max` entries, each `item`: an oversized array is refused before its entries are read. */
+const arrayOf = <T extends v.GenericSchema>(item: T, max: number) =>
+  v.pipe(
+    v.array(v.unknown(), found('must be an array')),
+    v.maxLength(max, (issue) => `has ${(issue.input as unknown[]).length} entries, the limit is ${max}`),
+    v.array(item),
+  );
+
+/**
+ * An object with these fields (others are dropped). A missing field is reported as its own schema reports
+ * `undefined` ("must be a string, found nothing"); an array is not an object here.
+ */
+const object = <E extends v.ObjectEntries>(entries: E) =>
+  v.pipe(
+    v.custom<Record<string, unknown>>(isPlainObject, found('must be an object')),
+    v.object(entries, (issue) => {
+      const key = issue.expected?.startsWith('"') === true ? (JSON.parse(issue.expected) as string) : undefined;
+      const field = key === undefined ? undefined : entries[key];
+      return (field === undefined ? undefined : v.safeParse(field, undefined, PARSE_CONFIG).issues?.[0]?.message) ?? found('must be an object')(issue);
+    }),
+  );
+
+/** Every problem is listed, one per field: a field's pipe stops at its first. */
+const PARSE_CONFIG = { abortPipeEarly: true } as const;
+
+// ---- the JobGraph -----------------------------------------------------------------------------------
+
+const FunctionRefSchema = object({ export: nonEmptyText(), operatorId: id(), role: v.optional(id()) });
+
+/** A keyed min/max/sum's field: a property name or a tuple index; minBy and maxBy need one. */
+const keyField = (kind: OperatorKind) => {
+  const m: Message = (issue) =>
+    issue.input === undefined && (kind === 'keyed.minBy' || kind === 'keyed.maxBy')
+      ? `is needed by ${kind}: the property name or tuple index whose value picks the record`
+      : `must be a property name (a string) or a tuple index (an integer >= 0), found ${describe(issue.input)}`;
+  return v.union([text(), v.pipe(v.number(m), v.safeInteger(m), v.minValue(0, m))], m);
+};
+
+const operator = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entries: E) => object({ kind: v.literal(kind), id: id(), name: nonEmptyText(), ...entries });
+
+/** Keyed operators carry `preAggregate` only when it is true. */
+const keyed = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entries: E) =>
+  v.pipe(
+    operator(kind, { key: FunctionRefSchema, emit: oneOf(Object.values(KeyedEmit)), preAggregate: v.optional(v.boolean(found('must be true or false'))), ...entries }),
+    v.transform(({ preAggregate, ...op }) => (preAggregate === true ? { ...op, preAggregate } : op)),
+  );
+
+const OPERATOR_SCHEMAS = {
+  'source.sequence': operator('source.sequence', { from: safeInteger(), to: safeInteger() }),
+  'source.textFile': operator('source.textFile', { path: nonEmptyText(), splitSizeBytes: integer(1) }),
+  'source.collection': operator('source.collection', { fn: FunctionRefSchema }),
+  'source.generate': operator('source.generate', { fn: FunctionRefSchema, count: v.optional(integer(0)), ratePerSecond: v.optional(positiveNumber()) }),
+  map: operator('map', { fn: FunctionRefSchema }),
+  flatMap: operator('flatMap', { fn: FunctionRefSchema }),
+  filter: operator('filter', { fn: FunctionRefSchema }),
+  // Graphs stored before write modes existed carry none: they get the safe default.
+  'sink.textFile': operator('sink.textFile', { path: nonEmptyText(), writeMode: v.optional(oneOf(Object.values(WriteMode)), WriteMode.NO_OVERWRITE) }),
+  'sink.collect': operator('sink.collect', { maxRecords: integer(0) }),
+  'keyed.reduce': keyed('keyed.reduce', { fn: FunctionRefSchema }),
+  'keyed.sum': keyed('keyed.sum', { field: v.optional(keyField('keyed.sum')), selector: v.optional(FunctionRefSchema) }),
+  'keyed.aggregate': keyed('keyed.aggregate', { createAccumulator: FunctionRefSchema, add: FunctionRefSchema, getResult: FunctionRefSchema, merge: v.optional(FunctionRefSchema) }),
+  'keyed.min': keyed('keyed.min', { field: v.optional(keyField('keyed.min')) }),
+  'keyed.max': keyed('keyed.max', { field: v.optional(keyField('keyed.max')) }),
+  'keyed.minBy': keyed('keyed.minBy', { field: keyField('keyed.minBy') }),
+  'keyed.maxBy': keyed('keyed.maxBy', { field: keyField('keyed.maxBy') }),
+} satisfies { readonly [K in OperatorKind]: v.GenericSchema<unknown, OperatorSpec & { readonly kind: K }> };
+
+/** An operator of an unknown kind: its kind is named, and its id and name checked all the same (it never passes). */
+const UnknownOperatorSchema = object({ kind: oneOf(OPERATOR_KINDS), id: id(), name: nonEmptyText() }) as unknown as v.GenericSchema<unknown, OperatorSpec>;
+
+/** Each operator is read by the schema of its kind. */
+const OperatorSchema = v.lazy((input): v.GenericSchema<unknown, OperatorSpec> => {
+  const kind = isPlainObject(input) ? input['kind'] : undefined;
+  return typeof kind === 'string' && Object.hasOwn(OPERATOR_SCHEMAS, kind) ? OPERATOR_SCHEMAS[kind as OperatorKind] : UnknownOperatorSchema;
+});
+
+const VertexSchema = object({
+  id: id(),
+  name: nonEmptyText(),
+  parallelism: integer(1),
+  maxParallelism: integer(1),
+  slotSharingGroup: nonEmptyText(),
+  operators: arrayOf(OperatorSchema, JOB_GRAPH_LIMITS.maxOperatorsPerVertex),
+}) satisfies v.GenericSchema<unknown, JobVertex>;
+
+const EdgeSchema = object({
+  id: id(),
+  source: nonEmptyText(),
+  target: nonEmptyText(),
+  distribution: oneOf(Object.values(DistributionPattern)),
+  partitioner: oneOf(Object.values(Partitioner)),
+  partitionType: oneOf(Object.values(PartitionType)),
+  keySelector: v.optional(FunctionRefSchema),
+}) satisfies v.GenericSchema<unknown, JobEdge>;
+
+/** read → the values the client's builder got: any JSON, bounded in size as a whole. */
+const BuilderReadsSchema = v.pipe(
+  v.custom<Record<string, unknown>>(isPlainObject, found('must be an object')),
+  v.check(
+    (reads) => Buffer.byteLength(JSON.stringify(reads)) <= JOB_GRAPH_LIMITS.maxBuilderReadsBytes,
+    (issue) => `is ${Buffer.byteLength(JSON.stringify(issue.input))} bytes as JSON, the limit is ${JOB_GRAPH_LIMITS.maxBuilderReadsBytes}`,
+  ),
+  v.check(
+    (reads) => Object.values(reads).every((values) => Array.isArray(values)),
+    (issue) => {
+      const [read, values] = Object.entries(issue.input as Record<string, unknown>).find(([, vs]) => !Array.isArray(vs))!;
+      return `['${read.slice(0, 100)}'] must be an array of the values read, found ${describe(values)}`;
+    },
+  ),
+  v.transform((reads) => reads as Record<string, unknown[]>),
+);
+
+const ProgramSchema = object({
+  export: nonEmptyText(),
+  args: arrayOf(text(), JOB_GRAPH_LIMITS.maxArgs),
+  builderReads: v.optional(BuilderReadsSchema),
+  planFingerprint: v.optional(matching(/^[0-9a-f]{32}$/, '32 lowercase hex digits')),
+});
+
+/** Per strategy type: field → [option key, min, max, fractional]. */
+const RESTART_STRATEGY_FIELDS: Record<RestartStrategyType, Record<string, readonly [string, number, number | undefined, boolean]>> = {
+  none: {},
+  'fixed-delay': {
+    attempts: ['restart-strategy.fixed-delay.attempts', 0, undefined, false],
+    delayMs: ['restart-strategy.fixed-delay.delay', 0, undefined, false],
+  },
+  'exponential-delay': {
+    initialBackoffMs: ['restart-strategy.exponential-delay.initial-backoff', 0, undefined, false],
+    maxBackoffMs: ['restart-strategy.exponential-delay.max-backoff', 0, undefined, false],
+    backoffMultiplier: ['restart-strategy.exponential-delay.backoff-multiplier', 1, undefined, true],
+    jitterFactor: ['restart-strategy.exponential-delay.jitter-factor', 0, 1, true],
+    resetBackoffThresholdMs: ['restart-strategy.exponential-delay.reset-backoff-threshold', 1, undefined, false],
+    attemptsBeforeResetBackoff: ['restart-strategy.exponential-delay.attempts-before-reset-backoff', 0, undefined, false],
+  },
+  'failure-rate': {
+    maxFailuresPerInterval: ['restart-strategy.failure-rate.max-failures-per-interval', 1, undefined, false],
+    failureRateIntervalMs: ['restart-strategy.failure-rate.failure-rate-interval', 1, undefined, false],
+    delayMs: ['restart-strategy.failure-rate.delay', 0, undefined, false],
+  },
+};
+
+/**
+ * A job's restart strategy: its type and the fields of that type only, each named as the option it
+ * stands for (`restart-strategy.fixed-delay.attempts`) when it is out of range.
+ */
+const RestartStrategySchema = v.pipe(
+  v.custom<Record<string, unknown>>(isPlainObject, found('must be an object')),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const o = dataset.value;
+    const typed = v.safeParse(oneOf(RESTART_STRATEGY_TYPES), o['type'], PARSE_CONFIG);
+    if (!typed.success) {
+      addIssue({ message: `.type ${typed.issues[0].message}` });
+      return NEVER;
+    }
+    const type = typed.output;
+    const fields = RESTART_STRATEGY_FIELDS[type];
+    const out: Record<string, unknown> = { type };
+    let ok = true;
+    for (const key of Object.keys(o)) {
+      if (key === 'type') continue;
+      const field = fields[key];
+      if (field === undefined) {
+        addIssue({ message: `.${key} is not a field of restart strategy '${type}' (its fields: ${Object.keys(fields).join(', ') || 'none'})` });
+        ok = false;
+        continue;
+      }
+      const n = o[key];
+      const [option, min, max, fractional] = field;
+      if (typeof n !== 'number' || !Number.isFinite(n) || (!fractional && !Number.isSafeInteger(n)) || n < min || (max !== undefined && n > max)) {
+        addIssue({ message: `.${key} ('${option}') must be ${fractional ? 'a number' : 'an integer'} >= ${min}${max !== undefined ? ` and <= ${max}` : ''}, found ${describe(n)}` });
+        ok = false;
+        continue;
+      }
+      out[key] = n;
+    }
+    return ok ? (out as RestartStrategySpec) : NEVER;
+  }),
+);
+
+/** Slot sharing group → { cpu, memoryMiB }: bounded in count, each value in range (checked in validateJobGraph). */
+const ResourceProfilesSchema = v.pipe(
+  v.custom<Record<string, unknown>>(isPlainObject, found('must be an object')),
+  v.check(
+    (profiles) => Object.keys(profiles).length <= JOB_GRAPH_LIMITS.maxResourceProfiles,
+    (issue) => `has ${Object.keys(issue.input as object).length} entries, the limit is ${JOB_GRAPH_LIMITS.maxResourceProfiles}`,
+  ),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const entries = Object.entries(dataset.value);
+    const out: [string, ResourceProfile][] = [];
+    for (const [group, raw] of entries) {
+      const at = `[${JSON.stringify(group)}]`;
+      if (group === '') {
+        addIssue({ message: `${at} (the group name) must be a non-empty string, found ""` });
+        continue;
+      }
+      if (group.length > JOB_GRAPH_LIMITS.maxStringLength) {
+        addIssue({ message: `${at} (the group name) is ${group.length} characters long, the limit is ${JOB_GRAPH_LIMITS.maxStringLength}` });
+        continue;
+      }
+      if (!isPlainObject(raw)) {
+        addIssue({ message: `${at} must be an object, found ${describe(raw)}` });
+        continue;
+      }
+      const extra = Object.keys(raw).filter((k) => k !== 'cpu' && k !== 'memoryMiB');
+      if (extra.length > 0) addIssue({ message: `${at} has unknown field(s) ${extra.join(', ')}; a profile has cpu and memoryMiB` });
+      const cpu = v.safeParse(positiveNumber(), raw['cpu'], PARSE_CONFIG);
+      if (!cpu.success) addIssue({ message: `${at}.cpu ${cpu.issues[0].message}` });
+      const memoryMiB = v.safeParse(integer(1), raw['memoryMiB'], PARSE_CONFIG);
+      if (!memoryMiB.success) addIssue({ message: `${at}.memoryMiB ${memoryMiB.issues[0].message}` });
+      if (cpu.success && memoryMiB.success && extra.length === 0) out.push([group, { cpu: cpu.output, memoryMiB: memoryMiB.output }]);
+    }
+    // fromEntries defines own properties, so a group named '__proto__' stays a group.
+    return out.length === entries.length ? (Object.fromEntries(out) as Record<string, ResourceProfile>) : NEVER;
+  }),
+);
+
+const JobGraphSchema = object({
+  jobId: v.custom<JobId>(JobId.isValid, found("must be 1-64 letters, digits, '_' or '-'")),
+  name: nonEmptyText(),
+  library: object({ sha256: matching(SHA256_PATTERN, '64 lowercase hex digits'), sizeBytes: integer(0) }),
+  program: ProgramSchema,
+  vertices: arrayOf(VertexSchema, JOB_GRAPH_LIMITS.maxVertices),
+  edges: arrayOf(EdgeSchema, JOB_GRAPH_LIMITS.maxEdges),
+  restartStrategy: v.optional(RestartStrategySchema),
+  resourceProfiles: v.optional(ResourceProfilesSchema),
+}) satisfies v.GenericSchema<unknown, JobGraph>;
+
+/** `vertices[2].operators[0].fn.export` from an issue's path; the whole graph is `jobGraph`. */
+function formatIssue(issue: v.BaseIssue<unknown>): string {
+  let path = '';
+  for (const item of issue.path ?? []) {
+    const key = (item as { key?: unknown }).key;
+    path += typeof key === 'number' ? `[${key}]` : path === '' ? String(key) : `.${String(key)}`;
+  }
+  if (path === '') path = 'jobGraph';
+  // A message that goes on naming the field (`.attempts ('…') must be`, `["g"].cpu must be`) follows the path directly.
+  return issue.message.startsWith('.') || issue.message.startsWith('[') ? `${path}${issue.message}` : `${path} ${issue.message}`;
+}
+
+/**
+ * Decodes an untrusted JobGraph (e.g. a request body). Checks shapes and types only, naming each bad
+ * field by its path (`vertices[2].parallelism must be an integer >= 1, found "x"`); unknown fields are
+ * dropped. Follow with validateJobGraph for what makes a graph runnable.
+ */
+export function parseJobGraph(input: unknown): JobGraph {
+  const result = v.safeParse(JobGraphSchema, input, PARSE_CONFIG);
+  if (result.success) return result.output;
+  throw invalidJobGraph(result.issues.map(formatIssue));
+}
