@@ -2,9 +2,12 @@
 // work (Flink's TaskExecutor composes the same): the TaskSlotTable (slots, allocations, tasks), the
 // JobTable + JobLeaderService (each job's JobMaster leader, found and followed by the TaskExecutor
 // itself), the ResourceManagerConnection, the SlotWorkerPool (a worker thread per slot running the
-// tasks), the PartitionService (result partitions, data server and client) and the LibraryCache.
-// Everything runs on one main thread.
-import { AsyncResource } from 'node:async_hooks';
+// tasks), the PartitionService (result partitions, data server and client) and the LibraryCache; the
+// JobLeaderListener offers slots to each job's leader and follows its loss, the TaskExecutorDrain leaves on
+// SIGTERM. Everything runs on one main thread. Shutdown and stopping from a main-thread handler run
+// `detached`, never as if still on that (closing) main thread. It stays over 500 lines because it is the
+// gateway of three callers (ResourceManager, JobMasters, warm pool) and the one place a task's life runs
+// through: submitted, deployed to its slot's worker thread, cancelled, ended and reported.
 import { join } from 'node:path';
 import { rm as removePath } from 'node:fs/promises';
 import { systemClock, type Clock, type Timer } from '../core/clock.js';
@@ -18,7 +21,7 @@ import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaderAddress } from '../ha/leader-election.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
-import type { SlotOffer, TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
+import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import { needsUserCode, unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
@@ -28,18 +31,21 @@ import {
   type TaskExecutorHeartbeatPayload,
   type TaskSubmissionResult,
 } from '../protocol/taskexecutor-gateway.js';
+import { detached } from '../rpc/detached.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
 import type { TaskSettings } from '../task/worker-protocol.js';
 import type { HeldPartitionInfo } from './blocking-partitions.js';
 import { JobMasterConnection, JobTable } from './job-table.js';
-import { JobLeaderService, type JobLeaderPhase, type RegisteredJobLeader } from './job-leader-service.js';
+import { JobLeaderService, type JobLeaderPhase } from './job-leader-service.js';
 import { rememberJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
 import { LibraryCache } from './library-cache.js';
 import { PartitionService } from './partition-service.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
 import type { SlotWorker } from './slot-worker-handle.js';
 import { SlotWorkerPool } from './slot-worker-pool.js';
+import { JobLeaderListener } from './job-leader-listener.js';
+import { TaskExecutorDrain } from './task-executor-drain.js';
 import { TaskSlotTable, type SlotTask } from './task-slot-table.js';
 
 export interface TaskExecutorDeps {
@@ -81,13 +87,6 @@ export interface TaskExecutorDeps {
 
 type Task = SlotTask<JobMasterConnection, SlotWorker>;
 
-// Captured at load time, outside any main thread: stopping from a main-thread handler must not run
-// the shutdown as if it were still on that (closing) main thread.
-const detachedScope = new AsyncResource('FloeTaskExecutorStop');
-
-/** How often a leaving TaskExecutor checks whether it is drained (ms). */
-const DRAIN_CHECK_INTERVAL_MS = 100;
-
 /** How long a starting TaskExecutor waits for its slots' threads before it registers anyway (ms). */
 const SLOT_START_WARNING_MS = 10_000;
 
@@ -117,9 +116,8 @@ export class TaskExecutor implements TaskExecutorGateway {
   private stopping = false;
   /** The data-plane key of each job this TaskExecutor holds slots of, as its slot requests brought them. */
   private readonly dataKeys = new Map<JobId, string>();
-  /** Set while leaving (why): no new slot is taken, and it stops once drained. */
-  private leavingReason: string | undefined;
-  private draining: Promise<void> | undefined;
+  private readonly drain: TaskExecutorDrain;
+  private readonly jobMasters: JobLeaderListener;
   private resolveTerminated: (reason: string) => void = () => {};
   /** Resolves with the reason when the TaskExecutor stopped (asked to, or its cluster is gone). */
   readonly terminated: Promise<string>;
@@ -188,9 +186,34 @@ export class TaskExecutor implements TaskExecutorGateway {
       heartbeatIntervalMs: deps.config.heartbeatIntervalMs,
       heartbeatTimeoutMs: deps.config.heartbeatTimeoutMs,
       listener: {
-        jobManagerGainedLeadership: (jobId, leader) => this.onJobLeaderGained(jobId, leader),
-        jobManagerLostLeadership: (jobId, cause) => this.onJobLeaderLost(jobId, cause),
+        jobManagerGainedLeadership: (jobId, leader) => this.jobMasters.jobManagerGainedLeadership(jobId, leader),
+        jobManagerLostLeadership: (jobId, cause) => this.jobMasters.jobManagerLostLeadership(jobId, cause),
       },
+    });
+    this.jobMasters = new JobLeaderListener({
+      resourceId: deps.resourceId,
+      profile: deps.profile,
+      mainThread: this.mainThread,
+      logger: this.logger,
+      jobTable: this.jobTable,
+      slotTable: this.slotTable,
+      reconnectTimeoutMs: this.reconnectTimeoutMs,
+      leavingReason: () => this.drain.reason,
+      heardFromCluster: () => this.resourceManager.heardFromCluster(),
+      cancel: (task) => this.cancel(task),
+      releaseSlot: (slotIndex, cause) => this.releaseSlot(slotIndex, cause),
+      releaseJob: (jobId, cause) => this.releaseJob(jobId, cause),
+    });
+    this.drain = new TaskExecutorDrain({
+      clock: this.clock,
+      mainThread: this.mainThread,
+      logger: this.logger,
+      terminated: this.terminated,
+      isStopping: () => this.stopping,
+      announce: (reason, timeoutMs) => this.announceLeaving(reason, timeoutMs),
+      drained: () => this.drained(),
+      held: () => ({ allocatedSlots: this.slotTable.allocatedSlots, heldPartitions: this.partitions.heldPartitions }),
+      stop: (reason) => this.stop(reason),
     });
     this.resourceManager = this.resourceManagerConnection(deps.jobId);
   }
@@ -222,9 +245,9 @@ export class TaskExecutor implements TaskExecutorGateway {
       }),
       slotReport: () => {
         const report = this.slotTable.slotReport(this.partitions.heldPartitions);
-        return this.leavingReason !== undefined ? { ...report, leaving: true } : report;
+        return this.drain.reason !== undefined ? { ...report, leaving: true } : report;
       },
-      onOrphaned: (reason) => detachedScope.runInAsyncScope(() => void this.stop(reason)),
+      onOrphaned: (reason) => detached(() => void this.stop(reason)),
     });
   }
 
@@ -320,8 +343,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       if (typeof dataKey !== 'string' || dataKey === '') {
         throw new InvalidRequestError(`slot request for job ${request.jobId} came without the job's data key; the ResourceManager sends it with every slot request`);
       }
-      if (this.leavingReason !== undefined) {
-        throw new ConflictError(`TaskExecutor ${this.resourceId} is leaving (${this.leavingReason}) and takes no new slot; request a slot of another TaskExecutor`);
+      if (this.drain.reason !== undefined) {
+        throw new ConflictError(`TaskExecutor ${this.resourceId} is leaving (${this.drain.reason}) and takes no new slot; request a slot of another TaskExecutor`);
       }
       if (request.slotId.resourceId !== this.resourceId) {
         throw new InvalidRequestError(`slot request for ${request.slotId.resourceId}/${request.slotId.slotIndex} reached TaskExecutor ${this.resourceId}`);
@@ -336,7 +359,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       // Registered there already, the slot is offered now; otherwise with all of the job's slots once registered.
       this.jobLeaders.addJob(request.jobId, { address: request.jobMasterAddress, token: request.jobMasterToken });
       const connection = this.jobTable.connection(request.jobId);
-      if (connection !== undefined) this.offerSlots(connection, [{ allocationId: request.allocationId, slotIndex }]);
+      if (connection !== undefined) this.jobMasters.offerSlots(connection, [{ allocationId: request.allocationId, slotIndex }]);
     });
   }
 
@@ -353,7 +376,7 @@ export class TaskExecutor implements TaskExecutorGateway {
   standBy(resourceManagerToken: FencingToken, poolToken: string, idleTimeoutMs: number): Promise<void> {
     return this.mainThread.run(async () => {
       this.resourceManager.checkToken(resourceManagerToken);
-      if (this.stopping || this.leavingReason !== undefined) throw new ConflictError(`TaskExecutor ${this.resourceId} is stopping`);
+      if (this.stopping || this.drain.reason !== undefined) throw new ConflictError(`TaskExecutor ${this.resourceId} is stopping`);
       if (typeof poolToken !== 'string' || poolToken.length === 0) throw new InvalidRequestError('the warm pool token must be a non-empty string');
       if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0) throw new InvalidRequestError(`idleTimeoutMs must be a non-negative integer, found ${JSON.stringify(idleTimeoutMs)}`);
       const running = this.slotTable.allTasks().filter((t) => !isExecutionTerminal(t.state));
@@ -375,7 +398,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       const idleTimer = this.mainThread.schedule(() => {
         this.standby = undefined;
         this.logger.info('no job came within the warm pool idle time; stopping', { idleTimeoutMs });
-        detachedScope.runInAsyncScope(() => void this.stop('idle in the warm pool'));
+        detached(() => void this.stop('idle in the warm pool'));
       }, idleTimeoutMs);
       this.standby = { poolToken, idleTimer };
       this.logger.info('in the warm pool: waiting for the next job', { lastJob: this.currentJobId, idleTimeoutMs });
@@ -575,47 +598,6 @@ export class TaskExecutor implements TaskExecutorGateway {
     }
   }
 
-  // ---------------------------------------------------------------- JobMaster leaders (JobLeaderService events)
-
-  private onJobLeaderGained(jobId: JobId, leader: RegisteredJobLeader): void {
-    const connection = new JobMasterConnection(jobId, leader.address, leader.token, leader.gateway, leader.jobMasterResourceId, this.logger);
-    this.jobTable.connect(jobId, connection);
-    this.resourceManager.heardFromCluster();
-    if (this.leavingReason !== undefined) {
-      // A new leader learns at once that this TaskExecutor is going: it gets no slot of it.
-      this.tellLeaving(connection, this.leavingReason);
-      return;
-    }
-    const offers = this.slotTable.slotsOfJob(jobId).map((s) => ({ allocationId: s.allocationId!, slotIndex: s.index }));
-    if (offers.length > 0) this.offerSlots(connection, offers);
-  }
-
-  private onJobLeaderLost(jobId: JobId, cause: string): void {
-    this.jobTable.disconnect(jobId);
-    this.applyLeaderChangePolicy(jobId, cause);
-    // The slots wait for the next leader, a bounded while: then the ResourceManager gets them back.
-    const job = this.jobTable.get(jobId);
-    if (job === undefined) return;
-    job.reconnectDeadline?.cancel();
-    job.reconnectDeadline = this.mainThread.schedule(() => {
-      if (this.jobTable.connection(jobId) !== undefined) return;
-      this.releaseJob(jobId, `no JobMaster leader of job ${jobId} registered within ${this.reconnectTimeoutMs} ms after the last one was lost (${cause})`);
-    }, this.reconnectTimeoutMs);
-  }
-
-  /**
-   * THE decision on a change of a job's JobMaster leader: what becomes of the tasks the former leader
-   * deployed here. Policy for now: restart — they are cancelled (a new leader does not know them and
-   * redeploys what it needs); the slots they ran in stay held and are offered to the next leader.
-   * Adopting running tasks instead would be decided here.
-   */
-  private applyLeaderChangePolicy(jobId: JobId, cause: string): void {
-    for (const task of this.slotTable.tasksOfJob(jobId)) {
-      if (!isExecutionTerminal(task.state)) this.logger.info('cancelling a task of the former JobMaster leader', { task: task.tdd.taskName, attemptId: task.tdd.attemptId, cause });
-      this.cancel(task);
-    }
-  }
-
   /**
    * Stops working for the job: cancels its tasks, gives its slots back, deletes its partitions (no
    * JobMaster of the job can reach them any more) and forgets its leader.
@@ -629,38 +611,6 @@ export class TaskExecutor implements TaskExecutorGateway {
     void this.partitions.releaseJob(jobId, cause).then(() => this.mainThread.run(() => this.resourceManager.sendSlotReport())).catch(() => undefined);
     this.jobTable.remove(jobId);
     this.dataKeys.delete(jobId);
-  }
-
-  private offerSlots(connection: JobMasterConnection, slots: { allocationId: AllocationId; slotIndex: number }[]): void {
-    // Every offer names this TaskExecutor's profile: the JobMaster counts a slot towards its profile only.
-    const profile = this.deps.profile;
-    const offers: SlotOffer[] = profile === undefined ? slots : slots.map((s) => ({ ...s, profile }));
-    connection.gateway
-      .offerSlots(this.resourceId, offers)
-      .then(
-        (accepted) => this.mainThread.run(() => this.onOfferAnswer(connection, offers, accepted)),
-        (error: unknown) =>
-          this.mainThread.run(() => {
-            if (this.jobTable.connection(connection.jobId) !== connection) return;
-            this.logger.warn('offering slots to the JobMaster failed; freeing them', { address: connection.address, error: errorMessage(error) });
-            this.onOfferAnswer(connection, offers, []);
-          }),
-      )
-      .catch((e: unknown) => {
-        if (!this.mainThread.isClosed) this.logger.error('slot offer handling failed', { error: e });
-      });
-  }
-
-  private onOfferAnswer(connection: JobMasterConnection, offers: readonly { allocationId: AllocationId; slotIndex: number }[], accepted: readonly AllocationId[]): void {
-    // An answer from a leader that is gone meanwhile decides nothing: the next leader gets the offers.
-    if (this.jobTable.connection(connection.jobId) !== connection) return;
-    for (const offer of offers) {
-      if (accepted.includes(offer.allocationId)) continue;
-      const slot = this.slotTable.slot(offer.slotIndex);
-      if (slot.allocationId !== offer.allocationId || slot.jobId !== connection.jobId) continue;
-      this.logger.info('JobMaster did not accept slot; freeing it', { slotIndex: slot.index, allocationId: offer.allocationId });
-      this.releaseSlot(slot.index, 'the JobMaster did not accept the slot');
-    }
   }
 
   // ---------------------------------------------------------------- tasks
@@ -799,7 +749,7 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /** Whether it is leaving: set by `leave` until it stops. */
   get isLeaving(): boolean {
-    return this.leavingReason !== undefined;
+    return this.drain.reason !== undefined;
   }
 
   /**
@@ -810,51 +760,24 @@ export class TaskExecutor implements TaskExecutorGateway {
    * Whatever is left after `timeoutMs` stops with it; `stop` ends the drain at once. Idempotent.
    */
   leave(reason: string, timeoutMs: number): Promise<void> {
-    if (this.stopping) return this.terminated.then(() => undefined);
-    this.draining ??= this.drain(reason, timeoutMs);
-    return this.draining;
+    return this.drain.leave(reason, timeoutMs);
   }
 
-  private async drain(reason: string, timeoutMs: number): Promise<void> {
-    const deadline = this.clock.now() + timeoutMs;
-    await this.mainThread
-      .run(() => {
-        this.leavingReason = reason;
-        this.logger.info('TaskExecutor leaving: draining', { reason, timeoutMs, allocatedSlots: this.slotTable.allocatedSlots, heldPartitions: this.partitions.heldPartitions });
-        this.resourceManager.sendSlotReport();
-        for (const job of this.jobTable.all()) {
-          const connection = this.jobTable.connection(job.jobId);
-          // With no leader to tell, nobody can move its tasks: they stop now and the next leader restarts them.
-          if (connection === undefined) this.releaseJob(job.jobId, `the TaskExecutor is leaving (${reason}) and the job has no JobMaster leader`, 'info');
-          else this.tellLeaving(connection, reason);
-        }
-      })
-      .catch(() => undefined);
-    while (!this.stopping && this.clock.now() < deadline && !this.drained()) {
-      await new Promise<void>((resolve) => this.clock.setTimeout(resolve, Math.min(DRAIN_CHECK_INTERVAL_MS, Math.max(1, deadline - this.clock.now()))));
+  /** Tells the ResourceManager (its next slot report says `leaving`) and each job's JobMaster. */
+  private announceLeaving(reason: string, timeoutMs: number): void {
+    this.logger.info('TaskExecutor leaving: draining', { reason, timeoutMs, allocatedSlots: this.slotTable.allocatedSlots, heldPartitions: this.partitions.heldPartitions });
+    this.resourceManager.sendSlotReport();
+    for (const job of this.jobTable.all()) {
+      const connection = this.jobTable.connection(job.jobId);
+      // With no leader to tell, nobody can move its tasks: they stop now and the next leader restarts them.
+      if (connection === undefined) this.releaseJob(job.jobId, `the TaskExecutor is leaving (${reason}) and the job has no JobMaster leader`, 'info');
+      else this.jobMasters.tellLeaving(connection, reason);
     }
-    if (this.stopping) return this.terminated.then(() => undefined);
-    const done = this.drained();
-    if (!done) this.logger.warn('TaskExecutor leaving: the drain deadline passed; stopping with what is left', { timeoutMs, allocatedSlots: this.slotTable.allocatedSlots, heldPartitions: this.partitions.heldPartitions });
-    await this.stop(done ? `left: ${reason}` : `left at the drain deadline ('taskmanager.drain.timeout' ${timeoutMs} ms): ${reason}`);
   }
 
   /** No slot held and no partition left to serve: nothing of it is needed any more. */
   private drained(): boolean {
     return this.slotTable.allocatedSlots === 0 && this.partitions.heldPartitions === 0 && this.slotTable.allTasks().every((t) => isExecutionTerminal(t.state));
-  }
-
-  private tellLeaving(connection: JobMasterConnection, reason: string): void {
-    connection.gateway.notifyTaskManagerLeaving(this.resourceId, reason).catch((error: unknown) =>
-      this.mainThread
-        .run(() => {
-          if (this.jobTable.connection(connection.jobId) !== connection) return;
-          // The JobMaster cannot be told: its tasks here stop, and it restarts them when it hears they did.
-          this.logger.warn('could not tell the JobMaster this TaskExecutor is leaving; releasing the job here', { jobId: connection.jobId, error: errorMessage(error) });
-          this.releaseJob(connection.jobId, `the TaskExecutor is leaving (${reason}) and its JobMaster could not be told`);
-        })
-        .catch(() => undefined),
-    );
   }
 
   // ---------------------------------------------------------------- shutdown
