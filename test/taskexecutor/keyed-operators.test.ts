@@ -7,7 +7,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bundleJobFile } from '../../runtime/api/library.js';
 import type { ErrorInfo } from '../../runtime/core/errors.js';
-import { AllocationId, ExecutionAttemptId, JobId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
+import { ExecutionAttemptId, JobId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
 import type { KeyedEmit, OperatorSpec, Partitioner } from '../../runtime/jobgraph/jobgraph.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
@@ -16,6 +16,7 @@ import { runOperatorChain, type TaskIo } from '../../runtime/task/operator-chain
 import { SlotWorkerRuntime } from '../../runtime/task/slot-worker-runtime.js';
 import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import type { WorkerToMain } from '../../runtime/task/worker-protocol.js';
+import { taskDeployment } from '../support/task-deployment.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-keyed-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -24,22 +25,7 @@ const NET = { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
 const fn = (operatorId: string, role?: string) => (role === undefined ? { export: 'default', operatorId } : { export: 'default', operatorId, role });
 
 function tdd(operators: OperatorSpec[], extra: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
-  return {
-    jobId: JobId.of('job-keyed'),
-    vertexId: 'v1',
-    taskName: 'keyed (1/1)',
-    attemptId: ExecutionAttemptId.random(),
-    attemptNumber: 0,
-    subtaskIndex: 0,
-    parallelism: 1,
-    allocationId: AllocationId.of('a1'),
-    library: { sha256: 'none' },
-    program: { export: 'default', args: [] },
-    operators,
-    inputs: [],
-    outputs: [],
-    ...extra,
-  };
+  return taskDeployment(operators, { jobId: JobId.of('job-keyed'), taskName: 'keyed (1/1)', ...extra });
 }
 
 function io(t: TaskDeploymentDescriptor, fns: Record<string, Function>, more: Partial<TaskIo> = {}): TaskIo {

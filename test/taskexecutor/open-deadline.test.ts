@@ -7,31 +7,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IoTimeoutError } from '../../runtime/core/errors.js';
-import { AllocationId, ExecutionAttemptId, JobId } from '../../runtime/core/ids.js';
+import { JobId } from '../../runtime/core/ids.js';
 import type { OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { runOperatorChain, type TaskIo } from '../../runtime/task/operator-chain.js';
 import type { InputSplit, TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import { taskDeployment } from '../support/task-deployment.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-open-deadline-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function tdd(operators: OperatorSpec[], extra: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
-  return {
-    jobId: JobId.of('job-open'),
-    vertexId: 'v1',
-    taskName: 'chain (1/1)',
-    attemptId: ExecutionAttemptId.random(),
-    attemptNumber: 0,
-    subtaskIndex: 0,
-    parallelism: 1,
-    allocationId: AllocationId.of('a1'),
-    library: { sha256: 'none' },
-    program: { export: 'default', args: [] },
-    operators,
-    inputs: [],
-    outputs: [],
-    ...extra,
-  };
+  return taskDeployment(operators, { jobId: JobId.of('job-open'), ...extra });
 }
 
 function io(t: TaskDeploymentDescriptor, more: Partial<TaskIo>): TaskIo {

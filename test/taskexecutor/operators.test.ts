@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AllocationId, ExecutionAttemptId, JobId, ResultPartitionId } from '../../runtime/core/ids.js';
+import { ExecutionAttemptId, JobId, ResultPartitionId } from '../../runtime/core/ids.js';
 import type { OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
@@ -11,6 +11,7 @@ import { ResultPartition } from '../../runtime/network/result-partition.js';
 import { runOperatorChain, sequenceRange, type TaskIo } from '../../runtime/task/operator-chain.js';
 import type { InputSplit, TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { readSplitLines } from '../../runtime/task/text-file-reader.js';
+import { taskDeployment } from '../support/task-deployment.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-operators-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -60,22 +61,7 @@ describe('text file splits', () => {
 
 const attempt = ExecutionAttemptId.random();
 function tdd(operators: OperatorSpec[], extra: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
-  return {
-    jobId: JobId.of('job-ops'),
-    vertexId: 'v1',
-    taskName: 'chain (1/1)',
-    attemptId: attempt,
-    attemptNumber: 0,
-    subtaskIndex: 0,
-    parallelism: 1,
-    allocationId: AllocationId.of('a1'),
-    library: { sha256: 'none' },
-    program: { export: 'default', args: [] },
-    operators,
-    inputs: [],
-    outputs: [],
-    ...extra,
-  };
+  return taskDeployment(operators, { jobId: JobId.of('job-ops'), attemptId: attempt, ...extra });
 }
 
 function io(t: TaskDeploymentDescriptor, fns: Record<string, Function> = {}, more: Partial<TaskIo> = {}): TaskIo {

@@ -4,7 +4,7 @@
 // results must be the same; partials never have the key selector applied to them; the key budget
 // bounds what a producer holds.
 import { describe, expect, it } from 'vitest';
-import { AllocationId, ExecutionAttemptId, JobId, ResultPartitionId } from '../../runtime/core/ids.js';
+import { JobId, ResultPartitionId } from '../../runtime/core/ids.js';
 import type { FunctionRef, OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
@@ -12,28 +12,14 @@ import { ResultPartition } from '../../runtime/network/result-partition.js';
 import { keyedCombiner, keyedStep, type KeyedOperatorSpec } from '../../runtime/task/keyed-operators.js';
 import { runOperatorChain } from '../../runtime/task/operator-chain.js';
 import type { ResultPartitionDescriptor, TaskDeploymentDescriptor, TaskResult } from '../../runtime/protocol/task-deployment.js';
+import { taskDeployment } from '../support/task-deployment.js';
 
 const NET = { segmentSizeBytes: 512, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
 const KEY_GROUPS = 128;
 const fn = (operatorId: string, role?: string): FunctionRef => (role === undefined ? { export: 'default', operatorId } : { export: 'default', operatorId, role });
 
 function tdd(operators: OperatorSpec[], extra: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
-  return {
-    jobId: JobId.of('job-pre'),
-    vertexId: 'v',
-    taskName: 'task (1/1)',
-    attemptId: ExecutionAttemptId.random(),
-    attemptNumber: 0,
-    subtaskIndex: 0,
-    parallelism: 1,
-    allocationId: AllocationId.of('a1'),
-    library: { sha256: 'none' },
-    program: { export: 'default', args: [] },
-    operators,
-    inputs: [],
-    outputs: [],
-    ...extra,
-  };
+  return taskDeployment(operators, { jobId: JobId.of('job-pre'), vertexId: 'v', taskName: 'task (1/1)', ...extra });
 }
 
 interface Run {
