@@ -9,10 +9,10 @@ import type { Context, EventBridgeEvent } from 'aws-lambda';
 import { CAPACITY_FREED_EVENT, type CapacityFreedDetail } from '../runtime/aws/capacity-events.js';
 import { isJobEndFigures, JOB_ENDED_EVENT, jobMetricsLine } from '../runtime/aws/job-metrics.js';
 import type { JobEndFigures } from '../runtime/protocol/job-end-notices.js';
-import { ProcessEnv } from '../runtime/core/process-env.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
 import type { Dispatcher } from '../runtime/dispatcher/dispatcher.js';
 import { jobOfJobManagerWorker } from '../runtime/dispatcher/jobmanager-runners.js';
+import { FloeEnv } from '../runtime/core/floe-env.js';
 
 interface TaskStateDetail {
   readonly lastStatus?: string;
@@ -32,7 +32,7 @@ export function stoppedWorkerOf(event: TaskStateChangeEvent): { workerId: string
   const detail = event.detail;
   if (detail?.lastStatus !== 'STOPPED') return undefined;
   const environment = (detail.overrides?.containerOverrides ?? []).flatMap((o) => o.environment ?? []);
-  const workerId = environment.find((e) => e.name === ProcessEnv.RESOURCE_ID)?.value;
+  const workerId = environment.find((e) => e.name === FloeEnv.RESOURCE_ID)?.value;
   if (workerId === undefined || workerId === '') return undefined;
   const exitCode = detail.containers?.[0]?.exitCode;
   const how = exitCode === undefined ? 'stopped' : `exited with code ${exitCode}`;
@@ -106,7 +106,7 @@ export function createJobEndedHandler(options: { cluster: () => string | undefin
       throw new Error(`a '${JOB_ENDED_EVENT.detailType}' event needs a detail of { jobId, jobName, status, durationMs, recordsIn, recordsOut, restarts } with whole numbers >= 0, found ${JSON.stringify(event.detail)}`);
     }
     const cluster = options.cluster();
-    if (cluster === undefined || cluster === '') throw new Error(`the job-ended event of job ${event.detail.jobId} needs the cluster's name for its metrics, found none; set FLOE_ECS_CLUSTER on the function (the stack does)`);
+    if (cluster === undefined || cluster === '') throw new Error(`the job-ended event of job ${event.detail.jobId} needs the cluster's name for its metrics, found none; set ${FloeEnv.ECS_CLUSTER} on the function (the stack does)`);
     const at = Date.parse(event.time ?? '');
     write(jobMetricsLine(event.detail, cluster, Number.isFinite(at) ? at : Date.now()));
   };

@@ -8,7 +8,6 @@ import { InvalidRequestError } from '../runtime/core/errors.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
 import type { RestHandler, RestRequest, RestResponse } from '../runtime/dispatcher/rest-router.js';
 import type { AwsDispatcher } from '../runtime/aws/aws-dispatcher.js';
-import { AwsProcessEnv } from '../runtime/aws/aws-env.js';
 import { s3FileSystem } from '../runtime/aws/s3-file-system.js';
 import { localFileSystem } from '../runtime/local/fs-file-system.js';
 import {
@@ -25,6 +24,7 @@ import {
   type ReconcileEvent,
   type TaskStateChangeEvent,
 } from './ecs-task-events.js';
+import { FloeEnv } from '../runtime/core/floe-env.js';
 
 // The file systems the Dispatcher checks sink targets on: local paths (the TaskExecutors' disks), and S3.
 registerFileSystem(localFileSystem);
@@ -131,7 +131,7 @@ const httpApi = createHttpApiHandler({ router: async () => (await dispatcherOnce
 const taskStateChanges = createTaskStateChangeHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
 const reconcile = createReconcileHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
 const capacityFreed = createCapacityFreedHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
-const jobEnded = createJobEndedHandler({ cluster: () => process.env[AwsProcessEnv.ECS_CLUSTER] });
+const jobEnded = createJobEndedHandler({ cluster: () => process.env[FloeEnv.ECS_CLUSTER] });
 
 export const handler = (event: HttpApiEvent | TaskStateChangeEvent | ReconcileEvent | CapacityFreedEvent | JobEndedEvent, context: Context): Promise<HttpApiResult | void> =>
   isTaskStateChange(event)

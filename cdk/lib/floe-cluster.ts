@@ -277,7 +277,7 @@ export class FloeCluster extends Construct {
     // What every Floe process of the cluster is told: where its state lives, and its config.
     const environment: Record<string, string> = {
       [FloeEnv.BACKEND]: 'aws',
-      [FloeEnv.REGION]: Stack.of(this).region,
+      [FloeEnv.AWS_REGION]: Stack.of(this).region,
       [FloeEnv.BUCKET]: this.bucket.bucketName,
       [FloeEnv.BLOB_PREFIX]: blobPrefix,
       [FloeEnv.LEASE_TABLE]: this.leaseTable.tableName,

@@ -1,44 +1,11 @@
 // Every name the CDK app shares with the runtime, the Lambda handler and the container image, in one
 // place. The environment variable names and the table schema are the runtime's own constants; only what
 // the runtime does not define (handler file, image command, bucket layout) is spelled out here.
-import { AwsProcessEnv } from '../../runtime/aws/aws-env.js';
-import { AwsEnv } from '../../runtime/aws/aws-services.js';
 import { S3_STAGING_PREFIX } from '../../runtime/blob/output-rules.js';
-import { ClusterSecretEnv } from '../../runtime/aws/cluster-secret.js';
-import { ProcessEnv } from '../../runtime/core/process-env.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
-/** Environment variables the construct sets on the Lambda function and the ECS containers. */
-export const FloeEnv = {
-  /** 'aws' selects the DynamoDB / S3 / ECS adapters. */
-  BACKEND: ProcessEnv.BACKEND,
-  REGION: AwsEnv.REGION,
-  LEASE_TABLE: AwsEnv.LEASE_TABLE,
-  JOB_TABLE: AwsEnv.JOB_TABLE,
-  BUCKET: AwsEnv.BUCKET,
-  BLOB_PREFIX: AwsEnv.BLOB_PREFIX,
-  ENDED_JOB_RETENTION_MS: AwsEnv.ENDED_JOB_RETENTION_MS,
-  /** The cluster secret's value: injected from Secrets Manager by ECS into the containers. */
-  SECRET: ProcessEnv.SECRET,
-  /** The cluster secret's ARN: the Lambda function reads the value at cold start. */
-  SECRET_ARN: ClusterSecretEnv.SECRET_ARN,
-  ECS_CLUSTER: AwsProcessEnv.ECS_CLUSTER,
-  ECS_TASK_DEFINITION_JOBMANAGER: AwsProcessEnv.ECS_TASK_DEFINITION_JOBMANAGER,
-  ECS_TASK_DEFINITION_TASKEXECUTOR: AwsProcessEnv.ECS_TASK_DEFINITION_TASKEXECUTOR,
-  /** 'FARGATE_SPOT,FARGATE': the capacity providers JobManagers start TaskExecutors with, in order. */
-  ECS_CAPACITY_PROVIDERS_TASKEXECUTOR: AwsProcessEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR,
-  ECS_CONTAINER_NAME: AwsProcessEnv.ECS_CONTAINER_NAME,
-  ECS_SUBNETS: AwsProcessEnv.ECS_SUBNETS,
-  ECS_SECURITY_GROUPS: AwsProcessEnv.ECS_SECURITY_GROUPS,
-  /** 'true' or 'false'. */
-  ECS_ASSIGN_PUBLIC_IP: AwsProcessEnv.ECS_ASSIGN_PUBLIC_IP,
-  /** The cluster's event bus: ready JobManagers put capacity-freed events on it. */
-  EVENT_BUS: AwsProcessEnv.EVENT_BUS,
-  /** The job-data role JobManagers assume to vend each job's tasks credentials scoped to the job's S3 paths. */
-  JOB_DATA_ROLE_ARN: AwsProcessEnv.JOB_DATA_ROLE_ARN,
-  /** Interface the RPC and data servers bind to; 0.0.0.0 in a container, so other tasks can reach it. */
-  RPC_BIND_HOST: AwsProcessEnv.RPC_BIND_HOST,
-  CONFIG: ProcessEnv.CONFIG,
-} as const;
+/** The environment variables the construct sets on the Lambda function and the ECS containers are the runtime's own (core/floe-env.ts). */
+export { FloeEnv };
 
 /** Repo-relative entry files of the Lambda handlers (each exports `handler`). */
 export const HandlerEntries = {

@@ -3,13 +3,7 @@
 // policy of the role that makes it. Off (no middleware, no cost) unless FLOE_AWS_CALL_LOG is set.
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-
-export const AwsCallLogEnv = {
-  /** A folder; each process appends its calls to `<folder>/<role>-<pid>.jsonl`. @default - no record */
-  DIR: 'FLOE_AWS_CALL_LOG',
-  /** Which role the process runs as (e.g. 'api', 'jobmanager', 'taskexecutor'). @default 'unknown' */
-  ROLE: 'FLOE_AWS_CALL_LOG_ROLE',
-} as const;
+import { FloeEnv } from '../core/floe-env.js';
 
 export interface AwsCallLogTarget {
   readonly dir: string;
@@ -34,9 +28,9 @@ export interface AwsCallRecord {
 }
 
 export function callLogTargetFromEnv(env: NodeJS.ProcessEnv): AwsCallLogTarget | undefined {
-  const dir = env[AwsCallLogEnv.DIR];
+  const dir = env[FloeEnv.AWS_CALL_LOG];
   if (dir === undefined || dir === '') return undefined;
-  return { dir, role: env[AwsCallLogEnv.ROLE] || 'unknown' };
+  return { dir, role: env[FloeEnv.AWS_CALL_LOG_ROLE] || 'unknown' };
 }
 
 /** Input fields kept as they are: names of tables, indexes, buckets, keys, clusters, buses, log groups, secrets, roles. */

@@ -11,8 +11,8 @@ import { Dispatcher } from '../dispatcher/dispatcher.js';
 import type { ArtifactUploads, ResultDownloads } from '../dispatcher/dispatcher-services.js';
 import { createRestRouter, type RestHandler } from '../dispatcher/rest-router.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
-import { AwsProcessEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv } from './aws-env.js';
-import { AwsEnv, openAwsServices, readAwsServicesSettings, type AwsServices } from './aws-services.js';
+import { credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv } from './aws-env.js';
+import { AWS_STORAGE_ENV, openAwsServices, readAwsServicesSettings, type AwsServices } from './aws-services.js';
 import { callLogConfig } from './aws-call-log.js';
 import { createS3Client } from './clients.js';
 import { S3InputStore } from './s3-input-store.js';
@@ -21,6 +21,7 @@ import { outputStoreFor } from '../blob/file-systems.js';
 import { isS3Uri } from '../blob/output-store.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
 import { resolveClusterSecret, type SecretReader } from './cluster-secret.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export interface AwsDispatcher {
   readonly dispatcher: Dispatcher;
@@ -86,7 +87,7 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     },
     ...(ecs.pollIntervalMs !== undefined ? { pollIntervalMs: ecs.pollIntervalMs } : {}),
   });
-  const ttlS = Number(env[AwsProcessEnv.ARTIFACT_UPLOAD_TTL_S] ?? 900);
+  const ttlS = Number(env[FloeEnv.ARTIFACT_UPLOAD_TTL_S] ?? 900);
   const artifactUploads: ArtifactUploads = {
     async createUpload(blobKey, _sha256, sizeBytes) {
       // The S3 blob store keeps `key` at `<prefix><key>` in its bucket.
@@ -123,7 +124,7 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     // The secret is not among them: the task definitions inject it from Secrets Manager, and
     // RunTask overrides are visible to anyone who may describe the tasks.
     jobManagerEnv: {
-      ...inheritedAwsEnv(env, Object.values(AwsEnv)),
+      ...inheritedAwsEnv(env, AWS_STORAGE_ENV),
       [CONFIG_ENV]: configToEnv(config),
     },
   });

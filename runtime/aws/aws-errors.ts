@@ -1,6 +1,7 @@
 // SDK failures turned into FloeErrors that name the service, the call and the resource, and say whether
 // trying again can help.
 import { FloeError } from '../core/errors.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 const PERMANENT = new Set([
   'ResourceNotFoundException',
@@ -30,7 +31,7 @@ function hint(name: string, resource: string): string {
   switch (name) {
     case 'ResourceNotFoundException':
     case 'NoSuchBucket':
-      return `${resource} does not exist in this region and endpoint: deploy it (the CDK app creates it) or fix FLOE_LEASE_TABLE / FLOE_JOB_TABLE / FLOE_BUCKET`;
+      return `${resource} does not exist in this region and endpoint: deploy it (the CDK app creates it) or fix ${FloeEnv.LEASE_TABLE} / ${FloeEnv.JOB_TABLE} / ${FloeEnv.BUCKET}`;
     case 'AccessDeniedException':
     case 'AccessDenied':
       return 'the role lacks a permission on it: grant it through the CDK construct';

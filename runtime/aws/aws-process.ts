@@ -8,11 +8,12 @@ import type { Logger } from '../core/logger.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
-import { AwsProcessEnv, bindHostFromEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv, resolveAdvertisedHost } from './aws-env.js';
-import { AwsEnv, openAwsServices, readAwsServicesSettings } from './aws-services.js';
+import { bindHostFromEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv, resolveAdvertisedHost } from './aws-env.js';
+import { AWS_STORAGE_ENV, openAwsServices, readAwsServicesSettings } from './aws-services.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
 import { createEventBridgeClient, EventBridgeCapacityNotices } from './eventbridge-capacity-notices.js';
 import { EventBridgeJobEndNotices } from './eventbridge-job-end-notices.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export interface AwsProcessRuntime {
   readonly leaseStore: LeaseStore;
@@ -77,8 +78,8 @@ export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceI
     },
     ...(ecs.pollIntervalMs !== undefined ? { pollIntervalMs: ecs.pollIntervalMs } : {}),
   });
-  const eventBus = env[AwsProcessEnv.EVENT_BUS];
-  const eventsEndpoint = env[AwsProcessEnv.EVENTS_ENDPOINT];
+  const eventBus = env[FloeEnv.EVENT_BUS];
+  const eventsEndpoint = env[FloeEnv.EVENTS_ENDPOINT];
   const capacityNotices = eventBus
     ? new EventBridgeCapacityNotices(
         createEventBridgeClient({ region: common.region, ...(credentials !== undefined ? { credentials } : {}), ...(eventsEndpoint ? { endpoint: eventsEndpoint } : {}) }),
@@ -94,7 +95,7 @@ export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceI
   return {
     ...common,
     launcher,
-    workerEnv: inheritedAwsEnv(env, Object.values(AwsEnv)),
+    workerEnv: inheritedAwsEnv(env, AWS_STORAGE_ENV),
     capacityNotices,
     jobEndNotices,
     async close() {

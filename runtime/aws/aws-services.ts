@@ -1,4 +1,4 @@
-// The AWS backends in one place (FLOE_BACKEND=aws): leases and job records in DynamoDB, blobs in S3,
+// The AWS backends in one place (${FloeEnv.BACKEND}=aws): leases and job records in DynamoDB, blobs in S3,
 // configured from the environment the CDK construct (or the emulator test harness) sets.
 import { systemClock, type Clock } from '../core/clock.js';
 import { ConfigurationError } from '../core/errors.js';
@@ -12,33 +12,21 @@ import { DynamoDbDashboardSessions } from './dynamodb-dashboard-sessions.js';
 import { DynamoDbJobStore } from './dynamodb-job-store.js';
 import { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
 import { S3BlobStore } from './s3-blob-store.js';
+import { FloeEnv } from '../core/floe-env.js';
 
-/** Every variable openAwsServices reads, with its meaning. */
-export const AwsEnv = {
-  /** Region of the tables and the bucket. Falls back to AWS_REGION, which Lambda and ECS set. Required. */
-  REGION: 'FLOE_AWS_REGION',
-  /** Endpoint URL for both DynamoDB and S3, e.g. LocalStack's `http://127.0.0.1:4566`. Optional: AWS's own when unset. */
-  ENDPOINT: 'FLOE_AWS_ENDPOINT',
-  /** DynamoDB endpoint URL, overriding FLOE_AWS_ENDPOINT (DynamoDB Local and s3rver listen on different ports). Optional. */
-  DYNAMODB_ENDPOINT: 'FLOE_DYNAMODB_ENDPOINT',
-  /** S3 endpoint URL, overriding FLOE_AWS_ENDPOINT. Optional. */
-  S3_ENDPOINT: 'FLOE_S3_ENDPOINT',
-  /** Name of the lease table (tables.ts `leaseTable`). Required. */
-  LEASE_TABLE: 'FLOE_LEASE_TABLE',
-  /** Name of the job table (tables.ts `jobTable`). Required. */
-  JOB_TABLE: 'FLOE_JOB_TABLE',
-  /** Bucket of JobGraphs, libraries and results. Required. */
-  BUCKET: 'FLOE_BUCKET',
-  /** Key prefix of every blob in the bucket, e.g. `floe/`. Optional, default '' (the bucket root). */
-  BLOB_PREFIX: 'FLOE_BLOB_PREFIX',
-  /**
-   * The most two hosts' clocks may disagree (ms); a contender waits this long past a lease's expiry
-   * before taking it (see dynamodb-lease-store.ts). Optional, default 1000.
-   */
-  MAX_CLOCK_SKEW_MS: 'FLOE_LEASE_MAX_CLOCK_SKEW_MS',
-  /** How long the record of an ended job is kept before DynamoDB's TTL removes it (ms). Optional: kept forever. */
-  ENDED_JOB_RETENTION_MS: 'FLOE_ENDED_JOB_RETENTION_MS',
-} as const;
+/** Every variable openAwsServices reads (their meanings are in core/floe-env.ts). */
+export const AWS_STORAGE_ENV: readonly string[] = [
+  FloeEnv.AWS_REGION,
+  FloeEnv.AWS_ENDPOINT,
+  FloeEnv.DYNAMODB_ENDPOINT,
+  FloeEnv.S3_ENDPOINT,
+  FloeEnv.LEASE_TABLE,
+  FloeEnv.JOB_TABLE,
+  FloeEnv.BUCKET,
+  FloeEnv.BLOB_PREFIX,
+  FloeEnv.LEASE_MAX_CLOCK_SKEW_MS,
+  FloeEnv.ENDED_JOB_RETENTION_MS,
+];
 
 export const DEFAULT_MAX_CLOCK_SKEW_MS = 1_000;
 
@@ -87,23 +75,23 @@ export function readAwsServicesSettings(env: NodeJS.ProcessEnv): AwsServicesSett
     if (!Number.isInteger(n) || n < 0) problems.push(`${name} must be a non-negative integer (ms), found ${JSON.stringify(v)}`);
     return n;
   };
-  const endpoint = url(AwsEnv.ENDPOINT);
-  const dynamoDbEndpoint = url(AwsEnv.DYNAMODB_ENDPOINT) ?? endpoint;
-  const s3Endpoint = url(AwsEnv.S3_ENDPOINT) ?? endpoint;
+  const endpoint = url(FloeEnv.AWS_ENDPOINT);
+  const dynamoDbEndpoint = url(FloeEnv.DYNAMODB_ENDPOINT) ?? endpoint;
+  const s3Endpoint = url(FloeEnv.S3_ENDPOINT) ?? endpoint;
   const settings: AwsServicesSettings = {
-    region: required(AwsEnv.REGION, 'AWS_REGION'),
+    region: required(FloeEnv.AWS_REGION, 'AWS_REGION'),
     ...(dynamoDbEndpoint !== undefined && { dynamoDbEndpoint }),
     ...(s3Endpoint !== undefined && { s3Endpoint }),
-    leaseTable: required(AwsEnv.LEASE_TABLE),
-    jobTable: required(AwsEnv.JOB_TABLE),
-    bucket: required(AwsEnv.BUCKET),
-    blobPrefix: value(AwsEnv.BLOB_PREFIX) ?? '',
-    maxClockSkewMs: ms(AwsEnv.MAX_CLOCK_SKEW_MS) ?? DEFAULT_MAX_CLOCK_SKEW_MS,
+    leaseTable: required(FloeEnv.LEASE_TABLE),
+    jobTable: required(FloeEnv.JOB_TABLE),
+    bucket: required(FloeEnv.BUCKET),
+    blobPrefix: value(FloeEnv.BLOB_PREFIX) ?? '',
+    maxClockSkewMs: ms(FloeEnv.LEASE_MAX_CLOCK_SKEW_MS) ?? DEFAULT_MAX_CLOCK_SKEW_MS,
   };
-  const retention = ms(AwsEnv.ENDED_JOB_RETENTION_MS);
-  if (retention === 0) problems.push(`${AwsEnv.ENDED_JOB_RETENTION_MS} must be positive when set; unset it to keep records forever`);
+  const retention = ms(FloeEnv.ENDED_JOB_RETENTION_MS);
+  if (retention === 0) problems.push(`${FloeEnv.ENDED_JOB_RETENTION_MS} must be positive when set; unset it to keep records forever`);
   if (problems.length > 0) {
-    throw new ConfigurationError(`cannot open the AWS backends (FLOE_BACKEND=aws): ${problems.join('; ')}. The CDK construct sets these on every function and task`);
+    throw new ConfigurationError(`cannot open the AWS backends (${FloeEnv.BACKEND}=aws): ${problems.join('; ')}. The CDK construct sets these on every function and task`);
   }
   return retention === undefined ? settings : { ...settings, endedJobRetentionMs: retention };
 }

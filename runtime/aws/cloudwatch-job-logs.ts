@@ -5,16 +5,9 @@ import { CloudWatchLogsClient, FilterLogEventsCommand } from '@aws-sdk/client-cl
 import { parseLogLine, processOf, type JobLogEntry, type JobLogSource } from '../protocol/job-log-source.js';
 import { ConfigurationError } from '../core/errors.js';
 import { credentialsFromEnv } from './aws-env.js';
-import { AwsEnv } from './aws-services.js';
 import { baseClientOptions } from './clients.js';
 import { awsCall } from './aws-errors.js';
-
-export const CloudWatchLogsEnv = {
-  /** The task log group (the stack's TaskLogGroup output); `floe logs` reads a deployed cluster's logs there. */
-  LOG_GROUP: 'FLOE_LOG_GROUP',
-  /** CloudWatch Logs endpoint override. @default - FLOE_AWS_ENDPOINT, else the region's endpoint */
-  LOGS_ENDPOINT: 'FLOE_CLOUDWATCH_LOGS_ENDPOINT',
-} as const;
+import { FloeEnv } from '../core/floe-env.js';
 
 /** The calls of the CloudWatch Logs API this adapter makes (tests pass a client pointed at a stand-in). */
 export type FilterLogEvents = (input: { logGroupName: string; filterPattern: string; startTime?: number; nextToken?: string }) => Promise<{
@@ -38,12 +31,12 @@ export class CloudWatchJobLogs implements JobLogSource {
 
   /** From the environment: FLOE_LOG_GROUP, the region (FLOE_AWS_REGION or AWS_REGION) and the SDK's credentials. */
   static fromEnv(env: Readonly<Record<string, string | undefined>>, jobId: string): CloudWatchJobLogs {
-    const logGroupName = env[CloudWatchLogsEnv.LOG_GROUP];
-    const region = env[AwsEnv.REGION] || env['AWS_REGION'] || env['AWS_DEFAULT_REGION'];
+    const logGroupName = env[FloeEnv.LOG_GROUP];
+    const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'] || env['AWS_DEFAULT_REGION'];
     if (!logGroupName || !region) {
-      throw new ConfigurationError(`floe logs on a deployed cluster needs ${CloudWatchLogsEnv.LOG_GROUP} (the stack's TaskLogGroup output) and a region (${AwsEnv.REGION} or AWS_REGION) in the environment, and AWS credentials that may logs:FilterLogEvents on that group`);
+      throw new ConfigurationError(`floe logs on a deployed cluster needs ${FloeEnv.LOG_GROUP} (the stack's TaskLogGroup output) and a region (${FloeEnv.AWS_REGION} or AWS_REGION) in the environment, and AWS credentials that may logs:FilterLogEvents on that group`);
     }
-    const endpoint = env[CloudWatchLogsEnv.LOGS_ENDPOINT] || env[AwsEnv.ENDPOINT] || undefined;
+    const endpoint = env[FloeEnv.CLOUDWATCH_LOGS_ENDPOINT] || env[FloeEnv.AWS_ENDPOINT] || undefined;
     const credentials = credentialsFromEnv(env as NodeJS.ProcessEnv);
     const client = new CloudWatchLogsClient(baseClientOptions({ region, ...(endpoint !== undefined ? { endpoint } : {}), ...(credentials !== undefined ? { credentials } : {}) }));
     const filter: FilterLogEvents = (input) =>

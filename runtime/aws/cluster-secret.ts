@@ -3,18 +3,10 @@
 // Manager, may pass the value itself in FLOE_SECRET instead.
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { ConfigurationError, errorMessage, FloeError } from '../core/errors.js';
-import { ProcessEnv } from '../core/process-env.js';
 import { credentialsFromEnv } from './aws-env.js';
-import { AwsEnv } from './aws-services.js';
 import { baseClientOptions, withCallLog } from './clients.js';
 import { callLogTargetFromEnv } from './aws-call-log.js';
-
-export const ClusterSecretEnv = {
-  /** ARN (or name) of the Secrets Manager secret holding the cluster secret; the deployed function's way. */
-  SECRET_ARN: 'FLOE_SECRET_ARN',
-  /** Secrets Manager endpoint override. @default - FLOE_AWS_ENDPOINT, else the region's endpoint */
-  SECRETS_MANAGER_ENDPOINT: 'FLOE_SECRETS_MANAGER_ENDPOINT',
-} as const;
+import { FloeEnv } from '../core/floe-env.js';
 
 /** Reads one secret's string value by ARN; the port the function's cold start uses (tests pass their own). */
 export type SecretReader = (secretArn: string) => Promise<string>;
@@ -22,9 +14,9 @@ export type SecretReader = (secretArn: string) => Promise<string>;
 /** A reader over Secrets Manager's GetSecretValue, configured from the environment like the other clients. */
 export function secretsManagerReader(env: NodeJS.ProcessEnv): SecretReader {
   return async (secretArn) => {
-    const region = env[AwsEnv.REGION] || env['AWS_REGION'];
-    if (region === undefined || region === '') throw new ConfigurationError(`${AwsEnv.REGION} (or AWS_REGION) is not set; it is needed to read the cluster secret from Secrets Manager`);
-    const endpoint = env[ClusterSecretEnv.SECRETS_MANAGER_ENDPOINT] || env[AwsEnv.ENDPOINT] || undefined;
+    const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'];
+    if (region === undefined || region === '') throw new ConfigurationError(`${FloeEnv.AWS_REGION} (or AWS_REGION) is not set; it is needed to read the cluster secret from Secrets Manager`);
+    const endpoint = env[FloeEnv.SECRETS_MANAGER_ENDPOINT] || env[FloeEnv.AWS_ENDPOINT] || undefined;
     const credentials = credentialsFromEnv(env);
     const config = { region, ...(endpoint !== undefined ? { endpoint } : {}), ...(credentials !== undefined ? { credentials } : {}) };
     const callLog = callLogTargetFromEnv(env);
@@ -47,7 +39,7 @@ export function secretsManagerReader(env: NodeJS.ProcessEnv): SecretReader {
  * container at its next cold start.
  */
 export async function resolveClusterSecret(env: NodeJS.ProcessEnv, read: SecretReader = secretsManagerReader(env)): Promise<string> {
-  const arn = env[ClusterSecretEnv.SECRET_ARN];
+  const arn = env[FloeEnv.SECRET_ARN];
   if (arn !== undefined && arn !== '') {
     let value: string;
     try {
@@ -59,7 +51,7 @@ export async function resolveClusterSecret(env: NodeJS.ProcessEnv, read: SecretR
     }
     return value;
   }
-  const value = env[ProcessEnv.SECRET];
+  const value = env[FloeEnv.SECRET];
   if (value !== undefined && value !== '') return value;
-  throw new ConfigurationError(`neither ${ClusterSecretEnv.SECRET_ARN} nor ${ProcessEnv.SECRET} is set; every REST call and RPC of the cluster carries the cluster secret (a deployed stack sets ${ClusterSecretEnv.SECRET_ARN})`);
+  throw new ConfigurationError(`neither ${FloeEnv.SECRET_ARN} nor ${FloeEnv.SECRET} is set; every REST call and RPC of the cluster carries the cluster secret (a deployed stack sets ${FloeEnv.SECRET_ARN})`);
 }

@@ -7,11 +7,11 @@ import { DescribeTasksCommand, ECSClient, ListTasksCommand, RunTaskCommand, Stop
 import type { Clock, Timer } from '../core/clock.js';
 import { ConfigurationError, ConflictError, errorMessage, FloeError, InvalidRequestError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { ProcessEnv } from '../core/process-env.js';
 import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
 import { baseClientOptions, withCallLog, type AwsConfig } from './clients.js';
 import { backoffDelayMs, sleepOn, TokenBucket, type BackoffOptions, type TokenBucketOptions } from './rate-limit.js';
 import { fargateSizeOfTaskExecutor } from './fargate-sizes.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export const EcsLaunchErrorCode = {
   /** ECS answered ThrottlingException "Rate exceeded". Retried. */
@@ -152,7 +152,7 @@ export function classifyEcsFailure(what: EcsFailureReport): EcsFailureClass {
     return is(EcsLaunchErrorCode.ACCESS_DENIED, false, "grant the launcher's role ecs:RunTask on the task definition and iam:PassRole on its task and execution roles (the CDK construct's grants do both)");
   }
   if (NETWORK_ERROR_NAMES.has(errorName) || (what.errorCode !== undefined && NETWORK_ERROR_CODES.has(what.errorCode))) {
-    return is(EcsLaunchErrorCode.NETWORK, true, 'check that this process reaches the ECS endpoint (DNS, a NAT gateway or an ECS VPC endpoint, FLOE_ECS_ENDPOINT)');
+    return is(EcsLaunchErrorCode.NETWORK, true, `check that this process reaches the ECS endpoint (DNS, a NAT gateway or an ECS VPC endpoint, ${FloeEnv.ECS_ENDPOINT})`);
   }
   if (SERVER_ERROR_NAMES.has(errorName) || (what.httpStatus ?? 0) >= 500) {
     return is(EcsLaunchErrorCode.ECS_UNAVAILABLE, true, "ECS failed on its side; see the AWS Health Dashboard for the region");
@@ -164,7 +164,7 @@ export function classifyEcsFailure(what: EcsFailureReport): EcsFailureClass {
     return is(EcsLaunchErrorCode.CAPACITY_UNAVAILABLE, true, 'try other subnets or availability zones, a smaller task size, or later');
   }
   if (errorName === 'ClusterNotFoundException' || reason === 'MISSING' || /TaskDefinition not found|unable to describe task definition|cluster not found/i.test(text)) {
-    return is(EcsLaunchErrorCode.NOT_FOUND, false, 'check the cluster name and region (FLOE_ECS_CLUSTER) and that the task definition is registered and ACTIVE (FLOE_ECS_TASK_DEFINITION_*)');
+    return is(EcsLaunchErrorCode.NOT_FOUND, false, `check the cluster name and region (${FloeEnv.ECS_CLUSTER}) and that the task definition is registered and ACTIVE (${FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER}, ${FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR})`);
   }
   if (INVALID_REQUEST_NAMES.has(errorName) || reason === 'ATTRIBUTE' || reason === 'LOCATION') {
     return is(EcsLaunchErrorCode.INVALID_REQUEST, false, 'check the task definition (Fargate-compatible, awsvpc network mode, a supported platform version) against the subnets and security groups');
@@ -313,7 +313,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     this.pollIntervalMs = options.pollIntervalMs ?? 2_000;
     this.random = options.random ?? Math.random;
     this.log = (options.logger ?? createLogger({})).child({ component: 'ecs-launcher', cluster: options.cluster });
-    if (options.network.subnets.length === 0) throw new ConfigurationError('ECS tasks need at least one subnet (awsvpc network mode); set FLOE_ECS_SUBNETS');
+    if (options.network.subnets.length === 0) throw new ConfigurationError(`ECS tasks need at least one subnet (awsvpc network mode); set ${FloeEnv.ECS_SUBNETS}`);
   }
 
   async start(spec: WorkerSpec): Promise<void> {
@@ -392,7 +392,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
   private taskDefinitionFor(kind: WorkerKind): string {
     const taskDefinition = this.options.taskDefinitions[kind];
     if (taskDefinition === undefined || taskDefinition === '') {
-      throw new ConfigurationError(`no ECS task definition is configured for ${kind} workers; set FLOE_ECS_TASK_DEFINITION_${kind.toUpperCase()}`);
+      throw new ConfigurationError(`no ECS task definition is configured for ${kind} workers; set ${kind === 'jobmanager' ? FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER : FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR}`);
     }
     return taskDefinition;
   }
@@ -515,7 +515,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
 
   private runTaskInput(task: TrackedTask, taskDefinition: string): ConstructorParameters<typeof RunTaskCommand>[0] {
     const { spec, clientToken } = task;
-    const env = { ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id };
+    const env = { ...this.options.env, ...spec.env, [FloeEnv.RESOURCE_ID]: spec.id };
     const providers = this.options.capacityProviders?.[spec.kind] ?? [];
     const capacityProvider = providers[Math.min(task.providerIndex, providers.length - 1)];
     return {
@@ -546,7 +546,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
    */
   private tagsOf(spec: WorkerSpec): { key: string; value: string }[] {
     const tags: Record<string, string> = { [EcsTag.CLUSTER]: this.options.cluster.replace(/^arn:.*:cluster\//, ''), [EcsTag.ROLE]: spec.kind };
-    const jobId = spec.env[ProcessEnv.JOB_ID];
+    const jobId = spec.env[FloeEnv.JOB_ID];
     if (jobId !== undefined && jobId !== '') tags[EcsTag.JOB] = jobId;
     if (spec.resources !== undefined) tags[EcsTag.PROFILE] = `${spec.resources.profile.cpu}vcpu-${spec.resources.profile.memoryMiB}mib`;
     return Object.entries(tags).map(([key, value]) => ({ key, value }));

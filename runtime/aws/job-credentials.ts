@@ -5,10 +5,9 @@ import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { ConfigurationError, errorMessage, FloeError } from '../core/errors.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
-import { AwsProcessEnv } from './aws-env.js';
-import { AwsEnv } from './aws-services.js';
 import { baseClientOptions, withCallLog, type AwsConfig } from './clients.js';
 import { jobSessionPolicy, type ClusterObjects } from './job-session-policy.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /** Role chaining caps a session at one hour; a JobManager renews well before that. */
 export const JOB_DATA_SESSION_SECONDS = 3600;
@@ -59,12 +58,12 @@ export class JobCredentialsVendor {
  * job's tasks then use their own process's credentials).
  */
 export function jobCredentialsVendorFromEnv(env: NodeJS.ProcessEnv): JobCredentialsVendor | undefined {
-  const roleArn = env[AwsProcessEnv.JOB_DATA_ROLE_ARN];
+  const roleArn = env[FloeEnv.JOB_DATA_ROLE_ARN];
   if (roleArn === undefined || roleArn === '') return undefined;
-  const bucket = env[AwsEnv.BUCKET];
-  if (bucket === undefined || bucket === '') throw new ConfigurationError(`${AwsProcessEnv.JOB_DATA_ROLE_ARN} is set but ${AwsEnv.BUCKET} is not: the job-data session policy names the cluster's bucket; set ${AwsEnv.BUCKET}`);
-  const region = env[AwsEnv.REGION] || env['AWS_REGION'] || 'us-east-1';
-  const endpoint = env[AwsProcessEnv.STS_ENDPOINT];
+  const bucket = env[FloeEnv.BUCKET];
+  if (bucket === undefined || bucket === '') throw new ConfigurationError(`${FloeEnv.JOB_DATA_ROLE_ARN} is set but ${FloeEnv.BUCKET} is not: the job-data session policy names the cluster's bucket; set ${FloeEnv.BUCKET}`);
+  const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'] || 'us-east-1';
+  const endpoint = env[FloeEnv.STS_ENDPOINT];
   const accessKeyId = env['AWS_ACCESS_KEY_ID'];
   const secretAccessKey = env['AWS_SECRET_ACCESS_KEY'];
   const sessionToken = env['AWS_SESSION_TOKEN'];
@@ -74,5 +73,5 @@ export function jobCredentialsVendorFromEnv(env: NodeJS.ProcessEnv): JobCredenti
     ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } } : {}),
   };
   const partition = /^arn:([^:]+):/.exec(roleArn)?.[1] ?? 'aws';
-  return new JobCredentialsVendor({ sts: withCallLog(new STSClient(baseClientOptions(config)), config), roleArn, cluster: { bucket, blobPrefix: env[AwsEnv.BLOB_PREFIX] ?? '', partition } });
+  return new JobCredentialsVendor({ sts: withCallLog(new STSClient(baseClientOptions(config)), config), roleArn, cluster: { bucket, blobPrefix: env[FloeEnv.BLOB_PREFIX] ?? '', partition } });
 }

@@ -6,9 +6,9 @@ import type { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { ByteStream, InputFile, InputStore } from '../blob/input-store.js';
 import { errorMessage, FloeError, InputSourceError } from '../core/errors.js';
-import { AwsEnv } from './aws-services.js';
 import { createS3Client, type AwsCredentials } from './clients.js';
 import { parseS3Uri, staticCredentials, type S3Sender } from './s3-output-store.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /** The first range read past a split's end; each next one is twice as long, up to the chunk size. */
 const FIRST_OVERRUN_BYTES = 4 * 1024;
@@ -142,7 +142,7 @@ function describe(error: unknown): string {
 
 /** Region, endpoint and credentials as the AWS services read them (FLOE_AWS_REGION, FLOE_S3_ENDPOINT / FLOE_AWS_ENDPOINT, AWS_*). */
 export function s3InputStoreFromEnv(env: NodeJS.ProcessEnv, credentials?: AwsCredentials): S3InputStore {
-  const region = env[AwsEnv.REGION] || env['AWS_REGION'] || 'us-east-1';
-  const endpoint = env[AwsEnv.S3_ENDPOINT] || env[AwsEnv.ENDPOINT];
+  const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'] || 'us-east-1';
+  const endpoint = env[FloeEnv.S3_ENDPOINT] || env[FloeEnv.AWS_ENDPOINT];
   return new S3InputStore(createS3Client({ region, ...(endpoint ? { endpoint } : {}), ...(credentials !== undefined ? { credentials: staticCredentials(credentials) } : {}) }));
 }

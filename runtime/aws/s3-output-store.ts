@@ -39,8 +39,8 @@ import {
   type TargetContent,
 } from '../blob/output-store.js';
 import { STAGED_TAG } from '../blob/output-rules.js';
-import { AwsEnv } from './aws-services.js';
 import { createS3Client, type AwsCredentials } from './clients.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export interface S3Location {
   readonly bucket: string;
@@ -298,8 +298,8 @@ export class S3OutputStore implements OutputStore {
 
 /** Region, endpoint and credentials as the AWS services read them (FLOE_AWS_REGION, FLOE_S3_ENDPOINT / FLOE_AWS_ENDPOINT, AWS_*). */
 export function s3OutputStoreFromEnv(env: NodeJS.ProcessEnv, credentials?: AwsCredentials): S3OutputStore {
-  const region = env[AwsEnv.REGION] || env['AWS_REGION'] || 'us-east-1';
-  const endpoint = env[AwsEnv.S3_ENDPOINT] || env[AwsEnv.ENDPOINT];
+  const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'] || 'us-east-1';
+  const endpoint = env[FloeEnv.S3_ENDPOINT] || env[FloeEnv.AWS_ENDPOINT];
   return new S3OutputStore(createS3Client({ region, ...(endpoint ? { endpoint } : {}), ...(credentials !== undefined ? { credentials: staticCredentials(credentials) } : {}) }));
 }
 

@@ -1,5 +1,6 @@
 import { ConfigurationError } from '../core/errors.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /**
  * Temporary S3 credentials for one job's tasks (STS), limited to what the job reads and its own staging
@@ -35,17 +36,17 @@ export function registerJobDataCredentialsProvider(p: JobDataCredentialsProvider
 
 /**
  * The source this process's environment configures: when FLOE_JOB_DATA_ROLE_ARN names the job-data role
- * (AwsProcessEnv.JOB_DATA_ROLE_ARN), the registered provider's (on AWS, STS AssumeRole of it); otherwise
+ * (FloeEnv.JOB_DATA_ROLE_ARN), the registered provider's (on AWS, STS AssumeRole of it); otherwise
  * none, and tasks use their own process's credentials. A role named with no provider registered is a
  * ConfigurationError: the process would hand its tasks no scoped credentials.
  */
 export function jobDataCredentialsSourceFromEnv(env: NodeJS.ProcessEnv = process.env): Promise<JobDataCredentialsSource | undefined> {
-  if (!env['FLOE_JOB_DATA_ROLE_ARN']) return Promise.resolve(undefined);
+  if (!env[FloeEnv.JOB_DATA_ROLE_ARN]) return Promise.resolve(undefined);
   if (provider === undefined) {
     return Promise.reject(
       new ConfigurationError(
-        `FLOE_JOB_DATA_ROLE_ARN names the job-data role '${env['FLOE_JOB_DATA_ROLE_ARN']}', but this process registered no job data credentials provider; ` +
-          "register one (registerJobDataCredentialsProvider, e.g. the AWS backend's stsJobDataCredentials) at the process's entry point, or unset FLOE_JOB_DATA_ROLE_ARN",
+        `${FloeEnv.JOB_DATA_ROLE_ARN} names the job-data role '${env[FloeEnv.JOB_DATA_ROLE_ARN]}', but this process registered no job data credentials provider; ` +
+          `register one (registerJobDataCredentialsProvider, e.g. the AWS backend's stsJobDataCredentials) at the process's entry point, or unset ${FloeEnv.JOB_DATA_ROLE_ARN}`,
       ),
     );
   }

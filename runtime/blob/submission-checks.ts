@@ -9,6 +9,7 @@ import { isS3Uri } from '../jobgraph/paths.js';
 import { inputStoreFor, outputStoreFor } from './file-systems.js';
 import type { InputStore } from './input-store.js';
 import type { OutputStore } from './output-store.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /**
  * What the Dispatcher checks a source path with at submission: the store that lists it, or undefined to
@@ -25,7 +26,7 @@ export const embeddedSourceCheck: SourceCheckStoreFor = (path) => {
   if (!isS3Uri(path)) return inputStoreFor(path);
   return Promise.reject(
     new InputSourceError(
-      `text source '${path}': S3 sources need the AWS backend (a cluster deployed with the CDK app, FLOE_BACKEND=aws); ` +
+      `text source '${path}': S3 sources need the AWS backend (a cluster deployed with the CDK app, ${FloeEnv.BACKEND}=aws); ` +
         'this embedded cluster reads its own filesystem only: copy the objects to a local folder and read that',
     ),
   );

@@ -2,6 +2,7 @@
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { FloeError } from '../core/errors.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /** The command line is wrong: exit code 2 and a pointer to the usage text. */
 export class UsageError extends FloeError {
@@ -108,7 +109,7 @@ likewise); a job id may be any prefix that names one job`,
     summary: `show the job's log lines from its JobManager and TaskExecutors (and the
 Dispatcher's lines about it), merged by time; --follow keeps printing new
 lines until the job ends. With --url: from CloudWatch Logs, the group in
-$FLOE_LOG_GROUP (the stack's TaskLogGroup output), with AWS credentials`,
+$${FloeEnv.LOG_GROUP} (the stack's TaskLogGroup output), with AWS credentials`,
     options: '',
   },
   dashboard: {
@@ -130,7 +131,7 @@ a local cluster's sessions are signed with its secret and end after 12 hours)`,
     synopsis: 'example [wordcount | log-levels]',
     summary: `generate sample input under <stateDir>/example and run
 examples/<name>.ts on a local cluster (default: wordcount, and the state dir
-the checkout's .floe unless --dir or $FLOE_HOME says otherwise), checking
+the checkout's .floe unless --dir or $${FloeEnv.HOME} says otherwise), checking
 its result against a direct count`,
     options: '',
   },
@@ -139,14 +140,14 @@ its result against a direct count`,
 export type HelpTopic = keyof typeof COMMAND_HELP;
 
 const SHARED_OPTIONS = `Options:
-  --dir <stateDir>        the cluster's state folder (default: $FLOE_HOME, else ~/.floe)
+  --dir <stateDir>        the cluster's state folder (default: $${FloeEnv.HOME}, else ~/.floe)
   --url <restUrl>         use the cluster serving at this URL (e.g. the ApiUrl of a deployed one;
-                          default: $FLOE_URL) instead of a local one; its secret comes from $FLOE_SECRET,
+                          default: $${FloeEnv.URL}) instead of a local one; its secret comes from $${FloeEnv.SECRET},
                           except for an execute-api URL (a deployed cluster): requests to it are signed
                           with your AWS credentials (SigV4; the SDK's chain: environment, profile, SSO,
                           role), which need execute-api:Invoke on the API
   --aws-iam               sign requests to the --url cluster with AWS credentials, whatever its URL
-                          (default: $FLOE_AWS_IAM=1); the region is the URL's, else $AWS_REGION
+                          (default: $${FloeEnv.AWS_IAM}=1); the region is the URL's, else $AWS_REGION
   -h, --help              show this text (floe <command> --help: that command's own)
   --version               show Floe's version
 `;
@@ -375,6 +376,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
 
 /** --dir, else $FLOE_HOME, else ~/.floe; relative paths are taken from `cwd`. */
 export function resolveStateDir(flag: string | undefined, env: Readonly<Record<string, string | undefined>>, cwd: string, home: string = homedir()): string {
-  const chosen = flag ?? (env['FLOE_HOME'] !== undefined && env['FLOE_HOME'] !== '' ? env['FLOE_HOME'] : join(home, '.floe'));
+  const fromEnv = env[FloeEnv.HOME];
+  const chosen = flag ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : join(home, '.floe'));
   return isAbsolute(chosen) ? chosen : resolve(cwd, chosen);
 }

@@ -5,7 +5,7 @@ import { isAbsolute, relative, resolve } from 'node:path';
 import { FloeError } from '../core/errors.js';
 import type { CliIo } from './command-context.js';
 import { escapeText } from './escape.js';
-import { FLOE_TYPES, floeTypesExist, typecheckJob } from './typecheck.js';
+import { API_TYPES_FILE, floeTypesExist, typecheckJob } from './typecheck.js';
 
 /** The job file failed its type-check: nothing was bundled or submitted. */
 export class TypecheckError extends FloeError {
@@ -17,7 +17,7 @@ export class TypecheckError extends FloeError {
 /** Prints the type-check's diagnostics; throws when there are errors, so nothing is bundled or submitted. */
 export function checkTypes(jobFile: string, io: CliIo, cacheDir: string): { cached: boolean } {
   if (!floeTypesExist()) {
-    throw new TypecheckError(`Floe's API declarations ${FLOE_TYPES} are missing, so ${jobFile} cannot be type-checked: build Floe (npm run build in its folder), or run with --no-typecheck`);
+    throw new TypecheckError(`Floe's API declarations ${API_TYPES_FILE} are missing, so ${jobFile} cannot be type-checked: build Floe (npm run build in its folder), or run with --no-typecheck`);
   }
   const check = typecheckJob(jobFile, io.cwd, cacheDir);
   io.stderr.write(check.report);
@@ -36,7 +36,7 @@ export function checkJobFile(file: string, io: CliIo): number {
   const jobFile = resolve(io.cwd, file);
   const shown = escapeText(file);
   if (!existsSync(jobFile)) throw new FloeError('NOT_FOUND', `job file ${escapeText(jobFile)} does not exist: name a job file, e.g. floe check job.ts`);
-  if (!floeTypesExist()) throw new TypecheckError(`Floe's API declarations ${FLOE_TYPES} are missing, so ${shown} cannot be type-checked: build Floe (npm run build in its folder)`);
+  if (!floeTypesExist()) throw new TypecheckError(`Floe's API declarations ${API_TYPES_FILE} are missing, so ${shown} cannot be type-checked: build Floe (npm run build in its folder)`);
   const check = typecheckJob(jobFile, io.cwd);
   io.stdout.write(check.report);
   const options = check.configFile === undefined ? 'the options floe init writes (no tsconfig.json above it)' : `compiler options from ${escapeText(check.configFile)}`;

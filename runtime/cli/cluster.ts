@@ -6,11 +6,11 @@ import { join } from 'node:path';
 import { FloeError, RpcConnectionError, RpcTimeoutError, errorMessage } from '../core/errors.js';
 import { sleep } from '../core/clock.js';
 import { distEntry } from '../core/paths.js';
-import { ProcessEnv } from '../core/process-env.js';
 import { CLUSTER_INFO_FILE, type ClusterInfo } from '../protocol/rest-api.js';
 import { ANOTHER_DISPATCHER_EXIT_CODE } from '../local/dispatcher-lease.js';
 import { clusterProcesses, isProcessAlive } from '../local/process-table.js';
 import { RestClient } from './rest-client.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export class ClusterError extends FloeError {
   constructor(message: string) {
@@ -227,8 +227,8 @@ export async function startCluster(stateDir: string, options: StartClusterOption
   // Loaded here only: every other command finds its cluster running and starts no process.
   const { spawn } = await import('node:child_process');
   const out = openSync(outPath, 'a');
-  const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), [ProcessEnv.STATE_DIR]: stateDir };
-  if (options.config !== undefined && Object.keys(options.config).length > 0) env[ProcessEnv.CONFIG] = JSON.stringify(options.config);
+  const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), [FloeEnv.STATE_DIR]: stateDir };
+  if (options.config !== undefined && Object.keys(options.config).length > 0) env[FloeEnv.CONFIG] = JSON.stringify(options.config);
   let exited: string | undefined;
   // Set when the child found another Dispatcher serving the state dir (another command started one at the same time): that one is waited for.
   let another = false;

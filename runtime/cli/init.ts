@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { FloeError } from '../core/errors.js';
 import type { CliIo } from './command-context.js';
-import { FLOE_TYPES, floeTypesExist, jobCompilerOptions } from './typecheck.js';
+import { API_TYPES_FILE, floeTypesExist, jobCompilerOptions } from './typecheck.js';
 
 export class InitError extends FloeError {
   constructor(message: string) {
@@ -46,7 +46,7 @@ export function starterTsconfig(): string {
   const options = Object.entries(jobCompilerOptions()).map(([k, v]) => `    ${JSON.stringify(k)}: ${inline(v)}`);
   return `{
   // "paths" maps 'floe' to the API declarations of the Floe installed at
-  //   ${FLOE_TYPES}
+  //   ${API_TYPES_FILE}
   // which floe run also checks a job against. If Floe moves, run floe init in an empty folder and copy
   // its "paths" entry here.
   "compilerOptions": {
@@ -90,9 +90,9 @@ export function initCommand(dirArg: string | undefined, io: CliIo): number {
       `next:\n` +
       (here === '' ? '' : `  cd ${here.startsWith('..') ? dir : here}\n`) +
       `  floe check job.ts     type-checks the job as floe run does and your editor does: tsconfig.json\n` +
-      `                        maps 'floe' to ${FLOE_TYPES}\n` +
+      `                        maps 'floe' to ${API_TYPES_FILE}\n` +
       `  floe run job.ts       counts the words of input.txt on a local cluster (started on first use)\n`,
   );
-  if (!floeTypesExist()) io.stderr.write(`note: ${FLOE_TYPES} is missing: build Floe first (npm run build in its folder)\n`);
+  if (!floeTypesExist()) io.stderr.write(`note: ${API_TYPES_FILE} is missing: build Floe first (npm run build in its folder)\n`);
   return 0;
 }

@@ -7,6 +7,7 @@ import { escapeText, safeJson } from './escape.js';
 import { formatException, formatJobDetails, formatJobList } from './format.js';
 import { formatLogEntry, mergeByTime } from './job-logs.js';
 import { fullJobId, jobDetails, jobIdOrPrefix, listJobs, storedNote, withJobSource } from './job-source.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /** `floe list`: every job of the cluster (or of its stored records), newest first; as JSON with --json. */
 export async function listCommand(json: boolean, ctx: CommandContext): Promise<number> {
@@ -53,10 +54,10 @@ export async function logsCommand(given: string, follow: boolean, ctx: CommandCo
   const jobId = /^[0-9a-f]{32}$/.test(jobIdOrPrefix(given)) ? jobIdOrPrefix(given) : await withJobSource(ctx, (source) => fullJobId(given, () => listJobs(source)));
   let logs: JobLogSource;
   if (ctx.remote !== undefined) {
-    if (!io.env['FLOE_LOG_GROUP']) {
+    if (!io.env[FloeEnv.LOG_GROUP]) {
       throw new FloeError(
         'NOT_SUPPORTED',
-        `floe logs reads a deployed cluster's logs from CloudWatch Logs: set FLOE_LOG_GROUP to the stack's TaskLogGroup output ` +
+        `floe logs reads a deployed cluster's logs from CloudWatch Logs: set ${FloeEnv.LOG_GROUP} to the stack's TaskLogGroup output ` +
           `(with AWS credentials and region that may logs:FilterLogEvents there). Without the AWS CLI setup: aws logs filter-log-events --log-group-name <TaskLogGroup> --filter-pattern '{ $.jobId = "${jobId}" }'`,
       );
     }

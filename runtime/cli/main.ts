@@ -12,6 +12,7 @@ import { escapeText } from './escape.js';
 import { runExample } from './example.js';
 import { processInterrupts, terminalPrompt } from './interrupt.js';
 import { EXECUTE_API_HOST, RestClient } from './rest-client.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export type { CliIo } from './command-context.js';
 
@@ -34,7 +35,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         // $FLOE_HOME names a state dir.
         return await runExample(command.name, {
           io,
-          stateDir: parsed.stateDir === undefined && !io.env['FLOE_HOME'] ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd),
+          stateDir: parsed.stateDir === undefined && !io.env[FloeEnv.HOME] ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd),
         });
       default:
         return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd), ...(await remoteCluster(parsed, command.kind, io)) });
@@ -46,7 +47,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     // Messages may quote what users wrote (job names, paths, a Dispatcher's answer).
     io.stderr.write(`floe: ${escapeText(e instanceof FloeError ? e.message : errorMessage(e), { keepNewlines: true })}\n`);
-    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env['FLOE_DEBUG']) io.stderr.write(`${escapeText(e.stack, { keepNewlines: true })}\n`);
+    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env[FloeEnv.DEBUG]) io.stderr.write(`${escapeText(e.stack, { keepNewlines: true })}\n`);
     return 1;
   }
 }
@@ -57,20 +58,20 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
  * its secret from $FLOE_SECRET.
  */
 async function remoteCluster(parsed: ParsedArgs, kind: string, io: CliIo): Promise<{ remote?: RestClient }> {
-  const url = parsed.url ?? (kind === 'cluster' ? undefined : io.env['FLOE_URL']);
+  const url = parsed.url ?? (kind === 'cluster' ? undefined : io.env[FloeEnv.URL]);
   if (url === undefined || url === '') return {};
-  if (!/^https?:\/\/[^\s/]+/.test(url)) throw new UsageError(`FLOE_URL needs an http(s) URL, found '${url}'`);
+  if (!/^https?:\/\/[^\s/]+/.test(url)) throw new UsageError(`${FloeEnv.URL} needs an http(s) URL, found '${url}'`);
   const executeApiRegion = EXECUTE_API_HOST.exec(new URL(url).hostname.toLowerCase())?.[1];
-  if (parsed.awsIam === true || io.env['FLOE_AWS_IAM'] === '1' || executeApiRegion !== undefined) {
+  if (parsed.awsIam === true || io.env[FloeEnv.AWS_IAM] === '1' || executeApiRegion !== undefined) {
     const region = executeApiRegion ?? io.env['AWS_REGION'] ?? io.env['AWS_DEFAULT_REGION'];
     if (region === undefined || region === '') throw new UsageError(`signing requests to ${url} needs the API's region: set AWS_REGION`);
     // Loaded here only: the AWS SDK costs a local cluster's commands nothing.
     const { createSigV4Signer } = await import('../aws/sigv4-signer.js');
     return { remote: new RestClient({ baseUrl: url, signer: createSigV4Signer({ region }) }) };
   }
-  const secret = io.env['FLOE_SECRET'];
+  const secret = io.env[FloeEnv.SECRET];
   if (secret === undefined || secret === '') {
-    throw new UsageError(`the cluster at ${url} needs its secret: set FLOE_SECRET (a deployed cluster's execute-api URL needs none: floe signs with your AWS credentials)`);
+    throw new UsageError(`the cluster at ${url} needs its secret: set ${FloeEnv.SECRET} (a deployed cluster's execute-api URL needs none: floe signs with your AWS credentials)`);
   }
   return { remote: new RestClient({ baseUrl: url, secret }) };
 }

@@ -25,6 +25,7 @@ import type {
   SubmitJobResponse,
 } from '../protocol/rest-api.js';
 import type { RequestSigner } from '../protocol/request-signer.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /** `https://<api id>.execute-api.<region>.amazonaws.com[.cn]`: a deployed cluster's API (IAM-authorized); group 1 is the region. */
 export const EXECUTE_API_HOST = /^[a-z0-9]+\.execute-api\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$/;
@@ -325,7 +326,7 @@ export class RestClient {
     const gatewayMessage = (json as { message?: unknown } | undefined)?.message;
     if (response.status === 403 && typeof gatewayMessage === 'string') {
       const hint = this.signer === undefined
-        ? 'the API takes requests signed with IAM credentials: use an execute-api URL, or --aws-iam / FLOE_AWS_IAM=1'
+        ? `the API takes requests signed with IAM credentials: use an execute-api URL, or --aws-iam / ${FloeEnv.AWS_IAM}=1`
         : 'the credentials floe found (the AWS SDK chain: environment, profile, SSO, role) must be valid and allow execute-api:Invoke on the API';
       // API Gateway quotes a malformed authorization header back, and that may be our bearer secret.
       const quoted = this.secret === undefined ? gatewayMessage : gatewayMessage.replaceAll(this.secret, '<secret>');

@@ -21,6 +21,7 @@ import { followJob, type FollowResult } from './follow-job.js';
 import { formatDuration, formatException, formatRecord, type ProgressShape } from './format.js';
 import { LibraryCache } from './library-cache.js';
 import type { RestClient } from './rest-client.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /** Config keys the client itself applies when building the JobGraph; any other -D goes to a cluster it starts. */
 const CLIENT_SIDE_KEYS = new Set<string>([CONFIG_OPTIONS.defaultParallelism.key, 'defaultParallelism']);
@@ -97,7 +98,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     if (problem !== undefined) io.stderr.write(`note: the bundle is not remembered (${escapeText(problem)}); the next run bundles again\n`);
   }
   // The CLI shows a stack trace only with FLOE_DEBUG (main.ts): only then are source maps worth turning on.
-  const namespace = await importLibrary(code, cache.dir, { sourceMaps: Boolean(io.env['FLOE_DEBUG']) });
+  const namespace = await importLibrary(code, cache.dir, { sourceMaps: Boolean(io.env[FloeEnv.DEBUG]) });
   const definition = loadJobDefinition(namespace, opts.exportName);
   const jobId = JobId.random();
   const graph = buildJobGraph(definition, {

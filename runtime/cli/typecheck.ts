@@ -10,7 +10,7 @@ import { escapeText } from './escape.js';
 import { fingerprint, stillSame, type FileFingerprint } from './file-fingerprints.js';
 
 /** The declarations `import … from 'floe'` resolves to (written by runtime/build.mjs). */
-export const FLOE_TYPES = join(packageRoot, 'dist', 'types', 'floe.d.ts');
+export const API_TYPES_FILE = join(packageRoot, 'dist', 'types', 'floe.d.ts');
 
 /**
  * The compiler options `floe init` writes into a job folder's tsconfig.json, and those `floe run` uses
@@ -27,7 +27,7 @@ export function jobCompilerOptions(): Record<string, unknown> {
     skipLibCheck: true,
     isolatedModules: true,
     allowImportingTsExtensions: true,
-    paths: { floe: [FLOE_TYPES] },
+    paths: { floe: [API_TYPES_FILE] },
   };
 }
 
@@ -92,7 +92,7 @@ export function typecheckJob(jobFile: string, cwd: string, cacheDir?: string): T
     emitDeclarationOnly: false,
     composite: false,
     incremental: false,
-    paths: { ...options.paths, floe: [FLOE_TYPES] },
+    paths: { ...options.paths, floe: [API_TYPES_FILE] },
   };
   let program: TS.Program | undefined;
   if (problems.length === 0) {
@@ -188,5 +188,5 @@ function formatDiagnostic(ts: typeof TS, d: TS.Diagnostic, cwd: string): string 
 
 /** Whether this install has its API declarations (a checkout must be built: npm ci, or npm run build). */
 export function floeTypesExist(): boolean {
-  return existsSync(FLOE_TYPES);
+  return existsSync(API_TYPES_FILE);
 }

@@ -1,6 +1,7 @@
 // One typed configuration object, loaded and validated once at start-up. Keys follow Flink's names
 // where a Flink user would look for them; every field carries its unit in its name.
 import { ConfigurationError } from './errors.js';
+import { FloeEnv } from './floe-env.js';
 
 interface OptionSpec {
   readonly key: string;
@@ -306,7 +307,7 @@ export function slotHeapMiB(config: FloeConfig): number {
 }
 
 /** Config travels to child processes and containers as JSON in this environment variable. */
-export const CONFIG_ENV = 'FLOE_CONFIG';
+export const CONFIG_ENV = FloeEnv.CONFIG;
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): FloeConfig {
   const raw = env[CONFIG_ENV];

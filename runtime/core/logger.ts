@@ -1,4 +1,5 @@
 // Structured JSON-lines logs on stderr; every line names its component, and the job and fencing token where known.
+import { FloeEnv } from './floe-env.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -12,7 +13,7 @@ export interface Logger {
 }
 
 function threshold(): number {
-  const level = (process.env['FLOE_LOG_LEVEL'] ?? 'info') as LogLevel;
+  const level = (process.env[FloeEnv.LOG_LEVEL] ?? 'info') as LogLevel;
   return LEVELS[level] ?? LEVELS.info;
 }
 

@@ -1,47 +1,6 @@
 // The environment contract between a launcher and the processes it starts (child process or container).
 import type { ResourceProfile } from './resource-profile.js';
-
-export const ProcessEnv = {
-  /** Embedded backend: folder holding floe.db (SQLite), blobs/ and logs/. */
-  STATE_DIR: 'FLOE_STATE_DIR',
-  /**
-   * Per-cluster secret, for the processes that hold it (Dispatcher, JobManager): REST calls and their RPCs
-   * carry it. Never given to a TaskExecutor.
-   */
-  SECRET: 'FLOE_SECRET',
-  /**
-   * A TaskExecutor's own key (HMAC of the cluster secret over its resource id, core/cluster-keys.ts): its
-   * RPC identity. The TaskExecutor removes it from its environment at start.
-   */
-  TASK_EXECUTOR_KEY: 'FLOE_TASK_EXECUTOR_KEY',
-  JOB_ID: 'FLOE_JOB_ID',
-  /** The worker's id, which becomes its ResourceId. */
-  RESOURCE_ID: 'FLOE_RESOURCE_ID',
-  /**
-   * A TaskExecutor started for a resource profile: JSON { "cpu": <vCPUs>, "memoryMiB": <MiB> } per slot.
-   * Absent: default slots.
-   */
-  RESOURCE_PROFILE: 'FLOE_RESOURCE_PROFILE',
-  /**
-   * Embedded backend: the RPC address of the Dispatcher that started this JobManager, which a ready
-   * JobManager tells that capacity is free (runtime/protocol/capacity-notices.ts). @default - none: the
-   * Dispatcher's reconciler admits waiting jobs on its interval
-   */
-  DISPATCHER_ADDRESS: 'FLOE_DISPATCHER_ADDRESS',
-  /** JSON object of config option keys to values (see core/config.ts). */
-  CONFIG: 'FLOE_CONFIG',
-  /** 'embedded' (default) or 'aws'. */
-  BACKEND: 'FLOE_BACKEND',
-  /** Address RPC and data servers listen on; '0.0.0.0' in a container. @default '127.0.0.1' */
-  RPC_BIND_HOST: 'FLOE_RPC_BIND_HOST',
-  /** Host other processes reach this one at. @default - the bind host (on ECS: the task's private IP) */
-  ADVERTISED_HOST: 'FLOE_ADVERTISED_HOST',
-  /**
-   * Embedded backend, for finding where time goes: a folder; every TaskExecutor process (its slot worker
-   * threads included) is started with `--cpu-prof` into it. @default - no profiling
-   */
-  PROFILE_DIR: 'FLOE_PROFILE_DIR',
-} as const;
+import { FloeEnv } from './floe-env.js';
 
 /**
  * The C allocator's settings for TaskExecutor processes (glibc reads `GLIBC_TUNABLES` at start; other C
@@ -70,29 +29,29 @@ export type Backend = 'embedded' | 'aws';
 
 /** Which adapters a process uses, from FLOE_BACKEND. */
 export function backendOf(env: NodeJS.ProcessEnv = process.env): Backend {
-  const backend = env[ProcessEnv.BACKEND] || 'embedded';
-  if (backend !== 'embedded' && backend !== 'aws') throw new Error(`${ProcessEnv.BACKEND} must be 'embedded' or 'aws', found '${backend}'`);
+  const backend = env[FloeEnv.BACKEND] || 'embedded';
+  if (backend !== 'embedded' && backend !== 'aws') throw new Error(`${FloeEnv.BACKEND} must be 'embedded' or 'aws', found '${backend}'`);
   return backend;
 }
 
 /** Where an embedded process listens and how peers reach it. */
 export function embeddedHosts(env: NodeJS.ProcessEnv = process.env): { bindHost: string; advertisedHost: string } {
-  const bindHost = env[ProcessEnv.RPC_BIND_HOST] || '127.0.0.1';
-  return { bindHost, advertisedHost: env[ProcessEnv.ADVERTISED_HOST] || bindHost };
+  const bindHost = env[FloeEnv.RPC_BIND_HOST] || '127.0.0.1';
+  return { bindHost, advertisedHost: env[FloeEnv.ADVERTISED_HOST] || bindHost };
 }
 
 /** The resource profile a TaskExecutor was started for (FLOE_RESOURCE_PROFILE); undefined: default slots. */
 export function resourceProfileFromEnv(env: NodeJS.ProcessEnv = process.env): ResourceProfile | undefined {
-  const raw = env[ProcessEnv.RESOURCE_PROFILE];
+  const raw = env[FloeEnv.RESOURCE_PROFILE];
   if (raw === undefined || raw === '') return undefined;
   let p: { cpu?: unknown; memoryMiB?: unknown };
   try {
     p = JSON.parse(raw) as typeof p;
   } catch {
-    throw new Error(`${ProcessEnv.RESOURCE_PROFILE} must be JSON { "cpu": <vCPUs>, "memoryMiB": <MiB> }, found ${raw}`);
+    throw new Error(`${FloeEnv.RESOURCE_PROFILE} must be JSON { "cpu": <vCPUs>, "memoryMiB": <MiB> }, found ${raw}`);
   }
   if (typeof p?.cpu !== 'number' || !(p.cpu > 0) || typeof p.memoryMiB !== 'number' || !Number.isSafeInteger(p.memoryMiB) || p.memoryMiB < 1) {
-    throw new Error(`${ProcessEnv.RESOURCE_PROFILE} must be JSON { "cpu": <vCPUs > 0>, "memoryMiB": <MiB> }, found ${raw}`);
+    throw new Error(`${FloeEnv.RESOURCE_PROFILE} must be JSON { "cpu": <vCPUs > 0>, "memoryMiB": <MiB> }, found ${raw}`);
   }
   return { cpu: p.cpu, memoryMiB: p.memoryMiB };
 }

@@ -6,6 +6,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
+import { FloeEnv } from '../core/floe-env.js';
 
 export const SESSION_COOKIE = 'floe_session';
 /** A login lasts this long; then the browser must sign in again (a new link, or locally the secret). */
@@ -76,7 +77,7 @@ export class DashboardAssets {
  */
 export function findDashboardDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const here = import.meta.dirname;
-  const candidates = [env['FLOE_DASHBOARD_DIR'], join(here, 'dashboard'), join(here, '../dashboard'), join(here, '../../dist/dashboard')];
+  const candidates = [env[FloeEnv.DASHBOARD_DIR], join(here, 'dashboard'), join(here, '../dashboard'), join(here, '../../dist/dashboard')];
   return candidates.find((dir): dir is string => dir !== undefined && existsSync(join(dir, 'index.html')));
 }
 

@@ -7,7 +7,6 @@ import { CONFIG_ENV, configFromEnv, configToEnv } from '../core/config.js';
 import { ConflictError, errorMessage, NotFoundError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import { ProcessEnv } from '../core/process-env.js';
 import { AdmissionState, type AdmissionBounds, type AdmissionEntry, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type LeaseTake } from '../ha/job-store.js';
 import { CLAIM_ADDRESS, CLAIM_ADDRESS_WITH_LEASES, leaseNames, standbyClaimHolder, type Lease } from '../ha/lease-store.js';
 import { isConnectionRefused } from '../heartbeat/heartbeat-manager.js';
@@ -16,6 +15,7 @@ import type { StandbyJobManagerGateway } from '../protocol/standby-jobmanager-ga
 import { WorkerKind } from '../protocol/worker-launcher.js';
 import { EndpointName } from '../rpc/rpc-service.js';
 import type { DispatcherServices } from './dispatcher-services.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /**
  * The worker id of a job's `launch`-th JobManager: `jobmanager-<job>`, then `jobmanager2-<job>`, … The
@@ -163,7 +163,7 @@ export class JobManagerRunners {
       await this.deps.launcher.start({
         id: workerId,
         kind: WorkerKind.JOB_MANAGER,
-        env: { ...this.deps.jobManagerEnv, [ProcessEnv.JOB_ID]: jobId, [CONFIG_ENV]: configToEnv({ ...config, maxTaskManagers: taskExecutors }) },
+        env: { ...this.deps.jobManagerEnv, [FloeEnv.JOB_ID]: jobId, [CONFIG_ENV]: configToEnv({ ...config, maxTaskManagers: taskExecutors }) },
       });
     } catch (error) {
       this.log.error('cannot start the JobManager', { jobId, error: errorMessage(error) });

@@ -8,18 +8,19 @@ import { s3FileSystem } from '../aws/s3-file-system.js';
 import { registerFileSystem } from '../blob/file-systems.js';
 import { configFromEnv } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
-import { ProcessEnv, requireEnv } from '../core/process-env.js';
+import { requireEnv } from '../core/process-env.js';
 import { errorMessage } from '../core/errors.js';
 import { startEmbeddedDispatcher, type EmbeddedDispatcher } from '../local/embedded-dispatcher.js';
 import { ANOTHER_DISPATCHER_EXIT_CODE, takeDispatcherLease } from '../local/dispatcher-lease.js';
 import { embeddedPaths } from '../local/embedded-services.js';
 import { localFileSystem } from '../local/fs-file-system.js';
 import { SqliteLeaseStore } from '../local/sqlite-lease-store.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 // The file systems text sources and sinks reach: local paths, and S3 (whose SDK loads on the first s3:// path).
 registerFileSystem(localFileSystem);
 registerFileSystem(s3FileSystem);
-const stateDir = requireEnv(ProcessEnv.STATE_DIR);
+const stateDir = requireEnv(FloeEnv.STATE_DIR);
 const logger = createLogger({ process: 'dispatcher' });
 const config = configFromEnv();
 
@@ -59,7 +60,7 @@ async function stop(code = 0): Promise<void> {
 process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
 
-const started = await startEmbeddedDispatcher({ stateDir, config, logger, ...(process.env[ProcessEnv.SECRET] ? { secret: process.env[ProcessEnv.SECRET] } : {}) }).catch(
+const started = await startEmbeddedDispatcher({ stateDir, config, logger, ...(process.env[FloeEnv.SECRET] ? { secret: process.env[FloeEnv.SECRET] } : {}) }).catch(
   async (error: unknown) => {
     // Said once, plainly, in the output the CLI shows when a start fails (a bad secret file, a port in use).
     logger.error(`cannot start the Dispatcher: ${errorMessage(error)}`);

@@ -11,7 +11,7 @@ import { CONFIG_ENV, configFromEnv, configToEnv } from '../core/config.js';
 import { JobId, ResourceId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
-import { backendOf, embeddedHosts, ProcessEnv, requireEnv } from '../core/process-env.js';
+import { backendOf, embeddedHosts, requireEnv } from '../core/process-env.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
@@ -24,6 +24,7 @@ import type { CapacityNotices } from '../protocol/capacity-notices.js';
 import type { JobEndNotices } from '../protocol/job-end-notices.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 installParentWatch();
 // The file systems text sources and sinks reach: local paths, and S3 (whose SDK loads on the first s3:// path).
@@ -31,9 +32,9 @@ registerFileSystem(localFileSystem);
 registerFileSystem(s3FileSystem);
 // Tasks' scoped S3 credentials, when FLOE_JOB_DATA_ROLE_ARN names the job-data role (AWS).
 registerJobDataCredentialsProvider(stsJobDataCredentials);
-const secret = requireEnv(ProcessEnv.SECRET);
-const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
-const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));
+const secret = requireEnv(FloeEnv.SECRET);
+const jobId = JobId.of(requireEnv(FloeEnv.JOB_ID));
+const resourceId = ResourceId.of(requireEnv(FloeEnv.RESOURCE_ID));
 const config = configFromEnv();
 const backend = backendOf();
 const logger = createLogger({ process: 'jobmanager', resourceId, jobId });
@@ -58,7 +59,7 @@ async function openBackend(): Promise<Backend> {
     const { openAwsJobManagerRuntime } = await import('../aws/aws-process.js');
     return openAwsJobManagerRuntime(process.env, resourceId, systemClock, logger);
   }
-  const stateDir = requireEnv(ProcessEnv.STATE_DIR);
+  const stateDir = requireEnv(FloeEnv.STATE_DIR);
   // Loaded here only: the SQLite stores are not in the image AWS tasks run.
   const { openEmbeddedServices, taskExecutorWorkDir } = await import('../local/embedded-services.js');
   const services = openEmbeddedServices(stateDir);
@@ -67,14 +68,14 @@ async function openBackend(): Promise<Backend> {
     launcher: new ChildProcessWorkerLauncher({
       entryFor: () => distEntry('taskexecutor'),
       // Per job: a process from the warm pool starts TaskExecutors for later jobs too.
-      logDir: (spec) => join(stateDir, 'logs', spec.env[ProcessEnv.JOB_ID] ?? jobId),
+      logDir: (spec) => join(stateDir, 'logs', spec.env[FloeEnv.JOB_ID] ?? jobId),
       // TaskExecutors outlive this process: a successor JobManager takes them over with their partitions.
       exitWithParent: false,
       findWorker: (id) => workerPid(stateDir, id),
       // A TaskExecutor's own folder (see entrypoints/taskexecutor.ts): gone with it, even when it was killed.
       scratchDirOf: (spec) => taskExecutorWorkDir(stateDir, spec.id),
     }),
-    workerEnv: { [ProcessEnv.STATE_DIR]: stateDir },
+    workerEnv: { [FloeEnv.STATE_DIR]: stateDir },
     ...embeddedHosts(),
     close: () => services.close(),
   };
@@ -85,7 +86,7 @@ const launcher = services.launcher;
 const rpc = await HttpRpcService.start({ secret, tls: config.internalSslEnabled === 'true', timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
 // On AWS an event on the cluster's bus; embedded, a call to the Dispatcher that serves the state dir now
 // (found through its lease: it may not be the one that started this process).
-const dispatcherAddress = process.env[ProcessEnv.DISPATCHER_ADDRESS];
+const dispatcherAddress = process.env[FloeEnv.DISPATCHER_ADDRESS];
 const capacityNotices: CapacityNotices =
   services.capacityNotices ??
   noticesToServingDispatcher({ leaseStore: services.leaseStore, rpc, clock: systemClock, timeoutMs: config.rpcTimeoutMs, ...(dispatcherAddress ? { startedBy: dispatcherAddress } : {}) });
@@ -100,7 +101,7 @@ const jobManager = new JobManagerProcess({
   workerEnv: (job, jobConfig) => ({
     // No cluster secret: the ResourceManager hands each TaskExecutor its own key instead.
     ...services.workerEnv,
-    [ProcessEnv.JOB_ID]: job,
+    [FloeEnv.JOB_ID]: job,
     [CONFIG_ENV]: configToEnv(jobConfig),
   }),
   clusterSecret: secret,

@@ -10,7 +10,7 @@ import { configFromEnv } from '../core/config.js';
 import { JobId, ResourceId } from '../core/ids.js';
 import { createLogger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
-import { backendOf, embeddedHosts, ProcessEnv, requireEnv, resourceProfileFromEnv } from '../core/process-env.js';
+import { backendOf, embeddedHosts, requireEnv, resourceProfileFromEnv } from '../core/process-env.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { installParentWatch } from '../local/child-process-launcher.js';
@@ -18,6 +18,7 @@ import { localFileSystem } from '../local/fs-file-system.js';
 import { tagStderrLines } from '../local/stderr-tag.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { TaskExecutor } from '../taskexecutor/task-executor.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 installParentWatch();
 // The file systems text sources and sinks reach: local paths, and S3 (whose SDK loads on the first s3:// path).
@@ -29,10 +30,10 @@ if (backendOf() === 'embedded') tagStderrLines();
 // launch with its id, is its identity (core/cluster-keys.ts); joining another job brings another. User code runs in this process's worker threads and may read
 // process.env: the key leaves it here, before any worker starts (the slot workers also get an environment
 // without it: slot-worker-handle.ts). /proc/self/environ keeps it; it names this TaskExecutor, for that job only.
-const ownKey = requireEnv(ProcessEnv.TASK_EXECUTOR_KEY);
-delete process.env[ProcessEnv.TASK_EXECUTOR_KEY];
-const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID));
-const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID));
+const ownKey = requireEnv(FloeEnv.TASK_EXECUTOR_KEY);
+delete process.env[FloeEnv.TASK_EXECUTOR_KEY];
+const jobId = JobId.of(requireEnv(FloeEnv.JOB_ID));
+const resourceId = ResourceId.of(requireEnv(FloeEnv.RESOURCE_ID));
 const config = configFromEnv();
 const profile = resourceProfileFromEnv(process.env);
 const backend = backendOf();
@@ -52,7 +53,7 @@ async function openBackend(): Promise<Backend> {
     const { openAwsTaskExecutorRuntime } = await import('../aws/aws-process.js');
     return openAwsTaskExecutorRuntime(process.env, resourceId, systemClock, logger);
   }
-  const stateDir = requireEnv(ProcessEnv.STATE_DIR);
+  const stateDir = requireEnv(FloeEnv.STATE_DIR);
   // Loaded here only: the SQLite stores are not in the image AWS tasks run.
   const { openEmbeddedServices, taskExecutorWorkDir } = await import('../local/embedded-services.js');
   const services = openEmbeddedServices(stateDir);

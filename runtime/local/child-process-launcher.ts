@@ -7,8 +7,9 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigurationError, ConflictError, InvalidRequestError, errorMessage } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/logger.js';
-import { ProcessEnv, taskExecutorAllocatorEnv } from '../core/process-env.js';
+import { taskExecutorAllocatorEnv } from '../core/process-env.js';
 import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export { installParentWatch } from './parent-watch.js';
 
@@ -88,7 +89,7 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
     let child: ChildProcess;
     try {
       child = spawn(process.execPath, ['--enable-source-maps', ...heapFlags(spec), ...profileFlags(spec), entry], {
-        env: { ...inheritedEnv(spec), ...(spec.kind === 'taskexecutor' ? taskExecutorAllocatorEnv() : {}), ...this.options.env, ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id },
+        env: { ...inheritedEnv(spec), ...(spec.kind === 'taskexecutor' ? taskExecutorAllocatorEnv() : {}), ...this.options.env, ...spec.env, [FloeEnv.RESOURCE_ID]: spec.id },
         stdio: this.options.exitWithParent === false ? ['ignore', logFd, logFd] : ['ignore', logFd, logFd, 'ipc'],
       });
     } finally {
@@ -220,12 +221,12 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
  */
 function inheritedEnv(spec: WorkerSpec): NodeJS.ProcessEnv {
   if (spec.kind !== 'taskexecutor') return process.env;
-  const { [ProcessEnv.SECRET]: _secret, ...rest } = process.env;
+  const { [FloeEnv.SECRET]: _secret, ...rest } = process.env;
   return rest;
 }
 
 export function profileFlags(spec: WorkerSpec, env: NodeJS.ProcessEnv = process.env): string[] {
-  const dir = env[ProcessEnv.PROFILE_DIR];
+  const dir = env[FloeEnv.PROFILE_DIR];
   if (dir === undefined || dir === '') return [];
   return ['--cpu-prof', `--cpu-prof-dir=${dir}`];
 }

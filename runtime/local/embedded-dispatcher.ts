@@ -6,7 +6,6 @@ import { systemClock } from '../core/clock.js';
 import { CONFIG_ENV, configToEnv, type FloeConfig } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import { distEntry } from '../core/paths.js';
-import { ProcessEnv } from '../core/process-env.js';
 import { ChildProcessWorkerLauncher } from './child-process-launcher.js';
 import { openEmbeddedServices } from './embedded-services.js';
 import { localTaskExecutorSizes } from './local-task-executor-sizes.js';
@@ -21,6 +20,7 @@ import { DashboardAssets, findDashboardDir } from '../dispatcher/dashboard.js';
 import { JsonBodyParser } from '../dispatcher/json-body.js';
 import { startLocalRestServer } from '../dispatcher/local-server.js';
 import { createRestRouter } from '../dispatcher/rest-router.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /**
  * A read of the SQLite store costs microseconds: a client waiting for a job's end sees it within 2 ms,
@@ -65,7 +65,7 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
     // The JobManagers listen on this machine's loopback: a ready one is told when it gets a job.
     reachesJobManagers: true,
     jobWaitPolling: EMBEDDED_JOB_WAIT_POLLING,
-    jobManagerEnv: { [ProcessEnv.STATE_DIR]: stateDir, [ProcessEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config), [ProcessEnv.DISPATCHER_ADDRESS]: rpc.address },
+    jobManagerEnv: { [FloeEnv.STATE_DIR]: stateDir, [FloeEnv.SECRET]: secret, [CONFIG_ENV]: configToEnv(config), [FloeEnv.DISPATCHER_ADDRESS]: rpc.address },
   });
   // A JobManager that stays ready after its job says here that it gave capacity back: what waits starts now.
   rpc.serve<CapacityNotices>(EndpointName.DISPATCHER, { capacityFreed: () => dispatcher.admitWaiting() }, { methods: CAPACITY_NOTICE_METHODS });

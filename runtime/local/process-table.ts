@@ -1,7 +1,7 @@
 // The processes of one embedded cluster, found by the state dir in their environment (Linux /proc),
 // so `floe cluster status`, tests and benchmarks can count them and see that none is left behind.
 import { readdirSync, readFileSync } from 'node:fs';
-import { ProcessEnv } from '../core/process-env.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export interface ClusterProcess {
   readonly pid: number;
@@ -44,8 +44,8 @@ function processState(pid: number): string | undefined {
 
 /** Every process of the cluster with the worker it is, read from its environment. */
 export function clusterProcesses(stateDir: string): ClusterProcess[] {
-  const marker = `${ProcessEnv.STATE_DIR}=${stateDir}`;
-  const resourcePrefix = `${ProcessEnv.RESOURCE_ID}=`;
+  const marker = `${FloeEnv.STATE_DIR}=${stateDir}`;
+  const resourcePrefix = `${FloeEnv.RESOURCE_ID}=`;
   const found: ClusterProcess[] = [];
   let entries: string[];
   try {

@@ -1,8 +1,8 @@
 // WorkerLauncher whose "workers" are objects in this process: lets tests run whole components
 // (JobManager, TaskExecutors) in one process while the ResourceManager drives them through the port.
 import { ConflictError, InvalidRequestError, errorMessage } from '../core/errors.js';
-import { ProcessEnv } from '../core/process-env.js';
 import type { WorkerExit, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export interface InProcessWorker {
   /** Asks the worker to shut down; `exited` resolves once it has. */
@@ -38,7 +38,7 @@ export class InProcessWorkerLauncher implements WorkerLauncher {
     this.starting.add(spec.id);
     let worker: InProcessWorker;
     try {
-      worker = await this.factory({ ...spec, env: { ...spec.env, [ProcessEnv.RESOURCE_ID]: spec.id } });
+      worker = await this.factory({ ...spec, env: { ...spec.env, [FloeEnv.RESOURCE_ID]: spec.id } });
     } finally {
       this.starting.delete(spec.id);
     }

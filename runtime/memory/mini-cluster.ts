@@ -10,7 +10,7 @@ import { systemClock } from '../core/clock.js';
 import { loadConfig, type FloeConfig } from '../core/config.js';
 import { JobId, ResourceId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { ProcessEnv, requireEnv } from '../core/process-env.js';
+import { requireEnv } from '../core/process-env.js';
 import { blobKeys } from '../blob/blob-store.js';
 import type { JobRecord } from '../ha/job-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
@@ -22,6 +22,7 @@ import { InProcessWorkerLauncher } from '../memory/in-process-worker-launcher.js
 import { LocalRpcNetwork, LocalRpcService } from '../rpc/local-rpc-service.js';
 import { TaskExecutor } from '../taskexecutor/task-executor.js';
 import { distEntry } from '../core/paths.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 export interface MiniClusterOptions {
   /** Config keys (Flink names) on top of the defaults. */
@@ -75,8 +76,8 @@ export class MiniCluster {
     this.dir = mkdtempSync(join(tmpdir(), 'floe-mini-'));
     this.slotWorkerEntry = options.slotWorkerEntry;
     this.launcher = new InProcessWorkerLauncher(async (spec) => {
-      const resourceId = ResourceId.of(requireEnv(ProcessEnv.RESOURCE_ID, spec.env));
-      const jobId = JobId.of(requireEnv(ProcessEnv.JOB_ID, spec.env));
+      const resourceId = ResourceId.of(requireEnv(FloeEnv.RESOURCE_ID, spec.env));
+      const jobId = JobId.of(requireEnv(FloeEnv.JOB_ID, spec.env));
       const rpc = new LocalRpcService(this.network, resourceId, { timeoutMs: this.config.rpcTimeoutMs });
       const workDir = join(this.dir, 'taskexecutors', resourceId);
       const taskExecutor = await TaskExecutor.start({
@@ -137,7 +138,7 @@ export class MiniCluster {
       jobStore: this.jobStore,
       blobStore: this.blobStore,
       launcher: this.launcher,
-      workerEnv: { [ProcessEnv.JOB_ID]: graph.jobId },
+      workerEnv: { [FloeEnv.JOB_ID]: graph.jobId },
       // The in-process cluster has no secret of its own; its TaskExecutors still authenticate data connections with the job's key.
       clusterSecret: 'mini-cluster-secret',
       clock: systemClock,

@@ -11,7 +11,6 @@ import { ResourceId as ResourceIdOf, randomHex } from '../core/ids.js';
 import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { jobDataKey, taskExecutorKey } from '../core/cluster-keys.js';
-import { ProcessEnv } from '../core/process-env.js';
 import { profileKey, type ResourceProfile } from '../core/resource-profile.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
@@ -27,6 +26,7 @@ import type { SlotManagerSnapshot } from './slot-manager.js';
 import { WorkerKind } from '../protocol/worker-launcher.js';
 import { askToJoin, standByForPool, type WarmTaskExecutor } from './warm-pool.js';
 import type { WorkerExit, WorkerLauncher } from '../protocol/worker-launcher.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 const isProfile = (p: unknown): p is ResourceProfile => {
   const o = p as { cpu?: unknown; memoryMiB?: unknown } | null;
@@ -440,14 +440,14 @@ export class ResourceManager implements ResourceManagerGateway {
     const id = ResourceIdOf.of(`te-${randomHex(4)}`);
     this.startedWorkers.add(id);
     // User code runs in the TaskExecutor: it gets its key for this job, never the secret.
-    const { [ProcessEnv.SECRET]: _secret, ...workerEnv } = this.deps.workerEnv;
+    const { [FloeEnv.SECRET]: _secret, ...workerEnv } = this.deps.workerEnv;
     const env: Record<string, string> = {
-      [ProcessEnv.CONFIG]: configToEnv(this.deps.config),
+      [FloeEnv.CONFIG]: configToEnv(this.deps.config),
       ...workerEnv,
-      [ProcessEnv.JOB_ID]: this.deps.jobId,
-      [ProcessEnv.RESOURCE_ID]: id,
-      [ProcessEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(this.deps.clusterSecret, this.deps.jobId, id),
-      ...(profile !== undefined ? { [ProcessEnv.RESOURCE_PROFILE]: JSON.stringify(profile) } : {}),
+      [FloeEnv.JOB_ID]: this.deps.jobId,
+      [FloeEnv.RESOURCE_ID]: id,
+      [FloeEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(this.deps.clusterSecret, this.deps.jobId, id),
+      ...(profile !== undefined ? { [FloeEnv.RESOURCE_PROFILE]: JSON.stringify(profile) } : {}),
     };
     this.log.info('starting TaskExecutor', { resourceId: id, profile: profileKey(profile) });
     const resources = profile === undefined ? {} : { resources: { profile, slots: this.deps.config.numberOfTaskSlots } };

@@ -5,9 +5,9 @@
 import { AsyncResource } from 'node:async_hooks';
 import { Worker, threadId as mainThreadId, type TransferListItem } from 'node:worker_threads';
 import type { Logger } from '../core/logger.js';
-import { ProcessEnv } from '../core/process-env.js';
 import { SlotWorkerRuntime, type SlotWorkerPort } from '../task/slot-worker-runtime.js';
 import type { MainToWorker, SlotWorkerData, WorkerToMain } from '../task/worker-protocol.js';
+import { FloeEnv } from '../core/floe-env.js';
 
 /** How a slot's tasks run: in a worker thread of `entry`, or on the TaskExecutor's own thread. */
 export type SlotWorkerMode =
@@ -183,7 +183,7 @@ class InThreadPort<M> {
   }
 }
 
-const HIDDEN_FROM_USER_CODE: ReadonlySet<string> = new Set([ProcessEnv.SECRET, ProcessEnv.TASK_EXECUTOR_KEY]);
+const HIDDEN_FROM_USER_CODE: ReadonlySet<string> = new Set([FloeEnv.SECRET, FloeEnv.TASK_EXECUTOR_KEY]);
 
 /**
  * The environment a slot worker (user code) sees: the TaskExecutor's, without a cluster secret (which no

@@ -1,12 +1,13 @@
 // openAwsServices: the AWS backends opened from the environment, as the AWS entry points open them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AwsEnv, openAwsServices, readAwsServicesSettings } from '../../runtime/aws/aws-services.js';
+import { openAwsServices, readAwsServicesSettings } from '../../runtime/aws/aws-services.js';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { leaseNames } from '../../runtime/ha/lease-store.js';
 import { JobStatus } from '../../runtime/jobgraph/job-status.js';
 import { newJobRecord } from '../contracts/job-store.contract.js';
 import { awsServicesEnv, createTables, startEmulators, type Emulators, type TestTables } from './emulators.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 describe('openAwsServices on the emulators', () => {
   let emulators: Emulators;
@@ -46,10 +47,10 @@ describe('openAwsServices on the emulators', () => {
 
 describe('readAwsServicesSettings', () => {
   const complete = {
-    [AwsEnv.REGION]: 'eu-west-1',
-    [AwsEnv.LEASE_TABLE]: 'floe-leases',
-    [AwsEnv.JOB_TABLE]: 'floe-jobs',
-    [AwsEnv.BUCKET]: 'floe-blobs',
+    [FloeEnv.AWS_REGION]: 'eu-west-1',
+    [FloeEnv.LEASE_TABLE]: 'floe-leases',
+    [FloeEnv.JOB_TABLE]: 'floe-jobs',
+    [FloeEnv.BUCKET]: 'floe-blobs',
   };
 
   it('reads a complete environment with its defaults', () => {
@@ -64,15 +65,15 @@ describe('readAwsServicesSettings', () => {
   });
 
   it('takes the region from AWS_REGION, one endpoint for both services, and per-service overrides', () => {
-    const { [AwsEnv.REGION]: _, ...rest } = complete;
-    const s = readAwsServicesSettings({ ...rest, AWS_REGION: 'us-west-2', [AwsEnv.ENDPOINT]: 'http://127.0.0.1:4566', [AwsEnv.S3_ENDPOINT]: 'http://127.0.0.1:9000' });
+    const { [FloeEnv.AWS_REGION]: _, ...rest } = complete;
+    const s = readAwsServicesSettings({ ...rest, AWS_REGION: 'us-west-2', [FloeEnv.AWS_ENDPOINT]: 'http://127.0.0.1:4566', [FloeEnv.S3_ENDPOINT]: 'http://127.0.0.1:9000' });
     expect(s).toMatchObject({ region: 'us-west-2', dynamoDbEndpoint: 'http://127.0.0.1:4566', s3Endpoint: 'http://127.0.0.1:9000' });
   });
 
   it('names every missing or malformed variable in one ConfigurationError', () => {
     let error: unknown;
     try {
-      readAwsServicesSettings({ [AwsEnv.ENDPOINT]: 'localhost:4566', [AwsEnv.MAX_CLOCK_SKEW_MS]: 'soon' });
+      readAwsServicesSettings({ [FloeEnv.AWS_ENDPOINT]: 'localhost:4566', [FloeEnv.LEASE_MAX_CLOCK_SKEW_MS]: 'soon' });
     } catch (e) {
       error = e;
     }

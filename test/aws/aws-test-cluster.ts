@@ -17,8 +17,8 @@ import { EcsEmulator, type EcsTaskStateChangeEvent } from './ecs-emulator.js';
 import { EventBridgeEmulator, type DeliveredEvent } from './eventbridge-emulator.js';
 import { StsEmulator } from './sts-emulator.js';
 import { awsServicesEnv, createTables, startEmulators, type Emulators } from './emulators.js';
-import { AwsCallLogEnv } from '../../runtime/aws/aws-call-log.js';
 import { BucketLayout } from '../../cdk/lib/runtime-contract.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 export const AWS_TEST_SECRET = 'e2e-secret';
 /** The cluster's event bus, as the stack names it in FLOE_EVENT_BUS. */
@@ -107,7 +107,7 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
   const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_LOG_LEVEL: 'info' };
   // Each process records its AWS calls under the role its task definition (or the function) has on AWS.
   const callLogDir = join(work, 'aws-calls');
-  const callLog = (role: string): Record<string, string> => ({ [AwsCallLogEnv.DIR]: callLogDir, [AwsCallLogEnv.ROLE]: role });
+  const callLog = (role: string): Record<string, string> => ({ [FloeEnv.AWS_CALL_LOG]: callLogDir, [FloeEnv.AWS_CALL_LOG_ROLE]: role });
   const events = await EventBridgeEmulator.start({ buses: [AWS_TEST_EVENT_BUS], region: emulators.region });
   // Sessions get keys s3rver takes; a TaskExecutor's own key (below) is one s3rver refuses.
   const jobDataRoleArn = await awsTestJobDataRole();

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../runtime/cli/main.js';
-import { CloudWatchJobLogs, CloudWatchLogsEnv } from '../../runtime/aws/cloudwatch-job-logs.js';
-import { AwsEnv } from '../../runtime/aws/aws-services.js';
+import { CloudWatchJobLogs } from '../../runtime/aws/cloudwatch-job-logs.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 const JOB = 'a'.repeat(32);
 const GROUP = 'FloeStack-TaskLogs1234';
@@ -72,9 +72,9 @@ afterAll(async () => {
 });
 
 const env = (): Record<string, string> => ({
-  [CloudWatchLogsEnv.LOG_GROUP]: GROUP,
-  [CloudWatchLogsEnv.LOGS_ENDPOINT]: cw.url,
-  [AwsEnv.REGION]: 'us-east-1',
+  [FloeEnv.LOG_GROUP]: GROUP,
+  [FloeEnv.CLOUDWATCH_LOGS_ENDPOINT]: cw.url,
+  [FloeEnv.AWS_REGION]: 'us-east-1',
   AWS_ACCESS_KEY_ID: 'test',
   AWS_SECRET_ACCESS_KEY: 'test',
 });
@@ -110,7 +110,7 @@ describe('floe logs on a deployed cluster', () => {
     const io: CliIo = { stdout: { write: () => true }, stderr: { write: (t: string) => (stderr += t) }, env: { FLOE_SECRET: 's' }, cwd: root };
     expect(await main(['--url', 'http://127.0.0.1:9/', 'logs', JOB], io)).toBe(1);
     expect(stderr).toMatch(/set FLOE_LOG_GROUP to the stack's TaskLogGroup output/);
-    const wrong = CloudWatchJobLogs.fromEnv({ ...env(), [CloudWatchLogsEnv.LOG_GROUP]: 'gone' }, JOB);
+    const wrong = CloudWatchJobLogs.fromEnv({ ...env(), [FloeEnv.LOG_GROUP]: 'gone' }, JOB);
     await expect(wrong.poll()).rejects.toThrow(/FilterLogEvents.*log group gone|log group gone.*FilterLogEvents/);
   });
 });

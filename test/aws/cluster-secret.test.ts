@@ -2,9 +2,8 @@
 // JSON protocol, which no emulator of ours serves), or passed as a value where there is none (tests).
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ClusterSecretEnv, resolveClusterSecret, secretsManagerReader } from '../../runtime/aws/cluster-secret.js';
-import { AwsEnv } from '../../runtime/aws/aws-services.js';
-import { ProcessEnv } from '../../runtime/core/process-env.js';
+import { resolveClusterSecret, secretsManagerReader } from '../../runtime/aws/cluster-secret.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 const ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:floe-cluster-AbCdEf';
 
@@ -53,11 +52,11 @@ beforeAll(async () => {
 afterAll(() => sm.close());
 
 const deployed = (overrides: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
-  [AwsEnv.REGION]: 'us-east-1',
-  [ClusterSecretEnv.SECRETS_MANAGER_ENDPOINT]: sm.url,
+  [FloeEnv.AWS_REGION]: 'us-east-1',
+  [FloeEnv.SECRETS_MANAGER_ENDPOINT]: sm.url,
   AWS_ACCESS_KEY_ID: 'test',
   AWS_SECRET_ACCESS_KEY: 'test',
-  [ClusterSecretEnv.SECRET_ARN]: ARN,
+  [FloeEnv.SECRET_ARN]: ARN,
   ...overrides,
 });
 
@@ -74,12 +73,12 @@ describe('the cluster secret of the Dispatcher function', () => {
 
   it('prefers the ARN to a value in the environment', async () => {
     sm.secrets.set(ARN, 'from-secrets-manager');
-    expect(await resolveClusterSecret(deployed({ [ProcessEnv.SECRET]: 'stale-value' }))).toBe('from-secrets-manager');
+    expect(await resolveClusterSecret(deployed({ [FloeEnv.SECRET]: 'stale-value' }))).toBe('from-secrets-manager');
   });
 
   it('takes the value from FLOE_SECRET when no ARN is given (tests, emulators), without asking Secrets Manager', async () => {
     sm.requests.length = 0;
-    const env = { [ProcessEnv.SECRET]: 'test-secret' };
+    const env = { [FloeEnv.SECRET]: 'test-secret' };
     expect(await resolveClusterSecret(env, secretsManagerReader(deployed()))).toBe('test-secret');
     expect(sm.requests).toEqual([]);
   });
@@ -89,8 +88,8 @@ describe('the cluster secret of the Dispatcher function', () => {
   });
 
   it('fails saying what to check when the role may not read the secret, or it does not exist', async () => {
-    const denied = resolveClusterSecret(deployed({ [ClusterSecretEnv.SECRET_ARN]: `${ARN}:denied` }));
+    const denied = resolveClusterSecret(deployed({ [FloeEnv.SECRET_ARN]: `${ARN}:denied` }));
     await expect(denied).rejects.toThrow(/could not read the cluster secret .*:denied from Secrets Manager: .*not authorized.*check that the function's role may secretsmanager:GetSecretValue/);
-    await expect(resolveClusterSecret(deployed({ [ClusterSecretEnv.SECRET_ARN]: `${ARN}-gone` }))).rejects.toMatchObject({ code: 'SECRET_UNAVAILABLE', retryable: true });
+    await expect(resolveClusterSecret(deployed({ [FloeEnv.SECRET_ARN]: `${ARN}-gone` }))).rejects.toMatchObject({ code: 'SECRET_UNAVAILABLE', retryable: true });
   });
 });

@@ -5,9 +5,9 @@ import { DescribeTasksCommand, ListTagsForResourceCommand, ListTasksCommand } fr
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../runtime/core/clock.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import { ProcessEnv } from '../../runtime/core/process-env.js';
 import { createEcsClient, EcsWorkerLauncher } from '../../runtime/aws/ecs-worker-launcher.js';
 import { EcsEmulator } from './ecs-emulator.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 let emulator: EcsEmulator;
@@ -45,8 +45,8 @@ const sorted = (tags: { key?: string; value?: string }[] | undefined) => [...(ta
 
 describe('ECS task tags', () => {
   it('name the cluster, the job and the role of a JobManager and of a TaskExecutor', async () => {
-    await launcher.start({ id: 'jm-job1-1', kind: 'jobmanager', env: { [ProcessEnv.JOB_ID]: 'job-7f3a' } });
-    await launcher.start({ id: 'te-1', kind: 'taskexecutor', env: { [ProcessEnv.JOB_ID]: 'job-7f3a' } });
+    await launcher.start({ id: 'jm-job1-1', kind: 'jobmanager', env: { [FloeEnv.JOB_ID]: 'job-7f3a' } });
+    await launcher.start({ id: 'te-1', kind: 'taskexecutor', env: { [FloeEnv.JOB_ID]: 'job-7f3a' } });
     const jm = await arnStartedBy('jm-job1-1');
     const te = await arnStartedBy('te-1');
     const { tags: jmTags } = await ecs().send(new ListTagsForResourceCommand({ resourceArn: jm }));
@@ -68,7 +68,7 @@ describe('ECS task tags', () => {
   });
 
   it('carry the resource profile of a TaskExecutor started for one, and no vertex', async () => {
-    await launcher.start({ id: 'te-big', kind: 'taskexecutor', env: { [ProcessEnv.JOB_ID]: 'job-9c1e' }, resources: { profile: { cpu: 2, memoryMiB: 4096 }, slots: 1 } });
+    await launcher.start({ id: 'te-big', kind: 'taskexecutor', env: { [FloeEnv.JOB_ID]: 'job-9c1e' }, resources: { profile: { cpu: 2, memoryMiB: 4096 }, slots: 1 } });
     const { tags } = await ecs().send(new ListTagsForResourceCommand({ resourceArn: await arnStartedBy('te-big') }));
     expect(sorted(tags)).toEqual([
       { key: 'floe:cluster', value: 'floe-prod' },

@@ -8,12 +8,13 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AwsCallLogEnv, type AwsCallRecord } from '../../runtime/aws/aws-call-log.js';
+import { type AwsCallRecord } from '../../runtime/aws/aws-call-log.js';
 import { baseClientOptions, withCallLog } from '../../runtime/aws/clients.js';
 import { createEcsClient } from '../../runtime/aws/ecs-worker-launcher.js';
 import { packageRoot } from '../../runtime/core/paths.js';
 import { EcsEmulator } from './ecs-emulator.js';
 import { checkCalls, formatFindings, iamModelFromTemplate, iamRequestsOf, readCallLog, sessionsOf, synthesizeFloeTemplate, type IamWorld } from './iam-check.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 const world: IamWorld = {
   account: '000000000000',
@@ -211,7 +212,7 @@ describe('the AWS call record', () => {
     const recorded = createEcsClient({ region: 'us-east-1', endpoint: ecs.endpoint, credentials: { accessKeyId: 'AKIDLOG', secretAccessKey: 's' }, callLog: { dir, role: 'jobmanager' } });
     const plain = createEcsClient({ region: 'us-east-1', endpoint: ecs.endpoint, credentials: { accessKeyId: 'AKIDPLAIN', secretAccessKey: 's' } });
     try {
-      expect(process.env[AwsCallLogEnv.DIR]).toBeUndefined();
+      expect(process.env[FloeEnv.AWS_CALL_LOG]).toBeUndefined();
       await recorded.send(new ListTasksCommand({ cluster: 'c1', startedBy: 'x' }));
       await plain.send(new ListTasksCommand({ cluster: 'c2' }));
       expect(readCallLog(dir)).toEqual([{ role: 'jobmanager', pid: process.pid, client: 'ECSClient', operation: 'ListTasks', input: { cluster: 'c1' }, accessKeyId: 'AKIDLOG' }]);

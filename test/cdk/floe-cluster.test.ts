@@ -169,7 +169,7 @@ describe('FloeCluster with its defaults', () => {
     const refTo = (type: string): { Ref: string } => ({ Ref: only(resourcesOf(template, type), type)[0] });
     expect(vars).toMatchObject({
       [FloeEnv.BACKEND]: 'aws',
-      [FloeEnv.REGION]: 'us-east-1',
+      [FloeEnv.AWS_REGION]: 'us-east-1',
       [FloeEnv.BUCKET]: refTo('AWS::S3::Bucket'),
       [FloeEnv.BLOB_PREFIX]: 'floe/',
       [FloeEnv.ECS_CLUSTER]: refTo('AWS::ECS::Cluster'),

@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FLOE_TYPES } from '../../runtime/cli/typecheck.js';
+import { API_TYPES_FILE } from '../../runtime/cli/typecheck.js';
 import { CliHarness } from './cli-harness.js';
 
 const harness = new CliHarness('floe-cli-init-');
@@ -17,11 +17,11 @@ describe('floe init', () => {
     expect(init.stdout).toBe(
       `wrote job.ts, input.txt, tsconfig.json in ${dir}\n\nnext:\n  cd first\n` +
         `  floe check job.ts     type-checks the job as floe run does and your editor does: tsconfig.json\n` +
-        `                        maps 'floe' to ${FLOE_TYPES}\n` +
+        `                        maps 'floe' to ${API_TYPES_FILE}\n` +
         `  floe run job.ts       counts the words of input.txt on a local cluster (started on first use)\n`,
     );
     expect(readFileSync(join(dir, 'job.ts'), 'utf8')).toContain("import { defineJob } from 'floe';");
-    expect(readFileSync(join(dir, 'tsconfig.json'), 'utf8')).toContain(`"paths": { "floe": [${JSON.stringify(FLOE_TYPES)}] }`);
+    expect(readFileSync(join(dir, 'tsconfig.json'), 'utf8')).toContain(`"paths": { "floe": [${JSON.stringify(API_TYPES_FILE)}] }`);
   });
 
   it('makes a folder that floe check type-checks, and floe check reports type errors as tsc does', async () => {

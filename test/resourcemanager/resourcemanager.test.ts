@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConflictError, FencingTokenError, FloeError } from '../../runtime/core/errors.js';
 import { FencingToken, ResourceId } from '../../runtime/core/ids.js';
-import { ProcessEnv } from '../../runtime/core/process-env.js';
 import { MAX_CONSECUTIVE_FAILED_WORKER_STARTS } from '../../runtime/resourcemanager/worker-starts.js';
 import { JM_TOKEN, JOB, RM_TOKEN, RmHarness, eventually, settle } from './rm-harness.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 let h: RmHarness;
 
@@ -110,7 +110,7 @@ describe('ResourceManager workers', () => {
     expect(h.started).toHaveLength(3);
     const spec = h.started[0]!;
     expect(spec.kind).toBe('taskexecutor');
-    expect(spec.env).toMatchObject({ FLOE_STATE_DIR: '/nonexistent/state', [ProcessEnv.JOB_ID]: JOB, [ProcessEnv.RESOURCE_ID]: spec.id });
+    expect(spec.env).toMatchObject({ FLOE_STATE_DIR: '/nonexistent/state', [FloeEnv.JOB_ID]: JOB, [FloeEnv.RESOURCE_ID]: spec.id });
     expect(await h.gateway.requestClusterResources()).toMatchObject({ registeredTaskExecutors: 4, totalSlots: 8, freeSlots: 1, pendingTaskExecutors: 0 });
   });
 

@@ -6,7 +6,6 @@ import { ConflictError } from '../../runtime/core/errors.js';
 import { FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
 import type { AllocationId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import { ProcessEnv } from '../../runtime/core/process-env.js';
 import { JOB_MASTER_METHODS } from '../../runtime/protocol/jobmaster-gateway.js';
 import type { ClusterResources, ResourceManagerGateway } from '../../runtime/protocol/resourcemanager-gateway.js';
 import { ResourceManager } from '../../runtime/resourcemanager/resourcemanager.js';
@@ -18,6 +17,7 @@ import type { SlotReport, SlotRequest } from '../../runtime/protocol/taskexecuto
 import { TASK_EXECUTOR_METHODS } from '../../runtime/protocol/taskexecutor-gateway.js';
 import { TestingJobMasterGateway } from '../support/testing-job-master-gateway.js';
 import { TestingTaskExecutorGateway } from '../support/testing-task-executor-gateway.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 export const JOB = JobId.of('job-rm-test');
 export const RM_TOKEN = FencingToken.of(7);
@@ -162,7 +162,7 @@ export class RmHarness {
         this.failStarts--;
         throw new Error('simulated launch failure');
       }
-      const id = ResourceId.of(spec.env[ProcessEnv.RESOURCE_ID] ?? spec.id);
+      const id = ResourceId.of(spec.env[FloeEnv.RESOURCE_ID] ?? spec.id);
       const te = new FakeTaskExecutor(id, this.network, this.clock, this.config.numberOfTaskSlots);
       this.workers.set(spec.id, te);
       if (this.autoRegister) {
@@ -189,7 +189,7 @@ export class RmHarness {
       rpc: this.rmRpc,
       launcher: this.launcher,
       // As a JobManager's own environment might hold it: the RM must not pass it on.
-      workerEnv: { FLOE_STATE_DIR: '/nonexistent/state', [ProcessEnv.SECRET]: RM_CLUSTER_SECRET },
+      workerEnv: { FLOE_STATE_DIR: '/nonexistent/state', [FloeEnv.SECRET]: RM_CLUSTER_SECRET },
       clusterSecret: RM_CLUSTER_SECRET,
       clock: this.clock,
       logger: silentLogger,

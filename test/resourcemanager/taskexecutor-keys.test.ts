@@ -2,8 +2,8 @@
 // cluster secret, and every slot request carries the job's data-plane key.
 import { afterEach, describe, expect, it } from 'vitest';
 import { jobDataKey, taskExecutorKey } from '../../runtime/core/cluster-keys.js';
-import { ProcessEnv } from '../../runtime/core/process-env.js';
 import { JOB, RM_CLUSTER_SECRET, RmHarness, eventually } from './rm-harness.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 let h: RmHarness;
 
@@ -19,10 +19,10 @@ describe('ResourceManager keys', () => {
     await eventually(() => h.started.length === 2, 'two TaskExecutors started');
     const keys = new Set<string>();
     for (const spec of h.started) {
-      const id = spec.env[ProcessEnv.RESOURCE_ID]!;
-      expect(spec.env[ProcessEnv.TASK_EXECUTOR_KEY]).toBe(taskExecutorKey(RM_CLUSTER_SECRET, JOB, id));
-      keys.add(spec.env[ProcessEnv.TASK_EXECUTOR_KEY]!);
-      expect(spec.env).not.toHaveProperty(ProcessEnv.SECRET);
+      const id = spec.env[FloeEnv.RESOURCE_ID]!;
+      expect(spec.env[FloeEnv.TASK_EXECUTOR_KEY]).toBe(taskExecutorKey(RM_CLUSTER_SECRET, JOB, id));
+      keys.add(spec.env[FloeEnv.TASK_EXECUTOR_KEY]!);
+      expect(spec.env).not.toHaveProperty(FloeEnv.SECRET);
       expect(Object.values(spec.env).some((v) => v.includes(RM_CLUSTER_SECRET))).toBe(false);
     }
     expect(keys.size).toBe(2);

@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobId } from '../../runtime/core/ids.js';
 import { taskExecutorKey } from '../../runtime/core/cluster-keys.js';
-import { ProcessEnv } from '../../runtime/core/process-env.js';
 import { leaseNames } from '../../runtime/ha/lease-store.js';
 import { openEmbeddedServices, type EmbeddedServices } from '../../runtime/local/embedded-services.js';
 import { HttpRpcService } from '../../runtime/rpc/http-rpc-service.js';
 import { taskExecutorProcessBundle, TestResourceManager, waitFor } from './harness.js';
+import { FloeEnv } from '../../runtime/core/floe-env.js';
 
 const SECRET = 'test-secret';
 let entry: string;
@@ -29,11 +29,11 @@ function startProcess(stateDir: string, jobId: JobId, resourceId: string, config
   const child = spawn(process.execPath, [entry], {
     env: {
       ...process.env,
-      [ProcessEnv.STATE_DIR]: stateDir,
-      [ProcessEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(SECRET, jobId, resourceId),
-      [ProcessEnv.JOB_ID]: jobId,
-      [ProcessEnv.RESOURCE_ID]: resourceId,
-      [ProcessEnv.CONFIG]: JSON.stringify(config),
+      [FloeEnv.STATE_DIR]: stateDir,
+      [FloeEnv.TASK_EXECUTOR_KEY]: taskExecutorKey(SECRET, jobId, resourceId),
+      [FloeEnv.JOB_ID]: jobId,
+      [FloeEnv.RESOURCE_ID]: resourceId,
+      [FloeEnv.CONFIG]: JSON.stringify(config),
       FLOE_LOG_LEVEL: 'warn',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
