@@ -7,8 +7,8 @@
 // user-code libraries), JobManagerRunners (a JobManager per admitted job, warm pool hand-overs),
 // JobReconciler (JobManager exits and the periodic sweep) and DispatcherViews (what the REST API reads);
 // it carries out a cancel itself.
-import { errorMessage, ConflictError } from '../core/errors.js';
 import type { Clock, Timer } from '../core/clock.js';
+import { ConflictError, errorMessage } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { retrieveLeader } from '../ha/leader-election.js';
@@ -58,47 +58,22 @@ export class Dispatcher {
     await this.reconcile();
   }
 
-  /**
-   * The reconciler (locally every 'dispatcher.reconcile-interval', on AWS a scheduled sweep): every
-   * admitted job that has not ended must have a JobManager holding its lease. One whose lease lapsed
-   * (a JobManager that died unseen, or hangs) gets a successor; one just launched gets time to win it.
-   * A submission its submitter left unfinished for 'dispatcher.submission-timeout' is completed or ended
-   * (sweepSubmission). Then whatever capacity is free is handed out.
-   */
+  /** One pass of the reconciler (JobReconciler.reconcile): every admitted job that has not ended gets a JobManager, then what waits is admitted. */
   async reconcile(): Promise<void> {
     await this.reconciler.reconcile();
   }
 
-  /**
-   * POST /jobs, in this order (docs/ARCHITECTURE.md, "Submission and admission"):
-   * 1. validate everything, writing nothing;
-   * 2. claim the job id: a conditional create of the record (SUBMITTING, carrying the graph's hash), before
-   *    any blob of the job is written, so only the owner of the id ever writes them;
-   * 3. store the library (content-addressed) and the JobGraph;
-   * 4. get in line (WAITING);
-   * 5. admit what fits and start those JobManagers.
-   * A resubmission of the same graph that finds the record still SUBMITTING does steps 3-5 itself (the
-   * same bytes under the same keys), so a client's retry completes a submission whose first try died.
-   */
+  /** POST /jobs: validates, claims the job id, stores the library and JobGraph, and puts the job in line (JobSubmission.submitJob). */
   async submitJob(body: unknown): Promise<{ jobId: JobId; existing: boolean }> {
     return this.submission.submitJob(body);
   }
 
-  /**
-   * Admits what fits, first in line first, and starts those JobManagers. Runs whenever capacity may have
-   * freed or a job got in line; the JobStore makes each step atomic across Dispatchers.
-   */
+  /** Admits what fits, first in line first, and starts those JobManagers (JobManagerRunners.admitWaiting). */
   async admitWaiting(): Promise<void> {
     await this.runners.admitWaiting();
   }
 
-  /**
-   * A worker stopped (seen by the launcher here, or by an ECS task-state event on AWS). When it was the
-   * current JobManager of a job that has not ended, a successor is launched to recover the job (within
-   * 'jobmanager.max-attempts'); when the job ended, its reservation is given back and the next jobs in
-   * line are admitted. An older JobManager of a job that already has a successor changes nothing.
-   * Returns what was done; errors are thrown (an event handler must retry, not drop, them).
-   */
+  /** A worker stopped (JobReconciler.workerStopped): its job is recovered, ended or releases its capacity. Errors are thrown. */
   async workerStopped(workerId: string, reason: string): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
     return this.reconciler.workerStopped(workerId, reason);
   }
