@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { registerFileSystem } from '../runtime/blob/file-systems.js';
 import { InvalidRequestError } from '../runtime/core/errors.js';
 import { createLogger, type Logger } from '../runtime/core/logger.js';
-import type { RestHandler, RestRequest, RestResponse } from '../runtime/dispatcher/rest-router.js';
+import type { RestHandler, RestRequest, RestResponse } from '../runtime/dispatcher/rest-request.js';
 import type { AwsDispatcher } from '../runtime/aws/aws-dispatcher.js';
 import { s3FileSystem } from '../runtime/aws/s3-file-system.js';
 import { localFileSystem } from '../runtime/local/fs-file-system.js';

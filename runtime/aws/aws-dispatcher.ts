@@ -9,7 +9,8 @@ import { CONFIG_ENV, configFromEnv, configToEnv, type FloeConfig } from '../core
 import { createLogger, type Logger } from '../core/logger.js';
 import { Dispatcher } from '../dispatcher/dispatcher.js';
 import type { ArtifactUploads, ResultDownloads } from '../dispatcher/dispatcher-services.js';
-import { createRestRouter, type RestHandler } from '../dispatcher/rest-router.js';
+import type { RestHandler } from '../dispatcher/rest-request.js';
+import { createRestRouter } from '../dispatcher/rest-router.js';
 import { HttpRpcService } from '../rpc/http-rpc-service.js';
 import { credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv } from './aws-env.js';
 import { AWS_STORAGE_ENV, openAwsServices, readAwsServicesSettings, type AwsServices } from './aws-services.js';

@@ -1,50 +1,19 @@
 // The REST API as a transport-free function: the local HTTP server and the Lambda handlers both map
 // their requests onto it, so routes, status codes and error bodies are identical everywhere. Every bad
 // request gets a 4xx whose message names the header, path segment, query parameter, field or limit at
-// fault, before the Dispatcher sees it.
-import { parseJobListQuery } from './job-list-query.js';
+// fault, before the Dispatcher sees it. Who may call is checked in rest-auth.ts; the path, query and
+// body headers are read in rest-request.ts; this file holds the routes and what each calls.
 import { createHash, randomUUID } from 'node:crypto';
 import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { DASHBOARD_API_PREFIX, SignedDashboardSessions, isClusterSecret, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile, type DashboardSessions } from './dashboard.js';
 import type { Dispatcher } from './dispatcher.js';
-import { MAX_JOB_WAIT_MS } from './views.js';
-import { DASHBOARD_API_PREFIX, DASHBOARD_CLIENT_HEADER, SignedDashboardSessions, isClusterSecret, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile, type DashboardSessions } from './dashboard.js';
+import { parseJobListQuery } from './job-list-query.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
-
-export interface RestRequest {
-  readonly method: string;
-  /** Path without the query string, still percent-encoded as sent, e.g. `/jobs/abc`. */
-  readonly path: string;
-  readonly query: Readonly<Record<string, string | undefined>>;
-  /**
-   * The query string as sent, without the `?`. When a front passes it, the router reads the query from
-   * it, so a parameter given twice or malformed percent-encoding is refused instead of silently merged.
-   */
-  readonly rawQuery?: string;
-  /** Header names in lower case. */
-  readonly headers: Readonly<Record<string, string | undefined>>;
-  readonly body?: Uint8Array;
-  /**
-   * Who the front in front of the router already authenticated, e.g. the ARN API Gateway's IAM
-   * authorizer verified the request's SigV4 signature for. Such a request needs no secret. Only a front
-   * sets it, from what its own infrastructure vouches for (never from anything a client sends).
-   */
-  readonly authenticatedCaller?: string;
-}
-
-export interface RestResponse {
-  readonly status: number;
-  /** Sent as JSON, unless `bytes` is set. */
-  readonly body: unknown;
-  /**
-   * The body as it goes on the wire (a dashboard file, a JSON body already serialized for its etag, or
-   * empty for a 304 or a redirect); `headers` then carry its content-type.
-   */
-  readonly bytes?: Uint8Array;
-  /** Headers beyond content-type, e.g. `allow` on a 405 or `www-authenticate` on a 401. */
-  readonly headers?: Readonly<Record<string, string>>;
-}
+import { authorize, authorizeSession, checkSessionScope, ForbiddenRequestError, UnauthorizedRequestError } from './rest-auth.js';
+import { checkBodyHeaders, decodePath, parseRawQuery, routeName, shown, type BodyKind, type RestHandler, type RestRequest, type RestResponse } from './rest-request.js';
+import { MAX_JOB_WAIT_MS } from './views.js';
 
 export interface RestRouterOptions {
   /**
@@ -73,115 +42,13 @@ export interface RestRouterOptions {
   readonly bodyParser?: JsonBodyParser;
 }
 
-export type RestHandler = (request: RestRequest) => Promise<RestResponse>;
-
-/** The authorization header is missing or wrong; the message says which. */
-class UnauthorizedRequestError extends FloeError {
-  constructor(message: string) {
-    super('UNAUTHORIZED', message);
-  }
-}
-
-/** The caller is known but may not do this; the message says what may. */
-class ForbiddenRequestError extends FloeError {
-  constructor(message: string) {
-    super('FORBIDDEN', message);
-  }
-}
-
 class MethodNotAllowedError extends FloeError {
   constructor(message: string, readonly allowed: readonly string[]) {
     super('METHOD_NOT_ALLOWED', message, { details: { allowed } });
   }
 }
 
-class UnsupportedMediaTypeError extends FloeError {
-  constructor(message: string) {
-    super('UNSUPPORTED_MEDIA_TYPE', message);
-  }
-}
-
-/** Echoes client text in a message: short, and visibly quoted. */
-const shown = (text: string): string => `'${text.length > 80 ? `${text.slice(0, 77)}...` : text}'`;
-
 const SHA256_HEX = /^[0-9a-f]{64}$/;
-
-const AUTH_HINT = "send 'authorization: Bearer <cluster secret>' (a local cluster's secret is in <state dir>/cluster.json), or log in to the dashboard at /";
-
-/** A request with no authorization header may come from the dashboard, with its session cookie. */
-async function authorizeSession(headers: RestRequest['headers'], sessions: DashboardSessions, nowMs: number): Promise<void> {
-  const session = sessionCookieOf(headers['cookie']);
-  if (session === undefined) throw new UnauthorizedRequestError(`header 'authorization' is missing; ${AUTH_HINT}`);
-  if (headers[DASHBOARD_CLIENT_HEADER] !== 'dashboard') {
-    throw new UnauthorizedRequestError(`a request with the dashboard's session cookie must carry header '${DASHBOARD_CLIENT_HEADER}: dashboard'`);
-  }
-  if (!(await sessions.verifySession(session, nowMs))) throw new UnauthorizedRequestError('the dashboard session was revoked, has expired or is not valid; log in again');
-}
-
-/**
- * What a dashboard session may do: the dashboard's reads and its cancel button. Submitting, uploading,
- * minting login links and revoking sessions take the API's own credentials.
- */
-function checkSessionScope(method: string, route: Route | undefined): void {
-  if (route === undefined || route.public === true) return;
-  const isCancel = method === 'PATCH' && route.pattern.length === 2 && route.pattern[0] === 'jobs';
-  if (method === 'GET' || isCancel) return;
-  throw new ForbiddenRequestError(
-    `a dashboard session may only read (GET) and cancel a job (PATCH /jobs/<id>), found ${method} ${routeName(route)}; ` +
-      "call the API with its own credentials for that (floe signs with AWS credentials on AWS, and sends the cluster secret locally)",
-  );
-}
-
-function authorize(header: string | undefined, secret: string): void {
-  if (header === undefined || header === '') throw new UnauthorizedRequestError(`header 'authorization' is missing; ${AUTH_HINT}`);
-  const scheme = /^(\S+)(?: +|$)/.exec(header)?.[1] ?? '';
-  // An auth scheme is case-insensitive (RFC 9110 §11.1).
-  if (scheme.toLowerCase() !== 'bearer') {
-    const named = /^[A-Za-z][A-Za-z0-9._~+-]{0,19}$/.test(scheme) ? `scheme ${shown(scheme)}` : 'something else';
-    throw new UnauthorizedRequestError(`header 'authorization' must be 'Bearer <cluster secret>', found ${named}; ${AUTH_HINT}`);
-  }
-  if (!isClusterSecret(header.slice(header.indexOf(scheme) + scheme.length).trim(), secret)) {
-    throw new UnauthorizedRequestError(`header 'authorization' carries a wrong cluster secret; ${AUTH_HINT}`);
-  }
-}
-
-/** Decodes each segment of a raw path; empty segments (`//`, a trailing `/`) are skipped. */
-function decodePath(path: string): { segments: string[] } | { error: InvalidRequestError } {
-  const segments: string[] = [];
-  for (const raw of path.split('/')) {
-    if (raw === '') continue;
-    try {
-      segments.push(decodeURIComponent(raw));
-    } catch {
-      return { error: new InvalidRequestError(`path segment ${shown(raw)} is not valid percent-encoding: each '%' must start a '%XX' escape of two hex digits, and the escapes must spell UTF-8`) };
-    }
-  }
-  return { segments };
-}
-
-/** Reads a raw query string strictly: every name once, every escape valid. */
-function parseRawQuery(raw: string): Record<string, string> {
-  // No prototype: a parameter named '__proto__' is a parameter like any other (and refused as unknown).
-  const query = Object.create(null) as Record<string, string>;
-  for (const pair of raw.split('&')) {
-    if (pair === '') continue;
-    const eq = pair.indexOf('=');
-    const [rawName, rawValue] = eq < 0 ? [pair, ''] : [pair.slice(0, eq), pair.slice(eq + 1)];
-    let name: string;
-    let value: string;
-    try {
-      name = decodeURIComponent(rawName.replaceAll('+', ' '));
-      value = decodeURIComponent(rawValue.replaceAll('+', ' '));
-    } catch {
-      throw new InvalidRequestError(`query parameter ${shown(pair)} is not valid percent-encoding: each '%' must start a '%XX' escape of two hex digits, and the escapes must spell UTF-8`);
-    }
-    if (Object.hasOwn(query, name)) throw new InvalidRequestError(`query parameter ${shown(name)} is given more than once; give it once`);
-    query[name] = value;
-  }
-  return query;
-}
-
-type BodyKind = 'none' | 'json' | 'bytes';
 
 interface Call {
   readonly request: RestRequest;
@@ -208,8 +75,6 @@ interface Route {
   readonly methods: Readonly<Record<string, Endpoint>>;
 }
 
-const routeName = (route: Route): string => `/${route.pattern.join('/')}`;
-
 function match(routes: readonly Route[], segments: readonly string[]): { route: Route; params: Record<string, string> } | undefined {
   for (const route of routes) {
     if (route.pattern.length !== segments.length) continue;
@@ -222,27 +87,6 @@ function match(routes: readonly Route[], segments: readonly string[]): { route: 
     if (matches) return { route, params };
   }
   return undefined;
-}
-
-const mediaType = (header: string): { type: string; charset?: string } => {
-  const [type, ...params] = header.split(';');
-  const charset = params.map((p) => /^\s*charset\s*=\s*"?([^";\s]*)"?\s*$/i.exec(p)?.[1]).find((c) => c !== undefined);
-  return { type: (type ?? '').trim().toLowerCase(), ...(charset !== undefined ? { charset: charset.toLowerCase() } : {}) };
-};
-
-function checkBodyHeaders(method: string, name: string, kind: BodyKind, headers: RestRequest['headers']): void {
-  const encoding = headers['content-encoding'];
-  if (encoding !== undefined && encoding.trim() !== '' && encoding.trim().toLowerCase() !== 'identity') {
-    throw new UnsupportedMediaTypeError(`header 'content-encoding' is ${shown(encoding)}; ${method} ${name} takes the body as it is (identity), not compressed`);
-  }
-  if (kind !== 'json') return;
-  const contentType = headers['content-type'];
-  if (contentType === undefined || contentType.trim() === '') return;
-  const { type, charset } = mediaType(contentType);
-  if (type !== 'application/json') throw new UnsupportedMediaTypeError(`header 'content-type' is ${shown(contentType)}; ${method} ${name} takes 'application/json'`);
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
-    throw new UnsupportedMediaTypeError(`header 'content-type' names charset ${shown(charset)}; JSON bodies are UTF-8`);
-  }
 }
 
 export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOptions): RestHandler {

@@ -7,7 +7,7 @@ import { RestClient, UnexpectedResponseError } from '../../runtime/cli/rest-clie
 import type { RequestSigner } from '../../runtime/protocol/request-signer.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import type { RestHandler, RestRequest } from '../../runtime/dispatcher/rest-router.js';
+import type { RestHandler, RestRequest } from '../../runtime/dispatcher/rest-request.js';
 import { createHttpApiHandler } from '../../functions/http-api.js';
 import { main } from '../../runtime/cli/main.js';
 import { graphFor, fixtureLibrary, httpCall, prepareFixtureLibrary, REST_SECRET, setupDispatcher } from '../dispatcher/rest-contract.js';

@@ -6,7 +6,7 @@ import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { DashboardAssets, findDashboardDir } from '../../runtime/dispatcher/dashboard.js';
 import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
-import type { RestHandler } from '../../runtime/dispatcher/rest-router.js';
+import type { RestHandler } from '../../runtime/dispatcher/rest-request.js';
 import { createHttpApiHandler } from '../../functions/http-api.js';
 import { startApiGatewayAdapter } from '../aws/apigw-adapter.js';
 import { main } from '../../runtime/cli/main.js';
