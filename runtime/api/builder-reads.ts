@@ -10,7 +10,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { resolve } from 'node:path';
 import { FloeError } from '../core/errors.js';
 import type { JobProgram } from '../jobgraph/jobgraph.js';
-import { JOB_GRAPH_LIMITS } from '../jobgraph/validate.js';
+import { JOB_GRAPH_LIMITS } from '../jobgraph/limits.js';
 import { InvalidJobDefinitionError } from './errors.js';
 
 /** A recorded value: JSON data, bytes as base64, or what the call threw. */

@@ -3,7 +3,7 @@
 // user's functions (program.ts).
 import type { ResourceProfile } from '../core/resource-profile.js';
 import type { ExtremumKind, OperatorKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
-import { JOB_GRAPH_LIMITS } from '../jobgraph/validate.js';
+import { JOB_GRAPH_LIMITS } from '../jobgraph/limits.js';
 import { InvalidJobDefinitionError } from './errors.js';
 
 export type MapFunction<T, R> = (value: T) => R;

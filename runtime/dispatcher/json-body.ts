@@ -5,7 +5,7 @@
 import { isUtf8 } from 'node:buffer';
 import { Worker } from 'node:worker_threads';
 import { InvalidJobGraphError, InvalidRequestError } from '../core/errors.js';
-import { parseJobGraph } from '../jobgraph/validate.js';
+import { parseJobGraph } from '../jobgraph/job-graph-schema.js';
 
 export const JSON_BODY_LIMITS = {
   /** Arrays and objects nested deeper than this are refused before parsing; a JobGraph needs 6 levels. */

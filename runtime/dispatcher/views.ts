@@ -10,7 +10,7 @@ import type { Logger } from '../core/logger.js';
 import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionLedger, type JobRecord, type TaskExecutorView } from '../ha/job-store.js';
 import type { Lease } from '../ha/lease-store.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
-import { parseJobGraph } from '../jobgraph/validate.js';
+import { parseJobGraph } from '../jobgraph/job-graph-schema.js';
 import { jobDetails, jobPlan, jobSummary, type JobDetails, type JobPlanResponse, type JobResult, type JobResultResponse, type JobThroughputResponse, type JobViewContext, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from '../protocol/rest-api.js';
 import type { StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import { EndpointName } from '../rpc/rpc-service.js';

@@ -9,7 +9,6 @@
 // option key of each bad value; valibot's strictObject stops at the first unknown field) and the resource
 // profiles (a group may be named '__proto__'; valibot's record leaves such keys out).
 import * as v from 'valibot';
-import { InvalidJobGraphError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { ResourceProfile } from '../core/resource-profile.js';
 import {
@@ -27,29 +26,8 @@ import {
   type RestartStrategySpec,
   type RestartStrategyType,
 } from './jobgraph.js';
+import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
 
-export const JOB_GRAPH_LIMITS = {
-  maxVertices: 1000,
-  maxEdges: 10_000,
-  maxOperatorsPerVertex: 100,
-  /** Largest parallelism of one vertex: Flink's, as a vertex cannot run more subtasks than it has key groups. */
-  maxParallelism: 32_768,
-  /** Largest maxParallelism (the number of key groups), as in Flink. */
-  maxMaxParallelism: 32_768,
-  maxArgs: 1000,
-  /** What the builder read on the client (program.builderReads), as JSON: it travels with every task deployment. */
-  maxBuilderReadsBytes: 262_144,
-  maxStringLength: 4096,
-  /** Problems listed in one error; the rest are counted. */
-  maxReportedProblems: 100,
-  /** Slot sharing groups with a resource profile. */
-  maxResourceProfiles: 64,
-  /** Largest vCPUs of one slot's profile. */
-  maxProfileCpu: 64,
-  /** Smallest and largest memory of one slot's profile, in MiB. */
-  minProfileMemoryMiB: 128,
-  maxProfileMemoryMiB: 1_048_576,
-} as const;
 
 /** Vertex, edge and operator ids end up in partition ids and file names: letters, digits, '_' and '-'. */
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
@@ -86,11 +64,6 @@ export const describe = (value: unknown): string => {
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 };
 
-/** One InvalidJobGraphError listing the problems: at most maxReportedProblems of them, and a count of the rest. */
-export function invalidJobGraph(list: readonly string[]): InvalidJobGraphError {
-  const max = JOB_GRAPH_LIMITS.maxReportedProblems;
-  return new InvalidJobGraphError(list.length > max ? [...list.slice(0, max), `…and ${list.length - max} more problems`] : [...list]);
-}
 
 // ---- field schemas: each message is what follows the field's path --------------------------------
 

@@ -1,11 +1,9 @@
 // Checks that a decoded JobGraph can run (validateJobGraph): references between vertices and edges,
 // cycles, chains, keys, paths and limits across the graph, every problem reported at once. Its shape is
-// decoded first by parseJobGraph, with the valibot schema in job-graph-schema.ts.
+// decoded first by parseJobGraph (job-graph-schema.ts).
 import { functionKey, functionRefsOf, isKeyedOperator, isSinkOperator, isSourceOperator, type FunctionRef, type JobGraph, type JobVertex } from './jobgraph.js';
-import { invalidJobGraph, JOB_GRAPH_LIMITS } from './job-graph-schema.js';
+import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
 import { isFilesystemRoot, isWithin, pathProblem } from './paths.js';
-
-export { JOB_GRAPH_LIMITS, parseJobGraph } from './job-graph-schema.js';
 
 class Problems {
   readonly list: string[] = [];

@@ -13,7 +13,7 @@ import type { JobRecord, JobRecordUpdate, JobStore } from '../ha/job-store.js';
 import { LeaderElection, retrieveLeader } from '../ha/leader-election.js';
 import { leaseNames, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import { ExecutionState, isExecutionTerminal, isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
-import { parseJobGraph } from '../jobgraph/validate.js';
+import { parseJobGraph } from '../jobgraph/job-graph-schema.js';
 import { ResourceManager } from '../resourcemanager/resourcemanager.js';
 import type { WarmTaskExecutor } from '../resourcemanager/warm-pool.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';

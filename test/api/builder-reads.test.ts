@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BuilderReadMismatchError, recordBuilderReads, replayBuilderReads } from '../../runtime/api/builder-reads.js';
 import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
-import { JOB_GRAPH_LIMITS } from '../../runtime/jobgraph/validate.js';
+import { JOB_GRAPH_LIMITS } from '../../runtime/jobgraph/limits.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-builder-reads-unit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,7 +5,8 @@ import { buildJobGraph, type BuildJobGraphOptions } from '../../runtime/api/tran
 import { resolveUserFunctions } from '../../runtime/api/program.js';
 import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
-import { parseJobGraph, validateJobGraph } from '../../runtime/jobgraph/validate.js';
+import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
+import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 
 const options = (over: Partial<BuildJobGraphOptions> = {}): BuildJobGraphOptions => ({

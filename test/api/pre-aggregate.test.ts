@@ -6,7 +6,8 @@ import { resolveUserFunctions } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobGraph, OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
-import { parseJobGraph, validateJobGraph } from '../../runtime/jobgraph/validate.js';
+import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
+import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
 import { combinerFor } from '../../runtime/protocol/task-deployment.js';
 
 const build = (job: ReturnType<typeof defineJob>): JobGraph =>

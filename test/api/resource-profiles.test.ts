@@ -5,7 +5,9 @@ import { buildJobGraph, type BuildJobGraphOptions } from '../../runtime/api/tran
 import { InvalidJobGraphError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
-import { JOB_GRAPH_LIMITS, parseJobGraph, validateJobGraph } from '../../runtime/jobgraph/validate.js';
+import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
+import { JOB_GRAPH_LIMITS } from '../../runtime/jobgraph/limits.js';
+import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
 
 const options = (over: Partial<BuildJobGraphOptions> = {}): BuildJobGraphOptions => ({
   jobId: JobId.of('job-1'),

@@ -4,7 +4,8 @@ import { InvalidJobGraphError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobGraph, JobVertex } from '../../runtime/jobgraph/jobgraph.js';
 import { isWithin, normalisePath, pathProblem } from '../../runtime/jobgraph/paths.js';
-import { parseJobGraph, validateJobGraph } from '../../runtime/jobgraph/validate.js';
+import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
+import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
 
 function vertexWith(id: string, operators: JobVertex['operators']): JobVertex {
   return { id, name: id, parallelism: 1, maxParallelism: 128, slotSharingGroup: 'default', operators };

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { InvalidJobGraphError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobEdge, JobGraph, JobVertex } from '../../runtime/jobgraph/jobgraph.js';
-import { JOB_GRAPH_LIMITS, parseJobGraph, validateJobGraph } from '../../runtime/jobgraph/validate.js';
+import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
+import { JOB_GRAPH_LIMITS } from '../../runtime/jobgraph/limits.js';
+import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
 
 const fn = (operatorId: string) => ({ export: 'default', operatorId });
 

@@ -5,7 +5,7 @@ import { loadConfig } from '../../runtime/core/config.js';
 import { InvalidJobGraphError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
-import { parseJobGraph } from '../../runtime/jobgraph/validate.js';
+import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
 import { createRestartStrategy, resolveRestartStrategy } from '../../runtime/jobmaster/restart-strategy.js';
 
 /** Failures at the given times; what the strategy said after each: the wait, or 'fail'. */
