@@ -8,22 +8,23 @@
 // the claim at once. On DynamoDB the claim comes with the job's ResourceManager and JobMaster leases,
 // written for the process in the admission transaction, so it leads without campaigning. With no job
 // for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher can any more — stops
-// its TaskExecutors and exits.
+// its TaskExecutors and exits. What it tells when a job ended (figures, capacity) is in job-end-announcements.ts.
 import type { BlobStore } from '../blob/blob-store.js';
 import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
-import { errorMessage, FloeError } from '../core/errors.js';
+import { errorMessage } from '../core/errors.js';
 import { JobId, randomHex, type ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { JobStore } from '../ha/job-store.js';
 import { CLAIM_ADDRESS_WITH_LEASES, leaseNames, parseStandbyClaim, type Lease, type LeaseStore } from '../ha/lease-store.js';
 import type { CapacityNotices } from '../protocol/capacity-notices.js';
-import { jobEndFigures, type JobEndNotices } from '../protocol/job-end-notices.js';
+import type { JobEndNotices } from '../protocol/job-end-notices.js';
 import { STANDBY_JOB_MANAGER_METHODS, type StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import type { WorkerLauncher } from '../protocol/worker-launcher.js';
 import type { WarmTaskExecutor } from '../resourcemanager/warm-pool.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
 import { JobManagerRunner, type JobManagerRunnerDeps, type RunnerOutcome } from './jobmanager-runner.js';
+import { announceCapacity, announceJobEnd, releaseCapacity } from './job-end-announcements.js';
 
 export interface JobManagerProcessDeps {
   readonly resourceId: ResourceId;
@@ -94,25 +95,6 @@ type State =
       readonly idleTimer: Timer;
     }
   | { readonly kind: 'leaving' };
-
-/**
- * How a JobManager tells that giving a job's capacity back failed. A failure that trying again cannot mend
- * (the role lacks a permission, the table is gone) is an error: until someone fixes it, no job that ends in
- * a ready JobManager hands its capacity to a waiting one, and waiting jobs start only when the
- * Dispatcher's reconciler runs. A passing failure is a warning: the reconciler gives the capacity back.
- */
-export function capacityReleaseFailure(jobId: JobId, error: unknown): { level: 'error' | 'warn'; message: string } {
-  if (error instanceof FloeError && !error.retryable) {
-    return {
-      level: 'error',
-      message:
-        `cannot give back the capacity of job ${jobId}, and trying again will not help: ${errorMessage(error)}. ` +
-        "Jobs waiting for capacity start only when the Dispatcher's reconciler runs (on AWS the scheduled sweep) instead of at once in this JobManager; " +
-        'fix the cause (on AWS the JobManager task role needs dynamodb:GetItem, UpdateItem and PutItem on the job table, as FloeCluster grants them) and redeploy',
-    };
-  }
-  return { level: 'warn', message: `cannot give back the capacity of job ${jobId} now; the Dispatcher's reconciler will` };
-}
 
 export class JobManagerProcess {
   private state: State = { kind: 'leaving' };
@@ -244,7 +226,7 @@ export class JobManagerProcess {
     this.state = { kind: 'leaving' };
     this.log.info('job done in this process', { jobId, outcome: outcome.status, jobsRun: this.jobsRun });
     // Only the JobManager that ended the job tells: one that lost its lease did not end it.
-    if (outcome.status !== 'LEADERSHIP_LOST') await this.announceJobEnd(jobId, runner);
+    if (outcome.status !== 'LEADERSHIP_LOST') await announceJobEnd(this.deps.jobStore, this.deps.jobEndNotices, jobId, runner.graph, this.log);
     // Leadership lost: a successor runs the job elsewhere, and this process may be the one in doubt.
     if (this.closing || outcome.status === 'LEADERSHIP_LOST' || this.deps.config.warmPoolJobManagers <= 0) {
       this.deposedFromJob = outcome.status === 'LEADERSHIP_LOST' && !this.closing;
@@ -255,17 +237,7 @@ export class JobManagerProcess {
     }
     // The job's capacity is free now (its TaskExecutors went to the pool or stopped): the Dispatcher
     // would see it only when this process exits, which a ready one does not do.
-    const released = await this.deps.jobStore.release(jobId).then(
-      (r) => {
-        if (r.released) this.log.child({ jobId }).info('job gave back its capacity');
-        return r.released;
-      },
-      (error: unknown) => {
-        const failure = capacityReleaseFailure(jobId, error);
-        this.log.child({ jobId })[failure.level](failure.message, { error: errorMessage(error) });
-        return false;
-      },
-    );
+    const released = await releaseCapacity(this.deps.jobStore, jobId, this.log);
     try {
       // Its former place must be free before it looks for one again.
       await this.poolLeasesGivenUp;
@@ -278,40 +250,7 @@ export class JobManagerProcess {
       return;
     }
     // Ready first: the admission the notice sets off finds this process and gives it the waiting job.
-    if (released && this.isReady()) await this.announceCapacity(jobId);
-  }
-
-  /** Sends the ended job's figures, as its record holds them; a failure is logged and costs only those metrics. */
-  private async announceJobEnd(jobId: JobId, runner: JobManagerRunner): Promise<void> {
-    const notices = this.deps.jobEndNotices;
-    const graph = runner.graph;
-    if (notices === undefined || graph === undefined) return;
-    const log = this.log.child({ jobId });
-    try {
-      const record = await this.deps.jobStore.get(jobId);
-      if (record === undefined) throw new Error(`job ${jobId} has no record`);
-      await notices.jobEnded(jobEndFigures(record, graph));
-    } catch (error) {
-      log.warn("cannot send the job's figures; its metrics are missing", { error: errorMessage(error) });
-    }
-  }
-
-  /**
-   * Tells the Dispatcher that `jobId` gave its capacity back, when jobs wait for capacity. A failed notice
-   * is logged and left to the Dispatcher's reconciler (on AWS the sweep), which admits them later.
-   */
-  private async announceCapacity(jobId: JobId): Promise<void> {
-    const notices = this.deps.capacityNotices;
-    if (notices === undefined) return;
-    const log = this.log.child({ jobId });
-    try {
-      const { waiting } = await this.deps.jobStore.admissionLedger();
-      if (waiting.length === 0) return;
-      await notices.capacityFreed(jobId);
-      log.info('told the Dispatcher that capacity is free for the jobs waiting', { waiting: waiting.length });
-    } catch (error) {
-      log.warn("cannot tell the Dispatcher that capacity is free; its reconciler (on AWS the sweep) admits the waiting jobs", { error: errorMessage(error) });
-    }
+    if (released && this.isReady()) await announceCapacity(this.deps.jobStore, this.deps.capacityNotices, jobId, this.log);
   }
 
   /**

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { AwsRequestError } from '../../runtime/aws/aws-errors.js';
 import { JobId } from '../../runtime/core/ids.js';
-import { capacityReleaseFailure } from '../../runtime/jobmanager/jobmanager-process.js';
+import { capacityReleaseFailure } from '../../runtime/jobmanager/job-end-announcements.js';
 
 const jobId = JobId.random();
 /** An SDK error as DynamoDB answers a role without the permission. */
