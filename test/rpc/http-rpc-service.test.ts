@@ -6,40 +6,16 @@ import { silentLogger } from '../../runtime/core/logger.js';
 import { FENCING_TOKEN_HEADER, HttpRpcService } from '../../runtime/rpc/http-rpc-service.js';
 import type { HttpRpcServiceOptions } from '../../runtime/rpc/http-rpc-service.js';
 import { TEST_METHODS, TestEndpoint, describeRpcServiceContract } from './rpc-service-contract.js';
+import { closedAfterEach, httpRpcTransport } from '../support/http-rpc.js';
 import type { TestGateway } from './rpc-service-contract.js';
 
 const SECRET = 'test-secret-0123456789';
-
-/** A port that was free a moment ago and has nothing listening now. */
-async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
 
 function start(options: Partial<HttpRpcServiceOptions> = {}): Promise<HttpRpcService> {
   return HttpRpcService.start({ secret: SECRET, timeoutMs: 10_000, logger: silentLogger, ...options });
 }
 
-describeRpcServiceContract('http', async () => {
-  const services: HttpRpcService[] = [];
-  const make = async (timeoutMs = 10_000): Promise<HttpRpcService> => {
-    const s = await start({ timeoutMs });
-    services.push(s);
-    return s;
-  };
-  return {
-    server: await make(),
-    client: await make(),
-    unreachableAddress: `http://127.0.0.1:${await closedPort()}`,
-    clientWithTimeout: make,
-    close: async () => {
-      await Promise.all(services.map((s) => s.close()));
-    },
-  };
-});
+describeRpcServiceContract('http', httpRpcTransport(start, 'http'));
 
 interface RawResponse {
   readonly status: number;
@@ -67,15 +43,7 @@ function rawPost(address: string, path: string, headers: http.OutgoingHttpHeader
 }
 
 describe('HttpRpcService', () => {
-  const services: HttpRpcService[] = [];
-  const track = async (s: Promise<HttpRpcService>): Promise<HttpRpcService> => {
-    const service = await s;
-    services.push(service);
-    return service;
-  };
-  afterEach(async () => {
-    await Promise.all(services.splice(0).map((s) => s.close()));
-  });
+  const track = closedAfterEach<HttpRpcService>();
 
   it('listens on 127.0.0.1 and names itself by that address', async () => {
     const server = await track(start());

@@ -4,7 +4,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { connect, type AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { taskExecutorKey } from '../../runtime/core/cluster-keys.js';
 import { RpcUnauthorizedError } from '../../runtime/core/errors.js';
 import { JobId, ResourceId } from '../../runtime/core/ids.js';
@@ -12,6 +12,7 @@ import { CLUSTER_TLS_IDENTITY, clusterTlsKey, pskClientOptions, pskServerOptions
 import { silentLogger } from '../../runtime/core/logger.js';
 import { HttpRpcService, type HttpRpcServiceOptions } from '../../runtime/rpc/http-rpc-service.js';
 import { TEST_METHODS, TestEndpoint, describeRpcServiceContract, type TestGateway } from './rpc-service-contract.js';
+import { closedAfterEach, httpRpcTransport } from '../support/http-rpc.js';
 
 const SECRET = 'tls-test-secret-0123456789';
 const JOB = 'job-a';
@@ -20,31 +21,7 @@ function start(options: Partial<HttpRpcServiceOptions> = {}): Promise<HttpRpcSer
   return HttpRpcService.start({ secret: SECRET, timeoutMs: 10_000, logger: silentLogger, tls: true, ...options } as HttpRpcServiceOptions);
 }
 
-async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
-describeRpcServiceContract('https with pre-shared keys', async () => {
-  const services: HttpRpcService[] = [];
-  const make = async (timeoutMs = 10_000): Promise<HttpRpcService> => {
-    const s = await start({ timeoutMs });
-    services.push(s);
-    return s;
-  };
-  return {
-    server: await make(),
-    client: await make(),
-    unreachableAddress: `https://127.0.0.1:${await closedPort()}`,
-    clientWithTimeout: make,
-    close: async () => {
-      await Promise.all(services.map((s) => s.close()));
-    },
-  };
-});
+describeRpcServiceContract('https with pre-shared keys', httpRpcTransport(start, 'https'));
 
 type Outcome = { status: number; body: string } | { error: string };
 
@@ -64,15 +41,7 @@ function post(address: string, tls: https.RequestOptions | undefined, bearer = S
 }
 
 describe('HttpRpcService with internal TLS', () => {
-  const services: HttpRpcService[] = [];
-  const track = async (s: Promise<HttpRpcService>): Promise<HttpRpcService> => {
-    const service = await s;
-    services.push(service);
-    return service;
-  };
-  afterEach(async () => {
-    await Promise.all(services.splice(0).map((s) => s.close()));
-  });
+  const track = closedAfterEach<HttpRpcService>();
 
   it('names itself by an https:// address and answers a peer that proves the cluster key', async () => {
     const server = await track(start());

@@ -2,12 +2,13 @@
 // only the calls a TaskExecutor makes about itself, only at endpoints of that job; it never opens a call as
 // another TaskExecutor, for another job, or a call that needs the cluster secret, and the TaskExecutor
 // checks calls to it without holding the secret.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jobDataKey, parseTaskExecutorBearer, taskExecutorBearer, taskExecutorKey } from '../../runtime/core/cluster-keys.js';
 import { RpcForbiddenError, RpcUnauthorizedError } from '../../runtime/core/errors.js';
 import { JobId, ResourceId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { HttpRpcService } from '../../runtime/rpc/http-rpc-service.js';
+import { closedAfterEach } from '../support/http-rpc.js';
 
 const SECRET = 'identity-test-secret-0123456789abcdef';
 const JOB = 'job-a';
@@ -66,15 +67,7 @@ describe('cluster keys', () => {
 });
 
 describe('HttpRpcService with TaskExecutor identities', () => {
-  const services: HttpRpcService[] = [];
-  const track = async (s: Promise<HttpRpcService>): Promise<HttpRpcService> => {
-    const service = await s;
-    services.push(service);
-    return service;
-  };
-  afterEach(async () => {
-    await Promise.all(services.splice(0).map((s) => s.close()));
-  });
+  const track = closedAfterEach<HttpRpcService>();
 
   const cluster = (): Promise<HttpRpcService> => track(HttpRpcService.start({ secret: SECRET, timeoutMs: 5_000, logger: silentLogger }));
   const taskExecutor = (resourceId: string, key = taskExecutorKey(SECRET, JOB, resourceId), jobId = JOB): Promise<HttpRpcService> =>
