@@ -2,7 +2,7 @@
 // tasks): the names the deployment must set, and their parsing into launcher settings.
 import { ConfigurationError } from '../core/errors.js';
 import type { AwsCredentials } from './clients.js';
-import type { EcsNetworkSettings } from './ecs-worker-launcher.js';
+import type { EcsNetworkSettings } from './ecs-task-request.js';
 import { FloeEnv } from '../core/floe-env.js';
 
 export interface EcsEnvSettings {

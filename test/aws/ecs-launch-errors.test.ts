@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../runtime/core/clock.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import { classifyEcsFailure, createEcsClient, EcsLaunchError, EcsWorkerLauncher, type EcsWorkerLauncherOptions } from '../../runtime/aws/ecs-worker-launcher.js';
+import { classifyEcsFailure, EcsLaunchError } from '../../runtime/aws/ecs-launch-errors.js';
+import { createEcsClient, EcsWorkerLauncher, type EcsWorkerLauncherOptions } from '../../runtime/aws/ecs-worker-launcher.js';
 import type { WorkerExit } from '../../runtime/protocol/worker-launcher.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { EcsEmulator } from './ecs-emulator.js';
