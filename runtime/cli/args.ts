@@ -1,6 +1,10 @@
-// Command-line parsing for `floe`: pure, so every rule is unit-tested.
+// Command-line parsing for `floe`: one declaration per command (its synopsis, what it does, its options
+// with their types and help), read by node:util's parseArgs; its help pages are made from the same
+// declarations. Pure, so every rule is unit-tested.
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
+import { parseArgs as tokenize } from 'node:util';
+import { nearestNames } from '../core/edit-distance.js';
 import { FloeError } from '../core/errors.js';
 import { FloeEnv } from '../core/floe-env.js';
 
@@ -12,6 +16,7 @@ export class UsageError extends FloeError {
 }
 
 export type ClusterAction = 'start' | 'stop' | 'status';
+const CLUSTER_ACTIONS: readonly ClusterAction[] = ['start', 'stop', 'status'];
 
 export const EXAMPLES = ['wordcount', 'log-levels'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
@@ -60,57 +65,95 @@ export interface ParsedArgs {
   readonly command: Command;
 }
 
-/** What `floe <command> --help` prints for each command: its synopsis, what it does, and its own options. */
-const COMMAND_HELP = {
+/** One option as parseArgs reads it (`--name`, or `-short`) and as the help pages show it. */
+interface OptionSpec {
+  readonly type: 'string' | 'boolean';
+  readonly short?: string;
+  /** Written only as `-<name>` (-D), never `--<name>`. */
+  readonly shortOnly?: boolean;
+  /** The value's name on the help page: `--parallelism N`. */
+  readonly value?: string;
+  /** What it does; lines after the first are continued under it. */
+  readonly help: string;
+}
+
+/** A command: its synopsis, what it does (both on the global page), its own options, and notes for its page. */
+interface CommandSpec {
+  readonly synopsis: string;
+  readonly summary: string;
+  readonly options: Readonly<Record<string, OptionSpec>>;
+  /** Takes --url and --aws-iam: it talks to a cluster, which may be a deployed one. */
+  readonly remote?: boolean;
+  /** Lines printed after its options on its own page (and, for run, on the global page). */
+  readonly notes?: string;
+}
+
+const CONFIG_OPTION: OptionSpec = { type: 'string', shortOnly: true, value: 'key=value', help: 'a config option for a cluster this command starts' };
+const JSON_OPTION = (what: string): OptionSpec => ({ type: 'boolean', help: `print ${what} as JSON` });
+
+/** What `floe <command> --help` prints for each command, and what its command line may hold. */
+const COMMANDS = {
   init: {
     synopsis: 'init [dir]',
     summary: `write a starter job (job.ts), its sample input (input.txt) and a
 tsconfig.json that type-checks it against this Floe's API (floe check
 job.ts), in dir (default: here); never overwrites a file`,
-    options: '',
+    options: {},
   },
   check: {
     synopsis: 'check <job.ts>',
     summary: `type-check a job file as floe run does (the nearest tsconfig.json above
 it, 'floe' resolving to this Floe's API) and print its errors; submits
 nothing, exits 1 on errors`,
-    options: '',
+    options: {},
   },
   run: {
     synopsis: `run <job.ts> [-p|--parallelism N] [--detached] [--export NAME] [--max-records N] [--no-typecheck]
              [--no-cache] [--verbose] [-D key=value]... [-- job args...]`,
     summary: 'type-check and bundle the job file, submit it, and follow it until it ends',
-    options: `Run options:
-  -p, --parallelism N     parallelism of operators that set none
-  -d, --detached          submit, print the job id and return without following the job
-  --export NAME           the job file's export that defines the job (default: default)
-  --max-records N         records a collect() sink keeps when it sets no maxRecords (default 10000)
-  --no-typecheck          bundle the job without type-checking it first
-  --no-cache              bundle the job again even if its files did not change since the last run
-                          (bundles are kept in <stateDir>/cache/libraries; delete it to clear them)
-  --verbose               print how long each step took (bundle cache, type-check, submit, wait)
-  -D key=value            a config option for a cluster this command starts
-  -- args...              the job's arguments (the builder's args). Paths that readTextFile and
+    remote: true,
+    options: {
+      parallelism: { type: 'string', short: 'p', value: 'N', help: 'parallelism of operators that set none' },
+      detached: { type: 'boolean', short: 'd', help: 'submit, print the job id and return without following the job' },
+      export: { type: 'string', value: 'NAME', help: "the job file's export that defines the job (default: default)" },
+      'max-records': { type: 'string', value: 'N', help: 'records a collect() sink keeps when it sets no maxRecords (default 10000)' },
+      'no-typecheck': { type: 'boolean', help: 'bundle the job without type-checking it first' },
+      'no-cache': {
+        type: 'boolean',
+        help: `bundle the job again even if its files did not change since the last run
+(bundles are kept in <stateDir>/cache/libraries; delete it to clear them)`,
+      },
+      verbose: { type: 'boolean', help: 'print how long each step took (bundle cache, type-check, submit, wait)' },
+      D: CONFIG_OPTION,
+    },
+    notes: `  -- args...              the job's arguments (the builder's args). Paths that readTextFile and
                           writeAsText get are relative to the folder floe runs in, not the job file's
   Ctrl-C while a job is followed asks whether to cancel the job or detach from it (it keeps running);
   a second Ctrl-C, or no terminal to ask on, detaches (exit code 130).
 `,
   },
-  list: { synopsis: 'list [--json]', summary: `list the cluster's jobs (from the stored records when the cluster is stopped)`, options: '' },
+  list: {
+    synopsis: 'list [--json]',
+    summary: `list the cluster's jobs (from the stored records when the cluster is stopped)`,
+    remote: true,
+    options: { json: JSON_OPTION('the jobs') },
+  },
   status: {
     synopsis: 'status <jobId> [--json]',
     summary: `show a job's state, tasks and latest exceptions (stored records,
 likewise); a job id may be any prefix that names one job`,
-    options: '',
+    remote: true,
+    options: { json: JSON_OPTION("the job's details") },
   },
-  cancel: { synopsis: 'cancel <jobId>', summary: 'cancel a job (its id, or a prefix that names one job)', options: '' },
+  cancel: { synopsis: 'cancel <jobId>', summary: 'cancel a job (its id, or a prefix that names one job)', remote: true, options: {} },
   logs: {
     synopsis: 'logs <jobId> [-f|--follow]',
     summary: `show the job's log lines from its JobManager and TaskExecutors (and the
 Dispatcher's lines about it), merged by time; --follow keeps printing new
 lines until the job ends. With --url: from CloudWatch Logs, the group in
 $${FloeEnv.LOG_GROUP} (the stack's TaskLogGroup output), with AWS credentials`,
-    options: '',
+    remote: true,
+    options: { follow: { type: 'boolean', short: 'f', help: 'keep printing new lines until the job ends (Ctrl-C stops, exit code 130)' } },
   },
   dashboard: {
     synopsis: 'dashboard [--job <jobId>] [--sign-out-everywhere]',
@@ -120,12 +163,16 @@ With --url to a deployed cluster the request is signed with your AWS
 credentials, which need execute-api:Invoke on the API; the link is the only
 way in. --sign-out-everywhere ends every dashboard session instead (on AWS;
 a local cluster's sessions are signed with its secret and end after 12 hours)`,
-    options: '',
+    remote: true,
+    options: {
+      job: { type: 'string', value: '<jobId>', help: "a link that opens this job's page" },
+      'sign-out-everywhere': { type: 'boolean', help: 'end every dashboard session instead of printing a link' },
+    },
   },
   cluster: {
     synopsis: 'cluster start [-D key=value]... | stop | status [--json]',
     summary: 'manage the local cluster (its Dispatcher runs in the background)',
-    options: '',
+    options: { D: { ...CONFIG_OPTION, help: "a config option for the cluster 'cluster start' starts" }, json: JSON_OPTION("'cluster status'") },
   },
   example: {
     synopsis: 'example [wordcount | log-levels]',
@@ -133,81 +180,110 @@ a local cluster's sessions are signed with its secret and end after 12 hours)`,
 examples/<name>.ts on a local cluster (default: wordcount, and the state dir
 the checkout's .floe unless --dir or $${FloeEnv.HOME} says otherwise), checking
 its result against a direct count`,
-    options: '',
+    options: {},
   },
-} as const satisfies Record<string, { synopsis: string; summary: string; options: string }>;
+} as const satisfies Record<string, CommandSpec>;
 
-export type HelpTopic = keyof typeof COMMAND_HELP;
+export type HelpTopic = keyof typeof COMMANDS;
+type CommandName = HelpTopic;
+const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
 
-const SHARED_OPTIONS = `Options:
-  --dir <stateDir>        the cluster's state folder (default: $${FloeEnv.HOME}, else ~/.floe)
-  --url <restUrl>         use the cluster serving at this URL (e.g. the ApiUrl of a deployed one;
-                          default: $${FloeEnv.URL}) instead of a local one; its secret comes from $${FloeEnv.SECRET},
-                          except for an execute-api URL (a deployed cluster): requests to it are signed
-                          with your AWS credentials (SigV4; the SDK's chain: environment, profile, SSO,
-                          role), which need execute-api:Invoke on the API
-  --aws-iam               sign requests to the --url cluster with AWS credentials, whatever its URL
-                          (default: $${FloeEnv.AWS_IAM}=1); the region is the URL's, else $AWS_REGION
-  -h, --help              show this text (floe <command> --help: that command's own)
-  --version               show Floe's version
-`;
+/** The options of a command that may talk to a deployed cluster. */
+const REMOTE_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  url: {
+    type: 'string',
+    value: '<restUrl>',
+    help: `use the cluster serving at this URL (e.g. the ApiUrl of a deployed one;
+default: $${FloeEnv.URL}) instead of a local one; its secret comes from $${FloeEnv.SECRET},
+except for an execute-api URL (a deployed cluster): requests to it are signed
+with your AWS credentials (SigV4; the SDK's chain: environment, profile, SSO,
+role), which need execute-api:Invoke on the API`,
+  },
+  'aws-iam': {
+    type: 'boolean',
+    help: `sign requests to the --url cluster with AWS credentials, whatever its URL
+(default: $${FloeEnv.AWS_IAM}=1); the region is the URL's, else $AWS_REGION`,
+  },
+};
 
-const indent = (text: string, by: number): string => text.split('\n').map((l) => ' '.repeat(by) + l).join('\n');
+/** The options every command takes. */
+const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
+  dir: { type: 'string', value: '<stateDir>', help: `the cluster's state folder (default: $${FloeEnv.HOME}, else ~/.floe)` },
+  help: { type: 'boolean', short: 'h', help: "show this text (floe <command> --help: that command's own)" },
+  version: { type: 'boolean', help: "show Floe's version" },
+};
 
-/** A command's line on the global page: the synopsis, and the summary beside it or under it. */
-function commandLine(spec: { synopsis: string; summary: string }): string {
-  const first = `  ${spec.synopsis}`;
-  if (!spec.synopsis.includes('\n') && first.length < 26 && !spec.summary.includes('\n')) return `${first.padEnd(26)}${spec.summary}\n`;
-  if (!spec.synopsis.includes('\n') && first.length < 26) {
-    const [head, ...rest] = spec.summary.split('\n');
-    return `${first.padEnd(26)}${head}\n${rest.length > 0 ? `${indent(rest.join('\n'), 26)}\n` : ''}`;
-  }
-  return `${first}\n${indent(spec.summary, 26)}\n`;
+/** Every option of every command, for parseArgs to read a command line before its command is known. */
+const ALL_OPTIONS: Readonly<Record<string, OptionSpec>> = Object.assign({}, GLOBAL_OPTIONS, REMOTE_OPTIONS, ...Object.values(COMMANDS).map((c: CommandSpec) => c.options));
+
+/** The options `command` takes, its own first. */
+function optionsOf(command: CommandName): Readonly<Record<string, OptionSpec>> {
+  const spec: CommandSpec = COMMANDS[command];
+  return { ...spec.options, ...(spec.remote === true ? REMOTE_OPTIONS : {}), ...GLOBAL_OPTIONS };
 }
 
-export const USAGE = `Usage: floe [--dir <stateDir>] <command>
+/** How the option is written: `-p, --parallelism N`, `-D key=value`, `--json`. */
+function optionForm(name: string, spec: OptionSpec): string {
+  const written = spec.shortOnly === true ? `-${name}` : `${spec.short === undefined ? '' : `-${spec.short}, `}--${name}`;
+  return spec.value === undefined ? written : `${written} ${spec.value}`;
+}
+
+const COLUMN = 26;
+const indent = (text: string, by: number): string => text.split('\n').map((l) => ' '.repeat(by) + l).join('\n');
+
+/** A page's list of options: each one's form, and its help in the column beside it. */
+function optionLines(options: Readonly<Record<string, OptionSpec>>): string {
+  return Object.entries(options)
+    .map(([name, spec]) => {
+      const [head, ...rest] = spec.help.split('\n');
+      return `${`  ${optionForm(name, spec)}`.padEnd(COLUMN)}${head}\n${rest.map((l) => `${' '.repeat(COLUMN)}${l}\n`).join('')}`;
+    })
+    .join('');
+}
+
+/** A command's line on the global page: the synopsis, and the summary beside it or under it. */
+function commandLine(spec: CommandSpec): string {
+  const first = `  ${spec.synopsis}`;
+  if (!spec.synopsis.includes('\n') && first.length < COLUMN && !spec.summary.includes('\n')) return `${first.padEnd(COLUMN)}${spec.summary}\n`;
+  if (!spec.synopsis.includes('\n') && first.length < COLUMN) {
+    const [head, ...rest] = spec.summary.split('\n');
+    return `${first.padEnd(COLUMN)}${head}\n${rest.length > 0 ? `${indent(rest.join('\n'), COLUMN)}\n` : ''}`;
+  }
+  return `${first}\n${indent(spec.summary, COLUMN)}\n`;
+}
+
+/** A command's own options under its heading ("Run options:"), with its notes; '' for a command with neither. */
+function ownOptions(command: CommandName): string {
+  const spec: CommandSpec = COMMANDS[command];
+  if (Object.keys(spec.options).length === 0 && spec.notes === undefined) return '';
+  return `${command[0]!.toUpperCase()}${command.slice(1)} options:\n${optionLines(spec.options)}${spec.notes ?? ''}`;
+}
+
+/** `floe --help`: every command, run's options, and the options every command takes. */
+export function usage(): string {
+  return `Usage: floe [--dir <stateDir>] <command>
 
 Commands:
-${Object.values(COMMAND_HELP).map(commandLine).join('')}
-${COMMAND_HELP.run.options}
-${SHARED_OPTIONS}`;
+${Object.values(COMMANDS).map(commandLine).join('')}
+${ownOptions('run')}
+Options:
+${optionLines({ dir: GLOBAL_OPTIONS['dir']!, ...REMOTE_OPTIONS, help: GLOBAL_OPTIONS['help']!, version: GLOBAL_OPTIONS['version']! })}`;
+}
 
 /** `floe <command> --help` (or `floe help <command>`): that command's synopsis, what it does, its options. */
 export function commandUsage(topic: HelpTopic): string {
-  const spec: { synopsis: string; summary: string; options: string } = COMMAND_HELP[topic];
-  return `Usage: floe [--dir <stateDir>] ${spec.synopsis}\n\n${indent(spec.summary, 2)}\n\n${spec.options === '' ? '' : `${spec.options}\n`}${SHARED_OPTIONS}`;
+  const spec: CommandSpec = COMMANDS[topic];
+  const own = ownOptions(topic);
+  const shared = { dir: GLOBAL_OPTIONS['dir']!, ...(spec.remote === true ? REMOTE_OPTIONS : {}), help: GLOBAL_OPTIONS['help']!, version: GLOBAL_OPTIONS['version']! };
+  return `Usage: floe [--dir <stateDir>] ${spec.synopsis}\n\n${indent(spec.summary, 2)}\n\n${own === '' ? '' : `${own}\n`}Options:\n${optionLines(shared)}`;
 }
 
-interface OptionSpec {
-  readonly takesValue: boolean;
-  readonly commands: readonly Command['kind'][] | 'all';
+/** "unknown <what> '<name>'": with the nearest known names when it looks like a typo of one, else `otherwise`. */
+function unknownName(what: string, name: string, known: readonly string[], otherwise: string): UsageError {
+  const near = nearestNames(name, known);
+  if (near.length > 0) return new UsageError(`unknown ${what} '${name}': did you mean ${near.map((n) => `'${n}'`).join(' or ')}?`);
+  return new UsageError(`unknown ${what} '${name}'${otherwise}`);
 }
-
-const OPTIONS: Record<string, OptionSpec> = {
-  '--dir': { takesValue: true, commands: 'all' },
-  '--url': { takesValue: true, commands: ['run', 'list', 'status', 'cancel', 'logs', 'dashboard'] },
-  '--aws-iam': { takesValue: false, commands: ['run', 'list', 'status', 'cancel', 'logs', 'dashboard'] },
-  '--job': { takesValue: true, commands: ['dashboard'] },
-  '--sign-out-everywhere': { takesValue: false, commands: ['dashboard'] },
-  '--follow': { takesValue: false, commands: ['logs'] },
-  '-f': { takesValue: false, commands: ['logs'] },
-  '--parallelism': { takesValue: true, commands: ['run'] },
-  '-p': { takesValue: true, commands: ['run'] },
-  '--detached': { takesValue: false, commands: ['run'] },
-  '-d': { takesValue: false, commands: ['run'] },
-  '--export': { takesValue: true, commands: ['run'] },
-  '--max-records': { takesValue: true, commands: ['run'] },
-  '--no-typecheck': { takesValue: false, commands: ['run'] },
-  '--no-cache': { takesValue: false, commands: ['run'] },
-  '--verbose': { takesValue: false, commands: ['run'] },
-  '-D': { takesValue: true, commands: ['run', 'cluster'] },
-  '--json': { takesValue: false, commands: ['list', 'status', 'cluster'] },
-  '--help': { takesValue: false, commands: 'all' },
-  '-h': { takesValue: false, commands: 'all' },
-  '--version': { takesValue: false, commands: 'all' },
-};
-
-const COMMANDS = ['init', 'check', 'run', 'list', 'status', 'cancel', 'logs', 'dashboard', 'cluster', 'example', 'help'] as const;
 
 function parseConfigPair(raw: string, into: Record<string, string>): void {
   const eq = raw.indexOf('=');
@@ -216,70 +292,73 @@ function parseConfigPair(raw: string, into: Record<string, string>): void {
 }
 
 export function parseArgs(argv: readonly string[]): ParsedArgs {
+  // Not parseArgs' strict mode: it refuses a value that starts with '-' (`--max-records -1` has its own
+  // message below) and words its errors its own way. Every token is checked here instead, in order.
+  const { tokens } = tokenize({
+    args: [...argv],
+    options: Object.fromEntries(Object.entries(ALL_OPTIONS).map(([name, o]) => [name, { type: o.type, ...(o.short === undefined ? {} : { short: o.short }) }])),
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
   const positionals: string[] = [];
-  const flags = new Map<string, string[]>();
+  /** Each option given, by name, with its values in order (a boolean's are ''), and how it was written. */
+  const flags = new Map<string, { readonly written: string; readonly values: string[] }>();
   const config: Record<string, string> = {};
   let jobArgs: string[] | undefined;
+  const name = tokens.find((t) => t.kind === 'positional')?.value;
+  const command = name !== undefined && Object.hasOwn(COMMANDS, name) ? (name as CommandName) : undefined;
 
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      jobArgs = argv.slice(i + 1);
+  for (const token of tokens) {
+    if (token.kind === 'option-terminator') {
+      jobArgs = argv.slice(token.index + 1);
       break;
     }
-    if (arg.startsWith('-D') && arg.length > 2) {
-      parseConfigPair(arg.slice(2), config);
-      flags.set('-D', [...(flags.get('-D') ?? []), arg.slice(2)]);
+    if (token.kind === 'positional') {
+      positionals.push(token.value);
       continue;
     }
-    if (arg.startsWith('-') && arg !== '-') {
-      const eq = arg.indexOf('=');
-      const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
-      const spec = OPTIONS[name];
-      if (spec === undefined) throw new UsageError(`unknown option '${name}'`);
-      let value = '';
-      if (spec.takesValue) {
-        if (arg.startsWith('--') && eq > 0) value = arg.slice(eq + 1);
-        else {
-          const next = argv[i + 1];
-          if (next === undefined || next === '--') throw new UsageError(`option ${name} needs a value`);
-          value = next;
-          i++;
-        }
-        if (name === '-D') parseConfigPair(value, config);
-      } else if (eq > 0) {
-        throw new UsageError(`option ${name} takes no value`);
-      }
-      flags.set(name, [...(flags.get(name) ?? []), value]);
-      continue;
+    const spec = ALL_OPTIONS[token.name];
+    const written = token.rawName;
+    if (spec === undefined || (spec.shortOnly === true && written !== `-${token.name}`)) {
+      if (!written.startsWith('--')) throw new UsageError(`unknown option '${written}'`);
+      const known = Object.entries(command === undefined ? ALL_OPTIONS : optionsOf(command)).flatMap(([n, o]) => (o.shortOnly === true ? [] : [`--${n}`]));
+      throw unknownName('option', written, known, '');
     }
-    positionals.push(arg);
+    let value = '';
+    if (spec.type === 'string') {
+      if (token.value === undefined || (token.value === '--' && !token.inlineValue)) throw new UsageError(`option ${written} needs a value`);
+      value = token.value;
+      if (token.name === 'D') parseConfigPair(value, config);
+    } else if (token.value !== undefined) {
+      throw new UsageError(`option ${written} takes no value`);
+    }
+    const seen = flags.get(token.name);
+    if (seen === undefined) flags.set(token.name, { written, values: [value] });
+    else seen.values.push(value);
   }
+  const last = (option: string): string | undefined => flags.get(option)?.values.at(-1);
 
-  const dirValues = flags.get('--dir');
-  const stateDir = dirValues?.at(-1);
-  const url = flags.get('--url')?.at(-1);
+  const stateDir = last('dir');
+  const url = last('url');
   if (url !== undefined && !/^https?:\/\/[^\s/]+/.test(url)) throw new UsageError(`--url needs an http(s) URL, found '${url}'`);
-  const base = { ...(stateDir === undefined ? {} : { stateDir }), ...(url === undefined ? {} : { url }), ...(flags.has('--aws-iam') ? { awsIam: true } : {}) };
-  if (flags.has('--version')) return { ...base, command: { kind: 'version' } };
-  const name = positionals[0];
-  if (flags.has('--help') || flags.has('-h') || name === undefined || name === 'help') {
+  const base = { ...(stateDir === undefined ? {} : { stateDir }), ...(url === undefined ? {} : { url }), ...(flags.has('aws-iam') ? { awsIam: true } : {}) };
+  if (flags.has('version')) return { ...base, command: { kind: 'version' } };
+  if (flags.has('help') || name === undefined || name === 'help') {
     // The command the help is asked about: `floe run --help`, `floe help run`; an unknown one gets the global page.
     const topic = name === 'help' ? positionals[1] : name;
-    return { ...base, command: topic !== undefined && Object.hasOwn(COMMAND_HELP, topic) ? { kind: 'help', topic: topic as HelpTopic } : { kind: 'help' } };
+    return { ...base, command: topic !== undefined && Object.hasOwn(COMMANDS, topic) ? { kind: 'help', topic: topic as HelpTopic } : { kind: 'help' } };
   }
-  if (!(COMMANDS as readonly string[]).includes(name)) {
-    throw new UsageError(`unknown command '${name}' (commands: ${COMMANDS.filter((c) => c !== 'help').join(', ')})`);
-  }
-  const kind = name as Command['kind'];
+  if (command === undefined) throw unknownName('command', name, COMMAND_NAMES, ` (commands: ${COMMAND_NAMES.join(', ')})`);
+  const kind = command;
 
-  for (const flag of flags.keys()) {
-    const spec = OPTIONS[flag]!;
-    if (spec.commands !== 'all' && !spec.commands.includes(kind)) throw new UsageError(`option ${flag} does not apply to '${kind}'`);
+  const takes = optionsOf(kind);
+  for (const [option, { written }] of flags) {
+    if (!Object.hasOwn(takes, option)) throw new UsageError(`option ${written} does not apply to '${kind}'`);
   }
   if (jobArgs !== undefined && kind !== 'run') throw new UsageError(`'${kind}' takes no job arguments after --`);
   const rest = positionals.slice(1);
-  const json = flags.has('--json');
+  const json = flags.has('json');
   const expectArgs = (n: number, what: string): void => {
     if (rest.length < n) throw new UsageError(`'${kind}' needs ${what}`);
     if (rest.length > n) {
@@ -291,7 +370,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   switch (kind) {
     case 'run': {
       expectArgs(1, 'a job file: floe run <job.ts>');
-      const p = flags.get('--parallelism')?.at(-1) ?? flags.get('-p')?.at(-1);
+      const p = last('parallelism');
       let parallelism: number | undefined;
       if (p !== undefined) {
         parallelism = Number(p);
@@ -299,9 +378,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
           throw new UsageError(`--parallelism needs an integer >= 1, found '${p}'`);
         }
       }
-      const exportName = flags.get('--export')?.at(-1) ?? 'default';
+      const exportName = last('export') ?? 'default';
       if (exportName === '') throw new UsageError('--export needs a name');
-      const m = flags.get('--max-records')?.at(-1);
+      const m = last('max-records');
       let maxRecords: number | undefined;
       if (m !== undefined) {
         maxRecords = Number(m);
@@ -313,13 +392,13 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
           kind,
           jobFile: rest[0]!,
           ...(parallelism === undefined ? {} : { parallelism }),
-          detached: flags.has('--detached') || flags.has('-d'),
+          detached: flags.has('detached'),
           config,
           exportName,
           jobArgs: jobArgs ?? [],
-          typecheck: !flags.has('--no-typecheck'),
-          useCache: !flags.has('--no-cache'),
-          verbose: flags.has('--verbose'),
+          typecheck: !flags.has('no-typecheck'),
+          useCache: !flags.has('no-cache'),
+          verbose: flags.has('verbose'),
           ...(maxRecords === undefined ? {} : { maxRecords }),
         },
       };
@@ -341,11 +420,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       return { ...base, command: { kind, jobId: rest[0]! } };
     case 'logs':
       expectArgs(1, 'a job id: floe logs <jobId>');
-      return { ...base, command: { kind, jobId: rest[0]!, follow: flags.has('--follow') || flags.has('-f') } };
+      return { ...base, command: { kind, jobId: rest[0]!, follow: flags.has('follow') } };
     case 'dashboard': {
       expectArgs(0, '');
-      const jobId = flags.get('--job')?.at(-1);
-      const signOutEverywhere = flags.has('--sign-out-everywhere');
+      const jobId = last('job');
+      const signOutEverywhere = flags.has('sign-out-everywhere');
       if (jobId === '') throw new UsageError('--job needs a job id');
       if (jobId !== undefined && signOutEverywhere) throw new UsageError('--job and --sign-out-everywhere do not go together: one asks for a link, the other ends every session');
       return { ...base, command: { kind, signOutEverywhere, ...(jobId === undefined ? {} : { jobId }) } };
@@ -353,22 +432,17 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     case 'cluster': {
       expectArgs(1, 'an action: floe cluster start|stop|status');
       const action = rest[0]!;
-      if (action !== 'start' && action !== 'stop' && action !== 'status') {
-        throw new UsageError(`unknown cluster action '${action}' (actions: start, stop, status)`);
-      }
+      if (!(CLUSTER_ACTIONS as readonly string[]).includes(action)) throw unknownName('cluster action', action, CLUSTER_ACTIONS, ` (actions: ${CLUSTER_ACTIONS.join(', ')})`);
       if (json && action !== 'status') throw new UsageError(`--json applies to 'cluster status' only`);
       if (Object.keys(config).length > 0 && action !== 'start') throw new UsageError(`-D applies to 'cluster start' only`);
-      return { ...base, command: { kind, action, json, config } };
+      return { ...base, command: { kind, action: action as ClusterAction, json, config } };
     }
     case 'example': {
       if (rest.length > 1) expectArgs(1, '');
-      const name = rest[0] ?? 'wordcount';
-      if (!(EXAMPLES as readonly string[]).includes(name)) throw new UsageError(`unknown example '${name}' (examples: ${EXAMPLES.join(', ')})`);
-      return { ...base, command: { kind, name: name as ExampleName } };
+      const example = rest[0] ?? 'wordcount';
+      if (!(EXAMPLES as readonly string[]).includes(example)) throw unknownName('example', example, EXAMPLES, ` (examples: ${EXAMPLES.join(', ')})`);
+      return { ...base, command: { kind, name: example as ExampleName } };
     }
-    case 'help':
-    case 'version':
-      return { ...base, command: { kind } };
     default:
       return kind satisfies never;
   }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FloeError, errorMessage } from '../core/errors.js';
 import { packageRoot } from '../core/paths.js';
-import { commandUsage, parseArgs, resolveStateDir, USAGE, UsageError, type ParsedArgs } from './args.js';
+import { commandUsage, parseArgs, resolveStateDir, usage, UsageError, type ParsedArgs } from './args.js';
 import type { CliIo } from './command-context.js';
 import { executeCommand } from './commands.js';
 import { escapeText } from './escape.js';
@@ -25,7 +25,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     const command = parsed.command;
     switch (command.kind) {
       case 'help':
-        io.stdout.write(command.topic === undefined ? USAGE : commandUsage(command.topic));
+        io.stdout.write(command.topic === undefined ? usage() : commandUsage(command.topic));
         return 0;
       case 'version':
         io.stdout.write(`floe ${version()}\n`);

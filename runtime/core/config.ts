@@ -1,5 +1,6 @@
 // One typed configuration object, loaded and validated once at start-up. Keys follow Flink's names
 // where a Flink user would look for them; every field carries its unit in its name.
+import { editDistance } from './edit-distance.js';
 import { ConfigurationError } from './errors.js';
 import { FloeEnv } from './floe-env.js';
 
@@ -259,17 +260,6 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
   }
   if (problems.length > 0) throw new ConfigurationError(`invalid configuration: ${problems.join('; ')}`);
   return cfg;
-}
-
-/** Edit distance (insertions, deletions, substitutions) between two strings. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
-    previous = row;
-  }
-  return previous[b.length]!;
 }
 
 /**

@@ -91,6 +91,28 @@ describe('parseArgs', () => {
     expect(usageError(['cluster', 'start', '--aws-iam'])).toMatch(/option --aws-iam does not apply to 'cluster'/);
   });
 
+  it('says which command or option a mistyped one most likely meant', () => {
+    expect(usageError(['lsit'])).toBe("unknown command 'lsit': did you mean 'list'?");
+    expect(usageError(['stauts', 'abc'])).toBe("unknown command 'stauts': did you mean 'status'?");
+    expect(usageError(['deploy'])).toBe("unknown command 'deploy' (commands: init, check, run, list, status, cancel, logs, dashboard, cluster, example)");
+    expect(usageError(['run', 'job.ts', '--paralelism', '2'])).toBe("unknown option '--paralelism': did you mean '--parallelism'?");
+    expect(usageError(['logs', 'abc', '--follwo'])).toBe("unknown option '--follwo': did you mean '--follow'?");
+    // Only the command's own options are suggested: --follow is no option of 'list'.
+    expect(usageError(['list', '--follwo'])).toBe("unknown option '--follwo'");
+    expect(usageError(['list', '-x'])).toBe("unknown option '-x'");
+    expect(usageError(['cluster', 'stpo'])).toBe("unknown cluster action 'stpo': did you mean 'stop'?");
+    expect(usageError(['example', 'log-level'])).toBe("unknown example 'log-level': did you mean 'log-levels'?");
+  });
+
+  it('reads option values as written: attached to a short option (-Da=1, -p3), after =, or the next argument even when it starts with -', () => {
+    expect(parseArgs(['cluster', 'start', '-Da=1', '-D', 'b=2']).command).toMatchObject({ config: { a: '1', b: '2' } });
+    expect(parseArgs(['run', 'job.ts', '-p', '2', '-p3']).command).toMatchObject({ parallelism: 3 });
+    expect(usageError(['run', 'job.ts', '-p', '--'])).toBe('option -p needs a value');
+    expect(usageError(['run', 'job.ts', '--parallelism=-2'])).toBe("--parallelism needs an integer >= 1, found '-2'");
+    expect(usageError(['--D', 'a=1', 'run', 'job.ts'])).toMatch(/^unknown option '--D'/);
+    expect(parseArgs(['run', 'job.ts', '--', '--help', '-p']).command).toMatchObject({ kind: 'run', jobArgs: ['--help', '-p'] });
+  });
+
   it('takes --aws-iam beside --url for the commands that talk to a cluster', () => {
     expect(parseArgs(['list', '--url', 'https://floe.example.com', '--aws-iam'])).toMatchObject({ url: 'https://floe.example.com', awsIam: true, command: { kind: 'list' } });
     expect(parseArgs(['list', '--url', 'https://floe.example.com'])).not.toHaveProperty('awsIam');
