@@ -3,7 +3,7 @@
 // with '.' or '_' (staging areas, manifests) are left out. A split is read with ranged GETs: first its
 // own range, then small, growing ranges past its end until its last line is complete.
 import type { Readable } from 'node:stream';
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { ByteStream, InputFile, InputStore } from '../blob/input-store.js';
 import { errorMessage, FloeError, InputSourceError } from '../core/errors.js';
 import { createS3Client, type AwsCredentials } from './clients.js';

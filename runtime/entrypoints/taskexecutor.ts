@@ -1,7 +1,6 @@
 // The TaskExecutor process: one per worker the ResourceManager starts. FLOE_BACKEND picks the backend:
 // 'embedded' (default: SQLite and files under FLOE_STATE_DIR) or 'aws' (DynamoDB and S3, in an ECS task).
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { s3FileSystem } from '../aws/s3-file-system.js';
 import { registerFileSystem } from '../blob/file-systems.js';

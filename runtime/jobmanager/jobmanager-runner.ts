@@ -110,7 +110,7 @@ export class JobManagerRunner {
   }
 
   start(): void {
-    const { config, leaseStore, clock, rpc, resourceId, jobId } = this.deps;
+    const { config, leaseStore, clock, rpc, jobId } = this.deps;
     // Each incarnation campaigns as itself: a successor of this process must take over at a higher epoch,
     // never renew this one's lease as if it were the same holder.
     const common = { store: leaseStore, holder: this.holder, address: rpc.address, leaseDurationMs: config.leaseDurationMs, renewIntervalMs: config.leaseRenewIntervalMs, clock };

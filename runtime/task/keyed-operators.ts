@@ -67,7 +67,7 @@ interface Fold<S> {
   merge(state: S, partial: unknown, key: unknown): S;
 }
 
-function foldOf(op: KeyedOperatorSpec, f: KeyedFunctions): Fold<any> {
+function foldOf(op: KeyedOperatorSpec, f: KeyedFunctions): Fold<unknown> {
   const label = `${op.kind.slice('keyed.'.length)} '${op.name}'`;
   const sync = (what: string, v: unknown): unknown => {
     if (isThenable(v)) throw new RecordTypeError(`${what} of ${label} returned a promise; keyed functions must return their value synchronously`);

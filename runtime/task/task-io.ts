@@ -57,6 +57,7 @@ export const operatorOf = (error: unknown): string | undefined => (error !== nul
  * `fn` with the errors it throws (or its promise rejects with) noted as raised in operator `name`: a
  * chain fuses its operators into one call, so only this tells which one failed.
  */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- `any` parameters accept every function of up to two arguments, which `unknown` would refuse
 export function noteErrors<F extends (a?: any, b?: any) => unknown>(fn: F, name: string): F {
   const rejected = (e: unknown): never => {
     throw raisedBy(e, name);

@@ -4,7 +4,7 @@
 // once idle for the pool's idle time every task has stopped. A job waiting for capacity is admitted as
 // soon as a JobManager that stays ready gives its job's capacity back: the JobManager puts an event on
 // the cluster's bus (the EventBridge emulator), which reaches the function as its rule would send it.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';

@@ -10,6 +10,7 @@ import type { JobId } from '../../runtime/core/ids.js';
 import { CliHarness } from './cli-harness.js';
 
 /** Anything a terminal would act on: C0/C1 controls (ESC, CSI, BEL, CR, …), DEL, bidi overrides and isolates. */
+// eslint-disable-next-line no-control-regex -- the control characters a terminal acts on are what this test looks for
 const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 const HOSTILE_NAME = 'evil\u001b[2J\u001b[31mname\nsecond line\r\u0007\u202egnp.exe';
 

@@ -2,7 +2,7 @@
 // of racing and failing submissions, jobs waiting in line with their place, started in order as
 // JobManagers end, and the cap each JobManager gets.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { blobKeys, sha256Hex, type BlobStore } from '../../runtime/blob/blob-store.js';
+import { blobKeys, sha256Hex } from '../../runtime/blob/blob-store.js';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { CONFIG_ENV, configFromEnv, loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';

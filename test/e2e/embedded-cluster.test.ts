@@ -78,7 +78,7 @@ describe('embedded cluster', () => {
     const written = ownFiles.flatMap((f) => readFileSync(f, 'utf8').split('\n').filter((l) => l.trim() !== ''));
     const shown = stdout.split('\n').filter((l) => l !== '');
     expect(shown.length).toBe(written.length);
-    expect(shown.every((l) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}  (jobmanager|taskexecutor te-\S+)  [A-Z]+ +\S/.test(l)), stdout).toBe(true);
+    expect(shown.every((l) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} {2}(jobmanager|taskexecutor te-\S+) {2}[A-Z]+ +\S/.test(l)), stdout).toBe(true);
     expect(stdout).not.toContain('"jobId"');
   });
 

@@ -95,7 +95,7 @@ describe('SlotPool', () => {
   });
 
   it('accepts a slot only towards its own profile and declares the requirement per profile', async () => {
-    const { main, pool, te, events } = setup();
+    const { main, te, events } = setup();
     const heavy = { cpu: 2, memoryMiB: 4096 };
     const declared: unknown[] = [];
     const pool2 = new SlotPool({
