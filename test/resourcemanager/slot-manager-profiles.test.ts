@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
-import { FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
-import { silentLogger } from '../../runtime/core/logger.js';
+import { FencingToken, ResourceId } from '../../runtime/core/ids.js';
 import type { ResourceProfile } from '../../runtime/core/resource-profile.js';
 import type { SlotRequest } from '../../runtime/protocol/taskexecutor-gateway.js';
-import { SlotManager } from '../../runtime/resourcemanager/slot-manager.js';
 import { MainThread } from '../../runtime/rpc/main-thread.js';
+import { testingSlotManager } from '../support/slot-manager.js';
 
 const HEAVY: ResourceProfile = { cpu: 2, memoryMiB: 4096 };
 const jm = { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) };
@@ -16,15 +15,10 @@ function setup(maxWorkers = 4) {
   const started: { id: ResourceId; profile: ResourceProfile | undefined }[] = [];
   const requested: SlotRequest[] = [];
   const notified: number[] = [];
-  const slots = new SlotManager({
-    jobId: JobId.of('job'),
-    resourceManagerToken: FencingToken.of(1),
-    slotsPerWorker: 2,
+  const { slots } = testingSlotManager({
     maxWorkers,
-    idleTimeoutMs: 60_000,
     mainThread,
     clock,
-    logger: silentLogger,
     actions: {
       requestSlot: async (_id, request) => void requested.push(request),
       startWorker: (profile) => {
@@ -32,8 +26,6 @@ function setup(maxWorkers = 4) {
         started.push({ id, profile });
         return id;
       },
-      stopWorker: () => undefined,
-      releaseIdleTaskExecutor: () => undefined,
       notifyNotEnoughResources: (required) => void notified.push(required),
     },
   });

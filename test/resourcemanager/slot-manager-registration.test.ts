@@ -3,39 +3,25 @@
 // given up, and three such starts in a row end the attempts with the JobMaster told why.
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
-import { FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
-import { silentLogger } from '../../runtime/core/logger.js';
+import { FencingToken, ResourceId } from '../../runtime/core/ids.js';
 import type { ClusterResources } from '../../runtime/protocol/resourcemanager-gateway.js';
-import { SlotManager } from '../../runtime/resourcemanager/slot-manager.js';
 import { MainThread } from '../../runtime/rpc/main-thread.js';
+import { testingSlotManager } from '../support/slot-manager.js';
 
 const TIMEOUT_MS = 3_000;
 
 function setup() {
   const clock = new ManualClock();
   const mainThread = new MainThread('rm', clock);
-  const started: string[] = [];
   const stopped: { id: string; reason: string }[] = [];
   const shortages: ClusterResources[] = [];
-  const slots = new SlotManager({
-    jobId: JobId.of('job'),
-    resourceManagerToken: FencingToken.of(1),
-    slotsPerWorker: 2,
+  const { slots, started } = testingSlotManager({
     maxWorkers: 2,
-    idleTimeoutMs: 60_000,
     registrationTimeoutMs: TIMEOUT_MS,
     mainThread,
     clock,
-    logger: silentLogger,
     actions: {
-      requestSlot: async () => undefined,
-      startWorker: () => {
-        const id = ResourceId.of(`te-${started.length}`);
-        started.push(id);
-        return id;
-      },
       stopWorker: (id, reason) => void stopped.push({ id, reason }),
-      releaseIdleTaskExecutor: () => undefined,
       notifyNotEnoughResources: (_required, resources) => void shortages.push(resources),
     },
   });

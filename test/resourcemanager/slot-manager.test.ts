@@ -1,35 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock, type Clock } from '../../runtime/core/clock.js';
-import { FencingToken, JobId, ResourceId } from '../../runtime/core/ids.js';
-import { silentLogger } from '../../runtime/core/logger.js';
-import { SlotManager } from '../../runtime/resourcemanager/slot-manager.js';
+import { FencingToken, ResourceId } from '../../runtime/core/ids.js';
 import { MainThread } from '../../runtime/rpc/main-thread.js';
+import { testingSlotManager } from '../support/slot-manager.js';
 
 /** A SlotManager of 2-slot TaskExecutors (at most 4) recording the workers it starts and stops. */
 function slotManager(clock: Clock, mainThread: MainThread, extra: { startWorkersNotBeforeMs?: number; startedPrefix?: string } = {}) {
-  const started: string[] = [];
   const stopped: string[] = [];
-  const slots = new SlotManager({
-    jobId: JobId.of('job'),
-    resourceManagerToken: FencingToken.of(1),
-    slotsPerWorker: 2,
-    maxWorkers: 4,
-    idleTimeoutMs: 60_000,
+  const { slots, started } = testingSlotManager({
     mainThread,
     clock,
-    logger: silentLogger,
     ...(extra.startWorkersNotBeforeMs !== undefined ? { startWorkersNotBeforeMs: extra.startWorkersNotBeforeMs } : {}),
-    actions: {
-      requestSlot: async () => undefined,
-      startWorker: () => {
-        const id = ResourceId.of(`${extra.startedPrefix ?? 'te-'}${started.length}`);
-        started.push(id);
-        return id;
-      },
-      stopWorker: (id) => void stopped.push(id),
-      releaseIdleTaskExecutor: () => undefined,
-      notifyNotEnoughResources: () => undefined,
-    },
+    ...(extra.startedPrefix !== undefined ? { startedPrefix: extra.startedPrefix } : {}),
+    actions: { stopWorker: (id) => void stopped.push(id) },
   });
   return { slots, started, stopped };
 }
@@ -103,27 +86,12 @@ describe('SlotManager and a TaskExecutor that leaves', () => {
     const clock = new ManualClock();
     const mainThread = new MainThread('rm', clock);
     const requested: string[] = [];
-    const started: string[] = [];
-    const slots = new SlotManager({
-      jobId: JobId.of('job'),
-      resourceManagerToken: FencingToken.of(1),
-      slotsPerWorker: 2,
+    const { slots, started } = testingSlotManager({
       maxWorkers: 2,
-      idleTimeoutMs: 60_000,
       mainThread,
       clock,
-      logger: silentLogger,
-      actions: {
-        requestSlot: async (resourceId) => void requested.push(resourceId),
-        startWorker: () => {
-          const id = ResourceId.of(`te-new-${started.length}`);
-          started.push(id);
-          return id;
-        },
-        stopWorker: () => undefined,
-        releaseIdleTaskExecutor: () => undefined,
-        notifyNotEnoughResources: () => undefined,
-      },
+      startedPrefix: 'te-new-',
+      actions: { requestSlot: async (resourceId) => void requested.push(resourceId) },
     });
     const free = (id: string) => [0, 1].map((slotIndex) => ({ slotId: { resourceId: ResourceId.of(id), slotIndex } }));
     await mainThread.run(() => {
@@ -155,28 +123,11 @@ describe('SlotManager and a TaskExecutor that cannot start', () => {
   function setup() {
     const clock = new ManualClock();
     const mainThread = new MainThread('rm', clock);
-    const started: string[] = [];
     const shortOf: { required: number; cause: string | undefined }[] = [];
-    const slots = new SlotManager({
-      jobId: JobId.of('job'),
-      resourceManagerToken: FencingToken.of(1),
-      slotsPerWorker: 2,
-      maxWorkers: 4,
-      idleTimeoutMs: 60_000,
+    const { slots, started } = testingSlotManager({
       mainThread,
       clock,
-      logger: silentLogger,
-      actions: {
-        requestSlot: async () => undefined,
-        startWorker: () => {
-          const id = ResourceId.of(`te-${started.length}`);
-          started.push(id);
-          return id;
-        },
-        stopWorker: () => undefined,
-        releaseIdleTaskExecutor: () => undefined,
-        notifyNotEnoughResources: (required, resources) => void shortOf.push({ required, cause: resources.workerStartFailure }),
-      },
+      actions: { notifyNotEnoughResources: (required, resources) => void shortOf.push({ required, cause: resources.workerStartFailure }) },
     });
     return { mainThread, slots, started, shortOf };
   }
