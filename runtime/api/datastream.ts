@@ -1,80 +1,27 @@
 // The job-building API: a StreamEnvironment records transformations; DataStreams chain them. Nothing runs
 // here: the recorded transformations become a JobGraph (translate.ts) and, in a task, the source of the
-// user's functions (program.ts).
+// user's functions (program.ts). The streams (DataStream, KeyedStream, OperatorStream, DataStreamSink)
+// and the environment make one another, so they share this file; what they record is in
+// transformation.ts, the user functions' types in functions.ts, the checks of their arguments in
+// argument-checks.ts.
 import type { ResourceProfile } from '../core/resource-profile.js';
-import type { ExtremumKind, OperatorKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
-import { JOB_GRAPH_LIMITS } from '../jobgraph/limits.js';
+import type { ExtremumKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
+import { checkExchange, checkField, checkFunction, checkGroup, checkName, checkParallelism, checkPath, checkProfile, setOperatorParallelism, WRITE_MODES } from './argument-checks.js';
 import { InvalidJobDefinitionError } from './errors.js';
-
-export type MapFunction<T, R> = (value: T) => R;
-/** Returns the records to emit for one input record: an array, a Set, a generator… */
-export type FlatMapFunction<T, R> = (value: T) => Iterable<R>;
-export type FilterFunction<T> = (value: T) => boolean;
-/** Gives a record its key: a string, number, boolean, bigint or null, or an array / plain object of them. */
-export type KeySelector<T, K> = (value: T) => K;
-
-/** The values a key is made of: records with equal keys (by value) meet at one subtask of a keyed operator. */
-export type KeyPrimitive = string | number | bigint | boolean | null;
-/**
- * `K` where it can be a key, and where it cannot, a type that names the part that cannot (so the
- * compiler's error points at it): functions, Maps, Sets, Dates, class instances with methods, undefined
- * and symbols have no stable value to route and compare by.
- */
-export type EncodableKey<K> = K extends KeyPrimitive
-  ? K
-  : K extends undefined | symbol | ((...args: never[]) => unknown)
-    ? 'a key cannot hold undefined, a symbol or a function'
-    : K extends ReadonlyMap<unknown, unknown> | ReadonlySet<unknown> | Date | RegExp | Promise<unknown> | ArrayBufferView | ArrayBuffer
-      ? 'a key cannot hold a Map, Set, Date, RegExp, Promise or binary buffer: use a string, number, bigint, boolean, null, or an array / plain object of them'
-      : K extends object
-        ? { [P in keyof K]: EncodableKey<K[P]> }
-        : 'a key must be a string, number, bigint, boolean, null, or an array / plain object of them';
-
-/**
- * The fields of `T` whose values are `V`: an object's property names, a tuple's indexes, and any index
- * of an array whose elements may be `V` (an array's type does not say what each index holds).
- */
-export type FieldOf<T, V> = T extends readonly unknown[]
-  ? number extends T['length']
-    ? [Extract<T[number], V>] extends [never]
-      ? never
-      : number
-    : TupleIndex<{ [I in keyof T]-?: T[I] extends V ? I : never }[number]>
-  : T extends object
-    ? { [P in keyof T]-?: T[P] extends V ? P : never }[keyof T] & (string | number)
-    : never;
-type TupleIndex<S> = S extends `${infer N extends number}` ? N : never;
-/** Fields holding numbers: what sum adds. */
-export type NumericField<T> = FieldOf<T, number>;
-/** Fields holding numbers, bigints or strings: what min, max, minBy and maxBy compare. */
-export type ComparableField<T> = FieldOf<T, number | bigint | string>;
-/** Combines a key's value so far with its next record. */
-export type ReduceFunction<T> = (accumulated: T, value: T) => T;
-/** Folds a key's records into an accumulator and turns it into the result, as Flink's AggregateFunction. */
-export interface AggregateFunction<T, A, R> {
-  createAccumulator(): A;
-  add(value: T, accumulator: A): A;
-  getResult(accumulator: A): R;
-  /**
-   * Merges two accumulators of one key. With it, on bounded input, each producer folds its records per key
-   * before they cross the network and the keyed operator merges the partial accumulators (which must be
-   * plain data the network can carry). Without it, every record crosses.
-   */
-  merge?(a: A, b: A): A;
-}
-/** Makes the record with index `index` (0, 1, 2, …) of a generated source. */
-export type GeneratorFunction<T> = (index: number) => T;
-export type UserFunction = (...args: any[]) => unknown;
-
-/**
- * How records cross an all-to-all edge: 'pipelined' streams them to a running consumer (backpressure,
- * bounded memory); 'blocking' writes them to disk and the consumer starts once the producer is done.
- */
-export type ExchangeMode = 'pipelined' | 'blocking';
-export interface ExchangeOptions {
-  /** @default - the environment's default exchange (setDefaultExchange), itself 'pipelined' by default */
-  readonly exchange?: ExchangeMode;
-}
+import type {
+  AggregateFunction,
+  ComparableField,
+  EncodableKey,
+  FilterFunction,
+  FlatMapFunction,
+  GeneratorFunction,
+  KeySelector,
+  MapFunction,
+  NumericField,
+  ReduceFunction,
+  UserFunction,
+} from './functions.js';
+import { DEFAULT_NAMES, type ExchangeMode, type ExchangeOptions, type StreamInput, type Transformation, type TransformationSpec } from './transformation.js';
 
 export interface GenerateOptions {
   /** How many records; unset, the source never ends (an unbounded stream, until the job is cancelled). */
@@ -82,165 +29,6 @@ export interface GenerateOptions {
   /** At most this many records per second over all the source's subtasks. @default - as fast as possible */
   readonly ratePerSecond?: number;
 }
-
-/** What a transformation does, with the parameters of its operator. */
-export type TransformationSpec =
-  | { readonly kind: 'source.sequence'; readonly from: number; readonly to: number }
-  | { readonly kind: 'source.textFile'; readonly path: string; readonly splitSizeBytes: number | undefined }
-  | { readonly kind: 'source.collection'; readonly fn: UserFunction }
-  | { readonly kind: 'source.generate'; readonly fn: UserFunction; readonly count: number | undefined; readonly ratePerSecond: number | undefined }
-  | { readonly kind: 'keyed.reduce'; readonly key: UserFunction; readonly fn: UserFunction }
-  | { readonly kind: 'keyed.sum'; readonly key: UserFunction; readonly field: string | number | undefined; readonly selector: UserFunction | undefined }
-  | { readonly kind: ExtremumKind; readonly key: UserFunction; readonly field: string | number | undefined }
-  | {
-      readonly kind: 'keyed.aggregate';
-      readonly key: UserFunction;
-      readonly createAccumulator: UserFunction;
-      readonly add: UserFunction;
-      readonly getResult: UserFunction;
-      readonly merge: UserFunction | undefined;
-    }
-  | { readonly kind: 'map' | 'flatMap' | 'filter'; readonly fn: UserFunction }
-  | { readonly kind: 'sink.textFile'; readonly path: string; readonly writeMode: WriteMode | undefined }
-  | { readonly kind: 'sink.collect'; readonly maxRecords: number | undefined };
-
-/**
- * An input of a transformation; `partitioner` is set when the user asked for one (e.g. `rebalance()`),
- * `exchange` when the user chose the edge's exchange mode, `keySelector` on the hash input of keyBy.
- */
-export interface StreamInput {
-  readonly from: Transformation;
-  readonly partitioner?: Partitioner;
-  readonly exchange?: ExchangeMode;
-  readonly keySelector?: UserFunction;
-}
-
-/**
- * Whether an operator joins the chain of its input ('always', when the chaining rules allow), starts a
- * new chain that later operators may join ('head', startNewChain), or is chained to nothing ('never',
- * disableChaining).
- */
-export type ChainingStrategy = 'always' | 'head' | 'never';
-
-/** One recorded operator. Its id (`op-<n>`) follows creation order, so re-running a builder yields the same ids. */
-export interface Transformation {
-  readonly id: string;
-  readonly spec: TransformationSpec;
-  readonly inputs: readonly StreamInput[];
-  /** Non-parallel operators (the collection source) always run with parallelism 1. */
-  readonly nonParallel: boolean;
-  name: string;
-  parallelism: number | undefined;
-  slotSharingGroup: string | undefined;
-  chaining: ChainingStrategy;
-}
-
-/** An operator's name until the user gives it one: the method that made it. */
-const DEFAULT_NAMES: Record<OperatorKind, string> = {
-  'source.sequence': 'fromSequence',
-  'source.textFile': 'readTextFile',
-  'source.collection': 'fromCollection',
-  'source.generate': 'generate',
-  'keyed.reduce': 'reduce',
-  'keyed.sum': 'sum',
-  'keyed.aggregate': 'aggregate',
-  'keyed.min': 'min',
-  'keyed.max': 'max',
-  'keyed.minBy': 'minBy',
-  'keyed.maxBy': 'maxBy',
-  map: 'map',
-  flatMap: 'flatMap',
-  filter: 'filter',
-  'sink.textFile': 'writeAsText',
-  'sink.collect': 'collect',
-};
-
-function checkParallelism(what: string, n: unknown): number {
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
-    throw new InvalidJobDefinitionError(`${what}.setParallelism(n) needs an integer >= 1, found ${JSON.stringify(n)}`);
-  }
-  if (n > JOB_GRAPH_LIMITS.maxParallelism) {
-    throw new InvalidJobDefinitionError(`${what}.setParallelism(n) needs an integer <= ${JOB_GRAPH_LIMITS.maxParallelism} (the most subtasks a vertex may have), found ${n}`);
-  }
-  return n;
-}
-
-function checkName(what: string, name: unknown): string {
-  if (typeof name !== 'string' || name.trim() === '') {
-    throw new InvalidJobDefinitionError(`${what}.name(name) needs a non-empty string, found ${JSON.stringify(name)}`);
-  }
-  return name;
-}
-
-function checkGroup(what: string, group: unknown): string {
-  if (typeof group !== 'string' || group.trim() === '') {
-    throw new InvalidJobDefinitionError(`${what}.slotSharingGroup(group) needs a non-empty string, found ${JSON.stringify(group)}`);
-  }
-  return group;
-}
-
-function checkProfile(what: string, group: string, profile: unknown): ResourceProfile {
-  const p = profile as { cpu?: unknown; memoryMiB?: unknown } | null;
-  const cpu = p?.cpu;
-  const memoryMiB = p?.memoryMiB;
-  if (
-    p === null ||
-    typeof p !== 'object' ||
-    typeof cpu !== 'number' ||
-    !Number.isFinite(cpu) ||
-    cpu <= 0 ||
-    typeof memoryMiB !== 'number' ||
-    !Number.isSafeInteger(memoryMiB) ||
-    memoryMiB < 1
-  ) {
-    throw new InvalidJobDefinitionError(
-      `${what}.slotSharingGroup('${group}', profile) needs { cpu: <vCPUs > 0>, memoryMiB: <integer MiB> } per slot, found ${JSON.stringify(profile)}`,
-    );
-  }
-  return { cpu, memoryMiB };
-}
-
-function checkFunction(method: string, fn: unknown): UserFunction {
-  if (typeof fn !== 'function') {
-    throw new InvalidJobDefinitionError(`${method}(fn) needs a function, found ${fn === null ? 'null' : typeof fn}`);
-  }
-  return fn as UserFunction;
-}
-
-function checkExchange(method: string, options: ExchangeOptions | undefined): ExchangeMode | undefined {
-  if (options === undefined) return undefined;
-  if (options === null || typeof options !== 'object') {
-    throw new InvalidJobDefinitionError(`${method}(options) needs an object such as { exchange: 'blocking' }, found ${options === null ? 'null' : typeof options}`);
-  }
-  const mode = options.exchange;
-  if (mode !== undefined && mode !== 'pipelined' && mode !== 'blocking') {
-    throw new InvalidJobDefinitionError(`${method}({ exchange }) must be 'pipelined' or 'blocking', found ${JSON.stringify(mode)}`);
-  }
-  return mode;
-}
-
-function checkPath(method: string, path: unknown): string {
-  if (typeof path !== 'string' || path === '') {
-    throw new InvalidJobDefinitionError(`${method}(path) needs a non-empty file path, found ${JSON.stringify(path)}`);
-  }
-  // A leading '../' names a folder beside the working directory on purpose; a '..' after a folder name
-  // leads out of the folder the path names ('out/../../etc'), which is never what a sink should do.
-  const segments = path.replace(/^s3:\/\//, '').split(/[\\/]/);
-  const firstName = segments.findIndex((s) => s !== '' && s !== '.' && s !== '..');
-  if (firstName !== -1 && segments.some((s, i) => s === '..' && i > firstName)) {
-    throw new InvalidJobDefinitionError(`${method}('${path}'): the path holds '..' after a folder name, which leads out of the folder it names; write the path you mean without it`);
-  }
-  return path;
-}
-
-/** A keyed aggregation's field: a property name or tuple index; none where the records are the values. */
-function checkField(method: string, field: unknown, optional: boolean, alternatives = ''): string | number | undefined {
-  if (field === undefined && optional) return undefined;
-  if ((typeof field === 'string' && field !== '') || (typeof field === 'number' && Number.isSafeInteger(field) && field >= 0)) return field;
-  throw new InvalidJobDefinitionError(`${method}(field) needs a property name, a tuple index >= 0${alternatives}, found ${field === undefined ? 'nothing' : JSON.stringify(field)}`);
-}
-
-const WRITE_MODES: readonly WriteMode[] = ['no-overwrite', 'overwrite'];
 
 /** Options of `writeAsText`. */
 export interface WriteAsTextOptions {
@@ -252,16 +40,6 @@ export interface WriteAsTextOptions {
    * @default 'no-overwrite'
    */
   readonly writeMode?: WriteMode;
-}
-
-function setOperatorParallelism(t: Transformation, n: unknown): void {
-  const p = checkParallelism(`'${t.name}'`, n);
-  if (t.nonParallel && p !== 1) {
-    throw new InvalidJobDefinitionError(
-      `'${t.name}' is a non-parallel operator and runs with parallelism 1, found setParallelism(${p}); use rebalance() after it to spread its records`,
-    );
-  }
-  t.parallelism = p;
 }
 
 export class StreamEnvironment {

@@ -18,10 +18,8 @@ export type {
   ReduceFunction,
   AggregateFunction,
   GeneratorFunction,
-  GenerateOptions,
-  ExchangeMode,
-  ExchangeOptions,
-  WriteAsTextOptions,
-} from './datastream.js';
+} from './functions.js';
+export type { GenerateOptions, WriteAsTextOptions } from './datastream.js';
+export type { ExchangeMode, ExchangeOptions } from './transformation.js';
 export type { ResourceProfile } from '../core/resource-profile.js';
 export type { RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';

@@ -1,6 +1,8 @@
 // Runs a job program (the builder behind a library export) and exposes what it recorded: the client
 // translates it into a JobGraph, a task looks up its user functions in it by operator id.
-import { StreamEnvironment, type Transformation, type UserFunction } from './datastream.js';
+import { StreamEnvironment } from './datastream.js';
+import type { UserFunction } from './functions.js';
+import type { Transformation } from './transformation.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import { isJobDefinition, type JobDefinition } from './job-definition.js';
 import { createHash } from 'node:crypto';

@@ -1,0 +1,86 @@
+// What a StreamEnvironment records (Flink's Transformation): one entry per operator, with its inputs,
+// how records reach it, and the settings the user gave it. translate.ts turns them into a JobGraph.
+import type { ExtremumKind, OperatorKind, Partitioner, WriteMode } from '../jobgraph/jobgraph.js';
+import type { UserFunction } from './functions.js';
+
+/**
+ * How records cross an all-to-all edge: 'pipelined' streams them to a running consumer (backpressure,
+ * bounded memory); 'blocking' writes them to disk and the consumer starts once the producer is done.
+ */
+export type ExchangeMode = 'pipelined' | 'blocking';
+export interface ExchangeOptions {
+  /** @default - the environment's default exchange (setDefaultExchange), itself 'pipelined' by default */
+  readonly exchange?: ExchangeMode;
+}
+
+/** What a transformation does, with the parameters of its operator. */
+export type TransformationSpec =
+  | { readonly kind: 'source.sequence'; readonly from: number; readonly to: number }
+  | { readonly kind: 'source.textFile'; readonly path: string; readonly splitSizeBytes: number | undefined }
+  | { readonly kind: 'source.collection'; readonly fn: UserFunction }
+  | { readonly kind: 'source.generate'; readonly fn: UserFunction; readonly count: number | undefined; readonly ratePerSecond: number | undefined }
+  | { readonly kind: 'keyed.reduce'; readonly key: UserFunction; readonly fn: UserFunction }
+  | { readonly kind: 'keyed.sum'; readonly key: UserFunction; readonly field: string | number | undefined; readonly selector: UserFunction | undefined }
+  | { readonly kind: ExtremumKind; readonly key: UserFunction; readonly field: string | number | undefined }
+  | {
+      readonly kind: 'keyed.aggregate';
+      readonly key: UserFunction;
+      readonly createAccumulator: UserFunction;
+      readonly add: UserFunction;
+      readonly getResult: UserFunction;
+      readonly merge: UserFunction | undefined;
+    }
+  | { readonly kind: 'map' | 'flatMap' | 'filter'; readonly fn: UserFunction }
+  | { readonly kind: 'sink.textFile'; readonly path: string; readonly writeMode: WriteMode | undefined }
+  | { readonly kind: 'sink.collect'; readonly maxRecords: number | undefined };
+
+/**
+ * An input of a transformation; `partitioner` is set when the user asked for one (e.g. `rebalance()`),
+ * `exchange` when the user chose the edge's exchange mode, `keySelector` on the hash input of keyBy.
+ */
+export interface StreamInput {
+  readonly from: Transformation;
+  readonly partitioner?: Partitioner;
+  readonly exchange?: ExchangeMode;
+  readonly keySelector?: UserFunction;
+}
+
+/**
+ * Whether an operator joins the chain of its input ('always', when the chaining rules allow), starts a
+ * new chain that later operators may join ('head', startNewChain), or is chained to nothing ('never',
+ * disableChaining).
+ */
+export type ChainingStrategy = 'always' | 'head' | 'never';
+
+/** One recorded operator. Its id (`op-<n>`) follows creation order, so re-running a builder yields the same ids. */
+export interface Transformation {
+  readonly id: string;
+  readonly spec: TransformationSpec;
+  readonly inputs: readonly StreamInput[];
+  /** Non-parallel operators (the collection source) always run with parallelism 1. */
+  readonly nonParallel: boolean;
+  name: string;
+  parallelism: number | undefined;
+  slotSharingGroup: string | undefined;
+  chaining: ChainingStrategy;
+}
+
+/** An operator's name until the user gives it one: the method that made it. */
+export const DEFAULT_NAMES: Record<OperatorKind, string> = {
+  'source.sequence': 'fromSequence',
+  'source.textFile': 'readTextFile',
+  'source.collection': 'fromCollection',
+  'source.generate': 'generate',
+  'keyed.reduce': 'reduce',
+  'keyed.sum': 'sum',
+  'keyed.aggregate': 'aggregate',
+  'keyed.min': 'min',
+  'keyed.max': 'max',
+  'keyed.minBy': 'minBy',
+  'keyed.maxBy': 'maxBy',
+  map: 'map',
+  flatMap: 'flatMap',
+  filter: 'filter',
+  'sink.textFile': 'writeAsText',
+  'sink.collect': 'collect',
+};
