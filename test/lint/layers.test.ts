@@ -1,7 +1,8 @@
 // The layer check's own test: the rules of layer-rules.cjs, run by dependency-cruiser over small trees
 // written here, pass a tree that keeps the layers and report an upward import, an import between peers,
-// a runtime file importing a test, and an import circle (also one closed by a type-only import).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// a runtime file importing a test, and an import circle (also one closed by a type-only import). And the
+// layer table docs/ARCHITECTURE.md shows is the one layers.json holds.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -89,5 +90,18 @@ describe('the layer check', () => {
     expect(found).toContain('layer-peer:ha: runtime/ha/peer.ts -> runtime/blob/store.ts');
     expect(found).toContain('runtime-imports-above: runtime/core/from-test.ts -> test/helper.ts');
     expect(found).toContain('layer-unknown-folder: runtime/misc/thing.ts -> runtime/core/clock.ts');
+  });
+});
+
+describe('the layer table', () => {
+  it('docs/ARCHITECTURE.md shows the layers of layers.json, in order', () => {
+    const root = new URL('../../', import.meta.url);
+    const { layers } = JSON.parse(readFileSync(new URL('layers.json', root), 'utf8')) as { layers: string[][] };
+    const doc = readFileSync(new URL('docs/ARCHITECTURE.md', root), 'utf8');
+    const start = doc.indexOf('## Layers and folders');
+    const end = doc.indexOf('\n## ', start + 1);
+    const section = doc.slice(start, end === -1 ? undefined : end);
+    const rows = [...section.matchAll(/^\| (\d+) \| (.*) \|$/gm)].map((m) => ({ layer: Number(m[1]), folders: [...m[2]!.matchAll(/`([a-z]+)`/g)].map((f) => f[1]) }));
+    expect(rows).toEqual(layers.map((folders, layer) => ({ layer, folders })));
   });
 });
