@@ -58,8 +58,6 @@ function withCredentials(env: NodeJS.ProcessEnv): { credentials?: NonNullable<Re
  */
 export const LAMBDA_RESULT_INLINE_MAX_BYTES = 5 * 1024 * 1024;
 
-/** A Lambda answers within API Gateway's 30 s; a JobManager launch must give up before that. */
-const LAMBDA_LAUNCH_TIMEOUT_MS = 20_000;
 
 export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise<AwsDispatcher> {
   const { env } = options;
@@ -83,12 +81,13 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
     logger,
     watchExits: options.watchJobManagers ?? false,
     retry: {
-      giveUpAfterMs: ecs.launchTimeoutMs ?? LAMBDA_LAUNCH_TIMEOUT_MS,
-      ...(ecs.launchBackoffMs !== undefined ? { initialDelayMs: ecs.launchBackoffMs } : {}),
+      // A Lambda answers within API Gateway's 30 s; a JobManager launch must give up before that.
+      giveUpAfterMs: ecs.launchTimeoutMs ?? config.dispatcherJobManagerLaunchTimeoutMs,
+      initialDelayMs: ecs.launchBackoffMs ?? config.ecsLaunchInitialBackoffMs,
     },
-    ...(ecs.pollIntervalMs !== undefined ? { pollIntervalMs: ecs.pollIntervalMs } : {}),
+    pollIntervalMs: ecs.pollIntervalMs ?? config.ecsPollIntervalMs,
   });
-  const ttlS = Number(env[FloeEnv.ARTIFACT_UPLOAD_TTL_S] ?? 900);
+  const ttlS = Number(env[FloeEnv.ARTIFACT_UPLOAD_TTL_S] ?? config.artifactUploadTtlS);
   const artifactUploads: ArtifactUploads = {
     async createUpload(blobKey, _sha256, sizeBytes) {
       // The S3 blob store keeps `key` at `<prefix><key>` in its bucket.

@@ -4,6 +4,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '../core/clock.js';
+import { configFromEnv } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
@@ -61,6 +62,7 @@ export async function openAwsTaskExecutorRuntime(env: NodeJS.ProcessEnv, resourc
 
 export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceId: string, clock: Clock, logger: Logger): Promise<AwsJobManagerRuntime> {
   const ecs = ecsSettingsFromEnv(env, { taskexecutor: true });
+  const config = configFromEnv(env);
   const common = await openCommon(env, resourceId, clock, logger);
   const credentials = credentialsFromEnv(env);
   const launcher = new EcsWorkerLauncher({
@@ -72,11 +74,9 @@ export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceI
     network: ecs.network,
     clock,
     logger,
-    retry: {
-      ...(ecs.launchTimeoutMs !== undefined ? { giveUpAfterMs: ecs.launchTimeoutMs } : {}),
-      ...(ecs.launchBackoffMs !== undefined ? { initialDelayMs: ecs.launchBackoffMs } : {}),
-    },
-    ...(ecs.pollIntervalMs !== undefined ? { pollIntervalMs: ecs.pollIntervalMs } : {}),
+    // Each variable, where set, wins over its option in FLOE_CONFIG.
+    retry: { giveUpAfterMs: ecs.launchTimeoutMs ?? config.ecsLaunchTimeoutMs, initialDelayMs: ecs.launchBackoffMs ?? config.ecsLaunchInitialBackoffMs },
+    pollIntervalMs: ecs.pollIntervalMs ?? config.ecsPollIntervalMs,
   });
   const eventBus = env[FloeEnv.EVENT_BUS];
   const eventsEndpoint = env[FloeEnv.EVENTS_ENDPOINT];

@@ -1,6 +1,7 @@
 // The AWS backends in one place (${FloeEnv.BACKEND}=aws): leases and job records in DynamoDB, blobs in S3,
 // configured from the environment the CDK construct (or the emulator test harness) sets.
 import { systemClock, type Clock } from '../core/clock.js';
+import { CONFIG_OPTIONS, configFromEnv } from '../core/config.js';
 import { ConfigurationError } from '../core/errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { DashboardSessions } from '../dispatcher/dashboard.js';
@@ -28,7 +29,7 @@ export const AWS_STORAGE_ENV: readonly string[] = [
   FloeEnv.ENDED_JOB_RETENTION_MS,
 ];
 
-export const DEFAULT_MAX_CLOCK_SKEW_MS = 1_000;
+export const DEFAULT_MAX_CLOCK_SKEW_MS: number = CONFIG_OPTIONS.leaseMaxClockSkewMs.default;
 
 export interface AwsServices {
   readonly leaseStore: LeaseStore;
@@ -86,7 +87,8 @@ export function readAwsServicesSettings(env: NodeJS.ProcessEnv): AwsServicesSett
     jobTable: required(FloeEnv.JOB_TABLE),
     bucket: required(FloeEnv.BUCKET),
     blobPrefix: value(FloeEnv.BLOB_PREFIX) ?? '',
-    maxClockSkewMs: ms(FloeEnv.LEASE_MAX_CLOCK_SKEW_MS) ?? DEFAULT_MAX_CLOCK_SKEW_MS,
+    // The variable, where set, wins over 'high-availability.lease.max-clock-skew' in FLOE_CONFIG.
+    maxClockSkewMs: ms(FloeEnv.LEASE_MAX_CLOCK_SKEW_MS) ?? configFromEnv(env).leaseMaxClockSkewMs,
   };
   const retention = ms(FloeEnv.ENDED_JOB_RETENTION_MS);
   if (retention === 0) problems.push(`${FloeEnv.ENDED_JOB_RETENTION_MS} must be positive when set; unset it to keep records forever`);

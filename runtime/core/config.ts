@@ -2,7 +2,7 @@
 // where a Flink user would look for them; every field carries its unit in its name.
 import { editDistance } from './edit-distance.js';
 import { ConfigurationError } from './errors.js';
-import { FloeEnv } from './floe-env.js';
+import { FloeEnv, type FloeEnvKey } from './floe-env.js';
 
 interface OptionSpec {
   readonly key: string;
@@ -14,9 +14,11 @@ interface OptionSpec {
   readonly fractional?: boolean;
   /** The values a string option may take. */
   readonly values?: readonly string[];
+  /** An environment variable that sets the option too, and wins over FLOE_CONFIG where it is set (deployments use it). */
+  readonly env?: FloeEnvKey;
 }
 
-/** Every option: its Flink-style key, default and meaning. The README's config table lists these. */
+/** Every option: its Flink-style key, default and meaning. docs/CONFIGURATION.md lists them (docs/generate-configuration.mjs writes it). */
 export const CONFIG_OPTIONS = {
   heartbeatIntervalMs: { key: 'heartbeat.interval', default: 1_000, min: 10, description: 'How often JM→TE, RM→TE and RM→JM heartbeats are sent (ms).' },
   heartbeatTimeoutMs: { key: 'heartbeat.timeout', default: 10_000, min: 50, description: 'Silence after which a peer counts as lost (ms). A refused connection or an exited process counts at once.' },
@@ -30,6 +32,13 @@ export const CONFIG_OPTIONS = {
   rpcTimeoutMs: { key: 'rpc.timeout', default: 10_000, min: 10, description: 'Deadline of every remote call (ms).' },
   leaseDurationMs: { key: 'high-availability.lease.duration', default: 10_000, min: 50, description: 'How long a leadership lease lasts without renewal (ms).' },
   leaseRenewIntervalMs: { key: 'high-availability.lease.renew-interval', default: 2_000, min: 10, description: 'How often the leader renews its lease (ms); keep well below the duration.' },
+  leaseMaxClockSkewMs: {
+    key: 'high-availability.lease.max-clock-skew',
+    default: 1_000,
+    min: 0,
+    env: 'LEASE_MAX_CLOCK_SKEW_MS',
+    description: "AWS backend: the most two hosts' clocks may disagree (ms); a contender waits this long past a lease's expiry before taking it (runtime/aws/dynamodb-lease-store.ts).",
+  },
   taskManagerTimeoutMs: { key: 'resourcemanager.taskmanager-timeout', default: 30_000, min: 0, description: 'An idle TaskExecutor (no allocated slot, no unconsumed partition) is stopped after this long (ms).' },
   taskManagerRegistrationTimeoutMs: {
     key: 'resourcemanager.taskmanager-registration.timeout',
@@ -74,6 +83,41 @@ export const CONFIG_OPTIONS = {
     values: ['when-clean', 'never'],
     description:
       "Whether a slot's worker thread runs the next job once its job ended. when-clean: it does if the job left no global, changed built-in, environment variable, process listener, timer or handle behind (each job still gets its own instance of its library's modules), and at most 16 jobs; otherwise, and with never, every job gets fresh threads. A kept thread spares the next job the thread's start and finds the runtime's code compiled.",
+  },
+  ecsLaunchTimeoutMs: {
+    key: 'resourcemanager.ecs.launch.timeout',
+    default: 300_000,
+    min: 1,
+    env: 'ECS_LAUNCH_TIMEOUT_MS',
+    description: 'AWS backend: how long a JobManager keeps retrying a TaskExecutor task that ECS refuses for throttling, capacity or network interfaces (ms).',
+  },
+  ecsLaunchInitialBackoffMs: {
+    key: 'resourcemanager.ecs.launch.initial-backoff',
+    default: 1_000,
+    min: 1,
+    env: 'ECS_LAUNCH_BACKOFF_MS',
+    description: 'AWS backend: the wait before the first retry of a refused ECS task launch (ms); it doubles per retry, with jitter, up to 30 s.',
+  },
+  ecsPollIntervalMs: {
+    key: 'resourcemanager.ecs.poll-interval',
+    default: 2_000,
+    min: 1,
+    env: 'ECS_POLL_INTERVAL_MS',
+    description: 'AWS backend: how often a launcher describes its ECS tasks to notice exits (ms).',
+  },
+  dispatcherJobManagerLaunchTimeoutMs: {
+    key: 'dispatcher.jobmanager.launch.timeout',
+    default: 20_000,
+    min: 1,
+    env: 'ECS_LAUNCH_TIMEOUT_MS',
+    description: "AWS backend: how long the Dispatcher function keeps retrying a JobManager task that ECS refuses (ms); it answers within API Gateway's 30 s.",
+  },
+  artifactUploadTtlS: {
+    key: 'rest.artifact-upload.ttl',
+    default: 900,
+    min: 1,
+    env: 'ARTIFACT_UPLOAD_TTL_S',
+    description: 'AWS backend: the lifetime of the presigned S3 URLs POST /artifacts answers (s).',
   },
   maxTaskManagers: { key: 'resourcemanager.max-taskmanagers', default: 8, min: 0, description: 'The most TaskExecutors one ResourceManager may run at once.' },
   clusterMaxJobManagers: {
@@ -281,7 +325,7 @@ export function nearestConfigKeys(name: string): string[] {
 
 function unknownOption(name: string): string {
   const near = nearestConfigKeys(name);
-  if (near.length > 0) return `unknown option '${name}': did you mean ${near.map((k) => `'${k}'`).join(' or ')}? (the README's Configuration section lists every option)`;
+  if (near.length > 0) return `unknown option '${name}': did you mean ${near.map((k) => `'${k}'`).join(' or ')}? (docs/CONFIGURATION.md lists every option)`;
   return `unknown option '${name}' (known: ${[...BY_KEY.keys()].join(', ')})`;
 }
 

@@ -58,7 +58,7 @@ const VARIABLES = {
   JOB_TABLE: { type: 'string', readBy: 'AWS processes', meaning: 'The name of the job table (tables.ts jobTable). Required.' },
   BUCKET: { type: 'string', readBy: 'AWS processes', meaning: 'The bucket of JobGraphs, libraries and results. Required.' },
   BLOB_PREFIX: { type: 'string', readBy: 'AWS processes', meaning: "The key prefix of every blob in the bucket, e.g. 'floe/'. Default '' (the bucket root)." },
-  LEASE_MAX_CLOCK_SKEW_MS: { type: 'integer', readBy: 'AWS processes', meaning: "The most two hosts' clocks may disagree (ms); a contender waits this long past a lease's expiry before taking it. Default 1000." },
+  LEASE_MAX_CLOCK_SKEW_MS: { type: 'integer', readBy: 'AWS processes', meaning: "Sets 'high-availability.lease.max-clock-skew' (ms), over FLOE_CONFIG." },
   ENDED_JOB_RETENTION_MS: { type: 'integer', readBy: 'Dispatcher function', meaning: "How long the record of an ended job is kept before DynamoDB's TTL removes it (ms). Unset: kept forever." },
 
   // The AWS backend: the cluster secret, logs and the call log.
@@ -78,20 +78,20 @@ const VARIABLES = {
   ECS_SECURITY_GROUPS: { type: 'list', readBy: 'Dispatcher function, JobManager', meaning: 'The security group ids of the tasks; they must let the tasks reach each other on any TCP port.' },
   ECS_ASSIGN_PUBLIC_IP: { type: 'flag', readBy: 'Dispatcher function, JobManager', meaning: "'true': give tasks a public IP (public subnets without a NAT gateway). Default 'false'." },
   ECS_ENDPOINT: { type: 'url', readBy: 'Dispatcher function, JobManager', meaning: "An ECS API endpoint override (the ECS emulator in tests). Default: the region's." },
-  ECS_POLL_INTERVAL_MS: { type: 'integer', readBy: 'Dispatcher function, JobManager', meaning: 'How often a launcher describes its tasks to notice exits (ms). Default 2000.' },
-  ECS_LAUNCH_TIMEOUT_MS: { type: 'integer', readBy: 'Dispatcher function, JobManager', meaning: 'How long a launch keeps retrying throttling, capacity and ENI failures (ms). Default 300000 (Lambda: 20000).' },
-  ECS_LAUNCH_BACKOFF_MS: { type: 'integer', readBy: 'Dispatcher function, JobManager', meaning: 'The delay before the first launch retry (ms); it doubles per retry, with jitter. Default 1000.' },
+  ECS_POLL_INTERVAL_MS: { type: 'integer', readBy: 'Dispatcher function, JobManager', meaning: "Sets 'resourcemanager.ecs.poll-interval' (ms), over FLOE_CONFIG." },
+  ECS_LAUNCH_TIMEOUT_MS: { type: 'integer', readBy: 'Dispatcher function, JobManager', meaning: "Sets 'resourcemanager.ecs.launch.timeout' and 'dispatcher.jobmanager.launch.timeout' (ms), over FLOE_CONFIG." },
+  ECS_LAUNCH_BACKOFF_MS: { type: 'integer', readBy: 'Dispatcher function, JobManager', meaning: "Sets 'resourcemanager.ecs.launch.initial-backoff' (ms), over FLOE_CONFIG." },
   EVENT_BUS: { type: 'string', readBy: 'JobManager', meaning: "The cluster's event bus: a ready JobManager puts capacity-freed and job-ended events on it. Unset: none are put." },
   EVENTS_ENDPOINT: { type: 'url', readBy: 'JobManager', meaning: "An EventBridge endpoint override (the emulator in tests). Default: the region's." },
   JOB_DATA_ROLE_ARN: { type: 'arn', readBy: 'JobManager', meaning: "The job-data role a JobManager assumes with a session policy of its job's S3 paths for the job's tasks. Unset: tasks use their process's credentials." },
   STS_ENDPOINT: { type: 'url', readBy: 'JobManager', meaning: "An STS endpoint override (the emulator in tests). Default: the region's." },
-  ARTIFACT_UPLOAD_TTL_S: { type: 'integer', readBy: 'Dispatcher function', meaning: 'The lifetime of the presigned S3 PUT URLs POST /artifacts answers (s). Default 900.' },
+  ARTIFACT_UPLOAD_TTL_S: { type: 'integer', readBy: 'Dispatcher function', meaning: "Sets 'rest.artifact-upload.ttl' (s), over FLOE_CONFIG." },
 } as const satisfies Record<string, EnvVariable>;
 
 export type FloeEnvKey = keyof typeof VARIABLES;
 
 /** Every variable's type, readers and meaning, by key (its name is `FLOE_<key>`). */
-export const FLOE_ENV_VARIABLES: Readonly<Record<FloeEnvKey, EnvVariable>> = VARIABLES;
+export const FloeEnvVariables: Readonly<Record<FloeEnvKey, EnvVariable>> = VARIABLES;
 
 /** Every variable's name, by key: `FloeEnv.STATE_DIR` is 'FLOE_STATE_DIR'. */
 export const FloeEnv: { readonly [K in FloeEnvKey]: `FLOE_${K}` } = Object.fromEntries(

@@ -63,8 +63,8 @@ describe('config', () => {
     expect(() => loadConfig({ 'restart-strategy.type': true })).toThrow(/'restart-strategy\.type' must be a non-empty string, found true/);
   });
 
-  it('is documented: the README lists every option with its default', () => {
-    const readme = readFileSync(join(import.meta.dirname, '../../README.md'), 'utf8');
+  it('is documented: docs/CONFIGURATION.md lists every option with its default', () => {
+    const readme = readFileSync(join(import.meta.dirname, '../../docs/CONFIGURATION.md'), 'utf8');
     for (const spec of Object.values(CONFIG_OPTIONS)) {
       const shown = typeof spec.default === 'string' ? `\`${spec.default}\`` : String(spec.default);
       expect(readme).toContain(`| \`${spec.key}\` | ${shown} | ${spec.description} |`);

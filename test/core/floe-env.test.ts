@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { FLOE_ENV_VARIABLES, FloeEnv } from '../../runtime/core/floe-env.js';
+import { FloeEnvVariables, FloeEnv } from '../../runtime/core/floe-env.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const REGISTRY = 'runtime/core/floe-env.ts';
@@ -38,7 +38,7 @@ describe('the FLOE_* environment variables', () => {
   });
 
   it('names each variable FLOE_<key>, with a type, its readers and a one-line meaning', () => {
-    for (const [key, variable] of Object.entries(FLOE_ENV_VARIABLES)) {
+    for (const [key, variable] of Object.entries(FloeEnvVariables)) {
       expect(FloeEnv[key as keyof typeof FloeEnv]).toBe(`FLOE_${key}`);
       expect(variable.readBy, key).not.toBe('');
       expect(variable.meaning, key).not.toMatch(/\n/);
