@@ -4,7 +4,7 @@
 // died, and the reconciler completes or ends one its submitter left unfinished (sweepSubmission).
 import { blobKeys, sha256Hex } from '../blob/blob-store.js';
 import { checkSinkTargets, checkSourcePaths } from '../blob/submission-checks.js';
-import { ConflictError, errorMessage, InvalidRequestError } from '../core/errors.js';
+import { ConflictError, errorMessage } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { AdmissionState, type JobRecord } from '../ha/job-store.js';
@@ -16,6 +16,7 @@ import { reservationFor, type Reservation } from './admission.js';
 import type { DispatcherServices } from './dispatcher-services.js';
 import type { JobManagerRunners } from './jobmanager-runners.js';
 import type { LibraryArtifacts } from './library-artifacts.js';
+import { parseBody, SUBMIT_JOB_BODY } from './rest-bodies.js';
 
 /** A submission that passed validation: everything the later steps write, computed before any write. */
 interface Submission {
@@ -78,12 +79,7 @@ export class JobSubmission {
 
   /** Step 1: every check a submission must pass, before anything is written. */
   private async validateSubmission(body: unknown): Promise<Submission> {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new InvalidRequestError('request body must be a JSON object { "jobGraph": {...}, "library": "<base64>" }');
-    }
-    const { jobGraph: rawGraph, library: rawLibrary } = body as { jobGraph?: unknown; library?: unknown };
-    if (rawGraph === undefined) throw new InvalidRequestError("field 'jobGraph' is missing");
-    const jobGraph = parseJobGraph(rawGraph);
+    const { jobGraph, library: rawLibrary } = parseBody(SUBMIT_JOB_BODY, body);
     const library = await this.artifacts.submittedLibrary(jobGraph, rawLibrary);
     validateJobGraph(jobGraph, library.exports);
     await checkSourcePaths(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.sourceCheckFor);

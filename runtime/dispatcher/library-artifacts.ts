@@ -8,11 +8,8 @@ import { listLibraryExports } from '../api/library-exports.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { ArtifactUploadResponse } from '../protocol/rest-api.js';
 import type { DispatcherServices } from './dispatcher-services.js';
+import { ARTIFACT_UPLOAD_BODY, parseBody, SHA256_HEX } from './rest-bodies.js';
 import { VerifiedLibraries } from './verified-libraries.js';
-
-const SHA256_HEX = /^[0-9a-f]{64}$/;
-
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 export class LibraryArtifacts {
   private readonly verifiedLibraries: VerifiedLibraries;
@@ -23,12 +20,7 @@ export class LibraryArtifacts {
 
   /** POST /artifacts: where to upload a library before a POST /jobs that leaves `library` out. */
   async createArtifactUpload(body: unknown): Promise<ArtifactUploadResponse> {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new InvalidRequestError('request body must be a JSON object { "sha256": "<64 hex digits>", "sizeBytes": <bytes> }');
-    }
-    const { sha256, sizeBytes } = body as { sha256?: unknown; sizeBytes?: unknown };
-    if (typeof sha256 !== 'string' || !SHA256_HEX.test(sha256)) throw new InvalidRequestError(`field 'sha256' must be 64 lowercase hex digits, found ${JSON.stringify(sha256)}`);
-    if (typeof sizeBytes !== 'number' || !Number.isInteger(sizeBytes) || sizeBytes < 1) throw new InvalidRequestError(`field 'sizeBytes' must be a positive integer, found ${JSON.stringify(sizeBytes)}`);
+    const { sha256, sizeBytes } = parseBody(ARTIFACT_UPLOAD_BODY, body);
     if (sizeBytes > this.deps.config.restMaxContentLengthBytes) {
       throw new PayloadTooLargeError('the library', sizeBytes, this.deps.config.restMaxContentLengthBytes, "raise 'rest.server.max-content-length' or make the library smaller");
     }
@@ -55,7 +47,7 @@ export class LibraryArtifacts {
    * The library a submission names, checked: its exports, and its bytes when they came with the request
    * (to be stored). A library this Dispatcher verified in the store a moment ago is not read again.
    */
-  async submittedLibrary(jobGraph: JobGraph, raw: unknown): Promise<{ inline?: Uint8Array; exports: readonly string[] }> {
+  async submittedLibrary(jobGraph: JobGraph, raw: string | undefined): Promise<{ inline?: Uint8Array; exports: readonly string[] }> {
     const { sha256, sizeBytes } = jobGraph.library;
     if (raw === undefined) {
       const known = this.verifiedLibraries.get(sha256);
@@ -84,7 +76,6 @@ export class LibraryArtifacts {
       this.verifiedLibraries.remember(sha256, { sizeBytes: stored.length, exports });
       return { exports };
     }
-    if (typeof raw !== 'string' || !BASE64.test(raw)) throw new InvalidRequestError("field 'library' must be the library's bytes, base64-encoded");
     const bytes = Buffer.from(raw, 'base64');
     if (bytes.length > this.deps.config.restMaxContentLengthBytes) {
       throw new PayloadTooLargeError('the library', bytes.length, this.deps.config.restMaxContentLengthBytes);

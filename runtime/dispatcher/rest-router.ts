@@ -11,6 +11,7 @@ import { DASHBOARD_API_PREFIX, SignedDashboardSessions, isClusterSecret, session
 import type { Dispatcher } from './dispatcher.js';
 import { parseJobListQuery } from './job-list-query.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
+import { LOGIN_BODY, parseBody, SHA256_HEX } from './rest-bodies.js';
 import { authorize, authorizeSession, checkSessionScope, ForbiddenRequestError, UnauthorizedRequestError } from './rest-auth.js';
 import { checkBodyHeaders, decodePath, parseRawQuery, routeName, shown, type BodyKind, type RestHandler, type RestRequest, type RestResponse } from './rest-request.js';
 import { MAX_JOB_WAIT_MS } from './views.js';
@@ -47,8 +48,6 @@ class MethodNotAllowedError extends FloeError {
     super('METHOD_NOT_ALLOWED', message, { details: { allowed } });
   }
 }
-
-const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 interface Call {
   readonly request: RestRequest;
@@ -154,8 +153,7 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
                 "this cluster's dashboard does not sign in with a secret; run 'floe dashboard --url <ApiUrl>' with AWS credentials allowed execute-api:Invoke on the API, and open the one-time link it prints",
               );
             }
-            const secret = (call.body as { secret?: unknown } | null)?.secret;
-            if (typeof secret !== 'string' || secret === '') throw new InvalidRequestError("field 'secret' must be the cluster secret, a non-empty string");
+            const { secret } = parseBody(LOGIN_BODY, call.body);
             if (!isClusterSecret(secret, options.secret)) throw new UnauthorizedRequestError("field 'secret' is not this cluster's secret (a local cluster's secret is in <state dir>/cluster.json)");
             return noContent({ 'set-cookie': sessionCookieHeader(await sessions.createSession(now()), viaHttps(call)), 'cache-control': 'no-store' });
           },
