@@ -11,7 +11,7 @@
 // has them.
 import * as v from 'valibot';
 import { InvalidRequestError } from '../core/errors.js';
-import { parseJobGraph } from '../jobgraph/validate.js';
+import { parseJobGraph } from '../jobgraph/job-graph-schema.js';
 import type { ArtifactUploadRequest, SubmitJobRequest } from '../protocol/rest-api.js';
 
 export const SHA256_HEX = /^[0-9a-f]{64}$/;

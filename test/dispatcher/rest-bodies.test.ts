@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidJobGraphError, InvalidRequestError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
-import { parseJobGraph } from '../../runtime/jobgraph/validate.js';
+import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
 import { ARTIFACT_UPLOAD_BODY, LOGIN_BODY, parseBody, SUBMIT_JOB_BODY } from '../../runtime/dispatcher/rest-bodies.js';
 
 const refusal = (f: () => unknown): string => {
