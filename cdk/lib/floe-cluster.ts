@@ -302,14 +302,8 @@ export class FloeCluster extends Construct {
       taskExecutorCpu: props.taskExecutorCpu ?? 1024,
       taskExecutorMemoryLimitMiB: props.taskExecutorMemoryLimitMiB ?? 2048,
     });
-    ({
-      cluster: this.cluster,
-      securityGroup: this.securityGroup,
-      taskLogGroup: this.taskLogGroup,
-      jobManagerTaskDefinition: this.jobManagerTaskDefinition,
-      taskExecutorTaskDefinition: this.taskExecutorTaskDefinition,
-      eventBus: this.eventBus,
-    } = this.tasks);
+    ({ cluster: this.cluster, securityGroup: this.securityGroup, taskLogGroup: this.taskLogGroup, eventBus: this.eventBus } = this.tasks);
+    ({ jobManagerTaskDefinition: this.jobManagerTaskDefinition, taskExecutorTaskDefinition: this.taskExecutorTaskDefinition } = this.tasks);
     this.jobData = new JobDataRole(this, { jobManagerTaskDefinition: this.jobManagerTaskDefinition, bucket: this.bucket, blobPrefix });
     this.jobDataRole = this.jobData.role;
 
@@ -324,14 +318,8 @@ export class FloeCluster extends Construct {
       throttleRateLimit: props.apiThrottleRateLimit ?? 50,
       throttleBurstLimit: props.apiThrottleBurstLimit ?? 100,
     });
-    ({
-      apiFunction: this.apiFunction,
-      apiLogGroup: this.apiLogGroup,
-      failedEvents: this.failedEvents,
-      httpApi: this.httpApi,
-      apiStage: this.apiStage,
-      apiAccessLogGroup: this.apiAccessLogGroup,
-    } = this.dispatcher);
+    ({ apiFunction: this.apiFunction, apiLogGroup: this.apiLogGroup, failedEvents: this.failedEvents } = this.dispatcher);
+    ({ httpApi: this.httpApi, apiStage: this.apiStage, apiAccessLogGroup: this.apiAccessLogGroup } = this.dispatcher);
     // Jobs may read and write `s3://<this bucket>/...` beside Floe's own objects (the Dispatcher granted its part).
     this.grantJobsBucketAccess(this.bucket, '*');
     acknowledgeWildcards(this, blobPrefix);

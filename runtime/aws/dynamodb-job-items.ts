@@ -3,7 +3,7 @@
 // own items (admission ledger, ended-job counts, upgrade marker) have keys no job id can take. Here are
 // the item <-> record codec, the shared condition on a job not having ended, and the Update that turns one
 // record into another.
-import { GetCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand, type DynamoDBDocumentClient, type UpdateCommandInput, type UpdateCommandOutput } from '@aws-sdk/lib-dynamodb';
 import type { Clock } from '../core/clock.js';
 import type { JobId } from '../core/ids.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -61,6 +61,11 @@ export async function readRecord(ctx: JobTableContext, jobId: JobId): Promise<Jo
 /** One conditional write; a failed condition answers ConditionFailed. */
 export function conditionalWrite<T>(ctx: JobTableContext, op: string, call: () => Promise<T>): Promise<T | ConditionFailed> {
   return awsCall('DynamoDB', op, `table ${ctx.table}`, () => conditionally(call));
+}
+
+/** One conditional UpdateItem of the item under `key` (a job id); a failed condition answers ConditionFailed. */
+export function updateJobItem(ctx: JobTableContext, op: string, key: string, update: Omit<UpdateCommandInput, 'TableName' | 'Key'>): Promise<UpdateCommandOutput | ConditionFailed> {
+  return conditionalWrite(ctx, op, () => ctx.db.send(new UpdateCommand({ TableName: ctx.table, Key: { [A.jobId]: key }, ...update })));
 }
 
 /** When the TTL removes the record of a job that ends at `nowMs` (epoch s), or undefined when kept forever. */
@@ -136,16 +141,10 @@ export function recordWrite(ctx: JobTableContext, before: JobRecord, after: JobR
  * read from the (eventually consistent) index a moment ago never takes an active job out.
  */
 export async function leaveActiveIndex(ctx: JobTableContext, jobId: JobId): Promise<void> {
-  await conditionalWrite(ctx, 'UpdateItem (leave the active index)', () =>
-    ctx.db.send(
-      new UpdateCommand({
-        TableName: ctx.table,
-        Key: { [A.jobId]: jobId },
-        UpdateExpression: 'REMOVE #activeKey',
-        ConditionExpression: `attribute_exists(#jobId) AND NOT (${NOT_ENDED}) AND (attribute_not_exists(#admission) OR #admission.#state = :released)`,
-        ExpressionAttributeNames: { '#jobId': A.jobId, '#activeKey': A.activeKey, '#status': A.status, '#admission': 'admission', '#state': 'state' },
-        ExpressionAttributeValues: { ...TERMINAL_VALUES, ':released': AdmissionState.RELEASED },
-      }),
-    ),
-  );
+  await updateJobItem(ctx, 'UpdateItem (leave the active index)', jobId, {
+    UpdateExpression: 'REMOVE #activeKey',
+    ConditionExpression: `attribute_exists(#jobId) AND NOT (${NOT_ENDED}) AND (attribute_not_exists(#admission) OR #admission.#state = :released)`,
+    ExpressionAttributeNames: { '#jobId': A.jobId, '#activeKey': A.activeKey, '#status': A.status, '#admission': 'admission', '#state': 'state' },
+    ExpressionAttributeValues: { ...TERMINAL_VALUES, ':released': AdmissionState.RELEASED },
+  });
 }

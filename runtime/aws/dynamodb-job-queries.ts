@@ -1,9 +1,10 @@
 // The DynamoDB JobStore's reads of many jobs: every job (a Scan), the active ones (a Query on the sparse
 // active-jobs index) and a page of the job list, newest first (a Query on the submission-time index).
-import { QueryCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand, ScanCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { assertPageLimit, compareJobRecords, compareNewestFirst, isAfterCursor, pageFrom } from '../ha/job-rules.js';
 import type { JobPage, JobPageCursor, JobRecord } from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
+import type { Item } from './dynamodb-conditions.js';
 import { A, isJobItem, toRecord, type JobTableContext } from './dynamodb-job-items.js';
 import { activeJobsIndex, jobsBySubmissionIndex } from './tables.js';
 
@@ -26,27 +27,16 @@ export async function scanJobs(ctx: JobTableContext): Promise<JobRecord[]> {
 export async function queryActiveIndex(ctx: JobTableContext): Promise<{ records: JobRecord[]; uncounted: Set<string> }> {
   const records: JobRecord[] = [];
   const uncounted = new Set<string>();
-  let start: Record<string, unknown> | undefined;
-  do {
-    const out = await awsCall('DynamoDB', 'Query', `index ${activeJobsIndex.name} of table ${ctx.table}`, () =>
-      ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.table,
-          IndexName: activeJobsIndex.name,
-          KeyConditionExpression: '#activeKey = :active',
-          ExpressionAttributeNames: { '#activeKey': A.activeKey },
-          ExpressionAttributeValues: { ':active': activeJobsIndex.activeKeyValue },
-          ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
-        }),
-      ),
-    );
-    for (const item of out.Items ?? []) {
-      if (!isJobItem(item)) continue;
-      records.push(toRecord(item));
-      if (item[A.endCounted] === undefined) uncounted.add(String(item[A.jobId]));
-    }
-    start = out.LastEvaluatedKey;
-  } while (start !== undefined);
+  const items = await queryAll(ctx, activeJobsIndex.name, {
+    KeyConditionExpression: '#activeKey = :active',
+    ExpressionAttributeNames: { '#activeKey': A.activeKey },
+    ExpressionAttributeValues: { ':active': activeJobsIndex.activeKeyValue },
+  });
+  for (const item of items) {
+    if (!isJobItem(item)) continue;
+    records.push(toRecord(item));
+    if (item[A.endCounted] === undefined) uncounted.add(String(item[A.jobId]));
+  }
   return { records, uncounted };
 }
 
@@ -96,23 +86,24 @@ async function queryJobsPage(ctx: JobTableContext, beforeMs: number | undefined,
 
 /** Every job submitted at exactly `atMs`. */
 async function jobsSubmittedAt(ctx: JobTableContext, atMs: number): Promise<JobRecord[]> {
-  const records: JobRecord[] = [];
+  const items = await queryAll(ctx, jobsBySubmissionIndex.name, {
+    KeyConditionExpression: '#listKey = :listKey AND #submittedAtMs = :at',
+    ExpressionAttributeNames: { '#listKey': A.listKey, '#submittedAtMs': A.submittedAtMs },
+    ExpressionAttributeValues: { ':listKey': jobsBySubmissionIndex.listKeyValue, ':at': atMs },
+  });
+  return items.map(toRecord);
+}
+
+/** Every item a Query of the index `indexName` finds, page after page. */
+async function queryAll(ctx: JobTableContext, indexName: string, query: Pick<QueryCommandInput, 'KeyConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'>): Promise<Item[]> {
+  const items: Item[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const out = await awsCall('DynamoDB', 'Query', `index ${jobsBySubmissionIndex.name} of table ${ctx.table}`, () =>
-      ctx.db.send(
-        new QueryCommand({
-          TableName: ctx.table,
-          IndexName: jobsBySubmissionIndex.name,
-          KeyConditionExpression: '#listKey = :listKey AND #submittedAtMs = :at',
-          ExpressionAttributeNames: { '#listKey': A.listKey, '#submittedAtMs': A.submittedAtMs },
-          ExpressionAttributeValues: { ':listKey': jobsBySubmissionIndex.listKeyValue, ':at': atMs },
-          ...(start !== undefined ? { ExclusiveStartKey: start } : {}),
-        }),
-      ),
+    const out = await awsCall('DynamoDB', 'Query', `index ${indexName} of table ${ctx.table}`, () =>
+      ctx.db.send(new QueryCommand({ TableName: ctx.table, IndexName: indexName, ...query, ...(start !== undefined ? { ExclusiveStartKey: start } : {}) })),
     );
-    records.push(...(out.Items ?? []).map(toRecord));
+    items.push(...(out.Items ?? []));
     start = out.LastEvaluatedKey;
   } while (start !== undefined);
-  return records;
+  return items;
 }

@@ -32,7 +32,7 @@ import { awsCall } from './aws-errors.js';
 import { DynamoDbAdmissionLedger } from './dynamodb-admission-ledger.js';
 import { compareAndSet, ConditionFailed, LOST_RACE, transactWrite, type Item, type PlainUpdate } from './dynamodb-conditions.js';
 import { countAndLeaveActiveIndex, countEndedWrite, readEndedCounts } from './dynamodb-job-counts.js';
-import { A, conditionalWrite, endedCountName, expiresAtS, INTERNAL_KEY_PREFIX, leaveActiveIndex, NOT_ENDED, readRecord, TERMINAL_VALUES, toRecord, TTL, type JobTableContext } from './dynamodb-job-items.js';
+import { A, conditionalWrite, endedCountName, expiresAtS, INTERNAL_KEY_PREFIX, leaveActiveIndex, NOT_ENDED, readRecord, TERMINAL_VALUES, toRecord, TTL, updateJobItem, type JobTableContext } from './dynamodb-job-items.js';
 import { queryActiveIndex, queryJobPage, scanJobs } from './dynamodb-job-queries.js';
 import { MAX_UPGRADE_PAGE_ITEMS, UpgradePass } from './dynamodb-job-upgrade.js';
 import type { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
@@ -82,17 +82,11 @@ const MAX_ATTEMPTS = 5;
 
 export class DynamoDbJobStore implements JobStore {
   private readonly ctx: JobTableContext;
-  private readonly db: DynamoDBDocumentClient;
-  private readonly table: string;
-  private readonly clock: Clock;
   private readonly ledger: DynamoDbAdmissionLedger;
   private readonly upgrade: UpgradePass;
   private closed = false;
 
   constructor(private readonly options: DynamoDbJobStoreOptions) {
-    this.db = options.documentClient;
-    this.table = options.tableName;
-    this.clock = options.clock ?? systemClock;
     const retention = options.endedJobRetentionMs;
     if (retention !== undefined && !(Number.isFinite(retention) && retention > 0)) {
       throw new InvalidRequestError(`endedJobRetentionMs must be a positive number of ms, found ${retention}`);
@@ -109,7 +103,7 @@ export class DynamoDbJobStore implements JobStore {
     if (!(Number.isInteger(pagesPerCall) && pagesPerCall >= 1)) {
       throw new InvalidRequestError(`upgradePass.pagesPerCall must be a whole number of at least 1, found ${pagesPerCall}`);
     }
-    this.ctx = { db: this.db, table: this.table, clock: this.clock, endedJobRetentionMs: retention };
+    this.ctx = { db: options.documentClient, table: options.tableName, clock: options.clock ?? systemClock, endedJobRetentionMs: retention };
     this.ledger = new DynamoDbAdmissionLedger(this.ctx, `${INTERNAL_KEY_PREFIX}admission/${options.admissionScope ?? 'cluster'}`, options.leaseStore);
     this.upgrade = new UpgradePass(this.ctx, { pageItems, pagesPerCall, callBudgetMs });
   }
@@ -121,9 +115,9 @@ export class DynamoDbJobStore implements JobStore {
     const writeId = randomUUID();
     return compareAndSet({ maxAttempts: MAX_ATTEMPTS, contended: () => this.contended(record.jobId, 'create') }, async () => {
       const put = await conditionalWrite(this.ctx, 'PutItem (create)', () =>
-        this.db.send(
+        this.ctx.db.send(
           new PutCommand({
-            TableName: this.table,
+            TableName: this.ctx.table,
             // listKey puts the job in the newest-first index (listPage).
             Item: { ...plain, [A.writeId]: writeId, [A.listKey]: jobsBySubmissionIndex.listKeyValue, ...(isActiveRecord(plain) ? { [A.activeKey]: activeJobsIndex.activeKeyValue } : {}) },
             ConditionExpression: 'attribute_not_exists(#jobId)',
@@ -180,13 +174,13 @@ export class DynamoDbJobStore implements JobStore {
     assertWriterEpoch(writerEpoch);
     const writeId = randomUUID();
     return compareAndSet({ maxAttempts: MAX_ATTEMPTS, contended: () => this.contended(jobId, 'update') }, async () => {
-      const now = this.clock.now();
+      const now = this.ctx.clock.now();
       const { write, ends, expiresAtS: expires } = this.updateWrite(jobId, update, writerEpoch, writeId, now);
       // The write that ends the job counts it, in the same transaction: counted once, or not at all.
       const counted = ends === undefined ? [] : [countEndedWrite(this.ctx, [endedCountName(ends, expires)], now)];
       const out =
         this.options.leaseTableName === undefined && counted.length === 0
-          ? await conditionalWrite(this.ctx, 'UpdateItem (update)', () => this.db.send(new UpdateCommand({ ...write, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })))
+          ? await conditionalWrite(this.ctx, 'UpdateItem (update)', () => this.ctx.db.send(new UpdateCommand({ ...write, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })))
           : await this.fencedWrite(jobId, this.options.leaseTableName === undefined ? undefined : writerEpoch, write, counted);
       if (out === 'conflict') return LOST_RACE;
       if (!(out instanceof ConditionFailed)) {
@@ -241,7 +235,7 @@ export class DynamoDbJobStore implements JobStore {
     if (expires !== undefined) set(TTL, expires);
     if (ends !== undefined) set(A.endCounted, true);
     const write = {
-      TableName: this.table,
+      TableName: this.ctx.table,
       Key: { [A.jobId]: jobId },
       UpdateExpression: `SET ${sets.join(', ')}`,
       ConditionExpression: `attribute_exists(#jobId) AND #epoch <= :epoch AND ${NOT_ENDED}`,
@@ -253,21 +247,15 @@ export class DynamoDbJobStore implements JobStore {
 
   async requestCancel(jobId: JobId): Promise<JobRecord> {
     return compareAndSet({ maxAttempts: MAX_ATTEMPTS, contended: () => this.contended(jobId, 'requestCancel') }, async () => {
-      const now = this.clock.now();
-      const out = await conditionalWrite(this.ctx, 'UpdateItem (requestCancel)', () =>
-        this.db.send(
-          new UpdateCommand({
-            TableName: this.table,
-            Key: { [A.jobId]: jobId },
-            UpdateExpression: 'SET #cancel = :true, #updatedAtMs = :now',
-            ConditionExpression: `attribute_exists(#jobId) AND #cancel = :false AND ${NOT_ENDED}`,
-            ExpressionAttributeNames: { '#jobId': A.jobId, '#cancel': A.cancelRequested, '#updatedAtMs': A.updatedAtMs, '#status': A.status },
-            ExpressionAttributeValues: { ':true': true, ':false': false, ':now': now, ...TERMINAL_VALUES },
-            ReturnValues: 'ALL_NEW',
-            ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-          }),
-        ),
-      );
+      const now = this.ctx.clock.now();
+      const out = await updateJobItem(this.ctx, 'UpdateItem (requestCancel)', jobId, {
+        UpdateExpression: 'SET #cancel = :true, #updatedAtMs = :now',
+        ConditionExpression: `attribute_exists(#jobId) AND #cancel = :false AND ${NOT_ENDED}`,
+        ExpressionAttributeNames: { '#jobId': A.jobId, '#cancel': A.cancelRequested, '#updatedAtMs': A.updatedAtMs, '#status': A.status },
+        ExpressionAttributeValues: { ':true': true, ':false': false, ':now': now, ...TERMINAL_VALUES },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      });
       if (!(out instanceof ConditionFailed)) return toRecord(out.Attributes ?? {});
       const { record, changed } = applyCancelRequest(jobId, out.item === undefined ? undefined : toRecord(out.item), now);
       // A cancel the rules allow on the item as it was: it changed after the write's condition was read.
@@ -276,7 +264,7 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   async delete(jobId: JobId): Promise<void> {
-    await awsCall('DynamoDB', 'DeleteItem', `table ${this.table}`, () => this.db.send(new DeleteCommand({ TableName: this.table, Key: { [A.jobId]: jobId } })));
+    await awsCall('DynamoDB', 'DeleteItem', `table ${this.ctx.table}`, () => this.ctx.db.send(new DeleteCommand({ TableName: this.ctx.table, Key: { [A.jobId]: jobId } })));
   }
 
   async enqueue(jobId: JobId): Promise<JobRecord> {
@@ -322,18 +310,12 @@ export class DynamoDbJobStore implements JobStore {
     const list = item[A.exceptions];
     if (!Array.isArray(list) || list.length <= MAX_STORED_EXCEPTIONS) return;
     const excess = list.length - MAX_STORED_EXCEPTIONS;
-    await conditionalWrite(this.ctx, 'UpdateItem (trim exceptions)', () =>
-      this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: { [A.jobId]: jobId },
-          UpdateExpression: `REMOVE ${Array.from({ length: excess }, (_, i) => `#exceptions[${i}]`).join(', ')}`,
-          ConditionExpression: 'size(#exceptions) = :size',
-          ExpressionAttributeNames: { '#exceptions': A.exceptions },
-          ExpressionAttributeValues: { ':size': list.length },
-        }),
-      ),
-    );
+    await updateJobItem(this.ctx, 'UpdateItem (trim exceptions)', jobId, {
+      UpdateExpression: `REMOVE ${Array.from({ length: excess }, (_, i) => `#exceptions[${i}]`).join(', ')}`,
+      ConditionExpression: 'size(#exceptions) = :size',
+      ExpressionAttributeNames: { '#exceptions': A.exceptions },
+      ExpressionAttributeValues: { ':size': list.length },
+    });
   }
 
   /**
@@ -350,7 +332,7 @@ export class DynamoDbJobStore implements JobStore {
     const leaseName = leaseNames.jobMaster(jobId);
     const L = leaseTable.attributes;
     const fenced = writerEpoch !== undefined;
-    const outcome = await transactWrite(this.db, `TransactWriteItems (${fenced ? 'fenced ' : ''}update)`, fenced ? `tables ${this.table}, ${this.options.leaseTableName}` : `table ${this.table}`, [
+    const outcome = await transactWrite(this.ctx.db, `TransactWriteItems (${fenced ? 'fenced ' : ''}update)`, fenced ? `tables ${this.ctx.table}, ${this.options.leaseTableName}` : `table ${this.ctx.table}`, [
       ...(fenced
         ? [
             {
@@ -368,8 +350,8 @@ export class DynamoDbJobStore implements JobStore {
       ...withWrites.map((w) => ({ Update: w })),
     ]);
     if (outcome === true) {
-      const got = await awsCall('DynamoDB', 'GetItem (after fenced update)', `table ${this.table}`, () =>
-        this.db.send(new GetCommand({ TableName: this.table, Key: write.Key, ConsistentRead: true })),
+      const got = await awsCall('DynamoDB', 'GetItem (after fenced update)', `table ${this.ctx.table}`, () =>
+        this.ctx.db.send(new GetCommand({ TableName: this.ctx.table, Key: write.Key, ConsistentRead: true })),
       );
       return { ...(got.Item !== undefined ? { Attributes: got.Item } : {}) };
     }
@@ -379,7 +361,7 @@ export class DynamoDbJobStore implements JobStore {
     if (lease === 'ConditionalCheckFailed') {
       const item = (
         await awsCall('DynamoDB', 'GetItem (lease of a refused write)', `table ${this.options.leaseTableName}`, () =>
-          this.db.send(new GetCommand({ TableName: this.options.leaseTableName!, Key: { [L.name]: leaseName }, ConsistentRead: true })),
+          this.ctx.db.send(new GetCommand({ TableName: this.options.leaseTableName!, Key: { [L.name]: leaseName }, ConsistentRead: true })),
         )
       ).Item;
       const epoch = item?.[L.epoch];
@@ -387,8 +369,8 @@ export class DynamoDbJobStore implements JobStore {
     }
     if (record === 'ConditionalCheckFailed') {
       const item = (
-        await awsCall('DynamoDB', 'GetItem (record of a refused write)', `table ${this.table}`, () =>
-          this.db.send(new GetCommand({ TableName: this.table, Key: write.Key, ConsistentRead: true })),
+        await awsCall('DynamoDB', 'GetItem (record of a refused write)', `table ${this.ctx.table}`, () =>
+          this.ctx.db.send(new GetCommand({ TableName: this.ctx.table, Key: write.Key, ConsistentRead: true })),
         )
       ).Item;
       return new ConditionFailed(item);
@@ -398,7 +380,7 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   private contended(jobId: JobId, op: string): FloeError {
-    return new FloeError('STORE_CONTENDED', `${op} of job ${jobId} in table ${this.table} lost ${MAX_ATTEMPTS} races in a row to other writers of the same record; retry`, {
+    return new FloeError('STORE_CONTENDED', `${op} of job ${jobId} in table ${this.ctx.table} lost ${MAX_ATTEMPTS} races in a row to other writers of the same record; retry`, {
       retryable: true,
     });
   }

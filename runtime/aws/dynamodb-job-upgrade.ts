@@ -1,7 +1,7 @@
 // The DynamoDB JobStore's one-time pass over records stored before the active-jobs index and the ended-job
 // counts existed: it puts active records in the index and counts ended ones, a page at a time, resuming
 // from a marker item, so that no call of listActive or countEnded runs long on a large table.
-import { ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { FloeError } from '../core/errors.js';
 import { isGloballyTerminal, type JobStatus } from '../jobgraph/job-status.js';
 import { isActiveRecord } from '../ha/job-rules.js';
@@ -9,7 +9,7 @@ import { AdmissionState } from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
 import { compareAndSet, CONTENDED_ITEM_BACKOFF, LOST_RACE, transactWrite, TransactionCancelled, type TransactItems } from './dynamodb-conditions.js';
 import { countEndedWrite, countShowsOn } from './dynamodb-job-counts.js';
-import { A, conditionalWrite, endedCountName, INTERNAL_KEY_PREFIX, isJobItem, NOT_ENDED, readItem, TERMINAL_VALUES, toRecord, TTL, utcDay, type JobTableContext } from './dynamodb-job-items.js';
+import { A, endedCountName, INTERNAL_KEY_PREFIX, isJobItem, NOT_ENDED, readItem, TERMINAL_VALUES, toRecord, TTL, updateJobItem, utcDay, type JobTableContext } from './dynamodb-job-items.js';
 import { activeJobsIndex, jobsBySubmissionIndex } from './tables.js';
 
 /**
@@ -145,17 +145,11 @@ export class UpgradePass {
   /** Puts a record stored before the active-jobs index into it, if it is active still and not in it. */
   private async joinActiveIndex(jobId: string): Promise<void> {
     const { ctx } = this;
-    await conditionalWrite(ctx, 'UpdateItem (join the active index)', () =>
-      ctx.db.send(
-        new UpdateCommand({
-          TableName: ctx.table,
-          Key: { [A.jobId]: jobId },
-          UpdateExpression: 'SET #activeKey = :active, #listKey = :listKey',
-          ConditionExpression: `attribute_exists(#jobId) AND attribute_not_exists(#activeKey) AND (${NOT_ENDED} OR (attribute_exists(#admission) AND #admission.#state <> :released))`,
-          ExpressionAttributeNames: { '#jobId': A.jobId, '#activeKey': A.activeKey, '#listKey': A.listKey, '#status': A.status, '#admission': 'admission', '#state': 'state' },
-          ExpressionAttributeValues: { ...TERMINAL_VALUES, ':active': activeJobsIndex.activeKeyValue, ':listKey': jobsBySubmissionIndex.listKeyValue, ':released': AdmissionState.RELEASED },
-        }),
-      ),
-    );
+    await updateJobItem(ctx, 'UpdateItem (join the active index)', jobId, {
+      UpdateExpression: 'SET #activeKey = :active, #listKey = :listKey',
+      ConditionExpression: `attribute_exists(#jobId) AND attribute_not_exists(#activeKey) AND (${NOT_ENDED} OR (attribute_exists(#admission) AND #admission.#state <> :released))`,
+      ExpressionAttributeNames: { '#jobId': A.jobId, '#activeKey': A.activeKey, '#listKey': A.listKey, '#status': A.status, '#admission': 'admission', '#state': 'state' },
+      ExpressionAttributeValues: { ...TERMINAL_VALUES, ':active': activeJobsIndex.activeKeyValue, ':listKey': jobsBySubmissionIndex.listKeyValue, ':released': AdmissionState.RELEASED },
+    });
   }
 }
