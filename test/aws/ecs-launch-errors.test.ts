@@ -3,15 +3,13 @@
 // naming the quota when it never clears; the wrong architecture ends the launch at once, named, with what
 // to do. Against the ECS emulator (real SDK client, real processes).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../../runtime/core/clock.js';
-import { silentLogger } from '../../runtime/core/logger.js';
 import { classifyEcsFailure, EcsLaunchError } from '../../runtime/aws/ecs-launch-errors.js';
-import { createEcsClient, EcsWorkerLauncher, type EcsWorkerLauncherOptions } from '../../runtime/aws/ecs-worker-launcher.js';
+import { EcsWorkerLauncher, type EcsWorkerLauncherOptions } from '../../runtime/aws/ecs-worker-launcher.js';
 import type { WorkerExit } from '../../runtime/protocol/worker-launcher.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { EcsEmulator } from './ecs-emulator.js';
+import { emulatedEcsLauncher } from '../support/ecs-launcher.js';
 
-const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
 const VCPU_QUOTA = 'You’ve reached the limit on the number of vCPUs you can run concurrently';
 let emulator: EcsEmulator;
 
@@ -27,18 +25,7 @@ afterAll(async () => {
 });
 
 function launcher(overrides: Partial<EcsWorkerLauncherOptions> = {}): EcsWorkerLauncher {
-  return new EcsWorkerLauncher({
-    ecs: createEcsClient({ region: emulator.region, endpoint: emulator.endpoint, credentials: CREDENTIALS }),
-    cluster: 'test',
-    taskDefinitions: { taskexecutor: 'sleeper', jobmanager: 'sleeper' },
-    network: { subnets: ['subnet-1'], securityGroups: ['sg-1'] },
-    clock: systemClock,
-    retry: { initialDelayMs: 50, maxDelayMs: 200, giveUpAfterMs: 1_500, maxAttempts: 20 },
-    rateLimit: { capacity: 20, refillPerSecond: 100 },
-    pollIntervalMs: 50,
-    logger: silentLogger,
-    ...overrides,
-  });
+  return emulatedEcsLauncher(emulator, { taskDefinitions: { taskexecutor: 'sleeper', jobmanager: 'sleeper' }, retry: { initialDelayMs: 50, maxDelayMs: 200, giveUpAfterMs: 1_500, maxAttempts: 20 } }, overrides);
 }
 
 /** The capacity providers RunTask was asked for from here on. */

@@ -1,16 +1,16 @@
 // The ECS WorkerLauncher against the local ECS-API emulator (real SDK client, real processes): retries
 // of throttled and capacity-starved launches, lost answers under one clientToken, tasks that stop before
 // they run, exits and stops; how ECS's own failure strings are classified; its pacing on a manual clock.
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock, systemClock } from '../../runtime/core/clock.js';
-import { silentLogger } from '../../runtime/core/logger.js';
+import { ManualClock } from '../../runtime/core/clock.js';
 import { backoffDelayMs, TokenBucket } from '../../runtime/aws/rate-limit.js';
 import { classifyEcsFailure, EcsLaunchError, reportOfError, type EcsFailureReport, type EcsLaunchErrorCode } from '../../runtime/aws/ecs-launch-errors.js';
 import { createEcsClient, EcsWorkerLauncher, type EcsWorkerLauncherOptions } from '../../runtime/aws/ecs-worker-launcher.js';
 import type { WorkerExit } from '../../runtime/protocol/worker-launcher.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { EcsEmulator } from './ecs-emulator.js';
+import { emulatedEcsLauncher } from '../support/ecs-launcher.js';
+import { closedPort } from '../support/ports.js';
 import { RunTaskCommand } from '@aws-sdk/client-ecs';
 
 const CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -29,27 +29,7 @@ afterAll(async () => {
 });
 
 function launcher(overrides: Partial<EcsWorkerLauncherOptions> = {}): EcsWorkerLauncher {
-  return new EcsWorkerLauncher({
-    ecs: createEcsClient({ region: emulator.region, endpoint: emulator.endpoint, credentials: CREDENTIALS }),
-    cluster: 'test',
-    taskDefinitions: { taskexecutor: 'exits-3', jobmanager: 'sleeper' },
-    network: { subnets: ['subnet-1'], securityGroups: ['sg-1'] },
-    clock: systemClock,
-    retry: { initialDelayMs: 100, maxDelayMs: 400, giveUpAfterMs: 5_000, maxAttempts: 20 },
-    rateLimit: { capacity: 20, refillPerSecond: 100 },
-    pollIntervalMs: 50,
-    logger: silentLogger,
-    ...overrides,
-  });
-}
-
-/** A port on which nothing listens: connecting to it is refused. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
+  return emulatedEcsLauncher(emulator, { taskDefinitions: { taskexecutor: 'exits-3', jobmanager: 'sleeper' }, retry: { initialDelayMs: 100, maxDelayMs: 400, giveUpAfterMs: 5_000, maxAttempts: 20 } }, overrides);
 }
 
 /** The RunTask calls' clientTokens from here on. */

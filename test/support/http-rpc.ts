@@ -1,19 +1,9 @@
-// Set-ups shared by the tests of the HTTP RPC service: a port nothing listens on, the transport the RPC
-// contract suite runs over (plain or TLS), and services that close after each test.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+// Set-ups shared by the tests of the HTTP RPC service: the transport the RPC contract suite runs over
+// (plain or TLS), and services that close after each test.
 import { afterEach } from 'vitest';
 import type { HttpRpcService } from '../../runtime/rpc/http-rpc-service.js';
 import type { RpcTransport } from '../rpc/rpc-service-contract.js';
-
-/** A port that was free a moment ago and has nothing listening now. */
-export async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
+import { closedPort } from './ports.js';
 
 /** The RPC contract's transport over services made by `start`; `scheme` names the unreachable address. */
 export function httpRpcTransport(start: (options: { timeoutMs: number }) => Promise<HttpRpcService>, scheme: 'http' | 'https'): () => Promise<RpcTransport> {
