@@ -1,7 +1,7 @@
 // Builds the runnable processes into dist/: one ESM bundle per entry point (CLI, Dispatcher,
 // JobManager, TaskExecutor, slot worker, benchmarks) and the job API (dist/api.js), plus the API's
 // declarations in dist/types/ (what `import … from 'floe'` type-checks against), and the web dashboard
-// (dist/dashboard/). Dependencies stay in node_modules.
+// (dist/dashboard/). Dependencies stay in node_modules, except the ones `bundledPackages` names.
 import { build } from 'esbuild';
 import { chmodSync, readdirSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -27,6 +27,19 @@ const dist = join(root, 'dist');
 const out = join(root, `.dist-build-${process.pid}`);
 rmSync(out, { recursive: true, force: true });
 const started = Date.now();
+const require = createRequire(import.meta.url);
+/**
+ * Packages built into the bundles rather than loaded from node_modules: valibot (the JobGraph's and the REST
+ * bodies' schemas), whose optional peer dependency on typescript would otherwise keep typescript in the
+ * pruned runtime image (cdk/Dockerfile). It is a dev dependency for that reason; its ES module build is
+ * tree-shaken to the checks the schemas use.
+ */
+const bundledPackages = {
+  name: 'bundled-packages',
+  setup(b) {
+    b.onResolve({ filter: /^valibot$/ }, () => ({ path: require.resolve('valibot').replace(/index\.cjs$/, 'index.mjs') }));
+  },
+};
 /** What every Node bundle here shares: ESM for Node 20, dependencies left to node_modules, split chunks. */
 const nodeBundle = {
   outdir: out,
@@ -35,6 +48,7 @@ const nodeBundle = {
   format: 'esm',
   target: 'node20',
   packages: 'external',
+  plugins: [bundledPackages],
   sourcemap: true,
   splitting: true,
   logLevel: 'warning',
@@ -73,7 +87,7 @@ if (!process.env.CI && process.stdout.isTTY) console.log(`built dist/ in ${Date.
  */
 function emitApiDeclarations() {
   // Loaded with require: importing TypeScript as an ES module costs about a second more.
-  const ts = createRequire(import.meta.url)('typescript');
+  const ts = require('typescript');
   const configPath = join(root, 'tsconfig.types.json');
   const parsed = ts.getParsedCommandLineOfConfigFile(configPath, {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (d) => fail([d]) });
   if (parsed.errors.length > 0) fail(parsed.errors);
