@@ -3,10 +3,11 @@
 // retried with jittered backoff under a client-side rate limit, each RunTask of one launch under one
 // clientToken; what retrying cannot fix fails at once, and both end in an EcsLaunchError saying what to
 // check (ecs-launch-errors.ts sorts ECS's answers). This file holds a launch's state: its retries and
-// capacity-provider fallback, the tasks it tracks, their exits and relaunches; ecs-task-request.ts builds
-// each RunTask request.
+// capacity-provider fallback, the tasks it tracks, what their statuses mean (exits, relaunches of a task
+// that stopped before it ran); ecs-task-request.ts builds each RunTask request, ecs-task-poller.ts
+// describes the tracked tasks.
 import { randomUUID } from 'node:crypto';
-import { DescribeTasksCommand, ECSClient, ListTasksCommand, RunTaskCommand, StopTaskCommand, type Failure, type Task } from '@aws-sdk/client-ecs';
+import { ECSClient, ListTasksCommand, RunTaskCommand, StopTaskCommand, type Failure, type Task } from '@aws-sdk/client-ecs';
 import type { Clock, Timer } from '../core/clock.js';
 import { ConfigurationError, ConflictError, errorMessage, InvalidRequestError } from '../core/errors.js';
 import { FloeEnv } from '../core/floe-env.js';
@@ -14,6 +15,7 @@ import { createLogger, type Logger } from '../core/logger.js';
 import type { WorkerExit, WorkerKind, WorkerLauncher, WorkerSpec } from '../protocol/worker-launcher.js';
 import { baseClientOptions, withCallLog, type AwsConfig } from './clients.js';
 import { classifyEcsFailure, EcsLaunchError, EcsLaunchErrorCode, reportOfError, type EcsFailureClass } from './ecs-launch-errors.js';
+import { EcsTaskPoller } from './ecs-task-poller.js';
 import { capacityProviderAt, runTaskInput, type EcsNetworkSettings, type RunTaskSettings } from './ecs-task-request.js';
 import { backoffDelayMs, sleepOn, TokenBucket, type BackoffOptions, type TokenBucketOptions } from './rate-limit.js';
 import { fargateSizeOfTaskExecutor } from './fargate-sizes.js';
@@ -115,11 +117,10 @@ export class EcsWorkerLauncher implements WorkerLauncher {
   private readonly containerName: string;
   /** What every RunTask of this launcher shares. */
   private readonly request: RunTaskSettings;
-  private readonly pollIntervalMs: number;
+  /** Describes the tracked tasks to notice their exits. */
+  private readonly poller: EcsTaskPoller<TrackedTask>;
   private readonly random: () => number;
   private readonly log: Logger;
-  private pollTimer: Timer | undefined;
-  private polling = false;
   private closed = false;
 
   constructor(private readonly options: EcsWorkerLauncherOptions) {
@@ -127,9 +128,27 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     this.retry = { ...DEFAULT_ECS_RETRY, ...options.retry };
     this.containerName = options.containerName ?? 'floe';
     this.request = { cluster: options.cluster, containerName: this.containerName, network: options.network, ...(options.env !== undefined ? { env: options.env } : {}) };
-    this.pollIntervalMs = options.pollIntervalMs ?? 2_000;
     this.random = options.random ?? Math.random;
     this.log = (options.logger ?? createLogger({})).child({ component: 'ecs-launcher', cluster: options.cluster });
+    this.poller = new EcsTaskPoller<TrackedTask>({
+      ecs: options.ecs,
+      cluster: options.cluster,
+      clock: options.clock,
+      intervalMs: options.pollIntervalMs ?? 2_000,
+      rateLimit: this.bucket,
+      log: this.log,
+      watched: () => {
+        const byArn = new Map<string, TrackedTask>();
+        for (const t of this.tasks.values()) if (t.arn !== undefined && !t.relaunching) byArn.set(t.arn, t);
+        return byArn;
+      },
+      keepPolling: () => this.tasks.size > 0,
+      // A task relaunched while the call was under way has another ARN now.
+      onDescribed: (task, described) => {
+        if (task.arn === described.taskArn) this.observe(task, described);
+      },
+      onMissing: (task, arn) => this.exited(task, null, `the ECS task ${arn} is gone (MISSING)`),
+    });
     if (options.network.subnets.length === 0) throw new ConfigurationError(`ECS tasks need at least one subnet (awsvpc network mode); set ${FloeEnv.ECS_SUBNETS}`);
   }
 
@@ -162,7 +181,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
       markGone();
       return;
     }
-    this.ensurePolling();
+    this.poller.schedule();
   }
 
   async stop(id: string, reason: string): Promise<void> {
@@ -200,8 +219,7 @@ export class EcsWorkerLauncher implements WorkerLauncher {
   async close(): Promise<void> {
     await Promise.all([...this.tasks.keys()].map((id) => this.stop(id, 'launcher closed')));
     this.closed = true;
-    this.pollTimer?.cancel();
-    this.pollTimer = undefined;
+    this.poller.stop();
   }
 
   // ---- launching ---------------------------------------------------------------------------------
@@ -358,46 +376,6 @@ export class EcsWorkerLauncher implements WorkerLauncher {
   }
 
   // ---- watching ----------------------------------------------------------------------------------
-
-  private ensurePolling(): void {
-    if (this.options.watchExits === false || this.pollTimer !== undefined || this.closed) return;
-    this.pollTimer = this.options.clock.setTimeout(() => {
-      this.pollTimer = undefined;
-      void this.poll().finally(() => {
-        if (this.tasks.size > 0) this.ensurePolling();
-      });
-    }, this.pollIntervalMs);
-  }
-
-  private async poll(): Promise<void> {
-    if (this.polling) return;
-    this.polling = true;
-    try {
-      const byArn = new Map<string, TrackedTask>();
-      for (const t of this.tasks.values()) if (t.arn !== undefined && !t.relaunching) byArn.set(t.arn, t);
-      const arns = [...byArn.keys()];
-      for (let i = 0; i < arns.length; i += 100) {
-        await this.bucket.take();
-        let out;
-        try {
-          out = await this.options.ecs.send(new DescribeTasksCommand({ cluster: this.options.cluster, tasks: arns.slice(i, i + 100) }));
-        } catch (error) {
-          this.log.warn('DescribeTasks failed; trying again at the next poll', { error: errorMessage(error) });
-          return;
-        }
-        for (const described of out.tasks ?? []) {
-          const task = described.taskArn !== undefined ? byArn.get(described.taskArn) : undefined;
-          if (task !== undefined && task.arn === described.taskArn) this.observe(task, described);
-        }
-        for (const f of out.failures ?? []) {
-          const task = f.arn !== undefined ? byArn.get(f.arn) : undefined;
-          if (task !== undefined && f.reason === 'MISSING') this.exited(task, null, `the ECS task ${f.arn} is gone (MISSING)`);
-        }
-      }
-    } finally {
-      this.polling = false;
-    }
-  }
 
   private observe(task: TrackedTask, described: Task): void {
     if (described.lastStatus !== task.lastStatus) {
