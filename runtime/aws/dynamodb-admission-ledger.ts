@@ -224,10 +224,10 @@ export class DynamoDbAdmissionLedger {
   ): Promise<T> {
     const done = await compareAndSet<{ result: T } | 'again'>(
       {
-        maxAttempts: CONTENDED_ITEM_BACKOFF.maxAttempts,
+        maxAttempts: CONTENDED_ITEM_BACKOFF.maximumAttempts,
         backoff: CONTENDED_ITEM_BACKOFF,
         contended: () =>
-          new FloeError('STORE_CONTENDED', `${op}${jobId === undefined ? '' : ` of job ${jobId}`} in table ${this.ctx.table} lost ${CONTENDED_ITEM_BACKOFF.maxAttempts} races in a row for the admission ledger to other Dispatchers; retry`, {
+          new FloeError('STORE_CONTENDED', `${op}${jobId === undefined ? '' : ` of job ${jobId}`} in table ${this.ctx.table} lost ${CONTENDED_ITEM_BACKOFF.maximumAttempts} races in a row for the admission ledger to other Dispatchers; retry`, {
             retryable: true,
           }),
       },

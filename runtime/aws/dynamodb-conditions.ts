@@ -78,7 +78,7 @@ export interface CompareAndSetOptions {
  * Contended items (the admission ledger, the upgrade marker): a full-jitter pause before retry n of
  * 0..min(200, 5 * 2^n) ms, so that writers that lost a race to each other spread out.
  */
-export const CONTENDED_ITEM_BACKOFF: RetryPolicy = { initialDelayMs: 5, multiplier: 2, maxDelayMs: 100, jitter: 1, maxAttempts: 40 };
+export const CONTENDED_ITEM_BACKOFF: RetryPolicy = { initialIntervalMs: 5, backoffCoefficient: 2, maximumIntervalMs: 100, jitter: 1, maximumAttempts: 40 };
 
 /**
  * The compare-and-set loop: `attempt` reads what it needs, computes the change and writes it on condition

@@ -72,12 +72,12 @@ export class UpgradePass {
     while (withinCall()) {
       const page = await compareAndSet(
         {
-          maxAttempts: CONTENDED_ITEM_BACKOFF.maxAttempts,
+          maxAttempts: CONTENDED_ITEM_BACKOFF.maximumAttempts,
           backoff: CONTENDED_ITEM_BACKOFF,
           contended: () =>
             new FloeError(
               'STORE_CONTENDED',
-              `The one-time pass over the older records of table ${table} (active-jobs index, ended-job counts) lost ${CONTENDED_ITEM_BACKOFF.maxAttempts} races in a row for its marker item ${UPGRADE_MARKER_KEY}; retry (the pass resumes where it stopped)`,
+              `The one-time pass over the older records of table ${table} (active-jobs index, ended-job counts) lost ${CONTENDED_ITEM_BACKOFF.maximumAttempts} races in a row for its marker item ${UPGRADE_MARKER_KEY}; retry (the pass resumes where it stopped)`,
               { retryable: true },
             ),
         },

@@ -17,7 +17,8 @@ import { baseClientOptions, withCallLog, type AwsConfig } from './clients.js';
 import { classifyEcsFailure, EcsLaunchError, EcsLaunchErrorCode, reportOfError, type EcsFailureClass } from './ecs-launch-errors.js';
 import { EcsTaskPoller } from './ecs-task-poller.js';
 import { capacityProviderAt, runTaskInput, type EcsNetworkSettings, type RunTaskSettings } from './ecs-task-request.js';
-import { backoffDelayMs, sleepOn, TokenBucket, type BackoffOptions, type TokenBucketOptions } from './rate-limit.js';
+import { sleepOn } from '../core/retry.js';
+import { backoffDelayMs, TokenBucket, type BackoffOptions, type TokenBucketOptions } from './rate-limit.js';
 import { fargateSizeOfTaskExecutor } from './fargate-sizes.js';
 
 export interface EcsRetrySettings extends BackoffOptions {

@@ -1,6 +1,8 @@
 // Client-side pacing of AWS control-plane calls: a token bucket shared by every call of one client,
-// and jittered exponential backoff for the retries, both on a Clock so tests can drive time.
+// and the retries' jittered exponential backoff as a core/retry.ts policy, both on a Clock so tests can
+// drive time.
 import type { Clock } from '../core/clock.js';
+import { retryDelayMs, type RetryPolicy } from '../core/retry.js';
 
 export interface TokenBucketOptions {
   /** Calls allowed in a burst. */
@@ -67,14 +69,14 @@ export interface BackoffOptions {
 }
 
 /**
- * "Equal jitter": half the exponential step is kept, the other half is random, so retries of many
- * callers spread out while each still waits at least half the step.
+ * The retry policy of these options: "equal jitter", half the exponential step is kept and the other half
+ * is random, so retries of many callers spread out while each still waits at least half the step.
  */
-export function backoffDelayMs(retry: number, options: BackoffOptions, random: () => number = Math.random): number {
-  const step = Math.min(options.maxDelayMs, options.initialDelayMs * 2 ** Math.max(0, retry));
-  return Math.round(step / 2 + random() * (step / 2));
+export function backoffPolicy(options: BackoffOptions): RetryPolicy {
+  return { initialIntervalMs: options.initialDelayMs, backoffCoefficient: 2, maximumIntervalMs: options.maxDelayMs, jitter: 0.5, jitterShortensOnly: true, maximumAttempts: Infinity };
 }
 
-export function sleepOn(clock: Clock, ms: number): Promise<void> {
-  return new Promise((resolve) => clock.setTimeout(resolve, ms));
+/** The wait before retry `retry` (0 = the first retry) under backoffPolicy(options). */
+export function backoffDelayMs(retry: number, options: BackoffOptions, random: () => number = Math.random): number {
+  return retryDelayMs(backoffPolicy(options), Math.max(0, retry) + 1, random);
 }

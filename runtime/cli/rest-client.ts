@@ -60,7 +60,7 @@ export interface RestClientOptions {
 }
 
 /** A lost answer to POST /jobs is retried with the same job id for about 10 s. */
-const SUBMIT_RETRY: RetryPolicy = { initialDelayMs: 250, multiplier: 2, maxDelayMs: 4_000, jitter: 0.2, maxAttempts: 5 };
+const SUBMIT_RETRY: RetryPolicy = { initialIntervalMs: 250, backoffCoefficient: 2, maximumIntervalMs: 4_000, jitter: 0.2, maximumAttempts: 5 };
 
 interface RequestOptions {
   readonly body?: unknown;

@@ -99,7 +99,7 @@ export type JobTermination =
   | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
 
 /** Writes of the job's status are retried this long before the JobMaster gives up and surfaces it. */
-const STATUS_WRITE_RETRY: RetryPolicy = { initialDelayMs: 100, multiplier: 2, maxDelayMs: 2_000, jitter: 0.2, maxAttempts: Infinity, deadlineMs: 30_000 };
+const STATUS_WRITE_RETRY: RetryPolicy = { initialIntervalMs: 100, backoffCoefficient: 2, maximumIntervalMs: 2_000, jitter: 0.2, maximumAttempts: Infinity, deadlineMs: 30_000 };
 
 /** Refusals by the store that no retry changes: a newer leader, an ended job, no such job, a bad write. */
 const isFinalRefusal = (e: unknown): boolean => e instanceof StaleWriterError || e instanceof ConflictError || e instanceof NotFoundError || e instanceof InvalidRequestError;

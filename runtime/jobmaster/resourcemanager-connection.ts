@@ -29,7 +29,7 @@ export interface ResourceManagerConnectionOptions {
 }
 
 /** How often a JobMaster looks for its ResourceManager: fast at first, at most once a second. */
-const RECONNECT: RetryPolicy = { initialDelayMs: 20, multiplier: 2, maxDelayMs: 1_000, jitter: 0.2, maxAttempts: Infinity };
+const RECONNECT: RetryPolicy = { initialIntervalMs: 20, backoffCoefficient: 2, maximumIntervalMs: 1_000, jitter: 0.2, maximumAttempts: Infinity };
 
 interface Connected {
   readonly gateway: ResourceManagerGateway;

@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { processHoldingClock } from '../core/clock.js';
 import { FloeError } from '../core/errors.js';
-import { RetriesExhaustedError, retrying, type RetryPolicy } from '../core/retry.js';
+import { RetriesExhaustedError, retrying, retryingSync, type RetryPolicy } from '../core/retry.js';
 
 export type SqliteDatabase = Database.Database;
 
@@ -21,7 +21,7 @@ export const BUSY_TIMEOUT_MS = 10;
 /** How long a store call keeps trying while the database stays locked, unless the caller says otherwise. */
 export const BUSY_WAIT_MS = 10_000;
 /** The waits between tries on a locked database: soon at first (a short transaction), then every half second. */
-const BUSY_RETRY: Omit<RetryPolicy, 'deadlineMs'> = { initialDelayMs: 5, multiplier: 2, maxDelayMs: 500, jitter: 0.5, maxAttempts: Infinity };
+const BUSY_RETRY: Omit<RetryPolicy, 'deadlineMs'> = { initialIntervalMs: 5, backoffCoefficient: 2, maximumIntervalMs: 500, jitter: 0.5, maximumAttempts: Infinity };
 /** Opening waits at most this long for a lock it needs (only a fresh file's schema needs one). */
 const OPEN_WAIT_MS = 10_000;
 
@@ -133,19 +133,16 @@ function hasSchema(db: SqliteDatabase): boolean {
   return ['leases', 'jobs', 'jobs_newest_first', 'jobs_active', 'jobs_by_status', 'admission'].every((n) => names.has(n));
 }
 
+/** Opening retries a busy database after 1, 2, 4 … 100 ms, for up to OPEN_WAIT_MS. */
+const OPEN_BUSY_RETRY: RetryPolicy = { initialIntervalMs: 1, backoffCoefficient: 2, maximumIntervalMs: 100, jitter: 0, maximumAttempts: Infinity, deadlineMs: OPEN_WAIT_MS };
+
 function retryBusySync(path: string, fn: () => void): void {
   const started = Date.now();
-  const pause = new Int32Array(new SharedArrayBuffer(4));
-  for (let attempt = 0; ; attempt++) {
-    try {
-      fn();
-      return;
-    } catch (error) {
-      if (!isBusyError(error)) throw error;
-      const waited = Date.now() - started;
-      if (waited >= OPEN_WAIT_MS) throw new DatabaseBusyError(path, waited, error);
-      // Opening is synchronous (callers construct stores in constructors), so wait without an event loop.
-      Atomics.wait(pause, 0, 0, Math.min(100, 2 ** attempt));
-    }
+  try {
+    // Opening is synchronous (callers construct stores in constructors), so it waits without an event loop.
+    retryingSync(fn, { policy: OPEN_BUSY_RETRY, what: `opening ${path}`, retryable: isBusyError });
+  } catch (error) {
+    if (error instanceof RetriesExhaustedError) throw new DatabaseBusyError(path, Date.now() - started, error.cause);
+    throw error;
   }
 }

@@ -60,7 +60,7 @@ describe('CallDeadline', () => {
 describe('retrying', () => {
   it('retries what may pass with growing delays, then surfaces the last error', async () => {
     const clock = new ManualClock();
-    const policy = { initialDelayMs: 100, multiplier: 2, maxDelayMs: 300, jitter: 0, maxAttempts: 4 };
+    const policy = { initialIntervalMs: 100, backoffCoefficient: 2, maximumIntervalMs: 300, jitter: 0, maximumAttempts: 4 };
     expect([1, 2, 3, 4].map((r) => retryDelayMs(policy, r))).toEqual([100, 200, 300, 300]);
     const tries: number[] = [];
     const work = retrying(async (attempt) => {
@@ -82,7 +82,7 @@ describe('retrying', () => {
     await expect(retrying(async () => {
       calls++;
       throw new Error('permanent');
-    }, { policy: { initialDelayMs: 1, multiplier: 1, maxDelayMs: 1, jitter: 0, maxAttempts: 5 }, clock, what: 'the work', retryable: () => false })).rejects.toThrow('permanent');
+    }, { policy: { initialIntervalMs: 1, backoffCoefficient: 1, maximumIntervalMs: 1, jitter: 0, maximumAttempts: 5 }, clock, what: 'the work', retryable: () => false })).rejects.toThrow('permanent');
     expect(calls).toBe(1);
   });
 });

@@ -73,7 +73,7 @@ function setup(fs: OutputFs = nodeOutputFs) {
   const logs: { level: string; msg: string }[] = [];
   const logger = createLogger({}, (line) => logs.push(JSON.parse(line) as { level: string; msg: string }));
   const store = new FsOutputStore(fs);
-  const make = (g: JobGraph) => new OutputCommitter(g, { clock, logger, storeFor: async () => store, retryPolicy: { initialDelayMs: 100, multiplier: 2, maxDelayMs: 1_000, jitter: 0, maxAttempts: 4 } });
+  const make = (g: JobGraph) => new OutputCommitter(g, { clock, logger, storeFor: async () => store, retryPolicy: { initialIntervalMs: 100, backoffCoefficient: 2, maximumIntervalMs: 1_000, jitter: 0, maximumAttempts: 4 } });
   return { base, clock, logs, store, make };
 }
 
