@@ -7,6 +7,7 @@ import type { Clock, Timer } from '../core/clock.js';
 import { FencingTokenError, errorMessage } from '../core/errors.js';
 import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { retryDelayMs, type RetryPolicy } from '../core/retry.js';
 import { TurnBatch } from '../core/turn-batch.js';
 import { retrieveLeader, type LeaderAddress } from '../ha/leader-election.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
@@ -63,13 +64,15 @@ export class ResourceManagerConnection {
   private lastHeardMs: number;
   private stopped = false;
   private orphaned = false;
-  private readonly retryDelayMs: number;
+  /** Looking for the leader again after a miss: a fixed wait (a heartbeat, 10..500 ms), until orphanTimeoutMs of silence ends it. */
+  private readonly reconnect: RetryPolicy;
   private leaseWatch: Timer | undefined;
   private watching = false;
 
   constructor(private readonly options: ResourceManagerConnectionOptions) {
     this.lastHeardMs = options.clock.now();
-    this.retryDelayMs = Math.max(10, Math.min(options.heartbeatIntervalMs, 500));
+    const waitMs = Math.max(10, Math.min(options.heartbeatIntervalMs, 500));
+    this.reconnect = { initialIntervalMs: waitMs, backoffCoefficient: 1, maximumIntervalMs: waitMs, jitter: 0, maximumAttempts: Infinity };
     this.heartbeats = new HeartbeatManager<void>({
       ownerName: `taskexecutor ${options.resourceId} (resourcemanager)`,
       intervalMs: options.heartbeatIntervalMs,
@@ -275,6 +278,6 @@ export class ResourceManagerConnection {
       return;
     }
     this.options.logger.debug('ResourceManager not reachable yet; retrying', { why });
-    this.retryTimer = this.options.mainThread.schedule(() => this.connect(), this.retryDelayMs);
+    this.retryTimer = this.options.mainThread.schedule(() => this.connect(), retryDelayMs(this.reconnect, 1));
   }
 }
