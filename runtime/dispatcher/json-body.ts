@@ -2,6 +2,9 @@
 // number of values and string lengths are checked by a linear scan before it is parsed, so a hostile
 // body is refused in microseconds instead of being built in memory, and bodies too large to parse in a
 // few milliseconds are parsed in a worker thread, so other requests (GET /health) keep being answered.
+// These checks are code, not a schema: the scan reads bytes before there is a value to check, and the
+// bounds on strings and numbers hold at every depth, named by path. Each route's fields are checked by its
+// schema in rest-bodies.ts.
 import { isUtf8 } from 'node:buffer';
 import { Worker } from 'node:worker_threads';
 import { InvalidJobGraphError, InvalidRequestError } from '../core/errors.js';
