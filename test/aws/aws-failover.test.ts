@@ -2,7 +2,6 @@
 // to the Dispatcher function's handler as the cluster's EventBridge rule would, and the scheduled sweep
 // is the function's reconcile. A JobManager task killed mid-job gets a successor and the job FINISHES
 // exact; a JobManager paused past its lease is replaced by the sweep and, resumed, acts on nothing.
-import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,12 +9,12 @@ import { createTaskStateChangeHandler } from '../../functions/ecs-task-events.js
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
 import { loadJobDefinition } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
-import { createS3Client } from '../../runtime/aws/clients.js';
 import { isJobManagerOf } from '../../runtime/dispatcher/jobmanager-runners.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { writeCorpus } from '../support/corpus.js';
+import { wordCountsInS3 } from '../support/aws-jobs.js';
 import { startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
@@ -57,22 +56,8 @@ async function submit(prefix: string, perWordMs: string): Promise<string> {
   return jobGraph.jobId;
 }
 
-async function countsIn(prefix: string): Promise<Map<string, number>> {
-  const s3 = createS3Client(cluster.emulators.awsConfig('s3'));
-  try {
-    const listed = await s3.send(new ListObjectsV2Command({ Bucket: cluster.emulators.bucket, Prefix: `${prefix}/part-` }));
-    const counts = new Map<string, number>();
-    for (const o of listed.Contents ?? []) {
-      const text = await (await s3.send(new GetObjectCommand({ Bucket: cluster.emulators.bucket, Key: o.Key! }))).Body!.transformToString();
-      for (const line of text.split('\n').filter((l) => l !== '')) {
-        const [w, n] = JSON.parse(line) as [string, number];
-        counts.set(w, n);
-      }
-    }
-    return counts;
-  } finally {
-    s3.destroy();
-  }
+function countsIn(prefix: string): Promise<Map<string, number>> {
+  return wordCountsInS3(cluster, prefix);
 }
 
 const job = async (jobId: string) => (await front.api('GET', `/jobs/${jobId}`)).body;

@@ -6,18 +6,15 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from 'aws-lambda';
-import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
-import { loadJobDefinition } from '../../runtime/api/program.js';
-import { buildJobGraph } from '../../runtime/api/translate.js';
 import { ListTagsForResourceCommand } from '@aws-sdk/client-ecs';
 import { createEcsClient } from '../../runtime/aws/ecs-worker-launcher.js';
 import { JOB_ENDED_EVENT, jobMetricsLine } from '../../runtime/aws/job-metrics.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { waitFor } from '../support/cluster-processes.js';
+import { runFixtureToEnd } from '../support/aws-jobs.js';
 import { startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';
 import type { DeliveredEvent } from './eventbridge-emulator.js';
 
-const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
 let cluster: AwsTestCluster;
 let front: AwsFront;
 const delivered: DeliveredEvent[] = [];
@@ -66,19 +63,8 @@ function extractEmf(line: string): { namespace: string; name: string; unit: stri
   return out;
 }
 
-async function runToEnd(count: number): Promise<string> {
-  const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'squares.ts'));
-  const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), 'default');
-  const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args: [String(count), '1'], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2 });
-  const submitted = await front.api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
-  expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
-  const jobId: string = submitted.body.jobId;
-  const job = await waitFor(async () => {
-    const { body } = await front.api('GET', `/jobs/${jobId}`);
-    return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-  }, `job ${jobId} to end`, 60_000, 200);
-  expect(job.status, JSON.stringify((await front.api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
-  return jobId;
+function runToEnd(count: number): Promise<string> {
+  return runFixtureToEnd(cluster, front, 'squares.ts', [String(count), '1']);
 }
 
 describe('per-job metrics in embedded metric format', () => {

@@ -1,20 +1,14 @@
 // GET /jobs/:id/result on the AWS backend (emulators): a result too large for a Lambda response (6 MB)
 // is answered with a presigned S3 GET of its object, which the client follows, getting every record; a
 // small one comes inline.
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
-import { loadJobDefinition } from '../../runtime/api/program.js';
-import { buildJobGraph } from '../../runtime/api/translate.js';
 import { LAMBDA_RESULT_INLINE_MAX_BYTES } from '../../runtime/aws/aws-dispatcher.js';
 import { RestClient } from '../../runtime/cli/rest-client.js';
-import { JobId } from '../../runtime/core/ids.js';
 import { resultResponseBytes } from '../../runtime/dispatcher/views.js';
-import { waitFor } from '../support/cluster-processes.js';
+import { runFixtureToEnd } from '../support/aws-jobs.js';
 import { LAMBDA_MAX_PAYLOAD_BYTES, type ApiGatewayAdapter } from './apigw-adapter.js';
 import { awsTestApiSigner, startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';
 
-const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
 let cluster: AwsTestCluster;
 let front: AwsFront;
 
@@ -32,19 +26,8 @@ function expected(count: number, width: number): string[] {
   return Array.from({ length: count }, (_, i) => `${i + 1} "${'x'.repeat(Math.max(0, width - String(i + 1).length - 3))}"`);
 }
 
-async function runToEnd(count: number, width: number): Promise<string> {
-  const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'big-result.ts'));
-  const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), 'default');
-  const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args: [String(count), String(width)], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2 });
-  const submitted = await front.api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
-  expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
-  const jobId: string = submitted.body.jobId;
-  const job = await waitFor(async () => {
-    const { body } = await front.api('GET', `/jobs/${jobId}`);
-    return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-  }, `job ${jobId} to end`, 60_000, 200);
-  expect(job.status, JSON.stringify((await front.api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
-  return jobId;
+function runToEnd(count: number, width: number): Promise<string> {
+  return runFixtureToEnd(cluster, front, 'big-result.ts', [String(count), String(width)]);
 }
 
 const sorted = (records: readonly unknown[]): string[] => (records as string[]).slice().sort();

@@ -3,16 +3,15 @@
 // consumer tasks and holds the blocking partitions they read. The TaskExecutor drains: its tasks move to
 // a new TaskExecutor, which reads those partitions from it; the job FINISHES exact with its restart count
 // unchanged, under a restart strategy that allows none; the interrupted task exits 0 by itself.
-import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
 import { loadJobDefinition } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
-import { createS3Client } from '../../runtime/aws/clients.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { writeCorpus } from '../support/corpus.js';
+import { wordCountsInS3 } from '../support/aws-jobs.js';
 import { startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
@@ -38,22 +37,8 @@ interface TaskExecutorView {
   readonly slots: readonly { readonly tasks: readonly { readonly vertexId: string; readonly name: string; readonly state: string }[] }[];
 }
 
-async function countsIn(prefix: string): Promise<Map<string, number>> {
-  const s3 = createS3Client(cluster.emulators.awsConfig('s3'));
-  try {
-    const listed = await s3.send(new ListObjectsV2Command({ Bucket: cluster.emulators.bucket, Prefix: `${prefix}/part-` }));
-    const counts = new Map<string, number>();
-    for (const o of listed.Contents ?? []) {
-      const text = await (await s3.send(new GetObjectCommand({ Bucket: cluster.emulators.bucket, Key: o.Key! }))).Body!.transformToString();
-      for (const line of text.split('\n').filter((l) => l !== '')) {
-        const [w, n] = JSON.parse(line) as [string, number];
-        counts.set(w, n);
-      }
-    }
-    return counts;
-  } finally {
-    s3.destroy();
-  }
+function countsIn(prefix: string): Promise<Map<string, number>> {
+  return wordCountsInS3(cluster, prefix);
 }
 
 describe('Spot interruption of a busy TaskExecutor (ECS emulator)', () => {
