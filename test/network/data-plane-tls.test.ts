@@ -5,18 +5,17 @@ import { connect } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { connect as connectTls } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../runtime/core/clock.js';
-import { ResultPartitionId, type ResourceId } from '../../runtime/core/ids.js';
+import { ResultPartitionId } from '../../runtime/core/ids.js';
 import { dataTlsIdentity, dataTlsKey, pskClientOptions } from '../../runtime/core/internal-tls.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { encodeHello, NONCE_BYTES } from '../../runtime/network/data-auth.js';
 import { DataClient } from '../../runtime/network/data-client.js';
 import { DataServer } from '../../runtime/network/data-server.js';
 import { encodeFrame, encodeMeta, FrameDecoder, FrameType, type Frame } from '../../runtime/network/frames.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition } from '../../runtime/network/result-partition.js';
-import { PartitionRegistry, type PartitionLocation } from '../../runtime/taskexecutor/partition-registry.js';
+import type { PartitionLocation, PartitionRegistry } from '../../runtime/taskexecutor/partition-registry.js';
+import { partitionDataServer } from '../support/data-server.js';
 
 const JOB = 'job-a';
 const OTHER_JOB = 'job-b';
@@ -29,23 +28,7 @@ afterEach(async () => {
 
 /** A TLS data server holding both jobs' keys that serves partitions of JOB only. */
 async function tlsServer(): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>> }> {
-  const registry = new PartitionRegistry<PartitionLocation<ResultPartition>>(systemClock, 'te-producer' as ResourceId, 5_000);
-  const server = await DataServer.start(
-    {
-      openSubpartition: async (jobId, id, index) => {
-        if (jobId !== JOB) throw new Error(`partition ${id} is not of job ${jobId}`);
-        const loc = await registry.waitFor(id);
-        const [producerEnd, serverEnd] = createLocalPortPair();
-        loc.worker.attach(index, producerEnd);
-        return serverEnd;
-      },
-    },
-    silentLogger,
-    (jobId) => KEYS[jobId],
-    '127.0.0.1',
-    '127.0.0.1',
-    true,
-  );
+  const { server, registry } = await partitionDataServer({ job: JOB, keys: KEYS, waitMs: 5_000, tls: true });
   cleanups.push(() => server.close());
   return { server, registry };
 }

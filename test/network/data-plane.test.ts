@@ -1,7 +1,6 @@
 // The data plane without worker threads: result partitions, input gates, credits, and the TCP transport.
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../runtime/core/clock.js';
-import { ResultPartitionId, type ResourceId } from '../../runtime/core/ids.js';
+import { ResultPartitionId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { createLocalPortPair, wrapMessagePort, type ChannelMessage } from '../../runtime/network/channel-port.js';
 import { MessageChannel } from 'node:worker_threads';
@@ -16,7 +15,8 @@ import { TaskCancellation } from '../../runtime/core/cancellation.js';
 import { decodeRecords, RecordBufferBuilder } from '../../runtime/network/record-buffer.js';
 import { createChannelSelector, ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
 import type { Partitioner } from '../../runtime/jobgraph/jobgraph.js';
-import { PartitionRegistry, type PartitionLocation } from '../../runtime/taskexecutor/partition-registry.js';
+import type { PartitionLocation, PartitionRegistry } from '../../runtime/taskexecutor/partition-registry.js';
+import { partitionDataServer } from '../support/data-server.js';
 
 const OPTIONS: ResultPartitionOptions = { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
 const CREDITS = 2;
@@ -343,20 +343,7 @@ describe('TCP channels', () => {
 
   /** A data server holding the keys in `keys` (job → key); every partition it serves is of JOB. */
   async function server(waitMs = 5_000, keys: Record<string, string> = { [JOB]: DATA_KEY }): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>>; }> {
-    const registry = new PartitionRegistry<PartitionLocation<ResultPartition>>(systemClock, 'te-producer' as ResourceId, waitMs);
-    const srv = await DataServer.start(
-      {
-        openSubpartition: async (jobId, id, index) => {
-          if (jobId !== JOB) throw new Error(`partition ${id} is not of job ${jobId}`);
-          const loc = await registry.waitFor(id);
-          const [producerEnd, serverEnd] = createLocalPortPair();
-          loc.worker.attach(index, producerEnd);
-          return serverEnd;
-        },
-      },
-      silentLogger,
-      (jobId) => keys[jobId],
-    );
+    const { server: srv, registry } = await partitionDataServer({ job: JOB, keys, waitMs });
     cleanups.push(() => srv.close());
     return { server: srv, registry };
   }
