@@ -10,6 +10,7 @@ import { MainThread } from '../../runtime/rpc/main-thread.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
 import { JobLeaderService } from '../../runtime/taskexecutor/job-leader-service.js';
 import { TestingJobMasterGateway, type TestingJobMasterGatewayBuilder } from '../support/testing-job-master-gateway.js';
+import { advanceInSteps, settle } from '../support/manual-time.js';
 
 const INTERVAL = 100;
 const TIMEOUT = 500;
@@ -17,9 +18,6 @@ const RETRY = 50;
 const job = JobId.of('job-1');
 const lease = leaseNames.jobMaster(job);
 
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
 
 type Event = { event: 'gained'; address: string; token: number; jobMasterResourceId: string } | { event: 'lost'; cause: string };
 
@@ -110,12 +108,7 @@ function harness(): Harness {
       return won!.epoch;
     },
     run: (fn) => main.run(fn),
-    async advance(ms) {
-      for (let done = 0; done < ms; done += 10) {
-        clock.advance(Math.min(10, ms - done));
-        await settle();
-      }
-    },
+    advance: (ms) => advanceInSteps(clock, ms),
   };
   harnesses.push(h);
   return h;

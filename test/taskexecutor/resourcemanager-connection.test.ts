@@ -12,6 +12,7 @@ import { MainThread } from '../../runtime/rpc/main-thread.js';
 import { EndpointName } from '../../runtime/rpc/rpc-service.js';
 import { ResourceManagerConnection } from '../../runtime/taskexecutor/resourcemanager-connection.js';
 import { TestingResourceManagerGateway } from '../support/testing-resource-manager-gateway.js';
+import { advanceInSteps, settle } from '../support/manual-time.js';
 
 const INTERVAL = 100;
 const TIMEOUT = 500;
@@ -20,9 +21,6 @@ const jobId = JobId.of('job-1');
 const teId = ResourceId.of('te-1');
 const lease = leaseNames.resourceManager(jobId);
 
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
-}
 
 /** A ResourceManager served on the local network that records what the TaskExecutor tells it. */
 class RecordingRm {
@@ -114,12 +112,7 @@ async function harness(): Promise<Harness> {
       rms.push(rm);
       return rm;
     },
-    async advance(ms) {
-      for (let done = 0; done < ms; done += 10) {
-        clock.advance(Math.min(10, ms - done));
-        await settle();
-      }
-    },
+    advance: (ms) => advanceInSteps(clock, ms),
   };
   harnesses.push(h);
   return h;
