@@ -18,7 +18,7 @@ import { Dispatcher } from '../dispatcher/dispatcher.js';
 import type { JobWaitPolling } from '../dispatcher/dispatcher-services.js';
 import { DashboardAssets, findDashboardDir } from '../dispatcher/dashboard.js';
 import { JsonBodyParser } from '../dispatcher/json-body.js';
-import { startLocalRestServer } from '../dispatcher/local-server.js';
+import { startLocalRestServer } from './rest-server.js';
 import { createRestRouter } from '../dispatcher/rest-router.js';
 import { FloeEnv } from '../core/floe-env.js';
 

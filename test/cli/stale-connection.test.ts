@@ -6,7 +6,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RestClient } from '../../runtime/cli/rest-client.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS } from '../../runtime/core/keep-alive.js';
-import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
+import { startLocalRestServer } from '../../runtime/local/rest-server.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

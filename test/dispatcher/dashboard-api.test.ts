@@ -5,7 +5,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { DashboardAssets, findDashboardDir } from '../../runtime/dispatcher/dashboard.js';
-import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
+import { startLocalRestServer } from '../../runtime/local/rest-server.js';
 import type { RestHandler } from '../../runtime/dispatcher/rest-request.js';
 import { createHttpApiHandler } from '../../functions/http-api.js';
 import { startApiGatewayAdapter } from '../aws/apigw-adapter.js';

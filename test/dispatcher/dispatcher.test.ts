@@ -2,7 +2,7 @@
 // and that a rejected submission leaves no record, blob or process behind.
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobId } from '../../runtime/core/ids.js';
-import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
+import { startLocalRestServer } from '../../runtime/local/rest-server.js';
 import { describeRestBadInputContract, directFront, fixtureLibrary, httpCall, prepareFixtureLibrary, setupDispatcher, submissionFor } from './rest-contract.js';
 
 // Bad input gets the same answers through every front: the router itself and the local HTTP server here,

@@ -2,7 +2,7 @@
 // as soon as a running one ends, and after the wait (at most MAX_JOB_WAIT_MS) for one that goes on; the
 // same through the router and the local HTTP server. Time is a manual clock: nothing here sleeps.
 import { afterEach, describe, expect, it } from 'vitest';
-import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
+import { startLocalRestServer } from '../../runtime/local/rest-server.js';
 import type { JobWaitPolling } from '../../runtime/dispatcher/dispatcher-services.js';
 import { MAX_JOB_WAIT_MS } from '../../runtime/dispatcher/views.js';
 import { EMBEDDED_JOB_WAIT_POLLING } from '../../runtime/local/embedded-dispatcher.js';

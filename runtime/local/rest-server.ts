@@ -6,7 +6,7 @@ import { createServer, maxHeaderSize, type IncomingMessage, type Server, type Se
 import type { AddressInfo, Socket } from 'node:net';
 import { DEFAULT_KEEP_ALIVE_TIMEOUT_MS } from '../core/keep-alive.js';
 import type { Logger } from '../core/logger.js';
-import type { RestHandler } from './rest-request.js';
+import type { RestHandler } from '../dispatcher/rest-request.js';
 
 export interface LocalRestServer {
   readonly url: string;

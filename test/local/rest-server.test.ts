@@ -3,9 +3,9 @@
 // over the limit, an unknown expectation. Each answer is the API's JSON error naming the header or limit.
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalRestServer } from '../../runtime/dispatcher/local-server.js';
-import { prepareFixtureLibrary, REST_SECRET, setupDispatcher } from './rest-contract.js';
-import { sendRaw, type RawResponse } from './raw-http.js';
+import { startLocalRestServer } from '../../runtime/local/rest-server.js';
+import { prepareFixtureLibrary, REST_SECRET, setupDispatcher } from '../dispatcher/rest-contract.js';
+import { sendRaw, type RawResponse } from '../dispatcher/raw-http.js';
 
 const MAX_BODY_BYTES = 64 * 1024;
 let url: string;
