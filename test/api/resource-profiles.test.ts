@@ -1,23 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { defineJob } from '../../runtime/api/index.js';
 import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
-import { buildJobGraph, type BuildJobGraphOptions } from '../../runtime/api/translate.js';
-import { InvalidJobGraphError } from '../../runtime/core/errors.js';
-import { JobId } from '../../runtime/core/ids.js';
+import { buildJobGraph } from '../../runtime/api/translate.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
 import { JOB_GRAPH_LIMITS } from '../../runtime/jobgraph/limits.js';
 import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
+import { buildOptions, problemsOf } from '../support/job-graphs.js';
 
-const options = (over: Partial<BuildJobGraphOptions> = {}): BuildJobGraphOptions => ({
-  jobId: JobId.of('job-1'),
-  args: [],
-  exportName: 'default',
-  library: { sha256: 'a'.repeat(64), sizeBytes: 123 },
-  defaultParallelism: 2,
-  cwd: '/home/user/project',
-  ...over,
-});
+const options = buildOptions;
 
 const twoProfiles = defineJob('two-profiles', (env) => {
   env
@@ -29,16 +20,6 @@ const twoProfiles = defineJob('two-profiles', (env) => {
     .slotSharingGroup('light', { cpu: 0.25, memoryMiB: 512 })
     .collect();
 });
-
-function problemsOf(f: () => unknown): readonly string[] {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InvalidJobGraphError);
-    return (e as InvalidJobGraphError).problems;
-  }
-  throw new Error('expected an InvalidJobGraphError');
-}
 
 describe('resource profiles in the job API and the JobGraph', () => {
   it('puts the declared profile of each group used into the JobGraph', () => {

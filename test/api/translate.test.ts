@@ -1,20 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { defineJob, type JobDefinition } from '../../runtime/api/index.js';
-import { buildJobGraph, defaultMaxParallelism, type BuildJobGraphOptions } from '../../runtime/api/translate.js';
+import { buildJobGraph, defaultMaxParallelism } from '../../runtime/api/translate.js';
 import { resolveUserFunctions } from '../../runtime/api/program.js';
 import { InvalidJobDefinitionError } from '../../runtime/api/errors.js';
-import { JobId } from '../../runtime/core/ids.js';
 import { InvalidJobGraphError } from '../../runtime/core/errors.js';
+import { buildOptions } from '../support/job-graphs.js';
 
-const options = (over: Partial<BuildJobGraphOptions> = {}): BuildJobGraphOptions => ({
-  jobId: JobId.of('job-1'),
-  args: [],
-  exportName: 'default',
-  library: { sha256: 'a'.repeat(64), sizeBytes: 123 },
-  defaultParallelism: 2,
-  cwd: '/home/user/project',
-  ...over,
-});
+const options = buildOptions;
 
 const uppercaseErrors = defineJob('uppercase-errors', (env, args) => {
   env

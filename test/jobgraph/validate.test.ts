@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { InvalidJobGraphError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobEdge, JobGraph, JobVertex } from '../../runtime/jobgraph/jobgraph.js';
 import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
 import { JOB_GRAPH_LIMITS } from '../../runtime/jobgraph/limits.js';
 import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
+import { problemsOf } from '../support/job-graphs.js';
 
 const fn = (operatorId: string) => ({ export: 'default', operatorId });
 
@@ -28,16 +28,6 @@ function graph(vertices: JobVertex[], edges: JobEdge[]): JobGraph {
     vertices,
     edges,
   };
-}
-
-function problemsOf(f: () => unknown): readonly string[] {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(InvalidJobGraphError);
-    return (e as InvalidJobGraphError).problems;
-  }
-  throw new Error('expected an InvalidJobGraphError');
 }
 
 const good = (): JobGraph => graph([source('a'), vertex('b'), sink('c')], [edge('e1', 'a', 'b'), edge('e2', 'b', 'c')]);
