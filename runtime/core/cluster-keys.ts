@@ -54,3 +54,30 @@ export function parseTaskExecutorBearer(token: string): TaskExecutorCredentials 
 export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(createHash('sha256').update(a, 'utf8').digest(), createHash('sha256').update(b, 'utf8').digest());
 }
+
+/** Constant-time equality of two byte strings of the length both must have (a proof, an HMAC); any other length is unequal. */
+export function sameBytes(received: Uint8Array, expected: Uint8Array, length: number): boolean {
+  return received.length === length && expected.length === length && timingSafeEqual(received, expected);
+}
+
+/** Who a bearer token proves its caller is. */
+export type BearerIdentity = { readonly kind: 'cluster' } | { readonly kind: 'taskexecutor'; readonly resourceId: string; readonly jobId: string };
+
+/** What a process accepts: it holds the cluster secret, or (a TaskExecutor) only its own bearer token. */
+export type BearerAcceptor = { readonly secret: string } | { readonly ownBearer: string };
+
+/**
+ * The one check of a cluster credential, for RPC and REST alike. A holder of the secret accepts the secret
+ * itself (the cluster) and a TaskExecutor's `te.<id>.<job>.<key>` bearer whose key it derives for that
+ * id and job. A TaskExecutor accepts only its own bearer, as from the cluster: only a holder of the secret
+ * can have derived it. Every comparison is constant-time; undefined when the token proves nothing.
+ */
+export function verifyBearer(token: string, acceptor: BearerAcceptor): BearerIdentity | undefined {
+  if (!('secret' in acceptor)) return sameSecret(token, acceptor.ownBearer) ? { kind: 'cluster' } : undefined;
+  if (sameSecret(token, acceptor.secret)) return { kind: 'cluster' };
+  const te = parseTaskExecutorBearer(token);
+  if (te !== undefined && sameSecret(te.key, taskExecutorKey(acceptor.secret, te.jobId, te.resourceId))) {
+    return { kind: 'taskexecutor', resourceId: te.resourceId, jobId: te.jobId };
+  }
+  return undefined;
+}

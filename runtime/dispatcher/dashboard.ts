@@ -3,9 +3,10 @@
 // CLI to print. Where sessions and codes live is a port (DashboardSessions): locally they are signed with
 // the cluster secret, so a restarted Dispatcher accepts them; on AWS they are kept in DynamoDB, so every
 // Lambda container sees a code used or a session revoked by another (runtime/aws/dynamodb-dashboard-sessions.ts).
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
+import { sameBytes, verifyBearer } from '../core/cluster-keys.js';
 import { FloeEnv } from '../core/floe-env.js';
 
 export const SESSION_COOKIE = 'floe_session';
@@ -83,10 +84,9 @@ export function findDashboardDir(env: NodeJS.ProcessEnv = process.env): string |
 
 const base64url = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64url');
 
-/** Whether `given` is the cluster secret: compared in constant time, whatever either's length. */
+/** Whether `given` is the cluster secret, by the one credential check (core/cluster-keys.ts verifyBearer): constant-time. */
 export function isClusterSecret(given: string, secret: string): boolean {
-  const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
-  return timingSafeEqual(digest(given), digest(secret));
+  return verifyBearer(given, { secret })?.kind === 'cluster';
 }
 
 /** A session cookie's value and how long the browser keeps it. */
@@ -135,7 +135,7 @@ export class SignedDashboardSessions implements DashboardSessions {
     const expected = Buffer.from(this.sign(parts.slice(0, -1).join('.')));
     const given = Buffer.from(signature);
     const expiresAtMs = Number(parts[1]);
-    return given.length === expected.length && timingSafeEqual(given, expected) && Number.isSafeInteger(expiresAtMs) && expiresAtMs > nowMs;
+    return sameBytes(given, expected, expected.length) && Number.isSafeInteger(expiresAtMs) && expiresAtMs > nowMs;
   }
 
   async createSession(nowMs: number): Promise<DashboardSession> {

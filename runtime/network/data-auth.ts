@@ -10,7 +10,8 @@
 // on it only that job's partitions. The labels keep one side's proof from being replayed as the other's;
 // fresh nonces on both sides keep a recorded handshake from being replayed at all. Proofs are compared in
 // constant time.
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { sameBytes } from '../core/cluster-keys.js';
 
 export const NONCE_BYTES = 32;
 const PROOF_BYTES = 32;
@@ -34,7 +35,7 @@ export const clientProof = (key: string, jobId: string, serverNonce: Uint8Array,
 
 /** Constant-time comparison of a received proof with the expected one; a proof of the wrong length is refused. */
 export function proofMatches(received: Uint8Array, expected: Buffer): boolean {
-  return received.length === PROOF_BYTES && expected.length === PROOF_BYTES && timingSafeEqual(received, expected);
+  return sameBytes(received, expected, PROOF_BYTES);
 }
 
 /** The HELLO payload: the consumer's nonce, then the job it reads for. */

@@ -21,7 +21,7 @@ import {
   errorMessage,
   toErrorInfo,
 } from '../core/errors.js';
-import { parseTaskExecutorBearer, sameSecret, taskExecutorBearer, taskExecutorKey, type TaskExecutorCredentials } from '../core/cluster-keys.js';
+import { taskExecutorBearer, taskExecutorKey, verifyBearer, type TaskExecutorCredentials } from '../core/cluster-keys.js';
 import { JobId, ResourceId } from '../core/ids.js';
 import { CLUSTER_TLS_IDENTITY, clusterTlsKey, parseTaskExecutorTlsIdentity, pskClientOptions, pskServerOptions, taskExecutorTlsIdentity, taskExecutorTlsKey } from '../core/internal-tls.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
@@ -85,14 +85,10 @@ export class HttpRpcService implements RpcService {
   // already has: without one of its own it keeps idle connections forever, and the server's close
   // races the next reuse.
   private readonly agent: http.Agent;
-  /** The TaskExecutor's own bearer token for the job it serves, when this process is one. */
-  private ownBearer: string | undefined;
-  /** Keys of the TaskExecutors this process called (per job), derived once each. */
-  private readonly peerBearers = new Map<string, string>();
-  /** With TLS: this TaskExecutor's identity and key for the job it serves now. */
-  private ownTls: { readonly identity: string; readonly key: Buffer } | undefined;
-  /** With TLS: the identity and key each call proves, per target TaskExecutor and job ('' for a holder of the secret). */
-  private readonly peerTls = new Map<string, { readonly identity: string; readonly key: Buffer }>();
+  /** The TaskExecutor's own credentials for the job it serves now, when this process is one. */
+  private own: CallCredentials | undefined;
+  /** What each call proves, per target TaskExecutor and job ('' for a holder of the secret), derived once each. */
+  private readonly peers = new Map<string, CallCredentials>();
   private closed = false;
 
   private constructor(
@@ -104,10 +100,9 @@ export class HttpRpcService implements RpcService {
   ) {
     this.address = `${options.tls === true ? 'https' : 'http'}://${host}:${port}`;
     this.dispatcher = new RpcDispatcher(this.address, logger);
-    this.ownBearer = options.taskExecutor !== undefined ? taskExecutorBearer(options.taskExecutor) : undefined;
+    this.own = options.taskExecutor !== undefined ? callCredentialsOf(options.taskExecutor, options.tls === true) : undefined;
     const agentOptions = { keepAlive: true, timeout: options.idleSocketTimeoutMs ?? DEFAULT_IDLE_SOCKET_TIMEOUT_MS };
     this.agent = options.tls === true ? new PskAgent(agentOptions) : new http.Agent(agentOptions);
-    if (options.tls === true && options.taskExecutor !== undefined) this.ownTls = ownTlsOf(options.taskExecutor);
   }
 
   static async start(options: HttpRpcServiceOptions): Promise<HttpRpcService> {
@@ -157,14 +152,14 @@ export class HttpRpcService implements RpcService {
     const notIdempotent = new Set(options.notIdempotent ?? []);
     // Looked up per call: a TaskExecutor handed to another job signs with its new key from then on.
     return gatewayProxy<G>((method, args) => {
-      let tls: { readonly identity: string; readonly key: Buffer } | undefined;
+      let credentials: CallCredentials;
       try {
-        tls = this.options.tls === true ? this.tlsFor(options.taskExecutor) : undefined;
+        credentials = this.credentialsFor(options.taskExecutor);
       } catch (error) {
         // An identity too long for a TLS handshake: the call fails like any other, as a rejection.
         return Promise.reject(error);
       }
-      return this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), this.bearerFor(options.taskExecutor), tls);
+      return this.call(address, name, method, args, options.fencingToken, timeoutMs, !notIdempotent.has(method), credentials.bearer, credentials.tls);
     });
   }
 
@@ -176,8 +171,7 @@ export class HttpRpcService implements RpcService {
     if (typeof jobId !== 'string' || jobId === '' || typeof key !== 'string' || key === '') {
       throw new FloeError('CONFIGURATION', `TaskExecutor ${own.resourceId} was handed job ${JSON.stringify(jobId)} with key ${key === '' ? 'an empty string' : typeof key}; a job id and a non-empty key are needed`);
     }
-    this.ownBearer = taskExecutorBearer({ resourceId: own.resourceId, jobId, key });
-    if (this.options.tls === true) this.ownTls = ownTlsOf({ resourceId: own.resourceId, jobId, key });
+    this.own = callCredentialsOf({ resourceId: own.resourceId, jobId, key }, this.options.tls === true);
   }
 
   async close(): Promise<void> {
@@ -295,57 +289,43 @@ export class HttpRpcService implements RpcService {
     if (header === undefined || !header.startsWith('Bearer ')) return undefined;
     const token = header.slice('Bearer '.length);
     const secret = this.options.secret;
-    if (secret === undefined) {
-      // A TaskExecutor: its own key comes only from itself or from a holder of the secret, who derived it.
-      return this.ownBearer !== undefined && sameSecret(token, this.ownBearer) ? { kind: 'cluster' } : undefined;
-    }
-    if (sameSecret(token, secret)) return { kind: 'cluster' };
-    const te = parseTaskExecutorBearer(token);
-    if (te !== undefined && sameSecret(te.key, taskExecutorKey(secret, te.jobId, te.resourceId))) {
-      return { kind: 'taskexecutor', resourceId: ResourceId.of(te.resourceId), jobId: JobId.of(te.jobId) };
-    }
-    return undefined;
-  }
-
-  /** The bearer of a call: a TaskExecutor's own; else the target TaskExecutor's key for its job, or the cluster secret. */
-  private bearerFor(taskExecutor: ConnectOptions['taskExecutor']): string {
-    if (this.ownBearer !== undefined) return this.ownBearer;
-    const secret = this.options.secret!;
-    if (taskExecutor === undefined) return secret;
-    const { resourceId, jobId } = taskExecutor;
-    const cacheKey = `${jobId}\0${resourceId}`;
-    let bearer = this.peerBearers.get(cacheKey);
-    if (bearer === undefined) {
-      bearer = taskExecutorBearer({ resourceId, jobId, key: taskExecutorKey(secret, jobId, resourceId) });
-      this.peerBearers.set(cacheKey, bearer);
-    }
-    return bearer;
+    const own = this.own?.bearer;
+    const identity = secret !== undefined ? verifyBearer(token, { secret }) : own !== undefined ? verifyBearer(token, { ownBearer: own }) : undefined;
+    if (identity?.kind !== 'taskexecutor') return identity;
+    return { kind: 'taskexecutor', resourceId: ResourceId.of(identity.resourceId), jobId: JobId.of(identity.jobId) };
   }
 
   /** The TLS key of the identity a connecting peer names, or undefined when this process accepts no such peer. */
   private tlsKeyOf(identity: string): Buffer | undefined {
     if (this.closed) return undefined;
     const secret = this.options.secret;
-    if (secret === undefined) return this.ownTls !== undefined && identity === this.ownTls.identity ? this.ownTls.key : undefined;
+    if (secret === undefined) return this.own?.tls !== undefined && identity === this.own.tls.identity ? this.own.tls.key : undefined;
     if (identity === CLUSTER_TLS_IDENTITY) return clusterTlsKey(secret);
     const te = parseTaskExecutorTlsIdentity(identity);
     return te !== undefined ? taskExecutorTlsKey(taskExecutorKey(secret, te.jobId, te.resourceId)) : undefined;
   }
 
-  /** The TLS identity and key a call proves: as `bearerFor`, a TaskExecutor's own, the target TaskExecutor's, or the cluster's. */
-  private tlsFor(taskExecutor: ConnectOptions['taskExecutor']): { readonly identity: string; readonly key: Buffer } {
-    if (this.ownTls !== undefined) return this.ownTls;
+  /**
+   * What a call proves: a TaskExecutor's own credentials; else the target TaskExecutor's key for its job
+   * (derived from the secret), or the cluster secret. The bearer token always, the TLS identity and key
+   * with internal TLS on; both made once per target.
+   */
+  private credentialsFor(taskExecutor: ConnectOptions['taskExecutor']): CallCredentials {
+    if (this.own !== undefined) return this.own;
     const secret = this.options.secret!;
+    const tlsOn = this.options.tls === true;
     const cacheKey = taskExecutor === undefined ? '' : `${taskExecutor.jobId}\0${taskExecutor.resourceId}`;
-    let tls = this.peerTls.get(cacheKey);
-    if (tls === undefined) {
-      tls =
-        taskExecutor === undefined
-          ? { identity: CLUSTER_TLS_IDENTITY, key: clusterTlsKey(secret) }
-          : { identity: taskExecutorTlsIdentity(taskExecutor.resourceId, taskExecutor.jobId), key: taskExecutorTlsKey(taskExecutorKey(secret, taskExecutor.jobId, taskExecutor.resourceId)) };
-      this.peerTls.set(cacheKey, tls);
+    let credentials = this.peers.get(cacheKey);
+    if (credentials === undefined) {
+      if (taskExecutor === undefined) {
+        credentials = { bearer: secret, ...(tlsOn ? { tls: { identity: CLUSTER_TLS_IDENTITY, key: clusterTlsKey(secret) } } : {}) };
+      } else {
+        const target = { resourceId: taskExecutor.resourceId, jobId: taskExecutor.jobId, key: taskExecutorKey(secret, taskExecutor.jobId, taskExecutor.resourceId) };
+        credentials = callCredentialsOf(target, tlsOn);
+      }
+      this.peers.set(cacheKey, credentials);
     }
-    return tls;
+    return credentials;
   }
 
   // ---- client side ----
@@ -451,9 +431,18 @@ export class HttpRpcService implements RpcService {
   }
 }
 
-/** A TaskExecutor's own TLS identity and key for the job it serves. */
-function ownTlsOf(credentials: TaskExecutorCredentials): { readonly identity: string; readonly key: Buffer } {
-  return { identity: taskExecutorTlsIdentity(credentials.resourceId, credentials.jobId), key: taskExecutorTlsKey(credentials.key) };
+/** What a call proves, and how the other side checks it: a bearer token, and with internal TLS on a PSK identity and key. */
+interface CallCredentials {
+  readonly bearer: string;
+  readonly tls?: { readonly identity: string; readonly key: Buffer };
+}
+
+/** A TaskExecutor's credentials for the job it serves, as a call carries them. */
+function callCredentialsOf(credentials: TaskExecutorCredentials, tlsOn: boolean): CallCredentials {
+  return {
+    bearer: taskExecutorBearer(credentials),
+    ...(tlsOn ? { tls: { identity: taskExecutorTlsIdentity(credentials.resourceId, credentials.jobId), key: taskExecutorTlsKey(credentials.key) } } : {}),
+  };
 }
 
 /**
