@@ -2,9 +2,9 @@
 // same task runtime on the main thread itself, spoken to through an in-thread port pair that delivers
 // messages as a thread's port would (later, in order, outside the sender's async context) but without
 // copying them: nothing on either side changes a message once it was sent.
-import { AsyncResource } from 'node:async_hooks';
 import { Worker, threadId as mainThreadId, type TransferListItem } from 'node:worker_threads';
 import type { Logger } from '../core/logger.js';
+import { detached } from '../rpc/detached.js';
 import { SlotWorkerRuntime, type SlotWorkerPort } from '../task/slot-worker-runtime.js';
 import type { MainToWorker, SlotWorkerData, WorkerToMain } from '../task/worker-protocol.js';
 import { FloeEnv } from '../core/floe-env.js';
@@ -133,10 +133,6 @@ function lightBackend(heard: (m: WorkerToMain) => void, ended: () => void): Back
   };
 }
 
-// Captured at load time, outside any component's main thread: a message is handled in this context, as
-// one from a thread's port would be, not in the sender's (a main-thread task that may still be running).
-const detachedScope = new AsyncResource('FloeLightSlotPort');
-
 /**
  * One direction of a light slot's link: messages posted in one turn are delivered together on a later
  * one (setImmediate, as a port's messages arrive from the event loop), in order, by reference. Copying
@@ -157,7 +153,9 @@ class InThreadPort<M> {
     this.queue.push(message);
     if (this.scheduled) return;
     this.scheduled = true;
-    setImmediate(() => detachedScope.runInAsyncScope(() => this.deliver()));
+    // Delivered outside any component's main thread, as a message from a thread's port would be, not in the
+    // sender's context (a main-thread task that may still be running).
+    setImmediate(() => detached(() => this.deliver()));
   }
 
   private deliver(): void {
