@@ -10,6 +10,7 @@ import type { Clock, Timer } from '../core/clock.js';
 import { errorMessage } from '../core/errors.js';
 import type { FencingToken, JobId, ResourceId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import { retryDelayMs } from '../core/retry.js';
 import { retrieveLeader } from '../ha/leader-election.js';
 import { leaseNames, type LeaseStore } from '../ha/lease-store.js';
 import { HeartbeatManager } from '../heartbeat/heartbeat-manager.js';
@@ -231,7 +232,9 @@ export class JobLeaderService {
             this.logger.warn('registration at the JobMaster failed; looking for the leader again', { jobId, address: leader.address, fencingToken: leader.token, error: errorMessage(error) });
             watch.phase = 'looking';
             watch.leader = undefined;
-            const delayMs = Math.min(this.options.retryIntervalMs, FIRST_REGISTRATION_RETRY_MS * 2 ** watch.failedRegistrations);
+            // 20, 40, 80 … ms up to the retry interval: a JobMaster that is starting answers soon.
+            const policy = { initialIntervalMs: FIRST_REGISTRATION_RETRY_MS, backoffCoefficient: 2, maximumIntervalMs: this.options.retryIntervalMs, jitter: 0, maximumAttempts: Infinity };
+            const delayMs = retryDelayMs(policy, watch.failedRegistrations + 1);
             watch.failedRegistrations++;
             this.lookLater(watch, delayMs);
           }),
