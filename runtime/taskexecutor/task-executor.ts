@@ -3,11 +3,11 @@
 // JobTable + JobLeaderService (each job's JobMaster leader, found and followed by the TaskExecutor
 // itself), the ResourceManagerConnection, the SlotWorkerPool (a worker thread per slot running the
 // tasks), the PartitionService (result partitions, data server and client) and the LibraryCache; the
-// JobLeaderListener offers slots to each job's leader and follows its loss, the TaskExecutorDrain leaves on
-// SIGTERM. Everything runs on one main thread. Shutdown and stopping from a main-thread handler run
-// `detached`, never as if still on that (closing) main thread. It stays over 500 lines because it is the
-// gateway of three callers (ResourceManager, JobMasters, warm pool) and the one place a task's life runs
-// through: submitted, deployed to its slot's worker thread, cancelled, ended and reported.
+// JobLeaderListener offers slots to each job's leader and follows its loss, the TaskLifecycle runs each
+// task (deploy, cancel, end, report), the TaskExecutorDrain leaves on SIGTERM. Everything runs on one main
+// thread. Shutdown and stopping from a main-thread handler run `detached`, never as if still on that
+// (closing) main thread. It stays a little over 500 lines because it is the gateway of three callers
+// (ResourceManager, JobMasters, warm pool), each call checking its caller's token and arguments here.
 import { join } from 'node:path';
 import { rm as removePath } from 'node:fs/promises';
 import { systemClock, type Clock, type Timer } from '../core/clock.js';
@@ -21,8 +21,7 @@ import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaderAddress } from '../ha/leader-election.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
-import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
-import { needsUserCode, unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
+import { unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
   type SlotReport,
@@ -34,7 +33,6 @@ import {
 import { detached } from '../rpc/detached.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
-import type { TaskSettings } from '../task/worker-protocol.js';
 import type { HeldPartitionInfo } from './blocking-partitions.js';
 import { JobMasterConnection, JobTable } from './job-table.js';
 import { JobLeaderService, type JobLeaderPhase } from './job-leader-service.js';
@@ -46,6 +44,7 @@ import type { SlotWorker } from './slot-worker-handle.js';
 import { SlotWorkerPool } from './slot-worker-pool.js';
 import { JobLeaderListener } from './job-leader-listener.js';
 import { TaskExecutorDrain } from './task-executor-drain.js';
+import { TaskLifecycle } from './task-lifecycle.js';
 import { TaskSlotTable, type SlotTask } from './task-slot-table.js';
 
 export interface TaskExecutorDeps {
@@ -111,13 +110,13 @@ export class TaskExecutor implements TaskExecutorGateway {
   private readonly cancelTimeoutMs: number;
   private readonly reconnectTimeoutMs: number;
   private readonly countersIntervalMs: number;
-  private settings: TaskSettings | undefined;
   private endpoint: ServedEndpoint | undefined;
   private stopping = false;
   /** The data-plane key of each job this TaskExecutor holds slots of, as its slot requests brought them. */
   private readonly dataKeys = new Map<JobId, string>();
   private readonly drain: TaskExecutorDrain;
   private readonly jobMasters: JobLeaderListener;
+  private readonly tasks: TaskLifecycle;
   private resolveTerminated: (reason: string) => void = () => {};
   /** Resolves with the reason when the TaskExecutor stopped (asked to, or its cluster is gone). */
   readonly terminated: Promise<string>;
@@ -161,17 +160,31 @@ export class TaskExecutor implements TaskExecutorGateway {
       mainThread: this.mainThread,
       logger: this.logger,
       listener: {
-        taskState: (worker, m) => this.onTaskState(worker, m.attemptId, m.state, { ...(m.error ? { error: m.error } : {}), ...(m.result ? { result: m.result } : {}) }),
-        requestSplit: (worker, m) => this.onSplitRequest(worker, m.requestId, m.vertexId, m.attemptId),
+        taskState: (worker, m) => this.tasks.onTaskState(worker, m.attemptId, m.state, { ...(m.error ? { error: m.error } : {}), ...(m.result ? { result: m.result } : {}) }),
+        requestSplit: (worker, m) => this.tasks.onSplitRequest(worker, m.requestId, m.vertexId, m.attemptId),
         taskCounters: (worker, m) => {
           for (const t of m.tasks) this.slotTable.updateCounters(t.attemptId, worker, t);
         },
-        workerExited: (slotIndex, worker, cause, outOfMemory) => this.onWorkerExited(slotIndex, worker, cause, outOfMemory),
+        workerExited: (slotIndex, worker, cause, outOfMemory) => this.tasks.onWorkerExited(slotIndex, worker, cause, outOfMemory),
         registerPartition: (slotIndex, worker, m) => this.partitions.registerPipelined(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.partitionId, slotIndex, worker),
         partitionDone: (worker, m) => this.partitions.pipelinedDone(m.partitionId, worker),
         blockingPartitionFinished: (_worker, m) => this.partitions.blockingFinished(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.attemptId, m.files),
         requestChannel: (worker, m) => this.partitions.connectInputChannel(worker, this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m),
       },
+    });
+    this.tasks = new TaskLifecycle({
+      resourceId: deps.resourceId,
+      config: deps.config,
+      profile: deps.profile,
+      mainThread: this.mainThread,
+      logger: this.logger,
+      slotTable: this.slotTable,
+      workers: this.workers,
+      partitions: this.partitions,
+      libraries: this.libraries,
+      partitionDir: this.partitionDir,
+      cancelTimeoutMs: this.cancelTimeoutMs,
+      countersIntervalMs: this.countersIntervalMs,
     });
     this.jobTable = new JobTable(owner);
     this.jobLeaders = new JobLeaderService({
@@ -200,7 +213,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       reconnectTimeoutMs: this.reconnectTimeoutMs,
       leavingReason: () => this.drain.reason,
       heardFromCluster: () => this.resourceManager.heardFromCluster(),
-      cancel: (task) => this.cancel(task),
+      cancel: (task) => this.tasks.cancel(task),
       releaseSlot: (slotIndex, cause) => this.releaseSlot(slotIndex, cause),
       releaseJob: (jobId, cause) => this.releaseJob(jobId, cause),
     });
@@ -435,8 +448,8 @@ export class TaskExecutor implements TaskExecutorGateway {
   submitTask(descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken): Promise<void> {
     return this.mainThread.run(() => {
       const connection = this.checkJobMasterToken(descriptor.jobId, jobMasterToken);
-      const task = this.acceptTask(descriptor, connection, jobMasterToken);
-      if (task !== undefined) this.startTasks([task]);
+      const task = this.tasks.accept(descriptor, connection, jobMasterToken);
+      if (task !== undefined) this.tasks.start([task]);
     });
   }
 
@@ -455,64 +468,15 @@ export class TaskExecutor implements TaskExecutorGateway {
       const rejected: { attemptId: ExecutionAttemptId; error: ErrorInfo }[] = [];
       for (const descriptor of descriptors) {
         try {
-          const task = this.acceptTask(descriptor, connection, jobMasterToken);
+          const task = this.tasks.accept(descriptor, connection, jobMasterToken);
           if (task !== undefined) accepted.push(task);
         } catch (error) {
           rejected.push({ attemptId: descriptor.attemptId, error: toErrorInfo(error) });
         }
       }
-      if (accepted.length > 0) this.startTasks(accepted);
+      if (accepted.length > 0) this.tasks.start(accepted);
       return { rejected };
     });
-  }
-
-  /** Places a submitted task in its slot (DEPLOYING); undefined for a repeated submission. Throws when its allocation is not active here. */
-  private acceptTask(descriptor: TaskDeploymentDescriptor, connection: JobMasterConnection, jobMasterToken: FencingToken): Task | undefined {
-    this.slotTable.slotForTask(descriptor);
-    if (this.slotTable.task(descriptor.attemptId) !== undefined) return undefined;
-    const task = this.slotTable.addTask(descriptor, connection);
-    this.report(task, { attemptId: descriptor.attemptId, state: 'DEPLOYING' });
-    this.logger.info('task submitted', { task: descriptor.taskName, attemptId: descriptor.attemptId, slotIndex: task.slotIndex, fencingToken: jobMasterToken });
-    return task;
-  }
-
-  /**
-   * Hands accepted tasks to their slots' workers, after the current turn (as a message would arrive),
-   * and those running user code once the job's library is here: one fetch and one main-thread turn per
-   * library for all of them.
-   */
-  private startTasks(tasks: readonly Task[]): void {
-    const byLibrary = new Map<string | undefined, Task[]>();
-    for (const task of tasks) {
-      const key = needsUserCode(task.tdd) ? task.tdd.library.sha256 : undefined;
-      let list = byLibrary.get(key);
-      if (list === undefined) byLibrary.set(key, (list = []));
-      list.push(task);
-    }
-    for (const [sha256, group] of byLibrary) {
-      const library = sha256 !== undefined ? this.libraries.get(sha256, group[0]!.tdd.dataCredentials) : Promise.resolve(undefined);
-      library
-        .then(
-          (code) =>
-            this.mainThread.run(() => {
-              for (const task of group) {
-                try {
-                  this.deploy(task, code);
-                } catch (error) {
-                  this.taskEnded(task, 'FAILED', { error: toErrorInfo(error) });
-                }
-              }
-            }),
-          (error: unknown) =>
-            this.mainThread.run(() => {
-              const info = toErrorInfo(error);
-              for (const task of group) this.taskEnded(task, 'FAILED', { error: info });
-            }),
-        )
-        .catch((e: unknown) => {
-          if (!this.mainThread.isClosed) this.logger.error('task deployment failed', { error: e });
-        });
-    }
   }
 
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void> {
@@ -520,7 +484,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       const task = this.slotTable.task(attemptId);
       if (task === undefined) return;
       this.checkJobMasterToken(task.tdd.jobId, jobMasterToken);
-      this.cancel(task);
+      this.tasks.cancel(task);
     });
   }
 
@@ -606,87 +570,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.jobLeaders.removeJob(jobId);
     this.jobTable.disconnect(jobId);
     this.logger[level]('releasing job', { jobId, cause });
-    for (const task of this.slotTable.tasksOfJob(jobId)) this.cancel(task);
+    for (const task of this.slotTable.tasksOfJob(jobId)) this.tasks.cancel(task);
     for (const slot of this.slotTable.slotsOfJob(jobId)) this.releaseSlot(slot.index, cause);
     void this.partitions.releaseJob(jobId, cause).then(() => this.mainThread.run(() => this.resourceManager.sendSlotReport())).catch(() => undefined);
     this.jobTable.remove(jobId);
     this.dataKeys.delete(jobId);
-  }
-
-  // ---------------------------------------------------------------- tasks
-
-  private deploy(task: Task, library: Uint8Array | undefined): void {
-    if (isExecutionTerminal(task.state)) return;
-    if (task.cancelRequested) {
-      this.taskEnded(task, 'CANCELED');
-      return;
-    }
-    const slot = this.slotTable.slot(task.slotIndex);
-    if (slot.allocationId !== task.tdd.allocationId) {
-      this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('SLOT_FREED', `slot ${slot.index} was freed before task ${task.tdd.taskName} could start`)) });
-      return;
-    }
-    const worker = this.workers.ensureWorker(task.slotIndex);
-    task.worker = worker;
-    this.workers.deploy(worker, task.tdd, library, this.taskSettings());
-  }
-
-  /** What every task of this TaskExecutor runs with: the same for all, so made once (never changed after). */
-  private taskSettings(): TaskSettings {
-    return (this.settings ??= Object.freeze({
-      segmentSizeBytes: this.config.networkBufferSizeBytes,
-      buffersPerChannel: this.config.networkBuffersPerChannel,
-      bufferTimeoutMs: this.config.bufferTimeoutMs,
-      combinerMaxKeys: this.config.combinerMaxKeys,
-      fileOpenTimeoutMs: this.config.fileOpenTimeoutMs,
-      resourceId: this.resourceId,
-      libraryCacheDir: this.libraries.dir,
-      partitionDir: this.partitionDir,
-      countersIntervalMs: this.countersIntervalMs,
-    }));
-  }
-
-  private cancel(task: Task): void {
-    if (isExecutionTerminal(task.state) || task.cancelRequested) return;
-    task.cancelRequested = true;
-    const worker = task.worker;
-    if (worker === undefined) return; // still fetching its library: deploy() sees the flag
-    this.workers.cancel(worker, task.tdd.attemptId);
-    task.cancelTimer = this.mainThread.schedule(() => {
-      if (isExecutionTerminal(task.state)) return;
-      this.logger.warn('task did not stop after cancel; terminating its worker thread', { task: task.tdd.taskName, waitedMs: this.cancelTimeoutMs });
-      if (this.workers.workerOf(task.slotIndex) === worker) this.replaceWorker(task.slotIndex, `task ${task.tdd.taskName} did not stop within ${this.cancelTimeoutMs} ms of being cancelled`);
-    }, this.cancelTimeoutMs);
-  }
-
-  private onTaskState(worker: SlotWorker, attemptId: ExecutionAttemptId, state: TaskExecutionStateUpdate['state'], extra: { error?: ErrorInfo; result?: TaskResult }): void {
-    const task = this.slotTable.task(attemptId);
-    if (task === undefined || task.worker !== worker) return;
-    if (state === 'FINISHED' || state === 'FAILED' || state === 'CANCELED') this.taskEnded(task, state, extra);
-    else if (this.slotTable.setState(task, state)) this.report(task, { attemptId, state });
-  }
-
-  private onSplitRequest(worker: SlotWorker, requestId: number, vertexId: string, attemptId: ExecutionAttemptId): void {
-    const task = this.slotTable.task(attemptId);
-    if (task === undefined) return;
-    task.leader.gateway.requestNextInputSplit(vertexId, attemptId).then(
-      (split) => this.workers.answerSplit(worker, requestId, { split }),
-      (error: unknown) => this.workers.answerSplit(worker, requestId, { error: toErrorInfo(error) }),
-    );
-  }
-
-  private taskEnded(task: Task, state: 'FINISHED' | 'FAILED' | 'CANCELED', extra: { error?: ErrorInfo; result?: TaskResult } = {}): void {
-    if (!this.slotTable.endTask(task, state)) return;
-    task.cancelTimer?.cancel();
-    if (state !== 'FINISHED') void this.partitions.dropUnfinishedAttempt(task.tdd.attemptId, `its producer ended ${state}`);
-    this.logger.info('task ended', { task: task.tdd.taskName, attemptId: task.tdd.attemptId, state, ...(extra.error ? { error: extra.error.message } : {}) });
-    this.report(task, { attemptId: task.tdd.attemptId, state, ...extra });
-    void task.reporting.then(() => this.slotTable.removeTask(task));
-  }
-
-  private report(task: Task, update: TaskExecutionStateUpdate): void {
-    // The connection sends updates in the order reported: the latest call's promise settles after the earlier ones'.
-    task.reporting = task.leader.reportTaskState(update);
   }
 
   // ---------------------------------------------------------------- slots and workers
@@ -697,7 +585,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     if (allocationId === undefined) return;
     this.logger.info('freeing slot', { slotIndex, allocationId, cause });
     for (const task of this.slotTable.tasksInSlot(slotIndex)) {
-      this.taskEnded(task, task.cancelRequested ? 'CANCELED' : 'FAILED', task.cancelRequested ? {} : { error: toErrorInfo(new FloeError('SLOT_FREED', `slot freed while the task ran: ${cause}`)) });
+      this.tasks.ended(task, task.cancelRequested ? 'CANCELED' : 'FAILED', task.cancelRequested ? {} : { error: toErrorInfo(new FloeError('SLOT_FREED', `slot freed while the task ran: ${cause}`)) });
     }
     // Finished blocking partitions are files the TaskExecutor owns: they stay.
     const worker = this.workers.retire(slotIndex);
@@ -706,43 +594,6 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.resourceManager.notifySlotAvailable(slotIndex, allocationId);
     // The RM must not count us idle for a moment between the free slot and the next heartbeat.
     if (this.partitions.heldPartitions > 0) this.resourceManager.sendSlotReport();
-  }
-
-  /** Terminates the slot's worker thread and starts a fresh one; its tasks end. */
-  private replaceWorker(slotIndex: number, cause: string): void {
-    const old = this.workers.workerOf(slotIndex);
-    if (old === undefined) return;
-    this.partitions.dropWorker(old);
-    for (const task of this.slotTable.tasksOnWorker(old)) {
-      if (task.cancelRequested) this.taskEnded(task, 'CANCELED');
-      else this.taskEnded(task, 'FAILED', { error: toErrorInfo(new FloeError('WORKER_TERMINATED', `the slot's worker thread was terminated: ${cause}`)) });
-    }
-    this.workers.replace(slotIndex, this.slotTable.slot(slotIndex).allocationId !== undefined);
-  }
-
-  private onWorkerExited(slotIndex: number, worker: SlotWorker, cause: string, outOfMemory?: { readonly heapLimitMiB: number | undefined }): void {
-    this.logger.error('slot worker thread died', { slotIndex, cause });
-    this.partitions.dropWorker(worker);
-    const tasks = this.slotTable.tasksOnWorker(worker);
-    const error =
-      outOfMemory === undefined
-        ? new FloeError('WORKER_EXITED', cause)
-        : new FloeError('OUT_OF_MEMORY', `${cause} running ${tasks.map((t) => t.tdd.taskName).join(', ') || 'no task'}: ${this.heapLimitText(outOfMemory.heapLimitMiB)}`, { retryable: true });
-    for (const task of tasks) this.taskEnded(task, 'FAILED', { error: toErrorInfo(error) });
-  }
-
-  /** A slot's heap limit, where it comes from, and how to raise it. */
-  private heapLimitText(limitMiB: number | undefined): string {
-    const profile = this.deps.profile;
-    if (limitMiB === undefined) return 'the thread reached V8\'s own heap limit';
-    if (profile !== undefined) {
-      return `its heap is limited to ${limitMiB} MiB, the memory of its slot sharing group's resource profile; ask for more with slotSharingGroup(name, { cpu, memoryMiB })`;
-    }
-    const c = this.config;
-    return (
-      `its heap is limited to ${limitMiB} MiB ('taskmanager.memory.process.size' ${c.taskManagerMemoryMiB} MiB less 'taskmanager.memory.framework.heap.size' ${c.taskManagerFrameworkHeapMiB} MiB, ` +
-      `over ${c.numberOfTaskSlots} slots); raise 'taskmanager.memory.process.size', lower 'taskmanager.numberOfTaskSlots', or give the operator's slot sharing group a resource profile with more memory`
-    );
   }
 
   // ---------------------------------------------------------------- leaving (SIGTERM)
@@ -790,7 +641,7 @@ export class TaskExecutor implements TaskExecutorGateway {
     await this.mainThread
       .run(() => {
         this.resourceManager.stop();
-        for (const task of this.slotTable.allTasks()) this.cancel(task);
+        for (const task of this.slotTable.allTasks()) this.tasks.cancel(task);
       })
       .catch(() => undefined);
     const deadline = Date.now() + Math.min(this.cancelTimeoutMs, 5_000);
