@@ -59,7 +59,7 @@ export interface FloeClusterProps {
    * Floe config options (Flink-style keys, e.g. `{ 'taskmanager.numberOfTaskSlots': 4 }`) for the
    * Dispatcher, JobManagers and TaskExecutors. Validated at synth time.
    *
-   * @default - Floe's defaults (see the README's configuration table)
+   * @default - Floe's defaults (see docs/CONFIGURATION.md)
    */
   readonly config?: Readonly<Record<string, string | number>>;
 
