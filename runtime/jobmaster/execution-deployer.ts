@@ -21,7 +21,8 @@ import type { SlotPool } from './slot-pool.js';
  * Tasks a region deploys per turn of the JobMaster's main thread before it lets other work in. 64, not
  * more: with 256 per turn, what a chunk's tasks allocate lived long enough to survive the young
  * generation's collections, and garbage collection took twice as long for a job of 10,000 trivial
- * tasks (docs/ARCHITECTURE.md, "Scale"). Chunks smaller still gained nothing measurable.
+ * tasks (bench/RESULTS.md, "Scale: the control plane at thousands of tasks"). Chunks smaller still gained
+ * nothing measurable.
  */
 export const DEFAULT_DEPLOY_CHUNK_SIZE = 64;
 

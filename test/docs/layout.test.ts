@@ -1,6 +1,6 @@
-// The docs describe the tree as it is: docs/ARCHITECTURE.md states the layer table of layers.json (the one
-// the layer check reads) and names every folder of runtime/ with what it holds, and the README's layout
-// names every folder of runtime/.
+// The docs describe the tree as it is: docs/ARCHITECTURE.md names every folder of runtime/ with what it
+// holds, and the README's layout names every folder of runtime/. (That its layer table is layers.json's
+// is test/lint/layers.test.ts's to check.)
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +11,6 @@ const runtimeFolders = readdirSync(join(root, 'runtime'), { withFileTypes: true 
   .filter((e) => e.isDirectory())
   .map((e) => e.name)
   .sort();
-const layerTable = JSON.parse(read('layers.json')) as { layers: string[][]; above: string[] };
 
 /** The rows of the markdown table whose header line is `header`, each as its cells. */
 function tableRows(markdown: string, header: string): string[][] {
@@ -36,12 +35,6 @@ const foldersIn = (cell: string): string[] => [...cell.matchAll(/`([a-z]+)\/?`/g
 
 describe('docs/ARCHITECTURE.md', () => {
   const doc = read('docs/ARCHITECTURE.md');
-
-  it("states layers.json's layer table, lowest first", () => {
-    const rows = tableRows(doc, '| layer | folders |');
-    expect(rows.map(([layer]) => Number(layer))).toEqual(layerTable.layers.map((_, i) => i));
-    expect(rows.map(([, folders]) => foldersIn(folders!).sort())).toEqual(layerTable.layers.map((l) => [...l].sort()));
-  });
 
   it('names every folder of runtime/ once, with what it holds', () => {
     const rows = tableRows(doc, '| folder | holds |');
