@@ -332,6 +332,7 @@ export class KeyedStream<T, K> {
   sum(field: NumericField<T>): OperatorStream<T>;
   /** What `selector` returns for each record, summed per key: emits [key, sum]. */
   sum(selector: (value: T) => number): OperatorStream<[K, number]>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one body serves every overload above, each with its own element type
   sum(fieldOrSelector?: string | number | ((value: T) => number)): OperatorStream<any> {
     if (typeof fieldOrSelector === 'function') {
       return this.keyed({ kind: 'keyed.sum', key: this.key, field: undefined, selector: fieldOrSelector as UserFunction });
@@ -347,6 +348,7 @@ export class KeyedStream<T, K> {
    * holding it.
    */
   min(field: ComparableField<T>): OperatorStream<T>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one body serves every overload above, each with its own element type
   min(field?: ComparableField<T>): OperatorStream<any> {
     return this.extremum('keyed.min', field);
   }
@@ -355,6 +357,7 @@ export class KeyedStream<T, K> {
   max(this: KeyedStream<number, K>): OperatorStream<number>;
   /** As min(field), with the largest value. */
   max(field: ComparableField<T>): OperatorStream<T>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one body serves every overload above, each with its own element type
   max(field?: ComparableField<T>): OperatorStream<any> {
     return this.extremum('keyed.max', field);
   }
@@ -392,6 +395,7 @@ export class KeyedStream<T, K> {
     });
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- serves sum/min/max, whose overloads each name their own element type
   private extremum(kind: ExtremumKind, field: unknown): OperatorStream<any> {
     return this.keyed({ kind, key: this.key, field: checkField(DEFAULT_NAMES[kind], field, true) });
   }

@@ -190,7 +190,11 @@ export class RestClient {
     do {
       const page = await this.listJobsPage({ limit: MAX_JOB_PAGE_SIZE, ...(next !== undefined ? { next } : {}) });
       // An older Dispatcher answers every job at once and no `next`: that is the last page too.
-      for (const j of page.jobs) if (!seen.has(j.jobId)) (seen.add(j.jobId), jobs.push(j));
+      for (const j of page.jobs) {
+        if (seen.has(j.jobId)) continue;
+        seen.add(j.jobId);
+        jobs.push(j);
+      }
       next = page.next;
     } while (next !== undefined);
     return jobs;

@@ -3,13 +3,11 @@
 // writes one line in embedded metric format on its stdout, which CloudWatch parses into metrics; the line
 // is checked as CloudWatch reads it, and its values against the job's own figures. Task tags: the
 // JobManager and TaskExecutor tasks of a job carry its id, read back with ListTagsForResource.
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from 'aws-lambda';
 import { ListTagsForResourceCommand } from '@aws-sdk/client-ecs';
 import { createEcsClient } from '../../runtime/aws/ecs-worker-launcher.js';
 import { JOB_ENDED_EVENT, jobMetricsLine } from '../../runtime/aws/job-metrics.js';
-import { JobId } from '../../runtime/core/ids.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { runFixtureToEnd } from '../support/aws-jobs.js';
 import { startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';
