@@ -49,7 +49,8 @@ function rulesFor({ layers, above }, root = 'runtime') {
     },
     {
       name: 'no-circular',
-      comment: 'an import circle: type-only imports count too (a circle of types still ties the modules together); move what both need into one of them or a lower module',
+      comment:
+        'an import circle: type-only imports count too (a circle of types still ties the modules together); move what both need into one of them or a lower module',
       severity: 'error',
       from: {},
       to: { circular: true },

@@ -72,7 +72,13 @@ async function run(name: string, config: Record<string, number>): Promise<Outcom
   const peaks = () => ({ peakJobManagers, peakTaskExecutors, peakRssMiB: round(peakRssKiB / 1024, 0) });
   try {
     const graphs = Array.from({ length: JOBS }, (_, i) =>
-      buildJobGraph(definition, { jobId: JobId.random(), args: [String(100 + i)], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 1 + (i % 2) }),
+      buildJobGraph(definition, {
+        jobId: JobId.random(),
+        args: [String(100 + i)],
+        exportName: 'default',
+        library: { sha256, sizeBytes: code.length },
+        defaultParallelism: 1 + (i % 2),
+      }),
     );
     const ids = (await Promise.all(graphs.map((g) => client.submitJob(g, code)))).map((r) => r.jobId as string);
     for (;;) {
@@ -88,7 +94,9 @@ async function run(name: string, config: Record<string, number>): Promise<Outcom
     return { wallMs: Math.round(performance.now() - started), ...peaks(), finished: 0, notFinished: [], failure: (error as Error).message };
   } finally {
     clearInterval(sampler);
-    await stopCluster(stateDir).catch((error: unknown) => process.stderr.write(`could not stop the cluster (${(error as Error).message}); killing its processes\n`));
+    await stopCluster(stateDir).catch((error: unknown) =>
+      process.stderr.write(`could not stop the cluster (${(error as Error).message}); killing its processes\n`),
+    );
     for (const pid of processesOfCluster(stateDir)) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -119,10 +127,19 @@ const figures = {
       }),
 };
 const path = writeFigures('admission', figures);
-for (const [name, o] of [['admission at its defaults', capped], ['bounds that never bind', uncapped]] as const) {
+for (const [name, o] of [
+  ['admission at its defaults', capped],
+  ['bounds that never bind', uncapped],
+] as const) {
   if (o === undefined) continue;
-  const outcome = o.failure !== undefined ? `cut short after ${(o.wallMs / 1000).toFixed(1)} s: ${o.failure}` : `${o.finished}/${JOBS} FINISHED in ${(o.wallMs / 1000).toFixed(1)} s`;
-  console.log(`${name}: ${outcome}; at most ${o.peakJobManagers} JobManagers and ${o.peakTaskExecutors} TaskExecutors at once, ${o.peakRssMiB} MiB resident${o.notFinished.length > 0 ? `; not finished: ${o.notFinished.join(', ')}` : ''}`);
+  const outcome =
+    o.failure !== undefined
+      ? `cut short after ${(o.wallMs / 1000).toFixed(1)} s: ${o.failure}`
+      : `${o.finished}/${JOBS} FINISHED in ${(o.wallMs / 1000).toFixed(1)} s`;
+  console.log(
+    `${name}: ${outcome}; at most ${o.peakJobManagers} JobManagers and ${o.peakTaskExecutors} TaskExecutors at once, ${o.peakRssMiB} MiB resident${o.notFinished.length > 0 ? `; not finished: ${o.notFinished.join(', ')}` : ''}`,
+  );
 }
-if (uncapped !== undefined) console.log(`capped ÷ uncapped: wall time ${round(capped.wallMs / uncapped.wallMs)}, peak memory ${round(capped.peakRssMiB / uncapped.peakRssMiB)}`);
+if (uncapped !== undefined)
+  console.log(`capped ÷ uncapped: wall time ${round(capped.wallMs / uncapped.wallMs)}, peak memory ${round(capped.peakRssMiB / uncapped.peakRssMiB)}`);
 console.log(`figures: ${path}`);

@@ -43,8 +43,24 @@ const TARGET_HEAP_MIB = 200;
 const MiB = 1024 * 1024;
 
 interface RoundFigures {
-  readonly build: { readonly ms: number; readonly parseMs: number; readonly validateMs: number; readonly executionGraphMs: number; readonly regionsMs: number; readonly peakHeapMiB: number; readonly retainedHeapMiB: number };
-  readonly deploy: { readonly ms: number; readonly createMs: number; readonly serializeMs: number; readonly bytes: number; readonly largestBytes: number; readonly producerDescriptionsBuilt: number; readonly peakHeapMiB: number };
+  readonly build: {
+    readonly ms: number;
+    readonly parseMs: number;
+    readonly validateMs: number;
+    readonly executionGraphMs: number;
+    readonly regionsMs: number;
+    readonly peakHeapMiB: number;
+    readonly retainedHeapMiB: number;
+  };
+  readonly deploy: {
+    readonly ms: number;
+    readonly createMs: number;
+    readonly serializeMs: number;
+    readonly bytes: number;
+    readonly largestBytes: number;
+    readonly producerDescriptionsBuilt: number;
+    readonly peakHeapMiB: number;
+  };
   /** The child's peak resident set (VmHWM): everything, node itself included. */
   readonly peakRssMiB: number;
 }
@@ -57,7 +73,11 @@ export function bigGraphBody(parallelism: number): Uint8Array {
     parallelism,
     maxParallelism: 32_768,
     slotSharingGroup: 'default',
-    operators: [kind === 'source' ? { kind: 'source.sequence', id: `${id}-op`, name: 'numbers', from: 0, to: 1_000_000 } : { kind: 'sink.collect', id: `${id}-op`, name: 'collect', maxRecords: 100 }],
+    operators: [
+      kind === 'source'
+        ? { kind: 'source.sequence', id: `${id}-op`, name: 'numbers', from: 0, to: 1_000_000 }
+        : { kind: 'sink.collect', id: `${id}-op`, name: 'collect', maxRecords: 100 },
+    ],
   });
   const graph = {
     jobId: JobId.random(),
@@ -65,7 +85,17 @@ export function bigGraphBody(parallelism: number): Uint8Array {
     library: { sha256: 'a'.repeat(64), sizeBytes: 1 },
     program: { export: 'default', args: [] },
     vertices: [vertex('source', 'source'), vertex('sink', 'sink')],
-    edges: [{ id: 'source-sink', source: 'source', target: 'sink', distribution: 'all-to-all', partitioner: 'hash', partitionType: 'pipelined', keySelector: { export: 'default', operatorId: 'key' } }],
+    edges: [
+      {
+        id: 'source-sink',
+        source: 'source',
+        target: 'sink',
+        distribution: 'all-to-all',
+        partitioner: 'hash',
+        partitionType: 'pipelined',
+        keySelector: { export: 'default', operatorId: 'key' },
+      },
+    ],
   };
   return Buffer.from(JSON.stringify({ jobGraph: graph }), 'utf8');
 }
@@ -151,7 +181,15 @@ function runRound(parallelism: number): RoundFigures {
       peakHeapMiB: Math.max(peak, retained) / MiB,
       retainedHeapMiB: retained / MiB,
     },
-    deploy: { ms: t7 - t5, createMs: t6 - t5, serializeMs: t7 - t6, bytes, largestBytes: largest, producerDescriptionsBuilt: factory.producerDescriptionsBuilt, peakHeapMiB: deployPeak / MiB },
+    deploy: {
+      ms: t7 - t5,
+      createMs: t6 - t5,
+      serializeMs: t7 - t6,
+      bytes,
+      largestBytes: largest,
+      producerDescriptionsBuilt: factory.producerDescriptionsBuilt,
+      peakHeapMiB: deployPeak / MiB,
+    },
     peakRssMiB: peakRssMiB(),
   };
 }
@@ -168,15 +206,25 @@ function main(): void {
   const self = fileURLToPath(import.meta.url);
   const results: RoundFigures[] = [];
   for (let i = 0; i < rounds; i++) {
-    const child = spawnSync(process.execPath, ['--expose-gc', '--max-old-space-size=4096', self, '--round'], { encoding: 'utf8', env: process.env, maxBuffer: 16 * MiB });
+    const child = spawnSync(process.execPath, ['--expose-gc', '--max-old-space-size=4096', self, '--round'], {
+      encoding: 'utf8',
+      env: process.env,
+      maxBuffer: 16 * MiB,
+    });
     if (child.status !== 0) throw new Error(`round ${i + 1} failed (exit ${child.status ?? child.signal}): ${child.stderr}`);
     const r = JSON.parse(child.stdout) as RoundFigures;
     results.push(r);
-    process.stdout.write(`round ${i + 1}: build ${round(r.build.ms)} ms, peak heap ${round(r.build.peakHeapMiB)} MiB; deploy ${round(r.deploy.ms)} ms, ${round(r.deploy.bytes / MiB)} MiB serialized\n`);
+    process.stdout.write(
+      `round ${i + 1}: build ${round(r.build.ms)} ms, peak heap ${round(r.build.peakHeapMiB)} MiB; deploy ${round(r.deploy.ms)} ms, ${round(r.deploy.bytes / MiB)} MiB serialized\n`,
+    );
   }
   const buildMs = stats(results.map((r) => r.build.ms));
   const heap = stats(results.map((r) => r.build.peakHeapMiB));
-  const ratio = (s: { min: number; median: number; max: number }, target: number) => ({ min: round(s.min / target, 3), median: round(s.median / target, 3), max: round(s.max / target, 3) });
+  const ratio = (s: { min: number; median: number; max: number }, target: number) => ({
+    min: round(s.min / target, 3),
+    median: round(s.median / target, 3),
+    max: round(s.max / target, 3),
+  });
   const figures = {
     parallelism,
     rounds,

@@ -117,7 +117,11 @@ try {
 
   const byOp = (op: Subject['op']) => {
     const [d, q] = [subjects.find((s) => s.op === op && s.backend !== 'SQLite')!, subjects.find((s) => s.op === op && s.backend === 'SQLite')!];
-    const stats = (s: Subject) => ({ medianMs: round3(median(s.samplesMs)), p90Ms: round3(quantile(s.samplesMs, 0.9)), p99Ms: round3(quantile(s.samplesMs, 0.99)) });
+    const stats = (s: Subject) => ({
+      medianMs: round3(median(s.samplesMs)),
+      p90Ms: round3(quantile(s.samplesMs, 0.9)),
+      p99Ms: round3(quantile(s.samplesMs, 0.99)),
+    });
     return { dynamodb: stats(d), sqlite: stats(q), dynamodbOverSqlite: Number((median(d.samplesMs) / median(q.samplesMs)).toFixed(1)) };
   };
   const figures = {
@@ -132,8 +136,13 @@ try {
   mkdirSync(join(packageRoot, 'bench', 'out'), { recursive: true });
   writeFileSync(join(packageRoot, 'bench', 'out', 'conditional-write.json'), JSON.stringify(figures, null, 2) + '\n');
   console.log(`conditional write latency, ${OPS} writes each after ${WARMUP} warm-up writes (median / p90 / p99, ms):`);
-  for (const [label, f] of [['lease renew', figures.leaseRenew], ['job-status update', figures.jobStatusUpdate]] as const) {
-    console.log(`  ${label.padEnd(18)} ${figures.dynamodb}: ${f.dynamodb.medianMs} / ${f.dynamodb.p90Ms} / ${f.dynamodb.p99Ms}   SQLite: ${f.sqlite.medianMs} / ${f.sqlite.p90Ms} / ${f.sqlite.p99Ms}   DynamoDB ÷ SQLite (median) = ${f.dynamodbOverSqlite}`);
+  for (const [label, f] of [
+    ['lease renew', figures.leaseRenew],
+    ['job-status update', figures.jobStatusUpdate],
+  ] as const) {
+    console.log(
+      `  ${label.padEnd(18)} ${figures.dynamodb}: ${f.dynamodb.medianMs} / ${f.dynamodb.p90Ms} / ${f.dynamodb.p99Ms}   SQLite: ${f.sqlite.medianMs} / ${f.sqlite.p90Ms} / ${f.sqlite.p99Ms}   DynamoDB ÷ SQLite (median) = ${f.dynamodbOverSqlite}`,
+    );
   }
 } finally {
   dynamo.destroy();

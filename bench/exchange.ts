@@ -157,22 +157,36 @@ async function measure(parallelism: number) {
       const sampler = new PeakRssSampler(stateDir);
       sampler.start();
       const run = await runJob(client, graph(RECORDS, parallelism), code);
-      teCpuMs.push(sampler.stop().filter((p) => p.role === 'taskexecutor').reduce((n, p) => n + p.cpuMs, 0));
+      teCpuMs.push(
+        sampler
+          .stop()
+          .filter((p) => p.role === 'taskexecutor')
+          .reduce((n, p) => n + p.cpuMs, 0),
+      );
       exchangeMs.push(run.runningMs);
       const result = await client.getJobResult(run.jobId);
       const counted = ((result?.records ?? []) as number[]).reduce((s, n) => s + n, 0);
-      if (counted !== RECORDS || result?.records.length !== KEYS) throw new Error(`the job counted ${counted} records in ${result?.records.length} keys, expected ${RECORDS} in ${KEYS}`);
+      if (counted !== RECORDS || result?.records.length !== KEYS)
+        throw new Error(`the job counted ${counted} records in ${result?.records.length} keys, expected ${RECORDS} in ${KEYS}`);
       placement = groupsPerExecutor(stateDir, run.jobId);
-      if (placement.length !== 2 || placement.some((g) => g.length !== 1)) throw new Error(`expected producers and consumers on two different TaskExecutors, found ${JSON.stringify(placement)}`);
+      if (placement.length !== 2 || placement.some((g) => g.length !== 1))
+        throw new Error(`expected producers and consumers on two different TaskExecutors, found ${JSON.stringify(placement)}`);
       await settleStable(stateDir, 500);
       // The same job without records: what deploying, starting and finishing its tasks costs by itself.
       const emptySampler = new PeakRssSampler(stateDir);
       emptySampler.start();
       const empty = await runJob(client, graph(0, parallelism), code);
-      emptyTeCpuMs.push(emptySampler.stop().filter((p) => p.role === 'taskexecutor').reduce((n, p) => n + p.cpuMs, 0));
+      emptyTeCpuMs.push(
+        emptySampler
+          .stop()
+          .filter((p) => p.role === 'taskexecutor')
+          .reduce((n, p) => n + p.cpuMs, 0),
+      );
       emptyMs.push(empty.runningMs);
       await settleStable(stateDir, 500);
-      process.stderr.write(`p=${parallelism} run ${i + 1}/${RUNS}: codec only ${codec.ms.toFixed(0)} ms, keyed exchange ${run.runningMs.toFixed(0)} ms running (TaskExecutors' CPU ${teCpuMs.at(-1)} ms), the same job without records ${empty.runningMs.toFixed(0)} ms (CPU ${emptyTeCpuMs.at(-1)} ms)\n`);
+      process.stderr.write(
+        `p=${parallelism} run ${i + 1}/${RUNS}: codec only ${codec.ms.toFixed(0)} ms, keyed exchange ${run.runningMs.toFixed(0)} ms running (TaskExecutors' CPU ${teCpuMs.at(-1)} ms), the same job without records ${empty.runningMs.toFixed(0)} ms (CPU ${emptyTeCpuMs.at(-1)} ms)\n`,
+      );
     }
   } finally {
     await stopCluster(stateDir);
@@ -190,7 +204,10 @@ async function measure(parallelism: number) {
       recordsPerSecond: Math.round(RECORDS / (exchange / 1000)),
       groupsPerTaskExecutor: placement,
       emptyJobMedianMs: Math.round(empty),
-      taskExecutorsCpuMs: { what: 'CPU time (user + system) of both TaskExecutor processes per job (kept in the warm pool: no process start-up in it)', ...summary(teCpuMs) },
+      taskExecutorsCpuMs: {
+        what: 'CPU time (user + system) of both TaskExecutor processes per job (kept in the warm pool: no process start-up in it)',
+        ...summary(teCpuMs),
+      },
       emptyJobTaskExecutorsCpuMs: summary(emptyTeCpuMs),
       emptyJobMs: emptyMs.map(Math.round),
     },
@@ -219,12 +236,21 @@ try {
     p2,
   };
   const path = writeFigures('exchange', figures);
-  console.log(`keyed exchange, ${RECORDS} records ${figures.record}, ${RUNS} rounds (codec, then the job), running = first deploy -> last finish, min / median / max:`);
-  for (const [name, f] of [['p=1 (1 producer, 1 consumer)', p1], ['p=2 (2 producers, 2 consumers)', p2]] as const) {
+  console.log(
+    `keyed exchange, ${RECORDS} records ${figures.record}, ${RUNS} rounds (codec, then the job), running = first deploy -> last finish, min / median / max:`,
+  );
+  for (const [name, f] of [
+    ['p=1 (1 producer, 1 consumer)', p1],
+    ['p=2 (2 producers, 2 consumers)', p2],
+  ] as const) {
     console.log(`  ${name}:`);
     console.log(`    codec only (encode + decode, 1 thread): ${spread(f.codecOnly.ms)}   ${f.codecOnly.recordsPerSecond} records/s (median)`);
-    console.log(`    keyed exchange across 2 TaskExecutors:  ${spread(f.keyedExchange.ms)}   ${f.keyedExchange.recordsPerSecond} records/s (median); the TaskExecutors' CPU ${spread(f.keyedExchange.taskExecutorsCpuMs.ms)} (without records ${spread(f.keyedExchange.emptyJobTaskExecutorsCpuMs.ms)})`);
-    console.log(`    efficiency = exchange records/s ÷ codec records/s = ${f.efficiency} (target >= 0.5); per round ${f.efficiencyPerRound.join(', ')}; without the ${f.keyedExchange.emptyJobMedianMs} ms the job takes without records: ${f.efficiencyWithoutStartup}`);
+    console.log(
+      `    keyed exchange across 2 TaskExecutors:  ${spread(f.keyedExchange.ms)}   ${f.keyedExchange.recordsPerSecond} records/s (median); the TaskExecutors' CPU ${spread(f.keyedExchange.taskExecutorsCpuMs.ms)} (without records ${spread(f.keyedExchange.emptyJobTaskExecutorsCpuMs.ms)})`,
+    );
+    console.log(
+      `    efficiency = exchange records/s ÷ codec records/s = ${f.efficiency} (target >= 0.5); per round ${f.efficiencyPerRound.join(', ')}; without the ${f.keyedExchange.emptyJobMedianMs} ms the job takes without records: ${f.efficiencyWithoutStartup}`,
+    );
   }
   console.log(`  figures: ${path}`);
 } finally {

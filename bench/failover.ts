@@ -45,7 +45,13 @@ const kill: number[] = [];
 const stopDetect: number[] = [];
 try {
   for (let round = 0; round < RUNS; round++) {
-    const graph = buildJobGraph(definition, { jobId: JobId.random(), args: ['4', '2000'], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 4 });
+    const graph = buildJobGraph(definition, {
+      jobId: JobId.random(),
+      args: ['4', '2000'],
+      exportName: 'default',
+      library: { sha256, sizeBytes: code.length },
+      defaultParallelism: 4,
+    });
     const submitted = performance.now();
     await client.submitJob(graph, code);
     await until(allRunning(graph.jobId), 'every task RUNNING');
@@ -63,7 +69,10 @@ try {
     const stoppedAtMs = Date.now();
     process.kill(stopped!.pid, 'SIGSTOP');
     try {
-      const lost = await until(async () => (await client.getJobExceptions(graph.jobId)).find((e) => e.message.includes(stopped!.resourceId!)), 'the stopped TaskExecutor found lost');
+      const lost = await until(
+        async () => (await client.getJobExceptions(graph.jobId)).find((e) => e.message.includes(stopped!.resourceId!)),
+        'the stopped TaskExecutor found lost',
+      );
       stopDetect.push(lost.timestampMs - stoppedAtMs);
     } finally {
       process.kill(stopped!.pid, 'SIGKILL');
@@ -71,7 +80,9 @@ try {
     await client.cancelJob(graph.jobId);
     await until(async () => ((await client.getJob(graph.jobId)).status === 'CANCELED' ? true : undefined), 'the cancel');
     await settle(stateDir, idle);
-    process.stderr.write(`round ${round + 1}/${RUNS}: start ${start.at(-1)!.toFixed(0)} ms, kill → running ${kill.at(-1)!.toFixed(0)} ms, SIGSTOP → lost ${stopDetect.at(-1)} ms\n`);
+    process.stderr.write(
+      `round ${round + 1}/${RUNS}: start ${start.at(-1)!.toFixed(0)} ms, kill → running ${kill.at(-1)!.toFixed(0)} ms, SIGSTOP → lost ${stopDetect.at(-1)} ms\n`,
+    );
   }
 } finally {
   await stopCluster(stateDir);
@@ -95,8 +106,14 @@ const figures = {
 };
 writeFigures('failover', figures);
 console.log(`failover, ${figures.job}, ${RUNS} interleaved rounds (min / median / max):`);
-console.log(`  submit → all RUNNING (baseline):        ${figures.submitToAllRunningMs.min} / ${figures.submitToAllRunningMs.median} / ${figures.submitToAllRunningMs.max} ms`);
-console.log(`  kill -9 TaskExecutor → all RUNNING:      ${figures.killToAllRunningMs.min} / ${figures.killToAllRunningMs.median} / ${figures.killToAllRunningMs.max} ms`);
+console.log(
+  `  submit → all RUNNING (baseline):        ${figures.submitToAllRunningMs.min} / ${figures.submitToAllRunningMs.median} / ${figures.submitToAllRunningMs.max} ms`,
+);
+console.log(
+  `  kill -9 TaskExecutor → all RUNNING:      ${figures.killToAllRunningMs.min} / ${figures.killToAllRunningMs.median} / ${figures.killToAllRunningMs.max} ms`,
+);
 console.log(`    ÷ fresh start = ${figures.killRecoveryOverFreshStart}; ÷ 1 s target = ${figures.killRecoveryOverTarget1s}`);
-console.log(`  SIGSTOP TaskExecutor → found lost:       ${figures.sigstopToLostMs.min} / ${figures.sigstopToLostMs.median} / ${figures.sigstopToLostMs.max} ms`);
+console.log(
+  `  SIGSTOP TaskExecutor → found lost:       ${figures.sigstopToLostMs.min} / ${figures.sigstopToLostMs.median} / ${figures.sigstopToLostMs.max} ms`,
+);
 console.log(`    ÷ heartbeat.timeout (${HEARTBEAT_TIMEOUT_MS} ms) = ${figures.sigstopDetectionOverHeartbeatTimeout}`);

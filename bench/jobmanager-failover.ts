@@ -41,7 +41,14 @@ const config = {
 const work = mkdtempSync(join(tmpdir(), 'floe-bench-jm-failover-'));
 const { code, sha256 } = await bundleJobFile(join(packageRoot, 'bench', 'jobs', 'unbounded-keyed.ts'));
 const definition = loadJobDefinition(await importLibrary(code, join(work, 'cache')), 'default');
-const graph = () => buildJobGraph(definition, { jobId: JobId.random(), args: ['4', '2000'], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 4 });
+const graph = () =>
+  buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args: ['4', '2000'],
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: 4,
+  });
 
 interface Api {
   submit(g: ReturnType<typeof graph>): Promise<void>;
@@ -50,15 +57,22 @@ interface Api {
 }
 
 /** Every task RUNNING, as a JobMaster of at least `epoch` wrote it (an older one's counts do not count). */
-const allRunning = (api: Api, jobId: string, epoch = 0) => async (): Promise<number | undefined> => {
-  const j = await api.job(jobId);
-  if (j.status === 'FAILED' || j.status === 'CANCELED' || j.status === 'FINISHED') throw new Error(`job ${jobId} ended ${j.status}`);
-  const current = j.jobMasterEpoch ?? 0;
-  return current >= epoch && j.tasks !== undefined && j.tasks.total > 0 && j.tasks.running === j.tasks.total ? current : undefined;
-};
+const allRunning =
+  (api: Api, jobId: string, epoch = 0) =>
+  async (): Promise<number | undefined> => {
+    const j = await api.job(jobId);
+    if (j.status === 'FAILED' || j.status === 'CANCELED' || j.status === 'FINISHED') throw new Error(`job ${jobId} ended ${j.status}`);
+    const current = j.jobMasterEpoch ?? 0;
+    return current >= epoch && j.tasks !== undefined && j.tasks.total > 0 && j.tasks.running === j.tasks.total ? current : undefined;
+  };
 
 /** One backend's rounds: start, kill (death seen), stop (death unseen); `jobManagerPid` finds the current JobManager. */
-async function rounds(name: string, api: Api, jobManagerPid: (jobId: string) => number | undefined, sweep?: () => Promise<void>): Promise<{ start: number[]; kill: number[]; stop: number[] }> {
+async function rounds(
+  name: string,
+  api: Api,
+  jobManagerPid: (jobId: string) => number | undefined,
+  sweep?: () => Promise<void>,
+): Promise<{ start: number[]; kill: number[]; stop: number[] }> {
   const start: number[] = [];
   const kill: number[] = [];
   const stop: number[] = [];
@@ -95,7 +109,9 @@ async function rounds(name: string, api: Api, jobManagerPid: (jobId: string) => 
     }
     await api.cancel(g.jobId);
     await until(async () => ((await api.job(g.jobId)).status === 'CANCELED' ? true : undefined), 'the cancel');
-    process.stderr.write(`${name} round ${r + 1}/${RUNS}: start ${start.at(-1)!.toFixed(0)} ms, kill → running ${kill.at(-1)!.toFixed(0)} ms, SIGSTOP → running ${stop.at(-1)!.toFixed(0)} ms\n`);
+    process.stderr.write(
+      `${name} round ${r + 1}/${RUNS}: start ${start.at(-1)!.toFixed(0)} ms, kill → running ${kill.at(-1)!.toFixed(0)} ms, SIGSTOP → running ${stop.at(-1)!.toFixed(0)} ms\n`,
+    );
   }
   return { start, kill, stop };
 }
@@ -117,7 +133,9 @@ try {
       (id) => {
         // A child between fork and exec still shows its parent's id: the JobManager is the one whose parent is not a namesake.
         const all = clusterProcesses(stateDir);
-        return all.find((p) => p.resourceId !== undefined && isJobManagerOf(p.resourceId, id) && !all.some((q) => q.pid === p.parentPid && q.resourceId === p.resourceId))?.pid;
+        return all.find(
+          (p) => p.resourceId !== undefined && isJobManagerOf(p.resourceId, id) && !all.some((q) => q.pid === p.parentPid && q.resourceId === p.resourceId),
+        )?.pid;
       },
     );
   } finally {
@@ -137,7 +155,7 @@ try {
         {
           submit: async (g) => void (await client.submitJob(g, code)),
           job: (id) => client.getJob(id),
-            cancel: async (id) => void (await client.cancelJob(id)),
+          cancel: async (id) => void (await client.cancelJob(id)),
         },
         (id) => cluster.ecs.taskSummaries().find((t) => t.lastStatus === 'RUNNING' && t.startedBy !== undefined && isJobManagerOf(t.startedBy, id))?.pid,
         () => front.dispatcher.dispatcher.reconcile(),
@@ -168,11 +186,22 @@ const figures = Object.fromEntries(
     },
   ]),
 );
-writeFigures('jobmanager-failover', { job: 'bench/jobs/unbounded-keyed.ts, parallelism 4, 2 TaskExecutors × 2 slots', runs: RUNS, leaseMs: LEASE_MS, ...figures });
+writeFigures('jobmanager-failover', {
+  job: 'bench/jobs/unbounded-keyed.ts, parallelism 4, 2 TaskExecutors × 2 slots',
+  runs: RUNS,
+  leaseMs: LEASE_MS,
+  ...figures,
+});
 console.log(`JobManager failover, ${RUNS} interleaved rounds per backend (min / median / max), lease ${LEASE_MS} ms:`);
 for (const [backend, f] of Object.entries(figures)) {
   console.log(`  ${backend}:`);
-  console.log(`    submit → all RUNNING (baseline):             ${f.submitToAllRunningMs.min} / ${f.submitToAllRunningMs.median} / ${f.submitToAllRunningMs.max} ms`);
-  console.log(`    kill -9 JobManager (seen) → all RUNNING:      ${f.killToAllRunningMs.min} / ${f.killToAllRunningMs.median} / ${f.killToAllRunningMs.max} ms; ÷ fresh start = ${f.killOverFreshStart}; ÷ 1 s target = ${f.killOverTarget1s}`);
-  console.log(`    SIGSTOP JobManager (unseen) → all RUNNING:    ${f.sigstopToAllRunningMs.min} / ${f.sigstopToAllRunningMs.median} / ${f.sigstopToAllRunningMs.max} ms; ÷ (lease + 1 s) = ${f.sigstopOverLeasePlus1s}`);
+  console.log(
+    `    submit → all RUNNING (baseline):             ${f.submitToAllRunningMs.min} / ${f.submitToAllRunningMs.median} / ${f.submitToAllRunningMs.max} ms`,
+  );
+  console.log(
+    `    kill -9 JobManager (seen) → all RUNNING:      ${f.killToAllRunningMs.min} / ${f.killToAllRunningMs.median} / ${f.killToAllRunningMs.max} ms; ÷ fresh start = ${f.killOverFreshStart}; ÷ 1 s target = ${f.killOverTarget1s}`,
+  );
+  console.log(
+    `    SIGSTOP JobManager (unseen) → all RUNNING:    ${f.sigstopToAllRunningMs.min} / ${f.sigstopToAllRunningMs.median} / ${f.sigstopToAllRunningMs.max} ms; ÷ (lease + 1 s) = ${f.sigstopOverLeasePlus1s}`,
+  );
 }

@@ -53,7 +53,8 @@ async function bundle(name: string, root: string): Promise<Side> {
   if (existsSync(dashboardBuild)) {
     const out = join(scratch, name, 'dashboard');
     execFileSync(process.execPath, [dashboardBuild, out], { stdio: 'ignore' });
-    const walk = (dir: string): number => readdirSync(dir).reduce((sum, f) => sum + (statSync(join(dir, f)).isDirectory() ? walk(join(dir, f)) : statSync(join(dir, f)).size), 0);
+    const walk = (dir: string): number =>
+      readdirSync(dir).reduce((sum, f) => sum + (statSync(join(dir, f)).isDirectory() ? walk(join(dir, f)) : statSync(join(dir, f)).size), 0);
     dashboardBytes = walk(out) - statSync(join(out, 'manifest.json')).size;
   }
   return { name, root, file: outfile, bytes: code.length, gzipBytes: gzipSync(code).length, dashboardBytes };
@@ -63,7 +64,11 @@ async function bundle(name: string, root: string): Promise<Side> {
 function loadMs(file: string): number {
   const out = execFileSync(
     process.execPath,
-    ['--input-type=module', '-e', `const t = performance.now(); await import(${JSON.stringify(`file://${file}`)}); process.stdout.write(String(performance.now() - t));`],
+    [
+      '--input-type=module',
+      '-e',
+      `const t = performance.now(); await import(${JSON.stringify(`file://${file}`)}); process.stdout.write(String(performance.now() - t));`,
+    ],
     { env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' }, encoding: 'utf8' },
   );
   return Number(out);
@@ -82,7 +87,13 @@ try {
   for (const side of sides) {
     const t = times.get(side.name)!;
     const stats = { minMs: round(Math.min(...t), 1), medianMs: round(median(t), 1), maxMs: round(Math.max(...t), 1) };
-    figures[side.name] = { root: side.root, bundleKiB: kib(side.bytes), bundleGzipKiB: kib(side.gzipBytes), dashboardKiB: kib(side.dashboardBytes), load: stats };
+    figures[side.name] = {
+      root: side.root,
+      bundleKiB: kib(side.bytes),
+      bundleGzipKiB: kib(side.gzipBytes),
+      dashboardKiB: kib(side.dashboardBytes),
+      load: stats,
+    };
     console.log(
       `${side.name === 'this' ? 'this checkout ' : `${side.root}`}: bundle ${kib(side.bytes)} KiB (${kib(side.gzipBytes)} KiB gzipped) + dashboard ${kib(side.dashboardBytes)} KiB; load ${stats.minMs} / ${stats.medianMs} / ${stats.maxMs} ms (min / median / max of ${RUNS})`,
     );

@@ -37,11 +37,21 @@ function rssMiB(pid: number): number {
 function post(url: string, path: string, headers: Record<string, string>, body: Buffer, chunked = false): Promise<{ status: number; text: string }> {
   const target = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: target.hostname, port: target.port, method: 'POST', path, headers: chunked ? headers : { ...headers, 'content-length': String(body.length) }, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: 'POST',
+        path,
+        headers: chunked ? headers : { ...headers, 'content-length': String(body.length) },
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     req.on('error', reject);
     if (!chunked) {
       req.end(body);
@@ -115,7 +125,14 @@ function body(kind: string): Buffer {
       // A 12 MB body that is mostly a base64 library: what a legitimate large inline submission costs up to
       // the library checks (its size disagrees with the graph, so nothing is stored).
       const library = Buffer.alloc(Math.floor(((SIZE - 4096) * 3) / 4), 7).toString('base64');
-      const jobGraph = { jobId: 'bench-inline', name: 'n', library: { sha256: 'a'.repeat(64), sizeBytes: 1 }, program: { export: 'default', args: [] }, vertices: [], edges: [] };
+      const jobGraph = {
+        jobId: 'bench-inline',
+        name: 'n',
+        library: { sha256: 'a'.repeat(64), sizeBytes: 1 },
+        program: { export: 'default', args: [] },
+        vertices: [],
+        edges: [],
+      };
       return Buffer.from(JSON.stringify({ jobGraph, library }));
     }
     case 'over the limit, content-length':
@@ -189,7 +206,12 @@ try {
   await new Promise((r) => setTimeout(r, SETTLE_MS));
   const settled = rssMiB(info.pid);
   process.stderr.write(`nested ×10: ${tookMs.toFixed(0)} ms, RSS peak ${peak.toFixed(0)} MiB, settled ${settled.toFixed(0)} MiB\n`);
-  figures['nested ×10'] = { answeredMs: round(tookMs, 0), rssPeakMiB: round(peak, 0), rssSettledMiB: round(settled, 0), rssSettledOverBaseline: round(settled / (figures['baselineRssMiB'] as number), 2) };
+  figures['nested ×10'] = {
+    answeredMs: round(tookMs, 0),
+    rssPeakMiB: round(peak, 0),
+    rssSettledMiB: round(settled, 0),
+    rssSettledOverBaseline: round(settled / (figures['baselineRssMiB'] as number), 2),
+  };
 } finally {
   await stopCluster(stateDir);
 }
@@ -216,7 +238,9 @@ if (gc === undefined) {
     const during = held();
     await new Promise((r) => setTimeout(r, SETTLE_MS));
     const after = held();
-    process.stderr.write(`in-process, heap + array buffers after a full GC: ${before.toFixed(1)} MiB before, ${during.toFixed(1)} MiB right after ten nested bodies, ${after.toFixed(1)} MiB once idle\n`);
+    process.stderr.write(
+      `in-process, heap + array buffers after a full GC: ${before.toFixed(1)} MiB before, ${during.toFixed(1)} MiB right after ten nested bodies, ${after.toFixed(1)} MiB once idle\n`,
+    );
     figures['nested ×10, heap + array buffers after GC (MiB)'] = { before: round(before, 1), rightAfter: round(during, 1), idle: round(after, 1) };
   } finally {
     await embedded.close();

@@ -110,7 +110,11 @@ async function runJob(vertices: number, parallelism: number): Promise<Run> {
   }
 }
 
-const stats = (xs: readonly number[]): { min: number; median: number; max: number } => ({ min: round(Math.min(...xs)), median: round(median(xs)), max: round(Math.max(...xs)) });
+const stats = (xs: readonly number[]): { min: number; median: number; max: number } => ({
+  min: round(Math.min(...xs)),
+  median: round(median(xs)),
+  max: round(Math.max(...xs)),
+});
 
 const small = Math.max(1, Math.round(P / BASELINE_DIVISOR));
 const runs = { running: [] as Run[], runningBaseline: [] as Run[], finished: [] as Run[], finishedBaseline: [] as Run[] };
@@ -123,7 +127,9 @@ for (let round_ = 1; round_ <= ROUNDS; round_++) {
   runs.finished.push(await runJob(10, P));
   const a = runs.running.at(-1)!;
   const b = runs.finished.at(-1)!;
-  console.log(`round ${round_}: ${a.tasks} tasks RUNNING after ${round(a.runningMs)} ms; ${b.tasks} tasks FINISHED after ${round(b.finishedMs)} ms (${round((b.finishedMs * 1000) / b.tasks)} µs/task, CPU ${round((b.cpuMs * 1000) / b.tasks)} µs/task, GC pauses ${round(b.gcMs)} ms)`);
+  console.log(
+    `round ${round_}: ${a.tasks} tasks RUNNING after ${round(a.runningMs)} ms; ${b.tasks} tasks FINISHED after ${round(b.finishedMs)} ms (${round((b.finishedMs * 1000) / b.tasks)} µs/task, CPU ${round((b.cpuMs * 1000) / b.tasks)} µs/task, GC pauses ${round(b.gcMs)} ms)`,
+  );
 }
 
 const perTaskUs = (rs: readonly Run[], f: (r: Run) => number): number[] => rs.map((r) => (f(r) * 1000) / r.tasks);
@@ -146,7 +152,11 @@ const figures = {
     gcPauseMsPerJob: stats(runs.finished.map((r) => r.gcMs)),
     targetUsPerTask: PER_TASK_TARGET_US,
     ratioToTarget: round(median(perTaskUs(runs.finished, (r) => r.finishedMs)) / PER_TASK_TARGET_US, 3),
-    baseline: { tasks: 10 * small, wallUsPerTask: stats(perTaskUs(runs.finishedBaseline, (r) => r.finishedMs)), cpuUsPerTask: stats(perTaskUs(runs.finishedBaseline, (r) => r.cpuMs)) },
+    baseline: {
+      tasks: 10 * small,
+      wallUsPerTask: stats(perTaskUs(runs.finishedBaseline, (r) => r.finishedMs)),
+      cpuUsPerTask: stats(perTaskUs(runs.finishedBaseline, (r) => r.cpuMs)),
+    },
     perTaskRatioToBaseline: round(median(perTaskUs(runs.finished, (r) => r.finishedMs)) / median(perTaskUs(runs.finishedBaseline, (r) => r.finishedMs)), 3),
   },
 };

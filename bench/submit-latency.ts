@@ -28,7 +28,13 @@ ensureExampleLog(input);
 const { code, sha256 } = await bundleJobFile(join(packageRoot, 'examples', 'log-levels.ts'));
 const definition = loadJobDefinition(await importLibrary(code, join(work, 'cache')), 'default');
 const graph = () =>
-  buildJobGraph(definition, { jobId: JobId.random(), args: [input], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 4 });
+  buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args: [input],
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: 4,
+  });
 
 /** Submits one job and polls until it ends; returns the wall time and the most processes seen. */
 async function submitAndWait(client: RestClient, stateDir: string): Promise<{ ms: number; peakProcesses: number }> {
@@ -99,5 +105,7 @@ mkdirSync(join(packageRoot, 'bench', 'out'), { recursive: true });
 writeFileSync(join(packageRoot, 'bench', 'out', 'submit-latency.json'), JSON.stringify(figures, null, 2) + '\n');
 console.log(`submit → FINISHED, ${figures.job}, median of ${RUNS}:`);
 console.log(`  on a running cluster: ${figures.runningClusterMedianMs} ms   (runs: ${figures.runningClusterMs.join(', ')})`);
-console.log(`  from cold (cluster start included): ${figures.coldMedianMs} ms   (runs: ${figures.coldMs.join(', ')}); cold ÷ running = ${figures.coldOverRunning}`);
+console.log(
+  `  from cold (cluster start included): ${figures.coldMedianMs} ms   (runs: ${figures.coldMs.join(', ')}); cold ÷ running = ${figures.coldOverRunning}`,
+);
 console.log(`  processes of the cluster: ${before} before a job, ${peak} at most during one, ${after} after it, ${afterStop} after 'cluster stop'`);

@@ -53,11 +53,24 @@ const input = join(work, 'logs.txt');
 ensureExampleLog(input);
 const { code, sha256 } = await bundleJobFile(join(packageRoot, 'examples', 'log-levels.ts'));
 const definition = loadJobDefinition(await importLibrary(code, join(work, 'cache')), 'default');
-const graph = () => buildJobGraph(definition, { jobId: JobId.random(), args: [input], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 4 });
+const graph = () =>
+  buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args: [input],
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: 4,
+  });
 const unbounded = await bundleJobFile(join(packageRoot, 'bench', 'jobs', 'unbounded-keyed.ts'));
 const unboundedDefinition = loadJobDefinition(await importLibrary(unbounded.code, join(work, 'cache')), 'default');
 const unboundedGraph = () =>
-  buildJobGraph(unboundedDefinition, { jobId: JobId.random(), args: ['2', '200'], exportName: 'default', library: { sha256: unbounded.sha256, sizeBytes: unbounded.code.length }, defaultParallelism: 2 });
+  buildJobGraph(unboundedDefinition, {
+    jobId: JobId.random(),
+    args: ['2', '200'],
+    exportName: 'default',
+    library: { sha256: unbounded.sha256, sizeBytes: unbounded.code.length },
+    defaultParallelism: 2,
+  });
 // One job at a time: the hand-offs need a job to wait; the runs before them never do (see above).
 const config = { 'taskmanager.numberOfTaskSlots': 2, 'cluster.max-jobmanagers': 1 };
 // Inside the package, so the bundles' bare imports resolve from node_modules.
@@ -82,7 +95,9 @@ async function coldThenWarm(client: RestClient, label: string): Promise<{ cold: 
     await warmPoolReady(client);
     const ms = await submitToRunning(client);
     (i < WARMUP ? warmup : warm).push(ms);
-    process.stderr.write(i < WARMUP ? `${label} warm-up run ${i + 1}/${WARMUP}: ${ms.toFixed(0)} ms\n` : `${label} warm run ${i - WARMUP + 1}/${RUNS}: ${ms.toFixed(0)} ms\n`);
+    process.stderr.write(
+      i < WARMUP ? `${label} warm-up run ${i + 1}/${WARMUP}: ${ms.toFixed(0)} ms\n` : `${label} warm run ${i - WARMUP + 1}/${RUNS}: ${ms.toFixed(0)} ms\n`,
+    );
   }
   return { cold, warmup, warm };
 }
@@ -93,7 +108,8 @@ async function seen(client: RestClient, jobId: string, statuses: readonly string
   for (;;) {
     const job = await client.getJob(jobId);
     if (statuses.includes(job.status)) return performance.now();
-    if (job.status === 'FAILED' || job.status === 'CANCELED') throw new Error(`${what} ended ${job.status}: ${JSON.stringify(await client.getJobExceptions(jobId))}`);
+    if (job.status === 'FAILED' || job.status === 'CANCELED')
+      throw new Error(`${what} ended ${job.status}: ${JSON.stringify(await client.getJobExceptions(jobId))}`);
     if (Date.now() > deadline) throw new Error(`${what} did not reach ${statuses.join(' or ')} within 90 s (it is ${job.status})`);
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -131,7 +147,8 @@ async function submitToRunning(client: RestClient): Promise<number> {
     const job = await client.getJob(jobId);
     if (runningAt === undefined && (job.status === 'RUNNING' || job.status === 'FINISHED')) runningAt = performance.now();
     if (job.status === 'FINISHED') return runningAt! - started;
-    if (job.status === 'FAILED' || job.status === 'CANCELED') throw new Error(`benchmark job ended ${job.status}: ${JSON.stringify(await client.getJobExceptions(jobId))}`);
+    if (job.status === 'FAILED' || job.status === 'CANCELED')
+      throw new Error(`benchmark job ended ${job.status}: ${JSON.stringify(await client.getJobExceptions(jobId))}`);
     await new Promise((r) => setTimeout(r, runningAt === undefined ? 5 : 50));
   }
 }
@@ -167,10 +184,20 @@ let awsHandOffs: number[] = [];
     // Its own copy of the entry points, so a rebuild of dist/ during the run cannot pull them away.
     await build({
       entryPoints: Object.fromEntries(['jobmanager', 'taskexecutor', 'slot-worker'].map((n) => [n, join(packageRoot, 'runtime/entrypoints', `${n}.ts`)])),
-      outdir: entryDir, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', splitting: true, logLevel: 'warning',
+      outdir: entryDir,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      packages: 'external',
+      splitting: true,
+      logLevel: 'warning',
     });
     // As the stack's JobManager task definition: it knows the cluster's bus.
-    ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, join(entryDir, 'jobmanager.js')], env: { ...taskEnv, FLOE_SECRET: secret, FLOE_EVENT_BUS: bus, FLOE_EVENTS_ENDPOINT: events.endpoint } });
+    ecs.registerTaskDefinition('floe-jobmanager', {
+      command: [process.execPath, join(entryDir, 'jobmanager.js')],
+      env: { ...taskEnv, FLOE_SECRET: secret, FLOE_EVENT_BUS: bus, FLOE_EVENTS_ENDPOINT: events.endpoint },
+    });
     ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, join(entryDir, 'taskexecutor.js')], env: taskEnv });
     const dispatcher = await startAwsDispatcher({
       env: {
@@ -215,7 +242,12 @@ else rmSync(work, { recursive: true, force: true });
 rmSync(entryDir, { recursive: true, force: true });
 
 const TARGET_MS = 300;
-const spread = (xs: readonly number[]) => ({ minMs: Math.round(Math.min(...xs)), medianMs: Math.round(median(xs)), maxMs: Math.round(Math.max(...xs)), ms: xs.map(Math.round) });
+const spread = (xs: readonly number[]) => ({
+  minMs: Math.round(Math.min(...xs)),
+  medianMs: Math.round(median(xs)),
+  maxMs: Math.round(Math.max(...xs)),
+  ms: xs.map(Math.round),
+});
 const spreadOrNone = (xs: readonly number[]) => (xs.length === 0 ? undefined : spread(xs));
 const backend = (b: { cold: number; warmup: number[]; warm: number[] }) => ({
   coldMs: Math.round(b.cold),
@@ -225,13 +257,13 @@ const backend = (b: { cold: number; warmup: number[]; warm: number[] }) => ({
 });
 const figures = {
   job: 'examples/log-levels.ts, parallelism 4, 2 TaskExecutors x 2 slots',
-  measured: 'POST /jobs sent -> GET /jobs/:id first answers RUNNING; warm: the last job\'s JobManager and TaskExecutors ready in the warm pool',
+  measured: "POST /jobs sent -> GET /jobs/:id first answers RUNNING; warm: the last job's JobManager and TaskExecutors ready in the warm pool",
   warmupRuns: WARMUP,
   warmRuns: RUNS,
   embedded: backend(embedded),
   awsEmulators: backend(aws),
   handOff: {
-    what: "one job at a time: cancel of the running job -> the job waiting in line RUNNING (in the JobManager the cancelled job leaves ready, told that capacity is free)",
+    what: 'one job at a time: cancel of the running job -> the job waiting in line RUNNING (in the JobManager the cancelled job leaves ready, told that capacity is free)',
     embedded: spreadOrNone(embeddedHandOffs),
     awsEmulators: spreadOrNone(awsHandOffs),
   },
@@ -239,11 +271,19 @@ const figures = {
 mkdirSync(join(packageRoot, 'bench', 'out'), { recursive: true });
 writeFileSync(join(packageRoot, 'bench', 'out', 'submit-running-aws.json'), JSON.stringify(figures, null, 2) + '\n');
 console.log(`submit → RUNNING, ${figures.job}:`);
-for (const [name, f] of [['embedded cluster', figures.embedded], ['AWS backend on emulators', figures.awsEmulators]] as const) {
+for (const [name, f] of [
+  ['embedded cluster', figures.embedded],
+  ['AWS backend on emulators', figures.awsEmulators],
+] as const) {
   const first = f.warmup === undefined ? '' : `; the ${WARMUP} warm-up jobs before them ${f.warmup.minMs} / ${f.warmup.medianMs} / ${f.warmup.maxMs} ms`;
-  console.log(`  ${name.padEnd(26)} cold ${f.coldMs} ms; warm pool ${f.warm.minMs} / ${f.warm.medianMs} / ${f.warm.maxMs} ms (min / median / max of ${RUNS}), median ÷ ${TARGET_MS} ms target = ${f.warmMedianOverTarget}${first}`);
+  console.log(
+    `  ${name.padEnd(26)} cold ${f.coldMs} ms; warm pool ${f.warm.minMs} / ${f.warm.medianMs} / ${f.warm.maxMs} ms (min / median / max of ${RUNS}), median ÷ ${TARGET_MS} ms target = ${f.warmMedianOverTarget}${first}`,
+  );
 }
 console.log(`a job waiting in line (one job at a time), cancel of the job ahead -> it RUNNING, min / median / max of ${HANDOFFS}:`);
-for (const [name, h] of [['embedded cluster', figures.handOff.embedded], ['AWS backend on emulators', figures.handOff.awsEmulators]] as const) {
+for (const [name, h] of [
+  ['embedded cluster', figures.handOff.embedded],
+  ['AWS backend on emulators', figures.handOff.awsEmulators],
+] as const) {
   if (h !== undefined) console.log(`  ${name.padEnd(26)} ${h.minMs} / ${h.medianMs} / ${h.maxMs} ms`);
 }

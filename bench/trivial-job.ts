@@ -54,13 +54,18 @@ function steps(stderr: string): Record<string, number> {
   return out;
 }
 
-const stats = (xs: readonly number[]): { min: number; median: number; max: number } => ({ min: round(Math.min(...xs), 1), median: round(median(xs), 1), max: round(Math.max(...xs), 1) });
+const stats = (xs: readonly number[]): { min: number; median: number; max: number } => ({
+  min: round(Math.min(...xs), 1),
+  median: round(median(xs), 1),
+  max: round(Math.max(...xs), 1),
+});
 
 try {
   await floe('cluster', 'start');
   // Warm-up: bundles and type-checks once (filling the caches), and starts whatever the cluster keeps.
   const warm = await floe('run', jobFile, '--verbose');
-  if (warm.stdout.trim().split('\n').map(Number).sort().join(',') !== '2,4,6') throw new Error(`the trivial job printed ${JSON.stringify(warm.stdout)}, expected 2, 4, 6`);
+  if (warm.stdout.trim().split('\n').map(Number).sort().join(',') !== '2,4,6')
+    throw new Error(`the trivial job printed ${JSON.stringify(warm.stdout)}, expected 2, 4, 6`);
 
   const node: number[] = [];
   const run: number[] = [];
@@ -89,7 +94,7 @@ try {
     split: Object.fromEntries(Object.entries(parts).map(([k, xs]) => [k, stats(xs)])),
     notes: [
       'client: bundle-cache lookup + remembered type-check + job graph + finding the cluster (in the CLI process)',
-      "submit: POST /jobs (the library inline, or offered by hash when larger), answered after admission and the hand-over to a ready JobManager; the dashboard link is asked for meanwhile",
+      'submit: POST /jobs (the library inline, or offered by hash when larger), answered after admission and the hand-over to a ready JobManager; the dashboard link is asked for meanwhile',
       'wait: long-polls until the job ended (on the warm pool kept since the warm-up run), the records asked for beside them; result: printing them (or GET of the records when the first wait did not see the end)',
       'process: node start, module load and exit (command to exit minus the steps)',
     ],

@@ -74,7 +74,11 @@ try {
   );
   const store = new DynamoDbJobStore({ documentClient: dynamo.documentClient, tableName: tables.jobTable });
   const marker = async (): Promise<boolean> =>
-    (await dynamo.documentClient.send(new GetCommand({ TableName: tables.jobTable, Key: { jobId: '#schema/active-index-and-ended-counts' }, ConsistentRead: true }))).Item?.['done'] === true;
+    (
+      await dynamo.documentClient.send(
+        new GetCommand({ TableName: tables.jobTable, Key: { jobId: '#schema/active-index-and-ended-counts' }, ConsistentRead: true }),
+      )
+    ).Item?.['done'] === true;
   const calls: { ms: number; requests: number; activeListed: number }[] = [];
   let allActiveAt: number | undefined;
   do {
@@ -96,7 +100,8 @@ try {
     if (r['status'] === JobStatus.FAILED) expected.failed++;
     if (r['status'] === JobStatus.CANCELED) expected.canceled++;
   }
-  if (JSON.stringify(counts) !== JSON.stringify(expected)) throw new Error(`countEnded after the pass: expected ${JSON.stringify(expected)}, found ${JSON.stringify(counts)}`);
+  if (JSON.stringify(counts) !== JSON.stringify(expected))
+    throw new Error(`countEnded after the pass: expected ${JSON.stringify(expected)}, found ${JSON.stringify(counts)}`);
   if (activeAfter.length !== ACTIVE) throw new Error(`listActive after the pass: expected ${ACTIVE} active jobs, found ${activeAfter.length}`);
   const slowest = Math.max(...calls.map((c) => c.ms));
   const figures = {

@@ -43,7 +43,10 @@ async function main(): Promise<void> {
   const CONFIG: Record<string, number> = { 'taskmanager.numberOfTaskSlots': 2 };
   // A warm pool of one JobManager and one TaskExecutor, once the build has one.
   const knownKeys = new Set<string>(Object.values(CONFIG_OPTIONS).map((o) => o.key));
-  for (const [key, value] of [['cluster.warm-pool.jobmanagers', 1], ['cluster.warm-pool.taskmanagers', 1]] as const) {
+  for (const [key, value] of [
+    ['cluster.warm-pool.jobmanagers', 1],
+    ['cluster.warm-pool.taskmanagers', 1],
+  ] as const) {
     if (knownKeys.has(key)) CONFIG[key] = value;
   }
   for (const [k, v] of Object.entries(JSON.parse(process.env['BENCH_CONFIG'] ?? '{}') as Record<string, number>)) CONFIG[k] = v;
@@ -77,14 +80,25 @@ async function main(): Promise<void> {
   const { code, sha256 } = await bundleJobFile(join(packageRoot, 'examples', 'wordcount.ts'));
   const definition = loadJobDefinition(await importLibrary(code, join(work, 'cache')), 'default');
   const graphFor = (parallelism: number, out: string) =>
-    buildJobGraph(definition, { jobId: JobId.random(), args: [input, out], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+    buildJobGraph(definition, {
+      jobId: JobId.random(),
+      args: [input, out],
+      exportName: 'default',
+      library: { sha256, sizeBytes: code.length },
+      defaultParallelism: parallelism,
+    });
 
   const stateDir = join(work, 'cluster');
   const { info } = await startCluster(stateDir, { config: CONFIG });
   const client = RestClient.forCluster(info);
 
   /** One job at `parallelism`, its output checked against `reference`, then deleted. */
-  async function floeRound(parallelism: number, name: string, reference: ReadonlyMap<string, number>, lines: number): Promise<{ run: JobRun; peaks: ProcessPeak[] }> {
+  async function floeRound(
+    parallelism: number,
+    name: string,
+    reference: ReadonlyMap<string, number>,
+    lines: number,
+  ): Promise<{ run: JobRun; peaks: ProcessPeak[] }> {
     const out = join(work, `out-${name}`);
     const sampler = new PeakRssSampler(stateDir);
     sampler.start();
@@ -164,7 +178,10 @@ async function main(): Promise<void> {
         what: 'parallelism 2, 1 TaskExecutor x 2 slots, after a warm-up job',
         submitToFinished: summary(floeSubmitMs),
         running: { what: 'first task deployed -> last task finished (JobMaster clock)', ...summary(floeRunningMs) },
-        taskExecutorCpu: { what: "CPU time (user + system) of the TaskExecutor process over the job: its slot threads, main thread, GC and I/O threads", ...summary(teCpuMs) },
+        taskExecutorCpu: {
+          what: 'CPU time (user + system) of the TaskExecutor process over the job: its slot threads, main thread, GC and I/O threads',
+          ...summary(teCpuMs),
+        },
       },
       cost: round(plain / submit),
       costRunningOnly: round(plain / running),
@@ -177,14 +194,22 @@ async function main(): Promise<void> {
       },
     };
     const path = writeFigures('wordcount', figures);
-    console.log(`wordcount, ${figures.job}, ${RUNS} rounds after a warm-up job${warmPool ? ' (warm pool on)' : ' (no warm pool in this build)'}, min / median / max:`);
+    console.log(
+      `wordcount, ${figures.job}, ${RUNS} rounds after a warm-up job${warmPool ? ' (warm pool on)' : ' (no warm pool in this build)'}, min / median / max:`,
+    );
     console.log(`  plain Node, 1 thread (fast count):   ${spread(plainMs)}   (the naive rule: ${spread(naiveMs)})`);
-    console.log(`  the job's functions, 2 threads, no runtime: ${spread(ceilingMs)}   (a ceiling on COST: plain ÷ this = ${figures.ceiling.costCeiling}; per round ${figures.ceiling.costCeilingPerRound.join(', ')})`);
+    console.log(
+      `  the job's functions, 2 threads, no runtime: ${spread(ceilingMs)}   (a ceiling on COST: plain ÷ this = ${figures.ceiling.costCeiling}; per round ${figures.ceiling.costCeilingPerRound.join(', ')})`,
+    );
     console.log(`  Floe p=2, submit -> FINISHED:         ${spread(floeSubmitMs)}   (running only: ${spread(floeRunningMs)})`);
     console.log(`  Floe p=2, TaskExecutor CPU per job:   ${spread(teCpuMs)}   (the plain count's CPU is its time: one thread)`);
-    console.log(`  COST = plain time ÷ Floe submit -> FINISHED = ${figures.cost} (target >= 1.0); per round ${figures.costPerRound.join(', ')}; running only: ${figures.costRunningOnly}`);
+    console.log(
+      `  COST = plain time ÷ Floe submit -> FINISHED = ${figures.cost} (target >= 1.0); per round ${figures.costPerRound.join(', ')}; running only: ${figures.costRunningOnly}`,
+    );
     console.log(`  top 10: ${top.map(([w, n]) => `${w} ${n}`).join(', ')}`);
-    console.log(`  peak RSS (VmHWM) per TaskExecutor: p=2 ${figures.peakRssMiB.p2TaskExecutors.join(', ')} MiB; p=4 (2 TEs x 2 slots) ${figures.peakRssMiB.p4TaskExecutors.join(', ')} MiB`);
+    console.log(
+      `  peak RSS (VmHWM) per TaskExecutor: p=2 ${figures.peakRssMiB.p2TaskExecutors.join(', ')} MiB; p=4 (2 TEs x 2 slots) ${figures.peakRssMiB.p4TaskExecutors.join(', ')} MiB`,
+    );
     console.log(`  figures: ${path}`);
   } finally {
     await ceiling.close();

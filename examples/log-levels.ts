@@ -30,14 +30,12 @@ export default defineJob('log-levels', (env, args) => {
     .name('parse')
     .filter((e) => LEVELS[e.level.toLowerCase()] !== undefined)
     .name('warnings and errors')
-    .map(
-      (e): LogEvent => ({
-        level: LEVELS[e.level.toLowerCase()]!,
-        service: e.service.trim().toLowerCase(),
-        timestamp: e.timestamp,
-        message: e.message.replace(/\s+/g, ' ').trim(),
-      }),
-    )
+    .map((e): LogEvent => ({
+      level: LEVELS[e.level.toLowerCase()]!,
+      service: e.service.trim().toLowerCase(),
+      timestamp: e.timestamp,
+      message: e.message.replace(/\s+/g, ' ').trim(),
+    }))
     .name('normalise')
     .collect({ maxRecords: 1_000_000 })
     .setParallelism(1);

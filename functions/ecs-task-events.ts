@@ -39,7 +39,10 @@ export function stoppedWorkerOf(event: TaskStateChangeEvent): { workerId: string
   return { workerId, reason: `${how} (ECS: ${detail.stoppedReason ?? detail.containers?.[0]?.reason ?? 'no reason given'})` };
 }
 
-export function createTaskStateChangeHandler(options: { dispatcher: () => Promise<Dispatcher>; logger?: Logger }): (event: TaskStateChangeEvent, context?: Context) => Promise<void> {
+export function createTaskStateChangeHandler(options: {
+  dispatcher: () => Promise<Dispatcher>;
+  logger?: Logger;
+}): (event: TaskStateChangeEvent, context?: Context) => Promise<void> {
   const log = (options.logger ?? createLogger({ process: 'lambda' })).child({ component: 'ecs-task-events' });
   return async (event) => {
     const stopped = stoppedWorkerOf(event);
@@ -77,7 +80,10 @@ export function isCapacityFreed(event: unknown): event is CapacityFreedEvent {
 }
 
 /** Capacity was given back: admit what waits, as a submission or the sweep would. */
-export function createCapacityFreedHandler(options: { dispatcher: () => Promise<Dispatcher>; logger?: Logger }): (event: CapacityFreedEvent, context?: Context) => Promise<void> {
+export function createCapacityFreedHandler(options: {
+  dispatcher: () => Promise<Dispatcher>;
+  logger?: Logger;
+}): (event: CapacityFreedEvent, context?: Context) => Promise<void> {
   const log = (options.logger ?? createLogger({ process: 'lambda' })).child({ component: 'capacity-events' });
   return async (event) => {
     await (await options.dispatcher()).admitWaiting();
@@ -99,14 +105,22 @@ export function isJobEnded(event: unknown): event is JobEndedEvent {
  * function's log group (runtime/aws/job-metrics.ts). No Dispatcher is needed, so no cold start of one.
  * A detail that is not a job's figures is thrown: Lambda retries, then keeps it in the dead-letter queue.
  */
-export function createJobEndedHandler(options: { cluster: () => string | undefined; write?: (line: string) => void }): (event: JobEndedEvent, context?: Context) => Promise<void> {
+export function createJobEndedHandler(options: {
+  cluster: () => string | undefined;
+  write?: (line: string) => void;
+}): (event: JobEndedEvent, context?: Context) => Promise<void> {
   const write = options.write ?? ((line: string) => process.stdout.write(line + '\n'));
   return async (event) => {
     if (!isJobEndFigures(event.detail)) {
-      throw new Error(`a '${JOB_ENDED_EVENT.detailType}' event needs a detail of { jobId, jobName, status, durationMs, recordsIn, recordsOut, restarts } with whole numbers >= 0, found ${JSON.stringify(event.detail)}`);
+      throw new Error(
+        `a '${JOB_ENDED_EVENT.detailType}' event needs a detail of { jobId, jobName, status, durationMs, recordsIn, recordsOut, restarts } with whole numbers >= 0, found ${JSON.stringify(event.detail)}`,
+      );
     }
     const cluster = options.cluster();
-    if (cluster === undefined || cluster === '') throw new Error(`the job-ended event of job ${event.detail.jobId} needs the cluster's name for its metrics, found none; set ${FloeEnv.ECS_CLUSTER} on the function (the stack does)`);
+    if (cluster === undefined || cluster === '')
+      throw new Error(
+        `the job-ended event of job ${event.detail.jobId} needs the cluster's name for its metrics, found none; set ${FloeEnv.ECS_CLUSTER} on the function (the stack does)`,
+      );
     const at = Date.parse(event.time ?? '');
     write(jobMetricsLine(event.detail, cluster, Number.isFinite(at) ? at : Date.now()));
   };

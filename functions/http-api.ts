@@ -35,12 +35,17 @@ export type HttpApiResult = APIGatewayProxyStructuredResultV2;
 
 /** Checks the event is an HTTP API v2 event and maps it; throws InvalidRequestError naming what is off. */
 export function toRestRequest(event: unknown): RestRequest {
-  if (event === null || typeof event !== 'object') throw new InvalidRequestError('the Lambda event is not an object; expected an API Gateway HTTP API payload v2 event');
+  if (event === null || typeof event !== 'object')
+    throw new InvalidRequestError('the Lambda event is not an object; expected an API Gateway HTTP API payload v2 event');
   const e = event as Partial<APIGatewayProxyEventV2>;
-  if (e.version !== '2.0') throw new InvalidRequestError(`the Lambda event has version ${JSON.stringify(e.version)}; expected an API Gateway HTTP API payload v2 event (version "2.0")`);
+  if (e.version !== '2.0')
+    throw new InvalidRequestError(
+      `the Lambda event has version ${JSON.stringify(e.version)}; expected an API Gateway HTTP API payload v2 event (version "2.0")`,
+    );
   const method = e.requestContext?.http?.method;
   if (typeof method !== 'string' || method === '') throw new InvalidRequestError('the event has no requestContext.http.method');
-  if (typeof e.rawPath !== 'string' || !e.rawPath.startsWith('/')) throw new InvalidRequestError(`the event's rawPath must start with '/', found ${JSON.stringify(e.rawPath)}`);
+  if (typeof e.rawPath !== 'string' || !e.rawPath.startsWith('/'))
+    throw new InvalidRequestError(`the event's rawPath must start with '/', found ${JSON.stringify(e.rawPath)}`);
   const headers: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(e.headers ?? {})) headers[name.toLowerCase()] = value;
   // Payload v2 takes the Cookie header apart into `cookies`.
@@ -56,7 +61,11 @@ export function toRestRequest(event: unknown): RestRequest {
   const caller = typeof iam?.userArn === 'string' && iam.userArn !== '' ? iam.userArn : undefined;
   // The raw path and query go to the router as sent, so it decodes (and refuses) them as the local server's do.
   return {
-    method: method.toUpperCase(), path: e.rawPath, query, rawQuery, headers,
+    method: method.toUpperCase(),
+    path: e.rawPath,
+    query,
+    rawQuery,
+    headers,
     ...(body !== undefined ? { body } : {}),
     ...(caller !== undefined ? { authenticatedCaller: caller } : {}),
   };
@@ -64,7 +73,12 @@ export function toRestRequest(event: unknown): RestRequest {
 
 export function toHttpApiResult(response: RestResponse): HttpApiResult {
   if (response.bytes === undefined) {
-    return { statusCode: response.status, headers: { ...response.headers, 'content-type': 'application/json' }, body: JSON.stringify(response.body), isBase64Encoded: false };
+    return {
+      statusCode: response.status,
+      headers: { ...response.headers, 'content-type': 'application/json' },
+      body: JSON.stringify(response.body),
+      isBase64Encoded: false,
+    };
   }
   // A cookie goes in `cookies` (payload v2); text stays text, anything else travels base64.
   const { 'set-cookie': cookie, ...headers }: Record<string, string> = { 'content-type': 'application/json', ...response.headers };
@@ -133,7 +147,10 @@ const reconcile = createReconcileHandler({ dispatcher: async () => (await dispat
 const capacityFreed = createCapacityFreedHandler({ dispatcher: async () => (await dispatcherOnce()).dispatcher });
 const jobEnded = createJobEndedHandler({ cluster: () => process.env[FloeEnv.ECS_CLUSTER] });
 
-export const handler = (event: HttpApiEvent | TaskStateChangeEvent | ReconcileEvent | CapacityFreedEvent | JobEndedEvent, context: Context): Promise<HttpApiResult | void> =>
+export const handler = (
+  event: HttpApiEvent | TaskStateChangeEvent | ReconcileEvent | CapacityFreedEvent | JobEndedEvent,
+  context: Context,
+): Promise<HttpApiResult | void> =>
   isTaskStateChange(event)
     ? taskStateChanges(event, context)
     : isReconcileEvent(event)

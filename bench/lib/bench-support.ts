@@ -90,7 +90,11 @@ export class PeakRssSampler {
    * the processes found are read every `intervalMs` (one small file each), which keeps the sampler from
    * taking CPU from the job it measures.
    */
-  constructor(private readonly stateDir: string, private readonly intervalMs = 50, private readonly scanMs = 250) {}
+  constructor(
+    private readonly stateDir: string,
+    private readonly intervalMs = 50,
+    private readonly scanMs = 250,
+  ) {}
 
   start(): void {
     this.sample();
@@ -121,7 +125,9 @@ export class PeakRssSampler {
       this.sample();
     }
     this.timer = undefined;
-    return [...this.peaks].filter(([, p]) => p.kib > 0).map(([pid, p]) => ({ pid, role: p.role, peakRssMiB: round(p.kib / 1024, 1), cpuMs: Math.round(Math.max(0, p.cpuMs - p.cpuBaseMs)) }));
+    return [...this.peaks]
+      .filter(([, p]) => p.kib > 0)
+      .map(([pid, p]) => ({ pid, role: p.role, peakRssMiB: round(p.kib / 1024, 1), cpuMs: Math.round(Math.max(0, p.cpuMs - p.cpuBaseMs)) }));
   }
 }
 

@@ -29,7 +29,15 @@ export function scaleJobGraph(template: JobGraph, shape: { readonly vertices: nu
           ? [{ ...collect, id: `collect-${i}`, maxRecords: parallelism } as OperatorSpec]
           : [{ ...identity, id: `identity-${i}` }];
     vertices.push({ id: `v${i}`, name: `v${i}`, parallelism, maxParallelism: Math.max(128, parallelism), slotSharingGroup: 'default', operators: ops });
-    if (i > 0) edges.push({ id: `v${i - 1}-to-v${i}`, source: `v${i - 1}`, target: `v${i}`, distribution: 'forward', partitioner: 'forward', partitionType: 'pipelined' });
+    if (i > 0)
+      edges.push({
+        id: `v${i - 1}-to-v${i}`,
+        source: `v${i - 1}`,
+        target: `v${i}`,
+        distribution: 'forward',
+        partitioner: 'forward',
+        partitionType: 'pipelined',
+      });
   }
   return {
     ...template,

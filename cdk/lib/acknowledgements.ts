@@ -74,13 +74,23 @@ export function acknowledgeWildcards(floe: WildcardHolders, blobPrefix: string):
   const clusterTasks = ecsArn(`task/<${stack.getLogicalId(floe.cluster.node.defaultChild as CfnElement)}>/*`);
   const listTasks = 'ListTasks names no task: IAM scopes it by the ecs:cluster condition only (Resource::*).';
   const tasks = 'Task ids exist only once RunTask started them: StopTask and DescribeTasks cover the tasks of this cluster.';
-  const revisions = 'RunTask of any revision of the one task definition family, in this cluster only (ecs:cluster condition): a process started before a redeploy keeps launching the revision it was configured with.';
+  const revisions =
+    'RunTask of any revision of the one task definition family, in this cluster only (ecs:cluster condition): a process started before a redeploy keeps launching the revision it was configured with.';
   const id = 'AwsSolutions-IAM5';
   NagSuppressions.addResourceSuppressions(
     floe.apiFunction.role!,
     [
-      { id, appliesTo: [bucketObjects(`${blobPrefix}*`)], reason: 'JobGraphs and libraries under Floe\'s prefix, named by job id and content hash at run time; presigned library uploads are signed with this role.' },
-      { id, appliesTo: [bucketObjects('*')], reason: 'Read only (GetObject): a sink target may be any prefix of the bucket; the Dispatcher reads its _SUCCESS manifest at submission.' },
+      {
+        id,
+        appliesTo: [bucketObjects(`${blobPrefix}*`)],
+        reason:
+          "JobGraphs and libraries under Floe's prefix, named by job id and content hash at run time; presigned library uploads are signed with this role.",
+      },
+      {
+        id,
+        appliesTo: [bucketObjects('*')],
+        reason: 'Read only (GetObject): a sink target may be any prefix of the bucket; the Dispatcher reads its _SUCCESS manifest at submission.',
+      },
       { id, appliesTo: [anyRevisionOf(floe.jobManagerTaskDefinition)], reason: revisions },
       { id, appliesTo: [clusterTasks], reason: tasks },
       { id, appliesTo: ['Resource::*'], reason: listTasks },
@@ -90,9 +100,21 @@ export function acknowledgeWildcards(floe: WildcardHolders, blobPrefix: string):
   NagSuppressions.addResourceSuppressions(
     floe.jobManagerTaskDefinition.taskRole,
     [
-      { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.jobGraphFile}`), bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.resultFile}`)], reason: 'Its job\'s JobGraph (read) and result (written); the job id is known only at run time.' },
+      {
+        id,
+        appliesTo: [
+          bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.jobGraphFile}`),
+          bucketObjects(`${blobPrefix}${BucketLayout.jobs}*/${BucketLayout.resultFile}`),
+        ],
+        reason: "Its job's JobGraph (read) and result (written); the job id is known only at run time.",
+      },
       { id, appliesTo: [bucketObjects('*')], reason: 'The output commit: a sink target may be any prefix of the bucket (jobs write s3://<bucket>/<prefix>).' },
-      { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Tags its commit journal and markers in the staging areas (<target>/.floe-staging-<jobId>/…) as staged, so a lifecycle rule expires what is abandoned.' },
+      {
+        id,
+        appliesTo: stagingKeyPatterns('*').map(bucketObjects),
+        reason:
+          'Tags its commit journal and markers in the staging areas (<target>/.floe-staging-<jobId>/…) as staged, so a lifecycle rule expires what is abandoned.',
+      },
       { id, appliesTo: [anyRevisionOf(floe.taskExecutorTaskDefinition)], reason: revisions },
       { id, appliesTo: [clusterTasks], reason: tasks },
       { id, appliesTo: ['Resource::*'], reason: listTasks },
@@ -102,16 +124,35 @@ export function acknowledgeWildcards(floe: WildcardHolders, blobPrefix: string):
   NagSuppressions.addResourceSuppressions(
     floe.jobDataRole,
     [
-      { id, appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.libraries}*`)], reason: 'Libraries are named by their content hash; read only. Each job\'s session policy names its own library alone.' },
-      { id, appliesTo: stagingKeyPatterns('*').map(bucketObjects), reason: 'Staged sink parts only (<target>/.floe-staging-<jobId>/…); each job\'s session policy names its own staging areas alone.' },
-      { id, appliesTo: [bucketObjects('*')], reason: 'Read only (GetObject): the input splits of s3:// sources; each job\'s session policy names the paths that job reads.' },
+      {
+        id,
+        appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.libraries}*`)],
+        reason: "Libraries are named by their content hash; read only. Each job's session policy names its own library alone.",
+      },
+      {
+        id,
+        appliesTo: stagingKeyPatterns('*').map(bucketObjects),
+        reason: "Staged sink parts only (<target>/.floe-staging-<jobId>/…); each job's session policy names its own staging areas alone.",
+      },
+      {
+        id,
+        appliesTo: [bucketObjects('*')],
+        reason: "Read only (GetObject): the input splits of s3:// sources; each job's session policy names the paths that job reads.",
+      },
     ],
     true,
   );
   for (const td of [floe.jobManagerTaskDefinition, floe.taskExecutorTaskDefinition]) {
     NagSuppressions.addResourceSuppressions(
       td.obtainExecutionRole(),
-      [{ id, appliesTo: ['Resource::*'], reason: 'ecr:GetAuthorizationToken alone: the image pull needs it and IAM names no resource for it; the layer and image reads are granted on the image\'s repository only.' }],
+      [
+        {
+          id,
+          appliesTo: ['Resource::*'],
+          reason:
+            "ecr:GetAuthorizationToken alone: the image pull needs it and IAM names no resource for it; the layer and image reads are granted on the image's repository only.",
+        },
+      ],
       true,
     );
   }

@@ -48,7 +48,8 @@ export class ClusterStorage {
     NagSuppressions.addResourceSuppressions(this.bucket, [
       {
         id: 'AwsSolutions-S1',
-        reason: 'Only the cluster\'s own roles reach this bucket (public access blocked, TLS enforced); server access logs would need a second bucket and add a log object per request of every job. CloudTrail S3 data events are the audit trail where one is required.',
+        reason:
+          "Only the cluster's own roles reach this bucket (public access blocked, TLS enforced); server access logs would need a second bucket and add a log object per request of every job. CloudTrail S3 data events are the audit trail where one is required.",
       },
     ]);
 
@@ -90,7 +91,8 @@ export class ClusterStorage {
     NagSuppressions.addResourceSuppressions(this.secret, [
       {
         id: 'AwsSolutions-SMG4',
-        reason: 'JobManagers read the secret when they start and the Dispatcher function at cold start, and the keys of TaskExecutors and jobs are derived from it: an automatic rotation while a job runs would leave its processes holding different values and cut them off from each other. Rotate it between jobs.',
+        reason:
+          'JobManagers read the secret when they start and the Dispatcher function at cold start, and the keys of TaskExecutors and jobs are derived from it: an automatic rotation while a job runs would leave its processes holding different values and cut them off from each other. Rotate it between jobs.',
       },
     ]);
   }

@@ -66,7 +66,8 @@ export class ClusterTasks {
     NagSuppressions.addResourceSuppressions(this.cluster, [
       {
         id: 'AwsSolutions-ECS4',
-        reason: 'Container Insights bills CloudWatch metrics and performance-log ingestion for every short-lived JobManager and TaskExecutor task; their logs go to TaskLogs and job progress to the job records.',
+        reason:
+          'Container Insights bills CloudWatch metrics and performance-log ingestion for every short-lived JobManager and TaskExecutor task; their logs go to TaskLogs and job progress to the job records.',
       },
     ]);
 
@@ -209,7 +210,8 @@ export class ClusterTasks {
     NagSuppressions.addResourceSuppressions(td, [
       {
         id: 'AwsSolutions-ECS2',
-        reason: 'The task definition\'s environment holds resource names and Floe config only, nothing secret: a credential a process needs comes from Secrets Manager or from its launch, never from the task definition.',
+        reason:
+          "The task definition's environment holds resource names and Floe config only, nothing secret: a credential a process needs comes from Secrets Manager or from its launch, never from the task definition.",
       },
     ]);
     return td;

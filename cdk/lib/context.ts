@@ -32,7 +32,12 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
   };
   const oneOf = <T>(key: string, fallback: string, values: Record<string, T>): T => {
     const raw = text(key) ?? fallback;
-    if (!Object.hasOwn(values, raw)) throw new ConfigurationError(`context ${key} must be ${Object.keys(values).map((v) => `'${v}'`).join(' or ')}, found '${raw}'`);
+    if (!Object.hasOwn(values, raw))
+      throw new ConfigurationError(
+        `context ${key} must be ${Object.keys(values)
+          .map((v) => `'${v}'`)
+          .join(' or ')}, found '${raw}'`,
+      );
     return values[raw]!;
   };
   const positive = (key: string): number | undefined => {
@@ -55,7 +60,8 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
     } catch (e) {
       throw new ConfigurationError(`context floe:config must be a JSON object of config options, found '${raw}' (${(e as Error).message})`);
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigurationError(`context floe:config must be a JSON object of config options, found '${raw}'`);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+      throw new ConfigurationError(`context floe:config must be a JSON object of config options, found '${raw}'`);
     return parsed as Record<string, string | number>;
   };
   const count = (key: string): number | undefined => {
@@ -80,7 +86,10 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
     const n = positive('floe:logRetentionDays');
     if (n === undefined) return undefined;
     const allowed = Object.values(RetentionDays).filter((v): v is number => typeof v === 'number');
-    if (!allowed.includes(n)) throw new ConfigurationError(`context floe:logRetentionDays must be one of CloudWatch's retention periods (${allowed.sort((a, b) => a - b).join(', ')}), found ${n}`);
+    if (!allowed.includes(n))
+      throw new ConfigurationError(
+        `context floe:logRetentionDays must be one of CloudWatch's retention periods (${allowed.sort((a, b) => a - b).join(', ')}), found ${n}`,
+      );
     return n as RetentionDays;
   };
 
@@ -105,9 +114,16 @@ export function stackPropsFromContext(get: (key: string) => unknown): FloeStackP
   };
   const alarms = oneOf('floe:alarms', 'false', { true: true, false: false });
   const alarmEmail = text('floe:alarmEmail');
-  if (alarmEmail !== undefined && !alarms) throw new ConfigurationError(`context floe:alarmEmail needs floe:alarms=true (the alarms it would receive), found floe:alarms '${text('floe:alarms') ?? 'false'}'`);
-  if (alarmEmail !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(alarmEmail)) throw new ConfigurationError(`context floe:alarmEmail must be an e-mail address, e.g. ops@example.com, found '${alarmEmail}'`);
-  const subnetIds = text('floe:subnetIds')?.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (alarmEmail !== undefined && !alarms)
+    throw new ConfigurationError(
+      `context floe:alarmEmail needs floe:alarms=true (the alarms it would receive), found floe:alarms '${text('floe:alarms') ?? 'false'}'`,
+    );
+  if (alarmEmail !== undefined && !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(alarmEmail))
+    throw new ConfigurationError(`context floe:alarmEmail must be an e-mail address, e.g. ops@example.com, found '${alarmEmail}'`);
+  const subnetIds = text('floe:subnetIds')
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const vpcId = text('floe:vpcId');
   if (subnetIds !== undefined && vpcId === undefined) throw new ConfigurationError('context floe:subnetIds needs floe:vpcId, the VPC they belong to');
   return {

@@ -124,7 +124,11 @@ export class DispatcherApi {
     // It ends the leases of JobManagers that are gone, so their successors need not wait them out.
     storage.leaseTable.grant(api, ...DataActions.leaseStore);
     // The job table also holds the dashboard's sessions and one-time login codes.
-    iam.Grant.addToPrincipal({ grantee: api, actions: [...new Set([...DataActions.dispatcherJobStore, ...DataActions.dashboardSessions])], resourceArns: [storage.jobTable.tableArn] });
+    iam.Grant.addToPrincipal({
+      grantee: api,
+      actions: [...new Set([...DataActions.dispatcherJobStore, ...DataActions.dashboardSessions])],
+      resourceArns: [storage.jobTable.tableArn],
+    });
     // The job list (jobsBySubmissionIndex) and the active jobs, which the reconciler and the overview read.
     iam.Grant.addToPrincipal({ grantee: api, actions: [...DataActions.dispatcherJobList], resourceArns: storage.jobTableIndexArns });
     // Scan, on the table and not its indexes: the store's one-time pass after an upgrade, which puts older
@@ -180,7 +184,7 @@ export class DispatcherApi {
     // A JobManager says a job ended, with its figures: the function writes them as the job's CloudWatch
     // metrics (embedded metric format on its stdout, which CloudWatch parses; a task's log stream it does not).
     new events.Rule(scope, 'JobEnded', {
-      description: "Floe: a job ended; the Dispatcher function writes its metrics (records in and out, restarts, duration)",
+      description: 'Floe: a job ended; the Dispatcher function writes its metrics (records in and out, restarts, duration)',
       eventBus: tasks.eventBus,
       eventPattern: { source: [JOB_ENDED_EVENT.source], detailType: [JOB_ENDED_EVENT.detailType] },
       targets: [new eventsTargets.LambdaFunction(this.apiFunction, { retryAttempts: 2, deadLetterQueue: this.failedEvents })],

@@ -89,7 +89,8 @@ export class FloeAlarms extends Construct {
     NagSuppressions.addResourceSuppressions(topic, [
       {
         id: 'AwsSolutions-SNS2',
-        reason: 'CloudWatch cannot publish to a topic under the AWS-managed SNS key, and a customer key bills by the month; the topic carries alarm names and states only, no job data.',
+        reason:
+          'CloudWatch cannot publish to a topic under the AWS-managed SNS key, and a customer key bills by the month; the topic carries alarm names and states only, no job data.',
       },
     ]);
     return topic;

@@ -261,9 +261,7 @@ export class FloeCluster extends Construct {
 
     this.vpc = props.vpc ?? this.createVpc();
     const assignPublicIp = props.assignPublicIp ?? props.vpc === undefined;
-    const subnets = this.vpc.selectSubnets(
-      props.vpcSubnets ?? { subnetType: assignPublicIp ? ec2.SubnetType.PUBLIC : ec2.SubnetType.PRIVATE_WITH_EGRESS },
-    );
+    const subnets = this.vpc.selectSubnets(props.vpcSubnets ?? { subnetType: assignPublicIp ? ec2.SubnetType.PUBLIC : ec2.SubnetType.PRIVATE_WITH_EGRESS });
 
     this.storage = new ClusterStorage(this, {
       removalPolicy,
@@ -379,7 +377,8 @@ export class FloeCluster extends Construct {
     NagSuppressions.addResourceSuppressions(vpc, [
       {
         id: 'AwsSolutions-VPC7',
-        reason: 'The VPC holds only Floe tasks, whose security group admits nothing but each other; flow logs would bill log ingestion for every byte TaskExecutors exchange in a job. Add them to a VPC of your own (the vpc prop) where an audit needs them.',
+        reason:
+          'The VPC holds only Floe tasks, whose security group admits nothing but each other; flow logs would bill log ingestion for every byte TaskExecutors exchange in a job. Add them to a VPC of your own (the vpc prop) where an audit needs them.',
       },
     ]);
     return vpc;

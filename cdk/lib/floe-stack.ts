@@ -44,9 +44,13 @@ export class FloeStack extends Stack {
     new CfnOutput(this, 'ClusterName', { value: this.floe.cluster.clusterName, description: 'ECS cluster running JobManagers and TaskExecutors' });
     new CfnOutput(this, 'SecretArn', {
       value: this.floe.secret.secretArn,
-      description: 'Cluster secret: JobManagers and the Dispatcher derive the internal keys (RPC, data exchange) from it; it signs no one in (the dashboard opens through floe dashboard)',
+      description:
+        'Cluster secret: JobManagers and the Dispatcher derive the internal keys (RPC, data exchange) from it; it signs no one in (the dashboard opens through floe dashboard)',
     });
     new CfnOutput(this, 'TaskLogGroup', { value: this.floe.taskLogGroup.logGroupName, description: 'Logs of the JobManager and TaskExecutor tasks' });
-    new CfnOutput(this, 'ApiLogGroup', { value: this.floe.apiLogGroup.logGroupName, description: 'Logs of the Dispatcher function (REST API, task-stopped events, the sweep)' });
+    new CfnOutput(this, 'ApiLogGroup', {
+      value: this.floe.apiLogGroup.logGroupName,
+      description: 'Logs of the Dispatcher function (REST API, task-stopped events, the sweep)',
+    });
   }
 }

@@ -13,11 +13,14 @@ import { BucketLayout, FloeEnv, stagingKeyPatterns } from './runtime-contract.js
 export class JobDataRole {
   readonly role: iam.Role;
 
-  constructor(scope: Construct, props: { readonly jobManagerTaskDefinition: ecs.FargateTaskDefinition; readonly bucket: s3.IBucket; readonly blobPrefix: string }) {
+  constructor(
+    scope: Construct,
+    props: { readonly jobManagerTaskDefinition: ecs.FargateTaskDefinition; readonly bucket: s3.IBucket; readonly blobPrefix: string },
+  ) {
     const jm = props.jobManagerTaskDefinition.taskRole;
     this.role = new iam.Role(scope, 'JobDataRole', {
       assumedBy: new iam.ArnPrincipal(jm.roleArn),
-      description: 'Floe: assumed by JobManagers with a session policy of one job\'s S3 paths, for the credentials of that job\'s tasks',
+      description: "Floe: assumed by JobManagers with a session policy of one job's S3 paths, for the credentials of that job's tasks",
       // Role chaining caps a session at one hour whatever this says.
       maxSessionDuration: Duration.hours(1),
     });

@@ -44,7 +44,6 @@ export const BucketLayout = {
   libraries: 'libraries/',
 } as const;
 
-
 /**
  * IAM key patterns of the staging areas of every target whose objects match `objectsKeyPattern`: the
  * staged parts of a target `<p>` are `<p>/.floe-staging-<jobId>/<attemptId>/part-<i>`, and of a whole

@@ -12,7 +12,9 @@ export function checkParallelism(what: string, n: unknown): number {
     throw new InvalidJobDefinitionError(`${what}.setParallelism(n) needs an integer >= 1, found ${JSON.stringify(n)}`);
   }
   if (n > JOB_GRAPH_LIMITS.maxParallelism) {
-    throw new InvalidJobDefinitionError(`${what}.setParallelism(n) needs an integer <= ${JOB_GRAPH_LIMITS.maxParallelism} (the most subtasks a vertex may have), found ${n}`);
+    throw new InvalidJobDefinitionError(
+      `${what}.setParallelism(n) needs an integer <= ${JOB_GRAPH_LIMITS.maxParallelism} (the most subtasks a vertex may have), found ${n}`,
+    );
   }
   return n;
 }
@@ -62,7 +64,9 @@ export function checkFunction(method: string, fn: unknown): UserFunction {
 export function checkExchange(method: string, options: ExchangeOptions | undefined): ExchangeMode | undefined {
   if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object') {
-    throw new InvalidJobDefinitionError(`${method}(options) needs an object such as { exchange: 'blocking' }, found ${options === null ? 'null' : typeof options}`);
+    throw new InvalidJobDefinitionError(
+      `${method}(options) needs an object such as { exchange: 'blocking' }, found ${options === null ? 'null' : typeof options}`,
+    );
   }
   const mode = options.exchange;
   if (mode !== undefined && mode !== 'pipelined' && mode !== 'blocking') {
@@ -80,7 +84,9 @@ export function checkPath(method: string, path: unknown): string {
   const segments = path.replace(/^s3:\/\//, '').split(/[\\/]/);
   const firstName = segments.findIndex((s) => s !== '' && s !== '.' && s !== '..');
   if (firstName !== -1 && segments.some((s, i) => s === '..' && i > firstName)) {
-    throw new InvalidJobDefinitionError(`${method}('${path}'): the path holds '..' after a folder name, which leads out of the folder it names; write the path you mean without it`);
+    throw new InvalidJobDefinitionError(
+      `${method}('${path}'): the path holds '..' after a folder name, which leads out of the folder it names; write the path you mean without it`,
+    );
   }
   return path;
 }
@@ -89,7 +95,9 @@ export function checkPath(method: string, path: unknown): string {
 export function checkField(method: string, field: unknown, optional: boolean, alternatives = ''): string | number | undefined {
   if (field === undefined && optional) return undefined;
   if ((typeof field === 'string' && field !== '') || (typeof field === 'number' && Number.isSafeInteger(field) && field >= 0)) return field;
-  throw new InvalidJobDefinitionError(`${method}(field) needs a property name, a tuple index >= 0${alternatives}, found ${field === undefined ? 'nothing' : JSON.stringify(field)}`);
+  throw new InvalidJobDefinitionError(
+    `${method}(field) needs a property name, a tuple index >= 0${alternatives}, found ${field === undefined ? 'nothing' : JSON.stringify(field)}`,
+  );
 }
 
 export const WRITE_MODES: readonly WriteMode[] = ['no-overwrite', 'overwrite'];

@@ -35,7 +35,9 @@ export class BuilderReadMismatchError extends FloeError {
   }
 }
 
-type Mode = { readonly kind: 'record'; readonly reads: Record<string, RecordedValue[]> } | { readonly kind: 'replay'; readonly reads: BuilderReads; readonly next: Map<string, number> };
+type Mode =
+  | { readonly kind: 'record'; readonly reads: Record<string, RecordedValue[]> }
+  | { readonly kind: 'replay'; readonly reads: BuilderReads; readonly next: Map<string, number> };
 
 const BYTES = '__floeBytes';
 const THROWN = '__floeThrown';
@@ -116,7 +118,16 @@ function withHooks<T>(mode: Mode, jobName: string, build: () => T): T {
     webRandomUUID: globalThis.crypto?.randomUUID,
     webGetRandomValues: globalThis.crypto?.getRandomValues,
     fs: { readFileSync: fs.readFileSync, existsSync: fs.existsSync, readdirSync: fs.readdirSync, statSync: fs.statSync },
-    os: { hostname: os.hostname, homedir: os.homedir, tmpdir: os.tmpdir, cpus: os.cpus, availableParallelism: os.availableParallelism, totalmem: os.totalmem, freemem: os.freemem, userInfo: os.userInfo },
+    os: {
+      hostname: os.hostname,
+      homedir: os.homedir,
+      tmpdir: os.tmpdir,
+      cpus: os.cpus,
+      availableParallelism: os.availableParallelism,
+      totalmem: os.totalmem,
+      freemem: os.freemem,
+      userInfo: os.userInfo,
+    },
     crypto: { randomUUID: crypto.randomUUID, randomBytes: crypto.randomBytes, randomInt: crypto.randomInt },
   };
   const realEnv = saved.env;
@@ -151,7 +162,10 @@ function withHooks<T>(mode: Mode, jobName: string, build: () => T): T {
       return Reflect.deleteProperty(target, name);
     },
     ownKeys() {
-      return refuse('enumerates process.env (Object.keys, a spread, for…in)', 'read the variables it needs by name, e.g. process.env.MIN_VALUE; each one read is stored with the job');
+      return refuse(
+        'enumerates process.env (Object.keys, a spread, for…in)',
+        'read the variables it needs by name, e.g. process.env.MIN_VALUE; each one read is stored with the job',
+      );
     },
     getOwnPropertyDescriptor(target, name) {
       if (typeof name !== 'string') return Reflect.getOwnPropertyDescriptor(target, name);
@@ -174,10 +188,13 @@ function withHooks<T>(mode: Mode, jobName: string, build: () => T): T {
   globalThis.Date = RecordedDate;
   performance.now = () => value('performance.now', () => saved.performanceNow.call(performance)) as number;
   if (globalThis.crypto !== undefined) {
-    globalThis.crypto.randomUUID = () => value('crypto.randomUUID', () => saved.webRandomUUID!.call(globalThis.crypto)) as `${string}-${string}-${string}-${string}-${string}`;
+    globalThis.crypto.randomUUID = () =>
+      value('crypto.randomUUID', () => saved.webRandomUUID!.call(globalThis.crypto)) as `${string}-${string}-${string}-${string}-${string}`;
     globalThis.crypto.getRandomValues = <V extends ArrayBufferView | null>(array: V): V => {
       if (array === null) return array;
-      const bytes = value('crypto.getRandomValues', () => bytesOf(saved.webGetRandomValues!.call(globalThis.crypto, new Uint8Array(array.byteLength)) as Uint8Array));
+      const bytes = value('crypto.getRandomValues', () =>
+        bytesOf(saved.webGetRandomValues!.call(globalThis.crypto, new Uint8Array(array.byteLength)) as Uint8Array),
+      );
       new Uint8Array(array.buffer, array.byteOffset, array.byteLength).set(fromBytes(bytes));
       return array;
     };
@@ -212,7 +229,8 @@ function withHooks<T>(mode: Mode, jobName: string, build: () => T): T {
   }) as typeof fs.statSync;
   for (const name of Object.keys(saved.os) as (keyof typeof saved.os)[]) {
     const original = saved.os[name] as (...a: unknown[]) => RecordedValue;
-    (os as Record<string, unknown>)[name] = (...args: unknown[]) => value(`os.${name}`, () => JSON.parse(JSON.stringify(original.apply(os, args))) as RecordedValue);
+    (os as Record<string, unknown>)[name] = (...args: unknown[]) =>
+      value(`os.${name}`, () => JSON.parse(JSON.stringify(original.apply(os, args))) as RecordedValue);
   }
   crypto.randomUUID = (() => value('crypto.randomUUID', () => saved.crypto.randomUUID())) as typeof crypto.randomUUID;
   crypto.randomBytes = ((size: number, callback?: unknown) => {

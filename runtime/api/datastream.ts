@@ -6,7 +6,18 @@
 // argument-checks.ts.
 import type { ResourceProfile } from '../core/resource-profile.js';
 import type { ExtremumKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
-import { checkExchange, checkField, checkFunction, checkGroup, checkName, checkParallelism, checkPath, checkProfile, setOperatorParallelism, WRITE_MODES } from './argument-checks.js';
+import {
+  checkExchange,
+  checkField,
+  checkFunction,
+  checkGroup,
+  checkName,
+  checkParallelism,
+  checkPath,
+  checkProfile,
+  setOperatorParallelism,
+  WRITE_MODES,
+} from './argument-checks.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type {
   AggregateFunction,
@@ -86,7 +97,9 @@ export class StreamEnvironment {
   setRestartStrategy(strategy: RestartStrategySpec): this {
     const types = ['none', 'fixed-delay', 'exponential-delay', 'failure-rate'];
     if (strategy === null || typeof strategy !== 'object' || !types.includes((strategy as { type?: unknown }).type as string)) {
-      throw new InvalidJobDefinitionError(`setRestartStrategy(strategy) needs { type: ${types.map((t) => `'${t}'`).join(' | ')}, … }, found ${JSON.stringify(strategy)}`);
+      throw new InvalidJobDefinitionError(
+        `setRestartStrategy(strategy) needs { type: ${types.map((t) => `'${t}'`).join(' | ')}, … }, found ${JSON.stringify(strategy)}`,
+      );
     }
     for (const [key, value] of Object.entries(strategy)) {
       if (key !== 'type' && (typeof value !== 'number' || !Number.isFinite(value) || value < 0)) {
@@ -148,7 +161,9 @@ export class StreamEnvironment {
   /** The integers from `from` to `to`, both included, split evenly across the source's subtasks. */
   fromSequence(from: number, to: number): OperatorStream<number> {
     if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from > to) {
-      throw new InvalidJobDefinitionError(`fromSequence(from, to) needs safe integers with from <= to, found from=${JSON.stringify(from)}, to=${JSON.stringify(to)}`);
+      throw new InvalidJobDefinitionError(
+        `fromSequence(from, to) needs safe integers with from <= to, found from=${JSON.stringify(from)}, to=${JSON.stringify(to)}`,
+      );
     }
     return new OperatorStream<number>(this, this.add({ kind: 'source.sequence', from, to }, [], false));
   }
@@ -252,7 +267,12 @@ export class DataStream<T> {
   keyBy<K>(keySelector: KeySelector<T, K & EncodableKey<K>>, options?: ExchangeOptions): KeyedStream<T, K> {
     const key = checkFunction('keyBy', keySelector);
     const exchange = checkExchange('keyBy', options);
-    const inputs = this.inputs.map((i): StreamInput => ({ from: i.from, partitioner: 'hash', keySelector: key, ...(exchange !== undefined ? { exchange } : {}) }));
+    const inputs = this.inputs.map((i): StreamInput => ({
+      from: i.from,
+      partitioner: 'hash',
+      keySelector: key,
+      ...(exchange !== undefined ? { exchange } : {}),
+    }));
     return new KeyedStream<T, K>(this.env, inputs, key);
   }
 
@@ -260,8 +280,12 @@ export class DataStream<T> {
   union(...others: DataStream<T>[]): DataStream<T> {
     const inputs = [...this.inputs];
     others.forEach((o, i) => {
-      if (!(o instanceof DataStream)) throw new InvalidJobDefinitionError(`union(...streams) needs DataStreams, argument ${i + 1} is ${o === null ? 'null' : typeof o}`);
-      if (o.env !== this.env) throw new InvalidJobDefinitionError(`union(...streams): argument ${i + 1} belongs to another StreamEnvironment; build every stream of a job on the env its builder receives`);
+      if (!(o instanceof DataStream))
+        throw new InvalidJobDefinitionError(`union(...streams) needs DataStreams, argument ${i + 1} is ${o === null ? 'null' : typeof o}`);
+      if (o.env !== this.env)
+        throw new InvalidJobDefinitionError(
+          `union(...streams): argument ${i + 1} belongs to another StreamEnvironment; build every stream of a job on the env its builder receives`,
+        );
       inputs.push(...o.inputs);
     });
     return new DataStream<T>(this.env, inputs);
@@ -277,7 +301,9 @@ export class DataStream<T> {
     checkPath('writeAsText', path);
     const writeMode = options.writeMode;
     if (writeMode !== undefined && !WRITE_MODES.includes(writeMode)) {
-      throw new InvalidJobDefinitionError(`writeAsText('${path}', { writeMode }) needs one of ${WRITE_MODES.map((m) => `'${m}'`).join(', ')}, found ${JSON.stringify(writeMode)}`);
+      throw new InvalidJobDefinitionError(
+        `writeAsText('${path}', { writeMode }) needs one of ${WRITE_MODES.map((m) => `'${m}'`).join(', ')}, found ${JSON.stringify(writeMode)}`,
+      );
     }
     return new DataStreamSink(this.env, this.env.add({ kind: 'sink.textFile', path, writeMode }, this.inputs, false));
   }
@@ -384,7 +410,8 @@ export class KeyedStream<T, K> {
       throw new InvalidJobDefinitionError(`aggregate(fn) needs an object with createAccumulator, add and getResult, found ${fn === null ? 'null' : typeof fn}`);
     }
     // Bound, so an aggregate written as a class keeps its `this`.
-    const method = (name: 'createAccumulator' | 'add' | 'getResult' | 'merge'): UserFunction => checkFunction(`aggregate({ ${name} })`, fn[name]).bind(fn) as UserFunction;
+    const method = (name: 'createAccumulator' | 'add' | 'getResult' | 'merge'): UserFunction =>
+      checkFunction(`aggregate({ ${name} })`, fn[name]).bind(fn) as UserFunction;
     return this.keyed({
       kind: 'keyed.aggregate',
       key: this.key,

@@ -18,7 +18,6 @@ export class JobFileError extends FloeError {
   }
 }
 
-
 /** The API module job files import as 'floe'; bundled into each library so it needs no install. */
 export const API_ENTRY = join(packageRoot, 'runtime', 'api', 'index.ts');
 
@@ -127,7 +126,11 @@ export async function bundleJobFile(path: string): Promise<BundledLibrary> {
  * `sourceMaps` (default true) turns on Node's source maps first, so user stack traces point into the
  * job's own files; that costs the importer ~10-30 ms, which a process that shows no stack may skip.
  */
-export function importLibrary(code: Uint8Array, cacheDir: string, options: { readonly sourceMaps?: boolean; readonly instance?: string | undefined } = {}): Promise<Record<string, unknown>> {
+export function importLibrary(
+  code: Uint8Array,
+  cacheDir: string,
+  options: { readonly sourceMaps?: boolean; readonly instance?: string | undefined } = {},
+): Promise<Record<string, unknown>> {
   let sha256 = hashed.get(code);
   if (sha256 === undefined) hashed.set(code, (sha256 = sha256Hex(code)));
   const file = join(cacheDir, `${sha256}.mjs`);
@@ -158,7 +161,14 @@ const failedImports = new Map<string, number>();
  */
 const hashed = new WeakMap<Uint8Array, string>();
 
-async function writeAndImport(code: Uint8Array, file: string, cacheDir: string, sourceMaps: boolean, instance: string | undefined, failures: number): Promise<Record<string, unknown>> {
+async function writeAndImport(
+  code: Uint8Array,
+  file: string,
+  cacheDir: string,
+  sourceMaps: boolean,
+  instance: string | undefined,
+  failures: number,
+): Promise<Record<string, unknown>> {
   if (!existsSync(file)) {
     await mkdir(cacheDir, { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;

@@ -40,7 +40,11 @@ export function runJobBuilder(definition: JobDefinition, args: readonly string[]
   return runRecordedJobBuilder(definition, args, mode).env;
 }
 
-export function runRecordedJobBuilder(definition: JobDefinition, args: readonly string[], mode: BuilderReadsMode): { env: StreamEnvironment; reads: BuilderReads } {
+export function runRecordedJobBuilder(
+  definition: JobDefinition,
+  args: readonly string[],
+  mode: BuilderReadsMode,
+): { env: StreamEnvironment; reads: BuilderReads } {
   const env = new StreamEnvironment();
   const frozenArgs = Object.freeze([...args]);
   const build = (): unknown => definition.build(env, frozenArgs);
@@ -79,7 +83,8 @@ export function planFingerprint(env: StreamEnvironment): string {
     hash.update(`${t.id}|${t.spec.kind}|`);
     for (const [role, fn] of userFunctionsOf(t)) hash.update(`${role}=${createHash('sha256').update(String(fn)).digest('hex').slice(0, 16)},`);
     hash.update('|');
-    for (const input of t.inputs) hash.update(`${input.from.id}/${input.partitioner ?? ''}/${input.keySelector === undefined ? '' : String(input.keySelector)},`);
+    for (const input of t.inputs)
+      hash.update(`${input.from.id}/${input.partitioner ?? ''}/${input.keySelector === undefined ? '' : String(input.keySelector)},`);
     hash.update('\n');
   }
   return hash.digest('hex').slice(0, 32);
@@ -99,9 +104,17 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
     case 'filter':
       return [['', spec.fn]];
     case 'keyed.reduce':
-      return [['key', spec.key], ['', spec.fn]];
+      return [
+        ['key', spec.key],
+        ['', spec.fn],
+      ];
     case 'keyed.sum':
-      return spec.selector === undefined ? [['key', spec.key]] : [['key', spec.key], ['selector', spec.selector]];
+      return spec.selector === undefined
+        ? [['key', spec.key]]
+        : [
+            ['key', spec.key],
+            ['selector', spec.selector],
+          ];
     case 'keyed.min':
     case 'keyed.max':
     case 'keyed.minBy':
@@ -133,7 +146,11 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
  * other operators (checked against `operators`, the task's own, and the plan's fingerprint) fails with
  * a PLAN_MISMATCH error that names the first operator that differs.
  */
-export function resolveUserFunctions(moduleNamespace: Record<string, unknown>, program: JobProgram, operators: readonly OperatorSpec[] = []): Map<string, Function> {
+export function resolveUserFunctions(
+  moduleNamespace: Record<string, unknown>,
+  program: JobProgram,
+  operators: readonly OperatorSpec[] = [],
+): Map<string, Function> {
   const definition = loadJobDefinition(moduleNamespace, program.export);
   const mode: BuilderReadsMode = program.planFingerprint === undefined ? { kind: 'live' } : { kind: 'replay', reads: program.builderReads ?? {} };
   const env = runJobBuilder(definition, program.args, mode);
@@ -156,7 +173,7 @@ function checkPlan(jobName: string, env: StreamEnvironment, expected: string, op
     if (t === undefined || t.spec.kind !== op.kind) {
       throw new BuilderReadMismatchError(
         `the builder of job '${jobName}' made another plan in this task than on the client: operator '${op.name}' is a ${op.kind} on the client, ` +
-          `${t === undefined ? 'and the task\'s builder made no operator in its place' : `the task's builder made a ${t.spec.kind} ('${t.name}') in its place`}; ${advice}`,
+          `${t === undefined ? "and the task's builder made no operator in its place" : `the task's builder made a ${t.spec.kind} ('${t.name}') in its place`}; ${advice}`,
       );
     }
   }

@@ -35,10 +35,32 @@ export function callLogTargetFromEnv(env: NodeJS.ProcessEnv): AwsCallLogTarget |
 
 /** Input fields kept as they are: names of tables, indexes, buckets, keys, clusters, buses, log groups, secrets, roles. */
 const PLAIN_FIELDS = [
-  'TableName', 'IndexName', 'Bucket', 'Key', 'CopySource', 'Prefix', 'UploadId',
-  'cluster', 'taskDefinition', 'tasks', 'task', 'family', 'propagateTags', 'capacityProviderStrategy', 'launchType',
-  'logGroupName', 'logGroupIdentifier', 'logGroupNames', 'logStreamName', 'logStreamNames',
-  'SecretId', 'RoleArn', 'RoleSessionName', 'Policy', 'PolicyArns', 'DurationSeconds',
+  'TableName',
+  'IndexName',
+  'Bucket',
+  'Key',
+  'CopySource',
+  'Prefix',
+  'UploadId',
+  'cluster',
+  'taskDefinition',
+  'tasks',
+  'task',
+  'family',
+  'propagateTags',
+  'capacityProviderStrategy',
+  'launchType',
+  'logGroupName',
+  'logGroupIdentifier',
+  'logGroupNames',
+  'logStreamName',
+  'logStreamNames',
+  'SecretId',
+  'RoleArn',
+  'RoleSessionName',
+  'Policy',
+  'PolicyArns',
+  'DurationSeconds',
 ] as const;
 
 /** The IAM-relevant part of a command's input (no item values, no bodies, no environment overrides). */
@@ -74,7 +96,10 @@ export function iamRelevantInput(input: Record<string, unknown>): Record<string,
 interface MiddlewareClient {
   readonly middlewareStack: {
     add(
-      middleware: (next: (args: { input: object }) => Promise<unknown>, context: { clientName?: string; commandName?: string }) => (args: { input: object }) => Promise<unknown>,
+      middleware: (
+        next: (args: { input: object }) => Promise<unknown>,
+        context: { clientName?: string; commandName?: string },
+      ) => (args: { input: object }) => Promise<unknown>,
       options: { step: 'initialize'; name: string },
     ): void;
   };

@@ -58,7 +58,6 @@ function withCredentials(env: NodeJS.ProcessEnv): { credentials?: NonNullable<Re
  */
 export const LAMBDA_RESULT_INLINE_MAX_BYTES = 5 * 1024 * 1024;
 
-
 export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise<AwsDispatcher> {
   const { env } = options;
   const clock = options.clock ?? systemClock;
@@ -69,10 +68,20 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
   const ecs = ecsSettingsFromEnv(env, { jobmanager: true });
   const settings = readAwsServicesSettings(env);
   const services = openAwsServices(env, clock);
-  const s3 = createS3Client({ region: settings.region, ...withCredentials(env), ...callLogConfig(env), ...(settings.s3Endpoint !== undefined ? { endpoint: settings.s3Endpoint } : {}) });
+  const s3 = createS3Client({
+    region: settings.region,
+    ...withCredentials(env),
+    ...callLogConfig(env),
+    ...(settings.s3Endpoint !== undefined ? { endpoint: settings.s3Endpoint } : {}),
+  });
   const rpc = await HttpRpcService.start({ secret, tls: config.internalSslEnabled === 'true', timeoutMs: config.rpcTimeoutMs, logger });
   const launcher = new EcsWorkerLauncher({
-    ecs: createEcsClient({ region: settings.region, ...withCredentials(env), ...callLogConfig(env), ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}) }),
+    ecs: createEcsClient({
+      region: settings.region,
+      ...withCredentials(env),
+      ...callLogConfig(env),
+      ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}),
+    }),
     cluster: ecs.cluster,
     taskDefinitions: ecs.taskDefinitions,
     containerName: ecs.containerName,
@@ -91,7 +100,9 @@ export async function startAwsDispatcher(options: AwsDispatcherOptions): Promise
   const artifactUploads: ArtifactUploads = {
     async createUpload(blobKey, _sha256, sizeBytes) {
       // The S3 blob store keeps `key` at `<prefix><key>` in its bucket.
-      const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: settings.bucket, Key: settings.blobPrefix + blobKey, ContentLength: sizeBytes }), { expiresIn: ttlS });
+      const url = await getSignedUrl(s3, new PutObjectCommand({ Bucket: settings.bucket, Key: settings.blobPrefix + blobKey, ContentLength: sizeBytes }), {
+        expiresIn: ttlS,
+      });
       return { url, headers: {}, expiresAtMs: clock.now() + ttlS * 1000 };
     },
   };

@@ -18,7 +18,11 @@ export interface EcsEnvSettings {
   readonly launchBackoffMs?: number;
 }
 
-const list = (raw: string | undefined): string[] => (raw ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
+const list = (raw: string | undefined): string[] =>
+  (raw ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const raw = env[name];
@@ -45,7 +49,9 @@ export function ecsSettingsFromEnv(env: NodeJS.ProcessEnv, needs: { jobmanager?:
   const teProviders = list(env[FloeEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR]);
   const badProvider = teProviders.find((p) => !/^[A-Za-z0-9_-]{1,255}$/.test(p));
   if (badProvider !== undefined) {
-    throw new ConfigurationError(`${FloeEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR} must be capacity provider names separated by commas (e.g. 'FARGATE_SPOT,FARGATE'), found '${badProvider}'`);
+    throw new ConfigurationError(
+      `${FloeEnv.ECS_CAPACITY_PROVIDERS_TASKEXECUTOR} must be capacity provider names separated by commas (e.g. 'FARGATE_SPOT,FARGATE'), found '${badProvider}'`,
+    );
   }
   const endpoint = env[FloeEnv.ECS_ENDPOINT];
   const pollIntervalMs = positiveInt(env, FloeEnv.ECS_POLL_INTERVAL_MS);
@@ -101,12 +107,18 @@ export async function resolveAdvertisedHost(env: NodeJS.ProcessEnv, bindHost: st
   const metadata = env['ECS_CONTAINER_METADATA_URI_V4'];
   if (metadata !== undefined && metadata !== '') {
     const res = await fetch(metadata, { signal: AbortSignal.timeout(5_000) }).catch((error: unknown) => {
-      throw new ConfigurationError(`cannot read the ECS task metadata at ${metadata} (${String(error)}); set ${FloeEnv.ADVERTISED_HOST} to this task's private IP`);
+      throw new ConfigurationError(
+        `cannot read the ECS task metadata at ${metadata} (${String(error)}); set ${FloeEnv.ADVERTISED_HOST} to this task's private IP`,
+      );
     });
-    if (!res.ok) throw new ConfigurationError(`the ECS task metadata endpoint ${metadata} answered ${res.status}; set ${FloeEnv.ADVERTISED_HOST} to this task's private IP`);
+    if (!res.ok)
+      throw new ConfigurationError(
+        `the ECS task metadata endpoint ${metadata} answered ${res.status}; set ${FloeEnv.ADVERTISED_HOST} to this task's private IP`,
+      );
     const container = (await res.json()) as { Networks?: { IPv4Addresses?: string[] }[] };
     const ip = container.Networks?.flatMap((n) => n.IPv4Addresses ?? [])[0];
-    if (ip === undefined) throw new ConfigurationError(`the ECS task metadata at ${metadata} lists no IPv4 address (network mode must be awsvpc); set ${FloeEnv.ADVERTISED_HOST}`);
+    if (ip === undefined)
+      throw new ConfigurationError(`the ECS task metadata at ${metadata} lists no IPv4 address (network mode must be awsvpc); set ${FloeEnv.ADVERTISED_HOST}`);
     return ip;
   }
   // 0.0.0.0 is where we listen, not an address anyone can reach.

@@ -19,11 +19,15 @@ export class AwsRequestError extends FloeError {
     const name = (cause as { name?: unknown } | null)?.name;
     const message = cause instanceof Error ? cause.message : String(cause);
     const permanent = typeof name === 'string' && PERMANENT.has(name);
-    super('AWS_REQUEST_FAILED', `${service} ${operation} on ${resource} failed: ${String(name ?? 'Error')}: ${message}; ${hint(typeof name === 'string' ? name : '', resource)}`, {
-      cause,
-      retryable: !permanent,
-      details: { service, operation, resource, awsError: name },
-    });
+    super(
+      'AWS_REQUEST_FAILED',
+      `${service} ${operation} on ${resource} failed: ${String(name ?? 'Error')}: ${message}; ${hint(typeof name === 'string' ? name : '', resource)}`,
+      {
+        cause,
+        retryable: !permanent,
+        details: { service, operation, resource, awsError: name },
+      },
+    );
   }
 }
 

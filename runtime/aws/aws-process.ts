@@ -66,7 +66,11 @@ export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceI
   const common = await openCommon(env, resourceId, clock, logger);
   const credentials = credentialsFromEnv(env);
   const launcher = new EcsWorkerLauncher({
-    ecs: createEcsClient({ region: common.region, ...(credentials !== undefined ? { credentials } : {}), ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}) }),
+    ecs: createEcsClient({
+      region: common.region,
+      ...(credentials !== undefined ? { credentials } : {}),
+      ...(ecs.endpoint !== undefined ? { endpoint: ecs.endpoint } : {}),
+    }),
     cluster: ecs.cluster,
     taskDefinitions: ecs.taskDefinitions,
     capacityProviders: ecs.capacityProviders,
@@ -82,13 +86,21 @@ export async function openAwsJobManagerRuntime(env: NodeJS.ProcessEnv, resourceI
   const eventsEndpoint = env[FloeEnv.EVENTS_ENDPOINT];
   const capacityNotices = eventBus
     ? new EventBridgeCapacityNotices(
-        createEventBridgeClient({ region: common.region, ...(credentials !== undefined ? { credentials } : {}), ...(eventsEndpoint ? { endpoint: eventsEndpoint } : {}) }),
+        createEventBridgeClient({
+          region: common.region,
+          ...(credentials !== undefined ? { credentials } : {}),
+          ...(eventsEndpoint ? { endpoint: eventsEndpoint } : {}),
+        }),
         eventBus,
       )
     : undefined;
   const jobEndNotices = eventBus
     ? new EventBridgeJobEndNotices(
-        createEventBridgeClient({ region: common.region, ...(credentials !== undefined ? { credentials } : {}), ...(eventsEndpoint ? { endpoint: eventsEndpoint } : {}) }),
+        createEventBridgeClient({
+          region: common.region,
+          ...(credentials !== undefined ? { credentials } : {}),
+          ...(eventsEndpoint ? { endpoint: eventsEndpoint } : {}),
+        }),
         eventBus,
       )
     : undefined;

@@ -93,7 +93,9 @@ export function readAwsServicesSettings(env: NodeJS.ProcessEnv): AwsServicesSett
   const retention = ms(FloeEnv.ENDED_JOB_RETENTION_MS);
   if (retention === 0) problems.push(`${FloeEnv.ENDED_JOB_RETENTION_MS} must be positive when set; unset it to keep records forever`);
   if (problems.length > 0) {
-    throw new ConfigurationError(`cannot open the AWS backends (${FloeEnv.BACKEND}=aws): ${problems.join('; ')}. The CDK construct sets these on every function and task`);
+    throw new ConfigurationError(
+      `cannot open the AWS backends (${FloeEnv.BACKEND}=aws): ${problems.join('; ')}. The CDK construct sets these on every function and task`,
+    );
   }
   return retention === undefined ? settings : { ...settings, endedJobRetentionMs: retention };
 }
@@ -131,7 +133,12 @@ export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClo
   });
   // clientWith: a TaskExecutor fetches a job's library with the job's vended credentials.
   const s3Config: AwsConfig = { ...base, ...(s.s3Endpoint !== undefined && { endpoint: s.s3Endpoint }) };
-  const blobStore = new S3BlobStore({ client: s3, bucket: s.bucket, prefix: s.blobPrefix, clientWith: (credentials) => createS3Client({ ...s3Config, credentials }) });
+  const blobStore = new S3BlobStore({
+    client: s3,
+    bucket: s.bucket,
+    prefix: s.blobPrefix,
+    clientWith: (credentials) => createS3Client({ ...s3Config, credentials }),
+  });
   const dashboardSessions = new DynamoDbDashboardSessions({ documentClient: dynamo.documentClient, tableName: s.jobTable });
   let closed: Promise<void> | undefined;
   return {

@@ -73,20 +73,26 @@ export function createDynamoDbClients(config: AwsConfig): DynamoDbClients {
   // The HTTP handler only warns once `requestTimeout` passes; socket inactivity is what ends a call whose
   // answer never comes (a lease renewal must fail in time, not hang). Not for S3: a streamed read may
   // rest while its reader is backpressured.
-  const client = withCallLog(new DynamoDBClient({ ...base, requestHandler: { ...base.requestHandler, socketTimeout: base.requestHandler.requestTimeout } }), config);
+  const client = withCallLog(
+    new DynamoDBClient({ ...base, requestHandler: { ...base.requestHandler, socketTimeout: base.requestHandler.requestTimeout } }),
+    config,
+  );
   const documentClient = DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
   return { client, documentClient, destroy: () => client.destroy() };
 }
 
 export function createS3Client(config: AwsConfig): S3Client {
-  return withCallLog(new S3Client({
-    ...baseClientOptions(config),
-    // Emulators (s3rver, LocalStack) address buckets by path, and s3rver knows neither the flexible
-    // checksums nor their trailers that newer SDKs send by default.
-    forcePathStyle: config.endpoint !== undefined,
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  }), config);
+  return withCallLog(
+    new S3Client({
+      ...baseClientOptions(config),
+      // Emulators (s3rver, LocalStack) address buckets by path, and s3rver knows neither the flexible
+      // checksums nor their trailers that newer SDKs send by default.
+      forcePathStyle: config.endpoint !== undefined,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    }),
+    config,
+  );
 }
 
 /** The SDK warns once per process about Node versions it will drop; Floe pins its Node version itself. */

@@ -34,11 +34,15 @@ export class CloudWatchJobLogs implements JobLogSource {
     const logGroupName = env[FloeEnv.LOG_GROUP];
     const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'] || env['AWS_DEFAULT_REGION'];
     if (!logGroupName || !region) {
-      throw new ConfigurationError(`floe logs on a deployed cluster needs ${FloeEnv.LOG_GROUP} (the stack's TaskLogGroup output) and a region (${FloeEnv.AWS_REGION} or AWS_REGION) in the environment, and AWS credentials that may logs:FilterLogEvents on that group`);
+      throw new ConfigurationError(
+        `floe logs on a deployed cluster needs ${FloeEnv.LOG_GROUP} (the stack's TaskLogGroup output) and a region (${FloeEnv.AWS_REGION} or AWS_REGION) in the environment, and AWS credentials that may logs:FilterLogEvents on that group`,
+      );
     }
     const endpoint = env[FloeEnv.CLOUDWATCH_LOGS_ENDPOINT] || env[FloeEnv.AWS_ENDPOINT] || undefined;
     const credentials = credentialsFromEnv(env as NodeJS.ProcessEnv);
-    const client = new CloudWatchLogsClient(baseClientOptions({ region, ...(endpoint !== undefined ? { endpoint } : {}), ...(credentials !== undefined ? { credentials } : {}) }));
+    const client = new CloudWatchLogsClient(
+      baseClientOptions({ region, ...(endpoint !== undefined ? { endpoint } : {}), ...(credentials !== undefined ? { credentials } : {}) }),
+    );
     const filter: FilterLogEvents = (input) =>
       awsCall('CloudWatch Logs', 'FilterLogEvents', `log group ${input.logGroupName}`, () => client.send(new FilterLogEventsCommand(input)));
     return new CloudWatchJobLogs(filter, logGroupName, jobId);
@@ -64,7 +68,13 @@ export class CloudWatchJobLogs implements JobLogSource {
         const line = (event.message ?? '').replace(/\n$/, '');
         const parsed = parseLogLine(line);
         if (parsed === undefined || parsed.fields['jobId'] !== this.jobId) continue;
-        entries.push({ timeMs: parsed.timeMs ?? timeMs, process: processOf(parsed.fields) ?? event.logStreamName ?? '?', level: parsed.level, message: parsed.message, fields: parsed.fields });
+        entries.push({
+          timeMs: parsed.timeMs ?? timeMs,
+          process: processOf(parsed.fields) ?? event.logStreamName ?? '?',
+          level: parsed.level,
+          message: parsed.message,
+          fields: parsed.fields,
+        });
       }
       nextToken = page.nextToken;
     } while (nextToken !== undefined);

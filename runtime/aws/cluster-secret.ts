@@ -15,7 +15,8 @@ export type SecretReader = (secretArn: string) => Promise<string>;
 export function secretsManagerReader(env: NodeJS.ProcessEnv): SecretReader {
   return async (secretArn) => {
     const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'];
-    if (region === undefined || region === '') throw new ConfigurationError(`${FloeEnv.AWS_REGION} (or AWS_REGION) is not set; it is needed to read the cluster secret from Secrets Manager`);
+    if (region === undefined || region === '')
+      throw new ConfigurationError(`${FloeEnv.AWS_REGION} (or AWS_REGION) is not set; it is needed to read the cluster secret from Secrets Manager`);
     const endpoint = env[FloeEnv.SECRETS_MANAGER_ENDPOINT] || env[FloeEnv.AWS_ENDPOINT] || undefined;
     const credentials = credentialsFromEnv(env);
     const config = { region, ...(endpoint !== undefined ? { endpoint } : {}), ...(credentials !== undefined ? { credentials } : {}) };
@@ -47,11 +48,17 @@ export async function resolveClusterSecret(env: NodeJS.ProcessEnv, read: SecretR
     } catch (error) {
       if (error instanceof ConfigurationError) throw error;
       // A failed cold start is tried again by the next request, so a passing fault heals itself.
-      throw new FloeError('SECRET_UNAVAILABLE', `could not read the cluster secret ${arn} from Secrets Manager: ${errorMessage(error)}; check that the function's role may secretsmanager:GetSecretValue on it`, { cause: error, retryable: true });
+      throw new FloeError(
+        'SECRET_UNAVAILABLE',
+        `could not read the cluster secret ${arn} from Secrets Manager: ${errorMessage(error)}; check that the function's role may secretsmanager:GetSecretValue on it`,
+        { cause: error, retryable: true },
+      );
     }
     return value;
   }
   const value = env[FloeEnv.SECRET];
   if (value !== undefined && value !== '') return value;
-  throw new ConfigurationError(`neither ${FloeEnv.SECRET_ARN} nor ${FloeEnv.SECRET} is set; every REST call and RPC of the cluster carries the cluster secret (a deployed stack sets ${FloeEnv.SECRET_ARN})`);
+  throw new ConfigurationError(
+    `neither ${FloeEnv.SECRET_ARN} nor ${FloeEnv.SECRET} is set; every REST call and RPC of the cluster carries the cluster secret (a deployed stack sets ${FloeEnv.SECRET_ARN})`,
+  );
 }

@@ -31,7 +31,16 @@ import {
   type JobException,
   type JobRecord,
 } from '../ha/job-store.js';
-import { compareAndSet, CONTENDED_ITEM_BACKOFF, LOST_RACE, transactWrite, TransactionCancelled, type ConditionalUpdate, type LostRace, type TransactItems } from './dynamodb-conditions.js';
+import {
+  compareAndSet,
+  CONTENDED_ITEM_BACKOFF,
+  LOST_RACE,
+  transactWrite,
+  TransactionCancelled,
+  type ConditionalUpdate,
+  type LostRace,
+  type TransactItems,
+} from './dynamodb-conditions.js';
 import { countEndedWrite } from './dynamodb-job-counts.js';
 import { A, endingWrites, readItem, readRecord, recordWrite, type JobTableContext } from './dynamodb-job-items.js';
 import type { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
@@ -63,7 +72,10 @@ function submittingExpected(before: JobRecord): { names: Record<string, string>;
   };
 }
 
-const expectState = (state: AdmissionState): { names: Record<string, string>; values: Record<string, unknown> } => ({ names: { '#state': 'state' }, values: { ':expectedState': state } });
+const expectState = (state: AdmissionState): { names: Record<string, string>; values: Record<string, unknown> } => ({
+  names: { '#state': 'state' },
+  values: { ':expectedState': state },
+});
 
 export class DynamoDbAdmissionLedger {
   constructor(
@@ -94,7 +106,11 @@ export class DynamoDbAdmissionLedger {
    * and reads the ledger while the caller's `jobManager` promise (its blob writes) is still under way;
    * every write is conditioned on what the plan read, so a stale hint or ledger only costs a retry.
    */
-  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }> {
+  async enqueueAndAdmit(
+    jobId: JobId,
+    bounds: AdmissionBounds,
+    options: EnqueueAndAdmitOptions = {},
+  ): Promise<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }> {
     assertAdmissionBounds(bounds);
     let hint = options.expected?.jobId === jobId ? options.expected : undefined;
     const pending = options.jobManager;
@@ -118,7 +134,10 @@ export class DynamoDbAdmissionLedger {
         const writes = [recordWrite(this.ctx, before!, record, SUBMITTING_CONDITION, submittingExpected(before!))];
         // The lease (and the leases it grants) go with an admission only; held by another, or a grant that
         // exists already, they are all left out and the admission planned again.
-        const leaseAt = admitted !== undefined && take !== undefined ? writes.push(leaseStore!.takeWrite(take.name, take.holder, take.address, take.durationMs, now)) - 1 : -1;
+        const leaseAt =
+          admitted !== undefined && take !== undefined
+            ? writes.push(leaseStore!.takeWrite(take.name, take.holder, take.address, take.durationMs, now)) - 1
+            : -1;
         if (leaseAt >= 0) for (const g of take!.grants ?? []) writes.push(leaseStore!.grantWrite(g.name, g.holder, g.address, g.durationMs, now));
         const leaseEnd = writes.length;
         const leaseTaken = leaseAt >= 0 ? true : admitted !== undefined && leaseRefused ? false : undefined;
@@ -156,7 +175,8 @@ export class DynamoDbAdmissionLedger {
         for (const e of [...plan.admit, ...plan.refuse]) records.set(e.jobId, await readRecord(this.ctx, e.jobId));
         // Entries whose record moved on (or is gone) would block the line forever: drop them, then plan again.
         const stale = new Set([...records].filter(([, r]) => !isWaitingRecord(r)).map(([id]) => id));
-        if (stale.size > 0) return { again: true, result: { admit: [], refuse: [] }, ledger: { ...ledger, waiting: ledger.waiting.filter((e) => !stale.has(e.jobId)) } };
+        if (stale.size > 0)
+          return { again: true, result: { admit: [], refuse: [] }, ledger: { ...ledger, waiting: ledger.waiting.filter((e) => !stale.has(e.jobId)) } };
         if (plan.admit.length === 0 && plan.refuse.length === 0) return { result: plan };
         const writes = [
           ...plan.admit.map((e) => recordWrite(this.ctx, records.get(e.jobId)!, admittedRecord(records.get(e.jobId)!, now), IN_STATE_CONDITION, expectWaiting)),
@@ -165,7 +185,11 @@ export class DynamoDbAdmissionLedger {
             return recordWrite(this.ctx, before, refusedRecord(before, refusalException(e, bounds, now), now), IN_STATE_CONDITION, expectWaiting);
           }),
         ];
-        return { result: { admit: plan.admit.map((e) => ({ ...e, sinceMs: now })), refuse: plan.refuse }, ledger: ledgerAfterAdmission(ledger, plan, now), writes };
+        return {
+          result: { admit: plan.admit.map((e) => ({ ...e, sinceMs: now })), refuse: plan.refuse },
+          ledger: ledgerAfterAdmission(ledger, plan, now),
+          writes,
+        };
       });
       admitted.push(...step.admit);
       refused.push(...step.refuse);
@@ -179,7 +203,11 @@ export class DynamoDbAdmissionLedger {
       const { record, ledger: after, released } = applyRelease(jobId, before, ledger, this.ctx.clock.now());
       const ledgerChange = after !== ledger ? { ledger: after } : {};
       if (!released) return { result: { released, record }, ...ledgerChange };
-      return { result: { released, record }, ...ledgerChange, writes: [recordWrite(this.ctx, before!, record!, IN_STATE_CONDITION, expectState(AdmissionState.ADMITTED))] };
+      return {
+        result: { released, record },
+        ...ledgerChange,
+        writes: [recordWrite(this.ctx, before!, record!, IN_STATE_CONDITION, expectState(AdmissionState.ADMITTED))],
+      };
     });
   }
 
@@ -198,7 +226,11 @@ export class DynamoDbAdmissionLedger {
       const before = await readRecord(this.ctx, jobId);
       const { record, ledger: after, canceled } = applyCancelWaiting(jobId, before, ledger, this.ctx.clock.now());
       if (!canceled) return { result: { canceled, record } };
-      return { result: { canceled, record }, ledger: after, writes: [recordWrite(this.ctx, before!, record!, IN_STATE_CONDITION, expectState(AdmissionState.WAITING))] };
+      return {
+        result: { canceled, record },
+        ledger: after,
+        writes: [recordWrite(this.ctx, before!, record!, IN_STATE_CONDITION, expectState(AdmissionState.WAITING))],
+      };
     });
   }
 
@@ -227,9 +259,13 @@ export class DynamoDbAdmissionLedger {
         maxAttempts: CONTENDED_ITEM_BACKOFF.maximumAttempts,
         backoff: CONTENDED_ITEM_BACKOFF,
         contended: () =>
-          new FloeError('STORE_CONTENDED', `${op}${jobId === undefined ? '' : ` of job ${jobId}`} in table ${this.ctx.table} lost ${CONTENDED_ITEM_BACKOFF.maximumAttempts} races in a row for the admission ledger to other Dispatchers; retry`, {
-            retryable: true,
-          }),
+          new FloeError(
+            'STORE_CONTENDED',
+            `${op}${jobId === undefined ? '' : ` of job ${jobId}`} in table ${this.ctx.table} lost ${CONTENDED_ITEM_BACKOFF.maximumAttempts} races in a row for the admission ledger to other Dispatchers; retry`,
+            {
+              retryable: true,
+            },
+          ),
       },
       async () => {
         const { ledger, version } = await (readAhead?.() ?? this.read());
@@ -258,7 +294,11 @@ export class DynamoDbAdmissionLedger {
           Item: { [A.jobId]: this.ledgerKey, [LEDGER.waiting]: step.ledger.waiting, [LEDGER.admitted]: step.ledger.admitted, [LEDGER.version]: version + 1 },
           ...(version === 0
             ? { ConditionExpression: 'attribute_not_exists(#jobId)', ExpressionAttributeNames: { '#jobId': A.jobId } }
-            : { ConditionExpression: '#version = :version', ExpressionAttributeNames: { '#version': LEDGER.version }, ExpressionAttributeValues: { ':version': version } }),
+            : {
+                ConditionExpression: '#version = :version',
+                ExpressionAttributeNames: { '#version': LEDGER.version },
+                ExpressionAttributeValues: { ':version': version },
+              }),
         },
       });
     }

@@ -26,7 +26,8 @@ const A = { key: jobTable.partitionKey.name, sessions: 'sessions', expiresAtMs: 
 const hashOf = (token: string): string => createHash('sha256').update(token).digest('base64url').slice(0, 22);
 const newToken = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
 /** Whether `value` has the shape newToken gives: anything else is refused without a call to DynamoDB. */
-const isToken = (value: string, prefix: string): boolean => value.length === prefix.length + 43 && value.startsWith(prefix) && /^[\w-]+$/.test(value.slice(prefix.length));
+const isToken = (value: string, prefix: string): boolean =>
+  value.length === prefix.length + 43 && value.startsWith(prefix) && /^[\w-]+$/.test(value.slice(prefix.length));
 
 export interface DynamoDbDashboardSessionsOptions {
   readonly documentClient: DynamoDBDocumentClient;
@@ -67,7 +68,11 @@ export class DynamoDbDashboardSessions implements DashboardSessions {
       {
         maxAttempts: MAX_CREATE_ATTEMPTS,
         contended: () =>
-          new FloeError('DASHBOARD_SESSION_CONFLICT', `could not store a dashboard session in ${this.resource} after ${MAX_CREATE_ATTEMPTS} tries: the sessions item kept changing between an update and a create; log in again`, { retryable: true }),
+          new FloeError(
+            'DASHBOARD_SESSION_CONFLICT',
+            `could not store a dashboard session in ${this.resource} after ${MAX_CREATE_ATTEMPTS} tries: the sessions item kept changing between an update and a create; log in again`,
+            { retryable: true },
+          ),
       },
       async () => {
         const added = await awsCall('DynamoDB', 'UpdateItem', this.resource, () =>

@@ -48,7 +48,9 @@ export function toRecord(item: Item): JobRecord {
 
 /** One consistent GetItem of the item under `key`. */
 export async function readItem(ctx: JobTableContext, op: string, key: string): Promise<Item | undefined> {
-  const out = await awsCall('DynamoDB', op, `table ${ctx.table}`, () => ctx.db.send(new GetCommand({ TableName: ctx.table, Key: { [A.jobId]: key }, ConsistentRead: true })));
+  const out = await awsCall('DynamoDB', op, `table ${ctx.table}`, () =>
+    ctx.db.send(new GetCommand({ TableName: ctx.table, Key: { [A.jobId]: key }, ConsistentRead: true })),
+  );
   return out.Item;
 }
 
@@ -64,7 +66,12 @@ export function conditionalWrite<T>(ctx: JobTableContext, op: string, call: () =
 }
 
 /** One conditional UpdateItem of the item under `key` (a job id); a failed condition answers ConditionFailed. */
-export function updateJobItem(ctx: JobTableContext, op: string, key: string, update: Omit<UpdateCommandInput, 'TableName' | 'Key'>): Promise<UpdateCommandOutput | ConditionFailed> {
+export function updateJobItem(
+  ctx: JobTableContext,
+  op: string,
+  key: string,
+  update: Omit<UpdateCommandInput, 'TableName' | 'Key'>,
+): Promise<UpdateCommandOutput | ConditionFailed> {
   return conditionalWrite(ctx, op, () => ctx.db.send(new UpdateCommand({ TableName: ctx.table, Key: { [A.jobId]: key }, ...update })));
 }
 
@@ -94,7 +101,13 @@ export const endingWrites = new WeakMap<ConditionalUpdate, string>();
  * writes of other fields by other writers (a JobMaster's task counts) are never undone. A write that ends
  * the job is noted in endingWrites, with the count it adds to.
  */
-export function recordWrite(ctx: JobTableContext, before: JobRecord, after: JobRecord, condition: string, extra: { names: Record<string, string>; values: Record<string, unknown> }): ConditionalUpdate {
+export function recordWrite(
+  ctx: JobTableContext,
+  before: JobRecord,
+  after: JobRecord,
+  condition: string,
+  extra: { names: Record<string, string>; values: Record<string, unknown> },
+): ConditionalUpdate {
   const names: Record<string, string> = { '#jobId': A.jobId, '#admission': 'admission', ...extra.names };
   const values: Record<string, unknown> = { ...extra.values };
   const sets: string[] = [];

@@ -13,7 +13,9 @@ export async function scanJobs(ctx: JobTableContext): Promise<JobRecord[]> {
   const records: JobRecord[] = [];
   let start: Record<string, unknown> | undefined;
   do {
-    const page = await awsCall('DynamoDB', 'Scan', `table ${ctx.table}`, () => ctx.db.send(new ScanCommand({ TableName: ctx.table, ConsistentRead: true, ExclusiveStartKey: start })));
+    const page = await awsCall('DynamoDB', 'Scan', `table ${ctx.table}`, () =>
+      ctx.db.send(new ScanCommand({ TableName: ctx.table, ConsistentRead: true, ExclusiveStartKey: start })),
+    );
     for (const item of page.Items ?? []) if (isJobItem(item)) records.push(toRecord(item));
     start = page.LastEvaluatedKey;
   } while (start !== undefined);
@@ -66,7 +68,12 @@ export async function queryJobPage(ctx: JobTableContext, limit: number, after?: 
 }
 
 /** One Query page of the index, newest first: every job, or those submitted before `beforeMs`. */
-async function queryJobsPage(ctx: JobTableContext, beforeMs: number | undefined, limit: number, start: Record<string, unknown> | undefined): Promise<{ records: JobRecord[]; next?: Record<string, unknown> }> {
+async function queryJobsPage(
+  ctx: JobTableContext,
+  beforeMs: number | undefined,
+  limit: number,
+  start: Record<string, unknown> | undefined,
+): Promise<{ records: JobRecord[]; next?: Record<string, unknown> }> {
   const out = await awsCall('DynamoDB', 'Query', `index ${jobsBySubmissionIndex.name} of table ${ctx.table}`, () =>
     ctx.db.send(
       new QueryCommand({
@@ -95,7 +102,11 @@ async function jobsSubmittedAt(ctx: JobTableContext, atMs: number): Promise<JobR
 }
 
 /** Every item a Query of the index `indexName` finds, page after page. */
-async function queryAll(ctx: JobTableContext, indexName: string, query: Pick<QueryCommandInput, 'KeyConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'>): Promise<Item[]> {
+async function queryAll(
+  ctx: JobTableContext,
+  indexName: string,
+  query: Pick<QueryCommandInput, 'KeyConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'>,
+): Promise<Item[]> {
   const items: Item[] = [];
   let start: Record<string, unknown> | undefined;
   do {

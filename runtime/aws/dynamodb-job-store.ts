@@ -11,7 +11,16 @@ import { systemClock, type Clock } from '../core/clock.js';
 import { FloeError, InvalidRequestError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import { isGloballyTerminal } from '../jobgraph/job-status.js';
-import { applyCancelRequest, applyJobUpdate, assertCreatable, assertLeaseFence, assertWriterEpoch, boundedException, compareJobRecords, isActiveRecord } from '../ha/job-rules.js';
+import {
+  applyCancelRequest,
+  applyJobUpdate,
+  assertCreatable,
+  assertLeaseFence,
+  assertWriterEpoch,
+  boundedException,
+  compareJobRecords,
+  isActiveRecord,
+} from '../ha/job-rules.js';
 import {
   MAX_STORED_EXCEPTIONS,
   type AdmissionBounds,
@@ -32,7 +41,21 @@ import { awsCall } from './aws-errors.js';
 import { DynamoDbAdmissionLedger } from './dynamodb-admission-ledger.js';
 import { compareAndSet, ConditionFailed, LOST_RACE, transactWrite, type Item, type PlainUpdate } from './dynamodb-conditions.js';
 import { countAndLeaveActiveIndex, countEndedWrite, readEndedCounts } from './dynamodb-job-counts.js';
-import { A, conditionalWrite, endedCountName, expiresAtS, INTERNAL_KEY_PREFIX, leaveActiveIndex, NOT_ENDED, readRecord, TERMINAL_VALUES, toRecord, TTL, updateJobItem, type JobTableContext } from './dynamodb-job-items.js';
+import {
+  A,
+  conditionalWrite,
+  endedCountName,
+  expiresAtS,
+  INTERNAL_KEY_PREFIX,
+  leaveActiveIndex,
+  NOT_ENDED,
+  readRecord,
+  TERMINAL_VALUES,
+  toRecord,
+  TTL,
+  updateJobItem,
+  type JobTableContext,
+} from './dynamodb-job-items.js';
 import { queryActiveIndex, queryJobPage, scanJobs } from './dynamodb-job-queries.js';
 import { MAX_UPGRADE_PAGE_ITEMS, UpgradePass } from './dynamodb-job-upgrade.js';
 import type { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
@@ -98,7 +121,9 @@ export class DynamoDbJobStore implements JobStore {
       throw new InvalidRequestError(`upgradePass.callBudgetMs must be a positive number of ms, found ${callBudgetMs}`);
     }
     if (!(Number.isInteger(pageItems) && pageItems >= 1 && pageItems <= MAX_UPGRADE_PAGE_ITEMS)) {
-      throw new InvalidRequestError(`upgradePass.pageItems must be a whole number from 1 to ${MAX_UPGRADE_PAGE_ITEMS} (a page's writes are one transaction), found ${pageItems}`);
+      throw new InvalidRequestError(
+        `upgradePass.pageItems must be a whole number from 1 to ${MAX_UPGRADE_PAGE_ITEMS} (a page's writes are one transaction), found ${pageItems}`,
+      );
     }
     if (!(Number.isInteger(pagesPerCall) && pagesPerCall >= 1)) {
       throw new InvalidRequestError(`upgradePass.pagesPerCall must be a whole number of at least 1, found ${pagesPerCall}`);
@@ -119,7 +144,12 @@ export class DynamoDbJobStore implements JobStore {
           new PutCommand({
             TableName: this.ctx.table,
             // listKey puts the job in the newest-first index (listPage).
-            Item: { ...plain, [A.writeId]: writeId, [A.listKey]: jobsBySubmissionIndex.listKeyValue, ...(isActiveRecord(plain) ? { [A.activeKey]: activeJobsIndex.activeKeyValue } : {}) },
+            Item: {
+              ...plain,
+              [A.writeId]: writeId,
+              [A.listKey]: jobsBySubmissionIndex.listKeyValue,
+              ...(isActiveRecord(plain) ? { [A.activeKey]: activeJobsIndex.activeKeyValue } : {}),
+            },
             ConditionExpression: 'attribute_not_exists(#jobId)',
             ExpressionAttributeNames: { '#jobId': A.jobId },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
@@ -180,7 +210,9 @@ export class DynamoDbJobStore implements JobStore {
       const counted = ends === undefined ? [] : [countEndedWrite(this.ctx, [endedCountName(ends, expires)], now)];
       const out =
         this.options.leaseTableName === undefined && counted.length === 0
-          ? await conditionalWrite(this.ctx, 'UpdateItem (update)', () => this.ctx.db.send(new UpdateCommand({ ...write, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })))
+          ? await conditionalWrite(this.ctx, 'UpdateItem (update)', () =>
+              this.ctx.db.send(new UpdateCommand({ ...write, ReturnValues: 'ALL_NEW', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' })),
+            )
           : await this.fencedWrite(jobId, this.options.leaseTableName === undefined ? undefined : writerEpoch, write, counted);
       if (out === 'conflict') return LOST_RACE;
       if (!(out instanceof ConditionFailed)) {
@@ -207,8 +239,23 @@ export class DynamoDbJobStore implements JobStore {
     // The record has not ended (the condition says so), so it is active; a write that ends it and finds
     // it released takes it out of the index just after (leaveActiveIndex).
     const sets = ['#epoch = :epoch', '#updatedAtMs = :now', '#writeId = :writeId', '#listKey = :listKey', '#activeKey = :activeKey'];
-    const names: Record<string, string> = { '#jobId': A.jobId, '#status': A.status, '#epoch': A.epoch, '#updatedAtMs': A.updatedAtMs, '#writeId': A.writeId, '#listKey': A.listKey, '#activeKey': A.activeKey };
-    const values: Record<string, unknown> = { ':epoch': writerEpoch, ':now': now, ':writeId': writeId, ':listKey': jobsBySubmissionIndex.listKeyValue, ':activeKey': activeJobsIndex.activeKeyValue, ...TERMINAL_VALUES };
+    const names: Record<string, string> = {
+      '#jobId': A.jobId,
+      '#status': A.status,
+      '#epoch': A.epoch,
+      '#updatedAtMs': A.updatedAtMs,
+      '#writeId': A.writeId,
+      '#listKey': A.listKey,
+      '#activeKey': A.activeKey,
+    };
+    const values: Record<string, unknown> = {
+      ':epoch': writerEpoch,
+      ':now': now,
+      ':writeId': writeId,
+      ':listKey': jobsBySubmissionIndex.listKeyValue,
+      ':activeKey': activeJobsIndex.activeKeyValue,
+      ...TERMINAL_VALUES,
+    };
     const set = (field: string, value: unknown): void => {
       sets.push(`#${field} = :${field}`);
       names[`#${field}`] = field;
@@ -264,14 +311,20 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   async delete(jobId: JobId): Promise<void> {
-    await awsCall('DynamoDB', 'DeleteItem', `table ${this.ctx.table}`, () => this.ctx.db.send(new DeleteCommand({ TableName: this.ctx.table, Key: { [A.jobId]: jobId } })));
+    await awsCall('DynamoDB', 'DeleteItem', `table ${this.ctx.table}`, () =>
+      this.ctx.db.send(new DeleteCommand({ TableName: this.ctx.table, Key: { [A.jobId]: jobId } })),
+    );
   }
 
   async enqueue(jobId: JobId): Promise<JobRecord> {
     return this.ledger.enqueue(jobId);
   }
 
-  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }> {
+  async enqueueAndAdmit(
+    jobId: JobId,
+    bounds: AdmissionBounds,
+    options: EnqueueAndAdmitOptions = {},
+  ): Promise<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }> {
     return this.ledger.enqueueAndAdmit(jobId, bounds, options);
   }
 
@@ -332,23 +385,28 @@ export class DynamoDbJobStore implements JobStore {
     const leaseName = leaseNames.jobMaster(jobId);
     const L = leaseTable.attributes;
     const fenced = writerEpoch !== undefined;
-    const outcome = await transactWrite(this.ctx.db, `TransactWriteItems (${fenced ? 'fenced ' : ''}update)`, fenced ? `tables ${this.ctx.table}, ${this.options.leaseTableName}` : `table ${this.ctx.table}`, [
-      ...(fenced
-        ? [
-            {
-              ConditionCheck: {
-                TableName: this.options.leaseTableName!,
-                Key: { [L.name]: leaseName },
-                ConditionExpression: 'attribute_not_exists(#name) OR #epoch = :epoch',
-                ExpressionAttributeNames: { '#name': L.name, '#epoch': L.epoch },
-                ExpressionAttributeValues: { ':epoch': writerEpoch },
+    const outcome = await transactWrite(
+      this.ctx.db,
+      `TransactWriteItems (${fenced ? 'fenced ' : ''}update)`,
+      fenced ? `tables ${this.ctx.table}, ${this.options.leaseTableName}` : `table ${this.ctx.table}`,
+      [
+        ...(fenced
+          ? [
+              {
+                ConditionCheck: {
+                  TableName: this.options.leaseTableName!,
+                  Key: { [L.name]: leaseName },
+                  ConditionExpression: 'attribute_not_exists(#name) OR #epoch = :epoch',
+                  ExpressionAttributeNames: { '#name': L.name, '#epoch': L.epoch },
+                  ExpressionAttributeValues: { ':epoch': writerEpoch },
+                },
               },
-            },
-          ]
-        : []),
-      { Update: write as never },
-      ...withWrites.map((w) => ({ Update: w })),
-    ]);
+            ]
+          : []),
+        { Update: write as never },
+        ...withWrites.map((w) => ({ Update: w })),
+      ],
+    );
     if (outcome === true) {
       const got = await awsCall('DynamoDB', 'GetItem (after fenced update)', `table ${this.ctx.table}`, () =>
         this.ctx.db.send(new GetCommand({ TableName: this.ctx.table, Key: write.Key, ConsistentRead: true })),
@@ -380,9 +438,12 @@ export class DynamoDbJobStore implements JobStore {
   }
 
   private contended(jobId: JobId, op: string): FloeError {
-    return new FloeError('STORE_CONTENDED', `${op} of job ${jobId} in table ${this.ctx.table} lost ${MAX_ATTEMPTS} races in a row to other writers of the same record; retry`, {
-      retryable: true,
-    });
+    return new FloeError(
+      'STORE_CONTENDED',
+      `${op} of job ${jobId} in table ${this.ctx.table} lost ${MAX_ATTEMPTS} races in a row to other writers of the same record; retry`,
+      {
+        retryable: true,
+      },
+    );
   }
 }
-

@@ -9,7 +9,20 @@ import { AdmissionState } from '../ha/job-store.js';
 import { awsCall } from './aws-errors.js';
 import { compareAndSet, CONTENDED_ITEM_BACKOFF, LOST_RACE, transactWrite, TransactionCancelled, type TransactItems } from './dynamodb-conditions.js';
 import { countEndedWrite, countShowsOn } from './dynamodb-job-counts.js';
-import { A, endedCountName, INTERNAL_KEY_PREFIX, isJobItem, NOT_ENDED, readItem, TERMINAL_VALUES, toRecord, TTL, updateJobItem, utcDay, type JobTableContext } from './dynamodb-job-items.js';
+import {
+  A,
+  endedCountName,
+  INTERNAL_KEY_PREFIX,
+  isJobItem,
+  NOT_ENDED,
+  readItem,
+  TERMINAL_VALUES,
+  toRecord,
+  TTL,
+  updateJobItem,
+  utcDay,
+  type JobTableContext,
+} from './dynamodb-job-items.js';
 import { activeJobsIndex, jobsBySubmissionIndex } from './tables.js';
 
 /**
@@ -101,10 +114,19 @@ export class UpgradePass {
     const version = typeof marker?.['pages'] === 'number' ? marker['pages'] : 0;
     const cursor = marker?.['cursor'] as Record<string, unknown> | undefined;
     const page = await awsCall('DynamoDB', 'Scan (one-time upgrade pass)', `table ${ctx.table}`, () =>
-      ctx.db.send(new ScanCommand({ TableName: ctx.table, ConsistentRead: true, Limit: this.limits.pageItems, ...(cursor !== undefined ? { ExclusiveStartKey: cursor } : {}) })),
+      ctx.db.send(
+        new ScanCommand({
+          TableName: ctx.table,
+          ConsistentRead: true,
+          Limit: this.limits.pageItems,
+          ...(cursor !== undefined ? { ExclusiveStartKey: cursor } : {}),
+        }),
+      ),
     );
     const jobs = (page.Items ?? []).filter(isJobItem);
-    await Promise.all(jobs.filter((item) => item[A.activeKey] === undefined && isActiveRecord(toRecord(item))).map((item) => this.joinActiveIndex(String(item[A.jobId]))));
+    await Promise.all(
+      jobs.filter((item) => item[A.activeKey] === undefined && isActiveRecord(toRecord(item))).map((item) => this.joinActiveIndex(String(item[A.jobId]))),
+    );
     const now = ctx.clock.now();
     const today = utcDay(now);
     const counted: string[] = [];
@@ -148,8 +170,20 @@ export class UpgradePass {
     await updateJobItem(ctx, 'UpdateItem (join the active index)', jobId, {
       UpdateExpression: 'SET #activeKey = :active, #listKey = :listKey',
       ConditionExpression: `attribute_exists(#jobId) AND attribute_not_exists(#activeKey) AND (${NOT_ENDED} OR (attribute_exists(#admission) AND #admission.#state <> :released))`,
-      ExpressionAttributeNames: { '#jobId': A.jobId, '#activeKey': A.activeKey, '#listKey': A.listKey, '#status': A.status, '#admission': 'admission', '#state': 'state' },
-      ExpressionAttributeValues: { ...TERMINAL_VALUES, ':active': activeJobsIndex.activeKeyValue, ':listKey': jobsBySubmissionIndex.listKeyValue, ':released': AdmissionState.RELEASED },
+      ExpressionAttributeNames: {
+        '#jobId': A.jobId,
+        '#activeKey': A.activeKey,
+        '#listKey': A.listKey,
+        '#status': A.status,
+        '#admission': 'admission',
+        '#state': 'state',
+      },
+      ExpressionAttributeValues: {
+        ...TERMINAL_VALUES,
+        ':active': activeJobsIndex.activeKeyValue,
+        ':listKey': jobsBySubmissionIndex.listKeyValue,
+        ':released': AdmissionState.RELEASED,
+      },
     });
   }
 }

@@ -135,7 +135,8 @@ export class DynamoDbLeaseStore implements LeaseStore {
           Key: { [A.name]: name },
           UpdateExpression: address === undefined ? 'SET #expires = :expires' : 'SET #expires = :expires, #address = :address',
           ConditionExpression: '#holder = :holder AND #epoch = :epoch AND #released = :false AND #expires > :now',
-          ExpressionAttributeNames: address === undefined ? names('#holder', '#epoch', '#released', '#expires') : names('#holder', '#epoch', '#released', '#expires', '#address'),
+          ExpressionAttributeNames:
+            address === undefined ? names('#holder', '#epoch', '#released', '#expires') : names('#holder', '#epoch', '#released', '#expires', '#address'),
           ExpressionAttributeValues: {
             ':holder': holder,
             ':epoch': epoch,
@@ -162,7 +163,9 @@ export class DynamoDbLeaseStore implements LeaseStore {
             // Expiry moves back to now, never forward: DynamoDB has no min(), so a lease that already
             // lapsed keeps its expiry (the second attempt below).
             UpdateExpression: expire ? 'SET #released = :true, #expires = :now' : 'SET #released = :true',
-            ConditionExpression: expire ? '#holder = :holder AND #epoch = :epoch AND #released = :false AND #expires >= :now' : '#holder = :holder AND #epoch = :epoch AND #released = :false',
+            ConditionExpression: expire
+              ? '#holder = :holder AND #epoch = :epoch AND #released = :false AND #expires >= :now'
+              : '#holder = :holder AND #epoch = :epoch AND #released = :false',
             ExpressionAttributeNames: expire ? names('#holder', '#epoch', '#released', '#expires') : names('#holder', '#epoch', '#released'),
             ExpressionAttributeValues: { ':holder': holder, ':epoch': epoch, ':false': false, ':true': true, ...(expire && { ':now': now }) },
             ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

@@ -80,7 +80,14 @@ export interface EcsFailureClass {
 /** Failures of the call itself that say nothing about the request: the answer may have been lost after ECS acted. */
 const NETWORK_ERROR_NAMES = new Set(['TimeoutError']);
 const NETWORK_ERROR_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH']);
-const SERVER_ERROR_NAMES = new Set(['ServerException', 'InternalFailure', 'ServiceUnavailable', 'ServiceUnavailableException', 'RequestTimeout', 'RequestTimeoutException']);
+const SERVER_ERROR_NAMES = new Set([
+  'ServerException',
+  'InternalFailure',
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+  'RequestTimeout',
+  'RequestTimeoutException',
+]);
 const INVALID_REQUEST_NAMES = new Set([
   'ClientException',
   'InvalidParameterException',
@@ -100,7 +107,8 @@ const ACCESS_DENIED_TEXT = /AccessDenied|access denied|is not authorized to perf
 export function classifyEcsFailure(what: EcsFailureReport): EcsFailureClass {
   const errorName = what.errorName ?? '';
   const reason = what.failureReason ?? '';
-  const lead = errorName !== '' && what.errorCode !== undefined && what.errorCode !== errorName ? `${errorName} (${what.errorCode})` : errorName || what.errorCode;
+  const lead =
+    errorName !== '' && what.errorCode !== undefined && what.errorCode !== errorName ? `${errorName} (${what.errorCode})` : errorName || what.errorCode;
   const text = [lead, what.failureReason, what.failureDetail, what.message].filter((s) => s !== undefined && s !== '').join(': ');
   const accessDenied = ACCESS_DENIED_TEXT.test(text);
   const is = (code: EcsLaunchErrorCode, retryable: boolean, hint: string): EcsFailureClass => ({ code, retryable, text, hint });
@@ -125,13 +133,29 @@ export function classifyEcsFailure(what: EcsFailureReport): EcsFailureClass {
   if (/CannotPullContainerError/i.test(text)) {
     const missing = accessDenied || /not found|manifest unknown|does not exist|unauthorized|forbidden/i.test(text);
     return missing
-      ? is(EcsLaunchErrorCode.IMAGE_PULL_FAILED, false, "check that the image and tag exist and that the task execution role may pull them (ecr:GetAuthorizationToken, ecr:BatchGetImage, ecr:GetDownloadUrlForLayer)")
-      : is(EcsLaunchErrorCode.IMAGE_PULL_FAILED, true, "check that the task's subnets reach the registry (a NAT gateway, ECR VPC endpoints, or a public IP in a public subnet)");
+      ? is(
+          EcsLaunchErrorCode.IMAGE_PULL_FAILED,
+          false,
+          'check that the image and tag exist and that the task execution role may pull them (ecr:GetAuthorizationToken, ecr:BatchGetImage, ecr:GetDownloadUrlForLayer)',
+        )
+      : is(
+          EcsLaunchErrorCode.IMAGE_PULL_FAILED,
+          true,
+          "check that the task's subnets reach the registry (a NAT gateway, ECR VPC endpoints, or a public IP in a public subnet)",
+        );
   }
   if (/unable to pull secrets or registry auth/i.test(text)) {
     return accessDenied
-      ? is(EcsLaunchErrorCode.SECRETS_UNAVAILABLE, false, 'grant the task execution role read access to the secrets and parameters the task definition names (secretsmanager:GetSecretValue, ssm:GetParameters, kms:Decrypt)')
-      : is(EcsLaunchErrorCode.SECRETS_UNAVAILABLE, true, "check that the task's subnets reach Secrets Manager, SSM and ECR (a NAT gateway, VPC endpoints, or a public IP in a public subnet)");
+      ? is(
+          EcsLaunchErrorCode.SECRETS_UNAVAILABLE,
+          false,
+          'grant the task execution role read access to the secrets and parameters the task definition names (secretsmanager:GetSecretValue, ssm:GetParameters, kms:Decrypt)',
+        )
+      : is(
+          EcsLaunchErrorCode.SECRETS_UNAVAILABLE,
+          true,
+          "check that the task's subnets reach Secrets Manager, SSM and ECR (a NAT gateway, VPC endpoints, or a public IP in a public subnet)",
+        );
   }
   if (errorName === 'ThrottlingException' || errorName === 'TooManyRequestsException' || /rate exceeded|throttl/i.test(text)) {
     return is(EcsLaunchErrorCode.THROTTLED, true, "start fewer workers at once or raise the account's ECS API limits");
@@ -140,28 +164,53 @@ export function classifyEcsFailure(what: EcsFailureReport): EcsFailureClass {
     return is(EcsLaunchErrorCode.ACCESS_DENIED, false, 'the AWS account is blocked from ECS; contact AWS Support');
   }
   if (errorName === 'AccessDeniedException' || accessDenied) {
-    return is(EcsLaunchErrorCode.ACCESS_DENIED, false, "grant the launcher's role ecs:RunTask on the task definition and iam:PassRole on its task and execution roles (the CDK construct's grants do both)");
+    return is(
+      EcsLaunchErrorCode.ACCESS_DENIED,
+      false,
+      "grant the launcher's role ecs:RunTask on the task definition and iam:PassRole on its task and execution roles (the CDK construct's grants do both)",
+    );
   }
   if (NETWORK_ERROR_NAMES.has(errorName) || (what.errorCode !== undefined && NETWORK_ERROR_CODES.has(what.errorCode))) {
-    return is(EcsLaunchErrorCode.NETWORK, true, `check that this process reaches the ECS endpoint (DNS, a NAT gateway or an ECS VPC endpoint, ${FloeEnv.ECS_ENDPOINT})`);
+    return is(
+      EcsLaunchErrorCode.NETWORK,
+      true,
+      `check that this process reaches the ECS endpoint (DNS, a NAT gateway or an ECS VPC endpoint, ${FloeEnv.ECS_ENDPOINT})`,
+    );
   }
   if (SERVER_ERROR_NAMES.has(errorName) || (what.httpStatus ?? 0) >= 500) {
-    return is(EcsLaunchErrorCode.ECS_UNAVAILABLE, true, "ECS failed on its side; see the AWS Health Dashboard for the region");
+    return is(EcsLaunchErrorCode.ECS_UNAVAILABLE, true, 'ECS failed on its side; see the AWS Health Dashboard for the region');
   }
   if (reason === 'RESOURCE:ENI' || /\bENI\b/.test(text) || /network interface provision/i.test(text)) {
     return is(EcsLaunchErrorCode.ENI_PROVISIONING, true, "check the subnets' free IP addresses and the account's ENI limit");
   }
-  if (reason.startsWith('RESOURCE:') || reason === 'AGENT' || what.stopCode === 'SpotInterruption' || /capacity is unavailable|insufficient capacity|no container instances|spot task was interrupted/i.test(text)) {
+  if (
+    reason.startsWith('RESOURCE:') ||
+    reason === 'AGENT' ||
+    what.stopCode === 'SpotInterruption' ||
+    /capacity is unavailable|insufficient capacity|no container instances|spot task was interrupted/i.test(text)
+  ) {
     return is(EcsLaunchErrorCode.CAPACITY_UNAVAILABLE, true, 'try other subnets or availability zones, a smaller task size, or later');
   }
-  if (errorName === 'ClusterNotFoundException' || reason === 'MISSING' || /TaskDefinition not found|unable to describe task definition|cluster not found/i.test(text)) {
-    return is(EcsLaunchErrorCode.NOT_FOUND, false, `check the cluster name and region (${FloeEnv.ECS_CLUSTER}) and that the task definition is registered and ACTIVE (${FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER}, ${FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR})`);
+  if (
+    errorName === 'ClusterNotFoundException' ||
+    reason === 'MISSING' ||
+    /TaskDefinition not found|unable to describe task definition|cluster not found/i.test(text)
+  ) {
+    return is(
+      EcsLaunchErrorCode.NOT_FOUND,
+      false,
+      `check the cluster name and region (${FloeEnv.ECS_CLUSTER}) and that the task definition is registered and ACTIVE (${FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER}, ${FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR})`,
+    );
   }
   if (INVALID_REQUEST_NAMES.has(errorName) || reason === 'ATTRIBUTE' || reason === 'LOCATION') {
-    return is(EcsLaunchErrorCode.INVALID_REQUEST, false, 'check the task definition (Fargate-compatible, awsvpc network mode, a supported platform version) against the subnets and security groups');
+    return is(
+      EcsLaunchErrorCode.INVALID_REQUEST,
+      false,
+      'check the task definition (Fargate-compatible, awsvpc network mode, a supported platform version) against the subnets and security groups',
+    );
   }
   if (/Essential container in task exited|failed (ELB|container) health checks|CannotStartContainerError|OutOfMemoryError/i.test(text)) {
-    return is(EcsLaunchErrorCode.TASK_FAILED, false, "the worker itself failed; read its log");
+    return is(EcsLaunchErrorCode.TASK_FAILED, false, 'the worker itself failed; read its log');
   }
   return is(EcsLaunchErrorCode.RUN_TASK_FAILED, false, "check the task definition, the cluster and the launcher's IAM permissions");
 }

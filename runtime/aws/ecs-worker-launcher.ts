@@ -107,7 +107,10 @@ function newClientToken(): string {
  */
 export function createEcsClient(config: AwsConfig): ECSClient {
   const base = baseClientOptions(config);
-  return withCallLog(new ECSClient({ ...base, maxAttempts: 1, requestHandler: { ...base.requestHandler, socketTimeout: base.requestHandler.requestTimeout } }), config);
+  return withCallLog(
+    new ECSClient({ ...base, maxAttempts: 1, requestHandler: { ...base.requestHandler, socketTimeout: base.requestHandler.requestTimeout } }),
+    config,
+  );
 }
 
 export class EcsWorkerLauncher implements WorkerLauncher {
@@ -128,7 +131,12 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     this.bucket = new TokenBucket(options.clock, options.rateLimit ?? DEFAULT_ECS_RATE_LIMIT);
     this.retry = { ...DEFAULT_ECS_RETRY, ...options.retry };
     this.containerName = options.containerName ?? 'floe';
-    this.request = { cluster: options.cluster, containerName: this.containerName, network: options.network, ...(options.env !== undefined ? { env: options.env } : {}) };
+    this.request = {
+      cluster: options.cluster,
+      containerName: this.containerName,
+      network: options.network,
+      ...(options.env !== undefined ? { env: options.env } : {}),
+    };
     this.random = options.random ?? Math.random;
     this.log = (options.logger ?? createLogger({})).child({ component: 'ecs-launcher', cluster: options.cluster });
     this.poller = new EcsTaskPoller<TrackedTask>({
@@ -150,7 +158,8 @@ export class EcsWorkerLauncher implements WorkerLauncher {
       },
       onMissing: (task, arn) => this.exited(task, null, `the ECS task ${arn} is gone (MISSING)`),
     });
-    if (options.network.subnets.length === 0) throw new ConfigurationError(`ECS tasks need at least one subnet (awsvpc network mode); set ${FloeEnv.ECS_SUBNETS}`);
+    if (options.network.subnets.length === 0)
+      throw new ConfigurationError(`ECS tasks need at least one subnet (awsvpc network mode); set ${FloeEnv.ECS_SUBNETS}`);
   }
 
   async start(spec: WorkerSpec): Promise<void> {
@@ -161,12 +170,25 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     if (this.tasks.has(spec.id)) throw new ConflictError(`worker ${spec.id} is already running; stop it first or pick another id`);
     if (spec.resources !== undefined && fargateSizeOfTaskExecutor(spec.resources.profile, spec.resources.slots) === undefined) {
       const { profile, slots } = spec.resources;
-      throw new InvalidRequestError(`worker ${spec.id}: no Fargate task holds ${slots} slots of { cpu: ${profile.cpu}, memoryMiB: ${profile.memoryMiB} } (${profile.cpu * slots} vCPUs, ${profile.memoryMiB * slots} MiB)`);
+      throw new InvalidRequestError(
+        `worker ${spec.id}: no Fargate task holds ${slots} slots of { cpu: ${profile.cpu}, memoryMiB: ${profile.memoryMiB} } (${profile.cpu * slots} vCPUs, ${profile.memoryMiB * slots} MiB)`,
+      );
     }
     this.taskDefinitionFor(spec.kind);
     let markGone!: () => void;
     const gone = new Promise<void>((resolve) => (markGone = resolve));
-    const task: TrackedTask = { spec, reachedRunning: false, attempts: 0, firstAttemptAtMs: this.options.clock.now(), gone, markGone, relaunching: false, clientToken: newClientToken(), tokenInDoubt: false, providerIndex: 0 };
+    const task: TrackedTask = {
+      spec,
+      reachedRunning: false,
+      attempts: 0,
+      firstAttemptAtMs: this.options.clock.now(),
+      gone,
+      markGone,
+      relaunching: false,
+      clientToken: newClientToken(),
+      tokenInDoubt: false,
+      providerIndex: 0,
+    };
     this.tasks.set(spec.id, task);
     try {
       await this.launch(task);
@@ -228,7 +250,9 @@ export class EcsWorkerLauncher implements WorkerLauncher {
   private taskDefinitionFor(kind: WorkerKind): string {
     const taskDefinition = this.options.taskDefinitions[kind];
     if (taskDefinition === undefined || taskDefinition === '') {
-      throw new ConfigurationError(`no ECS task definition is configured for ${kind} workers; set ${kind === 'jobmanager' ? FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER : FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR}`);
+      throw new ConfigurationError(
+        `no ECS task definition is configured for ${kind} workers; set ${kind === 'jobmanager' ? FloeEnv.ECS_TASK_DEFINITION_JOBMANAGER : FloeEnv.ECS_TASK_DEFINITION_TASKEXECUTOR}`,
+      );
     }
     return taskDefinition;
   }
@@ -241,19 +265,31 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     for (;;) {
       if (task.stopReason !== undefined || this.closed) {
         await this.stopLaunchedInDoubt(task, task.stopReason ?? 'launcher closed');
-        throw new EcsLaunchError(EcsLaunchErrorCode.STOPPED_BEFORE_START, `worker ${spec.id} was stopped (${task.stopReason ?? 'launcher closed'}) before ECS gave it a task`, { retryable: false });
+        throw new EcsLaunchError(
+          EcsLaunchErrorCode.STOPPED_BEFORE_START,
+          `worker ${spec.id} was stopped (${task.stopReason ?? 'launcher closed'}) before ECS gave it a task`,
+          { retryable: false },
+        );
       }
       await this.bucket.take();
       task.attempts++;
       let failure: EcsFailureClass;
       let cause: unknown;
       try {
-        const out = await this.options.ecs.send(new RunTaskCommand(runTaskInput(this.request, spec, taskDefinition, { clientToken: task.clientToken, capacityProvider: this.providerOf(task) })));
+        const out = await this.options.ecs.send(
+          new RunTaskCommand(runTaskInput(this.request, spec, taskDefinition, { clientToken: task.clientToken, capacityProvider: this.providerOf(task) })),
+        );
         const started = out.tasks?.[0];
         if (started?.taskArn !== undefined && (out.failures ?? []).length === 0) {
           task.arn = started.taskArn;
           task.lastStatus = started.lastStatus;
-          this.log.info('worker task started', { workerId: spec.id, kind: spec.kind, taskArn: started.taskArn, attempts: task.attempts, clientToken: task.clientToken });
+          this.log.info('worker task started', {
+            workerId: spec.id,
+            kind: spec.kind,
+            taskArn: started.taskArn,
+            attempts: task.attempts,
+            clientToken: task.clientToken,
+          });
           if (task.stopReason !== undefined) await this.stopTask(started.taskArn, task.stopReason);
           return;
         }
@@ -274,17 +310,29 @@ export class EcsWorkerLauncher implements WorkerLauncher {
         else task.tokenInDoubt = true;
       }
       const elapsedMs = this.options.clock.now() - task.firstAttemptAtMs;
-      if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE || failure.code === EcsLaunchErrorCode.QUOTA_EXCEEDED) this.fallBackToNextProvider(task, failure);
+      if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE || failure.code === EcsLaunchErrorCode.QUOTA_EXCEEDED)
+        this.fallBackToNextProvider(task, failure);
       if (!failure.retryable) {
         await this.stopLaunchedInDoubt(task, `launch failed: ${failure.code}`);
-        throw new EcsLaunchError(failure.code, `ECS refused to start ${spec.kind} worker ${spec.id} with task definition '${taskDefinition}' on cluster '${this.options.cluster}': ${failure.text}; ${failure.hint}`, { retryable: false, cause });
+        throw new EcsLaunchError(
+          failure.code,
+          `ECS refused to start ${spec.kind} worker ${spec.id} with task definition '${taskDefinition}' on cluster '${this.options.cluster}': ${failure.text}; ${failure.hint}`,
+          { retryable: false, cause },
+        );
       }
       const delayMs = backoffDelayMs(retriesHere++, this.retry, this.random);
       if (task.attempts >= this.retry.maxAttempts || elapsedMs + delayMs > this.retry.giveUpAfterMs) {
         await this.stopLaunchedInDoubt(task, `launch gave up: ${failure.code}`);
         throw this.gaveUp(task, taskDefinition, failure, elapsedMs, cause);
       }
-      this.log.warn('RunTask did not start the worker; retrying', { workerId: spec.id, code: failure.code, reason: failure.text, attempt: task.attempts, delayMs, clientToken: task.clientToken });
+      this.log.warn('RunTask did not start the worker; retrying', {
+        workerId: spec.id,
+        code: failure.code,
+        reason: failure.text,
+        attempt: task.attempts,
+        delayMs,
+        clientToken: task.clientToken,
+      });
       await sleepOn(this.options.clock, delayMs);
     }
   }
@@ -308,7 +356,11 @@ export class EcsWorkerLauncher implements WorkerLauncher {
           return `ECS could not start ${who}`;
       }
     })();
-    return new EcsLaunchError(failure.code, `${headline}: ${tried}; ${failure.hint}`, { retryable: false, cause, details: { attempts: task.attempts, elapsedMs } });
+    return new EcsLaunchError(failure.code, `${headline}: ${tried}; ${failure.hint}`, {
+      retryable: false,
+      cause,
+      details: { attempts: task.attempts, elapsedMs },
+    });
   }
 
   /** After a clear "no task" answer a fresh token is safe, and spares a retry any answer ECS may keep for the old one. */
@@ -369,10 +421,12 @@ export class EcsWorkerLauncher implements WorkerLauncher {
   private async stopUntracked(id: string, reason: string): Promise<void> {
     if (!ID_PATTERN.test(id)) return;
     await this.bucket.take();
-    const listed = await this.options.ecs.send(new ListTasksCommand({ cluster: this.options.cluster, startedBy: id, desiredStatus: 'RUNNING' })).catch((error: unknown) => {
-      this.log.warn('ListTasks failed; cannot stop a worker this launcher did not start', { workerId: id, error: errorMessage(error) });
-      return undefined;
-    });
+    const listed = await this.options.ecs
+      .send(new ListTasksCommand({ cluster: this.options.cluster, startedBy: id, desiredStatus: 'RUNNING' }))
+      .catch((error: unknown) => {
+        this.log.warn('ListTasks failed; cannot stop a worker this launcher did not start', { workerId: id, error: errorMessage(error) });
+        return undefined;
+      });
     for (const arn of listed?.taskArns ?? []) await this.stopTask(arn, reason);
   }
 
@@ -392,7 +446,11 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     let fatal = false;
     if (task.stopReason === undefined && !task.reachedRunning) {
       // Never ran: ENI, capacity or registry trouble shows up here on Fargate; relaunch within the same budget.
-      const failure = classifyEcsFailure({ failureReason: container?.reason ?? '', message: stoppedReason, ...(described.stopCode !== undefined ? { stopCode: described.stopCode } : {}) });
+      const failure = classifyEcsFailure({
+        failureReason: container?.reason ?? '',
+        message: stoppedReason,
+        ...(described.stopCode !== undefined ? { stopCode: described.stopCode } : {}),
+      });
       if (failure.retryable) {
         void this.relaunch(task, failure);
         return;
@@ -411,7 +469,12 @@ export class EcsWorkerLauncher implements WorkerLauncher {
       this.exited(task, null, this.gaveUp(task, taskDefinition, failure, elapsedMs, undefined).message);
       return;
     }
-    this.log.warn('worker task stopped before it ran; launching it again', { workerId: task.spec.id, code: failure.code, reason: failure.text, attempts: task.attempts });
+    this.log.warn('worker task stopped before it ran; launching it again', {
+      workerId: task.spec.id,
+      code: failure.code,
+      reason: failure.text,
+      attempts: task.attempts,
+    });
     task.relaunching = true;
     task.arn = undefined;
     task.lastStatus = undefined;
@@ -419,7 +482,8 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     task.clientToken = newClientToken();
     task.tokenInDoubt = false;
     // A Spot task taken back before it ran, or no capacity: the new launch asks the next provider.
-    if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE || failure.code === EcsLaunchErrorCode.QUOTA_EXCEEDED) this.fallBackToNextProvider(task, failure);
+    if (failure.code === EcsLaunchErrorCode.CAPACITY_UNAVAILABLE || failure.code === EcsLaunchErrorCode.QUOTA_EXCEEDED)
+      this.fallBackToNextProvider(task, failure);
     try {
       await sleepOn(this.options.clock, backoffDelayMs(task.attempts - 1, this.retry, this.random));
       await this.launch(task);
@@ -435,7 +499,14 @@ export class EcsWorkerLauncher implements WorkerLauncher {
     task.markGone();
     const requested = task.stopReason !== undefined;
     const exit: WorkerExit = { id: task.spec.id, kind: task.spec.kind, exitCode, reason, requested, ...(fatal ? { fatal: true as const } : {}) };
-    (requested ? this.log.info : this.log.warn)('worker exited', { workerId: task.spec.id, kind: task.spec.kind, taskArn: task.arn, exitCode, reason, requested });
+    (requested ? this.log.info : this.log.warn)('worker exited', {
+      workerId: task.spec.id,
+      kind: task.spec.kind,
+      taskArn: task.arn,
+      exitCode,
+      reason,
+      requested,
+    });
     for (const listener of [...this.listeners]) {
       try {
         listener(exit);

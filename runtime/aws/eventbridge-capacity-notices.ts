@@ -23,13 +23,21 @@ export class EventBridgeCapacityNotices implements CapacityNotices {
   async capacityFreed(jobId: JobId): Promise<void> {
     const detail: CapacityFreedDetail = { jobId };
     const out = await this.client.send(
-      new PutEventsCommand({ Entries: [{ EventBusName: this.eventBus, Source: CAPACITY_FREED_EVENT.source, DetailType: CAPACITY_FREED_EVENT.detailType, Detail: JSON.stringify(detail) }] }),
+      new PutEventsCommand({
+        Entries: [
+          { EventBusName: this.eventBus, Source: CAPACITY_FREED_EVENT.source, DetailType: CAPACITY_FREED_EVENT.detailType, Detail: JSON.stringify(detail) },
+        ],
+      }),
     );
     if ((out.FailedEntryCount ?? 0) > 0) {
       const entry = out.Entries?.[0];
-      throw new FloeError('EVENT_NOT_PUT', `event bus ${this.eventBus} did not take the capacity-freed event of job ${jobId}: ${entry?.ErrorCode ?? 'no error code'} (${entry?.ErrorMessage ?? 'no message'})`, {
-        retryable: true,
-      });
+      throw new FloeError(
+        'EVENT_NOT_PUT',
+        `event bus ${this.eventBus} did not take the capacity-freed event of job ${jobId}: ${entry?.ErrorCode ?? 'no error code'} (${entry?.ErrorMessage ?? 'no message'})`,
+        {
+          retryable: true,
+        },
+      );
     }
   }
 

@@ -15,11 +15,17 @@ export class EventBridgeJobEndNotices implements JobEndNotices {
 
   async jobEnded(figures: JobEndFigures): Promise<void> {
     const out = await this.client.send(
-      new PutEventsCommand({ Entries: [{ EventBusName: this.eventBus, Source: JOB_ENDED_EVENT.source, DetailType: JOB_ENDED_EVENT.detailType, Detail: JSON.stringify(figures) }] }),
+      new PutEventsCommand({
+        Entries: [{ EventBusName: this.eventBus, Source: JOB_ENDED_EVENT.source, DetailType: JOB_ENDED_EVENT.detailType, Detail: JSON.stringify(figures) }],
+      }),
     );
     if ((out.FailedEntryCount ?? 0) > 0) {
       const entry = out.Entries?.[0];
-      throw new FloeError('EVENT_NOT_PUT', `event bus ${this.eventBus} did not take the job-ended event of job ${figures.jobId}: ${entry?.ErrorCode ?? 'no error code'} (${entry?.ErrorMessage ?? 'no message'})`, { retryable: true });
+      throw new FloeError(
+        'EVENT_NOT_PUT',
+        `event bus ${this.eventBus} did not take the job-ended event of job ${figures.jobId}: ${entry?.ErrorCode ?? 'no error code'} (${entry?.ErrorMessage ?? 'no message'})`,
+        { retryable: true },
+      );
     }
   }
 

@@ -37,7 +37,8 @@ export function fargateSizeFor(vcpu: number, memoryMiB: number): FargateSize | u
 }
 
 /** The Fargate task of a TaskExecutor with `slots` slots of `profile`. */
-export const fargateSizeOfTaskExecutor = (profile: ResourceProfile, slots: number): FargateSize | undefined => fargateSizeFor(profile.cpu * slots, profile.memoryMiB * slots);
+export const fargateSizeOfTaskExecutor = (profile: ResourceProfile, slots: number): FargateSize | undefined =>
+  fargateSizeFor(profile.cpu * slots, profile.memoryMiB * slots);
 
 /** What a Dispatcher on AWS accepts: a profile whose TaskExecutor fits some Fargate size, once rounded up. */
 export const fargateTaskExecutorSizes: TaskExecutorSizes = {

@@ -47,7 +47,10 @@ export class JobCredentialsVendor {
     }
     const c = answer.Credentials;
     if (c?.AccessKeyId === undefined || c.SecretAccessKey === undefined || c.SessionToken === undefined || c.Expiration === undefined) {
-      throw new FloeError('JOB_CREDENTIALS', `AssumeRole of '${this.o.roleArn}' for job ${jobGraph.jobId} answered without complete credentials (expected an access key, secret, session token and expiration)`);
+      throw new FloeError(
+        'JOB_CREDENTIALS',
+        `AssumeRole of '${this.o.roleArn}' for job ${jobGraph.jobId} answered without complete credentials (expected an access key, secret, session token and expiration)`,
+      );
     }
     return { accessKeyId: c.AccessKeyId, secretAccessKey: c.SecretAccessKey, sessionToken: c.SessionToken, expirationMs: c.Expiration.getTime() };
   }
@@ -61,7 +64,10 @@ export function jobCredentialsVendorFromEnv(env: NodeJS.ProcessEnv): JobCredenti
   const roleArn = env[FloeEnv.JOB_DATA_ROLE_ARN];
   if (roleArn === undefined || roleArn === '') return undefined;
   const bucket = env[FloeEnv.BUCKET];
-  if (bucket === undefined || bucket === '') throw new ConfigurationError(`${FloeEnv.JOB_DATA_ROLE_ARN} is set but ${FloeEnv.BUCKET} is not: the job-data session policy names the cluster's bucket; set ${FloeEnv.BUCKET}`);
+  if (bucket === undefined || bucket === '')
+    throw new ConfigurationError(
+      `${FloeEnv.JOB_DATA_ROLE_ARN} is set but ${FloeEnv.BUCKET} is not: the job-data session policy names the cluster's bucket; set ${FloeEnv.BUCKET}`,
+    );
   const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'] || 'us-east-1';
   const endpoint = env[FloeEnv.STS_ENDPOINT];
   const accessKeyId = env['AWS_ACCESS_KEY_ID'];
@@ -73,5 +79,9 @@ export function jobCredentialsVendorFromEnv(env: NodeJS.ProcessEnv): JobCredenti
     ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } } : {}),
   };
   const partition = /^arn:([^:]+):/.exec(roleArn)?.[1] ?? 'aws';
-  return new JobCredentialsVendor({ sts: withCallLog(new STSClient(baseClientOptions(config)), config), roleArn, cluster: { bucket, blobPrefix: env[FloeEnv.BLOB_PREFIX] ?? '', partition } });
+  return new JobCredentialsVendor({
+    sts: withCallLog(new STSClient(baseClientOptions(config)), config),
+    roleArn,
+    cluster: { bucket, blobPrefix: env[FloeEnv.BLOB_PREFIX] ?? '', partition },
+  });
 }

@@ -52,5 +52,10 @@ export function isJobEndFigures(detail: unknown): detail is JobEndFigures {
   if (detail === null || typeof detail !== 'object') return false;
   const d = detail as Record<string, unknown>;
   const count = (k: string): boolean => Number.isSafeInteger(d[k]) && (d[k] as number) >= 0;
-  return typeof d['jobId'] === 'string' && typeof d['jobName'] === 'string' && typeof d['status'] === 'string' && ['durationMs', 'recordsIn', 'recordsOut', 'restarts'].every(count);
+  return (
+    typeof d['jobId'] === 'string' &&
+    typeof d['jobName'] === 'string' &&
+    typeof d['status'] === 'string' &&
+    ['durationMs', 'recordsIn', 'recordsOut', 'restarts'].every(count)
+  );
 }

@@ -57,11 +57,22 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects): S
     }
   }
   const Statement: SessionPolicy['Statement'][number][] = [
-    { Sid: 'ReadItsLibrary', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [arn(cluster.bucket, `${cluster.blobPrefix}${blobKeys.library(jobGraph.library.sha256)}`)] },
+    {
+      Sid: 'ReadItsLibrary',
+      Effect: 'Allow',
+      Action: ['s3:GetObject'],
+      Resource: [arn(cluster.bucket, `${cluster.blobPrefix}${blobKeys.library(jobGraph.library.sha256)}`)],
+    },
   ];
   if (inputs.size > 0) Statement.push({ Sid: 'ReadItsInputs', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [...inputs] });
   // A part is one PUT, or a multipart upload (its parts and completion are s3:PutObject), then its tag.
-  if (staging.size > 0) Statement.push({ Sid: 'WriteItsStaging', Effect: 'Allow', Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], Resource: [...staging] });
+  if (staging.size > 0)
+    Statement.push({
+      Sid: 'WriteItsStaging',
+      Effect: 'Allow',
+      Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'],
+      Resource: [...staging],
+    });
   const policy: SessionPolicy = { Version: '2012-10-17', Statement };
   const size = JSON.stringify(policy).length;
   if (size > MAX_SESSION_POLICY_CHARS) {

@@ -18,7 +18,10 @@ export class TokenBucket {
   private readonly waiters: (() => void)[] = [];
   private timerArmed = false;
 
-  constructor(private readonly clock: Clock, private readonly options: TokenBucketOptions) {
+  constructor(
+    private readonly clock: Clock,
+    private readonly options: TokenBucketOptions,
+  ) {
     if (!(options.capacity >= 1) || !(options.refillPerSecond > 0)) {
       throw new RangeError(`a token bucket needs capacity >= 1 and refillPerSecond > 0, found ${options.capacity} and ${options.refillPerSecond}`);
     }
@@ -73,7 +76,14 @@ export interface BackoffOptions {
  * is random, so retries of many callers spread out while each still waits at least half the step.
  */
 export function backoffPolicy(options: BackoffOptions): RetryPolicy {
-  return { initialIntervalMs: options.initialDelayMs, backoffCoefficient: 2, maximumIntervalMs: options.maxDelayMs, jitter: 0.5, jitterShortensOnly: true, maximumAttempts: Infinity };
+  return {
+    initialIntervalMs: options.initialDelayMs,
+    backoffCoefficient: 2,
+    maximumIntervalMs: options.maxDelayMs,
+    jitter: 0.5,
+    jitterShortensOnly: true,
+    maximumAttempts: Infinity,
+  };
 }
 
 /** The wait before retry `retry` (0 = the first retry) under backoffPolicy(options). */

@@ -15,7 +15,8 @@ const FIRST_OVERRUN_BYTES = 4 * 1024;
 
 const statusOf = (error: unknown): number | undefined => (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
 const nameOf = (error: unknown): string => String((error as { name?: unknown })?.name ?? 'Error');
-const isNotFound = (error: unknown): boolean => nameOf(error) === 'NoSuchKey' || nameOf(error) === 'NotFound' || (statusOf(error) === 404 && nameOf(error) !== 'NoSuchBucket');
+const isNotFound = (error: unknown): boolean =>
+  nameOf(error) === 'NoSuchKey' || nameOf(error) === 'NotFound' || (statusOf(error) === 404 && nameOf(error) !== 'NoSuchBucket');
 const isDenied = (error: unknown): boolean => nameOf(error) === 'AccessDenied' || nameOf(error) === 'Forbidden' || statusOf(error) === 403;
 
 /** `bytes 0-99/1234` → 1234; undefined when the answer does not say. */
@@ -41,7 +42,9 @@ export class S3InputStore implements InputStore {
       // An empty object named like a prefix with objects below it is some tools' folder marker.
       if (objects.length === 0 && size !== undefined) return [{ path, size }];
       if (objects.length === 0) {
-        throw new InputSourceError(`text source '${path}' names no objects: there is no object '${prefix}' in bucket '${bucket}' and none under '${base}'; check the path (a prefix is read as a folder)`);
+        throw new InputSourceError(
+          `text source '${path}' names no objects: there is no object '${prefix}' in bucket '${bucket}' and none under '${base}'; check the path (a prefix is read as a folder)`,
+        );
       }
       objects.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
       // Listing needs s3:ListBucket, reading s3:GetObject: one HEAD shows now that reading is allowed too.
@@ -71,7 +74,10 @@ export class S3InputStore implements InputStore {
         } catch (error) {
           // A range starting at the end of the object: there is nothing more.
           if (nameOf(error) === 'InvalidRange' || statusOf(error) === 416) return;
-          throw new FloeError('S3_GET', `GetObject bytes=${from}-${to - 1} failed: ${describe(error)}`, { cause: error, retryable: !isDenied(error) && !isNotFound(error) });
+          throw new FloeError('S3_GET', `GetObject bytes=${from}-${to - 1} failed: ${describe(error)}`, {
+            cause: error,
+            retryable: !isDenied(error) && !isNotFound(error),
+          });
         }
         // An endpoint that ignored the Range would send the object from its first byte: never read that as the range.
         if (res.ContentRange === undefined && from > 0) {
@@ -114,7 +120,9 @@ export class S3InputStore implements InputStore {
     const objects: { key: string; size: number }[] = [];
     let token: string | undefined;
     do {
-      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token !== undefined ? { ContinuationToken: token } : {}) }));
+      const page = await this.s3.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token !== undefined ? { ContinuationToken: token } : {}) }),
+      );
       for (const o of page.Contents ?? []) if (o.Key !== undefined) objects.push({ key: o.Key, size: o.Size ?? 0 });
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (token !== undefined);
@@ -123,7 +131,8 @@ export class S3InputStore implements InputStore {
 
   private sourceError(path: string, bucket: string, error: unknown): Error {
     if (error instanceof FloeError) return error;
-    if (nameOf(error) === 'NoSuchBucket') return new InputSourceError(`text source '${path}': the bucket '${bucket}' does not exist (NoSuchBucket); check the path`, { cause: error });
+    if (nameOf(error) === 'NoSuchBucket')
+      return new InputSourceError(`text source '${path}': the bucket '${bucket}' does not exist (NoSuchBucket); check the path`, { cause: error });
     if (isDenied(error)) {
       return new InputSourceError(
         `text source '${path}': access denied (${describe(error)}); this cluster may not list or read it: grant it with FloeCluster.grantBucketAccess`,
@@ -144,5 +153,7 @@ function describe(error: unknown): string {
 export function s3InputStoreFromEnv(env: NodeJS.ProcessEnv, credentials?: AwsCredentials): S3InputStore {
   const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'] || 'us-east-1';
   const endpoint = env[FloeEnv.S3_ENDPOINT] || env[FloeEnv.AWS_ENDPOINT];
-  return new S3InputStore(createS3Client({ region, ...(endpoint ? { endpoint } : {}), ...(credentials !== undefined ? { credentials: staticCredentials(credentials) } : {}) }));
+  return new S3InputStore(
+    createS3Client({ region, ...(endpoint ? { endpoint } : {}), ...(credentials !== undefined ? { credentials: staticCredentials(credentials) } : {}) }),
+  );
 }

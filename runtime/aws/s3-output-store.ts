@@ -14,7 +14,16 @@ import { createReadStream } from 'node:fs';
 import { mkdtemp, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join as joinPath } from 'node:path';
-import { CopyObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, PutObjectTaggingCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CopyObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  PutObjectTaggingCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { FloeError, InvalidRequestError, OutputTargetError } from '../core/errors.js';
 import type { WriteMode } from '../jobgraph/jobgraph.js';
@@ -69,7 +78,10 @@ const isNotFound = (error: unknown): boolean => {
 export class S3OutputStore implements OutputStore {
   readonly remote = true;
 
-  constructor(private readonly s3: S3Sender, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly s3: S3Sender,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   attemptStagingLocation(target: string, jobId: string, attemptId: string): string {
     parseS3Uri(target);
@@ -96,7 +108,10 @@ export class S3OutputStore implements OutputStore {
     }).done();
     const etag = 'ETag' in done ? done.ETag : undefined;
     if (etag === undefined) {
-      throw new FloeError('S3_UPLOAD', `uploading 's3://${bucket}/${key}' returned no ETag; S3 gives one for every stored object, so the endpoint is not S3-compatible enough to commit output on`);
+      throw new FloeError(
+        'S3_UPLOAD',
+        `uploading 's3://${bucket}/${key}' returned no ETag; S3 gives one for every stored object, so the endpoint is not S3-compatible enough to commit output on`,
+      );
     }
     return { size, etag };
   }
@@ -110,7 +125,12 @@ export class S3OutputStore implements OutputStore {
       if (error instanceof FloeError) throw error;
       const name = (error as { name?: string }).name;
       // Permanent answers about the target are the user's to fix: say so instead of a 500.
-      if (name === 'NoSuchBucket' || name === 'AccessDenied' || name === 'Forbidden' || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 403) {
+      if (
+        name === 'NoSuchBucket' ||
+        name === 'AccessDenied' ||
+        name === 'Forbidden' ||
+        (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 403
+      ) {
         throw new OutputTargetError(`cannot look at '${target}': ${name ?? 'access denied'}; check the bucket exists and this cluster may list and read it`);
       }
       throw error;
@@ -119,7 +139,13 @@ export class S3OutputStore implements OutputStore {
     if (refusal !== undefined) throw new OutputTargetError(refusal);
   }
 
-  async commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], staged: readonly (StagedPart | undefined)[] = []): Promise<CommitOutcome> {
+  async commit(
+    target: string,
+    jobId: string,
+    writeMode: WriteMode,
+    finalAttempts: readonly string[],
+    staged: readonly (StagedPart | undefined)[] = [],
+  ): Promise<CommitOutcome> {
     const { bucket, prefix } = parseS3Uri(target);
     const staging = join(prefix, `${s3StagingFolder(jobId)}/`);
     let journal = await this.readJournal(bucket, staging);
@@ -127,7 +153,11 @@ export class S3OutputStore implements OutputStore {
     const content = await this.contentOf(target, bucket, prefix);
     if (content.kind === 'entries' && content.manifest?.jobId === jobId) {
       // The commit point was passed: only the tidying may be left.
-      if (journal !== undefined) await this.deleteKeys(bucket, journal.previousFiles.filter((f) => !journal!.parts.some((p) => p.file === f)).map((f) => join(prefix, f)));
+      if (journal !== undefined)
+        await this.deleteKeys(
+          bucket,
+          journal.previousFiles.filter((f) => !journal!.parts.some((p) => p.file === f)).map((f) => join(prefix, f)),
+        );
       await this.deleteKeys(bucket, await this.list(bucket, staging));
       return 'already-committed';
     }
@@ -135,7 +165,10 @@ export class S3OutputStore implements OutputStore {
       const present = new Set(await this.list(bucket, staging));
       const missing = finalAttempts.map((a, i) => ({ key: `${staging}${a}/part-${i}`, i, a })).filter((p) => !present.has(p.key));
       if (missing.length > 0) {
-        throw new FloeError('OUTPUT_MISSING', `cannot commit '${target}': finished attempts staged no part file for ${missing.map((m) => `subtask ${m.i} (attempt ${m.a}): 's3://${bucket}/${m.key}'`).join(', ')}`);
+        throw new FloeError(
+          'OUTPUT_MISSING',
+          `cannot commit '${target}': finished attempts staged no part file for ${missing.map((m) => `subtask ${m.i} (attempt ${m.a}): 's3://${bucket}/${m.key}'`).join(', ')}`,
+        );
       }
       const previous = content.kind === 'entries' && writeMode === 'overwrite' ? (content.manifest?.files ?? []) : [];
       journal = newJournal(target, jobId, writeMode, finalAttempts, previous, staged);
@@ -147,7 +180,9 @@ export class S3OutputStore implements OutputStore {
     const mine = [...journal.previousFiles, ...(copying ? journal.parts.map((p) => p.file) : [])];
     const refusal = refusalOf(target, content, journal.writeMode, jobId, mine);
     if (refusal !== undefined) {
-      throw new OutputTargetError(`${refusal}. The job's output stays staged under 's3://${bucket}/${staging}' (its ${COMMIT_JOURNAL} names the part file of each subtask); it is not deleted`);
+      throw new OutputTargetError(
+        `${refusal}. The job's output stays staged under 's3://${bucket}/${staging}' (its ${COMMIT_JOURNAL} names the part file of each subtask); it is not deleted`,
+      );
     }
     const expected = journal.parts.map((p) => expectedPart(journal!, p.subtask, finalAttempts, staged));
     for (const part of journal.parts) await this.checkStaged(target, bucket, `${staging}${part.attemptId}/${part.file}`, part, expected[part.subtask]);
@@ -183,9 +218,20 @@ export class S3OutputStore implements OutputStore {
         throw new OutputPartChangedError(target, part.subtask, part.attemptId, `s3://${bucket}/${from}`, want, `a copy with ETag ${copiedEtag}`);
       }
     }
-    await this.put(bucket, join(prefix, OUTPUT_MANIFEST), encodeManifest(jobId, journal.parts.map((p) => p.file), this.now()));
+    await this.put(
+      bucket,
+      join(prefix, OUTPUT_MANIFEST),
+      encodeManifest(
+        jobId,
+        journal.parts.map((p) => p.file),
+        this.now(),
+      ),
+    );
     const newFiles = new Set(journal.parts.map((p) => p.file));
-    await this.deleteKeys(bucket, journal.previousFiles.filter((f) => !newFiles.has(f)).map((f) => join(prefix, f)));
+    await this.deleteKeys(
+      bucket,
+      journal.previousFiles.filter((f) => !newFiles.has(f)).map((f) => join(prefix, f)),
+    );
     await this.deleteKeys(bucket, await this.list(bucket, staging));
     return resumed ? 'resumed' : 'committed';
   }
@@ -195,7 +241,10 @@ export class S3OutputStore implements OutputStore {
     const staging = join(prefix, `${s3StagingFolder(jobId)}/`);
     const journal = await this.readJournal(bucket, staging);
     if (journal?.parts.some((p) => p.attemptId === attemptId)) {
-      throw new FloeError('ATTEMPT_COMMITTING', `attempt ${attemptId} is part of the commit begun under 's3://${bucket}/${staging}'; its output is not discarded`);
+      throw new FloeError(
+        'ATTEMPT_COMMITTING',
+        `attempt ${attemptId} is part of the commit begun under 's3://${bucket}/${staging}'; its output is not discarded`,
+      );
     }
     await this.deleteKeys(bucket, await this.list(bucket, `${staging}${attemptId}/`));
   }
@@ -212,7 +261,9 @@ export class S3OutputStore implements OutputStore {
   private async contentOf(target: string, bucket: string, prefix: string): Promise<TargetContent> {
     // An object named like the target is the "regular file" of S3: never made the parent of part files.
     if (prefix !== '' && (await this.exists(bucket, prefix))) {
-      throw new OutputTargetError(`'${target}' is an object; a text sink writes a prefix of part files and never makes an object the parent of others: choose another path`);
+      throw new OutputTargetError(
+        `'${target}' is an object; a text sink writes a prefix of part files and never makes an object the parent of others: choose another path`,
+      );
     }
     const base = prefix === '' ? '' : `${prefix}/`;
     const entries = (await this.list(bucket, base))
@@ -225,13 +276,23 @@ export class S3OutputStore implements OutputStore {
   }
 
   /** Throws OutputPartChangedError when the staged part at `key` is not the object its task reported. */
-  private async checkStaged(target: string, bucket: string, key: string, part: CommitJournal['parts'][number], expected: StagedPart | undefined): Promise<void> {
+  private async checkStaged(
+    target: string,
+    bucket: string,
+    key: string,
+    part: CommitJournal['parts'][number],
+    expected: StagedPart | undefined,
+  ): Promise<void> {
     if (expected === undefined) return;
     let head;
     try {
       head = await this.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
     } catch (error) {
-      if (isNotFound(error)) throw new FloeError('OUTPUT_MISSING', `cannot commit '${target}': the part of subtask ${part.subtask} (attempt ${part.attemptId}) is gone from 's3://${bucket}/${key}'; was the staging area removed while the job ran?`);
+      if (isNotFound(error))
+        throw new FloeError(
+          'OUTPUT_MISSING',
+          `cannot commit '${target}': the part of subtask ${part.subtask} (attempt ${part.attemptId}) is gone from 's3://${bucket}/${key}'; was the staging area removed while the job ran?`,
+        );
       throw error;
     }
     const found: StagedPart = { size: head.ContentLength ?? -1, ...(head.ETag !== undefined ? { etag: head.ETag } : {}) };
@@ -259,7 +320,14 @@ export class S3OutputStore implements OutputStore {
 
   /** `staged`: the object lives in a staging area, and is tagged so (see STAGED_TAG). */
   private async put(bucket: string, key: string, body: string, staged = false): Promise<void> {
-    await this.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: key.endsWith('.json') || key.endsWith(OUTPUT_MANIFEST) ? 'application/json' : 'application/octet-stream' }));
+    await this.s3.send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: key,
+        Body: body,
+        ContentType: key.endsWith('.json') || key.endsWith(OUTPUT_MANIFEST) ? 'application/json' : 'application/octet-stream',
+      }),
+    );
     if (staged) await this.s3.send(new PutObjectTaggingCommand({ Bucket: bucket, Key: key, Tagging: { TagSet: [STAGED_TAG] } }));
   }
 
@@ -277,7 +345,9 @@ export class S3OutputStore implements OutputStore {
     const keys: string[] = [];
     let token: string | undefined;
     do {
-      const page = await this.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token !== undefined ? { ContinuationToken: token } : {}) }));
+      const page = await this.s3.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token !== undefined ? { ContinuationToken: token } : {}) }),
+      );
       for (const o of page.Contents ?? []) if (o.Key !== undefined) keys.push(o.Key);
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (token !== undefined);
@@ -286,11 +356,17 @@ export class S3OutputStore implements OutputStore {
 
   private async deleteKeys(bucket: string, keys: readonly string[]): Promise<void> {
     for (let i = 0; i < keys.length; i += 1000) {
-      const res = await this.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }));
+      const res = await this.s3.send(
+        new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys.slice(i, i + 1000).map((Key) => ({ Key })), Quiet: true } }),
+      );
       // DeleteObjects answers 200 even when some keys were not deleted: those are errors, not success.
       const failed = res.Errors ?? [];
       if (failed.length > 0) {
-        throw new FloeError('S3_DELETE', `could not delete ${failed.length} of ${Math.min(1000, keys.length - i)} objects in s3://${bucket}, e.g. '${failed[0]!.Key}': ${failed[0]!.Code ?? ''} ${failed[0]!.Message ?? ''}`.trim(), { retryable: true });
+        throw new FloeError(
+          'S3_DELETE',
+          `could not delete ${failed.length} of ${Math.min(1000, keys.length - i)} objects in s3://${bucket}, e.g. '${failed[0]!.Key}': ${failed[0]!.Code ?? ''} ${failed[0]!.Message ?? ''}`.trim(),
+          { retryable: true },
+        );
       }
     }
   }
@@ -300,8 +376,14 @@ export class S3OutputStore implements OutputStore {
 export function s3OutputStoreFromEnv(env: NodeJS.ProcessEnv, credentials?: AwsCredentials): S3OutputStore {
   const region = env[FloeEnv.AWS_REGION] || env['AWS_REGION'] || 'us-east-1';
   const endpoint = env[FloeEnv.S3_ENDPOINT] || env[FloeEnv.AWS_ENDPOINT];
-  return new S3OutputStore(createS3Client({ region, ...(endpoint ? { endpoint } : {}), ...(credentials !== undefined ? { credentials: staticCredentials(credentials) } : {}) }));
+  return new S3OutputStore(
+    createS3Client({ region, ...(endpoint ? { endpoint } : {}), ...(credentials !== undefined ? { credentials: staticCredentials(credentials) } : {}) }),
+  );
 }
 
 /** The three fields the SDK signs with (vended job credentials carry their expiry too). */
-export const staticCredentials = (c: AwsCredentials): AwsCredentials => ({ accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey, ...(c.sessionToken !== undefined ? { sessionToken: c.sessionToken } : {}) });
+export const staticCredentials = (c: AwsCredentials): AwsCredentials => ({
+  accessKeyId: c.accessKeyId,
+  secretAccessKey: c.secretAccessKey,
+  ...(c.sessionToken !== undefined ? { sessionToken: c.sessionToken } : {}),
+});

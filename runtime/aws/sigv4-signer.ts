@@ -29,7 +29,7 @@ export interface SigV4SignerOptions {
 }
 
 export function createSigV4Signer(options: SigV4SignerOptions): RequestSigner {
-  if (options.region === '') throw new ConfigurationError('signing a request needs the API\'s region: set AWS_REGION (an execute-api URL names its own)');
+  if (options.region === '') throw new ConfigurationError("signing a request needs the API's region: set AWS_REGION (an execute-api URL names its own)");
   process.env['AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED'] ??= 'true';
   const provider = options.credentials ?? fromNodeProviderChain();
   const credentials: CredentialProvider =

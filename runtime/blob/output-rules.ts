@@ -88,13 +88,25 @@ export interface CommitJournal {
   readonly previousFiles: readonly string[];
 }
 
-export function newJournal(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], previousFiles: readonly string[] = [], staged: readonly (StagedPart | undefined)[] = []): CommitJournal {
+export function newJournal(
+  target: string,
+  jobId: string,
+  writeMode: WriteMode,
+  finalAttempts: readonly string[],
+  previousFiles: readonly string[] = [],
+  staged: readonly (StagedPart | undefined)[] = [],
+): CommitJournal {
   return {
     format: 1,
     jobId,
     target,
     writeMode,
-    parts: finalAttempts.map((attemptId, subtask) => ({ subtask, attemptId, file: partFile(subtask), ...(staged[subtask] !== undefined ? { staged: staged[subtask] } : {}) })),
+    parts: finalAttempts.map((attemptId, subtask) => ({
+      subtask,
+      attemptId,
+      file: partFile(subtask),
+      ...(staged[subtask] !== undefined ? { staged: staged[subtask] } : {}),
+    })),
     previousFiles,
   };
 }
@@ -103,7 +115,12 @@ export function newJournal(target: string, jobId: string, writeMode: WriteMode, 
  * What subtask `subtask`'s part must be to be committed: the JobMaster's account (`given`, for the
  * attempt the journal names) wins over the journal's, which lives beside the parts.
  */
-export function expectedPart(journal: CommitJournal, subtask: number, givenAttempts: readonly string[], given: readonly (StagedPart | undefined)[]): StagedPart | undefined {
+export function expectedPart(
+  journal: CommitJournal,
+  subtask: number,
+  givenAttempts: readonly string[],
+  given: readonly (StagedPart | undefined)[],
+): StagedPart | undefined {
   const part = journal.parts[subtask]!;
   return (givenAttempts[subtask] === part.attemptId ? given[subtask] : undefined) ?? part.staged;
 }
@@ -114,12 +131,17 @@ export function parseJournal(text: string, where: string): CommitJournal {
     const j = JSON.parse(text) as CommitJournal;
     // The journal lies in the staging area, which the job's own tasks may write: it names part files of
     // this commit and of an earlier Floe output only, never another file the commit would then delete.
-    const partsOk = Array.isArray(j.parts) && j.parts.every((p, i) => p?.subtask === i && typeof p.attemptId === 'string' && ATTEMPT_NAME.test(p.attemptId) && p.file === partFile(i));
+    const partsOk =
+      Array.isArray(j.parts) &&
+      j.parts.every((p, i) => p?.subtask === i && typeof p.attemptId === 'string' && ATTEMPT_NAME.test(p.attemptId) && p.file === partFile(i));
     if (j.format === 1 && typeof j.jobId === 'string' && partsOk && Array.isArray(j.previousFiles) && j.previousFiles.every(isPartName)) return j;
   } catch {
     // reported below
   }
-  throw new FloeError('COMMIT_JOURNAL', `the commit journal '${where}' is unreadable; it decides which attempts are committed, so the commit stops here: inspect it, and remove the staging area to give up the commit`);
+  throw new FloeError(
+    'COMMIT_JOURNAL',
+    `the commit journal '${where}' is unreadable; it decides which attempts are committed, so the commit stops here: inspect it, and remove the staging area to give up the commit`,
+  );
 }
 
 // ---- what is in the way ---------------------------------------------------------------------------
@@ -133,7 +155,10 @@ export type TargetContent =
   | { readonly kind: 'entries'; readonly entries: readonly string[]; readonly manifest?: OutputManifest };
 
 const listed = (names: readonly string[], max = 5): string => {
-  const shown = names.slice(0, max).map((n) => `'${n}'`).join(', ');
+  const shown = names
+    .slice(0, max)
+    .map((n) => `'${n}'`)
+    .join(', ');
   return names.length > max ? `${shown} and ${names.length - max} more` : shown;
 };
 const entriesWord = (n: number): string => (n === 1 ? '1 entry' : `${n} entries`);
@@ -142,7 +167,13 @@ const entriesWord = (n: number): string => (n === 1 ? '1 entry' : `${n} entries`
  * Why `jobId` may not write `content` at `target` in `writeMode`, or undefined when it may.
  * `alsoAllowed` are names this job's own begun commit may already have written there (S3, resuming).
  */
-export function refusalOf(target: string, content: TargetContent, writeMode: WriteMode, jobId: string, alsoAllowed: readonly string[] = []): string | undefined {
+export function refusalOf(
+  target: string,
+  content: TargetContent,
+  writeMode: WriteMode,
+  jobId: string,
+  alsoAllowed: readonly string[] = [],
+): string | undefined {
   if (content.kind !== 'entries') return undefined;
   const { entries, manifest } = content;
   const own = manifest?.jobId === jobId;
@@ -170,7 +201,17 @@ export const fileTargetRefusal = (target: string): string =>
 // ---- errors worth retrying -------------------------------------------------------------------------
 
 const TRANSIENT_CODES = new Set(['EAGAIN', 'EBUSY', 'EINTR', 'EMFILE', 'ENFILE', 'ETIMEDOUT', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ENOTCONN', 'EAI_AGAIN']);
-const TRANSIENT_NAMES = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException', 'SlowDown', 'ThrottlingException', 'Throttling', 'InternalError', 'ServiceUnavailable', 'NetworkingError']);
+const TRANSIENT_NAMES = new Set([
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'SlowDown',
+  'ThrottlingException',
+  'Throttling',
+  'InternalError',
+  'ServiceUnavailable',
+  'NetworkingError',
+]);
 
 /** Whether an error of a filesystem or object-store call may pass when tried again. */
 export function isTransientOutputError(error: unknown): boolean {
@@ -201,7 +242,8 @@ export function kindOf(s: Stats): string {
 /** The name of a job's staging area inside an S3 target prefix. */
 export const s3StagingFolder = (jobId: string): string => `.floe-staging-${jobId}`;
 /** Where one attempt of a sink writing the S3 `target` stages its part: `<target>/.floe-staging-<jobId>/<attemptId>`. */
-export const s3AttemptStagingLocation = (target: string, jobId: string, attemptId: string): string => `${target.replace(/\/+$/, '')}/${s3StagingFolder(jobId)}/${attemptId}`;
+export const s3AttemptStagingLocation = (target: string, jobId: string, attemptId: string): string =>
+  `${target.replace(/\/+$/, '')}/${s3StagingFolder(jobId)}/${attemptId}`;
 export const S3_STAGING_PREFIX = '.floe-staging-';
 /**
  * The tag every object of an S3 staging area carries. A lifecycle rule on it (the CDK construct adds one

@@ -50,7 +50,13 @@ export interface OutputStore {
    * longer that (another size; on S3, another ETag) fails the commit with an OutputPartChangedError before
    * anything of the output is published.
    */
-  commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], staged?: readonly (StagedPart | undefined)[]): Promise<CommitOutcome>;
+  commit(
+    target: string,
+    jobId: string,
+    writeMode: WriteMode,
+    finalAttempts: readonly string[],
+    staged?: readonly (StagedPart | undefined)[],
+  ): Promise<CommitOutcome>;
   /** Deletes what one attempt staged (a failed or canceled attempt). Refuses an attempt a begun commit names. */
   discardAttempt(target: string, jobId: string, attemptId: string): Promise<void>;
   /**

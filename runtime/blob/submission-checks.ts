@@ -37,7 +37,11 @@ export const embeddedSourceCheck: SourceCheckStoreFor = (path) => {
  * exist, cannot be listed or read, or holds no file, naming each path and why. A listing that does not
  * answer within 'execution.file-open.timeout' refuses the job too, saying so.
  */
-export async function checkSourcePaths(jobGraph: JobGraph, timeoutMs: number = CONFIG_OPTIONS.fileOpenTimeoutMs.default, storeFor: SourceCheckStoreFor = embeddedSourceCheck): Promise<void> {
+export async function checkSourcePaths(
+  jobGraph: JobGraph,
+  timeoutMs: number = CONFIG_OPTIONS.fileOpenTimeoutMs.default,
+  storeFor: SourceCheckStoreFor = embeddedSourceCheck,
+): Promise<void> {
   const problems: string[] = [];
   for (const vertex of jobGraph.vertices) {
     for (const op of vertex.operators) {
@@ -60,14 +64,21 @@ export async function checkSourcePaths(jobGraph: JobGraph, timeoutMs: number = C
  * its write mode, naming each target and what is in the way. A check that does not answer within
  * 'execution.file-open.timeout' refuses the job too, saying so.
  */
-export async function checkSinkTargets(jobGraph: JobGraph, timeoutMs: number = CONFIG_OPTIONS.fileOpenTimeoutMs.default, storeFor: (target: string) => Promise<OutputStore> = outputStoreFor): Promise<void> {
+export async function checkSinkTargets(
+  jobGraph: JobGraph,
+  timeoutMs: number = CONFIG_OPTIONS.fileOpenTimeoutMs.default,
+  storeFor: (target: string) => Promise<OutputStore> = outputStoreFor,
+): Promise<void> {
   const problems: string[] = [];
   for (const vertex of jobGraph.vertices) {
     for (const op of vertex.operators) {
       if (op.kind !== 'sink.textFile') continue;
       try {
         const store = await storeFor(op.path);
-        await withOpenDeadline(store.checkTarget(op.path, writeModeOf(op), jobGraph.jobId), { timeoutMs, what: `checking the target '${op.path}' of sink '${op.name}'` });
+        await withOpenDeadline(store.checkTarget(op.path, writeModeOf(op), jobGraph.jobId), {
+          timeoutMs,
+          what: `checking the target '${op.path}' of sink '${op.name}'`,
+        });
       } catch (error) {
         if (error instanceof OutputTargetError || error instanceof IoTimeoutError) problems.push(error.message);
         else throw error;

@@ -214,7 +214,12 @@ const GLOBAL_OPTIONS: Readonly<Record<string, OptionSpec>> = {
 };
 
 /** Every option of every command, for parseArgs to read a command line before its command is known. */
-const ALL_OPTIONS: Readonly<Record<string, OptionSpec>> = Object.assign({}, GLOBAL_OPTIONS, REMOTE_OPTIONS, ...Object.values(COMMANDS).map((c: CommandSpec) => c.options));
+const ALL_OPTIONS: Readonly<Record<string, OptionSpec>> = Object.assign(
+  {},
+  GLOBAL_OPTIONS,
+  REMOTE_OPTIONS,
+  ...Object.values(COMMANDS).map((c: CommandSpec) => c.options),
+);
 
 /** The options `command` takes, its own first. */
 function optionsOf(command: CommandName): Readonly<Record<string, OptionSpec>> {
@@ -229,7 +234,11 @@ function optionForm(name: string, spec: OptionSpec): string {
 }
 
 const COLUMN = 26;
-const indent = (text: string, by: number): string => text.split('\n').map((l) => ' '.repeat(by) + l).join('\n');
+const indent = (text: string, by: number): string =>
+  text
+    .split('\n')
+    .map((l) => ' '.repeat(by) + l)
+    .join('\n');
 
 /** A page's list of options: each one's form, and its help in the column beside it. */
 function optionLines(options: Readonly<Record<string, OptionSpec>>): string {
@@ -274,7 +283,12 @@ ${optionLines({ dir: GLOBAL_OPTIONS['dir']!, ...REMOTE_OPTIONS, help: GLOBAL_OPT
 export function commandUsage(topic: HelpTopic): string {
   const spec: CommandSpec = COMMANDS[topic];
   const own = ownOptions(topic);
-  const shared = { dir: GLOBAL_OPTIONS['dir']!, ...(spec.remote === true ? REMOTE_OPTIONS : {}), help: GLOBAL_OPTIONS['help']!, version: GLOBAL_OPTIONS['version']! };
+  const shared = {
+    dir: GLOBAL_OPTIONS['dir']!,
+    ...(spec.remote === true ? REMOTE_OPTIONS : {}),
+    help: GLOBAL_OPTIONS['help']!,
+    version: GLOBAL_OPTIONS['version']!,
+  };
   return `Usage: floe [--dir <stateDir>] ${spec.synopsis}\n\n${indent(spec.summary, 2)}\n\n${own === '' ? '' : `${own}\n`}Options:\n${optionLines(shared)}`;
 }
 
@@ -363,7 +377,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     if (rest.length < n) throw new UsageError(`'${kind}' needs ${what}`);
     if (rest.length > n) {
       const extra = rest[n]!;
-      throw new UsageError(kind === 'run' ? `unexpected argument '${extra}': pass job arguments after --, e.g. floe run job.ts -- ${extra}` : `unexpected argument '${extra}' for '${kind}'`);
+      throw new UsageError(
+        kind === 'run'
+          ? `unexpected argument '${extra}': pass job arguments after --, e.g. floe run job.ts -- ${extra}`
+          : `unexpected argument '${extra}' for '${kind}'`,
+      );
     }
   };
 
@@ -426,13 +444,15 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       const jobId = last('job');
       const signOutEverywhere = flags.has('sign-out-everywhere');
       if (jobId === '') throw new UsageError('--job needs a job id');
-      if (jobId !== undefined && signOutEverywhere) throw new UsageError('--job and --sign-out-everywhere do not go together: one asks for a link, the other ends every session');
+      if (jobId !== undefined && signOutEverywhere)
+        throw new UsageError('--job and --sign-out-everywhere do not go together: one asks for a link, the other ends every session');
       return { ...base, command: { kind, signOutEverywhere, ...(jobId === undefined ? {} : { jobId }) } };
     }
     case 'cluster': {
       expectArgs(1, 'an action: floe cluster start|stop|status');
       const action = rest[0]!;
-      if (!(CLUSTER_ACTIONS as readonly string[]).includes(action)) throw unknownName('cluster action', action, CLUSTER_ACTIONS, ` (actions: ${CLUSTER_ACTIONS.join(', ')})`);
+      if (!(CLUSTER_ACTIONS as readonly string[]).includes(action))
+        throw unknownName('cluster action', action, CLUSTER_ACTIONS, ` (actions: ${CLUSTER_ACTIONS.join(', ')})`);
       if (json && action !== 'status') throw new UsageError(`--json applies to 'cluster status' only`);
       if (Object.keys(config).length > 0 && action !== 'start') throw new UsageError(`-D applies to 'cluster start' only`);
       return { ...base, command: { kind, action: action as ClusterAction, json, config } };

@@ -6,7 +6,12 @@ import { probeCluster, startCluster, stopCluster } from './cluster.js';
 import { startOptions, type CommandContext } from './command-context.js';
 import { dashboardLine } from './dashboard-command.js';
 
-export async function clusterCommand(action: 'start' | 'stop' | 'status', json: boolean, config: Readonly<Record<string, string>>, ctx: CommandContext): Promise<number> {
+export async function clusterCommand(
+  action: 'start' | 'stop' | 'status',
+  json: boolean,
+  config: Readonly<Record<string, string>>,
+  ctx: CommandContext,
+): Promise<number> {
   const { io, stateDir } = ctx;
   switch (action) {
     case 'start': {
@@ -24,7 +29,8 @@ export async function clusterCommand(action: 'start' | 'stop' | 'status', json: 
       const named = (leftovers ?? []).map((w) => `${w.workerId} (pid ${w.pid}${w.killed ? ', killed after ignoring SIGTERM' : ''})`).join(', ');
       if (stopped) {
         io.stdout.write(`cluster stopped (pid ${pid})\n`);
-        if (leftovers !== undefined) io.stdout.write(`also stopped ${leftovers.length} worker process(es) an earlier Dispatcher of ${stateDir} had started: ${named}\n`);
+        if (leftovers !== undefined)
+          io.stdout.write(`also stopped ${leftovers.length} worker process(es) an earlier Dispatcher of ${stateDir} had started: ${named}\n`);
       } else if (leftovers === undefined) io.stdout.write(`no cluster is running in ${stateDir}\n`);
       else {
         io.stdout.write(
@@ -45,10 +51,14 @@ export async function clusterCommand(action: 'start' | 'stop' | 'status', json: 
           overviewError = errorMessage(e);
         }
         if (json) {
-          io.stdout.write(`${JSON.stringify({ state: 'up', stateDir, restUrl: state.info.restUrl, pid: state.info.pid, startedAtMs: state.info.startedAtMs, jobs }, null, 2)}\n`);
+          io.stdout.write(
+            `${JSON.stringify({ state: 'up', stateDir, restUrl: state.info.restUrl, pid: state.info.pid, startedAtMs: state.info.startedAtMs, jobs }, null, 2)}\n`,
+          );
         } else {
           const dashboard = await dashboardLine(state.client);
-          io.stdout.write(`cluster up at ${state.info.restUrl} (pid ${state.info.pid}), started ${new Date(state.info.startedAtMs).toISOString()}, state in ${stateDir}\n`);
+          io.stdout.write(
+            `cluster up at ${state.info.restUrl} (pid ${state.info.pid}), started ${new Date(state.info.startedAtMs).toISOString()}, state in ${stateDir}\n`,
+          );
           io.stdout.write(
             jobs === undefined
               ? `jobs: unknown (${overviewError})\n`

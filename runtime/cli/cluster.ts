@@ -39,10 +39,17 @@ export function readClusterInfo(stateDir: string): ClusterInfo | undefined {
     v = undefined;
   }
   if (
-    v === undefined || v === null || typeof v !== 'object' ||
-    !Number.isSafeInteger(v.pid) || typeof v.restUrl !== 'string' || typeof v.secret !== 'string' || typeof v.startedAtMs !== 'number'
+    v === undefined ||
+    v === null ||
+    typeof v !== 'object' ||
+    !Number.isSafeInteger(v.pid) ||
+    typeof v.restUrl !== 'string' ||
+    typeof v.secret !== 'string' ||
+    typeof v.startedAtMs !== 'number'
   ) {
-    throw new ClusterError(`${path} is not a cluster description ({ pid, restUrl, secret, startedAtMs }): ${text.slice(0, 200)}; remove it if no Dispatcher runs`);
+    throw new ClusterError(
+      `${path} is not a cluster description ({ pid, restUrl, secret, startedAtMs }): ${text.slice(0, 200)}; remove it if no Dispatcher runs`,
+    );
   }
   return v as ClusterInfo;
 }
@@ -70,7 +77,8 @@ export const BUSY_WAIT_MS = 60_000;
 export async function probeCluster(stateDir: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<ClusterState> {
   const info = readClusterInfo(stateDir);
   if (info === undefined) return { state: 'down', reason: `no Dispatcher is registered in ${clusterInfoPath(stateDir)}` };
-  if (!isProcessAlive(info.pid)) return { state: 'down', staleInfo: info, reason: `the Dispatcher registered in ${clusterInfoPath(stateDir)} (pid ${info.pid}) has exited` };
+  if (!isProcessAlive(info.pid))
+    return { state: 'down', staleInfo: info, reason: `the Dispatcher registered in ${clusterInfoPath(stateDir)} (pid ${info.pid}) has exited` };
   const refused = { state: 'down', staleInfo: info, reason: `nothing listens at ${info.restUrl}, where the Dispatcher (pid ${info.pid}) served` } as const;
   const url = new URL(info.restUrl);
   const connection = await tryConnect(url.hostname, Number(url.port || (url.protocol === 'https:' ? 443 : 80)), timeoutMs);

@@ -41,13 +41,21 @@ export interface CommandContext {
 export function startOptions(io: CliIo, config: Readonly<Record<string, string>>): StartClusterOptions {
   // A Dispatcher reads $FLOE_CONFIG as it starts: a bad one is reported here, in a line, not by its crash.
   configFromEnv(io.env);
-  return { config, env: { ...io.env }, ...(io.dispatcherEntry === undefined ? {} : { entry: io.dispatcherEntry }), busyWaitMs: io.busyWaitMs ?? BUSY_WAIT_MS, onBusy: announceWait(io) };
+  return {
+    config,
+    env: { ...io.env },
+    ...(io.dispatcherEntry === undefined ? {} : { entry: io.dispatcherEntry }),
+    busyWaitMs: io.busyWaitMs ?? BUSY_WAIT_MS,
+    onBusy: announceWait(io),
+  };
 }
 
 /** Tells the user that the cluster is running but busy, and how long the command waits for it. */
 export function announceWait(io: CliIo): (state: Extract<ClusterState, { state: 'busy' }>, waitMs: number) => void {
   return (state, waitMs) =>
-    io.stderr.write(`the cluster at ${state.info.restUrl} (pid ${state.info.pid}) is running but busy (${state.cause}): waiting up to ${Math.round(waitMs / 1000)} s for it to answer…\n`);
+    io.stderr.write(
+      `the cluster at ${state.info.restUrl} (pid ${state.info.pid}) is running but busy (${state.cause}): waiting up to ${Math.round(waitMs / 1000)} s for it to answer…\n`,
+    );
 }
 
 /** The running cluster's REST client (the --url one as it is); throws, saying what to do, when none answers. */

@@ -18,7 +18,16 @@ export const exampleLogPath = (stateDir: string): string => join(stateDir, 'exam
 const SERVICES = ['checkout', 'payments', 'search', 'inventory', ' Auth ', 'shipping'];
 // Spellings vary on purpose: the job normalises them.
 const LEVELS: readonly [string, number][] = [
-  ['DEBUG', 18], ['INFO', 58], ['info', 4], ['WARN', 8], ['warning', 2], ['Warn', 1], ['ERROR', 5], ['error', 1], ['ERR', 1], ['FATAL', 0.2],
+  ['DEBUG', 18],
+  ['INFO', 58],
+  ['info', 4],
+  ['WARN', 8],
+  ['warning', 2],
+  ['Warn', 1],
+  ['ERROR', 5],
+  ['error', 1],
+  ['ERR', 1],
+  ['FATAL', 0.2],
 ];
 const MESSAGES = [
   'request handled in %d ms',
@@ -48,7 +57,9 @@ export function* generateLogLines(targetBytes: number, seed = 42): Generator<str
       }
       r -= w;
     }
-    const message = pick(MESSAGES).replace('%d', String(Math.floor(random() * 1000))).replace('%%', '%');
+    const message = pick(MESSAGES)
+      .replace('%d', String(Math.floor(random() * 1000)))
+      .replace('%%', '%');
     const line = `${new Date(time).toISOString()} ${level.padEnd(7)} [${pick(SERVICES)}] ${message}`;
     bytes += Buffer.byteLength(line) + 1;
     yield line;
@@ -151,7 +162,16 @@ async function runLogLevelsExample(ctx: CommandContext): Promise<number> {
   try {
     // The examples are type-checked with the rest of the repository (npm test); npm start skips it.
     const outcome = await runJob(
-      { jobFile: join(packageRoot, 'examples', 'log-levels.ts'), parallelism: 4, detached: false, config: {}, exportName: 'default', jobArgs: [input], printRecords: false, typecheck: false },
+      {
+        jobFile: join(packageRoot, 'examples', 'log-levels.ts'),
+        parallelism: 4,
+        detached: false,
+        config: {},
+        exportName: 'default',
+        jobArgs: [input],
+        printRecords: false,
+        typecheck: false,
+      },
       ctx,
     );
     startedCluster = outcome.startedCluster;
@@ -163,17 +183,26 @@ async function runLogLevelsExample(ctx: CommandContext): Promise<number> {
     const direct = await countWarningsAndErrors(input);
     const keys = [...new Set([...fromJob.keys(), ...direct.keys()])].sort();
     io.stdout.write(`\nwarnings and errors per service (${outcome.result.records.length} events):\n`);
-    io.stdout.write(formatTable(['LEVEL', 'SERVICE', 'JOB', 'DIRECT'], keys.map((k) => {
-      const [level, service] = k.split(' ') as [string, string];
-      return [level, service, String(fromJob.get(k) ?? 0), String(direct.get(k) ?? 0)];
-    })));
+    io.stdout.write(
+      formatTable(
+        ['LEVEL', 'SERVICE', 'JOB', 'DIRECT'],
+        keys.map((k) => {
+          const [level, service] = k.split(' ') as [string, string];
+          return [level, service, String(fromJob.get(k) ?? 0), String(direct.get(k) ?? 0)];
+        }),
+      ),
+    );
     for (const sample of outcome.result.records.slice(0, 3)) io.stdout.write(`  e.g. ${JSON.stringify(sample)}\n`);
     const total = [...direct.values()].reduce((s, n) => s + n, 0);
     if (!outcome.result.truncated && sameCounts(fromJob, direct)) {
-      io.stdout.write(`check: OK, the job's ${outcome.result.records.length} events match the ${total} counted directly (${formatDuration(Date.now() - started)} in all)\n`);
+      io.stdout.write(
+        `check: OK, the job's ${outcome.result.records.length} events match the ${total} counted directly (${formatDuration(Date.now() - started)} in all)\n`,
+      );
       return 0;
     }
-    io.stdout.write(`check: FAILED, the job returned ${outcome.result.records.length} events${outcome.result.truncated ? ' (truncated)' : ''}, the file holds ${total}\n`);
+    io.stdout.write(
+      `check: FAILED, the job returned ${outcome.result.records.length} events${outcome.result.truncated ? ' (truncated)' : ''}, the file holds ${total}\n`,
+    );
     return 1;
   } finally {
     if (startedCluster) {

@@ -27,7 +27,7 @@ export function formatTaskCounts(t: TaskCounts): string {
 /** "1st", "2nd", "3rd", "11th", "22nd". */
 function ordinal(n: number): string {
   const tens = n % 100;
-  const suffix = tens >= 11 && tens <= 13 ? 'th' : ['th', 'st', 'nd', 'rd'][n % 10] ?? 'th';
+  const suffix = tens >= 11 && tens <= 13 ? 'th' : (['th', 'st', 'nd', 'rd'][n % 10] ?? 'th');
   return `${n}${suffix}`;
 }
 
@@ -47,10 +47,14 @@ function formatCounts(vertices: readonly VertexDetails[] | undefined, shape: Pro
   if (vertices === undefined || vertices.length === 0) return '';
   const parts: string[] = [];
   if (shape !== undefined) {
-    const sum = (ids: readonly string[], count: (v: VertexDetails) => number): number => vertices.filter((v) => ids.includes(v.id)).reduce((n, v) => n + count(v), 0);
+    const sum = (ids: readonly string[], count: (v: VertexDetails) => number): number =>
+      vertices.filter((v) => ids.includes(v.id)).reduce((n, v) => n + count(v), 0);
     parts.push(`records ${sum(shape.sources, (v) => v.recordsIn)} in, ${sum(shape.sinks, (v) => v.recordsOut)} out`);
   }
-  const split = vertices.reduce((n, v) => (v.splits === undefined ? n : { done: n.done + v.splits.done, total: n.total + v.splits.total }), { done: 0, total: 0 });
+  const split = vertices.reduce((n, v) => (v.splits === undefined ? n : { done: n.done + v.splits.done, total: n.total + v.splits.total }), {
+    done: 0,
+    total: 0,
+  });
   if (split.total > 0) parts.push(`splits ${split.done}/${split.total} (${Math.floor((100 * split.done) / split.total)}%)`);
   return parts.map((p) => ` · ${p}`).join('');
 }
@@ -65,7 +69,12 @@ export function formatProgress(
   elapsedMs: number,
   shape?: ProgressShape,
 ): { state: string; line: string } {
-  const what = details.waiting !== undefined ? formatWaiting(details.waiting) : details.tasks === undefined ? 'waiting for tasks' : `tasks ${formatTaskCounts(details.tasks)}`;
+  const what =
+    details.waiting !== undefined
+      ? formatWaiting(details.waiting)
+      : details.tasks === undefined
+        ? 'waiting for tasks'
+        : `tasks ${formatTaskCounts(details.tasks)}`;
   const restarts = details.restarts === undefined || details.restarts === 0 ? '' : ` · ${details.restarts} restart${details.restarts === 1 ? '' : 's'}`;
   const state = `${details.status} · ${what}${restarts}`;
   return { state, line: `${state}${formatCounts(details.vertices, shape)} · ${formatDuration(elapsedMs)}` };
@@ -137,7 +146,11 @@ export function formatException(e: JobException): string {
 
 export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)].join('\n') + '\n';
 }
 

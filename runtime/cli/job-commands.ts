@@ -51,7 +51,9 @@ export async function cancelCommand(jobId: string, ctx: CommandContext): Promise
 /** `floe logs`: the job's lines so far; with `follow`, new ones as they come until the job ends (or Ctrl-C). */
 export async function logsCommand(given: string, follow: boolean, ctx: CommandContext): Promise<number> {
   const { io } = ctx;
-  const jobId = /^[0-9a-f]{32}$/.test(jobIdOrPrefix(given)) ? jobIdOrPrefix(given) : await withJobSource(ctx, (source) => fullJobId(given, () => listJobs(source)));
+  const jobId = /^[0-9a-f]{32}$/.test(jobIdOrPrefix(given))
+    ? jobIdOrPrefix(given)
+    : await withJobSource(ctx, (source) => fullJobId(given, () => listJobs(source)));
   let logs: JobLogSource;
   if (ctx.remote !== undefined) {
     if (!io.env[FloeEnv.LOG_GROUP]) {
@@ -73,7 +75,8 @@ export async function logsCommand(given: string, follow: boolean, ctx: CommandCo
   };
   const first = await logs.poll();
   if (!follow) {
-    if (!first.found) throw new FloeError('NOT_FOUND', `no log of job ${escapeText(jobId)} under ${logs.location}: check the job id ('floe list' shows the jobs) and --dir`);
+    if (!first.found)
+      throw new FloeError('NOT_FOUND', `no log of job ${escapeText(jobId)} under ${logs.location}: check the job id ('floe list' shows the jobs) and --dir`);
     print(first.entries);
     return 0;
   }

@@ -8,7 +8,10 @@ const SHOWN = new Set(['t', 'level', 'msg', 'process', 'jobId', 'resourceId', 'c
 
 /** Sorts by time; lines of the same millisecond keep the order they were read in (one file's order). */
 export function mergeByTime(entries: readonly JobLogEntry[]): JobLogEntry[] {
-  return entries.map((e, i) => ({ e, i })).sort((a, b) => a.e.timeMs - b.e.timeMs || a.i - b.i).map(({ e }) => e);
+  return entries
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => a.e.timeMs - b.e.timeMs || a.i - b.i)
+    .map(({ e }) => e);
 }
 
 function formatTime(ms: number): string {
@@ -18,7 +21,8 @@ function formatTime(ms: number): string {
 
 function formatValue(v: unknown): string {
   if (typeof v === 'string') return /^[^\s"=]+$/.test(v) ? v : JSON.stringify(v);
-  if (v !== null && typeof v === 'object' && 'message' in v && typeof (v as { message: unknown }).message === 'string') return JSON.stringify((v as { message: string }).message);
+  if (v !== null && typeof v === 'object' && 'message' in v && typeof (v as { message: unknown }).message === 'string')
+    return JSON.stringify((v as { message: string }).message);
   return JSON.stringify(v) ?? String(v);
 }
 

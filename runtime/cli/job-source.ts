@@ -30,7 +30,8 @@ export async function jobSource(ctx: CommandContext): Promise<JobSource> {
   const { StoredJobs } = await import('./stored-jobs.js');
   const store = StoredJobs.open(ctx.stateDir);
   if (store === undefined) {
-    if (state.state === 'down') throw new FloeError('CLUSTER_DOWN', `no cluster is running in ${ctx.stateDir}: start one with 'floe cluster start' (or 'floe run', which starts one)`);
+    if (state.state === 'down')
+      throw new FloeError('CLUSTER_DOWN', `no cluster is running in ${ctx.stateDir}: start one with 'floe cluster start' (or 'floe run', which starts one)`);
     throw new FloeError('CLUSTER_UNRESPONSIVE', state.state === 'busy' ? busyMessage(state, READ_BUSY_WAIT_MS) : unresponsiveMessage(state));
   }
   const why =
@@ -52,7 +53,10 @@ export async function withJobSource<T>(ctx: CommandContext, fn: (source: JobSour
 export async function listJobs(source: JobSource): Promise<readonly JobSummary[]> {
   if (source.kind === 'rest') return source.client.listJobs();
   const { storedSummary } = await import('./stored-jobs.js');
-  return source.store.list().map(storedSummary).sort((a, b) => b.submittedAtMs - a.submittedAtMs);
+  return source.store
+    .list()
+    .map(storedSummary)
+    .sort((a, b) => b.submittedAtMs - a.submittedAtMs);
 }
 
 export async function jobDetails(source: JobSource, jobId: string): Promise<{ details: JobDetails; exceptions: () => Promise<readonly JobException[]> }> {
@@ -84,7 +88,10 @@ export async function fullJobId(given: string, jobs: () => Promise<readonly JobS
   const matches = all.filter((j) => j.jobId.startsWith(prefix));
   if (matches.length === 1) return matches[0]!.jobId;
   if (matches.length === 0) throw new FloeError('NOT_FOUND', `no job id starts with '${prefix}' ('floe list' shows the jobs)`);
-  const named = matches.slice(0, 10).map((j) => `${j.jobId} (${escapeText(j.name)}, ${j.status})`).join(', ');
+  const named = matches
+    .slice(0, 10)
+    .map((j) => `${j.jobId} (${escapeText(j.name)}, ${j.status})`)
+    .join(', ');
   throw new FloeError(
     'INVALID_REQUEST',
     `'${prefix}' is the start of ${matches.length} job ids: ${named}${matches.length > 10 ? ', …' : ''}; give more of the id`,

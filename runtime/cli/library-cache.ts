@@ -88,7 +88,13 @@ export class LibraryCache {
     } catch (e) {
       return { hit: false, why: (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'not bundled before' : `unreadable cache entry ${entryFile}` };
     }
-    if (entry?.format !== 1 || entry.jobFile !== jobFile || typeof entry.files !== 'object' || entry.files === null || !SHA256_HEX.test(String(entry.library?.sha256))) {
+    if (
+      entry?.format !== 1 ||
+      entry.jobFile !== jobFile ||
+      typeof entry.files !== 'object' ||
+      entry.files === null ||
+      !SHA256_HEX.test(String(entry.library?.sha256))
+    ) {
       return { hit: false, why: `malformed cache entry ${entryFile}` };
     }
     for (const [file, fp] of Object.entries(entry.files)) {

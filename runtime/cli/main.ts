@@ -38,7 +38,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
           stateDir: parsed.stateDir === undefined && !io.env[FloeEnv.HOME] ? join(packageRoot, '.floe') : resolveStateDir(parsed.stateDir, io.env, io.cwd),
         });
       default:
-        return await executeCommand(command, { io, stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd), ...(await remoteCluster(parsed, command.kind, io)) });
+        return await executeCommand(command, {
+          io,
+          stateDir: resolveStateDir(parsed.stateDir, io.env, io.cwd),
+          ...(await remoteCluster(parsed, command.kind, io)),
+        });
     }
   } catch (e) {
     if (e instanceof UsageError) {
@@ -47,7 +51,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     // Messages may quote what users wrote (job names, paths, a Dispatcher's answer).
     io.stderr.write(`floe: ${escapeText(e instanceof FloeError ? e.message : errorMessage(e), { keepNewlines: true })}\n`);
-    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env[FloeEnv.DEBUG]) io.stderr.write(`${escapeText(e.stack, { keepNewlines: true })}\n`);
+    if (!(e instanceof FloeError) && e instanceof Error && e.stack && io.env[FloeEnv.DEBUG])
+      io.stderr.write(`${escapeText(e.stack, { keepNewlines: true })}\n`);
     return 1;
   }
 }
@@ -71,7 +76,9 @@ async function remoteCluster(parsed: ParsedArgs, kind: string, io: CliIo): Promi
   }
   const secret = io.env[FloeEnv.SECRET];
   if (secret === undefined || secret === '') {
-    throw new UsageError(`the cluster at ${url} needs its secret: set ${FloeEnv.SECRET} (a deployed cluster's execute-api URL needs none: floe signs with your AWS credentials)`);
+    throw new UsageError(
+      `the cluster at ${url} needs its secret: set ${FloeEnv.SECRET} (a deployed cluster's execute-api URL needs none: floe signs with your AWS credentials)`,
+    );
   }
   return { remote: new RestClient({ baseUrl: url, secret }) };
 }

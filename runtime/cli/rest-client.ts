@@ -162,7 +162,9 @@ export class RestClient {
 
   /** Stores a library through POST /artifacts and the upload URL it answers (nothing to do when stored). */
   async uploadLibrary(sha256: string, library: Uint8Array): Promise<void> {
-    const offer = await this.request<ArtifactUploadResponse>('POST', '/artifacts', { body: { sha256, sizeBytes: library.byteLength } satisfies ArtifactUploadRequest });
+    const offer = await this.request<ArtifactUploadResponse>('POST', '/artifacts', {
+      body: { sha256, sizeBytes: library.byteLength } satisfies ArtifactUploadRequest,
+    });
     if (offer.exists || offer.upload === undefined) return;
     const target = new URL(offer.upload.url, `${this.baseUrl}/`);
     // A relative URL is the Dispatcher's own route and needs the secret or a signature; a presigned one
@@ -178,7 +180,9 @@ export class RestClient {
       throw new RpcConnectionError(`the library upload URL ${target.origin}${target.pathname}`, { cause: e });
     }
     if (!response.ok) {
-      throw new UnexpectedResponseError(`uploading the library to ${target.origin}${target.pathname} answered ${response.status}: ${(await response.text()).slice(0, 200)}`);
+      throw new UnexpectedResponseError(
+        `uploading the library to ${target.origin}${target.pathname} answered ${response.status}: ${(await response.text()).slice(0, 200)}`,
+      );
     }
   }
 
@@ -296,7 +300,12 @@ export class RestClient {
     const deadlineMs = this.timeoutMs + (opts.waitMs ?? 0);
     const timeout = AbortSignal.timeout(deadlineMs);
     try {
-      response = await send(new URL(url), { method, headers, ...(body === undefined ? {} : { body }), signal: opts.signal === undefined ? timeout : AbortSignal.any([timeout, opts.signal]) });
+      response = await send(new URL(url), {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body }),
+        signal: opts.signal === undefined ? timeout : AbortSignal.any([timeout, opts.signal]),
+      });
     } catch (e) {
       if (timeout.aborted) throw new RpcTimeoutError(`${method} ${url}`, deadlineMs);
       if (opts.signal?.aborted) throw e;
@@ -329,9 +338,10 @@ export class RestClient {
     // API Gateway's own refusals ({"message": ...}): its IAM authorizer, its throttling, its limits.
     const gatewayMessage = (json as { message?: unknown } | undefined)?.message;
     if (response.status === 403 && typeof gatewayMessage === 'string') {
-      const hint = this.signer === undefined
-        ? `the API takes requests signed with IAM credentials: use an execute-api URL, or --aws-iam / ${FloeEnv.AWS_IAM}=1`
-        : 'the credentials floe found (the AWS SDK chain: environment, profile, SSO, role) must be valid and allow execute-api:Invoke on the API';
+      const hint =
+        this.signer === undefined
+          ? `the API takes requests signed with IAM credentials: use an execute-api URL, or --aws-iam / ${FloeEnv.AWS_IAM}=1`
+          : 'the credentials floe found (the AWS SDK chain: environment, profile, SSO, role) must be valid and allow execute-api:Invoke on the API';
       // API Gateway quotes a malformed authorization header back, and that may be our bearer secret.
       const quoted = this.secret === undefined ? gatewayMessage : gatewayMessage.replaceAll(this.secret, '<secret>');
       throw new UnexpectedResponseError(`${method} ${path} was refused by the API (HTTP 403: ${quoted.slice(0, 300)}); ${hint}`);
@@ -373,16 +383,25 @@ async function send(
   const body = init.body === undefined ? undefined : typeof init.body === 'string' ? Buffer.from(init.body) : init.body;
   const once = (pooled: boolean): Promise<{ status: number; ok: boolean; text: () => Promise<string> }> =>
     new Promise((resolve, reject) => {
-      const req = request(url, { method: init.method, agent: pooled ? agent : false, headers: { ...init.headers, ...(body === undefined ? {} : { 'content-length': String(body.byteLength) }) }, signal: init.signal }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          const text = Buffer.concat(chunks).toString('utf8');
-          resolve({ status, ok: status >= 200 && status < 300, text: async () => text });
-        });
-      });
+      const req = request(
+        url,
+        {
+          method: init.method,
+          agent: pooled ? agent : false,
+          headers: { ...init.headers, ...(body === undefined ? {} : { 'content-length': String(body.byteLength) }) },
+          signal: init.signal,
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => {
+            const status = res.statusCode ?? 0;
+            const text = Buffer.concat(chunks).toString('utf8');
+            resolve({ status, ok: status >= 200 && status < 300, text: async () => text });
+          });
+        },
+      );
       req.on('error', (error: NodeJS.ErrnoException) =>
         reject(failedOnStaleConnection(req, error) && !init.signal.aborted ? new StaleConnectionError(error) : error),
       );
@@ -411,14 +430,22 @@ const lowerCased = (headers: Readonly<Record<string, string>>): Record<string, s
  * A result the API answered with a link: a presigned URL, fetched without this client's credentials (the
  * URL carries its own signature, and a second one would be refused).
  */
-async function fetchResultDownload(jobId: JobId | string, download: { readonly url: string; readonly sizeBytes: number }, signal?: AbortSignal): Promise<JobResult> {
+async function fetchResultDownload(
+  jobId: JobId | string,
+  download: { readonly url: string; readonly sizeBytes: number },
+  signal?: AbortSignal,
+): Promise<JobResult> {
   const res = await fetch(download.url, signal === undefined ? {} : { signal });
   const text = await res.text();
   if (!res.ok) {
-    throw new UnexpectedResponseError(`the result of job ${jobId} (${download.sizeBytes} bytes) could not be fetched from its link: expected 200, found ${res.status} ${text.slice(0, 200)}; ask GET /jobs/${jobId}/result again for a fresh link (it expires)`);
+    throw new UnexpectedResponseError(
+      `the result of job ${jobId} (${download.sizeBytes} bytes) could not be fetched from its link: expected 200, found ${res.status} ${text.slice(0, 200)}; ask GET /jobs/${jobId}/result again for a fresh link (it expires)`,
+    );
   }
   if (Buffer.byteLength(text) !== download.sizeBytes) {
-    throw new UnexpectedResponseError(`the result of job ${jobId} fetched from its link holds ${Buffer.byteLength(text)} bytes, expected ${download.sizeBytes}; ask GET /jobs/${jobId}/result again`);
+    throw new UnexpectedResponseError(
+      `the result of job ${jobId} fetched from its link holds ${Buffer.byteLength(text)} bytes, expected ${download.sizeBytes}; ask GET /jobs/${jobId}/result again`,
+    );
   }
   return JSON.parse(text) as JobResult;
 }

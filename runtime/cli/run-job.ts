@@ -118,14 +118,17 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   let startedCluster = false;
   if (ctx.remote !== undefined) {
     client = ctx.remote;
-    if (Object.keys(clusterConfig).length > 0) io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: -D reaches only a cluster that 'floe' starts\n`);
+    if (Object.keys(clusterConfig).length > 0)
+      io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: -D reaches only a cluster that 'floe' starts\n`);
   } else {
     const state = await awaitCluster(ctx.stateDir, { waitMs, onBusy: announceWait(io), ...(probing === undefined ? {} : { firstProbe: probing }) });
     switch (state.state) {
       case 'up':
         client = state.client;
         if (Object.keys(clusterConfig).length > 0) {
-          io.stderr.write(`note: ${Object.keys(clusterConfig).join(', ')} not applied: the cluster in ${ctx.stateDir} is already running; pass -D to 'floe cluster start' after 'floe cluster stop'\n`);
+          io.stderr.write(
+            `note: ${Object.keys(clusterConfig).join(', ')} not applied: the cluster in ${ctx.stateDir} is already running; pass -D to 'floe cluster start' after 'floe cluster stop'\n`,
+          );
         }
         break;
       case 'down': {
@@ -239,7 +242,9 @@ function progressShape(graph: JobGraph): ProgressShape {
 function outputLines(graph: JobGraph): string[] {
   return graph.vertices.flatMap((v) =>
     v.operators.flatMap((op) =>
-      op.kind === 'sink.textFile' ? [`output written to ${escapeText(op.path)} (${v.parallelism} part file${v.parallelism === 1 ? '' : 's'} and _SUCCESS)`] : [],
+      op.kind === 'sink.textFile'
+        ? [`output written to ${escapeText(op.path)} (${v.parallelism} part file${v.parallelism === 1 ? '' : 's'} and _SUCCESS)`]
+        : [],
     ),
   );
 }
@@ -269,7 +274,8 @@ function collectCapNote(kept: number, graph: JobGraph, definition: JobDefinition
     .getTransformations()
     .some((t) => t.spec.kind === 'sink.collect' && t.spec.maxRecords !== undefined);
   const head = `note: the collect sink kept ${kept} records and the job produced more, which were dropped (the cap is ${cap} records)`;
-  if (inJob) return `${head}: the job file sets it with collect({ maxRecords: ${cap} }); raise maxRecords there (--max-records applies only to a collect() that sets none)\n`;
+  if (inJob)
+    return `${head}: the job file sets it with collect({ maxRecords: ${cap} }); raise maxRecords there (--max-records applies only to a collect() that sets none)\n`;
   const suggestion = Math.max(10 * cap, DEFAULT_COLLECT_MAX_RECORDS);
   return `${head}: to keep more, run again with --max-records <N>, e.g. floe run ${escapeText(opts.jobFile)} --max-records ${suggestion}${opts.jobArgs.length > 0 ? ' -- …' : ''}\n`;
 }

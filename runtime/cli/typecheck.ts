@@ -101,7 +101,10 @@ export function typecheckJob(jobFile: string, cwd: string, cacheDir?: string): T
   }
   let cacheProblem: string | undefined;
   if (cacheFile !== undefined && program !== undefined && problems.length === 0) {
-    const read = program.getSourceFiles().filter((f) => !program.isSourceFileDefaultLibrary(f)).map((f) => f.fileName);
+    const read = program
+      .getSourceFiles()
+      .filter((f) => !program.isSourceFileDefaultLibrary(f))
+      .map((f) => f.fileName);
     cacheProblem = remember(cacheFile, jobFile, configFile, [...configFiles, ...read]);
   }
   const errors = problems.filter((d) => d.category === ts.DiagnosticCategory.Error);

@@ -14,7 +14,29 @@ export const corpusPath = (stateDir: string): string => join(stateDir, 'example'
 export const wordcountOutputPath = (stateDir: string): string => join(stateDir, 'example', 'wordcount');
 
 const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'ba', 'do', 'fi', 'gu', 'ha', 'ju', 'pe', 'qui', 'ster', 'on', 'al'];
-const COMMON = ['the', 'of', 'and', 'to', 'a', 'in', 'is', 'it', 'that', 'was', 'stream', 'floe', "don't", "isn't", 'café', 'naïve', 'straße', 'señor', 'año', '42', 'v2'];
+const COMMON = [
+  'the',
+  'of',
+  'and',
+  'to',
+  'a',
+  'in',
+  'is',
+  'it',
+  'that',
+  'was',
+  'stream',
+  'floe',
+  "don't",
+  "isn't",
+  'café',
+  'naïve',
+  'straße',
+  'señor',
+  'año',
+  '42',
+  'v2',
+];
 const PUNCTUATION = ['', '', '', '', '', ',', '.', ';', '!', '?', ':', '"', "'", ')', '--'];
 
 /** A fixed vocabulary: common words first (the most frequent), then syllable compounds. */
@@ -130,11 +152,24 @@ export async function runWordcountExample(ctx: CommandContext): Promise<{ code: 
   const output = wordcountOutputPath(ctx.stateDir);
   const started = Date.now();
   const generated = ensureCorpus(input);
-  io.stderr.write(generated.created ? `generated ${(CORPUS_BYTES / 1024 / 1024).toFixed(0)} MB of text in ${input} (${formatDuration(Date.now() - started)})\n` : `using the text in ${input}\n`);
+  io.stderr.write(
+    generated.created
+      ? `generated ${(CORPUS_BYTES / 1024 / 1024).toFixed(0)} MB of text in ${input} (${formatDuration(Date.now() - started)})\n`
+      : `using the text in ${input}\n`,
+  );
 
   // The examples are type-checked with the rest of the repository (npm test); npm start skips it.
   const outcome = await runJob(
-    { jobFile: join(packageRoot, 'examples', 'wordcount.ts'), parallelism: 4, detached: false, config: {}, exportName: 'default', jobArgs: [input, output], printRecords: false, typecheck: false },
+    {
+      jobFile: join(packageRoot, 'examples', 'wordcount.ts'),
+      parallelism: 4,
+      detached: false,
+      config: {},
+      exportName: 'default',
+      jobArgs: [input, output],
+      printRecords: false,
+      typecheck: false,
+    },
     ctx,
   );
   if (outcome.status !== 'FINISHED') {
@@ -145,10 +180,17 @@ export async function runWordcountExample(ctx: CommandContext): Promise<{ code: 
   const direct = countWordsDirectly(readFileSync(input, 'utf8'));
   const totalWords = [...direct.values()].reduce((s, n) => s + n, 0);
   io.stdout.write(`\nthe 10 most frequent of ${fromJob.counts.size} distinct words (${output}, ${fromJob.parts} part files):\n`);
-  io.stdout.write(formatTable(['WORD', 'COUNT'], topWords(fromJob.counts, 10).map(([w, c]) => [w, String(c)])));
+  io.stdout.write(
+    formatTable(
+      ['WORD', 'COUNT'],
+      topWords(fromJob.counts, 10).map(([w, c]) => [w, String(c)]),
+    ),
+  );
   const differences = countDifferences(fromJob.counts, direct);
   if (fromJob.duplicates.length === 0 && differences.length === 0) {
-    io.stdout.write(`check: OK, all ${direct.size} words and their ${totalWords} occurrences match a direct count (${formatDuration(Date.now() - started)} in all)\n`);
+    io.stdout.write(
+      `check: OK, all ${direct.size} words and their ${totalWords} occurrences match a direct count (${formatDuration(Date.now() - started)} in all)\n`,
+    );
     return { code: 0, startedCluster: outcome.startedCluster };
   }
   io.stdout.write(`check: FAILED, the job's result differs from a direct count\n`);

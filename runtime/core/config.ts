@@ -21,7 +21,12 @@ interface OptionSpec {
 /** Every option: its Flink-style key, default and meaning. docs/CONFIGURATION.md lists them (docs/generate-configuration.mjs writes it). */
 export const CONFIG_OPTIONS = {
   heartbeatIntervalMs: { key: 'heartbeat.interval', default: 1_000, min: 10, description: 'How often JM→TE, RM→TE and RM→JM heartbeats are sent (ms).' },
-  heartbeatTimeoutMs: { key: 'heartbeat.timeout', default: 10_000, min: 50, description: 'Silence after which a peer counts as lost (ms). A refused connection or an exited process counts at once.' },
+  heartbeatTimeoutMs: {
+    key: 'heartbeat.timeout',
+    default: 10_000,
+    min: 50,
+    description: 'Silence after which a peer counts as lost (ms). A refused connection or an exited process counts at once.',
+  },
   heartbeatRpcFailureThreshold: {
     key: 'heartbeat.rpc-failure-threshold',
     default: 2,
@@ -30,16 +35,32 @@ export const CONFIG_OPTIONS = {
       'Consecutive heartbeat calls that fail to reach a peer (connection reset or unreachable, not refused) after which it counts as lost; one failure never does. A refused connection (nothing listens: the process is gone) counts at once. -1 turns the rule off, leaving heartbeat.timeout.',
   },
   rpcTimeoutMs: { key: 'rpc.timeout', default: 10_000, min: 10, description: 'Deadline of every remote call (ms).' },
-  leaseDurationMs: { key: 'high-availability.lease.duration', default: 10_000, min: 50, description: 'How long a leadership lease lasts without renewal (ms).' },
-  leaseRenewIntervalMs: { key: 'high-availability.lease.renew-interval', default: 2_000, min: 10, description: 'How often the leader renews its lease (ms); keep well below the duration.' },
+  leaseDurationMs: {
+    key: 'high-availability.lease.duration',
+    default: 10_000,
+    min: 50,
+    description: 'How long a leadership lease lasts without renewal (ms).',
+  },
+  leaseRenewIntervalMs: {
+    key: 'high-availability.lease.renew-interval',
+    default: 2_000,
+    min: 10,
+    description: 'How often the leader renews its lease (ms); keep well below the duration.',
+  },
   leaseMaxClockSkewMs: {
     key: 'high-availability.lease.max-clock-skew',
     default: 1_000,
     min: 0,
     env: 'LEASE_MAX_CLOCK_SKEW_MS',
-    description: "AWS backend: the most two hosts' clocks may disagree (ms); a contender waits this long past a lease's expiry before taking it (runtime/aws/dynamodb-lease-store.ts).",
+    description:
+      "AWS backend: the most two hosts' clocks may disagree (ms); a contender waits this long past a lease's expiry before taking it (runtime/aws/dynamodb-lease-store.ts).",
   },
-  taskManagerTimeoutMs: { key: 'resourcemanager.taskmanager-timeout', default: 30_000, min: 0, description: 'An idle TaskExecutor (no allocated slot, no unconsumed partition) is stopped after this long (ms).' },
+  taskManagerTimeoutMs: {
+    key: 'resourcemanager.taskmanager-timeout',
+    default: 30_000,
+    min: 0,
+    description: 'An idle TaskExecutor (no allocated slot, no unconsumed partition) is stopped after this long (ms).',
+  },
   taskManagerRegistrationTimeoutMs: {
     key: 'resourcemanager.taskmanager-registration.timeout',
     default: 60_000,
@@ -54,8 +75,18 @@ export const CONFIG_OPTIONS = {
     description:
       "How long a TaskExecutor sent SIGTERM (a Spot interruption's two-minute notice, a scale-in) drains before it stops (ms): it takes no new slots, its JobMasters move its running tasks elsewhere (not counted against the restart strategy), and it serves its finished partitions until they are released, then exits 0. A second SIGTERM stops it at once. Keep it below the container's stop timeout (120 s on AWS).",
   },
-  slotIdleTimeoutMs: { key: 'slot.idle.timeout', default: 50_000, min: 0, description: 'A slot the JobMaster holds but does not use is given back after this long (ms).' },
-  slotRequestTimeoutMs: { key: 'slot.request.timeout', default: 120_000, min: 10, description: 'A job whose slots have not all arrived after this long fails, naming what it asked for and what exists (ms).' },
+  slotIdleTimeoutMs: {
+    key: 'slot.idle.timeout',
+    default: 50_000,
+    min: 0,
+    description: 'A slot the JobMaster holds but does not use is given back after this long (ms).',
+  },
+  slotRequestTimeoutMs: {
+    key: 'slot.request.timeout',
+    default: 120_000,
+    min: 10,
+    description: 'A job whose slots have not all arrived after this long fails, naming what it asked for and what exists (ms).',
+  },
   taskManagerMemoryMiB: {
     key: 'taskmanager.memory.process.size',
     default: 2_048,
@@ -67,9 +98,15 @@ export const CONFIG_OPTIONS = {
     key: 'taskmanager.memory.framework.heap.size',
     default: 256,
     min: 0,
-    description: "What a TaskExecutor keeps of 'taskmanager.memory.process.size' for itself (MiB): its own thread's heap (RPC, heartbeats, the data server, buffers between slots).",
+    description:
+      "What a TaskExecutor keeps of 'taskmanager.memory.process.size' for itself (MiB): its own thread's heap (RPC, heartbeats, the data server, buffers between slots).",
   },
-  numberOfTaskSlots: { key: 'taskmanager.numberOfTaskSlots', default: 2, min: 1, description: "Slots per TaskExecutor; each slot is one worker thread (see 'taskmanager.slot.mode')." },
+  numberOfTaskSlots: {
+    key: 'taskmanager.numberOfTaskSlots',
+    default: 2,
+    min: 1,
+    description: "Slots per TaskExecutor; each slot is one worker thread (see 'taskmanager.slot.mode').",
+  },
   slotMode: {
     key: 'taskmanager.slot.mode',
     default: 'worker-thread',
@@ -130,44 +167,65 @@ export const CONFIG_OPTIONS = {
     key: 'cluster.max-taskmanagers',
     default: 8,
     min: 1,
-    description: 'The most TaskExecutors the running jobs may hold together. Each job reserves ceil(slots it needs / taskmanager.numberOfTaskSlots) when it starts; a job needing more than this (or than resourcemanager.max-taskmanagers) is refused at submission.',
+    description:
+      'The most TaskExecutors the running jobs may hold together. Each job reserves ceil(slots it needs / taskmanager.numberOfTaskSlots) when it starts; a job needing more than this (or than resourcemanager.max-taskmanagers) is refused at submission.',
   },
   defaultParallelism: { key: 'parallelism.default', default: 2, min: 1, description: 'Parallelism of operators that set none.' },
   restAddress: { key: 'rest.address', default: '127.0.0.1', description: 'Address the local Dispatcher listens on.' },
-  restPort: { key: 'rest.port', default: 0, min: 0, description: 'Port of the local Dispatcher; 0 picks a free one (the URL is in <state dir>/cluster.json and shown by `floe cluster status`).' },
-  restMaxContentLengthBytes: { key: 'rest.server.max-content-length', default: 64 * 1024 * 1024, min: 1024, description: 'Largest request body the Dispatcher accepts (bytes), library included.' },
+  restPort: {
+    key: 'rest.port',
+    default: 0,
+    min: 0,
+    description: 'Port of the local Dispatcher; 0 picks a free one (the URL is in <state dir>/cluster.json and shown by `floe cluster status`).',
+  },
+  restMaxContentLengthBytes: {
+    key: 'rest.server.max-content-length',
+    default: 64 * 1024 * 1024,
+    min: 1024,
+    description: 'Largest request body the Dispatcher accepts (bytes), library included.',
+  },
   networkBufferSizeBytes: { key: 'taskmanager.memory.segment-size', default: 32 * 1024, min: 256, description: 'Size of one network buffer (bytes).' },
-  networkBuffersPerChannel: { key: 'taskmanager.network.memory.buffers-per-channel', default: 8, min: 1, description: 'Credits a consumer grants per input channel: the most buffers in flight on it.' },
+  networkBuffersPerChannel: {
+    key: 'taskmanager.network.memory.buffers-per-channel',
+    default: 8,
+    min: 1,
+    description: 'Credits a consumer grants per input channel: the most buffers in flight on it.',
+  },
   bufferTimeoutMs: { key: 'execution.buffer-timeout', default: 100, min: 0, description: 'A partly filled output buffer is sent after this long (ms).' },
   fileOpenTimeoutMs: {
     key: 'execution.file-open.timeout',
     default: 30_000,
     min: 1,
-    description: "Deadline for opening a text sink or source (ms): a sink's staging folder and part file, each read of a source's splits, the listing of a source's files, the check of a sink's target at submission. Past it the task or job fails naming the path.",
+    description:
+      "Deadline for opening a text sink or source (ms): a sink's staging folder and part file, each read of a source's splits, the listing of a source's files, the check of a sink's target at submission. Past it the task or job fails naming the path.",
   },
   combinerMaxKeys: {
     key: 'execution.combiner.max-keys',
     default: 65_536,
     min: 0,
-    description: 'Keys a producer pre-aggregates at once per output into a bounded keyed sum / reduce / aggregate; past this many it sends its partial results and starts over (0: every record goes on as its own partial).',
+    description:
+      'Keys a producer pre-aggregates at once per output into a bounded keyed sum / reduce / aggregate; past this many it sends its partial results and starts over (0: every record goes on as its own partial).',
   },
   previousWorkerRecoveryTimeoutMs: {
     key: 'resourcemanager.previous-worker.recovery.timeout',
     default: 5_000,
     min: 0,
-    description: "A ResourceManager that takes over from a former leader of the job starts no TaskExecutor for this long, while the job's TaskExecutors register with it and report their slots; it stops waiting once the job's slots are there (ms).",
+    description:
+      "A ResourceManager that takes over from a former leader of the job starts no TaskExecutor for this long, while the job's TaskExecutors register with it and report their slots; it stops waiting once the job's slots are there (ms).",
   },
   jobManagerMaxAttempts: {
     key: 'jobmanager.max-attempts',
     default: 4,
     min: 1,
-    description: "JobManager processes launched for one job, the first included: when one ends (or its lease lapses) before the job did, the Dispatcher launches a successor that recovers the job, until this many were launched; then the job FAILS saying why.",
+    description:
+      'JobManager processes launched for one job, the first included: when one ends (or its lease lapses) before the job did, the Dispatcher launches a successor that recovers the job, until this many were launched; then the job FAILS saying why.',
   },
   reconcileIntervalMs: {
     key: 'dispatcher.reconcile-interval',
     default: 1_000,
     min: 10,
-    description: 'How often the Dispatcher looks for running jobs whose JobManager lease lapsed (a JobManager that died unseen, or hangs) and launches a successor (ms). On AWS a scheduled sweep does it every minute.',
+    description:
+      'How often the Dispatcher looks for running jobs whose JobManager lease lapsed (a JobManager that died unseen, or hangs) and launches a successor (ms). On AWS a scheduled sweep does it every minute.',
   },
   submissionTimeoutMs: {
     key: 'dispatcher.submission-timeout',
@@ -188,13 +246,14 @@ export const CONFIG_OPTIONS = {
     default: 2,
     min: 0,
     description:
-      'Idle, registered TaskExecutors each ready JobManager keeps (the last job\'s, whose slots are all free); its next job takes their slots first and starts TaskExecutors only for what is missing. Those the job does not need are stopped.',
+      "Idle, registered TaskExecutors each ready JobManager keeps (the last job's, whose slots are all free); its next job takes their slots first and starts TaskExecutors only for what is missing. Those the job does not need are stopped.",
   },
   warmPoolPollIntervalMs: {
     key: 'cluster.warm-pool.poll-interval',
     default: 25,
     min: 5,
-    description: 'How often a ready JobManager looks for a job the Dispatcher gave it (a read of one lease; ms), once it has been ready a while: right after its job ended it looks every 5 ms, slowing by 1 ms every 100 ms down to this. The Dispatcher may run where it cannot call the JobManager (a function outside the VPC), so the job comes through the store.',
+    description:
+      'How often a ready JobManager looks for a job the Dispatcher gave it (a read of one lease; ms), once it has been ready a while: right after its job ended it looks every 5 ms, slowing by 1 ms every 100 ms down to this. The Dispatcher may run where it cannot call the JobManager (a function outside the VPC), so the job comes through the store.',
   },
   warmPoolIdleTimeoutMs: {
     key: 'cluster.warm-pool.idle-timeout',
@@ -206,14 +265,43 @@ export const CONFIG_OPTIONS = {
     key: 'restart-strategy.type',
     default: 'exponential-delay',
     values: ['none', 'fixed-delay', 'exponential-delay', 'failure-rate'],
-    description: 'How a job restarts failed tasks: none, fixed-delay, exponential-delay or failure-rate. The default lets a job survive a lost TaskExecutor or a passing failure; a job can set its own (env.setRestartStrategy).',
+    description:
+      'How a job restarts failed tasks: none, fixed-delay, exponential-delay or failure-rate. The default lets a job survive a lost TaskExecutor or a passing failure; a job can set its own (env.setRestartStrategy).',
   },
-  restartFixedDelayAttempts: { key: 'restart-strategy.fixed-delay.attempts', default: 3, min: 0, description: 'fixed-delay: restarts allowed before the job fails.' },
+  restartFixedDelayAttempts: {
+    key: 'restart-strategy.fixed-delay.attempts',
+    default: 3,
+    min: 0,
+    description: 'fixed-delay: restarts allowed before the job fails.',
+  },
   restartFixedDelayMs: { key: 'restart-strategy.fixed-delay.delay', default: 1_000, min: 0, description: 'fixed-delay: wait before each restart (ms).' },
-  restartInitialBackoffMs: { key: 'restart-strategy.exponential-delay.initial-backoff', default: 100, min: 0, description: 'exponential-delay: wait before the first restart (ms).' },
-  restartMaxBackoffMs: { key: 'restart-strategy.exponential-delay.max-backoff', default: 10_000, min: 0, description: 'exponential-delay: the longest wait between restarts (ms).' },
-  restartBackoffMultiplier: { key: 'restart-strategy.exponential-delay.backoff-multiplier', default: 2, min: 1, fractional: true, description: 'exponential-delay: each wait is the previous one times this.' },
-  restartJitterFactor: { key: 'restart-strategy.exponential-delay.jitter-factor', default: 0.1, min: 0, max: 1, fractional: true, description: 'exponential-delay: each wait moves randomly by up to this fraction of itself, so restarts of many jobs spread out.' },
+  restartInitialBackoffMs: {
+    key: 'restart-strategy.exponential-delay.initial-backoff',
+    default: 100,
+    min: 0,
+    description: 'exponential-delay: wait before the first restart (ms).',
+  },
+  restartMaxBackoffMs: {
+    key: 'restart-strategy.exponential-delay.max-backoff',
+    default: 10_000,
+    min: 0,
+    description: 'exponential-delay: the longest wait between restarts (ms).',
+  },
+  restartBackoffMultiplier: {
+    key: 'restart-strategy.exponential-delay.backoff-multiplier',
+    default: 2,
+    min: 1,
+    fractional: true,
+    description: 'exponential-delay: each wait is the previous one times this.',
+  },
+  restartJitterFactor: {
+    key: 'restart-strategy.exponential-delay.jitter-factor',
+    default: 0.1,
+    min: 0,
+    max: 1,
+    fractional: true,
+    description: 'exponential-delay: each wait moves randomly by up to this fraction of itself, so restarts of many jobs spread out.',
+  },
   restartResetBackoffThresholdMs: {
     key: 'restart-strategy.exponential-delay.reset-backoff-threshold',
     default: 60_000,
@@ -226,9 +314,24 @@ export const CONFIG_OPTIONS = {
     min: 0,
     description: 'exponential-delay: restarts allowed, counted since the last reset, before the job fails.',
   },
-  restartMaxFailuresPerInterval: { key: 'restart-strategy.failure-rate.max-failures-per-interval', default: 3, min: 1, description: 'failure-rate: the job fails once more than this many failures happen within the interval.' },
-  restartFailureRateIntervalMs: { key: 'restart-strategy.failure-rate.failure-rate-interval', default: 60_000, min: 1, description: 'failure-rate: the interval failures are counted in (ms).' },
-  restartFailureRateDelayMs: { key: 'restart-strategy.failure-rate.delay', default: 1_000, min: 0, description: 'failure-rate: wait before each restart (ms).' },
+  restartMaxFailuresPerInterval: {
+    key: 'restart-strategy.failure-rate.max-failures-per-interval',
+    default: 3,
+    min: 1,
+    description: 'failure-rate: the job fails once more than this many failures happen within the interval.',
+  },
+  restartFailureRateIntervalMs: {
+    key: 'restart-strategy.failure-rate.failure-rate-interval',
+    default: 60_000,
+    min: 1,
+    description: 'failure-rate: the interval failures are counted in (ms).',
+  },
+  restartFailureRateDelayMs: {
+    key: 'restart-strategy.failure-rate.delay',
+    default: 1_000,
+    min: 0,
+    description: 'failure-rate: wait before each restart (ms).',
+  },
   internalSslEnabled: {
     key: 'security.ssl.internal.enabled',
     default: 'false',
@@ -241,9 +344,7 @@ export const CONFIG_OPTIONS = {
 export type ConfigField = keyof typeof CONFIG_OPTIONS;
 export type FloeConfig = { readonly [K in ConfigField]: (typeof CONFIG_OPTIONS)[K]['default'] extends number ? number : string };
 
-const BY_KEY = new Map<string, ConfigField>(
-  (Object.entries(CONFIG_OPTIONS) as [ConfigField, OptionSpec][]).map(([field, spec]) => [spec.key, field]),
-);
+const BY_KEY = new Map<string, ConfigField>((Object.entries(CONFIG_OPTIONS) as [ConfigField, OptionSpec][]).map(([field, spec]) => [spec.key, field]));
 
 export const defaultConfig: FloeConfig = Object.fromEntries(
   (Object.entries(CONFIG_OPTIONS) as [ConfigField, OptionSpec][]).map(([f, s]) => [f, s.default]),
@@ -288,7 +389,9 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
   }
   const cfg = out as FloeConfig;
   if (cfg.leaseRenewIntervalMs >= cfg.leaseDurationMs) {
-    problems.push(`'high-availability.lease.renew-interval' (${cfg.leaseRenewIntervalMs} ms) must be below 'high-availability.lease.duration' (${cfg.leaseDurationMs} ms)`);
+    problems.push(
+      `'high-availability.lease.renew-interval' (${cfg.leaseRenewIntervalMs} ms) must be below 'high-availability.lease.duration' (${cfg.leaseDurationMs} ms)`,
+    );
   }
   if (cfg.heartbeatRpcFailureThreshold === 0) {
     problems.push(`'heartbeat.rpc-failure-threshold' must be a positive count of failed calls, or -1 to turn the rule off, found 0`);

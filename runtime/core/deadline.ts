@@ -17,7 +17,9 @@ export interface OpenDeadline<T> {
 
 const timeoutError = (what: string, timeoutMs: number): IoTimeoutError => {
   const key = CONFIG_OPTIONS.fileOpenTimeoutMs.key;
-  return new IoTimeoutError(`${what} did not complete within '${key}' (${timeoutMs} ms): the filesystem there does not answer; check the path, or raise '${key}' if it is only slow`);
+  return new IoTimeoutError(
+    `${what} did not complete within '${key}' (${timeoutMs} ms): the filesystem there does not answer; check the path, or raise '${key}' if it is only slow`,
+  );
 };
 
 /**
@@ -62,7 +64,10 @@ export class CallDeadline {
   private pending: { readonly startedAtMs: number; readonly what: string; readonly reject: (error: Error) => void } | undefined;
   private timer: Timer | undefined;
 
-  constructor(private readonly timeoutMs: number, private readonly clock: Clock = systemClock) {}
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   guard<T>(work: Promise<T>, what: string): Promise<T> {
     return new Promise<T>((resolve, reject) => {

@@ -84,7 +84,7 @@ export class RpcUnauthorizedError extends FloeError {
     super(
       'UNAUTHORIZED',
       message ??
-        "missing or wrong credential: a call must carry the cluster secret or the key of a TaskExecutor the callee accepts (a TaskExecutor accepts only its own, for the job it serves); check that caller and callee belong to the same cluster",
+        'missing or wrong credential: a call must carry the cluster secret or the key of a TaskExecutor the callee accepts (a TaskExecutor accepts only its own, for the job it serves); check that caller and callee belong to the same cluster',
     );
   }
 }
@@ -124,7 +124,10 @@ export class InvalidRequestError extends FloeError {
  * POST /artifacts) and submits again.
  */
 export class LibraryNotStoredError extends FloeError {
-  constructor(readonly sha256: string, message = `library ${sha256} is not stored yet: send it base64-encoded in the field 'library', or upload it first through POST /artifacts`) {
+  constructor(
+    readonly sha256: string,
+    message = `library ${sha256} is not stored yet: send it base64-encoded in the field 'library', or upload it first through POST /artifacts`,
+  ) {
     super('LIBRARY_NOT_STORED', message, { details: { sha256 } });
   }
 }
@@ -209,20 +212,48 @@ export function fromErrorInfo(info: ErrorInfo): FloeError {
     case 'INVALID_JOB_GRAPH':
       error = new InvalidJobGraphError((d['problems'] as string[] | undefined) ?? [info.message]);
       break;
-    case 'LEADERSHIP_LOST': error = new LeadershipLostError(info.message); break;
-    case 'STALE_WRITER': error = new StaleWriterError(info.message); break;
-    case 'UNAUTHORIZED': error = new RpcUnauthorizedError(info.message); break;
-    case 'FORBIDDEN': error = new RpcForbiddenError(info.message); break;
-    case 'NO_RESOURCE_AVAILABLE': error = new NoResourceAvailableError(info.message); break;
-    case 'INVALID_REQUEST': error = new InvalidRequestError(info.message); break;
-    case 'LIBRARY_NOT_STORED': error = new LibraryNotStoredError(String(d['sha256'] ?? ''), info.message); break;
-    case 'NOT_FOUND': error = new NotFoundError(info.message); break;
-    case 'CONFLICT': error = new ConflictError(info.message); break;
-    case 'OUTPUT_TARGET': error = new OutputTargetError(info.message); break;
-    case 'INPUT_SOURCE': error = new InputSourceError(info.message); break;
-    case 'IO_TIMEOUT': error = new IoTimeoutError(info.message); break;
-    case 'CONFIGURATION': error = new ConfigurationError(info.message); break;
-    case 'USER_CODE': error = new UserCodeError(info.message, info.stack); break;
+    case 'LEADERSHIP_LOST':
+      error = new LeadershipLostError(info.message);
+      break;
+    case 'STALE_WRITER':
+      error = new StaleWriterError(info.message);
+      break;
+    case 'UNAUTHORIZED':
+      error = new RpcUnauthorizedError(info.message);
+      break;
+    case 'FORBIDDEN':
+      error = new RpcForbiddenError(info.message);
+      break;
+    case 'NO_RESOURCE_AVAILABLE':
+      error = new NoResourceAvailableError(info.message);
+      break;
+    case 'INVALID_REQUEST':
+      error = new InvalidRequestError(info.message);
+      break;
+    case 'LIBRARY_NOT_STORED':
+      error = new LibraryNotStoredError(String(d['sha256'] ?? ''), info.message);
+      break;
+    case 'NOT_FOUND':
+      error = new NotFoundError(info.message);
+      break;
+    case 'CONFLICT':
+      error = new ConflictError(info.message);
+      break;
+    case 'OUTPUT_TARGET':
+      error = new OutputTargetError(info.message);
+      break;
+    case 'INPUT_SOURCE':
+      error = new InputSourceError(info.message);
+      break;
+    case 'IO_TIMEOUT':
+      error = new IoTimeoutError(info.message);
+      break;
+    case 'CONFIGURATION':
+      error = new ConfigurationError(info.message);
+      break;
+    case 'USER_CODE':
+      error = new UserCodeError(info.message, info.stack);
+      break;
     default:
       error = remoteError(info.code, info.message, { retryable: info.retryable, details: info.details });
   }

@@ -33,7 +33,13 @@ export function retryDelayMs(policy: RetryPolicy, retry: number, random: () => n
 }
 
 /** For filesystem and object-store calls: 5 tries over about 3 s. */
-export const DEFAULT_IO_RETRY_POLICY: RetryPolicy = { initialIntervalMs: 200, backoffCoefficient: 2, maximumIntervalMs: 5_000, jitter: 0.5, maximumAttempts: 5 };
+export const DEFAULT_IO_RETRY_POLICY: RetryPolicy = {
+  initialIntervalMs: 200,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 5_000,
+  jitter: 0.5,
+  maximumAttempts: 5,
+};
 
 export const sleepOn = (clock: Clock, ms: number): Promise<void> => new Promise((resolve) => clock.setTimeout(resolve, ms));
 

@@ -55,7 +55,13 @@ export function reservationFor(graph: JobGraph, config: FloeConfig, sizes?: Task
       `job ${graph.jobId} needs ${slots} slots, that is ${taskExecutors} TaskExecutors of ${perTaskExecutor} slots (each of one resource profile) ('taskmanager.numberOfTaskSlots'), ` +
         `but this cluster lets a job hold at most ${allowed} (${config.maxTaskManagers} per job, 'resourcemanager.max-taskmanagers'; ` +
         `${config.clusterMaxTaskManagers} for all jobs together, 'cluster.max-taskmanagers'), so it could never start; lower its parallelism or raise those options`,
-      { requiredSlots: slots, slotsPerTaskExecutor: perTaskExecutor, taskExecutorsNeeded: taskExecutors, maxTaskManagersPerJob: config.maxTaskManagers, maxTaskManagersInCluster: config.clusterMaxTaskManagers },
+      {
+        requiredSlots: slots,
+        slotsPerTaskExecutor: perTaskExecutor,
+        taskExecutorsNeeded: taskExecutors,
+        maxTaskManagersPerJob: config.maxTaskManagers,
+        maxTaskManagersInCluster: config.clusterMaxTaskManagers,
+      },
     );
   }
   return { requiredSlots: slots, taskExecutors };

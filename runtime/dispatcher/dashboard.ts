@@ -61,7 +61,10 @@ export class DashboardAssets {
       const type = CONTENT_TYPES[extname(name)];
       if (type === undefined) continue;
       // Names carry their content's hash: a browser may keep them for good.
-      assets.set(name, { bytes: readFileSync(join(assetDir, name)), headers: { 'content-type': type, 'cache-control': 'public, max-age=31536000, immutable', ...SECURITY_HEADERS } });
+      assets.set(name, {
+        bytes: readFileSync(join(assetDir, name)),
+        headers: { 'content-type': type, 'cache-control': 'public, max-age=31536000, immutable', ...SECURITY_HEADERS },
+      });
     }
     return new DashboardAssets(index, assets);
   }

@@ -67,7 +67,11 @@ export interface JobWaitPolling {
 
 /** Makes an upload target for a library blob, e.g. a presigned S3 PUT URL. */
 export interface ArtifactUploads {
-  createUpload(blobKey: string, sha256: string, sizeBytes: number): Promise<{ readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly expiresAtMs: number }>;
+  createUpload(
+    blobKey: string,
+    sha256: string,
+    sizeBytes: number,
+  ): Promise<{ readonly url: string; readonly headers: Readonly<Record<string, string>>; readonly expiresAtMs: number }>;
 }
 
 /** Links to results too large to answer inline (on AWS: a presigned S3 GET, past Lambda's 6 MB response cap). */

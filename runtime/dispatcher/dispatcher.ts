@@ -16,7 +16,16 @@ import { AdmissionState, type JobRecord } from '../ha/job-store.js';
 import { leaseNames } from '../ha/lease-store.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
-import type { ArtifactUploadResponse, JobDetails, JobPlanResponse, JobResultResponse, JobThroughputResponse, ListJobsResponse, OverviewResponse, TaskManagersResponse } from '../protocol/rest-api.js';
+import type {
+  ArtifactUploadResponse,
+  JobDetails,
+  JobPlanResponse,
+  JobResultResponse,
+  JobThroughputResponse,
+  ListJobsResponse,
+  OverviewResponse,
+  TaskManagersResponse,
+} from '../protocol/rest-api.js';
 import { EndpointName } from '../rpc/rpc-service.js';
 import { admissionBounds } from './admission.js';
 import type { DispatcherServices } from './dispatcher-services.js';
@@ -142,8 +151,13 @@ export class Dispatcher {
     // it runs, so a cancel holds even when this call cannot reach the JobMaster (a Dispatcher outside
     // the tasks' network). Telling a reachable one directly only makes it quicker.
     if (leader !== undefined) {
-      const jobMaster = this.deps.rpc.connect<JobMasterGateway>(leader.address, EndpointName.JOB_MASTER, { fencingToken: leader.token, timeoutMs: CANCEL_NOTICE_TIMEOUT_MS });
-      await jobMaster.cancel().catch((error: unknown) => this.log.info('cancel did not reach the JobMaster directly; it will read the flag', { jobId, error: errorMessage(error) }));
+      const jobMaster = this.deps.rpc.connect<JobMasterGateway>(leader.address, EndpointName.JOB_MASTER, {
+        fencingToken: leader.token,
+        timeoutMs: CANCEL_NOTICE_TIMEOUT_MS,
+      });
+      await jobMaster
+        .cancel()
+        .catch((error: unknown) => this.log.info('cancel did not reach the JobMaster directly; it will read the flag', { jobId, error: errorMessage(error) }));
     }
     this.log.info('cancel requested', { jobId });
     return { jobId: record.jobId, status: (await this.views.record(jobId)).status };

@@ -22,7 +22,9 @@ export function decodeJobCursor(text: string): JobPageCursor {
     parsed = undefined;
   }
   if (!Array.isArray(parsed) || parsed.length !== 2 || !Number.isSafeInteger(parsed[0]) || typeof parsed[1] !== 'string' || parsed[1] === '') {
-    throw new InvalidRequestError(`'next' is not a cursor this Dispatcher gave out; pass the 'next' of the previous GET /jobs page unchanged, or leave it out to start from the newest job`);
+    throw new InvalidRequestError(
+      `'next' is not a cursor this Dispatcher gave out; pass the 'next' of the previous GET /jobs page unchanged, or leave it out to start from the newest job`,
+    );
   }
   return { submittedAtMs: parsed[0] as number, jobId: parsed[1] as string };
 }
@@ -33,7 +35,8 @@ export function parseJobListQuery(query: Readonly<Record<string, string | undefi
   let limit: number | undefined;
   if (rawLimit !== undefined) {
     limit = /^\d{1,7}$/.test(rawLimit) ? Number(rawLimit) : NaN;
-    if (!(limit >= 1 && limit <= MAX_JOB_PAGE_SIZE)) throw new InvalidRequestError(`limit must be a whole number from 1 to ${MAX_JOB_PAGE_SIZE} (default ${DEFAULT_JOB_PAGE_SIZE}), found '${rawLimit}'`);
+    if (!(limit >= 1 && limit <= MAX_JOB_PAGE_SIZE))
+      throw new InvalidRequestError(`limit must be a whole number from 1 to ${MAX_JOB_PAGE_SIZE} (default ${DEFAULT_JOB_PAGE_SIZE}), found '${rawLimit}'`);
   }
   const next = query['next'];
   if (next !== undefined) decodeJobCursor(next);

@@ -156,7 +156,10 @@ export class JobSubmission {
       const { abandoned, record: after } = await this.deps.jobStore.abandonSubmission(jobId, { timestampMs: now, message });
       if (abandoned) this.log.warn('ended a submission its submitter left unfinished', { jobId, ageMs, status: after?.status, missing });
     } catch (error) {
-      this.log.error('cannot complete or end a submission its submitter left unfinished; the next reconcile tries again', { jobId, error: errorMessage(error) });
+      this.log.error('cannot complete or end a submission its submitter left unfinished; the next reconcile tries again', {
+        jobId,
+        error: errorMessage(error),
+      });
     }
   }
 

@@ -7,7 +7,15 @@ import { CONFIG_ENV, configFromEnv, configToEnv } from '../core/config.js';
 import { ConflictError, errorMessage, NotFoundError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import { AdmissionState, type AdmissionBounds, type AdmissionEntry, type JobManagerLaunch, type JobRecord, type JobRecordUpdate, type LeaseTake } from '../ha/job-store.js';
+import {
+  AdmissionState,
+  type AdmissionBounds,
+  type AdmissionEntry,
+  type JobManagerLaunch,
+  type JobRecord,
+  type JobRecordUpdate,
+  type LeaseTake,
+} from '../ha/job-store.js';
 import { CLAIM_ADDRESS, CLAIM_ADDRESS_WITH_LEASES, leaseNames, standbyClaimHolder, type Lease } from '../ha/lease-store.js';
 import { isConnectionRefused } from '../heartbeat/heartbeat-manager.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -80,7 +88,11 @@ export class JobManagerRunners {
   async admitWaiting(): Promise<void> {
     const { admitted, refused } = await this.deps.jobStore.admit(this.bounds);
     for (const entry of refused) {
-      this.log.warn('a waiting job needs more TaskExecutors than the cluster now allows; it ended FAILED', { jobId: entry.jobId, taskExecutors: entry.taskExecutors, bounds: this.bounds });
+      this.log.warn('a waiting job needs more TaskExecutors than the cluster now allows; it ended FAILED', {
+        jobId: entry.jobId,
+        taskExecutors: entry.taskExecutors,
+        bounds: this.bounds,
+      });
     }
     await Promise.all(admitted.map((entry) => this.launchJobManager(entry)));
   }
@@ -113,12 +125,22 @@ export class JobManagerRunners {
     let admitted: AdmissionEntry | undefined;
     let leaseTaken: boolean | undefined;
     try {
-      ({ admitted, leaseTaken } = await this.deps.jobStore.enqueueAndAdmit(jobId, this.bounds, { jobManager, takeLease, ...(created !== undefined ? { expected: created } : {}) }));
+      ({ admitted, leaseTaken } = await this.deps.jobStore.enqueueAndAdmit(jobId, this.bounds, {
+        jobManager,
+        takeLease,
+        ...(created !== undefined ? { expected: created } : {}),
+      }));
     } catch (error) {
       // A blob write that failed is the cause to report, whatever the store said first.
-      const cause = await jobManager.then(() => error, (blobError: unknown) => blobError);
+      const cause = await jobManager.then(
+        () => error,
+        (blobError: unknown) => blobError,
+      );
       // The record keeps the id: the same request again completes the submission (or a sweep ends it).
-      this.log.error("the submission could not be completed; its record stays SUBMITTING until the same request is sent again, or the reconciler completes or ends it after 'dispatcher.submission-timeout'", { jobId, error: errorMessage(cause) });
+      this.log.error(
+        "the submission could not be completed; its record stays SUBMITTING until the same request is sent again, or the reconciler completes or ends it after 'dispatcher.submission-timeout'",
+        { jobId, error: errorMessage(cause) },
+      );
       throw cause;
     }
     if (admitted === undefined || handOver === undefined) {
@@ -209,7 +231,12 @@ export class JobManagerRunners {
 
   /** The claim that gives `jobId` (with `taskExecutors` of its warm TaskExecutors) to the ready JobManager holding `place`. */
   private claimOf(place: Lease, jobId: JobId, taskExecutors: number): LeaseTake {
-    return { name: leaseNames.standbyClaim(place.holder), holder: standbyClaimHolder(jobId, taskExecutors), address: CLAIM_ADDRESS, durationMs: this.deps.config.leaseDurationMs };
+    return {
+      name: leaseNames.standbyClaim(place.holder),
+      holder: standbyClaimHolder(jobId, taskExecutors),
+      address: CLAIM_ADDRESS,
+      durationMs: this.deps.config.leaseDurationMs,
+    };
   }
 
   /**
@@ -220,7 +247,11 @@ export class JobManagerRunners {
   private claimWithLeases(place: Lease, jobId: JobId, taskExecutors: number): LeaseTake {
     const durationMs = this.deps.config.leaseDurationMs;
     const grant = (name: string) => ({ name, holder: place.holder, address: place.address, durationMs });
-    return { ...this.claimOf(place, jobId, taskExecutors), address: CLAIM_ADDRESS_WITH_LEASES, grants: [grant(leaseNames.resourceManager(jobId)), grant(leaseNames.jobMaster(jobId))] };
+    return {
+      ...this.claimOf(place, jobId, taskExecutors),
+      address: CLAIM_ADDRESS_WITH_LEASES,
+      grants: [grant(leaseNames.resourceManager(jobId)), grant(leaseNames.jobMaster(jobId))],
+    };
   }
 
   private claimTaken(jobId: JobId, place: Lease, launch: number, taskExecutors: number): void {
@@ -261,12 +292,21 @@ export class JobManagerRunners {
           (isConnectionRefused(error) && (!this.deps.launcher.running().includes(workerId) || (await this.exitSeenWithin(workerId, CLAIM_NOTICE_TIMEOUT_MS))));
         if (gone) {
           this.markGone(workerId);
-          await this.handOverFailed(jobId, workerId, launch, taskExecutors, `nothing listens where it served (${errorMessage(error)})`).catch((failure: unknown) =>
-            this.log.error("cannot start a JobManager for a job whose ready JobManager is gone; the reconciler will once the job's lease is overdue", { jobId, workerId, error: errorMessage(failure) }),
+          await this.handOverFailed(jobId, workerId, launch, taskExecutors, `nothing listens where it served (${errorMessage(error)})`).catch(
+            (failure: unknown) =>
+              this.log.error("cannot start a JobManager for a job whose ready JobManager is gone; the reconciler will once the job's lease is overdue", {
+                jobId,
+                workerId,
+                error: errorMessage(failure),
+              }),
           );
           return;
         }
-        this.log.info('could not tell the ready JobManager it has a job; it reads its claim at its next poll', { jobId, address: place.address, error: errorMessage(error) });
+        this.log.info('could not tell the ready JobManager it has a job; it reads its claim at its next poll', {
+          jobId,
+          address: place.address,
+          error: errorMessage(error),
+        });
       }
     });
   }
@@ -325,7 +365,11 @@ export class JobManagerRunners {
       if (record === undefined || isGloballyTerminal(record.status) || record.jobManager?.workerId !== workerId) return;
       this.log.warn('the ready JobManager given the job is gone; giving the job to another', { jobId, workerId, why, launch });
       await this.endLeasesOf(jobId, workerId);
-      const entry = { jobId, taskExecutors: record.admission?.taskExecutors ?? taskExecutors, sinceMs: record.admission?.admittedAtMs ?? this.deps.clock.now() };
+      const entry = {
+        jobId,
+        taskExecutors: record.admission?.taskExecutors ?? taskExecutors,
+        sinceMs: record.admission?.admittedAtMs ?? this.deps.clock.now(),
+      };
       await this.launchJobManager(entry, launch);
     });
   }
@@ -350,7 +394,8 @@ export class JobManagerRunners {
       [leaseNames.jobMaster(jobId), leaseNames.resourceManager(jobId)].map(async (name) => {
         const lease = await this.deps.leaseStore.get(name);
         if (lease !== undefined && lease.expiresAtMs > this.deps.clock.now() && lease.holder.startsWith(`${workerId}#`)) {
-          if (await this.deps.leaseStore.release(name, lease.holder, lease.epoch)) this.log.info('ended the lease of a JobManager that is gone', { jobId, lease: name, epoch: lease.epoch });
+          if (await this.deps.leaseStore.release(name, lease.holder, lease.epoch))
+            this.log.info('ended the lease of a JobManager that is gone', { jobId, lease: name, epoch: lease.epoch });
         }
       }),
     );
@@ -394,7 +439,11 @@ export class JobManagerRunners {
     await Promise.all(
       records
         .filter((r) => r.admission?.state === AdmissionState.ADMITTED && r.jobManager !== undefined)
-        .map((r) => this.deps.launcher.stop(r.jobManager!.workerId, reason).catch((error: unknown) => this.log.warn('could not stop a JobManager', { jobId: r.jobId, error: errorMessage(error) }))),
+        .map((r) =>
+          this.deps.launcher
+            .stop(r.jobManager!.workerId, reason)
+            .catch((error: unknown) => this.log.warn('could not stop a JobManager', { jobId: r.jobId, error: errorMessage(error) })),
+        ),
     );
   }
 }

@@ -57,7 +57,7 @@ const isWhitespace = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0
 
 /** Byte offset of the first byte that breaks UTF-8 (only called once the body is known not to be UTF-8). */
 function firstInvalidUtf8(bytes: Uint8Array): number {
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const b = bytes[i]!;
     const extra = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
     if (extra < 0) return i;
@@ -89,7 +89,8 @@ export function scanJsonBody(bytes: Uint8Array): number {
   let last = 0;
   let empty = true;
   const counted = (at: number): void => {
-    if (++values > maxValues) throw new InvalidRequestError(`the request body holds more than ${maxValues} JSON values (counted up to byte ${at}); the limit is ${maxValues}`);
+    if (++values > maxValues)
+      throw new InvalidRequestError(`the request body holds more than ${maxValues} JSON values (counted up to byte ${at}); the limit is ${maxValues}`);
   };
   for (let i = start; i < bytes.length; i++) {
     const c = bytes[i]!;
@@ -133,7 +134,8 @@ export function scanJsonBody(bytes: Uint8Array): number {
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-const fieldPath = (parent: string, key: string): string => (IDENTIFIER.test(key) ? (parent === '' ? key : `${parent}.${key}`) : `${parent}[${JSON.stringify(key.slice(0, 40))}]`);
+const fieldPath = (parent: string, key: string): string =>
+  IDENTIFIER.test(key) ? (parent === '' ? key : `${parent}.${key}`) : `${parent}[${JSON.stringify(key.slice(0, 40))}]`;
 
 /** Numbers JSON.parse turned into ±Infinity, strings over the limit: named by the field that holds them. */
 function checkParsed(value: unknown, path: string, longStringFields: readonly string[]): void {

@@ -22,21 +22,27 @@ export class LibraryArtifacts {
   async createArtifactUpload(body: unknown): Promise<ArtifactUploadResponse> {
     const { sha256, sizeBytes } = parseBody(ARTIFACT_UPLOAD_BODY, body);
     if (sizeBytes > this.deps.config.restMaxContentLengthBytes) {
-      throw new PayloadTooLargeError('the library', sizeBytes, this.deps.config.restMaxContentLengthBytes, "raise 'rest.server.max-content-length' or make the library smaller");
+      throw new PayloadTooLargeError(
+        'the library',
+        sizeBytes,
+        this.deps.config.restMaxContentLengthBytes,
+        "raise 'rest.server.max-content-length' or make the library smaller",
+      );
     }
     const key = blobKeys.library(sha256);
     // An object under the key that is not the library (an upload of other bytes) may be replaced.
     if (await this.hasValidLibrary(sha256)) return { sha256, key, exists: true };
-    const upload = this.deps.artifactUploads !== undefined
-      ? await this.deps.artifactUploads.createUpload(key, sha256, sizeBytes)
-      : { url: `/artifacts/${sha256}`, headers: {}, expiresAtMs: this.deps.clock.now() + 3_600_000 };
+    const upload =
+      this.deps.artifactUploads !== undefined
+        ? await this.deps.artifactUploads.createUpload(key, sha256, sizeBytes)
+        : { url: `/artifacts/${sha256}`, headers: {}, expiresAtMs: this.deps.clock.now() + 3_600_000 };
     return { sha256, key, exists: false, upload: { method: 'PUT', ...upload } };
   }
 
   /** PUT /artifacts/:sha256: the library's bytes, checked against the hash before they are stored. */
   async putArtifact(sha256: string, bytes: Uint8Array | undefined): Promise<{ sha256: string; key: string }> {
     if (!SHA256_HEX.test(sha256)) throw new InvalidRequestError(`'${sha256}' is not a sha256 (64 lowercase hex digits)`);
-    if (bytes === undefined || bytes.length === 0) throw new InvalidRequestError('request body is empty; expected the library\'s bytes');
+    if (bytes === undefined || bytes.length === 0) throw new InvalidRequestError("request body is empty; expected the library's bytes");
     const actual = sha256Hex(bytes);
     if (actual !== sha256) throw new InvalidRequestError(`the body has sha256 ${actual}, not ${sha256}; upload the library's exact bytes`);
     await this.storeLibrary(bytes);
@@ -68,7 +74,7 @@ export class LibraryArtifacts {
         throw new LibraryNotStoredError(
           sha256,
           `the object stored as library ${sha256} has sha256 ${actual} (${stored.length} bytes): an upload put other bytes there; ` +
-            'upload the library\'s exact bytes through POST /artifacts (it offers to replace them) or send them in the field \'library\'',
+            "upload the library's exact bytes through POST /artifacts (it offers to replace them) or send them in the field 'library'",
         );
       }
       checkStoredSize(sha256, sizeBytes, stored.length);
@@ -112,7 +118,9 @@ export class LibraryArtifacts {
 
 function checkStoredSize(sha256: string, sizeBytes: number, storedBytes: number): void {
   if (storedBytes !== sizeBytes) {
-    throw new InvalidRequestError(`jobGraph.library.sizeBytes says ${sizeBytes}, but the stored library ${sha256} has ${storedBytes} bytes; send its real size`);
+    throw new InvalidRequestError(
+      `jobGraph.library.sizeBytes says ${sizeBytes}, but the stored library ${sha256} has ${storedBytes} bytes; send its real size`,
+    );
   }
 }
 

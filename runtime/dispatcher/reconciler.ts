@@ -51,7 +51,8 @@ export class JobReconciler {
     const movedOnFrom = (workerId: string, jobId: JobId): boolean =>
       ready.has(workerId) || records.some((r) => r.jobId !== jobId && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status));
     for (const record of records) {
-      if (record.admission?.state === AdmissionState.SUBMITTING && now - record.submittedAtMs >= this.deps.config.submissionTimeoutMs) await this.submission.sweepSubmission(record, now);
+      if (record.admission?.state === AdmissionState.SUBMITTING && now - record.submittedAtMs >= this.deps.config.submissionTimeoutMs)
+        await this.submission.sweepSubmission(record, now);
       if (record.admission?.state !== AdmissionState.ADMITTED) continue;
       const lease = await this.deps.leaseStore.get(leaseNames.jobMaster(record.jobId));
       const leaseHeld = lease !== undefined && lease.expiresAtMs > now;
@@ -69,7 +70,8 @@ export class JobReconciler {
       const wonIt = lease !== undefined && lease.holder.startsWith(`${current}#`);
       const launchedAt = record.jobManager?.launchedAtMs ?? record.admission.admittedAtMs ?? record.updatedAtMs;
       if (!wonIt && now - launchedAt < Math.max(JOB_MANAGER_START_GRACE_MS, 2 * this.deps.config.leaseDurationMs)) continue;
-      const since = lease === undefined || !wonIt ? 'no JobManager of this launch ever held its lease' : `its JobManager lease lapsed ${now - lease.expiresAtMs} ms ago`;
+      const since =
+        lease === undefined || !wonIt ? 'no JobManager of this launch ever held its lease' : `its JobManager lease lapsed ${now - lease.expiresAtMs} ms ago`;
       this.log.warn('a running job has no JobManager; launching a successor', { jobId: record.jobId, why: since });
       await this.recoverJob(record, current, since);
     }
@@ -99,7 +101,9 @@ export class JobReconciler {
     // records say which job it ran last.
     const later =
       this.deps.config.warmPoolJobManagers > 0
-        ? (await this.deps.jobStore.listActive()).filter((r) => r.jobId !== named && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status)).map((r) => r.jobId)
+        ? (await this.deps.jobStore.listActive())
+            .filter((r) => r.jobId !== named && r.jobManager?.workerId === workerId && !isGloballyTerminal(r.status))
+            .map((r) => r.jobId)
         : [];
     let outcome: { jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined;
     for (const jobId of [named, ...later]) {
@@ -109,7 +113,11 @@ export class JobReconciler {
     return outcome;
   }
 
-  private async jobManagerOfJobStopped(jobId: JobId, workerId: string, reason: string): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
+  private async jobManagerOfJobStopped(
+    jobId: JobId,
+    workerId: string,
+    reason: string,
+  ): Promise<{ jobId: JobId; action: 'relaunched' | 'failed' | 'released' } | undefined> {
     const record = await this.deps.jobStore.get(jobId);
     // Only an admitted job has a JobManager; a record in any other admission state is not this worker's.
     if (record === undefined || (record.admission !== undefined && record.admission.state !== AdmissionState.ADMITTED)) return undefined;
@@ -151,10 +159,17 @@ export class JobReconciler {
     // and the successor stops them and deletes their staged output before it records the job CANCELED.
     if (!record.cancelRequested) {
       await this.runners.writeAsDispatcher(jobId, {
-        exception: { timestampMs: this.deps.clock.now(), message: `${why}; a new JobManager recovers the job (launch ${next} of at most ${max})`, recovered: true },
+        exception: {
+          timestampMs: this.deps.clock.now(),
+          message: `${why}; a new JobManager recovers the job (launch ${next} of at most ${max})`,
+          recovered: true,
+        },
       });
     }
-    await this.runners.launchJobManager({ jobId, taskExecutors: record.admission?.taskExecutors ?? 1, sinceMs: record.admission?.admittedAtMs ?? this.deps.clock.now() }, next);
+    await this.runners.launchJobManager(
+      { jobId, taskExecutors: record.admission?.taskExecutors ?? 1, sinceMs: record.admission?.admittedAtMs ?? this.deps.clock.now() },
+      next,
+    );
     return 'relaunched';
   }
 

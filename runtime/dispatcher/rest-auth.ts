@@ -28,7 +28,8 @@ export async function authorizeSession(headers: RestRequest['headers'], sessions
   if (headers[DASHBOARD_CLIENT_HEADER] !== 'dashboard') {
     throw new UnauthorizedRequestError(`a request with the dashboard's session cookie must carry header '${DASHBOARD_CLIENT_HEADER}: dashboard'`);
   }
-  if (!(await sessions.verifySession(session, nowMs))) throw new UnauthorizedRequestError('the dashboard session was revoked, has expired or is not valid; log in again');
+  if (!(await sessions.verifySession(session, nowMs)))
+    throw new UnauthorizedRequestError('the dashboard session was revoked, has expired or is not valid; log in again');
 }
 
 /**
@@ -41,7 +42,7 @@ export function checkSessionScope(method: string, route: { readonly pattern: rea
   if (method === 'GET' || isCancel) return;
   throw new ForbiddenRequestError(
     `a dashboard session may only read (GET) and cancel a job (PATCH /jobs/<id>), found ${method} ${routeName(route)}; ` +
-      "call the API with its own credentials for that (floe signs with AWS credentials on AWS, and sends the cluster secret locally)",
+      'call the API with its own credentials for that (floe signs with AWS credentials on AWS, and sends the cluster secret locally)',
   );
 }
 

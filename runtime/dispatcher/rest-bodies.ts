@@ -32,7 +32,10 @@ function jsonObject<E extends Entries>(entries: E, shape: string) {
     return message ?? `request body must be a JSON object ${shape}`;
   };
   return v.pipe(
-    v.custom<Record<string, unknown>>((body) => body !== null && typeof body === 'object' && !Array.isArray(body), `request body must be a JSON object ${shape}`),
+    v.custom<Record<string, unknown>>(
+      (body) => body !== null && typeof body === 'object' && !Array.isArray(body),
+      `request body must be a JSON object ${shape}`,
+    ),
     v.object(entries, missing),
   );
 }

@@ -59,7 +59,11 @@ export function decodePath(path: string): { segments: string[] } | { error: Inva
     try {
       segments.push(decodeURIComponent(raw));
     } catch {
-      return { error: new InvalidRequestError(`path segment ${shown(raw)} is not valid percent-encoding: each '%' must start a '%XX' escape of two hex digits, and the escapes must spell UTF-8`) };
+      return {
+        error: new InvalidRequestError(
+          `path segment ${shown(raw)} is not valid percent-encoding: each '%' must start a '%XX' escape of two hex digits, and the escapes must spell UTF-8`,
+        ),
+      };
     }
   }
   return { segments };
@@ -79,7 +83,9 @@ export function parseRawQuery(raw: string): Record<string, string> {
       name = decodeURIComponent(rawName.replaceAll('+', ' '));
       value = decodeURIComponent(rawValue.replaceAll('+', ' '));
     } catch {
-      throw new InvalidRequestError(`query parameter ${shown(pair)} is not valid percent-encoding: each '%' must start a '%XX' escape of two hex digits, and the escapes must spell UTF-8`);
+      throw new InvalidRequestError(
+        `query parameter ${shown(pair)} is not valid percent-encoding: each '%' must start a '%XX' escape of two hex digits, and the escapes must spell UTF-8`,
+      );
     }
     if (Object.hasOwn(query, name)) throw new InvalidRequestError(`query parameter ${shown(name)} is given more than once; give it once`);
     query[name] = value;
@@ -98,13 +104,16 @@ const mediaType = (header: string): { type: string; charset?: string } => {
 export function checkBodyHeaders(method: string, name: string, kind: BodyKind, headers: RestRequest['headers']): void {
   const encoding = headers['content-encoding'];
   if (encoding !== undefined && encoding.trim() !== '' && encoding.trim().toLowerCase() !== 'identity') {
-    throw new UnsupportedMediaTypeError(`header 'content-encoding' is ${shown(encoding)}; ${method} ${name} takes the body as it is (identity), not compressed`);
+    throw new UnsupportedMediaTypeError(
+      `header 'content-encoding' is ${shown(encoding)}; ${method} ${name} takes the body as it is (identity), not compressed`,
+    );
   }
   if (kind !== 'json') return;
   const contentType = headers['content-type'];
   if (contentType === undefined || contentType.trim() === '') return;
   const { type, charset } = mediaType(contentType);
-  if (type !== 'application/json') throw new UnsupportedMediaTypeError(`header 'content-type' is ${shown(contentType)}; ${method} ${name} takes 'application/json'`);
+  if (type !== 'application/json')
+    throw new UnsupportedMediaTypeError(`header 'content-type' is ${shown(contentType)}; ${method} ${name} takes 'application/json'`);
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     throw new UnsupportedMediaTypeError(`header 'content-type' names charset ${shown(charset)}; JSON bodies are UTF-8`);
   }

@@ -7,13 +7,32 @@ import { createHash, randomUUID } from 'node:crypto';
 import { FloeError, InvalidRequestError, NotFoundError, PayloadTooLargeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
-import { DASHBOARD_API_PREFIX, SignedDashboardSessions, isClusterSecret, sessionCookieHeader, sessionCookieOf, type DashboardAssets, type DashboardFile, type DashboardSessions } from './dashboard.js';
+import {
+  DASHBOARD_API_PREFIX,
+  SignedDashboardSessions,
+  isClusterSecret,
+  sessionCookieHeader,
+  sessionCookieOf,
+  type DashboardAssets,
+  type DashboardFile,
+  type DashboardSessions,
+} from './dashboard.js';
 import type { Dispatcher } from './dispatcher.js';
 import { parseJobListQuery } from './job-list-query.js';
 import { JsonBodyParser, type JsonParseOptions } from './json-body.js';
 import { LOGIN_BODY, parseBody, SHA256_HEX } from './rest-bodies.js';
 import { authorize, authorizeSession, checkSessionScope, ForbiddenRequestError, UnauthorizedRequestError } from './rest-auth.js';
-import { checkBodyHeaders, decodePath, parseRawQuery, routeName, shown, type BodyKind, type RestHandler, type RestRequest, type RestResponse } from './rest-request.js';
+import {
+  checkBodyHeaders,
+  decodePath,
+  parseRawQuery,
+  routeName,
+  shown,
+  type BodyKind,
+  type RestHandler,
+  type RestRequest,
+  type RestResponse,
+} from './rest-request.js';
 import { MAX_JOB_WAIT_MS } from './views.js';
 
 export interface RestRouterOptions {
@@ -44,7 +63,10 @@ export interface RestRouterOptions {
 }
 
 class MethodNotAllowedError extends FloeError {
-  constructor(message: string, readonly allowed: readonly string[]) {
+  constructor(
+    message: string,
+    readonly allowed: readonly string[],
+  ) {
     super('METHOD_NOT_ALLOWED', message, { details: { allowed } });
   }
 }
@@ -107,7 +129,10 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
   const waitMs = (call: Call): number => {
     const raw = call.query['wait'];
     if (raw === undefined) return 0;
-    if (!/^\d{1,9}$/.test(raw)) throw new InvalidRequestError(`query parameter 'wait' must be a whole number of milliseconds (at most ${MAX_JOB_WAIT_MS} are waited), found ${shown(raw)}`);
+    if (!/^\d{1,9}$/.test(raw))
+      throw new InvalidRequestError(
+        `query parameter 'wait' must be a whole number of milliseconds (at most ${MAX_JOB_WAIT_MS} are waited), found ${shown(raw)}`,
+      );
     return Math.min(Number(raw), MAX_JOB_WAIT_MS);
   };
   const routes: readonly Route[] = [
@@ -154,7 +179,8 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
               );
             }
             const { secret } = parseBody(LOGIN_BODY, call.body);
-            if (!isClusterSecret(secret, options.secret)) throw new UnauthorizedRequestError("field 'secret' is not this cluster's secret (a local cluster's secret is in <state dir>/cluster.json)");
+            if (!isClusterSecret(secret, options.secret))
+              throw new UnauthorizedRequestError("field 'secret' is not this cluster's secret (a local cluster's secret is in <state dir>/cluster.json)");
             return noContent({ 'set-cookie': sessionCookieHeader(await sessions.createSession(now()), viaHttps(call)), 'cache-control': 'no-store' });
           },
         },
@@ -216,7 +242,9 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
           body: 'none',
           handle: async (call) => {
             if (sessions.revokeAll === undefined) {
-              throw new NotFoundError("this Dispatcher's dashboard sessions cannot be revoked: they are signed with the cluster secret and end after 12 hours (or when the secret changes)");
+              throw new NotFoundError(
+                "this Dispatcher's dashboard sessions cannot be revoked: they are signed with the cluster secret and end after 12 hours (or when the secret changes)",
+              );
             }
             await sessions.revokeAll();
             log.info('every dashboard session was revoked', { caller: call.request.authenticatedCaller });
@@ -229,7 +257,11 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     {
       pattern: ['jobs'],
       methods: {
-        GET: { body: 'none', query: ['limit', 'next'], handle: async (call) => ({ status: 200, body: await dispatcher.listJobs(parseJobListQuery(call.query)) }) },
+        GET: {
+          body: 'none',
+          query: ['limit', 'next'],
+          handle: async (call) => ({ status: 200, body: await dispatcher.listJobs(parseJobListQuery(call.query)) }),
+        },
         POST: {
           body: 'json',
           json: { longStringFields: ['library'], fields: ['jobGraph', 'library'], jobGraphField: 'jobGraph' },
@@ -256,11 +288,34 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
         },
       },
     },
-    { pattern: ['jobs', ':id', 'exceptions'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getExceptions(jobId(call)) }) } } },
-    { pattern: ['jobs', ':id', 'plan'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getPlan(jobId(call)) }) } } },
-    { pattern: ['jobs', ':id', 'throughput'], methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getThroughput(jobId(call)) }) } } },
-    { pattern: ['jobs', ':id', 'result'], methods: { GET: { body: 'none', query: ['wait'], handle: async (call) => ({ status: 200, body: await dispatcher.getResult(jobId(call), waitMs(call)) }) } } },
-    { pattern: ['artifacts'], methods: { POST: { body: 'json', json: { fields: ['sha256', 'sizeBytes'] }, handle: async (call) => ({ status: 200, body: await dispatcher.createArtifactUpload(call.body) }) } } },
+    {
+      pattern: ['jobs', ':id', 'exceptions'],
+      methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getExceptions(jobId(call)) }) } },
+    },
+    {
+      pattern: ['jobs', ':id', 'plan'],
+      methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getPlan(jobId(call)) }) } },
+    },
+    {
+      pattern: ['jobs', ':id', 'throughput'],
+      methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getThroughput(jobId(call)) }) } },
+    },
+    {
+      pattern: ['jobs', ':id', 'result'],
+      methods: {
+        GET: { body: 'none', query: ['wait'], handle: async (call) => ({ status: 200, body: await dispatcher.getResult(jobId(call), waitMs(call)) }) },
+      },
+    },
+    {
+      pattern: ['artifacts'],
+      methods: {
+        POST: {
+          body: 'json',
+          json: { fields: ['sha256', 'sizeBytes'] },
+          handle: async (call) => ({ status: 200, body: await dispatcher.createArtifactUpload(call.body) }),
+        },
+      },
+    },
     {
       pattern: ['artifacts', ':sha256'],
       methods: {
@@ -309,7 +364,10 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
       const allowed = Object.keys(r.methods);
       throw new MethodNotAllowedError(`method ${shown(method)} is not allowed on ${routeName(r)}; it takes ${allowed.join(', ')}`, allowed);
     }
-    const query = request.rawQuery !== undefined ? parseRawQuery(request.rawQuery) : Object.fromEntries(Object.entries(request.query).filter((e): e is [string, string] => e[1] !== undefined));
+    const query =
+      request.rawQuery !== undefined
+        ? parseRawQuery(request.rawQuery)
+        : Object.fromEntries(Object.entries(request.query).filter((e): e is [string, string] => e[1] !== undefined));
     for (const name of Object.keys(query)) {
       if (!(endpoint.query ?? []).includes(name)) {
         const takes = endpoint.query?.length ? `it takes ${endpoint.query.map((q) => `'${q}'`).join(', ')}` : 'it takes none';
@@ -322,7 +380,8 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     } else {
       checkBodyHeaders(method, routeName(r), endpoint.body, request.headers);
       if (endpoint.body === 'bytes') body = request.body;
-      else if (request.body === undefined || size === 0) throw new InvalidRequestError(`the request body is empty; ${method} ${routeName(r)} takes a JSON object`);
+      else if (request.body === undefined || size === 0)
+        throw new InvalidRequestError(`the request body is empty; ${method} ${routeName(r)} takes a JSON object`);
       else body = await bodyParser.parse(request.body, endpoint.json);
     }
     return endpoint.handle({ request, params, query, body });
@@ -335,7 +394,11 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
     } catch (error) {
       if (error instanceof FloeError && error.httpStatus >= 400 && error.httpStatus < 500) {
         const headers: Record<string, string> | undefined =
-          error instanceof MethodNotAllowedError ? { allow: error.allowed.join(', ') } : error instanceof UnauthorizedRequestError ? { 'www-authenticate': 'Bearer' } : undefined;
+          error instanceof MethodNotAllowedError
+            ? { allow: error.allowed.join(', ') }
+            : error instanceof UnauthorizedRequestError
+              ? { 'www-authenticate': 'Bearer' }
+              : undefined;
         return {
           status: error.httpStatus,
           body: { error: { code: error.code, message: error.message, ...(error.details !== undefined ? { details: error.details } : {}) } },

@@ -11,7 +11,20 @@ import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type Admis
 import type { Lease } from '../ha/lease-store.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
 import { parseJobGraph } from '../jobgraph/job-graph-schema.js';
-import { jobDetails, jobPlan, jobSummary, type JobDetails, type JobPlanResponse, type JobResult, type JobResultResponse, type JobThroughputResponse, type JobViewContext, type ListJobsResponse, type OverviewResponse, type TaskManagersResponse } from '../protocol/rest-api.js';
+import {
+  jobDetails,
+  jobPlan,
+  jobSummary,
+  type JobDetails,
+  type JobPlanResponse,
+  type JobResult,
+  type JobResultResponse,
+  type JobThroughputResponse,
+  type JobViewContext,
+  type ListJobsResponse,
+  type OverviewResponse,
+  type TaskManagersResponse,
+} from '../protocol/rest-api.js';
 import type { StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import { EndpointName } from '../rpc/rpc-service.js';
 import type { DispatcherServices, JobWaitPolling } from './dispatcher-services.js';
@@ -99,7 +112,9 @@ export class DispatcherViews {
   /** The TaskExecutors of the jobs that have not ended, with their slots and what runs in them, then the warm pool's idle ones. */
   async taskManagers(): Promise<TaskManagersResponse> {
     const [records, ready] = await Promise.all([this.deps.jobStore.listActive(), this.runners.readyJobManagerLeases()]);
-    const running = records.filter((r) => !isGloballyTerminal(r.status)).flatMap((r) => (r.taskExecutors ?? []).map((te) => ({ ...te, jobId: r.jobId, jobName: r.name })));
+    const running = records
+      .filter((r) => !isGloballyTerminal(r.status))
+      .flatMap((r) => (r.taskExecutors ?? []).map((te) => ({ ...te, jobId: r.jobId, jobName: r.name })));
     const warm = await this.warmTaskExecutors(ready, running);
     return { taskManagers: [...running, ...warm.map((te) => ({ ...te, warmPool: true as const }))] };
   }
@@ -117,7 +132,10 @@ export class DispatcherViews {
           .connect<StandbyJobManagerGateway>(lease.address, EndpointName.STANDBY_JOB_MANAGER, { timeoutMs: WARM_POOL_QUERY_TIMEOUT_MS })
           .warmTaskExecutors()
           .catch((error: unknown) => {
-            this.log.info('cannot ask a ready JobManager for its idle TaskExecutors; they are not shown', { address: lease.address, error: errorMessage(error) });
+            this.log.info('cannot ask a ready JobManager for its idle TaskExecutors; they are not shown', {
+              address: lease.address,
+              error: errorMessage(error),
+            });
             return [];
           }),
       ),
@@ -142,7 +160,11 @@ export class DispatcherViews {
     const downloads = this.deps.resultDownloads;
     if (downloads !== undefined && (bytes.byteLength > downloads.maxInlineBytes || resultResponseBytes(text) > downloads.maxInlineBytes)) {
       const { url, expiresAtMs } = await downloads.createDownload(r.resultKey);
-      this.log.info('answering a result by link: it is too large for one response', { jobId, sizeBytes: bytes.byteLength, maxInlineBytes: downloads.maxInlineBytes });
+      this.log.info('answering a result by link: it is too large for one response', {
+        jobId,
+        sizeBytes: bytes.byteLength,
+        maxInlineBytes: downloads.maxInlineBytes,
+      });
       return { download: { url, sizeBytes: bytes.byteLength, expiresAtMs } };
     }
     return JSON.parse(text) as JobResult;
@@ -151,7 +173,12 @@ export class DispatcherViews {
   async overview(): Promise<OverviewResponse> {
     // Active jobs from their index and the ended ones from the store's counts: a poll reads the same
     // whatever the number of ended jobs kept.
-    const [active, ended, ledger, ready] = await Promise.all([this.deps.jobStore.listActive(), this.deps.jobStore.countEnded(), this.deps.jobStore.admissionLedger(), this.runners.readyJobManagerLeases()]);
+    const [active, ended, ledger, ready] = await Promise.all([
+      this.deps.jobStore.listActive(),
+      this.deps.jobStore.countEnded(),
+      this.deps.jobStore.admissionLedger(),
+      this.runners.readyJobManagerLeases(),
+    ]);
     const live = active.filter((r) => !isGloballyTerminal(r.status));
     const running = live.flatMap((r) => r.taskExecutors ?? []);
     const warm = await this.warmTaskExecutors(ready, running);

@@ -60,14 +60,17 @@ async function stop(code = 0): Promise<void> {
 process.on('SIGTERM', () => void stop());
 process.on('SIGINT', () => void stop());
 
-const started = await startEmbeddedDispatcher({ stateDir, config, logger, ...(process.env[FloeEnv.SECRET] ? { secret: process.env[FloeEnv.SECRET] } : {}) }).catch(
-  async (error: unknown) => {
-    // Said once, plainly, in the output the CLI shows when a start fails (a bad secret file, a port in use).
-    logger.error(`cannot start the Dispatcher: ${errorMessage(error)}`);
-    await stop(1);
-    return process.exit(1);
-  },
-);
+const started = await startEmbeddedDispatcher({
+  stateDir,
+  config,
+  logger,
+  ...(process.env[FloeEnv.SECRET] ? { secret: process.env[FloeEnv.SECRET] } : {}),
+}).catch(async (error: unknown) => {
+  // Said once, plainly, in the output the CLI shows when a start fails (a bad secret file, a port in use).
+  logger.error(`cannot start the Dispatcher: ${errorMessage(error)}`);
+  await stop(1);
+  return process.exit(1);
+});
 cluster = started;
 // JobManagers that outlived an earlier Dispatcher find this one through the lease.
 try {
@@ -80,4 +83,3 @@ try {
 const tmp = `${clusterFile}.${process.pid}.tmp`;
 writeFileSync(tmp, JSON.stringify({ pid: process.pid, restUrl: started.url, secret: started.secret, startedAtMs: Date.now() }), { mode: 0o600 });
 renameSync(tmp, clusterFile);
-

@@ -83,13 +83,26 @@ async function openBackend(): Promise<Backend> {
 
 const services = await openBackend();
 const launcher = services.launcher;
-const rpc = await HttpRpcService.start({ secret, tls: config.internalSslEnabled === 'true', timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
+const rpc = await HttpRpcService.start({
+  secret,
+  tls: config.internalSslEnabled === 'true',
+  timeoutMs: config.rpcTimeoutMs,
+  logger,
+  host: services.bindHost,
+  advertisedHost: services.advertisedHost,
+});
 // On AWS an event on the cluster's bus; embedded, a call to the Dispatcher that serves the state dir now
 // (found through its lease: it may not be the one that started this process).
 const dispatcherAddress = process.env[FloeEnv.DISPATCHER_ADDRESS];
 const capacityNotices: CapacityNotices =
   services.capacityNotices ??
-  noticesToServingDispatcher({ leaseStore: services.leaseStore, rpc, clock: systemClock, timeoutMs: config.rpcTimeoutMs, ...(dispatcherAddress ? { startedBy: dispatcherAddress } : {}) });
+  noticesToServingDispatcher({
+    leaseStore: services.leaseStore,
+    rpc,
+    clock: systemClock,
+    timeoutMs: config.rpcTimeoutMs,
+    ...(dispatcherAddress ? { startedBy: dispatcherAddress } : {}),
+  });
 const jobManager = new JobManagerProcess({
   resourceId,
   config,

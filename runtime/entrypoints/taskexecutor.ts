@@ -64,7 +64,14 @@ async function openBackend(): Promise<Backend> {
 }
 
 const services = await openBackend();
-const rpc = await HttpRpcService.start({ taskExecutor: { resourceId, jobId, key: ownKey }, tls: config.internalSslEnabled === 'true', timeoutMs: config.rpcTimeoutMs, logger, host: services.bindHost, advertisedHost: services.advertisedHost });
+const rpc = await HttpRpcService.start({
+  taskExecutor: { resourceId, jobId, key: ownKey },
+  tls: config.internalSslEnabled === 'true',
+  timeoutMs: config.rpcTimeoutMs,
+  logger,
+  host: services.bindHost,
+  advertisedHost: services.advertisedHost,
+});
 const taskExecutor = await TaskExecutor.start({
   resourceId,
   jobId,

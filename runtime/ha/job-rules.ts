@@ -45,7 +45,8 @@ export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, upd
   if (isGloballyTerminal(current.status)) {
     throw new ConflictError(`job ${jobId} already ended as ${current.status}; its record can no longer change`);
   }
-  const exceptions = update.exception === undefined ? current.exceptions : [...current.exceptions, boundedException(update.exception)].slice(-MAX_STORED_EXCEPTIONS);
+  const exceptions =
+    update.exception === undefined ? current.exceptions : [...current.exceptions, boundedException(update.exception)].slice(-MAX_STORED_EXCEPTIONS);
   return {
     ...current,
     ...(update.status !== undefined && { status: update.status }),
@@ -93,7 +94,8 @@ export function isAfterCursor(r: { submittedAtMs: number; jobId: string }, curso
 }
 
 export function assertPageLimit(limit: number): void {
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_JOB_PAGE_SIZE) throw new RangeError(`a page of jobs holds 1 to ${MAX_JOB_PAGE_SIZE} records, asked for ${limit}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_JOB_PAGE_SIZE)
+    throw new RangeError(`a page of jobs holds 1 to ${MAX_JOB_PAGE_SIZE} records, asked for ${limit}`);
 }
 
 /** A page cut from records already in newest-first order, each after the cursor; fetched one past the limit to know whether more follow. */
@@ -144,7 +146,12 @@ function requireAdmission(jobId: JobId, record: JobRecord): JobAdmission {
  * SUBMITTING → WAITING at the end of the line; a job whose cancel was requested meanwhile ends CANCELED
  * instead. `changed` false: nothing to write (already past SUBMITTING).
  */
-export function applyEnqueue(jobId: JobId, current: JobRecord | undefined, ledger: AdmissionLedger, nowMs: number): { record: JobRecord; ledger: AdmissionLedger; changed: boolean } {
+export function applyEnqueue(
+  jobId: JobId,
+  current: JobRecord | undefined,
+  ledger: AdmissionLedger,
+  nowMs: number,
+): { record: JobRecord; ledger: AdmissionLedger; changed: boolean } {
   if (current === undefined) throw new NotFoundError(`cannot put job ${jobId} in line: there is no such job`);
   const admission = requireAdmission(jobId, current);
   if (admission.state !== AdmissionState.SUBMITTING) return { record: current, ledger, changed: false };
@@ -216,7 +223,11 @@ export function assertAdmissionBounds(bounds: AdmissionBounds): void {
 }
 
 /** The ledger once `plan` is carried out at `nowMs`. */
-export function ledgerAfterAdmission(ledger: AdmissionLedger, plan: { admit: readonly AdmissionEntry[]; refuse: readonly AdmissionEntry[] }, nowMs: number): AdmissionLedger {
+export function ledgerAfterAdmission(
+  ledger: AdmissionLedger,
+  plan: { admit: readonly AdmissionEntry[]; refuse: readonly AdmissionEntry[] },
+  nowMs: number,
+): AdmissionLedger {
   const leaving = new Set([...plan.admit, ...plan.refuse].map((e) => e.jobId));
   return {
     waiting: ledger.waiting.filter((e) => !leaving.has(e.jobId)),
@@ -278,7 +289,11 @@ export function refusedRecord(record: JobRecord, exception: JobException, nowMs:
  * cancel was requested meanwhile). A record past SUBMITTING, or none, is left as it is. SUBMITTING jobs
  * hold no place in the ledger, so the ledger does not change.
  */
-export function applyAbandonSubmission(current: JobRecord | undefined, exception: JobException, nowMs: number): { record: JobRecord | undefined; abandoned: boolean } {
+export function applyAbandonSubmission(
+  current: JobRecord | undefined,
+  exception: JobException,
+  nowMs: number,
+): { record: JobRecord | undefined; abandoned: boolean } {
   if (current === undefined || current.admission?.state !== AdmissionState.SUBMITTING) return { record: current, abandoned: false };
   const record = endedBeforeTheLine(current, current.admission, nowMs) ?? refusedRecord(current, boundedException(exception), nowMs);
   return { record, abandoned: true };
@@ -288,11 +303,22 @@ export function applyAbandonSubmission(current: JobRecord | undefined, exception
 function endedBeforeTheLine(current: JobRecord, admission: JobAdmission, nowMs: number): JobRecord | undefined {
   if (!current.cancelRequested && !isGloballyTerminal(current.status)) return undefined;
   const status = isGloballyTerminal(current.status) ? current.status : JobStatus.CANCELED;
-  return { ...current, status, endedAtMs: current.endedAtMs ?? nowMs, updatedAtMs: nowMs, admission: { ...admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs } };
+  return {
+    ...current,
+    status,
+    endedAtMs: current.endedAtMs ?? nowMs,
+    updatedAtMs: nowMs,
+    admission: { ...admission, state: AdmissionState.RELEASED, releasedAtMs: nowMs },
+  };
 }
 
 /** ADMITTED → RELEASED; anything else is left as it is (a ledger entry without its record is dropped). */
-export function applyRelease(jobId: JobId, current: JobRecord | undefined, ledger: AdmissionLedger, nowMs: number): { record: JobRecord | undefined; ledger: AdmissionLedger; released: boolean } {
+export function applyRelease(
+  jobId: JobId,
+  current: JobRecord | undefined,
+  ledger: AdmissionLedger,
+  nowMs: number,
+): { record: JobRecord | undefined; ledger: AdmissionLedger; released: boolean } {
   const held = ledger.admitted.some((e) => e.jobId === jobId);
   if (current === undefined || current.admission?.state !== AdmissionState.ADMITTED) {
     return { record: current, ledger: held ? withoutJob(ledger, jobId) : ledger, released: false };
@@ -302,7 +328,12 @@ export function applyRelease(jobId: JobId, current: JobRecord | undefined, ledge
 }
 
 /** WAITING → CANCELED and out of line; anything else is left as it is. */
-export function applyCancelWaiting(jobId: JobId, current: JobRecord | undefined, ledger: AdmissionLedger, nowMs: number): { record: JobRecord | undefined; ledger: AdmissionLedger; canceled: boolean } {
+export function applyCancelWaiting(
+  jobId: JobId,
+  current: JobRecord | undefined,
+  ledger: AdmissionLedger,
+  nowMs: number,
+): { record: JobRecord | undefined; ledger: AdmissionLedger; canceled: boolean } {
   if (!isWaitingRecord(current)) return { record: current, ledger, canceled: false };
   const record: JobRecord = {
     ...current,
@@ -317,7 +348,11 @@ export function applyCancelWaiting(jobId: JobId, current: JobRecord | undefined,
 
 /** The ledger a store reads back, checked: a store that holds anything else is corrupt, not empty. */
 export function parseLedger(raw: unknown, where: string): AdmissionLedger {
-  const corrupt = (what: string): FloeError => new FloeError('ADMISSION_LEDGER_CORRUPT', `the admission ledger in ${where} ${what}; it was not written by Floe — restore it from a backup or remove it to start with an empty line`);
+  const corrupt = (what: string): FloeError =>
+    new FloeError(
+      'ADMISSION_LEDGER_CORRUPT',
+      `the admission ledger in ${where} ${what}; it was not written by Floe — restore it from a backup or remove it to start with an empty line`,
+    );
   const entries = (value: unknown, name: string): AdmissionEntry[] => {
     if (!Array.isArray(value)) throw corrupt(`has no list '${name}' (found ${JSON.stringify(value)})`);
     return value.map((e: unknown) => {

@@ -220,7 +220,9 @@ export interface JobRecovery {
    * Per vertex id of a finished region: each subtask's finished attempt, the TaskExecutor it ran on and,
    * for a text sink, the part it staged (what the commit checks the staged object against).
    */
-  readonly finished: Readonly<Record<string, readonly { readonly attemptId: string; readonly resourceId: string; readonly part?: { readonly size: number; readonly etag?: string } }[]>>;
+  readonly finished: Readonly<
+    Record<string, readonly { readonly attemptId: string; readonly resourceId: string; readonly part?: { readonly size: number; readonly etag?: string } }[]>
+  >;
 }
 
 /** The Dispatcher's account of a job's JobManager processes. */
@@ -370,7 +372,11 @@ export interface JobStore {
    * it): a store may plan its first try from it instead of reading; every write is conditioned on what it
    * planned from, so a stale one costs a retry, never a wrong write.
    */
-  enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options?: EnqueueAndAdmitOptions): Promise<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }>;
+  enqueueAndAdmit(
+    jobId: JobId,
+    bounds: AdmissionBounds,
+    options?: EnqueueAndAdmitOptions,
+  ): Promise<{ record: JobRecord; admitted?: AdmissionEntry; leaseTaken?: boolean }>;
   /**
    * Admits waiting jobs first in line first while the admitted ones together stay within `bounds`; stops
    * at the first that does not fit, so none overtakes another. A job that could not fit even an empty

@@ -82,7 +82,10 @@ export class LeaderElection {
   /** The last epoch given up by resign(): a campaign leads only at a higher one. */
   private resignedEpoch = 0;
 
-  constructor(private readonly options: LeaderElectionOptions, private readonly contender: LeaderContender) {
+  constructor(
+    private readonly options: LeaderElectionOptions,
+    private readonly contender: LeaderContender,
+  ) {
     const { leaseDurationMs: duration, renewIntervalMs: interval } = options;
     if (!(interval > 0) || !(duration > interval)) {
       throw new ConfigurationError(`lease renew interval (${interval} ms) must be positive and below the lease duration (${duration} ms)`);
@@ -211,7 +214,10 @@ export class LeaderElection {
     const { clock } = this.options;
     const validUntilMs = this.validUntil(askedAt, askedAtMono, lease);
     if (monotonicNow(clock) >= validUntilMs) {
-      this.log.warn(`${how === 'won' ? 'won' : 'was given'} the lease too late to act on it; trying again`, { token: lease.epoch, tookMs: monotonicNow(clock) - askedAtMono });
+      this.log.warn(`${how === 'won' ? 'won' : 'was given'} the lease too late to act on it; trying again`, {
+        token: lease.epoch,
+        tookMs: monotonicNow(clock) - askedAtMono,
+      });
       return false;
     }
     const session: Session = { token: FencingToken.of(lease.epoch), validUntilMs };
@@ -246,14 +252,20 @@ export class LeaderElection {
 
   private armDeadline(session: Session): void {
     this.deadlineTimer?.cancel();
-    this.deadlineTimer = this.options.clock.setTimeout(() => {
-      if (this.session !== session) return;
-      if (monotonicNow(this.options.clock) < session.validUntilMs) {
-        this.armDeadline(session);
-        return;
-      }
-      this.revoke(session, `could not renew the lease in time (no successful renewal for ${this.options.leaseDurationMs - this.margin} ms; is the lease store reachable?)`);
-    }, session.validUntilMs - monotonicNow(this.options.clock));
+    this.deadlineTimer = this.options.clock.setTimeout(
+      () => {
+        if (this.session !== session) return;
+        if (monotonicNow(this.options.clock) < session.validUntilMs) {
+          this.armDeadline(session);
+          return;
+        }
+        this.revoke(
+          session,
+          `could not renew the lease in time (no successful renewal for ${this.options.leaseDurationMs - this.margin} ms; is the lease store reachable?)`,
+        );
+      },
+      session.validUntilMs - monotonicNow(this.options.clock),
+    );
   }
 
   private revoke(session: Session, reason: string): void {
@@ -267,9 +279,7 @@ export class LeaderElection {
 
   /** Contender callbacks run one after another, in the order the decisions were taken. */
   private enqueue(fn: () => void | Promise<void>, what: string): void {
-    this.callbacks = this.callbacks
-      .then(() => insideCallbacks.run(this, fn))
-      .catch((error: unknown) => this.log.error(`${what} failed`, { error }));
+    this.callbacks = this.callbacks.then(() => insideCallbacks.run(this, fn)).catch((error: unknown) => this.log.error(`${what} failed`, { error }));
   }
 
   private bounded<T>(call: Promise<T>, what: string): Promise<T> {

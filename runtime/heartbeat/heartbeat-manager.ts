@@ -92,7 +92,11 @@ export class HeartbeatManager<P> {
     if (requestHeartbeat !== undefined) {
       // The first ask goes out at once so a fresh registration is confirmed without waiting an interval.
       this.options.mainThread.run(() => this.sendHeartbeat(target)).catch((e) => this.onTaskError(e));
-      target.intervalTimer = this.options.mainThread.every(() => this.sendHeartbeat(target), this.options.intervalMs, (e) => this.onTaskError(e));
+      target.intervalTimer = this.options.mainThread.every(
+        () => this.sendHeartbeat(target),
+        this.options.intervalMs,
+        (e) => this.onTaskError(e),
+      );
     }
   }
 
@@ -152,10 +156,12 @@ export class HeartbeatManager<P> {
       request = Promise.reject(error);
     }
     // The answer re-enters through the main thread; nothing waits on it while the thread is busy.
-    request.then(
-      (payload) => this.options.mainThread.run(() => this.onAnswer(target, payload)),
-      (error: unknown) => this.options.mainThread.run(() => this.onRequestFailed(target, error)),
-    ).catch((e) => this.onTaskError(e));
+    request
+      .then(
+        (payload) => this.options.mainThread.run(() => this.onAnswer(target, payload)),
+        (error: unknown) => this.options.mainThread.run(() => this.onRequestFailed(target, error)),
+      )
+      .catch((e) => this.onTaskError(e));
   }
 
   private onAnswer(target: Target<P>, payload: P): void {
@@ -177,10 +183,18 @@ export class HeartbeatManager<P> {
       }
       target.failedRpcs++;
       if (this.rpcFailureThreshold > 0 && target.failedRpcs >= this.rpcFailureThreshold) {
-        this.lose(target, `${target.failedRpcs} heartbeat calls in a row could not reach ${target.id} (heartbeat.rpc-failure-threshold is ${this.rpcFailureThreshold}); the last: ${why}`);
+        this.lose(
+          target,
+          `${target.failedRpcs} heartbeat calls in a row could not reach ${target.id} (heartbeat.rpc-failure-threshold is ${this.rpcFailureThreshold}); the last: ${why}`,
+        );
         return;
       }
-      this.logger.warn('heartbeat call could not reach the target', { targetId: target.id, failedInARow: target.failedRpcs, threshold: this.rpcFailureThreshold, error: why });
+      this.logger.warn('heartbeat call could not reach the target', {
+        targetId: target.id,
+        failedInARow: target.failedRpcs,
+        threshold: this.rpcFailureThreshold,
+        error: why,
+      });
       return;
     }
     // A slow or failing answer is a missed beat; only the timeout decides that the target is gone.
@@ -188,7 +202,11 @@ export class HeartbeatManager<P> {
   }
 
   private armTimeout(target: Target<P>, delayMs: number): void {
-    target.timeoutTimer = this.options.mainThread.schedule(() => this.checkTimeout(target), delayMs, (e) => this.onTaskError(e));
+    target.timeoutTimer = this.options.mainThread.schedule(
+      () => this.checkTimeout(target),
+      delayMs,
+      (e) => this.onTaskError(e),
+    );
   }
 
   // Re-arming on every beat would churn timers; instead the check re-arms for whatever is left.

@@ -28,7 +28,6 @@ import {
 } from './jobgraph.js';
 import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
 
-
 /** Vertex, edge and operator ids end up in partition ids and file names: letters, digits, '_' and '-'. */
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 const SHA256_PATTERN = /^[0-9a-f]{64}$/;
@@ -64,19 +63,28 @@ export const describe = (value: unknown): string => {
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 };
 
-
 // ---- field schemas: each message is what follows the field's path --------------------------------
 
 type Message = (issue: v.BaseIssue<unknown>) => string;
-const found = (expected: string): Message => (issue) => `${expected}, found ${describe(issue.input)}`;
+const found =
+  (expected: string): Message =>
+  (issue) =>
+    `${expected}, found ${describe(issue.input)}`;
 const isPlainObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
 
 const text = () =>
   v.pipe(
     v.string(found('must be a string')),
-    v.maxLength(JOB_GRAPH_LIMITS.maxStringLength, (issue) => `is ${(issue.input as string).length} characters long, the limit is ${JOB_GRAPH_LIMITS.maxStringLength}`),
+    v.maxLength(
+      JOB_GRAPH_LIMITS.maxStringLength,
+      (issue) => `is ${(issue.input as string).length} characters long, the limit is ${JOB_GRAPH_LIMITS.maxStringLength}`,
+    ),
   );
-const nonEmptyText = () => v.pipe(text(), v.nonEmpty(() => 'must be a non-empty string, found ""'));
+const nonEmptyText = () =>
+  v.pipe(
+    text(),
+    v.nonEmpty(() => 'must be a non-empty string, found ""'),
+  );
 const matching = (pattern: RegExp, hint: string) => v.pipe(text(), v.regex(pattern, found(`must be ${hint}`)));
 const id = () => matching(ID_PATTERN, "1-128 letters, digits, '_' or '-'");
 const integer = (min: number) => {
@@ -131,12 +139,18 @@ const keyField = (kind: OperatorKind) => {
   return v.union([text(), v.pipe(v.number(m), v.safeInteger(m), v.minValue(0, m))], m);
 };
 
-const operator = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entries: E) => object({ kind: v.literal(kind), id: id(), name: nonEmptyText(), ...entries });
+const operator = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entries: E) =>
+  object({ kind: v.literal(kind), id: id(), name: nonEmptyText(), ...entries });
 
 /** Keyed operators carry `preAggregate` only when it is true. */
 const keyed = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entries: E) =>
   v.pipe(
-    operator(kind, { key: FunctionRefSchema, emit: oneOf(Object.values(KeyedEmit)), preAggregate: v.optional(v.boolean(found('must be true or false'))), ...entries }),
+    operator(kind, {
+      key: FunctionRefSchema,
+      emit: oneOf(Object.values(KeyedEmit)),
+      preAggregate: v.optional(v.boolean(found('must be true or false'))),
+      ...entries,
+    }),
     v.transform(({ preAggregate, ...op }) => (preAggregate === true ? { ...op, preAggregate } : op)),
   );
 
@@ -153,7 +167,12 @@ const OPERATOR_SCHEMAS = {
   'sink.collect': operator('sink.collect', { maxRecords: integer(0) }),
   'keyed.reduce': keyed('keyed.reduce', { fn: FunctionRefSchema }),
   'keyed.sum': keyed('keyed.sum', { field: v.optional(keyField('keyed.sum')), selector: v.optional(FunctionRefSchema) }),
-  'keyed.aggregate': keyed('keyed.aggregate', { createAccumulator: FunctionRefSchema, add: FunctionRefSchema, getResult: FunctionRefSchema, merge: v.optional(FunctionRefSchema) }),
+  'keyed.aggregate': keyed('keyed.aggregate', {
+    createAccumulator: FunctionRefSchema,
+    add: FunctionRefSchema,
+    getResult: FunctionRefSchema,
+    merge: v.optional(FunctionRefSchema),
+  }),
   'keyed.min': keyed('keyed.min', { field: v.optional(keyField('keyed.min')) }),
   'keyed.max': keyed('keyed.max', { field: v.optional(keyField('keyed.max')) }),
   'keyed.minBy': keyed('keyed.minBy', { field: keyField('keyed.minBy') }),
@@ -262,7 +281,9 @@ const RestartStrategySchema = v.pipe(
       const n = o[key];
       const [option, min, max, fractional] = field;
       if (typeof n !== 'number' || !Number.isFinite(n) || (!fractional && !Number.isSafeInteger(n)) || n < min || (max !== undefined && n > max)) {
-        addIssue({ message: `.${key} ('${option}') must be ${fractional ? 'a number' : 'an integer'} >= ${min}${max !== undefined ? ` and <= ${max}` : ''}, found ${describe(n)}` });
+        addIssue({
+          message: `.${key} ('${option}') must be ${fractional ? 'a number' : 'an integer'} >= ${min}${max !== undefined ? ` and <= ${max}` : ''}, found ${describe(n)}`,
+        });
         ok = false;
         continue;
       }

@@ -45,7 +45,14 @@ export type OperatorSpec =
   | { readonly kind: 'source.textFile'; readonly id: string; readonly name: string; readonly path: string; readonly splitSizeBytes: number }
   | { readonly kind: 'source.collection'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   /** Records fn(0), fn(1), …: `count` of them (bounded) or without end; at most `ratePerSecond` over all subtasks. */
-  | { readonly kind: 'source.generate'; readonly id: string; readonly name: string; readonly fn: FunctionRef; readonly count?: number; readonly ratePerSecond?: number }
+  | {
+      readonly kind: 'source.generate';
+      readonly id: string;
+      readonly name: string;
+      readonly fn: FunctionRef;
+      readonly count?: number;
+      readonly ratePerSecond?: number;
+    }
   | { readonly kind: 'map'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'flatMap'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'filter'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
@@ -57,7 +64,15 @@ export type OperatorSpec =
    * `preAggregate` (emit 'final' only) the producers of those edges fold their records per key before
    * the exchange and send `[key, partial]` pairs, which the keyed operator merges.
    */
-  | { readonly kind: 'keyed.reduce'; readonly id: string; readonly name: string; readonly key: FunctionRef; readonly fn: FunctionRef; readonly emit: KeyedEmit; readonly preAggregate?: boolean }
+  | {
+      readonly kind: 'keyed.reduce';
+      readonly id: string;
+      readonly name: string;
+      readonly key: FunctionRef;
+      readonly fn: FunctionRef;
+      readonly emit: KeyedEmit;
+      readonly preAggregate?: boolean;
+    }
   /**
    * Sums per key: the records themselves (numbers), a `field` of each record (the result is the key's
    * first record with that field holding the sum), or what `selector` returns (the result is [key, sum]).
@@ -214,4 +229,5 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
 }
 
 /** The key a FunctionRef is found under in the map of user functions a task resolves. */
-export const functionKey = (ref: Pick<FunctionRef, 'operatorId' | 'role'>): string => (ref.role === undefined ? ref.operatorId : `${ref.operatorId}.${ref.role}`);
+export const functionKey = (ref: Pick<FunctionRef, 'operatorId' | 'role'>): string =>
+  ref.role === undefined ? ref.operatorId : `${ref.operatorId}.${ref.role}`;

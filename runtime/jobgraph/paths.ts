@@ -12,7 +12,10 @@ const isWindowsAbsolute = (p: string): boolean => /^[A-Za-z]:[\\/]/.test(p) || p
 /** The normal form of an absolute local path or an s3:// URI: no '.', no empty segments, no trailing separator. */
 export function normalisePath(path: string): string {
   if (isS3Uri(path)) {
-    const rest = path.slice(S3_PREFIX.length).split('/').filter((s) => s !== '' && s !== '.');
+    const rest = path
+      .slice(S3_PREFIX.length)
+      .split('/')
+      .filter((s) => s !== '' && s !== '.');
     return S3_PREFIX + rest.join('/');
   }
   const flavour = isWindowsAbsolute(path) ? win32 : posix;

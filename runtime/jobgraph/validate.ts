@@ -34,7 +34,9 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
   if (graph.edges.length > L.maxEdges) problems.add(`the graph has ${graph.edges.length} edges, the limit is ${L.maxEdges}`);
   if (graph.program.args.length > L.maxArgs) problems.add(`program.args has ${graph.program.args.length} entries, the limit is ${L.maxArgs}`);
   if (exportSet !== undefined && !exportSet.has(graph.program.export)) {
-    problems.add(`program.export '${graph.program.export}' is not exported by the library (it exports: ${[...exportSet].map((e) => `'${e}'`).join(', ') || 'nothing'})`);
+    problems.add(
+      `program.export '${graph.program.export}' is not exported by the library (it exports: ${[...exportSet].map((e) => `'${e}'`).join(', ') || 'nothing'})`,
+    );
   }
 
   const vertexIndex = new Map<string, number>();
@@ -57,7 +59,8 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     if (v.maxParallelism > L.maxMaxParallelism) problems.add(`${at}.maxParallelism ${v.maxParallelism} exceeds the limit of ${L.maxMaxParallelism} key groups`);
     if (v.parallelism > v.maxParallelism) problems.add(`${at}.parallelism ${v.parallelism} exceeds its maxParallelism ${v.maxParallelism}`);
     if (v.operators.length === 0) problems.add(`${at}.operators is empty: a vertex runs at least one operator`);
-    if (v.operators.length > L.maxOperatorsPerVertex) problems.add(`${at}.operators has ${v.operators.length} entries, the limit is ${L.maxOperatorsPerVertex}`);
+    if (v.operators.length > L.maxOperatorsPerVertex)
+      problems.add(`${at}.operators has ${v.operators.length} entries, the limit is ${L.maxOperatorsPerVertex}`);
     v.operators.forEach((op, j) => {
       const opAt = `${at}.operators[${j}] ('${op.name}')`;
       const prev = operatorSeen.get(op.id);
@@ -74,7 +77,8 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
         problems.add(`${opAt}: a keyed operator (${op.kind}) must head its chain, fed by hash edges; found at position ${j}`);
       }
       if ('preAggregate' in op && op.preAggregate === true) {
-        if (op.emit !== 'final') problems.add(`${opAt}: preAggregate needs emit 'final' (bounded input), found emit '${op.emit}': running updates are never pre-aggregated`);
+        if (op.emit !== 'final')
+          problems.add(`${opAt}: preAggregate needs emit 'final' (bounded input), found emit '${op.emit}': running updates are never pre-aggregated`);
         if (op.kind === 'keyed.aggregate' && op.merge === undefined) problems.add(`${opAt}: preAggregate on an aggregate needs its merge function, found none`);
       }
       switch (op.kind) {
@@ -87,7 +91,12 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
             if (!S3_URI.test(op.path)) problems.add(`${opAt}.path must be s3://<bucket>/<key or prefix> with a valid bucket name, found '${op.path}'`);
             else if (bad !== undefined) problems.add(bad);
           } else if (bad !== undefined) {
-            problems.add(bad.replace('must be absolute (tasks run in other processes)', 'must be absolute (tasks run in other processes) or an s3://<bucket>/<key or prefix> URI (AWS backend)'));
+            problems.add(
+              bad.replace(
+                'must be absolute (tasks run in other processes)',
+                'must be absolute (tasks run in other processes) or an s3://<bucket>/<key or prefix> URI (AWS backend)',
+              ),
+            );
           }
           break;
         }
@@ -100,14 +109,22 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
             if (!S3_URI.test(op.path)) problems.add(`${opAt}.path must be s3://<bucket>/<prefix> with a valid bucket name, found '${op.path}'`);
             else if (bad !== undefined) problems.add(bad);
           } else if (bad !== undefined) {
-            problems.add(bad.replace('must be absolute (tasks run in other processes)', 'must be absolute (tasks run in other processes) or an s3://<bucket>/<prefix> URI (AWS backend)'));
+            problems.add(
+              bad.replace(
+                'must be absolute (tasks run in other processes)',
+                'must be absolute (tasks run in other processes) or an s3://<bucket>/<prefix> URI (AWS backend)',
+              ),
+            );
           } else if (isFilesystemRoot(op.path)) {
             problems.add(`${opAt}.path is a filesystem root ('${op.path}'); a text sink writes a folder of its own: name one below it`);
           }
           if (bad === undefined) {
             for (const [other, otherAt] of sinkPaths) {
               if (other === op.path) problems.add(`${opAt}: writes to '${op.path}' like ${otherAt}; give each sink its own path`);
-              else if (isWithin(op.path, other) || isWithin(other, op.path)) problems.add(`${opAt}: its target '${op.path}' and the target '${other}' of ${otherAt} lie one inside the other; give each sink a folder of its own`);
+              else if (isWithin(op.path, other) || isWithin(other, op.path))
+                problems.add(
+                  `${opAt}: its target '${op.path}' and the target '${other}' of ${otherAt} lie one inside the other; give each sink a folder of its own`,
+                );
             }
             sinkPaths.set(op.path, opAt);
           }
@@ -117,7 +134,8 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
           collectSinks.push(`'${op.name}'`);
           break;
         case 'source.generate':
-          if (op.count !== undefined && (!Number.isSafeInteger(op.count) || op.count < 0)) problems.add(`${opAt}.count must be an integer >= 0, found ${op.count}`);
+          if (op.count !== undefined && (!Number.isSafeInteger(op.count) || op.count < 0))
+            problems.add(`${opAt}.count must be an integer >= 0, found ${op.count}`);
           if (op.ratePerSecond !== undefined && !(op.ratePerSecond > 0)) problems.add(`${opAt}.ratePerSecond must be > 0, found ${op.ratePerSecond}`);
           break;
         case 'keyed.sum':
@@ -139,7 +157,9 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     });
   });
   if (collectSinks.length > 1) {
-    problems.add(`the graph has ${collectSinks.length} collect sinks (${collectSinks.join(', ')}), at most one is allowed (its records are the job's result); collect one stream, or union the streams first`);
+    problems.add(
+      `the graph has ${collectSinks.length} collect sinks (${collectSinks.join(', ')}), at most one is allowed (its records are the job's result); collect one stream, or union the streams first`,
+    );
   }
 
   const edgeIds = new Set<string>();
@@ -162,7 +182,9 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     // Two edges between the same two vertices are allowed: each carries every record, which is what a
     // stream unioned with itself means (each record once per occurrence).
     if ((e.distribution === 'forward') !== (e.partitioner === 'forward')) {
-      problems.add(`${at}: distribution '${e.distribution}' does not go with partitioner '${e.partitioner}' (a forward partitioner needs a forward distribution and the other way round)`);
+      problems.add(
+        `${at}: distribution '${e.distribution}' does not go with partitioner '${e.partitioner}' (a forward partitioner needs a forward distribution and the other way round)`,
+      );
     }
     if (si === undefined || ti === undefined) return;
     const s = graph.vertices[si]!;
@@ -176,13 +198,19 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     const head = t.operators[0];
     if (head !== undefined && isKeyedOperator(head) && 'key' in head) {
       if (e.partitioner !== 'hash') {
-        problems.add(`${at}: '${t.name}' starts with keyed operator '${head.name}' (${head.kind}), which must be fed by hash edges, found a '${e.partitioner}' edge; use keyBy(...)`);
+        problems.add(
+          `${at}: '${t.name}' starts with keyed operator '${head.name}' (${head.kind}), which must be fed by hash edges, found a '${e.partitioner}' edge; use keyBy(...)`,
+        );
       } else if (e.keySelector !== undefined && (e.keySelector.export !== head.key.export || functionKey(e.keySelector) !== functionKey(head.key))) {
-        problems.add(`${at}: routes records by ${operatorOf(e.keySelector)} but '${head.name}' keys them by ${operatorOf(head.key)}; both sides must use the same key selector`);
+        problems.add(
+          `${at}: routes records by ${operatorOf(e.keySelector)} but '${head.name}' keys them by ${operatorOf(head.key)}; both sides must use the same key selector`,
+        );
       }
     }
     if (e.distribution === 'forward' && s.parallelism !== t.parallelism) {
-      problems.add(`${at}: a forward edge needs equal parallelism, but '${s.name}' has ${s.parallelism} and '${t.name}' has ${t.parallelism}; use rebalance (all-to-all)`);
+      problems.add(
+        `${at}: a forward edge needs equal parallelism, but '${s.name}' has ${s.parallelism} and '${t.name}' has ${t.parallelism}; use rebalance (all-to-all)`,
+      );
     }
     const last = s.operators[s.operators.length - 1];
     if (last !== undefined && isSinkOperator(last)) problems.add(`${at}: vertex '${s.name}' ends in a sink and cannot have outputs`);
@@ -197,7 +225,8 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     if (first === undefined) return;
     const inputs = inDegree.get(v.id) ?? 0;
     if (isSourceOperator(first) && inputs > 0) problems.add(`${label(v, i)} starts with a source (${first.kind}) but has ${inputs} input edge(s)`);
-    if (!isSourceOperator(first) && inputs === 0) problems.add(`${label(v, i)} starts with '${first.name}' (${first.kind}), not a source, and has no input edges`);
+    if (!isSourceOperator(first) && inputs === 0)
+      problems.add(`${label(v, i)} starts with '${first.name}' (${first.kind}), not a source, and has no input edges`);
   });
 
   // Kahn's algorithm over the vertices whose ids are unique; what remains lies on or behind a cycle.
@@ -219,7 +248,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
       }
     }
     // Also drop what merely lies behind a cycle, so the message names the cycle's own vertices.
-    for (let trimmed = true; trimmed; ) {
+    for (let trimmed = true; trimmed;) {
       trimmed = false;
       for (const id of remaining.keys()) {
         if (!(outEdges.get(id) ?? []).some((t) => remaining.has(t))) {
@@ -247,7 +276,8 @@ function checkResourceProfiles(graph: JobGraph, problems: Problems): void {
   for (const [group, p] of entries) {
     const at = `resourceProfiles[${JSON.stringify(group)}]`;
     if (!groups.has(group)) problems.add(`${at}: no vertex is in slot sharing group '${group}' (groups: ${[...groups].map((g) => `'${g}'`).join(', ')})`);
-    if (!(Number.isFinite(p.cpu) && p.cpu > 0 && p.cpu <= L.maxProfileCpu)) problems.add(`${at}.cpu must be > 0 and <= ${L.maxProfileCpu} vCPUs per slot, found ${p.cpu}`);
+    if (!(Number.isFinite(p.cpu) && p.cpu > 0 && p.cpu <= L.maxProfileCpu))
+      problems.add(`${at}.cpu must be > 0 and <= ${L.maxProfileCpu} vCPUs per slot, found ${p.cpu}`);
     if (!(Number.isSafeInteger(p.memoryMiB) && p.memoryMiB >= L.minProfileMemoryMiB && p.memoryMiB <= L.maxProfileMemoryMiB)) {
       problems.add(`${at}.memoryMiB must be an integer from ${L.minProfileMemoryMiB} to ${L.maxProfileMemoryMiB} MiB per slot, found ${p.memoryMiB}`);
     }

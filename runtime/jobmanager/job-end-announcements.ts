@@ -44,7 +44,13 @@ export function releaseCapacity(jobStore: JobStore, jobId: JobId, log: Logger): 
 }
 
 /** Sends the ended job's figures, as its record holds them; a failure is logged and costs only those metrics. */
-export async function announceJobEnd(jobStore: JobStore, notices: JobEndNotices | undefined, jobId: JobId, graph: JobManagerRunner['graph'], log: Logger): Promise<void> {
+export async function announceJobEnd(
+  jobStore: JobStore,
+  notices: JobEndNotices | undefined,
+  jobId: JobId,
+  graph: JobManagerRunner['graph'],
+  log: Logger,
+): Promise<void> {
   if (notices === undefined || graph === undefined) return;
   const jobLog = log.child({ jobId });
   try {
@@ -69,6 +75,6 @@ export async function announceCapacity(jobStore: JobStore, notices: CapacityNoti
     await notices.capacityFreed(jobId);
     jobLog.info('told the Dispatcher that capacity is free for the jobs waiting', { waiting: waiting.length });
   } catch (error) {
-    jobLog.warn("cannot tell the Dispatcher that capacity is free; its reconciler (on AWS the sweep) admits the waiting jobs", { error: errorMessage(error) });
+    jobLog.warn('cannot tell the Dispatcher that capacity is free; its reconciler (on AWS the sweep) admits the waiting jobs', { error: errorMessage(error) });
   }
 }

@@ -160,7 +160,9 @@ export class JobManagerProcess {
     }
     const keep = state.warm.slice(0, taskExecutors);
     const surplus = state.warm.slice(taskExecutors);
-    this.log.child({ jobId }).info('took a job from the Dispatcher (warm pool)', { taskExecutors, warm: keep.map((w) => w.resourceId), stopping: surplus.map((w) => w.resourceId) });
+    this.log
+      .child({ jobId })
+      .info('took a job from the Dispatcher (warm pool)', { taskExecutors, warm: keep.map((w) => w.resourceId), stopping: surplus.map((w) => w.resourceId) });
     // A claim written with the job's leases: this process holds them (as its place's holder) from now on.
     const granted = claim.address === CLAIM_ADDRESS_WITH_LEASES ? { holder: state.holder, expiresAtMs: claim.expiresAtMs, ...read } : undefined;
     const runner = this.run(jobId, taskExecutors, keep, granted);
@@ -169,10 +171,15 @@ export class JobManagerProcess {
     // before, so these writes do not queue beside the campaigns and the RUNNING write; meanwhile a
     // Dispatcher that reads the place finds its claim taken and goes on.
     this.poolLeasesGivenUp = runner.serving.then(async () => {
-      const leases = [[state.lease.name, state.holder, state.lease.epoch], [claim.name, claim.holder, claim.epoch]] as const;
+      const leases = [
+        [state.lease.name, state.holder, state.lease.epoch],
+        [claim.name, claim.holder, claim.epoch],
+      ] as const;
       await Promise.all(
         leases.map(([name, holder, epoch]) =>
-          this.deps.leaseStore.release(name, holder, epoch).catch((error: unknown) => this.log.warn('could not give up a warm pool lease; it lapses by itself', { lease: name, error: errorMessage(error) })),
+          this.deps.leaseStore
+            .release(name, holder, epoch)
+            .catch((error: unknown) => this.log.warn('could not give up a warm pool lease; it lapses by itself', { lease: name, error: errorMessage(error) })),
         ),
       );
     });
@@ -210,7 +217,9 @@ export class JobManagerProcess {
       clock: this.deps.clock,
       logger: this.deps.logger.child({ jobId }),
       ...(warm !== undefined && warm.length > 0 ? { adopt: { poolToken: this.poolToken, workers: warm } } : {}),
-      ...(pool > 0 ? { warmPool: { poolToken: this.poolToken, taskManagers: pool, idleTimeoutMs: this.deps.config.warmPoolIdleTimeoutMs + TASK_EXECUTOR_IDLE_GRACE_MS } } : {}),
+      ...(pool > 0
+        ? { warmPool: { poolToken: this.poolToken, taskManagers: pool, idleTimeoutMs: this.deps.config.warmPoolIdleTimeoutMs + TASK_EXECUTOR_IDLE_GRACE_MS } }
+        : {}),
       ...(granted !== undefined ? { granted } : {}),
       ...(this.deps.config.warmPoolJobManagers > 0 ? { onJobEnding: () => this.placeAsJobEnds() } : {}),
     });
@@ -298,7 +307,9 @@ export class JobManagerProcess {
   private async releasePlace(place: Place): Promise<void> {
     await this.deps.leaseStore
       .release(place.lease.name, place.holder, place.lease.epoch)
-      .catch((error: unknown) => this.log.warn('could not give up a warm pool place; it lapses by itself', { lease: place.lease.name, error: errorMessage(error) }));
+      .catch((error: unknown) =>
+        this.log.warn('could not give up a warm pool place; it lapses by itself', { lease: place.lease.name, error: errorMessage(error) }),
+      );
   }
 
   /** Takes a free place in the warm pool, if there is one (or uses the one taken as the job ended), and waits there for a job. */
@@ -331,13 +342,21 @@ export class JobManagerProcess {
     );
     const renewTimer = this.every(() => this.renew(), config.leaseRenewIntervalMs);
     const readyAtMs = clock.now();
-    const pollTimer = this.every(() => this.poll(), () => claimPollDelayMs(clock.now() - readyAtMs, config.warmPoolPollIntervalMs));
+    const pollTimer = this.every(
+      () => this.poll(),
+      () => claimPollDelayMs(clock.now() - readyAtMs, config.warmPoolPollIntervalMs),
+    );
     const idleTimer = clock.setTimeout(() => {
       const state = this.state;
       if (state.kind === 'ready') void this.leave(state, `no job for ${config.warmPoolIdleTimeoutMs} ms (cluster.warm-pool.idle-timeout)`);
     }, config.warmPoolIdleTimeoutMs);
     this.state = { kind: 'ready', holder, lease: held, warm, renewTimer, pollTimer, idleTimer };
-    this.log.info('ready for the next job (warm pool)', { lease: held.name, epoch: held.epoch, taskExecutors: warm.map((w) => w.resourceId), idleTimeoutMs: config.warmPoolIdleTimeoutMs });
+    this.log.info('ready for the next job (warm pool)', {
+      lease: held.name,
+      epoch: held.epoch,
+      taskExecutors: warm.map((w) => w.resourceId),
+      idleTimeoutMs: config.warmPoolIdleTimeoutMs,
+    });
     // Held since the job ended: a Dispatcher may have claimed it already, and its notice found the process not yet ready.
     if (early !== undefined) this.poll();
   }
@@ -397,7 +416,10 @@ export class JobManagerProcess {
         const again = await leaseStore.tryAcquire(lease.name, state.holder, lease.address, config.leaseDurationMs);
         if (this.state !== state) return;
         if (again !== undefined) {
-          this.log.warn('the standby lease lapsed with no other holder (the state store or this process stalled); took it again', { lease: lease.name, epoch: again.epoch });
+          this.log.warn('the standby lease lapsed with no other holder (the state store or this process stalled); took it again', {
+            lease: lease.name,
+            epoch: again.epoch,
+          });
           state.lease = again;
           return;
         }

@@ -113,10 +113,25 @@ export class JobManagerRunner {
     const { config, leaseStore, clock, rpc, jobId } = this.deps;
     // Each incarnation campaigns as itself: a successor of this process must take over at a higher epoch,
     // never renew this one's lease as if it were the same holder.
-    const common = { store: leaseStore, holder: this.holder, address: rpc.address, leaseDurationMs: config.leaseDurationMs, renewIntervalMs: config.leaseRenewIntervalMs, clock };
+    const common = {
+      store: leaseStore,
+      holder: this.holder,
+      address: rpc.address,
+      leaseDurationMs: config.leaseDurationMs,
+      renewIntervalMs: config.leaseRenewIntervalMs,
+      clock,
+    };
     const given = this.deps.granted;
     const granted = (name: string) =>
-      given === undefined ? {} : { granted: { lease: { name, holder: this.holder, epoch: 1, expiresAtMs: given.expiresAtMs, address: rpc.address }, askedAt: given.askedAt, askedAtMono: given.askedAtMono } };
+      given === undefined
+        ? {}
+        : {
+            granted: {
+              lease: { name, holder: this.holder, epoch: 1, expiresAtMs: given.expiresAtMs, address: rpc.address },
+              askedAt: given.askedAt,
+              askedAtMono: given.askedAtMono,
+            },
+          };
     this.rmElection = new LeaderElection(
       { ...common, name: leaseNames.resourceManager(jobId), logger: this.log.child({ lease: 'rm' }), ...granted(leaseNames.resourceManager(jobId)) },
       {
@@ -237,7 +252,15 @@ export class JobManagerRunner {
     } catch (error) {
       this.log.error('cannot run the job', { error: errorMessage(error) });
       await jobStore
-        .update(jobId, { status: JobStatus.FAILED, endedAtMs: this.deps.clock.now(), exception: { timestampMs: this.deps.clock.now(), message: `the JobManager could not start the job: ${errorMessage(error)}` } }, token)
+        .update(
+          jobId,
+          {
+            status: JobStatus.FAILED,
+            endedAtMs: this.deps.clock.now(),
+            exception: { timestampMs: this.deps.clock.now(), message: `the JobManager could not start the job: ${errorMessage(error)}` },
+          },
+          token,
+        )
         .catch(() => undefined);
       await this.finish({ status: JobStatus.FAILED, message: errorMessage(error) });
     }
@@ -339,7 +362,13 @@ function workersNamedIn(record: JobRecord): ResourceId[] {
 
 /** A cancelled job's progress as its record shows it: what had not ended was cancelled with it, and no TaskExecutor serves it. */
 function endedProgress(record: JobRecord): Pick<JobRecordUpdate, 'tasks' | 'vertices' | 'taskExecutors'> {
-  const counts = (tasks: TaskCounts): TaskCounts => ({ ...tasks, scheduled: 0, deploying: 0, running: 0, canceled: tasks.canceled + tasks.scheduled + tasks.deploying + tasks.running });
+  const counts = (tasks: TaskCounts): TaskCounts => ({
+    ...tasks,
+    scheduled: 0,
+    deploying: 0,
+    running: 0,
+    canceled: tasks.canceled + tasks.scheduled + tasks.deploying + tasks.running,
+  });
   return {
     taskExecutors: [],
     ...(record.tasks !== undefined ? { tasks: counts(record.tasks) } : {}),
@@ -348,7 +377,9 @@ function endedProgress(record: JobRecord): Pick<JobRecordUpdate, 'tasks' | 'vert
           vertices: record.vertices.map((v) => ({
             ...v,
             tasks: counts(v.tasks),
-            ...(v.subtasks !== undefined ? { subtasks: v.subtasks.map((s) => (isExecutionTerminal(s.state) ? s : { ...s, state: ExecutionState.CANCELED })) } : {}),
+            ...(v.subtasks !== undefined
+              ? { subtasks: v.subtasks.map((s) => (isExecutionTerminal(s.state) ? s : { ...s, state: ExecutionState.CANCELED })) }
+              : {}),
           })),
         }
       : {}),

@@ -79,7 +79,12 @@ export class TaskDeploymentDescriptorFactory {
     // cached text, whose separate encoding and splicing cost more than writing the few entries inline.
     const value: ConsumedPartitionsDescriptor = group.isAllToAll
       ? new SharedConsumedPartitions(group.firstProducer, Object.freeze(attemptIds), Object.freeze(locationIndexes), Object.freeze(locations))
-      : Object.freeze({ firstProducer: group.firstProducer, attemptIds: Object.freeze(attemptIds), locationIndexes: Object.freeze(locationIndexes), locations: Object.freeze(locations) });
+      : Object.freeze({
+          firstProducer: group.firstProducer,
+          attemptIds: Object.freeze(attemptIds),
+          locationIndexes: Object.freeze(locationIndexes),
+          locations: Object.freeze(locations),
+        });
     group.cachedDescription = { version, value };
     this.producerDescriptionsBuilt++;
     return value;

@@ -92,7 +92,12 @@ export class ExecutionDeployer {
     for (let i = from; i < end; i++) this.prepareDeployment(executions[i]!, batches);
     for (const [resourceId, batch] of batches) this.submitBatch(resourceId, batch);
     if (end >= executions.length) {
-      this.o.logger.info('region deployed', { region: region.index, vertices: region.vertexIds, tasks: executions.length, attempt: executions[0]?.attemptNumber });
+      this.o.logger.info('region deployed', {
+        region: region.index,
+        vertices: region.vertexIds,
+        tasks: executions.length,
+        attempt: executions[0]?.attemptNumber,
+      });
       return;
     }
     // The next chunk waits behind what is queued now: setImmediate lets I/O and timers in first.
@@ -101,7 +106,11 @@ export class ExecutionDeployer {
         .run(() => {
           if (!this.o.context.stillDeploying()) return;
           if (this.o.mayAct?.() === false) {
-            this.o.logger.warn('deployment stopped: this JobMaster no longer holds its lease', { region: region.index, deployed: end, tasks: executions.length });
+            this.o.logger.warn('deployment stopped: this JobMaster no longer holds its lease', {
+              region: region.index,
+              deployed: end,
+              tasks: executions.length,
+            });
             return;
           }
           this.deployChunk(region, executions, end);
@@ -109,7 +118,8 @@ export class ExecutionDeployer {
         })
         .catch((error: unknown) => {
           // A closed main thread means the JobMaster is gone: nothing more to deploy.
-          if (!(error instanceof MainThreadClosedError)) this.o.logger.error('deploying a chunk of tasks failed', { region: region.index, error: errorMessage(error) });
+          if (!(error instanceof MainThreadClosedError))
+            this.o.logger.error('deploying a chunk of tasks failed', { region: region.index, error: errorMessage(error) });
         });
     });
   }
@@ -155,7 +165,10 @@ export class ExecutionDeployer {
           let changed = false;
           for (const { e, error } of failed) {
             if (this.o.graph.execution(e.attemptId) !== e || e.state !== ExecutionState.DEPLOYING) continue;
-            this.o.context.deploymentFailed(e, { ...error, message: `deploying ${taskName(e.vertex, e.subtaskIndex)} to ${resourceId} failed: ${error.message}` });
+            this.o.context.deploymentFailed(e, {
+              ...error,
+              message: `deploying ${taskName(e.vertex, e.subtaskIndex)} to ${resourceId} failed: ${error.message}`,
+            });
             changed = true;
           }
           if (changed) this.o.context.failuresRecorded();

@@ -68,7 +68,12 @@ export function vertexMetrics(
       tasks,
       // Each running subtask may hold one split it has not read to its end.
       ...(splits !== undefined
-        ? { splits: { done: tasks.finished === tasks.total ? splits.handedOut : Math.max(0, splits.handedOut - tasks.running - tasks.deploying), total: splits.total } }
+        ? {
+            splits: {
+              done: tasks.finished === tasks.total ? splits.handedOut : Math.max(0, splits.handedOut - tasks.running - tasks.deploying),
+              total: splits.total,
+            },
+          }
         : {}),
       ...(times.firstDeployedAtMs !== undefined ? { firstDeployedAtMs: times.firstDeployedAtMs } : {}),
       ...(times.lastFinishedAtMs !== undefined ? { lastFinishedAtMs: times.lastFinishedAtMs } : {}),
@@ -86,7 +91,11 @@ export function vertexMetrics(
  * The TaskExecutors the current attempts run on, with each slot's tasks; undefined for jobs with more
  * subtasks than a record lists.
  */
-export function taskExecutorViews(graph: ExecutionGraph, slotPool: SlotPool, numberOfSlots: (resourceId: ResourceId) => number | undefined): TaskExecutorView[] | undefined {
+export function taskExecutorViews(
+  graph: ExecutionGraph,
+  slotPool: SlotPool,
+  numberOfSlots: (resourceId: ResourceId) => number | undefined,
+): TaskExecutorView[] | undefined {
   if (graph.executionVertices.length > MAX_SUBTASK_DETAILS) return undefined;
   const byExecutor = new Map<string, Map<number, TaskExecutorView['slots'][number]['tasks'][number][]>>();
   for (const e of graph.executions) {
@@ -120,7 +129,13 @@ export function slotsUsed(graph: ExecutionGraph): number {
 }
 
 /** The regions, tracked partitions and every subtask's current and prior attempts. */
-export function schedulerSnapshot(graph: ExecutionGraph, regions: RegionPlan, deployedRegions: ReadonlySet<number>, partitionTracker: PartitionTracker, restarts: number): SchedulerSnapshot {
+export function schedulerSnapshot(
+  graph: ExecutionGraph,
+  regions: RegionPlan,
+  deployedRegions: ReadonlySet<number>,
+  partitionTracker: PartitionTracker,
+  restarts: number,
+): SchedulerSnapshot {
   return {
     regions: regions.regions.map((r) => ({ index: r.index, vertexIds: r.vertexIds, deployed: deployedRegions.has(r.index) })),
     trackedPartitions: partitionTracker.list(),
@@ -136,7 +151,11 @@ export function schedulerSnapshot(graph: ExecutionGraph, regions: RegionPlan, de
         state: e.state,
         ...(e.location ? { resourceId: e.location.resourceId, allocationId: e.location.allocationId } : {}),
         ...(e.result ? { result: e.result } : {}),
-        priorAttempts: ev.priorAttempts.map((p) => ({ attemptNumber: p.attemptNumber, state: p.state, ...(p.location ? { resourceId: p.location.resourceId } : {}) })),
+        priorAttempts: ev.priorAttempts.map((p) => ({
+          attemptNumber: p.attemptNumber,
+          state: p.state,
+          ...(p.location ? { resourceId: p.location.resourceId } : {}),
+        })),
       };
     }),
   };

@@ -18,7 +18,11 @@ export class Execution {
   deployedAtMs: number | undefined;
   endedAtMs: number | undefined;
 
-  constructor(readonly executionVertex: ExecutionVertex, readonly attemptId: ExecutionAttemptId, readonly attemptNumber: number) {}
+  constructor(
+    readonly executionVertex: ExecutionVertex,
+    readonly attemptId: ExecutionAttemptId,
+    readonly attemptNumber: number,
+  ) {}
 
   get state(): ExecutionState {
     return this.st;
@@ -163,8 +167,7 @@ export class ExecutionVertex {
   }
 }
 
-export const taskName = (vertex: JobVertex, subtaskIndex: number): string =>
-  `${vertex.name} (${subtaskIndex + 1}/${vertex.parallelism})`;
+export const taskName = (vertex: JobVertex, subtaskIndex: number): string => `${vertex.name} (${subtaskIndex + 1}/${vertex.parallelism})`;
 
 export const partitionIdOf = (edge: JobEdge, producer: Execution): ResultPartitionId => resultPartitionIdOf(edge.id, producer.subtaskIndex, producer.attemptId);
 
@@ -217,7 +220,10 @@ export class ExecutionGraph {
    * @param firstAttempts per vertex id, the attempt number each subtask starts at (a successor JobMaster
    *   goes on counting where its predecessor stopped)
    */
-  constructor(readonly jobGraph: JobGraph, firstAttempts: Readonly<Record<string, readonly number[]>> = {}) {
+  constructor(
+    readonly jobGraph: JobGraph,
+    firstAttempts: Readonly<Record<string, readonly number[]>> = {},
+  ) {
     for (const vertex of jobGraph.vertices) {
       this.jobVertices.set(vertex.id, vertex);
       this.inputsOf.set(vertex.id, []);

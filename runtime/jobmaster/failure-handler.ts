@@ -82,12 +82,27 @@ export class ExecutionFailureHandler {
 
   private handle(error: ErrorInfo, regions: readonly PipelinedRegion[], global: boolean): FailureHandlingResult {
     if (!isRestartable(error)) {
-      return { error, canRestart: false, regions: [], restartDelayMs: 0, global, restartable: false, reason: `the failure is not restartable: it would recur on any retry (${error.code})` };
+      return {
+        error,
+        canRestart: false,
+        regions: [],
+        restartDelayMs: 0,
+        global,
+        restartable: false,
+        reason: `the failure is not restartable: it would recur on any retry (${error.code})`,
+      };
     }
     if (isPlatformCaused(error)) return { error, canRestart: true, regions, restartDelayMs: 0, global, platformCaused: true };
     this.restartStrategy.notifyFailure(this.clock.now());
     if (!this.restartStrategy.canRestart()) {
-      return { error, canRestart: false, regions: [], restartDelayMs: 0, global, reason: `the restart strategy allows no more restarts: ${this.restartStrategy.describe()}` };
+      return {
+        error,
+        canRestart: false,
+        regions: [],
+        restartDelayMs: 0,
+        global,
+        reason: `the restart strategy allows no more restarts: ${this.restartStrategy.describe()}`,
+      };
     }
     this.restarts++;
     return { error, canRestart: true, regions, restartDelayMs: this.restartStrategy.backoffTimeMs(), global };

@@ -39,7 +39,10 @@ export class SplitAssigner {
   /** How many splits the files make: what a run of the vertex reads in all. */
   readonly total: number;
 
-  constructor(private readonly files: readonly InputFile[], private readonly splitSizeBytes: number) {
+  constructor(
+    private readonly files: readonly InputFile[],
+    private readonly splitSizeBytes: number,
+  ) {
     this.total = files.reduce((n, f) => n + (f.size === 0 ? 0 : isGzipPath(f.path) ? 1 : Math.ceil(f.size / splitSizeBytes)), 0);
   }
 

@@ -54,7 +54,10 @@ export class JobRecoveryHandler {
   start(): void {
     if (!this.active) return;
     const graceMs = this.o.recoveryGraceMs ?? 10_000;
-    this.o.logger.info('recovering: waiting for the TaskExecutors that hold the output of finished regions', { taskExecutors: [...this.awaitingReports], graceMs });
+    this.o.logger.info('recovering: waiting for the TaskExecutors that hold the output of finished regions', {
+      taskExecutors: [...this.awaitingReports],
+      graceMs,
+    });
     this.timer = this.o.main.schedule(() => this.finishRecovery(`not every TaskExecutor registered within ${graceMs} ms`), graceMs);
   }
 
@@ -85,7 +88,8 @@ export class JobRecoveryHandler {
     }
     this.active = this.adoptedRegions.size > 0;
     if (this.active && this.awaitingReports.size === 0) this.active = false;
-    if (this.adoptedRegions.size > 0) this.o.logger.info('took over finished regions from the previous JobMaster', { regions: [...this.adoptedRegions].map((r) => r.index) });
+    if (this.adoptedRegions.size > 0)
+      this.o.logger.info('took over finished regions from the previous JobMaster', { regions: [...this.adoptedRegions].map((r) => r.index) });
   }
 
   /**
@@ -103,12 +107,14 @@ export class JobRecoveryHandler {
         const id = partitionIdOf(edge, e);
         if (regions.partitionTypeOf(edge) !== 'blocking' || !reported.has(id)) continue;
         claimed.add(id);
-        if (!partitionTracker.has(edge.id, id)) partitionTracker.startTracking({ partitionId: id, edgeId: edge.id, resourceId, producerAttemptId: e.attemptId });
+        if (!partitionTracker.has(edge.id, id))
+          partitionTracker.startTracking({ partitionId: id, edgeId: edge.id, resourceId, producerAttemptId: e.attemptId });
       }
     }
     for (const id of partitionIds) if (!claimed.has(id)) unknown.push(id);
     if (unknown.length > 0) this.o.releasePartitions(new Map([[resourceId, unknown]]), 'no attempt of this JobMaster produced them');
-    if (this.awaitingReports.delete(resourceId) && this.active && this.awaitingReports.size === 0) this.finishRecovery('every TaskExecutor that holds their output registered');
+    if (this.awaitingReports.delete(resourceId) && this.active && this.awaitingReports.size === 0)
+      this.finishRecovery('every TaskExecutor that holds their output registered');
   }
 
   /** A TaskExecutor is gone: the recovery no longer waits for it. */
@@ -129,7 +135,7 @@ export class JobRecoveryHandler {
     this.timer = undefined;
     const regionDone = (r: PipelinedRegion): boolean => r.vertexIds.every((id) => graph.subtasks(id).every((e) => e.state === ExecutionState.FINISHED));
     const rerun = new Set<PipelinedRegion>();
-    for (let changed = true; changed; ) {
+    for (let changed = true; changed;) {
       changed = false;
       for (const region of this.adoptedRegions) {
         if (rerun.has(region)) continue;
@@ -187,7 +193,11 @@ export class JobRecoveryHandler {
       const executions = region.vertexIds.flatMap((id) => graph.subtasks(id));
       if (!executions.every((e) => e.state === ExecutionState.FINISHED && e.location !== undefined)) continue;
       for (const id of region.vertexIds) {
-        finished[id] = graph.subtasks(id).map((e) => ({ attemptId: e.attemptId, resourceId: e.location!.resourceId, ...(e.result?.stagedPart !== undefined ? { part: e.result.stagedPart } : {}) }));
+        finished[id] = graph.subtasks(id).map((e) => ({
+          attemptId: e.attemptId,
+          resourceId: e.location!.resourceId,
+          ...(e.result?.stagedPart !== undefined ? { part: e.result.stagedPart } : {}),
+        }));
       }
     }
     return { attempts, finished };

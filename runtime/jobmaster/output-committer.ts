@@ -47,12 +47,16 @@ export class OutputCommitter {
   private readonly storeFor: (target: string) => Promise<OutputStore>;
   private readonly retryPolicy: RetryPolicy;
 
-  constructor(jobGraph: JobGraph, private readonly options: OutputCommitterOptions) {
+  constructor(
+    jobGraph: JobGraph,
+    private readonly options: OutputCommitterOptions,
+  ) {
     this.jobId = jobGraph.jobId;
     const sinks: TextSinkTarget[] = [];
     for (const vertex of jobGraph.vertices) {
       for (const op of vertex.operators) {
-        if (op.kind === 'sink.textFile') sinks.push({ vertexId: vertex.id, sinkName: op.name, target: op.path, writeMode: writeModeOf(op), parallelism: vertex.parallelism });
+        if (op.kind === 'sink.textFile')
+          sinks.push({ vertexId: vertex.id, sinkName: op.name, target: op.path, writeMode: writeModeOf(op), parallelism: vertex.parallelism });
       }
     }
     this.sinks = sinks;
@@ -77,7 +81,10 @@ export class OutputCommitter {
    * staged output then stays where the message says). `stagedBySink` holds, per sink vertex, what each
    * of those attempts reported staging: a part changed since fails the commit, not retried.
    */
-  async commit(finalAttemptsBySink: ReadonlyMap<string, readonly ExecutionAttemptId[]>, stagedBySink: ReadonlyMap<string, readonly (StagedPart | undefined)[]> = new Map()): Promise<void> {
+  async commit(
+    finalAttemptsBySink: ReadonlyMap<string, readonly ExecutionAttemptId[]>,
+    stagedBySink: ReadonlyMap<string, readonly (StagedPart | undefined)[]> = new Map(),
+  ): Promise<void> {
     for (const sink of this.sinks) {
       const attempts = finalAttemptsBySink.get(sink.vertexId);
       if (attempts === undefined || attempts.length !== sink.parallelism) {
@@ -86,7 +93,11 @@ export class OutputCommitter {
           undefined,
         );
       }
-      const outcome = await this.retried(`committing sink '${sink.sinkName}' to '${sink.target}'`, async (store) => store.commit(sink.target, this.jobId, sink.writeMode, attempts, stagedBySink.get(sink.vertexId)), sink.target);
+      const outcome = await this.retried(
+        `committing sink '${sink.sinkName}' to '${sink.target}'`,
+        async (store) => store.commit(sink.target, this.jobId, sink.writeMode, attempts, stagedBySink.get(sink.vertexId)),
+        sink.target,
+      );
       this.logOutcome(sink, outcome);
     }
   }
@@ -95,7 +106,11 @@ export class OutputCommitter {
   async discardAttempt(vertexId: string, attemptId: ExecutionAttemptId): Promise<void> {
     const sink = this.byVertex.get(vertexId);
     if (sink === undefined) return;
-    await this.retried(`discarding attempt ${attemptId} of sink '${sink.sinkName}' (writing '${sink.target}')`, (store) => store.discardAttempt(sink.target, this.jobId, attemptId), sink.target);
+    await this.retried(
+      `discarding attempt ${attemptId} of sink '${sink.sinkName}' (writing '${sink.target}')`,
+      (store) => store.discardAttempt(sink.target, this.jobId, attemptId),
+      sink.target,
+    );
   }
 
   /**
@@ -107,7 +122,11 @@ export class OutputCommitter {
     let first: unknown;
     for (const sink of this.sinks) {
       try {
-        const { kept } = await this.retried(`discarding the staged output of sink '${sink.sinkName}' (writing '${sink.target}')`, (store) => store.discard(sink.target, this.jobId), sink.target);
+        const { kept } = await this.retried(
+          `discarding the staged output of sink '${sink.sinkName}' (writing '${sink.target}')`,
+          (store) => store.discard(sink.target, this.jobId),
+          sink.target,
+        );
         if (kept !== undefined) this.log.warn('kept the staged output of a begun commit', { sink: sink.sinkName, target: sink.target, staging: kept });
       } catch (error) {
         first ??= error;
@@ -144,7 +163,7 @@ export class OutputCommitter {
         this.log.info('completed a commit begun earlier', { sink: sink.sinkName, target: sink.target });
         break;
       case 'already-committed':
-        this.log.info('the target already held this job\'s output', { sink: sink.sinkName, target: sink.target });
+        this.log.info("the target already held this job's output", { sink: sink.sinkName, target: sink.target });
         break;
       default:
         outcome satisfies never;

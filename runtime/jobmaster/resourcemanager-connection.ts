@@ -177,11 +177,13 @@ export class ResourceManagerConnection {
     } catch (error) {
       failure = errorMessage(error);
     }
-    await this.o.main.run(() => {
-      if (this.closed) return;
-      const delay = retryDelayMs(RECONNECT, ++this.retries);
-      this.log.debug('cannot register at the ResourceManager yet; retrying', { error: failure, delayMs: delay });
-      this.retryTimer = this.o.main.schedule(() => this.connect(), delay);
-    }).catch(() => undefined);
+    await this.o.main
+      .run(() => {
+        if (this.closed) return;
+        const delay = retryDelayMs(RECONNECT, ++this.retries);
+        this.log.debug('cannot register at the ResourceManager yet; retrying', { error: failure, delayMs: delay });
+        this.retryTimer = this.o.main.schedule(() => this.connect(), delay);
+      })
+      .catch(() => undefined);
   }
 }

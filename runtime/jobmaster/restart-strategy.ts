@@ -90,7 +90,10 @@ class NoRestart implements RestartBackoffTimeStrategy {
 
 class FixedDelayRestart implements RestartBackoffTimeStrategy {
   private failures = 0;
-  constructor(private readonly attempts: number, private readonly delayMs: number) {}
+  constructor(
+    private readonly attempts: number,
+    private readonly delayMs: number,
+  ) {}
   notifyFailure(): void {
     this.failures++;
   }
@@ -115,7 +118,10 @@ class ExponentialDelayRestart implements RestartBackoffTimeStrategy {
   private currentBackoffMs = 0;
   private lastFailureMs: number | undefined;
 
-  constructor(private readonly spec: Extract<ResolvedRestartStrategy, { type: 'exponential-delay' }>, private readonly random: () => number) {}
+  constructor(
+    private readonly spec: Extract<ResolvedRestartStrategy, { type: 'exponential-delay' }>,
+    private readonly random: () => number,
+  ) {}
 
   notifyFailure(nowMs: number): void {
     const quietLongEnough = this.lastFailureMs !== undefined && nowMs - this.lastFailureMs >= this.spec.resetBackoffThresholdMs;
@@ -148,7 +154,11 @@ class ExponentialDelayRestart implements RestartBackoffTimeStrategy {
 /** Restarts unless more than `maxFailures` failures fall within the last `intervalMs`. */
 class FailureRateRestart implements RestartBackoffTimeStrategy {
   private readonly failures: number[] = [];
-  constructor(private readonly maxFailures: number, private readonly intervalMs: number, private readonly delayMs: number) {}
+  constructor(
+    private readonly maxFailures: number,
+    private readonly intervalMs: number,
+    private readonly delayMs: number,
+  ) {}
   notifyFailure(nowMs: number): void {
     this.failures.push(nowMs);
     while (this.failures.length > 0 && nowMs - this.failures[0]! >= this.intervalMs) this.failures.shift();

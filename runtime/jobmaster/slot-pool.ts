@@ -137,7 +137,14 @@ export class SlotPool {
         const key = profileKey(offer.profile);
         if (this.heldOf(key) < (this.required.get(key)?.slots ?? 0)) {
           const profile = offer.profile === undefined ? {} : { profile: offer.profile };
-          this.slots.set(offer.allocationId, { allocationId: offer.allocationId, resourceId, slotIndex: offer.slotIndex, ...profile, inUse: false, idleTimer: undefined });
+          this.slots.set(offer.allocationId, {
+            allocationId: offer.allocationId,
+            resourceId,
+            slotIndex: offer.slotIndex,
+            ...profile,
+            inUse: false,
+            idleTimer: undefined,
+          });
           this.held.set(key, this.heldOf(key) + 1);
           accepted.push(offer.allocationId);
         }

@@ -10,7 +10,10 @@ export class ThroughputSeries {
   private stepMs: number;
 
   /** `previous`: what a predecessor JobMaster of the job recorded; the series goes on from it. */
-  constructor(previous: readonly ThroughputSample[] = [], private readonly maxSamples = MAX_THROUGHPUT_SAMPLES) {
+  constructor(
+    previous: readonly ThroughputSample[] = [],
+    private readonly maxSamples = MAX_THROUGHPUT_SAMPLES,
+  ) {
     this.samples = previous.slice(-maxSamples);
     const first = this.samples[0];
     const last = this.samples.at(-1);

@@ -89,7 +89,13 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
     let child: ChildProcess;
     try {
       child = spawn(process.execPath, ['--enable-source-maps', ...heapFlags(spec), ...profileFlags(spec), entry], {
-        env: { ...inheritedEnv(spec), ...(spec.kind === 'taskexecutor' ? taskExecutorAllocatorEnv() : {}), ...this.options.env, ...spec.env, [FloeEnv.RESOURCE_ID]: spec.id },
+        env: {
+          ...inheritedEnv(spec),
+          ...(spec.kind === 'taskexecutor' ? taskExecutorAllocatorEnv() : {}),
+          ...this.options.env,
+          ...spec.env,
+          [FloeEnv.RESOURCE_ID]: spec.id,
+        },
         stdio: this.options.exitWithParent === false ? ['ignore', logFd, logFd] : ['ignore', logFd, logFd, 'ipc'],
       });
     } finally {
@@ -191,15 +197,22 @@ export class ChildProcessWorkerLauncher implements WorkerLauncher {
     const child = this.children.get(id);
     if (child === undefined) return;
     this.children.delete(id);
-    const how = code !== null
-      ? `exited with code ${code}`
-      : child.forced
-        ? `killed with SIGKILL after ignoring SIGTERM for ${this.stopGraceMs} ms`
-        : `killed by signal ${signal ?? 'unknown'}`;
+    const how =
+      code !== null
+        ? `exited with code ${code}`
+        : child.forced
+          ? `killed with SIGKILL after ignoring SIGTERM for ${this.stopGraceMs} ms`
+          : `killed by signal ${signal ?? 'unknown'}`;
     const requested = child.stopReason !== undefined;
     const exit: WorkerExit = { id, kind: child.spec.kind, exitCode: code, reason: requested ? `stopped: ${child.stopReason} (${how})` : how, requested };
     // A worker that ends by itself with code 0 is done (a JobManager whose job ended); anything else unasked is news.
-    (requested || code === 0 ? this.logger.info : this.logger.warn)('worker exited', { workerId: id, kind: child.spec.kind, exitCode: code, signal, requested });
+    (requested || code === 0 ? this.logger.info : this.logger.warn)('worker exited', {
+      workerId: id,
+      kind: child.spec.kind,
+      exitCode: code,
+      signal,
+      requested,
+    });
     for (const listener of [...this.listeners]) {
       try {
         listener(exit);

@@ -69,7 +69,13 @@ export function holderPid(holder: string): number | undefined {
  * started it (killed, and started again) reaches the new one; `startedBy` (that first Dispatcher's
  * address) while no Dispatcher has advertised one.
  */
-export function noticesToServingDispatcher(options: { readonly leaseStore: LeaseStore; readonly rpc: RpcService; readonly clock: Clock; readonly timeoutMs: number; readonly startedBy?: string }): CapacityNotices {
+export function noticesToServingDispatcher(options: {
+  readonly leaseStore: LeaseStore;
+  readonly rpc: RpcService;
+  readonly clock: Clock;
+  readonly timeoutMs: number;
+  readonly startedBy?: string;
+}): CapacityNotices {
   const { leaseStore, rpc, clock, timeoutMs, startedBy } = options;
   return {
     async capacityFreed(jobId: JobId) {
@@ -125,7 +131,10 @@ function keepRenewed(first: Lease, options: DispatcherLeaseOptions): HeldDispatc
     const again = await leaseStore.tryAcquire(LOCAL_DISPATCHER_LEASE, lease.holder, address, durationMs);
     if (stopped) return;
     if (again !== undefined) {
-      logger.warn('the Dispatcher lease lapsed with no other Dispatcher taking it (the state store or this process stalled); took it again', { holder: lease.holder, epoch: again.epoch });
+      logger.warn('the Dispatcher lease lapsed with no other Dispatcher taking it (the state store or this process stalled); took it again', {
+        holder: lease.holder,
+        epoch: again.epoch,
+      });
       lease = again;
       return;
     }
@@ -133,7 +142,12 @@ function keepRenewed(first: Lease, options: DispatcherLeaseOptions): HeldDispatc
     if (stopped) return;
     stopped = true;
     clearInterval(timer);
-    logger.error('another Dispatcher took over the lease of this state dir; stopping', { holder: lease.holder, epoch: lease.epoch, other: other?.holder, otherEpoch: other?.epoch });
+    logger.error('another Dispatcher took over the lease of this state dir; stopping', {
+      holder: lease.holder,
+      epoch: lease.epoch,
+      other: other?.holder,
+      otherEpoch: other?.epoch,
+    });
     options.onLost();
   };
   const timer = setInterval(() => {

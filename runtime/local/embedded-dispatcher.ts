@@ -77,13 +77,22 @@ export async function startEmbeddedDispatcher(options: { stateDir: string; confi
   const dashboardDir = findDashboardDir();
   const dashboard = dashboardDir === undefined ? undefined : DashboardAssets.load(dashboardDir);
   if (dashboard === undefined) logger.warn("the dashboard is not built, so '/' serves none: run 'npm run build'");
-  const server = await startLocalRestServer(createRestRouter(dispatcher, { secret, maxBodyBytes: config.restMaxContentLengthBytes, logger, bodyParser, ...(dashboard !== undefined ? { dashboard } : {}) }), {
-    host: config.restAddress,
-    port: config.restPort,
-    // The same limit the router applies: a body over it is refused before it is read.
-    maxBodyBytes: config.restMaxContentLengthBytes,
-    logger,
-  });
+  const server = await startLocalRestServer(
+    createRestRouter(dispatcher, {
+      secret,
+      maxBodyBytes: config.restMaxContentLengthBytes,
+      logger,
+      bodyParser,
+      ...(dashboard !== undefined ? { dashboard } : {}),
+    }),
+    {
+      host: config.restAddress,
+      port: config.restPort,
+      // The same limit the router applies: a body over it is refused before it is read.
+      maxBodyBytes: config.restMaxContentLengthBytes,
+      logger,
+    },
+  );
   logger.info('dispatcher listening', { component: 'dispatcher', url: server.url, stateDir });
   return {
     url: server.url,

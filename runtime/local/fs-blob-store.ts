@@ -106,7 +106,8 @@ export class FsBlobStore implements BlobStore {
     if (typeof key !== 'string' || key === '') throw new InvalidRequestError(`blob key must be a non-empty string, found ${JSON.stringify(key)}`);
     checkSegments(key, 'blob key');
     const last = key.slice(key.lastIndexOf('/') + 1);
-    if (last.startsWith(TEMP_PREFIX)) throw new InvalidRequestError(`blob key '${key}' must not have a last segment starting with '${TEMP_PREFIX}' (reserved for writes in progress)`);
+    if (last.startsWith(TEMP_PREFIX))
+      throw new InvalidRequestError(`blob key '${key}' must not have a last segment starting with '${TEMP_PREFIX}' (reserved for writes in progress)`);
     const path = join(this.root, ...key.split('/'));
     // Belt and braces after the segment checks: whatever the key, the file stays under the root.
     if (!path.startsWith(this.root + sep)) throw new InvalidRequestError(`blob key '${key}' resolves outside the store's folder`);
@@ -121,7 +122,9 @@ function checkSegments(key: string, what: string): void {
   if (key.includes('\\') || key.includes('\0')) throw new InvalidRequestError(`${what} '${key}' must not contain backslashes or NUL characters`);
   for (const segment of key.split('/')) {
     if (segment === '' || segment === '.' || segment === '..') {
-      throw new InvalidRequestError(`${what} '${key}' has an empty, '.' or '..' segment; keys are relative paths that stay inside the store, like 'jobs/<id>/jobgraph.json'`);
+      throw new InvalidRequestError(
+        `${what} '${key}' has an empty, '.' or '..' segment; keys are relative paths that stay inside the store, like 'jobs/<id>/jobgraph.json'`,
+      );
     }
   }
 }

@@ -88,7 +88,7 @@ export const nodeOutputFs: OutputFs = {
  */
 export async function makeDirectories(fs: OutputFs, dir: string): Promise<void> {
   const missing: string[] = [];
-  for (let p = dir; ; ) {
+  for (let p = dir; ;) {
     let s: Stats | undefined;
     try {
       s = await fs.stat(p);
@@ -116,7 +116,10 @@ export async function makeDirectories(fs: OutputFs, dir: string): Promise<void> 
 export class FsOutputStore implements OutputStore {
   readonly remote = false;
 
-  constructor(private readonly fs: OutputFs = nodeOutputFs, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly fs: OutputFs = nodeOutputFs,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   attemptStagingLocation(target: string, jobId: string, attemptId: string): string {
     return localAttemptStagingDir(target, jobId, attemptId);
@@ -136,7 +139,13 @@ export class FsOutputStore implements OutputStore {
     if (refusal !== undefined) throw new OutputTargetError(refusal);
   }
 
-  async commit(target: string, jobId: string, writeMode: WriteMode, finalAttempts: readonly string[], staged: readonly (StagedPart | undefined)[] = []): Promise<CommitOutcome> {
+  async commit(
+    target: string,
+    jobId: string,
+    writeMode: WriteMode,
+    finalAttempts: readonly string[],
+    staged: readonly (StagedPart | undefined)[] = [],
+  ): Promise<CommitOutcome> {
     const staging = localStagingDir(target, jobId);
     let journal = await this.readJournal(staging);
     const resumed = journal !== undefined;
@@ -151,7 +160,10 @@ export class FsOutputStore implements OutputStore {
         if (!(await this.exists(part))) missing.push(`subtask ${subtask} (attempt ${attemptId}): '${part}'`);
       }
       if (missing.length > 0) {
-        throw new FloeError('OUTPUT_MISSING', `cannot commit '${target}': finished attempts staged no part file for ${missing.join(', ')}; was the staging area removed while the job ran?`);
+        throw new FloeError(
+          'OUTPUT_MISSING',
+          `cannot commit '${target}': finished attempts staged no part file for ${missing.join(', ')}; was the staging area removed while the job ran?`,
+        );
       }
       journal = newJournal(target, jobId, writeMode, finalAttempts, [], staged);
       // The decision is durable before the first move: whoever commits next completes exactly this.
@@ -174,7 +186,9 @@ export class FsOutputStore implements OutputStore {
       refusal = error.message;
     }
     if (refusal !== undefined || content === undefined) {
-      throw new OutputTargetError(`${refusal ?? `'${target}' cannot be written`}. The job's output is complete in '${assembled}'; move it where you want it, it is not deleted`);
+      throw new OutputTargetError(
+        `${refusal ?? `'${target}' cannot be written`}. The job's output is complete in '${assembled}'; move it where you want it, it is not deleted`,
+      );
     }
     if (content.kind !== 'absent') {
       const aside = join(staging, `${PREVIOUS}${(await this.fs.readdir(staging)).filter((n) => n.startsWith(PREVIOUS)).length}`);
@@ -207,7 +221,13 @@ export class FsOutputStore implements OutputStore {
    * is published before every part passed. Locally this refuses a mistaken or stray write only: user code
    * runs as the user who started the cluster and could change the part and its journal alike.
    */
-  private async assemble(staging: string, assembled: string, journal: CommitJournal, givenAttempts: readonly string[], given: readonly (StagedPart | undefined)[]): Promise<void> {
+  private async assemble(
+    staging: string,
+    assembled: string,
+    journal: CommitJournal,
+    givenAttempts: readonly string[],
+    given: readonly (StagedPart | undefined)[],
+  ): Promise<void> {
     try {
       await this.fs.mkdir(assembled);
     } catch (error) {
@@ -222,18 +242,35 @@ export class FsOutputStore implements OutputStore {
         if (expected !== undefined) {
           const s = await this.fs.lstat(from);
           if (!s.isFile() || s.size !== expected.size) {
-            throw new OutputPartChangedError(journal.target, part.subtask, part.attemptId, from, expected, s.isFile() ? describePart({ size: s.size }) : kindOf(s));
+            throw new OutputPartChangedError(
+              journal.target,
+              part.subtask,
+              part.attemptId,
+              from,
+              expected,
+              s.isFile() ? describePart({ size: s.size }) : kindOf(s),
+            );
           }
         }
         await this.fs.rename(from, to);
       } catch (error) {
         if (errorCode(error) === 'ENOENT') {
-          throw new FloeError('OUTPUT_MISSING', `cannot complete the commit of '${journal.target}': the part of subtask ${part.subtask} is neither at '${from}' nor at '${to}'`);
+          throw new FloeError(
+            'OUTPUT_MISSING',
+            `cannot complete the commit of '${journal.target}': the part of subtask ${part.subtask} is neither at '${from}' nor at '${to}'`,
+          );
         }
         throw error;
       }
     }
-    await this.fs.writeFileSynced(join(assembled, OUTPUT_MANIFEST), encodeManifest(journal.jobId, journal.parts.map((p) => p.file), this.now()));
+    await this.fs.writeFileSynced(
+      join(assembled, OUTPUT_MANIFEST),
+      encodeManifest(
+        journal.jobId,
+        journal.parts.map((p) => p.file),
+        this.now(),
+      ),
+    );
   }
 
   private async readJournal(staging: string): Promise<CommitJournal | undefined> {
@@ -279,12 +316,15 @@ export class FsOutputStore implements OutputStore {
         await this.checkAncestors(target);
         return { kind: 'absent' };
       }
-      if (code === 'EACCES' || code === 'EPERM') throw new OutputTargetError(`cannot look at '${target}': ${code} (permission denied); choose a path this cluster may write`);
+      if (code === 'EACCES' || code === 'EPERM')
+        throw new OutputTargetError(`cannot look at '${target}': ${code} (permission denied); choose a path this cluster may write`);
       throw error;
     }
     if (s.isFile()) throw new OutputTargetError(fileTargetRefusal(target));
-    if (s.isSymbolicLink()) throw new OutputTargetError(`'${target}' is a symbolic link; a text sink never replaces one: name the folder it points to, or another path`);
-    if (!s.isDirectory()) throw new OutputTargetError(`'${target}' is ${kindOf(s)}, not a folder; a text sink writes a folder of part files: choose another path`);
+    if (s.isSymbolicLink())
+      throw new OutputTargetError(`'${target}' is a symbolic link; a text sink never replaces one: name the folder it points to, or another path`);
+    if (!s.isDirectory())
+      throw new OutputTargetError(`'${target}' is ${kindOf(s)}, not a folder; a text sink writes a folder of part files: choose another path`);
     const entries = await this.fs.readdir(target);
     if (entries.length === 0) return { kind: 'empty' };
     let manifest;
@@ -304,7 +344,11 @@ export class FsOutputStore implements OutputStore {
       try {
         const s = await this.fs.stat(p);
         if (s.isDirectory()) return;
-        throw new OutputTargetError(s.isFile() ? `'${p}' is a regular file, so '${target}' cannot become a folder of part files: choose another path` : `'${p}' is ${kindOf(s)}, so '${target}' cannot become a folder of part files: choose another path`);
+        throw new OutputTargetError(
+          s.isFile()
+            ? `'${p}' is a regular file, so '${target}' cannot become a folder of part files: choose another path`
+            : `'${p}' is ${kindOf(s)}, so '${target}' cannot become a folder of part files: choose another path`,
+        );
       } catch (error) {
         if (error instanceof OutputTargetError) throw error;
         const code = errorCode(error);

@@ -27,7 +27,10 @@ export class JobLogFiles implements JobLogSource {
   readonly location: string;
   private readonly files = new Map<string, FileState>();
 
-  constructor(stateDir: string, private readonly jobId: string) {
+  constructor(
+    stateDir: string,
+    private readonly jobId: string,
+  ) {
     this.location = join(stateDir, 'logs');
   }
 
@@ -53,14 +56,16 @@ export class JobLogFiles implements JobLogSource {
     const out: { path: string; own: boolean; label: string }[] = [];
     const jobDir = join(this.location, this.jobId);
     if (existsSync(jobDir)) {
-      for (const name of readdirSync(jobDir).sort()) if (name.endsWith('.log')) out.push({ path: join(jobDir, name), own: true, label: `taskexecutor ${name.slice(0, -4)}` });
+      for (const name of readdirSync(jobDir).sort())
+        if (name.endsWith('.log')) out.push({ path: join(jobDir, name), own: true, label: `taskexecutor ${name.slice(0, -4)}` });
     }
     if (existsSync(this.location)) {
       for (const name of readdirSync(this.location).sort()) {
         const path = join(this.location, name);
         if (name !== this.jobId && !LOG_FILE.test(name) && statSync(path).isDirectory()) {
           // TaskExecutors started for another job that served this one from the warm pool: lines filtered.
-          for (const te of readdirSync(path).sort()) if (te.endsWith('.log')) out.push({ path: join(path, te), own: false, label: `taskexecutor ${te.slice(0, -4)}` });
+          for (const te of readdirSync(path).sort())
+            if (te.endsWith('.log')) out.push({ path: join(path, te), own: false, label: `taskexecutor ${te.slice(0, -4)}` });
           continue;
         }
         if (!LOG_FILE.test(name)) continue;
@@ -109,7 +114,13 @@ export class JobLogFiles implements JobLogSource {
       const ours = state.lastJobId === undefined ? own : state.lastJobId === this.jobId;
       if (!ours) return undefined;
       const fromStderr = line.startsWith(STDERR_TAG);
-      return { timeMs: state.lastTimeMs, process: state.lastProcess, level: fromStderr ? 'err' : 'out', message: fromStderr ? line.slice(STDERR_TAG.length) : line, fields: {} };
+      return {
+        timeMs: state.lastTimeMs,
+        process: state.lastProcess,
+        level: fromStderr ? 'err' : 'out',
+        message: fromStderr ? line.slice(STDERR_TAG.length) : line,
+        fields: {},
+      };
     }
     const jobId = typeof parsed.fields['jobId'] === 'string' ? parsed.fields['jobId'] : undefined;
     if (jobId !== undefined) state.lastJobId = jobId;

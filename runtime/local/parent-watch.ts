@@ -27,7 +27,9 @@ export function installParentWatch(options: ParentWatchOptions = {}): boolean {
   const leave = (): void => {
     if (leaving) return;
     leaving = true;
-    process.stderr.write(`${JSON.stringify({ t: new Date().toISOString(), level: 'warn', component: 'parent-watch', msg: 'launcher process is gone; exiting', pid: process.pid })}\n`);
+    process.stderr.write(
+      `${JSON.stringify({ t: new Date().toISOString(), level: 'warn', component: 'parent-watch', msg: 'launcher process is gone; exiting', pid: process.pid })}\n`,
+    );
     const forced = setTimeout(() => process.exit(exitCode), options.graceMs ?? 2_000);
     forced.unref();
     Promise.resolve()

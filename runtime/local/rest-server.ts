@@ -37,11 +37,15 @@ function describeClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffer
   const contentLength = rawHeader(error.rawPacket, 'content-length');
   switch (error.code) {
     case 'HPE_INVALID_CONTENT_LENGTH':
-      return bad(`header 'content-length' must be a decimal number of bytes from 0 to 2^53-1, found ${contentLength === undefined ? 'an invalid value' : `'${contentLength}'`}`);
+      return bad(
+        `header 'content-length' must be a decimal number of bytes from 0 to 2^53-1, found ${contentLength === undefined ? 'an invalid value' : `'${contentLength}'`}`,
+      );
     case 'HPE_UNEXPECTED_CONTENT_LENGTH':
       return bad("header 'content-length' is given more than once; give it once");
     case 'HPE_INVALID_TRANSFER_ENCODING':
-      return bad(`header 'transfer-encoding' is ${rawHeader(error.rawPacket, 'transfer-encoding') === undefined ? 'invalid' : `'${rawHeader(error.rawPacket, 'transfer-encoding')}'`}: a request body is sent as it is (with 'content-length') or chunked (ending in 'chunked', without 'content-length')`);
+      return bad(
+        `header 'transfer-encoding' is ${rawHeader(error.rawPacket, 'transfer-encoding') === undefined ? 'invalid' : `'${rawHeader(error.rawPacket, 'transfer-encoding')}'`}: a request body is sent as it is (with 'content-length') or chunked (ending in 'chunked', without 'content-length')`,
+      );
     case 'HPE_INVALID_CHUNK_SIZE':
     case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
       return bad("the request body is not valid chunked encoding (header 'transfer-encoding: chunked')");
@@ -57,9 +61,13 @@ function describeClientError(error: NodeJS.ErrnoException & { rawPacket?: Buffer
     case 'HPE_INVALID_HEADER_TOKEN':
       return bad("a header's name or value holds characters HTTP does not allow");
     case 'HPE_HEADER_OVERFLOW':
-      return { status: 431, code: 'HEADERS_TOO_LARGE', message: `the request line and headers are over ${maxHeaderSize} bytes; the limit is ${maxHeaderSize} bytes` };
+      return {
+        status: 431,
+        code: 'HEADERS_TOO_LARGE',
+        message: `the request line and headers are over ${maxHeaderSize} bytes; the limit is ${maxHeaderSize} bytes`,
+      };
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return { status: 408, code: 'REQUEST_TIMEOUT', message: 'the request did not arrive in full within the server\'s request timeout; send it again' };
+      return { status: 408, code: 'REQUEST_TIMEOUT', message: "the request did not arrive in full within the server's request timeout; send it again" };
     default:
       return bad(`the request is not valid HTTP/1.1 (${error.code ?? error.message})`);
   }
@@ -179,7 +187,13 @@ export async function startLocalRestServer(handler: RestHandler, options: LocalR
         return;
       }
       if (req.httpVersionMajor !== 1) {
-        answerAndClose(req, res, 400, errorBody('INVALID_REQUEST', `the request line names HTTP/${req.httpVersion}; this server speaks HTTP/1.1 (and 1.0)`), discard);
+        answerAndClose(
+          req,
+          res,
+          400,
+          errorBody('INVALID_REQUEST', `the request line names HTTP/${req.httpVersion}; this server speaks HTTP/1.1 (and 1.0)`),
+          discard,
+        );
         return;
       }
       const body = await readBody(req, options.maxBodyBytes);

@@ -26,7 +26,20 @@ import {
   refusedRecord,
 } from '../ha/job-rules.js';
 import { leaseNames } from '../ha/lease-store.js';
-import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, EndedJobCounts, JobException, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
+import type {
+  AdmissionBounds,
+  AdmissionEntry,
+  AdmissionLedger,
+  AdmissionOutcome,
+  EndedJobCounts,
+  JobException,
+  JobPage,
+  JobPageCursor,
+  JobRecord,
+  JobRecordUpdate,
+  JobStore,
+  EnqueueAndAdmitOptions,
+} from '../ha/job-store.js';
 import { ACTIVE_JOB_CONDITION, openDatabase, read, writeTransaction, type SqliteDatabase } from './sqlite.js';
 import { JobStatus } from '../jobgraph/job-status.js';
 
@@ -54,7 +67,11 @@ export class SqliteJobStore implements JobStore {
   private readonly selectLedger: Statement<[string], { ledger: string }>;
   private readonly upsertLedger: Statement<[string, string]>;
 
-  constructor(dbPath: string, private readonly clock: Clock = systemClock, options: SqliteJobStoreOptions = {}) {
+  constructor(
+    dbPath: string,
+    private readonly clock: Clock = systemClock,
+    options: SqliteJobStoreOptions = {},
+  ) {
     this.db = openDatabase(dbPath);
     this.scope = options.admissionScope ?? 'cluster';
     this.select = this.db.prepare('SELECT record FROM jobs WHERE job_id = ?');
@@ -110,7 +127,10 @@ export class SqliteJobStore implements JobStore {
     const rows = await read(this.db, () =>
       after === undefined ? this.selectFirstPage.all(limit + 1) : this.selectPageAfter.all(after.submittedAtMs, after.submittedAtMs, after.jobId, limit + 1),
     );
-    return pageFrom(rows.map((row) => parse(row.record)), limit);
+    return pageFrom(
+      rows.map((row) => parse(row.record)),
+      limit,
+    );
   }
 
   async update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord> {
@@ -149,7 +169,11 @@ export class SqliteJobStore implements JobStore {
     });
   }
 
-  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
+  async enqueueAndAdmit(
+    jobId: JobId,
+    bounds: AdmissionBounds,
+    options: EnqueueAndAdmitOptions = {},
+  ): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
     const jobManager = await options.jobManager;
     return writeTransaction(this.db, () => {
       const { record, ledger, changed, admitted } = applyEnqueueAndAdmit(jobId, this.row(jobId), this.ledgerRow(), bounds, this.clock.now(), jobManager);

@@ -24,7 +24,10 @@ export class SqliteLeaseStore implements LeaseStore {
   private readonly extend: Statement<[string, number, string]>;
   private readonly markReleased: Statement<[number, string]>;
 
-  constructor(dbPath: string, private readonly clock: Clock = systemClock) {
+  constructor(
+    dbPath: string,
+    private readonly clock: Clock = systemClock,
+  ) {
     this.db = openDatabase(dbPath);
     this.select = this.db.prepare('SELECT name, holder, address, epoch, expires_at_ms, released FROM leases WHERE name = ?');
     this.insert = this.db.prepare('INSERT INTO leases (name, holder, address, epoch, expires_at_ms, released) VALUES (?, ?, ?, 1, ?, 0)');

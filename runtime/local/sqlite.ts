@@ -21,7 +21,13 @@ export const BUSY_TIMEOUT_MS = 10;
 /** How long a store call keeps trying while the database stays locked, unless the caller says otherwise. */
 export const BUSY_WAIT_MS = 10_000;
 /** The waits between tries on a locked database: soon at first (a short transaction), then every half second. */
-const BUSY_RETRY: Omit<RetryPolicy, 'deadlineMs'> = { initialIntervalMs: 5, backoffCoefficient: 2, maximumIntervalMs: 500, jitter: 0.5, maximumAttempts: Infinity };
+const BUSY_RETRY: Omit<RetryPolicy, 'deadlineMs'> = {
+  initialIntervalMs: 5,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 500,
+  jitter: 0.5,
+  maximumAttempts: Infinity,
+};
 /** Opening waits at most this long for a lock it needs (only a fresh file's schema needs one). */
 const OPEN_WAIT_MS = 10_000;
 
@@ -83,7 +89,8 @@ export function openDatabase(path: string): SqliteDatabase {
     retryBusySync(path, () => db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`));
     retryBusySync(path, () => {
       const mode = db.pragma('journal_mode = WAL', { simple: true });
-      if (String(mode).toLowerCase() !== 'wal') throw new FloeError('DATABASE_MODE', `could not switch ${path} to WAL mode (got '${String(mode)}'); is it on a network filesystem?`);
+      if (String(mode).toLowerCase() !== 'wal')
+        throw new FloeError('DATABASE_MODE', `could not switch ${path} to WAL mode (got '${String(mode)}'); is it on a network filesystem?`);
     });
     // NORMAL is durable across process crashes in WAL mode; only an OS crash may lose the last commits.
     db.pragma('synchronous = NORMAL');
@@ -121,7 +128,13 @@ export async function read<T>(db: SqliteDatabase, fn: () => T, maxWaitMs = BUSY_
 async function whileBusy<T>(db: SqliteDatabase, call: () => Promise<T>, maxWaitMs: number): Promise<T> {
   const started = Date.now();
   try {
-    return await retrying(call, { policy: { ...BUSY_RETRY, deadlineMs: maxWaitMs }, clock: processHoldingClock, what: `a statement on ${db.name}`, retryable: isBusyError, cancelled: () => !db.open });
+    return await retrying(call, {
+      policy: { ...BUSY_RETRY, deadlineMs: maxWaitMs },
+      clock: processHoldingClock,
+      what: `a statement on ${db.name}`,
+      retryable: isBusyError,
+      cancelled: () => !db.open,
+    });
   } catch (error) {
     if (error instanceof RetriesExhaustedError) throw new DatabaseBusyError(db.name, Date.now() - started, error.cause);
     throw error;
@@ -134,7 +147,14 @@ function hasSchema(db: SqliteDatabase): boolean {
 }
 
 /** Opening retries a busy database after 1, 2, 4 … 100 ms, for up to OPEN_WAIT_MS. */
-const OPEN_BUSY_RETRY: RetryPolicy = { initialIntervalMs: 1, backoffCoefficient: 2, maximumIntervalMs: 100, jitter: 0, maximumAttempts: Infinity, deadlineMs: OPEN_WAIT_MS };
+const OPEN_BUSY_RETRY: RetryPolicy = {
+  initialIntervalMs: 1,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 100,
+  jitter: 0,
+  maximumAttempts: Infinity,
+  deadlineMs: OPEN_WAIT_MS,
+};
 
 function retryBusySync(path: string, fn: () => void): void {
   const started = Date.now();

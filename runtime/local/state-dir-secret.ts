@@ -29,7 +29,9 @@ export function stateDirSecret(stateDir: string): string {
   }
   const secret = readFileSync(path, 'utf8').trim();
   if (!SECRET_FORMAT.test(secret)) {
-    throw new ConfigurationError(`${path} does not hold a cluster secret (48 hex digits); it is left as it is. Move it away, and the next start makes a new one`);
+    throw new ConfigurationError(
+      `${path} does not hold a cluster secret (48 hex digits); it is left as it is. Move it away, and the next start makes a new one`,
+    );
   }
   return secret;
 }

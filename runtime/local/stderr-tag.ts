@@ -16,8 +16,17 @@ export function tagStderrLines(stream: NodeJS.WriteStream = process.stderr): voi
   const write = stream.write.bind(stream) as (chunk: string, callback?: (error?: Error | null) => void) => boolean;
   const decoder = new StringDecoder('utf8');
   let atLineStart = true;
-  stream.write = ((chunk: string | Uint8Array, encoding?: BufferEncoding | ((error?: Error | null) => void), callback?: (error?: Error | null) => void): boolean => {
-    const text = typeof chunk === 'string' ? (typeof encoding === 'string' && encoding !== 'utf8' && encoding !== 'utf-8' ? Buffer.from(chunk, encoding).toString('utf8') : chunk) : decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+  stream.write = ((
+    chunk: string | Uint8Array,
+    encoding?: BufferEncoding | ((error?: Error | null) => void),
+    callback?: (error?: Error | null) => void,
+  ): boolean => {
+    const text =
+      typeof chunk === 'string'
+        ? typeof encoding === 'string' && encoding !== 'utf8' && encoding !== 'utf-8'
+          ? Buffer.from(chunk, encoding).toString('utf8')
+          : chunk
+        : decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
     let out = '';
     for (const piece of text.split(/(?<=\n)/)) {
       if (piece === '') continue;

@@ -28,7 +28,20 @@ import {
   refusalException,
   refusedRecord,
 } from '../ha/job-rules.js';
-import type { AdmissionBounds, AdmissionEntry, AdmissionLedger, AdmissionOutcome, EndedJobCounts, JobException, JobPage, JobPageCursor, JobRecord, JobRecordUpdate, JobStore, EnqueueAndAdmitOptions } from '../ha/job-store.js';
+import type {
+  AdmissionBounds,
+  AdmissionEntry,
+  AdmissionLedger,
+  AdmissionOutcome,
+  EndedJobCounts,
+  JobException,
+  JobPage,
+  JobPageCursor,
+  JobRecord,
+  JobRecordUpdate,
+  JobStore,
+  EnqueueAndAdmitOptions,
+} from '../ha/job-store.js';
 
 export class InMemoryJobStore implements JobStore {
   private readonly records = new Map<string, JobRecord>();
@@ -72,7 +85,10 @@ export class InMemoryJobStore implements JobStore {
   async listPage(limit: number, after?: JobPageCursor): Promise<JobPage> {
     assertPageLimit(limit);
     const newer = [...this.records.values()].filter((r) => isAfterCursor(r, after)).sort(compareNewestFirst);
-    return pageFrom(newer.slice(0, limit + 1).map((r) => structuredClone(r)), limit);
+    return pageFrom(
+      newer.slice(0, limit + 1).map((r) => structuredClone(r)),
+      limit,
+    );
   }
 
   async update(jobId: JobId, update: JobRecordUpdate, writerEpoch: number): Promise<JobRecord> {
@@ -101,7 +117,11 @@ export class InMemoryJobStore implements JobStore {
     return structuredClone(record);
   }
 
-  async enqueueAndAdmit(jobId: JobId, bounds: AdmissionBounds, options: EnqueueAndAdmitOptions = {}): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
+  async enqueueAndAdmit(
+    jobId: JobId,
+    bounds: AdmissionBounds,
+    options: EnqueueAndAdmitOptions = {},
+  ): Promise<{ record: JobRecord; admitted?: AdmissionEntry }> {
     const jobManager = await options.jobManager;
     const { record, ledger, changed, admitted } = applyEnqueueAndAdmit(jobId, this.records.get(jobId), this.ledger, bounds, this.clock.now(), jobManager);
     if (changed) {

@@ -174,7 +174,11 @@ export type FileServeOutcome = 'consumed' | 'released' | 'failed';
  * Serves one subpartition file as the producer end of a channel: a buffer per credit, then `end`. Reads
  * ahead at most READ_AHEAD_BYTES, so memory per reader is bounded whatever the file size.
  */
-export function serveSubpartitionFile(path: string, port: ChannelPort, onEnd: (outcome: FileServeOutcome, detail?: string) => void): { stop(reason: string): void } {
+export function serveSubpartitionFile(
+  path: string,
+  port: ChannelPort,
+  onEnd: (outcome: FileServeOutcome, detail?: string) => void,
+): { stop(reason: string): void } {
   let credit = 0;
   let reading = false;
   let stopped = false;

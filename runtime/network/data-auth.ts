@@ -30,8 +30,10 @@ function proof(key: string, label: string, jobId: string, first: Uint8Array, sec
   return createHmac('sha256', key).update(label).update('\0').update(jobId).update('\0').update(first).update(second).digest();
 }
 
-export const serverProof = (key: string, jobId: string, clientNonce: Uint8Array, serverNonce: Uint8Array): Buffer => proof(key, 'floe-data-server', jobId, clientNonce, serverNonce);
-export const clientProof = (key: string, jobId: string, serverNonce: Uint8Array, clientNonce: Uint8Array): Buffer => proof(key, 'floe-data-client', jobId, serverNonce, clientNonce);
+export const serverProof = (key: string, jobId: string, clientNonce: Uint8Array, serverNonce: Uint8Array): Buffer =>
+  proof(key, 'floe-data-server', jobId, clientNonce, serverNonce);
+export const clientProof = (key: string, jobId: string, serverNonce: Uint8Array, clientNonce: Uint8Array): Buffer =>
+  proof(key, 'floe-data-client', jobId, serverNonce, clientNonce);
 
 /** Constant-time comparison of a received proof with the expected one; a proof of the wrong length is refused. */
 export function proofMatches(received: Uint8Array, expected: Buffer): boolean {

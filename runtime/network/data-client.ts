@@ -34,7 +34,14 @@ class Connection {
    * A connection that reads partitions of `jobId` only, authenticated with that job's data `key`; with
    * `tls`, inside a TLS connection keyed by it too (core/internal-tls.ts).
    */
-  constructor(readonly address: string, private readonly jobId: string, private readonly key: string, private readonly logger: Logger, onGone: () => void, tls = false) {
+  constructor(
+    readonly address: string,
+    private readonly jobId: string,
+    private readonly key: string,
+    private readonly logger: Logger,
+    onGone: () => void,
+    tls = false,
+  ) {
     const [host, portText] = splitAddress(address);
     const decoder = new FrameDecoder();
     // Every record buffer of the connection is read into one buffer of its own, reused read after read:
@@ -194,15 +201,24 @@ export class DataClient {
   openChannel(dataAddress: string, jobId: string, partitionId: ResultPartitionId, subpartitionIndex: number): ChannelPort {
     const key = this.keys(jobId);
     if (key === undefined) {
-      throw new Error(`no data key for job ${jobId}: this TaskExecutor holds a job's key only while it has a slot of that job (the ResourceManager sends it with the slot request)`);
+      throw new Error(
+        `no data key for job ${jobId}: this TaskExecutor holds a job's key only while it has a slot of that job (the ResourceManager sends it with the slot request)`,
+      );
     }
     const connectionKey = `${jobId}@${dataAddress}`;
     let conn = this.connections.get(connectionKey);
     if (conn === undefined || conn.socket.destroyed || conn.broken !== undefined) {
       this.connectionsOpened++;
-      const created: Connection = new Connection(dataAddress, jobId, key, this.logger, () => {
-        if (this.connections.get(connectionKey) === created) this.connections.delete(connectionKey);
-      }, this.tls);
+      const created: Connection = new Connection(
+        dataAddress,
+        jobId,
+        key,
+        this.logger,
+        () => {
+          if (this.connections.get(connectionKey) === created) this.connections.delete(connectionKey);
+        },
+        this.tls,
+      );
       conn = created;
       this.connections.set(connectionKey, conn);
     }

@@ -57,7 +57,14 @@ export class DataServer {
    * key and the job id as identity (core/internal-tls.ts): a peer that holds no key this TaskExecutor
    * serves is disconnected in the TLS handshake, and the data handshake inside must name the same job.
    */
-  static async start(provider: SubpartitionProvider, logger: Logger, keys: DataKeys, host = '127.0.0.1', advertisedHost: string = host, tls = false): Promise<DataServer> {
+  static async start(
+    provider: SubpartitionProvider,
+    logger: Logger,
+    keys: DataKeys,
+    host = '127.0.0.1',
+    advertisedHost: string = host,
+    tls = false,
+  ): Promise<DataServer> {
     let self: DataServer | undefined;
     let server: Server;
     if (tls) {
@@ -66,10 +73,16 @@ export class DataServer {
         const key = keys(jobId);
         return key !== undefined ? dataTlsKey(key) : undefined;
       };
-      const tlsServer = createTlsServer(pskServerOptions(keyOf, (socket, jobId) => tlsJobs.set(socket, jobId)), (socket) => self?.handle(socket, provider, logger, keys, tlsJobs.get(socket) ?? ''));
+      const tlsServer = createTlsServer(
+        pskServerOptions(keyOf, (socket, jobId) => tlsJobs.set(socket, jobId)),
+        (socket) => self?.handle(socket, provider, logger, keys, tlsJobs.get(socket) ?? ''),
+      );
       tlsServer.on('tlsClientError', (error, socket) => {
         if (self !== undefined) self.stats.connectionsRefused++;
-        logger.warn("data server: refused a connection that did not complete the TLS handshake with a job's data key; nothing was served to it", { remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`, error: error.message });
+        logger.warn("data server: refused a connection that did not complete the TLS handshake with a job's data key; nothing was served to it", {
+          remote: `${socket.remoteAddress ?? '?'}:${socket.remotePort ?? '?'}`,
+          error: error.message,
+        });
         // A listener of this event owns the socket: a handshake that timed out leaves it open otherwise.
         socket.destroy();
       });
@@ -117,7 +130,11 @@ export class DataServer {
     const refuse = (why: string): void => {
       if (socket.destroyed) return;
       this.stats.connectionsRefused++;
-      logger.warn("data server: refused a connection that did not authenticate with a job's data key; nothing was served to it", { remote, reason: why, ...(jobId !== undefined ? { askedForJob: jobId } : {}) });
+      logger.warn("data server: refused a connection that did not authenticate with a job's data key; nothing was served to it", {
+        remote,
+        reason: why,
+        ...(jobId !== undefined ? { askedForJob: jobId } : {}),
+      });
       socket.destroy();
     };
     const handshakeTimer = setTimeout(() => refuse(`no handshake within ${DATA_HANDSHAKE_TIMEOUT_MS} ms`), DATA_HANDSHAKE_TIMEOUT_MS);
@@ -126,7 +143,8 @@ export class DataServer {
       const hello = frame.type === FrameType.HELLO && serverNonce === undefined ? decodeHello(frame.payload) : undefined;
       if (hello !== undefined) {
         jobId = hello.jobId;
-        if (tlsJob !== undefined && tlsJob !== hello.jobId) return refuse(`the TLS handshake proved job ${tlsJob}'s key, the data handshake names job ${hello.jobId}`);
+        if (tlsJob !== undefined && tlsJob !== hello.jobId)
+          return refuse(`the TLS handshake proved job ${tlsJob}'s key, the data handshake names job ${hello.jobId}`);
         const key = keys(hello.jobId);
         if (key === undefined) return refuse(`this TaskExecutor serves no job ${hello.jobId}`);
         serverNonce = newNonce();

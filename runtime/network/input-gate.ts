@@ -37,7 +37,10 @@ class InputChannel {
   pendingCredit = 0;
   /** Credits granted so far, the initial ones included. */
   granted = 0;
-  constructor(readonly index: number, readonly name: string) {}
+  constructor(
+    readonly index: number,
+    readonly name: string,
+  ) {}
 }
 
 export class InputGate {
@@ -53,7 +56,10 @@ export class InputGate {
   private readonly creditBatch: number;
 
   /** `channelNames` describe each channel for error messages (e.g. the partition and subpartition). */
-  constructor(channelNames: readonly string[], private readonly initialCredit: number) {
+  constructor(
+    channelNames: readonly string[],
+    private readonly initialCredit: number,
+  ) {
     this.channels = channelNames.map((n, i) => new InputChannel(i, n));
     this.openChannels = this.channels.length;
     this.creditBatch = Math.max(1, Math.floor(initialCredit / 2));

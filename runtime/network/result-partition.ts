@@ -118,7 +118,10 @@ class Subpartition {
 
   attach(port: ChannelPort, partitionId: string): void {
     if (this.port !== undefined || this.released) {
-      port.send({ t: 'error', message: `subpartition ${this.index} of partition ${partitionId} is already being consumed or was released; a pipelined subpartition is read once` });
+      port.send({
+        t: 'error',
+        message: `subpartition ${this.index} of partition ${partitionId} is already being consumed or was released; a pipelined subpartition is read once`,
+      });
       port.close();
       return;
     }
@@ -219,7 +222,10 @@ export function createChannelSelector(partitioner: Partitioner, numberOfSubparti
   switch (partitioner) {
     case 'forward':
       if (numberOfSubpartitions !== 1) {
-        throw new PartitionError(`a forward partition has exactly 1 subpartition, found ${numberOfSubpartitions}; use rebalance between vertices of different parallelism`, false);
+        throw new PartitionError(
+          `a forward partition has exactly 1 subpartition, found ${numberOfSubpartitions}; use rebalance between vertices of different parallelism`,
+          false,
+        );
       }
       return () => 0;
     case 'rebalance': {
@@ -272,7 +278,8 @@ export class ResultPartition {
     private readonly options: ResultPartitionOptions,
   ) {
     this.id = descriptor.partitionId;
-    if (descriptor.numberOfSubpartitions < 1) throw new PartitionError(`partition ${descriptor.partitionId} needs at least 1 subpartition, found ${descriptor.numberOfSubpartitions}`, false);
+    if (descriptor.numberOfSubpartitions < 1)
+      throw new PartitionError(`partition ${descriptor.partitionId} needs at least 1 subpartition, found ${descriptor.numberOfSubpartitions}`, false);
     this.broadcast = descriptor.partitioner === 'broadcast';
     const keySelector = options.keySelector;
     if (descriptor.partitioner === 'hash' && keySelector === undefined) {
@@ -326,7 +333,8 @@ export class ResultPartition {
       if (this.options.bufferTimeoutMs === 0) sub.flush();
       if (!sub.hasCapacity) (full ??= []).push(sub);
     }
-    if (this.options.bufferTimeoutMs !== 0 && this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.timedFlush(), this.options.bufferTimeoutMs);
+    if (this.options.bufferTimeoutMs !== 0 && this.flushTimer === undefined)
+      this.flushTimer = setTimeout(() => this.timedFlush(), this.options.bufferTimeoutMs);
     return full === undefined ? undefined : Promise.all(full.map((s) => this.waitFor(s))).then(() => undefined);
   }
 
@@ -379,7 +387,10 @@ export class ResultPartition {
   attach(subpartitionIndex: number, port: ChannelPort): void {
     const sub = this.subpartitions[subpartitionIndex];
     if (sub === undefined) {
-      port.send({ t: 'error', message: `partition ${this.id} has subpartitions 0..${this.subpartitions.length - 1}, a consumer asked for ${subpartitionIndex}` });
+      port.send({
+        t: 'error',
+        message: `partition ${this.id} has subpartitions 0..${this.subpartitions.length - 1}, a consumer asked for ${subpartitionIndex}`,
+      });
       port.close();
       return;
     }

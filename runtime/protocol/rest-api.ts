@@ -152,7 +152,13 @@ export interface JobPlanResponse {
    * `preAggregated`: the producer folds its records per key before sending them (the keyed target takes
    * pre-aggregated input), so the target receives one partial result per key and producer subtask.
    */
-  readonly edges: readonly { readonly source: string; readonly target: string; readonly partitioner: Partitioner; readonly exchange: PartitionType; readonly preAggregated?: true }[];
+  readonly edges: readonly {
+    readonly source: string;
+    readonly target: string;
+    readonly partitioner: Partitioner;
+    readonly exchange: PartitionType;
+    readonly preAggregated?: true;
+  }[];
 }
 export function jobPlan(graph: JobGraph): JobPlanResponse {
   const byId = new Map(graph.vertices.map((v) => [v.id, v]));
@@ -161,7 +167,13 @@ export function jobPlan(graph: JobGraph): JobPlanResponse {
     edges: graph.edges.map((e) => {
       const target = byId.get(e.target);
       const preAggregated = e.keySelector !== undefined && target !== undefined && combinerFor(target).combiner !== undefined;
-      return { source: e.source, target: e.target, partitioner: e.partitioner, exchange: e.partitionType, ...(preAggregated ? { preAggregated: true as const } : {}) };
+      return {
+        source: e.source,
+        target: e.target,
+        partitioner: e.partitioner,
+        exchange: e.partitionType,
+        ...(preAggregated ? { preAggregated: true as const } : {}),
+      };
     }),
   };
 }

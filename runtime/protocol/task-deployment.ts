@@ -5,7 +5,16 @@ import type { JobDataCredentials } from '../blob/data-credentials.js';
 import type { StagedPart } from '../blob/output-rules.js';
 
 export type { JobDataCredentials };
-import { functionRefsOf, isKeyedOperator, type ExtremumKind, type FunctionRef, type JobProgram, type OperatorSpec, type Partitioner, type PartitionType } from '../jobgraph/jobgraph.js';
+import {
+  functionRefsOf,
+  isKeyedOperator,
+  type ExtremumKind,
+  type FunctionRef,
+  type JobProgram,
+  type OperatorSpec,
+  type Partitioner,
+  type PartitionType,
+} from '../jobgraph/jobgraph.js';
 
 /** Where a producer's partitions can be fetched: its TaskExecutor and that executor's data port. */
 export interface ProducerLocation {
@@ -54,7 +63,10 @@ export function inputChannelsOf(gate: InputGateDescriptor): InputChannelDescript
   const { firstProducer, attemptIds, locationIndexes, locations } = gate.producers;
   return attemptIds.map((attemptId, i) => {
     const producer = locations[locationIndexes[i]!];
-    if (producer === undefined) throw new Error(`input gate of edge ${gate.edgeId}: producer ${firstProducer + i} names location ${locationIndexes[i]}, but there are ${locations.length}`);
+    if (producer === undefined)
+      throw new Error(
+        `input gate of edge ${gate.edgeId}: producer ${firstProducer + i} names location ${locationIndexes[i]}, but there are ${locations.length}`,
+      );
     return { partitionId: resultPartitionIdOf(gate.edgeId, firstProducer + i, attemptId), subpartitionIndex: gate.subpartitionIndex, producer };
   });
 }
@@ -111,7 +123,6 @@ export interface TaskDeploymentDescriptor {
   /** The job's S3 credentials, when its JobMaster vends them (AWS): the task's S3 calls use these. */
   readonly dataCredentials?: JobDataCredentials;
 }
-
 
 /**
  * A split of a text file source: a byte range; the reader owns lines that start inside it. A compressed
@@ -260,7 +271,12 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
     });
     if (vertex === undefined) {
       vertex = vertices.length;
-      vertices.push({ vertexId: d.vertexId, parallelism: d.parallelism, operators: d.operators, outputs: d.outputs.map(({ partitionId: _id, ...rest }) => rest) });
+      vertices.push({
+        vertexId: d.vertexId,
+        parallelism: d.parallelism,
+        operators: d.operators,
+        outputs: d.outputs.map(({ partitionId: _id, ...rest }) => rest),
+      });
       variants.push(vertex);
     }
     tasks.push({
@@ -283,7 +299,15 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
       ...(d.sinkStagingDir !== undefined ? { sinkStagingDir: d.sinkStagingDir } : {}),
     });
   }
-  return { jobId: first.jobId, library: first.library, program: first.program, ...(first.dataCredentials !== undefined ? { dataCredentials: first.dataCredentials } : {}), vertices, producers, tasks };
+  return {
+    jobId: first.jobId,
+    library: first.library,
+    program: first.program,
+    ...(first.dataCredentials !== undefined ? { dataCredentials: first.dataCredentials } : {}),
+    vertices,
+    producers,
+    tasks,
+  };
 }
 
 /** The descriptors a batch stands for; throws (with what is wrong) for a batch whose references do not resolve. */
@@ -295,7 +319,9 @@ export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymen
     const vertex = batch.vertices[t.vertex];
     if (vertex === undefined) throw new Error(`task ${n} of the batch names vertex ${t.vertex}, but the batch has ${batch.vertices.length}`);
     if (!Array.isArray(t.partitionIds) || t.partitionIds.length !== vertex.outputs.length) {
-      throw new Error(`task ${t.taskName} carries ${Array.isArray(t.partitionIds) ? t.partitionIds.length : 'no'} partition ids for the ${vertex.outputs.length} outputs of vertex ${vertex.vertexId}`);
+      throw new Error(
+        `task ${t.taskName} carries ${Array.isArray(t.partitionIds) ? t.partitionIds.length : 'no'} partition ids for the ${vertex.outputs.length} outputs of vertex ${vertex.vertexId}`,
+      );
     }
     return {
       jobId: batch.jobId,
@@ -311,7 +337,8 @@ export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymen
       operators: vertex.operators,
       inputs: t.inputs.map((gate: BatchTask['inputs'][number]): InputGateDescriptor => {
         const producers = batch.producers[gate.producers];
-        if (producers === undefined) throw new Error(`task ${t.taskName} reads producers ${gate.producers} on edge ${gate.edgeId}, but the batch describes ${batch.producers.length}`);
+        if (producers === undefined)
+          throw new Error(`task ${t.taskName} reads producers ${gate.producers} on edge ${gate.edgeId}, but the batch describes ${batch.producers.length}`);
         return { edgeId: gate.edgeId, subpartitionIndex: gate.subpartitionIndex, producers };
       }),
       outputs: vertex.outputs.map((o, k) => ({ ...o, partitionId: t.partitionIds[k]! })),

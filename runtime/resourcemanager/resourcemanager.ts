@@ -30,7 +30,16 @@ import { FloeEnv } from '../core/floe-env.js';
 
 const isProfile = (p: unknown): p is ResourceProfile => {
   const o = p as { cpu?: unknown; memoryMiB?: unknown } | null;
-  return o !== null && typeof o === 'object' && typeof o.cpu === 'number' && o.cpu > 0 && Number.isFinite(o.cpu) && typeof o.memoryMiB === 'number' && Number.isSafeInteger(o.memoryMiB) && o.memoryMiB > 0;
+  return (
+    o !== null &&
+    typeof o === 'object' &&
+    typeof o.cpu === 'number' &&
+    o.cpu > 0 &&
+    Number.isFinite(o.cpu) &&
+    typeof o.memoryMiB === 'number' &&
+    Number.isSafeInteger(o.memoryMiB) &&
+    o.memoryMiB > 0
+  );
 };
 
 export interface ResourceManagerDeps {
@@ -176,9 +185,11 @@ export class ResourceManager implements ResourceManagerGateway {
 
   private serve(): void {
     this.unsubscribeExits = this.deps.launcher.onExit((exit) => {
-      this.mainThread.run(() => this.workerExited(exit)).catch(() => {
-        // Closed: exits no longer matter.
-      });
+      this.mainThread
+        .run(() => this.workerExited(exit))
+        .catch(() => {
+          // Closed: exits no longer matter.
+        });
     });
     this.endpoint = this.deps.rpc.serve<ResourceManagerGateway>(EndpointName.RESOURCE_MANAGER, this, {
       methods: RESOURCE_MANAGER_METHODS,
@@ -190,7 +201,8 @@ export class ResourceManager implements ResourceManagerGateway {
       taskExecutorJob: this.deps.jobId,
       taskExecutorCalls: {
         registerTaskExecutor: (caller, [registration]) =>
-          (registration as TaskExecutorRegistration | undefined)?.resourceId === caller && (this.startedWorkers.has(caller) || this.taskExecutors.has(caller) || this.deps.takingOver === true),
+          (registration as TaskExecutorRegistration | undefined)?.resourceId === caller &&
+          (this.startedWorkers.has(caller) || this.taskExecutors.has(caller) || this.deps.takingOver === true),
         sendSlotReport: (caller, [resourceId]) => resourceId === caller,
         notifySlotAvailable: (caller, [resourceId]) => resourceId === caller,
         notifySlotsAvailable: (caller, [resourceId]) => resourceId === caller,
@@ -200,7 +212,9 @@ export class ResourceManager implements ResourceManagerGateway {
     this.log.info('ResourceManager serving', { address: this.address, resourceId: this.deps.resourceId });
     const adopt = this.deps.adopt;
     if (adopt !== undefined && adopt.workers.length > 0) {
-      void this.mainThread.run(() => this.adoptWarmWorkers(adopt.poolToken, adopt.workers)).catch((error: unknown) => this.log.error('cannot take over the warm TaskExecutors', { error: errorMessage(error) }));
+      void this.mainThread
+        .run(() => this.adoptWarmWorkers(adopt.poolToken, adopt.workers))
+        .catch((error: unknown) => this.log.error('cannot take over the warm TaskExecutors', { error: errorMessage(error) }));
     }
   }
 
@@ -222,7 +236,10 @@ export class ResourceManager implements ResourceManagerGateway {
       joinFailed: (w, error) => {
         this.mainThread
           .run(() => {
-            this.log.warn('a warm TaskExecutor could not join the job; starting another in its place', { resourceId: w.resourceId, error: errorMessage(error) });
+            this.log.warn('a warm TaskExecutor could not join the job; starting another in its place', {
+              resourceId: w.resourceId,
+              error: errorMessage(error),
+            });
             this.startedWorkers.delete(w.resourceId);
             this.stopWorker(w.resourceId, `it could not join job ${this.deps.jobId} from the warm pool`);
             this.slotManager.workerStartFailed(w.resourceId, `it could not join from the warm pool: ${errorMessage(error)}`);
@@ -264,17 +281,27 @@ export class ResourceManager implements ResourceManagerGateway {
     return this.mainThread.run(() => {
       const { resourceId, address, numberOfSlots, profile } = registration;
       if (!Number.isInteger(numberOfSlots) || numberOfSlots < 1) {
-        throw new InvalidRequestError(`TaskExecutor ${resourceId} registered with ${numberOfSlots} slots; expected a positive integer ('taskmanager.numberOfTaskSlots')`);
+        throw new InvalidRequestError(
+          `TaskExecutor ${resourceId} registered with ${numberOfSlots} slots; expected a positive integer ('taskmanager.numberOfTaskSlots')`,
+        );
       }
       if (profile !== undefined && !isProfile(profile)) {
-        throw new InvalidRequestError(`TaskExecutor ${resourceId} registered with profile ${JSON.stringify(profile)}; expected { cpu: <vCPUs > 0>, memoryMiB: <MiB> } or none`);
+        throw new InvalidRequestError(
+          `TaskExecutor ${resourceId} registered with profile ${JSON.stringify(profile)}; expected { cpu: <vCPUs > 0>, memoryMiB: <MiB> } or none`,
+        );
       }
       if (this.slotManager.isStoppingWorker(resourceId)) {
         // Its slots would be handed out and lost again a moment later.
-        throw new ConflictError(`TaskExecutor ${resourceId} is being stopped (the job no longer needs it, or it did not register within 'resourcemanager.taskmanager-registration.timeout'); it should exit instead of registering`);
+        throw new ConflictError(
+          `TaskExecutor ${resourceId} is being stopped (the job no longer needs it, or it did not register within 'resourcemanager.taskmanager-registration.timeout'); it should exit instead of registering`,
+        );
       }
       const gateway = this.deps.rpc.connect<TaskExecutorGateway>(address, EndpointName.TASK_EXECUTOR, { taskExecutor: { resourceId, jobId: this.deps.jobId } });
-      const known = this.slotManager.isPendingWorker(resourceId) ? 'started by this ResourceManager' : this.taskExecutors.has(resourceId) ? 're-registration' : 'not started by this ResourceManager';
+      const known = this.slotManager.isPendingWorker(resourceId)
+        ? 'started by this ResourceManager'
+        : this.taskExecutors.has(resourceId)
+          ? 're-registration'
+          : 'not started by this ResourceManager';
       this.taskExecutors.set(resourceId, { registration, gateway });
       this.slotManager.registerTaskExecutor(resourceId, numberOfSlots, profile);
       this.teHeartbeats.monitorTarget(resourceId, () => detached(() => gateway.heartbeatFromResourceManager(this.fencingToken)));
@@ -327,7 +354,9 @@ export class ResourceManager implements ResourceManagerGateway {
       const byProfile = requirements.byProfile ?? [{ slots }];
       for (const r of byProfile) {
         if (!Number.isInteger(r.slots) || r.slots < 0 || (r.profile !== undefined && !isProfile(r.profile))) {
-          throw new InvalidRequestError(`a requirement per profile must be { profile?: { cpu, memoryMiB }, slots: <integer >= 0> }, found ${JSON.stringify(r)}`);
+          throw new InvalidRequestError(
+            `a requirement per profile must be { profile?: { cpu, memoryMiB }, slots: <integer >= 0> }, found ${JSON.stringify(r)}`,
+          );
         }
       }
       const sum = byProfile.reduce((n, r) => n + r.slots, 0);
@@ -466,7 +495,10 @@ export class ResourceManager implements ResourceManagerGateway {
 
   private stopWorker(id: ResourceId, reason: string): void {
     if (!this.leads()) {
-      this.log.info('not stopping a TaskExecutor: this ResourceManager no longer holds its lease, so the TaskExecutor is left to the leader', { resourceId: id, reason });
+      this.log.info('not stopping a TaskExecutor: this ResourceManager no longer holds its lease, so the TaskExecutor is left to the leader', {
+        resourceId: id,
+        reason,
+      });
       return;
     }
     detached(() => {

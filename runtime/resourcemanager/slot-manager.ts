@@ -169,7 +169,8 @@ export class SlotManager {
       }
       if (status.allocationId !== undefined) {
         if (slot.state !== 'allocated' || slot.allocationId !== status.allocationId) {
-          if (slot.state === 'free') this.o.logger.info('slot report: a slot thought free is allocated', { slot: slotIdString(slot.slotId), allocationId: status.allocationId });
+          if (slot.state === 'free')
+            this.o.logger.info('slot report: a slot thought free is allocated', { slot: slotIdString(slot.slotId), allocationId: status.allocationId });
           slot.state = 'allocated';
           slot.allocationId = status.allocationId;
           slot.jobId = status.jobId;
@@ -197,7 +198,11 @@ export class SlotManager {
     const slot = entry?.slots[slotId.slotIndex];
     if (entry === undefined || slot === undefined) return;
     if (slot.allocationId !== allocationId) {
-      this.o.logger.debug('ignoring a free notice for an allocation the slot no longer has', { slot: slotIdString(slotId), allocationId, current: slot.allocationId });
+      this.o.logger.debug('ignoring a free notice for an allocation the slot no longer has', {
+        slot: slotIdString(slotId),
+        allocationId,
+        current: slot.allocationId,
+      });
       return;
     }
     markFree(slot);
@@ -363,7 +368,11 @@ export class SlotManager {
       if (this.notifiedUnreachable !== required) {
         this.notifiedUnreachable = required;
         const resources = this.clusterResources();
-        this.o.logger.warn('the job needs more slots than this cluster may ever offer', { required, byProfile: Object.fromEntries([...this.requiredByProfile].map(([k, r]) => [k, r.slots])), ...resources });
+        this.o.logger.warn('the job needs more slots than this cluster may ever offer', {
+          required,
+          byProfile: Object.fromEntries([...this.requiredByProfile].map(([k, r]) => [k, r.slots])),
+          ...resources,
+        });
         this.o.actions.notifyNotEnoughResources(required, resources);
       }
       return;
@@ -372,7 +381,10 @@ export class SlotManager {
     const waitUntil = this.o.startWorkersNotBeforeMs;
     if (waitUntil !== undefined && this.o.clock.now() < waitUntil) {
       if (this.recoveryTimer === undefined) {
-        this.o.logger.info("waiting for a former leader's TaskExecutors before starting any", { missing: toStart.reduce((n, p) => n + p.missing, 0), waitMs: waitUntil - this.o.clock.now() });
+        this.o.logger.info("waiting for a former leader's TaskExecutors before starting any", {
+          missing: toStart.reduce((n, p) => n + p.missing, 0),
+          waitMs: waitUntil - this.o.clock.now(),
+        });
         this.recoveryTimer = this.o.mainThread.schedule(() => {
           // Cleared first: a timer that fires a moment early by the wall clock must be able to wait again.
           this.recoveryTimer = undefined;
@@ -466,12 +478,14 @@ export class SlotManager {
       } catch (error) {
         sent = Promise.reject(error);
       }
-      sent.then(
-        () => this.o.mainThread.run(() => this.slotRequestAnswered(slot, allocationId, undefined)),
-        (error: unknown) => this.o.mainThread.run(() => this.slotRequestAnswered(slot, allocationId, error)),
-      ).catch(() => {
-        // The main thread closed: the answer no longer matters.
-      });
+      sent
+        .then(
+          () => this.o.mainThread.run(() => this.slotRequestAnswered(slot, allocationId, undefined)),
+          (error: unknown) => this.o.mainThread.run(() => this.slotRequestAnswered(slot, allocationId, error)),
+        )
+        .catch(() => {
+          // The main thread closed: the answer no longer matters.
+        });
     });
   }
 
@@ -510,14 +524,18 @@ export class SlotManager {
     if (entry.idleSince !== undefined) return;
     const since = this.o.clock.now();
     entry.idleSince = since;
-    entry.idleTimer = this.o.mainThread.schedule(() => {
-      if (this.closed || this.tracker.get(entry.resourceId) !== entry || entry.idleSince !== since) return;
-      entry.idleTimer = undefined;
-      this.tracker.remove(entry.resourceId);
-      const reason = `idle for ${this.o.clock.now() - since} ms (resourcemanager.taskmanager-timeout is ${this.o.idleTimeoutMs} ms)`;
-      this.o.logger.info('releasing an idle TaskExecutor', { resourceId: entry.resourceId, reason });
-      this.o.actions.releaseIdleTaskExecutor(entry.resourceId, reason);
-      this.checkRequirements();
-    }, this.o.idleTimeoutMs, (error) => this.o.logger.error('idle check failed', { error }));
+    entry.idleTimer = this.o.mainThread.schedule(
+      () => {
+        if (this.closed || this.tracker.get(entry.resourceId) !== entry || entry.idleSince !== since) return;
+        entry.idleTimer = undefined;
+        this.tracker.remove(entry.resourceId);
+        const reason = `idle for ${this.o.clock.now() - since} ms (resourcemanager.taskmanager-timeout is ${this.o.idleTimeoutMs} ms)`;
+        this.o.logger.info('releasing an idle TaskExecutor', { resourceId: entry.resourceId, reason });
+        this.o.actions.releaseIdleTaskExecutor(entry.resourceId, reason);
+        this.checkRequirements();
+      },
+      this.o.idleTimeoutMs,
+      (error) => this.o.logger.error('idle check failed', { error }),
+    );
   }
 }

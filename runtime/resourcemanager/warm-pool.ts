@@ -69,7 +69,10 @@ export async function standByForPool<T extends RegisteredForPool>(
         await te.gateway.standBy(o.token, o.poolToken, o.idleTimeoutMs);
         return te;
       } catch (error) {
-        o.log.info('a TaskExecutor did not join the warm pool; it stops with the ResourceManager', { resourceId: te.registration.resourceId, error: errorMessage(error) });
+        o.log.info('a TaskExecutor did not join the warm pool; it stops with the ResourceManager', {
+          resourceId: te.registration.resourceId,
+          error: errorMessage(error),
+        });
         return undefined;
       }
     }),

@@ -101,7 +101,10 @@ export class WorkerStarts {
     if (fatal) {
       this.o.logger.error(`TaskExecutor ${id} cannot start, and no other would: no more are attempted`, fields);
     } else if (giveUp) {
-      this.o.logger.error(`TaskExecutor ${id} failed to start; ${this.consecutiveFailed} starts in a row failed, so no more are attempted: check the TaskExecutor logs`, fields);
+      this.o.logger.error(
+        `TaskExecutor ${id} failed to start; ${this.consecutiveFailed} starts in a row failed, so no more are attempted: check the TaskExecutor logs`,
+        fields,
+      );
     }
     if (giveUp) {
       // The job cannot get its slots this way: say why now rather than at the slot request timeout.

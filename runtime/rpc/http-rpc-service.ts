@@ -23,7 +23,15 @@ import {
 } from '../core/errors.js';
 import { taskExecutorBearer, taskExecutorKey, verifyBearer, type TaskExecutorCredentials } from '../core/cluster-keys.js';
 import { JobId, ResourceId } from '../core/ids.js';
-import { CLUSTER_TLS_IDENTITY, clusterTlsKey, parseTaskExecutorTlsIdentity, pskClientOptions, pskServerOptions, taskExecutorTlsIdentity, taskExecutorTlsKey } from '../core/internal-tls.js';
+import {
+  CLUSTER_TLS_IDENTITY,
+  clusterTlsKey,
+  parseTaskExecutorTlsIdentity,
+  pskClientOptions,
+  pskServerOptions,
+  taskExecutorTlsIdentity,
+  taskExecutorTlsKey,
+} from '../core/internal-tls.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, DEFAULT_KEEP_ALIVE_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
 import type { Logger } from '../core/logger.js';
 import { createLogger } from '../core/logger.js';
@@ -35,7 +43,17 @@ export const FENCING_TOKEN_HEADER = 'x-floe-fencing-token';
 /** Largest request or response body; a JobGraph with its library inlined stays well below. */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-const CONNECTION_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ECONNABORTED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT']);
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+]);
 
 export interface HttpRpcServiceOptions {
   /** Address the server listens on. @default '127.0.0.1' */
@@ -111,7 +129,10 @@ export class HttpRpcService implements RpcService {
       throw new FloeError('CONFIGURATION', `an RPC service needs exactly one credential, the cluster secret or a TaskExecutor's own key; found ${credentials}`);
     }
     if (options.secret === '') throw new FloeError('CONFIGURATION', 'the RPC secret is empty; every process of a cluster needs the same non-empty secret');
-    if (options.taskExecutor !== undefined && (options.taskExecutor.resourceId === '' || options.taskExecutor.jobId === '' || options.taskExecutor.key === '')) {
+    if (
+      options.taskExecutor !== undefined &&
+      (options.taskExecutor.resourceId === '' || options.taskExecutor.jobId === '' || options.taskExecutor.key === '')
+    ) {
       throw new FloeError('CONFIGURATION', "a TaskExecutor's RPC credentials need its resource id, its job and its key for that job; one of them is empty");
     }
     const host = options.host ?? '127.0.0.1';
@@ -131,11 +152,20 @@ export class HttpRpcService implements RpcService {
     });
     const port = (server.address() as AddressInfo).port;
     const advertised = options.advertisedHost ?? host;
-    const service = new HttpRpcService(server, advertised, port, options, logger.child({ address: `${options.tls === true ? 'https' : 'http'}://${advertised}:${port}` }));
+    const service = new HttpRpcService(
+      server,
+      advertised,
+      port,
+      options,
+      logger.child({ address: `${options.tls === true ? 'https' : 'http'}://${advertised}:${port}` }),
+    );
     self = service;
     server.on('request', (req, res) => service.onRequest(req, res));
     server.on('tlsClientError', (error: Error, socket: { remoteAddress?: string; destroy(): void }) => {
-      service.logger.warn('refused a connection that did not complete the TLS handshake with a key this process accepts', { remote: socket.remoteAddress, error: error.message });
+      service.logger.warn('refused a connection that did not complete the TLS handshake with a key this process accepts', {
+        remote: socket.remoteAddress,
+        error: error.message,
+      });
       // A listener of this event owns the socket: a handshake that timed out leaves it open otherwise.
       socket.destroy();
     });
@@ -166,10 +196,16 @@ export class HttpRpcService implements RpcService {
   switchTaskExecutorJob(jobId: string, key: string): void {
     const own = this.options.taskExecutor;
     if (own === undefined) {
-      throw new FloeError('CONFIGURATION', `${this.address} holds the cluster secret, not a TaskExecutor's key; only a TaskExecutor's RPC service switches to a key for another job`);
+      throw new FloeError(
+        'CONFIGURATION',
+        `${this.address} holds the cluster secret, not a TaskExecutor's key; only a TaskExecutor's RPC service switches to a key for another job`,
+      );
     }
     if (typeof jobId !== 'string' || jobId === '' || typeof key !== 'string' || key === '') {
-      throw new FloeError('CONFIGURATION', `TaskExecutor ${own.resourceId} was handed job ${JSON.stringify(jobId)} with key ${key === '' ? 'an empty string' : typeof key}; a job id and a non-empty key are needed`);
+      throw new FloeError(
+        'CONFIGURATION',
+        `TaskExecutor ${own.resourceId} was handed job ${JSON.stringify(jobId)} with key ${key === '' ? 'an empty string' : typeof key}; a job id and a non-empty key are needed`,
+      );
     }
     this.own = callCredentialsOf({ resourceId: own.resourceId, jobId, key }, this.options.tls === true);
   }
@@ -215,7 +251,10 @@ export class HttpRpcService implements RpcService {
     // Authenticate before reading a byte of the body.
     const caller = this.authenticate(req.headers.authorization);
     if (caller === undefined) {
-      this.logger.warn('rejected an RPC without a valid credential (the cluster secret, or a TaskExecutor key this process accepts)', { remote: req.socket.remoteAddress, url: req.url });
+      this.logger.warn('rejected an RPC without a valid credential (the cluster secret, or a TaskExecutor key this process accepts)', {
+        remote: req.socket.remoteAddress,
+        url: req.url,
+      });
       rejectEarly(new RpcUnauthorizedError());
       return;
     }
@@ -241,7 +280,12 @@ export class HttpRpcService implements RpcService {
     if (caller.kind === 'taskexecutor') {
       const refusal = this.dispatcher.taskExecutorJobRefusal(name, caller.jobId);
       if (refusal !== undefined) {
-        this.logger.warn('rejected an RPC carrying a TaskExecutor key for another job', { caller: caller.resourceId, callerJob: caller.jobId, endpoint: name, method });
+        this.logger.warn('rejected an RPC carrying a TaskExecutor key for another job', {
+          caller: caller.resourceId,
+          callerJob: caller.jobId,
+          endpoint: name,
+          method,
+        });
         rejectEarly(new RpcUnauthorizedError(refusal));
         return;
       }
@@ -320,7 +364,11 @@ export class HttpRpcService implements RpcService {
       if (taskExecutor === undefined) {
         credentials = { bearer: secret, ...(tlsOn ? { tls: { identity: CLUSTER_TLS_IDENTITY, key: clusterTlsKey(secret) } } : {}) };
       } else {
-        const target = { resourceId: taskExecutor.resourceId, jobId: taskExecutor.jobId, key: taskExecutorKey(secret, taskExecutor.jobId, taskExecutor.resourceId) };
+        const target = {
+          resourceId: taskExecutor.resourceId,
+          jobId: taskExecutor.jobId,
+          key: taskExecutorKey(secret, taskExecutor.jobId, taskExecutor.resourceId),
+        };
         credentials = callCredentialsOf(target, tlsOn);
       }
       this.peers.set(cacheKey, credentials);
@@ -351,11 +399,18 @@ export class HttpRpcService implements RpcService {
       body = Buffer.from(encodeArgs(args), 'utf8');
       url = new URL(`/rpc/${encodeURIComponent(name)}/${encodeURIComponent(method)}`, address);
     } catch (error) {
-      return Promise.reject(new FloeError('RPC_BAD_ARGUMENTS', `cannot send ${target}: ${errorMessage(error)}; arguments must be plain JSON data and the address an ${tls !== undefined ? 'https' : 'http'}:// URL`));
+      return Promise.reject(
+        new FloeError(
+          'RPC_BAD_ARGUMENTS',
+          `cannot send ${target}: ${errorMessage(error)}; arguments must be plain JSON data and the address an ${tls !== undefined ? 'https' : 'http'}:// URL`,
+        ),
+      );
     }
     const limit = this.options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     if (body.length > limit) {
-      return Promise.reject(new PayloadTooLargeError(`the arguments of ${target}`, body.length, limit, 'pass large data through the BlobStore and send its key'));
+      return Promise.reject(
+        new PayloadTooLargeError(`the arguments of ${target}`, body.length, limit, 'pass large data through the BlobStore and send its key'),
+      );
     }
     const scheme = tls !== undefined ? 'https:' : 'http:';
     if (url.protocol !== scheme) {
@@ -392,7 +447,13 @@ export class HttpRpcService implements RpcService {
         // the same moment as the one that failed, and the server may be dropping them all at once.
         const req =
           tls !== undefined
-            ? https.request(url, { method: 'POST', agent: fresh ? false : this.agent, headers, ...pskClientOptions(tls.identity, tls.key), pskIdentity: tls.identity } as https.RequestOptions)
+            ? https.request(url, {
+                method: 'POST',
+                agent: fresh ? false : this.agent,
+                headers,
+                ...pskClientOptions(tls.identity, tls.key),
+                pskIdentity: tls.identity,
+              } as https.RequestOptions)
             : http.request(url, { method: 'POST', agent: fresh ? false : this.agent, headers });
         current = req;
         let responded = false;
@@ -479,7 +540,10 @@ function decodeResponse(status: number, text: string, target: string): unknown {
   if (isRpcReply(parsed)) return decodeReply(parsed);
   if (status === 401) throw new RpcUnauthorizedError();
   if (status === 403) throw new RpcForbiddenError(`${target} refused the call (HTTP 403)`);
-  throw new FloeError('RPC_PROTOCOL', `${target} answered HTTP ${status} with a body that is not a Floe RPC reply (${JSON.stringify(text.slice(0, 200))}); is the address a Floe process?`);
+  throw new FloeError(
+    'RPC_PROTOCOL',
+    `${target} answered HTTP ${status} with a body that is not a Floe RPC reply (${JSON.stringify(text.slice(0, 200))}); is the address a Floe process?`,
+  );
 }
 
 function mapRequestError(error: NodeJS.ErrnoException, target: string): FloeError {

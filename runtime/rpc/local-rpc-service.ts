@@ -89,7 +89,11 @@ export class LocalRpcService implements RpcService {
   /** Calls to this service that have not settled; they fail as a connection loss when it closes. */
   readonly incoming = new Set<PendingCall>();
 
-  constructor(private readonly network: LocalRpcNetwork, readonly name: string, options: LocalRpcServiceOptions = {}) {
+  constructor(
+    private readonly network: LocalRpcNetwork,
+    readonly name: string,
+    options: LocalRpcServiceOptions = {},
+  ) {
     this.address = `local://${name}`;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.clock = options.clock ?? systemClock;
@@ -112,7 +116,8 @@ export class LocalRpcService implements RpcService {
     this.closed = true;
     this.network.detach(this);
     this.dispatcher.clear();
-    for (const call of [...this.incoming]) call.reject(new RpcConnectionError(call.target, { cause: new Error(`${this.address} closed while the call was running`) }));
+    for (const call of [...this.incoming])
+      call.reject(new RpcConnectionError(call.target, { cause: new Error(`${this.address} closed while the call was running`) }));
     for (const call of [...this.outgoing]) call.reject(new RpcConnectionError(call.target, { cause: new Error(`the calling service ${this.address} closed`) }));
   }
 
@@ -130,7 +135,12 @@ export class LocalRpcService implements RpcService {
     try {
       argsJson = encodeArgs(args);
     } catch (error) {
-      return Promise.reject(new FloeError('RPC_BAD_ARGUMENTS', `arguments of ${name}.${method} are not JSON (${(error as Error).message}); gateway arguments must be plain JSON data`));
+      return Promise.reject(
+        new FloeError(
+          'RPC_BAD_ARGUMENTS',
+          `arguments of ${name}.${method} are not JSON (${(error as Error).message}); gateway arguments must be plain JSON data`,
+        ),
+      );
     }
     return new Promise<unknown>((resolve, reject) => {
       let timer: Timer | undefined;
@@ -156,7 +166,10 @@ export class LocalRpcService implements RpcService {
           callee = state === 'up' ? this.network.lookup(address) : undefined;
           if (callee === undefined) {
             // Coded as the HTTP transport's errors are, so callers tell a gone peer from a cut-off one.
-            const cause = state === 'partitioned' ? Object.assign(new Error('the network is partitioned'), { code: 'EHOSTUNREACH' }) : Object.assign(new Error(`nothing listens at ${address}`), { code: 'ECONNREFUSED' });
+            const cause =
+              state === 'partitioned'
+                ? Object.assign(new Error('the network is partitioned'), { code: 'EHOSTUNREACH' })
+                : Object.assign(new Error(`nothing listens at ${address}`), { code: 'ECONNREFUSED' });
             settle(() => reject(new RpcConnectionError(target, { cause })));
             return;
           }

@@ -31,7 +31,10 @@ export class MainThread {
   /** Tasks run so far; lets tests assert that work went through the queue. */
   executed = 0;
 
-  constructor(readonly name: string, private readonly clock: Clock) {}
+  constructor(
+    readonly name: string,
+    private readonly clock: Clock,
+  ) {}
 
   isInMainThread(): boolean {
     const tasks = runningTasks.getStore();
@@ -91,13 +94,17 @@ export class MainThread {
     let current: Timer | undefined;
     let stopped = false;
     const tick = (): void => {
-      current = this.schedule(async () => {
-        try {
-          await fn();
-        } finally {
-          if (!stopped) tick();
-        }
-      }, intervalMs, onError);
+      current = this.schedule(
+        async () => {
+          try {
+            await fn();
+          } finally {
+            if (!stopped) tick();
+          }
+        },
+        intervalMs,
+        onError,
+      );
     };
     tick();
     return {

@@ -1,6 +1,16 @@
 // The server-side core both transports share: which endpoints are served, method and fencing checks,
 // and the JSON envelope every answer travels in, so a local call and an HTTP call fail the same way.
-import { FencingTokenError, FloeError, InvalidRequestError, NotFoundError, RpcForbiddenError, RpcUnauthorizedError, errorMessage, fromErrorInfo, toErrorInfo } from '../core/errors.js';
+import {
+  FencingTokenError,
+  FloeError,
+  InvalidRequestError,
+  NotFoundError,
+  RpcForbiddenError,
+  RpcUnauthorizedError,
+  errorMessage,
+  fromErrorInfo,
+  toErrorInfo,
+} from '../core/errors.js';
 import type { ErrorInfo } from '../core/errors.js';
 import { stringifyWithCachedParts } from '../core/cached-json.js';
 import type { ResourceId } from '../core/ids.js';
@@ -31,11 +41,17 @@ export class RpcDispatcher {
   private readonly endpoints = new Map<string, Registration>();
 
   /** `address` names this process in error messages, so a caller knows which server answered. */
-  constructor(private readonly address: string, private readonly logger: Logger = silentLogger) {}
+  constructor(
+    private readonly address: string,
+    private readonly logger: Logger = silentLogger,
+  ) {}
 
   register<G extends object>(name: string, impl: G, options: ServeOptions<G>): ServedEndpoint {
     if (this.endpoints.has(name)) {
-      throw new FloeError('RPC_ENDPOINT_EXISTS', `an endpoint named '${name}' is already served at ${this.address}; stop the old one before serving a new session`);
+      throw new FloeError(
+        'RPC_ENDPOINT_EXISTS',
+        `an endpoint named '${name}' is already served at ${this.address}; stop the old one before serving a new session`,
+      );
     }
     for (const m of options.methods) {
       if (typeof (impl as Record<string, unknown>)[m] !== 'function') {
@@ -43,7 +59,10 @@ export class RpcDispatcher {
       }
     }
     if (options.taskExecutorCalls !== undefined && options.taskExecutorJob === undefined) {
-      throw new FloeError('RPC_BAD_ENDPOINT', `endpoint '${name}' opens calls to TaskExecutors (taskExecutorCalls) but names no job (taskExecutorJob); a TaskExecutor's key is a credential only for the job it serves`);
+      throw new FloeError(
+        'RPC_BAD_ENDPOINT',
+        `endpoint '${name}' opens calls to TaskExecutors (taskExecutorCalls) but names no job (taskExecutorJob); a TaskExecutor's key is a credential only for the job it serves`,
+      );
     }
     const registration: Registration = {
       impl: impl as Record<string, unknown>,
@@ -102,7 +121,10 @@ export class RpcDispatcher {
       return { status: 200, body: JSON.stringify({ ok: true, value } satisfies RpcReply) };
     } catch (error) {
       return encodeError(
-        new FloeError('RPC_BAD_RESULT', `${name}.${method} returned a value that is not JSON (${errorMessage(error)}); gateway results must be plain JSON data`),
+        new FloeError(
+          'RPC_BAD_RESULT',
+          `${name}.${method} returned a value that is not JSON (${errorMessage(error)}); gateway results must be plain JSON data`,
+        ),
         this.logger,
         name,
         method,
@@ -122,7 +144,13 @@ export class RpcDispatcher {
     } catch (error) {
       return JSON.parse(encodeError(error, this.logger, name, method).body) as RpcReply;
     }
-    if (value === undefined || value === null || typeof value === 'boolean' || typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))) {
+    if (
+      value === undefined ||
+      value === null ||
+      typeof value === 'boolean' ||
+      typeof value === 'string' ||
+      (typeof value === 'number' && Number.isFinite(value))
+    ) {
       return { ok: true, value };
     }
     try {
@@ -131,7 +159,10 @@ export class RpcDispatcher {
     } catch (error) {
       return JSON.parse(
         encodeError(
-          new FloeError('RPC_BAD_RESULT', `${name}.${method} returned a value that is not JSON (${errorMessage(error)}); gateway results must be plain JSON data`),
+          new FloeError(
+            'RPC_BAD_RESULT',
+            `${name}.${method} returned a value that is not JSON (${errorMessage(error)}); gateway results must be plain JSON data`,
+          ),
           this.logger,
           name,
           method,
@@ -157,7 +188,12 @@ export class RpcDispatcher {
     if (caller.kind === 'taskexecutor') {
       const refusal = this.taskExecutorJobRefusal(name, caller.jobId);
       if (refusal !== undefined) {
-        this.logger.warn('refused an RPC carrying a TaskExecutor key for another job', { caller: caller.resourceId, callerJob: caller.jobId, endpoint: name, method });
+        this.logger.warn('refused an RPC carrying a TaskExecutor key for another job', {
+          caller: caller.resourceId,
+          callerJob: caller.jobId,
+          endpoint: name,
+          method,
+        });
         throw new RpcUnauthorizedError(refusal);
       }
       this.checkTaskExecutorCall(endpoint, caller.resourceId, name, method, args);
@@ -182,7 +218,8 @@ export class RpcDispatcher {
       } catch {
         allowed = false;
       }
-      if (!allowed) refusal = `TaskExecutor ${resourceId} called ${name}.${method} about another TaskExecutor or a task it does not run; a TaskExecutor's key acts only for that TaskExecutor`;
+      if (!allowed)
+        refusal = `TaskExecutor ${resourceId} called ${name}.${method} about another TaskExecutor or a task it does not run; a TaskExecutor's key acts only for that TaskExecutor`;
     }
     if (refusal === undefined) return;
     this.logger.warn('refused an RPC from a TaskExecutor identity', { caller: resourceId, endpoint: name, method });

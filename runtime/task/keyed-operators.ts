@@ -35,7 +35,8 @@ export interface KeyedFunctions {
   readonly merge?: Function;
 }
 
-const isThenable = (v: unknown): boolean => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
+const isThenable = (v: unknown): boolean =>
+  v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
 
 function typeOf(v: unknown): string {
   if (v === null) return 'null';
@@ -46,7 +47,7 @@ function typeOf(v: unknown): string {
 const shortKey = (key: unknown): string => {
   let s: string;
   try {
-    s = typeof key === 'bigint' ? `${key}n` : JSON.stringify(key) ?? String(key);
+    s = typeof key === 'bigint' ? `${key}n` : (JSON.stringify(key) ?? String(key));
   } catch {
     s = String(key);
   }
@@ -128,7 +129,8 @@ function foldOf(op: KeyedOperatorSpec, f: KeyedFunctions): Fold<unknown> {
         };
       }
       const invalid = (r: unknown, key: unknown): number => {
-        if (r === null || typeof r !== 'object') throw new RecordTypeError(`${label} sums field ${JSON.stringify(field)}, but a record for key ${shortKey(key)} is ${typeOf(r)}`);
+        if (r === null || typeof r !== 'object')
+          throw new RecordTypeError(`${label} sums field ${JSON.stringify(field)}, but a record for key ${shortKey(key)} is ${typeOf(r)}`);
         return number((r as Record<string | number, unknown>)[field], key, `field ${JSON.stringify(field)} of a record`);
       };
       // Small enough to be inlined where it is called once per record.
@@ -190,7 +192,8 @@ function extremumFold(op: Extract<KeyedOperatorSpec, { kind: ExtremumKind }>, la
   const valueOf = (r: unknown, key: unknown): number | bigint | string => {
     let v = r;
     if (field !== undefined) {
-      if (r === null || typeof r !== 'object') throw new RecordTypeError(`${label} compares field ${JSON.stringify(field)}, but a record for key ${shortKey(key)} is ${typeOf(r)}`);
+      if (r === null || typeof r !== 'object')
+        throw new RecordTypeError(`${label} compares field ${JSON.stringify(field)}, but a record for key ${shortKey(key)} is ${typeOf(r)}`);
       v = (r as Record<string | number, unknown>)[field];
     }
     if (typeof v !== 'number' && typeof v !== 'bigint' && typeof v !== 'string') {
@@ -330,7 +333,8 @@ export function keyedCombiner(
     try {
       return canonicalKey(key);
     } catch (e) {
-      if (e instanceof InvalidKeyError) throw new InvalidKeyError(`the key selector after ${producer ?? 'the producer'} returned an unusable key: ${e.message}`);
+      if (e instanceof InvalidKeyError)
+        throw new InvalidKeyError(`the key selector after ${producer ?? 'the producer'} returned an unusable key: ${e.message}`);
       throw e;
     }
   };

@@ -7,7 +7,18 @@ import { keyedStep, type KeyedOperatorSpec, type KeyedStep } from './keyed-opera
 import { outputWriter } from './output-writer.js';
 import { openSink, type Sink } from './sinks.js';
 import { runSource } from './sources.js';
-import { checkCanceled, isThenable, keyedFunctions, noteErrors, raisedBy, TaskSetupError, userFunction, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
+import {
+  checkCanceled,
+  isThenable,
+  keyedFunctions,
+  noteErrors,
+  raisedBy,
+  TaskSetupError,
+  userFunction,
+  yieldToEventLoop,
+  type Emit,
+  type TaskIo,
+} from './task-io.js';
 
 export { TaskCanceledError, TaskSetupError, keySelectorOf, type Emit, type TaskIo } from './task-io.js';
 export { sequenceRange } from './sources.js';
@@ -80,10 +91,12 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
   const head = ops[0]!;
   const hasSource = head.kind.startsWith('source.');
   for (let i = 1; i < ops.length; i++) {
-    if (ops[i]!.kind.startsWith('source.')) throw new TaskSetupError(`task ${tdd.taskName}: source '${ops[i]!.name}' must be the first operator of its chain, found at position ${i}`);
+    if (ops[i]!.kind.startsWith('source.'))
+      throw new TaskSetupError(`task ${tdd.taskName}: source '${ops[i]!.name}' must be the first operator of its chain, found at position ${i}`);
   }
   for (let i = 0; i < ops.length - 1; i++) {
-    if (ops[i]!.kind.startsWith('sink.')) throw new TaskSetupError(`task ${tdd.taskName}: sink '${ops[i]!.name}' must be the last operator of its chain, found at position ${i}`);
+    if (ops[i]!.kind.startsWith('sink.'))
+      throw new TaskSetupError(`task ${tdd.taskName}: sink '${ops[i]!.name}' must be the last operator of its chain, found at position ${i}`);
   }
   if (!hasSource && io.input === undefined) throw new TaskSetupError(`task ${tdd.taskName} has neither a source operator nor inputs`);
 
@@ -121,7 +134,8 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
         case 'keyed.max':
         case 'keyed.minBy':
         case 'keyed.maxBy':
-          if (i !== 0 || hasSource) throw new TaskSetupError(`task ${tdd.taskName}: keyed operator '${op.name}' must head its chain (it reads hash-partitioned input)`);
+          if (i !== 0 || hasSource)
+            throw new TaskSetupError(`task ${tdd.taskName}: keyed operator '${op.name}' must head its chain (it reads hash-partitioned input)`);
           keyed = keyedOperator(io, op, emit);
           keyedName = op.name;
           emit = noteErrors(keyed.emit, op.name);

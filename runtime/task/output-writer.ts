@@ -24,7 +24,8 @@ export interface OutputWriter {
 export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys: number): OutputWriter {
   const outputs = io.outputs;
   const keyProblem = (e: unknown): never => {
-    if (e instanceof InvalidKeyError) throw new InvalidKeyError(`the key selector after operator '${producer.name}' (${producer.kind}) returned an unusable key: ${e.message}`);
+    if (e instanceof InvalidKeyError)
+      throw new InvalidKeyError(`the key selector after operator '${producer.name}' (${producer.kind}) returned an unusable key: ${e.message}`);
     throw e;
   };
   const combiners: KeyedCombiner[] = [];
@@ -50,8 +51,17 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
     const producerName = `operator '${producer.name}' (${producer.kind})`;
     // A combiner's failure (its key selector's included) is its keyed operator's, which runs here, in its
     // producer's task.
-    const combiner = keyedCombiner(op, keyedFunctions(io, op, owner), keySelectorOf(io.tdd, io.userFunctions, d.keySelector), send, combinerMaxKeys, { signal: io.signal, producer: producerName });
-    combiners.push({ add: noteErrors(combiner.add, op.name), flush: noteErrors(combiner.flush, op.name), get size() { return combiner.size; } });
+    const combiner = keyedCombiner(op, keyedFunctions(io, op, owner), keySelectorOf(io.tdd, io.userFunctions, d.keySelector), send, combinerMaxKeys, {
+      signal: io.signal,
+      producer: producerName,
+    });
+    combiners.push({
+      add: noteErrors(combiner.add, op.name),
+      flush: noteErrors(combiner.flush, op.name),
+      get size() {
+        return combiner.size;
+      },
+    });
   });
   const endOfInput = async (): Promise<void> => {
     for (const c of combiners) await c.flush();
@@ -88,7 +98,10 @@ function plainPartitionsEmit(outputs: readonly ResultPartition[], producer: Oper
   if (outputs.length === 0) return undefined;
   const check = (r: unknown): void => {
     const bad = findUnencodable(r);
-    if (bad !== undefined) throw new RecordEncodingError(`operator '${producer.name}' (${producer.kind}) emitted a record that cannot be sent to the next task: ${bad}; ${CODEC_HINT}`);
+    if (bad !== undefined)
+      throw new RecordEncodingError(
+        `operator '${producer.name}' (${producer.kind}) emitted a record that cannot be sent to the next task: ${bad}; ${CODEC_HINT}`,
+      );
   };
   if (outputs.length === 1) {
     const only = outputs[0]!;
@@ -115,4 +128,3 @@ function plainPartitionsEmit(outputs: readonly ResultPartition[], producer: Oper
     if (waits !== undefined) return Promise.all(waits).then(() => undefined);
   };
 }
-

@@ -22,11 +22,17 @@ export interface Sink {
 class CollectSink implements Sink {
   private readonly records: unknown[] = [];
   private truncated = false;
-  constructor(private readonly maxRecords: number, private readonly name: string) {}
+  constructor(
+    private readonly maxRecords: number,
+    private readonly name: string,
+  ) {}
   readonly emit: Emit = (r) => {
     // The result travels as JSON to the JobMaster and the client.
     const bad = findUnencodable(r, 'json');
-    if (bad !== undefined) throw new RecordEncodingError(`collect sink '${this.name}' received a record it cannot return to the client: ${bad}; collected records may hold strings, finite numbers, booleans, null, and arrays / plain objects of them`);
+    if (bad !== undefined)
+      throw new RecordEncodingError(
+        `collect sink '${this.name}' received a record it cannot return to the client: ${bad}; collected records may hold strings, finite numbers, booleans, null, and arrays / plain objects of them`,
+      );
     if (this.records.length < this.maxRecords) this.records.push(r);
     else this.truncated = true;
   };
@@ -55,7 +61,15 @@ class TextFileSink implements Sink {
    * a filesystem that never answers (a hung mount, /proc) fails the task naming the path instead of
    * holding it forever. A file opened after the deadline is closed.
    */
-  static async open(stagingLocation: string, subtaskIndex: number, sinkName: string, target: string, timeoutMs: number, jobId: string, credentials?: JobDataCredentials): Promise<TextFileSink> {
+  static async open(
+    stagingLocation: string,
+    subtaskIndex: number,
+    sinkName: string,
+    target: string,
+    timeoutMs: number,
+    jobId: string,
+    credentials?: JobDataCredentials,
+  ): Promise<TextFileSink> {
     const store = await outputStoreFor(stagingLocation, currentJobDataCredentials(jobId, credentials));
     const opening = (async () => {
       let localDir: string;
@@ -93,7 +107,7 @@ class TextFileSink implements Sink {
   }
 
   readonly emit: Emit = (r) => {
-    const line = typeof r === 'string' ? r : JSON.stringify(r) ?? String(r);
+    const line = typeof r === 'string' ? r : (JSON.stringify(r) ?? String(r));
     this.pending.push(line);
     this.pendingChars += line.length + 1;
     if (this.pendingChars >= FLUSH_BYTES) return this.flush();
@@ -124,7 +138,6 @@ class TextFileSink implements Sink {
   }
 }
 
-
 function sinkOpenError(sinkName: string, target: string, what: string, error: unknown): FloeError {
   if (error instanceof FloeError && error.code !== 'IO') return error;
   return new FloeError('SINK_OPEN', `text sink '${sinkName}' (writing '${target}') cannot open ${what}: ${errorMessage(error)}`, { cause: error });
@@ -134,7 +147,8 @@ function sinkOpenError(sinkName: string, target: string, what: string, error: un
 export async function openSink(tdd: TaskDeploymentDescriptor, last: OperatorSpec, openTimeoutMs: number): Promise<Sink | undefined> {
   if (last.kind === 'sink.collect') return new CollectSink(last.maxRecords, last.name);
   if (last.kind === 'sink.textFile') {
-    if (tdd.sinkStagingDir === undefined) throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
+    if (tdd.sinkStagingDir === undefined)
+      throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
     return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex, last.name, last.path, openTimeoutMs, tdd.jobId, tdd.dataCredentials);
   }
   return undefined;

@@ -72,7 +72,7 @@ function apiErrorCode(error: Error): string | undefined {
 
 function safeString(v: unknown): string {
   try {
-    return typeof v === 'string' ? v : JSON.stringify(v) ?? String(v);
+    return typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v));
   } catch {
     return String(v);
   }
@@ -101,7 +101,10 @@ export class SlotWorkerRuntime {
   private readonly pristine: ThreadState | undefined;
 
   /** `ownThread`: this runtime has a worker thread to itself (not a light slot on the TaskExecutor's thread). */
-  constructor(private readonly port: SlotWorkerPort, options: { readonly ownThread?: boolean } = {}) {
+  constructor(
+    private readonly port: SlotWorkerPort,
+    options: { readonly ownThread?: boolean } = {},
+  ) {
     port.on('message', (m: MainToWorker) => this.onMessage(m));
     this.pristine = options.ownThread === true ? captureThreadState() : undefined;
     this.post({ type: 'ready' });
@@ -161,7 +164,9 @@ export class SlotWorkerRuntime {
         if (gate === undefined) break;
         const partition = this.partitions.get(m.partitionId);
         if (partition === undefined) {
-          gate.fail(new FloeError('PARTITION', `partition ${m.partitionId} is no longer held by this worker (released or its producer failed)`, { retryable: true }));
+          gate.fail(
+            new FloeError('PARTITION', `partition ${m.partitionId} is no longer held by this worker (released or its producer failed)`, { retryable: true }),
+          );
           break;
         }
         const [producerEnd, consumerEnd] = createLocalPortPair();
@@ -237,7 +242,9 @@ export class SlotWorkerRuntime {
         this.countersTimer = undefined;
         return;
       }
-      const tasks = [...this.tasks.values()].filter((t) => t.running).map((t) => ({ attemptId: t.tdd.attemptId, recordsIn: t.counters.recordsIn, recordsOut: t.counters.recordsOut }));
+      const tasks = [...this.tasks.values()]
+        .filter((t) => t.running)
+        .map((t) => ({ attemptId: t.tdd.attemptId, recordsIn: t.counters.recordsIn, recordsOut: t.counters.recordsOut }));
       if (tasks.length > 0) this.post({ type: 'task-counters', tasks });
     }, intervalMs);
     // The port keeps the worker alive; the report alone must not.
@@ -254,7 +261,8 @@ export class SlotWorkerRuntime {
     const key = JSON.stringify([tdd.jobId, tdd.library.sha256]);
     let namespace = this.libraryModules.get(key);
     if (namespace === undefined) {
-      if (library === undefined) throw new FloeError('TASK_SETUP', `task ${tdd.taskName} has user functions but the TaskExecutor sent no library ${tdd.library.sha256}`);
+      if (library === undefined)
+        throw new FloeError('TASK_SETUP', `task ${tdd.taskName} has user functions but the TaskExecutor sent no library ${tdd.library.sha256}`);
       // An instance of the library's module per job and recycle: a kept thread gives the next job no
       // module state of the last one.
       const instance = this.pristine === undefined ? undefined : `${tdd.jobId}.${this.recycled}`;
@@ -289,7 +297,11 @@ export class SlotWorkerRuntime {
         });
         task.outputs.push(partition);
         if (out.partitionType === 'blocking') {
-          if (settings.partitionDir === undefined) throw new FloeError('TASK_SETUP', `task ${tdd.taskName} writes blocking partition ${out.partitionId} but its TaskExecutor gave no partition folder`);
+          if (settings.partitionDir === undefined)
+            throw new FloeError(
+              'TASK_SETUP',
+              `task ${tdd.taskName} writes blocking partition ${out.partitionId} but its TaskExecutor gave no partition folder`,
+            );
           blockingWriters.push(await BlockingPartitionWriter.attach(partition, join(settings.partitionDir, out.partitionId), settings.buffersPerChannel));
           continue;
         }

@@ -71,7 +71,10 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
         upcoming.catch(() => undefined);
         // Per split, the job's latest credentials: its JobMaster renews them while a long source runs.
         const credentials = currentJobDataCredentials(io.tdd.jobId, io.tdd.dataCredentials);
-        const readOptions = { timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, ...(credentials !== undefined ? { credentials } : {}) };
+        const readOptions = {
+          timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default,
+          ...(credentials !== undefined ? { credentials } : {}),
+        };
         for await (const lines of readSplitLineBatches(split, readOptions)) {
           for (let i = 0; i < lines.length; i++) {
             const p = step(lines[i]);
@@ -142,4 +145,3 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
     produced++;
   }
 }
-

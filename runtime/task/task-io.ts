@@ -40,7 +40,6 @@ export interface TaskIo {
   readonly fileOpenTimeoutMs?: number;
 }
 
-
 /** The operator each error was raised in, set where it first crosses an operator's boundary. */
 const raisedIn = new WeakMap<object, string>();
 
@@ -75,7 +74,8 @@ export function noteErrors<F extends (a?: any, b?: any) => unknown>(fn: F, name:
   }) as F;
 }
 
-export const isThenable = (v: unknown): v is PromiseLike<unknown> => v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
+export const isThenable = (v: unknown): v is PromiseLike<unknown> =>
+  v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
 
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** Records between two yields of a busy loop, so cancel and channel messages get through. */
@@ -134,7 +134,13 @@ export function keyedFunctions(io: TaskIo, op: KeyedOperatorSpec, owner: string)
     case 'keyed.maxBy':
       return { key: fn(op.key) };
     case 'keyed.aggregate':
-      return { key: fn(op.key), createAccumulator: fn(op.createAccumulator), add: fn(op.add), getResult: fn(op.getResult), ...(op.merge !== undefined ? { merge: fn(op.merge) } : {}) };
+      return {
+        key: fn(op.key),
+        createAccumulator: fn(op.createAccumulator),
+        add: fn(op.add),
+        getResult: fn(op.getResult),
+        ...(op.merge !== undefined ? { merge: fn(op.merge) } : {}),
+      };
     default:
       return op satisfies never;
   }
@@ -143,4 +149,3 @@ export function keyedFunctions(io: TaskIo, op: KeyedOperatorSpec, owner: string)
 export function checkCanceled(io: TaskIo): void {
   if (io.signal.aborted) throw new TaskCanceledError(io.tdd.taskName);
 }
-

@@ -30,5 +30,16 @@ export function collectNetworkMetrics(
     recordsReceived += c.recordsReceived;
     maxUnackedIn = Math.max(maxUnackedIn, c.maxUnacked);
   }
-  return { buffersSent, recordsWritten, maxBuffersInFlight, maxBacklog, buffersReceived, recordsReceived, maxUnackedIn, creditsPerChannel, startedAtMs, finishedAtMs };
+  return {
+    buffersSent,
+    recordsWritten,
+    maxBuffersInFlight,
+    maxBacklog,
+    buffersReceived,
+    recordsReceived,
+    maxUnackedIn,
+    creditsPerChannel,
+    startedAtMs,
+    finishedAtMs,
+  };
 }

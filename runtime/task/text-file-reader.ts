@@ -45,10 +45,14 @@ export async function* readSplitLineBatches(split: InputSplit, options: ReadSpli
   const range = gzip ? `gzip, ${split.length} bytes` : `bytes ${split.start}-${end}`;
   // A file gone since the listing (INPUT_SOURCE) stays gone on any retry; other read errors may pass.
   const fail = (error: unknown): FloeError =>
-    new FloeError(isMissing(error) ? 'INPUT_SOURCE' : 'SOURCE_READ', `text source cannot read split ${split.splitNumber} of '${split.path}' (${range}): ${errorMessage(error)}`, {
-      cause: error,
-      retryable: error instanceof FloeError && error.retryable,
-    });
+    new FloeError(
+      isMissing(error) ? 'INPUT_SOURCE' : 'SOURCE_READ',
+      `text source cannot read split ${split.splitNumber} of '${split.path}' (${range}): ${errorMessage(error)}`,
+      {
+        cause: error,
+        retryable: error instanceof FloeError && error.retryable,
+      },
+    );
   let store = options.store;
   try {
     store ??= await inputStoreFor(split.path, options.credentials);
@@ -70,11 +74,17 @@ export async function* readSplitLineBatches(split: InputSplit, options: ReadSpli
   let reads = 0;
   const nextChunk = (): Promise<IteratorResult<Buffer>> => {
     const read = chunks.next().then(
-      (r) => (r.done === true ? r : { done: false as const, value: Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength) }),
+      (r) =>
+        r.done === true
+          ? r
+          : { done: false as const, value: Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength) },
       (error: unknown) => Promise.reject(fail(error)),
     );
     if (deadline === undefined) return read;
-    const what = reads++ === 0 ? `text source opening '${split.path}' (split ${split.splitNumber})` : `text source reading '${split.path}' at byte ${offset} (split ${split.splitNumber})`;
+    const what =
+      reads++ === 0
+        ? `text source opening '${split.path}' (split ${split.splitNumber})`
+        : `text source reading '${split.path}' at byte ${offset} (split ${split.splitNumber})`;
     return deadline.guard(read, what);
   };
   try {

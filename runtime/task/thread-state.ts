@@ -45,7 +45,26 @@ const BUILT_INS: readonly (readonly [string, object])[] = [
  * Node's modules a job might patch (`fs.readFile = …`): one object per thread, whichever module instance
  * imports them. Loading those not yet loaded costs the thread's start a few milliseconds, once.
  */
-const NODE_MODULES = ['fs', 'fs/promises', 'path', 'os', 'util', 'events', 'stream', 'buffer', 'crypto', 'timers', 'url', 'worker_threads', 'net', 'http', 'https', 'zlib', 'child_process', 'dns'];
+const NODE_MODULES = [
+  'fs',
+  'fs/promises',
+  'path',
+  'os',
+  'util',
+  'events',
+  'stream',
+  'buffer',
+  'crypto',
+  'timers',
+  'url',
+  'worker_threads',
+  'net',
+  'http',
+  'https',
+  'zlib',
+  'child_process',
+  'dns',
+];
 const requireBuiltin = createRequire(import.meta.url);
 
 /** One property as it stands: the value of a data property, the getter and setter of an accessor. */

@@ -63,7 +63,13 @@ export type MainToWorker =
   | { readonly type: 'split'; readonly requestId: number; readonly split: InputSplit | null; readonly error?: ErrorInfo }
   | { readonly type: 'attach-producer'; readonly partitionId: ResultPartitionId; readonly subpartitionIndex: number; readonly port: MessagePort }
   | { readonly type: 'attach-consumer'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly port: MessagePort }
-  | { readonly type: 'attach-local'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly partitionId: ResultPartitionId; readonly subpartitionIndex: number }
+  | {
+      readonly type: 'attach-local';
+      readonly attemptId: ExecutionAttemptId;
+      readonly channelIndex: number;
+      readonly partitionId: ResultPartitionId;
+      readonly subpartitionIndex: number;
+    }
   | { readonly type: 'channel-failed'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly error: ErrorInfo }
   | { readonly type: 'release-partitions'; readonly partitionIds: readonly ResultPartitionId[] }
   /** The job's renewed S3 credentials, for its tasks' next S3 calls. */
@@ -78,7 +84,10 @@ export type WorkerToMain =
   | { readonly type: 'register-partition'; readonly attemptId: ExecutionAttemptId; readonly partitionId: ResultPartitionId }
   | { readonly type: 'partition-done'; readonly partitionId: ResultPartitionId }
   | { readonly type: 'blocking-partition-finished'; readonly attemptId: ExecutionAttemptId; readonly files: BlockingPartitionFiles }
-  | { readonly type: 'task-counters'; readonly tasks: readonly { readonly attemptId: ExecutionAttemptId; readonly recordsIn: number; readonly recordsOut: number }[] }
+  | {
+      readonly type: 'task-counters';
+      readonly tasks: readonly { readonly attemptId: ExecutionAttemptId; readonly recordsIn: number; readonly recordsOut: number }[];
+    }
   | {
       readonly type: 'request-channel';
       readonly attemptId: ExecutionAttemptId;

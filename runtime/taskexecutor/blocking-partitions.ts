@@ -70,7 +70,10 @@ export class BlockingPartitionTable {
     const entry = this.entries.get(id);
     const file: SubpartitionFile | undefined = entry?.files.subpartitions[index];
     if (entry === undefined || file === undefined) {
-      const why = entry === undefined ? `partition ${id} is not held here (released, or never finished)` : `partition ${id} has subpartitions 0..${entry.files.subpartitions.length - 1}, a consumer asked for ${index}`;
+      const why =
+        entry === undefined
+          ? `partition ${id} is not held here (released, or never finished)`
+          : `partition ${id} has subpartitions 0..${entry.files.subpartitions.length - 1}, a consumer asked for ${index}`;
       port.send({ t: 'error', message: why });
       port.close();
       return;
@@ -93,7 +96,13 @@ export class BlockingPartitionTable {
       for (const r of [...entry.readers]) r.stop(`partition ${id} was released: ${reason}`);
       gone.push(entry);
     }
-    await Promise.all(gone.map((e) => rm(e.files.dir, { recursive: true, force: true }).catch((error: unknown) => this.logger.warn('cannot delete a released partition', { dir: e.files.dir, error }))));
+    await Promise.all(
+      gone.map((e) =>
+        rm(e.files.dir, { recursive: true, force: true }).catch((error: unknown) =>
+          this.logger.warn('cannot delete a released partition', { dir: e.files.dir, error }),
+        ),
+      ),
+    );
     // Counted once the files are gone, so a reader of the counters finds the disk in the same state.
     for (const e of gone) {
       this.released++;

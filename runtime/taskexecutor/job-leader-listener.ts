@@ -82,7 +82,8 @@ export class JobLeaderListener {
    */
   private applyLeaderChangePolicy(jobId: JobId, cause: string): void {
     for (const task of this.o.slotTable.tasksOfJob(jobId)) {
-      if (!isExecutionTerminal(task.state)) this.o.logger.info('cancelling a task of the former JobMaster leader', { task: task.tdd.taskName, attemptId: task.tdd.attemptId, cause });
+      if (!isExecutionTerminal(task.state))
+        this.o.logger.info('cancelling a task of the former JobMaster leader', { task: task.tdd.taskName, attemptId: task.tdd.attemptId, cause });
       this.o.cancel(task);
     }
   }
@@ -126,7 +127,10 @@ export class JobLeaderListener {
         .run(() => {
           if (this.o.jobTable.connection(connection.jobId) !== connection) return;
           // The JobMaster cannot be told: its tasks here stop, and it restarts them when it hears they did.
-          this.o.logger.warn('could not tell the JobMaster this TaskExecutor is leaving; releasing the job here', { jobId: connection.jobId, error: errorMessage(error) });
+          this.o.logger.warn('could not tell the JobMaster this TaskExecutor is leaving; releasing the job here', {
+            jobId: connection.jobId,
+            error: errorMessage(error),
+          });
           this.o.releaseJob(connection.jobId, `the TaskExecutor is leaving (${reason}) and its JobMaster could not be told`);
         })
         .catch(() => undefined),

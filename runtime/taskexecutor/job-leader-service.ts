@@ -109,9 +109,12 @@ export class JobLeaderService {
     });
     // Leader retrieval: the lease names the leader, so a new one is found as soon as it won — a dead
     // leader's heartbeats would only go quiet after 'heartbeat.timeout'.
-    this.leaseWatch = options.mainThread.every(() => {
-      for (const watch of this.watches.values()) if (watch.phase === 'registered') this.lookNow(watch);
-    }, Math.min(options.heartbeatIntervalMs, 1_000));
+    this.leaseWatch = options.mainThread.every(
+      () => {
+        for (const watch of this.watches.values()) if (watch.phase === 'registered') this.lookNow(watch);
+      },
+      Math.min(options.heartbeatIntervalMs, 1_000),
+    );
   }
 
   /**
@@ -123,7 +126,17 @@ export class JobLeaderService {
     if (this.stopped) return;
     let watch = this.watches.get(jobId);
     if (watch === undefined) {
-      watch = { jobId, phase: 'looking', leader: undefined, highestToken: -Infinity, session: 0, retryTimer: undefined, retrieving: false, lookAgain: false, failedRegistrations: 0 };
+      watch = {
+        jobId,
+        phase: 'looking',
+        leader: undefined,
+        highestToken: -Infinity,
+        session: 0,
+        retryTimer: undefined,
+        retrieving: false,
+        lookAgain: false,
+        failedRegistrations: 0,
+      };
       this.watches.set(jobId, watch);
       this.logger.info('watching the JobMaster leader of a job', { jobId });
     }
@@ -187,13 +200,20 @@ export class JobLeaderService {
   /** Registers at `candidate` when it is the job's leader as far as we know; a stale one is ignored. */
   private consider(watch: Watch, candidate: JobLeader, source: string): void {
     if (candidate.token < watch.highestToken) {
-      this.logger.debug('ignoring a JobMaster leader older than one already seen', { jobId: watch.jobId, source, address: candidate.address, fencingToken: candidate.token, highestToken: watch.highestToken });
+      this.logger.debug('ignoring a JobMaster leader older than one already seen', {
+        jobId: watch.jobId,
+        source,
+        address: candidate.address,
+        fencingToken: candidate.token,
+        highestToken: watch.highestToken,
+      });
       return;
     }
     const current = watch.leader;
     if (watch.phase !== 'looking' && current !== undefined) {
       if (candidate.token <= current.token) return;
-      if (watch.phase === 'registered') this.lose(watch, `JobMaster leadership moved to ${candidate.address} (token ${candidate.token}), found through ${source}`);
+      if (watch.phase === 'registered')
+        this.lose(watch, `JobMaster leadership moved to ${candidate.address} (token ${candidate.token}), found through ${source}`);
     }
     this.register(watch, candidate, source);
   }
@@ -206,7 +226,10 @@ export class JobLeaderService {
     watch.retryTimer = undefined;
     const session = ++watch.session;
     const { jobId } = watch;
-    const gateway = this.options.rpc.connect<JobMasterGateway>(leader.address, EndpointName.JOB_MASTER, { fencingToken: leader.token, notIdempotent: JOB_MASTER_NOT_IDEMPOTENT });
+    const gateway = this.options.rpc.connect<JobMasterGateway>(leader.address, EndpointName.JOB_MASTER, {
+      fencingToken: leader.token,
+      notIdempotent: JOB_MASTER_NOT_IDEMPOTENT,
+    });
     this.logger.info('registering at the JobMaster', { jobId, address: leader.address, fencingToken: leader.token, source });
     let registration: Promise<{ readonly jobMasterResourceId: ResourceId }>;
     try {
@@ -229,11 +252,22 @@ export class JobLeaderService {
         (error: unknown) =>
           this.options.mainThread.run(() => {
             if (!current()) return;
-            this.logger.warn('registration at the JobMaster failed; looking for the leader again', { jobId, address: leader.address, fencingToken: leader.token, error: errorMessage(error) });
+            this.logger.warn('registration at the JobMaster failed; looking for the leader again', {
+              jobId,
+              address: leader.address,
+              fencingToken: leader.token,
+              error: errorMessage(error),
+            });
             watch.phase = 'looking';
             watch.leader = undefined;
             // 20, 40, 80 … ms up to the retry interval: a JobMaster that is starting answers soon.
-            const policy = { initialIntervalMs: FIRST_REGISTRATION_RETRY_MS, backoffCoefficient: 2, maximumIntervalMs: this.options.retryIntervalMs, jitter: 0, maximumAttempts: Infinity };
+            const policy = {
+              initialIntervalMs: FIRST_REGISTRATION_RETRY_MS,
+              backoffCoefficient: 2,
+              maximumIntervalMs: this.options.retryIntervalMs,
+              jitter: 0,
+              maximumAttempts: Infinity,
+            };
             const delayMs = retryDelayMs(policy, watch.failedRegistrations + 1);
             watch.failedRegistrations++;
             this.lookLater(watch, delayMs);

@@ -136,7 +136,9 @@ export class JobTable {
   connect(jobId: JobId, connection: JobMasterConnection): void {
     const job = this.getOrCreate(jobId) as MutableJob;
     if (job.connection !== undefined && job.connection !== connection) {
-      throw new Error(`${this.owner}: job ${jobId} is still connected to ${job.connection.address} (token ${job.connection.token}); disconnect it before connecting to ${connection.address} (token ${connection.token})`);
+      throw new Error(
+        `${this.owner}: job ${jobId} is still connected to ${job.connection.address} (token ${job.connection.token}); disconnect it before connecting to ${connection.address} (token ${connection.token})`,
+      );
     }
     job.connection = connection;
     job.reconnectDeadline?.cancel();

@@ -33,10 +33,14 @@ export class LibraryCache {
       const store = credentials !== undefined && this.blobStore.withCredentials !== undefined ? this.blobStore.withCredentials(credentials) : this.blobStore;
       cached = store.get(key).then((code) => {
         // Neither recurs less on a retry: the JobMaster fails the job at once (LIBRARY_MISSING, LIBRARY_MISMATCH).
-        if (code === undefined) throw new FloeError('LIBRARY_MISSING', `library ${sha256} is not in the blob store (key ${key}); resubmit the job with its library`);
+        if (code === undefined)
+          throw new FloeError('LIBRARY_MISSING', `library ${sha256} is not in the blob store (key ${key}); resubmit the job with its library`);
         const actual = sha256Hex(code);
         if (actual !== sha256) {
-          throw new FloeError('LIBRARY_MISMATCH', `the object stored as library ${sha256} (key ${key}) has sha256 ${actual}: other bytes were put there after the job was submitted; upload the library again through POST /artifacts and resubmit the job`);
+          throw new FloeError(
+            'LIBRARY_MISMATCH',
+            `the object stored as library ${sha256} (key ${key}) has sha256 ${actual}: other bytes were put there after the job was submitted; upload the library again through POST /artifacts and resubmit the job`,
+          );
         }
         return code;
       });

@@ -29,7 +29,8 @@ export interface PartitionWorker {
  * (files), and the job it belongs to: a data connection serves only the partitions of the job it
  * authenticated for.
  */
-type PartitionHolder<W> = { readonly kind: 'pipelined'; readonly jobId: JobId; readonly slotIndex: number; readonly worker: W } | { readonly kind: 'blocking'; readonly jobId: JobId };
+type PartitionHolder<W> =
+  { readonly kind: 'pipelined'; readonly jobId: JobId; readonly slotIndex: number; readonly worker: W } | { readonly kind: 'blocking'; readonly jobId: JobId };
 
 export type ChannelRequest = Extract<WorkerToMain, { type: 'request-channel' }>;
 
@@ -131,7 +132,10 @@ export class PartitionService<W extends PartitionWorker> {
 
   /** Drops the blocking partitions of an attempt that did not finish: no consumer may read them. */
   dropUnfinishedAttempt(attemptId: ExecutionAttemptId, reason: string): Promise<void> {
-    const ids = this.blocking.list().filter((p) => p.producerAttemptId === attemptId).map((p) => p.partitionId);
+    const ids = this.blocking
+      .list()
+      .filter((p) => p.producerAttemptId === attemptId)
+      .map((p) => p.partitionId);
     if (ids.length === 0) return Promise.resolve();
     for (const id of ids) this.registry.remove(id);
     return this.blocking.release(ids, reason).then(() => undefined);
@@ -198,7 +202,12 @@ export class PartitionService<W extends PartitionWorker> {
     this.registry.waitFor(partitionId).then((location) => {
       if (!consumer.isAlive) return;
       if (location.jobId !== jobId) {
-        fail(new FloeError('PARTITION_NOT_FOUND', `partition ${partitionId} on ${this.options.resourceId} belongs to job ${location.jobId}, not to job ${jobId} whose task asked for it; a task reads only its own job's partitions`));
+        fail(
+          new FloeError(
+            'PARTITION_NOT_FOUND',
+            `partition ${partitionId} on ${this.options.resourceId} belongs to job ${location.jobId}, not to job ${jobId} whose task asked for it; a task reads only its own job's partitions`,
+          ),
+        );
         return;
       }
       if (location.kind === 'blocking') {
@@ -223,14 +232,18 @@ export class PartitionService<W extends PartitionWorker> {
     const location = await this.registry.waitFor(partitionId);
     if (location.jobId !== jobId) {
       this.options.logger.warn('data server: refused a partition of another job', { partitionId, askedForJob: jobId });
-      throw new FloeError('PARTITION_NOT_FOUND', `partition ${partitionId} is not a partition of job ${jobId}; a data connection reads only the partitions of the job it authenticated for`);
+      throw new FloeError(
+        'PARTITION_NOT_FOUND',
+        `partition ${partitionId} is not a partition of job ${jobId}; a data connection reads only the partitions of the job it authenticated for`,
+      );
     }
     if (location.kind === 'blocking') {
       const [producerEnd, serverEnd] = createLocalPortPair();
       this.blocking.serve(partitionId, subpartitionIndex, producerEnd);
       return serverEnd;
     }
-    if (!location.worker.isAlive) throw new FloeError('PARTITION_NOT_FOUND', `partition ${partitionId} was lost with its worker thread on ${this.options.resourceId}`, { retryable: true });
+    if (!location.worker.isAlive)
+      throw new FloeError('PARTITION_NOT_FOUND', `partition ${partitionId} was lost with its worker thread on ${this.options.resourceId}`, { retryable: true });
     const { port1, port2 } = new MessageChannel();
     location.worker.post({ type: 'attach-producer', partitionId, subpartitionIndex, port: port1 }, [port1]);
     return wrapMessagePort(port2);

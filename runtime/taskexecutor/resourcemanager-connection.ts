@@ -177,7 +177,9 @@ export class ResourceManagerConnection {
   sendSlotReport(): void {
     const c = this.connection;
     if (c?.registered !== true) return;
-    c.gateway.sendSlotReport(this.options.resourceId, this.options.slotReport()).catch((e: unknown) => this.options.logger.warn('slot report failed', { error: errorMessage(e) }));
+    c.gateway
+      .sendSlotReport(this.options.resourceId, this.options.slotReport())
+      .catch((e: unknown) => this.options.logger.warn('slot report failed', { error: errorMessage(e) }));
   }
 
   /** Tells a registered ResourceManager that this TaskExecutor leaves; waits at most `waitMs`. */

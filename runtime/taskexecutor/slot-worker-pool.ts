@@ -208,7 +208,8 @@ export class SlotWorkerPool {
     const candidate = this.candidates[slotIndex];
     if (candidate?.worker !== worker || candidate.changes !== undefined) return;
     candidate.changes = changes;
-    if (changes.length > 0) this.options.logger.info('a freed slot worker thread is replaced: its job changed it', { slotIndex, threadId: worker.threadId, changes });
+    if (changes.length > 0)
+      this.options.logger.info('a freed slot worker thread is replaced: its job changed it', { slotIndex, threadId: worker.threadId, changes });
     // Wanted now: ensureWorker keeps it or starts a fresh one. Otherwise a changed one goes at once.
     if (candidate.wanted && this.workers[slotIndex] === undefined) this.ensureWorker(slotIndex);
     else if (changes.length > 0) {
@@ -222,7 +223,11 @@ export class SlotWorkerPool {
     const mode: SlotWorkerMode =
       this.options.slotMode === 'light'
         ? { kind: 'light' }
-        : { kind: 'worker-thread', entry: this.options.entry, ...(this.options.slotMemoryMiB !== undefined ? { maxOldGenerationSizeMb: this.options.slotMemoryMiB } : {}) };
+        : {
+            kind: 'worker-thread',
+            entry: this.options.entry,
+            ...(this.options.slotMemoryMiB !== undefined ? { maxOldGenerationSizeMb: this.options.slotMemoryMiB } : {}),
+          };
     const worker = new SlotWorker(
       mode,
       { slotIndex, resourceId: this.options.resourceId },

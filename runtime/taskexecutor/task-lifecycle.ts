@@ -51,7 +51,12 @@ export class TaskLifecycle {
     if (this.o.slotTable.task(descriptor.attemptId) !== undefined) return undefined;
     const task = this.o.slotTable.addTask(descriptor, connection);
     this.report(task, { attemptId: descriptor.attemptId, state: 'DEPLOYING' });
-    this.o.logger.info('task submitted', { task: descriptor.taskName, attemptId: descriptor.attemptId, slotIndex: task.slotIndex, fencingToken: jobMasterToken });
+    this.o.logger.info('task submitted', {
+      task: descriptor.taskName,
+      attemptId: descriptor.attemptId,
+      slotIndex: task.slotIndex,
+      fencingToken: jobMasterToken,
+    });
     return task;
   }
 
@@ -102,7 +107,9 @@ export class TaskLifecycle {
     }
     const slot = this.o.slotTable.slot(task.slotIndex);
     if (slot.allocationId !== task.tdd.allocationId) {
-      this.ended(task, 'FAILED', { error: toErrorInfo(new FloeError('SLOT_FREED', `slot ${slot.index} was freed before task ${task.tdd.taskName} could start`)) });
+      this.ended(task, 'FAILED', {
+        error: toErrorInfo(new FloeError('SLOT_FREED', `slot ${slot.index} was freed before task ${task.tdd.taskName} could start`)),
+      });
       return;
     }
     const worker = this.o.workers.ensureWorker(task.slotIndex);
@@ -134,11 +141,17 @@ export class TaskLifecycle {
     task.cancelTimer = this.o.mainThread.schedule(() => {
       if (isExecutionTerminal(task.state)) return;
       this.o.logger.warn('task did not stop after cancel; terminating its worker thread', { task: task.tdd.taskName, waitedMs: this.o.cancelTimeoutMs });
-      if (this.o.workers.workerOf(task.slotIndex) === worker) this.replaceWorker(task.slotIndex, `task ${task.tdd.taskName} did not stop within ${this.o.cancelTimeoutMs} ms of being cancelled`);
+      if (this.o.workers.workerOf(task.slotIndex) === worker)
+        this.replaceWorker(task.slotIndex, `task ${task.tdd.taskName} did not stop within ${this.o.cancelTimeoutMs} ms of being cancelled`);
     }, this.o.cancelTimeoutMs);
   }
 
-  onTaskState(worker: SlotWorker, attemptId: ExecutionAttemptId, state: TaskExecutionStateUpdate['state'], extra: { error?: ErrorInfo; result?: TaskResult }): void {
+  onTaskState(
+    worker: SlotWorker,
+    attemptId: ExecutionAttemptId,
+    state: TaskExecutionStateUpdate['state'],
+    extra: { error?: ErrorInfo; result?: TaskResult },
+  ): void {
     const task = this.o.slotTable.task(attemptId);
     if (task === undefined || task.worker !== worker) return;
     if (state === 'FINISHED' || state === 'FAILED' || state === 'CANCELED') this.ended(task, state, extra);
@@ -187,14 +200,18 @@ export class TaskLifecycle {
     const error =
       outOfMemory === undefined
         ? new FloeError('WORKER_EXITED', cause)
-        : new FloeError('OUT_OF_MEMORY', `${cause} running ${tasks.map((t) => t.tdd.taskName).join(', ') || 'no task'}: ${this.heapLimitText(outOfMemory.heapLimitMiB)}`, { retryable: true });
+        : new FloeError(
+            'OUT_OF_MEMORY',
+            `${cause} running ${tasks.map((t) => t.tdd.taskName).join(', ') || 'no task'}: ${this.heapLimitText(outOfMemory.heapLimitMiB)}`,
+            { retryable: true },
+          );
     for (const task of tasks) this.ended(task, 'FAILED', { error: toErrorInfo(error) });
   }
 
   /** A slot's heap limit, where it comes from, and how to raise it. */
   private heapLimitText(limitMiB: number | undefined): string {
     const profile = this.o.profile;
-    if (limitMiB === undefined) return 'the thread reached V8\'s own heap limit';
+    if (limitMiB === undefined) return "the thread reached V8's own heap limit";
     if (profile !== undefined) {
       return `its heap is limited to ${limitMiB} MiB, the memory of its slot sharing group's resource profile; ask for more with slotSharingGroup(name, { cpu, memoryMiB })`;
     }

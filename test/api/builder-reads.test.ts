@@ -64,7 +64,13 @@ describe('recordBuilderReads and replayBuilderReads', () => {
   it("answer host facts from the recording, not the task's host", () => {
     const build = () => [os.hostname(), os.homedir(), os.cpus().length, process.cwd()];
     const client = recordBuilderReads('job', build);
-    const elsewhere = { ...client.reads, 'os.hostname': ['client-laptop'], 'os.homedir': ['/home/client'], 'os.cpus': [[{}, {}, {}]], 'process.cwd': ['/home/client/jobs'] };
+    const elsewhere = {
+      ...client.reads,
+      'os.hostname': ['client-laptop'],
+      'os.homedir': ['/home/client'],
+      'os.cpus': [[{}, {}, {}]],
+      'process.cwd': ['/home/client/jobs'],
+    };
     expect(replayBuilderReads('job', elsewhere, build)).toEqual(['client-laptop', '/home/client', 3, '/home/client/jobs']);
   });
 
@@ -104,9 +110,11 @@ describe('recordBuilderReads and replayBuilderReads', () => {
     const random = Math.random;
     const env = process.env;
     const DateBefore = globalThis.Date;
-    expect(() => recordBuilderReads('job', () => {
-      throw new Error('builder failed');
-    })).toThrow('builder failed');
+    expect(() =>
+      recordBuilderReads('job', () => {
+        throw new Error('builder failed');
+      }),
+    ).toThrow('builder failed');
     expect(Math.random).toBe(random);
     expect(process.env).toBe(env);
     expect(globalThis.Date).toBe(DateBefore);
@@ -115,15 +123,21 @@ describe('recordBuilderReads and replayBuilderReads', () => {
   it('name a read the task makes that the client did not', () => {
     const client = recordBuilderReads('job', () => process.env['FLOE_TEST_A']);
     expect(() => replayBuilderReads('job', client.reads, () => process.env['FLOE_TEST_B'])).toThrow(BuilderReadMismatchError);
-    expect(() => replayBuilderReads('job', client.reads, () => process.env['FLOE_TEST_B'])).toThrow(/read environment variable FLOE_TEST_B in a task but not on the client/);
+    expect(() => replayBuilderReads('job', client.reads, () => process.env['FLOE_TEST_B'])).toThrow(
+      /read environment variable FLOE_TEST_B in a task but not on the client/,
+    );
     const once = recordBuilderReads('job', () => Math.random());
-    expect(() => replayBuilderReads('job', once.reads, () => [Math.random(), Math.random()])).toThrow(/read Math\.random\(\) in a task 2 times, on the client 1/);
+    expect(() => replayBuilderReads('job', once.reads, () => [Math.random(), Math.random()])).toThrow(
+      /read Math\.random\(\) in a task 2 times, on the client 1/,
+    );
   });
 
   it('refuse a builder that reads more than a job carries, naming the largest read', () => {
     const big = join(dir, 'big.txt');
     writeFileSync(big, 'x'.repeat(JOB_GRAPH_LIMITS.maxBuilderReadsBytes + 1));
     expect(() => recordBuilderReads('job', () => readFileSync(big, 'utf8'))).toThrow(InvalidJobDefinitionError);
-    expect(() => recordBuilderReads('job', () => readFileSync(big, 'utf8'))).toThrow(new RegExp(`most in readFileSync\\('${big.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}'\\)`));
+    expect(() => recordBuilderReads('job', () => readFileSync(big, 'utf8'))).toThrow(
+      new RegExp(`most in readFileSync\\('${big.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}'\\)`),
+    );
   });
 });

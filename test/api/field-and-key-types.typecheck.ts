@@ -50,11 +50,19 @@ export function fieldNames(env: StreamEnvironment): void {
   pairs.sum('1');
 
   // An array's type does not say what each index holds: any index of one that may hold numbers is a field.
-  const rows = env.fromCollection([['a', 1], ['b', 2]]).keyBy((row) => row[0]!);
+  const rows = env
+    .fromCollection([
+      ['a', 1],
+      ['b', 2],
+    ])
+    .keyBy((row) => row[0]!);
   rows.sum(1);
   rows.maxBy(0);
   // @ts-expect-error no index of an array of strings holds numbers
-  env.fromCollection([['a', 'b']]).keyBy((row) => row.length).sum(1);
+  env
+    .fromCollection([['a', 'b']])
+    .keyBy((row) => row.length)
+    .sum(1);
 
   const numbers = env.fromSequence(1, 10).keyBy((n) => n % 2);
   numbers.sum();

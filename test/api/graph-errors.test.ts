@@ -7,7 +7,14 @@ import { InvalidJobGraphError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
 
 const build = (job: JobDefinition) =>
-  buildJobGraph(job, { jobId: JobId.of('job-e'), args: [], exportName: 'default', library: { sha256: 'c'.repeat(64), sizeBytes: 1 }, defaultParallelism: 2, cwd: '/w' });
+  buildJobGraph(job, {
+    jobId: JobId.of('job-e'),
+    args: [],
+    exportName: 'default',
+    library: { sha256: 'c'.repeat(64), sizeBytes: 1 },
+    defaultParallelism: 2,
+    cwd: '/w',
+  });
 
 function refusal(job: JobDefinition): string {
   try {
@@ -25,9 +32,15 @@ describe('errors about a job graph built by the API', () => {
   it('name each collect sink of a job that has two', () => {
     const message = refusal(
       defineJob('two-collects', (env) => {
-        const s = env.fromSequence(1, 10).map((n) => n + 1).name('inc');
+        const s = env
+          .fromSequence(1, 10)
+          .map((n) => n + 1)
+          .name('inc');
         s.collect().name('left');
-        s.filter((n) => n > 2).name('big').collect().name('right');
+        s.filter((n) => n > 2)
+          .name('big')
+          .collect()
+          .name('right');
       }),
     );
     expect(message).toMatch(/2 collect sinks \('left', 'right'\), at most one is allowed .*union the streams first/);
@@ -38,7 +51,9 @@ describe('errors about a job graph built by the API', () => {
       defineJob('same-path', (env) => {
         const s = env.fromSequence(1, 10);
         s.writeAsText('/w/out').name('first');
-        s.map((n) => -n).writeAsText('out').name('second');
+        s.map((n) => -n)
+          .writeAsText('out')
+          .name('second');
       }),
     );
     expect(message).toMatch(/\('second'\): writes to '\/w\/out' like .*\('first'\); give each sink its own path/);

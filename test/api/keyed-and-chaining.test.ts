@@ -67,13 +67,24 @@ describe('keyed streams', () => {
     const job = defineJob('modes', (env) => {
       const bounded = env.fromSequence(1, 10);
       const endless = env.generate((i) => i % 7);
-      bounded.keyBy((n) => n % 2).reduce((a, b) => a + b).collect();
-      bounded.union(endless).keyBy((n) => n).sum().writeAsText('/sums');
-      env.generate((i) => i, { count: 5, ratePerSecond: 100 }).keyBy((n) => n).aggregate({
-        createAccumulator: () => 0,
-        add: (v: number, acc: number) => acc + v,
-        getResult: (acc: number) => acc,
-      }).writeAsText('/agg');
+      bounded
+        .keyBy((n) => n % 2)
+        .reduce((a, b) => a + b)
+        .collect();
+      bounded
+        .union(endless)
+        .keyBy((n) => n)
+        .sum()
+        .writeAsText('/sums');
+      env
+        .generate((i) => i, { count: 5, ratePerSecond: 100 })
+        .keyBy((n) => n)
+        .aggregate({
+          createAccumulator: () => 0,
+          add: (v: number, acc: number) => acc + v,
+          getResult: (acc: number) => acc,
+        })
+        .writeAsText('/agg');
     });
     const g = buildJobGraph(job, options());
     const keyed = g.vertices.flatMap((v) => v.operators).filter((o) => o.kind.startsWith('keyed.'));
@@ -102,8 +113,16 @@ describe('keyed streams', () => {
       }
     }
     const job = defineJob('avg', (env) => {
-      env.fromSequence(1, 4).keyBy((n) => n % 2).aggregate(new Average()).collect();
-      env.fromSequence(1, 4).keyBy((n) => `k${n % 2}`).sum(() => 1).writeAsText('/x');
+      env
+        .fromSequence(1, 4)
+        .keyBy((n) => n % 2)
+        .aggregate(new Average())
+        .collect();
+      env
+        .fromSequence(1, 4)
+        .keyBy((n) => `k${n % 2}`)
+        .sum(() => 1)
+        .writeAsText('/x');
     });
     const fns = resolveUserFunctions({ default: job }, { export: 'default', args: [] });
     expect((fns.get('op-2.createAccumulator') as () => unknown)()).toEqual({ sum: 0, n: 0 });
@@ -114,10 +133,53 @@ describe('keyed streams', () => {
   it('rejects misuse with messages that say what to do', () => {
     const cases: [JobDefinition, RegExp][] = [
       [defineJob('k', (env) => void env.fromSequence(1, 2).keyBy('x' as never)), /keyBy\(fn\) needs a function, found string/],
-      [defineJob('s', (env) => void env.fromSequence(1, 2).keyBy((n) => n).sum(-1 as never).collect()), /sum\(field\) needs a property name, a tuple index >= 0 or a selector/],
-      [defineJob('m', (env) => void env.fromSequence(1, 2).keyBy((n) => n).minBy(undefined as never).collect()), /minBy\(field\) needs a property name, a tuple index >= 0, found nothing/],
-      [defineJob('a', (env) => void env.fromSequence(1, 2).keyBy((n) => n).aggregate({ createAccumulator: () => 0 } as never).collect()), /aggregate\(\{ add \}\)\(fn\) needs a function/],
-      [defineJob('x', (env) => void env.fromSequence(1, 2).rebalance({ exchange: 'lazy' as never }).collect()), /rebalance\(\{ exchange \}\) must be 'pipelined' or 'blocking', found "lazy"/],
+      [
+        defineJob(
+          's',
+          (env) =>
+            void env
+              .fromSequence(1, 2)
+              .keyBy((n) => n)
+              .sum(-1 as never)
+              .collect(),
+        ),
+        /sum\(field\) needs a property name, a tuple index >= 0 or a selector/,
+      ],
+      [
+        defineJob(
+          'm',
+          (env) =>
+            void env
+              .fromSequence(1, 2)
+              .keyBy((n) => n)
+              .minBy(undefined as never)
+              .collect(),
+        ),
+        /minBy\(field\) needs a property name, a tuple index >= 0, found nothing/,
+      ],
+      [
+        defineJob(
+          'a',
+          (env) =>
+            void env
+              .fromSequence(1, 2)
+              .keyBy((n) => n)
+              .aggregate({ createAccumulator: () => 0 } as never)
+              .collect(),
+        ),
+        /aggregate\(\{ add \}\)\(fn\) needs a function/,
+      ],
+      [
+        defineJob(
+          'x',
+          (env) =>
+            void env
+              .fromSequence(1, 2)
+              .rebalance({ exchange: 'lazy' as never })
+              .collect(),
+        ),
+        /rebalance\(\{ exchange \}\) must be 'pipelined' or 'blocking', found "lazy"/,
+      ],
       [defineJob('d', (env) => void env.setDefaultExchange('eager' as never)), /setDefaultExchange\(mode\) needs 'pipelined' or 'blocking'/],
       [defineJob('g', (env) => void env.generate((i) => i, { count: 1.5 }).collect()), /generate\(fn, \{ count \}\) needs an integer >= 0, found 1.5/],
       [defineJob('r', (env) => void env.generate((i) => i, { ratePerSecond: 0 }).collect()), /ratePerSecond \}\) needs a finite number > 0, found 0/],
@@ -130,13 +192,36 @@ describe('keyed streams', () => {
 
   it('validation: a keyed operator must be fed by hash edges that route by its own key selector', () => {
     const g = buildJobGraph(wordcount, options());
-    const rebalanced = { ...g, edges: g.edges.map((e) => ({ id: e.id, source: e.source, target: e.target, distribution: e.distribution, partitioner: 'rebalance' as const, partitionType: e.partitionType })) };
-    expect(() => validateJobGraph(rebalanced)).toThrow(/starts with keyed operator 'sum' \(keyed.sum\), which must be fed by hash edges, found a 'rebalance' edge; use keyBy/);
+    const rebalanced = {
+      ...g,
+      edges: g.edges.map((e) => ({
+        id: e.id,
+        source: e.source,
+        target: e.target,
+        distribution: e.distribution,
+        partitioner: 'rebalance' as const,
+        partitionType: e.partitionType,
+      })),
+    };
+    expect(() => validateJobGraph(rebalanced)).toThrow(
+      /starts with keyed operator 'sum' \(keyed.sum\), which must be fed by hash edges, found a 'rebalance' edge; use keyBy/,
+    );
     const noSelector = { ...g, edges: g.edges.map(({ keySelector: _k, ...e }) => e) };
     expect(() => validateJobGraph(noSelector)).toThrow(/a hash edge needs a keySelector/);
     const otherSelector = { ...g, edges: g.edges.map((e) => ({ ...e, keySelector: { export: 'default', operatorId: 'op-2' } })) };
-    expect(() => validateJobGraph(otherSelector)).toThrow(/routes records by the function of 'flatMap' but 'sum' keys them by the key of 'sum'; both sides must use the same key selector/);
-    const buried = { ...g, vertices: [g.vertices[0]!, { ...g.vertices[1]!, operators: [{ kind: 'map' as const, id: 'm9', name: 'm9', fn: { export: 'default', operatorId: 'op-2' } }, ...g.vertices[1]!.operators] }] };
+    expect(() => validateJobGraph(otherSelector)).toThrow(
+      /routes records by the function of 'flatMap' but 'sum' keys them by the key of 'sum'; both sides must use the same key selector/,
+    );
+    const buried = {
+      ...g,
+      vertices: [
+        g.vertices[0]!,
+        {
+          ...g.vertices[1]!,
+          operators: [{ kind: 'map' as const, id: 'm9', name: 'm9', fn: { export: 'default', operatorId: 'op-2' } }, ...g.vertices[1]!.operators],
+        },
+      ],
+    };
     expect(() => validateJobGraph(buried)).toThrow(/a keyed operator \(keyed.sum\) must head its chain/);
     expect(() => validateJobGraph(g, ['other'])).toThrow(/operators\[0\] \('sum'\)\.key\.export 'default' is not exported by the library/);
   });
@@ -148,18 +233,38 @@ describe('union, broadcast and exchange modes', () => {
       const a = env.fromSequence(1, 5).name('a');
       const b = env.fromSequence(6, 9).name('b').setParallelism(3);
       const c = env.fromCollection([10]).name('c');
-      a.union(b, c).map((n) => n * 2).name('double').collect();
+      a.union(b, c)
+        .map((n) => n * 2)
+        .name('double')
+        .collect();
     });
     const g = buildJobGraph(job, options());
     expect(g.vertices.map((v) => v.name)).toEqual(['a', 'b', 'c', 'double -> collect']);
     // a has the same parallelism (forward); b and c do not (rebalance).
     expect(edgeSummary(g)).toEqual(['op-1->op-4 forward pipelined', 'op-2->op-4 rebalance pipelined', 'op-3->op-4 rebalance pipelined']);
-    expect(() => buildJobGraph(defineJob('bad', (env) => void env.fromSequence(1, 2).union(null as never).collect()), options())).toThrow(/union\(\.\.\.streams\) needs DataStreams, argument 1 is null/);
+    expect(() =>
+      buildJobGraph(
+        defineJob(
+          'bad',
+          (env) =>
+            void env
+              .fromSequence(1, 2)
+              .union(null as never)
+              .collect(),
+        ),
+        options(),
+      ),
+    ).toThrow(/union\(\.\.\.streams\) needs DataStreams, argument 1 is null/);
   });
 
   it('keyBy after a union hashes every member by the same selector', () => {
     const job = defineJob('uk', (env) => {
-      env.fromSequence(1, 5).union(env.fromSequence(6, 9)).keyBy((n) => n % 3).sum().collect();
+      env
+        .fromSequence(1, 5)
+        .union(env.fromSequence(6, 9))
+        .keyBy((n) => n % 3)
+        .sum()
+        .collect();
     });
     const g = buildJobGraph(job, options());
     expect(g.edges.map((e) => [e.partitioner, e.keySelector])).toEqual([
@@ -169,7 +274,15 @@ describe('union, broadcast and exchange modes', () => {
   });
 
   it('broadcasts over an all-to-all edge even between equal parallelism', () => {
-    const job = defineJob('b', (env) => void env.fromSequence(1, 5).broadcast().map((n) => n).collect());
+    const job = defineJob(
+      'b',
+      (env) =>
+        void env
+          .fromSequence(1, 5)
+          .broadcast()
+          .map((n) => n)
+          .collect(),
+    );
     const g = buildJobGraph(job, options());
     expect(edgeSummary(g)).toEqual(['op-1->op-2 broadcast pipelined']);
     expect(g.edges[0]!.distribution).toBe('all-to-all');
@@ -177,7 +290,12 @@ describe('union, broadcast and exchange modes', () => {
 
   it('makes all-to-all edges pipelined by default, blocking by env default or per edge; forward edges stay pipelined', () => {
     const build = (setup: (env: Parameters<JobDefinition['build']>[0]) => void): string[] =>
-      edgeSummary(buildJobGraph(defineJob('x', (env) => setup(env)), options()));
+      edgeSummary(
+        buildJobGraph(
+          defineJob('x', (env) => setup(env)),
+          options(),
+        ),
+      );
     const pipeline = (env: Parameters<JobDefinition['build']>[0], opt?: { exchange: 'blocking' | 'pipelined' }): void => {
       env
         .fromSequence(1, 9)
@@ -221,9 +339,16 @@ describe('operator chaining', () => {
   const linear = (tweak: (env: Parameters<JobDefinition['build']>[0]) => void = () => {}, mid?: 'startNewChain' | 'disableChaining'): JobDefinition =>
     defineJob('linear', (env) => {
       tweak(env);
-      const m = env.fromSequence(1, 9).map((n) => n + 1).name('m');
+      const m = env
+        .fromSequence(1, 9)
+        .map((n) => n + 1)
+        .name('m');
       if (mid !== undefined) m[mid]();
-      m.filter((n) => n > 2).name('f').map((n) => n * 2).name('g').collect();
+      m.filter((n) => n > 2)
+        .name('f')
+        .map((n) => n * 2)
+        .name('g')
+        .collect();
     });
 
   it('fuses forward neighbours with equal parallelism and slot sharing group into one vertex', () => {
@@ -233,7 +358,10 @@ describe('operator chaining', () => {
   });
 
   it('env.disableOperatorChaining() puts every operator in a vertex of its own', () => {
-    const g = buildJobGraph(linear((env) => env.disableOperatorChaining()), options());
+    const g = buildJobGraph(
+      linear((env) => env.disableOperatorChaining()),
+      options(),
+    );
     expect(g.vertices.map((v) => v.name)).toEqual(['fromSequence', 'm', 'f', 'g', 'collect']);
     expect(g.edges.every((e) => e.partitioner === 'forward')).toBe(true);
   });
@@ -246,11 +374,36 @@ describe('operator chaining', () => {
   it('does not chain across a parallelism change, a partitioner, a slot sharing group, a fan-out or a fan-in', () => {
     const job = defineJob('breaks', (env) => {
       const s = env.fromSequence(1, 9);
-      const p = s.map((n) => n).name('p3').setParallelism(3); // parallelism change
-      const r = p.rebalance().map((n) => n).name('r3').setParallelism(3); // explicit partitioner
-      const g = r.map((n) => n).name('grp').setParallelism(3).slotSharingGroup('other'); // group change
-      const a = g.map((n) => n).name('a').setParallelism(3).slotSharingGroup('other'); // chained to grp, then fans out:
-      a.map((n) => n).name('left').setParallelism(3).slotSharingGroup('other').union(a.map((n) => n).name('right').setParallelism(3).slotSharingGroup('other'))
+      const p = s
+        .map((n) => n)
+        .name('p3')
+        .setParallelism(3); // parallelism change
+      const r = p
+        .rebalance()
+        .map((n) => n)
+        .name('r3')
+        .setParallelism(3); // explicit partitioner
+      const g = r
+        .map((n) => n)
+        .name('grp')
+        .setParallelism(3)
+        .slotSharingGroup('other'); // group change
+      const a = g
+        .map((n) => n)
+        .name('a')
+        .setParallelism(3)
+        .slotSharingGroup('other'); // chained to grp, then fans out:
+      a.map((n) => n)
+        .name('left')
+        .setParallelism(3)
+        .slotSharingGroup('other')
+        .union(
+          a
+            .map((n) => n)
+            .name('right')
+            .setParallelism(3)
+            .slotSharingGroup('other'),
+        )
         .map((n) => n) // fan-in: two inputs
         .name('join')
         .setParallelism(3)
@@ -265,7 +418,15 @@ describe('operator chaining', () => {
   });
 
   it('gives a sink its own vertex with disableChaining()', () => {
-    const job = defineJob('sink', (env) => void env.fromSequence(1, 3).map((n) => n).collect().disableChaining());
+    const job = defineJob(
+      'sink',
+      (env) =>
+        void env
+          .fromSequence(1, 3)
+          .map((n) => n)
+          .collect()
+          .disableChaining(),
+    );
     expect(buildJobGraph(job, options()).vertices.map((v) => v.name)).toEqual(['fromSequence -> map', 'collect']);
   });
 });

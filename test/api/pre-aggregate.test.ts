@@ -11,18 +11,41 @@ import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
 import { combinerFor } from '../../runtime/protocol/task-deployment.js';
 
 const build = (job: ReturnType<typeof defineJob>): JobGraph =>
-  buildJobGraph(job, { jobId: JobId.of('job-pre'), args: [], exportName: 'default', library: { sha256: 'c'.repeat(64), sizeBytes: 1 }, defaultParallelism: 2, cwd: '/w' });
+  buildJobGraph(job, {
+    jobId: JobId.of('job-pre'),
+    args: [],
+    exportName: 'default',
+    library: { sha256: 'c'.repeat(64), sizeBytes: 1 },
+    defaultParallelism: 2,
+    cwd: '/w',
+  });
 
 const keyedOps = (g: JobGraph): OperatorSpec[] => g.vertices.flatMap((v) => v.operators).filter((o) => o.kind.startsWith('keyed.'));
 const count = { createAccumulator: () => 0, add: (_: number, n: number) => n + 1, getResult: (n: number) => n };
 
 const job = defineJob('modes', (env) => {
   const bounded = env.fromSequence(1, 100);
-  bounded.keyBy((n) => n % 10).sum().collect();
-  bounded.keyBy((n) => n % 3).reduce((a, b) => Math.max(a, b)).writeAsText('/max');
-  bounded.keyBy((n) => n % 2).aggregate({ ...count, merge: (a: number, b: number) => a + b }).writeAsText('/merged');
-  bounded.keyBy((n) => n % 2).aggregate(count).writeAsText('/unmerged');
-  env.generate((i) => i).keyBy((n) => n % 4).sum().writeAsText('/running');
+  bounded
+    .keyBy((n) => n % 10)
+    .sum()
+    .collect();
+  bounded
+    .keyBy((n) => n % 3)
+    .reduce((a, b) => Math.max(a, b))
+    .writeAsText('/max');
+  bounded
+    .keyBy((n) => n % 2)
+    .aggregate({ ...count, merge: (a: number, b: number) => a + b })
+    .writeAsText('/merged');
+  bounded
+    .keyBy((n) => n % 2)
+    .aggregate(count)
+    .writeAsText('/unmerged');
+  env
+    .generate((i) => i)
+    .keyBy((n) => n % 4)
+    .sum()
+    .writeAsText('/running');
 });
 
 describe('pre-aggregation in the JobGraph', () => {
@@ -57,7 +80,9 @@ describe('pre-aggregation in the JobGraph', () => {
       change(keyed[i]!);
       return copy as unknown as JobGraph;
     };
-    expect(() => validateJobGraph(withOp(4, (op) => (op['preAggregate'] = true)))).toThrow(/preAggregate needs emit 'final' \(bounded input\), found emit 'updates'/);
+    expect(() => validateJobGraph(withOp(4, (op) => (op['preAggregate'] = true)))).toThrow(
+      /preAggregate needs emit 'final' \(bounded input\), found emit 'updates'/,
+    );
     expect(() => validateJobGraph(withOp(3, (op) => (op['preAggregate'] = true)))).toThrow(/preAggregate on an aggregate needs its merge function, found none/);
     expect(() => parseJobGraph(withOp(0, (op) => (op['preAggregate'] = 'yes')))).toThrow(/preAggregate must be true or false, found "yes"/);
   });

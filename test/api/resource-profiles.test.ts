@@ -28,7 +28,10 @@ describe('resource profiles in the job API and the JobGraph', () => {
     const groups = new Set(g.vertices.map((v) => v.slotSharingGroup));
     expect(groups).toEqual(new Set(['default', 'heavy', 'light']));
     // A graph without profiles carries no field at all.
-    const plain = buildJobGraph(defineJob('plain', (env) => env.fromSequence(1, 3).collect()), options());
+    const plain = buildJobGraph(
+      defineJob('plain', (env) => env.fromSequence(1, 3).collect()),
+      options(),
+    );
     expect(plain).not.toHaveProperty('resourceProfiles');
   });
 
@@ -46,14 +49,25 @@ describe('resource profiles in the job API and the JobGraph', () => {
     expect(() => buildJobGraph(twice, options())).toThrow(/slot sharing group 'heavy' is declared with .*"cpu":2.* and with .*"cpu":4/);
     // The same profile twice, or the group named again without one, is fine.
     const same = defineJob('same', (env) => {
-      env.fromSequence(1, 3).map((n) => n).slotSharingGroup('heavy', { cpu: 2, memoryMiB: 4096 }).map((n) => n).slotSharingGroup('heavy').collect().slotSharingGroup('heavy', { cpu: 2, memoryMiB: 4096 });
+      env
+        .fromSequence(1, 3)
+        .map((n) => n)
+        .slotSharingGroup('heavy', { cpu: 2, memoryMiB: 4096 })
+        .map((n) => n)
+        .slotSharingGroup('heavy')
+        .collect()
+        .slotSharingGroup('heavy', { cpu: 2, memoryMiB: 4096 });
     });
     expect(buildJobGraph(same, options()).resourceProfiles).toEqual({ heavy: { cpu: 2, memoryMiB: 4096 } });
   });
 
   it('refuses a malformed profile in the API', () => {
     const bad = defineJob('bad', (env) => {
-      env.fromSequence(1, 3).map((n) => n).slotSharingGroup('heavy', { cpu: 0, memoryMiB: 4096 }).collect();
+      env
+        .fromSequence(1, 3)
+        .map((n) => n)
+        .slotSharingGroup('heavy', { cpu: 0, memoryMiB: 4096 })
+        .collect();
     });
     expect(() => buildJobGraph(bad, options())).toThrow(/slotSharingGroup\('heavy', profile\) needs \{ cpu/);
   });
@@ -65,11 +79,15 @@ describe('resource profiles in the job API and the JobGraph', () => {
     expect(() => validateJobGraph(parsed)).not.toThrow();
 
     const raw = (profiles: unknown): unknown => ({ ...JSON.parse(JSON.stringify(g)), resourceProfiles: profiles });
-    expect(problemsOf(() => parseJobGraph(raw({ heavy: { cpu: '2', memoryMiB: 4096 } })))).toEqual([`resourceProfiles["heavy"].cpu must be a finite number > 0, found "2"`]);
+    expect(problemsOf(() => parseJobGraph(raw({ heavy: { cpu: '2', memoryMiB: 4096 } })))).toEqual([
+      `resourceProfiles["heavy"].cpu must be a finite number > 0, found "2"`,
+    ]);
     expect(problemsOf(() => parseJobGraph(raw({ heavy: { cpu: 2, memoryMiB: 4096, gpu: 1 } }))).join()).toMatch(/unknown field\(s\) gpu/);
     expect(problemsOf(() => parseJobGraph(raw([])))).toEqual(['resourceProfiles must be an object, found an array']);
     const many = Object.fromEntries(Array.from({ length: JOB_GRAPH_LIMITS.maxResourceProfiles + 1 }, (_, i) => [`g${i}`, { cpu: 1, memoryMiB: 1024 }]));
-    expect(problemsOf(() => parseJobGraph(raw(many)))).toEqual([`resourceProfiles has ${JOB_GRAPH_LIMITS.maxResourceProfiles + 1} entries, the limit is ${JOB_GRAPH_LIMITS.maxResourceProfiles}`]);
+    expect(problemsOf(() => parseJobGraph(raw(many)))).toEqual([
+      `resourceProfiles has ${JOB_GRAPH_LIMITS.maxResourceProfiles + 1} entries, the limit is ${JOB_GRAPH_LIMITS.maxResourceProfiles}`,
+    ]);
 
     const withProfiles = (resourceProfiles: JobGraph['resourceProfiles']): JobGraph => ({ ...g, resourceProfiles });
     expect(problemsOf(() => validateJobGraph(withProfiles({ ...g.resourceProfiles, ghost: { cpu: 1, memoryMiB: 1024 } })))).toEqual([

@@ -61,7 +61,12 @@ describe('buildJobGraph', () => {
 
   it('uses rebalance when asked, even between equal parallelism', () => {
     const job = defineJob('rebalanced', (env) => {
-      env.setParallelism(3).fromSequence(1, 100).rebalance().map((n) => n * 2).collect();
+      env
+        .setParallelism(3)
+        .fromSequence(1, 100)
+        .rebalance()
+        .map((n) => n * 2)
+        .collect();
     });
     const g = buildJobGraph(job, options());
     expect(g.vertices.map((v) => `${v.name}/${v.parallelism}`)).toEqual(['fromSequence/3', 'map -> collect/3']);
@@ -122,7 +127,10 @@ describe('buildJobGraph', () => {
 
   it('runs a collection source with parallelism 1 and refuses more', () => {
     const job = defineJob('collection', (env) => {
-      env.fromCollection(['a', 'b']).map((s) => s.toUpperCase()).collect();
+      env
+        .fromCollection(['a', 'b'])
+        .map((s) => s.toUpperCase())
+        .collect();
     });
     const g = buildJobGraph(job, options({ defaultParallelism: 3 }));
     expect(g.vertices.map((v) => v.parallelism)).toEqual([1, 3]);
@@ -138,9 +146,30 @@ describe('buildJobGraph', () => {
 
   it('checks builder input and the result against the graph limits', () => {
     const cases: [JobDefinition, RegExp][] = [
-      [defineJob('p0', (env) => void env.fromSequence(1, 2).map((n) => n).setParallelism(0).collect()), /setParallelism\(n\) needs an integer >= 1, found 0/],
+      [
+        defineJob(
+          'p0',
+          (env) =>
+            void env
+              .fromSequence(1, 2)
+              .map((n) => n)
+              .setParallelism(0)
+              .collect(),
+        ),
+        /setParallelism\(n\) needs an integer >= 1, found 0/,
+      ],
       [defineJob('seq', (env) => void env.fromSequence(5, 1).collect()), /from <= to, found from=5, to=1/],
-      [defineJob('fn', (env) => void env.fromSequence(1, 2).map(undefined as never).collect()), /map\(fn\) needs a function, found undefined/],
+      [
+        defineJob(
+          'fn',
+          (env) =>
+            void env
+              .fromSequence(1, 2)
+              .map(undefined as never)
+              .collect(),
+        ),
+        /map\(fn\) needs a function, found undefined/,
+      ],
       [defineJob('path', (env) => void env.readTextFile('').collect()), /readTextFile\(path\) needs a non-empty file path/],
       [defineJob('max', (env) => void env.fromSequence(1, 2).collect({ maxRecords: -1 })), /maxRecords.*found -1/],
       [defineJob('async', (async (env: never) => void env) as never), /returned a promise/],

@@ -31,7 +31,9 @@ describe('writeAsText', () => {
   });
 
   it('refuses an unknown write mode, naming it', () => {
-    expect(() => buildJobGraph(copy, options(['in.txt', 'out', 'append']))).toThrow(/writeAsText\('out', \{ writeMode \}\) needs one of 'no-overwrite', 'overwrite', found "append"/);
+    expect(() => buildJobGraph(copy, options(['in.txt', 'out', 'append']))).toThrow(
+      /writeAsText\('out', \{ writeMode \}\) needs one of 'no-overwrite', 'overwrite', found "append"/,
+    );
   });
 
   it("resolves relative paths against the client's folder and normalises every path", () => {

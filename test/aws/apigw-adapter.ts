@@ -70,7 +70,6 @@ function lambdaContext(requestId: string, timeoutMs: number): Context {
   };
 }
 
-
 type GatewayAnswer = { readonly status: number; readonly message: string };
 
 /** API Gateway's path matching: `{name}` takes one segment, a trailing `{proxy+}` one or more. */
@@ -96,9 +95,14 @@ function routeKeyOf(method: string, path: string): { key: string; open: boolean 
   return { key: 'ANY /{proxy+}', open: false };
 }
 
-const AUTH_HEADER = /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([^/,\s]+)\/([^/,\s]+)\/aws4_request,\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})$/;
+const AUTH_HEADER =
+  /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([^/,\s]+)\/([^/,\s]+)\/aws4_request,\s*SignedHeaders=([a-z0-9;-]+),\s*Signature=([0-9a-f]{64})$/;
 const AMZ_DATE = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/;
-const amzDate = (ms: number): string => new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+const amzDate = (ms: number): string =>
+  new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
 const MISMATCH =
   'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.';
 
@@ -111,20 +115,27 @@ async function checkSignature(req: IncomingMessage, body: Buffer, iam: ApiGatewa
   if (authorization === undefined || authorization === '') return { status: 403, message: 'Forbidden' };
   const parsed = AUTH_HEADER.exec(authorization);
   if (parsed === null) {
-    return { status: 403, message: `Authorization header requires 'Credential' parameter. Authorization header requires 'Signature' parameter. Authorization header requires 'SignedHeaders' parameter. Authorization=${authorization}` };
+    return {
+      status: 403,
+      message: `Authorization header requires 'Credential' parameter. Authorization header requires 'Signature' parameter. Authorization header requires 'SignedHeaders' parameter. Authorization=${authorization}`,
+    };
   }
   const [, accessKeyId, , region, service, signedHeaderList, signature] = parsed as unknown as [string, string, string, string, string, string, string];
   if (accessKeyId !== iam.credentials.accessKeyId) return { status: 403, message: 'The security token included in the request is invalid.' };
   const date = req.headers['x-amz-date'];
   const when = typeof date === 'string' ? AMZ_DATE.exec(date) : null;
-  if (typeof date !== 'string' || when === null) return { status: 403, message: "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header." };
+  if (typeof date !== 'string' || when === null)
+    return { status: 403, message: "Authorization header requires existence of either a 'X-Amz-Date' or a 'Date' header." };
   const [, y, mo, d, h, mi, se] = when.map(Number) as [number, number, number, number, number, number, number];
   const signedAt = Date.UTC(y, mo - 1, d, h, mi, se);
   if (signedAt < nowMs - SIGNATURE_VALIDITY_MS) {
     return { status: 403, message: `Signature expired: ${date} is now earlier than ${amzDate(nowMs - SIGNATURE_VALIDITY_MS)} (${amzDate(nowMs)} - 5 min.)` };
   }
   if (signedAt > nowMs + SIGNATURE_VALIDITY_MS) {
-    return { status: 403, message: `Signature not yet current: ${date} is still later than ${amzDate(nowMs + SIGNATURE_VALIDITY_MS)} (${amzDate(nowMs)} + 5 min.)` };
+    return {
+      status: 403,
+      message: `Signature not yet current: ${date} is still later than ${amzDate(nowMs + SIGNATURE_VALIDITY_MS)} (${amzDate(nowMs)} + 5 min.)`,
+    };
   }
   // The gateway hashes the body it received, whatever hash the client claims.
   const claimedHash = req.headers['x-amz-content-sha256'];
@@ -195,8 +206,13 @@ export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options
         if (refusal !== undefined) return answer(res, refusal);
         authorizer = {
           iam: {
-            accessKey: options.iam.credentials.accessKeyId, accountId: '000000000000', callerId: 'AIDAFLOETEST', cognitoIdentity: null,
-            principalOrgId: null, userArn: options.iam.userArn ?? 'arn:aws:iam::000000000000:user/floe-test', userId: 'AIDAFLOETEST',
+            accessKey: options.iam.credentials.accessKeyId,
+            accountId: '000000000000',
+            callerId: 'AIDAFLOETEST',
+            cognitoIdentity: null,
+            principalOrgId: null,
+            userArn: options.iam.userArn ?? 'arn:aws:iam::000000000000:user/floe-test',
+            userId: 'AIDAFLOETEST',
           },
         };
       }
@@ -219,7 +235,13 @@ export async function startApiGatewayAdapter(handler: LambdaHttpHandler, options
           apiId: 'local',
           domainName: `127.0.0.1:${(server.address() as AddressInfo).port}`,
           domainPrefix: '127',
-          http: { method: req.method ?? 'GET', path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
+          http: {
+            method: req.method ?? 'GET',
+            path: url.pathname,
+            protocol: `HTTP/${req.httpVersion}`,
+            sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+            userAgent: headers['user-agent'] ?? '',
+          },
           requestId,
           routeKey: route.key,
           stage: '$default',

@@ -27,9 +27,16 @@ async function send(
 ): Promise<{ status: number; body: any }> {
   const base = { 'content-type': 'application/json' };
   const url = new URL(adapter.url + request.path);
-  const headers = signer === undefined ? base : await signer.sign({ method: request.method, url, headers: base, ...(request.body === undefined ? {} : { body: request.body }) });
+  const headers =
+    signer === undefined
+      ? base
+      : await signer.sign({ method: request.method, url, headers: base, ...(request.body === undefined ? {} : { body: request.body }) });
   const body = tamper.body ?? request.body;
-  const res = await fetch(adapter.url + (tamper.path ?? request.path), { method: request.method, headers: { ...headers, ...tamper.headers }, ...(body === undefined ? {} : { body }) });
+  const res = await fetch(adapter.url + (tamper.path ?? request.path), {
+    method: request.method,
+    headers: { ...headers, ...tamper.headers },
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await res.text();
   return { status: res.status, body: text === '' ? undefined : JSON.parse(text) };
 }
@@ -63,7 +70,9 @@ describe('API Gateway stand-in with IAM authorization', () => {
     const before = adapter.invocations;
     expect(await send(adapter, undefined, { method: 'GET', path: '/jobs' })).toEqual({ status: 403, body: { message: 'Forbidden' } });
     // A bearer secret is no signature either.
-    expect(await send(adapter, undefined, { method: 'GET', path: '/jobs' }, { headers: { authorization: `Bearer ${REST_SECRET}` } })).toMatchObject({ status: 403 });
+    expect(await send(adapter, undefined, { method: 'GET', path: '/jobs' }, { headers: { authorization: `Bearer ${REST_SECRET}` } })).toMatchObject({
+      status: 403,
+    });
     expect(adapter.invocations).toBe(before);
     expect(seen).toEqual([]);
   });
@@ -91,21 +100,39 @@ describe('API Gateway stand-in with IAM authorization', () => {
 
   it('refuses a signature more than 5 minutes old, or dated in the future', async () => {
     const before = adapter.invocations;
-    const old = await send(adapter, createSigV4Signer({ region: REGION, credentials: CREDENTIALS, now: () => Date.now() - 10 * 60_000 }), { method: 'GET', path: '/jobs' });
+    const old = await send(adapter, createSigV4Signer({ region: REGION, credentials: CREDENTIALS, now: () => Date.now() - 10 * 60_000 }), {
+      method: 'GET',
+      path: '/jobs',
+    });
     expect(old.status).toBe(403);
     expect(old.body.message).toMatch(/^Signature expired: \d{8}T\d{6}Z is now earlier than \d{8}T\d{6}Z \(\d{8}T\d{6}Z - 5 min\.\)$/);
-    const early = await send(adapter, createSigV4Signer({ region: REGION, credentials: CREDENTIALS, now: () => Date.now() + 10 * 60_000 }), { method: 'GET', path: '/jobs' });
+    const early = await send(adapter, createSigV4Signer({ region: REGION, credentials: CREDENTIALS, now: () => Date.now() + 10 * 60_000 }), {
+      method: 'GET',
+      path: '/jobs',
+    });
     expect(early.status).toBe(403);
     expect(early.body.message).toMatch(/^Signature not yet current/);
     expect(adapter.invocations).toBe(before);
   });
 
   it("serves the dashboard's page, files and login unsigned, as FloeCluster's open routes do, and nothing else", async () => {
-    for (const [method, path] of [['GET', '/'], ['GET', '/assets/app.js'], ['GET', '/login?code=x'], ['POST', '/login'], ['POST', '/logout']] as const) {
+    for (const [method, path] of [
+      ['GET', '/'],
+      ['GET', '/assets/app.js'],
+      ['GET', '/login?code=x'],
+      ['POST', '/login'],
+      ['POST', '/logout'],
+    ] as const) {
       expect((await send(adapter, undefined, { method, path })).status, `${method} ${path}`).toBe(200);
     }
     expect(seen.map((r) => r.authenticatedCaller)).toEqual([undefined, undefined, undefined, undefined, undefined]);
-    for (const [method, path] of [['PUT', '/login'], ['GET', '/assets'], ['GET', '/login-links'], ['POST', '/login-links'], ['GET', '/health']] as const) {
+    for (const [method, path] of [
+      ['PUT', '/login'],
+      ['GET', '/assets'],
+      ['GET', '/login-links'],
+      ['POST', '/login-links'],
+      ['GET', '/health'],
+    ] as const) {
       expect(await send(adapter, undefined, { method, path }), `${method} ${path}`).toEqual({ status: 403, body: { message: 'Forbidden' } });
     }
   });
@@ -217,10 +244,15 @@ describe('RestClient signing with credentials from the environment', () => {
   it('is refused by the API with the cluster secret instead of a signature, and says what the API takes', async () => {
     await setupDispatcher(iamFront, cleanups);
     const client = new RestClient({ baseUrl: adapter!.url, secret: REST_SECRET });
-    const error = await client.listJobs().then(() => undefined, (e: unknown) => e);
+    const error = await client.listJobs().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(UnexpectedResponseError);
     // API Gateway quotes the malformed authorization header; the secret in it is not repeated.
-    expect((error as Error).message).toMatch(/^GET \/jobs(\?limit=\d+)? was refused by the API \(HTTP 403: Authorization header requires 'Credential' parameter\..*Authorization=Bearer <secret>\); the API takes requests signed with IAM credentials/);
+    expect((error as Error).message).toMatch(
+      /^GET \/jobs(\?limit=\d+)? was refused by the API \(HTTP 403: Authorization header requires 'Credential' parameter\..*Authorization=Bearer <secret>\); the API takes requests signed with IAM credentials/,
+    );
     expect((error as Error).message).not.toContain(REST_SECRET);
     expect(adapter!.invocations).toBe(0);
   });

@@ -41,7 +41,13 @@ const front = (overrides: Record<string, string> = {}) => cluster.front(override
 async function submission(args: string[], parallelism: number, jobFile = 'e2e-words.ts'): Promise<{ jobGraph: unknown; library: string }> {
   const { code, sha256 } = await bundleJobFile(join(FIXTURES, jobFile));
   const definition = loadJobDefinition(await importLibrary(code, join(work, 'client-cache')), 'default');
-  const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+  const jobGraph = buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args,
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: parallelism,
+  });
   return { jobGraph, library: Buffer.from(code).toString('base64') };
 }
 
@@ -52,7 +58,11 @@ describe('Floe on the AWS backend (emulators)', () => {
     const lines = Array.from({ length: 5_000 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, w) => words[(i * 7 + w * 3) % words.length]).join(' '));
     const input = join(work, 'words.txt');
     writeFileSync(input, lines.join('\n') + '\n');
-    const reference = lines.flatMap((l) => l.split(/\s+/)).filter((w) => w.length >= 4).map((w) => w.toUpperCase()).sort();
+    const reference = lines
+      .flatMap((l) => l.split(/\s+/))
+      .filter((w) => w.length >= 4)
+      .map((w) => w.toUpperCase())
+      .sort();
 
     const s3 = createS3Client(emulators.awsConfig('s3'));
     try {
@@ -67,20 +77,33 @@ describe('Floe on the AWS backend (emulators)', () => {
       await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/part-9', Body: 'stale\n' }));
       await s3.send(new PutObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/_SUCCESS', Body: encodeManifest('an-earlier-job', ['part-9'], 1) }));
       const graph = body.jobGraph as JobGraph;
-      const overwriting = { ...graph, vertices: graph.vertices.map((v) => ({ ...v, operators: v.operators.map((op) => (op.kind === 'sink.textFile' ? { ...op, writeMode: 'overwrite' as const } : op)) })) };
+      const overwriting = {
+        ...graph,
+        vertices: graph.vertices.map((v) => ({
+          ...v,
+          operators: v.operators.map((op) => (op.kind === 'sink.textFile' ? { ...op, writeMode: 'overwrite' as const } : op)),
+        })),
+      };
       const submitted = await api('POST', '/jobs', { ...body, jobGraph: overwriting });
       expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
       const jobId: string = submitted.body.jobId;
-      const job = await waitFor(async () => {
-        const { body: b } = await api('GET', `/jobs/${jobId}`);
-        return ['FINISHED', 'FAILED', 'CANCELED'].includes(b.status) ? b : undefined;
-      }, `job ${jobId} to end`, 45_000, 200);
+      const job = await waitFor(
+        async () => {
+          const { body: b } = await api('GET', `/jobs/${jobId}`);
+          return ['FINISHED', 'FAILED', 'CANCELED'].includes(b.status) ? b : undefined;
+        },
+        `job ${jobId} to end`,
+        45_000,
+        200,
+      );
       expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
 
       const listed = await s3.send(new ListObjectsV2Command({ Bucket: emulators.bucket, Prefix: 'out/words/' }));
       const keys = (listed.Contents ?? []).map((o) => o.Key!).sort();
       expect(keys).toEqual(['out/words/_SUCCESS', 'out/words/part-0', 'out/words/part-1', 'out/words/part-2', 'out/words/part-3']);
-      const manifest = parseManifest(await (await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/_SUCCESS' }))).Body!.transformToString());
+      const manifest = parseManifest(
+        await (await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: 'out/words/_SUCCESS' }))).Body!.transformToString(),
+      );
       expect(manifest).toMatchObject({ jobId, files: ['part-0', 'part-1', 'part-2', 'part-3'] });
       const output: string[] = [];
       for (const key of keys.filter((k) => k !== 'out/words/_SUCCESS')) {
@@ -113,7 +136,9 @@ describe('Floe on the AWS backend (emulators)', () => {
       expect((await api('GET', `/jobs/${jobId}`)).body.status).toBe('FAILED');
       const { body } = await api('GET', `/jobs/${jobId}/exceptions`);
       expect(body.exceptions).toHaveLength(1);
-      expect(body.exceptions[0].message).toMatch(/the JobManager could not be started: ECS capacity never arrived for jobmanager worker jobmanager-.*RESOURCE:MEMORY/);
+      expect(body.exceptions[0].message).toMatch(
+        /the JobManager could not be started: ECS capacity never arrived for jobmanager worker jobmanager-.*RESOURCE:MEMORY/,
+      );
       expect(ecs.counters.runTaskCapacityFailures - before).toBeGreaterThanOrEqual(3);
     } finally {
       ecs.failCapacity('floe-jobmanager', null);
@@ -136,7 +161,10 @@ describe('Floe on the AWS backend (emulators)', () => {
       await put('corpus/2024/', '');
       await put('corpus/_SUCCESS', '{"committer":"floe","jobId":"not-input","files":[]}');
       const expected = new Map<string, number>();
-      for (const token of texts.join('\n').toLowerCase().split(/[^\p{L}\p{N}']+/u)) {
+      for (const token of texts
+        .join('\n')
+        .toLowerCase()
+        .split(/[^\p{L}\p{N}']+/u)) {
         const word = token.replace(/^'+|'+$/g, '');
         if (word !== '') expected.set(word, (expected.get(word) ?? 0) + 1);
       }
@@ -144,16 +172,30 @@ describe('Floe on the AWS backend (emulators)', () => {
         const out = `out/counts-p${parallelism}`;
         const body = await submission([`s3://${emulators.bucket}/corpus`, `s3://${emulators.bucket}/${out}`], parallelism, 'e2e-wordcount.ts');
         const graph = body.jobGraph as JobGraph;
-        expect(graph.vertices.map((v) => [v.name, v.parallelism])).toEqual([['readTextFile -> words', parallelism], ['count -> writeAsText', parallelism]]);
+        expect(graph.vertices.map((v) => [v.name, v.parallelism])).toEqual([
+          ['readTextFile -> words', parallelism],
+          ['count -> writeAsText', parallelism],
+        ]);
         // 16 KiB splits: every text object is cut many times, mostly inside a line.
-        const jobGraph = { ...graph, vertices: graph.vertices.map((v) => ({ ...v, operators: v.operators.map((op) => (op.kind === 'source.textFile' ? { ...op, splitSizeBytes: 16 * 1024 } : op)) })) };
+        const jobGraph = {
+          ...graph,
+          vertices: graph.vertices.map((v) => ({
+            ...v,
+            operators: v.operators.map((op) => (op.kind === 'source.textFile' ? { ...op, splitSizeBytes: 16 * 1024 } : op)),
+          })),
+        };
         const submitted = await api('POST', '/jobs', { ...body, jobGraph });
         expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
         const jobId: string = submitted.body.jobId;
-        const job = await waitFor(async () => {
-          const { body: b } = await api('GET', `/jobs/${jobId}`);
-          return ['FINISHED', 'FAILED', 'CANCELED'].includes(b.status) ? b : undefined;
-        }, `job ${jobId} to end`, 90_000, 200);
+        const job = await waitFor(
+          async () => {
+            const { body: b } = await api('GET', `/jobs/${jobId}`);
+            return ['FINISHED', 'FAILED', 'CANCELED'].includes(b.status) ? b : undefined;
+          },
+          `job ${jobId} to end`,
+          90_000,
+          200,
+        );
         expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
         const counts = await readCounts(s3, `${out}/`);
         expect(counts.size).toBe(expected.size);
@@ -168,13 +210,22 @@ describe('Floe on the AWS backend (emulators)', () => {
           Statement: [
             { Sid: 'ReadItsLibrary', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [`${bucketArn}/floe/libraries/${graph.library.sha256}.mjs`] },
             { Sid: 'ReadItsInputs', Effect: 'Allow', Action: ['s3:GetObject'], Resource: [`${bucketArn}/corpus`, `${bucketArn}/corpus/*`] },
-            { Sid: 'WriteItsStaging', Effect: 'Allow', Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], Resource: [`${bucketArn}/${out}/.floe-staging-${jobId}/*/part-*`] },
+            {
+              Sid: 'WriteItsStaging',
+              Effect: 'Allow',
+              Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'],
+              Resource: [`${bucketArn}/${out}/.floe-staging-${jobId}/*/part-*`],
+            },
           ],
         });
       }
       // A source prefix that holds nothing is refused at submission, naming it; nothing is started.
       const tasksBefore = ecs.taskSummaries().length;
-      const missing = await api('POST', '/jobs', await submission([`s3://${emulators.bucket}/no-such-corpus`, `s3://${emulators.bucket}/out/never`], 2, 'e2e-wordcount.ts'));
+      const missing = await api(
+        'POST',
+        '/jobs',
+        await submission([`s3://${emulators.bucket}/no-such-corpus`, `s3://${emulators.bucket}/out/never`], 2, 'e2e-wordcount.ts'),
+      );
       expect(missing.status).toBe(400);
       expect(missing.body.error.message).toContain(`text source 's3://${emulators.bucket}/no-such-corpus' names no objects`);
       expect(ecs.taskSummaries()).toHaveLength(tasksBefore);

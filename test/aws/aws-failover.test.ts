@@ -27,7 +27,9 @@ const handlerErrors: string[] = [];
 let closing = false;
 
 beforeAll(async () => {
-  cluster = await startAwsTestCluster({ config: { 'high-availability.lease.duration': 3_000, 'high-availability.lease.renew-interval': 500, 'heartbeat.timeout': 4_000 } });
+  cluster = await startAwsTestCluster({
+    config: { 'high-availability.lease.duration': 3_000, 'high-availability.lease.renew-interval': 500, 'heartbeat.timeout': 4_000 },
+  });
   // A Lambda sees no process exit: it hears of them through the events only.
   front = await cluster.front({}, { watchJobManagers: false });
   const handle = createTaskStateChangeHandler({ dispatcher: async () => front.dispatcher.dispatcher, logger: silentLogger });
@@ -49,7 +51,11 @@ async function submit(prefix: string, perWordMs: string): Promise<string> {
   const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'e2e-jm-failover.ts'));
   const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), 'default');
   const jobGraph = buildJobGraph(definition, {
-    jobId: JobId.random(), args: [input, `s3://${cluster.emulators.bucket}/${prefix}`, perWordMs], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2,
+    jobId: JobId.random(),
+    args: [input, `s3://${cluster.emulators.bucket}/${prefix}`, perWordMs],
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: 2,
   });
   const res = await front.api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
   expect(res.status, JSON.stringify(res.body)).toBe(202);
@@ -62,12 +68,19 @@ function countsIn(prefix: string): Promise<Map<string, number>> {
 
 const job = async (jobId: string) => (await front.api('GET', `/jobs/${jobId}`)).body;
 const ended = (jobId: string) =>
-  waitFor(async () => {
-    const j = await job(jobId);
-    return ['FINISHED', 'FAILED', 'CANCELED'].includes(j.status) ? j : undefined;
-  }, `job ${jobId} to end`, 180_000, 200);
+  waitFor(
+    async () => {
+      const j = await job(jobId);
+      return ['FINISHED', 'FAILED', 'CANCELED'].includes(j.status) ? j : undefined;
+    },
+    `job ${jobId} to end`,
+    180_000,
+    200,
+  );
 const runningJobManager = (jobId: string) =>
-  cluster.ecs.taskSummaries().find((t) => t.taskDefinition === 'floe-jobmanager' && t.lastStatus === 'RUNNING' && t.startedBy !== undefined && isJobManagerOf(t.startedBy, jobId));
+  cluster.ecs
+    .taskSummaries()
+    .find((t) => t.taskDefinition === 'floe-jobmanager' && t.lastStatus === 'RUNNING' && t.startedBy !== undefined && isJobManagerOf(t.startedBy, jobId));
 
 describe('JobManager failover on the AWS backend (emulators)', () => {
   it('kill -9 of the JobManager task: its stop event launches a successor that recovers the job, which FINISHES exact', async () => {
@@ -79,7 +92,14 @@ describe('JobManager failover on the AWS backend (emulators)', () => {
     const { exceptions } = (await front.api('GET', `/jobs/${jobId}/exceptions`)).body;
     expect(done.status, JSON.stringify(exceptions)).toBe('FINISHED');
     expect(await countsIn('out/killed')).toEqual(expected);
-    expect(exceptions).toEqual([expect.objectContaining({ message: expect.stringMatching(/^the JobManager process exited with code 137 \(ECS: .*\); a new JobManager recovers the job \(launch 2 of at most 4\)$/), recovered: true })]);
+    expect(exceptions).toEqual([
+      expect.objectContaining({
+        message: expect.stringMatching(
+          /^the JobManager process exited with code 137 \(ECS: .*\); a new JobManager recovers the job \(launch 2 of at most 4\)$/,
+        ),
+        recovered: true,
+      }),
+    ]);
     await waitFor(() => cluster.ecs.livePids().length === 0, 'every task to end', 30_000);
   }, 300_000);
 
@@ -92,11 +112,16 @@ describe('JobManager failover on the AWS backend (emulators)', () => {
     let resumedAt = 0;
     try {
       // The scheduled sweep, run more often than every minute.
-      await waitFor(async () => {
-        await front.dispatcher.dispatcher.reconcile();
-        const record = (await front.dispatcher.services.jobStore.get(JobId.of(jobId)))!;
-        return record.epoch > epochBefore && (await job(jobId)).tasks?.running > 0;
-      }, 'a successor to take over', 60_000, 500);
+      await waitFor(
+        async () => {
+          await front.dispatcher.dispatcher.reconcile();
+          const record = (await front.dispatcher.services.jobStore.get(JobId.of(jobId)))!;
+          return record.epoch > epochBefore && (await job(jobId)).tasks?.running > 0;
+        },
+        'a successor to take over',
+        60_000,
+        500,
+      );
       resumedAt = Date.now();
       process.kill(old.pid!, 'SIGCONT');
       await waitFor(() => !cluster.ecs.livePids().includes(old.pid!), 'the resumed JobManager to exit', 30_000);
@@ -111,9 +136,16 @@ describe('JobManager failover on the AWS backend (emulators)', () => {
     expect(done.status, JSON.stringify((await front.api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
     expect(await countsIn('out/split')).toEqual(expected);
     const log = readFileSync(join(cluster.work, 'logs', `${old.startedBy}-${old.arn.split('/').at(-1)!.slice(0, 8)}.log`), 'utf8');
-    const afterResume = log.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { t: string; msg: string }).filter((l) => Date.parse(l.t) >= resumedAt);
+    const afterResume = log
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { t: string; msg: string })
+      .filter((l) => Date.parse(l.t) >= resumedAt);
     expect(afterResume.filter((l) => /region deployed|output committed|job reached a terminal state|releasing partitions/.test(l.msg))).toEqual([]);
-    expect(afterResume.some((l) => /leadership revoked|stepping down|JobManager done/.test(l.msg)), JSON.stringify(afterResume.map((l) => l.msg))).toBe(true);
+    expect(
+      afterResume.some((l) => /leadership revoked|stepping down|JobManager done/.test(l.msg)),
+      JSON.stringify(afterResume.map((l) => l.msg)),
+    ).toBe(true);
     await waitFor(() => cluster.ecs.livePids().length === 0, 'every task to end', 30_000);
   }, 300_000);
 });

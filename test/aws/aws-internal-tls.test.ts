@@ -38,15 +38,26 @@ describe('internal TLS on the AWS backend (emulators)', () => {
 
     const { code, sha256 } = await bundleJobFile(join(import.meta.dirname, '../fixtures/jobs/e2e-wordcount.ts'));
     const definition = loadJobDefinition(await importLibrary(code, join(work, 'client-cache')), 'default');
-    const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args: [input, `s3://${emulators.bucket}/out/tls-counts`], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 4 });
+    const jobGraph = buildJobGraph(definition, {
+      jobId: JobId.random(),
+      args: [input, `s3://${emulators.bucket}/out/tls-counts`],
+      exportName: 'default',
+      library: { sha256, sizeBytes: code.length },
+      defaultParallelism: 4,
+    });
     expect(jobGraph.edges.map((e) => e.partitioner)).toEqual(['hash']);
     const submitted = await api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
     expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
     const jobId: string = submitted.body.jobId;
-    const job = await waitFor(async () => {
-      const { body } = await api('GET', `/jobs/${jobId}`);
-      return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-    }, `job ${jobId} to end`, 60_000, 200);
+    const job = await waitFor(
+      async () => {
+        const { body } = await api('GET', `/jobs/${jobId}`);
+        return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
+      },
+      `job ${jobId} to end`,
+      60_000,
+      200,
+    );
     expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
 
     const s3 = createS3Client(emulators.awsConfig('s3'));

@@ -29,7 +29,35 @@ afterAll(async () => {
 });
 
 /** CloudWatch's units for a metric (MetricDatum.Unit). */
-const UNITS = new Set(['Seconds', 'Microseconds', 'Milliseconds', 'Bytes', 'Kilobytes', 'Megabytes', 'Gigabytes', 'Terabytes', 'Bits', 'Kilobits', 'Megabits', 'Gigabits', 'Terabits', 'Percent', 'Count', 'Bytes/Second', 'Kilobytes/Second', 'Megabytes/Second', 'Gigabytes/Second', 'Terabytes/Second', 'Bits/Second', 'Kilobits/Second', 'Megabits/Second', 'Gigabits/Second', 'Terabits/Second', 'Count/Second', 'None']);
+const UNITS = new Set([
+  'Seconds',
+  'Microseconds',
+  'Milliseconds',
+  'Bytes',
+  'Kilobytes',
+  'Megabytes',
+  'Gigabytes',
+  'Terabytes',
+  'Bits',
+  'Kilobits',
+  'Megabits',
+  'Gigabits',
+  'Terabits',
+  'Percent',
+  'Count',
+  'Bytes/Second',
+  'Kilobytes/Second',
+  'Megabytes/Second',
+  'Gigabytes/Second',
+  'Terabytes/Second',
+  'Bits/Second',
+  'Kilobits/Second',
+  'Megabits/Second',
+  'Gigabits/Second',
+  'Terabits/Second',
+  'Count/Second',
+  'None',
+]);
 
 /**
  * The metrics CloudWatch extracts from a log line, by the EMF specification: a JSON object whose _aws
@@ -40,21 +68,32 @@ const UNITS = new Set(['Seconds', 'Microseconds', 'Milliseconds', 'Bytes', 'Kilo
 function extractEmf(line: string): { namespace: string; name: string; unit: string; value: number; dimensions: Record<string, string> }[] {
   const doc = JSON.parse(line) as Record<string, unknown> & { _aws?: { Timestamp?: unknown; CloudWatchMetrics?: unknown } };
   const aws = doc._aws;
-  if (aws === undefined || !Number.isSafeInteger(aws.Timestamp)) throw new Error(`_aws.Timestamp must be ms since the epoch, found ${JSON.stringify(aws?.Timestamp)}`);
+  if (aws === undefined || !Number.isSafeInteger(aws.Timestamp))
+    throw new Error(`_aws.Timestamp must be ms since the epoch, found ${JSON.stringify(aws?.Timestamp)}`);
   if (!Array.isArray(aws.CloudWatchMetrics) || aws.CloudWatchMetrics.length === 0) throw new Error('_aws.CloudWatchMetrics must be a non-empty array');
   const out: ReturnType<typeof extractEmf> = [];
   for (const d of aws.CloudWatchMetrics as { Namespace?: unknown; Dimensions?: unknown; Metrics?: unknown }[]) {
-    if (typeof d.Namespace !== 'string' || d.Namespace === '' || d.Namespace.startsWith('AWS/')) throw new Error(`Namespace must be a custom namespace, found ${JSON.stringify(d.Namespace)}`);
-    if (!Array.isArray(d.Dimensions) || !Array.isArray(d.Metrics) || d.Metrics.length === 0 || d.Metrics.length > 100) throw new Error('Dimensions must be an array and Metrics 1 to 100 entries');
+    if (typeof d.Namespace !== 'string' || d.Namespace === '' || d.Namespace.startsWith('AWS/'))
+      throw new Error(`Namespace must be a custom namespace, found ${JSON.stringify(d.Namespace)}`);
+    if (!Array.isArray(d.Dimensions) || !Array.isArray(d.Metrics) || d.Metrics.length === 0 || d.Metrics.length > 100)
+      throw new Error('Dimensions must be an array and Metrics 1 to 100 entries');
     for (const set of d.Dimensions as unknown[][]) {
       if (!Array.isArray(set) || set.length > 30) throw new Error(`a dimension set must hold at most 30 names, found ${JSON.stringify(set)}`);
-      for (const name of set) if (typeof name !== 'string' || typeof doc[name] !== 'string') throw new Error(`dimension ${JSON.stringify(name)} must name a top-level string member`);
+      for (const name of set)
+        if (typeof name !== 'string' || typeof doc[name] !== 'string') throw new Error(`dimension ${JSON.stringify(name)} must name a top-level string member`);
     }
     for (const m of d.Metrics as { Name?: unknown; Unit?: unknown }[]) {
-      if (typeof m.Name !== 'string' || typeof doc[m.Name] !== 'number') throw new Error(`metric ${JSON.stringify(m.Name)} must name a top-level number member`);
+      if (typeof m.Name !== 'string' || typeof doc[m.Name] !== 'number')
+        throw new Error(`metric ${JSON.stringify(m.Name)} must name a top-level number member`);
       if (m.Unit !== undefined && !UNITS.has(String(m.Unit))) throw new Error(`metric ${m.Name} has unit ${JSON.stringify(m.Unit)}, not one of CloudWatch's`);
       for (const set of d.Dimensions as string[][]) {
-        out.push({ namespace: d.Namespace, name: m.Name, unit: String(m.Unit ?? 'None'), value: doc[m.Name] as number, dimensions: Object.fromEntries(set.map((k) => [k, doc[k] as string])) });
+        out.push({
+          namespace: d.Namespace,
+          name: m.Name,
+          unit: String(m.Unit ?? 'None'),
+          value: doc[m.Name] as number,
+          dimensions: Object.fromEntries(set.map((k) => [k, doc[k] as string])),
+        });
       }
     }
   }
@@ -69,7 +108,12 @@ describe('per-job metrics in embedded metric format', () => {
   it("are written once per job by the function, from the JobManager's event, with the job's own figures", async () => {
     const clusterName = cluster.env['FLOE_ECS_CLUSTER']!;
     const jobId = await runToEnd(500);
-    const event = await waitFor(async () => delivered.find((e) => e['detail-type'] === JOB_ENDED_EVENT.detailType && (e.detail as { jobId?: string }).jobId === jobId), `the job-ended event of ${jobId}`, 15_000, 50);
+    const event = await waitFor(
+      async () => delivered.find((e) => e['detail-type'] === JOB_ENDED_EVENT.detailType && (e.detail as { jobId?: string }).jobId === jobId),
+      `the job-ended event of ${jobId}`,
+      15_000,
+      50,
+    );
     expect(event.source).toBe(JOB_ENDED_EVENT.source);
 
     // The deployed handler, as the bus's rule invokes it; what it writes on stdout is what CloudWatch parses.
@@ -89,7 +133,10 @@ describe('per-job metrics in embedded metric format', () => {
       if (clusterBefore === undefined) delete process.env['FLOE_ECS_CLUSTER'];
       else process.env['FLOE_ECS_CLUSTER'] = clusterBefore;
     }
-    const lines = written.join('').split('\n').filter((l) => l.includes('"_aws"'));
+    const lines = written
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"_aws"'));
     expect(lines).toHaveLength(1);
     const metrics = extractEmf(lines[0]!);
 
@@ -104,7 +151,12 @@ describe('per-job metrics in embedded metric format', () => {
       const got = Object.fromEntries(metrics.filter((m) => JSON.stringify(m.dimensions) === JSON.stringify(dimensions)).map((m) => [m.name, m.value]));
       expect(got, JSON.stringify(dimensions)).toEqual(want);
     }
-    expect(Object.fromEntries(metrics.map((m) => [m.name, m.unit]))).toEqual({ RecordsIn: 'Count', RecordsOut: 'Count', Restarts: 'Count', Duration: 'Milliseconds' });
+    expect(Object.fromEntries(metrics.map((m) => [m.name, m.unit]))).toEqual({
+      RecordsIn: 'Count',
+      RecordsOut: 'Count',
+      Restarts: 'Count',
+      Duration: 'Milliseconds',
+    });
     expect(new Set(metrics.map((m) => m.namespace))).toEqual(new Set(['Floe']));
     // The job id is in the line for Logs Insights, never a dimension (one metric per job would grow the bill).
     const doc = JSON.parse(lines[0]!) as Record<string, unknown>;
@@ -136,12 +188,20 @@ describe('per-job metrics in embedded metric format', () => {
     for (const tags of tagged) expect(Object.keys(tags).sort()).toEqual(['floe:cluster', 'floe:job', 'floe:role']);
   });
 
-  it('refuses an event whose detail is not a job\'s figures, so it is retried and kept, not written', async () => {
+  it("refuses an event whose detail is not a job's figures, so it is retried and kept, not written", async () => {
     const { createJobEndedHandler } = await import('../../functions/ecs-task-events.js');
     const written: string[] = [];
     const handle = createJobEndedHandler({ cluster: () => 'c', write: (l) => written.push(l) });
-    await expect(handle({ 'detail-type': JOB_ENDED_EVENT.detailType, source: JOB_ENDED_EVENT.source, detail: { jobId: 'j', jobName: 'n', status: 'FINISHED', durationMs: -1, recordsIn: 1, recordsOut: 1, restarts: 0 } } as never)).rejects.toThrow(/whole numbers >= 0, found .*"durationMs":-1/);
+    await expect(
+      handle({
+        'detail-type': JOB_ENDED_EVENT.detailType,
+        source: JOB_ENDED_EVENT.source,
+        detail: { jobId: 'j', jobName: 'n', status: 'FINISHED', durationMs: -1, recordsIn: 1, recordsOut: 1, restarts: 0 },
+      } as never),
+    ).rejects.toThrow(/whole numbers >= 0, found .*"durationMs":-1/);
     expect(written).toEqual([]);
-    expect(() => extractEmf(jobMetricsLine({ jobId: 'j', jobName: 'n', status: 'FAILED', durationMs: 5, recordsIn: 0, recordsOut: 0, restarts: 2 }, 'c', 1))).not.toThrow();
+    expect(() =>
+      extractEmf(jobMetricsLine({ jobId: 'j', jobName: 'n', status: 'FAILED', durationMs: 5, recordsIn: 0, recordsOut: 0, restarts: 2 }, 'c', 1)),
+    ).not.toThrow();
   });
 });

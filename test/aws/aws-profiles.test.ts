@@ -28,7 +28,13 @@ afterAll(async () => {
 async function submission(args: string[], parallelism: number): Promise<{ jobGraph: unknown; library: string }> {
   const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'e2e-profiles.ts'));
   const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), 'default');
-  const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+  const jobGraph = buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args,
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: parallelism,
+  });
   return { jobGraph, library: Buffer.from(code).toString('base64') };
 }
 
@@ -50,17 +56,26 @@ describe('resource profiles on the AWS backend (emulators)', () => {
     const lines = Array.from({ length: 2_000 }, (_, i) => Array.from({ length: 1 + (i % 5) }, (_, w) => words[(i * 5 + w * 3) % words.length]).join(' '));
     const input = join(work, 'profiled-words.txt');
     writeFileSync(input, lines.join('\n') + '\n');
-    const reference = lines.flatMap((l) => l.split(/\s+/)).filter((w) => w.length >= 4).map((w) => w.toUpperCase()).sort();
+    const reference = lines
+      .flatMap((l) => l.split(/\s+/))
+      .filter((w) => w.length >= 4)
+      .map((w) => w.toUpperCase())
+      .sort();
 
     // parse: 0.25 vCPU, 1024 MiB per slot → 0.5 vCPU, 2048 MiB; heavy: 1 vCPU, 3000 MiB per slot → 2 vCPUs,
     // 6000 MiB, rounded up to Fargate's 2048 / 6144.
     const submitted = await api('POST', '/jobs', await submission([input, `s3://${emulators.bucket}/out/profiled`, '1', '3000'], 2));
     expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
     const jobId: string = submitted.body.jobId;
-    const job = await waitFor(async () => {
-      const { body: b } = await api('GET', `/jobs/${jobId}`);
-      return ['FINISHED', 'FAILED', 'CANCELED'].includes(b.status) ? b : undefined;
-    }, `job ${jobId} to end`, 60_000, 200);
+    const job = await waitFor(
+      async () => {
+        const { body: b } = await api('GET', `/jobs/${jobId}`);
+        return ['FINISHED', 'FAILED', 'CANCELED'].includes(b.status) ? b : undefined;
+      },
+      `job ${jobId} to end`,
+      60_000,
+      200,
+    );
     expect(job.status, JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
 
     const s3 = createS3Client(emulators.awsConfig('s3'));
@@ -69,7 +84,12 @@ describe('resource profiles on the AWS backend (emulators)', () => {
       const parts = (listed.Contents ?? []).map((o) => o.Key!).filter((k) => !k.endsWith('_SUCCESS'));
       expect(parts.sort()).toEqual(['out/profiled/part-0', 'out/profiled/part-1']);
       const output: string[] = [];
-      for (const key of parts) output.push(...(await (await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: key }))).Body!.transformToString()).split('\n').filter((l) => l !== ''));
+      for (const key of parts)
+        output.push(
+          ...(await (await s3.send(new GetObjectCommand({ Bucket: emulators.bucket, Key: key }))).Body!.transformToString())
+            .split('\n')
+            .filter((l) => l !== ''),
+        );
       expect(output.sort()).toEqual(reference);
     } finally {
       s3.destroy();

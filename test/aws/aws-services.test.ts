@@ -66,7 +66,12 @@ describe('readAwsServicesSettings', () => {
 
   it('takes the region from AWS_REGION, one endpoint for both services, and per-service overrides', () => {
     const { [FloeEnv.AWS_REGION]: _, ...rest } = complete;
-    const s = readAwsServicesSettings({ ...rest, AWS_REGION: 'us-west-2', [FloeEnv.AWS_ENDPOINT]: 'http://127.0.0.1:4566', [FloeEnv.S3_ENDPOINT]: 'http://127.0.0.1:9000' });
+    const s = readAwsServicesSettings({
+      ...rest,
+      AWS_REGION: 'us-west-2',
+      [FloeEnv.AWS_ENDPOINT]: 'http://127.0.0.1:4566',
+      [FloeEnv.S3_ENDPOINT]: 'http://127.0.0.1:9000',
+    });
     expect(s).toMatchObject({ region: 'us-west-2', dynamoDbEndpoint: 'http://127.0.0.1:4566', s3Endpoint: 'http://127.0.0.1:9000' });
   });
 
@@ -79,7 +84,14 @@ describe('readAwsServicesSettings', () => {
     }
     expect(error).toBeInstanceOf(ConfigurationError);
     const message = (error as Error).message;
-    for (const name of ['FLOE_AWS_REGION (or AWS_REGION)', 'FLOE_LEASE_TABLE', 'FLOE_JOB_TABLE', 'FLOE_BUCKET', 'FLOE_AWS_ENDPOINT must be an http(s) URL', 'FLOE_LEASE_MAX_CLOCK_SKEW_MS']) {
+    for (const name of [
+      'FLOE_AWS_REGION (or AWS_REGION)',
+      'FLOE_LEASE_TABLE',
+      'FLOE_JOB_TABLE',
+      'FLOE_BUCKET',
+      'FLOE_AWS_ENDPOINT must be an http(s) URL',
+      'FLOE_LEASE_MAX_CLOCK_SKEW_MS',
+    ]) {
       expect(message).toContain(name);
     }
   });

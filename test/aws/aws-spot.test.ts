@@ -47,7 +47,11 @@ describe('Spot interruption of a busy TaskExecutor (ECS emulator)', () => {
     const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), 'default');
     // The count region reads the words through a blocking exchange and takes 2 ms per word.
     const jobGraph = buildJobGraph(definition, {
-      jobId: JobId.random(), args: [input, `s3://${cluster.emulators.bucket}/out/spot`, '2'], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2,
+      jobId: JobId.random(),
+      args: [input, `s3://${cluster.emulators.bucket}/out/spot`, '2'],
+      exportName: 'default',
+      library: { sha256, sizeBytes: code.length },
+      defaultParallelism: 2,
     });
     const submitted = await front.api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
     expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
@@ -55,23 +59,38 @@ describe('Spot interruption of a busy TaskExecutor (ECS emulator)', () => {
     const job = async () => (await front.api('GET', `/jobs/${jobId}`)).body;
 
     // Busy: running the job's count tasks, which read the finished blocking partitions of the words region.
-    const busy = await waitFor(async () => {
-      const j = await job();
-      if (['FINISHED', 'FAILED', 'CANCELED'].includes(j.status)) throw new Error(`the job ended ${j.status} before a TaskExecutor was seen counting: ${JSON.stringify((await front.api('GET', `/jobs/${jobId}/exceptions`)).body)}`);
-      const views = ((await front.api('GET', '/taskmanagers')).body.taskManagers ?? []) as TaskExecutorView[];
-      return views.find((te) => te.jobId === jobId && te.slots.some((s) => s.tasks.some((t) => t.name.includes('count') && t.state === 'RUNNING')));
-    }, 'a TaskExecutor running the count tasks', 90_000, 100);
+    const busy = await waitFor(
+      async () => {
+        const j = await job();
+        if (['FINISHED', 'FAILED', 'CANCELED'].includes(j.status))
+          throw new Error(
+            `the job ended ${j.status} before a TaskExecutor was seen counting: ${JSON.stringify((await front.api('GET', `/jobs/${jobId}/exceptions`)).body)}`,
+          );
+        const views = ((await front.api('GET', '/taskmanagers')).body.taskManagers ?? []) as TaskExecutorView[];
+        return views.find((te) => te.jobId === jobId && te.slots.some((s) => s.tasks.some((t) => t.name.includes('count') && t.state === 'RUNNING')));
+      },
+      'a TaskExecutor running the count tasks',
+      90_000,
+      100,
+    );
     const victim = cluster.ecs.taskSummaries().find((t) => t.startedBy === busy.resourceId && t.lastStatus === 'RUNNING');
     expect(victim, `no running ECS task for ${busy.resourceId}`).toBeDefined();
     const restartsBefore = (await job()).restarts ?? 0;
 
     const interrupted = cluster.ecs.interruptSpot(victim!.arn);
 
-    const done = await waitFor(async () => {
-      const j = await job();
-      return ['FINISHED', 'FAILED', 'CANCELED'].includes(j.status) ? j : undefined;
-    }, `job ${jobId} to end`, 180_000, 200);
-    const { exceptions } = (await front.api('GET', `/jobs/${jobId}/exceptions`)).body as { exceptions: { message: string; recovered?: boolean; platformCaused?: boolean; location?: string }[] };
+    const done = await waitFor(
+      async () => {
+        const j = await job();
+        return ['FINISHED', 'FAILED', 'CANCELED'].includes(j.status) ? j : undefined;
+      },
+      `job ${jobId} to end`,
+      180_000,
+      200,
+    );
+    const { exceptions } = (await front.api('GET', `/jobs/${jobId}/exceptions`)).body as {
+      exceptions: { message: string; recovered?: boolean; platformCaused?: boolean; location?: string }[];
+    };
     expect(done.status, JSON.stringify(exceptions)).toBe('FINISHED');
     expect(await countsIn('out/spot')).toEqual(expected);
     expect(done.restarts ?? 0).toBe(restartsBefore);
@@ -80,7 +99,11 @@ describe('Spot interruption of a busy TaskExecutor (ECS emulator)', () => {
     expect(exceptions[0]!.message).toContain(`TaskExecutor ${busy.resourceId} is leaving (SIGTERM)`);
     // It drained and exited by itself (0), well before the stop timeout's SIGKILL (137).
     expect(await interrupted).toBe(0);
-    expect(cluster.ecs.taskSummaries().find((t) => t.arn === victim!.arn)).toMatchObject({ lastStatus: 'STOPPED', exitCode: 0, stoppedReason: 'Your Spot Task was interrupted.' });
+    expect(cluster.ecs.taskSummaries().find((t) => t.arn === victim!.arn)).toMatchObject({
+      lastStatus: 'STOPPED',
+      exitCode: 0,
+      stoppedReason: 'Your Spot Task was interrupted.',
+    });
     await waitFor(() => cluster.ecs.livePids().length === 0, 'every task to end', 30_000);
   }, 300_000);
 });

@@ -31,20 +31,27 @@ let jobDataRole: Promise<string> | undefined;
  */
 export function awsTestJobDataRole(): Promise<string> {
   jobDataRole ??= import('./iam-check.js').then(({ synthesizeFloeTemplate }) => {
-    const resources = synthesizeFloeTemplate('000000000000', 'us-east-1')['Resources'] as Record<string, { Type: string; Properties?: { ContainerDefinitions?: { Environment?: { Name: string; Value: unknown }[] }[] } }>;
+    const resources = synthesizeFloeTemplate('000000000000', 'us-east-1')['Resources'] as Record<
+      string,
+      { Type: string; Properties?: { ContainerDefinitions?: { Environment?: { Name: string; Value: unknown }[] }[] } }
+    >;
     const named = Object.values(resources)
       .filter((r) => r.Type === 'AWS::ECS::TaskDefinition')
       .flatMap((r) => r.Properties?.ContainerDefinitions ?? [])
       .flatMap((c) => c.Environment ?? [])
       .find((e) => e.Name === 'FLOE_JOB_DATA_ROLE_ARN')?.Value as { 'Fn::GetAtt'?: [string, string] } | undefined;
     const id = named?.['Fn::GetAtt']?.[0];
-    if (id === undefined) throw new Error('the synthesized stack gives no JobManager FLOE_JOB_DATA_ROLE_ARN naming a role; the test cluster needs the job-data role');
+    if (id === undefined)
+      throw new Error('the synthesized stack gives no JobManager FLOE_JOB_DATA_ROLE_ARN naming a role; the test cluster needs the job-data role');
     return `arn:aws:iam::000000000000:role/${id}`;
   });
   return jobDataRole;
 }
 /** The only credentials the API Gateway stand-in accepts signatures from, as IAM would on a deployed cluster. */
-export const AWS_TEST_API_IAM = { region: 'us-east-1', credentials: { accessKeyId: 'AKIAFLOEE2ECALLER000', secretAccessKey: 'floe-e2e-caller-secret-access-key' } } as const;
+export const AWS_TEST_API_IAM = {
+  region: 'us-east-1',
+  credentials: { accessKeyId: 'AKIAFLOEE2ECALLER000', secretAccessKey: 'floe-e2e-caller-secret-access-key' },
+} as const;
 /** Signs as a caller granted execute-api:Invoke (FloeCluster.grantSubmit). */
 export const awsTestApiSigner = (): RequestSigner => createSigV4Signer(AWS_TEST_API_IAM);
 
@@ -53,7 +60,15 @@ async function bundleEntryPoints(outdir: string): Promise<void> {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   await build({
     entryPoints: Object.fromEntries(['jobmanager', 'taskexecutor', 'slot-worker'].map((n) => [n, join(root, 'runtime/entrypoints', `${n}.ts`)])),
-    outdir, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', splitting: true, sourcemap: 'inline', logLevel: 'warning',
+    outdir,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    splitting: true,
+    sourcemap: 'inline',
+    logLevel: 'warning',
   });
 }
 
@@ -101,10 +116,19 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
   const [emulators] = await Promise.all([startEmulators(), bundleEntryPoints(bundleDir)]);
   const tables = await createTables(emulators);
   let stoppedListener: ((event: EcsTaskStateChangeEvent) => void) | undefined;
-  const ecs = await EcsEmulator.start({ region: emulators.region, logDir: join(work, 'logs'), stopGraceMs: 2_000, onTaskStopped: (event) => stoppedListener?.(event) });
+  const ecs = await EcsEmulator.start({
+    region: emulators.region,
+    logDir: join(work, 'logs'),
+    stopGraceMs: 2_000,
+    onTaskStopped: (event) => stoppedListener?.(event),
+  });
   // What the task definitions give: credentials as a task role would, and to the JobManager only the
   // cluster secret, as ECS injects it from Secrets Manager (a TaskExecutor gets its own key at launch).
-  const taskEnv = { AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey, FLOE_LOG_LEVEL: 'info' };
+  const taskEnv = {
+    AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey,
+    FLOE_LOG_LEVEL: 'info',
+  };
   // Each process records its AWS calls under the role its task definition (or the function) has on AWS.
   const callLogDir = join(work, 'aws-calls');
   const callLog = (role: string): Record<string, string> => ({ [FloeEnv.AWS_CALL_LOG]: callLogDir, [FloeEnv.AWS_CALL_LOG_ROLE]: role });
@@ -113,12 +137,25 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
   const jobDataRoleArn = await awsTestJobDataRole();
   const sts = await StsEmulator.start({ roleArns: [jobDataRoleArn] });
   // As the stack's JobManager task definition: it knows the cluster's bus (the TaskExecutor's does not).
-  const jobManagerEnv = { ...taskEnv, FLOE_SECRET: AWS_TEST_SECRET, FLOE_EVENT_BUS: AWS_TEST_EVENT_BUS, FLOE_EVENTS_ENDPOINT: events.endpoint, FLOE_JOB_DATA_ROLE_ARN: jobDataRoleArn, FLOE_STS_ENDPOINT: sts.endpoint };
-  ecs.registerTaskDefinition('floe-jobmanager', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')], env: { ...jobManagerEnv, ...callLog('jobmanager') } });
+  const jobManagerEnv = {
+    ...taskEnv,
+    FLOE_SECRET: AWS_TEST_SECRET,
+    FLOE_EVENT_BUS: AWS_TEST_EVENT_BUS,
+    FLOE_EVENTS_ENDPOINT: events.endpoint,
+    FLOE_JOB_DATA_ROLE_ARN: jobDataRoleArn,
+    FLOE_STS_ENDPOINT: sts.endpoint,
+  };
+  ecs.registerTaskDefinition('floe-jobmanager', {
+    command: [process.execPath, '--enable-source-maps', join(bundleDir, 'jobmanager.js')],
+    env: { ...jobManagerEnv, ...callLog('jobmanager') },
+  });
   // A TaskExecutor's own key reaches DynamoDB (which takes any alphanumeric key) but not S3, as its role on AWS has no
   // S3 access: its tasks reach S3 only with the credentials their JobManager vends for their job.
   const taskExecutorEnv = { ...taskEnv, AWS_ACCESS_KEY_ID: 'AKIATASKEXECUTORNOS3' };
-  ecs.registerTaskDefinition('floe-taskexecutor', { command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')], env: { ...taskExecutorEnv, ...callLog('taskexecutor') } });
+  ecs.registerTaskDefinition('floe-taskexecutor', {
+    command: [process.execPath, '--enable-source-maps', join(bundleDir, 'taskexecutor.js')],
+    env: { ...taskExecutorEnv, ...callLog('taskexecutor') },
+  });
   const env: Record<string, string> = {
     // The stack's blob prefix, so the calls land where its roles' grants point.
     ...awsServicesEnv(emulators, tables, { blobPrefix: BucketLayout.defaultPrefix }),
@@ -133,10 +170,15 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
     FLOE_ECS_POLL_INTERVAL_MS: '200',
     FLOE_CONFIG: configToEnv(
       loadConfig({
-        'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 5_000, 'slot.request.timeout': 30_000,
-        'high-availability.lease.duration': 6_000, 'high-availability.lease.renew-interval': 1_000,
+        'taskmanager.numberOfTaskSlots': 2,
+        'heartbeat.interval': 300,
+        'heartbeat.timeout': 5_000,
+        'slot.request.timeout': 30_000,
+        'high-availability.lease.duration': 6_000,
+        'high-availability.lease.renew-interval': 1_000,
         // No warm pool unless a test asks for one (aws-warm-pool.test.ts): the others check that a job leaves no task running.
-        'cluster.warm-pool.jobmanagers': 0, ...options.config,
+        'cluster.warm-pool.jobmanagers': 0,
+        ...options.config,
       }),
     ),
   };
@@ -153,13 +195,24 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
       const watch = frontOptions.watchJobManagers ?? true;
       // A Dispatcher that watches its JobManager tasks stands in for the task-stopped events; the function
       // never does, so its DescribeTasks calls are recorded apart (see WATCHING_API_ROLE).
-      const dispatcher = await startAwsDispatcher({ env: { ...env, ...overrides, ...(watch ? callLog(WATCHING_API_ROLE) : {}) }, logger: silentLogger, watchJobManagers: watch });
+      const dispatcher = await startAwsDispatcher({
+        env: { ...env, ...overrides, ...(watch ? callLog(WATCHING_API_ROLE) : {}) },
+        logger: silentLogger,
+        watchJobManagers: watch,
+      });
       // The API as FloeCluster deploys it: every API route takes IAM-signed requests only.
-      const adapter = await startApiGatewayAdapter(createHttpApiHandler({ router: async () => dispatcher.router, logger: silentLogger }), { iam: AWS_TEST_API_IAM });
+      const adapter = await startApiGatewayAdapter(createHttpApiHandler({ router: async () => dispatcher.router, logger: silentLogger }), {
+        iam: AWS_TEST_API_IAM,
+      });
       const signer = awsTestApiSigner();
       const api = async (method: string, path: string, body?: unknown) => {
         const text = body ? JSON.stringify(body) : undefined;
-        const headers = await signer.sign({ method, url: new URL(adapter.url + path), headers: text ? { 'content-type': 'application/json' } : {}, ...(text ? { body: text } : {}) });
+        const headers = await signer.sign({
+          method,
+          url: new URL(adapter.url + path),
+          headers: text ? { 'content-type': 'application/json' } : {},
+          ...(text ? { body: text } : {}),
+        });
         const res = await fetch(adapter.url + path, { method, headers, ...(text ? { body: text } : {}) });
         return { status: res.status, body: await res.json() };
       };
@@ -185,12 +238,23 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
       await sts.close();
       await emulators.stop();
       // Every process has stopped: the record is complete.
-      const ran = [...new Set(ecs.taskSummaries().filter((t) => t.pid !== undefined).map((t) => t.taskDefinition.replace(/^floe-/, '')))];
-      const iamProblems = options.checkIam === false ? '' : await iamProblemsOf(callLogDir, { tables, bucket: emulators.bucket, region: emulators.region }, ran);
+      const ran = [
+        ...new Set(
+          ecs
+            .taskSummaries()
+            .filter((t) => t.pid !== undefined)
+            .map((t) => t.taskDefinition.replace(/^floe-/, '')),
+        ),
+      ];
+      const iamProblems =
+        options.checkIam === false ? '' : await iamProblemsOf(callLogDir, { tables, bucket: emulators.bucket, region: emulators.region }, ran);
       if (options.keepLogs ?? process.env['FLOE_KEEP_TEST_LOGS'] === '1') process.stderr.write(`kept the ECS tasks' logs in ${join(work, 'logs')}\n`);
       else rmSync(work, { recursive: true, force: true });
       rmSync(bundleDir, { recursive: true, force: true });
-      if (iamProblems !== '') throw new Error(`AWS calls of this cluster that its IAM roles would not allow (grant them in cdk/lib/floe-cluster.ts, or acknowledge a needed wildcard there):\n${iamProblems}`);
+      if (iamProblems !== '')
+        throw new Error(
+          `AWS calls of this cluster that its IAM roles would not allow (grant them in cdk/lib/floe-cluster.ts, or acknowledge a needed wildcard there):\n${iamProblems}`,
+        );
       return leftovers;
     },
   };
@@ -200,7 +264,11 @@ export async function startAwsTestCluster(options: { config?: Record<string, unk
 const WATCHING_API_ROLE = 'api+watch';
 
 /** The IAM check of every call recorded in `dir`, against the stack synthesized for the emulators' names; '' when all pass. */
-async function iamProblemsOf(dir: string, names: { tables: { leaseTable: string; jobTable: string }; bucket: string; region: string }, rolesThatRan: readonly string[]): Promise<string> {
+async function iamProblemsOf(
+  dir: string,
+  names: { tables: { leaseTable: string; jobTable: string }; bucket: string; region: string },
+  rolesThatRan: readonly string[],
+): Promise<string> {
   const { checkCalls, formatFindings, iamModelFromTemplate, readCallLog, sessionsOf, synthesizeFloeTemplate } = await import('./iam-check.js');
   const calls = readCallLog(dir);
   if (calls.length === 0) return 'no AWS call was recorded: FLOE_AWS_CALL_LOG did not reach the processes';
@@ -208,10 +276,21 @@ async function iamProblemsOf(dir: string, names: { tables: { leaseTable: string;
   const silent = rolesThatRan.filter((role) => !calls.some((c) => c.role === role));
   if (silent.length > 0) return `no AWS call was recorded by the ${silent.join(' and ')} tasks that ran: FLOE_AWS_CALL_LOG did not reach them`;
   const world = {
-    account: '000000000000', region: names.region, tables: { lease: names.tables.leaseTable, job: names.tables.jobTable }, bucket: names.bucket,
-    cluster: 'floe-e2e', taskDefinitions: { jobmanager: 'floe-jobmanager', taskexecutor: 'floe-taskexecutor' }, eventBus: AWS_TEST_EVENT_BUS,
+    account: '000000000000',
+    region: names.region,
+    tables: { lease: names.tables.leaseTable, job: names.tables.jobTable },
+    bucket: names.bucket,
+    cluster: 'floe-e2e',
+    taskDefinitions: { jobmanager: 'floe-jobmanager', taskexecutor: 'floe-taskexecutor' },
+    eventBus: AWS_TEST_EVENT_BUS,
   };
-  const exemptions = [{ role: WATCHING_API_ROLE, action: 'ecs:DescribeTasks', why: 'it watches its JobManager tasks in place of the task-stopped events a deployed function gets' }];
+  const exemptions = [
+    {
+      role: WATCHING_API_ROLE,
+      action: 'ecs:DescribeTasks',
+      why: 'it watches its JobManager tasks in place of the task-stopped events a deployed function gets',
+    },
+  ];
   const model = iamModelFromTemplate(synthesizeFloeTemplate(world.account, world.region), world);
   return formatFindings(await checkCalls(calls, model, { exemptions, sessions: sessionsOf(calls, model) }));
 }

@@ -24,7 +24,9 @@ let cluster: AwsTestCluster;
 let front: AwsFront;
 
 beforeAll(async () => {
-  cluster = await startAwsTestCluster({ config: { 'cluster.warm-pool.jobmanagers': 1, 'cluster.warm-pool.taskmanagers': 2, 'cluster.warm-pool.idle-timeout': IDLE_TIMEOUT_MS } });
+  cluster = await startAwsTestCluster({
+    config: { 'cluster.warm-pool.jobmanagers': 1, 'cluster.warm-pool.taskmanagers': 2, 'cluster.warm-pool.idle-timeout': IDLE_TIMEOUT_MS },
+  });
   front = await cluster.front();
 }, 120_000);
 
@@ -36,17 +38,28 @@ afterAll(async () => {
 async function submit(via: AwsFront, file: string, exportName: string, args: string[], parallelism: number): Promise<string> {
   const { code, sha256 } = await bundleJobFile(join(FIXTURES, file));
   const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), exportName);
-  const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+  const jobGraph = buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args,
+    exportName,
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: parallelism,
+  });
   const submitted = await via.api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
   expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
   return submitted.body.jobId as string;
 }
 
 async function finished(via: AwsFront, jobId: string): Promise<{ jobId: string; records: unknown[] }> {
-  const job = await waitFor(async () => {
-    const { body } = await via.api('GET', `/jobs/${jobId}`);
-    return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-  }, `job ${jobId} to end`, 45_000, 50);
+  const job = await waitFor(
+    async () => {
+      const { body } = await via.api('GET', `/jobs/${jobId}`);
+      return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
+    },
+    `job ${jobId} to end`,
+    45_000,
+    50,
+  );
   expect(job.status, JSON.stringify((await via.api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
   const result = await via.api('GET', `/jobs/${jobId}/result`);
   return { jobId, records: result.body.records };
@@ -85,7 +98,12 @@ describe('the warm pool on the AWS backend (emulators)', () => {
       .filter((l) => l.includes('"leadership granted"'))
       .map((l) => JSON.parse(l) as { jobId: string; lease: string; token: number; given?: boolean });
     for (const jobId of warmJobs) {
-      expect(lines.filter((l) => l.jobId === jobId).map((l) => `${l.lease} ${l.token} ${l.given === true ? 'given' : 'won'}`).sort()).toEqual([`jm/${jobId} 1 given`, `rm/${jobId} 1 given`]);
+      expect(
+        lines
+          .filter((l) => l.jobId === jobId)
+          .map((l) => `${l.lease} ${l.token} ${l.given === true ? 'given' : 'won'}`)
+          .sort(),
+      ).toEqual([`jm/${jobId} 1 given`, `rm/${jobId} 1 given`]);
     }
 
     await waitFor(() => cluster.ecs.livePids().length === 0, 'every warm task to stop after the idle time', IDLE_TIMEOUT_MS + 30_000, 200);
@@ -114,7 +132,9 @@ describe('the warm pool on the AWS backend (emulators)', () => {
       // It ran in the JobManager that freed the capacity, which the Dispatcher found ready.
       expect(tasksOf('floe-jobmanager')).toHaveLength(jobManagerTasks);
       const said = cluster.events.events.filter((e) => e['detail-type'] === CAPACITY_FREED_EVENT.detailType);
-      expect(said.map((e) => ({ bus: e.bus, source: e.source, detail: e.detail }))).toEqual([{ bus: AWS_TEST_EVENT_BUS, source: CAPACITY_FREED_EVENT.source, detail: { jobId: slow } }]);
+      expect(said.map((e) => ({ bus: e.bus, source: e.source, detail: e.detail }))).toEqual([
+        { bus: AWS_TEST_EVENT_BUS, source: CAPACITY_FREED_EVENT.source, detail: { jobId: slow } },
+      ]);
       expect(handlerErrors).toEqual([]);
       // No job waits after this one: its end says nothing, and the pool still empties.
       await waitFor(() => cluster.ecs.livePids().length === 0, 'every warm task to stop after the idle time', IDLE_TIMEOUT_MS + 30_000, 200);

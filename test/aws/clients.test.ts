@@ -21,11 +21,21 @@ describe('AWS clients', () => {
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as { port: number };
     const clients = createDynamoDbClients({
-      region: 'us-east-1', endpoint: `http://127.0.0.1:${port}`, credentials: { accessKeyId: 'x', secretAccessKey: 'y' }, maxAttempts: 1, requestTimeoutMs: 300,
+      region: 'us-east-1',
+      endpoint: `http://127.0.0.1:${port}`,
+      credentials: { accessKeyId: 'x', secretAccessKey: 'y' },
+      maxAttempts: 1,
+      requestTimeoutMs: 300,
     });
     try {
       const call = clients.documentClient.send(new GetCommand({ TableName: 't', Key: { id: 'a' } }));
-      const outcome = await Promise.race([call.then(() => 'answered', (e: Error) => e), new Promise((resolve) => setTimeout(() => resolve('still waiting after 10 s'), 10_000))]);
+      const outcome = await Promise.race([
+        call.then(
+          () => 'answered',
+          (e: Error) => e,
+        ),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting after 10 s'), 10_000)),
+      ]);
       expect(outcome).toBeInstanceOf(Error);
       expect(sockets.size).toBeGreaterThan(0);
     } finally {

@@ -25,7 +25,10 @@ interface Event {
 class LogsStandIn {
   readonly events: Event[] = [];
   readonly requests: Record<string, unknown>[] = [];
-  private constructor(private readonly server: Server, readonly url: string) {}
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
 
   static async start(): Promise<LogsStandIn> {
     let self: LogsStandIn | undefined;
@@ -33,14 +36,27 @@ class LogsStandIn {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const input = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { logGroupName: string; filterPattern: string; startTime?: number; nextToken?: string };
+        const input = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          logGroupName: string;
+          filterPattern: string;
+          startTime?: number;
+          nextToken?: string;
+        };
         self!.requests.push({ target: req.headers['x-amz-target'], ...input });
         const job = /^\{ \$\.jobId = "([0-9a-f]+)" \}$/.exec(input.filterPattern)?.[1];
-        const matching = self!.events.filter((e) => (input.startTime === undefined || e.timestamp >= input.startTime) && (JSON.parse(e.message) as { jobId?: string }).jobId === job);
+        const matching = self!.events.filter(
+          (e) => (input.startTime === undefined || e.timestamp >= input.startTime) && (JSON.parse(e.message) as { jobId?: string }).jobId === job,
+        );
         const from = Number(input.nextToken ?? 0);
         const page = matching.slice(from, from + 2);
         res.writeHead(input.logGroupName === GROUP ? 200 : 400, { 'content-type': 'application/x-amz-json-1.1' });
-        res.end(JSON.stringify(input.logGroupName === GROUP ? { events: page, ...(from + 2 < matching.length ? { nextToken: String(from + 2) } : {}) } : { __type: 'ResourceNotFoundException', message: 'The specified log group does not exist.' }));
+        res.end(
+          JSON.stringify(
+            input.logGroupName === GROUP
+              ? { events: page, ...(from + 2 < matching.length ? { nextToken: String(from + 2) } : {}) }
+              : { __type: 'ResourceNotFoundException', message: 'The specified log group does not exist.' },
+          ),
+        );
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -83,7 +99,12 @@ describe('floe logs on a deployed cluster', () => {
   it("prints the job's lines from the task log group, every page, merged by time", async () => {
     let stdout = '';
     let stderr = '';
-    const io: CliIo = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: (t: string) => (stderr += t) }, env: { ...env(), FLOE_SECRET: 's' }, cwd: root };
+    const io: CliIo = {
+      stdout: { write: (t: string) => (stdout += t) },
+      stderr: { write: (t: string) => (stderr += t) },
+      env: { ...env(), FLOE_SECRET: 's' },
+      cwd: root,
+    };
     // The REST endpoint is not asked: the lines come from CloudWatch Logs.
     expect(await main(['--url', 'http://127.0.0.1:9/', 'logs', JOB], io)).toBe(0);
     expect(stderr).toBe('');

@@ -11,7 +11,10 @@ const ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:floe-cluster-A
 class SecretsManagerStandIn {
   readonly secrets = new Map<string, string>();
   readonly requests: { target: string | undefined; secretId: unknown }[] = [];
-  private constructor(private readonly server: Server, readonly url: string) {}
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
 
   static async start(): Promise<SecretsManagerStandIn> {
     let self: SecretsManagerStandIn | undefined;
@@ -34,7 +37,8 @@ class SecretsManagerStandIn {
       res.end(JSON.stringify(payload));
     };
     if (target !== 'secretsmanager.GetSecretValue') return reply(400, { __type: 'UnknownOperationException', message: `no ${target}` });
-    if (SecretId?.endsWith(':denied')) return reply(400, { __type: 'AccessDeniedException', message: `not authorized to perform secretsmanager:GetSecretValue on ${SecretId}` });
+    if (SecretId?.endsWith(':denied'))
+      return reply(400, { __type: 'AccessDeniedException', message: `not authorized to perform secretsmanager:GetSecretValue on ${SecretId}` });
     const value = this.secrets.get(SecretId ?? '');
     if (value === undefined) return reply(400, { __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." });
     reply(200, { ARN: SecretId, Name: 'floe-cluster', SecretString: value, VersionId: 'v1', VersionStages: ['AWSCURRENT'] });
@@ -89,7 +93,12 @@ describe('the cluster secret of the Dispatcher function', () => {
 
   it('fails saying what to check when the role may not read the secret, or it does not exist', async () => {
     const denied = resolveClusterSecret(deployed({ [FloeEnv.SECRET_ARN]: `${ARN}:denied` }));
-    await expect(denied).rejects.toThrow(/could not read the cluster secret .*:denied from Secrets Manager: .*not authorized.*check that the function's role may secretsmanager:GetSecretValue/);
-    await expect(resolveClusterSecret(deployed({ [FloeEnv.SECRET_ARN]: `${ARN}-gone` }))).rejects.toMatchObject({ code: 'SECRET_UNAVAILABLE', retryable: true });
+    await expect(denied).rejects.toThrow(
+      /could not read the cluster secret .*:denied from Secrets Manager: .*not authorized.*check that the function's role may secretsmanager:GetSecretValue/,
+    );
+    await expect(resolveClusterSecret(deployed({ [FloeEnv.SECRET_ARN]: `${ARN}-gone` }))).rejects.toMatchObject({
+      code: 'SECRET_UNAVAILABLE',
+      retryable: true,
+    });
   });
 });

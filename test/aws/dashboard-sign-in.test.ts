@@ -149,11 +149,17 @@ describe('dashboard sign-in on AWS', () => {
 
   it('refuses a code or cookie of the wrong shape without asking DynamoDB', async () => {
     // A table nothing answers for: any call to it fails.
-    const unreachable = createDynamoDbClients({ region: 'us-east-1', endpoint: 'http://127.0.0.1:9', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 });
+    const unreachable = createDynamoDbClients({
+      region: 'us-east-1',
+      endpoint: 'http://127.0.0.1:9',
+      credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+      maxAttempts: 1,
+    });
     try {
       const sessions = new DynamoDbDashboardSessions({ documentClient: unreachable.documentClient, tableName: 'nowhere' });
       const now = Date.now();
-      for (const wrong of ['', 'c2.short', `c2.${'a'.repeat(42)}!`, `c1.${'a'.repeat(43)}`, `c2.${'a'.repeat(44)}`]) expect(await sessions.redeemLoginCode(wrong, now)).toBe(false);
+      for (const wrong of ['', 'c2.short', `c2.${'a'.repeat(42)}!`, `c1.${'a'.repeat(43)}`, `c2.${'a'.repeat(44)}`])
+        expect(await sessions.redeemLoginCode(wrong, now)).toBe(false);
       for (const wrong of ['', 's2.short', `s2.${'a'.repeat(42)}!`, `s1.${'a'.repeat(43)}`]) expect(await sessions.verifySession(wrong, now)).toBe(false);
       // A well-formed one is looked up, and the failed lookup is an error naming the table, not a refusal.
       await expect(sessions.redeemLoginCode(`c2.${'a'.repeat(43)}`, now)).rejects.toThrow(/DynamoDB DeleteItem on table nowhere failed/);
@@ -241,7 +247,11 @@ describe('dashboard sign-in on AWS', () => {
 
   it('POST /login with the cluster secret is refused, and says how to sign in', async () => {
     for (const path of ['/login', '/ui/login']) {
-      const res = await browser(a, path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ secret: AWS_TEST_SECRET }) });
+      const res = await browser(a, path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ secret: AWS_TEST_SECRET }),
+      });
       expect(res.status, path).toBe(403);
       expect(res.headers.get('set-cookie')).toBeNull();
       expect(((await res.json()) as any).error.message).toMatch(/does not sign in with a secret; run 'floe dashboard --url <ApiUrl>'/);

@@ -42,10 +42,13 @@ describe('compareAndSet', () => {
   it('pauses between tries on a backoff policy', async () => {
     const at: number[] = [];
     const started = performance.now();
-    await compareAndSet({ maxAttempts: 3, contended, backoff: { ...CONTENDED_ITEM_BACKOFF, initialIntervalMs: 20, maximumIntervalMs: 20, jitter: 0 } }, async (n) => {
-      at.push(performance.now() - started);
-      return n < 3 ? LOST_RACE : 'done';
-    });
+    await compareAndSet(
+      { maxAttempts: 3, contended, backoff: { ...CONTENDED_ITEM_BACKOFF, initialIntervalMs: 20, maximumIntervalMs: 20, jitter: 0 } },
+      async (n) => {
+        at.push(performance.now() - started);
+        return n < 3 ? LOST_RACE : 'done';
+      },
+    );
     expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(15);
     expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(15);
   });
@@ -53,7 +56,12 @@ describe('compareAndSet', () => {
 
 describe('cancellationOf', () => {
   it('reads a cancelled transaction as its reasons in order, a conflict as none, and any other error as not a cancellation', () => {
-    const cancelled = cancellationOf(Object.assign(new Error('cancelled'), { name: 'TransactionCanceledException', CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed' }, {}] }));
+    const cancelled = cancellationOf(
+      Object.assign(new Error('cancelled'), {
+        name: 'TransactionCanceledException',
+        CancellationReasons: [{ Code: 'None' }, { Code: 'ConditionalCheckFailed' }, {}],
+      }),
+    );
     expect(cancelled).toBeInstanceOf(TransactionCancelled);
     expect(cancelled!.reasons).toEqual(['None', 'ConditionalCheckFailed', 'None']);
     expect(cancellationOf(Object.assign(new Error('conflict'), { name: 'TransactionConflictException' }))!.reasons).toEqual([]);

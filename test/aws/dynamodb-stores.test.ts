@@ -53,7 +53,13 @@ describe('DynamoDbJobStore taking the warm pool claim with the admission', () =>
   it('takes a free claim in the admission transaction; one held by another is left as it is, and the job is admitted without it', async () => {
     const clock = new ManualClock(Date.now());
     const leases = leaseStore(clock);
-    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, admissionScope: `claim-${Date.now().toString(36)}`, leaseStore: leases });
+    const store = new DynamoDbJobStore({
+      documentClient: clients.documentClient,
+      tableName: tables.jobTable,
+      clock,
+      admissionScope: `claim-${Date.now().toString(36)}`,
+      leaseStore: leases,
+    });
     const bounds = { maxJobManagers: 5, maxTaskExecutors: 5 };
     const name = `standby/claim/jobmanager-${Date.now().toString(36)}#1`;
     const submitted = async () => {
@@ -63,13 +69,19 @@ describe('DynamoDbJobStore taking the warm pool claim with the admission', () =>
     };
 
     const a = await submitted();
-    const first = await store.enqueueAndAdmit(a.jobId, bounds, { expected: a, takeLease: Promise.resolve({ name, holder: `job:${a.jobId}`, address: 'dispatcher', durationMs: 10_000 }) });
+    const first = await store.enqueueAndAdmit(a.jobId, bounds, {
+      expected: a,
+      takeLease: Promise.resolve({ name, holder: `job:${a.jobId}`, address: 'dispatcher', durationMs: 10_000 }),
+    });
     expect(first.admitted?.jobId).toBe(a.jobId);
     expect(first.leaseTaken).toBe(true);
     expect(await leases.get(name)).toMatchObject({ holder: `job:${a.jobId}`, epoch: 1, expiresAtMs: clock.now() + 10_000 });
 
     const b = await submitted();
-    const second = await store.enqueueAndAdmit(b.jobId, bounds, { expected: b, takeLease: { name, holder: `job:${b.jobId}`, address: 'dispatcher', durationMs: 10_000 } });
+    const second = await store.enqueueAndAdmit(b.jobId, bounds, {
+      expected: b,
+      takeLease: { name, holder: `job:${b.jobId}`, address: 'dispatcher', durationMs: 10_000 },
+    });
     expect(second.leaseTaken).toBe(false);
     expect(second.admitted?.jobId).toBe(b.jobId);
     expect((await store.get(b.jobId))?.admission?.state).toBe(AdmissionState.ADMITTED);
@@ -78,7 +90,11 @@ describe('DynamoDbJobStore taking the warm pool claim with the admission', () =>
     // A job that must wait takes no lease, even a free one.
     const other = `${name}-other`;
     const c = await submitted();
-    const third = await store.enqueueAndAdmit(c.jobId, { maxJobManagers: 2, maxTaskExecutors: 5 }, { expected: c, takeLease: { name: other, holder: `job:${c.jobId}`, address: 'dispatcher', durationMs: 10_000 } });
+    const third = await store.enqueueAndAdmit(
+      c.jobId,
+      { maxJobManagers: 2, maxTaskExecutors: 5 },
+      { expected: c, takeLease: { name: other, holder: `job:${c.jobId}`, address: 'dispatcher', durationMs: 10_000 } },
+    );
     expect(third.admitted).toBeUndefined();
     expect(third.leaseTaken).toBeUndefined();
     expect(await leases.get(other)).toBeUndefined();
@@ -87,7 +103,13 @@ describe('DynamoDbJobStore taking the warm pool claim with the admission', () =>
   it("grants a new job's leases with the claim, at epoch 1 to the claimed process; one that exists already leaves out the claim and every grant", async () => {
     const clock = new ManualClock(Date.now());
     const leases = leaseStore(clock);
-    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, admissionScope: `grant-${Date.now().toString(36)}`, leaseStore: leases });
+    const store = new DynamoDbJobStore({
+      documentClient: clients.documentClient,
+      tableName: tables.jobTable,
+      clock,
+      admissionScope: `grant-${Date.now().toString(36)}`,
+      leaseStore: leases,
+    });
     const bounds = { maxJobManagers: 5, maxTaskExecutors: 5 };
     const place = `jobmanager-${Date.now().toString(36)}#2`;
     const claimWithGrants = (jobId: string, claim: string) => ({
@@ -230,11 +252,19 @@ describe('DynamoDbJobStore specifics', () => {
     await store.create(r);
     await store.update(r.jobId, { status: JobStatus.FAILED, endedAtMs: clock.now() }, 1);
     const activeKey = async (): Promise<unknown> =>
-      (await clients.documentClient.send(new GetCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, ConsistentRead: true }))).Item![jobTable.attributes.activeKey];
+      (await clients.documentClient.send(new GetCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, ConsistentRead: true }))).Item![
+        jobTable.attributes.activeKey
+      ];
     expect(await activeKey()).toBeUndefined();
     // As a writer that stopped between the write that ended the job and the one that takes it out leaves it.
     await clients.documentClient.send(
-      new UpdateCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, UpdateExpression: 'SET #k = :v', ExpressionAttributeNames: { '#k': jobTable.attributes.activeKey }, ExpressionAttributeValues: { ':v': 'active' } }),
+      new UpdateCommand({
+        TableName: tables.jobTable,
+        Key: { jobId: r.jobId },
+        UpdateExpression: 'SET #k = :v',
+        ExpressionAttributeNames: { '#k': jobTable.attributes.activeKey },
+        ExpressionAttributeValues: { ':v': 'active' },
+      }),
     );
     const live = newJobRecord(clock);
     await store.create(live);
@@ -268,7 +298,14 @@ describe('DynamoDbJobStore specifics', () => {
     const r = newJobRecord(clock, { submittedAtMs: 5_000_000_000_000 });
     await store.create(r);
     // As an older Floe wrote it: no listKey.
-    await clients.documentClient.send(new UpdateCommand({ TableName: tables.jobTable, Key: { jobId: r.jobId }, UpdateExpression: 'REMOVE #k', ExpressionAttributeNames: { '#k': jobTable.attributes.listKey } }));
+    await clients.documentClient.send(
+      new UpdateCommand({
+        TableName: tables.jobTable,
+        Key: { jobId: r.jobId },
+        UpdateExpression: 'REMOVE #k',
+        ExpressionAttributeNames: { '#k': jobTable.attributes.listKey },
+      }),
+    );
     expect((await store.listPage(1)).records[0]?.jobId).not.toBe(r.jobId);
     await store.update(r.jobId, { status: JobStatus.RUNNING }, 1);
     expect((await store.listPage(1)).records.map((x) => [x.jobId, x.status])).toEqual([[r.jobId, JobStatus.RUNNING]]);
@@ -291,7 +328,11 @@ describe('DynamoDbJobStore on a table of records stored before the active-jobs i
   async function oldTable(clock: ManualClock): Promise<{ table: string; active: JobRecord; ended: JobRecord[] }> {
     const { jobTable: table } = await createTables(emulators);
     const released = { state: AdmissionState.RELEASED, taskExecutors: 1 } as const;
-    const active = newJobRecord(clock, { status: JobStatus.RUNNING, epoch: 1, admission: { state: AdmissionState.ADMITTED, taskExecutors: 1, admittedAtMs: clock.now() } });
+    const active = newJobRecord(clock, {
+      status: JobStatus.RUNNING,
+      epoch: 1,
+      admission: { state: AdmissionState.ADMITTED, taskExecutors: 1, admittedAtMs: clock.now() },
+    });
     const ended = [JobStatus.FINISHED, JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED].map((status, i) =>
       newJobRecord(clock, { status, epoch: 1, endedAtMs: clock.now(), submittedAtMs: clock.now() - 1 - i, admission: released }),
     );
@@ -302,7 +343,8 @@ describe('DynamoDbJobStore on a table of records stored before the active-jobs i
     return { table, active, ended };
   }
   const marker = async (table: string): Promise<Record<string, unknown> | undefined> =>
-    (await clients.documentClient.send(new GetCommand({ TableName: table, Key: { jobId: '#schema/active-index-and-ended-counts' }, ConsistentRead: true }))).Item;
+    (await clients.documentClient.send(new GetCommand({ TableName: table, Key: { jobId: '#schema/active-index-and-ended-counts' }, ConsistentRead: true })))
+      .Item;
 
   it('one pass finds the active job and counts the ended ones once; later stores, and a pass run again, count none twice', async () => {
     const clock = new ManualClock();
@@ -328,7 +370,11 @@ describe('DynamoDbJobStore on a table of records stored before the active-jobs i
     await again.update(active.jobId, { status: JobStatus.FAILED, endedAtMs: clock.now() }, 1);
     await again.release(active.jobId);
     expect(await again.listActive()).toEqual([]);
-    expect(await new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock }).countEnded()).toEqual({ finished: 2, failed: 2, canceled: 1 });
+    expect(await new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock }).countEnded()).toEqual({
+      finished: 2,
+      failed: 2,
+      canceled: 1,
+    });
   });
 
   it('a job the pass found that an older JobManager then ends (a write that counts nothing) is counted once as it leaves the index', async () => {
@@ -351,7 +397,13 @@ describe('DynamoDbJobStore on a table of records stored before the active-jobs i
     expect(await store.countEnded()).toEqual({ finished: 3, failed: 1, canceled: 1 });
     // As a listActive that read the index before the item left it: counted already, so not again.
     await clients.documentClient.send(
-      new UpdateCommand({ TableName: table, Key: { jobId: active.jobId }, UpdateExpression: 'SET #k = :v', ExpressionAttributeNames: { '#k': jobTable.attributes.activeKey }, ExpressionAttributeValues: { ':v': 'active' } }),
+      new UpdateCommand({
+        TableName: table,
+        Key: { jobId: active.jobId },
+        UpdateExpression: 'SET #k = :v',
+        ExpressionAttributeNames: { '#k': jobTable.attributes.activeKey },
+        ExpressionAttributeValues: { ':v': 'active' },
+      }),
     );
     expect(await store.listActive()).toEqual([]);
     expect(await store.countEnded()).toEqual({ finished: 3, failed: 1, canceled: 1 });
@@ -361,7 +413,12 @@ describe('DynamoDbJobStore on a table of records stored before the active-jobs i
     const clock = new ManualClock();
     const { table } = await oldTable(clock);
     // Each page takes a few requests, well over 1 ms: the budget lets a call read its first page only.
-    const store = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: table, clock, upgradePass: { pageItems: 1, pagesPerCall: 100, callBudgetMs: 1 } });
+    const store = new DynamoDbJobStore({
+      documentClient: clients.documentClient,
+      tableName: table,
+      clock,
+      upgradePass: { pageItems: 1, pagesPerCall: 100, callBudgetMs: 1 },
+    });
     await store.countEnded();
     expect(await marker(table)).toMatchObject({ done: false, pages: 1 });
     await store.countEnded();

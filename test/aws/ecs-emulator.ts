@@ -143,7 +143,12 @@ export interface EmulatedStartFailure {
 }
 
 class ApiError extends Error {
-  constructor(readonly type: string, message: string, readonly status = 400, readonly fields: Record<string, unknown> = {}) {
+  constructor(
+    readonly type: string,
+    message: string,
+    readonly status = 400,
+    readonly fields: Record<string, unknown> = {},
+  ) {
     super(message);
   }
 }
@@ -161,8 +166,19 @@ export class EcsEmulator {
   readonly endpoint: string;
   readonly region: string;
   readonly counters: EcsEmulatorCounters = {
-    runTask: 0, runTaskThrottled: 0, runTaskCapacityFailures: 0, runTaskStarted: 0, runTaskReplayed: 0, runTaskAnswersLost: 0,
-    describeTasks: 0, stopTask: 0, listTasks: 0, runTaskTimesMs: [], runTaskClientTokens: [], runTaskCapacityProviders: [], runTaskSizes: [],
+    runTask: 0,
+    runTaskThrottled: 0,
+    runTaskCapacityFailures: 0,
+    runTaskStarted: 0,
+    runTaskReplayed: 0,
+    runTaskAnswersLost: 0,
+    describeTasks: 0,
+    stopTask: 0,
+    listTasks: 0,
+    runTaskTimesMs: [],
+    runTaskClientTokens: [],
+    runTaskCapacityProviders: [],
+    runTaskSizes: [],
   };
   private readonly definitions = new Map<string, EmulatedTaskDefinition>();
   private readonly tasks = new Map<string, EmulatedTask>();
@@ -174,7 +190,11 @@ export class EcsEmulator {
   private readonly clientTokens = new Map<string, TokenRecord>();
   private readonly stopGraceMs: number;
 
-  private constructor(private readonly server: Server, port: number, private readonly options: EcsEmulatorOptions) {
+  private constructor(
+    private readonly server: Server,
+    port: number,
+    private readonly options: EcsEmulatorOptions,
+  ) {
     this.endpoint = `http://127.0.0.1:${port}`;
     this.region = options.region ?? 'us-east-1';
     this.stopGraceMs = options.stopGraceMs ?? 3_000;
@@ -228,7 +248,10 @@ export class EcsEmulator {
    * RunTask for this task definition answers a failure with `reason` until called with null (not
    * undefined, which a default parameter turns into the default).
    */
-  failCapacity(taskDefinition: string, reason: string | null = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
+  failCapacity(
+    taskDefinition: string,
+    reason: string | null = 'Capacity is unavailable at this time. Please try again later or in a different availability zone',
+  ): void {
     if (reason === null) this.capacityFailures.delete(taskDefinition);
     else this.capacityFailures.set(taskDefinition, reason);
   }
@@ -237,7 +260,10 @@ export class EcsEmulator {
    * RunTask with a strategy choosing this capacity provider (e.g. FARGATE_SPOT) answers a failure with
    * `reason` until called with null (not undefined, which a default parameter turns into the default).
    */
-  failCapacityOf(capacityProvider: string, reason: string | null = 'Capacity is unavailable at this time. Please try again later or in a different availability zone'): void {
+  failCapacityOf(
+    capacityProvider: string,
+    reason: string | null = 'Capacity is unavailable at this time. Please try again later or in a different availability zone',
+  ): void {
     if (reason === null) this.providerCapacityFailures.delete(capacityProvider);
     else this.providerCapacityFailures.set(capacityProvider, reason);
   }
@@ -281,12 +307,25 @@ export class EcsEmulator {
 
   /** pids of task processes still alive. */
   livePids(): number[] {
-    return [...this.tasks.values()].flatMap((t) => (t.process?.pid !== undefined && t.process.exitCode === null && t.process.signalCode === null ? [t.process.pid] : []));
+    return [...this.tasks.values()].flatMap((t) =>
+      t.process?.pid !== undefined && t.process.exitCode === null && t.process.signalCode === null ? [t.process.pid] : [],
+    );
   }
 
-  taskSummaries(): { arn: string; taskDefinition: string; startedBy?: string; lastStatus: LastStatus; exitCode?: number; stoppedReason?: string; pid?: number; capacityProviderName?: string }[] {
+  taskSummaries(): {
+    arn: string;
+    taskDefinition: string;
+    startedBy?: string;
+    lastStatus: LastStatus;
+    exitCode?: number;
+    stoppedReason?: string;
+    pid?: number;
+    capacityProviderName?: string;
+  }[] {
     return [...this.tasks.values()].map((t) => ({
-      arn: t.arn, taskDefinition: t.taskDefinition, lastStatus: t.lastStatus,
+      arn: t.arn,
+      taskDefinition: t.taskDefinition,
+      lastStatus: t.lastStatus,
       ...(t.capacityProviderName !== undefined ? { capacityProviderName: t.capacityProviderName } : {}),
       ...(t.process?.pid !== undefined ? { pid: t.process.pid } : {}),
       ...(t.startedBy !== undefined ? { startedBy: t.startedBy } : {}),
@@ -316,7 +355,8 @@ export class EcsEmulator {
     }
     const target = String(req.headers['x-amz-target'] ?? '');
     try {
-      if (req.method !== 'POST' || !target.startsWith(TARGET_PREFIX)) throw new ApiError('UnknownOperationException', `expected POST with X-Amz-Target ${TARGET_PREFIX}<Operation>, found ${req.method} '${target}'`);
+      if (req.method !== 'POST' || !target.startsWith(TARGET_PREFIX))
+        throw new ApiError('UnknownOperationException', `expected POST with X-Amz-Target ${TARGET_PREFIX}<Operation>, found ${req.method} '${target}'`);
       const input = chunks.length > 0 ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>) : {};
       const operation = target.slice(TARGET_PREFIX.length);
       let output: unknown;
@@ -337,16 +377,23 @@ export class EcsEmulator {
           if (step?.answer === 'hold') await new Promise((resolve) => setTimeout(resolve, step.ms));
           break;
         }
-        case 'DescribeTasks': output = this.describeTasks(input); break;
-        case 'StopTask': output = await this.stopTaskCall(input); break;
-        case 'ListTasks': output = this.listTasks(input); break;
+        case 'DescribeTasks':
+          output = this.describeTasks(input);
+          break;
+        case 'StopTask':
+          output = await this.stopTaskCall(input);
+          break;
+        case 'ListTasks':
+          output = this.listTasks(input);
+          break;
         case 'ListTagsForResource': {
           const task = this.tasks.get(String(input['resourceArn']));
           if (task === undefined) throw new ApiError('InvalidParameterException', 'The specified task is not found.');
           output = { tags: task.tags };
           break;
         }
-        default: throw new ApiError('UnknownOperationException', `the emulator does not implement ${operation}`);
+        default:
+          throw new ApiError('UnknownOperationException', `the emulator does not implement ${operation}`);
       }
       this.reply(res, 200, output);
     } catch (error) {
@@ -358,7 +405,11 @@ export class EcsEmulator {
 
   private reply(res: ServerResponse, status: number, body: unknown): void {
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/x-amz-json-1.1', 'content-length': Buffer.byteLength(text), 'x-amzn-requestid': randomBytes(8).toString('hex') });
+    res.writeHead(status, {
+      'content-type': 'application/x-amz-json-1.1',
+      'content-length': Buffer.byteLength(text),
+      'x-amzn-requestid': randomBytes(8).toString('hex'),
+    });
     res.end(text);
   }
 
@@ -421,10 +472,14 @@ export class EcsEmulator {
   private capacityProviderOf(input: Record<string, unknown>): string | undefined {
     const strategy = input['capacityProviderStrategy'] as { capacityProvider?: unknown; weight?: unknown; base?: unknown }[] | undefined;
     if (strategy !== undefined && input['launchType'] !== undefined) {
-      throw new ApiError('InvalidParameterException', 'Specifying both a launch type and capacity provider strategy is not supported. Remove one and try again.');
+      throw new ApiError(
+        'InvalidParameterException',
+        'Specifying both a launch type and capacity provider strategy is not supported. Remove one and try again.',
+      );
     }
     if (strategy === undefined) {
-      if (input['launchType'] !== 'FARGATE') throw new ApiError('InvalidParameterException', `the emulator runs FARGATE tasks only, found launchType ${String(input['launchType'])}`);
+      if (input['launchType'] !== 'FARGATE')
+        throw new ApiError('InvalidParameterException', `the emulator runs FARGATE tasks only, found launchType ${String(input['launchType'])}`);
       return undefined;
     }
     const associated = this.options.capacityProviders ?? ['FARGATE', 'FARGATE_SPOT'];
@@ -440,7 +495,8 @@ export class EcsEmulator {
       }
     }
     const weight = (item: { weight?: unknown }): number => (typeof item.weight === 'number' ? item.weight : 0);
-    if (strategy.every((item) => weight(item) === 0)) throw new ApiError('InvalidParameterException', 'At least one capacity provider in the strategy must have a weight greater than zero.');
+    if (strategy.every((item) => weight(item) === 0))
+      throw new ApiError('InvalidParameterException', 'At least one capacity provider in the strategy must have a weight greater than zero.');
     return [...strategy].sort((a, b) => weight(b) - weight(a))[0]!.capacityProvider as string;
   }
 
@@ -458,7 +514,8 @@ export class EcsEmulator {
     const capacityProviderName = this.capacityProviderOf(input);
     this.checkSize(input);
     const vpc = (input['networkConfiguration'] as { awsvpcConfiguration?: { subnets?: unknown[] } } | undefined)?.awsvpcConfiguration;
-    if (vpc?.subnets === undefined || vpc.subnets.length === 0) throw new ApiError('InvalidParameterException', 'Network Configuration must be provided when networkMode \'awsvpc\' is specified.');
+    if (vpc?.subnets === undefined || vpc.subnets.length === 0)
+      throw new ApiError('InvalidParameterException', "Network Configuration must be provided when networkMode 'awsvpc' is specified.");
     // Idempotency is per cluster, and a token started at most one task: the same request gets that task back.
     const tokenKey = clientToken !== undefined ? `${cluster}\u0000${clientToken}` : undefined;
     const request: Record<string, unknown> = { ...input };
@@ -466,22 +523,31 @@ export class EcsEmulator {
     const earlier = tokenKey !== undefined ? this.clientTokens.get(tokenKey) : undefined;
     if (earlier !== undefined) {
       if (earlier.request !== JSON.stringify(request)) {
-        throw new ApiError('ConflictException', 'The RunTask request could not be processed due to conflicts. The provided clientToken is already in use with a different RunTask request.', 400, { resourceIds: [earlier.arn] });
+        throw new ApiError(
+          'ConflictException',
+          'The RunTask request could not be processed due to conflicts. The provided clientToken is already in use with a different RunTask request.',
+          400,
+          { resourceIds: [earlier.arn] },
+        );
       }
       this.counters.runTaskReplayed++;
       return { tasks: [this.describe(this.tasks.get(earlier.arn)!)], failures: [] };
     }
-    const capacity = this.capacityFailures.get(family) ?? (capacityProviderName !== undefined ? this.providerCapacityFailures.get(capacityProviderName) : undefined);
+    const capacity =
+      this.capacityFailures.get(family) ?? (capacityProviderName !== undefined ? this.providerCapacityFailures.get(capacityProviderName) : undefined);
     if (capacity !== undefined) {
       this.counters.runTaskCapacityFailures++;
       return { tasks: [], failures: [{ arn: `arn:aws:ecs:${this.region}:000000000000:task-definition/${family}`, reason: capacity }] };
     }
     const containerName = definition.containerName ?? 'floe';
-    const overrides = ((input['overrides'] as { containerOverrides?: { name?: string; environment?: { name: string; value: string }[] }[] } | undefined)?.containerOverrides ?? []);
+    const overrides =
+      (input['overrides'] as { containerOverrides?: { name?: string; environment?: { name: string; value: string }[] }[] } | undefined)?.containerOverrides ??
+      [];
     const env: Record<string, string> = { ...definition.env };
     const overridden: { name: string; value: string }[] = [];
     for (const o of overrides) {
-      if (o.name !== containerName) throw new ApiError('InvalidParameterException', `Override for container named ${o.name} is not a container in the TaskDefinition.`);
+      if (o.name !== containerName)
+        throw new ApiError('InvalidParameterException', `Override for container named ${o.name} is not a container in the TaskDefinition.`);
       for (const { name, value } of o.environment ?? []) {
         env[name] = value;
         overridden.push({ name, value });
@@ -492,7 +558,19 @@ export class EcsEmulator {
     let markExited!: () => void;
     const exited = new Promise<void>((resolve) => (markExited = resolve));
     const task: EmulatedTask = {
-      arn, id, cluster, taskDefinition: family, containerName, lastStatus: 'PROVISIONING', desiredStatus: 'RUNNING', createdAtMs: Date.now(), env, overrides: overridden, exited, markExited, tags: tagsOf(input),
+      arn,
+      id,
+      cluster,
+      taskDefinition: family,
+      containerName,
+      lastStatus: 'PROVISIONING',
+      desiredStatus: 'RUNNING',
+      createdAtMs: Date.now(),
+      env,
+      overrides: overridden,
+      exited,
+      markExited,
+      tags: tagsOf(input),
       ...(typeof input['startedBy'] === 'string' ? { startedBy: input['startedBy'] } : {}),
       ...(capacityProviderName !== undefined ? { capacityProviderName } : {}),
     };
@@ -533,7 +611,9 @@ export class EcsEmulator {
         }
       });
       child.once('error', (error) => this.stopped(task, null, `CannotStartContainerError: ${error.message}`, 'TaskFailedToStart'));
-      child.once('exit', (code) => this.stopped(task, code, task.stoppedReason ?? 'Essential container in task exited', task.stopCode ?? 'EssentialContainerExited'));
+      child.once('exit', (code) =>
+        this.stopped(task, code, task.stoppedReason ?? 'Essential container in task exited', task.stopCode ?? 'EssentialContainerExited'),
+      );
     } finally {
       if (typeof logFd === 'number') closeSync(logFd);
     }
@@ -588,12 +668,14 @@ export class EcsEmulator {
       ...(task.startedAtMs !== undefined ? { startedAt: s(task.startedAtMs) } : {}),
       ...(task.stoppedAtMs !== undefined ? { stoppedAt: s(task.stoppedAtMs), stoppedReason: task.stoppedReason, stopCode: task.stopCode } : {}),
       ...(task.startedBy !== undefined ? { startedBy: task.startedBy } : {}),
-      containers: [{
-        name: task.containerName,
-        lastStatus: task.lastStatus,
-        ...(task.exitCode !== undefined ? { exitCode: task.exitCode } : {}),
-        networkInterfaces: [{ privateIpv4Address: '127.0.0.1' }],
-      }],
+      containers: [
+        {
+          name: task.containerName,
+          lastStatus: task.lastStatus,
+          ...(task.exitCode !== undefined ? { exitCode: task.exitCode } : {}),
+          networkInterfaces: [{ privateIpv4Address: '127.0.0.1' }],
+        },
+      ],
     };
   }
 

@@ -25,7 +25,14 @@ afterAll(async () => {
 });
 
 function launcher(overrides: Partial<EcsWorkerLauncherOptions> = {}): EcsWorkerLauncher {
-  return emulatedEcsLauncher(emulator, { taskDefinitions: { taskexecutor: 'sleeper', jobmanager: 'sleeper' }, retry: { initialDelayMs: 50, maxDelayMs: 200, giveUpAfterMs: 1_500, maxAttempts: 20 } }, overrides);
+  return emulatedEcsLauncher(
+    emulator,
+    {
+      taskDefinitions: { taskexecutor: 'sleeper', jobmanager: 'sleeper' },
+      retry: { initialDelayMs: 50, maxDelayMs: 200, giveUpAfterMs: 1_500, maxAttempts: 20 },
+    },
+    overrides,
+  );
 }
 
 /** The capacity providers RunTask was asked for from here on. */
@@ -49,9 +56,26 @@ describe('classifying ECS quota and architecture errors', () => {
   });
 
   it.each([
-    ['a manifest without the platform', { message: "CannotPullContainerError: pull image manifest has been retried 5 time(s): image Manifest does not contain descriptor matching platform 'linux/arm64'", stopCode: 'TaskFailedToStart' }],
-    ['a manifest list without the platform', { message: 'CannotPullContainerError: no matching manifest for linux/arm64/v8 in the manifest list entries', stopCode: 'TaskFailedToStart' }],
-    ['a binary of another architecture', { failureReason: 'CannotStartContainerError: ResourceInitializationError: failed to create new container runtime task: exec /usr/local/bin/node: exec format error', message: 'Essential container in task exited' }],
+    [
+      'a manifest without the platform',
+      {
+        message:
+          "CannotPullContainerError: pull image manifest has been retried 5 time(s): image Manifest does not contain descriptor matching platform 'linux/arm64'",
+        stopCode: 'TaskFailedToStart',
+      },
+    ],
+    [
+      'a manifest list without the platform',
+      { message: 'CannotPullContainerError: no matching manifest for linux/arm64/v8 in the manifest list entries', stopCode: 'TaskFailedToStart' },
+    ],
+    [
+      'a binary of another architecture',
+      {
+        failureReason:
+          'CannotStartContainerError: ResourceInitializationError: failed to create new container runtime task: exec /usr/local/bin/node: exec format error',
+        message: 'Essential container in task exited',
+      },
+    ],
   ])('%s: IMAGE_PLATFORM_MISMATCH, not retried, saying how to build for the right platform', (_what, report) => {
     const failure = classifyEcsFailure(report);
     expect(failure).toMatchObject({ code: 'IMAGE_PLATFORM_MISMATCH', retryable: false });
@@ -100,7 +124,8 @@ describe('launching against a used-up quota or a wrong-architecture image', () =
 
   it('ends a launch whose image is of another architecture at once, named, with what to do', async () => {
     emulator.failTaskStarts('wrong-arch', 1, {
-      stoppedReason: "CannotPullContainerError: pull image manifest has been retried 5 time(s): image Manifest does not contain descriptor matching platform 'linux/arm64'",
+      stoppedReason:
+        "CannotPullContainerError: pull image manifest has been retried 5 time(s): image Manifest does not contain descriptor matching platform 'linux/arm64'",
     });
     const l = launcher({ taskDefinitions: { taskexecutor: 'wrong-arch', jobmanager: 'sleeper' } });
     const exits: WorkerExit[] = [];

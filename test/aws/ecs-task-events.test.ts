@@ -2,7 +2,15 @@
 // ended fails the job with ECS's reason; other tasks and other states change nothing. And the
 // capacity-freed events of ready JobManagers: the function admits what waits.
 import { afterEach, describe, expect, it } from 'vitest';
-import { createCapacityFreedHandler, createTaskStateChangeHandler, isCapacityFreed, isTaskStateChange, stoppedWorkerOf, type CapacityFreedEvent, type TaskStateChangeEvent } from '../../functions/ecs-task-events.js';
+import {
+  createCapacityFreedHandler,
+  createTaskStateChangeHandler,
+  isCapacityFreed,
+  isTaskStateChange,
+  stoppedWorkerOf,
+  type CapacityFreedEvent,
+  type TaskStateChangeEvent,
+} from '../../functions/ecs-task-events.js';
 import { CAPACITY_FREED_EVENT } from '../../runtime/aws/capacity-events.js';
 import { handler } from '../../functions/http-api.js';
 import type { Context } from 'aws-lambda';
@@ -21,19 +29,42 @@ import { LocalRpcNetwork, LocalRpcService } from '../../runtime/rpc/local-rpc-se
 
 function taskEvent(lastStatus: string, resourceId: string, exitCode?: number): TaskStateChangeEvent {
   return {
-    version: '0', id: 'e-1', 'detail-type': 'ECS Task State Change', source: 'aws.ecs', account: '123456789012', time: '2026-11-30T00:00:00Z', region: 'us-east-1', resources: [],
+    version: '0',
+    id: 'e-1',
+    'detail-type': 'ECS Task State Change',
+    source: 'aws.ecs',
+    account: '123456789012',
+    time: '2026-11-30T00:00:00Z',
+    region: 'us-east-1',
+    resources: [],
     detail: {
       lastStatus,
       stoppedReason: 'Essential container in task exited',
       containers: [{ ...(exitCode !== undefined ? { exitCode } : {}) }],
-      overrides: { containerOverrides: [{ environment: [{ name: 'FLOE_JOB_ID', value: 'j' }, { name: 'FLOE_RESOURCE_ID', value: resourceId }] }] },
+      overrides: {
+        containerOverrides: [
+          {
+            environment: [
+              { name: 'FLOE_JOB_ID', value: 'j' },
+              { name: 'FLOE_RESOURCE_ID', value: resourceId },
+            ],
+          },
+        ],
+      },
     },
   };
 }
 
 function capacityEvent(jobId: string): CapacityFreedEvent {
   return {
-    version: '0', id: 'e-2', 'detail-type': CAPACITY_FREED_EVENT.detailType, source: CAPACITY_FREED_EVENT.source, account: '123456789012', time: '2026-11-30T00:00:00Z', region: 'us-east-1', resources: [],
+    version: '0',
+    id: 'e-2',
+    'detail-type': CAPACITY_FREED_EVENT.detailType,
+    source: CAPACITY_FREED_EVENT.source,
+    account: '123456789012',
+    time: '2026-11-30T00:00:00Z',
+    region: 'us-east-1',
+    resources: [],
     detail: { jobId },
   };
 }
@@ -54,12 +85,33 @@ describe('ECS task state changes', () => {
     });
     const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
     const dispatcher = new Dispatcher({
-      jobStore, blobStore: new InMemoryBlobStore(), leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config: loadConfig(), clock, logger: silentLogger, jobManagerEnv: {},
+      jobStore,
+      blobStore: new InMemoryBlobStore(),
+      leaseStore: new InMemoryLeaseStore(clock),
+      launcher,
+      rpc,
+      config: loadConfig(),
+      clock,
+      logger: silentLogger,
+      jobManagerEnv: {},
     });
-    cleanups.push(() => dispatcher.close(), () => rpc.close());
+    cleanups.push(
+      () => dispatcher.close(),
+      () => rpc.close(),
+    );
     const jobId = JobId.of('job-ecs');
     await jobStore.create({
-      jobId, name: 'n', status, epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+      jobId,
+      name: 'n',
+      status,
+      epoch: 0,
+      submittedAtMs: 0,
+      updatedAtMs: 0,
+      jobGraphKey: 'k',
+      librarySha256: 'x',
+      parallelism: 1,
+      exceptions: [],
+      cancelRequested: false,
       admission: { state: 'ADMITTED', taskExecutors: 1, admittedAtMs: 0 },
       ...(status === 'FINISHED' ? { endedAtMs: 1 } : {}),
     });
@@ -75,7 +127,8 @@ describe('ECS task state changes', () => {
     expect(record.status).toBe('RUNNING');
     expect(started).toEqual([jobManagerWorkerId(jobId, 2)]);
     expect(record.exceptions.at(-1)).toMatchObject({
-      message: 'the JobManager process exited with code 137 (ECS: Essential container in task exited); a new JobManager recovers the job (launch 2 of at most 4)',
+      message:
+        'the JobManager process exited with code 137 (ECS: Essential container in task exited); a new JobManager recovers the job (launch 2 of at most 4)',
       recovered: true,
     });
   });
@@ -104,7 +157,17 @@ describe('ECS task state changes', () => {
     expect((await jobStore.release(jobId)).released).toBe(true);
     const waiting = JobId.of('job-waiting');
     await jobStore.create({
-      jobId: waiting, name: 'n', status: 'CREATED', epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k2', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+      jobId: waiting,
+      name: 'n',
+      status: 'CREATED',
+      epoch: 0,
+      submittedAtMs: 0,
+      updatedAtMs: 0,
+      jobGraphKey: 'k2',
+      librarySha256: 'x',
+      parallelism: 1,
+      exceptions: [],
+      cancelRequested: false,
       admission: { state: 'SUBMITTING', taskExecutors: 1 },
     });
     expect((await jobStore.enqueue(waiting)).admission?.state).toBe('WAITING');

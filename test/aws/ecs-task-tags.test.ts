@@ -68,7 +68,12 @@ describe('ECS task tags', () => {
   });
 
   it('carry the resource profile of a TaskExecutor started for one, and no vertex', async () => {
-    await launcher.start({ id: 'te-big', kind: 'taskexecutor', env: { [FloeEnv.JOB_ID]: 'job-9c1e' }, resources: { profile: { cpu: 2, memoryMiB: 4096 }, slots: 1 } });
+    await launcher.start({
+      id: 'te-big',
+      kind: 'taskexecutor',
+      env: { [FloeEnv.JOB_ID]: 'job-9c1e' },
+      resources: { profile: { cpu: 2, memoryMiB: 4096 }, slots: 1 },
+    });
     const { tags } = await ecs().send(new ListTagsForResourceCommand({ resourceArn: await arnStartedBy('te-big') }));
     expect(sorted(tags)).toEqual([
       { key: 'floe:cluster', value: 'floe-prod' },

@@ -29,7 +29,14 @@ afterAll(async () => {
 });
 
 function launcher(overrides: Partial<EcsWorkerLauncherOptions> = {}): EcsWorkerLauncher {
-  return emulatedEcsLauncher(emulator, { taskDefinitions: { taskexecutor: 'exits-3', jobmanager: 'sleeper' }, retry: { initialDelayMs: 100, maxDelayMs: 400, giveUpAfterMs: 5_000, maxAttempts: 20 } }, overrides);
+  return emulatedEcsLauncher(
+    emulator,
+    {
+      taskDefinitions: { taskexecutor: 'exits-3', jobmanager: 'sleeper' },
+      retry: { initialDelayMs: 100, maxDelayMs: 400, giveUpAfterMs: 5_000, maxAttempts: 20 },
+    },
+    overrides,
+  );
 }
 
 /** The RunTask calls' clientTokens from here on. */
@@ -42,8 +49,10 @@ function tasksStartedBy(id: string): number {
   return emulator.taskSummaries().filter((t) => t.startedBy === id).length;
 }
 
-const ACCESS_DENIED_RUN_TASK = 'User: arn:aws:sts::123456789012:assumed-role/floe-dispatcher/floe-http-api is not authorized to perform: ecs:RunTask on resource: arn:aws:ecs:us-east-1:123456789012:task-definition/exits-3:1 because no identity-based policy allows the ecs:RunTask action';
-const SECRETS_ACCESS_DENIED = 'ResourceInitializationError: unable to pull secrets or registry auth: execution resource retrieval failed: unable to retrieve secret from asm: service call has been retried 1 time(s): AccessDeniedException: User: arn:aws:sts::123456789012:assumed-role/floe-task-execution/4b1d0c2e is not authorized to perform: secretsmanager:GetSecretValue on resource: arn:aws:secretsmanager:us-east-1:123456789012:secret:floe-cluster-secret-AbCdEf because no identity-based policy allows the secretsmanager:GetSecretValue action';
+const ACCESS_DENIED_RUN_TASK =
+  'User: arn:aws:sts::123456789012:assumed-role/floe-dispatcher/floe-http-api is not authorized to perform: ecs:RunTask on resource: arn:aws:ecs:us-east-1:123456789012:task-definition/exits-3:1 because no identity-based policy allows the ecs:RunTask action';
+const SECRETS_ACCESS_DENIED =
+  'ResourceInitializationError: unable to pull secrets or registry auth: execution resource retrieval failed: unable to retrieve secret from asm: service call has been retried 1 time(s): AccessDeniedException: User: arn:aws:sts::123456789012:assumed-role/floe-task-execution/4b1d0c2e is not authorized to perform: secretsmanager:GetSecretValue on resource: arn:aws:secretsmanager:us-east-1:123456789012:secret:floe-cluster-secret-AbCdEf because no identity-based policy allows the secretsmanager:GetSecretValue action';
 
 function exits(l: EcsWorkerLauncher): WorkerExit[] {
   const seen: WorkerExit[] = [];
@@ -78,9 +87,13 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
     // 2 slots of 0.75 vCPU and 1500 MiB: 1.5 vCPUs and 3000 MiB, rounded up to 2 vCPUs with 4096 MiB.
     await l.start({ id: 'te-sized', kind: 'taskexecutor', env: {}, resources: { profile: { cpu: 0.75, memoryMiB: 1500 }, slots: 2 } });
     await l.start({ id: 'te-plain', kind: 'taskexecutor', env: {} });
-    expect(emulator.counters.runTaskSizes.slice(sizesBefore)).toEqual([{ startedBy: 'te-sized', cpu: '2048', memory: '4096', containerCpu: 2048, containerMemory: 4096 }]);
+    expect(emulator.counters.runTaskSizes.slice(sizesBefore)).toEqual([
+      { startedBy: 'te-sized', cpu: '2048', memory: '4096', containerCpu: 2048, containerMemory: 4096 },
+    ]);
     const runTasks = emulator.counters.runTask;
-    await expect(l.start({ id: 'te-huge', kind: 'taskexecutor', env: {}, resources: { profile: { cpu: 12, memoryMiB: 1024 }, slots: 2 } })).rejects.toThrow(/no Fargate task holds 2 slots .*24 vCPUs/);
+    await expect(l.start({ id: 'te-huge', kind: 'taskexecutor', env: {}, resources: { profile: { cpu: 12, memoryMiB: 1024 }, slots: 2 } })).rejects.toThrow(
+      /no Fargate task holds 2 slots .*24 vCPUs/,
+    );
     expect(emulator.counters.runTask).toBe(runTasks);
     await l.close();
   });
@@ -89,11 +102,18 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
     const ecs = createEcsClient({ region: emulator.region, endpoint: emulator.endpoint, credentials: CREDENTIALS });
     const input = (cpu: string, memory: string) =>
       new RunTaskCommand({
-        cluster: 'test', taskDefinition: 'sleeper', launchType: 'FARGATE', count: 1, startedBy: `bad-${cpu}-${memory}`,
+        cluster: 'test',
+        taskDefinition: 'sleeper',
+        launchType: 'FARGATE',
+        count: 1,
+        startedBy: `bad-${cpu}-${memory}`,
         networkConfiguration: { awsvpcConfiguration: { subnets: ['subnet-1'] } },
         overrides: { cpu, memory, containerOverrides: [{ name: 'floe', environment: [] }] },
       });
-    await expect(ecs.send(input('256', '4096'))).rejects.toMatchObject({ name: 'ClientException', message: 'No Fargate configuration exists for given values.' });
+    await expect(ecs.send(input('256', '4096'))).rejects.toMatchObject({
+      name: 'ClientException',
+      message: 'No Fargate configuration exists for given values.',
+    });
     await expect(ecs.send(input('2048', '4500'))).rejects.toMatchObject({ name: 'ClientException' });
     expect(emulator.taskSummaries().filter((t) => t.startedBy?.startsWith('bad-') === true)).toEqual([]);
     ecs.destroy();
@@ -134,7 +154,10 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
     emulator.failCapacity('starved', 'RESOURCE:MEMORY');
     const before = emulator.counters.runTaskCapacityFailures;
     try {
-      const error = await l.start({ id: 'te-starved', kind: 'taskexecutor', env: {} }).then(() => undefined, (e: unknown) => e);
+      const error = await l.start({ id: 'te-starved', kind: 'taskexecutor', env: {} }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(EcsLaunchError);
       expect((error as EcsLaunchError).code).toBe('CAPACITY_UNAVAILABLE');
       expect((error as EcsLaunchError).retryable).toBe(false);
@@ -153,7 +176,9 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
     await expect(l.start({ id: 'te-bad', kind: 'taskexecutor', env: {} })).rejects.toMatchObject({
       code: 'NOT_FOUND',
       retryable: false,
-      message: expect.stringMatching(/TaskDefinition not found.*check the cluster name and region \(FLOE_ECS_CLUSTER\) and that the task definition is registered/),
+      message: expect.stringMatching(
+        /TaskDefinition not found.*check the cluster name and region \(FLOE_ECS_CLUSTER\) and that the task definition is registered/,
+      ),
     });
     expect(emulator.counters.runTask - before).toBe(1);
     await l.close();
@@ -163,7 +188,10 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
     const l = launcher();
     const before = emulator.counters.runTask;
     emulator.failNextRunTask('AccessDeniedException', ACCESS_DENIED_RUN_TASK);
-    const error = await l.start({ id: 'te-denied', kind: 'taskexecutor', env: {} }).then(() => undefined, (e: unknown) => e);
+    const error = await l.start({ id: 'te-denied', kind: 'taskexecutor', env: {} }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(EcsLaunchError);
     expect(error).toMatchObject({ code: 'ACCESS_DENIED', retryable: false });
     expect((error as Error).message).toContain(`AccessDeniedException: ${ACCESS_DENIED_RUN_TASK}`);
@@ -189,7 +217,12 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
     expect(tasksStartedBy('jm-lost')).toBe(1);
     expect(l.running()).toEqual(['jm-lost']);
     await l.close();
-    expect(emulator.taskSummaries().filter((t) => t.startedBy === 'jm-lost').map((t) => t.lastStatus)).toEqual(['STOPPED']);
+    expect(
+      emulator
+        .taskSummaries()
+        .filter((t) => t.startedBy === 'jm-lost')
+        .map((t) => t.lastStatus),
+    ).toEqual(['STOPPED']);
   });
 
   it('keeps the token of a lost answer through a throttled retry, so the next one still finds the task', async () => {
@@ -236,10 +269,15 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
   it('retries a refused connection within the attempt budget, then says ECS could not be reached', async () => {
     const ecs = createEcsClient({ region: emulator.region, endpoint: `http://127.0.0.1:${await closedPort()}`, credentials: CREDENTIALS });
     const l = launcher({ ecs, retry: { initialDelayMs: 20, maxDelayMs: 50, giveUpAfterMs: 60_000, maxAttempts: 3 } });
-    const error = await l.start({ id: 'te-unreachable', kind: 'taskexecutor', env: {} }).then(() => undefined, (e: unknown) => e);
+    const error = await l.start({ id: 'te-unreachable', kind: 'taskexecutor', env: {} }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(EcsLaunchError);
     expect(error).toMatchObject({ code: 'NETWORK', retryable: false, details: { attempts: 3 } });
-    expect((error as Error).message).toMatch(/^ECS could not be reached to launch taskexecutor worker te-unreachable: 3 attempts .*ECONNREFUSED.*check that this process reaches the ECS endpoint/);
+    expect((error as Error).message).toMatch(
+      /^ECS could not be reached to launch taskexecutor worker te-unreachable: 3 attempts .*ECONNREFUSED.*check that this process reaches the ECS endpoint/,
+    );
     await l.close();
   });
 
@@ -297,7 +335,10 @@ describe('EcsWorkerLauncher on the ECS emulator', () => {
   it('fails at once when a capacity provider is not associated with the cluster', async () => {
     const l = launcher({ capacityProviders: { taskexecutor: ['MY_ASG_PROVIDER'] } });
     try {
-      const error = await l.start({ id: 'te-unknown-provider', kind: 'taskexecutor', env: {} }).then(() => undefined, (e: unknown) => e);
+      const error = await l.start({ id: 'te-unknown-provider', kind: 'taskexecutor', env: {} }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(EcsLaunchError);
       expect((error as EcsLaunchError).code).toBe('INVALID_REQUEST');
       expect((error as Error).message).toMatch(/not associated with the cluster/);
@@ -336,30 +377,145 @@ const ECS_FAILURES: [string, EcsFailureReport, EcsLaunchErrorCode, boolean][] = 
   ['RunTask failure ATTRIBUTE', { failureReason: 'ATTRIBUTE' }, 'INVALID_REQUEST', false],
   ['RunTask failure MISSING', { failureReason: 'MISSING' }, 'NOT_FOUND', false],
   ['RunTask failure LOCATION', { failureReason: 'LOCATION' }, 'INVALID_REQUEST', false],
-  ['Fargate out of capacity', { failureReason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone' }, 'CAPACITY_UNAVAILABLE', true],
+  [
+    'Fargate out of capacity',
+    { failureReason: 'Capacity is unavailable at this time. Please try again later or in a different availability zone' },
+    'CAPACITY_UNAVAILABLE',
+    true,
+  ],
   ['AccessDeniedException on ecs:RunTask', { errorName: 'AccessDeniedException', httpStatus: 400, message: ACCESS_DENIED_RUN_TASK }, 'ACCESS_DENIED', false],
-  ['ClientException on iam:PassRole', { errorName: 'ClientException', httpStatus: 400, message: 'User: arn:aws:sts::123456789012:assumed-role/floe-jobmanager/7e2c is not authorized to perform: iam:PassRole on resource: arn:aws:iam::123456789012:role/floe-taskexecutor-task' }, 'ACCESS_DENIED', false],
-  ['ClientException for a missing task definition', { errorName: 'ClientException', httpStatus: 400, message: 'TaskDefinition not found.' }, 'NOT_FOUND', false],
+  [
+    'ClientException on iam:PassRole',
+    {
+      errorName: 'ClientException',
+      httpStatus: 400,
+      message:
+        'User: arn:aws:sts::123456789012:assumed-role/floe-jobmanager/7e2c is not authorized to perform: iam:PassRole on resource: arn:aws:iam::123456789012:role/floe-taskexecutor-task',
+    },
+    'ACCESS_DENIED',
+    false,
+  ],
+  [
+    'ClientException for a missing task definition',
+    { errorName: 'ClientException', httpStatus: 400, message: 'TaskDefinition not found.' },
+    'NOT_FOUND',
+    false,
+  ],
   ['ClusterNotFoundException', { errorName: 'ClusterNotFoundException', httpStatus: 400, message: 'Cluster not found.' }, 'NOT_FOUND', false],
-  ['InvalidParameterException', { errorName: 'InvalidParameterException', httpStatus: 400, message: "Network Configuration must be provided when networkMode 'awsvpc' is specified." }, 'INVALID_REQUEST', false],
-  ['PlatformTaskDefinitionIncompatibilityException', { errorName: 'PlatformTaskDefinitionIncompatibilityException', httpStatus: 400, message: "The specified platform does not satisfy the task definition's required capabilities." }, 'INVALID_REQUEST', false],
-  ['PlatformUnknownException', { errorName: 'PlatformUnknownException', httpStatus: 400, message: 'The specified platform version does not exist.' }, 'INVALID_REQUEST', false],
-  ['UnsupportedFeatureException', { errorName: 'UnsupportedFeatureException', httpStatus: 400, message: 'The specified task is not supported in this Region.' }, 'INVALID_REQUEST', false],
-  ['ClientException of another kind', { errorName: 'ClientException', httpStatus: 400, message: 'The specified capacity provider strategy cannot contain a capacity provider that is not associated with the cluster.' }, 'INVALID_REQUEST', false],
+  [
+    'InvalidParameterException',
+    { errorName: 'InvalidParameterException', httpStatus: 400, message: "Network Configuration must be provided when networkMode 'awsvpc' is specified." },
+    'INVALID_REQUEST',
+    false,
+  ],
+  [
+    'PlatformTaskDefinitionIncompatibilityException',
+    {
+      errorName: 'PlatformTaskDefinitionIncompatibilityException',
+      httpStatus: 400,
+      message: "The specified platform does not satisfy the task definition's required capabilities.",
+    },
+    'INVALID_REQUEST',
+    false,
+  ],
+  [
+    'PlatformUnknownException',
+    { errorName: 'PlatformUnknownException', httpStatus: 400, message: 'The specified platform version does not exist.' },
+    'INVALID_REQUEST',
+    false,
+  ],
+  [
+    'UnsupportedFeatureException',
+    { errorName: 'UnsupportedFeatureException', httpStatus: 400, message: 'The specified task is not supported in this Region.' },
+    'INVALID_REQUEST',
+    false,
+  ],
+  [
+    'ClientException of another kind',
+    {
+      errorName: 'ClientException',
+      httpStatus: 400,
+      message: 'The specified capacity provider strategy cannot contain a capacity provider that is not associated with the cluster.',
+    },
+    'INVALID_REQUEST',
+    false,
+  ],
   ['ThrottlingException', { errorName: 'ThrottlingException', httpStatus: 400, message: 'Rate exceeded' }, 'THROTTLED', true],
   ['ServerException', { errorName: 'ServerException', httpStatus: 500, message: 'Service Unavailable. Please try again later.' }, 'ECS_UNAVAILABLE', true],
-  ['a request timeout', reportOfError(Object.assign(new Error('@smithy/node-http-handler - the request socket timed out after 10000 ms of inactivity (configured by client requestHandler).'), { name: 'TimeoutError' })), 'NETWORK', true],
+  [
+    'a request timeout',
+    reportOfError(
+      Object.assign(new Error('@smithy/node-http-handler - the request socket timed out after 10000 ms of inactivity (configured by client requestHandler).'), {
+        name: 'TimeoutError',
+      }),
+    ),
+    'NETWORK',
+    true,
+  ],
   ['socket hang up', reportOfError(networkError('ECONNRESET', 'socket hang up')), 'NETWORK', true],
   ['EAI_AGAIN', reportOfError(networkError('EAI_AGAIN', 'getaddrinfo EAI_AGAIN ecs.us-east-1.amazonaws.com')), 'NETWORK', true],
   ['ECONNREFUSED', reportOfError(networkError('ECONNREFUSED', 'connect ECONNREFUSED 10.0.0.12:443')), 'NETWORK', true],
   ['ETIMEDOUT', reportOfError(networkError('ETIMEDOUT', 'connect ETIMEDOUT 52.46.0.10:443')), 'NETWORK', true],
-  ['secrets the execution role may not read (not an ENI failure)', { message: SECRETS_ACCESS_DENIED, stopCode: 'TaskFailedToStart' }, 'SECRETS_UNAVAILABLE', false],
-  ['secrets out of reach', { message: 'ResourceInitializationError: unable to pull secrets or registry auth: execution resource retrieval failed: unable to retrieve secrets from ssm: service call has been retried 5 time(s): RequestCanceled: request context canceled caused by: context deadline exceeded', stopCode: 'TaskFailedToStart' }, 'SECRETS_UNAVAILABLE', true],
-  ['an image that does not exist', { message: 'CannotPullContainerError: pull image manifest has been retried 5 time(s): failed to resolve ref 123456789012.dkr.ecr.us-east-1.amazonaws.com/floe:missing: 123456789012.dkr.ecr.us-east-1.amazonaws.com/floe:missing: not found', stopCode: 'TaskFailedToStart' }, 'IMAGE_PULL_FAILED', false],
-  ['a registry out of reach', { message: 'CannotPullContainerError: ref pull has been retried 5 time(s): failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://prod-us-east-1-starport-layer-bucket.s3.us-east-1.amazonaws.com/": dial tcp 52.216.0.1:443: i/o timeout', stopCode: 'TaskFailedToStart' }, 'IMAGE_PULL_FAILED', true],
-  ['an ENI that never came', { message: 'Timeout waiting for network interface provisioning to complete.', stopCode: 'TaskFailedToStart' }, 'ENI_PROVISIONING', true],
-  ['an ENI that could not be configured', { message: 'ResourceInitializationError: failed to configure ENI: failed to setup regular eni: netplugin failed with no error message', stopCode: 'TaskFailedToStart' }, 'ENI_PROVISIONING', true],
-  ['failed ELB health checks', { message: 'Task failed ELB health checks in (target-group arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/floe/0123456789abcdef)', stopCode: 'ServiceSchedulerInitiated' }, 'TASK_FAILED', false],
+  [
+    'secrets the execution role may not read (not an ENI failure)',
+    { message: SECRETS_ACCESS_DENIED, stopCode: 'TaskFailedToStart' },
+    'SECRETS_UNAVAILABLE',
+    false,
+  ],
+  [
+    'secrets out of reach',
+    {
+      message:
+        'ResourceInitializationError: unable to pull secrets or registry auth: execution resource retrieval failed: unable to retrieve secrets from ssm: service call has been retried 5 time(s): RequestCanceled: request context canceled caused by: context deadline exceeded',
+      stopCode: 'TaskFailedToStart',
+    },
+    'SECRETS_UNAVAILABLE',
+    true,
+  ],
+  [
+    'an image that does not exist',
+    {
+      message:
+        'CannotPullContainerError: pull image manifest has been retried 5 time(s): failed to resolve ref 123456789012.dkr.ecr.us-east-1.amazonaws.com/floe:missing: 123456789012.dkr.ecr.us-east-1.amazonaws.com/floe:missing: not found',
+      stopCode: 'TaskFailedToStart',
+    },
+    'IMAGE_PULL_FAILED',
+    false,
+  ],
+  [
+    'a registry out of reach',
+    {
+      message:
+        'CannotPullContainerError: ref pull has been retried 5 time(s): failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://prod-us-east-1-starport-layer-bucket.s3.us-east-1.amazonaws.com/": dial tcp 52.216.0.1:443: i/o timeout',
+      stopCode: 'TaskFailedToStart',
+    },
+    'IMAGE_PULL_FAILED',
+    true,
+  ],
+  [
+    'an ENI that never came',
+    { message: 'Timeout waiting for network interface provisioning to complete.', stopCode: 'TaskFailedToStart' },
+    'ENI_PROVISIONING',
+    true,
+  ],
+  [
+    'an ENI that could not be configured',
+    {
+      message: 'ResourceInitializationError: failed to configure ENI: failed to setup regular eni: netplugin failed with no error message',
+      stopCode: 'TaskFailedToStart',
+    },
+    'ENI_PROVISIONING',
+    true,
+  ],
+  [
+    'failed ELB health checks',
+    {
+      message: 'Task failed ELB health checks in (target-group arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/floe/0123456789abcdef)',
+      stopCode: 'ServiceSchedulerInitiated',
+    },
+    'TASK_FAILED',
+    false,
+  ],
   ['an essential container that exited', { message: 'Essential container in task exited', stopCode: 'EssentialContainerExited' }, 'TASK_FAILED', false],
   ['a Spot interruption', { message: 'Your Spot Task was interrupted.', stopCode: 'SpotInterruption' }, 'CAPACITY_UNAVAILABLE', true],
 ];

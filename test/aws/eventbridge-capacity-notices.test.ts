@@ -32,14 +32,18 @@ describe('capacity-freed notices on EventBridge', () => {
       n.close();
     }
     await new Promise((resolve) => setImmediate(resolve));
-    expect(delivered).toEqual([expect.objectContaining({ bus: BUS, source: CAPACITY_FREED_EVENT.source, 'detail-type': CAPACITY_FREED_EVENT.detailType, detail: { jobId: 'job-1' } })]);
+    expect(delivered).toEqual([
+      expect.objectContaining({ bus: BUS, source: CAPACITY_FREED_EVENT.source, 'detail-type': CAPACITY_FREED_EVENT.detailType, detail: { jobId: 'job-1' } }),
+    ]);
   });
 
   it('fails, naming the reason, when the bus does not take the event', async () => {
     const before = events.events.length;
     const n = notices('no-such-bus');
     try {
-      await expect(n.capacityFreed(JobId.of('job-2'))).rejects.toThrow("event bus no-such-bus did not take the capacity-freed event of job job-2: ResourceNotFoundException (Event bus no-such-bus does not exist.)");
+      await expect(n.capacityFreed(JobId.of('job-2'))).rejects.toThrow(
+        'event bus no-such-bus did not take the capacity-freed event of job job-2: ResourceNotFoundException (Event bus no-such-bus does not exist.)',
+      );
     } finally {
       n.close();
     }

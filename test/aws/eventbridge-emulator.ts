@@ -75,7 +75,10 @@ export class EventBridgeEmulator {
     for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
     const target = String(req.headers['x-amz-target'] ?? '');
     if (req.method !== 'POST' || target !== TARGET) {
-      this.reply(res, 400, { __type: 'UnknownOperationException', message: `the emulator implements only POST with X-Amz-Target ${TARGET}, found ${req.method} '${target}'` });
+      this.reply(res, 400, {
+        __type: 'UnknownOperationException',
+        message: `the emulator implements only POST with X-Amz-Target ${TARGET}, found ${req.method} '${target}'`,
+      });
       return;
     }
     let input: { Entries?: PutEventsEntry[] };
@@ -106,8 +109,16 @@ export class EventBridgeEmulator {
     }
     if (detail === null || typeof detail !== 'object' || Array.isArray(detail)) return { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' };
     const event: DeliveredEvent = {
-      version: '0', id: randomUUID(), 'detail-type': entry.DetailType, source: entry.Source, account: '000000000000',
-      time: new Date().toISOString(), region: this.region, resources: entry.Resources ?? [], detail, bus,
+      version: '0',
+      id: randomUUID(),
+      'detail-type': entry.DetailType,
+      source: entry.Source,
+      account: '000000000000',
+      time: new Date().toISOString(),
+      region: this.region,
+      resources: entry.Resources ?? [],
+      detail,
+      bus,
     };
     this.events.push(event);
     // A rule's target hears it after the call was answered, as EventBridge delivers.

@@ -75,18 +75,28 @@ export function synthesizeFloeTemplate(account: string, region: string): Json {
 }
 
 const only = <T>(items: T[], what: string): T => {
-  if (items.length !== 1) throw new Error(`expected one ${what} in the synthesized template, found ${items.length}; the IAM check's template reading needs updating`);
+  if (items.length !== 1)
+    throw new Error(`expected one ${what} in the synthesized template, found ${items.length}; the IAM check's template reading needs updating`);
   return items[0]!;
 };
 
 /** Reads the api, jobmanager and taskexecutor roles' policies out of `template`, in `world`'s names. */
 export function iamModelFromTemplate(template: Json, world: IamWorld): ClusterIamModel {
   const resources = template['Resources'] as Record<string, { Type: string; Properties?: Json; Metadata?: Json }>;
-  const ofType = (type: string): [string, Json][] => Object.entries(resources).filter(([, r]) => r.Type === type).map(([id, r]) => [id, r.Properties ?? {}]);
+  const ofType = (type: string): [string, Json][] =>
+    Object.entries(resources)
+      .filter(([, r]) => r.Type === type)
+      .map(([id, r]) => [id, r.Properties ?? {}]);
   const taskDefs = ofType('AWS::ECS::TaskDefinition');
   const commandOf = (p: Json): string => JSON.stringify((p['ContainerDefinitions'] as Json[]).map((c) => c['Command']));
-  const jmTd = only(taskDefs.filter(([, p]) => commandOf(p).includes('jobmanager.js')), 'JobManager task definition');
-  const teTd = only(taskDefs.filter(([, p]) => commandOf(p).includes('taskexecutor.js')), 'TaskExecutor task definition');
+  const jmTd = only(
+    taskDefs.filter(([, p]) => commandOf(p).includes('jobmanager.js')),
+    'JobManager task definition',
+  );
+  const teTd = only(
+    taskDefs.filter(([, p]) => commandOf(p).includes('taskexecutor.js')),
+    'TaskExecutor task definition',
+  );
   const families = new Map<string, string>([
     [jmTd[1]['Family'] as string, world.taskDefinitions.jobmanager],
     [teTd[1]['Family'] as string, world.taskDefinitions.taskexecutor],
@@ -104,19 +114,41 @@ export function iamModelFromTemplate(template: Json, world: IamWorld): ClusterIa
     if (r === undefined) throw new Error(`the template refers to ${id}, which it does not define`);
     const p = r.Properties ?? {};
     switch (r.Type) {
-      case 'AWS::DynamoDB::Table': { const n = tableName(p); return { ref: n, arn: arn('dynamodb', `table/${n}`) }; }
-      case 'AWS::S3::Bucket': return { ref: world.bucket, arn: `arn:aws:s3:::${world.bucket}` };
-      case 'AWS::ECS::Cluster': return { ref: world.cluster, arn: arn('ecs', `cluster/${world.cluster}`) };
-      case 'AWS::ECS::TaskDefinition': { const a = arn('ecs', `task-definition/${families.get(p['Family'] as string) ?? id}:1`); return { ref: a, arn: a }; }
-      case 'AWS::Events::EventBus': return { ref: world.eventBus, arn: arn('events', `event-bus/${world.eventBus}`) };
-      case 'AWS::IAM::Role': return { ref: id, arn: `arn:aws:iam::${world.account}:role/${id}` };
-      case 'AWS::SecretsManager::Secret': { const a = arn('secretsmanager', `secret:${id}-AbCdEf`); return { ref: a, arn: a }; }
-      case 'AWS::Logs::LogGroup': return { ref: id, arn: arn('logs', `log-group:${id}:*`) };
-      case 'AWS::SQS::Queue': return { ref: `https://sqs.${world.region}.amazonaws.com/${world.account}/${id}`, arn: arn('sqs', id) };
-      default: return { ref: id, arn: arn('unknown', id) };
+      case 'AWS::DynamoDB::Table': {
+        const n = tableName(p);
+        return { ref: n, arn: arn('dynamodb', `table/${n}`) };
+      }
+      case 'AWS::S3::Bucket':
+        return { ref: world.bucket, arn: `arn:aws:s3:::${world.bucket}` };
+      case 'AWS::ECS::Cluster':
+        return { ref: world.cluster, arn: arn('ecs', `cluster/${world.cluster}`) };
+      case 'AWS::ECS::TaskDefinition': {
+        const a = arn('ecs', `task-definition/${families.get(p['Family'] as string) ?? id}:1`);
+        return { ref: a, arn: a };
+      }
+      case 'AWS::Events::EventBus':
+        return { ref: world.eventBus, arn: arn('events', `event-bus/${world.eventBus}`) };
+      case 'AWS::IAM::Role':
+        return { ref: id, arn: `arn:aws:iam::${world.account}:role/${id}` };
+      case 'AWS::SecretsManager::Secret': {
+        const a = arn('secretsmanager', `secret:${id}-AbCdEf`);
+        return { ref: a, arn: a };
+      }
+      case 'AWS::Logs::LogGroup':
+        return { ref: id, arn: arn('logs', `log-group:${id}:*`) };
+      case 'AWS::SQS::Queue':
+        return { ref: `https://sqs.${world.region}.amazonaws.com/${world.account}/${id}`, arn: arn('sqs', id) };
+      default:
+        return { ref: id, arn: arn('unknown', id) };
     }
   };
-  const pseudo: Record<string, string> = { 'AWS::Partition': 'aws', 'AWS::Region': world.region, 'AWS::AccountId': world.account, 'AWS::URLSuffix': 'amazonaws.com', 'AWS::StackName': 'Floe' };
+  const pseudo: Record<string, string> = {
+    'AWS::Partition': 'aws',
+    'AWS::Region': world.region,
+    'AWS::AccountId': world.account,
+    'AWS::URLSuffix': 'amazonaws.com',
+    'AWS::StackName': 'Floe',
+  };
   const resolve = (v: unknown): unknown => {
     if (typeof v === 'string') {
       let s = v;
@@ -138,12 +170,14 @@ export function iamModelFromTemplate(template: Json, world: IamWorld): ClusterIa
     }
     if ('Fn::Sub' in o) {
       const [text, vars] = (Array.isArray(o['Fn::Sub']) ? o['Fn::Sub'] : [o['Fn::Sub'], {}]) as [string, Json];
-      return resolve(text.replace(/\$\{([^}]+)\}/g, (_, name: string) => {
-        if (vars[name] !== undefined) return String(resolve(vars[name]));
-        if (pseudo[name] !== undefined) return pseudo[name]!;
-        const [id, attr] = name.split('.');
-        return attr === undefined ? refOf(id!).ref : refOf(id!).arn;
-      }));
+      return resolve(
+        text.replace(/\$\{([^}]+)\}/g, (_, name: string) => {
+          if (vars[name] !== undefined) return String(resolve(vars[name]));
+          if (pseudo[name] !== undefined) return pseudo[name]!;
+          const [id, attr] = name.split('.');
+          return attr === undefined ? refOf(id!).ref : refOf(id!).arn;
+        }),
+      );
     }
     if ('Fn::Select' in o) {
       const [index, list] = o['Fn::Select'] as [number, unknown];
@@ -180,7 +214,8 @@ export function iamModelFromTemplate(template: Json, world: IamWorld): ClusterIa
     const role = resources[logicalId]!;
     const documents: { doc: Json; metadata?: Json }[] = [];
     for (const inline of list(role.Properties?.['Policies'] as Json[] | undefined)) documents.push({ doc: inline['PolicyDocument'] as Json });
-    if (list(role.Properties?.['ManagedPolicyArns']).length > 0) throw new Error(`role ${logicalId} has managed policies, which the IAM check cannot read from the template`);
+    if (list(role.Properties?.['ManagedPolicyArns']).length > 0)
+      throw new Error(`role ${logicalId} has managed policies, which the IAM check cannot read from the template`);
     for (const [id, r] of Object.entries(resources)) {
       if (r.Type !== 'AWS::IAM::Policy') continue;
       if (!list(r.Properties!['Roles'] as Json[]).some((x) => x['Ref'] === logicalId)) continue;
@@ -190,7 +225,8 @@ export function iamModelFromTemplate(template: Json, world: IamWorld): ClusterIa
     let n = 0;
     const statements = documents.flatMap(({ doc }) =>
       list(doc['Statement'] as Json[]).map((s): ModelStatement => {
-        if (s['NotAction'] !== undefined || s['NotResource'] !== undefined) throw new Error(`role ${logicalId} has a NotAction/NotResource statement, which the IAM check does not model`);
+        if (s['NotAction'] !== undefined || s['NotResource'] !== undefined)
+          throw new Error(`role ${logicalId} has a NotAction/NotResource statement, which the IAM check does not model`);
         const raw = list(s['Resource']);
         return {
           sid: `S${n++}`,
@@ -260,7 +296,8 @@ export function iamRequestsOf(call: AwsCallRecord, model: ClusterIamModel): IamR
   });
   const clusterName = String(i['cluster'] ?? 'default').replace(/^arn:[^:]+:ecs:[^:]+:[^:]+:cluster\//, '');
   const clusterArn = `arn:aws:ecs:${world.region}:${world.account}:cluster/${clusterName}`;
-  const taskArn = (ref: unknown): string => (String(ref).startsWith('arn:') ? String(ref) : `arn:aws:ecs:${world.region}:${world.account}:task/${clusterName}/${String(ref)}`);
+  const taskArn = (ref: unknown): string =>
+    String(ref).startsWith('arn:') ? String(ref) : `arn:aws:ecs:${world.region}:${world.account}:task/${clusterName}/${String(ref)}`;
   const s3Object = (action: string, arn: string): IamRequest => ({ action: `s3:${action}`, resource: arn, context: secure });
   const object = s3ObjectArn(i['Bucket'], i['Key']);
   const tagging = i['Tagging'] === true ? [s3Object('PutObjectTagging', object)] : [];
@@ -276,7 +313,13 @@ export function iamRequestsOf(call: AwsCallRecord, model: ClusterIamModel): IamR
     case 'DynamoDBClient:TransactWriteItems':
     case 'DynamoDBClient:TransactGetItems': {
       // A transaction needs, per item, the action of that item's kind on that item's table.
-      const kinds: Record<string, string> = { Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem', Get: 'GetItem' };
+      const kinds: Record<string, string> = {
+        Put: 'PutItem',
+        Update: 'UpdateItem',
+        Delete: 'DeleteItem',
+        ConditionCheck: 'ConditionCheckItem',
+        Get: 'GetItem',
+      };
       return (i['TransactItems'] as { kind: string; TableName: string }[]).map((item) => {
         const action = kinds[item.kind];
         if (action === undefined) throw new UnmappedCallError(`a transaction item of kind ${item.kind}`);
@@ -317,11 +360,19 @@ export function iamRequestsOf(call: AwsCallRecord, model: ClusterIamModel): IamR
     case 'S3Client:HeadBucket':
       return [{ action: 's3:ListBucket', resource: `arn:aws:s3:::${String(i['Bucket'])}`, context: secure }];
     case 'S3Client:ListMultipartUploads':
-      return [{ action: 's3:ListBucketMultipartUploads', resource: `arn:aws:s3:::${String(i['Bucket'])}`, context: { ...secure, 's3:prefix': String(i['Prefix'] ?? '') } }];
+      return [
+        {
+          action: 's3:ListBucketMultipartUploads',
+          resource: `arn:aws:s3:::${String(i['Bucket'])}`,
+          context: { ...secure, 's3:prefix': String(i['Prefix'] ?? '') },
+        },
+      ];
     case 'ECSClient:RunTask': {
       const ref = String(i['taskDefinition']);
       const family = ref.replace(/^arn:[^:]+:ecs:[^:]+:[^:]+:task-definition\//, '').replace(/:\d+$/, '');
-      const definitionArn = ref.startsWith('arn:') ? ref : `arn:aws:ecs:${world.region}:${world.account}:task-definition/${family}:${/:\d+$/.test(ref) ? ref.split(':').pop() : '1'}`;
+      const definitionArn = ref.startsWith('arn:')
+        ? ref
+        : `arn:aws:ecs:${world.region}:${world.account}:task-definition/${family}:${/:\d+$/.test(ref) ? ref.split(':').pop() : '1'}`;
       const passed = model.passedRoles.get(family);
       if (passed === undefined) throw new UnmappedCallError(`RunTask of task definition family '${family}', which is not in the template`);
       const tags = Array.isArray(i['tags']) && (i['tags'] as unknown[]).length > 0;
@@ -329,7 +380,9 @@ export function iamRequestsOf(call: AwsCallRecord, model: ClusterIamModel): IamR
         { action: 'ecs:RunTask', resource: definitionArn, context: { ...secure, 'ecs:cluster': clusterArn } },
         ...passed.map((roleArn) => ({ action: 'iam:PassRole', resource: roleArn, context: { ...secure, 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } })),
         // Tagging at creation needs ecs:TagResource on the new task, with ecs:CreateAction RunTask.
-        ...(tags || i['propagateTags'] !== undefined ? [{ action: 'ecs:TagResource', resource: taskArn('new-task'), context: { ...secure, 'ecs:CreateAction': 'RunTask', 'ecs:cluster': clusterArn } }] : []),
+        ...(tags || i['propagateTags'] !== undefined
+          ? [{ action: 'ecs:TagResource', resource: taskArn('new-task'), context: { ...secure, 'ecs:CreateAction': 'RunTask', 'ecs:cluster': clusterArn } }]
+          : []),
       ];
     }
     case 'ECSClient:DescribeTasks':
@@ -337,7 +390,13 @@ export function iamRequestsOf(call: AwsCallRecord, model: ClusterIamModel): IamR
     case 'ECSClient:StopTask':
       return [{ action: 'ecs:StopTask', resource: taskArn(i['task']), context: { ...secure, 'ecs:cluster': clusterArn } }];
     case 'ECSClient:ListTasks':
-      return [{ action: 'ecs:ListTasks', resource: `arn:aws:ecs:${world.region}:${world.account}:container-instance/${clusterName}/any`, context: { ...secure, 'ecs:cluster': clusterArn } }];
+      return [
+        {
+          action: 'ecs:ListTasks',
+          resource: `arn:aws:ecs:${world.region}:${world.account}:container-instance/${clusterName}/any`,
+          context: { ...secure, 'ecs:cluster': clusterArn },
+        },
+      ];
     case 'EventBridgeClient:PutEvents':
       return [...new Set(i['EventBusNames'] as string[])].map((bus) => ({
         action: 'events:PutEvents',
@@ -386,20 +445,43 @@ export interface IamFinding {
 
 /** IAM's wildcard match of a pattern (`*` any run, `?` one character) against a value, case-sensitive. */
 function globMatches(pattern: string, value: string): boolean {
-  const re = new RegExp(`^${pattern.split('').map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\/]/g, '\\$&'))).join('')}$`, 's');
+  const re = new RegExp(
+    `^${pattern
+      .split('')
+      .map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\/]/g, '\\$&')))
+      .join('')}$`,
+    's',
+  );
   return re.test(value);
 }
 
 const hasWildcard = (text: string): boolean => /[*?]/.test(text);
 
-async function simulate(role: RoleModel, statements: ModelStatement[], request: IamRequest, world: IamWorld, sessionPolicy?: Json): Promise<{ allowed: boolean; detail: string }> {
+async function simulate(
+  role: RoleModel,
+  statements: ModelStatement[],
+  request: IamRequest,
+  world: IamWorld,
+  sessionPolicy?: Json,
+): Promise<{ allowed: boolean; detail: string }> {
   const policy = {
     Version: '2012-10-17',
-    Statement: statements.map((s) => ({ Sid: s.sid, Effect: s.effect, Action: s.actions, Resource: s.resources, ...(s.condition !== undefined ? { Condition: s.condition } : {}) })),
+    Statement: statements.map((s) => ({
+      Sid: s.sid,
+      Effect: s.effect,
+      Action: s.actions,
+      Resource: s.resources,
+      ...(s.condition !== undefined ? { Condition: s.condition } : {}),
+    })),
   };
   const answer = await runSimulation(
     {
-      request: { principal: role.roleArn, action: request.action, resource: { resource: request.resource, accountId: world.account }, contextVariables: request.context },
+      request: {
+        principal: role.roleArn,
+        action: request.action,
+        resource: { resource: request.resource, accountId: world.account },
+        contextVariables: request.context,
+      },
       identityPolicies: [{ name: role.logicalId, policy }],
       ...(sessionPolicy !== undefined ? { sessionPolicy } : {}),
       serviceControlPolicies: [],
@@ -414,8 +496,12 @@ async function simulate(role: RoleModel, statements: ModelStatement[], request: 
 /** Whether a statement's wildcards are all named by the role's acknowledgement. */
 function acknowledgedWildcards(role: RoleModel, statement: ModelStatement, request: IamRequest): boolean {
   const named = (entry: string): boolean => role.acknowledged.some((a) => (typeof a === 'string' ? a === entry : a.test(entry)));
-  const actionsOk = statement.actions.filter((a) => globMatches(a.toLowerCase(), request.action.toLowerCase())).some((a) => !hasWildcard(a) || named(`Action::${a}`));
-  const resourcesOk = statement.resources.some((r, n) => globMatches(r, request.resource) && (!hasWildcard(statement.nagResources[n]!) || named(`Resource::${statement.nagResources[n]!}`)));
+  const actionsOk = statement.actions
+    .filter((a) => globMatches(a.toLowerCase(), request.action.toLowerCase()))
+    .some((a) => !hasWildcard(a) || named(`Action::${a}`));
+  const resourcesOk = statement.resources.some(
+    (r, n) => globMatches(r, request.resource) && (!hasWildcard(statement.nagResources[n]!) || named(`Resource::${statement.nagResources[n]!}`)),
+  );
   return actionsOk && resourcesOk;
 }
 
@@ -423,7 +509,11 @@ function acknowledgedWildcards(role: RoleModel, statement: ModelStatement, reque
  * Every finding over `calls`: calls denied to the role that made them, calls allowed only through an
  * unacknowledged wildcard, operations the mapper does not know, roles the template does not have.
  */
-export async function checkCalls(calls: readonly AwsCallRecord[], model: ClusterIamModel, options: { exemptions?: readonly IamExemption[]; sessions?: ReadonlyMap<string, IamSession> } = {}): Promise<IamFinding[]> {
+export async function checkCalls(
+  calls: readonly AwsCallRecord[],
+  model: ClusterIamModel,
+  options: { exemptions?: readonly IamExemption[]; sessions?: ReadonlyMap<string, IamSession> } = {},
+): Promise<IamFinding[]> {
   const findings = new Map<string, IamFinding>();
   const add = (f: Omit<IamFinding, 'calls'>): void => {
     const key = JSON.stringify([f.kind, f.role, f.operation, f.action, f.resource]);
@@ -437,7 +527,12 @@ export async function checkCalls(calls: readonly AwsCallRecord[], model: Cluster
     // 'api+watch': the api role, recorded apart for a test-only behaviour (see IamExemption).
     const role = model.roles.get(session?.role ?? call.role.split('+')[0]!);
     if (role === undefined) {
-      add({ kind: 'unknown-role', role: call.role, operation: `${call.client} ${call.operation}`, detail: `no role labelled '${call.role}' in the template (known: ${[...model.roles.keys()].join(', ')})` });
+      add({
+        kind: 'unknown-role',
+        role: call.role,
+        operation: `${call.client} ${call.operation}`,
+        detail: `no role labelled '${call.role}' in the template (known: ${[...model.roles.keys()].join(', ')})`,
+      });
       continue;
     }
     let requests: IamRequest[];
@@ -445,7 +540,12 @@ export async function checkCalls(calls: readonly AwsCallRecord[], model: Cluster
       requests = iamRequestsOf(call, model);
     } catch (error) {
       if (!(error instanceof UnmappedCallError)) throw error;
-      add({ kind: 'unmapped', role: call.role, operation: `${call.client} ${call.operation}`, detail: `the IAM check does not know which actions ${error.message} needs; teach iamRequestsOf` });
+      add({
+        kind: 'unmapped',
+        role: call.role,
+        operation: `${call.client} ${call.operation}`,
+        detail: `the IAM check does not know which actions ${error.message} needs; teach iamRequestsOf`,
+      });
       continue;
     }
     for (const request of requests) {
@@ -459,10 +559,20 @@ export async function checkCalls(calls: readonly AwsCallRecord[], model: Cluster
   return [...findings.values()];
 }
 
-async function verdictOf(role: RoleModel, request: IamRequest, world: IamWorld, sessionPolicy?: Json): Promise<Omit<IamFinding, 'calls' | 'operation'> | undefined> {
+async function verdictOf(
+  role: RoleModel,
+  request: IamRequest,
+  world: IamWorld,
+  sessionPolicy?: Json,
+): Promise<Omit<IamFinding, 'calls' | 'operation'> | undefined> {
   const overall = await simulate(role, role.statements, request, world, sessionPolicy);
   const base = { role: role.label, action: request.action, resource: request.resource };
-  if (!overall.allowed) return { ...base, kind: 'denied', detail: `${overall.detail} for role ${role.logicalId}${sessionPolicy !== undefined ? ' with the session policy of the credentials used' : ''}` };
+  if (!overall.allowed)
+    return {
+      ...base,
+      kind: 'denied',
+      detail: `${overall.detail} for role ${role.logicalId}${sessionPolicy !== undefined ? ' with the session policy of the credentials used' : ''}`,
+    };
   // Which Allow statements allow it on their own, and whether one of them needs no unacknowledged wildcard.
   const allowing: ModelStatement[] = [];
   for (const statement of role.statements) {
@@ -473,7 +583,11 @@ async function verdictOf(role: RoleModel, request: IamRequest, world: IamWorld, 
   }
   if (allowing.some((s) => acknowledgedWildcards(role, s, request))) return undefined;
   const through = allowing.map((s) => `${s.actions.join(',')} on ${s.nagResources.join(', ')}`).join('; ');
-  return { ...base, kind: 'wildcard-unacknowledged', detail: `allowed only by a wildcard that no AwsSolutions-IAM5 acknowledgement of role ${role.logicalId} names: ${through}` };
+  return {
+    ...base,
+    kind: 'wildcard-unacknowledged',
+    detail: `allowed only by a wildcard that no AwsSolutions-IAM5 acknowledgement of role ${role.logicalId} names: ${through}`,
+  };
 }
 
 /**
@@ -489,7 +603,10 @@ export function sessionsOf(calls: readonly AwsCallRecord[], model: ClusterIamMod
     if (role === undefined) continue;
     const policy = typeof c.input['Policy'] === 'string' ? (JSON.parse(c.input['Policy']) as Json) : undefined;
     // Without a session policy the session has the whole role.
-    sessions.set(c.issuedAccessKeyId, { role: role.label, policy: policy ?? { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: '*', Resource: '*' }] } });
+    sessions.set(c.issuedAccessKeyId, {
+      role: role.label,
+      policy: policy ?? { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: '*', Resource: '*' }] },
+    });
   }
   return sessions;
 }
@@ -497,7 +614,10 @@ export function sessionsOf(calls: readonly AwsCallRecord[], model: ClusterIamMod
 /** The findings, one per line, readable in a test failure. */
 export function formatFindings(findings: readonly IamFinding[]): string {
   return findings
-    .map((f) => `${f.kind.toUpperCase()}: ${f.role} process, ${f.operation}${f.action !== undefined ? ` needs ${f.action} on ${f.resource}` : ''} (${f.calls} call${f.calls === 1 ? '' : 's'}): ${f.detail}`)
+    .map(
+      (f) =>
+        `${f.kind.toUpperCase()}: ${f.role} process, ${f.operation}${f.action !== undefined ? ` needs ${f.action} on ${f.resource}` : ''} (${f.calls} call${f.calls === 1 ? '' : 's'}): ${f.detail}`,
+    )
     .join('\n');
 }
 

@@ -31,7 +31,13 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'floe-job-credentials-'));
   const { code, sha256 } = await bundleJobFile(join(packageRoot, 'test/fixtures/jobs/e2e-words.ts'));
   const definition = loadJobDefinition(await importLibrary(code, join(dir, 'cache')), 'default');
-  jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args: [`s3://${emulators.bucket}/in/words.txt`, `s3://${emulators.bucket}/out/words`], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2 });
+  jobGraph = buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args: [`s3://${emulators.bucket}/in/words.txt`, `s3://${emulators.bucket}/out/words`],
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: 2,
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -57,7 +63,13 @@ describe('job credentials (STS emulator, s3rver)', () => {
     const before = Date.now();
     const credentials = await vendor.credentialsFor(jobGraph);
     const session = sts.sessions.at(-1)!;
-    expect(session).toMatchObject({ roleArn: ROLE, roleSessionName: `floe-job-${jobGraph.jobId}`, durationSeconds: JOB_DATA_SESSION_SECONDS, accessKeyId: credentials.accessKeyId, sessionToken: credentials.sessionToken });
+    expect(session).toMatchObject({
+      roleArn: ROLE,
+      roleSessionName: `floe-job-${jobGraph.jobId}`,
+      durationSeconds: JOB_DATA_SESSION_SECONDS,
+      accessKeyId: credentials.accessKeyId,
+      sessionToken: credentials.sessionToken,
+    });
     expect(session.policy).toEqual(jobSessionPolicy(jobGraph, { bucket: emulators.bucket, blobPrefix: 'floe/' }));
     expect(credentials.expirationMs).toBeGreaterThanOrEqual(before + 3_599_000);
 
@@ -74,7 +86,12 @@ describe('job credentials (STS emulator, s3rver)', () => {
 
   it('fails with JOB_CREDENTIALS naming the role and what the JobManager role needs when the role cannot be assumed', async () => {
     const other = 'arn:aws:iam::000000000000:role/not-trusting-the-jobmanager';
-    const failed = await jobCredentialsVendorFromEnv(jobManagerEnv(other))!.credentialsFor(jobGraph).then(() => undefined, (e: unknown) => e);
+    const failed = await jobCredentialsVendorFromEnv(jobManagerEnv(other))!
+      .credentialsFor(jobGraph)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(failed).toBeInstanceOf(FloeError);
     expect(failed).toMatchObject({ code: 'JOB_CREDENTIALS', retryable: false });
     expect((failed as Error).message).toContain(`cannot vend S3 credentials for job ${jobGraph.jobId}: AssumeRole of '${other}' failed (AccessDenied`);
@@ -86,8 +103,17 @@ describe('job credentials (STS emulator, s3rver)', () => {
     const many: JobGraph = {
       ...jobGraph,
       // The same source vertex reading 60 files one by one.
-      vertices: [...jobGraph.vertices, ...Array.from({ length: 60 }, (_, i) => ({ ...jobGraph.vertices[0]!, id: `extra-${i}`, operators: [{ ...source, path: `s3://${emulators.bucket}/in/day-${String(i).padStart(3, '0')}/words.txt` }] }))] as JobGraph['vertices'],
+      vertices: [
+        ...jobGraph.vertices,
+        ...Array.from({ length: 60 }, (_, i) => ({
+          ...jobGraph.vertices[0]!,
+          id: `extra-${i}`,
+          operators: [{ ...source, path: `s3://${emulators.bucket}/in/day-${String(i).padStart(3, '0')}/words.txt` }],
+        })),
+      ] as JobGraph['vertices'],
     };
-    expect(() => jobSessionPolicy(many, { bucket: emulators.bucket, blobPrefix: 'floe/' })).toThrow(/reads 61 S3 paths and writes 1 S3 targets: the session policy that confines its tasks to them takes \d+ characters, STS accepts at most 2048; read fewer, wider prefixes/);
+    expect(() => jobSessionPolicy(many, { bucket: emulators.bucket, blobPrefix: 'floe/' })).toThrow(
+      /reads 61 S3 paths and writes 1 S3 targets: the session policy that confines its tasks to them takes \d+ characters, STS accepts at most 2048; read fewer, wider prefixes/,
+    );
   });
 });

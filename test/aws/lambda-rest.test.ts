@@ -24,14 +24,33 @@ describe('HTTP API Lambda handler', () => {
 
   it('maps path, query, lowercased headers and a base64 body', () => {
     const request = toRestRequest({
-      version: '2.0', rawPath: '/jobs/a', rawQueryString: 'mode=cancel', headers: { Authorization: 'Bearer x' },
-      requestContext: { http: { method: 'patch' } }, body: Buffer.from('hi').toString('base64'), isBase64Encoded: true,
+      version: '2.0',
+      rawPath: '/jobs/a',
+      rawQueryString: 'mode=cancel',
+      headers: { Authorization: 'Bearer x' },
+      requestContext: { http: { method: 'patch' } },
+      body: Buffer.from('hi').toString('base64'),
+      isBase64Encoded: true,
     });
-    expect(request).toEqual({ method: 'PATCH', path: '/jobs/a', query: { mode: 'cancel' }, rawQuery: 'mode=cancel', headers: { authorization: 'Bearer x' }, body: Buffer.from('hi') });
+    expect(request).toEqual({
+      method: 'PATCH',
+      path: '/jobs/a',
+      query: { mode: 'cancel' },
+      rawQuery: 'mode=cancel',
+      headers: { authorization: 'Bearer x' },
+      body: Buffer.from('hi'),
+    });
   });
 
   it("answers with the router's headers beside its JSON content type (allow on a 405, www-authenticate on a 401)", async () => {
-    const handler = createHttpApiHandler({ router: async () => async () => ({ status: 405, body: { error: { code: 'METHOD_NOT_ALLOWED', message: "method 'PUT' is not allowed on /jobs" } }, headers: { allow: 'GET, POST' } }), logger: silentLogger });
+    const handler = createHttpApiHandler({
+      router: async () => async () => ({
+        status: 405,
+        body: { error: { code: 'METHOD_NOT_ALLOWED', message: "method 'PUT' is not allowed on /jobs" } },
+        headers: { allow: 'GET, POST' },
+      }),
+      logger: silentLogger,
+    });
     const event = { version: '2.0', rawPath: '/jobs', rawQueryString: '', headers: {}, requestContext: { http: { method: 'PUT' } } } as never;
     const res = await handler(event, context);
     expect(res.statusCode).toBe(405);

@@ -34,7 +34,10 @@ afterAll(async () => {
 
 describeBlobStoreContract('S3BlobStore', async () => new S3BlobStore({ client: s3, bucket: emulators.bucket }));
 // Under a prefix and with tiny list pages, as a deployment sharing its bucket would run.
-describeBlobStoreContract('S3BlobStore (prefix, 2 keys per list page)', async () => new S3BlobStore({ client: s3, bucket: emulators.bucket, prefix: 'tenant-a/', listPageSize: 2 }));
+describeBlobStoreContract(
+  'S3BlobStore (prefix, 2 keys per list page)',
+  async () => new S3BlobStore({ client: s3, bucket: emulators.bucket, prefix: 'tenant-a/', listPageSize: 2 }),
+);
 
 describe('S3BlobStore specifics', () => {
   it('uploads a blob above the part size in parts and reads it back byte for byte', async () => {

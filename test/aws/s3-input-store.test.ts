@@ -29,7 +29,8 @@ afterAll(async () => {
 });
 
 const bucket = (): string => emulators.bucket;
-const put = (key: string, body: string | Uint8Array): Promise<unknown> => s3.send(new PutObjectCommand({ Bucket: bucket(), Key: key, Body: Buffer.from(body) }));
+const put = (key: string, body: string | Uint8Array): Promise<unknown> =>
+  s3.send(new PutObjectCommand({ Bucket: bucket(), Key: key, Body: Buffer.from(body) }));
 
 function harness(): InputStoreHarness {
   const base = `in-${n++}`;
@@ -85,7 +86,7 @@ describe('S3InputStore on S3', () => {
     expect((await store.listFiles(uri)).map((f) => f.path)).toEqual([`${uri}/2024/b.txt`, `${uri}/a.txt`]);
   });
 
-  it("reads each split with ranged GETs: its own range (from the byte before it), then small ranges past its end to finish its last line", async () => {
+  it('reads each split with ranged GETs: its own range (from the byte before it), then small ranges past its end to finish its last line', async () => {
     const text = Array.from({ length: 400 }, (_, i) => `line ${i} ${'w'.repeat(i % 31)}`).join('\n') + '\n';
     await put('ranged/words.txt', text);
     const { sender, ranges } = recordingRanges();
@@ -117,17 +118,26 @@ describe('S3InputStore on S3', () => {
     const read = (async () => {
       for await (const line of readSplitLines(split!, { store })) void line;
     })();
-    await expect(read).rejects.toThrow(new RegExp(`text source cannot read split 0 of 's3://${bucket()}/gone/x\\.txt' \\(bytes 0-8\\): GetObject bytes=0-7 failed: NoSuchKey`));
+    await expect(read).rejects.toThrow(
+      new RegExp(`text source cannot read split 0 of 's3://${bucket()}/gone/x\\.txt' \\(bytes 0-8\\): GetObject bytes=0-7 failed: NoSuchKey`),
+    );
   });
 
   it('refuses a path that names no object, a bucket that does not exist and a path it may not read, saying why', async () => {
     const store = new S3InputStore(s3);
     await expect(store.listFiles(`s3://${bucket()}/nowhere`)).rejects.toThrow(
-      new InputSourceError(`text source 's3://${bucket()}/nowhere' names no objects: there is no object 'nowhere' in bucket '${bucket()}' and none under 'nowhere/'; check the path (a prefix is read as a folder)`),
+      new InputSourceError(
+        `text source 's3://${bucket()}/nowhere' names no objects: there is no object 'nowhere' in bucket '${bucket()}' and none under 'nowhere/'; check the path (a prefix is read as a folder)`,
+      ),
     );
     const absent = uniqueName('floe-absent');
-    await expect(store.listFiles(`s3://${absent}/in`)).rejects.toThrow(new InputSourceError(`text source 's3://${absent}/in': the bucket '${absent}' does not exist (NoSuchBucket); check the path`));
-    const denied = await new S3InputStore(denying).listFiles(`s3://${bucket()}/in`).then(() => undefined, (e: unknown) => e);
+    await expect(store.listFiles(`s3://${absent}/in`)).rejects.toThrow(
+      new InputSourceError(`text source 's3://${absent}/in': the bucket '${absent}' does not exist (NoSuchBucket); check the path`),
+    );
+    const denied = await new S3InputStore(denying).listFiles(`s3://${bucket()}/in`).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(denied).toBeInstanceOf(InputSourceError);
     expect((denied as Error).message).toBe(
       `text source 's3://${bucket()}/in': access denied (AccessDenied (HTTP 403): Access Denied); this cluster may not list or read it: grant it with FloeCluster.grantBucketAccess`,
@@ -138,13 +148,25 @@ describe('S3InputStore on S3', () => {
     await put('check/ok.txt', 'fine\n');
     const graph = (paths: string[]): JobGraph =>
       ({
-        vertices: [{ id: 'v', name: 'read', parallelism: 1, operators: paths.map((path, i) => ({ kind: 'source.textFile', id: `s${i}`, name: `read${i}`, path, splitSizeBytes: 100 })) }],
+        vertices: [
+          {
+            id: 'v',
+            name: 'read',
+            parallelism: 1,
+            operators: paths.map((path, i) => ({ kind: 'source.textFile', id: `s${i}`, name: `read${i}`, path, splitSizeBytes: 100 })),
+          },
+        ],
       }) as unknown as JobGraph;
     const store = new S3InputStore(s3);
     const ok = `s3://${bucket()}/check/ok.txt`;
-    await expect(checkSourcePaths(graph([ok, '/local/left/to/the/jobmaster']), 5_000, async (p) => (p.startsWith('s3://') ? store : undefined))).resolves.toBeUndefined();
+    await expect(
+      checkSourcePaths(graph([ok, '/local/left/to/the/jobmaster']), 5_000, async (p) => (p.startsWith('s3://') ? store : undefined)),
+    ).resolves.toBeUndefined();
     const missing = `s3://${bucket()}/check/missing`;
-    const refused = await checkSourcePaths(graph([ok, missing]), 5_000, async () => store).then(() => undefined, (e: unknown) => e);
+    const refused = await checkSourcePaths(graph([ok, missing]), 5_000, async () => store).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(refused).toBeInstanceOf(InputSourceError);
     expect((refused as InputSourceError).httpStatus).toBe(400);
     expect((refused as Error).message).toContain(`text source '${missing}' names no objects`);

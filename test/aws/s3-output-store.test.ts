@@ -58,7 +58,8 @@ function failingAtCopy(failAt: number): S3Sender {
   let copies = 0;
   return {
     send: ((command: unknown, ...rest: unknown[]) => {
-      if (command instanceof CopyObjectCommand && ++copies === failAt) return Promise.reject(Object.assign(new Error('simulated crash before a copy'), { name: 'SimulatedCrash' }));
+      if (command instanceof CopyObjectCommand && ++copies === failAt)
+        return Promise.reject(Object.assign(new Error('simulated crash before a copy'), { name: 'SimulatedCrash' }));
       return (s3.send as (...a: unknown[]) => Promise<unknown>)(command, ...rest);
     }) as S3Sender['send'],
   };
@@ -176,7 +177,9 @@ describe('S3OutputStore', () => {
     // Job A writes B's staging key, keeping the size: only the ETag tells the bytes apart.
     await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: `${parseS3Uri(location).prefix}/part-0`, Body: 'A says 666!!\n' }));
     await expect(store.commit(target, 'job-b', 'no-overwrite', ['b0'], [reported])).rejects.toThrow(
-      new RegExp(`part file of subtask 0 \\(attempt b0\\) at 's3://${bucket()}/${prefix}/\\.floe-staging-job-b/b0/part-0' was changed after its task finished: its task reported 13 bytes with ETag ${reported.etag}, found 13 bytes with ETag "[0-9a-f]{32}"`),
+      new RegExp(
+        `part file of subtask 0 \\(attempt b0\\) at 's3://${bucket()}/${prefix}/\\.floe-staging-job-b/b0/part-0' was changed after its task finished: its task reported 13 bytes with ETag ${reported.etag}, found 13 bytes with ETag "[0-9a-f]{32}"`,
+      ),
     );
     expect(await keys(`${prefix}/`)).toEqual([`${prefix}/.floe-staging-job-b/_commit.json`, `${prefix}/.floe-staging-job-b/b0/part-0`]);
     expect(await text(`${prefix}/part-0`)).toBeUndefined();
@@ -191,7 +194,14 @@ describe('S3OutputStore', () => {
     writeFileSync(local, 'mine\n');
     await store.uploadPart(store.attemptStagingLocation(target, 'j-bad', 'a0'), 0, local);
     await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: `${prefix}/precious.txt`, Body: 'keep me\n' }));
-    const journal = { format: 1, jobId: 'j-bad', target, writeMode: 'overwrite', parts: [{ subtask: 0, attemptId: 'a0', file: 'part-0' }], previousFiles: ['precious.txt'] };
+    const journal = {
+      format: 1,
+      jobId: 'j-bad',
+      target,
+      writeMode: 'overwrite',
+      parts: [{ subtask: 0, attemptId: 'a0', file: 'part-0' }],
+      previousFiles: ['precious.txt'],
+    };
     await s3.send(new PutObjectCommand({ Bucket: bucket(), Key: `${prefix}/.floe-staging-j-bad/_commit.json`, Body: JSON.stringify(journal) }));
     await expect(store.commit(target, 'j-bad', 'overwrite', ['a0'])).rejects.toMatchObject({ code: 'COMMIT_JOURNAL' });
     expect(await text(`${prefix}/precious.txt`)).toBe('keep me\n');

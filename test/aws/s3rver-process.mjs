@@ -16,7 +16,8 @@ if (directory === undefined || bucket === undefined) {
 
 // The keys the STS emulator hands out (test/aws/sts-emulator.ts, stsSessionKey): session credentials S3
 // takes, each distinct, so a call can be told apart by the session whose key signed it.
-for (let i = 0; i < 100; i++) AWSAccount.DUMMY_ACCOUNT.createKeyPair(`ASIAFLOETESTSESS${String(i).padStart(4, '0')}`, `floe-test-session-secret-${String(i).padStart(4, '0')}`);
+for (let i = 0; i < 100; i++)
+  AWSAccount.DUMMY_ACCOUNT.createKeyPair(`ASIAFLOETESTSESS${String(i).padStart(4, '0')}`, `floe-test-session-secret-${String(i).padStart(4, '0')}`);
 
 const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket }] });
 makeObjectWritesAtomic(server.store);

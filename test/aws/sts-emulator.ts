@@ -131,6 +131,8 @@ export class StsEmulator {
   private error(res: ServerResponse, status: number, code: string, message: string): void {
     this.refusals.push({ code, message });
     res.writeHead(status, { 'content-type': 'text/xml' });
-    res.end(`<ErrorResponse xmlns="${XMLNS}"><Error><Type>Sender</Type><Code>${code}</Code><Message>${escapeXml(message)}</Message></Error><RequestId>${randomUUID()}</RequestId></ErrorResponse>`);
+    res.end(
+      `<ErrorResponse xmlns="${XMLNS}"><Error><Type>Sender</Type><Code>${code}</Code><Message>${escapeXml(message)}</Message></Error><RequestId>${randomUUID()}</RequestId></ErrorResponse>`,
+    );
   }
 }

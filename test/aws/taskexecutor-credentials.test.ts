@@ -40,7 +40,10 @@ function taskLogLines(): Record<string, unknown>[] {
   );
 }
 
-const environOf = (pid: number): string[] => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter((e) => e !== '');
+const environOf = (pid: number): string[] =>
+  readFileSync(`/proc/${pid}/environ`, 'utf8')
+    .split('\0')
+    .filter((e) => e !== '');
 
 describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
   it('a job finds no cluster secret in its task, and nothing it finds acts as another TaskExecutor, opens the REST API or reads another job', async () => {
@@ -49,7 +52,13 @@ describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
     const submit = async (file: string, args: string[], parallelism: number): Promise<string> => {
       const { code, sha256 } = await bundleJobFile(join(FIXTURES, file));
       const definition = loadJobDefinition(await importLibrary(code, join(work, 'client-cache')), 'default');
-      const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+      const jobGraph = buildJobGraph(definition, {
+        jobId: JobId.random(),
+        args,
+        exportName: 'default',
+        library: { sha256, sizeBytes: code.length },
+        defaultParallelism: parallelism,
+      });
       const res = await api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
       expect(res.status, JSON.stringify(res.body)).toBe(202);
       return res.body.jobId as string;
@@ -60,21 +69,36 @@ describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
     const probe = await submit('credential-probe.ts', [findingsPath, release], 1);
     try {
       await waitFor(() => existsSync(findingsPath), 'the probe job to report what its task holds', 90_000, 100);
-      const started = (jobId: string) => taskLogLines().find((l) => l['msg'] === 'TaskExecutor started' && l['jobId'] === jobId) as { resourceId: string; dataAddress: string } | undefined;
-      const serving = (jobId: string) => taskLogLines().find((l) => l['msg'] === 'ResourceManager serving' && l['jobId'] === jobId) as { address: string } | undefined;
+      const started = (jobId: string) =>
+        taskLogLines().find((l) => l['msg'] === 'TaskExecutor started' && l['jobId'] === jobId) as { resourceId: string; dataAddress: string } | undefined;
+      const serving = (jobId: string) =>
+        taskLogLines().find((l) => l['msg'] === 'ResourceManager serving' && l['jobId'] === jobId) as { address: string } | undefined;
       const otherTe = await waitFor(() => started(other), "the other job's TaskExecutor to start", 60_000, 100);
       const probeTe = await waitFor(() => started(probe), "the probe job's TaskExecutor to start", 60_000, 100);
-      const [otherJm, probeJm] = [(await waitFor(() => serving(other), "the other job's JobManager", 30_000, 100)).address, (await waitFor(() => serving(probe), "the probe job's JobManager", 30_000, 100)).address];
+      const [otherJm, probeJm] = [
+        (await waitFor(() => serving(other), "the other job's JobManager", 30_000, 100)).address,
+        (await waitFor(() => serving(probe), "the probe job's JobManager", 30_000, 100)).address,
+      ];
       await waitFor(async () => (await api('GET', `/jobs/${other}`)).body.tasks?.running > 0, "the other job's tasks to run", 60_000, 200);
 
       // No TaskExecutor task has the secret in its environment; the JobManager tasks do.
       const tasks = ecs.livePids().map((pid) => ({ pid, environ: environOf(pid) }));
       const taskExecutors = tasks.filter((t) => t.environ.some((e) => e.startsWith('FLOE_RESOURCE_ID=te-')));
       expect(taskExecutors.length).toBeGreaterThanOrEqual(2);
-      for (const te of taskExecutors) expect(te.environ.filter((e) => e.includes(AWS_TEST_SECRET)), `TaskExecutor pid ${te.pid}`).toEqual([]);
+      for (const te of taskExecutors)
+        expect(
+          te.environ.filter((e) => e.includes(AWS_TEST_SECRET)),
+          `TaskExecutor pid ${te.pid}`,
+        ).toEqual([]);
       expect(tasks.some((t) => !taskExecutors.includes(t) && t.environ.some((e) => e.includes(AWS_TEST_SECRET)))).toBe(true);
 
-      const findings = JSON.parse(readFileSync(findingsPath, 'utf8')) as { pid: number; environ: string[]; cmdline: string[]; variables: string[]; stateDirEntries: string[] };
+      const findings = JSON.parse(readFileSync(findingsPath, 'utf8')) as {
+        pid: number;
+        environ: string[];
+        cmdline: string[];
+        variables: string[];
+        stateDirEntries: string[];
+      };
       expect(taskExecutors.map((t) => t.pid)).toContain(findings.pid);
       expect(findings.stateDirEntries).toEqual([]);
       const everything = [...findings.environ, ...findings.cmdline, ...findings.variables];
@@ -105,7 +129,10 @@ describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
       ];
       for (const [address, endpoint, method, args] of withOwnKey) {
         const expected = address === probeJm ? 403 : 401;
-        expect(await rpcStatus(address, endpoint, method, args, ownBearer), `${endpoint}.${method} at ${address === probeJm ? 'its own' : 'the other'} job with its own key`).toBe(expected);
+        expect(
+          await rpcStatus(address, endpoint, method, args, ownBearer),
+          `${endpoint}.${method} at ${address === probeJm ? 'its own' : 'the other'} job with its own key`,
+        ).toBe(expected);
       }
 
       const rpcAnswers = new Map<number, number>();
@@ -113,17 +140,24 @@ describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
       const count = (m: Map<number, number>, status: number): void => void m.set(status, (m.get(status) ?? 0) + 1);
       for (const candidate of candidates) {
         const bearers = bearersOf(candidate, [victim, probeTe.resourceId], [probe, other]).filter((b) => b !== ownBearer);
-        const answers = await Promise.all(bearers.flatMap((bearer) => tries.map(([address, endpoint, method, args]) => rpcStatus(address, endpoint, method, args, bearer))));
+        const answers = await Promise.all(
+          bearers.flatMap((bearer) => tries.map(([address, endpoint, method, args]) => rpcStatus(address, endpoint, method, args, bearer))),
+        );
         answers.forEach((s) => count(rpcAnswers, s));
         count(restAnswers, await restStatus(`${adapter.url}/jobs`, candidate));
       }
       expect([...rpcAnswers.keys()]).toEqual([401]);
       // The API takes IAM-signed requests only: a bearer, whatever it holds, is refused before the Dispatcher.
-      expect([...restAnswers.keys()].every((s) => s === 401 || s === 403), JSON.stringify([...restAnswers])).toBe(true);
+      expect(
+        [...restAnswers.keys()].every((s) => s === 401 || s === 403),
+        JSON.stringify([...restAnswers]),
+      ).toBe(true);
 
       const realKey = await dataHandshake(otherTe.dataAddress, other, jobDataKey(AWS_TEST_SECRET, other), 2_000);
       expect(realKey.keyIsTheJobs, 'the handshake check recognises the real key').toBe(true);
-      const outcomes = await Promise.all(candidates.map(async (candidate) => ({ candidate: candidate.slice(0, 40), ...(await dataHandshake(otherTe.dataAddress, other, candidate)) })));
+      const outcomes = await Promise.all(
+        candidates.map(async (candidate) => ({ candidate: candidate.slice(0, 40), ...(await dataHandshake(otherTe.dataAddress, other, candidate)) })),
+      );
       expect(outcomes.filter((o) => !(o.challenged && !o.keyIsTheJobs && o.closedAfterProof))).toEqual([]);
       expect(await dataHandshake(otherTe.dataAddress, probe, ownKey!)).toEqual({ challenged: false, keyIsTheJobs: false, closedAfterProof: false });
     } finally {
@@ -131,10 +165,15 @@ describe('TaskExecutor credentials on the AWS backend (emulators)', () => {
       await api('PATCH', `/jobs/${other}?mode=cancel`);
     }
     const ended = (jobId: string) =>
-      waitFor(async () => {
-        const { body } = await api('GET', `/jobs/${jobId}`);
-        return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-      }, `job ${jobId} to end`, 60_000, 200);
+      waitFor(
+        async () => {
+          const { body } = await api('GET', `/jobs/${jobId}`);
+          return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
+        },
+        `job ${jobId} to end`,
+        60_000,
+        200,
+      );
     expect((await ended(probe)).status, JSON.stringify((await api('GET', `/jobs/${probe}/exceptions`)).body)).toBe('FINISHED');
     expect((await ended(other)).status).toBe('CANCELED');
     await waitFor(() => ecs.livePids().length === 0, 'every task process to exit', 30_000);

@@ -32,6 +32,9 @@ describe('the plain wordcount of the benchmark', () => {
     expect(plain.counts.size).toBe(20_000);
     expect(plain.counts.get('w5xyyyyy')).toBe(2);
     expect(plain.counts.get('w19999x')).toBe(1);
-    expect(topWords(plain.counts, 2)).toEqual([['w0x', 2], ['w10xyyy', 2]]);
+    expect(topWords(plain.counts, 2)).toEqual([
+      ['w0x', 2],
+      ['w10xyyy', 2],
+    ]);
   });
 });

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { attemptStagingLocationFor, fileSystemFor, inputStoreFor, outputStoreFor, registerFileSystem, registeredSchemes, schemeOf, type FileSystemFactory } from '../../runtime/blob/file-systems.js';
+import {
+  attemptStagingLocationFor,
+  fileSystemFor,
+  inputStoreFor,
+  outputStoreFor,
+  registerFileSystem,
+  registeredSchemes,
+  schemeOf,
+  type FileSystemFactory,
+} from '../../runtime/blob/file-systems.js';
 import type { InputStore } from '../../runtime/blob/input-store.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 import { FsInputStore } from '../../runtime/local/fs-input-store.js';
@@ -22,7 +31,10 @@ describe('file systems by scheme', () => {
   });
 
   it('refuses a path whose scheme no one registered, naming the scheme, the registered ones and what to do', async () => {
-    const refusal = await inputStoreFor('mem1://x/y').then(() => undefined, (e: unknown) => e);
+    const refusal = await inputStoreFor('mem1://x/y').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(refusal).toBeInstanceOf(ConfigurationError);
     expect((refusal as Error).message).toBe(
       "no file system serves 'mem1' paths such as 'mem1://x/y': this process registered 'file', 's3'; " +
@@ -33,7 +45,12 @@ describe('file systems by scheme', () => {
   });
 
   it('takes a registered factory for its scheme, the latest registration winning', async () => {
-    const store: InputStore = { listFiles: async () => [], read: () => { throw new Error('not read here'); } };
+    const store: InputStore = {
+      listFiles: async () => [],
+      read: () => {
+        throw new Error('not read here');
+      },
+    };
     const factory = (tag: string): FileSystemFactory => ({
       scheme: 'mem2',
       inputStore: async () => store,

@@ -44,12 +44,15 @@ const fromContext = (context: Record<string, string>): Omit<FloeStackProps, 'env
 
 /** Findings cdk-nag left unacknowledged at `level`, as `<path>: <rule>[<finding>]: <first line>`. */
 const unacknowledged = (annotations: Annotations, level: 'error' | 'warning'): string[] =>
-  (level === 'error' ? annotations.findError('*', Match.stringLikeRegexp('AwsSolutions-.*')) : annotations.findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*'))).map(
-    (e) => `${e.id}: ${String(e.entry.data).split('\n')[0]}`,
-  );
+  (level === 'error'
+    ? annotations.findError('*', Match.stringLikeRegexp('AwsSolutions-.*'))
+    : annotations.findWarning('*', Match.stringLikeRegexp('AwsSolutions-.*'))
+  ).map((e) => `${e.id}: ${String(e.entry.data).split('\n')[0]}`);
 
 const acknowledgementsOf = (resources: Resources): [string, Resources[string], Acknowledgement][] =>
-  Object.entries(resources).flatMap(([id, r]) => (r.Metadata?.cdk_nag?.rules_to_suppress ?? []).map((a): [string, Resources[string], Acknowledgement] => [id, r, a]));
+  Object.entries(resources).flatMap(([id, r]) =>
+    (r.Metadata?.cdk_nag?.rules_to_suppress ?? []).map((a): [string, Resources[string], Acknowledgement] => [id, r, a]),
+  );
 
 describe('cdk-nag AwsSolutionsChecks over the Floe app', () => {
   // Each stack is synthesized once (a second synth would run the app's aspects again).
@@ -85,7 +88,15 @@ describe('cdk-nag AwsSolutionsChecks over the Floe app', () => {
         for (const target of rule.applies_to ?? []) expect(typeof target, `${rule.id} ${JSON.stringify(target)}`).toBe('string');
       }
       expect([...new Set(acknowledged.map(([, , r]) => r.id))].sort()).toEqual(
-        ['AwsSolutions-APIG4', 'AwsSolutions-ECS2', 'AwsSolutions-ECS4', 'AwsSolutions-IAM5', 'AwsSolutions-S1', 'AwsSolutions-SMG4', 'AwsSolutions-VPC7'].sort(),
+        [
+          'AwsSolutions-APIG4',
+          'AwsSolutions-ECS2',
+          'AwsSolutions-ECS4',
+          'AwsSolutions-IAM5',
+          'AwsSolutions-S1',
+          'AwsSolutions-SMG4',
+          'AwsSolutions-VPC7',
+        ].sort(),
       );
       // IAM5 always names the wildcards it acknowledges; never a blanket over a role.
       for (const [, , rule] of acknowledged.filter(([, , r]) => r.id === 'AwsSolutions-IAM5')) expect(rule.applies_to?.length, rule.reason).toBeGreaterThan(0);
@@ -117,8 +128,13 @@ describe('cdk-nag AwsSolutionsChecks over the Floe app', () => {
       const roleOf = (arn: unknown): string => (arn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
       const taskDefinitions = Object.values(resources).filter((r) => r.Type === 'AWS::ECS::TaskDefinition');
       expect(taskDefinitions).toHaveLength(2);
-      const apiRole = roleOf(Object.values(resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.['Description'] === 'Floe Dispatcher: the REST API')!.Properties!['Role']);
-      const jobManagerRole = roleOf(taskDefinitions.find((td) => JSON.stringify(td.Properties!['ContainerDefinitions']).includes('jobmanager.js'))!.Properties!['TaskRoleArn']);
+      const apiRole = roleOf(
+        Object.values(resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.['Description'] === 'Floe Dispatcher: the REST API')!
+          .Properties!['Role'],
+      );
+      const jobManagerRole = roleOf(
+        taskDefinitions.find((td) => JSON.stringify(td.Properties!['ContainerDefinitions']).includes('jobmanager.js'))!.Properties!['TaskRoleArn'],
+      );
       const expected: Record<string, string> = {
         // The image pull's token: IAM scopes it to no resource.
         ...Object.fromEntries(taskDefinitions.map((td) => [roleOf(td.Properties!['ExecutionRoleArn']), 'ecr:GetAuthorizationToken'])),
@@ -131,9 +147,16 @@ describe('cdk-nag AwsSolutionsChecks over the Floe app', () => {
         .map(([id, r]) => (r.Type === 'AWS::IAM::Policy' ? (r.Properties!['Roles'] as { Ref: string }[])[0]!.Ref : id));
       expect([...new Set(acknowledging)].sort()).toEqual(Object.keys(expected).sort());
       for (const [role, action] of Object.entries(expected)) {
-        const policies = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && (r.Properties!['Roles'] as { Ref: string }[]).some((ref) => ref.Ref === role));
-        const anywhere = policies.flatMap((p) => (p.Properties!['PolicyDocument'] as { Statement: { Action: string | string[]; Resource: unknown; Condition?: unknown }[] }).Statement).filter((s) => s.Resource === '*');
-        expect(anywhere.map((s) => s.Action), role).toEqual([action]);
+        const policies = Object.values(resources).filter(
+          (r) => r.Type === 'AWS::IAM::Policy' && (r.Properties!['Roles'] as { Ref: string }[]).some((ref) => ref.Ref === role),
+        );
+        const anywhere = policies
+          .flatMap((p) => (p.Properties!['PolicyDocument'] as { Statement: { Action: string | string[]; Resource: unknown; Condition?: unknown }[] }).Statement)
+          .filter((s) => s.Resource === '*');
+        expect(
+          anywhere.map((s) => s.Action),
+          role,
+        ).toEqual([action]);
         if (action === 'ecs:ListTasks') expect(anywhere[0]!.Condition, role).toMatchObject({ ArnEquals: { 'ecs:cluster': expect.anything() } });
       }
     }

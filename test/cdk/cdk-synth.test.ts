@@ -48,7 +48,10 @@ function cdkSynth(work: string, outdir: string, bound: boolean): Promise<Synth> 
 
 /** Rule, resource and compliance of each row of the report cdk-nag writes beside the template. */
 function nagReport(outdir: string): { rule: string; resource: string; compliance: string }[] {
-  const lines = readFileSync(join(outdir, 'AwsSolutions-Floe-NagReport.csv'), 'utf8').split('\n').slice(1).filter((l) => l !== '');
+  const lines = readFileSync(join(outdir, 'AwsSolutions-Floe-NagReport.csv'), 'utf8')
+    .split('\n')
+    .slice(1)
+    .filter((l) => l !== '');
   return lines.map((line) => {
     const m = /^"([^"]*)","([^"]*)","([^"]*)"/.exec(line);
     expect(m, line).not.toBeNull();
@@ -63,23 +66,33 @@ describe('cdk synth (the CLI, offline)', () => {
   let synth: Synth;
   let agnostic: Synth;
 
-  beforeAll(async () => {
-    // One after the other: each bundles the Lambda and stages the image context.
-    synth = await cdkSynth(work, outdir, true);
-    agnostic = await cdkSynth(work, agnosticOutdir, false);
-  }, 2 * SYNTH_TIMEOUT_MS + 10_000);
+  beforeAll(
+    async () => {
+      // One after the other: each bundles the Lambda and stages the image context.
+      synth = await cdkSynth(work, outdir, true);
+      agnostic = await cdkSynth(work, agnosticOutdir, false);
+    },
+    2 * SYNTH_TIMEOUT_MS + 10_000,
+  );
 
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  const manifest = (): { files: Record<string, { source: { path: string } }>; dockerImages: Record<string, { source: { directory: string; dockerFile: string; platform: string } }> } =>
-    JSON.parse(readFileSync(join(outdir, 'Floe.assets.json'), 'utf8'));
+  const manifest = (): {
+    files: Record<string, { source: { path: string } }>;
+    dockerImages: Record<string, { source: { directory: string; dockerFile: string; platform: string } }>;
+  } => JSON.parse(readFileSync(join(outdir, 'Floe.assets.json'), 'utf8'));
 
   it('exits 0 and writes the Floe stack with no missing context', () => {
     expect(synth.code, `cdk synth failed:\n${synth.stderr}\n${synth.stdout}`).toBe(0);
-    const template = JSON.parse(readFileSync(join(outdir, 'Floe.template.json'), 'utf8')) as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
+    const template = JSON.parse(readFileSync(join(outdir, 'Floe.template.json'), 'utf8')) as {
+      Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+    };
     const fns = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.['Runtime'] === 'nodejs24.x');
     expect(fns).toHaveLength(1);
-    const assembly = JSON.parse(readFileSync(join(outdir, 'manifest.json'), 'utf8')) as { missing?: unknown[]; artifacts: Record<string, { environment?: string }> };
+    const assembly = JSON.parse(readFileSync(join(outdir, 'manifest.json'), 'utf8')) as {
+      missing?: unknown[];
+      artifacts: Record<string, { environment?: string }>;
+    };
     // Nothing left to look up: cdk.context.json answers the VPC's availability zones.
     expect(assembly.missing ?? []).toEqual([]);
     expect(assembly.artifacts['Floe']?.environment).toBe('aws://123456789012/us-east-1');
@@ -87,17 +100,30 @@ describe('cdk synth (the CLI, offline)', () => {
 
   it('exits 0 without credentials, account or region, writing an environment-agnostic stack', () => {
     expect(agnostic.code, `cdk synth failed:\n${agnostic.stderr}\n${agnostic.stdout}`).toBe(0);
-    const assembly = JSON.parse(readFileSync(join(agnosticOutdir, 'manifest.json'), 'utf8')) as { missing?: unknown[]; artifacts: Record<string, { environment?: string }> };
+    const assembly = JSON.parse(readFileSync(join(agnosticOutdir, 'manifest.json'), 'utf8')) as {
+      missing?: unknown[];
+      artifacts: Record<string, { environment?: string }>;
+    };
     expect(assembly.missing ?? []).toEqual([]);
     expect(assembly.artifacts['Floe']?.environment).toBe('aws://unknown-account/unknown-region');
   });
 
   it('runs cdk-nag in every synth, which finds nothing unacknowledged with or without an account and region', () => {
-    for (const [dir, run] of [[outdir, synth], [agnosticOutdir, agnostic]] as const) {
+    for (const [dir, run] of [
+      [outdir, synth],
+      [agnosticOutdir, agnostic],
+    ] as const) {
       const rows = nagReport(dir);
       // The checks ran over the whole stack: the IAM, API, ECS and S3 rules among them.
-      for (const rule of ['AwsSolutions-IAM5', 'AwsSolutions-APIG4', 'AwsSolutions-ECS2', 'AwsSolutions-S1']) expect(rows.map((r) => r.rule), dir).toContain(rule);
-      expect(rows.filter((r) => r.compliance !== 'Compliant' && r.compliance !== 'Suppressed' && r.compliance !== 'N/A'), dir).toEqual([]);
+      for (const rule of ['AwsSolutions-IAM5', 'AwsSolutions-APIG4', 'AwsSolutions-ECS2', 'AwsSolutions-S1'])
+        expect(
+          rows.map((r) => r.rule),
+          dir,
+        ).toContain(rule);
+      expect(
+        rows.filter((r) => r.compliance !== 'Compliant' && r.compliance !== 'Suppressed' && r.compliance !== 'N/A'),
+        dir,
+      ).toEqual([]);
       expect(`${run.stdout}\n${run.stderr}`).not.toMatch(/AwsSolutions-/);
     }
   });

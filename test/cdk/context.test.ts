@@ -46,7 +46,11 @@ describe('the CDK app context', () => {
     // The VPC lookup needs an account; the rest is checked on a stack without it.
     const template = Template.fromStack(new FloeStack(new App({ outdir }), stackName, stackProps));
     template.hasResourceProperties('AWS::ECS::TaskDefinition', { Cpu: '2048', Memory: '8192', RuntimePlatform: { CpuArchitecture: 'X86_64' } });
-    template.hasResourceProperties('AWS::ECS::TaskDefinition', { Cpu: '512', Memory: '1024', ContainerDefinitions: [{ Image: 'public.ecr.aws/example/floe:1.2.3' }] });
+    template.hasResourceProperties('AWS::ECS::TaskDefinition', {
+      Cpu: '512',
+      Memory: '1024',
+      ContainerDefinitions: [{ Image: 'public.ecr.aws/example/floe:1.2.3' }],
+    });
     template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 14 });
     expect(JSON.stringify(template.toJSON())).toContain('"ExpirationInDays":3');
     template.hasOutput('ApiLogGroup', {});
@@ -66,18 +70,29 @@ describe('the CDK app context', () => {
         .filter((r) => r.Type === 'AWS::IAM::Policy' && (r.Properties['Roles'] as { Ref: string }[]).some((ref) => ref.Ref === role))
         .flatMap((p) => (p.Properties['PolicyDocument'] as { Statement: { Action: string | string[]; Resource: unknown }[] }).Statement);
       const repositoryArn = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ecr:eu-west-1:123456789012:repository/team/floe']] };
-      expect(granted).toContainEqual(expect.objectContaining({ Action: ['ecr:BatchCheckLayerAvailability', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchGetImage'], Resource: repositoryArn }));
+      expect(granted).toContainEqual(
+        expect.objectContaining({ Action: ['ecr:BatchCheckLayerAvailability', 'ecr:GetDownloadUrlForLayer', 'ecr:BatchGetImage'], Resource: repositoryArn }),
+      );
       expect(granted).toContainEqual(expect.objectContaining({ Action: 'ecr:GetAuthorizationToken', Resource: '*' }));
     }
-    expect(() => from({ 'floe:image': '123456789012.dkr.ecr.eu-west-1.amazonaws.com' })).toThrow(/expected <account>\.dkr\.ecr\.<region>\.amazonaws\.com\/<repository>/);
-    expect(ecrImageLocation(`123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/floe@sha256:${'ab'.repeat(32)}`)).toEqual({ account: '123456789012', region: 'eu-west-1', repositoryName: 'team/floe' });
+    expect(() => from({ 'floe:image': '123456789012.dkr.ecr.eu-west-1.amazonaws.com' })).toThrow(
+      /expected <account>\.dkr\.ecr\.<region>\.amazonaws\.com\/<repository>/,
+    );
+    expect(ecrImageLocation(`123456789012.dkr.ecr.eu-west-1.amazonaws.com/team/floe@sha256:${'ab'.repeat(32)}`)).toEqual({
+      account: '123456789012',
+      region: 'eu-west-1',
+      repositoryName: 'team/floe',
+    });
     expect(ecrImageLocation('public.ecr.aws/example/floe:1.2.3')).toBeUndefined();
   });
 
-  it('reserves the Dispatcher function\'s concurrency only when floe:apiReservedConcurrency asks', () => {
+  it("reserves the Dispatcher function's concurrency only when floe:apiReservedConcurrency asks", () => {
     const reserved = (context: Record<string, unknown>): unknown => {
       const { stackName, ...stackProps } = from(context);
-      const fns = Template.fromStack(new FloeStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), stackName, stackProps)).findResources('AWS::Lambda::Function', { Properties: { Description: 'Floe Dispatcher: the REST API' } });
+      const fns = Template.fromStack(new FloeStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), stackName, stackProps)).findResources(
+        'AWS::Lambda::Function',
+        { Properties: { Description: 'Floe Dispatcher: the REST API' } },
+      );
       return Object.values(fns)[0]?.['Properties']?.['ReservedConcurrentExecutions'];
     };
     expect(reserved({})).toBeUndefined();
@@ -85,13 +100,15 @@ describe('the CDK app context', () => {
     expect(() => from({ 'floe:apiReservedConcurrency': '0' })).toThrow(/context floe:apiReservedConcurrency must be a whole number above 0/);
   });
 
-  it('builds the image for the tasks\' architecture: linux/arm64 by default, linux/amd64 with floe:cpuArchitecture=x86_64', () => {
+  it("builds the image for the tasks' architecture: linux/arm64 by default, linux/amd64 with floe:cpuArchitecture=x86_64", () => {
     const platforms = (context: Record<string, unknown>): string[] => {
       const { stackName, ...stackProps } = from(context);
       const app = new App({ outdir: mkdtempSync(join(outdir, 'arch-')), context: { 'aws:cdk:bundling-stacks': [] } });
       new FloeStack(app, stackName, stackProps);
       const assembly = app.synth();
-      const manifest = JSON.parse(readFileSync(join(assembly.directory, `${stackName}.assets.json`), 'utf8')) as { dockerImages: Record<string, { source: { platform?: string } }> };
+      const manifest = JSON.parse(readFileSync(join(assembly.directory, `${stackName}.assets.json`), 'utf8')) as {
+        dockerImages: Record<string, { source: { platform?: string } }>;
+      };
       return Object.values(manifest.dockerImages).map((image) => image.source.platform ?? 'none');
     };
     expect(platforms({})).toEqual(['linux/arm64']);

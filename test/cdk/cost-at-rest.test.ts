@@ -81,7 +81,11 @@ function readmeCostTable(): string[] {
   const readme = readFileSync(join(packageRoot, 'README.md'), 'utf8');
   const section = readme.split(/^#### Cost at rest$/m)[1];
   expect(section, 'README.md has a "#### Cost at rest" section').toBeDefined();
-  const rows = section!.split('\n\n').find((block) => block.trimStart().startsWith('|'))!.split('\n').slice(2);
+  const rows = section!
+    .split('\n\n')
+    .find((block) => block.trimStart().startsWith('|'))!
+    .split('\n')
+    .slice(2);
   return rows.map((row) => row.split('|')[1]!.trim()).filter((name) => name !== '' && !name.startsWith('**'));
 }
 
@@ -122,13 +126,33 @@ describe('the job table at rest, with 100 and with 10,000 ended jobs stored', ()
     meter.attach(clients.client);
     const clock = new ManualClock(Date.now());
     const startMs = clock.now();
-    const jobStore = new DynamoDbJobStore({ documentClient: clients.documentClient, tableName: tables.jobTable, clock, endedJobRetentionMs: 30 * 24 * 3_600_000 });
+    const jobStore = new DynamoDbJobStore({
+      documentClient: clients.documentClient,
+      tableName: tables.jobTable,
+      clock,
+      endedJobRetentionMs: 30 * 24 * 3_600_000,
+    });
     const leaseStore = new DynamoDbLeaseStore({ documentClient: clients.documentClient, tableName: tables.leaseTable, clock });
     const launcher = new InProcessWorkerLauncher(async () => ({ stop: async () => undefined, exited: new Promise<number>(() => undefined) }));
     const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
     const config = loadConfig();
-    const dispatcher = new Dispatcher({ jobStore, blobStore: new InMemoryBlobStore(), leaseStore, launcher, rpc, config, clock, logger: silentLogger, jobManagerEnv: {} });
-    closers.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close(), () => jobStore.close());
+    const dispatcher = new Dispatcher({
+      jobStore,
+      blobStore: new InMemoryBlobStore(),
+      leaseStore,
+      launcher,
+      rpc,
+      config,
+      clock,
+      logger: silentLogger,
+      jobManagerEnv: {},
+    });
+    closers.push(
+      () => dispatcher.close(),
+      () => launcher.close(),
+      () => rpc.close(),
+      () => jobStore.close(),
+    );
     const bounds = { maxJobManagers: 10, maxTaskExecutors: 10 };
     // A container's first reconcile on a new table also runs the store's one-time pass over older records:
     // the marker read (absent), one Scan page (empty) and the transaction that writes the marker done.
@@ -142,7 +166,10 @@ describe('the job table at rest, with 100 and with 10,000 ended jobs stored', ()
     for (let i = 0; i < 3; i++) {
       const r = newJobRecord(clock, { admission: { state: AdmissionState.SUBMITTING, taskExecutors: 1 } });
       await jobStore.create(r);
-      await jobStore.enqueueAndAdmit(r.jobId, bounds, { expected: r, jobManager: { launches: 1, workerId: `jobmanager-${r.jobId}`, launchedAtMs: clock.now() } });
+      await jobStore.enqueueAndAdmit(r.jobId, bounds, {
+        expected: r,
+        jobManager: { launches: 1, workerId: `jobmanager-${r.jobId}`, launchedAtMs: clock.now() },
+      });
       await jobStore.update(r.jobId, { status: JobStatus.RUNNING, taskExecutors }, 1);
       clock.advance(1);
     }
@@ -237,7 +264,12 @@ class ReadMeter {
         const input = args.input as Record<string, unknown>;
         input['ReturnConsumedCapacity'] = 'TOTAL';
         const out = await next(args);
-        const output = out.output as { Count?: number; Item?: unknown; Items?: unknown[]; ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[] };
+        const output = out.output as {
+          Count?: number;
+          Item?: unknown;
+          Items?: unknown[];
+          ConsumedCapacity?: { CapacityUnits?: number } | { CapacityUnits?: number }[];
+        };
         this.calls++;
         this.items += output.Count ?? (output.Item !== undefined ? 1 : 0);
         for (const c of [output.ConsumedCapacity ?? []].flat()) this.units += c.CapacityUnits ?? 0;

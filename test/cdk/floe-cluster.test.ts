@@ -92,7 +92,8 @@ describe('FloeCluster with its defaults', () => {
     expect(teTaskDefId).toBeDefined();
   });
 
-  const roleOfTaskDef = (taskDefId: string): string => (resources[taskDefId]!.Properties!['TaskRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+  const roleOfTaskDef = (taskDefId: string): string =>
+    (resources[taskDefId]!.Properties!['TaskRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
   const lambdaRole = (): string => {
     const [, fn] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
     return (fn.Properties!['Role'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
@@ -154,9 +155,7 @@ describe('FloeCluster with its defaults', () => {
     });
     template.hasResourceProperties('AWS::S3::BucketPolicy', {
       PolicyDocument: {
-        Statement: Match.arrayWith([
-          Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-        ]),
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
       },
     });
     template.allResources('AWS::S3::Bucket', { DeletionPolicy: 'Retain' });
@@ -207,11 +206,18 @@ describe('FloeCluster with its defaults', () => {
       PayloadFormatVersion: '2.0',
       IntegrationUri: { 'Fn::GetAtt': [fnId, 'Arn'] },
     });
-    template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'apigateway.amazonaws.com', FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] } });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'apigateway.amazonaws.com',
+      FunctionName: { 'Fn::GetAtt': [fnId, 'Arn'] },
+    });
   });
 
   it("requires IAM on every API route and leaves only the dashboard's page, files, sign-in, reads and cancel open", () => {
-    const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route')).map((r) => [r.Properties!['RouteKey'], r.Properties!['AuthorizationType'] ?? 'NONE']);
+    const routes = Object.values(resourcesOf(template, 'AWS::ApiGatewayV2::Route')).map((r) => [
+      r.Properties!['RouteKey'],
+      r.Properties!['AuthorizationType'] ?? 'NONE',
+    ]);
     expect(Object.fromEntries(routes)).toEqual({
       'ANY /{proxy+}': 'AWS_IAM',
       'GET /': 'NONE',
@@ -229,12 +235,21 @@ describe('FloeCluster with its defaults', () => {
 
   it('throttles the API stage and logs every request to a log group kept as long as the other logs', () => {
     const [, stage] = only(resourcesOf(template, 'AWS::ApiGatewayV2::Stage'), 'one stage');
-    expect(stage.Properties).toMatchObject({ StageName: '$default', AutoDeploy: true, DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 } });
+    expect(stage.Properties).toMatchObject({
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
+    });
     const access = stage.Properties!['AccessLogSettings'] as { DestinationArn: { 'Fn::GetAtt': [string, string] }; Format: string };
     const logGroupId = access.DestinationArn['Fn::GetAtt'][0];
     expect(resources[logGroupId]).toMatchObject({ Type: 'AWS::Logs::LogGroup', Properties: { RetentionInDays: 30 } });
     const format = JSON.parse(access.Format) as Record<string, string>;
-    expect(format).toMatchObject({ requestId: '$context.requestId', caller: '$context.identity.userArn', status: '$context.status', routeKey: '$context.routeKey' });
+    expect(format).toMatchObject({
+      requestId: '$context.requestId',
+      caller: '$context.identity.userArn',
+      status: '$context.status',
+      routeKey: '$context.routeKey',
+    });
   });
 
   it('reserves no concurrency for the Dispatcher function unless asked, so an account with a low concurrency limit can deploy', () => {
@@ -254,25 +269,39 @@ describe('FloeCluster with its defaults', () => {
     const [queueId] = only(resourcesOf(template, 'AWS::SQS::Queue'), 'one dead-letter queue');
     expect(JSON.stringify(rule.Properties!['Targets'])).toContain(queueId);
     expect(JSON.stringify(fn.Properties!['DeadLetterConfig'])).toContain(queueId);
-    const pattern = rule.Properties!['EventPattern'] as { source: string[]; 'detail-type': string[]; detail: { lastStatus: string[]; clusterArn: unknown[]; group: unknown[] } };
+    const pattern = rule.Properties!['EventPattern'] as {
+      source: string[];
+      'detail-type': string[];
+      detail: { lastStatus: string[]; clusterArn: unknown[]; group: unknown[] };
+    };
     expect(pattern.source).toEqual(['aws.ecs']);
     expect(pattern['detail-type']).toEqual(['ECS Task State Change']);
     expect(pattern.detail.lastStatus).toEqual(['STOPPED']);
     expect(pattern.detail.group).toEqual([`family:${resources[jmTaskDefId]!.Properties!['Family'] as string}`]);
     expect(JSON.stringify(rule.Properties!['Targets'])).toContain(fnId);
-    template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'events.amazonaws.com', SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] } });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] },
+    });
   });
 
   it("hears on the cluster's own bus that a ready JobManager gave capacity back, and only JobManagers may say so", () => {
     const [fnId] = only(resourcesOf(template, 'AWS::Lambda::Function'), 'one Lambda function of ours');
     const [busId] = only(resourcesOf(template, 'AWS::Events::EventBus'), "the cluster's event bus");
-    const [ruleId, rule] = Object.entries(resourcesOf(template, 'AWS::Events::Rule')).find(([, r]) => JSON.stringify(r.Properties!['EventPattern'] ?? '').includes(CAPACITY_FREED_EVENT.source))!;
+    const [ruleId, rule] = Object.entries(resourcesOf(template, 'AWS::Events::Rule')).find(([, r]) =>
+      JSON.stringify(r.Properties!['EventPattern'] ?? '').includes(CAPACITY_FREED_EVENT.source),
+    )!;
     expect(rule.Properties!['EventBusName']).toEqual({ Ref: busId });
     expect(rule.Properties!['EventPattern']).toEqual({ source: [CAPACITY_FREED_EVENT.source], 'detail-type': [CAPACITY_FREED_EVENT.detailType] });
     const [queueId] = only(resourcesOf(template, 'AWS::SQS::Queue'), 'one dead-letter queue');
     expect(JSON.stringify(rule.Properties!['Targets'])).toContain(fnId);
     expect(JSON.stringify(rule.Properties!['Targets'])).toContain(queueId);
-    template.hasResourceProperties('AWS::Lambda::Permission', { Action: 'lambda:InvokeFunction', Principal: 'events.amazonaws.com', SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] } });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'events.amazonaws.com',
+      SourceArn: { 'Fn::GetAtt': [ruleId, 'Arn'] },
+    });
     // The JobManager is told the bus and may put events on it; nobody else may.
     expect(envOf(containerOf(resources[jmTaskDefId]!))[FloeEnv.EVENT_BUS]).toEqual({ Ref: busId });
     expect(envOf(containerOf(resources[teTaskDefId]!))).not.toHaveProperty(FloeEnv.EVENT_BUS);
@@ -286,8 +315,14 @@ describe('FloeCluster with its defaults', () => {
     expect(containerOf(te)['Secrets']).toBeUndefined();
     const executionRole = (te.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     for (const role of [roleOfTaskDef(teTaskDefId), executionRole]) {
-      expect(actionsOf(role).filter((a) => a.startsWith('secretsmanager:') || a === '*' || a === 'ecs:DescribeTasks' || a === 'ecs:*'), role).toEqual([]);
-      expect(statementsOf(role).filter((s) => JSON.stringify(s).includes(secretRef().Ref)), role).toEqual([]);
+      expect(
+        actionsOf(role).filter((a) => a.startsWith('secretsmanager:') || a === '*' || a === 'ecs:DescribeTasks' || a === 'ecs:*'),
+        role,
+      ).toEqual([]);
+      expect(
+        statementsOf(role).filter((s) => JSON.stringify(s).includes(secretRef().Ref)),
+        role,
+      ).toEqual([]);
     }
     // The JobManager's execution role reads it, to inject it at start.
     const jmExecutionRole = (resources[jmTaskDefId]!.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
@@ -339,7 +374,13 @@ describe('FloeCluster with its defaults', () => {
     expect(sg.Properties!['SecurityGroupIngress']).toBeUndefined();
     const ingress = Object.values(resourcesOf(template, 'AWS::EC2::SecurityGroupIngress')).map((r) => r.Properties!);
     expect(ingress).toEqual([
-      expect.objectContaining({ IpProtocol: 'tcp', FromPort: 0, ToPort: 65535, SourceSecurityGroupId: { 'Fn::GetAtt': [sgId, 'GroupId'] }, GroupId: { 'Fn::GetAtt': [sgId, 'GroupId'] } }),
+      expect.objectContaining({
+        IpProtocol: 'tcp',
+        FromPort: 0,
+        ToPort: 65535,
+        SourceSecurityGroupId: { 'Fn::GetAtt': [sgId, 'GroupId'] },
+        GroupId: { 'Fn::GetAtt': [sgId, 'GroupId'] },
+      }),
     ]);
     expect(ingress[0]).not.toHaveProperty('CidrIp');
     template.resourceCountIs('AWS::EC2::NatGateway', 0);
@@ -389,7 +430,8 @@ describe('FloeCluster with its defaults', () => {
         expect(s['Condition']).toEqual({ StringLike: { 'iam:PassedToService': 'ecs-tasks.amazonaws.com' } });
         return asList(s['Resource']).map((r) => (r as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]);
       });
-    const execRoleOf = (taskDefId: string): string => (resources[taskDefId]!.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const execRoleOf = (taskDefId: string): string =>
+      (resources[taskDefId]!.Properties!['ExecutionRoleArn'] as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     expect(passedTo(lambdaRole()).sort()).toEqual([jmRole, execRoleOf(jmTaskDefId)].sort());
     expect(passedTo(jmRole).sort()).toEqual([teRole, execRoleOf(teTaskDefId)].sort());
     expect(passRoleOf(teRole)).toEqual([]);
@@ -417,7 +459,13 @@ describe('FloeCluster with its defaults', () => {
           (asList(s['Action']) as string[]).flatMap((action) =>
             asList(s['Resource']).map((r) => {
               const text = JSON.stringify(r);
-              const what = text.includes(leaseId) ? 'leases' : text.includes(jobId) ? 'jobs' : text.includes(bucketId) ? (/"\/([^"]*)"/.exec(text)?.[1] ?? 'bucket') : text;
+              const what = text.includes(leaseId)
+                ? 'leases'
+                : text.includes(jobId)
+                  ? 'jobs'
+                  : text.includes(bucketId)
+                    ? (/"\/([^"]*)"/.exec(text)?.[1] ?? 'bucket')
+                    : text;
               return `${action} ${what}`;
             }),
           ),
@@ -429,15 +477,40 @@ describe('FloeCluster with its defaults', () => {
     expect(grantsOf(teRole, 's3')).toEqual([]);
     const jobDataRole = Object.keys(resourcesOf(template, 'AWS::IAM::Role')).find((id) => id.includes('JobDataRole'))!;
     expect(grantsOf(jobDataRole, 's3')).toEqual(
-      ['s3:GetObject *', 's3:GetObject floe/libraries/*', 's3:PutObjectTagging .floe-staging-*', 's3:PutObjectTagging */.floe-staging-*', 's3:PutObject .floe-staging-*', 's3:PutObject */.floe-staging-*', 's3:AbortMultipartUpload .floe-staging-*', 's3:AbortMultipartUpload */.floe-staging-*'].sort(),
+      [
+        's3:GetObject *',
+        's3:GetObject floe/libraries/*',
+        's3:PutObjectTagging .floe-staging-*',
+        's3:PutObjectTagging */.floe-staging-*',
+        's3:PutObject .floe-staging-*',
+        's3:PutObject */.floe-staging-*',
+        's3:AbortMultipartUpload .floe-staging-*',
+        's3:AbortMultipartUpload */.floe-staging-*',
+      ].sort(),
     );
     expect(grantsOf(jobDataRole, 'dynamodb')).toEqual([]);
     expect(grantsOf(jmRole, 'dynamodb')).toEqual(
-      ['dynamodb:ConditionCheckItem leases', 'dynamodb:GetItem jobs', 'dynamodb:GetItem leases', 'dynamodb:PutItem jobs', 'dynamodb:UpdateItem jobs', 'dynamodb:UpdateItem leases'].sort(),
+      [
+        'dynamodb:ConditionCheckItem leases',
+        'dynamodb:GetItem jobs',
+        'dynamodb:GetItem leases',
+        'dynamodb:PutItem jobs',
+        'dynamodb:UpdateItem jobs',
+        'dynamodb:UpdateItem leases',
+      ].sort(),
     );
     // Its JobGraph and result under Floe's prefix; the output commit anywhere jobs may write.
     expect(grantsOf(jmRole, 's3')).toEqual(
-      ['s3:GetObject floe/jobs/*/jobgraph.json', 's3:PutObject floe/jobs/*/result.json', 's3:ListBucket bucket', 's3:GetObject *', 's3:PutObject *', 's3:DeleteObject *', 's3:PutObjectTagging .floe-staging-*', 's3:PutObjectTagging */.floe-staging-*'].sort(),
+      [
+        's3:GetObject floe/jobs/*/jobgraph.json',
+        's3:PutObject floe/jobs/*/result.json',
+        's3:ListBucket bucket',
+        's3:GetObject *',
+        's3:PutObject *',
+        's3:DeleteObject *',
+        's3:PutObjectTagging .floe-staging-*',
+        's3:PutObjectTagging */.floe-staging-*',
+      ].sort(),
     );
     // The Dispatcher writes only under Floe's prefix; elsewhere it lists and reads sink targets.
     expect(grantsOf(lambdaRole(), 's3')).toEqual(
@@ -456,7 +529,9 @@ describe('FloeCluster with its defaults', () => {
     );
     // It queries the job list index and the active jobs' index, and only those; it scans the table alone
     // (the one-time pass), never an index, and no other role scans.
-    const queries = statements(template).filter((st) => asList(st.statement['Action']).includes('dynamodb:Query')).map((st) => JSON.stringify(st.statement['Resource']));
+    const queries = statements(template)
+      .filter((st) => asList(st.statement['Action']).includes('dynamodb:Query'))
+      .map((st) => JSON.stringify(st.statement['Resource']));
     expect(queries).toHaveLength(1);
     expect(queries[0]).toContain(`/index/${jobsBySubmissionIndex.name}`);
     expect(queries[0]).toContain(`/index/${activeJobsIndex.name}`);
@@ -466,10 +541,22 @@ describe('FloeCluster with its defaults', () => {
     for (const role of [jmRole, teRole]) expect(actionsOf(role)).not.toContain('dynamodb:Scan');
     expect(actionsOf(teRole).filter((a) => a.startsWith('ecs:') || a.startsWith('iam:'))).toEqual([]);
     // It stops what it launched by startedBy and watches nothing.
-    expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask', 'ecs:TagResource']);
-    expect(actionsOf(jmRole).filter((a) => a.startsWith('ecs:')).sort()).toEqual(['ecs:DescribeTasks', 'ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask', 'ecs:TagResource']);
+    expect(
+      actionsOf(lambdaRole())
+        .filter((a) => a.startsWith('ecs:'))
+        .sort(),
+    ).toEqual(['ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask', 'ecs:TagResource']);
+    expect(
+      actionsOf(jmRole)
+        .filter((a) => a.startsWith('ecs:'))
+        .sort(),
+    ).toEqual(['ecs:DescribeTasks', 'ecs:ListTasks', 'ecs:RunTask', 'ecs:StopTask', 'ecs:TagResource']);
     // Its own log group only, and no AWS managed policy on any role.
-    expect(actionsOf(lambdaRole()).filter((a) => a.startsWith('logs:')).sort()).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
+    expect(
+      actionsOf(lambdaRole())
+        .filter((a) => a.startsWith('logs:'))
+        .sort(),
+    ).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
     for (const role of Object.values(resourcesOf(template, 'AWS::IAM::Role'))) expect(role.Properties!['ManagedPolicyArns']).toBeUndefined();
     // The tasks get the secret at start (ECS with the execution role): their own roles may not ask
     // Secrets Manager for it. The function reads it at cold start, so its role may.
@@ -534,7 +621,9 @@ describe('FloeCluster with props', () => {
     const [, fn] = Object.entries(resourcesOf(template, 'AWS::Lambda::Function')).find(([id]) => id.includes('ApiFunction'))!;
     const vars = (fn.Properties!['Environment'] as { Variables: Record<string, unknown> }).Variables;
     expect(vars[FloeEnv.ECS_ASSIGN_PUBLIC_IP]).toBe('false');
-    const privateSubnets = Object.keys(resourcesOf(template, 'AWS::EC2::Subnet')).filter((id) => id.includes('Private')).map((id) => ({ Ref: id }));
+    const privateSubnets = Object.keys(resourcesOf(template, 'AWS::EC2::Subnet'))
+      .filter((id) => id.includes('Private'))
+      .map((id) => ({ Ref: id }));
     expect(privateSubnets).toHaveLength(2);
     expect(vars[FloeEnv.ECS_SUBNETS]).toEqual({ 'Fn::Join': [',', privateSubnets] });
     // The given VPC is used as it is: no second VPC, no endpoints added to it.
@@ -562,22 +651,37 @@ describe('FloeCluster with props', () => {
     expect(resource).toContain('/*/*/*');
     const dataId = Object.keys(resourcesOf(template, 'AWS::S3::Bucket')).find((id) => id.startsWith('Data'))!;
     // The user's bucket gets the rule that expires staged output no job committed.
-    expect(JSON.stringify(resourcesOf(template, 'AWS::S3::Bucket')[dataId]!.Properties!['LifecycleConfiguration'])).toContain('"TagFilters":[{"Key":"floe-staging","Value":"true"}]');
+    expect(JSON.stringify(resourcesOf(template, 'AWS::S3::Bucket')[dataId]!.Properties!['LifecycleConfiguration'])).toContain(
+      '"TagFilters":[{"Key":"floe-staging","Value":"true"}]',
+    );
     const onData = (role: string): Json[] => policyOf(role).filter((s) => JSON.stringify(s['Resource']).includes(dataId));
     // The JobManager commits under the pattern; tasks (the job-data role, narrowed per job) read input splits there and write staged parts, nothing else.
     const jmOnData = onData('JobManagerTaskDefinitionTaskRole');
-    expect(jmOnData.map((s) => s['Action']).flat().sort()).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging']);
+    expect(
+      jmOnData
+        .map((s) => s['Action'])
+        .flat()
+        .sort(),
+    ).toEqual(['s3:DeleteObject', 's3:GetObject', 's3:ListBucket', 's3:PutObject', 's3:PutObjectTagging']);
     expect(JSON.stringify(jmOnData)).toContain('"/input/*"');
     expect(onData('TaskExecutorTaskDefinitionTaskRole')).toEqual([]);
     const jobDataOnData = onData('JobDataRole');
-    const keysOf = (st: Json): (string | undefined)[] => asList(st['Resource']).filter((r) => JSON.stringify(r).includes(dataId)).map((r) => /"\/([^"]*)"/.exec(JSON.stringify(r))?.[1]);
+    const keysOf = (st: Json): (string | undefined)[] =>
+      asList(st['Resource'])
+        .filter((r) => JSON.stringify(r).includes(dataId))
+        .map((r) => /"\/([^"]*)"/.exec(JSON.stringify(r))?.[1]);
     expect(jobDataOnData.map((st) => `${asList(st['Action']).join(',')} ${keysOf(st).sort().join(',')}`).sort()).toEqual([
       's3:AbortMultipartUpload,s3:PutObject,s3:PutObjectTagging input/*/.floe-staging-*,input/.floe-staging-*',
       's3:GetObject input/*',
     ]);
     // The Dispatcher function checks sink targets there at submission: it may list and read, never write.
     const apiOnData = policyOf('ApiFunction').filter((st) => JSON.stringify(st['Resource']).includes(dataId));
-    expect(apiOnData.map((st) => st['Action']).flat().sort()).toEqual(['s3:GetObject', 's3:ListBucket']);
+    expect(
+      apiOnData
+        .map((st) => st['Action'])
+        .flat()
+        .sort(),
+    ).toEqual(['s3:GetObject', 's3:ListBucket']);
   });
 
   it('deletes the stateful resources on DESTROY, emptying the bucket first', () => {
@@ -597,7 +701,9 @@ describe('FloeCluster props that cannot work', () => {
     expect(() => new FloeCluster(stack, 'Floe', { config: { 'taskmanager.numberOfTaskSlot': 4 } })).toThrow(ConfigurationError);
     expect(() => new FloeCluster(stack, 'Floe2', { config: { 'heartbeat.timeout': 'soon' } })).toThrow(/'heartbeat.timeout' must be an integer, found "soon"/);
     expect(() => new FloeCluster(stack, 'Floe3', { blobPrefix: '/floe' })).toThrow(/blobPrefix must end with '\/'/);
-    expect(() => new FloeCluster(stack, 'Floe4', { warmPool: { taskManagers: 3 }, config: { 'cluster.warm-pool.taskmanagers': 1 } })).toThrow(/warmPool and config both set cluster.warm-pool.taskmanagers/);
+    expect(() => new FloeCluster(stack, 'Floe4', { warmPool: { taskManagers: 3 }, config: { 'cluster.warm-pool.taskmanagers': 1 } })).toThrow(
+      /warmPool and config both set cluster.warm-pool.taskmanagers/,
+    );
     expect(() => new FloeCluster(stack, 'Floe5', { warmPool: { jobManagers: -1 } })).toThrow(/cluster.warm-pool.jobmanagers/);
   });
 });
@@ -605,9 +711,17 @@ describe('FloeCluster props that cannot work', () => {
 describe('the warm pool', () => {
   it('reaches the Dispatcher function and both task definitions as config options', () => {
     const stack = new Stack(testApp(), 'Warm', { env });
-    new FloeCluster(stack, 'Floe', { warmPool: { jobManagers: 2, taskManagers: 4, idleTimeout: Duration.minutes(5) }, config: { 'taskmanager.numberOfTaskSlots': 4 } });
+    new FloeCluster(stack, 'Floe', {
+      warmPool: { jobManagers: 2, taskManagers: 4, idleTimeout: Duration.minutes(5) },
+      config: { 'taskmanager.numberOfTaskSlots': 4 },
+    });
     const template = Template.fromStack(stack);
-    const expected = { 'cluster.warm-pool.jobmanagers': 2, 'cluster.warm-pool.taskmanagers': 4, 'cluster.warm-pool.idle-timeout': 300_000, 'taskmanager.numberOfTaskSlots': 4 };
+    const expected = {
+      'cluster.warm-pool.jobmanagers': 2,
+      'cluster.warm-pool.taskmanagers': 4,
+      'cluster.warm-pool.idle-timeout': 300_000,
+      'taskmanager.numberOfTaskSlots': 4,
+    };
     const configs = [
       ...Object.values(resourcesOf(template, 'AWS::ECS::TaskDefinition')).map((td) => envOf(containerOf(td))['FLOE_CONFIG']),
       ...Object.values(resourcesOf(template, 'AWS::Lambda::Function'))

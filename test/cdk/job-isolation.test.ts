@@ -104,7 +104,13 @@ beforeAll(async () => {
     Object.entries(resources)
       .filter(([, r]) => r.Type === 'AWS::IAM::Policy' && ((r.Properties!['Roles'] as unknown[]) ?? []).some((x) => (x as Json)['Ref'] === id))
       .map(([name, r]) => ({ name, policy: resolve(r.Properties!['PolicyDocument']) }));
-  const jmEnv = (resolve(resources[Object.keys(resources).find((id) => resources[id]!.Type === 'AWS::ECS::TaskDefinition' && id.includes('JobManager'))!]!.Properties!['ContainerDefinitions']) as { Environment: { Name: string; Value: string }[] }[])[0]!.Environment;
+  const jmEnv = (
+    resolve(
+      resources[Object.keys(resources).find((id) => resources[id]!.Type === 'AWS::ECS::TaskDefinition' && id.includes('JobManager'))!]!.Properties![
+        'ContainerDefinitions'
+      ],
+    ) as { Environment: { Name: string; Value: string }[] }[]
+  )[0]!.Environment;
   const blobPrefix = jmEnv.find((e) => e.Name === FloeEnv.BLOB_PREFIX)!.Value;
   synth = { resources, resolve, roleId, policiesOf, blobPrefix };
 
@@ -118,7 +124,12 @@ beforeAll(async () => {
 async function allowed(principalRole: string, action: string, resource: string, sessionPolicy?: SessionPolicy): Promise<string> {
   const answer = await runSimulation(
     {
-      request: { principal: `arn:aws:sts::${ACCOUNT}:assumed-role/${principalRole}/floe-job`, action, resource: { resource, accountId: ACCOUNT }, contextVariables: {} },
+      request: {
+        principal: `arn:aws:sts::${ACCOUNT}:assumed-role/${principalRole}/floe-job`,
+        action,
+        resource: { resource, accountId: ACCOUNT },
+        contextVariables: {},
+      },
       identityPolicies: synth.policiesOf(principalRole),
       ...(sessionPolicy !== undefined ? { sessionPolicy } : {}),
       serviceControlPolicies: [],
@@ -132,7 +143,7 @@ async function allowed(principalRole: string, action: string, resource: string, 
 
 const object = (key: string): string => `arn:aws:s3:::${BUCKET}/${key}`;
 
-describe('job isolation in S3: the job-data role narrowed by a job\'s session policy', () => {
+describe("job isolation in S3: the job-data role narrowed by a job's session policy", () => {
   it("lets a task of job A write its own staging and read its library and input, and nothing of job B's", async () => {
     const dataRole = synth.roleId('JobDataRole');
     const policy = jobSessionPolicy(jobA, { bucket: BUCKET, blobPrefix: synth.blobPrefix });
@@ -180,7 +191,7 @@ describe('job isolation in S3: the job-data role narrowed by a job\'s session po
     expect(await allowed(dataRole, 's3:PutObject', object(`out/b/.floe-staging-${b}/att-1/part-0`))).toBe('Allowed');
   });
 
-  it('job B\'s own session policy lets it write B\'s staging (the same role, another session)', async () => {
+  it("job B's own session policy lets it write B's staging (the same role, another session)", async () => {
     const dataRole = synth.roleId('JobDataRole');
     const policy = jobSessionPolicy(jobB, { bucket: BUCKET, blobPrefix: synth.blobPrefix });
     expect(await allowed(dataRole, 's3:PutObject', object(`out/b/.floe-staging-${jobB.jobId}/att-1/part-0`), policy)).toBe('Allowed');
@@ -191,8 +202,12 @@ describe('job isolation in S3: the job-data role narrowed by a job\'s session po
     const dataRole = synth.roleId('JobDataRole');
     const jm = synth.roleId('JobManagerTaskDefinitionTaskRole');
     const te = synth.roleId('TaskExecutorTaskDefinitionTaskRole');
-    const trust = synth.resolve(synth.resources[dataRole]!.Properties!['AssumeRolePolicyDocument']) as { Statement: { Action: string; Principal: { AWS: string } }[] };
-    expect(trust.Statement).toEqual([expect.objectContaining({ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${ACCOUNT}:role/${jm}` } })]);
+    const trust = synth.resolve(synth.resources[dataRole]!.Properties!['AssumeRolePolicyDocument']) as {
+      Statement: { Action: string; Principal: { AWS: string } }[];
+    };
+    expect(trust.Statement).toEqual([
+      expect.objectContaining({ Action: 'sts:AssumeRole', Effect: 'Allow', Principal: { AWS: `arn:aws:iam::${ACCOUNT}:role/${jm}` } }),
+    ]);
     const dataRoleArn = `arn:aws:iam::${ACCOUNT}:role/${dataRole}`;
     expect(await allowed(jm, 'sts:AssumeRole', dataRoleArn)).toBe('Allowed');
     expect(await allowed(te, 'sts:AssumeRole', dataRoleArn)).toBe('ImplicitlyDenied');

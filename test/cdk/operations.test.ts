@@ -32,11 +32,26 @@ function synth(context: Record<string, string>): { stack: FloeStack; template: T
   const stack = new FloeStack(app, stackName, { env: { account: '123456789012', region: 'us-east-1' }, ...props });
   Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
   // Annotations first: it synthesizes the app, and Template reads that synthesis.
-  const nagErrors = Annotations.fromStack(stack).findError('*', Match.stringLikeRegexp('AwsSolutions-.*')).map((e) => `${e.id}: ${String(e.entry.data).split('\n')[0]}`);
+  const nagErrors = Annotations.fromStack(stack)
+    .findError('*', Match.stringLikeRegexp('AwsSolutions-.*'))
+    .map((e) => `${e.id}: ${String(e.entry.data).split('\n')[0]}`);
   return { stack, template: Template.fromStack(stack), nagErrors };
 }
 
-type Alarm = { Properties: { Period?: number; EvaluationPeriods?: number; MetricName: string; Namespace: string; Dimensions: { Name: string; Value: unknown }[]; Threshold: number; ComparisonOperator: string; TreatMissingData: string; AlarmActions?: unknown[]; OKActions?: unknown[] } };
+type Alarm = {
+  Properties: {
+    Period?: number;
+    EvaluationPeriods?: number;
+    MetricName: string;
+    Namespace: string;
+    Dimensions: { Name: string; Value: unknown }[];
+    Threshold: number;
+    ComparisonOperator: string;
+    TreatMissingData: string;
+    AlarmActions?: unknown[];
+    OKActions?: unknown[];
+  };
+};
 
 function alarmsOf(template: Template): Alarm[] {
   return Object.values(template.findResources('AWS::CloudWatch::Alarm')) as Alarm[];
@@ -65,7 +80,13 @@ describe('alarms', () => {
     expect(watched).toHaveLength(3);
     for (const a of alarmsOf(template)) {
       // One message, one error or one throttle is enough to fire; an idle cluster sends no data and is fine.
-      expect(a.Properties).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching', Period: 300, EvaluationPeriods: 1 });
+      expect(a.Properties).toMatchObject({
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+        Period: 300,
+        EvaluationPeriods: 1,
+      });
       expect(a.Properties.AlarmActions).toBeUndefined();
     }
     template.resourceCountIs('AWS::SNS::Topic', 0);
@@ -85,13 +106,19 @@ describe('alarms', () => {
     }
     // The topic accepts only TLS publishers, and cdk-nag has nothing left unacknowledged.
     const policy = Object.values(template.findResources('AWS::SNS::TopicPolicy'))[0] as { Properties: { PolicyDocument: { Statement: Json[] } } };
-    expect(policy.Properties.PolicyDocument.Statement).toEqual(expect.arrayContaining([expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]));
+    expect(policy.Properties.PolicyDocument.Statement).toEqual(
+      expect.arrayContaining([expect.objectContaining({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+    );
     expect(nagErrors).toEqual([]);
     expect(Stack.of(stack.alarms!).stackName).toBe('Floe');
   });
 
   it('go to a topic of your own when FloeAlarms is given one', () => {
-    const app = new App({ outdir: mkdtempSync(join(tmpdir(), 'floe-cdk-alarms-')), builtinCloudFormationValidation: false, context: { 'aws:cdk:bundling-stacks': [] } });
+    const app = new App({
+      outdir: mkdtempSync(join(tmpdir(), 'floe-cdk-alarms-')),
+      builtinCloudFormationValidation: false,
+      context: { 'aws:cdk:bundling-stacks': [] },
+    });
     outdirs.push(app.outdir);
     const stack = new FloeStack(app, 'Own', { env: { account: '123456789012', region: 'us-east-1' } });
     const topic = new sns.Topic(stack, 'OpsTopic');
@@ -116,11 +143,20 @@ describe('alarms', () => {
 describe('task tags in IAM', () => {
   it('let the roles that run tasks tag them only as RunTask creates them, in this cluster', () => {
     const { stack, template } = synth({});
-    const policies = Object.values(template.findResources('AWS::IAM::Policy')) as { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Json[] } } }[];
-    const tagging = policies.flatMap((p) => p.Properties.PolicyDocument.Statement.filter((st) => JSON.stringify(st['Action']).includes('ecs:TagResource')).map((st) => ({ roles: p.Properties.Roles.map((r) => r.Ref), st })));
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')) as {
+      Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Json[] } };
+    }[];
+    const tagging = policies.flatMap((p) =>
+      p.Properties.PolicyDocument.Statement.filter((st) => JSON.stringify(st['Action']).includes('ecs:TagResource')).map((st) => ({
+        roles: p.Properties.Roles.map((r) => r.Ref),
+        st,
+      })),
+    );
     const roleOf = (role: { node: { defaultChild?: unknown } }): string => stack.getLogicalId(role.node.defaultChild as never);
     // The Dispatcher starts JobManagers; a JobManager starts TaskExecutors; a TaskExecutor starts nothing.
-    expect(tagging.flatMap((t) => t.roles).sort()).toEqual([roleOf(stack.floe.apiFunction.role as never), roleOf(stack.floe.jobManagerTaskDefinition.taskRole as never)].sort());
+    expect(tagging.flatMap((t) => t.roles).sort()).toEqual(
+      [roleOf(stack.floe.apiFunction.role as never), roleOf(stack.floe.jobManagerTaskDefinition.taskRole as never)].sort(),
+    );
     for (const { st } of tagging) {
       expect(st['Action']).toBe('ecs:TagResource');
       expect(st['Condition']).toEqual({ StringEquals: { 'ecs:CreateAction': 'RunTask' } });
@@ -134,14 +170,22 @@ describe('job metrics in the template', () => {
     const { stack, template } = synth({});
     const bus = stack.getLogicalId(stack.floe.eventBus.node.defaultChild as never);
     const fn = stack.getLogicalId(stack.floe.apiFunction.node.defaultChild as never);
-    const rules = Object.values(template.findResources('AWS::Events::Rule')) as { Properties: { EventBusName?: unknown; EventPattern?: { source?: string[]; 'detail-type'?: string[] }; Targets: { Arn: unknown; DeadLetterConfig?: unknown }[] } }[];
+    const rules = Object.values(template.findResources('AWS::Events::Rule')) as {
+      Properties: {
+        EventBusName?: unknown;
+        EventPattern?: { source?: string[]; 'detail-type'?: string[] };
+        Targets: { Arn: unknown; DeadLetterConfig?: unknown }[];
+      };
+    }[];
     const jobEnded = rules.filter((r) => r.Properties.EventPattern?.['detail-type']?.includes(JOB_ENDED_EVENT.detailType));
     expect(jobEnded).toHaveLength(1);
     expect(jobEnded[0]!.Properties.EventBusName).toEqual({ Ref: bus });
     expect(jobEnded[0]!.Properties.EventPattern).toEqual({ source: [JOB_ENDED_EVENT.source], 'detail-type': [JOB_ENDED_EVENT.detailType] });
     expect(jobEnded[0]!.Properties.Targets.map((t) => t.Arn)).toEqual([{ 'Fn::GetAtt': [fn, 'Arn'] }]);
     // An event the function cannot handle is kept in the dead-letter queue (the alarm watches it).
-    expect(jobEnded[0]!.Properties.Targets[0]!.DeadLetterConfig).toEqual({ Arn: { 'Fn::GetAtt': [stack.getLogicalId(stack.floe.failedEvents.node.defaultChild as never), 'Arn'] } });
+    expect(jobEnded[0]!.Properties.Targets[0]!.DeadLetterConfig).toEqual({
+      Arn: { 'Fn::GetAtt': [stack.getLogicalId(stack.floe.failedEvents.node.defaultChild as never), 'Arn'] },
+    });
   });
 });
 
@@ -150,7 +194,9 @@ describe('large results in IAM', () => {
     const { stack, template } = synth({});
     const role = stack.getLogicalId(stack.floe.apiFunction.role!.node.defaultChild as never);
     const bucket = stack.getLogicalId(stack.floe.bucket.node.defaultChild as never);
-    const policies = Object.values(template.findResources('AWS::IAM::Policy')) as { Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Json[] } } }[];
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')) as {
+      Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Json[] } };
+    }[];
     const gets = policies
       .filter((p) => p.Properties.Roles.some((r) => r.Ref === role))
       .flatMap((p) => p.Properties.PolicyDocument.Statement)
@@ -161,7 +207,21 @@ describe('large results in IAM', () => {
       .map((r) => JSON.stringify(r))
       .filter((r) => r.includes(`"Fn::GetAtt":["${bucket}","Arn"]`))
       .map((r) => (JSON.parse(r) as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1].at(-1) as string)
-      .map((tail) => new RegExp('^' + tail.replace(/^\//, '').split('*').map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*') + '$'));
-    expect(patterns.some((re) => re.test('floe/jobs/0123abcd/result.json')), String(patterns)).toBe(true);
+      .map(
+        (tail) =>
+          new RegExp(
+            '^' +
+              tail
+                .replace(/^\//, '')
+                .split('*')
+                .map((x) => x.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+                .join('.*') +
+              '$',
+          ),
+      );
+    expect(
+      patterns.some((re) => re.test('floe/jobs/0123abcd/result.json')),
+      String(patterns),
+    ).toBe(true);
   });
 });

@@ -15,7 +15,10 @@ const packageOf = (spec: string): string => (spec.startsWith('@') ? spec.split('
  * import dynamically. `followDynamic` picks the relative dynamic imports to follow too, by the names
  * the importing code takes from them.
  */
-function importsOf(entries: readonly string[], followDynamic: (names: string) => boolean = () => false): { staticPackages: Set<string>; dynamicPackages: Set<string> } {
+function importsOf(
+  entries: readonly string[],
+  followDynamic: (names: string) => boolean = () => false,
+): { staticPackages: Set<string>; dynamicPackages: Set<string> } {
   const seen = new Set<string>();
   const staticPackages = new Set<string>();
   const dynamicPackages = new Set<string>();
@@ -29,7 +32,8 @@ function importsOf(entries: readonly string[], followDynamic: (names: string) =>
       else if (!spec.startsWith('node:')) staticPackages.add(packageOf(spec));
     }
     for (const m of code.matchAll(/import\(\s*["']([^"'.][^"']*)["']\s*\)/g)) if (!m[1]!.startsWith('node:')) dynamicPackages.add(packageOf(m[1]!));
-    for (const m of code.matchAll(/\{([^{}]*)\}\s*=\s*await import\(\s*["'](\.[^"']+)["']\s*\)/g)) if (followDynamic(m[1]!)) walk(resolve(dirname(file), m[2]!));
+    for (const m of code.matchAll(/\{([^{}]*)\}\s*=\s*await import\(\s*["'](\.[^"']+)["']\s*\)/g))
+      if (followDynamic(m[1]!)) walk(resolve(dirname(file), m[2]!));
   };
   for (const e of entries) walk(join(packageRoot, e));
   return { staticPackages, dynamicPackages };
@@ -76,7 +80,13 @@ describe('the runtime image', () => {
     expect(ContainerImageSpec.localOnlyPackages).toContain('better-sqlite3');
     const deleted = /npm pkg delete((?:\s+dependencies\.\S+)+)\s*\\?\s*\n?\s*&& npm prune --omit=dev/.exec(dockerfile);
     expect(deleted, 'an `npm pkg delete dependencies.<name> …` followed by `&& npm prune --omit=dev`').not.toBeNull();
-    expect(deleted![1]!.trim().split(/\s+/).map((d) => d.slice('dependencies.'.length)).sort()).toEqual([...omitted].sort());
+    expect(
+      deleted![1]!
+        .trim()
+        .split(/\s+/)
+        .map((d) => d.slice('dependencies.'.length))
+        .sort(),
+    ).toEqual([...omitted].sort());
     // Each is a production dependency today: the deletion is what keeps it out.
     for (const name of omitted) expect(Object.keys(packageJson.dependencies), name).toContain(name);
     const rebuild = /npm rebuild ([^\n&]+)/.exec(dockerfile);

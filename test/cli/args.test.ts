@@ -13,7 +13,25 @@ const usageError = (argv: string[]): string => {
 
 describe('parseArgs', () => {
   it('parses run with its options, -D pairs and job args after --', () => {
-    expect(parseArgs(['--dir', 'state', 'run', 'job.ts', '-p', '4', '--detached', '-D', 'heartbeat.timeout=5000', '-Drest.port=0', '--export=other', '--', 'in.txt', '--out', 'x'])).toEqual({
+    expect(
+      parseArgs([
+        '--dir',
+        'state',
+        'run',
+        'job.ts',
+        '-p',
+        '4',
+        '--detached',
+        '-D',
+        'heartbeat.timeout=5000',
+        '-Drest.port=0',
+        '--export=other',
+        '--',
+        'in.txt',
+        '--out',
+        'x',
+      ]),
+    ).toEqual({
       stateDir: 'state',
       command: {
         kind: 'run',
@@ -28,7 +46,19 @@ describe('parseArgs', () => {
         verbose: false,
       },
     });
-    expect(parseArgs(['run', 'job.ts'])).toEqual({ command: { kind: 'run', jobFile: 'job.ts', detached: false, config: {}, exportName: 'default', jobArgs: [], typecheck: true, useCache: true, verbose: false } });
+    expect(parseArgs(['run', 'job.ts'])).toEqual({
+      command: {
+        kind: 'run',
+        jobFile: 'job.ts',
+        detached: false,
+        config: {},
+        exportName: 'default',
+        jobArgs: [],
+        typecheck: true,
+        useCache: true,
+        verbose: false,
+      },
+    });
     expect(parseArgs(['run', 'job.ts', '--no-cache', '--verbose']).command).toMatchObject({ useCache: false, verbose: true });
     expect(parseArgs(['run', 'job.ts', '--no-typecheck', '--max-records', '0']).command).toMatchObject({ typecheck: false, maxRecords: 0 });
     expect(parseArgs(['run', 'job.ts', '--max-records=250000']).command).toMatchObject({ typecheck: true, maxRecords: 250_000 });
@@ -56,7 +86,10 @@ describe('parseArgs', () => {
     expect(parseArgs(['cancel', 'abc']).command).toEqual({ kind: 'cancel', jobId: 'abc' });
     expect(parseArgs(['cluster', 'status', '--json']).command).toEqual({ kind: 'cluster', action: 'status', json: true, config: {} });
     expect(parseArgs(['cluster', 'start', '-D', 'taskmanager.numberOfTaskSlots=4']).command).toEqual({
-      kind: 'cluster', action: 'start', json: false, config: { 'taskmanager.numberOfTaskSlots': '4' },
+      kind: 'cluster',
+      action: 'start',
+      json: false,
+      config: { 'taskmanager.numberOfTaskSlots': '4' },
     });
     expect(parseArgs(['example']).command).toEqual({ kind: 'example', name: 'wordcount' });
     expect(parseArgs(['example', 'log-levels']).command).toEqual({ kind: 'example', name: 'log-levels' });
@@ -114,7 +147,11 @@ describe('parseArgs', () => {
   });
 
   it('takes --aws-iam beside --url for the commands that talk to a cluster', () => {
-    expect(parseArgs(['list', '--url', 'https://floe.example.com', '--aws-iam'])).toMatchObject({ url: 'https://floe.example.com', awsIam: true, command: { kind: 'list' } });
+    expect(parseArgs(['list', '--url', 'https://floe.example.com', '--aws-iam'])).toMatchObject({
+      url: 'https://floe.example.com',
+      awsIam: true,
+      command: { kind: 'list' },
+    });
     expect(parseArgs(['list', '--url', 'https://floe.example.com'])).not.toHaveProperty('awsIam');
   });
 });

@@ -11,7 +11,10 @@ afterAll(() => harness.cleanup());
 
 const job = (file: string, collect: string): string => {
   const path = join(harness.root, file);
-  writeFileSync(path, `import { defineJob } from 'floe';\nexport default defineJob('many-records', (env) => { env.fromSequence(1, 25).map((n) => \`record \${n}\`).${collect}; });\n`);
+  writeFileSync(
+    path,
+    `import { defineJob } from 'floe';\nexport default defineJob('many-records', (env) => { env.fromSequence(1, 25).map((n) => \`record \${n}\`).${collect}; });\n`,
+  );
   return path;
 };
 

@@ -31,13 +31,38 @@ describe('escaping user-supplied text', () => {
   it('escapes names, vertex names, exception messages and records in every printed form', () => {
     const jobId = 'a'.repeat(32) as JobId;
     const details: JobDetails = {
-      jobId, name: HOSTILE_NAME, status: 'FAILED', submittedAtMs: 0, updatedAtMs: 1, endedAtMs: 1, durationMs: 1, parallelism: 1, exceptions: 1,
-      vertices: [{ id: 'v', name: 'map\u001b[8m', parallelism: 1, region: 0, tasks: { total: 1, scheduled: 0, deploying: 0, running: 0, finished: 0, canceled: 0, failed: 1 }, recordsIn: 0, recordsOut: 0, buffersSent: 0, maxBuffersInFlight: 0 }],
+      jobId,
+      name: HOSTILE_NAME,
+      status: 'FAILED',
+      submittedAtMs: 0,
+      updatedAtMs: 1,
+      endedAtMs: 1,
+      durationMs: 1,
+      parallelism: 1,
+      exceptions: 1,
+      vertices: [
+        {
+          id: 'v',
+          name: 'map\u001b[8m',
+          parallelism: 1,
+          region: 0,
+          tasks: { total: 1, scheduled: 0, deploying: 0, running: 0, finished: 0, canceled: 0, failed: 1 },
+          recordsIn: 0,
+          recordsOut: 0,
+          buffersSent: 0,
+          maxBuffersInFlight: 0,
+        },
+      ],
     };
     for (const text of [
       formatJobList([details]),
       formatJobDetails(details),
-      formatException({ timestampMs: 0, taskName: 'op\u001b]0;title\u0007 (1/1)', message: 'bad\u001b[31m', stack: 'Error: bad\u001b[31m\n    at f (job.ts:1:1)' }),
+      formatException({
+        timestampMs: 0,
+        taskName: 'op\u001b]0;title\u0007 (1/1)',
+        message: 'bad\u001b[31m',
+        stack: 'Error: bad\u001b[31m\n    at f (job.ts:1:1)',
+      }),
       formatRecord('\u001b[31mred'),
       formatRecord({ s: '\u009b2J' }),
     ]) {
@@ -45,12 +70,17 @@ describe('escaping user-supplied text', () => {
     }
     expect(formatJobList([details])).toContain('evil\\x1b[2J\\x1b[31mname\\nsecond line');
     // a stack keeps its lines; only what is inside them is escaped
-    expect(formatException({ timestampMs: 0, message: 'm', stack: 'Error: m\u001b[0m\n    at f (job.ts:1:1)' })).toContain('  Error: m\\x1b[0m\n      at f (job.ts:1:1)');
+    expect(formatException({ timestampMs: 0, message: 'm', stack: 'Error: m\u001b[0m\n    at f (job.ts:1:1)' })).toContain(
+      '  Error: m\\x1b[0m\n      at f (job.ts:1:1)',
+    );
   });
 
   it('floe run prints a hostile job name and hostile records escaped', async () => {
     const jobFile = join(harness.root, 'hostile.ts');
-    writeFileSync(jobFile, `import { defineJob } from 'floe';\nexport default defineJob(${JSON.stringify(`hostile ${HOSTILE_NAME}`)}, (env) => { env.fromSequence(1, 3).collect(); });\n`);
+    writeFileSync(
+      jobFile,
+      `import { defineJob } from 'floe';\nexport default defineJob(${JSON.stringify(`hostile ${HOSTILE_NAME}`)}, (env) => { env.fromSequence(1, 3).collect(); });\n`,
+    );
     const run = await harness.cli(['run', jobFile]);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).toContain("submitted job 'hostile evil\\x1b[2J\\x1b[31mname\\nsecond line\\r\\x07\\u{202e}gnp.exe' as");

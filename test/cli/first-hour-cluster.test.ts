@@ -16,11 +16,16 @@ afterAll(async () => {
 
 // One file per job: each is its own library.
 const IMPORT = "import { defineJob } from 'floe';\n";
-writeFileSync(join(harness.root, 'none.ts'), `${IMPORT}export default defineJob('none-kept', (env) => {
+writeFileSync(
+  join(harness.root, 'none.ts'),
+  `${IMPORT}export default defineJob('none-kept', (env) => {
   env.fromSequence(1, 10).filter((n) => n > 100).collect();
 });
-`);
-writeFileSync(join(harness.root, 'written.ts'), `${IMPORT}export default defineJob('written', (env, args) => {
+`,
+);
+writeFileSync(
+  join(harness.root, 'written.ts'),
+  `${IMPORT}export default defineJob('written', (env, args) => {
   env
     .fromSequence(1, 5)
     .map((n) => {
@@ -32,11 +37,15 @@ writeFileSync(join(harness.root, 'written.ts'), `${IMPORT}export default defineJ
     })
     .writeAsText(args[0]!);
 });
-`);
-writeFileSync(join(harness.root, 'counted.ts'), `${IMPORT}export default defineJob('counted', (env, args) => {
+`,
+);
+writeFileSync(
+  join(harness.root, 'counted.ts'),
+  `${IMPORT}export default defineJob('counted', (env, args) => {
   env.readTextFile(args[0]!, { splitSizeBytes: 100 }).map((l) => l.length).collect();
 });
-`);
+`,
+);
 /** The built CLI as a user's shell runs it, in the folder of the job files. */
 const cli = (...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
   new Promise((resolve) => {
@@ -78,9 +87,17 @@ describe('floe run on a local cluster, as a new user reads it', () => {
     writeFileSync(join(harness.root, 'input.txt'), text);
     const run = await cli('run', 'counted.ts', '-p', '2', '--', 'input.txt');
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stdout.trim().split('\n').map(Number).sort((a, b) => a - b)).toEqual(lines.map((l) => l.length).sort((a, b) => a - b));
+    expect(
+      run.stdout
+        .trim()
+        .split('\n')
+        .map(Number)
+        .sort((a, b) => a - b),
+    ).toEqual(lines.map((l) => l.length).sort((a, b) => a - b));
     const splits = Math.ceil(Buffer.byteLength(text) / 100);
-    expect(run.stderr).toMatch(new RegExp(`\\nFINISHED · tasks 2/2 finished, 0 running, 0 scheduled · records 60 in, 60 out · splits ${splits}/${splits} \\(100%\\) · `));
+    expect(run.stderr).toMatch(
+      new RegExp(`\\nFINISHED · tasks 2/2 finished, 0 running, 0 scheduled · records 60 in, 60 out · splits ${splits}/${splits} \\(100%\\) · `),
+    );
   }, 120_000);
 
   it('refuses a job whose input path does not exist at submission, naming the path', async () => {

@@ -31,7 +31,8 @@ describe('help', () => {
     expect((await harness.cli(['cluster', 'stop', '-h'])).stdout).toMatch(/^Usage: floe \[--dir <stateDir>\] cluster start/);
 
     const global = await harness.cli(['--help']);
-    for (const command of ['init', 'check', 'run', 'list', 'status', 'cancel', 'logs', 'cluster', 'example']) expect(global.stdout).toContain(`\n  ${command} `);
+    for (const command of ['init', 'check', 'run', 'list', 'status', 'cancel', 'logs', 'cluster', 'example'])
+      expect(global.stdout).toContain(`\n  ${command} `);
   });
 });
 
@@ -54,14 +55,20 @@ describe('config mistakes', () => {
     const io = (value: string) => ({ env: env(value), dispatcherEntry: distEntry('dispatcher') });
     const cut = await harness.cli(['cluster', 'start'], io('{"heartbeat.timeout": 5'));
     expect(cut.code).toBe(1);
-    expect(cut.stderr).toMatch(/^floe: FLOE_CONFIG is not valid JSON \(.*\): FLOE_CONFIG takes a JSON object of option keys to values, e\.g\. .*; found '\{"heartbeat\.timeout": 5'\n$/);
+    expect(cut.stderr).toMatch(
+      /^floe: FLOE_CONFIG is not valid JSON \(.*\): FLOE_CONFIG takes a JSON object of option keys to values, e\.g\. .*; found '\{"heartbeat\.timeout": 5'\n$/,
+    );
 
     const file = await harness.cli(['cluster', 'start'], io('conf/floe.json'));
-    expect(file.stderr).toBe(`floe: FLOE_CONFIG takes a JSON object of option keys to values, e.g. FLOE_CONFIG='{"heartbeat.timeout": 20000}', not a file name; found 'conf/floe.json'. To use a file's options, pass its content: FLOE_CONFIG="$(cat conf/floe.json)"\n`);
+    expect(file.stderr).toBe(
+      `floe: FLOE_CONFIG takes a JSON object of option keys to values, e.g. FLOE_CONFIG='{"heartbeat.timeout": 20000}', not a file name; found 'conf/floe.json'. To use a file's options, pass its content: FLOE_CONFIG="$(cat conf/floe.json)"\n`,
+    );
 
     const wrong = await harness.cli(['run', 'job.ts'], io('{"heartbeat.timeout": "soon"}'));
     expect(wrong.code).toBe(1);
-    expect(wrong.stderr.split('\n').filter((l) => l !== '')).toEqual([`floe: FLOE_CONFIG: invalid configuration: 'heartbeat.timeout' must be an integer, found "soon"`]);
+    expect(wrong.stderr.split('\n').filter((l) => l !== '')).toEqual([
+      `floe: FLOE_CONFIG: invalid configuration: 'heartbeat.timeout' must be an integer, found "soon"`,
+    ]);
     expect(existsSync(join(harness.stateDir, 'cluster.json'))).toBe(false);
   });
 });
@@ -77,7 +84,9 @@ describe('job ids', () => {
     expect(await fullJobId('a1…', list)).toBe(jobs[2]!.jobId);
     expect(await fullJobId('a1...', list)).toBe(jobs[2]!.jobId);
     expect(await fullJobId(`9f2c${'0'.repeat(27)}2`, list)).toBe(jobs[1]!.jobId);
-    await expect(fullJobId('9f2c…', list)).rejects.toThrow(`'9f2c' is the start of 2 job ids: ${jobs[0]!.jobId} (squares, FINISHED), ${jobs[1]!.jobId} (cubes, FINISHED); give more of the id`);
+    await expect(fullJobId('9f2c…', list)).rejects.toThrow(
+      `'9f2c' is the start of 2 job ids: ${jobs[0]!.jobId} (squares, FINISHED), ${jobs[1]!.jobId} (cubes, FINISHED); give more of the id`,
+    );
     await expect(fullJobId('77', list)).rejects.toThrow("no job id starts with '77' ('floe list' shows the jobs)");
     await expect(fullJobId('my job', list)).rejects.toThrow("'my job' is not a job id: expected an id as 'floe list' shows it, or its first few characters");
   });
@@ -111,7 +120,10 @@ describe('floe run beside a slow type-check', () => {
     const dir = join(harness.root, 'slow-check');
     mkdirSync(dir, { recursive: true });
     // Enough typed code that checking it holds the thread well past the probe's deadline (here 200 ms).
-    const typed = Array.from({ length: 1500 }, (_, i) => `export const f${i} = (r: { a: number; b: string[] }): [string, number] => [r.b.join('${i}'), r.a + ${i}];`);
+    const typed = Array.from(
+      { length: 1500 },
+      (_, i) => `export const f${i} = (r: { a: number; b: string[] }): [string, number] => [r.b.join('${i}'), r.a + ${i}];`,
+    );
     writeFileSync(join(dir, 'job.ts'), `${JOB}${typed.join('\n')}\n`);
     expect((await harness.cli(['cluster', 'start'])).code).toBe(0);
     const run = await harness.cli(['run', 'job.ts', '--verbose'], { cwd: dir, busyWaitMs: 200 });

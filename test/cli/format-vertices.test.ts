@@ -8,7 +8,15 @@ const tasks = (total: number, finished: number) => ({ total, scheduled: 0, deplo
 
 describe('formatJobDetails', () => {
   const base: JobDetails = {
-    jobId: JobId.of('j1'), name: 'wordcount', status: 'RUNNING', submittedAtMs: 1_000, updatedAtMs: 2_000, durationMs: 3_000, parallelism: 2, tasks: tasks(4, 2), exceptions: 0,
+    jobId: JobId.of('j1'),
+    name: 'wordcount',
+    status: 'RUNNING',
+    submittedAtMs: 1_000,
+    updatedAtMs: 2_000,
+    durationMs: 3_000,
+    parallelism: 2,
+    tasks: tasks(4, 2),
+    exceptions: 0,
   };
 
   it('prints no vertex table for a record without vertices', () => {
@@ -19,7 +27,20 @@ describe('formatJobDetails', () => {
     const text = formatJobDetails({
       ...base,
       vertices: [
-        { id: 'a', name: 'tokenize', parallelism: 2, region: 0, tasks: tasks(2, 2), firstDeployedAtMs: 1_050, lastFinishedAtMs: 2_500, recordsIn: 10, recordsOut: 30, buffersSent: 6, maxBuffersInFlight: 2, creditsPerChannel: 4 },
+        {
+          id: 'a',
+          name: 'tokenize',
+          parallelism: 2,
+          region: 0,
+          tasks: tasks(2, 2),
+          firstDeployedAtMs: 1_050,
+          lastFinishedAtMs: 2_500,
+          recordsIn: 10,
+          recordsOut: 30,
+          buffersSent: 6,
+          maxBuffersInFlight: 2,
+          creditsPerChannel: 4,
+        },
         { id: 'b', name: 'count', parallelism: 2, region: 1, tasks: tasks(2, 0), recordsIn: 0, recordsOut: 0, buffersSent: 0, maxBuffersInFlight: 0 },
       ],
     });

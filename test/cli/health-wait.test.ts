@@ -33,7 +33,10 @@ describe('probing the registered cluster', () => {
     await new Promise((r) => closed.close(r));
     // a live pid (this test's) whose port refuses connections: the Dispatcher that registered is gone
     register(dir, process.pid, port);
-    expect(await probeCluster(dir)).toMatchObject({ state: 'down', reason: `nothing listens at http://127.0.0.1:${port}, where the Dispatcher (pid ${process.pid}) served` });
+    expect(await probeCluster(dir)).toMatchObject({
+      state: 'down',
+      reason: `nothing listens at http://127.0.0.1:${port}, where the Dispatcher (pid ${process.pid}) served`,
+    });
   });
 
   it('is busy while its socket accepts but nothing answers, and unresponsive when something else answers', async () => {
@@ -78,7 +81,9 @@ describe('floe run against a busy Dispatcher', () => {
     // A short wait runs out: it says the cluster is there but busy, and starts nothing.
     const impatient = await harness.cli(['run', job], { busyWaitMs: 1_000 });
     expect(impatient.stderr).toMatch(/the cluster at http:\/\/127\.0\.0\.1:\d+ \(pid \d+\) is running but busy \(.*\): waiting up to 1 s for it to answer…/);
-    expect(impatient.stderr).toMatch(/is running but did not answer within 1 s .* No second cluster was started: retry when it is less busy, or stop it with 'floe cluster stop'/);
+    expect(impatient.stderr).toMatch(
+      /is running but did not answer within 1 s .* No second cluster was started: retry when it is less busy, or stop it with 'floe cluster stop'/,
+    );
     expect(impatient.stderr).not.toContain('starting one');
     expect(impatient.code).toBe(1);
 

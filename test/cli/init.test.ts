@@ -36,9 +36,14 @@ describe('floe init', () => {
     expect(typo.code).toBe(1);
     expect(typo.stdout).toContain(`checked/job.ts:${line}:`);
     expect(typo.stdout).toContain("error TS2322: Type 'string' is not assignable to type 'number'.");
-    expect(typo.stderr).toBe(`floe: checked/job.ts does not type-check (1 error; compiler options from ${join(dir, 'tsconfig.json')}): fix it and check again\n`);
+    expect(typo.stderr).toBe(
+      `floe: checked/job.ts does not type-check (1 error; compiler options from ${join(dir, 'tsconfig.json')}): fix it and check again\n`,
+    );
     expect(existsSync(harness.stateDir)).toBe(false);
-    expect(await harness.cli(['check', 'nope.ts'])).toMatchObject({ code: 1, stderr: `floe: job file ${join(harness.root, 'nope.ts')} does not exist: name a job file, e.g. floe check job.ts\n` });
+    expect(await harness.cli(['check', 'nope.ts'])).toMatchObject({
+      code: 1,
+      stderr: `floe: job file ${join(harness.root, 'nope.ts')} does not exist: name a job file, e.g. floe check job.ts\n`,
+    });
   });
 
   it('refuses when any of its files exists, and writes none of them', async () => {
@@ -48,7 +53,9 @@ describe('floe init', () => {
     writeFileSync(join(dir, 'tsconfig.json'), '{}');
     const init = await harness.cli(['init'], { cwd: dir });
     expect(init.code).toBe(1);
-    expect(init.stderr).toBe(`floe: ${dir} already has job.ts, tsconfig.json: floe init never overwrites files. Run it in an empty folder (floe init <dir>), or move those files away first\n`);
+    expect(init.stderr).toBe(
+      `floe: ${dir} already has job.ts, tsconfig.json: floe init never overwrites files. Run it in an empty folder (floe init <dir>), or move those files away first\n`,
+    );
     expect(readFileSync(join(dir, 'job.ts'), 'utf8')).toBe('my own job');
     expect(readFileSync(join(dir, 'tsconfig.json'), 'utf8')).toBe('{}');
     expect(existsSync(join(dir, 'input.txt'))).toBe(false);

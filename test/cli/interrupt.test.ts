@@ -13,7 +13,10 @@ const endlessJob = join(harness.root, 'endless.ts');
 const shortJob = join(harness.root, 'short.ts');
 
 beforeAll(async () => {
-  writeFileSync(endlessJob, "import { defineJob } from 'floe';\nexport default defineJob('endless', (env) => { env.generate((i) => i).map((i) => i * 2).collect(); });\n");
+  writeFileSync(
+    endlessJob,
+    "import { defineJob } from 'floe';\nexport default defineJob('endless', (env) => { env.generate((i) => i).map((i) => i * 2).collect(); });\n",
+  );
   writeFileSync(shortJob, "import { defineJob } from 'floe';\nexport default defineJob('short', (env) => { env.fromSequence(1, 3).collect(); });\n");
   expect((await harness.cli(['cluster', 'start'])).code).toBe(0);
 });
@@ -38,7 +41,10 @@ class TestInterrupts implements Interrupts {
 class ScriptedPrompt implements Prompt {
   readonly questions: string[] = [];
   aborted = 0;
-  constructor(private readonly answers: (string | typeof INTERRUPTED | 'wait')[], readonly interactive = true) {}
+  constructor(
+    private readonly answers: (string | typeof INTERRUPTED | 'wait')[],
+    readonly interactive = true,
+  ) {}
   ask(question: string, signal: AbortSignal): Promise<string | typeof INTERRUPTED | undefined> {
     this.questions.push(question);
     const answer = this.answers.shift();
@@ -144,7 +150,9 @@ describe('Ctrl-C on floe run', () => {
     });
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
     try {
       await waitUntil('the CLI to follow the job', () => /RUNNING/.test(stderr));
       child.kill('SIGINT');
@@ -153,7 +161,9 @@ describe('Ctrl-C on floe run', () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
     const jobId = /as ([0-9a-f]{32})/.exec(stderr)![1]!;
-    expect(stderr).toContain(`Ctrl-C with no terminal to ask on: detached from job 'endless' (${jobId}), which keeps running. Follow it with 'floe status ${jobId}'`);
+    expect(stderr).toContain(
+      `Ctrl-C with no terminal to ask on: detached from job 'endless' (${jobId}), which keeps running. Follow it with 'floe status ${jobId}'`,
+    );
     expect(JSON.parse((await harness.cli(['status', jobId, '--json'])).stdout)).toMatchObject({ status: 'RUNNING' });
   });
 });

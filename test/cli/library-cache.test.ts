@@ -23,7 +23,10 @@ const traceFile = join(harness.root, 'loads.txt');
 beforeAll(async () => {
   expect((await harness.cli(['cluster', 'start'])).code).toBe(0);
   writeFileSync(helperFile, 'export const twice = (n: number): number => n * 2;\n');
-  writeFileSync(jobFile, "import { defineJob } from 'floe';\nimport { twice } from './helper';\n\nexport default defineJob('cached', (env) => {\n  env.fromCollection([1, 2, 3]).map(twice).collect();\n});\n");
+  writeFileSync(
+    jobFile,
+    "import { defineJob } from 'floe';\nimport { twice } from './helper';\n\nexport default defineJob('cached', (env) => {\n  env.fromCollection([1, 2, 3]).map(twice).collect();\n});\n",
+  );
 });
 afterAll(() => harness.cleanup());
 
@@ -61,7 +64,10 @@ async function floeRun(extraArgs: readonly string[] = [], env: Record<string, st
 }
 
 const entries = (): string[] => readdirSync(join(cacheDir(), 'entries')).map((f) => join(cacheDir(), 'entries', f));
-const libraries = (): string[] => readdirSync(cacheDir()).filter((f) => f.endsWith('.mjs')).map((f) => join(cacheDir(), f));
+const libraries = (): string[] =>
+  readdirSync(cacheDir())
+    .filter((f) => f.endsWith('.mjs'))
+    .map((f) => join(cacheDir(), f));
 
 describe('the library cache of floe run', () => {
   it('bundles and type-checks once; a second run with unchanged files does neither', async () => {

@@ -27,16 +27,31 @@ function writeLogs(stateDir: string): void {
       line(2, { process: 'dispatcher', msg: 'no job here' }) +
       'a plain line of the Dispatcher\n',
   );
-  writeFileSync(join(logs, `jobmanager-${JOB}.log`), line(3, { process: 'jobmanager', jobId: JOB, msg: 'job RUNNING' }) + line(9, { process: 'jobmanager', jobId: JOB, level: 'warn', msg: 'JobManager lost its lease' }));
+  writeFileSync(
+    join(logs, `jobmanager-${JOB}.log`),
+    line(3, { process: 'jobmanager', jobId: JOB, msg: 'job RUNNING' }) +
+      line(9, { process: 'jobmanager', jobId: JOB, level: 'warn', msg: 'JobManager lost its lease' }),
+  );
   writeFileSync(join(logs, `jobmanager2-${JOB}.log`), line(10, { process: 'jobmanager', jobId: JOB, msg: 'recovered the job', attempt: 2 }));
   writeFileSync(join(logs, `jobmanager-${OTHER}.log`), line(4, { process: 'jobmanager', jobId: OTHER, msg: 'the other job' }));
   writeFileSync(
     join(logs, JOB, 'te-1.log'),
     line(5, { process: 'taskexecutor', component: 'taskexecutor', resourceId: 'te-1', jobId: JOB, msg: 'slot offered' }) +
       'hello from user code\n' +
-      line(8, { process: 'taskexecutor', component: 'slot-worker-pool', resourceId: 'te-1', jobId: JOB, level: 'error', msg: 'task failed', error: { message: 'boom', stack: 'Error: boom\n  at x' } }),
+      line(8, {
+        process: 'taskexecutor',
+        component: 'slot-worker-pool',
+        resourceId: 'te-1',
+        jobId: JOB,
+        level: 'error',
+        msg: 'task failed',
+        error: { message: 'boom', stack: 'Error: boom\n  at x' },
+      }),
   );
-  writeFileSync(join(logs, JOB, 'te-2.log'), line(6, { process: 'taskexecutor', component: 'taskexecutor', resourceId: 'te-2', jobId: JOB, msg: 'slot offered' }));
+  writeFileSync(
+    join(logs, JOB, 'te-2.log'),
+    line(6, { process: 'taskexecutor', component: 'taskexecutor', resourceId: 'te-2', jobId: JOB, msg: 'slot offered' }),
+  );
   writeFileSync(join(logs, OTHER, 'te-9.log'), line(7, { process: 'taskexecutor', resourceId: 'te-9', jobId: OTHER, msg: 'not this job' }));
 }
 
@@ -78,7 +93,9 @@ describe('floe logs', () => {
     mkdirSync(join(logs, JOB2), { recursive: true });
     writeFileSync(
       join(logs, `jobmanager-${JOB2}.log`),
-      line(20, { process: 'jobmanager', jobId: JOB2, msg: 'job FINISHED' }) + line(21, { process: 'jobmanager', jobId: WARM, msg: 'won the JobMaster lease' }) + line(24, { process: 'jobmanager', jobId: JOB2, msg: 'ready for the next job (warm pool)' }),
+      line(20, { process: 'jobmanager', jobId: JOB2, msg: 'job FINISHED' }) +
+        line(21, { process: 'jobmanager', jobId: WARM, msg: 'won the JobMaster lease' }) +
+        line(24, { process: 'jobmanager', jobId: JOB2, msg: 'ready for the next job (warm pool)' }),
     );
     writeFileSync(
       join(logs, JOB2, 'te-5.log'),
@@ -107,7 +124,9 @@ describe('floe logs', () => {
     expect(missing.stderr).toMatch(/no log of job c{32} under .*logs: check the job id \('floe list' shows the jobs\) and --dir/);
     const remote = await harness.cli(['logs', JOB, '--url', 'https://example.invalid/'], { env: { FLOE_SECRET: 's' } });
     expect(remote.code).toBe(1);
-    expect(remote.stderr).toMatch(/floe logs reads a deployed cluster's logs from CloudWatch Logs: set FLOE_LOG_GROUP .*aws logs filter-log-events --log-group-name <TaskLogGroup> --filter-pattern/);
+    expect(remote.stderr).toMatch(
+      /floe logs reads a deployed cluster's logs from CloudWatch Logs: set FLOE_LOG_GROUP .*aws logs filter-log-events --log-group-name <TaskLogGroup> --filter-pattern/,
+    );
     const notAnId = await harness.cli(['logs', '../etc']);
     expect(notAnId.code).toBe(1);
     expect(notAnId.stderr).toMatch(/'\.\.\/etc' is not a job id/);

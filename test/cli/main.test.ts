@@ -73,7 +73,10 @@ describe('floe CLI against a Dispatcher', () => {
 
   it('prints the exceptions of a failed job and exits 1; detached prints the job id', async () => {
     const jobFile = join(root, 'failing.ts');
-    writeFileSync(jobFile, "import { defineJob } from 'floe';\nexport default defineJob('will-fail', (env) => { env.fromSequence(1, 3).map((n) => n).collect(); });\n");
+    writeFileSync(
+      jobFile,
+      "import { defineJob } from 'floe';\nexport default defineJob('will-fail', (env) => { env.fromSequence(1, 3).map((n) => n).collect(); });\n",
+    );
     const failed = await cli('run', jobFile);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(/FAILED after/);

@@ -45,7 +45,11 @@ function run(command: string, args: readonly string[], cwd: string): Promise<{ c
 /** [word, count] as the starter job counts them. */
 function directCount(text: string): [string, number][] {
   const counts = new Map<string, number>();
-  for (const w of text.toLowerCase().split(/[^\p{L}\p{N}']+/u).filter((x) => x !== '')) counts.set(w, (counts.get(w) ?? 0) + 1);
+  for (const w of text
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}']+/u)
+    .filter((x) => x !== ''))
+    counts.set(w, (counts.get(w) ?? 0) + 1);
   return [...counts].sort(([a], [b]) => (a < b ? -1 : 1));
 }
 
@@ -53,7 +57,11 @@ const lineOf = (text: string, needle: string): number => text.split('\n').findIn
 
 describe('a new user outside the repository', () => {
   it('installs floe, inits a job folder, type-checks it, runs it, and is told where type errors and failures are', async () => {
-    const install = await run('npm', ['install', '--global', '--prefix', prefix, '--offline', '--ignore-scripts', '--no-audit', '--no-fund', packageRoot], root);
+    const install = await run(
+      'npm',
+      ['install', '--global', '--prefix', prefix, '--offline', '--ignore-scripts', '--no-audit', '--no-fund', packageRoot],
+      root,
+    );
     expect(install.code, install.stderr).toBe(0);
     expect((await run(floe, ['--version'], root)).stdout).toMatch(/^floe \d+\.\d+\.\d+\n$/);
 
@@ -69,7 +77,11 @@ describe('a new user outside the repository', () => {
     const first = await run(floe, ['--dir', state, 'run', 'job.ts'], work);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stderr).toMatch(/job 'wordcount' \([0-9a-f]{32}\) FINISHED in/);
-    const counted = first.stdout.trim().split('\n').map((l) => JSON.parse(l) as [string, number]).sort(([a], [b]) => (a < b ? -1 : 1));
+    const counted = first.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as [string, number])
+      .sort(([a], [b]) => (a < b ? -1 : 1));
     expect(counted).toEqual(directCount(STARTER_INPUT));
 
     // A type error: the run stops at the user's file, line and column, and submits nothing.

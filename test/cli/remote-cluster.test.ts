@@ -44,7 +44,13 @@ describe('floe against a cluster named by --url', () => {
     const run = await cli({ FLOE_SECRET: cluster.secret }, '--url', cluster.url, 'run', job, '--export', 'spare', '-p', '2');
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr).not.toMatch(/starting one/);
-    expect(run.stdout.trim().split('\n').map(Number).sort((a, b) => a - b)).toEqual(Array.from({ length: 1000 }, (_, i) => (i + 1) ** 2));
+    expect(
+      run.stdout
+        .trim()
+        .split('\n')
+        .map(Number)
+        .sort((a, b) => a - b),
+    ).toEqual(Array.from({ length: 1000 }, (_, i) => (i + 1) ** 2));
     const list = await cli({ FLOE_SECRET: cluster.secret, FLOE_URL: cluster.url }, 'list', '--json');
     expect(list.code, list.stderr).toBe(0);
     expect(JSON.parse(list.stdout)).toEqual([expect.objectContaining({ name: 'sequence-squares', status: 'FINISHED' })]);

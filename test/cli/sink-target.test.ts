@@ -75,7 +75,15 @@ describe('floe run into a folder that holds other files', () => {
     expect(first.code, first.stderr).toBe(0);
     const out = join(project, 'out');
     expect(readdirSync(out).sort()).toEqual(['_SUCCESS', 'part-0', 'part-1']);
-    expect(readdirSync(out).filter((f) => f.startsWith('part-')).map((f) => readFileSync(join(out, f), 'utf8')).join('').split('\n').filter(Boolean).sort()).toEqual(['ANOTHER LINE', 'ONE LINE']);
+    expect(
+      readdirSync(out)
+        .filter((f) => f.startsWith('part-'))
+        .map((f) => readFileSync(join(out, f), 'utf8'))
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .sort(),
+    ).toEqual(['ANOTHER LINE', 'ONE LINE']);
 
     const again = await floe('run', 'job.ts', '-p', '2', '--', 'input.txt', 'out');
     expect(again.code).not.toBe(0);

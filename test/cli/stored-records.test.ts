@@ -11,19 +11,57 @@ import { CliHarness } from './cli-harness.js';
 const harness = new CliHarness('floe-cli-stored-');
 const finished = JobId.of('f'.repeat(32));
 const running = JobId.of('r'.repeat(32));
-const counts = (o: Partial<Record<'total' | 'running' | 'finished' | 'failed' | 'canceled', number>>) => ({ total: 0, scheduled: 0, deploying: 0, running: 0, finished: 0, canceled: 0, failed: 0, ...o });
+const counts = (o: Partial<Record<'total' | 'running' | 'finished' | 'failed' | 'canceled', number>>) => ({
+  total: 0,
+  scheduled: 0,
+  deploying: 0,
+  running: 0,
+  finished: 0,
+  canceled: 0,
+  failed: 0,
+  ...o,
+});
 const record = (r: Partial<JobRecord> & Pick<JobRecord, 'jobId' | 'name' | 'status' | 'submittedAtMs'>): JobRecord => ({
-  epoch: 1, updatedAtMs: r.submittedAtMs, jobGraphKey: 'g', librarySha256: 'l', parallelism: 2, exceptions: [], cancelRequested: false, ...r,
+  epoch: 1,
+  updatedAtMs: r.submittedAtMs,
+  jobGraphKey: 'g',
+  librarySha256: 'l',
+  parallelism: 2,
+  exceptions: [],
+  cancelRequested: false,
+  ...r,
 });
 
 beforeAll(async () => {
   // As a cluster leaves them: records written, then the Dispatcher gone (here: never started).
   const store = new SqliteJobStore(join(harness.stateDir, 'floe.db'));
-  await store.create(record({ jobId: finished, name: 'words \u001b[31mred\u001b[0m', status: 'FINISHED', submittedAtMs: 1_000, endedAtMs: 4_500, tasks: counts({ total: 4, finished: 4 }) }));
   await store.create(
     record({
-      jobId: running, name: 'still-running', status: 'RUNNING', submittedAtMs: 2_000, updatedAtMs: 9_000, tasks: counts({ total: 2, running: 1, failed: 1 }),
-      exceptions: [{ timestampMs: 8_000, taskName: 'map (1/2)', location: 'te-1', message: 'it broke \u001b]0;owned\u0007', stack: 'Error: it broke \u001b]0;owned\u0007\n    at f (/home/u/job.ts:7:9)' }],
+      jobId: finished,
+      name: 'words \u001b[31mred\u001b[0m',
+      status: 'FINISHED',
+      submittedAtMs: 1_000,
+      endedAtMs: 4_500,
+      tasks: counts({ total: 4, finished: 4 }),
+    }),
+  );
+  await store.create(
+    record({
+      jobId: running,
+      name: 'still-running',
+      status: 'RUNNING',
+      submittedAtMs: 2_000,
+      updatedAtMs: 9_000,
+      tasks: counts({ total: 2, running: 1, failed: 1 }),
+      exceptions: [
+        {
+          timestampMs: 8_000,
+          taskName: 'map (1/2)',
+          location: 'te-1',
+          message: 'it broke \u001b]0;owned\u0007',
+          stack: 'Error: it broke \u001b]0;owned\u0007\n    at f (/home/u/job.ts:7:9)',
+        },
+      ],
     }),
   );
   await store.close();
@@ -56,10 +94,14 @@ describe('read commands while the cluster is stopped', () => {
   it('floe status shows a stored job with its exceptions, as text and JSON', async () => {
     const status = await harness.cli(['status', running]);
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stderr).toContain(`is stopped: these are its stored job records; job ${running} was RUNNING when its record was last written, and nothing runs it now`);
+    expect(status.stderr).toContain(
+      `is stopped: these are its stored job records; job ${running} was RUNNING when its record was last written, and nothing runs it now`,
+    );
     expect(status.stdout).toMatch(/status +RUNNING/);
     expect(status.stdout).toMatch(/tasks +0\/2 finished, 1 running, 0 scheduled, 1 failed/);
-    expect(status.stdout).toContain('latest exceptions:\n1970-01-01T00:00:08.000Z map (1/2) on te-1\n  Error: it broke \\x1b]0;owned\\x07\n      at f (/home/u/job.ts:7:9)');
+    expect(status.stdout).toContain(
+      'latest exceptions:\n1970-01-01T00:00:08.000Z map (1/2) on te-1\n  Error: it broke \\x1b]0;owned\\x07\n      at f (/home/u/job.ts:7:9)',
+    );
     expect(status.stdout).not.toContain('\u001b');
 
     const json = await harness.cli(['status', finished, '--json']);
@@ -67,7 +109,10 @@ describe('read commands while the cluster is stopped', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ jobId: finished, status: 'FINISHED', tasks: { total: 4, finished: 4 }, exceptions: 0 });
     expect(json.stdout).not.toContain('\u001b');
 
-    expect(await harness.cli(['status', 'f'.repeat(31) + 'e'])).toMatchObject({ code: 1, stderr: expect.stringContaining(`there is no job ${'f'.repeat(31)}e`) });
+    expect(await harness.cli(['status', 'f'.repeat(31) + 'e'])).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`there is no job ${'f'.repeat(31)}e`),
+    });
   });
 
   it('a cluster.json left by a dead Dispatcher counts as stopped too', async () => {

@@ -35,7 +35,14 @@ async function dispatcherThatDrops(drops: number): Promise<{ url: string; receiv
   return { url: `http://127.0.0.1:${(server!.address() as AddressInfo).port}`, received };
 }
 
-const graph = (): JobGraph => ({ jobId: JobId.random(), name: 'j', library: { sha256: 'ab'.repeat(32), sizeBytes: 1 }, program: { export: 'default', args: [] }, vertices: [], edges: [] });
+const graph = (): JobGraph => ({
+  jobId: JobId.random(),
+  name: 'j',
+  library: { sha256: 'ab'.repeat(32), sizeBytes: 1 },
+  program: { export: 'default', args: [] },
+  vertices: [],
+  edges: [],
+});
 
 describe('submitting a job', () => {
   it('sends a submission whose answer was lost again with the same job id', async () => {
@@ -48,7 +55,9 @@ describe('submitting a job', () => {
 
   it('gives up after a few tries, saying what it tried and the last error', async () => {
     const { url, received } = await dispatcherThatDrops(99);
-    await expect(new RestClient({ baseUrl: url, secret: 's' }).submitJob(graph(), new Uint8Array([1]))).rejects.toThrow(/submitting the job failed 5 times over \d+ ms; the last error: cannot reach the Dispatcher/);
+    await expect(new RestClient({ baseUrl: url, secret: 's' }).submitJob(graph(), new Uint8Array([1]))).rejects.toThrow(
+      /submitting the job failed 5 times over \d+ ms; the last error: cannot reach the Dispatcher/,
+    );
     expect(new Set(received).size).toBe(1);
   }, 30_000);
 
@@ -64,7 +73,10 @@ describe('submitting a job', () => {
     const url = `http://127.0.0.1:${(server!.address() as AddressInfo).port}`;
     const dir = mkdtempSync(join(tmpdir(), 'floe-submit-retry-'));
     try {
-      writeFileSync(join(dir, 'job.ts'), "import { defineJob } from 'floe';\nexport default defineJob('short', (env) => { env.fromSequence(1, 3).collect(); });\n");
+      writeFileSync(
+        join(dir, 'job.ts'),
+        "import { defineJob } from 'floe';\nexport default defineJob('short', (env) => { env.fromSequence(1, 3).collect(); });\n",
+      );
       const cli = join(import.meta.dirname, '..', '..', 'dist', 'cli.js');
       const child = spawn(process.execPath, [cli, '--url', url, 'run', join(dir, 'job.ts')], {
         cwd: dir,

@@ -46,11 +46,17 @@ describe('type-checking a job before it runs', () => {
     const dir = join(harness.root, 'loose');
     mkdirSync(dir);
     // implicit any is an error only under strict
-    writeFileSync(join(dir, 'job.ts'), "import { defineJob } from 'floe';\nconst twice = (x) => x * 2;\nexport default defineJob('loose', (env) => { env.fromSequence(1, 3).map(twice).collect(); });\n");
+    writeFileSync(
+      join(dir, 'job.ts'),
+      "import { defineJob } from 'floe';\nconst twice = (x) => x * 2;\nexport default defineJob('loose', (env) => { env.fromSequence(1, 3).map(twice).collect(); });\n",
+    );
     const strict = typecheckJob(join(dir, 'job.ts'), dir);
     expect(strict.errorCount).toBe(1);
     expect(strict.report).toMatch(/^job\.ts:2:16 - error TS7006: Parameter 'x' implicitly has an 'any' type\./);
-    writeFileSync(join(dir, 'tsconfig.json'), '{ "compilerOptions": { "strict": false, "module": "ESNext", "moduleResolution": "Bundler", "paths": { "floe": ["./nowhere.d.ts"] } } }');
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      '{ "compilerOptions": { "strict": false, "module": "ESNext", "moduleResolution": "Bundler", "paths": { "floe": ["./nowhere.d.ts"] } } }',
+    );
     const loose = typecheckJob(join(dir, 'job.ts'), dir);
     expect(loose).toMatchObject({ errorCount: 0, report: '', configFile: join(dir, 'tsconfig.json') });
   });
@@ -60,7 +66,10 @@ describe('type-checking a job before it runs', () => {
     const cache = join(harness.root, 'typecheck-cache');
     mkdirSync(dir);
     writeFileSync(join(dir, 'helper.ts'), 'export const twice = (n: number): number => n * 2;\n');
-    writeFileSync(join(dir, 'job.ts'), "import { defineJob } from 'floe';\nimport { twice } from './helper';\nexport default defineJob('helped', (env) => { env.fromSequence(1, 3).map(twice).collect(); });\n");
+    writeFileSync(
+      join(dir, 'job.ts'),
+      "import { defineJob } from 'floe';\nimport { twice } from './helper';\nexport default defineJob('helped', (env) => { env.fromSequence(1, 3).map(twice).collect(); });\n",
+    );
     const job = join(dir, 'job.ts');
     expect(typecheckJob(job, dir, cache)).toMatchObject({ errorCount: 0, cached: false });
     expect(typecheckJob(job, dir, cache)).toMatchObject({ errorCount: 0, cached: true });

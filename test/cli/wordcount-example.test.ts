@@ -5,7 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveUserFunctions } from '../../runtime/api/program.js';
-import { countDifferences, countWordsDirectly, ensureCorpus, generateCorpusChunks, readWordcountOutput, topWords } from '../../runtime/cli/wordcount-example.js';
+import {
+  countDifferences,
+  countWordsDirectly,
+  ensureCorpus,
+  generateCorpusChunks,
+  readWordcountOutput,
+  topWords,
+} from '../../runtime/cli/wordcount-example.js';
 import wordcount from '../../examples/wordcount.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-wc-example-'));
@@ -45,9 +52,25 @@ describe('floe example wordcount', () => {
     mkdirSync(out, { recursive: true });
     writeFileSync(join(out, 'part-0'), '["a",2]\n["b",1]\n');
     writeFileSync(join(out, 'part-1'), '["c",5]\n');
-    expect(readWordcountOutput(out)).toEqual({ counts: new Map([['a', 2], ['b', 1], ['c', 5]]), duplicates: [], parts: 2 });
+    expect(readWordcountOutput(out)).toEqual({
+      counts: new Map([
+        ['a', 2],
+        ['b', 1],
+        ['c', 5],
+      ]),
+      duplicates: [],
+      parts: 2,
+    });
     writeFileSync(join(out, 'part-2'), '["a",2]\n');
     expect(readWordcountOutput(out).duplicates).toEqual(['a']);
-    expect(countDifferences(new Map([['a', 1]]), new Map([['a', 2], ['z', 1]]))).toEqual(['"a": job 1, direct 2', '"z": job 0, direct 1']);
+    expect(
+      countDifferences(
+        new Map([['a', 1]]),
+        new Map([
+          ['a', 2],
+          ['z', 1],
+        ]),
+      ),
+    ).toEqual(['"a": job 1, direct 2', '"z": job 0, direct 1']);
   });
 });

@@ -73,7 +73,14 @@ export function describeBlobStoreContract(name: string, factory: () => Promise<B
     });
 
     it('list returns the keys under a prefix, sorted, as string prefixes', async () => {
-      const keys = [`${p}jobs/b/result.json`, `${p}jobs/a/jobgraph.json`, `${p}jobs/ab/jobgraph.json`, `${p}jobs/a/result.json`, `${p}libraries/x.mjs`, `${p}jobsfile`];
+      const keys = [
+        `${p}jobs/b/result.json`,
+        `${p}jobs/a/jobgraph.json`,
+        `${p}jobs/ab/jobgraph.json`,
+        `${p}jobs/a/result.json`,
+        `${p}libraries/x.mjs`,
+        `${p}jobsfile`,
+      ];
       for (const k of keys) await store.put(k, bytes(k));
       expect(await store.list(`${p}jobs/a/`)).toEqual([`${p}jobs/a/jobgraph.json`, `${p}jobs/a/result.json`]);
       expect(await store.list(`${p}jobs/a`)).toEqual([`${p}jobs/a/jobgraph.json`, `${p}jobs/a/result.json`, `${p}jobs/ab/jobgraph.json`]);

@@ -44,7 +44,11 @@ export function describeInputStoreContract(name: string, harness: () => InputSto
         const size = Buffer.byteLength(text);
         // Splits shorter than most lines, about as long, and longer than the file; chunks of a few bytes
         // and of many lines. (test/taskexecutor/operators.test.ts sweeps more sizes on local files.)
-        for (const [splitSize, chunk] of [[13, 5], [61, 64 * 1024], [size + 10, 5]] as const) {
+        for (const [splitSize, chunk] of [
+          [13, 5],
+          [61, 64 * 1024],
+          [size + 10, 5],
+        ] as const) {
           expect(await readAllLines(h.store, `${folder}/lines.txt`, splitSize, chunk), `${caseName}: split ${splitSize}, chunk ${chunk}`).toEqual(lines);
         }
       }
@@ -89,7 +93,9 @@ export function describeInputStoreContract(name: string, harness: () => InputSto
       await h.putFile(folder, 'members.gz', Buffer.concat([gzipSync('one\ntw'), gzipSync('o\nthree\n')]));
       const files = await h.store.listFiles(folder);
       const splits = createSplits(files, 100);
-      expect(splits.map((s) => ({ start: s.start, length: s.length, compression: s.compression }))).toEqual(files.map((f) => ({ start: 0, length: f.size, compression: 'gzip' })));
+      expect(splits.map((s) => ({ start: s.start, length: s.length, compression: s.compression }))).toEqual(
+        files.map((f) => ({ start: 0, length: f.size, compression: 'gzip' })),
+      );
       expect(await readAllLines(h.store, `${folder}/big.txt.gz`, 100, 1024)).toEqual(text.split('\r\n'));
       expect(await readAllLines(h.store, `${folder}/members.gz`, 100)).toEqual(['one', 'two', 'three']);
     });
@@ -98,13 +104,18 @@ export function describeInputStoreContract(name: string, harness: () => InputSto
       const h = harness();
       const folder = h.newFolder('bad-gzip');
       await h.putFile(folder, 'broken.gz', 'this is not gzip\n');
-      await expect(readAllLines(h.store, `${folder}/broken.gz`, 100)).rejects.toThrow(new RegExp(`text source cannot read split 0 of '${folder}/broken\\.gz' \\(gzip, 17 bytes\\): incorrect header check`));
+      await expect(readAllLines(h.store, `${folder}/broken.gz`, 100)).rejects.toThrow(
+        new RegExp(`text source cannot read split 0 of '${folder}/broken\\.gz' \\(gzip, 17 bytes\\): incorrect header check`),
+      );
     });
 
     it('refuses a path that does not exist with an InputSourceError naming it', async () => {
       const h = harness();
       const missing = `${h.newFolder('missing')}/nothing-here.txt`;
-      const error = await h.store.listFiles(missing).then(() => undefined, (e: unknown) => e);
+      const error = await h.store.listFiles(missing).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(InputSourceError);
       expect((error as Error).message).toContain(`'${missing}'`);
     });

@@ -41,7 +41,9 @@ export function describeJobStoreFenceContract(name: string, factory: (clock: Man
       // The record still says epoch 1: only the lease knows of the new leader.
       expect((await jobs.get(id))!.epoch).toBe(1);
       await expect(jobs.update(id, { status: 'FAILING' }, 1)).rejects.toBeInstanceOf(StaleWriterError);
-      await expect(jobs.update(id, { status: 'FAILING' }, 1)).rejects.toThrow(/lease is at epoch 2, this writer holds epoch 1: a newer leader owns the job; step down/);
+      await expect(jobs.update(id, { status: 'FAILING' }, 1)).rejects.toThrow(
+        /lease is at epoch 2, this writer holds epoch 1: a newer leader owns the job; step down/,
+      );
       expect((await jobs.get(id))!.status).toBe('RUNNING');
       expect((await jobs.update(id, { status: 'RUNNING' }, 2)).epoch).toBe(2);
     });

@@ -3,7 +3,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { ConflictError, NotFoundError, StaleWriterError } from '../../runtime/core/errors.js';
 import { JobId } from '../../runtime/core/ids.js';
-import { AdmissionState, MAX_STORED_EXCEPTIONS, type AdmissionBounds, type AdmissionLedger, type JobException, type JobRecord, type JobStore } from '../../runtime/ha/job-store.js';
+import {
+  AdmissionState,
+  MAX_STORED_EXCEPTIONS,
+  type AdmissionBounds,
+  type AdmissionLedger,
+  type JobException,
+  type JobRecord,
+  type JobStore,
+} from '../../runtime/ha/job-store.js';
 import { JobStatus, type TaskCounts } from '../../runtime/jobgraph/job-status.js';
 
 let seq = 0;
@@ -139,7 +147,18 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
     it('stores per-vertex metrics and replaces them on the next update', async () => {
       const r = newJobRecord(clock);
       await store.create(r);
-      const vertex = { id: 'op-1', name: 'source', parallelism: 2, region: 0, tasks, recordsIn: 0, recordsOut: 10, buffersSent: 2, maxBuffersInFlight: 1, creditsPerChannel: 4 };
+      const vertex = {
+        id: 'op-1',
+        name: 'source',
+        parallelism: 2,
+        region: 0,
+        tasks,
+        recordsIn: 0,
+        recordsOut: 10,
+        buffersSent: 2,
+        maxBuffersInFlight: 1,
+        creditsPerChannel: 4,
+      };
       await store.update(r.jobId, { vertices: [vertex] }, 1);
       expect((await store.get(r.jobId))?.vertices).toEqual([vertex]);
       const later = { ...vertex, recordsOut: 20, firstDeployedAtMs: clock.now() };
@@ -194,19 +213,35 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
       await store.create(r);
       const total = MAX_STORED_EXCEPTIONS + 5;
       for (let i = 0; i < total; i++) {
-        const exception: JobException = { timestampMs: clock.now() + i, taskName: `map (${i}/${total})`, location: 'te-1', message: `boom ${i}`, stack: `Error: boom ${i}\n    at x` };
+        const exception: JobException = {
+          timestampMs: clock.now() + i,
+          taskName: `map (${i}/${total})`,
+          location: 'te-1',
+          message: `boom ${i}`,
+          stack: `Error: boom ${i}\n    at x`,
+        };
         await store.update(r.jobId, { exception }, 1);
       }
       const { exceptions } = (await store.get(r.jobId))!;
       expect(exceptions).toHaveLength(MAX_STORED_EXCEPTIONS);
       expect(exceptions[0]!.message).toBe(`boom ${total - MAX_STORED_EXCEPTIONS}`);
-      expect(exceptions.at(-1)).toEqual({ timestampMs: clock.now() + total - 1, taskName: `map (${total - 1}/${total})`, location: 'te-1', message: `boom ${total - 1}`, stack: `Error: boom ${total - 1}\n    at x` });
+      expect(exceptions.at(-1)).toEqual({
+        timestampMs: clock.now() + total - 1,
+        taskName: `map (${total - 1}/${total})`,
+        location: 'te-1',
+        message: `boom ${total - 1}`,
+        stack: `Error: boom ${total - 1}\n    at x`,
+      });
     });
 
     it('an exception can come with a status change in one update', async () => {
       const r = newJobRecord(clock);
       await store.create(r);
-      const u = await store.update(r.jobId, { status: JobStatus.FAILED, endedAtMs: clock.now(), exception: { timestampMs: clock.now(), message: 'no slots' } }, 1);
+      const u = await store.update(
+        r.jobId,
+        { status: JobStatus.FAILED, endedAtMs: clock.now(), exception: { timestampMs: clock.now(), message: 'no slots' } },
+        1,
+      );
       expect(u.status).toBe(JobStatus.FAILED);
       expect(u.exceptions).toEqual([{ timestampMs: clock.now(), message: 'no slots' }]);
     });
@@ -214,7 +249,9 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
     it('racing writers at different epochs: the newest epoch wins and older ones are refused afterwards', async () => {
       const r = newJobRecord(clock);
       await store.create(r);
-      const outcomes = await Promise.allSettled([1, 2, 3, 4, 5].map((e) => store.update(r.jobId, { status: JobStatus.RUNNING, exception: { timestampMs: e, message: `w${e}` } }, e)));
+      const outcomes = await Promise.allSettled(
+        [1, 2, 3, 4, 5].map((e) => store.update(r.jobId, { status: JobStatus.RUNNING, exception: { timestampMs: e, message: `w${e}` } }, e)),
+      );
       const final = (await store.get(r.jobId))!;
       expect(final.epoch).toBe(5);
       for (const [i, o] of outcomes.entries()) {
@@ -289,7 +326,10 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         // Idempotent: a second enqueue changes nothing and keeps the place.
         expect(await store.enqueue(b.jobId)).toEqual(queued);
         const ledger = await store.admissionLedger();
-        expect(ledger.waiting).toEqual([{ jobId: b.jobId, taskExecutors: 2, sinceMs: clock.now() }, { jobId: a.jobId, taskExecutors: 1, sinceMs: clock.now() }]);
+        expect(ledger.waiting).toEqual([
+          { jobId: b.jobId, taskExecutors: 2, sinceMs: clock.now() },
+          { jobId: a.jobId, taskExecutors: 1, sinceMs: clock.now() },
+        ]);
         expect(ledger.admitted).toEqual([]);
       });
 
@@ -301,9 +341,20 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         const jobManager = { launches: 1, workerId: 'jobmanager-warm', launchedAtMs: clock.now() };
         const { record, admitted } = await store.enqueueAndAdmit(r.jobId, bounds(3, 4), { jobManager, expected: r });
         expect(admitted).toEqual({ jobId: r.jobId, taskExecutors: 2, sinceMs: clock.now() });
-        expect(record).toEqual({ ...r, updatedAtMs: clock.now(), jobManager, admission: { state: AdmissionState.ADMITTED, taskExecutors: 2, waitingSinceMs: clock.now(), admittedAtMs: clock.now() } });
+        expect(record).toEqual({
+          ...r,
+          updatedAtMs: clock.now(),
+          jobManager,
+          admission: { state: AdmissionState.ADMITTED, taskExecutors: 2, waitingSinceMs: clock.now(), admittedAtMs: clock.now() },
+        });
         expect(await store.get(r.jobId)).toEqual(record);
-        expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [{ jobId: running, taskExecutors: 2, sinceMs: clock.now() - 3 }, { jobId: r.jobId, taskExecutors: 2, sinceMs: clock.now() }] });
+        expect(await store.admissionLedger()).toEqual({
+          waiting: [],
+          admitted: [
+            { jobId: running, taskExecutors: 2, sinceMs: clock.now() - 3 },
+            { jobId: r.jobId, taskExecutors: 2, sinceMs: clock.now() },
+          ],
+        });
         // Idempotent: the job is past SUBMITTING, so a second call admits nothing and changes nothing.
         expect(await store.enqueueAndAdmit(r.jobId, bounds(3, 4), { expected: r })).toEqual({ record });
         expect(await store.admit(bounds(3, 4))).toEqual({ admitted: [], refused: [] });
@@ -359,7 +410,13 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         clock.advance(7);
         const outcome = await store.admit(bounds(3, 3));
         // a (1) and b (2) fill the 3 TaskExecutors; c would make 4.
-        expect(outcome).toEqual({ admitted: [{ jobId: a, taskExecutors: 1, sinceMs: clock.now() }, { jobId: b, taskExecutors: 2, sinceMs: clock.now() }], refused: [] });
+        expect(outcome).toEqual({
+          admitted: [
+            { jobId: a, taskExecutors: 1, sinceMs: clock.now() },
+            { jobId: b, taskExecutors: 2, sinceMs: clock.now() },
+          ],
+          refused: [],
+        });
         expect((await store.get(a!))!.admission).toMatchObject({ state: AdmissionState.ADMITTED, taskExecutors: 1, admittedAtMs: clock.now() });
         expect((await store.get(c!))!.admission?.state).toBe(AdmissionState.WAITING);
         const ledger = await store.admissionLedger();
@@ -390,7 +447,11 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         clock.advance(3);
         const { released, record } = await store.release(a!);
         expect(released).toBe(true);
-        expect(record).toEqual({ ...finished, updatedAtMs: clock.now(), admission: { ...finished.admission, state: AdmissionState.RELEASED, releasedAtMs: clock.now() } });
+        expect(record).toEqual({
+          ...finished,
+          updatedAtMs: clock.now(),
+          admission: { ...finished.admission, state: AdmissionState.RELEASED, releasedAtMs: clock.now() },
+        });
         expect(await store.get(a!)).toEqual(record);
         expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
         expect(await store.release(a!)).toEqual({ released: false, record });
@@ -406,7 +467,12 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         await store.requestCancel(r.jobId);
         clock.advance(4);
         const ended = await store.enqueue(r.jobId);
-        expect(ended).toMatchObject({ status: JobStatus.CANCELED, endedAtMs: clock.now(), cancelRequested: true, admission: { state: AdmissionState.RELEASED, releasedAtMs: clock.now() } });
+        expect(ended).toMatchObject({
+          status: JobStatus.CANCELED,
+          endedAtMs: clock.now(),
+          cancelRequested: true,
+          admission: { state: AdmissionState.RELEASED, releasedAtMs: clock.now() },
+        });
         expect(await store.admissionLedger()).toEqual({ waiting: [], admitted: [] });
       });
 
@@ -416,7 +482,12 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         const exception: JobException = { timestampMs: clock.now(), message: 'the submission did not complete' };
         const { abandoned, record } = await store.abandonSubmission(lost.jobId, exception);
         expect(abandoned).toBe(true);
-        expect(record).toMatchObject({ status: JobStatus.FAILED, endedAtMs: clock.now(), updatedAtMs: clock.now(), admission: { state: AdmissionState.RELEASED, releasedAtMs: clock.now(), taskExecutors: 1 } });
+        expect(record).toMatchObject({
+          status: JobStatus.FAILED,
+          endedAtMs: clock.now(),
+          updatedAtMs: clock.now(),
+          admission: { state: AdmissionState.RELEASED, releasedAtMs: clock.now(), taskExecutors: 1 },
+        });
         expect(record!.exceptions.at(-1)).toEqual(exception);
         expect(await store.get(lost.jobId)).toEqual(record);
         // A late submitter finds it ended: it does not get in line.
@@ -427,7 +498,12 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
         const cancelled = await submitted(1);
         await store.requestCancel(cancelled.jobId);
         const ended = await store.abandonSubmission(cancelled.jobId, exception);
-        expect(ended.record).toMatchObject({ status: JobStatus.CANCELED, cancelRequested: true, exceptions: [], admission: { state: AdmissionState.RELEASED } });
+        expect(ended.record).toMatchObject({
+          status: JobStatus.CANCELED,
+          cancelRequested: true,
+          exceptions: [],
+          admission: { state: AdmissionState.RELEASED },
+        });
 
         const [waiting] = await inLine(1);
         const before = await store.get(waiting!);

@@ -161,10 +161,7 @@ export function describeLeaseStoreContract(name: string, factory: (clock: Manual
       const n = lease();
       await store.tryAcquire(n, 'old', 'http://old', D);
       clock.advance(D);
-      const results = await Promise.all([
-        store.renew(n, 'old', 1, D),
-        ...['a', 'b', 'c'].map((h) => store.tryAcquire(n, h, `http://${h}`, D)),
-      ]);
+      const results = await Promise.all([store.renew(n, 'old', 1, D), ...['a', 'b', 'c'].map((h) => store.tryAcquire(n, h, `http://${h}`, D))]);
       const winners = results.filter((r): r is Lease => r !== undefined);
       expect(winners).toHaveLength(1);
       expect(winners[0]).toMatchObject({ epoch: 2 });

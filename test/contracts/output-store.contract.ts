@@ -43,10 +43,21 @@ const manifestOf = async (h: OutputStoreHarness, target: string) => parseManifes
 export function describeOutputStoreContract(name: string, harness: () => OutputStoreHarness): void {
   describe(`OutputStore contract: ${name}`, () => {
     /** Job `jobId` writes one part per text, one attempt each, and commits them. */
-    async function runJob(h: OutputStoreHarness, target: string, jobId: string, texts: string[], writeMode: 'no-overwrite' | 'overwrite' = 'no-overwrite'): Promise<void> {
+    async function runJob(
+      h: OutputStoreHarness,
+      target: string,
+      jobId: string,
+      texts: string[],
+      writeMode: 'no-overwrite' | 'overwrite' = 'no-overwrite',
+    ): Promise<void> {
       await h.store.checkTarget(target, writeMode, jobId);
       for (const [i, t] of texts.entries()) await stage(h.store, target, jobId, `${jobId}-a${i}`, i, t);
-      await h.store.commit(target, jobId, writeMode, texts.map((_, i) => `${jobId}-a${i}`));
+      await h.store.commit(
+        target,
+        jobId,
+        writeMode,
+        texts.map((_, i) => `${jobId}-a${i}`),
+      );
     }
 
     it('commits into a new target the parts and a manifest listing them, and leaves no staging behind', async () => {
@@ -91,7 +102,7 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       expect(await h.readFile(target, 'part-0')).toBe('previous\n');
     });
 
-    it("refuses in either mode a target holding files Floe did not write, naming them, and leaves them", async () => {
+    it('refuses in either mode a target holding files Floe did not write, naming them, and leaves them', async () => {
       const h = harness();
       const target = h.newTarget('foreign');
       await h.putFile(target, 'notes.md', 'mine\n');
@@ -106,11 +117,12 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       expect(await h.readFile(target, 'part-0')).toBe('my own part-0, not a Floe output\n');
     });
 
-    it("refuses in either mode a target whose _SUCCESS another tool wrote, and leaves it", async () => {
+    it('refuses in either mode a target whose _SUCCESS another tool wrote, and leaves it', async () => {
       const h = harness();
       const target = h.newTarget('hadoop');
       await h.putFile(target, OUTPUT_MANIFEST, '');
-      for (const mode of ['no-overwrite', 'overwrite'] as const) await expect(h.store.checkTarget(target, mode, 'j-hadoop')).rejects.toThrow(`'${OUTPUT_MANIFEST}'`);
+      for (const mode of ['no-overwrite', 'overwrite'] as const)
+        await expect(h.store.checkTarget(target, mode, 'j-hadoop')).rejects.toThrow(`'${OUTPUT_MANIFEST}'`);
       expect(await h.list(target)).toEqual([OUTPUT_MANIFEST]);
     });
 
@@ -118,7 +130,8 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       const h = harness();
       const target = h.newTarget('a-file');
       await h.makeFile(target, 'a,b\n');
-      for (const mode of ['no-overwrite', 'overwrite'] as const) await expect(h.store.checkTarget(target, mode, 'j-file')).rejects.toBeInstanceOf(OutputTargetError);
+      for (const mode of ['no-overwrite', 'overwrite'] as const)
+        await expect(h.store.checkTarget(target, mode, 'j-file')).rejects.toBeInstanceOf(OutputTargetError);
     });
 
     it("accepts an empty target, and its own job's output again (a resubmission); refuses an earlier output without overwrite", async () => {
@@ -172,7 +185,7 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       expect((await h.stagingLeft(target, 'j-late')).length).toBeGreaterThan(0);
     });
 
-    it('completes a commit interrupted after some parts moved when the next committer calls it, with the journal\'s attempts', async () => {
+    it("completes a commit interrupted after some parts moved when the next committer calls it, with the journal's attempts", async () => {
       const h = harness();
       const target = h.newTarget('interrupted');
       await runJob(h, target, 'j-old', ['old 0\n', 'old 1\n', 'old 2\n', 'old 3\n']);
@@ -204,7 +217,10 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       const target = h.newTarget('changed');
       const staged = [await stage(h.store, target, 'j-chg', 'a0', 0, 'zero\n'), await stage(h.store, target, 'j-chg', 'a1', 1, 'one\n')];
       await h.overwriteStagedPart(target, 'j-chg', 'a1', 1, 'one, and what another writer put here\n');
-      const refused = await h.store.commit(target, 'j-chg', 'no-overwrite', ['a0', 'a1'], staged).then(() => undefined, (e: unknown) => e);
+      const refused = await h.store.commit(target, 'j-chg', 'no-overwrite', ['a0', 'a1'], staged).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(refused).toBeInstanceOf(OutputPartChangedError);
       expect(refused).toMatchObject({ code: 'OUTPUT_PART_CHANGED', retryable: false });
       expect((refused as Error).message).toMatch(/subtask 1 \(attempt a1\).*changed after its task finished.*Nothing of this job's output is published/);

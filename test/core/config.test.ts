@@ -35,11 +35,13 @@ describe('config', () => {
     expect(defaultConfig.heartbeatRpcFailureThreshold).toBe(2);
     expect(loadConfig({ 'heartbeat.rpc-failure-threshold': '5' }).heartbeatRpcFailureThreshold).toBe(5);
     expect(loadConfig({ 'heartbeat.rpc-failure-threshold': -1 }).heartbeatRpcFailureThreshold).toBe(-1);
-    expect(() => loadConfig({ 'heartbeat.rpc-failure-threshold': 0 })).toThrow(/'heartbeat.rpc-failure-threshold' must be a positive count of failed calls, or -1 to turn the rule off, found 0/);
+    expect(() => loadConfig({ 'heartbeat.rpc-failure-threshold': 0 })).toThrow(
+      /'heartbeat.rpc-failure-threshold' must be a positive count of failed calls, or -1 to turn the rule off, found 0/,
+    );
     expect(() => loadConfig({ 'heartbeat.rpc-failure-threshold': -2 })).toThrow(/'heartbeat.rpc-failure-threshold' must be >= -1, found -2/);
   });
 
-  it("gives each slot (process size - framework heap) / slots of heap, and refuses a share below 16 MiB unless slots are light", () => {
+  it('gives each slot (process size - framework heap) / slots of heap, and refuses a share below 16 MiB unless slots are light', () => {
     expect(slotHeapMiB(loadConfig({}))).toBe(896);
     expect(slotHeapMiB(loadConfig({ 'taskmanager.memory.process.size': 4096, 'taskmanager.numberOfTaskSlots': 4 }))).toBe(960);
     expect(() => loadConfig({ 'taskmanager.memory.process.size': 512, 'taskmanager.numberOfTaskSlots': 32 })).toThrow(

@@ -13,7 +13,12 @@ describe('withOpenDeadline', () => {
     const clock = new ManualClock();
     let release!: (v: string) => void;
     const late: string[] = [];
-    const opening = withOpenDeadline(new Promise<string>((r) => (release = r)), { timeoutMs: 500, what: "opening '/mnt/hung/x'", clock, onLate: (v) => late.push(v) });
+    const opening = withOpenDeadline(new Promise<string>((r) => (release = r)), {
+      timeoutMs: 500,
+      what: "opening '/mnt/hung/x'",
+      clock,
+      onLate: (v) => late.push(v),
+    });
     clock.advance(499);
     await flush();
     clock.advance(1);
@@ -47,7 +52,10 @@ describe('CallDeadline', () => {
     clock.advance(999);
     await flush();
     let failed = false;
-    hanging.then(() => undefined, () => (failed = true));
+    hanging.then(
+      () => undefined,
+      () => (failed = true),
+    );
     await flush();
     expect(failed).toBe(false);
     clock.advance(1);
@@ -63,10 +71,13 @@ describe('retrying', () => {
     const policy = { initialIntervalMs: 100, backoffCoefficient: 2, maximumIntervalMs: 300, jitter: 0, maximumAttempts: 4 };
     expect([1, 2, 3, 4].map((r) => retryDelayMs(policy, r))).toEqual([100, 200, 300, 300]);
     const tries: number[] = [];
-    const work = retrying(async (attempt) => {
-      tries.push(clock.now());
-      throw new Error(`busy ${attempt}`);
-    }, { policy, clock, what: 'the work', retryable: () => true });
+    const work = retrying(
+      async (attempt) => {
+        tries.push(clock.now());
+        throw new Error(`busy ${attempt}`);
+      },
+      { policy, clock, what: 'the work', retryable: () => true },
+    );
     work.catch(() => undefined);
     for (let i = 0; i < 10; i++) {
       await flush();
@@ -79,10 +90,20 @@ describe('retrying', () => {
   it('surfaces an error that retrying cannot help at once', async () => {
     const clock = new ManualClock();
     let calls = 0;
-    await expect(retrying(async () => {
-      calls++;
-      throw new Error('permanent');
-    }, { policy: { initialIntervalMs: 1, backoffCoefficient: 1, maximumIntervalMs: 1, jitter: 0, maximumAttempts: 5 }, clock, what: 'the work', retryable: () => false })).rejects.toThrow('permanent');
+    await expect(
+      retrying(
+        async () => {
+          calls++;
+          throw new Error('permanent');
+        },
+        {
+          policy: { initialIntervalMs: 1, backoffCoefficient: 1, maximumIntervalMs: 1, jitter: 0, maximumAttempts: 5 },
+          clock,
+          what: 'the work',
+          retryable: () => false,
+        },
+      ),
+    ).rejects.toThrow('permanent');
     expect(calls).toBe(1);
   });
 });

@@ -24,10 +24,13 @@ describe('RetryPolicy', () => {
   it('gives up after maximumAttempts tries with the last error as the cause, waiting on the clock between', async () => {
     const clock = new ManualClock();
     const tries: number[] = [];
-    const work = retrying(async (attempt) => {
-      tries.push(clock.now());
-      throw new FloeError('IO', `try ${attempt}`, { retryable: true });
-    }, { policy: { ...policy, maximumAttempts: 3 }, clock, what: 'the work' });
+    const work = retrying(
+      async (attempt) => {
+        tries.push(clock.now());
+        throw new FloeError('IO', `try ${attempt}`, { retryable: true });
+      },
+      { policy: { ...policy, maximumAttempts: 3 }, clock, what: 'the work' },
+    );
     work.catch(() => undefined);
     for (let i = 0; i < 20; i++) {
       await flush();
@@ -42,10 +45,13 @@ describe('RetryPolicy', () => {
   it('gives up before a wait that would pass the deadline', async () => {
     const clock = new ManualClock();
     let calls = 0;
-    const work = retrying(async () => {
-      calls++;
-      throw new FloeError('IO', 'busy', { retryable: true });
-    }, { policy: { ...policy, maximumAttempts: Infinity, deadlineMs: 450 }, clock, what: 'the work' });
+    const work = retrying(
+      async () => {
+        calls++;
+        throw new FloeError('IO', 'busy', { retryable: true });
+      },
+      { policy: { ...policy, maximumAttempts: Infinity, deadlineMs: 450 }, clock, what: 'the work' },
+    );
     work.catch(() => undefined);
     for (let i = 0; i < 20; i++) {
       await flush();
@@ -57,8 +63,25 @@ describe('RetryPolicy', () => {
 
   it('retries a synchronous call on the wall clock, and passes an error the predicate calls permanent at once', () => {
     let calls = 0;
-    expect(retryingSync(() => (++calls < 3 ? (() => { throw new Error('busy'); })() : 'done'), { policy: { ...policy, initialIntervalMs: 1, maximumIntervalMs: 2 }, what: 'opening', retryable: () => true })).toBe('done');
+    expect(
+      retryingSync(
+        () =>
+          ++calls < 3
+            ? (() => {
+                throw new Error('busy');
+              })()
+            : 'done',
+        { policy: { ...policy, initialIntervalMs: 1, maximumIntervalMs: 2 }, what: 'opening', retryable: () => true },
+      ),
+    ).toBe('done');
     expect(calls).toBe(3);
-    expect(() => retryingSync(() => { throw new Error('permanent'); }, { policy, what: 'opening', retryable: () => false })).toThrow('permanent');
+    expect(() =>
+      retryingSync(
+        () => {
+          throw new Error('permanent');
+        },
+        { policy, what: 'opening', retryable: () => false },
+      ),
+    ).toThrow('permanent');
   });
 });

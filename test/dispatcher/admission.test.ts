@@ -63,7 +63,18 @@ interface Cluster {
   exitWorker(workerId: string, code: number): void;
 }
 
-async function startCluster(options: { config?: Record<string, unknown>; jobStore?: JobStore; blobStore?: ControlledBlobStore; leaseStore?: InMemoryLeaseStore; clock?: ManualClock; failLaunchOf?: (spec: WorkerSpec) => boolean; start?: boolean; reachesJobManagers?: boolean } = {}): Promise<Cluster> {
+async function startCluster(
+  options: {
+    config?: Record<string, unknown>;
+    jobStore?: JobStore;
+    blobStore?: ControlledBlobStore;
+    leaseStore?: InMemoryLeaseStore;
+    clock?: ManualClock;
+    failLaunchOf?: (spec: WorkerSpec) => boolean;
+    start?: boolean;
+    reachesJobManagers?: boolean;
+  } = {},
+): Promise<Cluster> {
   const clock = options.clock ?? new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
   const blobStore = options.blobStore ?? new ControlledBlobStore();
@@ -82,15 +93,33 @@ async function startCluster(options: { config?: Record<string, unknown>; jobStor
   const config = loadConfig({ 'taskmanager.numberOfTaskSlots': 2, ...options.config });
   const leaseStore = options.leaseStore ?? new InMemoryLeaseStore(clock);
   const dispatcher = new Dispatcher({
-    jobStore, blobStore, leaseStore, launcher, rpc, config, clock, logger: silentLogger,
+    jobStore,
+    blobStore,
+    leaseStore,
+    launcher,
+    rpc,
+    config,
+    clock,
+    logger: silentLogger,
     jobManagerEnv: { FLOE_STATE_DIR: '/nowhere', [CONFIG_ENV]: JSON.stringify(config) },
     ...(options.reachesJobManagers === undefined ? {} : { reachesJobManagers: options.reachesJobManagers }),
   });
-  cleanups.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close());
+  cleanups.push(
+    () => dispatcher.close(),
+    () => launcher.close(),
+    () => rpc.close(),
+  );
   if (options.start !== false) await dispatcher.start();
   const front = await directFront(createRestRouter(dispatcher, { secret: REST_SECRET, maxBodyBytes: 10 * 1024 * 1024, logger: silentLogger }));
   return {
-    call: front.call, jobStore, blobStore, started, dispatcher, leaseStore, network, launcher,
+    call: front.call,
+    jobStore,
+    blobStore,
+    started,
+    dispatcher,
+    leaseStore,
+    network,
+    launcher,
     exitWorker: (workerId, code) => exits.get(workerId)!(code),
     async exit(jobId, code = 0) {
       const before = (await jobStore.admissionLedger()).admitted.length;
@@ -99,14 +128,20 @@ async function startCluster(options: { config?: Record<string, unknown>; jobStor
       if (code === 0) await jobStore.update(JobId.of(jobId), { status: 'FINISHED', endedAtMs: clock.now() }, record.epoch);
       exits.get(record.jobManager?.workerId ?? jobManagerWorkerId(jobId))!(code);
       // The exit is handled asynchronously, as a process exit is: wait until the reservation is back.
-      for (let i = 0; i < 1000 && (await jobStore.get(JobId.of(jobId)))?.admission?.state === AdmissionState.ADMITTED; i++) await new Promise((r) => setTimeout(r, 1));
+      for (let i = 0; i < 1000 && (await jobStore.get(JobId.of(jobId)))?.admission?.state === AdmissionState.ADMITTED; i++)
+        await new Promise((r) => setTimeout(r, 1));
       expect((await jobStore.admissionLedger()).admitted.length).toBeLessThanOrEqual(before);
     },
   };
 }
 
-const body = async (jobId: string, change: (g: JobGraph) => JobGraph = (g) => g) => ({ jobGraph: change(await graphFor(jobId)), library: Buffer.from(fixtureLibrary().library).toString('base64') });
-const withParallelism = (p: number) => (g: JobGraph): JobGraph => ({ ...g, vertices: g.vertices.map((v) => ({ ...v, parallelism: p })) });
+const body = async (jobId: string, change: (g: JobGraph) => JobGraph = (g) => g) => ({
+  jobGraph: change(await graphFor(jobId)),
+  library: Buffer.from(fixtureLibrary().library).toString('base64'),
+});
+const withParallelism =
+  (p: number) =>
+  (g: JobGraph): JobGraph => ({ ...g, vertices: g.vertices.map((v) => ({ ...v, parallelism: p })) });
 const startedJobs = (c: Cluster): string[] => c.started.map((s) => s.env['FLOE_JOB_ID']!);
 
 describe('submission protocol', () => {
@@ -275,7 +310,9 @@ describe('submission protocol', () => {
     expect(libraryReads(), 'no read of the library after the first job').toBe(afterFirst);
     // A wrong size is still refused, from what was checked.
     const wrong = await c.call('POST', '/jobs', { jobGraph: { ...(await body('fourth')).jobGraph, library: { sha256, sizeBytes: 1 } } });
-    expect(wrong.body.error.message).toBe(`jobGraph.library.sizeBytes says 1, but the stored library ${sha256} has ${library.length} bytes; send its real size`);
+    expect(wrong.body.error.message).toBe(
+      `jobGraph.library.sizeBytes says 1, but the stored library ${sha256} has ${library.length} bytes; send its real size`,
+    );
 
     // The library expires from the store; a minute after it was checked, the Dispatcher looks again.
     await c.blobStore.delete(key);
@@ -297,7 +334,9 @@ describe('submission protocol', () => {
     const { sha256, library } = fixtureLibrary();
     const refused = await c.call('POST', '/jobs', { jobGraph: { ...jobGraph, library: { sha256, sizeBytes: 1 } } });
     expect(refused.status).toBe(400);
-    expect(refused.body.error.message).toBe(`jobGraph.library.sizeBytes says 1, but the stored library ${sha256} has ${library.length} bytes; send its real size`);
+    expect(refused.body.error.message).toBe(
+      `jobGraph.library.sizeBytes says 1, but the stored library ${sha256} has ${library.length} bytes; send its real size`,
+    );
     expect(Buffer.from((await c.blobStore.get(blobKeys.library(sha256)))!)).toEqual(Buffer.from(library));
   });
 });
@@ -311,8 +350,17 @@ describe('admission control', () => {
     expect((await c.call('GET', '/jobs/c')).body).toMatchObject({ status: 'INITIALIZING', waiting: { position: 1, of: 2 } });
     expect((await c.call('GET', '/jobs/d')).body).toMatchObject({ status: 'INITIALIZING', waiting: { position: 2, of: 2 } });
     const list = (await c.call('GET', '/jobs')).body.jobs as { jobId: string; waiting?: unknown }[];
-    expect(Object.fromEntries(list.map((j) => [j.jobId, j.waiting]))).toEqual({ a: undefined, b: undefined, c: { position: 1, of: 2 }, d: { position: 2, of: 2 } });
-    expect((await c.call('GET', '/overview')).body.admission).toEqual({ waiting: 2, jobManagers: { running: 2, max: 2 }, taskExecutors: { reserved: 2, max: 8 } });
+    expect(Object.fromEntries(list.map((j) => [j.jobId, j.waiting]))).toEqual({
+      a: undefined,
+      b: undefined,
+      c: { position: 1, of: 2 },
+      d: { position: 2, of: 2 },
+    });
+    expect((await c.call('GET', '/overview')).body.admission).toEqual({
+      waiting: 2,
+      jobManagers: { running: 2, max: 2 },
+      taskExecutors: { reserved: 2, max: 8 },
+    });
 
     await c.exit('b');
     expect(startedJobs(c)).toEqual(['a', 'b', 'c']);
@@ -399,7 +447,10 @@ describe('admission control', () => {
     const old = (await after.call('GET', '/jobs/old')).body;
     expect(old.status).not.toMatch(/FAILED|CANCELED/);
     expect((await after.call('GET', '/jobs/old/exceptions')).body.exceptions).toEqual([
-      expect.objectContaining({ message: expect.stringMatching(/no JobManager of this launch ever held its lease; a new JobManager recovers the job \(launch 2 of at most 4\)/), recovered: true }),
+      expect.objectContaining({
+        message: expect.stringMatching(/no JobManager of this launch ever held its lease; a new JobManager recovers the job \(launch 2 of at most 4\)/),
+        recovered: true,
+      }),
     ]);
     // The job keeps its place; the next in line starts when it ends.
     await after.exit('old');
@@ -437,7 +488,11 @@ describe('the warm pool at submission', () => {
       const told: string[] = [];
       const standby = new LocalRpcService(c.network, `ready-jm-${reaches}`);
       cleanups.push(() => standby.close());
-      standby.serve<StandbyJobManagerGateway>(EndpointName.STANDBY_JOB_MANAGER, { claimTaken: async (holder) => void told.push(holder), warmTaskExecutors: async () => [] }, { methods: STANDBY_JOB_MANAGER_METHODS });
+      standby.serve<StandbyJobManagerGateway>(
+        EndpointName.STANDBY_JOB_MANAGER,
+        { claimTaken: async (holder) => void told.push(holder), warmTaskExecutors: async () => [] },
+        { methods: STANDBY_JOB_MANAGER_METHODS },
+      );
       const holder = `jobmanager-ready${reaches ? 1 : 2}#0a1b2c3d`;
       expect(await c.leaseStore.tryAcquire(leaseNames.standbyJobManager(0), holder, standby.address, 60_000)).toBeDefined();
 

@@ -168,12 +168,17 @@ for (const [frontName, serve] of fronts) {
       expect((await http('/ui/jobs/job-by-cookie?mode=cancel', { method: 'PATCH', headers: json })).status).toBe(202);
     });
 
-    it('`floe dashboard` prints a one-time link (to a job\'s page with --job), asked for with the secret', async () => {
+    it("`floe dashboard` prints a one-time link (to a job's page with --job), asked for with the secret", async () => {
       const { http, url } = await setup();
       const floe = async (...args: string[]) => {
         let out = '';
         let err = '';
-        const io = { stdout: { write: (t: string) => ((out += t), true) }, stderr: { write: (t: string) => ((err += t), true) }, env: { FLOE_SECRET: REST_SECRET }, cwd: process.cwd() };
+        const io = {
+          stdout: { write: (t: string) => ((out += t), true) },
+          stderr: { write: (t: string) => ((err += t), true) },
+          env: { FLOE_SECRET: REST_SECRET },
+          cwd: process.cwd(),
+        };
         return { code: await main([...args, '--url', url], io as never), out, err };
       };
       const printed = await floe('dashboard');
@@ -217,7 +222,11 @@ for (const [frontName, serve] of fronts) {
       const same = await http('/jobs', { headers: { ...bearer, 'if-none-match': etag } });
       expect(same.status).toBe(304);
       expect(await same.text()).toBe('');
-      const submitted = await http('/jobs', { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: JSON.stringify(await submissionFor('job-etag')) });
+      const submitted = await http('/jobs', {
+        method: 'POST',
+        headers: { ...bearer, 'content-type': 'application/json' },
+        body: JSON.stringify(await submissionFor('job-etag')),
+      });
       expect(submitted.status).toBe(202);
       const changed = await http('/jobs', { headers: { ...bearer, 'if-none-match': etag } });
       expect(changed.status).toBe(200);
@@ -227,13 +236,17 @@ for (const [frontName, serve] of fronts) {
     it("reads a job's plan, its throughput series, its TaskExecutors and the cluster's slots", async () => {
       const { http, jobStore, clock } = await setup();
       const body = await submissionFor('job-read');
-      expect((await http('/jobs', { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: JSON.stringify(body) })).status).toBe(202);
+      expect((await http('/jobs', { method: 'POST', headers: { ...bearer, 'content-type': 'application/json' }, body: JSON.stringify(body) })).status).toBe(
+        202,
+      );
       const get = async (path: string): Promise<any> => (await http(path, { headers: bearer })).json();
 
       const plan = await get('/jobs/job-read/plan');
       expect(plan.vertices.map((v: { id: string }) => v.id)).toEqual(body.jobGraph.vertices.map((v) => v.id));
       expect(plan.vertices[0].operators.length).toBeGreaterThan(0);
-      expect(plan.edges).toEqual(body.jobGraph.edges.map((e) => ({ source: e.source, target: e.target, partitioner: e.partitioner, exchange: e.partitionType })));
+      expect(plan.edges).toEqual(
+        body.jobGraph.edges.map((e) => ({ source: e.source, target: e.target, partitioner: e.partitioner, exchange: e.partitionType })),
+      );
       expect(await get('/jobs/job-read/throughput')).toEqual({ samples: [] });
       expect((await get('/jobs/nope/plan')).error.message).toMatch(/there is no job nope/);
 
@@ -241,9 +254,37 @@ for (const [frontName, serve] of fronts) {
       const vertex = body.jobGraph.vertices[0]!.id;
       const samples = [0, 1_000].map((t) => ({ atMs: clock.now() + t, vertices: { [vertex]: { recordsIn: t, recordsOut: t * 2 } } }));
       const task = { name: 'x (1/2)', vertexId: vertex, subtask: 0, attempt: 0, state: 'RUNNING' as const };
-      await jobStore.update(JobId.of('job-read'), { status: 'RUNNING', throughput: samples, taskExecutors: [{ resourceId: 'te-1', slots: [{ index: 0, tasks: [task] }, { index: 1, tasks: [] }] }] }, 1);
+      await jobStore.update(
+        JobId.of('job-read'),
+        {
+          status: 'RUNNING',
+          throughput: samples,
+          taskExecutors: [
+            {
+              resourceId: 'te-1',
+              slots: [
+                { index: 0, tasks: [task] },
+                { index: 1, tasks: [] },
+              ],
+            },
+          ],
+        },
+        1,
+      );
       expect(await get('/jobs/job-read/throughput')).toEqual({ samples });
-      expect(await get('/taskmanagers')).toEqual({ taskManagers: [{ resourceId: 'te-1', jobId: 'job-read', jobName: body.jobGraph.name, slots: [{ index: 0, tasks: [task] }, { index: 1, tasks: [] }] }] });
+      expect(await get('/taskmanagers')).toEqual({
+        taskManagers: [
+          {
+            resourceId: 'te-1',
+            jobId: 'job-read',
+            jobName: body.jobGraph.name,
+            slots: [
+              { index: 0, tasks: [task] },
+              { index: 1, tasks: [] },
+            ],
+          },
+        ],
+      });
       const overview = await get('/overview');
       expect(overview.taskExecutors).toBe(1);
       expect(overview.slots).toEqual({ used: 1, total: 2, max: 16 });

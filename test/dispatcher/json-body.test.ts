@@ -34,7 +34,9 @@ describe('scanJsonBody', () => {
     // An object of n - 1 members is n values with the object itself; its n - 1 keys do not count.
     const members = Array.from({ length: n - 1 }, (_, i) => `"k${i}":${i % 2 === 0 ? '"v"' : 'true'}`).join(',');
     expect(() => scanJsonBody(bytes(`{${members}}`))).not.toThrow();
-    expect(refusal(() => scanJsonBody(bytes(`{${members},"one":"more"}`)))).toMatch(new RegExp(`^the request body holds more than ${n} JSON values \\(counted up to byte \\d+\\); the limit is ${n}$`));
+    expect(refusal(() => scanJsonBody(bytes(`{${members},"one":"more"}`)))).toMatch(
+      new RegExp(`^the request body holds more than ${n} JSON values \\(counted up to byte \\d+\\); the limit is ${n}$`),
+    );
   });
 
   it('skips a UTF-8 byte order mark and refuses other encodings, naming the byte', () => {
@@ -55,7 +57,9 @@ describe('parseJsonBytes', () => {
     expect(refusal(() => parseJsonBytes(bytes('1e999')))).toMatch(/^the request body is a number too large \(Infinity\)/);
     expect(refusal(() => parseJsonBytes(bytes('{"odd key": {"x": 1e999}}')))).toMatch(/^field '\["odd key"\]\.x'/);
     const long = 'x'.repeat(JSON_BODY_LIMITS.maxStringLength + 1);
-    expect(refusal(() => parseJsonBytes(bytes(JSON.stringify({ a: [long] }))))).toBe(`field 'a[0]' is a string of ${long.length} characters; the limit is ${JSON_BODY_LIMITS.maxStringLength}`);
+    expect(refusal(() => parseJsonBytes(bytes(JSON.stringify({ a: [long] }))))).toBe(
+      `field 'a[0]' is a string of ${long.length} characters; the limit is ${JSON_BODY_LIMITS.maxStringLength}`,
+    );
     expect(parseJsonBytes(bytes(JSON.stringify({ library: long })), { longStringFields: ['library'] })).toEqual({ library: long });
     expect(refusal(() => parseJsonBytes(bytes(JSON.stringify({ [long]: 1 }))))).toMatch(/^the request body has a field name of \d+ characters; the limit is/);
   });

@@ -20,7 +20,10 @@ const turns = async (n = 20): Promise<void> => {
   for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
 };
 
-for (const [frontName, front] of [['router', directFront], ['local HTTP server', localServerFront]] as const) {
+for (const [frontName, front] of [
+  ['router', directFront],
+  ['local HTTP server', localServerFront],
+] as const) {
   describe(`long-poll for a job's end (${frontName})`, () => {
     const cleanups: (() => Promise<void> | void)[] = [];
     afterEach(async () => {

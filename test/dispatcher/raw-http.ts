@@ -32,7 +32,7 @@ function parseResponse(raw: Buffer, needComplete = false): RawResponse | undefin
   } else if (needComplete) return undefined;
   else if (/chunked/i.test(headers['transfer-encoding'] ?? '')) {
     const parts: Buffer[] = [];
-    for (let at = 0; ; ) {
+    for (let at = 0; ;) {
       const lineEnd = body.indexOf('\r\n', at);
       const size = parseInt(body.subarray(at, lineEnd).toString('latin1'), 16);
       if (!(size > 0)) break;
@@ -183,7 +183,11 @@ export class HealthProbe {
   private readonly loop: Promise<void>;
   private readonly ticker: NodeJS.Timeout;
 
-  constructor(private readonly url: string, private readonly pauseMs = 10, tickMs = 5) {
+  constructor(
+    private readonly url: string,
+    private readonly pauseMs = 10,
+    tickMs = 5,
+  ) {
     this.loop = this.run();
     let wall = performance.now();
     let cpu = eventLoopThreadCpuMs();
@@ -243,7 +247,14 @@ export interface PreparedRequest {
  * none of the client's work, and starting that process is over before the request goes), with the body
  * read from `bodyFile`. Resolves once the process has read the body and waits for `send()`.
  */
-export function prepareInChildProcess(url: string, method: string, path: string, headers: Record<string, string>, bodyFile: string, timeoutMs = 60_000): Promise<PreparedRequest> {
+export function prepareInChildProcess(
+  url: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  bodyFile: string,
+  timeoutMs = 60_000,
+): Promise<PreparedRequest> {
   const script = `
     const { request } = require('node:http');
     const { readFileSync } = require('node:fs');

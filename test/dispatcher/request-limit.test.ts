@@ -52,7 +52,9 @@ function sendWhole(head: string, body: Iterable<Buffer>): Promise<Exchange> {
     socket.on('error', (e: NodeJS.ErrnoException) => (error ??= e.code ?? e.message));
     socket.on('close', () => {
       const text = Buffer.concat(received).toString('utf8');
-      const json = text.includes('\r\n\r\n') ? (JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4) || 'null') as { error?: { message?: string } } | null) : null;
+      const json = text.includes('\r\n\r\n')
+        ? (JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4) || 'null') as { error?: { message?: string } } | null)
+        : null;
       resolve({ ...(error !== undefined ? { error } : {}), status: Number(text.slice(9, 12)), message: json?.error?.message ?? text.slice(0, 200) });
     });
     const parts = [Buffer.from(head, 'latin1'), ...body][Symbol.iterator]();
@@ -82,19 +84,26 @@ async function withPeakRss<T>(work: () => Promise<T>): Promise<{ result: T; grew
   }
 }
 
-const head = (extra: string): string => `POST /jobs HTTP/1.1\r\nhost: ${new URL(info.restUrl).host}\r\nauthorization: Bearer ${info.secret}\r\ncontent-type: application/json\r\n${extra}\r\n`;
+const head = (extra: string): string =>
+  `POST /jobs HTTP/1.1\r\nhost: ${new URL(info.restUrl).host}\r\nauthorization: Bearer ${info.secret}\r\ncontent-type: application/json\r\n${extra}\r\n`;
 
 describe('request limit', () => {
   it('an 80 MB body with content-length, written whole before reading: the client reads the 413 naming the limit, and the Dispatcher does not hold the body', async () => {
     const chunk = Buffer.alloc(1_000_000, 0x20);
-    const send = (): Promise<Exchange> => sendWhole(head(`content-length: ${BODY_BYTES}\r\n`), Array.from({ length: BODY_BYTES / chunk.length }, () => chunk));
+    const send = (): Promise<Exchange> =>
+      sendWhole(
+        head(`content-length: ${BODY_BYTES}\r\n`),
+        Array.from({ length: BODY_BYTES / chunk.length }, () => chunk),
+      );
     // The first large read grows the process's young heap once (by some tens of MiB, whatever the body's
     // size); each body after it is measured.
     for (let i = 0; i < 3; i++) {
       const { result, grewBytes } = await withPeakRss(send);
       expect(result.error).toBeUndefined();
       expect(result.status).toBe(413);
-      expect(result.message).toMatch(new RegExp(`^header 'content-length' says ${BODY_BYTES} bytes; the limit is ${LIMIT} bytes; raise 'rest.server.max-content-length'`));
+      expect(result.message).toMatch(
+        new RegExp(`^header 'content-length' says ${BODY_BYTES} bytes; the limit is ${LIMIT} bytes; raise 'rest.server.max-content-length'`),
+      );
       // Well below the body (holding it would grow the process by all of it): what arrives is dropped as it
       // comes. Half the body leaves room for the heap's own growth on a loaded machine.
       if (i > 0) expect(grewBytes).toBeLessThan(BODY_BYTES / 2);
@@ -104,7 +113,10 @@ describe('request limit', () => {
   it('an 80 MB chunked body, written whole before reading: the 413 names the same limit, found while counting', async () => {
     const size = 1_000_000;
     const chunk = Buffer.concat([Buffer.from(`${size.toString(16)}\r\n`), Buffer.alloc(size, 0x20), Buffer.from('\r\n')]);
-    const result = await sendWhole(head('transfer-encoding: chunked\r\n'), [...Array.from({ length: BODY_BYTES / size }, () => chunk), Buffer.from('0\r\n\r\n')]);
+    const result = await sendWhole(head('transfer-encoding: chunked\r\n'), [
+      ...Array.from({ length: BODY_BYTES / size }, () => chunk),
+      Buffer.from('0\r\n\r\n'),
+    ]);
     expect(result.error).toBeUndefined();
     expect(result.status).toBe(413);
     expect(result.message).toMatch(new RegExp(`^the request body is over ${LIMIT} bytes \\(\\d+ read\\); the limit is ${LIMIT} bytes`));

@@ -10,7 +10,12 @@ import type { JobGraph, JobVertex } from '../../runtime/jobgraph/jobgraph.js';
 import { localTaskExecutorSizes } from '../../runtime/local/local-task-executor-sizes.js';
 
 const vertex = (id: string, group: string, parallelism: number): JobVertex => ({
-  id, name: id, parallelism, maxParallelism: 128, slotSharingGroup: group, operators: [{ kind: 'map', id: `${id}-op`, name: 'map', fn: { export: 'default', operatorId: `${id}-op` } }],
+  id,
+  name: id,
+  parallelism,
+  maxParallelism: 128,
+  slotSharingGroup: group,
+  operators: [{ kind: 'map', id: `${id}-op`, name: 'map', fn: { export: 'default', operatorId: `${id}-op` } }],
 });
 const graph = (resourceProfiles?: JobGraph['resourceProfiles']): JobGraph => ({
   jobId: JobId.of('job-1'),
@@ -35,7 +40,13 @@ describe('Fargate sizes', () => {
     expect(fargateSizeFor(16, 122_881)).toBeUndefined();
     // The table's corners, as AWS documents them.
     expect(FARGATE_SIZES.map((r) => [r.cpuUnits, r.memoryMiB[0], r.memoryMiB.at(-1), r.memoryMiB.length])).toEqual([
-      [256, 512, 2048, 3], [512, 1024, 4096, 4], [1024, 2048, 8192, 7], [2048, 4096, 16384, 13], [4096, 8192, 30720, 23], [8192, 16384, 61440, 12], [16384, 32768, 122880, 12],
+      [256, 512, 2048, 3],
+      [512, 1024, 4096, 4],
+      [1024, 2048, 8192, 7],
+      [2048, 4096, 16384, 13],
+      [4096, 8192, 30720, 23],
+      [8192, 16384, 61440, 12],
+      [16384, 32768, 122880, 12],
     ]);
   });
 });
@@ -52,7 +63,9 @@ describe('admission with resource profiles', () => {
   it('refuses on AWS a profile whose TaskExecutor no Fargate task holds, naming the group and the profile', () => {
     const refuse = () => reservationFor(graph({ heavy: { cpu: 10, memoryMiB: 2048 } }), config, fargateTaskExecutorSizes);
     expect(refuse).toThrow(UnsupportedResourceProfileError);
-    expect(refuse).toThrow(/slot sharing group 'heavy' asks for \{ cpu: 10, memoryMiB: 2048 \} per slot.*needs 20 vCPUs and 4096 MiB, more than any Fargate task has/);
+    expect(refuse).toThrow(
+      /slot sharing group 'heavy' asks for \{ cpu: 10, memoryMiB: 2048 \} per slot.*needs 20 vCPUs and 4096 MiB, more than any Fargate task has/,
+    );
     try {
       refuse();
     } catch (e) {
@@ -66,7 +79,11 @@ describe('admission with resource profiles', () => {
   it('refuses locally a profile larger than the machine, in cores or in memory', () => {
     const machine = localTaskExecutorSizes({ cores: 4, memoryMiB: 8192 });
     expect(() => reservationFor(graph({ heavy: { cpu: 2, memoryMiB: 4096 } }), config, machine)).not.toThrow();
-    expect(() => reservationFor(graph({ heavy: { cpu: 3, memoryMiB: 1024 } }), config, machine)).toThrow(/group 'heavy'.*needs 6 vCPUs, and this machine has 4 cores/);
-    expect(() => reservationFor(graph({ heavy: { cpu: 1, memoryMiB: 5000 } }), config, machine)).toThrow(/group 'heavy'.*needs 10000 MiB, and this machine has 8192 MiB/);
+    expect(() => reservationFor(graph({ heavy: { cpu: 3, memoryMiB: 1024 } }), config, machine)).toThrow(
+      /group 'heavy'.*needs 6 vCPUs, and this machine has 4 cores/,
+    );
+    expect(() => reservationFor(graph({ heavy: { cpu: 1, memoryMiB: 5000 } }), config, machine)).toThrow(
+      /group 'heavy'.*needs 10000 MiB, and this machine has 8192 MiB/,
+    );
   });
 });

@@ -42,7 +42,11 @@ export const directFront: RestFrontFactory = async (handle) => ({
   call: (method, path, body, headers = { authorization: `Bearer ${REST_SECRET}` }) => {
     const [p, q] = path.split('?');
     const request: RestRequest = {
-      method, path: p!, query: Object.fromEntries(new URLSearchParams(q ?? '')), rawQuery: q ?? '', headers,
+      method,
+      path: p!,
+      query: Object.fromEntries(new URLSearchParams(q ?? '')),
+      rawQuery: q ?? '',
+      headers,
       ...(body !== undefined ? { body: body instanceof Uint8Array ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)) } : {}),
     };
     // As a client over HTTP would read it: the bytes the fronts would send, parsed when they are JSON.
@@ -63,7 +67,10 @@ export function httpCall(url: string): RestCall {
     const binary = body instanceof Uint8Array;
     const res = await fetch(url + path, {
       method,
-      headers: headers ?? { authorization: `Bearer ${REST_SECRET}`, ...(body !== undefined ? { 'content-type': binary ? 'application/octet-stream' : 'application/json' } : {}) },
+      headers: headers ?? {
+        authorization: `Bearer ${REST_SECRET}`,
+        ...(body !== undefined ? { 'content-type': binary ? 'application/octet-stream' : 'application/json' } : {}),
+      },
       ...(body !== undefined ? { body: binary ? body : typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     const text = await res.text();
@@ -88,9 +95,19 @@ export async function prepareFixtureLibrary(): Promise<() => void> {
 export const fixtureLibrary = (): { library: Uint8Array; sha256: string } => ({ library, sha256 });
 
 /** The fixture job's graph; its default args read an empty file and write under a scratch folder. */
-export async function graphFor(jobId: string, exportName = 'default', args: readonly string[] = [join(cacheDir, 'in.txt'), join(cacheDir, 'out', jobId)]): Promise<JobGraph> {
+export async function graphFor(
+  jobId: string,
+  exportName = 'default',
+  args: readonly string[] = [join(cacheDir, 'in.txt'), join(cacheDir, 'out', jobId)],
+): Promise<JobGraph> {
   const definition = loadJobDefinition(await importLibrary(library, cacheDir), exportName);
-  return buildJobGraph(definition, { jobId: JobId.of(jobId), args: [...args], exportName, library: { sha256, sizeBytes: library.length }, defaultParallelism: 2 });
+  return buildJobGraph(definition, {
+    jobId: JobId.of(jobId),
+    args: [...args],
+    exportName,
+    library: { sha256, sizeBytes: library.length },
+    defaultParallelism: 2,
+  });
 }
 
 /** A submission body for the fixture job under `jobId`. */
@@ -117,10 +134,22 @@ export async function setupDispatcher(
   });
   const rpc = new LocalRpcService(new LocalRpcNetwork(), 'dispatcher');
   const dispatcher = new Dispatcher({
-    jobStore, blobStore, leaseStore: new InMemoryLeaseStore(clock), launcher, rpc, config: loadConfig(), clock, logger: silentLogger, jobManagerEnv: { FLOE_STATE_DIR: '/nowhere' },
+    jobStore,
+    blobStore,
+    leaseStore: new InMemoryLeaseStore(clock),
+    launcher,
+    rpc,
+    config: loadConfig(),
+    clock,
+    logger: silentLogger,
+    jobManagerEnv: { FLOE_STATE_DIR: '/nowhere' },
     ...(options.jobWaitPolling !== undefined ? { jobWaitPolling: options.jobWaitPolling } : {}),
   });
-  cleanups.push(() => dispatcher.close(), () => launcher.close(), () => rpc.close());
+  cleanups.push(
+    () => dispatcher.close(),
+    () => launcher.close(),
+    () => rpc.close(),
+  );
   const served = await front(
     createRestRouter(dispatcher, {
       secret: REST_SECRET,
@@ -153,7 +182,10 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       const broken = {
         ...body.jobGraph,
         vertices: [{ ...first!, maxParallelism: 1 }, ...body.jobGraph.vertices.slice(1)],
-        edges: [...body.jobGraph.edges, { id: 'back', source: first!.id, target: 'nowhere', distribution: 'all-to-all', partitioner: 'rebalance', partitionType: 'pipelined' }],
+        edges: [
+          ...body.jobGraph.edges,
+          { id: 'back', source: first!.id, target: 'nowhere', distribution: 'all-to-all', partitioner: 'rebalance', partitionType: 'pipelined' },
+        ],
       };
       const res = await call('POST', '/jobs', { ...body, jobGraph: broken });
       expect(res.status).toBe(400);
@@ -238,8 +270,12 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       expect(unknown.status).toBe(400);
       expect(unknown.body.error.message).toBe("query parameter 'mod' is not known to PATCH /jobs/:id; it takes 'mode'");
       expect((await call('GET', '/jobs?sort=desc')).body.error.message).toBe("query parameter 'sort' is not known to GET /jobs; it takes 'limit', 'next'");
-      expect((await call('GET', '/jobs?__proto__=x')).body.error.message).toBe("query parameter '__proto__' is not known to GET /jobs; it takes 'limit', 'next'");
-      expect((await call('PATCH', '/jobs/job-q?mode=cancel&mode=cancel')).body.error.message).toBe("query parameter 'mode' is given more than once; give it once");
+      expect((await call('GET', '/jobs?__proto__=x')).body.error.message).toBe(
+        "query parameter '__proto__' is not known to GET /jobs; it takes 'limit', 'next'",
+      );
+      expect((await call('PATCH', '/jobs/job-q?mode=cancel&mode=cancel')).body.error.message).toBe(
+        "query parameter 'mode' is given more than once; give it once",
+      );
       expect((await call('PATCH', '/jobs/job-q?mode=%E0%A4%A')).body.error.message).toMatch(/^query parameter 'mode=%E0%A4%A' is not valid percent-encoding/);
       expect((await call('PATCH', '/jobs/job-q?mode=stop')).body.error.message).toBe("query parameter 'mode' is 'stop'; supported: 'cancel'");
       const withBody = await call('PATCH', '/jobs/job-q', { some: 'body' });
@@ -296,10 +332,19 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       };
       await refused(Buffer.from([0xff, 0xfe, 0x7b, 0x00, 0x7d, 0x00]), /^the request body starts with a UTF-16 or UTF-32 byte order mark/);
       await refused(Buffer.from('{"jobGraph": "\xff"}', 'latin1'), /^the request body is not valid UTF-8 \(byte 14 breaks it\)/);
-      await refused(Buffer.from(`{"jobGraph":${'['.repeat(100)}${']'.repeat(100)}}`), /^the request body nests arrays and objects more than 64 levels deep \(at byte 75\); the limit is 64$/);
+      await refused(
+        Buffer.from(`{"jobGraph":${'['.repeat(100)}${']'.repeat(100)}}`),
+        /^the request body nests arrays and objects more than 64 levels deep \(at byte 75\); the limit is 64$/,
+      );
       await refused(Buffer.from(`{"jobGraph":[${'0,'.repeat(250_000)}0]}`), /^the request body holds more than 200000 JSON values .*; the limit is 200000$/);
-      await refused(Buffer.from(JSON.stringify({ jobGraph: { name: 'x'.repeat(70_000) } })), /^field 'jobGraph.name' is a string of 70000 characters; the limit is 65536$/);
-      await refused(Buffer.from('{"jobGraph": {"vertices": [{"parallelism": -1e999}]}}'), /^field 'jobGraph.vertices\[0\].parallelism' is a number too large \(-Infinity\)/);
+      await refused(
+        Buffer.from(JSON.stringify({ jobGraph: { name: 'x'.repeat(70_000) } })),
+        /^field 'jobGraph.name' is a string of 70000 characters; the limit is 65536$/,
+      );
+      await refused(
+        Buffer.from('{"jobGraph": {"vertices": [{"parallelism": -1e999}]}}'),
+        /^field 'jobGraph.vertices\[0\].parallelism' is a number too large \(-Infinity\)/,
+      );
       await refused(Buffer.from('{"jobGraph": '), /^the request body is not valid JSON: /);
       await refused(Buffer.from('  \n '), /^the request body is empty; expected JSON$/);
       const artifacts = await call('POST', '/artifacts', '{"sha256": "' + sha256 + '", "sizeBytes": 1e400}');

@@ -18,7 +18,9 @@ const port = (): string => new URL(cluster.dispatcher.url).port;
 function blobs(): string[] {
   const root = join(cluster.stateDir, 'blobs');
   try {
-    return readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(root.length + 1));
+    return readdirSync(root, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath, e.name).slice(root.length + 1));
   } catch {
     return [];
   }
@@ -136,7 +138,9 @@ describe('bad requests to a local Dispatcher', () => {
     expect(health.failures).toEqual([]);
     expect(health.count).toBeGreaterThan(5);
     // Slow only while the OS did not run the event loop is not the Dispatcher blocking (see HealthReport).
-    expect(health.maxBusyMs, `the event loop held during the nested body (answered after ${tookMs.toFixed(0)} ms), wall/cpu ms: ${health.probes}`).toBeLessThan(100);
+    expect(health.maxBusyMs, `the event loop held during the nested body (answered after ${tookMs.toFixed(0)} ms), wall/cpu ms: ${health.probes}`).toBeLessThan(
+      100,
+    );
     expect(res.status, res.text.slice(0, 300)).toBe(400);
     expect(res.json.error.message).toMatch(/nest/);
     expect(res.json.error.message).toMatch(/the limit is \d+/);

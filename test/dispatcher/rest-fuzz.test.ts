@@ -149,7 +149,14 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
         for (const s of path) v = v[s];
         v[`unknown${int(0, 99)}`] = pick([1, 'x', [1, 2], { a: 1 }]);
       });
-      return { what: `POST /jobs with an unknown field under ${path.join('.') || 'the body'}`, method: 'POST', path: '/jobs', headers: json, body, check: (res) => submissionAnswer(res) };
+      return {
+        what: `POST /jobs with an unknown field under ${path.join('.') || 'the body'}`,
+        method: 'POST',
+        path: '/jobs',
+        headers: json,
+        body,
+        check: (res) => submissionAnswer(res),
+      };
     },
     // Graph shapes the validation refuses: an edge id twice, a cycle, a dangling edge.
     () => {
@@ -161,7 +168,14 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
         else if (shape === 'dangling edge') b.jobGraph.edges.push({ ...first, id: 'dangling', target: 'nowhere' });
         else for (let i = 0; i < 100; i++) b.jobGraph.edges.push({ ...first, id: 'dup' });
       });
-      return { what: `POST /jobs with a ${shape}`, method: 'POST', path: '/jobs', headers: json, body, check: (res) => (res.status === 400 ? submissionAnswer(res) : `expected 400, got ${res.status}: ${res.text.slice(0, 200)}`) };
+      return {
+        what: `POST /jobs with a ${shape}`,
+        method: 'POST',
+        path: '/jobs',
+        headers: json,
+        body,
+        check: (res) => (res.status === 400 ? submissionAnswer(res) : `expected 400, got ${res.status}: ${res.text.slice(0, 200)}`),
+      };
     },
     // A bad job id, a bad library, a library whose size or hash disagrees with the graph.
     () => {
@@ -172,7 +186,14 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
         else if (what === 'library size') b.jobGraph.library.sizeBytes += int(1, 1000);
         else b.jobGraph.library.sha256 = 'f'.repeat(64);
       });
-      return { what: `POST /jobs with a bad ${what}`, method: 'POST', path: '/jobs', headers: json, body, check: (res) => (res.status === 400 ? submissionAnswer(res) : `expected 400, got ${res.status}: ${res.text.slice(0, 200)}`) };
+      return {
+        what: `POST /jobs with a bad ${what}`,
+        method: 'POST',
+        path: '/jobs',
+        headers: json,
+        body,
+        check: (res) => (res.status === 400 ? submissionAnswer(res) : `expected 400, got ${res.status}: ${res.text.slice(0, 200)}`),
+      };
     },
     // Bodies that are not a JSON object, cut short, mis-encoded, too deep or too wide.
     () => {
@@ -183,10 +204,26 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
         ['a string', Buffer.from('"jobGraph"'), /^request body must be a JSON object/],
         ['null', Buffer.from('null'), /^request body must be a JSON object/],
         ['whitespace', Buffer.from(' \n\t '), /^the request body is empty/],
-        ['UTF-16', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(full.toString('utf8'), 'utf16le')]), /^the request body starts with a UTF-16 or UTF-32 byte order mark/],
-        ['invalid UTF-8', Buffer.concat([full.subarray(0, 20), Buffer.from([0xc3, 0x28]), full.subarray(20)]), /^the request body is not valid UTF-8 \(byte 20 breaks it\)/],
-        ['nested', Buffer.from(`{"jobGraph":${nested(int(65, 20_000))}}`), /^the request body nests arrays and objects more than 64 levels deep .*; the limit is 64$/],
-        ['wide', Buffer.from(`{"jobGraph":[${'0,'.repeat(int(200_001, 400_000))}0]}`), /^the request body holds more than 200000 JSON values .*; the limit is 200000$/],
+        [
+          'UTF-16',
+          Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(full.toString('utf8'), 'utf16le')]),
+          /^the request body starts with a UTF-16 or UTF-32 byte order mark/,
+        ],
+        [
+          'invalid UTF-8',
+          Buffer.concat([full.subarray(0, 20), Buffer.from([0xc3, 0x28]), full.subarray(20)]),
+          /^the request body is not valid UTF-8 \(byte 20 breaks it\)/,
+        ],
+        [
+          'nested',
+          Buffer.from(`{"jobGraph":${nested(int(65, 20_000))}}`),
+          /^the request body nests arrays and objects more than 64 levels deep .*; the limit is 64$/,
+        ],
+        [
+          'wide',
+          Buffer.from(`{"jobGraph":[${'0,'.repeat(int(200_001, 400_000))}0]}`),
+          /^the request body holds more than 200000 JSON values .*; the limit is 200000$/,
+        ],
         ['trailing garbage', Buffer.concat([full, Buffer.from(' }')]), /^the request body is not valid JSON/],
       ];
       const [kind, body, names] = pick(variants);
@@ -249,7 +286,14 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
     },
     () => {
       const path = pick(['/jobs?sort=1', '/overview?x=1', `/jobs/${BASE_JOB}?verbose`, '/jobs?%ZZ=1', '/jobs?limit=0', '/jobs?limit=1e3', '/jobs?next=x']);
-      return { what: `GET ${path}`, method: 'GET', path, headers: { authorization: auth }, check: (res) => refused(res, /^(query parameter '.*' (is not known to GET|is not valid percent-encoding)|limit must be a whole number|'next' is not a cursor)/) };
+      return {
+        what: `GET ${path}`,
+        method: 'GET',
+        path,
+        headers: { authorization: auth },
+        check: (res) =>
+          refused(res, /^(query parameter '.*' (is not known to GET|is not valid percent-encoding)|limit must be a whole number|'next' is not a cursor)/),
+      };
     },
     // Methods a route does not take.
     () => {
@@ -263,7 +307,13 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
         ['/health', ['GET']],
       ] as const);
       const method = pick(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'].filter((m) => !(allowed as readonly string[]).includes(m)));
-      return { what: `${method} ${path}`, method, path, headers: { authorization: auth }, check: (res) => refused(res, new RegExp(`^method '${method}' is not allowed on /`), [405]) };
+      return {
+        what: `${method} ${path}`,
+        method,
+        path,
+        headers: { authorization: auth },
+        check: (res) => refused(res, new RegExp(`^method '${method}' is not allowed on /`), [405]),
+      };
     },
     // Headers: authorization, content-type, content-encoding, a body where none is taken.
     () => {
@@ -272,27 +322,60 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
         [{ authorization: 'Basic Zm9vOmJhcg==' }, /^header 'authorization' must be 'Bearer <cluster secret>', found scheme 'Basic'/, 401],
         [{ authorization: `${auth}0` }, /^header 'authorization' carries a wrong cluster secret/, 401],
         [{ authorization: 'Bearer' }, /^header 'authorization' carries a wrong cluster secret/, 401],
-        [{ authorization: auth, 'content-type': pick(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) }, /^header 'content-type' is '.*'; POST \/jobs takes 'application\/json'$/, 415],
+        [
+          { authorization: auth, 'content-type': pick(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) },
+          /^header 'content-type' is '.*'; POST \/jobs takes 'application\/json'$/,
+          415,
+        ],
         [{ authorization: auth, 'content-type': 'application/json; charset=iso-8859-1' }, /^header 'content-type' names charset 'iso-8859-1'/, 415],
-        [{ authorization: auth, 'content-type': 'application/json', 'content-encoding': pick(['gzip', 'br', 'deflate']) }, /^header 'content-encoding' is '.*'/, 415],
+        [
+          { authorization: auth, 'content-type': 'application/json', 'content-encoding': pick(['gzip', 'br', 'deflate']) },
+          /^header 'content-encoding' is '.*'/,
+          415,
+        ],
       ] as const);
-      return { what: `POST /jobs with headers ${JSON.stringify(header).slice(0, 80)}`, method: 'POST', path: '/jobs', headers: { ...header }, body: submit(() => undefined), check: (res) => refused(res, names, [status]) };
+      return {
+        what: `POST /jobs with headers ${JSON.stringify(header).slice(0, 80)}`,
+        method: 'POST',
+        path: '/jobs',
+        headers: { ...header },
+        body: submit(() => undefined),
+        check: (res) => refused(res, names, [status]),
+      };
     },
     () => {
       const path = pick(['/jobs', `/jobs/${BASE_JOB}`, '/overview']);
-      return { what: `GET ${path} with a body`, method: 'GET', path, headers: { authorization: auth, 'content-type': 'application/json' }, body: Buffer.from('{}'), check: (res) => refused(res, /^GET \/.* takes no request body, found 2 bytes$/) };
+      return {
+        what: `GET ${path} with a body`,
+        method: 'GET',
+        path,
+        headers: { authorization: auth, 'content-type': 'application/json' },
+        body: Buffer.from('{}'),
+        check: (res) => refused(res, /^GET \/.* takes no request body, found 2 bytes$/),
+      };
     },
     // The artifact routes: wrong types, numbers out of range, bytes that are not the library.
     () => {
       const { sha256 } = fixtureLibrary();
       const [text, names, status] = pick([
-        [`{"sha256": ${pick(['12', 'null', '"xyz"', '"' + sha256.toUpperCase() + '"', '[]'])}, "sizeBytes": 10}`, /^field 'sha256' must be 64 lowercase hex digits/, 400],
+        [
+          `{"sha256": ${pick(['12', 'null', '"xyz"', '"' + sha256.toUpperCase() + '"', '[]'])}, "sizeBytes": 10}`,
+          /^field 'sha256' must be 64 lowercase hex digits/,
+          400,
+        ],
         [`{"sha256": "${sha256}", "sizeBytes": ${pick(['0', '-5', '1.5', '"10"', 'null', '{}'])}}`, /^field 'sizeBytes' must be a positive integer/, 400],
         [`{"sha256": "${sha256}", "sizeBytes": ${pick(['1e999', '-1e999'])}}`, /^field 'sizeBytes' is a number too large \(-?Infinity\)/, 400],
         [`{"sha256": "${sha256}", "sizeBytes": ${pick(['1152921504606846976', '1e300'])}}`, /^the library is .* bytes, the limit is \d+ bytes/, 413],
         [pick(['[]', '"x"', '7']), /^request body must be a JSON object/, 400],
       ] as const);
-      return { what: `POST /artifacts ${text.slice(0, 80)}`, method: 'POST', path: '/artifacts', headers: json, body: Buffer.from(text), check: (res) => refused(res, names, [status]) };
+      return {
+        what: `POST /artifacts ${text.slice(0, 80)}`,
+        method: 'POST',
+        path: '/artifacts',
+        headers: json,
+        body: Buffer.from(text),
+        check: (res) => refused(res, names, [status]),
+      };
     },
     () => {
       const { sha256 } = fixtureLibrary();
@@ -310,14 +393,42 @@ function generate(random: () => number, base: { jobGraph: unknown; library: stri
     () => {
       const body = submit(() => undefined).toString('latin1');
       const [raw, names, status] = pick([
-        [`POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ncontent-length: ${pick(['-5', '-1', 'abc', '1e3', '0x10', '99999999999999999999'])}\r\n\r\n${body}`, /^header 'content-length' must be a decimal number/, 400],
-        [`POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n{}`, /^header 'content-length' is given more than once/, 400],
-        [`POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, int(0, body.length - 1))}`, /^the request ended before its body did: .*'content-length'/, 400],
-        [`POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ntransfer-encoding: ${pick(['gzip', 'chunked, gzip', 'identity'])}\r\n\r\n${body}`, /^header 'transfer-encoding' is '.*'/, 400],
-        [`POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ntransfer-encoding: chunked\r\n\r\n${pick(['zz', '-1', '1;' + 'x'.repeat(20_000)])}\r\n{}\r\n0\r\n\r\n`, /not valid chunked encoding|request line and headers are over/, 400],
-        [`POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\nexpect: ${pick(['200-ok', 'nothing'])}\r\ncontent-length: 2\r\n\r\n{}`, /^header 'expect' is '.*'; only '100-continue' is understood$/, 417],
+        [
+          `POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ncontent-length: ${pick(['-5', '-1', 'abc', '1e3', '0x10', '99999999999999999999'])}\r\n\r\n${body}`,
+          /^header 'content-length' must be a decimal number/,
+          400,
+        ],
+        [
+          `POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n{}`,
+          /^header 'content-length' is given more than once/,
+          400,
+        ],
+        [
+          `POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, int(0, body.length - 1))}`,
+          /^the request ended before its body did: .*'content-length'/,
+          400,
+        ],
+        [
+          `POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ntransfer-encoding: ${pick(['gzip', 'chunked, gzip', 'identity'])}\r\n\r\n${body}`,
+          /^header 'transfer-encoding' is '.*'/,
+          400,
+        ],
+        [
+          `POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\ntransfer-encoding: chunked\r\n\r\n${pick(['zz', '-1', '1;' + 'x'.repeat(20_000)])}\r\n{}\r\n0\r\n\r\n`,
+          /not valid chunked encoding|request line and headers are over/,
+          400,
+        ],
+        [
+          `POST /jobs HTTP/1.1\r\n${host}authorization: ${auth}\r\nexpect: ${pick(['200-ok', 'nothing'])}\r\ncontent-length: 2\r\n\r\n{}`,
+          /^header 'expect' is '.*'; only '100-continue' is understood$/,
+          417,
+        ],
         [`GET /jobs HTTP/1.1\r\nauthorization: ${auth}\r\n\r\n`, /^header 'host' is missing/, 400],
-        [`GET /jobs HTTP/1.1\r\n${host}x-pad: ${'p'.repeat(int(17_000, 40_000))}\r\n\r\n`, /^the request line and headers are over \d+ bytes; the limit is \d+ bytes$/, 431],
+        [
+          `GET /jobs HTTP/1.1\r\n${host}x-pad: ${'p'.repeat(int(17_000, 40_000))}\r\n\r\n`,
+          /^the request line and headers are over \d+ bytes; the limit is \d+ bytes$/,
+          431,
+        ],
         [`${pick(['FETCH', 'G ET', '\u0001'])} /jobs HTTP/1.1\r\n${host}\r\n`, /^the request line/, 400],
         [`GET /jobs HTTP/${pick(['2.0', '1.x', '9'])}\r\n${host}\r\n`, /^the request line (is malformed|names HTTP\/2.0; this server speaks HTTP\/1.1)/, 400],
         [`GET /jobs/\u00ff HTTP/1.1\r\n${host}\r\n`, /^the request line's path holds characters a URL cannot/, 400],
@@ -379,9 +490,14 @@ describe('REST API fuzz', () => {
           const c = cases[index]!;
           let res: RawResponse;
           try {
-            res = c.raw !== undefined
-              ? await sendRaw(cluster.dispatcher.url, c.raw)
-              : await httpRequest(cluster.dispatcher.url, c.method!, c.path!, { headers: c.headers ?? {}, ...(c.body !== undefined ? { body: c.body } : {}), agent });
+            res =
+              c.raw !== undefined
+                ? await sendRaw(cluster.dispatcher.url, c.raw)
+                : await httpRequest(cluster.dispatcher.url, c.method!, c.path!, {
+                    headers: c.headers ?? {},
+                    ...(c.body !== undefined ? { body: c.body } : {}),
+                    agent,
+                  });
           } catch (error) {
             wrong.push(`#${index} ${c.what}: no answer: ${(error as Error).message}`);
             continue;

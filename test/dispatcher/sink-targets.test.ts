@@ -79,7 +79,13 @@ describe('text sink targets at submission', () => {
     await store.commit(out, 'earlier-job', 'no-overwrite', ['a0']);
     const overwriting = async (jobId: string) => {
       const graph = await graphFor(jobId, 'default', [join(home, 'in.txt'), out]);
-      const jobGraph = { ...graph, vertices: graph.vertices.map((v) => ({ ...v, operators: v.operators.map((op) => (op.kind === 'sink.textFile' ? { ...op, writeMode: 'overwrite' } : op)) })) };
+      const jobGraph = {
+        ...graph,
+        vertices: graph.vertices.map((v) => ({
+          ...v,
+          operators: v.operators.map((op) => (op.kind === 'sink.textFile' ? { ...op, writeMode: 'overwrite' } : op)),
+        })),
+      };
       const env = await setupDispatcher(directFront, cleanups);
       return { ...env, res: await env.call('POST', '/jobs', { jobGraph, library: Buffer.from(fixtureLibrary().library).toString('base64') }) };
     };
@@ -102,7 +108,9 @@ describe('text sink targets at submission', () => {
       ...graph,
       vertices: graph.vertices.map((v) => ({
         ...v,
-        operators: v.operators.map((op) => (op.kind === 'sink.textFile' ? { ...op, path: sink } : op.kind === 'source.textFile' ? { ...op, path: source } : op)),
+        operators: v.operators.map((op) =>
+          op.kind === 'sink.textFile' ? { ...op, path: sink } : op.kind === 'source.textFile' ? { ...op, path: source } : op,
+        ),
       })),
     });
     const env = await setupDispatcher(directFront, cleanups);

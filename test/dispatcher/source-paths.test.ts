@@ -13,7 +13,10 @@ describe('text source paths at submission', () => {
 
   it('refuses an s3:// source on the embedded cluster with a 400 saying S3 sources need the AWS backend; nothing is stored or started', async () => {
     const { call, jobStore, blobStore, started } = await setupDispatcher(directFront, cleanups);
-    const body = { jobGraph: await graphFor('s3-source', 'default', ['s3://some-bucket/in/2024', '/tmp/floe-never-written']), library: Buffer.from(fixtureLibrary().library).toString('base64') };
+    const body = {
+      jobGraph: await graphFor('s3-source', 'default', ['s3://some-bucket/in/2024', '/tmp/floe-never-written']),
+      library: Buffer.from(fixtureLibrary().library).toString('base64'),
+    };
     const res = await call('POST', '/jobs', body);
     expect(res.status).toBe(400);
     expect(res.body.error.message).toBe(

@@ -18,7 +18,8 @@ mkdirSync(work);
 const baseEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(FLOE_|VITEST|NODE_OPTIONS$)/i.test(k))) as Record<string, string>;
 
 /** `floe --dir <state> …args` run from the jobs' folder, in the user's shell with `extraEnv` added. */
-const floe = (args: readonly string[], extraEnv: Record<string, string> = {}): Promise<FloeProcessResult> => floeProcess(state, { cwd: work, env: { ...baseEnv, ...extraEnv } })(...args);
+const floe = (args: readonly string[], extraEnv: Record<string, string> = {}): Promise<FloeProcessResult> =>
+  floeProcess(state, { cwd: work, env: { ...baseEnv, ...extraEnv } })(...args);
 
 function jobFile(name: string, source: string): string {
   writeFileSync(join(work, name), `import { defineJob } from 'floe';\n${source}`);

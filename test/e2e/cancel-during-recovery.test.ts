@@ -63,36 +63,55 @@ describe('a job that ends while an older attempt still runs', () => {
   it.each([
     ['before its successor starts', false],
     ['while its successor recovers', true],
-  ])('kill -9 of the JobManager, then cancel %s: no task of the old attempt runs on, no staging is left', async (_when, afterSuccessor) => {
-    const out = join(work, `slow-${afterSuccessor ? 'successor' : 'early'}`);
-    // Minutes of work, written through a sink that stages its parts beside the target.
-    const submitted = await cli('run', '--detached', '--no-typecheck', '-p', '2', join(FIXTURE_JOBS, 'e2e-slow.ts'), '--', out);
-    expect(submitted.code, submitted.stderr).toBe(0);
-    const jobId = submitted.stdout.trim();
-    await waitFor(async () => (await client.getJob(jobId)).tasks?.running === 2 && workerPids(stateDir).jobManagers.length === 1, 'both tasks to run', 60_000, 100);
-    await waitFor(() => staging().length > 0, 'the sink to stage its output', 30_000);
-    const taskExecutors = workerPids(stateDir).taskExecutors;
-    expect(taskExecutors.length).toBeGreaterThan(0);
-    const [jm] = workerPids(stateDir).jobManagers;
-    process.kill(jm!, 'SIGKILL');
-    await waitFor(() => !isProcessAlive(jm!), 'the killed JobManager to be gone', 10_000);
-    // The old attempt's tasks go on without their JobManager.
-    expect((await client.getJob(jobId)).status).toBe('RUNNING');
-    expect(taskExecutors.filter(isProcessAlive)).toEqual(taskExecutors);
-    if (afterSuccessor) await waitFor(async () => (await launches(jobId)) === 2 && workerPids(stateDir).jobManagers.length === 1, 'the successor JobManager to start', 30_000);
+  ])(
+    'kill -9 of the JobManager, then cancel %s: no task of the old attempt runs on, no staging is left',
+    async (_when, afterSuccessor) => {
+      const out = join(work, `slow-${afterSuccessor ? 'successor' : 'early'}`);
+      // Minutes of work, written through a sink that stages its parts beside the target.
+      const submitted = await cli('run', '--detached', '--no-typecheck', '-p', '2', join(FIXTURE_JOBS, 'e2e-slow.ts'), '--', out);
+      expect(submitted.code, submitted.stderr).toBe(0);
+      const jobId = submitted.stdout.trim();
+      await waitFor(
+        async () => (await client.getJob(jobId)).tasks?.running === 2 && workerPids(stateDir).jobManagers.length === 1,
+        'both tasks to run',
+        60_000,
+        100,
+      );
+      await waitFor(() => staging().length > 0, 'the sink to stage its output', 30_000);
+      const taskExecutors = workerPids(stateDir).taskExecutors;
+      expect(taskExecutors.length).toBeGreaterThan(0);
+      const [jm] = workerPids(stateDir).jobManagers;
+      process.kill(jm!, 'SIGKILL');
+      await waitFor(() => !isProcessAlive(jm!), 'the killed JobManager to be gone', 10_000);
+      // The old attempt's tasks go on without their JobManager.
+      expect((await client.getJob(jobId)).status).toBe('RUNNING');
+      expect(taskExecutors.filter(isProcessAlive)).toEqual(taskExecutors);
+      if (afterSuccessor)
+        await waitFor(async () => (await launches(jobId)) === 2 && workerPids(stateDir).jobManagers.length === 1, 'the successor JobManager to start', 30_000);
 
-    await client.cancelJob(jobId);
-    const done = await waitFor(async () => {
-      const j = await client.getJob(jobId);
-      return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
-    }, 'the job to end', 30_000, 100);
-    expect(done.status, JSON.stringify(await client.getJobExceptions(jobId))).toBe('CANCELED');
-    // Well within the heartbeat timeout: the old attempt's TaskExecutors were stopped, not timed out.
-    await waitFor(() => taskExecutors.every((pid) => !isProcessAlive(pid)), "the old attempt's TaskExecutors to stop", HEARTBEAT_TIMEOUT_MS / 4);
-    expect((await client.getJob(jobId)).tasks?.running).toBe(0);
-    await waitFor(() => workerPids(stateDir).jobManagers.length + workerPids(stateDir).taskExecutors.length === 0, 'every JobManager and TaskExecutor to exit', 20_000);
-    await waitFor(() => staging().length === 0 && teFolders().length === 0, 'no staging or TaskExecutor folder left', 5_000).catch(() => {
-      throw new Error(`left behind: ${[...staging(), ...teFolders()].join(', ')}`);
-    });
-  }, 120_000);
+      await client.cancelJob(jobId);
+      const done = await waitFor(
+        async () => {
+          const j = await client.getJob(jobId);
+          return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
+        },
+        'the job to end',
+        30_000,
+        100,
+      );
+      expect(done.status, JSON.stringify(await client.getJobExceptions(jobId))).toBe('CANCELED');
+      // Well within the heartbeat timeout: the old attempt's TaskExecutors were stopped, not timed out.
+      await waitFor(() => taskExecutors.every((pid) => !isProcessAlive(pid)), "the old attempt's TaskExecutors to stop", HEARTBEAT_TIMEOUT_MS / 4);
+      expect((await client.getJob(jobId)).tasks?.running).toBe(0);
+      await waitFor(
+        () => workerPids(stateDir).jobManagers.length + workerPids(stateDir).taskExecutors.length === 0,
+        'every JobManager and TaskExecutor to exit',
+        20_000,
+      );
+      await waitFor(() => staging().length === 0 && teFolders().length === 0, 'no staging or TaskExecutor folder left', 5_000).catch(() => {
+        throw new Error(`left behind: ${[...staging(), ...teFolders()].join(', ')}`);
+      });
+    },
+    120_000,
+  );
 });

@@ -15,7 +15,10 @@ const CHROMIUM_PATHS = [process.env['FLOE_CHROMIUM'], '/usr/bin/chromium', '/usr
 
 function chromiumPath(): string {
   const found = CHROMIUM_PATHS.find((p): p is string => p !== undefined && p !== '' && existsSync(p));
-  if (found === undefined) throw new Error("no Chromium found (tried FLOE_CHROMIUM, /usr/bin/chromium, …): install it with 'apt-get install chromium', or run the tests with 'npm test', which installs it (test/prerequisites.sh)");
+  if (found === undefined)
+    throw new Error(
+      "no Chromium found (tried FLOE_CHROMIUM, /usr/bin/chromium, …): install it with 'apt-get install chromium', or run the tests with 'npm test', which installs it (test/prerequisites.sh)",
+    );
   return found;
 }
 
@@ -130,11 +133,9 @@ describe('the dashboard', () => {
     const row = page.locator(`tr[data-vertex-id="${keyed}"]`);
     await expect.poll(() => row.locator('[data-testid=records-in]').textContent()).toBe(`${sumVertex.recordsIn} (pre-aggregated from 3,000)`);
     const node = graph.locator(`g[data-vertex-id="${keyed}"]`);
-    await expect.poll(() => node.locator('text.graph-vertex-meta').allTextContents()).toEqual([
-      expect.stringMatching(/^Parallelism 2/),
-      `in ${sumVertex.recordsIn} · out ${sumVertex.recordsOut}`,
-      'in: pre-aggregated from 3,000',
-    ]);
+    await expect
+      .poll(() => node.locator('text.graph-vertex-meta').allTextContents())
+      .toEqual([expect.stringMatching(/^Parallelism 2/), `in ${sumVertex.recordsIn} · out ${sumVertex.recordsOut}`, 'in: pre-aggregated from 3,000']);
     // The vertex links to its subtasks: each one's attempt, shown and scrolled to.
     await row.getByRole('link').click();
     await expect.poll(() => page.url()).toContain(`?vertex=${keyed}`);
@@ -142,7 +143,12 @@ describe('the dashboard', () => {
     await expect.poll(() => subtasks.getAttribute('open')).not.toBeNull();
     await expect.poll(() => subtasks.locator('tbody tr').count()).toBe(sumVertex.parallelism);
     // Scrolled to: its top is within the 800-pixel-high viewport.
-    await expect.poll(async () => { const box = await subtasks.boundingBox(); return box !== null && box.y >= 0 && box.y < 800; }).toBe(true);
+    await expect
+      .poll(async () => {
+        const box = await subtasks.boundingBox();
+        return box !== null && box.y >= 0 && box.y < 800;
+      })
+      .toBe(true);
 
     await page.goto(`${cluster.dispatcher.url}/#/`);
     await expect.poll(() => page.locator('[data-testid=count-finished]').textContent()).toMatch(/[1-9]/);
@@ -276,7 +282,10 @@ describe('the dashboard', () => {
         const again = await newPage(other);
         await again.goto(`${cluster.dispatcher.url}${link.path}`);
         await again.getByLabel('Cluster secret').waitFor();
-        await again.getByText(/expired|used/i).first().waitFor();
+        await again
+          .getByText(/expired|used/i)
+          .first()
+          .waitFor();
       } finally {
         await other.close();
       }

@@ -21,13 +21,26 @@ let stateDir: string;
 let input: string;
 let expected: Map<string, number>;
 // No warm pool: the test checks that the job's processes are gone once it ended.
-const config = { 'taskmanager.numberOfTaskSlots': '2', 'heartbeat.interval': '300', 'dispatcher.reconcile-interval': '250', 'cluster.warm-pool.jobmanagers': '0' };
+const config = {
+  'taskmanager.numberOfTaskSlots': '2',
+  'heartbeat.interval': '300',
+  'dispatcher.reconcile-interval': '250',
+  'cluster.warm-pool.jobmanagers': '0',
+};
 
 /** A graph of the test job file `file`'s export `exportName`. */
-async function graphOf(file: string, exportName: string, args: string[], parallelism: number): Promise<{ graph: ReturnType<typeof buildJobGraph>; code: Uint8Array }> {
+async function graphOf(
+  file: string,
+  exportName: string,
+  args: string[],
+  parallelism: number,
+): Promise<{ graph: ReturnType<typeof buildJobGraph>; code: Uint8Array }> {
   const { code, sha256 } = await bundleJobFile(join(FIXTURE_JOBS, file));
   const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), exportName);
-  return { graph: buildJobGraph(definition, { jobId: JobId.random(), args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism }), code };
+  return {
+    graph: buildJobGraph(definition, { jobId: JobId.random(), args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism }),
+    code,
+  };
 }
 
 /** `floe cluster start`, as a user runs it: the Dispatcher's parent is a CLI process that exits. */
@@ -57,7 +70,13 @@ describe('Dispatcher failover', () => {
     const { code, sha256 } = await bundleJobFile(join(FIXTURE_JOBS, 'e2e-jm-failover.ts'));
     const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), 'default');
     const out = join(stateDir, 'work', 'counts');
-    const graph = buildJobGraph(definition, { jobId: JobId.random(), args: [input, out, '2'], exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2 });
+    const graph = buildJobGraph(definition, {
+      jobId: JobId.random(),
+      args: [input, out, '2'],
+      exportName: 'default',
+      library: { sha256, sizeBytes: code.length },
+      defaultParallelism: 2,
+    });
     await client.submitJob(graph, code);
     await waitFor(async () => ((await client.getJob(graph.jobId)).tasks?.running ?? 0) > 0, 'tasks to run', 60_000);
 
@@ -71,10 +90,15 @@ describe('Dispatcher failover', () => {
     const restarted = RestClient.forCluster(again);
     const listed = (await restarted.listJobs()).find((j) => j.jobId === graph.jobId);
     expect(listed?.status).toMatch(/RUNNING|FINISHED/);
-    const done = await waitFor(async () => {
-      const j = await restarted.getJob(graph.jobId);
-      return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
-    }, 'the job to end', 120_000, 200);
+    const done = await waitFor(
+      async () => {
+        const j = await restarted.getJob(graph.jobId);
+        return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
+      },
+      'the job to end',
+      120_000,
+      200,
+    );
     expect(done.status, JSON.stringify(await restarted.getJobExceptions(graph.jobId))).toBe('FINISHED');
     expect(readCounts(out)).toEqual(expected);
     // Nothing was relaunched: the JobManager that ran when the Dispatcher died finished the job.
@@ -88,7 +112,13 @@ describe('Dispatcher failover', () => {
     const client = RestClient.forCluster(info);
     const { code, sha256 } = await bundleJobFile(join(FIXTURE_JOBS, 'e2e-jm-failover.ts'));
     const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), 'endless');
-    const graph = buildJobGraph(definition, { jobId: JobId.random(), args: [], exportName: 'endless', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2 });
+    const graph = buildJobGraph(definition, {
+      jobId: JobId.random(),
+      args: [],
+      exportName: 'endless',
+      library: { sha256, sizeBytes: code.length },
+      defaultParallelism: 2,
+    });
     await client.submitJob(graph, code);
     await waitFor(async () => ((await client.getJob(graph.jobId)).tasks?.running ?? 0) === 2, 'both tasks to run', 60_000);
     process.kill(info.pid, 'SIGKILL');
@@ -115,11 +145,22 @@ describe('Dispatcher failover', () => {
   it('kill -9 of the Dispatcher, then a start: the JobManager it left finds the new Dispatcher, and the stop ends it too', async () => {
     // One job at a time and a reconciler that would look only after a minute: within the wait below,
     // only the capacity notice of the JobManager that frees it can start the waiting job.
-    const pooled = { ...config, 'cluster.warm-pool.jobmanagers': '1', 'cluster.warm-pool.taskmanagers': '1', 'cluster.max-jobmanagers': '1', 'dispatcher.reconcile-interval': '60000' };
+    const pooled = {
+      ...config,
+      'cluster.warm-pool.jobmanagers': '1',
+      'cluster.warm-pool.taskmanagers': '1',
+      'cluster.max-jobmanagers': '1',
+      'dispatcher.reconcile-interval': '60000',
+    };
     const first = startClusterAsUser(pooled);
     const slow = await graphOf('e2e-slow.ts', 'default', [join(stateDir, 'work', 'slow-out')], 1);
     await RestClient.forCluster(first).submitJob(slow.graph, slow.code);
-    await waitFor(async () => (await RestClient.forCluster(first).getJob(slow.graph.jobId)).status === 'RUNNING' || undefined, 'the slow job to run', 60_000, 100);
+    await waitFor(
+      async () => (await RestClient.forCluster(first).getJob(slow.graph.jobId)).status === 'RUNNING' || undefined,
+      'the slow job to run',
+      60_000,
+      100,
+    );
     process.kill(first.pid, 'SIGKILL');
     await waitFor(() => !processesOfCluster(stateDir).includes(first.pid), 'the Dispatcher to be gone', 10_000);
 
@@ -129,10 +170,15 @@ describe('Dispatcher failover', () => {
     expect((await again.getJob(next.graph.jobId)).waiting).toEqual({ position: 1, of: 1 });
     await again.cancelJob(slow.graph.jobId);
     // The JobManager the first Dispatcher started tells the one serving now that its capacity is free.
-    const done = await waitFor(async () => {
-      const j = await again.getJob(next.graph.jobId);
-      return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
-    }, 'the waiting job to end (started by the freed JobManager\'s notice, not the reconciler a minute later)', 30_000, 100);
+    const done = await waitFor(
+      async () => {
+        const j = await again.getJob(next.graph.jobId);
+        return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
+      },
+      "the waiting job to end (started by the freed JobManager's notice, not the reconciler a minute later)",
+      30_000,
+      100,
+    );
     expect(done.status, JSON.stringify(await again.getJobExceptions(next.graph.jobId))).toBe('FINISHED');
     expect(readdirSync(join(stateDir, 'logs')).filter((f) => f === `jobmanager-${next.graph.jobId}.log`)).toEqual([]);
 

@@ -41,7 +41,11 @@ describe('embedded cluster', () => {
     }
     const input = join(work, 'words.txt');
     writeFileSync(input, lines.join('\n') + '\n');
-    const reference = lines.flatMap((l) => l.split(/\s+/)).filter((w) => w.length >= 4).map((w) => w.toUpperCase()).sort();
+    const reference = lines
+      .flatMap((l) => l.split(/\s+/))
+      .filter((w) => w.length >= 4)
+      .map((w) => w.toUpperCase())
+      .sort();
 
     const out = join(work, 'long-words');
     const jobId = await submit('e2e-words.ts', 'default', [input, out, String(128 * 1024)], 4);
@@ -51,8 +55,16 @@ describe('embedded cluster', () => {
     expect(job.tasks).toMatchObject({ total: 4, finished: 4 });
 
     expect(readdirSync(out).sort()).toEqual(['_SUCCESS', 'part-0', 'part-1', 'part-2', 'part-3']);
-    const parts = readdirSync(out).filter((f) => f.startsWith('part-')).sort();
-    const output = parts.flatMap((p) => readFileSync(join(out, p), 'utf8').split('\n').filter((l) => l !== '')).sort();
+    const parts = readdirSync(out)
+      .filter((f) => f.startsWith('part-'))
+      .sort();
+    const output = parts
+      .flatMap((p) =>
+        readFileSync(join(out, p), 'utf8')
+          .split('\n')
+          .filter((l) => l !== ''),
+      )
+      .sort();
     expect(output.length).toBe(reference.length);
     expect(output).toEqual(reference);
     // Two TaskExecutors (4 slots needed, 2 per executor) ran the job: each wrote its own log.
@@ -74,11 +86,21 @@ describe('embedded cluster', () => {
     const io: CliIo = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: () => true }, env: {}, cwd: work, pollIntervalMs: 10 };
     expect(await main(['--dir', stateDir, 'logs', jobId, '--follow'], io)).toBe(0);
     // (The cluster's processes log at the level the tests run with; whatever they wrote, all of it is shown.)
-    const ownFiles = [join(stateDir, 'logs', `jobmanager-${jobId}.log`), ...readdirSync(join(stateDir, 'logs', jobId)).map((f) => join(stateDir, 'logs', jobId, f))];
-    const written = ownFiles.flatMap((f) => readFileSync(f, 'utf8').split('\n').filter((l) => l.trim() !== ''));
+    const ownFiles = [
+      join(stateDir, 'logs', `jobmanager-${jobId}.log`),
+      ...readdirSync(join(stateDir, 'logs', jobId)).map((f) => join(stateDir, 'logs', jobId, f)),
+    ];
+    const written = ownFiles.flatMap((f) =>
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== ''),
+    );
     const shown = stdout.split('\n').filter((l) => l !== '');
     expect(shown.length).toBe(written.length);
-    expect(shown.every((l) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} {2}(jobmanager|taskexecutor te-\S+) {2}[A-Z]+ +\S/.test(l)), stdout).toBe(true);
+    expect(
+      shown.every((l) => /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} {2}(jobmanager|taskexecutor te-\S+) {2}[A-Z]+ +\S/.test(l)),
+      stdout,
+    ).toBe(true);
     expect(stdout).not.toContain('"jobId"');
   });
 

@@ -63,9 +63,14 @@ describe('task failover', () => {
       const exceptions = (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body.exceptions as { message: string; recovered?: boolean }[];
       expect(job.status, `run ${run}: ${JSON.stringify(exceptions)}`).toBe('FINISHED');
       expect(readCounts(out)).toEqual(expected);
-      console.log(`run ${run}: killed ${victim?.resourceId ?? 'nothing'}; ${exceptions.length} exception(s): ${exceptions.map((e) => e.message.slice(0, 120)).join(' | ')}`);
+      console.log(
+        `run ${run}: killed ${victim?.resourceId ?? 'nothing'}; ${exceptions.length} exception(s): ${exceptions.map((e) => e.message.slice(0, 120)).join(' | ')}`,
+      );
       if (exceptions.some((e) => e.recovered === true)) recoveries++;
-      expect(exceptions.every((e) => e.recovered === true), JSON.stringify(exceptions)).toBe(true);
+      expect(
+        exceptions.every((e) => e.recovered === true),
+        JSON.stringify(exceptions),
+      ).toBe(true);
       // One kill is one failure event, one restart, recorded with its root cause: the lost TaskExecutor,
       // not what its consumers elsewhere saw of it.
       expect(exceptions.length, JSON.stringify(exceptions)).toBeLessThanOrEqual(1);
@@ -86,10 +91,16 @@ describe('task failover', () => {
     const stoppedAt = Date.now();
     process.kill(victim!.pid, 'SIGSTOP');
     try {
-      const lost = await waitFor(async () => {
-        const { exceptions } = (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body as { exceptions: { timestampMs: number; message: string; recovered?: boolean }[] };
-        return exceptions.find((e) => e.message.includes(victim!.resourceId!));
-      }, 'the stopped TaskExecutor to be found lost', 60_000);
+      const lost = await waitFor(
+        async () => {
+          const { exceptions } = (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body as {
+            exceptions: { timestampMs: number; message: string; recovered?: boolean }[];
+          };
+          return exceptions.find((e) => e.message.includes(victim!.resourceId!));
+        },
+        'the stopped TaskExecutor to be found lost',
+        60_000,
+      );
       // Found by silence: not before the timeout, and not long after it (a loaded machine adds some).
       expect(lost.timestampMs - stoppedAt).toBeGreaterThanOrEqual(4_000 - 500);
       expect(lost.recovered).toBe(true);

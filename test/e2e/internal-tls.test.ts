@@ -62,7 +62,11 @@ function request(address: string, tls: ReturnType<typeof pskClientOptions> | und
 }
 
 /** What a data port sends back to a HELLO for `jobId`, plain or over TLS: bytes received, and how the connection ended. */
-function dataHello(dataAddress: string, jobId: string, tls: ReturnType<typeof pskClientOptions> | undefined): Promise<{ bytes: number; error: string | undefined }> {
+function dataHello(
+  dataAddress: string,
+  jobId: string,
+  tls: ReturnType<typeof pskClientOptions> | undefined,
+): Promise<{ bytes: number; error: string | undefined }> {
   const i = dataAddress.lastIndexOf(':');
   const target = { host: dataAddress.slice(0, i), port: Number(dataAddress.slice(i + 1)) };
   return new Promise((resolve) => {
@@ -97,7 +101,9 @@ async function wordcount(on: TestCluster, name: string): Promise<string> {
   }
   const counts = new Map<string, number>();
   for (const part of readdirSync(out).filter((f) => f.startsWith('part-'))) {
-    for (const line of readFileSync(join(out, part), 'utf8').split('\n').filter((l) => l !== '')) {
+    for (const line of readFileSync(join(out, part), 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')) {
       const [word, count] = JSON.parse(line) as [string, number];
       expect(counts.has(word), `${word} in two part files`).toBe(false);
       counts.set(word, count);
@@ -138,9 +144,14 @@ describe('internal TLS on a local cluster', () => {
       }
 
       const dataKey = jobDataKey(secret, jobId);
-      expect((await dataHello(te.dataAddress, jobId, pskClientOptions(dataTlsIdentity(jobId), dataTlsKey(dataKey)))).bytes, 'the job key is answered with a challenge').toBeGreaterThan(0);
+      expect(
+        (await dataHello(te.dataAddress, jobId, pskClientOptions(dataTlsIdentity(jobId), dataTlsKey(dataKey)))).bytes,
+        'the job key is answered with a challenge',
+      ).toBeGreaterThan(0);
       expect(await dataHello(te.dataAddress, jobId, undefined)).toMatchObject({ bytes: 0 });
-      expect(await dataHello(te.dataAddress, jobId, pskClientOptions(dataTlsIdentity(jobId), dataTlsKey(jobDataKey('another-cluster-secret', jobId))))).toEqual({ bytes: 0, error: 'EPROTO' });
+      expect(await dataHello(te.dataAddress, jobId, pskClientOptions(dataTlsIdentity(jobId), dataTlsKey(jobDataKey('another-cluster-secret', jobId))))).toEqual(
+        { bytes: 0, error: 'EPROTO' },
+      );
       expect((await cluster.api('GET', `/jobs/${jobId}`)).body.status).toBe('RUNNING');
     } finally {
       await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`);

@@ -35,9 +35,16 @@ afterAll(async () => {
   expect(await cluster.close()).toBe(0);
 });
 
-const jobManagers = (jobId: string) => clusterProcesses(cluster.stateDir).filter((p) => p.resourceId !== undefined && isJobManagerOf(p.resourceId, jobId) && !clusterProcesses(cluster.stateDir).some((q) => q.pid === p.parentPid && q.resourceId === p.resourceId));
+const jobManagers = (jobId: string) =>
+  clusterProcesses(cluster.stateDir).filter(
+    (p) =>
+      p.resourceId !== undefined &&
+      isJobManagerOf(p.resourceId, jobId) &&
+      !clusterProcesses(cluster.stateDir).some((q) => q.pid === p.parentPid && q.resourceId === p.resourceId),
+  );
 const job = async (jobId: string) => (await cluster.api('GET', `/jobs/${jobId}`)).body;
-const exceptions = async (jobId: string) => (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body.exceptions as { message: string; recovered?: boolean; timestampMs: number }[];
+const exceptions = async (jobId: string) =>
+  (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body.exceptions as { message: string; recovered?: boolean; timestampMs: number }[];
 /** The job's record as the store holds it (what GET /jobs/:id leaves out: the recovery state). */
 async function storedRecord(jobId: string) {
   const store = new SqliteJobStore(embeddedPaths.database(cluster.stateDir));
@@ -67,7 +74,9 @@ describe('JobManager failover', () => {
     const history = await exceptions(jobId);
     expect(done.status, JSON.stringify(history)).toBe('FINISHED');
     expect(readCounts(out)).toEqual(expected);
-    const recoveries = history.filter((e) => e.recovered === true && /JobManager process .*killed by signal SIGKILL; a new JobManager recovers the job/.test(e.message));
+    const recoveries = history.filter(
+      (e) => e.recovered === true && /JobManager process .*killed by signal SIGKILL; a new JobManager recovers the job/.test(e.message),
+    );
     expect(recoveries, JSON.stringify(history)).toHaveLength(3);
     expect((await storedRecord(jobId)).jobManager).toMatchObject({ launches: 4, workerId: `jobmanager4-${jobId}` });
     await cluster.nothingLeft();
@@ -77,11 +86,15 @@ describe('JobManager failover', () => {
     const out = join(cluster.work, 'counts-blocking');
     const jobId = await cluster.submit('e2e-jm-failover.ts', 'default', [input, out, '3'], 2);
     // The producer region ('words') finished and the consumer region runs.
-    await waitFor(async () => {
-      const j = await job(jobId);
-      const words = j.vertices?.find((v: { name: string }) => v.name.startsWith('readTextFile'));
-      return words?.tasks.finished === 2 && j.tasks.running > 0;
-    }, 'the producer region to finish', 120_000);
+    await waitFor(
+      async () => {
+        const j = await job(jobId);
+        const words = j.vertices?.find((v: { name: string }) => v.name.startsWith('readTextFile'));
+        return words?.tasks.finished === 2 && j.tasks.running > 0;
+      },
+      'the producer region to finish',
+      120_000,
+    );
     const before = await storedRecord(jobId);
     const producer = Object.keys(before.recovery!.finished);
     expect(producer).toHaveLength(1);
@@ -111,7 +124,11 @@ describe('JobManager failover', () => {
     let resumedAt = 0;
     try {
       // The reconciler sees the lease lapse and launches a successor, which wins a higher epoch.
-      await waitFor(async () => (await storedRecord(jobId)).epoch > epochBefore && (await job(jobId)).tasks?.running > 0, 'a successor to take over and run tasks', 60_000);
+      await waitFor(
+        async () => (await storedRecord(jobId)).epoch > epochBefore && (await job(jobId)).tasks?.running > 0,
+        'a successor to take over and run tasks',
+        60_000,
+      );
       resumedAt = Date.now();
       process.kill(old!.pid, 'SIGCONT');
       await waitFor(() => !clusterProcesses(cluster.stateDir).some((p) => p.pid === old!.pid), 'the resumed JobManager to exit', 30_000);
@@ -126,15 +143,23 @@ describe('JobManager failover', () => {
     expect(done.status, JSON.stringify(await exceptions(jobId))).toBe('FINISHED');
     expect(readCounts(out)).toEqual(expected);
     // What the old one did once resumed: it stepped down; no deployment, commit or record write.
-    const lines = readFileSync(oldLog, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { t: string; msg: string; token?: number });
+    const lines = readFileSync(oldLog, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { t: string; msg: string; token?: number });
     const afterResume = lines.filter((l) => Date.parse(l.t) >= resumedAt);
-    expect(afterResume.some((l) => /leadership revoked|stepping down|JobManager done/.test(l.msg)), JSON.stringify(afterResume.map((l) => l.msg))).toBe(true);
+    expect(
+      afterResume.some((l) => /leadership revoked|stepping down|JobManager done/.test(l.msg)),
+      JSON.stringify(afterResume.map((l) => l.msg)),
+    ).toBe(true);
     expect(afterResume.filter((l) => /region deployed|output committed|job reached a terminal state|releasing partitions/.test(l.msg))).toEqual([]);
     // No TaskExecutor took a task from the old epoch after it resumed.
     const teLogs = join(cluster.stateDir, 'logs', jobId);
     const { readdirSync } = await import('node:fs');
     for (const file of existsSync(teLogs) ? readdirSync(teLogs) : []) {
-      for (const l of readFileSync(join(teLogs, file), 'utf8').split('\n').filter((x) => x.startsWith('{'))) {
+      for (const l of readFileSync(join(teLogs, file), 'utf8')
+        .split('\n')
+        .filter((x) => x.startsWith('{'))) {
         const e = JSON.parse(l) as { t: string; msg: string; fencingToken?: number };
         if (e.msg === 'task submitted' && Date.parse(e.t) >= resumedAt) expect(e.fencingToken, `${file}: ${l}`).toBeGreaterThan(epochBefore);
       }

@@ -95,7 +95,10 @@ describe('process faults during a job', () => {
     // The ResourceManager gave up on it as a start that failed (so it never registered) for that reason…
     const jobManagerLog = logLines(join(c.stateDir, 'logs', `jobmanager-${jobId}.log`));
     const gaveUp = jobManagerLog.filter((l) => l.resourceId === victim.resourceId && /failed to start/.test(l.msg));
-    expect(gaveUp.map((l) => l.cause), JSON.stringify(jobManagerLog)).toEqual([`it did not register within 3000 ms of its start ('resourcemanager.taskmanager-registration.timeout')`]);
+    expect(
+      gaveUp.map((l) => l.cause),
+      JSON.stringify(jobManagerLog),
+    ).toEqual([`it did not register within 3000 ms of its start ('resourcemanager.taskmanager-registration.timeout')`]);
     // …and started another in its place: three TaskExecutors for a job that needs two.
     const started = readdirSync(join(c.stateDir, 'logs', jobId)).filter((f) => f.startsWith('te-'));
     expect(started).toHaveLength(3);
@@ -139,9 +142,13 @@ describe('process faults during a job', () => {
     process.kill(old!.pid, 'SIGSTOP');
     frozen.add(old!.pid);
     // A successor wins a higher epoch and runs tasks on the job's TaskExecutors.
-    await waitFor(async () => (await epoch()) > epochBefore && (await job()).tasks?.running > 0, 'a successor to take over and run tasks', 60_000).catch(async (error: unknown) => {
-      throw new Error(`${String(error)}: epoch ${await epoch()} (was ${epochBefore}), job ${JSON.stringify(await job())}, history ${JSON.stringify(await history())}`);
-    });
+    await waitFor(async () => (await epoch()) > epochBefore && (await job()).tasks?.running > 0, 'a successor to take over and run tasks', 60_000).catch(
+      async (error: unknown) => {
+        throw new Error(
+          `${String(error)}: epoch ${await epoch()} (was ${epochBefore}), job ${JSON.stringify(await job())}, history ${JSON.stringify(await history())}`,
+        );
+      },
+    );
     const successorsTaskExecutors = workerPids(c.stateDir).taskExecutors;
     expect(successorsTaskExecutors.length).toBeGreaterThan(0);
     const running = await job();
@@ -160,7 +167,10 @@ describe('process faults during a job', () => {
     expect(readCounts(out)).toEqual(expected);
     // One recovery (the lapsed lease) and nothing after the old JobManager resumed: no TaskExecutor was lost.
     const events = await history();
-    expect(events.filter((e) => e.timestampMs >= resumedAt), JSON.stringify(events)).toEqual([]);
+    expect(
+      events.filter((e) => e.timestampMs >= resumedAt),
+      JSON.stringify(events),
+    ).toEqual([]);
     expect(events, JSON.stringify(events)).toHaveLength(1);
     await c.nothingLeft();
   }, 240_000);
@@ -225,14 +235,23 @@ describe('process faults during a job', () => {
     const cli = floeProcess(stateDir);
     try {
       const jobFile = join(root, 'squares.ts');
-      writeFileSync(jobFile, `import { defineJob } from 'floe';\nexport default defineJob('squares', (env) => {\n  env.fromSequence(1, 2000).map((n: number) => n * n).collect();\n});\n`);
+      writeFileSync(
+        jobFile,
+        `import { defineJob } from 'floe';\nexport default defineJob('squares', (env) => {\n  env.fromSequence(1, 2000).map((n: number) => n * n).collect();\n});\n`,
+      );
       const squares = Array.from({ length: 2000 }, (_, i) => (i + 1) ** 2);
       const run = async (): Promise<{ jobId: string; ms: number }> => {
         const startedAt = Date.now();
         const result = await cli('run', '--no-typecheck', '-p', '2', jobFile);
         const ms = Date.now() - startedAt;
         expect(result.code, result.stderr).toBe(0);
-        expect(result.stdout.trim().split('\n').map(Number).sort((a, b) => a - b)).toEqual(squares);
+        expect(
+          result.stdout
+            .trim()
+            .split('\n')
+            .map(Number)
+            .sort((a, b) => a - b),
+        ).toEqual(squares);
         const jobId = /job 'squares' \((\w+)\) FINISHED/.exec(result.stderr)?.[1];
         expect(jobId, result.stderr).toBeDefined();
         return { jobId: jobId!, ms };
@@ -242,7 +261,12 @@ describe('process faults during a job', () => {
       expect(started.code, started.stderr).toBe(0);
       const normal = await run();
       const first = readClusterInfo(stateDir)!;
-      await waitFor(async () => (await RestClient.forCluster(first).overview()).warmPool.readyJobManagers === 1, 'a JobManager ready in the warm pool', 20_000, 50);
+      await waitFor(
+        async () => (await RestClient.forCluster(first).overview()).warmPool.readyJobManagers === 1,
+        'a JobManager ready in the warm pool',
+        20_000,
+        50,
+      );
       // The Dispatcher that started it dies; the ready JobManager goes on and a new Dispatcher serves.
       process.kill(first.pid, 'SIGKILL');
       await waitFor(() => !isProcessAlive(first.pid), 'the first Dispatcher to be gone', 10_000);

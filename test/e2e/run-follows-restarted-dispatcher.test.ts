@@ -53,7 +53,11 @@ describe('floe run and a Dispatcher started again', () => {
     const result = await run;
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toMatch(/job 'slow-squares' \(\w+\) FINISHED/);
-    const printed = result.stdout.trim().split('\n').map(Number).sort((a, b) => a - b);
+    const printed = result.stdout
+      .trim()
+      .split('\n')
+      .map(Number)
+      .sort((a, b) => a - b);
     expect(printed).toEqual(Array.from({ length: N }, (_, i) => (i + 1) ** 2));
     await stopCluster(stateDir);
   }, 240_000);

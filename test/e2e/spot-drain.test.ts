@@ -53,17 +53,22 @@ function findFiles(dir: string, name: string): string[] {
 }
 
 describe('a TaskExecutor sent SIGTERM mid-job', () => {
-  it('drains: the job FINISHES exact with 0 restarts, the loss named as the platform\'s, and the TaskExecutor exits by itself', async () => {
+  it("drains: the job FINISHES exact with 0 restarts, the loss named as the platform's, and the TaskExecutor exits by itself", async () => {
     const out = join(cluster.work, 'counts');
     // Slow per word: the tasks run for many seconds, so the signal lands while they do.
     const jobId = await cluster.submit('e2e-slow-wordcount.ts', 'default', [input, out, '400'], 2);
-    const busy = await waitFor(async () => {
-      const job = (await cluster.api('GET', `/jobs/${jobId}`)).body;
-      if (['FINISHED', 'FAILED', 'CANCELED'].includes(job.status)) throw new Error(`the job ended ${job.status} before any TaskExecutor was seen running its tasks: ${await cluster.exceptions(jobId)}`);
-      const { body } = await cluster.api('GET', '/taskmanagers');
-      const views = (body.taskManagers ?? []) as TaskExecutorView[];
-      return views.find((te) => te.jobId === jobId && te.slots.some((s) => s.tasks.some((t) => t.state === 'RUNNING')));
-    }, 'a TaskExecutor running tasks of the job', 60_000);
+    const busy = await waitFor(
+      async () => {
+        const job = (await cluster.api('GET', `/jobs/${jobId}`)).body;
+        if (['FINISHED', 'FAILED', 'CANCELED'].includes(job.status))
+          throw new Error(`the job ended ${job.status} before any TaskExecutor was seen running its tasks: ${await cluster.exceptions(jobId)}`);
+        const { body } = await cluster.api('GET', '/taskmanagers');
+        const views = (body.taskManagers ?? []) as TaskExecutorView[];
+        return views.find((te) => te.jobId === jobId && te.slots.some((s) => s.tasks.some((t) => t.state === 'RUNNING')));
+      },
+      'a TaskExecutor running tasks of the job',
+      60_000,
+    );
     const victim = clusterProcesses(cluster.stateDir).find((p) => p.resourceId === busy.resourceId);
     expect(victim, `no process for ${busy.resourceId}`).toBeDefined();
     const before = (await cluster.api('GET', `/jobs/${jobId}`)).body;
@@ -72,7 +77,9 @@ describe('a TaskExecutor sent SIGTERM mid-job', () => {
     process.kill(victim!.pid, 'SIGTERM');
 
     const job = await cluster.awaitTerminal(jobId, 240_000);
-    const { exceptions } = (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body as { exceptions: { message: string; recovered?: boolean; platformCaused?: boolean; location?: string }[] };
+    const { exceptions } = (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body as {
+      exceptions: { message: string; recovered?: boolean; platformCaused?: boolean; location?: string }[];
+    };
     expect(job.status, JSON.stringify(exceptions)).toBe('FINISHED');
     expect(readCounts(out)).toEqual(expected);
     expect(job.restarts ?? 0).toBe(before.restarts ?? 0);
@@ -92,15 +99,22 @@ describe('a TaskExecutor sent SIGTERM mid-job', () => {
     const out = join(cluster.work, 'counts-twice');
     // Blocking exchange: the count tasks read the words region's finished partitions, 2 ms per word.
     const jobId = await cluster.submit('e2e-jm-failover.ts', 'default', [input, out, '2'], 2);
-    const busy = await waitFor(async () => {
-      const job = (await cluster.api('GET', `/jobs/${jobId}`)).body;
-      if (['FINISHED', 'FAILED', 'CANCELED'].includes(job.status)) throw new Error(`the job ended ${job.status} before a TaskExecutor was seen counting: ${await cluster.exceptions(jobId)}`);
-      const views = ((await cluster.api('GET', '/taskmanagers')).body.taskManagers ?? []) as TaskExecutorView[];
-      return views.find((te) => te.jobId === jobId && te.slots.some((s) => s.tasks.some((t) => t.name.includes('count') && t.state === 'RUNNING')));
-    }, 'a TaskExecutor running the count tasks', 60_000);
+    const busy = await waitFor(
+      async () => {
+        const job = (await cluster.api('GET', `/jobs/${jobId}`)).body;
+        if (['FINISHED', 'FAILED', 'CANCELED'].includes(job.status))
+          throw new Error(`the job ended ${job.status} before a TaskExecutor was seen counting: ${await cluster.exceptions(jobId)}`);
+        const views = ((await cluster.api('GET', '/taskmanagers')).body.taskManagers ?? []) as TaskExecutorView[];
+        return views.find((te) => te.jobId === jobId && te.slots.some((s) => s.tasks.some((t) => t.name.includes('count') && t.state === 'RUNNING')));
+      },
+      'a TaskExecutor running the count tasks',
+      60_000,
+    );
     const victim = clusterProcesses(cluster.stateDir).find((p) => p.resourceId === busy.resourceId)!;
     expect(victim).toBeDefined();
-    const exceptions = async () => ((await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body as { exceptions: { platformCaused?: boolean; recovered?: boolean; location?: string }[] }).exceptions;
+    const exceptions = async () =>
+      ((await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body as { exceptions: { platformCaused?: boolean; recovered?: boolean; location?: string }[] })
+        .exceptions;
 
     process.kill(victim.pid, 'SIGTERM');
     await waitFor(async () => (await exceptions()).some((e) => e.location === busy.resourceId), 'the JobMaster to move its tasks', 30_000);
@@ -118,7 +132,10 @@ describe('a TaskExecutor sent SIGTERM mid-job', () => {
     expect(job.restarts ?? 0).toBe(0);
     // Every failure it caused, its leaving and the partitions gone with it, is the platform's.
     expect(all.length, JSON.stringify(all)).toBeGreaterThanOrEqual(1);
-    expect(all.every((e) => e.platformCaused === true && e.recovered === true), JSON.stringify(all)).toBe(true);
+    expect(
+      all.every((e) => e.platformCaused === true && e.recovered === true),
+      JSON.stringify(all),
+    ).toBe(true);
     await cluster.nothingLeft();
   }, 300_000);
 });

@@ -61,10 +61,15 @@ async function submit(exportName: string, args: string[]): Promise<string> {
 }
 
 async function untilEnded(client: RestClient, jobId: string, timeoutMs: number) {
-  return waitFor(async () => {
-    const j = await client.getJob(jobId);
-    return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
-  }, `job ${jobId} to end`, timeoutMs, 200);
+  return waitFor(
+    async () => {
+      const j = await client.getJob(jobId);
+      return j.status === 'FINISHED' || j.status === 'FAILED' || j.status === 'CANCELED' ? j : undefined;
+    },
+    `job ${jobId} to end`,
+    timeoutMs,
+    200,
+  );
 }
 
 describe('a stalled state store', () => {

@@ -38,8 +38,14 @@ describe('submitting to a local Dispatcher', () => {
       const answers = await Promise.all(bodies.map((body) => cluster.api('POST', '/jobs', body)));
 
       const statuses = answers.map((a) => a.status);
-      expect(statuses.filter((s) => s === 202), `trial ${t}: ${JSON.stringify(answers)}`).toHaveLength(1);
-      expect(statuses.filter((s) => s === 409), `trial ${t}: ${JSON.stringify(answers)}`).toHaveLength(9);
+      expect(
+        statuses.filter((s) => s === 202),
+        `trial ${t}: ${JSON.stringify(answers)}`,
+      ).toHaveLength(1);
+      expect(
+        statuses.filter((s) => s === 409),
+        `trial ${t}: ${JSON.stringify(answers)}`,
+      ).toHaveLength(9);
       for (const a of answers.filter((x) => x.status === 409)) expect(a.body.error.message).toMatch(/already exists with a different JobGraph/);
       const winner = answers.findIndex((a) => a.status === 202);
       expect(answers[winner]!.body).toEqual({ jobId });

@@ -29,7 +29,10 @@ afterAll(async () => {
 });
 
 /** The environment of process `pid`, entry by entry, as /proc shows it to anyone of the same user. */
-const environOf = (pid: number): string[] => readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter((e) => e !== '');
+const environOf = (pid: number): string[] =>
+  readFileSync(`/proc/${pid}/environ`, 'utf8')
+    .split('\0')
+    .filter((e) => e !== '');
 
 /** The TaskExecutors a job's log folder names: id and data address from each one's start line. */
 function taskExecutorsOf(stateDir: string, jobId: string): { resourceId: string; dataAddress: string }[] {
@@ -66,11 +69,21 @@ describe('TaskExecutor credentials on a local cluster', () => {
       // The JobManagers hold it, which shows the reading finds it where it is.
       const pids = workerPids(stateDir);
       expect(pids.taskExecutors.length).toBeGreaterThanOrEqual(2);
-      for (const pid of pids.taskExecutors) expect(environOf(pid).filter((e) => e.includes(secret)), `TaskExecutor pid ${pid}`).toEqual([]);
+      for (const pid of pids.taskExecutors)
+        expect(
+          environOf(pid).filter((e) => e.includes(secret)),
+          `TaskExecutor pid ${pid}`,
+        ).toEqual([]);
       expect(pids.jobManagers.some((pid) => environOf(pid).some((e) => e.includes(secret)))).toBe(true);
 
       // What user code found in its worker thread: /proc/self/environ, process.env, its command line.
-      const findings = JSON.parse(readFileSync(findingsPath, 'utf8')) as { pid: number; environ: string[]; cmdline: string[]; variables: string[]; stateDirEntries: string[] };
+      const findings = JSON.parse(readFileSync(findingsPath, 'utf8')) as {
+        pid: number;
+        environ: string[];
+        cmdline: string[];
+        variables: string[];
+        stateDirEntries: string[];
+      };
       expect(pids.taskExecutors).toContain(findings.pid);
       // Locally user code runs as the user who started the cluster: the state dir, its secret file among
       // it, is within its reach (the README says so); no worker is handed a credential in its environment.
@@ -85,7 +98,9 @@ describe('TaskExecutor credentials on a local cluster', () => {
 
       const services = openEmbeddedServices(stateDir);
       const leaders = await Promise.all(
-        [leaseNames.resourceManager(probe), leaseNames.jobMaster(probe), leaseNames.resourceManager(other), leaseNames.jobMaster(other)].map(async (name) => (await services.leaseStore.get(name))!.address),
+        [leaseNames.resourceManager(probe), leaseNames.jobMaster(probe), leaseNames.resourceManager(other), leaseNames.jobMaster(other)].map(
+          async (name) => (await services.leaseStore.get(name))!.address,
+        ),
       );
       await services.close();
       const [probeRm, probeJm, otherRm, otherJm] = leaders as [string, string, string, string];
@@ -115,7 +130,10 @@ describe('TaskExecutor credentials on a local cluster', () => {
       ];
       for (const [address, endpoint, method, args] of atOtherJob) {
         const expected = address === probeRm || address === probeJm ? 403 : 401;
-        expect(await rpcStatus(address, endpoint, method, args, ownBearer), `${endpoint}.${method} at ${address === probeRm || address === probeJm ? 'its own' : 'the other'} job with its own key`).toBe(expected);
+        expect(
+          await rpcStatus(address, endpoint, method, args, ownBearer),
+          `${endpoint}.${method} at ${address === probeRm || address === probeJm ? 'its own' : 'the other'} job with its own key`,
+        ).toBe(expected);
       }
 
       const statuses = new Map<number, number>();
@@ -134,7 +152,9 @@ describe('TaskExecutor credentials on a local cluster', () => {
       // own job is not served by the other job's TaskExecutor at all.
       const realKey = await dataHandshake(otherTe.dataAddress, other, jobDataKey(secret, other), 2_000);
       expect(realKey.keyIsTheJobs, 'the handshake check recognises the real key').toBe(true);
-      const outcomes = await Promise.all(candidates.map(async (candidate) => ({ candidate: candidate.slice(0, 40), ...(await dataHandshake(otherTe.dataAddress, other, candidate)) })));
+      const outcomes = await Promise.all(
+        candidates.map(async (candidate) => ({ candidate: candidate.slice(0, 40), ...(await dataHandshake(otherTe.dataAddress, other, candidate)) })),
+      );
       expect(outcomes.filter((o) => !(o.challenged && !o.keyIsTheJobs && o.closedAfterProof))).toEqual([]);
       expect(await dataHandshake(otherTe.dataAddress, probe, candidates[0]!)).toEqual({ challenged: false, keyIsTheJobs: false, closedAfterProof: false });
     } finally {

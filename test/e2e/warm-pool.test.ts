@@ -39,7 +39,11 @@ beforeAll(async () => {
   for (let i = 0; i < 5_000; i++) lines.push(Array.from({ length: 1 + (i % 5) }, (_, w) => words[(i * 7 + w * 3) % words.length]).join(' '));
   input = join(cluster.work, 'words.txt');
   writeFileSync(input, lines.join('\n') + '\n');
-  reference = lines.flatMap((l) => l.split(/\s+/)).filter((w) => w.length >= 4).map((w) => w.toUpperCase()).sort();
+  reference = lines
+    .flatMap((l) => l.split(/\s+/))
+    .filter((w) => w.length >= 4)
+    .map((w) => w.toUpperCase())
+    .sort();
 });
 
 afterAll(async () => {
@@ -54,28 +58,41 @@ async function runWords(name: string, parallelism: number): Promise<{ jobId: str
   expect(job.status, await cluster.exceptions(jobId)).toBe('FINISHED');
   const output = readdirSync(out)
     .filter((f) => f.startsWith('part-'))
-    .flatMap((p) => readFileSync(join(out, p), 'utf8').split('\n').filter((l) => l !== ''))
+    .flatMap((p) =>
+      readFileSync(join(out, p), 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    )
     .sort();
   expect(output).toEqual(reference);
   return { jobId, job };
 }
 
-const workers = (): { pid: number; resourceId: string | undefined }[] => clusterProcesses(cluster.stateDir).map((p) => ({ pid: p.pid, resourceId: p.resourceId }));
+const workers = (): { pid: number; resourceId: string | undefined }[] =>
+  clusterProcesses(cluster.stateDir).map((p) => ({ pid: p.pid, resourceId: p.resourceId }));
 
 describe('warm pool', () => {
   it('runs the next job in the processes the last one left, and ends them after the idle time', async () => {
     const first = await runWords('out-1', 2);
     // Left ready: the JobManager and its one TaskExecutor (p = 2 is one TaskExecutor of 2 slots).
-    const ready = await waitFor(() => {
-      const w = workers();
-      return w.length === 2 ? w : undefined;
-    }, 'the JobManager and one TaskExecutor to stay in the warm pool', 20_000);
+    const ready = await waitFor(
+      () => {
+        const w = workers();
+        return w.length === 2 ? w : undefined;
+      },
+      'the JobManager and one TaskExecutor to stay in the warm pool',
+      20_000,
+    );
     const jobManagerId = ready.find((w) => w.resourceId?.startsWith('jobmanager'))?.resourceId;
     expect(jobManagerId).toBe(`jobmanager-${first.jobId}`);
 
     const second = await runWords('out-2', 2);
     // The same two processes ran it: no process was started for it.
-    expect(workers().map((w) => w.pid).sort()).toEqual(ready.map((w) => w.pid).sort());
+    expect(
+      workers()
+        .map((w) => w.pid)
+        .sort(),
+    ).toEqual(ready.map((w) => w.pid).sort());
     const record = (await cluster.api('GET', `/jobs/${second.jobId}`)).body;
     expect(record.status).toBe('FINISHED');
     expect(readdirSync(join(cluster.stateDir, 'logs')).filter((f) => f.startsWith(`jobmanager-${second.jobId}`))).toEqual([]);
@@ -117,7 +134,16 @@ describe('warm pool', () => {
     };
     const threads = (seen: Seen[]) => [...new Set(seen.map((s) => s.threadId))].sort();
     /** Per thread, the counts its module saw: a fresh module instance counts from 1 again. */
-    const counts = (seen: Seen[]) => Object.fromEntries(threads(seen).map((t) => [t, seen.filter((s) => s.threadId === t).map((s) => s.counted).sort()]));
+    const counts = (seen: Seen[]) =>
+      Object.fromEntries(
+        threads(seen).map((t) => [
+          t,
+          seen
+            .filter((s) => s.threadId === t)
+            .map((s) => s.counted)
+            .sort(),
+        ]),
+      );
 
     const first = await probe('nothing');
     const second = await probe('nothing');
@@ -143,7 +169,9 @@ describe('warm pool', () => {
     // What a script running jobs in a row does: the next POST follows the long-poll's FINISHED at once
     // (its JobGraph built beforehand). The JobManager that ran the last job must already hold its place
     // in the pool by then, or the Dispatcher starts a JobManager process for the next job.
-    const jobs = await Promise.all(Array.from({ length: 10 }, (_, i) => cluster.build('e2e-words.ts', 'default', [input, join(cluster.work, `row-${i}`), String(64 * 1024)], 2)));
+    const jobs = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => cluster.build('e2e-words.ts', 'default', [input, join(cluster.work, `row-${i}`), String(64 * 1024)], 2)),
+    );
     const ids: string[] = [];
     for (const body of jobs) {
       const res = await cluster.api('POST', '/jobs', body);
@@ -159,11 +187,15 @@ describe('warm pool', () => {
 
   it('gives a warm TaskExecutor its key for the next job, which it runs with it; the keys it held before open nothing at that job', async () => {
     const last = await runWords('out-key', 2);
-    const pooled = await waitFor(() => {
-      const w = workers();
-      const te = w.find((p) => p.resourceId?.startsWith('te-'));
-      return w.length === 2 && te !== undefined ? (te as { pid: number; resourceId: string }) : undefined;
-    }, 'the JobManager and one TaskExecutor in the warm pool', 20_000);
+    const pooled = await waitFor(
+      () => {
+        const w = workers();
+        const te = w.find((p) => p.resourceId?.startsWith('te-'));
+        return w.length === 2 && te !== undefined ? (te as { pid: number; resourceId: string }) : undefined;
+      },
+      'the JobManager and one TaskExecutor in the warm pool',
+      20_000,
+    );
     // What user code of an earlier job could hold: the key the process was launched with (its
     // /proc/self/environ keeps it), and the key it held for the job it served last.
     const environ = readFileSync(`/proc/${pooled.pid}/environ`, 'utf8').split('\0');
@@ -182,14 +214,24 @@ describe('warm pool', () => {
       expect(workers().map((w) => w.pid)).toContain(pooled.pid);
       expect(workers()).toHaveLength(2);
       const services = openEmbeddedServices(cluster.stateDir);
-      const [rmLease, jmLease] = await Promise.all([leaseNames.resourceManager(next), leaseNames.jobMaster(next)].map(async (name) => (await services.leaseStore.get(name))!));
+      const [rmLease, jmLease] = await Promise.all(
+        [leaseNames.resourceManager(next), leaseNames.jobMaster(next)].map(async (name) => (await services.leaseStore.get(name))!),
+      );
       await services.close();
       const [rm, jm] = [rmLease!.address, jmLease!.address];
       const asItself = { resourceId: pooled.resourceId, address: 'http://127.0.0.1:9', dataAddress: '127.0.0.1:9', numberOfSlots: 2 };
       for (const bearer of oldBearers) {
-        expect(await rpcStatus(rm!, 'resourcemanager', 'registerTaskExecutor', [asItself], bearer), 'an old key at the next job\'s ResourceManager').toBe(401);
-        expect(await rpcStatus(rm!, 'resourcemanager', 'sendSlotReport', [pooled.resourceId, { resourceId: pooled.resourceId, slots: [], heldPartitions: 0 }], bearer)).toBe(401);
-        expect(await rpcStatus(jm!, 'jobmaster', 'registerTaskManager', [asItself], bearer), 'an old key at the next job\'s JobMaster').toBe(401);
+        expect(await rpcStatus(rm!, 'resourcemanager', 'registerTaskExecutor', [asItself], bearer), "an old key at the next job's ResourceManager").toBe(401);
+        expect(
+          await rpcStatus(
+            rm!,
+            'resourcemanager',
+            'sendSlotReport',
+            [pooled.resourceId, { resourceId: pooled.resourceId, slots: [], heldPartitions: 0 }],
+            bearer,
+          ),
+        ).toBe(401);
+        expect(await rpcStatus(jm!, 'jobmaster', 'registerTaskManager', [asItself], bearer), "an old key at the next job's JobMaster").toBe(401);
         expect(await rpcStatus(jm!, 'jobmaster', 'offerSlots', [pooled.resourceId, []], bearer)).toBe(401);
       }
       // Its key for this job is one there: with the leader's token, an (empty) offer as itself is answered.

@@ -23,7 +23,10 @@ class FlakyLeaseStore implements LeaseStore {
   /** In 'ok' mode, answers arrive this much (clock) time after the store acted. */
   answerDelayMs = 0;
   calls = 0;
-  constructor(private readonly inner: LeaseStore, private readonly clock: ManualClock) {}
+  constructor(
+    private readonly inner: LeaseStore,
+    private readonly clock: ManualClock,
+  ) {}
   private call<T>(fn: () => Promise<T>): Promise<T> {
     this.calls++;
     if (this.mode === 'hang') return new Promise<T>(() => undefined);
@@ -72,7 +75,15 @@ describe('LeaderElection', () => {
     await Promise.all(started.splice(0).map((c) => c.election.stop()));
   });
 
-  function contender(id: string, overrides: Partial<LeaderElectionOptions> = {}, hooks: Partial<{ onGrant: (t: FencingToken) => void | Promise<void>; onRevoke: (r: string) => void | Promise<void>; onHeldByAnother: (lease: Lease) => void }> = {}): Contender {
+  function contender(
+    id: string,
+    overrides: Partial<LeaderElectionOptions> = {},
+    hooks: Partial<{
+      onGrant: (t: FencingToken) => void | Promise<void>;
+      onRevoke: (r: string) => void | Promise<void>;
+      onHeldByAnother: (lease: Lease) => void;
+    }> = {},
+  ): Contender {
     const store = new FlakyLeaseStore(backing, clock);
     const c: Contender = {
       id,
@@ -292,7 +303,16 @@ describe('LeaderElection', () => {
   it('stop() called from within revokeLeadership does not deadlock, and releases the lease', async () => {
     let stopped: Promise<void> | undefined;
     const holder: { c?: Contender } = {};
-    holder.c = contender('a-10', {}, { onRevoke: async () => { stopped = holder.c!.election.stop(); await stopped; } });
+    holder.c = contender(
+      'a-10',
+      {},
+      {
+        onRevoke: async () => {
+          stopped = holder.c!.election.stop();
+          await stopped;
+        },
+      },
+    );
     const a = holder.c;
     a.election.start();
     await step(0);
@@ -400,7 +420,7 @@ describe('LeaderElection', () => {
   it('never has two acting leaders while stores hang, fail and answer late at random', async () => {
     // A seeded generator keeps a failure reproducible.
     let seed = 42;
-    const random = (): number => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = (): number => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const cs = ['r0', 'r1', 'r2'].map((id) => contender(`${id}-13`));
     for (const c of cs) c.election.start();
     const grants: { at: number; holder: string; token: number }[] = [];
@@ -422,7 +442,18 @@ describe('LeaderElection', () => {
         const grantCount = c.events.filter((e) => e.startsWith('grant')).length;
         if (grantCount > (seen.get(c) ?? 0)) {
           seen.set(c, grantCount);
-          grants.push({ at: clock.now(), holder: c.id, token: c.acting ?? Number(c.events.filter((e) => e.startsWith('grant')).at(-1)!.slice(6)) });
+          grants.push({
+            at: clock.now(),
+            holder: c.id,
+            token:
+              c.acting ??
+              Number(
+                c.events
+                  .filter((e) => e.startsWith('grant'))
+                  .at(-1)!
+                  .slice(6),
+              ),
+          });
         }
       }
     }

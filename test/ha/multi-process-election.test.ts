@@ -58,7 +58,9 @@ function leaders(contenders: readonly Contender[]): { c: Contender; epoch: numbe
   const out: { c: Contender; epoch: number }[] = [];
   for (const c of contenders) {
     if (c.killed) continue;
-    const last = events(c.file).filter((e) => e.ev === 'grant' || e.ev === 'revoke').at(-1);
+    const last = events(c.file)
+      .filter((e) => e.ev === 'grant' || e.ev === 'revoke')
+      .at(-1);
     if (last?.ev === 'grant') out.push({ c, epoch: last.epoch! });
   }
   return out;
@@ -74,7 +76,14 @@ it('three contender processes: never two valid leaders, epochs rise across step-
     const file = join(dir, `${holder}.jsonl`);
     const child = spawn(process.execPath, [entry], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-      env: { ...process.env, FLOE_TEST_DB: db, FLOE_TEST_HOLDER: holder, FLOE_TEST_OUT: file, FLOE_TEST_LEASE_MS: String(LEASE_MS), FLOE_TEST_RENEW_MS: String(RENEW_MS) },
+      env: {
+        ...process.env,
+        FLOE_TEST_DB: db,
+        FLOE_TEST_HOLDER: holder,
+        FLOE_TEST_OUT: file,
+        FLOE_TEST_LEASE_MS: String(LEASE_MS),
+        FLOE_TEST_RENEW_MS: String(RENEW_MS),
+      },
     });
     child.channel?.unref();
     pids.push(child.pid!);
@@ -124,7 +133,10 @@ it('three contender processes: never two valid leaders, epochs rise across step-
     await waitUntil('every live contender to have started', () => live.every((c) => events(c.file).some((e) => e.ev === 'started')), 20_000);
     for (const c of live) c.child.kill('SIGTERM');
     await Promise.all(contenders.map((c) => c.exited));
-    expect(pids.filter((pid) => isProcessAlive(pid)), 'contender processes left running').toEqual([]);
+    expect(
+      pids.filter((pid) => isProcessAlive(pid)),
+      'contender processes left running',
+    ).toEqual([]);
     // Stopped contenders exit cleanly (code 0) after releasing; only the SIGKILLed ones did not.
     expect(live.map((c) => `${c.holder}: ${c.child.exitCode ?? c.child.signalCode}`)).toEqual(live.map((c) => `${c.holder}: 0`));
   } finally {
@@ -132,7 +144,13 @@ it('three contender processes: never two valid leaders, epochs rise across step-
   }
 
   // Rebuild every leadership period: [grant, revoke], and how long the lease behind it was valid.
-  interface Period { holder: string; epoch: number; start: number; end: number; validEnd: number; }
+  interface Period {
+    holder: string;
+    epoch: number;
+    start: number;
+    end: number;
+    validEnd: number;
+  }
   const periods: Period[] = [];
   let acts = 0;
   for (const c of contenders) {
@@ -166,7 +184,9 @@ it('three contender processes: never two valid leaders, epochs rise across step-
     expect(Number.isFinite(p.validEnd) && p.validEnd >= p.start, `period ${JSON.stringify(p)} has a lease behind it`).toBe(true);
     for (let j = i + 1; j < periods.length; j++) {
       const q = periods[j]!;
-      expect(q.start, `${q.holder}@${q.epoch} took over while ${p.holder}@${p.epoch}'s lease was valid (until ${p.validEnd})`).toBeGreaterThanOrEqual(p.validEnd);
+      expect(q.start, `${q.holder}@${q.epoch} took over while ${p.holder}@${p.epoch}'s lease was valid (until ${p.validEnd})`).toBeGreaterThanOrEqual(
+        p.validEnd,
+      );
     }
     if (i > 0) {
       const prev = periods[i - 1]!;

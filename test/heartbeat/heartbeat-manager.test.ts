@@ -205,7 +205,9 @@ describe('HeartbeatManager, sender side', () => {
     const h = harness({ rpcFailureThreshold: -1 });
     const start = h.clock.now();
     h.manager.monitorTarget('cut-off', async () => {
-      throw new RpcConnectionError('local://cut-off/taskexecutor.heartbeatFromJobManager', { cause: Object.assign(new Error('the network is partitioned'), { code: 'EHOSTUNREACH' }) });
+      throw new RpcConnectionError('local://cut-off/taskexecutor.heartbeatFromJobManager', {
+        cause: Object.assign(new Error('the network is partitioned'), { code: 'EHOSTUNREACH' }),
+      });
     });
     h.manager.monitorTarget('gone', async () => {
       throw new RpcConnectionError('local://gone/taskexecutor.heartbeatFromJobManager', { cause: refused() });
@@ -222,7 +224,16 @@ describe('HeartbeatManager, sender side', () => {
     const clock = new ManualClock();
     expect(
       () =>
-        new HeartbeatManager({ ownerName: 'x', intervalMs: 10, timeoutMs: 100, rpcFailureThreshold: 0, mainThread: new MainThread('x', clock), clock, logger: silentLogger, onTimeout: () => {} }),
+        new HeartbeatManager({
+          ownerName: 'x',
+          intervalMs: 10,
+          timeoutMs: 100,
+          rpcFailureThreshold: 0,
+          mainThread: new MainThread('x', clock),
+          clock,
+          logger: silentLogger,
+          onTimeout: () => {},
+        }),
     ).toThrow(/positive count or -1/);
   });
 
@@ -303,7 +314,9 @@ describe('HeartbeatManager, receiver side', () => {
     await h.advance(TIMEOUT - 10);
     expect(h.timeouts).toEqual([]);
     await h.advance(10);
-    expect(h.timeouts).toEqual([{ targetId: 'rm', cause: expect.stringContaining('no heartbeat from rm for 500 ms') as unknown as string, atMs: lastBeat + TIMEOUT, onThread: true }]);
+    expect(h.timeouts).toEqual([
+      { targetId: 'rm', cause: expect.stringContaining('no heartbeat from rm for 500 ms') as unknown as string, atMs: lastBeat + TIMEOUT, onThread: true },
+    ]);
     // Once lost, a late beat does not bring it back and nothing fires again.
     h.manager.receiveHeartbeat('rm');
     await h.advance(2 * TIMEOUT);
@@ -348,7 +361,15 @@ describe('HeartbeatManager lifecycle', () => {
     const clock = new ManualClock();
     expect(
       () =>
-        new HeartbeatManager({ ownerName: 'x', intervalMs: 0, timeoutMs: 10, mainThread: new MainThread('x', clock), clock, logger: silentLogger, onTimeout: () => {} }),
+        new HeartbeatManager({
+          ownerName: 'x',
+          intervalMs: 0,
+          timeoutMs: 10,
+          mainThread: new MainThread('x', clock),
+          clock,
+          logger: silentLogger,
+          onTimeout: () => {},
+        }),
     ).toThrow(/must be positive/);
   });
 });

@@ -19,8 +19,16 @@ function graphWithSinks(paths: string[], sourcePath = '/data/in.txt'): JobGraph 
     library: { sha256: 'b'.repeat(64), sizeBytes: 10 },
     program: { export: 'default', args: [] },
     vertices: [
-      vertexWith('read', [{ kind: 'source.textFile', id: 'read-op', name: 'read', path: sourcePath, splitSizeBytes: 10 }, { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 1 }]),
-      ...paths.map((path, i) => vertexWith(`v${i}`, [{ kind: 'source.sequence', id: `s${i}`, name: 'seq', from: 1, to: 2 }, { kind: 'sink.textFile', id: `w${i}`, name: `write${i}`, path, writeMode: 'no-overwrite' }])),
+      vertexWith('read', [
+        { kind: 'source.textFile', id: 'read-op', name: 'read', path: sourcePath, splitSizeBytes: 10 },
+        { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 1 },
+      ]),
+      ...paths.map((path, i) =>
+        vertexWith(`v${i}`, [
+          { kind: 'source.sequence', id: `s${i}`, name: 'seq', from: 1, to: 2 },
+          { kind: 'sink.textFile', id: `w${i}`, name: `write${i}`, path, writeMode: 'no-overwrite' },
+        ]),
+      ),
     ],
     edges: [],
   };
@@ -63,18 +71,26 @@ describe('paths in a JobGraph', () => {
   it('accepts an s3:// source naming a key or prefix; refuses one with a bad bucket name or a .. segment, and a relative one', () => {
     expect(problemsOf(graphWithSinks([], 's3://bucket/in/2024'))).toEqual([]);
     expect(problemsOf(graphWithSinks([], 's3://bucket'))).toEqual([]);
-    expect(problemsOf(graphWithSinks([], 's3://Bad_Bucket/in'))).toEqual([expect.stringMatching(/\('read'\)\.path must be s3:\/\/<bucket>\/<key or prefix> with a valid bucket name, found 's3:\/\/Bad_Bucket\/in'/)]);
+    expect(problemsOf(graphWithSinks([], 's3://Bad_Bucket/in'))).toEqual([
+      expect.stringMatching(/\('read'\)\.path must be s3:\/\/<bucket>\/<key or prefix> with a valid bucket name, found 's3:\/\/Bad_Bucket\/in'/),
+    ]);
     expect(problemsOf(graphWithSinks([], 's3://bucket/a/../b'))).toEqual([expect.stringMatching(/\('read'\)\.path holds '\.\.' segments/)]);
-    expect(problemsOf(graphWithSinks([], 'in.txt'))).toEqual([expect.stringMatching(/\('read'\)\.path must be absolute \(tasks run in other processes\) or an s3:\/\/<bucket>\/<key or prefix> URI \(AWS backend\), found 'in\.txt'/)]);
+    expect(problemsOf(graphWithSinks([], 'in.txt'))).toEqual([
+      expect.stringMatching(
+        /\('read'\)\.path must be absolute \(tasks run in other processes\) or an s3:\/\/<bucket>\/<key or prefix> URI \(AWS backend\), found 'in\.txt'/,
+      ),
+    ]);
   });
 
   it('refuses a filesystem root as a sink folder, and sink folders inside one another', () => {
     expect(problemsOf(graphWithSinks(['/']))).toEqual([expect.stringMatching(/path is a filesystem root \('\/'\)/)]);
-    expect(problemsOf(graphWithSinks(['/data/out', '/data/out/inner']))).toEqual([expect.stringMatching(/'\/data\/out\/inner' and the target '\/data\/out' of .* lie one inside the other/)]);
+    expect(problemsOf(graphWithSinks(['/data/out', '/data/out/inner']))).toEqual([
+      expect.stringMatching(/'\/data\/out\/inner' and the target '\/data\/out' of .* lie one inside the other/),
+    ]);
     expect(problemsOf(graphWithSinks(['/data/out', '/data/outer']))).toEqual([]);
   });
 
-  it("gives a sink without a write mode the default, and names a bad one", () => {
+  it('gives a sink without a write mode the default, and names a bad one', () => {
     const raw = JSON.parse(JSON.stringify(graphWithSinks(['/data/out']))) as { vertices: { operators: Record<string, unknown>[] }[] };
     delete raw.vertices[1]!.operators[1]!['writeMode'];
     expect(parseJobGraph(raw).vertices[1]!.operators[1]).toMatchObject({ kind: 'sink.textFile', writeMode: 'no-overwrite' });

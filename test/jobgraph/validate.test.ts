@@ -9,14 +9,28 @@ import { problemsOf } from '../support/job-graphs.js';
 const fn = (operatorId: string) => ({ export: 'default', operatorId });
 
 function vertex(id: string, over: Partial<JobVertex> = {}): JobVertex {
-  return { id, name: id, parallelism: 2, maxParallelism: 128, slotSharingGroup: 'default', operators: [{ kind: 'map', id: `${id}-op`, name: 'map', fn: fn(`${id}-op`) }], ...over };
+  return {
+    id,
+    name: id,
+    parallelism: 2,
+    maxParallelism: 128,
+    slotSharingGroup: 'default',
+    operators: [{ kind: 'map', id: `${id}-op`, name: 'map', fn: fn(`${id}-op`) }],
+    ...over,
+  };
 }
 const source = (id: string, over: Partial<JobVertex> = {}): JobVertex =>
   vertex(id, { operators: [{ kind: 'source.sequence', id: `${id}-op`, name: 'seq', from: 1, to: 10 }], ...over });
 const sink = (id: string, over: Partial<JobVertex> = {}): JobVertex =>
   vertex(id, { operators: [{ kind: 'sink.collect', id: `${id}-op`, name: 'collect', maxRecords: 10 }], ...over });
 const edge = (id: string, s: string, t: string, over: Partial<JobEdge> = {}): JobEdge => ({
-  id, source: s, target: t, distribution: 'forward', partitioner: 'forward', partitionType: 'pipelined', ...over,
+  id,
+  source: s,
+  target: t,
+  distribution: 'forward',
+  partitioner: 'forward',
+  partitionType: 'pipelined',
+  ...over,
 });
 
 function graph(vertices: JobVertex[], edges: JobEdge[]): JobGraph {
@@ -86,16 +100,25 @@ describe('validateJobGraph', () => {
 
   it('rejects an empty graph and graphs over the limits', () => {
     expect(problemsOf(() => validateJobGraph(graph([], [])))).toEqual([expect.stringMatching(/no vertices/)]);
-    const wide = graph([source('a', { parallelism: 32_769, maxParallelism: 32_768 }), sink('b', { parallelism: 2000, maxParallelism: 40_000 })], [edge('e1', 'a', 'b')]);
+    const wide = graph(
+      [source('a', { parallelism: 32_769, maxParallelism: 32_768 }), sink('b', { parallelism: 2000, maxParallelism: 40_000 })],
+      [edge('e1', 'a', 'b')],
+    );
     const problems = problemsOf(() => validateJobGraph(wide));
     expect(problems).toContainEqual(expect.stringMatching(/vertices\[0\] \('a'\)\.parallelism 32769 exceeds the limit of 32768 subtasks per vertex/));
     expect(problems).toContainEqual(expect.stringMatching(/vertices\[1\] \('b'\)\.maxParallelism 40000 exceeds the limit of 32768 key groups/));
-    const many = graph(Array.from({ length: JOB_GRAPH_LIMITS.maxVertices + 1 }, (_, i) => source(`v${i}`)), []);
+    const many = graph(
+      Array.from({ length: JOB_GRAPH_LIMITS.maxVertices + 1 }, (_, i) => source(`v${i}`)),
+      [],
+    );
     expect(problemsOf(() => validateJobGraph(many))).toContainEqual(expect.stringMatching(/1001 vertices, the limit is 1000/));
   });
 
   it('accepts vertices of parallelism and maxParallelism 32768, as Flink does', () => {
-    const big = graph([source('a', { parallelism: 32_768, maxParallelism: 32_768 }), sink('b', { parallelism: 32_768, maxParallelism: 32_768 })], [edge('e1', 'a', 'b')]);
+    const big = graph(
+      [source('a', { parallelism: 32_768, maxParallelism: 32_768 }), sink('b', { parallelism: 32_768, maxParallelism: 32_768 })],
+      [edge('e1', 'a', 'b')],
+    );
     expect(() => validateJobGraph(big)).not.toThrow();
     expect(JOB_GRAPH_LIMITS.maxParallelism).toBe(32_768);
   });
@@ -110,7 +133,12 @@ describe('validateJobGraph', () => {
 
   it('names vertices by name, not by id, in edge and cycle problems', () => {
     const g = graph(
-      [source('op-1', { name: 'numbers' }), vertex('op-2', { name: 'double' }), vertex('op-3', { name: 'half' }), sink('op-4', { name: 'out', parallelism: 3 })],
+      [
+        source('op-1', { name: 'numbers' }),
+        vertex('op-2', { name: 'double' }),
+        vertex('op-3', { name: 'half' }),
+        sink('op-4', { name: 'out', parallelism: 3 }),
+      ],
       [edge('e-1', 'op-1', 'op-2'), edge('e-2', 'op-2', 'op-3'), edge('e-3', 'op-3', 'op-2'), edge('e-4', 'op-3', 'op-4')],
     );
     const problems = problemsOf(() => validateJobGraph(g));
@@ -232,9 +260,13 @@ describe('parseJobGraph', () => {
   it('names a keyed sum field that is neither a property name nor a tuple index', () => {
     const input = json(good()) as any;
     input.vertices[1].operators[0] = { kind: 'keyed.sum', id: 'b-op', name: 'sum', key: fn('b-op'), emit: 'final', field: -1 };
-    expect(problemsOf(() => parseJobGraph(input))).toEqual(['vertices[1].operators[0].field must be a property name (a string) or a tuple index (an integer >= 0), found -1']);
+    expect(problemsOf(() => parseJobGraph(input))).toEqual([
+      'vertices[1].operators[0].field must be a property name (a string) or a tuple index (an integer >= 0), found -1',
+    ]);
     input.vertices[1].operators[0].field = Infinity;
-    expect(problemsOf(() => parseJobGraph(input))).toEqual(['vertices[1].operators[0].field must be a property name (a string) or a tuple index (an integer >= 0), found a number too large (Infinity)']);
+    expect(problemsOf(() => parseJobGraph(input))).toEqual([
+      'vertices[1].operators[0].field must be a property name (a string) or a tuple index (an integer >= 0), found a number too large (Infinity)',
+    ]);
   });
 
   it('rejects what is not an object, and oversized arrays before walking them', () => {

@@ -15,7 +15,10 @@ describe('a failed capacity release', () => {
       'DynamoDB',
       'TransactWriteItems (release)',
       'table floe-jobs',
-      sdkError('AccessDeniedException', 'User: arn:aws:sts::123456789012:assumed-role/JobManagerRole/task is not authorized to perform: dynamodb:PutItem on resource: arn:aws:dynamodb:us-east-1:123456789012:table/floe-jobs'),
+      sdkError(
+        'AccessDeniedException',
+        'User: arn:aws:sts::123456789012:assumed-role/JobManagerRole/task is not authorized to perform: dynamodb:PutItem on resource: arn:aws:dynamodb:us-east-1:123456789012:table/floe-jobs',
+      ),
     );
     const told = capacityReleaseFailure(jobId, denied);
     expect(told.level).toBe('error');
@@ -25,8 +28,16 @@ describe('a failed capacity release', () => {
   });
 
   it('is a warning left to the reconciler when the failure passes', () => {
-    const throttled = new AwsRequestError('DynamoDB', 'TransactWriteItems (release)', 'table floe-jobs', sdkError('ProvisionedThroughputExceededException', 'Rate of requests exceeds the allowed throughput.'));
+    const throttled = new AwsRequestError(
+      'DynamoDB',
+      'TransactWriteItems (release)',
+      'table floe-jobs',
+      sdkError('ProvisionedThroughputExceededException', 'Rate of requests exceeds the allowed throughput.'),
+    );
     expect(throttled.retryable).toBe(true);
-    expect(capacityReleaseFailure(jobId, throttled)).toEqual({ level: 'warn', message: `cannot give back the capacity of job ${jobId} now; the Dispatcher's reconciler will` });
+    expect(capacityReleaseFailure(jobId, throttled)).toEqual({
+      level: 'warn',
+      message: `cannot give back the capacity of job ${jobId} now; the Dispatcher's reconciler will`,
+    });
   });
 });

@@ -35,7 +35,10 @@ function jobGraph(vertices: JobVertex[], edges: JobEdge[]): JobGraph {
 /** Every subtask gets a slot: `perExecutor` slots per TaskExecutor, subtask i of every vertex in slot i. */
 function place(graph: ExecutionGraph, perExecutor = 4): void {
   for (const ev of graph.executionVertices) {
-    ev.current.location = { resourceId: ResourceId.of(`te-${Math.floor(ev.subtaskIndex / perExecutor)}`), allocationId: AllocationId.of(`slot-${ev.subtaskIndex}`) };
+    ev.current.location = {
+      resourceId: ResourceId.of(`te-${Math.floor(ev.subtaskIndex / perExecutor)}`),
+      allocationId: AllocationId.of(`slot-${ev.subtaskIndex}`),
+    };
   }
 }
 const descriptorsFor = (graph: ExecutionGraph) =>
@@ -58,11 +61,33 @@ describe('big graphs', () => {
   it('refuses a vertex over 32768 subtasks, in the JobGraph and in the DataStream API, naming the field and the limit', () => {
     const over = jobGraph([vertex('src', 32_769, 'source'), vertex('sink', 2, 'sink')], [edge('src', 'sink', 'pipelined')]);
     expect(() => validateJobGraph(over)).toThrow(/vertices\[0\] \('src'\)\.parallelism 32769 exceeds the limit of 32768 subtasks per vertex/);
-    const options = { jobId: JobId.of('j'), args: [], exportName: 'default', library: { sha256: 'b'.repeat(64), sizeBytes: 1 }, defaultParallelism: 2, cwd: '/w' };
+    const options = {
+      jobId: JobId.of('j'),
+      args: [],
+      exportName: 'default',
+      library: { sha256: 'b'.repeat(64), sizeBytes: 1 },
+      defaultParallelism: 2,
+      cwd: '/w',
+    };
     const tooWide = defineJob('wide', (env) => void env.fromSequence(1, 2).setParallelism(32_769).collect());
     expect(() => buildJobGraph(tooWide, options)).toThrow(InvalidJobDefinitionError);
-    expect(() => buildJobGraph(tooWide, options)).toThrow(/'.*'\.setParallelism\(n\) needs an integer <= 32768 \(the most subtasks a vertex may have\), found 32769/);
-    const widest = buildJobGraph(defineJob('widest', (env) => void env.fromSequence(1, 2).setParallelism(32_768).rebalance().map((n) => n).setParallelism(32_768).collect()), options);
+    expect(() => buildJobGraph(tooWide, options)).toThrow(
+      /'.*'\.setParallelism\(n\) needs an integer <= 32768 \(the most subtasks a vertex may have\), found 32769/,
+    );
+    const widest = buildJobGraph(
+      defineJob(
+        'widest',
+        (env) =>
+          void env
+            .fromSequence(1, 2)
+            .setParallelism(32_768)
+            .rebalance()
+            .map((n) => n)
+            .setParallelism(32_768)
+            .collect(),
+      ),
+      options,
+    );
     expect(widest.vertices.filter((v) => v.parallelism === 32_768).map((v) => v.maxParallelism)).toEqual([32_768, 32_768]);
   });
 
@@ -114,7 +139,11 @@ describe('big graphs', () => {
     next.location = { resourceId: ResourceId.of('te-900'), allocationId: AllocationId.of('slot-x') };
     const again = factory.create(graph.subtasks('sink')[0]!);
     expect(factory.producerDescriptionsBuilt).toBe(2);
-    expect(inputChannelsOf(again.inputs[0]!)[5]).toEqual({ partitionId: partitionIdOf(g.edges[0]!, next), subpartitionIndex: 0, producer: { resourceId: 'te-900', dataAddress: '127.0.0.1:7900' } });
+    expect(inputChannelsOf(again.inputs[0]!)[5]).toEqual({
+      partitionId: partitionIdOf(g.edges[0]!, next),
+      subpartitionIndex: 0,
+      producer: { resourceId: 'te-900', dataAddress: '127.0.0.1:7900' },
+    });
     expect(factory.create(graph.subtasks('sink')[1]!).inputs[0]!.producers).toBe(again.inputs[0]!.producers);
   });
 
@@ -145,10 +174,16 @@ describe('big graphs', () => {
 
   it('puts both ends of a pipelined all-to-all edge in one region and separates those of a blocking one, at 10,000 subtasks', () => {
     const N = 10_000;
-    const g = jobGraph([vertex('a', N, 'source'), vertex('b', N), vertex('c', N), vertex('d', N, 'sink')], [edge('a', 'b', 'pipelined'), edge('b', 'c', 'blocking'), edge('c', 'd', 'pipelined', 'forward')]);
+    const g = jobGraph(
+      [vertex('a', N, 'source'), vertex('b', N), vertex('c', N), vertex('d', N, 'sink')],
+      [edge('a', 'b', 'pipelined'), edge('b', 'c', 'blocking'), edge('c', 'd', 'pipelined', 'forward')],
+    );
     validateJobGraph(g);
     const plan = computePipelinedRegions(g);
-    expect(plan.regions.map((r) => r.vertexIds)).toEqual([['a', 'b'], ['c', 'd']]);
+    expect(plan.regions.map((r) => r.vertexIds)).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ]);
     expect(plan.regions[1]!.blockingInputs.map((e) => e.id)).toEqual(['b-c']);
     expect(g.edges.map((e) => plan.partitionTypeOf(e))).toEqual(['pipelined', 'blocking', 'pipelined']);
 
@@ -165,17 +200,26 @@ describe('big graphs', () => {
     }
     const names = (rs: readonly { vertexIds: readonly string[] }[]) => rs.map((r) => [...r.vertexIds]);
     expect(names(strategy.regionsToRestart([plan.regionOf('d')]))).toEqual([['c', 'd']]);
-    expect(names(strategy.regionsToRestart([plan.regionOf('a')]))).toEqual([['a', 'b'], ['c', 'd']]);
+    expect(names(strategy.regionsToRestart([plan.regionOf('a')]))).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ]);
     // One lost blocking partition: its producer region runs again too.
     available.delete(partitionIdOf(g.edges[1]!, graph.subtasks('b')[N - 1]!));
-    expect(names(strategy.regionsToRestart([plan.regionOf('c')]))).toEqual([['a', 'b'], ['c', 'd']]);
+    expect(names(strategy.regionsToRestart([plan.regionOf('c')]))).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ]);
   });
 
   it('merges regions that would wait on each other through blocking all-to-all edges', () => {
     const N = 5000;
     // a → b blocking, a → c pipelined, c → b pipelined: b waits on a's completion, but shares a region with
     // a through c, so the blocking edge runs inside one region.
-    const g = jobGraph([vertex('a', N, 'source'), vertex('c', N), vertex('b', N, 'sink')], [edge('a', 'b', 'blocking'), edge('a', 'c', 'pipelined'), edge('c', 'b', 'pipelined')]);
+    const g = jobGraph(
+      [vertex('a', N, 'source'), vertex('c', N), vertex('b', N, 'sink')],
+      [edge('a', 'b', 'blocking'), edge('a', 'c', 'pipelined'), edge('c', 'b', 'pipelined')],
+    );
     const plan = computePipelinedRegions(g);
     expect(plan.regions.map((r) => r.vertexIds)).toEqual([['a', 'c', 'b']]);
     expect(plan.partitionTypeOf(g.edges[0]!)).toBe('pipelined');
@@ -192,7 +236,7 @@ describe('cached JSON parts', () => {
     expect(JSON.parse(stringifyWithCachedParts(tricky))).toEqual(JSON.parse(JSON.stringify(tricky)));
   });
 
-  it('packs a TaskExecutor\'s tasks so a shared producer description and a vertex\'s operators travel once, and unpacks them as they were', () => {
+  it("packs a TaskExecutor's tasks so a shared producer description and a vertex's operators travel once, and unpacks them as they were", () => {
     const graph = new ExecutionGraph(jobGraph([vertex('src', 1000, 'source'), vertex('sink', 1000, 'sink')], [edge('src', 'sink', 'pipelined')]));
     place(graph);
     const factory = descriptorsFor(graph);

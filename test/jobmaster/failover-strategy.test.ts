@@ -10,13 +10,27 @@ import { computePipelinedRegions } from '../../runtime/jobmaster/pipelined-regio
 import { createRestartStrategy } from '../../runtime/jobmaster/restart-strategy.js';
 
 function v(id: string, parallelism = 2): JobVertex {
-  return { id, name: id, parallelism, maxParallelism: 128, slotSharingGroup: 'default', operators: [{ kind: 'map', id, name: id, fn: { export: 'default', operatorId: id } }] };
+  return {
+    id,
+    name: id,
+    parallelism,
+    maxParallelism: 128,
+    slotSharingGroup: 'default',
+    operators: [{ kind: 'map', id, name: id, fn: { export: 'default', operatorId: id } }],
+  };
 }
 function e(source: string, target: string, partitionType: PartitionType, distribution: DistributionPattern = 'all-to-all'): JobEdge {
   return { id: `${source}->${target}`, source, target, distribution, partitioner: distribution === 'forward' ? 'forward' : 'rebalance', partitionType };
 }
 function setup(vertices: JobVertex[], edges: JobEdge[]) {
-  const jobGraph: JobGraph = { jobId: JobId.of('j'), name: 'g', library: { sha256: 'ab'.repeat(32), sizeBytes: 1 }, program: { export: 'default', args: [] }, vertices, edges };
+  const jobGraph: JobGraph = {
+    jobId: JobId.of('j'),
+    name: 'g',
+    library: { sha256: 'ab'.repeat(32), sizeBytes: 1 },
+    program: { export: 'default', args: [] },
+    vertices,
+    edges,
+  };
   const plan = computePipelinedRegions(jobGraph);
   const graph = new ExecutionGraph(jobGraph);
   const available = new Set<string>();

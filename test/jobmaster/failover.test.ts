@@ -62,17 +62,37 @@ describe('JobMaster failover', () => {
     const network = new LocalRpcNetwork();
     const jobStore = new FlakyJobStore(clock);
     await jobStore.create({
-      jobId, name: g.name, status: 'INITIALIZING', epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 2, exceptions: [], cancelRequested: false,
+      jobId,
+      name: g.name,
+      status: 'INITIALIZING',
+      epoch: 0,
+      submittedAtMs: 0,
+      updatedAtMs: 0,
+      jobGraphKey: 'k',
+      librarySha256: 'x',
+      parallelism: 2,
+      exceptions: [],
+      cancelRequested: false,
     });
     const declared: number[] = [];
     const rmImpl = {
       registerJobMaster: async () => ({ resourceManagerResourceId: ResourceId.of('rm') }),
       declareRequiredResources: async (_j: JobId, _t: FencingToken, r: { slots: number }) => void declared.push(r.slots),
       disconnectJobManager: async () => {},
-      requestClusterResources: async () => ({ registeredTaskExecutors: 1, slotsPerTaskExecutor: 2, totalSlots: 2, freeSlots: 0, pendingTaskExecutors: 0, maxTaskExecutors: 2 }),
+      requestClusterResources: async () => ({
+        registeredTaskExecutors: 1,
+        slotsPerTaskExecutor: 2,
+        totalSlots: 2,
+        freeSlots: 0,
+        pendingTaskExecutors: 0,
+        maxTaskExecutors: 2,
+      }),
     };
     const rmRpc = new LocalRpcService(network, 'rm');
-    rmRpc.serve('resourcemanager', rmImpl as unknown as ResourceManagerGateway, { methods: RESOURCE_MANAGER_METHODS.filter((m) => m in rmImpl), fencingToken: RM_TOKEN });
+    rmRpc.serve('resourcemanager', rmImpl as unknown as ResourceManagerGateway, {
+      methods: RESOURCE_MANAGER_METHODS.filter((m) => m in rmImpl),
+      fencingToken: RM_TOKEN,
+    });
     const deployed: TaskDeploymentDescriptor[] = [];
     const cancelled: string[] = [];
     const released: { taskExecutor: string; partitions: string[] }[] = [];
@@ -88,10 +108,23 @@ describe('JobMaster failover', () => {
       rpcs.push(rpc);
     };
     const jmRpc = new LocalRpcService(network, 'jm');
-    const config = loadConfig({ 'slot.request.timeout': 60_000, 'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.delay': 100, ...options.config });
+    const config = loadConfig({
+      'slot.request.timeout': 60_000,
+      'restart-strategy.type': 'fixed-delay',
+      'restart-strategy.fixed-delay.delay': 100,
+      ...options.config,
+    });
     const jobMaster = new JobMaster({
-      jobGraph: g, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config, rpc: jmRpc, jobStore,
-      blobStore: new InMemoryBlobStore(), clock, logger: silentLogger, resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
+      jobGraph: g,
+      resourceId: ResourceId.of('jm'),
+      fencingToken: JM_TOKEN,
+      config,
+      rpc: jmRpc,
+      jobStore,
+      blobStore: new InMemoryBlobStore(),
+      clock,
+      logger: silentLogger,
+      resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
       ...(options.recovery !== undefined ? { recovery: options.recovery } : {}),
     });
     await jobMaster.start();
@@ -104,8 +137,16 @@ describe('JobMaster failover', () => {
     const register = async (id: string, slots: number, partitions: string[] = []): Promise<void> => {
       addTaskExecutor(id);
       const resourceId = ResourceId.of(id);
-      await jm.registerTaskManager({ resourceId, address: `local://${id}`, dataAddress: `127.0.0.1:1`, partitions: partitions.map((p) => ResultPartitionId.of(p)) });
-      await jm.offerSlots(resourceId, Array.from({ length: slots }, (_, s) => ({ allocationId: AllocationId.of(`${id}-${s}`), slotIndex: s })));
+      await jm.registerTaskManager({
+        resourceId,
+        address: `local://${id}`,
+        dataAddress: `127.0.0.1:1`,
+        partitions: partitions.map((p) => ResultPartitionId.of(p)),
+      });
+      await jm.offerSlots(
+        resourceId,
+        Array.from({ length: slots }, (_, s) => ({ allocationId: AllocationId.of(`${id}-${s}`), slotIndex: s })),
+      );
     };
     for (let i = 0; i < (options.taskExecutors ?? 1); i++) await register(`te-${i}`, options.slotsEach ?? 2);
     const settle = async (): Promise<void> => {
@@ -117,7 +158,11 @@ describe('JobMaster failover', () => {
       return jm.updateTaskExecutionState({ attemptId: tdd.attemptId, state: 'FINISHED', result: { recordsIn: 1, recordsOut: 1 } });
     };
     const fail = (tdd: TaskDeploymentDescriptor, message = 'boom') =>
-      jm.updateTaskExecutionState({ attemptId: tdd.attemptId, state: 'FAILED', error: { code: 'USER_CODE', message, retryable: false, stack: `Error: ${message}\n    at job.ts:4:11` } });
+      jm.updateTaskExecutionState({
+        attemptId: tdd.attemptId,
+        state: 'FAILED',
+        error: { code: 'USER_CODE', message, retryable: false, stack: `Error: ${message}\n    at job.ts:4:11` },
+      });
     /** Tasks of a vertex deployed for a given attempt number. */
     const of = (vertexId: string, attempt = 0) => deployed.filter((t) => t.vertexId === vertexId && t.attemptNumber === attempt);
     /** Lets the restart delay pass. */
@@ -130,7 +175,10 @@ describe('JobMaster failover', () => {
   }
 
   it('restarts the region of a task whose user function threw once; the job FINISHES and the exception shows it recovered', async () => {
-    const g = graph([v('src', 2, seq('src')), v('map', 2, mapOp('map')), v('sink', 2, sinkOp('sink'))], [e('src', 'map', 'pipelined'), e('map', 'sink', 'pipelined', 'forward')]);
+    const g = graph(
+      [v('src', 2, seq('src')), v('map', 2, mapOp('map')), v('sink', 2, sinkOp('sink'))],
+      [e('src', 'map', 'pipelined'), e('map', 'sink', 'pipelined', 'forward')],
+    );
     const { jm, jobStore, jobMaster, deployed, cancelled, settle, run, finish, fail, of, afterDelay } = await setup(g);
     await settle();
     expect(deployed).toHaveLength(6);
@@ -151,7 +199,15 @@ describe('JobMaster failover', () => {
     const record = (await jobStore.get(jobId))!;
     expect(record.restarts).toBe(1);
     expect(record.exceptions).toEqual([
-      expect.objectContaining({ taskName: expect.stringMatching(/^map \(\d\/2\)$/), attemptNumber: 0, message: 'boom', stack: expect.stringContaining('job.ts:4:11'), recovered: true, restartedTasks: 6, restartDelayMs: 100 }),
+      expect.objectContaining({
+        taskName: expect.stringMatching(/^map \(\d\/2\)$/),
+        attemptNumber: 0,
+        message: 'boom',
+        stack: expect.stringContaining('job.ts:4:11'),
+        recovered: true,
+        restartedTasks: 6,
+        restartDelayMs: 100,
+      }),
     ]);
     expect(jobMaster.snapshot().tasks.every((t) => t.attemptNumber === 1 && t.priorAttempts.length === 1)).toBe(true);
   });
@@ -170,7 +226,12 @@ describe('JobMaster failover', () => {
     expect(cancelled.sort()).toEqual([...of('a2'), of('b2')[0]!].map((t) => t.attemptId).sort());
     for (const id of cancelled) await jm.updateTaskExecutionState({ attemptId: id as ExecutionAttemptId, state: 'CANCELED' });
     await afterDelay();
-    expect(deployed.filter((t) => t.attemptNumber === 1).map((t) => t.vertexId).sort()).toEqual(['a2', 'a2', 'b2', 'b2']);
+    expect(
+      deployed
+        .filter((t) => t.attemptNumber === 1)
+        .map((t) => t.vertexId)
+        .sort(),
+    ).toEqual(['a2', 'a2', 'b2', 'b2']);
     for (const t of [...of('a1'), ...of('b1'), ...deployed.filter((t) => t.attemptNumber === 1)]) await finish(t);
     expect((await jobMaster.termination).status).toBe('FINISHED');
     const tasks = jobMaster.snapshot().tasks;
@@ -211,7 +272,11 @@ describe('JobMaster failover', () => {
     await jm.disconnectTaskManager(ResourceId.of('te-1'), 'process ended: killed by signal SIGKILL');
     await settle();
     // The consumer on te-0 is in the same region: it is stopped too.
-    expect(cancelled).toEqual(of('sink').filter((t) => t !== lost).map((t) => t.attemptId));
+    expect(cancelled).toEqual(
+      of('sink')
+        .filter((t) => t !== lost)
+        .map((t) => t.attemptId),
+    );
     for (const id of cancelled) await jm.updateTaskExecutionState({ attemptId: id as ExecutionAttemptId, state: 'CANCELED' });
     await afterDelay();
     // Its slot is gone and the job still needs two: nothing can be placed until a new slot comes.
@@ -228,12 +293,19 @@ describe('JobMaster failover', () => {
     for (const t of of('sink', 1)) await finish(t);
     expect((await jobMaster.termination).status).toBe('FINISHED');
     const record = (await jobStore.get(jobId))!;
-    expect(record.exceptions[0]).toMatchObject({ message: expect.stringContaining('TaskExecutor te-1 was lost: process ended: killed by signal SIGKILL'), recovered: true, location: 'te-1' });
+    expect(record.exceptions[0]).toMatchObject({
+      message: expect.stringContaining('TaskExecutor te-1 was lost: process ended: killed by signal SIGKILL'),
+      recovered: true,
+      location: 'te-1',
+    });
     expect(lost.attemptNumber).toBe(0);
   });
 
   it("records the producer's own error as the root cause when a consumer's derived partition error arrives first", async () => {
-    const g = graph([v('src', 2, seq('src')), v('map', 2, mapOp('map')), v('sink', 2, sinkOp('sink'))], [e('src', 'map', 'pipelined'), e('map', 'sink', 'pipelined', 'forward')]);
+    const g = graph(
+      [v('src', 2, seq('src')), v('map', 2, mapOp('map')), v('sink', 2, sinkOp('sink'))],
+      [e('src', 'map', 'pipelined'), e('map', 'sink', 'pipelined', 'forward')],
+    );
     const { jm, jobStore, jobMaster, cancelled, settle, run, finish, fail, of, afterDelay } = await setup(g);
     await settle();
     for (const t of [...of('src'), ...of('map'), ...of('sink')]) await run(t);
@@ -241,7 +313,11 @@ describe('JobMaster failover', () => {
     await jm.updateTaskExecutionState({
       attemptId: of('sink')[0]!.attemptId,
       state: 'FAILED',
-      error: { code: 'PARTITION', message: `input subpartition 0 of p-1 failed: partition p-1 is no longer held by this worker (released or its producer failed)`, retryable: true },
+      error: {
+        code: 'PARTITION',
+        message: `input subpartition 0 of p-1 failed: partition p-1 is no longer held by this worker (released or its producer failed)`,
+        retryable: true,
+      },
     });
     await fail(of('map')[0]!, 'the producer broke');
     await settle();
@@ -283,7 +359,9 @@ describe('JobMaster failover', () => {
 
   it('fails the job once the restart strategy allows no more, saying why', async () => {
     const g = graph([v('src', 1, seq('src')), v('sink', 1, sinkOp('sink'))], [e('src', 'sink', 'pipelined', 'forward')]);
-    const { jm, jobStore, jobMaster, cancelled, settle, run, fail, of, afterDelay } = await setup(g, { config: { 'restart-strategy.fixed-delay.attempts': 1 } });
+    const { jm, jobStore, jobMaster, cancelled, settle, run, fail, of, afterDelay } = await setup(g, {
+      config: { 'restart-strategy.fixed-delay.attempts': 1 },
+    });
     await settle();
     for (const t of [...of('src'), ...of('sink')]) await run(t);
     await fail(of('sink')[0]!, 'first');
@@ -313,7 +391,12 @@ describe('JobMaster failover', () => {
     await settle();
     expect(cancelled).toHaveLength(4);
     for (const t of of('src')) await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'CANCELED' });
-    for (const t of of('sink')) await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'FAILED', error: { code: 'CHANNEL', message: 'input channel closed', retryable: true } });
+    for (const t of of('sink'))
+      await jm.updateTaskExecutionState({
+        attemptId: t.attemptId,
+        state: 'FAILED',
+        error: { code: 'CHANNEL', message: 'input channel closed', retryable: true },
+      });
     expect((await jobMaster.termination).status).toBe('CANCELED');
     expect((await jobStore.get(jobId))!.tasks).toMatchObject({ total: 4, canceled: 4, failed: 0 });
   });
@@ -356,7 +439,12 @@ describe('JobMaster failover', () => {
     const g = graph([v('src', 2, seq('src')), v('sink', 2, sinkOp('sink'))], [e('src', 'sink', 'blocking')]);
     const recovery: JobRecovery = {
       attempts: { src: [0, 0], sink: [1, 1] },
-      finished: { src: [{ attemptId: 'p0', resourceId: 'te-0' }, { attemptId: 'p1', resourceId: 'te-0' }] },
+      finished: {
+        src: [
+          { attemptId: 'p0', resourceId: 'te-0' },
+          { attemptId: 'p1', resourceId: 'te-0' },
+        ],
+      },
     };
     const config = { 'heartbeat.interval': 100, 'heartbeat.timeout': 1000 };
 
@@ -374,7 +462,15 @@ describe('JobMaster failover', () => {
       expect(released).toEqual([{ taskExecutor: 'te-0', partitions: ['src-sink.0.from-an-older-attempt'] }]);
       for (const t of of('sink', 2)) await finish(t);
       expect((await jobMaster.termination).status).toBe('FINISHED');
-      expect(jobMaster.snapshot().tasks.filter((t) => t.vertexId === 'src').map((t) => [t.attemptId, t.attemptNumber])).toEqual([['p0', 0], ['p1', 0]]);
+      expect(
+        jobMaster
+          .snapshot()
+          .tasks.filter((t) => t.vertexId === 'src')
+          .map((t) => [t.attemptId, t.attemptNumber]),
+      ).toEqual([
+        ['p0', 0],
+        ['p1', 0],
+      ]);
     });
 
     it('reruns a finished region whose TaskExecutor does not come back within the heartbeat timeout, at the next attempt numbers', async () => {
@@ -390,7 +486,9 @@ describe('JobMaster failover', () => {
       for (const t of of('src', 1)) await finish(t);
       await settle();
       expect(of('sink', 2)).toHaveLength(2);
-      expect(inputChannelsOf(of('sink', 2)[0]!.inputs[0]!).map((c) => c.partitionId)).toEqual(of('src', 1).map((t) => `src-sink.${t.subtaskIndex}.${t.attemptId}`));
+      expect(inputChannelsOf(of('sink', 2)[0]!.inputs[0]!).map((c) => c.partitionId)).toEqual(
+        of('src', 1).map((t) => `src-sink.${t.subtaskIndex}.${t.attemptId}`),
+      );
       for (const t of of('sink', 2)) await finish(t);
       expect((await jobMaster.termination).status).toBe('FINISHED');
     });

@@ -139,12 +139,24 @@ describe('JobMaster', () => {
     const jobStore = stores.jobStore?.(clock) ?? new InMemoryJobStore(clock);
     const blobStore = stores.blobStore ?? new InMemoryBlobStore();
     await jobStore.create({
-      jobId, name: graph.name, status: 'INITIALIZING', epoch: 0, submittedAtMs: clock.now(), updatedAtMs: clock.now(),
-      jobGraphKey: 'k', librarySha256: graph.library.sha256, parallelism: 4, exceptions: [], cancelRequested: false,
+      jobId,
+      name: graph.name,
+      status: 'INITIALIZING',
+      epoch: 0,
+      submittedAtMs: clock.now(),
+      updatedAtMs: clock.now(),
+      jobGraphKey: 'k',
+      librarySha256: graph.library.sha256,
+      parallelism: 4,
+      exceptions: [],
+      cancelRequested: false,
     });
     const rm = new RecordingResourceManager();
     const rmRpc = new LocalRpcService(network, 'rm');
-    rmRpc.serve('resourcemanager', rm as unknown as ResourceManagerGateway, { methods: RESOURCE_MANAGER_METHODS.filter((m) => m in rm), fencingToken: RM_TOKEN });
+    rmRpc.serve('resourcemanager', rm as unknown as ResourceManagerGateway, {
+      methods: RESOURCE_MANAGER_METHODS.filter((m) => m in rm),
+      fencingToken: RM_TOKEN,
+    });
     const tes: RecordingTaskExecutor[] = [];
     for (let i = 0; i < taskExecutors; i++) {
       const te = new RecordingTaskExecutor(ResourceId.of(`te-${i}`));
@@ -155,7 +167,15 @@ describe('JobMaster', () => {
     }
     const jmRpc = new LocalRpcService(network, 'jm');
     const jobMaster = new JobMaster({
-      jobGraph: graph, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config, rpc: jmRpc, jobStore, blobStore, clock, logger: silentLogger,
+      jobGraph: graph,
+      resourceId: ResourceId.of('jm'),
+      fencingToken: JM_TOKEN,
+      config,
+      rpc: jmRpc,
+      jobStore,
+      blobStore,
+      clock,
+      logger: silentLogger,
       resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
       ...(deployChunkSize !== undefined ? { deployChunkSize } : {}),
       ...(stores.dataCredentials !== undefined ? { dataCredentials: stores.dataCredentials } : {}),
@@ -186,11 +206,22 @@ describe('JobMaster', () => {
     // Sessions of 16 minutes: renewed 15 minutes before they lapse, i.e. after the shortest wait, a minute.
     const dataCredentials: JobDataCredentialsSource = async (g) => {
       expect(g.jobId).toBe(jobId);
-      const c = { accessKeyId: `ASIAJOB${vended.length}`, secretAccessKey: `secret-${vended.length}`, sessionToken: `token-${vended.length}`, expirationMs: Date.now() + 16 * 60_000 };
+      const c = {
+        accessKeyId: `ASIAJOB${vended.length}`,
+        secretAccessKey: `secret-${vended.length}`,
+        sessionToken: `token-${vended.length}`,
+        expirationMs: Date.now() + 16 * 60_000,
+      };
       vended.push(c);
       return c;
     };
-    const { clock, tes, offerSlots, allDeployed } = await setup(pipeline(2), 1, loadConfig({ 'slot.request.timeout': 600_000, 'heartbeat.interval': 10_000, 'heartbeat.timeout': 600_000 }), undefined, { dataCredentials });
+    const { clock, tes, offerSlots, allDeployed } = await setup(
+      pipeline(2),
+      1,
+      loadConfig({ 'slot.request.timeout': 600_000, 'heartbeat.interval': 10_000, 'heartbeat.timeout': 600_000 }),
+      undefined,
+      { dataCredentials },
+    );
     expect(vended).toHaveLength(1);
     await offerSlots(2);
     await waitFor(() => allDeployed().length === 6, 'all 6 tasks deployed');
@@ -227,7 +258,19 @@ describe('JobMaster', () => {
     const P = 200;
     const wide = (id: string, op: OperatorSpec): JobVertex => ({ ...vertex(id, P, op), maxParallelism: 256 });
     const graph = pipeline(P);
-    const { tes, jm, offerSlots, allDeployed } = await setup({ ...graph, vertices: [wide('source', graph.vertices[0]!.operators[0]!), wide('map', graph.vertices[1]!.operators[0]!), wide('sink', graph.vertices[2]!.operators[0]!)] }, 2, undefined, 50);
+    const { tes, jm, offerSlots, allDeployed } = await setup(
+      {
+        ...graph,
+        vertices: [
+          wide('source', graph.vertices[0]!.operators[0]!),
+          wide('map', graph.vertices[1]!.operators[0]!),
+          wide('sink', graph.vertices[2]!.operators[0]!),
+        ],
+      },
+      2,
+      undefined,
+      50,
+    );
     // As soon as the first task arrives, its TaskExecutor reports on it and the ResourceManager
     // heartbeats; both answers come back while the rest of the 600 tasks are still being handed out.
     const answeredAt: { what: string; deployed: number }[] = [];
@@ -262,7 +305,13 @@ describe('JobMaster', () => {
     const sinks = allDeployed().filter((t) => t.vertexId === 'sink');
     for (const sink of sinks) {
       const map = maps.find((m) => m.subtaskIndex === sink.subtaskIndex)!;
-      expect(inputChannelsOf(sink.inputs[0]!)).toEqual([{ partitionId: map.outputs[0]!.partitionId, subpartitionIndex: 0, producer: expect.objectContaining({ dataAddress: expect.stringMatching(/^127\.0\.0\.1:/) }) }]);
+      expect(inputChannelsOf(sink.inputs[0]!)).toEqual([
+        {
+          partitionId: map.outputs[0]!.partitionId,
+          subpartitionIndex: 0,
+          producer: expect.objectContaining({ dataAddress: expect.stringMatching(/^127\.0\.0\.1:/) }),
+        },
+      ]);
     }
   });
 
@@ -273,7 +322,11 @@ describe('JobMaster', () => {
     for (const t of allDeployed()) {
       await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'RUNNING' });
       const collected = t.vertexId === 'sink' ? [t.subtaskIndex * 10, t.subtaskIndex * 10 + 1, t.subtaskIndex * 10 + 2] : undefined;
-      await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'FINISHED', result: { recordsIn: 1, recordsOut: 1, ...(collected ? { collected } : {}) } });
+      await jm.updateTaskExecutionState({
+        attemptId: t.attemptId,
+        state: 'FINISHED',
+        result: { recordsIn: 1, recordsOut: 1, ...(collected ? { collected } : {}) },
+      });
     }
     expect((await jobMaster.termination).status).toBe('FINISHED');
     const record = (await jobStore.get(jobId))!;
@@ -315,12 +368,19 @@ describe('JobMaster', () => {
         return written;
       }
     }
-    const { offerSlots, allDeployed, jm, jobStore, jobMaster, clock } = await setup(pipeline(2), 2, undefined, undefined, { jobStore: (c) => new LateProgressStore(c), blobStore: new SlowResultStore() });
+    const { offerSlots, allDeployed, jm, jobStore, jobMaster, clock } = await setup(pipeline(2), 2, undefined, undefined, {
+      jobStore: (c) => new LateProgressStore(c),
+      blobStore: new SlowResultStore(),
+    });
     await offerSlots(1);
     await waitFor(() => allDeployed().length === 6, 'deployment');
     for (const t of allDeployed()) {
       await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'RUNNING' });
-      await jm.updateTaskExecutionState({ attemptId: t.attemptId, state: 'FINISHED', result: { recordsIn: 1, recordsOut: 1, ...(t.vertexId === 'sink' ? { collected: [] } : {}) } });
+      await jm.updateTaskExecutionState({
+        attemptId: t.attemptId,
+        state: 'FINISHED',
+        result: { recordsIn: 1, recordsOut: 1, ...(t.vertexId === 'sink' ? { collected: [] } : {}) },
+      });
     }
     clock.advance(100);
     await progressOut;
@@ -332,7 +392,11 @@ describe('JobMaster', () => {
   });
 
   it('fails the job with the user message and stack when a task fails and the restart strategy allows none, cancelling the others', async () => {
-    const { offerSlots, allDeployed, jm, jobStore, jobMaster, tes } = await setup(pipeline(2), 2, loadConfig({ 'slot.request.timeout': 60_000, 'restart-strategy.type': 'none' }));
+    const { offerSlots, allDeployed, jm, jobStore, jobMaster, tes } = await setup(
+      pipeline(2),
+      2,
+      loadConfig({ 'slot.request.timeout': 60_000, 'restart-strategy.type': 'none' }),
+    );
     await offerSlots(1);
     await waitFor(() => allDeployed().length === 6, 'deployment');
     const failing = allDeployed().find((t) => t.vertexId === 'map')!;
@@ -347,7 +411,11 @@ describe('JobMaster', () => {
     expect((await jobMaster.termination).status).toBe('FAILED');
     const record = (await jobStore.get(jobId))!;
     expect(record.status).toBe('FAILED');
-    expect(record.exceptions[0]).toMatchObject({ taskName: `map (${failing.subtaskIndex + 1}/2)`, message: 'bad record 42', stack: expect.stringContaining('job.ts:3:11') });
+    expect(record.exceptions[0]).toMatchObject({
+      taskName: `map (${failing.subtaskIndex + 1}/2)`,
+      message: 'bad record 42',
+      stack: expect.stringContaining('job.ts:3:11'),
+    });
   });
 
   it('cancels: undeployed tasks end at once, deployed ones on the TaskExecutors report CANCELED', async () => {
@@ -363,7 +431,14 @@ describe('JobMaster', () => {
 
   it('fails fast with what was asked and what exists when the ResourceManager cannot provide enough slots', async () => {
     const { jm, jobStore, jobMaster } = await setup(pipeline(8));
-    await jm.notifyNotEnoughResourcesAvailable(8, { registeredTaskExecutors: 2, slotsPerTaskExecutor: 2, totalSlots: 4, freeSlots: 4, pendingTaskExecutors: 0, maxTaskExecutors: 2 });
+    await jm.notifyNotEnoughResourcesAvailable(8, {
+      registeredTaskExecutors: 2,
+      slotsPerTaskExecutor: 2,
+      totalSlots: 4,
+      freeSlots: 4,
+      pendingTaskExecutors: 0,
+      maxTaskExecutors: 2,
+    });
     expect((await jobMaster.termination).status).toBe('FAILED');
     const record = (await jobStore.get(jobId))!;
     expect(record.exceptions.at(-1)!.message).toMatch(/job needs 8 slots, the cluster offers 4 \(2 TaskExecutors × 2 slots\) and may start at most 0 more/);
@@ -372,7 +447,12 @@ describe('JobMaster', () => {
   it('fails fast naming the cause when TaskExecutors cannot be started (e.g. no ECS capacity)', async () => {
     const { jm, jobStore, jobMaster } = await setup(pipeline(2));
     await jm.notifyNotEnoughResourcesAvailable(2, {
-      registeredTaskExecutors: 0, slotsPerTaskExecutor: 2, totalSlots: 0, freeSlots: 0, pendingTaskExecutors: 0, maxTaskExecutors: 4,
+      registeredTaskExecutors: 0,
+      slotsPerTaskExecutor: 2,
+      totalSlots: 0,
+      freeSlots: 0,
+      pendingTaskExecutors: 0,
+      maxTaskExecutors: 4,
       workerStartFailure: 'ECS capacity never arrived for taskexecutor worker te-1 (RESOURCE:MEMORY)',
     });
     expect((await jobMaster.termination).status).toBe('FAILED');
@@ -412,22 +492,43 @@ describe('JobMaster slot idle timeout', () => {
     const network = new LocalRpcNetwork();
     const jobStore = new InMemoryJobStore(clock);
     await jobStore.create({
-      jobId, name: 'g', status: 'INITIALIZING', epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+      jobId,
+      name: 'g',
+      status: 'INITIALIZING',
+      epoch: 0,
+      submittedAtMs: 0,
+      updatedAtMs: 0,
+      jobGraphKey: 'k',
+      librarySha256: 'x',
+      parallelism: 1,
+      exceptions: [],
+      cancelRequested: false,
     });
     const te = new RecordingTaskExecutor(ResourceId.of('te-0'));
     const teRpc = new LocalRpcService(network, 'te-0');
     teRpc.serve(EndpointName.TASK_EXECUTOR, te, { methods: TASK_EXECUTOR_METHODS });
     const jmRpc = new LocalRpcService(network, 'jm');
     const jobMaster = new JobMaster({
-      jobGraph: graph, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config: loadConfig({ 'slot.idle.timeout': 5_000 }), rpc: jmRpc, jobStore,
-      blobStore: new InMemoryBlobStore(), clock, logger: silentLogger, resolveResourceManager: async () => undefined,
+      jobGraph: graph,
+      resourceId: ResourceId.of('jm'),
+      fencingToken: JM_TOKEN,
+      config: loadConfig({ 'slot.idle.timeout': 5_000 }),
+      rpc: jmRpc,
+      jobStore,
+      blobStore: new InMemoryBlobStore(),
+      clock,
+      logger: silentLogger,
+      resolveResourceManager: async () => undefined,
     });
     await jobMaster.start();
     const client = new LocalRpcService(network, 'client');
     const jm = client.connect<JobMasterGateway>(jmRpc.address, EndpointName.JOB_MASTER, { fencingToken: JM_TOKEN });
     try {
       await jm.registerTaskManager({ resourceId: te.resourceId, address: 'local://te-0', dataAddress: '127.0.0.1:1' });
-      await jm.offerSlots(te.resourceId, [{ allocationId: AllocationId.of('s0'), slotIndex: 0 }, { allocationId: AllocationId.of('s1'), slotIndex: 1 }]);
+      await jm.offerSlots(te.resourceId, [
+        { allocationId: AllocationId.of('s0'), slotIndex: 0 },
+        { allocationId: AllocationId.of('s1'), slotIndex: 1 },
+      ]);
       await waitFor(() => te.deployed.length === 3, 'deployment');
       const source = te.deployed.find((t) => t.vertexId === 'source')!;
       await jm.updateTaskExecutionState({ attemptId: source.attemptId, state: 'RUNNING' });
@@ -451,12 +552,30 @@ describe('JobMaster cancel through the job record', () => {
     const network = new LocalRpcNetwork();
     const jobStore = new InMemoryJobStore(clock);
     await jobStore.create({
-      jobId, name: 'p', status: 'INITIALIZING', epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 1, exceptions: [], cancelRequested: false,
+      jobId,
+      name: 'p',
+      status: 'INITIALIZING',
+      epoch: 0,
+      submittedAtMs: 0,
+      updatedAtMs: 0,
+      jobGraphKey: 'k',
+      librarySha256: 'x',
+      parallelism: 1,
+      exceptions: [],
+      cancelRequested: false,
     });
     const jmRpc = new LocalRpcService(network, 'jm');
     const jobMaster = new JobMaster({
-      jobGraph: pipeline(1), resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config: loadConfig({ 'heartbeat.interval': 500 }), rpc: jmRpc, jobStore,
-      blobStore: new InMemoryBlobStore(), clock, logger: silentLogger, resolveResourceManager: async () => undefined,
+      jobGraph: pipeline(1),
+      resourceId: ResourceId.of('jm'),
+      fencingToken: JM_TOKEN,
+      config: loadConfig({ 'heartbeat.interval': 500 }),
+      rpc: jmRpc,
+      jobStore,
+      blobStore: new InMemoryBlobStore(),
+      clock,
+      logger: silentLogger,
+      resolveResourceManager: async () => undefined,
     });
     try {
       await jobMaster.start();

@@ -20,7 +20,14 @@ let n = 0;
 const att = (s: string): ExecutionAttemptId => ExecutionAttemptId.of(s);
 
 function graph(jobId: string, sinks: { vertex: string; path: string; parallelism: number; writeMode?: 'overwrite' | 'no-overwrite' }[]): JobGraph {
-  const vertex = (id: string, parallelism: number, operators: OperatorSpec[]): JobVertex => ({ id, name: id, parallelism, maxParallelism: 128, slotSharingGroup: 'default', operators });
+  const vertex = (id: string, parallelism: number, operators: OperatorSpec[]): JobVertex => ({
+    id,
+    name: id,
+    parallelism,
+    maxParallelism: 128,
+    slotSharingGroup: 'default',
+    operators,
+  });
   return {
     jobId: JobId.of(jobId),
     name: jobId,
@@ -28,7 +35,11 @@ function graph(jobId: string, sinks: { vertex: string; path: string; parallelism
     program: { export: 'default', args: [] },
     vertices: [
       vertex('src', 1, [{ kind: 'source.sequence', id: 'seq', name: 'seq', from: 1, to: 2 }]),
-      ...sinks.map((s) => vertex(s.vertex, s.parallelism, [{ kind: 'sink.textFile', id: `${s.vertex}-op`, name: `write ${s.vertex}`, path: s.path, ...(s.writeMode ? { writeMode: s.writeMode } : {}) }])),
+      ...sinks.map((s) =>
+        vertex(s.vertex, s.parallelism, [
+          { kind: 'sink.textFile', id: `${s.vertex}-op`, name: `write ${s.vertex}`, path: s.path, ...(s.writeMode ? { writeMode: s.writeMode } : {}) },
+        ]),
+      ),
       vertex('results', 1, [{ kind: 'sink.collect', id: 'collect', name: 'collect', maxRecords: 10 }]),
     ],
     edges: [],
@@ -53,7 +64,10 @@ function flakyFs(code: string, failOn: (call: number) => boolean): { fs: OutputF
 /** Resolves `work` while advancing the manual clock through every retry delay it waits for. */
 async function driven<T>(work: Promise<T>, clock: ManualClock): Promise<T> {
   let settled = false;
-  work.then(() => (settled = true), () => (settled = true));
+  work.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
   while (!settled) {
     await new Promise((r) => setImmediate(r));
     if (clock.pendingTimers() > 0) clock.advance(60_000);
@@ -73,7 +87,13 @@ function setup(fs: OutputFs = nodeOutputFs) {
   const logs: { level: string; msg: string }[] = [];
   const logger = createLogger({}, (line) => logs.push(JSON.parse(line) as { level: string; msg: string }));
   const store = new FsOutputStore(fs);
-  const make = (g: JobGraph) => new OutputCommitter(g, { clock, logger, storeFor: async () => store, retryPolicy: { initialIntervalMs: 100, backoffCoefficient: 2, maximumIntervalMs: 1_000, jitter: 0, maximumAttempts: 4 } });
+  const make = (g: JobGraph) =>
+    new OutputCommitter(g, {
+      clock,
+      logger,
+      storeFor: async () => store,
+      retryPolicy: { initialIntervalMs: 100, backoffCoefficient: 2, maximumIntervalMs: 1_000, jitter: 0, maximumAttempts: 4 },
+    });
   return { base, clock, logs, store, make };
 }
 
@@ -82,15 +102,31 @@ describe('OutputCommitter', () => {
     const { base, clock, store, make } = setup();
     const a = join(base, 'a');
     const b = join(base, 'b');
-    const committer = make(graph('j1', [{ vertex: 'va', path: a, parallelism: 2 }, { vertex: 'vb', path: b, parallelism: 1 }]));
-    expect(committer.sinks.map((s) => [s.vertexId, s.target, s.writeMode])).toEqual([['va', a, 'no-overwrite'], ['vb', b, 'no-overwrite']]);
+    const committer = make(
+      graph('j1', [
+        { vertex: 'va', path: a, parallelism: 2 },
+        { vertex: 'vb', path: b, parallelism: 1 },
+      ]),
+    );
+    expect(committer.sinks.map((s) => [s.vertexId, s.target, s.writeMode])).toEqual([
+      ['va', a, 'no-overwrite'],
+      ['vb', b, 'no-overwrite'],
+    ]);
     expect(await committer.stagingLocation('va', att('x'))).toBe(join(localStagingDir(a, 'j1'), 'x'));
     expect(await committer.stagingLocation('results', att('x'))).toBeUndefined();
     await stage(store, a, 'j1', 'a0', 0, 'a zero\n');
     await stage(store, a, 'j1', 'a1-failed', 1, 'failed attempt\n');
     await stage(store, a, 'j1', 'a1', 1, 'a one\n');
     await stage(store, b, 'j1', 'b0', 0, 'b zero\n');
-    await driven(committer.commit(new Map([['va', [att('a0'), att('a1')]], ['vb', [att('b0')]]])), clock);
+    await driven(
+      committer.commit(
+        new Map([
+          ['va', [att('a0'), att('a1')]],
+          ['vb', [att('b0')]],
+        ]),
+      ),
+      clock,
+    );
     expect(readdirSync(a).sort()).toEqual(['_SUCCESS', 'part-0', 'part-1']);
     expect(readFileSync(join(a, 'part-1'), 'utf8')).toBe('a one\n');
     expect(readFileSync(join(b, 'part-0'), 'utf8')).toBe('b zero\n');
@@ -111,7 +147,7 @@ describe('OutputCommitter', () => {
     expect(logs.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual([`committing sink 'write v' to '${target}' failed; trying again`]);
   });
 
-  it('surfaces a transient failure that never clears after the policy\'s tries, naming the target', async () => {
+  it("surfaces a transient failure that never clears after the policy's tries, naming the target", async () => {
     const flaky = flakyFs('EBUSY', () => true);
     const { base, clock, store, make } = setup(flaky.fs);
     const target = join(base, 'out');
@@ -159,7 +195,12 @@ describe('OutputCommitter', () => {
     const b = join(base, 'b');
     mkdirSync(b);
     writeFileSync(join(b, 'keep.txt'), 'keep\n');
-    const committer = make(graph('j6', [{ vertex: 'va', path: a, parallelism: 1 }, { vertex: 'vb', path: b, parallelism: 1 }]));
+    const committer = make(
+      graph('j6', [
+        { vertex: 'va', path: a, parallelism: 1 },
+        { vertex: 'vb', path: b, parallelism: 1 },
+      ]),
+    );
     await stage(store, a, 'j6', 'a0', 0, 'x\n');
     await stage(store, b, 'j6', 'b0', 0, 'y\n');
     await driven(committer.discardAll(), clock);

@@ -72,7 +72,12 @@ describe('computePipelinedRegions', () => {
     );
     const plan = computePipelinedRegions(g);
     expect(plan.regions.map((r) => r.vertexIds)).toEqual([['s'], ['l', 'r', 'j'], ['other']]);
-    expect(plan.regionOf('j').blockingInputs.map((x) => x.id).sort()).toEqual(['s->l', 's->r']);
+    expect(
+      plan
+        .regionOf('j')
+        .blockingInputs.map((x) => x.id)
+        .sort(),
+    ).toEqual(['s->l', 's->r']);
   });
 
   it('handles long chains of regions without deep recursion', () => {
@@ -96,7 +101,17 @@ describe('JobMaster region scheduling', () => {
     const network = new LocalRpcNetwork();
     const jobStore = new InMemoryJobStore(clock);
     await jobStore.create({
-      jobId, name: g.name, status: 'INITIALIZING', epoch: 0, submittedAtMs: 0, updatedAtMs: 0, jobGraphKey: 'k', librarySha256: 'x', parallelism: 2, exceptions: [], cancelRequested: false,
+      jobId,
+      name: g.name,
+      status: 'INITIALIZING',
+      epoch: 0,
+      submittedAtMs: 0,
+      updatedAtMs: 0,
+      jobGraphKey: 'k',
+      librarySha256: 'x',
+      parallelism: 2,
+      exceptions: [],
+      cancelRequested: false,
     });
     const rm = { declared: [] as number[] };
     const rmImpl = {
@@ -105,7 +120,10 @@ describe('JobMaster region scheduling', () => {
       disconnectJobManager: async () => {},
     };
     const rmRpc = new LocalRpcService(network, 'rm');
-    rmRpc.serve('resourcemanager', rmImpl as unknown as ResourceManagerGateway, { methods: RESOURCE_MANAGER_METHODS.filter((m) => m in rmImpl), fencingToken: RM_TOKEN });
+    rmRpc.serve('resourcemanager', rmImpl as unknown as ResourceManagerGateway, {
+      methods: RESOURCE_MANAGER_METHODS.filter((m) => m in rmImpl),
+      fencingToken: RM_TOKEN,
+    });
     const deployed: TaskDeploymentDescriptor[] = [];
     const released: { resourceId: string; ids: readonly ResultPartitionId[] }[] = [];
     const rpcs: LocalRpcService[] = [rmRpc];
@@ -121,8 +139,16 @@ describe('JobMaster region scheduling', () => {
     }
     const jmRpc = new LocalRpcService(network, 'jm');
     const jobMaster = new JobMaster({
-      jobGraph: g, resourceId: ResourceId.of('jm'), fencingToken: JM_TOKEN, config: loadConfig({ 'slot.request.timeout': 60_000, ...options }), rpc: jmRpc, jobStore,
-      blobStore: new InMemoryBlobStore(), clock, logger: silentLogger, resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
+      jobGraph: g,
+      resourceId: ResourceId.of('jm'),
+      fencingToken: JM_TOKEN,
+      config: loadConfig({ 'slot.request.timeout': 60_000, ...options }),
+      rpc: jmRpc,
+      jobStore,
+      blobStore: new InMemoryBlobStore(),
+      clock,
+      logger: silentLogger,
+      resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
     });
     await jobMaster.start();
     const client = new LocalRpcService(network, 'client');
@@ -134,7 +160,10 @@ describe('JobMaster region scheduling', () => {
     for (let i = 0; i < taskExecutors; i++) {
       const resourceId = ResourceId.of(`te-${i}`);
       await jm.registerTaskManager({ resourceId, address: `local://te-${i}`, dataAddress: `127.0.0.1:${7100 + i}` });
-      await jm.offerSlots(resourceId, Array.from({ length: slotsEach }, (_, s) => ({ allocationId: AllocationId.of(`a-${i}-${s}`), slotIndex: s })));
+      await jm.offerSlots(
+        resourceId,
+        Array.from({ length: slotsEach }, (_, s) => ({ allocationId: AllocationId.of(`a-${i}-${s}`), slotIndex: s })),
+      );
     }
     const t0 = clock.now();
     /** Reports the task RUNNING then FINISHED, `atMs` after the job started. */
@@ -151,10 +180,7 @@ describe('JobMaster region scheduling', () => {
   };
 
   it('deploys a region only once the blocking partitions it reads are complete, then releases them when their consumers finish', async () => {
-    const g = graph(
-      [v('src', 2, [seq]), v('mid', 2), v('sink', 2, [sinkOp('sink')])],
-      [e('src', 'mid', 'blocking'), e('mid', 'sink', 'blocking')],
-    );
+    const g = graph([v('src', 2, [seq]), v('mid', 2), v('sink', 2, [sinkOp('sink')])], [e('src', 'mid', 'blocking'), e('mid', 'sink', 'blocking')]);
     const { deployed, released, finish, jobMaster, jobStore, rm, t0 } = await setup(g, 1, 2);
     await settle();
     expect(rm.declared).toEqual([2]);
@@ -170,7 +196,16 @@ describe('JobMaster region scheduling', () => {
     expect(mids).toHaveLength(2);
     // The consumers read every producer's subpartition, at the producer's data address; slot reuse: same slots.
     for (const m of mids) {
-      expect(inputChannelsOf(m.inputs[0]!).map((c) => c.partitionId).sort()).toEqual(deployed.filter((t) => t.vertexId === 'src').map((s) => s.outputs[0]!.partitionId).sort());
+      expect(
+        inputChannelsOf(m.inputs[0]!)
+          .map((c) => c.partitionId)
+          .sort(),
+      ).toEqual(
+        deployed
+          .filter((t) => t.vertexId === 'src')
+          .map((s) => s.outputs[0]!.partitionId)
+          .sort(),
+      );
       expect(inputChannelsOf(m.inputs[0]!).every((c) => c.producer.dataAddress === '127.0.0.1:7100')).toBe(true);
     }
     expect(new Set(deployed.map((t) => t.allocationId)).size).toBe(2);
@@ -179,7 +214,9 @@ describe('JobMaster region scheduling', () => {
 
     for (const m of mids) await finish(m, 300);
     await settle();
-    expect(released).toEqual([{ resourceId: 'te-0', ids: expect.arrayContaining(deployed.filter((t) => t.vertexId === 'src').map((s) => s.outputs[0]!.partitionId)) }]);
+    expect(released).toEqual([
+      { resourceId: 'te-0', ids: expect.arrayContaining(deployed.filter((t) => t.vertexId === 'src').map((s) => s.outputs[0]!.partitionId)) },
+    ]);
     const sinks = deployed.filter((t) => t.vertexId === 'sink');
     expect(sinks).toHaveLength(2);
     for (const s of sinks) await finish(s, 400);

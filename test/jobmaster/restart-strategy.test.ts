@@ -27,7 +27,15 @@ describe('restart strategies', () => {
 
   it('exponential-delay: waits grow by the multiplier up to the maximum; a long quiet spell starts over', () => {
     const s = createRestartStrategy(
-      { type: 'exponential-delay', initialBackoffMs: 100, maxBackoffMs: 500, backoffMultiplier: 2, jitterFactor: 0, resetBackoffThresholdMs: 10_000, attemptsBeforeResetBackoff: 5 },
+      {
+        type: 'exponential-delay',
+        initialBackoffMs: 100,
+        maxBackoffMs: 500,
+        backoffMultiplier: 2,
+        jitterFactor: 0,
+        resetBackoffThresholdMs: 10_000,
+        attemptsBeforeResetBackoff: 5,
+      },
       () => 0.5,
     );
     expect(decisions(s, [0, 100, 200, 300, 400])).toEqual([100, 200, 400, 500, 500]);
@@ -37,9 +45,27 @@ describe('restart strategies', () => {
   });
 
   it('exponential-delay: jitter moves each wait by at most its factor', () => {
-    const spec = { type: 'exponential-delay' as const, initialBackoffMs: 1_000, maxBackoffMs: 1_000, backoffMultiplier: 2, jitterFactor: 0.1, resetBackoffThresholdMs: 60_000, attemptsBeforeResetBackoff: 9 };
-    expect(decisions(createRestartStrategy(spec, () => 0), [0])).toEqual([900]);
-    expect(decisions(createRestartStrategy(spec, () => 0.999999), [0])).toEqual([1_100]);
+    const spec = {
+      type: 'exponential-delay' as const,
+      initialBackoffMs: 1_000,
+      maxBackoffMs: 1_000,
+      backoffMultiplier: 2,
+      jitterFactor: 0.1,
+      resetBackoffThresholdMs: 60_000,
+      attemptsBeforeResetBackoff: 9,
+    };
+    expect(
+      decisions(
+        createRestartStrategy(spec, () => 0),
+        [0],
+      ),
+    ).toEqual([900]);
+    expect(
+      decisions(
+        createRestartStrategy(spec, () => 0.999999),
+        [0],
+      ),
+    ).toEqual([1_100]);
   });
 
   it('failure-rate: restarts while the failures within the interval stay at the maximum', () => {
@@ -51,7 +77,11 @@ describe('restart strategies', () => {
   });
 
   it("takes the cluster's options, and a job's own fields over them for its type", () => {
-    const config = loadConfig({ 'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.attempts': 7, 'restart-strategy.fixed-delay.delay': 250 });
+    const config = loadConfig({
+      'restart-strategy.type': 'fixed-delay',
+      'restart-strategy.fixed-delay.attempts': 7,
+      'restart-strategy.fixed-delay.delay': 250,
+    });
     expect(resolveRestartStrategy(config, undefined)).toEqual({ type: 'fixed-delay', attempts: 7, delayMs: 250 });
     expect(resolveRestartStrategy(config, { type: 'fixed-delay', attempts: 1 })).toEqual({ type: 'fixed-delay', attempts: 1, delayMs: 250 });
     expect(resolveRestartStrategy(config, { type: 'none' })).toEqual({ type: 'none' });
@@ -59,7 +89,9 @@ describe('restart strategies', () => {
   });
 
   it('refuses bad cluster options naming the key', () => {
-    expect(() => loadConfig({ 'restart-strategy.type': 'sometimes' })).toThrow(/'restart-strategy.type' must be one of none, fixed-delay, exponential-delay, failure-rate, found "sometimes"/);
+    expect(() => loadConfig({ 'restart-strategy.type': 'sometimes' })).toThrow(
+      /'restart-strategy.type' must be one of none, fixed-delay, exponential-delay, failure-rate, found "sometimes"/,
+    );
     expect(() => loadConfig({ 'restart-strategy.exponential-delay.jitter-factor': 2 })).toThrow(/jitter-factor' must be <= 1, found 2/);
     expect(() => loadConfig({ 'restart-strategy.fixed-delay.attempts': -1 })).toThrow(/'restart-strategy.fixed-delay.attempts' must be >= 0/);
   });
@@ -70,7 +102,16 @@ describe('restart strategies', () => {
       name: 'j',
       library: { sha256: 'ab'.repeat(32), sizeBytes: 1 },
       program: { export: 'default', args: [] },
-      vertices: [{ id: 'v', name: 'v', parallelism: 1, maxParallelism: 128, slotSharingGroup: 'default', operators: [{ kind: 'source.sequence', id: 'v', name: 'v', from: 1, to: 2 }] }],
+      vertices: [
+        {
+          id: 'v',
+          name: 'v',
+          parallelism: 1,
+          maxParallelism: 128,
+          slotSharingGroup: 'default',
+          operators: [{ kind: 'source.sequence', id: 'v', name: 'v', from: 1, to: 2 }],
+        },
+      ],
       edges: [],
       restartStrategy,
     });
@@ -84,8 +125,12 @@ describe('restart strategies', () => {
       }
       return 'accepted';
     };
-    expect(problems({ type: 'fixed-delay', attempts: -3 })).toMatch(/restartStrategy.attempts \('restart-strategy.fixed-delay.attempts'\) must be an integer >= 0, found -3/);
-    expect(problems({ type: 'exponential-delay', jitterFactor: 1.5 })).toMatch(/'restart-strategy.exponential-delay.jitter-factor'\) must be a number >= 0 and <= 1, found 1.5/);
+    expect(problems({ type: 'fixed-delay', attempts: -3 })).toMatch(
+      /restartStrategy.attempts \('restart-strategy.fixed-delay.attempts'\) must be an integer >= 0, found -3/,
+    );
+    expect(problems({ type: 'exponential-delay', jitterFactor: 1.5 })).toMatch(
+      /'restart-strategy.exponential-delay.jitter-factor'\) must be a number >= 0 and <= 1, found 1.5/,
+    );
     expect(problems({ type: 'none', attempts: 1 })).toMatch(/restartStrategy.attempts is not a field of restart strategy 'none'/);
     expect(problems({ type: 'often' })).toMatch(/restartStrategy.type must be one of/);
   });

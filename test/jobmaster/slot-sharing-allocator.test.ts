@@ -13,10 +13,20 @@ import type { ResourceRequirements } from '../../runtime/protocol/resourcemanage
 import { MainThread } from '../../runtime/rpc/main-thread.js';
 
 const v = (id: string, parallelism: number, slotSharingGroup = 'default'): JobVertex => ({
-  id, name: id, parallelism, maxParallelism: 128, slotSharingGroup, operators: [{ kind: 'map', id, name: id, fn: { export: 'default', operatorId: id } }],
+  id,
+  name: id,
+  parallelism,
+  maxParallelism: 128,
+  slotSharingGroup,
+  operators: [{ kind: 'map', id, name: id, fn: { export: 'default', operatorId: id } }],
 });
 const jobGraph = (vertices: JobVertex[]): JobGraph => ({
-  jobId: JobId.of('job-slots'), name: 'slots', library: { sha256: 'ab'.repeat(32), sizeBytes: 1 }, program: { export: 'default', args: [] }, vertices, edges: [],
+  jobId: JobId.of('job-slots'),
+  name: 'slots',
+  library: { sha256: 'ab'.repeat(32), sizeBytes: 1 },
+  program: { export: 'default', args: [] },
+  vertices,
+  edges: [],
 });
 
 function setup(vertices: JobVertex[]) {
@@ -34,7 +44,13 @@ function setup(vertices: JobVertex[]) {
   const jg = jobGraph(vertices);
   const graph = new ExecutionGraph(jg);
   const allocator = new SlotSharingExecutionSlotAllocator(jg, graph, pool);
-  const offer = (te: string, ...ids: string[]) => main.run(() => pool.offerSlots(ResourceId.of(te), ids.map((id, slotIndex) => ({ allocationId: AllocationId.of(id), slotIndex }))));
+  const offer = (te: string, ...ids: string[]) =>
+    main.run(() =>
+      pool.offerSlots(
+        ResourceId.of(te),
+        ids.map((id, slotIndex) => ({ allocationId: AllocationId.of(id), slotIndex })),
+      ),
+    );
   return { main, pool, graph, allocator, declared, offer };
 }
 

@@ -3,7 +3,14 @@ import type { VertexMetrics } from '../../runtime/ha/job-store.js';
 import { ThroughputSeries } from '../../runtime/jobmaster/throughput.js';
 
 const vertex = (id: string, recordsOut: number): VertexMetrics => ({
-  id, name: id, parallelism: 1, region: 0, recordsIn: recordsOut, recordsOut, buffersSent: 0, maxBuffersInFlight: 0,
+  id,
+  name: id,
+  parallelism: 1,
+  region: 0,
+  recordsIn: recordsOut,
+  recordsOut,
+  buffersSent: 0,
+  maxBuffersInFlight: 0,
   tasks: { total: 1, scheduled: 0, deploying: 0, running: 1, finished: 0, canceled: 0, failed: 0 },
 });
 

@@ -38,14 +38,18 @@ async function violations(root: string): Promise<string[]> {
     { extensions: ['.ts', '.js'] },
   );
   if (typeof result.output === 'string') throw new Error(`expected a cruise result, got: ${result.output}`);
-  return result.output.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (circle ${v.cycle.map((c) => c.name).join(' -> ')})` : ''}`).sort();
+  return result.output.summary.violations
+    .map((v) => `${v.rule.name}: ${v.from} -> ${v.to}${v.cycle ? ` (circle ${v.cycle.map((c) => c.name).join(' -> ')})` : ''}`)
+    .sort();
 }
 
 const clean = {
   'runtime/core/clock.ts': 'export const now = (): number => Date.now();\n',
-  'runtime/blob/store.ts': "import { now } from '../core/clock.js';\nexport interface Store { put(at: number): void }\nexport const stamp = (): number => now();\n",
+  'runtime/blob/store.ts':
+    "import { now } from '../core/clock.js';\nexport interface Store { put(at: number): void }\nexport const stamp = (): number => now();\n",
   'runtime/ha/lease.ts': "import { now } from '../core/clock.js';\nexport const expires = (ms: number): number => now() + ms;\n",
-  'runtime/local/fs-store.ts': "import type { Store } from '../blob/store.js';\nimport { expires } from '../ha/lease.js';\nexport const fsStore: Store = { put: (at) => void expires(at) };\n",
+  'runtime/local/fs-store.ts':
+    "import type { Store } from '../blob/store.js';\nimport { expires } from '../ha/lease.js';\nexport const fsStore: Store = { put: (at) => void expires(at) };\n",
   'test/helper.ts': "import { fsStore } from '../runtime/local/fs-store.js';\nexport const store = fsStore;\n",
 };
 
@@ -57,7 +61,8 @@ describe('the layer check', () => {
   it('reports an upward import, and the circle it closes with a type-only import back', async () => {
     const root = tree({
       ...clean,
-      'runtime/blob/store.ts': "import { now } from '../core/clock.js';\nimport { fsStore } from '../local/fs-store.js';\nexport interface Store { put(at: number): void }\nexport const stamp = (): number => now();\nexport const fallback = () => fsStore;\n",
+      'runtime/blob/store.ts':
+        "import { now } from '../core/clock.js';\nimport { fsStore } from '../local/fs-store.js';\nexport interface Store { put(at: number): void }\nexport const stamp = (): number => now();\nexport const fallback = () => fsStore;\n",
     });
     expect(await violations(root)).toEqual([
       'layer-up:blob: runtime/blob/store.ts -> runtime/local/fs-store.ts',
@@ -68,10 +73,13 @@ describe('the layer check', () => {
   it('reports a circle within a folder that one type-only import closes', async () => {
     const root = tree({
       ...clean,
-      'runtime/blob/stores.ts': "import { defaultPolicy } from './policy.js';\nexport interface Policy { readonly copies: number }\nexport const copies = (): number => defaultPolicy.copies;\n",
+      'runtime/blob/stores.ts':
+        "import { defaultPolicy } from './policy.js';\nexport interface Policy { readonly copies: number }\nexport const copies = (): number => defaultPolicy.copies;\n",
       'runtime/blob/policy.ts': "import type { Policy } from './stores.js';\nexport const defaultPolicy: Policy = { copies: 1 };\n",
     });
-    expect(await violations(root)).toEqual(['no-circular: runtime/blob/policy.ts -> runtime/blob/stores.ts (circle runtime/blob/stores.ts -> runtime/blob/policy.ts)']);
+    expect(await violations(root)).toEqual([
+      'no-circular: runtime/blob/policy.ts -> runtime/blob/stores.ts (circle runtime/blob/stores.ts -> runtime/blob/policy.ts)',
+    ]);
   });
 
   it('reports an upward dynamic import', async () => {
@@ -101,7 +109,10 @@ describe('the layer table', () => {
     const start = doc.indexOf('## Layers and folders');
     const end = doc.indexOf('\n## ', start + 1);
     const section = doc.slice(start, end === -1 ? undefined : end);
-    const rows = [...section.matchAll(/^\| (\d+) \| (.*) \|$/gm)].map((m) => ({ layer: Number(m[1]), folders: [...m[2]!.matchAll(/`([a-z]+)`/g)].map((f) => f[1]) }));
+    const rows = [...section.matchAll(/^\| (\d+) \| (.*) \|$/gm)].map((m) => ({
+      layer: Number(m[1]),
+      folders: [...m[2]!.matchAll(/`([a-z]+)`/g)].map((f) => f[1]),
+    }));
     expect(rows).toEqual(layers.map((folders, layer) => ({ layer, folders })));
   });
 });

@@ -44,7 +44,10 @@ describe('ChildProcessWorkerLauncher', () => {
     launcher.onExit((e) => exits.push(e));
     await launcher.start({ id: 'stubborn', kind: 'taskexecutor', env: { FLOE_TEST_WORKER_MODE: 'stubborn' } });
     // Wait for its SIGTERM handler, else SIGTERM would end it at once.
-    await waitUntil('the worker to install its SIGTERM handler', () => existsSync(join(dir, 'logs', 'stubborn.log')) && readFileSync(join(dir, 'logs', 'stubborn.log'), 'utf8').includes('SIGTERM handler installed'));
+    await waitUntil(
+      'the worker to install its SIGTERM handler',
+      () => existsSync(join(dir, 'logs', 'stubborn.log')) && readFileSync(join(dir, 'logs', 'stubborn.log'), 'utf8').includes('SIGTERM handler installed'),
+    );
     expect(launcher.running()).toContain('stubborn');
     const started = Date.now();
     await launcher.stop('stubborn', 'shutdown');

@@ -33,7 +33,7 @@ describe('the local Dispatcher lease', () => {
     expect(next.lease.epoch).toBeGreaterThan(first.lease.epoch);
   });
 
-  it("is taken over at once from a Dispatcher that is gone (kill -9), not after its duration", async () => {
+  it('is taken over at once from a Dispatcher that is gone (kill -9), not after its duration', async () => {
     const store = new InMemoryLeaseStore(new ManualClock());
     const killed = await taker(store, 201, new Set([201]));
     expect('lease' in killed).toBe(true);
@@ -73,7 +73,7 @@ describe('the local Dispatcher lease', () => {
     expect(await taker(store, 602, new Set([601, 602]))).toEqual({ heldBy: 601 });
   });
 
-  it('names the serving Dispatcher\'s RPC address once it advertised it, and none after it stopped', async () => {
+  it("names the serving Dispatcher's RPC address once it advertised it, and none after it stopped", async () => {
     const clock = new ManualClock();
     const store = new InMemoryLeaseStore(clock);
     const alive = new Set([401, 402]);

@@ -31,8 +31,12 @@ const reopen = (clock: ManualClock, sameAs: JobStore): SqliteJobStore => {
   const { path, admissionScope } = opened.get(sameAs)!;
   return sqliteJobStore(clock, path, admissionScope);
 };
-describeJobStoreContract('SqliteJobStore', async (clock, sameAs) => (sameAs ? reopen(clock, sameAs) : sqliteJobStore(clock, join(dir, `jobs-${n++}.db`), 'cluster')));
-describeJobStoreContract('SqliteJobStore (shared file)', async (clock, sameAs) => (sameAs ? reopen(clock, sameAs) : sqliteJobStore(clock, join(dir, 'shared.db'), `line-${n++}`)));
+describeJobStoreContract('SqliteJobStore', async (clock, sameAs) =>
+  sameAs ? reopen(clock, sameAs) : sqliteJobStore(clock, join(dir, `jobs-${n++}.db`), 'cluster'),
+);
+describeJobStoreContract('SqliteJobStore (shared file)', async (clock, sameAs) =>
+  sameAs ? reopen(clock, sameAs) : sqliteJobStore(clock, join(dir, 'shared.db'), `line-${n++}`),
+);
 describeJobStoreFenceContract('SqliteJobStore with SqliteLeaseStore (one database)', async (clock) => {
   const path = join(dir, `fenced-${n++}.db`);
   return { jobs: new SqliteJobStore(path, clock), leases: new SqliteLeaseStore(path, clock) };

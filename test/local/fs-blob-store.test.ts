@@ -50,7 +50,7 @@ describe('FsBlobStore', () => {
     expect(await store.list('a')).toEqual(['a/b']);
   });
 
-  it('two stores on one folder (two processes) see each other\'s blobs', async () => {
+  it("two stores on one folder (two processes) see each other's blobs", async () => {
     const other = new FsBlobStore(root);
     await store.put('shared/k', data);
     expect(await other.exists('shared/k')).toBe(true);

@@ -69,7 +69,12 @@ describe('FsOutputStore on a local filesystem', () => {
     const PARTS_OLD = 40;
     const PARTS_NEW = 30;
     for (let i = 0; i < PARTS_OLD; i++) await stage(store, target, 'j-old', `o${i}`, i, `old ${i}\n`);
-    await store.commit(target, 'j-old', 'no-overwrite', Array.from({ length: PARTS_OLD }, (_, i) => `o${i}`));
+    await store.commit(
+      target,
+      'j-old',
+      'no-overwrite',
+      Array.from({ length: PARTS_OLD }, (_, i) => `o${i}`),
+    );
     for (let i = 0; i < PARTS_NEW; i++) await stage(store, target, 'j-new', `a${i}`, i, `new ${i}\n`);
 
     const oldSet = [OUTPUT_MANIFEST, ...Array.from({ length: PARTS_OLD }, (_, i) => `part-${i}`)].sort();
@@ -99,7 +104,12 @@ describe('FsOutputStore on a local filesystem', () => {
       }
     })();
     try {
-      await store.commit(target, 'j-new', 'overwrite', Array.from({ length: PARTS_NEW }, (_, i) => `a${i}`));
+      await store.commit(
+        target,
+        'j-new',
+        'overwrite',
+        Array.from({ length: PARTS_NEW }, (_, i) => `a${i}`),
+      );
     } finally {
       done = true;
       await poll;

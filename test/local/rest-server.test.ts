@@ -14,14 +14,11 @@ const cleanups: (() => Promise<void> | void)[] = [];
 
 beforeAll(async () => {
   cleanups.push(await prepareFixtureLibrary());
-  const { jobStore, blobStore, started } = await setupDispatcher(
-    async (router) => {
-      const server = await startLocalRestServer(router, { host: '127.0.0.1', port: 0, maxBodyBytes: MAX_BODY_BYTES });
-      url = server.url;
-      return { call: async () => ({ status: 0, body: undefined }), close: () => server.close() };
-    },
-    cleanups,
-  );
+  const { jobStore, blobStore, started } = await setupDispatcher(async (router) => {
+    const server = await startLocalRestServer(router, { host: '127.0.0.1', port: 0, maxBodyBytes: MAX_BODY_BYTES });
+    url = server.url;
+    return { call: async () => ({ status: 0, body: undefined }), close: () => server.close() };
+  }, cleanups);
   stored = async () => ({ jobs: (await jobStore.list()).length, blobs: (await blobStore.list('')).length, started: started.length });
 });
 afterAll(async () => {
@@ -55,14 +52,38 @@ describe('local REST server', () => {
   });
 
   it('names transfer-encoding, the request line and header names the parser refuses', async () => {
-    expectJsonError(await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}transfer-encoding: gzip\r\n\r\n{}`), 400, /^header 'transfer-encoding' is 'gzip'/);
-    expectJsonError(await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}content-length: 2\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n`), 400, /^header 'transfer-encoding' is 'chunked'.*without 'content-length'/);
-    expectJsonError(await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`), 400, /not valid chunked encoding/);
+    expectJsonError(
+      await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}transfer-encoding: gzip\r\n\r\n{}`),
+      400,
+      /^header 'transfer-encoding' is 'gzip'/,
+    );
+    expectJsonError(
+      await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}content-length: 2\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n`),
+      400,
+      /^header 'transfer-encoding' is 'chunked'.*without 'content-length'/,
+    );
+    expectJsonError(
+      await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}transfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`),
+      400,
+      /not valid chunked encoding/,
+    );
     expectJsonError(await sendRaw(url, `FETCH /jobs HTTP/1.1\r\n${host()}\r\n`), 400, /^the request line's method is not an HTTP method/);
-    expectJsonError(await sendRaw(url, Buffer.from(`GET /jobs/\xff HTTP/1.1\r\n${host()}\r\n`, 'latin1')), 400, /^the request line's path holds characters a URL cannot; percent-encode them/);
+    expectJsonError(
+      await sendRaw(url, Buffer.from(`GET /jobs/\xff HTTP/1.1\r\n${host()}\r\n`, 'latin1')),
+      400,
+      /^the request line's path holds characters a URL cannot; percent-encode them/,
+    );
     expectJsonError(await sendRaw(url, `GET /jo bs HTTP/1.1\r\n${host()}\r\n`), 400, /^the request line is malformed/);
-    expectJsonError(await sendRaw(url, `GET /jobs HTTP/1.1\r\n${host()}bad header: x\r\n\r\n`), 400, /^a header's name or value holds characters HTTP does not allow/);
-    expectJsonError(await sendRaw(url, `GET /jobs HTTP/1.1\r\n${host()}x-big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, /^the request line and headers are over \d+ bytes; the limit is \d+ bytes$/);
+    expectJsonError(
+      await sendRaw(url, `GET /jobs HTTP/1.1\r\n${host()}bad header: x\r\n\r\n`),
+      400,
+      /^a header's name or value holds characters HTTP does not allow/,
+    );
+    expectJsonError(
+      await sendRaw(url, `GET /jobs HTTP/1.1\r\n${host()}x-big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      431,
+      /^the request line and headers are over \d+ bytes; the limit is \d+ bytes$/,
+    );
   });
 
   it('answers a body cut short of its content-length, naming the header', async () => {
@@ -75,7 +96,11 @@ describe('local REST server', () => {
     expectJsonError(await sendRaw(url, `GET /jobs HTTP/1.1\r\n${auth}\r\n`), 400, /^header 'host' is missing/);
     // HTTP/1.0 had no host header; /health answers it.
     expect((await sendRaw(url, 'GET /health HTTP/1.0\r\n\r\n')).json).toEqual({ status: 'ok' });
-    expectJsonError(await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}expect: 200-ok\r\ncontent-length: 2\r\n\r\n{}`), 417, /^header 'expect' is '200-ok'; only '100-continue' is understood$/);
+    expectJsonError(
+      await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}expect: 200-ok\r\ncontent-length: 2\r\n\r\n{}`),
+      417,
+      /^header 'expect' is '200-ok'; only '100-continue' is understood$/,
+    );
   });
 
   it('keeps the request target as sent: dot segments are not resolved, an absolute-form target is read as its path', async () => {
@@ -94,7 +119,9 @@ describe('local REST server', () => {
       new RegExp(`^header 'content-length' says ${MAX_BODY_BYTES + 1} bytes; the limit is ${MAX_BODY_BYTES} bytes`),
     );
     // A client that asks first is told before it sends the body.
-    const asked = await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}expect: 100-continue\r\ncontent-length: ${MAX_BODY_BYTES + 1}\r\n\r\n`, { keepOpen: true });
+    const asked = await sendRaw(url, `POST /jobs HTTP/1.1\r\n${host()}${auth}expect: 100-continue\r\ncontent-length: ${MAX_BODY_BYTES + 1}\r\n\r\n`, {
+      keepOpen: true,
+    });
     expectJsonError(asked, 413, /the limit is 65536 bytes/);
     // A chunked body that grows past the limit while the client keeps writing: it still reads the 413.
     const streamed = await new Promise<RawResponse>((resolve, reject) => {
@@ -133,7 +160,10 @@ describe('a refused body still on its way', () => {
   const json = async () => ({ status: 200, body: {} });
 
   /** Sends the request head only; resolves the answer once complete (noting whether the server had closed by then), and `closed` when the server ends the connection. */
-  function refusedHead(serverUrl: string, contentLength: number): { socket: Socket; answer: Promise<{ status: number; message: string; closedAtAnswer: boolean }>; closed: Promise<void> } {
+  function refusedHead(
+    serverUrl: string,
+    contentLength: number,
+  ): { socket: Socket; answer: Promise<{ status: number; message: string; closedAtAnswer: boolean }>; closed: Promise<void> } {
     const { hostname, port } = new URL(serverUrl);
     const socket = connect(Number(port), hostname);
     let ended = false;
@@ -163,7 +193,11 @@ describe('a refused body still on its way', () => {
     try {
       const { socket, answer, closed } = refusedHead(server.url, 3 * limit);
       const got = await answer;
-      expect(got).toEqual({ status: 413, message: expect.stringMatching(`^header 'content-length' says ${3 * limit} bytes; the limit is ${limit} bytes`), closedAtAnswer: false });
+      expect(got).toEqual({
+        status: 413,
+        message: expect.stringMatching(`^header 'content-length' says ${3 * limit} bytes; the limit is ${limit} bytes`),
+        closedAtAnswer: false,
+      });
       // The client writes its body after the answer, as one that reads only after writing would, without an error.
       const written = new Promise<Error | undefined>((resolve) => socket.write(Buffer.alloc(3 * limit, 0x20), (error) => resolve(error ?? undefined)));
       await closed;

@@ -39,7 +39,14 @@ it('processes racing on one fresh database hand out every epoch once and never i
     Array.from({ length: processes }, (_, i) => {
       const child = spawn(process.execPath, [entry], {
         stdio: ['ignore', 'ignore', 'inherit'],
-        env: { ...process.env, FLOE_TEST_DB: db, FLOE_TEST_HOLDER: `p${i}`, FLOE_TEST_ITERATIONS: String(iterations), FLOE_TEST_START_AT: String(startAt), FLOE_TEST_OUT: join(dir, `p${i}.json`) },
+        env: {
+          ...process.env,
+          FLOE_TEST_DB: db,
+          FLOE_TEST_HOLDER: `p${i}`,
+          FLOE_TEST_ITERATIONS: String(iterations),
+          FLOE_TEST_START_AT: String(startAt),
+          FLOE_TEST_OUT: join(dir, `p${i}.json`),
+        },
       });
       pids.push(child.pid!);
       return new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -25,10 +25,22 @@ afterEach(async () => {
 
 let jobs = 0;
 /** Builds `exportName` of `source` with the real job API and runs it to its end on a fresh MiniCluster. */
-async function run(source: string, exportName = 'default', config: Record<string, unknown> = {}): Promise<{ record: JobRecord; exceptions: readonly JobException[] }> {
+async function run(
+  source: string,
+  exportName = 'default',
+  config: Record<string, unknown> = {},
+): Promise<{ record: JobRecord; exceptions: readonly JobException[] }> {
   const store = new InMemoryBlobStore();
   const graph = await storeJobLibrary(join(dir, `job-${++jobs}`), source, store, JobId.random(), exportName);
-  cluster = await MiniCluster.start({ config: { 'taskmanager.numberOfTaskSlots': 2, 'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.attempts': 2, 'restart-strategy.fixed-delay.delay': 10, ...config } });
+  cluster = await MiniCluster.start({
+    config: {
+      'taskmanager.numberOfTaskSlots': 2,
+      'restart-strategy.type': 'fixed-delay',
+      'restart-strategy.fixed-delay.attempts': 2,
+      'restart-strategy.fixed-delay.delay': 10,
+      ...config,
+    },
+  });
   await cluster.blobStore.put(blobKeys.library(graph.library.sha256), (await store.get(blobKeys.library(graph.library.sha256)))!);
   const job = await cluster.submit(graph);
   await job.outcome;
@@ -97,7 +109,10 @@ export default defineJob('builder', (env) => {
     const { record, exceptions } = await run(source);
     expect(record.status).toBe('FAILED');
     const failures = exceptions.filter((e) => e.taskName !== undefined);
-    expect(failures.map((e) => e.attemptNumber), JSON.stringify(exceptions)).toEqual([0, 1, 2]);
+    expect(
+      failures.map((e) => e.attemptNumber),
+      JSON.stringify(exceptions),
+    ).toEqual([0, 1, 2]);
     for (const e of failures) {
       expect(e.message).toBe('the builder cannot read its settings here');
       expect(e.stack).toContain('readSettings');
@@ -109,7 +124,9 @@ describe('a library gone from the store', () => {
   it('ends the job after one attempt, not restartable, naming the library', async () => {
     const store = new InMemoryBlobStore();
     const graph = await storeJobLibrary(join(dir, `job-${++jobs}`), throwingImport(join(dir, 'never-imported')), store, JobId.random(), 'default');
-    cluster = await MiniCluster.start({ config: { 'taskmanager.numberOfTaskSlots': 2, 'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.delay': 10 } });
+    cluster = await MiniCluster.start({
+      config: { 'taskmanager.numberOfTaskSlots': 2, 'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.delay': 10 },
+    });
     // The library is not put in the cluster's store.
     const job = await cluster.submit(graph);
     await job.outcome;
@@ -118,7 +135,11 @@ describe('a library gone from the store', () => {
     expect(record.restarts ?? 0).toBe(0);
     const failures = record.exceptions.filter((e) => e.taskName !== undefined);
     expect(failures, JSON.stringify(record.exceptions)).toHaveLength(1);
-    expect(failures[0]).toMatchObject({ recovered: false, restartable: false, message: expect.stringContaining(`library ${graph.library.sha256} is not in the blob store`) });
+    expect(failures[0]).toMatchObject({
+      recovered: false,
+      restartable: false,
+      message: expect.stringContaining(`library ${graph.library.sha256} is not in the blob store`),
+    });
   }, 60_000);
 });
 
@@ -203,7 +224,10 @@ describe('the operator a failure is reported against', () => {
       const { record, exceptions } = await run(THROWING, exportName, { 'restart-strategy.fixed-delay.attempts': 1 });
       expect(record.status).toBe('FAILED');
       const failures = exceptions.filter((e) => e.taskName !== undefined);
-      expect(failures.map((e) => e.attemptNumber), JSON.stringify(exceptions)).toEqual([0, 1]);
+      expect(
+        failures.map((e) => e.attemptNumber),
+        JSON.stringify(exceptions),
+      ).toEqual([0, 1]);
       for (const e of failures) {
         expect(e).toMatchObject({ message: 'no 60 here', operator: 'picky' });
         expect(e.restartable).not.toBe(false);
@@ -224,7 +248,11 @@ export default defineJob('hog', (env) => {
 });
 `;
     // (320 MiB - 256 MiB kept by the TaskExecutor) over 2 slots: 32 MiB of heap per slot.
-    const { record, exceptions } = await run(source, 'default', { 'taskmanager.memory.process.size': 320, 'taskmanager.memory.framework.heap.size': 256, 'restart-strategy.type': 'none' });
+    const { record, exceptions } = await run(source, 'default', {
+      'taskmanager.memory.process.size': 320,
+      'taskmanager.memory.framework.heap.size': 256,
+      'restart-strategy.type': 'none',
+    });
     expect(record.status).toBe('FAILED');
     const failure = exceptions.find((e) => e.taskName !== undefined);
     expect(failure?.taskName, JSON.stringify(exceptions)).toBe('fromSequence -> hog -> collect (1/1)');

@@ -51,7 +51,13 @@ beforeAll(async () => {
   const bundled = await bundleJobFile(join(packageRoot, 'bench', 'jobs', 'scale-chain.ts'));
   const definition = loadJobDefinition(await importLibrary(bundled.code, join(dir, 'chain-cache')), 'default');
   chain = {
-    graph: buildJobGraph(definition, { jobId: JobId.of('chain'), args: [], exportName: 'default', library: { sha256: bundled.sha256, sizeBytes: bundled.code.length }, defaultParallelism: 1 }),
+    graph: buildJobGraph(definition, {
+      jobId: JobId.of('chain'),
+      args: [],
+      exportName: 'default',
+      library: { sha256: bundled.sha256, sizeBytes: bundled.code.length },
+      defaultParallelism: 1,
+    }),
     code: bundled.code,
   };
 });

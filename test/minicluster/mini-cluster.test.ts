@@ -91,7 +91,8 @@ describe('MiniCluster jobs', () => {
   async function finished(c: MiniCluster, job: RunningJob): Promise<JobRecord> {
     const outcome = await job.outcome;
     const rec = await c.record(job.jobId);
-    if (outcome.status !== 'FINISHED') throw new Error(`job ${job.jobId} ended ${outcome.status}: ${rec.exceptions.map((e) => `${e.taskName ?? 'job'}: ${e.message}`).join('; ')}`);
+    if (outcome.status !== 'FINISHED')
+      throw new Error(`job ${job.jobId} ended ${outcome.status}: ${rec.exceptions.map((e) => `${e.taskName ?? 'job'}: ${e.message}`).join('; ')}`);
     return rec;
   }
 
@@ -108,7 +109,11 @@ describe('MiniCluster jobs', () => {
       'taskmanager.memory.segment-size': SEGMENT,
       'execution.buffer-timeout': 5,
     });
-    const graph = jobGraph('backpressure', [vertex('source', 2, [source(N), op('pad')]), vertex('sink', 2, [op('slow2'), collect(N)])], [rebalance('source', 'sink')]);
+    const graph = jobGraph(
+      'backpressure',
+      [vertex('source', 2, [source(N), op('pad')]), vertex('sink', 2, [op('slow2'), collect(N)])],
+      [rebalance('source', 'sink')],
+    );
     const job = await c.submit(graph);
     const rec = await finished(c, job);
     expect(((await c.result(rec)).records as string[]).sort()).toEqual(Array.from({ length: N }, (_, i) => record(i + 1)));
@@ -247,11 +252,32 @@ describe('MiniCluster jobs', () => {
     }
     const leases = new CuttableLeaseStore();
     const N = 3_000;
-    const c = await start({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 100, 'heartbeat.timeout': 3_000, 'high-availability.lease.duration': 600, 'high-availability.lease.renew-interval': 100 }, leases);
-    const graph = jobGraph('rm-failover', [vertex('source', 2, [source(N)]), vertex('map', 2, [op('pad'), op('slow2')]), vertex('sink', 2, [collect(N)])], [rebalance('source', 'map'), rebalance('map', 'sink')]);
+    const c = await start(
+      {
+        'taskmanager.numberOfTaskSlots': 2,
+        'heartbeat.interval': 100,
+        'heartbeat.timeout': 3_000,
+        'high-availability.lease.duration': 600,
+        'high-availability.lease.renew-interval': 100,
+      },
+      leases,
+    );
+    const graph = jobGraph(
+      'rm-failover',
+      [vertex('source', 2, [source(N)]), vertex('map', 2, [op('pad'), op('slow2')]), vertex('sink', 2, [collect(N)])],
+      [rebalance('source', 'map'), rebalance('map', 'sink')],
+    );
     const job = await c.submit(graph);
     // The slow map takes a few seconds: the failover happens while it runs.
-    await waitFor('the map tasks running', () => job.runner.currentJobMaster?.snapshot().tasks.filter((t) => t.vertexId === 'map').every((t) => t.state === 'RUNNING'), 30_000);
+    await waitFor(
+      'the map tasks running',
+      () =>
+        job.runner.currentJobMaster
+          ?.snapshot()
+          .tasks.filter((t) => t.vertexId === 'map')
+          .every((t) => t.state === 'RUNNING'),
+      30_000,
+    );
     const rmLease = `rm/${graph.jobId}`;
     const before = (await leases.get(rmLease))!.epoch;
     const firstRm = job.runner.currentResourceManager;
@@ -260,11 +286,19 @@ describe('MiniCluster jobs', () => {
     // Until its lease has lapsed, nobody may lead: then the lease comes back, at a higher epoch.
     await new Promise((r) => setTimeout(r, 700));
     leases.cut.delete(rmLease);
-    await waitFor('a new ResourceManager leader', () => job.runner.currentResourceManager !== undefined && job.runner.currentResourceManager !== firstRm, 10_000);
+    await waitFor(
+      'a new ResourceManager leader',
+      () => job.runner.currentResourceManager !== undefined && job.runner.currentResourceManager !== firstRm,
+      10_000,
+    );
     const newRm = job.runner.currentResourceManager!;
     expect((await leases.get(rmLease))!.epoch).toBeGreaterThan(before);
     // The new leader knows the job's slots from the TaskExecutors' reports, as allocated.
-    await waitFor('the slots to be reported to the new ResourceManager', async () => (await newRm.snapshot()).slots.filter((s) => s.state === 'allocated').length === 2 || undefined, 10_000);
+    await waitFor(
+      'the slots to be reported to the new ResourceManager',
+      async () => (await newRm.snapshot()).slots.filter((s) => s.state === 'allocated').length === 2 || undefined,
+      10_000,
+    );
     const rec = await finished(c, job);
     expect(((await c.result(rec)).records as string[]).sort()).toEqual(Array.from({ length: N }, (_, i) => record(i + 1)).sort());
     // No task ran twice, and no TaskExecutor was started for the new leader.

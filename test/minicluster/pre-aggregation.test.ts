@@ -55,7 +55,9 @@ describe('pre-aggregation on a MiniCluster', () => {
   }
 
   it('sums per residue alike with room for every key and with none, sending one partial per key per producer', async () => {
-    const expected = Array.from({ length: 10 }, (_, r) => Array.from({ length: N / 10 }, (_, j) => (r === 0 ? 10 : r) + 10 * j).reduce((s, n) => s + n, 0)).sort((a, b) => a - b);
+    const expected = Array.from({ length: 10 }, (_, r) =>
+      Array.from({ length: N / 10 }, (_, j) => (r === 0 ? 10 : r) + 10 * j).reduce((s, n) => s + n, 0),
+    ).sort((a, b) => a - b);
     const roomy = await runWith({});
     expect(roomy.sums).toEqual(expected);
     expect(roomy.keyedRecordsIn).toBe(2 * 10);

@@ -79,7 +79,7 @@ describe('text sink commits on a MiniCluster', () => {
     expect(readdirSync(assembled).sort()).toEqual(['_SUCCESS', 'part-0', 'part-1']);
   });
 
-  it("fails the job when a part is written over after its task finished: nothing is published, the error names the part", async () => {
+  it('fails the job when a part is written over after its task finished: nothing is published, the error names the part', async () => {
     const out = join(dir, 'changed');
     const gate = join(dir, 'changed-gate');
     cluster ??= await MiniCluster.start({ config: { 'taskmanager.numberOfTaskSlots': 2 } });
@@ -87,11 +87,16 @@ describe('text sink commits on a MiniCluster', () => {
     const job = await cluster.submit(graph);
     try {
       // One subtask FINISHED (its part reported); the other waits at the gate, so the job is still running.
-      const finished = await waitFor(async () => {
-        const record = await cluster!.record(job.jobId);
-        const done = record.vertices?.[0]?.subtasks?.find((st) => st.state === 'FINISHED');
-        return done !== undefined && record.status === 'RUNNING' ? done : undefined;
-      }, 'one subtask to finish while the other waits', 30_000, 50);
+      const finished = await waitFor(
+        async () => {
+          const record = await cluster!.record(job.jobId);
+          const done = record.vertices?.[0]?.subtasks?.find((st) => st.state === 'FINISHED');
+          return done !== undefined && record.status === 'RUNNING' ? done : undefined;
+        },
+        'one subtask to finish while the other waits',
+        30_000,
+        50,
+      );
       const staging = localStagingDir(out, job.jobId);
       const attempt = readdirSync(staging).find((a) => existsSync(join(staging, a, `part-${finished.index}`)))!;
       appendFileSync(join(staging, attempt, `part-${finished.index}`), 'n999 (written after the task finished)\n');
@@ -102,7 +107,9 @@ describe('text sink commits on a MiniCluster', () => {
     const record = await cluster.record(job.jobId);
     expect(outcome.status).toBe('FAILED');
     const message = record.exceptions.map((e) => e.message).join('\n');
-    expect(message).toMatch(/committing the job's output failed: .*the part file of subtask \d \(attempt [^)]+\) at '[^']+' was changed after its task finished: its task reported \d+ bytes, found \d+ bytes\. Nothing of this job's output is published/);
+    expect(message).toMatch(
+      /committing the job's output failed: .*the part file of subtask \d \(attempt [^)]+\) at '[^']+' was changed after its task finished: its task reported \d+ bytes, found \d+ bytes\. Nothing of this job's output is published/,
+    );
     expect(existsSync(out)).toBe(false);
   });
 

@@ -89,7 +89,14 @@ describe('union and min/max/minBy/maxBy on a MiniCluster', () => {
     const tens = Array.from({ length: 30 }, (_, i) => (i + 1) * 10);
     expect(((await run(await graphOf('threeTimes'))) as number[]).sort((a, b) => a - b)).toEqual(times(tens, 3));
     // Through a keyed sum with pre-aggregation: each key's sum counts every record twice.
-    const sums = [0, 1, 2, 3, 4].map((r) => 2 * ones.concat(ones.map((n) => n + 50)).filter((n) => n % 5 === r).reduce((a, b) => a + b, 0));
+    const sums = [0, 1, 2, 3, 4].map(
+      (r) =>
+        2 *
+        ones
+          .concat(ones.map((n) => n + 50))
+          .filter((n) => n % 5 === r)
+          .reduce((a, b) => a + b, 0),
+    );
     expect(((await run(await graphOf('selfUnionKeyed'))) as number[]).sort((a, b) => a - b)).toEqual(sums.sort((a, b) => a - b));
   });
 
@@ -106,8 +113,12 @@ describe('union and min/max/minBy/maxBy on a MiniCluster', () => {
   it('min and max give the key first record with the field holding the extreme; minBy and maxBy the record holding it', async () => {
     // One producer: the key's first record is the first generated.
     const first = (city: string): ReturnType<typeof reading> => byCity(city)[0]!;
-    expect(sorted(await run(await graphOf('extremes', ['min', '1'])))).toEqual(sorted(CITIES.map((c) => ({ ...first(c), temp: low(byCity(c).map((r) => r.temp)) }))));
-    expect(sorted(await run(await graphOf('extremes', ['max', '1'])))).toEqual(sorted(CITIES.map((c) => ({ ...first(c), temp: high(byCity(c).map((r) => r.temp)) }))));
+    expect(sorted(await run(await graphOf('extremes', ['min', '1'])))).toEqual(
+      sorted(CITIES.map((c) => ({ ...first(c), temp: low(byCity(c).map((r) => r.temp)) }))),
+    );
+    expect(sorted(await run(await graphOf('extremes', ['max', '1'])))).toEqual(
+      sorted(CITIES.map((c) => ({ ...first(c), temp: high(byCity(c).map((r) => r.temp)) }))),
+    );
     // Two producers: the record holding the extreme is one whatever the order records meet in.
     expect(sorted(await run(await graphOf('extremes', ['minBy', '2'])))).toEqual(sorted(CITIES.map((c) => holding(c, low))));
     expect(sorted(await run(await graphOf('extremes', ['maxBy', '2'])))).toEqual(sorted(CITIES.map((c) => holding(c, high))));

@@ -34,7 +34,11 @@ async function tlsServer(): Promise<{ server: DataServer; registry: PartitionReg
 }
 
 function waitingPartition(registry: PartitionRegistry<PartitionLocation<ResultPartition>>, id: string): ResultPartition {
-  const p = new ResultPartition({ edgeId: 'e', partitionId: ResultPartitionId.of(id), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 }, 0, { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 });
+  const p = new ResultPartition(
+    { edgeId: 'e', partitionId: ResultPartitionId.of(id), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+    0,
+    { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 },
+  );
   registry.register(p.id, { slotIndex: 0, worker: p });
   p.emit('not for strangers');
   p.flushAll();
@@ -67,14 +71,21 @@ function peer(address: string, first: Buffer[], tls?: ReturnType<typeof pskClien
 }
 
 const hello = (jobId: string): Buffer => encodeFrame(FrameType.HELLO, 0, encodeHello(randomBytes(NONCE_BYTES), jobId));
-const request = (id: ResultPartitionId): Buffer[] => [encodeFrame(FrameType.REQUEST, 1, encodeMeta({ partitionId: id, subpartitionIndex: 0 })), encodeFrame(FrameType.CREDIT, 1, encodeMeta({ n: 4, initial: true }))];
+const request = (id: ResultPartitionId): Buffer[] => [
+  encodeFrame(FrameType.REQUEST, 1, encodeMeta({ partitionId: id, subpartitionIndex: 0 })),
+  encodeFrame(FrameType.CREDIT, 1, encodeMeta({ n: 4, initial: true })),
+];
 
 describe('TLS data connections', () => {
   it('carry every record in order between a TLS client and server', async () => {
     const { server, registry } = await tlsServer();
     const client = new DataClient(silentLogger, (jobId) => KEYS[jobId], true);
     cleanups.push(() => client.close());
-    const p = new ResultPartition({ edgeId: 'e', partitionId: ResultPartitionId.of('tls-1'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 }, 0, { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 });
+    const p = new ResultPartition(
+      { edgeId: 'e', partitionId: ResultPartitionId.of('tls-1'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+      0,
+      { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 },
+    );
     registry.register(p.id, { slotIndex: 0, worker: p });
     const gate = new InputGate(['tls'], 2);
     gate.connect(0, client.openChannel(server.address, JOB, p.id, 0));
@@ -127,7 +138,7 @@ describe('TLS data connections', () => {
     expect(server.stats).toMatchObject({ connections: 0, connectionsRefused: 1 });
   }, 20_000);
 
-  it("close a peer whose TLS identity is one job and whose data handshake names another", async () => {
+  it('close a peer whose TLS identity is one job and whose data handshake names another', async () => {
     const { server, registry } = await tlsServer();
     waitingPartition(registry, 'other-job');
     const got = await peer(server.address, [hello(JOB)], pskClientOptions(dataTlsIdentity(OTHER_JOB), dataTlsKey(KEYS[OTHER_JOB]!)));

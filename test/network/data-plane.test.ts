@@ -25,7 +25,11 @@ const JOB = 'job-a';
 const DATA_KEY = 'data-plane-test-key-of-job-a';
 
 function partition(id: string, n: number, partitioner: Partitioner = 'rebalance', options = OPTIONS): ResultPartition {
-  return new ResultPartition({ edgeId: 'e', partitionId: ResultPartitionId.of(id), partitionType: 'pipelined', partitioner, numberOfSubpartitions: n }, 0, options);
+  return new ResultPartition(
+    { edgeId: 'e', partitionId: ResultPartitionId.of(id), partitionType: 'pipelined', partitioner, numberOfSubpartitions: n },
+    0,
+    options,
+  );
 }
 
 async function produce(p: ResultPartition, records: Iterable<unknown>): Promise<void> {
@@ -205,8 +209,20 @@ describe('local channels', () => {
   });
 
   for (const [kind, make] of [
-    ['an AbortSignal', () => { const c = new AbortController(); return { signal: c.signal, abort: (r: unknown) => c.abort(r) }; }],
-    ['a task cancellation', () => { const c = new TaskCancellation(); return { signal: c.signal, abort: (r: unknown) => c.abort(r) }; }],
+    [
+      'an AbortSignal',
+      () => {
+        const c = new AbortController();
+        return { signal: c.signal, abort: (r: unknown) => c.abort(r) };
+      },
+    ],
+    [
+      'a task cancellation',
+      () => {
+        const c = new TaskCancellation();
+        return { signal: c.signal, abort: (r: unknown) => c.abort(r) };
+      },
+    ],
   ] as const) {
     it(`a consumer waiting for input wakes with the reason when ${kind} aborts, after many waits`, async () => {
       const p = partition(`p-cancel-${kind}`, 1, 'forward');
@@ -318,7 +334,12 @@ describe('local channels', () => {
     next.ack();
     const rest = await consume(gate);
     await producing;
-    expect([...held, next].flatMap((h) => h.records).concat(rest[0]!).map((r) => (r as { i: number }).i)).toEqual(range(200));
+    expect(
+      [...held, next]
+        .flatMap((h) => h.records)
+        .concat(rest[0]!)
+        .map((r) => (r as { i: number }).i),
+    ).toEqual(range(200));
   });
 
   it('a consumer that stops releases the producer, which stops waiting for credit', async () => {
@@ -342,7 +363,10 @@ describe('TCP channels', () => {
   });
 
   /** A data server holding the keys in `keys` (job → key); every partition it serves is of JOB. */
-  async function server(waitMs = 5_000, keys: Record<string, string> = { [JOB]: DATA_KEY }): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>>; }> {
+  async function server(
+    waitMs = 5_000,
+    keys: Record<string, string> = { [JOB]: DATA_KEY },
+  ): Promise<{ server: DataServer; registry: PartitionRegistry<PartitionLocation<ResultPartition>> }> {
     const { server: srv, registry } = await partitionDataServer({ job: JOB, keys, waitMs });
     cleanups.push(() => srv.close());
     return { server: srv, registry };
@@ -410,23 +434,33 @@ describe('TCP channels', () => {
   });
 
   /** A raw TCP peer: sends `script(frames so far)`'s frames as answers arrive; resolves with every frame it got once the server closed it. */
-  async function rawPeer(address: string, onFrame: (frame: Frame, send: (type: FrameType, payload?: Uint8Array) => void) => void, first: Buffer[]): Promise<Frame[]> {
+  async function rawPeer(
+    address: string,
+    onFrame: (frame: Frame, send: (type: FrameType, payload?: Uint8Array) => void) => void,
+    first: Buffer[],
+  ): Promise<Frame[]> {
     const i = address.lastIndexOf(':');
     const socket = connect({ host: address.slice(0, i), port: Number(address.slice(i + 1)) });
     cleanups.push(() => void socket.destroy());
     const got: Frame[] = [];
     const decoder = new FrameDecoder();
     const send = (type: FrameType, payload?: Uint8Array): void => void socket.write(encodeFrame(type, 0, payload));
-    socket.on('data', (chunk: Buffer) => decoder.push(chunk, (f) => {
-      got.push(f);
-      onFrame(f, send);
-    }));
+    socket.on('data', (chunk: Buffer) =>
+      decoder.push(chunk, (f) => {
+        got.push(f);
+        onFrame(f, send);
+      }),
+    );
     for (const b of first) socket.write(b);
     await new Promise<void>((resolve) => socket.on('close', () => resolve()));
     return got;
   }
 
-  async function partitionWaitingToBeRead(srv: DataServer, registry: PartitionRegistry<PartitionLocation<ResultPartition>>, id: string): Promise<ResultPartition> {
+  async function partitionWaitingToBeRead(
+    srv: DataServer,
+    registry: PartitionRegistry<PartitionLocation<ResultPartition>>,
+    id: string,
+  ): Promise<ResultPartition> {
     const p = partition(id, 1, 'forward');
     registry.register(p.id, { slotIndex: 0, worker: p });
     p.emit('not for strangers');

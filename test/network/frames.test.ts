@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { encodeFrame, FrameDecoder, FrameType, type Frame } from '../../runtime/network/frames.js';
 
 const frames = (): Buffer[] => [
-  encodeFrame(FrameType.BUFFER, 7, Uint8Array.from({ length: 300 }, (_, i) => i % 251)),
+  encodeFrame(
+    FrameType.BUFFER,
+    7,
+    Uint8Array.from({ length: 300 }, (_, i) => i % 251),
+  ),
   encodeFrame(FrameType.END, 7),
   encodeFrame(FrameType.CREDIT, 0xfffffffe, Uint8Array.of(1, 2, 3)),
   encodeFrame(FrameType.ERROR, 3, new TextEncoder().encode('boom')),
@@ -26,7 +30,12 @@ describe('FrameDecoder', () => {
   it('gives the same frames however the stream is cut into chunks', () => {
     expect(decodeInChunks(stream, [])).toEqual(expected);
     for (let cut = 1; cut < stream.length; cut++) expect(decodeInChunks(stream, [cut])).toEqual(expected);
-    expect(decodeInChunks(stream, Array.from({ length: stream.length - 1 }, (_, i) => i + 1))).toEqual(expected);
+    expect(
+      decodeInChunks(
+        stream,
+        Array.from({ length: stream.length - 1 }, (_, i) => i + 1),
+      ),
+    ).toEqual(expected);
   });
 
   it('gives every payload memory of its own, not a view of the chunk', () => {

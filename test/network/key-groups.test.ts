@@ -30,7 +30,27 @@ describe('canonical keys', () => {
     expect(canonicalKey({ a: 1, b: 2 })).toBe(canonicalKey({ b: 2, a: 1 }));
     expect(canonicalKey(-0)).toBe(canonicalKey(0));
     expect(canonicalKey('word')).toBe('word');
-    const distinct: unknown[] = ['1', 1, 1n, true, 'true', null, 'null', [1], '[1]', ['1'], {}, [], '', '\u0001', '\u0000', '\u0001"x"', 'x', { a: '1' }, { a: 1 }];
+    const distinct: unknown[] = [
+      '1',
+      1,
+      1n,
+      true,
+      'true',
+      null,
+      'null',
+      [1],
+      '[1]',
+      ['1'],
+      {},
+      [],
+      '',
+      '\u0001',
+      '\u0000',
+      '\u0001"x"',
+      'x',
+      { a: '1' },
+      { a: 1 },
+    ];
     const forms = distinct.map(canonicalKey);
     expect(new Set(forms).size).toBe(distinct.length);
   });
@@ -59,7 +79,14 @@ describe('canonical keys', () => {
 
   it('gives the same key group and subtask in another process', async () => {
     const bundle = join(dir, 'key-groups.mjs');
-    await build({ entryPoints: [join(packageRoot, 'runtime/network/key-groups.ts')], outfile: bundle, bundle: true, platform: 'node', format: 'esm', logLevel: 'warning' });
+    await build({
+      entryPoints: [join(packageRoot, 'runtime/network/key-groups.ts')],
+      outfile: bundle,
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      logLevel: 'warning',
+    });
     const script = `
       const { canonicalKey, keyGroupOf, subtaskForKey } = await import(${JSON.stringify(bundle)});
       const keys = ${keysSource};
@@ -75,7 +102,15 @@ describe('canonical keys', () => {
 
 describe('key groups', () => {
   it('hands every key group to exactly one subtask, in contiguous ranges that match the router', () => {
-    for (const [parallelism, maxParallelism] of [[1, 128], [3, 128], [4, 128], [7, 128], [128, 128], [5, 1000], [300, 512]] as const) {
+    for (const [parallelism, maxParallelism] of [
+      [1, 128],
+      [3, 128],
+      [4, 128],
+      [7, 128],
+      [128, 128],
+      [5, 1000],
+      [300, 512],
+    ] as const) {
       let next = 0;
       for (let i = 0; i < parallelism; i++) {
         const { start, end } = keyGroupRange(i, parallelism, maxParallelism);
@@ -99,7 +134,14 @@ describe('key groups', () => {
 /** A partition of `n` subpartitions, each read by its own gate; returns what each gate received. */
 async function route(partitioner: Partitioner, n: number, records: unknown[], keySelector?: (r: unknown) => unknown): Promise<unknown[][]> {
   const partition = new ResultPartition(
-    { edgeId: 'e', partitionId: ResultPartitionId.of('p'), partitionType: 'pipelined', partitioner, numberOfSubpartitions: n, ...(keySelector ? { keyGroups: 128 } : {}) },
+    {
+      edgeId: 'e',
+      partitionId: ResultPartitionId.of('p'),
+      partitionType: 'pipelined',
+      partitioner,
+      numberOfSubpartitions: n,
+      ...(keySelector ? { keyGroups: 128 } : {}),
+    },
     0,
     { segmentSizeBytes: 512, maxBacklogBuffers: 2, bufferTimeoutMs: 5, ...(keySelector ? { keySelector } : {}) },
   );
@@ -145,10 +187,17 @@ describe('hash and broadcast partitions', () => {
 
   it('lets what the key selector throws through unchanged', () => {
     const boom = new Error('no key for you');
-    const select = createChannelSelector('hash', 4, 0, { keySelector: () => { throw boom; }, keyGroups: 128 });
+    const select = createChannelSelector('hash', 4, 0, {
+      keySelector: () => {
+        throw boom;
+      },
+      keyGroups: 128,
+    });
     expect(() => select('x')).toThrow(boom);
     expect(() => createChannelSelector('hash', 4, 0)).toThrow(/needs a key selector/);
-    expect(() => createChannelSelector('hash', 4, 0, { keySelector: (r) => r, keyGroups: 2 })).toThrow(/at least as many key groups as subpartitions \(4\), found 2/);
+    expect(() => createChannelSelector('hash', 4, 0, { keySelector: (r) => r, keyGroups: 2 })).toThrow(
+      /at least as many key groups as subpartitions \(4\), found 2/,
+    );
   });
 
   it('sends every record to every subpartition in order', async () => {

@@ -28,7 +28,14 @@ describe('ResourceManager slot requests', () => {
     expect(new Set(requests.map((r) => r.allocationId)).size).toBe(3);
     expect(h.started).toHaveLength(0);
     const resources = await h.gateway.requestClusterResources();
-    expect(resources).toEqual({ registeredTaskExecutors: 2, slotsPerTaskExecutor: 2, totalSlots: 4, freeSlots: 1, pendingTaskExecutors: 0, maxTaskExecutors: 8 });
+    expect(resources).toEqual({
+      registeredTaskExecutors: 2,
+      slotsPerTaskExecutor: 2,
+      totalSlots: 4,
+      freeSlots: 1,
+      pendingTaskExecutors: 0,
+      maxTaskExecutors: 8,
+    });
   });
 
   it('retries elsewhere when a TaskExecutor refuses a slot', async () => {
@@ -164,11 +171,18 @@ describe('ResourceManager workers', () => {
     const { required, available } = h.notEnough[0]!;
     expect(required).toBe(8);
     // The free slots still go to the job; nothing more may start.
-    expect(available).toEqual({ registeredTaskExecutors: 2, slotsPerTaskExecutor: 2, totalSlots: 4, freeSlots: 0, pendingTaskExecutors: 0, maxTaskExecutors: 2 });
+    expect(available).toEqual({
+      registeredTaskExecutors: 2,
+      slotsPerTaskExecutor: 2,
+      totalSlots: 4,
+      freeSlots: 0,
+      pendingTaskExecutors: 0,
+      maxTaskExecutors: 2,
+    });
     const mayStart = available.maxTaskExecutors - available.registeredTaskExecutors - available.pendingTaskExecutors;
-    expect(`offers ${available.totalSlots} (${available.registeredTaskExecutors} TaskExecutors × ${available.slotsPerTaskExecutor} slots) and may start at most ${mayStart} more`).toBe(
-      'offers 4 (2 TaskExecutors × 2 slots) and may start at most 0 more',
-    );
+    expect(
+      `offers ${available.totalSlots} (${available.registeredTaskExecutors} TaskExecutors × ${available.slotsPerTaskExecutor} slots) and may start at most ${mayStart} more`,
+    ).toBe('offers 4 (2 TaskExecutors × 2 slots) and may start at most 0 more');
     expect(h.started).toHaveLength(0);
     // Told once per requirement, not on every later change.
     await h.advance(300);

@@ -57,7 +57,12 @@ export class FakeTaskExecutor {
   private exit!: (code: number) => void;
   readonly exited: Promise<number>;
 
-  constructor(readonly id: ResourceId, network: LocalRpcNetwork, clock: ManualClock, numberOfSlots: number) {
+  constructor(
+    readonly id: ResourceId,
+    network: LocalRpcNetwork,
+    clock: ManualClock,
+    numberOfSlots: number,
+  ) {
     this.slots = Array.from({ length: numberOfSlots }, () => undefined);
     this.rpc = new LocalRpcService(network, id, { clock, timeoutMs: 1_000 });
     this.exited = new Promise((r) => (this.exit = r));

@@ -42,7 +42,9 @@ describe('SlotManager registration deadline', () => {
     await mainThread.run(() => slots.registerTaskExecutor(ResourceId.of('te-0'), 2));
     expect(stopped).toEqual([]);
     await advance(1);
-    expect(stopped).toEqual([{ id: 'te-1', reason: `it did not register within ${TIMEOUT_MS} ms of its start ('resourcemanager.taskmanager-registration.timeout')` }]);
+    expect(stopped).toEqual([
+      { id: 'te-1', reason: `it did not register within ${TIMEOUT_MS} ms of its start ('resourcemanager.taskmanager-registration.timeout')` },
+    ]);
     expect(started).toEqual(['te-0', 'te-1', 'te-2']);
     // Given up, it cannot register should it wake; its exit then clears it without counting twice.
     expect(await mainThread.run(() => slots.isStoppingWorker(ResourceId.of('te-1')))).toBe(true);

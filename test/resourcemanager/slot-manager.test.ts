@@ -141,7 +141,8 @@ describe('SlotManager and a TaskExecutor that cannot start', () => {
 
     const fatal = setup();
     await fatal.mainThread.run(() => fatal.slots.setRequirements([{ slots: 2 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
-    const cause = "stopped by ECS: CannotPullContainerError: image Manifest does not contain descriptor matching platform 'linux/arm64' (IMAGE_PLATFORM_MISMATCH); build it for linux/arm64";
+    const cause =
+      "stopped by ECS: CannotPullContainerError: image Manifest does not contain descriptor matching platform 'linux/arm64' (IMAGE_PLATFORM_MISMATCH); build it for linux/arm64";
     await fatal.mainThread.run(() => fatal.slots.workerStartFailed(ResourceId.of('te-0'), cause, true));
     expect(fatal.started).toEqual(['te-0']);
     expect(fatal.shortOf).toEqual([{ required: 2, cause }]);

@@ -43,13 +43,23 @@ async function resourceManager(takingOver: boolean): Promise<ResourceManager> {
     logger: silentLogger,
     takingOver,
   });
-  cleanups.push(() => rpc.close(), () => rm.close({ stopWorkers: false }));
+  cleanups.push(
+    () => rpc.close(),
+    () => rm.close({ stopWorkers: false }),
+  );
   return rm;
 }
 
 /** A TaskExecutor's RPC side with its own key, answering heartbeats; counts those the RM sent. */
-async function taskExecutor(id: string, job: JobId = JOB): Promise<{ rm: (address: string) => ResourceManagerGateway; address: string; heartbeats: () => number }> {
-  const rpc = await HttpRpcService.start({ taskExecutor: { resourceId: id, key: taskExecutorKey(SECRET, job, id), jobId: job }, timeoutMs: 5_000, logger: silentLogger });
+async function taskExecutor(
+  id: string,
+  job: JobId = JOB,
+): Promise<{ rm: (address: string) => ResourceManagerGateway; address: string; heartbeats: () => number }> {
+  const rpc = await HttpRpcService.start({
+    taskExecutor: { resourceId: id, key: taskExecutorKey(SECRET, job, id), jobId: job },
+    timeoutMs: 5_000,
+    logger: silentLogger,
+  });
   cleanups.push(() => rpc.close());
   let heartbeats = 0;
   const gateway = TestingTaskExecutorGateway.builder(id)
@@ -59,7 +69,11 @@ async function taskExecutor(id: string, job: JobId = JOB): Promise<{ rm: (addres
     })
     .build();
   rpc.serve(EndpointName.TASK_EXECUTOR, gateway, { methods: TASK_EXECUTOR_METHODS });
-  return { rm: (address) => rpc.connect<ResourceManagerGateway>(address, EndpointName.RESOURCE_MANAGER, { fencingToken: TOKEN }), address: rpc.address, heartbeats: () => heartbeats };
+  return {
+    rm: (address) => rpc.connect<ResourceManagerGateway>(address, EndpointName.RESOURCE_MANAGER, { fencingToken: TOKEN }),
+    address: rpc.address,
+    heartbeats: () => heartbeats,
+  };
 }
 
 const registration = (id: string, address: string) => ({ resourceId: ResourceId.of(id), address, dataAddress: '127.0.0.1:1', numberOfSlots: 2 });
@@ -76,7 +90,9 @@ describe('ResourceManager and TaskExecutor identities', () => {
     const rm = await resourceManager(true);
     const foreign = await taskExecutor('te-other', OTHER_JOB);
     await expect(foreign.rm(rm.address).registerTaskExecutor(registration('te-other', foreign.address))).rejects.toThrow(RpcUnauthorizedError);
-    await expect(foreign.rm(rm.address).sendSlotReport(ResourceId.of('te-other'), { resourceId: ResourceId.of('te-other'), slots: [], heldPartitions: 0 })).rejects.toThrow(RpcUnauthorizedError);
+    await expect(
+      foreign.rm(rm.address).sendSlotReport(ResourceId.of('te-other'), { resourceId: ResourceId.of('te-other'), slots: [], heldPartitions: 0 }),
+    ).rejects.toThrow(RpcUnauthorizedError);
     expect((await rm.snapshot()).registered).toEqual([]);
     // A TaskExecutor of this job, the same way, is taken.
     const own = await taskExecutor('te-own');
@@ -95,7 +111,9 @@ describe('ResourceManager and TaskExecutor identities', () => {
     while (te.heartbeats() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(te.heartbeats()).toBeGreaterThan(0);
     await expect(gw.registerTaskExecutor(registration('te-b', te.address))).rejects.toThrow(RpcForbiddenError);
-    await expect(gw.sendSlotReport(ResourceId.of('te-b'), { resourceId: ResourceId.of('te-b'), slots: [], heldPartitions: 0 })).rejects.toThrow(RpcForbiddenError);
+    await expect(gw.sendSlotReport(ResourceId.of('te-b'), { resourceId: ResourceId.of('te-b'), slots: [], heldPartitions: 0 })).rejects.toThrow(
+      RpcForbiddenError,
+    );
     await expect(gw.disconnectTaskExecutor(ResourceId.of('te-b'), 'forged')).rejects.toThrow(RpcForbiddenError);
     await expect(gw.registerJobMaster(JOB, te.address, FencingToken.of(99))).rejects.toThrow(/may not call resourcemanager.registerJobMaster/);
     await expect(gw.requestClusterResources()).rejects.toThrow(RpcForbiddenError);

@@ -113,7 +113,10 @@ describe('HttpRpcService', () => {
     expect(res.body).toMatchObject({ ok: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
     const undeclared = await rawPost(server.address, '/rpc/test/echo', { authorization: `Bearer ${SECRET}` }, big, true);
     expect(undeclared.status).toBe(413);
-    const error = await server.connect<TestGateway>(server.address, 'test').echo('x'.repeat(2048)).catch((e: unknown) => e);
+    const error = await server
+      .connect<TestGateway>(server.address, 'test')
+      .echo('x'.repeat(2048))
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PayloadTooLargeError);
     expect((error as Error).message).toContain('limit is 1024 bytes');
     expect(endpoint.calls).toBe(0);
@@ -125,7 +128,10 @@ describe('HttpRpcService', () => {
     try {
       const client = await track(start());
       const { port } = foreign.address() as AddressInfo;
-      const error = await client.connect<TestGateway>(`http://127.0.0.1:${port}`, 'test').nothing().catch((e: unknown) => e);
+      const error = await client
+        .connect<TestGateway>(`http://127.0.0.1:${port}`, 'test')
+        .nothing()
+        .catch((e: unknown) => e);
       expect((error as FloeError).code).toBe('RPC_PROTOCOL');
       expect((error as Error).message).toContain('not a Floe RPC reply');
     } finally {
@@ -178,7 +184,9 @@ describe('HttpRpcService', () => {
     });
 
     /** Answers like a Floe server, but resets the connection for requests `reset` picks. */
-    async function resettingServer(reset: (requestOnSocket: number, requestOverall: number) => boolean): Promise<{ address: string; requests: () => number; connections: () => number }> {
+    async function resettingServer(
+      reset: (requestOnSocket: number, requestOverall: number) => boolean,
+    ): Promise<{ address: string; requests: () => number; connections: () => number }> {
       let overall = 0;
       let connections = 0;
       const perSocket = new WeakMap<object, number>();
@@ -235,7 +243,10 @@ describe('HttpRpcService', () => {
     it('does not resend when a fresh connection is reset: that is a lost peer', async () => {
       const server = await resettingServer(() => true);
       const client = await track(start());
-      const error = await client.connect<TestGateway>(server.address, 'test').nothing().catch((e: unknown) => e);
+      const error = await client
+        .connect<TestGateway>(server.address, 'test')
+        .nothing()
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RpcConnectionError);
       expect(server.requests()).toBe(1);
     });

@@ -8,7 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { taskExecutorKey } from '../../runtime/core/cluster-keys.js';
 import { RpcUnauthorizedError } from '../../runtime/core/errors.js';
 import { JobId, ResourceId } from '../../runtime/core/ids.js';
-import { CLUSTER_TLS_IDENTITY, clusterTlsKey, pskClientOptions, pskServerOptions, taskExecutorTlsIdentity, taskExecutorTlsKey } from '../../runtime/core/internal-tls.js';
+import {
+  CLUSTER_TLS_IDENTITY,
+  clusterTlsKey,
+  pskClientOptions,
+  pskServerOptions,
+  taskExecutorTlsIdentity,
+  taskExecutorTlsKey,
+} from '../../runtime/core/internal-tls.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import { HttpRpcService, type HttpRpcServiceOptions } from '../../runtime/rpc/http-rpc-service.js';
 import { TEST_METHODS, TestEndpoint, describeRpcServiceContract, type TestGateway } from './rpc-service-contract.js';
@@ -77,7 +84,9 @@ describe('HttpRpcService with internal TLS', () => {
     // Another cluster's service is refused the same way, and says why.
     const intruder = await track(start({ secret: 'another-cluster-secret' }));
     await expect(intruder.connect<TestGateway>(server.address, 'test').add(1, 2)).rejects.toThrow(RpcUnauthorizedError);
-    await expect(intruder.connect<TestGateway>(server.address, 'test').add(1, 2)).rejects.toThrow(/TLS handshake .* failed .*'security\.ssl\.internal\.enabled' true on both/);
+    await expect(intruder.connect<TestGateway>(server.address, 'test').add(1, 2)).rejects.toThrow(
+      /TLS handshake .* failed .*'security\.ssl\.internal\.enabled' true on both/,
+    );
     expect(endpoint.calls).toBe(0);
   });
 
@@ -103,13 +112,20 @@ describe('HttpRpcService with internal TLS', () => {
     expect(endpoint.calls).toBe(0);
   });
 
-  it("a TaskExecutor and a holder of the secret call each other; the TaskExecutor takes only its own identity for its current job", async () => {
+  it('a TaskExecutor and a holder of the secret call each other; the TaskExecutor takes only its own identity for its current job', async () => {
     const cluster = await track(start());
     cluster.serve('test', new TestEndpoint(), { methods: TEST_METHODS });
-    const te = await track(start({ secret: undefined, taskExecutor: { resourceId: 'te-a', jobId: JOB, key: taskExecutorKey(SECRET, JOB, 'te-a') } } as Partial<HttpRpcServiceOptions>));
+    const te = await track(
+      start({
+        secret: undefined,
+        taskExecutor: { resourceId: 'te-a', jobId: JOB, key: taskExecutorKey(SECRET, JOB, 'te-a') },
+      } as Partial<HttpRpcServiceOptions>),
+    );
     const teEndpoint = new TestEndpoint();
     te.serve('test', teEndpoint, { methods: TEST_METHODS });
-    const teAt = (job: string): { taskExecutor: { resourceId: ResourceId; jobId: JobId } } => ({ taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(job) } });
+    const teAt = (job: string): { taskExecutor: { resourceId: ResourceId; jobId: JobId } } => ({
+      taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(job) },
+    });
 
     expect(await cluster.connect<TestGateway>(te.address, 'test', teAt(JOB)).add(2, 3)).toBe(5);
     const forTaskExecutors = new TestEndpoint();
@@ -118,13 +134,17 @@ describe('HttpRpcService with internal TLS', () => {
     expect(forTaskExecutors.calls).toBe(1);
     // The cluster's own identity is no key at a TaskExecutor, nor is another TaskExecutor's.
     expect(await post(te.address, pskClientOptions(CLUSTER_TLS_IDENTITY, clusterTlsKey(SECRET)))).toEqual({ error: 'EPROTO' });
-    expect(await post(te.address, pskClientOptions(taskExecutorTlsIdentity('te-b', JOB), taskExecutorTlsKey(taskExecutorKey(SECRET, JOB, 'te-b'))))).toEqual({ error: 'EPROTO' });
+    expect(await post(te.address, pskClientOptions(taskExecutorTlsIdentity('te-b', JOB), taskExecutorTlsKey(taskExecutorKey(SECRET, JOB, 'te-b'))))).toEqual({
+      error: 'EPROTO',
+    });
     expect(teEndpoint.calls).toBe(1);
 
     // Handed to another job, the TaskExecutor takes that job's identity and no longer the old one.
     te.switchTaskExecutorJob('job-b', taskExecutorKey(SECRET, 'job-b', 'te-a'));
     expect(await cluster.connect<TestGateway>(te.address, 'test', teAt('job-b')).add(1, 1)).toBe(2);
-    expect(await post(te.address, pskClientOptions(taskExecutorTlsIdentity('te-a', JOB), taskExecutorTlsKey(taskExecutorKey(SECRET, JOB, 'te-a'))))).toEqual({ error: 'EPROTO' });
+    expect(await post(te.address, pskClientOptions(taskExecutorTlsIdentity('te-a', JOB), taskExecutorTlsKey(taskExecutorKey(SECRET, JOB, 'te-a'))))).toEqual({
+      error: 'EPROTO',
+    });
     expect(teEndpoint.calls).toBe(2);
   });
 
@@ -147,7 +167,8 @@ describe('HttpRpcService with internal TLS', () => {
       const address = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
       // Idle connections go after 50 ms, so the last call below opens a new one through the pool.
       const caller = await track(start({ idleSocketTimeoutMs: 50 }));
-      const at = (job: string): TestGateway => caller.connect<TestGateway>(address, 'test', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(job) } });
+      const at = (job: string): TestGateway =>
+        caller.connect<TestGateway>(address, 'test', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(job) } });
       await at('job-a').nothing();
       await at('job-a').nothing();
       await at('job-b').nothing();
@@ -161,7 +182,11 @@ describe('HttpRpcService with internal TLS', () => {
       }
       // A new connection runs the full handshake: a resumed session would skip the server's key check.
       await at('job-a').nothing();
-      expect(handshakes).toEqual([taskExecutorTlsIdentity('te-a', 'job-a'), taskExecutorTlsIdentity('te-a', 'job-b'), taskExecutorTlsIdentity('te-a', 'job-a')]);
+      expect(handshakes).toEqual([
+        taskExecutorTlsIdentity('te-a', 'job-a'),
+        taskExecutorTlsIdentity('te-a', 'job-b'),
+        taskExecutorTlsIdentity('te-a', 'job-a'),
+      ]);
     } finally {
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
@@ -170,7 +195,9 @@ describe('HttpRpcService with internal TLS', () => {
 
   it('fails a call whose TLS identity would not fit a handshake, saying so, as a rejection', async () => {
     const client = await track(start());
-    const call = client.connect<TestGateway>(client.address, 'test', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of('j'.repeat(200)) } }).add(1, 2);
+    const call = client
+      .connect<TestGateway>(client.address, 'test', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of('j'.repeat(200)) } })
+      .add(1, 2);
     await expect(call).rejects.toThrow(/TLS identity of TaskExecutor te-a of job j+ takes \d+ bytes, more than the 256 a TLS handshake carries/);
   });
 
@@ -178,6 +205,8 @@ describe('HttpRpcService with internal TLS', () => {
     const client = await track(start());
     const plain = await track(start({ tls: false }));
     plain.serve('test', new TestEndpoint(), { methods: TEST_METHODS });
-    await expect(client.connect<TestGateway>(plain.address, 'test').add(1, 2)).rejects.toThrow(/'security\.ssl\.internal\.enabled' true this process reaches only https:\/\/ addresses, found http:/);
+    await expect(client.connect<TestGateway>(plain.address, 'test').add(1, 2)).rejects.toThrow(
+      /'security\.ssl\.internal\.enabled' true this process reaches only https:\/\/ addresses, found http:/,
+    );
   });
 });

@@ -63,7 +63,15 @@ describe('LocalRpcService', () => {
     services.push(caller, callee);
     const thread = new MainThread('caller', systemClock);
     let calleeSawCallerThread: boolean | undefined;
-    callee.serve('probe', { probe: async () => { calleeSawCallerThread = thread.isInMainThread(); } }, { methods: ['probe'] });
+    callee.serve(
+      'probe',
+      {
+        probe: async () => {
+          calleeSawCallerThread = thread.isInMainThread();
+        },
+      },
+      { methods: ['probe'] },
+    );
     const gw = caller.connect<{ probe(): Promise<void> }>(callee.address, 'probe');
     // Fire-and-forget from the main thread, as handlers must; the answer re-enters later.
     const done = await thread.run(() => ({ call: gw.probe() }));
@@ -89,7 +97,10 @@ describe('LocalRpcService', () => {
     const { network, server, gw, clock, endpoint } = setup();
     network.hang(server.address);
     let outcome: unknown;
-    const call = gw.add(1, 1).then((v) => (outcome = v), (e: unknown) => (outcome = e));
+    const call = gw.add(1, 1).then(
+      (v) => (outcome = v),
+      (e: unknown) => (outcome = e),
+    );
     await new Promise((r) => setImmediate(r));
     clock.advance(999);
     await new Promise((r) => setImmediate(r));
@@ -107,9 +118,25 @@ describe('LocalRpcService', () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let entered = false;
-    server.serve('slow', { slow: async () => { entered = true; await gate; return 'done'; } }, { methods: ['slow'] });
+    server.serve(
+      'slow',
+      {
+        slow: async () => {
+          entered = true;
+          await gate;
+          return 'done';
+        },
+      },
+      { methods: ['slow'] },
+    );
     let outcome: unknown;
-    const call = client.connect<{ slow(): Promise<string> }>(server.address, 'slow').slow().then((v) => (outcome = v), (e: unknown) => (outcome = e));
+    const call = client
+      .connect<{ slow(): Promise<string> }>(server.address, 'slow')
+      .slow()
+      .then(
+        (v) => (outcome = v),
+        (e: unknown) => (outcome = e),
+      );
     while (!entered) await new Promise((r) => setImmediate(r));
     network.hang(server.address);
     release();
@@ -127,7 +154,9 @@ describe('LocalRpcService', () => {
     services.push(server, client);
     server.serve('resourcemanager', new TestEndpoint(), { methods: TEST_METHODS, fencingToken: FencingToken.of(12) });
     await expect(client.connect<TestGateway>(server.address, 'resourcemanager', { fencingToken: FencingToken.of(12) }).add(1, 2)).resolves.toBe(3);
-    await expect(client.connect<TestGateway>(server.address, 'resourcemanager', { fencingToken: FencingToken.of(13) }).add(1, 2)).rejects.toBeInstanceOf(FencingTokenError);
+    await expect(client.connect<TestGateway>(server.address, 'resourcemanager', { fencingToken: FencingToken.of(13) }).add(1, 2)).rejects.toBeInstanceOf(
+      FencingTokenError,
+    );
   });
 
   it('rejects arguments that JSON cannot carry before sending', async () => {

@@ -32,7 +32,11 @@ describe('MainThread', () => {
 
   it('keeps going after a call fails', async () => {
     const thread = new MainThread('test', systemClock);
-    await expect(thread.run(() => { throw new Error('boom'); })).rejects.toThrow('boom');
+    await expect(
+      thread.run(() => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
     await expect(thread.run(() => 42)).resolves.toBe(42);
     await thread.close();
   });

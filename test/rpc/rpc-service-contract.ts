@@ -39,7 +39,18 @@ export interface TestGateway {
   secret(): Promise<string>;
 }
 
-export const TEST_METHODS = ['echo', 'add', 'nothing', 'shared', 'argCount', 'throwLeadershipLost', 'throwInvalidJobGraph', 'throwTypeError', 'throwSync', 'never'] as const;
+export const TEST_METHODS = [
+  'echo',
+  'add',
+  'nothing',
+  'shared',
+  'argCount',
+  'throwLeadershipLost',
+  'throwInvalidJobGraph',
+  'throwTypeError',
+  'throwSync',
+  'never',
+] as const;
 
 export class TestEndpoint implements TestGateway {
   calls = 0;

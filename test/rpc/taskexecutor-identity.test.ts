@@ -122,7 +122,9 @@ describe('HttpRpcService with TaskExecutor identities', () => {
       /carries a TaskExecutor's key for job job-a, but 'registry' on .* serves job job-b; a TaskExecutor's key is a credential only at the job it serves/,
     );
     server.serve<Worker>('admin', { whoAmI: async () => 'admin' }, { methods: ['whoAmI'] });
-    await expect(te.connect<Worker>(server.address, 'admin').whoAmI()).rejects.toThrow(/is no credential at 'admin'.*only holders of the cluster secret may call/);
+    await expect(te.connect<Worker>(server.address, 'admin').whoAmI()).rejects.toThrow(
+      /is no credential at 'admin'.*only holders of the cluster secret may call/,
+    );
     expect(endpoint.registered).toEqual([]);
   });
 
@@ -134,31 +136,43 @@ describe('HttpRpcService with TaskExecutor identities', () => {
     const gwB = te.connect<Registry>(atB.address, 'registry');
     await expect(gwB.register('te-a', 2)).rejects.toBeInstanceOf(RpcUnauthorizedError);
     const caller = await cluster();
-    expect(await caller.connect<Worker>(te.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(JOB) } }).whoAmI()).toBe('te-a');
+    expect(await caller.connect<Worker>(te.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(JOB) } }).whoAmI()).toBe(
+      'te-a',
+    );
 
     te.switchTaskExecutorJob(OTHER_JOB, taskExecutorKey(SECRET, OTHER_JOB, 'te-a'));
     // A gateway made before the switch signs with the new key too.
     expect(await gwB.register('te-a', 2)).toBe('welcome te-a');
     expect(atBEndpoint.registered).toEqual(['te-a:2']);
     await expect(te.connect<Registry>(atA.address, 'registry').register('te-a', 2)).rejects.toBeInstanceOf(RpcUnauthorizedError);
-    expect(await caller.connect<Worker>(te.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(OTHER_JOB) } }).whoAmI()).toBe('te-a');
-    await expect(caller.connect<Worker>(te.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(JOB) } }).whoAmI()).rejects.toBeInstanceOf(RpcUnauthorizedError);
+    expect(
+      await caller.connect<Worker>(te.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(OTHER_JOB) } }).whoAmI(),
+    ).toBe('te-a');
+    await expect(
+      caller.connect<Worker>(te.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(JOB) } }).whoAmI(),
+    ).rejects.toBeInstanceOf(RpcUnauthorizedError);
     expect(() => caller.switchTaskExecutorJob(OTHER_JOB, 'k')).toThrow(/holds the cluster secret/);
     expect(() => te.switchTaskExecutorJob(OTHER_JOB, '')).toThrow(/a job id and a non-empty key are needed/);
   });
 
   it('will not serve TaskExecutor calls without naming the job whose TaskExecutors they are for', async () => {
     const server = await cluster();
-    expect(() => server.serve<Registry>('registry', new RegistryEndpoint(), { methods: ['register'], taskExecutorCalls: { register: () => true } })).toThrow(/names no job \(taskExecutorJob\)/);
+    expect(() => server.serve<Registry>('registry', new RegistryEndpoint(), { methods: ['register'], taskExecutorCalls: { register: () => true } })).toThrow(
+      /names no job \(taskExecutorJob\)/,
+    );
   });
 
   it('lets a holder of the secret call a TaskExecutor with that TaskExecutor key, which the TaskExecutor checks without the secret', async () => {
     const teServer = await taskExecutor('te-a');
     teServer.serve<Worker>('worker', { whoAmI: async () => 'te-a' }, { methods: ['whoAmI'] });
     const caller = await cluster();
-    expect(await caller.connect<Worker>(teServer.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(JOB) } }).whoAmI()).toBe('te-a');
+    expect(
+      await caller.connect<Worker>(teServer.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-a'), jobId: JobId.of(JOB) } }).whoAmI(),
+    ).toBe('te-a');
     // Signed for another TaskExecutor, or with the bare secret, which a TaskExecutor does not know: refused.
-    await expect(caller.connect<Worker>(teServer.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-b'), jobId: JobId.of(JOB) } }).whoAmI()).rejects.toBeInstanceOf(RpcUnauthorizedError);
+    await expect(
+      caller.connect<Worker>(teServer.address, 'worker', { taskExecutor: { resourceId: ResourceId.of('te-b'), jobId: JobId.of(JOB) } }).whoAmI(),
+    ).rejects.toBeInstanceOf(RpcUnauthorizedError);
     await expect(caller.connect<Worker>(teServer.address, 'worker').whoAmI()).rejects.toBeInstanceOf(RpcUnauthorizedError);
     // Another TaskExecutor cannot call it either.
     const other = await taskExecutor('te-b');
@@ -167,6 +181,8 @@ describe('HttpRpcService with TaskExecutor identities', () => {
 
   it('needs exactly one credential', async () => {
     await expect(HttpRpcService.start({ timeoutMs: 1_000 })).rejects.toThrow(/exactly one credential/);
-    await expect(HttpRpcService.start({ secret: SECRET, taskExecutor: { resourceId: 'te-a', jobId: JOB, key: 'k' }, timeoutMs: 1_000 })).rejects.toThrow(/exactly one credential/);
+    await expect(HttpRpcService.start({ secret: SECRET, taskExecutor: { resourceId: 'te-a', jobId: JOB, key: 'k' }, timeoutMs: 1_000 })).rejects.toThrow(
+      /exactly one credential/,
+    );
   });
 });

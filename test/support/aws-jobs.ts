@@ -17,14 +17,25 @@ const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
 export async function runFixtureToEnd(cluster: AwsTestCluster, front: AwsFront, file: string, args: string[]): Promise<string> {
   const { code, sha256 } = await bundleJobFile(join(FIXTURES, file));
   const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), 'default');
-  const jobGraph = buildJobGraph(definition, { jobId: JobId.random(), args, exportName: 'default', library: { sha256, sizeBytes: code.length }, defaultParallelism: 2 });
+  const jobGraph = buildJobGraph(definition, {
+    jobId: JobId.random(),
+    args,
+    exportName: 'default',
+    library: { sha256, sizeBytes: code.length },
+    defaultParallelism: 2,
+  });
   const submitted = await front.api('POST', '/jobs', { jobGraph, library: Buffer.from(code).toString('base64') });
   expect(submitted.status, JSON.stringify(submitted.body)).toBe(202);
   const jobId: string = submitted.body.jobId;
-  const job = await waitFor(async () => {
-    const { body } = await front.api('GET', `/jobs/${jobId}`);
-    return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-  }, `job ${jobId} to end`, 60_000, 200);
+  const job = await waitFor(
+    async () => {
+      const { body } = await front.api('GET', `/jobs/${jobId}`);
+      return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
+    },
+    `job ${jobId} to end`,
+    60_000,
+    200,
+  );
   expect(job.status, JSON.stringify((await front.api('GET', `/jobs/${jobId}/exceptions`)).body)).toBe('FINISHED');
   return jobId;
 }

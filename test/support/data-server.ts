@@ -31,6 +31,9 @@ export async function partitionDataServer(o: {
     },
   };
   const keys = (jobId: string): string | undefined => o.keys[jobId];
-  const server = o.tls === true ? await DataServer.start(provider, silentLogger, keys, '127.0.0.1', '127.0.0.1', true) : await DataServer.start(provider, silentLogger, keys);
+  const server =
+    o.tls === true
+      ? await DataServer.start(provider, silentLogger, keys, '127.0.0.1', '127.0.0.1', true)
+      : await DataServer.start(provider, silentLogger, keys);
   return { server, registry };
 }

@@ -48,7 +48,14 @@ export async function startTestCluster(name: string, config: Record<string, stri
     stateDir,
     // No warm pool unless a test asks for one: most tests check that a job leaves no process behind
     // (test/e2e/warm-pool.test.ts is about the pool).
-    config: loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'heartbeat.interval': 300, 'heartbeat.timeout': 10_000, 'slot.request.timeout': 30_000, 'cluster.warm-pool.jobmanagers': 0, ...config }),
+    config: loadConfig({
+      'taskmanager.numberOfTaskSlots': 2,
+      'heartbeat.interval': 300,
+      'heartbeat.timeout': 10_000,
+      'slot.request.timeout': 30_000,
+      'cluster.warm-pool.jobmanagers': 0,
+      ...config,
+    }),
     logger: createLogger({ process: 'test-dispatcher' }),
   });
   const api: TestCluster['api'] = async (method, path, body) => {
@@ -65,7 +72,13 @@ export async function startTestCluster(name: string, config: Record<string, stri
     if (bundle === undefined) bundles.set(file, (bundle = bundleJobFile(join(FIXTURE_JOBS, file))));
     const { code, sha256 } = await bundle;
     const definition = loadJobDefinition(await importLibrary(code, join(stateDir, 'client-cache')), exportName);
-    const jobGraph = buildJobGraph(definition, { jobId: jobId === undefined ? JobId.random() : JobId.of(jobId), args, exportName, library: { sha256, sizeBytes: code.length }, defaultParallelism: parallelism });
+    const jobGraph = buildJobGraph(definition, {
+      jobId: jobId === undefined ? JobId.random() : JobId.of(jobId),
+      args,
+      exportName,
+      library: { sha256, sizeBytes: code.length },
+      defaultParallelism: parallelism,
+    });
     return { jobGraph, library: Buffer.from(code).toString('base64') };
   };
   return {
@@ -82,10 +95,15 @@ export async function startTestCluster(name: string, config: Record<string, stri
       return res.body.jobId as string;
     },
     awaitTerminal: (jobId, timeoutMs = 60_000) =>
-      waitFor(async () => {
-        const { body } = await api('GET', `/jobs/${jobId}`);
-        return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
-      }, `job ${jobId} to end`, timeoutMs, 100),
+      waitFor(
+        async () => {
+          const { body } = await api('GET', `/jobs/${jobId}`);
+          return ['FINISHED', 'FAILED', 'CANCELED'].includes(body.status) ? body : undefined;
+        },
+        `job ${jobId} to end`,
+        timeoutMs,
+        100,
+      ),
     exceptions: async (jobId) => JSON.stringify((await api('GET', `/jobs/${jobId}/exceptions`)).body),
     noProcessLeft: async () => {
       await waitFor(() => processesOfCluster(stateDir).length === 0, 'every JobManager and TaskExecutor process to exit', 20_000);
@@ -95,7 +113,9 @@ export async function startTestCluster(name: string, config: Record<string, stri
       const teDirs = embeddedPaths.taskExecutors(stateDir);
       const left = (): string[] => [
         ...(existsSync(teDirs) ? readdirSync(teDirs).map((d) => `TaskExecutor folder ${join(teDirs, d)}`) : []),
-        ...readdirSync(work).filter((f) => f.includes('.staging-')).map((f) => `staging folder ${join(work, f)}`),
+        ...readdirSync(work)
+          .filter((f) => f.includes('.staging-'))
+          .map((f) => `staging folder ${join(work, f)}`),
       ];
       // Folders go right after their process: give the launcher a moment.
       await waitFor(() => left().length === 0, 'no TaskExecutor or staging folder left', 5_000).catch(() => {

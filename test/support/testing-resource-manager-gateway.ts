@@ -2,7 +2,12 @@
 // test sets only the behaviour it is about (Flink's TestingResourceManagerGateway).
 import type { AllocationId, FencingToken, JobId, ResourceId, SlotId } from '../../runtime/core/ids.js';
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
-import type { ClusterResources, ResourceManagerGateway, ResourceRequirements, TaskExecutorRegistration } from '../../runtime/protocol/resourcemanager-gateway.js';
+import type {
+  ClusterResources,
+  ResourceManagerGateway,
+  ResourceRequirements,
+  TaskExecutorRegistration,
+} from '../../runtime/protocol/resourcemanager-gateway.js';
 import type { SlotReport } from '../../runtime/protocol/taskexecutor-gateway.js';
 
 export interface TestingResourceManagerFunctions {
@@ -74,7 +79,14 @@ export class TestingResourceManagerGatewayBuilder {
       notifySlotAvailable: done,
       disconnectTaskExecutor: done,
       disconnectJobManager: done,
-      requestClusterResources: async () => ({ registeredTaskExecutors: 0, slotsPerTaskExecutor: 0, totalSlots: 0, freeSlots: 0, pendingTaskExecutors: 0, maxTaskExecutors: 0 }),
+      requestClusterResources: async () => ({
+        registeredTaskExecutors: 0,
+        slotsPerTaskExecutor: 0,
+        totalSlots: 0,
+        freeSlots: 0,
+        pendingTaskExecutors: 0,
+        maxTaskExecutors: 0,
+      }),
     };
   }
 

@@ -4,7 +4,13 @@ import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId,
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
 import { toErrorInfo, type ErrorInfo } from '../../runtime/core/errors.js';
 import { unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
-import type { SlotReport, SlotRequest, TaskExecutorGateway, TaskExecutorHeartbeatPayload, TaskSubmissionResult } from '../../runtime/protocol/taskexecutor-gateway.js';
+import type {
+  SlotReport,
+  SlotRequest,
+  TaskExecutorGateway,
+  TaskExecutorHeartbeatPayload,
+  TaskSubmissionResult,
+} from '../../runtime/protocol/taskexecutor-gateway.js';
 
 export interface TestingTaskExecutorFunctions {
   requestSlot: (request: SlotRequest, dataKey: string) => Promise<void>;

@@ -49,13 +49,21 @@ describe('keyed min, max, minBy, maxBy', () => {
   });
 
   it('reads tuples by index, compares bigints and strings, and counts NaN larger than every number', async () => {
-    const tuples: [string, number, string][] = [['a', 5, 'x'], ['a', 2, 'y'], ['a', 9, 'z']];
+    const tuples: [string, number, string][] = [
+      ['a', 5, 'x'],
+      ['a', 2, 'y'],
+      ['a', 9, 'z'],
+    ];
     expect(await run(spec('keyed.min', 1), (t) => t[0], tuples)).toEqual([['a', 2, 'x']]);
     expect(await run(spec('keyed.maxBy', 2), (t) => t[0], tuples)).toEqual([['a', 9, 'z']]);
     expect(await run(spec('keyed.max'), () => 'k', [3n, 10n, 2n])).toEqual([10n]);
     expect(await run(spec('keyed.min'), () => 'k', ['pear', 'apple', 'fig'])).toEqual(['apple']);
     // Whatever the order, NaN is the maximum and never the minimum.
-    for (const order of [[NaN, 1, 7], [1, NaN, 7], [7, 1, NaN]]) {
+    for (const order of [
+      [NaN, 1, 7],
+      [1, NaN, 7],
+      [7, 1, NaN],
+    ]) {
       expect(await run(spec('keyed.min'), () => 'k', order)).toEqual([1]);
       expect(await run(spec('keyed.max'), () => 'k', order)).toEqual([NaN]);
     }

@@ -154,7 +154,14 @@ export class TestJobMaster implements JobMasterGateway {
 }
 
 /** Bundles `source` as a job file with the real job API, stores it, and returns the job graph of `exportName`. */
-export async function storeJobLibrary(dir: string, source: string, blobStore: BlobStore, jobId: JobId, exportName: string, args: string[] = []): Promise<JobGraph> {
+export async function storeJobLibrary(
+  dir: string,
+  source: string,
+  blobStore: BlobStore,
+  jobId: JobId,
+  exportName: string,
+  args: string[] = [],
+): Promise<JobGraph> {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'job.mjs');
   writeFileSync(file, source);

@@ -18,7 +18,6 @@ const RETRY = 50;
 const job = JobId.of('job-1');
 const lease = leaseNames.jobMaster(job);
 
-
 type Event = { event: 'gained'; address: string; token: number; jobMasterResourceId: string } | { event: 'lost'; cause: string };
 
 interface Harness {

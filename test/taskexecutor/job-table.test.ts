@@ -22,7 +22,9 @@ describe('JobTable', () => {
     const c = connection(3);
     table.connect(job, c);
     expect(table.checkToken(job, FencingToken.of(3))).toBe(c);
-    expect(() => table.checkToken(job, FencingToken.of(2))).toThrow(/TaskExecutor te-1 \(JobMaster connection of job job-1\) rejected a call fenced with token 2: the current leader's token is 3/);
+    expect(() => table.checkToken(job, FencingToken.of(2))).toThrow(
+      /TaskExecutor te-1 \(JobMaster connection of job job-1\) rejected a call fenced with token 2: the current leader's token is 3/,
+    );
     expect(() => table.checkToken(JobId.of('other'), FencingToken.of(3))).toThrow(FencingTokenError);
   });
 

@@ -29,14 +29,29 @@ function tdd(operators: OperatorSpec[], extra: Partial<TaskDeploymentDescriptor>
 }
 
 function io(t: TaskDeploymentDescriptor, fns: Record<string, Function>, more: Partial<TaskIo> = {}): TaskIo {
-  return { tdd: t, userFunctions: new Map(Object.entries(fns)), signal: new AbortController().signal, outputs: [], input: undefined, requestSplit: async () => null, ...more };
+  return {
+    tdd: t,
+    userFunctions: new Map(Object.entries(fns)),
+    signal: new AbortController().signal,
+    outputs: [],
+    input: undefined,
+    requestSplit: async () => null,
+    ...more,
+  };
 }
 
 /** An input gate with one channel per list, each fed by its own upstream partition that writes the list and ends. */
 function feed(...lists: unknown[][]): { gate: InputGate; done: Promise<void> } {
-  const gate = new InputGate(lists.map((_, i) => `up-${i}`), 2);
+  const gate = new InputGate(
+    lists.map((_, i) => `up-${i}`),
+    2,
+  );
   const writers = lists.map(async (records, i) => {
-    const up = new ResultPartition({ edgeId: `e${i}`, partitionId: ResultPartitionId.of(`up-${i}`), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 }, 0, NET);
+    const up = new ResultPartition(
+      { edgeId: `e${i}`, partitionId: ResultPartitionId.of(`up-${i}`), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+      0,
+      NET,
+    );
     const [a, b] = createLocalPortPair();
     up.attach(0, a);
     gate.connect(i, b);
@@ -63,15 +78,30 @@ describe('keyed operators', () => {
     const records = words.map((w, i) => ({ w, n: i + 1 }));
     const fns = { 'k.key': (r: { w: string }) => r.w, 'k.selector': (r: { n: number }) => r.n };
     const final = await runKeyed(keyedSpec('keyed.sum', 'final', { selector: fn('k', 'selector') }), fns, records);
-    expect(final).toEqual([['b', 1 + 5], ['a', 2 + 4 + 6], ['c', 3]]);
+    expect(final).toEqual([
+      ['b', 1 + 5],
+      ['a', 2 + 4 + 6],
+      ['c', 3],
+    ]);
     const updates = await runKeyed(keyedSpec('keyed.sum', 'updates', { selector: fn('k', 'selector') }), fns, records);
-    expect(updates).toEqual([['b', 1], ['a', 2], ['c', 3], ['a', 6], ['b', 6], ['a', 12]]);
+    expect(updates).toEqual([
+      ['b', 1],
+      ['a', 2],
+      ['c', 3],
+      ['a', 6],
+      ['b', 6],
+      ['a', 12],
+    ]);
   });
 
   it('sum of plain numbers, and of a tuple index or object field (the first record with the sum in that field)', async () => {
     expect(await runKeyed(keyedSpec('keyed.sum', 'final'), { 'k.key': (n: number) => n % 2 }, [1, 2, 3, 4, 5])).toEqual([9, 6]);
     const tuples = words.map((w): [string, number, string] => [w, 1, `first-${w}`]);
-    expect(await runKeyed(keyedSpec('keyed.sum', 'final', { field: 1 }), { 'k.key': (t: unknown[]) => t[0] }, tuples)).toEqual([['b', 2, 'first-b'], ['a', 3, 'first-a'], ['c', 1, 'first-c']]);
+    expect(await runKeyed(keyedSpec('keyed.sum', 'final', { field: 1 }), { 'k.key': (t: unknown[]) => t[0] }, tuples)).toEqual([
+      ['b', 2, 'first-b'],
+      ['a', 3, 'first-a'],
+      ['c', 1, 'first-c'],
+    ]);
     const objects = words.map((w, i) => ({ w, count: 2, i }));
     expect(await runKeyed(keyedSpec('keyed.sum', 'updates', { field: 'count' }), { 'k.key': (o: { w: string }) => o.w }, objects.slice(0, 4))).toEqual([
       { w: 'b', count: 2, i: 0 },
@@ -82,15 +112,35 @@ describe('keyed operators', () => {
   });
 
   it('reduce and aggregate, keyed by composite keys whatever their field order', async () => {
-    const records = [{ k: { x: 1, y: 'a' }, v: 1 }, { k: { y: 'a', x: 1 }, v: 10 }, { k: { x: 2, y: 'a' }, v: 100 }];
+    const records = [
+      { k: { x: 1, y: 'a' }, v: 1 },
+      { k: { y: 'a', x: 1 }, v: 10 },
+      { k: { x: 2, y: 'a' }, v: 100 },
+    ];
     const key = (r: { k: unknown }) => r.k;
-    const reduced = await runKeyed({ kind: 'keyed.reduce', id: 'k', name: 'r', key: fn('k', 'key'), fn: fn('k'), emit: 'final' }, {
-      'k.key': key,
-      k: (a: { v: number }, b: { v: number }) => ({ ...a, v: a.v + b.v }),
-    }, records);
-    expect(reduced).toEqual([{ k: { x: 1, y: 'a' }, v: 11 }, { k: { x: 2, y: 'a' }, v: 100 }]);
+    const reduced = await runKeyed(
+      { kind: 'keyed.reduce', id: 'k', name: 'r', key: fn('k', 'key'), fn: fn('k'), emit: 'final' },
+      {
+        'k.key': key,
+        k: (a: { v: number }, b: { v: number }) => ({ ...a, v: a.v + b.v }),
+      },
+      records,
+    );
+    expect(reduced).toEqual([
+      { k: { x: 1, y: 'a' }, v: 11 },
+      { k: { x: 2, y: 'a' }, v: 100 },
+    ]);
     const averaged = await runKeyed(
-      { kind: 'keyed.aggregate', id: 'k', name: 'avg', key: fn('k', 'key'), createAccumulator: fn('k', 'createAccumulator'), add: fn('k', 'add'), getResult: fn('k', 'getResult'), emit: 'updates' },
+      {
+        kind: 'keyed.aggregate',
+        id: 'k',
+        name: 'avg',
+        key: fn('k', 'key'),
+        createAccumulator: fn('k', 'createAccumulator'),
+        add: fn('k', 'add'),
+        getResult: fn('k', 'getResult'),
+        emit: 'updates',
+      },
       {
         'k.key': key,
         'k.createAccumulator': () => ({ s: 0, n: 0 }),
@@ -106,7 +156,9 @@ describe('keyed operators', () => {
     await expect(runKeyed(keyedSpec('keyed.sum', 'final', { field: 'n' }), { 'k.key': () => 'the-key' }, [{ n: 1 }, { n: '2' }])).rejects.toThrow(
       /sum 'agg' adds numbers, but field "n" of a record for key "the-key" is string/,
     );
-    await expect(runKeyed(keyedSpec('keyed.sum', 'final'), { 'k.key': () => 1 }, [1, 'x'])).rejects.toThrow(/sum 'agg' adds numbers, but a record for key 1 is string/);
+    await expect(runKeyed(keyedSpec('keyed.sum', 'final'), { 'k.key': () => 1 }, [1, 'x'])).rejects.toThrow(
+      /sum 'agg' adds numbers, but a record for key 1 is string/,
+    );
     await expect(runKeyed(keyedSpec('keyed.sum', 'final'), { 'k.key': (r: unknown) => new Map([[r, 1]]) }, [1])).rejects.toThrow(
       /the key selector of keyed.sum 'agg' returned an unusable key: the key contains a Map, which has no stable value/,
     );
@@ -115,7 +167,12 @@ describe('keyed operators', () => {
   it('reads several input edges (a union) through one combined input', async () => {
     const left = Array.from({ length: 500 }, (_, i) => `l${i % 10}`);
     const right = Array.from({ length: 300 }, (_, i) => `l${i % 5}`);
-    const counts = await runKeyed(keyedSpec('keyed.sum', 'final', { selector: fn('k', 'selector') }), { 'k.key': (w: string) => w, 'k.selector': () => 1 }, left, right);
+    const counts = await runKeyed(
+      keyedSpec('keyed.sum', 'final', { selector: fn('k', 'selector') }),
+      { 'k.key': (w: string) => w, 'k.selector': () => 1 },
+      left,
+      right,
+    );
     expect(new Map(counts as [string, number][])).toEqual(new Map(Array.from({ length: 10 }, (_, i) => [`l${i}`, 50 + (i < 5 ? 60 : 0)])));
   });
 
@@ -123,7 +180,11 @@ describe('keyed operators', () => {
     const { gate, done } = feed([], []);
     const staging = join(dir, 'empty-staging');
     const result = await runOperatorChain(
-      io(tdd([keyedSpec('keyed.sum', 'final'), { kind: 'sink.textFile', id: 'w', name: 'write', path: '/ignored' }], { sinkStagingDir: staging }), { 'k.key': (n: number) => n }, { input: gate }),
+      io(
+        tdd([keyedSpec('keyed.sum', 'final'), { kind: 'sink.textFile', id: 'w', name: 'write', path: '/ignored' }], { sinkStagingDir: staging }),
+        { 'k.key': (n: number) => n },
+        { input: gate },
+      ),
     );
     await done;
     expect(result).toMatchObject({ recordsIn: 0, recordsOut: 0 });
@@ -139,7 +200,9 @@ describe('generated source', () => {
     expect(bounded.collected).toEqual(['r1', 'r4', 'r7']);
     const abort = new AbortController();
     let made = 0;
-    const endless = runOperatorChain(io(tdd([gen({ ratePerSecond: 2000 }), collect]), { g: (i: number) => (++made === 50 ? abort.abort() : i) }, { signal: abort.signal }));
+    const endless = runOperatorChain(
+      io(tdd([gen({ ratePerSecond: 2000 }), collect]), { g: (i: number) => (++made === 50 ? abort.abort() : i) }, { signal: abort.signal }),
+    );
     await expect(endless).rejects.toMatchObject({ code: 'TASK_CANCELED' });
     expect(made).toBeGreaterThanOrEqual(50);
   });
@@ -164,9 +227,20 @@ describe('records the codec cannot carry', () => {
   ];
   for (const [what, value, message] of cases) {
     it(`fails the task naming the operator and ${what}`, async () => {
-      const out = new ResultPartition({ edgeId: 'o', partitionId: ResultPartitionId.of('out'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 }, 0, NET);
+      const out = new ResultPartition(
+        { edgeId: 'o', partitionId: ResultPartitionId.of('out'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+        0,
+        NET,
+      );
       const run = runOperatorChain(
-        io(tdd([{ kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 3 }, { kind: 'map', id: 'm', name: 'make value', fn: fn('op-1') }]), { 'op-1': (n: number) => (n === 2 ? value : n) }, { outputs: [out] }),
+        io(
+          tdd([
+            { kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 3 },
+            { kind: 'map', id: 'm', name: 'make value', fn: fn('op-1') },
+          ]),
+          { 'op-1': (n: number) => (n === 2 ? value : n) },
+          { outputs: [out] },
+        ),
       );
       await expect(run).rejects.toThrow(/operator 'make value' \(map\) emitted a record that cannot be sent to the next task/);
       await expect(run).rejects.toThrow(message);
@@ -177,7 +251,11 @@ describe('records the codec cannot carry', () => {
   it('carries BigInts (of any size), Dates, Uint8Arrays, undefined and NaN faithfully', async () => {
     const values = [12345678901234567890123n, -5n, new Date(86_400_000), new Uint8Array([1, 2, 3]), { u: undefined, n: null }, [undefined, 0.5, NaN]];
     const gate = new InputGate(['out'], 2);
-    const out = new ResultPartition({ edgeId: 'o', partitionId: ResultPartitionId.of('out'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 }, 0, NET);
+    const out = new ResultPartition(
+      { edgeId: 'o', partitionId: ResultPartitionId.of('out'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+      0,
+      NET,
+    );
     const [a, b] = createLocalPortPair();
     out.attach(0, a);
     gate.connect(0, b);
@@ -192,7 +270,15 @@ describe('records the codec cannot carry', () => {
   });
 
   it('refuses in a collect sink what cannot travel as JSON to the client', async () => {
-    const run = runOperatorChain(io(tdd([{ kind: 'source.collection', id: 's', name: 'values', fn: fn('op-1') }, { kind: 'sink.collect', id: 'c', name: 'results', maxRecords: 10 }]), { 'op-1': () => [1, { big: 10n }] }));
+    const run = runOperatorChain(
+      io(
+        tdd([
+          { kind: 'source.collection', id: 's', name: 'values', fn: fn('op-1') },
+          { kind: 'sink.collect', id: 'c', name: 'results', maxRecords: 10 },
+        ]),
+        { 'op-1': () => [1, { big: 10n }] },
+      ),
+    );
     await expect(run).rejects.toThrow(/collect sink 'results' received a record it cannot return to the client: a bigint at record\.big/);
   });
 });
@@ -218,16 +304,32 @@ export default defineJob('keys', (env, args) => {
       const attemptId = ExecutionAttemptId.random();
       const terminal = new Promise<{ state: string; error?: ErrorInfo }>((resolve) => {
         port2.on('message', (m: WorkerToMain) => {
-          if (m.type === 'state' && (m.state === 'FAILED' || m.state === 'FINISHED' || m.state === 'CANCELED')) resolve({ state: m.state, ...(m.error ? { error: m.error } : {}) });
+          if (m.type === 'state' && (m.state === 'FAILED' || m.state === 'FINISHED' || m.state === 'CANCELED'))
+            resolve({ state: m.state, ...(m.error ? { error: m.error } : {}) });
         });
       });
       const descriptor = tdd([{ kind: 'source.collection', id: 'op-1', name: 'fromCollection', fn: fn('op-1') }], {
         attemptId,
         library: { sha256 },
         program: { export: 'default', args: [arg] },
-        outputs: [{ edgeId: 'e-1', partitionId: ResultPartitionId.of(`p-${arg}`), partitionType: 'pipelined', partitioner, numberOfSubpartitions: 2, keySelector: fn('op-2', 'key'), keyGroups: 128 }],
+        outputs: [
+          {
+            edgeId: 'e-1',
+            partitionId: ResultPartitionId.of(`p-${arg}`),
+            partitionType: 'pipelined',
+            partitioner,
+            numberOfSubpartitions: 2,
+            keySelector: fn('op-2', 'key'),
+            keyGroups: 128,
+          },
+        ],
       });
-      port2.postMessage({ type: 'deploy', tdd: descriptor, library: code, settings: { segmentSizeBytes: 1024, buffersPerChannel: 2, bufferTimeoutMs: 5, resourceId: ResourceId.of('te'), libraryCacheDir: join(dir, 'cache') } });
+      port2.postMessage({
+        type: 'deploy',
+        tdd: descriptor,
+        library: code,
+        settings: { segmentSizeBytes: 1024, buffersPerChannel: 2, bufferTimeoutMs: 5, resourceId: ResourceId.of('te'), libraryCacheDir: join(dir, 'cache') },
+      });
       try {
         return await terminal;
       } finally {
@@ -241,7 +343,9 @@ export default defineJob('keys', (env, args) => {
     expect(thrown.error?.stack).toMatch(/pickKey/);
     const badKey = await run('map');
     expect(badKey.state).toBe('FAILED');
-    expect(badKey.error?.message).toMatch(/the key selector after operator 'fromCollection' \(source.collection\) returned an unusable key: the key contains a Map/);
+    expect(badKey.error?.message).toMatch(
+      /the key selector after operator 'fromCollection' \(source.collection\) returned an unusable key: the key contains a Map/,
+    );
     expect(existsSync(join(dir, 'cache'))).toBe(true);
   });
 });

@@ -41,7 +41,11 @@ describe('LibraryCache', () => {
     const sha256 = await storeLibrary(store, new Uint8Array([1, 2, 3]));
     const cache = new LibraryCache(store, join(root, 'b'));
     const answers = await Promise.all([cache.get(sha256), cache.get(sha256), cache.get(sha256)]);
-    expect(answers.map((a) => [...a])).toEqual([[1, 2, 3], [1, 2, 3], [1, 2, 3]]);
+    expect(answers.map((a) => [...a])).toEqual([
+      [1, 2, 3],
+      [1, 2, 3],
+      [1, 2, 3],
+    ]);
     await cache.get(sha256);
     expect(store.reads).toBe(1);
   });

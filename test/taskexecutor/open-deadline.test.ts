@@ -36,19 +36,27 @@ function release(path: string, blockedSide: 'reader' | 'writer'): void {
 }
 
 describe('open deadlines in the task runtime', () => {
-  it("fails a text sink whose part file does not open within the deadline, naming the staging folder and the target", async () => {
+  it('fails a text sink whose part file does not open within the deadline, naming the staging folder and the target', async () => {
     const staging = join(dir, 'staging');
     mkdirSync(staging);
     const part = fifo(join(staging, 'part-0'));
     const run = runOperatorChain(
       io(
-        tdd([{ kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 3 }, { kind: 'sink.textFile', id: 'w', name: 'write', path: '/data/out' }], { sinkStagingDir: staging }),
+        tdd(
+          [
+            { kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 3 },
+            { kind: 'sink.textFile', id: 'w', name: 'write', path: '/data/out' },
+          ],
+          { sinkStagingDir: staging },
+        ),
         { fileOpenTimeoutMs: 200 },
       ),
     );
     try {
       await expect(run).rejects.toBeInstanceOf(IoTimeoutError);
-      await expect(run).rejects.toThrow(`text sink 'write' opening its part file in '${staging}' (for '/data/out') did not complete within 'execution.file-open.timeout' (200 ms)`);
+      await expect(run).rejects.toThrow(
+        `text sink 'write' opening its part file in '${staging}' (for '/data/out') did not complete within 'execution.file-open.timeout' (200 ms)`,
+      );
     } finally {
       release(part, 'writer');
     }
@@ -58,10 +66,16 @@ describe('open deadlines in the task runtime', () => {
     const input = fifo(join(dir, 'input.txt'));
     const splits: InputSplit[] = [{ splitNumber: 0, path: input, start: 0, length: 100 }];
     const run = runOperatorChain(
-      io(tdd([{ kind: 'source.textFile', id: 's', name: 'read', path: input, splitSizeBytes: 100 }, { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 10 }]), {
-        fileOpenTimeoutMs: 200,
-        requestSplit: async () => splits.shift() ?? null,
-      }),
+      io(
+        tdd([
+          { kind: 'source.textFile', id: 's', name: 'read', path: input, splitSizeBytes: 100 },
+          { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 10 },
+        ]),
+        {
+          fileOpenTimeoutMs: 200,
+          requestSplit: async () => splits.shift() ?? null,
+        },
+      ),
     );
     try {
       await expect(run).rejects.toBeInstanceOf(IoTimeoutError);
@@ -75,10 +89,16 @@ describe('open deadlines in the task runtime', () => {
     const missing = join(dir, 'gone.txt');
     const splits: InputSplit[] = [{ splitNumber: 3, path: missing, start: 0, length: 10 }];
     const run = runOperatorChain(
-      io(tdd([{ kind: 'source.textFile', id: 's', name: 'read', path: missing, splitSizeBytes: 10 }, { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 10 }]), {
-        fileOpenTimeoutMs: 5_000,
-        requestSplit: async () => splits.shift() ?? null,
-      }),
+      io(
+        tdd([
+          { kind: 'source.textFile', id: 's', name: 'read', path: missing, splitSizeBytes: 10 },
+          { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 10 },
+        ]),
+        {
+          fileOpenTimeoutMs: 5_000,
+          requestSplit: async () => splits.shift() ?? null,
+        },
+      ),
     );
     await expect(run).rejects.toThrow(`text source cannot read split 3 of '${missing}'`);
     // A file gone after the listing stays gone: the job ends without a restart.

@@ -65,7 +65,15 @@ function tdd(operators: OperatorSpec[], extra: Partial<TaskDeploymentDescriptor>
 }
 
 function io(t: TaskDeploymentDescriptor, fns: Record<string, Function> = {}, more: Partial<TaskIo> = {}): TaskIo {
-  return { tdd: t, userFunctions: new Map(Object.entries(fns)), signal: new AbortController().signal, outputs: [], input: undefined, requestSplit: async () => null, ...more };
+  return {
+    tdd: t,
+    userFunctions: new Map(Object.entries(fns)),
+    signal: new AbortController().signal,
+    outputs: [],
+    input: undefined,
+    requestSplit: async () => null,
+    ...more,
+  };
 }
 
 const fn = (operatorId: string) => ({ export: 'default', operatorId });
@@ -73,7 +81,11 @@ const fn = (operatorId: string) => ({ export: 'default', operatorId });
 describe('operator chains', () => {
   it('splits a sequence into contiguous near-equal ranges', () => {
     const parts = [0, 1, 2].map((i) => sequenceRange(1, 10, i, 3));
-    expect(parts).toEqual([{ from: 1, to: 4 }, { from: 5, to: 7 }, { from: 8, to: 10 }]);
+    expect(parts).toEqual([
+      { from: 1, to: 4 },
+      { from: 5, to: 7 },
+      { from: 8, to: 10 },
+    ]);
     expect(sequenceRange(5, 6, 3, 4)).toEqual({ from: 7, to: 6 });
   });
 
@@ -127,12 +139,20 @@ describe('operator chains', () => {
   });
 
   it('passes records from inputs to outputs, acknowledging each buffer', async () => {
-    const upstream = new ResultPartition({ edgeId: 'e0', partitionId: ResultPartitionId.of('up'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 }, 0, { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 });
+    const upstream = new ResultPartition(
+      { edgeId: 'e0', partitionId: ResultPartitionId.of('up'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+      0,
+      { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 },
+    );
     const gate = new InputGate(['up'], 2);
     const [a, b] = createLocalPortPair();
     upstream.attach(0, a);
     gate.connect(0, b);
-    const down = new ResultPartition({ edgeId: 'e1', partitionId: ResultPartitionId.of('down'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 }, 0, { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 });
+    const down = new ResultPartition(
+      { edgeId: 'e1', partitionId: ResultPartitionId.of('down'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+      0,
+      { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 5 },
+    );
     const out = new InputGate(['down'], 2);
     const [c, d] = createLocalPortPair();
     down.attach(0, c);
@@ -150,7 +170,9 @@ describe('operator chains', () => {
         buf.ack();
       }
     })();
-    const result = await runOperatorChain(io(tdd([{ kind: 'map', id: 'm', name: 'inc', fn: fn('op-1') }]), { 'op-1': (x: number) => x + 1 }, { input: gate, outputs: [down] }));
+    const result = await runOperatorChain(
+      io(tdd([{ kind: 'map', id: 'm', name: 'inc', fn: fn('op-1') }]), { 'op-1': (x: number) => x + 1 }, { input: gate, outputs: [down] }),
+    );
     await Promise.all([producing, consuming]);
     expect(collected).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
     expect(result).toMatchObject({ recordsIn: 1000, recordsOut: 1000 });
@@ -159,13 +181,35 @@ describe('operator chains', () => {
   it('lets what a user function throws through unchanged', async () => {
     const boom = new Error('user says no');
     await expect(
-      runOperatorChain(io(tdd([{ kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 3 }, { kind: 'map', id: 'm', name: 'm', fn: fn('op-1') }, { kind: 'sink.collect', id: 'c', name: 'c', maxRecords: 10 }]), { 'op-1': () => { throw boom; } })),
+      runOperatorChain(
+        io(
+          tdd([
+            { kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 3 },
+            { kind: 'map', id: 'm', name: 'm', fn: fn('op-1') },
+            { kind: 'sink.collect', id: 'c', name: 'c', maxRecords: 10 },
+          ]),
+          {
+            'op-1': () => {
+              throw boom;
+            },
+          },
+        ),
+      ),
     ).rejects.toBe(boom);
   });
 
   it('names a missing user function and the ids it found', async () => {
     await expect(
-      runOperatorChain(io(tdd([{ kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 3 }, { kind: 'map', id: 'm', name: 'm', fn: fn('op-9') }, { kind: 'sink.collect', id: 'c', name: 'c', maxRecords: 10 }]), { 'op-1': () => 1 })),
+      runOperatorChain(
+        io(
+          tdd([
+            { kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 3 },
+            { kind: 'map', id: 'm', name: 'm', fn: fn('op-9') },
+            { kind: 'sink.collect', id: 'c', name: 'c', maxRecords: 10 },
+          ]),
+          { 'op-1': () => 1 },
+        ),
+      ),
     ).rejects.toThrow(/user function op-9 .*found ids: op-1/);
   });
 });

@@ -37,7 +37,13 @@ afterEach(async () => {
 });
 
 function service(resourceId = 'te-1', clock: Clock = systemClock, waitMs = 5_000): PartitionService<RecordingWorker> {
-  const s = new PartitionService<RecordingWorker>({ resourceId: ResourceId.of(resourceId), clock, logger: silentLogger, dataKeys: (jobId) => (jobId === 'job-1' ? 'partition-service-test-key' : undefined), partitionRequestTimeoutMs: waitMs });
+  const s = new PartitionService<RecordingWorker>({
+    resourceId: ResourceId.of(resourceId),
+    clock,
+    logger: silentLogger,
+    dataKeys: (jobId) => (jobId === 'job-1' ? 'partition-service-test-key' : undefined),
+    partitionRequestTimeoutMs: waitMs,
+  });
   services.push(s);
   return s;
 }
@@ -160,7 +166,12 @@ describe('PartitionService', () => {
     expect(s.introspect().blockingPartitions).toMatchObject([{ partitionId: 'blk-1', jobId: 'job-1', producerAttemptId: 'producer', subpartitions: 2 }]);
     await s.release([files.partitionId], 'done');
     expect(existsSync(files.dir)).toBe(false);
-    expect(s.introspect()).toMatchObject({ heldPartitions: 0, partitionsReleased: 1, partitionBytesReleased: files.subpartitions.reduce((n, f) => n + f.bytes, 0), blockingPartitions: [] });
+    expect(s.introspect()).toMatchObject({
+      heldPartitions: 0,
+      partitionsReleased: 1,
+      partitionBytesReleased: files.subpartitions.reduce((n, f) => n + f.bytes, 0),
+      blockingPartitions: [],
+    });
   });
 
   it('drops the blocking partitions of an attempt that did not finish, and of a job let go', async () => {

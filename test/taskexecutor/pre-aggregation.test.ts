@@ -16,7 +16,8 @@ import { taskDeployment } from '../support/task-deployment.js';
 
 const NET = { segmentSizeBytes: 512, maxBacklogBuffers: 2, bufferTimeoutMs: 5 };
 const KEY_GROUPS = 128;
-const fn = (operatorId: string, role?: string): FunctionRef => (role === undefined ? { export: 'default', operatorId } : { export: 'default', operatorId, role });
+const fn = (operatorId: string, role?: string): FunctionRef =>
+  role === undefined ? { export: 'default', operatorId } : { export: 'default', operatorId, role };
 
 function tdd(operators: OperatorSpec[], extra: Partial<TaskDeploymentDescriptor> = {}): TaskDeploymentDescriptor {
   return taskDeployment(operators, { jobId: JobId.of('job-pre'), vertexId: 'v', taskName: 'task (1/1)', ...extra });
@@ -34,12 +35,24 @@ interface Run {
  * selector to `consumers` subtasks running `keyed` then a collect sink. With `preAggregate` the
  * producers get the consumer operator as their partitions' combiner, as the JobMaster deploys them.
  */
-async function run(keyed: KeyedOperatorSpec, fns: Record<string, Function>, inputs: unknown[][], options: { preAggregate: boolean; consumers?: number; maxKeys?: number }): Promise<Run> {
+async function run(
+  keyed: KeyedOperatorSpec,
+  fns: Record<string, Function>,
+  inputs: unknown[][],
+  options: { preAggregate: boolean; consumers?: number; maxKeys?: number },
+): Promise<Run> {
   const consumers = options.consumers ?? 2;
   const op: KeyedOperatorSpec = options.preAggregate ? { ...keyed, preAggregate: true } : { ...keyed };
   if (!options.preAggregate) delete (op as { preAggregate?: boolean }).preAggregate;
   const userFunctions = new Map<string, Function>(Object.entries(fns));
-  const gates = Array.from({ length: consumers }, (_, c) => new InputGate(inputs.map((_, p) => `p${p}-c${c}`), 2));
+  const gates = Array.from(
+    { length: consumers },
+    (_, c) =>
+      new InputGate(
+        inputs.map((_, p) => `p${p}-c${c}`),
+        2,
+      ),
+  );
   const producerRuns = inputs.map((records, p) => {
     const descriptor: ResultPartitionDescriptor = {
       edgeId: 'e',
@@ -99,7 +112,11 @@ const words = (n: number, seed: number): string[] => Array.from({ length: n }, (
 describe('pre-aggregation before a hash exchange', () => {
   it('sum of a tuple field (wordcount): the same counts, and one partial per key per producer crosses', async () => {
     const inputs = [words(400, 1), words(300, 2), words(250, 3)].map((ws) => ws.map((w) => [w, 1]));
-    const { combined, plain } = await both({ kind: 'keyed.sum', id: 'k', name: 'count', key: fn('k', 'key'), field: 1, emit: 'final' }, { 'k.key': ([w]: [string]) => w }, inputs);
+    const { combined, plain } = await both(
+      { kind: 'keyed.sum', id: 'k', name: 'count', key: fn('k', 'key'), field: 1, emit: 'final' },
+      { 'k.key': ([w]: [string]) => w },
+      inputs,
+    );
     const counts = new Map<string, number>();
     for (const [w] of inputs.flat() as [string][]) counts.set(w, (counts.get(w) ?? 0) + 1);
     expect(new Map(combined.outputs.flat() as [string, number][])).toEqual(counts);
@@ -112,7 +129,11 @@ describe('pre-aggregation before a hash exchange', () => {
   it('keeps the key with its partial: keyBy(n => n % 10).sum() of 1..2000 sums per residue, never re-keying a partial sum', async () => {
     const numbers = Array.from({ length: 2000 }, (_, i) => i + 1);
     const inputs = [numbers.slice(0, 900), numbers.slice(900)];
-    const { combined } = await both({ kind: 'keyed.sum', id: 'k', name: 'sum', key: fn('k', 'key'), emit: 'final' }, { 'k.key': (n: number) => n % 10 }, inputs);
+    const { combined } = await both(
+      { kind: 'keyed.sum', id: 'k', name: 'sum', key: fn('k', 'key'), emit: 'final' },
+      { 'k.key': (n: number) => n % 10 },
+      inputs,
+    );
     const expected = Array.from({ length: 10 }, (_, r) => numbers.filter((n) => n % 10 === r).reduce((s, n) => s + n, 0));
     expect(sorted(combined.outputs.flat())).toEqual(sorted(expected));
     // A partial sum's own residue is not its key's: the producers' partials for residue 1 are 89,200 and 111,100.
@@ -135,7 +156,11 @@ describe('pre-aggregation before a hash exchange', () => {
   it('reduce (associative) and aggregate with merge: the same results; aggregate accumulators cross as plain data', async () => {
     const inputs = [Array.from({ length: 300 }, (_, i) => ({ k: `k${i % 7}`, v: i })), Array.from({ length: 200 }, (_, i) => ({ k: `k${i % 5}`, v: -i }))];
     const key = (r: { k: string }) => r.k;
-    await both({ kind: 'keyed.reduce', id: 'k', name: 'max', key: fn('k', 'key'), fn: fn('k'), emit: 'final' }, { 'k.key': key, k: (a: { v: number }, b: { v: number }) => (b.v > a.v ? b : a) }, inputs);
+    await both(
+      { kind: 'keyed.reduce', id: 'k', name: 'max', key: fn('k', 'key'), fn: fn('k'), emit: 'final' },
+      { 'k.key': key, k: (a: { v: number }, b: { v: number }) => (b.v > a.v ? b : a) },
+      inputs,
+    );
     const avg = {
       'k.key': key,
       'k.createAccumulator': () => ({ sum: 0, n: 0 }),
@@ -179,7 +204,13 @@ describe('pre-aggregation before a hash exchange', () => {
   it('never holds more keys than the budget, and flushes what it holds at the end', async () => {
     const sent: [string, [unknown, unknown]][] = [];
     const sum: KeyedOperatorSpec = { kind: 'keyed.sum', id: 'k', name: 'count', key: fn('k', 'key'), emit: 'final', preAggregate: true };
-    const combiner = keyedCombiner(sum, { key: (n: number) => `k${n % 10}` }, (n) => `k${(n as number) % 10}`, (canonical, pair) => void sent.push([canonical, pair]), 4);
+    const combiner = keyedCombiner(
+      sum,
+      { key: (n: number) => `k${n % 10}` },
+      (n) => `k${(n as number) % 10}`,
+      (canonical, pair) => void sent.push([canonical, pair]),
+      4,
+    );
     let most = 0;
     for (let i = 0; i < 100; i++) {
       await combiner.add(i);
@@ -193,7 +224,9 @@ describe('pre-aggregation before a hash exchange', () => {
       expect(canonical).toBe(key);
       totals.set(key as string, (totals.get(key as string) ?? 0) + (partial as number));
     }
-    expect(totals).toEqual(new Map(Array.from({ length: 10 }, (_, r) => [`k${r}`, Array.from({ length: 10 }, (_, j) => r + 10 * j).reduce((s, n) => s + n, 0)])));
+    expect(totals).toEqual(
+      new Map(Array.from({ length: 10 }, (_, r) => [`k${r}`, Array.from({ length: 10 }, (_, j) => r + 10 * j).reduce((s, n) => s + n, 0)])),
+    );
   });
 
   it('merges pre-aggregated pairs only for final results: running updates apply the key selector to every record', async () => {

@@ -21,7 +21,6 @@ const jobId = JobId.of('job-1');
 const teId = ResourceId.of('te-1');
 const lease = leaseNames.resourceManager(jobId);
 
-
 /** A ResourceManager served on the local network that records what the TaskExecutor tells it. */
 class RecordingRm {
   readonly registrations: TaskExecutorRegistration[] = [];

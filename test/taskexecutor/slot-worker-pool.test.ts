@@ -13,7 +13,13 @@ import { SlotWorkerPool, type SlotWorkerListener } from '../../runtime/taskexecu
 import { waitFor } from './harness.js';
 
 const ENTRY = fileURLToPath(new URL('../fixtures/scripted-slot-worker.mjs', import.meta.url));
-const settings: TaskSettings = { segmentSizeBytes: 1024, buffersPerChannel: 2, bufferTimeoutMs: 5, resourceId: 'te-1' as TaskSettings['resourceId'], libraryCacheDir: '/unused' };
+const settings: TaskSettings = {
+  segmentSizeBytes: 1024,
+  buffersPerChannel: 2,
+  bufferTimeoutMs: 5,
+  resourceId: 'te-1' as TaskSettings['resourceId'],
+  libraryCacheDir: '/unused',
+};
 
 function tdd(script: string, sha256 = 'lib-1'): TaskDeploymentDescriptor {
   return {
@@ -49,7 +55,10 @@ afterEach(async () => {
   }
 });
 
-function pool(slots = 2, onSplit?: (pool: SlotWorkerPool, worker: SlotWorker, m: Extract<WorkerToMain, { type: 'request-split' }>) => void): { pool: SlotWorkerPool; heard: Heard[] } {
+function pool(
+  slots = 2,
+  onSplit?: (pool: SlotWorkerPool, worker: SlotWorker, m: Extract<WorkerToMain, { type: 'request-split' }>) => void,
+): { pool: SlotWorkerPool; heard: Heard[] } {
   const main = new MainThread('taskexecutor te-1', systemClock);
   const heard: Heard[] = [];
   const note = (kind: string, extra: Omit<Heard, 'kind' | 'onMainThread'>): void => void heard.push({ kind, onMainThread: main.isInMainThread(), ...extra });
@@ -73,7 +82,9 @@ function pool(slots = 2, onSplit?: (pool: SlotWorkerPool, worker: SlotWorker, m:
 }
 
 const statesOf = (heard: Heard[], attemptId: string): string[] =>
-  heard.filter((h) => h.message?.type === 'state' && h.message.attemptId === attemptId).map((h) => (h.message as Extract<WorkerToMain, { type: 'state' }>).state);
+  heard
+    .filter((h) => h.message?.type === 'state' && h.message.attemptId === attemptId)
+    .map((h) => (h.message as Extract<WorkerToMain, { type: 'state' }>).state);
 
 describe('SlotWorkerPool', () => {
   it('starts a slot worker on demand and hands task states and counters over on the main thread', async () => {
@@ -87,7 +98,10 @@ describe('SlotWorkerPool', () => {
     p.deploy(worker, task, new Uint8Array([1, 2, 3]), settings);
     await waitFor('FINISHED', () => statesOf(heard, task.attemptId).includes('FINISHED'));
     expect(statesOf(heard, task.attemptId)).toEqual(['RUNNING', 'FINISHED']);
-    expect(heard.find((h) => h.kind === 'task-counters')?.message).toEqual({ type: 'task-counters', tasks: [{ attemptId: task.attemptId, recordsIn: 3, recordsOut: 2 }] });
+    expect(heard.find((h) => h.kind === 'task-counters')?.message).toEqual({
+      type: 'task-counters',
+      tasks: [{ attemptId: task.attemptId, recordsIn: 3, recordsOut: 2 }],
+    });
     expect(heard.every((h) => h.onMainThread)).toBe(true);
   });
 
@@ -99,7 +113,10 @@ describe('SlotWorkerPool', () => {
     p.deploy(worker, first, new Uint8Array(5), settings);
     p.deploy(worker, second, new Uint8Array(5), settings);
     const result = (attemptId: string): unknown =>
-      (heard.find((h) => h.message?.type === 'state' && h.message.attemptId === attemptId && h.message.state === 'FINISHED')?.message as Extract<WorkerToMain, { type: 'state' }> | undefined)?.result?.collected;
+      (
+        heard.find((h) => h.message?.type === 'state' && h.message.attemptId === attemptId && h.message.state === 'FINISHED')?.message as
+          Extract<WorkerToMain, { type: 'state' }> | undefined
+      )?.result?.collected;
     await waitFor('both finished', () => result(first.attemptId) !== undefined && result(second.attemptId) !== undefined);
     expect(result(first.attemptId)).toEqual([5]);
     expect(result(second.attemptId)).toEqual([null]);
@@ -128,7 +145,11 @@ describe('SlotWorkerPool', () => {
     const worker = p.ensureWorker(1);
     p.deploy(worker, tdd('exit'), undefined, settings);
     await waitFor('the exit', () => heard.find((h) => h.kind === 'exited'));
-    expect(heard.find((h) => h.kind === 'exited')).toMatchObject({ slotIndex: 1, onMainThread: true, cause: 'the worker thread of slot 1 exited unexpectedly with code 3' });
+    expect(heard.find((h) => h.kind === 'exited')).toMatchObject({
+      slotIndex: 1,
+      onMainThread: true,
+      cause: 'the worker thread of slot 1 exited unexpectedly with code 3',
+    });
     expect(p.workerOf(1)).toBeUndefined();
     expect(p.ensureWorker(1)).not.toBe(worker);
   });
@@ -146,7 +167,9 @@ describe('SlotWorkerPool', () => {
   });
 
   it('carries a split answer back to the worker that asked', async () => {
-    const { pool: p, heard } = pool(1, (self, worker, m) => self.answerSplit(worker, m.requestId, { split: { splitNumber: 4, path: '/in.txt', start: 0, length: 10 } }));
+    const { pool: p, heard } = pool(1, (self, worker, m) =>
+      self.answerSplit(worker, m.requestId, { split: { splitNumber: 4, path: '/in.txt', start: 0, length: 10 } }),
+    );
     const task = tdd('split');
     p.deploy(p.ensureWorker(0), task, undefined, settings);
     await waitFor('FINISHED', () => statesOf(heard, task.attemptId).includes('FINISHED'));
@@ -159,7 +182,10 @@ describe('SlotWorkerPool', () => {
       const task = tdd(script);
       p.deploy(p.ensureWorker(0), task, library, settings);
       await waitFor('FINISHED', () => statesOf(heard, task.attemptId).includes('FINISHED'));
-      return heard.find((h) => h.message?.type === 'state' && h.message.attemptId === task.attemptId && h.message.state === 'FINISHED')!.message as Extract<WorkerToMain, { type: 'state' }>;
+      return heard.find((h) => h.message?.type === 'state' && h.message.attemptId === task.attemptId && h.message.state === 'FINISHED')!.message as Extract<
+        WorkerToMain,
+        { type: 'state' }
+      >;
     };
 
     it("runs the slot's next job when it says its job changed nothing, and gets the library again", async () => {

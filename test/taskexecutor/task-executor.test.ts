@@ -107,7 +107,15 @@ beforeEach(async () => {
   graphs.set('spinning', await storeJobLibrary(join(root, jobId), JOB_SOURCE, blobStore, jobId, 'spinning', ['60000']));
   graphs.set('spinningShort', await storeJobLibrary(join(root, jobId), JOB_SOURCE, blobStore, jobId, 'spinning', ['2500']));
   cluster = {
-    network, jobId, rmRpc, jmRpc, leaseStore, blobStore, rmToken, graphs, executors: [],
+    network,
+    jobId,
+    rmRpc,
+    jmRpc,
+    leaseStore,
+    blobStore,
+    rmToken,
+    graphs,
+    executors: [],
     rm: TestResourceManager.serve(rmRpc, rmToken, jobId),
     jm: TestJobMaster.serve(jmRpc, JM_TOKEN),
   };
@@ -121,7 +129,13 @@ afterEach(async () => {
 
 async function startTaskExecutor(
   name: string,
-  extra: { cancelTimeoutMs?: number; config?: typeof config; taskCountersIntervalMs?: number; jobLeaderReconnectTimeoutMs?: number; profile?: { cpu: number; memoryMiB: number } } = {},
+  extra: {
+    cancelTimeoutMs?: number;
+    config?: typeof config;
+    taskCountersIntervalMs?: number;
+    jobLeaderReconnectTimeoutMs?: number;
+    profile?: { cpu: number; memoryMiB: number };
+  } = {},
 ): Promise<{ te: TaskExecutor; gateway: TaskExecutorGateway }> {
   const rpc = new LocalRpcService(cluster.network, name);
   const te = await TaskExecutor.start({
@@ -142,22 +156,33 @@ async function startTaskExecutor(
   return { te, gateway: cluster.rmRpc.connect<TaskExecutorGateway>(rpc.address, EndpointName.TASK_EXECUTOR) };
 }
 
-async function allocate(te: TaskExecutor, gateway: TaskExecutorGateway, slotIndex: number, leader: { address: string; token: FencingToken; jm: TestJobMaster } = { address: cluster.jmRpc.address, token: JM_TOKEN, jm: cluster.jm }): Promise<AllocationId> {
+async function allocate(
+  te: TaskExecutor,
+  gateway: TaskExecutorGateway,
+  slotIndex: number,
+  leader: { address: string; token: FencingToken; jm: TestJobMaster } = { address: cluster.jmRpc.address, token: JM_TOKEN, jm: cluster.jm },
+): Promise<AllocationId> {
   const allocationId = AllocationId.random();
-  await gateway.requestSlot({
-    slotId: { resourceId: te.resourceId, slotIndex },
-    jobId: cluster.jobId,
-    allocationId,
-    jobMasterAddress: leader.address,
-    jobMasterToken: leader.token,
-    resourceManagerToken: cluster.rmToken,
-  }, DATA_KEY);
+  await gateway.requestSlot(
+    {
+      slotId: { resourceId: te.resourceId, slotIndex },
+      jobId: cluster.jobId,
+      allocationId,
+      jobMasterAddress: leader.address,
+      jobMasterToken: leader.token,
+      resourceManagerToken: cluster.rmToken,
+    },
+    DATA_KEY,
+  );
   await waitFor('slot offer', () => leader.jm.offers.some((o) => o.allocationId === allocationId));
   return allocationId;
 }
 
 /** A JobMaster that wins the job's JobMaster lease (after `previous` released it) and serves with its epoch. */
-async function jobMasterLeader(name: string, previous?: { holder: string; token: FencingToken }): Promise<{ address: string; token: FencingToken; jm: TestJobMaster; rpc: LocalRpcService; holder: string }> {
+async function jobMasterLeader(
+  name: string,
+  previous?: { holder: string; token: FencingToken },
+): Promise<{ address: string; token: FencingToken; jm: TestJobMaster; rpc: LocalRpcService; holder: string }> {
   const leaseName = leaseNames.jobMaster(cluster.jobId);
   if (previous !== undefined) await cluster.leaseStore.release(leaseName, previous.holder, previous.token);
   const rpc = new LocalRpcService(cluster.network, name);
@@ -207,8 +232,12 @@ describe('TaskExecutor', () => {
     const rm2Rpc = new LocalRpcService(cluster.network, 'rm-next');
     extraRpcs.push(rm2Rpc);
     const rm2 = TestResourceManager.serve(rm2Rpc, 7, nextJob);
-    await expect(gateway.joinJob(nextJob, 'pool-1', { address: 42 } as unknown as { address: string; token: FencingToken }, 'next-job-key')).rejects.toThrow(/resourceManager must be/);
-    await expect(gateway.joinJob(nextJob, 'pool-1', { address: rm2Rpc.address, token: FencingToken.of(7) }, '')).rejects.toThrow(/came without this TaskExecutor's key for that job/);
+    await expect(gateway.joinJob(nextJob, 'pool-1', { address: 42 } as unknown as { address: string; token: FencingToken }, 'next-job-key')).rejects.toThrow(
+      /resourceManager must be/,
+    );
+    await expect(gateway.joinJob(nextJob, 'pool-1', { address: rm2Rpc.address, token: FencingToken.of(7) }, '')).rejects.toThrow(
+      /came without this TaskExecutor's key for that job/,
+    );
     await gateway.joinJob(nextJob, 'pool-1', { address: rm2Rpc.address, token: FencingToken.of(7) }, 'next-job-key');
     await waitFor('registration at the ResourceManager named in joinJob', () => rm2.registrations.some((r) => r.resourceId === te.resourceId));
     expect(te.jobId).toBe(nextJob);
@@ -221,9 +250,29 @@ describe('TaskExecutor', () => {
     const allocationId = await allocate(te, gateway, 0);
     expect(cluster.jm.taskManagers).toEqual([{ resourceId: 'te-1', address: te.address, dataAddress: te.dataAddress, numberOfSlots: 2, partitions: [] }]);
     // Idempotent for the same allocation, refused for another while it is held.
-    await gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId, jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken }, DATA_KEY);
+    await gateway.requestSlot(
+      {
+        slotId: { resourceId: te.resourceId, slotIndex: 0 },
+        jobId: cluster.jobId,
+        allocationId,
+        jobMasterAddress: cluster.jmRpc.address,
+        jobMasterToken: JM_TOKEN,
+        resourceManagerToken: cluster.rmToken,
+      },
+      DATA_KEY,
+    );
     await expect(
-      gateway.requestSlot({ slotId: { resourceId: te.resourceId, slotIndex: 0 }, jobId: cluster.jobId, allocationId: AllocationId.random(), jobMasterAddress: cluster.jmRpc.address, jobMasterToken: JM_TOKEN, resourceManagerToken: cluster.rmToken }, DATA_KEY),
+      gateway.requestSlot(
+        {
+          slotId: { resourceId: te.resourceId, slotIndex: 0 },
+          jobId: cluster.jobId,
+          allocationId: AllocationId.random(),
+          jobMasterAddress: cluster.jmRpc.address,
+          jobMasterToken: JM_TOKEN,
+          resourceManagerToken: cluster.rmToken,
+        },
+        DATA_KEY,
+      ),
     ).rejects.toThrow(/already holds allocation/);
 
     const tdd = descriptor('doubled', onlyVertex('doubled'), allocationId);
@@ -231,8 +280,17 @@ describe('TaskExecutor', () => {
     const end = await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId));
     expect(cluster.jm.statesOf(tdd.attemptId)).toEqual(['DEPLOYING', 'INITIALIZING', 'RUNNING', 'FINISHED']);
     expect(end.result).toEqual({
-      collected: Array.from({ length: 100 }, (_, i) => (i + 1) * 2), collectedTruncated: false, recordsIn: 100, recordsOut: 100,
-      network: expect.objectContaining({ buffersSent: 0, recordsReceived: 0, creditsPerChannel: expect.any(Number), startedAtMs: expect.any(Number), finishedAtMs: expect.any(Number) }),
+      collected: Array.from({ length: 100 }, (_, i) => (i + 1) * 2),
+      collectedTruncated: false,
+      recordsIn: 100,
+      recordsOut: 100,
+      network: expect.objectContaining({
+        buffersSent: 0,
+        recordsReceived: 0,
+        creditsPerChannel: expect.any(Number),
+        startedAtMs: expect.any(Number),
+        finishedAtMs: expect.any(Number),
+      }),
     });
 
     const hb = await gateway.heartbeatFromJobManager(cluster.jobId, JM_TOKEN);
@@ -367,10 +425,17 @@ describe('TaskExecutor', () => {
     const input = (sub: number): InputGateDescriptor => ({
       edgeId: edge.id,
       subpartitionIndex: sub,
-      producers: { firstProducer: 0, attemptIds: [producer.attemptId], locationIndexes: [0], locations: [{ resourceId: a.te.resourceId, dataAddress: a.te.dataAddress }] },
+      producers: {
+        firstProducer: 0,
+        attemptIds: [producer.attemptId],
+        locationIndexes: [0],
+        locations: [{ resourceId: a.te.resourceId, dataAddress: a.te.dataAddress }],
+      },
     });
     // Three consumers (parallelism 3 for the test): same worker as the producer, the other worker, the other TaskExecutor.
-    const consumers = [slotA0, slotA1, slotB0].map((alloc, i) => descriptor('twoStage', { ...mapVertex, parallelism: 3 }, alloc, { subtaskIndex: i, inputs: [input(i)] }));
+    const consumers = [slotA0, slotA1, slotB0].map((alloc, i) =>
+      descriptor('twoStage', { ...mapVertex, parallelism: 3 }, alloc, { subtaskIndex: i, inputs: [input(i)] }),
+    );
     // Consumers first: they must wait for the partition to be registered.
     await b.gateway.submitTask(consumers[2]!, JM_TOKEN);
     await a.gateway.submitTask(consumers[1]!, JM_TOKEN);
@@ -381,7 +446,9 @@ describe('TaskExecutor', () => {
     expect(ends.map((e) => e.state)).toEqual(['FINISHED', 'FINISHED', 'FINISHED', 'FINISHED']);
     expect(ends[0]!.result).toMatchObject({ recordsIn: 5000, recordsOut: 5000 });
     ends.slice(1).forEach((e, i) => {
-      const expected = Array.from({ length: 5000 }, (_, k) => k + 1).filter((x) => (x - 1) % 3 === i).map((x) => ({ x, twice: x * 2 }));
+      const expected = Array.from({ length: 5000 }, (_, k) => k + 1)
+        .filter((x) => (x - 1) % 3 === i)
+        .map((x) => ({ x, twice: x * 2 }));
       expect(e.result?.collected).toEqual(expected);
     });
     expect(a.te.introspect().dataServer).toMatchObject({ connections: 1, channelsOpened: 1 });
@@ -533,10 +600,18 @@ describe('TaskExecutor', () => {
     cluster.jm.splits = createSplits([{ path: input, size: readFileSync(input).length }], 97);
     const splitCount = cluster.jm.splits.length;
     const staging = join(dir, 'staging');
-    const tdd = descriptor('doubled', { ...onlyVertex('doubled'), operators: [
-      { kind: 'source.textFile', id: 'src', name: 'readTextFile', path: input, splitSizeBytes: 97 },
-      { kind: 'sink.textFile', id: 'snk', name: 'writeAsText', path: join(dir, 'out') },
-    ] }, allocationId, { sinkStagingDir: staging });
+    const tdd = descriptor(
+      'doubled',
+      {
+        ...onlyVertex('doubled'),
+        operators: [
+          { kind: 'source.textFile', id: 'src', name: 'readTextFile', path: input, splitSizeBytes: 97 },
+          { kind: 'sink.textFile', id: 'snk', name: 'writeAsText', path: join(dir, 'out') },
+        ],
+      },
+      allocationId,
+      { sinkStagingDir: staging },
+    );
     await gateway.submitTask(tdd, JM_TOKEN);
     const end = await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId));
     expect(end.state).toBe('FINISHED');

@@ -37,7 +37,9 @@ describe('TaskSlotTable', () => {
     expect(table.allocate(0, jobA, a1)).toBe(true);
     expect(table.allocate(0, jobA, a1)).toBe(false);
     expect(() => table.allocate(0, jobB, AllocationId.of('b1'))).toThrow(ConflictError);
-    expect(() => table.allocate(0, jobB, AllocationId.of('b1'))).toThrow(/slot te-1\/0 already holds allocation a1 of job job-a; it cannot take allocation b1 of job job-b/);
+    expect(() => table.allocate(0, jobB, AllocationId.of('b1'))).toThrow(
+      /slot te-1\/0 already holds allocation a1 of job job-a; it cannot take allocation b1 of job job-b/,
+    );
     expect(() => table.allocate(5, jobA, AllocationId.of('a5'))).toThrow(InvalidRequestError);
     expect(() => table.allocate(5, jobA, AllocationId.of('a5'))).toThrow(/has slots 0..1, the request names slot 5/);
     expect(table.allocatedSlots).toBe(1);
@@ -68,7 +70,9 @@ describe('TaskSlotTable', () => {
     expect(task).toMatchObject({ slotIndex: 1, leader, state: 'DEPLOYING', cancelRequested: false, worker: undefined });
     expect([...table.slot(1).tasks]).toEqual([task.tdd.attemptId]);
     expect(() => table.addTask(tdd(jobB, a1), leader)).toThrow(NotFoundError);
-    expect(() => table.addTask(tdd(jobA, AllocationId.of('nope')), leader)).toThrow(/allocation nope of job job-a, which is not active on TaskExecutor te-1; its active allocations are a1 \(job job-a\)/);
+    expect(() => table.addTask(tdd(jobA, AllocationId.of('nope')), leader)).toThrow(
+      /allocation nope of job job-a, which is not active on TaskExecutor te-1; its active allocations are a1 \(job job-a\)/,
+    );
     expect(() => table.addTask(task.tdd, leader)).toThrow(ConflictError);
   });
 

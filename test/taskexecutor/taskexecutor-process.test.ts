@@ -24,7 +24,12 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function startProcess(stateDir: string, jobId: JobId, resourceId: string, config: Record<string, number>): { child: ChildProcess; exit: Promise<number | null>; stderr: () => string } {
+function startProcess(
+  stateDir: string,
+  jobId: JobId,
+  resourceId: string,
+  config: Record<string, number>,
+): { child: ChildProcess; exit: Promise<number | null>; stderr: () => string } {
   let stderr = '';
   const child = spawn(process.execPath, [entry], {
     env: {

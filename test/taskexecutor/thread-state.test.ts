@@ -61,7 +61,10 @@ describe('threadStateChanges', () => {
     });
     const changes = threadStateChanges(before, captureThreadState(), 10);
     expect(changes).toEqual(
-      expect.arrayContaining([expect.stringMatching(/^process listeners added \(beforeExit: \d+ -> \d+\)$/), expect.stringMatching(/^timers or handles left active \(Timeout: \d+ -> \d+\)$/)]),
+      expect.arrayContaining([
+        expect.stringMatching(/^process listeners added \(beforeExit: \d+ -> \d+\)$/),
+        expect.stringMatching(/^timers or handles left active \(Timeout: \d+ -> \d+\)$/),
+      ]),
     );
     // Gone again: what the first state had more of is no change.
     clearInterval(timer);

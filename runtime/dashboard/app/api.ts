@@ -75,7 +75,10 @@ async function send(
   init: { readonly signal?: AbortSignal | undefined; readonly headers?: Record<string, string>; readonly body?: string },
 ): Promise<Response> {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new DOMException(`no answer to ${method} ${path} in ${REQUEST_TIMEOUT_MS} ms`, 'TimeoutError')), REQUEST_TIMEOUT_MS);
+  const timer = setTimeout(
+    () => controller.abort(new DOMException(`no answer to ${method} ${path} in ${REQUEST_TIMEOUT_MS} ms`, 'TimeoutError')),
+    REQUEST_TIMEOUT_MS,
+  );
   const outer = init.signal;
   const onOuterAbort = () => controller.abort(outer?.reason);
   outer?.addEventListener('abort', onOuterAbort, { once: true });

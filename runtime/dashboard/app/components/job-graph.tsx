@@ -80,7 +80,16 @@ export function JobGraph({ vertices, edges }: { vertices: readonly GraphVertex[]
         aria-label={`Dataflow graph: ${vertices.length} vertices, ${edges.length} edges`}
       >
         <defs>
-          <marker id="graph-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="9" markerHeight="9" markerUnits="userSpaceOnUse" orient="auto-start-reverse">
+          <marker
+            id="graph-arrow"
+            viewBox="0 0 10 10"
+            refX="9"
+            refY="5"
+            markerWidth="9"
+            markerHeight="9"
+            markerUnits="userSpaceOnUse"
+            orient="auto-start-reverse"
+          >
             <path d="M0,0 L10,5 L0,10 z" class="graph-arrowhead" />
           </marker>
         </defs>
@@ -146,7 +155,13 @@ function Vertex({ vertex, node }: { vertex: GraphVertex; node: PlacedNode }) {
       </g>
     </g>
   );
-  return vertex.href === undefined ? box : <a href={vertex.href} class="graph-vertex-link" aria-label={`${vertex.name}: its subtasks`}>{box}</a>;
+  return vertex.href === undefined ? (
+    box
+  ) : (
+    <a href={vertex.href} class="graph-vertex-link" aria-label={`${vertex.name}: its subtasks`}>
+      {box}
+    </a>
+  );
 }
 
 export function edgeLabel(edge: PlanEdge): string {

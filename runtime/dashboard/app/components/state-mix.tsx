@@ -8,9 +8,7 @@ export function StateMix({ counts }: { counts: StateCounts }) {
   return (
     <span class="mix" role="img" aria-label={label} title={label}>
       {total > 0 &&
-        TASK_STATES.filter((s) => counts[s] > 0).map((s) => (
-          <span key={s} class={`mix-part fill-${taskTone(s)}`} style={{ flexGrow: counts[s] }} />
-        ))}
+        TASK_STATES.filter((s) => counts[s] > 0).map((s) => <span key={s} class={`mix-part fill-${taskTone(s)}`} style={{ flexGrow: counts[s] }} />)}
     </span>
   );
 }

@@ -49,7 +49,16 @@ export function JobPage({ jobId, vertex }: { jobId: string; vertex?: string }) {
         </>
       );
     case 'ok':
-      return <Job job={details.data} plan={plan} exceptions={exceptions} throughput={throughput} refresh={refresh} {...(vertex !== undefined ? { focus: vertex } : {})} />;
+      return (
+        <Job
+          job={details.data}
+          plan={plan}
+          exceptions={exceptions}
+          throughput={throughput}
+          refresh={refresh}
+          {...(vertex !== undefined ? { focus: vertex } : {})}
+        />
+      );
     default:
       return details satisfies never;
   }
@@ -70,7 +79,11 @@ function JobHeader({ title, children }: { title: string; children?: ComponentChi
   );
 }
 
-type CancelState = { readonly kind: 'idle' } | { readonly kind: 'busy' } | { readonly kind: 'done'; readonly message: string } | { readonly kind: 'failed'; readonly message: string };
+type CancelState =
+  | { readonly kind: 'idle' }
+  | { readonly kind: 'busy' }
+  | { readonly kind: 'done'; readonly message: string }
+  | { readonly kind: 'failed'; readonly message: string };
 
 function Job(props: {
   job: JobDetails;
@@ -279,7 +292,9 @@ function Throughput(props: { samples: readonly Sample[]; vertices: readonly Vert
   const { samples, vertices, edges } = props;
   // A plot needs two rates at least, that is three samples.
   if (samples.length < 3 || vertices.length === 0) {
-    return <p class="empty">{props.ended ? 'No throughput was recorded for this job.' : 'No throughput yet: samples arrive every second while the job runs.'}</p>;
+    return (
+      <p class="empty">{props.ended ? 'No throughput was recorded for this job.' : 'No throughput yet: samples arrive every second while the job runs.'}</p>
+    );
   }
   const sources = new Set(edges.map((e) => e.source));
   const times = samples.slice(1).map((s) => s.atMs / 1000);
@@ -315,11 +330,21 @@ function VertexTable({ vertices }: { vertices: readonly VertexView[] }) {
               <th scope="col">Vertex</th>
               <th scope="col">State</th>
               <th scope="col">Tasks</th>
-              <th scope="col" class="num">Parallelism</th>
-              <th scope="col" class="num">Records in</th>
-              <th scope="col" class="num">Records out</th>
-              <th scope="col" class="num">In/s</th>
-              <th scope="col" class="num">Out/s</th>
+              <th scope="col" class="num">
+                Parallelism
+              </th>
+              <th scope="col" class="num">
+                Records in
+              </th>
+              <th scope="col" class="num">
+                Records out
+              </th>
+              <th scope="col" class="num">
+                In/s
+              </th>
+              <th scope="col" class="num">
+                Out/s
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -383,12 +408,18 @@ function Tasks({ vertices, focus }: { vertices: readonly VertexDetails[]; focus?
                   <caption class="visually-hidden">{`Subtasks of ${v.name}`}</caption>
                   <thead>
                     <tr>
-                      <th scope="col" class="num">Subtask</th>
-                      <th scope="col" class="num">Attempt</th>
+                      <th scope="col" class="num">
+                        Subtask
+                      </th>
+                      <th scope="col" class="num">
+                        Attempt
+                      </th>
                       <th scope="col">TaskExecutor</th>
                       <th scope="col">State</th>
                       <th scope="col">Started</th>
-                      <th scope="col" class="num">Duration</th>
+                      <th scope="col" class="num">
+                        Duration
+                      </th>
                     </tr>
                   </thead>
                   <tbody>

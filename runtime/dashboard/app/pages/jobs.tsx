@@ -14,7 +14,9 @@ export function JobsPage() {
           jobs.data.jobs.length > 0 ? (
             <JobsTable jobs={jobs.data.jobs} sortable caption="All jobs; sort by a column with its header button" />
           ) : (
-            <p class="empty">No jobs yet. Submit one with <code>floe run</code>.</p>
+            <p class="empty">
+              No jobs yet. Submit one with <code>floe run</code>.
+            </p>
           )
         ) : jobs.state === 'error' ? (
           <LoadFailed what="the jobs" message={jobs.message} />

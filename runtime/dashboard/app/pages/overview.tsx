@@ -39,7 +39,9 @@ export function OverviewPage() {
               caption="The most recently submitted jobs"
             />
           ) : (
-            <p class="empty">No jobs yet. Submit one with <code>floe run</code>.</p>
+            <p class="empty">
+              No jobs yet. Submit one with <code>floe run</code>.
+            </p>
           )
         ) : jobs.state === 'error' ? (
           <LoadFailed what="the jobs" message={jobs.message} />
@@ -81,7 +83,9 @@ function Summary({ overview }: { overview: OverviewResponse }) {
           </span>
           <span class="stat-note">
             {`${admission.taskExecutors.reserved} of ${admission.taskExecutors.max} reserved`}
-            {overview.warmPool.taskExecutors > 0 && <span data-testid="task-executors-idle">{`, ${overview.warmPool.taskExecutors} idle in the warm pool`}</span>}
+            {overview.warmPool.taskExecutors > 0 && (
+              <span data-testid="task-executors-idle">{`, ${overview.warmPool.taskExecutors} idle in the warm pool`}</span>
+            )}
           </span>
         </li>
         <li class="stat">
