@@ -8,8 +8,24 @@ import tseslint from 'typescript-eslint';
 /** What Node offers every script without an import. */
 const nodeGlobals = Object.fromEntries(
   [
-    'process', 'console', 'Buffer', 'URL', 'URLSearchParams', 'AbortController', 'TextEncoder', 'TextDecoder', 'structuredClone', 'fetch',
-    'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'queueMicrotask', 'globalThis',
+    'process',
+    'console',
+    'Buffer',
+    'URL',
+    'URLSearchParams',
+    'AbortController',
+    'TextEncoder',
+    'TextDecoder',
+    'structuredClone',
+    'fetch',
+    'setTimeout',
+    'clearTimeout',
+    'setInterval',
+    'clearInterval',
+    'setImmediate',
+    'clearImmediate',
+    'queueMicrotask',
+    'globalThis',
   ].map((name) => [name, 'readonly']),
 );
 const commonJsGlobals = { require: 'readonly', module: 'writable', exports: 'writable', __dirname: 'readonly', __filename: 'readonly' };
@@ -23,13 +39,24 @@ export default defineConfig(
   {
     rules: {
       // `_name` marks a parameter or binding kept for its position or shape; `{ secret: _, ...rest }` drops a field.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
       // A server's handler reads the server it belongs to, which exists only once created: that binding stays `let`.
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // `(...args: any[]) => unknown` is how a function type accepts every function; other `any`s say why where they stand.
       '@typescript-eslint/no-explicit-any': ['error', { ignoreRestArgs: true }],
       // User functions arrive untyped from job libraries and are called only after a typeof check: `Function` says exactly that.
       '@typescript-eslint/no-unsafe-function-type': 'off',
+    },
+  },
+  {
+    files: ['runtime/**'],
+    rules: {
+      // A runtime file does one job; one that needs more than this says why at its top (an eslint-disable of this
+      // rule with its reason), so the reason is read where the file is.
+      'max-lines': ['error', { max: 500, skipBlankLines: true, skipComments: true }],
     },
   },
   {

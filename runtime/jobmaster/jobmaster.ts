@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- one leadership state shared by the gateway's RPCs, the fenced writes, the commit and the end of the job (below) */
 // The JobMaster of one job for one leadership session: the fenced endpoint that wires the slot pool, the
 // ResourceManager connection, the registered TaskExecutors and the Scheduler, and the one main thread
 // that mutates them. It writes the job record with its epoch, commits the job's output when every task
@@ -33,7 +34,13 @@ import type { InputSplit } from '../protocol/task-deployment.js';
 import type { TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../protocol/taskexecutor-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
-import { JOB_MASTER_METHODS, type JobMasterGateway, type SlotOffer, type TaskExecutionStateUpdate, type TaskManagerInfo } from '../protocol/jobmaster-gateway.js';
+import {
+  JOB_MASTER_METHODS,
+  type JobMasterGateway,
+  type SlotOffer,
+  type TaskExecutionStateUpdate,
+  type TaskManagerInfo,
+} from '../protocol/jobmaster-gateway.js';
 import { listInputFiles, SplitAssigner } from './input-splits.js';
 import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
@@ -94,15 +101,21 @@ export interface JobMasterSnapshot extends SchedulerSnapshot {
 }
 
 /** How the job ended for this JobMaster: a terminal status, or leadership lost to a newer JobMaster. */
-export type JobTermination =
-  | { readonly status: JobStatus; readonly message?: string }
-  | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
+export type JobTermination = { readonly status: JobStatus; readonly message?: string } | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
 
 /** Writes of the job's status are retried this long before the JobMaster gives up and surfaces it. */
-const STATUS_WRITE_RETRY: RetryPolicy = { initialIntervalMs: 100, backoffCoefficient: 2, maximumIntervalMs: 2_000, jitter: 0.2, maximumAttempts: Infinity, deadlineMs: 30_000 };
+const STATUS_WRITE_RETRY: RetryPolicy = {
+  initialIntervalMs: 100,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 2_000,
+  jitter: 0.2,
+  maximumAttempts: Infinity,
+  deadlineMs: 30_000,
+};
 
 /** Refusals by the store that no retry changes: a newer leader, an ended job, no such job, a bad write. */
-const isFinalRefusal = (e: unknown): boolean => e instanceof StaleWriterError || e instanceof ConflictError || e instanceof NotFoundError || e instanceof InvalidRequestError;
+const isFinalRefusal = (e: unknown): boolean =>
+  e instanceof StaleWriterError || e instanceof ConflictError || e instanceof NotFoundError || e instanceof InvalidRequestError;
 
 /** Task counts and counters reach the job record at most this often while the job runs (ms). */
 const PROGRESS_INTERVAL_MS = 100;
@@ -219,7 +232,10 @@ export class JobMaster implements JobMasterGateway {
         // What a failed, cancelled or superseded attempt staged never reaches a target; deleting it now
         // keeps restarts from piling up staged parts.
         this.outputCommitter.discardAttempt(execution.vertex.id, execution.attemptId).catch((error: unknown) => {
-          this.log.error('could not delete the staged output of an ended attempt; it goes when the job commits or ends', { task: execution.attemptId, error: errorMessage(error) });
+          this.log.error('could not delete the staged output of an ended attempt; it goes when the job commits or ends', {
+            task: execution.attemptId,
+            error: errorMessage(error),
+          });
         });
       },
     });
@@ -249,7 +265,8 @@ export class JobMaster implements JobMasterGateway {
         disconnectTaskManager: (caller, [resourceId]) => resourceId === caller,
         notifyTaskManagerLeaving: (caller, [resourceId]) => resourceId === caller,
         updateTaskExecutionState: (caller, [update]) => this.runsOn(caller, (update as TaskExecutionStateUpdate | undefined)?.attemptId),
-        updateTaskExecutionStates: (caller, [updates]) => Array.isArray(updates) && updates.every((u: TaskExecutionStateUpdate | undefined) => this.runsOn(caller, u?.attemptId)),
+        updateTaskExecutionStates: (caller, [updates]) =>
+          Array.isArray(updates) && updates.every((u: TaskExecutionStateUpdate | undefined) => this.runsOn(caller, u?.attemptId)),
         requestNextInputSplit: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
       },
     });
@@ -275,8 +292,10 @@ export class JobMaster implements JobMasterGateway {
         this.scheduler.cancel();
         return;
       }
-      this.cancelWatch = this.main.every(() => this.checkCancelRequested(), this.deps.config.heartbeatIntervalMs, (e) =>
-        this.log.warn('cannot read the job record', { error: errorMessage(e) }),
+      this.cancelWatch = this.main.every(
+        () => this.checkCancelRequested(),
+        this.deps.config.heartbeatIntervalMs,
+        (e) => this.log.warn('cannot read the job record', { error: errorMessage(e) }),
       );
       this.rm.start();
       this.scheduler.startScheduling();
@@ -291,14 +310,18 @@ export class JobMaster implements JobMasterGateway {
     const source = this.deps.dataCredentials ?? (await jobDataCredentialsSourceFromEnv());
     if (source === undefined) return;
     this.dataCredentials = await source(this.deps.jobGraph);
-    this.log.info('vended the job\'s S3 credentials', { expiresInMs: this.dataCredentials.expirationMs - Date.now() });
+    this.log.info("vended the job's S3 credentials", { expiresInMs: this.dataCredentials.expirationMs - Date.now() });
     // Renewed 15 minutes before they lapse (sooner for a short session); a failed renewal is tried again a minute later.
     const dueInMs = Math.max(60_000, this.dataCredentials.expirationMs - Date.now() - 15 * 60_000);
     this.credentialsRenewal?.cancel();
-    this.credentialsRenewal = this.main.schedule(() => this.renewDataCredentials(), dueInMs, (error) => {
-      this.log.warn('renewing the job\'s S3 credentials failed; trying again in a minute', { error: errorMessage(error) });
-      if (!this.terminated) this.credentialsRenewal = this.main.schedule(() => this.renewDataCredentials(), 60_000);
-    });
+    this.credentialsRenewal = this.main.schedule(
+      () => this.renewDataCredentials(),
+      dueInMs,
+      (error) => {
+        this.log.warn("renewing the job's S3 credentials failed; trying again in a minute", { error: errorMessage(error) });
+        if (!this.terminated) this.credentialsRenewal = this.main.schedule(() => this.renewDataCredentials(), 60_000);
+      },
+    );
   }
 
   /** A cancel requested through the job record (the Dispatcher may not reach this process directly). */
@@ -325,12 +348,16 @@ export class JobMaster implements JobMasterGateway {
     return this.main.run(() => {
       const known = this.taskManagers.get(info.resourceId);
       if (known === undefined || known.info.address !== info.address) {
-        const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR, { taskExecutor: { resourceId: info.resourceId, jobId: this.jobId } });
+        const gateway = this.deps.rpc.connect<TaskExecutorGateway>(info.address, EndpointName.TASK_EXECUTOR, {
+          taskExecutor: { resourceId: info.resourceId, jobId: this.jobId },
+        });
         this.taskManagers.set(info.resourceId, { info, gateway });
         // Each heartbeat carries the job's current S3 credentials (AWS): tasks running past the hour their
         // deployment's credentials last get the renewed ones.
         this.heartbeats.monitorTarget(info.resourceId, () =>
-          this.dataCredentials !== undefined ? gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken, this.dataCredentials) : gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken),
+          this.dataCredentials !== undefined
+            ? gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken, this.dataCredentials)
+            : gateway.heartbeatFromJobManager(this.jobId, this.deps.fencingToken),
         );
         this.log.info('TaskExecutor registered', { resourceId: info.resourceId, partitions: info.partitions?.length ?? 0 });
       }
@@ -362,7 +389,8 @@ export class JobMaster implements JobMasterGateway {
 
   updateTaskExecutionStates(updates: readonly TaskExecutionStateUpdate[]): Promise<boolean[]> {
     return this.main.run(() => {
-      if (!Array.isArray(updates)) throw new InvalidRequestError(`updateTaskExecutionStates takes an array of updates, found ${updates === null ? 'null' : typeof updates}`);
+      if (!Array.isArray(updates))
+        throw new InvalidRequestError(`updateTaskExecutionStates takes an array of updates, found ${updates === null ? 'null' : typeof updates}`);
       return updates.map((u) => this.scheduler.updateTaskExecutionState(u));
     });
   }
@@ -433,7 +461,11 @@ export class JobMaster implements JobMasterGateway {
         : `; the cluster has ${r.totalSlots} slots (${r.registeredTaskExecutors} TaskExecutors × ${r.slotsPerTaskExecutor}), ${r.freeSlots} free, and may start ${Math.max(0, r.maxTaskExecutors - r.registeredTaskExecutors - r.pendingTaskExecutors)} more TaskExecutors`;
     await this.main.run(() => {
       if (this.slotPool.size >= this.slotPool.requiredSlots) return;
-      this.failJob(new NoResourceAvailableError(`job needs ${required} slots but received ${held} within 'slot.request.timeout' (${this.deps.config.slotRequestTimeoutMs} ms)${resources}`));
+      this.failJob(
+        new NoResourceAvailableError(
+          `job needs ${required} slots but received ${held} within 'slot.request.timeout' (${this.deps.config.slotRequestTimeoutMs} ms)${resources}`,
+        ),
+      );
     });
   }
 
@@ -554,7 +586,9 @@ export class JobMaster implements JobMasterGateway {
   private releasePartitions(): void {
     for (const [resourceId, ids] of this.scheduler.takeAllPartitions()) {
       const tm = this.taskManagers.get(resourceId);
-      tm?.gateway.releasePartitions(this.jobId, ids, this.deps.fencingToken).catch((error: unknown) => this.log.warn('releasing partitions failed', { resourceId, error: errorMessage(error) }));
+      tm?.gateway
+        .releasePartitions(this.jobId, ids, this.deps.fencingToken)
+        .catch((error: unknown) => this.log.warn('releasing partitions failed', { resourceId, error: errorMessage(error) }));
     }
   }
 
@@ -585,7 +619,8 @@ export class JobMaster implements JobMasterGateway {
         what: `writing the record of job ${this.jobId}`,
         retryable: (e) => !isFinalRefusal(e),
         cancelled: () => this.steppedDown !== undefined,
-        onRetry: (error, retry, delayMs) => this.log.warn('cannot write the job record; retrying', { error: errorMessage(error), retry, delayMs, status: update.status }),
+        onRetry: (error, retry, delayMs) =>
+          this.log.warn('cannot write the job record; retrying', { error: errorMessage(error), retry, delayMs, status: update.status }),
       });
     } catch (error) {
       if (isFinalRefusal(error)) {

@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- failure handling and restarts touch every piece in one event, as in Flink's DefaultScheduler (below) */
 // The Scheduler (Flink's DefaultScheduler over its ExecutionGraph) coordinates a job's tasks on the
 // JobMaster's main thread: it follows their states, tracks blocking partitions, and turns failures into
 // restarts (pipelined-region failover under the job's restart strategy) or into the job's failure. It
@@ -232,7 +233,8 @@ export class Scheduler {
     this.failureCause = error;
     this.log.warn('job failing', { error: error.message });
     // However it was found, a failure no restart could mend is named so.
-    if (exception !== undefined) this.o.listener.failureHandled(isRestartable(error) || exception.restartable === false ? exception : { ...exception, restartable: false });
+    if (exception !== undefined)
+      this.o.listener.failureHandled(isRestartable(error) || exception.restartable === false ? exception : { ...exception, restartable: false });
     this.setStatus(JobStatus.FAILING);
     this.stopEverything();
   }
@@ -259,7 +261,11 @@ export class Scheduler {
           this.ended(execution, ExecutionState.CANCELED);
         } else {
           // Nobody here asked for it: the TaskExecutor stopped it on its own (its JobMaster connection closed, it shut down).
-          this.tasksFailed([execution], [], { code: 'TASK_CANCELED', message: `${taskName(execution.vertex, execution.subtaskIndex)} was cancelled by its TaskExecutor`, retryable: true });
+          this.tasksFailed([execution], [], {
+            code: 'TASK_CANCELED',
+            message: `${taskName(execution.vertex, execution.subtaskIndex)} was cancelled by its TaskExecutor`,
+            retryable: true,
+          });
         }
         break;
       case 'FINISHED':
@@ -341,7 +347,9 @@ export class Scheduler {
       if (producer?.state === ExecutionState.FINISHED) lostOutputs.add(producer);
     }
     if (failed.length > 0 || lostOutputs.size > 0) {
-      const error: ErrorInfo = leaving ? leavingError(resourceId, cause) : { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${resourceId} was lost: ${cause}`, retryable: true };
+      const error: ErrorInfo = leaving
+        ? leavingError(resourceId, cause)
+        : { code: 'TASK_EXECUTOR_LOST', message: `TaskExecutor ${resourceId} was lost: ${cause}`, retryable: true };
       this.tasksFailed(failed, [...lostOutputs], error);
     }
     this.afterChange();
@@ -364,7 +372,8 @@ export class Scheduler {
   slotFailed(allocationId: AllocationId, resourceId: ResourceId, cause: string): void {
     this.slots.vacate(allocationId);
     const failed = this.graph.executions.filter((e) => e.location?.allocationId === allocationId && !isExecutionTerminal(e.state));
-    if (failed.length > 0) this.tasksFailed(failed, [], { code: 'SLOT_FAILED', message: `slot ${allocationId} on ${resourceId} failed: ${cause}`, retryable: true });
+    if (failed.length > 0)
+      this.tasksFailed(failed, [], { code: 'SLOT_FAILED', message: `slot ${allocationId} on ${resourceId} failed: ${cause}`, retryable: true });
     this.afterChange();
   }
 
@@ -614,7 +623,12 @@ export class Scheduler {
   private executionFinished(e: Execution): void {
     for (const edge of this.graph.outputsOf.get(e.vertex.id) ?? []) {
       if (this.regions.partitionTypeOf(edge) !== 'blocking' || e.location === undefined) continue;
-      this.partitionTracker.startTracking({ partitionId: partitionIdOf(edge, e), edgeId: edge.id, resourceId: e.location.resourceId, producerAttemptId: e.attemptId });
+      this.partitionTracker.startTracking({
+        partitionId: partitionIdOf(edge, e),
+        edgeId: edge.id,
+        resourceId: e.location.resourceId,
+        producerAttemptId: e.attemptId,
+      });
     }
     if (this.graph.vertexFinished(e.vertex.id)) {
       const times = this.vertexTimes.get(e.vertex.id) ?? {};
@@ -664,7 +678,9 @@ export class Scheduler {
       if (this.deployedRegions.has(region.index)) continue;
       const executions = region.vertexIds.flatMap((id) => this.graph.subtasks(id));
       if (!executions.every((e) => e.state === ExecutionState.CREATED && !this.restarting.has(e.executionVertex))) continue;
-      const inputsReady = region.blockingInputs.every((edge) => this.graph.subtasks(edge.source).every((p) => p.state === ExecutionState.FINISHED && this.isPartitionAvailable(edge, p)));
+      const inputsReady = region.blockingInputs.every((edge) =>
+        this.graph.subtasks(edge.source).every((p) => p.state === ExecutionState.FINISHED && this.isPartitionAvailable(edge, p)),
+      );
       if (!inputsReady) continue;
       const slots = this.slots.slotsFor(executions);
       if (slots === undefined) continue;
@@ -688,7 +704,9 @@ export class Scheduler {
       const gateway = this.o.taskManagers.gateway(resourceId);
       if (gateway === undefined) continue;
       this.log.info('releasing partitions', { resourceId, partitions: ids.length, cause });
-      gateway.releasePartitions(this.o.jobId, ids, this.o.fencingToken).catch((error: unknown) => this.log.warn('releasing partitions failed', { resourceId, error: errorMessage(error) }));
+      gateway
+        .releasePartitions(this.o.jobId, ids, this.o.fencingToken)
+        .catch((error: unknown) => this.log.warn('releasing partitions failed', { resourceId, error: errorMessage(error) }));
     }
   }
 

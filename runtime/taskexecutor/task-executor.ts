@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the gateway of three callers, each call's token and arguments checked here (below) */
 // The TaskExecutor: answers the ResourceManager and the JobMasters, and wires the services that do the
 // work (Flink's TaskExecutor composes the same): the TaskSlotTable (slots, allocations, tasks), the
 // JobTable + JobLeaderService (each job's JobMaster leader, found and followed by the TaskExecutor
@@ -160,15 +161,18 @@ export class TaskExecutor implements TaskExecutorGateway {
       mainThread: this.mainThread,
       logger: this.logger,
       listener: {
-        taskState: (worker, m) => this.tasks.onTaskState(worker, m.attemptId, m.state, { ...(m.error ? { error: m.error } : {}), ...(m.result ? { result: m.result } : {}) }),
+        taskState: (worker, m) =>
+          this.tasks.onTaskState(worker, m.attemptId, m.state, { ...(m.error ? { error: m.error } : {}), ...(m.result ? { result: m.result } : {}) }),
         requestSplit: (worker, m) => this.tasks.onSplitRequest(worker, m.requestId, m.vertexId, m.attemptId),
         taskCounters: (worker, m) => {
           for (const t of m.tasks) this.slotTable.updateCounters(t.attemptId, worker, t);
         },
         workerExited: (slotIndex, worker, cause, outOfMemory) => this.tasks.onWorkerExited(slotIndex, worker, cause, outOfMemory),
-        registerPartition: (slotIndex, worker, m) => this.partitions.registerPipelined(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.partitionId, slotIndex, worker),
+        registerPartition: (slotIndex, worker, m) =>
+          this.partitions.registerPipelined(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.partitionId, slotIndex, worker),
         partitionDone: (worker, m) => this.partitions.pipelinedDone(m.partitionId, worker),
-        blockingPartitionFinished: (_worker, m) => this.partitions.blockingFinished(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.attemptId, m.files),
+        blockingPartitionFinished: (_worker, m) =>
+          this.partitions.blockingFinished(this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m.attemptId, m.files),
         requestChannel: (worker, m) => this.partitions.connectInputChannel(worker, this.slotTable.task(m.attemptId)?.tdd.jobId ?? this.jobId, m),
       },
     });
@@ -194,7 +198,13 @@ export class TaskExecutor implements TaskExecutorGateway {
       clock: this.clock,
       mainThread: this.mainThread,
       logger: this.logger,
-      taskManagerInfo: (jobId) => ({ resourceId: this.resourceId, address: this.address, dataAddress: this.dataAddress, numberOfSlots: this.slotTable.numberOfSlots, partitions: this.partitions.finishedPartitionsOf(jobId) }),
+      taskManagerInfo: (jobId) => ({
+        resourceId: this.resourceId,
+        address: this.address,
+        dataAddress: this.dataAddress,
+        numberOfSlots: this.slotTable.numberOfSlots,
+        partitions: this.partitions.finishedPartitionsOf(jobId),
+      }),
       retryIntervalMs: deps.jobLeaderRetryIntervalMs ?? Math.max(10, Math.min(deps.config.heartbeatIntervalMs, 500)),
       heartbeatIntervalMs: deps.config.heartbeatIntervalMs,
       heartbeatTimeoutMs: deps.config.heartbeatTimeoutMs,
@@ -299,7 +309,8 @@ export class TaskExecutor implements TaskExecutorGateway {
     const late = new Promise<'late'>((resolve) => (timer = this.clock.setTimeout(() => resolve('late'), SLOT_START_WARNING_MS)));
     const outcome = await Promise.race([this.workers.allReady().then(() => 'ready' as const), late]);
     timer?.cancel();
-    if (outcome === 'late') this.logger.warn('slot worker threads still starting; registering anyway', { waitedMs: SLOT_START_WARNING_MS, threads: this.workers.threadIds() });
+    if (outcome === 'late')
+      this.logger.warn('slot worker threads still starting; registering anyway', { waitedMs: SLOT_START_WARNING_MS, threads: this.workers.threadIds() });
   }
 
   get dataAddress(): string {
@@ -343,7 +354,13 @@ export class TaskExecutor implements TaskExecutorGateway {
       allocatedSlots: this.slotTable.allocatedSlots,
       jobs: this.jobTable.all().map((j) => {
         const leader = this.jobLeaders.state(j.jobId);
-        return { jobId: j.jobId, phase: leader?.phase, leaderAddress: leader?.leader?.address, leaderToken: leader?.leader?.token, slots: this.slotTable.slotsOfJob(j.jobId).length };
+        return {
+          jobId: j.jobId,
+          phase: leader?.phase,
+          leaderAddress: leader?.leader?.address,
+          leaderToken: leader?.leader?.token,
+          slots: this.slotTable.slotsOfJob(j.jobId).length,
+        };
       }),
     };
   }
@@ -354,10 +371,14 @@ export class TaskExecutor implements TaskExecutorGateway {
     return this.mainThread.run(() => {
       this.resourceManager.checkToken(request.resourceManagerToken);
       if (typeof dataKey !== 'string' || dataKey === '') {
-        throw new InvalidRequestError(`slot request for job ${request.jobId} came without the job's data key; the ResourceManager sends it with every slot request`);
+        throw new InvalidRequestError(
+          `slot request for job ${request.jobId} came without the job's data key; the ResourceManager sends it with every slot request`,
+        );
       }
       if (this.drain.reason !== undefined) {
-        throw new ConflictError(`TaskExecutor ${this.resourceId} is leaving (${this.drain.reason}) and takes no new slot; request a slot of another TaskExecutor`);
+        throw new ConflictError(
+          `TaskExecutor ${this.resourceId} is leaving (${this.drain.reason}) and takes no new slot; request a slot of another TaskExecutor`,
+        );
       }
       if (request.slotId.resourceId !== this.resourceId) {
         throw new InvalidRequestError(`slot request for ${request.slotId.resourceId}/${request.slotId.slotIndex} reached TaskExecutor ${this.resourceId}`);
@@ -367,7 +388,12 @@ export class TaskExecutor implements TaskExecutorGateway {
       this.workers.ensureWorker(slotIndex);
       this.jobTable.getOrCreate(request.jobId);
       this.dataKeys.set(request.jobId, dataKey);
-      this.logger.info('slot allocated', { slotIndex, allocationId: request.allocationId, jobMasterAddress: request.jobMasterAddress, fencingToken: request.jobMasterToken });
+      this.logger.info('slot allocated', {
+        slotIndex,
+        allocationId: request.allocationId,
+        jobMasterAddress: request.jobMasterAddress,
+        fencingToken: request.jobMasterToken,
+      });
       // The request names the leader the ResourceManager knows; the JobLeaderService takes it if newer.
       // Registered there already, the slot is offered now; otherwise with all of the job's slots once registered.
       this.jobLeaders.addJob(request.jobId, { address: request.jobMasterAddress, token: request.jobMasterToken });
@@ -391,7 +417,8 @@ export class TaskExecutor implements TaskExecutorGateway {
       this.resourceManager.checkToken(resourceManagerToken);
       if (this.stopping || this.drain.reason !== undefined) throw new ConflictError(`TaskExecutor ${this.resourceId} is stopping`);
       if (typeof poolToken !== 'string' || poolToken.length === 0) throw new InvalidRequestError('the warm pool token must be a non-empty string');
-      if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0) throw new InvalidRequestError(`idleTimeoutMs must be a non-negative integer, found ${JSON.stringify(idleTimeoutMs)}`);
+      if (!Number.isSafeInteger(idleTimeoutMs) || idleTimeoutMs < 0)
+        throw new InvalidRequestError(`idleTimeoutMs must be a non-negative integer, found ${JSON.stringify(idleTimeoutMs)}`);
       const running = this.slotTable.allTasks().filter((t) => !isExecutionTerminal(t.state));
       if (running.length > 0) {
         throw new ConflictError(`TaskExecutor ${this.resourceId} still runs ${running.length} task(s); only an idle one joins the warm pool`);
@@ -420,12 +447,19 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   joinJob(jobId: JobId, poolToken: string, resourceManager: LeaderAddress | undefined, key: string): Promise<void> {
     return this.mainThread.run(() => {
-      if (resourceManager != null && (typeof resourceManager?.address !== 'string' || !Number.isSafeInteger(resourceManager.token) || resourceManager.token < 1)) {
-        throw new InvalidRequestError(`joinJob's resourceManager must be { address: <string>, token: <positive integer> }, found ${JSON.stringify(resourceManager)}`);
+      if (
+        resourceManager != null &&
+        (typeof resourceManager?.address !== 'string' || !Number.isSafeInteger(resourceManager.token) || resourceManager.token < 1)
+      ) {
+        throw new InvalidRequestError(
+          `joinJob's resourceManager must be { address: <string>, token: <positive integer> }, found ${JSON.stringify(resourceManager)}`,
+        );
       }
       if (typeof jobId !== 'string' || jobId === '') throw new InvalidRequestError(`joinJob needs the id of the job to serve, found ${JSON.stringify(jobId)}`);
       if (typeof key !== 'string' || key === '') {
-        throw new InvalidRequestError(`joinJob for job ${jobId} came without this TaskExecutor's key for that job; the job's ResourceManager derives it and sends it with the call`);
+        throw new InvalidRequestError(
+          `joinJob for job ${jobId} came without this TaskExecutor's key for that job; the job's ResourceManager derives it and sends it with the call`,
+        );
       }
       const standby = this.standby;
       if (standby === undefined) throw new ConflictError(`TaskExecutor ${this.resourceId} is not in a warm pool (it serves job ${this.currentJobId})`);
@@ -499,7 +533,8 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   freeSlots(allocationIds: readonly AllocationId[], cause: string, jobMasterToken: FencingToken): Promise<void> {
     return this.mainThread.run(() => {
-      if (!Array.isArray(allocationIds)) throw new InvalidRequestError(`freeSlots takes an array of allocation ids, found ${allocationIds === null ? 'null' : typeof allocationIds}`);
+      if (!Array.isArray(allocationIds))
+        throw new InvalidRequestError(`freeSlots takes an array of allocation ids, found ${allocationIds === null ? 'null' : typeof allocationIds}`);
       const slots = allocationIds.map((id) => this.slotTable.slotOfAllocation(id)).filter((s) => s !== undefined);
       // Every slot's job must accept the token before any slot is freed.
       for (const slot of slots) this.checkJobMasterToken(slot.jobId!, jobMasterToken);
@@ -532,7 +567,12 @@ export class TaskExecutor implements TaskExecutorGateway {
    */
   private jobCredentialsRenewed(jobId: JobId, credentials: JobDataCredentials): void {
     const c = credentials as Partial<JobDataCredentials> | null;
-    if (typeof c?.accessKeyId !== 'string' || typeof c.secretAccessKey !== 'string' || typeof c.sessionToken !== 'string' || typeof c.expirationMs !== 'number') {
+    if (
+      typeof c?.accessKeyId !== 'string' ||
+      typeof c.secretAccessKey !== 'string' ||
+      typeof c.sessionToken !== 'string' ||
+      typeof c.expirationMs !== 'number'
+    ) {
       this.logger.warn('ignored job credentials that are not an access key, secret, session token and expiration', { jobId });
       return;
     }
@@ -572,7 +612,10 @@ export class TaskExecutor implements TaskExecutorGateway {
     this.logger[level]('releasing job', { jobId, cause });
     for (const task of this.slotTable.tasksOfJob(jobId)) this.tasks.cancel(task);
     for (const slot of this.slotTable.slotsOfJob(jobId)) this.releaseSlot(slot.index, cause);
-    void this.partitions.releaseJob(jobId, cause).then(() => this.mainThread.run(() => this.resourceManager.sendSlotReport())).catch(() => undefined);
+    void this.partitions
+      .releaseJob(jobId, cause)
+      .then(() => this.mainThread.run(() => this.resourceManager.sendSlotReport()))
+      .catch(() => undefined);
     this.jobTable.remove(jobId);
     this.dataKeys.delete(jobId);
   }
@@ -585,7 +628,11 @@ export class TaskExecutor implements TaskExecutorGateway {
     if (allocationId === undefined) return;
     this.logger.info('freeing slot', { slotIndex, allocationId, cause });
     for (const task of this.slotTable.tasksInSlot(slotIndex)) {
-      this.tasks.ended(task, task.cancelRequested ? 'CANCELED' : 'FAILED', task.cancelRequested ? {} : { error: toErrorInfo(new FloeError('SLOT_FREED', `slot freed while the task ran: ${cause}`)) });
+      this.tasks.ended(
+        task,
+        task.cancelRequested ? 'CANCELED' : 'FAILED',
+        task.cancelRequested ? {} : { error: toErrorInfo(new FloeError('SLOT_FREED', `slot freed while the task ran: ${cause}`)) },
+      );
     }
     // Finished blocking partitions are files the TaskExecutor owns: they stay.
     const worker = this.workers.retire(slotIndex);
@@ -616,7 +663,12 @@ export class TaskExecutor implements TaskExecutorGateway {
 
   /** Tells the ResourceManager (its next slot report says `leaving`) and each job's JobMaster. */
   private announceLeaving(reason: string, timeoutMs: number): void {
-    this.logger.info('TaskExecutor leaving: draining', { reason, timeoutMs, allocatedSlots: this.slotTable.allocatedSlots, heldPartitions: this.partitions.heldPartitions });
+    this.logger.info('TaskExecutor leaving: draining', {
+      reason,
+      timeoutMs,
+      allocatedSlots: this.slotTable.allocatedSlots,
+      heldPartitions: this.partitions.heldPartitions,
+    });
     this.resourceManager.sendSlotReport();
     for (const job of this.jobTable.all()) {
       const connection = this.jobTable.connection(job.jobId);
