@@ -58,11 +58,9 @@ export function fieldNames(env: StreamEnvironment): void {
     .keyBy((row) => row[0]!);
   rows.sum(1);
   rows.maxBy(0);
+  const strings = env.fromCollection([['a', 'b']]).keyBy((row) => row.length);
   // @ts-expect-error no index of an array of strings holds numbers
-  env
-    .fromCollection([['a', 'b']])
-    .keyBy((row) => row.length)
-    .sum(1);
+  strings.sum(1);
 
   const numbers = env.fromSequence(1, 10).keyBy((n) => n % 2);
   numbers.sum();
