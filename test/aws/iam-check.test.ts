@@ -244,14 +244,14 @@ describe('the AWS call record', () => {
     const files = ['runtime', 'functions'].flatMap((dir) =>
       (readdirSync(join(packageRoot, dir), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts')).map((f) => `${dir}/${f}`),
     );
-    const unwrapped = files.flatMap((file) =>
-      readFileSync(join(packageRoot, file), 'utf8')
-        .split('\n')
-        .filter(
-          (line) => /new (DynamoDB|S3|ECS|EventBridge|SecretsManager|STS|CloudWatchLogs|SQS|Lambda)Client\(/.test(line) && !line.includes('withCallLog(new '),
-        )
-        .map((line) => `${file}: ${line.trim()}`),
-    );
+    // A client is wrapped when `withCallLog(` opens right before its `new …Client(`, on the same line or the one above.
+    const construction = /(withCallLog\(\s*)?new (DynamoDB|S3|ECS|EventBridge|SecretsManager|STS|CloudWatchLogs|SQS|Lambda)Client\(/g;
+    const unwrapped = files.flatMap((file) => {
+      const source = readFileSync(join(packageRoot, file), 'utf8');
+      return [...source.matchAll(construction)]
+        .filter((m) => m[1] === undefined)
+        .map((m) => `${file}: line ${source.slice(0, m.index).split('\n').length}: ${m[0]}`);
+    });
     expect(unwrapped.filter((u) => !userSide.has(u.split(':')[0]!))).toEqual([]);
     expect(unwrapped.length, 'the CLI reader is still found, so the scan sees the files').toBe(1);
   });
