@@ -1,0 +1,61 @@
+// The keyed state backend port: the state of every key a subtask owns, partitioned by key groups so a
+// snapshot can write, and a rescale move, whole groups.
+import { FloeError } from '../../core/errors.js';
+import type { StateDescriptor, StateKind } from '../../api/state.js';
+
+export { defaultMaxParallelism } from '../../api/translate.js';
+
+/** The key groups a backend owns: [start, end], both included (Flink's KeyGroupRange). */
+export interface KeyGroupRange {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** One key's entry of one state, in the backend's stored form (time-to-live stamps included). */
+export interface KeyedStateEntry {
+  readonly stateName: string;
+  readonly kind: StateKind;
+  readonly key: unknown;
+  readonly value: unknown;
+}
+
+export interface KeyedStateBackend {
+  readonly maxParallelism: number;
+  readonly keyGroupRange: KeyGroupRange;
+  /** Makes `key` the one every state reads and writes until the next call. */
+  setCurrentKey(key: unknown): void;
+  getCurrentKey(): unknown;
+  /** The key group of the current key. */
+  getCurrentKeyGroup(): number;
+  /** The state `descriptor` names, scoped to the current key; the same object for the same name. */
+  getPartitionedState<S>(descriptor: StateDescriptor<S>): S;
+  /** The entries of every state in `keyGroup`, for a snapshot written group by group. */
+  keyGroupEntries(keyGroup: number): Iterable<KeyedStateEntry>;
+  /** Drops every entry. */
+  dispose(): void;
+}
+
+/** A key whose group lies outside the backend's range reached it: the routing and the backend disagree. */
+export class KeyGroupOutOfRangeError extends FloeError {
+  constructor(message: string) {
+    super('INTERNAL', message, { retryable: false });
+  }
+}
+
+/** A state was read or written with no current key set. */
+export class NoCurrentKeyError extends FloeError {
+  constructor(stateName: string) {
+    super('INTERNAL', `state '${stateName}' was used before a key was set; keyed state is readable only while a keyed record or timer is processed`, {
+      retryable: false,
+    });
+  }
+}
+
+/** One name asked for two kinds of state. */
+export class StateKindMismatchError extends FloeError {
+  constructor(name: string, registered: StateKind, asked: StateKind) {
+    super('USER_CODE', `state '${name}' is registered as ${registered} state and was asked for as ${asked} state; give each state its own name`, {
+      retryable: false,
+    });
+  }
+}
