@@ -8,8 +8,11 @@ import type { ResultPartition } from '../network/result-partition.js';
 import type { InputSplit, TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import type { KeyedFunctions, KeyedOperatorSpec } from './keyed-operators.js';
 
-/** Passes one record on. Returns a promise only when the next step must be awaited (backpressure, I/O). */
-export type Emit = (record: unknown) => Promise<void> | void;
+/**
+ * Passes one record on, with its event timestamp in ms (undefined: the record has none). Returns a promise
+ * only when the next step must be awaited (backpressure, I/O).
+ */
+export type Emit = (record: unknown, timestamp?: number) => Promise<void> | void;
 
 export class TaskSetupError extends FloeError {
   constructor(message: string) {
