@@ -19,6 +19,7 @@ export type {
   AggregateFunction,
   GeneratorFunction,
 } from './functions.js';
+export { OutputTag } from './output-tag.js';
 export type { GenerateOptions, WriteAsTextOptions } from './datastream.js';
 export type { ExchangeMode, ExchangeOptions } from './transformation.js';
 export type { ResourceProfile } from '../core/resource-profile.js';

@@ -1,6 +1,8 @@
 // Serialization of records into network buffers: many msgpack-encoded records back to back in one
 // segment of up to `taskmanager.memory.segment-size` bytes, decoded as a whole on the other side.
 import { Packr, unpackMultiple } from 'msgpackr';
+// The stream elements' codec extensions are registered before any record is encoded or decoded.
+import './stream-elements.js';
 
 // Records (shared structures) make a buffer depend on the ones before it; every buffer must decode
 // alone because channels interleave and restarts drop buffers.

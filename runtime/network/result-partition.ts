@@ -8,6 +8,7 @@ import type { ResultPartitionDescriptor } from '../protocol/task-deployment.js';
 import type { Partitioner } from '../jobgraph/jobgraph.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
 import { canonicalKey, keyGroupOf, subtaskForKeyGroup } from './key-groups.js';
+import { TimestampedRecord, Watermark, WatermarkStatus } from './stream-elements.js';
 import { encodeValue, RecordBufferBuilder } from './record-buffer.js';
 
 export class PartitionError extends FloeError {
@@ -300,11 +301,27 @@ export class ResultPartition {
     return this.subpartitions.length;
   }
 
-  /** Writes one record. Returns a promise when the chosen subpartition is full: await it before the next write. */
-  emit(record: unknown): Promise<void> | undefined {
+  /**
+   * Writes one record, with its event timestamp when it has one (routed by the record, carried beside it).
+   * Returns a promise when the chosen subpartition is full: await it before the next write.
+   */
+  emit(record: unknown, timestamp?: number): Promise<void> | undefined {
     if (this.encodingFailure !== undefined) throw this.encodingFailure;
-    if (this.broadcast) return this.emitToAll(record);
-    return this.write(this.subpartitions[this.select(record)]!, record);
+    const element = timestamp === undefined ? record : new TimestampedRecord(timestamp, record);
+    if (this.broadcast) return this.emitToAll(element);
+    return this.write(this.subpartitions[this.select(record)]!, element);
+  }
+
+  /** Sends a watermark to every subpartition, after the records written before it. */
+  emitWatermark(watermark: number): Promise<void> | undefined {
+    if (this.encodingFailure !== undefined) throw this.encodingFailure;
+    return this.emitToAll(new Watermark(watermark));
+  }
+
+  /** Tells every consumer that this producer went idle (holds no watermark back) or active again. */
+  emitWatermarkStatus(idle: boolean): Promise<void> | undefined {
+    if (this.encodingFailure !== undefined) throw this.encodingFailure;
+    return this.emitToAll(idle ? WatermarkStatus.IDLE : WatermarkStatus.ACTIVE);
   }
 
   /**

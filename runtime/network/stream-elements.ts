@@ -1,0 +1,49 @@
+// What a streaming edge carries besides plain records (Flink's StreamElement): a record with its event
+// timestamp, a watermark, and a watermark status (a producer gone idle or active). Each is a msgpack
+// extension, so it travels in the same buffers as the records around it and keeps its place among them.
+import { addExtension } from 'msgpackr';
+
+/** A record with its event timestamp (ms). */
+export class TimestampedRecord {
+  constructor(
+    readonly timestamp: number,
+    readonly value: unknown,
+  ) {}
+}
+
+/** Event time reached `watermark` (ms; ±Infinity at the ends of time): nothing at or before it follows. */
+export class Watermark {
+  constructor(readonly watermark: number) {}
+}
+
+/** The producer went idle (sends no watermarks for now: hold nobody back) or active again. */
+export class WatermarkStatus {
+  constructor(readonly idle: boolean) {}
+  static readonly IDLE = new WatermarkStatus(true);
+  static readonly ACTIVE = new WatermarkStatus(false);
+}
+
+/** Extension type numbers of the stream elements (application types 0–127 of msgpack). */
+const TYPE = { record: 0x54, watermark: 0x57, status: 0x53 } as const;
+
+addExtension({
+  Class: TimestampedRecord,
+  type: TYPE.record,
+  write: (r: TimestampedRecord) => [r.timestamp, r.value],
+  read: (data: [number, unknown]) => new TimestampedRecord(data[0], data[1]),
+});
+addExtension({
+  Class: Watermark,
+  type: TYPE.watermark,
+  write: (w: Watermark) => w.watermark,
+  read: (data: number) => new Watermark(data),
+});
+addExtension({
+  Class: WatermarkStatus,
+  type: TYPE.status,
+  write: (s: WatermarkStatus) => s.idle,
+  read: (data: boolean) => (data ? WatermarkStatus.IDLE : WatermarkStatus.ACTIVE),
+});
+
+/** Whether `element` is a watermark or status rather than a record. */
+export const isStreamEvent = (element: unknown): element is Watermark | WatermarkStatus => element instanceof Watermark || element instanceof WatermarkStatus;
