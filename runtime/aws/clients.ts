@@ -1,8 +1,10 @@
 // AWS SDK client construction from one AwsConfig, with the options that make the same code work against
 // AWS, LocalStack, DynamoDB Local and s3rver.
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { KinesisClient } from '@aws-sdk/client-kinesis';
 import { S3Client } from '@aws-sdk/client-s3';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { callLogTargetFromEnv, recordAwsCalls, type AwsCallLogTarget } from './aws-call-log.js';
 
 export interface AwsCredentials {
@@ -90,6 +92,25 @@ export function createS3Client(config: AwsConfig): S3Client {
       forcePathStyle: config.endpoint !== undefined,
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+    }),
+    config,
+  );
+}
+
+/**
+ * A Kinesis Data Streams client over HTTP/1.1: the SDK's default HTTP/2 handler (made for SubscribeToShard,
+ * which Floe does not use) fails against emulators that speak HTTP/1.1 only (kinesalite).
+ */
+export function createKinesisClient(config: AwsConfig): KinesisClient {
+  const base = baseClientOptions(config);
+  return withCallLog(
+    new KinesisClient({
+      ...base,
+      requestHandler: new NodeHttpHandler({
+        connectionTimeout: base.requestHandler.connectionTimeout,
+        requestTimeout: base.requestHandler.requestTimeout,
+        socketTimeout: base.requestHandler.requestTimeout,
+      }),
     }),
     config,
   );

@@ -100,6 +100,11 @@ const VARIABLES = {
   AWS_ENDPOINT: { type: 'url', readBy: 'AWS processes', meaning: "An endpoint URL for every AWS service, e.g. LocalStack's. Unset: AWS's own." },
   DYNAMODB_ENDPOINT: { type: 'url', readBy: 'AWS processes', meaning: 'The DynamoDB endpoint URL, over FLOE_AWS_ENDPOINT.' },
   S3_ENDPOINT: { type: 'url', readBy: 'AWS processes', meaning: 'The S3 endpoint URL, over FLOE_AWS_ENDPOINT.' },
+  KINESIS_ENDPOINT: {
+    type: 'url',
+    readBy: 'JobManager, TaskExecutor (Kinesis sources and sinks)',
+    meaning: "The Kinesis Data Streams endpoint URL (e.g. an emulator's), over FLOE_AWS_ENDPOINT; a source or sink's own endpoint comes first.",
+  },
   LEASE_TABLE: { type: 'string', readBy: 'AWS processes', meaning: 'The name of the lease table (tables.ts leaseTable). Required.' },
   JOB_TABLE: { type: 'string', readBy: 'AWS processes', meaning: 'The name of the job table (tables.ts jobTable). Required.' },
   BUCKET: { type: 'string', readBy: 'AWS processes', meaning: 'The bucket of JobGraphs, libraries and results. Required.' },
