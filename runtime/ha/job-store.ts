@@ -3,6 +3,7 @@
 // keeps the cluster's admission ledger (which jobs wait for capacity, which hold it), changed only together
 // with the records it names, so every Dispatcher — after a restart, or another Lambda — sees one truth.
 import type { JobId } from '../core/ids.js';
+import type { WatermarkJson } from '../core/watermark-json.js';
 import type { ExecutionState, JobStatus, TaskCounts } from '../jobgraph/job-status.js';
 
 export interface JobException {
@@ -61,6 +62,31 @@ export interface VertexMetrics {
   readonly splits?: { readonly done: number; readonly total: number };
   /** Each subtask's current attempt; left out of jobs with more than MAX_SUBTASK_DETAILS subtasks. */
   readonly subtasks?: readonly SubtaskDetails[];
+  /** Records/s in and out over the last few seconds, summed over the running subtasks that reported them. */
+  readonly recordsInPerSecond?: number;
+  readonly recordsOutPerSecond?: number;
+  /**
+   * Of each second over the last few, the ms spent working, waiting for input and waiting for output
+   * capacity (Flink's busyTimeMsPerSecond, idleTimeMsPerSecond, backPressuredTimeMsPerSecond): the
+   * MAXIMUM over the running subtasks, as Flink's web UI shows a vertex (its busiest / most back-pressured
+   * subtask). Each subtask's own are in `subtasks`.
+   */
+  readonly busyTimeMsPerSecond?: number;
+  readonly idleTimeMsPerSecond?: number;
+  readonly backPressuredTimeMsPerSecond?: number;
+  /** The vertex's input watermark: the MINIMUM over its running subtasks ('-Infinity': one has none yet). */
+  readonly watermark?: WatermarkJson;
+  /** A source vertex's lag behind the newest data it reads (ms): the MAXIMUM over its subtasks, where the source knows it. */
+  readonly lagMs?: number;
+}
+
+/** What a running task measures of itself, as the JobMaster last heard it (about every second). */
+export interface TaskTimeMetrics {
+  readonly busyTimeMsPerSecond?: number;
+  readonly idleTimeMsPerSecond?: number;
+  readonly backPressuredTimeMsPerSecond?: number;
+  /** The subtask's input watermark (ms; '-Infinity' before its first, 'Infinity' after the end of its input). */
+  readonly watermark?: WatermarkJson;
 }
 
 /**
@@ -79,6 +105,8 @@ export interface SubtaskDetails {
   /** When it was sent to the TaskExecutor / reached a terminal state (ms since the epoch). */
   readonly startedAtMs?: number;
   readonly endedAtMs?: number;
+  /** While it runs: its busy / idle / back-pressured ms per second and its watermark. */
+  readonly metrics?: TaskTimeMetrics;
 }
 
 /**

@@ -2,10 +2,12 @@
 // show them (Flink's ArchivedExecutionGraph and the REST handlers' JobDetailsInfo): per-vertex progress
 // and counters, the TaskExecutors and slots the attempts run in, and the scheduler's snapshot for tests.
 import { ResourceId as ResourceIdOf, type AllocationId, type ExecutionAttemptId, type ResourceId } from '../core/ids.js';
-import { MAX_SUBTASK_DETAILS, type SubtaskDetails, type TaskExecutorView, type VertexMetrics } from '../ha/job-store.js';
+import { decodeWatermark, encodeWatermark } from '../core/watermark-json.js';
+import { MAX_SUBTASK_DETAILS, type SubtaskDetails, type TaskExecutorView, type TaskTimeMetrics, type VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskResult } from '../protocol/task-deployment.js';
+import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 import type { Execution, ExecutionGraph } from './execution-graph.js';
 import type { SplitAssigner } from './input-splits.js';
 import type { PartitionTracker, TrackedPartition } from './partition-tracker.js';
@@ -83,6 +85,7 @@ export function vertexMetrics(
       maxBuffersInFlight,
       ...(creditsPerChannel !== undefined ? { creditsPerChannel } : {}),
       ...(detailed ? { subtasks: subtasks.map(subtaskDetails) } : {}),
+      ...liveVertexMetrics(subtasks),
     };
   });
 }
@@ -162,6 +165,16 @@ export function schedulerSnapshot(
 }
 
 function subtaskDetails(e: Execution): SubtaskDetails {
+  const live = e.state === ExecutionState.RUNNING ? e.live : undefined;
+  const metrics: TaskTimeMetrics | undefined =
+    live === undefined
+      ? undefined
+      : {
+          ...(live.busyTimeMsPerSecond !== undefined ? { busyTimeMsPerSecond: Math.round(live.busyTimeMsPerSecond) } : {}),
+          ...(live.idleTimeMsPerSecond !== undefined ? { idleTimeMsPerSecond: Math.round(live.idleTimeMsPerSecond) } : {}),
+          ...(live.backPressuredTimeMsPerSecond !== undefined ? { backPressuredTimeMsPerSecond: Math.round(live.backPressuredTimeMsPerSecond) } : {}),
+          ...(live.watermark !== undefined ? { watermark: live.watermark } : {}),
+        };
   return {
     index: e.subtaskIndex,
     attempt: e.attemptNumber,
@@ -169,5 +182,48 @@ function subtaskDetails(e: Execution): SubtaskDetails {
     ...(e.location !== undefined ? { taskExecutor: e.location.resourceId } : {}),
     ...(e.deployedAtMs !== undefined ? { startedAtMs: e.deployedAtMs } : {}),
     ...(e.endedAtMs !== undefined ? { endedAtMs: e.endedAtMs } : {}),
+    ...(metrics !== undefined && Object.keys(metrics).length > 0 ? { metrics } : {}),
   };
+}
+
+type LiveVertexMetrics = Pick<
+  VertexMetrics,
+  'recordsInPerSecond' | 'recordsOutPerSecond' | 'busyTimeMsPerSecond' | 'idleTimeMsPerSecond' | 'backPressuredTimeMsPerSecond' | 'watermark' | 'lagMs'
+>;
+
+/**
+ * A vertex's live figures from its running subtasks' last reports: rates summed; busy, idle and
+ * back-pressured time the maximum over the subtasks (Flink's web UI shows a vertex by its busiest and
+ * most back-pressured subtask); the watermark the minimum; a source's lag the maximum.
+ */
+export function liveVertexMetrics(subtasks: readonly Pick<Execution, 'state' | 'live'>[]): LiveVertexMetrics {
+  const reports = subtasks.flatMap((e) => (e.state === ExecutionState.RUNNING && e.live !== undefined ? [e.live] : []));
+  if (reports.length === 0) return {};
+  const sum = (pick: (r: (typeof reports)[number]) => number | undefined): number | undefined =>
+    reports.reduce<number | undefined>((n, r) => (pick(r) === undefined ? n : (n ?? 0) + pick(r)!), undefined);
+  const max = (pick: (r: (typeof reports)[number]) => number | undefined): number | undefined =>
+    reports.reduce<number | undefined>((n, r) => (pick(r) === undefined ? n : Math.max(n ?? Number.NEGATIVE_INFINITY, pick(r)!)), undefined);
+  const round1 = (v: number | undefined): number | undefined => (v === undefined ? undefined : Math.round(v * 10) / 10);
+  const round = (v: number | undefined): number | undefined => (v === undefined ? undefined : Math.round(v));
+  const figures: Record<string, number | undefined> = {
+    recordsInPerSecond: round1(sum((r) => r.recordsInPerSecond)),
+    recordsOutPerSecond: round1(sum((r) => r.recordsOutPerSecond)),
+    busyTimeMsPerSecond: round(max((r) => r.busyTimeMsPerSecond)),
+    idleTimeMsPerSecond: round(max((r) => r.idleTimeMsPerSecond)),
+    backPressuredTimeMsPerSecond: round(max((r) => r.backPressuredTimeMsPerSecond)),
+    lagMs: round(max((r) => r.lagMs)),
+  };
+  const watermarks = reports.filter((r) => r.watermark !== undefined).map((r) => decodeWatermark(r.watermark));
+  return {
+    ...Object.fromEntries(Object.entries(figures).filter(([, v]) => v !== undefined)),
+    ...(watermarks.length > 0 ? { watermark: encodeWatermark(Math.min(...watermarks)) } : {}),
+  };
+}
+
+/** Whether a task's new report says what its last one did (nothing for the job record to show anew). */
+export function sameCounters(a: Omit<TaskCounters, 'attemptId'> | undefined, b: Omit<TaskCounters, 'attemptId'>): boolean {
+  if (a === undefined) return false;
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) if (a[k as keyof typeof a] !== b[k as keyof typeof b]) return false;
+  return true;
 }

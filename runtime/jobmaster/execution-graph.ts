@@ -5,6 +5,7 @@ import type { ErrorInfo } from '../core/errors.js';
 import { ExecutionState, isExecutionTerminal, type TaskCounts } from '../jobgraph/job-status.js';
 import type { JobEdge, JobGraph, JobVertex } from '../jobgraph/jobgraph.js';
 import { resultPartitionIdOf, type TaskResult } from '../protocol/task-deployment.js';
+import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 
 /** One attempt to run a subtask. Every message from a task names its attempt. */
 export class Execution {
@@ -13,7 +14,7 @@ export class Execution {
   result: TaskResult | undefined;
   failure: ErrorInfo | undefined;
   /** Counters the TaskExecutor reports while the attempt runs (heartbeats); `result` has the final ones. */
-  live: { recordsIn: number; recordsOut: number } | undefined;
+  live: Omit<TaskCounters, 'attemptId'> | undefined;
   /** When it was sent to its TaskExecutor, and when it reached a terminal state (ms since the epoch). */
   deployedAtMs: number | undefined;
   endedAtMs: number | undefined;

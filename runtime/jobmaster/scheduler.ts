@@ -17,11 +17,20 @@ import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from 
 import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
+import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
 import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
-import { schedulerSnapshot, slotsUsed, taskExecutorViews, vertexMetrics, type SchedulerSnapshot, type VertexTimes } from './execution-graph-views.js';
+import {
+  sameCounters,
+  schedulerSnapshot,
+  slotsUsed,
+  taskExecutorViews,
+  vertexMetrics,
+  type SchedulerSnapshot,
+  type VertexTimes,
+} from './execution-graph-views.js';
 import { ExecutionDeployer, type TaskManagerLookup } from './execution-deployer.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
 import { ExecutionFailureHandler, isRestartable, TASK_EXECUTOR_LEAVING, type FailureHandlingResult } from './failure-handler.js';
@@ -309,13 +318,14 @@ export class Scheduler {
   }
 
   /** Counters of running attempts, from a TaskExecutor's heartbeat; stale attempts are ignored. */
-  updateLiveCounters(tasks: readonly { readonly attemptId: string; readonly recordsIn: number; readonly recordsOut: number }[]): void {
+  updateLiveCounters(tasks: readonly TaskCounters[]): void {
     let changed = false;
     for (const t of tasks) {
       const e = this.graph.execution(t.attemptId);
       if (e === undefined || isExecutionTerminal(e.state)) continue;
-      if (e.live?.recordsIn !== t.recordsIn || e.live?.recordsOut !== t.recordsOut) {
-        e.live = { recordsIn: t.recordsIn, recordsOut: t.recordsOut };
+      const { attemptId: _reported, ...live } = t;
+      if (!sameCounters(e.live, live)) {
+        e.live = live;
         changed = true;
       }
     }

@@ -4,6 +4,7 @@ import type { ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId, SlotId } from '../core/ids.js';
 import type { LeaderAddress } from '../ha/leader-election.js';
 import type { JobDataCredentials, TaskDeploymentBatch, TaskDeploymentDescriptor } from './task-deployment.js';
+import type { WatermarkJson } from '../core/watermark-json.js';
 
 export interface SlotStatus {
   readonly slotId: SlotId;
@@ -37,6 +38,21 @@ export interface TaskCounters {
   readonly recordsIn: number;
   /** Records the chain's last operator emitted (to its sink or output partitions). */
   readonly recordsOut: number;
+  /** Records/s in and out over the last few seconds (task-io-metrics.ts RATE_WINDOW_MS); absent in a task's first report. */
+  readonly recordsInPerSecond?: number;
+  readonly recordsOutPerSecond?: number;
+  /**
+   * Of each second over the same window, the ms the task spent working (busy), waiting for input (idle)
+   * and waiting for output capacity (back-pressured): Flink's busyTimeMsPerSecond, idleTimeMsPerSecond
+   * and backPressuredTimeMsPerSecond. They add up to 1000.
+   */
+  readonly busyTimeMsPerSecond?: number;
+  readonly idleTimeMsPerSecond?: number;
+  readonly backPressuredTimeMsPerSecond?: number;
+  /** The task's current input watermark: '-Infinity' before the first, 'Infinity' after the end of input. */
+  readonly watermark?: WatermarkJson;
+  /** How far a source's reader is behind the newest data of what it reads (ms), where the source knows. */
+  readonly lagMs?: number;
 }
 
 export interface TaskExecutorHeartbeatPayload {

@@ -7,8 +7,10 @@ import { keyedStep, type KeyedOperatorSpec, type KeyedStep } from './keyed-opera
 import { outputWriter } from './output-writer.js';
 import { openSink, type Sink } from './sinks.js';
 import { runSource } from './sources.js';
+import { newChainCounters, type ChainCounters, type TaskIoMetrics } from './task-io-metrics.js';
 import {
   checkCanceled,
+  idleWait,
   isThenable,
   keyedFunctions,
   noteErrors,
@@ -22,11 +24,6 @@ import {
 
 export { TaskCanceledError, TaskSetupError, keySelectorOf, type Emit, type TaskIo } from './task-io.js';
 export { sequenceRange } from './sources.js';
-
-interface Counters {
-  recordsIn: number;
-  recordsOut: number;
-}
 
 function keyedOperator(io: TaskIo, op: KeyedOperatorSpec, next: Emit): KeyedStep {
   return keyedStep(op, keyedFunctions(io, op, `operator '${op.name}' (${op.kind})`), next, io.signal);
@@ -83,6 +80,14 @@ function flatMapStep(fn: Function, name: string, next: Emit): Emit {
   };
 }
 
+function backPressureTimed(emit: Emit, metrics: TaskIoMetrics | undefined): Emit {
+  if (metrics === undefined) return emit;
+  return (r) => {
+    const p = emit(r);
+    return p === undefined ? p : metrics.backPressured(p);
+  };
+}
+
 /** Runs one task's chain to the end of its input. Throws what a user function threw. */
 export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
   const { tdd } = io;
@@ -100,14 +105,15 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
   }
   if (!hasSource && io.input === undefined) throw new TaskSetupError(`task ${tdd.taskName} has neither a source operator nor inputs`);
 
-  const counters: Counters = io.counters ?? { recordsIn: 0, recordsOut: 0 };
+  const counters: ChainCounters = io.counters ?? newChainCounters();
   const last = ops[ops.length - 1]!;
   let sink: Sink | undefined = await openSink(tdd, last, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default);
 
   try {
     const writer = sink === undefined ? outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default) : undefined;
     // What fails in a sink is the sink's; the writer notes its combiners' and its producer's failures itself.
-    const out: Emit = sink !== undefined ? noteErrors(sink.emit, last.name) : writer!.emit;
+    // A wait of the writer is a wait for output capacity: back-pressure. A sink's own waits are its work.
+    const out: Emit = sink !== undefined ? noteErrors(sink.emit, last.name) : backPressureTimed(writer!.emit, io.ioMetrics);
     let keyed: KeyedStep | undefined;
     let keyedName = '';
     let emit: Emit = (r) => {
@@ -191,7 +197,7 @@ async function runInputs(io: TaskIo, emit: Emit): Promise<void> {
   const gate = io.input!;
   let buffers = 0;
   for (;;) {
-    const received = await gate.next(io.signal);
+    const received = await idleWait(io, gate.next(io.signal));
     if (received === undefined) break;
     for (const r of received.records) {
       const p = emit(r);

@@ -16,6 +16,7 @@ import { InputGate } from '../network/input-gate.js';
 import { ResultPartition } from '../network/result-partition.js';
 import { BlockingPartitionWriter } from '../network/blocking-partition.js';
 import { collectNetworkMetrics } from './task-metrics.js';
+import { newChainCounters, TaskIoMetrics, TaskRates, type ChainCounters } from './task-io-metrics.js';
 import { runOperatorChain, TaskCanceledError } from './operator-chain.js';
 import { inputChannelsOf, needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import { keySelectorOf } from './operator-chain.js';
@@ -29,9 +30,11 @@ interface RunningTask {
   gate: InputGate | undefined;
   outputs: ResultPartition[];
   /** The chain's own counters, read (never copied per record) for the periodic report. */
-  readonly counters: { recordsIn: number; recordsOut: number };
-  /** Set once the chain runs; counters are reported from then on. */
-  running: boolean;
+  readonly counters: ChainCounters;
+  /** The task's idle and back-pressured time, timed by its chain. */
+  readonly ioMetrics: TaskIoMetrics;
+  /** Set once the chain runs; counters and rates are reported from then on. */
+  rates: TaskRates | undefined;
 }
 
 /**
@@ -242,9 +245,7 @@ export class SlotWorkerRuntime {
         this.countersTimer = undefined;
         return;
       }
-      const tasks = [...this.tasks.values()]
-        .filter((t) => t.running)
-        .map((t) => ({ attemptId: t.tdd.attemptId, recordsIn: t.counters.recordsIn, recordsOut: t.counters.recordsOut }));
+      const tasks = [...this.tasks.values()].flatMap((t) => (t.rates === undefined ? [] : [{ attemptId: t.tdd.attemptId, ...t.rates.report() }]));
       if (tasks.length > 0) this.post({ type: 'task-counters', tasks });
     }, intervalMs);
     // The port keeps the worker alive; the report alone must not.
@@ -277,7 +278,15 @@ export class SlotWorkerRuntime {
   }
 
   private async runTask(tdd: TaskDeploymentDescriptor, library: Uint8Array | undefined, settings: TaskSettings): Promise<void> {
-    const task: RunningTask = { tdd, abort: new TaskCancellation(), gate: undefined, outputs: [], counters: { recordsIn: 0, recordsOut: 0 }, running: false };
+    const task: RunningTask = {
+      tdd,
+      abort: new TaskCancellation(),
+      gate: undefined,
+      outputs: [],
+      counters: newChainCounters(),
+      ioMetrics: new TaskIoMetrics(),
+      rates: undefined,
+    };
     this.tasks.set(tdd.attemptId, task);
     this.watchCounters(settings.countersIntervalMs ?? DEFAULT_COUNTERS_INTERVAL_MS);
     const { signal } = task.abort;
@@ -333,7 +342,7 @@ export class SlotWorkerRuntime {
       }
 
       this.state(tdd.attemptId, 'RUNNING');
-      task.running = true;
+      task.rates = new TaskRates(task.counters, task.ioMetrics);
       const startedAtMs = Date.now();
       const result = await runOperatorChain({
         tdd,
@@ -343,6 +352,7 @@ export class SlotWorkerRuntime {
         input: task.gate,
         requestSplit: () => this.requestSplit(tdd, signal),
         counters: task.counters,
+        ioMetrics: task.ioMetrics,
         ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
         ...(settings.fileOpenTimeoutMs !== undefined ? { fileOpenTimeoutMs: settings.fileOpenTimeoutMs } : {}),
       });

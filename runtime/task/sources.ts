@@ -4,7 +4,7 @@ import { currentJobDataCredentials } from '../blob/data-credentials.js';
 import { CONFIG_OPTIONS } from '../core/config.js';
 import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
-import { checkCanceled, isThenable, TaskSetupError, userFunction, yieldToEventLoop, YieldPacer, type Emit, type TaskIo } from './task-io.js';
+import { checkCanceled, idleWait, isThenable, TaskSetupError, userFunction, yieldToEventLoop, YieldPacer, type Emit, type TaskIo } from './task-io.js';
 import { readSplitLineBatches } from './text-file-reader.js';
 
 /** Subtask i of p gets the i-th of p contiguous, near-equal ranges of [from, to]. */
@@ -64,7 +64,8 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
       let upcoming = io.requestSplit();
       for (;;) {
         checkCanceled(io);
-        const split = await upcoming;
+        // Waiting for the next split is waiting for input: idle.
+        const split = await idleWait(io, upcoming);
         if (split === null) break;
         upcoming = io.requestSplit();
         // Without a handler, a failed request would count as unhandled until the next await reaches it.
@@ -135,7 +136,8 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
       const due = started + (produced * 1000) / perSubtask;
       const wait = due - Date.now();
       if (wait > 1) {
-        await sleep(wait, io.signal);
+        // Keeping the rate: the source waits for its next record's time, idle.
+        await idleWait(io, sleep(wait, io.signal));
         checkCanceled(io);
       }
     }

@@ -7,6 +7,7 @@ import type { InputGate } from '../network/input-gate.js';
 import type { ResultPartition } from '../network/result-partition.js';
 import type { InputSplit, TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import type { KeyedFunctions, KeyedOperatorSpec } from './keyed-operators.js';
+import type { ChainCounters, TaskIoMetrics } from './task-io-metrics.js';
 
 /**
  * Passes one record on, with its event timestamp in ms (undefined: the record has none). Returns a promise
@@ -37,8 +38,10 @@ export interface TaskIo {
   requestSplit(): Promise<InputSplit | null>;
   /** 'execution.combiner.max-keys'. @default - CONFIG_OPTIONS.combinerMaxKeys.default */
   readonly combinerMaxKeys?: number;
-  /** Where the chain counts its records as it goes, for whoever reports them while the task runs. */
-  readonly counters?: { recordsIn: number; recordsOut: number };
+  /** Where the chain counts its records (and keeps its watermark) as it goes, for whoever reports them while the task runs. */
+  readonly counters?: ChainCounters;
+  /** Where the task's waits for input (idle) and for output capacity (back-pressured) are timed. */
+  readonly ioMetrics?: TaskIoMetrics;
   /** 'execution.file-open.timeout': opening a text sink's part file, a text source's split. @default - CONFIG_OPTIONS.fileOpenTimeoutMs.default */
   readonly fileOpenTimeoutMs?: number;
 }
@@ -148,6 +151,9 @@ export function keyedFunctions(io: TaskIo, op: KeyedOperatorSpec, owner: string)
       return op satisfies never;
   }
 }
+
+/** `wait` as time the task waits for input (idle), when the task's time is measured. */
+export const idleWait = <T>(io: Pick<TaskIo, 'ioMetrics'>, wait: Promise<T>): Promise<T> => (io.ioMetrics === undefined ? wait : io.ioMetrics.idle(wait));
 
 export function checkCanceled(io: TaskIo): void {
   if (io.signal.aborted) throw new TaskCanceledError(io.tdd.taskName);

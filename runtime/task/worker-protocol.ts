@@ -26,7 +26,8 @@
 //   request-channel   a task wants input channel `channelIndex`: the main thread answers with
 //                     attach-consumer, attach-local or channel-failed
 //   task-counters     every `countersIntervalMs` while tasks run: each running task's records in / out
-//                     so far (a read of the counters the chain keeps anyway, one message for all tasks)
+//                     so far (a read of the counters the chain keeps anyway, one message for all tasks),
+//                     its records/s, busy / idle / back-pressured ms per second and its watermark
 //   recycled          the answer to recycle: what the job left changed in the thread (none: keep it)
 //
 // Data never crosses the main thread between two workers: attach-producer / attach-consumer hand each
@@ -38,6 +39,7 @@ import type { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/
 import type { ExecutionState } from '../jobgraph/job-status.js';
 import type { BlockingPartitionFiles } from '../network/blocking-partition.js';
 import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
+import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 
 /** What a task needs from the configuration, resolved on the main thread. */
 export interface TaskSettings {
@@ -86,7 +88,7 @@ export type WorkerToMain =
   | { readonly type: 'blocking-partition-finished'; readonly attemptId: ExecutionAttemptId; readonly files: BlockingPartitionFiles }
   | {
       readonly type: 'task-counters';
-      readonly tasks: readonly { readonly attemptId: ExecutionAttemptId; readonly recordsIn: number; readonly recordsOut: number }[];
+      readonly tasks: readonly TaskCounters[];
     }
   | {
       readonly type: 'request-channel';

@@ -195,7 +195,8 @@ export class TaskSlotTable<C, W> {
   updateCounters(attemptId: ExecutionAttemptId, worker: W, counters: Omit<TaskCounters, 'attemptId'>): void {
     const task = this.tasks.get(attemptId);
     if (task === undefined || task.worker !== worker || isExecutionTerminal(task.state)) return;
-    task.counters = { recordsIn: counters.recordsIn, recordsOut: counters.recordsOut };
+    const { attemptId: _reported, ...rest } = counters as TaskCounters;
+    task.counters = rest;
   }
 
   /** The latest counters of `jobId`'s running tasks, for the JobMaster's heartbeat. */
