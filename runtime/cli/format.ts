@@ -4,6 +4,7 @@ import type { JobException } from '../ha/job-store.js';
 import type { TaskCounts } from '../jobgraph/job-status.js';
 import type { JobDetails, JobSummary, VertexDetails } from '../protocol/rest-api.js';
 import { escapeText, safeJson } from './escape.js';
+import { decodeWatermark, encodeWatermark, type WatermarkJson } from '../core/watermark-json.js';
 
 /** "850 ms", "3.2 s", "2 m 05 s", "1 h 02 m". */
 export function formatDuration(ms: number): string {
@@ -51,12 +52,49 @@ function formatCounts(vertices: readonly VertexDetails[] | undefined, shape: Pro
       vertices.filter((v) => ids.includes(v.id)).reduce((n, v) => n + count(v), 0);
     parts.push(`records ${sum(shape.sources, (v) => v.recordsIn)} in, ${sum(shape.sinks, (v) => v.recordsOut)} out`);
   }
+  if (shape !== undefined) parts.push(...formatLive(vertices, shape));
   const split = vertices.reduce((n, v) => (v.splits === undefined ? n : { done: n.done + v.splits.done, total: n.total + v.splits.total }), {
     done: 0,
     total: 0,
   });
   if (split.total > 0) parts.push(`splits ${split.done}/${split.total} (${Math.floor((100 * split.done) / split.total)}%)`);
   return parts.map((p) => ` · ${p}`).join('');
+}
+
+/** "1.2k/s", "35/s", "0.5/s": a rate of records. */
+export function formatRate(perSecond: number): string {
+  if (perSecond >= 1_000_000) return `${(perSecond / 1_000_000).toFixed(1)}M/s`;
+  if (perSecond >= 10_000) return `${Math.round(perSecond / 1000)}k/s`;
+  if (perSecond >= 1_000) return `${(perSecond / 1000).toFixed(1)}k/s`;
+  return perSecond >= 10 || perSecond === 0 ? `${Math.round(perSecond)}/s` : `${perSecond.toFixed(1)}/s`;
+}
+
+/** A watermark for people: 'none' before the first, 'end' after the end of input, an ISO time for ms since the epoch. */
+export function formatWatermark(w: WatermarkJson | undefined): string {
+  const ms = decodeWatermark(w);
+  if (ms === Number.NEGATIVE_INFINITY) return 'none';
+  if (ms === Number.POSITIVE_INFINITY) return 'end';
+  // Event time that is not a date of this era (a counter, a test's small numbers) shows as it is.
+  return ms >= 946_684_800_000 && ms < 4_102_444_800_000 ? new Date(ms).toISOString() : String(ms);
+}
+
+/**
+ * A running streaming job's figures for its progress line: records/s read by its sources and written by
+ * its sinks, the sinks' watermark (the least), and the sources' lag where they know it (the most).
+ */
+function formatLive(vertices: readonly VertexDetails[], shape: ProgressShape): string[] {
+  const of = (ids: readonly string[]) => vertices.filter((v) => ids.includes(v.id));
+  const sources = of(shape.sources);
+  const sinks = of(shape.sinks);
+  if (![...sources, ...sinks].some((v) => v.recordsInPerSecond !== undefined || v.recordsOutPerSecond !== undefined)) return [];
+  const parts = [
+    `${formatRate(sources.reduce((n, v) => n + (v.recordsInPerSecond ?? 0), 0))} in, ${formatRate(sinks.reduce((n, v) => n + (v.recordsOutPerSecond ?? 0), 0))} out`,
+  ];
+  const watermarks = sinks.filter((v) => v.watermark !== undefined).map((v) => decodeWatermark(v.watermark));
+  if (watermarks.length > 0) parts.push(`watermark ${formatWatermark(encodeWatermark(Math.min(...watermarks)))}`);
+  const lags = sources.flatMap((v) => (v.lagMs === undefined ? [] : [v.lagMs]));
+  if (lags.length > 0) parts.push(`lag ${formatDuration(Math.max(...lags))}`);
+  return parts;
 }
 
 /**
@@ -132,7 +170,9 @@ export function formatException(e: JobException): string {
     .join(' ');
   const outcome =
     e.recovered === true
-      ? ` — recovered: ${e.restartedTasks ?? 'its'} task${e.restartedTasks === 1 ? '' : 's'} restarted${e.restartDelayMs !== undefined ? ` after ${formatDuration(e.restartDelayMs)}` : ''}`
+      ? ` — recovered: ${e.restartedTasks ?? 'its'} task${e.restartedTasks === 1 ? '' : 's'} restarted${e.restartDelayMs !== undefined ? ` after ${formatDuration(e.restartDelayMs)}` : ''}${
+          e.restoredState === 'empty' ? ', with empty state (no checkpoint to restore)' : ''
+        }`
       : e.recovered === false
         ? e.restartable === false
           ? ' — not restartable: it would recur on any retry'
@@ -202,6 +242,36 @@ export function formatJobDetails(d: JobDetails): string {
         String(v.recordsOut),
         v.creditsPerChannel === undefined ? String(v.maxBuffersInFlight) : `${v.maxBuffersInFlight}/${v.creditsPerChannel}`,
       ]),
-    )
+    ) +
+    formatLiveVertices(d.vertices)
+  );
+}
+
+const msPerSecond = (v: number | undefined): string => (v === undefined ? '-' : `${Math.round(v / 10)}%`);
+
+/**
+ * The running vertices' live figures, as Flink's web UI shows them: records/s, busy / idle /
+ * back-pressured time (of each second over the last few, the most of any subtask), the watermark (the
+ * least of any subtask) and a source's lag. Nothing when no vertex runs.
+ */
+function formatLiveVertices(vertices: readonly VertexDetails[]): string {
+  const live = vertices.filter((v) => v.busyTimeMsPerSecond !== undefined || v.recordsInPerSecond !== undefined || v.watermark !== undefined);
+  if (live.length === 0) return '';
+  return (
+    '\n' +
+    formatTable(
+      ['VERTEX', 'IN/S', 'OUT/S', 'BUSY', 'IDLE', 'BACKPRESSURED', 'WATERMARK', 'LAG'],
+      live.map((v) => [
+        escapeText(v.name),
+        v.recordsInPerSecond === undefined ? '-' : formatRate(v.recordsInPerSecond),
+        v.recordsOutPerSecond === undefined ? '-' : formatRate(v.recordsOutPerSecond),
+        msPerSecond(v.busyTimeMsPerSecond),
+        msPerSecond(v.idleTimeMsPerSecond),
+        msPerSecond(v.backPressuredTimeMsPerSecond),
+        formatWatermark(v.watermark),
+        v.lagMs === undefined ? '-' : formatDuration(v.lagMs),
+      ]),
+    ) +
+    'busy / idle / backpressured: share of each second over the last 5 s, the most of any subtask; watermark: the least of any subtask\n'
   );
 }

@@ -33,6 +33,12 @@ export interface JobException {
   /** When `recovered`: how many tasks were restarted, and after what wait (ms). */
   readonly restartedTasks?: number;
   readonly restartDelayMs?: number;
+  /**
+   * When `recovered` in a job that reads an unbounded source: what the restarted tasks' state began from.
+   * 'empty': there is no checkpoint to restore, so their keyed state, timers and windows restarted empty
+   * and their sources from their start positions.
+   */
+  readonly restoredState?: 'empty';
 }
 
 /** Per-vertex progress and data-plane counters, aggregated by the JobMaster over the vertex's subtasks. */

@@ -14,6 +14,7 @@ import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId,
 import type { Logger } from '../core/logger.js';
 import type { JobException, JobRecovery, TaskExecutorView, VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from '../jobgraph/job-status.js';
+import { readsUnboundedSource } from '../jobgraph/boundedness.js';
 import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
@@ -493,6 +494,8 @@ export class Scheduler {
       ...(result.restartable === false ? { restartable: false as const } : {}),
       ...(result.canRestart ? { restartedTasks, restartDelayMs: result.restartDelayMs } : {}),
       ...(result.platformCaused === true ? { platformCaused: true as const } : {}),
+      // Without checkpoints a streaming job's restarted tasks begin with nothing of what they held.
+      ...(result.canRestart && readsUnboundedSource(this.o.jobGraph) ? { restoredState: 'empty' as const } : {}),
     };
     if (!result.canRestart) {
       this.failJob(error, exception);

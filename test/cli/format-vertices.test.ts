@@ -49,4 +49,45 @@ describe('formatJobDetails', () => {
     expect(rows[1]!.split(/\s{2,}/)).toEqual(['tokenize', '0', '2', '2/2 finished', '+50 ms', '+1.5 s', '10', '30', '2/4']);
     expect(rows[2]!.split(/\s{2,}/)).toEqual(['count', '1', '2', '0/2 finished', '-', '-', '0', '0', '0']);
   });
+
+  it('adds a table of the running vertices: records/s, busy / idle / backpressured share, watermark and lag', () => {
+    const vertex = { parallelism: 1, region: 0, tasks: tasks(1, 0), recordsIn: 5, recordsOut: 5, buffersSent: 0, maxBuffersInFlight: 0 };
+    const text = formatJobDetails({
+      ...base,
+      vertices: [
+        {
+          ...vertex,
+          id: 'a',
+          name: 'read',
+          recordsInPerSecond: 12_345,
+          recordsOutPerSecond: 12_300,
+          busyTimeMsPerSecond: 150,
+          idleTimeMsPerSecond: 0,
+          backPressuredTimeMsPerSecond: 850,
+          watermark: 1_700_000_000_000,
+          lagMs: 1_500,
+        },
+        {
+          ...vertex,
+          id: 'b',
+          name: 'write',
+          recordsInPerSecond: 7.25,
+          busyTimeMsPerSecond: 1000,
+          idleTimeMsPerSecond: 0,
+          backPressuredTimeMsPerSecond: 0,
+          watermark: '-Infinity',
+        },
+      ],
+    });
+    const lines = text.split('\n');
+    const header = lines.findIndex((l) => l.startsWith('VERTEX') && l.includes('BACKPRESSURED'));
+    expect(lines[header]!.split(/\s{2,}/)).toEqual(['VERTEX', 'IN/S', 'OUT/S', 'BUSY', 'IDLE', 'BACKPRESSURED', 'WATERMARK', 'LAG']);
+    expect(lines[header + 1]!.split(/\s{2,}/)).toEqual(['read', '12k/s', '12k/s', '15%', '0%', '85%', '2023-11-14T22:13:20.000Z', '1.5 s']);
+    expect(lines[header + 2]!.split(/\s{2,}/)).toEqual(['write', '7.3/s', '-', '100%', '0%', '0%', 'none', '-']);
+  });
+
+  it('prints no live table for an ended job', () => {
+    const v = { id: 'a', name: 'read', parallelism: 1, region: 0, tasks: tasks(1, 1), recordsIn: 5, recordsOut: 5, buffersSent: 0, maxBuffersInFlight: 0 };
+    expect(formatJobDetails({ ...base, status: 'FINISHED', vertices: [v] })).not.toContain('BACKPRESSURED');
+  });
 });

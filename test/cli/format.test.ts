@@ -73,6 +73,14 @@ describe('formatting', () => {
       state: 'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled',
       line: 'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · records 1200 in, 40 out · splits 3/8 (37%) · 2.0 s',
     });
+    // A running streaming job: records/s read and written, the sinks' watermark and the sources' lag.
+    const live = [
+      { ...vertex('read', 1200, 1100), recordsInPerSecond: 2_500, lagMs: 800 },
+      { ...vertex('count', 1100, 40), recordsOutPerSecond: 40.5, watermark: 1_700_000_000_000 },
+    ];
+    expect(formatProgress({ status: 'RUNNING', tasks: tasks(), vertices: live }, 2_000, { sources: ['read'], sinks: ['count'] }).line).toBe(
+      'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · records 1200 in, 40 out · 2.5k/s in, 41/s out · watermark 2023-11-14T22:13:20.000Z · lag 800 ms · 2.0 s',
+    );
     // Without the job's graph the records cannot be placed; the splits still can.
     expect(formatProgress({ status: 'RUNNING', tasks: tasks(), vertices }, 10).line).toBe(
       'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · splits 3/8 (37%) · 10 ms',
