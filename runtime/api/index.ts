@@ -24,3 +24,36 @@ export type { GenerateOptions, WriteAsTextOptions } from './datastream.js';
 export type { ExchangeMode, ExchangeOptions } from './transformation.js';
 export type { ResourceProfile } from '../core/resource-profile.js';
 export type { RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
+export {
+  StateTtlConfig,
+  StateTtlConfigBuilder,
+  StateTtlUpdateType,
+  StateVisibility,
+  StateDescriptor,
+  ValueStateDescriptor,
+  ListStateDescriptor,
+  MapStateDescriptor,
+  ReducingStateDescriptor,
+  AggregatingStateDescriptor,
+} from './state.js';
+export type { ValueState, ListState, MapState, ReducingState, AggregatingState } from './state.js';
+export {
+  AbstractRichFunction,
+  KeyedProcessFunction,
+  ProcessFunction,
+  RichMapFunction,
+  RichFlatMapFunction,
+  RichFilterFunction,
+  TimeDomain,
+} from './process-function.js';
+export type {
+  Collector,
+  TimerService,
+  NonKeyedTimerService,
+  OpenContext,
+  RuntimeContext,
+  RichFunction,
+  ProcessContext,
+  KeyedContext,
+  OnTimerContext,
+} from './process-function.js';

@@ -22,8 +22,8 @@ export type StateVisibility = (typeof StateVisibility)[keyof typeof StateVisibil
 
 /** How long state entries live after their last write (or read), on processing time. */
 export class StateTtlConfig {
-  static readonly UpdateType = StateTtlUpdateType;
-  static readonly StateVisibility = StateVisibility;
+  static readonly UpdateType: typeof StateTtlUpdateType = StateTtlUpdateType;
+  static readonly StateVisibility: typeof StateVisibility = StateVisibility;
 
   private constructor(
     readonly ttlMs: number,
@@ -148,7 +148,7 @@ export abstract class StateDescriptor<S> {
 export class ValueStateDescriptor<T> extends StateDescriptor<ValueState<T>> {
   constructor(
     name: string,
-    readonly defaultValue?: T,
+    readonly defaultValue?: T | undefined,
   ) {
     super('value', name);
   }
