@@ -19,6 +19,7 @@ import {
   WRITE_MODES,
 } from './argument-checks.js';
 import { InvalidJobDefinitionError } from './errors.js';
+import { FileSink } from './file-sink.js';
 import type {
   AggregateFunction,
   ComparableField,
@@ -292,8 +293,10 @@ export class DataStream<T> {
   }
 
   /**
-   * Writes each record's text (strings as they are, other values as JSON) as one line. The sink
-   * writes part files that appear at `path` (a folder, one file per subtask) only when the job finishes.
+   * Writes each record's text (strings as they are, other values as JSON) as one line. On bounded input
+   * the sink writes part files that appear at `path` (a folder, one file per subtask) only when the job
+   * finishes; on unbounded input it rolls part files `part-<subtask>-<n>` into `path` as the job runs
+   * (FileSink's default rolling policy), each visible once complete.
    * A relative path is resolved against the client's working directory. An existing target is
    * refused at submission unless `{ writeMode: 'overwrite' }` and it holds only an earlier Floe output.
    */
@@ -306,6 +309,21 @@ export class DataStream<T> {
       );
     }
     return new DataStreamSink(this.env, this.env.add({ kind: 'sink.textFile', path, writeMode }, this.inputs, false));
+  }
+
+  /**
+   * Writes the records to a FileSink (FileSink.forRowFormat(path, encoder?)…build()). On an unbounded
+   * stream its part files roll into `path` as the job runs, each visible once complete; on a bounded
+   * stream it writes as writeAsText does.
+   */
+  sinkTo(sink: FileSink<T>): DataStreamSink {
+    if (!(sink instanceof FileSink)) {
+      throw new InvalidJobDefinitionError(`sinkTo(sink) needs a FileSink (FileSink.forRowFormat(path).build()), found ${sink === null ? 'null' : typeof sink}`);
+    }
+    const spec = { kind: 'sink.textFile', path: sink.path, writeMode: undefined, rolling: sink.rolling } as const;
+    const t = this.env.add(sink.encode === undefined ? spec : { ...spec, encoder: sink.encode as UserFunction }, this.inputs, false);
+    t.name = 'FileSink';
+    return new DataStreamSink(this.env, t);
   }
 
   /**

@@ -21,6 +21,8 @@ export type {
 } from './functions.js';
 export { OutputTag } from './output-tag.js';
 export type { GenerateOptions, WriteAsTextOptions } from './datastream.js';
+export { FileSink, RowFormatBuilder, DefaultRollingPolicy, DefaultRollingPolicyBuilder, SimpleStringEncoder } from './file-sink.js';
+export type { Encoder } from './file-sink.js';
 export type { ExchangeMode, ExchangeOptions } from './transformation.js';
 export type { ResourceProfile } from '../core/resource-profile.js';
 export type { RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';

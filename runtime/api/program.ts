@@ -128,9 +128,10 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
         ['getResult', spec.getResult],
         ...(spec.merge !== undefined ? [['merge', spec.merge] as [string, UserFunction]] : []),
       ];
+    case 'sink.textFile':
+      return spec.encoder === undefined ? [] : [['encoder', spec.encoder]];
     case 'source.sequence':
     case 'source.textFile':
-    case 'sink.textFile':
     case 'sink.collect':
       return [];
     default:

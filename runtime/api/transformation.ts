@@ -1,6 +1,6 @@
 // What a StreamEnvironment records (Flink's Transformation): one entry per operator, with its inputs,
 // how records reach it, and the settings the user gave it. translate.ts turns them into a JobGraph.
-import type { ExtremumKind, OperatorKind, Partitioner, WriteMode } from '../jobgraph/jobgraph.js';
+import type { ExtremumKind, OperatorKind, Partitioner, RollingPolicySpec, WriteMode } from '../jobgraph/jobgraph.js';
 import type { UserFunction } from './functions.js';
 
 /**
@@ -31,7 +31,14 @@ export type TransformationSpec =
       readonly merge: UserFunction | undefined;
     }
   | { readonly kind: 'map' | 'flatMap' | 'filter'; readonly fn: UserFunction }
-  | { readonly kind: 'sink.textFile'; readonly path: string; readonly writeMode: WriteMode | undefined }
+  /** `rolling` and `encoder` from a FileSink (sinkTo); writeAsText leaves them out. */
+  | {
+      readonly kind: 'sink.textFile';
+      readonly path: string;
+      readonly writeMode: WriteMode | undefined;
+      readonly rolling?: RollingPolicySpec;
+      readonly encoder?: UserFunction;
+    }
   | { readonly kind: 'sink.collect'; readonly maxRecords: number | undefined };
 
 /**

@@ -2,7 +2,16 @@
 // chain), edges by the rules below, paths made absolute.
 import { isAbsolute, resolve } from 'node:path';
 import type { JobId } from '../core/ids.js';
-import { WriteMode, type FunctionRef, type JobEdge, type JobGraph, type JobVertex, type KeyedEmit, type OperatorSpec } from '../jobgraph/jobgraph.js';
+import {
+  DEFAULT_ROLLING_POLICY,
+  WriteMode,
+  type FunctionRef,
+  type JobEdge,
+  type JobGraph,
+  type JobVertex,
+  type KeyedEmit,
+  type OperatorSpec,
+} from '../jobgraph/jobgraph.js';
 import { isS3Uri, normalisePath } from '../jobgraph/paths.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
 import type { StreamEnvironment } from './datastream.js';
@@ -102,7 +111,20 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
         ...preAggregate,
       };
     case 'sink.textFile':
-      return { kind: spec.kind, ...base, path: absolute(spec.path), writeMode: spec.writeMode ?? WriteMode.NO_OVERWRITE };
+      if (!bounded && spec.writeMode === WriteMode.OVERWRITE) {
+        throw new InvalidJobDefinitionError(
+          `sink '${t.name}' writes '${spec.path}' with writeMode 'overwrite', but its input is unbounded: a streaming file sink adds part files to its folder while the job runs and never replaces an earlier output; write to a new or empty folder (writeMode 'no-overwrite')`,
+        );
+      }
+      return {
+        kind: spec.kind,
+        ...base,
+        path: absolute(spec.path),
+        writeMode: spec.writeMode ?? WriteMode.NO_OVERWRITE,
+        // Unbounded input: parts roll into the target while the job runs (Flink's defaults for writeAsText).
+        ...(bounded ? {} : { rolling: spec.rolling ?? DEFAULT_ROLLING_POLICY }),
+        ...(spec.encoder !== undefined ? { encoder: ref('encoder') } : {}),
+      };
     case 'sink.collect':
       return { kind: spec.kind, ...base, maxRecords: spec.maxRecords ?? collectMaxRecords };
     default:

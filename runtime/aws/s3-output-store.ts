@@ -48,6 +48,8 @@ import {
   type TargetContent,
 } from '../blob/output-store.js';
 import { STAGED_TAG } from '../blob/output-rules.js';
+import type { RollingPartFiles } from '../blob/rolling-parts.js';
+import { openS3RollingParts } from './s3-rolling-parts.js';
 import { createS3Client, type AwsCredentials } from './clients.js';
 import { FloeEnv } from '../core/floe-env.js';
 
@@ -114,6 +116,11 @@ export class S3OutputStore implements OutputStore {
       );
     }
     return { size, etag };
+  }
+
+  async openRollingParts(target: string, subtaskIndex: number): Promise<RollingPartFiles> {
+    const { bucket, prefix } = parseS3Uri(target);
+    return openS3RollingParts(this.s3, bucket, prefix, subtaskIndex);
   }
 
   async checkTarget(target: string, writeMode: WriteMode, jobId: string): Promise<void> {

@@ -16,9 +16,11 @@
 import type { WriteMode } from '../jobgraph/jobgraph.js';
 import { isS3Uri } from '../jobgraph/paths.js';
 import type { CommitOutcome, StagedPart } from './output-rules.js';
+import type { RollingPartFiles } from './rolling-parts.js';
 
 export { isS3Uri };
 export * from './output-rules.js';
+export * from './rolling-parts.js';
 
 export interface OutputStore {
   /**
@@ -57,6 +59,12 @@ export interface OutputStore {
     finalAttempts: readonly string[],
     staged?: readonly (StagedPart | undefined)[],
   ): Promise<CommitOutcome>;
+  /**
+   * Streaming sinks: the part files subtask `subtaskIndex` (attempt `attemptId`) rolls into `target`,
+   * made ready (the target folder exists; the part numbers continue after those the target holds). No
+   * staging and no commit: each part becomes visible when it rolls (runtime/blob/rolling-parts.ts).
+   */
+  openRollingParts(target: string, subtaskIndex: number, attemptId: string): Promise<RollingPartFiles>;
   /** Deletes what one attempt staged (a failed or canceled attempt). Refuses an attempt a begun commit names. */
   discardAttempt(target: string, jobId: string, attemptId: string): Promise<void>;
   /**

@@ -163,7 +163,14 @@ const OPERATOR_SCHEMAS = {
   flatMap: operator('flatMap', { fn: FunctionRefSchema }),
   filter: operator('filter', { fn: FunctionRefSchema }),
   // Graphs stored before write modes existed carry none: they get the safe default.
-  'sink.textFile': operator('sink.textFile', { path: nonEmptyText(), writeMode: v.optional(oneOf(Object.values(WriteMode)), WriteMode.NO_OVERWRITE) }),
+  'sink.textFile': operator('sink.textFile', {
+    path: nonEmptyText(),
+    writeMode: v.optional(oneOf(Object.values(WriteMode)), WriteMode.NO_OVERWRITE),
+    rolling: v.optional(
+      object({ rolloverIntervalMs: integer(1), inactivityIntervalMs: integer(1), maxPartSizeBytes: integer(1), checkIntervalMs: integer(1) }),
+    ),
+    encoder: v.optional(FunctionRefSchema),
+  }),
   'sink.collect': operator('sink.collect', { maxRecords: integer(0) }),
   'keyed.reduce': keyed('keyed.reduce', { fn: FunctionRefSchema }),
   'keyed.sum': keyed('keyed.sum', { field: v.optional(keyField('keyed.sum')), selector: v.optional(FunctionRefSchema) }),

@@ -32,6 +32,26 @@ export interface FunctionRef {
 export const WriteMode = { NO_OVERWRITE: 'no-overwrite', OVERWRITE: 'overwrite' } as const;
 export type WriteMode = (typeof WriteMode)[keyof typeof WriteMode];
 
+/**
+ * When a streaming file sink rolls its in-progress part file (Flink's DefaultRollingPolicy): once it is
+ * `maxPartSizeBytes` long, `rolloverIntervalMs` after it was opened, or after `inactivityIntervalMs`
+ * without a record. The time conditions are checked every `checkIntervalMs` (Flink's bucket check interval).
+ */
+export interface RollingPolicySpec {
+  readonly rolloverIntervalMs: number;
+  readonly inactivityIntervalMs: number;
+  readonly maxPartSizeBytes: number;
+  readonly checkIntervalMs: number;
+}
+
+/** Flink's defaults: 60 s rollover, 60 s inactivity, 128 MiB parts, checked every 60 s. */
+export const DEFAULT_ROLLING_POLICY: RollingPolicySpec = {
+  rolloverIntervalMs: 60_000,
+  inactivityIntervalMs: 60_000,
+  maxPartSizeBytes: 128 * 1024 * 1024,
+  checkIntervalMs: 60_000,
+};
+
 /** When a keyed operator emits: one final value per key at end of input (bounded), or an update per record. */
 export const KeyedEmit = { FINAL: 'final', UPDATES: 'updates' } as const;
 export type KeyedEmit = (typeof KeyedEmit)[keyof typeof KeyedEmit];
@@ -56,8 +76,21 @@ export type OperatorSpec =
   | { readonly kind: 'map'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'flatMap'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'filter'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
-  /** `writeMode` @default 'no-overwrite' (graphs built by the job API always carry it). */
-  | { readonly kind: 'sink.textFile'; readonly id: string; readonly name: string; readonly path: string; readonly writeMode?: WriteMode }
+  /**
+   * `writeMode` @default 'no-overwrite' (graphs built by the job API always carry it). With `rolling`
+   * (a sink on an unbounded stream) the sink rolls part files into the target while the job runs; without,
+   * each subtask stages one part that the JobMaster commits when the job finishes. `encoder` turns a
+   * record into its line (default: strings as they are, other values as JSON).
+   */
+  | {
+      readonly kind: 'sink.textFile';
+      readonly id: string;
+      readonly name: string;
+      readonly path: string;
+      readonly writeMode?: WriteMode;
+      readonly rolling?: RollingPolicySpec;
+      readonly encoder?: FunctionRef;
+    }
   | { readonly kind: 'sink.collect'; readonly id: string; readonly name: string; readonly maxRecords: number }
   /**
    * Keyed operators head their chain and read hash edges whose keySelector is their `key`. With
@@ -218,9 +251,10 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
       return [op.key];
     case 'keyed.aggregate':
       return op.merge === undefined ? [op.key, op.createAccumulator, op.add, op.getResult] : [op.key, op.createAccumulator, op.add, op.getResult, op.merge];
+    case 'sink.textFile':
+      return op.encoder === undefined ? [] : [op.encoder];
     case 'source.sequence':
     case 'source.textFile':
-    case 'sink.textFile':
     case 'sink.collect':
       return [];
     default:

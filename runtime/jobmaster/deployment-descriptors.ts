@@ -125,7 +125,9 @@ export class TaskDeploymentDescriptorFactory {
       operators: execution.vertex.operators,
       inputs,
       outputs,
-      ...(sink?.kind === 'sink.textFile' ? { sinkStagingDir: attemptStagingLocationFor(sink.path, this.jobId, execution.attemptId) } : {}),
+      ...(sink?.kind === 'sink.textFile' && sink.rolling === undefined
+        ? { sinkStagingDir: attemptStagingLocationFor(sink.path, this.jobId, execution.attemptId) }
+        : {}),
       ...(credentials !== undefined ? { dataCredentials: credentials } : {}),
     };
   }

@@ -1,4 +1,5 @@
-// The JobMaster's side of exactly-once file output: built from the JobGraph's text sinks, it commits the
+// The JobMaster's side of exactly-once file output: built from the JobGraph's text sinks on bounded input
+// (a streaming sink's parts become visible as they roll, runtime/task/rolling-file-sink.ts), it commits the
 // last finished attempt of each subtask when the job FINISHES, deletes what a failed or canceled attempt
 // staged, and discards the job's staging when the job ends otherwise. Every store call is retried on
 // transient errors and then surfaced, never swallowed. Commits are idempotent and resumable (the
@@ -55,7 +56,8 @@ export class OutputCommitter {
     const sinks: TextSinkTarget[] = [];
     for (const vertex of jobGraph.vertices) {
       for (const op of vertex.operators) {
-        if (op.kind === 'sink.textFile')
+        // A streaming sink (rolling) makes its parts visible as it rolls them: nothing to stage or commit.
+        if (op.kind === 'sink.textFile' && op.rolling === undefined)
           sinks.push({ vertexId: vertex.id, sinkName: op.name, target: op.path, writeMode: writeModeOf(op), parallelism: vertex.parallelism });
       }
     }

@@ -5,11 +5,10 @@
 // assembled folder into place: a reader sees the old output, no folder for a moment, or the new output,
 // never part of one. What was moved aside goes only after the new folder is in place.
 import type { Stats } from 'node:fs';
-import * as fsp from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { FloeError, OutputTargetError } from '../core/errors.js';
 import type { WriteMode } from '../jobgraph/jobgraph.js';
-import type { OutputStore } from '../blob/output-store.js';
+import type { OutputStore, RollingPartFiles } from '../blob/output-store.js';
 import {
   COMMIT_JOURNAL,
   encodeManifest,
@@ -31,6 +30,10 @@ import {
   type StagedPart,
   type TargetContent,
 } from '../blob/output-rules.js';
+import { openFsRollingParts } from './fs-rolling-parts.js';
+import { makeDirectories, nodeOutputFs, type OutputFs } from './output-fs.js';
+
+export { makeDirectories, nodeOutputFs, type OutputFs } from './output-fs.js';
 
 export function localStagingDir(targetPath: string, jobId: string): string {
   return join(dirname(targetPath), `.${basename(targetPath)}.staging-${jobId}`);
@@ -44,74 +47,6 @@ export function localAttemptStagingDir(targetPath: string, jobId: string, attemp
 const ASSEMBLED = '_committed';
 /** Earlier outputs moved aside during a commit: `_previous-<n>`. */
 const PREVIOUS = '_previous-';
-
-/** The filesystem calls the store makes. Tests wrap them to fail at a chosen step. */
-export interface OutputFs {
-  lstat(path: string): Promise<Stats>;
-  stat(path: string): Promise<Stats>;
-  readdir(path: string): Promise<string[]>;
-  /** One folder, never recursive. */
-  mkdir(path: string): Promise<void>;
-  rename(from: string, to: string): Promise<void>;
-  /** Recursive, and quiet when `path` is gone. */
-  remove(path: string): Promise<void>;
-  readFile(path: string): Promise<string>;
-  /** Writes and fsyncs a new file (replacing one of that name). */
-  writeFileSynced(path: string, text: string): Promise<void>;
-}
-
-export const nodeOutputFs: OutputFs = {
-  lstat: (p) => fsp.lstat(p),
-  stat: (p) => fsp.stat(p),
-  readdir: (p) => fsp.readdir(p),
-  mkdir: async (p) => {
-    await fsp.mkdir(p);
-  },
-  rename: (a, b) => fsp.rename(a, b),
-  remove: (p) => fsp.rm(p, { recursive: true, force: true }),
-  readFile: (p) => fsp.readFile(p, 'utf8'),
-  async writeFileSynced(p, text) {
-    const handle = await fsp.open(p, 'w');
-    try {
-      await handle.writeFile(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  },
-};
-
-/**
- * Creates `dir` and its missing parents one folder at a time. `mkdir({ recursive: true })` spins forever
- * on a path under /proc (each level answers ENOENT and it starts over); one level at a time fails at once,
- * naming the folder that cannot be made.
- */
-export async function makeDirectories(fs: OutputFs, dir: string): Promise<void> {
-  const missing: string[] = [];
-  for (let p = dir; ;) {
-    let s: Stats | undefined;
-    try {
-      s = await fs.stat(p);
-    } catch (error) {
-      if (errorCode(error) !== 'ENOENT') throw pathError('looking at', p, error);
-    }
-    if (s !== undefined) {
-      if (!s.isDirectory()) throw new FloeError('IO', `cannot create '${dir}': '${p}' is ${kindOf(s)}, not a folder`);
-      break;
-    }
-    missing.push(p);
-    const parent = dirname(p);
-    if (parent === p) break;
-    p = parent;
-  }
-  for (const p of missing.reverse()) {
-    try {
-      await fs.mkdir(p);
-    } catch (error) {
-      if (errorCode(error) !== 'EEXIST') throw pathError('creating the folder', p, error);
-    }
-  }
-}
 
 export class FsOutputStore implements OutputStore {
   readonly remote = false;
@@ -197,6 +132,10 @@ export class FsOutputStore implements OutputStore {
     await this.fs.rename(assembled, target);
     await this.fs.remove(staging);
     return resumed ? 'resumed' : 'committed';
+  }
+
+  openRollingParts(target: string, subtaskIndex: number, attemptId: string): Promise<RollingPartFiles> {
+    return openFsRollingParts(target, subtaskIndex, attemptId, this.fs);
   }
 
   async discardAttempt(target: string, jobId: string, attemptId: string): Promise<void> {

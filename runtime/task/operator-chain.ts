@@ -107,7 +107,7 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
 
   const counters: ChainCounters = io.counters ?? newChainCounters();
   const last = ops[ops.length - 1]!;
-  let sink: Sink | undefined = await openSink(tdd, last, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default);
+  let sink: Sink | undefined = await openSink(tdd, last, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, io.userFunctions);
 
   try {
     const writer = sink === undefined ? outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default) : undefined;

@@ -1,16 +1,19 @@
 // Sinks at the end of a task's chain: the collect sink (records back to the client through the JobMaster)
-// and the text file sink (one part file per subtask, staged per attempt, committed by the JobMaster).
+// and the text file sink: on bounded input one part file per subtask, staged per attempt and committed by
+// the JobMaster; on unbounded input part files rolled into the target as the job runs (rolling-file-sink.ts).
 import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { currentJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
 import { outputStoreFor } from '../blob/file-systems.js';
 import type { StagedPart } from '../blob/output-store.js';
+import { systemClock, type Clock } from '../core/clock.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
 import { findUnencodable, RecordEncodingError } from '../network/record-check.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
-import { TaskSetupError, type Emit } from './task-io.js';
+import { defaultLine, RollingFileSink } from './rolling-file-sink.js';
+import { functionOf, noteErrors, TaskSetupError, type Emit } from './task-io.js';
 
 export interface Sink {
   readonly emit: Emit;
@@ -54,7 +57,10 @@ class TextFileSink implements Sink {
   /** What was staged, once closed: reported to the JobMaster with the task's end. */
   private staged: StagedPart | undefined;
 
-  private constructor(readonly path: string) {}
+  private constructor(
+    readonly path: string,
+    private readonly encode: (record: unknown) => string,
+  ) {}
 
   /**
    * Makes the attempt's staging folder and opens its part file, within 'execution.file-open.timeout':
@@ -68,6 +74,7 @@ class TextFileSink implements Sink {
     target: string,
     timeoutMs: number,
     jobId: string,
+    encode: (record: unknown) => string,
     credentials?: JobDataCredentials,
   ): Promise<TextFileSink> {
     const store = await outputStoreFor(stagingLocation, currentJobDataCredentials(jobId, credentials));
@@ -90,7 +97,7 @@ class TextFileSink implements Sink {
       what: `text sink '${sinkName}' opening its part file in '${stagingLocation}' (for '${target}')`,
       onLate: (late) => void late.handle.close().catch(() => undefined),
     });
-    const sink = new TextFileSink(opened.path);
+    const sink = new TextFileSink(opened.path, encode);
     sink.handle = opened.handle;
     if (store.remote) {
       sink.upload = async () => {
@@ -107,7 +114,9 @@ class TextFileSink implements Sink {
   }
 
   readonly emit: Emit = (r) => {
-    const line = typeof r === 'string' ? r : (JSON.stringify(r) ?? String(r));
+    const line = this.encode(r);
+    if (typeof line !== 'string')
+      throw new TypeError(`the file sink's encoder must return the record's line as a string, returned ${line === null ? 'null' : typeof line}`);
     this.pending.push(line);
     this.pendingChars += line.length + 1;
     if (this.pendingChars >= FLUSH_BYTES) return this.flush();
@@ -143,13 +152,39 @@ function sinkOpenError(sinkName: string, target: string, what: string, error: un
   return new FloeError('SINK_OPEN', `text sink '${sinkName}' (writing '${target}') cannot open ${what}: ${errorMessage(error)}`, { cause: error });
 }
 
-/** The sink that ends the task's chain, if its last operator is one. */
-export async function openSink(tdd: TaskDeploymentDescriptor, last: OperatorSpec, openTimeoutMs: number): Promise<Sink | undefined> {
+/**
+ * The sink that ends the task's chain, if its last operator is one. `userFunctions` hold a file sink's
+ * encoder; `clock` is the processing time a streaming file sink rolls by.
+ */
+export async function openSink(
+  tdd: TaskDeploymentDescriptor,
+  last: OperatorSpec,
+  openTimeoutMs: number,
+  userFunctions: ReadonlyMap<string, Function> = new Map(),
+  clock: Clock = systemClock,
+): Promise<Sink | undefined> {
   if (last.kind === 'sink.collect') return new CollectSink(last.maxRecords, last.name);
-  if (last.kind === 'sink.textFile') {
-    if (tdd.sinkStagingDir === undefined)
-      throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
-    return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex, last.name, last.path, openTimeoutMs, tdd.jobId, tdd.dataCredentials);
+  if (last.kind !== 'sink.textFile') return undefined;
+  const encode =
+    last.encoder === undefined
+      ? defaultLine
+      : (noteErrors(functionOf(userFunctions, `the encoder of file sink '${last.name}'`, last.encoder) as (r: unknown) => unknown, last.name) as (
+          r: unknown,
+        ) => string);
+  if (last.rolling !== undefined) {
+    const policy = last.rolling;
+    const opening = (async () => {
+      try {
+        const store = await outputStoreFor(last.path, currentJobDataCredentials(tdd.jobId, tdd.dataCredentials));
+        return await store.openRollingParts(last.path, tdd.subtaskIndex, tdd.attemptId);
+      } catch (error) {
+        throw sinkOpenError(last.name, last.path, `its target folder for rolling part files`, error);
+      }
+    })();
+    const parts = await withOpenDeadline(opening, { timeoutMs: openTimeoutMs, what: `file sink '${last.name}' opening its target '${last.path}'` });
+    return new RollingFileSink(parts, policy, clock, encode);
   }
-  return undefined;
+  if (tdd.sinkStagingDir === undefined)
+    throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);
+  return TextFileSink.open(tdd.sinkStagingDir, tdd.subtaskIndex, last.name, last.path, openTimeoutMs, tdd.jobId, encode, tdd.dataCredentials);
 }

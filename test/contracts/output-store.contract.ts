@@ -247,5 +247,79 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       await expect(h.store.commit(target, 'j-miss', 'no-overwrite', ['a0', 'a1'])).rejects.toThrow(/subtask 1 \(attempt a1\)/);
       expect(await h.list(target)).toEqual([]);
     });
+
+    describe('rolling part files (streaming sinks)', () => {
+      /** What a reader listing the target sees: hidden names (in-progress parts) left out. */
+      const visible = async (h: OutputStoreHarness, target: string): Promise<string[]> => (await h.list(target)).filter((n) => !n.startsWith('.'));
+
+      it('shows a part only once it rolls, whole, as part-<subtask>-<n>, numbered in order', async () => {
+        const h = harness();
+        const target = h.newTarget('rolling');
+        const parts = await h.store.openRollingParts(target, 1, 'r-a0');
+        const first = await parts.openPart();
+        await first.write('a\n');
+        await first.write('b\n');
+        expect(first.size).toBe(4);
+        expect(await visible(h, target)).toEqual([]);
+        expect(await first.commit()).toBe('part-1-0');
+        expect(await visible(h, target)).toEqual(['part-1-0']);
+        expect(await h.readFile(target, 'part-1-0')).toBe('a\nb\n');
+        const second = await parts.openPart();
+        await second.write('c\n');
+        expect(await second.commit()).toBe('part-1-1');
+        expect(await h.readFile(target, 'part-1-1')).toBe('c\n');
+      });
+
+      it('numbers a new attempt after the parts the target holds and never replaces what is there', async () => {
+        const h = harness();
+        const target = h.newTarget('rolling-next');
+        await h.putFile(target, 'part-0-4', 'earlier\n');
+        await h.putFile(target, 'part-1-9', 'other subtask\n');
+        const part = await (await h.store.openRollingParts(target, 0, 'r-a1')).openPart();
+        await part.write('new\n');
+        expect(await part.commit()).toBe('part-0-5');
+        expect(await h.readFile(target, 'part-0-4')).toBe('earlier\n');
+        expect(await h.readFile(target, 'part-1-9')).toBe('other subtask\n');
+      });
+
+      it('keeps a file written under a part name while that part was in progress', async () => {
+        const h = harness();
+        const target = h.newTarget('rolling-race');
+        const part = await (await h.store.openRollingParts(target, 0, 'r-a2')).openPart();
+        await part.write('mine\n');
+        await h.putFile(target, 'part-0-0', 'user\n');
+        // The part takes another name, or the roll fails saying why: either way the user's file stays.
+        const name = await part.commit().catch((e: unknown) => (e as Error).message);
+        expect(name).toMatch(/^part-0-1$|never replaces/);
+        expect(await h.readFile(target, 'part-0-0')).toBe('user\n');
+      });
+
+      it('leaves an abandoned part invisible', async () => {
+        const h = harness();
+        const target = h.newTarget('rolling-abandoned');
+        const part = await (await h.store.openRollingParts(target, 0, 'r-a3')).openPart();
+        await part.write('half a li');
+        await part.abandon();
+        expect(await visible(h, target)).toEqual([]);
+      });
+
+      it('rolls a part larger than one upload part whole', async () => {
+        const h = harness();
+        const target = h.newTarget('rolling-large');
+        const part = await (await h.store.openRollingParts(target, 0, 'r-a4')).openPart();
+        const line = 'x'.repeat(1023) + '\n';
+        const chunk = line.repeat(512);
+        for (let i = 0; i < 12; i++) await part.write(chunk);
+        expect(await part.commit()).toBe('part-0-0');
+        const text = await h.readFile(target, 'part-0-0');
+        expect(text.length).toBe(12 * chunk.length);
+        expect(
+          text
+            .split('\n')
+            .slice(0, -1)
+            .every((l) => l === 'x'.repeat(1023)),
+        ).toBe(true);
+      });
+    });
   });
 }

@@ -1,0 +1,103 @@
+// The part files of a streaming file sink on S3. A part in progress is a multipart upload to its final key
+// `<prefix>/part-<subtask>-<n>`: S3 lists no object for it until the upload is completed, which is the
+// roll. Written text is buffered and sent in parts of at least 5 MiB (S3's minimum but for the last part).
+// A part never rolled (a cancelled or failed task) stays an incomplete upload, invisible; a bucket
+// lifecycle rule (AbortIncompleteMultipartUpload) removes those.
+import {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  UploadPartCommand,
+  type CompletedPart,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { FloeError } from '../core/errors.js';
+import { nextRollingPartNumber, rollingPartName, type InProgressPart, type RollingPartFiles } from '../blob/rolling-parts.js';
+
+/** S3's smallest part but the last. */
+export const MIN_UPLOAD_PART_BYTES = 5 * 1024 * 1024;
+
+type S3Sender = Pick<S3Client, 'send'>;
+
+const keyIn = (prefix: string, name: string): string => (prefix === '' ? name : `${prefix}/${name}`);
+
+/** Numbers the subtask's parts after those the target prefix holds. */
+export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: string, subtaskIndex: number): Promise<RollingPartFiles> {
+  const names: string[] = [];
+  const listPrefix = keyIn(prefix, `part-${subtaskIndex}-`);
+  let token: string | undefined;
+  do {
+    const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: listPrefix, ...(token !== undefined ? { ContinuationToken: token } : {}) }));
+    for (const o of page.Contents ?? []) if (o.Key !== undefined) names.push(o.Key.slice(o.Key.lastIndexOf('/') + 1));
+    token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+  } while (token !== undefined);
+  let next = nextRollingPartNumber(names, subtaskIndex);
+
+  return {
+    async openPart(): Promise<InProgressPart> {
+      let name = rollingPartName(subtaskIndex, next++);
+      // A key already taken (by anything) is skipped: a part never replaces an object.
+      while (await exists(s3, bucket, keyIn(prefix, name))) name = rollingPartName(subtaskIndex, next++);
+      const key = keyIn(prefix, name);
+      const created = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: 'text/plain; charset=utf-8' }));
+      const uploadId = created.UploadId;
+      if (uploadId === undefined) throw new FloeError('S3_UPLOAD', `starting a multipart upload of 's3://${bucket}/${key}' returned no upload id`);
+      const parts: CompletedPart[] = [];
+      let buffered: Buffer[] = [];
+      let bufferedBytes = 0;
+      let size = 0;
+      const sendBuffered = async (): Promise<void> => {
+        const body = Buffer.concat(buffered);
+        buffered = [];
+        bufferedBytes = 0;
+        const PartNumber = parts.length + 1;
+        const done = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumber, Body: body }));
+        if (done.ETag === undefined) throw new FloeError('S3_UPLOAD', `uploading part ${PartNumber} of 's3://${bucket}/${key}' returned no ETag`);
+        parts.push({ PartNumber, ETag: done.ETag });
+      };
+      return {
+        get size() {
+          return size;
+        },
+        async write(text: string): Promise<void> {
+          const bytes = Buffer.from(text);
+          buffered.push(bytes);
+          bufferedBytes += bytes.length;
+          size += bytes.length;
+          if (bufferedBytes >= MIN_UPLOAD_PART_BYTES) await sendBuffered();
+        },
+        async commit(): Promise<string> {
+          if (bufferedBytes > 0 || parts.length === 0) await sendBuffered();
+          // An upload completes under the key it was started for: an object written there meanwhile fails
+          // the roll (found here, or refused by S3 through IfNoneMatch) instead of being replaced.
+          if (await exists(s3, bucket, key)) {
+            throw new FloeError(
+              'OUTPUT_TARGET',
+              `cannot roll the part 's3://${bucket}/${key}': an object of that name was written while the part was in progress, and a file sink never replaces one; the part's data stays in its incomplete upload ${uploadId}`,
+            );
+          }
+          await s3.send(
+            new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId, MultipartUpload: { Parts: parts }, IfNoneMatch: '*' }),
+          );
+          return name;
+        },
+        async abandon(): Promise<void> {
+          buffered = [];
+          bufferedBytes = 0;
+        },
+      };
+    },
+  };
+}
+
+async function exists(s3: S3Sender, bucket: string, key: string): Promise<boolean> {
+  try {
+    await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    return true;
+  } catch (error) {
+    const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+    if (e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404) return false;
+    throw error;
+  }
+}

@@ -1,0 +1,50 @@
+// Port: the part files of a streaming file sink. A subtask writes one in-progress part at a time, hidden
+// from anyone listing the target, and rolls it: the part becomes visible under its final name
+// `part-<subtask>-<n>`, whole, at once (locally a hidden file linked to its name; on S3 a multipart upload
+// completed). A part that is never rolled (the task was cancelled or failed) stays hidden: Floe never
+// shows a partial part. Part names never repeat: a new attempt of a subtask continues after the highest
+// number its target holds, and an existing file is never replaced.
+
+/** The part files one subtask of a streaming sink writes into its target. */
+export interface RollingPartFiles {
+  /** Opens the next part, hidden until it is committed. */
+  openPart(): Promise<InProgressPart>;
+}
+
+export interface InProgressPart {
+  /** Bytes written so far. */
+  readonly size: number;
+  /** Appends `text` (whole lines) to the part. */
+  write(text: string): Promise<void>;
+  /** Makes the part visible, whole, under its final name, and returns that name (relative to the target). */
+  commit(): Promise<string>;
+  /**
+   * Stops writing without making the part visible. What was written stays hidden where it is: a hidden
+   * in-progress file locally, an incomplete multipart upload on S3 (a bucket lifecycle rule aborts those).
+   */
+  abandon(): Promise<void>;
+}
+
+/** A visible part's name: `part-<subtask>-<n>`. */
+export const rollingPartName = (subtaskIndex: number, n: number): string => `part-${subtaskIndex}-${n}`;
+
+/** The number `n` of a file named for subtask `subtaskIndex` (visible or in progress), or undefined for any other name. */
+export function rollingPartNumber(name: string, subtaskIndex: number): number | undefined {
+  const m = /^\.?part-(\d+)-(\d+)(?:\.inprogress\..*)?$/.exec(name);
+  if (m === null || Number(m[1]) !== subtaskIndex) return undefined;
+  return Number(m[2]);
+}
+
+/** The hidden name of a part in progress: `.part-<subtask>-<n>.inprogress.<attemptId>` (Flink's shape). */
+export const inProgressPartName = (subtaskIndex: number, n: number, attemptId: string): string =>
+  `.${rollingPartName(subtaskIndex, n)}.inprogress.${attemptId}`;
+
+/** The first part number free for subtask `subtaskIndex` among `names` (a listing of the target). */
+export function nextRollingPartNumber(names: Iterable<string>, subtaskIndex: number): number {
+  let next = 0;
+  for (const name of names) {
+    const n = rollingPartNumber(name, subtaskIndex);
+    if (n !== undefined && n >= next) next = n + 1;
+  }
+  return next;
+}
