@@ -197,6 +197,30 @@ describe('the dashboard', () => {
     await page.close();
   });
 
+  it("shows a streaming job's vertices live: records/s, the slow sink busy, its upstream backpressured, no watermark yet", async () => {
+    const jobId = await cluster.submit('streaming-metrics.ts', 'slowSink', [], 1);
+    const plan = await waitFor(async () => {
+      const { status, body } = await cluster.api('GET', `/jobs/${jobId}/plan`);
+      return status === 200 && (body as { vertices: { id: string }[] });
+    }, 'the plan');
+    const [source, sink] = plan.vertices.map((v) => v.id);
+    const page = await newPage();
+    await page.goto(jobPage(jobId));
+    const share = (vertexId: string, testId: string) => async () =>
+      parseInt((await page.locator(`tr[data-vertex-id="${vertexId}"] [data-testid=${testId}]`).textContent()) ?? '', 10);
+    await expect.poll(share(source!, 'backpressured'), { timeout: 60_000 }).toBeGreaterThan(50);
+    await expect.poll(share(sink!, 'busy'), { timeout: 60_000 }).toBeGreaterThan(50);
+    await expect.poll(() => page.locator(`tr[data-vertex-id="${sink}"] [data-testid=rate-in]`).textContent()).toMatch(/^[0-9.,]+[kKM]?\/s$/);
+    expect(await page.locator(`tr[data-vertex-id="${sink}"] [data-testid=watermark]`).textContent()).toBe('none');
+    // Each subtask's own shares are listed with its attempt.
+    const subtasks = page.locator(`details[data-vertex-id="${source}"] tbody tr`);
+    await expect.poll(() => subtasks.count()).toBe(1);
+    await page.screenshot({ path: join(SHOTS, 'job-streaming.png'), fullPage: true });
+    expect((await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
+    expect((await cluster.awaitTerminal(jobId)).status).toBe('CANCELED');
+    await page.close();
+  });
+
   it("shows a failed job's exception, and a job name and message made of HTML only as text", async () => {
     const name = '<img src=x onerror=alert(1)>';
     const jobId = await cluster.submit('dashboard-jobs.ts', 'hostile', [], 1);

@@ -1,4 +1,5 @@
 // How numbers, times and durations read across the dashboard.
+import { decodeWatermark, type WatermarkJson } from '../../core/watermark-json';
 
 const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
 const whole = new Intl.NumberFormat();
@@ -40,4 +41,19 @@ export function formatRate(perSecond: number | undefined): string {
   if (perSecond === 0) return '0/s';
   if (perSecond < 10) return `${perSecond.toFixed(1)}/s`;
   return `${compact.format(Math.round(perSecond))}/s`;
+}
+
+/** Milliseconds of each second as a share: 850 → "85%". */
+export function formatMsPerSecond(ms: number | undefined): string {
+  if (ms === undefined || !Number.isFinite(ms)) return '–';
+  return `${Math.round(ms / 10)}%`;
+}
+
+/** A watermark: "none" before the first, "end of input" after the last, a time for event time of this era, else the number. */
+export function formatWatermark(w: WatermarkJson | undefined): string {
+  if (w === undefined) return '–';
+  const ms = decodeWatermark(w);
+  if (ms === Number.NEGATIVE_INFINITY) return 'none';
+  if (ms === Number.POSITIVE_INFINITY) return 'end of input';
+  return ms >= 946_684_800_000 && ms < 4_102_444_800_000 ? formatFullTimestamp(ms) : whole.format(ms);
 }

@@ -3,7 +3,7 @@
 import { graphlib, layout } from '@dagrejs/dagre';
 import { useMemo } from 'preact/hooks';
 import { TASK_STATES, type PlanEdge, type TaskState } from '../api-types';
-import { formatCount, formatExact, formatRate } from '../format';
+import { formatCount, formatExact, formatMsPerSecond, formatRate } from '../format';
 import { describeCounts, taskTone, type StateCounts } from '../states';
 
 export interface GraphVertex {
@@ -21,6 +21,9 @@ export interface GraphVertex {
   readonly preAggregatedFrom?: number;
   /** Records per second, from the two latest throughput samples. */
   readonly rate?: number;
+  /** While it runs: ms of each second its busiest / most back-pressured subtask worked, waited for output. */
+  readonly busyTimeMsPerSecond?: number;
+  readonly backPressuredTimeMsPerSecond?: number;
   /** Where its subtasks are listed. */
   readonly href?: string;
 }
@@ -123,7 +126,11 @@ function Vertex({ vertex, node }: { vertex: GraphVertex; node: PlacedNode }) {
       class={`graph-vertex tone-${taskTone(vertex.state)}`}
       transform={`translate(${node.x - node.width / 2} ${node.y - node.height / 2})`}
     >
-      <title>{`${vertex.name}\n${vertex.state}: ${describeCounts(vertex.counts)}\nrecords in ${describeRecordsIn(vertex)}, out ${formatExact(vertex.recordsOut)}${vertex.href !== undefined ? '\nopen to see its subtasks' : ''}`}</title>
+      <title>{`${vertex.name}\n${vertex.state}: ${describeCounts(vertex.counts)}\nrecords in ${describeRecordsIn(vertex)}, out ${formatExact(vertex.recordsOut)}${
+        vertex.busyTimeMsPerSecond !== undefined
+          ? `\nbusy ${formatMsPerSecond(vertex.busyTimeMsPerSecond)}, backpressured ${formatMsPerSecond(vertex.backPressuredTimeMsPerSecond)} (most of any subtask)`
+          : ''
+      }${vertex.href !== undefined ? '\nopen to see its subtasks' : ''}`}</title>
       <rect class="graph-vertex-box" width={node.width} height={node.height} rx="8" />
       <text class="graph-vertex-name">
         {node.lines.map((line, i) => (

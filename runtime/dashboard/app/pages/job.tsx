@@ -5,12 +5,13 @@ import { useEffect, useState } from 'preact/hooks';
 import type { JobDetails, JobException, JobExceptionsResponse, JobPlan, PlanEdge, ThroughputResponse, VertexDetails } from '../api-types';
 import { cancelJob, errorMessage } from '../api';
 import { ConfirmDialog } from '../components/confirm-dialog';
-import { describeRecordsIn, JobGraph, type GraphVertex } from '../components/job-graph';
+import { JobGraph } from '../components/job-graph';
+import { VertexTable, type VertexView } from '../components/vertex-table';
 import { LoadFailed, Loading, NotFound, useTitle } from '../components/page';
 import { JobStatusBadge, TaskStateBadge } from '../components/state-badge';
-import { StateLegend, StateMix } from '../components/state-mix';
+import { StateLegend } from '../components/state-mix';
 import { ThroughputChart, type RateSeries } from '../components/throughput-chart';
-import { formatCount, formatDuration, formatExact, formatFullTimestamp, formatRate, formatTimestamp } from '../format';
+import { formatDuration, formatFullTimestamp, formatMsPerSecond, formatTimestamp, formatWatermark } from '../format';
 import { usePolled, type Polled } from '../poll';
 import { href } from '../route';
 import { aggregateState, isJobTerminal, vertexStateCounts } from '../states';
@@ -225,12 +226,6 @@ function Facts({ job }: { job: JobDetails }) {
 
 type Sample = ThroughputResponse['samples'][number];
 
-interface VertexView extends GraphVertex {
-  readonly region?: number;
-  readonly rateIn?: number;
-  readonly rateOut?: number;
-}
-
 /**
  * The plan's vertices (or, without a plan, the job's) with their live state. Records are the larger of
  * the job's counts, which sum finished subtasks, and the latest throughput sample, which also sees running ones.
@@ -246,8 +241,9 @@ function graphVertices(job: JobDetails, plan: JobPlan | undefined, samples: read
     const now = last?.vertices[shape.id];
     const then = previous?.vertices[shape.id];
     const seconds = last && previous ? (last.atMs - previous.atMs) / 1000 : 0;
-    const rateIn = now && then && seconds > 0 ? Math.max(0, (now.recordsIn - then.recordsIn) / seconds) : undefined;
-    const rateOut = now && then && seconds > 0 ? Math.max(0, (now.recordsOut - then.recordsOut) / seconds) : undefined;
+    // A running vertex's own rates (its subtasks measure them); the throughput samples' otherwise.
+    const rateIn = v?.recordsInPerSecond ?? (now && then && seconds > 0 ? Math.max(0, (now.recordsIn - then.recordsIn) / seconds) : undefined);
+    const rateOut = v?.recordsOutPerSecond ?? (now && then && seconds > 0 ? Math.max(0, (now.recordsOut - then.recordsOut) / seconds) : undefined);
     const recordsIn = Math.max(v?.recordsIn ?? 0, now?.recordsIn ?? 0);
     const recordsOut = Math.max(v?.recordsOut ?? 0, now?.recordsOut ?? 0);
     const view: VertexView = {
@@ -262,6 +258,10 @@ function graphVertices(job: JobDetails, plan: JobPlan | undefined, samples: read
       ...(v ? { region: v.region } : {}),
       ...(rateIn !== undefined ? { rateIn } : {}),
       ...(rateOut !== undefined ? { rateOut } : {}),
+      ...(v?.busyTimeMsPerSecond !== undefined ? { busyTimeMsPerSecond: v.busyTimeMsPerSecond } : {}),
+      ...(v?.idleTimeMsPerSecond !== undefined ? { idleTimeMsPerSecond: v.idleTimeMsPerSecond } : {}),
+      ...(v?.backPressuredTimeMsPerSecond !== undefined ? { backPressuredTimeMsPerSecond: v.backPressuredTimeMsPerSecond } : {}),
+      ...(v?.watermark !== undefined ? { watermark: v.watermark } : {}),
     };
     // A sink emits nothing; what it takes in is its throughput.
     const rate = recordsOut === 0 && recordsIn > 0 ? rateIn : rateOut;
@@ -317,67 +317,6 @@ function Throughput(props: { samples: readonly Sample[]; vertices: readonly Vert
   return <ThroughputChart times={times} series={series} />;
 }
 
-function VertexTable({ vertices }: { vertices: readonly VertexView[] }) {
-  return (
-    <section class="card" aria-labelledby="vertices">
-      <div class="card-header">
-        <h2 id="vertices">Vertices</h2>
-      </div>
-      <div class="table-wrap">
-        <table class="table">
-          <thead>
-            <tr>
-              <th scope="col">Vertex</th>
-              <th scope="col">State</th>
-              <th scope="col">Tasks</th>
-              <th scope="col" class="num">
-                Parallelism
-              </th>
-              <th scope="col" class="num">
-                Records in
-              </th>
-              <th scope="col" class="num">
-                Records out
-              </th>
-              <th scope="col" class="num">
-                In/s
-              </th>
-              <th scope="col" class="num">
-                Out/s
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {vertices.map((v) => (
-              <tr key={v.id} data-vertex-id={v.id}>
-                <th scope="row" class="name-cell">
-                  {v.href !== undefined ? <a href={v.href}>{v.name}</a> : v.name}
-                </th>
-                <td>
-                  <TaskStateBadge state={v.state} />
-                </td>
-                <td class="mix-cell">
-                  <StateMix counts={v.counts} />
-                </td>
-                <td class="num">{v.parallelism}</td>
-                <td class="num" title={describeRecordsIn(v)} data-testid="records-in">
-                  {formatCount(v.recordsIn)}
-                  {v.preAggregatedFrom !== undefined && <span class="muted small">{` (pre-aggregated from ${formatCount(v.preAggregatedFrom)})`}</span>}
-                </td>
-                <td class="num" title={formatExact(v.recordsOut)}>
-                  {formatCount(v.recordsOut)}
-                </td>
-                <td class="num">{formatRate(v.rateIn)}</td>
-                <td class="num">{formatRate(v.rateOut)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-    </section>
-  );
-}
-
 function Tasks({ vertices, focus }: { vertices: readonly VertexDetails[]; focus?: string }) {
   const now = Date.now();
   const subtasks = vertices.reduce((n, v) => n + (v.subtasks?.length ?? 0), 0);
@@ -420,6 +359,16 @@ function Tasks({ vertices, focus }: { vertices: readonly VertexDetails[]; focus?
                       <th scope="col" class="num">
                         Duration
                       </th>
+                      <th scope="col" class="num">
+                        Busy
+                      </th>
+                      <th scope="col" class="num">
+                        Backpressured
+                      </th>
+                      <th scope="col" class="num">
+                        Idle
+                      </th>
+                      <th scope="col">Watermark</th>
                     </tr>
                   </thead>
                   <tbody>
@@ -435,6 +384,10 @@ function Tasks({ vertices, focus }: { vertices: readonly VertexDetails[]; focus?
                         </td>
                         <td>{s.startedAtMs !== undefined ? formatTimestamp(s.startedAtMs, now) : '–'}</td>
                         <td class="num">{s.startedAtMs !== undefined ? formatDuration((s.endedAtMs ?? now) - s.startedAtMs) : '–'}</td>
+                        <td class="num">{formatMsPerSecond(s.metrics?.busyTimeMsPerSecond)}</td>
+                        <td class="num">{formatMsPerSecond(s.metrics?.backPressuredTimeMsPerSecond)}</td>
+                        <td class="num">{formatMsPerSecond(s.metrics?.idleTimeMsPerSecond)}</td>
+                        <td>{formatWatermark(s.metrics?.watermark)}</td>
                       </tr>
                     ))}
                   </tbody>
@@ -493,7 +446,9 @@ function ExceptionItem({ exception: e }: { exception: JobException }) {
       <p class="exception-message">{e.message}</p>
       {e.recovered === true && e.restartedTasks !== undefined && (
         <p class="muted small">
-          {`Restarted ${e.restartedTasks} ${e.restartedTasks === 1 ? 'task' : 'tasks'}${e.restartDelayMs !== undefined ? ` after ${formatDuration(e.restartDelayMs)}` : ''}.`}
+          {`Restarted ${e.restartedTasks} ${e.restartedTasks === 1 ? 'task' : 'tasks'}${e.restartDelayMs !== undefined ? ` after ${formatDuration(e.restartDelayMs)}` : ''}${
+            e.restoredState === 'empty' ? ' with empty state: there is no checkpoint to restore.' : '.'
+          }`}
         </p>
       )}
       {e.stack && (
