@@ -7,7 +7,7 @@
 // FINISHED is kept too); the job's result count must equal the plain run's, every round. min / median /
 // max of both and the ratio of the medians (target: ≥ 1.0 for q0–q2, ≥ 0.8 for q5 and q7).
 // Latency: the job again at half its median events/s, each event leaving the source when the wall clock
-// reaches its event time (the source waits), for BENCH_LATENCY_SECONDS (default 10); the sink notes
+// reaches its event time (the source waits), for BENCH_LATENCY_SECONDS (default 10; 0 skips it); the sink notes
 // (now − event time) of one result in 64; p50 / p99 over the results of events after the first second (the
 // first second holds the slot threads' warm-up). The latency run's stream has no out-of-orderness, so an
 // event's age at the sink is the time it spent in the job, not a delay the generator gave it.
@@ -24,7 +24,7 @@ import { RestClient } from '../runtime/cli/rest-client.js';
 import { CONFIG_OPTIONS } from '../runtime/core/config.js';
 import { JobId } from '../runtime/core/ids.js';
 import { packageRoot } from '../runtime/core/paths.js';
-import { median, round, runJob, settleStable, writeFigures, type JobRun } from './lib/bench-support.js';
+import { median, PeakRssSampler, round, runJob, settleStable, writeFigures, type JobRun } from './lib/bench-support.js';
 import { configToArgs, DEFAULT_CONFIG, type NexmarkConfig } from './nexmark/generator.js';
 import { runPlain } from './nexmark/plain.js';
 import type { QueryName } from './nexmark/queries.js';
@@ -69,12 +69,27 @@ const stateDir = join(work, 'cluster');
 const { info } = await startCluster(stateDir, { config: clusterConfig });
 const client = RestClient.forCluster(info);
 
-async function floeRound(query: QueryName, expectedResults: number): Promise<JobRun> {
+/** The job over EVENTS events, checked against the plain run's result count; with the TaskExecutor's CPU time. */
+async function floeRound(query: QueryName, expectedResults: number): Promise<{ run: JobRun; cpuMs: number }> {
+  const sampler = new PeakRssSampler(stateDir);
+  sampler.start();
   const run = await runJob(client, graphFor(query, CONFIG, EVENTS, 'throughput'), code);
+  const cpuMs = sampler
+    .stop()
+    .filter((p) => p.role === 'taskexecutor')
+    .reduce((n, p) => n + p.cpuMs, 0);
   if (eventsIn(run) !== EVENTS) throw new Error(`${query}: the job's source made ${eventsIn(run)} events, expected ${EVENTS}`);
   if (resultsOf(run) !== expectedResults) throw new Error(`${query}: the job's sink received ${resultsOf(run)} results, the plain run made ${expectedResults}`);
   await settleStable(stateDir, 500);
-  return run;
+  return { run, cpuMs };
+}
+
+/** The plain run, with this process's CPU time over it (its thread, and the collector's). */
+function plainRound(query: QueryName): { ms: number; results: number; cpuMs: number } {
+  const before = process.cpuUsage();
+  const plain = runPlain(query, CONFIG, EVENTS);
+  const used = process.cpuUsage(before);
+  return { ...plain, cpuMs: (used.user + used.system) / 1000 };
 }
 
 /** The job at `rate` events/s for LATENCY_SECONDS: the sampled ages at the sink after the first second. */
@@ -102,16 +117,20 @@ const figures: Record<string, unknown> = {
 const lines: string[] = [];
 try {
   for (const query of QUERIES) {
-    const warm = runPlain(query, CONFIG, EVENTS);
+    const warm = plainRound(query);
     await floeRound(query, warm.results);
     const plainRate: number[] = [];
     const floeRate: number[] = [];
     const floeSubmitRate: number[] = [];
+    const plainCpuUs: number[] = [];
+    const floeCpuUs: number[] = [];
     for (let i = 0; i < RUNS; i++) {
-      const plain = runPlain(query, CONFIG, EVENTS);
+      const plain = plainRound(query);
       if (plain.results !== warm.results) throw new Error(`${query}: the plain run made ${plain.results} results, before ${warm.results}`);
       plainRate.push(perSecond(EVENTS, plain.ms));
-      const run = await floeRound(query, plain.results);
+      const { run, cpuMs } = await floeRound(query, plain.results);
+      plainCpuUs.push((plain.cpuMs * 1000) / EVENTS);
+      floeCpuUs.push((cpuMs * 1000) / EVENTS);
       floeRate.push(perSecond(EVENTS, run.runningMs));
       floeSubmitRate.push(perSecond(EVENTS, run.submitToFinishedMs));
       process.stderr.write(
@@ -121,7 +140,7 @@ try {
     const ratio = round(median(floeRate) / median(plainRate));
     const perRound = floeRate.map((f, i) => round(f / plainRate[i]!));
     const latencyRate = Math.round(median(floeRate) / 2);
-    const latency = await latencyRun(query, latencyRate);
+    const latency = LATENCY_SECONDS > 0 ? await latencyRun(query, latencyRate) : { p50: NaN, p99: NaN, max: NaN, samples: 0 };
     (figures['queries'] as Record<string, unknown>)[query] = {
       results: warm.results,
       plainEventsPerSecond: plainRate.map(Math.round),
@@ -130,11 +149,13 @@ try {
       ratio,
       ratioPerRound: perRound,
       ratioSubmitToFinished: round(median(floeSubmitRate) / median(plainRate)),
+      cpuMicrosecondsPerEvent: { plain: plainCpuUs.map((x) => round(x, 3)), floeTaskExecutor: floeCpuUs.map((x) => round(x, 3)) },
       latency: { eventsPerSecond: latencyRate, seconds: LATENCY_SECONDS, ...latency },
     };
     lines.push(
       `  ${query}: plain ${kSpread(plainRate)}; Floe p=2 ${kSpread(floeRate)} (submit -> FINISHED ${kSpread(floeSubmitRate)})`,
       `      Floe ÷ plain = ${ratio} (per round ${perRound.join(', ')}; submit -> FINISHED ${round(median(floeSubmitRate) / median(plainRate))}); ${warm.results} results per run`,
+      `      CPU per event: plain ${round(median(plainCpuUs), 3)} µs, Floe's TaskExecutor ${round(median(floeCpuUs), 3)} µs (medians; all its threads)`,
       `      event-time latency at ${Math.round(latencyRate / 1000)} k events/s: p50 ${latency.p50} ms, p99 ${latency.p99} ms, max ${latency.max} ms (${latency.samples} samples)`,
     );
   }
