@@ -19,6 +19,16 @@ export function checkParallelism(what: string, n: unknown): number {
   return n;
 }
 
+export function checkMaxParallelism(what: string, n: unknown): number {
+  const max = JOB_GRAPH_LIMITS.maxMaxParallelism;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > max) {
+    throw new InvalidJobDefinitionError(
+      `${what}.setMaxParallelism(n) needs an integer from 1 to ${max} (the number of key groups keyed state is split into), found ${JSON.stringify(n)}`,
+    );
+  }
+  return n;
+}
+
 export function checkName(what: string, name: unknown): string {
   if (typeof name !== 'string' || name.trim() === '') {
     throw new InvalidJobDefinitionError(`${what}.name(name) needs a non-empty string, found ${JSON.stringify(name)}`);

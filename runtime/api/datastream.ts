@@ -11,6 +11,7 @@ import {
   checkField,
   checkFunction,
   checkGroup,
+  checkMaxParallelism,
   checkName,
   checkParallelism,
   checkPath,
@@ -57,6 +58,7 @@ export interface WriteAsTextOptions {
 export class StreamEnvironment {
   private nextOperatorNumber = 1;
   private defaultParallelism: number | undefined;
+  private defaultMaxParallelism: number | undefined;
   private chainingEnabled = true;
   private defaultExchange: ExchangeMode = 'pipelined';
   private restartStrategy: RestartStrategySpec | undefined;
@@ -159,6 +161,20 @@ export class StreamEnvironment {
     return this.defaultParallelism;
   }
 
+  /**
+   * The number of key groups of operators that set none (Flink's max parallelism): keyed state is split
+   * into this many groups, the most subtasks a keyed operator can be rescaled to. Unset: max(128, the
+   * next power of two >= 1.5 × the operator's parallelism), at most 32768.
+   */
+  setMaxParallelism(maxParallelism: number): this {
+    this.defaultMaxParallelism = checkMaxParallelism('env', maxParallelism);
+    return this;
+  }
+
+  getMaxParallelism(): number | undefined {
+    return this.defaultMaxParallelism;
+  }
+
   /** The integers from `from` to `to`, both included, split evenly across the source's subtasks. */
   fromSequence(from: number, to: number): OperatorStream<number> {
     if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from > to) {
@@ -214,6 +230,7 @@ export class StreamEnvironment {
       nonParallel,
       name: DEFAULT_NAMES[spec.kind],
       parallelism: undefined,
+      maxParallelism: undefined,
       slotSharingGroup: undefined,
       chaining: 'always',
     };
@@ -468,6 +485,12 @@ export class OperatorStream<T> extends DataStream<T> {
 
   setParallelism(parallelism: number): this {
     setOperatorParallelism(this.transformation, parallelism);
+    return this;
+  }
+
+  /** The number of key groups of this operator's keyed state (see StreamEnvironment.setMaxParallelism). */
+  setMaxParallelism(maxParallelism: number): this {
+    this.transformation.maxParallelism = checkMaxParallelism(`'${this.transformation.name}'`, maxParallelism);
     return this;
   }
 

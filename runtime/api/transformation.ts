@@ -68,6 +68,8 @@ export interface Transformation {
   readonly nonParallel: boolean;
   name: string;
   parallelism: number | undefined;
+  /** The number of key groups of its keyed state (setMaxParallelism); unset, the environment's or Flink's default. */
+  maxParallelism: number | undefined;
   slotSharingGroup: string | undefined;
   chaining: ChainingStrategy;
 }

@@ -144,6 +144,7 @@ interface VertexBuilder {
   readonly head: Transformation;
   readonly chain: Transformation[];
   readonly parallelism: number;
+  readonly maxParallelism: number;
   readonly group: string;
 }
 
@@ -161,7 +162,8 @@ interface VertexBuilder {
  * a function call) when chaining is enabled, the edge would be forward, both have the same
  * parallelism and slot sharing group, the operator has that one input and the input has that one
  * consumer, the operator did not startNewChain() or disableChaining(), and the input did not
- * disableChaining(). A vertex takes its head operator's id and its operators' names joined by ' -> '.
+ * disableChaining(). A vertex takes its head operator's id, its max parallelism (keyed operators head
+ * their chains), and its operators' names joined by ' -> '.
  */
 export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphOptions): JobGraph {
   const { env, reads } = runRecordedJobBuilder(definition, options.args, { kind: 'record' });
@@ -202,6 +204,12 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
   for (const t of all) {
     if (!used.has(t)) continue;
     const parallelism = t.parallelism ?? envParallelism;
+    const maxParallelism = t.maxParallelism ?? env.getMaxParallelism() ?? defaultMaxParallelism(parallelism);
+    if (parallelism > maxParallelism) {
+      throw new InvalidJobDefinitionError(
+        `operator '${t.name}' has parallelism ${parallelism} but max parallelism ${maxParallelism}: a keyed operator cannot run more subtasks than it has key groups; lower its parallelism or raise setMaxParallelism`,
+      );
+    }
     const inputGroups = new Set(t.inputs.map((i) => groupOf.get(i.from)!));
     const group = t.slotSharingGroup ?? (inputGroups.size === 1 ? [...inputGroups][0]! : DEFAULT_SLOT_SHARING_GROUP);
     parallelismOf.set(t, parallelism);
@@ -226,7 +234,7 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
       vertexOf.set(t, vertex);
       continue;
     }
-    const vertex: VertexBuilder = { head: t, chain: [t], parallelism, group };
+    const vertex: VertexBuilder = { head: t, chain: [t], parallelism, maxParallelism, group };
     builders.push(vertex);
     vertexOf.set(t, vertex);
     for (const input of t.inputs) {
@@ -247,7 +255,7 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     id: b.head.id,
     name: b.chain.map((t) => t.name).join(' -> '),
     parallelism: b.parallelism,
-    maxParallelism: defaultMaxParallelism(b.parallelism),
+    maxParallelism: b.maxParallelism,
     slotSharingGroup: b.group,
     operators: b.chain.map((t) => operatorOf(t, options.exportName, cwd, collectMaxRecords, boundedOf.get(t)!)),
   }));

@@ -119,6 +119,7 @@ export class TaskDeploymentDescriptorFactory {
       attemptNumber: execution.attemptNumber,
       subtaskIndex: execution.subtaskIndex,
       parallelism: execution.vertex.parallelism,
+      maxParallelism: execution.vertex.maxParallelism,
       allocationId: location.allocationId,
       library: { sha256: jobGraph.library.sha256 },
       program: jobGraph.program,

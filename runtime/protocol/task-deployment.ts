@@ -109,6 +109,11 @@ export interface TaskDeploymentDescriptor {
   readonly attemptNumber: number;
   readonly subtaskIndex: number;
   readonly parallelism: number;
+  /**
+   * The vertex's number of key groups: a keyed task's state backend owns keyGroupRange(subtaskIndex,
+   * parallelism, maxParallelism). @default - defaultMaxParallelism(parallelism) (read it with maxParallelismOf)
+   */
+  readonly maxParallelism?: number;
   readonly allocationId: AllocationId;
   readonly library: { readonly sha256: string };
   readonly program: JobProgram;
@@ -201,6 +206,7 @@ export interface TaskDeploymentBatch {
 export interface BatchVertex {
   readonly vertexId: string;
   readonly parallelism: number;
+  readonly maxParallelism?: number;
   readonly operators: readonly OperatorSpec[];
   /** The task's output partitions but for their ids, which each task carries. */
   readonly outputs: readonly Omit<ResultPartitionDescriptor, 'partitionId'>[];
@@ -267,13 +273,14 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
     if (variants === undefined) variantsOf.set(d.vertexId, (variants = []));
     let vertex = variants.find((i) => {
       const v = vertices[i]!;
-      return v.operators === d.operators && v.parallelism === d.parallelism && sameOutputs(v.outputs, d.outputs);
+      return v.operators === d.operators && v.parallelism === d.parallelism && v.maxParallelism === d.maxParallelism && sameOutputs(v.outputs, d.outputs);
     });
     if (vertex === undefined) {
       vertex = vertices.length;
       vertices.push({
         vertexId: d.vertexId,
         parallelism: d.parallelism,
+        ...(d.maxParallelism !== undefined ? { maxParallelism: d.maxParallelism } : {}),
         operators: d.operators,
         outputs: d.outputs.map(({ partitionId: _id, ...rest }) => rest),
       });
@@ -331,6 +338,7 @@ export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymen
       attemptNumber: t.attemptNumber,
       subtaskIndex: t.subtaskIndex,
       parallelism: vertex.parallelism,
+      ...(vertex.maxParallelism !== undefined ? { maxParallelism: vertex.maxParallelism } : {}),
       allocationId: t.allocationId,
       library: batch.library,
       program: batch.program,

@@ -3,7 +3,14 @@
 import { FloeError } from '../../core/errors.js';
 import type { StateDescriptor, StateKind } from '../../api/state.js';
 
-export { defaultMaxParallelism } from '../../api/translate.js';
+import { defaultMaxParallelism } from '../../api/translate.js';
+import type { TaskDeploymentDescriptor } from '../../protocol/task-deployment.js';
+
+export { defaultMaxParallelism };
+
+/** A task's number of key groups: its vertex's max parallelism, or Flink's default for its parallelism. */
+export const maxParallelismOf = (tdd: Pick<TaskDeploymentDescriptor, 'parallelism' | 'maxParallelism'>): number =>
+  tdd.maxParallelism ?? defaultMaxParallelism(tdd.parallelism);
 
 /** The key groups a backend owns: [start, end], both included (Flink's KeyGroupRange). */
 export interface KeyGroupRange {
