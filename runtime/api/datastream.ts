@@ -20,7 +20,7 @@ import {
   WRITE_MODES,
 } from './argument-checks.js';
 import { InvalidJobDefinitionError } from './errors.js';
-import { FileSink } from './file-sink.js';
+import type { FileSink } from './file-sink.js';
 import type {
   AggregateFunction,
   ComparableField,
@@ -334,7 +334,9 @@ export class DataStream<T> {
    * stream it writes as writeAsText does.
    */
   sinkTo(sink: FileSink<T>): DataStreamSink {
-    if (!(sink instanceof FileSink)) {
+    // Read by its fields: the job's library and the client may hold different copies of this API.
+    const s = sink as Partial<FileSink<T>> | null;
+    if (s === null || typeof s !== 'object' || typeof s.path !== 'string' || typeof s.rolling !== 'object') {
       throw new InvalidJobDefinitionError(`sinkTo(sink) needs a FileSink (FileSink.forRowFormat(path).build()), found ${sink === null ? 'null' : typeof sink}`);
     }
     const spec = { kind: 'sink.textFile', path: sink.path, writeMode: undefined, rolling: sink.rolling } as const;
