@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIo } from '../../runtime/cli/main.js';
 import type { VertexDetails } from '../../runtime/protocol/rest-api.js';
 import { waitFor } from '../support/cluster-processes.js';
-import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
+import { FIXTURE_JOBS, startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
 let cluster: TestCluster;
 
@@ -37,10 +37,19 @@ async function verticesWhen(jobId: string, what: string, check: (vertices: reado
   }
 }
 
+/** The test's Dispatcher is not the state dir's registered cluster: the CLI names it by its URL, with its secret. */
+const clusterEnv = () => ({ FLOE_URL: cluster.dispatcher.url, FLOE_SECRET: cluster.dispatcher.secret });
+
 async function floe(...argv: string[]): Promise<{ code: number; stdout: string }> {
   let stdout = '';
-  const io: CliIo = { stdout: { write: (t: string) => (stdout += t) }, stderr: { write: () => true }, env: {}, cwd: cluster.work, pollIntervalMs: 10 };
-  const code = await main(['--dir', cluster.stateDir, ...argv], io);
+  const io: CliIo = {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { write: () => true },
+    env: clusterEnv(),
+    cwd: cluster.work,
+    pollIntervalMs: 10,
+  };
+  const code = await main([...argv], io);
   return { code, stdout };
 }
 
@@ -87,6 +96,43 @@ describe('a running streaming job, per vertex', () => {
       }),
     );
     await cancel(jobId);
+  }, 120_000);
+
+  it('floe run follows a streaming job with records/s in and out and the watermark, until Ctrl-C cancels it', async () => {
+    const handlers = new Set<() => void>();
+    let stderr = '';
+    let pressed = false;
+    const io: CliIo = {
+      stdout: { write: () => true },
+      stderr: {
+        isTTY: true,
+        columns: 1_000,
+        write: (t: string) => {
+          stderr += t;
+          // Ctrl-C once the progress line shows the job's rates.
+          if (!pressed && /\/s in, [0-9.]+[kM]?\/s out/.test(stderr)) {
+            pressed = true;
+            for (const h of [...handlers]) h();
+          }
+        },
+      },
+      env: clusterEnv(),
+      cwd: cluster.work,
+      pollIntervalMs: 100,
+      interrupts: {
+        subscribe: (h) => {
+          handlers.add(h);
+          return () => handlers.delete(h);
+        },
+      },
+      // Asked whether to cancel the job or detach: cancel.
+      prompt: { interactive: true, ask: () => Promise.resolve('c') },
+    };
+    const code = await main(['run', join(FIXTURE_JOBS, 'streaming-metrics.ts'), '--export', 'idleSource', '-p', '1', '--no-typecheck'], io);
+    expect(pressed, stderr).toBe(true);
+    expect(code, stderr).toBe(130);
+    expect(stderr).toMatch(/RUNNING · tasks [^·]+ · records \d+ in, \d+ out · [0-9.]+\/s in, [0-9.]+\/s out · watermark none · /);
+    expect(stderr).toMatch(/CANCELED/);
   }, 120_000);
 
   it('shows a slow source idle most of each second', async () => {
