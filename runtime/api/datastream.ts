@@ -191,14 +191,30 @@ export class StreamEnvironment {
    * decompressed. A relative path is resolved against the client's working directory when the job is
    * submitted. On the AWS backend, `s3://bucket/key` reads one object and `s3://bucket/prefix` every
    * object under `prefix/`, in key order.
+   *
+   * With `monitorContinuously: ms` (Flink's FileSource.monitorContinuously), the folder or prefix is listed
+   * every `ms` and each new file is read once: the source never ends, the job runs until cancelled. A file
+   * is new when its name was not taken before and its time (locally when it got its name, on S3 its
+   * LastModified) is at most a minute older than the newest file taken. Names starting with '.' or '_'
+   * are skipped: write a file under such a name and rename it when complete (an S3 object is complete
+   * when it appears).
    */
-  readTextFile(path: string, options: { readonly splitSizeBytes?: number } = {}): OperatorStream<string> {
+  readTextFile(path: string, options: { readonly splitSizeBytes?: number; readonly monitorContinuously?: number } = {}): OperatorStream<string> {
     checkPath('readTextFile', path);
     const split = options.splitSizeBytes;
     if (split !== undefined && (!Number.isSafeInteger(split) || split < 1)) {
       throw new InvalidJobDefinitionError(`readTextFile('${path}', { splitSizeBytes }) needs an integer >= 1, found ${JSON.stringify(split)}`);
     }
-    return new OperatorStream<string>(this, this.add({ kind: 'source.textFile', path, splitSizeBytes: split }, [], false));
+    const monitor = options.monitorContinuously;
+    if (monitor !== undefined && (!Number.isSafeInteger(monitor) || monitor < 1)) {
+      throw new InvalidJobDefinitionError(
+        `readTextFile('${path}', { monitorContinuously }) needs the listing interval in ms, an integer >= 1, found ${JSON.stringify(monitor)}`,
+      );
+    }
+    return new OperatorStream<string>(
+      this,
+      this.add({ kind: 'source.textFile', path, splitSizeBytes: split, ...(monitor !== undefined ? { monitorIntervalMs: monitor } : {}) }, [], false),
+    );
   }
 
   /**

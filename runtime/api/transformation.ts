@@ -16,7 +16,7 @@ export interface ExchangeOptions {
 /** What a transformation does, with the parameters of its operator. */
 export type TransformationSpec =
   | { readonly kind: 'source.sequence'; readonly from: number; readonly to: number }
-  | { readonly kind: 'source.textFile'; readonly path: string; readonly splitSizeBytes: number | undefined }
+  | { readonly kind: 'source.textFile'; readonly path: string; readonly splitSizeBytes: number | undefined; readonly monitorIntervalMs?: number }
   | { readonly kind: 'source.collection'; readonly fn: UserFunction }
   | { readonly kind: 'source.generate'; readonly fn: UserFunction; readonly count: number | undefined; readonly ratePerSecond: number | undefined }
   | { readonly kind: 'keyed.reduce'; readonly key: UserFunction; readonly fn: UserFunction }
@@ -78,6 +78,7 @@ export interface Transformation {
 export const DEFAULT_NAMES: Record<OperatorKind, string> = {
   'source.sequence': 'fromSequence',
   'source.textFile': 'readTextFile',
+  'source.connector': 'fromSource',
   'source.collection': 'fromCollection',
   'source.generate': 'generate',
   'keyed.reduce': 'reduce',

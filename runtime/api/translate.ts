@@ -67,7 +67,13 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
     case 'source.sequence':
       return { kind: spec.kind, ...base, from: spec.from, to: spec.to };
     case 'source.textFile':
-      return { kind: spec.kind, ...base, path: absolute(spec.path), splitSizeBytes: spec.splitSizeBytes ?? DEFAULT_SPLIT_SIZE_BYTES };
+      return {
+        kind: spec.kind,
+        ...base,
+        path: absolute(spec.path),
+        splitSizeBytes: spec.splitSizeBytes ?? DEFAULT_SPLIT_SIZE_BYTES,
+        ...(spec.monitorIntervalMs !== undefined ? { monitorIntervalMs: spec.monitorIntervalMs } : {}),
+      };
     case 'source.collection':
     case 'map':
     case 'flatMap':
@@ -135,8 +141,9 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
 const isSink = (t: Transformation): boolean => t.spec.kind.startsWith('sink.');
 const isSource = (t: Transformation): boolean => t.spec.kind.startsWith('source.');
 
-/** Whether a source ends by itself (an unbounded generator does not). */
+/** Whether a source ends by itself (an unbounded generator and a monitored folder do not). */
 function isBoundedSource(t: Transformation): boolean {
+  if (t.spec.kind === 'source.textFile') return t.spec.monitorIntervalMs === undefined;
   return t.spec.kind !== 'source.generate' || t.spec.count !== undefined;
 }
 

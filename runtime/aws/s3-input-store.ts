@@ -4,7 +4,7 @@
 // own range, then small, growing ranges past its end until its last line is complete.
 import type { Readable } from 'node:stream';
 import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
-import type { ByteStream, InputFile, InputStore } from '../blob/input-store.js';
+import type { ByteStream, InputFile, InputStore, ListFilesOptions } from '../blob/input-store.js';
 import { errorMessage, FloeError, InputSourceError } from '../core/errors.js';
 import { createS3Client, type AwsCredentials } from './clients.js';
 import { parseS3Uri, staticCredentials, type S3Sender } from './s3-output-store.js';
@@ -28,11 +28,11 @@ function totalOf(contentRange: string | undefined): number | undefined {
 export class S3InputStore implements InputStore {
   constructor(private readonly s3: S3Sender) {}
 
-  async listFiles(path: string): Promise<InputFile[]> {
+  async listFiles(path: string, options: ListFilesOptions = {}): Promise<InputFile[]> {
     const { bucket, prefix } = parseS3Uri(path);
     try {
-      const size = prefix === '' ? undefined : await this.sizeOf(bucket, prefix);
-      if (size !== undefined && size > 0) return [{ path, size }];
+      const head = prefix === '' ? undefined : await this.headOf(bucket, prefix);
+      if (head !== undefined && head.size > 0) return [{ path, ...head }];
       const base = prefix === '' ? '' : `${prefix}/`;
       const objects = (await this.list(bucket, base)).filter(({ key }) => {
         const name = key.slice(base.length);
@@ -40,7 +40,8 @@ export class S3InputStore implements InputStore {
         return name !== '' && !name.endsWith('/') && !name.split('/').some((segment) => segment.startsWith('.') || segment.startsWith('_'));
       });
       // An empty object named like a prefix with objects below it is some tools' folder marker.
-      if (objects.length === 0 && size !== undefined) return [{ path, size }];
+      if (objects.length === 0 && head !== undefined) return [{ path, ...head }];
+      if (objects.length === 0 && options.allowEmpty === true) return [];
       if (objects.length === 0) {
         throw new InputSourceError(
           `text source '${path}' names no objects: there is no object '${prefix}' in bucket '${bucket}' and none under '${base}'; check the path (a prefix is read as a folder)`,
@@ -50,7 +51,7 @@ export class S3InputStore implements InputStore {
       // Listing needs s3:ListBucket, reading s3:GetObject: one HEAD shows now that reading is allowed too.
       const first = objects.find((o) => o.size > 0);
       if (first !== undefined) await this.sizeOf(bucket, first.key);
-      return objects.map(({ key, size }) => ({ path: `s3://${bucket}/${key}`, size }));
+      return objects.map(({ key, size, modifiedMs }) => ({ path: `s3://${bucket}/${key}`, size, ...(modifiedMs !== undefined ? { modifiedMs } : {}) }));
     } catch (error) {
       throw this.sourceError(path, bucket, error);
     }
@@ -107,23 +108,31 @@ export class S3InputStore implements InputStore {
 
   /** The object's size, or undefined when there is no object with that key. */
   private async sizeOf(bucket: string, key: string): Promise<number | undefined> {
+    return (await this.headOf(bucket, key))?.size;
+  }
+
+  /** The object's size and LastModified, or undefined when there is no object with that key. */
+  private async headOf(bucket: string, key: string): Promise<{ size: number; modifiedMs?: number } | undefined> {
     try {
       const head = await this.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-      return head.ContentLength ?? 0;
+      return { size: head.ContentLength ?? 0, ...(head.LastModified !== undefined ? { modifiedMs: head.LastModified.getTime() } : {}) };
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
     }
   }
 
-  private async list(bucket: string, prefix: string): Promise<{ key: string; size: number }[]> {
-    const objects: { key: string; size: number }[] = [];
+  private async list(bucket: string, prefix: string): Promise<{ key: string; size: number; modifiedMs?: number }[]> {
+    const objects: { key: string; size: number; modifiedMs?: number }[] = [];
     let token: string | undefined;
     do {
       const page = await this.s3.send(
         new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ...(token !== undefined ? { ContinuationToken: token } : {}) }),
       );
-      for (const o of page.Contents ?? []) if (o.Key !== undefined) objects.push({ key: o.Key, size: o.Size ?? 0 });
+      for (const o of page.Contents ?? []) {
+        if (o.Key !== undefined)
+          objects.push({ key: o.Key, size: o.Size ?? 0, ...(o.LastModified !== undefined ? { modifiedMs: o.LastModified.getTime() } : {}) });
+      }
       token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
     } while (token !== undefined);
     return objects;

@@ -13,6 +13,17 @@
 export interface InputFile {
   readonly path: string;
   readonly size: number;
+  /**
+   * When the file got its present name and content (ms since the epoch): locally the later of its change
+   * and modification times (a rename changes the first), on S3 the object's LastModified. A continuous
+   * source tells new files by it. @default - unknown
+   */
+  readonly modifiedMs?: number;
+}
+
+export interface ListFilesOptions {
+  /** A folder or prefix with no files lists as none instead of failing (a monitored prefix may start empty). @default false */
+  readonly allowEmpty?: boolean;
 }
 
 /** Bytes of a file, a chunk at a time. `close` stops reading at once, even while a read is pending. */
@@ -22,7 +33,7 @@ export interface ByteStream extends AsyncIterable<Uint8Array> {
 
 export interface InputStore {
   /** The files of a source path, in order (see the rules above). */
-  listFiles(path: string): Promise<InputFile[]>;
+  listFiles(path: string, options?: ListFilesOptions): Promise<InputFile[]>;
   /**
    * The bytes of `path` from `start` to its end. The caller reads until it has what it needs and closes
    * the stream; `expectedEnd` says where it expects to stop, so a remote store asks for that range first

@@ -35,6 +35,7 @@ const SHA256_PATTERN = /^[0-9a-f]{64}$/;
 export const OPERATOR_KINDS: readonly OperatorKind[] = [
   'source.sequence',
   'source.textFile',
+  'source.connector',
   'source.collection',
   'source.generate',
   'map',
@@ -156,7 +157,15 @@ const keyed = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entri
 
 const OPERATOR_SCHEMAS = {
   'source.sequence': operator('source.sequence', { from: safeInteger(), to: safeInteger() }),
-  'source.textFile': operator('source.textFile', { path: nonEmptyText(), splitSizeBytes: integer(1) }),
+  'source.textFile': v.pipe(
+    operator('source.textFile', { path: nonEmptyText(), splitSizeBytes: integer(1), monitorIntervalMs: v.optional(integer(1)) }),
+    v.transform(({ monitorIntervalMs, ...op }) => (monitorIntervalMs !== undefined ? { ...op, monitorIntervalMs } : op)),
+  ),
+  'source.connector': operator('source.connector', {
+    connector: id(),
+    config: v.custom<Readonly<Record<string, unknown>>>(isPlainObject, found('must be an object')),
+    bounded: v.boolean(found('must be true or false')),
+  }),
   'source.collection': operator('source.collection', { fn: FunctionRefSchema }),
   'source.generate': operator('source.generate', { fn: FunctionRefSchema, count: v.optional(integer(0)), ratePerSecond: v.optional(positiveNumber()) }),
   map: operator('map', { fn: FunctionRefSchema }),

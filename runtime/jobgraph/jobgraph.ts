@@ -62,7 +62,30 @@ export type KeyedEmit = (typeof KeyedEmit)[keyof typeof KeyedEmit];
  */
 export type OperatorSpec =
   | { readonly kind: 'source.sequence'; readonly id: string; readonly name: string; readonly from: number; readonly to: number }
-  | { readonly kind: 'source.textFile'; readonly id: string; readonly name: string; readonly path: string; readonly splitSizeBytes: number }
+  /**
+   * Lines of a file or folder; with `monitorIntervalMs` the folder (prefix) is listed every that many ms
+   * and each new file is read once, without end (Flink's FileSource.monitorContinuously).
+   */
+  | {
+      readonly kind: 'source.textFile';
+      readonly id: string;
+      readonly name: string;
+      readonly path: string;
+      readonly splitSizeBytes: number;
+      readonly monitorIntervalMs?: number;
+    }
+  /**
+   * A source of a registered connector (Flink's `fromSource`): the JobMaster's SplitEnumerator and the
+   * tasks' SourceReader registered under `connector` read it, configured by `config` (plain JSON data).
+   */
+  | {
+      readonly kind: 'source.connector';
+      readonly id: string;
+      readonly name: string;
+      readonly connector: string;
+      readonly config: Readonly<Record<string, unknown>>;
+      readonly bounded: boolean;
+    }
   | { readonly kind: 'source.collection'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   /** Records fn(0), fn(1), …: `count` of them (bounded) or without end; at most `ratePerSecond` over all subtasks. */
   | {
@@ -255,6 +278,7 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
       return op.encoder === undefined ? [] : [op.encoder];
     case 'source.sequence':
     case 'source.textFile':
+    case 'source.connector':
     case 'sink.collect':
       return [];
     default:

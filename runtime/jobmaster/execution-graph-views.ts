@@ -9,7 +9,7 @@ import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskResult } from '../protocol/task-deployment.js';
 import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 import type { Execution, ExecutionGraph } from './execution-graph.js';
-import type { SplitAssigner } from './input-splits.js';
+import type { SourceCoordinators } from './source-coordinators.js';
 import type { PartitionTracker, TrackedPartition } from './partition-tracker.js';
 import type { RegionPlan } from './pipelined-regions.js';
 import type { SlotPool } from './slot-pool.js';
@@ -40,7 +40,7 @@ export function vertexMetrics(
   jobGraph: JobGraph,
   graph: ExecutionGraph,
   regions: RegionPlan,
-  splitAssigners: ReadonlyMap<string, SplitAssigner>,
+  sources: Pick<SourceCoordinators, 'progress'>,
   vertexTimes: VertexTimes,
 ): VertexMetrics[] {
   const detailed = graph.executionVertices.length <= MAX_SUBTASK_DETAILS;
@@ -61,7 +61,7 @@ export function vertexMetrics(
     }
     const times = vertexTimes.get(vertex.id) ?? {};
     const tasks = graph.vertexCounts(vertex.id);
-    const splits = splitAssigners.get(vertex.id);
+    const splits = sources.progress(vertex.id);
     return {
       id: vertex.id,
       name: vertex.name,
@@ -69,7 +69,7 @@ export function vertexMetrics(
       region: regions.regionOf(vertex.id).index,
       tasks,
       // Each running subtask may hold one split it has not read to its end.
-      ...(splits !== undefined
+      ...(splits?.total !== undefined
         ? {
             splits: {
               done: tasks.finished === tasks.total ? splits.handedOut : Math.max(0, splits.handedOut - tasks.running - tasks.deploying),

@@ -30,7 +30,7 @@ import type { JobException, JobRecordUpdate, JobRecovery, JobStore, ThroughputSa
 import { JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { ClusterResources } from '../protocol/resourcemanager-gateway.js';
-import type { InputSplit } from '../protocol/task-deployment.js';
+import { NO_SPLIT_YET, SPLIT_REQUEST_HOLD_MS, type SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskExecutorGateway, TaskExecutorHeartbeatPayload } from '../protocol/taskexecutor-gateway.js';
 import { MainThread } from '../rpc/main-thread.js';
 import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-service.js';
@@ -41,7 +41,7 @@ import {
   type TaskExecutionStateUpdate,
   type TaskManagerInfo,
 } from '../protocol/jobmaster-gateway.js';
-import { listInputFiles, SplitAssigner } from './input-splits.js';
+import { SourceCoordinators } from './source-coordinators.js';
 import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
@@ -125,7 +125,7 @@ export class JobMaster implements JobMasterGateway {
   private readonly jobId: JobId;
   private readonly log: Logger;
   private readonly taskManagers = new Map<ResourceId, RegisteredTaskManager>();
-  private readonly splitAssigners = new Map<string, SplitAssigner>();
+  private readonly sources: SourceCoordinators;
   private readonly heartbeats: HeartbeatManager<TaskExecutorHeartbeatPayload>;
   private readonly slotPool: SlotPool;
   private readonly rm: ResourceManagerConnection;
@@ -203,6 +203,13 @@ export class JobMaster implements JobMasterGateway {
         slotRequestTimedOut: (required, held) => void this.slotRequestTimedOut(required, held),
       },
     });
+    this.sources = new SourceCoordinators({
+      clock: deps.clock,
+      main: this.main,
+      log: this.log,
+      fileOpenTimeoutMs: deps.config.fileOpenTimeoutMs,
+      failJob: (error) => this.scheduler.failJob(toErrorInfo(error), { timestampMs: this.deps.clock.now(), message: errorMessage(error) }),
+    });
     this.scheduler = new Scheduler({
       jobGraph: deps.jobGraph,
       jobId: this.jobId,
@@ -215,7 +222,7 @@ export class JobMaster implements JobMasterGateway {
         gateway: (id) => this.taskManagers.get(id)?.gateway,
         dataAddress: (id) => this.taskManagers.get(id)?.info.dataAddress ?? '',
       },
-      splitAssigners: this.splitAssigners,
+      sources: this.sources,
       restartStrategy: createRestartStrategy(resolveRestartStrategy(deps.config, deps.jobGraph.restartStrategy)),
       listener: {
         progressChanged: () => this.progressChanged(),
@@ -277,13 +284,7 @@ export class JobMaster implements JobMasterGateway {
       this.log.info('job running', { tasks: this.scheduler.graph.executions.length, slots: this.scheduler.totalSlots });
       try {
         await this.renewDataCredentials();
-        for (const vertex of this.deps.jobGraph.vertices) {
-          const source = vertex.operators[0];
-          if (source?.kind === 'source.textFile') {
-            const files = await listInputFiles(source.path, this.deps.config.fileOpenTimeoutMs);
-            this.splitAssigners.set(vertex.id, new SplitAssigner(files, source.splitSizeBytes));
-          }
-        }
+        await this.sources.start(this.deps.jobGraph);
       } catch (error) {
         this.scheduler.failJob(toErrorInfo(error), { timestampMs: this.deps.clock.now(), message: errorMessage(error) });
         return;
@@ -395,7 +396,12 @@ export class JobMaster implements JobMasterGateway {
     });
   }
 
-  requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null> {
+  /** An unbounded source with no split now holds the request until one appears, at most SPLIT_REQUEST_HOLD_MS. */
+  async requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId, finishedSplitIds: readonly string[] = []): Promise<SplitAnswer> {
+    const finished = Array.isArray(finishedSplitIds) ? finishedSplitIds.filter((id): id is string => typeof id === 'string') : [];
+    const answer = await this.main.run(() => this.scheduler.nextInputSplit(vertexId, attemptId, finished));
+    if (answer !== NO_SPLIT_YET) return answer;
+    await this.sources.waitForSplits(vertexId, SPLIT_REQUEST_HOLD_MS);
     return this.main.run(() => this.scheduler.nextInputSplit(vertexId, attemptId));
   }
 
@@ -576,6 +582,7 @@ export class JobMaster implements JobMasterGateway {
       ...(resultKey ? { resultKey } : {}),
     });
     this.log.info('job reached a terminal state', { status, recorded: written !== undefined });
+    this.sources.close();
     this.releasePartitions();
     this.slotPool.close(`job ${status}`);
     await this.rm.close(`job ${status}`);
@@ -711,6 +718,7 @@ export class JobMaster implements JobMasterGateway {
     this.cancelWatch?.cancel();
     this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();
+    this.sources.close();
     await this.main.close();
   }
 }

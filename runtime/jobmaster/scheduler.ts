@@ -17,7 +17,7 @@ import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from 
 import { readsUnboundedSource } from '../jobgraph/boundedness.js';
 import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
-import type { InputSplit } from '../protocol/task-deployment.js';
+import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
@@ -35,9 +35,9 @@ import {
 import { ExecutionDeployer, type TaskManagerLookup } from './execution-deployer.js';
 import { RestartPipelinedRegionFailoverStrategy } from './failover-strategy.js';
 import { ExecutionFailureHandler, isRestartable, TASK_EXECUTOR_LEAVING, type FailureHandlingResult } from './failure-handler.js';
-import type { SplitAssigner } from './input-splits.js';
 import { JobRecoveryHandler } from './job-recovery-handler.js';
 import { PartitionTracker } from './partition-tracker.js';
+import type { SourceCoordinators } from './source-coordinators.js';
 import { computePipelinedRegions, type PipelinedRegion, type RegionPlan } from './pipelined-regions.js';
 import type { RestartBackoffTimeStrategy } from './restart-strategy.js';
 import { SlotSharingExecutionSlotAllocator } from './slot-sharing-allocator.js';
@@ -68,8 +68,8 @@ export interface SchedulerOptions {
   readonly logger: Logger;
   readonly slotPool: SlotPool;
   readonly taskManagers: TaskManagerLookup;
-  /** Split assigners of the text file source vertices, by vertex id. */
-  readonly splitAssigners: ReadonlyMap<string, SplitAssigner>;
+  /** The split enumerators of the source vertices that have one. */
+  readonly sources: Pick<SourceCoordinators, 'has' | 'nextSplit' | 'restart' | 'progress'>;
   readonly restartStrategy: RestartBackoffTimeStrategy;
   readonly listener: SchedulerListener;
   /** An attempt that will never be committed ended (failed, cancelled, or superseded by a restart). */
@@ -333,13 +333,16 @@ export class Scheduler {
     if (changed) this.o.listener.progressChanged();
   }
 
-  /** The next split of a source vertex for this attempt; none for a stale or stopping attempt. */
-  nextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): InputSplit | null {
+  /**
+   * The next split of a source vertex for this attempt; none for a stale or stopping attempt. `finished`
+   * names the splits the attempt read to their end since it last asked.
+   */
+  nextInputSplit(vertexId: string, attemptId: ExecutionAttemptId, finished: readonly string[] = []): SplitAnswer {
     const execution = this.graph.execution(attemptId);
     if (execution === undefined || execution.vertex.id !== vertexId) return null;
     // An attempt being cancelled must not take splits its successor needs.
     if (execution.state === ExecutionState.CANCELING || isExecutionTerminal(execution.state) || this.restarting.has(execution.executionVertex)) return null;
-    return this.o.splitAssigners.get(vertexId)?.nextSplit() ?? null;
+    return this.o.sources.nextSplit(vertexId, execution.executionVertex.subtaskIndex, attemptId, finished);
   }
 
   /**
@@ -401,7 +404,7 @@ export class Scheduler {
 
   /** Per-vertex progress and counters, as the job record and GET /jobs/:id show them. */
   vertexMetrics(): VertexMetrics[] {
-    return vertexMetrics(this.o.jobGraph, this.graph, this.regions, this.o.splitAssigners, this.vertexTimes);
+    return vertexMetrics(this.o.jobGraph, this.graph, this.regions, this.o.sources, this.vertexTimes);
   }
 
   /**
@@ -558,16 +561,16 @@ export class Scheduler {
     for (const pending of [...this.pendingRestarts]) {
       if (!pending.delayPassed || [...pending.vertices].some((ev) => !isExecutionTerminal(ev.current.state))) continue;
       this.pendingRestarts.delete(pending);
-      const sources = new Set<string>();
+      const sources = new Map<string, ExecutionAttemptId[]>();
       for (const ev of pending.vertices) {
         if (this.restarting.get(ev) !== pending) continue;
         this.restarting.delete(ev);
         this.o.attemptDiscarded?.(ev.current);
+        if (this.o.sources.has(ev.jobVertex.id)) sources.set(ev.jobVertex.id, [...(sources.get(ev.jobVertex.id) ?? []), ev.current.attemptId]);
         this.graph.resetForNewExecution(ev);
-        if (this.o.splitAssigners.has(ev.jobVertex.id)) sources.add(ev.jobVertex.id);
       }
-      // A source vertex restarts as a whole: every split goes back in line.
-      for (const id of sources) this.o.splitAssigners.get(id)!.reset();
+      // A source vertex restarts as a whole: its enumerator starts over, or gets its splits back.
+      for (const [id, attempts] of sources) this.o.sources.restart(id, attempts);
       if (pending.global) this.setStatus(JobStatus.RUNNING);
       completed = true;
     }

@@ -16,7 +16,7 @@ export class FsInputStore implements InputStore {
       if (code === 'ENOENT' || code === 'ENOTDIR') throw new InputSourceError(`text source: '${path}' does not exist`);
       throw new InputSourceError(`text source: cannot open '${path}': ${errorMessage(error)}`);
     }
-    if (s.isFile()) return [{ path, size: s.size }];
+    if (s.isFile()) return [{ path, size: s.size, modifiedMs: Math.max(s.mtimeMs, s.ctimeMs) }];
     if (!s.isDirectory()) throw new InputSourceError(`text source: '${path}' is neither a file nor a folder`);
     let names: string[];
     try {
@@ -28,7 +28,7 @@ export class FsInputStore implements InputStore {
     for (const name of names) {
       const child = join(path, name);
       const cs = await stat(child);
-      if (cs.isFile()) files.push({ path: child, size: cs.size });
+      if (cs.isFile()) files.push({ path: child, size: cs.size, modifiedMs: Math.max(cs.mtimeMs, cs.ctimeMs) });
     }
     return files;
   }

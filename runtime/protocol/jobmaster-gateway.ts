@@ -4,7 +4,8 @@ import type { ErrorInfo } from '../core/errors.js';
 import type { ResourceProfile } from '../core/resource-profile.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
 import type { ClusterResources } from './resourcemanager-gateway.js';
-import type { InputSplit, TaskResult } from './task-deployment.js';
+import type { SplitAnswer } from './source-splits.js';
+import type { TaskResult } from './task-deployment.js';
 
 export interface TaskManagerInfo {
   readonly resourceId: ResourceId;
@@ -46,8 +47,12 @@ export interface JobMasterGateway {
    * last call). Answers, per update, what updateTaskExecutionState would.
    */
   updateTaskExecutionStates(updates: readonly TaskExecutionStateUpdate[]): Promise<boolean[]>;
-  /** Hands out the next split of a source vertex, or null when all are taken. */
-  requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId): Promise<InputSplit | null>;
+  /**
+   * Hands out the next split of a source vertex to one of its attempts: a split, NO_SPLIT_YET (an unbounded
+   * source has none now: ask again), or null when no more come. `finishedSplitIds` are the splits the
+   * attempt read to their end since it last asked.
+   */
+  requestNextInputSplit(vertexId: string, attemptId: ExecutionAttemptId, finishedSplitIds?: readonly string[]): Promise<SplitAnswer>;
   disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void>;
   /**
    * The TaskExecutor is leaving (it was asked to stop: a Spot interruption, a scale-in). Its running tasks

@@ -1,5 +1,6 @@
 // What the JobMaster sends a TaskExecutor to run one subtask: the operator chain, where its inputs come
 // from and what it produces.
+import type { SourceSplit } from './source-splits.js';
 import { ResultPartitionId, type AllocationId, type ExecutionAttemptId, type JobId, type ResourceId } from '../core/ids.js';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import type { StagedPart } from '../blob/output-rules.js';
@@ -131,9 +132,10 @@ export interface TaskDeploymentDescriptor {
 
 /**
  * A split of a text file source: a byte range; the reader owns lines that start inside it. A compressed
- * file is one split (start 0, its whole size), read to the end of its decompressed lines.
+ * file is one split (start 0, its whole size), read to the end of its decompressed lines. Its reader
+ * position is the file and `start`: a split cut at a line start past what a reader read resumes there.
  */
-export interface InputSplit {
+export interface InputSplit extends SourceSplit {
   readonly splitNumber: number;
   /** A local absolute path, or `s3://bucket/key`. */
   readonly path: string;

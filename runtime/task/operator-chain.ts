@@ -148,6 +148,7 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
           break;
         case 'source.sequence':
         case 'source.textFile':
+        case 'source.connector':
         case 'source.generate':
         case 'source.collection':
         case 'sink.textFile':

@@ -18,7 +18,8 @@ import { BlockingPartitionWriter } from '../network/blocking-partition.js';
 import { collectNetworkMetrics } from './task-metrics.js';
 import { newChainCounters, TaskIoMetrics, TaskRates, type ChainCounters } from './task-io-metrics.js';
 import { runOperatorChain, TaskCanceledError } from './operator-chain.js';
-import { inputChannelsOf, needsUserCode, type InputSplit, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
+import type { SplitAnswer } from '../protocol/source-splits.js';
+import { inputChannelsOf, needsUserCode, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import { keySelectorOf } from './operator-chain.js';
 import { operatorOf } from './task-io.js';
 import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
@@ -94,7 +95,7 @@ export class SlotWorkerRuntime {
   private readonly libraryModules = new Map<string, Promise<Record<string, unknown>>>();
   /** The libraries the main thread sent this worker, by sha256, until the thread is recycled. */
   private readonly libraries = new Map<string, Uint8Array>();
-  private readonly splitRequests = new Map<number, { resolve: (s: InputSplit | null) => void; reject: (e: Error) => void }>();
+  private readonly splitRequests = new Map<number, { resolve: (s: SplitAnswer) => void; reject: (e: Error) => void }>();
   private nextRequestId = 1;
   /** How often the thread was recycled: part of each library instance's name, so no instance outlives a recycle. */
   private recycled = 0;
@@ -350,7 +351,7 @@ export class SlotWorkerRuntime {
         signal,
         outputs: task.outputs,
         input: task.gate,
-        requestSplit: () => this.requestSplit(tdd, signal),
+        requestSplit: (finished) => this.requestSplit(tdd, signal, finished),
         counters: task.counters,
         ioMetrics: task.ioMetrics,
         ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
@@ -377,9 +378,9 @@ export class SlotWorkerRuntime {
     }
   }
 
-  private requestSplit(tdd: TaskDeploymentDescriptor, signal: TaskSignal): Promise<InputSplit | null> {
+  private requestSplit(tdd: TaskDeploymentDescriptor, signal: TaskSignal, finished: readonly string[] = []): Promise<SplitAnswer> {
     const requestId = this.nextRequestId++;
-    return new Promise<InputSplit | null>((resolve, reject) => {
+    return new Promise<SplitAnswer>((resolve, reject) => {
       const onAbort = (): void => {
         this.splitRequests.delete(requestId);
         reject(signal.reason);
@@ -395,7 +396,7 @@ export class SlotWorkerRuntime {
           reject(e);
         },
       });
-      this.post({ type: 'request-split', requestId, vertexId: tdd.vertexId, attemptId: tdd.attemptId });
+      this.post({ type: 'request-split', requestId, vertexId: tdd.vertexId, attemptId: tdd.attemptId, ...(finished.length > 0 ? { finished } : {}) });
     });
   }
 }

@@ -5,6 +5,9 @@ import { CONFIG_OPTIONS } from '../core/config.js';
 import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { checkCanceled, idleWait, isThenable, TaskSetupError, userFunction, yieldToEventLoop, YieldPacer, type Emit, type TaskIo } from './task-io.js';
+import { NO_SPLIT_YET, type SplitAnswer } from '../protocol/source-splits.js';
+import type { InputSplit } from '../protocol/task-deployment.js';
+import { runConnectorSource } from './source-readers.js';
 import { readSplitLineBatches } from './text-file-reader.js';
 
 /** Subtask i of p gets the i-th of p contiguous, near-equal ranges of [from, to]. */
@@ -60,16 +63,25 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
     }
     case 'source.textFile': {
       // The next split is asked for while this one is read, so the round trip to the JobMaster does not
-      // leave the task idle between splits.
-      let upcoming = io.requestSplit();
+      // leave the task idle between splits; each request names the splits read to their end before it.
+      let finished: string[] = [];
+      const ask = (): Promise<SplitAnswer> => {
+        const request = io.requestSplit(finished);
+        finished = [];
+        // Without a handler, a failed request would count as unhandled until the next await reaches it.
+        request.catch(() => undefined);
+        return request;
+      };
+      let upcoming = ask();
       for (;;) {
         checkCanceled(io);
         // Waiting for the next split is waiting for input: idle.
-        const split = await idleWait(io, upcoming);
-        if (split === null) break;
-        upcoming = io.requestSplit();
-        // Without a handler, a failed request would count as unhandled until the next await reaches it.
-        upcoming.catch(() => undefined);
+        const answer = await idleWait(io, upcoming);
+        if (answer === null) break;
+        upcoming = ask();
+        // A monitored folder with nothing new: the request was held by the JobMaster; ask again.
+        if (answer === NO_SPLIT_YET) continue;
+        const split = answer as InputSplit;
         // Per split, the job's latest credentials: its JobMaster renews them while a long source runs.
         const credentials = currentJobDataCredentials(io.tdd.jobId, io.tdd.dataCredentials);
         const readOptions = {
@@ -82,9 +94,13 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
             if (p !== undefined) await p;
           }
         }
+        finished.push(split.splitId);
       }
       break;
     }
+    case 'source.connector':
+      await runConnectorSource(io, op, step);
+      break;
     case 'source.generate':
       await runGenerator(io, op, step);
       break;

@@ -5,7 +5,8 @@ import type { TaskSignal } from '../core/cancellation.js';
 import { functionKey, type FunctionRef, type OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { InputGate } from '../network/input-gate.js';
 import type { ResultPartition } from '../network/result-partition.js';
-import type { InputSplit, TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
+import type { SplitAnswer } from '../protocol/source-splits.js';
+import type { TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import type { KeyedFunctions, KeyedOperatorSpec } from './keyed-operators.js';
 import type { ChainCounters, TaskIoMetrics } from './task-io-metrics.js';
 
@@ -35,7 +36,11 @@ export interface TaskIo {
   readonly outputs: readonly ResultPartition[];
   /** Union of every input channel of the task; undefined for a source task. */
   readonly input: InputGate | undefined;
-  requestSplit(): Promise<InputSplit | null>;
+  /**
+   * The source's next split from its enumerator: a split, NO_SPLIT_YET (ask again), or null (no more).
+   * `finishedSplitIds` names the splits read to their end since the last request.
+   */
+  requestSplit(finishedSplitIds?: readonly string[]): Promise<SplitAnswer>;
   /** 'execution.combiner.max-keys'. @default - CONFIG_OPTIONS.combinerMaxKeys.default */
   readonly combinerMaxKeys?: number;
   /** Where the chain counts its records (and keeps its watermark) as it goes, for whoever reports them while the task runs. */

@@ -5,7 +5,7 @@
 // main → worker
 //   deploy            start a task: its descriptor, the library code (if it has user functions), settings
 //   cancel            stop a task: it ends CANCELED (the main thread terminates the worker if it does not)
-//   split             answer to requestSplit: the next InputSplit or null (no more), or an error
+//   split             answer to requestSplit: the next split, NO_SPLIT_YET (ask again) or null (no more), or an error
 //   attach-producer   a consumer wants subpartition `subpartitionIndex` of a partition this worker holds:
 //                     `port` is that consumer's channel (another worker's port, or a bridge to TCP)
 //   attach-consumer   the transport of one input channel of a task: a MessagePort to the producer
@@ -18,7 +18,7 @@
 // worker → main
 //   ready             the worker is listening
 //   state             a task's state change: INITIALIZING, RUNNING, then FINISHED (result) | FAILED (error) | CANCELED
-//   request-split     a text-file source wants its next split (the main thread asks the JobMaster)
+//   request-split     a source wants its next split, naming those it finished (the main thread asks the JobMaster)
 //   register-partition   a task's output partition exists: consumers may now be attached
 //   partition-done    every subpartition delivered end-of-partition or was released
 //   blocking-partition-finished   a blocking partition's files are complete (sent before the producer's
@@ -38,7 +38,8 @@ import type { ErrorInfo } from '../core/errors.js';
 import type { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
 import type { BlockingPartitionFiles } from '../network/blocking-partition.js';
-import type { InputSplit, TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
+import type { SplitAnswer } from '../protocol/source-splits.js';
+import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
 import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 
 /** What a task needs from the configuration, resolved on the main thread. */
@@ -62,7 +63,7 @@ export interface TaskSettings {
 export type MainToWorker =
   | { readonly type: 'deploy'; readonly tdd: TaskDeploymentDescriptor; readonly library: Uint8Array | undefined; readonly settings: TaskSettings }
   | { readonly type: 'cancel'; readonly attemptId: ExecutionAttemptId }
-  | { readonly type: 'split'; readonly requestId: number; readonly split: InputSplit | null; readonly error?: ErrorInfo }
+  | { readonly type: 'split'; readonly requestId: number; readonly split: SplitAnswer; readonly error?: ErrorInfo }
   | { readonly type: 'attach-producer'; readonly partitionId: ResultPartitionId; readonly subpartitionIndex: number; readonly port: MessagePort }
   | { readonly type: 'attach-consumer'; readonly attemptId: ExecutionAttemptId; readonly channelIndex: number; readonly port: MessagePort }
   | {
@@ -82,7 +83,13 @@ export type WorkerToMain =
   | { readonly type: 'ready' }
   | { readonly type: 'recycled'; readonly changes: readonly string[] }
   | { readonly type: 'state'; readonly attemptId: ExecutionAttemptId; readonly state: ExecutionState; readonly error?: ErrorInfo; readonly result?: TaskResult }
-  | { readonly type: 'request-split'; readonly requestId: number; readonly vertexId: string; readonly attemptId: ExecutionAttemptId }
+  | {
+      readonly type: 'request-split';
+      readonly requestId: number;
+      readonly vertexId: string;
+      readonly attemptId: ExecutionAttemptId;
+      readonly finished?: readonly string[];
+    }
   | { readonly type: 'register-partition'; readonly attemptId: ExecutionAttemptId; readonly partitionId: ResultPartitionId }
   | { readonly type: 'partition-done'; readonly partitionId: ResultPartitionId }
   | { readonly type: 'blocking-partition-finished'; readonly attemptId: ExecutionAttemptId; readonly files: BlockingPartitionFiles }

@@ -6,7 +6,8 @@
 import type { Logger } from '../core/logger.js';
 import type { ErrorInfo } from '../core/errors.js';
 import type { MainThread } from '../rpc/main-thread.js';
-import type { InputSplit, TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
+import type { SplitAnswer } from '../protocol/source-splits.js';
+import type { TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import type { TaskSettings, WorkerToMain } from '../task/worker-protocol.js';
 import { SlotWorker, type SlotWorkerMode } from './slot-worker-handle.js';
 
@@ -177,7 +178,7 @@ export class SlotWorkerPool {
     worker.post({ type: 'cancel', attemptId });
   }
 
-  answerSplit(worker: SlotWorker, requestId: number, answer: { split: InputSplit | null } | { error: ErrorInfo }): void {
+  answerSplit(worker: SlotWorker, requestId: number, answer: { split: SplitAnswer } | { error: ErrorInfo }): void {
     worker.post('error' in answer ? { type: 'split', requestId, split: null, error: answer.error } : { type: 'split', requestId, split: answer.split });
   }
 

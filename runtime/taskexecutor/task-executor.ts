@@ -163,7 +163,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       listener: {
         taskState: (worker, m) =>
           this.tasks.onTaskState(worker, m.attemptId, m.state, { ...(m.error ? { error: m.error } : {}), ...(m.result ? { result: m.result } : {}) }),
-        requestSplit: (worker, m) => this.tasks.onSplitRequest(worker, m.requestId, m.vertexId, m.attemptId),
+        requestSplit: (worker, m) => this.tasks.onSplitRequest(worker, m.requestId, m.vertexId, m.attemptId, m.finished ?? []),
         taskCounters: (worker, m) => {
           for (const t of m.tasks) this.slotTable.updateCounters(t.attemptId, worker, t);
         },

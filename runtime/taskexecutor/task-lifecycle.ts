@@ -158,10 +158,10 @@ export class TaskLifecycle {
     else if (this.o.slotTable.setState(task, state)) this.report(task, { attemptId, state });
   }
 
-  onSplitRequest(worker: SlotWorker, requestId: number, vertexId: string, attemptId: ExecutionAttemptId): void {
+  onSplitRequest(worker: SlotWorker, requestId: number, vertexId: string, attemptId: ExecutionAttemptId, finished: readonly string[]): void {
     const task = this.o.slotTable.task(attemptId);
     if (task === undefined) return;
-    task.leader.gateway.requestNextInputSplit(vertexId, attemptId).then(
+    task.leader.gateway.requestNextInputSplit(vertexId, attemptId, finished).then(
       (split) => this.o.workers.answerSplit(worker, requestId, { split }),
       (error: unknown) => this.o.workers.answerSplit(worker, requestId, { error: toErrorInfo(error) }),
     );

@@ -64,7 +64,7 @@ describe('open deadlines in the task runtime', () => {
 
   it('fails a text source whose split does not open within the deadline, naming the file', async () => {
     const input = fifo(join(dir, 'input.txt'));
-    const splits: InputSplit[] = [{ splitNumber: 0, path: input, start: 0, length: 100 }];
+    const splits: InputSplit[] = [{ splitId: `${input}@0`, splitNumber: 0, path: input, start: 0, length: 100 }];
     const run = runOperatorChain(
       io(
         tdd([
@@ -87,7 +87,7 @@ describe('open deadlines in the task runtime', () => {
 
   it("names the file when a text source's split cannot be read at all", async () => {
     const missing = join(dir, 'gone.txt');
-    const splits: InputSplit[] = [{ splitNumber: 3, path: missing, start: 0, length: 10 }];
+    const splits: InputSplit[] = [{ splitId: `${missing}@0`, splitNumber: 3, path: missing, start: 0, length: 10 }];
     const run = runOperatorChain(
       io(
         tdd([

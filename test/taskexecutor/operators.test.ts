@@ -18,7 +18,8 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function splitsOf(path: string, size: number, splitSize: number): InputSplit[] {
   const out: InputSplit[] = [];
-  for (let start = 0; start < size; start += splitSize) out.push({ splitNumber: out.length, path, start, length: Math.min(splitSize, size - start) });
+  for (let start = 0; start < size; start += splitSize)
+    out.push({ splitId: `${path}@${start}`, splitNumber: out.length, path, start, length: Math.min(splitSize, size - start) });
   return out;
 }
 

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../runtime/core/clock.js';
 import { ExecutionAttemptId, JobId, AllocationId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
-import type { TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
+import type { InputSplit, TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { MainThread } from '../../runtime/rpc/main-thread.js';
 import type { TaskSettings, WorkerToMain } from '../../runtime/task/worker-protocol.js';
 import type { SlotWorker } from '../../runtime/taskexecutor/slot-worker-handle.js';
@@ -168,13 +168,15 @@ describe('SlotWorkerPool', () => {
 
   it('carries a split answer back to the worker that asked', async () => {
     const { pool: p, heard } = pool(1, (self, worker, m) =>
-      self.answerSplit(worker, m.requestId, { split: { splitNumber: 4, path: '/in.txt', start: 0, length: 10 } }),
+      self.answerSplit(worker, m.requestId, { split: { splitId: '/in.txt@0', splitNumber: 4, path: '/in.txt', start: 0, length: 10 } as InputSplit }),
     );
     const task = tdd('split');
     p.deploy(p.ensureWorker(0), task, undefined, settings);
     await waitFor('FINISHED', () => statesOf(heard, task.attemptId).includes('FINISHED'));
     const finished = heard.find((h) => h.message?.type === 'state' && h.message.state === 'FINISHED')!.message as Extract<WorkerToMain, { type: 'state' }>;
-    expect(finished.result?.collected).toEqual([{ type: 'split', requestId: 41, split: { splitNumber: 4, path: '/in.txt', start: 0, length: 10 } }]);
+    expect(finished.result?.collected).toEqual([
+      { type: 'split', requestId: 41, split: { splitId: '/in.txt@0', splitNumber: 4, path: '/in.txt', start: 0, length: 10 } },
+    ]);
   });
 
   describe('a freed slot worker thread', () => {

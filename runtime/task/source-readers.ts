@@ -1,0 +1,110 @@
+// The SourceReader port (Flink's FLIP-27 SourceReader) and the task's loop around it for connector
+// sources: it asks the JobMaster's SplitEnumerator for splits, reads every split it holds at once (a
+// Kinesis reader keeps reading its shards), serializes what they emit, and reports finished splits with
+// its next request. A connector registers its reader factory under its name; entry points register theirs.
+import type { TaskSignal } from '../core/cancellation.js';
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import { NO_SPLIT_YET, type SourceSplit } from '../protocol/source-splits.js';
+import { checkCanceled, idleWait, TaskSetupError, type TaskIo } from './task-io.js';
+
+/** Where a reader puts its records. Awaiting the returned promise is backpressure: a reader must await it. */
+export interface ReaderOutput {
+  /** One record, with its event timestamp (ms) when the source knows it (e.g. a Kinesis arrival time). */
+  collect(record: unknown, timestampMs?: number): Promise<void> | void;
+}
+
+export interface SourceReaderContext {
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  /** Aborted when the task is cancelled: a reader stops reading then. */
+  readonly signal: TaskSignal;
+  /** The job's id and task name, for messages and logs. */
+  readonly taskName: string;
+}
+
+export type ConnectorSourceSpec = Extract<OperatorSpec, { kind: 'source.connector' }>;
+
+export interface SourceReader<S extends SourceSplit = SourceSplit> {
+  /**
+   * Reads `split` to its end, passing each record to `output`; the promise settles when the split is
+   * finished (never, for a split without end, unless the signal aborts). A rejection fails the task.
+   */
+  readSplit(split: S, output: ReaderOutput): Promise<void>;
+  /** Releases the reader's clients when the task ends. */
+  close?(): Promise<void> | void;
+}
+
+export type SourceReaderFactory = (source: ConnectorSourceSpec, context: SourceReaderContext) => SourceReader;
+
+const factories = new Map<string, SourceReaderFactory>();
+
+/** Registers the reader of a connector, under the name its sources carry (`source.connector`'s `connector`). */
+export function registerSourceReader(connector: string, factory: SourceReaderFactory): void {
+  factories.set(connector, factory);
+}
+
+/**
+ * Runs a connector source: splits are read concurrently, each as it arrives; records reach `emit` one at a
+ * time, in the order readers hand them over. Ends when the enumerator has no more splits for this reader and
+ * every split is read (a bounded source); an unbounded one runs until cancelled.
+ */
+export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, emit: (record: unknown) => Promise<void> | void): Promise<void> {
+  const factory = factories.get(op.connector);
+  if (factory === undefined) {
+    throw new TaskSetupError(
+      `task ${io.tdd.taskName}: source '${op.name}' reads connector '${op.connector}', but no source reader is registered for it in this TaskExecutor; run the job on a backend that offers '${op.connector}'`,
+    );
+  }
+  const reader = factory(op, { subtaskIndex: io.tdd.subtaskIndex, parallelism: io.tdd.parallelism, signal: io.signal, taskName: io.tdd.taskName });
+  // One emission at a time: a reader whose record waits on backpressure holds the others back.
+  let tail: Promise<void> | undefined;
+  const output: ReaderOutput = {
+    collect(record) {
+      if (tail === undefined) {
+        const p = emit(record);
+        if (p === undefined) return undefined;
+        const t: Promise<void> = p.finally(() => {
+          if (tail === t) tail = undefined;
+        });
+        tail = t;
+        return t;
+      }
+      const t: Promise<void> = tail
+        .then(() => emit(record))
+        .finally(() => {
+          if (tail === t) tail = undefined;
+        });
+      tail = t;
+      return t;
+    },
+  };
+  const finished: string[] = [];
+  const reading = new Set<Promise<void>>();
+  let failWith: (e: unknown) => void = () => undefined;
+  const failed = new Promise<never>((_, reject) => (failWith = reject));
+  failed.catch(() => undefined);
+  try {
+    for (;;) {
+      checkCanceled(io);
+      const request = io.requestSplit(finished.splice(0));
+      request.catch(() => undefined);
+      // Waiting for a split is waiting for input: idle.
+      const answer = await idleWait(io, Promise.race([request, failed]));
+      if (answer === null) break;
+      if (answer === NO_SPLIT_YET) continue;
+      const split = answer;
+      const p = reader.readSplit(split, output).then(
+        () => {
+          finished.push(split.splitId);
+        },
+        (error: unknown) => failWith(error),
+      );
+      reading.add(p);
+      void p.finally(() => reading.delete(p));
+    }
+    while (reading.size > 0) await Promise.race([Promise.all(reading), failed]);
+    if (tail !== undefined) await tail;
+  } finally {
+    await reader.close?.();
+  }
+}
