@@ -74,13 +74,14 @@ describe('S3InputStore on S3', () => {
     await put('tree/logs/c/_SUCCESS', '{}');
     await put('tree/logsbook.txt', 'not below the prefix\n');
     const uri = `s3://${bucket()}/tree/logs`;
-    expect(await store.listFiles(uri)).toEqual([
+    const sizes = (files: { path: string; size: number }[]): { path: string; size: number }[] => files.map(({ path, size }) => ({ path, size }));
+    expect(sizes(await store.listFiles(uri))).toEqual([
       { path: `${uri}/2024/b.txt`, size: 2 },
       { path: `${uri}/a.txt`, size: 2 },
     ]);
     expect(await readAllLines(store, uri, 1)).toEqual(['b', 'a']);
     // A trailing '/' names the same prefix; a key names just its object.
-    expect(await store.listFiles(`${uri}/a.txt`)).toEqual([{ path: `${uri}/a.txt`, size: 2 }]);
+    expect(sizes(await store.listFiles(`${uri}/a.txt`))).toEqual([{ path: `${uri}/a.txt`, size: 2 }]);
     // An empty object named like the prefix is a folder marker too.
     await put('tree/logs', '');
     expect((await store.listFiles(uri)).map((f) => f.path)).toEqual([`${uri}/2024/b.txt`, `${uri}/a.txt`]);
@@ -130,6 +131,8 @@ describe('S3InputStore on S3', () => {
         `text source 's3://${bucket()}/nowhere' names no objects: there is no object 'nowhere' in bucket '${bucket()}' and none under 'nowhere/'; check the path (a prefix is read as a folder)`,
       ),
     );
+    // A monitored prefix may have no objects yet: with allowEmpty it lists as none.
+    expect(await store.listFiles(`s3://${bucket()}/nowhere`, { allowEmpty: true })).toEqual([]);
     const absent = uniqueName('floe-absent');
     await expect(store.listFiles(`s3://${absent}/in`)).rejects.toThrow(
       new InputSourceError(`text source 's3://${absent}/in': the bucket '${absent}' does not exist (NoSuchBucket); check the path`),

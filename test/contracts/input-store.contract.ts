@@ -70,12 +70,15 @@ export function describeInputStoreContract(name: string, harness: () => InputSto
       await h.putFile(folder, 'empty.txt', '');
       await h.putFile(folder, '_SUCCESS', '{"committer":"floe"}');
       await h.putFile(folder, '.hidden', 'secret\n');
+      const before = Date.now();
       const files = await h.store.listFiles(folder);
-      expect(files).toEqual([
+      expect(files.map(({ path, size }) => ({ path, size }))).toEqual([
         { path: `${folder}/a.txt`, size: 5 },
         { path: `${folder}/b.txt`, size: 6 },
         { path: `${folder}/empty.txt`, size: 0 },
       ]);
+      // Each file's time, by which a continuous source tells new files: about now (S3 keeps whole seconds).
+      for (const f of files) expect(Math.abs(f.modifiedMs! - before), f.path).toBeLessThan(60_000);
       expect(createSplits(files, 4).map((s) => [s.path.slice(folder.length + 1), s.start, s.length])).toEqual([
         ['a.txt', 0, 4],
         ['a.txt', 4, 1],

@@ -33,7 +33,7 @@ describe('FsInputStore on the filesystem', () => {
     mkdirSync(join(folder, 'inner'), { recursive: true });
     writeFileSync(join(folder, 'top.txt'), 'top\n');
     writeFileSync(join(folder, 'inner', 'deep.txt'), 'deep\n');
-    expect(await new FsInputStore().listFiles(folder)).toEqual([{ path: join(folder, 'top.txt'), size: 4 }]);
+    expect((await new FsInputStore().listFiles(folder)).map((f) => f.path)).toEqual([join(folder, 'top.txt')]);
   });
 
   it('refuses a path that is neither a file nor a folder', async () => {
