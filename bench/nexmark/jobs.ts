@@ -1,11 +1,12 @@
 // The Nexmark queries as Floe jobs (the benchmark bench/nexmark.ts runs them; one export per query). The
 // source generates event i from i alone (bench/nexmark/generator.ts), so its subtasks split the indexes.
 // Args: <seed> <events/s of event time> <out-of-orderness ms> <base time ms> <count> <parallelism> <mode>
+//   [<sample every>]
 //   mode 'throughput': the events as fast as the job takes them, the results into a collect sink that
 //     keeps none (Floe's cheapest sink);
 //   mode 'latency': each event leaves the source when the wall clock reaches its event time (the source
 //     waits, as Nexmark's generator does), and the sink collects [event time − base time, now − event time]
-//     of one result in 64.
+//     of one result in <sample every> (default 64).
 import { defineJob, type DataStream, type StreamEnvironment } from 'floe';
 import { configFromArgs, nexmarkEvent, type NexmarkConfig } from './generator.js';
 import { eventTime, type Bid, type NexmarkEvent } from './model.js';
@@ -18,6 +19,7 @@ interface JobArgs {
   readonly count: number;
   readonly parallelism: number;
   readonly latency: boolean;
+  readonly sampleEvery: number;
 }
 
 function jobArgs(args: readonly string[]): JobArgs {
@@ -25,7 +27,8 @@ function jobArgs(args: readonly string[]): JobArgs {
   const parallelism = Number(args[5] ?? 2);
   const mode = args[6] ?? 'throughput';
   if (mode !== 'throughput' && mode !== 'latency') throw new Error(`mode must be 'throughput' or 'latency', found '${mode}'`);
-  return { config: configFromArgs(args), count, parallelism, latency: mode === 'latency' };
+  const sampleEvery = Number(args[7] ?? LATENCY_SAMPLE_EVERY);
+  return { config: configFromArgs(args), count, parallelism, latency: mode === 'latency', sampleEvery };
 }
 
 /** Resolves once the wall clock reaches `ms`. */
@@ -46,15 +49,15 @@ function events(env: StreamEnvironment, { config, count, parallelism, latency }:
   return env.generate(make, { count }).name('nexmark').setParallelism(parallelism);
 }
 
-/** The results into the sink: none kept (throughput), or the latency of one in LATENCY_SAMPLE_EVERY. */
-function sink<T>(results: DataStream<T>, timeOf: (r: T) => number, { latency, config }: JobArgs): void {
+/** The results into the sink: none kept (throughput), or the latency of one in `sampleEvery`. */
+function sink<T>(results: DataStream<T>, timeOf: (r: T) => number, { latency, config, sampleEvery }: JobArgs): void {
   if (!latency) {
     results.collect({ maxRecords: 0 }).name('discard');
     return;
   }
   let seen = 0;
   results
-    .filter(() => ++seen % LATENCY_SAMPLE_EVERY === 0)
+    .filter(() => ++seen % sampleEvery === 0)
     .name('sample')
     .map((r): [number, number] => {
       const t = timeOf(r);
