@@ -5,7 +5,7 @@ import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { currentJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
 import { outputStoreFor } from '../blob/file-systems.js';
-import type { StagedPart } from '../blob/output-store.js';
+import type { RollingPartFiles, StagedPart } from '../blob/output-store.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
@@ -173,15 +173,25 @@ export async function openSink(
         ) => string);
   if (last.rolling !== undefined) {
     const policy = last.rolling;
-    const opening = (async () => {
+    const partsNow = async (): Promise<RollingPartFiles> => {
       try {
+        // With the job's latest credentials: its JobMaster renews them while a streaming job runs.
         const store = await outputStoreFor(last.path, currentJobDataCredentials(tdd.jobId, tdd.dataCredentials));
         return await store.openRollingParts(last.path, tdd.subtaskIndex, tdd.attemptId);
       } catch (error) {
         throw sinkOpenError(last.name, last.path, `its target folder for rolling part files`, error);
       }
-    })();
-    const parts = await withOpenDeadline(opening, { timeoutMs: openTimeoutMs, what: `file sink '${last.name}' opening its target '${last.path}'` });
+    };
+    const first = await withOpenDeadline(partsNow(), { timeoutMs: openTimeoutMs, what: `file sink '${last.name}' opening its target '${last.path}'` });
+    let used = false;
+    // Each part after the first goes through the store of the credentials current when it opens.
+    const parts: RollingPartFiles = {
+      openPart: async () => {
+        const from = used ? await partsNow() : first;
+        used = true;
+        return from.openPart();
+      },
+    };
     return new RollingFileSink(parts, policy, clock, encode);
   }
   if (tdd.sinkStagingDir === undefined)
