@@ -22,6 +22,7 @@ import type {
   JobPlanResponse,
   JobResultResponse,
   JobThroughputResponse,
+  VertexMetricsResponse,
   ListJobsResponse,
   OverviewResponse,
   TaskManagersResponse,
@@ -114,6 +115,11 @@ export class Dispatcher {
 
   async getThroughput(jobId: string): Promise<JobThroughputResponse> {
     return this.views.getThroughput(jobId);
+  }
+
+  /** GET /jobs/:id/vertices/:vertexId/metrics[?get=…] (Flink's vertex metrics endpoint). */
+  async getVertexMetrics(jobId: string, vertexId: string, get: string | undefined): Promise<VertexMetricsResponse> {
+    return this.views.getVertexMetrics(jobId, vertexId, get);
   }
 
   /** The TaskExecutors of the jobs that have not ended, with their slots and what runs in them, then the warm pool's idle ones. */

@@ -301,6 +301,16 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
       methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getThroughput(jobId(call)) }) } },
     },
     {
+      pattern: ['jobs', ':id', 'vertices', ':vertexId', 'metrics'],
+      methods: {
+        GET: {
+          body: 'none',
+          query: ['get'],
+          handle: async (call) => ({ status: 200, body: await dispatcher.getVertexMetrics(jobId(call), call.params['vertexId']!, call.query['get']) }),
+        },
+      },
+    },
+    {
       pattern: ['jobs', ':id', 'result'],
       methods: {
         GET: { body: 'none', query: ['wait'], handle: async (call) => ({ status: 200, body: await dispatcher.getResult(jobId(call), waitMs(call)) }) },

@@ -20,6 +20,8 @@ import {
   type JobResult,
   type JobResultResponse,
   type JobThroughputResponse,
+  type VertexDetails,
+  type VertexMetricsResponse,
   type JobViewContext,
   type ListJobsResponse,
   type OverviewResponse,
@@ -104,6 +106,23 @@ export class DispatcherViews {
     return plan;
   }
   private readonly plans = new Map<string, JobPlanResponse>();
+
+  /** GET /jobs/:id/vertices/:vertexId/metrics: the vertex's figures of GET /jobs/:id by Flink's metric ids. */
+  async getVertexMetrics(jobId: string, vertexId: string, get: string | undefined): Promise<VertexMetricsResponse> {
+    const details = await this.getJob(jobId);
+    const vertex = details.vertices?.find((v) => v.id === vertexId);
+    if (vertex === undefined)
+      throw new NotFoundError(
+        `job ${jobId} has no vertex ${JSON.stringify(vertexId)} (its vertices: ${(details.vertices ?? []).map((v) => v.id).join(', ') || 'none yet'})`,
+      );
+    const values = vertexMetricValues(vertex);
+    if (get === undefined) return [...values.keys()].map((id) => ({ id }));
+    return get
+      .split(',')
+      .map((id) => id.trim())
+      .filter((id) => values.has(id))
+      .map((id) => ({ id, value: values.get(id)! }));
+  }
 
   async getThroughput(jobId: string): Promise<JobThroughputResponse> {
     return { samples: (await this.record(jobId)).throughput ?? [] };
@@ -244,4 +263,28 @@ export class DispatcherViews {
 /** Each waiting job's place in line: 1 is the next to start. */
 function placesInLine(ledger: AdmissionLedger): Map<string, { position: number; of: number }> {
   return new Map(ledger.waiting.map((e, i) => [e.jobId, { position: i + 1, of: ledger.waiting.length }]));
+}
+
+/** A vertex's figures by Flink's metric ids, values as strings (as Flink's REST API gives them). */
+export function vertexMetricValues(v: VertexDetails): Map<string, string> {
+  const values = new Map<string, string>();
+  const put = (id: string, value: number | string | undefined): void => {
+    if (value !== undefined) values.set(id, String(value));
+  };
+  put('numRecordsIn', v.recordsIn);
+  put('numRecordsOut', v.recordsOut);
+  put('numRecordsInPerSecond', v.recordsInPerSecond);
+  put('numRecordsOutPerSecond', v.recordsOutPerSecond);
+  put('busyTimeMsPerSecond', v.busyTimeMsPerSecond);
+  put('idleTimeMsPerSecond', v.idleTimeMsPerSecond);
+  put('backPressuredTimeMsPerSecond', v.backPressuredTimeMsPerSecond);
+  put('currentInputWatermark', v.watermark);
+  put('sourceLagMs', v.lagMs);
+  for (const s of v.subtasks ?? []) {
+    put(`${s.index}.busyTimeMsPerSecond`, s.metrics?.busyTimeMsPerSecond);
+    put(`${s.index}.idleTimeMsPerSecond`, s.metrics?.idleTimeMsPerSecond);
+    put(`${s.index}.backPressuredTimeMsPerSecond`, s.metrics?.backPressuredTimeMsPerSecond);
+    put(`${s.index}.currentInputWatermark`, s.metrics?.watermark);
+  }
+  return values;
 }

@@ -177,6 +177,13 @@ export function jobPlan(graph: JobGraph): JobPlanResponse {
     }),
   };
 }
+/**
+ * GET /jobs/:id/vertices/:vertexId/metrics[?get=id,…], Flink's vertex metrics endpoint: without `get`,
+ * the ids the vertex has now (`[{ id }]`); with it, those of them it has, with their values as strings
+ * (`[{ id, value }]`). Vertex-wide ids (numRecordsInPerSecond, busyTimeMsPerSecond, currentInputWatermark,
+ * …) are aggregated as GET /jobs/:id shows them; `<subtask>.<id>` are one subtask's.
+ */
+export type VertexMetricsResponse = readonly { readonly id: string; readonly value?: string }[];
 /** GET /jobs/:id/throughput: cumulative record counts per vertex over time, oldest first. */
 export interface JobThroughputResponse {
   readonly samples: readonly ThroughputSample[];

@@ -75,6 +75,24 @@ describe('a running streaming job, per vertex', () => {
     expect(sink!.watermark).toBe('-Infinity');
     expect(source!.subtasks![0]!.metrics).toEqual(expect.objectContaining({ backPressuredTimeMsPerSecond: expect.any(Number), watermark: '-Infinity' }));
 
+    // Flink's vertex metrics endpoint: the ids there are, then values (strings) of those asked for.
+    const metrics = (query: string) => cluster.api('GET', `/jobs/${jobId}/vertices/${source!.id}/metrics${query}`);
+    const listed = (await metrics('')).body as { id: string }[];
+    expect(listed.map((m) => m.id)).toEqual(
+      expect.arrayContaining([
+        'numRecordsOutPerSecond',
+        'busyTimeMsPerSecond',
+        'backPressuredTimeMsPerSecond',
+        'currentInputWatermark',
+        '0.busyTimeMsPerSecond',
+      ]),
+    );
+    const asked = (await metrics('?get=backPressuredTimeMsPerSecond,currentInputWatermark,noSuchMetric')).body as { id: string; value: string }[];
+    expect(asked.map((m) => m.id)).toEqual(['backPressuredTimeMsPerSecond', 'currentInputWatermark']);
+    expect(Number(asked[0]!.value)).toBeGreaterThanOrEqual(0);
+    expect(asked[1]!.value).toBe('-Infinity');
+    expect((await cluster.api('GET', `/jobs/${jobId}/vertices/no-such-vertex/metrics`)).status).toBe(404);
+
     const text = await floe('status', jobId);
     expect(text.code).toBe(0);
     const header = text.stdout.split('\n').find((l) => l.startsWith('VERTEX') && l.includes('BACKPRESSURED'));
