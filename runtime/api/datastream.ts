@@ -19,6 +19,7 @@ import {
   setOperatorParallelism,
   WRITE_MODES,
 } from './argument-checks.js';
+import { sinkDescriptorOf, type Sink } from './connectors.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type { FileSink } from './file-sink.js';
 import type {
@@ -347,16 +348,25 @@ export class DataStream<T> {
   /**
    * Writes the records to a FileSink (FileSink.forRowFormat(path, encoder?)…build()). On an unbounded
    * stream its part files roll into `path` as the job runs, each visible once complete; on a bounded
-   * stream it writes as writeAsText does.
+   * stream it writes as writeAsText does. Or writes them with a connector's sink, e.g.
+   * `KinesisStreamsSink.builder()…build()`.
    */
-  sinkTo(sink: FileSink<T>): DataStreamSink {
+  sinkTo(sink: FileSink<T> | Sink<T>): DataStreamSink {
+    if (typeof (sink as Partial<Sink<T>> | null)?.getSinkDescriptor === 'function') {
+      const d = sinkDescriptorOf(sink);
+      const t = this.env.add({ kind: 'sink.connector', connector: d.connector, config: d.config, fns: d.functions }, this.inputs, false);
+      return new DataStreamSink(this.env, t);
+    }
     // Read by its fields: the job's library and the client may hold different copies of this API.
     const s = sink as Partial<FileSink<T>> | null;
     if (s === null || typeof s !== 'object' || typeof s.path !== 'string' || typeof s.rolling !== 'object') {
-      throw new InvalidJobDefinitionError(`sinkTo(sink) needs a FileSink (FileSink.forRowFormat(path).build()), found ${sink === null ? 'null' : typeof sink}`);
+      throw new InvalidJobDefinitionError(
+        `sinkTo(sink) needs a FileSink (FileSink.forRowFormat(path).build()) or a connector's sink (e.g. KinesisStreamsSink.builder()…build()), found ${sink === null ? 'null' : typeof sink}`,
+      );
     }
-    const spec = { kind: 'sink.textFile', path: sink.path, writeMode: undefined, rolling: sink.rolling } as const;
-    const t = this.env.add(sink.encode === undefined ? spec : { ...spec, encoder: sink.encode as UserFunction }, this.inputs, false);
+    const file = sink as FileSink<T>;
+    const spec = { kind: 'sink.textFile', path: file.path, writeMode: undefined, rolling: file.rolling } as const;
+    const t = this.env.add(file.encode === undefined ? spec : { ...spec, encoder: file.encode as UserFunction }, this.inputs, false);
     t.name = 'FileSink';
     return new DataStreamSink(this.env, t);
   }

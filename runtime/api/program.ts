@@ -128,6 +128,10 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
         ['getResult', spec.getResult],
         ...(spec.merge !== undefined ? [['merge', spec.merge] as [string, UserFunction]] : []),
       ];
+    case 'sink.connector':
+      return Object.keys(spec.fns)
+        .sort()
+        .map((role) => [role, spec.fns[role]!]);
     case 'sink.textFile':
       return spec.encoder === undefined ? [] : [['encoder', spec.encoder]];
     case 'source.sequence':

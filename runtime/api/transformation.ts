@@ -39,7 +39,14 @@ export type TransformationSpec =
       readonly rolling?: RollingPolicySpec;
       readonly encoder?: UserFunction;
     }
-  | { readonly kind: 'sink.collect'; readonly maxRecords: number | undefined };
+  | { readonly kind: 'sink.collect'; readonly maxRecords: number | undefined }
+  | {
+      readonly kind: 'sink.connector';
+      readonly connector: string;
+      readonly config: Readonly<Record<string, unknown>>;
+      /** The sink's user functions by role. */
+      readonly fns: Readonly<Record<string, UserFunction>>;
+    };
 
 /**
  * An input of a transformation; `partitioner` is set when the user asked for one (e.g. `rebalance()`),
@@ -92,5 +99,6 @@ export const DEFAULT_NAMES: Record<OperatorKind, string> = {
   flatMap: 'flatMap',
   filter: 'filter',
   'sink.textFile': 'writeAsText',
+  'sink.connector': 'sinkTo',
   'sink.collect': 'collect',
 };

@@ -133,6 +133,16 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
       };
     case 'sink.collect':
       return { kind: spec.kind, ...base, maxRecords: spec.maxRecords ?? collectMaxRecords };
+    case 'sink.connector':
+      return {
+        kind: spec.kind,
+        ...base,
+        connector: spec.connector,
+        config: spec.config,
+        fns: Object.keys(spec.fns)
+          .sort()
+          .map((role) => ref(role)),
+      };
     default:
       return spec satisfies never;
   }

@@ -126,6 +126,14 @@ export class KinesisSinkWriter<T> {
     }
   }
 
+  /** Drops what is buffered and stops the timer (the task stops early; Kinesis keeps what was sent). */
+  abort(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.buffer = [];
+    this.bufferedBytes = 0;
+  }
+
   private throwFailure(): void {
     if (this.failure !== undefined) throw this.failure;
   }

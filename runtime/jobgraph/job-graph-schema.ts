@@ -43,6 +43,7 @@ export const OPERATOR_KINDS: readonly OperatorKind[] = [
   'filter',
   'sink.textFile',
   'sink.collect',
+  'sink.connector',
   'keyed.reduce',
   'keyed.sum',
   'keyed.aggregate',
@@ -181,6 +182,11 @@ const OPERATOR_SCHEMAS = {
     encoder: v.optional(FunctionRefSchema),
   }),
   'sink.collect': operator('sink.collect', { maxRecords: integer(0) }),
+  'sink.connector': operator('sink.connector', {
+    connector: id(),
+    config: v.custom<Readonly<Record<string, unknown>>>(isPlainObject, found('must be an object')),
+    fns: arrayOf(FunctionRefSchema, 16),
+  }),
   'keyed.reduce': keyed('keyed.reduce', { fn: FunctionRefSchema }),
   'keyed.sum': keyed('keyed.sum', { field: v.optional(keyField('keyed.sum')), selector: v.optional(FunctionRefSchema) }),
   'keyed.aggregate': keyed('keyed.aggregate', {

@@ -116,6 +116,19 @@ export type OperatorSpec =
     }
   | { readonly kind: 'sink.collect'; readonly id: string; readonly name: string; readonly maxRecords: number }
   /**
+   * A sink of a registered connector (Flink's `sinkTo`): the sink writer the tasks registered under
+   * `connector` writes each record, configured by `config` (plain JSON data) and the user functions
+   * `fns` (each with its role, e.g. 'serialize', 'partitionKey').
+   */
+  | {
+      readonly kind: 'sink.connector';
+      readonly id: string;
+      readonly name: string;
+      readonly connector: string;
+      readonly config: Readonly<Record<string, unknown>>;
+      readonly fns: readonly FunctionRef[];
+    }
+  /**
    * Keyed operators head their chain and read hash edges whose keySelector is their `key`. With
    * `preAggregate` (emit 'final' only) the producers of those edges fold their records per key before
    * the exchange and send `[key, partial]` pairs, which the keyed operator merges.
@@ -274,6 +287,8 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
       return [op.key];
     case 'keyed.aggregate':
       return op.merge === undefined ? [op.key, op.createAccumulator, op.add, op.getResult] : [op.key, op.createAccumulator, op.add, op.getResult, op.merge];
+    case 'sink.connector':
+      return [...op.fns];
     case 'sink.textFile':
       return op.encoder === undefined ? [] : [op.encoder];
     case 'source.sequence':

@@ -142,6 +142,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
           if (op.field !== undefined && op.selector !== undefined) problems.add(`${opAt}: sum takes a field or a selector, not both`);
           break;
         case 'source.connector':
+        case 'sink.connector':
         case 'map':
         case 'flatMap':
         case 'filter':

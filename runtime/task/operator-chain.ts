@@ -153,6 +153,7 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
         case 'source.collection':
         case 'sink.textFile':
         case 'sink.collect':
+        case 'sink.connector':
           throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' (${op.kind}) cannot sit in the middle of a chain`);
         default:
           op satisfies never;

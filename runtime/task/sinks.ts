@@ -13,6 +13,7 @@ import { findUnencodable, RecordEncodingError } from '../network/record-check.js
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
 import { defaultLine, RollingFileSink } from './rolling-file-sink.js';
+import { sinkConnectorFactory, sinkFunctionRef } from './sink-connectors.js';
 import { functionOf, noteErrors, TaskSetupError, type Emit } from './task-io.js';
 
 export interface Sink {
@@ -164,6 +165,24 @@ export async function openSink(
   clock: Clock = systemClock,
 ): Promise<Sink | undefined> {
   if (last.kind === 'sink.collect') return new CollectSink(last.maxRecords, last.name);
+  if (last.kind === 'sink.connector') {
+    const factory = sinkConnectorFactory(last.connector);
+    if (factory === undefined) {
+      throw new TaskSetupError(
+        `task ${tdd.taskName}: sink '${last.name}' writes to connector '${last.connector}', but this TaskExecutor has no sink registered for it; run the job on a cluster whose TaskExecutors offer '${last.connector}'`,
+      );
+    }
+    return factory({
+      tdd,
+      operator: last,
+      userFunction: (role) => {
+        const ref = sinkFunctionRef(last, role);
+        return ref === undefined
+          ? undefined
+          : noteErrors(functionOf(userFunctions, `sink '${last.name}' (${last.connector})`, ref) as (...a: unknown[]) => unknown, last.name);
+      },
+    });
+  }
   if (last.kind !== 'sink.textFile') return undefined;
   const encode =
     last.encoder === undefined

@@ -109,6 +109,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
     case 'filter':
     case 'sink.textFile':
     case 'sink.collect':
+    case 'sink.connector':
     case 'keyed.reduce':
     case 'keyed.sum':
     case 'keyed.aggregate':
