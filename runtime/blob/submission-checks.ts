@@ -34,7 +34,7 @@ export const embeddedSourceCheck: SourceCheckStoreFor = (path) => {
 
 /**
  * Submission: refuses (InputSourceError, 400) a job any of whose text sources names a path that does not
- * exist, cannot be listed or read, or holds no file, naming each path and why. A listing that does not
+ * exist, cannot be listed or read, or holds no file (a monitored one may hold none yet), naming each path and why. A listing that does not
  * answer within 'execution.file-open.timeout' refuses the job too, saying so.
  */
 export async function checkSourcePaths(
@@ -49,7 +49,9 @@ export async function checkSourcePaths(
       try {
         const store = await storeFor(op.path);
         if (store === undefined) continue;
-        await withOpenDeadline(store.listFiles(op.path), { timeoutMs, what: `listing the files of text source '${op.path}' of '${op.name}'` });
+        // A monitored folder or prefix may be empty at first: files arrive while the job runs.
+        const listing = store.listFiles(op.path, op.monitorIntervalMs !== undefined ? { allowEmpty: true } : undefined);
+        await withOpenDeadline(listing, { timeoutMs, what: `listing the files of text source '${op.path}' of '${op.name}'` });
       } catch (error) {
         if (error instanceof InputSourceError || error instanceof IoTimeoutError) problems.push(error.message);
         else throw error;
