@@ -27,6 +27,8 @@ export interface ResultPartitionOptions {
   readonly blocking?: boolean;
   /** Hash partitions: the user's key selector, applied to every record to route it. */
   readonly keySelector?: (record: unknown) => unknown;
+  /** Every wait for output capacity passes through it: the producing task times its back-pressure there. */
+  readonly timeWait?: (wait: Promise<void>) => Promise<void>;
 }
 
 /** Counters a test (or a metrics reporter) reads. */
@@ -339,7 +341,7 @@ export class ResultPartition {
     sub.add(record);
     if (this.options.bufferTimeoutMs === 0) sub.flush();
     else if (this.flushTimer === undefined) this.flushTimer = setTimeout(() => this.timedFlush(), this.options.bufferTimeoutMs);
-    return sub.hasCapacity ? undefined : this.waitFor(sub);
+    return sub.hasCapacity ? undefined : this.timed(this.waitFor(sub));
   }
 
   private emitToAll(record: unknown): Promise<void> | undefined {
@@ -352,7 +354,12 @@ export class ResultPartition {
     }
     if (this.options.bufferTimeoutMs !== 0 && this.flushTimer === undefined)
       this.flushTimer = setTimeout(() => this.timedFlush(), this.options.bufferTimeoutMs);
-    return full === undefined ? undefined : Promise.all(full.map((s) => this.waitFor(s))).then(() => undefined);
+    return full === undefined ? undefined : this.timed(Promise.all(full.map((s) => this.waitFor(s))).then(() => undefined));
+  }
+
+  private timed(wait: Promise<void>): Promise<void> {
+    const time = this.options.timeWait;
+    return time === undefined ? wait : time(wait);
   }
 
   private async waitFor(sub: Subpartition): Promise<void> {

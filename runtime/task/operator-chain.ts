@@ -7,7 +7,7 @@ import { keyedStep, type KeyedOperatorSpec, type KeyedStep } from './keyed-opera
 import { outputWriter } from './output-writer.js';
 import { openSink, type Sink } from './sinks.js';
 import { runSource } from './sources.js';
-import { newChainCounters, type ChainCounters, type TaskIoMetrics } from './task-io-metrics.js';
+import { newChainCounters, type ChainCounters } from './task-io-metrics.js';
 import {
   checkCanceled,
   idleWait,
@@ -80,14 +80,6 @@ function flatMapStep(fn: Function, name: string, next: Emit): Emit {
   };
 }
 
-function backPressureTimed(emit: Emit, metrics: TaskIoMetrics | undefined): Emit {
-  if (metrics === undefined) return emit;
-  return (r) => {
-    const p = emit(r);
-    return p === undefined ? p : metrics.backPressured(p);
-  };
-}
-
 /** Runs one task's chain to the end of its input. Throws what a user function threw. */
 export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
   const { tdd } = io;
@@ -112,8 +104,7 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
   try {
     const writer = sink === undefined ? outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default) : undefined;
     // What fails in a sink is the sink's; the writer notes its combiners' and its producer's failures itself.
-    // A wait of the writer is a wait for output capacity: back-pressure. A sink's own waits are its work.
-    const out: Emit = sink !== undefined ? noteErrors(sink.emit, last.name) : backPressureTimed(writer!.emit, io.ioMetrics);
+    const out: Emit = sink !== undefined ? noteErrors(sink.emit, last.name) : writer!.emit;
     let keyed: KeyedStep | undefined;
     let keyedName = '';
     let emit: Emit = (r) => {

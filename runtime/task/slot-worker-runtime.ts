@@ -303,6 +303,8 @@ export class SlotWorkerRuntime {
           segmentSizeBytes: settings.segmentSizeBytes,
           maxBacklogBuffers: settings.buffersPerChannel,
           bufferTimeoutMs: settings.bufferTimeoutMs,
+          // A wait for a consumer's credit is the task's back-pressured time; a sink's own waits are its work.
+          timeWait: (wait) => task.ioMetrics.backPressured(wait),
           ...(out.keySelector !== undefined ? { keySelector: keySelectorOf(tdd, userFunctions, out.keySelector) } : {}),
         });
         task.outputs.push(partition);
