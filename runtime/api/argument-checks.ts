@@ -71,6 +71,17 @@ export function checkFunction(method: string, fn: unknown): UserFunction {
   return fn as UserFunction;
 }
 
+/**
+ * A user object with method `method` (a process function, a rich function): checked here, called by name
+ * in the task (its class comes from the job library's copy of the API, so no instanceof).
+ */
+export function checkUserObject(call: string, fn: unknown, method: string, example: string): object {
+  if (fn === null || typeof fn !== 'object' || typeof (fn as Record<string, unknown>)[method] !== 'function') {
+    throw new InvalidJobDefinitionError(`${call} needs an object with a ${method} method (${example}), found ${fn === null ? 'null' : typeof fn}`);
+  }
+  return fn;
+}
+
 export function checkExchange(method: string, options: ExchangeOptions | undefined): ExchangeMode | undefined {
   if (options === undefined) return undefined;
   if (options === null || typeof options !== 'object') {

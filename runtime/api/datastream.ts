@@ -13,6 +13,7 @@ import {
   checkGroup,
   checkMaxParallelism,
   checkName,
+  checkUserObject,
   checkParallelism,
   checkPath,
   checkProfile,
@@ -22,6 +23,14 @@ import {
 import { sinkDescriptorOf, type Sink } from './connectors.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type { FileSink } from './file-sink.js';
+import {
+  RichFunctionAdapter,
+  type KeyedProcessFunction,
+  type ProcessFunction,
+  type RichFilterFunction,
+  type RichFlatMapFunction,
+  type RichMapFunction,
+} from './process-function.js';
 import type {
   AggregateFunction,
   ComparableField,
@@ -271,16 +280,45 @@ export class DataStream<T> {
     this.inputs = inputs;
   }
 
-  map<R>(fn: MapFunction<T, R>): OperatorStream<R> {
+  /** One record per record: a function, or a RichMapFunction (open, close, getRuntimeContext()). */
+  map<R>(fn: MapFunction<T, R> | RichMapFunction<T, R>): OperatorStream<R> {
+    if (typeof fn === 'object') return this.rich<R>('map', fn);
     return new OperatorStream<R>(this.env, this.env.add({ kind: 'map', fn: checkFunction('map', fn) }, this.inputs, false));
   }
 
-  flatMap<R>(fn: FlatMapFunction<T, R>): OperatorStream<R> {
+  /** Any number of records per record: a function returning them, or a RichFlatMapFunction collecting them. */
+  flatMap<R>(fn: FlatMapFunction<T, R> | RichFlatMapFunction<T, R>): OperatorStream<R> {
+    if (typeof fn === 'object') return this.rich<R>('flatMap', fn);
     return new OperatorStream<R>(this.env, this.env.add({ kind: 'flatMap', fn: checkFunction('flatMap', fn) }, this.inputs, false));
   }
 
-  filter(fn: FilterFunction<T>): OperatorStream<T> {
+  /** The records for which `fn` (a function or a RichFilterFunction) returns true. */
+  filter(fn: FilterFunction<T> | RichFilterFunction<T>): OperatorStream<T> {
+    if (typeof fn === 'object') return this.rich<T>('filter', fn);
     return new OperatorStream<T>(this.env, this.env.add({ kind: 'filter', fn: checkFunction('filter', fn) }, this.inputs, false));
+  }
+
+  /**
+   * Calls `fn.processElement(value, ctx, out)` per record (Flink's ProcessFunction): the record's
+   * timestamp, the current time, side outputs (ctx.output) and the runtime context; no keyed state or
+   * timers (those need keyBy(…).process(KeyedProcessFunction)).
+   */
+  process<R>(fn: ProcessFunction<T, R>): OperatorStream<R> {
+    const spec: TransformationSpec = {
+      kind: 'process',
+      fn: checkUserObject('process(fn)', fn, 'processElement', 'new MyFunction() of a class extending ProcessFunction'),
+    };
+    return new OperatorStream<R>(this.env, this.env.add(spec, this.inputs, false));
+  }
+
+  private rich<R>(method: 'map' | 'flatMap' | 'filter', fn: unknown): OperatorStream<R> {
+    const adapter = new RichFunctionAdapter(
+      method,
+      checkUserObject(`${method}(fn)`, fn, method, `a function, or an instance of a class extending Rich${method[0]!.toUpperCase()}${method.slice(1)}Function`),
+    );
+    const t = this.env.add({ kind: 'process', fn: adapter }, this.inputs, false);
+    t.name = method;
+    return new OperatorStream<R>(this.env, t);
   }
 
   /** Spreads records round-robin over every subtask of the next operator. */
@@ -483,6 +521,16 @@ export class KeyedStream<T, K> {
       getResult: method('getResult'),
       merge: fn.merge === undefined ? undefined : method('merge'),
     });
+  }
+
+  /**
+   * Calls `fn.processElement(value, ctx, out)` per record with the state and timers of the record's key
+   * (Flink's KeyedProcessFunction): keyed state through getRuntimeContext(), event- and processing-time
+   * timers through ctx.timerService(), fired into `fn.onTimer(timestamp, ctx, out)`.
+   */
+  process<R>(fn: KeyedProcessFunction<K, T, R>): OperatorStream<R> {
+    const object = checkUserObject('process(fn)', fn, 'processElement', 'new MyFunction() of a class extending KeyedProcessFunction');
+    return this.keyed({ kind: 'keyed.process', key: this.key, fn: object });
   }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- serves sum/min/max, whose overloads each name their own element type

@@ -170,3 +170,56 @@ export abstract class RichFilterFunction<T> extends AbstractRichFunction {
 
   abstract filter(value: T): boolean | Promise<boolean>;
 }
+
+type RichMethod = 'map' | 'flatMap' | 'filter';
+const isPromiseLike = (v: unknown): v is PromiseLike<unknown> =>
+  v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
+
+/**
+ * @internal A rich map, flatMap or filter run as a ProcessFunction: what `stream.map(new MyRichMap())`
+ * records. It hands its runtime context and life cycle on to the wrapped function.
+ */
+export class RichFunctionAdapter extends ProcessFunction<unknown, unknown> {
+  private readonly wrapped: Partial<RichFunction> & Partial<Record<RichMethod, (...args: unknown[]) => unknown>>;
+
+  constructor(
+    readonly method: RichMethod,
+    wrapped: object,
+  ) {
+    super();
+    this.wrapped = wrapped;
+  }
+
+  override open(openContext: OpenContext): void | Promise<void> {
+    this.wrapped.setRuntimeContext?.(this.getRuntimeContext());
+    return this.wrapped.open?.(openContext);
+  }
+
+  override close(): void | Promise<void> {
+    return this.wrapped.close?.();
+  }
+
+  processElement(value: unknown, _ctx: ProcessContext, out: Collector<unknown>): void | Promise<void> {
+    switch (this.method) {
+      case 'map': {
+        const mapped = this.wrapped.map!(value);
+        if (isPromiseLike(mapped)) return Promise.resolve(mapped).then((m) => out.collect(m));
+        return out.collect(mapped);
+      }
+      case 'filter': {
+        const keep = this.wrapped.filter!(value);
+        if (isPromiseLike(keep)) return Promise.resolve(keep).then((k) => (k ? out.collect(value) : undefined));
+        return keep ? out.collect(value) : undefined;
+      }
+      case 'flatMap':
+        return this.wrapped.flatMap!(value, out) as void | Promise<void>;
+      default:
+        return this.method satisfies never;
+    }
+  }
+
+  /** The wrapped function's class: what a job's plan fingerprint hashes. */
+  override toString(): string {
+    return `${this.method}:${String(this.wrapped.constructor)}`;
+  }
+}

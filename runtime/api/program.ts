@@ -81,13 +81,26 @@ export function planFingerprint(env: StreamEnvironment): string {
   const hash = createHash('sha256');
   for (const t of env.getTransformations()) {
     hash.update(`${t.id}|${t.spec.kind}|`);
-    for (const [role, fn] of userFunctionsOf(t)) hash.update(`${role}=${createHash('sha256').update(String(fn)).digest('hex').slice(0, 16)},`);
+    for (const [role, fn] of userFunctionsOf(t)) hash.update(`${role}=${createHash('sha256').update(userCodeText(fn)).digest('hex').slice(0, 16)},`);
     hash.update('|');
     for (const input of t.inputs)
       hash.update(`${input.from.id}/${input.partitioner ?? ''}/${input.keySelector === undefined ? '' : String(input.keySelector)},`);
     hash.update('\n');
   }
   return hash.digest('hex').slice(0, 32);
+}
+
+/**
+ * The source text a plan hashes of a user function, or of a user object: its class's source (or its own
+ * toString), and the source of each method it holds itself.
+ */
+function userCodeText(fn: unknown): string {
+  if (typeof fn === 'function' || fn === null || typeof fn !== 'object') return String(fn);
+  const own = Object.entries(fn)
+    .filter(([, v]) => typeof v === 'function')
+    .map(([k, v]) => `${k}=${String(v)}`);
+  const ownToString = Object.getPrototypeOf(fn)?.toString !== Object.prototype.toString;
+  return [ownToString ? String(fn) : String((fn as { constructor?: unknown }).constructor), ...own].join('\n');
 }
 
 /**
@@ -107,6 +120,14 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
       return [
         ['key', spec.key],
         ['', spec.fn],
+      ];
+    // User objects (a process function) are kept as they are, under the role of a function: the task calls their methods.
+    case 'process':
+      return [['', spec.fn as UserFunction]];
+    case 'keyed.process':
+      return [
+        ['key', spec.key],
+        ['', spec.fn as UserFunction],
       ];
     case 'keyed.sum':
       return spec.selector === undefined

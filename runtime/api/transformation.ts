@@ -31,6 +31,9 @@ export type TransformationSpec =
       readonly merge: UserFunction | undefined;
     }
   | { readonly kind: 'map' | 'flatMap' | 'filter'; readonly fn: UserFunction }
+  /** A ProcessFunction (or a rich map / flatMap / filter run as one), or a KeyedProcessFunction after keyBy: user objects. */
+  | { readonly kind: 'process'; readonly fn: object }
+  | { readonly kind: 'keyed.process'; readonly key: UserFunction; readonly fn: object }
   /** `rolling` and `encoder` from a FileSink (sinkTo); writeAsText leaves them out. */
   | {
       readonly kind: 'sink.textFile';
@@ -98,6 +101,8 @@ export const DEFAULT_NAMES: Record<OperatorKind, string> = {
   map: 'map',
   flatMap: 'flatMap',
   filter: 'filter',
+  process: 'process',
+  'keyed.process': 'process',
   'sink.textFile': 'writeAsText',
   'sink.connector': 'sinkTo',
   'sink.collect': 'collect',

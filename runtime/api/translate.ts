@@ -79,6 +79,10 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
     case 'flatMap':
     case 'filter':
       return { kind: spec.kind, ...base, fn: ref() };
+    case 'process':
+      return { kind: spec.kind, ...base, fn: ref() };
+    case 'keyed.process':
+      return { kind: spec.kind, ...base, key: ref('key'), fn: ref() };
     case 'source.generate':
       return {
         kind: spec.kind,

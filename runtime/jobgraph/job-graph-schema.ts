@@ -41,6 +41,8 @@ export const OPERATOR_KINDS: readonly OperatorKind[] = [
   'map',
   'flatMap',
   'filter',
+  'process',
+  'keyed.process',
   'sink.textFile',
   'sink.collect',
   'sink.connector',
@@ -172,6 +174,8 @@ const OPERATOR_SCHEMAS = {
   map: operator('map', { fn: FunctionRefSchema }),
   flatMap: operator('flatMap', { fn: FunctionRefSchema }),
   filter: operator('filter', { fn: FunctionRefSchema }),
+  process: operator('process', { fn: FunctionRefSchema }),
+  'keyed.process': operator('keyed.process', { key: FunctionRefSchema, fn: FunctionRefSchema }),
   // Graphs stored before write modes existed carry none: they get the safe default.
   'sink.textFile': operator('sink.textFile', {
     path: nonEmptyText(),

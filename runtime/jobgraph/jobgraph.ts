@@ -99,6 +99,13 @@ export type OperatorSpec =
   | { readonly kind: 'map'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'flatMap'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
   | { readonly kind: 'filter'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
+  /** A ProcessFunction: `fn` names the user's object (processElement, open, close), called per record. */
+  | { readonly kind: 'process'; readonly id: string; readonly name: string; readonly fn: FunctionRef }
+  /**
+   * A KeyedProcessFunction: `fn` names the user's object (processElement, onTimer, open, close), called
+   * with the keyed state and timers of the record's key. Heads its chain, fed by hash edges keyed by `key`.
+   */
+  | { readonly kind: 'keyed.process'; readonly id: string; readonly name: string; readonly key: FunctionRef; readonly fn: FunctionRef }
   /**
    * `writeMode` @default 'no-overwrite' (graphs built by the job API always carry it). With `rolling`
    * (a sink on an unbounded stream) the sink rolls part files into the target while the job runs; without,
@@ -275,7 +282,10 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
     case 'map':
     case 'flatMap':
     case 'filter':
+    case 'process':
       return [op.fn];
+    case 'keyed.process':
+      return [op.key, op.fn];
     case 'keyed.reduce':
       return [op.key, op.fn];
     case 'keyed.sum':

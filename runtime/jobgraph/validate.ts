@@ -146,6 +146,8 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
         case 'map':
         case 'flatMap':
         case 'filter':
+        case 'process':
+        case 'keyed.process':
         case 'keyed.reduce':
         case 'keyed.aggregate':
         case 'keyed.min':

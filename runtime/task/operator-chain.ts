@@ -137,6 +137,9 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
           keyedName = op.name;
           emit = noteErrors(keyed.emit, op.name);
           break;
+        case 'process':
+        case 'keyed.process':
+          throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' (${op.kind}) runs only in a streaming operator chain`);
         case 'source.sequence':
         case 'source.textFile':
         case 'source.connector':

@@ -107,6 +107,8 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
     case 'map':
     case 'flatMap':
     case 'filter':
+    case 'process':
+    case 'keyed.process':
     case 'sink.textFile':
     case 'sink.collect':
     case 'sink.connector':

@@ -2,7 +2,8 @@
 // checks it): each `@ts-expect-error` line must fail to type-check — a timer outside a keyed function,
 // state used with a value of the wrong type, a keyed function on a non-keyed stream. The other lines must compile.
 import { KeyedProcessFunction, ListStateDescriptor, MapStateDescriptor, OutputTag, ProcessFunction, ValueStateDescriptor } from 'floe';
-import type { Collector, KeyedContext, OnTimerContext, ProcessContext } from 'floe';
+import { RichMapFunction } from 'floe';
+import type { Collector, KeyedContext, OnTimerContext, ProcessContext, StreamEnvironment } from 'floe';
 
 export class Keyed extends KeyedProcessFunction<string, number, string> {
   processElement(value: number, ctx: KeyedContext<string>, out: Collector<string>): void {
@@ -48,4 +49,28 @@ export class NotKeyed extends ProcessFunction<number, number> {
     // @ts-expect-error there is no current key without keyBy
     ctx.getCurrentKey();
   }
+}
+
+class Half extends RichMapFunction<number, number> {
+  map(value: number): number {
+    return value / 2 + this.getRuntimeContext().getIndexOfThisSubtask();
+  }
+}
+
+export function streams(env: StreamEnvironment): void {
+  const numbers = env.fromCollection([1, 2, 3]);
+  const strings = env.fromCollection(['a', 'b']);
+  numbers.keyBy((n) => String(n)).process(new Keyed());
+  numbers.process(new NotKeyed()).map((n: number) => n + 1);
+  numbers.map(new Half()).map((n: number) => n);
+  // @ts-expect-error a KeyedProcessFunction needs a keyed stream: keyBy first
+  numbers.process(new Keyed());
+  // @ts-expect-error a ProcessFunction on a keyed stream: use a KeyedProcessFunction
+  numbers.keyBy((n) => n).process(new NotKeyed());
+  // @ts-expect-error the function takes numbers, the stream has strings
+  strings.process(new NotKeyed());
+  // @ts-expect-error the keys are numbers, the function expects string keys
+  numbers.keyBy((n) => n).process(new Keyed());
+  // @ts-expect-error the rich map takes numbers
+  strings.map(new Half());
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobEdge, JobGraph, JobVertex } from '../../runtime/jobgraph/jobgraph.js';
-import { parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
+import { OPERATOR_KINDS, parseJobGraph } from '../../runtime/jobgraph/job-graph-schema.js';
 import { JOB_GRAPH_LIMITS } from '../../runtime/jobgraph/limits.js';
 import { validateJobGraph } from '../../runtime/jobgraph/validate.js';
 import { problemsOf } from '../support/job-graphs.js';
@@ -230,7 +230,7 @@ describe('parseJobGraph', () => {
       `jobId must be 1-64 letters, digits, '_' or '-', found "bad id!"`,
       'library.sha256 must be 64 lowercase hex digits, found "xyz"',
       'program.args[1] must be a string, found 7',
-      "vertices[0].operators[0].kind must be one of 'source.sequence', 'source.textFile', 'source.connector', 'source.collection', 'source.generate', 'map', 'flatMap', 'filter', 'sink.textFile', 'sink.collect', 'sink.connector', 'keyed.reduce', 'keyed.sum', 'keyed.aggregate', 'keyed.min', 'keyed.max', 'keyed.minBy', 'keyed.maxBy', found \"source.kafka\"",
+      `vertices[0].operators[0].kind must be one of ${OPERATOR_KINDS.map((k) => `'${k}'`).join(', ')}, found "source.kafka"`,
       'vertices[1].operators[0].fn.export must be a non-empty string, found ""',
       'vertices[2].parallelism must be an integer >= 1, found "x"',
       'vertices[2].slotSharingGroup must be a string, found nothing',

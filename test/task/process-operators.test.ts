@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import {
   KeyedProcessFunction,
   ProcessFunction,
+  RichFilterFunction,
+  RichFlatMapFunction,
+  RichFunctionAdapter,
+  RichMapFunction,
   type Collector,
   type KeyedContext,
   type OnTimerContext,
@@ -310,5 +314,48 @@ describe('ProcessOperator', () => {
       expect(e).toBeInstanceOf(KeyedOnlyError);
       expect((e as Error).message).toMatch(/keyBy\(…\)\.process/);
     }
+  });
+});
+
+describe('rich map, flatMap and filter', () => {
+  it('run as process functions: open with the runtime context, then per record, then close', async () => {
+    const calls: string[] = [];
+    class Scale extends RichMapFunction<number, number> {
+      private factor = 0;
+      override open(): void {
+        this.factor = 10 ** this.getRuntimeContext().getIndexOfThisSubtask();
+        calls.push(`open map on ${this.getRuntimeContext().getNumberOfParallelSubtasks()}`);
+      }
+      async map(value: number): Promise<number> {
+        return value * this.factor;
+      }
+      override close(): void {
+        calls.push('close map');
+      }
+    }
+    class Words extends RichFlatMapFunction<string, string> {
+      flatMap(value: string, out: Collector<string>): void {
+        for (const w of value.split(' ')) out.collect(w);
+      }
+    }
+    class Odd extends RichFilterFunction<number> {
+      filter(value: number): boolean {
+        return value % 2 === 1;
+      }
+    }
+    const map = new OneInputHarness((ctx) => new ProcessOperator(ctx, new RichFunctionAdapter('map', new Scale())), { subtaskIndex: 2, parallelism: 3 });
+    await map.open();
+    await map.processElement(7, 70);
+    await map.close();
+    expect(map.records()).toEqual([{ value: 700, timestamp: 70 }]);
+    expect(calls).toEqual(['open map on 3', 'close map']);
+
+    const flat = new OneInputHarness((ctx) => new ProcessOperator(ctx, new RichFunctionAdapter('flatMap', new Words())));
+    await flat.processElement('to be or');
+    expect(flat.values()).toEqual(['to', 'be', 'or']);
+
+    const odd = new OneInputHarness((ctx) => new ProcessOperator(ctx, new RichFunctionAdapter('filter', new Odd())));
+    for (const n of [1, 2, 3, 4]) await odd.processElement(n);
+    expect(odd.values()).toEqual([1, 3]);
   });
 });
