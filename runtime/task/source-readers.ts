@@ -5,7 +5,7 @@
 import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { NO_SPLIT_YET, type SourceSplit } from '../protocol/source-splits.js';
-import { checkCanceled, idleWait, TaskSetupError, type TaskIo } from './task-io.js';
+import { checkCanceled, idleWait, TaskSetupError, type Emit, type TaskIo } from './task-io.js';
 
 /** Where a reader puts its records. Awaiting the returned promise is backpressure: a reader must await it. */
 export interface ReaderOutput {
@@ -48,7 +48,7 @@ export function registerSourceReader(connector: string, factory: SourceReaderFac
  * time, in the order readers hand them over. Ends when the enumerator has no more splits for this reader and
  * every split is read (a bounded source); an unbounded one runs until cancelled.
  */
-export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, emit: (record: unknown) => Promise<void> | void): Promise<void> {
+export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, emit: Emit): Promise<void> {
   const factory = factories.get(op.connector);
   if (factory === undefined) {
     throw new TaskSetupError(
@@ -59,9 +59,9 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
   // One emission at a time: a reader whose record waits on backpressure holds the others back.
   let tail: Promise<void> | undefined;
   const output: ReaderOutput = {
-    collect(record) {
+    collect(record, timestampMs) {
       if (tail === undefined) {
-        const p = emit(record);
+        const p = emit(record, timestampMs);
         if (p === undefined) return undefined;
         const t: Promise<void> = p.finally(() => {
           if (tail === t) tail = undefined;
@@ -70,7 +70,7 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
         return t;
       }
       const t: Promise<void> = tail
-        .then(() => emit(record))
+        .then(() => emit(record, timestampMs))
         .finally(() => {
           if (tail === t) tail = undefined;
         });

@@ -29,8 +29,8 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
   };
   // Synchronous unless the chain or a pause needs awaiting: a promise per record would cost more than
   // many operators do.
-  const step = (r: unknown): Promise<void> | void => {
-    const p = emit(r);
+  const step = (r: unknown, timestamp?: number): Promise<void> | void => {
+    const p = emit(r, timestamp);
     if (pacer.due()) return p === undefined ? pause() : p.then(pause);
     return p;
   };
