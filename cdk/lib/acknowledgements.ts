@@ -8,7 +8,7 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { NagSuppressions } from 'cdk-nag';
-import { BucketLayout, stagingKeyPatterns } from './runtime-contract.js';
+import { BucketLayout, rollingPartKeyPatterns, stagingKeyPatterns } from './runtime-contract.js';
 
 /**
  * The partition, region and account of `stack` as cdk-nag spells them in a finding: the value when the
@@ -133,6 +133,12 @@ export function acknowledgeWildcards(floe: WildcardHolders, blobPrefix: string):
         id,
         appliesTo: stagingKeyPatterns('*').map(bucketObjects),
         reason: "Staged sink parts only (<target>/.floe-staging-<jobId>/…); each job's session policy names its own staging areas alone.",
+      },
+      {
+        id,
+        appliesTo: rollingPartKeyPatterns('*').map(bucketObjects),
+        reason:
+          "Part files a streaming sink rolls into its target (<target>/part-<subtask>-<n>, one multipart upload each); each job's session policy names the part files of its own streaming targets alone.",
       },
       {
         id,

@@ -7,8 +7,8 @@ import type * as ecs from 'aws-cdk-lib/aws-ecs';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
-import { grantObjects } from './grants.js';
-import { BucketLayout, FloeEnv, stagingKeyPatterns } from './runtime-contract.js';
+import { grantList, grantObjects } from './grants.js';
+import { BucketLayout, FloeEnv, rollingPartKeyPatterns, stagingKeyPatterns } from './runtime-contract.js';
 
 export class JobDataRole {
   readonly role: iam.Role;
@@ -31,12 +31,15 @@ export class JobDataRole {
 
   /**
    * The tasks' part of letting jobs use `bucket`: they read their input splits (ranged GETs of `s3://`
-   * sources) and write their parts into staging areas only (`<target>/.floe-staging-<jobId>/…`), one PUT or
-   * a multipart upload; never a target's own objects. Each job's session policy narrows this to its inputs
-   * and staging.
+   * sources) and write their parts into staging areas (`<target>/.floe-staging-<jobId>/…`), one PUT or a
+   * multipart upload; a streaming sink lists and rolls its parts into its target (`<target>/part-…`, a
+   * multipart upload each). Each job's session policy narrows this to its inputs, its staging and the
+   * part files of its streaming sinks' targets.
    */
   grantBucketAccess(bucket: s3.IBucket, objectsKeyPattern: string): void {
     grantObjects(this.role, bucket, ['s3:GetObject'], objectsKeyPattern);
     grantObjects(this.role, bucket, ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
+    grantObjects(this.role, bucket, ['s3:PutObject', 's3:AbortMultipartUpload'], ...rollingPartKeyPatterns(objectsKeyPattern));
+    grantList(this.role, bucket);
   }
 }

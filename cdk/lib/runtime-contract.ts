@@ -56,6 +56,16 @@ export function stagingKeyPatterns(objectsKeyPattern: string): string[] {
 }
 
 /**
+ * IAM key patterns of the part files streaming sinks roll into targets whose objects match
+ * `objectsKeyPattern`: `<p>/part-<subtask>-<n>` of a target `<p>`, `part-…` of a whole bucket.
+ */
+export function rollingPartKeyPatterns(objectsKeyPattern: string): string[] {
+  const base = objectsKeyPattern.endsWith('*') ? objectsKeyPattern.slice(0, -1) : `${objectsKeyPattern}/`;
+  const nested = `${base}*/part-*`;
+  return base === '' || base.endsWith('/') ? [`${base}part-*`, nested] : [nested];
+}
+
+/**
  * The DynamoDB actions each process's store calls send (runtime/aws/dynamodb-*-store.ts), as IAM names
  * them. A transaction needs the action of each item in it: a fenced job write is an Update of the job
  * record with a ConditionCheck on the writer's lease.

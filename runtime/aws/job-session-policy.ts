@@ -1,8 +1,8 @@
 // The session policy of a job's S3 credentials: what the JobManager passes to STS AssumeRole of the
 // job-data role when it vends credentials to the job's tasks. The session can do only what both the role's
 // policy and this policy allow, so a task of the job reads its own library and its declared inputs and
-// writes its own staging areas, and nothing of any other job: not another job's staging, committed output,
-// library or JobGraph.
+// writes its own staging areas (a streaming sink: the part files of its own target), and nothing of any
+// other job: not another job's staging, committed output, library or JobGraph.
 import { blobKeys } from '../blob/blob-store.js';
 import { s3StagingFolder } from '../blob/output-rules.js';
 import { FloeError } from '../core/errors.js';
@@ -21,7 +21,13 @@ export interface ClusterObjects {
 
 export interface SessionPolicy {
   readonly Version: '2012-10-17';
-  readonly Statement: readonly { readonly Sid: string; readonly Effect: 'Allow'; readonly Action: readonly string[]; readonly Resource: readonly string[] }[];
+  readonly Statement: readonly {
+    readonly Sid: string;
+    readonly Effect: 'Allow';
+    readonly Action: readonly string[];
+    readonly Resource: readonly string[];
+    readonly Condition?: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>>;
+  }[];
 }
 
 /** STS refuses a packed session policy beyond 2,048 characters; the plain JSON is what is checked here. */
@@ -35,6 +41,9 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects): S
   const arn = (bucket: string, key: string): string => `arn:${cluster.partition ?? 'aws'}:s3:::${bucket}/${key}`;
   const inputs = new Set<string>();
   const staging = new Set<string>();
+  const rollingParts = new Set<string>();
+  const listedBuckets = new Set<string>();
+  const listedPrefixes = new Set<string>();
   let inputPaths = 0;
   for (const vertex of jobGraph.vertices) {
     for (const op of vertex.operators) {
@@ -48,7 +57,15 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects): S
           inputs.add(arn(bucket, `${prefix}/*`));
         }
       }
-      if (op.kind === 'sink.textFile' && isS3Uri(op.path)) {
+      if (op.kind === 'sink.textFile' && op.rolling !== undefined && isS3Uri(op.path)) {
+        // A streaming sink rolls its parts straight into its target (multipart uploads completed as they
+        // roll, runtime/aws/s3-rolling-parts.ts): it lists them, looks at and writes `<target>/part-*` only.
+        const { bucket, prefix } = parseS3Uri(op.path);
+        const parts = `${prefix === '' ? '' : `${prefix}/`}part-*`;
+        rollingParts.add(arn(bucket, parts));
+        listedBuckets.add(`arn:${cluster.partition ?? 'aws'}:s3:::${bucket}`);
+        listedPrefixes.add(parts);
+      } else if (op.kind === 'sink.textFile' && isS3Uri(op.path)) {
         const { bucket, prefix } = parseS3Uri(op.path);
         // Only the attempts' part files (`<staging>/<attempt>/part-<i>`, see partFile): the commit journal and the copy
         // marker at the staging area's root are the JobManager's, out of reach of the job's own code.
@@ -73,6 +90,21 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects): S
       Action: ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'],
       Resource: [...staging],
     });
+  if (rollingParts.size > 0) {
+    Statement.push({
+      Sid: 'WriteItsRollingParts',
+      Effect: 'Allow',
+      Action: ['s3:PutObject', 's3:GetObject', 's3:AbortMultipartUpload'],
+      Resource: [...rollingParts],
+    });
+    Statement.push({
+      Sid: 'ListItsRollingParts',
+      Effect: 'Allow',
+      Action: ['s3:ListBucket'],
+      Resource: [...listedBuckets],
+      Condition: { StringLike: { 's3:prefix': [...listedPrefixes] } },
+    });
+  }
   const policy: SessionPolicy = { Version: '2012-10-17', Statement };
   const size = JSON.stringify(policy).length;
   if (size > MAX_SESSION_POLICY_CHARS) {

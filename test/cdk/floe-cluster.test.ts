@@ -486,6 +486,12 @@ describe('FloeCluster with its defaults', () => {
         's3:PutObject */.floe-staging-*',
         's3:AbortMultipartUpload .floe-staging-*',
         's3:AbortMultipartUpload */.floe-staging-*',
+        // Streaming sinks roll their parts into their targets and list them there.
+        's3:PutObject part-*',
+        's3:PutObject */part-*',
+        's3:AbortMultipartUpload part-*',
+        's3:AbortMultipartUpload */part-*',
+        's3:ListBucket bucket',
       ].sort(),
     );
     expect(grantsOf(jobDataRole, 'dynamodb')).toEqual([]);
@@ -655,7 +661,7 @@ describe('FloeCluster with props', () => {
       '"TagFilters":[{"Key":"floe-staging","Value":"true"}]',
     );
     const onData = (role: string): Json[] => policyOf(role).filter((s) => JSON.stringify(s['Resource']).includes(dataId));
-    // The JobManager commits under the pattern; tasks (the job-data role, narrowed per job) read input splits there and write staged parts, nothing else.
+    // The JobManager commits under the pattern; tasks (the job-data role, narrowed per job) read input splits there, write staged parts and list and roll streaming parts, nothing else.
     const jmOnData = onData('JobManagerTaskDefinitionTaskRole');
     expect(
       jmOnData
@@ -671,8 +677,10 @@ describe('FloeCluster with props', () => {
         .filter((r) => JSON.stringify(r).includes(dataId))
         .map((r) => /"\/([^"]*)"/.exec(JSON.stringify(r))?.[1]);
     expect(jobDataOnData.map((st) => `${asList(st['Action']).join(',')} ${keysOf(st).sort().join(',')}`).sort()).toEqual([
+      's3:AbortMultipartUpload,s3:PutObject input/*/part-*,input/part-*',
       's3:AbortMultipartUpload,s3:PutObject,s3:PutObjectTagging input/*/.floe-staging-*,input/.floe-staging-*',
       's3:GetObject input/*',
+      's3:ListBucket ',
     ]);
     // The Dispatcher function checks sink targets there at submission: it may list and read, never write.
     const apiOnData = policyOf('ApiFunction').filter((st) => JSON.stringify(st['Resource']).includes(dataId));

@@ -78,6 +78,8 @@ interface Synthesized {
 let synth: Synthesized;
 let jobA: JobGraph;
 let jobB: JobGraph;
+/** A streaming job: its FileSink rolls parts into s3://<bucket>/out/c. */
+let jobC: JobGraph;
 
 async function jobGraphOf(file: string, exportName: string, args: string[], cacheDir: string): Promise<JobGraph> {
   const { code, sha256 } = await bundleJobFile(join(FIXTURES, file));
@@ -118,17 +120,24 @@ beforeAll(async () => {
   dirs.push(cache);
   jobA = await jobGraphOf('e2e-words.ts', 'default', [`s3://${BUCKET}/in/a.txt`, `s3://${BUCKET}/out/a`], cache);
   jobB = await jobGraphOf('word-lengths.ts', 'lines', [`s3://${BUCKET}/in/b`, `s3://${BUCKET}/out/b`], cache);
+  jobC = await jobGraphOf('rolling-lines.ts', 'default', [`s3://${BUCKET}/out/c`], cache);
 }, 120_000);
 
 /** Whether `principalRole`'s policies (narrowed by `sessionPolicy`, when given) allow `action` on `resource`. */
-async function allowed(principalRole: string, action: string, resource: string, sessionPolicy?: SessionPolicy): Promise<string> {
+async function allowed(
+  principalRole: string,
+  action: string,
+  resource: string,
+  sessionPolicy?: SessionPolicy,
+  contextVariables: Record<string, string> = {},
+): Promise<string> {
   const answer = await runSimulation(
     {
       request: {
         principal: `arn:aws:sts::${ACCOUNT}:assumed-role/${principalRole}/floe-job`,
         action,
         resource: { resource, accountId: ACCOUNT },
-        contextVariables: {},
+        contextVariables,
       },
       identityPolicies: synth.policiesOf(principalRole),
       ...(sessionPolicy !== undefined ? { sessionPolicy } : {}),
@@ -196,6 +205,38 @@ describe("job isolation in S3: the job-data role narrowed by a job's session pol
     const policy = jobSessionPolicy(jobB, { bucket: BUCKET, blobPrefix: synth.blobPrefix });
     expect(await allowed(dataRole, 's3:PutObject', object(`out/b/.floe-staging-${jobB.jobId}/att-1/part-0`), policy)).toBe('Allowed');
     expect(await allowed(dataRole, 's3:PutObject', object(`out/a/.floe-staging-${jobA.jobId}/att-1/part-0`), policy)).toBe('ImplicitlyDenied');
+  });
+
+  it("lets a streaming job's tasks list and roll the part files of its own target, and nothing else there or elsewhere", async () => {
+    const dataRole = synth.roleId('JobDataRole');
+    const policy = jobSessionPolicy(jobC, { bucket: BUCKET, blobPrefix: synth.blobPrefix });
+    const bucket = `arn:aws:s3:::${BUCKET}`;
+    const verdicts = {
+      'C rolls a part (multipart upload completed)': await allowed(dataRole, 's3:PutObject', object('out/c/part-1-7'), policy),
+      'C looks at a part name': await allowed(dataRole, 's3:GetObject', object('out/c/part-1-7'), policy),
+      'C abandons an upload': await allowed(dataRole, 's3:AbortMultipartUpload', object('out/c/part-1-7'), policy),
+      'C lists its parts': await allowed(dataRole, 's3:ListBucket', bucket, policy, { 's3:prefix': 'out/c/part-1-' }),
+      'C lists the rest of its target': await allowed(dataRole, 's3:ListBucket', bucket, policy, { 's3:prefix': 'out/c/' }),
+      'C lists the bucket': await allowed(dataRole, 's3:ListBucket', bucket, policy, { 's3:prefix': '' }),
+      'C puts another file in its target': await allowed(dataRole, 's3:PutObject', object('out/c/_SUCCESS'), policy),
+      "C puts B's committed part": await allowed(dataRole, 's3:PutObject', object('out/b/part-0'), policy),
+      'C deletes its own part': await allowed(dataRole, 's3:DeleteObject', object('out/c/part-1-7'), policy),
+    };
+    expect(verdicts).toEqual({
+      'C rolls a part (multipart upload completed)': 'Allowed',
+      'C looks at a part name': 'Allowed',
+      'C abandons an upload': 'Allowed',
+      'C lists its parts': 'Allowed',
+      'C lists the rest of its target': 'ImplicitlyDenied',
+      'C lists the bucket': 'ImplicitlyDenied',
+      'C puts another file in its target': 'ImplicitlyDenied',
+      "C puts B's committed part": 'ImplicitlyDenied',
+      'C deletes its own part': 'ImplicitlyDenied',
+    });
+    // A bounded job's session reaches no part file of a target: the JobManager commits those.
+    const policyA = jobSessionPolicy(jobA, { bucket: BUCKET, blobPrefix: synth.blobPrefix });
+    expect(await allowed(dataRole, 's3:PutObject', object('out/a/part-0-0'), policyA)).toBe('ImplicitlyDenied');
+    expect(await allowed(dataRole, 's3:ListBucket', bucket, policyA, { 's3:prefix': 'out/a/part-' })).toBe('ImplicitlyDenied');
   });
 
   it('is assumed by the JobManager role only: its trust names that role, which may call sts:AssumeRole on it', async () => {
