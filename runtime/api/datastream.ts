@@ -44,6 +44,20 @@ import type {
   ReduceFunction,
   UserFunction,
 } from './functions.js';
+import {
+  aggregateWindowSpec,
+  checkLateness,
+  lateDataTagOf,
+  processWindowSpec,
+  reduceWindowSpec,
+  triggerSpecOf,
+  windowSpecOf,
+  type ProcessAllWindowFunction,
+  type ProcessWindowFunction,
+  type WindowSettings,
+} from './window-functions.js';
+import type { SideOutputTag } from './co-functions.js';
+import type { TimeWindow, Trigger, WindowAssigner } from './windowing.js';
 import { DEFAULT_NAMES, type ExchangeMode, type ExchangeOptions, type StreamInput, type Transformation, type TransformationSpec } from './transformation.js';
 
 export interface GenerateOptions {
@@ -365,6 +379,19 @@ export class DataStream<T> {
   }
 
   /**
+   * Windows over the whole stream, not per key (Flink's windowAll): one operator subtask (parallelism 1)
+   * sees every record. On a keyed stream, keyBy(…).window(assigner) windows per key in parallel.
+   */
+  windowAll(assigner: WindowAssigner<T>): AllWindowedStream<T> {
+    const settings = windowSettings('windowAll(assigner)', () => 0, assigner, true);
+    return new AllWindowedStream<T>(
+      this.env,
+      this.inputs.map((i): StreamInput => ({ from: i.from, partitioner: 'hash', keySelector: settings.key })),
+      settings,
+    );
+  }
+
+  /**
    * Writes each record's text (strings as they are, other values as JSON) as one line. On bounded input
    * the sink writes part files that appear at `path` (a folder, one file per subtask) only when the job
    * finishes; on unbounded input it rolls part files `part-<subtask>-<n>` into `path` as the job runs
@@ -533,6 +560,15 @@ export class KeyedStream<T, K> {
     return this.keyed({ kind: 'keyed.process', key: this.key, fn: object });
   }
 
+  /**
+   * Groups each key's records into windows (Flink's keyBy(…).window): TumblingEventTimeWindows.of(size),
+   * SlidingEventTimeWindows.of(size, slide), EventTimeSessionWindows.withGap(gap) or their processing-time
+   * twins; then reduce, aggregate or process the windows.
+   */
+  window(assigner: WindowAssigner<T>): WindowedStream<T, K> {
+    return new WindowedStream<T, K>(this.env, this.inputs, windowSettings('window(assigner)', this.key, assigner, false));
+  }
+
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- serves sum/min/max, whose overloads each name their own element type
   private extremum(kind: ExtremumKind, field: unknown): OperatorStream<any> {
     return this.keyed({ kind, key: this.key, field: checkField(DEFAULT_NAMES[kind], field, true) });
@@ -540,6 +576,101 @@ export class KeyedStream<T, K> {
 
   private keyed<R>(spec: TransformationSpec): OperatorStream<R> {
     return new OperatorStream<R>(this.env, this.env.add(spec, this.inputs, false));
+  }
+}
+
+function windowSettings(call: string, key: UserFunction, assigner: unknown, all: boolean): WindowSettings {
+  return { key, window: windowSpecOf(call, assigner), trigger: undefined, allowedLateness: 0, lateDataTag: undefined, all };
+}
+
+/** @internal What windowed streams share: their settings, and the operator they make. */
+export abstract class WindowedStreamBase<T> {
+  /** @internal */
+  constructor(
+    protected readonly env: StreamEnvironment,
+    protected readonly inputs: readonly StreamInput[],
+    protected settings: WindowSettings,
+  ) {}
+
+  /**
+   * Keeps each window's state `ms` past its end: a late element within that time fires the window again
+   * with it; later ones are dropped (or sent to sideOutputLateData's tag). @default 0
+   */
+  allowedLateness(ms: number): this {
+    this.settings = { ...this.settings, allowedLateness: checkLateness(ms) };
+    return this;
+  }
+
+  /** Sends elements too late for every window they belong to (past end + allowed lateness) to the side output `tag`. */
+  sideOutputLateData(tag: SideOutputTag<T>): this {
+    this.settings = { ...this.settings, lateDataTag: lateDataTagOf(this.settings, tag) };
+    return this;
+  }
+
+  /** When windows fire: EventTimeTrigger (event-time default), ProcessingTimeTrigger (processing-time default), CountTrigger.of(n). */
+  trigger(trigger: Trigger): this {
+    this.settings = { ...this.settings, trigger: triggerSpecOf(trigger) };
+    return this;
+  }
+
+  /** @internal */
+  protected operator<R>(spec: TransformationSpec): OperatorStream<R> {
+    const t = this.env.add(spec, this.inputs, this.settings.all);
+    if (this.settings.all) {
+      t.parallelism = 1;
+      t.name = 'windowAll';
+    }
+    return new OperatorStream<R>(this.env, t);
+  }
+}
+
+/**
+ * The windows of a keyed stream (Flink's WindowedStream). A window fires when the watermark passes its end
+ * (processing-time windows: when the clock does); what it emits carries the window's maxTimestamp().
+ */
+export class WindowedStream<T, K> extends WindowedStreamBase<T> {
+  /** Folds each window's records with `fn` as they come (one value kept per window pane). */
+  reduce(fn: ReduceFunction<T>): OperatorStream<T>;
+  /** Folds with `fn`, then hands the window's one result to `windowFunction` with the key and window. */
+  reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessWindowFunction<T, R, K, TimeWindow>): OperatorStream<R>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one body serves both overloads, each with its own element type
+  reduce(fn: ReduceFunction<T>, windowFunction?: unknown): OperatorStream<any> {
+    return this.operator(reduceWindowSpec(this.settings, fn, windowFunction));
+  }
+
+  /** Folds each window's records into an accumulator as they come; emits getResult of it. */
+  aggregate<A, R>(fn: AggregateFunction<T, A, R>): OperatorStream<R>;
+  /** Aggregates, then hands the window's one result to `windowFunction` with the key and window. */
+  aggregate<A, V, R>(fn: AggregateFunction<T, A, V>, windowFunction: ProcessWindowFunction<V, R, K, TimeWindow>): OperatorStream<R>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one body serves both overloads, each with its own element type
+  aggregate(fn: AggregateFunction<T, unknown, unknown>, windowFunction?: unknown): OperatorStream<any> {
+    return this.operator(aggregateWindowSpec(this.settings, fn, windowFunction));
+  }
+
+  /** Hands each window's records (kept until it fires) to `windowFunction` with the key and window. */
+  process<R>(windowFunction: ProcessWindowFunction<T, R, K, TimeWindow>): OperatorStream<R> {
+    return this.operator(processWindowSpec(this.settings, windowFunction));
+  }
+}
+
+/** The windows of a whole stream (Flink's AllWindowedStream, from windowAll): one subtask, no key. */
+export class AllWindowedStream<T> extends WindowedStreamBase<T> {
+  reduce(fn: ReduceFunction<T>): OperatorStream<T>;
+  reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessAllWindowFunction<T, R, TimeWindow>): OperatorStream<R>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one body serves both overloads, each with its own element type
+  reduce(fn: ReduceFunction<T>, windowFunction?: unknown): OperatorStream<any> {
+    return this.operator(reduceWindowSpec(this.settings, fn, windowFunction));
+  }
+
+  aggregate<A, R>(fn: AggregateFunction<T, A, R>): OperatorStream<R>;
+  aggregate<A, V, R>(fn: AggregateFunction<T, A, V>, windowFunction: ProcessAllWindowFunction<V, R, TimeWindow>): OperatorStream<R>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- one body serves both overloads, each with its own element type
+  aggregate(fn: AggregateFunction<T, unknown, unknown>, windowFunction?: unknown): OperatorStream<any> {
+    return this.operator(aggregateWindowSpec(this.settings, fn, windowFunction));
+  }
+
+  process<R>(windowFunction: ProcessAllWindowFunction<T, R, TimeWindow>): OperatorStream<R> {
+    return this.operator(processWindowSpec(this.settings, windowFunction));
   }
 }
 

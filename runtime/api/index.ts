@@ -62,3 +62,19 @@ export type {
   KeyedContext,
   OnTimerContext,
 } from './process-function.js';
+export { WindowedStream, AllWindowedStream } from './datastream.js';
+export {
+  TimeWindow,
+  TumblingEventTimeWindows,
+  SlidingEventTimeWindows,
+  EventTimeSessionWindows,
+  TumblingProcessingTimeWindows,
+  SlidingProcessingTimeWindows,
+  ProcessingTimeSessionWindows,
+  EventTimeTrigger,
+  ProcessingTimeTrigger,
+  CountTrigger,
+} from './windowing.js';
+export type { WindowAssigner, Trigger } from './windowing.js';
+export { ProcessWindowFunction, ProcessAllWindowFunction } from './window-functions.js';
+export type { ProcessWindowContext } from './window-functions.js';

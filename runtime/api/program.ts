@@ -155,6 +155,18 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
         .map((role) => [role, spec.fns[role]!]);
     case 'sink.textFile':
       return spec.encoder === undefined ? [] : [['encoder', spec.encoder]];
+    case 'keyed.window': {
+      const roles: [string, UserFunction | undefined][] = [
+        ['key', spec.key],
+        ['reduce', spec.reduce],
+        ['createAccumulator', spec.createAccumulator],
+        ['add', spec.add],
+        ['getResult', spec.getResult],
+        ['merge', spec.merge],
+        ['process', spec.process],
+      ];
+      return roles.filter((r): r is [string, UserFunction] => r[1] !== undefined);
+    }
     case 'source.sequence':
     case 'source.textFile':
     case 'sink.collect':

@@ -1,6 +1,7 @@
 // What a StreamEnvironment records (Flink's Transformation): one entry per operator, with its inputs,
 // how records reach it, and the settings the user gave it. translate.ts turns them into a JobGraph.
 import type { ExtremumKind, OperatorKind, Partitioner, RollingPolicySpec, WriteMode } from '../jobgraph/jobgraph.js';
+import type { WindowAssignerSpec, WindowFunctionKind, WindowTriggerSpec } from '../jobgraph/window-spec.js';
 import type { UserFunction } from './functions.js';
 
 /**
@@ -29,6 +30,26 @@ export type TransformationSpec =
       readonly add: UserFunction;
       readonly getResult: UserFunction;
       readonly merge: UserFunction | undefined;
+    }
+  /**
+   * A window operator (keyBy().window() or windowAll()): its assigner and trigger as plain data, and its
+   * functions: `reduce`, or the aggregate's four, or none, each optionally with a window function `process`.
+   */
+  | {
+      readonly kind: 'keyed.window';
+      readonly key: UserFunction;
+      readonly window: WindowAssignerSpec;
+      readonly trigger: WindowTriggerSpec | undefined;
+      readonly allowedLateness: number;
+      readonly lateDataTag: string | undefined;
+      readonly all: boolean;
+      readonly function: WindowFunctionKind;
+      readonly reduce?: UserFunction | undefined;
+      readonly createAccumulator?: UserFunction | undefined;
+      readonly add?: UserFunction | undefined;
+      readonly getResult?: UserFunction | undefined;
+      readonly merge?: UserFunction | undefined;
+      readonly process?: UserFunction | undefined;
     }
   | { readonly kind: 'map' | 'flatMap' | 'filter'; readonly fn: UserFunction }
   /** A ProcessFunction (or a rich map / flatMap / filter run as one), or a KeyedProcessFunction after keyBy: user objects. */
@@ -98,6 +119,7 @@ export const DEFAULT_NAMES: Record<OperatorKind, string> = {
   'keyed.max': 'max',
   'keyed.minBy': 'minBy',
   'keyed.maxBy': 'maxBy',
+  'keyed.window': 'window',
   map: 'map',
   flatMap: 'flatMap',
   filter: 'filter',

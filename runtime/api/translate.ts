@@ -13,6 +13,7 @@ import {
   type OperatorSpec,
 } from '../jobgraph/jobgraph.js';
 import { isS3Uri, normalisePath } from '../jobgraph/paths.js';
+import { defaultTriggerOf } from '../jobgraph/window-spec.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
 import type { StreamEnvironment } from './datastream.js';
 import type { Transformation } from './transformation.js';
@@ -120,6 +121,20 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
         emit,
         ...preAggregate,
       };
+    case 'keyed.window': {
+      const roles = ['reduce', 'createAccumulator', 'add', 'getResult', 'merge', 'process'] as const;
+      return {
+        kind: spec.kind,
+        ...base,
+        key: ref('key'),
+        window: spec.window,
+        trigger: spec.trigger ?? defaultTriggerOf(spec.window),
+        allowedLateness: spec.allowedLateness,
+        ...(spec.lateDataTag !== undefined ? { lateDataTag: spec.lateDataTag } : {}),
+        windowFunction: spec.function,
+        ...Object.fromEntries(roles.filter((r) => spec[r] !== undefined).map((r) => [r, ref(r)])),
+      };
+    }
     case 'sink.textFile':
       if (!bounded && spec.writeMode === WriteMode.OVERWRITE) {
         throw new InvalidJobDefinitionError(

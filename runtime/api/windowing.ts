@@ -1,6 +1,10 @@
-// Event-time windows and their assigners (Flink's TimeWindow, TumblingEventTimeWindows,
-// SlidingEventTimeWindows, EventTimeSessionWindows). A window is [start, end) in milliseconds; an assigner
-// puts an element with a timestamp into its windows; session windows merge when they come within the gap.
+// Windows, their assigners and triggers (Flink's TimeWindow, TumblingEventTimeWindows,
+// SlidingEventTimeWindows, EventTimeSessionWindows, their processing-time twins, EventTimeTrigger,
+// ProcessingTimeTrigger, CountTrigger). A window is [start, end) in milliseconds; an assigner puts an
+// element with a timestamp into its windows; session windows merge when they come within the gap. Each
+// assigner and trigger also gives its settings as plain data (windowSpec, triggerSpec), which is what a
+// JobGraph carries and the window operator reads.
+import type { WindowAssignerSpec, WindowTriggerSpec } from '../jobgraph/window-spec.js';
 import { InvalidJobDefinitionError } from './errors.js';
 
 export class TimeWindow {
@@ -65,6 +69,8 @@ export interface WindowAssigner<T> {
   isEventTime(): boolean;
   /** Its windows merge (sessions). */
   isMergeable(): boolean;
+  /** Its settings as plain data. */
+  readonly windowSpec: WindowAssignerSpec;
 }
 
 function checkMs(call: string, what: string, value: unknown, positive: boolean): number {
@@ -105,6 +111,10 @@ export class TumblingEventTimeWindows<T = unknown> implements WindowAssigner<T> 
     return new TumblingEventTimeWindows<T>(size, offset);
   }
 
+  get windowSpec(): WindowAssignerSpec {
+    return { type: 'tumbling', timeDomain: 'event-time', size: this.size, offset: this.offset };
+  }
+
   assignWindows(_element: T, timestamp: number): TimeWindow[] {
     checkTimestamp('TumblingEventTimeWindows', timestamp);
     const start = TimeWindow.getWindowStartWithOffset(timestamp, this.offset, this.size);
@@ -137,15 +147,14 @@ export class SlidingEventTimeWindows<T = unknown> implements WindowAssigner<T> {
     return new SlidingEventTimeWindows<T>(size, slide, offset);
   }
 
+  get windowSpec(): WindowAssignerSpec {
+    return { type: 'sliding', timeDomain: 'event-time', size: this.size, slide: this.slide, offset: this.offset };
+  }
+
   /** The windows holding `timestamp`, latest start first. */
   assignWindows(_element: T, timestamp: number): TimeWindow[] {
     checkTimestamp('SlidingEventTimeWindows', timestamp);
-    const windows: TimeWindow[] = [];
-    const lastStart = TimeWindow.getWindowStartWithOffset(timestamp, this.offset, this.slide);
-    for (let start = lastStart; start > timestamp - this.size; start -= this.slide) {
-      windows.push(new TimeWindow(start, start + this.size));
-    }
-    return windows;
+    return slidingWindows(timestamp, this.size, this.slide, this.offset);
   }
 
   isEventTime(): boolean {
@@ -165,6 +174,10 @@ export class EventTimeSessionWindows<T = unknown> implements WindowAssigner<T> {
     return new EventTimeSessionWindows<T>(checkMs('EventTimeSessionWindows.withGap(gap)', 'the gap', gapMs, true));
   }
 
+  get windowSpec(): WindowAssignerSpec {
+    return { type: 'session', timeDomain: 'event-time', gap: this.gap };
+  }
+
   assignWindows(_element: T, timestamp: number): TimeWindow[] {
     checkTimestamp('EventTimeSessionWindows', timestamp);
     return [new TimeWindow(timestamp, timestamp + this.gap)];
@@ -181,5 +194,156 @@ export class EventTimeSessionWindows<T = unknown> implements WindowAssigner<T> {
 
   isMergeable(): boolean {
     return true;
+  }
+}
+
+function slidingWindows(timestamp: number, size: number, slide: number, offset: number): TimeWindow[] {
+  const windows: TimeWindow[] = [];
+  const lastStart = TimeWindow.getWindowStartWithOffset(timestamp, offset, slide);
+  for (let start = lastStart; start > timestamp - size; start -= slide) windows.push(new TimeWindow(start, start + size));
+  return windows;
+}
+
+/** Tumbling windows on the task's clock: an element goes to the window holding the time it arrives. */
+export class TumblingProcessingTimeWindows<T = unknown> implements WindowAssigner<T> {
+  private constructor(
+    readonly size: number,
+    readonly offset: number,
+  ) {}
+
+  static of<T = unknown>(sizeMs: number, offsetMs = 0): TumblingProcessingTimeWindows<T> {
+    const call = 'TumblingProcessingTimeWindows.of(size, offset?)';
+    const size = checkMs(call, 'the size', sizeMs, true);
+    const offset = checkMs(call, 'the offset', offsetMs, false);
+    checkOffset(call, offset, size, 'the size');
+    return new TumblingProcessingTimeWindows<T>(size, offset);
+  }
+
+  get windowSpec(): WindowAssignerSpec {
+    return { type: 'tumbling', timeDomain: 'processing-time', size: this.size, offset: this.offset };
+  }
+
+  /** `now`: the current processing time. */
+  assignWindows(_element: T, now: number): TimeWindow[] {
+    const start = TimeWindow.getWindowStartWithOffset(now, this.offset, this.size);
+    return [new TimeWindow(start, start + this.size)];
+  }
+
+  isEventTime(): boolean {
+    return false;
+  }
+
+  isMergeable(): boolean {
+    return false;
+  }
+}
+
+/** Sliding windows on the task's clock. */
+export class SlidingProcessingTimeWindows<T = unknown> implements WindowAssigner<T> {
+  private constructor(
+    readonly size: number,
+    readonly slide: number,
+    readonly offset: number,
+  ) {}
+
+  static of<T = unknown>(sizeMs: number, slideMs: number, offsetMs = 0): SlidingProcessingTimeWindows<T> {
+    const call = 'SlidingProcessingTimeWindows.of(size, slide, offset?)';
+    const size = checkMs(call, 'the size', sizeMs, true);
+    const slide = checkMs(call, 'the slide', slideMs, true);
+    const offset = checkMs(call, 'the offset', offsetMs, false);
+    checkOffset(call, offset, slide, 'the slide');
+    return new SlidingProcessingTimeWindows<T>(size, slide, offset);
+  }
+
+  get windowSpec(): WindowAssignerSpec {
+    return { type: 'sliding', timeDomain: 'processing-time', size: this.size, slide: this.slide, offset: this.offset };
+  }
+
+  assignWindows(_element: T, now: number): TimeWindow[] {
+    return slidingWindows(now, this.size, this.slide, this.offset);
+  }
+
+  isEventTime(): boolean {
+    return false;
+  }
+
+  isMergeable(): boolean {
+    return false;
+  }
+}
+
+/** Sessions on the task's clock: a key's session closes after `gap` ms without elements. */
+export class ProcessingTimeSessionWindows<T = unknown> implements WindowAssigner<T> {
+  private constructor(readonly gap: number) {}
+
+  static withGap<T = unknown>(gapMs: number): ProcessingTimeSessionWindows<T> {
+    return new ProcessingTimeSessionWindows<T>(checkMs('ProcessingTimeSessionWindows.withGap(gap)', 'the gap', gapMs, true));
+  }
+
+  get windowSpec(): WindowAssignerSpec {
+    return { type: 'session', timeDomain: 'processing-time', gap: this.gap };
+  }
+
+  assignWindows(_element: T, now: number): TimeWindow[] {
+    return [new TimeWindow(now, now + this.gap)];
+  }
+
+  mergeWindows(windows: readonly TimeWindow[]): { window: TimeWindow; merged: TimeWindow[] }[] {
+    return TimeWindow.mergeWindows(windows);
+  }
+
+  isEventTime(): boolean {
+    return false;
+  }
+
+  isMergeable(): boolean {
+    return true;
+  }
+}
+
+/** Decides when a window fires. Windows are cleaned at their end plus the allowed lateness whatever the trigger. */
+export interface Trigger {
+  readonly triggerSpec: WindowTriggerSpec;
+}
+
+/** Fires a window when the watermark passes its end, and again for each late element within the allowed lateness (the default of event-time windows). */
+export class EventTimeTrigger implements Trigger {
+  private constructor() {}
+
+  static create(): EventTimeTrigger {
+    return new EventTimeTrigger();
+  }
+
+  get triggerSpec(): WindowTriggerSpec {
+    return { type: 'event-time' };
+  }
+}
+
+/** Fires a window when the task's clock passes its end (the default of processing-time windows). */
+export class ProcessingTimeTrigger implements Trigger {
+  private constructor() {}
+
+  static create(): ProcessingTimeTrigger {
+    return new ProcessingTimeTrigger();
+  }
+
+  get triggerSpec(): WindowTriggerSpec {
+    return { type: 'processing-time' };
+  }
+}
+
+/** Fires a window each time `count` more elements have reached it; it keeps its contents until its cleanup. */
+export class CountTrigger implements Trigger {
+  private constructor(readonly count: number) {}
+
+  static of(count: number): CountTrigger {
+    if (!Number.isSafeInteger(count) || count < 1) {
+      throw new InvalidJobDefinitionError(`CountTrigger.of(count) needs an integer >= 1, found ${JSON.stringify(count) ?? String(count)}`);
+    }
+    return new CountTrigger(count);
+  }
+
+  get triggerSpec(): WindowTriggerSpec {
+    return { type: 'count', count: this.count };
   }
 }

@@ -27,6 +27,7 @@ import {
   type RestartStrategyType,
 } from './jobgraph.js';
 import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
+import type { WindowAssignerSpec, WindowTriggerSpec } from './window-spec.js';
 
 /** Vertex, edge and operator ids end up in partition ids and file names: letters, digits, '_' and '-'. */
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
@@ -53,6 +54,7 @@ export const OPERATOR_KINDS: readonly OperatorKind[] = [
   'keyed.max',
   'keyed.minBy',
   'keyed.maxBy',
+  'keyed.window',
 ];
 
 /** A value as a message shows it: short, and never "null" for a number JSON.parse made Infinity. */
@@ -143,6 +145,28 @@ const keyField = (kind: OperatorKind) => {
   return v.union([text(), v.pipe(v.number(m), v.safeInteger(m), v.minValue(0, m))], m);
 };
 
+/** A window assigner's settings: sizes, slides, gaps in ms > 0, offsets in ms. */
+const timeDomain = () => oneOf(['event-time', 'processing-time'] as const);
+/** Reads an object by the schema its `type` names; an unknown type is named with the types allowed. */
+const byType = <S extends Record<string, v.GenericSchema>>(schemas: S) => {
+  const types = Object.keys(schemas);
+  const unknownType = object({ type: oneOf(types as [string, ...string[]]) });
+  return v.lazy((input) => {
+    const type = isPlainObject(input) ? input['type'] : undefined;
+    return typeof type === 'string' && Object.hasOwn(schemas, type) ? schemas[type]! : unknownType;
+  }) as unknown as v.GenericSchema<unknown, v.InferOutput<S[keyof S]>>;
+};
+const WindowAssignerSchema = byType({
+  tumbling: object({ type: v.literal('tumbling'), timeDomain: timeDomain(), size: integer(1), offset: safeInteger() }),
+  sliding: object({ type: v.literal('sliding'), timeDomain: timeDomain(), size: integer(1), slide: integer(1), offset: safeInteger() }),
+  session: object({ type: v.literal('session'), timeDomain: timeDomain(), gap: integer(1) }),
+}) satisfies v.GenericSchema<unknown, WindowAssignerSpec>;
+const WindowTriggerSchema = byType({
+  'event-time': object({ type: v.literal('event-time') }),
+  'processing-time': object({ type: v.literal('processing-time') }),
+  count: object({ type: v.literal('count'), count: integer(1) }),
+}) satisfies v.GenericSchema<unknown, WindowTriggerSpec>;
+
 const operator = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entries: E) =>
   object({ kind: v.literal(kind), id: id(), name: nonEmptyText(), ...entries });
 
@@ -203,6 +227,20 @@ const OPERATOR_SCHEMAS = {
   'keyed.max': keyed('keyed.max', { field: v.optional(keyField('keyed.max')) }),
   'keyed.minBy': keyed('keyed.minBy', { field: keyField('keyed.minBy') }),
   'keyed.maxBy': keyed('keyed.maxBy', { field: keyField('keyed.maxBy') }),
+  'keyed.window': operator('keyed.window', {
+    key: FunctionRefSchema,
+    window: WindowAssignerSchema,
+    trigger: WindowTriggerSchema,
+    allowedLateness: integer(0),
+    lateDataTag: v.optional(nonEmptyText()),
+    windowFunction: oneOf(['reduce', 'aggregate', 'process'] as const),
+    reduce: v.optional(FunctionRefSchema),
+    createAccumulator: v.optional(FunctionRefSchema),
+    add: v.optional(FunctionRefSchema),
+    getResult: v.optional(FunctionRefSchema),
+    merge: v.optional(FunctionRefSchema),
+    process: v.optional(FunctionRefSchema),
+  }),
 } satisfies { readonly [K in OperatorKind]: v.GenericSchema<unknown, OperatorSpec & { readonly kind: K }> };
 
 /** An operator of an unknown kind: its kind is named, and its id and name checked all the same (it never passes). */

@@ -2,6 +2,7 @@
 // library; edges say how records travel between them.
 import type { JobId } from '../core/ids.js';
 import type { ResourceProfile } from '../core/resource-profile.js';
+import type { WindowAssignerSpec, WindowFunctionKind, WindowTriggerSpec } from './window-spec.js';
 
 export const DistributionPattern = { FORWARD: 'forward', ALL_TO_ALL: 'all-to-all' } as const;
 export type DistributionPattern = (typeof DistributionPattern)[keyof typeof DistributionPattern];
@@ -189,6 +190,30 @@ export type OperatorSpec =
       readonly field?: string | number;
       readonly emit: KeyedEmit;
       readonly preAggregate?: boolean;
+    }
+  /**
+   * A window operator: per key (windowAll: one constant key, parallelism 1) the windows of `window`,
+   * fired by `trigger`, kept `allowedLateness` ms past their end; elements later than that go to the side
+   * output `lateDataTag`, or are dropped. `windowFunction` says which functions it names: `reduce`; or
+   * createAccumulator, add, getResult and optionally merge; or only `process`. After reduce or aggregate,
+   * `process` (a ProcessWindowFunction) is optional.
+   */
+  | {
+      readonly kind: 'keyed.window';
+      readonly id: string;
+      readonly name: string;
+      readonly key: FunctionRef;
+      readonly window: WindowAssignerSpec;
+      readonly trigger: WindowTriggerSpec;
+      readonly allowedLateness: number;
+      readonly lateDataTag?: string;
+      readonly windowFunction: WindowFunctionKind;
+      readonly reduce?: FunctionRef;
+      readonly createAccumulator?: FunctionRef;
+      readonly add?: FunctionRef;
+      readonly getResult?: FunctionRef;
+      readonly merge?: FunctionRef;
+      readonly process?: FunctionRef;
     };
 export type OperatorKind = OperatorSpec['kind'];
 export type ExtremumKind = 'keyed.min' | 'keyed.max' | 'keyed.minBy' | 'keyed.maxBy';
@@ -301,6 +326,8 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
       return [...op.fns];
     case 'sink.textFile':
       return op.encoder === undefined ? [] : [op.encoder];
+    case 'keyed.window':
+      return [op.key, op.reduce, op.createAccumulator, op.add, op.getResult, op.merge, op.process].filter((r): r is FunctionRef => r !== undefined);
     case 'source.sequence':
     case 'source.textFile':
     case 'source.connector':

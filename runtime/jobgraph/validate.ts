@@ -1,7 +1,17 @@
 // Checks that a decoded JobGraph can run (validateJobGraph): references between vertices and edges,
 // cycles, chains, keys, paths and limits across the graph, every problem reported at once. Its shape is
 // decoded first by parseJobGraph (job-graph-schema.ts).
-import { functionKey, functionRefsOf, isKeyedOperator, isSinkOperator, isSourceOperator, type FunctionRef, type JobGraph, type JobVertex } from './jobgraph.js';
+import {
+  functionKey,
+  functionRefsOf,
+  isKeyedOperator,
+  isSinkOperator,
+  isSourceOperator,
+  type FunctionRef,
+  type JobGraph,
+  type JobVertex,
+  type OperatorSpec,
+} from './jobgraph.js';
 import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
 import { isFilesystemRoot, isWithin, pathProblem } from './paths.js';
 
@@ -155,6 +165,9 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
         case 'keyed.minBy':
         case 'keyed.maxBy':
           break;
+        case 'keyed.window':
+          windowProblems(op).forEach((p) => problems.add(`${opAt}: ${p}`));
+          break;
         default:
           op satisfies never;
       }
@@ -286,4 +299,18 @@ function checkResourceProfiles(graph: JobGraph, problems: Problems): void {
       problems.add(`${at}.memoryMiB must be an integer from ${L.minProfileMemoryMiB} to ${L.maxProfileMemoryMiB} MiB per slot, found ${p.memoryMiB}`);
     }
   }
+}
+
+/** What a window operator's spec must hold together: the functions its windowFunction names. */
+function windowProblems(op: Extract<OperatorSpec, { kind: 'keyed.window' }>): string[] {
+  const problems: string[] = [];
+  const has = { reduce: op.reduce !== undefined, aggregate: op.createAccumulator !== undefined && op.add !== undefined && op.getResult !== undefined };
+  if (op.windowFunction === 'reduce' && !has.reduce) problems.push('a reduce window needs its reduce function, found none');
+  if (op.windowFunction === 'aggregate' && !has.aggregate) problems.push('an aggregate window needs createAccumulator, add and getResult');
+  if (op.windowFunction === 'process' && op.process === undefined) problems.push('a process window needs its process function, found none');
+  if (op.window.type === 'sliding' && op.window.slide > op.window.size)
+    problems.push(`a sliding window's slide (${op.window.slide} ms) must not exceed its size (${op.window.size} ms)`);
+  if (op.lateDataTag !== undefined && op.window.timeDomain === 'processing-time')
+    problems.push('processing-time windows have no late data: remove lateDataTag');
+  return problems;
 }

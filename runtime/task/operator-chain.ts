@@ -139,6 +139,7 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
           break;
         case 'process':
         case 'keyed.process':
+        case 'keyed.window':
           throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' (${op.kind}) runs only in a streaming operator chain`);
         case 'source.sequence':
         case 'source.textFile':

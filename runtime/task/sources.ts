@@ -119,6 +119,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
     case 'keyed.max':
     case 'keyed.minBy':
     case 'keyed.maxBy':
+    case 'keyed.window':
       throw new TaskSetupError(`task ${tdd.taskName}: '${op.name}' (${op.kind}) is not a source`);
     default:
       op satisfies never;

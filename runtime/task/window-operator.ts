@@ -8,12 +8,13 @@
 import { FloeError } from '../core/errors.js';
 import { MapStateDescriptor, ValueStateDescriptor, type MapState, type ValueState } from '../api/state.js';
 import { TimeWindow } from '../api/windowing.js';
+import type { FunctionRef, OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { WindowAssignerSpec, WindowTriggerSpec } from '../jobgraph/window-spec.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
-import { isThenable } from './task-io.js';
+import { isThenable, noteErrors, raisedBy, TaskSetupError } from './task-io.js';
 import { HeapInternalTimerService, type InternalTimer, type Triggerable } from './timer-service.js';
-import { WindowContents, type Contents, type ProcessWindowContext, type WindowFunctions } from './window-contents.js';
+import { WindowContents, type Contents, type ProcessWindowCall, type ProcessWindowContext, type WindowFunctions } from './window-contents.js';
 
 export interface WindowOperatorConfig {
   readonly assigner: WindowAssignerSpec;
@@ -331,6 +332,64 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     for (let s = w.start; s < w.start + this.slide; s += this.paneSize) this.panes.remove(s);
     if (this.config.trigger.type === 'count') this.counts.remove(w.start);
   }
+}
+
+export type WindowOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.window' }>;
+
+/** The window operator of `op`, its user functions looked up by `userObject`; errors they raise name the operator. */
+export function createWindowOperator(op: WindowOperatorSpec, context: KeyedOperatorContext, userObject: (ref: FunctionRef) => unknown): WindowOperator {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each role has its own parameter types
+  const fn = <F extends (a?: any, b?: any) => unknown>(ref: FunctionRef | undefined, role: string): F => {
+    const f = ref === undefined ? undefined : userObject(ref);
+    if (typeof f !== 'function') throw new TaskSetupError(`window operator '${op.name}' (${op.windowFunction}) has no ${role} function in the job library`);
+    return noteErrors(f as F, op.name);
+  };
+  let process: ProcessWindowCall | undefined;
+  if (op.process !== undefined) {
+    const p = fn<(a?: unknown, b?: unknown) => unknown>(op.process, 'process');
+    process = (key, ctx, elements, out) => {
+      try {
+        const r = (p as unknown as ProcessWindowCall)(key, ctx, elements, out);
+        return isThenable(r)
+          ? Promise.resolve(r).then(undefined, (e: unknown) => {
+              throw raisedBy(e, op.name);
+            })
+          : r;
+      } catch (e) {
+        throw raisedBy(e, op.name);
+      }
+    };
+  }
+  const withProcess = process === undefined ? {} : { process };
+  let functions: WindowFunctions;
+  switch (op.windowFunction) {
+    case 'reduce':
+      functions = { kind: 'reduce', reduce: fn(op.reduce, 'reduce'), ...withProcess };
+      break;
+    case 'aggregate':
+      functions = {
+        kind: 'aggregate',
+        createAccumulator: fn(op.createAccumulator, 'createAccumulator'),
+        add: fn(op.add, 'add'),
+        getResult: fn(op.getResult, 'getResult'),
+        ...(op.merge !== undefined ? { merge: fn(op.merge, 'merge') } : {}),
+        ...withProcess,
+      };
+      break;
+    case 'process':
+      if (process === undefined) throw new TaskSetupError(`window operator '${op.name}' has no process function in the job library`);
+      functions = { kind: 'process', process };
+      break;
+    default:
+      return op.windowFunction satisfies never;
+  }
+  return new WindowOperator(context, {
+    assigner: op.window,
+    trigger: op.trigger,
+    allowedLateness: op.allowedLateness,
+    ...(op.lateDataTag !== undefined ? { lateDataTag: op.lateDataTag } : {}),
+    functions,
+  });
 }
 
 function gcd(a: number, b: number): number {
