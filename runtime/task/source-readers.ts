@@ -20,6 +20,13 @@ export interface SourceReaderContext {
   readonly signal: TaskSignal;
   /** The job's id and task name, for messages and logs. */
   readonly taskName: string;
+  /**
+   * `wait` is the reader waiting for data of a split (a poll that found none, a pause before the next):
+   * the task counts as idle while every split it reads waits so. Returns `wait`.
+   */
+  idle<T>(wait: Promise<T>): Promise<T>;
+  /** How far reading `splitId` is behind the newest data of it (ms; Kinesis: MillisBehindLatest): the task reports the most of its splits'. */
+  reportLag(splitId: string, lagMs: number): void;
 }
 
 export type ConnectorSourceSpec = Extract<OperatorSpec, { kind: 'source.connector' }>;
@@ -55,7 +62,16 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
       `task ${io.tdd.taskName}: source '${op.name}' reads connector '${op.connector}', but no source reader is registered for it in this TaskExecutor; run the job on a backend that offers '${op.connector}'`,
     );
   }
-  const reader = factory(op, { subtaskIndex: io.tdd.subtaskIndex, parallelism: io.tdd.parallelism, signal: io.signal, taskName: io.tdd.taskName });
+  const reading = new Set<Promise<void>>();
+  const time = readerTime(io, () => reading.size);
+  const reader = factory(op, {
+    subtaskIndex: io.tdd.subtaskIndex,
+    parallelism: io.tdd.parallelism,
+    signal: io.signal,
+    taskName: io.tdd.taskName,
+    idle: time.idle,
+    reportLag: time.reportLag,
+  });
   // One emission at a time: a reader whose record waits on backpressure holds the others back.
   let tail: Promise<void> | undefined;
   const output: ReaderOutput = {
@@ -79,7 +95,6 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
     },
   };
   const finished: string[] = [];
-  const reading = new Set<Promise<void>>();
   let failWith: (e: unknown) => void = () => undefined;
   const failed = new Promise<never>((_, reject) => (failWith = reject));
   failed.catch(() => undefined);
@@ -88,23 +103,72 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
       checkCanceled(io);
       const request = io.requestSplit(finished.splice(0));
       request.catch(() => undefined);
-      // Waiting for a split is waiting for input: idle.
-      const answer = await idleWait(io, Promise.race([request, failed]));
+      // Waiting for a split is waiting for input, idle, unless splits are being read meanwhile.
+      const next = Promise.race([request, failed]);
+      const answer = await (reading.size === 0 ? idleWait(io, next) : next);
       if (answer === null) break;
       if (answer === NO_SPLIT_YET) continue;
       const split = answer;
       const p = reader.readSplit(split, output).then(
         () => {
           finished.push(split.splitId);
+          time.splitDone(split.splitId);
         },
         (error: unknown) => failWith(error),
       );
       reading.add(p);
-      void p.finally(() => reading.delete(p));
+      void p.finally(() => {
+        reading.delete(p);
+        time.settle();
+      });
     }
     while (reading.size > 0) await Promise.race([Promise.all(reading), failed]);
     if (tail !== undefined) await tail;
   } finally {
     await reader.close?.();
   }
+}
+
+/**
+ * A connector source's idle time and lag from its readers: idle while every split being read waits for
+ * data (a reader's context.idle), the lag the most any split reported.
+ */
+function readerTime(io: TaskIo, splitsReading: () => number) {
+  let waiting = 0;
+  let endIdle: (() => void) | undefined;
+  const lags = new Map<string, number>();
+  const settle = (): void => {
+    const allWait = waiting > 0 && waiting >= splitsReading();
+    if (allWait && endIdle === undefined && io.ioMetrics !== undefined) {
+      void io.ioMetrics.idle(new Promise<void>((resolve) => (endIdle = resolve)));
+    } else if (!allWait && endIdle !== undefined) {
+      endIdle();
+      endIdle = undefined;
+    }
+  };
+  const showLag = (): void => {
+    if (io.counters === undefined) return;
+    if (lags.size === 0) delete io.counters.lagMs;
+    else io.counters.lagMs = Math.max(...lags.values());
+  };
+  return {
+    idle<T>(wait: Promise<T>): Promise<T> {
+      waiting++;
+      settle();
+      return wait.finally(() => {
+        waiting--;
+        settle();
+      });
+    },
+    reportLag(splitId: string, lagMs: number): void {
+      if (!Number.isFinite(lagMs) || lagMs < 0) return;
+      lags.set(splitId, lagMs);
+      showLag();
+    },
+    splitDone(splitId: string): void {
+      lags.delete(splitId);
+      showLag();
+    },
+    settle,
+  };
 }
