@@ -23,6 +23,7 @@ export { OutputTag } from './output-tag.js';
 export { KinesisStreamsSink, KinesisStreamsSinkBuilder, KINESIS_CONNECTOR } from './kinesis.js';
 export type { KinesisClientProperties } from './kinesis.js';
 export type { Sink, SinkDescriptor } from './connectors.js';
+export { DiscardingSink } from './discarding-sink.js';
 export type { GenerateOptions, WriteAsTextOptions } from './datastream.js';
 export { FileSink, RowFormatBuilder, DefaultRollingPolicy, DefaultRollingPolicyBuilder, SimpleStringEncoder } from './file-sink.js';
 export type { Encoder } from './file-sink.js';

@@ -1,6 +1,8 @@
 // Sinks of connectors (Flink's `sinkTo`): a connector registers a factory under its name, and a task
 // whose chain ends in a 'sink.connector' operator opens its sink through it. Entry points register the
-// connectors they offer (as they register file systems), so this layer never imports one.
+// connectors they offer (as they register file systems), so this layer never imports one; the discarding
+// sink is built in.
+import { DISCARDING_SINK_CONNECTOR } from '../api/discarding-sink.js';
 import type { FunctionRef, OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import type { Emit } from './task-io.js';
@@ -30,6 +32,10 @@ export function registerSinkConnector(connector: string, factory: SinkConnectorF
 }
 
 export const sinkConnectorFactory = (connector: string): SinkConnectorFactory | undefined => factories.get(connector);
+
+// Built in: Flink's DiscardingSink drops every record (the chain has counted it by then).
+const discarding: ConnectorSink = { emit: () => undefined, close: async () => undefined, abort: async () => undefined };
+registerSinkConnector(DISCARDING_SINK_CONNECTOR, async () => discarding);
 
 /** The ref of the sink's function of `role`. */
 export const sinkFunctionRef = (op: ConnectorSinkSpec, role: string): FunctionRef | undefined => op.fns.find((f) => (f.role ?? '') === role);
