@@ -1,12 +1,14 @@
 // The text file sink of a streaming job (Flink's FileSink with its DefaultRollingPolicy): each record's
 // line goes into the subtask's in-progress part, which rolls (becomes visible, whole) once it reaches the
 // policy's size, once it is older than the rollover interval, or after the inactivity interval without a
-// record. Time comes from a Clock (the processing-time port: the task's timers once it has them), checked
-// every `checkIntervalMs`. Records and timer callbacks change the sink's state synchronously, and the
-// file calls run one after another in a queue, so a roll never interleaves with a write.
-import type { Clock, Timer } from '../core/clock.js';
+// record. Time comes from a ProcessingTimeService (the task's, whose callbacks run through its mailbox
+// between records; until a chain hands it one, clockProcessingTime over the system clock), checked every
+// `checkIntervalMs`. Records and timer callbacks change the sink's state synchronously, and the file calls
+// run one after another in a queue, so a roll never interleaves with a write.
+import type { Clock } from '../core/clock.js';
 import type { RollingPolicySpec } from '../jobgraph/jobgraph.js';
 import type { InProgressPart, RollingPartFiles } from '../blob/rolling-parts.js';
+import type { ProcessingTimeService } from './stream-operator.js';
 import type { Emit } from './task-io.js';
 
 /** Lines are handed to the part file in batches of about this many bytes. */
@@ -27,6 +29,21 @@ export class DefaultRollingPolicy {
   }
 }
 
+/** Processing time straight on a clock, its callbacks run when the clock's timers fire. */
+export function clockProcessingTime(clock: Clock): ProcessingTimeService {
+  return {
+    getCurrentProcessingTime: () => clock.now(),
+    registerTimer: (timestamp, callback) =>
+      clock.setTimeout(
+        () => {
+          // A failure of the callback is the caller's to keep: nothing awaits a timer.
+          void Promise.resolve(callback(timestamp)).catch(() => undefined);
+        },
+        Math.max(0, timestamp - clock.now()),
+      ),
+  };
+}
+
 /** The line of a record when the sink has no encoder: strings as they are, other values as JSON. */
 export const defaultLine = (r: unknown): string => (typeof r === 'string' ? r : (JSON.stringify(r) ?? String(r)));
 
@@ -44,7 +61,7 @@ export class RollingFileSink {
   private pendingBytes = 0;
   private queue: Promise<void> = Promise.resolve();
   private failure: unknown;
-  private timer: Timer | undefined;
+  private timer: { cancel(): void } | undefined;
   private stopped = false;
   /** The names of the parts rolled so far, in order. */
   readonly rolled: string[] = [];
@@ -52,7 +69,7 @@ export class RollingFileSink {
   constructor(
     private readonly parts: RollingPartFiles,
     policy: RollingPolicySpec,
-    private readonly clock: Clock,
+    private readonly time: ProcessingTimeService,
     private readonly encode: (record: unknown) => string = defaultLine,
   ) {
     this.policy = new DefaultRollingPolicy(policy);
@@ -64,7 +81,7 @@ export class RollingFileSink {
     const line = this.encode(r);
     if (typeof line !== 'string')
       throw new TypeError(`the file sink's encoder must return the record's line as a string, returned ${line === null ? 'null' : typeof line}`);
-    const now = this.clock.now();
+    const now = this.time.getCurrentProcessingTime();
     this.openedAtMs ??= now;
     this.lastRecordAtMs = now;
     const bytes = Buffer.byteLength(line) + 1;
@@ -103,16 +120,16 @@ export class RollingFileSink {
   }
 
   private scheduleCheck(): void {
-    this.timer = this.clock.setTimeout(() => {
+    this.timer = this.time.registerTimer(this.time.getCurrentProcessingTime() + this.policy.spec.checkIntervalMs, (now) => {
       this.timer = undefined;
       if (this.stopped || this.failure !== undefined) return;
       const opened = this.openedAtMs;
-      if (opened !== undefined && this.policy.shouldRollOnProcessingTime(this.clock.now(), opened, this.lastRecordAtMs)) {
+      if (opened !== undefined && this.policy.shouldRollOnProcessingTime(now, opened, this.lastRecordAtMs)) {
         // A failure is kept and thrown at the next record (or close).
         this.roll().catch(() => undefined);
       }
       this.scheduleCheck();
-    }, this.policy.spec.checkIntervalMs);
+    });
   }
 
   private takePending(): string {

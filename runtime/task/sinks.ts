@@ -6,13 +6,14 @@ import { dirname, join } from 'node:path';
 import { currentJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
 import { outputStoreFor } from '../blob/file-systems.js';
 import type { RollingPartFiles, StagedPart } from '../blob/output-store.js';
-import { systemClock, type Clock } from '../core/clock.js';
+import { systemClock } from '../core/clock.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
 import { findUnencodable, RecordEncodingError } from '../network/record-check.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
-import { defaultLine, RollingFileSink } from './rolling-file-sink.js';
+import { clockProcessingTime, defaultLine, RollingFileSink } from './rolling-file-sink.js';
+import type { ProcessingTimeService } from './stream-operator.js';
 import { sinkConnectorFactory, sinkFunctionRef } from './sink-connectors.js';
 import { functionOf, noteErrors, TaskSetupError, type Emit } from './task-io.js';
 
@@ -155,14 +156,14 @@ function sinkOpenError(sinkName: string, target: string, what: string, error: un
 
 /**
  * The sink that ends the task's chain, if its last operator is one. `userFunctions` hold a file sink's
- * encoder; `clock` is the processing time a streaming file sink rolls by.
+ * encoder; `processingTime` is what a streaming file sink rolls by (the task's, once its chain has one).
  */
 export async function openSink(
   tdd: TaskDeploymentDescriptor,
   last: OperatorSpec,
   openTimeoutMs: number,
   userFunctions: ReadonlyMap<string, Function> = new Map(),
-  clock: Clock = systemClock,
+  processingTime: ProcessingTimeService = clockProcessingTime(systemClock),
 ): Promise<Sink | undefined> {
   if (last.kind === 'sink.collect') return new CollectSink(last.maxRecords, last.name);
   if (last.kind === 'sink.connector') {
@@ -211,7 +212,7 @@ export async function openSink(
         return from.openPart();
       },
     };
-    return new RollingFileSink(parts, policy, clock, encode);
+    return new RollingFileSink(parts, policy, processingTime, encode);
   }
   if (tdd.sinkStagingDir === undefined)
     throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import type { RollingPolicySpec } from '../../runtime/jobgraph/jobgraph.js';
 import { openFsRollingParts } from '../../runtime/local/fs-rolling-parts.js';
-import { DefaultRollingPolicy, RollingFileSink } from '../../runtime/task/rolling-file-sink.js';
+import { clockProcessingTime, DefaultRollingPolicy, RollingFileSink } from '../../runtime/task/rolling-file-sink.js';
 
 const root = mkdtempSync(join(tmpdir(), 'floe-rolling-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -29,7 +29,7 @@ async function sinkIn(
   clock = new ManualClock(),
   subtask = 0,
 ): Promise<{ sink: RollingFileSink; clock: ManualClock }> {
-  return { sink: new RollingFileSink(await openFsRollingParts(target, subtask, `attempt-${n++}`), policy(p), clock), clock };
+  return { sink: new RollingFileSink(await openFsRollingParts(target, subtask, `attempt-${n++}`), policy(p), clockProcessingTime(clock)), clock };
 }
 
 const newTarget = (): string => join(root, `t${n++}`);
