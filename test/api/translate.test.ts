@@ -81,6 +81,32 @@ describe('buildJobGraph', () => {
     expect(sink).toMatchObject({ kind: 'sink.textFile', path: '/tmp/out' });
   });
 
+  it('makes a monitored text source unbounded: keyed operators after it emit updates, and a bad interval is refused', () => {
+    const job = defineJob('monitored', (env) => {
+      env
+        .readTextFile('/in', { monitorContinuously: 250 })
+        .keyBy((line) => line)
+        .sum((line) => line.length)
+        .collect();
+    });
+    const g = buildJobGraph(job, options());
+    expect(g.vertices[0]!.operators[0]).toMatchObject({ kind: 'source.textFile', path: '/in', monitorIntervalMs: 250 });
+    expect(g.vertices[1]!.operators[0]).toMatchObject({ kind: 'keyed.sum', emit: 'updates' });
+    const bounded = buildJobGraph(
+      defineJob('bounded', (env) => {
+        env.readTextFile('/in').collect();
+      }),
+      options(),
+    );
+    expect(bounded.vertices[0]!.operators[0]).not.toHaveProperty('monitorIntervalMs');
+    const badInterval = defineJob('bad', (env) => {
+      env.readTextFile('/in', { monitorContinuously: 0.5 }).collect();
+    });
+    expect(() => buildJobGraph(badInterval, options())).toThrow(
+      /readTextFile\('\/in', \{ monitorContinuously \}\) needs the listing interval in ms, an integer >= 1, found 0.5/,
+    );
+  });
+
   it("applies the environment's parallelism, defaults and Flink's default maxParallelism", () => {
     const job = defineJob('defaults', (env) => {
       env.setParallelism(200);
