@@ -22,11 +22,12 @@ export interface SourceReaderContext {
   readonly taskName: string;
   /**
    * `wait` is the reader waiting for data of a split (a poll that found none, a pause before the next):
-   * the task counts as idle while every split it reads waits so. Returns `wait`.
+   * the task counts as idle while every split it reads waits so. Returns `wait`. The task's loop always
+   * gives both; a context made elsewhere (a test's) may leave them out.
    */
-  idle<T>(wait: Promise<T>): Promise<T>;
+  idle?<T>(wait: Promise<T>): Promise<T>;
   /** How far reading `splitId` is behind the newest data of it (ms; Kinesis: MillisBehindLatest): the task reports the most of its splits'. */
-  reportLag(splitId: string, lagMs: number): void;
+  reportLag?(splitId: string, lagMs: number): void;
 }
 
 export type ConnectorSourceSpec = Extract<OperatorSpec, { kind: 'source.connector' }>;

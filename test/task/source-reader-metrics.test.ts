@@ -23,8 +23,8 @@ describe('a connector source reader', () => {
       context = ctx;
       return {
         async readSplit(split: SourceSplit) {
-          ctx.reportLag(split.splitId, split.splitId === 'a' ? 100 : 250);
-          await ctx.idle(new Promise<void>((resolve) => releases.set(split.splitId, resolve)));
+          ctx.reportLag!(split.splitId, split.splitId === 'a' ? 100 : 250);
+          await ctx.idle!(new Promise<void>((resolve) => releases.set(split.splitId, resolve)));
           // Data again: the reader works on it (not idle) until the test lets it finish.
           await new Promise<void>((resolve) => finishes.set(split.splitId, resolve));
         },
