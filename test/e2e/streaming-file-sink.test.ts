@@ -2,7 +2,7 @@
 // rolled part files while it runs; a reader listing the folder only ever finds complete parts (whole
 // lines, never changing once seen, no line twice); after cancel the parts stay as they were and what was
 // in progress stays hidden.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/cluster-processes.js';
@@ -76,6 +76,43 @@ describe('the streaming file sink', () => {
     const lines = linesOf(after);
     expect(new Set(lines).size).toBe(lines.length);
     // What was in progress at cancel stays under hidden names only.
+    for (const name of readdirSync(target).filter((f) => f.startsWith('.'))) expect(name).toMatch(/^\.part-[01]-\d+\.inprogress\./);
+    await cluster.noProcessLeft();
+  });
+
+  it('keeps every part a failed attempt rolled, and its restarted attempt adds parts beside them, replacing none', async () => {
+    const target = join(cluster.work, 'rolling-failover');
+    const marker = join(cluster.work, 'rolling-failover.marker');
+    const jobId = await cluster.submit('rolling-lines.ts', 'failsOnce', [target, marker], 2);
+    const seen = new Map<string, string>();
+    const poll = (): number => {
+      let parts: Map<string, string>;
+      try {
+        parts = readParts(target);
+      } catch (error) {
+        if ((error as { code?: string }).code === 'ENOENT') return 0;
+        throw error;
+      }
+      for (const [name, text] of parts) {
+        if (seen.has(name)) expect(text, `${name} read again`).toBe(seen.get(name));
+        else seen.set(name, text);
+      }
+      return parts.size;
+    };
+    await waitFor(() => existsSync(marker) && poll() > 0, 'the failure', 60_000);
+    const atFailure = poll();
+    // The failed subtask runs again (from the start: no checkpoint) and rolls new parts.
+    await waitFor(() => poll() >= atFailure + 6, 'six more parts after the failure', 60_000);
+    const job = (await cluster.api('GET', `/jobs/${jobId}`)).body;
+    expect(job.status).toBe('RUNNING');
+    expect(await cluster.exceptions(jobId)).toContain('failing on purpose, once');
+
+    expect((await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
+    expect((await cluster.awaitTerminal(jobId)).status).toBe('CANCELED');
+    poll();
+    // The restarted attempt wrote its first lines again into new parts: both copies are there, whole.
+    const lines = [...seen.values()].flatMap((t) => t.slice(0, -1).split('\n'));
+    expect(new Set(lines).size).toBeLessThan(lines.length);
     for (const name of readdirSync(target).filter((f) => f.startsWith('.'))) expect(name).toMatch(/^\.part-[01]-\d+\.inprogress\./);
     await cluster.noProcessLeft();
   });
