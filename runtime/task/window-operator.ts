@@ -34,9 +34,12 @@ interface Session {
   n: number;
 }
 
-const PANES = new MapStateDescriptor<number, Contents>('window-panes');
-const COUNTS = new MapStateDescriptor<number, number>('window-counts');
+// Pane and window starts are map keys as decimal strings: a string is its own canonical form.
+const PANES = new MapStateDescriptor<string, Contents>('window-panes');
+const COUNTS = new MapStateDescriptor<string, number>('window-counts');
 const SESSIONS = new ValueStateDescriptor<Session[]>('window-sessions');
+/** Per key: the starts [lo, hi] of the windows (a run, slide apart) whose timers are registered and pending. */
+const REGISTERED = new ValueStateDescriptor<[number, number]>('window-registered');
 
 /** An element the window operator cannot place in time. */
 export class WindowTimestampError extends FloeError {
@@ -62,9 +65,10 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
   private readonly slide: number;
   private readonly offset: number;
   private readonly paneSize: number;
-  private readonly panes: MapState<number, Contents>;
-  private readonly counts: MapState<number, number>;
+  private readonly panes: MapState<string, Contents>;
+  private readonly counts: MapState<string, number>;
   private readonly sessions: ValueState<Session[]>;
+  private readonly registered: ValueState<[number, number]>;
   private lateDropped = 0;
 
   constructor(
@@ -83,6 +87,7 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     this.panes = this.backend.getPartitionedState(PANES);
     this.counts = this.backend.getPartitionedState(COUNTS);
     this.sessions = this.backend.getPartitionedState(SESSIONS);
+    this.registered = this.backend.getPartitionedState(REGISTERED);
     this.timers = new HeapInternalTimerService<TimeWindow>(this.backend, context.processingTime, this, (w) => `${w.start}:${w.end}`);
   }
 
@@ -135,27 +140,40 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
 
   private addToPane(key: unknown, record: unknown, time: number, timestamp: number | undefined): Promise<void> | void {
     const paneStart = TimeWindow.getWindowStartWithOffset(time, this.offset, this.paneSize);
-    const pane = this.panes.get(paneStart);
+    const paneKey = String(paneStart);
+    const pane = this.panes.get(paneKey);
     // A pane that holds elements already has its windows' timers; while none of them has ended, the
     // element only joins it.
     if (pane !== undefined && this.config.trigger.type !== 'count' && this.firstWindowEnd(paneStart) - 1 > this.now()) {
       this.contents.add(pane, record);
-      this.panes.put(paneStart, pane);
+      this.panes.put(paneKey, pane);
       return;
     }
     const live = this.windowsOfPane(paneStart).filter((w) => !this.isLate(w));
     if (live.length === 0) return this.lateElement(record, timestamp);
-    if (pane === undefined) this.panes.put(paneStart, this.contents.create(record));
+    if (pane === undefined) this.panes.put(paneKey, this.contents.create(record));
     else {
       this.contents.add(pane, record);
-      this.panes.put(paneStart, pane);
+      this.panes.put(paneKey, pane);
     }
     const due: TimeWindow[] = [];
+    // Windows of the key's registered run that have not ended have their timers: a new pane in them (the
+    // usual case of in-order input) registers only the windows it opens.
+    const run = this.config.trigger.type === 'count' ? undefined : this.registered.value();
+    const now = this.now();
     for (const w of live) {
+      if (run !== undefined && w.start >= run[0] && w.start <= run[1] && w.maxTimestamp() > now) continue;
       if (this.triggerOnElement(w, () => this.countPane(w))) due.push(w);
       this.registerCleanupTimer(w);
     }
+    if (this.config.trigger.type !== 'count') this.extendRun(run, live[live.length - 1]!.start, live[0]!.start);
     if (due.length > 0) return this.fireAll(key, due);
+  }
+
+  /** Adds the window starts [lo, hi] to the key's registered run, or starts a new run when they do not meet it. */
+  private extendRun(run: [number, number] | undefined, lo: number, hi: number): void {
+    if (run === undefined || hi < run[0] - this.slide || lo > run[1] + this.slide) this.registered.update([lo, hi]);
+    else if (lo < run[0] || hi > run[1]) this.registered.update([Math.min(lo, run[0]), Math.max(hi, run[1])]);
   }
 
   /** The windows holding the pane starting at `paneStart`, latest start first. */
@@ -176,19 +194,20 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
   private paneContents(w: TimeWindow): Contents[] {
     const parts: Contents[] = [];
     for (let s = w.start; s < w.end; s += this.paneSize) {
-      const p = this.panes.get(s);
+      const p = this.panes.get(String(s));
       if (p !== undefined) parts.push(p);
     }
     return parts;
   }
 
   private countPane(w: TimeWindow): boolean {
-    const n = (this.counts.get(w.start) ?? 0) + 1;
+    const id = String(w.start);
+    const n = (this.counts.get(id) ?? 0) + 1;
     if (n >= (this.config.trigger as { count: number }).count) {
-      this.counts.remove(w.start);
+      this.counts.remove(id);
       return true;
     }
-    this.counts.put(w.start, n);
+    this.counts.put(id, n);
     return false;
   }
 
@@ -329,8 +348,9 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
       else if (left.length !== sessions.length) this.sessions.update(left);
       return;
     }
-    for (let s = w.start; s < w.start + this.slide; s += this.paneSize) this.panes.remove(s);
-    if (this.config.trigger.type === 'count') this.counts.remove(w.start);
+    for (let s = w.start; s < w.start + this.slide; s += this.paneSize) this.panes.remove(String(s));
+    if (this.config.trigger.type === 'count') this.counts.remove(String(w.start));
+    else if (this.panes.isEmpty()) this.registered.clear();
   }
 }
 
