@@ -3,72 +3,24 @@
 // CoGroupFunction) and broadcast state (BroadcastProcessFunction, KeyedBroadcastProcessFunction). The
 // runtime reads these objects by their method names, never by their class: a job library bundles its own
 // copy of this file.
+import type { OutputTag } from './output-tag.js';
+import { AbstractRichFunction, type Collector, type NonKeyedTimerService, type TimeDomain, type TimerService } from './process-function.js';
 import type { MapStateDescriptor, StateDescriptor } from './state.js';
 
-/** Takes the records a function emits (Flink's Collector); emitted in order once the call returns. */
-export interface Collector<T> {
-  collect(record: T): void;
-}
+export type { Collector } from './process-function.js';
 
-/** A side output's tag as the functions see it (OutputTag): records of type X under `id`. */
+/** A side output's tag as functions see it (an OutputTag): records of type X under `id`. */
 export interface SideOutputTag<X> {
   readonly id: string;
   readonly __elementType?: X;
 }
 
-/** Time as a function outside a keyed stream sees it: it reads the clocks and sets no timers. */
-export interface ReadOnlyTimerService {
-  currentProcessingTime(): number;
-  /** The operator's event time: the last watermark it received (-Infinity before the first). */
-  currentWatermark(): number;
-}
-
-/** Flink's TimerService of a keyed function: timers of the current key, fired through onTimer. */
-export interface TimerService extends ReadOnlyTimerService {
-  registerEventTimeTimer(timestamp: number): void;
-  registerProcessingTimeTimer(timestamp: number): void;
-  deleteEventTimeTimer(timestamp: number): void;
-  deleteProcessingTimeTimer(timestamp: number): void;
-}
-
-/** Which clock fired a timer. */
-export type TimeDomain = 'EVENT_TIME' | 'PROCESSING_TIME';
-
 /** What every two-input function's context offers. */
 export interface BaseContext {
   /** The event timestamp of the record being processed, or of the timer that fired; undefined when it has none. */
   timestamp(): number | undefined;
-  /** Emits `value` to the side output `tag`. */
-  output<X>(tag: SideOutputTag<X>, value: X): void;
-}
-
-/** Runtime facts and keyed state of a rich function (Flink's RuntimeContext). */
-export interface CoRuntimeContext {
-  getIndexOfThisSubtask(): number;
-  getNumberOfParallelSubtasks(): number;
-  getMaxNumberOfParallelSubtasks(): number;
-  getTaskName(): string;
-  /** The state `descriptor` names, scoped to the current key: only in keyed functions. */
-  getState<S>(descriptor: StateDescriptor<S>): S;
-}
-
-/**
- * The base of the function classes below (Flink's AbstractRichFunction). A subclass may define `open()`,
- * run before the first record, and `close()`, run when the task ends; getRuntimeContext() works from
- * open() on.
- */
-export abstract class CoRichFunction {
-  private runtimeContext: CoRuntimeContext | undefined;
-
-  /** @internal Called by the runtime. */
-  setRuntimeContext(context: CoRuntimeContext): void {
-    this.runtimeContext = context;
-  }
-
-  getRuntimeContext(): CoRuntimeContext {
-    if (this.runtimeContext === undefined) throw new Error('getRuntimeContext() is available from open() on, in a running task, not in the job builder');
-    return this.runtimeContext;
-  }
+  /** Emits `value` to the side output `outputTag` (read it with getSideOutput(outputTag)). */
+  output<X>(outputTag: OutputTag<X>, value: X): void;
 }
 
 // ---- connected streams ------------------------------------------------------------------------------
@@ -86,11 +38,14 @@ export interface CoFlatMapFunction<IN1, IN2, OUT> {
 }
 
 export interface CoProcessContext extends BaseContext {
-  timerService(): ReadOnlyTimerService;
+  timerService(): NonKeyedTimerService;
 }
 
 /** Processes the records of two connected streams (not keyed: no keyed state, no timers). */
-export abstract class CoProcessFunction<IN1, IN2, OUT> extends CoRichFunction {
+export abstract class CoProcessFunction<IN1, IN2, OUT> extends AbstractRichFunction {
+  /** Only for the compiler: tells the two-input function classes apart. */
+  declare readonly __coFunctionKind?: 'co';
+
   abstract processElement1(value: IN1, ctx: CoProcessContext, out: Collector<OUT>): Promise<void> | void;
   abstract processElement2(value: IN2, ctx: CoProcessContext, out: Collector<OUT>): Promise<void> | void;
 }
@@ -104,13 +59,16 @@ export interface KeyedCoProcessOnTimerContext<K> extends KeyedCoProcessContext<K
   timeDomain(): TimeDomain;
 }
 
-/**
- * Processes two streams keyed alike: records of one key meet in one subtask, with that key's state and
- * timers. A subclass that sets timers defines `onTimer(timestamp, ctx: KeyedCoProcessOnTimerContext<K>, out)`.
- */
-export abstract class KeyedCoProcessFunction<K, IN1, IN2, OUT> extends CoRichFunction {
+/** Processes two streams keyed alike: records of one key meet in one subtask, with that key's state and timers. */
+export abstract class KeyedCoProcessFunction<K, IN1, IN2, OUT> extends AbstractRichFunction {
+  /** Only for the compiler: tells the two-input function classes apart. */
+  declare readonly __coFunctionKind?: 'keyedCo';
+
   abstract processElement1(value: IN1, ctx: KeyedCoProcessContext<K>, out: Collector<OUT>): Promise<void> | void;
   abstract processElement2(value: IN2, ctx: KeyedCoProcessContext<K>, out: Collector<OUT>): Promise<void> | void;
+
+  /** A timer registered through ctx.timerService() fired; its key is current. Does nothing unless overridden. */
+  onTimer(_timestamp: number, _ctx: KeyedCoProcessOnTimerContext<K>, _out: Collector<OUT>): Promise<void> | void {}
 }
 
 // ---- joins --------------------------------------------------------------------------------------------
@@ -120,11 +78,14 @@ export interface ProcessJoinContext {
   getRightTimestamp(): number;
   /** The joined pair's timestamp: the larger of the two. */
   getTimestamp(): number;
-  output<X>(tag: SideOutputTag<X>, value: X): void;
+  output<X>(outputTag: OutputTag<X>, value: X): void;
 }
 
 /** Called for each pair an interval join finds, once per pair. */
-export abstract class ProcessJoinFunction<IN1, IN2, OUT> extends CoRichFunction {
+export abstract class ProcessJoinFunction<IN1, IN2, OUT> extends AbstractRichFunction {
+  /** Only for the compiler: tells the two-input function classes apart. */
+  declare readonly __coFunctionKind?: 'join';
+
   abstract processElement(left: IN1, right: IN2, ctx: ProcessJoinContext, out: Collector<OUT>): Promise<void> | void;
 }
 
@@ -165,7 +126,10 @@ export interface BroadcastContext extends BaseContext {
 }
 
 /** Processes a stream with the broadcast state another (broadcast) stream writes. */
-export abstract class BroadcastProcessFunction<IN1, IN2, OUT> extends CoRichFunction {
+export abstract class BroadcastProcessFunction<IN1, IN2, OUT> extends AbstractRichFunction {
+  /** Only for the compiler: tells the two-input function classes apart. */
+  declare readonly __coFunctionKind?: 'broadcast';
+
   abstract processElement(value: IN1, ctx: BroadcastReadOnlyContext, out: Collector<OUT>): Promise<void> | void;
   abstract processBroadcastElement(value: IN2, ctx: BroadcastContext, out: Collector<OUT>): Promise<void> | void;
 }
@@ -186,11 +150,14 @@ export interface KeyedBroadcastOnTimerContext<K> extends KeyedBroadcastReadOnlyC
   timeDomain(): TimeDomain;
 }
 
-/**
- * Processes a keyed stream with keyed state and timers, and the broadcast state a broadcast stream writes.
- * A subclass that sets timers defines `onTimer(timestamp, ctx: KeyedBroadcastOnTimerContext<K>, out)`.
- */
-export abstract class KeyedBroadcastProcessFunction<K, IN1, IN2, OUT> extends CoRichFunction {
+/** Processes a keyed stream with keyed state and timers, and the broadcast state a broadcast stream writes. */
+export abstract class KeyedBroadcastProcessFunction<K, IN1, IN2, OUT> extends AbstractRichFunction {
+  /** Only for the compiler: tells the two-input function classes apart. */
+  declare readonly __coFunctionKind?: 'keyedBroadcast';
+
   abstract processElement(value: IN1, ctx: KeyedBroadcastReadOnlyContext<K>, out: Collector<OUT>): Promise<void> | void;
   abstract processBroadcastElement(value: IN2, ctx: KeyedBroadcastContext, out: Collector<OUT>): Promise<void> | void;
+
+  /** A timer registered through ctx.timerService() fired; its key is current. Does nothing unless overridden. */
+  onTimer(_timestamp: number, _ctx: KeyedBroadcastOnTimerContext<K>, _out: Collector<OUT>): Promise<void> | void {}
 }

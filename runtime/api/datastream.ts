@@ -340,9 +340,10 @@ export class DataStream<T> {
     return this.partitioned('rebalance', checkExchange('rebalance', options));
   }
 
-  /** Sends every record to every subtask of the next operator. */
-  broadcast(options?: ExchangeOptions): DataStream<T> {
-    return this.partitioned('broadcast', checkExchange('broadcast', options));
+  /** Sends every record to every subtask of the next operator. (With MapStateDescriptors: a BroadcastStream, two-input-streams.ts.) */
+  broadcast(options?: ExchangeOptions): DataStream<T>;
+  broadcast(...args: unknown[]): unknown {
+    return this.partitioned('broadcast', checkExchange('broadcast', args[0] as ExchangeOptions | undefined));
   }
 
   /**

@@ -27,6 +27,37 @@ export { DiscardingSink } from './discarding-sink.js';
 export type { GenerateOptions, WriteAsTextOptions } from './datastream.js';
 export { FileSink, RowFormatBuilder, DefaultRollingPolicy, DefaultRollingPolicyBuilder, SimpleStringEncoder } from './file-sink.js';
 export type { Encoder } from './file-sink.js';
+export {
+  BroadcastStream,
+  ConnectedStreams,
+  KeyedConnectedStreams,
+  BroadcastConnectedStream,
+  KeyedBroadcastConnectedStream,
+  IntervalJoin,
+  IntervalJoined,
+  JoinedStreams,
+  CoGroupedStreams,
+} from './two-input-streams.js';
+export { CoProcessFunction, KeyedCoProcessFunction, ProcessJoinFunction, BroadcastProcessFunction, KeyedBroadcastProcessFunction } from './co-functions.js';
+export type {
+  BaseContext,
+  CoMapFunction,
+  CoFlatMapFunction,
+  CoProcessContext,
+  KeyedCoProcessContext,
+  KeyedCoProcessOnTimerContext,
+  ProcessJoinContext,
+  JoinFunction,
+  CoGroupFunction,
+  ReadOnlyBroadcastState,
+  BroadcastState,
+  BroadcastReadOnlyContext,
+  BroadcastContext,
+  KeyedBroadcastReadOnlyContext,
+  KeyedBroadcastContext,
+  KeyedBroadcastOnTimerContext,
+  KeyedStateFunction,
+} from './co-functions.js';
 export type { ExchangeMode, ExchangeOptions } from './transformation.js';
 export type { ResourceProfile } from '../core/resource-profile.js';
 export type { RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';

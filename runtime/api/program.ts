@@ -3,6 +3,9 @@
 import { StreamEnvironment } from './datastream.js';
 import type { UserFunction } from './functions.js';
 import type { Transformation } from './transformation.js';
+import { twoInputUserFunctions } from './two-input-transformations.js';
+// Adds connect, join, intervalJoin and broadcast(descriptor) to the streams a builder run makes.
+import './two-input-streams.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import { isJobDefinition, type JobDefinition } from './job-definition.js';
 import { createHash } from 'node:crypto';
@@ -171,6 +174,15 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
     case 'source.textFile':
     case 'sink.collect':
       return [];
+    case 'co.map':
+    case 'co.flatMap':
+    case 'co.process':
+    case 'keyed.coProcess':
+    case 'keyed.intervalJoin':
+    case 'keyed.windowJoin':
+    case 'broadcast.process':
+    case 'keyed.broadcastProcess':
+      return twoInputUserFunctions(spec);
     default:
       return spec satisfies never;
   }

@@ -3,6 +3,7 @@
 import type { ExtremumKind, OperatorKind, Partitioner, RollingPolicySpec, WriteMode } from '../jobgraph/jobgraph.js';
 import type { WindowAssignerSpec, WindowFunctionKind, WindowTriggerSpec } from '../jobgraph/window-spec.js';
 import type { UserFunction } from './functions.js';
+import { TWO_INPUT_DEFAULT_NAMES, type TwoInputTransformationSpec } from './two-input-transformations.js';
 
 /**
  * How records cross an all-to-all edge: 'pipelined' streams them to a running consumer (backpressure,
@@ -70,7 +71,8 @@ export type TransformationSpec =
       readonly config: Readonly<Record<string, unknown>>;
       /** The sink's user functions by role. */
       readonly fns: Readonly<Record<string, UserFunction>>;
-    };
+    }
+  | TwoInputTransformationSpec;
 
 /**
  * An input of a transformation; `partitioner` is set when the user asked for one (e.g. `rebalance()`),
@@ -78,6 +80,10 @@ export type TransformationSpec =
  */
 export interface StreamInput {
   readonly from: Transformation;
+  /** Which input of a two-input operator this is (0 or 1). @default 0 */
+  readonly targetInput?: number;
+  /** The role of the consumer's key selector for this input's hash edge. @default 'key' */
+  readonly keyRole?: string;
   readonly partitioner?: Partitioner;
   readonly exchange?: ExchangeMode;
   readonly keySelector?: UserFunction;
@@ -128,4 +134,5 @@ export const DEFAULT_NAMES: Record<OperatorKind, string> = {
   'sink.textFile': 'writeAsText',
   'sink.connector': 'sinkTo',
   'sink.collect': 'collect',
+  ...TWO_INPUT_DEFAULT_NAMES,
 };

@@ -20,6 +20,7 @@ import type { Transformation } from './transformation.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type { JobDefinition } from './job-definition.js';
 import { planFingerprint, runRecordedJobBuilder } from './program.js';
+import { twoInputOperatorOf } from './two-input-transformations.js';
 
 export const DEFAULT_SLOT_SHARING_GROUP = 'default';
 /** Split size of a text file source that sets none. */
@@ -162,6 +163,15 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
           .sort()
           .map((role) => ref(role)),
       };
+    case 'co.map':
+    case 'co.flatMap':
+    case 'co.process':
+    case 'keyed.coProcess':
+    case 'keyed.intervalJoin':
+    case 'keyed.windowJoin':
+    case 'broadcast.process':
+    case 'keyed.broadcastProcess':
+      return twoInputOperatorOf(spec, base, ref);
     default:
       return spec satisfies never;
   }
@@ -282,7 +292,8 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
         distribution: partitioner === 'forward' ? 'forward' : 'all-to-all',
         partitioner,
         partitionType: partitioner === 'forward' ? 'pipelined' : (input.exchange ?? defaultExchange),
-        ...(partitioner === 'hash' ? { keySelector: { export: options.exportName, operatorId: t.id, role: 'key' } } : {}),
+        ...(partitioner === 'hash' ? { keySelector: { export: options.exportName, operatorId: t.id, role: input.keyRole ?? 'key' } } : {}),
+        ...(input.targetInput !== undefined && input.targetInput !== 0 ? { targetInput: input.targetInput } : {}),
       });
     }
   }

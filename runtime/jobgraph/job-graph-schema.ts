@@ -28,6 +28,7 @@ import {
 } from './jobgraph.js';
 import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
 import type { WindowAssignerSpec, WindowTriggerSpec } from './window-spec.js';
+import { TWO_INPUT_OPERATOR_KINDS } from './two-input-operator-specs.js';
 
 /** Vertex, edge and operator ids end up in partition ids and file names: letters, digits, '_' and '-'. */
 const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
@@ -55,6 +56,7 @@ export const OPERATOR_KINDS: readonly OperatorKind[] = [
   'keyed.minBy',
   'keyed.maxBy',
   'keyed.window',
+  ...TWO_INPUT_OPERATOR_KINDS,
 ];
 
 /** A value as a message shows it: short, and never "null" for a number JSON.parse made Infinity. */
@@ -241,6 +243,29 @@ const OPERATOR_SCHEMAS = {
     merge: v.optional(FunctionRefSchema),
     process: v.optional(FunctionRefSchema),
   }),
+  'co.map': operator('co.map', { fn: FunctionRefSchema }),
+  'co.flatMap': operator('co.flatMap', { fn: FunctionRefSchema }),
+  'co.process': operator('co.process', { fn: FunctionRefSchema }),
+  'keyed.coProcess': operator('keyed.coProcess', { key: FunctionRefSchema, key2: FunctionRefSchema, fn: FunctionRefSchema }),
+  'keyed.intervalJoin': operator('keyed.intervalJoin', {
+    key: FunctionRefSchema,
+    key2: FunctionRefSchema,
+    fn: FunctionRefSchema,
+    lowerMs: safeInteger(),
+    upperMs: safeInteger(),
+    lowerBoundExclusive: v.boolean(found('must be true or false')),
+    upperBoundExclusive: v.boolean(found('must be true or false')),
+  }),
+  'keyed.windowJoin': operator('keyed.windowJoin', {
+    key: FunctionRefSchema,
+    key2: FunctionRefSchema,
+    fn: FunctionRefSchema,
+    assigner: FunctionRefSchema,
+    mode: oneOf(['join', 'coGroup'] as const),
+    window: object({ sizeMs: integer(1), slideMs: v.optional(integer(1)), offsetMs: safeInteger() }),
+  }),
+  'broadcast.process': operator('broadcast.process', { fn: FunctionRefSchema, broadcastStates: arrayOf(nonEmptyText(), 64) }),
+  'keyed.broadcastProcess': operator('keyed.broadcastProcess', { key: FunctionRefSchema, fn: FunctionRefSchema, broadcastStates: arrayOf(nonEmptyText(), 64) }),
 } satisfies { readonly [K in OperatorKind]: v.GenericSchema<unknown, OperatorSpec & { readonly kind: K }> };
 
 /** An operator of an unknown kind: its kind is named, and its id and name checked all the same (it never passes). */
@@ -269,6 +294,7 @@ const EdgeSchema = object({
   partitioner: oneOf(Object.values(Partitioner)),
   partitionType: oneOf(Object.values(PartitionType)),
   keySelector: v.optional(FunctionRefSchema),
+  targetInput: v.optional(v.picklist([0, 1])),
 }) satisfies v.GenericSchema<unknown, JobEdge>;
 
 /** read → the values the client's builder got: any JSON, bounded in size as a whole. */

@@ -3,6 +3,7 @@
 import type { JobId } from '../core/ids.js';
 import type { ResourceProfile } from '../core/resource-profile.js';
 import type { WindowAssignerSpec, WindowFunctionKind, WindowTriggerSpec } from './window-spec.js';
+import { twoInputFunctionRefs, type TwoInputOperatorSpec } from './two-input-operator-specs.js';
 
 export const DistributionPattern = { FORWARD: 'forward', ALL_TO_ALL: 'all-to-all' } as const;
 export type DistributionPattern = (typeof DistributionPattern)[keyof typeof DistributionPattern];
@@ -214,7 +215,8 @@ export type OperatorSpec =
       readonly getResult?: FunctionRef;
       readonly merge?: FunctionRef;
       readonly process?: FunctionRef;
-    };
+    }
+  | TwoInputOperatorSpec<FunctionRef>;
 export type OperatorKind = OperatorSpec['kind'];
 export type ExtremumKind = 'keyed.min' | 'keyed.max' | 'keyed.minBy' | 'keyed.maxBy';
 
@@ -237,6 +239,8 @@ export interface JobEdge {
   readonly partitionType: PartitionType;
   /** On hash edges: the producer applies it to route each record; the keyed consumer applies it again. */
   readonly keySelector?: FunctionRef;
+  /** Which input of a two-input target the edge feeds: 0 (the first, also of one-input targets) or 1. @default 0 */
+  readonly targetInput?: number;
 }
 
 /**
@@ -333,6 +337,15 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
     case 'source.connector':
     case 'sink.collect':
       return [];
+    case 'co.map':
+    case 'co.flatMap':
+    case 'co.process':
+    case 'keyed.coProcess':
+    case 'keyed.intervalJoin':
+    case 'keyed.windowJoin':
+    case 'broadcast.process':
+    case 'keyed.broadcastProcess':
+      return twoInputFunctionRefs(op);
     default:
       return op satisfies never;
   }

@@ -14,6 +14,7 @@ import {
 } from './jobgraph.js';
 import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
 import { isFilesystemRoot, isWithin, pathProblem } from './paths.js';
+import { isTwoInputOperator, keyRoleOfInput } from './two-input-operator-specs.js';
 
 class Problems {
   readonly list: string[] = [];
@@ -83,7 +84,9 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
           if (!exportSet.has(ref.export)) problems.add(`${opAt}.${ref.role ?? 'fn'}.export '${ref.export}' is not exported by the library`);
         }
       }
-      if (isKeyedOperator(op) && j > 0) {
+      if (isTwoInputOperator(op) && j > 0) {
+        problems.add(`${opAt}: a two-input operator (${op.kind}) must head its chain, fed by the edges of both its inputs; found at position ${j}`);
+      } else if (isKeyedOperator(op) && j > 0) {
         problems.add(`${opAt}: a keyed operator (${op.kind}) must head its chain, fed by hash edges; found at position ${j}`);
       }
       if ('preAggregate' in op && op.preAggregate === true) {
@@ -164,6 +167,14 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
         case 'keyed.max':
         case 'keyed.minBy':
         case 'keyed.maxBy':
+        case 'co.map':
+        case 'co.flatMap':
+        case 'co.process':
+        case 'keyed.coProcess':
+        case 'keyed.intervalJoin':
+        case 'keyed.windowJoin':
+        case 'broadcast.process':
+        case 'keyed.broadcastProcess':
           break;
         case 'keyed.window':
           windowProblems(op).forEach((p) => problems.add(`${opAt}: ${p}`));
@@ -213,14 +224,27 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
       problems.add(`${at}: only hash edges carry a keySelector, found one on a '${e.partitioner}' edge`);
     }
     const head = t.operators[0];
-    if (head !== undefined && isKeyedOperator(head) && 'key' in head) {
+    const input = e.targetInput ?? 0;
+    const twoInput = head !== undefined && isTwoInputOperator(head);
+    if (input !== 0 && !twoInput) {
+      problems.add(
+        `${at}: feeds input ${input} of '${t.name}', whose first operator${head === undefined ? '' : ` '${head.name}' (${head.kind})`} reads one input`,
+      );
+    }
+    const keyRole = head !== undefined && twoInput ? keyRoleOfInput(head, input) : 'key';
+    if (head !== undefined && isKeyedOperator(head) && 'key' in head && keyRole === undefined) {
+      if (e.partitioner !== 'broadcast') {
+        problems.add(`${at}: feeds the broadcast input of '${head.name}' (${head.kind}), which needs a broadcast edge, found a '${e.partitioner}' edge`);
+      }
+    } else if (head !== undefined && isKeyedOperator(head) && 'key' in head) {
+      const headKey = keyRole === 'key2' && 'key2' in head ? head.key2 : head.key;
       if (e.partitioner !== 'hash') {
         problems.add(
           `${at}: '${t.name}' starts with keyed operator '${head.name}' (${head.kind}), which must be fed by hash edges, found a '${e.partitioner}' edge; use keyBy(...)`,
         );
-      } else if (e.keySelector !== undefined && (e.keySelector.export !== head.key.export || functionKey(e.keySelector) !== functionKey(head.key))) {
+      } else if (e.keySelector !== undefined && (e.keySelector.export !== headKey.export || functionKey(e.keySelector) !== functionKey(headKey))) {
         problems.add(
-          `${at}: routes records by ${operatorOf(e.keySelector)} but '${head.name}' keys them by ${operatorOf(head.key)}; both sides must use the same key selector`,
+          `${at}: routes records by ${operatorOf(e.keySelector)} but '${head.name}' keys them by ${operatorOf(headKey)}; both sides must use the same key selector`,
         );
       }
     }
@@ -244,6 +268,12 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     if (isSourceOperator(first) && inputs > 0) problems.add(`${label(v, i)} starts with a source (${first.kind}) but has ${inputs} input edge(s)`);
     if (!isSourceOperator(first) && inputs === 0)
       problems.add(`${label(v, i)} starts with '${first.name}' (${first.kind}), not a source, and has no input edges`);
+    if (isTwoInputOperator(first)) {
+      for (const input of [0, 1]) {
+        if (!graph.edges.some((e) => e.target === v.id && (e.targetInput ?? 0) === input))
+          problems.add(`${label(v, i)} starts with two-input operator '${first.name}' (${first.kind}) but no edge feeds its input ${input}`);
+      }
+    }
   });
 
   // Kahn's algorithm over the vertices whose ids are unique; what remains lies on or behind a cycle.

@@ -2,8 +2,8 @@
 // KeyedCoProcessOperator) and what every two-input operator shares: a collector that holds what a user
 // call emits until the call returns, a rich function's runtime context, and keyed timers for onTimer.
 import { FloeError } from '../core/errors.js';
-import type { StateDescriptor } from '../api/state.js';
 import type { KeyedOperatorContext, Output, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
+import { runtimeContextOf } from './process-operators.js';
 import { isThenable, raisedBy } from './task-io.js';
 import { HeapInternalTimerService, type InternalTimer } from './timer-service.js';
 
@@ -90,34 +90,11 @@ export class EmitBuffer {
   }
 }
 
-/** The runtime context a rich function's getRuntimeContext() returns; keyed state only with a backend. */
-export function coRuntimeContext(context: StreamOperatorContext, keyed: KeyedOperatorContext | undefined): Record<string, unknown> {
-  const getState = (descriptor: StateDescriptor<unknown>): unknown => {
-    if (keyed === undefined) {
-      throw new CoFunctionError(
-        `operator '${context.operatorName}' asked for keyed state '${(descriptor as { name?: unknown } | null)?.name}', but its inputs are not keyed: keyed state lives in keyed functions (keyBy both inputs before connect, or use a KeyedBroadcastProcessFunction)`,
-      );
-    }
-    return keyed.stateBackend.getPartitionedState(descriptor);
-  };
-  return {
-    getIndexOfThisSubtask: () => context.subtaskIndex,
-    getNumberOfParallelSubtasks: () => context.parallelism,
-    getMaxNumberOfParallelSubtasks: () => context.maxParallelism,
-    getTaskName: () => context.taskName,
-    getState,
-    getListState: getState,
-    getMapState: getState,
-    getReducingState: getState,
-    getAggregatingState: getState,
-  };
-}
-
 /** Gives a rich user function its runtime context and opens it. */
 export async function openFunction(fn: unknown, context: StreamOperatorContext, keyed: KeyedOperatorContext | undefined): Promise<void> {
-  optionalMethodOf(fn, 'setRuntimeContext')?.(coRuntimeContext(context, keyed));
+  optionalMethodOf(fn, 'setRuntimeContext')?.(runtimeContextOf(context, keyed?.stateBackend));
   try {
-    await optionalMethodOf(fn, 'open')?.();
+    await optionalMethodOf(fn, 'open')?.({});
   } catch (e) {
     throw raisedBy(e, context.operatorName);
   }

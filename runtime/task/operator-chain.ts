@@ -140,6 +140,14 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
         case 'process':
         case 'keyed.process':
         case 'keyed.window':
+        case 'co.map':
+        case 'co.flatMap':
+        case 'co.process':
+        case 'keyed.coProcess':
+        case 'keyed.intervalJoin':
+        case 'keyed.windowJoin':
+        case 'broadcast.process':
+        case 'keyed.broadcastProcess':
           throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' (${op.kind}) runs only in a streaming operator chain`);
         case 'source.sequence':
         case 'source.textFile':

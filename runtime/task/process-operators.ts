@@ -104,7 +104,7 @@ class CollectedOutput {
 }
 
 /** The runtime context a process function reads (Flink's StreamingRuntimeContext); keyed state needs a backend. */
-function runtimeContextOf(context: StreamOperatorContext, backend: KeyedStateBackend | undefined): Record<string, (arg?: unknown) => unknown> {
+export function runtimeContextOf(context: StreamOperatorContext, backend: KeyedStateBackend | undefined): Record<string, (arg?: unknown) => unknown> {
   const state = (kind: StateKind) => (descriptor: unknown) => {
     const method = STATE_METHODS[kind];
     if (backend === undefined) throw new KeyedOnlyError(context.operatorName, `getRuntimeContext().${method}(…)`);

@@ -120,6 +120,14 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
     case 'keyed.minBy':
     case 'keyed.maxBy':
     case 'keyed.window':
+    case 'co.map':
+    case 'co.flatMap':
+    case 'co.process':
+    case 'keyed.coProcess':
+    case 'keyed.intervalJoin':
+    case 'keyed.windowJoin':
+    case 'broadcast.process':
+    case 'keyed.broadcastProcess':
       throw new TaskSetupError(`task ${tdd.taskName}: '${op.name}' (${op.kind}) is not a source`);
     default:
       op satisfies never;

@@ -9,13 +9,13 @@ import {
   ProcessJoinFunction,
   type BroadcastContext,
   type BroadcastReadOnlyContext,
-  type Collector,
   type KeyedBroadcastContext,
   type KeyedBroadcastReadOnlyContext,
   type KeyedCoProcessContext,
   type KeyedCoProcessOnTimerContext,
   type ProcessJoinContext,
 } from '../../runtime/api/co-functions.js';
+import type { Collector } from '../../runtime/api/process-function.js';
 import { MapStateDescriptor, ValueStateDescriptor, type ValueState } from '../../runtime/api/state.js';
 import { TumblingEventTimeWindows } from '../../runtime/api/windowing.js';
 import { BroadcastProcessOperator, KeyedBroadcastProcessOperator } from '../../runtime/task/broadcast-operators.js';
@@ -76,7 +76,7 @@ describe('connected streams', () => {
     // Per key: input 1 adds, input 2 subtracts; a timer 100 ms after each record emits the key's balance.
     class Balance extends KeyedCoProcessFunction<string, Ev, Ev, string> {
       private balance!: ValueState<number>;
-      open(): void {
+      override open(): void {
         this.balance = this.getRuntimeContext().getState(new ValueStateDescriptor<number>('balance', 0));
       }
       processElement1(e: Ev, ctx: KeyedCoProcessContext<string>): void {
@@ -87,7 +87,7 @@ describe('connected streams', () => {
         this.balance.update(this.balance.value()! - e.v);
         ctx.timerService().registerEventTimeTimer(ctx.timestamp()! + 100);
       }
-      onTimer(ts: number, ctx: KeyedCoProcessOnTimerContext<string>, out: Collector<string>): void {
+      override onTimer(ts: number, ctx: KeyedCoProcessOnTimerContext<string>, out: Collector<string>): void {
         out.collect(`${ctx.getCurrentKey()}=${this.balance.value()}@${ts} ${ctx.timeDomain()}`);
       }
     }
@@ -115,7 +115,7 @@ describe('connected streams', () => {
         ctx.timerService().registerProcessingTimeTimer(ctx.timerService().currentProcessingTime() + 1000);
       }
       processElement2(): void {}
-      onTimer(ts: number, ctx: KeyedCoProcessOnTimerContext<string>, out: Collector<string>): void {
+      override onTimer(ts: number, ctx: KeyedCoProcessOnTimerContext<string>, out: Collector<string>): void {
         out.collect(`${ctx.getCurrentKey()}@${ts} ${ctx.timeDomain()}`);
       }
     }
@@ -312,7 +312,7 @@ describe('broadcast state', () => {
         ctx.getBroadcastState(rules).put('factor', factor);
         ctx.applyToKeyedState(count, (_key, state: ValueState<number>) => state.update(state.value()! * 100));
       }
-      onTimer(ts: number, ctx: KeyedBroadcastReadOnlyContext<string>, out: Collector<string>): void {
+      override onTimer(ts: number, ctx: KeyedBroadcastReadOnlyContext<string>, out: Collector<string>): void {
         out.collect(`timer ${ctx.getCurrentKey()}@${ts} count=${this.getRuntimeContext().getState(count).value()}`);
       }
     }
