@@ -1,3 +1,4 @@
+/* eslint-disable max-lines -- the streams and the environment make one another (see below), so their classes share this file */
 // The job-building API: a StreamEnvironment records transformations; DataStreams chain them. Nothing runs
 // here: the recorded transformations become a JobGraph (translate.ts) and, in a task, the source of the
 // user's functions (program.ts). The streams (DataStream, KeyedStream, OperatorStream, DataStreamSink)
