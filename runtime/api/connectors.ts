@@ -1,8 +1,50 @@
-// Sinks of connectors, as `sinkTo` takes them (Flink's Sink): a connector's name, its settings as plain
-// data, and the user's functions by role. The cluster's TaskExecutors write through the sink registered
-// under that name (runtime/task/sink-connectors.ts).
+// Sources and sinks of connectors, as `fromSource` and `sinkTo` take them (Flink's Source and Sink): a
+// connector's name, its settings as plain data, and (for a sink) the user's functions by role. The
+// cluster reads through the split enumerator and reader registered under that name
+// (runtime/jobmaster/split-enumerator.ts, runtime/task/source-readers.ts) and writes through the sink
+// registered under it (runtime/task/sink-connectors.ts).
 import { InvalidJobDefinitionError } from './errors.js';
 import type { UserFunction } from './functions.js';
+
+export interface SourceDescriptor {
+  readonly connector: string;
+  /** Plain JSON data: it travels in the JobGraph. */
+  readonly config: Readonly<Record<string, unknown>>;
+  /** Whether the source ends by itself (a Kinesis stream does not). */
+  readonly bounded: boolean;
+}
+
+/** A source of a connector, for `env.fromSource(source, watermarkStrategy, name)`. */
+export interface Source<OUT> {
+  getSourceDescriptor(): SourceDescriptor;
+  /** Type only: the records the source emits. */
+  readonly __sourceOutput?: () => OUT;
+}
+
+function plainJson(what: string, value: unknown): Record<string, unknown> {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    json = undefined;
+  }
+  if (json === undefined || JSON.stringify(JSON.parse(json)) !== json || !json.startsWith('{')) {
+    throw new InvalidJobDefinitionError(`the settings of ${what} must be plain JSON data (strings, numbers, booleans, arrays, objects)`);
+  }
+  return JSON.parse(json) as Record<string, unknown>;
+}
+
+/** The descriptor of what `fromSource` was given (read by its fields: it comes from the job's copy of this API). */
+export function sourceDescriptorOf(source: unknown): SourceDescriptor {
+  const get = (source as { getSourceDescriptor?: unknown } | null | undefined)?.getSourceDescriptor;
+  if (typeof get !== 'function') {
+    throw new InvalidJobDefinitionError(
+      `fromSource needs a connector's source, e.g. KinesisStreamsSource.builder()…build(); found ${source === null ? 'null' : typeof source === 'object' ? 'an object without getSourceDescriptor()' : typeof source}`,
+    );
+  }
+  const d = (get as () => SourceDescriptor).call(source);
+  return { connector: d.connector, config: plainJson(`source connector '${d.connector}'`, d.config), bounded: d.bounded === true };
+}
 
 export interface SinkDescriptor {
   readonly connector: string;

@@ -21,7 +21,8 @@ import {
   setOperatorParallelism,
   WRITE_MODES,
 } from './argument-checks.js';
-import { sinkDescriptorOf, type Sink } from './connectors.js';
+import { sinkDescriptorOf, sourceDescriptorOf, type Sink, type Source } from './connectors.js';
+import type { WatermarkStrategy } from './watermark-strategy.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type { FileSink } from './file-sink.js';
 import {
@@ -174,6 +175,19 @@ export class StreamEnvironment {
       throw new InvalidJobDefinitionError(`generate(fn, { ratePerSecond }) needs a finite number > 0, found ${JSON.stringify(ratePerSecond)}`);
     }
     return new OperatorStream<T>(this, this.add({ kind: 'source.generate', fn: fn as UserFunction, count, ratePerSecond }, [], false));
+  }
+
+  /**
+   * Reads a connector's source (Flink's fromSource), e.g. `KinesisStreamsSource.builder()…build()`. The
+   * records carry the source's event timestamps (a Kinesis record's arrival time); `watermarkStrategy`
+   * is applied after the source as assignTimestampsAndWatermarks would, where the stream offers it.
+   */
+  fromSource<T>(source: Source<T>, watermarkStrategy: WatermarkStrategy<T> | undefined, sourceName?: string): OperatorStream<T> {
+    const d = sourceDescriptorOf(source);
+    const stream = new OperatorStream<T>(this, this.add({ kind: 'source.connector', connector: d.connector, config: d.config, bounded: d.bounded }, [], false));
+    if (sourceName !== undefined) stream.name(sourceName);
+    const assign = (stream as unknown as { assignTimestampsAndWatermarks?: (s: WatermarkStrategy<T>) => OperatorStream<T> }).assignTimestampsAndWatermarks;
+    return watermarkStrategy !== undefined && typeof assign === 'function' ? assign.call(stream, watermarkStrategy) : stream;
   }
 
   /** Parallelism of operators that set none; unset means the cluster's `parallelism.default`. */

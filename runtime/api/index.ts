@@ -20,9 +20,9 @@ export type {
   GeneratorFunction,
 } from './functions.js';
 export { OutputTag } from './output-tag.js';
-export { KinesisStreamsSink, KinesisStreamsSinkBuilder, KINESIS_CONNECTOR } from './kinesis.js';
-export type { KinesisClientProperties } from './kinesis.js';
-export type { Sink, SinkDescriptor } from './connectors.js';
+export { KinesisStreamsSink, KinesisStreamsSinkBuilder, KinesisStreamsSource, KinesisStreamsSourceBuilder, KINESIS_CONNECTOR } from './kinesis.js';
+export type { KinesisClientProperties, KinesisDeserializationSchema, KinesisInitialPosition } from './kinesis.js';
+export type { Sink, SinkDescriptor, Source, SourceDescriptor } from './connectors.js';
 export { DiscardingSink } from './discarding-sink.js';
 export type { GenerateOptions, WriteAsTextOptions } from './datastream.js';
 export { FileSink, RowFormatBuilder, DefaultRollingPolicy, DefaultRollingPolicyBuilder, SimpleStringEncoder } from './file-sink.js';

@@ -1,7 +1,8 @@
-// Kinesis Data Streams in jobs, with Flink's names: `stream.sinkTo(KinesisStreamsSink.builder()…build())`.
+// Kinesis Data Streams in jobs, with Flink's names: `env.fromSource(KinesisStreamsSource.builder()…build(),
+// watermarkStrategy, name)` and `stream.sinkTo(KinesisStreamsSink.builder()…build())`.
 // These builders only record settings and functions; the TaskExecutors' Kinesis connector
 // (runtime/aws/kinesis-connector.ts) does the work.
-import type { Sink, SinkDescriptor } from './connectors.js';
+import type { Sink, SinkDescriptor, Source, SourceDescriptor } from './connectors.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type { UserFunction } from './functions.js';
 
@@ -131,5 +132,91 @@ export class KinesisStreamsSinkBuilder<IN> {
       { streamName: this.streamName, ...this.settings },
       { serialize: (this.serialize ?? defaultSerialization) as UserFunction, partitionKey: this.partitionKey as UserFunction },
     );
+  }
+}
+
+/**
+ * Where a Kinesis source starts in the shards open when the job starts (Flink's STREAM_INITIAL_POSITION):
+ * after the newest record ('LATEST'), at the oldest kept ('TRIM_HORIZON'), or at the first record that
+ * arrived at or after a time. Shards that appear later (children of a reshard) are read from their start.
+ */
+export type KinesisInitialPosition = 'LATEST' | 'TRIM_HORIZON' | { readonly atTimestampMs: number };
+
+/** How a record's data becomes what the source emits: UTF-8 text (Flink's SimpleStringSchema), parsed JSON, or the bytes. */
+export type KinesisDeserializationSchema = 'string' | 'json' | 'bytes';
+
+/**
+ * Reads a Kinesis data stream (an unbounded source): a split per shard, spread over the source's
+ * subtasks; after a reshard (SplitShard, MergeShards) a child shard is read only once its parents were
+ * read to their end, so a partition key's records keep their order. Each record's event timestamp is its
+ * ApproximateArrivalTimestamp. Expired iterators are renewed after the last record read; throttled reads
+ * back off. Without checkpoints, a restarted source reads its unfinished shards again from where they
+ * were handed out (at-least-once).
+ */
+export class KinesisStreamsSource<OUT> implements Source<OUT> {
+  declare readonly __sourceOutput?: () => OUT;
+
+  /** @internal */
+  constructor(private readonly config: Readonly<Record<string, unknown>>) {}
+
+  static builder<OUT = string>(): KinesisStreamsSourceBuilder<OUT> {
+    return new KinesisStreamsSourceBuilder<OUT>();
+  }
+
+  getSourceDescriptor(): SourceDescriptor {
+    return { connector: KINESIS_CONNECTOR, config: this.config, bounded: false };
+  }
+}
+
+export class KinesisStreamsSourceBuilder<OUT> {
+  private streamName: string | undefined;
+  private readonly settings: Record<string, unknown> = {};
+
+  setStreamName(name: string): this {
+    this.streamName = streamNameOf('setStreamName', name);
+    return this;
+  }
+
+  setStreamArn(arn: string): this {
+    this.streamName = streamNameOf('setStreamArn', arn);
+    return this;
+  }
+
+  setKinesisClientProperties(properties: KinesisClientProperties): this {
+    if (properties.region !== undefined) this.settings['region'] = properties.region;
+    if (properties.endpoint !== undefined) this.settings['endpoint'] = properties.endpoint;
+    return this;
+  }
+
+  /** @default 'LATEST' (as Flink) */
+  setInitialPosition(position: KinesisInitialPosition): this {
+    const ok =
+      position === 'LATEST' ||
+      position === 'TRIM_HORIZON' ||
+      (typeof position === 'object' && position !== null && Number.isFinite((position as { atTimestampMs?: unknown }).atTimestampMs));
+    if (!ok) throw new InvalidJobDefinitionError(`setInitialPosition needs 'LATEST', 'TRIM_HORIZON' or { atTimestampMs }, found ${JSON.stringify(position)}`);
+    this.settings['initialPosition'] = position;
+    return this;
+  }
+
+  /** How often the stream's shards are listed to find new ones (ms; Flink's SHARD_DISCOVERY_INTERVAL). @default 10000 */
+  setShardDiscoveryIntervalMs(ms: number): this {
+    this.settings['shardDiscoveryIntervalMs'] = positive('setShardDiscoveryIntervalMs', ms, 24 * 3600 * 1000);
+    return this;
+  }
+
+  /** @default 'string' */
+  setDeserializationSchema(schema: KinesisDeserializationSchema): this {
+    if (schema !== 'string' && schema !== 'json' && schema !== 'bytes') {
+      throw new InvalidJobDefinitionError(`setDeserializationSchema needs 'string', 'json' or 'bytes', found ${JSON.stringify(schema)}`);
+    }
+    this.settings['deserialization'] = schema;
+    return this;
+  }
+
+  build(): KinesisStreamsSource<OUT> {
+    if (this.streamName === undefined)
+      throw new InvalidJobDefinitionError('KinesisStreamsSource needs a stream: call setStreamName(name) or setStreamArn(arn)');
+    return new KinesisStreamsSource<OUT>({ streamName: this.streamName, ...this.settings });
   }
 }

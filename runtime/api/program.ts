@@ -172,6 +172,7 @@ export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunct
     }
     case 'source.sequence':
     case 'source.textFile':
+    case 'source.connector':
     case 'sink.collect':
       return [];
     case 'co.map':

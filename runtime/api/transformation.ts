@@ -19,6 +19,7 @@ export interface ExchangeOptions {
 export type TransformationSpec =
   | { readonly kind: 'source.sequence'; readonly from: number; readonly to: number }
   | { readonly kind: 'source.textFile'; readonly path: string; readonly splitSizeBytes: number | undefined; readonly monitorIntervalMs?: number }
+  | { readonly kind: 'source.connector'; readonly connector: string; readonly config: Readonly<Record<string, unknown>>; readonly bounded: boolean }
   | { readonly kind: 'source.collection'; readonly fn: UserFunction }
   | { readonly kind: 'source.generate'; readonly fn: UserFunction; readonly count: number | undefined; readonly ratePerSecond: number | undefined }
   | { readonly kind: 'keyed.reduce'; readonly key: UserFunction; readonly fn: UserFunction }

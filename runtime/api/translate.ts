@@ -76,6 +76,8 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
         splitSizeBytes: spec.splitSizeBytes ?? DEFAULT_SPLIT_SIZE_BYTES,
         ...(spec.monitorIntervalMs !== undefined ? { monitorIntervalMs: spec.monitorIntervalMs } : {}),
       };
+    case 'source.connector':
+      return { kind: spec.kind, ...base, connector: spec.connector, config: spec.config, bounded: spec.bounded };
     case 'source.collection':
     case 'map':
     case 'flatMap':
@@ -183,6 +185,7 @@ const isSource = (t: Transformation): boolean => t.spec.kind.startsWith('source.
 /** Whether a source ends by itself (an unbounded generator and a monitored folder do not). */
 function isBoundedSource(t: Transformation): boolean {
   if (t.spec.kind === 'source.textFile') return t.spec.monitorIntervalMs === undefined;
+  if (t.spec.kind === 'source.connector') return t.spec.bounded;
   return t.spec.kind !== 'source.generate' || t.spec.count !== undefined;
 }
 

@@ -12,9 +12,9 @@ import { systemClock } from '../core/clock.js';
 import { InvalidJobDefinitionError } from './errors.js';
 
 /** The watermark before any event: the beginning of time. */
-export const MIN_WATERMARK = -Infinity;
+export const MIN_WATERMARK: number = -Infinity;
 /** The watermark a bounded input sends at its end: the end of time, past every window. */
-export const MAX_WATERMARK = Infinity;
+export const MAX_WATERMARK: number = Infinity;
 
 /** Where a generator sends watermarks and its idle/active status. */
 export interface WatermarkOutput {

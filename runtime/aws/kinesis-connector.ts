@@ -1,10 +1,17 @@
-// The Kinesis Data Streams connector of jobs (connector name 'kinesis'): the sink a TaskExecutor opens
-// for `sinkTo(KinesisStreamsSink…)`, and the client settings both sides read from a job's Kinesis
-// settings and the process's environment. Entry points register it; its SDK loads on first use.
+// The Kinesis Data Streams connector of jobs (connector name 'kinesis'), task side: the source reader of
+// `fromSource(KinesisStreamsSource…)` (a shard at a time per split, records with their arrival time as
+// event timestamp) and the sink of `sinkTo(KinesisStreamsSink…)`; plus the client settings both sides
+// read from a job's Kinesis settings and the process's environment. Entry points register it; its SDK
+// loads on first use.
+import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import type { AwsConfig } from './clients.js';
+import type { TaskSignal } from '../core/cancellation.js';
 import { FloeEnv } from '../core/floe-env.js';
 import { registerSinkConnector, type ConnectorSink, type SinkConnectorContext } from '../task/sink-connectors.js';
+import { registerSourceReader, type ConnectorSourceSpec, type ReaderOutput, type SourceReader, type SourceReaderContext } from '../task/source-readers.js';
 import { TaskSetupError } from '../task/task-io.js';
+import type { KinesisShardSplit } from './kinesis-shard-enumerator.js';
+import type { KinesisRecord } from './kinesis-shard-reader.js';
 
 export const KINESIS_CONNECTOR = 'kinesis';
 
@@ -58,7 +65,69 @@ export async function openKinesisSink({ tdd, operator, userFunction }: SinkConne
   };
 }
 
+/** How a source turns a record's data into what it emits: 'string' (UTF-8, the default), 'json' (parsed) or 'bytes'. */
+export type KinesisDeserialization = 'string' | 'json' | 'bytes';
+
+const decoder = new TextDecoder();
+
+function deserializerOf(name: unknown): (r: KinesisRecord) => unknown {
+  switch (name ?? 'string') {
+    case 'string':
+      return (r) => decoder.decode(r.data);
+    case 'json':
+      return (r) => JSON.parse(decoder.decode(r.data)) as unknown;
+    case 'bytes':
+      return (r) => r.data;
+    default:
+      throw new TaskSetupError(`a Kinesis source deserializes records as 'string', 'json' or 'bytes', found ${JSON.stringify(name)}`);
+  }
+}
+
+function sleep(ms: number, signal: TaskSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * The reader of a Kinesis source subtask: each split (a shard) is read from its position with GetRecords
+ * until the shard ends (it was split or merged) or the task is cancelled; a read that finds nothing waits
+ * `idleIntervalMs` (200 ms: Kinesis allows 5 GetRecords a second per shard) before asking again.
+ */
+export function createKinesisSourceReader(source: ConnectorSourceSpec, context: SourceReaderContext): SourceReader {
+  const { config } = source;
+  const deserialize = deserializerOf(config['deserialization']);
+  const idleIntervalMs = number(config['idleIntervalMs']) ?? 200;
+  let client: Promise<KinesisClient> | undefined;
+  const clientOf = (): Promise<KinesisClient> => (client ??= import('./clients.js').then((m) => m.createKinesisClient(kinesisAwsConfig(config, process.env))));
+  return {
+    async readSplit(split: KinesisShardSplit, output: ReaderOutput): Promise<void> {
+      const [{ KinesisShardReader }, kinesis] = await Promise.all([import('./kinesis-shard-reader.js'), clientOf()]);
+      const reader = new KinesisShardReader({ client: kinesis, split });
+      while (!reader.finished && !context.signal.aborted) {
+        const records = await reader.fetch();
+        for (const r of records) {
+          const p = output.collect(deserialize(r), r.arrivalTimestampMs);
+          if (p !== undefined) await p;
+        }
+        if (records.length === 0 && !reader.finished) await sleep(idleIntervalMs, context.signal);
+      }
+    },
+    async close() {
+      if (client !== undefined) (await client).destroy();
+    },
+  } as SourceReader;
+}
+
 /** Registers the Kinesis connector's task side (called by the slot worker's entry point and the tests' setup). */
 export function registerKinesisTaskConnector(): void {
   registerSinkConnector(KINESIS_CONNECTOR, openKinesisSink);
+  registerSourceReader(KINESIS_CONNECTOR, createKinesisSourceReader);
 }

@@ -17,6 +17,8 @@ export type KinesisStartingPosition =
 
 /** One shard to read, and from where: the reader position the checkpoint issue stores. */
 export interface KinesisShardSplit {
+  /** The shard id: unique within the source. */
+  readonly splitId: string;
   readonly kind: 'kinesis';
   readonly streamName: string;
   readonly shardId: string;
@@ -114,12 +116,12 @@ export class KinesisShardSplitEnumerator {
     return this.nextSplit(subtask);
   }
 
-  /** A reader read `shardId` to its end (no next iterator): its children may be handed out. */
-  splitFinished(shardId: string): void {
+  /** A reader read `shardId` to its end (no next iterator): its children may be handed out. Returns whether any did become ready. */
+  splitFinished(shardId: string): boolean {
     const entry = this.entries.get(shardId);
-    if (entry === undefined || entry.state === 'finished') return;
+    if (entry === undefined || entry.state === 'finished') return false;
     entry.state = 'finished';
-    this.readyChildrenOf(shardId);
+    return this.readyChildrenOf(shardId);
   }
 
   /**
@@ -151,13 +153,22 @@ export class KinesisShardSplitEnumerator {
   }
 
   private async listAndAdd(): Promise<void> {
-    const shards = await this.listShards();
+    this.addShards(await listKinesisShards(this.options.client, this.options.streamName));
+  }
+
+  /**
+   * Adds the shards of a listing not known yet; those whose parents are done become ready. Returns
+   * whether any split became ready (readers waiting for one may ask again).
+   */
+  addShards(shards: readonly Shard[]): boolean {
     const first = this.discoveries++ === 0;
+    let readied = false;
     for (const shard of shards) {
       const shardId = shard.ShardId!;
       if (this.entries.has(shardId)) continue;
       const parentShardIds = [shard.ParentShardId, shard.AdjacentParentShardId].filter((p): p is string => p !== undefined && p !== '');
       const split: KinesisShardSplit = {
+        splitId: shardId,
         kind: 'kinesis',
         streamName: this.options.streamName,
         shardId,
@@ -167,20 +178,12 @@ export class KinesisShardSplitEnumerator {
       this.entries.set(shardId, { split, state: 'waiting' });
     }
     for (const entry of this.entries.values()) {
-      if (entry.state === 'waiting' && this.parentsDone(entry.split)) this.assign(entry.split.shardId);
+      if (entry.state === 'waiting' && this.parentsDone(entry.split)) {
+        this.assign(entry.split.shardId);
+        readied = true;
+      }
     }
-  }
-
-  private async listShards(): Promise<Shard[]> {
-    const shards: Shard[] = [];
-    let nextToken: string | undefined;
-    do {
-      const input = nextToken !== undefined ? { NextToken: nextToken } : { StreamName: this.options.streamName };
-      const page = await awsCall('Kinesis', 'ListShards', `stream ${this.options.streamName}`, () => this.options.client.send(new ListShardsCommand(input)));
-      shards.push(...(page.Shards ?? []));
-      nextToken = page.NextToken;
-    } while (nextToken !== undefined);
-    return shards;
+    return readied;
   }
 
   /** Every parent read to its end; a parent never listed is past the retention period, with nothing left to read. */
@@ -188,10 +191,15 @@ export class KinesisShardSplitEnumerator {
     return split.parentShardIds.every((p) => (this.entries.get(p)?.state ?? 'finished') === 'finished');
   }
 
-  private readyChildrenOf(parentShardId: string): void {
+  private readyChildrenOf(parentShardId: string): boolean {
+    let readied = false;
     for (const entry of this.entries.values()) {
-      if (entry.state === 'waiting' && entry.split.parentShardIds.includes(parentShardId) && this.parentsDone(entry.split)) this.assign(entry.split.shardId);
+      if (entry.state === 'waiting' && entry.split.parentShardIds.includes(parentShardId) && this.parentsDone(entry.split)) {
+        this.assign(entry.split.shardId);
+        readied = true;
+      }
     }
+    return readied;
   }
 
   /** Gives a ready split to the subtask with the fewest open splits (the lowest index among equals). */
@@ -222,3 +230,16 @@ export class KinesisShardSplitEnumerator {
 /** Describes a failed listing for a log line. */
 export const describeDiscoveryError = (streamName: string, error: unknown): string =>
   `listing the shards of Kinesis stream ${streamName} failed (the next discovery tries again): ${errorMessage(error)}`;
+
+/** Every shard of the stream (open and closed, within the retention period), page by page. */
+export async function listKinesisShards(client: KinesisClient, streamName: string): Promise<Shard[]> {
+  const shards: Shard[] = [];
+  let nextToken: string | undefined;
+  do {
+    const input = nextToken !== undefined ? { NextToken: nextToken } : { StreamName: streamName };
+    const page = await awsCall('Kinesis', 'ListShards', `stream ${streamName}`, () => client.send(new ListShardsCommand(input)));
+    shards.push(...(page.Shards ?? []));
+    nextToken = page.NextToken;
+  } while (nextToken !== undefined);
+  return shards;
+}

@@ -3,6 +3,7 @@
 // backend: 'embedded' (default: SQLite, files, TaskExecutors as child processes) or 'aws' (DynamoDB, S3,
 // TaskExecutors as ECS tasks).
 import { join } from 'node:path';
+import { registerKinesisJobMasterConnector } from '../aws/kinesis-source-enumerator.js';
 import { s3FileSystem, stsJobDataCredentials } from '../aws/s3-file-system.js';
 import { registerJobDataCredentialsProvider } from '../blob/data-credentials.js';
 import { registerFileSystem } from '../blob/file-systems.js';
@@ -32,6 +33,8 @@ registerFileSystem(localFileSystem);
 registerFileSystem(s3FileSystem);
 // Tasks' scoped S3 credentials, when FLOE_JOB_DATA_ROLE_ARN names the job-data role (AWS).
 registerJobDataCredentialsProvider(stsJobDataCredentials);
+// The split enumerators of connector sources (each loads its SDK on first use).
+registerKinesisJobMasterConnector();
 const secret = requireEnv(FloeEnv.SECRET);
 const jobId = JobId.of(requireEnv(FloeEnv.JOB_ID));
 const resourceId = ResourceId.of(requireEnv(FloeEnv.RESOURCE_ID));

@@ -100,6 +100,7 @@ function failing(command: string, name: string, times: number, after = 0): { cli
 }
 
 const split = (stream: string, shardId: string, startingPosition: KinesisShardSplit['startingPosition']): KinesisShardSplit => ({
+  splitId: shardId,
   kind: 'kinesis',
   streamName: stream,
   shardId,

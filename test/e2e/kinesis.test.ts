@@ -1,8 +1,17 @@
 // Kinesis Data Streams in jobs on the embedded cluster (real JobManager and TaskExecutor processes) and
-// kinesalite: a job writes with KinesisStreamsSink, and every record it wrote is in the stream.
-import { GetRecordsCommand, GetShardIteratorCommand, ListShardsCommand } from '@aws-sdk/client-kinesis';
+// kinesalite: a job writes with KinesisStreamsSink, and every record it wrote is in the stream; a job
+// reads a stream with KinesisStreamsSource while its shards are split and merged, and every record is read.
+import {
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  ListShardsCommand,
+  MergeShardsCommand,
+  PutRecordsCommand,
+  SplitShardCommand,
+} from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKinesalite, type Kinesalite } from '../support/kinesalite.js';
+import { waitFor } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
 let kinesis: Kinesalite;
@@ -51,5 +60,64 @@ describe('Kinesis on the embedded cluster', () => {
     const records = await readStream('written');
     expect(records.map((r) => r.data).sort()).toEqual(Array.from({ length: count }, (_, i) => `r${i}`).sort());
     for (const r of records) expect(r.key).toBe(`k${Number(r.data.slice(1)) % 16}`);
+  });
+
+  it('a job reads every record of a stream with KinesisStreamsSource while a shard is split and its children merged', async () => {
+    const { client } = kinesis;
+    await kinesis.createStream('resharded', 2);
+    await kinesis.createStream('copies', 1);
+    const records = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, i) => `k${(from + i) % 16}:${from + i}`);
+    const put = async (values: string[]): Promise<void> => {
+      for (let i = 0; i < values.length; i += 250) {
+        const out = await client.send(
+          new PutRecordsCommand({
+            StreamName: 'resharded',
+            Records: values.slice(i, i + 250).map((v) => ({ Data: Buffer.from(v), PartitionKey: v.split(':')[0]! })),
+          }),
+        );
+        expect(out.FailedRecordCount ?? 0).toBe(0);
+      }
+    };
+    const copied = async (): Promise<string[]> => (await readStream('copies')).map((r) => r.data);
+    const openShards = async (): Promise<{ id: string; parent?: string; start: string; end: string }[]> =>
+      ((await client.send(new ListShardsCommand({ StreamName: 'resharded' }))).Shards ?? [])
+        .filter((s) => s.SequenceNumberRange?.EndingSequenceNumber === undefined)
+        .map((s) => ({
+          id: s.ShardId!,
+          ...(s.ParentShardId ? { parent: s.ParentShardId } : {}),
+          start: s.HashKeyRange!.StartingHashKey!,
+          end: s.HashKeyRange!.EndingHashKey!,
+        }));
+
+    await put(records(0, 1_000));
+    const jobId = await cluster.submit('kinesis-jobs.ts', 'copyKinesis', [kinesis.endpoint, 'resharded', 'copies'], 2);
+    await waitFor(async () => (await copied()).length >= 1_000, 'the records written before the reshard to be copied', 60_000, 200);
+
+    // While the job runs: split a shard, write, merge its two children, write again.
+    const [first] = await openShards();
+    const middle = (BigInt(first!.start) + BigInt(first!.end)) / 2n;
+    await client.send(new SplitShardCommand({ StreamName: 'resharded', ShardToSplit: first!.id, NewStartingHashKey: middle.toString() }));
+    await kinesis.waitActive('resharded');
+    await put(records(1_000, 2_000));
+    const children = (await openShards()).filter((s) => s.parent === first!.id).sort((a, b) => (BigInt(a.start) < BigInt(b.start) ? -1 : 1));
+    expect(children).toHaveLength(2);
+    await client.send(new MergeShardsCommand({ StreamName: 'resharded', ShardToMerge: children[0]!.id, AdjacentShardToMerge: children[1]!.id }));
+    await kinesis.waitActive('resharded');
+    await put(records(2_000, 3_000));
+
+    await waitFor(async () => (await copied()).length >= 3_000, 'every record to be copied', 90_000, 200);
+    const status = (await cluster.api('GET', `/jobs/${jobId}`)).body.status;
+    expect(status, await cluster.exceptions(jobId)).toBe('RUNNING');
+    const all = await copied();
+    // Each record once: nothing failed, so nothing was read again.
+    expect(all.length).toBe(3_000);
+    expect([...all].sort()).toEqual(
+      records(0, 3_000)
+        .map((r) => `copied ${r}`)
+        .sort(),
+    );
+
+    expect((await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
+    expect((await cluster.awaitTerminal(jobId, 60_000)).status).toBe('CANCELED');
   });
 });
