@@ -5,6 +5,9 @@
 // registered under it (runtime/task/sink-connectors.ts).
 import { InvalidJobDefinitionError } from './errors.js';
 import type { UserFunction } from './functions.js';
+import type { WatermarkStrategy } from './watermark-strategy.js';
+
+export type { WatermarkStrategy };
 
 export interface SourceDescriptor {
   readonly connector: string;
@@ -86,4 +89,24 @@ export function sinkDescriptorOf(sink: unknown): SinkDescriptor {
     if (typeof fn !== 'function') throw new InvalidJobDefinitionError(`sink connector '${d.connector}' needs a function as its '${role}', found ${typeof fn}`);
   }
   return { connector: d.connector, config: JSON.parse(json) as Record<string, unknown>, functions: d.functions };
+}
+
+/** Whether `sinkTo` was given a connector's sink (read by its fields). */
+export const isConnectorSink = (sink: unknown): sink is Sink<unknown> => typeof (sink as Partial<Sink<unknown>> | null)?.getSinkDescriptor === 'function';
+
+/** The recorded transformation of a connector's sink. */
+export function connectorSinkSpec(sink: unknown): {
+  kind: 'sink.connector';
+  connector: string;
+  config: Readonly<Record<string, unknown>>;
+  fns: Readonly<Record<string, UserFunction>>;
+} {
+  const d = sinkDescriptorOf(sink);
+  return { kind: 'sink.connector', connector: d.connector, config: d.config, fns: d.functions };
+}
+
+/** The stream with `strategy`'s timestamps and watermarks, where the stream offers assignTimestampsAndWatermarks; else the stream itself. */
+export function withWatermarks<S extends object, T>(stream: S, strategy: WatermarkStrategy<T> | undefined): S {
+  const assign = (stream as { assignTimestampsAndWatermarks?: (s: WatermarkStrategy<T>) => S }).assignTimestampsAndWatermarks;
+  return strategy !== undefined && typeof assign === 'function' ? assign.call(stream, strategy) : stream;
 }

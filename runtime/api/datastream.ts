@@ -21,8 +21,7 @@ import {
   setOperatorParallelism,
   WRITE_MODES,
 } from './argument-checks.js';
-import { sinkDescriptorOf, sourceDescriptorOf, type Sink, type Source } from './connectors.js';
-import type { WatermarkStrategy } from './watermark-strategy.js';
+import { connectorSinkSpec, isConnectorSink, sourceDescriptorOf, withWatermarks, type Sink, type Source, type WatermarkStrategy } from './connectors.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type { FileSink } from './file-sink.js';
 import {
@@ -183,11 +182,8 @@ export class StreamEnvironment {
    * is applied after the source as assignTimestampsAndWatermarks would, where the stream offers it.
    */
   fromSource<T>(source: Source<T>, watermarkStrategy: WatermarkStrategy<T> | undefined, sourceName?: string): OperatorStream<T> {
-    const d = sourceDescriptorOf(source);
-    const stream = new OperatorStream<T>(this, this.add({ kind: 'source.connector', connector: d.connector, config: d.config, bounded: d.bounded }, [], false));
-    if (sourceName !== undefined) stream.name(sourceName);
-    const assign = (stream as unknown as { assignTimestampsAndWatermarks?: (s: WatermarkStrategy<T>) => OperatorStream<T> }).assignTimestampsAndWatermarks;
-    return watermarkStrategy !== undefined && typeof assign === 'function' ? assign.call(stream, watermarkStrategy) : stream;
+    const stream = new OperatorStream<T>(this, this.add({ kind: 'source.connector', ...sourceDescriptorOf(source) }, [], false));
+    return withWatermarks(sourceName === undefined ? stream : stream.name(sourceName), watermarkStrategy);
   }
 
   /** Parallelism of operators that set none; unset means the cluster's `parallelism.default`. */
@@ -433,11 +429,7 @@ export class DataStream<T> {
    * `KinesisStreamsSink.builder()…build()`.
    */
   sinkTo(sink: FileSink<T> | Sink<T>): DataStreamSink {
-    if (typeof (sink as Partial<Sink<T>> | null)?.getSinkDescriptor === 'function') {
-      const d = sinkDescriptorOf(sink);
-      const t = this.env.add({ kind: 'sink.connector', connector: d.connector, config: d.config, fns: d.functions }, this.inputs, false);
-      return new DataStreamSink(this.env, t);
-    }
+    if (isConnectorSink(sink)) return new DataStreamSink(this.env, this.env.add(connectorSinkSpec(sink), this.inputs, false));
     // Read by its fields: the job's library and the client may hold different copies of this API.
     const s = sink as Partial<FileSink<T>> | null;
     if (s === null || typeof s !== 'object' || typeof s.path !== 'string' || typeof s.rolling !== 'object') {
