@@ -1,7 +1,7 @@
-// The Kinesis builders of the job API: what KinesisStreamsSink records in the JobGraph, and the mistakes
-// it refuses when the job is built.
+// The Kinesis builders of the job API: what KinesisStreamsSource and KinesisStreamsSink record in the
+// JobGraph, and the mistakes they refuse when the job is built.
 import { describe, expect, it } from 'vitest';
-import { defineJob, KinesisStreamsSink } from '../../runtime/api/index.js';
+import { defineJob, KinesisStreamsSink, KinesisStreamsSource } from '../../runtime/api/index.js';
 import { buildJobGraph, type BuildJobGraphOptions } from '../../runtime/api/translate.js';
 import { JobId } from '../../runtime/core/ids.js';
 
@@ -50,5 +50,50 @@ describe('KinesisStreamsSink', () => {
       env.fromSequence(1, 2).sinkTo({} as never);
     });
     expect(() => buildJobGraph(wrong, options)).toThrow(/sinkTo\(sink\) needs a FileSink .* or a connector's sink .*, found object/);
+  });
+});
+
+describe('KinesisStreamsSource', () => {
+  it('records an unbounded connector source named as given, and keyed operators after it emit running updates', () => {
+    const job = defineJob('from-kinesis', (env) => {
+      env
+        .fromSource(
+          KinesisStreamsSource.builder<string>()
+            .setStreamName('clicks')
+            .setInitialPosition({ atTimestampMs: 1_700_000_000_000 })
+            .setShardDiscoveryIntervalMs(5_000)
+            .setDeserializationSchema('json')
+            .build(),
+          undefined,
+          'clicks',
+        )
+        .keyBy((s) => s)
+        .reduce((a) => a)
+        .collect();
+    });
+    const ops = buildJobGraph(job, options).vertices.flatMap((v) => v.operators);
+    expect(ops[0]).toEqual({
+      kind: 'source.connector',
+      id: expect.any(String),
+      name: 'clicks',
+      connector: 'kinesis',
+      config: { streamName: 'clicks', initialPosition: { atTimestampMs: 1_700_000_000_000 }, shardDiscoveryIntervalMs: 5_000, deserialization: 'json' },
+      bounded: false,
+    });
+    expect(ops.find((o) => o.kind === 'keyed.reduce')).toMatchObject({ emit: 'updates' });
+  });
+
+  it('refuses a source without a stream, an unknown initial position or schema, and something not a source', () => {
+    expect(() => KinesisStreamsSource.builder().build()).toThrow(/KinesisStreamsSource needs a stream: call setStreamName/);
+    expect(() => KinesisStreamsSource.builder().setInitialPosition('EARLIEST' as never)).toThrow(
+      /setInitialPosition needs 'LATEST', 'TRIM_HORIZON' or \{ atTimestampMs \}, found "EARLIEST"/,
+    );
+    expect(() => KinesisStreamsSource.builder().setDeserializationSchema('avro' as never)).toThrow(/found "avro"/);
+    const wrong = defineJob('wrong-source', (env) => {
+      env.fromSource({} as never, undefined).collect();
+    });
+    expect(() => buildJobGraph(wrong, options)).toThrow(
+      /fromSource needs a connector's source, e.g. KinesisStreamsSource.builder\(\)…build\(\); found an object without getSourceDescriptor\(\)/,
+    );
   });
 });
