@@ -1,6 +1,7 @@
 // Kinesis Data Streams in jobs on the embedded cluster (real JobManager and TaskExecutor processes) and
 // kinesalite: a job writes with KinesisStreamsSink, and every record it wrote is in the stream; a job
-// reads a stream with KinesisStreamsSource while its shards are split and merged, and every record is read.
+// reads a stream with KinesisStreamsSource while its shards are split and merged, and every record is read;
+// a TaskExecutor killed while it reads loses no record (its shards are read again: at-least-once).
 import {
   GetRecordsCommand,
   GetShardIteratorCommand,
@@ -11,6 +12,7 @@ import {
 } from '@aws-sdk/client-kinesis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKinesalite, type Kinesalite } from '../support/kinesalite.js';
+import { clusterProcesses } from '../../runtime/local/process-table.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
@@ -117,6 +119,41 @@ describe('Kinesis on the embedded cluster', () => {
         .sort(),
     );
 
+    expect((await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
+    expect((await cluster.awaitTerminal(jobId, 60_000)).status).toBe('CANCELED');
+  });
+
+  it('a TaskExecutor killed while the job reads loses no record: its shards are handed out again and read on', async () => {
+    const { client } = kinesis;
+    await kinesis.createStream('survived', 2);
+    await kinesis.createStream('survived-copies', 1);
+    const records = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, i) => `k${(from + i) % 16}:${from + i}`);
+    const put = async (values: string[]): Promise<void> => {
+      const out = await client.send(
+        new PutRecordsCommand({ StreamName: 'survived', Records: values.map((v) => ({ Data: Buffer.from(v), PartitionKey: v.split(':')[0]! })) }),
+      );
+      expect(out.FailedRecordCount ?? 0).toBe(0);
+    };
+    const copied = async (): Promise<Set<string>> => new Set((await readStream('survived-copies')).map((r) => r.data));
+    const jobId = await cluster.submit('kinesis-jobs.ts', 'copyKinesis', [kinesis.endpoint, 'survived', 'survived-copies'], 2);
+    await put(records(0, 300));
+    await waitFor(async () => (await copied()).size >= 300, 'the first records to be copied', 60_000, 200);
+
+    const taskExecutors = clusterProcesses(cluster.stateDir).filter((p) => p.resourceId?.startsWith('te-'));
+    expect(taskExecutors.length).toBeGreaterThan(0);
+    for (const te of taskExecutors) process.kill(te.pid, 'SIGKILL');
+    // Written while no reader runs, and after.
+    await put(records(300, 600));
+    await put(records(600, 900));
+
+    await waitFor(async () => (await copied()).size >= 900, 'every record to be copied after the restart', 120_000, 250);
+    expect([...(await copied())].sort()).toEqual(
+      records(0, 900)
+        .map((r) => `copied ${r}`)
+        .sort(),
+    );
+    const exceptions = (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body.exceptions as unknown[];
+    expect(exceptions.length).toBeGreaterThan(0);
     expect((await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
     expect((await cluster.awaitTerminal(jobId, 60_000)).status).toBe('CANCELED');
   });
