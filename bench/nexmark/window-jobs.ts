@@ -11,20 +11,10 @@ import { jobArgs, resultSink, sourceEvents, type JobArgs } from './job-parts.js'
 import { eventTime, type Auction, type Bid, type NexmarkEvent, type Person } from './model.js';
 import { bidOf, WINDOWS, type Q5Result, type Q7Result, type Q8Result } from './queries.js';
 
-// Flink's assignTimestampsAndWatermarks and coGroup(…).where(…).equalTo(…).window(…).apply(…), called by
-// name: the job API of this build does not have them yet (they are on their way with the streaming chain
-// and the two-input streams); these types are Flink's signatures.
+// Flink's assignTimestampsAndWatermarks, called by name: the job API of this build does not have it yet (it
+// comes with the streaming chain); this type is Flink's signature.
 interface WithTimestamps<T> {
   assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>): OperatorStream<T>;
-}
-interface CoGroupable<T1> {
-  coGroup<T2>(other: DataStream<T2>): {
-    where<K>(key1: (v: T1) => K): {
-      equalTo(key2: (v: T2) => K): {
-        window(assigner: TumblingEventTimeWindows): { apply<R>(fn: (first: T1[], second: T2[], out: Collector<R>) => void): OperatorStream<R> };
-      };
-    };
-  };
 }
 
 /** The source's events with their event times and the bounded out-of-orderness watermark. */
@@ -125,7 +115,7 @@ export const q8 = defineJob('nexmark-q8', (env, args) => {
   const persons = events.filter((e) => e.type === 'person').map((e) => (e as { person: Person }).person);
   const auctions = events.filter((e) => e.type === 'auction').map((e) => (e as { auction: Auction }).auction);
   const size = WINDOWS.q8Size;
-  const joined = (persons as unknown as CoGroupable<Person>)
+  const joined = persons
     .coGroup(auctions)
     .where((p: Person) => p.id)
     .equalTo((x: Auction) => x.seller)
