@@ -1,6 +1,6 @@
 // The Kinesis Data Streams connector of jobs (connector name 'kinesis'), task side: the source reader of
 // `fromSource(KinesisStreamsSource…)` (a shard at a time per split, records with their arrival time as
-// event timestamp) and the sink of `sinkTo(KinesisStreamsSink…)`; plus the client settings both sides
+// event timestamp, MillisBehindLatest as the split's lag, polls that find nothing as idle time) and the sink of `sinkTo(KinesisStreamsSink…)`; plus the client settings both sides
 // read from a job's Kinesis settings and the process's environment. Entry points register it; its SDK
 // loads on first use.
 import type { KinesisClient } from '@aws-sdk/client-kinesis';
@@ -113,11 +113,16 @@ export function createKinesisSourceReader(source: ConnectorSourceSpec, context: 
       const reader = new KinesisShardReader({ client: kinesis, split });
       while (!reader.finished && !context.signal.aborted) {
         const records = await reader.fetch();
+        if (reader.millisBehindLatest !== undefined) context.reportLag?.(split.splitId, reader.millisBehindLatest);
         for (const r of records) {
           const p = output.collect(deserialize(r), r.arrivalTimestampMs);
           if (p !== undefined) await p;
         }
-        if (records.length === 0 && !reader.finished) await sleep(idleIntervalMs, context.signal);
+        if (records.length === 0 && !reader.finished) {
+          // Nothing new in the shard: waiting for data, the task's idle time.
+          const pause = sleep(idleIntervalMs, context.signal);
+          await (context.idle !== undefined ? context.idle(pause) : pause);
+        }
       }
     },
     async close() {
