@@ -19,7 +19,11 @@ interface WithTimestamps<T> {
 
 /** The source's events with their event times and the bounded out-of-orderness watermark. */
 function timedEvents(env: Parameters<typeof sourceEvents>[0], a: JobArgs): DataStream<NexmarkEvent> {
-  return (sourceEvents(env, a) as unknown as WithTimestamps<NexmarkEvent>)
+  const events = sourceEvents(env, a) as unknown as Partial<WithTimestamps<NexmarkEvent>>;
+  if (typeof events.assignTimestampsAndWatermarks !== 'function') {
+    throw new Error('the windowed Nexmark queries need DataStream.assignTimestampsAndWatermarks, which this build of the job API does not have yet');
+  }
+  return (events as WithTimestamps<NexmarkEvent>)
     .assignTimestampsAndWatermarks(
       WatermarkStrategy.forBoundedOutOfOrderness<NexmarkEvent>(a.config.outOfOrdernessMs).withTimestampAssigner((e) => eventTime(e)),
     )
