@@ -32,6 +32,8 @@ import {
   type RichFlatMapFunction,
   type RichMapFunction,
 } from './process-function.js';
+import { outputTagId, type OutputTag } from './output-tag.js';
+import { checkWatermarkStrategy, DEFAULT_AUTO_WATERMARK_INTERVAL_MS, type WatermarkStrategy } from './watermark-strategy.js';
 import type {
   AggregateFunction,
   ComparableField,
@@ -80,7 +82,26 @@ export interface WriteAsTextOptions {
   readonly writeMode?: WriteMode;
 }
 
+/** Settings of a job's execution (Flink's ExecutionConfig). */
+export class ExecutionConfig {
+  private autoWatermarkIntervalMs = DEFAULT_AUTO_WATERMARK_INTERVAL_MS;
+
+  /** How often periodic watermarks are made ('pipeline.auto-watermark-interval'), in ms; 0 turns them off. */
+  setAutoWatermarkInterval(intervalMs: number): this {
+    if (!Number.isSafeInteger(intervalMs) || intervalMs < 0) {
+      throw new InvalidJobDefinitionError(`setAutoWatermarkInterval(ms) needs an integer >= 0, found ${JSON.stringify(intervalMs) ?? String(intervalMs)}`);
+    }
+    this.autoWatermarkIntervalMs = intervalMs;
+    return this;
+  }
+
+  getAutoWatermarkInterval(): number {
+    return this.autoWatermarkIntervalMs;
+  }
+}
+
 export class StreamEnvironment {
+  private readonly config = new ExecutionConfig();
   private nextOperatorNumber = 1;
   private defaultParallelism: number | undefined;
   private defaultMaxParallelism: number | undefined;
@@ -89,6 +110,10 @@ export class StreamEnvironment {
   private restartStrategy: RestartStrategySpec | undefined;
   private readonly recorded: Transformation[] = [];
   private readonly groupProfiles = new Map<string, ResourceProfile>();
+
+  getConfig(): ExecutionConfig {
+    return this.config;
+  }
 
   /** Runs every operator in a task of its own: no two operators are fused into one chain. */
   disableOperatorChaining(): this {
@@ -346,6 +371,19 @@ export class DataStream<T> {
     return new OperatorStream<R>(this.env, t);
   }
 
+  /**
+   * Gives each record its event timestamp (the strategy's timestamp assigner, else the timestamp it has) and
+   * makes watermarks with the strategy's generator, emitted every `getConfig().getAutoWatermarkInterval()` ms.
+   * Chained right after a source, watermarks are made per split of the source (a file split, a shard, a
+   * generator subtask) and combined as the minimum over the splits that are not idle. Upstream watermarks
+   * are replaced; at the end of a bounded input the watermark goes to the end of time.
+   */
+  assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>): OperatorStream<T> {
+    checkWatermarkStrategy(strategy);
+    const spec = { kind: 'timestampsAndWatermarks' as const, strategy, watermarkIntervalMs: this.env.getConfig().getAutoWatermarkInterval() };
+    return new OperatorStream<T>(this.env, this.env.add(spec, this.inputs, false));
+  }
+
   /** Spreads records round-robin over every subtask of the next operator. */
   rebalance(options?: ExchangeOptions): DataStream<T> {
     return this.partitioned('rebalance', checkExchange('rebalance', options));
@@ -368,6 +406,7 @@ export class DataStream<T> {
     const exchange = checkExchange('keyBy', options);
     const inputs = this.inputs.map((i): StreamInput => ({
       from: i.from,
+      ...(i.sideOutput !== undefined ? { sideOutput: i.sideOutput } : {}),
       partitioner: 'hash',
       keySelector: key,
       ...(exchange !== undefined ? { exchange } : {}),
@@ -460,7 +499,12 @@ export class DataStream<T> {
   private partitioned(partitioner: Partitioner, exchange: ExchangeMode | undefined): DataStream<T> {
     return new DataStream<T>(
       this.env,
-      this.inputs.map((i): StreamInput => ({ from: i.from, partitioner, ...(exchange !== undefined ? { exchange } : {}) })),
+      this.inputs.map((i): StreamInput => ({
+        from: i.from,
+        ...(i.sideOutput !== undefined ? { sideOutput: i.sideOutput } : {}),
+        partitioner,
+        ...(exchange !== undefined ? { exchange } : {}),
+      })),
     );
   }
 }
@@ -737,6 +781,12 @@ export class OperatorStream<T> extends DataStream<T> {
   /** The operator's id, the same on every run of the builder with the same arguments. */
   getId(): string {
     return this.transformation.id;
+  }
+
+  /** The records this operator emits to the side output `tag` (ctx.output(tag, value), late window data…). */
+  getSideOutput<X>(tag: OutputTag<X>): DataStream<X> {
+    const id = outputTagId(tag, `getSideOutput(tag) of '${this.transformation.name}'`);
+    return new DataStream<X>(this.env, [{ from: this.transformation, sideOutput: id }]);
   }
 }
 

@@ -4,7 +4,9 @@ export { defineJob, isJobDefinition } from './job-definition.js';
 export { InvalidJobDefinitionError } from './errors.js';
 export { SuppressRestartsException } from './suppress-restarts.js';
 export type { JobBuilder, JobDefinition } from './job-definition.js';
-export { StreamEnvironment, DataStream, KeyedStream, OperatorStream, DataStreamSink } from './datastream.js';
+export { WatermarkStrategy, MIN_WATERMARK, MAX_WATERMARK } from './watermark-strategy.js';
+export type { WatermarkGenerator, WatermarkOutput, TimestampAssigner, WatermarkGeneratorContext } from './watermark-strategy.js';
+export { StreamEnvironment, ExecutionConfig, DataStream, KeyedStream, OperatorStream, DataStreamSink } from './datastream.js';
 export type {
   MapFunction,
   FlatMapFunction,

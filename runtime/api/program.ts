@@ -87,7 +87,9 @@ export function planFingerprint(env: StreamEnvironment): string {
     for (const [role, fn] of userFunctionsOf(t)) hash.update(`${role}=${createHash('sha256').update(userCodeText(fn)).digest('hex').slice(0, 16)},`);
     hash.update('|');
     for (const input of t.inputs)
-      hash.update(`${input.from.id}/${input.partitioner ?? ''}/${input.keySelector === undefined ? '' : String(input.keySelector)},`);
+      hash.update(
+        `${input.from.id}/${input.partitioner ?? ''}/${input.keySelector === undefined ? '' : String(input.keySelector)}/${input.sideOutput ?? ''}/${input.targetInput ?? 0},`,
+      );
     hash.update('\n');
   }
   return hash.digest('hex').slice(0, 32);
@@ -113,6 +115,9 @@ function userCodeText(fn: unknown): string {
 export function userFunctionsOf(t: Transformation): [role: string, fn: UserFunction][] {
   const spec = t.spec;
   switch (spec.kind) {
+    case 'timestampsAndWatermarks':
+      // A user object, kept like a function: the task reads its timestamp assigner and generator.
+      return [['', spec.strategy as UserFunction]];
     case 'source.collection':
     case 'source.generate':
     case 'map':

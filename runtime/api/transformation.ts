@@ -57,6 +57,7 @@ export type TransformationSpec =
   /** A ProcessFunction (or a rich map / flatMap / filter run as one), or a KeyedProcessFunction after keyBy: user objects. */
   | { readonly kind: 'process'; readonly fn: object }
   | { readonly kind: 'keyed.process'; readonly key: UserFunction; readonly fn: object }
+  | { readonly kind: 'timestampsAndWatermarks'; readonly strategy: object; readonly watermarkIntervalMs: number }
   /** `rolling` and `encoder` from a FileSink (sinkTo); writeAsText leaves them out. */
   | {
       readonly kind: 'sink.textFile';
@@ -81,6 +82,8 @@ export type TransformationSpec =
  */
 export interface StreamInput {
   readonly from: Transformation;
+  /** The input reads this side output (an OutputTag id) of `from` instead of its main output. */
+  readonly sideOutput?: string;
   /** Which input of a two-input operator this is (0 or 1). @default 0 */
   readonly targetInput?: number;
   /** The role of the consumer's key selector for this input's hash edge. @default 'key' */
@@ -132,6 +135,7 @@ export const DEFAULT_NAMES: Record<OperatorKind, string> = {
   filter: 'filter',
   process: 'process',
   'keyed.process': 'process',
+  timestampsAndWatermarks: 'Timestamps/Watermarks',
   'sink.textFile': 'writeAsText',
   'sink.connector': 'sinkTo',
   'sink.collect': 'collect',

@@ -87,6 +87,8 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
       return { kind: spec.kind, ...base, fn: ref() };
     case 'keyed.process':
       return { kind: spec.kind, ...base, key: ref('key'), fn: ref() };
+    case 'timestampsAndWatermarks':
+      return { kind: spec.kind, ...base, strategy: ref(), watermarkIntervalMs: spec.watermarkIntervalMs };
     case 'source.generate':
       return {
         kind: spec.kind,
@@ -235,7 +237,8 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
   const consumers = new Map<Transformation, number>();
   for (const t of all) {
     if (!used.has(t)) continue;
-    for (const input of t.inputs) consumers.set(input.from, (consumers.get(input.from) ?? 0) + 1);
+    // Readers of a side output do not count: the main output's one consumer may still join the chain.
+    for (const input of t.inputs) if (input.sideOutput === undefined) consumers.set(input.from, (consumers.get(input.from) ?? 0) + 1);
   }
 
   const cwd = options.cwd ?? process.cwd();
@@ -270,6 +273,8 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
       only !== undefined &&
       env.isChainingEnabled() &&
       only.partitioner === undefined &&
+      only.sideOutput === undefined &&
+      (only.targetInput ?? 0) === 0 &&
       parallelismOf.get(only.from) === parallelism &&
       groupOf.get(only.from) === group &&
       consumers.get(only.from) === 1 &&
@@ -296,6 +301,7 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
         partitioner,
         partitionType: partitioner === 'forward' ? 'pipelined' : (input.exchange ?? defaultExchange),
         ...(partitioner === 'hash' ? { keySelector: { export: options.exportName, operatorId: t.id, role: input.keyRole ?? 'key' } } : {}),
+        ...(input.sideOutput !== undefined ? { sideOutputTag: input.sideOutput } : {}),
         ...(input.targetInput !== undefined && input.targetInput !== 0 ? { targetInput: input.targetInput } : {}),
       });
     }

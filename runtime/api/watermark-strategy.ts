@@ -98,6 +98,22 @@ function checkDuration(call: string, what: string, ms: unknown, allowZero: boole
   return ms;
 }
 
+/** Flink's default 'pipeline.auto-watermark-interval': periodic watermarks every 200 ms. */
+export const DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200;
+
+/**
+ * Checks that `strategy` is a WatermarkStrategy (of any copy of the API: a job library bundles its own), by
+ * what the runtime calls on it.
+ */
+export function checkWatermarkStrategy(strategy: unknown): void {
+  const s = strategy as { createWatermarkGenerator?: unknown; extractTimestamp?: unknown } | null;
+  if (s === null || typeof s !== 'object' || typeof s.createWatermarkGenerator !== 'function' || typeof s.extractTimestamp !== 'function') {
+    throw new InvalidJobDefinitionError(
+      `assignTimestampsAndWatermarks(strategy) needs a WatermarkStrategy, e.g. WatermarkStrategy.forBoundedOutOfOrderness(ms).withTimestampAssigner((e) => e.time), found ${s === null ? 'null' : typeof s}`,
+    );
+  }
+}
+
 /** How a stream gets timestamps and watermarks: immutable, each `with…` returns a new strategy. */
 export class WatermarkStrategy<T> {
   private constructor(

@@ -45,6 +45,7 @@ export const OPERATOR_KINDS: readonly OperatorKind[] = [
   'filter',
   'process',
   'keyed.process',
+  'timestampsAndWatermarks',
   'sink.textFile',
   'sink.collect',
   'sink.connector',
@@ -202,6 +203,7 @@ const OPERATOR_SCHEMAS = {
   filter: operator('filter', { fn: FunctionRefSchema }),
   process: operator('process', { fn: FunctionRefSchema }),
   'keyed.process': operator('keyed.process', { key: FunctionRefSchema, fn: FunctionRefSchema }),
+  timestampsAndWatermarks: operator('timestampsAndWatermarks', { strategy: FunctionRefSchema, watermarkIntervalMs: integer(0) }),
   // Graphs stored before write modes existed carry none: they get the safe default.
   'sink.textFile': operator('sink.textFile', {
     path: nonEmptyText(),
@@ -294,6 +296,7 @@ const EdgeSchema = object({
   partitioner: oneOf(Object.values(Partitioner)),
   partitionType: oneOf(Object.values(PartitionType)),
   keySelector: v.optional(FunctionRefSchema),
+  sideOutputTag: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(256))),
   targetInput: v.optional(v.picklist([0, 1])),
 }) satisfies v.GenericSchema<unknown, JobEdge>;
 

@@ -109,6 +109,17 @@ export type OperatorSpec =
    */
   | { readonly kind: 'keyed.process'; readonly id: string; readonly name: string; readonly key: FunctionRef; readonly fn: FunctionRef }
   /**
+   * Gives records event timestamps and makes watermarks (assignTimestampsAndWatermarks): `strategy` is the
+   * user's WatermarkStrategy; periodic watermarks every `watermarkIntervalMs` (pipeline.auto-watermark-interval).
+   */
+  | {
+      readonly kind: 'timestampsAndWatermarks';
+      readonly id: string;
+      readonly name: string;
+      readonly strategy: FunctionRef;
+      readonly watermarkIntervalMs: number;
+    }
+  /**
    * `writeMode` @default 'no-overwrite' (graphs built by the job API always carry it). With `rolling`
    * (a sink on an unbounded stream) the sink rolls part files into the target while the job runs; without,
    * each subtask stages one part that the JobMaster commits when the job finishes. `encoder` turns a
@@ -239,6 +250,8 @@ export interface JobEdge {
   readonly partitionType: PartitionType;
   /** On hash edges: the producer applies it to route each record; the keyed consumer applies it again. */
   readonly keySelector?: FunctionRef;
+  /** The edge carries the source's side output with this OutputTag id instead of its main output. */
+  readonly sideOutputTag?: string;
   /** Which input of a two-input target the edge feeds: 0 (the first, also of one-input targets) or 1. @default 0 */
   readonly targetInput?: number;
 }
@@ -315,6 +328,8 @@ export function functionRefsOf(op: OperatorSpec): FunctionRef[] {
       return [op.fn];
     case 'keyed.process':
       return [op.key, op.fn];
+    case 'timestampsAndWatermarks':
+      return [op.strategy];
     case 'keyed.reduce':
       return [op.key, op.fn];
     case 'keyed.sum':

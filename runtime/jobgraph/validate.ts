@@ -161,6 +161,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
         case 'filter':
         case 'process':
         case 'keyed.process':
+        case 'timestampsAndWatermarks':
         case 'keyed.reduce':
         case 'keyed.aggregate':
         case 'keyed.min':

@@ -96,7 +96,12 @@ export class TaskDeploymentDescriptorFactory {
     if (location === undefined) throw new Error(`${taskName(execution.vertex, execution.subtaskIndex)} has no slot yet`);
     const inputs: InputGateDescriptor[] = (this.graph.inputsOf.get(execution.vertex.id) ?? []).map((edge) => {
       const group = this.graph.consumedPartitionGroup(edge, execution.subtaskIndex);
-      return { edgeId: edge.id, subpartitionIndex: group.isAllToAll ? execution.subtaskIndex : 0, producers: this.consumedPartitions(group) };
+      return {
+        edgeId: edge.id,
+        subpartitionIndex: group.isAllToAll ? execution.subtaskIndex : 0,
+        producers: this.consumedPartitions(group),
+        ...(edge.targetInput !== undefined && edge.targetInput !== 0 ? { targetInput: edge.targetInput } : {}),
+      };
     });
     const outputs: ResultPartitionDescriptor[] = (this.graph.outputsOf.get(execution.vertex.id) ?? []).map((edge) => {
       const target = this.graph.vertex(edge.target)!;
@@ -106,6 +111,7 @@ export class TaskDeploymentDescriptorFactory {
         partitionType: this.regions.partitionTypeOf(edge),
         partitioner: edge.partitioner,
         numberOfSubpartitions: edge.distribution === 'forward' ? 1 : target.parallelism,
+        ...(edge.sideOutputTag !== undefined ? { sideOutputTag: edge.sideOutputTag } : {}),
         ...(edge.keySelector !== undefined ? { keySelector: edge.keySelector, keyGroups: target.maxParallelism, ...combinerFor(target) } : {}),
       };
     });

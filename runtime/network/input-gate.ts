@@ -14,6 +14,8 @@ import { PartitionError } from './result-partition.js';
 export interface ReceivedBuffer {
   readonly channelIndex: number;
   readonly records: unknown[];
+  /** The channel ended here (no records): every record it sent came before. */
+  readonly endOfChannel?: true;
   /** Tells the producer this buffer is processed: grants one credit back. */
   ack(): void;
 }
@@ -25,6 +27,8 @@ export interface InputChannelStats {
   readonly maxUnacked: number;
   readonly ended: boolean;
 }
+
+const NO_RECORDS: unknown[] = [];
 
 class InputChannel {
   port: ChannelPort | undefined;
@@ -45,7 +49,8 @@ class InputChannel {
 
 export class InputGate {
   private readonly channels: InputChannel[];
-  private readonly queue: { channel: InputChannel; data: Uint8Array }[] = [];
+  /** Buffers in arrival order; `undefined` data marks a channel's end, after its last buffer. */
+  private readonly queue: { channel: InputChannel; data: Uint8Array | undefined }[] = [];
   private openChannels: number;
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
@@ -55,10 +60,14 @@ export class InputGate {
   /** Credits a channel holds back before sending them in one message. */
   private readonly creditBatch: number;
 
-  /** `channelNames` describe each channel for error messages (e.g. the partition and subpartition). */
+  /**
+   * `channelNames` describe each channel for error messages (e.g. the partition and subpartition). With
+   * `reportChannelEnds`, `next` also returns a channel's end (an `endOfChannel` entry after its last buffer).
+   */
   constructor(
     channelNames: readonly string[],
     private readonly initialCredit: number,
+    private readonly options: { readonly reportChannelEnds?: boolean } = {},
   ) {
     this.channels = channelNames.map((n, i) => new InputChannel(i, n));
     this.openChannels = this.channels.length;
@@ -120,6 +129,7 @@ export class InputGate {
     ch.ended = true;
     this.openChannels--;
     // The `end` follows the channel's last buffer, so a marker in the queue keeps the order.
+    if (this.options.reportChannelEnds === true) this.queue.push({ channel: ch, data: undefined });
     this.notify();
   }
 
@@ -150,6 +160,7 @@ export class InputGate {
       const item = this.queue.shift();
       if (item !== undefined) {
         const { channel, data } = item;
+        if (data === undefined) return { channelIndex: channel.index, records: NO_RECORDS, endOfChannel: true, ack: () => undefined };
         const records = decodeRecords(data);
         channel.recordsReceived += records.length;
         let acked = false;

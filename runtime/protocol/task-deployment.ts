@@ -57,6 +57,8 @@ export interface InputGateDescriptor {
   readonly edgeId: string;
   readonly subpartitionIndex: number;
   readonly producers: ConsumedPartitionsDescriptor;
+  /** A two-input task: the input the gate's records are for (0 or 1). @default 0 */
+  readonly targetInput?: number;
 }
 
 /** The channels of an input gate, one per producer, in producer order. */
@@ -82,6 +84,8 @@ export interface ResultPartitionDescriptor {
   readonly numberOfSubpartitions: number;
   /** Hash partitions: the key selector that routes each record. */
   readonly keySelector?: FunctionRef;
+  /** The partition takes the records of this side output (OutputTag id), not the main output. */
+  readonly sideOutputTag?: string;
   /** Hash partitions: the consumer's maxParallelism, i.e. its number of key groups. */
   readonly keyGroups?: number;
   /**

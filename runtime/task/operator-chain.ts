@@ -1,23 +1,34 @@
 // The task runtime inside a slot worker: turns a vertex's operator chain into one fused function
 // (source first, then map / flatMap / filter, ending in a sink or the task's output partitions) and
 // drives it from its source or its input channels.
+import { MAX_WATERMARK } from '../api/watermark-strategy.js';
+import { systemClock } from '../core/clock.js';
 import { CONFIG_OPTIONS } from '../core/config.js';
+import { functionKey, type FunctionRef, type OperatorSpec } from '../jobgraph/jobgraph.js';
+import { keyGroupRange } from '../network/key-groups.js';
 import type { TaskResult } from '../protocol/task-deployment.js';
 import { keyedStep, type KeyedOperatorSpec, type KeyedStep } from './keyed-operators.js';
-import { outputWriter } from './output-writer.js';
+import { Mailbox } from './mailbox.js';
+import { ONE_INPUT_OPERATORS, TWO_INPUT_OPERATORS, type OperatorFactory } from './operator-factories.js';
+import { outputWriter, sideOutputWriter } from './output-writer.js';
 import { openSink, type Sink } from './sinks.js';
 import { runSource } from './sources.js';
+import { HeapKeyedStateBackend } from './state/heap-keyed-state-backend.js';
+import { defaultMaxParallelism } from './state/keyed-state-backend.js';
+import { processInputs } from './stream-input-processor.js';
+import type { KeyedOperatorContext, OneInputOperator, Output, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
+import { mailboxProcessingTimeService } from './timer-service.js';
+import type { SplitListener } from './timestamps-operator.js';
 import { newChainCounters, type ChainCounters } from './task-io-metrics.js';
 import {
   checkCanceled,
-  idleWait,
+  functionOf,
   isThenable,
   keyedFunctions,
   noteErrors,
   raisedBy,
   TaskSetupError,
   userFunction,
-  yieldToEventLoop,
   type Emit,
   type TaskIo,
 } from './task-io.js';
@@ -30,36 +41,36 @@ function keyedOperator(io: TaskIo, op: KeyedOperatorSpec, next: Emit): KeyedStep
 }
 
 function mapStep(fn: Function, next: Emit): Emit {
-  return (r) => {
+  return (r, ts) => {
     const out: unknown = fn(r);
-    return isThenable(out) ? Promise.resolve(out).then(next) : next(out);
+    return isThenable(out) ? Promise.resolve(out).then((o) => next(o, ts)) : next(out, ts);
   };
 }
 
 function filterStep(fn: Function, next: Emit): Emit {
-  return (r) => {
+  return (r, ts) => {
     const keep: unknown = fn(r);
-    if (isThenable(keep)) return Promise.resolve(keep).then((k) => (k ? next(r) : undefined));
-    return keep ? next(r) : undefined;
+    if (isThenable(keep)) return Promise.resolve(keep).then((k) => (k ? next(r, ts) : undefined));
+    return keep ? next(r, ts) : undefined;
   };
 }
 
 function flatMapStep(fn: Function, name: string, next: Emit): Emit {
-  const drain = async (it: Iterator<unknown>): Promise<void> => {
+  const drain = async (it: Iterator<unknown>, ts: number | undefined): Promise<void> => {
     for (;;) {
       const step = it.next();
       if (step.done === true) return;
-      await next(step.value);
+      await next(step.value, ts);
     }
   };
-  const drainArray = async (out: readonly unknown[], from: number): Promise<void> => {
-    for (let i = from; i < out.length; i++) await next(out[i]);
+  const drainArray = async (out: readonly unknown[], from: number, ts: number | undefined): Promise<void> => {
+    for (let i = from; i < out.length; i++) await next(out[i], ts);
   };
-  const iterate = (out: unknown): Promise<void> | void => {
+  const iterate = (out: unknown, ts: number | undefined): Promise<void> | void => {
     if (Array.isArray(out)) {
       for (let i = 0; i < out.length; i++) {
-        const p = next(out[i]);
-        if (p !== undefined) return p.then(() => drainArray(out, i + 1));
+        const p = next(out[i], ts);
+        if (p !== undefined) return p.then(() => drainArray(out, i + 1, ts));
       }
       return;
     }
@@ -70,19 +81,50 @@ function flatMapStep(fn: Function, name: string, next: Emit): Emit {
     for (;;) {
       const step = it.next();
       if (step.done === true) return;
-      const p = next(step.value);
-      if (p !== undefined) return p.then(() => drain(it));
+      const p = next(step.value, ts);
+      if (p !== undefined) return p.then(() => drain(it, ts));
     }
   };
-  return (r) => {
+  return (r, ts) => {
     const out: unknown = fn(r);
-    return isThenable(out) ? Promise.resolve(out).then(iterate) : iterate(out);
+    return isThenable(out) ? Promise.resolve(out).then((o) => iterate(o, ts)) : iterate(out, ts);
+  };
+}
+
+/** One operator of a chain as the task drives it: records in, watermarks through, end of input, open and close. */
+interface ChainLink {
+  readonly processElement: Emit;
+  /** A two-input head's second input. */
+  readonly processElement2?: Emit;
+  processWatermark(watermark: number): Promise<void> | void;
+  endInput(): Promise<void> | void;
+  open?(): Promise<void> | void;
+  close?(): Promise<void> | void;
+  /** Set on a timestamps operator right after a source: the source tells it its splits. */
+  readonly splitListener?: SplitListener;
+}
+
+const passWatermark =
+  (next: ChainLink) =>
+  (watermark: number): Promise<void> | void =>
+    next.processWatermark(watermark);
+
+/** `fn` with what it throws (or rejects with) noted as raised in operator `name`. */
+function noted<A extends unknown[]>(fn: (...args: A) => Promise<void> | void, name: string): (...args: A) => Promise<void> | void {
+  return (...args) => {
+    let out: Promise<void> | void;
+    try {
+      out = fn(...args);
+    } catch (e) {
+      throw raisedBy(e, name);
+    }
+    return out === undefined ? undefined : out.catch((e: unknown) => Promise.reject(raisedBy(e, name)));
   };
 }
 
 /** Runs one task's chain to the end of its input. Throws what a user function threw. */
-export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
-  const { tdd } = io;
+export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
+  const { tdd } = taskIo;
   const ops = tdd.operators;
   if (ops.length === 0) throw new TaskSetupError(`task ${tdd.taskName} has an empty operator chain`);
   const head = ops[0]!;
@@ -95,94 +137,100 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
     if (ops[i]!.kind.startsWith('sink.'))
       throw new TaskSetupError(`task ${tdd.taskName}: sink '${ops[i]!.name}' must be the last operator of its chain, found at position ${i}`);
   }
-  if (!hasSource && io.input === undefined) throw new TaskSetupError(`task ${tdd.taskName} has neither a source operator nor inputs`);
+  if (!hasSource && taskIo.input === undefined) throw new TaskSetupError(`task ${tdd.taskName} has neither a source operator nor inputs`);
 
-  const counters: ChainCounters = io.counters ?? newChainCounters();
+  const counters: ChainCounters = taskIo.counters ?? newChainCounters();
+  const clock = taskIo.clock ?? systemClock;
+  const mailbox = new Mailbox();
+  // An action that failed while the task waited for input fails the task at once.
+  mailbox.onFailure((e) => taskIo.input?.fail(e instanceof Error ? e : new Error(String(e))));
+  const io: TaskIo = { ...taskIo, mailbox };
+  const processingTime = mailboxProcessingTimeService(clock, mailbox);
   const last = ops[ops.length - 1]!;
-  let sink: Sink | undefined = await openSink(tdd, last, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, io.userFunctions);
+  let sink: Sink | undefined = await openSink(tdd, last, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, io.userFunctions, processingTime);
+  const links: ChainLink[] = [];
+  let opened = 0;
 
   try {
-    const writer = sink === undefined ? outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default) : undefined;
+    const writer = outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default);
+    const side = sideOutputWriter(io, last, counters);
     // What fails in a sink is the sink's; the writer notes its combiners' and its producer's failures itself.
-    const out: Emit = sink !== undefined ? noteErrors(sink.emit, last.name) : writer!.emit;
-    let keyed: KeyedStep | undefined;
-    let keyedName = '';
-    let emit: Emit = (r) => {
-      counters.recordsOut++;
-      return out(r);
+    const out: Emit = sink !== undefined ? noteErrors(sink.emit, last.name) : writer.emit;
+    const tail: ChainLink = {
+      processElement: (r, ts) => {
+        counters.recordsOut++;
+        return out(r, ts);
+      },
+      processWatermark: (w) => {
+        counters.watermark = w;
+        return writer.emitWatermark(w);
+      },
+      endInput: () => writer.endOfInput(),
     };
+    const baseContext = (op: OperatorSpec, next: ChainLink): StreamOperatorContext => {
+      const output: Output = {
+        emit: next.processElement,
+        emitSide: side,
+        emitWatermark: passWatermark(next),
+        emitWatermarkStatus: (idle) => writer.emitWatermarkStatus(idle),
+      };
+      return {
+        taskName: tdd.taskName,
+        operatorName: op.name,
+        subtaskIndex: tdd.subtaskIndex,
+        parallelism: tdd.parallelism,
+        maxParallelism: tdd.maxParallelism ?? defaultMaxParallelism(tdd.parallelism),
+        output,
+        processingTime,
+        mailbox,
+        clock,
+      };
+    };
+
+    links.push(tail);
     const middle = ops.slice(hasSource ? 1 : 0, sink !== undefined ? ops.length - 1 : ops.length);
     for (let i = middle.length - 1; i >= 0; i--) {
       const op = middle[i]!;
-      switch (op.kind) {
-        case 'map':
-          emit = mapStep(userFunction(io, op), emit);
-          break;
-        case 'filter':
-          emit = filterStep(userFunction(io, op), emit);
-          break;
-        case 'flatMap':
-          emit = flatMapStep(userFunction(io, op), op.name, emit);
-          break;
-        case 'keyed.reduce':
-        case 'keyed.sum':
-        case 'keyed.aggregate':
-        case 'keyed.min':
-        case 'keyed.max':
-        case 'keyed.minBy':
-        case 'keyed.maxBy':
-          if (i !== 0 || hasSource)
-            throw new TaskSetupError(`task ${tdd.taskName}: keyed operator '${op.name}' must head its chain (it reads hash-partitioned input)`);
-          keyed = keyedOperator(io, op, emit);
-          keyedName = op.name;
-          emit = noteErrors(keyed.emit, op.name);
-          break;
-        case 'process':
-        case 'keyed.process':
-        case 'keyed.window':
-        case 'co.map':
-        case 'co.flatMap':
-        case 'co.process':
-        case 'keyed.coProcess':
-        case 'keyed.intervalJoin':
-        case 'keyed.windowJoin':
-        case 'broadcast.process':
-        case 'keyed.broadcastProcess':
-          throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' (${op.kind}) runs only in a streaming operator chain`);
-        case 'source.sequence':
-        case 'source.textFile':
-        case 'source.connector':
-        case 'source.generate':
-        case 'source.collection':
-        case 'sink.textFile':
-        case 'sink.collect':
-        case 'sink.connector':
-          throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' (${op.kind}) cannot sit in the middle of a chain`);
-        default:
-          op satisfies never;
-      }
+      const readsInput = i === 0 && !hasSource;
+      links.unshift(chainLink(io, op, links[0]!, readsInput, baseContext));
     }
-    const chain = emit;
-    const counted: Emit = (r) => {
-      counters.recordsIn++;
-      return chain(r);
-    };
+    const first = links[0]!;
+    // Tail first, so every operator's output is ready before its input.
+    for (let i = links.length - 1; i >= 0; i--) {
+      await links[i]!.open?.();
+      opened++;
+    }
 
     if (hasSource) {
+      const counted: Emit = (r, ts) => {
+        counters.recordsIn++;
+        return first.processElement(r, ts);
+      };
       try {
-        await runSource(io, head, counted);
+        await runSource(io, head, counted, first.splitListener);
       } catch (e) {
         throw raisedBy(e, head.name);
       }
-    } else await runInputs(io, counted);
-    if (keyed !== undefined) {
-      await keyed.finish().catch((e: unknown) => {
-        throw raisedBy(e, keyedName);
-      });
-      checkCanceled(io);
+    } else {
+      await processInputs(
+        io,
+        {
+          inputs: first.processElement2 !== undefined ? [first.processElement, first.processElement2] : [first.processElement],
+          processWatermark: (w) => first.processWatermark(w),
+          processWatermarkStatus: (idle) => writer.emitWatermarkStatus(idle),
+        },
+        mailbox,
+        counters,
+      );
     }
-    if (writer !== undefined) {
-      await writer.endOfInput();
+    // What the mailbox holds comes before the end of input (a connector source's last records).
+    const held = mailbox.drain();
+    if (held !== undefined) await held;
+    // End of input, head to tail: each operator fires what it holds (as at the end of time) into the next.
+    for (const link of links) {
+      await link.endInput();
+      const pending = mailbox.drain();
+      if (pending !== undefined) await pending;
       checkCanceled(io);
     }
 
@@ -194,26 +242,133 @@ export async function runOperatorChain(io: TaskIo): Promise<TaskResult> {
     });
     return { recordsIn: counters.recordsIn, recordsOut: counters.recordsOut, ...(closing?.result?.() ?? {}) };
   } finally {
+    // Operators close head first (Flink's order), also after a failure; the first close error is kept only
+    // when nothing failed before.
+    let closeError: { error: unknown } | undefined;
+    for (let i = links.length - opened; i < links.length; i++) {
+      try {
+        await links[i]!.close?.();
+      } catch (error) {
+        closeError ??= { error };
+      }
+    }
     if (sink !== undefined) await sink.abort();
+    if (closeError !== undefined && !io.signal.aborted) throw closeError.error;
   }
 }
 
-async function runInputs(io: TaskIo, emit: Emit): Promise<void> {
-  const gate = io.input!;
-  let buffers = 0;
-  for (;;) {
-    const received = await idleWait(io, gate.next(io.signal));
-    if (received === undefined) break;
-    for (const r of received.records) {
-      const p = emit(r);
-      if (p !== undefined) await p;
+/** Makes the chain link of `op`, whose output is `next`. Keyed and two-input operators must read the task's input. */
+function chainLink(
+  io: TaskIo,
+  op: OperatorSpec,
+  next: ChainLink,
+  readsInput: boolean,
+  baseContext: (op: OperatorSpec, next: ChainLink) => StreamOperatorContext,
+): ChainLink {
+  const { tdd } = io;
+  const mustHead = (what: string): void => {
+    if (!readsInput) throw new TaskSetupError(`task ${tdd.taskName}: ${what} '${op.name}' must head its chain (it reads hash-partitioned input)`);
+  };
+  switch (op.kind) {
+    case 'map':
+      return { processElement: mapStep(userFunction(io, op), next.processElement), processWatermark: passWatermark(next), endInput: () => undefined };
+    case 'filter':
+      return { processElement: filterStep(userFunction(io, op), next.processElement), processWatermark: passWatermark(next), endInput: () => undefined };
+    case 'flatMap':
+      return {
+        processElement: flatMapStep(userFunction(io, op), op.name, next.processElement),
+        processWatermark: passWatermark(next),
+        endInput: () => undefined,
+      };
+    case 'keyed.reduce':
+    case 'keyed.sum':
+    case 'keyed.aggregate':
+    case 'keyed.min':
+    case 'keyed.max':
+    case 'keyed.minBy':
+    case 'keyed.maxBy': {
+      mustHead('keyed operator');
+      const keyed = keyedOperator(io, op, next.processElement);
+      return {
+        processElement: noteErrors(keyed.emit, op.name),
+        processWatermark: passWatermark(next),
+        endInput: () =>
+          keyed.finish().catch((e: unknown) => {
+            throw raisedBy(e, op.name);
+          }),
+      };
     }
-    // The credit goes back only now: a slow chain keeps its producers waiting.
-    received.ack();
-    if (++buffers % 16 === 0) {
-      checkCanceled(io);
-      await yieldToEventLoop();
-    }
+    case 'source.sequence':
+    case 'source.textFile':
+    case 'source.connector':
+    case 'source.generate':
+    case 'source.collection':
+    case 'sink.textFile':
+    case 'sink.collect':
+    case 'sink.connector':
+      throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' (${op.kind}) cannot sit in the middle of a chain`);
+    default:
+      return factoryLink(io, op, next, readsInput, baseContext, mustHead);
   }
-  checkCanceled(io);
+}
+
+function factoryLink(
+  io: TaskIo,
+  op: OperatorSpec,
+  next: ChainLink,
+  readsInput: boolean,
+  baseContext: (op: OperatorSpec, next: ChainLink) => StreamOperatorContext,
+  mustHead: (what: string) => void,
+): ChainLink {
+  const { tdd } = io;
+  const owner = `operator '${op.name}' (${op.kind})`;
+  const userObject = (ref: FunctionRef): unknown => {
+    const found = io.userFunctions.get(functionKey(ref));
+    if (found === undefined) return functionOf(io.userFunctions, owner, ref);
+    return found;
+  };
+  const oneInput = ONE_INPUT_OPERATORS[op.kind];
+  const twoInput = TWO_INPUT_OPERATORS[op.kind];
+  const factory: OperatorFactory<OneInputOperator | TwoInputOperator> | undefined = oneInput ?? twoInput;
+  if (factory === undefined) throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' has kind ${op.kind}, which this runtime cannot run`);
+  let operator: OneInputOperator | TwoInputOperator;
+  const context = baseContext(op, next);
+  if (factory.keyed) {
+    mustHead('keyed operator');
+    const maxParallelism = context.maxParallelism;
+    const key = (role: string): ((r: unknown) => unknown) | undefined => {
+      const fn = io.userFunctions.get(functionKey({ operatorId: op.id, role }));
+      return fn === undefined ? undefined : (noteErrors(fn as (a?: unknown) => unknown, op.name) as (r: unknown) => unknown);
+    };
+    const keySelector = key('key');
+    if (keySelector === undefined) throw new TaskSetupError(`task ${tdd.taskName}: keyed operator '${op.name}' has no key selector (role 'key')`);
+    const keySelector2 = key('key2');
+    const keyed: KeyedOperatorContext = {
+      ...context,
+      keySelector,
+      ...(keySelector2 !== undefined ? { keySelector2 } : {}),
+      stateBackend: new HeapKeyedStateBackend({
+        maxParallelism,
+        keyGroupRange: keyGroupRange(tdd.subtaskIndex, tdd.parallelism, maxParallelism),
+        clock: context.clock,
+      }),
+    };
+    operator = factory.create({ op, context: keyed, userObject });
+  } else {
+    if (twoInput !== undefined) mustHead('two-input operator');
+    operator = factory.create({ op, context, userObject });
+  }
+  const name = op.name;
+  const common = {
+    processWatermark: noted((w: number) => operator.processWatermark(w), name),
+    endInput: noted(() => operator.endInput(), name),
+    ...(operator.open !== undefined ? { open: noted(() => operator.open!(), name) } : {}),
+    ...(operator.close !== undefined ? { close: noted(() => operator.close!(), name) } : {}),
+  };
+  if ('processElement1' in operator) {
+    if (!readsInput) throw new TaskSetupError(`task ${tdd.taskName}: two-input operator '${op.name}' must head its chain`);
+    return { ...common, processElement: noteErrors(operator.processElement1, name), processElement2: noteErrors(operator.processElement2, name) };
+  }
+  const link: ChainLink = { ...common, processElement: noteErrors(operator.processElement, name) };
+  return 'startSplit' in operator && typeof operator.startSplit === 'function' ? { ...link, splitListener: operator as unknown as SplitListener } : link;
 }

@@ -9,9 +9,52 @@ import { keyedFunctions, keySelectorOf, noteErrors, type Emit, type TaskIo } fro
 
 /** What a task writes its records to: its output partitions, some through a combiner. */
 export interface OutputWriter {
+  /** A record of the main output, with its event timestamp if it has one. */
   readonly emit: Emit;
   /** End of input: sends what the combiners hold. */
   endOfInput(): Promise<void>;
+  /** A watermark to every output partition (main and side outputs), after the records before it. */
+  emitWatermark(watermark: number): Promise<void> | void;
+  /** The task's output went idle or active again: told to every output partition. */
+  emitWatermarkStatus(idle: boolean): Promise<void> | void;
+}
+
+/** Waits for every promise of `results`, if any. */
+function all(results: readonly (Promise<void> | undefined)[]): Promise<void> | undefined {
+  let waits: Promise<void>[] | undefined;
+  for (const p of results) if (p !== undefined) (waits ??= []).push(p);
+  return waits === undefined ? undefined : Promise.all(waits).then(() => undefined);
+}
+
+/**
+ * Writes a chain's side-output records to the output partitions of their tag (none reads it: dropped, as in
+ * Flink), checking first that the codec can carry them. `producer` is the chain's last operator.
+ */
+export function sideOutputWriter(
+  io: TaskIo,
+  producer: OperatorSpec,
+  counters: { recordsOut: number },
+): (tag: string, record: unknown, timestamp?: number) => Promise<void> | void {
+  const byTag = new Map<string, ResultPartition[]>();
+  io.outputs.forEach((partition, i) => {
+    const tag = io.tdd.outputs[i]?.sideOutputTag;
+    if (tag === undefined) return;
+    const list = byTag.get(tag) ?? [];
+    list.push(partition);
+    byTag.set(tag, list);
+  });
+  return (tag, record, timestamp) => {
+    const partitions = byTag.get(tag);
+    if (partitions === undefined) return;
+    const bad = findUnencodable(record);
+    if (bad !== undefined)
+      throw new RecordEncodingError(
+        `a side output ('${tag}') of task ${io.tdd.taskName} got a record that cannot be sent to the next task: ${bad}; ${CODEC_HINT}`,
+      );
+    counters.recordsOut++;
+    if (partitions.length === 1) return partitions[0]!.emit(record, timestamp);
+    return all(partitions.map((p) => p.emit(record, timestamp)));
+  };
 }
 
 /**
@@ -32,6 +75,8 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
   const plain: ResultPartition[] = [];
   outputs.forEach((partition, i) => {
     const d = io.tdd.outputs[i];
+    // A side output's partition takes only what the chain's operators send to its tag.
+    if (d?.sideOutputTag !== undefined) return;
     if (d?.combiner === undefined || d.keySelector === undefined) {
       plain.push(partition);
       return;
@@ -66,9 +111,12 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
   const endOfInput = async (): Promise<void> => {
     for (const c of combiners) await c.flush();
   };
+  const emitWatermark = (watermark: number): Promise<void> | undefined => all(outputs.map((o) => o.emitWatermark(watermark)));
+  const emitWatermarkStatus = (idle: boolean): Promise<void> | undefined => all(outputs.map((o) => o.emitWatermarkStatus(idle)));
+  const events = { endOfInput, emitWatermark, emitWatermarkStatus };
   const plainEmit = plainPartitionsEmit(plain, producer, keyProblem);
   const toPlain = plainEmit === undefined ? undefined : noteErrors(plainEmit, producer.name);
-  if (combiners.length === 0) return { emit: toPlain ?? (() => undefined), endOfInput };
+  if (combiners.length === 0) return { emit: toPlain ?? (() => undefined), ...events };
   // A combiner names the producer itself when a key is unusable.
   const combine: Emit =
     combiners.length === 1
@@ -81,16 +129,16 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
           }
           if (waits !== undefined) return Promise.all(waits).then(() => undefined);
         };
-  if (toPlain === undefined) return { emit: combine, endOfInput };
+  if (toPlain === undefined) return { emit: combine, ...events };
   return {
-    emit: (r) => {
-      const a = toPlain(r);
+    emit: (r, ts) => {
+      const a = toPlain(r, ts);
       const b = combine(r);
       if (a === undefined) return b;
       if (b === undefined) return a;
       return Promise.all([a, b]).then(() => undefined);
     },
-    endOfInput,
+    ...events,
   };
 }
 
@@ -105,21 +153,21 @@ function plainPartitionsEmit(outputs: readonly ResultPartition[], producer: Oper
   };
   if (outputs.length === 1) {
     const only = outputs[0]!;
-    return (r) => {
+    return (r, ts) => {
       check(r);
       try {
-        return only.emit(r);
+        return only.emit(r, ts);
       } catch (e) {
         return keyProblem(e);
       }
     };
   }
-  return (r) => {
+  return (r, ts) => {
     check(r);
     let waits: Promise<void>[] | undefined;
     try {
       for (const o of outputs) {
-        const p = o.emit(r);
+        const p = o.emit(r, ts);
         if (p !== undefined) (waits ??= []).push(p);
       }
     } catch (e) {

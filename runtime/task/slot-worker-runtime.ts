@@ -330,6 +330,7 @@ export class SlotWorkerRuntime {
         task.gate = new InputGate(
           channels.map((c) => `subpartition ${c.subpartitionIndex} of ${c.partitionId} (on ${c.producer.resourceId})`),
           settings.buffersPerChannel,
+          { reportChannelEnds: true },
         );
         channels.forEach((c, channelIndex) =>
           this.post({

@@ -6,11 +6,15 @@ import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { NO_SPLIT_YET, type SourceSplit } from '../protocol/source-splits.js';
 import { checkCanceled, idleWait, TaskSetupError, type Emit, type TaskIo } from './task-io.js';
+import type { SplitListener } from './timestamps-operator.js';
 
 /** Where a reader puts its records. Awaiting the returned promise is backpressure: a reader must await it. */
 export interface ReaderOutput {
-  /** One record, with its event timestamp (ms) when the source knows it (e.g. a Kinesis arrival time). */
-  collect(record: unknown, timestampMs?: number): Promise<void> | void;
+  /**
+   * One record, with its event timestamp (ms) when the source knows it (e.g. a Kinesis arrival time), and the
+   * id of the split it comes from (watermarks are made per split when a timestamp assigner follows).
+   */
+  collect(record: unknown, timestampMs?: number, splitId?: string): Promise<void> | void;
 }
 
 export interface SourceReaderContext {
@@ -56,7 +60,7 @@ export function registerSourceReader(connector: string, factory: SourceReaderFac
  * time, in the order readers hand them over. Ends when the enumerator has no more splits for this reader and
  * every split is read (a bounded source); an unbounded one runs until cancelled.
  */
-export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, emit: Emit): Promise<void> {
+export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, emit: Emit, splits?: SplitListener): Promise<void> {
   const factory = factories.get(op.connector);
   if (factory === undefined) {
     throw new TaskSetupError(
@@ -73,12 +77,31 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
     idle: time.idle,
     reportLag: time.reportLag,
   });
-  // One emission at a time: a reader whose record waits on backpressure holds the others back.
+  const deliver = (record: unknown, timestamp: number | undefined, splitId: string | undefined): Promise<void> | void => {
+    if (splitId !== undefined) splits?.startSplit(splitId);
+    return emit(record, timestamp);
+  };
+  const mailbox = io.mailbox;
+  // One emission at a time: a reader whose record waits on backpressure holds the others back. With a
+  // mailbox, records are its actions: they never interleave with a timer or a periodic watermark.
   let tail: Promise<void> | undefined;
   const output: ReaderOutput = {
-    collect(record, timestampMs) {
+    collect(record, timestamp, splitId) {
+      if (mailbox !== undefined) {
+        return new Promise<void>((resolve, reject) =>
+          mailbox.post(async () => {
+            try {
+              await deliver(record, timestamp, splitId);
+              resolve();
+            } catch (e) {
+              reject(e);
+              throw e;
+            }
+          }),
+        );
+      }
       if (tail === undefined) {
-        const p = emit(record, timestampMs);
+        const p = deliver(record, timestamp, splitId);
         if (p === undefined) return undefined;
         const t: Promise<void> = p.finally(() => {
           if (tail === t) tail = undefined;
@@ -87,7 +110,7 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
         return t;
       }
       const t: Promise<void> = tail
-        .then(() => emit(record, timestampMs))
+        .then(() => deliver(record, timestamp, splitId))
         .finally(() => {
           if (tail === t) tail = undefined;
         });
@@ -99,6 +122,9 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
   let failWith: (e: unknown) => void = () => undefined;
   const failed = new Promise<never>((_, reject) => (failWith = reject));
   failed.catch(() => undefined);
+  // The readers emit whenever their data comes: the task is between records all along, its mailbox runs them.
+  mailbox?.enterIdle();
+  mailbox?.onFailure((e) => failWith(e));
   try {
     for (;;) {
       checkCanceled(io);
@@ -114,6 +140,8 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
         () => {
           finished.push(split.splitId);
           time.splitDone(split.splitId);
+          if (mailbox !== undefined) mailbox.post(() => splits?.endSplit(split.splitId));
+          else splits?.endSplit(split.splitId);
         },
         (error: unknown) => failWith(error),
       );
@@ -127,6 +155,7 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
     if (tail !== undefined) await tail;
   } finally {
     await reader.close?.();
+    await mailbox?.leaveIdle();
   }
 }
 

@@ -9,6 +9,7 @@ import { NO_SPLIT_YET, type SplitAnswer } from '../protocol/source-splits.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
 import { runConnectorSource } from './source-readers.js';
 import { readSplitLineBatches } from './text-file-reader.js';
+import type { SplitListener } from './timestamps-operator.js';
 
 /** Subtask i of p gets the i-th of p contiguous, near-equal ranges of [from, to]. */
 export function sequenceRange(from: number, to: number, subtaskIndex: number, parallelism: number): { from: number; to: number } {
@@ -20,12 +21,18 @@ export function sequenceRange(from: number, to: number, subtaskIndex: number, pa
   return { from: start, to: start + count - 1 };
 }
 
-export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promise<void> {
+/**
+ * Runs the source `op` into `emit`. `splits`, when given (a timestamps operator chained to the source),
+ * hears which split each record comes from. Between records, now and then, the task's mailbox runs.
+ */
+export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit, splits?: SplitListener): Promise<void> {
   const { tdd } = io;
   const pacer = new YieldPacer();
+  const mailbox = io.mailbox;
   const pause = async (): Promise<void> => {
     checkCanceled(io);
     await yieldToEventLoop();
+    if (mailbox?.hasPending === true) await mailbox.drain();
   };
   // Synchronous unless the chain or a pause needs awaiting: a promise per record would cost more than
   // many operators do.
@@ -40,10 +47,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
       for (let v = range.from; v <= range.to; v++) {
         const p = emit(v);
         if (p !== undefined) await p;
-        if (pacer.due()) {
-          checkCanceled(io);
-          await yieldToEventLoop();
-        }
+        if (pacer.due()) await pause();
       }
       break;
     }
@@ -88,6 +92,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
           timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default,
           ...(credentials !== undefined ? { credentials } : {}),
         };
+        splits?.startSplit(split.splitId);
         for await (const lines of readSplitLineBatches(split, readOptions)) {
           for (let i = 0; i < lines.length; i++) {
             const p = step(lines[i]);
@@ -95,11 +100,12 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
           }
         }
         finished.push(split.splitId);
+        splits?.endSplit(split.splitId);
       }
       break;
     }
     case 'source.connector':
-      await runConnectorSource(io, op, step);
+      await runConnectorSource(io, op, step, splits);
       break;
     case 'source.generate':
       await runGenerator(io, op, step);
@@ -109,6 +115,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit): Promi
     case 'filter':
     case 'process':
     case 'keyed.process':
+    case 'timestampsAndWatermarks':
     case 'sink.textFile':
     case 'sink.collect':
     case 'sink.connector':
@@ -164,13 +171,29 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
       const due = started + (produced * 1000) / perSubtask;
       const wait = due - Date.now();
       if (wait > 1) {
-        // Keeping the rate: the source waits for its next record's time, idle.
-        await idleWait(io, sleep(wait, io.signal));
+        // Keeping the rate: the source waits for its next record's time, idle; the mailbox (timers, periodic
+        // watermarks) runs meanwhile.
+        io.mailbox?.enterIdle();
+        try {
+          await idleWait(io, sleep(wait, io.signal));
+        } finally {
+          await io.mailbox?.leaveIdle();
+        }
         checkCanceled(io);
       }
     }
     const r: unknown = fn(i);
-    const p = step(isThenable(r) ? await r : r);
+    let value = r;
+    if (isThenable(r)) {
+      // The chain is between records while the function's promise is pending: the mailbox may run.
+      io.mailbox?.enterIdle();
+      try {
+        value = await r;
+      } finally {
+        await io.mailbox?.leaveIdle();
+      }
+    }
+    const p = step(value);
     if (p !== undefined) await p;
     produced++;
   }

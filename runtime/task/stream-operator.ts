@@ -15,6 +15,12 @@ export interface Output {
   emitSide(tag: string, record: unknown, timestamp?: number): Promise<void> | void;
   /** The event time moved to `watermark`: no record at or before it follows. Only ever rises. */
   emitWatermark(watermark: number): Promise<void> | void;
+  /**
+   * The output went idle (true: no watermarks for now, consumers hold nobody back for it) or active again.
+   * Made by sources' timestamp assigners and by a task whose inputs all went idle; other operators pass
+   * nothing (the chain sends it on for them).
+   */
+  emitWatermarkStatus?(idle: boolean): Promise<void> | void;
 }
 
 /** An operator reading one input (map-like operators, keyed functions, windows). */

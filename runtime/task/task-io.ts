@@ -7,8 +7,10 @@ import type { InputGate } from '../network/input-gate.js';
 import type { ResultPartition } from '../network/result-partition.js';
 import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
+import type { Clock } from '../core/clock.js';
 import type { KeyedFunctions, KeyedOperatorSpec } from './keyed-operators.js';
 import type { ChainCounters, TaskIoMetrics } from './task-io-metrics.js';
+import type { Mailbox } from './mailbox.js';
 
 /**
  * Passes one record on, with its event timestamp in ms (undefined: the record has none). Returns a promise
@@ -49,6 +51,10 @@ export interface TaskIo {
   readonly ioMetrics?: TaskIoMetrics;
   /** 'execution.file-open.timeout': opening a text sink's part file, a text source's split. @default - CONFIG_OPTIONS.fileOpenTimeoutMs.default */
   readonly fileOpenTimeoutMs?: number;
+  /** The task's processing time. @default - systemClock */
+  readonly clock?: Clock;
+  /** The task's mailbox (set by the chain for its source): a source runs it between records and while it waits. */
+  readonly mailbox?: Mailbox;
 }
 
 /** The operator each error was raised in, set where it first crosses an operator's boundary. */

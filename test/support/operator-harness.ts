@@ -12,7 +12,8 @@ import { mailboxProcessingTimeService } from '../../runtime/task/timer-service.j
 export type Emitted =
   | { readonly kind: 'record'; readonly value: unknown; readonly timestamp: number | undefined }
   | { readonly kind: 'side'; readonly tag: string; readonly value: unknown; readonly timestamp: number | undefined }
-  | { readonly kind: 'watermark'; readonly watermark: number };
+  | { readonly kind: 'watermark'; readonly watermark: number }
+  | { readonly kind: 'status'; readonly idle: boolean };
 
 export interface HarnessOptions {
   readonly keySelector?: (record: unknown) => unknown;
@@ -34,6 +35,9 @@ export class CollectingOutput implements Output {
   }
   emitWatermark(watermark: number): void {
     this.emitted.push({ kind: 'watermark', watermark });
+  }
+  emitWatermarkStatus(idle: boolean): void {
+    this.emitted.push({ kind: 'status', idle });
   }
 }
 
@@ -84,6 +88,11 @@ export class OperatorHarness {
 
   watermarks(): number[] {
     return this.output.emitted.flatMap((e) => (e.kind === 'watermark' ? [e.watermark] : []));
+  }
+
+  /** The idle (true) / active (false) statuses emitted, in order. */
+  statuses(): boolean[] {
+    return this.output.emitted.flatMap((e) => (e.kind === 'status' ? [e.idle] : []));
   }
 
   /** Forgets what was emitted so far. */
