@@ -1,7 +1,6 @@
 // The task runtime inside a slot worker: turns a vertex's operator chain into one fused function
 // (source first, then map / flatMap / filter, ending in a sink or the task's output partitions) and
 // drives it from its source or its input channels.
-import { MAX_WATERMARK } from '../api/watermark-strategy.js';
 import { systemClock } from '../core/clock.js';
 import { CONFIG_OPTIONS } from '../core/config.js';
 import { functionKey, type FunctionRef, type OperatorSpec } from '../jobgraph/jobgraph.js';
@@ -150,6 +149,8 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
   let sink: Sink | undefined = await openSink(tdd, last, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, io.userFunctions, processingTime);
   const links: ChainLink[] = [];
   let opened = 0;
+  let result: TaskResult;
+  let closeError: { error: unknown } | undefined;
 
   try {
     const writer = outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default);
@@ -240,11 +241,10 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
     await closing?.close().catch((e: unknown) => {
       throw raisedBy(e, last.name);
     });
-    return { recordsIn: counters.recordsIn, recordsOut: counters.recordsOut, ...(closing?.result?.() ?? {}) };
+    result = { recordsIn: counters.recordsIn, recordsOut: counters.recordsOut, ...(closing?.result?.() ?? {}) };
   } finally {
-    // Operators close head first (Flink's order), also after a failure; the first close error is kept only
+    // Operators close head first (Flink's order), also after a failure; a close error fails the task only
     // when nothing failed before.
-    let closeError: { error: unknown } | undefined;
     for (let i = links.length - opened; i < links.length; i++) {
       try {
         await links[i]!.close?.();
@@ -253,8 +253,9 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
       }
     }
     if (sink !== undefined) await sink.abort();
-    if (closeError !== undefined && !io.signal.aborted) throw closeError.error;
   }
+  if (closeError !== undefined && !io.signal.aborted) throw closeError.error;
+  return result;
 }
 
 /** Makes the chain link of `op`, whose output is `next`. Keyed and two-input operators must read the task's input. */
