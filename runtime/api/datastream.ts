@@ -22,7 +22,7 @@ import {
   setOperatorParallelism,
   WRITE_MODES,
 } from './argument-checks.js';
-import { connectorSinkSpec, isConnectorSink, sourceDescriptorOf, withWatermarks, type Sink, type Source, type WatermarkStrategy } from './connectors.js';
+import { connectorSinkSpec, isConnectorSink, sourceDescriptorOf, withWatermarks, type Sink, type Source } from './connectors.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type { FileSink } from './file-sink.js';
 import {
