@@ -4,6 +4,7 @@
 // and the environment make one another, so they share this file; what they record is in
 // transformation.ts, the user functions' types in functions.ts, the checks of their arguments in
 // argument-checks.ts.
+/* eslint-disable max-lines -- the streams make one another (keyBy, window, connect, process, getSideOutput) and files may not import in a circle, so every stream class of the API lives here */
 import type { ResourceProfile } from '../core/resource-profile.js';
 import type { ExtremumKind, Partitioner, RestartStrategySpec, WriteMode } from '../jobgraph/jobgraph.js';
 import {
