@@ -4,6 +4,7 @@
 import type { FunctionRef, OperatorKind, OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { KeyedOperatorContext, OneInputOperator, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
 import { TimestampsAndWatermarksOperator, type WatermarkStrategyLike } from './timestamps-operator.js';
+import { KeyedProcessOperator, ProcessOperator } from './process-operators.js';
 
 export interface OperatorSetup<C extends StreamOperatorContext = StreamOperatorContext> {
   readonly op: OperatorSpec;
@@ -16,6 +17,14 @@ export type OperatorFactory<O> =
   { readonly keyed: false; create(setup: OperatorSetup): O } | { readonly keyed: true; create(setup: OperatorSetup<KeyedOperatorContext>): O };
 
 export const ONE_INPUT_OPERATORS: Partial<Record<OperatorKind, OperatorFactory<OneInputOperator>>> = {
+  process: {
+    keyed: false,
+    create: ({ op, context, userObject }) => new ProcessOperator(context, userObject((op as Extract<OperatorSpec, { kind: 'process' }>).fn)),
+  },
+  'keyed.process': {
+    keyed: true,
+    create: ({ op, context, userObject }) => new KeyedProcessOperator(context, userObject((op as Extract<OperatorSpec, { kind: 'keyed.process' }>).fn)),
+  },
   timestampsAndWatermarks: {
     keyed: false,
     create: ({ op, context, userObject }) => {
