@@ -227,7 +227,7 @@ export interface BatchTask {
   readonly subtaskIndex: number;
   readonly allocationId: AllocationId;
   /** Per input gate: its edge, subpartition, and the index of its producers' description in the batch's `producers`. */
-  readonly inputs: readonly { readonly edgeId: string; readonly subpartitionIndex: number; readonly producers: number }[];
+  readonly inputs: readonly { readonly edgeId: string; readonly subpartitionIndex: number; readonly producers: number; readonly targetInput?: number }[];
   /** One per output of its vertex, in order. */
   readonly partitionIds: readonly ResultPartitionId[];
   readonly sinkStagingDir?: string;
@@ -306,7 +306,12 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
           producers.push(gate.producers);
           producerIndex.set(gate.producers, at);
         }
-        return { edgeId: gate.edgeId, subpartitionIndex: gate.subpartitionIndex, producers: at };
+        return {
+          edgeId: gate.edgeId,
+          subpartitionIndex: gate.subpartitionIndex,
+          producers: at,
+          ...(gate.targetInput !== undefined ? { targetInput: gate.targetInput } : {}),
+        };
       }),
       partitionIds: d.outputs.map((o) => o.partitionId),
       ...(d.sinkStagingDir !== undefined ? { sinkStagingDir: d.sinkStagingDir } : {}),
@@ -353,7 +358,12 @@ export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymen
         const producers = batch.producers[gate.producers];
         if (producers === undefined)
           throw new Error(`task ${t.taskName} reads producers ${gate.producers} on edge ${gate.edgeId}, but the batch describes ${batch.producers.length}`);
-        return { edgeId: gate.edgeId, subpartitionIndex: gate.subpartitionIndex, producers };
+        return {
+          edgeId: gate.edgeId,
+          subpartitionIndex: gate.subpartitionIndex,
+          producers,
+          ...(gate.targetInput !== undefined ? { targetInput: gate.targetInput } : {}),
+        };
       }),
       outputs: vertex.outputs.map((o, k) => ({ ...o, partitionId: t.partitionIds[k]! })),
       ...(t.sinkStagingDir !== undefined ? { sinkStagingDir: t.sinkStagingDir } : {}),

@@ -3,6 +3,9 @@
 // state) and makes the operator from its spec, its context and the user objects the builder recorded.
 import type { FunctionRef, OperatorKind, OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { KeyedOperatorContext, OneInputOperator, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
+import { BroadcastProcessOperator, KeyedBroadcastProcessOperator } from './broadcast-operators.js';
+import { CoStreamOperator, KeyedCoProcessOperator } from './co-operators.js';
+import { IntervalJoinOperator, WindowJoinOperator } from './join-operators.js';
 import { TimestampsAndWatermarksOperator, type WatermarkStrategyLike } from './timestamps-operator.js';
 import { KeyedProcessOperator, ProcessOperator } from './process-operators.js';
 
@@ -34,4 +37,52 @@ export const ONE_INPUT_OPERATORS: Partial<Record<OperatorKind, OperatorFactory<O
   },
 };
 
-export const TWO_INPUT_OPERATORS: Partial<Record<OperatorKind, OperatorFactory<TwoInputOperator>>> = {};
+/** `op` as the spec of `kind` (the table's key says it is). */
+function specOf<K extends OperatorKind>(op: OperatorSpec, kind: K): Extract<OperatorSpec, { kind: K }> {
+  if (op.kind !== kind) throw new TypeError(`not a ${kind} operator: ${op.kind}`);
+  return op as Extract<OperatorSpec, { kind: K }>;
+}
+
+/** A connected-streams operator that is not keyed (its inputs may be: they route, it keeps no keyed state). */
+const coStream = (kind: 'co.map' | 'co.flatMap' | 'co.process'): OperatorFactory<TwoInputOperator> => ({
+  keyed: false,
+  create: ({ op, context, userObject }) => new CoStreamOperator(context, kind, userObject(specOf(op, kind).fn)),
+});
+
+export const TWO_INPUT_OPERATORS: Partial<Record<OperatorKind, OperatorFactory<TwoInputOperator>>> = {
+  'co.map': coStream('co.map'),
+  'co.flatMap': coStream('co.flatMap'),
+  'co.process': coStream('co.process'),
+  'keyed.coProcess': {
+    keyed: true,
+    create: ({ op, context, userObject }) => new KeyedCoProcessOperator(context, userObject(specOf(op, 'keyed.coProcess').fn)),
+  },
+  'keyed.intervalJoin': {
+    keyed: true,
+    create: ({ op, context, userObject }) => {
+      const o = specOf(op, 'keyed.intervalJoin');
+      return new IntervalJoinOperator(context, o, userObject(o.fn));
+    },
+  },
+  'keyed.windowJoin': {
+    keyed: true,
+    create: ({ op, context, userObject }) => {
+      const o = specOf(op, 'keyed.windowJoin');
+      return new WindowJoinOperator(context, o.mode, userObject(o.assigner), userObject(o.fn) as (...args: unknown[]) => unknown);
+    },
+  },
+  'broadcast.process': {
+    keyed: false,
+    create: ({ op, context, userObject }) => {
+      const o = specOf(op, 'broadcast.process');
+      return new BroadcastProcessOperator(context, o.broadcastStates, userObject(o.fn));
+    },
+  },
+  'keyed.broadcastProcess': {
+    keyed: true,
+    create: ({ op, context, userObject }) => {
+      const o = specOf(op, 'keyed.broadcastProcess');
+      return new KeyedBroadcastProcessOperator(context, o.broadcastStates, userObject(o.fn));
+    },
+  },
+};
