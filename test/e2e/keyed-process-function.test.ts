@@ -1,9 +1,11 @@
-// KeyedProcessFunction with real processes: processing-time timers fire in the subtask that owns their
-// key's group, and state with a time-to-live expires between records further apart than it.
+// KeyedProcessFunction with real processes: event-time timers fire once the watermark reaches them, with
+// what a reference computes; processing-time timers fire in the subtask that owns their key's group; state
+// with a time-to-live expires between records further apart than it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultMaxParallelism } from '../../runtime/api/translate.js';
 import { subtaskForKey } from '../../runtime/network/key-groups.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
+import { event } from '../fixtures/jobs/keyed-process.js';
 
 let cluster: TestCluster;
 
@@ -24,6 +26,24 @@ async function run(exportName: string, args: string[], parallelism: number): Pro
 }
 
 describe('KeyedProcessFunction in a job', () => {
+  it('fires event-time timers when the watermark reaches them, each seeing every record of its key up to its time', async () => {
+    const count = 2000;
+    const fired = (await run('eventTimers', [String(count), '1000'], 2)) as [number, number, number, number | string][];
+    // The reference: per key, a timer at each record's time + 1000, once per time; the key's records at or before it.
+    const events = Array.from({ length: count }, (_, i) => event(i));
+    const expected = new Map<string, [number, number, number]>();
+    for (const e of events) {
+      const t = e.ts + 1000;
+      expected.set(`${e.key}/${t}`, [e.key, t, events.filter((o) => o.key === e.key && o.ts <= t).length]);
+    }
+    const order = (a: number[], b: number[]): number => a[0]! - b[0]! || a[1]! - b[1]!;
+    expect(fired.map(([k, t, n]) => [k, t, n]).sort(order)).toEqual([...expected.values()].sort(order));
+    // Each fired at a watermark at or past its time, and some while the sources ran (a finite watermark),
+    // not only at their end ('Infinity').
+    for (const [, t, , watermark] of fired) expect(Number(watermark)).toBeGreaterThanOrEqual(t);
+    expect(fired.filter(([, , , watermark]) => typeof watermark === 'number').length).toBeGreaterThan(0);
+  });
+
   it('fires processing-time timers once per key, in the subtask that owns the key', async () => {
     // 400 records at 200/s: the job runs about 2 s; every key is first seen in its first 10 records.
     const fired = (await run('processingTimers', ['400', '200'], 2)) as [number, string, number][];
