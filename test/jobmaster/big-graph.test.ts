@@ -253,6 +253,16 @@ describe('cached JSON parts', () => {
     expect(unpackTaskDeployments(received)).toEqual(JSON.parse(JSON.stringify(descriptors)));
   });
 
+  it('keeps which input of a two-input task each gate feeds', () => {
+    const graph = new ExecutionGraph(jobGraph([vertex('src', 4, 'source'), vertex('sink', 4, 'sink')], [edge('src', 'sink', 'pipelined')]));
+    place(graph);
+    const factory = descriptorsFor(graph);
+    const descriptors = graph.executions.map((e) => factory.create(e)).map((d) => ({ ...d, inputs: d.inputs.map((g) => ({ ...g, targetInput: 1 })) }));
+    const unpacked = unpackTaskDeployments(packTaskDeployments(descriptors));
+    expect(unpacked.flatMap((d) => d.inputs.map((g) => g.targetInput))).toEqual(descriptors.flatMap((d) => d.inputs.map(() => 1)));
+    expect(unpacked.some((d) => d.inputs.length > 0)).toBe(true);
+  });
+
   it('refuses a batch whose references do not resolve, naming what is missing', () => {
     const graph = new ExecutionGraph(jobGraph([vertex('src', 4, 'source'), vertex('sink', 4, 'sink')], [edge('src', 'sink', 'pipelined')]));
     place(graph);
