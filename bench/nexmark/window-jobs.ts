@@ -3,27 +3,15 @@
 // and watermarks right after the source (bounded out-of-orderness, as the plain queries); each query
 // aggregates per key in windows, then per window over all keys. Arguments and modes:
 // bench/nexmark/job-parts.ts.
-import { defineJob, ProcessWindowFunction, SlidingEventTimeWindows, TumblingEventTimeWindows, type DataStream, type OperatorStream } from 'floe';
+import { defineJob, ProcessWindowFunction, SlidingEventTimeWindows, TumblingEventTimeWindows, WatermarkStrategy, type DataStream } from 'floe';
 import type { Collector, ProcessWindowContext } from 'floe';
-// Not exported by 'floe' on this build yet (it comes with assignTimestampsAndWatermarks).
-import { WatermarkStrategy } from '../../runtime/api/watermark-strategy.js';
 import { jobArgs, resultSink, sourceEvents, type JobArgs } from './job-parts.js';
 import { eventTime, type Auction, type Bid, type NexmarkEvent, type Person } from './model.js';
 import { bidOf, WINDOWS, type Q5Result, type Q7Result, type Q8Result } from './queries.js';
 
-// Flink's assignTimestampsAndWatermarks, called by name: the job API of this build does not have it yet (it
-// comes with the streaming chain); this type is Flink's signature.
-interface WithTimestamps<T> {
-  assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>): OperatorStream<T>;
-}
-
 /** The source's events with their event times and the bounded out-of-orderness watermark. */
 function timedEvents(env: Parameters<typeof sourceEvents>[0], a: JobArgs): DataStream<NexmarkEvent> {
-  const events = sourceEvents(env, a) as unknown as Partial<WithTimestamps<NexmarkEvent>>;
-  if (typeof events.assignTimestampsAndWatermarks !== 'function') {
-    throw new Error('the windowed Nexmark queries need DataStream.assignTimestampsAndWatermarks, which this build of the job API does not have yet');
-  }
-  return (events as WithTimestamps<NexmarkEvent>)
+  return sourceEvents(env, a)
     .assignTimestampsAndWatermarks(
       WatermarkStrategy.forBoundedOutOfOrderness<NexmarkEvent>(a.config.outOfOrdernessMs).withTimestampAssigner((e) => eventTime(e)),
     )
