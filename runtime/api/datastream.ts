@@ -22,6 +22,7 @@ import {
   WRITE_MODES,
 } from './argument-checks.js';
 import { connectorSinkSpec, isConnectorSink, sourceDescriptorOf, withWatermarks, type Sink, type Source } from './connectors.js';
+import { dataGeneratorOf } from './data-generator-source.js';
 import { InvalidJobDefinitionError } from './errors.js';
 import type { FileSink } from './file-sink.js';
 import {
@@ -202,12 +203,20 @@ export class StreamEnvironment {
   }
 
   /**
-   * Reads a connector's source (Flink's fromSource), e.g. `KinesisStreamsSource.builder()…build()`. The
-   * records carry the source's event timestamps (a Kinesis record's arrival time); `watermarkStrategy`
-   * is applied after the source as assignTimestampsAndWatermarks would, where the stream offers it.
+   * Reads a source (Flink's fromSource): a connector's, e.g. `KinesisStreamsSource.builder()…build()`, or a
+   * `new DataGeneratorSource(fn, count, RateLimiterStrategy.perSecond(n))`. The records carry the source's
+   * event timestamps (a Kinesis record's arrival time); `watermarkStrategy` is applied after the source as
+   * assignTimestampsAndWatermarks, with watermarks per split of the source.
    */
   fromSource<T>(source: Source<T>, watermarkStrategy: WatermarkStrategy<T> | undefined, sourceName?: string): OperatorStream<T> {
-    const stream = new OperatorStream<T>(this, this.add({ kind: 'source.connector', ...sourceDescriptorOf(source) }, [], false));
+    const generator = dataGeneratorOf(source);
+    const stream =
+      generator !== undefined
+        ? (this.generate(generator.fn, {
+            ...(generator.count !== undefined ? { count: generator.count } : {}),
+            ...(generator.ratePerSecond !== undefined ? { ratePerSecond: generator.ratePerSecond } : {}),
+          }) as OperatorStream<T>)
+        : new OperatorStream<T>(this, this.add({ kind: 'source.connector', ...sourceDescriptorOf(source) }, [], false));
     return withWatermarks(sourceName === undefined ? stream : stream.name(sourceName), watermarkStrategy);
   }
 

@@ -22,6 +22,7 @@ export type {
   GeneratorFunction,
 } from './functions.js';
 export { OutputTag } from './output-tag.js';
+export { DataGeneratorSource, RateLimiterStrategy } from './data-generator-source.js';
 export { KinesisStreamsSink, KinesisStreamsSinkBuilder, KinesisStreamsSource, KinesisStreamsSourceBuilder, KINESIS_CONNECTOR } from './kinesis.js';
 export type { KinesisClientProperties, KinesisDeserializationSchema, KinesisInitialPosition } from './kinesis.js';
 export type { Sink, SinkDescriptor, Source, SourceDescriptor } from './connectors.js';
