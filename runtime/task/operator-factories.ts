@@ -8,6 +8,7 @@ import { CoStreamOperator, KeyedCoProcessOperator } from './co-operators.js';
 import { IntervalJoinOperator, WindowJoinOperator } from './join-operators.js';
 import { TimestampsAndWatermarksOperator, type WatermarkStrategyLike } from './timestamps-operator.js';
 import { KeyedProcessOperator, ProcessOperator } from './process-operators.js';
+import { createWindowOperator } from './window-operator.js';
 
 export interface OperatorSetup<C extends StreamOperatorContext = StreamOperatorContext> {
   readonly op: OperatorSpec;
@@ -33,6 +34,13 @@ export const ONE_INPUT_OPERATORS: Partial<Record<OperatorKind, OperatorFactory<O
     create: ({ op, context, userObject }) => {
       if (op.kind !== 'timestampsAndWatermarks') throw new TypeError(`not a timestampsAndWatermarks operator: ${op.kind}`);
       return new TimestampsAndWatermarksOperator(userObject(op.strategy) as WatermarkStrategyLike, context, op.watermarkIntervalMs);
+    },
+  },
+  'keyed.window': {
+    keyed: true,
+    create: ({ op, context, userObject }) => {
+      if (op.kind !== 'keyed.window') throw new TypeError(`not a window operator: ${op.kind}`);
+      return createWindowOperator(op, context, userObject);
     },
   },
 };

@@ -366,17 +366,18 @@ export function createWindowOperator(op: WindowOperatorSpec, context: KeyedOpera
   };
   let process: ProcessWindowCall | undefined;
   if (op.process !== undefined) {
-    const p = fn<(a?: unknown, b?: unknown) => unknown>(op.process, 'process');
+    // Called with four arguments: not through noteErrors, which passes two.
+    const p = userObject(op.process);
+    if (typeof p !== 'function') throw new TaskSetupError(`window operator '${op.name}' has no process function in the job library`);
+    const rethrow = (e: unknown): never => {
+      throw raisedBy(e, op.name);
+    };
     process = (key, ctx, elements, out) => {
       try {
-        const r = (p as unknown as ProcessWindowCall)(key, ctx, elements, out);
-        return isThenable(r)
-          ? Promise.resolve(r).then(undefined, (e: unknown) => {
-              throw raisedBy(e, op.name);
-            })
-          : r;
+        const r = (p as ProcessWindowCall)(key, ctx, elements, out);
+        return isThenable(r) ? Promise.resolve(r).then(undefined, rethrow) : r;
       } catch (e) {
-        throw raisedBy(e, op.name);
+        return rethrow(e);
       }
     };
   }
