@@ -58,5 +58,6 @@ export interface AggregateFunction<T, A, R> {
   merge?(a: A, b: A): A;
 }
 /** Makes the record with index `index` (0, 1, 2, …) of a generated source. */
-export type GeneratorFunction<T> = (index: number) => T;
+/** May return a promise: the source waits for it (idle meanwhile). */
+export type GeneratorFunction<T> = (index: number) => T | PromiseLike<T>;
 export type UserFunction = (...args: any[]) => unknown;

@@ -31,9 +31,14 @@ export class InvalidTimestampError extends FloeError {
 class SplitWatermarks implements WatermarkOutput {
   watermark = MIN_WATERMARK;
   idle = false;
+  /** The watermark rose since the operator last combined (a generator may emit from onEvent). */
+  rose = false;
   constructor(readonly generator: WatermarkGenerator<unknown>) {}
   emitWatermark(watermarkMs: number): void {
-    if (watermarkMs > this.watermark) this.watermark = watermarkMs;
+    if (watermarkMs > this.watermark) {
+      this.watermark = watermarkMs;
+      this.rose = true;
+    }
     if (this.idle) this.idle = false;
   }
   markIdle(): void {
@@ -89,7 +94,12 @@ export class TimestampsAndWatermarksOperator implements OneInputOperator, SplitL
     }
     const split = this.current;
     split.generator.onEvent(value, timestamp, split);
-    return this.context.output.emit(value, timestamp);
+    const sent = this.context.output.emit(value, timestamp);
+    // A watermark made from the event itself (a punctuated generator) goes out after it, not at the next tick.
+    if (!split.rose) return sent;
+    split.rose = false;
+    if (sent === undefined) return this.emitCombined();
+    return sent.then(() => this.emitCombined());
   };
 
   /** Upstream watermarks are replaced by this operator's, but for the end of time. */
@@ -111,9 +121,15 @@ export class TimestampsAndWatermarksOperator implements OneInputOperator, SplitL
   /** The periodic emit: every generator's watermark, combined over the splits that are not idle. */
   async onPeriodicEmit(): Promise<void> {
     for (const split of this.splits.values()) split.generator.onPeriodicEmit(split);
+    await this.emitCombined();
+  }
+
+  /** Emits the minimum over the splits that are not idle when it rose; the output goes idle when all are. */
+  private async emitCombined(): Promise<void> {
     let min = MAX_WATERMARK;
     let active = 0;
     for (const split of this.splits.values()) {
+      split.rose = false;
       if (split.idle) continue;
       active++;
       if (split.watermark < min) min = split.watermark;

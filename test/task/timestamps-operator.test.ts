@@ -71,3 +71,23 @@ describe('assignTimestampsAndWatermarks in a task', () => {
     await expect(h.processElement({ t: 1 })).rejects.toThrow(/timestamp assigner of 'test-operator' returned string/);
   });
 });
+
+describe('a punctuated watermark generator', () => {
+  it('has the watermark it emits from an event sent right after that event, not at the next tick', async () => {
+    const strategy = WatermarkStrategy.forGenerator<Event>(() => ({
+      onEvent: (e, _ts, out) => {
+        if (e.split === 'marker') out.emitWatermark(e.t);
+      },
+      onPeriodicEmit: () => undefined,
+    })).withTimestampAssigner((e) => e.t);
+    const { h } = harness(strategy);
+    await h.open();
+    await h.processElement({ t: 100 });
+    await h.processElement({ t: 150, split: 'marker' });
+    expect(h.output.emitted.map((e) => (e.kind === 'record' ? e.timestamp : e.kind === 'watermark' ? `wm ${e.watermark}` : e.kind))).toEqual([
+      100,
+      150,
+      'wm 150',
+    ]);
+  });
+});
