@@ -115,7 +115,7 @@ export function createKinesisSourceReader(source: ConnectorSourceSpec, context: 
         const records = await reader.fetch();
         if (reader.millisBehindLatest !== undefined) context.reportLag?.(split.splitId, reader.millisBehindLatest);
         for (const r of records) {
-          const p = output.collect(deserialize(r), r.arrivalTimestampMs);
+          const p = output.collect(deserialize(r), r.arrivalTimestampMs, split.splitId);
           if (p !== undefined) await p;
         }
         if (records.length === 0 && !reader.finished) {
