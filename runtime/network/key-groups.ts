@@ -84,6 +84,8 @@ export function canonicalKey(key: unknown): string {
     const c = key.length > 0 ? key.charCodeAt(0) : 2;
     return c > 1 ? key : `\u0000${key}`;
   }
+  // What encodeNested makes of a number, without its array: numbers are the other common key.
+  if (typeof key === 'number') return key === 0 ? '\u00010' : `\u0001${key}`;
   const out: string[] = ['\u0001'];
   encodeNested(key, out, 0);
   return out.join('');

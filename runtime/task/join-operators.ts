@@ -149,6 +149,9 @@ interface JoinWindow {
 }
 
 /** The records of one key in one window, from either side. */
+/** A window's identity as a state key (a string key costs no encoding). */
+const windowId = (w: JoinWindow): string => `${w.start}/${w.end}`;
+
 interface WindowBuffers {
   readonly first: unknown[];
   readonly second: unknown[];
@@ -166,7 +169,8 @@ export type WindowJoinMode = 'join' | 'coGroup';
 export class WindowJoinOperator implements TwoInputOperator {
   private readonly buffer: EmitBuffer;
   private readonly timers: HeapInternalTimerService<JoinWindow>;
-  private windows!: MapState<JoinWindow, WindowBuffers>;
+  /** The key's open windows by windowId. */
+  private windows!: MapState<string, WindowBuffers>;
   private readonly assign: (element: unknown, timestamp: number) => unknown;
   /** Records dropped for arriving after every window they belong to had fired. */
   lateRecordsDropped = 0;
@@ -183,12 +187,12 @@ export class WindowJoinOperator implements TwoInputOperator {
       context.stateBackend,
       context.processingTime,
       { onEventTime: (timer) => this.fire(timer), onProcessingTime: () => undefined },
-      (w) => `${w.start}/${w.end}`,
+      windowId,
     );
   }
 
   async open(): Promise<void> {
-    this.windows = this.context.stateBackend.getPartitionedState(new MapStateDescriptor<JoinWindow, WindowBuffers>('window-join-buffers'));
+    this.windows = this.context.stateBackend.getPartitionedState(new MapStateDescriptor<string, WindowBuffers>('window-join-buffers'));
     await openFunction(this.fn, this.context, this.context);
   }
 
@@ -213,18 +217,22 @@ export class WindowJoinOperator implements TwoInputOperator {
       if (last <= watermark) continue;
       if (!added) this.context.stateBackend.setCurrentKey(keySelector(value));
       added = true;
-      const buffers = this.windows.get(window) ?? { first: [], second: [] };
+      const id = windowId(window);
+      const held = this.windows.get(id);
+      const buffers = held ?? { first: [], second: [] };
       (first ? buffers.first : buffers.second).push(value);
-      this.windows.put(window, buffers);
-      this.timers.registerEventTimeTimer(window, last);
+      this.windows.put(id, buffers);
+      // A window's timer once, when the key's window opens.
+      if (held === undefined) this.timers.registerEventTimeTimer(window, last);
     }
     if (!added) this.lateRecordsDropped++;
   }
 
   private fire(timer: InternalTimer<JoinWindow>): Promise<void> {
     const window = timer.namespace;
-    const buffers = this.windows.get(window);
-    this.windows.remove(window);
+    const id = windowId(window);
+    const buffers = this.windows.get(id);
+    this.windows.remove(id);
     if (buffers === undefined) return Promise.resolve();
     this.buffer.timestamp = window.end - 1;
     const out = this.buffer.collector;
