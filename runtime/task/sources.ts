@@ -11,6 +11,19 @@ import { runConnectorSource } from './source-readers.js';
 import { readSplitLineBatches } from './text-file-reader.js';
 import type { SplitListener } from './timestamps-operator.js';
 
+/**
+ * Waits for `wait` as a source waits for input: timed as idle, and with the chain between records, so the
+ * task's mailbox (timers, periodic watermarks, a sink's roll) runs meanwhile.
+ */
+async function waitForInput<T>(io: TaskIo, wait: Promise<T>): Promise<T> {
+  io.mailbox?.enterIdle();
+  try {
+    return await idleWait(io, wait);
+  } finally {
+    await io.mailbox?.leaveIdle();
+  }
+}
+
 /** Subtask i of p gets the i-th of p contiguous, near-equal ranges of [from, to]. */
 export function sequenceRange(from: number, to: number, subtaskIndex: number, parallelism: number): { from: number; to: number } {
   const total = Math.max(0, to - from + 1);
@@ -80,7 +93,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit, splits
       for (;;) {
         checkCanceled(io);
         // Waiting for the next split is waiting for input: idle.
-        const answer = await idleWait(io, upcoming);
+        const answer = await waitForInput(io, upcoming);
         if (answer === null) break;
         upcoming = ask();
         // A monitored folder with nothing new: the request was held by the JobMaster; ask again.
@@ -173,12 +186,7 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
       if (wait > 1) {
         // Keeping the rate: the source waits for its next record's time, idle; the mailbox (timers, periodic
         // watermarks) runs meanwhile.
-        io.mailbox?.enterIdle();
-        try {
-          await idleWait(io, sleep(wait, io.signal));
-        } finally {
-          await io.mailbox?.leaveIdle();
-        }
+        await waitForInput(io, sleep(wait, io.signal));
         checkCanceled(io);
       }
     }
