@@ -1,6 +1,7 @@
 // Keyed operators: per-key state in the task, in a Map keyed by the key's canonical form. A bounded job
 // emits one final value per key at end of input; an unbounded one emits the key's new value per record.
 import { FloeError } from '../core/errors.js';
+import { isThenable } from '../core/thenable.js';
 import type { TaskSignal } from '../core/cancellation.js';
 import type { ExtremumKind, OperatorSpec } from '../jobgraph/jobgraph.js';
 import { canonicalKey, InvalidKeyError } from '../network/key-groups.js';
@@ -34,9 +35,6 @@ export interface KeyedFunctions {
   readonly getResult?: Function;
   readonly merge?: Function;
 }
-
-const isThenable = (v: unknown): boolean =>
-  v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
 
 function typeOf(v: unknown): string {
   if (v === null) return 'null';

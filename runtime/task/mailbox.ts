@@ -1,11 +1,9 @@
 // A task's mailbox (Flink's MailboxProcessor): actions that must not interleave with a record — timers,
 // periodic watermarks, a sink's roll — are posted here and run one at a time, in order, by the task:
 // between records, and at once while the task waits for input (its chain is between records then).
+import { isThenable } from '../core/thenable.js';
 
 export type MailboxAction = () => Promise<void> | void;
-
-const isThenable = (v: unknown): v is PromiseLike<unknown> =>
-  v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
 
 export class Mailbox {
   private readonly queue: MailboxAction[] = [];

@@ -15,10 +15,13 @@ import type { SplitListener } from './timestamps-operator.js';
  * Waits for `wait` as a source waits for input: timed as idle, and with the chain between records, so the
  * task's mailbox (timers, periodic watermarks, a sink's roll) runs meanwhile.
  */
-async function waitForInput<T>(io: TaskIo, wait: Promise<T>): Promise<T> {
+const waitForInput = <T>(io: TaskIo, wait: Promise<T>): Promise<T> => betweenRecords(io, idleWait(io, wait));
+
+/** Waits for `wait` with the chain between records: the task's mailbox runs meanwhile. */
+async function betweenRecords<T>(io: TaskIo, wait: PromiseLike<T>): Promise<T> {
   io.mailbox?.enterIdle();
   try {
-    return await idleWait(io, wait);
+    return await wait;
   } finally {
     await io.mailbox?.leaveIdle();
   }
@@ -191,17 +194,8 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
       }
     }
     const r: unknown = fn(i);
-    let value = r;
-    if (isThenable(r)) {
-      // The chain is between records while the function's promise is pending: the mailbox may run.
-      io.mailbox?.enterIdle();
-      try {
-        value = await r;
-      } finally {
-        await io.mailbox?.leaveIdle();
-      }
-    }
-    const p = step(value);
+    // The chain is between records while the function's promise is pending: the mailbox may run.
+    const p = step(isThenable(r) ? await betweenRecords(io, r) : r);
     if (p !== undefined) await p;
     produced++;
   }

@@ -1,6 +1,7 @@
 // What every part of a task's operator chain shares: the task's I/O, the emit function type, its errors,
 // and how user functions are found in the job's library by operator id.
 import { FloeError } from '../core/errors.js';
+import { isThenable } from '../core/thenable.js';
 import type { TaskSignal } from '../core/cancellation.js';
 import { functionKey, type FunctionRef, type OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { InputGate } from '../network/input-gate.js';
@@ -91,8 +92,7 @@ export function noteErrors<F extends (a?: any, b?: any) => unknown>(fn: F, name:
   }) as F;
 }
 
-export const isThenable = (v: unknown): v is PromiseLike<unknown> =>
-  v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as { then?: unknown }).then === 'function';
+export { isThenable } from '../core/thenable.js';
 
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 /** Records between two yields of a busy loop, so cancel and channel messages get through. */
