@@ -1,0 +1,23 @@
+// Where checkpoints are written (Flink's CheckpointStorage): a checkpoint's own files under
+// <checkpoints dir>/<job>/chk-<id>/, files that incremental checkpoints share under <job>/shared/, and the
+// checkpoint's metadata, which makes it complete once the JobMaster records its pointer in the HA store.
+// Files locally, S3 on AWS: the file systems of blob/file-systems.ts by URI scheme.
+import type { StreamStateHandle } from '../protocol/checkpoints.js';
+
+/** Where one task writes the state of one checkpoint, and reads what it restores. */
+export interface CheckpointStreamFactory {
+  /** Writes `bytes` as a file of checkpoint `checkpointId` (`shared`: in the job's shared folder). */
+  write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
+  /** The bytes [offset, offset + length) of a state file (all of it without a range). */
+  read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array>;
+}
+
+/** The JobMaster's side of checkpoint storage: metadata, and deleting what no retained checkpoint needs. */
+export interface CheckpointStorage extends CheckpointStreamFactory {
+  /** Writes a checkpoint's metadata; returns its URI (the pointer the HA store records). */
+  writeMetadata(checkpointId: number, metadata: Uint8Array): Promise<string>;
+  readMetadata(pointer: string): Promise<Uint8Array>;
+  /** Deletes a checkpoint's own files (not its shared ones: see `deleteShared`). */
+  discardCheckpoint(checkpointId: number): Promise<void>;
+  deleteShared(handles: readonly StreamStateHandle[]): Promise<void>;
+}
