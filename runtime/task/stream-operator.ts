@@ -2,7 +2,9 @@
 // OneInput/TwoInputStreamOperator): an operator takes records with their event timestamps and watermarks,
 // and sends records, side-output records and watermarks to its Output. A task drives its chain from its
 // input (or its source) and its mailbox, one call at a time: an operator is never entered twice at once.
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import type { Clock } from '../core/clock.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import type { Mailbox } from './mailbox.js';
 import type { Emit } from './task-io.js';
@@ -23,8 +25,27 @@ export interface Output {
   emitWatermarkStatus?(idle: boolean): Promise<void> | void;
 }
 
+/**
+ * The checkpoint hooks an operator may have (Flink's StreamOperator#initializeState, snapshotState and
+ * CheckpointListener). An operator without them keeps no state across a restore.
+ */
+export interface CheckpointedOperator {
+  /**
+   * Called once before open(): `restored` is this operator's share of the checkpoint the task restores
+   * (undefined on a fresh start); state files are read through `access`.
+   */
+  initializeState?(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> | void;
+  /**
+   * Takes the operator's state at a barrier: the copy is made synchronously, before the returned promise's
+   * first await (records after the barrier never reach it); the bytes are then written through `access`.
+   */
+  snapshotState?(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState>;
+  /** Checkpoint `checkpointId` is complete (its metadata recorded): commit what it covers. */
+  notifyCheckpointComplete?(checkpointId: number): Promise<void> | void;
+}
+
 /** An operator reading one input (map-like operators, keyed functions, windows). */
-export interface OneInputOperator {
+export interface OneInputOperator extends CheckpointedOperator {
   /** Called once before the first record, after the task is set up (user functions' open()). */
   open?(): Promise<void> | void;
   readonly processElement: Emit;
@@ -37,7 +58,7 @@ export interface OneInputOperator {
 }
 
 /** An operator reading two inputs (connected streams, joins). Its watermark is the minimum of both inputs'. */
-export interface TwoInputOperator {
+export interface TwoInputOperator extends CheckpointedOperator {
   open?(): Promise<void> | void;
   readonly processElement1: Emit;
   readonly processElement2: Emit;
