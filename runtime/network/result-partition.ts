@@ -8,7 +8,7 @@ import type { ResultPartitionDescriptor } from '../protocol/task-deployment.js';
 import type { Partitioner } from '../jobgraph/jobgraph.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
 import { canonicalKey, keyGroupOf, subtaskForKeyGroup } from './key-groups.js';
-import { TimestampedRecord, Watermark, WatermarkStatus } from './stream-elements.js';
+import { TimestampedRecord, Watermark, WatermarkStatus, type CheckpointBarrier } from './stream-elements.js';
 import { encodeValue, RecordBufferBuilder } from './record-buffer.js';
 
 export class PartitionError extends FloeError {
@@ -324,6 +324,18 @@ export class ResultPartition {
   emitWatermarkStatus(idle: boolean): Promise<void> | undefined {
     if (this.encodingFailure !== undefined) throw this.encodingFailure;
     return this.emitToAll(idle ? WatermarkStatus.IDLE : WatermarkStatus.ACTIVE);
+  }
+
+  /**
+   * Sends a checkpoint barrier to every subpartition, after the records written before it, and sends the
+   * buffers at once (a barrier waits for no buffer timeout: downstream tasks align on it). Like a record,
+   * it returns a promise when a subpartition is full: await it before the next write.
+   */
+  broadcastBarrier(barrier: CheckpointBarrier): Promise<void> | undefined {
+    if (this.encodingFailure !== undefined) throw this.encodingFailure;
+    const wait = this.emitToAll(barrier);
+    this.flushAll();
+    return wait;
   }
 
   /**

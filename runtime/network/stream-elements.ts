@@ -1,7 +1,9 @@
 // What a streaming edge carries besides plain records (Flink's StreamElement): a record with its event
-// timestamp, a watermark, and a watermark status (a producer gone idle or active). Each is a msgpack
-// extension, so it travels in the same buffers as the records around it and keeps its place among them.
+// timestamp, a watermark, a watermark status (a producer gone idle or active), and a checkpoint barrier.
+// Each is a msgpack extension, so it travels in the same buffers as the records around it and keeps its
+// place among them.
 import { addExtension } from 'msgpackr';
+import type { CheckpointingMode, CheckpointOptions, SnapshotType } from '../protocol/checkpoints.js';
 
 /** A record with its event timestamp (ms). */
 export class TimestampedRecord {
@@ -23,8 +25,20 @@ export class WatermarkStatus {
   static readonly ACTIVE = new WatermarkStatus(false);
 }
 
-/** Extension type numbers of the stream elements (application types 0–127 of msgpack). */
-const TYPE = { record: 0x54, watermark: 0x57, status: 0x53 } as const;
+/**
+ * Checkpoint `checkpointId` (triggered at `timestamp`, ms) passes here (Flink's CheckpointBarrier): every
+ * record before it belongs in the checkpoint's state, every record after it does not.
+ */
+export class CheckpointBarrier {
+  constructor(
+    readonly checkpointId: number,
+    readonly timestamp: number,
+    readonly options: CheckpointOptions,
+  ) {}
+}
+
+/** Extension type numbers of the stream elements (application types 0–127 of msgpack; 0x42 is the codec's BigInt). */
+const TYPE = { record: 0x54, watermark: 0x57, status: 0x53, barrier: 0x43 } as const;
 
 addExtension({
   Class: TimestampedRecord,
@@ -43,6 +57,13 @@ addExtension({
   type: TYPE.status,
   write: (s: WatermarkStatus) => s.idle,
   read: (data: boolean) => (data ? WatermarkStatus.IDLE : WatermarkStatus.ACTIVE),
+});
+addExtension({
+  Class: CheckpointBarrier,
+  type: TYPE.barrier,
+  write: (b: CheckpointBarrier) => [b.checkpointId, b.timestamp, b.options.type, b.options.mode, b.options.alignedCheckpointTimeoutMs],
+  read: (data: [number, number, SnapshotType, CheckpointingMode, number]) =>
+    new CheckpointBarrier(data[0], data[1], { type: data[2], mode: data[3], alignedCheckpointTimeoutMs: data[4] }),
 });
 
 /** Whether `element` is a watermark or status rather than a record. */
