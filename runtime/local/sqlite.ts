@@ -59,6 +59,11 @@ const SCHEMA = `
     scope  TEXT PRIMARY KEY,
     ledger TEXT NOT NULL
   );
+  CREATE TABLE IF NOT EXISTS checkpoints (
+    job_id      TEXT PRIMARY KEY,
+    epoch       INTEGER NOT NULL,
+    checkpoints TEXT NOT NULL
+  );
 `;
 
 /** SQLite said the database is locked by another connection for longer than the busy timeout. */
@@ -143,7 +148,7 @@ async function whileBusy<T>(db: SqliteDatabase, call: () => Promise<T>, maxWaitM
 
 function hasSchema(db: SqliteDatabase): boolean {
   const names = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')").pluck().all() as string[]);
-  return ['leases', 'jobs', 'jobs_newest_first', 'jobs_active', 'jobs_by_status', 'admission'].every((n) => names.has(n));
+  return ['leases', 'jobs', 'jobs_newest_first', 'jobs_active', 'jobs_by_status', 'admission', 'checkpoints'].every((n) => names.has(n));
 }
 
 /** Opening retries a busy database after 1, 2, 4 … 100 ms, for up to OPEN_WAIT_MS. */

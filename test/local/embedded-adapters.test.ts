@@ -6,6 +6,8 @@ import { afterAll } from 'vitest';
 import type { ManualClock } from '../../runtime/core/clock.js';
 import type { JobStore } from '../../runtime/ha/job-store.js';
 import { FsBlobStore } from '../../runtime/local/fs-blob-store.js';
+import { SqliteCompletedCheckpointStore } from '../../runtime/local/sqlite-completed-checkpoint-store.js';
+import { describeCompletedCheckpointStoreContract } from '../contracts/completed-checkpoint-store.contract.js';
 import { SqliteJobStore } from '../../runtime/local/sqlite-job-store.js';
 import { SqliteLeaseStore } from '../../runtime/local/sqlite-lease-store.js';
 import { describeBlobStoreContract } from '../contracts/blob-store.contract.js';
@@ -43,3 +45,11 @@ describeJobStoreFenceContract('SqliteJobStore with SqliteLeaseStore (one databas
 });
 describeBlobStoreContract('FsBlobStore', async () => new FsBlobStore(join(dir, `blobs-${n++}`)));
 describeBlobStoreContract('FsBlobStore (shared folder)', async () => new FsBlobStore(join(dir, 'shared-blobs')));
+describeCompletedCheckpointStoreContract('SqliteCompletedCheckpointStore with SqliteLeaseStore (one database)', async (clock) => {
+  const path = join(dir, `checkpoints-${n++}.db`);
+  return {
+    store: new SqliteCompletedCheckpointStore(path),
+    leases: new SqliteLeaseStore(path, clock),
+    reopen: async () => new SqliteCompletedCheckpointStore(path),
+  };
+});

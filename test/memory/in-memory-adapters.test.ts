@@ -1,3 +1,5 @@
+import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
+import { describeCompletedCheckpointStoreContract } from '../contracts/completed-checkpoint-store.contract.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
@@ -16,4 +18,9 @@ describeWorkerLauncherContract('InProcessWorkerLauncher', async () => new InProc
 describeJobStoreFenceContract('InMemoryJobStore with InMemoryLeaseStore', async (clock) => {
   const leases = new InMemoryLeaseStore(clock);
   return { jobs: new InMemoryJobStore(clock, leases), leases };
+});
+describeCompletedCheckpointStoreContract('InMemoryCompletedCheckpointStore with InMemoryLeaseStore', async (clock) => {
+  const leases = new InMemoryLeaseStore(clock);
+  const store = new InMemoryCompletedCheckpointStore(leases);
+  return { store, leases, reopen: async () => store };
 });
