@@ -1,0 +1,32 @@
+// The CompletedCheckpointStore contract on DynamoDB (DynamoDB Local, or FLOE_TEST_AWS_ENDPOINT): the
+// checkpoints in the jobs table, fenced by the JobMaster lease in the leases table.
+import { afterAll, beforeAll } from 'vitest';
+import { createDynamoDbClients, type DynamoDbClients } from '../../runtime/aws/clients.js';
+import { DynamoDbCompletedCheckpointStore } from '../../runtime/aws/dynamodb-completed-checkpoint-store.js';
+import { DynamoDbLeaseStore } from '../../runtime/aws/dynamodb-lease-store.js';
+import { describeCompletedCheckpointStoreContract } from '../contracts/completed-checkpoint-store.contract.js';
+import { createTables, startEmulators, type Emulators, type TestTables } from './emulators.js';
+
+let emulators: Emulators;
+let tables: TestTables;
+let clients: DynamoDbClients;
+
+beforeAll(async () => {
+  emulators = await startEmulators({ s3: false });
+  tables = await createTables(emulators);
+  clients = createDynamoDbClients(emulators.awsConfig('dynamodb'));
+});
+afterAll(async () => {
+  clients?.destroy();
+  await emulators?.stop();
+});
+
+describeCompletedCheckpointStoreContract('DynamoDbCompletedCheckpointStore with DynamoDbLeaseStore', async (clock) => {
+  const open = () =>
+    new DynamoDbCompletedCheckpointStore({ documentClient: clients.documentClient, tableName: tables.jobTable, leaseTableName: tables.leaseTable });
+  return {
+    store: open(),
+    leases: new DynamoDbLeaseStore({ documentClient: clients.documentClient, tableName: tables.leaseTable, clock, maxClockSkewMs: 0 }),
+    reopen: async () => open(),
+  };
+});
