@@ -14,6 +14,9 @@ import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
 import { isThenable, noteErrors, raisedBy, TaskSetupError } from './task-io.js';
 import { HeapInternalTimerService, type InternalTimer, type Triggerable } from './timer-service.js';
+import { restoreKeyedState, snapshotFileName, snapshotKeyedState, windowNamespace, type NamedTimerService } from './keyed-state-snapshots.js';
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { WindowContents, type Contents, type ProcessWindowCall, type ProcessWindowContext, type WindowFunctions } from './window-contents.js';
 
 export interface WindowOperatorConfig {
@@ -122,6 +125,21 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
 
   close(): void {
     this.timers.dispose();
+  }
+
+  /** Restores the panes, sessions and window timers of the key groups this subtask owns. */
+  initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    return restoreKeyedState(restored, access, this.backend, [this.timerState()]);
+  }
+
+  /** The panes, sessions and window timers, encoded at the barrier and written by key group. */
+  snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const name = snapshotFileName(this.context.operatorName, this.context.subtaskIndex, 'keyed');
+    return snapshotKeyedState(checkpointId, access, this.backend, [this.timerState()], name);
+  }
+
+  private timerState(): NamedTimerService {
+    return { name: 'window-timers', service: this.timers, ...windowNamespace((start, end) => new TimeWindow(start, end)) };
   }
 
   async onEventTime(timer: InternalTimer<TimeWindow>): Promise<void> {

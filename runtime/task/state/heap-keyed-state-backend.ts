@@ -70,7 +70,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly keyGroupRange: KeyGroupRange;
   private readonly clock: Clock;
   private readonly current: CurrentKey = { key: undefined, canonical: '', groupIndex: 0, set: false };
-  private readonly tables = new Map<string, { table: StateTable; state: unknown }>();
+  /** Per state name: its table, and its state object once a descriptor asked for it (a restore makes tables first). */
+  private readonly tables = new Map<string, { table: StateTable; state?: unknown }>();
 
   constructor(options: HeapKeyedStateBackendOptions) {
     const { maxParallelism, keyGroupRange: range } = options;
@@ -111,9 +112,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const known = this.tables.get(descriptor.name);
     if (known !== undefined) {
       if (known.table.kind !== descriptor.kind) throw new StateKindMismatchError(descriptor.name, known.table.kind, descriptor.kind);
-      return known.state as S;
+      if (known.state !== undefined) return known.state as S;
     }
-    const table = new StateTable(descriptor.name, descriptor.kind, this.keyGroupRange.end - this.keyGroupRange.start + 1, this.current);
+    const table = known?.table ?? new StateTable(descriptor.name, descriptor.kind, this.keyGroupRange.end - this.keyGroupRange.start + 1, this.current);
     const ttl = descriptor.ttlConfig === undefined ? undefined : new TtlPolicy(descriptor.ttlConfig, this.clock);
     const state = this.createState(descriptor, table, ttl);
     this.tables.set(descriptor.name, { table, state });
@@ -128,6 +129,31 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
         yield { stateName: table.name, kind: table.kind, key: entry.key, value: entry.value };
       }
     }
+  }
+
+  /**
+   * The entries of `keyGroup` in the form a snapshot writes (a map state's entries as a list of [key,
+   * stored value] pairs). The values are the live ones: a snapshot encodes them before the task goes on.
+   */
+  snapshotEntries(keyGroup: number): KeyedStateEntry[] {
+    const out: KeyedStateEntry[] = [];
+    for (const entry of this.keyGroupEntries(keyGroup)) {
+      out.push(entry.kind === 'map' && entry.value instanceof Map ? { ...entry, value: [...(entry.value as Map<string, unknown>).values()] } : entry);
+    }
+    return out;
+  }
+
+  /** Puts back one entry snapshotEntries gave (its key must lie in this backend's key groups). */
+  restoreEntry(entry: KeyedStateEntry): void {
+    let known = this.tables.get(entry.stateName);
+    if (known === undefined) {
+      known = { table: new StateTable(entry.stateName, entry.kind, this.keyGroupRange.end - this.keyGroupRange.start + 1, this.current) };
+      this.tables.set(entry.stateName, known);
+    } else if (known.table.kind !== entry.kind) throw new StateKindMismatchError(entry.stateName, known.table.kind, entry.kind);
+    let value = entry.value;
+    if (entry.kind === 'map') value = new Map((value as [unknown, unknown][]).map((pair) => [canonicalKey(pair[0]), pair]));
+    this.setCurrentKey(entry.key);
+    known.table.set(value);
   }
 
   dispose(): void {

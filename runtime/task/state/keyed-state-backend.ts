@@ -38,6 +38,13 @@ export interface KeyedStateBackend {
   getPartitionedState<S>(descriptor: StateDescriptor<S>): S;
   /** The entries of every state in `keyGroup`, for a snapshot written group by group. */
   keyGroupEntries(keyGroup: number): Iterable<KeyedStateEntry>;
+  /**
+   * The entries of `keyGroup` in the form a checkpoint writes (task/state/key-group-snapshot.ts), values
+   * live: encode them before the task goes on. Absent: the backend takes no snapshots this way.
+   */
+  snapshotEntries?(keyGroup: number): KeyedStateEntry[];
+  /** Puts back one entry snapshotEntries gave; its key lies in this backend's key groups. */
+  restoreEntry?(entry: KeyedStateEntry): void;
   /** Drops every entry. */
   dispose(): void;
 }

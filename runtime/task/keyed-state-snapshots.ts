@@ -1,0 +1,114 @@
+// Checkpoints of a keyed operator (Flink's StreamOperatorStateHandler with its InternalTimeServiceManager):
+// the entries of its keyed state backend and the timers of its timer services, key group by key group in
+// one file. The snapshot encodes everything synchronously, at the barrier, and then writes the bytes while
+// the task goes on; a restore reads only the key groups of the backend's range, from any set of handles.
+import { randomUUID } from 'node:crypto';
+import { FloeError } from '../core/errors.js';
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
+import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
+import type { KeyedStateBackend } from './state/keyed-state-backend.js';
+import { encodeKeyGroups, readKeyGroups, writeKeyGroups, type TimerRecord } from './state/key-group-snapshot.js';
+import type { HeapInternalTimerService } from './timer-service.js';
+
+/** One timer service of an operator, by a name unique in the operator, with its namespace's plain form. */
+export interface NamedTimerService {
+  readonly name: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each operator has its own namespace type
+  readonly service: HeapInternalTimerService<any>;
+  /** The namespace as plain data (msgpack); the identity without it. */
+  readonly toData?: (namespace: never) => unknown;
+  readonly fromData?: (data: unknown) => unknown;
+}
+
+/** The namespace of timers that have none (a KeyedProcessFunction's): written as 0, read back as undefined. */
+export const NO_NAMESPACE = { toData: (): unknown => 0, fromData: (): unknown => undefined } as const;
+
+/** A window's plain form [start, end], and the window made back by `make`. */
+export const windowNamespace = <W extends { readonly start: number; readonly end: number }>(make: (start: number, end: number) => W) => ({
+  toData: (w: W): unknown => [w.start, w.end],
+  fromData: (d: unknown): unknown => make((d as number[])[0]!, (d as number[])[1]!),
+});
+
+/** The backend cannot write or read checkpoints. */
+export class StateSnapshotError extends FloeError {
+  constructor(message: string) {
+    super('NOT_SUPPORTED', message, { retryable: false });
+  }
+}
+
+/** A file name of a snapshot, unique in a checkpoint, readable in listings. */
+export function snapshotFileName(operatorName: string, subtaskIndex: number, what: string): string {
+  const safe = operatorName.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 60);
+  return `${safe}-${subtaskIndex}-${what}-${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * Snapshots `backend` and `timers` into one key-grouped file of checkpoint `checkpointId`. Everything is
+ * encoded before this returns its promise: records after the barrier never reach the snapshot.
+ */
+export function snapshotKeyedState(
+  checkpointId: number,
+  access: CheckpointStreamFactory,
+  backend: KeyedStateBackend,
+  timers: readonly NamedTimerService[],
+  fileName: string,
+): Promise<OperatorSubtaskState> {
+  const snapshotEntries = backend.snapshotEntries?.bind(backend);
+  if (snapshotEntries === undefined) {
+    return Promise.reject(new StateSnapshotError(`the keyed state backend (${backend.constructor.name}) cannot write its entries to a checkpoint`));
+  }
+  const range = backend.keyGroupRange;
+  const byGroup = new Map<number, TimerRecord[]>();
+  for (const t of timers) {
+    const toData = (t.toData ?? ((n: unknown) => n)) as (n: unknown) => unknown;
+    const add = (domain: 'event' | 'processing', timer: { key: unknown; namespace: unknown; timestamp: number }): void => {
+      const group = keyGroupOf(canonicalKey(timer.key), backend.maxParallelism);
+      let list = byGroup.get(group);
+      if (list === undefined) byGroup.set(group, (list = []));
+      list.push({ service: t.name, domain, key: timer.key, namespace: toData(timer.namespace), timestamp: timer.timestamp });
+    };
+    for (const timer of t.service.eventTimeTimers()) add('event', timer);
+    for (const timer of t.service.processingTimeTimers()) add('processing', timer);
+  }
+  let encoded: ReturnType<typeof encodeKeyGroups>;
+  try {
+    encoded = encodeKeyGroups(range, (g) => ({ entries: snapshotEntries(g), timers: byGroup.get(g) ?? [] }));
+  } catch (e) {
+    return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+  }
+  return writeKeyGroups(access, checkpointId, fileName, range, encoded).then((handle) => ({ keyed: [handle], operator: [] }));
+}
+
+/**
+ * Restores `backend` and `timers` from `restored` (undefined: a fresh start): the entries and timers of the
+ * key groups the backend owns, from every keyed handle, whichever subtask wrote it.
+ */
+export async function restoreKeyedState(
+  restored: OperatorSubtaskState | undefined,
+  access: CheckpointStreamFactory,
+  backend: KeyedStateBackend,
+  timers: readonly NamedTimerService[],
+): Promise<void> {
+  if (restored === undefined || restored.keyed.length === 0) return;
+  const restoreEntry = backend.restoreEntry?.bind(backend);
+  if (restoreEntry === undefined)
+    throw new StateSnapshotError(`the keyed state backend (${backend.constructor.name}) cannot restore entries from a checkpoint`);
+  const byName = new Map(timers.map((t) => [t.name, t]));
+  await readKeyGroups(restored.keyed, backend.keyGroupRange, access, (_group, contents) => {
+    for (const entry of contents.entries) restoreEntry(entry);
+    for (const t of contents.timers) {
+      const named = byName.get(t.service);
+      if (named === undefined) {
+        throw new StateSnapshotError(
+          `the checkpoint holds timers of a timer service '${t.service}' this operator does not have (it has ${[...byName.keys()].join(', ') || 'none'}); ` +
+            'restore with the operator the checkpoint was taken with',
+        );
+      }
+      const namespace = named.fromData === undefined ? t.namespace : named.fromData(t.namespace);
+      backend.setCurrentKey(t.key);
+      if (t.domain === 'event') named.service.registerEventTimeTimer(namespace, t.timestamp);
+      else named.service.registerProcessingTimeTimer(namespace, t.timestamp);
+    }
+  });
+}

@@ -1,0 +1,133 @@
+// The format of keyed state in a checkpoint (Flink's key-grouped state stream): the records of an
+// operator's key groups — state entries and timers — msgpack-encoded key group by key group into one
+// file, each group's bytes starting at the offset its KeyGroupsStateHandle records. A restore reads, from
+// any set of handles (the files of one old subtask, or of several when the parallelism changed), only the
+// bytes of the key groups its range owns. Every keyed state backend writes and reads this format.
+import { Packr } from 'msgpackr';
+import { FloeError } from '../../core/errors.js';
+import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
+import type { StateKind } from '../../api/state.js';
+import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
+import type { KeyGroupRange, KeyedStateEntry } from './keyed-state-backend.js';
+// The stream elements' codec extensions are registered before anything is encoded or decoded.
+import '../../network/stream-elements.js';
+
+// Each key group's bytes decode alone (no shared structures); BigInts of any size as an extension.
+const packr = new Packr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false });
+
+/** A timer of one of an operator's timer services, by the service's name; `namespace` in its serialized form. */
+export interface TimerRecord {
+  readonly service: string;
+  readonly domain: 'event' | 'processing';
+  readonly key: unknown;
+  readonly namespace: unknown;
+  readonly timestamp: number;
+}
+
+/** What one key group holds: its state entries (values in their stored form) and its timers. */
+export interface KeyGroupContents {
+  readonly entries: KeyedStateEntry[];
+  readonly timers: TimerRecord[];
+}
+
+// On disk, a key group is one msgpack array of tuples: [0, state, kind, key, value] | [1, service, 'e'|'p', key, namespace, timestamp].
+type EncodedRecord = [0, string, StateKind, unknown, unknown] | [1, string, 'e' | 'p', unknown, unknown, number];
+
+/** The bytes of one key group's contents (empty when it holds nothing). */
+export function encodeKeyGroup(contents: KeyGroupContents): Uint8Array {
+  if (contents.entries.length === 0 && contents.timers.length === 0) return new Uint8Array(0);
+  const records: EncodedRecord[] = [];
+  for (const e of contents.entries) records.push([0, e.stateName, e.kind, e.key, e.value]);
+  for (const t of contents.timers) records.push([1, t.service, t.domain === 'event' ? 'e' : 'p', t.key, t.namespace, t.timestamp]);
+  return packr.pack(records);
+}
+
+/** The contents of one key group from the bytes encodeKeyGroup made. */
+export function decodeKeyGroup(bytes: Uint8Array): KeyGroupContents {
+  const contents: KeyGroupContents = { entries: [], timers: [] };
+  if (bytes.length === 0) return contents;
+  const records = packr.unpack(bytes) as EncodedRecord[];
+  if (!Array.isArray(records)) throw new KeyGroupFormatError(`a key group's bytes decode to ${typeof records}, expected an array of records`);
+  for (const r of records) {
+    if (r[0] === 0) contents.entries.push({ stateName: r[1], kind: r[2], key: r[3], value: r[4] });
+    else if (r[0] === 1) contents.timers.push({ service: r[1], domain: r[2] === 'e' ? 'event' : 'processing', key: r[3], namespace: r[4], timestamp: r[5] });
+    else throw new KeyGroupFormatError(`a key group holds a record of type ${String((r as unknown[])[0])}, expected 0 (state entry) or 1 (timer)`);
+  }
+  return contents;
+}
+
+/** A state file that does not hold what its handle says. */
+export class KeyGroupFormatError extends FloeError {
+  constructor(message: string) {
+    super('STORE_UNREADABLE', `${message}: the checkpoint's state file is damaged or was written by another format; restore from another checkpoint`, {
+      retryable: false,
+    });
+  }
+}
+
+/** The key groups of `range` encoded back to back, and where each starts (offsets[g - range.start]). */
+export function encodeKeyGroups(range: KeyGroupRange, contentsOf: (keyGroup: number) => KeyGroupContents): { bytes: Uint8Array; offsets: number[] } {
+  const parts: Uint8Array[] = [];
+  const offsets: number[] = [];
+  let size = 0;
+  for (let g = range.start; g <= range.end; g++) {
+    offsets.push(size);
+    const part = encodeKeyGroup(contentsOf(g));
+    parts.push(part);
+    size += part.length;
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return { bytes, offsets };
+}
+
+/**
+ * Writes encoded key groups as one file of checkpoint `checkpointId`. The bytes are taken by the caller
+ * synchronously (encodeKeyGroups), so what follows the barrier never reaches them.
+ */
+export async function writeKeyGroups(
+  access: CheckpointStreamFactory,
+  checkpointId: number,
+  name: string,
+  range: KeyGroupRange,
+  encoded: { readonly bytes: Uint8Array; readonly offsets: readonly number[] },
+): Promise<KeyGroupsStateHandle> {
+  const handle = await access.write(checkpointId, name, encoded.bytes);
+  return { handle, start: range.start, end: range.end, offsets: [...encoded.offsets] };
+}
+
+/**
+ * Reads the key groups of `range` from `handles` (any set: those of one old subtask, or of several when
+ * the parallelism changed), one read per handle of only the bytes of the groups in `range`, and calls
+ * `onKeyGroup` for each group that holds something.
+ */
+export async function readKeyGroups(
+  handles: readonly KeyGroupsStateHandle[],
+  range: KeyGroupRange,
+  access: CheckpointStreamFactory,
+  onKeyGroup: (keyGroup: number, contents: KeyGroupContents) => void,
+): Promise<void> {
+  for (const h of handles) {
+    const lo = Math.max(h.start, range.start);
+    const hi = Math.min(h.end, range.end);
+    if (lo > hi) continue;
+    if (h.offsets.length !== h.end - h.start + 1) {
+      throw new KeyGroupFormatError(`the handle of ${h.handle.uri} covers key groups [${h.start}, ${h.end}] but has ${h.offsets.length} offsets`);
+    }
+    const endOf = (g: number): number => (g < h.end ? h.offsets[g + 1 - h.start]! : h.handle.size);
+    const from = h.offsets[lo - h.start]!;
+    const to = endOf(hi);
+    if (to <= from) continue;
+    const bytes = await access.read(h.handle, { offset: from, length: to - from });
+    if (bytes.length !== to - from) throw new KeyGroupFormatError(`read ${bytes.length} bytes of ${h.handle.uri} at ${from}, expected ${to - from}`);
+    for (let g = lo; g <= hi; g++) {
+      const start = h.offsets[g - h.start]! - from;
+      const end = endOf(g) - from;
+      if (end > start) onKeyGroup(g, decodeKeyGroup(bytes.subarray(start, end)));
+    }
+  }
+}
