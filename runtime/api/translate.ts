@@ -194,6 +194,10 @@ function isBoundedSource(t: Transformation): boolean {
 interface VertexBuilder {
   readonly head: Transformation;
   readonly chain: Transformation[];
+  /** Per operator of the chain, the index of the chained operator it reads (-1 for the head). */
+  readonly chainInputs: number[];
+  /** An operator of the chain feeds more than one chained operator. */
+  branching: boolean;
   readonly parallelism: number;
   readonly maxParallelism: number;
   readonly group: string;
@@ -213,7 +217,9 @@ interface VertexBuilder {
  * a function call) when chaining is enabled, the edge would be forward, both have the same
  * parallelism and slot sharing group, the operator has that one input and the input has that one
  * consumer, the operator did not startNewChain() or disableChaining(), and the input did not
- * disableChaining(). A vertex takes its head operator's id, its max parallelism (keyed operators head
+ * disableChaining(). An input with several consumers chains those that qualify otherwise (Flink chains a
+ * fan-out: the chain branches, each branch's records go on by a function call); sinks join only a chain
+ * that does not branch. A vertex takes its head operator's id, its max parallelism (keyed operators head
  * their chains), and its operators' names joined by ' -> '.
  */
 export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphOptions): JobGraph {
@@ -251,6 +257,8 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
   const vertexOf = new Map<Transformation, VertexBuilder>();
   const builders: VertexBuilder[] = [];
   const edges: JobEdge[] = [];
+  /** The transformation whose output each edge carries (by edge index). */
+  const edgeFrom: Transformation[] = [];
 
   // Creation order is a topological order: an operator can only take inputs that already exist.
   for (const t of all) {
@@ -269,6 +277,7 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     boundedOf.set(t, isSource(t) ? isBoundedSource(t) : t.inputs.every((i) => boundedOf.get(i.from)!));
 
     const only = t.inputs.length === 1 ? t.inputs[0]! : undefined;
+    const fanOut = only !== undefined && consumers.get(only.from)! > 1;
     const chained =
       only !== undefined &&
       env.isChainingEnabled() &&
@@ -277,22 +286,25 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
       (only.targetInput ?? 0) === 0 &&
       parallelismOf.get(only.from) === parallelism &&
       groupOf.get(only.from) === group &&
-      consumers.get(only.from) === 1 &&
+      (fanOut ? !isSink(t) : !isSink(t) || !vertexOf.get(only.from)!.branching) &&
       t.chaining === 'always' &&
       only.from.chaining !== 'never' &&
       !isSink(only.from) &&
       !isSource(t);
     if (chained) {
       const vertex = vertexOf.get(only.from)!;
+      vertex.chainInputs.push(vertex.chain.indexOf(only.from));
+      if (fanOut) vertex.branching = true;
       vertex.chain.push(t);
       vertexOf.set(t, vertex);
       continue;
     }
-    const vertex: VertexBuilder = { head: t, chain: [t], parallelism, maxParallelism, group };
+    const vertex: VertexBuilder = { head: t, chain: [t], chainInputs: [-1], branching: false, parallelism, maxParallelism, group };
     builders.push(vertex);
     vertexOf.set(t, vertex);
     for (const input of t.inputs) {
       const partitioner = input.partitioner ?? (parallelismOf.get(input.from) === parallelism ? 'forward' : 'rebalance');
+      edgeFrom.push(input.from);
       edges.push({
         id: `e-${edges.length + 1}`,
         source: vertexOf.get(input.from)!.head.id,
@@ -314,7 +326,14 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     maxParallelism: b.maxParallelism,
     slotSharingGroup: b.group,
     operators: b.chain.map((t) => operatorOf(t, options.exportName, cwd, collectMaxRecords, boundedOf.get(t)!)),
+    ...(b.branching ? { chainInputs: b.chainInputs } : {}),
   }));
+  // A branching chain's edges name the operator whose output they carry (a side output's, its tag).
+  edges.forEach((e, i) => {
+    const from = edgeFrom[i]!;
+    const b = vertexOf.get(from)!;
+    if (b.branching && e.sideOutputTag === undefined) edges[i] = { ...e, sourceOperator: b.chain.indexOf(from) };
+  });
 
   const graph: JobGraph = {
     jobId: options.jobId,

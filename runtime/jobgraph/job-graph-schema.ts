@@ -286,6 +286,7 @@ const VertexSchema = object({
   maxParallelism: integer(1),
   slotSharingGroup: nonEmptyText(),
   operators: arrayOf(OperatorSchema, JOB_GRAPH_LIMITS.maxOperatorsPerVertex),
+  chainInputs: v.optional(arrayOf(integer(-1), JOB_GRAPH_LIMITS.maxOperatorsPerVertex)),
 }) satisfies v.GenericSchema<unknown, JobVertex>;
 
 const EdgeSchema = object({
@@ -298,6 +299,7 @@ const EdgeSchema = object({
   keySelector: v.optional(FunctionRefSchema),
   sideOutputTag: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(256))),
   targetInput: v.optional(v.picklist([0, 1])),
+  sourceOperator: v.optional(integer(0)),
 }) satisfies v.GenericSchema<unknown, JobEdge>;
 
 /** read → the values the client's builder got: any JSON, bounded in size as a whole. */

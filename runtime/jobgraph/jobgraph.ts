@@ -239,6 +239,12 @@ export interface JobVertex {
   readonly slotSharingGroup: string;
   /** The operator chain, first operator first. A source vertex starts with a source operator. */
   readonly operators: readonly OperatorSpec[];
+  /**
+   * A chain that branches (one operator feeding several chained ones, as Flink chains a fan-out): for each
+   * operator, the index of the chained operator whose records it reads (-1 for the first). Absent: each
+   * operator reads the one before it. A branching chain holds no sink.
+   */
+  readonly chainInputs?: readonly number[];
 }
 
 export interface JobEdge {
@@ -254,6 +260,8 @@ export interface JobEdge {
   readonly sideOutputTag?: string;
   /** Which input of a two-input target the edge feeds: 0 (the first, also of one-input targets) or 1. @default 0 */
   readonly targetInput?: number;
+  /** In a branching chain: the index of the source vertex's operator whose output the edge carries. @default - the last operator */
+  readonly sourceOperator?: number;
 }
 
 /**

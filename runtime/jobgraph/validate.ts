@@ -72,6 +72,15 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     if (v.operators.length === 0) problems.add(`${at}.operators is empty: a vertex runs at least one operator`);
     if (v.operators.length > L.maxOperatorsPerVertex)
       problems.add(`${at}.operators has ${v.operators.length} entries, the limit is ${L.maxOperatorsPerVertex}`);
+    if (v.chainInputs !== undefined) {
+      const ins = v.chainInputs;
+      if (ins.length !== v.operators.length) problems.add(`${at}.chainInputs has ${ins.length} entries for ${v.operators.length} operators: one per operator`);
+      ins.forEach((from, j) => {
+        if (j === 0 ? from !== -1 : from < 0 || from >= j)
+          problems.add(`${at}.chainInputs[${j}] is ${from}: the first operator reads -1, each other one an operator before it (0..${j - 1})`);
+      });
+      if (v.operators.some(isSinkOperator)) problems.add(`${at}: a branching chain (chainInputs) cannot hold a sink; give the sink its own vertex`);
+    }
     v.operators.forEach((op, j) => {
       const opAt = `${at}.operators[${j}] ('${op.name}')`;
       const prev = operatorSeen.get(op.id);
@@ -256,6 +265,8 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
     }
     const last = s.operators[s.operators.length - 1];
     if (last !== undefined && isSinkOperator(last)) problems.add(`${at}: vertex '${s.name}' ends in a sink and cannot have outputs`);
+    if (e.sourceOperator !== undefined && e.sourceOperator >= s.operators.length)
+      problems.add(`${at}.sourceOperator is ${e.sourceOperator}, but '${s.name}' has operators 0..${s.operators.length - 1}`);
     inDegree.set(e.target, (inDegree.get(e.target) ?? 0) + 1);
     const outs = outEdges.get(e.source) ?? [];
     outs.push(e.target);

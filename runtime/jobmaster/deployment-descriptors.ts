@@ -112,6 +112,7 @@ export class TaskDeploymentDescriptorFactory {
         partitioner: edge.partitioner,
         numberOfSubpartitions: edge.distribution === 'forward' ? 1 : target.parallelism,
         ...(edge.sideOutputTag !== undefined ? { sideOutputTag: edge.sideOutputTag } : {}),
+        ...(edge.sourceOperator !== undefined ? { producer: edge.sourceOperator } : {}),
         ...(edge.keySelector !== undefined ? { keySelector: edge.keySelector, keyGroups: target.maxParallelism, ...combinerFor(target) } : {}),
       };
     });
@@ -130,6 +131,7 @@ export class TaskDeploymentDescriptorFactory {
       library: { sha256: jobGraph.library.sha256 },
       program: jobGraph.program,
       operators: execution.vertex.operators,
+      ...(execution.vertex.chainInputs !== undefined ? { chainInputs: execution.vertex.chainInputs } : {}),
       inputs,
       outputs,
       ...(sink?.kind === 'sink.textFile' && sink.rolling === undefined

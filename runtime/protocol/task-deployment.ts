@@ -86,6 +86,8 @@ export interface ResultPartitionDescriptor {
   readonly keySelector?: FunctionRef;
   /** The partition takes the records of this side output (OutputTag id), not the main output. */
   readonly sideOutputTag?: string;
+  /** A branching chain (chainInputs): the index of the operator whose output the partition takes. @default - the last operator */
+  readonly producer?: number;
   /** Hash partitions: the consumer's maxParallelism, i.e. its number of key groups. */
   readonly keyGroups?: number;
   /**
@@ -123,6 +125,8 @@ export interface TaskDeploymentDescriptor {
   readonly library: { readonly sha256: string };
   readonly program: JobProgram;
   readonly operators: readonly OperatorSpec[];
+  /** A branching chain: per operator, the index of the chained operator it reads (-1 for the head). Absent: each reads the one before. */
+  readonly chainInputs?: readonly number[];
   readonly inputs: readonly InputGateDescriptor[];
   readonly outputs: readonly ResultPartitionDescriptor[];
   /**
@@ -214,6 +218,7 @@ export interface BatchVertex {
   readonly parallelism: number;
   readonly maxParallelism?: number;
   readonly operators: readonly OperatorSpec[];
+  readonly chainInputs?: readonly number[];
   /** The task's output partitions but for their ids, which each task carries. */
   readonly outputs: readonly Omit<ResultPartitionDescriptor, 'partitionId'>[];
 }
@@ -288,6 +293,7 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
         parallelism: d.parallelism,
         ...(d.maxParallelism !== undefined ? { maxParallelism: d.maxParallelism } : {}),
         operators: d.operators,
+        ...(d.chainInputs !== undefined ? { chainInputs: d.chainInputs } : {}),
         outputs: d.outputs.map(({ partitionId: _id, ...rest }) => rest),
       });
       variants.push(vertex);
@@ -354,6 +360,7 @@ export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymen
       library: batch.library,
       program: batch.program,
       operators: vertex.operators,
+      ...(vertex.chainInputs !== undefined ? { chainInputs: vertex.chainInputs } : {}),
       inputs: t.inputs.map((gate: BatchTask['inputs'][number]): InputGateDescriptor => {
         const producers = batch.producers[gate.producers];
         if (producers === undefined)

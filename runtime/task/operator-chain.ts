@@ -9,11 +9,12 @@ import type { TaskResult } from '../protocol/task-deployment.js';
 import { keyedStep, type KeyedOperatorSpec, type KeyedStep } from './keyed-operators.js';
 import { Mailbox } from './mailbox.js';
 import { ONE_INPUT_OPERATORS, TWO_INPUT_OPERATORS, type OperatorFactory } from './operator-factories.js';
-import { outputWriter, sideOutputWriter } from './output-writer.js';
+import { outputWriter, sideOutputWriter, type OutputWriter } from './output-writer.js';
 import { openSink, type Sink } from './sinks.js';
 import { runSource } from './sources.js';
 import { HeapKeyedStateBackend } from './state/heap-keyed-state-backend.js';
 import { defaultMaxParallelism } from './state/keyed-state-backend.js';
+import { branchingChain, allOf, type ChainLink } from './chain-branches.js';
 import { processInputs } from './stream-input-processor.js';
 import type { KeyedOperatorContext, OneInputOperator, Output, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
 import { mailboxProcessingTimeService } from './timer-service.js';
@@ -90,19 +91,6 @@ function flatMapStep(fn: Function, name: string, next: Emit): Emit {
   };
 }
 
-/** One operator of a chain as the task drives it: records in, watermarks through, end of input, open and close. */
-interface ChainLink {
-  readonly processElement: Emit;
-  /** A two-input head's second input. */
-  readonly processElement2?: Emit;
-  processWatermark(watermark: number): Promise<void> | void;
-  endInput(): Promise<void> | void;
-  open?(): Promise<void> | void;
-  close?(): Promise<void> | void;
-  /** Set on a timestamps operator right after a source: the source tells it its splits. */
-  readonly splitListener?: SplitListener;
-}
-
 const passWatermark =
   (next: ChainLink) =>
   (watermark: number): Promise<void> | void =>
@@ -153,27 +141,30 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
   let closeError: { error: unknown } | undefined;
 
   try {
-    const writer = outputWriter(io, last, io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default);
+    const combinerMaxKeys = io.combinerMaxKeys ?? CONFIG_OPTIONS.combinerMaxKeys.default;
     const side = sideOutputWriter(io, last, counters);
-    // What fails in a sink is the sink's; the writer notes its combiners' and its producer's failures itself.
-    const out: Emit = sink !== undefined ? noteErrors(sink.emit, last.name) : writer.emit;
-    const tail: ChainLink = {
-      processElement: (r, ts) => {
-        counters.recordsOut++;
-        return out(r, ts);
-      },
-      processWatermark: (w) => {
-        counters.watermark = w;
-        return writer.emitWatermark(w);
-      },
-      endInput: () => writer.endOfInput(),
+    const writers: OutputWriter[] = [];
+    const tailOf = (writer: OutputWriter, out: Emit): ChainLink => {
+      writers.push(writer);
+      return {
+        processElement: (r, ts) => {
+          counters.recordsOut++;
+          return out(r, ts);
+        },
+        processWatermark: (w) => {
+          counters.watermark = w;
+          return writer.emitWatermark(w);
+        },
+        endInput: () => writer.endOfInput(),
+      };
     };
+    const emitWatermarkStatus = (idle: boolean): Promise<void> | void => allOf(writers.map((w) => w.emitWatermarkStatus(idle)));
     const baseContext = (op: OperatorSpec, next: ChainLink): StreamOperatorContext => {
       const output: Output = {
         emit: next.processElement,
         emitSide: side,
         emitWatermark: passWatermark(next),
-        emitWatermarkStatus: (idle) => writer.emitWatermarkStatus(idle),
+        emitWatermarkStatus,
       };
       return {
         taskName: tdd.taskName,
@@ -188,14 +179,25 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
       };
     };
 
-    links.push(tail);
-    const middle = ops.slice(hasSource ? 1 : 0, sink !== undefined ? ops.length - 1 : ops.length);
-    for (let i = middle.length - 1; i >= 0; i--) {
-      const op = middle[i]!;
-      const readsInput = i === 0 && !hasSource;
-      links.unshift(chainLink(io, op, links[0]!, readsInput, baseContext));
+    let first: ChainLink;
+    if (tdd.chainInputs === undefined) {
+      const writer = outputWriter(io, last, combinerMaxKeys);
+      // What fails in a sink is the sink's; the writer notes its combiners' and its producer's failures itself.
+      links.push(tailOf(writer, sink !== undefined ? noteErrors(sink.emit, last.name) : writer.emit));
+      const middle = ops.slice(hasSource ? 1 : 0, sink !== undefined ? ops.length - 1 : ops.length);
+      for (let i = middle.length - 1; i >= 0; i--) {
+        const op = middle[i]!;
+        const readsInput = i === 0 && !hasSource;
+        links.unshift(chainLink(io, op, links[0]!, readsInput, baseContext));
+      }
+      first = links[0]!;
+    } else {
+      const tailFor = (producer: OperatorSpec, outputs: TaskIo): ChainLink => {
+        const writer = outputWriter(outputs, producer, combinerMaxKeys);
+        return tailOf(writer, writer.emit);
+      };
+      first = branchingChain(io, tdd.chainInputs, hasSource, links, tailFor, (op, next, readsInput) => chainLink(io, op, next, readsInput, baseContext));
     }
-    const first = links[0]!;
     // Tail first, so every operator's output is ready before its input.
     for (let i = links.length - 1; i >= 0; i--) {
       await links[i]!.open?.();
@@ -218,7 +220,7 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
         {
           inputs: first.processElement2 !== undefined ? [first.processElement, first.processElement2] : [first.processElement],
           processWatermark: (w) => first.processWatermark(w),
-          processWatermarkStatus: (idle) => writer.emitWatermarkStatus(idle),
+          processWatermarkStatus: emitWatermarkStatus,
         },
         mailbox,
         counters,

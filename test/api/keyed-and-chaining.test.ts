@@ -371,7 +371,7 @@ describe('operator chaining', () => {
     expect(buildJobGraph(linear(undefined, 'disableChaining'), options()).vertices.map((v) => v.name)).toEqual(['fromSequence', 'm', 'f -> g -> collect']);
   });
 
-  it('does not chain across a parallelism change, a partitioner, a slot sharing group, a fan-out or a fan-in', () => {
+  it('does not chain across a parallelism change, a partitioner, a slot sharing group or a fan-in; chains a fan-out as branches', () => {
     const job = defineJob('breaks', (env) => {
       const s = env.fromSequence(1, 9);
       const p = s
@@ -392,7 +392,7 @@ describe('operator chaining', () => {
         .map((n) => n)
         .name('a')
         .setParallelism(3)
-        .slotSharingGroup('other'); // chained to grp, then fans out:
+        .slotSharingGroup('other'); // chained to grp, then fans out into two chained branches:
       a.map((n) => n)
         .name('left')
         .setParallelism(3)
@@ -413,8 +413,32 @@ describe('operator chaining', () => {
         .slotSharingGroup('other');
     });
     const g = buildJobGraph(job, options());
-    expect(g.vertices.map((v) => v.name)).toEqual(['fromSequence', 'p3', 'r3', 'grp -> a', 'left', 'right', 'join -> collect']);
+    expect(g.vertices.map((v) => v.name)).toEqual(['fromSequence', 'p3', 'r3', 'grp -> a -> left -> right', 'join -> collect']);
     expect(new Set(g.vertices.map((v) => v.slotSharingGroup))).toEqual(new Set(['default', 'other']));
+    // left and right both read a (index 1); each feeds the join by its own edge.
+    const branching = g.vertices.find((v) => v.name === 'grp -> a -> left -> right')!;
+    expect(branching.chainInputs).toEqual([-1, 0, 1, 1]);
+    expect(g.edges.filter((e) => e.source === branching.id).map((e) => e.sourceOperator)).toEqual([2, 3]);
+    expect(g.vertices.filter((v) => v !== branching).every((v) => v.chainInputs === undefined)).toBe(true);
+  });
+
+  it('keeps a sink out of a branching chain, and a branch that does not qualify in its own vertex', () => {
+    const job = defineJob('fan-out', (env) => {
+      const s = env.fromSequence(1, 9);
+      s.map((n) => n + 1)
+        .name('plus')
+        .collect();
+      s.map((n) => n * 2)
+        .name('times')
+        .setParallelism(3)
+        .writeAsText('/tmp/out');
+    });
+    const g = buildJobGraph(job, options());
+    expect(g.vertices.map((v) => v.name)).toEqual(['fromSequence -> plus', 'collect', 'times', 'writeAsText']);
+    const head = g.vertices[0]!;
+    expect(head.chainInputs).toEqual([-1, 0]);
+    // The edge to the other parallelism leaves from the source, the other from 'plus'.
+    expect(g.edges.filter((e) => e.source === head.id).map((e) => e.sourceOperator)).toEqual([1, 0]);
   });
 
   it('gives a sink its own vertex with disableChaining()', () => {

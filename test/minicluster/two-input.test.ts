@@ -1,6 +1,6 @@
 // Two-input operators through a whole cluster with its slot workers in child processes: an interval join, a
 // window join, connected streams (CoMap and a KeyedCoProcessFunction with state and an event-time timer) and
-// keyed broadcast state, each over out-of-order generated input at parallelism 2, equal a reference computed
+// keyed broadcast state, and a window coGroup of two branches of one stream (a chain that fans out), each over out-of-order generated input at parallelism 2, equal a reference computed
 // here by plain code from the same generator functions.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +29,7 @@ const COUNT = ${COUNT};
 const KEYS = ${KEYS};
 const left = ${left.toString()};
 const right = ${right.toString()};
+const mixed = (i) => (i % 3 === 0 ? left(i) : right(i));
 const strategy = () => WatermarkStrategy.forBoundedOutOfOrderness(60).withTimestampAssigner((e) => e.t);
 const streams = (env) => [
   env.generate(left, { count: COUNT }).setParallelism(2).assignTimestampsAndWatermarks(strategy()),
@@ -48,6 +49,17 @@ export const intervalJoin = defineJob('interval-join', (env) => {
 export const windowJoin = defineJob('window-join', (env) => {
   const [a, b] = streams(env);
   a.join(b).where((e) => e.k).equalTo((e) => e.k).window(TumblingEventTimeWindows.of(200)).apply((l, r) => [l.id, r.id]).setParallelism(2).collect({ maxRecords: 100000 });
+});
+
+// One stream's two filtered branches (chained to its source, as Flink chains a fan-out) meet in a coGroup.
+export const branchCoGroup = defineJob('branch-co-group', (env) => {
+  env.setParallelism(2);
+  const events = env.generate(mixed, { count: COUNT }).assignTimestampsAndWatermarks(strategy());
+  const ls = events.filter((e) => e.id < 1000).map((e) => ({ id: e.id, k: e.k }));
+  const rs = events.filter((e) => e.id >= 1000);
+  ls.coGroup(rs).where((e) => e.k).equalTo((e) => e.k).window(TumblingEventTimeWindows.of(200))
+    .apply((a, b, out) => out.collect([a.map((e) => e.id).sort((x, y) => x - y), b.map((e) => e.id).sort((x, y) => x - y)]))
+    .collect({ maxRecords: 100000 });
 });
 
 export const coMap = defineJob('co-map', (env) => {
@@ -147,6 +159,22 @@ describe('two-input operators on a MiniCluster', () => {
     const win = (t: number): number => Math.floor(t / 200);
     const expected = lefts.flatMap((l) => rights.filter((r) => r.k === l.k && win(r.t) === win(l.t)).map((r) => [l.id, r.id]));
     expect(sorted(await run(await graphOf('windowJoin')))).toEqual(sorted(expected));
+  });
+
+  it('a window coGroup of two branches of one chained stream equals the groups of one key in one window', async () => {
+    const groups = new Map<string, [number[], number[]]>();
+    for (let i = 0; i < COUNT; i++) {
+      const e = i % 3 === 0 ? left(i) : right(i);
+      const at = `${e.k}/${Math.floor(e.t / 200)}`;
+      const g = groups.get(at) ?? [[], []];
+      (e.id < 1000 ? g[0] : g[1]).push(e.id);
+      groups.set(at, g);
+    }
+    const expected = [...groups.values()].map(([a, b]) => [a.sort((x, y) => x - y), b.sort((x, y) => x - y)]);
+    const graph = await graphOf('branchCoGroup');
+    // The source, its timestamps and both branches run in one chain.
+    expect(graph.vertices.map((v) => v.chainInputs)).toEqual([[-1, 0, 1, 2, 1], undefined]);
+    expect(sorted(await run(graph))).toEqual(sorted(expected));
   });
 
   it('connected streams: a CoMap sees every record of both inputs once', async () => {

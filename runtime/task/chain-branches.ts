@@ -1,0 +1,128 @@
+// A chain that branches (Flink chains a fan-out: one operator feeding several chained operators): each
+// operator passes its records and watermarks by a function call to every operator that reads it and to
+// the output partitions it produces (their descriptor's `producer`). A record goes to the branches in
+// order, the same object to each, as a chain passes its records.
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import type { Emit, TaskIo } from './task-io.js';
+import { TaskSetupError } from './task-io.js';
+import type { SplitListener } from './timestamps-operator.js';
+
+/** One operator of a chain as the task drives it: records in, watermarks through, end of input, open and close. */
+export interface ChainLink {
+  readonly processElement: Emit;
+  /** A two-input head's second input. */
+  readonly processElement2?: Emit;
+  processWatermark(watermark: number): Promise<void> | void;
+  endInput(): Promise<void> | void;
+  open?(): Promise<void> | void;
+  close?(): Promise<void> | void;
+  /** Set on a timestamps operator right after a source: the source tells it its splits. */
+  readonly splitListener?: SplitListener;
+}
+
+/** Waits for every promise of `results`, if any. */
+export function allOf(results: readonly (Promise<void> | void)[]): Promise<void> | void {
+  let waits: Promise<void>[] | undefined;
+  for (const p of results) if (p !== undefined) (waits ??= []).push(p);
+  return waits === undefined ? undefined : Promise.all(waits).then(() => undefined);
+}
+
+/** One link that passes what it gets to each of `targets`, in order; the one target itself when there is one. */
+function fanOut(targets: readonly ChainLink[]): ChainLink {
+  if (targets.length === 1) return targets[0]!;
+  const [a, b] = targets;
+  if (targets.length === 2) {
+    return {
+      processElement: (r, ts) => {
+        const p = a!.processElement(r, ts);
+        const q = b!.processElement(r, ts);
+        if (p === undefined) return q;
+        return q === undefined ? p : Promise.all([p, q]).then(() => undefined);
+      },
+      processWatermark: (w) => allOf([a!.processWatermark(w), b!.processWatermark(w)]),
+      endInput: () => undefined,
+    };
+  }
+  return {
+    processElement: (r, ts) => allOf(targets.map((t) => t.processElement(r, ts))),
+    processWatermark: (w) => allOf(targets.map((t) => t.processWatermark(w))),
+    endInput: () => undefined,
+  };
+}
+
+/**
+ * Builds the links of a branching chain into `links` (operators first, in chain order, then the output
+ * tails) and returns the link the task feeds: the first operator's, or, after a source, what the source's
+ * output goes to. `tailFor(producer, io)` makes the tail writing to the partitions of `io` (those the
+ * producer's output takes); a side output's partitions take the watermarks the chain passes on, each once.
+ */
+export function branchingChain(
+  io: TaskIo,
+  chainInputs: readonly number[],
+  hasSource: boolean,
+  links: ChainLink[],
+  tailFor: (producer: OperatorSpec, io: TaskIo) => ChainLink,
+  linkFor: (op: OperatorSpec, next: ChainLink, readsInput: boolean) => ChainLink,
+): ChainLink {
+  const { tdd } = io;
+  const ops = tdd.operators;
+  if (chainInputs.length !== ops.length)
+    throw new TaskSetupError(`task ${tdd.taskName}: chainInputs has ${chainInputs.length} entries for ${ops.length} operators`);
+  const lastIndex = ops.length - 1;
+  const outputsOf = (k: number): number[] => {
+    const found: number[] = [];
+    tdd.outputs.forEach((d, i) => {
+      if (d.sideOutputTag === undefined && (d.producer ?? lastIndex) === k) found.push(i);
+    });
+    return found;
+  };
+  const subset = (indexes: readonly number[]): TaskIo => ({
+    ...io,
+    outputs: indexes.map((i) => io.outputs[i]!),
+    tdd: { ...tdd, outputs: indexes.map((i) => tdd.outputs[i]!) },
+  });
+  const tails: ChainLink[] = [];
+  // Side outputs' partitions: the watermarks the chain's tails pass on, each advance once.
+  const sideIndexes = tdd.outputs.flatMap((d, i) => (d.sideOutputTag !== undefined ? [i] : []));
+  let sideWatermark = -Infinity;
+  const sideTail: ChainLink | undefined =
+    sideIndexes.length === 0
+      ? undefined
+      : (() => {
+          const tail = tailFor(ops[lastIndex]!, subset(sideIndexes));
+          return {
+            ...tail,
+            processElement: () => undefined,
+            processWatermark: (w: number) => {
+              if (w <= sideWatermark) return;
+              sideWatermark = w;
+              return tail.processWatermark(w);
+            },
+          };
+        })();
+  if (sideTail !== undefined) tails.push(sideTail);
+  const made: (ChainLink | undefined)[] = new Array<ChainLink | undefined>(ops.length);
+  const outOf = (k: number): ChainLink => {
+    const targets: ChainLink[] = [];
+    for (let j = k + 1; j < ops.length; j++) if (chainInputs[j] === k) targets.push(made[j]!);
+    const outputs = outputsOf(k);
+    if (outputs.length > 0) {
+      const tail = tailFor(ops[k]!, subset(outputs));
+      tails.push(tail);
+      targets.push(tail);
+    }
+    if (sideTail !== undefined && targets.length === 0) targets.push(sideTail);
+    if (targets.length === 0) throw new TaskSetupError(`task ${tdd.taskName}: operator '${ops[k]!.name}' feeds neither an operator nor an output`);
+    if (sideTail !== undefined && !targets.includes(sideTail)) {
+      // The side outputs' partitions follow the watermarks of every branch (each advance once).
+      targets.push({ processElement: () => undefined, processWatermark: (w) => sideTail.processWatermark(w), endInput: () => undefined });
+    }
+    return fanOut(targets);
+  };
+  const start = hasSource ? 1 : 0;
+  for (let k = ops.length - 1; k >= start; k--) made[k] = linkFor(ops[k]!, outOf(k), k === 0);
+  const entry = hasSource ? outOf(0) : made[0]!;
+  for (let k = start; k < ops.length; k++) links.push(made[k]!);
+  links.push(...tails);
+  return entry;
+}
