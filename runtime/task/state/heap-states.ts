@@ -46,7 +46,7 @@ export class TtlPolicy {
  * A read of one stamped value: the value it sees (undefined when expired and hidden) and what becomes of
  * the stored one — removed when expired (whether returned or not), stamped again on OnReadAndWrite.
  */
-function readStamped<T>(ttl: TtlPolicy, s: Stamped<T>): { value: T | undefined; next: Stamped<T> | undefined | 'same' } {
+export function readStamped<T>(ttl: TtlPolicy, s: Stamped<T>): { value: T | undefined; next: Stamped<T> | undefined | 'same' } {
   if (ttl.expired(s)) return { value: ttl.returnExpired ? s.value : undefined, next: undefined };
   return { value: s.value, next: ttl.refreshOnRead ? ttl.stamp(s.value) : 'same' };
 }
@@ -173,7 +173,11 @@ export class HeapListState<T> implements ListState<T> {
     if (added.length === 0) return;
     const stored = this.cell.get() as unknown[] | undefined;
     if (stored === undefined) this.cell.set(added);
-    else for (const v of added) stored.push(v);
+    else {
+      for (const v of added) stored.push(v);
+      // A cell that stores copies (a durable backend) keeps only what is set again.
+      this.cell.set(stored);
+    }
   }
 
   update(values: Iterable<T>): void {
