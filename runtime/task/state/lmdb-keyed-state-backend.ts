@@ -53,6 +53,11 @@ interface SnapshotRecord {
 }
 
 const HEADER = 8;
+const EMPTY = Buffer.alloc(0);
+/** Bytes of snapshot sections encoded between two yields to the task. */
+const YIELD_BYTES = 1 << 20;
+/** What a group counts for, however small: a yield every 64 groups at most. */
+const YIELD_GROUP_BYTES = YIELD_BYTES / 64;
 const MAX_STATES = 0xffff;
 
 export class LmdbKeyedStateBackend implements KeyedStateBackend {
@@ -186,9 +191,20 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     const write = new Set<number>(touchedNow);
     if (incremental) for (const p of this.pending) for (const g of p.touched) write.add(g);
     try {
-      const file = keyGroupsFile(this.keyGroupRange, (g) =>
-        incremental && !write.has(g) ? Buffer.alloc(0) : encodeKeyGroupSection(this.groupEntries(g, txn)),
-      );
+      // Group by group, yielding to the task between them: the read transaction keeps the copy as it was.
+      const sections = new Map<number, Buffer>();
+      let sinceYield = 0;
+      for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
+        if (incremental && !write.has(g)) continue;
+        const section = encodeKeyGroupSection(this.groupEntries(g, txn));
+        sections.set(g, section);
+        sinceYield += section.length + YIELD_GROUP_BYTES;
+        if (sinceYield > YIELD_BYTES) {
+          sinceYield = 0;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+      const file = keyGroupsFile(this.keyGroupRange, (g) => sections.get(g) ?? EMPTY);
       let handles: KeyGroupsStateHandle[] = incremental ? [...this.confirmed] : [];
       let bytesPersisted = 0;
       if (file.present > 0 || !incremental) {
