@@ -8,7 +8,7 @@ import { ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor } from '.
 import { ManualClock } from '../../../runtime/core/clock.js';
 import { canonicalKey, keyGroupOf } from '../../../runtime/network/key-groups.js';
 import type { CheckpointStreamFactory } from '../../../runtime/checkpoint/checkpoint-storage.js';
-import type { KeyGroupsStateHandle, StreamStateHandle } from '../../../runtime/protocol/checkpoints.js';
+import type { StreamStateHandle } from '../../../runtime/protocol/checkpoints.js';
 import type { KeyGroupRange } from '../../../runtime/task/state/keyed-state-backend.js';
 import { LmdbKeyedStateBackend } from '../../../runtime/task/state/lmdb-keyed-state-backend.js';
 
