@@ -12,9 +12,11 @@
 // (now − event time) of one result in 64 (q0, q1) or of every result (the others); p50 / p99 over the results of events after the first second (the
 // first second holds the slot threads' warm-up). The latency run's stream has no out-of-orderness, so an
 // event's age at the sink is the time it spent in the job, not a delay the generator gave it.
-// BENCH_QUERIES picks queries (default all: q0, q1, q2 in bench/nexmark/jobs.ts; q5, q7, q8 in
+// BENCH_QUERIES picks queries (default all: q0, q0keyed, q1, q2 in bench/nexmark/jobs.ts; q5, q7, q8 in
 // bench/nexmark/window-jobs.ts). With q5 and q7, also q5's events/s ÷ q7's
-// (target ≥ 0.5: a sliding window does not cost one copy of each element per window).
+// (target ≥ 0.5: a sliding window does not cost one copy of each element per window). q0keyed is q0
+// through a keyed exchange between the two slots (keyBy auction, a pass-through KeyedProcessFunction):
+// the floor of every windowed query's exchange; its plain run is q0's plain code.
 // Run: npm run bench:nexmark   (figures also go to bench/out/nexmark.json).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +32,11 @@ import { packageRoot } from '../runtime/core/paths.js';
 import { median, PeakRssSampler, round, runJob, settleStable, writeFigures, type JobRun } from './lib/bench-support.js';
 import { configToArgs, DEFAULT_CONFIG, type NexmarkConfig } from './nexmark/generator.js';
 import { runPlain } from './nexmark/plain.js';
-import type { QueryName } from './nexmark/queries.js';
+import type { QueryName as PlainQueryName } from './nexmark/queries.js';
+
+/** A benchmark query: a plain query's job, or q0keyed (q0 through a keyed exchange, measured against q0's plain code). */
+type QueryName = PlainQueryName | 'q0keyed';
+const plainOf = (query: QueryName): PlainQueryName => (query === 'q0keyed' ? 'q0' : query);
 
 const RUNS = Math.max(3, Number(process.env['BENCH_RUNS'] ?? 3));
 const EVENTS = Number(process.env['BENCH_EVENTS'] ?? 4_000_000);
@@ -39,7 +45,7 @@ const WINDOW_EVENTS = Number(process.env['BENCH_WINDOW_EVENTS'] ?? 1_000_000);
 const eventsOf = (query: QueryName): number => (['q5', 'q7', 'q8'].includes(query) ? WINDOW_EVENTS : EVENTS);
 const LATENCY_SECONDS = Number(process.env['BENCH_LATENCY_SECONDS'] ?? 10);
 const PARALLELISM = 2;
-const JOB_QUERIES: readonly QueryName[] = ['q0', 'q1', 'q2', 'q5', 'q7', 'q8'];
+const JOB_QUERIES: readonly QueryName[] = ['q0', 'q0keyed', 'q1', 'q2', 'q5', 'q7', 'q8'];
 /** The queries run by default: those whose operators this build's tasks run. */
 const DEFAULT_QUERIES: readonly QueryName[] = JOB_QUERIES;
 const QUERIES = (process.env['BENCH_QUERIES'] ?? DEFAULT_QUERIES.join(',')).split(',').map((q) => q.trim()) as QueryName[];
@@ -53,7 +59,15 @@ for (const key of ['cluster.warm-pool.jobmanagers', 'cluster.warm-pool.taskmanag
 
 const work = mkdtempSync(join(tmpdir(), 'floe-bench-nexmark-'));
 /** Each query's job file: the queries without windows in one, the windowed ones in another. */
-const JOB_FILE: Record<QueryName, string> = { q0: 'jobs.ts', q1: 'jobs.ts', q2: 'jobs.ts', q5: 'window-jobs.ts', q7: 'window-jobs.ts', q8: 'window-jobs.ts' };
+const JOB_FILE: Record<QueryName, string> = {
+  q0: 'jobs.ts',
+  q0keyed: 'jobs.ts',
+  q1: 'jobs.ts',
+  q2: 'jobs.ts',
+  q5: 'window-jobs.ts',
+  q7: 'window-jobs.ts',
+  q8: 'window-jobs.ts',
+};
 interface Library {
   readonly code: Uint8Array;
   readonly sha256: string;
@@ -66,7 +80,7 @@ for (const file of new Set(QUERIES.map((q) => JOB_FILE[q]))) {
 }
 const libraryOf = (query: QueryName): Library => libraries.get(JOB_FILE[query])!;
 /** One latency sample in this many results: every one for a query with few results. */
-const SAMPLE_EVERY: Record<QueryName, number> = { q0: 64, q1: 64, q2: 1, q5: 1, q7: 1, q8: 1 };
+const SAMPLE_EVERY: Record<QueryName, number> = { q0: 64, q0keyed: 64, q1: 64, q2: 1, q5: 1, q7: 1, q8: 1 };
 const graphFor = (query: QueryName, config: NexmarkConfig, count: number, mode: 'throughput' | 'latency') => {
   const { code, sha256, exports } = libraryOf(query);
   return buildJobGraph(loadJobDefinition(exports, query), {
@@ -110,7 +124,7 @@ async function floeRound(query: QueryName, expectedResults: number): Promise<{ r
 /** The plain run, with this process's CPU time over it (its thread, and the collector's). */
 function plainRound(query: QueryName): { ms: number; results: number; cpuMs: number } {
   const before = process.cpuUsage();
-  const plain = runPlain(query, CONFIG, eventsOf(query));
+  const plain = runPlain(plainOf(query), CONFIG, eventsOf(query));
   const used = process.cpuUsage(before);
   return { ...plain, cpuMs: (used.user + used.system) / 1000 };
 }

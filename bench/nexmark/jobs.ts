@@ -1,7 +1,8 @@
 // The Nexmark queries without windows as Floe jobs (the benchmark bench/nexmark.ts runs them; one export
-// per query): q0 pass-through, q1 map, q2 filter, chained after the source. Arguments and modes:
+// per query): q0 pass-through, q1 map, q2 filter, chained after the source, and q0keyed: q0 through a keyed
+// exchange (the exchange's floor: every bid crosses it, keyed by its auction). Arguments and modes:
 // bench/nexmark/job-parts.ts.
-import { defineJob, type DataStream, type StreamEnvironment } from 'floe';
+import { defineJob, KeyedProcessFunction, type Collector, type DataStream, type StreamEnvironment } from 'floe';
 import { jobArgs, resultSink as sink, sourceEvents as events, type JobArgs } from './job-parts.js';
 import type { Bid } from './model.js';
 import { bidOf, isBid, q1Map, q2Map, q2Predicate } from './queries.js';
@@ -12,6 +13,26 @@ const bids = (env: StreamEnvironment, a: JobArgs): DataStream<Bid> => events(env
 export const q0 = defineJob('nexmark-q0', (env, args) => {
   const a = jobArgs(args);
   sink(bids(env, a), (b) => b.dateTime, a);
+});
+
+/** Forwards every record of its key: a keyed operator that adds nothing to the exchange before it. */
+class PassThrough<T> extends KeyedProcessFunction<number, T, T> {
+  processElement(value: T, _ctx: unknown, out: Collector<T>): void {
+    out.collect(value);
+  }
+}
+
+/** q0keyed: every bid, through a keyed exchange by auction (each bid goes to the subtask owning its auction). */
+export const q0keyed = defineJob('nexmark-q0keyed', (env, args) => {
+  const a = jobArgs(args);
+  sink(
+    bids(env, a)
+      .keyBy((b) => b.auction)
+      .process(new PassThrough<Bid>())
+      .name('by auction'),
+    (b) => b.dateTime,
+    a,
+  );
 });
 
 /** q1, map: every bid with its price in euros. */
