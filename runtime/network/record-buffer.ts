@@ -4,10 +4,14 @@ import { Packr, unpackMultiple } from 'msgpackr';
 // The stream elements' codec extensions are registered before any record is encoded or decoded.
 import './stream-elements.js';
 
-// Records (shared structures) make a buffer depend on the ones before it; every buffer must decode
-// alone because channels interleave and restarts drop buffers.
+// msgpackr records: an object's keys are written once per chunk (the first object of a shape carries its
+// structure, later ones only their values), and decoded objects are built by a reader made per shape.
+// Structures are never shared between pack calls: each chunk defines the ones it uses before using them,
+// and each segment's decode starts with none, so every buffer decodes alone (channels interleave and
+// restarts drop buffers). Everything in a segment comes from this one Packr: with records, the integers
+// 64–127 are written so that they cannot be taken for a record's id.
 // BigInts of any size travel as an extension (without it msgpackr throws beyond 64 bits).
-const packr = new Packr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false });
+const packr = new Packr({ useRecords: true, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false });
 
 /** Records encoded in one call at most: a chunk stays a small part of a segment. */
 const MAX_CHUNK_RECORDS = 256;

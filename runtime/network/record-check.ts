@@ -1,7 +1,8 @@
 // What the record codec can carry between tasks. msgpackr throws on some values (symbols, cycles) but
 // silently drops or reshapes others (a function becomes undefined, a Map a plain object, a class
 // instance loses its prototype), so every record leaving a task is checked first and a bad one fails
-// the task with a message that names what was found and where.
+// the task with a message that names what was found and where (symbol-keyed properties: sampled, see
+// networkRecordChecker).
 import { FloeError } from '../core/errors.js';
 
 /** A record the codec cannot carry faithfully. */
@@ -81,8 +82,12 @@ function walk(v: unknown, path: string, ancestors: object[], json: boolean): str
   return undefined;
 }
 
-/** The hot path: the same rules as walk, without building paths; walk runs only to describe a failure. */
-function fine(v: unknown, ancestors: object[], json: boolean): boolean {
+/**
+ * The hot path: the same rules as walk, without building paths; walk runs only to describe a failure. A
+ * cycle is found as nesting beyond MAX_DEPTH (walk then names it a cycle), so no list of ancestors is kept.
+ * `symbols`: whether to look for symbol-keyed properties (a call per object, the check's largest cost).
+ */
+function fine(v: unknown, depth: number, json: boolean, symbols: boolean): boolean {
   switch (typeof v) {
     case 'string':
     case 'boolean':
@@ -98,30 +103,50 @@ function fine(v: unknown, ancestors: object[], json: boolean): boolean {
       return false;
   }
   if (v === null) return true;
-  if (ancestors.length >= MAX_DEPTH || ancestors.includes(v)) return false;
+  if (depth >= MAX_DEPTH) return false;
   if (Array.isArray(v)) {
-    ancestors.push(v);
-    for (let i = 0; i < v.length; i++) if (!fine(v[i], ancestors, json)) return false;
-    ancestors.pop();
+    for (let i = 0; i < v.length; i++) if (!fine(v[i], depth + 1, json, symbols)) return false;
     return true;
   }
   const proto = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return v instanceof Date || (v instanceof Uint8Array && !json);
-  if (Object.getOwnPropertySymbols(v).length > 0) return false;
-  ancestors.push(v);
-  for (const k in v) if (!fine((v as Record<string, unknown>)[k], ancestors, json)) return false;
-  ancestors.pop();
+  if (symbols && Object.getOwnPropertySymbols(v).length > 0) return false;
+  for (const k in v) if (!fine((v as Record<string, unknown>)[k], depth + 1, json, symbols)) return false;
   return true;
+}
+
+function check(record: unknown, json: boolean, symbols: boolean): string | undefined {
+  const t = typeof record;
+  if (t === 'string' || t === 'boolean' || (t === 'number' && !json)) return undefined;
+  // The common shape of records between tasks, a tuple of strings and numbers, without the walk's bookkeeping.
+  if (!json && Array.isArray(record) && flatArray(record)) return undefined;
+  return fine(record, 0, json, symbols) ? undefined : walk(record, '', [], json);
 }
 
 /** What in `record` the codec cannot carry faithfully, or undefined when all of it can. */
 export function findUnencodable(record: unknown, target: RecordTarget = 'network'): string | undefined {
-  const t = typeof record;
-  if (t === 'string' || t === 'boolean' || (t === 'number' && target === 'network')) return undefined;
-  const json = target === 'json';
-  // The common shape of records between tasks, a tuple of strings and numbers, without the walk's bookkeeping.
-  if (!json && Array.isArray(record) && flatArray(record)) return undefined;
-  return fine(record, [], json) ? undefined : walk(record, '', [], json);
+  return check(record, target === 'json', true);
+}
+
+/** Records of an output checked for symbol-keyed properties before the check samples them. */
+export const SYMBOL_CHECK_FIRST = 1024;
+/** After the first SYMBOL_CHECK_FIRST, one record in this many is checked for symbol-keyed properties. */
+export const SYMBOL_CHECK_EVERY = 64;
+
+/**
+ * findUnencodable for the records of one output, as they pass: every record is checked in full for what
+ * the codec cannot carry (functions, symbols, class instances, Maps and Sets, cycles, too deep nesting),
+ * except symbol-keyed properties, which the first SYMBOL_CHECK_FIRST records are checked for and then one
+ * in SYMBOL_CHECK_EVERY: looking for them costs as much as the rest of the check, and a record's shape
+ * comes from the code that makes it, so records of one output have them from the start or not at all.
+ */
+export function networkRecordChecker(): (record: unknown) => string | undefined {
+  let n = 0;
+  return (record) => {
+    const symbols = n < SYMBOL_CHECK_FIRST || n % SYMBOL_CHECK_EVERY === 0;
+    n++;
+    return check(record, false, symbols);
+  };
 }
 
 function flatArray(a: readonly unknown[]): boolean {

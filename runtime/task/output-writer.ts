@@ -2,7 +2,7 @@
 // through a combiner that pre-aggregates per key.
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { InvalidKeyError } from '../network/key-groups.js';
-import { CODEC_HINT, findUnencodable, RecordEncodingError } from '../network/record-check.js';
+import { CODEC_HINT, networkRecordChecker, RecordEncodingError } from '../network/record-check.js';
 import type { ResultPartition } from '../network/result-partition.js';
 import { keyedCombiner, type KeyedCombiner, type SendPartial } from './keyed-operators.js';
 import { keyedFunctions, keySelectorOf, noteErrors, type Emit, type TaskIo } from './task-io.js';
@@ -43,6 +43,7 @@ export function sideOutputWriter(
     list.push(partition);
     byTag.set(tag, list);
   });
+  const findUnencodable = networkRecordChecker();
   return (tag, record, timestamp) => {
     const partitions = byTag.get(tag);
     if (partitions === undefined) return;
@@ -83,6 +84,7 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
     }
     const op = d.combiner;
     const owner = `the pre-aggregation of ${op.kind.slice('keyed.'.length)} '${op.name}' after operator '${producer.name}'`;
+    const findUnencodable = networkRecordChecker();
     const send: SendPartial = (canonical, pair) => {
       const bad = findUnencodable(pair);
       if (bad !== undefined) {
@@ -144,6 +146,7 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
 
 function plainPartitionsEmit(outputs: readonly ResultPartition[], producer: OperatorSpec, keyProblem: (e: unknown) => never): Emit | undefined {
   if (outputs.length === 0) return undefined;
+  const findUnencodable = networkRecordChecker();
   const check = (r: unknown): void => {
     const bad = findUnencodable(r);
     if (bad !== undefined)

@@ -12,7 +12,8 @@ import { connect } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { TaskCancellation } from '../../runtime/core/cancellation.js';
-import { decodeRecords, RecordBufferBuilder } from '../../runtime/network/record-buffer.js';
+import { decodeRecords, encodeValue, RecordBufferBuilder } from '../../runtime/network/record-buffer.js';
+import { TimestampedRecord, Watermark } from '../../runtime/network/stream-elements.js';
 import { createChannelSelector, ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
 import type { Partitioner } from '../../runtime/jobgraph/jobgraph.js';
 import type { PartitionLocation, PartitionRegistry } from '../../runtime/taskexecutor/partition-registry.js';
@@ -64,6 +65,39 @@ describe('record buffers', () => {
     expect(done.length).toBeLessThan(100);
     for (const b of done) expect(b.byteLength).toBeLessThanOrEqual(1024);
     expect(done.flatMap((b) => decodeRecords(b))).toEqual(range(1000).map((i) => ({ i, s: `rec-${i}` })));
+  });
+
+  it('decodes each segment alone, in any order, whatever the shapes of its records and what was encoded on its own between them', () => {
+    const builder = new RecordBufferBuilder(512);
+    const records: unknown[] = [];
+    const segments: Uint8Array[] = [];
+    for (let i = 0; i < 3000; i++) {
+      // Objects of a few shapes (nested ones too), small integers that share bytes with record ids, tuples.
+      const r =
+        i % 5 === 0
+          ? new TimestampedRecord(i, { auction: i % 200, price: 64 + (i % 64), url: `u-${i}`, nested: { a: i, b: [i, { c: 'q' }] } })
+          : i % 7 === 0
+            ? { other: 100 + (i % 20), shape: 'z' }
+            : i % 11 === 0
+              ? [i, 65, 'a', { k: 70 }]
+              : i % 13 === 0
+                ? 100
+                : { auction: i % 200, price: 64 + (i % 64), url: `u-${i}`, [`k${i % 90}`]: i };
+      records.push(r);
+      segments.push(...(builder.add(r) ?? []));
+      if (i % 97 === 0) {
+        // A watermark goes to every subpartition encoded once, between the records.
+        const w = new Watermark(i);
+        records.push(w);
+        segments.push(...(builder.addEncoded(encodeValue(w)) ?? []));
+      }
+    }
+    segments.push(builder.take()!);
+    expect(segments.length).toBeGreaterThan(20);
+    const decoded = segments.map((s) => decodeRecords(s));
+    const reversed = [...segments].reverse().map((s) => decodeRecords(s));
+    expect(reversed.reverse()).toEqual(decoded);
+    expect(decoded.flat()).toEqual(records);
   });
 
   it('gives a record larger than a segment a segment of its own', () => {

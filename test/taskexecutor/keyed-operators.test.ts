@@ -248,6 +248,28 @@ describe('records the codec cannot carry', () => {
     });
   }
 
+  it('fails the task on symbol-keyed properties that appear only after many good records', async () => {
+    const out = new ResultPartition(
+      { edgeId: 'o', partitionId: ResultPartitionId.of('out'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+      0,
+      { ...NET, maxBacklogBuffers: 1_000_000 },
+    );
+    const tag = Symbol('tag');
+    const run = runOperatorChain(
+      io(
+        tdd([
+          { kind: 'source.sequence', id: 's', name: 'seq', from: 1, to: 20_000 },
+          { kind: 'map', id: 'm', name: 'make value', fn: fn('op-1') },
+        ]),
+        { 'op-1': (n: number) => (n > 5_000 ? { n, [tag]: true } : { n }) },
+        { outputs: [out] },
+      ),
+    );
+    await expect(run).rejects.toThrow(
+      /operator 'make value' \(map\) emitted a record that cannot be sent to the next task: a symbol-keyed property on the record itself/,
+    );
+  });
+
   it('carries BigInts (of any size), Dates, Uint8Arrays, undefined and NaN faithfully', async () => {
     const values = [12345678901234567890123n, -5n, new Date(86_400_000), new Uint8Array([1, 2, 3]), { u: undefined, n: null }, [undefined, 0.5, NaN]];
     const gate = new InputGate(['out'], 2);
