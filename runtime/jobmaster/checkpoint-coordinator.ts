@@ -1,0 +1,362 @@
+// The JobMaster's CheckpointCoordinator (Flink's CheckpointCoordinator with its CheckpointFailureManager):
+// it triggers a checkpoint every `intervalMs` (at most one in flight, at least `minPauseMs` after the last
+// one ended) at the tasks that start one — sources, and tasks whose upstream tasks all FINISHED (FLIP-147)
+// — collects an acknowledgement from every running task, writes the metadata through CheckpointStorage and
+// records its pointer in the CompletedCheckpointStore by a write fenced by the JobMaster's epoch; only then
+// is the checkpoint complete and the tasks told so. Checkpoints beyond `numRetained` are discarded, with the
+// shared files no retained checkpoint references. A decline or a timeout aborts the checkpoint; more than
+// `tolerableFailedCheckpoints` failures in a row fail the job over. A JobMaster whose fenced write is
+// refused was deposed: its checkpoint is discarded and it triggers no more.
+import type { Clock, Timer } from '../core/clock.js';
+import { FloeError, StaleWriterError } from '../core/errors.js';
+import type { ExecutionAttemptId, JobId } from '../core/ids.js';
+import { silentLogger, type Logger } from '../core/logger.js';
+import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
+import type { CompletedCheckpoint, CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
+import type { ExecutionState } from '../jobgraph/job-status.js';
+import type { CheckpointStats } from '../protocol/checkpoint-stats.js';
+import type { CheckpointMetrics, CheckpointOptions, StreamStateHandle, TaskStateSnapshot } from '../protocol/checkpoints.js';
+import { CheckpointStatsTracker } from './checkpoint-stats-tracker.js';
+import { PendingCheckpoint, type CheckpointSubtask } from './pending-checkpoint.js';
+
+export interface CheckpointCoordinatorConfig {
+  /** `execution.checkpointing.interval`. */
+  readonly intervalMs: number;
+  /** `execution.checkpointing.timeout`: a checkpoint not complete by then is aborted. */
+  readonly timeoutMs: number;
+  /** `execution.checkpointing.min-pause`: from the end of one checkpoint to the trigger of the next. */
+  readonly minPauseMs: number;
+  /** `execution.checkpointing.tolerable-failed-checkpoints`: failures in a row the job survives. */
+  readonly tolerableFailedCheckpoints: number;
+  /** `state.checkpoints.num-retained`. */
+  readonly numRetained: number;
+  readonly options: CheckpointOptions;
+}
+
+/** A subtask's current attempt, as the scheduler sees it. */
+export interface CheckpointTask extends CheckpointSubtask {
+  readonly state: ExecutionState;
+}
+
+/** What the coordinator reads of the job's tasks. */
+export interface CheckpointPlanSource {
+  /** Every subtask's current attempt. */
+  tasks(): readonly CheckpointTask[];
+  /** The vertices whose results `vertexId` reads (none for a source). */
+  upstreamOf(vertexId: string): readonly string[];
+}
+
+/** How the coordinator reaches the tasks (through their TaskExecutors, fenced by the JobMaster's token). */
+export interface CheckpointTaskMessenger {
+  triggerCheckpoint(attemptId: ExecutionAttemptId, checkpointId: number, timestampMs: number, options: CheckpointOptions): Promise<void>;
+  notifyCheckpointComplete(attemptId: ExecutionAttemptId, checkpointId: number): Promise<void>;
+  notifyCheckpointAborted(attemptId: ExecutionAttemptId, checkpointId: number): Promise<void>;
+}
+
+export interface CheckpointCoordinatorDeps {
+  readonly jobId: JobId;
+  /** The JobMaster's leader epoch: the fencing token of every store write. */
+  readonly epoch: number;
+  readonly config: CheckpointCoordinatorConfig;
+  readonly clock: Clock;
+  readonly storage: CheckpointStorage;
+  readonly store: CompletedCheckpointStore;
+  readonly plan: CheckpointPlanSource;
+  readonly messenger: CheckpointTaskMessenger;
+  /** More failed checkpoints in a row than tolerated: the job fails over with this cause. */
+  readonly failJob: (cause: CheckpointFailureError) => void;
+  /** Runs a timer's work on the JobMaster's main thread. @default runs it at once */
+  readonly runAsync?: (work: () => Promise<void>) => void;
+  readonly log?: Logger;
+}
+
+export class CheckpointFailureError extends FloeError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CHECKPOINT_FAILURE', message, options);
+  }
+}
+
+/** The metadata file of a checkpoint: what a restore needs to find every subtask's state. */
+export interface CheckpointMetadata {
+  readonly jobId: string;
+  readonly checkpointId: number;
+  readonly timestampMs: number;
+  readonly subtasks: readonly { readonly vertexId: string; readonly subtaskIndex: number; readonly state: TaskStateSnapshot }[];
+}
+
+export class CheckpointCoordinator {
+  private readonly log: Logger;
+  private readonly runAsync: (work: () => Promise<void>) => void;
+  private readonly stats = new CheckpointStatsTracker();
+  private pending: PendingCheckpoint | undefined;
+  private timeoutTimer: Timer | undefined;
+  private triggerTimer: Timer | undefined;
+  private retained: CompletedCheckpoint[] = [];
+  private nextId = 1;
+  private lastTriggerMs = -Infinity;
+  private lastEndMs = -Infinity;
+  private failuresInARow = 0;
+  private running = false;
+  private deposed = false;
+
+  constructor(private readonly deps: CheckpointCoordinatorDeps) {
+    this.log = (deps.log ?? silentLogger).child({ component: 'CheckpointCoordinator', jobId: deps.jobId, epoch: deps.epoch });
+    this.runAsync =
+      deps.runAsync ??
+      ((work) => {
+        void work().catch((error: unknown) => this.log.error('checkpoint work failed', { error: String(error) }));
+      });
+  }
+
+  /** Reads the retained checkpoints (ids go on after the latest) and starts periodic triggering. */
+  async start(): Promise<void> {
+    this.retained = [...(await this.deps.store.getAll(this.deps.jobId))];
+    this.nextId = Math.max(this.nextId, (this.retained.at(-1)?.checkpointId ?? 0) + 1);
+    this.running = !this.deposed;
+    this.lastTriggerMs = this.deps.clock.now();
+    this.scheduleNext();
+  }
+
+  /** The job left RUNNING (or the JobMaster stops): no more triggers, and the one in flight is aborted. */
+  stop(reason: string): void {
+    this.running = false;
+    this.triggerTimer?.cancel();
+    this.triggerTimer = undefined;
+    this.abortPending(reason, false);
+  }
+
+  /** Aborts the checkpoint in flight without counting it as a failure (a task failed over, the job stops). */
+  abortPending(reason: string, counted = false): void {
+    const pending = this.pending;
+    if (pending === undefined) return;
+    this.abort(pending, reason, counted);
+  }
+
+  latestCompleted(): CompletedCheckpoint | undefined {
+    return this.retained.at(-1);
+  }
+
+  retainedCheckpoints(): readonly CompletedCheckpoint[] {
+    return this.retained;
+  }
+
+  checkpointStats(): CheckpointStats {
+    return this.stats.snapshot(this.deps.clock.now());
+  }
+
+  /** A restore from `checkpoint`, for the statistics. */
+  reportRestored(checkpoint: CompletedCheckpoint): void {
+    this.stats.reportRestored(checkpoint.checkpointId, this.deps.clock.now(), checkpoint.metadataPointer);
+  }
+
+  isDeposed(): boolean {
+    return this.deposed;
+  }
+
+  /**
+   * Triggers a checkpoint now; returns its id, or undefined when none starts (one in flight, tasks not all
+   * running, nothing left running, or stopped).
+   */
+  async triggerCheckpoint(): Promise<number | undefined> {
+    if (!this.running || this.pending !== undefined) return undefined;
+    const tasks = this.deps.plan.tasks();
+    const notReady = tasks.filter((t) => t.state !== 'RUNNING' && t.state !== 'FINISHED');
+    if (notReady.length > 0) {
+      // Not a failure (Flink's NOT_ALL_REQUIRED_TASKS_RUNNING): tasks are still being deployed or restarted.
+      this.log.debug('checkpoint not triggered: not every task is running', { notReady: notReady.length });
+      this.lastTriggerMs = this.deps.clock.now();
+      this.scheduleNext();
+      return undefined;
+    }
+    const runningTasks = tasks.filter((t) => t.state === 'RUNNING');
+    const finished = tasks.filter((t) => t.state === 'FINISHED');
+    const finishedVertices = new Set(tasks.map((t) => t.vertexId));
+    for (const t of tasks) if (t.state !== 'FINISHED') finishedVertices.delete(t.vertexId);
+    const toTrigger = runningTasks.filter((t) => this.deps.plan.upstreamOf(t.vertexId).every((v) => finishedVertices.has(v)));
+    if (runningTasks.length === 0 || toTrigger.length === 0) return undefined;
+
+    const now = this.deps.clock.now();
+    const pending = new PendingCheckpoint(this.nextId++, now, runningTasks.map(subtaskOf), finished.map(subtaskOf));
+    this.pending = pending;
+    this.lastTriggerMs = now;
+    this.stats.reportPending(pending);
+    this.timeoutTimer = this.deps.clock.setTimeout(
+      () =>
+        this.runAsync(async () => {
+          if (this.pending === pending)
+            this.abort(
+              pending,
+              `checkpoint ${pending.checkpointId} expired after ${this.deps.config.timeoutMs} ms before every task acknowledged it (${pending.numAcknowledged} of ${pending.numSubtasks} did)`,
+              true,
+            );
+        }),
+      this.deps.config.timeoutMs,
+    );
+    this.log.debug('triggering checkpoint', { checkpointId: pending.checkpointId, tasks: toTrigger.length });
+    const sent = await Promise.allSettled(
+      toTrigger.map((t) => this.deps.messenger.triggerCheckpoint(t.attemptId, pending.checkpointId, now, this.deps.config.options)),
+    );
+    const failed = sent.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed !== undefined && this.pending === pending) {
+      this.abort(pending, `checkpoint ${pending.checkpointId} could not be triggered: ${errorMessage(failed.reason)}`, true);
+    }
+    return pending.checkpointId;
+  }
+
+  /** A task acknowledged a checkpoint with its state; the last acknowledgement completes it. */
+  async receiveAcknowledge(attemptId: ExecutionAttemptId, checkpointId: number, metrics: CheckpointMetrics, state: TaskStateSnapshot): Promise<void> {
+    const pending = this.pending;
+    if (pending === undefined || pending.checkpointId !== checkpointId) {
+      this.log.debug('acknowledgement of a checkpoint not in flight ignored', { attemptId, checkpointId });
+      return;
+    }
+    const result = pending.acknowledge(attemptId, state, metrics, this.deps.clock.now());
+    if (result !== 'acknowledged') {
+      this.log.debug('acknowledgement ignored', { attemptId, checkpointId, result });
+      return;
+    }
+    if (pending.isFullyAcknowledged()) await this.complete(pending);
+  }
+
+  /** A task declined a checkpoint: it is aborted, and counts as a failed checkpoint. */
+  receiveDecline(attemptId: ExecutionAttemptId, checkpointId: number, reason: string): void {
+    const pending = this.pending;
+    if (pending === undefined || pending.checkpointId !== checkpointId || !pending.covers(attemptId)) return;
+    this.abort(pending, `checkpoint ${checkpointId} was declined by task attempt ${attemptId}: ${reason}`, true);
+  }
+
+  private async complete(pending: PendingCheckpoint): Promise<void> {
+    this.timeoutTimer?.cancel();
+    const { jobId } = this.deps;
+    const { checkpointId } = pending;
+    let pointer: string;
+    try {
+      const metadata: CheckpointMetadata = {
+        jobId,
+        checkpointId,
+        timestampMs: pending.timestampMs,
+        subtasks: pending.acknowledgedSubtasks().map((a) => ({ vertexId: a.vertexId, subtaskIndex: a.subtaskIndex, state: a.state })),
+      };
+      pointer = await this.deps.storage.writeMetadata(checkpointId, new TextEncoder().encode(JSON.stringify(metadata)));
+    } catch (error) {
+      if (this.pending === pending) this.abort(pending, `checkpoint ${checkpointId}'s metadata could not be written: ${errorMessage(error)}`, true);
+      return;
+    }
+    // Stopped meanwhile (the job failed over, the JobMaster stops): nothing is recorded.
+    if (pending.isDisposed()) return;
+    const completed: CompletedCheckpoint = {
+      jobId,
+      checkpointId,
+      timestampMs: pending.timestampMs,
+      completedAtMs: this.deps.clock.now(),
+      metadataPointer: pointer,
+      sharedState: pending.sharedState(),
+      stateSize: pending.total('stateSize'),
+    };
+    let subsumed: readonly CompletedCheckpoint[];
+    try {
+      subsumed = await this.deps.store.addCheckpointAndSubsumeOldest(completed, this.deps.epoch, this.deps.config.numRetained);
+    } catch (error) {
+      if (error instanceof StaleWriterError) {
+        // Deposed: the successor owns the job's checkpoints. This one is never the latest; no more are triggered.
+        this.deposed = true;
+        this.running = false;
+        this.triggerTimer?.cancel();
+        this.log.warn('checkpoint refused by the store: this JobMaster was deposed', { checkpointId, error: error.message });
+      }
+      if (this.pending === pending) this.abort(pending, `checkpoint ${checkpointId}'s pointer could not be recorded: ${errorMessage(error)}`, !this.deposed);
+      return;
+    }
+    pending.dispose();
+    this.pending = undefined;
+    this.lastEndMs = this.deps.clock.now();
+    this.failuresInARow = 0;
+    const gone = new Set(subsumed.map((c) => c.checkpointId));
+    this.retained = [...this.retained.filter((c) => !gone.has(c.checkpointId)), completed];
+    this.stats.reportCompleted(pending, this.lastEndMs, pointer);
+    this.log.info('checkpoint completed', { checkpointId, stateSize: completed.stateSize, durationMs: this.lastEndMs - pending.timestampMs });
+    for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointComplete(a.attemptId, checkpointId));
+    this.scheduleNext();
+    await this.discard(subsumed);
+  }
+
+  /** Deletes subsumed checkpoints' own files, and the shared files no retained checkpoint references. */
+  private async discard(subsumed: readonly CompletedCheckpoint[]): Promise<void> {
+    if (subsumed.length === 0) return;
+    const stillReferenced = new Set(this.retained.flatMap((c) => c.sharedState.map((s) => s.uri)));
+    const unreferenced = new Map<string, StreamStateHandle>();
+    for (const c of subsumed) for (const s of c.sharedState) if (!stillReferenced.has(s.uri)) unreferenced.set(s.uri, s);
+    try {
+      for (const c of subsumed) await this.deps.storage.discardCheckpoint(c.checkpointId);
+      if (unreferenced.size > 0) await this.deps.storage.deleteShared([...unreferenced.values()]);
+    } catch (error) {
+      // Left for the end-of-job cleanup: a failed delete never fails the job.
+      this.log.warn('files of subsumed checkpoints could not all be deleted', { checkpoints: subsumed.map((c) => c.checkpointId), error: errorMessage(error) });
+    }
+  }
+
+  private abort(pending: PendingCheckpoint, reason: string, counted: boolean): void {
+    if (pending.isDisposed()) return;
+    pending.dispose();
+    if (this.pending === pending) {
+      this.pending = undefined;
+      this.timeoutTimer?.cancel();
+    }
+    const now = this.deps.clock.now();
+    this.lastEndMs = now;
+    this.stats.reportFailed(pending, now, reason);
+    this.log.info('checkpoint aborted', { checkpointId: pending.checkpointId, reason });
+    for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointAborted(a.attemptId, pending.checkpointId));
+    void this.deps.storage
+      .discardCheckpoint(pending.checkpointId)
+      .catch((error: unknown) =>
+        this.log.warn('files of an aborted checkpoint could not be deleted', { checkpointId: pending.checkpointId, error: errorMessage(error) }),
+      );
+    if (counted) this.countFailure(reason);
+    this.scheduleNext();
+  }
+
+  private countFailure(reason: string): void {
+    this.failuresInARow++;
+    const tolerable = this.deps.config.tolerableFailedCheckpoints;
+    if (this.failuresInARow <= tolerable || !this.running) return;
+    this.failuresInARow = 0;
+    this.deps.failJob(
+      new CheckpointFailureError(
+        `${tolerable + 1} checkpoints failed in a row, more than execution.checkpointing.tolerable-failed-checkpoints (${tolerable}) allows; the last: ${reason}. Raise the setting or the checkpoint timeout, or look at why tasks decline`,
+      ),
+    );
+  }
+
+  private scheduleNext(): void {
+    if (!this.running || this.pending !== undefined || this.triggerTimer !== undefined) return;
+    const { intervalMs, minPauseMs } = this.deps.config;
+    const due = Math.max(this.lastTriggerMs + intervalMs, this.lastEndMs + minPauseMs);
+    this.triggerTimer = this.deps.clock.setTimeout(
+      () => {
+        this.triggerTimer = undefined;
+        this.runAsync(async () => {
+          await this.triggerCheckpoint();
+          // Nothing started (nothing running, all finished): try again after another interval.
+          if (this.pending === undefined) {
+            this.lastTriggerMs = this.deps.clock.now();
+            this.scheduleNext();
+          }
+        });
+      },
+      Math.max(0, due - this.deps.clock.now()),
+    );
+  }
+
+  private notify(send: () => Promise<void>): void {
+    void send().catch((error: unknown) => this.log.debug('checkpoint notification not delivered', { error: errorMessage(error) }));
+  }
+}
+
+function subtaskOf(t: CheckpointTask): CheckpointSubtask {
+  return { attemptId: t.attemptId, vertexId: t.vertexId, subtaskIndex: t.subtaskIndex };
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
