@@ -4,6 +4,7 @@ import type { SourceSplit } from './source-splits.js';
 import { ResultPartitionId, type AllocationId, type ExecutionAttemptId, type JobId, type ResourceId } from '../core/ids.js';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import type { StagedPart } from '../blob/output-rules.js';
+import type { CheckpointOptions, TaskRestore } from './checkpoints.js';
 
 export type { JobDataCredentials };
 import {
@@ -136,6 +137,10 @@ export interface TaskDeploymentDescriptor {
   readonly sinkStagingDir?: string;
   /** The job's S3 credentials, when its JobMaster vends them (AWS): the task's S3 calls use these. */
   readonly dataCredentials?: JobDataCredentials;
+  /** The job checkpoints: where the task writes its state, and the barriers' options. */
+  readonly checkpointing?: { readonly storageUri: string; readonly options: CheckpointOptions };
+  /** The checkpoint the task restores its operators' state from (none: a fresh start). */
+  readonly restore?: TaskRestore;
 }
 
 /**

@@ -6,6 +6,7 @@ import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { Emit, TaskIo } from './task-io.js';
 import { TaskSetupError } from './task-io.js';
 import type { SplitListener } from './timestamps-operator.js';
+import type { CheckpointedOperator } from './stream-operator.js';
 
 /** One operator of a chain as the task drives it: records in, watermarks through, end of input, open and close. */
 export interface ChainLink {
@@ -18,6 +19,8 @@ export interface ChainLink {
   close?(): Promise<void> | void;
   /** Set on a timestamps operator right after a source: the source tells it its splits. */
   readonly splitListener?: SplitListener;
+  /** The operator's checkpoint hooks, when it has any. */
+  readonly checkpointed?: CheckpointedOperator;
 }
 
 /** Waits for every promise of `results`, if any. */

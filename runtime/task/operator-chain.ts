@@ -16,7 +16,8 @@ import { HeapKeyedStateBackend } from './state/heap-keyed-state-backend.js';
 import { defaultMaxParallelism } from './state/keyed-state-backend.js';
 import { branchingChain, allOf, type ChainLink } from './chain-branches.js';
 import { processInputs } from './stream-input-processor.js';
-import type { KeyedOperatorContext, OneInputOperator, Output, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
+import type { CheckpointedOperator, KeyedOperatorContext, OneInputOperator, Output, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
+import { operatorIdOf, SubtaskCheckpointCoordinator, type ChainOperatorCheckpoint } from './checkpointing.js';
 import { mailboxProcessingTimeService } from './timer-service.js';
 import type { SplitListener } from './timestamps-operator.js';
 import { newChainCounters, type ChainCounters } from './task-io-metrics.js';
@@ -109,8 +110,11 @@ function noted<A extends unknown[]>(fn: (...args: A) => Promise<void> | void, na
   };
 }
 
-/** Runs one task's chain to the end of its input. Throws what a user function threw. */
-export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
+/**
+ * Runs one task's chain to the end of its input. Throws what a user function threw. `checkpointCoordinator`
+ * takes the chain's checkpoints (triggered in a source task, on aligned barriers in others) and reports them.
+ */
+export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: SubtaskCheckpointCoordinator): Promise<TaskResult> {
   const { tdd } = taskIo;
   const ops = tdd.operators;
   if (ops.length === 0) throw new TaskSetupError(`task ${tdd.taskName} has an empty operator chain`);
@@ -129,6 +133,7 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
   const counters: ChainCounters = taskIo.counters ?? newChainCounters();
   const clock = taskIo.clock ?? systemClock;
   const mailbox = new Mailbox();
+  const checkpoints = checkpointCoordinator ?? new SubtaskCheckpointCoordinator(tdd.taskName, () => undefined, { clock });
   // An action that failed while the task waited for input fails the task at once.
   mailbox.onFailure((e) => taskIo.input?.fail(e instanceof Error ? e : new Error(String(e))));
   const io: TaskIo = { ...taskIo, mailbox };
@@ -198,11 +203,33 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
       };
       first = branchingChain(io, tdd.chainInputs, hasSource, links, tailFor, (op, next, readsInput) => chainLink(io, op, next, readsInput, baseContext));
     }
+    // The chain's operators as checkpoints see them, by their uid or place in the chain; the links of the
+    // operators after a source come first, in chain order.
+    const checkpointed: ChainOperatorCheckpoint[] = ops.map((op, i) => ({ operatorId: operatorIdOf(op, tdd.vertexId, i), name: op.name, hooks: undefined }));
+    const firstLinked = hasSource ? 1 : 0;
+    for (let i = 0; i < links.length && firstLinked + i < ops.length; i++) checkpointed[firstLinked + i]!.hooks = links[i]!.checkpointed;
+    // Restored state (or none) before open, as Flink's initializeState.
+    for (const op of checkpointed) {
+      const init = op.hooks?.initializeState;
+      if (init === undefined) continue;
+      try {
+        await init.call(op.hooks, tdd.restore?.state.operators[op.operatorId], checkpoints.streamFactory);
+      } catch (e) {
+        throw raisedBy(e, op.name);
+      }
+    }
     // Tail first, so every operator's output is ready before its input.
     for (let i = links.length - 1; i >= 0; i--) {
       await links[i]!.open?.();
       opened++;
     }
+    checkpoints.start({
+      mailbox,
+      operators: checkpointed,
+      isSource: hasSource,
+      prepareSnapshotPreBarrier: () => allOf(writers.map((w) => w.prepareSnapshotPreBarrier())),
+      broadcastBarrier: (barrier) => allOf(io.outputs.map((o) => o.broadcastBarrier(barrier))),
+    });
 
     if (hasSource) {
       const counted: Emit = (r, ts) => {
@@ -221,6 +248,7 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
           inputs: first.processElement2 !== undefined ? [first.processElement, first.processElement2] : [first.processElement],
           processWatermark: (w) => first.processWatermark(w),
           processWatermarkStatus: emitWatermarkStatus,
+          checkpoints,
         },
         mailbox,
         counters,
@@ -245,6 +273,7 @@ export async function runOperatorChain(taskIo: TaskIo): Promise<TaskResult> {
     });
     result = { recordsIn: counters.recordsIn, recordsOut: counters.recordsOut, ...(closing?.result?.() ?? {}) };
   } finally {
+    checkpoints.stop();
     // Operators close head first (Flink's order), also after a failure; a close error fails the task only
     // when nothing failed before.
     for (let i = links.length - opened; i < links.length; i++) {
@@ -368,10 +397,14 @@ function factoryLink(
     ...(operator.open !== undefined ? { open: noted(() => operator.open!(), name) } : {}),
     ...(operator.close !== undefined ? { close: noted(() => operator.close!(), name) } : {}),
   };
+  const hooks = hasCheckpointHooks(operator) ? { checkpointed: operator } : {};
   if ('processElement1' in operator) {
     if (!readsInput) throw new TaskSetupError(`task ${tdd.taskName}: two-input operator '${op.name}' must head its chain`);
-    return { ...common, processElement: noteErrors(operator.processElement1, name), processElement2: noteErrors(operator.processElement2, name) };
+    return { ...common, processElement: noteErrors(operator.processElement1, name), processElement2: noteErrors(operator.processElement2, name), ...hooks };
   }
-  const link: ChainLink = { ...common, processElement: noteErrors(operator.processElement, name) };
+  const link: ChainLink = { ...common, processElement: noteErrors(operator.processElement, name), ...hooks };
   return 'startSplit' in operator && typeof operator.startSplit === 'function' ? { ...link, splitListener: operator as unknown as SplitListener } : link;
 }
+
+const hasCheckpointHooks = (op: CheckpointedOperator): boolean =>
+  op.snapshotState !== undefined || op.initializeState !== undefined || op.notifyCheckpointComplete !== undefined || op.notifyCheckpointAborted !== undefined;

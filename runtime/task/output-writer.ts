@@ -13,6 +13,8 @@ export interface OutputWriter {
   readonly emit: Emit;
   /** End of input: sends what the combiners hold. */
   endOfInput(): Promise<void>;
+  /** A checkpoint barrier follows: sends what the combiners hold (it belongs before the barrier). */
+  prepareSnapshotPreBarrier(): Promise<void>;
   /** A watermark to every output partition (main and side outputs), after the records before it. */
   emitWatermark(watermark: number): Promise<void> | void;
   /** The task's output went idle or active again: told to every output partition. */
@@ -115,7 +117,7 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
   };
   const emitWatermark = (watermark: number): Promise<void> | undefined => all(outputs.map((o) => o.emitWatermark(watermark)));
   const emitWatermarkStatus = (idle: boolean): Promise<void> | undefined => all(outputs.map((o) => o.emitWatermarkStatus(idle)));
-  const events = { endOfInput, emitWatermark, emitWatermarkStatus };
+  const events = { endOfInput, prepareSnapshotPreBarrier: endOfInput, emitWatermark, emitWatermarkStatus };
   const plainEmit = plainPartitionsEmit(plain, producer, keyProblem);
   const toPlain = plainEmit === undefined ? undefined : noteErrors(plainEmit, producer.name);
   if (combiners.length === 0) return { emit: toPlain ?? (() => undefined), ...events };

@@ -1,11 +1,13 @@
 // Reads a task's input gate into its chain (Flink's StreamOneInputProcessor / StreamTwoInputProcessor):
 // records go to the input their edge feeds, with their event timestamps; watermarks and idle statuses of
 // the channels are combined by a StatusWatermarkValve into the task's own; an ended channel holds nothing
-// back any more (its watermark is the end of time). The task's mailbox runs between buffers, and at once
-// while the task waits for input.
+// back any more (its watermark is the end of time). Checkpoint barriers are aligned across every channel
+// (barrier-alignment.ts): what a blocked channel delivers waits, unacknowledged, until the task checkpointed.
+// The task's mailbox runs between buffers, and at once while the task waits for input.
 import { MAX_WATERMARK } from '../api/watermark-strategy.js';
 import { inputChannelsOf } from '../protocol/task-deployment.js';
-import { TimestampedRecord, Watermark, WatermarkStatus } from '../network/stream-elements.js';
+import { CheckpointBarrier, TimestampedRecord, Watermark, WatermarkStatus } from '../network/stream-elements.js';
+import { BarrierAlignment, type BarrierAlignmentTarget } from './barrier-alignment.js';
 import type { Mailbox } from './mailbox.js';
 import { checkCanceled, idleWait, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
 import { StatusWatermarkValve } from './watermark-valve.js';
@@ -17,6 +19,18 @@ export interface InputTargets {
   processWatermark(watermark: number): Promise<void> | void;
   /** Every input channel went idle (true), or one became active again (false). */
   processWatermarkStatus(idle: boolean): Promise<void> | void;
+  /** Where aligned barriers take the task's checkpoint; without it barriers are dropped. */
+  readonly checkpoints?: BarrierAlignmentTarget;
+}
+
+/** What the task has not processed yet of one channel's buffer: held while the channel is blocked. */
+interface Unread {
+  readonly channelIndex: number;
+  readonly records: unknown[];
+  /** The first record not processed yet. */
+  readonly from: number;
+  readonly endOfChannel: boolean;
+  ack(): void;
 }
 
 export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: Mailbox, counters: { recordsIn: number }): Promise<void> {
@@ -48,29 +62,55 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
     if (s !== undefined) await targets.processWatermarkStatus(s);
   };
 
+  // Buffers (or their rests) of channels unblocked after an alignment: processed before the gate is read.
+  const unblocked: Unread[] = [];
+  const clock = io.clock;
+  const alignment =
+    targets.checkpoints !== undefined && gate.numberOfChannels > 0
+      ? new BarrierAlignment<Unread>(
+          gate.numberOfChannels,
+          targets.checkpoints,
+          (items) => unblocked.push(...items),
+          clock === undefined ? Date.now : () => clock.now(),
+        )
+      : undefined;
+
   let sawWatermark = false;
   let buffers = 0;
   for (;;) {
-    if (mailbox.hasPending) await mailbox.drain();
-    mailbox.enterIdle();
-    let received;
-    try {
-      received = await idleWait(io, gate.next(io.signal));
-    } finally {
-      const running = mailbox.leaveIdle();
-      if (running !== undefined) await running;
+    let received: Unread | Awaited<ReturnType<typeof gate.next>>;
+    let from = 0;
+    if (unblocked.length > 0) {
+      received = unblocked.shift()!;
+      from = received.from;
+    } else {
+      if (mailbox.hasPending) await mailbox.drain();
+      mailbox.enterIdle();
+      try {
+        received = await idleWait(io, gate.next(io.signal));
+      } finally {
+        const running = mailbox.leaveIdle();
+        if (running !== undefined) await running;
+      }
+      if (received === undefined) break;
     }
-    if (received === undefined) break;
     const channel = received.channelIndex;
+    if (alignment?.isBlocked(channel) === true) {
+      alignment.hold(channel, from === 0 ? { ...received, from, endOfChannel: received.endOfChannel === true } : (received as Unread));
+      continue;
+    }
     if (received.endOfChannel === true) {
       // Without event time upstream (no watermark ever came) there is nothing to release.
       if (sawWatermark) valve?.inputWatermark(MAX_WATERMARK, channel);
       if (pendingWatermark !== undefined || pendingStatus !== undefined) await flushValve();
+      const aligned = alignment?.processEndOfChannel(channel);
+      if (aligned !== undefined) await aligned;
       continue;
     }
     const emit = targets.inputs[inputOf[channel] ?? 0]!;
     const records = received.records;
-    for (let i = 0; i < records.length; i++) {
+    let held = false;
+    for (let i = from; i < records.length; i++) {
       const r = records[i];
       let p: Promise<void> | void;
       if (r instanceof TimestampedRecord) {
@@ -83,6 +123,17 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
       } else if (r instanceof WatermarkStatus) {
         valve?.inputWatermarkStatus(r.idle, channel);
         p = pendingWatermark !== undefined || pendingStatus !== undefined ? flushValve() : undefined;
+      } else if (r instanceof CheckpointBarrier) {
+        if (alignment === undefined) continue;
+        p = alignment.processBarrier(r, channel);
+        if (p !== undefined) await p;
+        if (i + 1 < records.length && alignment.isBlocked(channel)) {
+          // What follows the barrier in this buffer waits with the channel; so does the buffer's credit.
+          alignment.hold(channel, { channelIndex: channel, records, from: i + 1, endOfChannel: false, ack: received.ack });
+          held = true;
+          break;
+        }
+        continue;
       } else {
         counters.recordsIn++;
         p = emit(r);
@@ -90,7 +141,7 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
       if (p !== undefined) await p;
     }
     // The credit goes back only now: a slow chain keeps its producers waiting.
-    received.ack();
+    if (!held) received.ack();
     if (++buffers % 16 === 0) {
       checkCanceled(io);
       await yieldToEventLoop();

@@ -42,6 +42,8 @@ export interface CheckpointedOperator {
   snapshotState?(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState>;
   /** Checkpoint `checkpointId` is complete (its metadata recorded): commit what it covers. */
   notifyCheckpointComplete?(checkpointId: number): Promise<void> | void;
+  /** Checkpoint `checkpointId` was aborted (declined, timed out or superseded): drop what was kept for it. */
+  notifyCheckpointAborted?(checkpointId: number): Promise<void> | void;
 }
 
 /** An operator reading one input (map-like operators, keyed functions, windows). */

@@ -1,0 +1,233 @@
+// A task's side of checkpoints (Flink's SubtaskCheckpointCoordinator): when the barriers of a checkpoint
+// are aligned at the task's inputs — or, in a source task, when the JobMaster triggers it, run through the
+// task's mailbox between records — each operator of the chain copies its state, the barrier goes on to
+// every output, and once the operators' state is written to checkpoint storage the task acknowledges with
+// its TaskStateSnapshot and CheckpointMetrics (or declines with a reason). Notifications that a checkpoint
+// completed or was aborted reach every operator through the mailbox.
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import { CheckpointBarrier } from '../network/stream-elements.js';
+import type { CheckpointMetrics, CheckpointOptions, OperatorSubtaskState, TaskStateSnapshot } from '../protocol/checkpoints.js';
+import type { BarrierAlignmentTarget } from './barrier-alignment.js';
+import type { Mailbox } from './mailbox.js';
+import type { CheckpointedOperator } from './stream-operator.js';
+
+/** What a task tells the JobMaster about one checkpoint (the worker adds the attempt). */
+export type CheckpointReport =
+  | { readonly type: 'checkpointAck'; readonly checkpointId: number; readonly state: TaskStateSnapshot; readonly metrics: CheckpointMetrics }
+  | { readonly type: 'checkpointDecline'; readonly checkpointId: number; readonly reason: string };
+
+/** One operator of the chain as its task checkpoints it. */
+export interface ChainOperatorCheckpoint {
+  /** Its key in TaskStateSnapshot.operators: the operator's uid, else `${vertexId}:${indexInChain}`. */
+  readonly operatorId: string;
+  readonly name: string;
+  hooks: CheckpointedOperator | undefined;
+}
+
+/** What the running chain gives the coordinator. */
+export interface RunningChain {
+  readonly mailbox: Mailbox;
+  /** Head first. A source head's hooks are set by the source (setSourceHooks). */
+  readonly operators: readonly ChainOperatorCheckpoint[];
+  /** The source task: triggered by the JobMaster, not by barriers. */
+  readonly isSource: boolean;
+  /** Whatever must leave the task before the barrier (what combiners hold). */
+  prepareSnapshotPreBarrier(): Promise<void> | void;
+  /** The barrier to every output partition, after every record sent before it. */
+  broadcastBarrier(barrier: CheckpointBarrier): Promise<void> | void;
+}
+
+/** The key of an operator in a task's snapshot: its uid when the job gave one, else its place in the chain. */
+export function operatorIdOf(op: OperatorSpec, vertexId: string, indexInChain: number): string {
+  const uid = (op as { readonly uid?: unknown }).uid;
+  return typeof uid === 'string' && uid !== '' ? uid : `${vertexId}:${indexInChain}`;
+}
+
+/** Stands in for checkpoint storage when the deployment configured none: every use says so. */
+const NO_STORAGE: CheckpointStreamFactory = {
+  write: () => Promise.reject(new Error('the task has no checkpoint storage: its deployment carried no checkpointing settings (storageUri)')),
+  read: () => Promise.reject(new Error('the task has no checkpoint storage to restore from: its deployment carried no checkpointing settings (storageUri)')),
+};
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/** The size of everything a snapshot refers to, each file counted once. */
+function sizeOf(state: TaskStateSnapshot): number {
+  const files = new Map<string, number>();
+  for (const op of Object.values(state.operators)) {
+    for (const k of op.keyed) files.set(k.handle.uri, k.handle.size);
+    for (const o of op.operator) files.set(o.handle.uri, o.handle.size);
+    for (const f of op.inFlight ?? []) files.set(f.uri, f.size);
+  }
+  let total = 0;
+  for (const size of files.values()) total += size;
+  return total;
+}
+
+export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
+  private chain: RunningChain | undefined;
+  private ended = false;
+  private readonly clock: Clock;
+  private readonly streams: CheckpointStreamFactory;
+  /** Asynchronous parts under way (the task goes on meanwhile); `settled` waits for them. */
+  private readonly asyncParts = new Set<Promise<void>>();
+
+  constructor(
+    private readonly taskName: string,
+    private readonly report: (report: CheckpointReport) => void,
+    options: { readonly streams?: CheckpointStreamFactory; readonly clock?: Clock } = {},
+  ) {
+    this.clock = options.clock ?? systemClock;
+    this.streams = options.streams ?? NO_STORAGE;
+  }
+
+  /** Where operators read restored state and write snapshots. */
+  get streamFactory(): CheckpointStreamFactory {
+    return this.streams;
+  }
+
+  /** The chain runs: checkpoints are taken from now on. */
+  start(chain: RunningChain): void {
+    this.chain = chain;
+  }
+
+  /** The chain ended (finished, failed or cancelled): later triggers are declined. */
+  stop(): void {
+    this.ended = true;
+    this.chain = undefined;
+  }
+
+  /** A source head's checkpoint hooks (its readers' splits and positions as operator state). */
+  setSourceHooks(hooks: CheckpointedOperator): void {
+    const head = this.chain?.operators[0];
+    if (head !== undefined && this.chain?.isSource === true) head.hooks = hooks;
+  }
+
+  /** The JobMaster triggers checkpoint `checkpointId` at this (source) task. */
+  triggerCheckpoint(checkpointId: number, timestamp: number, options: CheckpointOptions): void {
+    const chain = this.chain;
+    if (chain === undefined) {
+      this.decline(checkpointId, this.ended ? `task ${this.taskName} has ended` : `task ${this.taskName} is not running yet`);
+      return;
+    }
+    if (!chain.isSource) {
+      this.decline(checkpointId, `task ${this.taskName} is not a source task: it checkpoints when the barriers at its inputs are aligned, not when triggered`);
+      return;
+    }
+    chain.mailbox.post(() => this.checkpointState(new CheckpointBarrier(checkpointId, timestamp, options), 0));
+  }
+
+  triggerCheckpointOnAlignment(barrier: CheckpointBarrier, alignmentDurationMs: number): Promise<void> | void {
+    return this.checkpointState(barrier, alignmentDurationMs);
+  }
+
+  abortCheckpointOnBarrier(checkpointId: number, reason: string): void {
+    this.decline(checkpointId, reason);
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    this.notifyOperators((hooks) => hooks.notifyCheckpointComplete?.(checkpointId));
+  }
+
+  notifyCheckpointAborted(checkpointId: number): void {
+    this.notifyOperators((hooks) => hooks.notifyCheckpointAborted?.(checkpointId));
+  }
+
+  /** Waits for the asynchronous parts of the checkpoints under way (their reports are sent by then). */
+  async settled(): Promise<void> {
+    while (this.asyncParts.size > 0) await Promise.all([...this.asyncParts]);
+  }
+
+  private notifyOperators(call: (hooks: CheckpointedOperator) => Promise<void> | void): void {
+    const chain = this.chain;
+    if (chain === undefined) return;
+    chain.mailbox.post(async () => {
+      for (const op of chain.operators) if (op.hooks !== undefined) await call(op.hooks);
+    });
+  }
+
+  private decline(checkpointId: number, reason: string): void {
+    this.report({ type: 'checkpointDecline', checkpointId, reason });
+  }
+
+  /**
+   * The synchronous part, between two records: what must precede the barrier leaves, each operator copies
+   * its state, the barrier goes to every output. The writing of the state runs on while the task goes on.
+   */
+  private async checkpointState(barrier: CheckpointBarrier, alignmentDurationMs: number): Promise<void> {
+    const chain = this.chain;
+    const { checkpointId } = barrier;
+    if (chain === undefined) {
+      this.decline(checkpointId, `task ${this.taskName} has ended`);
+      return;
+    }
+    const startedAt = this.clock.now();
+    const snapshots: { readonly operatorId: string; readonly name: string; readonly state: Promise<OperatorSubtaskState> }[] = [];
+    let failure: string | undefined;
+    try {
+      const prepared = chain.prepareSnapshotPreBarrier();
+      if (prepared !== undefined) await prepared;
+      for (const op of chain.operators) {
+        const snapshot = op.hooks?.snapshotState;
+        if (snapshot === undefined) continue;
+        let state: Promise<OperatorSubtaskState>;
+        try {
+          state = snapshot.call(op.hooks, checkpointId, this.streams);
+        } catch (e) {
+          state = Promise.reject(e instanceof Error ? e : new Error(String(e)));
+        }
+        // Handled at once: a rejection must not count as unhandled while the barrier waits for capacity.
+        state.catch(() => undefined);
+        snapshots.push({ operatorId: op.operatorId, name: op.name, state });
+      }
+    } catch (e) {
+      failure = `task ${this.taskName} could not prepare checkpoint ${checkpointId}: ${messageOf(e)}`;
+    }
+    // Downstream tasks align on the barrier whatever this task's snapshot comes to.
+    const forwarded = chain.broadcastBarrier(barrier);
+    if (forwarded !== undefined) await forwarded;
+    const syncDurationMs = this.clock.now() - startedAt;
+    if (failure !== undefined) {
+      this.decline(checkpointId, failure);
+      return;
+    }
+    const part = this.finishAndReport(checkpointId, snapshots, { alignmentDurationMs, syncDurationMs });
+    this.asyncParts.add(part);
+    void part.finally(() => this.asyncParts.delete(part));
+  }
+
+  /** The asynchronous part: waits for every operator's state to be written, then acknowledges or declines. */
+  private async finishAndReport(
+    checkpointId: number,
+    snapshots: readonly { readonly operatorId: string; readonly name: string; readonly state: Promise<OperatorSubtaskState> }[],
+    timing: { readonly alignmentDurationMs: number; readonly syncDurationMs: number },
+  ): Promise<void> {
+    const startedAt = this.clock.now();
+    const operators: Record<string, OperatorSubtaskState> = {};
+    for (const s of snapshots) {
+      try {
+        operators[s.operatorId] = await s.state;
+      } catch (e) {
+        this.decline(checkpointId, `operator '${s.name}' of task ${this.taskName} could not write its state for checkpoint ${checkpointId}: ${messageOf(e)}`);
+        return;
+      }
+    }
+    const state: TaskStateSnapshot = { operators };
+    const size = sizeOf(state);
+    this.report({
+      type: 'checkpointAck',
+      checkpointId,
+      state,
+      metrics: {
+        bytesPersisted: size,
+        stateSize: size,
+        alignmentDurationMs: timing.alignmentDurationMs,
+        syncDurationMs: timing.syncDurationMs,
+        asyncDurationMs: this.clock.now() - startedAt,
+        unaligned: false,
+      },
+    });
+  }
+}

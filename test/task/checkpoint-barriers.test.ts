@@ -1,0 +1,245 @@
+// Checkpoint barriers through a task: aligned (EXACTLY_ONCE) or counted (AT_LEAST_ONCE) across the channels of
+// real partitions and input gates, an ended channel, a newer barrier aborting an older alignment, a two-input
+// task, and a source task's triggered checkpoint; the barrier goes on to the task's output in its place.
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
+import type { OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
+import { createLocalPortPair } from '../../runtime/network/channel-port.js';
+import { InputGate } from '../../runtime/network/input-gate.js';
+import { ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
+import { CheckpointBarrier } from '../../runtime/network/stream-elements.js';
+import type { CheckpointingMode, CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
+import type { InputGateDescriptor, ResultPartitionDescriptor, TaskResult } from '../../runtime/protocol/task-deployment.js';
+import { SubtaskCheckpointCoordinator, type CheckpointReport } from '../../runtime/task/checkpointing.js';
+import { runOperatorChain } from '../../runtime/task/operator-chain.js';
+import { taskDeployment } from '../support/task-deployment.js';
+
+const PARTITION: ResultPartitionOptions = { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 0 };
+const options = (mode: CheckpointingMode): CheckpointOptions => ({ type: 'checkpoint', mode, alignedCheckpointTimeoutMs: -1 });
+const barrier = (id: number, mode: CheckpointingMode = 'EXACTLY_ONCE'): CheckpointBarrier => new CheckpointBarrier(id, 1_000 + id, options(mode));
+const fn = (operatorId: string) => ({ export: 'default', operatorId });
+
+/** A few turns of the event loop: what was sent has arrived and been processed unless something holds it. */
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+interface RunningTask {
+  /** One upstream partition per input channel, in channel order. */
+  readonly upstream: ResultPartition[];
+  /** What the task sent downstream, in order: its records, and `|n|` where barrier n passed. */
+  readonly output: unknown[];
+  readonly reports: CheckpointReport[];
+  readonly coordinator: SubtaskCheckpointCoordinator;
+  /** Ends every upstream partition; resolves with the task's result once it and its output are done. */
+  finish(): Promise<TaskResult>;
+}
+
+const controllers: AbortController[] = [];
+afterEach(() => {
+  for (const c of controllers.splice(0)) c.abort();
+});
+
+/** Runs `ops` as a task reading `channelsPerInput[i]` channels into input i, writing one output partition. */
+function runTask(channelsPerInput: number[], ops: OperatorSpec[], userFunctions: Record<string, unknown>): RunningTask {
+  const total = channelsPerInput.reduce((a, b) => a + b, 0);
+  const upstream = Array.from(
+    { length: total },
+    (_, i) =>
+      new ResultPartition(
+        { edgeId: `e${i}`, partitionId: ResultPartitionId.of(`up${i}`), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+        0,
+        PARTITION,
+      ),
+  );
+  const gate = new InputGate(
+    upstream.map((_, i) => `up${i}`),
+    2,
+    { reportChannelEnds: true },
+  );
+  upstream.forEach((u, i) => {
+    const [producerEnd, consumerEnd] = createLocalPortPair();
+    u.attach(0, producerEnd);
+    gate.connect(i, consumerEnd);
+  });
+  const downDescriptor: ResultPartitionDescriptor = {
+    edgeId: 'down',
+    partitionId: ResultPartitionId.of('down'),
+    partitionType: 'pipelined',
+    partitioner: 'forward',
+    numberOfSubpartitions: 1,
+  };
+  const down = new ResultPartition(downDescriptor, 0, PARTITION);
+  const out = new InputGate(['down'], 4);
+  const [producerEnd, consumerEnd] = createLocalPortPair();
+  down.attach(0, producerEnd);
+  out.connect(0, consumerEnd);
+  const inputs: InputGateDescriptor[] = channelsPerInput.map((n, input) => ({
+    edgeId: `in${input}`,
+    subpartitionIndex: 0,
+    targetInput: input,
+    producers: {
+      firstProducer: 0,
+      attemptIds: Array.from({ length: n }, () => ExecutionAttemptId.random()),
+      locationIndexes: new Array<number>(n).fill(0),
+      locations: [{ resourceId: ResourceId.of('te'), dataAddress: 'in-memory' }],
+    },
+  }));
+  const reports: CheckpointReport[] = [];
+  const coordinator = new SubtaskCheckpointCoordinator('task (1/1)', (r) => reports.push(r));
+  const controller = new AbortController();
+  controllers.push(controller);
+  const running = runOperatorChain(
+    {
+      tdd: taskDeployment(ops, { inputs, outputs: [downDescriptor] }),
+      userFunctions: new Map(Object.entries(userFunctions) as [string, Function][]),
+      signal: controller.signal,
+      outputs: [down],
+      input: gate,
+      requestSplit: async () => null,
+    },
+    coordinator,
+  );
+  const output: unknown[] = [];
+  const consuming = (async () => {
+    for (let b = await out.next(); b !== undefined; b = await out.next()) {
+      for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
+      b.ack();
+    }
+  })();
+  return {
+    upstream,
+    output,
+    reports,
+    coordinator,
+    finish: async () => {
+      for (const u of upstream) u.finish();
+      const result = await running;
+      await consuming;
+      return result;
+    },
+  };
+}
+
+const mapTask = (channels: number): RunningTask => runTask([channels], [{ kind: 'map', id: 'm', name: 'same', fn: fn('op-1') }], { 'op-1': (x: unknown) => x });
+
+/** The records before and after the one barrier `marker` in `output`, each as a sorted list. */
+function aroundBarrier(output: readonly unknown[], marker: string): { before: unknown[]; after: unknown[] } {
+  const at = output.indexOf(marker);
+  expect(at, `barrier ${marker} in ${JSON.stringify(output)}`).toBeGreaterThanOrEqual(0);
+  expect(output.lastIndexOf(marker)).toBe(at);
+  return { before: output.slice(0, at).sort(), after: output.slice(at + 1).sort() };
+}
+
+const ackOf = (checkpointId: number) => ({
+  type: 'checkpointAck',
+  checkpointId,
+  state: { operators: {} },
+  metrics: expect.objectContaining({ unaligned: false, alignmentDurationMs: expect.any(Number), syncDurationMs: expect.any(Number) }),
+});
+
+describe('barrier alignment (EXACTLY_ONCE)', () => {
+  it('holds what a channel sends after its barrier until every channel delivered it, then checkpoints once and forwards the barrier between', async () => {
+    const task = mapTask(3);
+    const [a, b, c] = task.upstream as [ResultPartition, ResultPartition, ResultPartition];
+    await a.emit('a0');
+    await a.broadcastBarrier(barrier(1));
+    await a.emit('a1');
+    await b.emit('b0');
+    await b.broadcastBarrier(barrier(1));
+    await b.emit('b1');
+    await c.emit('c0');
+    await vi.waitFor(() => expect(task.output).toContain('c0'));
+    await settle();
+    // a1 and b1 were sent before c0, but their channels are blocked.
+    expect(task.output).not.toContain('a1');
+    expect(task.output).not.toContain('b1');
+    expect(task.reports).toEqual([]);
+    await c.broadcastBarrier(barrier(1));
+    await c.emit('c1');
+    const result = await task.finish();
+    expect(aroundBarrier(task.output, '|1|')).toEqual({ before: ['a0', 'b0', 'c0'], after: ['a1', 'b1', 'c1'] });
+    expect(task.reports).toEqual([ackOf(1)]);
+    expect(result).toMatchObject({ recordsIn: 6, recordsOut: 6 });
+  });
+
+  it('counts an ended channel as aligned', async () => {
+    const task = mapTask(2);
+    const [a, b] = task.upstream as [ResultPartition, ResultPartition];
+    await a.emit('a0');
+    await a.broadcastBarrier(barrier(1));
+    await a.emit('a1');
+    await b.emit('b0');
+    await vi.waitFor(() => expect(task.output).toContain('b0'));
+    await settle();
+    expect(task.output).not.toContain('a1');
+    b.finish();
+    await vi.waitFor(() => expect(task.output).toContain('a1'));
+    await task.finish();
+    expect(aroundBarrier(task.output, '|1|')).toEqual({ before: ['a0', 'b0'], after: ['a1'] });
+    expect(task.reports).toEqual([ackOf(1)]);
+  });
+
+  it('aborts the alignment of a checkpoint when a barrier of a newer one arrives first, and declines it', async () => {
+    const task = mapTask(2);
+    const [a, b] = task.upstream as [ResultPartition, ResultPartition];
+    await a.emit('a0');
+    await a.broadcastBarrier(barrier(1));
+    await a.emit('a1');
+    await vi.waitFor(() => expect(task.output).toContain('a0'));
+    // The other channel's producer never sent barrier 1 (it declined it): its next barrier is 2's.
+    await b.emit('b0');
+    await b.broadcastBarrier(barrier(2));
+    await b.emit('b1');
+    await a.broadcastBarrier(barrier(2));
+    await a.emit('a2');
+    await task.finish();
+    expect(task.output).not.toContain('|1|');
+    expect(aroundBarrier(task.output, '|2|')).toEqual({ before: ['a0', 'a1', 'b0'], after: ['a2', 'b1'] });
+    expect(task.reports).toEqual([
+      {
+        type: 'checkpointDecline',
+        checkpointId: 1,
+        reason: 'task received the barrier of checkpoint 2 before the barriers of checkpoint 1 were aligned',
+      },
+      ackOf(2),
+    ]);
+  });
+
+  it('aligns a two-input task across the channels of both inputs', async () => {
+    const task = runTask([1, 1], [{ kind: 'co.map', id: 'co', name: 'co', fn: fn('op-1') }], {
+      'op-1': { map1: (x: string) => `1:${x}`, map2: (x: string) => `2:${x}` },
+    });
+    const [left, right] = task.upstream as [ResultPartition, ResultPartition];
+    await left.emit('x0');
+    await left.broadcastBarrier(barrier(3));
+    await left.emit('x1');
+    await right.emit('y0');
+    await vi.waitFor(() => expect(task.output).toContain('2:y0'));
+    await settle();
+    expect(task.output).not.toContain('1:x1');
+    await right.broadcastBarrier(barrier(3));
+    await right.emit('y1');
+    await task.finish();
+    expect(aroundBarrier(task.output, '|3|')).toEqual({ before: ['1:x0', '2:y0'], after: ['1:x1', '2:y1'] });
+    expect(task.reports).toEqual([ackOf(3)]);
+  });
+});
+
+describe('barriers with AT_LEAST_ONCE', () => {
+  it('block nothing: records after a barrier pass, and the checkpoint is taken when the last barrier arrives', async () => {
+    const task = mapTask(2);
+    const [a, b] = task.upstream as [ResultPartition, ResultPartition];
+    await a.emit('a0');
+    await a.broadcastBarrier(barrier(1, 'AT_LEAST_ONCE'));
+    await a.emit('a1');
+    await b.emit('b0');
+    await vi.waitFor(() => expect(task.output).toEqual(expect.arrayContaining(['a1', 'b0'])));
+    expect(task.reports).toEqual([]);
+    await b.broadcastBarrier(barrier(1, 'AT_LEAST_ONCE'));
+    await b.emit('b1');
+    await task.finish();
+    expect(aroundBarrier(task.output, '|1|')).toEqual({ before: ['a0', 'a1', 'b0'], after: ['b1'] });
+    expect(task.reports).toEqual([ackOf(1)]);
+  });
+});
