@@ -6,6 +6,9 @@ import type { KeyedOperatorContext, Output, StreamOperatorContext, TwoInputOpera
 import { runtimeContextOf } from './process-operators.js';
 import { isThenable, raisedBy } from './task-io.js';
 import { HeapInternalTimerService, type InternalTimer } from './timer-service.js';
+import { restoreKeyedState, snapshotFileName, snapshotKeyedState, NO_NAMESPACE } from './keyed-state-snapshots.js';
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 
 /** A user function did not have what its operator calls, or used what its operator does not offer. */
 export class CoFunctionError extends FloeError {
@@ -147,6 +150,17 @@ export class UserTimers {
   advanceWatermark(watermark: number): Promise<void> {
     return this.service.advanceWatermark(watermark);
   }
+
+  /** Restores the keyed state of `keyed` and these timers from `restored` (before open). */
+  restore(keyed: KeyedOperatorContext, restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    return restoreKeyedState(restored, access, keyed.stateBackend, [{ name: 'user-timers', service: this.service, ...NO_NAMESPACE }]);
+  }
+
+  /** The keyed state of `keyed` and these timers, encoded now and written by key group. */
+  snapshot(keyed: KeyedOperatorContext, checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const name = snapshotFileName(keyed.operatorName, keyed.subtaskIndex, 'keyed');
+    return snapshotKeyedState(checkpointId, access, keyed.stateBackend, [{ name: 'user-timers', service: this.service, ...NO_NAMESPACE }], name);
+  }
 }
 
 function checkTime(t: number | undefined): number {
@@ -258,6 +272,14 @@ export class KeyedCoProcessOperator implements TwoInputOperator {
 
   open(): Promise<void> {
     return openFunction(this.fn, this.context, this.context);
+  }
+
+  initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    return this.timers.restore(this.context, restored, access);
+  }
+
+  snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    return this.timers.snapshot(this.context, checkpointId, access);
   }
 
   readonly processElement1 = (value: unknown, timestamp?: number): Promise<void> => {

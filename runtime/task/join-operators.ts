@@ -7,6 +7,9 @@ import { EmitBuffer, closeFunction, methodOf, openFunction, requireTimestamp } f
 import type { KeyedOperatorContext, TwoInputOperator } from './stream-operator.js';
 import { raisedBy } from './task-io.js';
 import { HeapInternalTimerService, type InternalTimer } from './timer-service.js';
+import { restoreKeyedState, snapshotFileName, snapshotKeyedState, windowNamespace } from './keyed-state-snapshots.js';
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 
 export interface IntervalJoinBounds {
   /** The least right timestamp minus left timestamp that joins, included. */
@@ -61,6 +64,16 @@ export class IntervalJoinOperator implements TwoInputOperator {
       getTimestamp: () => Math.max(this.leftTs, this.rightTs),
       output: (tag: unknown, value: unknown) => this.buffer.side(tag, value, Math.max(this.leftTs, this.rightTs)),
     };
+  }
+
+  /** Restores both sides' buffers and their cleanup timers for the key groups this subtask owns (before open). */
+  initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    return restoreKeyedState(restored, access, this.context.stateBackend, [{ name: 'join-timers', service: this.timers }]);
+  }
+
+  snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const name = snapshotFileName(this.context.operatorName, this.context.subtaskIndex, 'keyed');
+    return snapshotKeyedState(checkpointId, access, this.context.stateBackend, [{ name: 'join-timers', service: this.timers }], name);
   }
 
   async open(): Promise<void> {
@@ -189,6 +202,20 @@ export class WindowJoinOperator implements TwoInputOperator {
       { onEventTime: (timer) => this.fire(timer), onProcessingTime: () => undefined },
       windowId,
     );
+  }
+
+  /** Restores the open windows' buffers and their timers for the key groups this subtask owns (before open). */
+  initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    return restoreKeyedState(restored, access, this.context.stateBackend, [this.timerState()]);
+  }
+
+  snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const name = snapshotFileName(this.context.operatorName, this.context.subtaskIndex, 'keyed');
+    return snapshotKeyedState(checkpointId, access, this.context.stateBackend, [this.timerState()], name);
+  }
+
+  private timerState() {
+    return { name: 'join-timers', service: this.timers, ...windowNamespace((start, end): JoinWindow => ({ start, end })) };
   }
 
   async open(): Promise<void> {

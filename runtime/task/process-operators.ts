@@ -7,6 +7,9 @@ import type { StateDescriptor, StateKind } from '../api/state.js';
 import { MIN_WATERMARK } from '../api/watermark-strategy.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import { HeapInternalTimerService, type InternalTimer } from './timer-service.js';
+import { restoreKeyedState, snapshotFileName, snapshotKeyedState, NO_NAMESPACE } from './keyed-state-snapshots.js';
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import type { KeyedOperatorContext, OneInputOperator, Output, StreamOperatorContext } from './stream-operator.js';
 import { TaskSetupError, isThenable, raisedBy } from './task-io.js';
 
@@ -237,6 +240,17 @@ export class KeyedProcessOperator extends ProcessOperatorBase {
       getCurrentKey: () => this.backend.getCurrentKey(),
       timeDomain: () => this.timeDomain,
     };
+  }
+
+  /** Restores the keyed state and the timers of the key groups this subtask owns (before open). */
+  initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    return restoreKeyedState(restored, access, this.backend, [{ name: 'user-timers', service: this.timers, ...NO_NAMESPACE }]);
+  }
+
+  /** The keyed state and the timers, encoded at the barrier and written by key group. */
+  snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const name = snapshotFileName(this.context.operatorName, this.context.subtaskIndex, 'keyed');
+    return snapshotKeyedState(checkpointId, access, this.backend, [{ name: 'user-timers', service: this.timers, ...NO_NAMESPACE }], name);
   }
 
   readonly processElement = (record: unknown, timestamp?: number): Promise<void> | void => {
