@@ -82,33 +82,37 @@ export class WindowContents {
     else if (fns.kind === 'aggregate' && fns.merge !== undefined) into.a = fns.merge(into.a, from.a);
   }
 
-  /** What a window of `parts` (in time order) emits through its process function: its elements, or its one result. */
-  elements(parts: readonly Contents[]): Iterable<unknown> {
+  /** What a window of `parts[from..to)` (in time order) emits through its process function: its elements, or its one result. */
+  elements(parts: readonly Contents[], from = 0, to = parts.length): Iterable<unknown> {
     if (this.fns.kind === 'process') {
-      const lists = parts.map((p) => ('e' in p ? p.e : [p.a]));
+      const lists: unknown[][] = [];
+      for (let i = from; i < to; i++) {
+        const p = parts[i]!;
+        lists.push('e' in p ? p.e : [p.a]);
+      }
       return lists.length === 1 ? lists[0]! : new ConcatenatedElements(lists);
     }
-    return [this.result(parts)];
+    return [this.result(parts, from, to)];
   }
 
-  /** The result of a reduce or aggregate over a window of `parts` (in time order). */
-  result(parts: readonly Contents[]): unknown {
+  /** The result of a reduce or aggregate over a window of `parts[from..to)` (in time order). */
+  result(parts: readonly Contents[], from = 0, to = parts.length): unknown {
     const fns = this.fns;
     if (fns.kind === 'process') throw new Error('a process window function has no incremental result');
     if (fns.kind === 'reduce') {
-      let acc = (parts[0] as { a: unknown }).a;
-      for (let i = 1; i < parts.length; i++) acc = fns.reduce(acc, (parts[i] as { a: unknown }).a);
+      let acc = (parts[from] as { a: unknown }).a;
+      for (let i = from + 1; i < to; i++) acc = fns.reduce(acc, (parts[i] as { a: unknown }).a);
       return acc;
     }
     if (this.keepsElements) {
       let acc = fns.createAccumulator();
-      for (const part of parts) for (const v of (part as { e: unknown[] }).e) acc = fns.add(v, acc);
+      for (let i = from; i < to; i++) for (const v of (parts[i] as { e: unknown[] }).e) acc = fns.add(v, acc);
       return fns.getResult(acc);
     }
-    if (parts.length === 1) return fns.getResult((parts[0] as { a: unknown }).a);
+    if (to - from === 1) return fns.getResult((parts[from] as { a: unknown }).a);
     // A fresh accumulator takes the panes' ones, which stay as they are for the windows that follow.
     let acc = fns.createAccumulator();
-    for (const part of parts) acc = fns.merge!(acc, (part as { a: unknown }).a);
+    for (let i = from; i < to; i++) acc = fns.merge!(acc, (parts[i] as { a: unknown }).a);
     return fns.getResult(acc);
   }
 }

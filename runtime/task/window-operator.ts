@@ -37,12 +37,21 @@ interface Session {
   n: number;
 }
 
-// Pane and window starts are map keys as decimal strings: a string is its own canonical form.
-const PANES = new MapStateDescriptor<string, Contents>('window-panes');
+/**
+ * A key's panes, by start in ascending order (`s`, with their contents `c`), and the starts [lo, hi] of the
+ * windows (a run, slide apart) whose timers are registered and pending (NaN: none).
+ */
+interface Panes {
+  s: number[];
+  c: Contents[];
+  lo: number;
+  hi: number;
+}
+
+const PANES = new ValueStateDescriptor<Panes>('window-panes');
+// Window starts are map keys as decimal strings: a string is its own canonical form.
 const COUNTS = new MapStateDescriptor<string, number>('window-counts');
 const SESSIONS = new ValueStateDescriptor<Session[]>('window-sessions');
-/** Per key: the starts [lo, hi] of the windows (a run, slide apart) whose timers are registered and pending. */
-const REGISTERED = new ValueStateDescriptor<[number, number]>('window-registered');
 
 /** An element the window operator cannot place in time. */
 export class WindowTimestampError extends FloeError {
@@ -56,8 +65,6 @@ export class WindowTimestampError extends FloeError {
   }
 }
 
-type Emitted = { side: string | undefined; value: unknown };
-
 export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow> {
   private readonly backend: KeyedStateBackend;
   private readonly timers: HeapInternalTimerService<TimeWindow>;
@@ -68,11 +75,17 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
   private readonly slide: number;
   private readonly offset: number;
   private readonly paneSize: number;
-  private readonly panes: MapState<string, Contents>;
+  private readonly panes: ValueState<Panes>;
   private readonly counts: MapState<string, number>;
   private readonly sessions: ValueState<Session[]>;
-  private readonly registered: ValueState<[number, number]>;
   private lateDropped = 0;
+  /** What a process function emits while a window fires: side output (undefined: main) and value. */
+  private readonly emittedSides: (string | undefined)[] = [];
+  private readonly emittedValues: unknown[] = [];
+  /** The window firing, as the process function's context shows it. */
+  private firing: TimeWindow | undefined;
+  private readonly windowContext: ProcessWindowContext;
+  private readonly collector: { collect(value: unknown): void };
 
   constructor(
     private readonly context: KeyedOperatorContext,
@@ -90,8 +103,20 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     this.panes = this.backend.getPartitionedState(PANES);
     this.counts = this.backend.getPartitionedState(COUNTS);
     this.sessions = this.backend.getPartitionedState(SESSIONS);
-    this.registered = this.backend.getPartitionedState(REGISTERED);
-    this.timers = new HeapInternalTimerService<TimeWindow>(this.backend, context.processingTime, this, (w) => `${w.start}:${w.end}`);
+    this.windowContext = {
+      window: () => this.firing!,
+      currentProcessingTime: () => this.context.processingTime.getCurrentProcessingTime(),
+      currentWatermark: () => this.timers.currentWatermark(),
+      output: (tag, value) => this.collect(tagId(tag), value),
+    };
+    this.collector = { collect: (value) => this.collect(undefined, value) };
+    this.timers = new HeapInternalTimerService<TimeWindow>(
+      this.backend,
+      context.processingTime,
+      this,
+      (w) => `${w.start}:${w.end}`,
+      (a, b) => a.start === b.start && a.end === b.end,
+    );
   }
 
   /** Elements dropped as too late (no late-data side output set): Flink's numLateRecordsDropped. */
@@ -112,9 +137,10 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     return this.merging ? this.addToSession(key, record, time, timestamp) : this.addToPane(key, record, time, timestamp);
   };
 
-  async processWatermark(watermark: number): Promise<void> {
-    await this.timers.advanceWatermark(watermark);
-    await this.context.output.emitWatermark(watermark);
+  processWatermark(watermark: number): Promise<void> | void {
+    const fired = this.timers.advance(watermark);
+    if (fired !== undefined) return fired.then(() => this.context.output.emitWatermark(watermark));
+    return this.context.output.emitWatermark(watermark);
   }
 
   /** The end of bounded input: every window left fires, event-time and processing-time ones alike. */
@@ -142,64 +168,75 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     return { name: 'window-timers', service: this.timers, ...windowNamespace((start, end) => new TimeWindow(start, end)) };
   }
 
-  async onEventTime(timer: InternalTimer<TimeWindow>): Promise<void> {
-    const w = timer.namespace;
-    if (this.config.trigger.type === 'event-time' && timer.timestamp === w.maxTimestamp()) await this.fire(timer.key, w);
-    if (this.eventTime && timer.timestamp === this.cleanupTime(w)) this.clear(w);
+  onEventTime(timer: InternalTimer<TimeWindow>): Promise<void> | void {
+    return this.onTimer(timer, 'event-time');
   }
 
-  async onProcessingTime(timer: InternalTimer<TimeWindow>): Promise<void> {
+  onProcessingTime(timer: InternalTimer<TimeWindow>): Promise<void> | void {
+    return this.onTimer(timer, 'processing-time');
+  }
+
+  /** A timer of `domain`: the window fires when its trigger is of that domain, and goes at its cleanup time. */
+  private onTimer(timer: InternalTimer<TimeWindow>, domain: 'event-time' | 'processing-time'): Promise<void> | void {
     const w = timer.namespace;
-    if (this.config.trigger.type === 'processing-time' && timer.timestamp === w.maxTimestamp()) await this.fire(timer.key, w);
-    if (!this.eventTime && timer.timestamp === this.cleanupTime(w)) this.clear(w);
+    const fired = this.config.trigger.type === domain && timer.timestamp === w.maxTimestamp() ? this.fire(timer.key, w) : undefined;
+    if (this.eventTime !== (domain === 'event-time') || timer.timestamp !== this.cleanupTime(w)) return fired;
+    if (fired === undefined) return this.clear(w);
+    return fired.then(() => this.clear(w));
   }
 
   // ---- panes (tumbling and sliding windows) ----------------------------------------------------------
 
   private addToPane(key: unknown, record: unknown, time: number, timestamp: number | undefined): Promise<void> | void {
     const paneStart = TimeWindow.getWindowStartWithOffset(time, this.offset, this.paneSize);
-    const paneKey = String(paneStart);
-    const pane = this.panes.get(paneKey);
+    let panes = this.panes.value();
+    let i = panes === undefined ? -1 : paneIndex(panes.s, paneStart);
+    const counting = this.config.trigger.type === 'count';
     // A pane that holds elements already has its windows' timers; while none of them has ended, the
     // element only joins it.
-    if (pane !== undefined && this.config.trigger.type !== 'count' && this.firstWindowEnd(paneStart) - 1 > this.now()) {
-      this.contents.add(pane, record);
-      this.panes.put(paneKey, pane);
+    if (i >= 0 && !counting && this.firstWindowEnd(paneStart) - 1 > this.now()) {
+      this.contents.add(panes!.c[i]!, record);
+      this.panes.update(panes);
       return;
     }
-    const live = this.windowsOfPane(paneStart).filter((w) => !this.isLate(w));
-    if (live.length === 0) return this.lateElement(record, timestamp);
-    if (pane === undefined) this.panes.put(paneKey, this.contents.create(record));
+    // The windows holding the pane start slide apart from lastStart down; those past their cleanup time
+    // are the earliest ones.
+    const lastStart = TimeWindow.getWindowStartWithOffset(paneStart, this.offset, this.slide);
+    let firstStart = lastStart - Math.floor((lastStart - paneStart + this.size - 1) / this.slide) * this.slide;
+    while (firstStart <= lastStart && this.isLate(firstStart)) firstStart += this.slide;
+    if (firstStart > lastStart) return this.lateElement(record, timestamp);
+    if (panes === undefined) panes = { s: [], c: [], lo: NaN, hi: NaN };
+    if (i >= 0) this.contents.add(panes.c[i]!, record);
     else {
-      this.contents.add(pane, record);
-      this.panes.put(paneKey, pane);
+      i = panes.s.length;
+      while (i > 0 && panes.s[i - 1]! > paneStart) i--;
+      panes.s.splice(i, 0, paneStart);
+      panes.c.splice(i, 0, this.contents.create(record));
     }
-    const due: TimeWindow[] = [];
+    let due: TimeWindow[] | undefined;
     // Windows of the key's registered run that have not ended have their timers: a new pane in them (the
     // usual case of in-order input) registers only the windows it opens.
-    const run = this.config.trigger.type === 'count' ? undefined : this.registered.value();
     const now = this.now();
-    for (const w of live) {
-      if (run !== undefined && w.start >= run[0] && w.start <= run[1] && w.maxTimestamp() > now) continue;
-      if (this.triggerOnElement(w, () => this.countPane(w))) due.push(w);
+    for (let start = lastStart; start >= firstStart; start -= this.slide) {
+      if (!counting && start >= panes.lo && start <= panes.hi && start + this.size - 1 > now) continue;
+      const w = new TimeWindow(start, start + this.size);
+      if (this.triggerOnElement(w, () => this.countPane(w))) (due ??= []).push(w);
       this.registerCleanupTimer(w);
     }
-    if (this.config.trigger.type !== 'count') this.extendRun(run, live[live.length - 1]!.start, live[0]!.start);
-    if (due.length > 0) return this.fireAll(key, due);
+    if (!counting) this.extendRun(panes, firstStart, lastStart);
+    this.panes.update(panes);
+    if (due !== undefined) return this.fireAll(key, due);
   }
 
   /** Adds the window starts [lo, hi] to the key's registered run, or starts a new run when they do not meet it. */
-  private extendRun(run: [number, number] | undefined, lo: number, hi: number): void {
-    if (run === undefined || hi < run[0] - this.slide || lo > run[1] + this.slide) this.registered.update([lo, hi]);
-    else if (lo < run[0] || hi > run[1]) this.registered.update([Math.min(lo, run[0]), Math.max(hi, run[1])]);
-  }
-
-  /** The windows holding the pane starting at `paneStart`, latest start first. */
-  private windowsOfPane(paneStart: number): TimeWindow[] {
-    const windows: TimeWindow[] = [];
-    const lastStart = TimeWindow.getWindowStartWithOffset(paneStart, this.offset, this.slide);
-    for (let start = lastStart; start > paneStart - this.size; start -= this.slide) windows.push(new TimeWindow(start, start + this.size));
-    return windows;
+  private extendRun(panes: Panes, lo: number, hi: number): void {
+    if (Number.isNaN(panes.lo) || hi < panes.lo - this.slide || lo > panes.hi + this.slide) {
+      panes.lo = lo;
+      panes.hi = hi;
+    } else {
+      if (lo < panes.lo) panes.lo = lo;
+      if (hi > panes.hi) panes.hi = hi;
+    }
   }
 
   /** The end of the earliest window holding the pane starting at `paneStart`. */
@@ -207,15 +244,6 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     const lastStart = TimeWindow.getWindowStartWithOffset(paneStart, this.offset, this.slide);
     const windows = Math.floor((lastStart - paneStart + this.size - 1) / this.slide) + 1;
     return lastStart - (windows - 1) * this.slide + this.size;
-  }
-
-  private paneContents(w: TimeWindow): Contents[] {
-    const parts: Contents[] = [];
-    for (let s = w.start; s < w.end; s += this.paneSize) {
-      const p = this.panes.get(String(s));
-      if (p !== undefined) parts.push(p);
-    }
-    return parts;
   }
 
   private countPane(w: TimeWindow): boolean {
@@ -298,9 +326,11 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     return this.eventTime ? w.maxTimestamp() + this.config.allowedLateness : w.maxTimestamp();
   }
 
-  /** Past its cleanup time: an element for it is late (event time only). */
-  private isLate(w: TimeWindow): boolean {
-    return this.eventTime && this.cleanupTime(w) <= this.timers.currentWatermark();
+  /** Past its cleanup time: an element for the window of `w` (or starting at `w`, panes) is late (event time only). */
+  private isLate(w: TimeWindow | number): boolean {
+    if (!this.eventTime) return false;
+    const maxTimestamp = typeof w === 'number' ? w + this.size - 1 : w.maxTimestamp();
+    return maxTimestamp + this.config.allowedLateness <= this.timers.currentWatermark();
   }
 
   private now(): number {
@@ -326,35 +356,61 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     this.lateDropped++;
   }
 
-  private async fireAll(key: unknown, windows: readonly TimeWindow[]): Promise<void> {
-    for (const w of windows) await this.fire(key, w);
+  private fireAll(key: unknown, windows: readonly TimeWindow[], from = 0): Promise<void> | void {
+    for (let i = from; i < windows.length; i++) {
+      const fired = this.fire(key, windows[i]!);
+      if (fired !== undefined) return fired.then(() => this.fireAll(key, windows, i + 1));
+    }
   }
 
-  /** Emits the result of window `w` of `key` (nothing when it holds nothing). */
-  private async fire(key: unknown, w: TimeWindow): Promise<void> {
-    let parts: Contents[];
+  /** Emits the result of window `w` of `key` (nothing when it holds nothing); a promise only when the output makes the operator wait. */
+  private fire(key: unknown, w: TimeWindow): Promise<void> | void {
+    let parts: readonly Contents[];
+    let from = 0;
+    let to: number;
     if (this.merging) {
       const session = this.sessionOf(w);
-      parts = session === undefined ? [] : [session.c];
-    } else parts = this.paneContents(w);
-    if (parts.length === 0) return;
+      if (session === undefined) return;
+      parts = [session.c];
+      to = 1;
+    } else {
+      // The window's panes: the run of the key's panes (in order of start) within [w.start, w.end).
+      const panes = this.panes.value();
+      if (panes === undefined) return;
+      const s = panes.s;
+      while (from < s.length && s[from]! < w.start) from++;
+      to = from;
+      while (to < s.length && s[to]! < w.end) to++;
+      parts = panes.c;
+    }
+    if (from === to) return;
     const fns = this.config.functions;
     const ts = w.maxTimestamp();
     const output = this.context.output;
-    if (fns.process === undefined) {
-      await output.emit(this.contents.result(parts), ts);
-      return;
+    if (fns.process === undefined) return output.emit(this.contents.result(parts, from, to), ts) as Promise<void> | void;
+    this.firing = w;
+    this.emittedSides.length = 0;
+    this.emittedValues.length = 0;
+    const returned = fns.process(key, this.windowContext, this.contents.elements(parts, from, to), this.collector);
+    if (isThenable(returned)) return Promise.resolve(returned).then(() => this.emitCollected(ts, 0));
+    return this.emitCollected(ts, 0);
+  }
+
+  private collect(side: string | undefined, value: unknown): void {
+    this.emittedSides.push(side);
+    this.emittedValues.push(value);
+  }
+
+  /** Sends what the process function collected, from the `from`th on, waiting where the output asks. */
+  private emitCollected(ts: number, from: number): Promise<void> | void {
+    const output = this.context.output;
+    const sides = this.emittedSides;
+    const values = this.emittedValues;
+    for (let i = from; i < values.length; i++) {
+      const side = sides[i];
+      const sent = side === undefined ? output.emit(values[i], ts) : output.emitSide(side, values[i], ts);
+      if (isThenable(sent)) return Promise.resolve(sent).then(() => this.emitCollected(ts, i + 1));
     }
-    const emitted: Emitted[] = [];
-    const context: ProcessWindowContext = {
-      window: () => w,
-      currentProcessingTime: () => this.context.processingTime.getCurrentProcessingTime(),
-      currentWatermark: () => this.timers.currentWatermark(),
-      output: (tag, value) => emitted.push({ side: tagId(tag), value }),
-    };
-    const returned = fns.process(key, context, this.contents.elements(parts), { collect: (value) => emitted.push({ side: undefined, value }) });
-    if (isThenable(returned)) await returned;
-    for (const e of emitted) await (e.side === undefined ? output.emit(e.value, ts) : output.emitSide(e.side, e.value, ts));
   }
 
   /** Drops the state only `w` still needed: its panes that no later window holds, or its session. */
@@ -366,9 +422,23 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
       else if (left.length !== sessions.length) this.sessions.update(left);
       return;
     }
-    for (let s = w.start; s < w.start + this.slide; s += this.paneSize) this.panes.remove(String(s));
     if (this.config.trigger.type === 'count') this.counts.remove(String(w.start));
-    else if (this.panes.isEmpty()) this.registered.clear();
+    const panes = this.panes.value();
+    if (panes === undefined) return;
+    const s = panes.s;
+    const end = w.start + this.slide;
+    let from = 0;
+    while (from < s.length && s[from]! < w.start) from++;
+    let to = from;
+    while (to < s.length && s[to]! < end) to++;
+    if (to === from) return;
+    if (to - from === s.length) {
+      this.panes.clear();
+      return;
+    }
+    s.splice(from, to - from);
+    panes.c.splice(from, to - from);
+    this.panes.update(panes);
   }
 }
 
@@ -429,6 +499,16 @@ export function createWindowOperator(op: WindowOperatorSpec, context: KeyedOpera
     ...(op.lateDataTag !== undefined ? { lateDataTag: op.lateDataTag } : {}),
     functions,
   });
+}
+
+/** The index of `start` in the ascending `starts`, or -1; looked for from the end, where new elements go. */
+function paneIndex(starts: readonly number[], start: number): number {
+  for (let i = starts.length - 1; i >= 0; i--) {
+    const s = starts[i]!;
+    if (s === start) return i;
+    if (s < start) return -1;
+  }
+  return -1;
 }
 
 function gcd(a: number, b: number): number {

@@ -44,6 +44,45 @@ describe('HeapInternalTimerService', () => {
     expect(timers.currentWatermark()).toBe(Infinity);
   });
 
+  it('keeps timers of one key and time apart by namespace, fires those registered while firing, and skips those deleted meanwhile', async () => {
+    const clock = new ManualClock(0);
+    const backend = new HeapKeyedStateBackend({ maxParallelism: 128, keyGroupRange: { start: 0, end: 127 }, clock });
+    const fired: [unknown, string, number][] = [];
+    const timers: HeapInternalTimerService<string> = new HeapInternalTimerService<string>(
+      backend,
+      mailboxProcessingTimeService(clock, new Mailbox()),
+      {
+        onEventTime: (t: InternalTimer<string>) => {
+          fired.push([t.key, t.namespace, t.timestamp]);
+          if (t.namespace === 'x') {
+            // Firing x at 10 adds a timer at 10 of another key, and deletes one of its own key at 10.
+            backend.setCurrentKey(2);
+            timers.registerEventTimeTimer('late', 10);
+            backend.setCurrentKey(1);
+            timers.deleteEventTimeTimer('z', 10);
+          }
+        },
+        onProcessingTime: () => undefined,
+      },
+      (n) => n,
+    );
+    backend.setCurrentKey(1);
+    for (const n of ['x', 'y', 'z', 'y']) timers.registerEventTimeTimer(n, 10);
+    backend.setCurrentKey(3);
+    timers.registerEventTimeTimer('w', 10);
+    timers.registerEventTimeTimer('w', 5);
+    expect(timers.numEventTimeTimers).toBe(5);
+    await timers.advanceWatermark(10);
+    expect(fired).toEqual([
+      [3, 'w', 5],
+      [1, 'x', 10],
+      [1, 'y', 10],
+      [3, 'w', 10],
+      [2, 'late', 10],
+    ]);
+    expect(timers.numEventTimeTimers).toBe(0);
+  });
+
   it('fires processing-time timers through the mailbox when the clock reaches them', async () => {
     const { clock, mailbox, backend, fired, timers } = setup();
     backend.setCurrentKey('k');

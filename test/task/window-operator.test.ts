@@ -47,7 +47,7 @@ function storedElements(h: OneInputHarness): number {
   for (let g = h.context.stateBackend.keyGroupRange.start; g <= h.context.stateBackend.keyGroupRange.end; g++) {
     for (const entry of h.context.stateBackend.keyGroupEntries(g)) {
       if (entry.stateName !== 'window-panes') continue;
-      for (const [, contents] of (entry.value as Map<string, [string, { e?: unknown[] }]>).values()) n += contents.e?.length ?? 0;
+      for (const contents of (entry.value as { c: { e?: unknown[] }[] }).c) n += contents.e?.length ?? 0;
     }
   }
   return n;

@@ -1,0 +1,124 @@
+// The window operator alone, in this process: the Nexmark generator's bids, keyed by auction, through the
+// first window of q5 (sliding 10 s / 1 s, a count with a ProcessWindowFunction) or of q7 (tumbling 10 s,
+// the highest bids), with a bounded out-of-orderness watermark every BENCH_WATERMARK_EVERY events. Prints
+// CPU µs per bid and the results' count; the bids are made before the clock starts. Run it under
+// `node --cpu-prof` to see where an element's time goes.
+//   npm run build && BENCH_EVENTS=2000000 node dist/bench/window-operator.js [q5|q7]
+import { ManualClock } from '../runtime/core/clock.js';
+import { keyGroupRange } from '../runtime/network/key-groups.js';
+import { Mailbox } from '../runtime/task/mailbox.js';
+import { HeapKeyedStateBackend } from '../runtime/task/state/heap-keyed-state-backend.js';
+import { defaultMaxParallelism } from '../runtime/task/state/keyed-state-backend.js';
+import type { KeyedOperatorContext } from '../runtime/task/stream-operator.js';
+import { mailboxProcessingTimeService } from '../runtime/task/timer-service.js';
+import type { WindowFunctions } from '../runtime/task/window-contents.js';
+import { WindowOperator } from '../runtime/task/window-operator.js';
+import { DEFAULT_CONFIG, nexmarkEvent } from './nexmark/generator.js';
+import type { Bid } from './nexmark/model.js';
+import { WINDOWS } from './nexmark/queries.js';
+
+const query = process.argv[2] ?? 'q7';
+const events = Number(process.env.BENCH_EVENTS ?? 2_000_000);
+const watermarkEvery = Number(process.env.BENCH_WATERMARK_EVERY ?? 20_000);
+const rounds = Number(process.env.BENCH_RUNS ?? 3);
+
+interface Highest {
+  readonly max: number;
+  readonly bids: readonly Bid[];
+}
+
+const q5: WindowFunctions = {
+  kind: 'aggregate',
+  createAccumulator: () => 0,
+  add: (_b, n) => (n as number) + 1,
+  getResult: (n) => n,
+  ...(process.env.BENCH_NO_MERGE === '1' ? {} : { merge: (a: unknown, b: unknown) => (a as number) + (b as number) }),
+  process: (auction, ctx, counts, out) => {
+    for (const num of counts) out.collect({ auction, num, windowStart: ctx.window().start, windowEnd: ctx.window().end });
+  },
+};
+const q7: WindowFunctions = {
+  kind: 'aggregate',
+  createAccumulator: (): Highest => ({ max: -Infinity, bids: [] }),
+  add: (v, acc) => {
+    const b = v as Bid;
+    const h = acc as Highest;
+    return b.price > h.max ? { max: b.price, bids: [b] } : b.price === h.max ? { max: h.max, bids: [...h.bids, b] } : h;
+  },
+  getResult: (h) => h,
+  process: (_auction, ctx, hs, out) => {
+    for (const h of hs) out.collect({ ...(h as Highest), windowEnd: ctx.window().end });
+  },
+};
+
+function bids(): { bid: Bid; ts: number }[] {
+  const out: { bid: Bid; ts: number }[] = [];
+  for (let i = 0; i < events; i++) {
+    const e = nexmarkEvent(i, DEFAULT_CONFIG);
+    if (e.type === 'bid') out.push({ bid: e.bid, ts: e.bid.dateTime });
+  }
+  return out;
+}
+
+async function round(input: readonly { bid: Bid; ts: number }[]): Promise<{ cpuUs: number; results: number }> {
+  const clock = new ManualClock(0);
+  const mailbox = new Mailbox();
+  const maxParallelism = defaultMaxParallelism(2);
+  let results = 0;
+  const context: KeyedOperatorContext = {
+    taskName: 'bench',
+    operatorName: query,
+    subtaskIndex: 0,
+    parallelism: 1,
+    maxParallelism,
+    output: {
+      emit: () => {
+        results++;
+      },
+      emitSide: () => undefined,
+      emitWatermark: () => undefined,
+    },
+    processingTime: mailboxProcessingTimeService(clock, mailbox),
+    mailbox,
+    clock,
+    keySelector: (r) => (r as Bid).auction,
+    stateBackend: new HeapKeyedStateBackend({ maxParallelism, keyGroupRange: keyGroupRange(0, 1, maxParallelism), clock }),
+  };
+  const operator =
+    query === 'q5'
+      ? new WindowOperator(context, {
+          assigner: { type: 'sliding', timeDomain: 'event-time', size: WINDOWS.q5Size, slide: WINDOWS.q5Slide, offset: 0 },
+          trigger: { type: 'event-time' },
+          allowedLateness: 0,
+          functions: q5,
+        })
+      : new WindowOperator(context, {
+          assigner: { type: 'tumbling', timeDomain: 'event-time', size: WINDOWS.q7Size, offset: 0 },
+          trigger: { type: 'event-time' },
+          allowedLateness: 0,
+          functions: q7,
+        });
+  const started = process.cpuUsage();
+  let maxTs = -Infinity;
+  for (let i = 0; i < input.length; i++) {
+    const { bid, ts } = input[i]!;
+    if (ts > maxTs) maxTs = ts;
+    const r = operator.processElement(bid, ts);
+    if (r !== undefined) await r;
+    if (i % watermarkEvery === watermarkEvery - 1) await operator.processWatermark(maxTs - DEFAULT_CONFIG.outOfOrdernessMs - 1);
+  }
+  await operator.endInput();
+  const used = process.cpuUsage(started);
+  operator.close();
+  return { cpuUs: (used.user + used.system) / input.length, results };
+}
+
+const input = bids();
+const figures: number[] = [];
+for (let r = 0; r < rounds; r++) {
+  const { cpuUs, results } = await round(input);
+  figures.push(cpuUs);
+  console.log(`${query}: ${input.length} bids, ${results} results, ${cpuUs.toFixed(3)} µs CPU per bid`);
+}
+figures.sort((a, b) => a - b);
+console.log(`${query}: min / median / max ${figures.map((f) => f.toFixed(3)).join(' / ')} µs CPU per bid`);
