@@ -41,17 +41,48 @@ function keyedOperator(io: TaskIo, op: KeyedOperatorSpec, next: Emit): KeyedStep
   return keyedStep(op, keyedFunctions(io, op, `operator '${op.name}' (${op.kind})`), next, io.signal);
 }
 
-function mapStep(fn: Function, next: Emit): Emit {
-  return (r, ts) => {
-    const out: unknown = fn(r);
-    return isThenable(out) ? Promise.resolve(out).then((o) => next(o, ts)) : next(out, ts);
+/** The user function of `op`, and what marks an error it throws (or its promise rejects with) as raised in `op`. */
+function userStepParts(
+  io: TaskIo,
+  op: OperatorSpec & { fn: FunctionRef },
+): { fn: (r: unknown) => unknown; raised: (e: unknown) => unknown; rejected: (e: unknown) => never } {
+  const fn = functionOf(io.userFunctions, `operator '${op.name}' (${op.kind})`, op.fn) as (r: unknown) => unknown;
+  const name = op.name;
+  const raised = (e: unknown): unknown => raisedBy(e, name);
+  return {
+    fn,
+    raised,
+    rejected: (e) => {
+      throw raised(e);
+    },
   };
 }
 
-function filterStep(fn: Function, next: Emit): Emit {
+// A map and a filter call their user function themselves (not through noteErrors): one call and one
+// promise check per record.
+function mapStep(io: TaskIo, op: OperatorSpec & { fn: FunctionRef }, next: Emit): Emit {
+  const { fn, raised, rejected } = userStepParts(io, op);
   return (r, ts) => {
-    const keep: unknown = fn(r);
-    if (isThenable(keep)) return Promise.resolve(keep).then((k) => (k ? next(r, ts) : undefined));
+    let out: unknown;
+    try {
+      out = fn(r);
+    } catch (e) {
+      throw raised(e);
+    }
+    return isThenable(out) ? Promise.resolve(out).then((o) => next(o, ts), rejected) : next(out, ts);
+  };
+}
+
+function filterStep(io: TaskIo, op: OperatorSpec & { fn: FunctionRef }, next: Emit): Emit {
+  const { fn, raised, rejected } = userStepParts(io, op);
+  return (r, ts) => {
+    let keep: unknown;
+    try {
+      keep = fn(r);
+    } catch (e) {
+      throw raised(e);
+    }
+    if (isThenable(keep)) return Promise.resolve(keep).then((k) => (k ? next(r, ts) : undefined), rejected);
     return keep ? next(r, ts) : undefined;
   };
 }
@@ -303,9 +334,9 @@ function chainLink(
   };
   switch (op.kind) {
     case 'map':
-      return { processElement: mapStep(userFunction(io, op), next.processElement), processWatermark: passWatermark(next), endInput: () => undefined };
+      return { processElement: mapStep(io, op, next.processElement), processWatermark: passWatermark(next), endInput: () => undefined };
     case 'filter':
-      return { processElement: filterStep(userFunction(io, op), next.processElement), processWatermark: passWatermark(next), endInput: () => undefined };
+      return { processElement: filterStep(io, op, next.processElement), processWatermark: passWatermark(next), endInput: () => undefined };
     case 'flatMap':
       return {
         processElement: flatMapStep(userFunction(io, op), op.name, next.processElement),
