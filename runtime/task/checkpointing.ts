@@ -69,6 +69,8 @@ function sizeOf(state: TaskStateSnapshot): number {
 export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   private chain: RunningChain | undefined;
   private ended = false;
+  /** Every input channel of the task ended: it is triggered like a source (its upstream tasks finished). */
+  private inputsEnded = false;
   private readonly clock: Clock;
   private readonly streams: CheckpointStreamFactory;
   /** Asynchronous parts under way (the task goes on meanwhile); `settled` waits for them. */
@@ -93,6 +95,11 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     this.chain = chain;
   }
 
+  /** Every input channel ended: the task is triggered from now on, as its upstream tasks finished (FLIP-147). */
+  endOfInputs(): void {
+    this.inputsEnded = true;
+  }
+
   /** The chain ended (finished, failed or cancelled): later triggers are declined. */
   stop(): void {
     this.ended = true;
@@ -105,15 +112,18 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     if (head !== undefined && this.chain?.isSource === true) head.hooks = hooks;
   }
 
-  /** The JobMaster triggers checkpoint `checkpointId` at this (source) task. */
+  /** The JobMaster triggers checkpoint `checkpointId` at this task: a source, or a task whose inputs all ended. */
   triggerCheckpoint(checkpointId: number, timestamp: number, options: CheckpointOptions): void {
     const chain = this.chain;
     if (chain === undefined) {
       this.decline(checkpointId, this.ended ? `task ${this.taskName} has ended` : `task ${this.taskName} is not running yet`);
       return;
     }
-    if (!chain.isSource) {
-      this.decline(checkpointId, `task ${this.taskName} is not a source task: it checkpoints when the barriers at its inputs are aligned, not when triggered`);
+    if (!chain.isSource && !this.inputsEnded) {
+      this.decline(
+        checkpointId,
+        `task ${this.taskName} is not a source task and its inputs run: it checkpoints when the barriers at its inputs are aligned, not when triggered`,
+      );
       return;
     }
     chain.mailbox.post(() => this.checkpointState(new CheckpointBarrier(checkpointId, timestamp, options), 0));

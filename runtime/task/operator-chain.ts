@@ -284,6 +284,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
         mailbox,
         counters,
       );
+      checkpoints.endOfInputs();
     }
     // What the mailbox holds comes before the end of input (a connector source's last records).
     const held = mailbox.drain();

@@ -24,6 +24,7 @@ import { keySelectorOf } from './operator-chain.js';
 import { operatorOf } from './task-io.js';
 import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
 import { captureThreadState, threadStateChanges, type ThreadState } from './thread-state.js';
+import { SubtaskCheckpointCoordinator } from './checkpointing.js';
 
 interface RunningTask {
   readonly tdd: TaskDeploymentDescriptor;
@@ -36,6 +37,8 @@ interface RunningTask {
   readonly ioMetrics: TaskIoMetrics;
   /** Set once the chain runs; counters and rates are reported from then on. */
   rates: TaskRates | undefined;
+  /** The task's side of checkpoints: triggers and notifications go to it, its reports to the main thread. */
+  readonly checkpoints: SubtaskCheckpointCoordinator;
 }
 
 /**
@@ -187,6 +190,26 @@ export class SlotWorkerRuntime {
       case 'recycle':
         void this.recycle().then((changes) => this.post({ type: 'recycled', changes }));
         break;
+      case 'triggerCheckpoint': {
+        const task = this.tasks.get(m.attemptId);
+        if (task === undefined) {
+          this.post({
+            type: 'checkpointDecline',
+            attemptId: m.attemptId,
+            checkpointId: m.checkpointId,
+            reason: `task ${m.attemptId} is not running on this slot`,
+          });
+        } else {
+          task.checkpoints.triggerCheckpoint(m.checkpointId, m.timestamp, m.options);
+        }
+        break;
+      }
+      case 'notifyCheckpointComplete':
+        this.tasks.get(m.attemptId)?.checkpoints.notifyCheckpointComplete(m.checkpointId);
+        break;
+      case 'notifyCheckpointAborted':
+        this.tasks.get(m.attemptId)?.checkpoints.notifyCheckpointAborted(m.checkpointId);
+        break;
       default:
         m satisfies never;
     }
@@ -287,6 +310,7 @@ export class SlotWorkerRuntime {
       counters: newChainCounters(),
       ioMetrics: new TaskIoMetrics(),
       rates: undefined,
+      checkpoints: new SubtaskCheckpointCoordinator(tdd.taskName, (report) => this.post({ ...report, attemptId: tdd.attemptId })),
     };
     this.tasks.set(tdd.attemptId, task);
     this.watchCounters(settings.countersIntervalMs ?? DEFAULT_COUNTERS_INTERVAL_MS);
@@ -348,18 +372,21 @@ export class SlotWorkerRuntime {
       this.state(tdd.attemptId, 'RUNNING');
       task.rates = new TaskRates(task.counters, task.ioMetrics);
       const startedAtMs = Date.now();
-      const result = await runOperatorChain({
-        tdd,
-        userFunctions,
-        signal,
-        outputs: task.outputs,
-        input: task.gate,
-        requestSplit: (finished) => this.requestSplit(tdd, signal, finished),
-        counters: task.counters,
-        ioMetrics: task.ioMetrics,
-        ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
-        ...(settings.fileOpenTimeoutMs !== undefined ? { fileOpenTimeoutMs: settings.fileOpenTimeoutMs } : {}),
-      });
+      const result = await runOperatorChain(
+        {
+          tdd,
+          userFunctions,
+          signal,
+          outputs: task.outputs,
+          input: task.gate,
+          requestSplit: (finished) => this.requestSplit(tdd, signal, finished),
+          counters: task.counters,
+          ioMetrics: task.ioMetrics,
+          ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
+          ...(settings.fileOpenTimeoutMs !== undefined ? { fileOpenTimeoutMs: settings.fileOpenTimeoutMs } : {}),
+        },
+        task.checkpoints,
+      );
       // Blocking output counts as produced only once its files are complete: the TaskExecutor takes
       // them over before it hears FINISHED (messages keep their order).
       for (const w of blockingWriters) this.post({ type: 'blocking-partition-finished', attemptId: tdd.attemptId, files: await w.done });

@@ -14,6 +14,8 @@
 //   release-partitions  the JobMaster no longer needs these partitions
 //   recycle           the slot was freed (its job ended): drop what the job left and say whether the thread
 //                     is as it was before its first job, to be kept for the next one
+//   triggerCheckpoint the JobMaster triggers a checkpoint at a (source) task: it runs between records
+//   notifyCheckpointComplete / notifyCheckpointAborted   a checkpoint's outcome, for every operator of the task
 //
 // worker → main
 //   ready             the worker is listening
@@ -29,6 +31,8 @@
 //                     so far (a read of the counters the chain keeps anyway, one message for all tasks),
 //                     its records/s, busy / idle / back-pressured ms per second and its watermark
 //   recycled          the answer to recycle: what the job left changed in the thread (none: keep it)
+//   checkpointAck     a task's state for a checkpoint is written: its snapshot's handles and metrics
+//   checkpointDecline a task cannot take a checkpoint, and why
 //
 // Data never crosses the main thread between two workers: attach-producer / attach-consumer hand each
 // side one end of a MessageChannel, and buffers are transferred between the two workers directly.
@@ -41,6 +45,7 @@ import type { BlockingPartitionFiles } from '../network/blocking-partition.js';
 import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
 import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
+import type { CheckpointMetrics, CheckpointOptions, TaskStateSnapshot } from '../protocol/checkpoints.js';
 
 /** What a task needs from the configuration, resolved on the main thread. */
 export interface TaskSettings {
@@ -77,10 +82,31 @@ export type MainToWorker =
   | { readonly type: 'release-partitions'; readonly partitionIds: readonly ResultPartitionId[] }
   /** The job's renewed S3 credentials, for its tasks' next S3 calls. */
   | { readonly type: 'job-credentials'; readonly jobId: string; readonly credentials: JobDataCredentials }
-  | { readonly type: 'recycle' };
+  | { readonly type: 'recycle' }
+  | {
+      readonly type: 'triggerCheckpoint';
+      readonly attemptId: ExecutionAttemptId;
+      readonly checkpointId: number;
+      readonly timestamp: number;
+      readonly options: CheckpointOptions;
+    }
+  | { readonly type: 'notifyCheckpointComplete'; readonly attemptId: ExecutionAttemptId; readonly checkpointId: number }
+  | { readonly type: 'notifyCheckpointAborted'; readonly attemptId: ExecutionAttemptId; readonly checkpointId: number };
+
+/** What a task reports about one checkpoint: its acknowledgement or its decline. */
+export type CheckpointReportMessage =
+  | {
+      readonly type: 'checkpointAck';
+      readonly attemptId: ExecutionAttemptId;
+      readonly checkpointId: number;
+      readonly state: TaskStateSnapshot;
+      readonly metrics: CheckpointMetrics;
+    }
+  | { readonly type: 'checkpointDecline'; readonly attemptId: ExecutionAttemptId; readonly checkpointId: number; readonly reason: string };
 
 export type WorkerToMain =
   | { readonly type: 'ready' }
+  | CheckpointReportMessage
   | { readonly type: 'recycled'; readonly changes: readonly string[] }
   | { readonly type: 'state'; readonly attemptId: ExecutionAttemptId; readonly state: ExecutionState; readonly error?: ErrorInfo; readonly result?: TaskResult }
   | {

@@ -6,7 +6,9 @@ import { Worker, threadId as mainThreadId, type TransferListItem } from 'node:wo
 import type { Logger } from '../core/logger.js';
 import { detached } from '../rpc/detached.js';
 import { SlotWorkerRuntime, type SlotWorkerPort } from '../task/slot-worker-runtime.js';
-import type { MainToWorker, SlotWorkerData, WorkerToMain } from '../task/worker-protocol.js';
+import type { CheckpointReportMessage, MainToWorker, SlotWorkerData, WorkerToMain } from '../task/worker-protocol.js';
+import type { ExecutionAttemptId } from '../core/ids.js';
+import type { CheckpointOptions } from '../protocol/checkpoints.js';
 import { FloeEnv } from '../core/floe-env.js';
 
 /** How a slot's tasks run: in a worker thread of `entry`, or on the TaskExecutor's own thread. */
@@ -36,6 +38,7 @@ export class SlotWorker {
   readonly threadId: number;
   readonly light: boolean;
   readonly ready: Promise<void>;
+  private readonly checkpointListeners: ((report: CheckpointReportMessage) => void)[] = [];
 
   constructor(
     mode: SlotWorkerMode,
@@ -49,6 +52,7 @@ export class SlotWorker {
     this.ready = new Promise((resolve) => (markReady = resolve));
     const heard = (m: WorkerToMain): void => {
       if (m.type === 'ready') markReady();
+      else if (m.type === 'checkpointAck' || m.type === 'checkpointDecline') for (const l of this.checkpointListeners) l(m);
       onMessage(this, m);
     };
     this.light = mode.kind === 'light';
@@ -97,6 +101,28 @@ export class SlotWorker {
   post(message: MainToWorker, transfer: readonly TransferListItem[] = []): void {
     if (!this.isAlive) return;
     this.backend.post(message, transfer);
+  }
+
+  /** Triggers checkpoint `checkpointId` at the (source) task `attemptId` running here; it reports through onCheckpointReport. */
+  triggerCheckpoint(attemptId: ExecutionAttemptId, checkpointId: number, timestamp: number, options: CheckpointOptions): void {
+    this.post({ type: 'triggerCheckpoint', attemptId, checkpointId, timestamp, options });
+  }
+
+  /** Checkpoint `checkpointId` completed: every operator of task `attemptId` hears it (a sink commits). */
+  notifyCheckpointComplete(attemptId: ExecutionAttemptId, checkpointId: number): void {
+    this.post({ type: 'notifyCheckpointComplete', attemptId, checkpointId });
+  }
+
+  notifyCheckpointAborted(attemptId: ExecutionAttemptId, checkpointId: number): void {
+    this.post({ type: 'notifyCheckpointAborted', attemptId, checkpointId });
+  }
+
+  /**
+   * Hears the acknowledgements and declines of this worker's tasks, as they arrive from the worker (outside
+   * any component's main thread: a listener posts to its own).
+   */
+  onCheckpointReport(listener: (report: CheckpointReportMessage) => void): void {
+    this.checkpointListeners.push(listener);
   }
 
   /**

@@ -304,6 +304,10 @@ export class SlotWorkerPool {
       case 'task-counters':
         onMain(() => listener.taskCounters(worker, m));
         return;
+      case 'checkpointAck':
+      case 'checkpointDecline':
+        // Heard by the SlotWorker's onCheckpointReport listeners.
+        return;
       default:
         m satisfies never;
     }

@@ -1,0 +1,90 @@
+// Checkpoints through a slot's worker: the TaskExecutor's SlotWorker triggers a checkpoint at a running source
+// task, hears its acknowledgement (or a decline) through onCheckpointReport, and notifies its outcome.
+import { afterEach, describe, expect, it } from 'vitest';
+import { ExecutionAttemptId, ResourceId } from '../../runtime/core/ids.js';
+import { silentLogger } from '../../runtime/core/logger.js';
+import type { CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
+import type { CheckpointReportMessage, TaskSettings, WorkerToMain } from '../../runtime/task/worker-protocol.js';
+import { SlotWorker } from '../../runtime/taskexecutor/slot-worker-handle.js';
+import { taskDeployment } from '../support/task-deployment.js';
+
+const OPTIONS: CheckpointOptions = { type: 'checkpoint', mode: 'EXACTLY_ONCE', alignedCheckpointTimeoutMs: -1 };
+const SETTINGS: TaskSettings = {
+  segmentSizeBytes: 1024,
+  buffersPerChannel: 2,
+  bufferTimeoutMs: 5,
+  resourceId: ResourceId.of('te'),
+  libraryCacheDir: '/nonexistent',
+};
+
+const workers: SlotWorker[] = [];
+afterEach(async () => {
+  for (const w of workers.splice(0)) await w.terminate();
+});
+
+/** Waits until `check` holds, looking after each turn of the event loop, for at most 10 s. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+describe('checkpoints through a slot worker', () => {
+  it('a triggered source task acknowledges once, with its snapshot and metrics; an unknown attempt declines', async () => {
+    const messages: WorkerToMain[] = [];
+    const worker = new SlotWorker(
+      { kind: 'light' },
+      { slotIndex: 0, resourceId: 'te' },
+      silentLogger,
+      (_w, m) => messages.push(m),
+      () => undefined,
+    );
+    workers.push(worker);
+    const reports: CheckpointReportMessage[] = [];
+    worker.onCheckpointReport((r) => reports.push(r));
+    await worker.ready;
+    const attemptId = ExecutionAttemptId.random();
+    // A source that runs until cancelled, into a sink that keeps its first records.
+    const tdd = taskDeployment(
+      [
+        { kind: 'source.sequence', id: 's', name: 'numbers', from: 1, to: Number.MAX_SAFE_INTEGER },
+        { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 10 },
+      ],
+      { attemptId },
+    );
+    worker.post({ type: 'deploy', tdd, library: undefined, settings: SETTINGS });
+    await until(() => messages.some((m) => m.type === 'state' && m.state === 'RUNNING'), 'the task to run');
+
+    worker.triggerCheckpoint(attemptId, 7, 1_700_000_000_000, OPTIONS);
+    await until(() => reports.length > 0, 'the checkpoint report');
+    expect(reports).toEqual([
+      {
+        type: 'checkpointAck',
+        attemptId,
+        checkpointId: 7,
+        state: { operators: {} },
+        metrics: {
+          bytesPersisted: 0,
+          stateSize: 0,
+          alignmentDurationMs: 0,
+          syncDurationMs: expect.any(Number),
+          asyncDurationMs: expect.any(Number),
+          unaligned: false,
+        },
+      },
+    ]);
+    worker.notifyCheckpointComplete(attemptId, 7);
+
+    const stranger = ExecutionAttemptId.random();
+    worker.triggerCheckpoint(stranger, 8, 1_700_000_000_100, OPTIONS);
+    await until(() => reports.length > 1, 'the decline');
+    expect(reports[1]).toEqual({ type: 'checkpointDecline', attemptId: stranger, checkpointId: 8, reason: `task ${stranger} is not running on this slot` });
+
+    worker.post({ type: 'cancel', attemptId });
+    await until(() => messages.some((m) => m.type === 'state' && m.state === 'CANCELED'), 'the task to be cancelled');
+    // Reports reach the pool's listener too, as every message of the worker.
+    expect(messages.filter((m) => m.type === 'checkpointAck' || m.type === 'checkpointDecline')).toEqual(reports);
+  });
+});
