@@ -34,6 +34,7 @@ import {
   type RichMapFunction,
 } from './process-function.js';
 import { outputTagId, type OutputTag } from './output-tag.js';
+import { CheckpointConfig, checkCheckpointInterval, checkCheckpointingMode, type CheckpointingMode } from './checkpoint-config.js';
 import { checkWatermarkStrategy, DEFAULT_AUTO_WATERMARK_INTERVAL_MS, type WatermarkStrategy } from './watermark-strategy.js';
 import type {
   AggregateFunction,
@@ -103,6 +104,8 @@ export class ExecutionConfig {
 
 export class StreamEnvironment {
   private readonly config = new ExecutionConfig();
+  private readonly checkpointConfig = new CheckpointConfig();
+  private readonly uids = new Map<string, Transformation>();
   private nextOperatorNumber = 1;
   private defaultParallelism: number | undefined;
   private defaultMaxParallelism: number | undefined;
@@ -114,6 +117,41 @@ export class StreamEnvironment {
 
   getConfig(): ExecutionConfig {
     return this.config;
+  }
+
+  /**
+   * Checkpoints the job every `intervalMs` (at least 10 ms), in `mode` (@default - the cluster's
+   * 'execution.checkpointing.mode', EXACTLY_ONCE unless changed): its state and its sources' positions are
+   * snapshotted consistently and restored after a failure. Give stateful operators a `uid(…)`.
+   */
+  enableCheckpointing(intervalMs: number, mode?: CheckpointingMode): this {
+    checkCheckpointInterval('enableCheckpointing(ms, mode?)', intervalMs);
+    if (mode !== undefined) this.checkpointConfig.setCheckpointingMode(checkCheckpointingMode('enableCheckpointing(ms, mode)', mode));
+    this.checkpointConfig.setCheckpointInterval(intervalMs);
+    return this;
+  }
+
+  /** The job's checkpoint settings (Flink's CheckpointConfig): timeout, min pause, unaligned checkpoints, retention… */
+  getCheckpointConfig(): CheckpointConfig {
+    return this.checkpointConfig;
+  }
+
+  /** @internal Gives `t` the uid `uid`, which no other operator of the job may have. */
+  assignUid(t: Transformation, uid: unknown): void {
+    if (typeof uid !== 'string' || uid.trim() === '' || uid.length > 256) {
+      throw new InvalidJobDefinitionError(
+        `'${t.name}'.uid(uid) needs a non-empty string of at most 256 characters, found ${JSON.stringify(uid) ?? String(uid)}`,
+      );
+    }
+    const holder = this.uids.get(uid);
+    if (holder !== undefined && holder !== t) {
+      throw new InvalidJobDefinitionError(
+        `'${t.name}'.uid('${uid}'): operator '${holder.name}' has this uid already; a uid names one operator's state in checkpoints and savepoints, so each must be unique in the job`,
+      );
+    }
+    if (t.uid !== undefined) this.uids.delete(t.uid);
+    t.uid = uid;
+    this.uids.set(uid, t);
   }
 
   /** Runs every operator in a task of its own: no two operators are fused into one chain. */
@@ -318,6 +356,7 @@ export class StreamEnvironment {
       maxParallelism: undefined,
       slotSharingGroup: undefined,
       chaining: 'always',
+      uid: undefined,
     };
     this.recorded.push(t);
     return t;
@@ -751,6 +790,16 @@ export class OperatorStream<T> extends DataStream<T> {
     return this;
   }
 
+  /**
+   * The operator's stable id (Flink's uid), unique in the job: checkpoints and savepoints store its state
+   * under it, so a changed job (other operators added, chains split) restores it. Set it on every stateful
+   * operator of a job that checkpoints.
+   */
+  uid(uid: string): this {
+    this.env.assignUid(this.transformation, uid);
+    return this;
+  }
+
   setParallelism(parallelism: number): this {
     setOperatorParallelism(this.transformation, parallelism);
     return this;
@@ -814,6 +863,16 @@ export class DataStreamSink {
 
   name(name: string): this {
     this.transformation.name = checkName(`'${this.transformation.name}'`, name);
+    return this;
+  }
+
+  /**
+   * The operator's stable id (Flink's uid), unique in the job: checkpoints and savepoints store its state
+   * under it, so a changed job (other operators added, chains split) restores it. Set it on every stateful
+   * operator of a job that checkpoints.
+   */
+  uid(uid: string): this {
+    this.env.assignUid(this.transformation, uid);
     return this;
   }
 

@@ -113,3 +113,4 @@ export {
 export type { WindowAssigner, Trigger } from './windowing.js';
 export { ProcessWindowFunction, ProcessAllWindowFunction } from './window-functions.js';
 export type { ProcessWindowContext } from './window-functions.js';
+export { CheckpointConfig, CheckpointingMode, ExternalizedCheckpointRetention } from './checkpoint-config.js';

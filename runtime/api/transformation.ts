@@ -113,6 +113,8 @@ export interface Transformation {
   maxParallelism: number | undefined;
   slotSharingGroup: string | undefined;
   chaining: ChainingStrategy;
+  /** The user's stable id of the operator (uid(…)), unique in the job; unset: none. */
+  uid: string | undefined;
 }
 
 /** An operator's name until the user gives it one: the method that made it. */

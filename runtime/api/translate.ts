@@ -54,7 +54,7 @@ export function defaultMaxParallelism(parallelism: number): number {
 }
 
 function operatorOf(t: Transformation, exportName: string, cwd: string, collectMaxRecords: number, bounded: boolean): OperatorSpec {
-  const base = { id: t.id, name: t.name };
+  const base = { id: t.id, name: t.name, ...(t.uid !== undefined ? { uid: t.uid } : {}) };
   const ref = (role?: string): FunctionRef => (role === undefined ? { export: exportName, operatorId: t.id } : { export: exportName, operatorId: t.id, role });
   // Relative paths are resolved against the client's working directory; every path is normalised (no
   // '.', '..', doubled or trailing separators), as validation requires. s3:// URIs (AWS backend) only
@@ -349,6 +349,7 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     edges,
     ...(env.getRestartStrategy() !== undefined ? { restartStrategy: env.getRestartStrategy()! } : {}),
     ...resourceProfilesOf(env, vertices),
+    ...(env.getCheckpointConfig().toSettings() !== undefined ? { checkpointing: env.getCheckpointConfig().toSettings()! } : {}),
   };
   validateJobGraph(graph);
   return graph;

@@ -45,7 +45,7 @@ export const TWO_INPUT_DEFAULT_NAMES: Record<TwoInputTransformationSpec['kind'],
 /** The JobGraph operator of a two-input transformation; `ref(role)` names one of its user functions. */
 export function twoInputOperatorOf(
   spec: TwoInputTransformationSpec,
-  base: { readonly id: string; readonly name: string },
+  base: { readonly id: string; readonly name: string; readonly uid?: string },
   ref: (role?: string) => FunctionRef,
 ): TwoInputOperatorSpec<FunctionRef> {
   switch (spec.kind) {

@@ -27,6 +27,7 @@ import {
   type RestartStrategyType,
 } from './jobgraph.js';
 import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
+import { CHECKPOINTING_MODES, EXTERNALIZED_CHECKPOINT_RETENTIONS, MIN_CHECKPOINT_INTERVAL_MS, type CheckpointingSettings } from './checkpointing.js';
 import type { WindowAssignerSpec, WindowTriggerSpec } from './window-spec.js';
 import { TWO_INPUT_OPERATOR_KINDS } from './two-input-operator-specs.js';
 
@@ -171,7 +172,7 @@ const WindowTriggerSchema = byType({
 }) satisfies v.GenericSchema<unknown, WindowTriggerSpec>;
 
 const operator = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entries: E) =>
-  object({ kind: v.literal(kind), id: id(), name: nonEmptyText(), ...entries });
+  object({ kind: v.literal(kind), id: id(), name: nonEmptyText(), uid: v.optional(nonEmptyText()), ...entries });
 
 /** Keyed operators carry `preAggregate` only when it is true. */
 const keyed = <K extends OperatorKind, E extends v.ObjectEntries>(kind: K, entries: E) =>
@@ -425,6 +426,18 @@ const ResourceProfilesSchema = v.pipe(
   }),
 );
 
+/** A job's checkpointing settings: the interval, and whichever of the other settings the job set. */
+const CheckpointingSchema = object({
+  intervalMs: integer(MIN_CHECKPOINT_INTERVAL_MS),
+  mode: v.optional(oneOf(CHECKPOINTING_MODES)),
+  timeoutMs: v.optional(integer(1)),
+  minPauseMs: v.optional(integer(0)),
+  tolerableFailures: v.optional(integer(0)),
+  alignedCheckpointTimeoutMs: v.optional(integer(0)),
+  unaligned: v.optional(v.boolean(found('must be true or false'))),
+  externalizedRetention: v.optional(oneOf(EXTERNALIZED_CHECKPOINT_RETENTIONS)),
+}) satisfies v.GenericSchema<unknown, CheckpointingSettings>;
+
 const JobGraphSchema = object({
   jobId: v.custom<JobId>(JobId.isValid, found("must be 1-64 letters, digits, '_' or '-'")),
   name: nonEmptyText(),
@@ -434,6 +447,7 @@ const JobGraphSchema = object({
   edges: arrayOf(EdgeSchema, JOB_GRAPH_LIMITS.maxEdges),
   restartStrategy: v.optional(RestartStrategySchema),
   resourceProfiles: v.optional(ResourceProfilesSchema),
+  checkpointing: v.optional(CheckpointingSchema),
 }) satisfies v.GenericSchema<unknown, JobGraph>;
 
 /** `vertices[2].operators[0].fn.export` from an issue's path; the whole graph is `jobGraph`. */

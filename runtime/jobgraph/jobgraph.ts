@@ -2,6 +2,7 @@
 // library; edges say how records travel between them.
 import type { JobId } from '../core/ids.js';
 import type { ResourceProfile } from '../core/resource-profile.js';
+import type { CheckpointingSettings } from './checkpointing.js';
 import type { WindowAssignerSpec, WindowFunctionKind, WindowTriggerSpec } from './window-spec.js';
 import { twoInputFunctionRefs, type TwoInputOperatorSpec } from './two-input-operator-specs.js';
 
@@ -58,11 +59,24 @@ export const DEFAULT_ROLLING_POLICY: RollingPolicySpec = {
 export const KeyedEmit = { FINAL: 'final', UPDATES: 'updates' } as const;
 export type KeyedEmit = (typeof KeyedEmit)[keyof typeof KeyedEmit];
 
+/** What every operator may carry, whatever its kind. */
+export interface OperatorCommon {
+  /**
+   * The user's stable id of the operator (`uid(…)`), unique in the job: its state in a checkpoint or
+   * savepoint is stored under it, so a changed job finds it again. Absent: the operator's state is stored
+   * under `<vertex id>:<index in the chain>`.
+   */
+  readonly uid?: string;
+}
+
 /**
  * One operator of a vertex's chain. Built-in sources and sinks carry their parameters; user
  * operators name their function in the library.
  */
-export type OperatorSpec =
+export type OperatorSpec = OperatorCommon & OperatorOfKind;
+
+/** The fields of an operator of each kind. */
+type OperatorOfKind =
   | { readonly kind: 'source.sequence'; readonly id: string; readonly name: string; readonly from: number; readonly to: number }
   /**
    * Lines of a file or folder; with `monitorIntervalMs` the folder (prefix) is listed every that many ms
@@ -315,6 +329,8 @@ export interface JobGraph {
   readonly restartStrategy?: RestartStrategySpec;
   /** Slot sharing group → what each of its slots needs; a group not named here takes default slots. */
   readonly resourceProfiles?: Readonly<Record<string, ResourceProfile>>;
+  /** The job's checkpointing (env.enableCheckpointing); absent: the cluster's ('execution.checkpointing.interval', off by default). */
+  readonly checkpointing?: CheckpointingSettings;
 }
 
 export const isSourceOperator = (op: OperatorSpec): boolean => op.kind.startsWith('source.');

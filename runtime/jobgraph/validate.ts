@@ -13,6 +13,7 @@ import {
   type OperatorSpec,
 } from './jobgraph.js';
 import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
+import { CheckpointingMode, MIN_CHECKPOINT_INTERVAL_MS } from './checkpointing.js';
 import { isFilesystemRoot, isWithin, pathProblem } from './paths.js';
 import { isTwoInputOperator, keyRoleOfInput } from './two-input-operator-specs.js';
 
@@ -52,6 +53,9 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
 
   const vertexIndex = new Map<string, number>();
   const operatorSeen = new Map<string, string>();
+  const uidSeen = new Map<string, string>();
+  // The ids operators without a uid store their state under (`<vertex id>:<index in the chain>`).
+  const generatedIds = new Set(graph.vertices.flatMap((v) => v.operators.map((_, j) => `${v.id}:${j}`)));
   const sinkPaths = new Map<string, string>();
   const collectSinks: string[] = [];
   // Operator id → its name, so messages about a function name the operator the user wrote.
@@ -86,6 +90,15 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
       const prev = operatorSeen.get(op.id);
       if (prev !== undefined) problems.add(`${opAt}: duplicate operator id '${op.id}' (also ${prev})`);
       else operatorSeen.set(op.id, opAt);
+      if (op.uid !== undefined) {
+        const prevUid = uidSeen.get(op.uid);
+        if (prevUid !== undefined) problems.add(`${opAt}: uid '${op.uid}' is also the uid of ${prevUid}; each operator's uid must be unique in the job`);
+        else uidSeen.set(op.uid, opAt);
+        if (generatedIds.has(op.uid))
+          problems.add(
+            `${opAt}: uid '${op.uid}' is the id an operator without a uid stores its state under (<vertex id>:<index in the chain>); choose another`,
+          );
+      }
       if (isSourceOperator(op) && j > 0) problems.add(`${opAt}: a source (${op.kind}) can only be the first operator of a chain`);
       if (isSinkOperator(op) && j < v.operators.length - 1) problems.add(`${opAt}: a sink (${op.kind}) can only be the last operator of a chain`);
       if (exportSet !== undefined) {
@@ -322,6 +335,7 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
   }
 
   checkResourceProfiles(graph, problems);
+  checkCheckpointing(graph, problems);
 
   problems.throwIfAny();
 }
@@ -340,6 +354,18 @@ function checkResourceProfiles(graph: JobGraph, problems: Problems): void {
     if (!(Number.isSafeInteger(p.memoryMiB) && p.memoryMiB >= L.minProfileMemoryMiB && p.memoryMiB <= L.maxProfileMemoryMiB)) {
       problems.add(`${at}.memoryMiB must be an integer from ${L.minProfileMemoryMiB} to ${L.maxProfileMemoryMiB} MiB per slot, found ${p.memoryMiB}`);
     }
+  }
+}
+
+function checkCheckpointing(graph: JobGraph, problems: Problems): void {
+  const c = graph.checkpointing;
+  if (c === undefined) return;
+  if (!(Number.isSafeInteger(c.intervalMs) && c.intervalMs >= MIN_CHECKPOINT_INTERVAL_MS))
+    problems.add(`checkpointing.intervalMs must be an integer >= ${MIN_CHECKPOINT_INTERVAL_MS} ms, found ${c.intervalMs}`);
+  if (c.unaligned === true && c.mode === CheckpointingMode.AT_LEAST_ONCE) {
+    problems.add(
+      `checkpointing.unaligned is on with mode 'AT_LEAST_ONCE': unaligned checkpoints exist only for 'EXACTLY_ONCE' (at-least-once barriers never wait, so there is nothing to overtake); use one or the other`,
+    );
   }
 }
 
