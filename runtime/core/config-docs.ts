@@ -5,7 +5,7 @@ import { FloeEnvVariables, FloeEnv, type FloeEnvKey } from './floe-env.js';
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
-const shownDefault = (value: number | string): string => (typeof value === 'number' ? String(value) : `\`${value}\``);
+const shownDefault = (value: number | string): string => (typeof value === 'number' ? String(value) : value === '' ? 'unset' : `\`${value}\``);
 
 export function configurationMarkdown(): string {
   const lines = [

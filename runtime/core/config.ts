@@ -1,5 +1,6 @@
 // One typed configuration object, loaded and validated once at start-up. Keys follow Flink's names
 // where a Flink user would look for them; every field carries its unit in its name.
+import { CHECKPOINT_OPTIONS } from './checkpoint-options.js';
 import { editDistance } from './edit-distance.js';
 import { ConfigurationError } from './errors.js';
 import { FloeEnv, type FloeEnvKey } from './floe-env.js';
@@ -339,6 +340,7 @@ export const CONFIG_OPTIONS = {
     description:
       "Whether RPC and data connections between a cluster's processes run over TLS. Keys are pre-shared, derived from the cluster secret like the keys the connections already prove (no certificates): a peer without one is disconnected in the TLS handshake. Every process of a cluster needs the same setting.",
   },
+  ...CHECKPOINT_OPTIONS,
 } as const satisfies Record<string, OptionSpec>;
 
 export type ConfigField = keyof typeof CONFIG_OPTIONS;
@@ -401,6 +403,9 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
     problems.push(
       `'taskmanager.memory.process.size' (${cfg.taskManagerMemoryMiB} MiB) less 'taskmanager.memory.framework.heap.size' (${cfg.taskManagerFrameworkHeapMiB} MiB) leaves ${slotHeapMiB(cfg)} MiB per slot for ${cfg.numberOfTaskSlots} slots ('taskmanager.numberOfTaskSlots'), below the ${MIN_SLOT_HEAP_MIB} MiB a slot needs; give the TaskExecutor more memory or fewer slots`,
     );
+  }
+  if (cfg.checkpointingIntervalMs !== 0 && cfg.checkpointingIntervalMs < 10) {
+    problems.push(`'execution.checkpointing.interval' must be 0 (off) or at least 10 ms, found ${cfg.checkpointingIntervalMs}`);
   }
   if (cfg.heartbeatIntervalMs >= cfg.heartbeatTimeoutMs) {
     problems.push(`'heartbeat.interval' (${cfg.heartbeatIntervalMs} ms) must be below 'heartbeat.timeout' (${cfg.heartbeatTimeoutMs} ms)`);

@@ -137,10 +137,19 @@ export interface TaskDeploymentDescriptor {
   readonly sinkStagingDir?: string;
   /** The job's S3 credentials, when its JobMaster vends them (AWS): the task's S3 calls use these. */
   readonly dataCredentials?: JobDataCredentials;
-  /** The job checkpoints: where the task writes its state, and the barriers' options. */
-  readonly checkpointing?: { readonly storageUri: string; readonly options: CheckpointOptions };
-  /** The checkpoint the task restores its operators' state from (none: a fresh start). */
+  /** A job that checkpoints: where the task writes its state, and the barriers' options. */
+  readonly checkpointing?: TaskCheckpointing;
+  /** A task deployed to resume from a checkpoint: its share of the checkpoint's state. */
   readonly restore?: TaskRestore;
+}
+
+/**
+ * What a task of a checkpointing job needs: the job's checkpoint folder (`<state.checkpoints.dir>/<job id>`,
+ * a local path, file:// or s3:// URI, with its entropy marker if any) and the options of its checkpoints.
+ */
+export interface TaskCheckpointing {
+  readonly storageUri: string;
+  readonly options: CheckpointOptions;
 }
 
 /**
@@ -211,6 +220,8 @@ export interface TaskDeploymentBatch {
   readonly program: JobProgram;
   /** Every task's dataCredentials: one job's tasks, deployed at one moment, share them. */
   readonly dataCredentials?: JobDataCredentials;
+  /** Every task's checkpointing: one job's tasks share it. */
+  readonly checkpointing?: TaskCheckpointing;
   readonly vertices: readonly BatchVertex[];
   /** Producer descriptions that the tasks' input gates name by index. */
   readonly producers: readonly ConsumedPartitionsDescriptor[];
@@ -241,6 +252,7 @@ export interface BatchTask {
   /** One per output of its vertex, in order. */
   readonly partitionIds: readonly ResultPartitionId[];
   readonly sinkStagingDir?: string;
+  readonly restore?: TaskRestore;
 }
 
 const sameProgram = (a: JobProgram, b: JobProgram): boolean =>
@@ -249,6 +261,14 @@ const sameProgram = (a: JobProgram, b: JobProgram): boolean =>
   a.builderReads === b.builderReads &&
   a.args.length === b.args.length &&
   a.args.every((x, i) => x === b.args[i]);
+
+const sameCheckpointing = (a: TaskCheckpointing | undefined, b: TaskCheckpointing | undefined): boolean =>
+  a === undefined || b === undefined
+    ? a === b
+    : a.storageUri === b.storageUri &&
+      a.options.type === b.options.type &&
+      a.options.mode === b.options.mode &&
+      a.options.alignedCheckpointTimeoutMs === b.options.alignedCheckpointTimeoutMs;
 
 type OutputTemplate = Omit<ResultPartitionDescriptor, 'partitionId'>;
 
@@ -284,6 +304,9 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
     if (d.jobId !== first.jobId) throw new Error(`a task deployment batch carries one job's tasks; found ${first.jobId} and ${d.jobId}`);
     if (d.library.sha256 !== first.library.sha256 || (d.program !== first.program && !sameProgram(d.program, first.program))) {
       throw new Error(`the tasks of one deployment batch share the job's library and program; ${d.taskName} differs from ${first.taskName}`);
+    }
+    if (d.checkpointing !== first.checkpointing && !sameCheckpointing(d.checkpointing, first.checkpointing)) {
+      throw new Error(`the tasks of one deployment batch share the job's checkpointing; ${d.taskName} differs from ${first.taskName}`);
     }
     let variants = variantsOf.get(d.vertexId);
     if (variants === undefined) variantsOf.set(d.vertexId, (variants = []));
@@ -326,6 +349,7 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
       }),
       partitionIds: d.outputs.map((o) => o.partitionId),
       ...(d.sinkStagingDir !== undefined ? { sinkStagingDir: d.sinkStagingDir } : {}),
+      ...(d.restore !== undefined ? { restore: d.restore } : {}),
     });
   }
   return {
@@ -333,6 +357,7 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
     library: first.library,
     program: first.program,
     ...(first.dataCredentials !== undefined ? { dataCredentials: first.dataCredentials } : {}),
+    ...(first.checkpointing !== undefined ? { checkpointing: first.checkpointing } : {}),
     vertices,
     producers,
     tasks,
@@ -380,6 +405,8 @@ export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymen
       outputs: vertex.outputs.map((o, k) => ({ ...o, partitionId: t.partitionIds[k]! })),
       ...(t.sinkStagingDir !== undefined ? { sinkStagingDir: t.sinkStagingDir } : {}),
       ...(batch.dataCredentials !== undefined ? { dataCredentials: batch.dataCredentials } : {}),
+      ...(batch.checkpointing !== undefined ? { checkpointing: batch.checkpointing } : {}),
+      ...(t.restore !== undefined ? { restore: t.restore } : {}),
     };
   });
 }

@@ -68,7 +68,7 @@ describe('config', () => {
   it('is documented: docs/CONFIGURATION.md lists every option with its default', () => {
     const readme = readFileSync(join(import.meta.dirname, '../../docs/CONFIGURATION.md'), 'utf8');
     for (const spec of Object.values(CONFIG_OPTIONS)) {
-      const shown = typeof spec.default === 'string' ? `\`${spec.default}\`` : String(spec.default);
+      const shown = spec.default === '' ? 'unset' : typeof spec.default === 'string' ? `\`${spec.default}\`` : String(spec.default);
       expect(readme).toContain(`| \`${spec.key}\` | ${shown} | ${spec.description} |`);
     }
   });
