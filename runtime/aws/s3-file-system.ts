@@ -6,6 +6,7 @@ import type { FileSystemFactory } from '../blob/file-systems.js';
 import type { InputStore } from '../blob/input-store.js';
 import { s3AttemptStagingLocation } from '../blob/output-rules.js';
 import type { OutputStore } from '../blob/output-store.js';
+import type { StateFileStore } from '../blob/state-files.js';
 
 /**
  * The store made from this process's environment (region, endpoint, own credentials), and the stores of
@@ -31,6 +32,7 @@ export const s3FileSystem: FileSystemFactory = {
   inputStore: storesOf<InputStore>((credentials) => import('./s3-input-store.js').then((m) => m.s3InputStoreFromEnv(process.env, credentials))),
   outputStore: storesOf<OutputStore>((credentials) => import('./s3-output-store.js').then((m) => m.s3OutputStoreFromEnv(process.env, credentials))),
   attemptStagingLocation: s3AttemptStagingLocation,
+  stateFiles: storesOf<StateFileStore>((credentials) => import('./s3-state-files.js').then((m) => m.s3StateFileStoreFromEnv(process.env, credentials))),
 };
 
 /**

@@ -6,6 +6,7 @@ import { ConfigurationError } from '../core/errors.js';
 import type { JobDataCredentials } from './data-credentials.js';
 import type { InputStore } from './input-store.js';
 import type { OutputStore } from './output-store.js';
+import type { StateFileStore } from './state-files.js';
 
 /** One file system: the stores of its scheme, made on first use. */
 export interface FileSystemFactory {
@@ -20,6 +21,8 @@ export interface FileSystemFactory {
   outputStore(credentials?: JobDataCredentials): Promise<OutputStore>;
   /** Where one attempt of a sink writing `target` stages its part: known without loading the store. */
   attemptStagingLocation(target: string, jobId: string, attemptId: string): string;
+  /** The store checkpoint files of this scheme go through (none: checkpoints cannot be written there). */
+  stateFiles?(credentials?: JobDataCredentials): Promise<StateFileStore>;
 }
 
 const factories = new Map<string, FileSystemFactory>();
@@ -74,4 +77,19 @@ export function outputStoreFor(target: string, credentials?: JobDataCredentials)
 /** Staging folder (local target) or `s3://bucket/<prefix>/.floe-staging-<jobId>/<attemptId>` (S3 target). */
 export function attemptStagingLocationFor(target: string, jobId: string, attemptId: string): string {
   return fileSystemFor(target).attemptStagingLocation(target, jobId, attemptId);
+}
+
+/** The store the checkpoint files at `uri` go through (see FileSystemFactory.stateFiles). */
+export function stateFilesFor(uri: string, credentials?: JobDataCredentials): Promise<StateFileStore> {
+  try {
+    const factory = fileSystemFor(uri);
+    if (factory.stateFiles === undefined) {
+      throw new ConfigurationError(
+        `the '${factory.scheme}' file system holds no checkpoints, so '${uri}' cannot be written or read as one; set 'state.checkpoints.dir' to a local path or an s3:// URI`,
+      );
+    }
+    return factory.stateFiles(credentials);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -17,7 +17,11 @@ export interface CheckpointStorage extends CheckpointStreamFactory {
   /** Writes a checkpoint's metadata; returns its URI (the pointer the HA store records). */
   writeMetadata(checkpointId: number, metadata: Uint8Array): Promise<string>;
   readMetadata(pointer: string): Promise<Uint8Array>;
-  /** Deletes a checkpoint's own files (not its shared ones: see `deleteShared`). */
-  discardCheckpoint(checkpointId: number): Promise<void>;
+  /**
+   * Deletes a checkpoint's own files (not its shared ones: see `deleteShared`): its folder, and `ownFiles`,
+   * the handles of its state files that lie outside the folder (S3 keys with entropy injected) — pass the
+   * non-shared handles of its TaskStateSnapshots, or those files stay.
+   */
+  discardCheckpoint(checkpointId: number, ownFiles?: readonly StreamStateHandle[]): Promise<void>;
   deleteShared(handles: readonly StreamStateHandle[]): Promise<void>;
 }

@@ -1,0 +1,33 @@
+// Port: the files checkpoints are made of (runtime/checkpoint/), by URI: `file:///abs/path` (or a local
+// absolute path) on the TaskExecutors' and JobManagers' shared disk (runtime/local/fs-state-files.ts), or
+// `s3://bucket/key` (runtime/aws/s3-state-files.ts). The file system registered for a URI's scheme gives
+// its store (runtime/blob/file-systems.ts).
+//
+// The rules every adapter keeps:
+// - A write is whole or nothing: a reader never sees part of a file (locally a temporary file renamed into
+//   place, on S3 one PUT). Writing a file that exists replaces it.
+// - A read of a file that does not exist fails with a StateFileNotFoundError naming it.
+// - Deleting what does not exist is no error.
+
+export interface StateFileStore {
+  /** Writes `bytes` as the file `uri` (its folders made as needed). */
+  write(uri: string, bytes: Uint8Array): Promise<void>;
+  /** The bytes of `uri`, all of them or those of [offset, offset + length). */
+  read(uri: string, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array>;
+  /** Deletes the files. */
+  delete(uris: readonly string[]): Promise<void>;
+  /** Deletes the folder (prefix) `uri` and everything below it. */
+  deleteFolder(uri: string): Promise<void>;
+  /** The URIs of the files below the folder (prefix) `uri`, in order; none when there is none. */
+  list(uri: string): Promise<string[]>;
+}
+
+/** A state file that is not there: a checkpoint whose files were deleted, or a wrong pointer. */
+export class StateFileNotFoundError extends Error {
+  readonly uri: string;
+  constructor(uri: string, options?: ErrorOptions) {
+    super(`checkpoint file '${uri}' does not exist: the checkpoint was deleted, or the path names no checkpoint`, options);
+    this.name = 'StateFileNotFoundError';
+    this.uri = uri;
+  }
+}

@@ -1,0 +1,40 @@
+// Checkpoint storage on local files (file://): the CheckpointStorage contract, and local paths taken as
+// file:// URIs.
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { checkpointStorageFor } from '../../runtime/checkpoint/file-system-checkpoint-storage.js';
+import { describeCheckpointStorageContract } from '../contracts/checkpoint-storage.contract.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'floe-checkpoints-'));
+let n = 0;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Every file below `path`, hidden ones included (a temporary file left behind would show). */
+function filesBelow(path: string): string[] {
+  try {
+    return readdirSync(path, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => `file://${join(e.parentPath, e.name)}`)
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+describeCheckpointStorageContract('local files', {
+  newRoot: () => `file://${join(dir, `root-${n++}`)}`,
+  files: (root) => Promise.resolve(filesBelow(root.slice('file://'.length))),
+});
+
+describe('checkpoint storage on a local path', () => {
+  it('takes a plain absolute path as the file:// URI of the same folder', async () => {
+    const root = join(dir, 'plain');
+    const storage = checkpointStorageFor(`${root}/`, 'job-1');
+    const handle = await storage.write(1, 'state', new Uint8Array([1, 2, 3]));
+    expect(handle.uri).toBe(`file://${root}/job-1/chk-1/state`);
+    expect(filesBelow(root)).toEqual([handle.uri]);
+    expect([...(await storage.read({ uri: `${root}/job-1/chk-1/state`, size: 3 }))]).toEqual([1, 2, 3]);
+  });
+});
