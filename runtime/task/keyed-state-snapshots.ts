@@ -8,7 +8,8 @@ import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.j
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
-import { encodeKeyGroups, readKeyGroups, writeKeyGroups, type TimerRecord } from './state/key-group-snapshot.js';
+import { encodeKeyGroups, writeKeyGroups, type TimerRecord } from './state/key-group-snapshot.js';
+import { readLatestKeyGroups } from './state/key-group-snapshots.js';
 import type { HeapInternalTimerService } from './timer-service.js';
 
 /** One timer service of an operator, by a name unique in the operator, with its namespace's plain form. */
@@ -71,6 +72,9 @@ export function snapshotKeyedState(
     for (const timer of t.service.eventTimeTimers()) add('event', timer);
     for (const timer of t.service.processingTimeTimers()) add('processing', timer);
   }
+  if (backend.snapshotKeyGroups !== undefined) {
+    return backend.snapshotKeyGroups(checkpointId, access, fileName, (g) => byGroup.get(g) ?? []).then(({ handles }) => ({ keyed: handles, operator: [] }));
+  }
   let encoded: ReturnType<typeof encodeKeyGroups>;
   try {
     encoded = encodeKeyGroups(range, (g) => ({ entries: snapshotEntries(g), timers: byGroup.get(g) ?? [] }));
@@ -91,13 +95,9 @@ export async function restoreKeyedState(
   timers: readonly NamedTimerService[],
 ): Promise<void> {
   if (restored === undefined || restored.keyed.length === 0) return;
-  const restoreEntry = backend.restoreEntry?.bind(backend);
-  if (restoreEntry === undefined)
-    throw new StateSnapshotError(`the keyed state backend (${backend.constructor.name}) cannot restore entries from a checkpoint`);
   const byName = new Map(timers.map((t) => [t.name, t]));
-  await readKeyGroups(restored.keyed, backend.keyGroupRange, access, (_group, contents) => {
-    for (const entry of contents.entries) restoreEntry(entry);
-    for (const t of contents.timers) {
+  const restoreTimers = (list: readonly TimerRecord[]): void => {
+    for (const t of list) {
       const named = byName.get(t.service);
       if (named === undefined) {
         throw new StateSnapshotError(
@@ -110,5 +110,14 @@ export async function restoreKeyedState(
       if (t.domain === 'event') named.service.registerEventTimeTimer(namespace, t.timestamp);
       else named.service.registerProcessingTimeTimer(namespace, t.timestamp);
     }
+  };
+  if (backend.restoreKeyGroups !== undefined) return backend.restoreKeyGroups(restored.keyed, access, restoreTimers);
+  const restoreEntry = backend.restoreEntry?.bind(backend);
+  if (restoreEntry === undefined)
+    throw new StateSnapshotError(`the keyed state backend (${backend.constructor.name}) cannot restore entries from a checkpoint`);
+  // The last handle that holds a group wins (an incremental checkpoint's newer files come later).
+  await readLatestKeyGroups(restored.keyed, backend.keyGroupRange, access, (_group, contents) => {
+    for (const entry of contents.entries) restoreEntry(entry);
+    restoreTimers(contents.timers);
   });
 }

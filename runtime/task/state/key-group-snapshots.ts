@@ -1,15 +1,14 @@
-// Keyed state written key group by key group (Flink's KeyGroupsStateHandle): one file per snapshot with a
-// section per key group, so a restore reads only the groups it owns, from any set of handles (rescaling).
-// A section is present (it may hold no entries) or empty (zero bytes: the group is not in this file, as in an
-// incremental snapshot that writes only the groups touched since the last one); for each key group the last
-// handle in the list that holds it wins.
-import { Packr, unpackMultiple } from 'msgpackr';
+// Incremental keyed-state snapshots in the key-group format of key-group-snapshot.ts: a file holds a
+// section per key group that is present (it may hold nothing: one empty msgpack array) or absent (zero
+// bytes: the group is not in this file, as in an incremental snapshot that writes only the groups touched
+// since the last completed checkpoint). For each key group the last handle in the list that holds it wins.
+import { Packr } from 'msgpackr';
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
 import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
-import type { StateKind } from '../../api/state.js';
 import type { KeyedStateEntry, KeyGroupRange } from './keyed-state-backend.js';
+import { encodeKeyGroup, readKeyGroups, type KeyGroupContents, type TimerRecord } from './key-group-snapshot.js';
 
-/** The codec of state values: the records' (BigInts of any size as an extension), buffers copied out. */
+/** The codec of state values in lmdb: the records' (BigInts of any size as an extension), buffers copied out. */
 export const stateCodec = new Packr({
   useRecords: false,
   moreTypes: false,
@@ -19,41 +18,25 @@ export const stateCodec = new Packr({
   copyBuffers: true,
 });
 
-/** The first byte of a present section: msgpack's nil. */
-const PRESENT = 0xc0;
+/** A present section that holds nothing: msgpack's empty array. */
+const PRESENT_EMPTY = Uint8Array.of(0x90);
+const ABSENT = new Uint8Array(0);
 
-/**
- * A key group's section: the marker, then per entry [state name, kind, key, value]. A map state's value
- * (a Map from the user key's canonical form to [user key, value]) travels as its [user key, value] pairs.
- */
-export function encodeKeyGroupSection(entries: Iterable<KeyedStateEntry>): Buffer {
-  const parts: Buffer[] = [Buffer.of(PRESENT)];
-  for (const e of entries) {
-    const value = e.kind === 'map' ? Array.from((e.value as Map<string, unknown>).values()) : e.value;
-    parts.push(stateCodec.pack([e.stateName, e.kind, e.key, value]));
-  }
-  return Buffer.concat(parts);
+/** A key group's section: present, even when it holds nothing. */
+export function presentSection(entries: KeyedStateEntry[], timers: TimerRecord[]): Uint8Array {
+  const bytes = encodeKeyGroup({ entries, timers });
+  return bytes.length === 0 ? PRESENT_EMPTY : bytes;
 }
 
-/** The entries of a present section (map values as [user key, value] pairs); none for an empty one. */
-export function decodeKeyGroupSection(section: Uint8Array): { stateName: string; kind: StateKind; key: unknown; value: unknown }[] {
-  if (section.length === 0) return [];
-  if (section[0] !== PRESENT)
-    throw new Error(`a key-group section starts with 0x${PRESENT.toString(16)}, found 0x${section[0]!.toString(16)}: the file is no keyed-state snapshot`);
-  if (section.length === 1) return [];
-  const bytes = Buffer.from(section.buffer, section.byteOffset + 1, section.length - 1);
-  return (unpackMultiple(bytes) as [string, StateKind, unknown, unknown][]).map(([stateName, kind, key, value]) => ({ stateName, kind, key, value }));
-}
-
-/** Builds one file of the groups [range.start, range.end]: `section(g)` gives group g's bytes (empty: absent). */
-export function keyGroupsFile(range: KeyGroupRange, section: (group: number) => Buffer): { bytes: Buffer; offsets: number[]; present: number } {
-  const parts: Buffer[] = [];
+/** Builds one file of the groups [range.start, range.end]: `section(g)` gives group g's bytes (undefined: absent). */
+export function keyGroupsFile(range: KeyGroupRange, section: (group: number) => Uint8Array | undefined): { bytes: Buffer; offsets: number[]; present: number } {
+  const parts: Uint8Array[] = [];
   const offsets: number[] = [];
   let at = 0;
   let present = 0;
   for (let g = range.start; g <= range.end; g++) {
     offsets.push(at);
-    const s = section(g);
+    const s = section(g) ?? ABSENT;
     if (s.length > 0) present++;
     parts.push(s);
     at += s.length;
@@ -61,20 +44,13 @@ export function keyGroupsFile(range: KeyGroupRange, section: (group: number) => 
   return { bytes: Buffer.concat(parts, at), offsets, present };
 }
 
-/** The byte range [from, to) of group `g` in a handle (g inside its range). */
-export function sectionOf(handle: KeyGroupsStateHandle, g: number): { from: number; to: number } {
-  const i = g - handle.start;
-  const from = handle.offsets[i]!;
-  const to = i + 1 < handle.offsets.length ? handle.offsets[i + 1]! : handle.handle.size;
-  return { from, to };
-}
-
 /** Whether a handle holds group g (a present section). */
-export const holds = (handle: KeyGroupsStateHandle, g: number): boolean => {
+function holds(handle: KeyGroupsStateHandle, g: number): boolean {
   if (g < handle.start || g > handle.end) return false;
-  const { from, to } = sectionOf(handle, g);
-  return to > from;
-};
+  const i = g - handle.start;
+  const to = i + 1 < handle.offsets.length ? handle.offsets[i + 1]! : handle.handle.size;
+  return to > handle.offsets[i]!;
+}
 
 /** The handles still needed for `range`: those that hold, for some group, its last present section. */
 export function liveHandles(handles: readonly KeyGroupsStateHandle[], range: KeyGroupRange): KeyGroupsStateHandle[] {
@@ -87,33 +63,22 @@ export function liveHandles(handles: readonly KeyGroupsStateHandle[], range: Key
 }
 
 /**
- * Reads the key groups of `range` from `handles` (the last holder of each group wins), one ranged read per
- * handle, and hands each group's entries to `restore`.
+ * Reads the key groups of `range` from `handles`, the last holder of each group winning (later handles
+ * are read first and older sections of a group already read are skipped), and hands each group's
+ * contents to `restore` once.
  */
-export async function readKeyGroups(
+export async function readLatestKeyGroups(
   handles: readonly KeyGroupsStateHandle[],
   range: KeyGroupRange,
-  streams: Pick<CheckpointStreamFactory, 'read'>,
-  restore: (group: number, entries: ReturnType<typeof decodeKeyGroupSection>) => void,
-): Promise<{ bytesRead: number }> {
-  const winner = new Map<number, number>();
-  handles.forEach((h, i) => {
-    for (let g = Math.max(h.start, range.start); g <= Math.min(h.end, range.end); g++) if (holds(h, g)) winner.set(g, i);
-  });
-  let bytesRead = 0;
-  for (let i = 0; i < handles.length; i++) {
-    const h = handles[i]!;
-    const groups = [...winner].filter(([, w]) => w === i).map(([g]) => g);
-    if (groups.length === 0) continue;
-    groups.sort((a, b) => a - b);
-    const from = sectionOf(h, groups[0]!).from;
-    const to = sectionOf(h, groups[groups.length - 1]!).to;
-    const bytes = await streams.read(h.handle, { offset: from, length: to - from });
-    bytesRead += bytes.length;
-    for (const g of groups) {
-      const s = sectionOf(h, g);
-      restore(g, decodeKeyGroupSection(bytes.subarray(s.from - from, s.to - from)));
-    }
+  access: CheckpointStreamFactory,
+  restore: (group: number, contents: KeyGroupContents) => void,
+): Promise<void> {
+  const done = new Set<number>();
+  for (const h of [...liveHandles(handles, range)].reverse()) {
+    await readKeyGroups([h], range, access, (group, contents) => {
+      if (done.has(group)) return;
+      done.add(group);
+      restore(group, contents);
+    });
   }
-  return { bytesRead };
 }

@@ -5,6 +5,9 @@ import type { StateDescriptor, StateKind } from '../../api/state.js';
 
 import { defaultMaxParallelism } from '../../api/translate.js';
 import type { TaskDeploymentDescriptor } from '../../protocol/task-deployment.js';
+import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
+import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
+import type { TimerRecord } from './key-group-snapshot.js';
 
 export { defaultMaxParallelism };
 
@@ -45,6 +48,21 @@ export interface KeyedStateBackend {
   snapshotEntries?(keyGroup: number): KeyedStateEntry[];
   /** Puts back one entry snapshotEntries gave; its key lies in this backend's key groups. */
   restoreEntry?(entry: KeyedStateEntry): void;
+  /**
+   * Writes the backend's key groups itself, with each group's timers, in the same format (the lmdb
+   * backend: incrementally, the copy pinned at the call while the task goes on). Present: snapshots use it
+   * rather than snapshotEntries.
+   */
+  snapshotKeyGroups?(
+    checkpointId: number,
+    access: CheckpointStreamFactory,
+    name: string,
+    timersOf: (keyGroup: number) => TimerRecord[],
+  ): Promise<{ handles: KeyGroupsStateHandle[]; bytesPersisted: number }>;
+  /** Reads back what snapshotKeyGroups wrote (any handles, any ranges), each group's timers to `onTimers`. */
+  restoreKeyGroups?(handles: readonly KeyGroupsStateHandle[], access: CheckpointStreamFactory, onTimers: (timers: TimerRecord[]) => void): Promise<void>;
+  /** A checkpoint this backend wrote completed: incremental snapshots build on it. */
+  notifyCheckpointComplete?(checkpointId: number): void;
   /** Drops every entry. */
   dispose(): void;
 }

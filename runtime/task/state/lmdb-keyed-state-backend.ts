@@ -3,8 +3,8 @@
 // length of the key's canonical form (4 bytes) and that form, then for map state the user key's canonical
 // form: a key group is one contiguous range, a key's map one prefix. Values are msgpack. Writes go to a
 // small write cache that reads see at once and that is committed in one transaction when it fills, before a
-// range is read, and at a snapshot. Snapshots write key groups (key-group-snapshots.ts): in full, or only
-// the groups touched since the last completed checkpoint, with a full materialization every N.
+// range is read, and at a snapshot. Snapshots write key groups in key-group-snapshot.ts's format: in full, or
+// (key-group-snapshots.ts) only the groups touched since the last completed checkpoint, with a full one every N.
 import { rmSync } from 'node:fs';
 import { open, type RootDatabase } from 'lmdb';
 import { canonicalKey, keyGroupOf } from '../../network/key-groups.js';
@@ -18,7 +18,8 @@ import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState,
 import type { StateCell } from './heap-states.js';
 import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
-import { encodeKeyGroupSection, keyGroupsFile, liveHandles, readKeyGroups, stateCodec } from './key-group-snapshots.js';
+import { keyGroupsFile, liveHandles, presentSection, readLatestKeyGroups, stateCodec } from './key-group-snapshots.js';
+import type { TimerRecord } from './key-group-snapshot.js';
 
 export interface LmdbKeyedStateBackendOptions {
   readonly maxParallelism: number;
@@ -50,10 +51,15 @@ interface SnapshotRecord {
   readonly checkpointId: number;
   readonly handles: readonly KeyGroupsStateHandle[];
   readonly touched: ReadonlySet<number>;
+  /** The groups that held timers at the snapshot: the next incremental one writes them again. */
+  readonly timerGroups: ReadonlySet<number>;
 }
 
+/** A map state's entry as a snapshot writes it: its [user key, value] pairs instead of the Map. */
+const snapshotForm = (e: KeyedStateEntry): KeyedStateEntry => (e.kind === 'map' ? { ...e, value: [...(e.value as Map<string, unknown>).values()] } : e);
+
 const HEADER = 8;
-const EMPTY = Buffer.alloc(0);
+const NOTHING_CONFIRMED = { handles: [], timerGroups: new Set<number>() } as const;
 /** Bytes of snapshot sections encoded between two yields to the task. */
 const YIELD_BYTES = 1 << 20;
 /** What a group counts for, however small: a yield every 64 groups at most. */
@@ -76,7 +82,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   private touched = new Set<number>();
   /** Snapshots not yet confirmed complete, oldest first, after the last completed one. */
   private pending: SnapshotRecord[] = [];
-  private confirmed: readonly KeyGroupsStateHandle[] = [];
+  private confirmed: { readonly handles: readonly KeyGroupsStateHandle[]; readonly timerGroups: ReadonlySet<number> } = NOTHING_CONFIRMED;
   private readonly fullEvery: number;
   private sinceFull = Infinity;
   private disposed = false;
@@ -172,31 +178,62 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
 
   // ---- snapshots ------------------------------------------------------------------------------------
 
+  /** The entries of `keyGroup` as a checkpoint writes them (key-group-snapshot.ts): a full snapshot's path. */
+  snapshotEntries(keyGroup: number): KeyedStateEntry[] {
+    this.flush();
+    return Array.from(this.groupEntries(keyGroup, undefined), snapshotForm);
+  }
+
+  /** Puts back one entry snapshotEntries gave (its key must lie in this backend's key groups). */
+  restoreEntry(entry: KeyedStateEntry): void {
+    const r = this.register(entry.stateName, entry.kind);
+    const canonical = canonicalKey(entry.key);
+    const group = keyGroupOf(canonical, this.maxParallelism);
+    const bytes = Buffer.from(canonical, 'utf8');
+    if (entry.kind === 'map') {
+      for (const pair of entry.value as [unknown, unknown][]) this.put(group, r.id, bytes, canonicalKey(pair[0]), pair, canonical);
+    } else {
+      this.put(group, r.id, bytes, undefined, entry.value, canonical);
+    }
+    // What the next checkpoint builds on is not this backend's own: it writes in full.
+    if (this.confirmed !== NOTHING_CONFIRMED) this.confirmed = NOTHING_CONFIRMED;
+    this.pending.length = 0;
+    this.sinceFull = Infinity;
+  }
+
   /**
-   * Writes this backend's key groups for checkpoint `checkpointId` through `streams`, as file `name`: every
-   * group, or (incremental, when the last full one is fewer than `fullEvery` checkpoints back) only the groups
-   * touched since the last completed checkpoint, with the handles of that checkpoint for the others. The
-   * copy is taken before the first await: writes after the call are not in it.
+   * Writes this backend's key groups, with `timersOf(g)` (an operator's timers of group g), as file `name`
+   * of checkpoint `checkpointId`: every group, or (incremental, while the last full snapshot is fewer than
+   * `fullEvery` checkpoints back) only the groups touched since the last completed checkpoint or holding
+   * timers then or now, with that checkpoint's handles for the others. The copy is the state at the call:
+   * the groups are read in a read transaction while the task runs on.
    */
-  async snapshot(
+  async snapshotKeyGroups(
     checkpointId: number,
-    streams: Pick<CheckpointStreamFactory, 'write'>,
+    access: Pick<CheckpointStreamFactory, 'write'>,
     name: string,
+    timersOf: (group: number) => TimerRecord[] = () => [],
   ): Promise<{ handles: KeyGroupsStateHandle[]; bytesPersisted: number; incremental: boolean }> {
     this.flush();
     const txn = this.db.useReadTransaction();
     const touchedNow = this.touched;
     this.touched = new Set();
+    const timers = new Map<number, TimerRecord[]>();
+    for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
+      const t = timersOf(g);
+      if (t.length > 0) timers.set(g, t);
+    }
     const incremental = this.sinceFull + 1 < this.fullEvery;
-    const write = new Set<number>(touchedNow);
+    const write = new Set<number>([...touchedNow, ...timers.keys(), ...this.confirmed.timerGroups]);
     if (incremental) for (const p of this.pending) for (const g of p.touched) write.add(g);
+    const record: SnapshotRecord = { checkpointId, handles: [], touched: touchedNow, timerGroups: new Set(timers.keys()) };
     try {
       // Group by group, yielding to the task between them: the read transaction keeps the copy as it was.
-      const sections = new Map<number, Buffer>();
+      const sections = new Map<number, Uint8Array>();
       let sinceYield = 0;
       for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
         if (incremental && !write.has(g)) continue;
-        const section = encodeKeyGroupSection(this.groupEntries(g, txn));
+        const section = presentSection(Array.from(this.groupEntries(g, txn), snapshotForm), timers.get(g) ?? []);
         sections.set(g, section);
         sinceYield += section.length + YIELD_GROUP_BYTES;
         if (sinceYield > YIELD_BYTES) {
@@ -204,17 +241,18 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
           await new Promise((resolve) => setImmediate(resolve));
         }
       }
-      const file = keyGroupsFile(this.keyGroupRange, (g) => sections.get(g) ?? EMPTY);
-      let handles: KeyGroupsStateHandle[] = incremental ? [...this.confirmed] : [];
+      const file = keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
+      let handles: KeyGroupsStateHandle[] = incremental ? [...this.confirmed.handles] : [];
       let bytesPersisted = 0;
       if (file.present > 0 || !incremental) {
-        const handle = await streams.write(checkpointId, name, file.bytes, { shared: true });
+        // Shared files of all checkpoints sit in one folder: the id keeps the name unique there.
+        const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes, { shared: true });
         bytesPersisted = file.bytes.length;
         handles.push({ handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true });
         handles = liveHandles(handles, this.keyGroupRange);
       }
       this.sinceFull = incremental ? this.sinceFull + 1 : 0;
-      this.pending.push({ checkpointId, handles, touched: touchedNow });
+      this.pending.push({ ...record, handles });
       return { handles, bytesPersisted, incremental };
     } catch (e) {
       // The groups this snapshot took stay to be written by the next one.
@@ -229,32 +267,25 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   notifyCheckpointComplete(checkpointId: number): void {
     const i = this.pending.findIndex((p) => p.checkpointId === checkpointId);
     if (i < 0) return;
-    this.confirmed = this.pending[i]!.handles;
+    const done = this.pending[i]!;
+    this.confirmed = { handles: done.handles, timerGroups: done.timerGroups };
     this.pending = this.pending.slice(i + 1);
   }
 
-  /** Restores the key groups of this backend's range from `handles` (of any subtasks, any ranges). */
-  async restore(handles: readonly KeyGroupsStateHandle[], streams: Pick<CheckpointStreamFactory, 'read'>): Promise<{ bytesRead: number }> {
-    const result = await readKeyGroups(handles, this.keyGroupRange, streams, (group, entries) => {
-      for (const e of entries) {
-        const r = this.register(e.stateName, e.kind);
-        const canonical = canonicalKey(e.key);
-        const bytes = Buffer.from(canonical, 'utf8');
-        if (e.kind === 'map') {
-          for (const [userKey, value] of e.value as [unknown, unknown][]) {
-            this.put(group, r.id, bytes, canonicalKey(userKey), [userKey, value]);
-          }
-        } else {
-          this.put(group, r.id, bytes, undefined, e.value);
-        }
-      }
+  /**
+   * Restores the key groups of this backend's range from `handles` (of any subtasks, any ranges, the last
+   * holder of a group winning), handing each group's timers to `onTimers`.
+   */
+  async restoreKeyGroups(
+    handles: readonly KeyGroupsStateHandle[],
+    access: CheckpointStreamFactory,
+    onTimers: (timers: TimerRecord[]) => void = () => {},
+  ): Promise<void> {
+    await readLatestKeyGroups(handles, this.keyGroupRange, access, (_group, contents) => {
+      for (const e of contents.entries) this.restoreEntry(e);
+      if (contents.timers.length > 0) onTimers(contents.timers);
     });
     this.flush();
-    // What the next checkpoint builds on is not this backend's own: it writes in full.
-    this.confirmed = [];
-    this.pending = [];
-    this.sinceFull = Infinity;
-    return result;
   }
 
   // ---- records ---------------------------------------------------------------------------------------

@@ -7,10 +7,14 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor } from '../../../runtime/api/state.js';
 import { ManualClock } from '../../../runtime/core/clock.js';
 import { canonicalKey, keyGroupOf } from '../../../runtime/network/key-groups.js';
-import type { CheckpointStreamFactory } from '../../../runtime/checkpoint/checkpoint-storage.js';
-import type { StreamStateHandle } from '../../../runtime/protocol/checkpoints.js';
+import { MemoryCheckpointStreams } from '../../support/checkpoint-streams.js';
 import type { KeyGroupRange } from '../../../runtime/task/state/keyed-state-backend.js';
 import { LmdbKeyedStateBackend } from '../../../runtime/task/state/lmdb-keyed-state-backend.js';
+import { HeapKeyedStateBackend } from '../../../runtime/task/state/heap-keyed-state-backend.js';
+import type { KeyedStateBackend } from '../../../runtime/task/state/keyed-state-backend.js';
+import { restoreKeyedState, snapshotKeyedState, NO_NAMESPACE } from '../../../runtime/task/keyed-state-snapshots.js';
+import { HeapInternalTimerService, mailboxProcessingTimeService, type InternalTimer } from '../../../runtime/task/timer-service.js';
+import { Mailbox } from '../../../runtime/task/mailbox.js';
 
 const MAX = 128;
 const root = mkdtempSync(join(tmpdir(), 'floe-lmdb-snap-'));
@@ -34,32 +38,12 @@ function backend(range: KeyGroupRange = { start: 0, end: MAX - 1 }, fullEvery = 
   return b;
 }
 
-/** Checkpoint storage in memory, counting the bytes read. */
-class MemoryStreams implements CheckpointStreamFactory {
-  readonly files = new Map<string, Uint8Array>();
-  bytesRead = 0;
-
-  write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle> {
-    const uri = `mem://${options?.shared === true ? 'shared' : `chk-${checkpointId}`}/${name}-${checkpointId}`;
-    this.files.set(uri, Uint8Array.from(bytes));
-    return Promise.resolve({ uri, size: bytes.length });
-  }
-
-  read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array> {
-    const all = this.files.get(handle.uri);
-    if (all === undefined) throw new Error(`no file ${handle.uri}`);
-    const bytes = range === undefined ? all : all.subarray(range.offset, range.offset + range.length);
-    this.bytesRead += bytes.length;
-    return Promise.resolve(bytes);
-  }
-}
-
 const counts = new ValueStateDescriptor<number>('count');
 const seen = new ListStateDescriptor<string>('seen');
 const tags = new MapStateDescriptor<string, number>('tags');
 const groupOf = (key: unknown): number => keyGroupOf(canonicalKey(key), MAX);
 
-function fill(b: LmdbKeyedStateBackend, keys: readonly string[], round: number): void {
+function fill(b: KeyedStateBackend, keys: readonly string[], round: number): void {
   const count = b.getPartitionedState(counts);
   const list = b.getPartitionedState(seen);
   const map = b.getPartitionedState(tags);
@@ -72,7 +56,7 @@ function fill(b: LmdbKeyedStateBackend, keys: readonly string[], round: number):
 }
 
 /** Every key's state, as a user reads it. */
-function contents(b: LmdbKeyedStateBackend, keys: readonly string[]): Record<string, unknown> {
+function contents(b: KeyedStateBackend, keys: readonly string[]): Record<string, unknown> {
   const count = b.getPartitionedState(counts);
   const list = b.getPartitionedState(seen);
   const map = b.getPartitionedState(tags);
@@ -88,30 +72,30 @@ const keys = Array.from({ length: 600 }, (_, i) => `user-${i}`);
 
 describe('lmdb snapshots', () => {
   it('restores a full snapshot exactly', async () => {
-    const streams = new MemoryStreams();
+    const streams = new MemoryCheckpointStreams();
     const a = backend();
     fill(a, keys, 1);
     fill(a, keys.slice(0, 100), 2);
-    const { handles } = await a.snapshot(1, streams, 'op-0');
+    const { handles } = await a.snapshotKeyGroups(1, streams, 'op-0');
     expect(handles).toHaveLength(1);
     expect(handles[0]!.offsets).toHaveLength(MAX);
     const b = backend();
-    await b.restore(handles, streams);
+    await b.restoreKeyGroups(handles, streams);
     expect(contents(b, keys)).toEqual(contents(a, keys));
   });
 
   it('restores any key-group range from the handles of other subtasks, reading only its groups', async () => {
-    const streams = new MemoryStreams();
+    const streams = new MemoryCheckpointStreams();
     const left = backend({ start: 0, end: 63 });
     const right = backend({ start: 64, end: 127 });
     const leftKeys = keys.filter((k) => groupOf(k) <= 63);
     const rightKeys = keys.filter((k) => groupOf(k) >= 64);
     fill(left, leftKeys, 1);
     fill(right, rightKeys, 1);
-    const handles = [...(await left.snapshot(7, streams, 'op-0')).handles, ...(await right.snapshot(7, streams, 'op-1')).handles];
+    const handles = [...(await left.snapshotKeyGroups(7, streams, 'op-0')).handles, ...(await right.snapshotKeyGroups(7, streams, 'op-1')).handles];
     const total = [...streams.files.values()].reduce((s, f) => s + f.length, 0);
     const middle = backend({ start: 32, end: 95 });
-    await middle.restore(handles, streams);
+    await middle.restoreKeyGroups(handles, streams);
     const mine = keys.filter((k) => groupOf(k) >= 32 && groupOf(k) <= 95);
     const expected = { ...contents(left, leftKeys), ...contents(right, rightKeys) };
     expect(contents(middle, mine)).toEqual(Object.fromEntries(mine.map((k) => [k, expected[k]])));
@@ -120,10 +104,10 @@ describe('lmdb snapshots', () => {
   });
 
   it('writes only the touched key groups between full snapshots, and restores the latest state', async () => {
-    const streams = new MemoryStreams();
+    const streams = new MemoryCheckpointStreams();
     const a = backend(undefined, 3);
     fill(a, keys, 1);
-    const first = await a.snapshot(1, streams, 'op-0');
+    const first = await a.snapshotKeyGroups(1, streams, 'op-0');
     expect(first.incremental).toBe(false);
     a.notifyCheckpointComplete(1);
     const few = keys.slice(0, 3);
@@ -132,40 +116,90 @@ describe('lmdb snapshots', () => {
     a.getPartitionedState(counts).clear();
     a.getPartitionedState(seen).clear();
     a.getPartitionedState(tags).clear();
-    const second = await a.snapshot(2, streams, 'op-0');
+    const second = await a.snapshotKeyGroups(2, streams, 'op-0');
     expect(second.incremental).toBe(true);
     expect(second.bytesPersisted).toBeLessThan(first.bytesPersisted / 10);
     expect(second.handles.map((h) => h.handle.uri)).toEqual([first.handles[0]!.handle.uri, expect.stringContaining('-2')]);
     expect(second.handles.every((h) => h.shared === true)).toBe(true);
 
     const restored = backend();
-    await restored.restore(second.handles, streams);
+    await restored.restoreKeyGroups(second.handles, streams);
     expect(contents(restored, keys)).toEqual(contents(a, keys));
     expect(contents(restored, keys)[keys[3]!]).toBeUndefined();
 
     // Not confirmed: the third still carries the second's groups. The fourth is full again.
     fill(a, keys.slice(10, 11), 3);
-    const third = await a.snapshot(3, streams, 'op-0');
+    const third = await a.snapshotKeyGroups(3, streams, 'op-0');
     expect(third.incremental).toBe(true);
     const again = backend();
-    await again.restore(third.handles, streams);
+    await again.restoreKeyGroups(third.handles, streams);
     expect(contents(again, keys)).toEqual(contents(a, keys));
     a.notifyCheckpointComplete(3);
-    const fourth = await a.snapshot(4, streams, 'op-0');
+    const fourth = await a.snapshotKeyGroups(4, streams, 'op-0');
     expect(fourth.incremental).toBe(false);
     expect(fourth.handles).toHaveLength(1);
   });
 
   it('takes the state as it was at the call: writes made while the file is written stay out', async () => {
-    const streams = new MemoryStreams();
+    const streams = new MemoryCheckpointStreams();
     const a = backend();
     fill(a, keys, 1);
     const before = contents(a, keys);
-    const taken = a.snapshot(1, streams, 'op-0');
+    const taken = a.snapshotKeyGroups(1, streams, 'op-0');
     fill(a, keys, 2);
     const { handles } = await taken;
     const b = backend();
-    await b.restore(handles, streams);
+    await b.restoreKeyGroups(handles, streams);
     expect(contents(b, keys)).toEqual(before);
+  });
+  it("a keyed operator's checkpoint moves between the heap and lmdb backends, both ways", async () => {
+    const streams = new MemoryCheckpointStreams();
+    const heap = new HeapKeyedStateBackend({ maxParallelism: MAX, keyGroupRange: { start: 0, end: MAX - 1 }, clock: new ManualClock() });
+    fill(heap, keys, 1);
+    fill(heap, keys.slice(0, 50), 2);
+    const fromHeap = await snapshotKeyedState(1, streams, heap, [], 'heap');
+    const lmdb = backend({ start: 0, end: 63 });
+    await restoreKeyedState(fromHeap, streams, lmdb, []);
+    const low = keys.filter((k) => groupOf(k) <= 63);
+    expect(contents(lmdb, low)).toEqual(contents(heap, low));
+    const fromLmdb = await snapshotKeyedState(2, streams, lmdb, [], 'lmdb');
+    expect(fromLmdb.keyed[0]!.shared).toBe(true);
+    const back = new HeapKeyedStateBackend({ maxParallelism: MAX, keyGroupRange: { start: 0, end: 63 }, clock: new ManualClock() });
+    await restoreKeyedState(fromLmdb, streams, back, []);
+    expect(contents(back, low)).toEqual(contents(heap, low));
+  });
+
+  it('an incremental checkpoint writes again the groups whose timers fired: a restore does not bring them back', async () => {
+    const streams = new MemoryCheckpointStreams();
+    const clock = new ManualClock();
+    const fired: unknown[] = [];
+    const timersOf = (b: KeyedStateBackend, into: unknown[]) => {
+      const service = new HeapInternalTimerService<undefined>(b, mailboxProcessingTimeService(clock, new Mailbox()), {
+        onEventTime: (t: InternalTimer<undefined>) => void into.push(t.key),
+        onProcessingTime: () => undefined,
+      });
+      return { service, named: [{ name: 'user-timers', service, ...NO_NAMESPACE }] };
+    };
+    const a = backend(undefined, 5);
+    const t = timersOf(a, fired);
+    fill(a, keys, 1);
+    keys.slice(0, 20).forEach((k, i) => {
+      a.setCurrentKey(k);
+      t.service.registerEventTimeTimer(undefined, i < 10 ? 100 : 200);
+    });
+    await snapshotKeyedState(1, streams, a, t.named, 'op');
+    a.notifyCheckpointComplete(1);
+    await t.service.advanceWatermark(150);
+    expect(fired).toHaveLength(10);
+    const second = await snapshotKeyedState(2, streams, a, t.named, 'op');
+    expect(second.keyed.length).toBe(2);
+    const restoredFired: unknown[] = [];
+    const b = backend();
+    const rt = timersOf(b, restoredFired);
+    await restoreKeyedState(second, streams, b, rt.named);
+    expect(rt.service.numEventTimeTimers).toBe(10);
+    await rt.service.advanceWatermark(Infinity);
+    expect(restoredFired.sort()).toEqual(keys.slice(10, 20).sort());
+    expect(contents(b, keys)).toEqual(contents(a, keys));
   });
 });
