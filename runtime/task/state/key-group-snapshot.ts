@@ -8,21 +8,14 @@ import { FloeError } from '../../core/errors.js';
 import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
 import type { StateKind } from '../../api/state.js';
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
-import type { KeyGroupRange, KeyedStateEntry } from './keyed-state-backend.js';
+import type { KeyGroupRange, KeyedStateEntry, TimerRecord } from './keyed-state-backend.js';
+
+export type { TimerRecord };
 // The stream elements' codec extensions are registered before anything is encoded or decoded.
 import '../../network/stream-elements.js';
 
 // Each key group's bytes decode alone (no shared structures); BigInts of any size as an extension.
 const packr = new Packr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false });
-
-/** A timer of one of an operator's timer services, by the service's name; `namespace` in its serialized form. */
-export interface TimerRecord {
-  readonly service: string;
-  readonly domain: 'event' | 'processing';
-  readonly key: unknown;
-  readonly namespace: unknown;
-  readonly timestamp: number;
-}
 
 /** What one key group holds: its state entries (values in their stored form) and its timers. */
 export interface KeyGroupContents {

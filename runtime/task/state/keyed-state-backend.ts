@@ -7,7 +7,6 @@ import { defaultMaxParallelism } from '../../api/translate.js';
 import type { TaskDeploymentDescriptor } from '../../protocol/task-deployment.js';
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
 import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
-import type { TimerRecord } from './key-group-snapshot.js';
 
 export { defaultMaxParallelism };
 
@@ -27,6 +26,15 @@ export interface KeyedStateEntry {
   readonly kind: StateKind;
   readonly key: unknown;
   readonly value: unknown;
+}
+
+/** A timer of one of an operator's timer services, by the service's name; `namespace` in its serialized form. */
+export interface TimerRecord {
+  readonly service: string;
+  readonly domain: 'event' | 'processing';
+  readonly key: unknown;
+  readonly namespace: unknown;
+  readonly timestamp: number;
 }
 
 export interface KeyedStateBackend {
