@@ -126,6 +126,65 @@ export function keyGroupOf(canonical: string, maxParallelism: number): number {
   return murmurHash(canonical) % maxParallelism;
 }
 
+/** The UTF-16 code units of an integer key's canonical form, made without a string. */
+const intCodes: number[] = [];
+
+/**
+ * The key group of `key` itself: keyGroupOf(canonicalKey(key)), and for a safe integer the same hash taken
+ * over the code units of its canonical form (\u0001, a minus sign, the decimal digits) without making it.
+ */
+export function keyGroupOfKey(key: unknown, maxParallelism: number): number {
+  if (typeof key !== 'number' || !Number.isSafeInteger(key)) return keyGroupOf(canonicalKey(key), maxParallelism);
+  const codes = intCodes;
+  let n = 0;
+  codes[n++] = 1;
+  let v = key;
+  if (v < 0) {
+    codes[n++] = 45;
+    v = -v;
+  }
+  const first = n;
+  do {
+    codes[n++] = 48 + (v % 10);
+    v = Math.floor(v / 10);
+  } while (v > 0);
+  for (let i = first, j = n - 1; i < j; i++, j--) {
+    const c = codes[i]!;
+    codes[i] = codes[j]!;
+    codes[j] = c;
+  }
+  return murmurCodes(codes, n) % maxParallelism;
+}
+
+/** murmurHash over the first `n` of `codes` (UTF-16 code units). */
+function murmurCodes(codes: readonly number[], n: number, seed = 0x2f1a9e3b): number {
+  let h = seed | 0;
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    let k = codes[i]! | (codes[i + 1]! << 16) | 0;
+    k = Math.imul(k, 0xcc9e2d51);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, 0x1b873593);
+    h ^= k;
+    h = (h << 13) | (h >>> 19);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  }
+  if (i < n) {
+    let k = codes[i]!;
+    k = Math.imul(k, 0xcc9e2d51);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, 0x1b873593);
+    h ^= k;
+  }
+  h ^= n * 2;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
 /** The consumer subtask that owns `keyGroup` (Flink's computeOperatorIndexForKeyGroup). */
 export function subtaskForKeyGroup(keyGroup: number, parallelism: number, maxParallelism: number): number {
   return Math.floor((keyGroup * parallelism) / maxParallelism);
@@ -141,5 +200,5 @@ export function keyGroupRange(subtaskIndex: number, parallelism: number, maxPara
 
 /** The consumer subtask of a key: what a hash partition routes by. */
 export function subtaskForKey(key: unknown, parallelism: number, maxParallelism: number): number {
-  return subtaskForKeyGroup(keyGroupOf(canonicalKey(key), maxParallelism), parallelism, maxParallelism);
+  return subtaskForKeyGroup(keyGroupOfKey(key, maxParallelism), parallelism, maxParallelism);
 }

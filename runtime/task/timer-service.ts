@@ -66,14 +66,14 @@ interface TimerEntry<N> extends InternalTimer<N> {
  * one at that time, a key's timers in their order of registration.
  */
 class TimerQueue<N> {
-  private readonly buckets = new Map<number, Map<string, TimerEntry<N>>>();
+  private readonly buckets = new Map<number, Map<string | number, TimerEntry<N>>>();
   /** The bucket times, a min-heap; a time whose bucket went empty stays until it comes up. */
   private readonly times: number[] = [];
   private count = 0;
   /** The bucket being drained, its iterator, and a key of it whose further timers come next. */
-  private draining: Map<string, TimerEntry<N>> | undefined;
-  private drain: Iterator<[string, TimerEntry<N>]> | undefined;
-  private drainKey: string | undefined;
+  private draining: Map<string | number, TimerEntry<N>> | undefined;
+  private drain: Iterator<[string | number, TimerEntry<N>]> | undefined;
+  private drainKey: string | number | undefined;
 
   constructor(private readonly sameNamespace: (a: N, b: N) => boolean) {}
 
@@ -81,7 +81,7 @@ class TimerQueue<N> {
     return this.count;
   }
 
-  add(canonical: string, key: unknown, namespace: N, timestamp: number): boolean {
+  add(canonical: string | number, key: unknown, namespace: N, timestamp: number): boolean {
     let bucket = this.buckets.get(timestamp);
     if (bucket === undefined) {
       bucket = new Map();
@@ -103,7 +103,7 @@ class TimerQueue<N> {
     return true;
   }
 
-  delete(canonical: string, namespace: N, timestamp: number): void {
+  delete(canonical: string | number, namespace: N, timestamp: number): void {
     const bucket = this.buckets.get(timestamp);
     const first = bucket?.get(canonical);
     if (bucket === undefined || first === undefined) return;
@@ -147,7 +147,7 @@ class TimerQueue<N> {
         this.drain = bucket.entries();
         next = this.drain.next();
       }
-      [canonical, entry] = next.value as [string, TimerEntry<N>];
+      [canonical, entry] = next.value as [string | number, TimerEntry<N>];
     }
     if (entry.next !== undefined) {
       bucket.set(canonical!, entry.next);
@@ -338,8 +338,10 @@ export class HeapInternalTimerService<N> implements InternalTimerService<N> {
     this.wakeUp = { at: next, cancel: () => handle.cancel() };
   }
 
-  /** The key's canonical form; a primitive key is remembered from one call to the next. */
-  private canonical(key: unknown): string {
+  /** The key's identity in the buckets: its canonical form, remembered from one call to the next for a primitive key. */
+  private canonical(key: unknown): string | number {
+    // A number is its own identity as a Map key.
+    if (typeof key === 'number') return key;
     if (key === this.lastKey && this.lastCanonical !== undefined) return this.lastCanonical;
     const canonical = canonicalKey(key);
     if (typeof key !== 'object') {

@@ -9,7 +9,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ResultPartitionId } from '../../runtime/core/ids.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
-import { canonicalKey, InvalidKeyError, keyGroupOf, keyGroupRange, murmurHash, subtaskForKey, subtaskForKeyGroup } from '../../runtime/network/key-groups.js';
+import {
+  canonicalKey,
+  InvalidKeyError,
+  keyGroupOf,
+  keyGroupOfKey,
+  keyGroupRange,
+  murmurHash,
+  subtaskForKey,
+  subtaskForKeyGroup,
+} from '../../runtime/network/key-groups.js';
 import { createChannelSelector, ResultPartition } from '../../runtime/network/result-partition.js';
 import type { Partitioner } from '../../runtime/jobgraph/jobgraph.js';
 import { packageRoot } from '../../runtime/core/paths.js';
@@ -120,6 +129,32 @@ describe('key groups', () => {
         next = end + 1;
       }
       expect(next).toBe(maxParallelism);
+    }
+  });
+
+  it('gives a key the key group of its canonical form, integers included (taken without the string)', () => {
+    const keys: unknown[] = [
+      0,
+      -0,
+      7,
+      -7,
+      10,
+      1234567,
+      -98765432,
+      Number.MAX_SAFE_INTEGER,
+      Number.MIN_SAFE_INTEGER,
+      2 ** 53,
+      1.5,
+      -0.25,
+      1e21,
+      NaN,
+      'a',
+      '',
+      [1, 2],
+    ];
+    for (let i = 0; i < 2000; i++) keys.push(i * 7919 - 5000);
+    for (const key of keys) {
+      for (const maxParallelism of [128, 1000, 32768]) expect(keyGroupOfKey(key, maxParallelism)).toBe(keyGroupOf(canonicalKey(key), maxParallelism));
     }
   });
 

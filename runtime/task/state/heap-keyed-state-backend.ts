@@ -1,6 +1,7 @@
 // Keyed state on the heap (Flink's HeapKeyedStateBackend): per state, one Map per owned key group from a
-// key's canonical form to its entry, so every key group can be iterated, written and moved on its own.
-import { canonicalKey, keyGroupOf } from '../../network/key-groups.js';
+// key's canonical form (a number key: the number itself) to its entry, so every key group can be iterated,
+// written and moved on its own.
+import { canonicalKey, keyGroupOfKey } from '../../network/key-groups.js';
 import type { Clock } from '../../core/clock.js';
 import type { AggregatingStateDescriptor, ReducingStateDescriptor, StateDescriptor, StateKind, ValueStateDescriptor } from '../../api/state.js';
 import { KeyGroupOutOfRangeError, NoCurrentKeyError, StateKindMismatchError } from './keyed-state-backend.js';
@@ -20,7 +21,8 @@ export interface HeapKeyedStateBackendOptions {
 /** The current key as the backend's tables index it. */
 interface CurrentKey {
   key: unknown;
-  canonical: string;
+  /** What the tables' Maps are keyed by: a number key itself (numbers are their own identity in a Map), else its canonical form. */
+  canonical: string | number;
   /** The key group minus the range's start: the index of its Map. */
   groupIndex: number;
   set: boolean;
@@ -33,7 +35,7 @@ interface KeyEntry {
 
 /** One state's entries: a Map per owned key group. Its cell is the current key's entry. */
 class StateTable implements StateCell {
-  readonly groups: Map<string, KeyEntry>[];
+  readonly groups: Map<string | number, KeyEntry>[];
 
   constructor(
     readonly name: string,
@@ -41,7 +43,7 @@ class StateTable implements StateCell {
     groupCount: number,
     private readonly current: CurrentKey,
   ) {
-    this.groups = Array.from({ length: groupCount }, () => new Map<string, KeyEntry>());
+    this.groups = Array.from({ length: groupCount }, () => new Map<string | number, KeyEntry>());
   }
 
   get(): unknown {
@@ -59,7 +61,7 @@ class StateTable implements StateCell {
     this.group().delete(this.current.canonical);
   }
 
-  private group(): Map<string, KeyEntry> {
+  private group(): Map<string | number, KeyEntry> {
     if (!this.current.set) throw new NoCurrentKeyError(this.name);
     return this.groups[this.current.groupIndex]!;
   }
@@ -85,12 +87,14 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   setCurrentKey(key: unknown): void {
-    const canonical = canonicalKey(key);
-    const group = keyGroupOf(canonical, this.maxParallelism);
+    // Records of one key often come in runs.
+    if (key === this.current.key && this.current.set && typeof key !== 'object') return;
+    const canonical = typeof key === 'number' ? key : canonicalKey(key);
+    const group = keyGroupOfKey(key, this.maxParallelism);
     const { start, end } = this.keyGroupRange;
     if (group < start || group > end) {
       throw new KeyGroupOutOfRangeError(
-        `key ${JSON.stringify(canonical)} is in key group ${group}, outside this backend's key groups [${start}, ${end}] of ${this.maxParallelism}; ` +
+        `key ${JSON.stringify(canonicalKey(key))} is in key group ${group}, outside this backend's key groups [${start}, ${end}] of ${this.maxParallelism}; ` +
           'records must reach the subtask that owns their key group (keyBy with the same max parallelism)',
       );
     }
