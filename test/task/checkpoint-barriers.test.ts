@@ -7,12 +7,18 @@ import type { OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
-import { CheckpointBarrier } from '../../runtime/network/stream-elements.js';
+import { CheckpointBarrier, Watermark } from '../../runtime/network/stream-elements.js';
 import type { CheckpointingMode, CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
 import type { InputGateDescriptor, ResultPartitionDescriptor, TaskResult } from '../../runtime/protocol/task-deployment.js';
 import { SubtaskCheckpointCoordinator, type CheckpointReport } from '../../runtime/task/checkpointing.js';
 import { runOperatorChain } from '../../runtime/task/operator-chain.js';
 import { taskDeployment } from '../support/task-deployment.js';
+import { MemoryCheckpointStreams } from '../support/checkpoint-streams.js';
+import type { CheckpointStreamFactory } from '../../runtime/checkpoint/checkpoint-storage.js';
+import type { TaskRestore } from '../../runtime/protocol/checkpoints.js';
+import { KeyedProcessFunction, type KeyedContext } from '../../runtime/api/process-function.js';
+import type { Collector } from '../../runtime/api/process-function.js';
+import { ValueStateDescriptor, type ValueState } from '../../runtime/api/state.js';
 
 const PARTITION: ResultPartitionOptions = { segmentSizeBytes: 256, maxBacklogBuffers: 2, bufferTimeoutMs: 0 };
 const options = (mode: CheckpointingMode): CheckpointOptions => ({ type: 'checkpoint', mode, alignedCheckpointTimeoutMs: -1 });
@@ -27,7 +33,7 @@ const settle = async (): Promise<void> => {
 interface RunningTask {
   /** One upstream partition per input channel, in channel order. */
   readonly upstream: ResultPartition[];
-  /** What the task sent downstream, in order: its records, and `|n|` where barrier n passed. */
+  /** What the task sent downstream, in order: its records, and `|n|` where barrier n passed (not its watermarks). */
   readonly output: unknown[];
   readonly reports: CheckpointReport[];
   readonly coordinator: SubtaskCheckpointCoordinator;
@@ -40,8 +46,16 @@ afterEach(() => {
   for (const c of controllers.splice(0)) c.abort();
 });
 
-/** Runs `ops` as a task reading `channelsPerInput[i]` channels into input i, writing one output partition. */
-function runTask(channelsPerInput: number[], ops: OperatorSpec[], userFunctions: Record<string, unknown>): RunningTask {
+/**
+ * Runs `ops` as a task reading `channelsPerInput[i]` channels into input i, writing one output partition;
+ * `streams` is its checkpoint storage, `restore` what it restores.
+ */
+function runTask(
+  channelsPerInput: number[],
+  ops: OperatorSpec[],
+  userFunctions: Record<string, unknown>,
+  more: { readonly streams?: CheckpointStreamFactory; readonly restore?: TaskRestore } = {},
+): RunningTask {
   const total = channelsPerInput.reduce((a, b) => a + b, 0);
   const upstream = Array.from(
     { length: total },
@@ -86,12 +100,12 @@ function runTask(channelsPerInput: number[], ops: OperatorSpec[], userFunctions:
     },
   }));
   const reports: CheckpointReport[] = [];
-  const coordinator = new SubtaskCheckpointCoordinator('task (1/1)', (r) => reports.push(r));
+  const coordinator = new SubtaskCheckpointCoordinator('task (1/1)', (r) => reports.push(r), more.streams !== undefined ? { streams: more.streams } : {});
   const controller = new AbortController();
   controllers.push(controller);
   const running = runOperatorChain(
     {
-      tdd: taskDeployment(ops, { inputs, outputs: [downDescriptor] }),
+      tdd: taskDeployment(ops, { inputs, outputs: [downDescriptor], ...(more.restore !== undefined ? { restore: more.restore } : {}) }),
       userFunctions: new Map(Object.entries(userFunctions) as [string, Function][]),
       signal: controller.signal,
       outputs: [down],
@@ -103,7 +117,7 @@ function runTask(channelsPerInput: number[], ops: OperatorSpec[], userFunctions:
   const output: unknown[] = [];
   const consuming = (async () => {
     for (let b = await out.next(); b !== undefined; b = await out.next()) {
-      for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
+      for (const r of b.records) if (!(r instanceof Watermark)) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
       b.ack();
     }
   })();
@@ -241,5 +255,137 @@ describe('barriers with AT_LEAST_ONCE', () => {
     await task.finish();
     expect(aroundBarrier(task.output, '|1|')).toEqual({ before: ['a0', 'a1', 'b0'], after: ['b1'] });
     expect(task.reports).toEqual([ackOf(1)]);
+  });
+});
+
+describe("the chain's checkpoint", () => {
+  /** Counts records per key in keyed state and emits `key=count`. */
+  class Count extends KeyedProcessFunction<string, string, string> {
+    private count!: ValueState<number>;
+    override open(): void {
+      this.count = this.getRuntimeContext().getState(new ValueStateDescriptor<number>('count', 0));
+    }
+    processElement(key: string, _ctx: KeyedContext<string>, out: Collector<string>): void {
+      this.count.update(this.count.value()! + 1);
+      out.collect(`${key}=${this.count.value()}`);
+    }
+  }
+  const countTask = (more: { streams: CheckpointStreamFactory; restore?: TaskRestore }): RunningTask =>
+    runTask(
+      [1],
+      [{ kind: 'keyed.process', id: 'op-1', name: 'count', key: { export: 'default', operatorId: 'op-1', role: 'key' }, fn: fn('op-1') }],
+      { 'op-1.key': (k: string) => k, 'op-1': new Count() },
+      more,
+    );
+
+  it("acknowledges with each stateful operator's state as it was at the barrier, which a new attempt restores", async () => {
+    const streams = new MemoryCheckpointStreams();
+    const first = countTask({ streams });
+    const [up] = first.upstream as [ResultPartition];
+    for (const k of ['a', 'b', 'a']) await up.emit(k);
+    await up.broadcastBarrier(barrier(1));
+    // After the barrier: counted by this attempt, but not part of checkpoint 1.
+    await up.emit('a');
+    await first.finish();
+    expect(first.output).toEqual(['a=1', 'b=1', 'a=2', '|1|', 'a=3']);
+    await first.coordinator.settled();
+    expect(first.reports).toHaveLength(1);
+    const ack = first.reports[0]!;
+    if (ack.type !== 'checkpointAck') throw new Error(`expected an acknowledgement, got ${JSON.stringify(ack)}`);
+    expect(Object.keys(ack.state.operators)).toEqual(['v1:0']);
+    const keyed = ack.state.operators['v1:0']!.keyed;
+    expect(keyed.length).toBeGreaterThan(0);
+    expect(ack.metrics.stateSize).toBe(keyed.reduce((n, h) => n + h.handle.size, 0));
+    expect(streams.files.size).toBeGreaterThan(0);
+
+    const second = countTask({ streams, restore: { checkpointId: 1, state: ack.state } });
+    const [again] = second.upstream as [ResultPartition];
+    await again.emit('a');
+    await again.emit('b');
+    await second.finish();
+    expect(second.output).toEqual(['a=3', 'b=2']);
+  });
+
+  it('declines when the state cannot be written, naming the operator; the barrier still goes on', async () => {
+    const failing: CheckpointStreamFactory = {
+      write: () => Promise.reject(new Error('disk full')),
+      read: () => Promise.reject(new Error('nothing to read')),
+    };
+    const task = countTask({ streams: failing });
+    const [up] = task.upstream as [ResultPartition];
+    await up.emit('a');
+    await up.broadcastBarrier(barrier(2));
+    await task.finish();
+    await task.coordinator.settled();
+    expect(task.output).toEqual(['a=1', '|2|']);
+    expect(task.reports).toEqual([
+      {
+        type: 'checkpointDecline',
+        checkpointId: 2,
+        reason: expect.stringMatching(/^operator 'count' of task task \(1\/1\) could not write its state for checkpoint 2: .*disk full/),
+      },
+    ]);
+  });
+});
+
+describe('a source task', () => {
+  it('takes a triggered checkpoint between two records: the barrier leaves after every record emitted before it', async () => {
+    const down = new ResultPartition(
+      { edgeId: 'down', partitionId: ResultPartitionId.of('src-down'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+      0,
+      PARTITION,
+    );
+    const out = new InputGate(['down'], 4);
+    const [producerEnd, consumerEnd] = createLocalPortPair();
+    down.attach(0, producerEnd);
+    out.connect(0, consumerEnd);
+    const reports: CheckpointReport[] = [];
+    const coordinator = new SubtaskCheckpointCoordinator('source (1/1)', (r) => reports.push(r));
+    const controller = new AbortController();
+    controllers.push(controller);
+    const tdd = taskDeployment(
+      [
+        { kind: 'source.sequence', id: 's', name: 'numbers', from: 1, to: 20_000 },
+        { kind: 'map', id: 'm', name: 'same', fn: fn('op-1') },
+      ],
+      {
+        outputs: [
+          { edgeId: 'down', partitionId: ResultPartitionId.of('src-down'), partitionType: 'pipelined', partitioner: 'forward', numberOfSubpartitions: 1 },
+        ],
+      },
+    );
+    // Before the chain runs, a trigger is declined.
+    coordinator.triggerCheckpoint(1, 10, options('EXACTLY_ONCE'));
+    const running = runOperatorChain(
+      {
+        tdd,
+        userFunctions: new Map([['op-1', (x: number) => x]]),
+        signal: controller.signal,
+        outputs: [down],
+        input: undefined,
+        requestSplit: async () => null,
+      },
+      coordinator,
+    );
+    const output: unknown[] = [];
+    let triggered = false;
+    for (let b = await out.next(); b !== undefined; b = await out.next()) {
+      for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
+      b.ack();
+      if (!triggered && output.length > 100) {
+        triggered = true;
+        coordinator.triggerCheckpoint(2, 20, options('EXACTLY_ONCE'));
+      }
+    }
+    await running;
+    await coordinator.settled();
+    const at = output.indexOf('|2|');
+    expect(at).toBeGreaterThan(100);
+    expect(output.filter((r) => typeof r === 'number')).toEqual(Array.from({ length: 20_000 }, (_, i) => i + 1));
+    expect(at).toBeLessThan(output.length - 1);
+    expect(reports).toEqual([{ type: 'checkpointDecline', checkpointId: 1, reason: 'task source (1/1) is not running yet' }, ackOf(2)]);
+    // After the end, a trigger is declined too.
+    coordinator.triggerCheckpoint(3, 30, options('EXACTLY_ONCE'));
+    expect(reports[2]).toEqual({ type: 'checkpointDecline', checkpointId: 3, reason: 'task source (1/1) has ended' });
   });
 });
