@@ -119,13 +119,13 @@ export class BroadcastProcessOperator implements TwoInputOperator {
     return openFunction(this.fn, this.context, undefined);
   }
 
-  readonly processElement1 = (value: unknown, timestamp?: number): Promise<void> => {
+  readonly processElement1 = (value: unknown, timestamp?: number): Promise<void> | void => {
     this.beforeElement(value);
     this.buffer.timestamp = timestamp;
     return this.buffer.call(() => this.process(value, this.readOnlyCtx, this.buffer.collector));
   };
 
-  readonly processElement2 = (value: unknown, timestamp?: number): Promise<void> => {
+  readonly processElement2 = (value: unknown, timestamp?: number): Promise<void> | void => {
     this.buffer.timestamp = timestamp;
     return this.buffer.call(() => this.processBroadcast(value, this.ctx, this.buffer.collector));
   };
@@ -186,7 +186,7 @@ export class KeyedBroadcastProcessOperator extends BroadcastProcessOperator {
     return this.timers.advanceWatermark(watermark);
   }
 
-  private fire(timer: InternalTimer<undefined>, domain: 'EVENT_TIME' | 'PROCESSING_TIME'): Promise<void> {
+  private fire(timer: InternalTimer<undefined>, domain: 'EVENT_TIME' | 'PROCESSING_TIME'): Promise<void> | void {
     const onTimer = this.onTimer;
     if (onTimer === undefined) {
       throw new CoFunctionError(`operator '${this.keyed.operatorName}' set a timer but its KeyedBroadcastProcessFunction has no onTimer(timestamp, ctx, out)`);

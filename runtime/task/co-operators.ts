@@ -70,26 +70,48 @@ export class EmitBuffer {
     this.pending.push({ side: id, value, timestamp });
   }
 
-  async flush(): Promise<void> {
+  /** Emits what was collected, in order; a promise only when the output returned one (then the rest after it). */
+  flush(): Promise<void> | void {
     if (this.pending.length === 0) return;
     const items = this.pending;
     this.pending = [];
-    for (const p of items) {
+    return this.emitFrom(items, 0);
+  }
+
+  private emitFrom(items: readonly Pending[], from: number): Promise<void> | void {
+    for (let i = from; i < items.length; i++) {
+      const p = items[i]!;
       const r = p.side === undefined ? this.output.emit(p.value, p.timestamp) : this.output.emitSide(p.side, p.value, p.timestamp);
-      if (isThenable(r)) await r;
+      if (isThenable(r)) return Promise.resolve(r).then(() => this.emitFrom(items, i + 1));
     }
   }
 
-  /** Runs a user call, notes its errors as raised in this operator, then emits what it collected. */
-  async call(run: () => unknown): Promise<void> {
+  /**
+   * Runs a user call, notes its errors as raised in this operator, then emits what it collected. A promise
+   * only when the call or the output returned one; a failure always as a rejected promise.
+   */
+  call(run: () => unknown): Promise<void> | void {
+    let r: unknown;
     try {
-      const r = run();
-      if (isThenable(r)) await r;
+      r = run();
     } catch (e) {
       this.pending = [];
-      throw raisedBy(e, this.operatorName);
+      return Promise.reject(raisedBy(e, this.operatorName));
     }
-    await this.flush();
+    if (isThenable(r)) {
+      return Promise.resolve(r).then(
+        () => this.flush(),
+        (e: unknown) => {
+          this.pending = [];
+          throw raisedBy(e, this.operatorName);
+        },
+      );
+    }
+    try {
+      return this.flush();
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new Error(String(e)));
+    }
   }
 }
 
@@ -131,7 +153,7 @@ export class UserTimers {
   domain: 'EVENT_TIME' | 'PROCESSING_TIME' = 'EVENT_TIME';
   readonly timerService: Record<string, (timestamp?: number) => unknown>;
 
-  constructor(keyed: KeyedOperatorContext, onTimer: (timer: InternalTimer<undefined>, domain: 'EVENT_TIME' | 'PROCESSING_TIME') => Promise<void>) {
+  constructor(keyed: KeyedOperatorContext, onTimer: (timer: InternalTimer<undefined>, domain: 'EVENT_TIME' | 'PROCESSING_TIME') => Promise<void> | void) {
     this.service = new HeapInternalTimerService<undefined>(keyed.stateBackend, keyed.processingTime, {
       onEventTime: (timer) => onTimer(timer, 'EVENT_TIME'),
       onProcessingTime: (timer) => onTimer(timer, 'PROCESSING_TIME'),
@@ -215,12 +237,12 @@ export class CoStreamOperator implements TwoInputOperator {
     return openFunction(this.fn, this.context, undefined);
   }
 
-  readonly processElement1 = (value: unknown, timestamp?: number): Promise<void> => {
+  readonly processElement1 = (value: unknown, timestamp?: number): Promise<void> | void => {
     this.buffer.timestamp = timestamp;
     return this.buffer.call(() => this.call1(value));
   };
 
-  readonly processElement2 = (value: unknown, timestamp?: number): Promise<void> => {
+  readonly processElement2 = (value: unknown, timestamp?: number): Promise<void> | void => {
     this.buffer.timestamp = timestamp;
     return this.buffer.call(() => this.call2(value));
   };
@@ -282,19 +304,19 @@ export class KeyedCoProcessOperator implements TwoInputOperator {
     return this.timers.snapshot(this.context, checkpointId, access);
   }
 
-  readonly processElement1 = (value: unknown, timestamp?: number): Promise<void> => {
+  readonly processElement1 = (value: unknown, timestamp?: number): Promise<void> | void => {
     this.context.stateBackend.setCurrentKey(this.context.keySelector(value));
     this.buffer.timestamp = timestamp;
     return this.buffer.call(() => this.p1(value, this.ctx, this.buffer.collector));
   };
 
-  readonly processElement2 = (value: unknown, timestamp?: number): Promise<void> => {
+  readonly processElement2 = (value: unknown, timestamp?: number): Promise<void> | void => {
     this.context.stateBackend.setCurrentKey(this.keySelector2(value));
     this.buffer.timestamp = timestamp;
     return this.buffer.call(() => this.p2(value, this.ctx, this.buffer.collector));
   };
 
-  private fire(timer: InternalTimer<undefined>, domain: 'EVENT_TIME' | 'PROCESSING_TIME'): Promise<void> {
+  private fire(timer: InternalTimer<undefined>, domain: 'EVENT_TIME' | 'PROCESSING_TIME'): Promise<void> | void {
     const onTimer = this.onTimer;
     if (onTimer === undefined) {
       throw raisedBy(

@@ -161,13 +161,19 @@ interface JoinWindow {
   readonly end: number;
 }
 
-/** The records of one key in one window, from either side. */
 /** A window's identity as a state key (a string key costs no encoding). */
 const windowId = (w: JoinWindow): string => `${w.start}/${w.end}`;
 
+/** The records of one key in one window, from either side. */
 interface WindowBuffers {
   readonly first: unknown[];
   readonly second: unknown[];
+}
+
+/** An open window's namespace object and state key, made once for all the keys that have it. */
+interface KnownWindow {
+  readonly window: JoinWindow;
+  readonly id: string;
 }
 
 export type WindowJoinMode = 'join' | 'coGroup';
@@ -185,6 +191,8 @@ export class WindowJoinOperator implements TwoInputOperator {
   /** The key's open windows by windowId. */
   private windows!: MapState<string, WindowBuffers>;
   private readonly assign: (element: unknown, timestamp: number) => unknown;
+  /** The windows open in any key, by start: one namespace object and id per window, not per record. */
+  private readonly known = new Map<number, KnownWindow>();
   /** Records dropped for arriving after every window they belong to had fired. */
   lateRecordsDropped = 0;
 
@@ -200,7 +208,7 @@ export class WindowJoinOperator implements TwoInputOperator {
       context.stateBackend,
       context.processingTime,
       { onEventTime: (timer) => this.fire(timer), onProcessingTime: () => undefined },
-      windowId,
+      (w) => this.idOf(w),
     );
   }
 
@@ -228,6 +236,22 @@ export class WindowJoinOperator implements TwoInputOperator {
   readonly processElement2 = (value: unknown, timestamp?: number): void =>
     this.add(false, value, timestamp, this.context.keySelector2 ?? this.context.keySelector);
 
+  /** The window [start, end) as the one object the operator uses for it while it is open. */
+  private windowOf(start: number, end: number): KnownWindow {
+    const known = this.known.get(start);
+    if (known !== undefined && known.window.end === end) return known;
+    const window: JoinWindow = { start, end };
+    const made = { window, id: windowId(window) };
+    // Windows of one start and different ends (not of one assigner) keep only the latest here.
+    this.known.set(start, made);
+    return made;
+  }
+
+  private idOf(w: JoinWindow): string {
+    const known = this.known.get(w.start);
+    return known !== undefined && known.window.end === w.end ? known.id : windowId(w);
+  }
+
   private add(first: boolean, value: unknown, timestamp: number | undefined, keySelector: (record: unknown) => unknown): void {
     const ts = requireTimestamp(timestamp, this.context.operatorName);
     let windows: unknown;
@@ -239,12 +263,11 @@ export class WindowJoinOperator implements TwoInputOperator {
     const watermark = this.timers.currentWatermark();
     let added = false;
     for (const w of windows as { start: number; end: number }[]) {
-      const window: JoinWindow = { start: w.start, end: w.end };
-      const last = window.end - 1;
+      const last = w.end - 1;
       if (last <= watermark) continue;
       if (!added) this.context.stateBackend.setCurrentKey(keySelector(value));
       added = true;
-      const id = windowId(window);
+      const { window, id } = this.windowOf(w.start, w.end);
       const held = this.windows.get(id);
       const buffers = held ?? { first: [], second: [] };
       (first ? buffers.first : buffers.second).push(value);
@@ -255,12 +278,12 @@ export class WindowJoinOperator implements TwoInputOperator {
     if (!added) this.lateRecordsDropped++;
   }
 
-  private fire(timer: InternalTimer<JoinWindow>): Promise<void> {
+  private fire(timer: InternalTimer<JoinWindow>): Promise<void> | void {
     const window = timer.namespace;
-    const id = windowId(window);
+    const id = this.idOf(window);
     const buffers = this.windows.get(id);
     this.windows.remove(id);
-    if (buffers === undefined) return Promise.resolve();
+    if (buffers === undefined) return;
     this.buffer.timestamp = window.end - 1;
     const out = this.buffer.collector;
     if (this.mode === 'coGroup') return this.buffer.call(() => this.fn(buffers.first, buffers.second, out));
@@ -271,11 +294,14 @@ export class WindowJoinOperator implements TwoInputOperator {
 
   async processWatermark(watermark: number): Promise<void> {
     await this.timers.advanceWatermark(watermark);
+    // Windows whose last millisecond the watermark passed take no more records.
+    for (const [start, known] of this.known) if (known.window.end - 1 <= watermark) this.known.delete(start);
     await this.context.output.emitWatermark(watermark);
   }
 
   async endInput(): Promise<void> {
     await this.timers.advanceWatermark(Infinity);
+    this.known.clear();
   }
 
   close(): void {
