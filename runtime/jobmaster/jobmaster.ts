@@ -42,6 +42,8 @@ import {
   type TaskManagerInfo,
 } from '../protocol/jobmaster-gateway.js';
 import { SourceCoordinators } from './source-coordinators.js';
+import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
+import type { CheckpointMetrics, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
 import { ResourceManagerConnection } from './resourcemanager-connection.js';
@@ -126,6 +128,8 @@ export class JobMaster implements JobMasterGateway {
   private readonly log: Logger;
   private readonly taskManagers = new Map<ResourceId, RegisteredTaskManager>();
   private readonly sources: SourceCoordinators;
+  /** Set while the job runs with checkpointing enabled: acknowledgements and declines go to it. */
+  private checkpoints: CheckpointCoordinator | undefined;
   private readonly heartbeats: HeartbeatManager<TaskExecutorHeartbeatPayload>;
   private readonly slotPool: SlotPool;
   private readonly rm: ResourceManagerConnection;
@@ -275,6 +279,8 @@ export class JobMaster implements JobMasterGateway {
         updateTaskExecutionStates: (caller, [updates]) =>
           Array.isArray(updates) && updates.every((u: TaskExecutionStateUpdate | undefined) => this.runsOn(caller, u?.attemptId)),
         requestNextInputSplit: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
+        acknowledgeCheckpoint: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
+        declineCheckpoint: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
       },
     });
     await this.main.run(async () => {
@@ -403,6 +409,26 @@ export class JobMaster implements JobMasterGateway {
     if (answer !== NO_SPLIT_YET) return answer;
     await this.sources.waitForSplits(vertexId, SPLIT_REQUEST_HOLD_MS);
     return this.main.run(() => this.scheduler.nextInputSplit(vertexId, attemptId));
+  }
+
+  acknowledgeCheckpoint(
+    jobId: JobId,
+    attemptId: ExecutionAttemptId,
+    checkpointId: number,
+    metrics: CheckpointMetrics,
+    state: TaskStateSnapshot,
+  ): Promise<void> {
+    // The completion's writes (metadata, the fenced pointer) run off the main thread; the coordinator
+    // checks after each of them that the checkpoint is still the one in flight.
+    return this.main.run(() => {
+      if (jobId === this.jobId) void this.checkpoints?.receiveAcknowledge(attemptId, checkpointId, metrics, state);
+    });
+  }
+
+  declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string): Promise<void> {
+    return this.main.run(() => {
+      if (jobId === this.jobId) this.checkpoints?.receiveDecline(attemptId, checkpointId, String(reason));
+    });
   }
 
   disconnectTaskManager(resourceId: ResourceId, cause: string): Promise<void> {

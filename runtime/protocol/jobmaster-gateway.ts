@@ -1,8 +1,9 @@
 // What the JobMaster answers to. Fenced: every call carries the JM leader's token.
-import type { AllocationId, ExecutionAttemptId, ResourceId, ResultPartitionId } from '../core/ids.js';
+import type { AllocationId, ExecutionAttemptId, JobId, ResourceId, ResultPartitionId } from '../core/ids.js';
 import type { ErrorInfo } from '../core/errors.js';
 import type { ResourceProfile } from '../core/resource-profile.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
+import type { CheckpointMetrics, TaskStateSnapshot } from './checkpoints.js';
 import type { ClusterResources } from './resourcemanager-gateway.js';
 import type { SplitAnswer } from './source-splits.js';
 import type { TaskResult } from './task-deployment.js';
@@ -65,6 +66,10 @@ export interface JobMasterGateway {
   /** The RM cannot meet the declared requirements: it says what exists and what it may still start. */
   notifyNotEnoughResourcesAvailable(required: number, available: ClusterResources): Promise<void>;
   cancel(): Promise<void>;
+  /** A task took its snapshot of checkpoint `checkpointId`: the handles of its state, and its metrics. */
+  acknowledgeCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, metrics: CheckpointMetrics, state: TaskStateSnapshot): Promise<void>;
+  /** A task could not take checkpoint `checkpointId` (the checkpoint is aborted). */
+  declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string): Promise<void>;
 }
 
 export const JOB_MASTER_METHODS = [
@@ -80,4 +85,6 @@ export const JOB_MASTER_METHODS = [
   'disconnectResourceManager',
   'notifyNotEnoughResourcesAvailable',
   'cancel',
+  'acknowledgeCheckpoint',
+  'declineCheckpoint',
 ] as const satisfies readonly (keyof JobMasterGateway)[];

@@ -3,6 +3,7 @@
 import type { ErrorInfo } from '../core/errors.js';
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId, SlotId } from '../core/ids.js';
 import type { LeaderAddress } from '../ha/leader-election.js';
+import type { CheckpointOptions } from './checkpoints.js';
 import type { JobDataCredentials, TaskDeploymentBatch, TaskDeploymentDescriptor } from './task-deployment.js';
 import type { WatermarkJson } from '../core/watermark-json.js';
 
@@ -87,6 +88,22 @@ export interface TaskExecutorGateway {
    */
   submitTasks(batch: TaskDeploymentBatch, jobMasterToken: FencingToken): Promise<TaskSubmissionResult>;
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void>;
+  /**
+   * The JobMaster's CheckpointCoordinator starts checkpoint `checkpointId` at this task (a source, or a task
+   * whose inputs all ended): it snapshots its state and sends the barrier downstream. An unknown attempt is
+   * ignored (it ended meanwhile; the coordinator times the checkpoint out or sees it finished).
+   */
+  triggerCheckpoint(
+    attemptId: ExecutionAttemptId,
+    checkpointId: number,
+    timestamp: number,
+    options: CheckpointOptions,
+    jobMasterToken: FencingToken,
+  ): Promise<void>;
+  /** Checkpoint `checkpointId` is complete: the task may commit what it holds for it (a sink's pending files). */
+  notifyCheckpointComplete(attemptId: ExecutionAttemptId, checkpointId: number, jobMasterToken: FencingToken): Promise<void>;
+  /** Checkpoint `checkpointId` was aborted: the task drops what it prepared for it. */
+  notifyCheckpointAborted(attemptId: ExecutionAttemptId, checkpointId: number, jobMasterToken: FencingToken): Promise<void>;
   /** The JobMaster gives a slot back; the TaskExecutor tells the RM it is free. */
   freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void>;
   /** Several slots back at once (the JobMaster sends those it gave up in one turn together); each as freeSlot. */
@@ -123,6 +140,9 @@ export const TASK_EXECUTOR_METHODS = [
   'submitTask',
   'submitTasks',
   'cancelTask',
+  'triggerCheckpoint',
+  'notifyCheckpointComplete',
+  'notifyCheckpointAborted',
   'freeSlot',
   'freeSlots',
   'releasePartitions',

@@ -8,7 +8,7 @@ import type { ErrorInfo } from '../core/errors.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
-import type { TaskSettings, WorkerToMain } from '../task/worker-protocol.js';
+import type { CheckpointReportMessage, TaskSettings, WorkerToMain } from '../task/worker-protocol.js';
 import { SlotWorker, type SlotWorkerMode } from './slot-worker-handle.js';
 
 type Message<T extends WorkerToMain['type']> = Extract<WorkerToMain, { type: T }>;
@@ -19,6 +19,8 @@ export interface SlotWorkerListener {
   taskState(worker: SlotWorker, message: Message<'state'>): void;
   requestSplit(worker: SlotWorker, message: Message<'request-split'>): void;
   taskCounters(worker: SlotWorker, message: Message<'task-counters'>): void;
+  /** A task acknowledged or declined a checkpoint. */
+  checkpointReport(worker: SlotWorker, report: CheckpointReportMessage): void;
   /** The worker thread ended without being asked to (a crash, process.exit in user code, its heap limit reached). */
   workerExited(slotIndex: number, worker: SlotWorker, cause: string, outOfMemory?: { readonly heapLimitMiB: number | undefined }): void;
   // Synchronously, in message order (the producer's FINISHED follows its partition messages):
@@ -243,6 +245,7 @@ export class SlotWorkerPool {
           .catch(() => undefined);
       },
     );
+    worker.onCheckpointReport((report) => this.onMain(() => listener.checkpointReport(worker, report)));
     this.workers[slotIndex] = worker;
     this.workersStarted[slotIndex]!++;
     return worker;

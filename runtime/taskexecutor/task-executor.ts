@@ -22,6 +22,7 @@ import type { BlobStore } from '../blob/blob-store.js';
 import type { LeaderAddress } from '../ha/leader-election.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { isExecutionTerminal } from '../jobgraph/job-status.js';
+import type { CheckpointOptions } from '../protocol/checkpoints.js';
 import { unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import {
   TASK_EXECUTOR_METHODS,
@@ -164,6 +165,7 @@ export class TaskExecutor implements TaskExecutorGateway {
         taskState: (worker, m) =>
           this.tasks.onTaskState(worker, m.attemptId, m.state, { ...(m.error ? { error: m.error } : {}), ...(m.result ? { result: m.result } : {}) }),
         requestSplit: (worker, m) => this.tasks.onSplitRequest(worker, m.requestId, m.vertexId, m.attemptId, m.finished ?? []),
+        checkpointReport: (worker, report) => this.tasks.onCheckpointReport(worker, report),
         taskCounters: (worker, m) => {
           for (const t of m.tasks) this.slotTable.updateCounters(t.attemptId, worker, t);
         },
@@ -519,6 +521,34 @@ export class TaskExecutor implements TaskExecutorGateway {
       if (task === undefined) return;
       this.checkJobMasterToken(task.tdd.jobId, jobMasterToken);
       this.tasks.cancel(task);
+    });
+  }
+
+  triggerCheckpoint(
+    attemptId: ExecutionAttemptId,
+    checkpointId: number,
+    timestamp: number,
+    options: CheckpointOptions,
+    jobMasterToken: FencingToken,
+  ): Promise<void> {
+    return this.toCheckpointTask(attemptId, jobMasterToken, (worker) => worker.triggerCheckpoint(attemptId, checkpointId, timestamp, options));
+  }
+
+  notifyCheckpointComplete(attemptId: ExecutionAttemptId, checkpointId: number, jobMasterToken: FencingToken): Promise<void> {
+    return this.toCheckpointTask(attemptId, jobMasterToken, (worker) => worker.notifyCheckpointComplete(attemptId, checkpointId));
+  }
+
+  notifyCheckpointAborted(attemptId: ExecutionAttemptId, checkpointId: number, jobMasterToken: FencingToken): Promise<void> {
+    return this.toCheckpointTask(attemptId, jobMasterToken, (worker) => worker.notifyCheckpointAborted(attemptId, checkpointId));
+  }
+
+  /** Hands a checkpoint message to the worker running `attemptId`, fenced by its job's JobMaster token. */
+  private toCheckpointTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken, send: (worker: SlotWorker) => void): Promise<void> {
+    return this.mainThread.run(() => {
+      const target = this.tasks.checkpointTarget(attemptId);
+      if (target === undefined) return;
+      this.checkJobMasterToken(target.task.tdd.jobId, jobMasterToken);
+      send(target.worker);
     });
   }
 

@@ -11,6 +11,7 @@ import { isExecutionTerminal } from '../jobgraph/job-status.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import { needsUserCode, type TaskDeploymentDescriptor, type TaskResult } from '../protocol/task-deployment.js';
 import type { MainThread } from '../rpc/main-thread.js';
+import type { CheckpointReportMessage } from '../task/worker-protocol.js';
 import type { TaskSettings } from '../task/worker-protocol.js';
 import type { JobMasterConnection } from './job-table.js';
 import type { LibraryCache } from './library-cache.js';
@@ -165,6 +166,33 @@ export class TaskLifecycle {
       (split) => this.o.workers.answerSplit(worker, requestId, { split }),
       (error: unknown) => this.o.workers.answerSplit(worker, requestId, { error: toErrorInfo(error) }),
     );
+  }
+
+  /** A task's checkpoint acknowledgement or decline, on to its JobMaster; a stale worker's report is dropped. */
+  onCheckpointReport(worker: SlotWorker, report: CheckpointReportMessage): void {
+    const task = this.o.slotTable.task(report.attemptId);
+    if (task === undefined || task.worker !== worker) return;
+    const { jobId } = task.tdd;
+    const gateway = task.leader.gateway;
+    const sent =
+      report.type === 'checkpointAck'
+        ? gateway.acknowledgeCheckpoint(jobId, report.attemptId, report.checkpointId, report.metrics, report.state)
+        : gateway.declineCheckpoint(jobId, report.attemptId, report.checkpointId, report.reason);
+    // A lost report is a checkpoint that times out at the coordinator: nothing to retry here.
+    sent.catch((error: unknown) =>
+      this.o.logger.warn('checkpoint report not delivered to the JobMaster', {
+        attemptId: report.attemptId,
+        checkpointId: report.checkpointId,
+        error: String(error),
+      }),
+    );
+  }
+
+  /** The running task of `attemptId` on its worker, for a checkpoint message; undefined when it has none (ended, not started). */
+  checkpointTarget(attemptId: ExecutionAttemptId): { task: Task; worker: SlotWorker } | undefined {
+    const task = this.o.slotTable.task(attemptId);
+    if (task === undefined || task.worker === undefined || isExecutionTerminal(task.state)) return undefined;
+    return { task, worker: task.worker };
   }
 
   ended(task: Task, state: 'FINISHED' | 'FAILED' | 'CANCELED', extra: { error?: ErrorInfo; result?: TaskResult } = {}): void {

@@ -76,6 +76,9 @@ class RecordingTaskExecutor implements TaskExecutorGateway {
   async freeSlot(allocationId: AllocationId): Promise<void> {
     this.freed.push(allocationId);
   }
+  async triggerCheckpoint(): Promise<void> {}
+  async notifyCheckpointComplete(): Promise<void> {}
+  async notifyCheckpointAborted(): Promise<void> {}
   async freeSlots(allocationIds: readonly AllocationId[]): Promise<void> {
     this.freed.push(...allocationIds);
   }

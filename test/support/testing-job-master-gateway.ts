@@ -1,6 +1,7 @@
 // A JobMasterGateway for tests: every method is a replaceable function with a harmless default, so a
 // test sets only the behaviour it is about (Flink's TestingJobMasterGateway).
-import type { AllocationId, ExecutionAttemptId, ResourceId } from '../../runtime/core/ids.js';
+import type { AllocationId, ExecutionAttemptId, JobId, ResourceId } from '../../runtime/core/ids.js';
+import type { CheckpointMetrics, TaskStateSnapshot } from '../../runtime/protocol/checkpoints.js';
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
 import type { JobMasterGateway, SlotOffer, TaskExecutionStateUpdate, TaskManagerInfo } from '../../runtime/protocol/jobmaster-gateway.js';
 import type { ClusterResources } from '../../runtime/protocol/resourcemanager-gateway.js';
@@ -18,6 +19,14 @@ export interface TestingJobMasterFunctions {
   disconnectResourceManager: (cause: string) => Promise<void>;
   notifyNotEnoughResourcesAvailable: (required: number, available: ClusterResources) => Promise<void>;
   cancel: () => Promise<void>;
+  acknowledgeCheckpoint: (
+    jobId: JobId,
+    attemptId: ExecutionAttemptId,
+    checkpointId: number,
+    metrics: CheckpointMetrics,
+    state: TaskStateSnapshot,
+  ) => Promise<void>;
+  declineCheckpoint: (jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string) => Promise<void>;
 }
 
 export class TestingJobMasterGateway implements JobMasterGateway {
@@ -74,6 +83,18 @@ export class TestingJobMasterGateway implements JobMasterGateway {
   cancel(): Promise<void> {
     return this.fns.cancel();
   }
+  acknowledgeCheckpoint(
+    jobId: JobId,
+    attemptId: ExecutionAttemptId,
+    checkpointId: number,
+    metrics: CheckpointMetrics,
+    state: TaskStateSnapshot,
+  ): Promise<void> {
+    return this.fns.acknowledgeCheckpoint(jobId, attemptId, checkpointId, metrics, state);
+  }
+  declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string): Promise<void> {
+    return this.fns.declineCheckpoint(jobId, attemptId, checkpointId, reason);
+  }
 }
 
 export class TestingJobMasterGatewayBuilder {
@@ -94,6 +115,8 @@ export class TestingJobMasterGatewayBuilder {
       disconnectResourceManager: done,
       notifyNotEnoughResourcesAvailable: done,
       cancel: done,
+      acknowledgeCheckpoint: done,
+      declineCheckpoint: done,
     };
   }
 

@@ -2,6 +2,7 @@
 // so a test sets only the behaviour it is about (Flink's TestingTaskExecutorGateway).
 import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
+import type { CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
 import { toErrorInfo, type ErrorInfo } from '../../runtime/core/errors.js';
 import { unpackTaskDeployments, type TaskDeploymentBatch, type TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
 import type {
@@ -16,6 +17,15 @@ export interface TestingTaskExecutorFunctions {
   requestSlot: (request: SlotRequest, dataKey: string) => Promise<void>;
   submitTask: (descriptor: TaskDeploymentDescriptor, jobMasterToken: FencingToken) => Promise<void>;
   cancelTask: (attemptId: ExecutionAttemptId, jobMasterToken: FencingToken) => Promise<void>;
+  triggerCheckpoint: (
+    attemptId: ExecutionAttemptId,
+    checkpointId: number,
+    timestamp: number,
+    options: CheckpointOptions,
+    jobMasterToken: FencingToken,
+  ) => Promise<void>;
+  notifyCheckpointComplete: (attemptId: ExecutionAttemptId, checkpointId: number, jobMasterToken: FencingToken) => Promise<void>;
+  notifyCheckpointAborted: (attemptId: ExecutionAttemptId, checkpointId: number, jobMasterToken: FencingToken) => Promise<void>;
   freeSlot: (allocationId: AllocationId, cause: string, jobMasterToken: FencingToken) => Promise<void>;
   releasePartitions: (jobId: JobId, partitionIds: readonly ResultPartitionId[], jobMasterToken: FencingToken) => Promise<void>;
   heartbeatFromJobManager: (jobId: JobId, jobMasterToken: FencingToken) => Promise<TaskExecutorHeartbeatPayload>;
@@ -53,6 +63,21 @@ export class TestingTaskExecutorGateway implements TaskExecutorGateway {
   }
   cancelTask(attemptId: ExecutionAttemptId, jobMasterToken: FencingToken): Promise<void> {
     return this.fns.cancelTask(attemptId, jobMasterToken);
+  }
+  triggerCheckpoint(
+    attemptId: ExecutionAttemptId,
+    checkpointId: number,
+    timestamp: number,
+    options: CheckpointOptions,
+    jobMasterToken: FencingToken,
+  ): Promise<void> {
+    return this.fns.triggerCheckpoint(attemptId, checkpointId, timestamp, options, jobMasterToken);
+  }
+  notifyCheckpointComplete(attemptId: ExecutionAttemptId, checkpointId: number, jobMasterToken: FencingToken): Promise<void> {
+    return this.fns.notifyCheckpointComplete(attemptId, checkpointId, jobMasterToken);
+  }
+  notifyCheckpointAborted(attemptId: ExecutionAttemptId, checkpointId: number, jobMasterToken: FencingToken): Promise<void> {
+    return this.fns.notifyCheckpointAborted(attemptId, checkpointId, jobMasterToken);
   }
   freeSlot(allocationId: AllocationId, cause: string, jobMasterToken: FencingToken): Promise<void> {
     return this.fns.freeSlot(allocationId, cause, jobMasterToken);
@@ -106,6 +131,9 @@ export class TestingTaskExecutorGatewayBuilder {
       requestSlot: done,
       submitTask: done,
       cancelTask: done,
+      triggerCheckpoint: done,
+      notifyCheckpointComplete: done,
+      notifyCheckpointAborted: done,
       freeSlot: done,
       releasePartitions: done,
       // Empty answers: they prove liveness and change no slot the receiver knows of.
@@ -128,6 +156,10 @@ export class TestingTaskExecutorGatewayBuilder {
   }
   setCancelTaskFunction(fn: TestingTaskExecutorFunctions['cancelTask']): this {
     this.fns.cancelTask = fn;
+    return this;
+  }
+  setTriggerCheckpointFunction(fn: TestingTaskExecutorFunctions['triggerCheckpoint']): this {
+    this.fns.triggerCheckpoint = fn;
     return this;
   }
   setFreeSlotFunction(fn: TestingTaskExecutorFunctions['freeSlot']): this {

@@ -137,6 +137,14 @@ export class TestJobMaster implements JobMasterGateway {
   async disconnectResourceManager() {}
   async notifyNotEnoughResourcesAvailable() {}
   async cancel() {}
+  /** Checkpoint acknowledgements and declines the TaskExecutor passed on, in order. */
+  readonly checkpointReports: { type: 'ack' | 'decline'; attemptId: string; checkpointId: number; reason?: string }[] = [];
+  async acknowledgeCheckpoint(_jobId: string, attemptId: string, checkpointId: number) {
+    this.checkpointReports.push({ type: 'ack', attemptId, checkpointId });
+  }
+  async declineCheckpoint(_jobId: string, attemptId: string, checkpointId: number, reason: string) {
+    this.checkpointReports.push({ type: 'decline', attemptId, checkpointId, reason });
+  }
 
   statesOf(attemptId: ExecutionAttemptId): ExecutionState[] {
     return this.updates.filter((u) => u.attemptId === attemptId).map((u) => u.state);

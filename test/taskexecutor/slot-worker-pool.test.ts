@@ -70,6 +70,7 @@ function pool(
       onSplit?.(self!, w, message);
     },
     taskCounters: (_w, message) => note('task-counters', { message }),
+    checkpointReport: (_w, message) => note('checkpoint-report', { message }),
     workerExited: (slotIndex, _w, cause) => note('exited', { slotIndex, cause }),
     registerPartition: (slotIndex, _w, message) => note('register-partition', { slotIndex, message }),
     partitionDone: (_w, message) => note('partition-done', { message }),

@@ -388,6 +388,28 @@ describe('TaskExecutor', () => {
     expect(te.workersStarted[0]).toBe(1);
   });
 
+  it("passes a checkpoint trigger to the running task's worker and its answer back to the JobMaster; another JobMaster's token is refused", async () => {
+    const { te, gateway } = await startTaskExecutor('te-checkpoint');
+    const allocationId = await allocate(te, gateway, 0);
+    const tdd = descriptor('endless', onlyVertex('endless'), allocationId);
+    await gateway.submitTask(tdd, JM_TOKEN);
+    await waitFor('RUNNING', () => cluster.jm.statesOf(tdd.attemptId).includes('RUNNING'));
+    const options = { type: 'checkpoint', mode: 'EXACTLY_ONCE', alignedCheckpointTimeoutMs: -1 } as const;
+    await expect(gateway.triggerCheckpoint(tdd.attemptId, 1, Date.now(), options, FencingToken.of(8))).rejects.toMatchObject({
+      code: 'FENCING_TOKEN_MISMATCH',
+    });
+    await expect(gateway.notifyCheckpointComplete(tdd.attemptId, 1, FencingToken.of(8))).rejects.toMatchObject({ code: 'FENCING_TOKEN_MISMATCH' });
+    expect(cluster.jm.checkpointReports).toEqual([]);
+    await gateway.triggerCheckpoint(tdd.attemptId, 2, Date.now(), options, JM_TOKEN);
+    const report = await waitFor('checkpoint report', () => cluster.jm.checkpointReports.find((r) => r.checkpointId === 2));
+    expect(report.attemptId).toBe(tdd.attemptId);
+    expect(cluster.jm.checkpointReports.map((r) => r.checkpointId)).toEqual([2]);
+    // An attempt this TaskExecutor does not run is ignored.
+    await gateway.triggerCheckpoint(ExecutionAttemptId.of('not-here'), 3, Date.now(), options, JM_TOKEN);
+    await gateway.cancelTask(tdd.attemptId, JM_TOKEN);
+    await waitFor('task end', () => cluster.jm.terminal(tdd.attemptId), 5_000);
+  });
+
   it('answers heartbeats promptly while a user function keeps its worker busy', async () => {
     const { te, gateway } = await startTaskExecutor('te-busy');
     const allocationId = await allocate(te, gateway, 0);
