@@ -12,6 +12,7 @@ import { JobStatus } from '../jobgraph/job-status.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { parseJobGraph } from '../jobgraph/job-graph-schema.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
+import { statefulOperatorsWithoutUid } from '../jobgraph/operator-uids.js';
 import { reservationFor, type Reservation } from './admission.js';
 import type { DispatcherServices } from './dispatcher-services.js';
 import type { JobManagerRunners } from './jobmanager-runners.js';
@@ -73,8 +74,20 @@ export class JobSubmission {
     });
     if (!created) return this.resubmission(submission, record);
     this.log.info('job submitted', { jobId: jobGraph.jobId, name: jobGraph.name, parallelism, taskExecutors: reservation.taskExecutors });
+    this.warnOfOperatorsWithoutUid(jobGraph);
     await this.completeSubmission(submission, record);
     return { jobId: jobGraph.jobId, existing: false };
+  }
+
+  /** A checkpointing job's stateful operators without uid(…): a warning in the job's log (`floe logs`), not a refusal. */
+  private warnOfOperatorsWithoutUid(jobGraph: JobGraph): void {
+    if (jobGraph.checkpointing === undefined && this.deps.config.checkpointingIntervalMs === 0) return;
+    const missing = statefulOperatorsWithoutUid(jobGraph);
+    if (missing.length === 0) return;
+    this.log.warn(
+      `${missing.length} stateful operator(s) of a checkpointing job have no uid(…): their state is stored under ids made from the job's shape, so a changed job cannot restore it from a savepoint; give each a uid`,
+      { jobId: jobGraph.jobId, operators: missing.map((m) => `'${m.name}' (${m.kind}, stored as ${m.stateId})`) },
+    );
   }
 
   /** Step 1: every check a submission must pass, before anything is written. */

@@ -11,7 +11,7 @@ import { sha256Hex } from '../../runtime/blob/blob-store.js';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { loadConfig } from '../../runtime/core/config.js';
 import { JobId } from '../../runtime/core/ids.js';
-import { silentLogger } from '../../runtime/core/logger.js';
+import { silentLogger, type Logger } from '../../runtime/core/logger.js';
 import type { DashboardAssets } from '../../runtime/dispatcher/dashboard.js';
 import { Dispatcher } from '../../runtime/dispatcher/dispatcher.js';
 import type { JobWaitPolling } from '../../runtime/dispatcher/dispatcher-services.js';
@@ -120,7 +120,7 @@ export const submissionFor = async (jobId: string): Promise<{ jobGraph: JobGraph
 export async function setupDispatcher(
   front: RestFrontFactory,
   cleanups: (() => Promise<void> | void)[],
-  options: { maxBodyBytes?: number; jobStore?: JobStore; dashboard?: DashboardAssets; jobWaitPolling?: JobWaitPolling } = {},
+  options: { maxBodyBytes?: number; jobStore?: JobStore; dashboard?: DashboardAssets; jobWaitPolling?: JobWaitPolling; logger?: Logger } = {},
 ) {
   const clock = new ManualClock();
   const jobStore = options.jobStore ?? new InMemoryJobStore(clock);
@@ -141,7 +141,7 @@ export async function setupDispatcher(
     rpc,
     config: loadConfig(),
     clock,
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
     jobManagerEnv: { FLOE_STATE_DIR: '/nowhere' },
     ...(options.jobWaitPolling !== undefined ? { jobWaitPolling: options.jobWaitPolling } : {}),
   });
