@@ -25,6 +25,7 @@ import { operatorOf } from './task-io.js';
 import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol.js';
 import { captureThreadState, threadStateChanges, type ThreadState } from './thread-state.js';
 import { SubtaskCheckpointCoordinator } from './checkpointing.js';
+import { FileSystemCheckpointStorage } from '../checkpoint/file-system-checkpoint-storage.js';
 
 interface RunningTask {
   readonly tdd: TaskDeploymentDescriptor;
@@ -89,6 +90,11 @@ function safeString(v: unknown): string {
 export interface SlotWorkerPort {
   on(event: 'message', listener: (message: MainToWorker) => void): unknown;
   postMessage(message: WorkerToMain): void;
+}
+
+/** Where a task of a checkpointing job writes and reads its state: the job's checkpoint folder, with the job's S3 credentials. */
+function checkpointStreamsOf(tdd: TaskDeploymentDescriptor, storageUri: string): FileSystemCheckpointStorage {
+  return new FileSystemCheckpointStorage(storageUri, tdd.dataCredentials !== undefined ? { credentials: tdd.dataCredentials } : {});
 }
 
 export class SlotWorkerRuntime {
@@ -310,7 +316,11 @@ export class SlotWorkerRuntime {
       counters: newChainCounters(),
       ioMetrics: new TaskIoMetrics(),
       rates: undefined,
-      checkpoints: new SubtaskCheckpointCoordinator(tdd.taskName, (report) => this.post({ ...report, attemptId: tdd.attemptId })),
+      checkpoints: new SubtaskCheckpointCoordinator(
+        tdd.taskName,
+        (report) => this.post({ ...report, attemptId: tdd.attemptId }),
+        tdd.checkpointing === undefined ? {} : { streams: checkpointStreamsOf(tdd, tdd.checkpointing.storageUri) },
+      ),
     };
     this.tasks.set(tdd.attemptId, task);
     this.watchCounters(settings.countersIntervalMs ?? DEFAULT_COUNTERS_INTERVAL_MS);

@@ -1,6 +1,9 @@
 // Checkpoints through a slot's worker: the TaskExecutor's SlotWorker triggers a checkpoint at a running source
 // task, hears its acknowledgement (or a decline) through onCheckpointReport, and notifies its outcome.
-import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ExecutionAttemptId, ResourceId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import type { CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
@@ -16,6 +19,9 @@ const SETTINGS: TaskSettings = {
   resourceId: ResourceId.of('te'),
   libraryCacheDir: '/nonexistent',
 };
+
+const dir = mkdtempSync(join(tmpdir(), 'floe-worker-checkpoints-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const workers: SlotWorker[] = [];
 afterEach(async () => {
@@ -52,7 +58,8 @@ describe('checkpoints through a slot worker', () => {
         { kind: 'source.sequence', id: 's', name: 'numbers', from: 1, to: Number.MAX_SAFE_INTEGER },
         { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 10 },
       ],
-      { attemptId },
+      // The job checkpoints into a local folder (nothing of this chain keeps state).
+      { attemptId, checkpointing: { storageUri: join(dir, 'job-1'), options: OPTIONS } },
     );
     worker.post({ type: 'deploy', tdd, library: undefined, settings: SETTINGS });
     await until(() => messages.some((m) => m.type === 'state' && m.state === 'RUNNING'), 'the task to run');
