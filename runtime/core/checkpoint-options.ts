@@ -81,6 +81,13 @@ export const CHECKPOINT_OPTIONS = {
     values: ['false', 'true'],
     description: "Whether a checkpoint uploads only the state that changed since the last one (lmdb), sharing earlier checkpoints' files.",
   },
+  stateBackendIncrementalFullEvery: {
+    key: 'state.backend.incremental.full-every',
+    default: 10,
+    min: 1,
+    description:
+      'With state.backend.incremental: every how many checkpoints a subtask writes all its key groups again (a full materialization), so a restore reads at most this many files per key group.',
+  },
   s3EntropyKey: {
     key: 's3.entropy.key',
     default: '',

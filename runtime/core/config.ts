@@ -380,7 +380,8 @@ export function loadConfig(values: Readonly<Record<string, unknown>> = {}, base:
     } else {
       // A switch ('false' | 'true') takes a JSON boolean too.
       const text = typeof raw === 'boolean' && spec.values?.includes(String(raw)) === true ? String(raw) : raw;
-      if (typeof text !== 'string' || text === '') {
+      // An option whose default is '' (unset: state.checkpoints.dir, s3.entropy.key) takes '' back, as configToEnv writes it.
+      if (typeof text !== 'string' || (text === '' && spec.default !== '')) {
         problems.push(`'${spec.key}' must be a non-empty string, found ${JSON.stringify(raw)}`);
       } else if (spec.values !== undefined && !spec.values.includes(text)) {
         problems.push(`'${spec.key}' must be one of ${spec.values.join(', ')}, found ${JSON.stringify(raw)}`);

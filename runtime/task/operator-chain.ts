@@ -12,7 +12,8 @@ import { ONE_INPUT_OPERATORS, TWO_INPUT_OPERATORS, type OperatorFactory } from '
 import { outputWriter, sideOutputWriter, type OutputWriter } from './output-writer.js';
 import { openSink, type Sink } from './sinks.js';
 import { runSource } from './sources.js';
-import { HeapKeyedStateBackend } from './state/heap-keyed-state-backend.js';
+import { createKeyedStateBackend } from './state/state-backends.js';
+import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import { defaultMaxParallelism } from './state/keyed-state-backend.js';
 import { branchingChain, allOf, type ChainLink } from './chain-branches.js';
 import { processInputs } from './stream-input-processor.js';
@@ -396,6 +397,7 @@ function factoryLink(
   const factory: OperatorFactory<OneInputOperator | TwoInputOperator> | undefined = oneInput ?? twoInput;
   if (factory === undefined) throw new TaskSetupError(`task ${tdd.taskName}: operator '${op.name}' has kind ${op.kind}, which this runtime cannot run`);
   let operator: OneInputOperator | TwoInputOperator;
+  let backend: KeyedStateBackend | undefined;
   const context = baseContext(op, next);
   if (factory.keyed) {
     mustHead('keyed operator');
@@ -411,13 +413,15 @@ function factoryLink(
       ...context,
       keySelector,
       ...(keySelector2 !== undefined ? { keySelector2 } : {}),
-      stateBackend: new HeapKeyedStateBackend({
+      stateBackend: createKeyedStateBackend(io.stateBackend, {
         maxParallelism,
         keyGroupRange: keyGroupRange(tdd.subtaskIndex, tdd.parallelism, maxParallelism),
         clock: context.clock,
+        name: `${tdd.attemptId}-${op.id}`,
       }),
     };
     operator = factory.create({ op, context: keyed, userObject });
+    backend = keyed.stateBackend;
   } else {
     if (twoInput !== undefined) mustHead('two-input operator');
     operator = factory.create({ op, context, userObject });
@@ -427,15 +431,41 @@ function factoryLink(
     processWatermark: noted((w: number) => operator.processWatermark(w), name),
     endInput: noted(() => operator.endInput(), name),
     ...(operator.open !== undefined ? { open: noted(() => operator.open!(), name) } : {}),
-    ...(operator.close !== undefined ? { close: noted(() => operator.close!(), name) } : {}),
+    ...(operator.close !== undefined || backend !== undefined ? { close: noted(closeThenDispose(operator, backend), name) } : {}),
   };
-  const hooks = hasCheckpointHooks(operator) ? { checkpointed: operator } : {};
+  const hooks = hasCheckpointHooks(operator) ? { checkpointed: withBackend(operator, backend) } : {};
   if ('processElement1' in operator) {
     if (!readsInput) throw new TaskSetupError(`task ${tdd.taskName}: two-input operator '${op.name}' must head its chain`);
     return { ...common, processElement: noteErrors(operator.processElement1, name), processElement2: noteErrors(operator.processElement2, name), ...hooks };
   }
   const link: ChainLink = { ...common, processElement: noteErrors(operator.processElement, name), ...hooks };
   return 'startSplit' in operator && typeof operator.startSplit === 'function' ? { ...link, splitListener: operator as unknown as SplitListener } : link;
+}
+
+/** Closes the operator, then drops its keyed state (an lmdb backend removes its environment). */
+function closeThenDispose(operator: { close?(): Promise<void> | void }, backend: KeyedStateBackend | undefined): () => Promise<void> {
+  return async () => {
+    try {
+      await operator.close?.();
+    } finally {
+      backend?.dispose();
+    }
+  };
+}
+
+/** The operator's checkpoint hooks, a completed checkpoint told to its keyed state backend too (incremental snapshots build on it). */
+function withBackend(op: CheckpointedOperator, backend: KeyedStateBackend | undefined): CheckpointedOperator {
+  const backendDone = backend?.notifyCheckpointComplete?.bind(backend);
+  if (backendDone === undefined) return op;
+  return {
+    ...(op.initializeState !== undefined ? { initializeState: op.initializeState.bind(op) } : {}),
+    ...(op.snapshotState !== undefined ? { snapshotState: op.snapshotState.bind(op) } : {}),
+    ...(op.notifyCheckpointAborted !== undefined ? { notifyCheckpointAborted: op.notifyCheckpointAborted.bind(op) } : {}),
+    notifyCheckpointComplete: async (checkpointId: number) => {
+      backendDone(checkpointId);
+      await op.notifyCheckpointComplete?.(checkpointId);
+    },
+  };
 }
 
 const hasCheckpointHooks = (op: CheckpointedOperator): boolean =>

@@ -394,6 +394,7 @@ export class SlotWorkerRuntime {
           ioMetrics: task.ioMetrics,
           ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),
           ...(settings.fileOpenTimeoutMs !== undefined ? { fileOpenTimeoutMs: settings.fileOpenTimeoutMs } : {}),
+          ...(settings.stateBackend !== undefined ? { stateBackend: settings.stateBackend } : {}),
         },
         task.checkpoints,
       );

@@ -9,6 +9,7 @@ import type { ResultPartition } from '../network/result-partition.js';
 import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import type { Clock } from '../core/clock.js';
+import type { LmdbStateBackendSettings } from './state/state-backends.js';
 import type { KeyedFunctions, KeyedOperatorSpec } from './keyed-operators.js';
 import type { ChainCounters, TaskIoMetrics } from './task-io-metrics.js';
 import type { Mailbox } from './mailbox.js';
@@ -52,6 +53,8 @@ export interface TaskIo {
   readonly ioMetrics?: TaskIoMetrics;
   /** 'execution.file-open.timeout': opening a text sink's part file, a text source's split. @default - CONFIG_OPTIONS.fileOpenTimeoutMs.default */
   readonly fileOpenTimeoutMs?: number;
+  /** 'state.backend.type' lmdb: where keyed operators keep their state on disk. @default - on the heap */
+  readonly stateBackend?: LmdbStateBackendSettings;
   /** The task's processing time. @default - systemClock */
   readonly clock?: Clock;
   /** The task's mailbox (set by the chain for its source): a source runs it between records and while it waits. */

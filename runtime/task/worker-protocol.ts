@@ -45,6 +45,7 @@ import type { BlockingPartitionFiles } from '../network/blocking-partition.js';
 import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
 import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
+import type { LmdbStateBackendSettings } from './state/state-backends.js';
 import type { CheckpointMetrics, CheckpointOptions, TaskStateSnapshot } from '../protocol/checkpoints.js';
 
 /** What a task needs from the configuration, resolved on the main thread. */
@@ -61,6 +62,8 @@ export interface TaskSettings {
   readonly libraryCacheDir: string;
   /** Where blocking partitions are written, one folder per partition. */
   readonly partitionDir?: string;
+  /** 'state.backend.type' lmdb: keyed state in an environment per keyed operator under `dir`. Unset: on the heap. */
+  readonly stateBackend?: LmdbStateBackendSettings;
   /** How often the worker reports its running tasks' counters (ms). @default 500 */
   readonly countersIntervalMs?: number;
 }

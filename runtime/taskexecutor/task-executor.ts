@@ -189,6 +189,7 @@ export class TaskExecutor implements TaskExecutorGateway {
       partitions: this.partitions,
       libraries: this.libraries,
       partitionDir: this.partitionDir,
+      stateDir: join(deps.workDir, 'state'),
       cancelTimeoutMs: this.cancelTimeoutMs,
       countersIntervalMs: this.countersIntervalMs,
     });

@@ -35,6 +35,8 @@ export interface TaskLifecycleOptions {
   readonly libraries: LibraryCache;
   /** Blocking partitions are written here. */
   readonly partitionDir: string;
+  /** Where keyed state backends on disk (lmdb) keep their environments. */
+  readonly stateDir: string;
   /** How long a cancelled task may take to stop before its worker thread is terminated (ms). */
   readonly cancelTimeoutMs: number;
   /** How often slot workers report their running tasks' records in / out (ms). */
@@ -129,6 +131,15 @@ export class TaskLifecycle {
       resourceId: this.o.resourceId,
       libraryCacheDir: this.o.libraries.dir,
       partitionDir: this.o.partitionDir,
+      ...(this.o.config.stateBackend === 'lmdb'
+        ? {
+            stateBackend: {
+              type: 'lmdb' as const,
+              dir: this.o.stateDir,
+              fullEvery: this.o.config.stateBackendIncremental === 'true' ? this.o.config.stateBackendIncrementalFullEvery : 1,
+            },
+          }
+        : {}),
       countersIntervalMs: this.o.countersIntervalMs,
     }));
   }
