@@ -1,6 +1,6 @@
 // Checkpoint storage on local files (file://): the CheckpointStorage contract, and local paths taken as
 // file:// URIs.
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -36,5 +36,31 @@ describe('checkpoint storage on a local path', () => {
     expect(handle.uri).toBe(`file://${root}/job-1/chk-1/state`);
     expect(filesBelow(root)).toEqual([handle.uri]);
     expect([...(await storage.read({ uri: `${root}/job-1/chk-1/state`, size: 3 }))]).toEqual([1, 2, 3]);
+  });
+
+  it('never shows a reader part of a file while it is written again, nor leaves a partial file when a write fails', async () => {
+    const root = join(dir, 'atomic');
+    const storage = checkpointStorageFor(root, 'job-1');
+    const size = 4 * 1024 * 1024;
+    const versions = [new Uint8Array(size).fill(1), new Uint8Array(size).fill(2)];
+    const handle = await storage.write(1, 'state', versions[0]!);
+    let writing = true;
+    const writes = (async () => {
+      for (let i = 1; i <= 12; i++) await storage.write(1, 'state', versions[i % 2]!);
+      writing = false;
+    })();
+    let reads = 0;
+    while (writing || reads === 0) {
+      const got = await storage.read(handle);
+      expect(got.length).toBe(size);
+      expect(got.every((b) => b === got[0])).toBe(true);
+      reads++;
+    }
+    await writes;
+    // A write whose rename into place fails (a folder is in the way) leaves no temporary file behind.
+    mkdirSync(join(root, 'job-1', 'chk-2', 'blocked'), { recursive: true });
+    writeFileSync(join(root, 'job-1', 'chk-2', 'blocked', 'x'), 'x');
+    await expect(storage.write(2, 'blocked', versions[0]!)).rejects.toThrow();
+    expect(filesBelow(join(root, 'job-1', 'chk-2'))).toEqual([`file://${join(root, 'job-1', 'chk-2', 'blocked', 'x')}`]);
   });
 });
