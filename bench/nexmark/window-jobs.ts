@@ -44,7 +44,10 @@ export const q5 = defineJob('nexmark-q5', (env, args) => {
     .map(bidOf)
     .keyBy((b: Bid) => b.auction)
     .window(SlidingEventTimeWindows.of(WINDOWS.q5Size, WINDOWS.q5Slide))
-    .aggregate({ createAccumulator: () => 0, add: (_b: Bid, n: number) => n + 1, getResult: (n: number) => n }, new CountWithWindow())
+    .aggregate(
+      { createAccumulator: () => 0, add: (_b: Bid, n: number) => n + 1, getResult: (n: number) => n, merge: (a: number, b: number) => a + b },
+      new CountWithWindow(),
+    )
     .name('count per auction');
   // A window's counts carry its last millisecond as their time: one tumbling window of one slide per window end.
   const hot = counts
@@ -63,6 +66,7 @@ const highestOf = {
   createAccumulator: (): Highest => ({ max: -Infinity, bids: [] }),
   add: (b: Bid, h: Highest): Highest => (b.price > h.max ? { max: b.price, bids: [b] } : b.price === h.max ? { max: h.max, bids: [...h.bids, b] } : h),
   getResult: (h: Highest): Highest => h,
+  merge: (a: Highest, b: Highest): Highest => (a.max > b.max ? a : b.max > a.max ? b : { max: a.max, bids: [...a.bids, ...b.bids] }),
 };
 
 class HighestWithWindow extends ProcessWindowFunction<Highest, Highest & { windowEnd: number }, number> {

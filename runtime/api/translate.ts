@@ -13,7 +13,7 @@ import {
   type OperatorSpec,
 } from '../jobgraph/jobgraph.js';
 import { isS3Uri, normalisePath } from '../jobgraph/paths.js';
-import { defaultTriggerOf } from '../jobgraph/window-spec.js';
+import { defaultTriggerOf, windowPreAggregationProblem } from '../jobgraph/window-spec.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
 import type { StreamEnvironment } from './datastream.js';
 import type { Transformation } from './transformation.js';
@@ -128,7 +128,7 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
       };
     case 'keyed.window': {
       const roles = ['reduce', 'createAccumulator', 'add', 'getResult', 'merge', 'process'] as const;
-      return {
+      const window = {
         kind: spec.kind,
         ...base,
         key: ref('key'),
@@ -139,6 +139,9 @@ function operatorOf(t: Transformation, exportName: string, cwd: string, collectM
         windowFunction: spec.function,
         ...Object.fromEntries(roles.filter((r) => spec[r] !== undefined).map((r) => [r, ref(r)])),
       };
+      // The producers fold records per key and pane before the exchange when the window's results do
+      // not depend on which elements arrive when (window-combiner.ts).
+      return windowPreAggregationProblem(window) === undefined ? { ...window, preAggregate: true } : window;
     }
     case 'sink.textFile':
       if (!bounded && spec.writeMode === WriteMode.OVERWRITE) {

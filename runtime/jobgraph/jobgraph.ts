@@ -222,7 +222,11 @@ type OperatorOfKind =
    * fired by `trigger`, kept `allowedLateness` ms past their end; elements later than that go to the side
    * output `lateDataTag`, or are dropped. `windowFunction` says which functions it names: `reduce`; or
    * createAccumulator, add, getResult and optionally merge; or only `process`. After reduce or aggregate,
-   * `process` (a ProcessWindowFunction) is optional.
+   * `process` (a ProcessWindowFunction) is optional. With `preAggregate` (event-time tumbling or sliding
+   * windows, their event-time trigger, no allowed lateness and no late-data output, a reduce or an
+   * aggregate with merge) the producers fold their records per key and pane before the exchange and send
+   * `[key, partial]` pairs stamped with the pane's last millisecond, each pane's when their watermark
+   * passes it; the window operator merges them.
    */
   | {
       readonly kind: 'keyed.window';
@@ -240,6 +244,7 @@ type OperatorOfKind =
       readonly getResult?: FunctionRef;
       readonly merge?: FunctionRef;
       readonly process?: FunctionRef;
+      readonly preAggregate?: boolean;
     }
   | TwoInputOperatorSpec<FunctionRef>;
 export type OperatorKind = OperatorSpec['kind'];

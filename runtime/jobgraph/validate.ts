@@ -16,6 +16,7 @@ import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
 import { CheckpointingMode, MIN_CHECKPOINT_INTERVAL_MS } from './checkpointing.js';
 import { isFilesystemRoot, isWithin, pathProblem } from './paths.js';
 import { isTwoInputOperator, keyRoleOfInput } from './two-input-operator-specs.js';
+import { windowPreAggregationProblem } from './window-spec.js';
 
 class Problems {
   readonly list: string[] = [];
@@ -111,7 +112,10 @@ export function validateJobGraph(graph: JobGraph, libraryExports?: readonly stri
       } else if (isKeyedOperator(op) && j > 0) {
         problems.add(`${opAt}: a keyed operator (${op.kind}) must head its chain, fed by hash edges; found at position ${j}`);
       }
-      if ('preAggregate' in op && op.preAggregate === true) {
+      if (op.kind === 'keyed.window') {
+        const problem = op.preAggregate === true ? windowPreAggregationProblem(op) : undefined;
+        if (problem !== undefined) problems.add(`${opAt}: preAggregate ${problem}`);
+      } else if ('preAggregate' in op && op.preAggregate === true) {
         if (op.emit !== 'final')
           problems.add(`${opAt}: preAggregate needs emit 'final' (bounded input), found emit '${op.emit}': running updates are never pre-aggregated`);
         if (op.kind === 'keyed.aggregate' && op.merge === undefined) problems.add(`${opAt}: preAggregate on an aggregate needs its merge function, found none`);

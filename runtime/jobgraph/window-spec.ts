@@ -38,3 +38,25 @@ export function describeWindowAssigner(assigner: WindowAssignerSpec): string {
       return assigner satisfies never;
   }
 }
+
+/**
+ * Why the producers of window operator `op` cannot fold its input per key and pane before the exchange,
+ * or undefined when they can: only event-time tumbling and sliding windows fired by their watermark,
+ * with nothing late kept or sent aside (a partial would reach them instead of the elements), and a
+ * function that combines partial results (reduce, or an aggregate with merge).
+ */
+export function windowPreAggregationProblem(op: {
+  readonly window: WindowAssignerSpec;
+  readonly trigger: WindowTriggerSpec;
+  readonly allowedLateness: number;
+  readonly lateDataTag?: string | undefined;
+  readonly windowFunction: string;
+  readonly merge?: unknown;
+}): string | undefined {
+  if (op.window.type === 'session' || op.window.timeDomain !== 'event-time')
+    return `needs event-time tumbling or sliding windows, found ${op.window.timeDomain} ${op.window.type} windows`;
+  if (op.trigger.type !== 'event-time') return `needs the event-time trigger, found a ${op.trigger.type} trigger`;
+  if (op.allowedLateness !== 0 || op.lateDataTag !== undefined) return 'needs windows without allowed lateness or a late-data side output';
+  if (op.windowFunction === 'reduce' || (op.windowFunction === 'aggregate' && op.merge !== undefined)) return undefined;
+  return `needs a reduce or an aggregate with merge, found ${op.windowFunction === 'aggregate' ? 'an aggregate without merge' : `a ${op.windowFunction} function`}`;
+}

@@ -340,13 +340,15 @@ export class ResultPartition {
 
   /**
    * Hash partitions: writes `record` to the subpartition owning the key whose canonical form is given,
-   * without applying the key selector (the record is a pre-aggregated `[key, partial]` pair).
+   * without applying the key selector (the record is a pre-aggregated `[key, partial]` pair), with its
+   * event timestamp when it has one.
    */
-  emitToKey(canonical: string, record: unknown): Promise<void> | undefined {
+  emitToKey(canonical: string, record: unknown, timestamp?: number): Promise<void> | undefined {
     if (this.encodingFailure !== undefined) throw this.encodingFailure;
     const keyGroups = this.keyGroups;
     if (keyGroups === undefined) throw new PartitionError(`partition ${this.id} is not hash-partitioned: records cannot be routed by key`, false);
-    return this.write(this.subpartitions[subtaskForKeyGroup(keyGroupOf(canonical, keyGroups), this.subpartitions.length, keyGroups)]!, record);
+    const element = timestamp === undefined ? record : new TimestampedRecord(timestamp, record);
+    return this.write(this.subpartitions[subtaskForKeyGroup(keyGroupOf(canonical, keyGroups), this.subpartitions.length, keyGroups)]!, element);
   }
 
   private write(sub: Subpartition, record: unknown): Promise<void> | undefined {

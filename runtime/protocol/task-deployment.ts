@@ -99,7 +99,7 @@ export interface ResultPartitionDescriptor {
   readonly combiner?: CombinableOperatorSpec;
 }
 
-export type CombinableOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' | ExtremumKind }>;
+export type CombinableOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.reduce' | 'keyed.sum' | 'keyed.aggregate' | 'keyed.window' | ExtremumKind }>;
 
 /** The `combiner` of a partition feeding `consumer`: its head operator when that takes pre-aggregated input. */
 export function combinerFor(consumer: { readonly operators: readonly OperatorSpec[] }): { combiner?: CombinableOperatorSpec } {

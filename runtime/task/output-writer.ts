@@ -4,8 +4,25 @@ import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { InvalidKeyError } from '../network/key-groups.js';
 import { CODEC_HINT, networkRecordChecker, RecordEncodingError } from '../network/record-check.js';
 import type { ResultPartition } from '../network/result-partition.js';
-import { keyedCombiner, type KeyedCombiner, type SendPartial } from './keyed-operators.js';
-import { keyedFunctions, keySelectorOf, noteErrors, type Emit, type TaskIo } from './task-io.js';
+import { keyedCombiner, type KeyedCombiner } from './keyed-operators.js';
+import { functionOf, keyedFunctions, keySelectorOf, noteErrors, type Emit, type TaskIo } from './task-io.js';
+import { windowCombiner, windowFoldOf } from './window-combiner.js';
+import type { WindowOperatorSpec } from './window-operator.js';
+import type { FunctionRef } from '../jobgraph/jobgraph.js';
+
+/** A combiner before an exchange: per key (keyed operators) or per key and pane (windows). */
+interface Combiner extends KeyedCombiner {
+  add(record: unknown, timestamp?: number): Promise<void> | void;
+  advanceWatermark?(watermark: number): Promise<void> | void;
+}
+
+/** Resolves the window's user functions for its combiner; errors they raise name the window operator. */
+function windowFunctionOf(io: TaskIo, op: WindowOperatorSpec, owner: string) {
+  return (ref: FunctionRef | undefined, role: string): ((a?: unknown, b?: unknown) => unknown) => {
+    if (ref === undefined) throw new TypeError(`${owner}: the window operator names no ${role} function`);
+    return noteErrors(functionOf(io.userFunctions, owner, ref) as (a?: unknown, b?: unknown) => unknown, op.name);
+  };
+}
 
 /** What a task writes its records to: its output partitions, some through a combiner. */
 export interface OutputWriter {
@@ -74,7 +91,7 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
       throw new InvalidKeyError(`the key selector after operator '${producer.name}' (${producer.kind}) returned an unusable key: ${e.message}`);
     throw e;
   };
-  const combiners: KeyedCombiner[] = [];
+  const combiners: Combiner[] = [];
   const plain: ResultPartition[] = [];
   outputs.forEach((partition, i) => {
     const d = io.tdd.outputs[i];
@@ -87,7 +104,7 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
     const op = d.combiner;
     const owner = `the pre-aggregation of ${op.kind.slice('keyed.'.length)} '${op.name}' after operator '${producer.name}'`;
     const findUnencodable = networkRecordChecker();
-    const send: SendPartial = (canonical, pair) => {
+    const send = (canonical: string, pair: [key: unknown, partial: unknown], timestamp?: number): Promise<void> | void => {
       const bad = findUnencodable(pair);
       if (bad !== undefined) {
         throw new RecordEncodingError(
@@ -95,18 +112,28 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
             `accumulators and reduced values that cross the network may hold strings, numbers, booleans, null, undefined, bigints, Dates, Uint8Arrays, and arrays / plain objects of them`,
         );
       }
-      return partition.emitToKey(canonical, pair);
+      return partition.emitToKey(canonical, pair, timestamp);
     };
     const producerName = `operator '${producer.name}' (${producer.kind})`;
+    const keySelector = keySelectorOf(io.tdd, io.userFunctions, d.keySelector);
+    const options = { signal: io.signal, producer: producerName };
     // A combiner's failure (its key selector's included) is its keyed operator's, which runs here, in its
     // producer's task.
-    const combiner = keyedCombiner(op, keyedFunctions(io, op, owner), keySelectorOf(io.tdd, io.userFunctions, d.keySelector), send, combinerMaxKeys, {
-      signal: io.signal,
-      producer: producerName,
-    });
+    const combiner: Combiner =
+      op.kind === 'keyed.window'
+        ? windowCombiner(
+            op,
+            windowFoldOf(op, windowFunctionOf(io, op, owner)),
+            keySelector,
+            (canonical, pair, ts) => send(canonical, pair, ts),
+            combinerMaxKeys,
+            options,
+          )
+        : keyedCombiner(op, keyedFunctions(io, op, owner), keySelector, send, combinerMaxKeys, options);
     combiners.push({
       add: noteErrors(combiner.add, op.name),
       flush: noteErrors(combiner.flush, op.name),
+      ...(combiner.advanceWatermark !== undefined ? { advanceWatermark: noteErrors(combiner.advanceWatermark, op.name) } : {}),
       get size() {
         return combiner.size;
       },
@@ -115,7 +142,16 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
   const endOfInput = async (): Promise<void> => {
     for (const c of combiners) await c.flush();
   };
-  const emitWatermark = (watermark: number): Promise<void> | undefined => all(outputs.map((o) => o.emitWatermark(watermark)));
+  // Pre-aggregated windows: the partials of the panes the watermark passes go first, then the watermark.
+  const windowCombiners = combiners.filter((c) => c.advanceWatermark !== undefined);
+  const forwardWatermark = (watermark: number): Promise<void> | undefined => all(outputs.map((o) => o.emitWatermark(watermark)));
+  const emitWatermark =
+    windowCombiners.length === 0
+      ? forwardWatermark
+      : async (watermark: number): Promise<void> => {
+          for (const c of windowCombiners) await c.advanceWatermark!(watermark);
+          await forwardWatermark(watermark);
+        };
   const emitWatermarkStatus = (idle: boolean): Promise<void> | undefined => all(outputs.map((o) => o.emitWatermarkStatus(idle)));
   const events = { endOfInput, prepareSnapshotPreBarrier: endOfInput, emitWatermark, emitWatermarkStatus };
   const plainEmit = plainPartitionsEmit(plain, producer, keyProblem);
@@ -125,10 +161,10 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
   const combine: Emit =
     combiners.length === 1
       ? combiners[0]!.add
-      : (r) => {
+      : (r, ts) => {
           let waits: Promise<void>[] | undefined;
           for (const c of combiners) {
-            const p = c.add(r);
+            const p = c.add(r, ts);
             if (p !== undefined) (waits ??= []).push(p);
           }
           if (waits !== undefined) return Promise.all(waits).then(() => undefined);
@@ -137,7 +173,7 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
   return {
     emit: (r, ts) => {
       const a = toPlain(r, ts);
-      const b = combine(r);
+      const b = combine(r, ts);
       if (a === undefined) return b;
       if (b === undefined) return a;
       return Promise.all([a, b]).then(() => undefined);

@@ -492,6 +492,11 @@ export function createWindowOperator(op: WindowOperatorSpec, context: KeyedOpera
     default:
       return op.windowFunction satisfies never;
   }
+  if (op.preAggregate === true) {
+    functions = mergingPartials(op, functions);
+    // Each input record is a [key, partial] pair: the key travels with its partial (window-combiner.ts).
+    context = { ...context, keySelector: (pair) => (pair as [unknown, unknown])[0] };
+  }
   return new WindowOperator(context, {
     assigner: op.window,
     trigger: op.trigger,
@@ -509,6 +514,33 @@ function paneIndex(starts: readonly number[], start: number): number {
     if (s < start) return -1;
   }
   return -1;
+}
+
+const NO_VALUE = Symbol('no value yet');
+
+/**
+ * The window functions over pre-aggregated input: each element is a `[key, partial]` pair, merged into
+ * the pane's accumulator (an aggregate's merge; a reduce of the reduced values).
+ */
+function mergingPartials(op: WindowOperatorSpec, functions: WindowFunctions): WindowFunctions {
+  const partial = (pair: unknown): unknown => (pair as [unknown, unknown])[1];
+  if (functions.kind === 'aggregate' && functions.merge !== undefined) {
+    const merge = functions.merge;
+    return { ...functions, add: (pair, acc) => merge(acc, partial(pair)) };
+  }
+  if (functions.kind === 'reduce') {
+    const reduce = functions.reduce;
+    const both = (a: unknown, b: unknown): unknown => (a === NO_VALUE ? b : b === NO_VALUE ? a : reduce(a, b));
+    return {
+      kind: 'aggregate',
+      createAccumulator: () => NO_VALUE,
+      add: (pair, acc) => both(acc, partial(pair)),
+      getResult: (acc) => acc,
+      merge: both,
+      ...(functions.process !== undefined ? { process: functions.process } : {}),
+    };
+  }
+  throw new TaskSetupError(`window operator '${op.name}' takes pre-aggregated input but has neither a reduce nor an aggregate with merge`);
 }
 
 function gcd(a: number, b: number): number {

@@ -38,24 +38,28 @@ const sum = {
   getResult: (a) => a,
   merge: (a, b) => ({ v: a.v + b.v, n: a.n + b.n }),
 };
-export const windows = defineJob('windows', (env, [kind, lateness]) => {
+export const windows = defineJob('windows', (env, [kind, lateness, mode]) => {
+  // 'pre': two generator subtasks, each with its watermarks, and no late-data output: they fold per key and pane
+  // before the exchange (pre-aggregation).
+  const pre = mode === 'pre';
   const late = new OutputTag('late');
   const withLate = Number(lateness) > 0;
   env.getConfig().setAutoWatermarkInterval(5);
   const strategy = WatermarkStrategy.forBoundedOutOfOrderness(BOUND).withTimestampAssigner((e) => e.ts);
   const assigner =
     kind === 'tumbling' ? TumblingEventTimeWindows.of(100) : kind === 'sliding' ? SlidingEventTimeWindows.of(200, 50) : EventTimeSessionWindows.withGap(35);
-  const results = env
+  const windowed = env
     .generate((i) => event(i, withLate), { count: ${COUNT}, ...(withLate ? { ratePerSecond: 2000 } : {}) })
-    .setParallelism(1)
+    .setParallelism(pre ? 2 : 1)
     .assignTimestampsAndWatermarks(strategy)
+    .setParallelism(pre ? 2 : 1)
     .keyBy((e) => e.k)
     .window(assigner)
-    .allowedLateness(Number(lateness))
-    .sideOutputLateData(late)
+    .allowedLateness(Number(lateness));
+  const results = (pre ? windowed : windowed.sideOutputLateData(late))
     .aggregate(sum, { process(key, ctx, elements, out) { for (const r of elements) out.collect({ k: key, end: ctx.window().end, v: r.v, n: r.n }); } })
     .setParallelism(2);
-  results.union(results.getSideOutput(late).map((e) => ({ late: e.i }))).collect({ maxRecords: 100000 });
+  (pre ? results : results.union(results.getSideOutput(late).map((e) => ({ late: e.i })))).collect({ maxRecords: 100000 });
 });
 `;
 
@@ -105,8 +109,9 @@ describe('windows on a MiniCluster', () => {
     cluster = undefined;
   });
 
-  async function run(args: string[]): Promise<{ windows: string[]; late: number[] }> {
+  async function run(args: string[]): Promise<{ windows: string[]; late: number[]; preAggregated: boolean }> {
     const graph: JobGraph = await storeJobLibrary(libraryDir, JOB_SOURCE, store, JobId.random(), 'windows', args);
+    const window = graph.vertices.flatMap((v) => v.operators).find((o) => o.kind === 'keyed.window');
     cluster ??= await MiniCluster.start({ config: { 'taskmanager.numberOfTaskSlots': 4 } });
     await cluster.blobStore.put(blobKeys.library(graph.library.sha256), (await store.get(blobKeys.library(graph.library.sha256)))!);
     const job = await cluster.submit(graph);
@@ -121,7 +126,11 @@ describe('windows on a MiniCluster', () => {
       if ('late' in r) late.push(r.late);
       else last.set(`${r.k} ${r.end}`, `${r.k} ${r.end} ${r.v} ${r.n}`);
     }
-    return { windows: [...last.values()].sort(), late: late.sort((a, b) => a - b) };
+    return {
+      windows: [...last.values()].sort(),
+      late: late.sort((a, b) => a - b),
+      preAggregated: window !== undefined && 'preAggregate' in window && window.preAggregate === true,
+    };
   }
 
   for (const [kind, lateness] of [
@@ -135,7 +144,13 @@ describe('windows on a MiniCluster', () => {
     it(`${kind} windows over out-of-order events equal the plain-code reference (allowed lateness ${lateness} ms: ${what})`, async () => {
       const expected = reference(kind, lateness);
       expect(expected.late.length).toBe(lateness === 0 ? 0 : 10);
-      expect(await run([kind, String(lateness)])).toEqual(expected);
+      expect(await run([kind, String(lateness)])).toEqual({ ...expected, preAggregated: false });
+    });
+  }
+
+  for (const kind of ['tumbling', 'sliding'] as const) {
+    it(`${kind} windows pre-aggregated by two generator subtasks before the exchange equal the plain-code reference`, async () => {
+      expect(await run([kind, '0', 'pre'])).toEqual({ ...reference(kind, 0), preAggregated: true });
     });
   }
 });

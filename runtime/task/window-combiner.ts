@@ -1,0 +1,142 @@
+// The producer side of a pre-aggregated window operator (Flink SQL's local window aggregation): a task
+// whose output feeds a keyed.window with `preAggregate` folds its records per key and pane (a slice of
+// gcd(size, slide) ms, as the window operator keeps them) with the window's reduce or aggregate add, and
+// sends one `[key, partial]` pair per key and pane, stamped with the pane's last millisecond, when the
+// task's watermark passes the pane. The pair reaches the window operator before that watermark, so it is
+// in every window it belongs to before the window fires. A record whose pane the watermark has already
+// passed goes on at once as a partial of its own, exactly when the record itself would have.
+import { TimeWindow } from '../api/windowing.js';
+import type { FunctionRef } from '../jobgraph/jobgraph.js';
+import { canonicalKey, InvalidKeyError } from '../network/key-groups.js';
+import type { WindowOperatorSpec } from './window-operator.js';
+import { WindowTimestampError } from './window-operator.js';
+import { KeyTable } from './key-table.js';
+import type { KeyedCombiner } from './keyed-operators.js';
+import type { TaskSignal } from '../core/cancellation.js';
+
+/** Sends one `[key, partial]` pair to the subtask owning `canonical`, stamped `timestamp`. */
+export type SendWindowPartial = (canonical: string, pair: [key: unknown, partial: unknown], timestamp: number) => Promise<void> | void;
+
+export interface WindowCombiner extends KeyedCombiner {
+  add(record: unknown, timestamp?: number): Promise<void> | void;
+  /** Sends the partials of every pane `watermark` has passed (before the watermark itself goes on). */
+  advanceWatermark(watermark: number): Promise<void> | void;
+}
+
+/** The functions that fold records into a partial: the window's reduce, or its aggregate's createAccumulator and add. */
+export interface WindowFold {
+  first(record: unknown): unknown;
+  next(partial: unknown, record: unknown): unknown;
+}
+
+/** The fold of `op`'s window function, its user functions resolved by `fn`. */
+export function windowFoldOf(op: WindowOperatorSpec, fn: (ref: FunctionRef | undefined, role: string) => (a?: unknown, b?: unknown) => unknown): WindowFold {
+  if (op.windowFunction === 'reduce') {
+    const reduce = fn(op.reduce, 'reduce');
+    return { first: (r) => r, next: (p, r) => reduce(p, r) };
+  }
+  const create = fn(op.createAccumulator, 'createAccumulator');
+  const add = fn(op.add, 'add');
+  return { first: (r) => add(r, create()), next: (p, r) => add(r, p) };
+}
+
+/** The partials of one pane: per key (canonical form) the partial, and the key as the selector returned it. */
+interface Pane {
+  readonly start: number;
+  readonly table: KeyTable<unknown>;
+  readonly keys: unknown[];
+}
+
+/**
+ * Folds records per key and pane for window operator `op`. Holds at most `maxKeys` partials: past that,
+ * every pane's partials go on early (the window operator merges the later ones into them).
+ */
+export function windowCombiner(
+  op: WindowOperatorSpec,
+  fold: WindowFold,
+  keySelector: (record: unknown) => unknown,
+  send: SendWindowPartial,
+  maxKeys: number,
+  options: { readonly signal?: TaskSignal; readonly producer?: string } = {},
+): WindowCombiner {
+  const { signal, producer } = options;
+  const window = op.window;
+  if (window.type === 'session') throw new TypeError(`window operator '${op.name}': session windows are never pre-aggregated`);
+  const slide = window.type === 'sliding' ? window.slide : window.size;
+  const paneSize = gcd(window.size, slide);
+  const offset = window.offset;
+  const canonical = (key: unknown): string => {
+    if (typeof key === 'string' && key.length > 0 && key.charCodeAt(0) > 1) return key;
+    try {
+      return canonicalKey(key);
+    } catch (e) {
+      if (e instanceof InvalidKeyError)
+        throw new InvalidKeyError(`the key selector after ${producer ?? 'the producer'} returned an unusable key: ${e.message}`);
+      throw e;
+    }
+  };
+  const panes = new Map<number, Pane>();
+  let held = 0;
+  let watermark = -Infinity;
+  // The pane records usually fall in: looked up once per record without the map.
+  let recent: Pane | undefined;
+
+  const sendPane = async (pane: Pane): Promise<void> => {
+    const { keys: canonicals, values } = pane.table;
+    const last = pane.start + paneSize - 1;
+    for (let n = 0; n < canonicals.length; n++) {
+      const p = send(canonicals[n]!, [pane.keys[n], values[n]], last);
+      if (p !== undefined) await p;
+      if ((n + 1) % 1024 === 0 && signal?.aborted) throw signal.reason;
+    }
+    held -= canonicals.length;
+  };
+  /** Sends the panes whose last millisecond is at or before `upTo`, earliest first. */
+  const sendUpTo = async (upTo: number): Promise<void> => {
+    const due = [...panes.values()].filter((p) => p.start + paneSize - 1 <= upTo).sort((a, b) => a.start - b.start);
+    for (const pane of due) {
+      panes.delete(pane.start);
+      if (recent === pane) recent = undefined;
+      await sendPane(pane);
+    }
+  };
+
+  return {
+    add(record, timestamp) {
+      if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw new WindowTimestampError(op.name, timestamp);
+      const key = keySelector(record);
+      const k = canonical(key);
+      const start = TimeWindow.getWindowStartWithOffset(timestamp, offset, paneSize);
+      if (start + paneSize - 1 <= watermark) return send(k, [key, fold.first(record)], start + paneSize - 1);
+      let pane = recent !== undefined && recent.start === start ? recent : panes.get(start);
+      if (pane === undefined) {
+        pane = { start, table: new KeyTable(), keys: [] };
+        panes.set(start, pane);
+      }
+      recent = pane;
+      const i = pane.table.indexOf(k);
+      if (i >= 0) {
+        pane.table.values[i] = fold.next(pane.table.values[i], record);
+        return;
+      }
+      pane.table.insert(k, fold.first(record));
+      pane.keys.push(key);
+      held++;
+      if (held > maxKeys) return sendUpTo(Infinity);
+    },
+    advanceWatermark(wm) {
+      if (wm <= watermark) return;
+      watermark = wm;
+      for (const pane of panes.values()) if (pane.start + paneSize - 1 <= wm) return sendUpTo(wm);
+    },
+    flush: () => sendUpTo(Infinity),
+    get size() {
+      return held;
+    },
+  };
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
