@@ -1,9 +1,19 @@
 // The windowed Nexmark queries as Floe jobs: q5 (hot items, sliding windows), q7 (highest bid, tumbling
 // windows) and q8 (new users, a window coGroup of persons and auctions). The events get their timestamps
-// and watermarks right after the source (bounded out-of-orderness, as the plain queries); each query
-// aggregates per key in windows, then per window over all keys. Arguments and modes:
+// and watermarks right after the source (bounded out-of-orderness, as the plain queries). q5 counts bids per
+// auction in sliding windows, then keeps each window's most-bid auctions over the whole stream (windowAll);
+// q7 keeps each window's highest bids over the whole stream. Their aggregates merge, so the producers fold
+// records per window before the exchange (pre-aggregated windows). Arguments and modes:
 // bench/nexmark/job-parts.ts.
-import { defineJob, ProcessWindowFunction, SlidingEventTimeWindows, TumblingEventTimeWindows, WatermarkStrategy, type DataStream } from 'floe';
+import {
+  defineJob,
+  ProcessAllWindowFunction,
+  ProcessWindowFunction,
+  SlidingEventTimeWindows,
+  TumblingEventTimeWindows,
+  WatermarkStrategy,
+  type DataStream,
+} from 'floe';
 import type { Collector, ProcessWindowContext } from 'floe';
 import { jobArgs, resultSink, sourceEvents, type JobArgs } from './job-parts.js';
 import { eventTime, type Auction, type Bid, type NexmarkEvent, type Person } from './model.js';
@@ -27,12 +37,21 @@ class CountWithWindow extends ProcessWindowFunction<number, Q5Result, number> {
   }
 }
 
-/** Of one window's per-auction counts, those with the most bids. */
-class MaxCount extends ProcessWindowFunction<Q5Result, Q5Result, number> {
-  process(_windowEnd: number, _ctx: ProcessWindowContext, counts: Iterable<Q5Result>, out: Collector<Q5Result>): void {
-    let max = 0;
-    for (const c of counts) if (c.num > max) max = c.num;
-    for (const c of counts) if (c.num === max) out.collect(c);
+/** Of one window's per-auction counts, those with the most bids: merged per producer before the exchange. */
+interface MostBids {
+  readonly num: number;
+  readonly counts: readonly Q5Result[];
+}
+const mostBidsOf = {
+  createAccumulator: (): MostBids => ({ num: 0, counts: [] }),
+  add: (c: Q5Result, m: MostBids): MostBids => (c.num > m.num ? { num: c.num, counts: [c] } : c.num === m.num ? { num: m.num, counts: [...m.counts, c] } : m),
+  getResult: (m: MostBids): MostBids => m,
+  merge: (a: MostBids, b: MostBids): MostBids => (a.num > b.num ? a : b.num > a.num ? b : { num: a.num, counts: [...a.counts, ...b.counts] }),
+};
+
+class EachCount extends ProcessAllWindowFunction<MostBids, Q5Result> {
+  process(_ctx: ProcessWindowContext, ms: Iterable<MostBids>, out: Collector<Q5Result>): void {
+    for (const m of ms) for (const c of m.counts) out.collect(c);
   }
 }
 
@@ -49,12 +68,9 @@ export const q5 = defineJob('nexmark-q5', (env, args) => {
       new CountWithWindow(),
     )
     .name('count per auction');
-  // A window's counts carry its last millisecond as their time: one tumbling window of one slide per window end.
-  const hot = counts
-    .keyBy((c) => c.windowEnd)
-    .window(TumblingEventTimeWindows.of(WINDOWS.q5Slide))
-    .process(new MaxCount())
-    .name('hot items');
+  // A window's counts carry its last millisecond as their time: one tumbling window of one slide per window end,
+  // over the whole stream (each counting subtask folds its counts before they cross to the one that fires).
+  const hot = counts.windowAll(TumblingEventTimeWindows.of(WINDOWS.q5Slide)).aggregate(mostBidsOf, new EachCount()).name('hot items');
   resultSink(hot, windowEndOf, a);
 });
 
@@ -69,37 +85,25 @@ const highestOf = {
   merge: (a: Highest, b: Highest): Highest => (a.max > b.max ? a : b.max > a.max ? b : { max: a.max, bids: [...a.bids, ...b.bids] }),
 };
 
-class HighestWithWindow extends ProcessWindowFunction<Highest, Highest & { windowEnd: number }, number> {
-  process(_auction: number, ctx: ProcessWindowContext, hs: Iterable<Highest>, out: Collector<Highest & { windowEnd: number }>): void {
-    for (const h of hs) out.collect({ ...h, windowEnd: ctx.window().end });
-  }
-}
-
-class HighestOverall extends ProcessWindowFunction<Highest & { windowEnd: number }, Q7Result & { windowEnd: number }, number> {
-  process(windowEnd: number, _ctx: ProcessWindowContext, hs: Iterable<Highest>, out: Collector<Q7Result & { windowEnd: number }>): void {
-    let max = -Infinity;
-    for (const h of hs) if (h.max > max) max = h.max;
-    for (const h of hs) {
-      if (h.max !== max) continue;
+class HighestBids extends ProcessAllWindowFunction<Highest, Q7Result & { windowEnd: number }> {
+  process(ctx: ProcessWindowContext, hs: Iterable<Highest>, out: Collector<Q7Result & { windowEnd: number }>): void {
+    const windowEnd = ctx.window().end;
+    for (const h of hs)
       for (const b of h.bids) out.collect({ auction: b.auction, price: b.price, bidder: b.bidder, dateTime: b.dateTime, extra: b.extra, windowEnd });
-    }
   }
 }
 
-/** q7, highest bid: per tumbling window of 10 s, the bids with the highest price. */
+/**
+ * q7, highest bid: per tumbling window of 10 s, the bids with the highest price — over the whole stream
+ * (windowAll), each source subtask folding its bids per window before they cross to the one that fires.
+ */
 export const q7 = defineJob('nexmark-q7', (env, args) => {
   const a = jobArgs(args);
-  const perAuction = timedEvents(env, a)
+  const highest = timedEvents(env, a)
     .filter((e) => e.type === 'bid')
     .map(bidOf)
-    .keyBy((b: Bid) => b.auction)
-    .window(TumblingEventTimeWindows.of(WINDOWS.q7Size))
-    .aggregate(highestOf, new HighestWithWindow())
-    .name('highest per auction');
-  const highest = perAuction
-    .keyBy((h) => h.windowEnd)
-    .window(TumblingEventTimeWindows.of(WINDOWS.q7Size))
-    .process(new HighestOverall())
+    .windowAll(TumblingEventTimeWindows.of(WINDOWS.q7Size))
+    .aggregate(highestOf, new HighestBids())
     .name('highest bid');
   resultSink(highest, windowEndOf, a);
 });
