@@ -115,7 +115,8 @@ export function createKinesisSourceReader(source: ConnectorSourceSpec, context: 
         const records = await reader.fetch();
         if (reader.millisBehindLatest !== undefined) context.reportLag?.(split.splitId, reader.millisBehindLatest);
         for (const r of records) {
-          const p = output.collect(deserialize(r), r.arrivalTimestampMs, split.splitId);
+          const resume: KinesisShardSplit = { ...split, startingPosition: { type: 'AFTER_SEQUENCE_NUMBER', sequenceNumber: r.sequenceNumber } };
+          const p = output.collect(deserialize(r), r.arrivalTimestampMs, split.splitId, resume);
           if (p !== undefined) await p;
         }
         if (records.length === 0 && !reader.finished) {

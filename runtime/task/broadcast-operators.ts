@@ -6,6 +6,13 @@ import { canonicalKey } from '../network/key-groups.js';
 import { CoFunctionError, EmitBuffer, UserTimers, closeFunction, methodOf, openFunction, optionalMethodOf } from './co-operators.js';
 import type { KeyedOperatorContext, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
 import type { InternalTimer } from './timer-service.js';
+import { snapshotFileName } from './keyed-state-snapshots.js';
+import { readOperatorState, snapshotOperatorState, type OperatorStateList } from './state/operator-state-snapshot.js';
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
+
+/** The operator-state list of the broadcast state `name`. */
+const broadcastList = (name: string): string => `broadcast-state:${name}`;
 
 /** One broadcast state: a map whose keys compare by value, as MapState's. */
 export class BroadcastMap {
@@ -79,6 +86,19 @@ export class BroadcastStates {
     }
     return map;
   }
+
+  /** Every broadcast state as a union list of [key, value] entries (each subtask restores them all). */
+  snapshotLists(): OperatorStateList[] {
+    return [...this.maps].map(([name, map]) => ({ name: broadcastList(name), mode: 'union' as const, entries: map.entries() }));
+  }
+
+  /** Puts back the entries of the lists snapshotLists made (of one subtask or several: equal keys, one entry). */
+  restore(lists: ReadonlyMap<string, readonly unknown[]>): void {
+    for (const [name, map] of this.maps) {
+      const entries = lists.get(broadcastList(name));
+      if (entries !== undefined) map.putAll(entries as [unknown, unknown][]);
+    }
+  }
 }
 
 /**
@@ -117,6 +137,18 @@ export class BroadcastProcessOperator implements TwoInputOperator {
 
   open(): Promise<void> {
     return openFunction(this.fn, this.context, undefined);
+  }
+
+  /** Restores the broadcast states (operator state, mode union) before open. */
+  async initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    if (restored === undefined || restored.operator.length === 0) return;
+    this.states.restore(await readOperatorState(restored.operator, access));
+  }
+
+  /** The broadcast states, encoded at the barrier. */
+  async snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const name = snapshotFileName(this.context.operatorName, this.context.subtaskIndex, 'broadcast');
+    return { keyed: [], operator: [await snapshotOperatorState(checkpointId, access, this.states.snapshotLists(), name)] };
   }
 
   readonly processElement1 = (value: unknown, timestamp?: number): Promise<void> | void => {
@@ -176,6 +208,20 @@ export class KeyedBroadcastProcessOperator extends BroadcastProcessOperator {
 
   override open(): Promise<void> {
     return openFunction(this.fn, this.keyed, this.keyed);
+  }
+
+  /** Restores the broadcast states, and the keyed state and timers of the key groups this subtask owns. */
+  override async initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    await super.initializeState(restored, access);
+    await this.timers.restore(this.keyed, restored, access);
+  }
+
+  /** The broadcast states, the keyed state and the timers, all encoded at the barrier. */
+  override async snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const broadcast = super.snapshotState(checkpointId, access);
+    const keyed = this.timers.snapshot(this.keyed, checkpointId, access);
+    const [b, k] = await Promise.all([broadcast, keyed]);
+    return { keyed: k.keyed, operator: b.operator };
   }
 
   protected override beforeElement(value: unknown): void {

@@ -13,8 +13,11 @@ export interface ReaderOutput {
   /**
    * One record, with its event timestamp (ms) when the source knows it (e.g. a Kinesis arrival time), and the
    * id of the split it comes from (watermarks are made per split when a timestamp assigner follows).
+   * `resume`: the split as it is read again to go on right after this record (a Kinesis shard after the
+   * record's sequence number): what a checkpoint taken after the record keeps, so a restored reader reads
+   * nothing twice. A reader that gives none resumes its split from the split's own start.
    */
-  collect(record: unknown, timestampMs?: number, splitId?: string): Promise<void> | void;
+  collect(record: unknown, timestampMs?: number, splitId?: string, resume?: SourceSplit): Promise<void> | void;
 }
 
 export interface SourceReaderContext {
@@ -77,21 +80,25 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
     idle: time.idle,
     reportLag: time.reportLag,
   });
-  const deliver = (record: unknown, timestamp: number | undefined, splitId: string | undefined): Promise<void> | void => {
+  const state = io.sourceState;
+  const deliver = (record: unknown, timestamp: number | undefined, splitId: string | undefined, resume?: SourceSplit): Promise<void> | void => {
     if (splitId !== undefined) splits?.startSplit(splitId);
-    return emit(record, timestamp);
+    const p = emit(record, timestamp);
+    // The record is in the chain: a checkpoint from here on resumes after it.
+    if (resume !== undefined) state?.advance(resume);
+    return p;
   };
   const mailbox = io.mailbox;
   // One emission at a time: a reader whose record waits on backpressure holds the others back. With a
   // mailbox, records are its actions: they never interleave with a timer or a periodic watermark.
   let tail: Promise<void> | undefined;
   const output: ReaderOutput = {
-    collect(record, timestamp, splitId) {
+    collect(record, timestamp, splitId, resume) {
       if (mailbox !== undefined) {
         return new Promise<void>((resolve, reject) =>
           mailbox.post(async () => {
             try {
-              await deliver(record, timestamp, splitId);
+              await deliver(record, timestamp, splitId, resume);
               resolve();
             } catch (e) {
               reject(e);
@@ -101,7 +108,7 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
         );
       }
       if (tail === undefined) {
-        const p = deliver(record, timestamp, splitId);
+        const p = deliver(record, timestamp, splitId, resume);
         if (p === undefined) return undefined;
         const t: Promise<void> = p.finally(() => {
           if (tail === t) tail = undefined;
@@ -110,7 +117,7 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
         return t;
       }
       const t: Promise<void> = tail
-        .then(() => deliver(record, timestamp, splitId))
+        .then(() => deliver(record, timestamp, splitId, resume))
         .finally(() => {
           if (tail === t) tail = undefined;
         });
@@ -125,7 +132,27 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
   // The readers emit whenever their data comes: the task is between records all along, its mailbox runs them.
   mailbox?.enterIdle();
   mailbox?.onFailure((e) => failWith(e));
+  const read = (split: SourceSplit): void => {
+    state?.track(split);
+    const p = reader.readSplit(split, output).then(
+      () => {
+        finished.push(split.splitId);
+        time.splitDone(split.splitId);
+        state?.finish(split.splitId);
+        if (mailbox !== undefined) mailbox.post(() => splits?.endSplit(split.splitId));
+        else splits?.endSplit(split.splitId);
+      },
+      (error: unknown) => failWith(error),
+    );
+    reading.add(p);
+    void p.finally(() => {
+      reading.delete(p);
+      time.settle();
+    });
+  };
   try {
+    // Splits restored from a checkpoint are read on from their positions first.
+    for (const split of (state?.takeRestored() ?? []) as SourceSplit[]) read(split);
     for (;;) {
       checkCanceled(io);
       const request = io.requestSplit(finished.splice(0));
@@ -135,21 +162,7 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
       const answer = await (reading.size === 0 ? idleWait(io, next) : next);
       if (answer === null) break;
       if (answer === NO_SPLIT_YET) continue;
-      const split = answer;
-      const p = reader.readSplit(split, output).then(
-        () => {
-          finished.push(split.splitId);
-          time.splitDone(split.splitId);
-          if (mailbox !== undefined) mailbox.post(() => splits?.endSplit(split.splitId));
-          else splits?.endSplit(split.splitId);
-        },
-        (error: unknown) => failWith(error),
-      );
-      reading.add(p);
-      void p.finally(() => {
-        reading.delete(p);
-        time.settle();
-      });
+      read(answer);
     }
     while (reading.size > 0) await Promise.race([Promise.all(reading), failed]);
     if (tail !== undefined) await tail;

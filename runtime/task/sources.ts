@@ -10,6 +10,18 @@ import type { InputSplit } from '../protocol/task-deployment.js';
 import { runConnectorSource } from './source-readers.js';
 import { readSplitLineBatches } from './text-file-reader.js';
 import type { SplitListener } from './timestamps-operator.js';
+import type { ResumableSplit } from './source-state.js';
+
+/** A generator's or a sequence's split: the indices next, next + stride, … up to `last` (included). */
+interface IndexSplit extends ResumableSplit {
+  readonly kind: 'generate' | 'sequence';
+  next: number;
+  readonly stride: number;
+  readonly last: number;
+}
+
+/** A text split with how many of its lines went to the chain (a restore skips them). */
+type TextSplitPosition = InputSplit & { linesRead: number };
 
 /**
  * Waits for `wait` as a source waits for input: timed as idle, and with the chain between records, so the
@@ -60,10 +72,15 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit, splits
   switch (op.kind) {
     case 'source.sequence': {
       const range = sequenceRange(op.from, op.to, tdd.subtaskIndex, tdd.parallelism);
-      for (let v = range.from; v <= range.to; v++) {
-        const p = emit(v);
-        if (p !== undefined) await p;
-        if (pacer.due()) await pause();
+      const fresh: IndexSplit = { splitId: `sequence-${tdd.subtaskIndex}`, kind: 'sequence', next: range.from, stride: 1, last: range.to };
+      for (const split of indexSplits(io, fresh)) {
+        for (let v = split.next; v <= split.last; v++) {
+          const p = emit(v);
+          split.next = v + 1;
+          if (p !== undefined) await p;
+          if (pacer.due()) await pause();
+        }
+        io.sourceState?.finish(split.splitId);
       }
       break;
     }
@@ -92,6 +109,15 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit, splits
         request.catch(() => undefined);
         return request;
       };
+      const readOptionsNow = () => {
+        const credentials = currentJobDataCredentials(io.tdd.jobId, io.tdd.dataCredentials);
+        return { timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, ...(credentials !== undefined ? { credentials } : {}) };
+      };
+      // Splits restored from a checkpoint go on first, after the lines they had sent.
+      for (const restored of (io.sourceState?.takeRestored() ?? []) as TextSplitPosition[]) {
+        await readTextSplit(io, { ...restored }, readOptionsNow(), step, splits);
+        finished.push(restored.splitId);
+      }
       let upcoming = ask();
       for (;;) {
         checkCanceled(io);
@@ -108,15 +134,18 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit, splits
           timeoutMs: io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default,
           ...(credentials !== undefined ? { credentials } : {}),
         };
-        splits?.startSplit(split.splitId);
-        for await (const lines of readSplitLineBatches(split, readOptions)) {
-          for (let i = 0; i < lines.length; i++) {
-            const p = step(lines[i]);
-            if (p !== undefined) await p;
+        if (io.sourceState !== undefined) await readTextSplit(io, { ...split, linesRead: 0 }, readOptions, step, splits);
+        else {
+          splits?.startSplit(split.splitId);
+          for await (const lines of readSplitLineBatches(split, readOptions)) {
+            for (let i = 0; i < lines.length; i++) {
+              const p = step(lines[i]);
+              if (p !== undefined) await p;
+            }
           }
+          splits?.endSplit(split.splitId);
         }
         finished.push(split.splitId);
-        splits?.endSplit(split.splitId);
       }
       break;
     }
@@ -158,6 +187,41 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit, splits
   checkCanceled(io);
 }
 
+/** The index splits a subtask reads: those it was restored with, or `fresh`; each tracked by the source state. */
+function indexSplits(io: TaskIo, fresh: IndexSplit): IndexSplit[] {
+  const restored = io.sourceState?.takeRestored() as IndexSplit[] | undefined;
+  const splits = restored === undefined ? [fresh] : restored.filter((s) => s.kind === fresh.kind).map((s) => ({ ...s }));
+  for (const s of splits) io.sourceState?.track(s);
+  return splits;
+}
+
+/** Reads a text split, skipping the lines a checkpoint says went to the chain, counting those that go now. */
+async function readTextSplit(
+  io: TaskIo,
+  split: TextSplitPosition,
+  readOptions: Parameters<typeof readSplitLineBatches>[1],
+  step: (r: unknown) => Promise<void> | void,
+  splits: SplitListener | undefined,
+): Promise<void> {
+  io.sourceState?.track(split);
+  let skip = split.linesRead;
+  splits?.startSplit(split.splitId);
+  const { linesRead: _, ...inputSplit } = split;
+  for await (const lines of readSplitLineBatches(inputSplit, readOptions)) {
+    for (let i = 0; i < lines.length; i++) {
+      if (skip > 0) {
+        skip--;
+        continue;
+      }
+      const p = step(lines[i]);
+      split.linesRead++;
+      if (p !== undefined) await p;
+    }
+  }
+  io.sourceState?.finish(split.splitId);
+  splits?.endSplit(split.splitId);
+}
+
 function sleep(ms: number, signal: TaskSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
@@ -182,7 +246,17 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
   const perSubtask = op.ratePerSecond === undefined ? undefined : op.ratePerSecond / tdd.parallelism;
   const started = Date.now();
   let produced = 0;
-  for (let i = tdd.subtaskIndex; i < end; i += tdd.parallelism) {
+  const fresh: IndexSplit = { splitId: `generate-${tdd.subtaskIndex}`, kind: 'generate', next: tdd.subtaskIndex, stride: tdd.parallelism, last: end - 1 };
+  const active = indexSplits(io, fresh).filter((s) => s.next < end);
+  // Several splits (restored from more subtasks than there are now) take turns, one record each.
+  for (let turn = 0; active.length > 0; turn++) {
+    const split = active[turn % active.length]!;
+    const i = split.next;
+    if (i >= end) {
+      io.sourceState?.finish(split.splitId);
+      active.splice(active.indexOf(split), 1);
+      continue;
+    }
     if (perSubtask !== undefined) {
       const due = started + (produced * 1000) / perSubtask;
       const wait = due - Date.now();
@@ -196,6 +270,8 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
     const r: unknown = fn(i);
     // The chain is between records while the function's promise is pending: the mailbox may run.
     const p = step(isThenable(r) ? await betweenRecords(io, r) : r);
+    // The record is in the chain: a checkpoint from here on resumes after it.
+    split.next = i + split.stride;
     if (p !== undefined) await p;
     produced++;
   }

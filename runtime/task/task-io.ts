@@ -1,5 +1,6 @@
 // What every part of a task's operator chain shares: the task's I/O, the emit function type, its errors,
 // and how user functions are found in the job's library by operator id.
+import type { SourceSplitState } from './source-state.js';
 import { FloeError } from '../core/errors.js';
 import { isThenable } from '../core/thenable.js';
 import type { TaskSignal } from '../core/cancellation.js';
@@ -59,6 +60,11 @@ export interface TaskIo {
   readonly clock?: Clock;
   /** The task's mailbox (set by the chain for its source): a source runs it between records and while it waits. */
   readonly mailbox?: Mailbox;
+  /**
+   * A source task's splits and positions for checkpoints: the source keeps it current as records go to
+   * the chain, and resumes the splits it was restored with. Absent: no checkpoints, a fresh start.
+   */
+  readonly sourceState?: SourceSplitState;
 }
 
 /** The operator each error was raised in, set where it first crosses an operator's boundary. */
