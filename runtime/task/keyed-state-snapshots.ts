@@ -2,12 +2,12 @@
 // the entries of its keyed state backend and the timers of its timer services, key group by key group in
 // one file. The snapshot encodes everything synchronously, at the barrier, and then writes the bytes while
 // the task goes on; a restore reads only the key groups of the backend's range, from any set of handles.
-import { randomUUID } from 'node:crypto';
 import { FloeError } from '../core/errors.js';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
+import { snapshotFileName } from './state/operator-state-snapshot.js';
 import { encodeKeyGroups, writeKeyGroups, type TimerRecord } from './state/key-group-snapshot.js';
 import { readLatestKeyGroups } from './state/key-group-snapshots.js';
 import type { HeapInternalTimerService } from './timer-service.js';
@@ -31,17 +31,13 @@ export const windowNamespace = <W extends { readonly start: number; readonly end
   fromData: (d: unknown): unknown => make((d as number[])[0]!, (d as number[])[1]!),
 });
 
+export { snapshotFileName };
+
 /** The backend cannot write or read checkpoints. */
 export class StateSnapshotError extends FloeError {
   constructor(message: string) {
     super('NOT_SUPPORTED', message, { retryable: false });
   }
-}
-
-/** A file name of a snapshot, unique in a checkpoint, readable in listings. */
-export function snapshotFileName(operatorName: string, subtaskIndex: number, what: string): string {
-  const safe = operatorName.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 60);
-  return `${safe}-${subtaskIndex}-${what}-${randomUUID().slice(0, 8)}`;
 }
 
 /**

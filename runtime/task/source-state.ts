@@ -5,8 +5,7 @@
 // restored before the source runs; on restore at another parallelism the splits are dealt out anew.
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
-import { snapshotFileName } from './keyed-state-snapshots.js';
-import { readOperatorState, snapshotOperatorState, type SubtaskShare } from './state/operator-state-snapshot.js';
+import { readOperatorState, snapshotFileName, snapshotOperatorState, type SubtaskShare } from './state/operator-state-snapshot.js';
 
 /** The operator-state list of a source's splits. */
 export const SOURCE_SPLITS_LIST = 'source-splits';

@@ -2,6 +2,7 @@
 // lists of entries — a source reader's splits with their positions, a broadcast state's entries — in one
 // msgpack file per operator subtask. On restore at another parallelism a `split` list is dealt out among
 // the new subtasks and a `union` list is given whole to each (Flink's ListState and UnionListState).
+import { randomUUID } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
 import type { OperatorStateHandle } from '../../protocol/checkpoints.js';
@@ -73,4 +74,10 @@ export async function readOperatorState(
     out.set(name, mode === 'union' || share === undefined ? entries : entries.filter((_, i) => i % share.parallelism === share.subtaskIndex));
   }
   return out;
+}
+
+/** A file name of a snapshot, unique in a checkpoint, readable in listings. */
+export function snapshotFileName(operatorName: string, subtaskIndex: number, what: string): string {
+  const safe = operatorName.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 60);
+  return `${safe}-${subtaskIndex}-${what}-${randomUUID().slice(0, 8)}`;
 }
