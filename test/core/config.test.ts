@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_OPTIONS, configFromEnv, defaultConfig, loadConfig, slotHeapMiB } from '../../runtime/core/config.js';
+import { CONFIG_OPTIONS, configFromEnv, configToEnv, defaultConfig, loadConfig, slotHeapMiB } from '../../runtime/core/config.js';
 import { ConfigurationError } from '../../runtime/core/errors.js';
 
 describe('config', () => {
@@ -53,6 +53,10 @@ describe('config', () => {
   it('reads FLOE_CONFIG and says so when it is not JSON', () => {
     expect(configFromEnv({ FLOE_CONFIG: '{"rpc.timeout": 1234}' }).rpcTimeoutMs).toBe(1234);
     expect(() => configFromEnv({ FLOE_CONFIG: '{rpc' })).toThrow(/FLOE_CONFIG is not valid JSON/);
+  });
+
+  it('reads back a whole config passed on, its unset string options included', () => {
+    expect(configFromEnv({ FLOE_CONFIG: configToEnv(defaultConfig) })).toEqual(defaultConfig);
   });
 
   it("takes 'security.ssl.internal.enabled' as true or false, string or JSON boolean; off by default", () => {
