@@ -60,7 +60,7 @@ export const CHECKPOINT_OPTIONS = {
     key: 'state.checkpoints.dir',
     default: '',
     description:
-      "Where checkpoints are written: a local absolute path (or file:// URI) on a disk every TaskExecutor and JobManager reaches, or s3://bucket/prefix. Each job writes <dir>/<job id>/chk-<n>/ and <dir>/<job id>/shared/. Unset: the folder checkpoints/ in the state dir (the embedded cluster), or the cluster's bucket on AWS.",
+      'Where checkpoints are written: a local absolute path (or file:// URI) on a disk every TaskExecutor and JobManager reaches, or s3://bucket/prefix. Each job writes <dir>/<job id>/chk-<n>/ and <dir>/<job id>/shared/. Unset: the folder checkpoints/ in the state dir of the embedded cluster (a cluster without a state dir, on AWS, needs it set).',
   },
   checkpointsNumRetained: {
     key: 'state.checkpoints.num-retained',
