@@ -43,6 +43,7 @@ import {
 } from '../protocol/jobmaster-gateway.js';
 import { SourceCoordinators } from './source-coordinators.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
+import { createJobCheckpointing, type JobCheckpointServices } from './job-checkpointing.js';
 import type { CheckpointMetrics, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
@@ -84,6 +85,8 @@ export interface JobMasterDeps {
    * @default - jobDataCredentialsSourceFromEnv: the job-data role when FLOE_JOB_DATA_ROLE_ARN is set, else none
    */
   readonly dataCredentials?: JobDataCredentialsSource;
+  /** The CompletedCheckpointStore and the job's CheckpointStorage; without them the job takes no checkpoints. */
+  readonly checkpoints?: JobCheckpointServices;
 }
 
 interface RegisteredTaskManager {
@@ -240,6 +243,7 @@ export class JobMaster implements JobMasterGateway {
       ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
       ...(deps.deployChunkSize !== undefined ? { deployChunkSize: deps.deployChunkSize } : {}),
       attemptDiscarded: (execution) => {
+        this.checkpoints?.abortPending(`task attempt ${execution.attemptId} ended`);
         // What a failed, cancelled or superseded attempt staged never reaches a target; deleting it now
         // keeps restarts from piling up staged parts.
         this.outputCommitter.discardAttempt(execution.vertex.id, execution.attemptId).catch((error: unknown) => {
@@ -249,6 +253,23 @@ export class JobMaster implements JobMasterGateway {
           });
         });
       },
+    });
+    this.checkpoints = createJobCheckpointing({
+      jobGraph: deps.jobGraph,
+      config: deps.config,
+      services: deps.checkpoints,
+      token: deps.fencingToken,
+      clock: deps.clock,
+      log: this.log,
+      tasks: () =>
+        this.scheduler.graph.executions.map((e) => ({ attemptId: e.attemptId, vertexId: e.vertex.id, subtaskIndex: e.subtaskIndex, state: e.state })),
+      gatewayOf: (attemptId) => {
+        const resourceId = this.scheduler.graph.execution(attemptId)?.location?.resourceId;
+        return resourceId === undefined ? undefined : this.taskManagers.get(resourceId)?.gateway;
+      },
+      failJob: (cause) => this.scheduler.handleGlobalFailure(toErrorInfo(cause)),
+      // Started on the main thread; the storage and store writes that follow run off it.
+      runAsync: (work) => void this.main.run(() => void work()).catch(() => undefined),
     });
   }
 
@@ -291,6 +312,7 @@ export class JobMaster implements JobMasterGateway {
       try {
         await this.renewDataCredentials();
         await this.sources.start(this.deps.jobGraph);
+        await this.checkpoints?.start();
       } catch (error) {
         this.scheduler.failJob(toErrorInfo(error), { timestampMs: this.deps.clock.now(), message: errorMessage(error) });
         return;
@@ -525,6 +547,9 @@ export class JobMaster implements JobMasterGateway {
 
   private statusChanged(status: JobStatus): void {
     if (this.terminated) return;
+    // Checkpoints run while the job is RUNNING (again after a restart), as Flink's job status listener does.
+    if (status !== JobStatus.RUNNING) this.checkpoints?.stop(`the job is ${status}`);
+    else void this.checkpoints?.start().catch((error: unknown) => this.log.warn('checkpoints did not restart', { error: errorMessage(error) }));
     this.status = status;
     void this.writeStatus({ status, ...this.progress() });
   }
@@ -588,6 +613,7 @@ export class JobMaster implements JobMasterGateway {
     if (this.terminated) return;
     this.terminated = true;
     this.status = status;
+    this.checkpoints?.stop(`the job ended ${status}`);
     this.cancelWatch?.cancel();
     this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();

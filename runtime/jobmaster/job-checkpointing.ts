@@ -1,0 +1,74 @@
+// A JobMaster's checkpointing: when the job's settings (its JobGraph's over the cluster's
+// `execution.checkpointing.*`) turn it on and the JobManager gave it a CompletedCheckpointStore and the
+// job's CheckpointStorage, a CheckpointCoordinator over the scheduler's executions, reaching each task
+// through the TaskExecutor it runs on, fenced by the JobMaster's token. Without them nothing changes.
+import type { Clock } from '../core/clock.js';
+import type { FloeConfig } from '../core/config.js';
+import type { ExecutionAttemptId, FencingToken } from '../core/ids.js';
+import type { Logger } from '../core/logger.js';
+import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
+import { checkpointOptionsOf, resolveCheckpointing } from '../checkpoint/checkpointing-settings.js';
+import type { CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
+import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
+import { CheckpointCoordinator, type CheckpointFailureError, type CheckpointTask } from './checkpoint-coordinator.js';
+
+/** What the JobManager gives a JobMaster for checkpoints (chosen at the entry point: SQLite or DynamoDB, files or S3). */
+export interface JobCheckpointServices {
+  readonly store: CompletedCheckpointStore;
+  /** The job's checkpoint storage (`<state.checkpoints.dir>/<job id>`). */
+  readonly storage: CheckpointStorage;
+}
+
+export interface JobCheckpointingArgs {
+  readonly jobGraph: JobGraph;
+  readonly config: FloeConfig;
+  readonly services: JobCheckpointServices | undefined;
+  readonly token: FencingToken;
+  readonly clock: Clock;
+  readonly log: Logger;
+  /** Every subtask's current attempt. */
+  readonly tasks: () => readonly CheckpointTask[];
+  /** The gateway of the TaskExecutor running an attempt, if it runs somewhere. */
+  readonly gatewayOf: (attemptId: ExecutionAttemptId) => TaskExecutorGateway | undefined;
+  readonly failJob: (cause: CheckpointFailureError) => void;
+  readonly runAsync: (work: () => Promise<void>) => void;
+}
+
+/** The job's CheckpointCoordinator, or undefined when the job does not checkpoint. */
+export function createJobCheckpointing(args: JobCheckpointingArgs): CheckpointCoordinator | undefined {
+  const settings = resolveCheckpointing(args.jobGraph.checkpointing, args.config);
+  if (settings === undefined || args.services === undefined) return undefined;
+  const upstream = new Map<string, string[]>();
+  for (const e of args.jobGraph.edges) upstream.set(e.target, [...(upstream.get(e.target) ?? []), e.source]);
+  const send = async (attemptId: ExecutionAttemptId, call: (gateway: TaskExecutorGateway) => Promise<void>): Promise<void> => {
+    const gateway = args.gatewayOf(attemptId);
+    if (gateway === undefined) throw new Error(`task attempt ${attemptId} runs on no registered TaskExecutor`);
+    await call(gateway);
+  };
+  return new CheckpointCoordinator({
+    jobId: args.jobGraph.jobId,
+    epoch: args.token,
+    config: {
+      intervalMs: settings.intervalMs,
+      timeoutMs: settings.timeoutMs,
+      minPauseMs: settings.minPauseMs,
+      tolerableFailedCheckpoints: settings.tolerableFailures,
+      numRetained: settings.numRetained,
+      options: checkpointOptionsOf(settings),
+    },
+    clock: args.clock,
+    storage: args.services.storage,
+    store: args.services.store,
+    plan: { tasks: args.tasks, upstreamOf: (vertexId) => upstream.get(vertexId) ?? [] },
+    messenger: {
+      triggerCheckpoint: (attemptId, checkpointId, timestampMs, options) =>
+        send(attemptId, (g) => g.triggerCheckpoint(attemptId, checkpointId, timestampMs, options, args.token)),
+      notifyCheckpointComplete: (attemptId, checkpointId) => send(attemptId, (g) => g.notifyCheckpointComplete(attemptId, checkpointId, args.token)),
+      notifyCheckpointAborted: (attemptId, checkpointId) => send(attemptId, (g) => g.notifyCheckpointAborted(attemptId, checkpointId, args.token)),
+    },
+    failJob: args.failJob,
+    runAsync: args.runAsync,
+    log: args.log,
+  });
+}
