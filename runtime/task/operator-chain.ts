@@ -12,6 +12,7 @@ import { ONE_INPUT_OPERATORS, TWO_INPUT_OPERATORS, type OperatorFactory } from '
 import { outputWriter, sideOutputWriter, type OutputWriter } from './output-writer.js';
 import { openSink, type Sink } from './sinks.js';
 import { runSource } from './sources.js';
+import { SourceSplitState } from './source-state.js';
 import { createKeyedStateBackend } from './state/state-backends.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import { defaultMaxParallelism } from './state/keyed-state-backend.js';
@@ -168,7 +169,12 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
   const checkpoints = checkpointCoordinator ?? new SubtaskCheckpointCoordinator(tdd.taskName, () => undefined, { clock });
   // An action that failed while the task waited for input fails the task at once.
   mailbox.onFailure((e) => taskIo.input?.fail(e instanceof Error ? e : new Error(String(e))));
-  const io: TaskIo = { ...taskIo, mailbox };
+  // A source of a checkpointing job keeps its splits and positions as operator state of the chain's head.
+  const sourceState =
+    hasSource && tdd.checkpointing !== undefined
+      ? new SourceSplitState(head.name, { subtaskIndex: tdd.subtaskIndex, parallelism: tdd.parallelism })
+      : undefined;
+  const io: TaskIo = { ...taskIo, mailbox, ...(sourceState !== undefined ? { sourceState } : {}) };
   const processingTime = mailboxProcessingTimeService(clock, mailbox);
   const last = ops[ops.length - 1]!;
   let sink: Sink | undefined = await openSink(tdd, last, io.fileOpenTimeoutMs ?? CONFIG_OPTIONS.fileOpenTimeoutMs.default, io.userFunctions, processingTime);
@@ -250,6 +256,13 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
         throw raisedBy(e, op.name);
       }
     }
+    if (sourceState !== undefined) {
+      try {
+        await sourceState.initializeState(tdd.restore?.state.operators[checkpointed[0]!.operatorId], checkpoints.streamFactory);
+      } catch (e) {
+        throw raisedBy(e, head.name);
+      }
+    }
     // Tail first, so every operator's output is ready before its input.
     for (let i = links.length - 1; i >= 0; i--) {
       await links[i]!.open?.();
@@ -262,6 +275,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
       prepareSnapshotPreBarrier: () => allOf(writers.map((w) => w.prepareSnapshotPreBarrier())),
       broadcastBarrier: (barrier) => allOf(io.outputs.map((o) => o.broadcastBarrier(barrier))),
     });
+    if (sourceState !== undefined) checkpoints.setSourceHooks(sourceState);
 
     if (hasSource) {
       const counted: Emit = (r, ts) => {
