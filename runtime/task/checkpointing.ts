@@ -29,7 +29,7 @@ export interface ChainOperatorCheckpoint {
 /** What the running chain gives the coordinator. */
 export interface RunningChain {
   readonly mailbox: Mailbox;
-  /** Head first. A source head's hooks are set by the source (setSourceHooks). */
+  /** Head first; a source head's hooks are its splits' positions (SourceSplitState). */
   readonly operators: readonly ChainOperatorCheckpoint[];
   /** The source task: triggered by the JobMaster, not by barriers. */
   readonly isSource: boolean;
@@ -104,12 +104,6 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   stop(): void {
     this.ended = true;
     this.chain = undefined;
-  }
-
-  /** A source head's checkpoint hooks (its readers' splits and positions as operator state). */
-  setSourceHooks(hooks: CheckpointedOperator): void {
-    const head = this.chain?.operators[0];
-    if (head !== undefined && this.chain?.isSource === true) head.hooks = hooks;
   }
 
   /** The JobMaster triggers checkpoint `checkpointId` at this task: a source, or a task whose inputs all ended. */

@@ -169,11 +169,12 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
   const checkpoints = checkpointCoordinator ?? new SubtaskCheckpointCoordinator(tdd.taskName, () => undefined, { clock });
   // An action that failed while the task waited for input fails the task at once.
   mailbox.onFailure((e) => taskIo.input?.fail(e instanceof Error ? e : new Error(String(e))));
-  // A source of a checkpointing job keeps its splits and positions as operator state of the chain's head.
+  // A source of a checkpointing job keeps its splits' positions as operator state (a cost per record otherwise saved).
   const sourceState =
-    hasSource && tdd.checkpointing !== undefined
+    taskIo.sourceState ??
+    (hasSource && tdd.checkpointing !== undefined
       ? new SourceSplitState(head.name, { subtaskIndex: tdd.subtaskIndex, parallelism: tdd.parallelism })
-      : undefined;
+      : undefined);
   const io: TaskIo = { ...taskIo, mailbox, ...(sourceState !== undefined ? { sourceState } : {}) };
   const processingTime = mailboxProcessingTimeService(clock, mailbox);
   const last = ops[ops.length - 1]!;
@@ -246,6 +247,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
     const checkpointed: ChainOperatorCheckpoint[] = ops.map((op, i) => ({ operatorId: operatorIdOf(op, tdd.vertexId, i), name: op.name, hooks: undefined }));
     const firstLinked = hasSource ? 1 : 0;
     for (let i = 0; i < links.length && firstLinked + i < ops.length; i++) checkpointed[firstLinked + i]!.hooks = links[i]!.checkpointed;
+    if (hasSource) checkpointed[0]!.hooks = sourceState;
     // Restored state (or none) before open, as Flink's initializeState.
     for (const op of checkpointed) {
       const init = op.hooks?.initializeState;
@@ -254,13 +256,6 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
         await init.call(op.hooks, tdd.restore?.state.operators[op.operatorId], checkpoints.streamFactory);
       } catch (e) {
         throw raisedBy(e, op.name);
-      }
-    }
-    if (sourceState !== undefined) {
-      try {
-        await sourceState.initializeState(tdd.restore?.state.operators[checkpointed[0]!.operatorId], checkpoints.streamFactory);
-      } catch (e) {
-        throw raisedBy(e, head.name);
       }
     }
     // Tail first, so every operator's output is ready before its input.
@@ -275,7 +270,6 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
       prepareSnapshotPreBarrier: () => allOf(writers.map((w) => w.prepareSnapshotPreBarrier())),
       broadcastBarrier: (barrier) => allOf(io.outputs.map((o) => o.broadcastBarrier(barrier))),
     });
-    if (sourceState !== undefined) checkpoints.setSourceHooks(sourceState);
 
     if (hasSource) {
       const counted: Emit = (r, ts) => {

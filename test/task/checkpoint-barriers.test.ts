@@ -389,3 +389,79 @@ describe('a source task', () => {
     expect(reports[2]).toEqual({ type: 'checkpointDecline', checkpointId: 3, reason: 'task source (1/1) has ended' });
   });
 });
+
+describe("a checkpointing job's source task", () => {
+  /** Runs sequence 1..20000 → map into a partition; triggers checkpoint 1 once `triggerAfter` records came out. */
+  async function runSourceTask(
+    streams: CheckpointStreamFactory,
+    restore: TaskRestore | undefined,
+    triggerAfter: number | undefined,
+  ): Promise<{ output: unknown[]; reports: CheckpointReport[] }> {
+    const descriptor: ResultPartitionDescriptor = {
+      edgeId: 'down',
+      partitionId: ResultPartitionId.of('seq-down'),
+      partitionType: 'pipelined',
+      partitioner: 'forward',
+      numberOfSubpartitions: 1,
+    };
+    const down = new ResultPartition(descriptor, 0, PARTITION);
+    const out = new InputGate(['down'], 4);
+    const [producerEnd, consumerEnd] = createLocalPortPair();
+    down.attach(0, producerEnd);
+    out.connect(0, consumerEnd);
+    const reports: CheckpointReport[] = [];
+    const coordinator = new SubtaskCheckpointCoordinator('source (1/1)', (r) => reports.push(r), { streams });
+    const controller = new AbortController();
+    controllers.push(controller);
+    const tdd = taskDeployment(
+      [
+        { kind: 'source.sequence', id: 's', name: 'numbers', from: 1, to: 20_000 },
+        { kind: 'map', id: 'm', name: 'same', fn: fn('op-1') },
+      ],
+      {
+        outputs: [descriptor],
+        checkpointing: { storageUri: 'memory://job', options: options('EXACTLY_ONCE') },
+        ...(restore !== undefined ? { restore } : {}),
+      },
+    );
+    const running = runOperatorChain(
+      {
+        tdd,
+        userFunctions: new Map([['op-1', (x: number) => x]]),
+        signal: controller.signal,
+        outputs: [down],
+        input: undefined,
+        requestSplit: async () => null,
+      },
+      coordinator,
+    );
+    const output: unknown[] = [];
+    let triggered = false;
+    for (let b = await out.next(); b !== undefined; b = await out.next()) {
+      for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
+      b.ack();
+      if (!triggered && triggerAfter !== undefined && output.length > triggerAfter) {
+        triggered = true;
+        coordinator.triggerCheckpoint(1, 10, options('EXACTLY_ONCE'));
+      }
+    }
+    await running;
+    await coordinator.settled();
+    return { output, reports };
+  }
+
+  it("snapshots the source's position at the barrier; a new attempt restored from it emits exactly the records after the barrier", async () => {
+    const streams = new MemoryCheckpointStreams();
+    const first = await runSourceTask(streams, undefined, 100);
+    const at = first.output.indexOf('|1|');
+    expect(at).toBeGreaterThan(100);
+    expect(first.reports).toHaveLength(1);
+    const ack = first.reports[0]!;
+    if (ack.type !== 'checkpointAck') throw new Error(`expected an acknowledgement, got ${JSON.stringify(ack)}`);
+    expect(Object.keys(ack.state.operators)).toEqual(['v1:0']);
+    expect(ack.state.operators['v1:0']!.operator.length).toBe(1);
+
+    const second = await runSourceTask(streams, { checkpointId: 1, state: ack.state }, undefined);
+    expect(second.output).toEqual(first.output.slice(at + 1));
+  });
+});
