@@ -1,6 +1,7 @@
 // Checkpoints through a slot's worker: the TaskExecutor's SlotWorker triggers a checkpoint at a running source
 // task, hears its acknowledgement (or a decline) through onCheckpointReport, and notifies its outcome.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -58,7 +59,7 @@ describe('checkpoints through a slot worker', () => {
         { kind: 'source.sequence', id: 's', name: 'numbers', from: 1, to: Number.MAX_SAFE_INTEGER },
         { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 10 },
       ],
-      // The job checkpoints into a local folder (nothing of this chain keeps state).
+      // The job checkpoints into a local folder.
       { attemptId, checkpointing: { storageUri: join(dir, 'job-1'), options: OPTIONS } },
     );
     worker.post({ type: 'deploy', tdd, library: undefined, settings: SETTINGS });
@@ -66,22 +67,16 @@ describe('checkpoints through a slot worker', () => {
 
     worker.triggerCheckpoint(attemptId, 7, 1_700_000_000_000, OPTIONS);
     await until(() => reports.length > 0, 'the checkpoint report');
-    expect(reports).toEqual([
-      {
-        type: 'checkpointAck',
-        attemptId,
-        checkpointId: 7,
-        state: { operators: {} },
-        metrics: {
-          bytesPersisted: 0,
-          stateSize: 0,
-          alignmentDurationMs: 0,
-          syncDurationMs: expect.any(Number),
-          asyncDurationMs: expect.any(Number),
-          unaligned: false,
-        },
-      },
-    ]);
+    expect(reports).toHaveLength(1);
+    const ack = reports[0]!;
+    if (ack.type !== 'checkpointAck') throw new Error(`expected an acknowledgement, got ${JSON.stringify(ack)}`);
+    expect(ack).toMatchObject({ attemptId, checkpointId: 7, metrics: { alignmentDurationMs: 0, unaligned: false } });
+    // The source's position is its state, written to the job's checkpoint folder.
+    const handles = ack.state.operators['v1:0']!.operator.map((o) => o.handle);
+    expect(handles).toHaveLength(1);
+    expect(handles[0]!.uri.startsWith(`file://${join(dir, 'job-1', 'chk-7')}/`)).toBe(true);
+    expect(statSync(fileURLToPath(handles[0]!.uri)).size).toBe(handles[0]!.size);
+    expect(ack.metrics.stateSize).toBe(handles[0]!.size);
     worker.notifyCheckpointComplete(attemptId, 7);
 
     const stranger = ExecutionAttemptId.random();
