@@ -111,6 +111,8 @@ export const q7 = defineJob('nexmark-q7', (env, args) => {
 /** q8, new users: per tumbling window of 10 s, the persons who joined and opened an auction in it. */
 export const q8 = defineJob('nexmark-q8', (env, args) => {
   const a = jobArgs(args);
+  // The persons and auctions filters are branches of one chain; no function here changes its input.
+  env.getConfig().enableObjectReuse();
   const events = timedEvents(env, a);
   const persons = events.filter((e) => e.type === 'person').map((e) => (e as { person: Person }).person);
   const auctions = events.filter((e) => e.type === 'auction').map((e) => (e as { auction: Auction }).auction);

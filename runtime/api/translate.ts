@@ -353,6 +353,7 @@ export function buildJobGraph(definition: JobDefinition, options: BuildJobGraphO
     ...(env.getRestartStrategy() !== undefined ? { restartStrategy: env.getRestartStrategy()! } : {}),
     ...resourceProfilesOf(env, vertices),
     ...(env.getCheckpointConfig().toSettings() !== undefined ? { checkpointing: env.getCheckpointConfig().toSettings()! } : {}),
+    ...(env.getConfig().isObjectReuseEnabled() ? { objectReuse: true } : {}),
   };
   validateJobGraph(graph);
   return graph;

@@ -452,6 +452,7 @@ const JobGraphSchema = object({
   restartStrategy: v.optional(RestartStrategySchema),
   resourceProfiles: v.optional(ResourceProfilesSchema),
   checkpointing: v.optional(CheckpointingSchema),
+  objectReuse: v.optional(v.boolean(found('must be true or false'))),
 }) satisfies v.GenericSchema<unknown, JobGraph>;
 
 /** `vertices[2].operators[0].fn.export` from an issue's path; the whole graph is `jobGraph`. */

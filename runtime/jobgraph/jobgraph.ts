@@ -336,6 +336,8 @@ export interface JobGraph {
   readonly resourceProfiles?: Readonly<Record<string, ResourceProfile>>;
   /** The job's checkpointing (env.enableCheckpointing); absent: the cluster's ('execution.checkpointing.interval', off by default). */
   readonly checkpointing?: CheckpointingSettings;
+  /** env.getConfig().enableObjectReuse(): a chain's branches share one record object. @default false - each branch but the last gets a copy */
+  readonly objectReuse?: boolean;
 }
 
 export const isSourceOperator = (op: OperatorSpec): boolean => op.kind.startsWith('source.');

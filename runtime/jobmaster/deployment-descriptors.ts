@@ -138,6 +138,7 @@ export class TaskDeploymentDescriptorFactory {
         ? { sinkStagingDir: attemptStagingLocationFor(sink.path, this.jobId, execution.attemptId) }
         : {}),
       ...(credentials !== undefined ? { dataCredentials: credentials } : {}),
+      ...(jobGraph.objectReuse === true ? { objectReuse: true } : {}),
     };
   }
 }

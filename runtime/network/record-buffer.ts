@@ -150,3 +150,8 @@ export function encodeValue(value: unknown): Uint8Array {
 export function decodeValue(bytes: Uint8Array): unknown {
   return packr.unpack(bytes as Buffer);
 }
+
+/** A deep copy of `value` as a consumer of an exchange gets it: the value encoded and decoded by the record codec. */
+export function copyRecord(value: unknown): unknown {
+  return packr.unpack(packr.pack(value));
+}

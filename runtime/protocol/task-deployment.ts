@@ -139,6 +139,8 @@ export interface TaskDeploymentDescriptor {
   readonly dataCredentials?: JobDataCredentials;
   /** A job that checkpoints: where the task writes its state, and the barriers' options. */
   readonly checkpointing?: TaskCheckpointing;
+  /** The job's object reuse (JobGraph.objectReuse): a branching chain then passes one record object to every branch. */
+  readonly objectReuse?: boolean;
   /** A task deployed to resume from a checkpoint: its share of the checkpoint's state. */
   readonly restore?: TaskRestore;
 }
@@ -222,6 +224,8 @@ export interface TaskDeploymentBatch {
   readonly dataCredentials?: JobDataCredentials;
   /** Every task's checkpointing: one job's tasks share it. */
   readonly checkpointing?: TaskCheckpointing;
+  /** Every task's objectReuse: one job's tasks share it. */
+  readonly objectReuse?: boolean;
   readonly vertices: readonly BatchVertex[];
   /** Producer descriptions that the tasks' input gates name by index. */
   readonly producers: readonly ConsumedPartitionsDescriptor[];
@@ -308,6 +312,9 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
     if (d.checkpointing !== first.checkpointing && !sameCheckpointing(d.checkpointing, first.checkpointing)) {
       throw new Error(`the tasks of one deployment batch share the job's checkpointing; ${d.taskName} differs from ${first.taskName}`);
     }
+    if ((d.objectReuse === true) !== (first.objectReuse === true)) {
+      throw new Error(`the tasks of one deployment batch share the job's objectReuse; ${d.taskName} differs from ${first.taskName}`);
+    }
     let variants = variantsOf.get(d.vertexId);
     if (variants === undefined) variantsOf.set(d.vertexId, (variants = []));
     let vertex = variants.find((i) => {
@@ -358,6 +365,7 @@ export function packTaskDeployments(descriptors: readonly TaskDeploymentDescript
     program: first.program,
     ...(first.dataCredentials !== undefined ? { dataCredentials: first.dataCredentials } : {}),
     ...(first.checkpointing !== undefined ? { checkpointing: first.checkpointing } : {}),
+    ...(first.objectReuse === true ? { objectReuse: true } : {}),
     vertices,
     producers,
     tasks,
@@ -406,6 +414,7 @@ export function unpackTaskDeployments(batch: TaskDeploymentBatch): TaskDeploymen
       ...(t.sinkStagingDir !== undefined ? { sinkStagingDir: t.sinkStagingDir } : {}),
       ...(batch.dataCredentials !== undefined ? { dataCredentials: batch.dataCredentials } : {}),
       ...(batch.checkpointing !== undefined ? { checkpointing: batch.checkpointing } : {}),
+      ...(batch.objectReuse === true ? { objectReuse: true } : {}),
       ...(t.restore !== undefined ? { restore: t.restore } : {}),
     };
   });

@@ -1,8 +1,12 @@
 // A chain that branches (Flink chains a fan-out: one operator feeding several chained operators): each
 // operator passes its records and watermarks by a function call to every operator that reads it and to
 // the output partitions it produces (their descriptor's `producer`). A record goes to the branches in
-// order, the same object to each, as a chain passes its records.
+// order. Without object reuse (the default) every branch but the last gets its own copy of the record,
+// made by the record codec before any branch runs, so a branch that changes its input in place changes
+// nothing another branch sees; with object reuse (ExecutionConfig.enableObjectReuse) all get the same object.
+// Operators one after the other in a chain pass the same object on, either way.
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import { copyRecord } from '../network/record-buffer.js';
 import type { Emit, TaskIo } from './task-io.js';
 import { TaskSetupError } from './task-io.js';
 import type { SplitListener } from './timestamps-operator.js';
@@ -21,6 +25,8 @@ export interface ChainLink {
   readonly splitListener?: SplitListener;
   /** The operator's checkpoint hooks, when it has any. */
   readonly checkpointed?: CheckpointedOperator;
+  /** A link that takes only watermarks: a branch needs no copy of a record for it. */
+  readonly ignoresRecords?: boolean;
 }
 
 /** Waits for every promise of `results`, if any. */
@@ -30,14 +36,20 @@ export function allOf(results: readonly (Promise<void> | void)[]): Promise<void>
   return waits === undefined ? undefined : Promise.all(waits).then(() => undefined);
 }
 
-/** One link that passes what it gets to each of `targets`, in order; the one target itself when there is one. */
-function fanOut(targets: readonly ChainLink[]): ChainLink {
+/**
+ * One link that passes what it gets to each of `targets`, in order; the one target itself when there is one.
+ * Without `objectReuse`, each target but the last that reads records gets a copy made before any runs.
+ */
+export function fanOut(targets: readonly ChainLink[], objectReuse = false): ChainLink {
   if (targets.length === 1) return targets[0]!;
-  const [a, b] = targets;
-  if (targets.length === 2) {
+  const readers = targets.filter((t) => t.ignoresRecords !== true);
+  const copies = !objectReuse && readers.length > 1;
+  const [a, b] = readers;
+  if (readers.length === 2 && targets.length === 2) {
     return {
       processElement: (r, ts) => {
-        const p = a!.processElement(r, ts);
+        const mine = copies ? copyRecord(r) : r;
+        const p = a!.processElement(mine, ts);
         const q = b!.processElement(r, ts);
         if (p === undefined) return q;
         return q === undefined ? p : Promise.all([p, q]).then(() => undefined);
@@ -46,8 +58,14 @@ function fanOut(targets: readonly ChainLink[]): ChainLink {
       endInput: () => undefined,
     };
   }
+  const last = readers.length - 1;
   return {
-    processElement: (r, ts) => allOf(targets.map((t) => t.processElement(r, ts))),
+    processElement: copies
+      ? (r, ts) => {
+          const records = readers.map((_, i) => (i === last ? r : copyRecord(r)));
+          return allOf(readers.map((t, i) => t.processElement(records[i], ts)));
+        }
+      : (r, ts) => allOf(readers.map((t) => t.processElement(r, ts))),
     processWatermark: (w) => allOf(targets.map((t) => t.processWatermark(w))),
     endInput: () => undefined,
   };
@@ -95,6 +113,7 @@ export function branchingChain(
           const tail = tailFor(ops[lastIndex]!, subset(sideIndexes));
           return {
             ...tail,
+            ignoresRecords: true,
             processElement: () => undefined,
             processWatermark: (w: number) => {
               if (w <= sideWatermark) return;
@@ -118,9 +137,14 @@ export function branchingChain(
     if (targets.length === 0) throw new TaskSetupError(`task ${tdd.taskName}: operator '${ops[k]!.name}' feeds neither an operator nor an output`);
     if (sideTail !== undefined && !targets.includes(sideTail)) {
       // The side outputs' partitions follow the watermarks of every branch (each advance once).
-      targets.push({ processElement: () => undefined, processWatermark: (w) => sideTail.processWatermark(w), endInput: () => undefined });
+      targets.push({
+        ignoresRecords: true,
+        processElement: () => undefined,
+        processWatermark: (w) => sideTail.processWatermark(w),
+        endInput: () => undefined,
+      });
     }
-    return fanOut(targets);
+    return fanOut(targets, tdd.objectReuse === true);
   };
   const start = hasSource ? 1 : 0;
   for (let k = ops.length - 1; k >= start; k--) made[k] = linkFor(ops[k]!, outOf(k), k === 0);
