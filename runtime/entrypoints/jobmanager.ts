@@ -17,6 +17,9 @@ import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { JobManagerProcess } from '../jobmanager/jobmanager-process.js';
+import type { JobCheckpointServices } from '../jobmaster/job-checkpointing.js';
+import { checkpointsDirOf } from '../checkpoint/checkpointing-settings.js';
+import { checkpointStorageFor, jobCheckpointsUri } from '../checkpoint/file-system-checkpoint-storage.js';
 import { ChildProcessWorkerLauncher, installParentWatch } from '../local/child-process-launcher.js';
 import { noticesToServingDispatcher } from '../local/dispatcher-lease.js';
 import { localFileSystem } from '../local/fs-file-system.js';
@@ -54,6 +57,8 @@ interface Backend {
   readonly capacityNotices?: CapacityNotices | undefined;
   /** Where the process says a job ended, with its figures, on AWS (an event on the cluster's bus: the job's metrics). */
   readonly jobEndNotices?: JobEndNotices | undefined;
+  /** Each job's completed checkpoints and checkpoint storage (embedded: SQLite and files). */
+  readonly checkpointsFor?: (jobId: JobId) => JobCheckpointServices;
   close(): Promise<void>;
 }
 
@@ -64,10 +69,18 @@ async function openBackend(): Promise<Backend> {
   }
   const stateDir = requireEnv(FloeEnv.STATE_DIR);
   // Loaded here only: the SQLite stores are not in the image AWS tasks run.
-  const { openEmbeddedServices, taskExecutorWorkDir } = await import('../local/embedded-services.js');
+  const { embeddedPaths, openEmbeddedServices, taskExecutorWorkDir } = await import('../local/embedded-services.js');
   const services = openEmbeddedServices(stateDir);
+  const { SqliteCompletedCheckpointStore } = await import('../local/sqlite-completed-checkpoint-store.js');
+  const checkpointStore = new SqliteCompletedCheckpointStore(embeddedPaths.database(stateDir));
+  const checkpointsDir = checkpointsDirOf(config, stateDir);
   return {
     ...services,
+    checkpointsFor: (job) => ({
+      store: checkpointStore,
+      storage: checkpointStorageFor(checkpointsDir, job),
+      storageUri: jobCheckpointsUri(checkpointsDir, job),
+    }),
     launcher: new ChildProcessWorkerLauncher({
       entryFor: () => distEntry('taskexecutor'),
       // Per job: a process from the warm pool starts TaskExecutors for later jobs too.
@@ -80,7 +93,10 @@ async function openBackend(): Promise<Backend> {
     }),
     workerEnv: { [FloeEnv.STATE_DIR]: stateDir },
     ...embeddedHosts(),
-    close: () => services.close(),
+    close: async () => {
+      await services.close();
+      await checkpointStore.close();
+    },
   };
 }
 
@@ -125,6 +141,7 @@ const jobManager = new JobManagerProcess({
   logger,
   capacityNotices,
   ...(services.jobEndNotices !== undefined ? { jobEndNotices: services.jobEndNotices } : {}),
+  ...(services.checkpointsFor !== undefined ? { checkpointsFor: services.checkpointsFor } : {}),
 });
 
 let exiting = false;

@@ -9,6 +9,7 @@
 // written for the process in the admission transaction, so it leads without campaigning. With no job
 // for 'cluster.warm-pool.idle-timeout' it takes its own claim — so no Dispatcher can any more — stops
 // its TaskExecutors and exits. What it tells when a job ended (figures, capacity) is in job-end-announcements.ts.
+import type { JobCheckpointServices } from '../jobmaster/job-checkpointing.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import { monotonicNow, type Clock, type Timer } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
@@ -50,6 +51,8 @@ export interface JobManagerProcessDeps {
    * the job's CloudWatch metrics). @default - none
    */
   readonly jobEndNotices?: JobEndNotices;
+  /** Each job's CompletedCheckpointStore and CheckpointStorage. @default - none: jobs take no checkpoints */
+  readonly checkpointsFor?: (jobId: JobId) => JobCheckpointServices;
 }
 
 /**
@@ -222,6 +225,7 @@ export class JobManagerProcess {
         : {}),
       ...(granted !== undefined ? { granted } : {}),
       ...(this.deps.config.warmPoolJobManagers > 0 ? { onJobEnding: () => this.placeAsJobEnds() } : {}),
+      ...(this.deps.checkpointsFor !== undefined ? { checkpoints: this.deps.checkpointsFor(jobId) } : {}),
     });
     this.state = { kind: 'running', jobId, runner };
     this.jobsRun++;

@@ -3,6 +3,7 @@
 // when the job reached a terminal state or when another JobManager holds the JobMaster lease. A lease it
 // could not keep (the store stalled, the process was paused) ends only the JobMaster of that session:
 // the runner contends again and, should it win, a new JobMaster recovers the job at the higher epoch.
+import type { JobCheckpointServices } from '../jobmaster/job-checkpointing.js';
 import { blobKeys, type BlobStore } from '../blob/blob-store.js';
 import type { Clock } from '../core/clock.js';
 import type { FloeConfig } from '../core/config.js';
@@ -51,6 +52,8 @@ export interface JobManagerRunnerDeps {
   readonly granted?: { readonly holder: string; readonly expiresAtMs: number; readonly askedAt: number; readonly askedAtMono: number };
   /** Called as the job's terminal status is about to be written (see JobMasterDeps.onJobEnding). */
   readonly onJobEnding?: () => void;
+  /** The job's CompletedCheckpointStore and CheckpointStorage; without them its JobMasters take no checkpoints. */
+  readonly checkpoints?: JobCheckpointServices;
 }
 
 export type RunnerOutcome = JobTermination | { readonly status: 'LEADERSHIP_LOST'; readonly message: string };
@@ -237,6 +240,7 @@ export class JobManagerRunner {
         ...(record.recovery !== undefined ? { recovery: record.recovery } : {}),
         ...(record.throughput !== undefined ? { throughput: record.throughput } : {}),
         ...(this.deps.onJobEnding !== undefined ? { onJobEnding: this.deps.onJobEnding } : {}),
+        ...(this.deps.checkpoints !== undefined ? { checkpoints: this.deps.checkpoints } : {}),
       });
       this.jobMaster = jobMaster;
       this.ledOnce = true;

@@ -11,6 +11,7 @@ import {
   type InputGateDescriptor,
   type ProducerLocation,
   type ResultPartitionDescriptor,
+  type TaskCheckpointing,
   type TaskDeploymentDescriptor,
 } from '../protocol/task-deployment.js';
 import { partitionIdOf, taskName, type ConsumedPartitionGroup, type Execution, type ExecutionGraph } from './execution-graph.js';
@@ -48,6 +49,8 @@ export class TaskDeploymentDescriptorFactory {
     private readonly dataAddressOf: (resourceId: ResourceId) => string,
     /** The job's S3 credentials a deployment carries now; undefined: none (the tasks use their process's own). */
     private readonly dataCredentials: () => JobDataCredentials | undefined = () => undefined,
+    /** The job's checkpointing, the same for every task; undefined: the job takes no checkpoints. */
+    private readonly checkpointing: TaskCheckpointing | undefined = undefined,
   ) {}
 
   /**
@@ -139,6 +142,7 @@ export class TaskDeploymentDescriptorFactory {
         : {}),
       ...(credentials !== undefined ? { dataCredentials: credentials } : {}),
       ...(jobGraph.objectReuse === true ? { objectReuse: true } : {}),
+      ...(this.checkpointing !== undefined ? { checkpointing: this.checkpointing } : {}),
     };
   }
 }

@@ -10,6 +10,7 @@ import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
 import { checkpointOptionsOf, resolveCheckpointing } from '../checkpoint/checkpointing-settings.js';
 import type { CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type { TaskCheckpointing } from '../protocol/task-deployment.js';
 import type { TaskExecutorGateway } from '../protocol/taskexecutor-gateway.js';
 import { CheckpointCoordinator, type CheckpointFailureError, type CheckpointTask } from './checkpoint-coordinator.js';
 
@@ -18,6 +19,15 @@ export interface JobCheckpointServices {
   readonly store: CompletedCheckpointStore;
   /** The job's checkpoint storage (`<state.checkpoints.dir>/<job id>`). */
   readonly storage: CheckpointStorage;
+  /** Its folder's URI, as the tasks open it (TaskDeploymentDescriptor.checkpointing). */
+  readonly storageUri: string;
+}
+
+/** What each task of the job is deployed with when the job checkpoints; undefined otherwise. */
+export function taskCheckpointingOf(jobGraph: JobGraph, config: FloeConfig, services: JobCheckpointServices | undefined): TaskCheckpointing | undefined {
+  const settings = resolveCheckpointing(jobGraph.checkpointing, config);
+  if (settings === undefined || services === undefined) return undefined;
+  return { storageUri: services.storageUri, options: checkpointOptionsOf(settings) };
 }
 
 export interface JobCheckpointingArgs {

@@ -43,7 +43,7 @@ import {
 } from '../protocol/jobmaster-gateway.js';
 import { SourceCoordinators } from './source-coordinators.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
-import { createJobCheckpointing, type JobCheckpointServices } from './job-checkpointing.js';
+import { createJobCheckpointing, taskCheckpointingOf, type JobCheckpointServices } from './job-checkpointing.js';
 import type { CheckpointMetrics, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
@@ -240,6 +240,7 @@ export class JobMaster implements JobMasterGateway {
       },
       mayAct: () => this.mayAct(),
       dataCredentials: () => this.dataCredentials,
+      taskCheckpointing: taskCheckpointingOf(deps.jobGraph, deps.config, deps.checkpoints),
       ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
       ...(deps.deployChunkSize !== undefined ? { deployChunkSize: deps.deployChunkSize } : {}),
       attemptDiscarded: (execution) => {

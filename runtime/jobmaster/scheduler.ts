@@ -20,6 +20,7 @@ import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js'
 import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 import type { MainThread } from '../rpc/main-thread.js';
+import type { TaskCheckpointing } from '../protocol/task-deployment.js';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
 import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
@@ -81,6 +82,8 @@ export interface SchedulerOptions {
   readonly mayAct?: () => boolean;
   /** The job's S3 credentials each deployment carries now (AWS); undefined: the tasks use their process's own. */
   readonly dataCredentials?: () => JobDataCredentials | undefined;
+  /** Every task's checkpointing when the job checkpoints. @default - none */
+  readonly taskCheckpointing?: TaskCheckpointing | undefined;
   /**
    * What a predecessor JobMaster of the job left (a successor after a JobManager failover). Its finished
    * regions are kept if their output is still there; nothing is deployed until the TaskExecutors that
@@ -158,7 +161,14 @@ export class Scheduler {
     });
     const failover = new RestartPipelinedRegionFailoverStrategy(this.regions, this.graph, (edge, producer) => this.isPartitionAvailable(edge, producer));
     this.failureHandler = new ExecutionFailureHandler(failover, o.restartStrategy, o.clock);
-    const descriptors = new TaskDeploymentDescriptorFactory(o.jobId, this.graph, this.regions, (id) => o.taskManagers.dataAddress(id), o.dataCredentials);
+    const descriptors = new TaskDeploymentDescriptorFactory(
+      o.jobId,
+      this.graph,
+      this.regions,
+      (id) => o.taskManagers.dataAddress(id),
+      o.dataCredentials,
+      o.taskCheckpointing,
+    );
     this.slots = new SlotSharingExecutionSlotAllocator(o.jobGraph, this.graph, o.slotPool);
     this.deployer = new ExecutionDeployer({
       graph: this.graph,

@@ -7,7 +7,7 @@ import { loadConfig } from '../../runtime/core/config.js';
 import { ExecutionAttemptId, FencingToken, JobId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
-import { createJobCheckpointing, type JobCheckpointingArgs } from '../../runtime/jobmaster/job-checkpointing.js';
+import { createJobCheckpointing, taskCheckpointingOf, type JobCheckpointingArgs } from '../../runtime/jobmaster/job-checkpointing.js';
 import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
 import { InMemoryCheckpointStorage } from '../support/in-memory-checkpoint-storage.js';
 import { settle } from '../support/manual-time.js';
@@ -29,7 +29,9 @@ function args(jobGraph: JobGraph, withServices: boolean, triggers: unknown[] = [
   return {
     jobGraph,
     config: loadConfig({}),
-    services: withServices ? { store: new InMemoryCompletedCheckpointStore(), storage: new InMemoryCheckpointStorage() } : undefined,
+    services: withServices
+      ? { store: new InMemoryCompletedCheckpointStore(), storage: new InMemoryCheckpointStorage(), storageUri: 'memory:///checkpoints/job' }
+      : undefined,
     token: FencingToken.of(3),
     clock: new ManualClock(),
     log: silentLogger,
@@ -44,9 +46,15 @@ function args(jobGraph: JobGraph, withServices: boolean, triggers: unknown[] = [
 }
 
 describe('createJobCheckpointing', () => {
-  it('makes no coordinator for a job that does not checkpoint, or without a store', () => {
+  it('makes no coordinator, and deploys tasks without checkpointing, for a job that does not checkpoint or without a store', () => {
     expect(createJobCheckpointing(args(graph(), true))).toBeUndefined();
     expect(createJobCheckpointing(args(graph({ intervalMs: 1_000 }), false))).toBeUndefined();
+    expect(taskCheckpointingOf(graph(), loadConfig({}), args(graph(), true).services)).toBeUndefined();
+    expect(taskCheckpointingOf(graph({ intervalMs: 1_000 }), loadConfig({}), undefined)).toBeUndefined();
+    expect(taskCheckpointingOf(graph({ intervalMs: 1_000 }), loadConfig({}), args(graph(), true).services)).toEqual({
+      storageUri: 'memory:///checkpoints/job',
+      options: { type: 'checkpoint', mode: 'EXACTLY_ONCE', alignedCheckpointTimeoutMs: -1 },
+    });
   });
 
   it("triggers the job's source tasks through their TaskExecutor with the JobMaster's token and the job's options", async () => {
