@@ -91,27 +91,15 @@ export function canonicalKey(key: unknown): string {
   return out.join('');
 }
 
-/** MurmurHash3 (x86, 32 bit) over the string's UTF-16 code units, two per block. Unsigned. */
-export function murmurHash(s: string, seed = 0x2f1a9e3b): number {
-  let h = seed | 0;
-  const n = s.length;
-  let i = 0;
-  for (; i + 1 < n; i += 2) {
-    let k = s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16) | 0;
-    k = Math.imul(k, 0xcc9e2d51);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, 0x1b873593);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
-  }
-  if (i < n) {
-    let k = s.charCodeAt(i);
-    k = Math.imul(k, 0xcc9e2d51);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, 0x1b873593);
-    h ^= k;
-  }
+/** MurmurHash3's mix of one 32-bit block into the running hash `h`, without the rotation that follows. */
+function mixBlock(h: number, block: number): number {
+  let k = Math.imul(block, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  return h ^ Math.imul(k, 0x1b873593);
+}
+
+/** MurmurHash3's last steps over `n` code units (two bytes each): the length, then the avalanche. Unsigned. */
+function finishHash(h: number, n: number): number {
   h ^= n * 2;
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
@@ -119,6 +107,20 @@ export function murmurHash(s: string, seed = 0x2f1a9e3b): number {
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h >>> 0;
+}
+
+/** MurmurHash3 (x86, 32 bit) over the string's UTF-16 code units, two per block. Unsigned. */
+export function murmurHash(s: string, seed = 0x2f1a9e3b): number {
+  let h = seed | 0;
+  const n = s.length;
+  let i = 0;
+  for (; i + 1 < n; i += 2) {
+    h = mixBlock(h, s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16) | 0);
+    h = (h << 13) | (h >>> 19);
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  }
+  if (i < n) h = mixBlock(h, s.charCodeAt(i));
+  return finishHash(h, n);
 }
 
 /** The key group (0 … maxParallelism-1) of a key given in canonical form. */
@@ -161,28 +163,12 @@ function murmurCodes(codes: readonly number[], n: number, seed = 0x2f1a9e3b): nu
   let h = seed | 0;
   let i = 0;
   for (; i + 1 < n; i += 2) {
-    let k = codes[i]! | (codes[i + 1]! << 16) | 0;
-    k = Math.imul(k, 0xcc9e2d51);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, 0x1b873593);
-    h ^= k;
+    h = mixBlock(h, codes[i]! | (codes[i + 1]! << 16) | 0);
     h = (h << 13) | (h >>> 19);
     h = (Math.imul(h, 5) + 0xe6546b64) | 0;
   }
-  if (i < n) {
-    let k = codes[i]!;
-    k = Math.imul(k, 0xcc9e2d51);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, 0x1b873593);
-    h ^= k;
-  }
-  h ^= n * 2;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  if (i < n) h = mixBlock(h, codes[i]!);
+  return finishHash(h, n);
 }
 
 /** The consumer subtask that owns `keyGroup` (Flink's computeOperatorIndexForKeyGroup). */

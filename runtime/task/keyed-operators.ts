@@ -298,6 +298,22 @@ export function keyedStep(op: KeyedOperatorSpec, f: KeyedFunctions, next: Emit, 
   };
 }
 
+/**
+ * A combiner's canonical form of a key the selector after `producer` returned; an unusable key fails
+ * naming that producer.
+ */
+export function combinerKeyOf(producer: string | undefined): (key: unknown) => string {
+  return (key) => {
+    try {
+      return canonicalKey(key);
+    } catch (e) {
+      if (e instanceof InvalidKeyError)
+        throw new InvalidKeyError(`the key selector after ${producer ?? 'the producer'} returned an unusable key: ${e.message}`);
+      throw e;
+    }
+  };
+}
+
 /** The producer side of pre-aggregation: partial results per key, sent on in bounded batches. */
 export interface KeyedCombiner {
   /** Folds one record into its key's partial; a promise when a flush had to wait for the network. */
@@ -327,15 +343,7 @@ export function keyedCombiner(
 ): KeyedCombiner {
   const { signal, producer } = options;
   const fold = foldOf(op, f);
-  const canonical = (key: unknown): string => {
-    try {
-      return canonicalKey(key);
-    } catch (e) {
-      if (e instanceof InvalidKeyError)
-        throw new InvalidKeyError(`the key selector after ${producer ?? 'the producer'} returned an unusable key: ${e.message}`);
-      throw e;
-    }
-  };
+  const canonical = combinerKeyOf(producer);
   // Per key (canonical form) the partial state, and in `selected` the key as the selector returned it.
   let held = new KeyTable<unknown>();
   let selected: unknown[] = [];

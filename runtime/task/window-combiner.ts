@@ -7,11 +7,10 @@
 // passed goes on at once as a partial of its own, exactly when the record itself would have.
 import { TimeWindow } from '../api/windowing.js';
 import type { FunctionRef } from '../jobgraph/jobgraph.js';
-import { canonicalKey, InvalidKeyError } from '../network/key-groups.js';
 import type { WindowOperatorSpec } from './window-operator.js';
 import { WindowTimestampError } from './window-operator.js';
 import { KeyTable } from './key-table.js';
-import type { KeyedCombiner } from './keyed-operators.js';
+import { combinerKeyOf, type KeyedCombiner } from './keyed-operators.js';
 import type { TaskSignal } from '../core/cancellation.js';
 
 /** Sends one `[key, partial]` pair to the subtask owning `canonical`, stamped `timestamp`. */
@@ -65,16 +64,9 @@ export function windowCombiner(
   const slide = window.type === 'sliding' ? window.slide : window.size;
   const paneSize = gcd(window.size, slide);
   const offset = window.offset;
-  const canonical = (key: unknown): string => {
-    if (typeof key === 'string' && key.length > 0 && key.charCodeAt(0) > 1) return key;
-    try {
-      return canonicalKey(key);
-    } catch (e) {
-      if (e instanceof InvalidKeyError)
-        throw new InvalidKeyError(`the key selector after ${producer ?? 'the producer'} returned an unusable key: ${e.message}`);
-      throw e;
-    }
-  };
+  const canonicalOf = combinerKeyOf(producer);
+  // A plain string key is its own canonical form (see canonicalKey): no call on the hot path.
+  const canonical = (key: unknown): string => (typeof key === 'string' && key.length > 0 && key.charCodeAt(0) > 1 ? key : canonicalOf(key));
   const panes = new Map<number, Pane>();
   let held = 0;
   let watermark = -Infinity;
