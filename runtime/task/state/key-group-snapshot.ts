@@ -58,23 +58,31 @@ export class KeyGroupFormatError extends FloeError {
   }
 }
 
-/** The key groups of `range` encoded back to back, and where each starts (offsets[g - range.start]). */
-export function encodeKeyGroups(range: KeyGroupRange, contentsOf: (keyGroup: number) => KeyGroupContents): { bytes: Uint8Array; offsets: number[] } {
+const ABSENT = new Uint8Array(0);
+
+/**
+ * One file of the groups [range.start, range.end] back to back: `section(g)` gives group g's bytes
+ * (undefined or empty: the file does not hold it), offsets[g - range.start] where each starts, `present`
+ * how many hold something.
+ */
+export function keyGroupsFile(range: KeyGroupRange, section: (group: number) => Uint8Array | undefined): { bytes: Buffer; offsets: number[]; present: number } {
   const parts: Uint8Array[] = [];
   const offsets: number[] = [];
-  let size = 0;
-  for (let g = range.start; g <= range.end; g++) {
-    offsets.push(size);
-    const part = encodeKeyGroup(contentsOf(g));
-    parts.push(part);
-    size += part.length;
-  }
-  const bytes = new Uint8Array(size);
   let at = 0;
-  for (const part of parts) {
-    bytes.set(part, at);
-    at += part.length;
+  let present = 0;
+  for (let g = range.start; g <= range.end; g++) {
+    offsets.push(at);
+    const s = section(g) ?? ABSENT;
+    if (s.length > 0) present++;
+    parts.push(s);
+    at += s.length;
   }
+  return { bytes: Buffer.concat(parts, at), offsets, present };
+}
+
+/** The key groups of `range` encoded back to back, and where each starts (offsets[g - range.start]). */
+export function encodeKeyGroups(range: KeyGroupRange, contentsOf: (keyGroup: number) => KeyGroupContents): { bytes: Uint8Array; offsets: number[] } {
+  const { bytes, offsets } = keyGroupsFile(range, (g) => encodeKeyGroup(contentsOf(g)));
   return { bytes, offsets };
 }
 

@@ -4,7 +4,7 @@
 // form: a key group is one contiguous range, a key's map one prefix. Values are msgpack. Writes go to a
 // small write cache that reads see at once and that is committed in one transaction when it fills, before a
 // range is read, and at a snapshot. Snapshots write key groups in key-group-snapshot.ts's format: in full, or
-// (key-group-snapshots.ts) only the groups touched since the last completed checkpoint, with a full one every N.
+// (incremental-key-groups.ts) only the groups touched since the last completed checkpoint, with a full one every N.
 import { rmSync } from 'node:fs';
 import { open, type RootDatabase } from 'lmdb';
 import { canonicalKey, keyGroupOf } from '../../network/key-groups.js';
@@ -18,7 +18,8 @@ import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState,
 import type { StateCell } from './heap-states.js';
 import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
-import { keyGroupsFile, liveHandles, presentSection, readLatestKeyGroups, stateCodec } from './key-group-snapshots.js';
+import { liveHandles, presentSection, readLatestKeyGroups, stateCodec } from './incremental-key-groups.js';
+import { keyGroupsFile } from './key-group-snapshot.js';
 import type { TimerRecord } from './key-group-snapshot.js';
 
 export interface LmdbKeyedStateBackendOptions {

@@ -20,28 +20,11 @@ export const stateCodec = new Packr({
 
 /** A present section that holds nothing: msgpack's empty array. */
 const PRESENT_EMPTY = Uint8Array.of(0x90);
-const ABSENT = new Uint8Array(0);
 
 /** A key group's section: present, even when it holds nothing. */
 export function presentSection(entries: KeyedStateEntry[], timers: TimerRecord[]): Uint8Array {
   const bytes = encodeKeyGroup({ entries, timers });
   return bytes.length === 0 ? PRESENT_EMPTY : bytes;
-}
-
-/** Builds one file of the groups [range.start, range.end]: `section(g)` gives group g's bytes (undefined: absent). */
-export function keyGroupsFile(range: KeyGroupRange, section: (group: number) => Uint8Array | undefined): { bytes: Buffer; offsets: number[]; present: number } {
-  const parts: Uint8Array[] = [];
-  const offsets: number[] = [];
-  let at = 0;
-  let present = 0;
-  for (let g = range.start; g <= range.end; g++) {
-    offsets.push(at);
-    const s = section(g) ?? ABSENT;
-    if (s.length > 0) present++;
-    parts.push(s);
-    at += s.length;
-  }
-  return { bytes: Buffer.concat(parts, at), offsets, present };
 }
 
 /** Whether a handle holds group g (a present section). */
