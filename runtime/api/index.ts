@@ -6,7 +6,8 @@ export { SuppressRestartsException } from './suppress-restarts.js';
 export type { JobBuilder, JobDefinition } from './job-definition.js';
 export { WatermarkStrategy, MIN_WATERMARK, MAX_WATERMARK } from './watermark-strategy.js';
 export type { WatermarkGenerator, WatermarkOutput, TimestampAssigner, WatermarkGeneratorContext } from './watermark-strategy.js';
-export { StreamEnvironment, ExecutionConfig, DataStream, KeyedStream, OperatorStream, DataStreamSink } from './datastream.js';
+export { StreamEnvironment, DataStream, KeyedStream, OperatorStream, DataStreamSink } from './datastream.js';
+export { ExecutionConfig } from './execution-config.js';
 export type {
   MapFunction,
   FlatMapFunction,

@@ -9,7 +9,7 @@ import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import { snapshotFileName } from './state/operator-state-snapshot.js';
 import { encodeKeyGroups, writeKeyGroups, type TimerRecord } from './state/key-group-snapshot.js';
-import { readLatestKeyGroups } from './state/key-group-snapshots.js';
+import { readLatestKeyGroups } from './state/incremental-key-groups.js';
 import type { HeapInternalTimerService } from './timer-service.js';
 
 /** One timer service of an operator, by a name unique in the operator, with its namespace's plain form. */
