@@ -56,6 +56,49 @@ const windowOps = (graph: { vertices: readonly { operators: readonly OperatorSpe
   graph.vertices.flatMap((v) => v.operators).filter((op): op is Extract<OperatorSpec, { kind: 'keyed.window' }> => op.kind === 'keyed.window');
 
 describe('windowed streams in the job API', () => {
+  it('are pre-aggregated before the exchange only with event-time tumbling or sliding windows, their trigger, no lateness or late output, and a reduce or a merging aggregate', () => {
+    const max = { createAccumulator: () => 0, add: (b: Bid, acc: number) => Math.max(acc, b.price), getResult: (acc: number) => acc };
+    const merging = { ...max, merge: (a: number, b: number) => Math.max(a, b) };
+    class Count extends ProcessWindowFunction<Bid, number, number> {
+      process(_key: number, _ctx: ProcessWindowContext, elements: Iterable<Bid>, out: Collector<number>): void {
+        out.collect([...elements].length);
+      }
+    }
+    const job = defineJob('pre', (env) => {
+      const bids = env.fromCollection<Bid>([]);
+      const byAuction = bids.keyBy((b) => b.auction);
+      const tumbling = () => byAuction.window(TumblingEventTimeWindows.of(1_000));
+      const sinks: [string, { name(n: string): { writeAsText(path: string): unknown } }][] = [
+        ['merging', tumbling().aggregate(merging)],
+        ['all merging', bids.windowAll(SlidingEventTimeWindows.of(1_000, 100)).aggregate(merging)],
+        ['reduce', tumbling().reduce((a, b) => (a.price > b.price ? a : b))],
+        ['no merge', tumbling().aggregate(max)],
+        ['lateness', tumbling().allowedLateness(10).aggregate(merging)],
+        ['late output', tumbling().sideOutputLateData(late).aggregate(merging)],
+        ['count trigger', tumbling().trigger(CountTrigger.of(2)).aggregate(merging)],
+        ['processing time', byAuction.window(TumblingProcessingTimeWindows.of(1_000)).aggregate(merging)],
+        ['sessions', byAuction.window(EventTimeSessionWindows.withGap(100)).aggregate(merging)],
+        ['process', tumbling().process(new Count())],
+      ];
+      for (const [name, stream] of sinks) stream.name(name).writeAsText(`/tmp/pre-${name.replace(' ', '-')}`);
+    });
+    const graph = buildJobGraph(job, buildOptions());
+    const pre = Object.fromEntries(windowOps(graph).map((op) => [op.name, op.preAggregate === true]));
+    expect(pre).toEqual({
+      merging: true,
+      'all merging': true,
+      reduce: true,
+      'no merge': false,
+      lateness: false,
+      'late output': false,
+      'count trigger': false,
+      'processing time': false,
+      sessions: false,
+      process: false,
+    });
+    expect(parseJobGraph(JSON.parse(JSON.stringify(graph)))).toEqual(graph);
+  });
+
   it('record a window operator with its assigner, trigger, lateness and late-data tag as plain data, reading a hash edge', () => {
     const graph = buildJobGraph(windows, buildOptions());
     const [sliding, all, sessions] = windowOps(graph);
