@@ -1,0 +1,182 @@
+// Benchmark: what checkpoints cost and how fast a job comes back, on the embedded cluster (1 TaskExecutor ×
+// 2 slots per job on this 2-core machine).
+// 1. Overhead: Nexmark q5 (keyed sliding windows, p = 2) over BENCH_CKPT_EVENTS events (default 3,000,000)
+//    with checkpoints every 1 s against the same job without, BENCH_RUNS rounds (default 3) interleaved;
+//    events/s over the job's running time, min / median / max, and the ratio of the medians (target ≥ 0.9).
+// 2. Checkpoint duration with a given keyed state size (BENCH_STATE_MB, default "100"; a comma list runs
+//    each) at 50,000 events/s (BENCH_STATE_RATE), heap and lmdb (BENCH_BACKENDS, default "hashmap,lmdb"):
+//    an unbounded job keeps the latest payload per key (bench/jobs/keyed-state.ts) with checkpoints every
+//    1 s; once every key was written, the durations of the next BENCH_STATE_CHECKPOINTS (default 10)
+//    completed checkpoints (trigger → pointer recorded, from the JobMaster's log), p50 / p99 / max.
+// 3. Recovery: in the same job, kill -9 of the TaskExecutor after those checkpoints → every task RUNNING
+//    again (each restored its state before it runs) and the next checkpoint complete, in ms from the kill.
+// Run: npm run bench:checkpoints   (figures also go to bench/out/checkpoints.json).
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bundleJobFile, importLibrary } from '../runtime/api/library.js';
+import { loadJobDefinition } from '../runtime/api/program.js';
+import { buildJobGraph } from '../runtime/api/translate.js';
+import { startCluster, stopCluster } from '../runtime/cli/cluster.js';
+import { RestClient } from '../runtime/cli/rest-client.js';
+import { JobId } from '../runtime/core/ids.js';
+import { packageRoot } from '../runtime/core/paths.js';
+import type { JobGraph } from '../runtime/jobgraph/jobgraph.js';
+import { clusterProcesses } from '../runtime/local/process-table.js';
+import { median, round, runJob, settleStable, until, writeFigures } from './lib/bench-support.js';
+import { configToArgs, DEFAULT_CONFIG } from './nexmark/generator.js';
+
+const RUNS = Math.max(3, Number(process.env['BENCH_RUNS'] ?? 3));
+const EVENTS = Number(process.env['BENCH_CKPT_EVENTS'] ?? 3_000_000);
+const STATE_MB = (process.env['BENCH_STATE_MB'] ?? '100').split(',').map(Number);
+const STATE_RATE = Number(process.env['BENCH_STATE_RATE'] ?? 50_000);
+const STATE_CHECKPOINTS = Number(process.env['BENCH_STATE_CHECKPOINTS'] ?? 10);
+const BACKENDS = (process.env['BENCH_BACKENDS'] ?? 'hashmap,lmdb').split(',');
+const SECTIONS = new Set((process.env['BENCH_SECTIONS'] ?? 'overhead,state').split(','));
+const PAYLOAD = 1000;
+const PARALLELISM = 2;
+
+const work = mkdtempSync(join(tmpdir(), 'floe-bench-checkpoints-'));
+const libraryOf = async (file: string) => {
+  const { code, sha256 } = await bundleJobFile(join(packageRoot, 'bench', file));
+  return { code, sha256, exports: await importLibrary(code, join(work, 'cache')) };
+};
+const graphOf = (lib: Awaited<ReturnType<typeof libraryOf>>, exportName: string, args: string[]): JobGraph =>
+  buildJobGraph(loadJobDefinition(lib.exports, exportName), {
+    jobId: JobId.random(),
+    args,
+    exportName,
+    library: { sha256: lib.sha256, sizeBytes: lib.code.length },
+    defaultParallelism: PARALLELISM,
+  });
+const withCheckpoints = (graph: JobGraph, intervalMs: number): JobGraph => ({ ...graph, checkpointing: { intervalMs } });
+const kSpread = (xs: readonly number[]): string => {
+  const s = [...xs].sort((a, b) => a - b);
+  return `${Math.round(s[0]! / 1000)} / ${Math.round(median(s) / 1000)} / ${Math.round(s.at(-1)! / 1000)} k events/s`;
+};
+const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+/** The checkpoints the job's JobMasters logged as completed, in order. */
+function completedCheckpoints(stateDir: string, jobId: string): { checkpointId: number; stateSize: number; durationMs: number; atMs: number }[] {
+  const log = join(stateDir, 'logs', `jobmanager-${jobId}.log`);
+  if (!existsSync(log)) return [];
+  return readFileSync(log, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"checkpoint completed"'))
+    .map((l) => JSON.parse(l) as { checkpointId: number; stateSize: number; durationMs: number; t: string })
+    .map((e) => ({ checkpointId: e.checkpointId, stateSize: e.stateSize, durationMs: e.durationMs, atMs: Date.parse(e.t) }));
+}
+
+const figures: Record<string, unknown> = { runs: RUNS };
+const lines: string[] = [];
+
+async function overhead(): Promise<void> {
+  const stateDir = join(work, 'overhead');
+  const { info } = await startCluster(stateDir, { config: { 'taskmanager.numberOfTaskSlots': 2 } });
+  const client = RestClient.forCluster(info);
+  try {
+    const lib = await libraryOf('nexmark/window-jobs.ts');
+    const graph = (): JobGraph => graphOf(lib, 'q5', [...configToArgs(DEFAULT_CONFIG), String(EVENTS), String(PARALLELISM), 'throughput', '1']);
+    await runJob(client, graph(), lib.code);
+    const plain: number[] = [];
+    const checkpointed: number[] = [];
+    const completed: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const a = await runJob(client, graph(), lib.code);
+      await settleStable(stateDir, 500);
+      const b = await runJob(client, withCheckpoints(graph(), 1000), lib.code);
+      await settleStable(stateDir, 500);
+      plain.push((EVENTS * 1000) / a.runningMs);
+      checkpointed.push((EVENTS * 1000) / b.runningMs);
+      completed.push(completedCheckpoints(stateDir, b.jobId).length);
+      process.stderr.write(
+        `overhead round ${i + 1}/${RUNS}: without ${Math.round(a.runningMs)} ms, with checkpoints every 1 s ${Math.round(b.runningMs)} ms (${completed.at(-1)} completed)\n`,
+      );
+    }
+    const ratio = round(median(checkpointed) / median(plain));
+    figures['overhead'] = { query: 'q5', events: EVENTS, without: plain.map(Math.round), withCheckpoints: checkpointed.map(Math.round), completed, ratio };
+    lines.push(
+      `  q5 p=2, ${EVENTS} events: without ${kSpread(plain)}; with checkpoints every 1 s ${kSpread(checkpointed)} (${completed.join(', ')} completed per run)`,
+      `      with ÷ without = ${ratio} (per round ${checkpointed.map((c, i) => round(c / plain[i]!)).join(', ')}; target ≥ 0.9)`,
+    );
+  } finally {
+    await stopCluster(stateDir);
+  }
+}
+
+async function stateRun(backend: string, megabytes: number): Promise<void> {
+  const stateDir = join(work, `state-${backend}-${megabytes}`);
+  const { info } = await startCluster(stateDir, { config: { 'taskmanager.numberOfTaskSlots': 2, 'state.backend.type': backend } as never });
+  const client = RestClient.forCluster(info);
+  try {
+    const lib = await libraryOf('jobs/keyed-state.ts');
+    const keys = Math.round((megabytes * 1024 * 1024) / PAYLOAD);
+    const graph = withCheckpoints(graphOf(lib, 'default', [String(keys), String(PAYLOAD), String(STATE_RATE), String(PARALLELISM)]), 1000);
+    const { jobId } = await client.submitJob(graph, lib.code);
+    const filledAtMs = Date.now() + (keys / STATE_RATE) * 1000;
+    process.stderr.write(`${backend} ${megabytes} MB: ${keys} keys, filled in ~${Math.round((keys / STATE_RATE) * 1000)} ms at ${STATE_RATE} events/s\n`);
+    const measured = await until(
+      async () => {
+        const after = completedCheckpoints(stateDir, jobId).filter((c) => c.atMs > filledAtMs + 1000);
+        return after.length >= STATE_CHECKPOINTS ? after.slice(0, STATE_CHECKPOINTS) : undefined;
+      },
+      `${STATE_CHECKPOINTS} checkpoints with ${megabytes} MB of state`,
+      (keys / STATE_RATE) * 1000 + STATE_CHECKPOINTS * 60_000,
+    );
+    const durations = measured.map((c) => c.durationMs).sort((a, b) => a - b);
+    const stateMiB = round(median(measured.map((c) => c.stateSize)) / 1024 / 1024, 1);
+    // Recovery: kill -9 the TaskExecutor running the job.
+    const victim = clusterProcesses(stateDir).find((p) => p.resourceId?.startsWith('te-'));
+    if (victim === undefined) throw new Error('no TaskExecutor to kill');
+    const before = completedCheckpoints(stateDir, jobId).length;
+    const killedAt = Date.now();
+    process.kill(victim.pid, 'SIGKILL');
+    await until(async () => ((await client.getJob(jobId)).restarts ?? 0) > 0 || undefined, 'the restart', 60_000);
+    const running = await until(
+      async () => {
+        const job = await client.getJob(jobId);
+        return job.status === 'RUNNING' && job.tasks !== undefined && job.tasks.running === job.tasks.total ? Date.now() : undefined;
+      },
+      'every task running again',
+      120_000,
+    );
+    const nextCheckpoint = await until(
+      async () =>
+        completedCheckpoints(stateDir, jobId)
+          .slice(before)
+          .find((c) => c.atMs > running)?.atMs,
+      'a checkpoint after the restore',
+      120_000,
+    );
+    await client.cancelJob(jobId);
+    const key = `${backend}-${megabytes}MB`;
+    const result = {
+      keys,
+      stateMiB,
+      durationsMs: durations,
+      p50: percentile(durations, 50),
+      p99: percentile(durations, 99),
+      max: durations.at(-1),
+      recovery: { runningAgainMs: running - killedAt, nextCheckpointMs: nextCheckpoint - killedAt },
+    };
+    (figures['state'] as Record<string, unknown>)[key] = result;
+    lines.push(
+      `  ${backend}, ${stateMiB} MiB keyed state at ${STATE_RATE / 1000} k events/s: checkpoint p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (${durations.length} checkpoints)`,
+      `      kill -9 of the TaskExecutor → every task running again (state restored) ${result.recovery.runningAgainMs} ms; next checkpoint complete ${result.recovery.nextCheckpointMs} ms`,
+    );
+  } finally {
+    await stopCluster(stateDir);
+  }
+}
+
+try {
+  if (SECTIONS.has('overhead')) await overhead();
+  if (SECTIONS.has('state')) {
+    figures['state'] = {};
+    for (const mb of STATE_MB) for (const backend of BACKENDS) await stateRun(backend, mb);
+  }
+  const out = writeFigures('checkpoints', figures);
+  console.log(`Checkpoints (figures: ${out})\n${lines.join('\n')}`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
