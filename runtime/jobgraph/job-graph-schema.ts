@@ -25,6 +25,7 @@ import {
   type OperatorSpec,
   type RestartStrategySpec,
   type RestartStrategyType,
+  type SavepointRestoreSettings,
 } from './jobgraph.js';
 import { invalidJobGraph, JOB_GRAPH_LIMITS } from './limits.js';
 import { CHECKPOINTING_MODES, EXTERNALIZED_CHECKPOINT_RETENTIONS, MIN_CHECKPOINT_INTERVAL_MS, type CheckpointingSettings } from './checkpointing.js';
@@ -442,6 +443,12 @@ const CheckpointingSchema = object({
   externalizedRetention: v.optional(oneOf(EXTERNALIZED_CHECKPOINT_RETENTIONS)),
 }) satisfies v.GenericSchema<unknown, CheckpointingSettings>;
 
+/** `floe run --from-savepoint`: the savepoint's folder or `_metadata` URI, and whether state of removed operators may be skipped. */
+const SavepointRestoreSchema = object({
+  path: nonEmptyText(),
+  allowNonRestoredState: v.boolean(found('must be true or false')),
+}) satisfies v.GenericSchema<unknown, SavepointRestoreSettings>;
+
 const JobGraphSchema = object({
   jobId: v.custom<JobId>(JobId.isValid, found("must be 1-64 letters, digits, '_' or '-'")),
   name: nonEmptyText(),
@@ -453,6 +460,7 @@ const JobGraphSchema = object({
   resourceProfiles: v.optional(ResourceProfilesSchema),
   checkpointing: v.optional(CheckpointingSchema),
   objectReuse: v.optional(v.boolean(found('must be true or false'))),
+  savepointRestore: v.optional(SavepointRestoreSchema),
 }) satisfies v.GenericSchema<unknown, JobGraph>;
 
 /** `vertices[2].operators[0].fn.export` from an issue's path; the whole graph is `jobGraph`. */

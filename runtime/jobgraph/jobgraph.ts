@@ -338,6 +338,18 @@ export interface JobGraph {
   readonly checkpointing?: CheckpointingSettings;
   /** env.getConfig().enableObjectReuse(): a chain's branches share one record object. @default false - each branch but the last gets a copy */
   readonly objectReuse?: boolean;
+  /**
+   * `floe run --from-savepoint <path> [--allow-non-restored-state]`: with no completed checkpoint of the job,
+   * its first deployment restores from this savepoint (`path`: the savepoint's folder or its `_metadata` URI).
+   * `allowNonRestoredState`: state of operators the job no longer has is skipped instead of failing the job.
+   */
+  readonly savepointRestore?: SavepointRestoreSettings;
+}
+
+/** Where a job's first deployment takes its state from (Flink's SavepointRestoreSettings). */
+export interface SavepointRestoreSettings {
+  readonly path: string;
+  readonly allowNonRestoredState: boolean;
 }
 
 export const isSourceOperator = (op: OperatorSpec): boolean => op.kind.startsWith('source.');

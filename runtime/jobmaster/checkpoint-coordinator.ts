@@ -82,6 +82,8 @@ export interface CheckpointMetadata {
   readonly checkpointId: number;
   readonly timestampMs: number;
   readonly subtasks: readonly { readonly vertexId: string; readonly subtaskIndex: number; readonly state: TaskStateSnapshot }[];
+  /** Subtasks FINISHED when it was triggered (FLIP-147): restored, they have nothing left to do. */
+  readonly finished?: readonly { readonly vertexId: string; readonly subtaskIndex: number }[];
 }
 
 export class CheckpointCoordinator {
@@ -236,6 +238,7 @@ export class CheckpointCoordinator {
         checkpointId,
         timestampMs: pending.timestampMs,
         subtasks: pending.acknowledgedSubtasks().map((a) => ({ vertexId: a.vertexId, subtaskIndex: a.subtaskIndex, state: a.state })),
+        ...(pending.finished.length > 0 ? { finished: pending.finished.map((f) => ({ vertexId: f.vertexId, subtaskIndex: f.subtaskIndex })) } : {}),
       };
       pointer = await this.deps.storage.writeMetadata(checkpointId, new TextEncoder().encode(JSON.stringify(metadata)));
     } catch (error) {

@@ -47,6 +47,12 @@ export interface KeyGroupsStateHandle {
 export interface OperatorStateHandle {
   readonly handle: StreamStateHandle;
   readonly lists: readonly { readonly name: string; readonly mode: 'split' | 'union'; readonly count: number }[];
+  /**
+   * On restore at another parallelism: by split list name, the positions of the entries in this file that
+   * the restoring subtask takes (the JobMaster deals each split list's entries out among the subtasks).
+   * Absent, or a list not named: every entry. Union lists are always read whole.
+   */
+  readonly assigned?: Readonly<Record<string, readonly number[]>>;
 }
 
 /** One operator's share of a subtask's snapshot. */

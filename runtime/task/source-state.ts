@@ -2,7 +2,7 @@
 // a split list of the splits it holds): for each split being read, the split as it would be read again
 // to resume right after the last record handed to the chain — a generator's next index, a text split
 // with the lines already emitted, a Kinesis shard after its last sequence number. Snapshot at a barrier,
-// restored before the source runs; on restore at another parallelism the splits are dealt out anew.
+// restored before the source runs; on restore at another parallelism the JobMaster deals the splits out anew.
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { readOperatorState, snapshotFileName, snapshotOperatorState, type SubtaskShare } from './state/operator-state-snapshot.js';
@@ -46,10 +46,10 @@ export class SourceSplitState {
     return r;
   }
 
-  /** Reads this subtask's share of the checkpoint's splits (before the source runs). */
+  /** Reads the splits the JobMaster assigned this subtask (before the source runs). */
   async initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
     if (restored === undefined) return;
-    const lists = await readOperatorState(restored.operator, access, this.share);
+    const lists = await readOperatorState(restored.operator, access);
     this.restored = (lists.get(SOURCE_SPLITS_LIST) ?? []) as ResumableSplit[];
   }
 

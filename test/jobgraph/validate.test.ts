@@ -214,6 +214,16 @@ describe('parseJobGraph', () => {
     ]);
   });
 
+  it('decodes where a job restores from (--from-savepoint) and names what is wrong with it', () => {
+    const withRestore = (savepointRestore: unknown): unknown => ({ ...(json(good()) as object), savepointRestore });
+    const restore = { path: 'file:///tmp/savepoints/savepoint-abc123-1f2e', allowNonRestoredState: true };
+    expect(parseJobGraph(withRestore(restore)).savepointRestore).toEqual(restore);
+    expect(problemsOf(() => parseJobGraph(withRestore({ path: '', allowNonRestoredState: 'yes' })))).toEqual([
+      'savepointRestore.path must be a non-empty string, found ""',
+      'savepointRestore.allowNonRestoredState must be true or false, found "yes"',
+    ]);
+  });
+
   it('names every malformed field by its path', () => {
     const input = json(good()) as any;
     input.jobId = 'bad id!';

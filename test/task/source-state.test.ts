@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { JobId } from '../../runtime/core/ids.js';
 import { functionKey, type OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
+import { dealOperatorState } from '../../runtime/jobmaster/state-assignment.js';
 import type { OperatorSubtaskState } from '../../runtime/protocol/checkpoints.js';
 import type { SourceSplit, SplitAnswer } from '../../runtime/protocol/source-splits.js';
 import type { InputSplit, TaskDeploymentDescriptor } from '../../runtime/protocol/task-deployment.js';
@@ -98,9 +99,10 @@ describe('source positions in checkpoints', () => {
     const rest = await runRestored(generator, 0, 1, [a.state, b.state], streams);
     const everything = [...a.records, ...b.records, ...rest] as string[];
     expect(everything.sort()).toEqual(all(60).sort());
-    // And back to two subtasks: the splits are dealt out, each read by one.
-    const x = await runRestored(generator, 0, 2, [a.state, b.state], streams);
-    const y = await runRestored(generator, 1, 2, [a.state, b.state], streams);
+    // And back to two subtasks: the JobMaster deals the splits out, each read by one.
+    const [toX, toY] = dealOperatorState([...a.state.operator, ...b.state.operator], 2);
+    const x = await runRestored(generator, 0, 2, [{ keyed: [], operator: toX! }], streams);
+    const y = await runRestored(generator, 1, 2, [{ keyed: [], operator: toY! }], streams);
     expect(x.length).toBeGreaterThan(0);
     expect(y.length).toBeGreaterThan(0);
     expect(([...a.records, ...b.records, ...x, ...y] as string[]).sort()).toEqual(all(60).sort());

@@ -48,9 +48,9 @@ export function snapshotOperatorState(
 
 /**
  * The lists of `handles` for one restoring subtask, by name: a union list's entries of every handle; a
- * split list's entries of every handle, dealt round-robin among `share.parallelism` subtasks (this one
- * takes those at positions ≡ share.subtaskIndex), or all of them without a share (the handles were
- * already assigned to this subtask).
+ * split list's entries of every handle (only those a handle's `assigned` names, when it names the list),
+ * dealt round-robin among `share.parallelism` subtasks (this one takes those at positions ≡
+ * share.subtaskIndex), or all of them without a share (the handles were already assigned to this subtask).
  */
 export async function readOperatorState(
   handles: readonly OperatorStateHandle[],
@@ -62,7 +62,10 @@ export async function readOperatorState(
     if (h.lists.length === 0) continue;
     const decoded = packr.unpack(await access.read(h.handle)) as [string, 'split' | 'union', unknown[]][];
     if (!Array.isArray(decoded)) throw new KeyGroupFormatError(`operator state ${h.handle.uri} decodes to ${typeof decoded}, expected an array of lists`);
-    for (const [name, mode, entries] of decoded) {
+    for (const [name, mode, written] of decoded) {
+      // A split list's entries the JobMaster dealt to this subtask (Object.hasOwn: a list may be named '__proto__').
+      const picks = mode === 'split' && h.assigned !== undefined && Object.hasOwn(h.assigned, name) ? h.assigned[name]! : undefined;
+      const entries = picks === undefined ? written : picks.map((i) => written[i]);
       const list = all.get(name);
       if (list === undefined) all.set(name, { mode, entries: [...entries] });
       else if (list.mode !== mode) throw new KeyGroupFormatError(`operator state list '${name}' is ${list.mode} in one handle and ${mode} in another`);
