@@ -61,9 +61,12 @@ export class S3StateFileStore implements StateFileStore {
     await this.deleteKeys(bucket, await this.keysUnder(bucket, `${key.replace(/\/+$/, '')}/`));
   }
 
+  /** `uri`: a prefix, or the bucket itself (`s3://bucket/`). */
   async list(uri: string): Promise<string[]> {
-    const { bucket, key } = parse(uri);
-    return (await this.keysUnder(bucket, `${key.replace(/\/+$/, '')}/`)).map((k) => `s3://${bucket}/${k}`);
+    const root = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\/?$/.exec(uri);
+    const { bucket, key } = root !== null ? { bucket: root[1]!, key: '' } : parse(uri);
+    const prefix = key.replace(/\/+$/, '');
+    return (await this.keysUnder(bucket, prefix === '' ? '' : `${prefix}/`)).map((k) => `s3://${bucket}/${k}`);
   }
 
   private async keysUnder(bucket: string, prefix: string): Promise<string[]> {

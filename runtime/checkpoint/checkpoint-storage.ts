@@ -24,4 +24,14 @@ export interface CheckpointStorage extends CheckpointStreamFactory {
    */
   discardCheckpoint(checkpointId: number, ownFiles?: readonly StreamStateHandle[]): Promise<void>;
   deleteShared(handles: readonly StreamStateHandle[]): Promise<void>;
+  /**
+   * Every file of the job's checkpoints that exists: metadata, each checkpoint's state files and the shared
+   * ones, those under entropy-injected keys included (what the end-of-job cleanup looks through).
+   */
+  listFiles?(): Promise<string[]>;
+  /**
+   * Deletes files of the job's checkpoints (any of listFiles' URIs), and the checkpoint folders this leaves
+   * empty; refuses, before deleting anything, a file that is not one.
+   */
+  deleteFiles?(uris: readonly string[]): Promise<void>;
 }

@@ -55,6 +55,8 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   private readonly credentials: JobDataCredentials | undefined;
   /** State files this storage may delete: `<job folder, any entropy>/(chk-<n>|shared)/<name>`. */
   private readonly ownFile: RegExp;
+  /** Metadata files: `<job folder>/chk-<n>/_metadata`. */
+  private readonly metadataFile: RegExp;
 
   /** `jobFolder`: the job's checkpoints folder (jobCheckpointsUri), a local path or a file:// or s3:// URI. */
   constructor(jobFolder: string, options: FileSystemCheckpointStorageOptions = {}) {
@@ -73,6 +75,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       const pattern = this.template.split(k).map(escapeRegExp).join(`[${ENTROPY_ALPHABET}]{${this.entropyLength}}`);
       this.ownFile = new RegExp(`^${pattern}/(chk-\\d+|${SHARED_FOLDER})/[^/]+$`);
     }
+    this.metadataFile = new RegExp(`^${escapeRegExp(this.folder)}/chk-\\d+/${METADATA_FILE}$`);
   }
 
   async write(checkpointId: number, name: string, bytes: Uint8Array, options: { readonly shared?: boolean } = {}): Promise<StreamStateHandle> {
@@ -120,6 +123,48 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     this.refuseForeign(uris, (m) => m === SHARED_FOLDER, `the shared files of ${this.folder}`);
     if (uris.length === 0) return;
     await (await stateFilesFor(uris[0]!, this.credentials)).delete(uris);
+  }
+
+  /**
+   * Every file of this job's checkpoints: those under the job's folder, and with an entropy key those under
+   * every entropy-injected folder — found by listing what lies under the part of the folder before the
+   * marker, so that part should hold checkpoints only (`s3://bucket/checkpoints/_entropy_`, not
+   * `s3://bucket/_entropy_/checkpoints`, which lists the whole bucket).
+   */
+  async listFiles(): Promise<string[]> {
+    const listed = new Set(await (await stateFilesFor(this.folder, this.credentials)).list(this.folder));
+    if (this.entropyKey !== undefined) {
+      const before = this.template.slice(0, this.template.indexOf(this.entropyKey));
+      // The folder that holds the marker's segment: the listing is by whole path segments.
+      const parent = before.slice(0, before.lastIndexOf('/') + 1);
+      for (const uri of await (await stateFilesFor(parent, this.credentials)).list(parent)) listed.add(uri);
+    }
+    return [...listed].filter((uri) => this.ownFile.test(uri) || this.metadataFile.test(uri)).sort();
+  }
+
+  /**
+   * Deletes files of this job's checkpoints (listFiles' URIs) and the folders of its checkpoints this leaves
+   * empty; refuses, before deleting anything, a file that is not one.
+   */
+  async deleteFiles(uris: readonly string[]): Promise<void> {
+    const files = uris.map(checkpointUriOf);
+    const foreign = files.filter((uri) => !this.ownFile.test(uri) && !this.metadataFile.test(uri));
+    if (foreign.length > 0) {
+      throw new Error(
+        `refusing to delete ${foreign.length} file(s) that are not files of this job's checkpoints, e.g. '${foreign[0]}': a job's checkpoints delete only files written under ${this.template}`,
+      );
+    }
+    if (files.length === 0) return;
+    const store = await stateFilesFor(files[0]!, this.credentials);
+    await store.delete(files);
+    // Local folders stay when their files go (S3 has none): those of the job's folder left empty go too.
+    const folders = new Set<string>();
+    for (const uri of files) {
+      const folder = uri.slice(0, uri.lastIndexOf('/'));
+      if (folder.startsWith(`${this.folder}/`)) folders.add(folder);
+    }
+    for (const folder of folders) if ((await store.list(folder)).length === 0) await store.deleteFolder(folder);
+    if ((await store.list(this.folder)).length === 0) await store.deleteFolder(this.folder);
   }
 
   private refuseForeign(uris: readonly string[], folderOk: (folder: string) => boolean, what: string): void {

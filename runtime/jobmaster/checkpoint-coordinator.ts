@@ -13,10 +13,12 @@ import type { ExecutionAttemptId, JobId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
 import type { CompletedCheckpoint, CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
+import type { ExternalizedCheckpointRetention } from '../jobgraph/checkpointing.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
 import type { CheckpointStats } from '../protocol/checkpoint-stats.js';
 import type { CheckpointMetrics, CheckpointOptions, StreamStateHandle, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { CheckpointStatsTracker } from './checkpoint-stats-tracker.js';
+import { deleteUnreferenced, filesOfSnapshots, readCheckpointFiles, type CheckpointFiles } from './checkpoints-cleaner.js';
 import { PendingCheckpoint, type CheckpointSubtask } from './pending-checkpoint.js';
 
 export interface CheckpointCoordinatorConfig {
@@ -31,7 +33,15 @@ export interface CheckpointCoordinatorConfig {
   /** `state.checkpoints.num-retained`. */
   readonly numRetained: number;
   readonly options: CheckpointOptions;
+  /**
+   * `execution.checkpointing.externalized-checkpoint-retention`: whether a cancelled job keeps its retained
+   * checkpoints (see shutdown). @default 'DELETE_ON_CANCELLATION'
+   */
+  readonly externalizedRetention?: ExternalizedCheckpointRetention;
 }
+
+/** How a job ended, for what its checkpoints become (see CheckpointCoordinator.shutdown). */
+export type JobEnd = 'FINISHED' | 'FAILED' | 'CANCELED';
 
 /** A subtask's current attempt, as the scheduler sees it. */
 export interface CheckpointTask extends CheckpointSubtask {
@@ -94,6 +104,8 @@ export class CheckpointCoordinator {
   private timeoutTimer: Timer | undefined;
   private triggerTimer: Timer | undefined;
   private retained: CompletedCheckpoint[] = [];
+  /** The own state files of the checkpoints this coordinator completed (entropy-injected keys are known only here and in the metadata). */
+  private readonly ownFiles = new Map<number, readonly StreamStateHandle[]>();
   private nextId = 1;
   private lastTriggerMs = -Infinity;
   private lastEndMs = -Infinity;
@@ -276,6 +288,7 @@ export class CheckpointCoordinator {
     this.failuresInARow = 0;
     const gone = new Set(subsumed.map((c) => c.checkpointId));
     this.retained = [...this.retained.filter((c) => !gone.has(c.checkpointId)), completed];
+    this.ownFiles.set(checkpointId, filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)).own);
     this.stats.reportCompleted(pending, this.lastEndMs, pointer);
     this.log.info('checkpoint completed', { checkpointId, stateSize: completed.stateSize, durationMs: this.lastEndMs - pending.timestampMs });
     for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointComplete(a.attemptId, checkpointId));
@@ -290,11 +303,86 @@ export class CheckpointCoordinator {
     const unreferenced = new Map<string, StreamStateHandle>();
     for (const c of subsumed) for (const s of c.sharedState) if (!stillReferenced.has(s.uri)) unreferenced.set(s.uri, s);
     try {
-      for (const c of subsumed) await this.deps.storage.discardCheckpoint(c.checkpointId);
+      for (const c of subsumed) {
+        await this.deps.storage.discardCheckpoint(c.checkpointId, this.ownFiles.get(c.checkpointId) ?? (await this.filesOf(c)).own);
+        this.ownFiles.delete(c.checkpointId);
+      }
       if (unreferenced.size > 0) await this.deps.storage.deleteShared([...unreferenced.values()]);
     } catch (error) {
       // Left for the end-of-job cleanup: a failed delete never fails the job.
       this.log.warn('files of subsumed checkpoints could not all be deleted', { checkpoints: subsumed.map((c) => c.checkpointId), error: errorMessage(error) });
+    }
+  }
+
+  /**
+   * The job ended (Flink's CheckpointsCleaner with CheckpointRetentionPolicy): FINISHED, FAILED, or CANCELED
+   * without RETAIN_ON_CANCELLATION removes every checkpoint of the job from the store (fenced by the epoch)
+   * and deletes its files; CANCELED with RETAIN_ON_CANCELLATION keeps the retained ones, logging where
+   * they are. Either way, no file of the job's checkpoints that no kept checkpoint references stays:
+   * aborted checkpoints' files, shared files no longer needed, a failed attempt's uploads. A deposed
+   * JobMaster deletes nothing: its successor owns the checkpoints. Returns the checkpoints kept on cancellation.
+   */
+  async shutdown(end: JobEnd): Promise<readonly CompletedCheckpoint[]> {
+    this.stop(`the job ended ${end}`);
+    if (this.deposed) return [];
+    const retain = end === 'CANCELED' && this.deps.config.externalizedRetention === 'RETAIN_ON_CANCELLATION';
+    let removed: readonly CompletedCheckpoint[] = [];
+    let kept: readonly CompletedCheckpoint[] = [];
+    try {
+      if (retain) kept = await this.deps.store.getAll(this.deps.jobId);
+      else removed = await this.deps.store.removeAll(this.deps.jobId, this.deps.epoch);
+    } catch (error) {
+      if (error instanceof StaleWriterError) this.deposed = true;
+      this.log.warn("the job's checkpoints were left as they are: the store refused their removal", { end, error: errorMessage(error) });
+      return [];
+    }
+    this.retained = [...kept];
+    const keptFiles: { checkpoint: CompletedCheckpoint; files: CheckpointFiles }[] = [];
+    try {
+      for (const c of kept) keptFiles.push({ checkpoint: c, files: await readCheckpointFiles(this.deps.storage, c) });
+    } catch (error) {
+      // Without what a kept checkpoint references, nothing is safe to delete.
+      this.log.warn('checkpoints retained on cancellation, their folders left whole: a metadata file could not be read', { error: errorMessage(error) });
+      return kept;
+    }
+    try {
+      const deleted = await deleteUnreferenced(this.deps.storage, keptFiles);
+      // A storage that cannot list its files: what the removed checkpoints reference goes.
+      if (deleted === undefined) await this.discardAll(removed);
+      this.log.info("the job's checkpoint files no kept checkpoint references were deleted", { end, removed: removed.length, files: deleted?.length });
+    } catch (error) {
+      this.log.warn("the job's checkpoint files could not all be deleted", { end, error: errorMessage(error) });
+    }
+    if (kept.length > 0) {
+      this.log.info('checkpoints retained on cancellation (resume with floe run --from-savepoint <path>)', {
+        checkpoints: kept.map((c) => c.checkpointId),
+        paths: kept.map((c) => c.metadataPointer),
+      });
+    }
+    return kept;
+  }
+
+  /** Deletes `checkpoints`' own and shared files. */
+  private async discardAll(checkpoints: readonly CompletedCheckpoint[]): Promise<void> {
+    const shared = new Map<string, StreamStateHandle>();
+    for (const c of checkpoints) {
+      const files = this.ownFiles.get(c.checkpointId) ?? (await this.filesOf(c)).own;
+      await this.deps.storage.discardCheckpoint(c.checkpointId, files);
+      for (const s of c.sharedState) shared.set(s.uri, s);
+    }
+    if (shared.size > 0) await this.deps.storage.deleteShared([...shared.values()]);
+  }
+
+  /** What a checkpoint's metadata names; none when it cannot be read (its folder still goes). */
+  private async filesOf(checkpoint: CompletedCheckpoint): Promise<CheckpointFiles> {
+    try {
+      return await readCheckpointFiles(this.deps.storage, checkpoint);
+    } catch (error) {
+      this.log.warn("a checkpoint's metadata could not be read: its files outside its folder stay", {
+        checkpointId: checkpoint.checkpointId,
+        error: errorMessage(error),
+      });
+      return { own: [], shared: [] };
     }
   }
 
@@ -311,7 +399,7 @@ export class CheckpointCoordinator {
     this.log.info('checkpoint aborted', { checkpointId: pending.checkpointId, reason });
     for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointAborted(a.attemptId, pending.checkpointId));
     void this.deps.storage
-      .discardCheckpoint(pending.checkpointId)
+      .discardCheckpoint(pending.checkpointId, filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)).own)
       .catch((error: unknown) =>
         this.log.warn('files of an aborted checkpoint could not be deleted', { checkpointId: pending.checkpointId, error: errorMessage(error) }),
       );

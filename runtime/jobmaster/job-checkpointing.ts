@@ -66,6 +66,7 @@ export function createJobCheckpointing(args: JobCheckpointingArgs): CheckpointCo
       tolerableFailedCheckpoints: settings.tolerableFailures,
       numRetained: settings.numRetained,
       options: checkpointOptionsOf(settings),
+      externalizedRetention: settings.externalizedRetention,
     },
     clock: args.clock,
     storage: args.services.storage,

@@ -615,6 +615,7 @@ export class JobMaster implements JobMasterGateway {
     this.terminated = true;
     this.status = status;
     this.checkpoints?.stop(`the job ended ${status}`);
+    await this.shutDownCheckpoints(status);
     this.cancelWatch?.cancel();
     this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();
@@ -641,6 +642,17 @@ export class JobMaster implements JobMasterGateway {
     await this.rm.close(`job ${status}`);
     if (written === undefined && this.steppedDown !== undefined) return;
     this.resolveTermination({ status, ...(cause ? { message: cause.message } : {}) });
+  }
+
+  /**
+   * The job's checkpoints go, or stay when retained on cancellation (CheckpointCoordinator.shutdown), before
+   * its end is recorded: who sees the job ended finds only the checkpoints it keeps.
+   */
+  private async shutDownCheckpoints(status: JobStatus): Promise<void> {
+    const coordinator = this.checkpoints;
+    if (coordinator === undefined || !this.mayAct()) return;
+    if (status !== JobStatus.FINISHED && status !== JobStatus.FAILED && status !== JobStatus.CANCELED) return;
+    await coordinator.shutdown(status).catch((error: unknown) => this.log.warn("the job's checkpoints were not cleaned up", { error: errorMessage(error) }));
   }
 
   private releasePartitions(): void {

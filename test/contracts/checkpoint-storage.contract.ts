@@ -116,5 +116,22 @@ export function describeCheckpointStorageContract(name: string, harness: Checkpo
       await storage.deleteShared([shared]);
       expect(await harness.files(root)).toEqual([]);
     });
+
+    it("lists every file of the job's checkpoints, under entropy-injected keys too, and deletes those it is given, refusing any other", async () => {
+      const root = harness.newRoot();
+      const storage = checkpointStorageFor(`${root}/checkpoints/_entropy_`, 'job-1', { entropyKey: '_entropy_', entropyLength: 4 });
+      const other = checkpointStorageFor(`${root}/checkpoints/_entropy_`, 'job-2', { entropyKey: '_entropy_', entropyLength: 4 });
+      const own = await storage.write(1, 'op', bytes('1'));
+      const shared = await storage.write(1, 'sst', bytes('s'), { shared: true });
+      const later = await storage.write(2, 'op', bytes('2'));
+      const metadata = await storage.writeMetadata(1, bytes('m'));
+      const foreign = await other.write(1, 'op', bytes('x'));
+      expect(await storage.listFiles()).toEqual([own.uri, shared.uri, later.uri, metadata].sort());
+      await expect(storage.deleteFiles([own.uri, foreign.uri])).rejects.toThrow(/refusing to delete 1 file\(s\) that are not files of this job's checkpoints/);
+      await storage.deleteFiles([own.uri, shared.uri, metadata]);
+      expect(await storage.listFiles()).toEqual([later.uri]);
+      await storage.deleteFiles([later.uri]);
+      expect(await harness.files(root)).toEqual([foreign.uri]);
+    });
   });
 }

@@ -28,16 +28,35 @@ export class InMemoryCheckpointStorage implements CheckpointStorage {
     return this.read({ uri: pointer, size: 0 });
   }
 
-  async discardCheckpoint(checkpointId: number): Promise<void> {
+  /**
+   * Writes a state file of checkpoint `checkpointId` outside the job's folder, as an entropy-injected key
+   * is (`memory:///<entropy>/…`): only its handle finds it again.
+   */
+  async writeElsewhere(checkpointId: number, name: string, bytes: Uint8Array, entropy: string): Promise<StreamStateHandle> {
+    const uri = `${this.base.replace('memory:///', `memory:///${entropy}/`)}/chk-${checkpointId}/${name}`;
+    this.files.set(uri, bytes);
+    return { uri, size: bytes.length };
+  }
+
+  async discardCheckpoint(checkpointId: number, ownFiles: readonly StreamStateHandle[] = []): Promise<void> {
     for (const uri of [...this.files.keys()]) if (uri.startsWith(`${this.base}/chk-${checkpointId}/`)) this.files.delete(uri);
+    for (const h of ownFiles) this.files.delete(h.uri);
+  }
+
+  async listFiles(): Promise<string[]> {
+    return [...this.files.keys()].sort();
+  }
+
+  async deleteFiles(uris: readonly string[]): Promise<void> {
+    for (const uri of uris) this.files.delete(uri);
   }
 
   async deleteShared(handles: readonly StreamStateHandle[]): Promise<void> {
     for (const h of handles) this.files.delete(h.uri);
   }
 
-  /** The names of the files that exist, relative to the job's folder, sorted. */
+  /** The names of the files that exist, relative to the job's folder (or the full URI of one outside it), sorted. */
   names(): string[] {
-    return [...this.files.keys()].map((uri) => uri.slice(this.base.length + 1)).sort();
+    return [...this.files.keys()].map((uri) => (uri.startsWith(`${this.base}/`) ? uri.slice(this.base.length + 1) : uri)).sort();
   }
 }
