@@ -2,10 +2,15 @@
 // <checkpoints dir>/<job>/chk-<id>/, files that incremental checkpoints share under <job>/shared/, and the
 // checkpoint's metadata, which makes it complete once the JobMaster records its pointer in the HA store.
 // Files locally, S3 on AWS: the file systems of blob/file-systems.ts by URI scheme.
-import type { StreamStateHandle } from '../protocol/checkpoints.js';
+import type { SnapshotType, StreamStateHandle } from '../protocol/checkpoints.js';
 
 /** Where one task writes the state of one checkpoint, and reads what it restores. */
 export interface CheckpointStreamFactory {
+  /**
+   * 'savepoint': the files go to a savepoint's own folder and must hold the state in full (an incremental
+   * backend writes every key group and builds nothing on it). Absent: a checkpoint.
+   */
+  readonly snapshotType?: SnapshotType;
   /** Writes `bytes` as a file of checkpoint `checkpointId` (`shared`: in the job's shared folder). */
   write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
   /** The bytes [offset, offset + length) of a state file (all of it without a range). */

@@ -6,12 +6,15 @@
 // is the checkpoint complete and the tasks told so. Checkpoints beyond `numRetained` are discarded, with the
 // shared files no retained checkpoint references. A decline or a timeout aborts the checkpoint; more than
 // `tolerableFailedCheckpoints` failures in a row fail the job over. A JobMaster whose fenced write is
-// refused was deposed: its checkpoint is discarded and it triggers no more.
+// refused was deposed: its checkpoint is discarded and it triggers no more. A savepoint (triggerSavepoint)
+// goes the same way to the tasks but into its own folder, and is neither recorded in the store nor ever
+// deleted by the job; one that stops the job ends periodic checkpoints.
 import type { Clock, Timer } from '../core/clock.js';
 import { FloeError, StaleWriterError } from '../core/errors.js';
 import type { ExecutionAttemptId, JobId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
+import { SavepointLocation } from '../checkpoint/savepoint-location.js';
 import type { CompletedCheckpoint, CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
 import type { ExternalizedCheckpointRetention } from '../jobgraph/checkpointing.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
@@ -75,6 +78,8 @@ export interface CheckpointCoordinatorDeps {
   readonly messenger: CheckpointTaskMessenger;
   /** More failed checkpoints in a row than tolerated: the job fails over with this cause. */
   readonly failJob: (cause: CheckpointFailureError) => void;
+  /** The folder of a new savepoint under a target directory. @default SavepointLocation.create */
+  readonly savepointLocation?: (targetDirectory: string) => SavepointLocation;
   /** Runs a timer's work on the JobMaster's main thread. @default runs it at once */
   readonly runAsync?: (work: () => Promise<void>) => void;
   readonly log?: Logger;
@@ -96,6 +101,23 @@ export interface CheckpointMetadata {
   readonly finished?: readonly { readonly vertexId: string; readonly subtaskIndex: number }[];
 }
 
+/** A savepoint to take: where, and whether the job stops after it (Flink's stop-with-savepoint). */
+export interface SavepointRequest {
+  /** A local path or a URI; the savepoint's folder is made in it. */
+  readonly targetDirectory: string;
+  readonly terminate?: 'suspend' | 'drain';
+}
+
+/** A savepoint in flight: its checkpoint, its folder, and who waits for its path. */
+interface InFlightSavepoint {
+  readonly pending: PendingCheckpoint;
+  readonly location: SavepointLocation;
+  readonly terminate: 'suspend' | 'drain' | undefined;
+  readonly subtasks: readonly CheckpointSubtask[];
+  readonly resolve: (path: string) => void;
+  readonly reject: (error: Error) => void;
+}
+
 export class CheckpointCoordinator {
   private readonly log: Logger;
   private readonly runAsync: (work: () => Promise<void>) => void;
@@ -112,6 +134,11 @@ export class CheckpointCoordinator {
   private failuresInARow = 0;
   private running = false;
   private deposed = false;
+  private savepoint: InFlightSavepoint | undefined;
+  /** A savepoint that stops the job is under way or completed: no periodic checkpoint is triggered. */
+  private stopping = false;
+  /** Called each time the checkpoint in flight ends (a savepoint waits for its turn). */
+  private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly deps: CheckpointCoordinatorDeps) {
     this.log = (deps.log ?? silentLogger).child({ component: 'CheckpointCoordinator', jobId: deps.jobId, epoch: deps.epoch });
@@ -127,6 +154,8 @@ export class CheckpointCoordinator {
     this.retained = [...(await this.deps.store.getAll(this.deps.jobId))];
     this.nextId = Math.max(this.nextId, (this.retained.at(-1)?.checkpointId ?? 0) + 1);
     this.running = !this.deposed;
+    // Restarted after a stop with a savepoint: the new attempts run on, with checkpoints.
+    this.stopping = false;
     this.lastTriggerMs = this.deps.clock.now();
     this.scheduleNext();
   }
@@ -171,8 +200,8 @@ export class CheckpointCoordinator {
    * Triggers a checkpoint now; returns its id, or undefined when none starts (one in flight, tasks not all
    * running, nothing left running, or stopped).
    */
-  async triggerCheckpoint(): Promise<number | undefined> {
-    if (!this.running || this.pending !== undefined) return undefined;
+  async triggerCheckpoint(savepoint?: Omit<InFlightSavepoint, 'pending' | 'subtasks'>): Promise<number | undefined> {
+    if (!this.running || this.pending !== undefined || (this.stopping && savepoint === undefined)) return undefined;
     const tasks = this.deps.plan.tasks();
     const notReady = tasks.filter((t) => t.state !== 'RUNNING' && t.state !== 'FINISHED');
     if (notReady.length > 0) {
@@ -192,6 +221,17 @@ export class CheckpointCoordinator {
     const now = this.deps.clock.now();
     const pending = new PendingCheckpoint(this.nextId++, now, runningTasks.map(subtaskOf), finished.map(subtaskOf));
     this.pending = pending;
+    let options = this.deps.config.options;
+    if (savepoint !== undefined) {
+      this.savepoint = { ...savepoint, pending, subtasks: runningTasks.map(subtaskOf) };
+      options = {
+        ...options,
+        type: 'savepoint',
+        targetLocation: savepoint.location.folder,
+        ...(savepoint.terminate !== undefined && { terminate: savepoint.terminate }),
+      };
+      if (savepoint.terminate !== undefined) this.stopping = true;
+    }
     this.lastTriggerMs = now;
     this.stats.reportPending(pending);
     this.timeoutTimer = this.deps.clock.setTimeout(
@@ -207,9 +247,7 @@ export class CheckpointCoordinator {
       this.deps.config.timeoutMs,
     );
     this.log.debug('triggering checkpoint', { checkpointId: pending.checkpointId, tasks: toTrigger.length });
-    const sent = await Promise.allSettled(
-      toTrigger.map((t) => this.deps.messenger.triggerCheckpoint(t.attemptId, pending.checkpointId, now, this.deps.config.options)),
-    );
+    const sent = await Promise.allSettled(toTrigger.map((t) => this.deps.messenger.triggerCheckpoint(t.attemptId, pending.checkpointId, now, options)));
     const failed = sent.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed !== undefined && this.pending === pending) {
       this.abort(pending, `checkpoint ${pending.checkpointId} could not be triggered: ${errorMessage(failed.reason)}`, true);
@@ -241,6 +279,7 @@ export class CheckpointCoordinator {
 
   private async complete(pending: PendingCheckpoint): Promise<void> {
     this.timeoutTimer?.cancel();
+    if (this.savepoint?.pending === pending) return this.completeSavepoint(this.savepoint);
     const { jobId } = this.deps;
     const { checkpointId } = pending;
     let pointer: string;
@@ -284,6 +323,7 @@ export class CheckpointCoordinator {
     }
     pending.dispose();
     this.pending = undefined;
+    this.wakeIdleWaiters();
     this.lastEndMs = this.deps.clock.now();
     this.failuresInARow = 0;
     const gone = new Set(subsumed.map((c) => c.checkpointId));
@@ -392,6 +432,11 @@ export class CheckpointCoordinator {
     if (this.pending === pending) {
       this.pending = undefined;
       this.timeoutTimer?.cancel();
+      this.wakeIdleWaiters();
+    }
+    if (this.savepoint?.pending === pending) {
+      this.failSavepoint(this.savepoint, reason);
+      return;
     }
     const now = this.deps.clock.now();
     this.lastEndMs = now;
@@ -420,7 +465,7 @@ export class CheckpointCoordinator {
   }
 
   private scheduleNext(): void {
-    if (!this.running || this.pending !== undefined || this.triggerTimer !== undefined) return;
+    if (!this.running || this.pending !== undefined || this.triggerTimer !== undefined || this.stopping) return;
     const { intervalMs, minPauseMs } = this.deps.config;
     const due = Math.max(this.lastTriggerMs + intervalMs, this.lastEndMs + minPauseMs);
     this.triggerTimer = this.deps.clock.setTimeout(
@@ -437,6 +482,96 @@ export class CheckpointCoordinator {
       },
       Math.max(0, due - this.deps.clock.now()),
     );
+  }
+
+  /**
+   * Takes a savepoint into a new folder under `request.targetDirectory` after the checkpoint in flight, if
+   * any, ended; resolves with the savepoint's folder once its metadata is written. With `terminate`, the
+   * sources stop after it and no periodic checkpoint follows (unless it fails).
+   */
+  async triggerSavepoint(request: SavepointRequest): Promise<string> {
+    while (this.pending !== undefined) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    if (!this.running) {
+      throw new CheckpointFailureError(
+        this.deposed
+          ? 'no savepoint was taken: this JobMaster was deposed; ask again, the new JobMaster takes it'
+          : 'no savepoint was taken: the job is not running (it is starting, restarting or ending); ask again once it runs',
+      );
+    }
+    if (this.stopping) throw new CheckpointFailureError('no savepoint was taken: the job is stopping with a savepoint');
+    const location = (this.deps.savepointLocation ?? ((dir) => SavepointLocation.create(dir, this.deps.jobId)))(request.targetDirectory);
+    return new Promise<string>((resolve, reject) => {
+      this.triggerCheckpoint({ location, terminate: request.terminate, resolve, reject })
+        .then((id) => {
+          if (id === undefined) {
+            if (this.savepoint?.location === location) this.savepoint = undefined;
+            this.stopping = false;
+            this.scheduleNext();
+            reject(new CheckpointFailureError('no savepoint was taken: not every task of the job is running, or none is; ask again once they run'));
+          }
+        })
+        .catch((error: unknown) => reject(error instanceof Error ? error : new Error(String(error))));
+    });
+  }
+
+  /** Whether a savepoint that stops the job is under way or completed. */
+  isStopping(): boolean {
+    return this.stopping;
+  }
+
+  private async completeSavepoint(savepoint: InFlightSavepoint): Promise<void> {
+    const { pending, location } = savepoint;
+    const { checkpointId } = pending;
+    let path: string;
+    try {
+      const metadata: CheckpointMetadata = {
+        jobId: this.deps.jobId,
+        checkpointId,
+        timestampMs: pending.timestampMs,
+        subtasks: pending.acknowledgedSubtasks().map((a) => ({ vertexId: a.vertexId, subtaskIndex: a.subtaskIndex, state: a.state })),
+      };
+      path = await location.writeMetadata(new TextEncoder().encode(JSON.stringify(metadata)));
+    } catch (error) {
+      if (this.pending === pending)
+        this.abort(pending, `savepoint ${checkpointId}'s metadata could not be written to ${location.folder}: ${errorMessage(error)}`, false);
+      return;
+    }
+    if (pending.isDisposed()) return;
+    pending.dispose();
+    this.pending = undefined;
+    this.savepoint = undefined;
+    this.wakeIdleWaiters();
+    this.lastEndMs = this.deps.clock.now();
+    this.stats.reportCompleted(pending, this.lastEndMs, path);
+    this.log.info('savepoint completed', { checkpointId, path, terminate: savepoint.terminate, durationMs: this.lastEndMs - pending.timestampMs });
+    // Told like a checkpoint: sinks commit what precedes it; with `terminate`, the sources end.
+    for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointComplete(a.attemptId, checkpointId));
+    savepoint.resolve(path);
+    this.scheduleNext();
+  }
+
+  /** A savepoint aborted: its folder goes, every task hears it (sources held back go on), its caller is told. */
+  private failSavepoint(savepoint: InFlightSavepoint, reason: string): void {
+    this.savepoint = undefined;
+    const { pending } = savepoint;
+    this.lastEndMs = this.deps.clock.now();
+    this.stats.reportFailed(pending, this.lastEndMs, reason);
+    this.log.info('savepoint aborted', { checkpointId: pending.checkpointId, reason });
+    for (const t of savepoint.subtasks) this.notify(() => this.deps.messenger.notifyCheckpointAborted(t.attemptId, pending.checkpointId));
+    void savepoint.location
+      .discard()
+      .catch((error: unknown) =>
+        this.log.warn('the folder of an aborted savepoint could not be deleted', { folder: savepoint.location.folder, error: errorMessage(error) }),
+      );
+    if (savepoint.terminate !== undefined) this.stopping = false;
+    savepoint.reject(new CheckpointFailureError(`savepoint failed: ${reason}`));
+    this.scheduleNext();
+  }
+
+  private wakeIdleWaiters(): void {
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const w of waiters) w();
   }
 
   private notify(send: () => Promise<void>): void {

@@ -61,9 +61,19 @@ addExtension({
 addExtension({
   Class: CheckpointBarrier,
   type: TYPE.barrier,
-  write: (b: CheckpointBarrier) => [b.checkpointId, b.timestamp, b.options.type, b.options.mode, b.options.alignedCheckpointTimeoutMs],
-  read: (data: [number, number, SnapshotType, CheckpointingMode, number]) =>
-    new CheckpointBarrier(data[0], data[1], { type: data[2], mode: data[3], alignedCheckpointTimeoutMs: data[4] }),
+  write: (b: CheckpointBarrier) => {
+    const { type, mode, alignedCheckpointTimeoutMs, targetLocation, terminate } = b.options;
+    const base = [b.checkpointId, b.timestamp, type, mode, alignedCheckpointTimeoutMs];
+    return targetLocation === undefined && terminate === undefined ? base : [...base, targetLocation ?? null, terminate ?? null];
+  },
+  read: (data: [number, number, SnapshotType, CheckpointingMode, number, (string | null)?, ('suspend' | 'drain' | null)?]) =>
+    new CheckpointBarrier(data[0], data[1], {
+      type: data[2],
+      mode: data[3],
+      alignedCheckpointTimeoutMs: data[4],
+      ...(typeof data[5] === 'string' && { targetLocation: data[5] }),
+      ...(typeof data[6] === 'string' && { terminate: data[6] }),
+    }),
 });
 
 /** Whether `element` is a watermark or status rather than a record. */

@@ -17,6 +17,17 @@ export interface CheckpointOptions {
    * unaligned (`execution.checkpointing.aligned-checkpoint-timeout`); -1: never unaligned.
    */
   readonly alignedCheckpointTimeoutMs: number;
+  /**
+   * A savepoint's folder (Flink's CheckpointOptions.targetLocation): every task writes its state there, in
+   * full, so the savepoint holds no file of the job's checkpoints. Absent: the job's checkpoint storage.
+   */
+  readonly targetLocation?: string;
+  /**
+   * A savepoint that stops the job (Flink's stop-with-savepoint): sources send nothing after its barrier,
+   * and once it completes they end; 'suspend' leaves windows and timers in the savepoint unfired,
+   * 'drain' ends the input as at the end of time after it. Absent: the job runs on.
+   */
+  readonly terminate?: 'suspend' | 'drain';
 }
 
 /** A file in checkpoint storage: its URI (file:// or s3://) and its size in bytes. */

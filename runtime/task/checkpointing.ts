@@ -3,7 +3,9 @@
 // task's mailbox between records — each operator of the chain copies its state, the barrier goes on to
 // every output, and once the operators' state is written to checkpoint storage the task acknowledges with
 // its TaskStateSnapshot and CheckpointMetrics (or declines with a reason). Notifications that a checkpoint
-// completed or was aborted reach every operator through the mailbox.
+// completed or was aborted reach every operator through the mailbox. A savepoint's state goes to its own
+// folder; a savepoint that stops the job (stop-with-savepoint) holds the source's records back from its
+// barrier on: once it completes the source ends, once it is aborted the records go on.
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
@@ -51,6 +53,14 @@ const NO_STORAGE: CheckpointStreamFactory = {
   read: () => Promise.reject(new Error('the task has no checkpoint storage to restore from: its deployment carried no checkpointing settings (storageUri)')),
 };
 
+/** A source ends because a savepoint that stops the job completed: the task finishes, it does not fail. */
+export class SourceStoppedError extends Error {
+  constructor(taskName: string) {
+    super(`task ${taskName}: its source stopped with a savepoint`);
+    this.name = 'SourceStoppedError';
+  }
+}
+
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /** The size of everything a snapshot refers to, each file counted once. */
@@ -79,10 +89,51 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   constructor(
     private readonly taskName: string,
     private readonly report: (report: CheckpointReport) => void,
-    options: { readonly streams?: CheckpointStreamFactory; readonly clock?: Clock } = {},
+    options: {
+      readonly streams?: CheckpointStreamFactory;
+      readonly clock?: Clock;
+      /** Where a savepoint's state goes: the folder its barrier names. */
+      readonly savepointStreams?: (targetLocation: string) => CheckpointStreamFactory;
+    } = {},
   ) {
     this.clock = options.clock ?? systemClock;
     this.streams = options.streams ?? NO_STORAGE;
+    this.savepointStreams = options.savepointStreams;
+  }
+
+  private readonly savepointStreams: ((targetLocation: string) => CheckpointStreamFactory) | undefined;
+  /** A savepoint that stops the job passed this task and neither completed nor was aborted yet. */
+  private stopping:
+    { readonly checkpointId: number; readonly mode: 'suspend' | 'drain'; readonly outcome: Promise<boolean>; done: (completed: boolean) => void } | undefined;
+  /** The savepoint that stops the job completed: its mode. */
+  private stopped: 'suspend' | 'drain' | undefined;
+
+  /**
+   * Before a source record: nothing while no savepoint stops the job; while one is under way, a promise
+   * that waits for it and throws SourceStoppedError once it completed (its records after the barrier are
+   * read again by a job resumed from it); after it, throws SourceStoppedError.
+   */
+  beforeSourceRecord(): Promise<void> | void {
+    if (this.stopped !== undefined) throw new SourceStoppedError(this.taskName);
+    const stopping = this.stopping;
+    if (stopping === undefined) return;
+    return stopping.outcome.then((completed) => {
+      if (completed) throw new SourceStoppedError(this.taskName);
+    });
+  }
+
+  /**
+   * How the task's input ended: 'suspend' or 'drain' when a savepoint that stops the job passed it (and was
+   * not aborted), so its operators keep what they hold ('suspend') or fire it ('drain'); undefined when
+   * the input simply ended.
+   */
+  stopMode(): 'suspend' | 'drain' | undefined {
+    return this.stopped ?? this.stopping?.mode;
+  }
+
+  /** A source that ended by itself while a savepoint that stops the job is under way: whether it completes. */
+  async savepointOutcome(): Promise<boolean> {
+    return this.stopping === undefined ? this.stopped !== undefined : this.stopping.outcome;
   }
 
   /** Where operators read restored state and write snapshots. */
@@ -104,6 +155,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   stop(): void {
     this.ended = true;
     this.chain = undefined;
+    this.stopping?.done(false);
   }
 
   /** The JobMaster triggers checkpoint `checkpointId` at this task: a source, or a task whose inputs all ended. */
@@ -132,10 +184,22 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   }
 
   notifyCheckpointComplete(checkpointId: number): void {
+    // The operators first: the source's stop comes after their commits in the mailbox.
     this.notifyOperators((hooks) => hooks.notifyCheckpointComplete?.(checkpointId));
+    const stopping = this.stopping;
+    if (stopping?.checkpointId === checkpointId) {
+      this.stopping = undefined;
+      this.stopped = stopping.mode;
+      stopping.done(true);
+    }
   }
 
   notifyCheckpointAborted(checkpointId: number): void {
+    const stopping = this.stopping;
+    if (stopping?.checkpointId === checkpointId) {
+      this.stopping = undefined;
+      stopping.done(false);
+    }
     this.notifyOperators((hooks) => hooks.notifyCheckpointAborted?.(checkpointId));
   }
 
@@ -170,7 +234,13 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     const startedAt = this.clock.now();
     const snapshots: { readonly operatorId: string; readonly name: string; readonly state: Promise<OperatorSubtaskState> }[] = [];
     let failure: string | undefined;
+    const { targetLocation, terminate } = barrier.options;
+    let streams = this.streams;
     try {
+      if (targetLocation !== undefined) {
+        if (this.savepointStreams === undefined) throw new Error(`the task cannot write to savepoint folder ${targetLocation}: it has no savepoint storage`);
+        streams = this.savepointStreams(targetLocation);
+      }
       const prepared = chain.prepareSnapshotPreBarrier();
       if (prepared !== undefined) await prepared;
       for (const op of chain.operators) {
@@ -178,7 +248,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
         if (snapshot === undefined) continue;
         let state: Promise<OperatorSubtaskState>;
         try {
-          state = snapshot.call(op.hooks, checkpointId, this.streams);
+          state = snapshot.call(op.hooks, checkpointId, streams);
         } catch (e) {
           state = Promise.reject(e instanceof Error ? e : new Error(String(e)));
         }
@@ -188,6 +258,12 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       }
     } catch (e) {
       failure = `task ${this.taskName} could not prepare checkpoint ${checkpointId}: ${messageOf(e)}`;
+    }
+    // From the barrier of a savepoint that stops the job on, the source holds its records back.
+    if (terminate !== undefined && failure === undefined && barrier.options.type === 'savepoint') {
+      let done: (completed: boolean) => void = () => undefined;
+      const outcome = new Promise<boolean>((resolve) => (done = resolve));
+      this.stopping = { checkpointId, mode: terminate, outcome, done };
     }
     // Downstream tasks align on the barrier whatever this task's snapshot comes to.
     const forwarded = chain.broadcastBarrier(barrier);

@@ -19,7 +19,7 @@ import { defaultMaxParallelism } from './state/keyed-state-backend.js';
 import { branchingChain, allOf, type ChainLink } from './chain-branches.js';
 import { processInputs } from './stream-input-processor.js';
 import type { CheckpointedOperator, KeyedOperatorContext, OneInputOperator, Output, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
-import { operatorIdOf, SubtaskCheckpointCoordinator, type ChainOperatorCheckpoint } from './checkpointing.js';
+import { operatorIdOf, SourceStoppedError, SubtaskCheckpointCoordinator, type ChainOperatorCheckpoint } from './checkpointing.js';
 import { mailboxProcessingTimeService } from './timer-service.js';
 import type { SplitListener } from './timestamps-operator.js';
 import { newChainCounters, type ChainCounters } from './task-io-metrics.js';
@@ -273,13 +273,23 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
 
     if (hasSource) {
       const counted: Emit = (r, ts) => {
+        // A savepoint that stops the job holds records back from its barrier on, and ends the source.
+        const gate = checkpoints.beforeSourceRecord();
+        if (gate !== undefined) {
+          return gate.then(() => {
+            counters.recordsIn++;
+            return first.processElement(r, ts);
+          });
+        }
         counters.recordsIn++;
         return first.processElement(r, ts);
       };
       try {
         await runSource(io, head, counted, first.splitListener);
+        // Ended by itself while a savepoint that stops the job is under way: it ends as that one says.
+        if (checkpoints.stopMode() !== undefined) await checkpoints.savepointOutcome();
       } catch (e) {
-        throw raisedBy(e, head.name);
+        if (!(e instanceof SourceStoppedError)) throw raisedBy(e, head.name);
       }
     } else {
       await processInputs(
@@ -298,8 +308,9 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
     // What the mailbox holds comes before the end of input (a connector source's last records).
     const held = mailbox.drain();
     if (held !== undefined) await held;
-    // End of input, head to tail: each operator fires what it holds (as at the end of time) into the next.
-    for (const link of links) {
+    // End of input, head to tail: each operator fires what it holds (as at the end of time) into the next;
+    // after a savepoint that suspends the job, they keep it (it is in the savepoint).
+    for (const link of checkpoints.stopMode() === 'suspend' ? [] : links) {
       await link.endInput();
       const pending = mailbox.drain();
       if (pending !== undefined) await pending;

@@ -26,6 +26,7 @@ import type { MainToWorker, TaskSettings, WorkerToMain } from './worker-protocol
 import { captureThreadState, threadStateChanges, type ThreadState } from './thread-state.js';
 import { SubtaskCheckpointCoordinator } from './checkpointing.js';
 import { FileSystemCheckpointStorage } from '../checkpoint/file-system-checkpoint-storage.js';
+import { SavepointLocation } from '../checkpoint/savepoint-location.js';
 
 interface RunningTask {
   readonly tdd: TaskDeploymentDescriptor;
@@ -319,7 +320,12 @@ export class SlotWorkerRuntime {
       checkpoints: new SubtaskCheckpointCoordinator(
         tdd.taskName,
         (report) => this.post({ ...report, attemptId: tdd.attemptId }),
-        tdd.checkpointing === undefined ? {} : { streams: checkpointStreamsOf(tdd, tdd.checkpointing.storageUri) },
+        tdd.checkpointing === undefined
+          ? {}
+          : {
+              streams: checkpointStreamsOf(tdd, tdd.checkpointing.storageUri),
+              savepointStreams: (folder) => new SavepointLocation(folder, tdd.dataCredentials),
+            },
       ),
     };
     this.tasks.set(tdd.attemptId, task);

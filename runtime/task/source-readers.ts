@@ -6,6 +6,7 @@ import type { TaskSignal } from '../core/cancellation.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { NO_SPLIT_YET, type SourceSplit } from '../protocol/source-splits.js';
 import { checkCanceled, idleWait, TaskSetupError, type Emit, type TaskIo } from './task-io.js';
+import { SourceStoppedError } from './checkpointing.js';
 import type { SplitListener } from './timestamps-operator.js';
 
 /** Where a reader puts its records. Awaiting the returned promise is backpressure: a reader must await it. */
@@ -102,7 +103,8 @@ export async function runConnectorSource(io: TaskIo, op: ConnectorSourceSpec, em
               resolve();
             } catch (e) {
               reject(e);
-              throw e;
+              // A stop with a savepoint ends the reading, not the mailbox: its commits still run.
+              if (!(e instanceof SourceStoppedError)) throw e;
             }
           }),
         );

@@ -57,6 +57,15 @@ describe('checkpoint barriers', () => {
     expect(received[3]).toEqual(new CheckpointBarrier(8, 9, { type: 'savepoint', mode: 'AT_LEAST_ONCE', alignedCheckpointTimeoutMs: 250 }));
   });
 
+  it("carry a savepoint's folder and whether it stops the job", () => {
+    const builder = new RecordBufferBuilder(32 * 1024);
+    const stop = new CheckpointBarrier(9, 10, { ...options, type: 'savepoint', targetLocation: 'file:///sp/savepoint-abcdef-1', terminate: 'suspend' });
+    const folderOnly = new CheckpointBarrier(10, 11, { ...options, type: 'savepoint', targetLocation: 's3://b/sp/savepoint-abcdef-2' });
+    builder.add(stop);
+    builder.add(folderOnly);
+    expect(builder.takeAll()!.flatMap((b) => decodeRecords(b))).toEqual([stop, folderOnly]);
+  });
+
   it('go to every subpartition of a partition after the records written before them, without waiting for the buffer timeout', async () => {
     const partition = new ResultPartition(
       { edgeId: 'e', partitionId: ResultPartitionId.of('p'), partitionType: 'pipelined', partitioner: 'rebalance', numberOfSubpartitions: 3 },

@@ -211,11 +211,12 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
    */
   async snapshotKeyGroups(
     checkpointId: number,
-    access: Pick<CheckpointStreamFactory, 'write'>,
+    access: Pick<CheckpointStreamFactory, 'write' | 'snapshotType'>,
     name: string,
     timersOf: (group: number) => TimerRecord[] = () => [],
   ): Promise<{ handles: KeyGroupsStateHandle[]; bytesPersisted: number; incremental: boolean }> {
     this.flush();
+    if (access.snapshotType === 'savepoint') return this.snapshotInFull(checkpointId, access, name, timersOf);
     const txn = this.db.useReadTransaction();
     const touchedNow = this.touched;
     this.touched = new Set();
@@ -259,6 +260,41 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
       // The groups this snapshot took stay to be written by the next one.
       for (const g of touchedNow) this.touched.add(g);
       throw e;
+    } finally {
+      txn.done();
+    }
+  }
+
+  /**
+   * A savepoint's snapshot: every group, in a file of the savepoint's own, and nothing the incremental
+   * checkpoints build on changes (what they have written and what changed since stays as it was).
+   */
+  private async snapshotInFull(
+    checkpointId: number,
+    access: Pick<CheckpointStreamFactory, 'write'>,
+    name: string,
+    timersOf: (group: number) => TimerRecord[],
+  ): Promise<{ handles: KeyGroupsStateHandle[]; bytesPersisted: number; incremental: boolean }> {
+    const txn = this.db.useReadTransaction();
+    // The timers as they are now: the task goes on while the groups are read.
+    const timers = new Map<number, TimerRecord[]>();
+    for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) timers.set(g, timersOf(g));
+    try {
+      const sections = new Map<number, Uint8Array>();
+      let sinceYield = 0;
+      for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
+        const section = presentSection(Array.from(this.groupEntries(g, txn), snapshotForm), timers.get(g) ?? []);
+        sections.set(g, section);
+        sinceYield += section.length + YIELD_GROUP_BYTES;
+        if (sinceYield > YIELD_BYTES) {
+          sinceYield = 0;
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+      }
+      const file = keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
+      const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes);
+      const handles = [{ handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets }];
+      return { handles, bytesPersisted: file.bytes.length, incremental: false };
     } finally {
       txn.done();
     }

@@ -140,6 +140,32 @@ describe('lmdb snapshots', () => {
     expect(fourth.handles).toHaveLength(1);
   });
 
+  it('a savepoint between incremental checkpoints holds every group in its own file, and the next checkpoint builds on the last one', async () => {
+    const streams = new MemoryCheckpointStreams();
+    const savepoint = Object.assign(new MemoryCheckpointStreams(), { snapshotType: 'savepoint' as const });
+    const a = backend(undefined, 3);
+    fill(a, keys, 1);
+    const first = await a.snapshotKeyGroups(1, streams, 'op-0');
+    a.notifyCheckpointComplete(1);
+    fill(a, keys.slice(0, 2), 2);
+    const taken = await a.snapshotKeyGroups(2, savepoint, 'op-0');
+    a.notifyCheckpointComplete(2);
+    expect(taken.incremental).toBe(false);
+    expect(taken.handles).toHaveLength(1);
+    expect(taken.handles[0]!.shared).toBeUndefined();
+    expect([...savepoint.files.keys()]).toEqual(['memory://chk-2/op-0-2']);
+    const fromSavepoint = backend();
+    await fromSavepoint.restoreKeyGroups(taken.handles, savepoint);
+    expect(contents(fromSavepoint, keys)).toEqual(contents(a, keys));
+    // The checkpoint after it is incremental on checkpoint 1 and still carries what changed before the savepoint.
+    const third = await a.snapshotKeyGroups(3, streams, 'op-0');
+    expect(third.incremental).toBe(true);
+    expect(third.handles.map((h) => h.handle.uri)).toEqual([first.handles[0]!.handle.uri, expect.stringContaining('op-0-3')]);
+    const fromCheckpoint = backend();
+    await fromCheckpoint.restoreKeyGroups(third.handles, streams);
+    expect(contents(fromCheckpoint, keys)).toEqual(contents(a, keys));
+  });
+
   it('takes the state as it was at the call: writes made while the file is written stay out', async () => {
     const streams = new MemoryCheckpointStreams();
     const a = backend();
