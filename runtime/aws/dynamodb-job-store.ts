@@ -270,6 +270,7 @@ export class DynamoDbJobStore implements JobStore {
     if (update.recovery !== undefined) set('recovery', update.recovery);
     if (update.throughput !== undefined) set('throughput', update.throughput);
     if (update.taskExecutors !== undefined) set('taskExecutors', update.taskExecutors);
+    if (update.checkpoints !== undefined) set('checkpoints', update.checkpoints);
     if (update.jobManager !== undefined) set('jobManager', update.jobManager);
     if (update.exception !== undefined) {
       sets.push('#exceptions = list_append(if_not_exists(#exceptions, :noExceptions), :exception)');

@@ -2,6 +2,7 @@
 // that comes from users (names, messages, records) goes through escape.ts.
 import type { JobException } from '../ha/job-store.js';
 import type { TaskCounts } from '../jobgraph/job-status.js';
+import type { CheckpointProgress } from '../protocol/checkpoint-rest.js';
 import type { JobDetails, JobSummary, VertexDetails } from '../protocol/rest-api.js';
 import { escapeText, safeJson } from './escape.js';
 import { decodeWatermark, encodeWatermark, type WatermarkJson } from '../core/watermark-json.js';
@@ -100,10 +101,11 @@ function formatLive(vertices: readonly VertexDetails[], shape: ProgressShape): s
 /**
  * The progress of a followed job, in two parts: `state` changes only when the job or its tasks do
  * (a line per change when not on a terminal), `line` adds the records read and written, the splits read
- * of all (with `shape`, from the job's graph) and the elapsed time (redrawn on a terminal).
+ * of all (with `shape`, from the job's graph), the latest completed checkpoint of a checkpointing job
+ * and the elapsed time (redrawn on a terminal).
  */
 export function formatProgress(
-  details: Pick<JobDetails, 'status' | 'tasks' | 'waiting' | 'restarts' | 'vertices'>,
+  details: Pick<JobDetails, 'status' | 'tasks' | 'waiting' | 'restarts' | 'vertices' | 'checkpoints'>,
   elapsedMs: number,
   shape?: ProgressShape,
 ): { state: string; line: string } {
@@ -115,7 +117,12 @@ export function formatProgress(
         : `tasks ${formatTaskCounts(details.tasks)}`;
   const restarts = details.restarts === undefined || details.restarts === 0 ? '' : ` · ${details.restarts} restart${details.restarts === 1 ? '' : 's'}`;
   const state = `${details.status} · ${what}${restarts}`;
-  return { state, line: `${state}${formatCounts(details.vertices, shape)} · ${formatDuration(elapsedMs)}` };
+  const c = details.checkpoints;
+  const checkpoints =
+    c === undefined || (c.latestCompleted === undefined && c.failed === 0)
+      ? ''
+      : ` · checkpoint ${c.latestCompleted === undefined ? 'none yet' : `#${c.latestCompleted.id}`}${c.failed > 0 ? ` (${c.failed} failed)` : ''}`;
+  return { state, line: `${state}${formatCounts(details.vertices, shape)}${checkpoints} · ${formatDuration(elapsedMs)}` };
 }
 
 export interface OutputStream {
@@ -222,6 +229,9 @@ export function formatJobDetails(d: JobDetails): string {
     `tasks      ${d.tasks === undefined ? 'none yet' : formatTaskCounts(d.tasks)}`,
     `exceptions ${d.exceptions}`,
     ...(d.restarts === undefined || d.restarts === 0 ? [] : [`restarts   ${d.restarts}`]),
+    ...(d.checkpoints === undefined
+      ? []
+      : [`checkpoints ${formatCheckpoints(d.checkpoints, d.endedAtMs ?? d.submittedAtMs + d.durationMs, d.endedAtMs !== undefined)}`]),
   ];
   const out = lines.join('\n') + '\n';
   if (d.vertices === undefined || d.vertices.length === 0) return out;
@@ -245,6 +255,32 @@ export function formatJobDetails(d: JobDetails): string {
     ) +
     formatLiveVertices(d.vertices)
   );
+}
+
+/** "1.5 KB", "3.2 MB", "640 B". */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1000) return `${bytes} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = bytes / 1000;
+  let unit = 0;
+  while (v >= 1000 && unit < units.length - 1) {
+    v /= 1000;
+    unit++;
+  }
+  return `${v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[unit]}`;
+}
+
+/**
+ * "12 completed, 1 in progress, 0 failed · latest #12 2.1 s ago, 3.4 KB (1.2 KB written), took 45 ms":
+ * a checkpointing job's checkpoints; for an ended job the latest one's age counts to its end.
+ */
+export function formatCheckpoints(c: CheckpointProgress, untilMs: number, ended: boolean): string {
+  const counts = `${c.completed} completed, ${c.inProgress} in progress, ${c.failed} failed${c.restored > 0 ? `, ${c.restored} restored` : ''}`;
+  const l = c.latestCompleted;
+  if (l === undefined) return `${counts} · none completed yet (every ${formatDuration(c.intervalMs)})`;
+  const age = `${formatDuration(untilMs - l.completedAtMs)} ${ended ? 'before the end' : 'ago'}`;
+  const written = l.checkpointedSize !== l.stateSize ? ` (${formatBytes(l.checkpointedSize)} written)` : '';
+  return `${counts} · latest #${l.id} ${age}, ${formatBytes(l.stateSize)}${written}, took ${formatDuration(l.durationMs)}`;
 }
 
 const msPerSecond = (v: number | undefined): string => (v === undefined ? '-' : `${Math.round(v / 10)}%`);

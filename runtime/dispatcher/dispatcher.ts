@@ -15,6 +15,7 @@ import { retrieveLeader } from '../ha/leader-election.js';
 import { AdmissionState, type JobRecord } from '../ha/job-store.js';
 import { leaseNames } from '../ha/lease-store.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
+import type { CheckpointConfigResponse, CheckpointingStatisticsResponse } from '../protocol/checkpoint-rest.js';
 import type { JobMasterGateway } from '../protocol/jobmaster-gateway.js';
 import type {
   ArtifactUploadResponse,
@@ -115,6 +116,16 @@ export class Dispatcher {
 
   async getThroughput(jobId: string): Promise<JobThroughputResponse> {
     return this.views.getThroughput(jobId);
+  }
+
+  /** GET /jobs/:id/checkpoints: counts, summary, latest and history in Flink's shape; 404 for a job that does not checkpoint. */
+  async getCheckpoints(jobId: string): Promise<CheckpointingStatisticsResponse> {
+    return this.views.getCheckpoints(jobId);
+  }
+
+  /** GET /jobs/:id/checkpoints/config: the job's checkpointing settings in Flink's shape. */
+  async getCheckpointConfig(jobId: string): Promise<CheckpointConfigResponse> {
+    return this.views.getCheckpointConfig(jobId);
   }
 
   /** GET /jobs/:id/vertices/:vertexId/metrics[?get=…] (Flink's vertex metrics endpoint). */

@@ -301,6 +301,14 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
       methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getThroughput(jobId(call)) }) } },
     },
     {
+      pattern: ['jobs', ':id', 'checkpoints'],
+      methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getCheckpoints(jobId(call)) }) } },
+    },
+    {
+      pattern: ['jobs', ':id', 'checkpoints', 'config'],
+      methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getCheckpointConfig(jobId(call)) }) } },
+    },
+    {
       pattern: ['jobs', ':id', 'vertices', ':vertexId', 'metrics'],
       methods: {
         GET: {

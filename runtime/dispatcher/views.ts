@@ -1,5 +1,5 @@
 // What the REST API reads (Flink's Dispatcher answers these from its JobManagerRunners and its
-// ExecutionGraphInfoStore): jobs and their pages, a job's details, plan, throughput, exceptions and
+// ExecutionGraphInfoStore): jobs and their pages, a job's details, plan, throughput, checkpoints, exceptions and
 // result, long-polls on a job's end, the cluster's TaskExecutors and overview. All of it is read from the
 // JobStore and the BlobStore (the JobMasters write there from their own processes); the idle TaskExecutors
 // of the warm pool are asked of the ready JobManagers, where this Dispatcher can reach them.
@@ -7,6 +7,7 @@ import { monotonicNow } from '../core/clock.js';
 import { errorMessage, InvalidRequestError, NotFoundError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
+import type { JobCheckpointsRecord } from '../ha/checkpoint-stats.js';
 import { AdmissionState, DEFAULT_JOB_PAGE_SIZE, type AdmissionBounds, type AdmissionLedger, type JobRecord, type TaskExecutorView } from '../ha/job-store.js';
 import type { Lease } from '../ha/lease-store.js';
 import { isGloballyTerminal, JobStatus } from '../jobgraph/job-status.js';
@@ -27,6 +28,12 @@ import {
   type OverviewResponse,
   type TaskManagersResponse,
 } from '../protocol/rest-api.js';
+import {
+  checkpointConfigInfo,
+  checkpointingStatistics,
+  type CheckpointConfigResponse,
+  type CheckpointingStatisticsResponse,
+} from '../protocol/checkpoint-rest.js';
 import type { StandbyJobManagerGateway } from '../protocol/standby-jobmanager-gateway.js';
 import { EndpointName } from '../rpc/rpc-service.js';
 import type { DispatcherServices, JobWaitPolling } from './dispatcher-services.js';
@@ -126,6 +133,27 @@ export class DispatcherViews {
 
   async getThroughput(jobId: string): Promise<JobThroughputResponse> {
     return { samples: (await this.record(jobId)).throughput ?? [] };
+  }
+
+  /** GET /jobs/:id/checkpoints (Flink's CheckpointingStatistics), as the job's JobMaster last wrote them. */
+  async getCheckpoints(jobId: string): Promise<CheckpointingStatisticsResponse> {
+    return checkpointingStatistics((await this.checkpointsOf(jobId)).stats);
+  }
+
+  /** GET /jobs/:id/checkpoints/config (Flink's CheckpointConfigInfo). */
+  async getCheckpointConfig(jobId: string): Promise<CheckpointConfigResponse> {
+    return checkpointConfigInfo((await this.checkpointsOf(jobId)).config);
+  }
+
+  /** The record's checkpoints, or a 404 saying why there are none (as Flink answers a job without checkpointing). */
+  private async checkpointsOf(jobId: string): Promise<JobCheckpointsRecord> {
+    const r = await this.record(jobId);
+    if (r.checkpoints !== undefined) return r.checkpoints;
+    if (r.epoch === 0 && !isGloballyTerminal(r.status))
+      throw new NotFoundError(`job ${jobId} has no checkpoint statistics yet: it is ${r.status} and no JobMaster has run it; ask again once it runs`);
+    throw new NotFoundError(
+      `Checkpointing is not enabled for job ${jobId}: enable it in the job with env.enableCheckpointing(intervalMs), or for the cluster with 'execution.checkpointing.interval'`,
+    );
   }
 
   /** The TaskExecutors of the jobs that have not ended, with their slots and what runs in them, then the warm pool's idle ones. */

@@ -58,6 +58,7 @@ export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, upd
     ...(update.recovery !== undefined && { recovery: update.recovery }),
     ...(update.throughput !== undefined && { throughput: update.throughput }),
     ...(update.taskExecutors !== undefined && { taskExecutors: update.taskExecutors }),
+    ...(update.checkpoints !== undefined && { checkpoints: update.checkpoints }),
     ...(update.jobManager !== undefined && { jobManager: update.jobManager }),
     exceptions,
     epoch: writerEpoch,

@@ -5,6 +5,7 @@
 import type { JobId } from '../core/ids.js';
 import type { WatermarkJson } from '../core/watermark-json.js';
 import type { ExecutionState, JobStatus, TaskCounts } from '../jobgraph/job-status.js';
+import type { JobCheckpointsRecord } from './checkpoint-stats.js';
 
 export interface JobException {
   readonly timestampMs: number;
@@ -235,6 +236,11 @@ export interface JobRecord {
   readonly throughput?: readonly ThroughputSample[];
   /** Where the job's tasks run: its TaskExecutors and their slots, while it runs. */
   readonly taskExecutors?: readonly TaskExecutorView[];
+  /**
+   * A checkpointing job's settings and checkpoint statistics (a bounded history), written by its JobMaster
+   * with the task counts; absent for a job that does not checkpoint or before its JobMaster ran.
+   */
+  readonly checkpoints?: JobCheckpointsRecord;
   /** The job's JobManager processes: how many were launched, and the current one. */
   readonly jobManager?: JobManagerLaunch;
   /** Admission control; absent on records written before it existed (they hold no reservation). */
@@ -278,6 +284,7 @@ export interface JobRecordUpdate {
   readonly recovery?: JobRecovery;
   readonly throughput?: readonly ThroughputSample[];
   readonly taskExecutors?: readonly TaskExecutorView[];
+  readonly checkpoints?: JobCheckpointsRecord;
   readonly jobManager?: JobManagerLaunch;
   /** Appended to the record's exceptions. */
   readonly exception?: JobException;

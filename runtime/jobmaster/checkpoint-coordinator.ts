@@ -83,6 +83,8 @@ export interface CheckpointCoordinatorDeps {
   /** Runs a timer's work on the JobMaster's main thread. @default runs it at once */
   readonly runAsync?: (work: () => Promise<void>) => void;
   readonly log?: Logger;
+  /** Called when a checkpoint starts or ends, or a restore is reported: checkpointStats() changed. */
+  readonly statsChanged?: () => void;
 }
 
 export class CheckpointFailureError extends FloeError {
@@ -121,7 +123,7 @@ interface InFlightSavepoint {
 export class CheckpointCoordinator {
   private readonly log: Logger;
   private readonly runAsync: (work: () => Promise<void>) => void;
-  private readonly stats = new CheckpointStatsTracker();
+  private readonly stats = new CheckpointStatsTracker(() => this.deps.statsChanged?.());
   private pending: PendingCheckpoint | undefined;
   private timeoutTimer: Timer | undefined;
   private triggerTimer: Timer | undefined;

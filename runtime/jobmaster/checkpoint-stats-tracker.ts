@@ -1,10 +1,15 @@
 // The coordinator's record of its checkpoints for GET /jobs/:id/checkpoints (Flink's CheckpointStatsTracker):
-// counts, the newest HISTORY_SIZE checkpoints, the latest completed and failed one, and the restore.
-import type { CheckpointStats, CheckpointStatsEntry } from '../protocol/checkpoint-stats.js';
+// counts, the newest HISTORY_SIZE checkpoints, a summary of the latest COMPLETED_SUMMARY_WINDOW completed
+// ones, the latest completed, savepoint and failed one, and the restore. It tells `changed` when a
+// checkpoint starts, ends or a restore is reported, so the JobMaster can publish the statistics.
+import type { CheckpointStats, CheckpointStatsEntry, CheckpointStatsSummary, StatsSummary } from '../protocol/checkpoint-stats.js';
 import type { PendingCheckpoint } from './pending-checkpoint.js';
 
 /** Flink's `web.checkpoints.history` default. */
 export const HISTORY_SIZE = 10;
+
+/** Completed checkpoints the summary covers, the latest ones. */
+export const COMPLETED_SUMMARY_WINDOW = 1_000;
 
 export class CheckpointStatsTracker {
   private readonly entries: CheckpointStatsEntry[] = [];
@@ -15,16 +20,29 @@ export class CheckpointStatsTracker {
   private latestCompleted: CheckpointStatsEntry | undefined;
   private latestFailed: CheckpointStatsEntry | undefined;
   private restored: { id: number; restoreTimestampMs: number; externalPath: string } | undefined;
+  private latestSavepoint: CheckpointStatsEntry | undefined;
+  /** The latest completed checkpoints' figures, oldest first, for the summary. */
+  private readonly window: CheckpointStatsEntry[] = [];
+
+  /** @param changed called when a checkpoint starts or ends, or a restore is reported */
+  constructor(private readonly changed: () => void = () => undefined) {}
 
   reportPending(pending: PendingCheckpoint): void {
     this.inFlight.set(pending.checkpointId, pending);
+    this.changed();
   }
 
-  reportCompleted(pending: PendingCheckpoint, nowMs: number, externalPath: string): void {
+  /** A completed checkpoint; with `savepoint`, a savepoint (also the latest savepoint). */
+  reportCompleted(pending: PendingCheckpoint, nowMs: number, externalPath: string, savepoint = false): void {
     this.inFlight.delete(pending.checkpointId);
     this.completed++;
-    this.latestCompleted = { ...entryOf(pending, nowMs), status: 'COMPLETED', externalPath };
-    this.push(this.latestCompleted);
+    const entry: CheckpointStatsEntry = { ...entryOf(pending, nowMs), status: 'COMPLETED', externalPath, ...(savepoint && { savepoint }) };
+    if (savepoint) this.latestSavepoint = entry;
+    else this.latestCompleted = entry;
+    this.push(entry);
+    this.window.push(entry);
+    if (this.window.length > COMPLETED_SUMMARY_WINDOW) this.window.shift();
+    this.changed();
   }
 
   reportFailed(pending: PendingCheckpoint, nowMs: number, failureMessage: string): void {
@@ -32,11 +50,13 @@ export class CheckpointStatsTracker {
     this.failed++;
     this.latestFailed = { ...entryOf(pending, nowMs), status: 'FAILED', failureMessage };
     this.push(this.latestFailed);
+    this.changed();
   }
 
   reportRestored(id: number, restoreTimestampMs: number, externalPath: string): void {
     this.restoredCount++;
     this.restored = { id, restoreTimestampMs, externalPath };
+    this.changed();
   }
 
   snapshot(nowMs: number): CheckpointStats {
@@ -50,9 +70,11 @@ export class CheckpointStatsTracker {
         completed: this.completed,
         failed: this.failed,
       },
+      ...(this.window.length > 0 && { summary: summaryOf(this.window) }),
       history,
       latest: {
         ...(this.latestCompleted !== undefined && { completed: this.latestCompleted }),
+        ...(this.latestSavepoint !== undefined && { savepoint: this.latestSavepoint }),
         ...(this.latestFailed !== undefined && { failed: this.latestFailed }),
         ...(this.restored !== undefined && { restored: this.restored }),
       },
@@ -78,5 +100,30 @@ function entryOf(p: PendingCheckpoint, endMs: number): CheckpointStatsEntry {
     numSubtasks: p.numSubtasks,
     numAcknowledgedSubtasks: p.numAcknowledged,
     unaligned: p.unaligned(),
+  };
+}
+
+function summaryOf(entries: readonly CheckpointStatsEntry[]): CheckpointStatsSummary {
+  return {
+    stateSize: statsOf(entries.map((e) => e.stateSize)),
+    checkpointedSize: statsOf(entries.map((e) => e.checkpointedSize)),
+    durationMs: statsOf(entries.map((e) => e.durationMs)),
+    alignmentDurationMs: statsOf(entries.map((e) => e.alignmentDurationMs)),
+  };
+}
+
+/** Min, max, mean and nearest-rank percentiles of a non-empty list. */
+export function statsOf(values: readonly number[]): StatsSummary {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+  return {
+    min: sorted[0]!,
+    max: sorted.at(-1)!,
+    avg: sorted.reduce((sum, v) => sum + v, 0) / sorted.length,
+    p50: at(0.5),
+    p90: at(0.9),
+    p95: at(0.95),
+    p99: at(0.99),
+    p999: at(0.999),
   };
 }

@@ -8,6 +8,7 @@ import type { ExecutionAttemptId, FencingToken } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
 import { checkpointOptionsOf, resolveCheckpointing } from '../checkpoint/checkpointing-settings.js';
+import type { CheckpointConfigView } from '../ha/checkpoint-stats.js';
 import type { CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskCheckpointing } from '../protocol/task-deployment.js';
@@ -43,6 +44,8 @@ export interface JobCheckpointingArgs {
   readonly gatewayOf: (attemptId: ExecutionAttemptId) => TaskExecutorGateway | undefined;
   readonly failJob: (cause: CheckpointFailureError) => void;
   readonly runAsync: (work: () => Promise<void>) => void;
+  /** The coordinator's statistics changed (a checkpoint started or ended, a restore). */
+  readonly statsChanged?: () => void;
 }
 
 /** The job's CheckpointCoordinator, or undefined when the job does not checkpoint. */
@@ -81,5 +84,26 @@ export function createJobCheckpointing(args: JobCheckpointingArgs): CheckpointCo
     failJob: args.failJob,
     runAsync: args.runAsync,
     log: args.log,
+    ...(args.statsChanged !== undefined && { statsChanged: args.statsChanged }),
   });
+}
+
+/** The job's checkpointing settings as GET /jobs/:id/checkpoints/config shows them; undefined when it does not checkpoint. */
+export function checkpointConfigViewOf(jobGraph: JobGraph, config: FloeConfig, services: JobCheckpointServices | undefined): CheckpointConfigView | undefined {
+  const settings = resolveCheckpointing(jobGraph.checkpointing, config);
+  if (settings === undefined || services === undefined) return undefined;
+  return {
+    mode: settings.mode,
+    intervalMs: settings.intervalMs,
+    timeoutMs: settings.timeoutMs,
+    minPauseMs: settings.minPauseMs,
+    maxConcurrent: settings.maxConcurrent,
+    tolerableFailures: settings.tolerableFailures,
+    unaligned: settings.unaligned,
+    alignedCheckpointTimeoutMs: settings.alignedCheckpointTimeoutMs,
+    externalizedRetention: settings.externalizedRetention,
+    numRetained: settings.numRetained,
+    stateBackend: config.stateBackend,
+    storageUri: services.storageUri,
+  };
 }

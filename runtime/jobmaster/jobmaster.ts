@@ -43,7 +43,7 @@ import {
 } from '../protocol/jobmaster-gateway.js';
 import { SourceCoordinators } from './source-coordinators.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
-import { createJobCheckpointing, taskCheckpointingOf, type JobCheckpointServices } from './job-checkpointing.js';
+import { checkpointConfigViewOf, createJobCheckpointing, taskCheckpointingOf, type JobCheckpointServices } from './job-checkpointing.js';
 import type { CheckpointMetrics, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
@@ -271,6 +271,7 @@ export class JobMaster implements JobMasterGateway {
       failJob: (cause) => this.scheduler.handleGlobalFailure(toErrorInfo(cause)),
       // Started on the main thread; the storage and store writes that follow run off it.
       runAsync: (work) => void this.main.run(() => void work()).catch(() => undefined),
+      statsChanged: () => this.progressChanged(),
     });
   }
 
@@ -306,7 +307,7 @@ export class JobMaster implements JobMasterGateway {
       },
     });
     await this.main.run(async () => {
-      const record = await this.writeStatus({ status: JobStatus.RUNNING, tasks: this.scheduler.counts() });
+      const record = await this.writeStatus({ status: JobStatus.RUNNING, tasks: this.scheduler.counts(), ...this.checkpointsRecord() });
       if (record === undefined) return;
       this.status = JobStatus.RUNNING;
       this.log.info('job running', { tasks: this.scheduler.graph.executions.length, slots: this.scheduler.totalSlots });
@@ -630,6 +631,7 @@ export class JobMaster implements JobMasterGateway {
       tasks: this.scheduler.counts(),
       vertices,
       ...(throughput !== undefined ? { throughput } : {}),
+      ...this.checkpointsRecord(),
       taskExecutors: [],
       restarts: this.scheduler.numberOfRestarts,
       endedAtMs: this.deps.clock.now(),
@@ -757,7 +759,15 @@ export class JobMaster implements JobMasterGateway {
       ...(withRecovery ? { recovery: this.scheduler.recoveryState() } : {}),
       ...(throughput !== undefined ? { throughput } : {}),
       ...(taskExecutors !== undefined ? { taskExecutors } : {}),
+      ...this.checkpointsRecord(),
     };
+  }
+
+  /** A checkpointing job's settings and checkpoint statistics, as every status write carries them. */
+  private checkpointsRecord(): Pick<JobRecordUpdate, 'checkpoints'> {
+    const config = checkpointConfigViewOf(this.deps.jobGraph, this.deps.config, this.deps.checkpoints);
+    if (config === undefined || this.checkpoints === undefined) return {};
+    return { checkpoints: { config, stats: this.checkpoints.checkpointStats() } };
   }
 
   /** For tests and diagnostics; call from outside the main thread only (it reads, it changes nothing). */

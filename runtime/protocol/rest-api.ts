@@ -7,6 +7,7 @@ import type { JobException, JobRecord, TaskExecutorView, ThroughputSample, Verte
 import type { JobStatus, TaskCounts } from '../jobgraph/job-status.js';
 import type { JobGraph, Partitioner, PartitionType } from '../jobgraph/jobgraph.js';
 import { combinerFor } from './task-deployment.js';
+import { checkpointProgress, type CheckpointProgress } from './checkpoint-rest.js';
 
 /** Written by a running local Dispatcher as `<stateDir>/cluster.json` once it serves; removed when it exits. */
 export interface ClusterInfo {
@@ -101,6 +102,8 @@ export interface JobDetails extends JobSummary {
   readonly jobManagerLaunches?: number;
   /** Per vertex: task states, pipelined region, deploy / finish times, records and network counters. */
   readonly vertices?: readonly VertexDetails[];
+  /** A checkpointing job's checkpoints so far and the latest completed one (GET /jobs/:id/checkpoints has them all). */
+  readonly checkpoints?: CheckpointProgress;
 }
 /** One vertex of GET /jobs/:id. */
 export type VertexDetails = VertexMetrics;
@@ -231,5 +234,6 @@ export function jobDetails(r: JobRecord, ctx: JobViewContext): JobDetails {
     exceptions: r.exceptions.length,
     ...(r.restarts !== undefined ? { restarts: r.restarts } : {}),
     ...(r.vertices ? { vertices: r.vertices } : {}),
+    ...(r.checkpoints ? { checkpoints: checkpointProgress(r.checkpoints) } : {}),
   };
 }

@@ -23,6 +23,25 @@ describe('formatJobDetails', () => {
     expect(formatJobDetails(base)).not.toContain('VERTEX');
   });
 
+  it("prints a checkpointing job's checkpoints: counts, and the latest completed one's age, size and duration", () => {
+    const checkpoints = { intervalMs: 500, completed: 0, inProgress: 1, failed: 0, restored: 0 };
+    expect(formatJobDetails(base)).not.toContain('checkpoints');
+    expect(formatJobDetails({ ...base, checkpoints })).toMatch(/^checkpoints 0 completed, 1 in progress, 0 failed · none completed yet \(every 500 ms\)$/m);
+    const latestCompleted = { id: 7, completedAtMs: 2_500, stateSize: 2_400_000, checkpointedSize: 310_000, durationMs: 45 };
+    // Running: the age is up to now (submitted 1 000 + 3 000 ms running).
+    expect(formatJobDetails({ ...base, checkpoints: { ...checkpoints, completed: 7, failed: 2, restored: 1, latestCompleted } })).toMatch(
+      /^checkpoints 7 completed, 1 in progress, 2 failed, 1 restored · latest #7 1.5 s ago, 2.4 MB \(310 KB written\), took 45 ms$/m,
+    );
+    // Ended: the age is up to the end.
+    const ended = {
+      ...base,
+      status: 'FINISHED' as const,
+      endedAtMs: 3_000,
+      checkpoints: { ...checkpoints, inProgress: 0, completed: 7, latestCompleted: { ...latestCompleted, checkpointedSize: 2_400_000 } },
+    };
+    expect(formatJobDetails(ended)).toMatch(/^checkpoints 7 completed, 0 in progress, 0 failed · latest #7 500 ms before the end, 2.4 MB, took 45 ms$/m);
+  });
+
   it('prints one row per vertex with its region, times relative to submission, records and buffers in flight of credits', () => {
     const text = formatJobDetails({
       ...base,

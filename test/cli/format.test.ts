@@ -54,6 +54,20 @@ describe('formatting', () => {
     );
   });
 
+  it("adds a checkpointing job's latest completed checkpoint and its failed ones to the line, never to the state", () => {
+    const checkpoints = { intervalMs: 500, completed: 0, inProgress: 1, failed: 0, restored: 0 };
+    expect(formatProgress({ status: 'RUNNING', tasks: tasks(), checkpoints }, 10).line).toBe('RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · 10 ms');
+    const latestCompleted = { id: 12, completedAtMs: 0, stateSize: 1, checkpointedSize: 1, durationMs: 1 };
+    const progress = formatProgress({ status: 'RUNNING', tasks: tasks(), checkpoints: { ...checkpoints, completed: 12, failed: 2, latestCompleted } }, 10);
+    expect(progress).toEqual({
+      state: 'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled',
+      line: 'RUNNING · tasks 5/12 finished, 4 running, 3 scheduled · checkpoint #12 (2 failed) · 10 ms',
+    });
+    expect(formatProgress({ status: 'RUNNING', tasks: tasks(), checkpoints: { ...checkpoints, failed: 1 } }, 10).line).toContain(
+      ' · checkpoint none yet (1 failed) · ',
+    );
+  });
+
   it('shows records read and written, and the splits read of all with their share, once the job has vertices', () => {
     const vertex = (id: string, recordsIn: number, recordsOut: number, splits?: { done: number; total: number }) => ({
       id,

@@ -13,6 +13,7 @@ import {
   type JobStore,
 } from '../../runtime/ha/job-store.js';
 import { JobStatus, type TaskCounts } from '../../runtime/jobgraph/job-status.js';
+import { checkpointsRecord } from '../support/checkpoints-record.js';
 
 let seq = 0;
 
@@ -164,6 +165,19 @@ export function describeJobStoreContract(name: string, factory: JobStoreFactory)
       const later = { ...vertex, recordsOut: 20, firstDeployedAtMs: clock.now() };
       await store.update(r.jobId, { vertices: [later] }, 1);
       expect((await store.get(r.jobId))?.vertices).toEqual([later]);
+    });
+
+    it("stores a checkpointing job's checkpoint settings and statistics and replaces them on the next update", async () => {
+      const r = newJobRecord(clock);
+      await store.create(r);
+      const first = checkpointsRecord(3);
+      await store.update(r.jobId, { checkpoints: first }, 1);
+      expect((await store.get(r.jobId))?.checkpoints).toEqual(first);
+      const later = checkpointsRecord(12);
+      await store.update(r.jobId, { tasks, checkpoints: later }, 1);
+      expect((await store.get(r.jobId))?.checkpoints).toEqual(later);
+      await store.update(r.jobId, { tasks }, 1);
+      expect((await store.get(r.jobId))?.checkpoints).toEqual(later);
     });
 
     it('an update without fields only records the epoch', async () => {

@@ -22,6 +22,7 @@ import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import { newJobRecord } from '../contracts/job-store.contract.js';
+import { checkpointsRecord } from '../support/checkpoints-record.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import { InProcessWorkerLauncher } from '../../runtime/memory/in-process-worker-launcher.js';
 import type { WorkerSpec } from '../../runtime/protocol/worker-launcher.js';
@@ -242,6 +243,82 @@ export function describeRestBadInputContract(frontName: string, front: RestFront
       const noRoute = await call('GET', '/jobs/a/b/c');
       expect(noRoute.status).toBe(404);
       expect(noRoute.body.error.message).toMatch(/^no route GET '\/jobs\/a\/b\/c'/);
+    });
+
+    it("answers a job's checkpoints in Flink's shape from its record, and 404 for a job that does not checkpoint", async () => {
+      const { call, jobStore, clock } = await setup();
+      const plain = newJobRecord(clock);
+      await jobStore.create(plain);
+      const waiting = await call('GET', `/jobs/${plain.jobId}/checkpoints`);
+      expect(waiting.status).toBe(404);
+      expect(waiting.body.error.message).toMatch(/no checkpoint statistics yet: it is INITIALIZING and no JobMaster has run it/);
+      await jobStore.update(plain.jobId, { status: 'RUNNING' }, 1);
+      for (const path of ['checkpoints', 'checkpoints/config']) {
+        const off = await call('GET', `/jobs/${plain.jobId}/${path}`);
+        expect(off.status).toBe(404);
+        expect(off.body.error.message).toMatch(/^Checkpointing is not enabled for job \S+: enable it .*env\.enableCheckpointing\(intervalMs\)/);
+      }
+      const checkpointing = newJobRecord(clock);
+      await jobStore.create(checkpointing);
+      await jobStore.update(checkpointing.jobId, { status: 'RUNNING', checkpoints: checkpointsRecord(3, 1_000_000) }, 1);
+      const stats = await call('GET', `/jobs/${checkpointing.jobId}/checkpoints`);
+      expect(stats.status).toBe(200);
+      expect(stats.body.counts).toEqual({ restored: 0, total: 5, in_progress: 1, completed: 3, failed: 1 });
+      expect(stats.body.history.map((h: { id: number; className: string }) => `${h.id} ${h.className}`)).toEqual([
+        '5 in_progress',
+        '4 failed',
+        '3 completed',
+        '2 completed',
+        '1 completed',
+      ]);
+      expect(stats.body.latest.completed).toMatchObject({
+        id: 3,
+        status: 'COMPLETED',
+        is_savepoint: false,
+        checkpoint_type: 'CHECKPOINT',
+        trigger_timestamp: 1_003_000,
+        latest_ack_timestamp: 1_003_005,
+        state_size: 600,
+        checkpointed_size: 300,
+        end_to_end_duration: 30,
+        alignment_duration: 3,
+        num_subtasks: 2,
+        num_acknowledged_subtasks: 2,
+        external_path: '/state/checkpoints/job-1/chk-3/_metadata',
+        discarded: false,
+      });
+      expect(stats.body.latest.failed).toMatchObject({ id: 4, failure_timestamp: 1_064_000, failure_message: expect.stringMatching(/expired/) });
+      expect(stats.body.latest).toMatchObject({ savepoint: null, restored: null });
+      expect(stats.body.summary.end_to_end_duration).toMatchObject({ min: 10, max: 30, avg: 20, p50: 20 });
+      const config = await call('GET', `/jobs/${checkpointing.jobId}/checkpoints/config`);
+      expect(config).toEqual({
+        status: 200,
+        body: {
+          mode: 'exactly_once',
+          interval: 500,
+          timeout: 60_000,
+          min_pause: 0,
+          max_concurrent: 1,
+          externalization: { enabled: true, delete_on_cancellation: true },
+          state_backend: 'hashmap',
+          checkpoint_storage: '/state/checkpoints/job-1',
+          unaligned_checkpoints: false,
+          tolerable_failed_checkpoints: 0,
+          aligned_checkpoint_timeout: 0,
+          checkpoints_after_tasks_finish: true,
+          checkpoints_num_retained: 1,
+        },
+      });
+      const job = await call('GET', `/jobs/${checkpointing.jobId}`);
+      expect(job.body.checkpoints).toEqual({
+        intervalMs: 500,
+        completed: 3,
+        inProgress: 1,
+        failed: 1,
+        restored: 0,
+        latestCompleted: { id: 3, completedAtMs: 1_003_030, stateSize: 600, checkpointedSize: 300, durationMs: 30 },
+      });
+      expect((await call('GET', `/jobs/${plain.jobId}`)).body.checkpoints).toBeUndefined();
     });
 
     it('names the path segment that is malformed percent-encoding or not an id', async () => {

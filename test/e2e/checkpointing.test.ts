@@ -2,11 +2,14 @@
 // checkpoints while it runs (the JobMaster records each in SQLite, writes its metadata under
 // state.checkpoints.dir and discards those beyond num-retained). A job that finishes leaves no checkpoint
 // behind; one cancelled with RETAIN_ON_CANCELLATION leaves num-retained checkpoints, and no file that
-// their metadata does not reference.
+// their metadata does not reference. GET /jobs/:id/checkpoints shows them in Flink's shape as they
+// complete, and `floe status` their progress.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main, type CliIo } from '../../runtime/cli/main.js';
 import { filesOfMetadata } from '../../runtime/jobmaster/checkpoints-cleaner.js';
+import type { CheckpointingStatisticsResponse } from '../../runtime/protocol/checkpoint-rest.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 import { event } from '../fixtures/jobs/keyed-process.js';
@@ -84,5 +87,85 @@ describe('a job with checkpointing on', () => {
     }
     expect(referenced.size).toBeGreaterThan(2);
     expect(filesUnder(jobDir)).toEqual([...referenced].sort());
+  });
+});
+
+/** The job's checkpoint statistics once `ready` holds for them. */
+async function checkpointsWhen(jobId: string, what: string, ready: (s: CheckpointingStatisticsResponse) => boolean): Promise<CheckpointingStatisticsResponse> {
+  return waitFor(
+    async () => {
+      const { status, body } = await cluster.api('GET', `/jobs/${jobId}/checkpoints`);
+      return status === 200 && ready(body as CheckpointingStatisticsResponse) ? (body as CheckpointingStatisticsResponse) : undefined;
+    },
+    what,
+    60_000,
+    100,
+  );
+}
+
+/** `floe status <job>` against the test's Dispatcher (named by its URL and secret). */
+async function floeStatus(jobId: string): Promise<{ code: number; stdout: string }> {
+  let stdout = '';
+  const io: CliIo = {
+    stdout: { write: (t: string) => (stdout += t) },
+    stderr: { write: () => true },
+    env: { FLOE_URL: cluster.dispatcher.url, FLOE_SECRET: cluster.dispatcher.secret },
+    cwd: cluster.work,
+    pollIntervalMs: 10,
+  };
+  return { code: await main(['status', jobId], io), stdout };
+}
+
+describe('GET /jobs/:id/checkpoints', () => {
+  it("counts a running job's checkpoints as they complete, each with its size and duration, and floe status shows the latest", async () => {
+    const jobId = await cluster.submit('keyed-process.ts', 'eventTimers', ['10000', '2000'], 2);
+    const first = await checkpointsWhen(jobId, 'two completed checkpoints', (s) => s.counts.completed >= 2);
+    const later = await checkpointsWhen(jobId, 'more completed checkpoints', (s) => s.counts.completed > first.counts.completed);
+    expect(later.counts.total).toBeGreaterThanOrEqual(later.counts.completed + later.counts.failed + later.counts.in_progress);
+    expect(later.counts.restored).toBe(0);
+
+    const completed = later.history.filter((h) => h.status === 'COMPLETED');
+    expect(completed.length).toBeGreaterThanOrEqual(2);
+    expect(later.history.length).toBeLessThanOrEqual(10);
+    // Newest first.
+    const ids = later.history.map((h) => h.id);
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+    for (const h of completed) {
+      expect(h).toMatchObject({ className: 'completed', is_savepoint: false, checkpoint_type: 'CHECKPOINT' });
+      expect(h.num_subtasks).toBeGreaterThan(0);
+      expect(h.num_acknowledged_subtasks).toBe(h.num_subtasks);
+      expect(h.state_size).toBeGreaterThan(0);
+      expect(h.checkpointed_size).toBeGreaterThan(0);
+      expect(h.end_to_end_duration).toBeGreaterThan(0);
+      expect(h.latest_ack_timestamp).toBeGreaterThanOrEqual(h.trigger_timestamp);
+      expect(h.alignment_duration).toBeGreaterThanOrEqual(0);
+      expect(h.external_path).toMatch(new RegExp(`${jobId}/chk-${h.id}/_metadata$`));
+    }
+    expect(later.latest.completed?.id).toBe(completed[0]!.id);
+    const duration = later.summary.end_to_end_duration!;
+    expect(duration.min).toBeGreaterThan(0);
+    expect(duration.max).toBeGreaterThanOrEqual(duration.p50);
+    expect(duration.p50).toBeGreaterThanOrEqual(duration.min);
+    expect(later.summary.state_size!.max).toBeGreaterThan(0);
+
+    const config = await cluster.api('GET', `/jobs/${jobId}/checkpoints/config`);
+    expect(config.status).toBe(200);
+    expect(config.body).toMatchObject({
+      mode: 'exactly_once',
+      interval: 50,
+      max_concurrent: 1,
+      externalization: { enabled: true, delete_on_cancellation: false },
+      state_backend: 'hashmap',
+    });
+
+    const status = await floeStatus(jobId);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/^checkpoints \d+ completed, \d+ in progress, \d+ failed · latest #\d+ [\d.]+ m?s ago, [\d.]+ [KMG]?B, took [\d.]+ m?s$/m);
+
+    expect((await cluster.awaitTerminal(jobId)).status).toBe('FINISHED');
+    const ended = await cluster.api('GET', `/jobs/${jobId}/checkpoints`);
+    expect(ended.status).toBe(200);
+    expect((ended.body as CheckpointingStatisticsResponse).counts.completed).toBeGreaterThan(later.counts.completed);
+    expect((ended.body as CheckpointingStatisticsResponse).counts.in_progress).toBe(0);
   });
 });
