@@ -12,11 +12,17 @@ import { encodeKeyGroups, writeKeyGroups, type TimerRecord } from './state/key-g
 import { readLatestKeyGroups } from './state/incremental-key-groups.js';
 import type { HeapInternalTimerService } from './timer-service.js';
 
+/** What a snapshot reads of a timer service (its timers by domain) and a restore gives back to it. */
+export type SnapshotTimers = Pick<
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each operator has its own namespace type
+  HeapInternalTimerService<any>,
+  'eventTimeTimers' | 'processingTimeTimers' | 'registerEventTimeTimer' | 'registerProcessingTimeTimer'
+>;
+
 /** One timer service of an operator, by a name unique in the operator, with its namespace's plain form. */
 export interface NamedTimerService {
   readonly name: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each operator has its own namespace type
-  readonly service: HeapInternalTimerService<any>;
+  readonly service: SnapshotTimers;
   /** The namespace as plain data (msgpack); the identity without it. */
   readonly toData?: (namespace: never) => unknown;
   readonly fromData?: (data: unknown) => unknown;

@@ -8,7 +8,7 @@ import { CoStreamOperator, KeyedCoProcessOperator } from './co-operators.js';
 import { IntervalJoinOperator, WindowJoinOperator } from './join-operators.js';
 import { TimestampsAndWatermarksOperator, type WatermarkStrategyLike } from './timestamps-operator.js';
 import { KeyedProcessOperator, ProcessOperator } from './process-operators.js';
-import { createWindowOperator } from './window-operator.js';
+import { createWindowOperator } from './window-operator-factory.js';
 
 export interface OperatorSetup<C extends StreamOperatorContext = StreamOperatorContext> {
   readonly op: OperatorSpec;

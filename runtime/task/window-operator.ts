@@ -8,16 +8,16 @@
 import { FloeError } from '../core/errors.js';
 import { MapStateDescriptor, ValueStateDescriptor, type MapState, type ValueState } from '../api/state.js';
 import { TimeWindow } from '../api/windowing.js';
-import type { FunctionRef, OperatorSpec } from '../jobgraph/jobgraph.js';
+import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { WindowAssignerSpec, WindowTriggerSpec } from '../jobgraph/window-spec.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
-import { isThenable, noteErrors, raisedBy, TaskSetupError } from './task-io.js';
+import { isThenable } from './task-io.js';
 import { HeapInternalTimerService, type InternalTimer, type Triggerable } from './timer-service.js';
 import { restoreKeyedState, snapshotFileName, snapshotKeyedState, windowNamespace, type NamedTimerService } from './keyed-state-snapshots.js';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
-import { WindowContents, type Contents, type ProcessWindowCall, type ProcessWindowContext, type WindowFunctions } from './window-contents.js';
+import { WindowContents, type Contents, type ProcessWindowContext, type WindowFunctions } from './window-contents.js';
 
 export interface WindowOperatorConfig {
   readonly assigner: WindowAssignerSpec;
@@ -444,68 +444,6 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
 
 export type WindowOperatorSpec = Extract<OperatorSpec, { kind: 'keyed.window' }>;
 
-/** The window operator of `op`, its user functions looked up by `userObject`; errors they raise name the operator. */
-export function createWindowOperator(op: WindowOperatorSpec, context: KeyedOperatorContext, userObject: (ref: FunctionRef) => unknown): WindowOperator {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each role has its own parameter types
-  const fn = <F extends (a?: any, b?: any) => unknown>(ref: FunctionRef | undefined, role: string): F => {
-    const f = ref === undefined ? undefined : userObject(ref);
-    if (typeof f !== 'function') throw new TaskSetupError(`window operator '${op.name}' (${op.windowFunction}) has no ${role} function in the job library`);
-    return noteErrors(f as F, op.name);
-  };
-  let process: ProcessWindowCall | undefined;
-  if (op.process !== undefined) {
-    // Called with four arguments: not through noteErrors, which passes two.
-    const p = userObject(op.process);
-    if (typeof p !== 'function') throw new TaskSetupError(`window operator '${op.name}' has no process function in the job library`);
-    const rethrow = (e: unknown): never => {
-      throw raisedBy(e, op.name);
-    };
-    process = (key, ctx, elements, out) => {
-      try {
-        const r = (p as ProcessWindowCall)(key, ctx, elements, out);
-        return isThenable(r) ? Promise.resolve(r).then(undefined, rethrow) : r;
-      } catch (e) {
-        return rethrow(e);
-      }
-    };
-  }
-  const withProcess = process === undefined ? {} : { process };
-  let functions: WindowFunctions;
-  switch (op.windowFunction) {
-    case 'reduce':
-      functions = { kind: 'reduce', reduce: fn(op.reduce, 'reduce'), ...withProcess };
-      break;
-    case 'aggregate':
-      functions = {
-        kind: 'aggregate',
-        createAccumulator: fn(op.createAccumulator, 'createAccumulator'),
-        add: fn(op.add, 'add'),
-        getResult: fn(op.getResult, 'getResult'),
-        ...(op.merge !== undefined ? { merge: fn(op.merge, 'merge') } : {}),
-        ...withProcess,
-      };
-      break;
-    case 'process':
-      if (process === undefined) throw new TaskSetupError(`window operator '${op.name}' has no process function in the job library`);
-      functions = { kind: 'process', process };
-      break;
-    default:
-      return op.windowFunction satisfies never;
-  }
-  if (op.preAggregate === true) {
-    functions = mergingPartials(op, functions);
-    // Each input record is a [key, partial] pair: the key travels with its partial (window-combiner.ts).
-    context = { ...context, keySelector: (pair) => (pair as [unknown, unknown])[0] };
-  }
-  return new WindowOperator(context, {
-    assigner: op.window,
-    trigger: op.trigger,
-    allowedLateness: op.allowedLateness,
-    ...(op.lateDataTag !== undefined ? { lateDataTag: op.lateDataTag } : {}),
-    functions,
-  });
-}
-
 /** The index of `start` in the ascending `starts`, or -1; looked for from the end, where new elements go. */
 function paneIndex(starts: readonly number[], start: number): number {
   for (let i = starts.length - 1; i >= 0; i--) {
@@ -516,39 +454,13 @@ function paneIndex(starts: readonly number[], start: number): number {
   return -1;
 }
 
-const NO_VALUE = Symbol('no value yet');
-
-/**
- * The window functions over pre-aggregated input: each element is a `[key, partial]` pair, merged into
- * the pane's accumulator (an aggregate's merge; a reduce of the reduced values).
- */
-function mergingPartials(op: WindowOperatorSpec, functions: WindowFunctions): WindowFunctions {
-  const partial = (pair: unknown): unknown => (pair as [unknown, unknown])[1];
-  if (functions.kind === 'aggregate' && functions.merge !== undefined) {
-    const merge = functions.merge;
-    return { ...functions, add: (pair, acc) => merge(acc, partial(pair)) };
-  }
-  if (functions.kind === 'reduce') {
-    const reduce = functions.reduce;
-    const both = (a: unknown, b: unknown): unknown => (a === NO_VALUE ? b : b === NO_VALUE ? a : reduce(a, b));
-    return {
-      kind: 'aggregate',
-      createAccumulator: () => NO_VALUE,
-      add: (pair, acc) => both(acc, partial(pair)),
-      getResult: (acc) => acc,
-      merge: both,
-      ...(functions.process !== undefined ? { process: functions.process } : {}),
-    };
-  }
-  throw new TaskSetupError(`window operator '${op.name}' takes pre-aggregated input but has neither a reduce nor an aggregate with merge`);
-}
-
 function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
   return a;
 }
 
-function tagId(tag: unknown): string {
+/** The id of an OutputTag a window function passed to context.output. */
+export function tagId(tag: unknown): string {
   const id = (tag as { id?: unknown } | null)?.id;
   if (typeof id !== 'string' || id.length === 0) {
     throw new FloeError('USER_CODE', `context.output(tag, value) needs an OutputTag (new OutputTag<T>('name')), found ${tag === null ? 'null' : typeof tag}`, {

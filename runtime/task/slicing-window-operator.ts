@@ -1,0 +1,351 @@
+// The window operator of event-time tumbling and sliding windows fired by the watermark, with a reduce or an
+// aggregate and nothing late kept (Flink SQL's SlicingWindowOperator with its slice assigner and window
+// buffer). Elements fold into slices of gcd(size, slide) ms: per slice, per key, one accumulator. The
+// operator keeps one pending entry per window end, not a timer per key and window: when the watermark
+// passes a window's last millisecond, the accumulators of the window's slices are merged per key, each
+// key's result goes out (through the ProcessWindowFunction when there is one) stamped with the window's
+// maxTimestamp(), and the slices no later window holds are dropped. An element whose every window has
+// fired is dropped and counted. The slices live on the heap beside the keyed state backend; a checkpoint
+// writes each key's slices in its key group as records of a service 'window-slices' (the key-group
+// format's timer records: key, [slice start, accumulator], the slice's next window's maxTimestamp).
+import { MIN_WATERMARK } from '../api/watermark-strategy.js';
+import { TimeWindow } from '../api/windowing.js';
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import { canonicalKey } from '../network/key-groups.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
+import { windowPreAggregationProblem } from '../jobgraph/window-spec.js';
+import { restoreKeyedState, snapshotFileName, snapshotKeyedState, type NamedTimerService } from './keyed-state-snapshots.js';
+import { stateCodec } from './state/incremental-key-groups.js';
+import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
+import { isThenable } from './task-io.js';
+import type { InternalTimer } from './timer-service.js';
+import type { ProcessWindowCall, ProcessWindowContext, WindowFunctions } from './window-contents.js';
+import { tagId, WindowTimestampError, type WindowOperatorConfig } from './window-operator.js';
+
+/**
+ * Why `config` needs the general window operator, or undefined when the slicing one runs it: the windows
+ * the producers may pre-aggregate (windowPreAggregationProblem), and also an aggregate without merge over
+ * windows of one slice each (tumbling).
+ */
+export function slicingWindowProblem(config: WindowOperatorConfig): string | undefined {
+  const a = config.assigner;
+  const f = config.functions;
+  const oneSlice = a.type === 'tumbling' || (a.type === 'sliding' && a.slide % a.size === 0);
+  let merge: unknown = f.kind === 'aggregate' ? f.merge : undefined;
+  if (f.kind === 'aggregate' && merge === undefined && oneSlice) merge = true;
+  return windowPreAggregationProblem({
+    window: a,
+    trigger: config.trigger,
+    allowedLateness: config.allowedLateness,
+    lateDataTag: config.lateDataTag,
+    windowFunction: f.kind,
+    merge,
+  });
+}
+
+/** A key's identity among a slice's keys: a number as itself, anything else as its canonical string. */
+type KeyId = string | number;
+
+/** One slice: its keys in order of arrival, as the selector returned them, and their accumulators. */
+interface Slice {
+  readonly start: number;
+  readonly index: Map<KeyId, number>;
+  readonly ids: KeyId[];
+  readonly keys: unknown[];
+  readonly accs: unknown[];
+}
+
+/** The service name of the slices' records in a checkpoint. */
+const SLICES = 'window-slices';
+
+export class SlicingWindowOperator implements OneInputOperator {
+  private readonly size: number;
+  private readonly slide: number;
+  private readonly offset: number;
+  private readonly sliceSize: number;
+  private readonly slices = new Map<number, Slice>();
+  /** The slice the last element went to: most elements go to the same one. */
+  private recent: Slice | undefined;
+  /** The ends of windows that hold a slice and have not fired, ascending. */
+  private readonly ends: number[] = [];
+  private watermark = MIN_WATERMARK;
+  private lateDropped = 0;
+  /** An element's accumulator: the first of its key in a slice, and the next ones. */
+  private readonly first: (record: unknown) => unknown;
+  private readonly next: (acc: unknown, record: unknown) => unknown;
+  /** A key's accumulators of a window's slices merged: the first (in time order), and the next ones. */
+  private readonly mergeFirst: (acc: unknown) => unknown;
+  private readonly mergeNext: (merged: unknown, acc: unknown) => unknown;
+  /** The window's result from its (merged) accumulator. */
+  private readonly resultOf: (acc: unknown) => unknown;
+  private readonly process: ProcessWindowCall | undefined;
+  /** The window firing, as the process function's context shows it. */
+  private firing: TimeWindow = new TimeWindow(0, 0);
+  private readonly windowContext: ProcessWindowContext;
+  private readonly collector: { collect(value: unknown): void };
+  /** What a process function emits for one key: side output (undefined: main) and value. */
+  private readonly emittedSides: (string | undefined)[] = [];
+  private readonly emittedValues: unknown[] = [];
+
+  constructor(
+    private readonly context: KeyedOperatorContext,
+    config: WindowOperatorConfig,
+  ) {
+    const problem = slicingWindowProblem(config);
+    if (problem !== undefined) throw new TypeError(`window operator '${context.operatorName}' cannot run on slices: it ${problem}`);
+    const a = config.assigner as Extract<WindowOperatorConfig['assigner'], { type: 'tumbling' | 'sliding' }>;
+    this.size = a.size;
+    this.slide = a.type === 'sliding' ? a.slide : a.size;
+    this.offset = a.offset;
+    this.sliceSize = gcd(this.size, this.slide);
+    const f = config.functions as Exclude<WindowFunctions, { kind: 'process' }>;
+    this.process = f.process;
+    if (f.kind === 'reduce') {
+      const reduce = f.reduce;
+      this.first = (r) => r;
+      this.next = (acc, r) => reduce(acc, r);
+      this.mergeFirst = (acc) => acc;
+      this.mergeNext = (m, acc) => reduce(m, acc);
+      this.resultOf = (acc) => acc;
+    } else {
+      const { createAccumulator, add, getResult, merge } = f;
+      this.first = (r) => add(r, createAccumulator());
+      this.next = (acc, r) => add(r, acc);
+      // A fresh accumulator takes the slices' ones, which stay as they are for the windows that follow.
+      this.mergeFirst = (acc) => merge!(createAccumulator(), acc);
+      this.mergeNext = (m, acc) => merge!(m, acc);
+      this.resultOf = getResult;
+    }
+    this.windowContext = {
+      window: () => this.firing,
+      currentProcessingTime: () => this.context.processingTime.getCurrentProcessingTime(),
+      currentWatermark: () => this.watermark,
+      output: (tag, value) => this.collect(tagId(tag), value),
+    };
+    this.collector = { collect: (value) => this.collect(undefined, value) };
+  }
+
+  /** Elements dropped as too late: Flink's numLateRecordsDropped. */
+  get numLateRecordsDropped(): number {
+    return this.lateDropped;
+  }
+
+  readonly processElement = (record: unknown, timestamp?: number): void => {
+    if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw new WindowTimestampError(this.context.operatorName, timestamp);
+    const key = this.context.keySelector(record);
+    const start = TimeWindow.getWindowStartWithOffset(timestamp, this.offset, this.sliceSize);
+    const recent = this.recent;
+    let slice = recent !== undefined && recent.start === start ? recent : this.slices.get(start);
+    if (slice === undefined) {
+      // A slice that exists has a window still to fire; a new one is late when its last window has fired.
+      const lastEnd = this.lastEnd(start);
+      if (lastEnd <= start) return; // in no window (a sliding window's gap), as Flink assigns it none
+      if (lastEnd - 1 <= this.watermark) {
+        this.lateDropped++;
+        return;
+      }
+      slice = this.openSlice(start, this.watermark);
+    }
+    this.recent = slice;
+    const id = typeof key === 'number' ? key : canonicalKey(key);
+    const i = slice.index.get(id);
+    if (i === undefined) {
+      slice.index.set(id, slice.ids.length);
+      slice.ids.push(id);
+      slice.keys.push(key);
+      slice.accs.push(this.first(record));
+    } else slice.accs[i] = this.next(slice.accs[i], record);
+  };
+
+  processWatermark(watermark: number): Promise<void> | void {
+    if (watermark > this.watermark) this.watermark = watermark;
+    const fired = this.fireUpTo(watermark);
+    if (fired !== undefined) return fired.then(() => this.context.output.emitWatermark(watermark));
+    return this.context.output.emitWatermark(watermark);
+  }
+
+  /** The end of bounded input: every window left fires. */
+  endInput(): Promise<void> | void {
+    this.watermark = Infinity;
+    return this.fireUpTo(Infinity);
+  }
+
+  /** Restores the slices of the key groups this subtask owns, and their windows still to fire. */
+  initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    return restoreKeyedState(restored, access, this.context.stateBackend, [this.sliceRecords()]);
+  }
+
+  /** Each key's slices, encoded at the barrier and written by key group. */
+  snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const name = snapshotFileName(this.context.operatorName, this.context.subtaskIndex, 'keyed');
+    return snapshotKeyedState(checkpointId, access, this.context.stateBackend, [this.sliceRecords()], name);
+  }
+
+  // ---- slices and window ends --------------------------------------------------------------------------
+
+  /** The end of the last window holding the slice starting at `start` (at or before `start`: none holds it). */
+  private lastEnd(start: number): number {
+    return TimeWindow.getWindowStartWithOffset(start, this.offset, this.slide) + this.size;
+  }
+
+  /** A new slice at `start`, its windows whose maxTimestamp is past `watermark` registered to fire. */
+  private openSlice(start: number, watermark: number): Slice {
+    const slice: Slice = { start, index: new Map(), ids: [], keys: [], accs: [] };
+    this.slices.set(start, slice);
+    this.registerEnds(start, watermark);
+    return slice;
+  }
+
+  /** Registers the ends of the windows holding the slice at `start` whose maxTimestamp is past `watermark`. */
+  private registerEnds(start: number, watermark: number): void {
+    for (let end = this.lastEnd(start); end > start && end - 1 > watermark; end -= this.slide) this.addEnd(end);
+  }
+
+  private addEnd(end: number): void {
+    const ends = this.ends;
+    let lo = 0;
+    let hi = ends.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (ends[mid]! < end) lo = mid + 1;
+      else hi = mid;
+    }
+    if (ends[lo] !== end) ends.splice(lo, 0, end);
+  }
+
+  /** Fires the windows whose last millisecond `watermark` reached, earliest first. */
+  private fireUpTo(watermark: number): Promise<void> | void {
+    const ends = this.ends;
+    while (ends.length > 0 && ends[0]! - 1 <= watermark) {
+      const end = ends.shift()!;
+      const fired = this.fireWindow(end);
+      if (fired !== undefined) return fired.then(() => this.fireUpTo(watermark));
+    }
+  }
+
+  /** Emits each key's result of the window ending at `end`, then drops the slices no later window holds. */
+  private fireWindow(end: number): Promise<void> | void {
+    const start = end - this.size;
+    const parts: Slice[] = [];
+    for (const s of this.slices.values()) if (s.start >= start && s.start < end) parts.push(s);
+    if (parts.length > 1) parts.sort((a, b) => a.start - b.start);
+    // The slices whose last window this is go now: their accumulators are read below, never again.
+    for (const s of parts) {
+      if (s.start < start + this.slide) {
+        this.slices.delete(s.start);
+        if (this.recent === s) this.recent = undefined;
+      }
+    }
+    if (parts.length === 0) return;
+    this.firing = new TimeWindow(start, end);
+    if (parts.length === 1) return this.emitResults(end - 1, parts[0]!.keys, parts[0]!.accs, 0);
+    // Per key (in order of first appearance) its accumulators of the window's slices merged in time order.
+    const index = new Map<KeyId, number>();
+    const keys: unknown[] = [];
+    const merged: unknown[] = [];
+    for (const s of parts) {
+      const ids = s.ids;
+      const accs = s.accs;
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i]!;
+        const at = index.get(id);
+        if (at === undefined) {
+          index.set(id, keys.length);
+          keys.push(s.keys[i]);
+          merged.push(this.mergeFirst(accs[i]));
+        } else merged[at] = this.mergeNext(merged[at], accs[i]);
+      }
+    }
+    return this.emitResults(end - 1, keys, merged, 0);
+  }
+
+  /** Emits the result of each key from the `from`th on, waiting where the output asks. */
+  private emitResults(ts: number, keys: readonly unknown[], accs: readonly unknown[], from: number): Promise<void> | void {
+    const output = this.context.output;
+    const process = this.process;
+    for (let i = from; i < keys.length; i++) {
+      const value = this.resultOf(accs[i]);
+      let sent: Promise<void> | void;
+      if (process === undefined) sent = output.emit(value, ts) as Promise<void> | void;
+      else {
+        this.emittedSides.length = 0;
+        this.emittedValues.length = 0;
+        const returned = process(keys[i], this.windowContext, [value], this.collector);
+        sent = isThenable(returned) ? Promise.resolve(returned).then(() => this.emitCollected(ts, 0)) : this.emitCollected(ts, 0);
+      }
+      if (isThenable(sent)) return Promise.resolve(sent).then(() => this.emitResults(ts, keys, accs, i + 1));
+    }
+  }
+
+  private collect(side: string | undefined, value: unknown): void {
+    this.emittedSides.push(side);
+    this.emittedValues.push(value);
+  }
+
+  /** Sends what the process function collected, from the `from`th on, waiting where the output asks. */
+  private emitCollected(ts: number, from: number): Promise<void> | void {
+    const output = this.context.output;
+    const sides = this.emittedSides;
+    const values = this.emittedValues;
+    for (let i = from; i < values.length; i++) {
+      const side = sides[i];
+      const sent = side === undefined ? output.emit(values[i], ts) : output.emitSide(side, values[i], ts);
+      if (isThenable(sent)) return Promise.resolve(sent).then(() => this.emitCollected(ts, i + 1));
+    }
+  }
+
+  // ---- checkpoints -------------------------------------------------------------------------------------
+
+  /**
+   * The slices as a snapshot reads them and a restore gives them back: per key and slice an event-time
+   * record at the slice's next window's maxTimestamp, its namespace [slice start, accumulator's bytes]
+   * (encoded at the barrier: an accumulator may change after it).
+   */
+  private sliceRecords(): NamedTimerService {
+    return {
+      name: SLICES,
+      service: {
+        eventTimeTimers: () => this.sliceEntries(),
+        processingTimeTimers: () => [][Symbol.iterator](),
+        registerEventTimeTimer: (namespace, timestamp) => this.restoreSlice(namespace as [number, Uint8Array], timestamp),
+        registerProcessingTimeTimer: () => {
+          throw new TypeError(`window operator '${this.context.operatorName}': the checkpoint holds processing-time records of its slices`);
+        },
+      },
+    };
+  }
+
+  /** Per key and slice: the record a snapshot writes. */
+  private *sliceEntries(): IterableIterator<InternalTimer<unknown>> {
+    for (const s of this.slices.values()) {
+      // The slice's earliest window that has not fired.
+      let nextEnd = this.lastEnd(s.start);
+      while (nextEnd - this.slide > s.start && nextEnd - this.slide - 1 > this.watermark) nextEnd -= this.slide;
+      for (let i = 0; i < s.keys.length; i++) yield { key: s.keys[i], namespace: [s.start, stateCodec.pack(s.accs[i])], timestamp: nextEnd - 1 };
+    }
+  }
+
+  /** Puts back one key's accumulator of a slice (the key is the backend's current one), its windows from `nextMaxTimestamp` on to fire. */
+  private restoreSlice([start, bytes]: [number, Uint8Array], nextMaxTimestamp: number): void {
+    const key = this.context.stateBackend.getCurrentKey();
+    let slice = this.slices.get(start);
+    if (slice === undefined) slice = this.openSlice(start, nextMaxTimestamp - 1);
+    else this.registerEnds(start, nextMaxTimestamp - 1);
+    const id = typeof key === 'number' ? key : canonicalKey(key);
+    const acc = stateCodec.unpack(bytes) as unknown;
+    const i = slice.index.get(id);
+    if (i !== undefined) {
+      slice.accs[i] = acc;
+      return;
+    }
+    slice.index.set(id, slice.ids.length);
+    slice.ids.push(id);
+    slice.keys.push(key);
+    slice.accs.push(acc);
+  }
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
