@@ -119,6 +119,11 @@ describe('the dashboard', () => {
     for (const v of vertices) await expect.poll(() => graph.locator(`g[data-vertex-id="${v.id}"]`).getAttribute('data-state')).toBe('FINISHED');
     expect(await page.evaluate('window.loadedOnce')).toBe(true);
     await page.screenshot({ path: join(SHOTS, 'job-finished.png'), fullPage: true });
+    // It does not checkpoint: no checkpoints on its page, and the API says why.
+    expect(await page.locator('[data-testid=checkpoints]').count()).toBe(0);
+    const noCheckpoints = await cluster.api('GET', `/jobs/${jobId}/checkpoints`);
+    expect(noCheckpoints.status).toBe(404);
+    expect(noCheckpoints.body.error.message).toMatch(/^Checkpointing is not enabled for job/);
 
     // The keyed sum takes pre-aggregated input: it receives one partial sum per key and producer subtask,
     // and says from how many records, which are the 3,000 its input emitted.
@@ -194,6 +199,39 @@ describe('the dashboard', () => {
     await page.getByRole('dialog').getByRole('button', { name: 'Cancel job' }).click();
     await expect.poll(() => page.locator('[data-testid=job-status]').textContent(), { timeout: 30_000 }).toBe('CANCELED');
     expect((await cluster.api('GET', `/jobs/${jobId}`)).body.status).toBe('CANCELED');
+    await page.close();
+  });
+
+  it("shows a checkpointing job's checkpoints live: counts, the latest completed with its size and duration, and the recent ones", async () => {
+    const jobId = await cluster.submit('keyed-process.ts', 'eventTimers', ['6000', '1000'], 2, (graph) =>
+      Object.assign(graph, { checkpointing: { intervalMs: 100 } }),
+    );
+    const page = await newPage();
+    await page.goto(jobPage(jobId));
+    const card = page.locator('[data-testid=checkpoints]');
+    await card.waitFor({ timeout: 30_000 });
+    await page.evaluate('window.loadedOnce = true');
+    const completed = async (): Promise<number> => Number((await card.locator('[data-testid=checkpoints-completed]').textContent())?.replace(/\D/g, ''));
+    await expect.poll(completed, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    const first = await completed();
+    await expect.poll(completed, { timeout: 30_000 }).toBeGreaterThan(first);
+    await expect.poll(() => card.locator('[data-testid=latest-completed-size]').textContent()).toMatch(/^[\d.]+ [KMG]?B$/);
+    await expect.poll(() => card.locator('[data-testid=latest-completed-duration]').textContent()).toMatch(/^(\d+ ms|[\d.]+ s)$/);
+    const rows = card.locator('[data-testid=checkpoint-history] tbody tr');
+    await expect.poll(() => rows.count()).toBeGreaterThanOrEqual(2);
+    expect(await rows.count()).toBeLessThanOrEqual(10);
+    const done = card.locator('[data-testid=checkpoint-history] tbody tr', { hasText: 'completed' }).first();
+    expect(await done.locator('[data-testid=checkpoint-size]').textContent()).toMatch(/^[\d.]+ [KMG]?B$/);
+    expect(await done.locator('[data-testid=checkpoint-duration]').textContent()).toMatch(/^(\d+ ms|[\d.]+ s)$/);
+    // Newest first.
+    const ids = (await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-checkpoint-id'))))) as number[];
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+    await page.screenshot({ path: join(SHOTS, 'job-checkpoints.png'), fullPage: true });
+    await expect.poll(() => page.locator('[data-testid=job-status]').textContent(), { timeout: 60_000 }).toBe('FINISHED');
+    // What the page shows at the end is what the API has.
+    const { body } = await cluster.api('GET', `/jobs/${jobId}/checkpoints`);
+    await expect.poll(completed).toBe(body.counts.completed);
+    expect(await page.evaluate('window.loadedOnce')).toBe(true);
     await page.close();
   });
 

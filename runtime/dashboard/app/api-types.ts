@@ -14,6 +14,10 @@ export type {
   OverviewResponse,
   VertexDetails,
 } from '../../protocol/rest-api';
+export type {
+  CheckpointingStatisticsResponse as CheckpointingStatistics,
+  CheckpointStatisticsJson as CheckpointStatistics,
+} from '../../protocol/checkpoint-rest';
 export type { JobException, SubtaskDetails as Subtask, SlotTaskView as TaskManagerTask } from '../../ha/job-store';
 export type { TaskCounts } from '../../jobgraph/job-status';
 import type { JobPlanResponse, TaskManagersResponse as Managers } from '../../protocol/rest-api';

@@ -1,9 +1,19 @@
-// One job: its state, the dataflow graph with each vertex's tasks, throughput over time, exceptions,
-// and cancelling it.
+// One job: its state, the dataflow graph with each vertex's tasks, throughput over time, a checkpointing
+// job's checkpoints, exceptions, and cancelling it.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import type { JobDetails, JobException, JobExceptionsResponse, JobPlan, PlanEdge, ThroughputResponse, VertexDetails } from '../api-types';
+import type {
+  CheckpointingStatistics,
+  JobDetails,
+  JobException,
+  JobExceptionsResponse,
+  JobPlan,
+  PlanEdge,
+  ThroughputResponse,
+  VertexDetails,
+} from '../api-types';
 import { cancelJob, errorMessage } from '../api';
+import { Checkpoints } from '../components/checkpoints';
 import { ConfirmDialog } from '../components/confirm-dialog';
 import { JobGraph } from '../components/job-graph';
 import { VertexTable, type VertexView } from '../components/vertex-table';
@@ -30,6 +40,8 @@ export function JobPage({ jobId, vertex }: { jobId: string; vertex?: string }) {
   const [plan] = usePolled<JobPlan>(known ? `${base}/plan` : null, PLAN_POLL_MS);
   const [exceptions] = usePolled<JobExceptionsResponse>(known ? `${base}/exceptions` : null);
   const [throughput] = usePolled<ThroughputResponse>(known ? `${base}/throughput` : null);
+  // Only a checkpointing job has checkpoints to show (any other answers 404).
+  const [checkpoints] = usePolled<CheckpointingStatistics>(known && details.data.checkpoints !== undefined ? `${base}/checkpoints` : null);
   useTitle(details.state === 'ok' ? details.data.name : details.state === 'not-found' ? 'Job not found' : 'Job');
 
   switch (details.state) {
@@ -56,6 +68,7 @@ export function JobPage({ jobId, vertex }: { jobId: string; vertex?: string }) {
           plan={plan}
           exceptions={exceptions}
           throughput={throughput}
+          checkpoints={checkpoints}
           refresh={refresh}
           {...(vertex !== undefined ? { focus: vertex } : {})}
         />
@@ -91,6 +104,7 @@ function Job(props: {
   plan: Polled<JobPlan>;
   exceptions: Polled<JobExceptionsResponse>;
   throughput: Polled<ThroughputResponse>;
+  checkpoints: Polled<CheckpointingStatistics>;
   refresh: () => void;
   focus?: string;
 }) {
@@ -170,6 +184,7 @@ function Job(props: {
       </section>
 
       {graph.length > 0 && <VertexTable vertices={graph} />}
+      {job.checkpoints !== undefined && <Checkpoints polled={props.checkpoints} intervalMs={job.checkpoints.intervalMs} />}
       {job.vertices && job.vertices.length > 0 && <Tasks vertices={job.vertices} {...(props.focus !== undefined ? { focus: props.focus } : {})} />}
 
       <Exceptions polled={props.exceptions} />
