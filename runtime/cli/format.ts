@@ -178,7 +178,11 @@ export function formatException(e: JobException): string {
   const outcome =
     e.recovered === true
       ? ` — recovered: ${e.restartedTasks ?? 'its'} task${e.restartedTasks === 1 ? '' : 's'} restarted${e.restartDelayMs !== undefined ? ` after ${formatDuration(e.restartDelayMs)}` : ''}${
-          e.restoredState === 'empty' ? ', with empty state (no checkpoint to restore)' : ''
+          e.restoredFrom !== undefined
+            ? `, restored from checkpoint ${e.restoredFrom}`
+            : e.restoredState === 'empty'
+              ? ', with empty state (no checkpoint to restore)'
+              : ''
         }`
       : e.recovered === false
         ? e.restartable === false

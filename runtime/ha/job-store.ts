@@ -40,6 +40,8 @@ export interface JobException {
    * and their sources from their start positions.
    */
   readonly restoredState?: 'empty';
+  /** When `recovered` in a job that checkpoints: the checkpoint (or savepoint) id the restarted tasks restored their state from. */
+  readonly restoredFrom?: number;
 }
 
 /** Per-vertex progress and data-plane counters, aggregated by the JobMaster over the vertex's subtasks. */

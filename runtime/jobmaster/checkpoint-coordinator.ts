@@ -141,6 +141,8 @@ export class CheckpointCoordinator {
   private stopping = false;
   /** Called each time the checkpoint in flight ends (a savepoint waits for its turn). */
   private idleWaiters: (() => void)[] = [];
+  /** The metadata of the latest completed checkpoint: what a deployment restores now. */
+  private latestMetadata: CheckpointMetadata | undefined;
 
   constructor(private readonly deps: CheckpointCoordinatorDeps) {
     this.log = (deps.log ?? silentLogger).child({ component: 'CheckpointCoordinator', jobId: deps.jobId, epoch: deps.epoch });
@@ -181,6 +183,32 @@ export class CheckpointCoordinator {
     return this.retained.at(-1);
   }
 
+  /** The metadata of the latest completed checkpoint (after a failover: once readLatestMetadata read it); undefined with none. */
+  latestCompletedMetadata(): CheckpointMetadata | undefined {
+    const latest = this.retained.at(-1);
+    return latest !== undefined && this.latestMetadata?.checkpointId === latest.checkpointId ? this.latestMetadata : undefined;
+  }
+
+  /**
+   * Reads the metadata of the latest checkpoint start() found in the store (a JobMaster that took over)
+   * unless it has it; throws when it cannot be read, as the job cannot restore without it.
+   */
+  async readLatestMetadata(): Promise<void> {
+    const latest = this.retained.at(-1);
+    if (latest === undefined || this.latestMetadata?.checkpointId === latest.checkpointId) return;
+    const bytes = await this.deps.storage.readMetadata(latest.metadataPointer).catch((error: unknown) => {
+      throw new CheckpointFailureError(
+        `checkpoint ${latest.checkpointId}'s metadata (${latest.metadataPointer}) could not be read, nor its state restored: ${errorMessage(error)}`,
+      );
+    });
+    const metadata = JSON.parse(new TextDecoder().decode(bytes)) as CheckpointMetadata;
+    if (metadata.checkpointId !== latest.checkpointId || metadata.jobId !== this.deps.jobId)
+      throw new CheckpointFailureError(
+        `${latest.metadataPointer} is job ${metadata.jobId}'s checkpoint ${metadata.checkpointId}, expected ${this.deps.jobId}'s ${latest.checkpointId}`,
+      );
+    this.latestMetadata = metadata;
+  }
+
   retainedCheckpoints(): readonly CompletedCheckpoint[] {
     return this.retained;
   }
@@ -189,8 +217,8 @@ export class CheckpointCoordinator {
     return this.stats.snapshot(this.deps.clock.now());
   }
 
-  /** A restore from `checkpoint`, for the statistics. */
-  reportRestored(checkpoint: CompletedCheckpoint): void {
+  /** A restore from `checkpoint` (or a savepoint), for the statistics. */
+  reportRestored(checkpoint: Pick<CompletedCheckpoint, 'checkpointId' | 'metadataPointer'>): void {
     this.stats.reportRestored(checkpoint.checkpointId, this.deps.clock.now(), checkpoint.metadataPointer);
   }
 
@@ -285,8 +313,9 @@ export class CheckpointCoordinator {
     const { jobId } = this.deps;
     const { checkpointId } = pending;
     let pointer: string;
+    let metadata: CheckpointMetadata;
     try {
-      const metadata: CheckpointMetadata = {
+      metadata = {
         jobId,
         checkpointId,
         timestampMs: pending.timestampMs,
@@ -331,6 +360,7 @@ export class CheckpointCoordinator {
     const gone = new Set(subsumed.map((c) => c.checkpointId));
     this.retained = [...this.retained.filter((c) => !gone.has(c.checkpointId)), completed];
     this.ownFiles.set(checkpointId, filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)).own);
+    this.latestMetadata = metadata;
     this.stats.reportCompleted(pending, this.lastEndMs, pointer);
     this.log.info('checkpoint completed', { checkpointId, stateSize: completed.stateSize, durationMs: this.lastEndMs - pending.timestampMs });
     for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointComplete(a.attemptId, checkpointId));
@@ -531,6 +561,7 @@ export class CheckpointCoordinator {
         checkpointId,
         timestampMs: pending.timestampMs,
         subtasks: pending.acknowledgedSubtasks().map((a) => ({ vertexId: a.vertexId, subtaskIndex: a.subtaskIndex, state: a.state })),
+        ...(pending.finished.length > 0 ? { finished: pending.finished.map((f) => ({ vertexId: f.vertexId, subtaskIndex: f.subtaskIndex })) } : {}),
       };
       path = await location.writeMetadata(new TextEncoder().encode(JSON.stringify(metadata)));
     } catch (error) {

@@ -2,6 +2,7 @@
 // (their current attempts, where they run) and the partitions it writes. Consumers of one all-to-all
 // edge share one description of its producers, built once and serialized once.
 import type { JobDataCredentials } from '../blob/data-credentials.js';
+import type { TaskRestore } from '../protocol/checkpoints.js';
 import type { ExecutionAttemptId, JobId, ResourceId } from '../core/ids.js';
 import { attemptStagingLocationFor } from '../blob/file-systems.js';
 import { CachedJson } from '../core/cached-json.js';
@@ -51,6 +52,8 @@ export class TaskDeploymentDescriptorFactory {
     private readonly dataCredentials: () => JobDataCredentials | undefined = () => undefined,
     /** The job's checkpointing, the same for every task; undefined: the job takes no checkpoints. */
     private readonly checkpointing: TaskCheckpointing | undefined = undefined,
+    /** The state a deployment of the subtask restores now (the latest checkpoint's share); undefined: none. */
+    private readonly restoreOf: (vertexId: string, subtaskIndex: number) => TaskRestore | undefined = () => undefined,
   ) {}
 
   /**
@@ -121,6 +124,7 @@ export class TaskDeploymentDescriptorFactory {
     });
     const sink = execution.vertex.operators.find((op) => op.kind === 'sink.textFile');
     const credentials = this.dataCredentials();
+    const restore = this.checkpointing !== undefined ? this.restoreOf(execution.vertex.id, execution.subtaskIndex) : undefined;
     return {
       jobId: this.jobId,
       vertexId: execution.vertex.id,
@@ -143,6 +147,7 @@ export class TaskDeploymentDescriptorFactory {
       ...(credentials !== undefined ? { dataCredentials: credentials } : {}),
       ...(jobGraph.objectReuse === true ? { objectReuse: true } : {}),
       ...(this.checkpointing !== undefined ? { checkpointing: this.checkpointing } : {}),
+      ...(restore !== undefined ? { restore } : {}),
     };
   }
 }

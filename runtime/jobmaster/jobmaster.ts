@@ -44,6 +44,7 @@ import {
 import { SourceCoordinators } from './source-coordinators.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { checkpointConfigViewOf, createJobCheckpointing, taskCheckpointingOf, type JobCheckpointServices } from './job-checkpointing.js';
+import { JobRestore } from './job-restore.js';
 import type { CheckpointMetrics, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
@@ -133,6 +134,8 @@ export class JobMaster implements JobMasterGateway {
   private readonly sources: SourceCoordinators;
   /** Set while the job runs with checkpointing enabled: acknowledgements and declines go to it. */
   private checkpoints: CheckpointCoordinator | undefined;
+  /** With checkpoints: what each deployment restores. */
+  private restore: JobRestore | undefined;
   private readonly heartbeats: HeartbeatManager<TaskExecutorHeartbeatPayload>;
   private readonly slotPool: SlotPool;
   private readonly rm: ResourceManagerConnection;
@@ -241,6 +244,8 @@ export class JobMaster implements JobMasterGateway {
       mayAct: () => this.mayAct(),
       dataCredentials: () => this.dataCredentials,
       taskCheckpointing: taskCheckpointingOf(deps.jobGraph, deps.config, deps.checkpoints),
+      restoreOf: (vertexId, subtaskIndex) => this.restore?.restoreOf(vertexId, subtaskIndex),
+      restoredFrom: () => this.restore?.current()?.checkpointId,
       ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
       ...(deps.deployChunkSize !== undefined ? { deployChunkSize: deps.deployChunkSize } : {}),
       attemptDiscarded: (execution) => {
@@ -273,6 +278,9 @@ export class JobMaster implements JobMasterGateway {
       runAsync: (work) => void this.main.run(() => void work()).catch(() => undefined),
       statsChanged: () => this.progressChanged(),
     });
+    if (this.checkpoints !== undefined && deps.checkpoints !== undefined) {
+      this.restore = new JobRestore({ jobGraph: deps.jobGraph, coordinator: this.checkpoints, storage: deps.checkpoints.storage, log: this.log });
+    }
   }
 
   /** Resolves once the job reached a globally terminal state and the JobMaster let go of its resources, or it stepped down. */
@@ -315,6 +323,7 @@ export class JobMaster implements JobMasterGateway {
         await this.renewDataCredentials();
         await this.sources.start(this.deps.jobGraph);
         await this.checkpoints?.start();
+        await this.restore?.prepare();
       } catch (error) {
         this.scheduler.failJob(toErrorInfo(error), { timestampMs: this.deps.clock.now(), message: errorMessage(error) });
         return;
@@ -558,6 +567,7 @@ export class JobMaster implements JobMasterGateway {
 
   private failureHandled(exception: JobException): void {
     if (this.terminated) return;
+    if (exception.recovered === true) this.restore?.restartBegins();
     void this.writeStatus({ exception, ...this.progress() });
   }
 

@@ -14,13 +14,14 @@ import type { AllocationId, ExecutionAttemptId, FencingToken, JobId, ResourceId,
 import type { Logger } from '../core/logger.js';
 import type { JobException, JobRecovery, TaskExecutorView, VertexMetrics } from '../ha/job-store.js';
 import { ExecutionState, isExecutionTerminal, JobStatus, type TaskCounts } from '../jobgraph/job-status.js';
-import { readsUnboundedSource } from '../jobgraph/boundedness.js';
 import type { JobEdge, JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskExecutionStateUpdate } from '../protocol/jobmaster-gateway.js';
 import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskCounters } from '../protocol/taskexecutor-gateway.js';
 import type { MainThread } from '../rpc/main-thread.js';
 import type { TaskCheckpointing } from '../protocol/task-deployment.js';
+import type { TaskRestore } from '../protocol/checkpoints.js';
+import { restoredStateOf } from './job-restore.js';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { TaskDeploymentDescriptorFactory } from './deployment-descriptors.js';
 import { canTransition, ExecutionGraph, partitionIdOf, taskName, type Execution, type ExecutionVertex } from './execution-graph.js';
@@ -84,6 +85,10 @@ export interface SchedulerOptions {
   readonly dataCredentials?: () => JobDataCredentials | undefined;
   /** Every task's checkpointing when the job checkpoints. @default - none */
   readonly taskCheckpointing?: TaskCheckpointing | undefined;
+  /** The state a deployment of the subtask restores now. @default - none */
+  readonly restoreOf?: (vertexId: string, subtaskIndex: number) => TaskRestore | undefined;
+  /** The checkpoint restarted tasks restore from now, for the exception history. @default - none */
+  readonly restoredFrom?: () => number | undefined;
   /**
    * What a predecessor JobMaster of the job left (a successor after a JobManager failover). Its finished
    * regions are kept if their output is still there; nothing is deployed until the TaskExecutors that
@@ -168,6 +173,7 @@ export class Scheduler {
       (id) => o.taskManagers.dataAddress(id),
       o.dataCredentials,
       o.taskCheckpointing,
+      o.restoreOf,
     );
     this.slots = new SlotSharingExecutionSlotAllocator(o.jobGraph, this.graph, o.slotPool);
     this.deployer = new ExecutionDeployer({
@@ -507,8 +513,8 @@ export class Scheduler {
       ...(result.restartable === false ? { restartable: false as const } : {}),
       ...(result.canRestart ? { restartedTasks, restartDelayMs: result.restartDelayMs } : {}),
       ...(result.platformCaused === true ? { platformCaused: true as const } : {}),
-      // Without checkpoints a streaming job's restarted tasks begin with nothing of what they held.
-      ...(result.canRestart && readsUnboundedSource(this.o.jobGraph) ? { restoredState: 'empty' as const } : {}),
+      // Restarted tasks restore the latest checkpoint; without one a streaming job's begin with nothing of what they held.
+      ...(result.canRestart ? restoredStateOf(this.o.jobGraph, this.o.restoredFrom?.()) : {}),
     };
     if (!result.canRestart) {
       this.failJob(error, exception);

@@ -462,7 +462,11 @@ function ExceptionItem({ exception: e }: { exception: JobException }) {
       {e.recovered === true && e.restartedTasks !== undefined && (
         <p class="muted small">
           {`Restarted ${e.restartedTasks} ${e.restartedTasks === 1 ? 'task' : 'tasks'}${e.restartDelayMs !== undefined ? ` after ${formatDuration(e.restartDelayMs)}` : ''}${
-            e.restoredState === 'empty' ? ' with empty state: there is no checkpoint to restore.' : '.'
+            e.restoredFrom !== undefined
+              ? `, restored from checkpoint ${e.restoredFrom}.`
+              : e.restoredState === 'empty'
+                ? ' with empty state: there is no checkpoint to restore.'
+                : '.'
           }`}
         </p>
       )}
