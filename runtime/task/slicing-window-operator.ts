@@ -1,10 +1,10 @@
 // The window operator of event-time tumbling and sliding windows fired by the watermark, with a reduce or an
 // aggregate and nothing late kept (Flink SQL's SlicingWindowOperator with its slice assigner and window
-// buffer). Elements fold into slices of gcd(size, slide) ms: per slice, per key, one accumulator. The
-// operator keeps one pending entry per window end, not a timer per key and window: when the watermark
-// passes a window's last millisecond, the accumulators of the window's slices are merged per key, each
-// key's result goes out (through the ProcessWindowFunction when there is one) stamped with the window's
-// maxTimestamp(), and the slices no later window holds are dropped. An element whose every window has
+// buffer). Elements fold into slices of gcd(size, slide) ms: per key, per slice, one accumulator (a key's
+// slices in time order). The operator keeps one pending entry per window end, not a timer per key and
+// window: when the watermark passes a window's last millisecond, each key's accumulators of the window's
+// slices are merged, its result goes out (through the ProcessWindowFunction when there is one) stamped
+// with the window's maxTimestamp(), and the slices no later window holds are dropped. An element whose every window has
 // fired is dropped and counted. The slices live on the heap beside the keyed state backend; a checkpoint
 // writes each key's slices in its key group as records of a service 'window-slices' (the key-group
 // format's timer records: key, [slice start, accumulator], the slice's next window's maxTimestamp).
@@ -43,15 +43,14 @@ export function slicingWindowProblem(config: WindowOperatorConfig): string | und
   });
 }
 
-/** A key's identity among a slice's keys: a number as itself, anything else as its canonical string. */
+/** A key's identity: a number as itself, anything else as its canonical string. */
 type KeyId = string | number;
 
-/** One slice: its keys in order of arrival, as the selector returned them, and their accumulators. */
-interface Slice {
-  readonly start: number;
-  readonly index: Map<KeyId, number>;
-  readonly ids: KeyId[];
-  readonly keys: unknown[];
+/** One key's slices: the key as the selector returned it, its slices' starts ascending and their accumulators. */
+interface KeySlices {
+  readonly id: KeyId;
+  readonly key: unknown;
+  readonly starts: number[];
   readonly accs: unknown[];
 }
 
@@ -63,9 +62,12 @@ export class SlicingWindowOperator implements OneInputOperator {
   private readonly slide: number;
   private readonly offset: number;
   private readonly sliceSize: number;
-  private readonly slices = new Map<number, Slice>();
-  /** The slice the last element went to: most elements go to the same one. */
-  private recent: Slice | undefined;
+  /** Per key, its slices; a key goes when its last slice does. */
+  private readonly keys = new Map<KeyId, KeySlices>();
+  /** The starts of the slices a window still to fire holds. */
+  private readonly slices = new Set<number>();
+  /** The start of the slice the last element went to (most elements go to the same one), or NaN. */
+  private recent = NaN;
   /** The ends of windows that hold a slice and have not fired, ascending. */
   private readonly ends: number[] = [];
   private watermark = MIN_WATERMARK;
@@ -134,27 +136,35 @@ export class SlicingWindowOperator implements OneInputOperator {
     if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw new WindowTimestampError(this.context.operatorName, timestamp);
     const key = this.context.keySelector(record);
     const start = TimeWindow.getWindowStartWithOffset(timestamp, this.offset, this.sliceSize);
-    const recent = this.recent;
-    let slice = recent !== undefined && recent.start === start ? recent : this.slices.get(start);
-    if (slice === undefined) {
-      // A slice that exists has a window still to fire; a new one is late when its last window has fired.
+    if (start !== this.recent && !this.slices.has(start)) {
+      // A slice that is open has a window still to fire; a new one is late when its last window has fired.
       const lastEnd = this.lastEnd(start);
       if (lastEnd <= start) return; // in no window (a sliding window's gap), as Flink assigns it none
       if (lastEnd - 1 <= this.watermark) {
         this.lateDropped++;
         return;
       }
-      slice = this.openSlice(start, this.watermark);
+      this.openSlice(start, this.watermark);
     }
-    this.recent = slice;
+    this.recent = start;
     const id = typeof key === 'number' ? key : canonicalKey(key);
-    const i = slice.index.get(id);
-    if (i === undefined) {
-      slice.index.set(id, slice.ids.length);
-      slice.ids.push(id);
-      slice.keys.push(key);
-      slice.accs.push(this.first(record));
-    } else slice.accs[i] = this.next(slice.accs[i], record);
+    const entry = this.keys.get(id);
+    if (entry === undefined) {
+      this.keys.set(id, { id, key, starts: [start], accs: [this.first(record)] });
+      return;
+    }
+    const starts = entry.starts;
+    let i = starts.length - 1;
+    if (starts[i] === start) {
+      entry.accs[i] = this.next(entry.accs[i], record);
+      return;
+    }
+    while (i >= 0 && starts[i]! > start) i--;
+    if (i >= 0 && starts[i] === start) entry.accs[i] = this.next(entry.accs[i], record);
+    else {
+      starts.splice(i + 1, 0, start);
+      entry.accs.splice(i + 1, 0, this.first(record));
+    }
   };
 
   processWatermark(watermark: number): Promise<void> | void {
@@ -189,11 +199,9 @@ export class SlicingWindowOperator implements OneInputOperator {
   }
 
   /** A new slice at `start`, its windows whose maxTimestamp is past `watermark` registered to fire. */
-  private openSlice(start: number, watermark: number): Slice {
-    const slice: Slice = { start, index: new Map(), ids: [], keys: [], accs: [] };
-    this.slices.set(start, slice);
+  private openSlice(start: number, watermark: number): void {
+    this.slices.add(start);
     this.registerEnds(start, watermark);
-    return slice;
   }
 
   /** Registers the ends of the windows holding the slice at `start` whose maxTimestamp is past `watermark`. */
@@ -223,58 +231,57 @@ export class SlicingWindowOperator implements OneInputOperator {
     }
   }
 
-  /** Emits each key's result of the window ending at `end`, then drops the slices no later window holds. */
+  /** Emits each key's result of the window ending at `end`, and drops the slices no later window holds. */
   private fireWindow(end: number): Promise<void> | void {
     const start = end - this.size;
-    const parts: Slice[] = [];
-    for (const s of this.slices.values()) if (s.start >= start && s.start < end) parts.push(s);
-    if (parts.length > 1) parts.sort((a, b) => a.start - b.start);
-    // The slices whose last window this is go now: their accumulators are read below, never again.
-    for (const s of parts) {
-      if (s.start < start + this.slide) {
-        this.slices.delete(s.start);
-        if (this.recent === s) this.recent = undefined;
-      }
-    }
-    if (parts.length === 0) return;
+    // The slices whose last window this is: [start, start + slide).
+    const kept = start + this.slide;
+    for (const s of this.slices) if (s < kept) this.slices.delete(s);
+    if (!this.slices.has(this.recent)) this.recent = NaN;
     this.firing = new TimeWindow(start, end);
-    if (parts.length === 1) return this.emitResults(end - 1, parts[0]!.keys, parts[0]!.accs, 0);
-    // Per key (in order of first appearance) its accumulators of the window's slices merged in time order.
-    const index = new Map<KeyId, number>();
-    const keys: unknown[] = [];
-    const merged: unknown[] = [];
-    for (const s of parts) {
-      const ids = s.ids;
-      const accs = s.accs;
-      for (let i = 0; i < ids.length; i++) {
-        const id = ids[i]!;
-        const at = index.get(id);
-        if (at === undefined) {
-          index.set(id, keys.length);
-          keys.push(s.keys[i]);
-          merged.push(this.mergeFirst(accs[i]));
-        } else merged[at] = this.mergeNext(merged[at], accs[i]);
-      }
-    }
-    return this.emitResults(end - 1, keys, merged, 0);
+    return this.fireKeys(this.keys.values(), start, end, kept);
   }
 
-  /** Emits the result of each key from the `from`th on, waiting where the output asks. */
-  private emitResults(ts: number, keys: readonly unknown[], accs: readonly unknown[], from: number): Promise<void> | void {
-    const output = this.context.output;
-    const process = this.process;
-    for (let i = from; i < keys.length; i++) {
-      const value = this.resultOf(accs[i]);
-      let sent: Promise<void> | void;
-      if (process === undefined) sent = output.emit(value, ts) as Promise<void> | void;
-      else {
-        this.emittedSides.length = 0;
-        this.emittedValues.length = 0;
-        const returned = process(keys[i], this.windowContext, [value], this.collector);
-        sent = isThenable(returned) ? Promise.resolve(returned).then(() => this.emitCollected(ts, 0)) : this.emitCollected(ts, 0);
+  /** fireWindow for the keys `keys` has left, waiting where the output asks. */
+  private fireKeys(keys: IterableIterator<KeySlices>, start: number, end: number, kept: number): Promise<void> | void {
+    const ts = end - 1;
+    for (let next = keys.next(); next.done !== true; next = keys.next()) {
+      const entry = next.value;
+      const { starts, accs } = entry;
+      let from = 0;
+      while (from < starts.length && starts[from]! < start) from++;
+      let to = from;
+      while (to < starts.length && starts[to]! < end) to++;
+      let sent: Promise<void> | void = undefined;
+      if (to > from) {
+        let acc: unknown;
+        if (to - from === 1) acc = accs[from];
+        else {
+          acc = this.mergeFirst(accs[from]);
+          for (let i = from + 1; i < to; i++) acc = this.mergeNext(acc, accs[i]);
+        }
+        sent = this.emitResult(entry.key, this.resultOf(acc), ts);
       }
-      if (isThenable(sent)) return Promise.resolve(sent).then(() => this.emitResults(ts, keys, accs, i + 1));
+      let drop = 0;
+      while (drop < starts.length && starts[drop]! < kept) drop++;
+      if (drop === starts.length) this.keys.delete(entry.id);
+      else if (drop > 0) {
+        starts.splice(0, drop);
+        accs.splice(0, drop);
+      }
+      if (isThenable(sent)) return Promise.resolve(sent).then(() => this.fireKeys(keys, start, end, kept));
     }
+  }
+
+  /** Emits one key's result of the window firing: itself, or what the process function makes of it. */
+  private emitResult(key: unknown, value: unknown, ts: number): Promise<void> | void {
+    const process = this.process;
+    if (process === undefined) return this.context.output.emit(value, ts) as Promise<void> | void;
+    this.emittedSides.length = 0;
+    this.emittedValues.length = 0;
+    const returned = process(key, this.windowContext, [value], this.collector);
+    if (isThenable(returned)) return Promise.resolve(returned).then(() => this.emitCollected(ts, 0));
+    return this.emitCollected(ts, 0);
   }
 
   private collect(side: string | undefined, value: unknown): void {
@@ -317,31 +324,34 @@ export class SlicingWindowOperator implements OneInputOperator {
 
   /** Per key and slice: the record a snapshot writes. */
   private *sliceEntries(): IterableIterator<InternalTimer<unknown>> {
-    for (const s of this.slices.values()) {
-      // The slice's earliest window that has not fired.
-      let nextEnd = this.lastEnd(s.start);
-      while (nextEnd - this.slide > s.start && nextEnd - this.slide - 1 > this.watermark) nextEnd -= this.slide;
-      for (let i = 0; i < s.keys.length; i++) yield { key: s.keys[i], namespace: [s.start, stateCodec.pack(s.accs[i])], timestamp: nextEnd - 1 };
+    for (const { key, starts, accs } of this.keys.values()) {
+      for (let i = 0; i < starts.length; i++) {
+        const start = starts[i]!;
+        // The slice's earliest window that has not fired.
+        let nextEnd = this.lastEnd(start);
+        while (nextEnd - this.slide > start && nextEnd - this.slide - 1 > this.watermark) nextEnd -= this.slide;
+        yield { key, namespace: [start, stateCodec.pack(accs[i])], timestamp: nextEnd - 1 };
+      }
     }
   }
 
   /** Puts back one key's accumulator of a slice (the key is the backend's current one), its windows from `nextMaxTimestamp` on to fire. */
   private restoreSlice([start, bytes]: [number, Uint8Array], nextMaxTimestamp: number): void {
     const key = this.context.stateBackend.getCurrentKey();
-    let slice = this.slices.get(start);
-    if (slice === undefined) slice = this.openSlice(start, nextMaxTimestamp - 1);
-    else this.registerEnds(start, nextMaxTimestamp - 1);
+    if (this.slices.has(start)) this.registerEnds(start, nextMaxTimestamp - 1);
+    else this.openSlice(start, nextMaxTimestamp - 1);
     const id = typeof key === 'number' ? key : canonicalKey(key);
     const acc = stateCodec.unpack(bytes) as unknown;
-    const i = slice.index.get(id);
-    if (i !== undefined) {
-      slice.accs[i] = acc;
-      return;
+    let entry = this.keys.get(id);
+    if (entry === undefined) this.keys.set(id, (entry = { id, key, starts: [], accs: [] }));
+    const { starts, accs } = entry;
+    let i = starts.length;
+    while (i > 0 && starts[i - 1]! > start) i--;
+    if (i > 0 && starts[i - 1] === start) accs[i - 1] = acc;
+    else {
+      starts.splice(i, 0, start);
+      accs.splice(i, 0, acc);
     }
-    slice.index.set(id, slice.ids.length);
-    slice.ids.push(id);
-    slice.keys.push(key);
-    slice.accs.push(acc);
   }
 }
 
