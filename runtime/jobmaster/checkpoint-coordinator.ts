@@ -263,7 +263,7 @@ export class CheckpointCoordinator {
       if (savepoint.terminate !== undefined) this.stopping = true;
     }
     this.lastTriggerMs = now;
-    this.stats.reportPending(pending);
+    this.stats.reportPending(pending, savepoint !== undefined);
     this.timeoutTimer = this.deps.clock.setTimeout(
       () =>
         this.runAsync(async () => {

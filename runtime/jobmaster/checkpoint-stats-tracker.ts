@@ -27,17 +27,23 @@ export class CheckpointStatsTracker {
   /** @param changed called when a checkpoint starts or ends, or a restore is reported */
   constructor(private readonly changed: () => void = () => undefined) {}
 
-  reportPending(pending: PendingCheckpoint): void {
+  /** Ids of the savepoints in flight (a savepoint is counted and listed like a checkpoint, and marked). */
+  private readonly savepoints = new Set<number>();
+
+  /** A checkpoint triggered; with `savepoint`, a savepoint. */
+  reportPending(pending: PendingCheckpoint, savepoint = false): void {
     this.inFlight.set(pending.checkpointId, pending);
+    if (savepoint) this.savepoints.add(pending.checkpointId);
     this.changed();
   }
 
-  /** A completed checkpoint; with `savepoint`, a savepoint (also the latest savepoint). */
-  reportCompleted(pending: PendingCheckpoint, nowMs: number, externalPath: string, savepoint = false): void {
+  /** A completed checkpoint; a savepoint is also the latest savepoint (and not the latest completed checkpoint). */
+  reportCompleted(pending: PendingCheckpoint, nowMs: number, externalPath: string): void {
     this.inFlight.delete(pending.checkpointId);
     this.completed++;
-    const entry: CheckpointStatsEntry = { ...entryOf(pending, nowMs), status: 'COMPLETED', externalPath, ...(savepoint && { savepoint }) };
-    if (savepoint) this.latestSavepoint = entry;
+    const entry: CheckpointStatsEntry = { ...this.entryOf(pending, nowMs), status: 'COMPLETED', externalPath };
+    this.savepoints.delete(pending.checkpointId);
+    if (entry.savepoint === true) this.latestSavepoint = entry;
     else this.latestCompleted = entry;
     this.push(entry);
     this.window.push(entry);
@@ -48,7 +54,8 @@ export class CheckpointStatsTracker {
   reportFailed(pending: PendingCheckpoint, nowMs: number, failureMessage: string): void {
     this.inFlight.delete(pending.checkpointId);
     this.failed++;
-    this.latestFailed = { ...entryOf(pending, nowMs), status: 'FAILED', failureMessage };
+    this.latestFailed = { ...this.entryOf(pending, nowMs), status: 'FAILED', failureMessage };
+    this.savepoints.delete(pending.checkpointId);
     this.push(this.latestFailed);
     this.changed();
   }
@@ -60,7 +67,7 @@ export class CheckpointStatsTracker {
   }
 
   snapshot(nowMs: number): CheckpointStats {
-    const running = [...this.inFlight.values()].map((p) => entryOf(p, p.latestAckTimestampMs ?? nowMs));
+    const running = [...this.inFlight.values()].map((p) => this.entryOf(p, p.latestAckTimestampMs ?? nowMs));
     const history = [...running.reverse(), ...this.entries].slice(0, HISTORY_SIZE);
     return {
       counts: {
@@ -79,6 +86,10 @@ export class CheckpointStatsTracker {
         ...(this.restored !== undefined && { restored: this.restored }),
       },
     };
+  }
+
+  private entryOf(p: PendingCheckpoint, endMs: number): CheckpointStatsEntry {
+    return { ...entryOf(p, endMs), ...(this.savepoints.has(p.checkpointId) && { savepoint: true }) };
   }
 
   private push(entry: CheckpointStatsEntry): void {

@@ -37,6 +37,31 @@ describe('CheckpointStatsTracker', () => {
     expect(hundred).toMatchObject({ min: 1, max: 100, p50: 50, p90: 90, p95: 95, p99: 99, p999: 100, avg: 50.5 });
   });
 
+  it('marks a savepoint in the history and keeps it as the latest savepoint, apart from the latest completed checkpoint', () => {
+    const tracker = new CheckpointStatsTracker();
+    const attemptId = ExecutionAttemptId.of('a');
+    const run = (id: number, savepoint: boolean): PendingCheckpoint => {
+      const p = new PendingCheckpoint(id, id * 100, [{ attemptId, vertexId: 'v', subtaskIndex: 0 }], []);
+      tracker.reportPending(p, savepoint);
+      return p;
+    };
+    tracker.reportCompleted(run(1, false), 150, '/c/chk-1/_metadata');
+    const savepoint = run(2, true);
+    expect(tracker.snapshot(210).history[0]).toMatchObject({ id: 2, status: 'IN_PROGRESS', savepoint: true });
+    tracker.reportCompleted(savepoint, 250, '/s/savepoint-abc123-x/_metadata');
+    tracker.reportFailed(run(3, true), 400, 'declined');
+    const stats = tracker.snapshot(500);
+    expect(stats.latest.completed).toMatchObject({ id: 1 });
+    expect(stats.latest.savepoint).toMatchObject({ id: 2, savepoint: true, externalPath: '/s/savepoint-abc123-x/_metadata' });
+    expect(stats.latest.failed).toMatchObject({ id: 3, savepoint: true });
+    expect(stats.history.map((h) => [h.id, h.savepoint === true])).toEqual([
+      [3, true],
+      [2, true],
+      [1, false],
+    ]);
+    expect(stats.counts).toMatchObject({ completed: 2, failed: 1, total: 3 });
+  });
+
   it('tells each time a checkpoint starts or ends, or a restore is reported', () => {
     const changes: string[] = [];
     const tracker = new CheckpointStatsTracker(() => changes.push(JSON.stringify(tracker.snapshot(0).counts)));
