@@ -131,6 +131,12 @@ export function acknowledgeWildcards(floe: WildcardHolders, blobPrefix: string):
       },
       {
         id,
+        appliesTo: [bucketObjects(`${blobPrefix}${BucketLayout.checkpoints}*`)],
+        reason:
+          "Checkpoint state files under <prefix>checkpoints/<jobId>/, named by job id at run time; each job's session policy names its own checkpoint folder alone.",
+      },
+      {
+        id,
         appliesTo: stagingKeyPatterns('*').map(bucketObjects),
         reason: "Staged sink parts only (<target>/.floe-staging-<jobId>/…); each job's session policy names its own staging areas alone.",
       },

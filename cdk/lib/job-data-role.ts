@@ -27,6 +27,9 @@ export class JobDataRole {
     this.role.grantAssumeRole(jm);
     props.jobManagerTaskDefinition.defaultContainer!.addEnvironment(FloeEnv.JOB_DATA_ROLE_ARN, this.role.roleArn);
     grantObjects(this.role, props.bucket, ['s3:GetObject'], `${props.blobPrefix}${BucketLayout.libraries}*`);
+    // Tasks write their state in the cluster's checkpoints folder, the default 'state.checkpoints.dir' (and read
+    // it back through grantBucketAccess's GetObject); each job's session policy narrows this to its own folder.
+    grantObjects(this.role, props.bucket, ['s3:PutObject'], `${props.blobPrefix}${BucketLayout.checkpoints}*`);
   }
 
   /**

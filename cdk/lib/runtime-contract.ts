@@ -1,6 +1,7 @@
 // Every name the CDK app shares with the runtime, the Lambda handler and the container image, in one
 // place. The environment variable names and the table schema are the runtime's own constants; only what
 // the runtime does not define (handler file, image command, bucket layout) is spelled out here.
+import { CHECKPOINTS_FOLDER } from '../../runtime/aws/aws-checkpoints.js';
 import { S3_STAGING_PREFIX } from '../../runtime/blob/output-rules.js';
 import { FloeEnv } from '../../runtime/core/floe-env.js';
 
@@ -42,6 +43,8 @@ export const BucketLayout = {
   resultFile: 'result.json',
   /** Libraries (bundled user code), content-addressed: `libraries/<sha256>.mjs`. */
   libraries: 'libraries/',
+  /** Checkpoints, when 'state.checkpoints.dir' is unset: `checkpoints/<jobId>/chk-<n>/…`, `checkpoints/<jobId>/shared/…`. */
+  checkpoints: CHECKPOINTS_FOLDER,
 } as const;
 
 /**

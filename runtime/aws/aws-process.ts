@@ -9,6 +9,9 @@ import type { Logger } from '../core/logger.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
+import type { JobId } from '../core/ids.js';
+import type { JobCheckpointServices } from '../jobmaster/job-checkpointing.js';
+import { awsCheckpointServices } from './aws-checkpoints.js';
 import { bindHostFromEnv, credentialsFromEnv, ecsSettingsFromEnv, inheritedAwsEnv, resolveAdvertisedHost } from './aws-env.js';
 import { AWS_STORAGE_ENV, openAwsServices, readAwsServicesSettings } from './aws-services.js';
 import { createEcsClient, EcsWorkerLauncher } from './ecs-worker-launcher.js';
@@ -36,12 +39,20 @@ export interface AwsJobManagerRuntime extends AwsProcessRuntime {
   readonly capacityNotices: EventBridgeCapacityNotices | undefined;
   /** Job-ended events (the jobs' metrics) to the same bus; undefined when FLOE_EVENT_BUS is not set. */
   readonly jobEndNotices: EventBridgeJobEndNotices | undefined;
+  /** Each job's checkpoints: S3 storage under 'state.checkpoints.dir' (default: the cluster's bucket), pointers in DynamoDB. */
+  readonly checkpointsFor: (jobId: JobId) => JobCheckpointServices;
 }
 
-async function openCommon(env: NodeJS.ProcessEnv, resourceId: string, clock: Clock, logger: Logger): Promise<AwsProcessRuntime & { region: string }> {
+async function openCommon(
+  env: NodeJS.ProcessEnv,
+  resourceId: string,
+  clock: Clock,
+  logger: Logger,
+): Promise<AwsProcessRuntime & { region: string; checkpointsFor: (jobId: JobId) => JobCheckpointServices }> {
   const bindHost = bindHostFromEnv(env);
   const advertisedHost = await resolveAdvertisedHost(env, bindHost);
-  const { region } = readAwsServicesSettings(env);
+  const settings = readAwsServicesSettings(env);
+  const { region } = settings;
   const services = openAwsServices(env, clock);
   logger.info('AWS backend opened', { bindHost, advertisedHost, region, sinceProcessStartMs: Math.round(process.uptime() * 1000) });
   return {
@@ -52,6 +63,7 @@ async function openCommon(env: NodeJS.ProcessEnv, resourceId: string, clock: Clo
     bindHost,
     advertisedHost,
     workDir: join(tmpdir(), `floe-${resourceId}`),
+    checkpointsFor: awsCheckpointServices(configFromEnv(env), settings, services.checkpointStore),
     close: () => services.close(),
   };
 }

@@ -5,10 +5,12 @@ import { CONFIG_OPTIONS, configFromEnv } from '../core/config.js';
 import { ConfigurationError } from '../core/errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { DashboardSessions } from '../dispatcher/dashboard.js';
+import type { CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { callLogConfig } from './aws-call-log.js';
 import { createDynamoDbClients, createS3Client, type AwsConfig } from './clients.js';
+import { DynamoDbCompletedCheckpointStore } from './dynamodb-completed-checkpoint-store.js';
 import { DynamoDbDashboardSessions } from './dynamodb-dashboard-sessions.js';
 import { DynamoDbJobStore } from './dynamodb-job-store.js';
 import { DynamoDbLeaseStore } from './dynamodb-lease-store.js';
@@ -37,6 +39,8 @@ export interface AwsServices {
   readonly blobStore: BlobStore;
   /** The dashboard's sessions and login codes, in the job table (the Dispatcher alone uses them). */
   readonly dashboardSessions: DashboardSessions;
+  /** The jobs' completed checkpoints, in the job table, fenced by the JobMaster leases (JobManagers use it). */
+  readonly checkpointStore: CompletedCheckpointStore;
   close(): Promise<void>;
 }
 
@@ -140,12 +144,14 @@ export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClo
     clientWith: (credentials) => createS3Client({ ...s3Config, credentials }),
   });
   const dashboardSessions = new DynamoDbDashboardSessions({ documentClient: dynamo.documentClient, tableName: s.jobTable });
+  const checkpointStore = new DynamoDbCompletedCheckpointStore({ documentClient: dynamo.documentClient, tableName: s.jobTable, leaseTableName: s.leaseTable });
   let closed: Promise<void> | undefined;
   return {
     leaseStore,
     jobStore,
     blobStore,
     dashboardSessions,
+    checkpointStore,
     close() {
       closed ??= (async () => {
         await Promise.all([leaseStore.close(), jobStore.close(), blobStore.close()]);

@@ -7,6 +7,9 @@ import { ConfigurationError, errorMessage, FloeError } from '../core/errors.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import { baseClientOptions, withCallLog, type AwsConfig } from './clients.js';
 import { jobSessionPolicy, type ClusterObjects } from './job-session-policy.js';
+import { jobCheckpointLocation, type JobCheckpointLocation } from './aws-checkpoints.js';
+import { resolveCheckpointing } from '../checkpoint/checkpointing-settings.js';
+import { configFromEnv } from '../core/config.js';
 import { FloeEnv } from '../core/floe-env.js';
 
 /** Role chaining caps a session at one hour; a JobManager renews well before that. */
@@ -17,6 +20,8 @@ export interface JobCredentialsVendorOptions {
   /** The job-data role (FLOE_JOB_DATA_ROLE_ARN). */
   readonly roleArn: string;
   readonly cluster: ClusterObjects;
+  /** Where a job writes its checkpoints; undefined for a job that takes none. @default - no job checkpoints */
+  readonly checkpointsOf?: (jobGraph: JobGraph) => JobCheckpointLocation | undefined;
 }
 
 /** Vends each job's tasks credentials that reach only that job's S3 paths. */
@@ -25,7 +30,7 @@ export class JobCredentialsVendor {
 
   /** Fresh credentials for `jobGraph`'s tasks, valid for about JOB_DATA_SESSION_SECONDS. */
   async credentialsFor(jobGraph: JobGraph): Promise<JobDataCredentials> {
-    const policy = jobSessionPolicy(jobGraph, this.o.cluster);
+    const policy = jobSessionPolicy(jobGraph, this.o.cluster, this.o.checkpointsOf?.(jobGraph));
     let answer;
     try {
       answer = await this.o.sts.send(
@@ -79,9 +84,16 @@ export function jobCredentialsVendorFromEnv(env: NodeJS.ProcessEnv): JobCredenti
     ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } } : {}),
   };
   const partition = /^arn:([^:]+):/.exec(roleArn)?.[1] ?? 'aws';
+  const blobPrefix = env[FloeEnv.BLOB_PREFIX] ?? '';
+  const floeConfig = configFromEnv(env);
   return new JobCredentialsVendor({
     sts: withCallLog(new STSClient(baseClientOptions(config)), config),
     roleArn,
-    cluster: { bucket, blobPrefix: env[FloeEnv.BLOB_PREFIX] ?? '', partition },
+    cluster: { bucket, blobPrefix, partition },
+    // A job that checkpoints (its own settings over the cluster's) writes its state in its checkpoint folder.
+    checkpointsOf: (jobGraph) =>
+      resolveCheckpointing(jobGraph.checkpointing, floeConfig) === undefined
+        ? undefined
+        : jobCheckpointLocation(floeConfig, bucket, blobPrefix, jobGraph.jobId),
   });
 }

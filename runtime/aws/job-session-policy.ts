@@ -1,12 +1,14 @@
 // The session policy of a job's S3 credentials: what the JobManager passes to STS AssumeRole of the
 // job-data role when it vends credentials to the job's tasks. The session can do only what both the role's
 // policy and this policy allow, so a task of the job reads its own library and its declared inputs and
-// writes its own staging areas (a streaming sink: the part files of its own target), and nothing of any
-// other job: not another job's staging, committed output, library or JobGraph.
+// writes its own staging areas (a streaming sink: the part files of its own target) and its own checkpoint
+// folder, and nothing of any other job: not another job's staging, committed output, checkpoints, library
+// or JobGraph.
 import { blobKeys } from '../blob/blob-store.js';
 import { s3StagingFolder } from '../blob/output-rules.js';
 import { FloeError } from '../core/errors.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type { JobCheckpointLocation } from './aws-checkpoints.js';
 import { isS3Uri } from '../jobgraph/paths.js';
 import { parseS3Uri } from './s3-output-store.js';
 
@@ -34,10 +36,11 @@ export interface SessionPolicy {
 export const MAX_SESSION_POLICY_CHARS = 2048;
 
 /**
- * The session policy for `jobGraph`'s tasks. Throws a FloeError (JOB_POLICY_TOO_LARGE) when the job names
- * so many S3 paths that STS would refuse it.
+ * The session policy for `jobGraph`'s tasks; `checkpoints`: where the job writes its checkpoints, when it
+ * takes them on S3. Throws a FloeError (JOB_POLICY_TOO_LARGE) when the job names so many S3 paths that STS
+ * would refuse it.
  */
-export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects): SessionPolicy {
+export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects, checkpoints?: JobCheckpointLocation): SessionPolicy {
   const arn = (bucket: string, key: string): string => `arn:${cluster.partition ?? 'aws'}:s3:::${bucket}/${key}`;
   const inputs = new Set<string>();
   const staging = new Set<string>();
@@ -104,6 +107,14 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects): S
       Resource: [...listedBuckets],
       Condition: { StringLike: { 's3:prefix': [...listedPrefixes] } },
     });
+  }
+  if (checkpoints !== undefined && isS3Uri(checkpoints.folder)) {
+    // Its tasks write and read their state files in the job's folder; with entropy, under any
+    // `s3.entropy.length` characters in place of the marker (IAM's '?' is one character).
+    const { bucket, prefix } = parseS3Uri(checkpoints.folder);
+    const key = checkpoints.entropyKey;
+    const folder = key === undefined ? prefix : prefix.split(key).join('?'.repeat(checkpoints.entropyLength ?? 4));
+    Statement.push({ Sid: 'WriteItsCheckpoints', Effect: 'Allow', Action: ['s3:PutObject', 's3:GetObject'], Resource: [arn(bucket, `${folder}/*`)] });
   }
   const policy: SessionPolicy = { Version: '2012-10-17', Statement };
   const size = JSON.stringify(policy).length;

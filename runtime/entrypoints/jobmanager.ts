@@ -57,7 +57,7 @@ interface Backend {
   readonly capacityNotices?: CapacityNotices | undefined;
   /** Where the process says a job ended, with its figures, on AWS (an event on the cluster's bus: the job's metrics). */
   readonly jobEndNotices?: JobEndNotices | undefined;
-  /** Each job's completed checkpoints and checkpoint storage (embedded: SQLite and files). */
+  /** Each job's completed checkpoints and checkpoint storage (embedded: SQLite and files; AWS: DynamoDB and S3). */
   readonly checkpointsFor?: (jobId: JobId) => JobCheckpointServices;
   close(): Promise<void>;
 }
@@ -74,12 +74,17 @@ async function openBackend(): Promise<Backend> {
   const { SqliteCompletedCheckpointStore } = await import('../local/sqlite-completed-checkpoint-store.js');
   const checkpointStore = new SqliteCompletedCheckpointStore(embeddedPaths.database(stateDir));
   const checkpointsDir = checkpointsDirOf(config, stateDir);
+  const entropy =
+    config.s3EntropyKey !== '' && checkpointsDir.includes(config.s3EntropyKey)
+      ? { entropyKey: config.s3EntropyKey, entropyLength: config.s3EntropyLength }
+      : {};
   return {
     ...services,
     checkpointsFor: (job) => ({
       store: checkpointStore,
-      storage: checkpointStorageFor(checkpointsDir, job),
+      storage: checkpointStorageFor(checkpointsDir, job, entropy),
       storageUri: jobCheckpointsUri(checkpointsDir, job),
+      ...entropy,
     }),
     launcher: new ChildProcessWorkerLauncher({
       entryFor: () => distEntry('taskexecutor'),

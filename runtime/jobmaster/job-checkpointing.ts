@@ -22,13 +22,20 @@ export interface JobCheckpointServices {
   readonly storage: CheckpointStorage;
   /** Its folder's URI, as the tasks open it (TaskDeploymentDescriptor.checkpointing). */
   readonly storageUri: string;
+  /** 's3.entropy.key' and 's3.entropy.length', as the tasks inject entropy into the keys of their state files. @default - none */
+  readonly entropyKey?: string;
+  readonly entropyLength?: number;
 }
 
 /** What each task of the job is deployed with when the job checkpoints; undefined otherwise. */
 export function taskCheckpointingOf(jobGraph: JobGraph, config: FloeConfig, services: JobCheckpointServices | undefined): TaskCheckpointing | undefined {
   const settings = resolveCheckpointing(jobGraph.checkpointing, config);
   if (settings === undefined || services === undefined) return undefined;
-  return { storageUri: services.storageUri, options: checkpointOptionsOf(settings) };
+  return {
+    storageUri: services.storageUri,
+    options: checkpointOptionsOf(settings),
+    ...(services.entropyKey !== undefined && services.entropyKey !== '' ? { entropyKey: services.entropyKey, entropyLength: services.entropyLength ?? 4 } : {}),
+  };
 }
 
 export interface JobCheckpointingArgs {

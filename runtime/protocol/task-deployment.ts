@@ -152,6 +152,10 @@ export interface TaskDeploymentDescriptor {
 export interface TaskCheckpointing {
   readonly storageUri: string;
   readonly options: CheckpointOptions;
+  /** 's3.entropy.key': the marker in `storageUri` the task replaces by random characters in its state files' keys. @default - none */
+  readonly entropyKey?: string;
+  /** 's3.entropy.length': how many. @default 4 */
+  readonly entropyLength?: number;
 }
 
 /**
@@ -270,6 +274,8 @@ const sameCheckpointing = (a: TaskCheckpointing | undefined, b: TaskCheckpointin
   a === undefined || b === undefined
     ? a === b
     : a.storageUri === b.storageUri &&
+      a.entropyKey === b.entropyKey &&
+      a.entropyLength === b.entropyLength &&
       a.options.type === b.options.type &&
       a.options.mode === b.options.mode &&
       a.options.alignedCheckpointTimeoutMs === b.options.alignedCheckpointTimeoutMs;

@@ -93,9 +93,16 @@ export interface SlotWorkerPort {
   postMessage(message: WorkerToMain): void;
 }
 
-/** Where a task of a checkpointing job writes and reads its state: the job's checkpoint folder, with the job's S3 credentials. */
+/**
+ * Where a task of a checkpointing job writes and reads its state: the job's checkpoint folder (its state
+ * files' keys with entropy injected when the job's checkpointing says so), with the job's S3 credentials.
+ */
 function checkpointStreamsOf(tdd: TaskDeploymentDescriptor, storageUri: string): FileSystemCheckpointStorage {
-  return new FileSystemCheckpointStorage(storageUri, tdd.dataCredentials !== undefined ? { credentials: tdd.dataCredentials } : {});
+  const checkpointing = tdd.checkpointing;
+  return new FileSystemCheckpointStorage(storageUri, {
+    ...(tdd.dataCredentials !== undefined ? { credentials: tdd.dataCredentials } : {}),
+    ...(checkpointing?.entropyKey !== undefined ? { entropyKey: checkpointing.entropyKey, entropyLength: checkpointing.entropyLength ?? 4 } : {}),
+  });
 }
 
 export class SlotWorkerRuntime {

@@ -492,6 +492,8 @@ describe('FloeCluster with its defaults', () => {
         's3:AbortMultipartUpload part-*',
         's3:AbortMultipartUpload */part-*',
         's3:ListBucket bucket',
+        // Checkpoint state files, in the cluster's checkpoints folder.
+        's3:PutObject floe/checkpoints/*',
       ].sort(),
     );
     expect(grantsOf(jobDataRole, 'dynamodb')).toEqual([]);
