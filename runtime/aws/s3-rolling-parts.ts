@@ -2,18 +2,30 @@
 // `<prefix>/part-<subtask>-<n>`: S3 lists no object for it until the upload is completed, which is the
 // roll. Written text is buffered and sent in parts of at least 5 MiB (S3's minimum but for the last part).
 // A part never rolled (a cancelled or failed task) stays an incomplete upload, invisible; a bucket
-// lifecycle rule (AbortIncompleteMultipartUpload) removes those.
+// lifecycle rule (AbortIncompleteMultipartUpload) removes those. A checkpoint's pending part is the upload
+// with its parts sent (id and ETags in the sink's state); its commit completes the upload, and finds a part
+// committed before (the upload gone, the object there with the part's size) done already. After a restore the
+// uploads no state names are aborted.
 import {
+  AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   UploadPartCommand,
   type CompletedPart,
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { FloeError } from '../core/errors.js';
-import { nextRollingPartNumber, rollingPartName, type InProgressPart, type RollingPartFiles } from '../blob/rolling-parts.js';
+import {
+  nextRollingPartNumber,
+  rollingPartName,
+  rollingPartNumber,
+  type InProgressPart,
+  type PendingPart,
+  type RollingPartFiles,
+} from '../blob/rolling-parts.js';
 
 /** S3's smallest part but the last. */
 export const MIN_UPLOAD_PART_BYTES = 5 * 1024 * 1024;
@@ -32,6 +44,8 @@ export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: s
     for (const o of page.Contents ?? []) if (o.Key !== undefined) names.push(o.Key.slice(o.Key.lastIndexOf('/') + 1));
     token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
   } while (token !== undefined);
+  // Uploads under way (pending parts of any attempt) hold their numbers too.
+  for (const u of await openUploads(s3, bucket, keyIn(prefix, `part-${subtaskIndex}-`))) names.push(u.name);
   let next = nextRollingPartNumber(names, subtaskIndex);
 
   return {
@@ -82,13 +96,89 @@ export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: s
           );
           return name;
         },
+        async closeForCommit(): Promise<PendingPart> {
+          if (bufferedBytes > 0 || parts.length === 0) await sendBuffered();
+          return { name, ref: uploadId, size, uploadParts: parts.map((p) => ({ partNumber: p.PartNumber!, etag: p.ETag! })) };
+        },
         async abandon(): Promise<void> {
           buffered = [];
           bufferedBytes = 0;
         },
       };
     },
+    async commitPending(part: PendingPart): Promise<void> {
+      const key = keyIn(prefix, part.name);
+      const Parts = (part.uploadParts ?? []).map((p) => ({ PartNumber: p.partNumber, ETag: p.etag }));
+      try {
+        await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: part.ref, MultipartUpload: { Parts }, IfNoneMatch: '*' }));
+      } catch (error) {
+        // Completed before (by an attempt that failed after its commit): the upload is gone, the part is there.
+        const size = await sizeOf(s3, bucket, key);
+        if (size === part.size) return;
+        throw new FloeError(
+          'OUTPUT_TARGET',
+          size === undefined
+            ? `cannot commit the part 's3://${bucket}/${key}' from its upload ${part.ref}: ${errorText(error)}`
+            : `cannot commit the part 's3://${bucket}/${key}': an object of that name (${size} bytes, the part has ${part.size}) was written while the part was pending, and a file sink never replaces one; the part's data stays in its incomplete upload ${part.ref}`,
+          { cause: error },
+        );
+      }
+    },
+    async removeLeftovers(owns, keep): Promise<string[]> {
+      const removed: string[] = [];
+      for (const u of await openUploads(s3, bucket, keyIn(prefix, 'part-'))) {
+        const subtask = /^part-(\d+)-\d+$/.exec(u.name)?.[1];
+        if (subtask === undefined || rollingPartNumber(u.name, Number(subtask)) === undefined || !owns(Number(subtask)) || keep.has(u.uploadId)) continue;
+        await s3.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: u.key, UploadId: u.uploadId }));
+        removed.push(u.uploadId);
+      }
+      return removed;
+    },
   };
+}
+
+/**
+ * The multipart uploads under way whose keys start with `keyPrefix`. An S3 emulator without the listing
+ * (NotImplemented) lists none: such uploads stay invisible, and a bucket lifecycle rule aborts them.
+ */
+async function openUploads(s3: S3Sender, bucket: string, keyPrefix: string): Promise<{ key: string; name: string; uploadId: string }[]> {
+  const out: { key: string; name: string; uploadId: string }[] = [];
+  let keyMarker: string | undefined;
+  let uploadIdMarker: string | undefined;
+  try {
+    for (;;) {
+      const page = await s3.send(
+        new ListMultipartUploadsCommand({
+          Bucket: bucket,
+          Prefix: keyPrefix,
+          ...(keyMarker !== undefined ? { KeyMarker: keyMarker } : {}),
+          ...(uploadIdMarker !== undefined ? { UploadIdMarker: uploadIdMarker } : {}),
+        }),
+      );
+      for (const u of page.Uploads ?? []) {
+        if (u.Key !== undefined && u.UploadId !== undefined) out.push({ key: u.Key, name: u.Key.slice(u.Key.lastIndexOf('/') + 1), uploadId: u.UploadId });
+      }
+      if (page.IsTruncated !== true) return out;
+      keyMarker = page.NextKeyMarker;
+      uploadIdMarker = page.NextUploadIdMarker;
+    }
+  } catch (error) {
+    if ((error as { name?: string }).name === 'NotImplemented') return [];
+    throw error;
+  }
+}
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** The size of the object at `key`, undefined when there is none. */
+async function sizeOf(s3: S3Sender, bucket: string, key: string): Promise<number | undefined> {
+  try {
+    return (await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).ContentLength ?? 0;
+  } catch (error) {
+    const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+    if (e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404) return undefined;
+    throw error;
+  }
 }
 
 async function exists(s3: S3Sender, bucket: string, key: string): Promise<boolean> {

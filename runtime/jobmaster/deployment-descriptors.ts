@@ -141,7 +141,8 @@ export class TaskDeploymentDescriptorFactory {
       ...(execution.vertex.chainInputs !== undefined ? { chainInputs: execution.vertex.chainInputs } : {}),
       inputs,
       outputs,
-      ...(sink?.kind === 'sink.textFile' && sink.rolling === undefined
+      // A checkpointing job's file sink commits with its checkpoints: it stages nothing.
+      ...(sink?.kind === 'sink.textFile' && sink.rolling === undefined && this.checkpointing === undefined
         ? { sinkStagingDir: attemptStagingLocationFor(sink.path, this.jobId, execution.attemptId) }
         : {}),
       ...(credentials !== undefined ? { dataCredentials: credentials } : {}),

@@ -175,7 +175,11 @@ export class JobMaster implements JobMasterGateway {
     this.log = deps.logger.child({ component: 'jobmaster', jobId: this.jobId, token: deps.fencingToken });
     this.main = new MainThread(`JobMaster ${this.jobId}`, deps.clock);
     this.terminationPromise = new Promise((resolve) => (this.resolveTermination = resolve));
-    this.outputCommitter = new OutputCommitter(deps.jobGraph, { clock: deps.clock, logger: this.log });
+    this.outputCommitter = new OutputCommitter(deps.jobGraph, {
+      clock: deps.clock,
+      logger: this.log,
+      checkpointing: taskCheckpointingOf(deps.jobGraph, deps.config, deps.checkpoints) !== undefined,
+    });
     this.throughput = new ThroughputSeries(deps.throughput);
     this.heartbeats = new HeartbeatManager<TaskExecutorHeartbeatPayload>({
       ownerName: 'jobmaster',

@@ -1,5 +1,6 @@
 // The JobMaster's side of exactly-once file output: built from the JobGraph's text sinks on bounded input
-// (a streaming sink's parts become visible as they roll, runtime/task/rolling-file-sink.ts), it commits the
+// (a streaming sink's parts become visible as they roll, and a checkpointing job's as its checkpoints
+// complete: runtime/task/rolling-file-sink.ts), it commits the
 // last finished attempt of each subtask when the job FINISHES, deletes what a failed or canceled attempt
 // staged, and discards the job's staging when the job ends otherwise. Every store call is retried on
 // transient errors and then surfaced, never swallowed. Commits are idempotent and resumable (the
@@ -30,6 +31,8 @@ export interface OutputCommitterOptions {
   readonly retryPolicy?: RetryPolicy;
   /** The store of a target. @default - outputStoreFor (the file system registered for the target's scheme) */
   readonly storeFor?: (target: string) => Promise<OutputStore>;
+  /** The job checkpoints: its file sinks commit their parts with its checkpoints, none here. @default false */
+  readonly checkpointing?: boolean;
 }
 
 /** The commit (or a discard) of one sink failed after its retries; the message names the target. */
@@ -56,8 +59,9 @@ export class OutputCommitter {
     const sinks: TextSinkTarget[] = [];
     for (const vertex of jobGraph.vertices) {
       for (const op of vertex.operators) {
-        // A streaming sink (rolling) makes its parts visible as it rolls them: nothing to stage or commit.
-        if (op.kind === 'sink.textFile' && op.rolling === undefined)
+        // A streaming sink (rolling) makes its parts visible as it rolls them, a checkpointing job's as its
+        // checkpoints complete: nothing to stage or commit.
+        if (op.kind === 'sink.textFile' && op.rolling === undefined && options.checkpointing !== true)
           sinks.push({ vertexId: vertex.id, sinkName: op.name, target: op.path, writeMode: writeModeOf(op), parallelism: vertex.parallelism });
       }
     }

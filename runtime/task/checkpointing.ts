@@ -6,7 +6,14 @@
 // completed or was aborted reach every operator through the mailbox. A savepoint's state goes to its own
 // folder; a savepoint that stops the job (stop-with-savepoint) holds the source's records back from its
 // barrier on: once it completes the source ends, once it is aborted the records go on.
+// The final checkpoint (FLIP-147): in a checkpointing job a task whose input ended does not finish at once.
+// Once every operator of its chain ended its input, it waits for a checkpoint it takes from then on to
+// complete (its barrier follows every record the task made, so the sinks commit them at its notification);
+// a source holds back its end of partition meanwhile, so its consumers see that barrier after its records.
+// A trigger that arrives while the input is ending (or, at a task that is no source, before its inputs
+// ended: the JobMaster triggers such a task once its upstream tasks finished) waits for the end.
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import type { TaskSignal } from '../core/cancellation.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { CheckpointBarrier } from '../network/stream-elements.js';
@@ -79,8 +86,16 @@ function sizeOf(state: TaskStateSnapshot): number {
 export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   private chain: RunningChain | undefined;
   private ended = false;
-  /** Every input channel of the task ended: it is triggered like a source (its upstream tasks finished). */
+  /** The task's input ended and every operator ended its input: it is triggered like a source (FLIP-147). */
   private inputsEnded = false;
+  /** The task's input ended; its operators are ending their input. */
+  private inputEnding = false;
+  /** Triggers held until the operators ended their input. */
+  private deferred: CheckpointBarrier[] = [];
+  /** The first checkpoint taken after the operators ended their input: its completion (or a later one's) ends the wait. */
+  private finalCheckpointId: number | undefined;
+  private finalCompleted: (() => void) | undefined;
+  private finalReached = false;
   private readonly clock: Clock;
   private readonly streams: CheckpointStreamFactory;
   /** Asynchronous parts under way (the task goes on meanwhile); `settled` waits for them. */
@@ -146,9 +161,45 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     this.chain = chain;
   }
 
-  /** Every input channel ended: the task is triggered from now on, as its upstream tasks finished (FLIP-147). */
+  /** The task's input ended (its source read everything, or every input channel ended): operators end their input now. */
+  endingInputs(): void {
+    this.inputEnding = true;
+  }
+
+  /**
+   * Every operator ended its input: the task is triggered from now on, as its upstream tasks finished
+   * (FLIP-147), and the triggers held meanwhile run.
+   */
   endOfInputs(): void {
+    this.inputEnding = true;
     this.inputsEnded = true;
+    const chain = this.chain;
+    const held = this.deferred;
+    this.deferred = [];
+    if (chain === undefined) {
+      for (const b of held) this.decline(b.checkpointId, `task ${this.taskName} has ended`);
+      return;
+    }
+    for (const barrier of held) chain.mailbox.post(() => this.checkpointState(barrier, 0));
+  }
+
+  /**
+   * The final checkpoint: resolves once a checkpoint this task took after endOfInputs() completed (its
+   * operators were notified); rejects when `signal` aborts (with `canceled()`) or an action of the mailbox
+   * fails. The caller keeps the mailbox running meanwhile (idle).
+   */
+  awaitFinalCheckpoint(signal: TaskSignal, canceled: () => Error, mailboxFailed: (listener: (error: unknown) => void) => void): Promise<void> {
+    if (this.finalReached) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => reject(canceled());
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      mailboxFailed((error) => reject(error instanceof Error ? error : new Error(String(error))));
+      this.finalCompleted = () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+    });
   }
 
   /** The chain ended (finished, failed or cancelled): later triggers are declined. */
@@ -156,6 +207,9 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     this.ended = true;
     this.chain = undefined;
     this.stopping?.done(false);
+    const held = this.deferred;
+    this.deferred = [];
+    for (const b of held) this.decline(b.checkpointId, `task ${this.taskName} has ended`);
   }
 
   /** The JobMaster triggers checkpoint `checkpointId` at this task: a source, or a task whose inputs all ended. */
@@ -165,14 +219,15 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       this.decline(checkpointId, this.ended ? `task ${this.taskName} has ended` : `task ${this.taskName} is not running yet`);
       return;
     }
-    if (!chain.isSource && !this.inputsEnded) {
-      this.decline(
-        checkpointId,
-        `task ${this.taskName} is not a source task and its inputs run: it checkpoints when the barriers at its inputs are aligned, not when triggered`,
-      );
-      return;
-    }
-    chain.mailbox.post(() => this.checkpointState(new CheckpointBarrier(checkpointId, timestamp, options), 0));
+    const barrier = new CheckpointBarrier(checkpointId, timestamp, options);
+    // Whether the input is ending is seen when the action runs: a source may have read its last record meanwhile.
+    chain.mailbox.post(() => {
+      if (!this.inputsEnded && (this.inputEnding || !chain.isSource)) {
+        this.deferred.push(barrier);
+        return;
+      }
+      return this.checkpointState(barrier, 0);
+    });
   }
 
   triggerCheckpointOnAlignment(barrier: CheckpointBarrier, alignmentDurationMs: number): Promise<void> | void {
@@ -185,7 +240,14 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
 
   notifyCheckpointComplete(checkpointId: number): void {
     // The operators first: the source's stop comes after their commits in the mailbox.
-    this.notifyOperators((hooks) => hooks.notifyCheckpointComplete?.(checkpointId));
+    this.notifyOperators(
+      (hooks) => hooks.notifyCheckpointComplete?.(checkpointId),
+      () => {
+        if (this.finalCheckpointId === undefined || checkpointId < this.finalCheckpointId) return;
+        this.finalReached = true;
+        this.finalCompleted?.();
+      },
+    );
     const stopping = this.stopping;
     if (stopping?.checkpointId === checkpointId) {
       this.stopping = undefined;
@@ -208,11 +270,12 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     while (this.asyncParts.size > 0) await Promise.all([...this.asyncParts]);
   }
 
-  private notifyOperators(call: (hooks: CheckpointedOperator) => Promise<void> | void): void {
+  private notifyOperators(call: (hooks: CheckpointedOperator) => Promise<void> | void, then?: () => void): void {
     const chain = this.chain;
     if (chain === undefined) return;
     chain.mailbox.post(async () => {
       for (const op of chain.operators) if (op.hooks !== undefined) await call(op.hooks);
+      then?.();
     });
   }
 
@@ -231,6 +294,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       this.decline(checkpointId, `task ${this.taskName} has ended`);
       return;
     }
+    if (this.inputsEnded) this.finalCheckpointId ??= checkpointId;
     const startedAt = this.clock.now();
     const snapshots: { readonly operatorId: string; readonly name: string; readonly state: Promise<OperatorSubtaskState> }[] = [];
     let failure: string | undefined;

@@ -30,6 +30,7 @@ import {
   keyedFunctions,
   noteErrors,
   raisedBy,
+  TaskCanceledError,
   TaskSetupError,
   userFunction,
   type Emit,
@@ -248,6 +249,8 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
     const firstLinked = hasSource ? 1 : 0;
     for (let i = 0; i < links.length && firstLinked + i < ops.length; i++) checkpointed[firstLinked + i]!.hooks = links[i]!.checkpointed;
     if (hasSource) checkpointed[0]!.hooks = sourceState;
+    // A sink's two-phase commit (the file sink of a checkpointing job).
+    if (sink?.checkpointed !== undefined) checkpointed[ops.length - 1]!.hooks = sink.checkpointed;
     // Restored state (or none) before open, as Flink's initializeState.
     for (const op of checkpointed) {
       const init = op.hooks?.initializeState;
@@ -291,6 +294,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
       } catch (e) {
         if (!(e instanceof SourceStoppedError)) throw raisedBy(e, head.name);
       }
+      checkpoints.endingInputs();
     } else {
       await processInputs(
         io,
@@ -303,7 +307,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
         mailbox,
         counters,
       );
-      checkpoints.endOfInputs();
+      checkpoints.endingInputs();
     }
     // What the mailbox holds comes before the end of input (a connector source's last records).
     const held = mailbox.drain();
@@ -315,6 +319,22 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
       const pending = mailbox.drain();
       if (pending !== undefined) await pending;
       checkCanceled(io);
+    }
+    checkpoints.endOfInputs();
+    // The final checkpoint (FLIP-147): before its end of partition, a checkpointing job's task waits for a
+    // checkpoint taken after its last record to complete, so its sinks (and those downstream) commit everything.
+    // A savepoint that stopped the job took that place (no checkpoint follows it).
+    if (checkpointCoordinator !== undefined && tdd.checkpointing !== undefined && checkpoints.stopMode() === undefined) {
+      mailbox.enterIdle();
+      try {
+        await checkpoints.awaitFinalCheckpoint(
+          io.signal,
+          () => new TaskCanceledError(tdd.taskName),
+          (listener) => mailbox.onFailure(listener),
+        );
+      } finally {
+        await mailbox.leaveIdle();
+      }
     }
 
     for (const o of io.outputs) o.finish();

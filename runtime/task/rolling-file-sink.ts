@@ -5,10 +5,20 @@
 // between records; until a chain hands it one, clockProcessingTime over the system clock), checked every
 // `checkIntervalMs`. Records and timer callbacks change the sink's state synchronously, and the file calls
 // run one after another in a queue, so a roll never interleaves with a write.
+// In a checkpointing job the sink commits in two phases (Flink's FileSink with OnCheckpointRollingPolicy):
+// at a checkpoint's barrier the part in progress closes into a pending part, and a roll by size or time makes
+// one too; pending parts are the sink's operator state, with the checkpoint they belong to, and become
+// visible when that checkpoint (or a later one) completes. A restored sink commits the pending parts it is
+// given (again, harmlessly, if they were committed before the failure) and removes the hidden parts no state
+// names: the failed attempt's in-progress parts and the pending parts of checkpoints that never completed.
+import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
+import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
+import type { PendingPart } from '../blob/rolling-parts.js';
+import { readOperatorState, snapshotFileName, snapshotOperatorState } from './state/operator-state-snapshot.js';
 import type { Clock } from '../core/clock.js';
 import type { RollingPolicySpec } from '../jobgraph/jobgraph.js';
 import type { InProgressPart, RollingPartFiles } from '../blob/rolling-parts.js';
-import type { ProcessingTimeService } from './stream-operator.js';
+import type { CheckpointedOperator, ProcessingTimeService } from './stream-operator.js';
 import type { Emit } from './task-io.js';
 
 /** Lines are handed to the part file in batches of about this many bytes. */
@@ -47,6 +57,23 @@ export function clockProcessingTime(clock: Clock): ProcessingTimeService {
 /** The line of a record when the sink has no encoder: strings as they are, other values as JSON. */
 export const defaultLine = (r: unknown): string => (typeof r === 'string' ? r : (JSON.stringify(r) ?? String(r)));
 
+/** The sink's operator-state lists: its pending parts (dealt among subtasks on a rescale) and their refs (given whole to every subtask). */
+export const PENDING_PARTS_LIST = 'file-sink-pending-parts';
+export const PENDING_REFS_LIST = 'file-sink-pending-refs';
+
+/** A pending part with the checkpoint it belongs to: committed once that checkpoint, or a later one, completes. */
+interface PendingEntry {
+  readonly checkpointId: number;
+  readonly part: PendingPart;
+}
+
+/** Where a sink subtask stands among its job's: whose state it restores and whose leftovers it removes. */
+export interface ExactlyOnceSubtask {
+  readonly operatorName: string;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+}
+
 /** A Sink (sinks.ts) of rolling part files. */
 export class RollingFileSink {
   private readonly policy: DefaultRollingPolicy;
@@ -63,17 +90,92 @@ export class RollingFileSink {
   private failure: unknown;
   private timer: { cancel(): void } | undefined;
   private stopped = false;
-  /** The names of the parts rolled so far, in order. */
+  /** The names of the parts rolled so far, in order (committed ones only, in a checkpointing job). */
   readonly rolled: string[] = [];
+  /** Two-phase commit: parts closed since the last checkpoint's barrier. */
+  private closedSinceBarrier: PendingPart[] = [];
+  /** Two-phase commit: parts of checkpoints not known complete, in checkpoint order. */
+  private pendingParts: PendingEntry[] = [];
+  /** The checkpoint hooks of a sink that commits in two phases; undefined otherwise. */
+  readonly checkpointed: CheckpointedOperator | undefined;
 
   constructor(
     private readonly parts: RollingPartFiles,
     policy: RollingPolicySpec,
     private readonly time: ProcessingTimeService,
     private readonly encode: (record: unknown) => string = defaultLine,
+    /** Set in a checkpointing job: parts commit when checkpoints complete. */
+    private readonly exactlyOnce?: ExactlyOnceSubtask,
   ) {
     this.policy = new DefaultRollingPolicy(policy);
+    this.checkpointed =
+      exactlyOnce === undefined
+        ? undefined
+        : {
+            initializeState: (restored, access) => this.initializeState(restored, access),
+            snapshotState: (checkpointId, access) => this.snapshotState(checkpointId, access),
+            notifyCheckpointComplete: (checkpointId) => this.notifyCheckpointComplete(checkpointId),
+          };
     this.scheduleCheck();
+  }
+
+  /** The parts closed and not yet visible (a checkpointing job's), by name. */
+  get pendingNames(): string[] {
+    return [...this.pendingParts.map((e) => e.part.name), ...this.closedSinceBarrier.map((p) => p.name)];
+  }
+
+  /**
+   * Restore: the pending parts of this subtask's share become visible (their checkpoint completed), then the
+   * hidden parts of the subtasks this one answers for (index ≡ this one's modulo the parallelism) that no
+   * subtask's state names are removed.
+   */
+  private async initializeState(restored: OperatorSubtaskState | undefined, access: CheckpointStreamFactory): Promise<void> {
+    const eo = this.exactlyOnce!;
+    let mine: PendingEntry[] = [];
+    let refs: string[] = [];
+    if (restored !== undefined) {
+      const lists = await readOperatorState(restored.operator, access, { subtaskIndex: eo.subtaskIndex, parallelism: eo.parallelism });
+      mine = (lists.get(PENDING_PARTS_LIST) ?? []) as PendingEntry[];
+      refs = (lists.get(PENDING_REFS_LIST) ?? []) as string[];
+    }
+    for (const entry of mine) {
+      await this.parts.commitPending(entry.part);
+      this.rolled.push(entry.part.name);
+    }
+    const committed = new Set(mine.map((e) => e.part.ref));
+    await this.parts.removeLeftovers((subtask) => subtask % eo.parallelism === eo.subtaskIndex, new Set(refs.filter((r) => !committed.has(r))));
+  }
+
+  /** At the barrier: the part in progress closes into a pending part of `checkpointId`; the state lists every part not yet committed. */
+  private snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
+    const eo = this.exactlyOnce!;
+    let entries: PendingEntry[] = [];
+    const closed = this.closePart((part) => {
+      const closedNow = part === undefined ? this.closedSinceBarrier : [...this.closedSinceBarrier, part];
+      this.closedSinceBarrier = [];
+      this.pendingParts.push(...closedNow.map((p) => ({ checkpointId, part: p })));
+      entries = [...this.pendingParts];
+    });
+    return closed.then(async () => {
+      const lists = [
+        { name: PENDING_PARTS_LIST, mode: 'split' as const, entries },
+        { name: PENDING_REFS_LIST, mode: 'union' as const, entries: entries.map((e) => e.part.ref) },
+      ];
+      const handle = await snapshotOperatorState(checkpointId, access, lists, snapshotFileName(eo.operatorName, eo.subtaskIndex, 'file-sink'));
+      return { keyed: [], operator: [handle] };
+    });
+  }
+
+  /** Checkpoint `checkpointId` completed: every pending part of it and of earlier checkpoints becomes visible, in order. */
+  private notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    return this.enqueue(async () => {
+      while (this.pendingParts.length > 0 && this.pendingParts[0]!.checkpointId <= checkpointId) {
+        const { part } = this.pendingParts[0]!;
+        await this.parts.commitPending(part);
+        this.pendingParts.shift();
+        this.rolled.push(part.name);
+      }
+    });
   }
 
   readonly emit: Emit = (r) => {
@@ -92,10 +194,25 @@ export class RollingFileSink {
     if (this.pendingBytes >= FLUSH_BYTES) return this.flush();
   };
 
-  /** End of input: the last part rolls, so every line is in a visible part. */
+  /**
+   * End of input: the last part rolls, so every line is in a visible part. In a checkpointing job the final
+   * checkpoint has committed everything by then (the task waits for it); what is left still commits.
+   */
   async close(): Promise<void> {
     this.stopChecks();
-    if (this.openedAtMs !== undefined) await this.roll();
+    if (this.exactlyOnce !== undefined) {
+      await this.closePart((part) => {
+        if (part !== undefined) this.closedSinceBarrier.push(part);
+      });
+      await this.enqueue(async () => {
+        for (const part of [...this.pendingParts.map((e) => e.part), ...this.closedSinceBarrier]) {
+          await this.parts.commitPending(part);
+          this.rolled.push(part.name);
+        }
+        this.pendingParts = [];
+        this.closedSinceBarrier = [];
+      });
+    } else if (this.openedAtMs !== undefined) await this.roll();
     await this.queue;
     if (this.failure !== undefined) throw this.failure;
   }
@@ -145,8 +262,16 @@ export class RollingFileSink {
     return this.enqueue(() => this.write(text));
   }
 
-  /** Ends the current part: its pending lines are written and it is committed; the next record opens another. */
+  /**
+   * Ends the current part: its pending lines are written and it is committed (in a checkpointing job: closed
+   * into a pending part); the next record opens another.
+   */
   private roll(): Promise<void> {
+    if (this.exactlyOnce !== undefined) {
+      return this.closePart((part) => {
+        if (part !== undefined) this.closedSinceBarrier.push(part);
+      });
+    }
     const text = this.takePending();
     this.openedAtMs = undefined;
     this.partBytes = 0;
@@ -155,6 +280,19 @@ export class RollingFileSink {
       const part = this.part;
       this.part = undefined;
       if (part !== undefined) this.rolled.push(await part.commit());
+    });
+  }
+
+  /** Writes the lines taken so far and closes the part in progress for a later commit; `then` gets it (undefined: no part was open), in the queue. */
+  private closePart(then: (part: PendingPart | undefined) => void): Promise<void> {
+    const text = this.takePending();
+    this.openedAtMs = undefined;
+    this.partBytes = 0;
+    return this.enqueue(async () => {
+      await this.write(text);
+      const part = this.part;
+      this.part = undefined;
+      then(part === undefined ? undefined : await part.closeForCommit());
     });
   }
 

@@ -1,6 +1,8 @@
 // Sinks at the end of a task's chain: the collect sink (records back to the client through the JobMaster)
 // and the text file sink: on bounded input one part file per subtask, staged per attempt and committed by
 // the JobMaster; on unbounded input part files rolled into the target as the job runs (rolling-file-sink.ts).
+// In a checkpointing job, bounded or not, the file sink rolls part files that commit in two phases with the
+// job's checkpoints (exactly once across restores); the JobMaster stages and commits nothing for it.
 import { open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { currentJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
@@ -10,10 +12,10 @@ import { systemClock } from '../core/clock.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
 import { findUnencodable, RecordEncodingError } from '../network/record-check.js';
-import type { OperatorSpec } from '../jobgraph/jobgraph.js';
+import { DEFAULT_ROLLING_POLICY, type OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { TaskDeploymentDescriptor, TaskResult } from '../protocol/task-deployment.js';
 import { clockProcessingTime, defaultLine, RollingFileSink } from './rolling-file-sink.js';
-import type { ProcessingTimeService } from './stream-operator.js';
+import type { CheckpointedOperator, ProcessingTimeService } from './stream-operator.js';
 import { sinkConnectorFactory, sinkFunctionRef } from './sink-connectors.js';
 import { functionOf, noteErrors, TaskSetupError, type Emit } from './task-io.js';
 
@@ -22,6 +24,8 @@ export interface Sink {
   close(): Promise<void>;
   abort(): Promise<void>;
   readonly result?: () => Pick<TaskResult, 'collected' | 'collectedTruncated' | 'stagedPart'>;
+  /** The sink's checkpoint hooks (a file sink's two-phase commit in a checkpointing job). */
+  readonly checkpointed?: CheckpointedOperator | undefined;
 }
 
 class CollectSink implements Sink {
@@ -191,8 +195,10 @@ export async function openSink(
       : (noteErrors(functionOf(userFunctions, `the encoder of file sink '${last.name}'`, last.encoder) as (r: unknown) => unknown, last.name) as (
           r: unknown,
         ) => string);
-  if (last.rolling !== undefined) {
-    const policy = last.rolling;
+  // A checkpointing job's file sink rolls and commits with checkpoints, on bounded input too.
+  const rolling = last.rolling ?? (tdd.checkpointing !== undefined ? DEFAULT_ROLLING_POLICY : undefined);
+  if (rolling !== undefined) {
+    const policy = rolling;
     const partsNow = async (): Promise<RollingPartFiles> => {
       try {
         // With the job's latest credentials: its JobMaster renews them while a streaming job runs.
@@ -204,15 +210,21 @@ export async function openSink(
     };
     const first = await withOpenDeadline(partsNow(), { timeoutMs: openTimeoutMs, what: `file sink '${last.name}' opening its target '${last.path}'` });
     let used = false;
-    // Each part after the first goes through the store of the credentials current when it opens.
+    let latest = first;
+    // Each part after the first goes through the store of the credentials current when it opens; commits
+    // through the latest.
     const parts: RollingPartFiles = {
       openPart: async () => {
         const from = used ? await partsNow() : first;
         used = true;
+        latest = from;
         return from.openPart();
       },
+      commitPending: (part) => latest.commitPending(part),
+      removeLeftovers: (owns, keep) => latest.removeLeftovers(owns, keep),
     };
-    return new RollingFileSink(parts, policy, processingTime, encode);
+    const exactlyOnce = tdd.checkpointing !== undefined ? { operatorName: last.name, subtaskIndex: tdd.subtaskIndex, parallelism: tdd.parallelism } : undefined;
+    return new RollingFileSink(parts, policy, processingTime, encode, exactlyOnce);
   }
   if (tdd.sinkStagingDir === undefined)
     throw new TaskSetupError(`task ${tdd.taskName}: text file sink '${last.name}' got no staging folder from the JobMaster`);

@@ -392,6 +392,9 @@ describe('a source task', () => {
 
 describe("a checkpointing job's source task", () => {
   /** Runs sequence 1..20000 → map into a partition; triggers checkpoint 1 once `triggerAfter` records came out. */
+  const LAST = 20_000;
+  const FINAL = 99;
+
   async function runSourceTask(
     streams: CheckpointStreamFactory,
     restore: TaskRestore | undefined,
@@ -410,12 +413,20 @@ describe("a checkpointing job's source task", () => {
     down.attach(0, producerEnd);
     out.connect(0, consumerEnd);
     const reports: CheckpointReport[] = [];
-    const coordinator = new SubtaskCheckpointCoordinator('source (1/1)', (r) => reports.push(r), { streams });
+    // The final checkpoint (FLIP-147) completes as soon as the task acknowledges it: the task then ends its output.
+    const coordinator: SubtaskCheckpointCoordinator = new SubtaskCheckpointCoordinator(
+      'source (1/1)',
+      (r) => {
+        reports.push(r);
+        if (r.type === 'checkpointAck' && r.checkpointId === FINAL) coordinator.notifyCheckpointComplete(FINAL);
+      },
+      { streams },
+    );
     const controller = new AbortController();
     controllers.push(controller);
     const tdd = taskDeployment(
       [
-        { kind: 'source.sequence', id: 's', name: 'numbers', from: 1, to: 20_000 },
+        { kind: 'source.sequence', id: 's', name: 'numbers', from: 1, to: LAST },
         { kind: 'map', id: 'm', name: 'same', fn: fn('op-1') },
       ],
       {
@@ -439,11 +450,13 @@ describe("a checkpointing job's source task", () => {
     let triggered = false;
     for (let b = await out.next(); b !== undefined; b = await out.next()) {
       for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
+      const last = b.records.includes(LAST);
       b.ack();
       if (!triggered && triggerAfter !== undefined && output.length > triggerAfter) {
         triggered = true;
         coordinator.triggerCheckpoint(1, 10, options('EXACTLY_ONCE'));
       }
+      if (last) coordinator.triggerCheckpoint(FINAL, 20, options('EXACTLY_ONCE'));
     }
     await running;
     await coordinator.settled();
@@ -455,7 +468,12 @@ describe("a checkpointing job's source task", () => {
     const first = await runSourceTask(streams, undefined, 100);
     const at = first.output.indexOf('|1|');
     expect(at).toBeGreaterThan(100);
-    expect(first.reports).toHaveLength(1);
+    // Checkpoint 1, then the final checkpoint, taken after the last record, before the output ends.
+    expect(first.reports.map((r) => [r.type, r.checkpointId])).toEqual([
+      ['checkpointAck', 1],
+      ['checkpointAck', FINAL],
+    ]);
+    expect(first.output.slice(-2)).toEqual([LAST, `|${FINAL}|`]);
     const ack = first.reports[0]!;
     if (ack.type !== 'checkpointAck') throw new Error(`expected an acknowledgement, got ${JSON.stringify(ack)}`);
     expect(Object.keys(ack.state.operators)).toEqual(['v1:0']);
