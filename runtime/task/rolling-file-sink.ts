@@ -134,7 +134,8 @@ export class RollingFileSink {
     let mine: PendingEntry[] = [];
     let refs: string[] = [];
     if (restored !== undefined) {
-      const lists = await readOperatorState(restored.operator, access, { subtaskIndex: eo.subtaskIndex, parallelism: eo.parallelism });
+      // The JobMaster dealt the split list (its handles' `assigned`); the union list comes whole.
+      const lists = await readOperatorState(restored.operator, access);
       mine = (lists.get(PENDING_PARTS_LIST) ?? []) as PendingEntry[];
       refs = (lists.get(PENDING_REFS_LIST) ?? []) as string[];
     }

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import type { RollingPolicySpec } from '../../runtime/jobgraph/jobgraph.js';
 import { openFsRollingParts } from '../../runtime/local/fs-rolling-parts.js';
+import { dealOperatorState } from '../../runtime/jobmaster/state-assignment.js';
 import type { OperatorSubtaskState } from '../../runtime/protocol/checkpoints.js';
 import { clockProcessingTime, RollingFileSink } from '../../runtime/task/rolling-file-sink.js';
 import { MemoryCheckpointStreams } from '../support/checkpoint-streams.js';
@@ -175,8 +176,8 @@ describe('the file sink of a checkpointing job (two-phase commit)', () => {
     await b.sink.abort();
     expect(hidden(target)).toHaveLength(4);
 
-    const merged: OperatorSubtaskState = { keyed: [], operator: [...sa.operator, ...sb.operator] };
-    const only = await sinkIn(target, streams, merged, 0, 1);
+    const [merged] = dealOperatorState([...sa.operator, ...sb.operator], 1);
+    const only = await sinkIn(target, streams, { keyed: [], operator: merged! }, 0, 1);
     expect(output(target).sort()).toEqual(['a1', 'a2', 'b1']);
     expect(hidden(target)).toEqual([]);
     await only.sink.close();
@@ -192,8 +193,13 @@ describe('the file sink of a checkpointing job (two-phase commit)', () => {
     await one.sink.abort();
     expect(hidden(target)).toHaveLength(3);
     // The second subtask restores first: the first subtask's removal of leftovers must spare its parts.
-    const second = await sinkIn(target, streams, state, 1, 2);
-    const first = await sinkIn(target, streams, state, 0, 2);
+    const [to0, to1] = dealOperatorState(state.operator, 2);
+    const share = (handles: OperatorSubtaskState['operator'] | undefined): OperatorSubtaskState => ({ keyed: [], operator: handles! });
+    const second = await sinkIn(target, streams, share(to1), 1, 2);
+    // Dealt round-robin: the second subtask commits p2; p1 and p3 wait, hidden, for the first subtask.
+    expect(output(target).sort()).toEqual(['p2']);
+    expect(hidden(target)).toHaveLength(2);
+    const first = await sinkIn(target, streams, share(to0), 0, 2);
     expect(output(target).sort()).toEqual(['p1', 'p2', 'p3']);
     expect(hidden(target)).toEqual([]);
     await first.sink.close();

@@ -18,6 +18,8 @@ import { taskDeployment } from '../support/task-deployment.js';
 const CHECKPOINT: CheckpointOptions = { type: 'checkpoint', mode: 'EXACTLY_ONCE', alignedCheckpointTimeoutMs: -1 };
 const STOP: CheckpointOptions = { ...CHECKPOINT, type: 'savepoint', targetLocation: 'memory://savepoints/savepoint-abcdef-1', terminate: 'suspend' };
 const COUNT = 20_000;
+/** The final checkpoint (FLIP-147) of a source that read everything: completed as soon as it is acknowledged. */
+const FINAL = 99;
 
 const controllers: AbortController[] = [];
 afterEach(() => {
@@ -53,13 +55,20 @@ async function runSourceTask(
   out.connect(0, consumerEnd);
   const reports: CheckpointReport[] = [];
   const folders: string[] = [];
-  const coordinator = new SubtaskCheckpointCoordinator('source (1/1)', (r) => reports.push(r), {
-    streams: checkpoints,
-    savepointStreams: (folder) => {
-      folders.push(folder);
-      return savepoints;
+  const coordinator: SubtaskCheckpointCoordinator = new SubtaskCheckpointCoordinator(
+    'source (1/1)',
+    (r) => {
+      reports.push(r);
+      if (r.type === 'checkpointAck' && r.checkpointId === FINAL) coordinator.notifyCheckpointComplete(FINAL);
     },
-  });
+    {
+      streams: checkpoints,
+      savepointStreams: (folder) => {
+        folders.push(folder);
+        return savepoints;
+      },
+    },
+  );
   const controller = new AbortController();
   controllers.push(controller);
   const tdd = taskDeployment(
@@ -82,7 +91,9 @@ async function runSourceTask(
   let told = false;
   for (let b = await out.next(); b !== undefined; b = await out.next()) {
     for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
+    const last = b.records.includes(COUNT);
     b.ack();
+    if (last) coordinator.triggerCheckpoint(FINAL, 20, CHECKPOINT);
     if (!triggered && triggerAfter !== undefined && output.length > triggerAfter) {
       triggered = true;
       coordinator.triggerCheckpoint(1, 10, STOP);
@@ -119,7 +130,7 @@ describe('a source task stopped with a savepoint', () => {
 
     // The restored attempt reads the files where they are (its storage reads any URI).
     const second = await runSourceTask(savepoints, savepoints, { checkpointId: 1, state: ack.state }, undefined);
-    expect(second.output).toEqual(Array.from({ length: COUNT - at }, (_, i) => at + i + 1));
+    expect(second.output).toEqual([...Array.from({ length: COUNT - at }, (_, i) => at + i + 1), `|${FINAL}|`]);
   });
 
   it('goes on with every record when the savepoint is aborted', async () => {
