@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobId } from '../../runtime/core/ids.js';
 import type { JobRecord } from '../../runtime/ha/job-store.js';
 import { SqliteJobStore } from '../../runtime/local/sqlite-job-store.js';
+import { checkpointsRecord } from '../support/checkpoints-record.js';
 import { CliHarness } from './cli-harness.js';
 
 const harness = new CliHarness('floe-cli-stored-');
@@ -53,6 +54,7 @@ beforeAll(async () => {
       submittedAtMs: 2_000,
       updatedAtMs: 9_000,
       tasks: counts({ total: 2, running: 1, failed: 1 }),
+      checkpoints: checkpointsRecord(3),
       exceptions: [
         {
           timestampMs: 8_000,
@@ -99,6 +101,8 @@ describe('read commands while the cluster is stopped', () => {
     );
     expect(status.stdout).toMatch(/status +RUNNING/);
     expect(status.stdout).toMatch(/tasks +0\/2 finished, 1 running, 0 scheduled, 1 failed/);
+    // Its checkpoints as the record has them; the latest one's age counts to the record's last write.
+    expect(status.stdout).toMatch(/^checkpoints 3 completed, 1 in progress, 1 failed · latest #3 5.9 s ago, 600 B \(300 B written\), took 30 ms$/m);
     expect(status.stdout).toContain(
       'latest exceptions:\n1970-01-01T00:00:08.000Z map (1/2) on te-1\n  Error: it broke \\x1b]0;owned\\x07\n      at f (/home/u/job.ts:7:9)',
     );
