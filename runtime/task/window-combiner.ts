@@ -39,11 +39,15 @@ export function windowFoldOf(op: WindowOperatorSpec, fn: (ref: FunctionRef | und
   return { first: (r) => add(r, create()), next: (p, r) => add(r, p) };
 }
 
-/** The partials of one pane: per key (canonical form) the partial, and the key as the selector returned it. */
+/**
+ * The partials of one pane: per key (canonical form) the partial, and the key as the selector returned it;
+ * number keys also by themselves (their entry's index), so a record with a known number key makes no string.
+ */
 interface Pane {
   readonly start: number;
   readonly table: KeyTable<unknown>;
   readonly keys: unknown[];
+  readonly numbers: Map<number, number>;
 }
 
 /**
@@ -97,21 +101,30 @@ export function windowCombiner(
     add(record, timestamp) {
       if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw new WindowTimestampError(op.name, timestamp);
       const key = keySelector(record);
-      const k = canonical(key);
       const start = TimeWindow.getWindowStartWithOffset(timestamp, offset, paneSize);
-      if (start + paneSize - 1 <= watermark) return send(k, [key, fold.first(record)], start + paneSize - 1);
+      if (start + paneSize - 1 <= watermark) return send(canonical(key), [key, fold.first(record)], start + paneSize - 1);
       let pane = recent !== undefined && recent.start === start ? recent : panes.get(start);
       if (pane === undefined) {
-        pane = { start, table: new KeyTable(), keys: [] };
+        pane = { start, table: new KeyTable(), keys: [], numbers: new Map() };
         panes.set(start, pane);
       }
       recent = pane;
+      const values = pane.table.values;
+      if (typeof key === 'number') {
+        const n = pane.numbers.get(key);
+        if (n !== undefined) {
+          values[n] = fold.next(values[n], record);
+          return;
+        }
+      }
+      const k = canonical(key);
       const i = pane.table.indexOf(k);
       if (i >= 0) {
-        pane.table.values[i] = fold.next(pane.table.values[i], record);
+        values[i] = fold.next(values[i], record);
         return;
       }
-      pane.table.insert(k, fold.first(record));
+      const inserted = pane.table.insert(k, fold.first(record));
+      if (typeof key === 'number') pane.numbers.set(key, inserted);
       pane.keys.push(key);
       held++;
       if (held > maxKeys) return sendUpTo(Infinity);

@@ -5,8 +5,9 @@ import { describe, expect, it } from 'vitest';
 import type { WindowOperatorSpec } from '../../runtime/task/window-operator.js';
 import { WindowTimestampError } from '../../runtime/task/window-operator.js';
 import { windowCombiner, type WindowFold } from '../../runtime/task/window-combiner.js';
+import { canonicalKey } from '../../runtime/network/key-groups.js';
 
-type Ev = { k: string; v: number };
+type Ev = { k: unknown; v: number };
 const ref = { export: 'job', operatorId: 'w' };
 const tumbling = (size: number): WindowOperatorSpec => ({
   kind: 'keyed.window',
@@ -57,6 +58,40 @@ describe('windowCombiner', () => {
     await c.flush();
     expect(sent[2]).toEqual({ key: 'a', partial: 7, ts: 199 });
     expect(c.size).toBe(0);
+  });
+
+  it('folds number keys apart from strings that look alike, one partial per key and pane, with the canonical form each routes by', async () => {
+    const routed: string[] = [];
+    const sent: { key: unknown; partial: unknown }[] = [];
+    const c = windowCombiner(
+      tumbling(100),
+      sum,
+      (r) => (r as Ev).k,
+      (canonical, [key, partial]) => {
+        routed.push(canonical);
+        sent.push({ key, partial });
+      },
+      100,
+    );
+    for (const [k, v] of [
+      [7, 1],
+      ['7', 2],
+      [7, 4],
+      [0, 8],
+      [-0, 16],
+      [7, 32],
+      [{ id: 7 }, 64],
+      [{ id: 7 }, 128],
+    ] as const)
+      c.add({ k, v }, 10);
+    await c.flush();
+    expect(sent).toEqual([
+      { key: 7, partial: 37 },
+      { key: '7', partial: 2 },
+      { key: 0, partial: 24 },
+      { key: { id: 7 }, partial: 192 },
+    ]);
+    expect(routed).toEqual([canonicalKey(7), canonicalKey('7'), canonicalKey(0), canonicalKey({ id: 7 })]);
   });
 
   it('keeps panes of gcd(size, slide) for sliding windows', async () => {
