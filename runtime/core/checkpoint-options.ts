@@ -54,13 +54,13 @@ export const CHECKPOINT_OPTIONS = {
     default: 'DELETE_ON_CANCELLATION',
     values: ['DELETE_ON_CANCELLATION', 'RETAIN_ON_CANCELLATION'],
     description:
-      "What happens to a job's retained checkpoints when it is cancelled: deleted, or kept to resume from (`floe run --from-savepoint <path>`). A job that finishes leaves none behind.",
+      "What happens to a job's retained checkpoints when it is cancelled: deleted, or kept to resume from (`floe run --from-savepoint <path>`; the JobManager logs their paths). A job that finishes or fails for good leaves none behind; either way no file that no kept checkpoint references stays.",
   },
   checkpointsDir: {
     key: 'state.checkpoints.dir',
     default: '',
     description:
-      'Where checkpoints are written: a local absolute path (or file:// URI) on a disk every TaskExecutor and JobManager reaches, or s3://bucket/prefix. Each job writes <dir>/<job id>/chk-<n>/ and <dir>/<job id>/shared/. Unset: the folder checkpoints/ in the state dir of the embedded cluster (a cluster without a state dir, on AWS, needs it set).',
+      'Where checkpoints are written: a local absolute path (or file:// URI) on a disk every TaskExecutor and JobManager reaches, or s3://bucket/prefix. Each job writes <dir>/<job id>/chk-<n>/ and <dir>/<job id>/shared/. Unset: the folder checkpoints/ in the state dir of the embedded cluster; on AWS s3://<the cluster bucket>/<blob prefix>checkpoints (elsewhere, the job-data role needs s3:PutObject there).',
   },
   checkpointsNumRetained: {
     key: 'state.checkpoints.num-retained',
@@ -92,7 +92,7 @@ export const CHECKPOINT_OPTIONS = {
     key: 's3.entropy.key',
     default: '',
     description:
-      "A marker in an s3:// 'state.checkpoints.dir' (e.g. s3://bucket/_entropy_/checkpoints with '_entropy_'): in the keys of state files it is replaced by random characters, spreading them over S3's partitions; in a checkpoint's metadata key it is removed. Unset: no entropy.",
+      "A marker in an s3:// 'state.checkpoints.dir' (e.g. s3://bucket/checkpoints/_entropy_ with '_entropy_'): in the keys of state files it is replaced by random characters, spreading them over S3's partitions; in a checkpoint's metadata key it is removed. Put it after a prefix that holds checkpoints only: at a job's end what lies under that prefix is listed to find the job's files. Unset: no entropy.",
   },
   s3EntropyLength: {
     key: 's3.entropy.length',

@@ -10,7 +10,7 @@ import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FloeStack } from '../../cdk/lib/floe-stack.js';
-import { FloeEnv } from '../../cdk/lib/runtime-contract.js';
+import { BucketLayout, FloeEnv } from '../../cdk/lib/runtime-contract.js';
 import { bundleJobFile, importLibrary } from '../../runtime/api/library.js';
 import { loadJobDefinition } from '../../runtime/api/program.js';
 import { buildJobGraph } from '../../runtime/api/translate.js';
@@ -205,6 +205,35 @@ describe("job isolation in S3: the job-data role narrowed by a job's session pol
     const policy = jobSessionPolicy(jobB, { bucket: BUCKET, blobPrefix: synth.blobPrefix });
     expect(await allowed(dataRole, 's3:PutObject', object(`out/b/.floe-staging-${jobB.jobId}/att-1/part-0`), policy)).toBe('Allowed');
     expect(await allowed(dataRole, 's3:PutObject', object(`out/a/.floe-staging-${jobA.jobId}/att-1/part-0`), policy)).toBe('ImplicitlyDenied');
+  });
+
+  it("lets a checkpointing job's tasks write and read their own checkpoint folder only, under any entropy, and no other job's", async () => {
+    const dataRole = synth.roleId('JobDataRole');
+    const root = `${synth.blobPrefix}${BucketLayout.checkpoints}`;
+    const location = (jobId: string) => ({ folder: `s3://${BUCKET}/${root}_entropy_/${jobId}`, entropyKey: '_entropy_', entropyLength: 4 });
+    const policy = jobSessionPolicy(jobA, { bucket: BUCKET, blobPrefix: synth.blobPrefix }, location(jobA.jobId));
+    const [a, b] = [jobA.jobId, jobB.jobId];
+    const verdicts = {
+      'A puts a state file': await allowed(dataRole, 's3:PutObject', object(`${root}x7k2/${a}/chk-3/op-0-keyed`), policy),
+      'A puts a shared file': await allowed(dataRole, 's3:PutObject', object(`${root}0abc/${a}/shared/sst-1`), policy),
+      'A reads a state file to restore': await allowed(dataRole, 's3:GetObject', object(`${root}x7k2/${a}/chk-3/op-0-keyed`), policy),
+      "A puts a state file into B's folder": await allowed(dataRole, 's3:PutObject', object(`${root}x7k2/${b}/chk-3/op-0-keyed`), policy),
+      "A reads B's state": await allowed(dataRole, 's3:GetObject', object(`${root}x7k2/${b}/chk-3/op-0-keyed`), policy),
+      "A puts B's metadata": await allowed(dataRole, 's3:PutObject', object(`${root}${b}/chk-3/_metadata`), policy),
+      'A deletes its own state file (the JobManager discards)': await allowed(dataRole, 's3:DeleteObject', object(`${root}x7k2/${a}/chk-3/op-0-keyed`), policy),
+    };
+    expect(verdicts).toEqual({
+      'A puts a state file': 'Allowed',
+      'A puts a shared file': 'Allowed',
+      'A reads a state file to restore': 'Allowed',
+      "A puts a state file into B's folder": 'ImplicitlyDenied',
+      "A reads B's state": 'ImplicitlyDenied',
+      "A puts B's metadata": 'ImplicitlyDenied',
+      'A deletes its own state file (the JobManager discards)': 'ImplicitlyDenied',
+    });
+    // Without checkpoints, the session reaches no checkpoint folder, not even the job's own.
+    const plain = jobSessionPolicy(jobA, { bucket: BUCKET, blobPrefix: synth.blobPrefix });
+    expect(await allowed(dataRole, 's3:PutObject', object(`${root}x7k2/${a}/chk-3/op-0-keyed`), plain)).toBe('ImplicitlyDenied');
   });
 
   it("lets a streaming job's tasks list and roll the part files of its own target, and nothing else there or elsewhere", async () => {
