@@ -2,15 +2,16 @@
 // MessagePort (two workers of one TaskExecutor) or a bridge to a TCP connection (two TaskExecutors).
 //
 //   consumer → producer: credit {n, initial?} (the first one carries the initial credit), release
-//   producer → consumer: buffer {data}, end (end of partition), error {message}
+//   producer → consumer: buffer {data, priority?}, end (end of partition), error {message}
 //
-// The producer sends a buffer only while it holds credit; `end` and `error` need none.
+// The producer sends a buffer only while it holds credit; `end` and `error` need none, nor does a priority
+// buffer (an unaligned checkpoint barrier that overtakes the buffers queued before it).
 import type { MessagePort } from 'node:worker_threads';
 
 export type ChannelMessage =
   | { readonly t: 'credit'; readonly n: number; readonly initial?: boolean }
   | { readonly t: 'release'; readonly reason?: string }
-  | { readonly t: 'buffer'; readonly data: Uint8Array }
+  | { readonly t: 'buffer'; readonly data: Uint8Array; readonly priority?: true }
   | { readonly t: 'end' }
   | { readonly t: 'error'; readonly message: string };
 
@@ -130,7 +131,7 @@ export function wrapMessagePort(port: MessagePort): ChannelPort {
   return {
     send(message) {
       if (closed) return;
-      if (message.t === 'buffer') {
+      if (message.t === 'buffer' && message.priority !== true) {
         const { data } = message;
         const owns = data.byteOffset === 0 && data.buffer instanceof ArrayBuffer && !isPooled(data) && !transfer.includes(data.buffer);
         batch.push(data);

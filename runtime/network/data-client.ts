@@ -117,6 +117,9 @@ class Connection {
       case FrameType.BUFFER:
         m = { t: 'buffer', data: frame.payload };
         break;
+      case FrameType.PRIORITY_BUFFER:
+        m = { t: 'buffer', data: frame.payload, priority: true };
+        break;
       case FrameType.END:
         m = { t: 'end' };
         break;

@@ -183,7 +183,7 @@ export class DataServer {
                 switch (m.t) {
                   case 'buffer':
                     this.stats.buffersSent++;
-                    write(FrameType.BUFFER, frame.channelId, m.data);
+                    write(m.priority === true ? FrameType.PRIORITY_BUFFER : FrameType.BUFFER, frame.channelId, m.data);
                     break;
                   case 'end':
                     ended = true;

@@ -4,11 +4,12 @@
 //   handshake first (data-auth.ts): HELLO (consumer), CHALLENGE (producer), PROOF (consumer); nothing
 //   else is accepted or sent before it completes
 //   consumer → producer: REQUEST {partitionId, subpartitionIndex} (msgpack), CREDIT {n, initial} (msgpack), RELEASE
-//   producer → consumer: BUFFER (raw record buffer), END (end of partition), ERROR (utf-8 message)
+//   producer → consumer: BUFFER (raw record buffer), PRIORITY_BUFFER (one sent ahead of the queued ones: an
+//   unaligned checkpoint barrier), END (end of partition), ERROR (utf-8 message)
 import type { Socket } from 'node:net';
 import { decodeValue, encodeValue } from './record-buffer.js';
 
-export const FrameType = { REQUEST: 1, CREDIT: 2, BUFFER: 3, END: 4, ERROR: 5, RELEASE: 6, HELLO: 7, CHALLENGE: 8, PROOF: 9 } as const;
+export const FrameType = { REQUEST: 1, CREDIT: 2, BUFFER: 3, END: 4, ERROR: 5, RELEASE: 6, HELLO: 7, CHALLENGE: 8, PROOF: 9, PRIORITY_BUFFER: 10 } as const;
 export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 
 export interface Frame {

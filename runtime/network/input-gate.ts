@@ -5,7 +5,8 @@
 // thread and connection on the way, and a consumer would otherwise send one per buffer. A task about to
 // wait for input sends what it holds only to a producer that could be short of credit (less than a batch
 // left unused); a producer with a batch or more can still send, and its buffers bring the task's next
-// batch of credits about.
+// batch of credits about. A priority buffer (an unaligned checkpoint barrier) needs no credit and goes ahead
+// of every queued buffer; it carries the buffers of its channel it overtook, for the task's in-flight state.
 import type { TaskSignal } from '../core/cancellation.js';
 import type { ChannelPort } from './channel-port.js';
 import { decodeRecords } from './record-buffer.js';
@@ -16,6 +17,13 @@ export interface ReceivedBuffer {
   readonly records: unknown[];
   /** The channel ended here (no records): every record it sent came before. */
   readonly endOfChannel?: true;
+  /** The buffer as it came over the wire (the records decode from it). */
+  readonly data?: Uint8Array;
+  /**
+   * A priority buffer (a barrier that overtook what its channel had queued): the channel's buffers it
+   * overtook, as they came over the wire, in order. They are still to come from `next`.
+   */
+  readonly overtaken?: readonly Uint8Array[];
   /** Tells the producer this buffer is processed: grants one credit back. */
   ack(): void;
 }
@@ -50,7 +58,7 @@ class InputChannel {
 export class InputGate {
   private readonly channels: InputChannel[];
   /** Buffers in arrival order; `undefined` data marks a channel's end, after its last buffer. */
-  private readonly queue: { channel: InputChannel; data: Uint8Array | undefined }[] = [];
+  private readonly queue: { channel: InputChannel; data: Uint8Array | undefined; overtaken?: Uint8Array[] }[] = [];
   private openChannels: number;
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
@@ -91,6 +99,10 @@ export class InputGate {
     port.onMessage((m) => {
       switch (m.t) {
         case 'buffer':
+          if (m.priority === true) {
+            this.addPriority(ch, m.data);
+            break;
+          }
           ch.buffersReceived++;
           ch.unacked++;
           if (ch.unacked > ch.maxUnacked) ch.maxUnacked = ch.unacked;
@@ -115,6 +127,19 @@ export class InputGate {
     });
     ch.granted = this.initialCredit;
     port.send({ t: 'credit', n: this.initialCredit, initial: true });
+  }
+
+  /** A priority buffer goes after the priority buffers queued already and before every other buffer. */
+  private addPriority(ch: InputChannel, data: Uint8Array): void {
+    let at = 0;
+    while (at < this.queue.length && this.queue[at]!.overtaken !== undefined) at++;
+    const overtaken: Uint8Array[] = [];
+    for (let i = at; i < this.queue.length; i++) {
+      const item = this.queue[i]!;
+      if (item.channel === ch && item.data !== undefined) overtaken.push(item.data);
+    }
+    this.queue.splice(at, 0, { channel: ch, data, overtaken });
+    this.notify();
   }
 
   /** The channel could not be set up (e.g. its partition never appeared): the task fails with `error`. */
@@ -162,11 +187,13 @@ export class InputGate {
         const { channel, data } = item;
         if (data === undefined) return { channelIndex: channel.index, records: NO_RECORDS, endOfChannel: true, ack: () => undefined };
         const records = decodeRecords(data);
+        if (item.overtaken !== undefined) return { channelIndex: channel.index, records, data, overtaken: item.overtaken, ack: () => undefined };
         channel.recordsReceived += records.length;
         let acked = false;
         return {
           channelIndex: channel.index,
           records,
+          data,
           ack: () => {
             if (acked) return;
             acked = true;

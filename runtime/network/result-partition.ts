@@ -1,14 +1,17 @@
 // The producer side of the data plane: a task's output for one edge, split into subpartitions (one per
 // consumer subtask). Records are batched into buffers; each subpartition sends only while its
 // consumer has granted credit, and the writer waits while a subpartition's backlog is full, so a slow
-// consumer slows its producer and memory stays bounded.
+// consumer slows its producer and memory stays bounded. With unaligned checkpoints a barrier may overtake
+// the queued buffers (Flink's priority event, PipelinedSubpartition#addPriorityElement): at once when it is
+// unaligned, or once its aligned-checkpoint timeout passed while it waited in the queue; the buffers it
+// overtook are the producer's output in-flight state of that checkpoint.
 import { FloeError } from '../core/errors.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import type { ResultPartitionDescriptor } from '../protocol/task-deployment.js';
 import type { Partitioner } from '../jobgraph/jobgraph.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
 import { canonicalKey, keyGroupOf, subtaskForKeyGroup } from './key-groups.js';
-import { TimestampedRecord, Watermark, WatermarkStatus, type CheckpointBarrier } from './stream-elements.js';
+import { CheckpointBarrier, TimestampedRecord, Watermark, WatermarkStatus } from './stream-elements.js';
 import { encodeValue, RecordBufferBuilder } from './record-buffer.js';
 
 export class PartitionError extends FloeError {
@@ -45,9 +48,27 @@ export interface SubpartitionStats {
 
 type Waiter = () => void;
 
+/**
+ * A barrier in a subpartition's queue that may still overtake the buffers before it (Flink's timeout-able
+ * aligned barrier): `settle` gets the buffers it overtook, none when it left in its place.
+ */
+class QueuedBarrier {
+  timer: ReturnType<typeof setTimeout> | undefined;
+  constructor(
+    readonly barrier: CheckpointBarrier,
+    readonly settle: (overtaken: Uint8Array[]) => void,
+  ) {}
+}
+
+/** The barrier as it overtakes: unaligned from here on (downstream tasks take it at once). */
+const unalignedBarrier = (b: CheckpointBarrier): CheckpointBarrier =>
+  b.options.alignedCheckpointTimeoutMs === 0 ? b : new CheckpointBarrier(b.checkpointId, b.timestamp, { ...b.options, alignedCheckpointTimeoutMs: 0 });
+
 class Subpartition {
   private readonly builder: RecordBufferBuilder;
-  private readonly backlog: Uint8Array[] = [];
+  private readonly backlog: (Uint8Array | QueuedBarrier)[] = [];
+  /** Priority buffers (overtaking barriers) made before a consumer attached: sent first when one does. */
+  private readonly priority: Uint8Array[] = [];
   private port: ChannelPort | undefined;
   private credit = 0;
   private finished = false;
@@ -108,10 +129,52 @@ class Subpartition {
     this.pump();
   }
 
+  /**
+   * Adds a barrier of a checkpoint that may turn unaligned: it overtakes every queued buffer at once when
+   * `timeoutMs` is 0, else when it is still queued after `timeoutMs`. Resolves with the buffers it overtook
+   * (copies: what is queued leaves later, and a buffer sent to another thread is detached there).
+   */
+  addBarrier(barrier: CheckpointBarrier, timeoutMs: number): Promise<Uint8Array[]> {
+    this.flush();
+    if (this.done) return Promise.resolve([]);
+    if (timeoutMs === 0) return Promise.resolve(this.overtake(barrier, this.backlog.length));
+    return new Promise((settle) => {
+      const queued = new QueuedBarrier(barrier, settle);
+      queued.timer = setTimeout(() => {
+        queued.timer = undefined;
+        const at = this.backlog.indexOf(queued);
+        if (at < 0) return;
+        this.backlog.splice(at, 1);
+        settle(this.overtake(barrier, at));
+        this.wakeWriters();
+      }, timeoutMs);
+      this.enqueue(queued);
+    });
+  }
+
+  /** Queues buffers restored from an unaligned checkpoint's output in-flight state, before anything written now. */
+  addRestored(buffers: readonly Uint8Array[]): void {
+    this.flush();
+    for (const b of buffers) this.enqueue(b);
+  }
+
+  /** Sends `barrier` ahead of the first `count` queued entries (no credit needed) and returns copies of their buffers. */
+  private overtake(barrier: CheckpointBarrier, count: number): Uint8Array[] {
+    const overtaken: Uint8Array[] = [];
+    for (let i = 0; i < count; i++) {
+      const entry = this.backlog[i]!;
+      if (entry instanceof Uint8Array) overtaken.push(entry.slice());
+    }
+    const data = encodeValue(unalignedBarrier(barrier));
+    if (this.port !== undefined && !this.released) this.port.send({ t: 'buffer', data, priority: true });
+    else if (!this.released) this.priority.push(data);
+    return overtaken;
+  }
+
   fail(message: string): void {
     if (this.done) return;
     this.failure = message;
-    this.backlog.length = 0;
+    this.clearBacklog();
     if (this.port !== undefined) {
       this.port.send({ t: 'error', message });
       this.port.close();
@@ -134,6 +197,7 @@ class Subpartition {
       return;
     }
     this.port = port;
+    for (const data of this.priority.splice(0)) port.send({ t: 'buffer', data, priority: true });
     port.onMessage((m) => this.onConsumerMessage(m));
     port.onClose(() => {
       if (!this.endSent) this.release();
@@ -162,7 +226,7 @@ class Subpartition {
     }
   }
 
-  private enqueue(buffer: Uint8Array): void {
+  private enqueue(buffer: Uint8Array | QueuedBarrier): void {
     this.backlog.push(buffer);
     if (this.backlog.length > this.maxBacklog) this.maxBacklog = this.backlog.length;
     this.pump();
@@ -172,7 +236,14 @@ class Subpartition {
     const port = this.port;
     if (port === undefined || this.released) return;
     while (this.credit > 0 && this.backlog.length > 0) {
-      const data = this.backlog.shift()!;
+      const entry = this.backlog.shift()!;
+      let data: Uint8Array;
+      if (entry instanceof QueuedBarrier) {
+        // Its turn came before its timeout: it leaves in its place, having overtaken nothing.
+        clearTimeout(entry.timer);
+        entry.settle([]);
+        data = encodeValue(entry.barrier);
+      } else data = entry;
       this.credit--;
       this.buffersSent++;
       const inFlight = this.buffersSent - this.creditsAfterInitial;
@@ -188,6 +259,17 @@ class Subpartition {
     }
   }
 
+  /** Drops what is queued; a queued barrier settles having overtaken nothing (nobody reads this subpartition on). */
+  private clearBacklog(): void {
+    for (const entry of this.backlog) {
+      if (entry instanceof QueuedBarrier) {
+        clearTimeout(entry.timer);
+        entry.settle([]);
+      }
+    }
+    this.backlog.length = 0;
+  }
+
   private wakeWriters(): void {
     if (this.waiters.length === 0 || !this.hasCapacity) return;
     const ws = this.waiters;
@@ -199,7 +281,7 @@ class Subpartition {
     if (this.released) return;
     const wasDone = this.done;
     this.released = true;
-    this.backlog.length = 0;
+    this.clearBacklog();
     this.port?.close();
     const ws = this.waiters;
     this.waiters = [];
@@ -274,6 +356,8 @@ export class ResultPartition {
   private encodingFailure: Error | undefined;
   private remaining: number;
   private readonly doneListeners: (() => void)[] = [];
+  /** Per checkpoint whose barrier may overtake: what it overtook in each subpartition, once it left them all. */
+  private readonly overtaken = new Map<number, Promise<Uint8Array[][]>>();
 
   constructor(
     descriptor: ResultPartitionDescriptor,
@@ -333,9 +417,47 @@ export class ResultPartition {
    */
   broadcastBarrier(barrier: CheckpointBarrier): Promise<void> | undefined {
     if (this.encodingFailure !== undefined) throw this.encodingFailure;
+    const timeoutMs = barrier.options.alignedCheckpointTimeoutMs;
+    if (timeoutMs >= 0 && barrier.options.mode === 'EXACTLY_ONCE') return this.broadcastOvertakingBarrier(barrier, timeoutMs);
     const wait = this.emitToAll(barrier);
     this.flushAll();
     return wait;
+  }
+
+  /**
+   * A barrier of a checkpoint that may turn unaligned, in its own place in every subpartition's queue: it
+   * overtakes the queued buffers at once (timeout 0), or when its aligned-checkpoint timeout passes first.
+   * An unaligned one needs no capacity; a queued one takes a place as a buffer does.
+   */
+  private broadcastOvertakingBarrier(barrier: CheckpointBarrier, timeoutMs: number): Promise<void> | undefined {
+    if (this.flushTimer !== undefined) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    this.overtaken.set(barrier.checkpointId, Promise.all(this.subpartitions.map((s) => s.addBarrier(barrier, timeoutMs))));
+    if (timeoutMs === 0) return undefined;
+    const full = this.subpartitions.filter((s) => !s.hasCapacity);
+    return full.length === 0 ? undefined : this.timed(Promise.all(full.map((s) => this.waitFor(s))).then(() => undefined));
+  }
+
+  /**
+   * The buffers the barrier of `checkpointId` overtook, per subpartition, once it left every subpartition
+   * (the producer's output in-flight state); undefined when its barrier could not overtake (aligned only).
+   * Taken once.
+   */
+  takeOvertakenBuffers(checkpointId: number): Promise<Uint8Array[][]> | undefined {
+    const out = this.overtaken.get(checkpointId);
+    this.overtaken.delete(checkpointId);
+    return out;
+  }
+
+  /** Queues restored output in-flight buffers of subpartition `index` before anything the task writes. */
+  restoreBuffers(index: number, buffers: readonly Uint8Array[]): void {
+    const sub = this.subpartitions[index];
+    if (sub === undefined)
+      throw new PartitionError(
+        `partition ${this.id} has ${this.subpartitions.length} subpartitions, the restored in-flight state has buffers of subpartition ${index}: unaligned checkpoints restore at the same parallelism only (restore from an aligned checkpoint or a savepoint to change it)`,
+        false,
+      );
+    sub.addRestored(buffers);
   }
 
   /**

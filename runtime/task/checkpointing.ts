@@ -12,6 +12,10 @@
 // a source holds back its end of partition meanwhile, so its consumers see that barrier after its records.
 // A trigger that arrives while the input is ending (or, at a task that is no source, before its inputs
 // ended: the JobMaster triggers such a task once its upstream tasks finished) waits for the end.
+// An unaligned checkpoint (its alignment turned unaligned) forwards the barrier ahead of the queued output
+// and writes the in-flight data — the input recorded until every channel's barrier came, the output its
+// barriers overtook — as one file, referenced by the head operator's `inFlight`.
+import { randomUUID } from 'node:crypto';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import type { TaskSignal } from '../core/cancellation.js';
 import { systemClock, type Clock } from '../core/clock.js';
@@ -19,6 +23,7 @@ import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { CheckpointBarrier } from '../network/stream-elements.js';
 import type { CheckpointMetrics, CheckpointOptions, OperatorSubtaskState, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import type { BarrierAlignmentTarget } from './barrier-alignment.js';
+import { encodeChannelState, isEmptyChannelState, type InputChannelStateRecorder, type InputSlice, type OutputBuffers } from './channel-state.js';
 import type { Mailbox } from './mailbox.js';
 import type { CheckpointedOperator } from './stream-operator.js';
 
@@ -44,8 +49,10 @@ export interface RunningChain {
   readonly isSource: boolean;
   /** Whatever must leave the task before the barrier (what combiners hold). */
   prepareSnapshotPreBarrier(): Promise<void> | void;
-  /** The barrier to every output partition, after every record sent before it. */
+  /** The barrier to every output partition, after every record sent before it (ahead of them, unaligned). */
   broadcastBarrier(barrier: CheckpointBarrier): Promise<void> | void;
+  /** What the barrier of `checkpointId` overtook in the outputs, once it left them; undefined when it could not overtake. */
+  takeOvertakenBuffers?(checkpointId: number): Promise<OutputBuffers[]> | undefined;
 }
 
 /** The key of an operator in a task's snapshot: its uid when the job gave one, else its place in the chain. */
@@ -100,6 +107,8 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   private readonly streams: CheckpointStreamFactory;
   /** Asynchronous parts under way (the task goes on meanwhile); `settled` waits for them. */
   private readonly asyncParts = new Set<Promise<void>>();
+  /** Input in-flight recordings of unaligned checkpoints under way. */
+  private readonly recorders = new Set<InputChannelStateRecorder>();
 
   constructor(
     private readonly taskName: string,
@@ -210,6 +219,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     const held = this.deferred;
     this.deferred = [];
     for (const b of held) this.decline(b.checkpointId, `task ${this.taskName} has ended`);
+    for (const r of this.recorders) r.abort(`task ${this.taskName} ended before the barriers of checkpoint ${r.checkpointId} came on every input channel`);
   }
 
   /** The JobMaster triggers checkpoint `checkpointId` at this task: a source, or a task whose inputs all ended. */
@@ -232,6 +242,10 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
 
   triggerCheckpointOnAlignment(barrier: CheckpointBarrier, alignmentDurationMs: number): Promise<void> | void {
     return this.checkpointState(barrier, alignmentDurationMs);
+  }
+
+  triggerCheckpointUnaligned(barrier: CheckpointBarrier, alignmentDurationMs: number, input: InputChannelStateRecorder): Promise<void> | void {
+    return this.checkpointState(barrier, alignmentDurationMs, input);
   }
 
   abortCheckpointOnBarrier(checkpointId: number, reason: string): void {
@@ -262,6 +276,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       this.stopping = undefined;
       stopping.done(false);
     }
+    for (const r of this.recorders) if (r.checkpointId <= checkpointId) r.abort(`checkpoint ${checkpointId} was aborted`);
     this.notifyOperators((hooks) => hooks.notifyCheckpointAborted?.(checkpointId));
   }
 
@@ -287,14 +302,19 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
    * The synchronous part, between two records: what must precede the barrier leaves, each operator copies
    * its state, the barrier goes to every output. The writing of the state runs on while the task goes on.
    */
-  private async checkpointState(barrier: CheckpointBarrier, alignmentDurationMs: number): Promise<void> {
+  private async checkpointState(barrier: CheckpointBarrier, alignmentDurationMs: number, input?: InputChannelStateRecorder): Promise<void> {
     const chain = this.chain;
     const { checkpointId } = barrier;
     if (chain === undefined) {
+      input?.abort(`task ${this.taskName} has ended`);
       this.decline(checkpointId, `task ${this.taskName} has ended`);
       return;
     }
     if (this.inputsEnded) this.finalCheckpointId ??= checkpointId;
+    if (input !== undefined) {
+      this.recorders.add(input);
+      void input.done.finally(() => this.recorders.delete(input)).catch(() => undefined);
+    }
     const startedAt = this.clock.now();
     const snapshots: { readonly operatorId: string; readonly name: string; readonly state: Promise<OperatorSubtaskState> }[] = [];
     let failure: string | undefined;
@@ -330,14 +350,23 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       this.stopping = { checkpointId, mode: terminate, outcome, done };
     }
     // Downstream tasks align on the barrier whatever this task's snapshot comes to.
-    const forwarded = chain.broadcastBarrier(barrier);
+    // Unaligned here: the barrier goes ahead of the queued output (and is taken at once downstream).
+    const forwarded = chain.broadcastBarrier(
+      input === undefined || barrier.options.alignedCheckpointTimeoutMs === 0
+        ? barrier
+        : new CheckpointBarrier(checkpointId, barrier.timestamp, { ...barrier.options, alignedCheckpointTimeoutMs: 0 }),
+    );
     if (forwarded !== undefined) await forwarded;
+    const output = chain.takeOvertakenBuffers?.(checkpointId);
     const syncDurationMs = this.clock.now() - startedAt;
     if (failure !== undefined) {
+      input?.abort(failure);
       this.decline(checkpointId, failure);
       return;
     }
-    const part = this.finishAndReport(checkpointId, snapshots, { alignmentDurationMs, syncDurationMs });
+    const headId = chain.operators[0]?.operatorId;
+    const inFlight = input === undefined && output === undefined ? undefined : { headId: headId!, input: input?.done, output };
+    const part = this.finishAndReport(checkpointId, snapshots, { alignmentDurationMs, syncDurationMs }, inFlight);
     this.asyncParts.add(part);
     void part.finally(() => this.asyncParts.delete(part));
   }
@@ -347,6 +376,11 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     checkpointId: number,
     snapshots: readonly { readonly operatorId: string; readonly name: string; readonly state: Promise<OperatorSubtaskState> }[],
     timing: { readonly alignmentDurationMs: number; readonly syncDurationMs: number },
+    inFlight?: {
+      readonly headId: string;
+      readonly input: Promise<ReadonlyMap<number, readonly InputSlice[]>> | undefined;
+      readonly output: Promise<OutputBuffers[]> | undefined;
+    },
   ): Promise<void> {
     const startedAt = this.clock.now();
     const operators: Record<string, OperatorSubtaskState> = {};
@@ -355,6 +389,22 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
         operators[s.operatorId] = await s.state;
       } catch (e) {
         this.decline(checkpointId, `operator '${s.name}' of task ${this.taskName} could not write its state for checkpoint ${checkpointId}: ${messageOf(e)}`);
+        return;
+      }
+    }
+    let unaligned = false;
+    if (inFlight !== undefined) {
+      try {
+        const channelState = { input: (await inFlight.input) ?? new Map<number, InputSlice[]>(), output: (await inFlight.output) ?? [] };
+        unaligned = inFlight.input !== undefined || !isEmptyChannelState(channelState);
+        if (unaligned) {
+          const name = `${this.taskName.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 60)}-in-flight-${randomUUID().slice(0, 8)}`;
+          const handle = await this.streams.write(checkpointId, name, encodeChannelState(channelState));
+          const head = operators[inFlight.headId];
+          operators[inFlight.headId] = { keyed: head?.keyed ?? [], operator: head?.operator ?? [], inFlight: [...(head?.inFlight ?? []), handle] };
+        }
+      } catch (e) {
+        this.decline(checkpointId, `task ${this.taskName} could not write the in-flight data of unaligned checkpoint ${checkpointId}: ${messageOf(e)}`);
         return;
       }
     }
@@ -370,7 +420,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
         alignmentDurationMs: timing.alignmentDurationMs,
         syncDurationMs: timing.syncDurationMs,
         asyncDurationMs: this.clock.now() - startedAt,
-        unaligned: false,
+        unaligned,
       },
     });
   }

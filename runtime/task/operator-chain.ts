@@ -20,6 +20,7 @@ import { branchingChain, allOf, type ChainLink } from './chain-branches.js';
 import { processInputs } from './stream-input-processor.js';
 import type { CheckpointedOperator, KeyedOperatorContext, OneInputOperator, Output, StreamOperatorContext, TwoInputOperator } from './stream-operator.js';
 import { operatorIdOf, SourceStoppedError, SubtaskCheckpointCoordinator, type ChainOperatorCheckpoint } from './checkpointing.js';
+import { readChannelState, restoreOutputBuffers, takeOvertakenBuffers, type ChannelState } from './channel-state.js';
 import { mailboxProcessingTimeService } from './timer-service.js';
 import type { SplitListener } from './timestamps-operator.js';
 import { newChainCounters, type ChainCounters } from './task-io-metrics.js';
@@ -261,6 +262,14 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
         throw raisedBy(e, op.name);
       }
     }
+    // An unaligned checkpoint's in-flight data (Flink's SequentialChannelStateReader): the output goes out
+    // first, the input is processed before the channels.
+    const inFlight = tdd.restore?.state.operators[checkpointed[0]!.operatorId]?.inFlight;
+    let restoredChannels: ChannelState | undefined;
+    if (inFlight !== undefined && inFlight.length > 0) {
+      restoredChannels = await readChannelState(inFlight, checkpoints.streamFactory);
+      restoreOutputBuffers(io.outputs, restoredChannels.output, tdd.taskName);
+    }
     // Tail first, so every operator's output is ready before its input.
     for (let i = links.length - 1; i >= 0; i--) {
       await links[i]!.open?.();
@@ -272,6 +281,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
       isSource: hasSource,
       prepareSnapshotPreBarrier: () => allOf(writers.map((w) => w.prepareSnapshotPreBarrier())),
       broadcastBarrier: (barrier) => allOf(io.outputs.map((o) => o.broadcastBarrier(barrier))),
+      takeOvertakenBuffers: (checkpointId) => takeOvertakenBuffers(io.outputs, checkpointId),
     });
 
     if (hasSource) {
@@ -303,6 +313,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
           processWatermark: (w) => first.processWatermark(w),
           processWatermarkStatus: emitWatermarkStatus,
           checkpoints,
+          ...(restoredChannels !== undefined ? { restoredInput: restoredChannels.input } : {}),
         },
         mailbox,
         counters,

@@ -3,13 +3,19 @@
 // the channels are combined by a StatusWatermarkValve into the task's own; an ended channel holds nothing
 // back any more (its watermark is the end of time). Checkpoint barriers are aligned across every channel
 // (barrier-alignment.ts): what a blocked channel delivers waits, unacknowledged, until the task checkpointed.
+// With unaligned checkpoints, what a channel delivers before its barrier after the task's snapshot is
+// recorded as input in-flight state; a task restored with such state processes it before its channels.
 // The task's mailbox runs between buffers, and at once while the task waits for input.
 import { MAX_WATERMARK } from '../api/watermark-strategy.js';
+import { systemClock } from '../core/clock.js';
+import type { ReceivedBuffer } from '../network/input-gate.js';
+import { decodeRecords } from '../network/record-buffer.js';
 import { inputChannelsOf } from '../protocol/task-deployment.js';
 import { CheckpointBarrier, TimestampedRecord, Watermark, WatermarkStatus } from '../network/stream-elements.js';
 import { BarrierAlignment, type BarrierAlignmentTarget } from './barrier-alignment.js';
+import { TO_END, type InputSlice } from './channel-state.js';
 import type { Mailbox } from './mailbox.js';
-import { checkCanceled, idleWait, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
+import { checkCanceled, idleWait, TaskSetupError, yieldToEventLoop, type Emit, type TaskIo } from './task-io.js';
 import { StatusWatermarkValve } from './watermark-valve.js';
 
 export interface InputTargets {
@@ -21,6 +27,8 @@ export interface InputTargets {
   processWatermarkStatus(idle: boolean): Promise<void> | void;
   /** Where aligned barriers take the task's checkpoint; without it barriers are dropped. */
   readonly checkpoints?: BarrierAlignmentTarget;
+  /** Input in-flight state of the unaligned checkpoint the task restores: processed first, in channel order. */
+  readonly restoredInput?: ReadonlyMap<number, readonly InputSlice[]>;
 }
 
 /** What the task has not processed yet of one channel's buffer: held while the channel is blocked. */
@@ -29,6 +37,10 @@ interface Unread {
   readonly records: unknown[];
   /** The first record not processed yet. */
   readonly from: number;
+  /** After the last record to process (restored slices); all of them without it. */
+  readonly to?: number;
+  /** The buffer as it came over the wire, for input in-flight state. */
+  readonly data?: Uint8Array;
   readonly endOfChannel: boolean;
   ack(): void;
 }
@@ -75,26 +87,93 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
         )
       : undefined;
 
+  for (const [channel, slices] of [...(targets.restoredInput ?? [])].sort((a, b) => a[0] - b[0])) {
+    if (channel >= gate.numberOfChannels)
+      throw new TaskSetupError(
+        `task ${io.tdd.taskName} restores in-flight input of channel ${channel}, it reads channels 0..${gate.numberOfChannels - 1}: unaligned checkpoints restore at the same parallelism only (restore from an aligned checkpoint or a savepoint to change it)`,
+      );
+    for (const s of slices)
+      unblocked.push({
+        channelIndex: channel,
+        records: decodeRecords(s.data),
+        from: s.from,
+        to: s.to,
+        data: s.data,
+        endOfChannel: false,
+        ack: () => undefined,
+      });
+  }
+  const timers = clock ?? systemClock;
+
   let sawWatermark = false;
   let buffers = 0;
+  // A read of the gate under way: kept when an alignment timeout ends the wait for it.
+  let reading: Promise<ReceivedBuffer | undefined> | undefined;
   for (;;) {
-    let received: Unread | Awaited<ReturnType<typeof gate.next>>;
+    let received: Unread | ReceivedBuffer | undefined;
     let from = 0;
+    const deadline = alignment?.unalignedDeadlineMs;
+    if (deadline !== undefined && timers.now() >= deadline) {
+      const unaligned = alignment!.alignmentTimedOut();
+      if (unaligned !== undefined) await unaligned;
+      continue;
+    }
     if (unblocked.length > 0) {
       received = unblocked.shift()!;
       from = received.from;
     } else {
       if (mailbox.hasPending) await mailbox.drain();
       mailbox.enterIdle();
+      let timedOut = false;
       try {
-        received = await idleWait(io, gate.next(io.signal));
+        reading ??= gate.next(io.signal);
+        const read = reading;
+        received = await idleWait(
+          io,
+          deadline === undefined
+            ? read
+            : new Promise<ReceivedBuffer | undefined>((resolve, reject) => {
+                const timer = timers.setTimeout(() => {
+                  timedOut = true;
+                  resolve(undefined);
+                }, deadline - timers.now());
+                read.then(
+                  (r) => {
+                    timer.cancel();
+                    resolve(r);
+                  },
+                  (e: unknown) => {
+                    timer.cancel();
+                    reject(e instanceof Error ? e : new Error(String(e)));
+                  },
+                );
+              }),
+        );
       } finally {
         const running = mailbox.leaveIdle();
         if (running !== undefined) await running;
       }
+      if (timedOut) continue;
+      reading = undefined;
       if (received === undefined) break;
     }
     const channel = received.channelIndex;
+    const overtaken = (received as ReceivedBuffer).overtaken;
+    if (overtaken !== undefined) {
+      // A barrier that overtook its channel's queued buffers: they (and what an aborted alignment held of
+      // the channel) come before it and are not processed yet. It goes first even on a blocked channel.
+      const barrier = received.records[0];
+      if (alignment === undefined || !(barrier instanceof CheckpointBarrier)) continue;
+      alignment.abortOlderThan(barrier.checkpointId);
+      const slices: InputSlice[] = [];
+      for (const u of unblocked) {
+        if (u.channelIndex === channel && u.data !== undefined && !u.endOfChannel) slices.push({ data: u.data, from: u.from, to: u.to ?? TO_END });
+      }
+      for (const data of overtaken) slices.push({ data, from: 0, to: TO_END });
+      const taken = alignment.processBarrier(barrier, channel, slices);
+      if (taken !== undefined) await taken;
+      continue;
+    }
     if (alignment?.isBlocked(channel) === true) {
       alignment.hold(channel, from === 0 ? { ...received, from, endOfChannel: received.endOfChannel === true } : (received as Unread));
       continue;
@@ -109,8 +188,12 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
     }
     const emit = targets.inputs[inputOf[channel] ?? 0]!;
     const records = received.records;
+    const to = Math.min((received as Unread).to ?? records.length, records.length);
+    const data = received.data;
+    // What comes before the channel's barrier belongs to the unaligned checkpoint under way, if any.
+    let recording = data !== undefined && alignment?.isRecording(channel) === true;
     let held = false;
-    for (let i = from; i < records.length; i++) {
+    for (let i = from; i < to; i++) {
       const r = records[i];
       let p: Promise<void> | void;
       if (r instanceof TimestampedRecord) {
@@ -125,11 +208,21 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
         p = pendingWatermark !== undefined || pendingStatus !== undefined ? flushValve() : undefined;
       } else if (r instanceof CheckpointBarrier) {
         if (alignment === undefined) continue;
+        if (recording) alignment.record(channel, data!, from, i);
+        recording = false;
         p = alignment.processBarrier(r, channel);
         if (p !== undefined) await p;
-        if (i + 1 < records.length && alignment.isBlocked(channel)) {
+        if (i + 1 < to && alignment.isBlocked(channel)) {
           // What follows the barrier in this buffer waits with the channel; so does the buffer's credit.
-          alignment.hold(channel, { channelIndex: channel, records, from: i + 1, endOfChannel: false, ack: received.ack });
+          alignment.hold(channel, {
+            channelIndex: channel,
+            records,
+            from: i + 1,
+            to,
+            ...(data !== undefined ? { data } : {}),
+            endOfChannel: false,
+            ack: received.ack,
+          });
           held = true;
           break;
         }
@@ -140,6 +233,7 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
       }
       if (p !== undefined) await p;
     }
+    if (recording) alignment!.record(channel, data!, from, to);
     // The credit goes back only now: a slow chain keeps its producers waiting.
     if (!held) received.ack();
     if (++buffers % 16 === 0) {
