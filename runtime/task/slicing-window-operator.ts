@@ -88,6 +88,8 @@ export class SlicingWindowOperator implements OneInputOperator {
   /** What a process function emits for one key: side output (undefined: main) and value. */
   private readonly emittedSides: (string | undefined)[] = [];
   private readonly emittedValues: unknown[] = [];
+  /** How many of emittedSides / emittedValues the current call made (the arrays are reused, not emptied). */
+  private emitted = 0;
 
   constructor(
     private readonly context: KeyedOperatorContext,
@@ -277,16 +279,15 @@ export class SlicingWindowOperator implements OneInputOperator {
   private emitResult(key: unknown, value: unknown, ts: number): Promise<void> | void {
     const process = this.process;
     if (process === undefined) return this.context.output.emit(value, ts) as Promise<void> | void;
-    this.emittedSides.length = 0;
-    this.emittedValues.length = 0;
+    this.emitted = 0;
     const returned = process(key, this.windowContext, [value], this.collector);
     if (isThenable(returned)) return Promise.resolve(returned).then(() => this.emitCollected(ts, 0));
     return this.emitCollected(ts, 0);
   }
 
   private collect(side: string | undefined, value: unknown): void {
-    this.emittedSides.push(side);
-    this.emittedValues.push(value);
+    this.emittedSides[this.emitted] = side;
+    this.emittedValues[this.emitted++] = value;
   }
 
   /** Sends what the process function collected, from the `from`th on, waiting where the output asks. */
@@ -294,7 +295,7 @@ export class SlicingWindowOperator implements OneInputOperator {
     const output = this.context.output;
     const sides = this.emittedSides;
     const values = this.emittedValues;
-    for (let i = from; i < values.length; i++) {
+    for (let i = from; i < this.emitted; i++) {
       const side = sides[i];
       const sent = side === undefined ? output.emit(values[i], ts) : output.emitSide(side, values[i], ts);
       if (isThenable(sent)) return Promise.resolve(sent).then(() => this.emitCollected(ts, i + 1));

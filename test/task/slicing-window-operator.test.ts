@@ -76,6 +76,19 @@ const countWithWindow: WindowFunctions = {
   },
 };
 
+/** A reduce whose ProcessWindowFunction sends each window's sum twice and, when odd, to a side output too. */
+const reduceWithSides: WindowFunctions = {
+  kind: 'reduce',
+  reduce: (a, b) => ({ k: (a as Ev).k, v: (a as Ev).v + (b as Ev).v }),
+  process: (key, ctx, sums, out) => {
+    for (const s of sums) {
+      out.collect({ key, v: (s as Ev).v });
+      if ((s as Ev).v % 2 === 1) ctx.output({ id: 'odd' }, { key, end: ctx.window().end });
+      out.collect({ key, again: (s as Ev).v });
+    }
+  },
+};
+
 const tumbling = (size: number, offset = 0): WindowAssignerSpec => ({ type: 'tumbling', timeDomain: 'event-time', size, offset });
 const sliding = (size: number, slide: number, offset = 0): WindowAssignerSpec => ({ type: 'sliding', timeDomain: 'event-time', size, slide, offset });
 
@@ -86,6 +99,7 @@ const cases: [string, WindowAssignerSpec, WindowFunctions][] = [
   ['sliding with an offset, reduce', sliding(100, 30, 11), sumReduce],
   ['sliding of size / 10, a count with a ProcessWindowFunction', sliding(100, 10), countWithWindow],
   ['sliding with gaps between windows (slide > size)', sliding(20, 50), sumReduce],
+  ['sliding, a reduce whose ProcessWindowFunction emits several records and side outputs', sliding(90, 30), reduceWithSides],
 ];
 
 const configOf = (assigner: WindowAssignerSpec, functions: WindowFunctions): WindowOperatorConfig => ({
@@ -120,6 +134,7 @@ function segments(emitted: readonly Emitted[]): string[][] {
   for (const e of emitted) {
     if (e.kind === 'watermark') out.push([`watermark ${e.watermark}`], []);
     else if (e.kind === 'record') out[out.length - 1]!.push(JSON.stringify([e.timestamp, e.value]));
+    else if (e.kind === 'side') out[out.length - 1]!.push(JSON.stringify([e.tag, e.timestamp, e.value]));
   }
   return out.map((s) => s.sort());
 }
