@@ -60,6 +60,8 @@ export class InputGate {
   /** Buffers in arrival order; `undefined` data marks a channel's end, after its last buffer. */
   private readonly queue: { channel: InputChannel; data: Uint8Array | undefined; overtaken?: Uint8Array[] }[] = [];
   private openChannels: number;
+  /** Priority buffers in the queue (at its head). */
+  private priorityQueued = 0;
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
   /** The abort signal `next` last waited with, already listened to. */
@@ -80,6 +82,11 @@ export class InputGate {
     this.channels = channelNames.map((n, i) => new InputChannel(i, n));
     this.openChannels = this.channels.length;
     this.creditBatch = Math.max(1, Math.floor(initialCredit / 2));
+  }
+
+  /** Whether a priority buffer waits: the task takes it between two records, before the rest of a buffer. */
+  get hasPriority(): boolean {
+    return this.priorityQueued > 0;
   }
 
   get numberOfChannels(): number {
@@ -139,6 +146,7 @@ export class InputGate {
       if (item.channel === ch && item.data !== undefined) overtaken.push(item.data);
     }
     this.queue.splice(at, 0, { channel: ch, data, overtaken });
+    this.priorityQueued++;
     this.notify();
   }
 
@@ -187,7 +195,10 @@ export class InputGate {
         const { channel, data } = item;
         if (data === undefined) return { channelIndex: channel.index, records: NO_RECORDS, endOfChannel: true, ack: () => undefined };
         const records = decodeRecords(data);
-        if (item.overtaken !== undefined) return { channelIndex: channel.index, records, data, overtaken: item.overtaken, ack: () => undefined };
+        if (item.overtaken !== undefined) {
+          this.priorityQueued--;
+          return { channelIndex: channel.index, records, data, overtaken: item.overtaken, ack: () => undefined };
+        }
         channel.recordsReceived += records.length;
         let acked = false;
         return {
@@ -240,6 +251,7 @@ export class InputGate {
       ch.port?.close();
     }
     this.queue.length = 0;
+    this.priorityQueued = 0;
     this.notify();
   }
 

@@ -104,6 +104,8 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
       });
   }
   const timers = clock ?? systemClock;
+  // Only a task that checkpoints looks for overtaking barriers between records.
+  const checksPriority = alignment !== undefined;
 
   let sawWatermark = false;
   let buffers = 0;
@@ -118,7 +120,8 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
       if (unaligned !== undefined) await unaligned;
       continue;
     }
-    if (unblocked.length > 0) {
+    // A barrier that overtook its channel's buffers goes before what the task has not processed yet.
+    if (unblocked.length > 0 && !gate.hasPriority) {
       received = unblocked.shift()!;
       from = received.from;
     } else {
@@ -194,6 +197,14 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
     let recording = data !== undefined && alignment?.isRecording(channel) === true;
     let held = false;
     for (let i = from; i < to; i++) {
+      if (checksPriority && gate.hasPriority && i > from) {
+        // A barrier overtook: it is taken between these two records; the rest of the buffer waits for it.
+        if (recording) alignment!.record(channel, data!, from, i);
+        recording = false;
+        unblocked.unshift({ channelIndex: channel, records, from: i, to, ...(data !== undefined ? { data } : {}), endOfChannel: false, ack: received.ack });
+        held = true;
+        break;
+      }
       const r = records[i];
       let p: Promise<void> | void;
       if (r instanceof TimestampedRecord) {
