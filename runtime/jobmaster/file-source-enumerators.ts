@@ -65,6 +65,8 @@ export class ContinuousFileEnumerator implements SplitEnumerator<InputSplit> {
   private splitNumber = 0;
   private handedOut = 0;
   private listedOnce = false;
+  /** Split ids a restore accounts for: never handed out. */
+  private exclude: ReadonlySet<string> = new Set();
 
   constructor(
     private readonly path: string,
@@ -90,8 +92,9 @@ export class ContinuousFileEnumerator implements SplitEnumerator<InputSplit> {
     for (const file of this.seen.take(result.value)) {
       for (let start = 0; start < file.size;) {
         const split = fileSplit(file, start, this.splitSizeBytes, this.splitNumber++);
-        this.pending.push(split);
         start = split.start + split.length;
+        if (this.exclude.has(split.splitId)) continue;
+        this.pending.push(split);
         added++;
       }
     }
@@ -110,8 +113,12 @@ export class ContinuousFileEnumerator implements SplitEnumerator<InputSplit> {
     if (splits.length > 0) this.context.signalSplitsAvailable();
   }
 
-  /** Without a checkpoint, a restarted source reads every file again, as a fresh job would. */
-  reset(): void {
+  /**
+   * Without a checkpoint, a restarted source reads every file again, as a fresh job would; restored from
+   * one, every file but the splits in `exclude` (held by the restored readers, or read before it).
+   */
+  reset(exclude?: ReadonlySet<string>): void {
+    this.exclude = exclude ?? new Set();
     this.seen.clear();
     this.pending = [];
     this.handedOut = 0;

@@ -51,6 +51,8 @@ export class SplitAssigner implements SplitEnumerator<InputSplit> {
   private splitNumber = 0;
   /** Splits given back, handed out before the next new one. */
   private returned: InputSplit[] = [];
+  /** Split ids a restore accounts for: never handed out. */
+  private exclude: ReadonlySet<string> = new Set();
 
   /** How many splits the files make: what a run of the vertex reads in all. */
   readonly total: number;
@@ -84,7 +86,7 @@ export class SplitAssigner implements SplitEnumerator<InputSplit> {
       }
       const split = fileSplit(file, this.offset, this.splitSizeBytes, this.splitNumber++);
       this.offset = split.start + split.length;
-      return split;
+      if (!this.exclude.has(split.splitId)) return split;
     }
   }
 
@@ -92,8 +94,9 @@ export class SplitAssigner implements SplitEnumerator<InputSplit> {
     this.returned.push(...splits);
   }
 
-  /** Every split back in line: the source vertex runs again from the start. */
-  reset(): void {
+  /** Every split back in line (but those in `exclude`, which a restore accounts for): the source vertex runs again from the start. */
+  reset(exclude?: ReadonlySet<string>): void {
+    this.exclude = exclude ?? new Set();
     this.fileIndex = 0;
     this.offset = 0;
     this.splitNumber = 0;

@@ -9,6 +9,7 @@ import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskRestore } from '../protocol/checkpoints.js';
 import type { CheckpointCoordinator, CheckpointMetadata } from './checkpoint-coordinator.js';
 import { assignTaskRestores, StateAssignmentError, subtaskKey } from './state-assignment.js';
+import { RestoredSplitsCache, type RestoredSplits } from './source-restore.js';
 
 /** What the exception history says restarted tasks began from: the checkpoint's id, or empty state in a streaming job without one. */
 export function restoredStateOf(jobGraph: JobGraph, checkpointId: number | undefined): { restoredFrom?: number; restoredState?: 'empty' } {
@@ -26,11 +27,21 @@ export interface JobRestoreDeps {
 
 export class JobRestore {
   private savepoint: CheckpointMetadata | undefined;
+  private readonly restoredSplits: RestoredSplitsCache;
   private assigned: { readonly metadata: CheckpointMetadata; readonly restores: ReadonlyMap<string, TaskRestore> } | undefined;
   /** A deployment round began (a start, a restart) whose restore is not yet reported. */
   private unreported = true;
 
-  constructor(private readonly deps: JobRestoreDeps) {}
+  constructor(private readonly deps: JobRestoreDeps) {
+    this.restoredSplits = new RestoredSplitsCache(deps.storage);
+  }
+
+  /** What the readers of source vertex `vertexId` restore now (they hold or had finished); undefined: no restore. */
+  restoredSplitsOf(vertexId: string): Promise<RestoredSplits> | undefined {
+    const metadata = this.current();
+    const vertex = this.deps.jobGraph.vertices.find((v) => v.id === vertexId);
+    return metadata === undefined || vertex === undefined ? undefined : this.restoredSplits.get(metadata, vertex);
+  }
 
   /**
    * Before the first deployment (after the coordinator started): reads the latest completed checkpoint's

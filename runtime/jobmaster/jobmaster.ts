@@ -223,6 +223,7 @@ export class JobMaster implements JobMasterGateway {
       log: this.log,
       fileOpenTimeoutMs: deps.config.fileOpenTimeoutMs,
       failJob: (error) => this.scheduler.failJob(toErrorInfo(error), { timestampMs: this.deps.clock.now(), message: errorMessage(error) }),
+      restoredSplits: (vertexId) => this.restore?.restoredSplitsOf(vertexId),
     });
     this.scheduler = new Scheduler({
       jobGraph: deps.jobGraph,
@@ -328,6 +329,7 @@ export class JobMaster implements JobMasterGateway {
         await this.sources.start(this.deps.jobGraph);
         await this.checkpoints?.start();
         await this.restore?.prepare();
+        this.sources.restoreAll();
       } catch (error) {
         this.scheduler.failJob(toErrorInfo(error), { timestampMs: this.deps.clock.now(), message: errorMessage(error) });
         return;

@@ -1,7 +1,8 @@
 // The JobMaster's side of sources (Flink's SourceCoordinator): one SplitEnumerator per source vertex,
 // made through the registry by source kind; it answers split requests, remembers which attempt holds
 // which unfinished split, holds a request of an unbounded source that has no split yet, and restarts a
-// source whose vertex restarts.
+// source whose vertex restarts — restored from a checkpoint, without the splits the restored readers hold
+// or had finished.
 import type { Clock, Timer } from '../core/clock.js';
 import type { ExecutionAttemptId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
@@ -10,6 +11,7 @@ import { NO_SPLIT_YET, type SourceSplit, type SplitAnswer } from '../protocol/so
 import type { MainThread } from '../rpc/main-thread.js';
 import './file-source-enumerators.js';
 import { splitEnumeratorFactory, type SourceOperatorSpec, type SplitEnumerator, type SplitEnumeratorContext } from './split-enumerator.js';
+import type { RestoredSplits } from './source-restore.js';
 
 /** The registry kind of a source operator: a connector's name, else its operator kind. */
 export const sourceKindOf = (op: SourceOperatorSpec): string => (op.kind === 'source.connector' ? op.connector : op.kind);
@@ -22,6 +24,8 @@ interface Coordinated {
   readonly waiters: Set<() => void>;
   readonly timers: Set<Timer>;
   closed: boolean;
+  /** Restores whose readers' state is being read: no split is handed out meanwhile. */
+  restoring: number;
 }
 
 export interface SourceCoordinatorsDeps {
@@ -30,6 +34,8 @@ export interface SourceCoordinatorsDeps {
   readonly log: Logger;
   readonly fileOpenTimeoutMs: number;
   failJob(error: unknown): void;
+  /** What a restore of the source vertex's readers accounts for now; undefined: no checkpoint to restore. */
+  readonly restoredSplits?: (vertexId: string) => Promise<RestoredSplits> | undefined;
 }
 
 export class SourceCoordinators {
@@ -58,6 +64,7 @@ export class SourceCoordinators {
         waiters: new Set(),
         timers: new Set(),
         closed: false,
+        restoring: 0,
       };
       coordinated.enumerator = await factory(op, this.contextFor(vertex.id, vertex.parallelism, coordinated));
       this.sources.set(vertex.id, coordinated);
@@ -79,6 +86,7 @@ export class SourceCoordinators {
     }
     const done = finished.filter((id) => held.splits.delete(id));
     if (done.length > 0) source.enumerator.splitsFinished?.(done, subtaskIndex);
+    if (source.restoring > 0) return NO_SPLIT_YET;
     const answer = source.enumerator.nextSplit(subtaskIndex);
     if (answer !== null && answer !== NO_SPLIT_YET) held.splits.set(answer.splitId, answer);
     return answer;
@@ -107,6 +115,11 @@ export class SourceCoordinators {
   restart(vertexId: string, attempts: readonly ExecutionAttemptId[]): void {
     const source = this.sources.get(vertexId);
     if (source === undefined) return;
+    const restored = this.deps.restoredSplits?.(vertexId);
+    if (restored !== undefined) {
+      this.restoreFrom(source, restored, attempts);
+      return;
+    }
     if (source.enumerator.reset !== undefined) {
       source.held.clear();
       source.enumerator.reset();
@@ -117,6 +130,53 @@ export class SourceCoordinators {
       source.held.delete(attemptId);
       if (held !== undefined && held.splits.size > 0) source.enumerator.addSplitsBack([...held.splits.values()], held.subtaskIndex);
     }
+  }
+
+  /** Main thread. A JobMaster that starts from a checkpoint: each enumerator accounts for what the restored readers hold or finished. */
+  restoreAll(): void {
+    for (const [vertexId, source] of this.sources) {
+      const restored = this.deps.restoredSplits?.(vertexId);
+      if (restored !== undefined) this.restoreFrom(source, restored, []);
+    }
+  }
+
+  /**
+   * The source's readers restore from a checkpoint: once their state is read, an enumerator that can reset
+   * starts over without the splits they hold or finished; one that cannot gets back the splits `attempts`
+   * held that no restored reader holds. No split is handed out before.
+   */
+  private restoreFrom(source: Coordinated, restored: Promise<RestoredSplits>, attempts: readonly ExecutionAttemptId[]): void {
+    const given: SourceSplit[] = [];
+    const givenTo = new Map<string, number>();
+    for (const attemptId of attempts) {
+      const held = source.held.get(attemptId);
+      source.held.delete(attemptId);
+      for (const split of held?.splits.values() ?? []) {
+        given.push(split);
+        givenTo.set(split.splitId, held!.subtaskIndex);
+      }
+    }
+    if (source.enumerator.reset !== undefined) source.held.clear();
+    source.restoring++;
+    restored.then(
+      (splits) =>
+        void this.deps.main.run(() => {
+          source.restoring--;
+          if (source.closed) return;
+          if (source.enumerator.reset !== undefined) {
+            source.enumerator.reset(new Set([...splits.held, ...splits.finished]));
+          } else {
+            for (const split of given) {
+              if (!splits.held.has(split.splitId) && !splits.finished.has(split.splitId)) source.enumerator.addSplitsBack([split], givenTo.get(split.splitId)!);
+            }
+          }
+          for (const wake of [...source.waiters]) wake();
+        }),
+      (error: unknown) => {
+        source.restoring--;
+        this.deps.failJob(error);
+      },
+    );
   }
 
   progress(vertexId: string): { readonly handedOut: number; readonly total?: number } | undefined {

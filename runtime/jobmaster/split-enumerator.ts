@@ -39,11 +39,12 @@ export interface SplitEnumerator<S extends SourceSplit = SourceSplit> {
   /** A reader read these splits to their end (e.g. a parent shard: its children may be handed out now). */
   splitsFinished?(splitIds: readonly string[], subtaskIndex: number): void;
   /**
-   * The source vertex restarts as a whole without a checkpoint to resume from: the enumerator starts over,
-   * as Flink makes a fresh one. Without `reset`, it keeps its progress and gets back the unfinished
-   * splits through addSplitsBack.
+   * The source vertex restarts as a whole: the enumerator starts over, as Flink makes a fresh one. Restored
+   * from a checkpoint, it never hands out the split ids in `exclude` (the restored readers hold them, or
+   * read them to their end before the checkpoint). Without `reset`, it keeps its progress and gets back
+   * the unfinished splits no restored reader holds through addSplitsBack.
    */
-  reset?(): void;
+  reset?(exclude?: ReadonlySet<string>): void;
   /** For the job's views: splits handed out, and how many exist (undefined while unknown or without end). */
   progress?(): { readonly handedOut: number; readonly total?: number };
   close(): void;

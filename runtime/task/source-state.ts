@@ -9,6 +9,11 @@ import { readOperatorState, snapshotFileName, snapshotOperatorState, type Subtas
 
 /** The operator-state list of a source's splits. */
 export const SOURCE_SPLITS_LIST = 'source-splits';
+/**
+ * The operator-state list of the ids of the splits a source read to their end: after a restore, the
+ * JobMaster's enumerator hands out neither these nor the splits the restored readers hold.
+ */
+export const FINISHED_SPLITS_LIST = 'source-finished-splits';
 
 /** A split in its resumable form: plain data, with the id it is tracked by. */
 export interface ResumableSplit {
@@ -17,6 +22,8 @@ export interface ResumableSplit {
 
 export class SourceSplitState {
   private readonly reading = new Map<string, ResumableSplit>();
+  /** Splits read to their end (restored ones too: each later snapshot carries them on). */
+  private readonly finished = new Set<string>();
   private restored: ResumableSplit[] | undefined;
 
   constructor(
@@ -37,6 +44,7 @@ export class SourceSplitState {
   /** The split is read to its end: nothing of it is left to resume. */
   finish(splitId: string): void {
     this.reading.delete(splitId);
+    this.finished.add(splitId);
   }
 
   /** The splits the source held at the checkpoint it restores from (undefined: a fresh start); given once. */
@@ -51,12 +59,16 @@ export class SourceSplitState {
     if (restored === undefined) return;
     const lists = await readOperatorState(restored.operator, access);
     this.restored = (lists.get(SOURCE_SPLITS_LIST) ?? []) as ResumableSplit[];
+    for (const id of (lists.get(FINISHED_SPLITS_LIST) ?? []) as string[]) this.finished.add(id);
   }
 
   /** The splits being read with their positions now, encoded at the call. */
   async snapshotState(checkpointId: number, access: CheckpointStreamFactory): Promise<OperatorSubtaskState> {
     const name = snapshotFileName(this.operatorName, this.share.subtaskIndex, 'source');
-    const lists = [{ name: SOURCE_SPLITS_LIST, mode: 'split' as const, entries: [...this.reading.values()] }];
+    const lists = [
+      { name: SOURCE_SPLITS_LIST, mode: 'split' as const, entries: [...this.reading.values()] },
+      { name: FINISHED_SPLITS_LIST, mode: 'split' as const, entries: [...this.finished] },
+    ];
     return { keyed: [], operator: [await snapshotOperatorState(checkpointId, access, lists, name)] };
   }
 }
