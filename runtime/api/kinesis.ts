@@ -42,8 +42,11 @@ const defaultSerialization = (element: unknown): string => (typeof element === '
 
 /**
  * Writes records to a Kinesis data stream with PutRecords, in batches of up to 500 records and 5 MiB;
- * records Kinesis refuses (throttling) are sent again with backoff. Delivery is at-least-once: a restarted
- * task, or a batch retried after a lost answer, writes some records again.
+ * records Kinesis refuses (throttling) are sent again with backoff. Delivery is at-least-once, also in a
+ * checkpointing job: at each checkpoint's barrier the sink sends what it buffers before the checkpoint
+ * completes, so a restore loses nothing, but the records after that checkpoint are written again, as is a
+ * batch retried after a lost answer. Kinesis has no transactions: unlike the FileSink, this sink is not
+ * exactly-once; readers that need it deduplicate.
  */
 export class KinesisStreamsSink<IN> implements Sink<IN> {
   declare readonly __sinkInput?: (value: IN) => void;

@@ -51,6 +51,7 @@ export async function openKinesisSink({ tdd, operator, userFunction }: SinkConne
   });
   return {
     emit: (record) => writer.write(record),
+    flush: () => writer.flush(),
     async close() {
       try {
         await writer.close();

@@ -300,10 +300,19 @@ export class CheckpointCoordinator {
     if (pending.isFullyAcknowledged()) await this.complete(pending);
   }
 
+  /**
+   * A task FINISHED: a checkpoint in flight that waits on it counts it as done (it finished after its final
+   * checkpoint, FLIP-147, and sent no barrier for this one), and completes if it waited on nothing else.
+   */
+  async receiveTaskFinished(attemptId: ExecutionAttemptId): Promise<void> {
+    if (this.pending?.subtaskFinished(attemptId) === true && this.pending.isFullyAcknowledged()) await this.complete(this.pending);
+  }
+
   /** A task declined a checkpoint: it is aborted, and counts as a failed checkpoint. */
-  receiveDecline(attemptId: ExecutionAttemptId, checkpointId: number, reason: string): void {
+  receiveDecline(attemptId: ExecutionAttemptId, checkpointId: number, reason: string, taskEnded = false): void {
     const pending = this.pending;
-    if (pending === undefined || pending.checkpointId !== checkpointId || !pending.covers(attemptId)) return;
+    // A task that ended: FINISHED counts it as done (receiveTaskFinished), a failure aborts the checkpoint.
+    if (taskEnded || pending === undefined || pending.checkpointId !== checkpointId || !pending.covers(attemptId)) return;
     this.abort(pending, `checkpoint ${checkpointId} was declined by task attempt ${attemptId}: ${reason}`, true);
   }
 

@@ -253,6 +253,7 @@ export class JobMaster implements JobMasterGateway {
       restoredFrom: () => this.restore?.current()?.checkpointId,
       ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
       ...(deps.deployChunkSize !== undefined ? { deployChunkSize: deps.deployChunkSize } : {}),
+      attemptFinished: (execution) => void this.checkpoints?.receiveTaskFinished(execution.attemptId),
       attemptDiscarded: (execution) => {
         this.checkpoints?.abortPending(`task attempt ${execution.attemptId} ended`);
         // What a failed, cancelled or superseded attempt staged never reaches a target; deleting it now
@@ -464,9 +465,9 @@ export class JobMaster implements JobMasterGateway {
     });
   }
 
-  declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string): Promise<void> {
+  declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string, taskEnded?: boolean): Promise<void> {
     return this.main.run(() => {
-      if (jobId === this.jobId) this.checkpoints?.receiveDecline(attemptId, checkpointId, String(reason));
+      if (jobId === this.jobId) this.checkpoints?.receiveDecline(attemptId, checkpointId, String(reason), taskEnded === true);
     });
   }
 

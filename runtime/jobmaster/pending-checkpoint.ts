@@ -29,9 +29,29 @@ export class PendingCheckpoint {
     /** The running subtasks that must acknowledge; finished ones count as done (FLIP-147). */
     toAcknowledge: readonly CheckpointSubtask[],
     /** Finished subtasks when it was triggered: they have nothing left to snapshot. */
-    readonly finished: readonly CheckpointSubtask[],
+    finished: readonly CheckpointSubtask[],
   ) {
     this.notYetAcknowledged = new Map(toAcknowledge.map((t) => [t.attemptId, t]));
+    this.finishedSubtasks = [...finished];
+  }
+
+  private readonly finishedSubtasks: CheckpointSubtask[];
+
+  /** Subtasks done when it was triggered, or that finished before acknowledging it. */
+  get finished(): readonly CheckpointSubtask[] {
+    return this.finishedSubtasks;
+  }
+
+  /**
+   * A subtask it waits on FINISHED before acknowledging (its final checkpoint completed before this one's
+   * trigger reached it, FLIP-147): it counts as done, with nothing left to snapshot. Returns whether it waited on it.
+   */
+  subtaskFinished(attemptId: ExecutionAttemptId): boolean {
+    const subtask = this.notYetAcknowledged.get(attemptId);
+    if (this.disposed || subtask === undefined) return false;
+    this.notYetAcknowledged.delete(attemptId);
+    this.finishedSubtasks.push(subtask);
+    return true;
   }
 
   get numSubtasks(): number {

@@ -76,6 +76,8 @@ export interface SchedulerOptions {
   readonly listener: SchedulerListener;
   /** An attempt that will never be committed ended (failed, cancelled, or superseded by a restart). */
   readonly attemptDiscarded?: (execution: Execution) => void;
+  /** An attempt FINISHED (a checkpoint in flight stops waiting for it). */
+  readonly attemptFinished?: (execution: Execution) => void;
   /**
    * Whether this JobMaster still holds its lease (checked on the monotonic clock) and so may act: nothing
    * is deployed or released once it is false. @default - always
@@ -649,6 +651,7 @@ export class Scheduler {
     e.endedAtMs = this.o.clock.now();
     e.live = undefined;
     if (state !== ExecutionState.FINISHED) this.o.attemptDiscarded?.(e);
+    else this.o.attemptFinished?.(e);
   }
 
   /** Tracks the blocking partitions a finished task made; releases what its region read once it all finished. */

@@ -68,8 +68,11 @@ export interface JobMasterGateway {
   cancel(): Promise<void>;
   /** A task took its snapshot of checkpoint `checkpointId`: the handles of its state, and its metrics. */
   acknowledgeCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, metrics: CheckpointMetrics, state: TaskStateSnapshot): Promise<void>;
-  /** A task could not take checkpoint `checkpointId` (the checkpoint is aborted). */
-  declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string): Promise<void>;
+  /**
+   * A task could not take checkpoint `checkpointId` (the checkpoint is aborted). `taskEnded`: the task has
+   * ended, and its end (FINISHED, or a failure) settles the checkpoint instead.
+   */
+  declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string, taskEnded?: boolean): Promise<void>;
 }
 
 export const JOB_MASTER_METHODS = [

@@ -30,7 +30,13 @@ import type { CheckpointedOperator } from './stream-operator.js';
 /** What a task tells the JobMaster about one checkpoint (the worker adds the attempt). */
 export type CheckpointReport =
   | { readonly type: 'checkpointAck'; readonly checkpointId: number; readonly state: TaskStateSnapshot; readonly metrics: CheckpointMetrics }
-  | { readonly type: 'checkpointDecline'; readonly checkpointId: number; readonly reason: string };
+  | {
+      readonly type: 'checkpointDecline';
+      readonly checkpointId: number;
+      readonly reason: string;
+      /** The task has ended: the JobMaster hears of its end, which settles the checkpoint (FLIP-147: a finished task counts as done). */
+      readonly taskEnded?: boolean;
+    };
 
 /** One operator of the chain as its task checkpoints it. */
 export interface ChainOperatorCheckpoint {
@@ -186,7 +192,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     const held = this.deferred;
     this.deferred = [];
     if (chain === undefined) {
-      for (const b of held) this.decline(b.checkpointId, `task ${this.taskName} has ended`);
+      for (const b of held) this.decline(b.checkpointId, `task ${this.taskName} has ended`, true);
       return;
     }
     for (const barrier of held) chain.mailbox.post(() => this.checkpointState(barrier, 0));
@@ -218,7 +224,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     this.stopping?.done(false);
     const held = this.deferred;
     this.deferred = [];
-    for (const b of held) this.decline(b.checkpointId, `task ${this.taskName} has ended`);
+    for (const b of held) this.decline(b.checkpointId, `task ${this.taskName} has ended`, true);
     for (const r of this.recorders) r.abort(`task ${this.taskName} ended before the barriers of checkpoint ${r.checkpointId} came on every input channel`);
   }
 
@@ -226,7 +232,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   triggerCheckpoint(checkpointId: number, timestamp: number, options: CheckpointOptions): void {
     const chain = this.chain;
     if (chain === undefined) {
-      this.decline(checkpointId, this.ended ? `task ${this.taskName} has ended` : `task ${this.taskName} is not running yet`);
+      this.decline(checkpointId, this.ended ? `task ${this.taskName} has ended` : `task ${this.taskName} is not running yet`, this.ended);
       return;
     }
     const barrier = new CheckpointBarrier(checkpointId, timestamp, options);
@@ -294,8 +300,8 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     });
   }
 
-  private decline(checkpointId: number, reason: string): void {
-    this.report({ type: 'checkpointDecline', checkpointId, reason });
+  private decline(checkpointId: number, reason: string, taskEnded = false): void {
+    this.report({ type: 'checkpointDecline', checkpointId, reason, ...(taskEnded ? { taskEnded } : {}) });
   }
 
   /**

@@ -21,6 +21,12 @@ export interface ConnectorSink {
   readonly emit: Emit;
   close(): Promise<void>;
   abort(): Promise<void>;
+  /**
+   * Delivers everything emitted so far (Flink's flush at a checkpoint): a checkpointing job calls it at each
+   * checkpoint's barrier and acknowledges once it resolved, so a restore from that checkpoint loses nothing
+   * (records after it are written again: at-least-once).
+   */
+  flush?(): Promise<void>;
 }
 
 export type SinkConnectorFactory = (context: SinkConnectorContext) => Promise<ConnectorSink>;

@@ -177,7 +177,7 @@ export async function openSink(
         `task ${tdd.taskName}: sink '${last.name}' writes to connector '${last.connector}', but this TaskExecutor has no sink registered for it; run the job on a cluster whose TaskExecutors offer '${last.connector}'`,
       );
     }
-    return factory({
+    const connectorSink = await factory({
       tdd,
       operator: last,
       userFunction: (role) => {
@@ -187,6 +187,20 @@ export async function openSink(
           : noteErrors(functionOf(userFunctions, `sink '${last.name}' (${last.connector})`, ref) as (...a: unknown[]) => unknown, last.name);
       },
     });
+    const flush = connectorSink.flush?.bind(connectorSink);
+    if (tdd.checkpointing === undefined || flush === undefined) return connectorSink;
+    // At each barrier the sink delivers what it holds before the task acknowledges: at-least-once across restores.
+    return {
+      emit: connectorSink.emit,
+      close: () => connectorSink.close(),
+      abort: () => connectorSink.abort(),
+      checkpointed: {
+        snapshotState: async () => {
+          await flush();
+          return { keyed: [], operator: [] };
+        },
+      },
+    };
   }
   if (last.kind !== 'sink.textFile') return undefined;
   const encode =

@@ -212,6 +212,7 @@ export class SlotWorkerRuntime {
             attemptId: m.attemptId,
             checkpointId: m.checkpointId,
             reason: `task ${m.attemptId} is not running on this slot`,
+            taskEnded: true,
           });
         } else {
           task.checkpoints.triggerCheckpoint(m.checkpointId, m.timestamp, m.options);

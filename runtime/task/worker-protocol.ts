@@ -105,7 +105,14 @@ export type CheckpointReportMessage =
       readonly state: TaskStateSnapshot;
       readonly metrics: CheckpointMetrics;
     }
-  | { readonly type: 'checkpointDecline'; readonly attemptId: ExecutionAttemptId; readonly checkpointId: number; readonly reason: string };
+  | {
+      readonly type: 'checkpointDecline';
+      readonly attemptId: ExecutionAttemptId;
+      readonly checkpointId: number;
+      readonly reason: string;
+      /** The task has ended (or runs here no more): its end, not this decline, settles the checkpoint. */
+      readonly taskEnded?: boolean;
+    };
 
 export type WorkerToMain =
   | { readonly type: 'ready' }

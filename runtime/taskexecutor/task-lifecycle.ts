@@ -188,7 +188,7 @@ export class TaskLifecycle {
     const sent =
       report.type === 'checkpointAck'
         ? gateway.acknowledgeCheckpoint(jobId, report.attemptId, report.checkpointId, report.metrics, report.state)
-        : gateway.declineCheckpoint(jobId, report.attemptId, report.checkpointId, report.reason);
+        : gateway.declineCheckpoint(jobId, report.attemptId, report.checkpointId, report.reason, report.taskEnded === true ? true : undefined);
     // A lost report is a checkpoint that times out at the coordinator: nothing to retry here.
     sent.catch((error: unknown) =>
       this.o.logger.warn('checkpoint report not delivered to the JobMaster', {

@@ -246,6 +246,28 @@ describe('CheckpointCoordinator', () => {
     expect(s.job.triggers).toHaveLength(1);
   });
 
+  it('counts a task that finishes before acknowledging as done, and ignores its decline for having ended: the checkpoint completes, nothing fails (FLIP-147)', async () => {
+    const s = await setup();
+    await advance(s.clock, 1_000);
+    expect(s.job.triggers.map((t) => t.attemptId)).toEqual(['src-0', 'src-1']);
+    // src-1 took its final checkpoint before and ends while this trigger travels: its worker declines, then it FINISHED.
+    s.coordinator.receiveDecline(ExecutionAttemptId.of('src-1'), 1, 'task src-1 is not running on this slot', true);
+    await s.coordinator.receiveAcknowledge(ExecutionAttemptId.of('src-0'), 1, METRICS, EMPTY);
+    await s.coordinator.receiveAcknowledge(ExecutionAttemptId.of('win-0'), 1, METRICS, EMPTY);
+    await settle();
+    expect(await s.store.getLatest(s.jobId)).toBeUndefined();
+    s.job.set('src-1', 'FINISHED');
+    await s.coordinator.receiveTaskFinished(ExecutionAttemptId.of('src-1'));
+    await settle();
+    expect((await s.store.getLatest(s.jobId))?.checkpointId).toBe(1);
+    const metadata = JSON.parse(
+      new TextDecoder().decode(await s.storage.readMetadata((await s.store.getLatest(s.jobId))!.metadataPointer)),
+    ) as CheckpointMetadata;
+    expect(metadata.finished).toEqual([{ vertexId: 'src', subtaskIndex: 1 }]);
+    expect(s.failures).toEqual([]);
+    expect(s.coordinator.checkpointStats().counts).toMatchObject({ failed: 0 });
+  });
+
   it('keeps num-retained checkpoints and deletes the files of older ones, shared files only once nothing retained references them', async () => {
     const s = await setup({ numRetained: 2 });
     const sharedOf =

@@ -386,7 +386,7 @@ describe('a source task', () => {
     expect(reports).toEqual([{ type: 'checkpointDecline', checkpointId: 1, reason: 'task source (1/1) is not running yet' }, ackOf(2)]);
     // After the end, a trigger is declined too.
     coordinator.triggerCheckpoint(3, 30, options('EXACTLY_ONCE'));
-    expect(reports[2]).toEqual({ type: 'checkpointDecline', checkpointId: 3, reason: 'task source (1/1) has ended' });
+    expect(reports[2]).toEqual({ type: 'checkpointDecline', checkpointId: 3, reason: 'task source (1/1) has ended', taskEnded: true });
   });
 });
 

@@ -82,7 +82,13 @@ describe('checkpoints through a slot worker', () => {
     const stranger = ExecutionAttemptId.random();
     worker.triggerCheckpoint(stranger, 8, 1_700_000_000_100, OPTIONS);
     await until(() => reports.length > 1, 'the decline');
-    expect(reports[1]).toEqual({ type: 'checkpointDecline', attemptId: stranger, checkpointId: 8, reason: `task ${stranger} is not running on this slot` });
+    expect(reports[1]).toEqual({
+      type: 'checkpointDecline',
+      attemptId: stranger,
+      checkpointId: 8,
+      reason: `task ${stranger} is not running on this slot`,
+      taskEnded: true,
+    });
 
     worker.post({ type: 'cancel', attemptId });
     await until(() => messages.some((m) => m.type === 'state' && m.state === 'CANCELED'), 'the task to be cancelled');
