@@ -272,6 +272,7 @@ export class DynamoDbJobStore implements JobStore {
     if (update.taskExecutors !== undefined) set('taskExecutors', update.taskExecutors);
     if (update.checkpoints !== undefined) set('checkpoints', update.checkpoints);
     if (update.jobManager !== undefined) set('jobManager', update.jobManager);
+    if (update.savepoints !== undefined) set('savepoints', update.savepoints);
     if (update.exception !== undefined) {
       sets.push('#exceptions = list_append(if_not_exists(#exceptions, :noExceptions), :exception)');
       names['#exceptions'] = A.exceptions;

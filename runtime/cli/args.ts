@@ -40,11 +40,15 @@ export type Command =
       readonly useCache: boolean;
       /** Print how long each step took (--verbose). */
       readonly verbose: boolean;
+      /** --from-savepoint: the savepoint (its folder or `_metadata`) the job starts from, with --allow-non-restored-state. */
+      readonly savepointRestore?: { readonly path: string; readonly allowNonRestoredState: boolean };
     }
   | { readonly kind: 'init'; readonly dir?: string }
   | { readonly kind: 'list'; readonly json: boolean }
   | { readonly kind: 'status'; readonly jobId: string; readonly json: boolean }
   | { readonly kind: 'cancel'; readonly jobId: string }
+  | { readonly kind: 'savepoint'; readonly jobId: string; readonly targetDirectory?: string }
+  | { readonly kind: 'stop'; readonly jobId: string; readonly targetDirectory?: string; readonly drain: boolean }
   | { readonly kind: 'logs'; readonly jobId: string; readonly follow: boolean }
   /** A one-time dashboard login link (for a job's page with `jobId`), or every session revoked. */
   | { readonly kind: 'dashboard'; readonly jobId?: string; readonly signOutEverywhere: boolean }
@@ -109,7 +113,8 @@ nothing, exits 1 on errors`,
   },
   run: {
     synopsis: `run <job.ts> [-p|--parallelism N] [--detached] [--export NAME] [--max-records N] [--no-typecheck]
-             [--no-cache] [--verbose] [-D key=value]... [-- job args...]`,
+             [--no-cache] [--verbose] [--from-savepoint PATH [--allow-non-restored-state]]
+             [-D key=value]... [-- job args...]`,
     summary: 'type-check and bundle the job file, submit it, and follow it until it ends',
     remote: true,
     options: {
@@ -124,6 +129,17 @@ nothing, exits 1 on errors`,
 (bundles are kept in <stateDir>/cache/libraries; delete it to clear them)`,
       },
       verbose: { type: 'boolean', help: 'print how long each step took (bundle cache, type-check, submit, wait)' },
+      'from-savepoint': {
+        type: 'string',
+        value: 'PATH',
+        help: `start the job from a savepoint (its folder or _metadata, as floe savepoint or
+floe stop printed it): each operator with state gets its state by uid(…), at
+any parallelism`,
+      },
+      'allow-non-restored-state': {
+        type: 'boolean',
+        help: 'with --from-savepoint: skip state of operators the job no longer has (refused otherwise)',
+      },
       D: CONFIG_OPTION,
     },
     notes: `  -- args...              the job's arguments (the builder's args). Paths that readTextFile and
@@ -146,6 +162,24 @@ likewise); a job id may be any prefix that names one job`,
     options: { json: JSON_OPTION("the job's details") },
   },
   cancel: { synopsis: 'cancel <jobId>', summary: 'cancel a job (its id, or a prefix that names one job)', remote: true, options: {} },
+  savepoint: {
+    synopsis: 'savepoint <jobId> [dir]',
+    summary: `take a savepoint of a running job into a new folder in dir (default:
+state.savepoints.dir) and print its path; the job runs on`,
+    remote: true,
+    options: {},
+  },
+  stop: {
+    synopsis: 'stop <jobId> [--savepoint] [dir] [--drain]',
+    summary: `stop a job with a savepoint (into dir, default state.savepoints.dir): its
+sources stop after the savepoint and the job ends FINISHED; windows and
+timers stay in the savepoint for a job resumed from it (--from-savepoint)`,
+    remote: true,
+    options: {
+      savepoint: { type: 'boolean', help: 'take a savepoint (always: a job stops with one)' },
+      drain: { type: 'boolean', help: 'end the input as at the end of time after the savepoint: windows and timers fire' },
+    },
+  },
   logs: {
     synopsis: 'logs <jobId> [-f|--follow]',
     summary: `show the job's log lines from its JobManager and TaskExecutors (and the
@@ -404,10 +438,18 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
         maxRecords = Number(m);
         if (!/^\d+$/.test(m) || !Number.isSafeInteger(maxRecords)) throw new UsageError(`--max-records needs an integer >= 0, found '${m}'`);
       }
+      const fromSavepoint = last('from-savepoint');
+      if (fromSavepoint === '') throw new UsageError('--from-savepoint needs the path of a savepoint');
+      if (fromSavepoint === undefined && flags.has('allow-non-restored-state')) {
+        throw new UsageError('--allow-non-restored-state applies only with --from-savepoint <path>');
+      }
+      const savepointRestore =
+        fromSavepoint === undefined ? undefined : { path: savepointPathOf(fromSavepoint), allowNonRestoredState: flags.has('allow-non-restored-state') };
       return {
         ...base,
         command: {
           kind,
+          ...(savepointRestore === undefined ? {} : { savepointRestore }),
           jobFile: rest[0]!,
           ...(parallelism === undefined ? {} : { parallelism }),
           detached: flags.has('detached'),
@@ -436,6 +478,15 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     case 'cancel':
       expectArgs(1, 'a job id: floe cancel <jobId>');
       return { ...base, command: { kind, jobId: rest[0]! } };
+    case 'savepoint':
+      if (rest.length !== 2) expectArgs(1, 'a job id: floe savepoint <jobId> [dir]');
+      return { ...base, command: { kind, jobId: rest[0]!, ...(rest[1] === undefined ? {} : { targetDirectory: savepointPathOf(rest[1]) }) } };
+    case 'stop':
+      if (rest.length !== 2) expectArgs(1, 'a job id: floe stop <jobId> [--savepoint] [dir]');
+      return {
+        ...base,
+        command: { kind, jobId: rest[0]!, drain: flags.has('drain'), ...(rest[1] === undefined ? {} : { targetDirectory: savepointPathOf(rest[1]) }) },
+      };
     case 'logs':
       expectArgs(1, 'a job id: floe logs <jobId>');
       return { ...base, command: { kind, jobId: rest[0]!, follow: flags.has('follow') } };
@@ -466,6 +517,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     default:
       return kind satisfies never;
   }
+}
+
+/** A savepoint's path or target directory: a URI as given, a local path made absolute (the cluster's processes read it). */
+function savepointPathOf(given: string): string {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(given) || isAbsolute(given) ? given : resolve(given);
 }
 
 /** --dir, else $FLOE_HOME, else ~/.floe; relative paths are taken from `cwd`. */

@@ -7,6 +7,7 @@ import { dashboardCommand } from './dashboard-command.js';
 import { initCommand } from './init.js';
 import { cancelCommand, listCommand, logsCommand, statusCommand } from './job-commands.js';
 import { runCommand } from './run-job.js';
+import { savepointCommand, stopCommand } from './savepoint-commands.js';
 
 export async function executeCommand(command: Command, ctx: CommandContext): Promise<number> {
   const { io } = ctx;
@@ -23,6 +24,10 @@ export async function executeCommand(command: Command, ctx: CommandContext): Pro
       return statusCommand(command.jobId, command.json, ctx);
     case 'cancel':
       return cancelCommand(command.jobId, ctx);
+    case 'savepoint':
+      return savepointCommand(command.jobId, command.targetDirectory, ctx);
+    case 'stop':
+      return stopCommand(command.jobId, command.targetDirectory, command.drain, ctx);
     case 'logs':
       return logsCommand(command.jobId, command.follow, ctx);
     case 'dashboard':

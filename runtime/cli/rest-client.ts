@@ -21,6 +21,8 @@ import type {
   JobSummary,
   ListJobsResponse,
   OverviewResponse,
+  SavepointStatusResponse,
+  SavepointTriggerResponse,
   SubmitJobRequest,
   SubmitJobResponse,
 } from '../protocol/rest-api.js';
@@ -248,6 +250,25 @@ export class RestClient {
 
   cancelJob(jobId: JobId | string): Promise<CancelJobResponse> {
     return this.request<CancelJobResponse>('PATCH', `/jobs/${encodeURIComponent(jobId)}?mode=cancel`);
+  }
+
+  /** POST /jobs/:id/savepoints: a savepoint into `targetDirectory` (default 'state.savepoints.dir'). */
+  triggerSavepoint(jobId: JobId | string, targetDirectory?: string): Promise<SavepointTriggerResponse> {
+    return this.request('POST', `/jobs/${encodeURIComponent(jobId)}/savepoints`, {
+      body: targetDirectory === undefined ? {} : { 'target-directory': targetDirectory },
+    });
+  }
+
+  /** POST /jobs/:id/stop: a savepoint, then the job stops (with `drain`, its windows and timers fire first). */
+  stopWithSavepoint(jobId: JobId | string, targetDirectory: string | undefined, drain: boolean): Promise<SavepointTriggerResponse> {
+    return this.request('POST', `/jobs/${encodeURIComponent(jobId)}/stop`, {
+      body: { ...(targetDirectory === undefined ? {} : { targetDirectory }), drain },
+    });
+  }
+
+  /** GET /jobs/:id/savepoints/:requestId. */
+  savepointStatus(jobId: JobId | string, requestId: string): Promise<SavepointStatusResponse> {
+    return this.request('GET', `/jobs/${encodeURIComponent(jobId)}/savepoints/${encodeURIComponent(requestId)}`);
   }
 
   /**

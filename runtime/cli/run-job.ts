@@ -6,7 +6,7 @@ import { loadConfig, CONFIG_OPTIONS } from '../core/config.js';
 import { FloeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
 import type { JobStatus } from '../jobgraph/job-status.js';
-import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type { JobGraph, SavepointRestoreSettings } from '../jobgraph/jobgraph.js';
 import { bundleJobFile, importLibrary, stopBundler } from '../api/library.js';
 import { loadJobDefinition, runJobBuilder } from '../api/program.js';
 import { buildJobGraph, DEFAULT_COLLECT_MAX_RECORDS } from '../api/translate.js';
@@ -43,6 +43,8 @@ export interface RunOptions {
   readonly useCache?: boolean;
   /** Print how long each step took (--verbose). @default false */
   readonly verbose?: boolean;
+  /** --from-savepoint: the savepoint the job starts from (JobGraph.savepointRestore). */
+  readonly savepointRestore?: SavepointRestoreSettings;
 }
 
 export interface RunOutcome {
@@ -101,7 +103,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
   const namespace = await importLibrary(code, cache.dir, { sourceMaps: Boolean(io.env[FloeEnv.DEBUG]) });
   const definition = loadJobDefinition(namespace, opts.exportName);
   const jobId = JobId.random();
-  const graph = buildJobGraph(definition, {
+  const built = buildJobGraph(definition, {
     jobId,
     args: opts.jobArgs,
     exportName: opts.exportName,
@@ -110,6 +112,7 @@ export async function runJob(opts: RunOptions, ctx: CommandContext): Promise<Run
     cwd: io.cwd,
     ...(opts.maxRecords === undefined ? {} : { collectMaxRecords: opts.maxRecords }),
   });
+  const graph: JobGraph = opts.savepointRestore === undefined ? built : { ...built, savepointRestore: opts.savepointRestore };
   const name = `'${escapeText(graph.name)}'`;
   timing.mark('job graph');
 

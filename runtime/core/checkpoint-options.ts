@@ -62,6 +62,12 @@ export const CHECKPOINT_OPTIONS = {
     description:
       'Where checkpoints are written: a local absolute path (or file:// URI) on a disk every TaskExecutor and JobManager reaches, or s3://bucket/prefix. Each job writes <dir>/<job id>/chk-<n>/ and <dir>/<job id>/shared/. Unset: the folder checkpoints/ in the state dir of the embedded cluster; on AWS s3://<the cluster bucket>/<blob prefix>checkpoints (elsewhere, the job-data role needs s3:PutObject there).',
   },
+  savepointsDir: {
+    key: 'state.savepoints.dir',
+    default: '',
+    description:
+      'The default target directory of savepoints (`floe savepoint`, `floe stop --savepoint`, POST /jobs/:id/savepoints and /stop without one): a local absolute path (or file:// URI) every TaskExecutor and JobManager reaches, or s3://bucket/prefix. Each savepoint is a folder savepoint-<job id 6>-<random>/ in it, with its _metadata; the job never deletes it. Unset: a savepoint request must name its directory.',
+  },
   checkpointsNumRetained: {
     key: 'state.checkpoints.num-retained',
     default: 1,

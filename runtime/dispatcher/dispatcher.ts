@@ -37,6 +37,14 @@ import { JobManagerRunners } from './jobmanager-runners.js';
 import { LibraryArtifacts } from './library-artifacts.js';
 import { JobReconciler } from './reconciler.js';
 import { DispatcherViews } from './views.js';
+import {
+  parseSavepointBody,
+  parseStopBody,
+  requestSavepoint,
+  savepointStatus,
+  type SavepointRequestDeps,
+  type SavepointStatusResponse,
+} from './savepoint-requests.js';
 
 /** How long a cancel waits for the JobMaster's own answer before leaving it to the flag. */
 const CANCEL_NOTICE_TIMEOUT_MS = 2_000;
@@ -178,6 +186,25 @@ export class Dispatcher {
     }
     this.log.info('cancel requested', { jobId });
     return { jobId: record.jobId, status: (await this.views.record(jobId)).status };
+  }
+
+  /** POST /jobs/:id/savepoints {target-directory?, cancel-job?}: the request id of the savepoint operation. */
+  async triggerSavepoint(jobId: string, body: unknown): Promise<{ 'request-id': string }> {
+    return requestSavepoint(this.savepointDeps(), jobId, parseSavepointBody(body));
+  }
+
+  /** POST /jobs/:id/stop {targetDirectory?, drain?}: a savepoint after which the job stops (Flink's stop-with-savepoint). */
+  async stopWithSavepoint(jobId: string, body: unknown): Promise<{ 'request-id': string }> {
+    return requestSavepoint(this.savepointDeps(), jobId, parseStopBody(body));
+  }
+
+  /** GET /jobs/:id/savepoints/:requestId. */
+  async getSavepoint(jobId: string, requestId: string): Promise<SavepointStatusResponse> {
+    return savepointStatus(this.savepointDeps(), jobId, requestId);
+  }
+
+  private savepointDeps(): SavepointRequestDeps {
+    return { leaseStore: this.deps.leaseStore, rpc: this.deps.rpc, clock: this.deps.clock, record: (jobId) => this.views.record(jobId) };
   }
 
   /** Runs the reconciler every 'dispatcher.reconcile-interval' until the returned timer is cancelled. */

@@ -289,6 +289,24 @@ export function createRestRouter(dispatcher: Dispatcher, options: RestRouterOpti
       },
     },
     {
+      pattern: ['jobs', ':id', 'savepoints'],
+      methods: {
+        POST: { body: 'json', handle: async (call) => ({ status: 202, body: await dispatcher.triggerSavepoint(jobId(call), call.body) }) },
+      },
+    },
+    {
+      pattern: ['jobs', ':id', 'savepoints', ':requestId'],
+      methods: {
+        GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getSavepoint(jobId(call), call.params['requestId']!) }) },
+      },
+    },
+    {
+      pattern: ['jobs', ':id', 'stop'],
+      methods: {
+        POST: { body: 'json', handle: async (call) => ({ status: 202, body: await dispatcher.stopWithSavepoint(jobId(call), call.body) }) },
+      },
+    },
+    {
       pattern: ['jobs', ':id', 'exceptions'],
       methods: { GET: { body: 'none', handle: async (call) => ({ status: 200, body: await dispatcher.getExceptions(jobId(call)) }) } },
     },

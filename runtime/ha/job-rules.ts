@@ -60,6 +60,7 @@ export function applyJobUpdate(jobId: JobId, current: JobRecord | undefined, upd
     ...(update.taskExecutors !== undefined && { taskExecutors: update.taskExecutors }),
     ...(update.checkpoints !== undefined && { checkpoints: update.checkpoints }),
     ...(update.jobManager !== undefined && { jobManager: update.jobManager }),
+    ...(update.savepoints !== undefined && { savepoints: update.savepoints }),
     exceptions,
     epoch: writerEpoch,
     updatedAtMs: nowMs,

@@ -247,6 +247,29 @@ export interface JobRecord {
   readonly jobManager?: JobManagerLaunch;
   /** Admission control; absent on records written before it existed (they hold no reservation). */
   readonly admission?: JobAdmission;
+  /** The job's latest savepoint operations (at most MAX_SAVEPOINT_OPERATIONS), oldest first. */
+  readonly savepoints?: readonly SavepointOperation[];
+}
+
+/** Savepoint operations a job record keeps, the latest ones. */
+export const MAX_SAVEPOINT_OPERATIONS = 20;
+
+/**
+ * One savepoint asked of a job (Flink's asynchronous savepoint operation, by its request id): written
+ * IN_PROGRESS by the JobMaster before it answers the request, then COMPLETED with the savepoint's path
+ * or FAILED with the cause.
+ */
+export interface SavepointOperation {
+  readonly requestId: string;
+  readonly state: 'IN_PROGRESS' | 'COMPLETED' | 'FAILED';
+  readonly triggeredAtMs: number;
+  readonly targetDirectory: string;
+  /** Set when the job stops after it ('suspend' or 'drain'), or is cancelled ('cancel'). */
+  readonly then?: 'suspend' | 'drain' | 'cancel';
+  /** COMPLETED: the savepoint's folder, the path `floe run --from-savepoint` takes. */
+  readonly location?: string;
+  /** FAILED: why. */
+  readonly failureCause?: string;
 }
 
 /**
@@ -290,6 +313,8 @@ export interface JobRecordUpdate {
   readonly jobManager?: JobManagerLaunch;
   /** Appended to the record's exceptions. */
   readonly exception?: JobException;
+  /** Replaces the record's savepoint operations. */
+  readonly savepoints?: readonly SavepointOperation[];
 }
 
 export const MAX_STORED_EXCEPTIONS = 20;

@@ -37,6 +37,7 @@ import { EndpointName, type RpcService, type ServedEndpoint } from '../rpc/rpc-s
 import {
   JOB_MASTER_METHODS,
   type JobMasterGateway,
+  type SavepointTriggerRequest,
   type SlotOffer,
   type TaskExecutionStateUpdate,
   type TaskManagerInfo,
@@ -45,6 +46,7 @@ import { SourceCoordinators } from './source-coordinators.js';
 import type { CheckpointCoordinator } from './checkpoint-coordinator.js';
 import { checkpointConfigViewOf, createJobCheckpointing, taskCheckpointingOf, type JobCheckpointServices } from './job-checkpointing.js';
 import { JobRestore } from './job-restore.js';
+import { JobSavepoints } from './job-savepoints.js';
 import type { CheckpointMetrics, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { OutputCommitter } from './output-committer.js';
 import { jobDataCredentialsSourceFromEnv, type JobDataCredentials, type JobDataCredentialsSource } from '../blob/data-credentials.js';
@@ -136,6 +138,7 @@ export class JobMaster implements JobMasterGateway {
   private checkpoints: CheckpointCoordinator | undefined;
   /** With checkpoints: what each deployment restores. */
   private restore: JobRestore | undefined;
+  private readonly savepoints: JobSavepoints;
   private readonly heartbeats: HeartbeatManager<TaskExecutorHeartbeatPayload>;
   private readonly slotPool: SlotPool;
   private readonly rm: ResourceManagerConnection;
@@ -287,6 +290,17 @@ export class JobMaster implements JobMasterGateway {
     if (this.checkpoints !== undefined && deps.checkpoints !== undefined) {
       this.restore = new JobRestore({ jobGraph: deps.jobGraph, coordinator: this.checkpoints, storage: deps.checkpoints.storage, log: this.log });
     }
+    this.savepoints = new JobSavepoints({
+      jobId: this.jobId,
+      coordinator: this.checkpoints,
+      defaultDirectory: deps.config.savepointsDir,
+      clock: deps.clock,
+      log: this.log,
+      isRunning: () => this.status === JobStatus.RUNNING && !this.terminated,
+      write: async (savepoints) => !this.terminated && (await this.writeStatus({ savepoints })) !== undefined,
+      runOnMain: (work) => void this.main.run(work).catch(() => undefined),
+      cancelJob: () => this.scheduler.cancel(),
+    });
   }
 
   /** Resolves once the job reached a globally terminal state and the JobMaster let go of its resources, or it stepped down. */
@@ -324,6 +338,7 @@ export class JobMaster implements JobMasterGateway {
       const record = await this.writeStatus({ status: JobStatus.RUNNING, tasks: this.scheduler.counts(), ...this.checkpointsRecord() });
       if (record === undefined) return;
       this.status = JobStatus.RUNNING;
+      this.savepoints.adopt(record.savepoints);
       this.log.info('job running', { tasks: this.scheduler.graph.executions.length, slots: this.scheduler.totalSlots });
       try {
         await this.renewDataCredentials();
@@ -517,6 +532,10 @@ export class JobMaster implements JobMasterGateway {
     return this.main.run(() => this.scheduler.cancel());
   }
 
+  triggerSavepoint(request: SavepointTriggerRequest): Promise<void> {
+    return this.main.run(() => this.savepoints.trigger(request));
+  }
+
   // ---- internals (main thread only) ------------------------------------------------------------
 
   private failJob(error: Error): void {
@@ -651,6 +670,7 @@ export class JobMaster implements JobMasterGateway {
       ...this.checkpointsRecord(),
       taskExecutors: [],
       restarts: this.scheduler.numberOfRestarts,
+      ...(this.savepoints.all().length > 0 ? { savepoints: this.savepoints.all() } : {}),
       endedAtMs: this.deps.clock.now(),
       ...(resultKey ? { resultKey } : {}),
     });

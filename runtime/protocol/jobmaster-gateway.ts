@@ -37,6 +37,16 @@ export interface TaskExecutionStateUpdate {
   readonly result?: TaskResult;
 }
 
+/** A savepoint asked of a job's JobMaster by the Dispatcher. */
+export interface SavepointTriggerRequest {
+  /** Names the operation in the job record (GET /jobs/:id/savepoints/:requestId). */
+  readonly requestId: string;
+  /** A local path or a URI. @default - 'state.savepoints.dir' */
+  readonly targetDirectory?: string;
+  /** After the savepoint: the job stops ('suspend': windows and timers stay in it; 'drain': they fire), or is cancelled. */
+  readonly then?: 'suspend' | 'drain' | 'cancel';
+}
+
 export interface JobMasterGateway {
   registerTaskManager(info: TaskManagerInfo): Promise<{ readonly jobMasterResourceId: ResourceId }>;
   /** Returns the allocations the JobMaster accepted; the rest go back to the ResourceManager. */
@@ -66,6 +76,13 @@ export interface JobMasterGateway {
   /** The RM cannot meet the declared requirements: it says what exists and what it may still start. */
   notifyNotEnoughResourcesAvailable(required: number, available: ClusterResources): Promise<void>;
   cancel(): Promise<void>;
+  /**
+   * Takes a savepoint (Flink's triggerSavepoint, stopWithSavepoint): answers once the operation is in the
+   * job record IN_PROGRESS under `request.requestId`, where it later reads COMPLETED with the savepoint's
+   * path or FAILED with the cause. Refused at once (InvalidRequestError, ConflictError) when no savepoint
+   * can be taken: no target directory, a job that does not checkpoint, one that is not running.
+   */
+  triggerSavepoint(request: SavepointTriggerRequest): Promise<void>;
   /** A task took its snapshot of checkpoint `checkpointId`: the handles of its state, and its metrics. */
   acknowledgeCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, metrics: CheckpointMetrics, state: TaskStateSnapshot): Promise<void>;
   /**
@@ -88,6 +105,7 @@ export const JOB_MASTER_METHODS = [
   'disconnectResourceManager',
   'notifyNotEnoughResourcesAvailable',
   'cancel',
+  'triggerSavepoint',
   'acknowledgeCheckpoint',
   'declineCheckpoint',
 ] as const satisfies readonly (keyof JobMasterGateway)[];

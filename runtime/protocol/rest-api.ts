@@ -123,6 +123,18 @@ export interface JobResult {
  */
 export type JobResultResponse = JobResult | { readonly download: { readonly url: string; readonly sizeBytes: number; readonly expiresAtMs: number } };
 /** 202 from PATCH /jobs/:id?mode=cancel */
+/** POST /jobs/:id/savepoints and /jobs/:id/stop (Flink's TriggerResponse). */
+export interface SavepointTriggerResponse {
+  readonly 'request-id': string;
+}
+
+/** GET /jobs/:id/savepoints/:requestId (Flink's AsynchronousOperationResult of a savepoint). */
+export interface SavepointStatusResponse {
+  readonly status: { readonly id: 'IN_PROGRESS' | 'COMPLETED' };
+  /** Once COMPLETED: the savepoint's path, or why there is none. */
+  readonly operation?: { readonly location: string } | { readonly 'failure-cause': { readonly class: string; readonly 'stack-trace': string } };
+}
+
 export interface CancelJobResponse {
   readonly jobId: JobId;
   readonly status: JobStatus;

@@ -3,7 +3,13 @@
 import type { AllocationId, ExecutionAttemptId, JobId, ResourceId } from '../../runtime/core/ids.js';
 import type { CheckpointMetrics, TaskStateSnapshot } from '../../runtime/protocol/checkpoints.js';
 import { ResourceId as ResourceIdOf } from '../../runtime/core/ids.js';
-import type { JobMasterGateway, SlotOffer, TaskExecutionStateUpdate, TaskManagerInfo } from '../../runtime/protocol/jobmaster-gateway.js';
+import type {
+  JobMasterGateway,
+  SavepointTriggerRequest,
+  SlotOffer,
+  TaskExecutionStateUpdate,
+  TaskManagerInfo,
+} from '../../runtime/protocol/jobmaster-gateway.js';
 import type { ClusterResources } from '../../runtime/protocol/resourcemanager-gateway.js';
 import type { InputSplit } from '../../runtime/protocol/task-deployment.js';
 
@@ -19,6 +25,7 @@ export interface TestingJobMasterFunctions {
   disconnectResourceManager: (cause: string) => Promise<void>;
   notifyNotEnoughResourcesAvailable: (required: number, available: ClusterResources) => Promise<void>;
   cancel: () => Promise<void>;
+  triggerSavepoint: JobMasterGateway['triggerSavepoint'];
   acknowledgeCheckpoint: (
     jobId: JobId,
     attemptId: ExecutionAttemptId,
@@ -83,6 +90,10 @@ export class TestingJobMasterGateway implements JobMasterGateway {
   cancel(): Promise<void> {
     return this.fns.cancel();
   }
+
+  triggerSavepoint(request: SavepointTriggerRequest): Promise<void> {
+    return this.fns.triggerSavepoint(request);
+  }
   acknowledgeCheckpoint(
     jobId: JobId,
     attemptId: ExecutionAttemptId,
@@ -115,6 +126,7 @@ export class TestingJobMasterGatewayBuilder {
       disconnectResourceManager: done,
       notifyNotEnoughResourcesAvailable: done,
       cancel: done,
+      triggerSavepoint: done,
       acknowledgeCheckpoint: done,
       declineCheckpoint: done,
     };

@@ -137,6 +137,7 @@ export class TestJobMaster implements JobMasterGateway {
   async disconnectResourceManager() {}
   async notifyNotEnoughResourcesAvailable() {}
   async cancel() {}
+  async triggerSavepoint() {}
   /** Checkpoint acknowledgements and declines the TaskExecutor passed on, in order. */
   readonly checkpointReports: { type: 'ack' | 'decline'; attemptId: string; checkpointId: number; reason?: string }[] = [];
   async acknowledgeCheckpoint(_jobId: string, attemptId: string, checkpointId: number) {
