@@ -479,10 +479,10 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       expectArgs(1, 'a job id: floe cancel <jobId>');
       return { ...base, command: { kind, jobId: rest[0]! } };
     case 'savepoint':
-      if (rest.length !== 2) expectArgs(1, 'a job id: floe savepoint <jobId> [dir]');
+      if (rest.length !== 2) expectArgs(rest.length > 2 ? 2 : 1, 'a job id: floe savepoint <jobId> [dir]');
       return { ...base, command: { kind, jobId: rest[0]!, ...(rest[1] === undefined ? {} : { targetDirectory: savepointPathOf(rest[1]) }) } };
     case 'stop':
-      if (rest.length !== 2) expectArgs(1, 'a job id: floe stop <jobId> [--savepoint] [dir]');
+      if (rest.length !== 2) expectArgs(rest.length > 2 ? 2 : 1, 'a job id: floe stop <jobId> [--savepoint] [dir]');
       return {
         ...base,
         command: { kind, jobId: rest[0]!, drain: flags.has('drain'), ...(rest[1] === undefined ? {} : { targetDirectory: savepointPathOf(rest[1]) }) },

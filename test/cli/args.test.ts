@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseArgs, resolveStateDir, UsageError } from '../../runtime/cli/args.js';
 
@@ -102,6 +103,24 @@ describe('parseArgs', () => {
     expect(parseArgs(['--version']).command).toEqual({ kind: 'version' });
   });
 
+  it('parses savepoint, stop and run --from-savepoint; a relative path is made absolute, a URI stays', () => {
+    const here = (p: string): string => resolve(p);
+    expect(parseArgs(['savepoint', 'abc']).command).toEqual({ kind: 'savepoint', jobId: 'abc' });
+    expect(parseArgs(['savepoint', 'abc', '/sp']).command).toEqual({ kind: 'savepoint', jobId: 'abc', targetDirectory: '/sp' });
+    expect(parseArgs(['savepoint', 'abc', 'sp']).command).toEqual({ kind: 'savepoint', jobId: 'abc', targetDirectory: here('sp') });
+    expect(parseArgs(['stop', 'abc', '--savepoint', 's3://b/sp']).command).toEqual({ kind: 'stop', jobId: 'abc', drain: false, targetDirectory: 's3://b/sp' });
+    expect(parseArgs(['stop', 'abc', '--drain']).command).toEqual({ kind: 'stop', jobId: 'abc', drain: true });
+    const run = parseArgs(['run', 'job.ts', '--from-savepoint', '/sp/savepoint-abcdef-1', '--allow-non-restored-state']).command;
+    expect(run).toMatchObject({ kind: 'run', savepointRestore: { path: '/sp/savepoint-abcdef-1', allowNonRestoredState: true } });
+    expect(parseArgs(['run', 'job.ts', '--from-savepoint', 'sp']).command).toMatchObject({
+      savepointRestore: { path: here('sp'), allowNonRestoredState: false },
+    });
+    expect(usageError(['run', 'job.ts', '--allow-non-restored-state'])).toBe('--allow-non-restored-state applies only with --from-savepoint <path>');
+    expect(usageError(['savepoint'])).toBe("'savepoint' needs a job id: floe savepoint <jobId> [dir]");
+    expect(usageError(['stop', 'a', 'b', 'c'])).toBe("unexpected argument 'c' for 'stop'");
+    expect(usageError(['savepoint', 'abc', '--drain'])).toBe("option --drain does not apply to 'savepoint'");
+  });
+
   it('explains what is wrong with a command line', () => {
     expect(usageError(['deploy'])).toMatch(/unknown command 'deploy'/);
     expect(usageError(['run'])).toMatch(/'run' needs a job file/);
@@ -127,7 +146,9 @@ describe('parseArgs', () => {
   it('says which command or option a mistyped one most likely meant', () => {
     expect(usageError(['lsit'])).toBe("unknown command 'lsit': did you mean 'list'?");
     expect(usageError(['stauts', 'abc'])).toBe("unknown command 'stauts': did you mean 'status'?");
-    expect(usageError(['deploy'])).toBe("unknown command 'deploy' (commands: init, check, run, list, status, cancel, logs, dashboard, cluster, example)");
+    expect(usageError(['deploy'])).toBe(
+      "unknown command 'deploy' (commands: init, check, run, list, status, cancel, savepoint, stop, logs, dashboard, cluster, example)",
+    );
     expect(usageError(['run', 'job.ts', '--paralelism', '2'])).toBe("unknown option '--paralelism': did you mean '--parallelism'?");
     expect(usageError(['logs', 'abc', '--follwo'])).toBe("unknown option '--follwo': did you mean '--follow'?");
     // Only the command's own options are suggested: --follow is no option of 'list'.
