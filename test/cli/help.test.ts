@@ -56,7 +56,9 @@ describe('did you mean', () => {
     expect(typo).toEqual({ code: 2, stdout: '', stderr: "floe: unknown command 'lsit': did you mean 'list'?\nrun 'floe --help' for usage\n" });
     const far = await floe('deploy');
     expect(far.code).toBe(2);
-    expect(far.stderr).toContain("unknown command 'deploy' (commands: init, check, run, list, status, cancel, savepoint, stop, logs, dashboard, cluster, example)");
+    expect(far.stderr).toContain(
+      "unknown command 'deploy' (commands: init, check, run, list, status, cancel, savepoint, stop, logs, dashboard, cluster, example)",
+    );
     expect((await floe('clutser', 'start')).stderr).toContain("did you mean 'cluster'?");
     expect(existsSync(join(stateDir, 'cluster.json'))).toBe(false);
   });
