@@ -2,8 +2,10 @@
 // checkpointed every 300 ms, survives a kill -9 of a TaskExecutor running its tasks and a kill -9 of its
 // JobManager, each struck after a checkpoint with records in it completed: the job FINISHES, every key's
 // count equals the reference — state lost would make it smaller, records read twice larger — and every
-// key's state dates from before the kill (a job that started over would have counted exactly too).
-import { existsSync, readdirSync } from 'node:fs';
+// key's state dates from before the kill (a job that started over would have counted exactly too). And a
+// continuous file source killed the same way: every line of every file (those there before and those
+// that arrive after the kill) counted once, none read twice after the restore.
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSystemCheckpointStorage } from '../../runtime/checkpoint/file-system-checkpoint-storage.js';
@@ -38,11 +40,15 @@ afterAll(async () => {
 type Exception = { message: string; recovered?: boolean; restoredFrom?: number; restoredState?: string };
 const exceptions = async (jobId: string): Promise<Exception[]> => (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body.exceptions as Exception[];
 
+/** Records a generator's splits (index splits, by the `numbers` uid) say were read. */
+const generated = (lists: Map<string, unknown[]>): number =>
+  ((lists.get('source-splits') ?? []) as { next: number; stride: number }[]).reduce((n, s) => n + Math.floor(s.next / s.stride), 0);
+
 /**
- * Waits for a completed checkpoint whose source positions show records read (at least 200 of them), and
- * returns its id: a failure after it must restore, not start over.
+ * Waits for a completed checkpoint whose source (by its uid) shows at least `least` records read, by
+ * `readOf` its readers' state lists; returns its id: a failure after it must restore, not start over.
  */
-async function checkpointWithRecords(jobId: string): Promise<number> {
+async function checkpointWithRecords(jobId: string, source = 'numbers', least = 200, readOf = generated): Promise<number> {
   const folder = join(cluster.stateDir, 'checkpoints', jobId);
   const storage = new FileSystemCheckpointStorage(folder);
   let found = 0;
@@ -58,12 +64,10 @@ async function checkpointWithRecords(jobId: string): Promise<number> {
           const metadata = JSON.parse(new TextDecoder().decode(await storage.readMetadata(join(folder, `chk-${id}`)))) as CheckpointMetadata;
           let read = 0;
           for (const s of metadata.subtasks) {
-            const state = s.state.operators['numbers'];
-            if (state === undefined) continue;
-            const splits = (await readOperatorState(state.operator, storage)).get('source-splits') as { next: number; stride: number }[];
-            for (const split of splits ?? []) read += Math.floor(split.next / split.stride);
+            const state = s.state.operators[source];
+            if (state !== undefined) read += readOf(await readOperatorState(state.operator, storage));
           }
-          if (read >= 200) {
+          if (read >= least) {
             found = id;
             return true;
           }
@@ -89,6 +93,22 @@ async function collected(jobId: string): Promise<{ counts: Map<number, number>; 
   const counts = new Map(records.map(([k, n]) => [k, n]));
   expect(counts.size, 'each key emitted once').toBe(records.length);
   return { counts, lastFirstSeen: Math.max(...records.map((r) => r[2])) };
+}
+
+/** Lines a text source's readers' state says were read: of the splits being read, and 20 per finished split (the files below hold 20 lines of 64-byte splits at most). */
+const linesRead = (lists: Map<string, unknown[]>): number =>
+  ((lists.get('source-splits') ?? []) as { linesRead: number }[]).reduce((n, s) => n + s.linesRead, 0) + (lists.get('source-finished-splits') ?? []).length;
+
+/** Every "<line> <count>" line in the sink's visible parts. */
+function sinkLines(target: string): string[] {
+  if (!existsSync(target)) return [];
+  return readdirSync(target)
+    .filter((f) => !f.startsWith('.'))
+    .flatMap((n) =>
+      readFileSync(join(target, n), 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
 }
 
 const jobManagers = (jobId: string) =>
@@ -143,5 +163,52 @@ describe('restore from checkpoints', () => {
       JSON.stringify(history),
     ).toBe(true);
     await cluster.nothingLeft();
+  }, 240_000);
+  it('continuous file source, kill -9 of a TaskExecutor reading it after a checkpoint: every line of every file exactly once, none read twice', async () => {
+    const input = join(cluster.work, 'restore-incoming');
+    const target = join(cluster.work, 'restore-lines-out');
+    mkdirSync(input);
+    const lines: string[] = [];
+    const drop = (name: string): void => {
+      const own = Array.from({ length: 40 }, (_, i) => `${name}-line-${i}`);
+      writeFileSync(join(input, `.${name}.inprogress`), own.join('\n') + '\n');
+      renameSync(join(input, `.${name}.inprogress`), join(input, name));
+      lines.push(...own);
+    };
+    for (let f = 0; f < 8; f++) drop(`f${f}.txt`);
+    const jobId = await cluster.submit('restore-lines.ts', 'default', [input, target, '15', '300'], 2);
+    await checkpointWithRecords(jobId, 'lines', 60, linesRead);
+    const job = (await cluster.api('GET', `/jobs/${jobId}`)).body as { vertices: { subtasks?: { taskExecutor?: string; state: string }[] }[] };
+    const busy = new Set(job.vertices.flatMap((v) => (v.subtasks ?? []).filter((s) => s.state === 'RUNNING').map((s) => s.taskExecutor)));
+    const victim = clusterProcesses(cluster.stateDir).find((p) => p.resourceId !== undefined && busy.has(p.resourceId));
+    expect(victim).toBeDefined();
+    process.kill(victim!.pid, 'SIGKILL');
+    // Files that arrive after the kill are read too, once.
+    for (let f = 8; f < 10; f++) drop(`f${f}.txt`);
+
+    const counted = (): Map<string, number> => {
+      const max = new Map<string, number>();
+      for (const l of sinkLines(target)) {
+        const at = l.lastIndexOf(' ');
+        const line = l.slice(0, at);
+        max.set(line, Math.max(max.get(line) ?? 0, Number(l.slice(at + 1))));
+      }
+      return max;
+    };
+    await waitFor(() => counted().size >= lines.length, 'every line in the sink', 120_000);
+    const counts = counted();
+    expect([...counts.keys()].sort()).toEqual([...lines].sort());
+    expect(
+      [...counts].filter(([, n]) => n !== 1),
+      'lines read twice',
+    ).toEqual([]);
+    const history = await exceptions(jobId);
+    expect(
+      history.filter((e) => e.recovered === true).every((e) => e.restoredFrom !== undefined),
+      JSON.stringify(history),
+    ).toBe(true);
+    expect(history.some((e) => e.recovered === true)).toBe(true);
+    expect((await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
+    expect((await cluster.awaitTerminal(jobId)).status).toBe('CANCELED');
   }, 240_000);
 });
