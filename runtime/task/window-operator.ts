@@ -82,6 +82,8 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
   /** What a process function emits while a window fires: side output (undefined: main) and value. */
   private readonly emittedSides: (string | undefined)[] = [];
   private readonly emittedValues: unknown[] = [];
+  /** How many of emittedSides / emittedValues the current call made (the arrays are reused, not emptied). */
+  private emitted = 0;
   /** The window firing, as the process function's context shows it. */
   private firing: TimeWindow | undefined;
   private readonly windowContext: ProcessWindowContext;
@@ -389,16 +391,15 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     const output = this.context.output;
     if (fns.process === undefined) return output.emit(this.contents.result(parts, from, to), ts) as Promise<void> | void;
     this.firing = w;
-    this.emittedSides.length = 0;
-    this.emittedValues.length = 0;
+    this.emitted = 0;
     const returned = fns.process(key, this.windowContext, this.contents.elements(parts, from, to), this.collector);
     if (isThenable(returned)) return Promise.resolve(returned).then(() => this.emitCollected(ts, 0));
     return this.emitCollected(ts, 0);
   }
 
   private collect(side: string | undefined, value: unknown): void {
-    this.emittedSides.push(side);
-    this.emittedValues.push(value);
+    this.emittedSides[this.emitted] = side;
+    this.emittedValues[this.emitted++] = value;
   }
 
   /** Sends what the process function collected, from the `from`th on, waiting where the output asks. */
@@ -406,7 +407,7 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     const output = this.context.output;
     const sides = this.emittedSides;
     const values = this.emittedValues;
-    for (let i = from; i < values.length; i++) {
+    for (let i = from; i < this.emitted; i++) {
       const side = sides[i];
       const sent = side === undefined ? output.emit(values[i], ts) : output.emitSide(side, values[i], ts);
       if (isThenable(sent)) return Promise.resolve(sent).then(() => this.emitCollected(ts, i + 1));
