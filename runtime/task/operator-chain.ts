@@ -313,6 +313,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
           processWatermark: (w) => first.processWatermark(w),
           processWatermarkStatus: emitWatermarkStatus,
           checkpoints,
+          stopMode: () => checkpoints.stopMode(),
           ...(restoredChannels !== undefined ? { restoredInput: restoredChannels.input } : {}),
         },
         mailbox,

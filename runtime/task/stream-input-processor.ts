@@ -27,6 +27,11 @@ export interface InputTargets {
   processWatermarkStatus(idle: boolean): Promise<void> | void;
   /** Where aligned barriers take the task's checkpoint; without it barriers are dropped. */
   readonly checkpoints?: BarrierAlignmentTarget;
+  /**
+   * 'suspend' once a savepoint that stops the job without draining passed the task: an ended channel then
+   * releases no end-of-time watermark (what waits for it stays in the savepoint).
+   */
+  readonly stopMode?: () => 'suspend' | 'drain' | undefined;
   /** Input in-flight state of the unaligned checkpoint the task restores: processed first, in channel order. */
   readonly restoredInput?: ReadonlyMap<number, readonly InputSlice[]>;
 }
@@ -183,7 +188,7 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
     }
     if (received.endOfChannel === true) {
       // Without event time upstream (no watermark ever came) there is nothing to release.
-      if (sawWatermark) valve?.inputWatermark(MAX_WATERMARK, channel);
+      if (sawWatermark && targets.stopMode?.() !== 'suspend') valve?.inputWatermark(MAX_WATERMARK, channel);
       if (pendingWatermark !== undefined || pendingStatus !== undefined) await flushValve();
       const aligned = alignment?.processEndOfChannel(channel);
       if (aligned !== undefined) await aligned;
