@@ -22,7 +22,7 @@ import type { CheckpointStats } from '../protocol/checkpoint-stats.js';
 import type { CheckpointMetrics, CheckpointOptions, StreamStateHandle, TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { CheckpointStatsTracker } from './checkpoint-stats-tracker.js';
 import { deleteUnreferenced, filesOfSnapshots, readCheckpointFiles, type CheckpointFiles } from './checkpoints-cleaner.js';
-import { PendingCheckpoint, type CheckpointSubtask } from './pending-checkpoint.js';
+import { PendingCheckpoint, type CheckpointSubtask, type FinishedSplitsOf } from './pending-checkpoint.js';
 
 export interface CheckpointCoordinatorConfig {
   /** `execution.checkpointing.interval`. */
@@ -78,6 +78,8 @@ export interface CheckpointCoordinatorDeps {
   readonly messenger: CheckpointTaskMessenger;
   /** More failed checkpoints in a row than tolerated: the job fails over with this cause. */
   readonly failJob: (cause: CheckpointFailureError) => void;
+  /** The splits a FINISHED source attempt reported read to their end. @default - none */
+  readonly finishedSplitsOf?: FinishedSplitsOf;
   /** The folder of a new savepoint under a target directory. @default SavepointLocation.create */
   readonly savepointLocation?: (targetDirectory: string) => SavepointLocation;
   /** Runs a timer's work on the JobMaster's main thread. @default runs it at once */
@@ -99,8 +101,8 @@ export interface CheckpointMetadata {
   readonly checkpointId: number;
   readonly timestampMs: number;
   readonly subtasks: readonly { readonly vertexId: string; readonly subtaskIndex: number; readonly state: TaskStateSnapshot }[];
-  /** Subtasks FINISHED when it was triggered (FLIP-147): restored, they have nothing left to do. */
-  readonly finished?: readonly { readonly vertexId: string; readonly subtaskIndex: number }[];
+  /** Subtasks FINISHED at the trigger (FLIP-147), restored as done; a source's with the splits it read to their end. */
+  readonly finished?: readonly { readonly vertexId: string; readonly subtaskIndex: number; readonly finishedSplits?: readonly string[] }[];
 }
 
 /** A savepoint to take: where, and whether the job stops after it (Flink's stop-with-savepoint). */
@@ -328,8 +330,7 @@ export class CheckpointCoordinator {
         jobId,
         checkpointId,
         timestampMs: pending.timestampMs,
-        subtasks: pending.acknowledgedSubtasks().map((a) => ({ vertexId: a.vertexId, subtaskIndex: a.subtaskIndex, state: a.state })),
-        ...(pending.finished.length > 0 ? { finished: pending.finished.map((f) => ({ vertexId: f.vertexId, subtaskIndex: f.subtaskIndex })) } : {}),
+        ...pending.metadataSubtasks(this.deps.finishedSplitsOf),
       };
       pointer = await this.deps.storage.writeMetadata(checkpointId, new TextEncoder().encode(JSON.stringify(metadata)));
     } catch (error) {
@@ -569,8 +570,7 @@ export class CheckpointCoordinator {
         jobId: this.deps.jobId,
         checkpointId,
         timestampMs: pending.timestampMs,
-        subtasks: pending.acknowledgedSubtasks().map((a) => ({ vertexId: a.vertexId, subtaskIndex: a.subtaskIndex, state: a.state })),
-        ...(pending.finished.length > 0 ? { finished: pending.finished.map((f) => ({ vertexId: f.vertexId, subtaskIndex: f.subtaskIndex })) } : {}),
+        ...pending.metadataSubtasks(this.deps.finishedSplitsOf),
       };
       path = await location.writeMetadata(new TextEncoder().encode(JSON.stringify(metadata)));
     } catch (error) {

@@ -50,6 +50,8 @@ export interface JobCheckpointingArgs {
   /** The gateway of the TaskExecutor running an attempt, if it runs somewhere. */
   readonly gatewayOf: (attemptId: ExecutionAttemptId) => TaskExecutorGateway | undefined;
   readonly failJob: (cause: CheckpointFailureError) => void;
+  /** The splits a FINISHED source attempt read to their end. */
+  readonly finishedSplitsOf?: (attemptId: ExecutionAttemptId) => readonly string[] | undefined;
   readonly runAsync: (work: () => Promise<void>) => void;
   /** The coordinator's statistics changed (a checkpoint started or ended, a restore). */
   readonly statsChanged?: () => void;
@@ -89,6 +91,7 @@ export function createJobCheckpointing(args: JobCheckpointingArgs): CheckpointCo
       notifyCheckpointAborted: (attemptId, checkpointId) => send(attemptId, (g) => g.notifyCheckpointAborted(attemptId, checkpointId, args.token)),
     },
     failJob: args.failJob,
+    ...(args.finishedSplitsOf !== undefined ? { finishedSplitsOf: args.finishedSplitsOf } : {}),
     runAsync: args.runAsync,
     log: args.log,
     ...(args.statsChanged !== undefined && { statsChanged: args.statsChanged }),

@@ -283,6 +283,7 @@ export class JobMaster implements JobMasterGateway {
         return resourceId === undefined ? undefined : this.taskManagers.get(resourceId)?.gateway;
       },
       failJob: (cause) => this.scheduler.handleGlobalFailure(toErrorInfo(cause)),
+      finishedSplitsOf: (attemptId) => this.sources.finishedSplitsOf(attemptId),
       // Started on the main thread; the storage and store writes that follow run off it.
       runAsync: (work) => void this.main.run(() => void work()).catch(() => undefined),
       statsChanged: () => this.progressChanged(),

@@ -10,6 +10,23 @@ export interface CheckpointSubtask {
   readonly subtaskIndex: number;
 }
 
+/** The splits a FINISHED source attempt reported read to their end (undefined: none, or not a source). */
+export type FinishedSplitsOf = (attemptId: ExecutionAttemptId) => readonly string[] | undefined;
+
+/** A subtask's state as a checkpoint's metadata lists it. */
+export interface MetadataSubtask {
+  readonly vertexId: string;
+  readonly subtaskIndex: number;
+  readonly state: TaskStateSnapshot;
+}
+
+/** A subtask FINISHED at a checkpoint, as its metadata lists it: a source's with the splits it read to their end. */
+export interface FinishedSubtask {
+  readonly vertexId: string;
+  readonly subtaskIndex: number;
+  readonly finishedSplits?: readonly string[];
+}
+
 export interface AcknowledgedSubtask extends CheckpointSubtask {
   readonly state: TaskStateSnapshot;
   readonly metrics: CheckpointMetrics;
@@ -40,6 +57,20 @@ export class PendingCheckpoint {
   /** Subtasks done when it was triggered, or that finished before acknowledging it. */
   get finished(): readonly CheckpointSubtask[] {
     return this.finishedSubtasks;
+  }
+
+  /**
+   * The subtasks as its metadata lists them: the acknowledged ones with their state, the finished ones
+   * (a source's with the splits it read to their end, by `splitsOf`).
+   */
+  metadataSubtasks(splitsOf?: FinishedSplitsOf): { subtasks: MetadataSubtask[]; finished?: FinishedSubtask[] } {
+    const subtasks = this.acknowledgedSubtasks().map((a) => ({ vertexId: a.vertexId, subtaskIndex: a.subtaskIndex, state: a.state }));
+    if (this.finishedSubtasks.length === 0) return { subtasks };
+    const finished = this.finishedSubtasks.map((f) => {
+      const splits = splitsOf?.(f.attemptId);
+      return { vertexId: f.vertexId, subtaskIndex: f.subtaskIndex, ...(splits !== undefined && splits.length > 0 ? { finishedSplits: splits } : {}) };
+    });
+    return { subtasks, finished };
   }
 
   /**

@@ -19,7 +19,7 @@ export const sourceKindOf = (op: SourceOperatorSpec): string => (op.kind === 'so
 interface Coordinated {
   enumerator: SplitEnumerator;
   /** Splits handed to each attempt and not reported finished, by split id. */
-  readonly held: Map<ExecutionAttemptId, { readonly subtaskIndex: number; readonly splits: Map<string, SourceSplit> }>;
+  readonly held: Map<ExecutionAttemptId, { readonly subtaskIndex: number; readonly splits: Map<string, SourceSplit>; readonly finished: Set<string> }>;
   /** Requests held until splits appear. */
   readonly waiters: Set<() => void>;
   readonly timers: Set<Timer>;
@@ -81,9 +81,11 @@ export class SourceCoordinators {
     if (source === undefined) return null;
     let held = source.held.get(attemptId);
     if (held === undefined) {
-      held = { subtaskIndex, splits: new Map() };
+      held = { subtaskIndex, splits: new Map(), finished: new Set() };
       source.held.set(attemptId, held);
     }
+    // Every split the attempt reports read to its end (restored ones too) goes into a checkpoint once it FINISHED.
+    for (const id of finished) held.finished.add(id);
     const done = finished.filter((id) => held.splits.delete(id));
     if (done.length > 0) source.enumerator.splitsFinished?.(done, subtaskIndex);
     if (source.restoring > 0) return NO_SPLIT_YET;
@@ -130,6 +132,15 @@ export class SourceCoordinators {
       source.held.delete(attemptId);
       if (held !== undefined && held.splits.size > 0) source.enumerator.addSplitsBack([...held.splits.values()], held.subtaskIndex);
     }
+  }
+
+  /** The splits an attempt reported read to their end (a FINISHED source subtask's, for the checkpoint metadata). */
+  finishedSplitsOf(attemptId: ExecutionAttemptId): readonly string[] | undefined {
+    for (const source of this.sources.values()) {
+      const held = source.held.get(attemptId);
+      if (held !== undefined) return [...held.finished];
+    }
+    return undefined;
   }
 
   /** Main thread. A JobMaster that starts from a checkpoint: each enumerator accounts for what the restored readers hold or finished. */

@@ -32,6 +32,8 @@ export async function restoredSplitsOf(metadata: CheckpointMetadata, vertex: Job
   );
   for (const split of (lists.get(SOURCE_SPLITS_LIST) ?? []) as ResumableSplit[]) held.add(split.splitId);
   for (const splitId of (lists.get(FINISHED_SPLITS_LIST) ?? []) as string[]) finished.add(splitId);
+  // Subtasks FINISHED at the checkpoint have no state: the splits they reported read to their end.
+  for (const f of metadata.finished ?? []) if (f.vertexId === vertex.id) for (const splitId of f.finishedSplits ?? []) finished.add(splitId);
   return { held, finished };
 }
 

@@ -11,6 +11,7 @@ import { ExecutionAttemptId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
 import type { JobGraph, JobVertex } from '../../runtime/jobgraph/jobgraph.js';
 import type { CheckpointMetadata } from '../../runtime/jobmaster/checkpoint-coordinator.js';
+import { PendingCheckpoint } from '../../runtime/jobmaster/pending-checkpoint.js';
 import { SourceCoordinators } from '../../runtime/jobmaster/source-coordinators.js';
 import { restoredSplitsOf, type RestoredSplits } from '../../runtime/jobmaster/source-restore.js';
 import { registerSplitEnumerator, type SplitEnumerator } from '../../runtime/jobmaster/split-enumerator.js';
@@ -93,6 +94,35 @@ describe('restoredSplitsOf', () => {
     const splits = await restoredSplitsOf({ jobId: 'j', checkpointId: 3, timestampMs: 0, subtasks }, vertexOf({ kind: 'source.textFile' }), streams);
     expect([...splits.held].sort()).toEqual(['a@0', 'c@0', 'c@8']);
     expect([...splits.finished].sort()).toEqual(['a@4', 'b@0']);
+  });
+
+  it('counts the splits a subtask FINISHED at the checkpoint had reported read, as the JobMaster heard them', async () => {
+    const streams = new MemoryCheckpointStreams();
+    writeFileSync(join(dir, 'a.txt'), 'a1\na2\n');
+    await coordinators.start(graphOf(vertexOf({ kind: 'source.textFile', path: dir, splitSizeBytes: 4 })));
+    const a = join(dir, 'a.txt');
+    const done = ExecutionAttemptId.random();
+    expect((coordinators.nextSplit('src', 1, done, []) as InputSplit).splitId).toBe(`${a}@0`);
+    expect((coordinators.nextSplit('src', 1, done, [`${a}@0`]) as InputSplit).splitId).toBe(`${a}@4`);
+    expect(coordinators.nextSplit('src', 1, done, [`${a}@4`])).toBeNull();
+    expect(coordinators.finishedSplitsOf(done)).toEqual([`${a}@0`, `${a}@4`]);
+
+    const pending = new PendingCheckpoint(4, 0, [], [{ attemptId: done, vertexId: 'src', subtaskIndex: 1 }]);
+    const metadata: CheckpointMetadata = {
+      jobId: 'j',
+      checkpointId: 4,
+      timestampMs: 0,
+      ...pending.metadataSubtasks((id) => coordinators.finishedSplitsOf(id)),
+    };
+    expect(metadata.finished).toEqual([{ vertexId: 'src', subtaskIndex: 1, finishedSplits: [`${a}@0`, `${a}@4`] }]);
+    const splits = await restoredSplitsOf(metadata, vertexOf({ kind: 'source.textFile' }), streams);
+    expect([...splits.finished]).toEqual([`${a}@0`, `${a}@4`]);
+    // Restored, the enumerator hands out nothing of what the finished subtask read.
+    restored = Promise.resolve(splits);
+    coordinators.restoreAll();
+    await restored;
+    await main.run(() => undefined);
+    expect(ask()).toBeNull();
   });
 });
 
