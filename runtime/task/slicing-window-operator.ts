@@ -152,6 +152,8 @@ export class SlicingWindowOperator implements OneInputOperator {
     const id = typeof key === 'number' ? key : canonicalKey(key);
     const entry = this.keys.get(id);
     if (entry === undefined) {
+      // A key new to the operator: the backend checks that it lies in this subtask's key groups.
+      this.context.stateBackend.setCurrentKey(key);
       this.keys.set(id, { id, key, starts: [start], accs: [this.first(record)] });
       return;
     }

@@ -13,6 +13,7 @@ import type { OperatorSubtaskState } from '../../runtime/protocol/checkpoints.js
 import { defaultTriggerOf, type WindowAssignerSpec } from '../../runtime/jobgraph/window-spec.js';
 import { SlicingWindowOperator, slicingWindowProblem } from '../../runtime/task/slicing-window-operator.js';
 import { LmdbKeyedStateBackend } from '../../runtime/task/state/lmdb-keyed-state-backend.js';
+import { KeyGroupOutOfRangeError } from '../../runtime/task/state/keyed-state-backend.js';
 import type { CheckpointedOperator } from '../../runtime/task/stream-operator.js';
 import type { WindowFunctions } from '../../runtime/task/window-contents.js';
 import { windowOperatorFor } from '../../runtime/task/window-operator-factory.js';
@@ -175,6 +176,18 @@ describe('SlicingWindowOperator against the general WindowOperator', () => {
       }
     });
   }
+
+  it("refuses a key outside its subtask's key groups, as the general operator does", async () => {
+    const h = harness('slicing', configOf(tumbling(10), sumReduce), 0, 2);
+    const range = keyGroupRange(0, 2, MAX);
+    const keys = Array.from({ length: 100 }, (_, i) => `key-${i}`);
+    const owned = keys.find((k) => keyGroupOf(canonicalKey(k), MAX) <= range.end)!;
+    const foreign = keys.find((k) => keyGroupOf(canonicalKey(k), MAX) > range.end)!;
+    await h.processElement({ k: owned, v: 1 }, 1);
+    await expect(h.processElement({ k: foreign, v: 1 }, 1)).rejects.toBeInstanceOf(KeyGroupOutOfRangeError);
+    await h.endInput();
+    expect(h.values()).toEqual([{ k: owned, v: 1 }]);
+  });
 
   it('is what a task runs for event-time tumbling or sliding windows with a reduce or aggregate, the general operator for the rest', () => {
     const h = new OneInputHarness((ctx) => windowOperatorFor(ctx, configOf(sliding(100, 10), countWithWindow)));
