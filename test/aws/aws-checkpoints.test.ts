@@ -108,6 +108,24 @@ describe('checkpoints on S3 and DynamoDB (emulators)', () => {
     const stateKeys = (await keysOf(jobId)).filter((k) => !k.endsWith('/_metadata'));
     expect(stateKeys.length).toBeGreaterThan(0);
     for (const key of stateKeys) expect(key, 'a state file under an entropy key').toMatch(ENTROPY);
+    // The JobMaster's statistics reach the API through the job's DynamoDB record.
+    const stats = await waitFor(
+      async () => {
+        const { status, body } = await front.api('GET', `/jobs/${jobId}/checkpoints`);
+        return status === 200 && body.latest.completed?.id >= latest.checkpointId ? body : undefined;
+      },
+      'the checkpoint statistics through the API',
+      30_000,
+      100,
+    );
+    expect(stats.counts.completed).toBeGreaterThanOrEqual(3);
+    expect(stats.latest.completed.state_size).toBeGreaterThan(0);
+    expect(stats.latest.completed.end_to_end_duration).toBeGreaterThan(0);
+    expect(stats.history.find((h: { id: number }) => h.id === latest.checkpointId)?.external_path).toBe(latest.metadataPointer);
+    expect((await front.api('GET', `/jobs/${jobId}/checkpoints/config`)).body).toMatchObject({
+      interval: 100,
+      checkpoint_storage: expect.stringMatching(/^s3:\/\//),
+    });
 
     expect((await front.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
     expect((await ended(jobId)).status).toBe('CANCELED');
