@@ -50,7 +50,7 @@ export interface CheckpointStats {
     readonly savepoint?: CheckpointStatsEntry;
     readonly failed?: CheckpointStatsEntry;
     /** The checkpoint the job last restored from. */
-    readonly restored?: { readonly id: number; readonly restoreTimestampMs: number; readonly externalPath: string };
+    readonly restored?: { readonly id: number; readonly restoreTimestampMs: number; readonly externalPath: string; readonly savepoint?: boolean };
   };
 }
 

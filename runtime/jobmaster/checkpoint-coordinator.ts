@@ -219,9 +219,10 @@ export class CheckpointCoordinator {
     return this.stats.snapshot(this.deps.clock.now());
   }
 
-  /** A restore from `checkpoint` (or a savepoint), for the statistics. */
+  /** A restore from `checkpoint` (or a savepoint: none of the retained checkpoints), for the statistics. */
   reportRestored(checkpoint: Pick<CompletedCheckpoint, 'checkpointId' | 'metadataPointer'>): void {
-    this.stats.reportRestored(checkpoint.checkpointId, this.deps.clock.now(), checkpoint.metadataPointer);
+    const savepoint = !this.retained.some((c) => c.checkpointId === checkpoint.checkpointId && c.metadataPointer === checkpoint.metadataPointer);
+    this.stats.reportRestored(checkpoint.checkpointId, this.deps.clock.now(), checkpoint.metadataPointer, savepoint);
   }
 
   isDeposed(): boolean {

@@ -19,7 +19,7 @@ export class CheckpointStatsTracker {
   private restoredCount = 0;
   private latestCompleted: CheckpointStatsEntry | undefined;
   private latestFailed: CheckpointStatsEntry | undefined;
-  private restored: { id: number; restoreTimestampMs: number; externalPath: string } | undefined;
+  private restored: NonNullable<CheckpointStats['latest']['restored']> | undefined;
   private latestSavepoint: CheckpointStatsEntry | undefined;
   /** The latest completed checkpoints' figures, oldest first, for the summary. */
   private readonly window: CheckpointStatsEntry[] = [];
@@ -60,9 +60,10 @@ export class CheckpointStatsTracker {
     this.changed();
   }
 
-  reportRestored(id: number, restoreTimestampMs: number, externalPath: string): void {
+  /** Tasks restored checkpoint `id` (with `savepoint`, a savepoint) from `externalPath`. */
+  reportRestored(id: number, restoreTimestampMs: number, externalPath: string, savepoint = false): void {
     this.restoredCount++;
-    this.restored = { id, restoreTimestampMs, externalPath };
+    this.restored = { id, restoreTimestampMs, externalPath, ...(savepoint && { savepoint }) };
     this.changed();
   }
 

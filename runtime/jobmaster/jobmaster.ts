@@ -127,6 +127,11 @@ const isFinalRefusal = (e: unknown): boolean =>
 
 /** Task counts and counters reach the job record at most this often while the job runs (ms). */
 const PROGRESS_INTERVAL_MS = 100;
+/**
+ * Checkpoint statistics alone bring a write of the job record at most this often (ms), so a short checkpoint
+ * interval does not write the record at each checkpoint's start and end; every other write carries them too.
+ */
+const CHECKPOINT_STATS_INTERVAL_MS = 1_000;
 
 export class JobMaster implements JobMasterGateway {
   readonly main: MainThread;
@@ -152,6 +157,9 @@ export class JobMaster implements JobMasterGateway {
   private dataCredentials: JobDataCredentials | undefined;
   private credentialsRenewal: Timer | undefined;
   private progressTimer: Timer | undefined;
+  private statsTimer: Timer | undefined;
+  /** When the last progress write started (the clock's ms). */
+  private lastProgressWriteMs = Number.NEGATIVE_INFINITY;
   /** Slots given up in this turn, each with its TaskExecutor and why: one `freeSlots` call per TaskExecutor and cause. */
   private readonly slotsToFree = new TurnBatch<{ gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationId: AllocationId }>((slots) => {
     const calls = new Map<string, { gateway: TaskExecutorGateway; resourceId: ResourceId; cause: string; allocationIds: AllocationId[] }>();
@@ -286,7 +294,7 @@ export class JobMaster implements JobMasterGateway {
       finishedSplitsOf: (attemptId) => this.sources.finishedSplitsOf(attemptId),
       // Started on the main thread; the storage and store writes that follow run off it.
       runAsync: (work) => void this.main.run(() => void work()).catch(() => undefined),
-      statsChanged: () => this.progressChanged(),
+      statsChanged: () => this.checkpointStatsChanged(),
     });
     if (this.checkpoints !== undefined && deps.checkpoints !== undefined) {
       this.restore = new JobRestore({ jobGraph: deps.jobGraph, coordinator: this.checkpoints, storage: deps.checkpoints.storage, log: this.log });
@@ -657,6 +665,7 @@ export class JobMaster implements JobMasterGateway {
     this.cancelWatch?.cancel();
     this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();
+    this.statsTimer?.cancel();
     let discardFailed: string | undefined;
     if (status !== JobStatus.FINISHED) await this.outputCommitter.discardAll().catch((error: unknown) => (discardFailed = errorMessage(error)));
     const vertices = this.scheduler.vertexMetrics();
@@ -755,6 +764,7 @@ export class JobMaster implements JobMasterGateway {
     this.cancelWatch?.cancel();
     this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();
+    this.statsTimer?.cancel();
     this.rm.stop();
     this.resolveTermination({ status: 'LEADERSHIP_LOST', message: reason });
   }
@@ -769,6 +779,7 @@ export class JobMaster implements JobMasterGateway {
         // The recovery state goes along only when it changed since a progress write carried it.
         const recoveryKey = this.scheduler.recoveryKey();
         const update = this.progress(recoveryKey !== this.recoveryWritten);
+        this.lastProgressWriteMs = this.deps.clock.now();
         await this.deps.jobStore.update(this.jobId, update, this.deps.fencingToken);
         if (update.recovery !== undefined) this.recoveryWritten = recoveryKey;
       } catch (error) {
@@ -780,6 +791,17 @@ export class JobMaster implements JobMasterGateway {
         else this.log.warn('cannot write the job progress', { error: errorMessage(error) });
       }
     }, PROGRESS_INTERVAL_MS);
+  }
+
+  /** The checkpoint statistics changed: written with the next progress write, at most every CHECKPOINT_STATS_INTERVAL_MS on their own. */
+  private checkpointStatsChanged(): void {
+    if (this.statsTimer !== undefined || this.progressTimer !== undefined || this.terminated) return;
+    const delayMs = this.lastProgressWriteMs + CHECKPOINT_STATS_INTERVAL_MS - this.deps.clock.now();
+    if (delayMs <= 0) return this.progressChanged();
+    this.statsTimer = this.main.schedule(async () => {
+      this.statsTimer = undefined;
+      this.progressChanged();
+    }, delayMs);
   }
 
   /**
@@ -831,6 +853,7 @@ export class JobMaster implements JobMasterGateway {
     this.cancelWatch?.cancel();
     this.credentialsRenewal?.cancel();
     this.progressTimer?.cancel();
+    this.statsTimer?.cancel();
     this.sources.close();
     await this.main.close();
   }

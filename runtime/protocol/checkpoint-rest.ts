@@ -120,7 +120,12 @@ export function checkpointingStatistics(stats: CheckpointStats): CheckpointingSt
       restored:
         restored === undefined
           ? null
-          : { id: restored.id, restore_timestamp: restored.restoreTimestampMs, is_savepoint: false, external_path: restored.externalPath },
+          : {
+              id: restored.id,
+              restore_timestamp: restored.restoreTimestampMs,
+              is_savepoint: restored.savepoint === true,
+              external_path: restored.externalPath,
+            },
     },
     history: stats.history.map(checkpointStatisticsJson),
   };

@@ -140,6 +140,11 @@ describe('restore from checkpoints', () => {
     const recovered = history.filter((e) => e.recovered === true);
     expect(recovered.length, JSON.stringify(history)).toBeGreaterThanOrEqual(1);
     for (const e of recovered) expect(e.restoredFrom, JSON.stringify(e)).toBeGreaterThanOrEqual(checkpointId);
+    // GET /jobs/:id/checkpoints counts the restore and names the checkpoint.
+    const stats = (await cluster.api('GET', `/jobs/${jobId}/checkpoints`)).body;
+    expect(stats.counts.restored).toBeGreaterThanOrEqual(1);
+    expect(stats.latest.restored).toMatchObject({ is_savepoint: false, external_path: expect.stringMatching(/\/chk-\d+\/_metadata$/) });
+    expect(stats.latest.restored.id).toBeGreaterThanOrEqual(checkpointId);
     await cluster.nothingLeft();
   }, 240_000);
 
@@ -162,6 +167,10 @@ describe('restore from checkpoints', () => {
       history.some((e) => e.recovered === true && /JobManager/.test(e.message)),
       JSON.stringify(history),
     ).toBe(true);
+    // The successor's statistics start with the restore it made.
+    const stats = (await cluster.api('GET', `/jobs/${jobId}/checkpoints`)).body;
+    expect(stats.counts.restored).toBe(1);
+    expect(stats.latest.restored).toMatchObject({ is_savepoint: false, external_path: expect.stringMatching(/\/chk-\d+\/_metadata$/) });
     await cluster.nothingLeft();
   }, 240_000);
   it('continuous file source, kill -9 of a TaskExecutor reading it after a checkpoint: every line of every file exactly once, none read twice', async () => {

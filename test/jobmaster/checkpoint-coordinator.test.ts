@@ -186,6 +186,24 @@ describe('CheckpointCoordinator', () => {
     expect(s.failures[0]!.message).toMatch(/2 checkpoints failed in a row, more than execution.checkpointing.tolerable-failed-checkpoints \(1\) allows/);
   });
 
+  it('reports a restore from a retained checkpoint as a checkpoint, from anything else as a savepoint', async () => {
+    const s = await setup();
+    await advance(s.clock, 1_000);
+    await ackAll(s, 1);
+    const completed = s.coordinator.latestCompleted()!;
+    s.coordinator.reportRestored(completed);
+    expect(s.coordinator.checkpointStats().latest.restored).toEqual({
+      id: 1,
+      restoreTimestampMs: s.clock.now(),
+      externalPath: completed.metadataPointer,
+    });
+    s.coordinator.reportRestored({ checkpointId: 7, metadataPointer: '/savepoints/savepoint-abc123-x/_metadata' });
+    expect(s.coordinator.checkpointStats()).toMatchObject({
+      counts: { restored: 2 },
+      latest: { restored: { id: 7, savepoint: true, externalPath: '/savepoints/savepoint-abc123-x/_metadata' } },
+    });
+  });
+
   it('resets the failure count when a checkpoint completes', async () => {
     const s = await setup({ timeoutMs: 500, tolerableFailedCheckpoints: 1 });
     await advance(s.clock, 1_000);
