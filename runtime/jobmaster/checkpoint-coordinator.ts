@@ -221,8 +221,7 @@ export class CheckpointCoordinator {
 
   /** A restore from `checkpoint` (or a savepoint: none of the retained checkpoints), for the statistics. */
   reportRestored(checkpoint: Pick<CompletedCheckpoint, 'checkpointId' | 'metadataPointer'>): void {
-    const savepoint = !this.retained.some((c) => c.checkpointId === checkpoint.checkpointId && c.metadataPointer === checkpoint.metadataPointer);
-    this.stats.reportRestored(checkpoint.checkpointId, this.deps.clock.now(), checkpoint.metadataPointer, savepoint);
+    this.stats.reportRestored(checkpoint, this.deps.clock.now(), this.retained);
   }
 
   isDeposed(): boolean {

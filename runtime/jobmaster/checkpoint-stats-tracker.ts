@@ -5,6 +5,12 @@
 import type { CheckpointStats, CheckpointStatsEntry, CheckpointStatsSummary, StatsSummary } from '../protocol/checkpoint-stats.js';
 import type { PendingCheckpoint } from './pending-checkpoint.js';
 
+/** A checkpoint (or savepoint) tasks restore from. */
+export interface RestoredCheckpoint {
+  readonly checkpointId: number;
+  readonly metadataPointer: string;
+}
+
 /** Flink's `web.checkpoints.history` default. */
 export const HISTORY_SIZE = 10;
 
@@ -60,8 +66,10 @@ export class CheckpointStatsTracker {
     this.changed();
   }
 
-  /** Tasks restored checkpoint `id` (with `savepoint`, a savepoint) from `externalPath`. */
-  reportRestored(id: number, restoreTimestampMs: number, externalPath: string, savepoint = false): void {
+  /** Tasks restored `checkpoint`: a savepoint when it is none of the `retained` checkpoints. */
+  reportRestored(checkpoint: RestoredCheckpoint, restoreTimestampMs: number, retained: readonly RestoredCheckpoint[]): void {
+    const { checkpointId: id, metadataPointer: externalPath } = checkpoint;
+    const savepoint = !retained.some((c) => c.checkpointId === id && c.metadataPointer === externalPath);
     this.restoredCount++;
     this.restored = { id, restoreTimestampMs, externalPath, ...(savepoint && { savepoint }) };
     this.changed();

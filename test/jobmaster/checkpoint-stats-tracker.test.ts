@@ -75,7 +75,7 @@ describe('CheckpointStatsTracker', () => {
       1,
     );
     tracker.reportCompleted(p, 2, '/c/chk-1/_metadata');
-    tracker.reportRestored(1, 3, '/c/chk-1/_metadata');
+    tracker.reportRestored({ checkpointId: 1, metadataPointer: '/c/chk-1/_metadata' }, 3, [{ checkpointId: 1, metadataPointer: '/c/chk-1/_metadata' }]);
     expect(changes.map((c) => JSON.parse(c))).toEqual([
       { restored: 0, total: 1, inProgress: 1, completed: 0, failed: 0 },
       { restored: 0, total: 1, inProgress: 0, completed: 1, failed: 0 },
