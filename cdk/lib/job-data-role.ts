@@ -36,7 +36,7 @@ export class JobDataRole {
    * The tasks' part of letting jobs use `bucket`: they read their input splits (ranged GETs of `s3://`
    * sources) and write their parts into staging areas (`<target>/.floe-staging-<jobId>/…`), one PUT or a
    * multipart upload; a streaming sink lists and rolls its parts into its target (`<target>/part-…`, a
-   * multipart upload each). Each job's session policy narrows this to its inputs, its staging and the
+   * multipart upload each), and lists the uploads under way there. Each job's session policy narrows this to its inputs, its staging and the
    * part files of its streaming sinks' targets.
    */
   grantBucketAccess(bucket: s3.IBucket, objectsKeyPattern: string): void {
@@ -44,5 +44,7 @@ export class JobDataRole {
     grantObjects(this.role, bucket, ['s3:PutObject', 's3:PutObjectTagging', 's3:AbortMultipartUpload'], ...stagingKeyPatterns(objectsKeyPattern));
     grantObjects(this.role, bucket, ['s3:PutObject', 's3:AbortMultipartUpload'], ...rollingPartKeyPatterns(objectsKeyPattern));
     grantList(this.role, bucket);
+    // A checkpointing job's sink, restored, finds the uploads its failed attempt left open (and aborts them).
+    iam.Grant.addToPrincipal({ grantee: this.role, actions: ['s3:ListBucketMultipartUploads'], resourceArns: [bucket.bucketArn] });
   }
 }

@@ -60,9 +60,11 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects, ch
           inputs.add(arn(bucket, `${prefix}/*`));
         }
       }
-      if (op.kind === 'sink.textFile' && op.rolling !== undefined && isS3Uri(op.path)) {
+      // A checkpointing job's file sink, bounded or not, commits its parts with its checkpoints: as a streaming one.
+      if (op.kind === 'sink.textFile' && (op.rolling !== undefined || checkpoints !== undefined) && isS3Uri(op.path)) {
         // A streaming sink rolls its parts straight into its target (multipart uploads completed as they
-        // roll, runtime/aws/s3-rolling-parts.ts): it lists them, looks at and writes `<target>/part-*` only.
+        // roll, runtime/aws/s3-rolling-parts.ts): it lists them and their uploads, looks at and writes
+        // `<target>/part-*` only.
         const { bucket, prefix } = parseS3Uri(op.path);
         const parts = `${prefix === '' ? '' : `${prefix}/`}part-*`;
         rollingParts.add(arn(bucket, parts));
@@ -103,7 +105,7 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects, ch
     Statement.push({
       Sid: 'ListItsRollingParts',
       Effect: 'Allow',
-      Action: ['s3:ListBucket'],
+      Action: ['s3:ListBucket', 's3:ListBucketMultipartUploads'],
       Resource: [...listedBuckets],
       Condition: { StringLike: { 's3:prefix': [...listedPrefixes] } },
     });

@@ -17,6 +17,7 @@ import {
   type CompletedPart,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { randomUUID } from 'node:crypto';
 import { FloeError } from '../core/errors.js';
 import {
   nextRollingPartNumber,
@@ -54,7 +55,11 @@ export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: s
       // A key already taken (by anything) is skipped: a part never replaces an object.
       while (await exists(s3, bucket, keyIn(prefix, name))) name = rollingPartName(subtaskIndex, next++);
       const key = keyIn(prefix, name);
-      const created = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: 'text/plain; charset=utf-8' }));
+      // The mark by which a commit repeated after a failure knows the object for this part.
+      const token = randomUUID();
+      const created = await s3.send(
+        new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ContentType: 'text/plain; charset=utf-8', Metadata: { [PART_TOKEN]: token } }),
+      );
       const uploadId = created.UploadId;
       if (uploadId === undefined) throw new FloeError('S3_UPLOAD', `starting a multipart upload of 's3://${bucket}/${key}' returned no upload id`);
       const parts: CompletedPart[] = [];
@@ -98,7 +103,7 @@ export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: s
         },
         async closeForCommit(): Promise<PendingPart> {
           if (bufferedBytes > 0 || parts.length === 0) await sendBuffered();
-          return { name, ref: uploadId, size, uploadParts: parts.map((p) => ({ partNumber: p.PartNumber!, etag: p.ETag! })) };
+          return { name, ref: uploadId, size, token, uploadParts: parts.map((p) => ({ partNumber: p.PartNumber!, etag: p.ETag! })) };
         },
         async abandon(): Promise<void> {
           buffered = [];
@@ -109,19 +114,26 @@ export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: s
     async commitPending(part: PendingPart): Promise<void> {
       const key = keyIn(prefix, part.name);
       const Parts = (part.uploadParts ?? []).map((p) => ({ PartNumber: p.partNumber, ETag: p.etag }));
+      const taken = (): FloeError =>
+        new FloeError(
+          'OUTPUT_TARGET',
+          `cannot commit the part 's3://${bucket}/${key}': an object of that name was written while the part was pending, and a file sink never replaces one; the part's data stays in its incomplete upload ${part.ref}`,
+        );
+      // Committed before (by an attempt that failed after its commit): the object carries the part's mark.
+      const before = await markOf(s3, bucket, key);
+      if (before !== undefined) {
+        if (part.token !== undefined && before === part.token) return;
+        throw taken();
+      }
       try {
         await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: part.ref, MultipartUpload: { Parts }, IfNoneMatch: '*' }));
       } catch (error) {
-        // Completed before (by an attempt that failed after its commit): the upload is gone, the part is there.
-        const size = await sizeOf(s3, bucket, key);
-        if (size === part.size) return;
-        throw new FloeError(
-          'OUTPUT_TARGET',
-          size === undefined
-            ? `cannot commit the part 's3://${bucket}/${key}' from its upload ${part.ref}: ${errorText(error)}`
-            : `cannot commit the part 's3://${bucket}/${key}': an object of that name (${size} bytes, the part has ${part.size}) was written while the part was pending, and a file sink never replaces one; the part's data stays in its incomplete upload ${part.ref}`,
-          { cause: error },
-        );
+        const after = await markOf(s3, bucket, key);
+        if (after !== undefined && part.token !== undefined && after === part.token) return;
+        if (after !== undefined) throw taken();
+        throw new FloeError('OUTPUT_TARGET', `cannot commit the part 's3://${bucket}/${key}' from its upload ${part.ref}: ${errorText(error)}`, {
+          cause: error,
+        });
       }
     },
     async removeLeftovers(owns, keep): Promise<string[]> {
@@ -170,10 +182,13 @@ async function openUploads(s3: S3Sender, bucket: string, keyPrefix: string): Pro
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** The size of the object at `key`, undefined when there is none. */
-async function sizeOf(s3: S3Sender, bucket: string, key: string): Promise<number | undefined> {
+/** The metadata key of a part's mark. */
+const PART_TOKEN = 'floe-part';
+
+/** The mark of the object at `key` ('' for an object without one), undefined when there is no object. */
+async function markOf(s3: S3Sender, bucket: string, key: string): Promise<string | undefined> {
   try {
-    return (await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).ContentLength ?? 0;
+    return (await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }))).Metadata?.[PART_TOKEN] ?? '';
   } catch (error) {
     const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
     if (e?.name === 'NotFound' || e?.name === 'NoSuchKey' || e?.$metadata?.httpStatusCode === 404) return undefined;

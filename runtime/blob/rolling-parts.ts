@@ -36,6 +36,8 @@ export interface PendingPart {
   readonly ref: string;
   readonly size: number;
   readonly uploadParts?: readonly { readonly partNumber: number; readonly etag: string }[];
+  /** A mark the committed part carries (S3: in its metadata), by which a later commit knows it for this part. */
+  readonly token?: string;
 }
 
 export interface InProgressPart {

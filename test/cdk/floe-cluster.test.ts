@@ -492,6 +492,8 @@ describe('FloeCluster with its defaults', () => {
         's3:AbortMultipartUpload part-*',
         's3:AbortMultipartUpload */part-*',
         's3:ListBucket bucket',
+        // A checkpointing job's restored sink finds the uploads its failed attempt left open.
+        's3:ListBucketMultipartUploads bucket',
         // Checkpoint state files, in the cluster's checkpoints folder.
         's3:PutObject floe/checkpoints/*',
       ].sort(),
@@ -682,7 +684,7 @@ describe('FloeCluster with props', () => {
       's3:AbortMultipartUpload,s3:PutObject input/*/part-*,input/part-*',
       's3:AbortMultipartUpload,s3:PutObject,s3:PutObjectTagging input/*/.floe-staging-*,input/.floe-staging-*',
       's3:GetObject input/*',
-      's3:ListBucket ',
+      's3:ListBucket,s3:ListBucketMultipartUploads ',
     ]);
     // The Dispatcher function checks sink targets there at submission: it may list and read, never write.
     const apiOnData = policyOf('ApiFunction').filter((st) => JSON.stringify(st['Resource']).includes(dataId));

@@ -303,6 +303,41 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
         expect(await visible(h, target)).toEqual([]);
       });
 
+      it('keeps a part closed at a checkpoint hidden until it is committed; committing it again (after a failure) changes nothing', async () => {
+        const h = harness();
+        const target = h.newTarget('rolling-pending');
+        const part = await (await h.store.openRollingParts(target, 0, 'r-p0')).openPart();
+        await part.write('a\n');
+        await part.write('b\n');
+        const pending = await part.closeForCommit();
+        expect(pending).toMatchObject({ name: 'part-0-0', size: 4 });
+        expect(await visible(h, target)).toEqual([]);
+        // A new attempt commits it from the restored state, through its own parts.
+        const again = await h.store.openRollingParts(target, 0, 'r-p1');
+        await again.commitPending(pending);
+        expect(await visible(h, target)).toEqual(['part-0-0']);
+        expect(await h.readFile(target, 'part-0-0')).toBe('a\nb\n');
+        await again.commitPending(pending);
+        expect(await visible(h, target)).toEqual(['part-0-0']);
+        expect(await h.readFile(target, 'part-0-0')).toBe('a\nb\n');
+        // Numbers go on after it.
+        const next = await (await h.store.openRollingParts(target, 0, 'r-p2')).openPart();
+        await next.write('c\n');
+        expect((await next.closeForCommit()).name).toBe('part-0-1');
+      });
+
+      it('never replaces a file written under a pending part name: the commit fails saying so', async () => {
+        const h = harness();
+        const target = h.newTarget('rolling-pending-taken');
+        const parts = await h.store.openRollingParts(target, 0, 'r-q0');
+        const part = await parts.openPart();
+        await part.write('mine\n');
+        const pending = await part.closeForCommit();
+        await h.putFile(target, pending.name, 'user\n');
+        await expect(parts.commitPending(pending)).rejects.toThrow(/never replaces/);
+        expect(await h.readFile(target, pending.name)).toBe('user\n');
+      });
+
       it('rolls a part larger than one upload part whole', async () => {
         const h = harness();
         const target = h.newTarget('rolling-large');
