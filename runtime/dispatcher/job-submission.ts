@@ -4,12 +4,12 @@
 // died, and the reconciler completes or ends one its submitter left unfinished (sweepSubmission).
 import { blobKeys, sha256Hex } from '../blob/blob-store.js';
 import { checkSinkTargets, checkSourcePaths } from '../blob/submission-checks.js';
-import { ConflictError, errorMessage } from '../core/errors.js';
+import { ConflictError, errorMessage, OutputTargetError } from '../core/errors.js';
 import type { JobId } from '../core/ids.js';
 import type { Logger } from '../core/logger.js';
 import { AdmissionState, type JobRecord } from '../ha/job-store.js';
 import { JobStatus } from '../jobgraph/job-status.js';
-import type { JobGraph } from '../jobgraph/jobgraph.js';
+import { WriteMode, writeModeOf, type JobGraph } from '../jobgraph/jobgraph.js';
 import { parseJobGraph } from '../jobgraph/job-graph-schema.js';
 import { validateJobGraph } from '../jobgraph/validate.js';
 import { statefulOperatorsWithoutUid } from '../jobgraph/operator-uids.js';
@@ -90,12 +90,27 @@ export class JobSubmission {
     );
   }
 
+  /**
+   * A checkpointing job's file sinks commit part files with its checkpoints (exactly once across restores)
+   * and never replace what the target holds: writeMode 'overwrite' cannot be kept, so it is refused.
+   */
+  private refuseOverwriteWhenCheckpointing(jobGraph: JobGraph): void {
+    if (jobGraph.checkpointing === undefined && this.deps.config.checkpointingIntervalMs === 0) return;
+    for (const op of jobGraph.vertices.flatMap((v) => v.operators)) {
+      if (op.kind !== 'sink.textFile' || writeModeOf(op) !== WriteMode.OVERWRITE) continue;
+      throw new OutputTargetError(
+        `sink '${op.name}' writes '${op.path}' with writeMode 'overwrite', but the job takes checkpoints: its file sink commits part files with each checkpoint and never replaces earlier output; write to a new or empty folder (writeMode 'no-overwrite'), or run the job without checkpointing`,
+      );
+    }
+  }
+
   /** Step 1: every check a submission must pass, before anything is written. */
   private async validateSubmission(body: unknown): Promise<Submission> {
     const { jobGraph, library: rawLibrary } = parseBody(SUBMIT_JOB_BODY, body);
     const library = await this.artifacts.submittedLibrary(jobGraph, rawLibrary);
     validateJobGraph(jobGraph, library.exports);
     await checkSourcePaths(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.sourceCheckFor);
+    this.refuseOverwriteWhenCheckpointing(jobGraph);
     await checkSinkTargets(jobGraph, this.deps.config.fileOpenTimeoutMs, this.deps.outputStoreFor);
     const reservation = reservationFor(jobGraph, this.deps.config, this.deps.taskExecutorSizes);
     const graphBytes = canonicalJobGraphBytes(jobGraph);

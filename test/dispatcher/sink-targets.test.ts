@@ -101,6 +101,25 @@ describe('text sink targets at submission', () => {
     expect(readdirSync(out).sort()).toEqual(['_SUCCESS', 'notes.md', 'part-0']);
   });
 
+  it("refuses writeMode 'overwrite' in a checkpointing job, whose file sink commits parts with its checkpoints and never replaces output", async () => {
+    const out = join(home, 'checkpointed-output');
+    const graph = await graphFor('overwrite-checkpointed', 'default', [join(home, 'in.txt'), out]);
+    const jobGraph = {
+      ...graph,
+      checkpointing: { intervalMs: 500 },
+      vertices: graph.vertices.map((v) => ({
+        ...v,
+        operators: v.operators.map((op) => (op.kind === 'sink.textFile' ? { ...op, writeMode: 'overwrite' } : op)),
+      })),
+    };
+    const env = await setupDispatcher(directFront, cleanups);
+    const res = await env.call('POST', '/jobs', { jobGraph, library: Buffer.from(fixtureLibrary().library).toString('base64') });
+    expect(res.status).toBe(409);
+    expect(res.body.error.message).toContain(`'${out}'`);
+    expect(res.body.error.message).toMatch(/writeMode 'overwrite', but the job takes checkpoints.*'no-overwrite'/);
+    expect(env.started).toEqual([]);
+  });
+
   it("refuses a submitted graph whose sink or source path holds '..' or is not normalised, naming it", async () => {
     const { dir, files } = projectFolder('climb');
     const graph = await graphFor('climbing', 'default', [join(home, 'in.txt'), join(home, 'fresh-out')]);
