@@ -282,7 +282,9 @@ export class CheckpointCoordinator {
     const sent = await Promise.allSettled(toTrigger.map((t) => this.deps.messenger.triggerCheckpoint(t.attemptId, pending.checkpointId, now, options)));
     const failed = sent.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed !== undefined && this.pending === pending) {
-      this.abort(pending, `checkpoint ${pending.checkpointId} could not be triggered: ${errorMessage(failed.reason)}`, true);
+      // A TaskExecutor that cannot be reached any more is a task failure the failover handles (its loss is
+      // found by heartbeat): not a failed checkpoint (Flink does not count a trigger on a task that is not running).
+      this.abort(pending, `checkpoint ${pending.checkpointId} could not be triggered: ${errorMessage(failed.reason)}`, !isUnreachable(failed.reason));
     }
     return pending.checkpointId;
   }
@@ -623,6 +625,10 @@ export class CheckpointCoordinator {
 
 function subtaskOf(t: CheckpointTask): CheckpointSubtask {
   return { attemptId: t.attemptId, vertexId: t.vertexId, subtaskIndex: t.subtaskIndex };
+}
+
+function isUnreachable(error: unknown): boolean {
+  return error instanceof FloeError && (error.code === 'RPC_CONNECTION' || error.code === 'RPC_TIMEOUT');
 }
 
 function errorMessage(error: unknown): string {

@@ -290,10 +290,19 @@ export class JobMaster implements JobMasterGateway {
         const resourceId = this.scheduler.graph.execution(attemptId)?.location?.resourceId;
         return resourceId === undefined ? undefined : this.taskManagers.get(resourceId)?.gateway;
       },
-      failJob: (cause) => this.scheduler.handleGlobalFailure(toErrorInfo(cause)),
+      // The coordinator decides after awaiting RPCs and storage, off the main thread: the failover runs on it.
+      failJob: (cause) =>
+        void this.main
+          .run(() => this.scheduler.handleGlobalFailure(toErrorInfo(cause)))
+          .catch((error: unknown) => this.log.error('the failover of a checkpoint failure failed', { error: errorMessage(error) })),
       finishedSplitsOf: (attemptId) => this.sources.finishedSplitsOf(attemptId),
       // Started on the main thread; the storage and store writes that follow run off it.
-      runAsync: (work) => void this.main.run(() => void work()).catch(() => undefined),
+      runAsync: (work) =>
+        void this.main
+          .run(() => {
+            work().catch((error: unknown) => this.log.error('checkpoint work failed', { error: errorMessage(error), stack: (error as Error).stack }));
+          })
+          .catch(() => undefined),
       statsChanged: () => this.checkpointStatsChanged(),
     });
     if (this.checkpoints !== undefined && deps.checkpoints !== undefined) {

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../runtime/core/clock.js';
 import { ExecutionAttemptId, JobId } from '../../runtime/core/ids.js';
+import { RpcConnectionError } from '../../runtime/core/errors.js';
 import { leaseNames } from '../../runtime/ha/lease-store.js';
 import type { ExecutionState } from '../../runtime/jobgraph/job-status.js';
 import {
@@ -41,7 +42,8 @@ class FakeJob {
   readonly triggers: { attemptId: string; checkpointId: number }[] = [];
   readonly completes: { attemptId: string; checkpointId: number }[] = [];
   readonly aborts: { attemptId: string; checkpointId: number }[] = [];
-  failTriggers = false;
+  /** true: a trigger fails with an error of the task's TaskExecutor; 'unreachable': it cannot be reached. */
+  failTriggers: boolean | 'unreachable' = false;
 
   readonly plan = {
     tasks: (): readonly CheckpointTask[] => this.tasks,
@@ -49,7 +51,8 @@ class FakeJob {
   };
   readonly messenger = {
     triggerCheckpoint: async (attemptId: ExecutionAttemptId, checkpointId: number) => {
-      if (this.failTriggers) throw new Error(`TaskExecutor of ${attemptId} unreachable`);
+      if (this.failTriggers === 'unreachable') throw new RpcConnectionError(`the TaskExecutor of ${attemptId}`);
+      if (this.failTriggers) throw new Error(`TaskExecutor of ${attemptId} refused it`);
       this.triggers.push({ attemptId, checkpointId });
     },
     notifyCheckpointComplete: async (attemptId: ExecutionAttemptId, checkpointId: number) => void this.completes.push({ attemptId, checkpointId }),
@@ -229,11 +232,23 @@ describe('CheckpointCoordinator', () => {
     expect(s.failures[0]!.message).toMatch(/declined by task attempt win-0: the window operator failed its snapshot/);
   });
 
-  it('counts a trigger that cannot reach a task as a failed checkpoint', async () => {
-    const s = await setup({ tolerableFailedCheckpoints: 5 });
+  it('counts a trigger that a task refuses as a failed checkpoint', async () => {
+    const s = await setup({ tolerableFailedCheckpoints: 0 });
     s.job.failTriggers = true;
     await advance(s.clock, 1_000);
-    expect(s.coordinator.checkpointStats().latest.failed?.failureMessage).toMatch(/could not be triggered: TaskExecutor of src-0 unreachable/);
+    expect(s.coordinator.checkpointStats().latest.failed?.failureMessage).toMatch(/could not be triggered: TaskExecutor of src-0 refused it/);
+    expect(s.failures).toHaveLength(1);
+  });
+
+  it('aborts, without counting it, a checkpoint whose trigger cannot reach a TaskExecutor (its loss is a task failure the failover handles)', async () => {
+    const s = await setup({ tolerableFailedCheckpoints: 0 });
+    s.job.failTriggers = 'unreachable';
+    await advance(s.clock, 1_000);
+    expect(s.coordinator.checkpointStats().latest.failed?.failureMessage).toMatch(/could not be triggered: cannot reach the TaskExecutor of src-0/);
+    expect(s.failures).toHaveLength(0);
+    s.job.failTriggers = false;
+    await advance(s.clock, 1_000);
+    expect(s.job.triggers.length).toBeGreaterThan(0);
   });
 
   it('does not trigger while a task is not running yet, and does not count it as a failure', async () => {
