@@ -627,9 +627,7 @@ function subtaskOf(t: CheckpointTask): CheckpointSubtask {
   return { attemptId: t.attemptId, vertexId: t.vertexId, subtaskIndex: t.subtaskIndex };
 }
 
-function isUnreachable(error: unknown): boolean {
-  return error instanceof FloeError && (error.code === 'RPC_CONNECTION' || error.code === 'RPC_TIMEOUT');
-}
+const isUnreachable = (error: unknown): boolean => error instanceof FloeError && (error.code === 'RPC_CONNECTION' || error.code === 'RPC_TIMEOUT');
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
