@@ -10,6 +10,11 @@
 //    completed checkpoints (trigger → pointer recorded, from the JobMaster's log), p50 / p99 / max.
 // 3. Recovery: in the same job, kill -9 of the TaskExecutor after those checkpoints → every task RUNNING
 //    again (each restored its state before it runs) and the next checkpoint complete, in ms from the kill.
+// 4. Under backpressure (BENCH_SECTIONS=backpressure): a keyed count at p = 2 feeding a map that sleeps
+//    BENCH_BP_SLEEP_MS per record (default 2) at p = 1 (test/fixtures/jobs/slow-sink.ts), BENCH_BP_RECORDS
+//    records (default 3000), checkpoints every 500 ms with a 5 s timeout, 1 KiB network buffers; aligned
+//    checkpoints against unaligned ones with a 100 ms aligned-checkpoint timeout, BENCH_RUNS rounds
+//    interleaved: checkpoints completed and expired per run, completed durations p50 / max.
 // Run: npm run bench:checkpoints   (figures also go to bench/out/checkpoints.json).
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +38,8 @@ const STATE_RATE = Number(process.env['BENCH_STATE_RATE'] ?? 50_000);
 const STATE_CHECKPOINTS = Number(process.env['BENCH_STATE_CHECKPOINTS'] ?? 10);
 const BACKENDS = (process.env['BENCH_BACKENDS'] ?? 'hashmap,lmdb').split(',');
 const SECTIONS = new Set((process.env['BENCH_SECTIONS'] ?? 'overhead,state').split(','));
+const BP_RECORDS = Number(process.env['BENCH_BP_RECORDS'] ?? 3000);
+const BP_SLEEP_MS = Number(process.env['BENCH_BP_SLEEP_MS'] ?? 2);
 const PAYLOAD = 1000;
 const PARALLELISM = 2;
 
@@ -169,8 +176,65 @@ async function stateRun(backend: string, megabytes: number): Promise<void> {
   }
 }
 
+async function backpressure(): Promise<void> {
+  const stateDir = join(work, 'backpressure');
+  const { info } = await startCluster(stateDir, { config: { 'taskmanager.numberOfTaskSlots': 2, 'taskmanager.memory.segment-size': 1024 } as never });
+  const client = RestClient.forCluster(info);
+  try {
+    const lib = await libraryOf('jobs/slow-sink.ts');
+    const modes = ['aligned', 'unaligned'] as const;
+    const runs: Record<(typeof modes)[number], { completed: number; aborted: number; unaligned: number; durationsMs: number[]; runningMs: number }[]> = {
+      aligned: [],
+      unaligned: [],
+    };
+    for (let i = 0; i < RUNS; i++) {
+      for (const mode of modes) {
+        const graph = graphOf(lib, 'slowSink', [String(BP_RECORDS), String(BP_SLEEP_MS), '8', '500', mode, '100']);
+        const run = await runJob(client, graph, lib.code);
+        await settleStable(stateDir, 500);
+        // The job's checkpoint statistics as GET /jobs/:id/checkpoints gives them (its history: the latest ones).
+        const res = await fetch(`${info.restUrl}/jobs/${run.jobId}/checkpoints`, { headers: { authorization: `Bearer ${info.secret}` } });
+        const stats = (await res.json()) as {
+          counts: { completed: number; failed: number };
+          history: { status: string; end_to_end_duration: number; checkpoint_type: string }[];
+        };
+        const done = stats.history.filter((c) => c.status === 'COMPLETED');
+        runs[mode].push({
+          completed: stats.counts.completed,
+          aborted: stats.counts.failed,
+          unaligned: done.filter((c) => c.checkpoint_type === 'UNALIGNED_CHECKPOINT').length,
+          durationsMs: done.map((c) => c.end_to_end_duration),
+          runningMs: Math.round(run.runningMs),
+        });
+        const last = runs[mode].at(-1)!;
+        const shown = stats.history.map(
+          (c) => `${c.status === 'COMPLETED' ? (c.checkpoint_type === 'UNALIGNED_CHECKPOINT' ? 'U' : 'A') : 'X'}${c.end_to_end_duration}`,
+        );
+        process.stderr.write(`  latest checkpoints (A aligned, U unaligned, X failed; ms): ${shown.join(' ')}\n`);
+        process.stderr.write(
+          `backpressure round ${i + 1}/${RUNS} ${mode}: ${last.completed} completed (of the latest, ${last.unaligned} unaligned), ${last.aborted} failed, running ${last.runningMs} ms\n`,
+        );
+      }
+    }
+    figures['backpressure'] = { records: BP_RECORDS, sleepMs: BP_SLEEP_MS, ...runs };
+    lines.push(
+      `  under backpressure (${BP_RECORDS} records, a ${BP_SLEEP_MS} ms-per-record map at p=1 after a keyed count at p=2, checkpoints every 500 ms, timeout 5 s):`,
+    );
+    for (const mode of modes) {
+      const all = runs[mode].flatMap((r) => r.durationsMs).sort((a, b) => a - b);
+      lines.push(
+        `      ${mode === 'aligned' ? 'aligned only' : 'unaligned after 100 ms'}: completed ${runs[mode].map((r) => r.completed).join(', ')}, failed ${runs[mode].map((r) => r.aborted).join(', ')} per run; ` +
+          (all.length === 0 ? 'no checkpoint completed' : `completed durations p50 ${percentile(all, 50)} ms, max ${all.at(-1)} ms`),
+      );
+    }
+  } finally {
+    await stopCluster(stateDir);
+  }
+}
+
 try {
   if (SECTIONS.has('overhead')) await overhead();
+  if (SECTIONS.has('backpressure')) await backpressure();
   if (SECTIONS.has('state')) {
     figures['state'] = {};
     for (const mb of STATE_MB) for (const backend of BACKENDS) await stateRun(backend, mb);
