@@ -3,7 +3,8 @@
 // savepoint: it ends FINISHED having emitted nothing (its timers wait in the savepoint). Resumed from that
 // savepoint at a higher and at a lower parallelism, each job's counts equal the reference — state lost
 // would make them smaller, records read twice larger — and every key's state dates from before the stop.
-// A job without the savepoint's keyed operator is refused unless it allows non-restored state.
+// Stopped with drain, the timers fire after the savepoint, counting exactly what it read. A job without the
+// savepoint's keyed operator is refused unless it allows non-restored state.
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -75,6 +76,29 @@ async function savepointLocation(jobId: string, requestId: string): Promise<stri
   return location;
 }
 
+/** Takes savepoints of the running job (asked again while its tasks deploy) until one holds records read; its folder. */
+async function savepointWithRecords(jobId: string): Promise<string> {
+  let first = '';
+  await waitFor(
+    async () => {
+      const { status, body } = await cluster.api('POST', `/jobs/${jobId}/savepoints`, { 'target-directory': savepointsDir });
+      expect(status, JSON.stringify(body)).toBe(202);
+      const outcome = await savepointOutcome(jobId, body['request-id']);
+      // Refused while the tasks are still being deployed: asked again.
+      if (outcome.location === undefined) {
+        expect(outcome.cause).toContain('not every task of the job is running');
+        return false;
+      }
+      first = outcome.location;
+      return (await recordsRead(first)) >= 200;
+    },
+    'a savepoint with records read',
+    60_000,
+    100,
+  );
+  return first;
+}
+
 /** key → count the job collected (each key once), and the latest time a key was first seen. */
 async function collected(jobId: string): Promise<{ counts: Map<number, number>; lastFirstSeen: number }> {
   const records = (await cluster.api('GET', `/jobs/${jobId}/result`)).body.records as [number, number, number][];
@@ -92,24 +116,7 @@ describe('savepoints', () => {
     await waitFor(async () => (await cluster.api('GET', `/jobs/${jobId}`)).body.status === 'RUNNING', 'the job to run', 60_000);
 
     // A savepoint while it runs; taken again until one holds records read.
-    let first = '';
-    await waitFor(
-      async () => {
-        const { status, body } = await cluster.api('POST', `/jobs/${jobId}/savepoints`, { 'target-directory': savepointsDir });
-        expect(status, JSON.stringify(body)).toBe(202);
-        const outcome = await savepointOutcome(jobId, body['request-id']);
-        // Refused while the tasks are still being deployed: asked again.
-        if (outcome.location === undefined) {
-          expect(outcome.cause).toContain('not every task of the job is running');
-          return false;
-        }
-        first = outcome.location;
-        return (await recordsRead(first)) >= 200;
-      },
-      'a savepoint with records read',
-      60_000,
-      100,
-    );
+    const first = await savepointWithRecords(jobId);
     expect(first).toMatch(new RegExp(`^file://${savepointsDir}/savepoint-${jobId.slice(0, 6)}-[0-9a-f]{12}$`));
     expect((await cluster.api('GET', `/jobs/${jobId}`)).body.status).toBe('RUNNING');
 
@@ -169,6 +176,36 @@ describe('savepoints', () => {
     const records = (await cluster.api('GET', `/jobs/${allowed}/result`)).body.records as number[];
     expect(records.every((i) => i % 1000 === 0 && i > 0)).toBe(true);
   }, 180_000);
+
+  it('stopped with drain, the job fires its timers after the savepoint: each key counts exactly the records read before it', async () => {
+    const jobId = await cluster.submit('restore-counts.ts', 'countPerKey', ARGS, 2);
+    await waitFor(async () => (await cluster.api('GET', `/jobs/${jobId}`)).body.status === 'RUNNING', 'the job to run', 60_000);
+    await savepointWithRecords(jobId);
+    let drained = '';
+    await waitFor(
+      async () => {
+        const { status, body } = await cluster.api('POST', `/jobs/${jobId}/stop`, { targetDirectory: savepointsDir, drain: true });
+        expect(status, JSON.stringify(body)).toBe(202);
+        const outcome = await savepointOutcome(jobId, body['request-id']);
+        if (outcome.location === undefined) {
+          expect(outcome.cause).toContain('not every task of the job is running');
+          return false;
+        }
+        drained = outcome.location;
+        return true;
+      },
+      'a stop with a savepoint',
+      60_000,
+      100,
+    );
+    const done = await cluster.awaitTerminal(jobId);
+    expect(done.status, await cluster.exceptions(jobId)).toBe('FINISHED');
+    const read = await recordsRead(drained);
+    expect(read).toBeGreaterThanOrEqual(200);
+    expect(read).toBeLessThan(RECORDS);
+    const { counts } = await collected(jobId);
+    expect([...counts.values()].reduce((a, b) => a + b, 0)).toBe(read);
+  }, 120_000);
 
   it('refuses a savepoint request without a directory when state.savepoints.dir is unset, and of a job that ended', async () => {
     const jobId = await cluster.submit('restore-counts.ts', 'countPerKey', ARGS, 1);
