@@ -19,7 +19,13 @@ import type { CompletedCheckpoint, CompletedCheckpointStore } from '../ha/comple
 import type { ExternalizedCheckpointRetention } from '../jobgraph/checkpointing.js';
 import type { ExecutionState } from '../jobgraph/job-status.js';
 import type { CheckpointStats } from '../protocol/checkpoint-stats.js';
-import type { CheckpointMetrics, CheckpointOptions, StreamStateHandle, TaskStateSnapshot } from '../protocol/checkpoints.js';
+import {
+  isTaskNotReadyDecline,
+  type CheckpointMetrics,
+  type CheckpointOptions,
+  type StreamStateHandle,
+  type TaskStateSnapshot,
+} from '../protocol/checkpoints.js';
 import { CheckpointStatsTracker } from './checkpoint-stats-tracker.js';
 import { deleteUnreferenced, filesOfSnapshots, readCheckpointFiles, type CheckpointFiles } from './checkpoints-cleaner.js';
 import { PendingCheckpoint, type CheckpointSubtask, type FinishedSplitsOf } from './pending-checkpoint.js';
@@ -312,12 +318,15 @@ export class CheckpointCoordinator {
     if (this.pending?.subtaskFinished(attemptId) === true && this.pending.isFullyAcknowledged()) await this.complete(this.pending);
   }
 
-  /** A task declined a checkpoint: it is aborted, and counts as a failed checkpoint. */
+  /**
+   * A task declined a checkpoint: it is aborted, and counts as a failed checkpoint unless the task was not
+   * running yet (TASK_NOT_READY_DECLINE: still restoring its state), as Flink's CheckpointFailureManager counts.
+   */
   receiveDecline(attemptId: ExecutionAttemptId, checkpointId: number, reason: string, taskEnded = false): void {
     const pending = this.pending;
     // A task that ended: FINISHED counts it as done (receiveTaskFinished), a failure aborts the checkpoint.
     if (taskEnded || pending === undefined || pending.checkpointId !== checkpointId || !pending.covers(attemptId)) return;
-    this.abort(pending, `checkpoint ${checkpointId} was declined by task attempt ${attemptId}: ${reason}`, true);
+    this.abort(pending, `checkpoint ${checkpointId} was declined by task attempt ${attemptId}: ${reason}`, !isTaskNotReadyDecline(reason));
   }
 
   private async complete(pending: PendingCheckpoint): Promise<void> {

@@ -100,3 +100,15 @@ export interface TaskRestore {
   readonly checkpointId: number;
   readonly state: TaskStateSnapshot;
 }
+
+/**
+ * How a decline's reason starts when the task could not take part in the checkpoint — not running yet
+ * (deployed, still restoring its state) or already ended (Flink's CHECKPOINT_DECLINED_TASK_NOT_READY and
+ * TASK_CLOSING): the coordinator aborts the checkpoint without counting it as a failed one, as Flink does.
+ */
+export const TASK_NOT_READY_DECLINE = 'task not ready: ';
+
+/** The reason of a decline by a task that could not take part (see TASK_NOT_READY_DECLINE). */
+export const taskNotReady = (detail: string): string => `${TASK_NOT_READY_DECLINE}${detail}`;
+
+export const isTaskNotReadyDecline = (reason: string): boolean => reason.startsWith(TASK_NOT_READY_DECLINE);

@@ -21,7 +21,7 @@ import type { TaskSignal } from '../core/cancellation.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { CheckpointBarrier } from '../network/stream-elements.js';
-import type { CheckpointMetrics, CheckpointOptions, OperatorSubtaskState, TaskStateSnapshot } from '../protocol/checkpoints.js';
+import { taskNotReady, type CheckpointMetrics, type CheckpointOptions, type OperatorSubtaskState, type TaskStateSnapshot } from '../protocol/checkpoints.js';
 import type { BarrierAlignmentTarget } from './barrier-alignment.js';
 import { encodeChannelState, isEmptyChannelState, type InputChannelStateRecorder, type InputSlice, type OutputBuffers } from './channel-state.js';
 import type { Mailbox } from './mailbox.js';
@@ -232,7 +232,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   triggerCheckpoint(checkpointId: number, timestamp: number, options: CheckpointOptions): void {
     const chain = this.chain;
     if (chain === undefined) {
-      this.decline(checkpointId, this.ended ? `task ${this.taskName} has ended` : `task ${this.taskName} is not running yet`, this.ended);
+      this.decline(checkpointId, this.ended ? `task ${this.taskName} has ended` : taskNotReady(`task ${this.taskName} is not running yet`), this.ended);
       return;
     }
     const barrier = new CheckpointBarrier(checkpointId, timestamp, options);
@@ -313,7 +313,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
     const { checkpointId } = barrier;
     if (chain === undefined) {
       input?.abort(`task ${this.taskName} has ended`);
-      this.decline(checkpointId, `task ${this.taskName} has ended`);
+      this.decline(checkpointId, taskNotReady(`task ${this.taskName} has ended`));
       return;
     }
     if (this.inputsEnded) this.finalCheckpointId ??= checkpointId;

@@ -4,6 +4,8 @@
 // metadata where the entropy marker is removed, and the pointers in DynamoDB. Cancelled with
 // RETAIN_ON_CANCELLATION it leaves num-retained checkpoints and no object their metadata does not
 // reference; a job that finishes leaves none. Its checkpoint statistics reach the API through its record.
+// A TaskExecutor task killed after a checkpoint: the job restores its state from S3 and finishes with
+// exact counts.
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +19,7 @@ import { FloeEnv } from '../../runtime/core/floe-env.js';
 import { JobId } from '../../runtime/core/ids.js';
 import { filesOfMetadata } from '../../runtime/jobmaster/checkpoints-cleaner.js';
 import { waitFor } from '../support/cluster-processes.js';
+import { expectedCounts } from '../fixtures/jobs/restore-counts.js';
 import { startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
@@ -71,13 +74,13 @@ async function keysOf(jobId: string): Promise<string[]> {
   return keys.sort();
 }
 
-async function submit(args: string[]): Promise<JobId> {
-  const { code, sha256 } = await bundleJobFile(join(FIXTURES, 'keyed-process.ts'));
-  const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), 'eventTimers');
+async function submit(args: string[], file = 'keyed-process.ts', exportName = 'eventTimers'): Promise<JobId> {
+  const { code, sha256 } = await bundleJobFile(join(FIXTURES, file));
+  const definition = loadJobDefinition(await importLibrary(code, join(cluster.work, 'client-cache')), exportName);
   const jobGraph = buildJobGraph(definition, {
     jobId: JobId.random(),
     args,
-    exportName: 'eventTimers',
+    exportName,
     library: { sha256, sizeBytes: code.length },
     defaultParallelism: 2,
   });
@@ -136,7 +139,33 @@ describe('checkpoints on S3 and DynamoDB (emulators)', () => {
     expect(referenced.size).toBeGreaterThan(2);
     expect((await keysOf(jobId)).map((k) => `s3://${bucket}/${k}`)).toEqual([...referenced].sort());
     await waitFor(() => cluster.ecs.livePids().length === 0, 'every task process to exit', 30_000);
-  });
+  }, 180_000);
+
+  it('kill -9 of a TaskExecutor task after a checkpoint: the job restores from S3 through the DynamoDB pointer, FINISHES exact, and leaves no checkpoint', async () => {
+    const [records, keys] = [4000, 16];
+    const jobId = await submit([String(records), '600', String(keys), '300'], 'restore-counts.ts', 'countPerKey');
+    await waitFor(async () => ((await store.getLatest(jobId))?.checkpointId ?? 0) >= 3, 'checkpoint 3 recorded in DynamoDB', 90_000, 100);
+    const checkpointId = (await store.getLatest(jobId))!.checkpointId;
+    expect((await front.api('GET', `/jobs/${jobId}`)).body.status).toBe('RUNNING');
+    const victim = cluster.ecs.taskSummaries().find((t) => t.taskDefinition === 'floe-taskexecutor' && t.lastStatus === 'RUNNING' && t.pid !== undefined);
+    expect(victim, 'a running TaskExecutor task').toBeDefined();
+    const killedAt = Date.now();
+    process.kill(victim!.pid!, 'SIGKILL');
+
+    const done = await ended(jobId);
+    const { exceptions } = (await front.api('GET', `/jobs/${jobId}/exceptions`)).body as { exceptions: { recovered?: boolean; restoredFrom?: number }[] };
+    expect(done.status, JSON.stringify(exceptions)).toBe('FINISHED');
+    const result = (await front.api('GET', `/jobs/${jobId}/result`)).body.records as [number, number, number][];
+    expect(new Map(result.map(([k, n]) => [k, n]))).toEqual(expectedCounts(records, keys));
+    expect(Math.max(...result.map((r) => r[2])), 'every key kept the state of its first record from before the kill').toBeLessThan(killedAt);
+    expect(
+      exceptions.some((e) => e.recovered === true && (e.restoredFrom ?? 0) >= checkpointId),
+      JSON.stringify(exceptions),
+    ).toBe(true);
+    expect(await store.getAll(jobId)).toEqual([]);
+    expect(await keysOf(jobId)).toEqual([]);
+    await waitFor(() => cluster.ecs.livePids().length === 0, 'every task process to exit', 30_000);
+  }, 180_000);
 
   it('leaves no checkpoint in DynamoDB or S3 after the job finishes', async () => {
     const jobId = await submit(['3000', '1000']);
@@ -154,5 +183,5 @@ describe('checkpoints on S3 and DynamoDB (emulators)', () => {
     expect(await store.getAll(jobId)).toEqual([]);
     expect(await keysOf(jobId)).toEqual([]);
     await waitFor(() => cluster.ecs.livePids().length === 0, 'every task process to exit', 30_000);
-  });
+  }, 180_000);
 });

@@ -383,7 +383,7 @@ describe('a source task', () => {
     expect(at).toBeGreaterThan(100);
     expect(output.filter((r) => typeof r === 'number')).toEqual(Array.from({ length: 20_000 }, (_, i) => i + 1));
     expect(at).toBeLessThan(output.length - 1);
-    expect(reports).toEqual([{ type: 'checkpointDecline', checkpointId: 1, reason: 'task source (1/1) is not running yet' }, ackOf(2)]);
+    expect(reports).toEqual([{ type: 'checkpointDecline', checkpointId: 1, reason: 'task not ready: task source (1/1) is not running yet' }, ackOf(2)]);
     // After the end, a trigger is declined too.
     coordinator.triggerCheckpoint(3, 30, options('EXACTLY_ONCE'));
     expect(reports[2]).toEqual({ type: 'checkpointDecline', checkpointId: 3, reason: 'task source (1/1) has ended', taskEnded: true });
