@@ -138,6 +138,8 @@ export class CheckpointCoordinator {
   private retained: CompletedCheckpoint[] = [];
   /** The own state files of the checkpoints this coordinator completed (entropy-injected keys are known only here and in the metadata). */
   private readonly ownFiles = new Map<number, readonly StreamStateHandle[]>();
+  /** The checkpoint every task acknowledged while its metadata and pointer are written. */
+  private completing: { readonly pending: PendingCheckpoint; readonly done: Promise<void> } | undefined;
   private nextId = 1;
   private lastTriggerMs = -Infinity;
   private lastEndMs = -Infinity;
@@ -180,10 +182,14 @@ export class CheckpointCoordinator {
     this.abortPending(reason, false);
   }
 
-  /** Aborts the checkpoint in flight without counting it as a failure (a task failed over, the job stops). */
+  /**
+   * Aborts the checkpoint in flight without counting it as a failure (a task failed over, the job stops).
+   * One that every task acknowledged and whose metadata and pointer are being written completes instead: its
+   * pointer may already be in the store, so its files must stay.
+   */
   abortPending(reason: string, counted = false): void {
     const pending = this.pending;
-    if (pending === undefined) return;
+    if (pending === undefined || this.completing?.pending === pending) return;
     this.abort(pending, reason, counted);
   }
 
@@ -307,7 +313,7 @@ export class CheckpointCoordinator {
       this.log.debug('acknowledgement ignored', { attemptId, checkpointId, result });
       return;
     }
-    if (pending.isFullyAcknowledged()) await this.complete(pending);
+    if (pending.isFullyAcknowledged()) await this.completeOnce(pending);
   }
 
   /**
@@ -315,7 +321,7 @@ export class CheckpointCoordinator {
    * checkpoint, FLIP-147, and sent no barrier for this one), and completes if it waited on nothing else.
    */
   async receiveTaskFinished(attemptId: ExecutionAttemptId): Promise<void> {
-    if (this.pending?.subtaskFinished(attemptId) === true && this.pending.isFullyAcknowledged()) await this.complete(this.pending);
+    if (this.pending?.subtaskFinished(attemptId) === true && this.pending.isFullyAcknowledged()) await this.completeOnce(this.pending);
   }
 
   /**
@@ -327,6 +333,16 @@ export class CheckpointCoordinator {
     // A task that ended: FINISHED counts it as done (receiveTaskFinished), a failure aborts the checkpoint.
     if (taskEnded || pending === undefined || pending.checkpointId !== checkpointId || !pending.covers(attemptId)) return;
     this.abort(pending, `checkpoint ${checkpointId} was declined by task attempt ${attemptId}: ${reason}`, !isTaskNotReadyDecline(reason));
+  }
+
+  /** Completes `pending` once, however many calls ask for it; `completing` is there until it ended. */
+  private completeOnce(pending: PendingCheckpoint): Promise<void> {
+    if (this.completing?.pending === pending) return this.completing.done;
+    const done = this.complete(pending).finally(() => {
+      if (this.completing?.pending === pending) this.completing = undefined;
+    });
+    this.completing = { pending, done };
+    return done;
   }
 
   private async complete(pending: PendingCheckpoint): Promise<void> {
@@ -417,6 +433,8 @@ export class CheckpointCoordinator {
    */
   async shutdown(end: JobEnd): Promise<readonly CompletedCheckpoint[]> {
     this.stop(`the job ended ${end}`);
+    // A checkpoint whose pointer is being recorded ends first: what the store holds is then what stays.
+    await this.completing?.done.catch(() => undefined);
     if (this.deposed) return [];
     const retain = end === 'CANCELED' && this.deps.config.externalizedRetention === 'RETAIN_ON_CANCELLATION';
     let removed: readonly CompletedCheckpoint[] = [];

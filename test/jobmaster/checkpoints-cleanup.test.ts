@@ -132,6 +132,22 @@ describe('checkpoints at the end of a job', () => {
     expect([...s.storage.files.keys()].sort()).toEqual(referenced);
   });
 
+  it('a checkpoint every task acknowledged, whose pointer is being recorded as the job is cancelled, completes and stays whole', async () => {
+    const s = await setup({ retention: 'RETAIN_ON_CANCELLATION', numRetained: 2 });
+    await s.checkpoint(1, ['a']);
+    await s.checkpoint(2, [], false);
+    const win = TASKS[1]!;
+    const handle = await s.storage.write(2, 'win-op', new Uint8Array([2]));
+    const state: TaskStateSnapshot = { operators: { 'win:0': { keyed: [], operator: [{ handle, lists: [] }] } } };
+    const last = s.coordinator.receiveAcknowledge(win.attemptId, 2, METRICS, state);
+    const kept = await s.coordinator.shutdown('CANCELED');
+    await last;
+    expect(kept.map((c) => c.checkpointId)).toEqual([1, 2]);
+    expect((await s.store.getAll(s.jobId)).map((c) => c.checkpointId)).toEqual([1, 2]);
+    expect([...s.storage.files.keys()].sort()).toEqual(await referencedBy(s));
+    expect(s.storage.names()).toContain('chk-2/win-op');
+  });
+
   it('a deposed JobMaster deletes nothing: its successor owns the checkpoints', async () => {
     const clock = new ManualClock();
     const leases = new InMemoryLeaseStore(clock);
