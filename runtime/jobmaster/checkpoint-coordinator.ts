@@ -27,7 +27,7 @@ import {
   type TaskStateSnapshot,
 } from '../protocol/checkpoints.js';
 import { CheckpointStatsTracker } from './checkpoint-stats-tracker.js';
-import { deleteUnreferenced, filesOfSnapshots, readCheckpointFiles, type CheckpointFiles } from './checkpoints-cleaner.js';
+import { cleanUpAtJobEnd, filesOfSnapshots, filesOrNone } from './checkpoints-cleaner.js';
 import { PendingCheckpoint, type CheckpointSubtask, type FinishedSplitsOf } from './pending-checkpoint.js';
 
 export interface CheckpointCoordinatorConfig {
@@ -413,7 +413,7 @@ export class CheckpointCoordinator {
     for (const c of subsumed) for (const s of c.sharedState) if (!stillReferenced.has(s.uri)) unreferenced.set(s.uri, s);
     try {
       for (const c of subsumed) {
-        await this.deps.storage.discardCheckpoint(c.checkpointId, this.ownFiles.get(c.checkpointId) ?? (await this.filesOf(c)).own);
+        await this.deps.storage.discardCheckpoint(c.checkpointId, this.ownFiles.get(c.checkpointId) ?? (await filesOrNone(this.deps.storage, c, this.log)).own);
         this.ownFiles.delete(c.checkpointId);
       }
       if (unreferenced.size > 0) await this.deps.storage.deleteShared([...unreferenced.values()]);
@@ -448,53 +448,8 @@ export class CheckpointCoordinator {
       return [];
     }
     this.retained = [...kept];
-    const keptFiles: { checkpoint: CompletedCheckpoint; files: CheckpointFiles }[] = [];
-    try {
-      for (const c of kept) keptFiles.push({ checkpoint: c, files: await readCheckpointFiles(this.deps.storage, c) });
-    } catch (error) {
-      // Without what a kept checkpoint references, nothing is safe to delete.
-      this.log.warn('checkpoints retained on cancellation, their folders left whole: a metadata file could not be read', { error: errorMessage(error) });
-      return kept;
-    }
-    try {
-      const deleted = await deleteUnreferenced(this.deps.storage, keptFiles);
-      // A storage that cannot list its files: what the removed checkpoints reference goes.
-      if (deleted === undefined) await this.discardAll(removed);
-      this.log.info("the job's checkpoint files no kept checkpoint references were deleted", { end, removed: removed.length, files: deleted?.length });
-    } catch (error) {
-      this.log.warn("the job's checkpoint files could not all be deleted", { end, error: errorMessage(error) });
-    }
-    if (kept.length > 0) {
-      this.log.info('checkpoints retained on cancellation (resume with floe run --from-savepoint <path>)', {
-        checkpoints: kept.map((c) => c.checkpointId),
-        paths: kept.map((c) => c.metadataPointer),
-      });
-    }
+    await cleanUpAtJobEnd(this.deps.storage, { end, removed, kept, ownFiles: this.ownFiles, log: this.log });
     return kept;
-  }
-
-  /** Deletes `checkpoints`' own and shared files. */
-  private async discardAll(checkpoints: readonly CompletedCheckpoint[]): Promise<void> {
-    const shared = new Map<string, StreamStateHandle>();
-    for (const c of checkpoints) {
-      const files = this.ownFiles.get(c.checkpointId) ?? (await this.filesOf(c)).own;
-      await this.deps.storage.discardCheckpoint(c.checkpointId, files);
-      for (const s of c.sharedState) shared.set(s.uri, s);
-    }
-    if (shared.size > 0) await this.deps.storage.deleteShared([...shared.values()]);
-  }
-
-  /** What a checkpoint's metadata names; none when it cannot be read (its folder still goes). */
-  private async filesOf(checkpoint: CompletedCheckpoint): Promise<CheckpointFiles> {
-    try {
-      return await readCheckpointFiles(this.deps.storage, checkpoint);
-    } catch (error) {
-      this.log.warn("a checkpoint's metadata could not be read: its files outside its folder stay", {
-        checkpointId: checkpoint.checkpointId,
-        error: errorMessage(error),
-      });
-      return { own: [], shared: [] };
-    }
   }
 
   private abort(pending: PendingCheckpoint, reason: string, counted: boolean): void {

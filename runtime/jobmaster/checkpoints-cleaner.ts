@@ -4,6 +4,8 @@
 // checkpoint references: aborted checkpoints' files, shared files no longer needed, a failed attempt's
 // uploads.
 import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
+import { errorMessage } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
 import type { CompletedCheckpoint } from '../ha/completed-checkpoint-store.js';
 import type { StreamStateHandle, TaskStateSnapshot } from '../protocol/checkpoints.js';
 
@@ -62,4 +64,64 @@ export async function deleteUnreferenced(
   const unreferenced = (await storage.listFiles()).filter((uri) => !referenced.has(uri));
   await storage.deleteFiles(unreferenced);
   return unreferenced;
+}
+
+/** What a checkpoint's metadata names; none when it cannot be read (its folder still goes), said in the log. */
+export async function filesOrNone(storage: CheckpointStorage, checkpoint: CompletedCheckpoint, log: Logger): Promise<CheckpointFiles> {
+  try {
+    return await readCheckpointFiles(storage, checkpoint);
+  } catch (error) {
+    log.warn("a checkpoint's metadata could not be read: its files outside its folder stay", {
+      checkpointId: checkpoint.checkpointId,
+      error: errorMessage(error),
+    });
+    return { own: [], shared: [] };
+  }
+}
+
+/**
+ * The files of a job whose checkpoints the store removed (`removed`) or kept (`kept`, retained on
+ * cancellation) at its end: everything no kept checkpoint references is deleted — by listing the job's
+ * files, or, where the storage cannot list, the removed checkpoints' own (`ownFiles` by id, else their
+ * metadata's) and shared files. The kept ones are logged with their paths. Failures are logged, never thrown.
+ */
+export async function cleanUpAtJobEnd(
+  storage: CheckpointStorage,
+  o: {
+    readonly end: string;
+    readonly removed: readonly CompletedCheckpoint[];
+    readonly kept: readonly CompletedCheckpoint[];
+    readonly ownFiles: ReadonlyMap<number, readonly StreamStateHandle[]>;
+    readonly log: Logger;
+  },
+): Promise<void> {
+  const { end, removed, kept, log } = o;
+  const keptFiles: { checkpoint: CompletedCheckpoint; files: CheckpointFiles }[] = [];
+  try {
+    for (const c of kept) keptFiles.push({ checkpoint: c, files: await readCheckpointFiles(storage, c) });
+  } catch (error) {
+    // Without what a kept checkpoint references, nothing is safe to delete.
+    log.warn('checkpoints retained on cancellation, their folders left whole: a metadata file could not be read', { error: errorMessage(error) });
+    return;
+  }
+  try {
+    const deleted = await deleteUnreferenced(storage, keptFiles);
+    if (deleted === undefined) {
+      const shared = new Map<string, StreamStateHandle>();
+      for (const c of removed) {
+        await storage.discardCheckpoint(c.checkpointId, o.ownFiles.get(c.checkpointId) ?? (await filesOrNone(storage, c, log)).own);
+        for (const h of c.sharedState) shared.set(h.uri, h);
+      }
+      if (shared.size > 0) await storage.deleteShared([...shared.values()]);
+    }
+    log.info("the job's checkpoint files no kept checkpoint references were deleted", { end, removed: removed.length, files: deleted?.length });
+  } catch (error) {
+    log.warn("the job's checkpoint files could not all be deleted", { end, error: errorMessage(error) });
+  }
+  if (kept.length > 0) {
+    log.info('checkpoints retained on cancellation (resume with floe run --from-savepoint <path>)', {
+      checkpoints: kept.map((c) => c.checkpointId),
+      paths: kept.map((c) => c.metadataPointer),
+    });
+  }
 }
