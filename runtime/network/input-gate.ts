@@ -62,6 +62,7 @@ export class InputGate {
   private openChannels: number;
   /** Priority buffers in the queue (at its head). */
   private priorityQueued = 0;
+  private readonly priorityWaiters = new Set<() => void>();
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
   /** The abort signal `next` last waited with, already listened to. */
@@ -87,6 +88,25 @@ export class InputGate {
   /** Whether a priority buffer waits: the task takes it between two records, before the rest of a buffer. */
   get hasPriority(): boolean {
     return this.priorityQueued > 0;
+  }
+
+  /** Waits for `wait` unless a priority buffer comes first: true when it did (`wait` goes on unwatched). */
+  raceWithPriority(wait: Promise<void>): Promise<boolean> {
+    if (this.priorityQueued > 0) return Promise.resolve(true);
+    return new Promise((resolve, reject) => {
+      const onPriority = (): void => resolve(true);
+      this.priorityWaiters.add(onPriority);
+      wait.then(
+        () => {
+          this.priorityWaiters.delete(onPriority);
+          resolve(false);
+        },
+        (e: unknown) => {
+          this.priorityWaiters.delete(onPriority);
+          reject(e instanceof Error ? e : new Error(String(e)));
+        },
+      );
+    });
   }
 
   get numberOfChannels(): number {
@@ -147,6 +167,8 @@ export class InputGate {
     }
     this.queue.splice(at, 0, { channel: ch, data, overtaken });
     this.priorityQueued++;
+    for (const w of this.priorityWaiters) w();
+    this.priorityWaiters.clear();
     this.notify();
   }
 

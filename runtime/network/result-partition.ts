@@ -290,6 +290,15 @@ class Subpartition {
   }
 }
 
+/** The promises a partition returns for a wait for room: nothing else is done when they settle. */
+const capacityWaits = new WeakSet<Promise<void>>();
+
+/**
+ * Whether `p` is a partition's wait for room itself (not a step of a chain that goes on after it): a task
+ * that gets one back for a record has finished the record, and may take an overtaking barrier meanwhile.
+ */
+export const isCapacityWait = (p: unknown): p is Promise<void> => p instanceof Promise && capacityWaits.has(p);
+
 /** Picks the subpartition of each record. */
 export type ChannelSelector = (record: unknown) => number;
 
@@ -495,7 +504,9 @@ export class ResultPartition {
 
   private timed(wait: Promise<void>): Promise<void> {
     const time = this.options.timeWait;
-    return time === undefined ? wait : time(wait);
+    const out = time === undefined ? wait : time(wait);
+    capacityWaits.add(out);
+    return out;
   }
 
   private async waitFor(sub: Subpartition): Promise<void> {

@@ -7,6 +7,7 @@ import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { checkCanceled, idleWait, isThenable, TaskSetupError, userFunction, yieldToEventLoop, YieldPacer, type Emit, type TaskIo } from './task-io.js';
 import { NO_SPLIT_YET, type SplitAnswer } from '../protocol/source-splits.js';
 import type { InputSplit } from '../protocol/task-deployment.js';
+import { isCapacityWait } from '../network/result-partition.js';
 import { runConnectorSource } from './source-readers.js';
 import { readSplitLineBatches } from './text-file-reader.js';
 import type { SplitListener } from './timestamps-operator.js';
@@ -38,6 +39,12 @@ async function betweenRecords<T>(io: TaskIo, wait: PromiseLike<T>): Promise<T> {
     await io.mailbox?.leaveIdle();
   }
 }
+
+/**
+ * Waits for what the chain returned for a record: when that is an output partition's wait for room, the
+ * record is done, and the mailbox (a checkpoint's trigger among its actions) runs meanwhile.
+ */
+const outputRoom = (io: TaskIo, p: Promise<void>): Promise<void> => (isCapacityWait(p) ? betweenRecords(io, p) : p);
 
 /** Subtask i of p gets the i-th of p contiguous, near-equal ranges of [from, to]. */
 export function sequenceRange(from: number, to: number, subtaskIndex: number, parallelism: number): { from: number; to: number } {
@@ -77,7 +84,7 @@ export async function runSource(io: TaskIo, op: OperatorSpec, emit: Emit, splits
         for (let v = split.next; v <= split.last; v++) {
           const p = emit(v);
           split.next = v + 1;
-          if (p !== undefined) await p;
+          if (p !== undefined) await outputRoom(io, p);
           if (pacer.due()) await pause();
         }
         io.sourceState?.finish(split.splitId);
@@ -272,7 +279,7 @@ async function runGenerator(io: TaskIo, op: Extract<OperatorSpec, { kind: 'sourc
     const p = step(isThenable(r) ? await betweenRecords(io, r) : r);
     // The record is in the chain: a checkpoint from here on resumes after it.
     split.next = i + split.stride;
-    if (p !== undefined) await p;
+    if (p !== undefined) await outputRoom(io, p);
     produced++;
   }
 }

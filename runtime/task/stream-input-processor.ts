@@ -10,6 +10,7 @@ import { MAX_WATERMARK } from '../api/watermark-strategy.js';
 import { systemClock } from '../core/clock.js';
 import type { ReceivedBuffer } from '../network/input-gate.js';
 import { decodeRecords } from '../network/record-buffer.js';
+import { isCapacityWait } from '../network/result-partition.js';
 import { inputChannelsOf } from '../protocol/task-deployment.js';
 import { CheckpointBarrier, TimestampedRecord, Watermark, WatermarkStatus } from '../network/stream-elements.js';
 import { BarrierAlignment, type BarrierAlignmentTarget } from './barrier-alignment.js';
@@ -247,7 +248,27 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
         counters.recordsIn++;
         p = emit(r);
       }
-      if (p !== undefined) await p;
+      if (p !== undefined) {
+        // The record is done and waits in a full output queue: an overtaking barrier is taken meanwhile.
+        if (checksPriority && isCapacityWait(p) && (await gate.raceWithPriority(p))) {
+          if (i + 1 < to) {
+            if (recording) alignment!.record(channel, data!, from, i + 1);
+            recording = false;
+            unblocked.unshift({
+              channelIndex: channel,
+              records,
+              from: i + 1,
+              to,
+              ...(data !== undefined ? { data } : {}),
+              endOfChannel: false,
+              ack: received.ack,
+            });
+            held = true;
+          }
+          break;
+        }
+        await p;
+      }
     }
     if (recording) alignment!.record(channel, data!, from, to);
     // The credit goes back only now: a slow chain keeps its producers waiting.
