@@ -196,7 +196,7 @@ async function backpressure(): Promise<void> {
         const res = await fetch(`${info.restUrl}/jobs/${run.jobId}/checkpoints`, { headers: { authorization: `Bearer ${info.secret}` } });
         const stats = (await res.json()) as {
           counts: { completed: number; failed: number };
-          history: { status: string; end_to_end_duration: number; checkpoint_type: string }[];
+          history: { status: string; end_to_end_duration: number; checkpoint_type: string; failure_message?: string }[];
         };
         const done = stats.history.filter((c) => c.status === 'COMPLETED');
         runs[mode].push({
@@ -211,6 +211,7 @@ async function backpressure(): Promise<void> {
           (c) => `${c.status === 'COMPLETED' ? (c.checkpoint_type === 'UNALIGNED_CHECKPOINT' ? 'U' : 'A') : 'X'}${c.end_to_end_duration}`,
         );
         process.stderr.write(`  latest checkpoints (A aligned, U unaligned, X failed; ms): ${shown.join(' ')}\n`);
+        for (const c of stats.history) if (c.failure_message !== undefined) process.stderr.write(`  failed: ${c.failure_message}\n`);
         process.stderr.write(
           `backpressure round ${i + 1}/${RUNS} ${mode}: ${last.completed} completed (of the latest, ${last.unaligned} unaligned), ${last.aborted} failed, running ${last.runningMs} ms\n`,
         );

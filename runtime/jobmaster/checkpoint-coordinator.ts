@@ -284,7 +284,7 @@ export class CheckpointCoordinator {
           if (this.pending === pending)
             this.abort(
               pending,
-              `checkpoint ${pending.checkpointId} expired after ${this.deps.config.timeoutMs} ms before every task acknowledged it (${pending.numAcknowledged} of ${pending.numSubtasks} did)`,
+              `checkpoint ${pending.checkpointId} expired after ${this.deps.config.timeoutMs} ms before every task acknowledged it (${pending.numAcknowledged} of ${pending.numSubtasks} did); waiting for ${pending.waitingFor.join(', ')}`,
               true,
             );
         }),

@@ -54,6 +54,11 @@ export class PendingCheckpoint {
 
   private readonly finishedSubtasks: CheckpointSubtask[];
 
+  /** The subtasks that have not acknowledged yet, as `vertexId#subtaskIndex`. */
+  get waitingFor(): string[] {
+    return [...this.notYetAcknowledged.values()].map((t) => `${t.vertexId}#${t.subtaskIndex}`);
+  }
+
   /** Subtasks done when it was triggered, or that finished before acknowledging it. */
   get finished(): readonly CheckpointSubtask[] {
     return this.finishedSubtasks;

@@ -10,6 +10,7 @@
 import type { TaskSignal } from '../core/cancellation.js';
 import type { ChannelPort } from './channel-port.js';
 import { decodeRecords } from './record-buffer.js';
+import { CheckpointBarrier } from './stream-elements.js';
 import { PartitionError } from './result-partition.js';
 
 export interface ReceivedBuffer {
@@ -38,6 +39,19 @@ export interface InputChannelStats {
 
 const NO_RECORDS: unknown[] = [];
 
+/** A buffer in the gate's queue (`data` undefined: its channel's end); `overtaken` marks a priority buffer. */
+interface QueuedItem {
+  readonly channel: InputChannel;
+  readonly data: Uint8Array | undefined;
+  overtaken?: Uint8Array[];
+  /** A barrier sent in its place that turned priority here: its credit still goes back when processed. */
+  converted?: true;
+  records?: unknown[];
+}
+
+/** A buffer this small may hold a barrier alone (a barrier that could overtake is sent in a buffer of its own). */
+const BARRIER_BUFFER_MAX_BYTES = 96;
+
 class InputChannel {
   port: ChannelPort | undefined;
   ended = false;
@@ -58,7 +72,7 @@ class InputChannel {
 export class InputGate {
   private readonly channels: InputChannel[];
   /** Buffers in arrival order; `undefined` data marks a channel's end, after its last buffer. */
-  private readonly queue: { channel: InputChannel; data: Uint8Array | undefined; overtaken?: Uint8Array[] }[] = [];
+  private readonly queue: QueuedItem[] = [];
   private openChannels: number;
   /** Priority buffers in the queue (at its head). */
   private priorityQueued = 0;
@@ -134,6 +148,7 @@ export class InputGate {
           ch.unacked++;
           if (ch.unacked > ch.maxUnacked) ch.maxUnacked = ch.unacked;
           this.queue.push({ channel: ch, data: m.data });
+          if (m.data.byteLength <= BARRIER_BUFFER_MAX_BYTES) this.watchBarrier(this.queue[this.queue.length - 1]!);
           this.notify();
           break;
         case 'end':
@@ -154,6 +169,38 @@ export class InputGate {
     });
     ch.granted = this.initialCredit;
     port.send({ t: 'credit', n: this.initialCredit, initial: true });
+  }
+
+  /**
+   * A barrier that left its producer in its place (its aligned-checkpoint timeout had not passed) waits here
+   * behind its channel's buffers at most that timeout again: then it overtakes them, as a priority buffer
+   * (Flink's announced barrier converted to a priority event).
+   */
+  private watchBarrier(item: QueuedItem): void {
+    const records = decodeRecords(item.data!);
+    item.records = records;
+    const barrier = records.length === 1 ? records[0] : undefined;
+    if (!(barrier instanceof CheckpointBarrier) || barrier.options.mode !== 'EXACTLY_ONCE' || barrier.options.alignedCheckpointTimeoutMs <= 0) return;
+    const timer = setTimeout(() => {
+      const at = this.queue.indexOf(item);
+      if (at < 0 || this.closed) return;
+      this.queue.splice(at, 1);
+      let first = 0;
+      while (first < this.queue.length && this.queue[first]!.overtaken !== undefined) first++;
+      const overtaken: Uint8Array[] = [];
+      for (let i = first; i < at && i < this.queue.length; i++) {
+        const q = this.queue[i]!;
+        if (q.channel === item.channel && q.data !== undefined) overtaken.push(q.data);
+      }
+      item.overtaken = overtaken;
+      item.converted = true;
+      this.queue.splice(first, 0, item);
+      this.priorityQueued++;
+      for (const w of this.priorityWaiters) w();
+      this.priorityWaiters.clear();
+      this.notify();
+    }, barrier.options.alignedCheckpointTimeoutMs);
+    timer.unref?.();
   }
 
   /** A priority buffer goes after the priority buffers queued already and before every other buffer. */
@@ -216,17 +263,17 @@ export class InputGate {
       if (item !== undefined) {
         const { channel, data } = item;
         if (data === undefined) return { channelIndex: channel.index, records: NO_RECORDS, endOfChannel: true, ack: () => undefined };
-        const records = decodeRecords(data);
-        if (item.overtaken !== undefined) {
-          this.priorityQueued--;
+        const records = item.records ?? decodeRecords(data);
+        if (item.overtaken !== undefined) this.priorityQueued--;
+        if (item.overtaken !== undefined && item.converted !== true)
           return { channelIndex: channel.index, records, data, overtaken: item.overtaken, ack: () => undefined };
-        }
         channel.recordsReceived += records.length;
         let acked = false;
         return {
           channelIndex: channel.index,
           records,
           data,
+          ...(item.overtaken !== undefined ? { overtaken: item.overtaken } : {}),
           ack: () => {
             if (acked) return;
             acked = true;

@@ -172,7 +172,10 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
       // A barrier that overtook its channel's queued buffers: they (and what an aborted alignment held of
       // the channel) come before it and are not processed yet. It goes first even on a blocked channel.
       const barrier = received.records[0];
-      if (alignment === undefined || !(barrier instanceof CheckpointBarrier)) continue;
+      if (alignment === undefined || !(barrier instanceof CheckpointBarrier)) {
+        received.ack();
+        continue;
+      }
       alignment.abortOlderThan(barrier.checkpointId);
       const slices: InputSlice[] = [];
       for (const u of unblocked) {
@@ -181,6 +184,8 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
       for (const data of overtaken) slices.push({ data, from: 0, to: TO_END });
       const taken = alignment.processBarrier(barrier, channel, slices);
       if (taken !== undefined) await taken;
+      // A barrier that came in its place and overtook here holds a credit.
+      received.ack();
       continue;
     }
     if (alignment?.isBlocked(channel) === true) {

@@ -95,6 +95,28 @@ describe('a barrier that may overtake (producer and consumer side)', () => {
     expect(seen).toEqual(['r0', 'r1', 'r2', 'after']);
   });
 
+  it('overtakes at the consumer what its channel queued there once it waited its timeout again, having left its producer in its place', async () => {
+    const { partition, gate } = pipe('p4', 8);
+    await settle();
+    for (const r of ['r0', 'r1']) await partition.emit(r);
+    await partition.broadcastBarrier(barrier(4, 40));
+    await partition.emit('after');
+    expect(await partition.takeOvertakenBuffers(4)).toEqual([[]]);
+    // Nothing read for longer than the timeout: the barrier goes ahead of r0 and r1 in the gate.
+    await vi.waitFor(() => expect(gate.hasPriority).toBe(true));
+    const first = (await gate.next())!;
+    expect(first.records.map(show)).toEqual(['|4|']);
+    expect(first.overtaken?.flatMap((b) => decodeRecords(b))).toEqual(['r0', 'r1']);
+    first.ack();
+    partition.finish();
+    const seen: unknown[] = [];
+    for (let b = await gate.next(); b !== undefined && b.endOfChannel !== true; b = await gate.next()) {
+      seen.push(...b.records.map(show));
+      b.ack();
+    }
+    expect(seen).toEqual(['r0', 'r1', 'after']);
+  });
+
   it('leaves in its place when its turn comes before its timeout, having overtaken nothing', async () => {
     const { partition, gate } = pipe('p3', 8);
     await settle();
