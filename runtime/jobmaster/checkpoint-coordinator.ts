@@ -319,9 +319,20 @@ export class CheckpointCoordinator {
   /**
    * A task FINISHED: a checkpoint in flight that waits on it counts it as done (it finished after its final
    * checkpoint, FLIP-147, and sent no barrier for this one), and completes if it waited on nothing else.
+   * If it waits on others, it is aborted uncounted: a task downstream may have no other input that brings
+   * it the barrier, and would wait for a final checkpoint while this one never completes; the next one
+   * is triggered at the tasks whose upstream tasks all finished.
    */
   async receiveTaskFinished(attemptId: ExecutionAttemptId): Promise<void> {
-    if (this.pending?.subtaskFinished(attemptId) === true && this.pending.isFullyAcknowledged()) await this.completeOnce(this.pending);
+    const pending = this.pending;
+    if (pending?.subtaskFinished(attemptId) !== true) return;
+    if (pending.isFullyAcknowledged()) await this.completeOnce(pending);
+    else
+      this.abort(
+        pending,
+        `checkpoint ${pending.checkpointId}: task attempt ${attemptId} finished without taking it, so tasks downstream may never get its barrier`,
+        false,
+      );
   }
 
   /**

@@ -301,6 +301,27 @@ describe('CheckpointCoordinator', () => {
     expect(s.coordinator.checkpointStats().counts).toMatchObject({ failed: 0 });
   });
 
+  it('aborts, uncounted, a checkpoint whose triggered sources all finish without taking it, and takes the final checkpoint at the tasks whose inputs ended (FLIP-147)', async () => {
+    const s = await setup({ timeoutMs: 600_000 });
+    await advance(s.clock, 1_000);
+    expect(s.job.triggers.map((t) => t.attemptId)).toEqual(['src-0', 'src-1']);
+    // Both sources' final checkpoints completed before this trigger reached them: they end and send no barrier 1,
+    // so the window task, whose inputs ended, waits for a final checkpoint and never hears of checkpoint 1.
+    for (const id of ['src-0', 'src-1']) {
+      s.coordinator.receiveDecline(ExecutionAttemptId.of(id), 1, `task ${id} has ended`, true);
+      s.job.set(id, 'FINISHED');
+      await s.coordinator.receiveTaskFinished(ExecutionAttemptId.of(id));
+    }
+    await settle();
+    expect(s.coordinator.checkpointStats().counts).toMatchObject({ inProgress: 0, failed: 1 });
+    await advance(s.clock, 1_000);
+    expect(s.job.triggers.slice(2)).toEqual([{ attemptId: 'win-0', checkpointId: 2 }]);
+    await s.coordinator.receiveAcknowledge(ExecutionAttemptId.of('win-0'), 2, METRICS, EMPTY);
+    await settle();
+    expect((await s.store.getLatest(s.jobId))?.checkpointId).toBe(2);
+    expect(s.failures).toEqual([]);
+  });
+
   it('keeps num-retained checkpoints and deletes the files of older ones, shared files only once nothing retained references them', async () => {
     const s = await setup({ numRetained: 2 });
     const sharedOf =
