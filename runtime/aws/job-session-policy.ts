@@ -105,10 +105,14 @@ export function jobSessionPolicy(jobGraph: JobGraph, cluster: ClusterObjects, ch
     Statement.push({
       Sid: 'ListItsRollingParts',
       Effect: 'Allow',
-      Action: ['s3:ListBucket', 's3:ListBucketMultipartUploads'],
+      Action: ['s3:ListBucket'],
       Resource: [...listedBuckets],
       Condition: { StringLike: { 's3:prefix': [...listedPrefixes] } },
     });
+    // A restored sink lists the uploads its failed attempt left open. IAM sets no s3:prefix for
+    // ListBucketMultipartUploads, so a prefix condition would deny it: the grant is the bucket's, and the
+    // session still aborts and writes only its own `<target>/part-*`.
+    Statement.push({ Sid: 'ListItsOpenUploads', Effect: 'Allow', Action: ['s3:ListBucketMultipartUploads'], Resource: [...listedBuckets] });
   }
   if (checkpoints !== undefined && isS3Uri(checkpoints.folder)) {
     // Its tasks write and read their state files in the job's folder; with entropy, under any
