@@ -42,11 +42,6 @@ beforeAll(async () => {
     s3EntropyLength: 4,
     checkpointsNumRetained: 2,
     externalizedCheckpointRetention: 'RETAIN_ON_CANCELLATION',
-    // A checkpoint triggered at a source task as it finishes can wait for barriers that never come (the
-    // source ended without sending one): it expires after this, and the next one, triggered at the tasks
-    // whose inputs all ended, is the final checkpoint a bounded job needs to finish.
-    checkpointTimeoutMs: 10_000,
-    tolerableFailedCheckpoints: 3,
   };
   front = await cluster.front({ [CONFIG_ENV]: configToEnv(config) });
   s3 = createS3Client(emulators.awsConfig('s3'));
