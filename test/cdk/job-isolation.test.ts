@@ -247,6 +247,8 @@ describe("job isolation in S3: the job-data role narrowed by a job's session pol
       'C lists its parts': await allowed(dataRole, 's3:ListBucket', bucket, policy, { 's3:prefix': 'out/c/part-1-' }),
       'C lists the rest of its target': await allowed(dataRole, 's3:ListBucket', bucket, policy, { 's3:prefix': 'out/c/' }),
       'C lists the bucket': await allowed(dataRole, 's3:ListBucket', bucket, policy, { 's3:prefix': '' }),
+      // A restored sink finds the uploads its failed attempt left open (IAM gives this action no s3:prefix).
+      'C lists the open uploads of its parts': await allowed(dataRole, 's3:ListBucketMultipartUploads', bucket, policy),
       'C puts another file in its target': await allowed(dataRole, 's3:PutObject', object('out/c/_SUCCESS'), policy),
       "C puts B's committed part": await allowed(dataRole, 's3:PutObject', object('out/b/part-0'), policy),
       'C deletes its own part': await allowed(dataRole, 's3:DeleteObject', object('out/c/part-1-7'), policy),
@@ -258,6 +260,7 @@ describe("job isolation in S3: the job-data role narrowed by a job's session pol
       'C lists its parts': 'Allowed',
       'C lists the rest of its target': 'ImplicitlyDenied',
       'C lists the bucket': 'ImplicitlyDenied',
+      'C lists the open uploads of its parts': 'Allowed',
       'C puts another file in its target': 'ImplicitlyDenied',
       "C puts B's committed part": 'ImplicitlyDenied',
       'C deletes its own part': 'ImplicitlyDenied',
@@ -266,6 +269,7 @@ describe("job isolation in S3: the job-data role narrowed by a job's session pol
     const policyA = jobSessionPolicy(jobA, { bucket: BUCKET, blobPrefix: synth.blobPrefix });
     expect(await allowed(dataRole, 's3:PutObject', object('out/a/part-0-0'), policyA)).toBe('ImplicitlyDenied');
     expect(await allowed(dataRole, 's3:ListBucket', bucket, policyA, { 's3:prefix': 'out/a/part-' })).toBe('ImplicitlyDenied');
+    expect(await allowed(dataRole, 's3:ListBucketMultipartUploads', bucket, policyA)).toBe('ImplicitlyDenied');
   });
 
   it('is assumed by the JobManager role only: its trust names that role, which may call sts:AssumeRole on it', async () => {
