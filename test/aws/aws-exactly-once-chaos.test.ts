@@ -36,9 +36,6 @@ beforeAll(async () => {
     checkpointsDir: `s3://${cluster.emulators.bucket}/floe/checkpoints/_entropy_`,
     s3EntropyKey: '_entropy_',
     s3EntropyLength: 4,
-    // A checkpoint triggered at a source as it finishes expires after this; the next one is the final checkpoint.
-    checkpointTimeoutMs: 10_000,
-    tolerableFailedCheckpoints: 3,
   };
   front = await cluster.front({ [CONFIG_ENV]: configToEnv(config) });
   s3 = createS3Client(cluster.emulators.awsConfig('s3'));
