@@ -17,6 +17,7 @@ import { windowPreAggregationProblem } from '../jobgraph/window-spec.js';
 import { restoreKeyedState, snapshotFileName, snapshotKeyedState, type NamedTimerService } from './keyed-state-snapshots.js';
 import { stateCodec } from './state/incremental-key-groups.js';
 import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
+import { CollectedOutputs } from './collected-outputs.js';
 import { isThenable } from './task-io.js';
 import type { InternalTimer } from './timer-service.js';
 import type { ProcessWindowCall, ProcessWindowContext, WindowFunctions } from './window-contents.js';
@@ -84,12 +85,9 @@ export class SlicingWindowOperator implements OneInputOperator {
   /** The window firing, as the process function's context shows it. */
   private firing: TimeWindow = new TimeWindow(0, 0);
   private readonly windowContext: ProcessWindowContext;
-  private readonly collector: { collect(value: unknown): void };
   /** What a process function emits for one key: side output (undefined: main) and value. */
-  private readonly emittedSides: (string | undefined)[] = [];
-  private readonly emittedValues: unknown[] = [];
-  /** How many of emittedSides / emittedValues the current call made (the arrays are reused, not emptied). */
-  private emitted = 0;
+  /** What the process function collects during a call. */
+  private readonly collected: CollectedOutputs;
 
   constructor(
     private readonly context: KeyedOperatorContext,
@@ -124,9 +122,9 @@ export class SlicingWindowOperator implements OneInputOperator {
       window: () => this.firing,
       currentProcessingTime: () => this.context.processingTime.getCurrentProcessingTime(),
       currentWatermark: () => this.watermark,
-      output: (tag, value) => this.collect(tagId(tag), value),
+      output: (tag, value) => this.collected.collect(tagId(tag), value),
     };
-    this.collector = { collect: (value) => this.collect(undefined, value) };
+    this.collected = new CollectedOutputs(context);
   }
 
   /** Elements dropped as too late: Flink's numLateRecordsDropped. */
@@ -281,27 +279,10 @@ export class SlicingWindowOperator implements OneInputOperator {
   private emitResult(key: unknown, value: unknown, ts: number): Promise<void> | void {
     const process = this.process;
     if (process === undefined) return this.context.output.emit(value, ts) as Promise<void> | void;
-    this.emitted = 0;
-    const returned = process(key, this.windowContext, [value], this.collector);
-    if (isThenable(returned)) return Promise.resolve(returned).then(() => this.emitCollected(ts, 0));
-    return this.emitCollected(ts, 0);
-  }
-
-  private collect(side: string | undefined, value: unknown): void {
-    this.emittedSides[this.emitted] = side;
-    this.emittedValues[this.emitted++] = value;
-  }
-
-  /** Sends what the process function collected, from the `from`th on, waiting where the output asks. */
-  private emitCollected(ts: number, from: number): Promise<void> | void {
-    const output = this.context.output;
-    const sides = this.emittedSides;
-    const values = this.emittedValues;
-    for (let i = from; i < this.emitted; i++) {
-      const side = sides[i];
-      const sent = side === undefined ? output.emit(values[i], ts) : output.emitSide(side, values[i], ts);
-      if (isThenable(sent)) return Promise.resolve(sent).then(() => this.emitCollected(ts, i + 1));
-    }
+    this.collected.reset();
+    const returned = process(key, this.windowContext, [value], this.collected.collector);
+    if (isThenable(returned)) return Promise.resolve(returned).then(() => this.collected.emit(ts));
+    return this.collected.emit(ts);
   }
 
   // ---- checkpoints -------------------------------------------------------------------------------------

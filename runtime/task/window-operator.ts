@@ -12,6 +12,7 @@ import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { WindowAssignerSpec, WindowTriggerSpec } from '../jobgraph/window-spec.js';
 import type { KeyedStateBackend } from './state/keyed-state-backend.js';
 import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
+import { CollectedOutputs } from './collected-outputs.js';
 import { isThenable } from './task-io.js';
 import { HeapInternalTimerService, type InternalTimer, type Triggerable } from './timer-service.js';
 import { restoreKeyedState, snapshotFileName, snapshotKeyedState, windowNamespace, type NamedTimerService } from './keyed-state-snapshots.js';
@@ -80,14 +81,11 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
   private readonly sessions: ValueState<Session[]>;
   private lateDropped = 0;
   /** What a process function emits while a window fires: side output (undefined: main) and value. */
-  private readonly emittedSides: (string | undefined)[] = [];
-  private readonly emittedValues: unknown[] = [];
-  /** How many of emittedSides / emittedValues the current call made (the arrays are reused, not emptied). */
-  private emitted = 0;
+  /** What the process function collects during a call. */
+  private readonly collected: CollectedOutputs;
   /** The window firing, as the process function's context shows it. */
   private firing: TimeWindow | undefined;
   private readonly windowContext: ProcessWindowContext;
-  private readonly collector: { collect(value: unknown): void };
 
   constructor(
     private readonly context: KeyedOperatorContext,
@@ -109,9 +107,9 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
       window: () => this.firing!,
       currentProcessingTime: () => this.context.processingTime.getCurrentProcessingTime(),
       currentWatermark: () => this.timers.currentWatermark(),
-      output: (tag, value) => this.collect(tagId(tag), value),
+      output: (tag, value) => this.collected.collect(tagId(tag), value),
     };
-    this.collector = { collect: (value) => this.collect(undefined, value) };
+    this.collected = new CollectedOutputs(context);
     this.timers = new HeapInternalTimerService<TimeWindow>(
       this.backend,
       context.processingTime,
@@ -391,27 +389,10 @@ export class WindowOperator implements OneInputOperator, Triggerable<TimeWindow>
     const output = this.context.output;
     if (fns.process === undefined) return output.emit(this.contents.result(parts, from, to), ts) as Promise<void> | void;
     this.firing = w;
-    this.emitted = 0;
-    const returned = fns.process(key, this.windowContext, this.contents.elements(parts, from, to), this.collector);
-    if (isThenable(returned)) return Promise.resolve(returned).then(() => this.emitCollected(ts, 0));
-    return this.emitCollected(ts, 0);
-  }
-
-  private collect(side: string | undefined, value: unknown): void {
-    this.emittedSides[this.emitted] = side;
-    this.emittedValues[this.emitted++] = value;
-  }
-
-  /** Sends what the process function collected, from the `from`th on, waiting where the output asks. */
-  private emitCollected(ts: number, from: number): Promise<void> | void {
-    const output = this.context.output;
-    const sides = this.emittedSides;
-    const values = this.emittedValues;
-    for (let i = from; i < this.emitted; i++) {
-      const side = sides[i];
-      const sent = side === undefined ? output.emit(values[i], ts) : output.emitSide(side, values[i], ts);
-      if (isThenable(sent)) return Promise.resolve(sent).then(() => this.emitCollected(ts, i + 1));
-    }
+    this.collected.reset();
+    const returned = fns.process(key, this.windowContext, this.contents.elements(parts, from, to), this.collected.collector);
+    if (isThenable(returned)) return Promise.resolve(returned).then(() => this.collected.emit(ts));
+    return this.collected.emit(ts);
   }
 
   /** Drops the state only `w` still needed: its panes that no later window holds, or its session. */
