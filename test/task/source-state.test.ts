@@ -1,10 +1,10 @@
 // Sources restored from a checkpoint resume right after the last record they handed to the chain before
 // the barrier: a generator (at the same parallelism, and two subtasks restored as one), a text file split,
 // and a connector reader that names, with each record, where its split goes on.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import type { JobId } from '../../runtime/core/ids.js';
 import { functionKey, type OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { dealOperatorState } from '../../runtime/jobmaster/state-assignment.js';
@@ -110,6 +110,7 @@ describe('source positions in checkpoints', () => {
 
   it('a text file split restored goes on after the lines it had sent', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'floe-source-state-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const path = join(dir, 'lines.txt');
     const lines = Array.from({ length: 40 }, (_, i) => `line ${i} ${'x'.repeat(i % 7)}`);
     writeFileSync(path, `${lines.join('\n')}\n`);
