@@ -79,6 +79,8 @@ export const DataActions = {
   /**
    * A JobManager reads its job's record and updates it, fenced; one that stays in the warm pool gives its
    * job's capacity back as the job ends, writing the admission ledger item (PutItem) in that transaction.
+   * Its JobMasters record completed checkpoints (GetItem, PutItem in a transaction fenced by the lease) and
+   * take checkpoint ids from the job's counter item (UpdateItem ADD).
    */
   jobManagerJobStore: ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem'],
   /**

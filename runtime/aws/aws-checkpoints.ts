@@ -4,6 +4,7 @@
 import { checkpointStorageFor, jobCheckpointsUri } from '../checkpoint/file-system-checkpoint-storage.js';
 import type { FloeConfig } from '../core/config.js';
 import type { JobId } from '../core/ids.js';
+import type { CheckpointIDCounter } from '../ha/checkpoint-id-counter.js';
 import type { CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
 import type { JobCheckpointServices } from '../jobmaster/job-checkpointing.js';
 
@@ -34,17 +35,19 @@ export function jobCheckpointLocation(config: FloeConfig, bucket: string, blobPr
 /**
  * Each job's checkpoint services on AWS: its storage in S3 (the JobManager's own credentials write the
  * metadata and delete what is discarded; tasks write their state with the job's vended ones), and `store`
- * (the DynamoDB CompletedCheckpointStore of the cluster's jobs table).
+ * (the DynamoDB CompletedCheckpointStore of the cluster's jobs table) with `idCounter` (the jobs table's
+ * DynamoDB CheckpointIDCounter).
  */
 export function awsCheckpointServices(
   config: FloeConfig,
   cluster: { readonly bucket: string; readonly blobPrefix: string },
   store: CompletedCheckpointStore,
+  idCounter: CheckpointIDCounter,
 ): (jobId: JobId) => JobCheckpointServices {
   const dir = awsCheckpointsDir(config, cluster.bucket, cluster.blobPrefix);
   return (jobId) => {
     const location = jobCheckpointLocation(config, cluster.bucket, cluster.blobPrefix, jobId);
     const entropy = location.entropyKey !== undefined ? { entropyKey: location.entropyKey, entropyLength: location.entropyLength ?? 4 } : {};
-    return { store, storage: checkpointStorageFor(dir, jobId, entropy), storageUri: location.folder, ...entropy };
+    return { store, idCounter, storage: checkpointStorageFor(dir, jobId, entropy), storageUri: location.folder, ...entropy };
   };
 }

@@ -63,7 +63,7 @@ async function openCommon(
     bindHost,
     advertisedHost,
     workDir: join(tmpdir(), `floe-${resourceId}`),
-    checkpointsFor: awsCheckpointServices(configFromEnv(env), settings, services.checkpointStore),
+    checkpointsFor: awsCheckpointServices(configFromEnv(env), settings, services.checkpointStore, services.checkpointIdCounter),
     close: () => services.close(),
   };
 }

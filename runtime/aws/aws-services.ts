@@ -5,11 +5,13 @@ import { CONFIG_OPTIONS, configFromEnv } from '../core/config.js';
 import { ConfigurationError } from '../core/errors.js';
 import type { BlobStore } from '../blob/blob-store.js';
 import type { DashboardSessions } from '../dispatcher/dashboard.js';
+import type { CheckpointIDCounter } from '../ha/checkpoint-id-counter.js';
 import type { CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
 import type { JobStore } from '../ha/job-store.js';
 import type { LeaseStore } from '../ha/lease-store.js';
 import { callLogConfig } from './aws-call-log.js';
 import { createDynamoDbClients, createS3Client, type AwsConfig } from './clients.js';
+import { DynamoDbCheckpointIdCounter } from './dynamodb-checkpoint-id-counter.js';
 import { DynamoDbCompletedCheckpointStore } from './dynamodb-completed-checkpoint-store.js';
 import { DynamoDbDashboardSessions } from './dynamodb-dashboard-sessions.js';
 import { DynamoDbJobStore } from './dynamodb-job-store.js';
@@ -41,6 +43,8 @@ export interface AwsServices {
   readonly dashboardSessions: DashboardSessions;
   /** The jobs' completed checkpoints, in the job table, fenced by the JobMaster leases (JobManagers use it). */
   readonly checkpointStore: CompletedCheckpointStore;
+  /** The jobs' checkpoint id counters, in the job table, shared by every JobMaster of a job (JobManagers use it). */
+  readonly checkpointIdCounter: CheckpointIDCounter;
   close(): Promise<void>;
 }
 
@@ -145,6 +149,7 @@ export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClo
   });
   const dashboardSessions = new DynamoDbDashboardSessions({ documentClient: dynamo.documentClient, tableName: s.jobTable });
   const checkpointStore = new DynamoDbCompletedCheckpointStore({ documentClient: dynamo.documentClient, tableName: s.jobTable, leaseTableName: s.leaseTable });
+  const checkpointIdCounter = new DynamoDbCheckpointIdCounter({ documentClient: dynamo.documentClient, tableName: s.jobTable });
   let closed: Promise<void> | undefined;
   return {
     leaseStore,
@@ -152,6 +157,7 @@ export function openAwsServices(env: NodeJS.ProcessEnv, clock: Clock = systemClo
     blobStore,
     dashboardSessions,
     checkpointStore,
+    checkpointIdCounter,
     close() {
       closed ??= (async () => {
         await Promise.all([leaseStore.close(), jobStore.close(), blobStore.close()]);

@@ -73,6 +73,8 @@ async function openBackend(): Promise<Backend> {
   const services = openEmbeddedServices(stateDir);
   const { SqliteCompletedCheckpointStore } = await import('../local/sqlite-completed-checkpoint-store.js');
   const checkpointStore = new SqliteCompletedCheckpointStore(embeddedPaths.database(stateDir));
+  const { SqliteCheckpointIdCounter } = await import('../local/sqlite-checkpoint-id-counter.js');
+  const idCounter = new SqliteCheckpointIdCounter(embeddedPaths.database(stateDir));
   const checkpointsDir = checkpointsDirOf(config, stateDir);
   const entropy =
     config.s3EntropyKey !== '' && checkpointsDir.includes(config.s3EntropyKey)
@@ -82,6 +84,7 @@ async function openBackend(): Promise<Backend> {
     ...services,
     checkpointsFor: (job) => ({
       store: checkpointStore,
+      idCounter,
       storage: checkpointStorageFor(checkpointsDir, job, entropy),
       storageUri: jobCheckpointsUri(checkpointsDir, job),
       ...entropy,
@@ -101,6 +104,7 @@ async function openBackend(): Promise<Backend> {
     close: async () => {
       await services.close();
       await checkpointStore.close();
+      await idCounter.close();
     },
   };
 }

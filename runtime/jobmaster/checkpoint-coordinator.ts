@@ -8,16 +8,17 @@
 // `tolerableFailedCheckpoints` failures in a row fail the job over. A JobMaster whose fenced write is
 // refused was deposed: its checkpoint is discarded and it triggers no more. A savepoint (triggerSavepoint)
 // goes the same way to the tasks but into its own folder, and is neither recorded in the store nor ever
-// deleted by the job; one that stops the job ends periodic checkpoints.
+// deleted by the job; one that stops the job ends periodic checkpoints. Checkpoint ids come from the job's
+// CheckpointIDCounter in the HA store, so a deposed JobMaster never numbers a checkpoint as its successor does.
 import type { Clock, Timer } from '../core/clock.js';
 import { FloeError, StaleWriterError } from '../core/errors.js';
 import type { ExecutionAttemptId, JobId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
 import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
 import { SavepointLocation } from '../checkpoint/savepoint-location.js';
+import type { CheckpointIDCounter } from '../ha/checkpoint-id-counter.js';
 import type { CompletedCheckpoint, CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
 import type { ExternalizedCheckpointRetention } from '../jobgraph/checkpointing.js';
-import type { ExecutionState } from '../jobgraph/job-status.js';
 import type { CheckpointStats } from '../protocol/checkpoint-stats.js';
 import {
   isTaskNotReadyDecline,
@@ -29,6 +30,9 @@ import {
 import { CheckpointStatsTracker } from './checkpoint-stats-tracker.js';
 import { cleanUpAtJobEnd, filesOfSnapshots, filesOrNone } from './checkpoints-cleaner.js';
 import { PendingCheckpoint, type CheckpointSubtask, type FinishedSplitsOf } from './pending-checkpoint.js';
+import { subtaskOf, triggerPlanOf, type CheckpointPlanSource, type TriggerPlan } from './checkpoint-trigger-plan.js';
+
+export type { CheckpointPlanSource, CheckpointTask } from './checkpoint-trigger-plan.js';
 
 export interface CheckpointCoordinatorConfig {
   /** `execution.checkpointing.interval`. */
@@ -52,19 +56,6 @@ export interface CheckpointCoordinatorConfig {
 /** How a job ended, for what its checkpoints become (see CheckpointCoordinator.shutdown). */
 export type JobEnd = 'FINISHED' | 'FAILED' | 'CANCELED';
 
-/** A subtask's current attempt, as the scheduler sees it. */
-export interface CheckpointTask extends CheckpointSubtask {
-  readonly state: ExecutionState;
-}
-
-/** What the coordinator reads of the job's tasks. */
-export interface CheckpointPlanSource {
-  /** Every subtask's current attempt. */
-  tasks(): readonly CheckpointTask[];
-  /** The vertices whose results `vertexId` reads (none for a source). */
-  upstreamOf(vertexId: string): readonly string[];
-}
-
 /** How the coordinator reaches the tasks (through their TaskExecutors, fenced by the JobMaster's token). */
 export interface CheckpointTaskMessenger {
   triggerCheckpoint(attemptId: ExecutionAttemptId, checkpointId: number, timestampMs: number, options: CheckpointOptions): Promise<void>;
@@ -80,6 +71,8 @@ export interface CheckpointCoordinatorDeps {
   readonly clock: Clock;
   readonly storage: CheckpointStorage;
   readonly store: CompletedCheckpointStore;
+  /** The job's checkpoint ids, shared with every other JobMaster of the job (Flink's CheckpointIDCounter). */
+  readonly idCounter: CheckpointIDCounter;
   readonly plan: CheckpointPlanSource;
   readonly messenger: CheckpointTaskMessenger;
   /** More failed checkpoints in a row than tolerated: the job fails over with this cause. */
@@ -140,7 +133,10 @@ export class CheckpointCoordinator {
   private readonly ownFiles = new Map<number, readonly StreamStateHandle[]>();
   /** The checkpoint every task acknowledged while its metadata and pointer are written. */
   private completing: { readonly pending: PendingCheckpoint; readonly done: Promise<void> } | undefined;
+  /** The lowest id this coordinator takes next: past the ids it took and the retained checkpoints. */
   private nextId = 1;
+  /** A trigger is taking its checkpoint id from the counter. */
+  private triggering = false;
   private lastTriggerMs = -Infinity;
   private lastEndMs = -Infinity;
   private failuresInARow = 0;
@@ -245,25 +241,34 @@ export class CheckpointCoordinator {
    * running, nothing left running, or stopped).
    */
   async triggerCheckpoint(savepoint?: Omit<InFlightSavepoint, 'pending' | 'subtasks'>): Promise<number | undefined> {
-    if (!this.running || this.pending !== undefined || (this.stopping && savepoint === undefined)) return undefined;
-    const tasks = this.deps.plan.tasks();
-    const notReady = tasks.filter((t) => t.state !== 'RUNNING' && t.state !== 'FINISHED');
-    if (notReady.length > 0) {
-      // Not a failure (Flink's NOT_ALL_REQUIRED_TASKS_RUNNING): tasks are still being deployed or restarted.
-      this.log.debug('checkpoint not triggered: not every task is running', { notReady: notReady.length });
-      this.lastTriggerMs = this.deps.clock.now();
+    const canStart = (): boolean => this.running && this.pending === undefined && !this.triggering && !(this.stopping && savepoint === undefined);
+    if (!canStart() || this.triggerPlan() === undefined) return undefined;
+    // The id comes from the job's counter in the HA store, shared with any other JobMaster of the job (one
+    // deposed but still running included): no two of them ever write into the same checkpoint folder.
+    this.triggering = true;
+    let checkpointId: number;
+    try {
+      checkpointId = await this.deps.idCounter.getAndIncrement(this.deps.jobId, this.nextId);
+    } catch (error) {
+      const reason = `no checkpoint id could be taken from the job's checkpoint id counter: ${errorMessage(error)}`;
+      if (savepoint !== undefined) throw new CheckpointFailureError(`no savepoint was taken: ${reason}; ask again`);
+      this.log.warn('checkpoint not triggered', { reason });
+      this.lastTriggerMs = this.lastEndMs = this.deps.clock.now();
+      this.countFailure(reason);
       this.scheduleNext();
       return undefined;
+    } finally {
+      this.triggering = false;
+      this.wakeIdleWaiters();
     }
-    const runningTasks = tasks.filter((t) => t.state === 'RUNNING');
-    const finished = tasks.filter((t) => t.state === 'FINISHED');
-    const finishedVertices = new Set(tasks.map((t) => t.vertexId));
-    for (const t of tasks) if (t.state !== 'FINISHED') finishedVertices.delete(t.vertexId);
-    const toTrigger = runningTasks.filter((t) => this.deps.plan.upstreamOf(t.vertexId).every((v) => finishedVertices.has(v)));
-    if (runningTasks.length === 0 || toTrigger.length === 0) return undefined;
+    this.nextId = checkpointId + 1;
+    // The tasks may have changed while the id was taken: the plan is made again (an id unused is skipped).
+    const plan = canStart() ? this.triggerPlan() : undefined;
+    if (plan === undefined) return undefined;
+    const { runningTasks, finished, toTrigger } = plan;
 
     const now = this.deps.clock.now();
-    const pending = new PendingCheckpoint(this.nextId++, now, runningTasks.map(subtaskOf), finished.map(subtaskOf));
+    const pending = new PendingCheckpoint(checkpointId, now, runningTasks.map(subtaskOf), finished.map(subtaskOf));
     this.pending = pending;
     let options = this.deps.config.options;
     if (savepoint !== undefined) {
@@ -299,6 +304,17 @@ export class CheckpointCoordinator {
       this.abort(pending, `checkpoint ${pending.checkpointId} could not be triggered: ${errorMessage(failed.reason)}`, !isUnreachable(failed.reason));
     }
     return pending.checkpointId;
+  }
+
+  /** The tasks of a checkpoint triggered now; with a task not running yet, none, and the next try an interval later. */
+  private triggerPlan(): TriggerPlan | undefined {
+    const plan = triggerPlanOf(this.deps.plan);
+    if (plan === 'not-ready') {
+      this.log.debug('checkpoint not triggered: not every task is running');
+      this.lastTriggerMs = this.deps.clock.now();
+      this.scheduleNext();
+    }
+    return plan === 'not-ready' ? undefined : plan;
   }
 
   /** A task acknowledged a checkpoint with its state; the last acknowledgement completes it. */
@@ -397,7 +413,10 @@ export class CheckpointCoordinator {
         this.triggerTimer?.cancel();
         this.log.warn('checkpoint refused by the store: this JobMaster was deposed', { checkpointId, error: error.message });
       }
-      if (this.pending === pending) this.abort(pending, `checkpoint ${checkpointId}'s pointer could not be recorded: ${errorMessage(error)}`, !this.deposed);
+      // A deposed JobMaster deletes only the files it wrote for this checkpoint, its metadata among them.
+      const written = this.deposed ? [pointer] : undefined;
+      if (this.pending === pending)
+        this.abort(pending, `checkpoint ${checkpointId}'s pointer could not be recorded: ${errorMessage(error)}`, !this.deposed, written);
       return;
     }
     pending.dispose();
@@ -463,7 +482,12 @@ export class CheckpointCoordinator {
     return kept;
   }
 
-  private abort(pending: PendingCheckpoint, reason: string, counted: boolean): void {
+  /**
+   * `onlyOwn`: the checkpoint's files are deleted one by one — its tasks' state files and these (its
+   * metadata) — rather than its folder as a whole. Without it the folder goes: its id is this coordinator's
+   * alone (the job's counter), so whatever is in it was written for this checkpoint.
+   */
+  private abort(pending: PendingCheckpoint, reason: string, counted: boolean, onlyOwn?: readonly string[]): void {
     if (pending.isDisposed()) return;
     pending.dispose();
     if (this.pending === pending) {
@@ -480,11 +504,12 @@ export class CheckpointCoordinator {
     this.stats.reportFailed(pending, now, reason);
     this.log.info('checkpoint aborted', { checkpointId: pending.checkpointId, reason });
     for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointAborted(a.attemptId, pending.checkpointId));
-    void this.deps.storage
-      .discardCheckpoint(pending.checkpointId, filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)).own)
-      .catch((error: unknown) =>
-        this.log.warn('files of an aborted checkpoint could not be deleted', { checkpointId: pending.checkpointId, error: errorMessage(error) }),
-      );
+    const [own, storage] = [filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)).own, this.deps.storage];
+    const discarded =
+      onlyOwn === undefined ? storage.discardCheckpoint(pending.checkpointId, own) : storage.deleteFiles?.([...own.map((h) => h.uri), ...onlyOwn]);
+    void (discarded ?? Promise.resolve()).catch((error: unknown) =>
+      this.log.warn('files of an aborted checkpoint could not be deleted', { checkpointId: pending.checkpointId, error: errorMessage(error) }),
+    );
     if (counted) this.countFailure(reason);
     this.scheduleNext();
   }
@@ -527,7 +552,7 @@ export class CheckpointCoordinator {
    * sources stop after it and no periodic checkpoint follows (unless it fails).
    */
   async triggerSavepoint(request: SavepointRequest): Promise<string> {
-    while (this.pending !== undefined) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    while (this.pending !== undefined || this.triggering) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     if (!this.running) {
       throw new CheckpointFailureError(
         this.deposed
@@ -614,10 +639,6 @@ export class CheckpointCoordinator {
   private notify(send: () => Promise<void>): void {
     void send().catch((error: unknown) => this.log.debug('checkpoint notification not delivered', { error: errorMessage(error) }));
   }
-}
-
-function subtaskOf(t: CheckpointTask): CheckpointSubtask {
-  return { attemptId: t.attemptId, vertexId: t.vertexId, subtaskIndex: t.subtaskIndex };
 }
 
 const isUnreachable = (error: unknown): boolean => error instanceof FloeError && (error.code === 'RPC_CONNECTION' || error.code === 'RPC_TIMEOUT');

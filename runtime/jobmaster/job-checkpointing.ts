@@ -9,6 +9,7 @@ import type { Logger } from '../core/logger.js';
 import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
 import { checkpointOptionsOf, resolveCheckpointing } from '../checkpoint/checkpointing-settings.js';
 import type { CheckpointConfigView } from '../ha/checkpoint-stats.js';
+import type { CheckpointIDCounter } from '../ha/checkpoint-id-counter.js';
 import type { CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskCheckpointing } from '../protocol/task-deployment.js';
@@ -18,6 +19,8 @@ import { CheckpointCoordinator, type CheckpointFailureError, type CheckpointTask
 /** What the JobManager gives a JobMaster for checkpoints (chosen at the entry point: SQLite or DynamoDB, files or S3). */
 export interface JobCheckpointServices {
   readonly store: CompletedCheckpointStore;
+  /** The job's checkpoint ids, shared with every other JobMaster of the job (in the store's database). */
+  readonly idCounter: CheckpointIDCounter;
   /** The job's checkpoint storage (`<state.checkpoints.dir>/<job id>`). */
   readonly storage: CheckpointStorage;
   /** Its folder's URI, as the tasks open it (TaskDeploymentDescriptor.checkpointing). */
@@ -83,6 +86,7 @@ export function createJobCheckpointing(args: JobCheckpointingArgs): CheckpointCo
     clock: args.clock,
     storage: args.services.storage,
     store: args.services.store,
+    idCounter: args.services.idCounter,
     plan: { tasks: args.tasks, upstreamOf: (vertexId) => upstream.get(vertexId) ?? [] },
     messenger: {
       triggerCheckpoint: (attemptId, checkpointId, timestampMs, options) =>

@@ -64,6 +64,10 @@ const SCHEMA = `
     epoch       INTEGER NOT NULL,
     checkpoints TEXT NOT NULL
   );
+  CREATE TABLE IF NOT EXISTS checkpoint_ids (
+    job_id  TEXT PRIMARY KEY,
+    next_id INTEGER NOT NULL
+  );
 `;
 
 /** SQLite said the database is locked by another connection for longer than the busy timeout. */
@@ -148,7 +152,7 @@ async function whileBusy<T>(db: SqliteDatabase, call: () => Promise<T>, maxWaitM
 
 function hasSchema(db: SqliteDatabase): boolean {
   const names = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')").pluck().all() as string[]);
-  return ['leases', 'jobs', 'jobs_newest_first', 'jobs_active', 'jobs_by_status', 'admission', 'checkpoints'].every((n) => names.has(n));
+  return ['leases', 'jobs', 'jobs_newest_first', 'jobs_active', 'jobs_by_status', 'admission', 'checkpoints', 'checkpoint_ids'].every((n) => names.has(n));
 }
 
 /** Opening retries a busy database after 1, 2, 4 … 100 ms, for up to OPEN_WAIT_MS. */

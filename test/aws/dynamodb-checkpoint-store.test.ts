@@ -1,9 +1,12 @@
-// The CompletedCheckpointStore contract on DynamoDB (DynamoDB Local, or FLOE_TEST_AWS_ENDPOINT): the
-// checkpoints in the jobs table, fenced by the JobMaster lease in the leases table.
+// The CompletedCheckpointStore and CheckpointIDCounter contracts on DynamoDB (DynamoDB Local, or
+// FLOE_TEST_AWS_ENDPOINT): the checkpoints and the checkpoint id counters in the jobs table, checkpoint
+// writes fenced by the JobMaster lease in the leases table.
 import { afterAll, beforeAll } from 'vitest';
 import { createDynamoDbClients, type DynamoDbClients } from '../../runtime/aws/clients.js';
+import { DynamoDbCheckpointIdCounter } from '../../runtime/aws/dynamodb-checkpoint-id-counter.js';
 import { DynamoDbCompletedCheckpointStore } from '../../runtime/aws/dynamodb-completed-checkpoint-store.js';
 import { DynamoDbLeaseStore } from '../../runtime/aws/dynamodb-lease-store.js';
+import { describeCheckpointIdCounterContract } from '../contracts/checkpoint-id-counter.contract.js';
 import { describeCompletedCheckpointStoreContract } from '../contracts/completed-checkpoint-store.contract.js';
 import { createTables, startEmulators, type Emulators, type TestTables } from './emulators.js';
 
@@ -29,4 +32,8 @@ describeCompletedCheckpointStoreContract('DynamoDbCompletedCheckpointStore with 
     leases: new DynamoDbLeaseStore({ documentClient: clients.documentClient, tableName: tables.leaseTable, clock, maxClockSkewMs: 0 }),
     reopen: async () => open(),
   };
+});
+describeCheckpointIdCounterContract('DynamoDbCheckpointIdCounter', async () => {
+  const open = () => new DynamoDbCheckpointIdCounter({ documentClient: clients.documentClient, tableName: tables.jobTable });
+  return { counter: open(), reopen: async () => open() };
 });

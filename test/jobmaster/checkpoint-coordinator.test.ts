@@ -14,6 +14,7 @@ import {
   type CheckpointMetadata,
   type CheckpointTask,
 } from '../../runtime/jobmaster/checkpoint-coordinator.js';
+import { InMemoryCheckpointIdCounter } from '../../runtime/memory/in-memory-checkpoint-id-counter.js';
 import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import type { CheckpointMetrics, CheckpointOptions, TaskStateSnapshot } from '../../runtime/protocol/checkpoints.js';
@@ -64,11 +65,21 @@ class FakeJob {
   }
 }
 
+/** The job's counter, whose store can be made unreachable. */
+class UnreliableCounter extends InMemoryCheckpointIdCounter {
+  unreachable = false;
+  override async getAndIncrement(jobId: JobId, atLeast?: number): Promise<number> {
+    if (this.unreachable) throw new Error('the HA store cannot be reached');
+    return super.getAndIncrement(jobId, atLeast);
+  }
+}
+
 interface Setup {
   clock: ManualClock;
   job: FakeJob;
   storage: InMemoryCheckpointStorage;
   store: InMemoryCompletedCheckpointStore;
+  idCounter: InMemoryCheckpointIdCounter;
   leases: InMemoryLeaseStore;
   failures: CheckpointFailureError[];
   coordinator: CheckpointCoordinator;
@@ -91,6 +102,7 @@ async function setup(config: Partial<CheckpointCoordinatorConfig> = {}, shared?:
     job: shared?.job ?? new FakeJob(),
     storage: shared?.storage ?? new InMemoryCheckpointStorage(),
     store: shared?.store ?? new InMemoryCompletedCheckpointStore(leases),
+    idCounter: shared?.idCounter ?? new InMemoryCheckpointIdCounter(),
     failures: [] as CheckpointFailureError[],
   };
   const coordinator = new CheckpointCoordinator({
@@ -100,6 +112,7 @@ async function setup(config: Partial<CheckpointCoordinatorConfig> = {}, shared?:
     clock,
     storage: s.storage,
     store: s.store,
+    idCounter: s.idCounter,
     plan: s.job.plan,
     messenger: s.job.messenger,
     failJob: (cause) => s.failures.push(cause),
@@ -369,12 +382,13 @@ describe('CheckpointCoordinator', () => {
     expect((await leases.tryAcquire(leaseNames.jobMaster(jobId), 'jm-b', 'http://b', 60_000))?.epoch).toBe(2);
     const b = await setup(
       { intervalMs: 60_000 },
-      { clock, leases, jobId, store: a.store, storage: new InMemoryCheckpointStorage('memory:///checkpoints/b') },
+      { clock, leases, jobId, store: a.store, idCounter: a.idCounter, storage: new InMemoryCheckpointStorage('memory:///checkpoints/b') },
       2,
     );
 
-    await a.storage.write(2, 'state', new Uint8Array([2]));
-    await ackAll(a, 2);
+    // A's window task wrote a state file for checkpoint 2 and names it in its acknowledgement.
+    const handle = await a.storage.write(2, 'state', new Uint8Array([2]));
+    await ackAll(a, 2, (attemptId) => (attemptId === 'win-0' ? { operators: { 'win:0': { keyed: [], operator: [{ handle, lists: [] }] } } } : EMPTY));
     expect((await a.store.getLatest(jobId))?.checkpointId).toBe(1);
     expect(a.coordinator.isDeposed()).toBe(true);
     expect(a.storage.names().filter((n) => n.startsWith('chk-2/'))).toEqual([]);
@@ -385,10 +399,37 @@ describe('CheckpointCoordinator', () => {
     await advance(clock, 5_000);
     expect(a.job.triggers).toHaveLength(triggered);
 
-    // B's ids go on after the latest recorded one.
-    expect(await b.coordinator.triggerCheckpoint()).toBe(2);
-    await ackAll(b, 2);
-    expect(await a.store.getLatest(jobId)).toMatchObject({ checkpointId: 2, metadataPointer: 'memory:///checkpoints/b/chk-2/_metadata' });
+    // B's ids come from the job's counter: after the latest recorded one and after A's 2.
+    expect(await b.coordinator.triggerCheckpoint()).toBe(3);
+    await ackAll(b, 3);
+    expect(await a.store.getLatest(jobId)).toMatchObject({ checkpointId: 3, metadataPointer: 'memory:///checkpoints/b/chk-3/_metadata' });
+  });
+
+  it("takes each id from the job's counter, above the store's latest when the counter is behind it; a counter it cannot reach fails the checkpoint", async () => {
+    const clock = new ManualClock();
+    const leases = new InMemoryLeaseStore(clock);
+    const jobId = JobId.of('job-counted');
+    const store = new InMemoryCompletedCheckpointStore(leases);
+    await store.addCheckpointAndSubsumeOldest(
+      { jobId, checkpointId: 5, timestampMs: 0, completedAtMs: 1, metadataPointer: 'memory:///checkpoints/job/chk-5/_metadata', sharedState: [], stateSize: 0 },
+      1,
+      1,
+    );
+    const idCounter = new UnreliableCounter();
+    const s = await setup({}, { clock, leases, jobId, store, idCounter });
+    await advance(clock, 1_000);
+    expect(new Set(s.job.triggers.map((t) => t.checkpointId))).toEqual(new Set([6]));
+    expect(await idCounter.get(jobId)).toBe(7);
+    await ackAll(s, 6);
+
+    idCounter.unreachable = true;
+    await advance(clock, 1_000);
+    expect(s.job.triggers.filter((t) => t.checkpointId > 6)).toEqual([]);
+    expect(s.failures).toHaveLength(1);
+    expect(s.failures[0]!.message).toMatch(/no checkpoint id could be taken from the job's checkpoint id counter: the HA store cannot be reached/);
+    idCounter.unreachable = false;
+    await advance(clock, 1_000);
+    expect(new Set(s.job.triggers.map((t) => t.checkpointId))).toEqual(new Set([6, 7]));
   });
 
   it('stops when the job leaves RUNNING: the checkpoint in flight is aborted, uncounted, and none follows', async () => {

@@ -6,6 +6,7 @@ import { ManualClock } from '../../runtime/core/clock.js';
 import { ExecutionAttemptId, JobId } from '../../runtime/core/ids.js';
 import type { ExecutionState } from '../../runtime/jobgraph/job-status.js';
 import { CheckpointCoordinator, type CheckpointFailureError, type CheckpointTask } from '../../runtime/jobmaster/checkpoint-coordinator.js';
+import { InMemoryCheckpointIdCounter } from '../../runtime/memory/in-memory-checkpoint-id-counter.js';
 import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import { taskNotReady } from '../../runtime/protocol/checkpoints.js';
@@ -36,6 +37,7 @@ async function setup(): Promise<{ clock: ManualClock; coordinator: CheckpointCoo
     clock,
     storage: new InMemoryCheckpointStorage(),
     store: new InMemoryCompletedCheckpointStore(new InMemoryLeaseStore(clock)),
+    idCounter: new InMemoryCheckpointIdCounter(),
     plan: { tasks: () => tasks, upstreamOf: () => [] },
     messenger: { triggerCheckpoint: async () => undefined, notifyCheckpointComplete: async () => undefined, notifyCheckpointAborted: async () => undefined },
     failJob: (cause) => failures.push(cause),

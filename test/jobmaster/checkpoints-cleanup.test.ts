@@ -11,6 +11,7 @@ import type { ExternalizedCheckpointRetention } from '../../runtime/jobgraph/che
 import type { ExecutionState } from '../../runtime/jobgraph/job-status.js';
 import { CheckpointCoordinator, type CheckpointTask } from '../../runtime/jobmaster/checkpoint-coordinator.js';
 import { filesOfMetadata } from '../../runtime/jobmaster/checkpoints-cleaner.js';
+import { InMemoryCheckpointIdCounter } from '../../runtime/memory/in-memory-checkpoint-id-counter.js';
 import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import type { CheckpointMetrics, KeyGroupsStateHandle, TaskStateSnapshot } from '../../runtime/protocol/checkpoints.js';
@@ -49,6 +50,7 @@ async function setup(options: { retention?: ExternalizedCheckpointRetention; num
     clock,
     storage,
     store,
+    idCounter: new InMemoryCheckpointIdCounter(),
     plan: { tasks: () => TASKS, upstreamOf: (v) => (v === 'win' ? ['src'] : []) },
     messenger: { triggerCheckpoint: async () => undefined, notifyCheckpointComplete: async () => undefined, notifyCheckpointAborted: async () => undefined },
     failJob: () => undefined,

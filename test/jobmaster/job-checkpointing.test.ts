@@ -8,6 +8,7 @@ import { ExecutionAttemptId, FencingToken, JobId } from '../../runtime/core/ids.
 import { silentLogger } from '../../runtime/core/logger.js';
 import type { JobGraph } from '../../runtime/jobgraph/jobgraph.js';
 import { createJobCheckpointing, taskCheckpointingOf, type JobCheckpointingArgs } from '../../runtime/jobmaster/job-checkpointing.js';
+import { InMemoryCheckpointIdCounter } from '../../runtime/memory/in-memory-checkpoint-id-counter.js';
 import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
 import { InMemoryCheckpointStorage } from '../support/in-memory-checkpoint-storage.js';
 import { settle } from '../support/manual-time.js';
@@ -30,7 +31,12 @@ function args(jobGraph: JobGraph, withServices: boolean, triggers: unknown[] = [
     jobGraph,
     config: loadConfig({}),
     services: withServices
-      ? { store: new InMemoryCompletedCheckpointStore(), storage: new InMemoryCheckpointStorage(), storageUri: 'memory:///checkpoints/job' }
+      ? {
+          store: new InMemoryCompletedCheckpointStore(),
+          idCounter: new InMemoryCheckpointIdCounter(),
+          storage: new InMemoryCheckpointStorage(),
+          storageUri: 'memory:///checkpoints/job',
+        }
       : undefined,
     token: FencingToken.of(3),
     clock: new ManualClock(),

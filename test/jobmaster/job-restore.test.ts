@@ -11,6 +11,7 @@ import type { JobGraph, OperatorSpec } from '../../runtime/jobgraph/jobgraph.js'
 import { CheckpointCoordinator, type CheckpointMetadata, type CheckpointTask } from '../../runtime/jobmaster/checkpoint-coordinator.js';
 import { JobRestore, restoredStateOf } from '../../runtime/jobmaster/job-restore.js';
 import { StateAssignmentError } from '../../runtime/jobmaster/state-assignment.js';
+import { InMemoryCheckpointIdCounter } from '../../runtime/memory/in-memory-checkpoint-id-counter.js';
 import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import type { CheckpointMetrics, TaskStateSnapshot } from '../../runtime/protocol/checkpoints.js';
@@ -51,6 +52,14 @@ afterEach(() => {
   for (const c of started.splice(0)) c.stop('test over');
 });
 
+/** Each store's checkpoint id counter: the JobMasters of a job share both, as they share the HA store. */
+const counters = new WeakMap<InMemoryCompletedCheckpointStore, InMemoryCheckpointIdCounter>();
+const counterOf = (store: InMemoryCompletedCheckpointStore): InMemoryCheckpointIdCounter => {
+  const counter = counters.get(store) ?? new InMemoryCheckpointIdCounter();
+  counters.set(store, counter);
+  return counter;
+};
+
 async function jobMaster(epoch: number, clock: ManualClock, store: InMemoryCompletedCheckpointStore, storage: InMemoryCheckpointStorage, graph = jobGraph()) {
   const tasks: CheckpointTask[] = [{ attemptId: ExecutionAttemptId.of(`src-${epoch}`), vertexId: 'src', subtaskIndex: 0, state: 'RUNNING' }];
   const coordinator = new CheckpointCoordinator({
@@ -67,6 +76,7 @@ async function jobMaster(epoch: number, clock: ManualClock, store: InMemoryCompl
     clock,
     storage,
     store,
+    idCounter: counterOf(store),
     plan: { tasks: () => tasks, upstreamOf: () => [] },
     messenger: { triggerCheckpoint: async () => undefined, notifyCheckpointComplete: async () => undefined, notifyCheckpointAborted: async () => undefined },
     failJob: (cause) => {
@@ -127,9 +137,56 @@ describe('JobRestore', () => {
     const c = await jobMaster(2, clock, store, storage);
     expect(c.restoredUri()).toBe('memory:///state/a-1');
 
-    // B's own checkpoint is the next restore.
+    // B's own checkpoint is the next restore; its id comes after A's 2, which the job's counter handed out.
     await b.checkpoint('b');
-    expect(b.restoredUri()).toBe('memory:///state/b-2');
+    expect(b.restoredUri()).toBe('memory:///state/b-3');
+  });
+
+  it("a deposed JobMaster's checkpoint, in flight at the takeover and completed after its successor's, never touches the successor's checkpoint", async () => {
+    const clock = new ManualClock();
+    const leases = new InMemoryLeaseStore(clock);
+    const store = new InMemoryCompletedCheckpointStore(leases);
+    // One checkpoint folder for both JobMasters, as the job has.
+    const storage = new InMemoryCheckpointStorage();
+    await leases.tryAcquire(leaseNames.jobMaster(jobId), 'jm-a', 'http://a', 1_000);
+    const a = await jobMaster(1, clock, store, storage);
+    await a.checkpoint('a');
+    /** A task's acknowledgement of checkpoint `id`: a state file written into the checkpoint's folder. */
+    const stateFile = async (id: number, by: string): Promise<TaskStateSnapshot> => {
+      const handle = await storage.write(id, `src-0-${by}`, new TextEncoder().encode(`${by}'s state at ${id}`));
+      return { operators: { 'src:0': { keyed: [], operator: [{ handle, lists: [{ name: 'source-splits', mode: 'split', count: 1 }] }] } } };
+    };
+
+    // A triggers its next checkpoint; before its task acknowledges, B takes over from the same latest one.
+    const aId = (await a.coordinator.triggerCheckpoint())!;
+    clock.advance(2_000);
+    expect((await leases.tryAcquire(leaseNames.jobMaster(jobId), 'jm-b', 'http://b', 60_000))?.epoch).toBe(2);
+    const b = await jobMaster(2, clock, store, storage);
+    expect(b.restore.current()?.checkpointId).toBe(1);
+    const bId = (await b.coordinator.triggerCheckpoint())!;
+    expect(bId).not.toBe(aId);
+    const bState = await stateFile(bId, 'b');
+    await b.coordinator.receiveAcknowledge(ExecutionAttemptId.of('src-2'), bId, METRICS, bState);
+    await settle();
+    expect((await store.getLatest(jobId))?.checkpointId).toBe(bId);
+
+    // A's task acknowledges now: A writes its metadata, the store refuses it, A discards what it wrote.
+    await a.coordinator.receiveAcknowledge(ExecutionAttemptId.of('src-1'), aId, METRICS, await stateFile(aId, 'a'));
+    await settle();
+    expect(a.coordinator.isDeposed()).toBe(true);
+    expect(storage.names()).toEqual([`chk-${bId}/_metadata`, `chk-${bId}/src-0-b`]);
+    const metadata = JSON.parse(new TextDecoder().decode(await storage.readMetadata((await store.getLatest(jobId))!.metadataPointer))) as CheckpointMetadata;
+    expect(metadata).toMatchObject({ checkpointId: bId, subtasks: [{ vertexId: 'src', subtaskIndex: 0, state: bState }] });
+
+    // B restores its own checkpoint, and so does the JobMaster after it, reading the store's pointer.
+    const bFile = bState.operators['src:0']!.operator[0]!.handle;
+    expect(b.restoredUri()).toBe(bFile.uri);
+    clock.advance(60_000);
+    expect((await leases.tryAcquire(leaseNames.jobMaster(jobId), 'jm-c', 'http://c', 60_000))?.epoch).toBe(3);
+    const c = await jobMaster(3, clock, store, storage);
+    expect(c.restore.current()?.checkpointId).toBe(bId);
+    expect(c.restoredUri()).toBe(bFile.uri);
+    expect(new TextDecoder().decode(await storage.read(bFile))).toBe(`b's state at ${bId}`);
   });
 
   it('restores the savepoint a job was started from until it completes a checkpoint of its own; a savepoint it cannot take fails before deploying', async () => {

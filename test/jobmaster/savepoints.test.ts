@@ -15,6 +15,7 @@ import {
   type CheckpointMetadata,
   type CheckpointTask,
 } from '../../runtime/jobmaster/checkpoint-coordinator.js';
+import { InMemoryCheckpointIdCounter } from '../../runtime/memory/in-memory-checkpoint-id-counter.js';
 import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
 import { InMemoryLeaseStore } from '../../runtime/memory/in-memory-lease-store.js';
 import type { CheckpointMetrics, CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
@@ -52,6 +53,7 @@ async function setup() {
     clock,
     storage,
     store,
+    idCounter: new InMemoryCheckpointIdCounter(),
     plan: { tasks: (): readonly CheckpointTask[] => tasks, upstreamOf: (v) => (v === 'sum' ? ['src'] : []) },
     messenger: {
       triggerCheckpoint: async (attemptId, checkpointId, _ts, options) => void triggers.push({ attemptId, checkpointId, options }),

@@ -6,10 +6,12 @@ import { afterAll } from 'vitest';
 import type { ManualClock } from '../../runtime/core/clock.js';
 import type { JobStore } from '../../runtime/ha/job-store.js';
 import { FsBlobStore } from '../../runtime/local/fs-blob-store.js';
+import { SqliteCheckpointIdCounter } from '../../runtime/local/sqlite-checkpoint-id-counter.js';
 import { SqliteCompletedCheckpointStore } from '../../runtime/local/sqlite-completed-checkpoint-store.js';
 import { describeCompletedCheckpointStoreContract } from '../contracts/completed-checkpoint-store.contract.js';
 import { SqliteJobStore } from '../../runtime/local/sqlite-job-store.js';
 import { SqliteLeaseStore } from '../../runtime/local/sqlite-lease-store.js';
+import { describeCheckpointIdCounterContract } from '../contracts/checkpoint-id-counter.contract.js';
 import { describeBlobStoreContract } from '../contracts/blob-store.contract.js';
 import { describeJobStoreContract } from '../contracts/job-store.contract.js';
 import { describeJobStoreFenceContract } from '../contracts/job-store-fence.contract.js';
@@ -52,4 +54,8 @@ describeCompletedCheckpointStoreContract('SqliteCompletedCheckpointStore with Sq
     leases: new SqliteLeaseStore(path, clock),
     reopen: async () => new SqliteCompletedCheckpointStore(path),
   };
+});
+describeCheckpointIdCounterContract("SqliteCheckpointIdCounter (in the checkpoint store's database)", async () => {
+  const path = join(dir, `checkpoints-${n++}.db`);
+  return { counter: new SqliteCheckpointIdCounter(path), reopen: async () => new SqliteCheckpointIdCounter(path) };
 });
