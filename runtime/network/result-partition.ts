@@ -11,7 +11,7 @@ import type { ResultPartitionDescriptor } from '../protocol/task-deployment.js';
 import type { Partitioner } from '../jobgraph/jobgraph.js';
 import type { ChannelMessage, ChannelPort } from './channel-port.js';
 import { canonicalKey, keyGroupOf, subtaskForKeyGroup } from './key-groups.js';
-import { CheckpointBarrier, TimestampedRecord, Watermark, WatermarkStatus } from './stream-elements.js';
+import { CheckpointBarrier, EndOfData, TimestampedRecord, Watermark, WatermarkStatus } from './stream-elements.js';
 import { encodeValue, RecordBufferBuilder } from './record-buffer.js';
 
 export class PartitionError extends FloeError {
@@ -417,6 +417,18 @@ export class ResultPartition {
   emitWatermarkStatus(idle: boolean): Promise<void> | undefined {
     if (this.encodingFailure !== undefined) throw this.encodingFailure;
     return this.emitToAll(idle ? WatermarkStatus.IDLE : WatermarkStatus.ACTIVE);
+  }
+
+  /**
+   * Sends end of data to every subpartition, after everything written before it, at once (no buffer
+   * timeout): the channels stay open for barriers until finish(). Like a record, it returns a promise when
+   * a subpartition is full.
+   */
+  emitEndOfData(): Promise<void> | undefined {
+    if (this.encodingFailure !== undefined) throw this.encodingFailure;
+    const wait = this.emitToAll(EndOfData.INSTANCE);
+    this.flushAll();
+    return wait;
   }
 
   /**

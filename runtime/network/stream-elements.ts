@@ -1,5 +1,6 @@
 // What a streaming edge carries besides plain records (Flink's StreamElement): a record with its event
-// timestamp, a watermark, a watermark status (a producer gone idle or active), and a checkpoint barrier.
+// timestamp, a watermark, a watermark status (a producer gone idle or active), a checkpoint barrier, and
+// the end of data of a checkpointing job's producer (Flink's EndOfData event).
 // Each is a msgpack extension, so it travels in the same buffers as the records around it and keeps its
 // place among them.
 import { addExtension } from 'msgpackr';
@@ -37,8 +38,20 @@ export class CheckpointBarrier {
   ) {}
 }
 
+/**
+ * The producer sends no more records or watermarks (Flink's EndOfData, FLIP-147): a checkpointing job's
+ * task sends it after its last record and watermark, but keeps its channels open for the barriers of the
+ * final checkpoint; its end of partition follows once that checkpoint completed. The same element may come
+ * twice on a channel (once from restored in-flight data, once from the restored producer): it marks the
+ * channel, it counts nothing.
+ */
+export class EndOfData {
+  private constructor() {}
+  static readonly INSTANCE = new EndOfData();
+}
+
 /** Extension type numbers of the stream elements (application types 0–127 of msgpack; 0x42 is the codec's BigInt). */
-const TYPE = { record: 0x54, watermark: 0x57, status: 0x53, barrier: 0x43 } as const;
+const TYPE = { record: 0x54, watermark: 0x57, status: 0x53, barrier: 0x43, endOfData: 0x45 } as const;
 
 addExtension({
   Class: TimestampedRecord,
@@ -74,6 +87,13 @@ addExtension({
       ...(typeof data[5] === 'string' && { targetLocation: data[5] }),
       ...(typeof data[6] === 'string' && { terminate: data[6] }),
     }),
+});
+
+addExtension({
+  Class: EndOfData,
+  type: TYPE.endOfData,
+  write: () => 0,
+  read: () => EndOfData.INSTANCE,
 });
 
 /** Whether `element` is a watermark or status rather than a record. */

@@ -7,9 +7,11 @@
 // folder; a savepoint that stops the job (stop-with-savepoint) holds the source's records back from its
 // barrier on: once it completes the source ends, once it is aborted the records go on.
 // The final checkpoint (FLIP-147): in a checkpointing job a task whose input ended does not finish at once.
-// Once every operator of its chain ended its input, it waits for a checkpoint it takes from then on to
-// complete (its barrier follows every record the task made, so the sinks commit them at its notification);
-// a source holds back its end of partition meanwhile, so its consumers see that barrier after its records.
+// Once every operator of its chain ended its input, it sends end of data on its outputs and waits for a
+// checkpoint it takes from then on to complete (its barrier follows every record the task made, so the sinks
+// commit them at its notification); it holds back its end of partition meanwhile, so its consumers see that
+// barrier after its records. A consumer's input ends at end of data on every channel, so it takes the same
+// checkpoint after its own end: one checkpoint, triggered at the sources, ends every stage.
 // A trigger that arrives while the input is ending (or, at a task that is no source, before its inputs
 // ended: the JobMaster triggers such a task once its upstream tasks finished) waits for the end.
 // An unaligned checkpoint (its alignment turned unaligned) forwards the barrier ahead of the queued output

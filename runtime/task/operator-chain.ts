@@ -284,6 +284,33 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
       takeOvertakenBuffers: (checkpointId) => takeOvertakenBuffers(io.outputs, checkpointId),
     });
 
+    // A checkpointing job's task waits for a final checkpoint at its end, unless a savepoint stopped the job.
+    const waitsForFinalCheckpoint = (): boolean =>
+      checkpointCoordinator !== undefined && tdd.checkpointing !== undefined && checkpoints.stopMode() === undefined;
+    let dataEnded: Promise<void> | undefined;
+    /**
+     * The end of the task's input (once): its source read everything, or its input channels all brought end
+     * of data or ended. What the mailbox holds comes first (a connector source's last records); then each
+     * operator, head to tail, fires what it holds (as at the end of time) into the next — after a savepoint
+     * that suspends the job they keep it (it is in the savepoint). A task that waits for a final checkpoint
+     * then sends end of data (FLIP-147) before any barrier of a checkpoint taken after its end: one
+     * checkpoint, triggered at the sources, then ends every stage. Its channels stay open for that barrier.
+     */
+    const endData = (): Promise<void> =>
+      (dataEnded ??= (async () => {
+        checkpoints.endingInputs();
+        const held = mailbox.drain();
+        if (held !== undefined) await held;
+        for (const link of checkpoints.stopMode() === 'suspend' ? [] : links) {
+          await link.endInput();
+          const pending = mailbox.drain();
+          if (pending !== undefined) await pending;
+          checkCanceled(io);
+        }
+        if (waitsForFinalCheckpoint()) await allOf(io.outputs.map((o) => o.emitEndOfData()));
+        checkpoints.endOfInputs();
+      })());
+
     if (hasSource) {
       const counted: Emit = (r, ts) => {
         // A savepoint that stops the job holds records back from its barrier on, and ends the source.
@@ -304,7 +331,7 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
       } catch (e) {
         if (!(e instanceof SourceStoppedError)) throw raisedBy(e, head.name);
       }
-      checkpoints.endingInputs();
+      await endData();
     } else {
       await processInputs(
         io,
@@ -315,28 +342,17 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
           checkpoints,
           stopMode: () => checkpoints.stopMode(),
           ...(restoredChannels !== undefined ? { restoredInput: restoredChannels.input } : {}),
+          endOfData: endData,
         },
         mailbox,
         counters,
       );
-      checkpoints.endingInputs();
+      await endData();
     }
-    // What the mailbox holds comes before the end of input (a connector source's last records).
-    const held = mailbox.drain();
-    if (held !== undefined) await held;
-    // End of input, head to tail: each operator fires what it holds (as at the end of time) into the next;
-    // after a savepoint that suspends the job, they keep it (it is in the savepoint).
-    for (const link of checkpoints.stopMode() === 'suspend' ? [] : links) {
-      await link.endInput();
-      const pending = mailbox.drain();
-      if (pending !== undefined) await pending;
-      checkCanceled(io);
-    }
-    checkpoints.endOfInputs();
     // The final checkpoint (FLIP-147): before its end of partition, a checkpointing job's task waits for a
     // checkpoint taken after its last record to complete, so its sinks (and those downstream) commit everything.
     // A savepoint that stopped the job took that place (no checkpoint follows it).
-    if (checkpointCoordinator !== undefined && tdd.checkpointing !== undefined && checkpoints.stopMode() === undefined) {
+    if (waitsForFinalCheckpoint()) {
       mailbox.enterIdle();
       try {
         await checkpoints.awaitFinalCheckpoint(

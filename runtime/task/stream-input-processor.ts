@@ -5,6 +5,9 @@
 // (barrier-alignment.ts): what a blocked channel delivers waits, unacknowledged, until the task checkpointed.
 // With unaligned checkpoints, what a channel delivers before its barrier after the task's snapshot is
 // recorded as input in-flight state; a task restored with such state processes it before its channels.
+// Once every channel brought end of data (a checkpointing job's producers, FLIP-147) or ended, the task's
+// input ends (`endOfData`) while its channels stay open: the barriers of the final checkpoint still come
+// through them, aligned as any, and the loop ends with the last channel's end of partition.
 // The task's mailbox runs between buffers, and at once while the task waits for input.
 import { MAX_WATERMARK } from '../api/watermark-strategy.js';
 import { systemClock } from '../core/clock.js';
@@ -12,7 +15,7 @@ import type { ReceivedBuffer } from '../network/input-gate.js';
 import { decodeRecords } from '../network/record-buffer.js';
 import { isCapacityWait } from '../network/result-partition.js';
 import { inputChannelsOf } from '../protocol/task-deployment.js';
-import { CheckpointBarrier, TimestampedRecord, Watermark, WatermarkStatus } from '../network/stream-elements.js';
+import { CheckpointBarrier, EndOfData, TimestampedRecord, Watermark, WatermarkStatus } from '../network/stream-elements.js';
 import { BarrierAlignment, type BarrierAlignmentTarget } from './barrier-alignment.js';
 import { TO_END, type InputSlice } from './channel-state.js';
 import type { Mailbox } from './mailbox.js';
@@ -35,6 +38,11 @@ export interface InputTargets {
   readonly stopMode?: () => 'suspend' | 'drain' | undefined;
   /** Input in-flight state of the unaligned checkpoint the task restores: processed first, in channel order. */
   readonly restoredInput?: ReadonlyMap<number, readonly InputSlice[]>;
+  /**
+   * Every channel brought end of data or ended, and some are still open (the task's input ended; barriers
+   * may follow). Called once at most; not called when the channels all simply ended.
+   */
+  readonly endOfData?: () => Promise<void> | void;
 }
 
 /** What the task has not processed yet of one channel's buffer: held while the channel is blocked. */
@@ -114,6 +122,26 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
   const checksPriority = alignment !== undefined;
 
   let sawWatermark = false;
+  // Channels that brought end of data or ended: once all did while some are open, the task's input ends.
+  const dataEnded = new Uint8Array(gate.numberOfChannels);
+  let dataEndedCount = 0;
+  let channelsEnded = 0;
+  let inputEnded = false;
+  /** Channel `channel` brings no more data: its watermark holds nobody back; the last one ends the task's input. */
+  const endDataOf = async (channel: number, endOfChannel: boolean): Promise<void> => {
+    if (endOfChannel) channelsEnded++;
+    if (dataEnded[channel] === 0) {
+      dataEnded[channel] = 1;
+      dataEndedCount++;
+      // Without event time upstream (no watermark ever came) there is nothing to release.
+      if (sawWatermark && targets.stopMode?.() !== 'suspend') valve?.inputWatermark(MAX_WATERMARK, channel);
+      if (pendingWatermark !== undefined || pendingStatus !== undefined) await flushValve();
+    }
+    if (!inputEnded && dataEndedCount === gate.numberOfChannels && channelsEnded < gate.numberOfChannels && targets.endOfData !== undefined) {
+      inputEnded = true;
+      await targets.endOfData();
+    }
+  };
   let buffers = 0;
   // A read of the gate under way: kept when an alignment timeout ends the wait for it.
   let reading: Promise<ReceivedBuffer | undefined> | undefined;
@@ -193,9 +221,7 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
       continue;
     }
     if (received.endOfChannel === true) {
-      // Without event time upstream (no watermark ever came) there is nothing to release.
-      if (sawWatermark && targets.stopMode?.() !== 'suspend') valve?.inputWatermark(MAX_WATERMARK, channel);
-      if (pendingWatermark !== undefined || pendingStatus !== undefined) await flushValve();
+      await endDataOf(channel, true);
       const aligned = alignment?.processEndOfChannel(channel);
       if (aligned !== undefined) await aligned;
       continue;
@@ -249,6 +275,8 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
           break;
         }
         continue;
+      } else if (r instanceof EndOfData) {
+        p = endDataOf(channel, false);
       } else {
         counters.recordsIn++;
         p = emit(r);

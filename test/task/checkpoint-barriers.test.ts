@@ -7,7 +7,7 @@ import type { OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
-import { CheckpointBarrier, Watermark } from '../../runtime/network/stream-elements.js';
+import { CheckpointBarrier, EndOfData, Watermark } from '../../runtime/network/stream-elements.js';
 import type { CheckpointingMode, CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
 import type { InputGateDescriptor, ResultPartitionDescriptor, TaskResult } from '../../runtime/protocol/task-deployment.js';
 import { SubtaskCheckpointCoordinator, type CheckpointReport } from '../../runtime/task/checkpointing.js';
@@ -449,7 +449,7 @@ describe("a checkpointing job's source task", () => {
     const output: unknown[] = [];
     let triggered = false;
     for (let b = await out.next(); b !== undefined; b = await out.next()) {
-      for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
+      for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r instanceof EndOfData ? 'EOD' : r);
       const last = b.records.includes(LAST);
       b.ack();
       if (!triggered && triggerAfter !== undefined && output.length > triggerAfter) {
@@ -468,12 +468,12 @@ describe("a checkpointing job's source task", () => {
     const first = await runSourceTask(streams, undefined, 100);
     const at = first.output.indexOf('|1|');
     expect(at).toBeGreaterThan(100);
-    // Checkpoint 1, then the final checkpoint, taken after the last record, before the output ends.
+    // Checkpoint 1, then the final checkpoint, taken after the last record and end of data, before the output ends.
     expect(first.reports.map((r) => [r.type, r.checkpointId])).toEqual([
       ['checkpointAck', 1],
       ['checkpointAck', FINAL],
     ]);
-    expect(first.output.slice(-2)).toEqual([LAST, `|${FINAL}|`]);
+    expect(first.output.slice(-3)).toEqual([LAST, 'EOD', `|${FINAL}|`]);
     const ack = first.reports[0]!;
     if (ack.type !== 'checkpointAck') throw new Error(`expected an acknowledgement, got ${JSON.stringify(ack)}`);
     expect(Object.keys(ack.state.operators)).toEqual(['v1:0']);

@@ -7,7 +7,7 @@ import { ResultPartitionId } from '../../runtime/core/ids.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition } from '../../runtime/network/result-partition.js';
-import { CheckpointBarrier } from '../../runtime/network/stream-elements.js';
+import { CheckpointBarrier, EndOfData } from '../../runtime/network/stream-elements.js';
 import type { CheckpointOptions, TaskRestore } from '../../runtime/protocol/checkpoints.js';
 import type { ResultPartitionDescriptor } from '../../runtime/protocol/task-deployment.js';
 import { SubtaskCheckpointCoordinator, type CheckpointReport } from '../../runtime/task/checkpointing.js';
@@ -90,7 +90,7 @@ async function runSourceTask(
   let triggered = false;
   let told = false;
   for (let b = await out.next(); b !== undefined; b = await out.next()) {
-    for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r);
+    for (const r of b.records) output.push(r instanceof CheckpointBarrier ? `|${r.checkpointId}|` : r instanceof EndOfData ? 'EOD' : r);
     const last = b.records.includes(COUNT);
     b.ack();
     if (last) coordinator.triggerCheckpoint(FINAL, 20, CHECKPOINT);
@@ -130,7 +130,7 @@ describe('a source task stopped with a savepoint', () => {
 
     // The restored attempt reads the files where they are (its storage reads any URI).
     const second = await runSourceTask(savepoints, savepoints, { checkpointId: 1, state: ack.state }, undefined);
-    expect(second.output).toEqual([...Array.from({ length: COUNT - at }, (_, i) => at + i + 1), `|${FINAL}|`]);
+    expect(second.output).toEqual([...Array.from({ length: COUNT - at }, (_, i) => at + i + 1), 'EOD', `|${FINAL}|`]);
   });
 
   it('goes on with every record when the savepoint is aborted', async () => {
