@@ -19,7 +19,7 @@ import type { WindowFunctions } from '../runtime/task/window-contents.js';
 import { WindowOperator, type WindowOperatorConfig } from '../runtime/task/window-operator.js';
 import { windowOperatorFor } from '../runtime/task/window-operator-factory.js';
 import type { FunctionRef } from '../runtime/jobgraph/jobgraph.js';
-import { windowCombiner, windowFoldOf } from '../runtime/task/window-combiner.js';
+import { PARTIAL_BATCH, windowCombiner, windowFoldOf } from '../runtime/task/window-combiner.js';
 import { createWindowOperator } from '../runtime/task/window-operator-factory.js';
 import type { WindowOperatorSpec } from '../runtime/task/window-operator.js';
 import { DEFAULT_CONFIG, nexmarkEvent } from './nexmark/generator.js';
@@ -151,7 +151,7 @@ async function q5JobRound(input: readonly { bid: Bid; ts: number }[]): Promise<{
     hotSpec,
     windowFoldOf(hotSpec, fn),
     () => 0,
-    (_k, pair, ts) => hot.processElement(pair, ts),
+    (_c, keys, partials, ts) => hot.processElement([PARTIAL_BATCH, keys, partials], ts),
     1 << 20,
   );
   const count = createWindowOperator(
@@ -171,7 +171,7 @@ async function q5JobRound(input: readonly { bid: Bid; ts: number }[]): Promise<{
     countSpec,
     windowFoldOf(countSpec, fn),
     (b) => (b as Bid).auction,
-    (_k, pair, ts) => (partials++, count.processElement(pair, ts)),
+    (_c, keys, ps, ts) => ((partials += keys.length), count.processElement([PARTIAL_BATCH, keys, ps], ts)),
     1 << 20,
   );
   const started = process.cpuUsage();

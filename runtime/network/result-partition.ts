@@ -494,6 +494,13 @@ export class ResultPartition {
     return this.write(this.subpartitions[subtaskForKeyGroup(keyGroupOf(canonical, keyGroups), this.subpartitions.length, keyGroups)]!, element);
   }
 
+  /** Hash partitions: the index of the subpartition owning the key whose canonical form is given. */
+  subpartitionOfKey(canonical: string): number {
+    const keyGroups = this.keyGroups;
+    if (keyGroups === undefined) throw new PartitionError(`partition ${this.id} is not hash-partitioned: records cannot be routed by key`, false);
+    return subtaskForKeyGroup(keyGroupOf(canonical, keyGroups), this.subpartitions.length, keyGroups);
+  }
+
   private write(sub: Subpartition, record: unknown): Promise<void> | undefined {
     sub.add(record);
     if (this.options.bufferTimeoutMs === 0) sub.flush();

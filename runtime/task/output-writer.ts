@@ -6,9 +6,10 @@ import { CODEC_HINT, networkRecordChecker, RecordEncodingError } from '../networ
 import type { ResultPartition } from '../network/result-partition.js';
 import { keyedCombiner, type KeyedCombiner } from './keyed-operators.js';
 import { functionOf, keyedFunctions, keySelectorOf, noteErrors, type Emit, type TaskIo } from './task-io.js';
-import { windowCombiner, windowFoldOf } from './window-combiner.js';
+import { PARTIAL_BATCH, windowCombiner, windowFoldOf, type SendWindowPartials } from './window-combiner.js';
 import type { WindowOperatorSpec } from './window-operator.js';
 import type { FunctionRef } from '../jobgraph/jobgraph.js';
+import type { TaskSignal } from '../core/cancellation.js';
 
 /** A combiner before an exchange: per key (keyed operators) or per key and pane (windows). */
 interface Combiner extends KeyedCombiner {
@@ -104,7 +105,7 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
     const op = d.combiner;
     const owner = `the pre-aggregation of ${op.kind.slice('keyed.'.length)} '${op.name}' after operator '${producer.name}'`;
     const findUnencodable = networkRecordChecker();
-    const send = (canonical: string, pair: [key: unknown, partial: unknown], timestamp?: number): Promise<void> | void => {
+    const check = (pair: [key: unknown, partial: unknown]): void => {
       const bad = findUnencodable(pair);
       if (bad !== undefined) {
         throw new RecordEncodingError(
@@ -112,23 +113,20 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
             `accumulators and reduced values that cross the network may hold strings, numbers, booleans, null, undefined, bigints, Dates, Uint8Arrays, and arrays / plain objects of them`,
         );
       }
+    };
+    const send = (canonical: string, pair: [key: unknown, partial: unknown], timestamp?: number): Promise<void> | void => {
+      check(pair);
       return partition.emitToKey(canonical, pair, timestamp);
     };
     const producerName = `operator '${producer.name}' (${producer.kind})`;
     const keySelector = keySelectorOf(io.tdd, io.userFunctions, d.keySelector);
     const options = { signal: io.signal, producer: producerName };
+    const sendPartials = windowPartialsSender(partition, check, io.signal);
     // A combiner's failure (its key selector's included) is its keyed operator's, which runs here, in its
     // producer's task.
     const combiner: Combiner =
       op.kind === 'keyed.window'
-        ? windowCombiner(
-            op,
-            windowFoldOf(op, windowFunctionOf(io, op, owner)),
-            keySelector,
-            (canonical, pair, ts) => send(canonical, pair, ts),
-            combinerMaxKeys,
-            options,
-          )
+        ? windowCombiner(op, windowFoldOf(op, windowFunctionOf(io, op, owner)), keySelector, sendPartials, combinerMaxKeys, options)
         : keyedCombiner(op, keyedFunctions(io, op, owner), keySelector, send, combinerMaxKeys, options);
     combiners.push({
       add: noteErrors(combiner.add, op.name),
@@ -179,6 +177,60 @@ export function outputWriter(io: TaskIo, producer: OperatorSpec, combinerMaxKeys
       return Promise.all([a, b]).then(() => undefined);
     },
     ...events,
+  };
+}
+
+/** Pairs of one subtask in a batch of partials at most: a batch stays a small part of a network buffer. */
+const PARTIALS_PER_BATCH = 256;
+
+/**
+ * Sends a window combiner's partials into hash partition `partition` in batches `[PARTIAL_BATCH, keys,
+ * partials]`, each of keys one subtask owns (routed by its first key's canonical form), waiting where the
+ * partition asks. `check` refuses a pair the codec cannot carry.
+ */
+function windowPartialsSender(partition: ResultPartition, check: (pair: [key: unknown, partial: unknown]) => void, signal: TaskSignal): SendWindowPartials {
+  const n = partition.numberOfSubpartitions;
+  return (canonicals, keys, partials, timestamp) => {
+    const batchKeys: unknown[][] = Array.from({ length: n }, () => []);
+    const batchPartials: unknown[][] = Array.from({ length: n }, () => []);
+    const firsts: string[] = new Array<string>(n);
+    const emit = (s: number): Promise<void> | undefined => {
+      const record = [PARTIAL_BATCH, batchKeys[s]!, batchPartials[s]!];
+      batchKeys[s] = [];
+      batchPartials[s] = [];
+      return partition.emitToKey(firsts[s]!, record, timestamp);
+    };
+    const from = (start: number): Promise<void> | undefined => {
+      for (let i = start; i < canonicals.length; i++) {
+        const key = keys[i];
+        const partial = partials[i];
+        check([key, partial]);
+        const canonical = canonicals[i]!;
+        const s = n === 1 ? 0 : partition.subpartitionOfKey(canonical);
+        const ks = batchKeys[s]!;
+        if (ks.length === 0) firsts[s] = canonical;
+        ks.push(key);
+        batchPartials[s]!.push(partial);
+        if (ks.length === PARTIALS_PER_BATCH) {
+          const wait = emit(s);
+          if (wait !== undefined)
+            return wait.then(() => {
+              if (signal.aborted) throw signal.reason;
+              return from(i + 1);
+            });
+        }
+      }
+      return rest(0);
+    };
+    const rest = (s: number): Promise<void> | undefined => {
+      for (; s < n; s++) {
+        if (batchKeys[s]!.length === 0) continue;
+        const wait = emit(s);
+        if (wait !== undefined) return wait.then(() => rest(s + 1));
+      }
+      return undefined;
+    };
+    return from(0);
   };
 }
 

@@ -1,8 +1,9 @@
 // The producer side of a pre-aggregated window operator (Flink SQL's local window aggregation): a task
 // whose output feeds a keyed.window with `preAggregate` folds its records per key and pane (a slice of
 // gcd(size, slide) ms, as the window operator keeps them) with the window's reduce or aggregate add, and
-// sends one `[key, partial]` pair per key and pane, stamped with the pane's last millisecond, when the
-// task's watermark passes the pane. The pair reaches the window operator before that watermark, so it is
+// sends each pane's partials, stamped with the pane's last millisecond, when the task's watermark passes
+// the pane: on the wire, batches `[PARTIAL_BATCH, keys, partials]` of the keys one subtask owns (one record
+// per batch instead of one per key: the codec's and the input's work per record is paid once per batch). The pair reaches the window operator before that watermark, so it is
 // in every window it belongs to before the window fires. A record whose pane the watermark has already
 // passed goes on at once as a partial of its own, exactly when the record itself would have.
 import { TimeWindow } from '../api/windowing.js';
@@ -11,10 +12,24 @@ import type { WindowOperatorSpec } from './window-operator.js';
 import { WindowTimestampError } from './window-operator.js';
 import { KeyTable } from './key-table.js';
 import { combinerKeyOf, type KeyedCombiner } from './keyed-operators.js';
-import type { TaskSignal } from '../core/cancellation.js';
 
-/** Sends one `[key, partial]` pair to the subtask owning `canonical`, stamped `timestamp`. */
-export type SendWindowPartial = (canonical: string, pair: [key: unknown, partial: unknown], timestamp: number) => Promise<void> | void;
+/**
+ * Sends partials stamped `timestamp`: `partials[i]` of key `keys[i]`, whose canonical form (what routes it to
+ * its subtask) is `canonicals[i]`. The arrays are the sender's from then on.
+ */
+export type SendWindowPartials = (
+  canonicals: readonly string[],
+  keys: readonly unknown[],
+  partials: readonly unknown[],
+  timestamp: number,
+) => Promise<void> | void;
+
+/** The first element of a batch of partials on the wire: `[PARTIAL_BATCH, keys, partials]` (a partial pair has two elements). */
+export const PARTIAL_BATCH = 1;
+
+/** Whether `element`, an input of a pre-aggregated window operator, is a batch `[PARTIAL_BATCH, keys, partials]`. */
+export const isPartialBatch = (element: unknown): element is [typeof PARTIAL_BATCH, unknown[], unknown[]] =>
+  Array.isArray(element) && element.length === 3 && element[0] === PARTIAL_BATCH;
 
 export interface WindowCombiner extends KeyedCombiner {
   add(record: unknown, timestamp?: number): Promise<void> | void;
@@ -58,11 +73,11 @@ export function windowCombiner(
   op: WindowOperatorSpec,
   fold: WindowFold,
   keySelector: (record: unknown) => unknown,
-  send: SendWindowPartial,
+  send: SendWindowPartials,
   maxKeys: number,
-  options: { readonly signal?: TaskSignal; readonly producer?: string } = {},
+  options: { readonly producer?: string } = {},
 ): WindowCombiner {
-  const { signal, producer } = options;
+  const { producer } = options;
   const window = op.window;
   if (window.type === 'session') throw new TypeError(`window operator '${op.name}': session windows are never pre-aggregated`);
   const slide = window.type === 'sliding' ? window.slide : window.size;
@@ -78,14 +93,8 @@ export function windowCombiner(
   let recent: Pane | undefined;
 
   const sendPane = async (pane: Pane): Promise<void> => {
-    const { keys: canonicals, values } = pane.table;
-    const last = pane.start + paneSize - 1;
-    for (let n = 0; n < canonicals.length; n++) {
-      const p = send(canonicals[n]!, [pane.keys[n], values[n]], last);
-      if (p !== undefined) await p;
-      if ((n + 1) % 1024 === 0 && signal?.aborted) throw signal.reason;
-    }
-    held -= canonicals.length;
+    held -= pane.keys.length;
+    await send(pane.table.keys, pane.keys, pane.table.values, pane.start + paneSize - 1);
   };
   /** Sends the panes whose last millisecond is at or before `upTo`, earliest first. */
   const sendUpTo = async (upTo: number): Promise<void> => {
@@ -102,7 +111,7 @@ export function windowCombiner(
       if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw new WindowTimestampError(op.name, timestamp);
       const key = keySelector(record);
       const start = TimeWindow.getWindowStartWithOffset(timestamp, offset, paneSize);
-      if (start + paneSize - 1 <= watermark) return send(canonical(key), [key, fold.first(record)], start + paneSize - 1);
+      if (start + paneSize - 1 <= watermark) return send([canonical(key)], [key], [fold.first(record)], start + paneSize - 1);
       let pane = recent !== undefined && recent.start === start ? recent : panes.get(start);
       if (pane === undefined) {
         pane = { start, table: new KeyTable(), keys: [], numbers: new Map() };

@@ -1,9 +1,10 @@
 // How a task makes the window operator of a keyed.window spec: its user functions resolved (errors they
-// raise name the operator), pre-aggregated input merged as partials, and the operator chosen — the slicing
+// raise name the operator), pre-aggregated input (pairs and batches of partials) merged as partials, and the operator chosen — the slicing
 // one (slicing-window-operator.ts) where its windows allow it, the general WindowOperator for the rest.
 import type { FunctionRef } from '../jobgraph/jobgraph.js';
 import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
-import { isThenable, noteErrors, raisedBy, TaskSetupError } from './task-io.js';
+import { isThenable, noteErrors, raisedBy, TaskSetupError, type Emit } from './task-io.js';
+import { isPartialBatch } from './window-combiner.js';
 import { SlicingWindowOperator, slicingWindowProblem } from './slicing-window-operator.js';
 import type { ProcessWindowCall, WindowFunctions } from './window-contents.js';
 import { WindowOperator, type WindowOperatorConfig, type WindowOperatorSpec } from './window-operator.js';
@@ -66,13 +67,31 @@ export function createWindowOperator(op: WindowOperatorSpec, context: KeyedOpera
     // Each input record is a [key, partial] pair: the key travels with its partial (window-combiner.ts).
     context = { ...context, keySelector: (pair) => (pair as [unknown, unknown])[0] };
   }
-  return windowOperatorFor(context, {
+  const operator = windowOperatorFor(context, {
     assigner: op.window,
     trigger: op.trigger,
     allowedLateness: op.allowedLateness,
     ...(op.lateDataTag !== undefined ? { lateDataTag: op.lateDataTag } : {}),
     functions,
   });
+  return op.preAggregate === true ? takingBatches(operator) : operator;
+}
+
+/**
+ * `operator`, its processElement also taking batches of partials `[PARTIAL_BATCH, keys, partials]`
+ * (window-combiner.ts): each pair in turn, as if it had come alone, waiting where the operator asks.
+ */
+function takingBatches(operator: OneInputOperator): OneInputOperator {
+  const one = operator.processElement;
+  const from = (keys: unknown[], partials: unknown[], start: number, timestamp: number | undefined): Promise<void> | void => {
+    for (let i = start; i < keys.length; i++) {
+      const wait = one([keys[i], partials[i]], timestamp);
+      if (isThenable(wait)) return Promise.resolve(wait).then(() => from(keys, partials, i + 1, timestamp));
+    }
+  };
+  (operator as { processElement: Emit }).processElement = (element, timestamp) =>
+    isPartialBatch(element) ? from(element[1], element[2], 0, timestamp) : one(element, timestamp);
+  return operator;
 }
 
 const NO_VALUE = Symbol('no value yet');

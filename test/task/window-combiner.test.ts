@@ -1,11 +1,14 @@
 // The producer side of pre-aggregated windows: records fold per key and pane, a pane's partials go on
 // when the watermark passes it (stamped with its last millisecond), a record behind the watermark goes on
-// at once, and past the key limit everything held goes on.
+// at once, and past the key limit everything held goes on. The window operator of pre-aggregated input
+// takes the partials alike one pair at a time or in batches `[PARTIAL_BATCH, keys, partials]`.
 import { describe, expect, it } from 'vitest';
 import type { WindowOperatorSpec } from '../../runtime/task/window-operator.js';
 import { WindowTimestampError } from '../../runtime/task/window-operator.js';
-import { windowCombiner, type WindowFold } from '../../runtime/task/window-combiner.js';
+import { PARTIAL_BATCH, windowCombiner, type WindowFold } from '../../runtime/task/window-combiner.js';
+import { createWindowOperator } from '../../runtime/task/window-operator-factory.js';
 import { canonicalKey } from '../../runtime/network/key-groups.js';
+import { OneInputHarness } from '../support/operator-harness.js';
 
 type Ev = { k: unknown; v: number };
 const ref = { export: 'job', operatorId: 'w' };
@@ -33,7 +36,7 @@ function combiner(op: WindowOperatorSpec, maxKeys = 100) {
     op,
     sum,
     (r) => (r as Ev).k,
-    (_canonical, [key, partial], ts) => void sent.push({ key, partial, ts }),
+    (_canonicals, keys, partials, ts) => keys.forEach((key, i) => sent.push({ key, partial: partials[i], ts })),
     maxKeys,
   );
   return { c, sent };
@@ -67,9 +70,9 @@ describe('windowCombiner', () => {
       tumbling(100),
       sum,
       (r) => (r as Ev).k,
-      (canonical, [key, partial]) => {
-        routed.push(canonical);
-        sent.push({ key, partial });
+      (canonicals, keys, partials) => {
+        routed.push(...canonicals);
+        keys.forEach((key, i) => sent.push({ key, partial: partials[i] }));
       },
       100,
     );
@@ -124,5 +127,37 @@ describe('windowCombiner', () => {
   it('refuses a record without an event timestamp, as the window operator does', () => {
     const { c } = combiner(tumbling(100));
     expect(() => c.add({ k: 'a', v: 1 })).toThrow(WindowTimestampError);
+  });
+
+  it('feeds a pre-aggregated window operator: its batches of partials give what the same pairs one at a time give', async () => {
+    const op = sliding(200, 50);
+    const userObject = (ref: { role?: string }): unknown => (ref.role === 'reduce' ? (a: number, b: number) => a + b : undefined);
+    const run = async (batched: boolean): Promise<unknown[]> => {
+      const h = new OneInputHarness((ctx) => createWindowOperator(op, ctx, userObject));
+      const c = windowCombiner(
+        op,
+        sum,
+        (r) => (r as Ev).k,
+        async (_canonicals, keys, partials, ts) => {
+          if (batched) return h.processElement([PARTIAL_BATCH, keys, partials], ts);
+          for (let i = 0; i < keys.length; i++) await h.processElement([keys[i], partials[i]], ts);
+        },
+        100,
+      );
+      for (let i = 0; i < 300; i++) {
+        const ts = i * 3 - (i % 7) * 20;
+        await c.add({ k: i % 5 === 0 ? i % 3 : `k${i % 4}`, v: i }, ts);
+        if (i % 20 === 19) {
+          await c.advanceWatermark(i * 3 - 50);
+          await h.processWatermark(i * 3 - 50);
+        }
+      }
+      await c.flush();
+      await h.endInput();
+      return h.output.emitted;
+    };
+    const pairs = await run(false);
+    expect(pairs.filter((e) => (e as { kind: string }).kind === 'record').length).toBeGreaterThan(20);
+    expect(await run(true)).toEqual(pairs);
   });
 });
