@@ -89,8 +89,12 @@ export function windowCombiner(
   const panes = new Map<number, Pane>();
   let held = 0;
   let watermark = -Infinity;
-  // The pane records usually fall in: looked up once per record without the map.
+  // The pane records usually fall in: found without the map (and without the modulo of its start).
   let recent: Pane | undefined;
+  // The number or string key the last record in `recent` had, and its entry: a run of one key (a hot key,
+  // windowAll's one key) folds without a lookup.
+  let lastKey: unknown = NO_KEY;
+  let lastIndex = -1;
 
   const sendPane = async (pane: Pane): Promise<void> => {
     held -= pane.keys.length;
@@ -101,7 +105,10 @@ export function windowCombiner(
     const due = [...panes.values()].filter((p) => p.start + paneSize - 1 <= upTo).sort((a, b) => a.start - b.start);
     for (const pane of due) {
       panes.delete(pane.start);
-      if (recent === pane) recent = undefined;
+      if (recent === pane) {
+        recent = undefined;
+        lastKey = NO_KEY;
+      }
       await sendPane(pane);
     }
   };
@@ -110,19 +117,31 @@ export function windowCombiner(
     add(record, timestamp) {
       if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw new WindowTimestampError(op.name, timestamp);
       const key = keySelector(record);
-      const start = TimeWindow.getWindowStartWithOffset(timestamp, offset, paneSize);
-      if (start + paneSize - 1 <= watermark) return send([canonical(key)], [key], [fold.first(record)], start + paneSize - 1);
-      let pane = recent !== undefined && recent.start === start ? recent : panes.get(start);
-      if (pane === undefined) {
-        pane = { start, table: new KeyTable(), keys: [], numbers: new Map() };
-        panes.set(start, pane);
+      // A pane in `panes` is one the watermark has not passed.
+      let pane = recent;
+      if (pane === undefined || timestamp < pane.start || timestamp - pane.start >= paneSize) {
+        const start = TimeWindow.getWindowStartWithOffset(timestamp, offset, paneSize);
+        if (start + paneSize - 1 <= watermark) return send([canonical(key)], [key], [fold.first(record)], start + paneSize - 1);
+        pane = panes.get(start);
+        if (pane === undefined) {
+          pane = { start, table: new KeyTable(), keys: [], numbers: new Map() };
+          panes.set(start, pane);
+        }
+        recent = pane;
+        lastKey = NO_KEY;
       }
-      recent = pane;
       const values = pane.table.values;
+      if (key === lastKey) {
+        values[lastIndex] = fold.next(values[lastIndex], record);
+        return;
+      }
+      const simple = typeof key === 'number' || typeof key === 'string';
       if (typeof key === 'number') {
         const n = pane.numbers.get(key);
         if (n !== undefined) {
           values[n] = fold.next(values[n], record);
+          lastKey = key;
+          lastIndex = n;
           return;
         }
       }
@@ -130,10 +149,18 @@ export function windowCombiner(
       const i = pane.table.indexOf(k);
       if (i >= 0) {
         values[i] = fold.next(values[i], record);
+        if (simple) {
+          lastKey = key;
+          lastIndex = i;
+        }
         return;
       }
       const inserted = pane.table.insert(k, fold.first(record));
       if (typeof key === 'number') pane.numbers.set(key, inserted);
+      if (simple) {
+        lastKey = key;
+        lastIndex = inserted;
+      }
       pane.keys.push(key);
       held++;
       if (held > maxKeys) return sendUpTo(Infinity);
@@ -149,6 +176,9 @@ export function windowCombiner(
     },
   };
 }
+
+/** No key a selector returns: `lastKey` before any record of the recent pane. */
+const NO_KEY = Symbol('no key');
 
 function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
