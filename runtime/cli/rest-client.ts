@@ -17,6 +17,7 @@ import type {
   JobDetails,
   JobExceptionsResponse,
   JobResult,
+  JobThroughputResponse,
   JobResultResponse,
   JobSummary,
   ListJobsResponse,
@@ -225,6 +226,11 @@ export class RestClient {
       ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
+  }
+
+  /** GET /jobs/:id/throughput: the job's cumulative record counts per vertex over time, oldest first. */
+  getJobThroughput(jobId: JobId | string): Promise<JobThroughputResponse> {
+    return this.request<JobThroughputResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/throughput`);
   }
 
   async getJobExceptions(jobId: JobId | string): Promise<readonly JobException[]> {
