@@ -120,7 +120,7 @@ async function overhead(): Promise<void> {
       checkpointed.push((EVENTS * 1000) / b.runningMs);
       plainSteady.push(await steadyRate(client, plainGraph, a, EVENTS));
       checkpointedSteady.push(await steadyRate(client, checkpointedGraph, b, EVENTS));
-      completed.push(completedCheckpoints(stateDir, b.jobId).length);
+      completed.push((await client.getJobCheckpoints(b.jobId)).counts.completed);
       process.stderr.write(
         `overhead round ${i + 1}/${RUNS}: without ${Math.round(a.runningMs)} ms (steady ${Math.round(plainSteady.at(-1)! / 1000)} k events/s), ` +
           `with checkpoints every 1 s ${Math.round(b.runningMs)} ms (steady ${Math.round(checkpointedSteady.at(-1)! / 1000)} k events/s, ${completed.at(-1)} completed)\n`,

@@ -7,6 +7,7 @@ import type { JobId } from '../core/ids.js';
 import { DEFAULT_IDLE_SOCKET_TIMEOUT_MS, failedOnStaleConnection } from '../core/keep-alive.js';
 import { MAX_JOB_PAGE_SIZE, type JobException } from '../ha/job-store.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
+import type { CheckpointingStatisticsResponse } from '../protocol/checkpoint-rest.js';
 import type {
   ArtifactUploadRequest,
   ArtifactUploadResponse,
@@ -226,6 +227,11 @@ export class RestClient {
       ...(options.waitMs === undefined ? {} : { waitMs: options.waitMs }),
       ...(options.signal === undefined ? {} : { signal: options.signal }),
     });
+  }
+
+  /** GET /jobs/:id/checkpoints: the job's checkpoint counts, summary, latest ones and history (Flink's shape). */
+  getJobCheckpoints(jobId: JobId | string): Promise<CheckpointingStatisticsResponse> {
+    return this.request<CheckpointingStatisticsResponse>('GET', `/jobs/${encodeURIComponent(jobId)}/checkpoints`);
   }
 
   /** GET /jobs/:id/throughput: the job's cumulative record counts per vertex over time, oldest first. */
