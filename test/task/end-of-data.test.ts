@@ -2,7 +2,8 @@
 // exchanges — a bounded source, a keyed process function that emits its counts at the end of input, and a
 // map — all end their input before any checkpoint is taken after the end, and ONE checkpoint, triggered at
 // the source and carried by the still open channels, completes every task's wait. A task ends its input
-// only once every channel brought end of data.
+// only once every channel brought end of data; end of data recorded as an unaligned checkpoint's in-flight
+// input ends a restored attempt's input, and a second one on the same channel counts nothing.
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ExecutionAttemptId, ResourceId, ResultPartitionId } from '../../runtime/core/ids.js';
 import type { OperatorSpec } from '../../runtime/jobgraph/jobgraph.js';
@@ -10,10 +11,11 @@ import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition, type ResultPartitionOptions } from '../../runtime/network/result-partition.js';
 import { CheckpointBarrier, EndOfData, TimestampedRecord, Watermark, WatermarkStatus } from '../../runtime/network/stream-elements.js';
-import type { CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
+import type { CheckpointOptions, TaskRestore } from '../../runtime/protocol/checkpoints.js';
 import type { InputGateDescriptor, ResultPartitionDescriptor, TaskResult } from '../../runtime/protocol/task-deployment.js';
 import { KeyedProcessFunction, type Collector, type KeyedContext, type OnTimerContext } from '../../runtime/api/process-function.js';
 import { ValueStateDescriptor, type ValueState } from '../../runtime/api/state.js';
+import { decodeChannelState, recordsOf } from '../../runtime/task/channel-state.js';
 import { SubtaskCheckpointCoordinator, type CheckpointReport } from '../../runtime/task/checkpointing.js';
 import { runOperatorChain } from '../../runtime/task/operator-chain.js';
 import { MemoryCheckpointStreams } from '../support/checkpoint-streams.js';
@@ -78,7 +80,7 @@ class FakeJobMaster {
   readonly reports = new Map<string, CheckpointReport[]>();
   readonly completed: number[] = [];
   private readonly tasks = new Map<string, SubtaskCheckpointCoordinator>();
-  private readonly streams = new MemoryCheckpointStreams();
+  readonly streams = new MemoryCheckpointStreams();
 
   coordinator(name: string): SubtaskCheckpointCoordinator {
     const reports: CheckpointReport[] = [];
@@ -86,6 +88,16 @@ class FakeJobMaster {
     const coordinator = new SubtaskCheckpointCoordinator(name, (r) => this.receive(reports, r), { streams: this.streams });
     this.tasks.set(name, coordinator);
     return coordinator;
+  }
+
+  /** An acknowledgement of checkpoint `id` by a task the test plays itself (registered with coordinator()). */
+  ackAs(name: string, id: number): void {
+    this.reports.get(name)!.push({
+      type: 'checkpointAck',
+      checkpointId: id,
+      state: { operators: {} },
+      metrics: { bytesPersisted: 0, stateSize: 0, alignmentDurationMs: 0, syncDurationMs: 0, asyncDurationMs: 0, unaligned: false },
+    });
   }
 
   private receive(reports: CheckpointReport[], report: CheckpointReport): void {
@@ -104,7 +116,13 @@ function runTask(
   jm: FakeJobMaster,
   ops: OperatorSpec[],
   userFunctions: Record<string, unknown>,
-  wiring: { readonly input?: InputGate; readonly channels?: number; readonly output: ResultPartition; readonly outputName: string },
+  wiring: {
+    readonly input?: InputGate;
+    readonly channels?: number;
+    readonly output: ResultPartition;
+    readonly outputName: string;
+    readonly restore?: TaskRestore;
+  },
 ): { readonly coordinator: SubtaskCheckpointCoordinator; readonly done: Promise<TaskResult>; readonly finished: () => boolean } {
   const outputDescriptor: ResultPartitionDescriptor = {
     edgeId: wiring.outputName,
@@ -124,6 +142,7 @@ function runTask(
         inputs: wiring.input !== undefined ? [gateDescriptor(wiring.channels ?? 1)] : [],
         outputs: [outputDescriptor],
         checkpointing: CHECKPOINTING,
+        ...(wiring.restore !== undefined ? { restore: wiring.restore } : {}),
       }),
       userFunctions: new Map(Object.entries(userFunctions) as [string, Function][]),
       signal: controller.signal,
@@ -223,13 +242,7 @@ describe('end of data before the final checkpoint', () => {
       { input: gate, channels: 2, output: exchange('c', gateOut, 0), outputName: 'c' },
     );
     const out = collect(gateOut);
-    const ack = (id: number): void =>
-      void jm.reports.get('upstream')!.push({
-        type: 'checkpointAck',
-        checkpointId: id,
-        state: { operators: {} },
-        metrics: { bytesPersisted: 0, stateSize: 0, alignmentDurationMs: 0, syncDurationMs: 0, asyncDurationMs: 0, unaligned: false },
-      });
+    const ack = (id: number): void => jm.ackAs('upstream', id);
 
     await x.emit('a');
     await x.emitEndOfData();
@@ -253,5 +266,73 @@ describe('end of data before the final checkpoint', () => {
     await Promise.all([task.done, out.done]);
     expect(jm.completed).toEqual([1, 2]);
     expect(out.output).toEqual(['|1|', 'a=2', 'b=1', 'EOD', '|2|']);
+  });
+
+  it('ends the input of a task restored from an unaligned checkpoint whose in-flight input holds end of data; a second end of data on the channel counts nothing', async () => {
+    const unaligned: CheckpointOptions = { type: 'checkpoint', mode: 'EXACTLY_ONCE', alignedCheckpointTimeoutMs: 0 };
+    const countTask = (jm: FakeJobMaster, restore?: TaskRestore) => {
+      jm.coordinator('upstream');
+      const gate = new InputGate(['x', 'y'], 2, { reportChannelEnds: true });
+      const gateOut = new InputGate(['c'], 4);
+      const x = exchange('x', gate, 0);
+      const y = exchange('y', gate, 1);
+      const task = runTask(
+        'count (1/1)',
+        jm,
+        [{ kind: 'keyed.process', id: 'op-1', name: 'count', key: fn('op-1', 'key'), fn: fn('op-1') }],
+        { 'op-1.key': (k: string) => k, 'op-1': new CountAtEnd() },
+        { input: gate, channels: 2, output: exchange('c', gateOut, 0), outputName: 'c', ...(restore !== undefined ? { restore } : {}) },
+      );
+      return { x, y, task, out: collect(gateOut) };
+    };
+    const jm = new FakeJobMaster();
+    const first = countTask(jm);
+    await first.x.emit('a');
+    await first.y.emit('b');
+    // Unaligned checkpoint 1: y's barrier first, so the task snapshots at once; x's record and end of data
+    // come before x's barrier, as the checkpoint's in-flight input.
+    jm.ackAs('upstream', 1);
+    await first.y.broadcastBarrier(new CheckpointBarrier(1, 1_000, unaligned));
+    await vi.waitFor(() => expect(first.out.output).toContain('|1|'));
+    await first.x.emit('a');
+    await first.x.emitEndOfData();
+    await first.x.broadcastBarrier(new CheckpointBarrier(1, 1_000, unaligned));
+    await vi.waitFor(() => expect(jm.completed).toEqual([1]));
+    await first.y.emitEndOfData();
+    await vi.waitFor(() => expect(first.out.output).toContain('EOD'));
+    expect(first.out.output).toEqual(['|1|', 'a=2', 'b=1', 'EOD']);
+    jm.ackAs('upstream', 2);
+    await first.x.broadcastBarrier(new CheckpointBarrier(2, 2_000, OPTIONS));
+    await first.y.broadcastBarrier(new CheckpointBarrier(2, 2_000, OPTIONS));
+    first.x.finish();
+    first.y.finish();
+    await Promise.all([first.task.done, first.out.done]);
+    expect(jm.completed).toEqual([1, 2]);
+
+    const ack = jm.reports.get('count (1/1)')![0]!;
+    if (ack.type !== 'checkpointAck') throw new Error(`expected an acknowledgement, got ${JSON.stringify(ack)}`);
+    const handle = ack.state.operators['v1:0']!.inFlight![0]!;
+    const inFlight = decodeChannelState(await jm.streams.read(handle), handle.uri);
+    // What x sent before its barrier (its end of data last) is in the checkpoint, not yet processed at the snapshot.
+    const recorded = new Map([...inFlight.input].map(([channel, slices]) => [channel, slices.flatMap((sl) => recordsOf(sl))]));
+    expect(recorded.get(0)?.at(-1)).toBe(EndOfData.INSTANCE);
+    expect(recorded.get(0)).toContain('a');
+
+    // Restored from checkpoint 1: x (restored after its end) sends end of data again, y (restored at its
+    // barrier) for the first time; the task counts x's recorded record once and ends its input once.
+    const again = new FakeJobMaster();
+    for (const [uri, bytes] of jm.streams.files) again.streams.files.set(uri, bytes);
+    const second = countTask(again, { checkpointId: 1, state: ack.state });
+    await second.x.emitEndOfData();
+    await second.y.emitEndOfData();
+    await vi.waitFor(() => expect(second.out.output).toContain('EOD'));
+    again.ackAs('upstream', 2);
+    await second.x.broadcastBarrier(new CheckpointBarrier(2, 2_000, OPTIONS));
+    await second.y.broadcastBarrier(new CheckpointBarrier(2, 2_000, OPTIONS));
+    second.x.finish();
+    second.y.finish();
+    await Promise.all([second.task.done, second.out.done]);
+    expect(again.completed).toEqual([2]);
+    expect(second.out.output).toEqual(['a=2', 'b=1', 'EOD', '|2|']);
   });
 });
