@@ -11,7 +11,10 @@
 //    each) at 50,000 events/s (BENCH_STATE_RATE), heap and lmdb (BENCH_BACKENDS, default "hashmap,lmdb"):
 //    an unbounded job keeps the latest payload per key (bench/jobs/keyed-state.ts) with checkpoints every
 //    1 s; once every key was written, the durations of the next BENCH_STATE_CHECKPOINTS (default 10)
-//    completed checkpoints (trigger → pointer recorded, from the JobMaster's log), p50 / p99 / max.
+//    completed checkpoints (trigger → pointer recorded, from the JobMaster's log), p50 / p99 / max. On local
+//    files and on S3 (BENCH_STORAGE, default "file"; "file,s3" runs both): S3 is s3rver in a child process,
+//    the cluster's 'state.checkpoints.dir' a folder of its bucket. The TaskExecutor's memory
+//    ('taskmanager.memory.process.size') grows with the state: each slot's heap holds three times its share.
 // 3. Recovery: in the same job, kill -9 of the TaskExecutor after those checkpoints → every task RUNNING
 //    again (each restored its state before it runs) and the next checkpoint complete, in ms from the kill.
 // 4. Under backpressure (BENCH_SECTIONS=backpressure): a keyed count at p = 2 feeding a map that sleeps
@@ -28,10 +31,12 @@ import { loadJobDefinition } from '../runtime/api/program.js';
 import { buildJobGraph } from '../runtime/api/translate.js';
 import { startCluster, stopCluster } from '../runtime/cli/cluster.js';
 import { RestClient } from '../runtime/cli/rest-client.js';
+import { FloeEnv } from '../runtime/core/floe-env.js';
 import { JobId } from '../runtime/core/ids.js';
 import { packageRoot } from '../runtime/core/paths.js';
 import type { JobGraph } from '../runtime/jobgraph/jobgraph.js';
 import { clusterProcesses } from '../runtime/local/process-table.js';
+import { startEmulators, type Emulators } from '../test/aws/emulators.js';
 import { median, round, runJob, settleStable, until, writeFigures, type JobRun } from './lib/bench-support.js';
 import { configToArgs, DEFAULT_CONFIG } from './nexmark/generator.js';
 
@@ -41,6 +46,7 @@ const STATE_MB = (process.env['BENCH_STATE_MB'] ?? '100').split(',').map(Number)
 const STATE_RATE = Number(process.env['BENCH_STATE_RATE'] ?? 50_000);
 const STATE_CHECKPOINTS = Number(process.env['BENCH_STATE_CHECKPOINTS'] ?? 10);
 const BACKENDS = (process.env['BENCH_BACKENDS'] ?? 'hashmap,lmdb').split(',');
+const STORAGES = (process.env['BENCH_STORAGE'] ?? 'file').split(',') as ('file' | 's3')[];
 const SECTIONS = new Set((process.env['BENCH_SECTIONS'] ?? 'overhead,state').split(','));
 const BP_RECORDS = Number(process.env['BENCH_BP_RECORDS'] ?? 3000);
 const BP_SLEEP_MS = Number(process.env['BENCH_BP_SLEEP_MS'] ?? 2);
@@ -150,9 +156,36 @@ async function overhead(): Promise<void> {
   }
 }
 
-async function stateRun(backend: string, megabytes: number): Promise<void> {
-  const stateDir = join(work, `state-${backend}-${megabytes}`);
-  const { info } = await startCluster(stateDir, { config: { 'taskmanager.numberOfTaskSlots': 2, 'state.backend.type': backend } as never });
+/** Where the state runs' checkpoints go on S3: s3rver, started for the first S3 run, stopped at the end. */
+let s3: Promise<Emulators> | undefined;
+
+/**
+ * The TaskExecutor's memory for `megabytes` of keyed state over PARALLELISM slots: the default, or enough
+ * for each slot worker's heap (the memory less the framework's 256 MiB, shared by the slots) to hold three
+ * times its share — the state, its snapshot's encoding, and a restore's decoding.
+ */
+const taskManagerMemoryMiB = (megabytes: number): number => Math.max(2_048, 256 + PARALLELISM * Math.ceil((3 * megabytes) / PARALLELISM));
+
+async function stateRun(backend: string, megabytes: number, storage: 'file' | 's3'): Promise<void> {
+  const stateDir = join(work, `state-${backend}-${megabytes}-${storage}`);
+  const config: Record<string, unknown> = {
+    'taskmanager.numberOfTaskSlots': PARALLELISM,
+    'state.backend.type': backend,
+    'taskmanager.memory.process.size': taskManagerMemoryMiB(megabytes),
+  };
+  let env: NodeJS.ProcessEnv = process.env;
+  if (storage === 's3') {
+    const emulators = await (s3 ??= startEmulators({ dynamodb: false, s3: true }));
+    config['state.checkpoints.dir'] = `s3://${emulators.bucket}/checkpoints/${backend}-${megabytes}`;
+    env = {
+      ...process.env,
+      [FloeEnv.AWS_REGION]: emulators.region,
+      [FloeEnv.S3_ENDPOINT]: emulators.endpoints.s3,
+      AWS_ACCESS_KEY_ID: emulators.credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: emulators.credentials.secretAccessKey,
+    };
+  }
+  const { info } = await startCluster(stateDir, { config: config as never, env });
   const client = RestClient.forCluster(info);
   try {
     const lib = await libraryOf('jobs/keyed-state.ts');
@@ -160,7 +193,9 @@ async function stateRun(backend: string, megabytes: number): Promise<void> {
     const graph = withCheckpoints(graphOf(lib, 'default', [String(keys), String(PAYLOAD), String(STATE_RATE), String(PARALLELISM)]), 1000);
     const { jobId } = await client.submitJob(graph, lib.code);
     const filledAtMs = Date.now() + (keys / STATE_RATE) * 1000;
-    process.stderr.write(`${backend} ${megabytes} MB: ${keys} keys, filled in ~${Math.round((keys / STATE_RATE) * 1000)} ms at ${STATE_RATE} events/s\n`);
+    process.stderr.write(
+      `${backend} on ${storage} ${megabytes} MB: ${keys} keys, filled in ~${Math.round((keys / STATE_RATE) * 1000)} ms at ${STATE_RATE} events/s\n`,
+    );
     const measured = await until(
       async () => {
         const after = completedCheckpoints(stateDir, jobId).filter((c) => c.atMs > filledAtMs + 1000);
@@ -169,6 +204,13 @@ async function stateRun(backend: string, megabytes: number): Promise<void> {
       `${STATE_CHECKPOINTS} checkpoints with ${megabytes} MB of state`,
       (keys / STATE_RATE) * 1000 + STATE_CHECKPOINTS * 60_000,
     );
+    // Where the checkpoints went, as GET /jobs/:id/checkpoints says: on S3 for an S3 run.
+    const res = await fetch(`${info.restUrl}/jobs/${jobId}/checkpoints`, { headers: { authorization: `Bearer ${info.secret}` } });
+    const pointer = ((await res.json()) as { latest: { completed: { external_path?: string } | null } }).latest.completed?.external_path ?? '';
+    const onStorage = storage === 's3' ? pointer.startsWith('s3://') : pointer.startsWith('/') || pointer.startsWith('file://');
+    if (!onStorage) {
+      throw new Error(`a ${storage} run's latest checkpoint is at '${pointer}': its checkpoints did not go to ${storage}`);
+    }
     const durations = measured.map((c) => c.durationMs).sort((a, b) => a - b);
     const stateMiB = round(median(measured.map((c) => c.stateSize)) / 1024 / 1024, 1);
     // Recovery: kill -9 the TaskExecutor running the job.
@@ -184,7 +226,7 @@ async function stateRun(backend: string, megabytes: number): Promise<void> {
         return job.status === 'RUNNING' && job.tasks !== undefined && job.tasks.running === job.tasks.total ? Date.now() : undefined;
       },
       'every task running again',
-      120_000,
+      120_000 + megabytes * 200,
     );
     const nextCheckpoint = await until(
       async () =>
@@ -192,11 +234,12 @@ async function stateRun(backend: string, megabytes: number): Promise<void> {
           .slice(before)
           .find((c) => c.atMs > running)?.atMs,
       'a checkpoint after the restore',
-      120_000,
+      120_000 + megabytes * 200,
     );
     await client.cancelJob(jobId);
-    const key = `${backend}-${megabytes}MB`;
+    const key = `${backend}-${megabytes}MB${storage === 's3' ? '-s3' : ''}`;
     const result = {
+      storage,
       keys,
       stateMiB,
       durationsMs: durations,
@@ -207,7 +250,7 @@ async function stateRun(backend: string, megabytes: number): Promise<void> {
     };
     (figures['state'] as Record<string, unknown>)[key] = result;
     lines.push(
-      `  ${backend}, ${stateMiB} MiB keyed state at ${STATE_RATE / 1000} k events/s: checkpoint p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (${durations.length} checkpoints)`,
+      `  ${backend} on ${storage === 's3' ? 'S3 (s3rver)' : 'local files'}, ${stateMiB} MiB keyed state at ${STATE_RATE / 1000} k events/s: checkpoint p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (${durations.length} checkpoints)`,
       `      kill -9 of the TaskExecutor → every task running again (state restored) ${result.recovery.runningAgainMs} ms; next checkpoint complete ${result.recovery.nextCheckpointMs} ms`,
     );
   } finally {
@@ -277,10 +320,11 @@ try {
   if (SECTIONS.has('backpressure')) await backpressure();
   if (SECTIONS.has('state')) {
     figures['state'] = {};
-    for (const mb of STATE_MB) for (const backend of BACKENDS) await stateRun(backend, mb);
+    for (const mb of STATE_MB) for (const storage of STORAGES) for (const backend of BACKENDS) await stateRun(backend, mb, storage);
   }
   const out = writeFigures('checkpoints', figures);
   console.log(`Checkpoints (figures: ${out})\n${lines.join('\n')}`);
 } finally {
+  await (await s3?.catch(() => undefined))?.stop();
   rmSync(work, { recursive: true, force: true });
 }
