@@ -205,8 +205,7 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
       (keys / STATE_RATE) * 1000 + STATE_CHECKPOINTS * 60_000,
     );
     // Where the checkpoints went, as GET /jobs/:id/checkpoints says: on S3 for an S3 run.
-    const res = await fetch(`${info.restUrl}/jobs/${jobId}/checkpoints`, { headers: { authorization: `Bearer ${info.secret}` } });
-    const pointer = ((await res.json()) as { latest: { completed: { external_path?: string } | null } }).latest.completed?.external_path ?? '';
+    const pointer = (await client.getJobCheckpoints(jobId)).latest.completed?.external_path ?? '';
     const onStorage = storage === 's3' ? pointer.startsWith('s3://') : pointer.startsWith('/') || pointer.startsWith('file://');
     if (!onStorage) {
       throw new Error(`a ${storage} run's latest checkpoint is at '${pointer}': its checkpoints did not go to ${storage}`);
