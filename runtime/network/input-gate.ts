@@ -7,6 +7,9 @@
 // left unused); a producer with a batch or more can still send, and its buffers bring the task's next
 // batch of credits about. A priority buffer (an unaligned checkpoint barrier) needs no credit and goes ahead
 // of every queued buffer; it carries the buffers of its channel it overtook, for the task's in-flight state.
+// Two more priority events serve unaligned checkpoints: a barrier the JobMaster triggered at the task (its
+// upstream tasks finished), and a channel's end announced as it reaches the gate, carrying the buffers the
+// channel still had queued ahead of it (everything it sends from then on).
 import type { TaskSignal } from '../core/cancellation.js';
 import type { ChannelPort } from './channel-port.js';
 import { decodeRecords } from './record-buffer.js';
@@ -25,6 +28,16 @@ export interface ReceivedBuffer {
    * overtook, as they came over the wire, in order. They are still to come from `next`.
    */
   readonly overtaken?: readonly Uint8Array[];
+  /**
+   * A priority event of no channel (`channelIndex` -1): the barrier in `records` was triggered at the task
+   * by the JobMaster, as every upstream task finished (`announceEnd`).
+   */
+  readonly triggered?: true;
+  /**
+   * A priority event (no records): the channel's end reached the gate; `overtaken` holds what the channel
+   * still had queued ahead of it, which is everything it sends from now on (`announceEnd`).
+   */
+  readonly endReached?: true;
   /** Tells the producer this buffer is processed: grants one credit back. */
   ack(): void;
 }
@@ -47,7 +60,15 @@ interface QueuedItem {
   /** A barrier sent in its place that turned priority here: its credit still goes back when processed. */
   converted?: true;
   records?: unknown[];
+  /** A priority event that is no buffer: a barrier triggered at the task, or a channel's end that reached the gate. */
+  event?: 'triggered' | 'endReached';
 }
+
+/** Stands for no channel in the queue (a barrier triggered at the task). */
+const NO_CHANNEL = { index: -1 } as InputChannel;
+
+/** The credit that lets a finished producer send everything it queued (its queue is bounded by its backlog limit). */
+const DRAIN_CREDIT = 1 << 20;
 
 /** A buffer this small may hold a barrier alone (a barrier that could overtake is sent in a buffer of its own). */
 const BARRIER_BUFFER_MAX_BYTES = 96;
@@ -63,6 +84,8 @@ class InputChannel {
   pendingCredit = 0;
   /** Credits granted so far, the initial ones included. */
   granted = 0;
+  /** Its end, when it reaches the gate, is announced as a priority event (`announceEnd`). */
+  endWatched = false;
   constructor(
     readonly index: number,
     readonly name: string,
@@ -203,16 +226,51 @@ export class InputGate {
     timer.unref?.();
   }
 
+  /**
+   * Puts `barrier`, which the JobMaster triggered at the task (its upstream tasks finished, so no channel
+   * brings it), ahead of every queued buffer as a priority event.
+   */
+  addTriggeredBarrier(barrier: CheckpointBarrier): void {
+    if (this.closed) return;
+    this.addPriorityItem({ channel: NO_CHANNEL, data: undefined, records: [barrier], event: 'triggered' });
+  }
+
+  /**
+   * Announces the end of channel `index` as a priority event once it reaches the gate (at once if it has):
+   * with it come the buffers the channel still has queued, which are then all it sends. With `drain`, the
+   * channel's producer (a finished task, which sends nothing after its queue) gets the credit to send all
+   * it queued, so that its end comes without waiting for the task to process what comes before.
+   */
+  announceEnd(index: number, drain = false): void {
+    const ch = this.channels[index];
+    if (ch === undefined || this.closed) return;
+    if (ch.ended) {
+      this.addPriorityItem({ channel: ch, data: undefined, event: 'endReached' });
+      return;
+    }
+    ch.endWatched = true;
+    if (drain) {
+      ch.granted += DRAIN_CREDIT;
+      ch.port?.send({ t: 'credit', n: DRAIN_CREDIT });
+    }
+  }
+
   /** A priority buffer goes after the priority buffers queued already and before every other buffer. */
   private addPriority(ch: InputChannel, data: Uint8Array): void {
+    this.addPriorityItem({ channel: ch, data });
+  }
+
+  /** Queues `item` after the priority items queued already; it carries the buffers of its channel queued after it. */
+  private addPriorityItem(item: QueuedItem): void {
     let at = 0;
     while (at < this.queue.length && this.queue[at]!.overtaken !== undefined) at++;
     const overtaken: Uint8Array[] = [];
     for (let i = at; i < this.queue.length; i++) {
-      const item = this.queue[i]!;
-      if (item.channel === ch && item.data !== undefined) overtaken.push(item.data);
+      const queued = this.queue[i]!;
+      if (queued.channel === item.channel && queued.data !== undefined) overtaken.push(queued.data);
     }
-    this.queue.splice(at, 0, { channel: ch, data, overtaken });
+    item.overtaken = overtaken;
+    this.queue.splice(at, 0, item);
     this.priorityQueued++;
     for (const w of this.priorityWaiters) w();
     this.priorityWaiters.clear();
@@ -230,6 +288,10 @@ export class InputGate {
     if (ch.ended) return;
     ch.ended = true;
     this.openChannels--;
+    if (ch.endWatched) {
+      ch.endWatched = false;
+      this.addPriorityItem({ channel: ch, data: undefined, event: 'endReached' });
+    }
     // The `end` follows the channel's last buffer, so a marker in the queue keeps the order.
     if (this.options.reportChannelEnds === true) this.queue.push({ channel: ch, data: undefined });
     this.notify();
@@ -262,9 +324,12 @@ export class InputGate {
       const item = this.queue.shift();
       if (item !== undefined) {
         const { channel, data } = item;
+        if (item.overtaken !== undefined) this.priorityQueued--;
+        if (item.event === 'triggered') return { channelIndex: -1, records: item.records!, triggered: true, ack: () => undefined };
+        if (item.event === 'endReached')
+          return { channelIndex: channel.index, records: NO_RECORDS, overtaken: item.overtaken!, endReached: true, ack: () => undefined };
         if (data === undefined) return { channelIndex: channel.index, records: NO_RECORDS, endOfChannel: true, ack: () => undefined };
         const records = item.records ?? decodeRecords(data);
-        if (item.overtaken !== undefined) this.priorityQueued--;
         if (item.overtaken !== undefined && item.converted !== true)
           return { channelIndex: channel.index, records, data, overtaken: item.overtaken, ack: () => undefined };
         channel.recordsReceived += records.length;

@@ -8,7 +8,10 @@
 // alignment turns unaligned (Flink's AlternatingCollectingBarriers → …Unaligned) when the timeout passes, at
 // once with a timeout of 0, or when a barrier comes that overtook its channel's queued buffers: the task
 // checkpoints at once, its blocked channels go on, and until each other channel's barrier comes what that
-// channel delivers is recorded as the checkpoint's input in-flight state.
+// channel delivers is recorded as the checkpoint's input in-flight state. A channel whose producer finished
+// brings no barrier: once its end reaches the gate (announced ahead of what it queued), what it queued is
+// recorded and the channel is done. A barrier the JobMaster triggered at the task (every upstream task
+// finished; Flink's triggerUnfinishedChannelsCheckpoint) is taken unaligned at once, every open channel recorded.
 import type { CheckpointBarrier } from '../network/stream-elements.js';
 import { InputChannelStateRecorder, type InputSlice } from './channel-state.js';
 
@@ -23,6 +26,11 @@ export interface BarrierAlignmentTarget {
    * barrier has not come yet deliver before it. Without this method alignments stay aligned.
    */
   triggerCheckpointUnaligned?(barrier: CheckpointBarrier, alignmentDurationMs: number, input: InputChannelStateRecorder): Promise<void> | void;
+  /**
+   * The task reads its input channels from now on: `takeTriggered` hands the input a barrier the JobMaster
+   * triggered at the task (every upstream task finished), which it takes unaligned (`processTriggeredBarrier`).
+   */
+  readingInputs?(takeTriggered: (barrier: CheckpointBarrier) => void): void;
 }
 
 /** Whether the alignment of `barrier` may turn unaligned. */
@@ -56,6 +64,8 @@ export class BarrierAlignment<T> {
     private readonly target: BarrierAlignmentTarget,
     private readonly release: (items: T[]) => void,
     private readonly nowMs: () => number,
+    /** The channels an unaligned checkpoint records from now on (`drain`: their producers finished): their ends are to be announced. */
+    private readonly recording: (channels: readonly number[], drain: boolean) => void = () => undefined,
   ) {
     this.received = new Array<boolean>(numberOfChannels).fill(false);
     this.ended = new Array<boolean>(numberOfChannels).fill(false);
@@ -144,6 +154,36 @@ export class BarrierAlignment<T> {
     }
   }
 
+  /**
+   * The JobMaster triggered `barrier` at the task, as every upstream task finished: no channel brings it, and
+   * what the open channels still deliver is all they send. The task checkpoints now, unaligned, and records
+   * each open channel until its end reached the gate (`channelEndReached`).
+   */
+  processTriggeredBarrier(barrier: CheckpointBarrier): Promise<void> | void {
+    const id = barrier.checkpointId;
+    this.abortOlderThan(id);
+    if (id <= this.currentCheckpointId || this.target.triggerCheckpointUnaligned === undefined) return;
+    this.currentCheckpointId = id;
+    this.pending = barrier;
+    this.startedAtMs = this.nowMs();
+    this.aligned = this.endedCount;
+    return this.unalign(undefined, undefined, true);
+  }
+
+  /**
+   * The end of `channel` reached the gate; `rest` is what it delivers before it (not processed yet). For an
+   * unaligned checkpoint recording the channel, that is the rest of its in-flight state: the channel is done.
+   */
+  channelEndReached(channel: number, rest: readonly InputSlice[]): void {
+    const recorder = this.recorder;
+    if (recorder === undefined || !recorder.isRecording(channel)) return;
+    for (const s of rest) recorder.add(channel, s.data, s.from, s.to);
+    recorder.channelDone(channel);
+    this.received[channel] = true;
+    this.aligned++;
+    if (this.aligned === this.numberOfChannels) this.reset();
+  }
+
   /** Channel `channel` ended: it sends no barrier any more, so it counts as aligned. */
   processEndOfChannel(channel: number): Promise<void> | void {
     if (this.ended[channel]) return;
@@ -164,7 +204,7 @@ export class BarrierAlignment<T> {
    * channels whose barrier has not come yet are recorded from now on, the task checkpoints, and the
    * blocked channels go on once it did (what they hold came after their barriers).
    */
-  private unalign(channel: number | undefined, overtaken: readonly InputSlice[] | undefined): Promise<void> | void {
+  private unalign(channel: number | undefined, overtaken: readonly InputSlice[] | undefined, upstreamFinished = false): Promise<void> | void {
     const barrier = this.pending!;
     const recorded: number[] = [];
     for (let c = 0; c < this.numberOfChannels; c++) if (!this.ended[c] && (!this.received[c] || c === channel)) recorded.push(c);
@@ -175,6 +215,8 @@ export class BarrierAlignment<T> {
       for (const s of overtaken ?? []) recorder.add(channel, s.data, s.from, s.to);
       recorder.channelDone(channel);
     }
+    const waiting = recorded.filter((c) => c !== channel);
+    if (waiting.length > 0) this.recording(waiting, upstreamFinished);
     const durationMs = Math.max(0, this.nowMs() - this.startedAtMs);
     if (this.aligned === this.numberOfChannels) this.reset();
     let out: Promise<void> | void;

@@ -14,13 +14,17 @@
 // checkpoint after its own end: one checkpoint, triggered at the sources, ends every stage.
 // A trigger that arrives while the input is ending (or, at a task that is no source, before its inputs
 // ended: the JobMaster triggers such a task once its upstream tasks finished) waits for the end.
+// With unaligned checkpoints, a trigger at a task that still reads its input (every upstream task finished,
+// its channels still bring what they queued, slowly under backpressure) waits for the end of its input at
+// most the aligned-checkpoint timeout: then the input takes it unaligned, what the channels still bring
+// being its in-flight data (Flink's triggerUnfinishedChannelsCheckpoint). A savepoint waits for the end.
 // An unaligned checkpoint (its alignment turned unaligned) forwards the barrier ahead of the queued output
 // and writes the in-flight data — the input recorded until every channel's barrier came, the output its
 // barriers overtook — as one file, referenced by the head operator's `inFlight`.
 import { randomUUID } from 'node:crypto';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import type { TaskSignal } from '../core/cancellation.js';
-import { systemClock, type Clock } from '../core/clock.js';
+import { systemClock, type Clock, type Timer } from '../core/clock.js';
 import type { OperatorSpec } from '../jobgraph/jobgraph.js';
 import { CheckpointBarrier } from '../network/stream-elements.js';
 import { taskNotReady, type CheckpointMetrics, type CheckpointOptions, type OperatorSubtaskState, type TaskStateSnapshot } from '../protocol/checkpoints.js';
@@ -83,6 +87,10 @@ export class SourceStoppedError extends Error {
   }
 }
 
+/** A checkpoint (never a savepoint) whose barriers may turn unaligned. */
+const mayTurnUnaligned = (options: CheckpointOptions): boolean =>
+  options.type === 'checkpoint' && options.mode === 'EXACTLY_ONCE' && options.alignedCheckpointTimeoutMs >= 0;
+
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /** The size of everything a snapshot refers to, each file counted once. */
@@ -117,6 +125,10 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   private readonly asyncParts = new Set<Promise<void>>();
   /** Input in-flight recordings of unaligned checkpoints under way. */
   private readonly recorders = new Set<InputChannelStateRecorder>();
+  /** While the task reads its input channels: hands them a barrier triggered at the task, taken unaligned there. */
+  private takeTriggered: ((barrier: CheckpointBarrier) => void) | undefined;
+  /** Triggers held until the end of input that go to the input unaligned when their aligned-checkpoint timeout passes. */
+  private readonly unalignTimers = new Set<Timer>();
 
   constructor(
     private readonly taskName: string,
@@ -181,6 +193,11 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   /** The task's input ended (its source read everything, or every input channel ended): operators end their input now. */
   endingInputs(): void {
     this.inputEnding = true;
+    this.takeTriggered = undefined;
+  }
+
+  readingInputs(takeTriggered: (barrier: CheckpointBarrier) => void): void {
+    this.takeTriggered = takeTriggered;
   }
 
   /**
@@ -223,6 +240,9 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
   stop(): void {
     this.ended = true;
     this.chain = undefined;
+    this.takeTriggered = undefined;
+    for (const t of this.unalignTimers) t.cancel();
+    this.unalignTimers.clear();
     this.stopping?.done(false);
     const held = this.deferred;
     this.deferred = [];
@@ -238,6 +258,10 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       return;
     }
     const barrier = new CheckpointBarrier(checkpointId, timestamp, options);
+    if (!chain.isSource && this.takeTriggered !== undefined && !this.inputEnding && mayTurnUnaligned(options)) {
+      this.triggerAtInputs(barrier);
+      return;
+    }
     // Whether the input is ending is seen when the action runs: a source may have read its last record meanwhile.
     chain.mailbox.post(() => {
       if (!this.inputsEnded && (this.inputEnding || !chain.isSource)) {
@@ -246,6 +270,27 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       }
       return this.checkpointState(barrier, 0);
     });
+  }
+
+  /**
+   * A trigger at a task still reading its input (every upstream task finished): held for the end of input
+   * (`endOfInputs`) at most its aligned-checkpoint timeout, then handed to the input, which takes it unaligned.
+   */
+  private triggerAtInputs(barrier: CheckpointBarrier): void {
+    const toInputs = (): void => {
+      const at = this.deferred.indexOf(barrier);
+      const take = this.takeTriggered;
+      if (at < 0 || take === undefined || this.inputEnding) return;
+      this.deferred.splice(at, 1);
+      take(barrier);
+    };
+    this.deferred.push(barrier);
+    if (barrier.options.alignedCheckpointTimeoutMs === 0) return toInputs();
+    const timer = this.clock.setTimeout(() => {
+      this.unalignTimers.delete(timer);
+      toInputs();
+    }, barrier.options.alignedCheckpointTimeoutMs);
+    this.unalignTimers.add(timer);
   }
 
   triggerCheckpointOnAlignment(barrier: CheckpointBarrier, alignmentDurationMs: number): Promise<void> | void {
@@ -364,19 +409,21 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
         ? barrier
         : new CheckpointBarrier(checkpointId, barrier.timestamp, { ...barrier.options, alignedCheckpointTimeoutMs: 0 }),
     );
-    if (forwarded !== undefined) await forwarded;
+    // The barrier is queued in every output now; the task waits for room there before its next record, the
+    // checkpoint does not (under backpressure room comes slowly, and the barrier may overtake meanwhile).
     const output = chain.takeOvertakenBuffers?.(checkpointId);
     const syncDurationMs = this.clock.now() - startedAt;
     if (failure !== undefined) {
       input?.abort(failure);
       this.decline(checkpointId, failure);
-      return;
+    } else {
+      const headId = chain.operators[0]?.operatorId;
+      const inFlight = input === undefined && output === undefined ? undefined : { headId: headId!, input: input?.done, output };
+      const part = this.finishAndReport(checkpointId, snapshots, { alignmentDurationMs, syncDurationMs }, inFlight);
+      this.asyncParts.add(part);
+      void part.finally(() => this.asyncParts.delete(part));
     }
-    const headId = chain.operators[0]?.operatorId;
-    const inFlight = input === undefined && output === undefined ? undefined : { headId: headId!, input: input?.done, output };
-    const part = this.finishAndReport(checkpointId, snapshots, { alignmentDurationMs, syncDurationMs }, inFlight);
-    this.asyncParts.add(part);
-    void part.finally(() => this.asyncParts.delete(part));
+    if (forwarded !== undefined) await forwarded;
   }
 
   /** The asynchronous part: waits for every operator's state to be written, then acknowledges or declines. */

@@ -39,11 +39,12 @@ export interface OutputWriter {
   emitWatermarkStatus(idle: boolean): Promise<void> | void;
 }
 
-/** Waits for every promise of `results`, if any. */
+/** Waits for every promise of `results`, if any; one alone is returned as it is (a wait for room stays one). */
 function all(results: readonly (Promise<void> | undefined)[]): Promise<void> | undefined {
   let waits: Promise<void>[] | undefined;
   for (const p of results) if (p !== undefined) (waits ??= []).push(p);
-  return waits === undefined ? undefined : Promise.all(waits).then(() => undefined);
+  if (waits === undefined) return undefined;
+  return waits.length === 1 ? waits[0] : Promise.all(waits).then(() => undefined);
 }
 
 /**

@@ -90,7 +90,10 @@ class CollectedOutput {
     for (let i = 0; i < items.length; i++) {
       const it = items[i]!;
       const sent = it.tag === undefined ? output.emit(it.value, it.timestamp) : output.emitSide(it.tag, it.value, it.timestamp);
-      if (isThenable(sent)) return Promise.resolve(sent).then(() => this.flushRest(output, items, i + 1));
+      if (!isThenable(sent)) continue;
+      // The last send's own promise: a wait for output room stays one, and the task takes an overtaking barrier meanwhile.
+      if (i + 1 === items.length) return sent as Promise<void>;
+      return Promise.resolve(sent).then(() => this.flushRest(output, items, i + 1));
     }
   }
 

@@ -78,14 +78,16 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
           markActive: () => (pendingStatus = false),
         })
       : undefined;
-  const flushValve = async (): Promise<void> => {
+  // The chain's own promise when there is one step: a wait for output room stays one (an overtaking barrier is taken meanwhile).
+  const flushValve = (): Promise<void> | void => {
     // A status before a watermark: the valve marks idle only after passing on what the channels reached.
     const w = pendingWatermark;
     const s = pendingStatus;
     pendingWatermark = undefined;
     pendingStatus = undefined;
-    if (w !== undefined) await targets.processWatermark(w);
-    if (s !== undefined) await targets.processWatermarkStatus(s);
+    const passed = w === undefined ? undefined : targets.processWatermark(w);
+    if (s === undefined) return passed;
+    return passed === undefined ? targets.processWatermarkStatus(s) : passed.then(() => targets.processWatermarkStatus(s));
   };
 
   // Buffers (or their rests) of channels unblocked after an alignment: processed before the gate is read.
@@ -98,8 +100,20 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
           targets.checkpoints,
           (items) => unblocked.push(...items),
           clock === undefined ? Date.now : () => clock.now(),
+          (channels, drain) => {
+            for (const c of channels) gate.announceEnd(c, drain);
+          },
         )
       : undefined;
+  // What a channel delivers before a priority event of it and has not processed yet: its unblocked items, then `overtaken`.
+  const unreadOf = (channel: number, overtaken: readonly Uint8Array[]): InputSlice[] => {
+    const slices: InputSlice[] = [];
+    for (const u of unblocked) {
+      if (u.channelIndex === channel && u.data !== undefined && !u.endOfChannel) slices.push({ data: u.data, from: u.from, to: u.to ?? TO_END });
+    }
+    for (const data of overtaken) slices.push({ data, from: 0, to: TO_END });
+    return slices;
+  };
 
   for (const [channel, slices] of [...(targets.restoredInput ?? [])].sort((a, b) => a[0] - b[0])) {
     if (channel >= gate.numberOfChannels)
@@ -117,6 +131,7 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
         ack: () => undefined,
       });
   }
+  if (alignment !== undefined) targets.checkpoints!.readingInputs?.((barrier) => gate.addTriggeredBarrier(barrier));
   const timers = clock ?? systemClock;
   // Only a task that checkpoints looks for overtaking barriers between records.
   const checksPriority = alignment !== undefined;
@@ -196,6 +211,18 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
     }
     const channel = received.channelIndex;
     const overtaken = (received as ReceivedBuffer).overtaken;
+    if ((received as ReceivedBuffer).triggered === true) {
+      const barrier = received.records[0];
+      if (alignment !== undefined && barrier instanceof CheckpointBarrier) {
+        const taken = alignment.processTriggeredBarrier(barrier);
+        if (taken !== undefined) await taken;
+      }
+      continue;
+    }
+    if ((received as ReceivedBuffer).endReached === true) {
+      alignment?.channelEndReached(channel, unreadOf(channel, overtaken ?? []));
+      continue;
+    }
     if (overtaken !== undefined) {
       // A barrier that overtook its channel's queued buffers: they (and what an aborted alignment held of
       // the channel) come before it and are not processed yet. It goes first even on a blocked channel.
@@ -205,12 +232,7 @@ export async function processInputs(io: TaskIo, targets: InputTargets, mailbox: 
         continue;
       }
       alignment.abortOlderThan(barrier.checkpointId);
-      const slices: InputSlice[] = [];
-      for (const u of unblocked) {
-        if (u.channelIndex === channel && u.data !== undefined && !u.endOfChannel) slices.push({ data: u.data, from: u.from, to: u.to ?? TO_END });
-      }
-      for (const data of overtaken) slices.push({ data, from: 0, to: TO_END });
-      const taken = alignment.processBarrier(barrier, channel, slices);
+      const taken = alignment.processBarrier(barrier, channel, unreadOf(channel, overtaken));
       if (taken !== undefined) await taken;
       // A barrier that came in its place and overtook here holds a credit.
       received.ack();

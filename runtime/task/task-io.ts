@@ -6,7 +6,7 @@ import { isThenable } from '../core/thenable.js';
 import type { TaskSignal } from '../core/cancellation.js';
 import { functionKey, type FunctionRef, type OperatorSpec } from '../jobgraph/jobgraph.js';
 import type { InputGate } from '../network/input-gate.js';
-import type { ResultPartition } from '../network/result-partition.js';
+import { isCapacityWait, type ResultPartition } from '../network/result-partition.js';
 import type { SplitAnswer } from '../protocol/source-splits.js';
 import type { TaskDeploymentDescriptor } from '../protocol/task-deployment.js';
 import type { Clock } from '../core/clock.js';
@@ -97,7 +97,8 @@ export function noteErrors<F extends (a?: any, b?: any) => unknown>(fn: F, name:
     } catch (e) {
       throw raisedBy(e, name);
     }
-    return isThenable(out) ? Promise.resolve(out).then(undefined, rejected) : out;
+    // A wait for output room, which never rejects, stays itself: the task does other work meanwhile (isCapacityWait).
+    return isThenable(out) && !isCapacityWait(out) ? Promise.resolve(out).then(undefined, rejected) : out;
   }) as F;
 }
 

@@ -356,3 +356,135 @@ describe('an unaligned checkpoint of a task', () => {
     ]);
   });
 });
+
+/** `key=1` … `key=n` for each key as often as `keys` holds it: what a count emits for these records, sorted. */
+const countsOf = (keys: readonly string[]): string[] => {
+  const seen = new Map<string, number>();
+  const out: string[] = [];
+  for (const k of keys) {
+    const n = (seen.get(k) ?? 0) + 1;
+    seen.set(k, n);
+    out.push(`${k}=${n}`);
+  }
+  return out.sort();
+};
+
+const acked = (reports: readonly CheckpointReport[]): number[] => reports.filter((r) => r.type === 'checkpointAck').map((r) => r.checkpointId);
+
+describe('unaligned checkpoints of a task under backpressure', () => {
+  it('completes three checkpoints in a row while its output stays full, each unaligned; a task restored from the third emits exactly the rest', async () => {
+    const streams = new MemoryCheckpointStreams();
+    const first = countTask(2, streams);
+    const [up0, up1] = first.upstream as [ResultPartition, ResultPartition];
+    const sent: string[] = [];
+    // Per producer, what it sends after its barrier of checkpoint 3.
+    const after3 = new Map<ResultPartition, string[]>();
+    // What the producers send: not awaited, as their queues fill up (the task behind them is backpressured).
+    const send = (up: ResultPartition, keys: readonly string[]): void => {
+      for (const k of keys) {
+        sent.push(k);
+        after3.get(up)?.push(k);
+        void up.emit(k);
+      }
+    };
+    send(up0, ['a', 'b', 'a', 'c', 'a', 'b', 'a', 'c', 'a', 'b', 'a', 'c']);
+    send(up1, ['b', 'b', 'c', 'd', 'b', 'b', 'c', 'd', 'b', 'b', 'c', 'd']);
+    // The consumer downstream acknowledges nothing: the task's output queue fills and it waits for room.
+    await vi.waitFor(() => expect(first.down.stats()[0]!.maxBacklog).toBe(PARTITION.maxBacklogBuffers));
+    for (const id of [1, 2, 3]) {
+      void up0.broadcastBarrier(barrier(id));
+      if (id === 3) after3.set(up0, []);
+      send(up1, ['d', 'a']);
+      void up1.broadcastBarrier(barrier(id));
+      if (id === 3) after3.set(up1, []);
+      send(up0, ['e']);
+      send(up1, ['e']);
+      await vi.waitFor(() => expect(acked(first.reports)).toContain(id));
+    }
+    const output = [...first.output];
+    expect(first.reports).toEqual(
+      [1, 2, 3].map((checkpointId) => ({
+        type: 'checkpointAck',
+        checkpointId,
+        state: expect.anything(),
+        metrics: expect.objectContaining({ unaligned: true }),
+      })),
+    );
+    // The consumer still got only what its credit let through, and the barriers, which needed none.
+    expect(output.filter((r) => !String(r).startsWith('|'))).toHaveLength(2);
+    // What the barriers of checkpoint 3 overtook at the producers is theirs to send again after a restore.
+    const resent = await Promise.all([up0, up1].map(async (up) => (await up.takeOvertakenBuffers(3)!).flatMap((bs) => bs.flatMap((b) => decodeRecords(b)))));
+    send(up0, ['a', 'f']);
+    send(up1, ['f', 'b']);
+    first.release();
+    await first.finish();
+    expect(first.output.filter((r) => !String(r).startsWith('|')).sort()).toEqual(countsOf(sent));
+
+    const ack = first.reports[2]!;
+    if (ack.type !== 'checkpointAck') throw new Error('unreachable');
+    const second = countTask(2, streams, { checkpointId: 3, state: ack.state });
+    second.release();
+    const [again0, again1] = second.upstream as [ResultPartition, ResultPartition];
+    for (const [i, up] of [up0, up1].entries()) {
+      const again = i === 0 ? again0 : again1;
+      for (const k of [...resent[i]!, ...after3.get(up)!]) await again.emit(k);
+    }
+    await second.finish();
+    const before = output.slice(0, output.indexOf('|3|')).filter((r) => !String(r).startsWith('|'));
+    expect([...before, ...second.output].sort()).toEqual(countsOf(sent));
+  });
+
+  it('takes a checkpoint triggered after its upstream tasks finished unaligned, three in a row, while its output stays full: what its channels still bring is in-flight data, and a restored task emits exactly the rest', async () => {
+    const streams = new MemoryCheckpointStreams();
+    const first = countTask(2, streams);
+    const [up0, up1] = first.upstream as [ResultPartition, ResultPartition];
+    const sent: string[] = [];
+    for (const [up, keys] of [
+      [up0, ['a', 'b', 'a', 'c', 'a', 'b', 'a', 'c', 'a', 'b', 'a', 'c', 'a', 'b']],
+      [up1, ['b', 'b', 'c', 'd', 'b', 'b', 'c', 'd', 'b', 'b', 'c', 'd', 'e', 'e']],
+    ] as const) {
+      for (const k of keys) {
+        sent.push(k);
+        void up.emit(k);
+      }
+      // The producer finished: its end of partition follows what it still has queued.
+      up.finish();
+    }
+    await vi.waitFor(() => expect(first.down.stats()[0]!.maxBacklog).toBe(PARTITION.maxBacklogBuffers));
+    // As the JobMaster triggers a task whose upstream tasks all finished, with a 20 ms aligned-checkpoint timeout.
+    const options = { type: 'checkpoint', mode: 'EXACTLY_ONCE', alignedCheckpointTimeoutMs: 20 } as const;
+    for (const id of [1, 2, 3]) {
+      first.coordinator.triggerCheckpoint(id, 1_000 + id, options);
+      await vi.waitFor(() => expect(acked(first.reports)).toContain(id));
+    }
+    const output = [...first.output];
+    expect(first.reports).toEqual(
+      [1, 2, 3].map((checkpointId) => ({
+        type: 'checkpointAck',
+        checkpointId,
+        state: expect.anything(),
+        metrics: expect.objectContaining({ unaligned: true }),
+      })),
+    );
+    expect(output.filter((r) => !String(r).startsWith('|'))).toHaveLength(2);
+    // Checkpoint 3 holds as input what the task had not processed of its channels: every record it had not
+    // counted by then (what it counted is what the consumer got and what the barrier overtook in its output).
+    const inFlight = await inFlightOf(streams, first.reports[2], 'v1:0');
+    const unprocessed = Object.values(recordsIn(inFlight)).flat().length;
+    const overtaken = inFlight.output.flatMap((o) => o.buffers.flatMap((b) => decodeRecords(b))).length;
+    expect(unprocessed).toBeGreaterThan(0);
+    expect(2 + overtaken + unprocessed).toBe(sent.length);
+    first.release();
+    await first.finish();
+    expect(first.output.filter((r) => !String(r).startsWith('|')).sort()).toEqual(countsOf(sent));
+
+    const ack = first.reports[2]!;
+    if (ack.type !== 'checkpointAck') throw new Error('unreachable');
+    // Restored with finished producers: they send nothing more.
+    const second = countTask(2, streams, { checkpointId: 3, state: ack.state });
+    second.release();
+    await second.finish();
+    const before = output.slice(0, output.indexOf('|3|')).filter((r) => !String(r).startsWith('|'));
+    expect([...before, ...second.output].sort()).toEqual(countsOf(sent));
+  });
+});
