@@ -189,7 +189,11 @@ const PARTIALS_PER_BATCH = 256;
  * partials]`, each of keys one subtask owns (routed by its first key's canonical form), waiting where the
  * partition asks. `check` refuses a pair the codec cannot carry.
  */
-function windowPartialsSender(partition: ResultPartition, check: (pair: [key: unknown, partial: unknown]) => void, signal: TaskSignal): SendWindowPartials {
+export function windowPartialsSender(
+  partition: ResultPartition,
+  check: (pair: [key: unknown, partial: unknown]) => void,
+  signal: TaskSignal,
+): SendWindowPartials {
   const n = partition.numberOfSubpartitions;
   return (canonicals, keys, partials, timestamp) => {
     const batchKeys: unknown[][] = Array.from({ length: n }, () => []);
