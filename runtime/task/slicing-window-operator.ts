@@ -135,8 +135,11 @@ export class SlicingWindowOperator implements OneInputOperator {
   readonly processElement = (record: unknown, timestamp?: number): void => {
     if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw new WindowTimestampError(this.context.operatorName, timestamp);
     const key = this.context.keySelector(record);
-    const start = TimeWindow.getWindowStartWithOffset(timestamp, this.offset, this.sliceSize);
-    if (start !== this.recent && !this.slices.has(start)) {
+    // In the recent slice (the elements of a batch of partials share one timestamp): no modulo of its start.
+    const recent = this.recent;
+    const start =
+      timestamp >= recent && timestamp - recent < this.sliceSize ? recent : TimeWindow.getWindowStartWithOffset(timestamp, this.offset, this.sliceSize);
+    if (start !== recent && !this.slices.has(start)) {
       // A slice that is open has a window still to fire; a new one is late when its last window has fired.
       const lastEnd = this.lastEnd(start);
       if (lastEnd <= start) return; // in no window (a sliding window's gap), as Flink assigns it none
