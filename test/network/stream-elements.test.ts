@@ -4,7 +4,7 @@ import { ResultPartitionId } from '../../runtime/core/ids.js';
 import { createLocalPortPair } from '../../runtime/network/channel-port.js';
 import { InputGate } from '../../runtime/network/input-gate.js';
 import { ResultPartition } from '../../runtime/network/result-partition.js';
-import { CheckpointBarrier, TimestampedRecord, Watermark, WatermarkStatus } from '../../runtime/network/stream-elements.js';
+import { CheckpointBarrier, EndOfData, TimestampedRecord, Watermark, WatermarkStatus } from '../../runtime/network/stream-elements.js';
 
 describe('stream elements on the wire', () => {
   it('keep their kind, values and place among plain records in one buffer, the ends of time included', () => {
@@ -34,6 +34,18 @@ describe('stream elements on the wire', () => {
     expect((received[6] as Watermark).watermark).toBe(-Infinity);
     expect(received[7]).toBe(WatermarkStatus.ACTIVE);
     expect(received[8]).toBe(42);
+  });
+});
+
+describe('end of data', () => {
+  it('comes after the records and watermark before it, and the barrier after it follows it, as the one END-OF-DATA element', () => {
+    const builder = new RecordBufferBuilder(32 * 1024);
+    const barrier = new CheckpointBarrier(3, 30, { type: 'checkpoint', mode: 'EXACTLY_ONCE', alignedCheckpointTimeoutMs: -1 });
+    for (const r of ['last', new Watermark(Infinity), EndOfData.INSTANCE, barrier]) builder.add(r);
+    const received = builder.takeAll()!.flatMap((b) => decodeRecords(b));
+    expect(received.slice(0, 2)).toEqual(['last', new Watermark(Infinity)]);
+    expect(received[2]).toBe(EndOfData.INSTANCE);
+    expect(received[3]).toEqual(barrier);
   });
 });
 
