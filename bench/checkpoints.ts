@@ -23,6 +23,7 @@
 //    checkpoints against unaligned ones with a 100 ms aligned-checkpoint timeout, BENCH_RUNS rounds
 //    interleaved: checkpoints completed and expired per run, completed durations p50 / max.
 // Run: npm run bench:checkpoints   (figures also go to bench/out/checkpoints.json).
+//   1 GB of state on files and S3: BENCH_SECTIONS=state BENCH_STATE_MB=1024 BENCH_STORAGE=file,s3 npm run bench:checkpoints
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
