@@ -1,7 +1,10 @@
 // `floe run`: type-checks, bundles (or takes from the library cache), translates and submits a job file,
 // starting a local cluster when none runs, then follows the job and prints its records and outputs.
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { schemeOf } from '../blob/file-systems.js';
+import { OUTPUT_MANIFEST } from '../blob/output-rules.js';
 import { loadConfig, CONFIG_OPTIONS } from '../core/config.js';
 import { FloeError } from '../core/errors.js';
 import { JobId } from '../core/ids.js';
@@ -241,15 +244,29 @@ function progressShape(graph: JobGraph): ProgressShape {
   };
 }
 
-/** Where each writeAsText sink of a FINISHED job wrote: its folder, with one part file per subtask and _SUCCESS. */
+/**
+ * Where each writeAsText or FileSink sink of a FINISHED job wrote: its folder, with what the folder holds when
+ * this machine can read it — its part files (one per subtask for a bounded job's sink; a checkpointing or
+ * streaming job's sink rolls several per subtask) and the _SUCCESS manifest a bounded job's output commits
+ * with. A folder it cannot read here (on S3, or on a remote cluster's disk) is named alone.
+ */
 function outputLines(graph: JobGraph): string[] {
   return graph.vertices.flatMap((v) =>
-    v.operators.flatMap((op) =>
-      op.kind === 'sink.textFile'
-        ? [`output written to ${escapeText(op.path)} (${v.parallelism} part file${v.parallelism === 1 ? '' : 's'} and _SUCCESS)`]
-        : [],
-    ),
+    v.operators.flatMap((op) => (op.kind === 'sink.textFile' ? [`output written to ${escapeText(op.path)}${folderContents(op.path)}`] : [])),
   );
+}
+
+/** ` (N part files and _SUCCESS)` for a local folder (names starting with '.' or '_' are no part files), '' when unreadable. */
+function folderContents(path: string): string {
+  if (schemeOf(path) !== 'file') return '';
+  let names: string[];
+  try {
+    names = readdirSync(path.startsWith('file://') ? fileURLToPath(path) : path);
+  } catch {
+    return '';
+  }
+  const parts = names.filter((n) => !n.startsWith('.') && !n.startsWith('_')).length;
+  return ` (${parts} part file${parts === 1 ? '' : 's'}${names.includes(OUTPUT_MANIFEST) ? ` and ${OUTPUT_MANIFEST}` : ''})`;
 }
 
 /** How long each step of `floe run` took, for --verbose: `timing: bundle cache 2 ms (hit), …`. */

@@ -2,7 +2,7 @@
 // record says so, a writeAsText job names its output, a missing input is refused at submission naming the
 // path, what user code wrote to stderr shows as ERR, and the progress line counts records and splits.
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { distEntry } from '../../runtime/core/paths.js';
@@ -40,6 +40,18 @@ writeFileSync(
 `,
 );
 writeFileSync(
+  join(harness.root, 'rolled.ts'),
+  `${IMPORT}export default defineJob('rolled', (env, args) => {
+  env.enableCheckpointing(100);
+  env
+    .fromSequence(1, 40)
+    // A map may return a promise: 40 records of 40 ms each span several checkpoints, each of which rolls a part.
+    .map((n) => new Promise<string>((resolve) => setTimeout(() => resolve('line ' + n), 40)) as unknown as string)
+    .writeAsText(args[0]!);
+});
+`,
+);
+writeFileSync(
   join(harness.root, 'counted.ts'),
   `${IMPORT}export default defineJob('counted', (env, args) => {
   env.readTextFile(args[0]!, { splitSizeBytes: 100 }).map((l) => l.length).collect();
@@ -71,6 +83,22 @@ describe('floe run on a local cluster, as a new user reads it', () => {
     writtenJobId = /as ([0-9a-f]{32})\n/.exec(run.stderr)![1]!;
     expect(readFileSync(join(out, 'part-0'), 'utf8')).toBe('line 1\nline 2\nline 3\nline 4\nline 5\n');
     expect(run.stderr).toMatch(new RegExp(`FINISHED in .*\\noutput written to ${out} \\(1 part file and _SUCCESS\\)\\n`));
+  }, 120_000);
+
+  it("counts the part files a checkpointing job's writeAsText rolled, several per subtask", async () => {
+    const out = join(harness.root, 'rolled-out');
+    const run = await cli('run', 'rolled.ts', '-p', '1', '--', out);
+    expect(run.code, run.stderr).toBe(0);
+    const parts = readdirSync(out).filter((n) => !n.startsWith('.') && !n.startsWith('_'));
+    expect(parts.length).toBeGreaterThan(1);
+    const lines = parts.flatMap((p) =>
+      readFileSync(join(out, p), 'utf8')
+        .split('\n')
+        .filter((l) => l !== ''),
+    );
+    expect(lines.sort()).toEqual(Array.from({ length: 40 }, (_, i) => `line ${i + 1}`).sort());
+    const manifest = readdirSync(out).includes('_SUCCESS') ? ' and _SUCCESS' : '';
+    expect(run.stderr).toContain(`\noutput written to ${out} (${parts.length} part files${manifest})\n`);
   }, 120_000);
 
   it('shows what user code wrote to stderr as ERR in floe logs, and what it wrote to stdout as OUT', async () => {
