@@ -107,8 +107,9 @@ export class DynamoDbCompletedCheckpointStore implements CompletedCheckpointStor
     };
     const leases = this.options.leaseTableName;
     if (leases === undefined) {
-      const out = await conditionally(() =>
-        awsCall('DynamoDB', 'PutItem (checkpoints)', `table ${this.options.tableName}`, () => this.options.documentClient.send(new PutCommand(put))),
+      // A failed condition is a lost race, seen before awsCall would wrap it as a request failure.
+      const out = await awsCall('DynamoDB', 'PutItem (checkpoints)', `table ${this.options.tableName}`, () =>
+        conditionally(() => this.options.documentClient.send(new PutCommand(put))),
       );
       return out instanceof ConditionFailed ? LOST_RACE : undefined;
     }

@@ -92,6 +92,19 @@ export function describeCompletedCheckpointStoreContract(name: string, factory: 
       expect(ids(await store.getAll(id))).toEqual([2]);
     });
 
+    it('takes the same checkpoint written by two handles at once once, the loser of the race seeing it done', async () => {
+      const id = jobId();
+      await store.addCheckpointAndSubsumeOldest(completedCheckpoint(id, 1), 1, 3);
+      const other = await fixture.reopen();
+      opened.push(other);
+      const both = await Promise.all([
+        store.addCheckpointAndSubsumeOldest(completedCheckpoint(id, 2), 1, 3),
+        other.addCheckpointAndSubsumeOldest(completedCheckpoint(id, 2), 1, 3),
+      ]);
+      expect(both).toEqual([[], []]);
+      expect(ids(await store.getAll(id))).toEqual([1, 2]);
+    });
+
     it("refuses a deposed JobMaster's checkpoint once its successor holds the lease, before the successor wrote anything", async () => {
       const id = jobId();
       const first = await fixture.leases.tryAcquire(leaseNames.jobMaster(id), 'jm-a#1', 'http://a', D);
