@@ -371,6 +371,14 @@ function checkCheckpointing(graph: JobGraph, problems: Problems): void {
       `checkpointing.unaligned is on with mode 'AT_LEAST_ONCE': unaligned checkpoints exist only for 'EXACTLY_ONCE' (at-least-once barriers never wait, so there is nothing to overtake); use one or the other`,
     );
   }
+  // A checkpoint spans every running task, and a blocking exchange's consumer starts only once its producer
+  // finished — which a checkpointing task does only after its final checkpoint: the job would never end.
+  const blocking = graph.edges.filter((e) => e.partitionType === 'blocking');
+  if (blocking.length > 0) {
+    problems.add(
+      `checkpointing is on and ${blocking.map((e) => `edge ${e.id} (${e.source} → ${e.target})`).join(', ')} ${blocking.length === 1 ? 'is a blocking exchange' : 'are blocking exchanges'}: a blocking exchange's consumer starts only after its producer finished, and a checkpointing task finishes only after a checkpoint spanning the whole job; use pipelined exchanges (drop setDefaultExchange('blocking') and { exchange: 'blocking' }) or turn checkpointing off`,
+    );
+  }
 }
 
 /** What a window operator's spec must hold together: the functions its windowFunction names. */

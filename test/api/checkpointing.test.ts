@@ -107,6 +107,29 @@ describe('env.enableCheckpointing and getCheckpointConfig()', () => {
     });
     expect(problemsOf(() => buildJobGraph(job, buildOptions()))).toEqual([expect.stringMatching(/unaligned checkpoints exist only for 'EXACTLY_ONCE'/)]);
   });
+
+  it('refuses blocking exchanges in a checkpointing job when the graph is built (its final checkpoint could never be taken)', () => {
+    const job = defineJob('blocking', (env) => {
+      env.enableCheckpointing(1_000).setDefaultExchange('blocking');
+      env
+        .fromSequence(1, 3)
+        .rebalance()
+        .map((n) => n * 2)
+        .collect();
+    });
+    expect(problemsOf(() => buildJobGraph(job, buildOptions()))).toEqual([
+      expect.stringMatching(/checkpointing is on and edge e-1 \(.+ → .+\) is a blocking exchange: .*use pipelined exchanges/),
+    ]);
+    const pipelined = defineJob('pipelined', (env) => {
+      env.enableCheckpointing(1_000);
+      env
+        .fromSequence(1, 3)
+        .rebalance()
+        .map((n) => n * 2)
+        .collect();
+    });
+    expect(buildJobGraph(pipelined, buildOptions()).edges.map((e) => e.partitionType)).toEqual(['pipelined']);
+  });
 });
 
 describe('uid(…)', () => {
