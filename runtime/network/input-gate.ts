@@ -9,11 +9,13 @@
 // of every queued buffer; it carries the buffers of its channel it overtook, for the task's in-flight state.
 // Two more priority events serve unaligned checkpoints: a barrier the JobMaster triggered at the task (its
 // upstream tasks finished), and a channel's end announced as it reaches the gate, carrying the buffers the
-// channel still had queued ahead of it (everything it sends from then on).
+// channel still had queued ahead of it (everything it sends from then on). A producer that finished with
+// buffers queued says so ahead of them (a priority end of data, which the gate keeps): a channel whose end
+// is awaited then gets the credit to send them all.
 import type { TaskSignal } from '../core/cancellation.js';
 import type { ChannelPort } from './channel-port.js';
 import { decodeRecords } from './record-buffer.js';
-import { CheckpointBarrier } from './stream-elements.js';
+import { CheckpointBarrier, EndOfData } from './stream-elements.js';
 import { PartitionError } from './result-partition.js';
 
 export interface ReceivedBuffer {
@@ -70,6 +72,13 @@ const NO_CHANNEL = { index: -1 } as InputChannel;
 /** The credit that lets a finished producer send everything it queued (its queue is bounded by its backlog limit). */
 const DRAIN_CREDIT = 1 << 20;
 
+/** Whether a priority buffer is a producer's notice that it finished (an end of data alone). */
+const isFinishedNotice = (data: Uint8Array): boolean => {
+  if (data.byteLength > BARRIER_BUFFER_MAX_BYTES) return false;
+  const records = decodeRecords(data);
+  return records.length === 1 && records[0] instanceof EndOfData;
+};
+
 /** A buffer this small may hold a barrier alone (a barrier that could overtake is sent in a buffer of its own). */
 const BARRIER_BUFFER_MAX_BYTES = 96;
 
@@ -86,6 +95,10 @@ class InputChannel {
   granted = 0;
   /** Its end, when it reaches the gate, is announced as a priority event (`announceEnd`). */
   endWatched = false;
+  /** Its producer finished: what it queued is all it still sends. */
+  producerFinished = false;
+  /** It got the credit to send all its producer queued. */
+  drained = false;
   constructor(
     readonly index: number,
     readonly name: string,
@@ -164,7 +177,10 @@ export class InputGate {
       switch (m.t) {
         case 'buffer':
           if (m.priority === true) {
-            this.addPriority(ch, m.data);
+            if (isFinishedNotice(m.data)) {
+              ch.producerFinished = true;
+              if (ch.endWatched) this.drain(ch);
+            } else this.addPriority(ch, m.data);
             break;
           }
           ch.buffersReceived++;
@@ -249,10 +265,15 @@ export class InputGate {
       return;
     }
     ch.endWatched = true;
-    if (drain) {
-      ch.granted += DRAIN_CREDIT;
-      ch.port?.send({ t: 'credit', n: DRAIN_CREDIT });
-    }
+    if (drain || ch.producerFinished) this.drain(ch);
+  }
+
+  /** Lets the finished producer of `ch` send everything it queued. */
+  private drain(ch: InputChannel): void {
+    if (ch.drained || ch.ended) return;
+    ch.drained = true;
+    ch.granted += DRAIN_CREDIT;
+    ch.port?.send({ t: 'credit', n: DRAIN_CREDIT });
   }
 
   /** A priority buffer goes after the priority buffers queued already and before every other buffer. */

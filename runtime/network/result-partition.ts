@@ -4,7 +4,10 @@
 // consumer slows its producer and memory stays bounded. With unaligned checkpoints a barrier may overtake
 // the queued buffers (Flink's priority event, PipelinedSubpartition#addPriorityElement): at once when it is
 // unaligned, or once its aligned-checkpoint timeout passed while it waited in the queue; the buffers it
-// overtook are the producer's output in-flight state of that checkpoint.
+// overtook are the producer's output in-flight state of that checkpoint. A subpartition that finishes with
+// buffers still queued says so ahead of them (a priority end of data): its consumer may then let it send
+// them all, as nothing follows them (an unaligned checkpoint downstream waits for them, its producer being
+// done and sending no barrier).
 import { FloeError } from '../core/errors.js';
 import type { ResultPartitionId } from '../core/ids.js';
 import type { ResultPartitionDescriptor } from '../protocol/task-deployment.js';
@@ -59,6 +62,9 @@ class QueuedBarrier {
     readonly settle: (overtaken: Uint8Array[]) => void,
   ) {}
 }
+
+/** A subpartition finished with buffers queued (a priority buffer, new each time: a buffer sent to another thread is detached there). */
+const finishedNotice = (): Uint8Array => encodeValue(EndOfData.INSTANCE);
 
 /** The barrier as it overtakes: unaligned from here on (downstream tasks take it at once). */
 const unalignedBarrier = (b: CheckpointBarrier): CheckpointBarrier =>
@@ -127,6 +133,9 @@ class Subpartition {
     this.flush();
     this.finished = true;
     this.pump();
+    if (this.endSent || this.released || this.backlog.length === 0) return;
+    if (this.port !== undefined) this.port.send({ t: 'buffer', data: finishedNotice(), priority: true });
+    else this.priority.push(finishedNotice());
   }
 
   /**

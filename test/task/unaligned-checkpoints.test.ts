@@ -488,3 +488,63 @@ describe('unaligned checkpoints of a task under backpressure', () => {
     expect([...before, ...second.output].sort()).toEqual(countsOf(sent));
   });
 });
+
+describe('an unaligned checkpoint of a task one of whose producers finished', () => {
+  it('completes three in a row while its output stays full: the finished producer sends what it queued at once, which is in-flight data, and a restored task emits exactly the rest', async () => {
+    const streams = new MemoryCheckpointStreams();
+    const first = countTask(2, streams);
+    const [up0, up1] = first.upstream as [ResultPartition, ResultPartition];
+    const sent: string[] = [];
+    // What producer 1 sends after its barrier of checkpoint 3.
+    let after3: string[] | undefined;
+    const send = (up: ResultPartition, keys: readonly string[]): void => {
+      for (const k of keys) {
+        sent.push(k);
+        if (up === up1) after3?.push(k);
+        void up.emit(k);
+      }
+    };
+    // More than the task can take before its output is full: producer 0 still holds some when it finishes.
+    send(
+      up0,
+      Array.from({ length: 40 }, (_, i) => 'abac'[i % 4]!),
+    );
+    send(up1, ['b', 'b', 'c', 'd']);
+    // Producer 0 finished with buffers queued (its consumer is backpressured): it sends no barrier any more.
+    up0.finish();
+    await vi.waitFor(() => expect(first.down.stats()[0]!.maxBacklog).toBe(PARTITION.maxBacklogBuffers));
+    for (const id of [1, 2, 3]) {
+      send(up1, ['d', 'a']);
+      void up1.broadcastBarrier(barrier(id));
+      if (id === 3) after3 = [];
+      send(up1, ['e']);
+      await vi.waitFor(() => expect(acked(first.reports)).toContain(id));
+    }
+    const output = [...first.output];
+    expect(first.reports).toEqual(
+      [1, 2, 3].map((checkpointId) => ({
+        type: 'checkpointAck',
+        checkpointId,
+        state: expect.anything(),
+        metrics: expect.objectContaining({ unaligned: true }),
+      })),
+    );
+    expect(output.filter((r) => !String(r).startsWith('|'))).toHaveLength(2);
+    const resent = (await up1.takeOvertakenBuffers(3)!).flatMap((bs) => bs.flatMap((b) => decodeRecords(b)));
+    send(up1, ['f']);
+    first.release();
+    await first.finish();
+    expect(first.output.filter((r) => !String(r).startsWith('|')).sort()).toEqual(countsOf(sent));
+
+    const ack = first.reports[2]!;
+    if (ack.type !== 'checkpointAck') throw new Error('unreachable');
+    // Restored: producer 0 finished and sends nothing; producer 1 sends again what its barrier overtook, then the rest.
+    const second = countTask(2, streams, { checkpointId: 3, state: ack.state });
+    second.release();
+    const again1 = second.upstream[1]!;
+    for (const k of [...resent, ...after3!]) await again1.emit(k);
+    await second.finish();
+    const before = output.slice(0, output.indexOf('|3|')).filter((r) => !String(r).startsWith('|'));
+    expect([...before, ...second.output].sort()).toEqual(countsOf(sent));
+  });
+});
