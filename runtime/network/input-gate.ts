@@ -270,10 +270,10 @@ export class InputGate {
 
   /** Lets the finished producer of `ch` send everything it queued. */
   private drain(ch: InputChannel): void {
-    if (ch.drained || ch.ended) return;
+    if (ch.drained || ch.ended || ch.port === undefined) return;
     ch.drained = true;
     ch.granted += DRAIN_CREDIT;
-    ch.port?.send({ t: 'credit', n: DRAIN_CREDIT });
+    ch.port.send({ t: 'credit', n: DRAIN_CREDIT });
   }
 
   /** A priority buffer goes after the priority buffers queued already and before every other buffer. */
