@@ -273,9 +273,11 @@ export class CheckpointCoordinator {
     let options = this.deps.config.options;
     if (savepoint !== undefined) {
       this.savepoint = { ...savepoint, pending, subtasks: runningTasks.map(subtaskOf) };
+      // A savepoint is always aligned (as Flink's): it holds no in-flight data, so it restores at any parallelism.
       options = {
         ...options,
         type: 'savepoint',
+        alignedCheckpointTimeoutMs: -1,
         targetLocation: savepoint.location.folder,
         ...(savepoint.terminate !== undefined && { terminate: savepoint.terminate }),
       };

@@ -32,7 +32,7 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function setup() {
+async function setup(options: CheckpointOptions = OPTIONS) {
   const clock = new ManualClock();
   const dir = mkdtempSync(join(tmpdir(), 'floe-savepoints-'));
   dirs.push(dir);
@@ -49,7 +49,7 @@ async function setup() {
   const coordinator = new CheckpointCoordinator({
     jobId: JobId.of('abcdef123456'),
     epoch: 1,
-    config: { intervalMs: 1_000, timeoutMs: 5_000, minPauseMs: 0, tolerableFailedCheckpoints: 0, numRetained: 3, options: OPTIONS },
+    config: { intervalMs: 1_000, timeoutMs: 5_000, minPauseMs: 0, tolerableFailedCheckpoints: 0, numRetained: 3, options },
     clock,
     storage,
     store,
@@ -99,6 +99,19 @@ describe('CheckpointCoordinator.triggerSavepoint', () => {
     s.clock.advance(1_000);
     await settle();
     expect(s.triggers.at(-1)!.options).toEqual(OPTIONS);
+  });
+
+  it('is aligned even where the job’s checkpoints may turn unaligned (it holds no in-flight data, so it restores at any parallelism)', async () => {
+    const unaligned: CheckpointOptions = { ...OPTIONS, alignedCheckpointTimeoutMs: 100 };
+    const s = await setup(unaligned);
+    const savepoint = s.coordinator.triggerSavepoint({ targetDirectory: s.dir });
+    await settle();
+    expect(s.triggers[0]!.options).toMatchObject({ type: 'savepoint', alignedCheckpointTimeoutMs: -1 });
+    await s.ackAll(s.triggers[0]!.checkpointId);
+    await savepoint;
+    s.clock.advance(1_000);
+    await settle();
+    expect(s.triggers.at(-1)!.options).toEqual(unaligned);
   });
 
   it('waits for the checkpoint in flight, then takes the next id', async () => {
