@@ -1,12 +1,15 @@
 // Checkpoints of a keyed operator (Flink's StreamOperatorStateHandler with its InternalTimeServiceManager):
 // the entries of its keyed state backend and the timers of its timer services, key group by key group in
-// one file. The snapshot encodes everything synchronously, at the barrier, and then writes the bytes while
-// the task goes on; a restore reads only the key groups of the backend's range, from any set of handles.
+// one file. At the barrier the snapshot takes the backend's entries and the timers' records (plain data
+// nothing after the barrier changes); when no key group holds a state entry (state values may be mutated in
+// place, so they are encoded at once), the encoding waits for the next turn of the event loop, after the
+// barrier went on, and the bytes are written while the task goes on. A restore reads only the key groups of
+// the backend's range, from any set of handles.
 import { FloeError } from '../core/errors.js';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
-import type { KeyedStateBackend } from './state/keyed-state-backend.js';
+import type { KeyedStateBackend, KeyedStateEntry } from './state/keyed-state-backend.js';
 import { snapshotFileName } from './state/operator-state-snapshot.js';
 import { encodeKeyGroups, writeKeyGroups, type TimerRecord } from './state/key-group-snapshot.js';
 import { readLatestKeyGroups } from './state/incremental-key-groups.js';
@@ -28,6 +31,14 @@ export interface NamedTimerService {
   readonly fromData?: (data: unknown) => unknown;
 }
 
+/** A timer as a snapshot reads it; `keyGroup`, when the service knows it, spares computing it from the key. */
+interface SnapshotTimer {
+  readonly key: unknown;
+  readonly namespace: unknown;
+  readonly timestamp: number;
+  readonly keyGroup?: number;
+}
+
 /** The namespace of timers that have none (a KeyedProcessFunction's): written as 0, read back as undefined. */
 export const NO_NAMESPACE = { toData: (): unknown => 0, fromData: (): unknown => undefined } as const;
 
@@ -47,8 +58,9 @@ export class StateSnapshotError extends FloeError {
 }
 
 /**
- * Snapshots `backend` and `timers` into one key-grouped file of checkpoint `checkpointId`. Everything is
- * encoded before this returns its promise: records after the barrier never reach the snapshot.
+ * Snapshots `backend` and `timers` into one key-grouped file of checkpoint `checkpointId`. What the snapshot
+ * holds is taken before this returns its promise (the entries encoded, the timers as records of plain data):
+ * records after the barrier never reach the snapshot.
  */
 export function snapshotKeyedState(
   checkpointId: number,
@@ -65,8 +77,8 @@ export function snapshotKeyedState(
   const byGroup = new Map<number, TimerRecord[]>();
   for (const t of timers) {
     const toData = (t.toData ?? ((n: unknown) => n)) as (n: unknown) => unknown;
-    const add = (domain: 'event' | 'processing', timer: { key: unknown; namespace: unknown; timestamp: number }): void => {
-      const group = keyGroupOf(canonicalKey(timer.key), backend.maxParallelism);
+    const add = (domain: 'event' | 'processing', timer: SnapshotTimer): void => {
+      const group = timer.keyGroup ?? keyGroupOf(canonicalKey(timer.key), backend.maxParallelism);
       let list = byGroup.get(group);
       if (list === undefined) byGroup.set(group, (list = []));
       list.push({ service: t.name, domain, key: timer.key, namespace: toData(timer.namespace), timestamp: timer.timestamp });
@@ -79,7 +91,19 @@ export function snapshotKeyedState(
   }
   let encoded: ReturnType<typeof encodeKeyGroups>;
   try {
-    encoded = encodeKeyGroups(range, (g) => ({ entries: snapshotEntries(g), timers: byGroup.get(g) ?? [] }));
+    const entries = new Map<number, KeyedStateEntry[]>();
+    for (let g = range.start; g <= range.end; g++) {
+      const list = snapshotEntries(g);
+      if (list.length > 0) entries.set(g, list);
+    }
+    const contentsOf = (g: number) => ({ entries: entries.get(g) ?? [], timers: byGroup.get(g) ?? [] });
+    if (entries.size === 0) {
+      // Timers only: their records are plain data taken now, encoded once the barrier went on.
+      return new Promise<void>((resolve) => setImmediate(resolve))
+        .then(() => writeKeyGroups(access, checkpointId, fileName, range, encodeKeyGroups(range, contentsOf)))
+        .then((handle) => ({ keyed: [handle], operator: [] }));
+    }
+    encoded = encodeKeyGroups(range, contentsOf);
   } catch (e) {
     return Promise.reject(e instanceof Error ? e : new Error(String(e)));
   }

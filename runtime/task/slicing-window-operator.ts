@@ -11,7 +11,7 @@
 import { MIN_WATERMARK } from '../api/watermark-strategy.js';
 import { TimeWindow } from '../api/windowing.js';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
-import { canonicalKey } from '../network/key-groups.js';
+import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { windowPreAggregationProblem } from '../jobgraph/window-spec.js';
 import { restoreKeyedState, snapshotFileName, snapshotKeyedState, type NamedTimerService } from './keyed-state-snapshots.js';
@@ -309,15 +309,17 @@ export class SlicingWindowOperator implements OneInputOperator {
     };
   }
 
-  /** Per key and slice: the record a snapshot writes. */
-  private *sliceEntries(): IterableIterator<InternalTimer<unknown>> {
-    for (const { key, starts, accs } of this.keys.values()) {
+  /** Per key and slice: the record a snapshot writes (with the key's group, computed once per key). */
+  private *sliceEntries(): IterableIterator<InternalTimer<unknown> & { readonly keyGroup: number }> {
+    const maxParallelism = this.context.stateBackend.maxParallelism;
+    for (const { id, key, starts, accs } of this.keys.values()) {
+      const keyGroup = keyGroupOf(typeof id === 'number' ? canonicalKey(id) : id, maxParallelism);
       for (let i = 0; i < starts.length; i++) {
         const start = starts[i]!;
         // The slice's earliest window that has not fired.
         let nextEnd = this.lastEnd(start);
         while (nextEnd - this.slide > start && nextEnd - this.slide - 1 > this.watermark) nextEnd -= this.slide;
-        yield { key, namespace: [start, stateCodec.pack(accs[i])], timestamp: nextEnd - 1 };
+        yield { key, namespace: [start, packedAccumulator(accs[i])], timestamp: nextEnd - 1, keyGroup };
       }
     }
   }
@@ -340,6 +342,15 @@ export class SlicingWindowOperator implements OneInputOperator {
       accs.splice(i, 0, acc);
     }
   }
+}
+
+// The bytes of the small non-negative integer accumulators (counts), encoded once: a snapshot shares them.
+const SMALL_INTEGERS = Array.from({ length: 1024 }, (_, n) => Uint8Array.from(stateCodec.pack(n)));
+
+/** An accumulator's bytes in a snapshot (stateCodec's, as a restore reads them). */
+function packedAccumulator(acc: unknown): Uint8Array {
+  if (typeof acc === 'number' && acc >= 0 && acc < 1024 && Number.isInteger(acc) && !Object.is(acc, -0)) return SMALL_INTEGERS[acc]!;
+  return stateCodec.pack(acc);
 }
 
 function gcd(a: number, b: number): number {

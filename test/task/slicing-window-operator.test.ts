@@ -77,6 +77,15 @@ const countWithWindow: WindowFunctions = {
   },
 };
 
+/** A count whose accumulator is a number (a new value at each record). */
+const plainCount: WindowFunctions = {
+  kind: 'aggregate',
+  createAccumulator: () => 0,
+  add: (_e, acc) => (acc as number) + 1,
+  getResult: (acc) => acc,
+  merge: (a, b) => (a as number) + (b as number),
+};
+
 /** A reduce whose ProcessWindowFunction sends each window's sum twice and, when odd, to a side output too. */
 const reduceWithSides: WindowFunctions = {
   kind: 'reduce',
@@ -269,6 +278,42 @@ describe('SlicingWindowOperator snapshot and restore', () => {
         expect([...atCut, ...results(second)].sort()).toEqual(results(reference).sort());
       });
     }
+
+    it(`${backend}: counts (numbers) past a thousand per slice, the snapshot taken while records and watermarks keep coming, restore the counts at the barrier`, async () => {
+      // Two keys, ~1,500 records each per 1 s window: the counts at the barrier lie below and above 1,024.
+      const steps: Step[] = [];
+      for (let i = 0; i < 9000; i++) {
+        const ts = Math.floor(i / 3);
+        steps.push({ record: { k: i % 2 === 0 ? 'a' : 7, v: i }, ts });
+        if (i % 100 === 99) steps.push({ watermark: ts - 5 });
+      }
+      const config = configOf(sliding(1000, 500), plainCount);
+      const reference = slicingOn(backend, config);
+      await reference.open();
+      await feed(reference, steps);
+      await reference.endInput();
+
+      for (const cut of [1300, 4700]) {
+        const streams = new MemoryCheckpointStreams();
+        const first = slicingOn(backend, config);
+        await first.open();
+        await feed(first, steps.slice(0, cut));
+        const atCut = results(first);
+        const pending = hooks(first).snapshotState(3, streams);
+        // After the barrier: more counting, windows firing and their slices dropped, before the snapshot is written.
+        await feed(first, steps.slice(cut, cut + 1200));
+        const state = await pending;
+
+        const second = slicingOn(backend, config);
+        await hooks(second).initializeState(state, streams);
+        await second.open();
+        await second.processWatermark(lastWatermark(steps.slice(0, cut)));
+        await feed(second, steps.slice(cut));
+        await second.endInput();
+        expect(results(second).length).toBeGreaterThan(0);
+        expect([...atCut, ...results(second)].sort()).toEqual(results(reference).sort());
+      }
+    });
 
     it(`${backend}: restored as two subtasks of half the key groups each, fires the same results`, async () => {
       const steps = generate(600);
