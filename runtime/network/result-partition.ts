@@ -94,6 +94,8 @@ class Subpartition {
     readonly index: number,
     private readonly options: ResultPartitionOptions,
     private readonly onDone: () => void,
+    /** A pipelined consumer reads the notice of a finish ahead of the queue; a blocking partition's file keeps order, so none goes there. */
+    private readonly noticesFinish: boolean,
   ) {
     this.builder = new RecordBufferBuilder(options.segmentSizeBytes);
   }
@@ -133,7 +135,7 @@ class Subpartition {
     this.flush();
     this.finished = true;
     this.pump();
-    if (this.endSent || this.released || this.backlog.length === 0) return;
+    if (!this.noticesFinish || this.endSent || this.released || this.backlog.length === 0) return;
     if (this.port !== undefined) this.port.send({ t: 'buffer', data: finishedNotice(), priority: true });
     else this.priority.push(finishedNotice());
   }
@@ -398,7 +400,10 @@ export class ResultPartition {
     );
     this.keyGroups = descriptor.partitioner === 'hash' ? (descriptor.keyGroups ?? descriptor.numberOfSubpartitions) : undefined;
     this.remaining = descriptor.numberOfSubpartitions;
-    this.subpartitions = Array.from({ length: descriptor.numberOfSubpartitions }, (_, i) => new Subpartition(i, options, () => this.subpartitionDone()));
+    this.subpartitions = Array.from(
+      { length: descriptor.numberOfSubpartitions },
+      (_, i) => new Subpartition(i, options, () => this.subpartitionDone(), descriptor.partitionType === 'pipelined'),
+    );
   }
 
   get numberOfSubpartitions(): number {

@@ -47,7 +47,7 @@ it('openDatabase puts the file in WAL mode with a short busy timeout, and openin
     // Short: better-sqlite3 waits synchronously, so a longer lock is waited out between tries instead.
     expect(second.pragma('busy_timeout', { simple: true })).toBe(BUSY_TIMEOUT_MS);
     const tables = second.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all();
-    expect(tables).toEqual([{ name: 'admission' }, { name: 'checkpoints' }, { name: 'jobs' }, { name: 'leases' }]);
+    expect(tables).toEqual([{ name: 'admission' }, { name: 'checkpoint_ids' }, { name: 'checkpoints' }, { name: 'jobs' }, { name: 'leases' }]);
   } finally {
     first.close();
     second.close();
