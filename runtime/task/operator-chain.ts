@@ -283,6 +283,8 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
       broadcastBarrier: (barrier) => allOf(io.outputs.map((o) => o.broadcastBarrier(barrier))),
       takeOvertakenBuffers: (checkpointId) => takeOvertakenBuffers(io.outputs, checkpointId),
     });
+    // Restored and open: the task runs from here.
+    io.onRunning?.();
 
     // A checkpointing job's task waits for a final checkpoint at its end, unless a savepoint stopped the job.
     const waitsForFinalCheckpoint = (): boolean =>

@@ -393,7 +393,6 @@ export class SlotWorkerRuntime {
         );
       }
 
-      this.state(tdd.attemptId, 'RUNNING');
       task.rates = new TaskRates(task.counters, task.ioMetrics);
       const startedAtMs = Date.now();
       const result = await runOperatorChain(
@@ -404,6 +403,8 @@ export class SlotWorkerRuntime {
           outputs: task.outputs,
           input: task.gate,
           requestSplit: (finished) => this.requestSplit(tdd, signal, finished),
+          // RUNNING once the chain restored its state (INITIALIZING until then).
+          onRunning: () => this.state(tdd.attemptId, 'RUNNING'),
           counters: task.counters,
           ioMetrics: task.ioMetrics,
           ...(settings.combinerMaxKeys !== undefined ? { combinerMaxKeys: settings.combinerMaxKeys } : {}),

@@ -65,6 +65,11 @@ export interface TaskIo {
    * the chain, and resumes the splits it was restored with. Absent: no checkpoints, a fresh start.
    */
   readonly sourceState?: SourceSplitState;
+  /**
+   * Called once the chain's operators restored their state and opened, before the first record: the task
+   * is RUNNING from then on (Flink's INITIALIZING covers the restore). @default - nothing is called
+   */
+  readonly onRunning?: () => void;
 }
 
 /** The operator each error was raised in, set where it first crosses an operator's boundary. */

@@ -54,7 +54,7 @@ function runTask(
   channelsPerInput: number[],
   ops: OperatorSpec[],
   userFunctions: Record<string, unknown>,
-  more: { readonly streams?: CheckpointStreamFactory; readonly restore?: TaskRestore } = {},
+  more: { readonly streams?: CheckpointStreamFactory; readonly restore?: TaskRestore; readonly onRunning?: () => void } = {},
 ): RunningTask {
   const total = channelsPerInput.reduce((a, b) => a + b, 0);
   const upstream = Array.from(
@@ -111,6 +111,7 @@ function runTask(
       outputs: [down],
       input: gate,
       requestSplit: async () => null,
+      ...(more.onRunning !== undefined ? { onRunning: more.onRunning } : {}),
     },
     coordinator,
   );
@@ -270,7 +271,7 @@ describe("the chain's checkpoint", () => {
       out.collect(`${key}=${this.count.value()}`);
     }
   }
-  const countTask = (more: { streams: CheckpointStreamFactory; restore?: TaskRestore }): RunningTask =>
+  const countTask = (more: { streams: CheckpointStreamFactory; restore?: TaskRestore; onRunning?: () => void }): RunningTask =>
     runTask(
       [1],
       [{ kind: 'keyed.process', id: 'op-1', name: 'count', key: { export: 'default', operatorId: 'op-1', role: 'key' }, fn: fn('op-1') }],
@@ -304,6 +305,42 @@ describe("the chain's checkpoint", () => {
     await again.emit('b');
     await second.finish();
     expect(second.output).toEqual(['a=3', 'b=2']);
+  });
+
+  it('is RUNNING only once its state is restored: not while the restore still reads the checkpoint', async () => {
+    const streams = new MemoryCheckpointStreams();
+    const first = countTask({ streams });
+    const [up] = first.upstream as [ResultPartition];
+    for (const k of ['a', 'b', 'a']) await up.emit(k);
+    await up.broadcastBarrier(barrier(1));
+    await first.finish();
+    await first.coordinator.settled();
+    const ack = first.reports[0]!;
+    if (ack.type !== 'checkpointAck') throw new Error(`expected an acknowledgement, got ${JSON.stringify(ack)}`);
+
+    // The restore's reads wait until released.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let reads = 0;
+    const slow: CheckpointStreamFactory = {
+      write: (id, name, bytes, options) => streams.write(id, name, bytes, options),
+      read: async (handle, range) => {
+        reads++;
+        await released;
+        return streams.read(handle, range);
+      },
+    };
+    let running = false;
+    const second = countTask({ streams: slow, restore: { checkpointId: 1, state: ack.state }, onRunning: () => (running = true) });
+    await vi.waitFor(() => expect(reads).toBeGreaterThan(0));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(running).toBe(false);
+    release();
+    await vi.waitFor(() => expect(running).toBe(true));
+    const [again] = second.upstream as [ResultPartition];
+    await again.emit('a');
+    await second.finish();
+    expect(second.output).toEqual(['a=3']);
   });
 
   it('declines when the state cannot be written, naming the operator; the barrier still goes on', async () => {
