@@ -48,6 +48,13 @@ export interface KeyGroupsStateHandle {
   readonly end: number;
   readonly offsets: readonly number[];
   readonly shared?: boolean;
+  /**
+   * A changelog delta (the lmdb backend's incremental checkpoints): each key group's section holds only the
+   * entries changed since the snapshot before it (current values, and removals) with all the group's timers,
+   * merged onto the handles before it in the list — the last full one that holds the group and the deltas
+   * after it — instead of replacing the group.
+   */
+  readonly delta?: boolean;
 }
 
 /**

@@ -12,7 +12,7 @@ import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
 import type { KeyedStateBackend, KeyedStateEntry } from './state/keyed-state-backend.js';
 import { snapshotFileName } from './state/operator-state-snapshot.js';
 import { encodeKeyGroups, writeKeyGroups, type TimerRecord } from './state/key-group-snapshot.js';
-import { readLatestKeyGroups } from './state/incremental-key-groups.js';
+import { readMergedKeyGroups } from './state/incremental-key-groups.js';
 import type { HeapInternalTimerService } from './timer-service.js';
 
 /** What a snapshot reads of a timer service (its timers by domain) and a restore gives back to it. */
@@ -141,8 +141,15 @@ export async function restoreKeyedState(
   const restoreEntry = backend.restoreEntry?.bind(backend);
   if (restoreEntry === undefined)
     throw new StateSnapshotError(`the keyed state backend (${backend.constructor.name}) cannot restore entries from a checkpoint`);
-  // The last handle that holds a group wins (an incremental checkpoint's newer files come later).
-  await readLatestKeyGroups(restored.keyed, backend.keyGroupRange, access, (_group, contents) => {
+  const delta = restored.keyed.find((k) => k.delta === true);
+  if (delta !== undefined) {
+    throw new StateSnapshotError(
+      `the checkpoint holds a changelog delta (${delta.handle.uri}) that only the lmdb backend merges; restore with state.backend.type: lmdb, or from a savepoint`,
+    );
+  }
+  // The last handle that holds a group wins.
+  await readMergedKeyGroups(restored.keyed, backend.keyGroupRange, access, (_group, contents, last) => {
+    if (!last) return;
     for (const entry of contents.entries) restoreEntry(entry);
     restoreTimers(contents.timers);
   });

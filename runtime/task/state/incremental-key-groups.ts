@@ -1,12 +1,14 @@
 // Incremental keyed-state snapshots in the key-group format of key-group-snapshot.ts: a file holds a
 // section per key group that is present (it may hold nothing: one empty msgpack array) or absent (zero
-// bytes: the group is not in this file, as in an incremental snapshot that writes only the groups touched
-// since the last completed checkpoint). For each key group the last handle in the list that holds it wins.
+// bytes: the group is not in this file). A full handle's section replaces the group; a changelog delta's
+// (KeyGroupsStateHandle.delta) is merged onto the last full section before it and the deltas between, in
+// the order of the list. A group's timers are those of the last handle that holds it.
 import { Packr } from 'msgpackr';
+import { FloeError } from '../../core/errors.js';
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
 import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
 import type { KeyedStateEntry, KeyGroupRange } from './keyed-state-backend.js';
-import { encodeKeyGroup, readKeyGroups, type KeyGroupContents, type TimerRecord } from './key-group-snapshot.js';
+import { encodeKeyGroup, readKeyGroups, type KeyGroupContents, type RemovedEntry, type TimerRecord } from './key-group-snapshot.js';
 
 /** The codec of state values in lmdb: the records' (BigInts of any size as an extension), buffers copied out. */
 export const stateCodec = new Packr({
@@ -22,8 +24,8 @@ export const stateCodec = new Packr({
 const PRESENT_EMPTY = Uint8Array.of(0x90);
 
 /** A key group's section: present, even when it holds nothing. */
-export function presentSection(entries: KeyedStateEntry[], timers: TimerRecord[]): Uint8Array {
-  const bytes = encodeKeyGroup({ entries, timers });
+export function presentSection(entries: KeyedStateEntry[], timers: TimerRecord[], removed: RemovedEntry[] = []): Uint8Array {
+  const bytes = encodeKeyGroup({ entries, timers, removed });
   return bytes.length === 0 ? PRESENT_EMPTY : bytes;
 }
 
@@ -35,33 +37,44 @@ function holds(handle: KeyGroupsStateHandle, g: number): boolean {
   return to > handle.offsets[i]!;
 }
 
-/** The handles still needed for `range`: those that hold, for some group, its last present section. */
-export function liveHandles(handles: readonly KeyGroupsStateHandle[], range: KeyGroupRange): KeyGroupsStateHandle[] {
-  const winner = new Map<number, number>();
-  handles.forEach((h, i) => {
-    for (let g = Math.max(h.start, range.start); g <= Math.min(h.end, range.end); g++) if (holds(h, g)) winner.set(g, i);
-  });
-  const needed = new Set(winner.values());
-  return handles.filter((_, i) => needed.has(i));
+/** A changelog delta with no full snapshot before it for a key group: the checkpoint lacks its base. */
+export class MissingBaseSnapshotError extends FloeError {
+  constructor(message: string) {
+    super('STORE_UNREADABLE', `${message}; restore from another checkpoint or a savepoint`, { retryable: false });
+  }
 }
 
 /**
- * Reads the key groups of `range` from `handles`, the last holder of each group winning (later handles
- * are read first and older sections of a group already read are skipped), and hands each group's
- * contents to `restore` once.
+ * Reads the key groups of `range` from `handles`: for each group, the last full handle that holds it and
+ * every delta after it, in the list's order, each group's contents handed to `apply` (`last`: the last
+ * handle that holds the group, whose timers are the group's). Handles nothing needs are not read.
  */
-export async function readLatestKeyGroups(
+export async function readMergedKeyGroups(
   handles: readonly KeyGroupsStateHandle[],
   range: KeyGroupRange,
   access: CheckpointStreamFactory,
-  restore: (group: number, contents: KeyGroupContents) => void,
+  apply: (group: number, contents: KeyGroupContents, last: boolean) => void,
 ): Promise<void> {
-  const done = new Set<number>();
-  for (const h of [...liveHandles(handles, range)].reverse()) {
+  const base = new Map<number, number>();
+  const last = new Map<number, number>();
+  handles.forEach((h, i) => {
+    for (let g = Math.max(h.start, range.start); g <= Math.min(h.end, range.end); g++) {
+      if (!holds(h, g)) continue;
+      last.set(g, i);
+      if (h.delta !== true) base.set(g, i);
+      else if (!base.has(g)) {
+        throw new MissingBaseSnapshotError(`the changelog delta ${h.handle.uri} holds key group ${g}, but no full snapshot of that group comes before it`);
+      }
+    }
+  });
+  for (let i = 0; i < handles.length; i++) {
+    const h = handles[i]!;
+    const wanted = (g: number): boolean => (base.get(g) ?? Infinity) <= i && holds(h, g);
+    let needed = false;
+    for (let g = Math.max(h.start, range.start); g <= Math.min(h.end, range.end) && !needed; g++) needed = wanted(g);
+    if (!needed) continue;
     await readKeyGroups([h], range, access, (group, contents) => {
-      if (done.has(group)) return;
-      done.add(group);
-      restore(group, contents);
+      if (wanted(group)) apply(group, contents, last.get(group) === i);
     });
   }
 }

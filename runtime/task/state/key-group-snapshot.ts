@@ -17,34 +17,52 @@ import '../../network/stream-elements.js';
 // Each key group's bytes decode alone (no shared structures); BigInts of any size as an extension.
 const packr = new Packr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false });
 
-/** What one key group holds: its state entries (values in their stored form) and its timers. */
+/** A state entry a changelog delta removes: a key's value, or (map state) one user key's entry, by its canonical form. */
+export interface RemovedEntry {
+  readonly stateName: string;
+  readonly kind: StateKind;
+  readonly key: unknown;
+  readonly userKey?: string;
+}
+
+/**
+ * What one key group holds: its state entries (values in their stored form), its timers, and (in a
+ * changelog delta) the entries removed since the snapshot it builds on.
+ */
 export interface KeyGroupContents {
   readonly entries: KeyedStateEntry[];
   readonly timers: TimerRecord[];
+  readonly removed?: RemovedEntry[];
 }
 
-// On disk, a key group is one msgpack array of tuples: [0, state, kind, key, value] | [1, service, 'e'|'p', key, namespace, timestamp].
-type EncodedRecord = [0, string, StateKind, unknown, unknown] | [1, string, 'e' | 'p', unknown, unknown, number];
+// On disk, a key group is one msgpack array of tuples: [0, state, kind, key, value] |
+// [1, service, 'e'|'p', key, namespace, timestamp] | [2, state, kind, key, user key or null] (a removal).
+type EncodedRecord =
+  [0, string, StateKind, unknown, unknown] | [1, string, 'e' | 'p', unknown, unknown, number] | [2, string, StateKind, unknown, string | null];
 
 /** The bytes of one key group's contents (empty when it holds nothing). */
 export function encodeKeyGroup(contents: KeyGroupContents): Uint8Array {
-  if (contents.entries.length === 0 && contents.timers.length === 0) return new Uint8Array(0);
+  const removed = contents.removed ?? [];
+  if (contents.entries.length === 0 && contents.timers.length === 0 && removed.length === 0) return new Uint8Array(0);
   const records: EncodedRecord[] = [];
   for (const e of contents.entries) records.push([0, e.stateName, e.kind, e.key, e.value]);
+  for (const r of removed) records.push([2, r.stateName, r.kind, r.key, r.userKey ?? null]);
   for (const t of contents.timers) records.push([1, t.service, t.domain === 'event' ? 'e' : 'p', t.key, t.namespace, t.timestamp]);
   return packr.pack(records);
 }
 
 /** The contents of one key group from the bytes encodeKeyGroup made. */
 export function decodeKeyGroup(bytes: Uint8Array): KeyGroupContents {
-  const contents: KeyGroupContents = { entries: [], timers: [] };
+  const contents = { entries: [] as KeyedStateEntry[], timers: [] as TimerRecord[], removed: [] as RemovedEntry[] };
   if (bytes.length === 0) return contents;
   const records = packr.unpack(bytes) as EncodedRecord[];
   if (!Array.isArray(records)) throw new KeyGroupFormatError(`a key group's bytes decode to ${typeof records}, expected an array of records`);
   for (const r of records) {
     if (r[0] === 0) contents.entries.push({ stateName: r[1], kind: r[2], key: r[3], value: r[4] });
     else if (r[0] === 1) contents.timers.push({ service: r[1], domain: r[2] === 'e' ? 'event' : 'processing', key: r[3], namespace: r[4], timestamp: r[5] });
-    else throw new KeyGroupFormatError(`a key group holds a record of type ${String((r as unknown[])[0])}, expected 0 (state entry) or 1 (timer)`);
+    else if (r[0] === 2)
+      contents.removed.push(r[4] === null ? { stateName: r[1], kind: r[2], key: r[3] } : { stateName: r[1], kind: r[2], key: r[3], userKey: r[4] });
+    else throw new KeyGroupFormatError(`a key group holds a record of type ${String((r as unknown[])[0])}, expected 0 (state entry), 1 (timer) or 2 (removal)`);
   }
   return contents;
 }

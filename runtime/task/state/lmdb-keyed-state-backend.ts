@@ -4,7 +4,8 @@
 // form: a key group is one contiguous range, a key's map one prefix. Values are msgpack. Writes go to a
 // small write cache that reads see at once and that is committed in one transaction when it fills, before a
 // range is read, and at a snapshot. Snapshots write key groups in key-group-snapshot.ts's format: in full, or
-// (incremental-key-groups.ts) only the groups touched since the last completed checkpoint, with a full one every N.
+// (incremental) as a changelog delta of the entries changed since the snapshot before (changelog-chain.ts),
+// with a full materialization every N checkpoints written in the background from an lmdb read snapshot.
 import { rmSync } from 'node:fs';
 import { open, type RootDatabase } from 'lmdb';
 import { canonicalKey, keyGroupOf } from '../../network/key-groups.js';
@@ -18,9 +19,10 @@ import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState,
 import type { StateCell } from './heap-states.js';
 import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
-import { liveHandles, presentSection, readLatestKeyGroups, stateCodec } from './incremental-key-groups.js';
+import { presentSection, readMergedKeyGroups, stateCodec } from './incremental-key-groups.js';
+import { ChangelogChain } from './changelog-chain.js';
 import { keyGroupsFile } from './key-group-snapshot.js';
-import type { TimerRecord } from './key-group-snapshot.js';
+import type { RemovedEntry, TimerRecord } from './key-group-snapshot.js';
 
 export interface LmdbKeyedStateBackendOptions {
   readonly maxParallelism: number;
@@ -30,7 +32,10 @@ export interface LmdbKeyedStateBackendOptions {
   readonly dir: string;
   /** Entries the write cache holds before it is committed. @default 4096 */
   readonly writeCacheEntries?: number;
-  /** `state.backend.incremental`: every how many checkpoints one is full (1: every one). @default 1 */
+  /**
+   * `state.backend.incremental.full-every`: every how many checkpoints a materialization starts (1: every
+   * checkpoint is full and nothing is incremental). @default 1
+   */
   readonly fullEvery?: number;
 }
 
@@ -47,20 +52,13 @@ interface Registered {
   state: unknown;
 }
 
-/** A snapshot of this backend: its handles and the key groups touched since the snapshot before it. */
-interface SnapshotRecord {
-  readonly checkpointId: number;
-  readonly handles: readonly KeyGroupsStateHandle[];
-  readonly touched: ReadonlySet<number>;
-  /** The groups that held timers at the snapshot: the next incremental one writes them again. */
-  readonly timerGroups: ReadonlySet<number>;
-}
+type ReadTxn = ReturnType<RootDatabase['useReadTransaction']>;
+type SnapshotResult = { handles: KeyGroupsStateHandle[]; bytesPersisted: number; incremental: boolean };
 
 /** A map state's entry as a snapshot writes it: its [user key, value] pairs instead of the Map. */
 const snapshotForm = (e: KeyedStateEntry): KeyedStateEntry => (e.kind === 'map' ? { ...e, value: [...(e.value as Map<string, unknown>).values()] } : e);
 
 const HEADER = 8;
-const NOTHING_CONFIRMED = { handles: [], timerGroups: new Set<number>() } as const;
 /** Bytes of snapshot sections encoded between two yields to the task. */
 const YIELD_BYTES = 1 << 20;
 /** What a group counts for, however small: a yield every 64 groups at most. */
@@ -80,12 +78,18 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   private readonly cacheLimit: number;
   /** Cache keys of the (state, key) prefixes with pending map writes: a scan of one commits first. */
   private readonly dirtyPrefixes = new Set<string>();
-  private touched = new Set<number>();
-  /** Snapshots not yet confirmed complete, oldest first, after the last completed one. */
-  private pending: SnapshotRecord[] = [];
-  private confirmed: { readonly handles: readonly KeyGroupsStateHandle[]; readonly timerGroups: ReadonlySet<number> } = NOTHING_CONFIRMED;
+  /** The record keys written since the last snapshot, by write-cache key (one state's key, or map entry). */
+  private changed = new Map<string, Buffer>();
+  /** False while a restore writes: the checkpoint after it is full, so nothing is recorded. */
+  private recording = true;
+  private readonly chain = new ChangelogChain();
   private readonly fullEvery: number;
-  private sinceFull = Infinity;
+  /** The materialization being written in the background. */
+  private materializing: Promise<void> | undefined;
+  /** Counts restores: a materialization begun before one is not used. */
+  private epoch = 0;
+  /** Why the last materialization failed (the next checkpoint starts another); undefined once one succeeds. */
+  materializationError: Error | undefined;
   private disposed = false;
 
   constructor(options: LmdbKeyedStateBackendOptions) {
@@ -196,73 +200,157 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     } else {
       this.put(group, r.id, bytes, undefined, entry.value, canonical);
     }
-    // What the next checkpoint builds on is not this backend's own: it writes in full.
-    if (this.confirmed !== NOTHING_CONFIRMED) this.confirmed = NOTHING_CONFIRMED;
-    this.pending.length = 0;
-    this.sinceFull = Infinity;
+    this.restored();
+  }
+
+  /** Removes what a changelog delta says was removed: a key's value, or one entry of its map. */
+  private removeEntry(entry: RemovedEntry): void {
+    const r = this.register(entry.stateName, entry.kind);
+    const canonical = canonicalKey(entry.key);
+    this.put(keyGroupOf(canonical, this.maxParallelism), r.id, Buffer.from(canonical, 'utf8'), entry.userKey, undefined, canonical);
+    this.restored();
+  }
+
+  /** What the next checkpoint builds on is not this backend's own: it writes in full. */
+  private restored(): void {
+    this.chain.reset();
+    this.epoch++;
   }
 
   /**
-   * Writes this backend's key groups, with `timersOf(g)` (an operator's timers of group g), as file `name`
-   * of checkpoint `checkpointId`: every group, or (incremental, while the last full snapshot is fewer than
-   * `fullEvery` checkpoints back) only the groups touched since the last completed checkpoint or holding
-   * timers then or now, with that checkpoint's handles for the others. The copy is the state at the call:
-   * the groups are read in a read transaction while the task runs on.
+   * Writes this backend's key groups, with `timersOf(g)` (an operator's timers of group g), for checkpoint
+   * `checkpointId` as shared files named after `name`: in full when nothing is there to build on (or
+   * `fullEvery` is 1), else a changelog delta — every group present, holding the entries changed since the
+   * chain it builds on (current values and removals) and all the group's timers — returned after that
+   * chain's handles. Every `fullEvery` checkpoints a materialization of the state at this call starts in the
+   * background; checkpoints do not wait for it. The copy is the state at the call: the groups are read in
+   * a read transaction while the task runs on.
    */
   async snapshotKeyGroups(
     checkpointId: number,
     access: Pick<CheckpointStreamFactory, 'write' | 'snapshotType'>,
     name: string,
     timersOf: (group: number) => TimerRecord[] = () => [],
-  ): Promise<{ handles: KeyGroupsStateHandle[]; bytesPersisted: number; incremental: boolean }> {
+  ): Promise<SnapshotResult> {
     this.flush();
     if (access.snapshotType === 'savepoint') return this.snapshotInFull(checkpointId, access, name, timersOf);
+    const timers = this.timersNow(timersOf);
+    const changedNow = this.changed;
+    this.changed = new Map();
+    const base = this.fullEvery > 1 ? this.chain.base(changedNow) : undefined;
     const txn = this.db.useReadTransaction();
-    const touchedNow = this.touched;
-    this.touched = new Set();
+    try {
+      if (base === undefined) {
+        const file = await this.fullFile(txn, timers);
+        // Shared files of all checkpoints sit in one folder: the id keeps the name unique there.
+        const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes, { shared: true });
+        const full = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true };
+        return { handles: this.chain.tookFull(checkpointId, full, changedNow), bytesPersisted: file.bytes.length, incremental: false };
+      }
+      if (this.materializing === undefined && checkpointId - this.chain.lastMaterialization() >= this.fullEvery) {
+        this.materialize(checkpointId, access, name, timers);
+      }
+      const file = await this.deltaFile(txn, base.changed, timers);
+      const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes, { shared: true });
+      const delta = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true, delta: true };
+      return { handles: this.chain.tookDelta(checkpointId, base.chain, delta, changedNow), bytesPersisted: file.bytes.length, incremental: true };
+    } catch (e) {
+      // What this snapshot took stays to be written by the next one.
+      for (const [k, v] of changedNow) if (!this.changed.has(k)) this.changed.set(k, v);
+      throw e;
+    } finally {
+      if (!this.disposed) txn.done();
+    }
+  }
+
+  /** Resolves once no materialization is being written (whether the last one succeeded or not). */
+  async materialized(): Promise<void> {
+    while (this.materializing !== undefined) await this.materializing;
+  }
+
+  /** Writes, in the background, a full snapshot of the state at checkpoint `at` (this call) as a materialization. */
+  private materialize(at: number, access: Pick<CheckpointStreamFactory, 'write'>, name: string, timers: ReadonlyMap<number, TimerRecord[]>): void {
+    const txn = this.db.useReadTransaction();
+    const epoch = this.epoch;
+    this.materializing = (async () => {
+      try {
+        const file = await this.fullFile(txn, timers);
+        const handle = await access.write(at, `${name}-full-${at}`, file.bytes, { shared: true });
+        if (epoch !== this.epoch || this.disposed) return;
+        this.chain.materializedAt(at, { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true });
+        this.materializationError = undefined;
+      } catch (e) {
+        this.materializationError = e instanceof Error ? e : new Error(String(e));
+      } finally {
+        if (!this.disposed) txn.done();
+        this.materializing = undefined;
+      }
+    })();
+  }
+
+  /** The timers of every group, taken now: the task goes on while the groups are read. */
+  private timersNow(timersOf: (group: number) => TimerRecord[]): Map<number, TimerRecord[]> {
     const timers = new Map<number, TimerRecord[]>();
     for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
       const t = timersOf(g);
       if (t.length > 0) timers.set(g, t);
     }
-    const incremental = this.sinceFull + 1 < this.fullEvery;
-    const write = new Set<number>([...touchedNow, ...timers.keys(), ...this.confirmed.timerGroups]);
-    if (incremental) for (const p of this.pending) for (const g of p.touched) write.add(g);
-    const record: SnapshotRecord = { checkpointId, handles: [], touched: touchedNow, timerGroups: new Set(timers.keys()) };
-    try {
-      // Group by group, yielding to the task between them: the read transaction keeps the copy as it was.
-      const sections = new Map<number, Uint8Array>();
-      let sinceYield = 0;
-      for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
-        if (incremental && !write.has(g)) continue;
-        const section = presentSection(Array.from(this.groupEntries(g, txn), snapshotForm), timers.get(g) ?? []);
-        sections.set(g, section);
-        sinceYield += section.length + YIELD_GROUP_BYTES;
-        if (sinceYield > YIELD_BYTES) {
-          sinceYield = 0;
-          await new Promise((resolve) => setImmediate(resolve));
-        }
+    return timers;
+  }
+
+  /** Every group as of `txn`, group by group, yielding to the task between them. */
+  private async fullFile(txn: ReadTxn, timers: ReadonlyMap<number, TimerRecord[]>): Promise<ReturnType<typeof keyGroupsFile>> {
+    const sections = new Map<number, Uint8Array>();
+    let sinceYield = 0;
+    for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
+      const section = presentSection(Array.from(this.groupEntries(g, txn), snapshotForm), timers.get(g) ?? []);
+      sections.set(g, section);
+      sinceYield += section.length + YIELD_GROUP_BYTES;
+      if (sinceYield > YIELD_BYTES) {
+        sinceYield = 0;
+        await this.yieldToTask();
       }
-      const file = keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
-      let handles: KeyGroupsStateHandle[] = incremental ? [...this.confirmed.handles] : [];
-      let bytesPersisted = 0;
-      if (file.present > 0 || !incremental) {
-        // Shared files of all checkpoints sit in one folder: the id keeps the name unique there.
-        const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes, { shared: true });
-        bytesPersisted = file.bytes.length;
-        handles.push({ handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true });
-        handles = liveHandles(handles, this.keyGroupRange);
-      }
-      this.sinceFull = incremental ? this.sinceFull + 1 : 0;
-      this.pending.push({ ...record, handles });
-      return { handles, bytesPersisted, incremental };
-    } catch (e) {
-      // The groups this snapshot took stay to be written by the next one.
-      for (const g of touchedNow) this.touched.add(g);
-      throw e;
-    } finally {
-      txn.done();
     }
+    return keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
+  }
+
+  /** The records `changed` names as of `txn` (a removal where none is), each group present with its timers. */
+  private async deltaFile(
+    txn: ReadTxn,
+    changed: ReadonlyMap<string, Buffer>,
+    timers: ReadonlyMap<number, TimerRecord[]>,
+  ): Promise<ReturnType<typeof keyGroupsFile>> {
+    const byGroup = new Map<number, Buffer[]>();
+    for (const key of changed.values()) {
+      const g = key.readUInt16BE(0);
+      let list = byGroup.get(g);
+      if (list === undefined) byGroup.set(g, (list = []));
+      list.push(key);
+    }
+    const sections = new Map<number, Uint8Array>();
+    let read = 0;
+    for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
+      const entries: KeyedStateEntry[] = [];
+      const removed: RemovedEntry[] = [];
+      for (const key of byGroup.get(g) ?? []) {
+        const r = this.byId[key.readUInt16BE(2)]!;
+        const length = key.readUInt32BE(4);
+        const k = keyOfCanonical(key.toString('utf8', HEADER, HEADER + length));
+        const userKey = r.kind === 'map' ? key.toString('utf8', HEADER + length) : undefined;
+        const bytes = this.db.get(key, { transaction: txn });
+        if (bytes === undefined)
+          removed.push(userKey === undefined ? { stateName: r.name, kind: r.kind, key: k } : { stateName: r.name, kind: r.kind, key: k, userKey });
+        else entries.push({ stateName: r.name, kind: r.kind, key: k, value: r.kind === 'map' ? [stateCodec.unpack(bytes)] : stateCodec.unpack(bytes) });
+        if (++read % 4096 === 0) await this.yieldToTask();
+      }
+      sections.set(g, presentSection(entries, timers.get(g) ?? [], removed));
+    }
+    return keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
+  }
+
+  private async yieldToTask(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    if (this.disposed) throw new Error('the lmdb keyed state backend was closed while a snapshot read it');
   }
 
   /**
@@ -274,55 +362,47 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     access: Pick<CheckpointStreamFactory, 'write'>,
     name: string,
     timersOf: (group: number) => TimerRecord[],
-  ): Promise<{ handles: KeyGroupsStateHandle[]; bytesPersisted: number; incremental: boolean }> {
+  ): Promise<SnapshotResult> {
     const txn = this.db.useReadTransaction();
-    // The timers as they are now: the task goes on while the groups are read.
-    const timers = new Map<number, TimerRecord[]>();
-    for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) timers.set(g, timersOf(g));
     try {
-      const sections = new Map<number, Uint8Array>();
-      let sinceYield = 0;
-      for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
-        const section = presentSection(Array.from(this.groupEntries(g, txn), snapshotForm), timers.get(g) ?? []);
-        sections.set(g, section);
-        sinceYield += section.length + YIELD_GROUP_BYTES;
-        if (sinceYield > YIELD_BYTES) {
-          sinceYield = 0;
-          await new Promise((resolve) => setImmediate(resolve));
-        }
-      }
-      const file = keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
+      const file = await this.fullFile(txn, this.timersNow(timersOf));
       const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes);
       const handles = [{ handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets }];
       return { handles, bytesPersisted: file.bytes.length, incremental: false };
     } finally {
-      txn.done();
+      if (!this.disposed) txn.done();
     }
   }
 
   /** Checkpoint `checkpointId` completed: the next incremental snapshots build on its handles. */
   notifyCheckpointComplete(checkpointId: number): void {
-    const i = this.pending.findIndex((p) => p.checkpointId === checkpointId);
-    if (i < 0) return;
-    const done = this.pending[i]!;
-    this.confirmed = { handles: done.handles, timerGroups: done.timerGroups };
-    this.pending = this.pending.slice(i + 1);
+    this.chain.complete(checkpointId);
   }
 
   /**
-   * Restores the key groups of this backend's range from `handles` (of any subtasks, any ranges, the last
-   * holder of a group winning), handing each group's timers to `onTimers`.
+   * Restores the key groups of this backend's range from `handles` (of any subtasks, any ranges): each
+   * group from the last full handle that holds it and the changelog deltas after it, merged in order, its
+   * timers from the last handle that holds it, handed to `onTimers`.
    */
   async restoreKeyGroups(
     handles: readonly KeyGroupsStateHandle[],
     access: CheckpointStreamFactory,
     onTimers: (timers: TimerRecord[]) => void = () => {},
   ): Promise<void> {
-    await readLatestKeyGroups(handles, this.keyGroupRange, access, (_group, contents) => {
-      for (const e of contents.entries) this.restoreEntry(e);
-      if (contents.timers.length > 0) onTimers(contents.timers);
-    });
-    this.flush();
+    // The next checkpoint writes everything: what the restore writes is no change to record.
+    this.recording = false;
+    try {
+      await readMergedKeyGroups(handles, this.keyGroupRange, access, (_group, contents, last) => {
+        for (const e of contents.entries) this.restoreEntry(e);
+        for (const e of contents.removed ?? []) this.removeEntry(e);
+        if (last && contents.timers.length > 0) onTimers(contents.timers);
+      });
+      this.flush();
+    } finally {
+      this.recording = true;
+    }
+    this.restored();
+    this.changed.clear();
   }
 
   // ---- records ---------------------------------------------------------------------------------------
@@ -378,11 +458,10 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   }
 
   private put(group: number, id: number, key: Buffer, userKey: string | undefined, value: unknown, canonical = key.toString('utf8')): void {
-    this.cache.set(this.cacheKey(id, canonical, userKey), {
-      key: this.recordKey(group, id, key, userKey),
-      bytes: value === undefined ? undefined : stateCodec.pack(value),
-    });
-    this.touched.add(group);
+    const cacheKey = this.cacheKey(id, canonical, userKey);
+    const recordKey = this.recordKey(group, id, key, userKey);
+    this.cache.set(cacheKey, { key: recordKey, bytes: value === undefined ? undefined : stateCodec.pack(value) });
+    if (this.recording) this.changed.set(cacheKey, recordKey);
     if (this.cache.size >= this.cacheLimit) this.flush();
   }
 
@@ -400,7 +479,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   }
 
   /** Group `group`'s entries in the heap backend's form (a map state's as one Map per key). */
-  private *groupEntries(group: number, transaction: ReturnType<RootDatabase['useReadTransaction']> | undefined): Iterable<KeyedStateEntry> {
+  private *groupEntries(group: number, transaction: ReadTxn | undefined): Iterable<KeyedStateEntry> {
     const start = Buffer.alloc(2);
     start.writeUInt16BE(group);
     const end = Buffer.alloc(2);

@@ -1,5 +1,5 @@
 // Snapshots of the lmdb keyed state backend: written key group by key group, restored into any key-group
-// range (rescaling), incremental between full materializations, and taken at the call (later writes stay out).
+// range (rescaling), changelog deltas between full materializations, and taken at the call (later writes stay out).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,7 +103,7 @@ describe('lmdb snapshots', () => {
     expect(streams.bytesRead).toBeLessThan(total * 0.75);
   });
 
-  it('writes only the touched key groups between full snapshots, and restores the latest state', async () => {
+  it('writes only the changed entries between materializations, and restores the latest state', async () => {
     const streams = new MemoryCheckpointStreams();
     const a = backend(undefined, 3);
     fill(a, keys, 1);
@@ -135,9 +135,16 @@ describe('lmdb snapshots', () => {
     await again.restoreKeyGroups(third.handles, streams);
     expect(contents(again, keys)).toEqual(contents(a, keys));
     a.notifyCheckpointComplete(3);
+    // The fourth is a delta too, and starts a materialization of the state at it; the fifth builds on that.
     const fourth = await a.snapshotKeyGroups(4, streams, 'op-0');
-    expect(fourth.incremental).toBe(false);
-    expect(fourth.handles).toHaveLength(1);
+    expect(fourth.incremental).toBe(true);
+    a.notifyCheckpointComplete(4);
+    await a.materialized();
+    const fifth = await a.snapshotKeyGroups(5, streams, 'op-0');
+    expect(fifth.handles.map((h) => h.handle.uri)).toEqual([expect.stringContaining('op-0-full-4'), expect.stringContaining('op-0-5')]);
+    const last = backend();
+    await last.restoreKeyGroups(fifth.handles, streams);
+    expect(contents(last, keys)).toEqual(contents(a, keys));
   });
 
   it('a savepoint between incremental checkpoints holds every group in its own file, and the next checkpoint builds on the last one', async () => {
@@ -195,7 +202,7 @@ describe('lmdb snapshots', () => {
     expect(contents(back, low)).toEqual(contents(heap, low));
   });
 
-  it('an incremental checkpoint writes again the groups whose timers fired: a restore does not bring them back', async () => {
+  it('an incremental checkpoint writes the timers of every group: a restore does not bring back those that fired', async () => {
     const streams = new MemoryCheckpointStreams();
     const clock = new ManualClock();
     const fired: unknown[] = [];
