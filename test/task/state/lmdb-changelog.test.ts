@@ -1,0 +1,231 @@
+// The lmdb backend's changelog checkpoints: deltas of the entries changed since the snapshot before (updates,
+// removals, map entries) on a materialization written in the background, restored at the same and at
+// other key-group ranges; checkpoints taken while a materialization is written, or after one failed.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { MapStateDescriptor, ValueStateDescriptor, ListStateDescriptor } from '../../../runtime/api/state.js';
+import { ManualClock } from '../../../runtime/core/clock.js';
+import { canonicalKey, keyGroupOf } from '../../../runtime/network/key-groups.js';
+import type { StreamStateHandle } from '../../../runtime/protocol/checkpoints.js';
+import type { KeyedStateBackend, KeyGroupRange } from '../../../runtime/task/state/keyed-state-backend.js';
+import { LmdbKeyedStateBackend } from '../../../runtime/task/state/lmdb-keyed-state-backend.js';
+import { MemoryCheckpointStreams } from '../../support/checkpoint-streams.js';
+
+const MAX = 128;
+const root = mkdtempSync(join(tmpdir(), 'floe-lmdb-changelog-'));
+let n = 0;
+const made: LmdbKeyedStateBackend[] = [];
+afterEach(() => {
+  for (const b of made.splice(0)) b.dispose();
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function backend(range: KeyGroupRange = { start: 0, end: MAX - 1 }, fullEvery = 3): LmdbKeyedStateBackend {
+  const b = new LmdbKeyedStateBackend({
+    maxParallelism: MAX,
+    keyGroupRange: range,
+    clock: new ManualClock(),
+    dir: join(root, `b${n++}`),
+    writeCacheEntries: 64,
+    fullEvery,
+  });
+  made.push(b);
+  return b;
+}
+
+/** Streams whose materialization writes (named …-full-…) wait for `release`, or fail while `failing`. */
+class GatedStreams extends MemoryCheckpointStreams {
+  failing = false;
+  private gate: Promise<void> | undefined;
+  private open: (() => void) | undefined;
+  hold(): void {
+    this.gate = new Promise((resolve) => (this.open = resolve));
+  }
+  release(): void {
+    this.open?.();
+    this.gate = undefined;
+  }
+  override async write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle> {
+    if (name.includes('-full-')) {
+      if (this.failing) throw new Error(`storage refused ${name}`);
+      await this.gate;
+    }
+    return super.write(checkpointId, name, bytes, options);
+  }
+}
+
+const counts = new ValueStateDescriptor<number>('count');
+const seen = new ListStateDescriptor<string>('seen');
+const tags = new MapStateDescriptor<string, number>('tags');
+const groupOf = (key: unknown): number => keyGroupOf(canonicalKey(key), MAX);
+const keys = Array.from({ length: 400 }, (_, i) => `user-${i}`);
+
+/** Round `round` of updates to `ks`: counts up, a list element and a map entry added, the map entry of round-2 removed, every 7th key cleared. */
+function update(b: KeyedStateBackend, ks: readonly string[], round: number): void {
+  const count = b.getPartitionedState(counts);
+  const list = b.getPartitionedState(seen);
+  const map = b.getPartitionedState(tags);
+  ks.forEach((k, i) => {
+    b.setCurrentKey(k);
+    if ((i + round) % 7 === 0) {
+      count.clear();
+      list.clear();
+      map.clear();
+      return;
+    }
+    count.update((count.value() ?? 0) + 1);
+    list.add(`${k}@${round}`);
+    map.put(`r${round}`, round);
+    map.remove(`r${round - 2}`);
+  });
+}
+
+/** Every key's state, as a user reads it. */
+function contents(b: KeyedStateBackend, ks: readonly string[]): Record<string, unknown> {
+  const count = b.getPartitionedState(counts);
+  const list = b.getPartitionedState(seen);
+  const map = b.getPartitionedState(tags);
+  const out: Record<string, unknown> = {};
+  for (const k of ks) {
+    b.setCurrentKey(k);
+    const entries = map.entries().sort();
+    if (count.value() !== undefined || entries.length > 0) out[k] = [count.value(), list.get(), entries];
+  }
+  return out;
+}
+
+async function restoredFrom(handles: Parameters<LmdbKeyedStateBackend['restoreKeyGroups']>[0], streams: MemoryCheckpointStreams, range?: KeyGroupRange) {
+  const b = backend(range);
+  await b.restoreKeyGroups(handles, streams);
+  return b;
+}
+
+const within = (range: KeyGroupRange) => keys.filter((k) => groupOf(k) >= range.start && groupOf(k) <= range.end);
+
+describe('lmdb changelog checkpoints', () => {
+  it('restores updates, removals and map entries from deltas on a materialization, at the same and at other key-group ranges', async () => {
+    const streams = new GatedStreams();
+    const left = backend({ start: 0, end: 63 });
+    const right = backend({ start: 64, end: 127 });
+    const both = [left, right];
+    const take = async (id: number) => {
+      const taken = await Promise.all(both.map((b, i) => b.snapshotKeyGroups(id, streams, `op-${i}`)));
+      for (const b of both) b.notifyCheckpointComplete(id);
+      return taken;
+    };
+    update(left, within(left.keyGroupRange), 1);
+    update(right, within(right.keyGroupRange), 1);
+    const first = await take(1);
+    expect(first.map((t) => t.incremental)).toEqual([false, false]);
+    let last = first;
+    for (let id = 2; id <= 6; id++) {
+      // A tenth of the keys change each time, a third of them in groups the others do not touch.
+      const changing = keys.filter((_, i) => i % 10 === id % 10);
+      update(
+        left,
+        within(left.keyGroupRange).filter((k) => changing.includes(k)),
+        id,
+      );
+      update(
+        right,
+        within(right.keyGroupRange).filter((k) => changing.includes(k)),
+        id,
+      );
+      last = await take(id);
+      expect(last.map((t) => t.incremental)).toEqual([true, true]);
+      expect(last[0]!.bytesPersisted).toBeLessThan(first[0]!.bytesPersisted / 3);
+      // Checkpoint 4 starts a materialization (full-every 3); the next ones build on it.
+      if (id === 4) await Promise.all(both.map((b) => b.materialized()));
+    }
+    expect(last[0]!.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-0-full-4', 'memory://shared/op-0-5', 'memory://shared/op-0-6']);
+    expect(last[0]!.handles.map((h) => h.delta === true)).toEqual([false, true, true]);
+    const expected = { ...contents(left, within(left.keyGroupRange)), ...contents(right, within(right.keyGroupRange)) };
+    expect(Object.keys(expected).length).toBeGreaterThan(300);
+    // What the JobMaster hands a subtask: every old subtask's handles, each one's in checkpoint order.
+    const handles = [...last[0]!.handles, ...last[1]!.handles];
+    for (const range of [
+      { start: 0, end: 127 },
+      { start: 0, end: 63 },
+      { start: 32, end: 95 },
+      { start: 100, end: 127 },
+    ]) {
+      const b = await restoredFrom(handles, streams, range);
+      const mine = within(range);
+      expect(contents(b, mine)).toEqual(Object.fromEntries(mine.filter((k) => k in expected).map((k) => [k, expected[k]])));
+    }
+  });
+
+  it('a checkpoint taken while a materialization is written builds on the one before and restores right; later ones drop the deltas before it', async () => {
+    const streams = new GatedStreams();
+    const a = backend(undefined, 2);
+    update(a, keys, 1);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    a.notifyCheckpointComplete(1);
+    update(a, keys.slice(0, 40), 2);
+    await a.snapshotKeyGroups(2, streams, 'op');
+    a.notifyCheckpointComplete(2);
+    streams.hold();
+    update(a, keys.slice(40, 80), 3);
+    // Checkpoint 3 starts the materialization and completes while its write waits.
+    const third = await a.snapshotKeyGroups(3, streams, 'op');
+    a.notifyCheckpointComplete(3);
+    const atThree = contents(a, keys);
+    update(a, keys.slice(20, 60), 4);
+    const fourth = await a.snapshotKeyGroups(4, streams, 'op');
+    a.notifyCheckpointComplete(4);
+    expect(fourth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-1', 'memory://shared/op-2', 'memory://shared/op-3', 'memory://shared/op-4']);
+    expect(contents(await restoredFrom(third.handles, streams), keys)).toEqual(atThree);
+    expect(contents(await restoredFrom(fourth.handles, streams), keys)).toEqual(contents(a, keys));
+
+    streams.release();
+    await a.materialized();
+    update(a, keys.slice(100, 120), 5);
+    const fifth = await a.snapshotKeyGroups(5, streams, 'op');
+    expect(fifth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-full-3', 'memory://shared/op-4', 'memory://shared/op-5']);
+    expect(contents(await restoredFrom(fifth.handles, streams), keys)).toEqual(contents(a, keys));
+  });
+
+  it('a materialization that fails leaves the checkpoints on the chain before it, restoring right, and the next checkpoint starts another', async () => {
+    const streams = new GatedStreams();
+    const a = backend(undefined, 2);
+    update(a, keys, 1);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    a.notifyCheckpointComplete(1);
+    streams.failing = true;
+    update(a, keys.slice(0, 50), 2);
+    await a.snapshotKeyGroups(2, streams, 'op');
+    a.notifyCheckpointComplete(2);
+    update(a, keys.slice(50, 100), 3);
+    const third = await a.snapshotKeyGroups(3, streams, 'op');
+    a.notifyCheckpointComplete(3);
+    await a.materialized();
+    expect(a.materializationError?.message).toBe('storage refused op-full-3');
+    expect(third.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-1', 'memory://shared/op-2', 'memory://shared/op-3']);
+    expect(contents(await restoredFrom(third.handles, streams), keys)).toEqual(contents(a, keys));
+
+    streams.failing = false;
+    update(a, keys.slice(10, 30), 4);
+    const fourth = await a.snapshotKeyGroups(4, streams, 'op');
+    a.notifyCheckpointComplete(4);
+    expect(fourth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-1', 'memory://shared/op-2', 'memory://shared/op-3', 'memory://shared/op-4']);
+    await a.materialized();
+    expect(a.materializationError).toBeUndefined();
+    const fifth = await a.snapshotKeyGroups(5, streams, 'op');
+    expect(fifth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-full-4', 'memory://shared/op-5']);
+    expect(contents(await restoredFrom(fifth.handles, streams), keys)).toEqual(contents(a, keys));
+  });
+
+  it('a delta without the full snapshot it builds on fails the restore and says so', async () => {
+    const streams = new GatedStreams();
+    const a = backend();
+    update(a, keys, 1);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    a.notifyCheckpointComplete(1);
+    update(a, keys.slice(0, 10), 2);
+    const second = await a.snapshotKeyGroups(2, streams, 'op');
+    const b = backend();
+    await expect(b.restoreKeyGroups(second.handles.slice(1), streams)).rejects.toThrow(/no full snapshot of that group comes before it/);
+  });
+});
