@@ -6,14 +6,16 @@
 // slices are merged, its result goes out (through the ProcessWindowFunction when there is one) stamped
 // with the window's maxTimestamp(), and the slices no later window holds are dropped. An element whose every window has
 // fired is dropped and counted. The slices live on the heap beside the keyed state backend; a checkpoint
-// writes each key's slices in its key group as records of a service 'window-slices' (the key-group
-// format's timer records: key, [slice start, accumulator], the slice's next window's maxTimestamp).
+// writes, per key group, one record of a service 'window-slices' (the key-group format's timer record, its
+// key one of the group's keys, its timestamp the watermark): in its namespace the group's keys, how many
+// slices each has, and all their slices' starts and accumulators packed column by column (GroupSlices).
 import { MIN_WATERMARK } from '../api/watermark-strategy.js';
 import { TimeWindow } from '../api/windowing.js';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { windowPreAggregationProblem } from '../jobgraph/window-spec.js';
+import { KeyGroupFormatError } from './state/key-group-snapshot.js';
 import { restoreKeyedState, snapshotFileName, snapshotKeyedState, type NamedTimerService } from './keyed-state-snapshots.js';
 import { stateCodec } from './state/incremental-key-groups.js';
 import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
@@ -47,12 +49,16 @@ export function slicingWindowProblem(config: WindowOperatorConfig): string | und
 /** A key's identity: a number as itself, anything else as its canonical string. */
 type KeyId = string | number;
 
-/** One key's slices: the key as the selector returned it, its slices' starts ascending and their accumulators. */
+/**
+ * One key's slices: the key as the selector returned it, its slices' starts ascending and their
+ * accumulators, and its key group (computed by the first snapshot that needs it; -1 until then).
+ */
 interface KeySlices {
   readonly id: KeyId;
   readonly key: unknown;
   readonly starts: number[];
   readonly accs: unknown[];
+  group: number;
 }
 
 /** The service name of the slices' records in a checkpoint. */
@@ -155,7 +161,7 @@ export class SlicingWindowOperator implements OneInputOperator {
     if (entry === undefined) {
       // A key new to the operator: the backend checks that it lies in this subtask's key groups.
       this.context.stateBackend.setCurrentKey(key);
-      this.keys.set(id, { id, key, starts: [start], accs: [this.first(record)] });
+      this.keys.set(id, { id, key, starts: [start], accs: [this.first(record)], group: -1 });
       return;
     }
     const starts = entry.starts;
@@ -291,9 +297,9 @@ export class SlicingWindowOperator implements OneInputOperator {
   // ---- checkpoints -------------------------------------------------------------------------------------
 
   /**
-   * The slices as a snapshot reads them and a restore gives them back: per key and slice an event-time
-   * record at the slice's next window's maxTimestamp, its namespace [slice start, accumulator's bytes]
-   * (encoded at the barrier: an accumulator may change after it).
+   * The slices as a snapshot reads them and a restore gives them back: per key group one event-time record
+   * at the watermark, its namespace the group's slices (GroupSlices, taken at the barrier: an accumulator
+   * may change after it).
    */
   private sliceRecords(): NamedTimerService {
     return {
@@ -301,7 +307,7 @@ export class SlicingWindowOperator implements OneInputOperator {
       service: {
         eventTimeTimers: () => this.sliceEntries(),
         processingTimeTimers: () => [][Symbol.iterator](),
-        registerEventTimeTimer: (namespace, timestamp) => this.restoreSlice(namespace as [number, Uint8Array], timestamp),
+        registerEventTimeTimer: (namespace, timestamp) => this.restoreSlices(namespace, timestamp),
         registerProcessingTimeTimer: () => {
           throw new TypeError(`window operator '${this.context.operatorName}': the checkpoint holds processing-time records of its slices`);
         },
@@ -309,48 +315,168 @@ export class SlicingWindowOperator implements OneInputOperator {
     };
   }
 
-  /** Per key and slice: the record a snapshot writes (with the key's group, computed once per key). */
-  private *sliceEntries(): IterableIterator<InternalTimer<unknown> & { readonly keyGroup: number }> {
+  /** Per key group: the record a snapshot writes, the group's slices packed (packGroupSlices). */
+  private sliceEntries(): IterableIterator<InternalTimer<unknown> & { readonly keyGroup: number }> {
     const maxParallelism = this.context.stateBackend.maxParallelism;
-    for (const { id, key, starts, accs } of this.keys.values()) {
-      const keyGroup = keyGroupOf(typeof id === 'number' ? canonicalKey(id) : id, maxParallelism);
-      for (let i = 0; i < starts.length; i++) {
-        const start = starts[i]!;
-        // The slice's earliest window that has not fired.
-        let nextEnd = this.lastEnd(start);
-        while (nextEnd - this.slide > start && nextEnd - this.slide - 1 > this.watermark) nextEnd -= this.slide;
-        yield { key, namespace: [start, packedAccumulator(accs[i])], timestamp: nextEnd - 1, keyGroup };
-      }
+    const byGroup = new Map<number, KeySlices[]>();
+    for (const entry of this.keys.values()) {
+      if (entry.group < 0) entry.group = keyGroupOf(typeof entry.id === 'number' ? canonicalKey(entry.id) : entry.id, maxParallelism);
+      const list = byGroup.get(entry.group);
+      if (list === undefined) byGroup.set(entry.group, [entry]);
+      else list.push(entry);
     }
+    const records: (InternalTimer<unknown> & { readonly keyGroup: number })[] = [];
+    for (const [keyGroup, list] of byGroup) {
+      records.push({ key: list[0]!.key, namespace: packGroupSlices(list, this.sliceSize), timestamp: this.watermark, keyGroup });
+    }
+    return records[Symbol.iterator]();
   }
 
-  /** Puts back one key's accumulator of a slice (the key is the backend's current one), its windows from `nextMaxTimestamp` on to fire. */
-  private restoreSlice([start, bytes]: [number, Uint8Array], nextMaxTimestamp: number): void {
-    const key = this.context.stateBackend.getCurrentKey();
-    if (this.slices.has(start)) this.registerEnds(start, nextMaxTimestamp - 1);
-    else this.openSlice(start, nextMaxTimestamp - 1);
-    const id = typeof key === 'number' ? key : canonicalKey(key);
-    const acc = stateCodec.unpack(bytes) as unknown;
-    let entry = this.keys.get(id);
-    if (entry === undefined) this.keys.set(id, (entry = { id, key, starts: [], accs: [] }));
-    const { starts, accs } = entry;
-    let i = starts.length;
-    while (i > 0 && starts[i - 1]! > start) i--;
-    if (i > 0 && starts[i - 1] === start) accs[i - 1] = acc;
-    else {
-      starts.splice(i, 0, start);
-      accs.splice(i, 0, acc);
+  /** Puts back a key group's slices (GroupSlices) and their windows past `watermark` to fire. */
+  private restoreSlices(namespace: unknown, watermark: number): void {
+    const { keys, counts, starts, accs } = unpackGroupSlices(namespace);
+    const opened = new Set<number>();
+    let at = 0;
+    for (let k = 0; k < keys.length; k++) {
+      const key = keys[k];
+      const id = typeof key === 'number' ? key : canonicalKey(key);
+      let entry = this.keys.get(id);
+      if (entry === undefined) this.keys.set(id, (entry = { id, key, starts: [], accs: [], group: -1 }));
+      for (const end = at + counts[k]!; at < end; at++) {
+        const start = starts(at);
+        if (!opened.has(start)) {
+          opened.add(start);
+          if (this.slices.has(start)) this.registerEnds(start, watermark);
+          else this.openSlice(start, watermark);
+        }
+        insertSlice(entry, start, accs[at]);
+      }
     }
   }
 }
 
-// The bytes of the small non-negative integer accumulators (counts), encoded once: a snapshot shares them.
-const SMALL_INTEGERS = Array.from({ length: 1024 }, (_, n) => Uint8Array.from(stateCodec.pack(n)));
+/** Puts `acc` in as `entry`'s accumulator of the slice at `start` (replacing one there). */
+function insertSlice(entry: KeySlices, start: number, acc: unknown): void {
+  const { starts, accs } = entry;
+  let i = starts.length;
+  while (i > 0 && starts[i - 1]! > start) i--;
+  if (i > 0 && starts[i - 1] === start) accs[i - 1] = acc;
+  else {
+    starts.splice(i, 0, start);
+    accs.splice(i, 0, acc);
+  }
+}
 
-/** An accumulator's bytes in a snapshot (stateCodec's, as a restore reads them). */
-function packedAccumulator(acc: unknown): Uint8Array {
-  if (typeof acc === 'number' && acc >= 0 && acc < 1024 && Number.isInteger(acc) && !Object.is(acc, -0)) return SMALL_INTEGERS[acc]!;
-  return stateCodec.pack(acc);
+/**
+ * A key group's slices in a snapshot, column by column: its keys; per key how many slices it has (Uint32);
+ * the slices' starts, key after key, ascending per key, as slice numbers from `base` in units of `unit`
+ * (Int32; 'f64': the starts themselves as Float64); and their accumulators: Int32 when all are 32-bit
+ * integers, Float64 when all are numbers, else stateCodec's bytes of the list. Typed arrays are in the platform's byte order (little-endian on x64 and arm64, where Floe runs).
+ */
+type GroupSlices = [
+  format: typeof GROUP_SLICES,
+  keys: unknown[],
+  counts: Uint8Array,
+  base: number,
+  unit: number,
+  starts: Uint8Array | ['f64', Uint8Array],
+  accKind: 'i32' | 'f64' | 'packed',
+  accs: Uint8Array,
+];
+
+/** The format tag of GroupSlices. */
+const GROUP_SLICES = 'slices/1';
+
+const bytesOf = (a: Int32Array | Uint32Array | Float64Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+
+/** The slices of `list` (keys of one group) as GroupSlices: copies taken now. */
+function packGroupSlices(list: readonly KeySlices[], unit: number): GroupSlices {
+  const keys: unknown[] = new Array(list.length);
+  const counts = new Uint32Array(list.length);
+  let total = 0;
+  let base = Infinity;
+  let allInt32 = true;
+  let allNumbers = true;
+  for (let k = 0; k < list.length; k++) {
+    const { key, starts, accs } = list[k]!;
+    keys[k] = key;
+    counts[k] = starts.length;
+    total += starts.length;
+    if (starts.length > 0 && starts[0]! < base) base = starts[0]!;
+    if (allNumbers) {
+      for (const acc of accs) {
+        if (typeof acc !== 'number') {
+          allNumbers = allInt32 = false;
+          break;
+        }
+        if (allInt32 && ((acc | 0) !== acc || Object.is(acc, -0))) allInt32 = false;
+      }
+    }
+  }
+  const units = new Int32Array(total);
+  const floats = new Float64Array(allNumbers ? total : 0);
+  const objects: unknown[] = allNumbers ? [] : new Array(total);
+  let inUnits = Number.isFinite(base);
+  let at = 0;
+  for (const { starts, accs } of list) {
+    for (let i = 0; i < starts.length; i++, at++) {
+      if (inUnits) {
+        const n = (starts[i]! - base) / unit;
+        if (n > 0x7fffffff || !Number.isInteger(n)) inUnits = false;
+        else units[at] = n;
+      }
+      if (allNumbers) floats[at] = accs[i] as number;
+      else objects[at] = accs[i];
+    }
+  }
+  let startBytes: GroupSlices[5];
+  if (inUnits) startBytes = bytesOf(units);
+  else startBytes = ['f64', bytesOf(Float64Array.from(list.flatMap((e) => e.starts)))];
+  let accKind: GroupSlices[6];
+  let accBytes: Uint8Array;
+  if (allInt32) [accKind, accBytes] = ['i32', bytesOf(Int32Array.from(floats))];
+  else if (allNumbers) [accKind, accBytes] = ['f64', bytesOf(floats)];
+  else [accKind, accBytes] = ['packed', stateCodec.pack(objects)];
+  return [GROUP_SLICES, keys, bytesOf(counts), inUnits ? base : 0, unit, startBytes, accKind, accBytes];
+}
+
+/** Bytes as a typed array of `Type`, copied when they do not sit at a multiple of its element size. */
+function view<T extends Int32Array | Uint32Array | Float64Array>(
+  bytes: Uint8Array,
+  Type: { new (b: ArrayBuffer, o: number, n: number): T; BYTES_PER_ELEMENT: number },
+): T {
+  const size = Type.BYTES_PER_ELEMENT;
+  if (bytes.length % size !== 0) throw new KeyGroupFormatError(`the window slices hold ${bytes.length} bytes of ${size}-byte values`);
+  const aligned = bytes.byteOffset % size === 0 ? bytes : Uint8Array.from(bytes);
+  return new Type(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.length / size);
+}
+
+/** GroupSlices back: the keys, their slice counts, each slice's start by index, and the accumulators. */
+function unpackGroupSlices(namespace: unknown): { keys: unknown[]; counts: Uint32Array; starts: (i: number) => number; accs: ArrayLike<unknown> } {
+  const ns = namespace as GroupSlices;
+  if (!Array.isArray(ns) || ns[0] !== GROUP_SLICES || ns.length !== 8) {
+    throw new KeyGroupFormatError(
+      `the window slices' record holds ${Array.isArray(ns) ? `[${String(ns[0])}, …] (${ns.length} fields)` : typeof ns}, expected [${GROUP_SLICES}, …] (8 fields) of this version`,
+    );
+  }
+  const [, keys, countBytes, base, unit, startBytes, accKind, accBytes] = ns;
+  const counts = view(countBytes, Uint32Array);
+  let total = 0;
+  for (const c of counts) total += c;
+  let starts: (i: number) => number;
+  if (Array.isArray(startBytes)) {
+    const f = view(startBytes[1], Float64Array);
+    starts = (i) => f[i]!;
+  } else {
+    const u = view(startBytes, Int32Array);
+    starts = (i) => base + u[i]! * unit;
+  }
+  const accs: ArrayLike<unknown> =
+    accKind === 'i32' ? view(accBytes, Int32Array) : accKind === 'f64' ? view(accBytes, Float64Array) : (stateCodec.unpack(accBytes) as unknown[]);
+  if (keys.length !== counts.length || accs.length !== total) {
+    throw new KeyGroupFormatError(`the window slices hold ${keys.length} keys, ${counts.length} counts and ${accs.length} accumulators of ${total} slices`);
+  }
+  return { keys, counts, starts, accs };
 }
 
 function gcd(a: number, b: number): number {

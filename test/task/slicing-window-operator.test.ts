@@ -13,6 +13,8 @@ import type { OperatorSubtaskState } from '../../runtime/protocol/checkpoints.js
 import { defaultTriggerOf, type WindowAssignerSpec } from '../../runtime/jobgraph/window-spec.js';
 import { SlicingWindowOperator, slicingWindowProblem } from '../../runtime/task/slicing-window-operator.js';
 import { LmdbKeyedStateBackend } from '../../runtime/task/state/lmdb-keyed-state-backend.js';
+import { encodeKeyGroups, KeyGroupFormatError, writeKeyGroups } from '../../runtime/task/state/key-group-snapshot.js';
+import { stateCodec } from '../../runtime/task/state/incremental-key-groups.js';
 import { KeyGroupOutOfRangeError } from '../../runtime/task/state/keyed-state-backend.js';
 import type { CheckpointedOperator } from '../../runtime/task/stream-operator.js';
 import type { WindowFunctions } from '../../runtime/task/window-contents.js';
@@ -99,6 +101,15 @@ const reduceWithSides: WindowFunctions = {
   },
 };
 
+/** A sum of quarters: an accumulator that is a number with a fraction. */
+const quarterSum: WindowFunctions = {
+  kind: 'aggregate',
+  createAccumulator: () => 0,
+  add: (e, acc) => (acc as number) + (e as Ev).v / 4,
+  getResult: (acc) => acc,
+  merge: (a, b) => (a as number) + (b as number),
+};
+
 const tumbling = (size: number, offset = 0): WindowAssignerSpec => ({ type: 'tumbling', timeDomain: 'event-time', size, offset });
 const sliding = (size: number, slide: number, offset = 0): WindowAssignerSpec => ({ type: 'sliding', timeDomain: 'event-time', size, slide, offset });
 
@@ -110,6 +121,7 @@ const cases: [string, WindowAssignerSpec, WindowFunctions][] = [
   ['sliding of size / 10, a count with a ProcessWindowFunction', sliding(100, 10), countWithWindow],
   ['sliding with gaps between windows (slide > size)', sliding(20, 50), sumReduce],
   ['sliding, a reduce whose ProcessWindowFunction emits several records and side outputs', sliding(90, 30), reduceWithSides],
+  ['sliding, an aggregate of numbers with fractions', sliding(60, 20), quarterSum],
 ];
 
 const configOf = (assigner: WindowAssignerSpec, functions: WindowFunctions): WindowOperatorConfig => ({
@@ -313,6 +325,25 @@ describe('SlicingWindowOperator snapshot and restore', () => {
         expect(results(second).length).toBeGreaterThan(0);
         expect([...atCut, ...results(second)].sort()).toEqual(results(reference).sort());
       }
+    });
+
+    it(`${backend}: a checkpoint whose slices are records of another format fails to restore, saying so`, async () => {
+      const streams = new MemoryCheckpointStreams();
+      const range = keyGroupRange(0, 1, MAX);
+      // One record per slice, [slice start, accumulator's bytes]: not the per-key-group form this operator writes.
+      const key = 'key-1';
+      const group = keyGroupOf(canonicalKey(key), MAX);
+      const timers = [{ service: 'window-slices', domain: 'event' as const, key, namespace: [0, stateCodec.pack(3)], timestamp: 99 }];
+      const handle = await writeKeyGroups(
+        streams,
+        1,
+        'old',
+        range,
+        encodeKeyGroups(range, (g) => ({ entries: [], timers: g === group ? timers : [] })),
+      );
+      const h = slicingOn(backend, configOf(sliding(100, 10), plainCount));
+      await expect(hooks(h).initializeState({ keyed: [handle], operator: [] }, streams)).rejects.toThrow(KeyGroupFormatError);
+      await expect(hooks(h).initializeState({ keyed: [handle], operator: [] }, streams)).rejects.toThrow(/expected \[slices\/1, …\]/);
     });
 
     it(`${backend}: restored as two subtasks of half the key groups each, fires the same results`, async () => {
