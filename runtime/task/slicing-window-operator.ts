@@ -8,16 +8,16 @@
 // fired is dropped and counted. The slices live on the heap beside the keyed state backend; a checkpoint
 // writes, per key group, one record of a service 'window-slices' (the key-group format's timer record, its
 // key one of the group's keys, its timestamp the watermark): in its namespace the group's keys, how many
-// slices each has, and all their slices' starts and accumulators packed column by column (GroupSlices).
+// slices each has, and all their slices' starts and accumulators packed column by column
+// (window-slices-snapshot.ts).
 import { MIN_WATERMARK } from '../api/watermark-strategy.js';
 import { TimeWindow } from '../api/windowing.js';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
 import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { windowPreAggregationProblem } from '../jobgraph/window-spec.js';
-import { KeyGroupFormatError } from './state/key-group-snapshot.js';
+import { packGroupSlices, unpackGroupSlices } from './window-slices-snapshot.js';
 import { restoreKeyedState, snapshotFileName, snapshotKeyedState, type NamedTimerService } from './keyed-state-snapshots.js';
-import { stateCodec } from './state/incremental-key-groups.js';
 import type { KeyedOperatorContext, OneInputOperator } from './stream-operator.js';
 import { CollectedOutputs } from './collected-outputs.js';
 import { isThenable } from './task-io.js';
@@ -365,118 +365,6 @@ function insertSlice(entry: KeySlices, start: number, acc: unknown): void {
     starts.splice(i, 0, start);
     accs.splice(i, 0, acc);
   }
-}
-
-/**
- * A key group's slices in a snapshot, column by column: its keys; per key how many slices it has (Uint32);
- * the slices' starts, key after key, ascending per key, as slice numbers from `base` in units of `unit`
- * (Int32; 'f64': the starts themselves as Float64); and their accumulators: Int32 when all are 32-bit
- * integers, Float64 when all are numbers, else stateCodec's bytes of the list. Typed arrays are in the platform's byte order (little-endian on x64 and arm64, where Floe runs).
- */
-type GroupSlices = [
-  format: typeof GROUP_SLICES,
-  keys: unknown[],
-  counts: Uint8Array,
-  base: number,
-  unit: number,
-  starts: Uint8Array | ['f64', Uint8Array],
-  accKind: 'i32' | 'f64' | 'packed',
-  accs: Uint8Array,
-];
-
-/** The format tag of GroupSlices. */
-const GROUP_SLICES = 'slices/1';
-
-const bytesOf = (a: Int32Array | Uint32Array | Float64Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-
-/** The slices of `list` (keys of one group) as GroupSlices: copies taken now. */
-function packGroupSlices(list: readonly KeySlices[], unit: number): GroupSlices {
-  const keys: unknown[] = new Array(list.length);
-  const counts = new Uint32Array(list.length);
-  let total = 0;
-  let base = Infinity;
-  let allInt32 = true;
-  let allNumbers = true;
-  for (let k = 0; k < list.length; k++) {
-    const { key, starts, accs } = list[k]!;
-    keys[k] = key;
-    counts[k] = starts.length;
-    total += starts.length;
-    if (starts.length > 0 && starts[0]! < base) base = starts[0]!;
-    if (allNumbers) {
-      for (const acc of accs) {
-        if (typeof acc !== 'number') {
-          allNumbers = allInt32 = false;
-          break;
-        }
-        if (allInt32 && ((acc | 0) !== acc || Object.is(acc, -0))) allInt32 = false;
-      }
-    }
-  }
-  const units = new Int32Array(total);
-  const floats = new Float64Array(allNumbers ? total : 0);
-  const objects: unknown[] = allNumbers ? [] : new Array(total);
-  let inUnits = Number.isFinite(base);
-  let at = 0;
-  for (const { starts, accs } of list) {
-    for (let i = 0; i < starts.length; i++, at++) {
-      if (inUnits) {
-        const n = (starts[i]! - base) / unit;
-        if (n > 0x7fffffff || !Number.isInteger(n)) inUnits = false;
-        else units[at] = n;
-      }
-      if (allNumbers) floats[at] = accs[i] as number;
-      else objects[at] = accs[i];
-    }
-  }
-  let startBytes: GroupSlices[5];
-  if (inUnits) startBytes = bytesOf(units);
-  else startBytes = ['f64', bytesOf(Float64Array.from(list.flatMap((e) => e.starts)))];
-  let accKind: GroupSlices[6];
-  let accBytes: Uint8Array;
-  if (allInt32) [accKind, accBytes] = ['i32', bytesOf(Int32Array.from(floats))];
-  else if (allNumbers) [accKind, accBytes] = ['f64', bytesOf(floats)];
-  else [accKind, accBytes] = ['packed', stateCodec.pack(objects)];
-  return [GROUP_SLICES, keys, bytesOf(counts), inUnits ? base : 0, unit, startBytes, accKind, accBytes];
-}
-
-/** Bytes as a typed array of `Type`, copied when they do not sit at a multiple of its element size. */
-function view<T extends Int32Array | Uint32Array | Float64Array>(
-  bytes: Uint8Array,
-  Type: { new (b: ArrayBuffer, o: number, n: number): T; BYTES_PER_ELEMENT: number },
-): T {
-  const size = Type.BYTES_PER_ELEMENT;
-  if (bytes.length % size !== 0) throw new KeyGroupFormatError(`the window slices hold ${bytes.length} bytes of ${size}-byte values`);
-  const aligned = bytes.byteOffset % size === 0 ? bytes : Uint8Array.from(bytes);
-  return new Type(aligned.buffer as ArrayBuffer, aligned.byteOffset, aligned.length / size);
-}
-
-/** GroupSlices back: the keys, their slice counts, each slice's start by index, and the accumulators. */
-function unpackGroupSlices(namespace: unknown): { keys: unknown[]; counts: Uint32Array; starts: (i: number) => number; accs: ArrayLike<unknown> } {
-  const ns = namespace as GroupSlices;
-  if (!Array.isArray(ns) || ns[0] !== GROUP_SLICES || ns.length !== 8) {
-    throw new KeyGroupFormatError(
-      `the window slices' record holds ${Array.isArray(ns) ? `[${String(ns[0])}, …] (${ns.length} fields)` : typeof ns}, expected [${GROUP_SLICES}, …] (8 fields) of this version`,
-    );
-  }
-  const [, keys, countBytes, base, unit, startBytes, accKind, accBytes] = ns;
-  const counts = view(countBytes, Uint32Array);
-  let total = 0;
-  for (const c of counts) total += c;
-  let starts: (i: number) => number;
-  if (Array.isArray(startBytes)) {
-    const f = view(startBytes[1], Float64Array);
-    starts = (i) => f[i]!;
-  } else {
-    const u = view(startBytes, Int32Array);
-    starts = (i) => base + u[i]! * unit;
-  }
-  const accs: ArrayLike<unknown> =
-    accKind === 'i32' ? view(accBytes, Int32Array) : accKind === 'f64' ? view(accBytes, Float64Array) : (stateCodec.unpack(accBytes) as unknown[]);
-  if (keys.length !== counts.length || accs.length !== total) {
-    throw new KeyGroupFormatError(`the window slices hold ${keys.length} keys, ${counts.length} counts and ${accs.length} accumulators of ${total} slices`);
-  }
-  return { keys, counts, starts, accs };
 }
 
 function gcd(a: number, b: number): number {
