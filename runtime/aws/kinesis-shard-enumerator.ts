@@ -31,7 +31,10 @@ export interface KinesisShardEnumeratorOptions {
   readonly streamName: string;
   /** The reader subtasks of the source. */
   readonly parallelism: number;
-  /** Where shards open when the source starts are read from; shards found later start at TRIM_HORIZON. */
+  /**
+   * Where shards open when the source starts are read from (LATEST: records that arrive from the first
+   * listing on, read AT_TIMESTAMP of it); shards found later start at TRIM_HORIZON.
+   */
   readonly initialPosition: KinesisStartingPosition;
   /** How often the shards are listed again (ms); 0 lists only at start. @default 10000 */
   readonly discoveryIntervalMs?: number;
@@ -52,6 +55,8 @@ export const DEFAULT_SHARD_DISCOVERY_INTERVAL_MS = 10_000;
 
 export class KinesisShardSplitEnumerator {
   private readonly entries = new Map<string, Entry>();
+  /** Each shard's split as discovered, with the position it is first read from. */
+  private readonly discovered = new Map<string, KinesisShardSplit>();
   /** Ready splits per owner, in the order they became ready. */
   private readonly queues: string[][];
   private readonly waiters = new Set<{ subtask: number; wake: () => void }>();
@@ -137,6 +142,24 @@ export class KinesisShardSplitEnumerator {
     }
   }
 
+  /**
+   * Restored from a checkpoint (the readers' state): the shards `held` are the restored readers' (each
+   * reports its end as before), the `finished` ones were read to their end before it, and every other shard
+   * known is read again from where it was first to be read, once its parents are done — so a shard handed
+   * out, or even read to its end, after the checkpoint is read again, and a child still comes after its
+   * parents. Splits not handed out yet wait in no queue: the readers ask again.
+   */
+  restoreFromReaders(held: ReadonlySet<string>, finished: ReadonlySet<string>): void {
+    for (const queue of this.queues) queue.length = 0;
+    for (const [shardId, entry] of this.entries) {
+      const split = this.discovered.get(shardId) ?? entry.split;
+      if (finished.has(shardId)) this.entries.set(shardId, { split, state: 'finished' });
+      else if (held.has(shardId)) this.entries.set(shardId, { split, state: 'assigned' });
+      else this.entries.set(shardId, { split, state: 'waiting' });
+    }
+    for (const entry of this.entries.values()) if (entry.state === 'waiting' && this.parentsDone(entry.split)) this.assign(entry.split.shardId);
+  }
+
   /** Each shard's state, for reports and tests. */
   snapshot(): { shardId: string; state: SplitState; owner?: number }[] {
     return [...this.entries.values()].map((e) => ({ shardId: e.split.shardId, state: e.state, ...(e.owner !== undefined ? { owner: e.owner } : {}) }));
@@ -162,6 +185,10 @@ export class KinesisShardSplitEnumerator {
    */
   addShards(shards: readonly Shard[]): boolean {
     const first = this.discoveries++ === 0;
+    // LATEST as the time of this first listing: a reader that stored no sequence number yet resumes there
+    // after a restore, not at the stream's tip then (which would skip what arrived since).
+    const initial: KinesisStartingPosition =
+      first && this.options.initialPosition.type === 'LATEST' ? { type: 'AT_TIMESTAMP', timestampMs: this.clock.now() } : this.options.initialPosition;
     let readied = false;
     for (const shard of shards) {
       const shardId = shard.ShardId!;
@@ -173,9 +200,10 @@ export class KinesisShardSplitEnumerator {
         streamName: this.options.streamName,
         shardId,
         parentShardIds,
-        startingPosition: first ? this.options.initialPosition : { type: 'TRIM_HORIZON' },
+        startingPosition: first ? initial : { type: 'TRIM_HORIZON' },
       };
       this.entries.set(shardId, { split, state: 'waiting' });
+      this.discovered.set(shardId, split);
     }
     for (const entry of this.entries.values()) {
       if (entry.state === 'waiting' && this.parentsDone(entry.split)) {

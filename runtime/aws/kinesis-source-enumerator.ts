@@ -1,9 +1,12 @@
 // The Kinesis connector's JobMaster side: the SplitEnumerator of a `fromSource(KinesisStreamsSource…)`
 // vertex, over KinesisShardSplitEnumerator. The shards are listed once when the job starts (a stream
 // that does not exist fails the job then) and again every discovery interval through the JobMaster's
-// callAsync; a split per shard, children handed out once their parents are reported finished. Without a
-// reset, a restarted source vertex keeps the shards read to their end as finished and gets the others
-// back at the positions they were handed out with (records read since are read again: at-least-once).
+// callAsync; a split per shard, children handed out once their parents are reported finished. Restored
+// from a checkpoint, the shards are what the restored readers account for: those they hold resume from
+// their positions, those read to their end before the checkpoint stay done, and every other shard (also
+// one handed out or finished after the checkpoint) is read again from its start, children after parents.
+// Without a checkpoint, a restarted source vertex keeps the shards read to their end as finished and gets
+// the others back at the positions they were handed out with (records read since are read again).
 import type { KinesisStartingPosition } from './kinesis-shard-enumerator.js';
 import { registerSplitEnumerator, type SourceOperatorSpec, type SplitEnumerator, type SplitEnumeratorContext } from '../jobmaster/split-enumerator.js';
 import { NO_SPLIT_YET, type SourceSplit } from '../protocol/source-splits.js';
@@ -60,6 +63,10 @@ export async function createKinesisSplitEnumerator(source: SourceOperatorSpec, c
     nextSplit: (subtaskIndex) => shards.nextSplit(subtaskIndex) ?? NO_SPLIT_YET,
     addSplitsBack: (splits: readonly SourceSplit[], subtaskIndex) => {
       shards.addSplitsBack(splits as Parameters<typeof shards.addSplitsBack>[0], subtaskIndex);
+      context.signalSplitsAvailable();
+    },
+    restoreFromReaders: (held, finished) => {
+      shards.restoreFromReaders(held, finished);
       context.signalSplitsAvailable();
     },
     splitsFinished: (splitIds) => {

@@ -167,14 +167,16 @@ export class SourceCoordinators {
         givenTo.set(split.splitId, held!.subtaskIndex);
       }
     }
-    if (source.enumerator.reset !== undefined) source.held.clear();
+    if (source.enumerator.reset !== undefined || source.enumerator.restoreFromReaders !== undefined) source.held.clear();
     source.restoring++;
     restored.then(
       (splits) =>
         void this.deps.main.run(() => {
           source.restoring--;
           if (source.closed) return;
-          if (source.enumerator.reset !== undefined) {
+          if (source.enumerator.restoreFromReaders !== undefined) {
+            source.enumerator.restoreFromReaders(splits.held, splits.finished);
+          } else if (source.enumerator.reset !== undefined) {
             source.enumerator.reset(new Set([...splits.held, ...splits.finished]));
           } else {
             for (const split of given) {

@@ -45,6 +45,14 @@ export interface SplitEnumerator<S extends SourceSplit = SourceSplit> {
    * the unfinished splits no restored reader holds through addSplitsBack.
    */
   reset?(exclude?: ReadonlySet<string>): void;
+  /**
+   * The source vertex restores from a checkpoint and the enumerator cannot start over (its splits have an
+   * order, such as a Kinesis child shard after its parents): it takes its state from what the restored
+   * readers account for — `held` they resume from their positions, `finished` they read to their end
+   * before the checkpoint — and hands out every other split again from where it was first handed out.
+   * Preferred over `reset` and addSplitsBack when present.
+   */
+  restoreFromReaders?(held: ReadonlySet<string>, finished: ReadonlySet<string>): void;
   /** For the job's views: splits handed out, and how many exist (undefined while unknown or without end). */
   progress?(): { readonly handedOut: number; readonly total?: number };
   close(): void;

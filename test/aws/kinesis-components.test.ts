@@ -147,9 +147,14 @@ describe('KinesisShardSplitEnumerator', () => {
       initialPosition: { type: 'LATEST' },
       discoveryIntervalMs: 0,
     });
+    const startedAt = Date.now();
     await enumerator.start();
     const [a, b] = [enumerator.nextSplit(0)!, enumerator.nextSplit(0)!];
-    expect(a.startingPosition).toEqual({ type: 'LATEST' });
+    // LATEST is the time of the first listing: a restored reader that read nothing yet resumes there.
+    expect(a.startingPosition.type).toBe('AT_TIMESTAMP');
+    const at = (a.startingPosition as { timestampMs: number }).timestampMs;
+    expect(at).toBeGreaterThanOrEqual(startedAt);
+    expect(at).toBeLessThanOrEqual(Date.now());
 
     await splitShard(stream, a.shardId);
     await enumerator.discoverShards();
@@ -174,6 +179,50 @@ describe('KinesisShardSplitEnumerator', () => {
     expect([...merged.parentShardIds].sort()).toEqual([c1.shardId, c2.shardId].sort());
     expect(enumerator.nextSplit(0)).toBeNull();
     expect(b.shardId).not.toBe(merged.shardId);
+    enumerator.close();
+  });
+
+  it("restored from the readers' state, reads again every shard a checkpoint does not account for, children after parents", async () => {
+    const stream = await newStream(2);
+    const enumerator = new KinesisShardSplitEnumerator({
+      client,
+      streamName: stream,
+      parallelism: 1,
+      initialPosition: { type: 'TRIM_HORIZON' },
+      discoveryIntervalMs: 0,
+    });
+    await enumerator.start();
+    const [a, b] = [enumerator.nextSplit(0)!, enumerator.nextSplit(0)!];
+    // After the checkpoint (a held, b held): a is split, read to its end, and its children read to theirs
+    // after they were merged; then the readers fail and restore from that checkpoint.
+    await splitShard(stream, a.shardId);
+    await enumerator.discoverShards();
+    enumerator.splitFinished(a.shardId);
+    const [c1, c2] = [enumerator.nextSplit(0)!, enumerator.nextSplit(0)!];
+    await client.send(new MergeShardsCommand({ StreamName: stream, ShardToMerge: c1.shardId, AdjacentShardToMerge: c2.shardId }));
+    await kinesis.waitActive(stream);
+    await enumerator.discoverShards();
+    enumerator.splitFinished(c1.shardId);
+    enumerator.splitFinished(c2.shardId);
+    const merged = enumerator.nextSplit(0)!;
+    expect(merged.parentShardIds).toHaveLength(2);
+
+    enumerator.restoreFromReaders(new Set([a.shardId, b.shardId]), new Set());
+    // The restored readers resume a and b; nothing is handed out until a is read to its end again.
+    expect(enumerator.nextSplit(0)).toBeNull();
+    enumerator.splitFinished(a.shardId);
+    const again = [enumerator.nextSplit(0)!, enumerator.nextSplit(0)!];
+    expect(again.map((s) => s.shardId).sort()).toEqual([c1.shardId, c2.shardId].sort());
+    for (const s of again) expect(s.startingPosition).toEqual({ type: 'TRIM_HORIZON' });
+    expect(enumerator.nextSplit(0)).toBeNull();
+    enumerator.splitFinished(c1.shardId);
+    enumerator.splitFinished(c2.shardId);
+    expect(enumerator.nextSplit(0)?.shardId).toBe(merged.shardId);
+
+    // Restored from a later checkpoint where a and the children were read to their end: only the merged shard.
+    enumerator.restoreFromReaders(new Set([b.shardId]), new Set([a.shardId, c1.shardId, c2.shardId]));
+    expect(enumerator.nextSplit(0)).toEqual(merged);
+    expect(enumerator.nextSplit(0)).toBeNull();
     enumerator.close();
   });
 

@@ -1,7 +1,8 @@
 // Kinesis Data Streams in jobs on the embedded cluster (real JobManager and TaskExecutor processes) and
 // kinesalite: a job writes with KinesisStreamsSink, and every record it wrote is in the stream; a job
 // reads a stream with KinesisStreamsSource while its shards are split and merged, and every record is read;
-// a TaskExecutor killed while it reads loses no record (its shards are read again: at-least-once).
+// a TaskExecutor killed while it reads loses no record (its shards are read again: at-least-once); with
+// checkpoints and a FileSink, a job killed amid a reshard writes each record exactly once, in order per key.
 import {
   GetRecordsCommand,
   GetShardIteratorCommand,
@@ -10,6 +11,9 @@ import {
   PutRecordsCommand,
   SplitShardCommand,
 } from '@aws-sdk/client-kinesis';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKinesalite, type Kinesalite } from '../support/kinesalite.js';
 import { clusterProcesses } from '../../runtime/local/process-table.js';
@@ -121,6 +125,96 @@ describe('Kinesis on the embedded cluster', () => {
 
     expect((await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
     expect((await cluster.awaitTerminal(jobId, 60_000)).status).toBe('CANCELED');
+  });
+
+  it('with checkpoints, a job killed while it reads through a split and a merge writes each record once, in order per key', async () => {
+    const { client } = kinesis;
+    await kinesis.createStream('exact', 2);
+    const target = mkdtempSync(join(tmpdir(), 'floe-kinesis-exact-'));
+    const records = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, i) => `k${(from + i) % 16}:${from + i}`);
+    const put = async (values: string[]): Promise<void> => {
+      const out = await client.send(
+        new PutRecordsCommand({ StreamName: 'exact', Records: values.map((v) => ({ Data: Buffer.from(v), PartitionKey: v.split(':')[0]! })) }),
+      );
+      expect(out.FailedRecordCount ?? 0).toBe(0);
+    };
+    /** The lines of the committed part files. */
+    const output = (): string[] =>
+      existsSync(target)
+        ? readdirSync(target)
+            .filter((f) => f.startsWith('part-'))
+            .flatMap((f) =>
+              readFileSync(join(target, f), 'utf8')
+                .split('\n')
+                .filter((l) => l.length > 0),
+            )
+        : [];
+    const openShards = async (): Promise<{ id: string; parent?: string; start: string; end: string }[]> =>
+      ((await client.send(new ListShardsCommand({ StreamName: 'exact' }))).Shards ?? [])
+        .filter((s) => s.SequenceNumberRange?.EndingSequenceNumber === undefined)
+        .map((s) => ({
+          id: s.ShardId!,
+          ...(s.ParentShardId ? { parent: s.ParentShardId } : {}),
+          start: s.HashKeyRange!.StartingHashKey!,
+          end: s.HashKeyRange!.EndingHashKey!,
+        }));
+    try {
+      await put(records(0, 500));
+      const jobId = await cluster.submit('kinesis-jobs.ts', 'kinesisToFiles', [kinesis.endpoint, 'exact', target], 2);
+      await waitFor(async () => output().length >= 500 || undefined, 'the first records to be committed', 60_000, 200);
+
+      // Records keep coming while a shard is split, its children merged, and every TaskExecutor killed.
+      let next = 500;
+      let putting = true;
+      const putter = (async () => {
+        while (putting && next < 3_000) {
+          await put(records(next, next + 50));
+          next += 50;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      })();
+      const [first] = await openShards();
+      const middle = (BigInt(first!.start) + BigInt(first!.end)) / 2n;
+      await client.send(new SplitShardCommand({ StreamName: 'exact', ShardToSplit: first!.id, NewStartingHashKey: middle.toString() }));
+      await kinesis.waitActive('exact');
+      const children = (await openShards()).filter((s) => s.parent === first!.id).sort((a, b) => (BigInt(a.start) < BigInt(b.start) ? -1 : 1));
+      expect(children).toHaveLength(2);
+      // The job is busy: what it committed grows while records come.
+      const before = output().length;
+      await waitFor(async () => output().length > before || undefined, 'the job to commit more records while they come', 60_000, 100);
+      // The children end at the merge and are read to their end; the kill follows at once, before or
+      // after the checkpoint that would account for them.
+      await client.send(new MergeShardsCommand({ StreamName: 'exact', ShardToMerge: children[0]!.id, AdjacentShardToMerge: children[1]!.id }));
+      await kinesis.waitActive('exact');
+      const taskExecutors = clusterProcesses(cluster.stateDir).filter((p) => p.resourceId?.startsWith('te-'));
+      expect(taskExecutors.length).toBeGreaterThan(0);
+      for (const te of taskExecutors) process.kill(te.pid, 'SIGKILL');
+      const committedAtKill = output().length;
+      await putter;
+      putting = false;
+      if (next < 3_000) await put(records(next, 3_000));
+
+      await waitFor(async () => output().length >= 3_000 || undefined, 'every record to be committed after the restart', 45_000, 250);
+      await new Promise((r) => setTimeout(r, 1_000)); // a record twice would be committed by now
+      const lines = output();
+      // Each record once; each key's records numbered 1, 2, … in the order they were written.
+      const expected = new Map<string, string[]>();
+      for (const r of records(0, 3_000)) {
+        const key = r.split(':')[0]!;
+        const list = expected.get(key) ?? [];
+        list.push(`${r}#${list.length + 1}`);
+        expected.set(key, list);
+      }
+      expect(lines.length).toBe(3_000);
+      expect([...lines].sort()).toEqual([...expected.values()].flat().sort());
+      expect(committedAtKill).toBeLessThan(3_000);
+      const exceptions = (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body.exceptions as { restoredFrom?: number }[];
+      expect(exceptions.some((e) => e.restoredFrom !== undefined)).toBe(true);
+      expect((await cluster.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
+      expect((await cluster.awaitTerminal(jobId, 60_000)).status).toBe('CANCELED');
+    } finally {
+      rmSync(target, { recursive: true, force: true });
+    }
   });
 
   it('a TaskExecutor killed while the job reads loses no record: its shards are handed out again and read on', async () => {
