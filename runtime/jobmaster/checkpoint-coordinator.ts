@@ -10,89 +10,33 @@
 // goes the same way to the tasks but into its own folder, and is neither recorded in the store nor ever
 // deleted by the job; one that stops the job ends periodic checkpoints. Checkpoint ids come from the job's
 // CheckpointIDCounter in the HA store, so a deposed JobMaster never numbers a checkpoint as its successor does.
-import type { Clock, Timer } from '../core/clock.js';
+// The final checkpoint (FLIP-147): once every unfinished task reported the end of its data, the next
+// checkpoint is due at once (after the one in flight, and `minPauseMs` after the last one ended) rather
+// than an interval after the last trigger; the first one triggered from then on is the final one.
+import type { Timer } from '../core/clock.js';
 import { FloeError, StaleWriterError } from '../core/errors.js';
-import type { ExecutionAttemptId, JobId } from '../core/ids.js';
+import type { ExecutionAttemptId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
 import { SavepointLocation } from '../checkpoint/savepoint-location.js';
-import type { CheckpointIDCounter } from '../ha/checkpoint-id-counter.js';
-import type { CompletedCheckpoint, CompletedCheckpointStore } from '../ha/completed-checkpoint-store.js';
-import type { ExternalizedCheckpointRetention } from '../jobgraph/checkpointing.js';
+import type { CompletedCheckpoint } from '../ha/completed-checkpoint-store.js';
 import type { CheckpointStats } from '../protocol/checkpoint-stats.js';
-import {
-  isTaskNotReadyDecline,
-  type CheckpointMetrics,
-  type CheckpointOptions,
-  type StreamStateHandle,
-  type TaskStateSnapshot,
-} from '../protocol/checkpoints.js';
+import { isTaskNotReadyDecline, type CheckpointMetrics, type StreamStateHandle, type TaskStateSnapshot } from '../protocol/checkpoints.js';
+import { CheckpointFailureError, type CheckpointCoordinatorDeps, type JobEnd } from './checkpoint-coordinator-deps.js';
 import { CheckpointStatsTracker } from './checkpoint-stats-tracker.js';
 import { cleanUpAtJobEnd, filesOfSnapshots, filesOrNone } from './checkpoints-cleaner.js';
-import { PendingCheckpoint, type CheckpointSubtask, type FinishedSplitsOf } from './pending-checkpoint.js';
-import { subtaskOf, triggerPlanOf, type CheckpointPlanSource, type TriggerPlan } from './checkpoint-trigger-plan.js';
+import { FinalCheckpointTracker } from './final-checkpoint.js';
+import { PendingCheckpoint, type CheckpointSubtask } from './pending-checkpoint.js';
+import { subtaskOf, triggerPlanOf, type TriggerPlan } from './checkpoint-trigger-plan.js';
 
 export type { CheckpointPlanSource, CheckpointTask } from './checkpoint-trigger-plan.js';
 
-export interface CheckpointCoordinatorConfig {
-  /** `execution.checkpointing.interval`. */
-  readonly intervalMs: number;
-  /** `execution.checkpointing.timeout`: a checkpoint not complete by then is aborted. */
-  readonly timeoutMs: number;
-  /** `execution.checkpointing.min-pause`: from the end of one checkpoint to the trigger of the next. */
-  readonly minPauseMs: number;
-  /** `execution.checkpointing.tolerable-failed-checkpoints`: failures in a row the job survives. */
-  readonly tolerableFailedCheckpoints: number;
-  /** `state.checkpoints.num-retained`. */
-  readonly numRetained: number;
-  readonly options: CheckpointOptions;
-  /**
-   * `execution.checkpointing.externalized-checkpoint-retention`: whether a cancelled job keeps its retained
-   * checkpoints (see shutdown). @default 'DELETE_ON_CANCELLATION'
-   */
-  readonly externalizedRetention?: ExternalizedCheckpointRetention;
-}
-
-/** How a job ended, for what its checkpoints become (see CheckpointCoordinator.shutdown). */
-export type JobEnd = 'FINISHED' | 'FAILED' | 'CANCELED';
-
-/** How the coordinator reaches the tasks (through their TaskExecutors, fenced by the JobMaster's token). */
-export interface CheckpointTaskMessenger {
-  triggerCheckpoint(attemptId: ExecutionAttemptId, checkpointId: number, timestampMs: number, options: CheckpointOptions): Promise<void>;
-  notifyCheckpointComplete(attemptId: ExecutionAttemptId, checkpointId: number): Promise<void>;
-  notifyCheckpointAborted(attemptId: ExecutionAttemptId, checkpointId: number): Promise<void>;
-}
-
-export interface CheckpointCoordinatorDeps {
-  readonly jobId: JobId;
-  /** The JobMaster's leader epoch: the fencing token of every store write. */
-  readonly epoch: number;
-  readonly config: CheckpointCoordinatorConfig;
-  readonly clock: Clock;
-  readonly storage: CheckpointStorage;
-  readonly store: CompletedCheckpointStore;
-  /** The job's checkpoint ids, shared with every other JobMaster of the job (Flink's CheckpointIDCounter). */
-  readonly idCounter: CheckpointIDCounter;
-  readonly plan: CheckpointPlanSource;
-  readonly messenger: CheckpointTaskMessenger;
-  /** More failed checkpoints in a row than tolerated: the job fails over with this cause. */
-  readonly failJob: (cause: CheckpointFailureError) => void;
-  /** The splits a FINISHED source attempt reported read to their end. @default - none */
-  readonly finishedSplitsOf?: FinishedSplitsOf;
-  /** The folder of a new savepoint under a target directory. @default SavepointLocation.create */
-  readonly savepointLocation?: (targetDirectory: string) => SavepointLocation;
-  /** Runs a timer's work on the JobMaster's main thread. @default runs it at once */
-  readonly runAsync?: (work: () => Promise<void>) => void;
-  readonly log?: Logger;
-  /** Called when a checkpoint starts or ends, or a restore is reported: checkpointStats() changed. */
-  readonly statsChanged?: () => void;
-}
-
-export class CheckpointFailureError extends FloeError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('CHECKPOINT_FAILURE', message, options);
-  }
-}
+export {
+  CheckpointFailureError,
+  type CheckpointCoordinatorConfig,
+  type CheckpointCoordinatorDeps,
+  type CheckpointTaskMessenger,
+  type JobEnd,
+} from './checkpoint-coordinator-deps.js';
 
 /** The metadata file of a checkpoint: what a restore needs to find every subtask's state. */
 export interface CheckpointMetadata {
@@ -149,8 +93,11 @@ export class CheckpointCoordinator {
   private idleWaiters: (() => void)[] = [];
   /** The metadata of the latest completed checkpoint: what a deployment restores now. */
   private latestMetadata: CheckpointMetadata | undefined;
+  /** Whether every unfinished task reported the end of its data and waits for the final checkpoint. */
+  private readonly final: FinalCheckpointTracker;
 
   constructor(private readonly deps: CheckpointCoordinatorDeps) {
+    this.final = new FinalCheckpointTracker(deps.plan);
     this.log = (deps.log ?? silentLogger).child({ component: 'CheckpointCoordinator', jobId: deps.jobId, epoch: deps.epoch });
     this.runAsync =
       deps.runAsync ??
@@ -270,6 +217,7 @@ export class CheckpointCoordinator {
     const now = this.deps.clock.now();
     const pending = new PendingCheckpoint(checkpointId, now, runningTasks.map(subtaskOf), finished.map(subtaskOf));
     this.pending = pending;
+    if (savepoint === undefined) this.final.triggered(checkpointId);
     let options = this.deps.config.options;
     if (savepoint !== undefined) {
       this.savepoint = { ...savepoint, pending, subtasks: runningTasks.map(subtaskOf) };
@@ -354,6 +302,19 @@ export class CheckpointCoordinator {
   }
 
   /**
+   * A task reached the end of its data and waits for its final checkpoint (FLIP-147). Once every unfinished
+   * task did, that checkpoint is due at once: the periodic trigger is moved forward (see scheduleNext).
+   */
+  receiveEndOfData(attemptId: ExecutionAttemptId): void {
+    this.final.endOfData(attemptId);
+    if (!this.final.isDue() || this.pending !== undefined || this.triggering) return;
+    this.log.debug('every task reached the end of its data: the final checkpoint is triggered', { attemptId });
+    this.triggerTimer?.cancel();
+    this.triggerTimer = undefined;
+    this.scheduleNext();
+  }
+
+  /**
    * A task declined a checkpoint: it is aborted, and counts as a failed checkpoint unless the task was not
    * running yet (TASK_NOT_READY_DECLINE: still restoring its state), as Flink's CheckpointFailureManager counts.
    */
@@ -426,6 +387,7 @@ export class CheckpointCoordinator {
     this.wakeIdleWaiters();
     this.lastEndMs = this.deps.clock.now();
     this.failuresInARow = 0;
+    this.final.checkpointCompleted(checkpointId);
     const gone = new Set(subsumed.map((c) => c.checkpointId));
     this.retained = [...this.retained.filter((c) => !gone.has(c.checkpointId)), completed];
     this.ownFiles.set(checkpointId, filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)).own);
@@ -531,7 +493,7 @@ export class CheckpointCoordinator {
   private scheduleNext(): void {
     if (!this.running || this.pending !== undefined || this.triggerTimer !== undefined || this.stopping) return;
     const { intervalMs, minPauseMs } = this.deps.config;
-    const due = Math.max(this.lastTriggerMs + intervalMs, this.lastEndMs + minPauseMs);
+    const due = Math.max(this.final.isDue() ? -Infinity : this.lastTriggerMs + intervalMs, this.lastEndMs + minPauseMs);
     this.triggerTimer = this.deps.clock.setTimeout(
       () => {
         this.triggerTimer = undefined;

@@ -350,6 +350,7 @@ export class JobMaster implements JobMasterGateway {
         requestNextInputSplit: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
         acknowledgeCheckpoint: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
         declineCheckpoint: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
+        notifyEndOfData: (caller, [, attemptId]) => this.runsOn(caller, attemptId),
       },
     });
     await this.main.run(async () => {
@@ -501,6 +502,12 @@ export class JobMaster implements JobMasterGateway {
   declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string, taskEnded?: boolean): Promise<void> {
     return this.main.run(() => {
       if (jobId === this.jobId) this.checkpoints?.receiveDecline(attemptId, checkpointId, String(reason), taskEnded === true);
+    });
+  }
+
+  notifyEndOfData(jobId: JobId, attemptId: ExecutionAttemptId): Promise<void> {
+    return this.main.run(() => {
+      if (jobId === this.jobId) this.checkpoints?.receiveEndOfData(attemptId);
     });
   }
 

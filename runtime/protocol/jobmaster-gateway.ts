@@ -90,6 +90,12 @@ export interface JobMasterGateway {
    * ended, and its end (FINISHED, or a failure) settles the checkpoint instead.
    */
   declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string, taskEnded?: boolean): Promise<void>;
+  /**
+   * A checkpointing task reached the end of its data (its source read everything, or every input channel
+   * brought end of data) and waits for its final checkpoint (FLIP-147). Once every unfinished task of the job
+   * said so, the CheckpointCoordinator triggers that checkpoint without waiting for the interval.
+   */
+  notifyEndOfData(jobId: JobId, attemptId: ExecutionAttemptId): Promise<void>;
 }
 
 export const JOB_MASTER_METHODS = [
@@ -108,4 +114,5 @@ export const JOB_MASTER_METHODS = [
   'triggerSavepoint',
   'acknowledgeCheckpoint',
   'declineCheckpoint',
+  'notifyEndOfData',
 ] as const satisfies readonly (keyof JobMasterGateway)[];

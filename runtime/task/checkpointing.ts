@@ -11,7 +11,8 @@
 // checkpoint it takes from then on to complete (its barrier follows every record the task made, so the sinks
 // commit them at its notification); it holds back its end of partition meanwhile, so its consumers see that
 // barrier after its records. A consumer's input ends at end of data on every channel, so it takes the same
-// checkpoint after its own end: one checkpoint, triggered at the sources, ends every stage.
+// checkpoint after its own end: one checkpoint, triggered at the sources, ends every stage. The task tells the
+// JobMaster that it waits (reportEndOfData), so that checkpoint comes once every task waits, not an interval later.
 // A trigger that arrives while the input is ending (or, at a task that is no source, before its inputs
 // ended: the JobMaster triggers such a task once its upstream tasks finished) waits for the end.
 // With unaligned checkpoints, a trigger at a task that still reads its input (every upstream task finished,
@@ -138,14 +139,18 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       readonly clock?: Clock;
       /** Where a savepoint's state goes: the folder its barrier names. */
       readonly savepointStreams?: (targetLocation: string) => CheckpointStreamFactory;
+      /** Tells the JobMaster that the task reached the end of its data and awaits its final checkpoint. @default - tells nobody */
+      readonly endOfData?: () => void;
     } = {},
   ) {
     this.clock = options.clock ?? systemClock;
+    this.endOfDataListener = options.endOfData;
     this.streams = options.streams ?? NO_STORAGE;
     this.savepointStreams = options.savepointStreams;
   }
 
   private readonly savepointStreams: ((targetLocation: string) => CheckpointStreamFactory) | undefined;
+  private readonly endOfDataListener: (() => void) | undefined;
   /** A savepoint that stops the job passed this task and neither completed nor was aborted yet. */
   private stopping:
     { readonly checkpointId: number; readonly mode: 'suspend' | 'drain'; readonly outcome: Promise<boolean>; done: (completed: boolean) => void } | undefined;
@@ -215,6 +220,14 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
       return;
     }
     for (const barrier of held) chain.mailbox.post(() => this.checkpointState(barrier, 0));
+  }
+
+  /**
+   * The task sent end of data and waits for its final checkpoint: the JobMaster hears it (once every task
+   * said so, it triggers that checkpoint at once rather than at the next interval).
+   */
+  reportEndOfData(): void {
+    if (!this.ended) this.endOfDataListener?.();
   }
 
   /**

@@ -309,8 +309,10 @@ export async function runOperatorChain(taskIo: TaskIo, checkpointCoordinator?: S
           if (pending !== undefined) await pending;
           checkCanceled(io);
         }
-        if (waitsForFinalCheckpoint()) await allOf(io.outputs.map((o) => o.emitEndOfData()));
+        const finalCheckpoint = waitsForFinalCheckpoint();
+        if (finalCheckpoint) await allOf(io.outputs.map((o) => o.emitEndOfData()));
         checkpoints.endOfInputs();
+        if (finalCheckpoint) checkpoints.reportEndOfData();
       })());
 
     if (hasSource) {

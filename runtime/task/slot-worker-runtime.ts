@@ -333,6 +333,7 @@ export class SlotWorkerRuntime {
           : {
               streams: checkpointStreamsOf(tdd, tdd.checkpointing.storageUri),
               savepointStreams: (folder) => new SavepointLocation(folder, tdd.dataCredentials),
+              endOfData: () => this.post({ type: 'endOfData', attemptId: tdd.attemptId }),
             },
       ),
     };

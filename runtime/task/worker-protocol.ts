@@ -33,6 +33,7 @@
 //   recycled          the answer to recycle: what the job left changed in the thread (none: keep it)
 //   checkpointAck     a task's state for a checkpoint is written: its snapshot's handles and metrics
 //   checkpointDecline a task cannot take a checkpoint, and why
+//   endOfData         a checkpointing task reached the end of its data and waits for its final checkpoint
 //
 // Data never crosses the main thread between two workers: attach-producer / attach-consumer hand each
 // side one end of a MessageChannel, and buffers are transferred between the two workers directly.
@@ -96,7 +97,7 @@ export type MainToWorker =
   | { readonly type: 'notifyCheckpointComplete'; readonly attemptId: ExecutionAttemptId; readonly checkpointId: number }
   | { readonly type: 'notifyCheckpointAborted'; readonly attemptId: ExecutionAttemptId; readonly checkpointId: number };
 
-/** What a task reports about one checkpoint: its acknowledgement or its decline. */
+/** What a task reports about checkpoints: an acknowledgement, a decline, or that it awaits its final checkpoint. */
 export type CheckpointReportMessage =
   | {
       readonly type: 'checkpointAck';
@@ -112,7 +113,9 @@ export type CheckpointReportMessage =
       readonly reason: string;
       /** The task has ended (or runs here no more): its end, not this decline, settles the checkpoint. */
       readonly taskEnded?: boolean;
-    };
+    }
+  /** The task reached the end of its data (FLIP-147): it waits for a checkpoint taken from now on. */
+  | { readonly type: 'endOfData'; readonly attemptId: ExecutionAttemptId };
 
 export type WorkerToMain =
   | { readonly type: 'ready' }

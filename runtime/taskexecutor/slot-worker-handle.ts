@@ -52,7 +52,7 @@ export class SlotWorker {
     this.ready = new Promise((resolve) => (markReady = resolve));
     const heard = (m: WorkerToMain): void => {
       if (m.type === 'ready') markReady();
-      else if (m.type === 'checkpointAck' || m.type === 'checkpointDecline') for (const l of this.checkpointListeners) l(m);
+      else if (m.type === 'checkpointAck' || m.type === 'checkpointDecline' || m.type === 'endOfData') for (const l of this.checkpointListeners) l(m);
       onMessage(this, m);
     };
     this.light = mode.kind === 'light';

@@ -309,6 +309,7 @@ export class SlotWorkerPool {
         return;
       case 'checkpointAck':
       case 'checkpointDecline':
+      case 'endOfData':
         // Heard by the SlotWorker's onCheckpointReport listeners.
         return;
       default:

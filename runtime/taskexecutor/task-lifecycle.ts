@@ -179,7 +179,7 @@ export class TaskLifecycle {
     );
   }
 
-  /** A task's checkpoint acknowledgement or decline, on to its JobMaster; a stale worker's report is dropped. */
+  /** A task's checkpoint acknowledgement or decline, or its end of data, on to its JobMaster; a stale worker's report is dropped. */
   onCheckpointReport(worker: SlotWorker, report: CheckpointReportMessage): void {
     const task = this.o.slotTable.task(report.attemptId);
     if (task === undefined || task.worker !== worker) return;
@@ -188,12 +188,16 @@ export class TaskLifecycle {
     const sent =
       report.type === 'checkpointAck'
         ? gateway.acknowledgeCheckpoint(jobId, report.attemptId, report.checkpointId, report.metrics, report.state)
-        : gateway.declineCheckpoint(jobId, report.attemptId, report.checkpointId, report.reason, report.taskEnded === true ? true : undefined);
-    // A lost report is a checkpoint that times out at the coordinator: nothing to retry here.
+        : report.type === 'checkpointDecline'
+          ? gateway.declineCheckpoint(jobId, report.attemptId, report.checkpointId, report.reason, report.taskEnded === true ? true : undefined)
+          : gateway.notifyEndOfData(jobId, report.attemptId);
+    // A lost report is a checkpoint that times out at the coordinator (a lost end of data: a final checkpoint
+    // that waits for the next interval): nothing to retry here.
     sent.catch((error: unknown) =>
       this.o.logger.warn('checkpoint report not delivered to the JobMaster', {
         attemptId: report.attemptId,
-        checkpointId: report.checkpointId,
+        report: report.type,
+        ...(report.type !== 'endOfData' && { checkpointId: report.checkpointId }),
         error: String(error),
       }),
     );

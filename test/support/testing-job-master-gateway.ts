@@ -34,6 +34,7 @@ export interface TestingJobMasterFunctions {
     state: TaskStateSnapshot,
   ) => Promise<void>;
   declineCheckpoint: (jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string) => Promise<void>;
+  notifyEndOfData: (jobId: JobId, attemptId: ExecutionAttemptId) => Promise<void>;
 }
 
 export class TestingJobMasterGateway implements JobMasterGateway {
@@ -106,6 +107,9 @@ export class TestingJobMasterGateway implements JobMasterGateway {
   declineCheckpoint(jobId: JobId, attemptId: ExecutionAttemptId, checkpointId: number, reason: string): Promise<void> {
     return this.fns.declineCheckpoint(jobId, attemptId, checkpointId, reason);
   }
+  notifyEndOfData(jobId: JobId, attemptId: ExecutionAttemptId): Promise<void> {
+    return this.fns.notifyEndOfData(jobId, attemptId);
+  }
 }
 
 export class TestingJobMasterGatewayBuilder {
@@ -129,6 +133,7 @@ export class TestingJobMasterGatewayBuilder {
       triggerSavepoint: done,
       acknowledgeCheckpoint: done,
       declineCheckpoint: done,
+      notifyEndOfData: done,
     };
   }
 

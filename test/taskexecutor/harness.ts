@@ -140,6 +140,11 @@ export class TestJobMaster implements JobMasterGateway {
   async triggerSavepoint() {}
   /** Checkpoint acknowledgements and declines the TaskExecutor passed on, in order. */
   readonly checkpointReports: { type: 'ack' | 'decline'; attemptId: string; checkpointId: number; reason?: string }[] = [];
+  /** Attempts that said they reached the end of their data, in order. */
+  readonly endsOfData: string[] = [];
+  async notifyEndOfData(_jobId: string, attemptId: string) {
+    this.endsOfData.push(attemptId);
+  }
   async acknowledgeCheckpoint(_jobId: string, attemptId: string, checkpointId: number) {
     this.checkpointReports.push({ type: 'ack', attemptId, checkpointId });
   }
