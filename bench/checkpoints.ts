@@ -15,6 +15,9 @@
 //    files and on S3 (BENCH_STORAGE, default "file"; "file,s3" runs both): S3 is s3rver in a child process,
 //    the cluster's 'state.checkpoints.dir' a folder of its bucket. The TaskExecutor's memory
 //    ('taskmanager.memory.process.size') grows with the state: each slot's heap holds three times its share.
+//    lmdb checkpoints incrementally (BENCH_STATE_INCREMENTAL, default "true": changelog deltas with a
+//    materialization every BENCH_STATE_FULL_EVERY checkpoints, default 10); on files, the bytes each
+//    checkpoint wrote to the shared folder (its deltas or full files; materializations apart) are sampled.
 // 3. Recovery: in the same job, kill -9 of the TaskExecutor after those checkpoints → every task RUNNING
 //    again (each restored its state before it runs) and the next checkpoint complete, in ms from the kill.
 // 4. Under backpressure (BENCH_SECTIONS=backpressure): a keyed count at p = 2 feeding a map that sleeps
@@ -24,7 +27,7 @@
 //    interleaved: checkpoints completed and expired per run, completed durations p50 / max.
 // Run: npm run bench:checkpoints   (figures also go to bench/out/checkpoints.json).
 //   1 GB of state on files and S3: BENCH_SECTIONS=state BENCH_STATE_MB=1024 BENCH_STORAGE=file,s3 npm run bench:checkpoints
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleJobFile, importLibrary } from '../runtime/api/library.js';
@@ -51,6 +54,8 @@ const STORAGES = (process.env['BENCH_STORAGE'] ?? 'file').split(',') as ('file' 
 const SECTIONS = new Set((process.env['BENCH_SECTIONS'] ?? 'overhead,state').split(','));
 const BP_RECORDS = Number(process.env['BENCH_BP_RECORDS'] ?? 3000);
 const BP_SLEEP_MS = Number(process.env['BENCH_BP_SLEEP_MS'] ?? 2);
+const STATE_INCREMENTAL = process.env['BENCH_STATE_INCREMENTAL'] ?? 'true';
+const STATE_FULL_EVERY = Number(process.env['BENCH_STATE_FULL_EVERY'] ?? 10);
 const PAYLOAD = 1000;
 const PARALLELISM = 2;
 
@@ -83,6 +88,30 @@ function completedCheckpoints(stateDir: string, jobId: string): { checkpointId: 
     .filter((l) => l.includes('"checkpoint completed"'))
     .map((l) => JSON.parse(l) as { checkpointId: number; stateSize: number; durationMs: number; t: string })
     .map((e) => ({ checkpointId: e.checkpointId, stateSize: e.stateSize, durationMs: e.durationMs, atMs: Date.parse(e.t) }));
+}
+
+/** Records the size of every file now in the job's shared checkpoint folder into `sizes` (by name). */
+function sampleShared(stateDir: string, jobId: string, sizes: Map<string, number>): void {
+  const dir = join(stateDir, 'checkpoints', jobId, 'shared');
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir)) {
+    try {
+      sizes.set(name, statSync(join(dir, name)).size);
+    } catch {
+      // Deleted since listed: a subsumed checkpoint's file.
+    }
+  }
+}
+
+/** Bytes the checkpoint `id` wrote to the shared folder (files named …-<id>), and materializations (…-full-<id>). */
+function writtenBy(sizes: ReadonlyMap<string, number>, id: number): { checkpoint: number; materialization: number } {
+  let checkpoint = 0;
+  let materialization = 0;
+  for (const [name, size] of sizes) {
+    if (name.endsWith(`-full-${id}`)) materialization += size;
+    else if (name.endsWith(`-${id}`)) checkpoint += size;
+  }
+  return { checkpoint, materialization };
 }
 
 const figures: Record<string, unknown> = { runs: RUNS };
@@ -174,6 +203,11 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
     'state.backend.type': backend,
     'taskmanager.memory.process.size': taskManagerMemoryMiB(megabytes),
   };
+  if (backend === 'lmdb') {
+    config['state.backend.incremental'] = STATE_INCREMENTAL;
+    config['state.backend.incremental.full-every'] = STATE_FULL_EVERY;
+  }
+  const shared = new Map<string, number>();
   let env: NodeJS.ProcessEnv = process.env;
   if (storage === 's3') {
     const emulators = await (s3 ??= startEmulators({ dynamodb: false, s3: true }));
@@ -199,6 +233,7 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
     );
     const measured = await until(
       async () => {
+        sampleShared(stateDir, jobId, shared);
         const after = completedCheckpoints(stateDir, jobId).filter((c) => c.atMs > filledAtMs + 1000);
         return after.length >= STATE_CHECKPOINTS ? after.slice(0, STATE_CHECKPOINTS) : undefined;
       },
@@ -213,6 +248,11 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
     }
     const durations = measured.map((c) => c.durationMs).sort((a, b) => a - b);
     const stateMiB = round(median(measured.map((c) => c.stateSize)) / 1024 / 1024, 1);
+    sampleShared(stateDir, jobId, shared);
+    const written = measured.map((c) => writtenBy(shared, c.checkpointId));
+    const mib = (bytes: number) => round(bytes / 1024 / 1024, 1);
+    const writtenMiB = written.map((w) => mib(w.checkpoint)).sort((a, b) => a - b);
+    const materializedMiB = written.filter((w) => w.materialization > 0).map((w) => mib(w.materialization));
     // Recovery: kill -9 the TaskExecutor running the job.
     const victim = clusterProcesses(stateDir).find((p) => p.resourceId?.startsWith('te-'));
     if (victim === undefined) throw new Error('no TaskExecutor to kill');
@@ -243,6 +283,9 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
       keys,
       stateMiB,
       durationsMs: durations,
+      incremental: backend === 'lmdb' ? { enabled: STATE_INCREMENTAL, fullEvery: STATE_FULL_EVERY } : undefined,
+      writtenMiB,
+      materializedMiB,
       p50: percentile(durations, 50),
       p99: percentile(durations, 99),
       max: durations.at(-1),
@@ -251,6 +294,7 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
     (figures['state'] as Record<string, unknown>)[key] = result;
     lines.push(
       `  ${backend} on ${storage === 's3' ? 'S3 (s3rver)' : 'local files'}, ${stateMiB} MiB keyed state at ${STATE_RATE / 1000} k events/s: checkpoint p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (${durations.length} checkpoints)`,
+      `      written per checkpoint (shared files, MiB): p50 ${percentile(writtenMiB, 50)}, max ${writtenMiB.at(-1)}; materializations in the background: ${materializedMiB.join(', ') || 'none'}`,
       `      kill -9 of the TaskExecutor → every task running again (state restored) ${result.recovery.runningAgainMs} ms; next checkpoint complete ${result.recovery.nextCheckpointMs} ms`,
     );
   } finally {
