@@ -1,8 +1,12 @@
 // What the lmdb backend's incremental checkpoints build on (Flink's changelog state backend in shape): a
 // materialization — a full snapshot of the key groups taken at one checkpoint — and the changelog deltas
 // written after it, each holding the state entries changed since the snapshot before it. A checkpoint's
-// handles are the chain of the last completed checkpoint (moved onto a newer materialization once one is
-// written) and its own delta, which holds the changes since that chain's last point.
+// handles are the chain of the latest snapshot written (moved onto a newer materialization once one is
+// written) and its own delta, holding every change since that snapshot: its own and those of snapshots
+// begun since, written or not. It builds on the latest written snapshot, completed or not: the coordinator
+// deletes shared files only when a completed checkpoint subsumes another (what the latest written chain
+// references stays) or at the job's end, and at most one checkpoint is in flight, so the one a checkpoint
+// completes after has written its files.
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
 
 /** A full snapshot taken at checkpoint `at`, or a delta written for checkpoint `at`. */
@@ -17,60 +21,55 @@ export interface Chain {
   readonly deltas: readonly Link[];
 }
 
-/** A snapshot not yet known complete: its chain, and the record keys changed since the snapshot before it. */
-interface SnapshotRecord {
-  readonly checkpointId: number;
-  readonly chain: Chain;
-  readonly changed: ReadonlyMap<string, Buffer>;
-}
-
 /** The handles a restore of `chain` reads, materialization first. */
 export const handlesOf = (chain: Chain): KeyGroupsStateHandle[] => [chain.base.handle, ...chain.deltas.map((d) => d.handle)];
 
-/** The checkpoint a chain's state is as of. */
-const pointOf = (chain: Chain): number => chain.deltas.at(-1)?.at ?? chain.base.at;
-
 export class ChangelogChain {
-  /** Snapshots not yet confirmed complete, oldest first, after the last completed one. */
-  private pending: SnapshotRecord[] = [];
-  private confirmed: Chain | undefined;
-  /** The newest materialization written, maybe newer than the confirmed chain's. */
+  /** The latest snapshot written, by checkpoint id, and its chain. */
+  private latest: { readonly checkpointId: number; readonly chain: Chain } | undefined;
+  /** Snapshots begun after the latest written one (in flight, or failed): the record keys each took. */
+  private begun: { readonly checkpointId: number; readonly changed: ReadonlyMap<string, Buffer> }[] = [];
+  /** The newest materialization written, maybe newer than the latest chain's. */
   private materialized: Link | undefined;
 
   /**
-   * What checkpoint `checkpointId`'s delta builds on: the chain, and the record keys (by write-cache key)
-   * changed since its last point, `changedNow` (those since the last snapshot) included. Undefined: there is
-   * nothing to build on (no snapshot since the start or a restore), and the checkpoint writes in full.
+   * Checkpoint `checkpointId` begins, taking the record keys (by write-cache key) changed since the
+   * snapshot before it. Returns what its delta builds on: the chain, and every record key changed since the
+   * chain's last point. Undefined: nothing to build on (no snapshot written since the start or a restore),
+   * and the checkpoint writes in full.
    */
-  base(changedNow: ReadonlyMap<string, Buffer>): { chain: Chain; changed: Map<string, Buffer> } | undefined {
-    let chain = this.confirmed;
+  begin(checkpointId: number, changedNow: ReadonlyMap<string, Buffer>): { chain: Chain; changed: Map<string, Buffer> } | undefined {
+    let chain = this.latest?.chain;
     const m = this.materialized;
     if (m !== undefined && (chain === undefined || m.at > chain.base.at)) {
-      // Deltas after the materialization hold every change since it (each those since the one before it).
+      // Each delta holds every change since the one before it: those after the materialization suffice.
       chain = { base: m, deltas: (chain?.deltas ?? []).filter((d) => d.at > m.at) };
     }
-    if (chain === undefined) return undefined;
-    const since = pointOf(chain);
     const changed = new Map<string, Buffer>();
-    for (const p of this.pending) if (p.checkpointId > since) for (const [k, v] of p.changed) changed.set(k, v);
+    for (const b of this.begun) for (const [k, v] of b.changed) changed.set(k, v);
     for (const [k, v] of changedNow) changed.set(k, v);
-    return { chain, changed };
+    this.begun.push({ checkpointId, changed: changedNow });
+    return chain === undefined ? undefined : { chain, changed };
   }
 
   /** Checkpoint `checkpointId` wrote a full snapshot: it is a materialization, and its own chain. */
-  tookFull(checkpointId: number, handle: KeyGroupsStateHandle, changed: ReadonlyMap<string, Buffer>): KeyGroupsStateHandle[] {
+  wroteFull(checkpointId: number, handle: KeyGroupsStateHandle): KeyGroupsStateHandle[] {
     const base = { at: checkpointId, handle };
-    this.materialized = base;
-    const chain = { base, deltas: [] };
-    this.pending.push({ checkpointId, chain, changed });
-    return handlesOf(chain);
+    this.materializedAt(checkpointId, handle);
+    return this.wrote(checkpointId, { base, deltas: [] });
   }
 
   /** Checkpoint `checkpointId` wrote `delta` onto `chain`. */
-  tookDelta(checkpointId: number, chain: Chain, delta: KeyGroupsStateHandle, changed: ReadonlyMap<string, Buffer>): KeyGroupsStateHandle[] {
-    const next = { base: chain.base, deltas: [...chain.deltas, { at: checkpointId, handle: delta }] };
-    this.pending.push({ checkpointId, chain: next, changed });
-    return handlesOf(next);
+  wroteDelta(checkpointId: number, chain: Chain, delta: KeyGroupsStateHandle): KeyGroupsStateHandle[] {
+    return this.wrote(checkpointId, { base: chain.base, deltas: [...chain.deltas, { at: checkpointId, handle: delta }] });
+  }
+
+  private wrote(checkpointId: number, chain: Chain): KeyGroupsStateHandle[] {
+    if (this.latest === undefined || checkpointId > this.latest.checkpointId) {
+      this.latest = { checkpointId, chain };
+      this.begun = this.begun.filter((b) => b.checkpointId > checkpointId);
+    }
+    return handlesOf(chain);
   }
 
   /** A materialization of the state at checkpoint `at` was written: later checkpoints build on it. */
@@ -78,23 +77,15 @@ export class ChangelogChain {
     if (this.materialized === undefined || at > this.materialized.at) this.materialized = { at, handle };
   }
 
-  /** The checkpoint the newest materialization (written or confirmed) was taken at; -Infinity: none. */
+  /** The checkpoint the newest materialization written was taken at; -Infinity: none. */
   lastMaterialization(): number {
-    return Math.max(this.materialized?.at ?? -Infinity, this.confirmed?.base.at ?? -Infinity);
-  }
-
-  /** Checkpoint `checkpointId` completed: later snapshots build on its chain. */
-  complete(checkpointId: number): void {
-    const i = this.pending.findIndex((p) => p.checkpointId === checkpointId);
-    if (i < 0) return;
-    this.confirmed = this.pending[i]!.chain;
-    this.pending = this.pending.slice(i + 1);
+    return this.materialized?.at ?? -Infinity;
   }
 
   /** The state came from elsewhere (a restore): nothing written before builds it. */
   reset(): void {
-    this.pending = [];
-    this.confirmed = undefined;
+    this.latest = undefined;
+    this.begun = [];
     this.materialized = undefined;
   }
 }

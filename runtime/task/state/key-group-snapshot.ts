@@ -53,7 +53,7 @@ export function encodeKeyGroup(contents: KeyGroupContents): Uint8Array {
 
 /** The contents of one key group from the bytes encodeKeyGroup made. */
 export function decodeKeyGroup(bytes: Uint8Array): KeyGroupContents {
-  const contents = { entries: [] as KeyedStateEntry[], timers: [] as TimerRecord[], removed: [] as RemovedEntry[] };
+  const contents: { entries: KeyedStateEntry[]; timers: TimerRecord[]; removed?: RemovedEntry[] } = { entries: [], timers: [] };
   if (bytes.length === 0) return contents;
   const records = packr.unpack(bytes) as EncodedRecord[];
   if (!Array.isArray(records)) throw new KeyGroupFormatError(`a key group's bytes decode to ${typeof records}, expected an array of records`);
@@ -61,7 +61,7 @@ export function decodeKeyGroup(bytes: Uint8Array): KeyGroupContents {
     if (r[0] === 0) contents.entries.push({ stateName: r[1], kind: r[2], key: r[3], value: r[4] });
     else if (r[0] === 1) contents.timers.push({ service: r[1], domain: r[2] === 'e' ? 'event' : 'processing', key: r[3], namespace: r[4], timestamp: r[5] });
     else if (r[0] === 2)
-      contents.removed.push(r[4] === null ? { stateName: r[1], kind: r[2], key: r[3] } : { stateName: r[1], kind: r[2], key: r[3], userKey: r[4] });
+      (contents.removed ??= []).push(r[4] === null ? { stateName: r[1], kind: r[2], key: r[3] } : { stateName: r[1], kind: r[2], key: r[3], userKey: r[4] });
     else throw new KeyGroupFormatError(`a key group holds a record of type ${String((r as unknown[])[0])}, expected 0 (state entry), 1 (timer) or 2 (removal)`);
   }
   return contents;

@@ -237,7 +237,8 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     const timers = this.timersNow(timersOf);
     const changedNow = this.changed;
     this.changed = new Map();
-    const base = this.fullEvery > 1 ? this.chain.base(changedNow) : undefined;
+    const begun = this.chain.begin(checkpointId, changedNow);
+    const base = this.fullEvery > 1 ? begun : undefined;
     const txn = this.db.useReadTransaction();
     try {
       if (base === undefined) {
@@ -245,7 +246,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
         // Shared files of all checkpoints sit in one folder: the id keeps the name unique there.
         const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes, { shared: true });
         const full = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true };
-        return { handles: this.chain.tookFull(checkpointId, full, changedNow), bytesPersisted: file.bytes.length, incremental: false };
+        return { handles: this.chain.wroteFull(checkpointId, full), bytesPersisted: file.bytes.length, incremental: false };
       }
       if (this.materializing === undefined && checkpointId - this.chain.lastMaterialization() >= this.fullEvery) {
         this.materialize(checkpointId, access, name, timers);
@@ -253,11 +254,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
       const file = await this.deltaFile(txn, base.changed, timers);
       const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes, { shared: true });
       const delta = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true, delta: true };
-      return { handles: this.chain.tookDelta(checkpointId, base.chain, delta, changedNow), bytesPersisted: file.bytes.length, incremental: true };
-    } catch (e) {
-      // What this snapshot took stays to be written by the next one.
-      for (const [k, v] of changedNow) if (!this.changed.has(k)) this.changed.set(k, v);
-      throw e;
+      return { handles: this.chain.wroteDelta(checkpointId, base.chain, delta), bytesPersisted: file.bytes.length, incremental: true };
     } finally {
       if (!this.disposed) txn.done();
     }
@@ -372,11 +369,6 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     } finally {
       if (!this.disposed) txn.done();
     }
-  }
-
-  /** Checkpoint `checkpointId` completed: the next incremental snapshots build on its handles. */
-  notifyCheckpointComplete(checkpointId: number): void {
-    this.chain.complete(checkpointId);
   }
 
   /**

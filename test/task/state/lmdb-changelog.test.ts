@@ -35,12 +35,15 @@ function backend(range: KeyGroupRange = { start: 0, end: MAX - 1 }, fullEvery = 
   return b;
 }
 
-/** Streams whose materialization writes (named …-full-…) wait for `release`, or fail while `failing`. */
+/** Streams whose writes of files `held` names wait for `release`, and of those `failing` names fail (by default, materializations: …-full-…). */
 class GatedStreams extends MemoryCheckpointStreams {
   failing = false;
+  failingName = (name: string) => name.includes('-full-');
   private gate: Promise<void> | undefined;
+  private heldName: (name: string) => boolean = () => false;
   private open: (() => void) | undefined;
-  hold(): void {
+  hold(names = (name: string) => name.includes('-full-')): void {
+    this.heldName = names;
     this.gate = new Promise((resolve) => (this.open = resolve));
   }
   release(): void {
@@ -48,10 +51,8 @@ class GatedStreams extends MemoryCheckpointStreams {
     this.gate = undefined;
   }
   override async write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle> {
-    if (name.includes('-full-')) {
-      if (this.failing) throw new Error(`storage refused ${name}`);
-      await this.gate;
-    }
+    if (this.failing && this.failingName(name)) throw new Error(`storage refused ${name}`);
+    if (this.heldName(name)) await this.gate;
     return super.write(checkpointId, name, bytes, options);
   }
 }
@@ -111,9 +112,7 @@ describe('lmdb changelog checkpoints', () => {
     const right = backend({ start: 64, end: 127 });
     const both = [left, right];
     const take = async (id: number) => {
-      const taken = await Promise.all(both.map((b, i) => b.snapshotKeyGroups(id, streams, `op-${i}`)));
-      for (const b of both) b.notifyCheckpointComplete(id);
-      return taken;
+      return Promise.all(both.map((b, i) => b.snapshotKeyGroups(id, streams, `op-${i}`)));
     };
     update(left, within(left.keyGroupRange), 1);
     update(right, within(right.keyGroupRange), 1);
@@ -162,19 +161,15 @@ describe('lmdb changelog checkpoints', () => {
     const a = backend(undefined, 2);
     update(a, keys, 1);
     await a.snapshotKeyGroups(1, streams, 'op');
-    a.notifyCheckpointComplete(1);
     update(a, keys.slice(0, 40), 2);
     await a.snapshotKeyGroups(2, streams, 'op');
-    a.notifyCheckpointComplete(2);
     streams.hold();
     update(a, keys.slice(40, 80), 3);
     // Checkpoint 3 starts the materialization and completes while its write waits.
     const third = await a.snapshotKeyGroups(3, streams, 'op');
-    a.notifyCheckpointComplete(3);
     const atThree = contents(a, keys);
     update(a, keys.slice(20, 60), 4);
     const fourth = await a.snapshotKeyGroups(4, streams, 'op');
-    a.notifyCheckpointComplete(4);
     expect(fourth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-1', 'memory://shared/op-2', 'memory://shared/op-3', 'memory://shared/op-4']);
     expect(contents(await restoredFrom(third.handles, streams), keys)).toEqual(atThree);
     expect(contents(await restoredFrom(fourth.handles, streams), keys)).toEqual(contents(a, keys));
@@ -192,14 +187,11 @@ describe('lmdb changelog checkpoints', () => {
     const a = backend(undefined, 2);
     update(a, keys, 1);
     await a.snapshotKeyGroups(1, streams, 'op');
-    a.notifyCheckpointComplete(1);
     streams.failing = true;
     update(a, keys.slice(0, 50), 2);
     await a.snapshotKeyGroups(2, streams, 'op');
-    a.notifyCheckpointComplete(2);
     update(a, keys.slice(50, 100), 3);
     const third = await a.snapshotKeyGroups(3, streams, 'op');
-    a.notifyCheckpointComplete(3);
     await a.materialized();
     expect(a.materializationError?.message).toBe('storage refused op-full-3');
     expect(third.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-1', 'memory://shared/op-2', 'memory://shared/op-3']);
@@ -208,7 +200,6 @@ describe('lmdb changelog checkpoints', () => {
     streams.failing = false;
     update(a, keys.slice(10, 30), 4);
     const fourth = await a.snapshotKeyGroups(4, streams, 'op');
-    a.notifyCheckpointComplete(4);
     expect(fourth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-1', 'memory://shared/op-2', 'memory://shared/op-3', 'memory://shared/op-4']);
     await a.materialized();
     expect(a.materializationError).toBeUndefined();
@@ -217,12 +208,39 @@ describe('lmdb changelog checkpoints', () => {
     expect(contents(await restoredFrom(fifth.handles, streams), keys)).toEqual(contents(a, keys));
   });
 
+  it("a checkpoint begun while the one before writes, or after it failed, holds that one's changes too", async () => {
+    const streams = new GatedStreams();
+    const a = backend();
+    update(a, keys, 1);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    // Checkpoint 2's write waits; checkpoint 3 is taken meanwhile (2 was aborted, say) and builds on 1.
+    streams.hold((name) => name === 'op-2');
+    update(a, keys.slice(0, 60), 2);
+    const second = a.snapshotKeyGroups(2, streams, 'op');
+    const atTwo = contents(a, keys);
+    update(a, keys.slice(200, 230), 3);
+    const third = await a.snapshotKeyGroups(3, streams, 'op');
+    expect(third.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-1', 'memory://shared/op-3']);
+    expect(contents(await restoredFrom(third.handles, streams), keys)).toEqual(contents(a, keys));
+    streams.release();
+    expect(contents(await restoredFrom((await second).handles, streams), keys)).toEqual(atTwo);
+
+    // Checkpoint 4's write fails: checkpoint 5 builds on 3 and holds 4's changes.
+    streams.failing = true;
+    streams.failingName = (name) => name === 'op-4';
+    update(a, keys.slice(300, 340), 4);
+    await expect(a.snapshotKeyGroups(4, streams, 'op')).rejects.toThrow('storage refused op-4');
+    update(a, keys.slice(0, 5), 5);
+    const fifth = await a.snapshotKeyGroups(5, streams, 'op');
+    expect(fifth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-1', 'memory://shared/op-3', 'memory://shared/op-5']);
+    expect(contents(await restoredFrom(fifth.handles, streams), keys)).toEqual(contents(a, keys));
+  });
+
   it('a delta without the full snapshot it builds on fails the restore and says so', async () => {
     const streams = new GatedStreams();
     const a = backend();
     update(a, keys, 1);
     await a.snapshotKeyGroups(1, streams, 'op');
-    a.notifyCheckpointComplete(1);
     update(a, keys.slice(0, 10), 2);
     const second = await a.snapshotKeyGroups(2, streams, 'op');
     const b = backend();
