@@ -38,6 +38,7 @@ import {
   parseJournal,
   parseManifest,
   refusalOf,
+  type TargetCheckOptions,
   S3_STAGING_PREFIX,
   s3AttemptStagingLocation,
   s3StagingFolder,
@@ -123,7 +124,7 @@ export class S3OutputStore implements OutputStore {
     return openS3RollingParts(this.s3, bucket, prefix, subtaskIndex);
   }
 
-  async checkTarget(target: string, writeMode: WriteMode, jobId: string): Promise<void> {
+  async checkTarget(target: string, writeMode: WriteMode, jobId: string, options?: TargetCheckOptions): Promise<void> {
     const { bucket, prefix } = parseS3Uri(target);
     let content: TargetContent;
     try {
@@ -142,7 +143,7 @@ export class S3OutputStore implements OutputStore {
       }
       throw error;
     }
-    const refusal = refusalOf(target, content, writeMode, jobId);
+    const refusal = refusalOf(target, content, writeMode, jobId, [], options);
     if (refusal !== undefined) throw new OutputTargetError(refusal);
   }
 

@@ -163,6 +163,19 @@ const listed = (names: readonly string[], max = 5): string => {
 };
 const entriesWord = (n: number): string => (n === 1 ? '1 entry' : `${n} entries`);
 
+/** How a target is checked beyond its write mode. */
+export interface TargetCheckOptions {
+  /**
+   * The job resumes from a savepoint and its sink rolls part files: a target holding only rolling part
+   * files (`part-<subtask>-<n>`, visible or hidden in progress) — the output of the job it resumes — is
+   * written on; its parts are numbered after those there, and no file is replaced.
+   */
+  readonly continuesRollingParts?: boolean;
+}
+
+/** A rolling sink's part file, visible (`part-3-12`) or hidden (`.part-3-12.inprogress.<attempt>`). */
+const isRollingPartFile = (name: string): boolean => /^(?:part-\d+-\d+|\.part-\d+-\d+\.inprogress\..+)$/.test(name);
+
 /**
  * Why `jobId` may not write `content` at `target` in `writeMode`, or undefined when it may.
  * `alsoAllowed` are names this job's own begun commit may already have written there (S3, resuming).
@@ -173,9 +186,11 @@ export function refusalOf(
   writeMode: WriteMode,
   jobId: string,
   alsoAllowed: readonly string[] = [],
+  options: TargetCheckOptions = {},
 ): string | undefined {
   if (content.kind !== 'entries') return undefined;
   const { entries, manifest } = content;
+  if (options.continuesRollingParts === true && writeMode === 'no-overwrite' && manifest === undefined && entries.every(isRollingPartFile)) return undefined;
   const own = manifest?.jobId === jobId;
   const previous = new Set([...(manifest?.files ?? []), ...alsoAllowed]);
   // A `_SUCCESS` that is not a Floe manifest (Hadoop's, say) is somebody else's file like any other.

@@ -15,7 +15,7 @@
 //   the manifest, written last, is the commit point.
 import type { WriteMode } from '../jobgraph/jobgraph.js';
 import { isS3Uri } from '../jobgraph/paths.js';
-import type { CommitOutcome, StagedPart } from './output-rules.js';
+import type { CommitOutcome, StagedPart, TargetCheckOptions } from './output-rules.js';
 import type { RollingPartFiles } from './rolling-parts.js';
 
 export { isS3Uri };
@@ -42,7 +42,7 @@ export interface OutputStore {
    * Throws an OutputTargetError naming the target and what is in the way when `jobId` may not write it
    * in `writeMode`. A target holding this same job's output passes (a resubmission of the job).
    */
-  checkTarget(target: string, writeMode: WriteMode, jobId: string): Promise<void>;
+  checkTarget(target: string, writeMode: WriteMode, jobId: string, options?: TargetCheckOptions): Promise<void>;
   /**
    * Makes `part-<i>` of `finalAttempts[i]` the target's content; with 'overwrite', what an earlier Floe
    * output wrote there goes, after the new output is in place. Re-checks the target first: when it

@@ -77,7 +77,9 @@ export async function checkSinkTargets(
       if (op.kind !== 'sink.textFile') continue;
       try {
         const store = await storeFor(op.path);
-        await withOpenDeadline(store.checkTarget(op.path, writeModeOf(op), jobGraph.jobId), {
+        // A job resumed from a savepoint writes on the rolling parts of the job it resumes.
+        const continuesRollingParts = jobGraph.savepointRestore !== undefined && (op.rolling !== undefined || jobGraph.checkpointing !== undefined);
+        await withOpenDeadline(store.checkTarget(op.path, writeModeOf(op), jobGraph.jobId, { continuesRollingParts }), {
           timeoutMs,
           what: `checking the target '${op.path}' of sink '${op.name}'`,
         });

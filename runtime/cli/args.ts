@@ -279,7 +279,10 @@ function optionLines(options: Readonly<Record<string, OptionSpec>>): string {
   return Object.entries(options)
     .map(([name, spec]) => {
       const [head, ...rest] = spec.help.split('\n');
-      return `${`  ${optionForm(name, spec)}`.padEnd(COLUMN)}${head}\n${rest.map((l) => `${' '.repeat(COLUMN)}${l}\n`).join('')}`;
+      // A form as wide as the column puts its help on the next line.
+      const form = `  ${optionForm(name, spec)}`;
+      const lead = form.length < COLUMN ? form.padEnd(COLUMN) : `${form}\n${' '.repeat(COLUMN)}`;
+      return `${lead}${head}\n${rest.map((l) => `${' '.repeat(COLUMN)}${l}\n`).join('')}`;
     })
     .join('');
 }

@@ -25,6 +25,7 @@ import {
   partFile,
   pathError,
   refusalOf,
+  type TargetCheckOptions,
   type CommitJournal,
   type CommitOutcome,
   type StagedPart,
@@ -69,8 +70,8 @@ export class FsOutputStore implements OutputStore {
     throw new FloeError('INTERNAL', 'the local output store writes parts in place; nothing to upload');
   }
 
-  async checkTarget(target: string, writeMode: WriteMode, jobId: string): Promise<void> {
-    const refusal = refusalOf(target, await this.contentOf(target), writeMode, jobId);
+  async checkTarget(target: string, writeMode: WriteMode, jobId: string, options?: TargetCheckOptions): Promise<void> {
+    const refusal = refusalOf(target, await this.contentOf(target), writeMode, jobId, [], options);
     if (refusal !== undefined) throw new OutputTargetError(refusal);
   }
 

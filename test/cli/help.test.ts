@@ -37,6 +37,10 @@ describe('floe <command> --help', () => {
     const cluster = await floe('cluster', 'start', '--help');
     expect(cluster.stdout).toMatch(/\nCluster options:\n {2}-D key=value {12}/);
     expect(cluster.stdout).not.toContain('--url');
+
+    // An option too wide for the column has its help on the next line, never run into its name.
+    const run = await floe('run', '--help');
+    expect(run.stdout).toMatch(/\n {2}--allow-non-restored-state\n {26}with --from-savepoint: skip state/);
   });
 
   it('lists every command on the global page', async () => {

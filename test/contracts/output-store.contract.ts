@@ -117,6 +117,21 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
       expect(await h.readFile(target, 'part-0')).toBe('my own part-0, not a Floe output\n');
     });
 
+    it('lets a job resumed from a savepoint write on a folder of rolling part files, and nothing else', async () => {
+      const h = harness();
+      const target = h.newTarget('rolling');
+      await h.putFile(target, 'part-0-0', 'a\n');
+      await h.putFile(target, 'part-1-3', 'b\n');
+      const resumed = { continuesRollingParts: true } as const;
+      await h.store.checkTarget(target, 'no-overwrite', 'j-resumed', resumed);
+      // Not resumed: refused as before.
+      await expect(h.store.checkTarget(target, 'no-overwrite', 'j-fresh')).rejects.toThrow(/part-0-0/);
+      // Anything beside the parts is somebody's: refused, named, left.
+      await h.putFile(target, 'notes.md', 'mine\n');
+      await expect(h.store.checkTarget(target, 'no-overwrite', 'j-resumed', resumed)).rejects.toThrow(/notes\.md/);
+      expect(await h.list(target)).toEqual(['notes.md', 'part-0-0', 'part-1-3']);
+    });
+
     it('refuses in either mode a target whose _SUCCESS another tool wrote, and leaves it', async () => {
       const h = harness();
       const target = h.newTarget('hadoop');

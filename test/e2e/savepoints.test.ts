@@ -4,8 +4,10 @@
 // savepoint at a higher and at a lower parallelism, each job's counts equal the reference — state lost
 // would make them smaller, records read twice larger — and every key's state dates from before the stop.
 // Stopped with drain, the timers fire after the savepoint, counting exactly what it read. A job without the
-// savepoint's keyed operator is refused unless it allows non-restored state.
-import { existsSync, readdirSync } from 'node:fs';
+// savepoint's keyed operator is refused unless it allows non-restored state. A FileSink job stopped with a
+// savepoint and resumed from it at another parallelism writes on into the same folder: the first job's
+// parts stay as they were, and the folder's lines are the reference's, each once.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSystemCheckpointStorage } from '../../runtime/checkpoint/file-system-checkpoint-storage.js';
@@ -15,6 +17,7 @@ import { readOperatorState } from '../../runtime/task/state/operator-state-snaps
 import { waitFor } from '../support/cluster-processes.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 import { expectedCounts } from '../fixtures/jobs/restore-counts.js';
+import { KEYS as FILE_KEYS } from '../fixtures/jobs/exactly-once-files.js';
 
 const RECORDS = 4000;
 const RATE = 600;
@@ -206,6 +209,60 @@ describe('savepoints', () => {
     const { counts } = await collected(jobId);
     expect([...counts.values()].reduce((a, b) => a + b, 0)).toBe(read);
   }, 120_000);
+
+  it('a FileSink job resumed from its stop savepoint at another parallelism writes on into the same folder: each line once', async () => {
+    const target = join(cluster.stateDir, 'resumed-output');
+    const records = 6000;
+    const args = [target, String(records), '1500', '200'];
+    /** The committed part files: name → content. */
+    const parts = (): Map<string, string> =>
+      new Map(
+        existsSync(target)
+          ? readdirSync(target)
+              .filter((f) => f.startsWith('part-'))
+              .map((f) => [f, readFileSync(join(target, f), 'utf8')])
+          : [],
+      );
+    const lines = (files: Map<string, string>): string[] => [...files.values()].flatMap((t) => t.split('\n').filter((l) => l.length > 0));
+    const jobId = await cluster.submit('exactly-once-files.ts', 'default', args, 2);
+    await waitFor(async () => lines(parts()).length >= 500, 'the first parts to be committed', 60_000, 100);
+    let location = '';
+    await waitFor(
+      async () => {
+        const { status, body } = await cluster.api('POST', `/jobs/${jobId}/stop`, { targetDirectory: savepointsDir, drain: false });
+        expect(status, JSON.stringify(body)).toBe(202);
+        const outcome = await savepointOutcome(jobId, body['request-id']);
+        if (outcome.location === undefined) {
+          expect(outcome.cause).toContain('not every task of the job is running');
+          return false;
+        }
+        location = outcome.location;
+        return true;
+      },
+      'a stop with a savepoint',
+      60_000,
+      100,
+    );
+    expect((await cluster.awaitTerminal(jobId)).status, await cluster.exceptions(jobId)).toBe('FINISHED');
+    const before = parts();
+    expect(lines(before).length, 'the job stopped before its input ended').toBeLessThan(records);
+
+    const resumed = await cluster.submit('exactly-once-files.ts', 'default', args, 3, fromSavepoint({ path: location, allowNonRestoredState: false }));
+    const done = await cluster.awaitTerminal(resumed, 120_000);
+    expect(done.status, await cluster.exceptions(resumed)).toBe('FINISHED');
+    const after = parts();
+    // The first job's parts are untouched; the resumed job added its own.
+    for (const [name, text] of before) expect(after.get(name), name).toBe(text);
+    expect(after.size).toBeGreaterThan(before.size);
+    const reference: string[] = [];
+    for (let i = 0, seen = new Map<number, number>(); i < records; i++) {
+      const key = i % FILE_KEYS;
+      const n = (seen.get(key) ?? 0) + 1;
+      seen.set(key, n);
+      reference.push(`${key}-${n}`);
+    }
+    expect(lines(after).sort()).toEqual(reference.sort());
+  }, 180_000);
 
   it('refuses a savepoint request without a directory when state.savepoints.dir is unset, and of a job that ended', async () => {
     const jobId = await cluster.submit('restore-counts.ts', 'countPerKey', ARGS, 1);
