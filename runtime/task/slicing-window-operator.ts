@@ -13,7 +13,7 @@
 import { MIN_WATERMARK } from '../api/watermark-strategy.js';
 import { TimeWindow } from '../api/windowing.js';
 import type { CheckpointStreamFactory } from '../checkpoint/checkpoint-storage.js';
-import { canonicalKey, keyGroupOf } from '../network/key-groups.js';
+import { canonicalKey } from '../network/key-groups.js';
 import type { OperatorSubtaskState } from '../protocol/checkpoints.js';
 import { windowPreAggregationProblem } from '../jobgraph/window-spec.js';
 import { packGroupSlices, unpackGroupSlices } from './window-slices-snapshot.js';
@@ -51,14 +51,14 @@ type KeyId = string | number;
 
 /**
  * One key's slices: the key as the selector returned it, its slices' starts ascending and their
- * accumulators, and its key group (computed by the first snapshot that needs it; -1 until then).
+ * accumulators, and its key group.
  */
 interface KeySlices {
   readonly id: KeyId;
   readonly key: unknown;
   readonly starts: number[];
   readonly accs: unknown[];
-  group: number;
+  readonly group: number;
 }
 
 /** The service name of the slices' records in a checkpoint. */
@@ -159,9 +159,10 @@ export class SlicingWindowOperator implements OneInputOperator {
     const id = typeof key === 'number' ? key : canonicalKey(key);
     const entry = this.keys.get(id);
     if (entry === undefined) {
-      // A key new to the operator: the backend checks that it lies in this subtask's key groups.
-      this.context.stateBackend.setCurrentKey(key);
-      this.keys.set(id, { id, key, starts: [start], accs: [this.first(record)], group: -1 });
+      // A key new to the operator: the backend checks that it lies in this subtask's key groups, and gives its group.
+      const backend = this.context.stateBackend;
+      backend.setCurrentKey(key);
+      this.keys.set(id, { id, key, starts: [start], accs: [this.first(record)], group: backend.getCurrentKeyGroup() });
       return;
     }
     const starts = entry.starts;
@@ -317,31 +318,33 @@ export class SlicingWindowOperator implements OneInputOperator {
 
   /** Per key group: the record a snapshot writes, the group's slices packed (packGroupSlices). */
   private sliceEntries(): IterableIterator<InternalTimer<unknown> & { readonly keyGroup: number }> {
-    const maxParallelism = this.context.stateBackend.maxParallelism;
-    const byGroup = new Map<number, KeySlices[]>();
+    const { keyGroupRange } = this.context.stateBackend;
+    const byGroup: (KeySlices[] | undefined)[] = new Array(keyGroupRange.end - keyGroupRange.start + 1);
     for (const entry of this.keys.values()) {
-      if (entry.group < 0) entry.group = keyGroupOf(typeof entry.id === 'number' ? canonicalKey(entry.id) : entry.id, maxParallelism);
-      const list = byGroup.get(entry.group);
-      if (list === undefined) byGroup.set(entry.group, [entry]);
+      const list = byGroup[entry.group - keyGroupRange.start];
+      if (list === undefined) byGroup[entry.group - keyGroupRange.start] = [entry];
       else list.push(entry);
     }
     const records: (InternalTimer<unknown> & { readonly keyGroup: number })[] = [];
-    for (const [keyGroup, list] of byGroup) {
-      records.push({ key: list[0]!.key, namespace: packGroupSlices(list, this.sliceSize), timestamp: this.watermark, keyGroup });
-    }
+    byGroup.forEach((list, i) => {
+      if (list !== undefined)
+        records.push({ key: list[0]!.key, namespace: packGroupSlices(list, this.sliceSize), timestamp: this.watermark, keyGroup: keyGroupRange.start + i });
+    });
     return records[Symbol.iterator]();
   }
 
   /** Puts back a key group's slices (GroupSlices) and their windows past `watermark` to fire. */
   private restoreSlices(namespace: unknown, watermark: number): void {
     const { keys, counts, starts, accs } = unpackGroupSlices(namespace);
+    // The record's key (the backend's current one) is in the group of all its keys.
+    const group = this.context.stateBackend.getCurrentKeyGroup();
     const opened = new Set<number>();
     let at = 0;
     for (let k = 0; k < keys.length; k++) {
       const key = keys[k];
       const id = typeof key === 'number' ? key : canonicalKey(key);
       let entry = this.keys.get(id);
-      if (entry === undefined) this.keys.set(id, (entry = { id, key, starts: [], accs: [], group: -1 }));
+      if (entry === undefined) this.keys.set(id, (entry = { id, key, starts: [], accs: [], group }));
       for (const end = at + counts[k]!; at < end; at++) {
         const start = starts(at);
         if (!opened.has(start)) {
