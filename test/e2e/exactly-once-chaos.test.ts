@@ -2,14 +2,12 @@
 // windows → a KeyedProcessFunction with state and timers → the file sink) with checkpoints every 500 ms, and
 // kill -9 of a TaskExecutor running its tasks at a random moment of its life (10 runs), then of its JobManager
 // (5 runs): every run FINISHES and its output is the reference line for line — nothing lost, nothing twice.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isJobManagerOf } from '../../runtime/dispatcher/jobmanager-runners.js';
-import { clusterProcesses } from '../../runtime/local/process-table.js';
 import { waitFor } from '../support/cluster-processes.js';
 import { seededRandom } from '../support/corpus.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
+import { committedLines as output, jobViews } from '../support/exactly-once-runs.js';
 import { reference } from '../fixtures/jobs/exactly-once.js';
 
 const RECORDS = 16_000;
@@ -26,46 +24,7 @@ afterAll(async () => {
   expect(await cluster.close()).toBe(0);
 });
 
-/** Every line of the visible part files, sorted; hidden (in-progress or pending) files are not output. */
-function output(target: string): string[] {
-  if (!existsSync(target)) return [];
-  return readdirSync(target)
-    .filter((f) => f.startsWith('part-'))
-    .flatMap((f) =>
-      readFileSync(join(target, f), 'utf8')
-        .split('\n')
-        .filter((l) => l.length > 0),
-    )
-    .sort();
-}
-
-const job = async (jobId: string) => (await cluster.api('GET', `/jobs/${jobId}`)).body;
-const exceptions = async (jobId: string) =>
-  (await cluster.api('GET', `/jobs/${jobId}/exceptions`)).body.exceptions as { message: string; recovered?: boolean; restoredFrom?: number }[];
-/** Checkpoints the job completed so far (0 before the first). */
-const completedCheckpoints = async (jobId: string): Promise<number> => {
-  const { status, body } = await cluster.api('GET', `/jobs/${jobId}/checkpoints`);
-  return status === 200 ? Number(body.counts?.completed ?? 0) : 0;
-};
-/** The TaskExecutors running tasks of the job now. */
-const busyTaskExecutors = async (jobId: string): Promise<{ pid: number; resourceId: string }[]> => {
-  const { taskManagers } = (await cluster.api('GET', '/taskmanagers')).body as {
-    taskManagers: { resourceId: string; jobId?: string; slots: { tasks: { state: string }[] }[] }[];
-  };
-  const busy = new Set(
-    taskManagers.filter((t) => t.jobId === jobId && t.slots.some((s) => s.tasks.some((k) => k.state === 'RUNNING'))).map((t) => t.resourceId),
-  );
-  return clusterProcesses(cluster.stateDir)
-    .filter((p) => p.resourceId !== undefined && busy.has(p.resourceId))
-    .map((p) => ({ pid: p.pid, resourceId: p.resourceId! }));
-};
-const jobManagers = (jobId: string) =>
-  clusterProcesses(cluster.stateDir).filter(
-    (p) =>
-      p.resourceId !== undefined &&
-      isJobManagerOf(p.resourceId, jobId) &&
-      !clusterProcesses(cluster.stateDir).some((q) => q.pid === p.parentPid && q.resourceId === p.resourceId),
-  );
+const { job, exceptions, completedCheckpoints, busyTaskExecutors, jobManagers } = jobViews(() => cluster);
 
 /** Submits the job; resolves once its tasks run and a checkpoint completed, with the time that took. */
 async function startJob(name: string): Promise<{ jobId: string; target: string }> {
