@@ -145,6 +145,8 @@ async function overhead(): Promise<void> {
     const plainSteady: number[] = [];
     const checkpointedSteady: number[] = [];
     const completed: number[] = [];
+    // Per round, of the checkpointed run's completed checkpoints: bytes, duration and alignment (p50).
+    const checkpointStats: { sizeP50: number; durationP50Ms: number; alignmentP50Ms: number }[] = [];
     for (let i = 0; i < RUNS; i++) {
       const plainGraph = graph();
       const a = await runJob(client, plainGraph, lib.code);
@@ -156,7 +158,10 @@ async function overhead(): Promise<void> {
       checkpointed.push((EVENTS * 1000) / b.runningMs);
       plainSteady.push(await steadyRate(client, plainGraph, a, EVENTS));
       checkpointedSteady.push(await steadyRate(client, checkpointedGraph, b, EVENTS));
-      completed.push((await client.getJobCheckpoints(b.jobId)).counts.completed);
+      const stats = await client.getJobCheckpoints(b.jobId);
+      completed.push(stats.counts.completed);
+      const { checkpointed_size: size, end_to_end_duration: duration, alignment_duration: alignment } = stats.summary;
+      checkpointStats.push({ sizeP50: size?.p50 ?? NaN, durationP50Ms: duration?.p50 ?? NaN, alignmentP50Ms: alignment?.p50 ?? NaN });
       process.stderr.write(
         `overhead round ${i + 1}/${RUNS}: without ${Math.round(a.runningMs)} ms (steady ${Math.round(plainSteady.at(-1)! / 1000)} k events/s), ` +
           `with checkpoints every 1 s ${Math.round(b.runningMs)} ms (steady ${Math.round(checkpointedSteady.at(-1)! / 1000)} k events/s, ${completed.at(-1)} completed)\n`,
@@ -172,12 +177,14 @@ async function overhead(): Promise<void> {
       steadyWithout: plainSteady.map(Math.round),
       steadyWithCheckpoints: checkpointedSteady.map(Math.round),
       completed,
+      checkpointStats,
       ratio,
       steadyRatio,
     };
     lines.push(
       `  q5 p=2, ${EVENTS} events, over the running time: without ${kSpread(plain)}; with checkpoints every 1 s ${kSpread(checkpointed)} (${completed.join(', ')} completed per run)`,
       `      with ÷ without = ${ratio} (per round ${checkpointed.map((c, i) => round(c / plain[i]!)).join(', ')}; target ≥ 0.9)`,
+      `      per checkpoint (p50 per round): ${checkpointStats.map((c) => `${Math.round(c.sizeP50 / 1024)} KiB, ${c.durationP50Ms} ms, aligned in ${c.alignmentP50Ms} ms`).join('; ')}`,
       `  the same, steady state (sources, 10 % → 90 % of the events): without ${kSpread(plainSteady)}; with checkpoints every 1 s ${kSpread(checkpointedSteady)}`,
       `      with ÷ without = ${steadyRatio} (per round ${checkpointedSteady.map((c, i) => round(c / plainSteady[i]!)).join(', ')}; target ≥ 0.9)`,
     );
