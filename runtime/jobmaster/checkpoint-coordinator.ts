@@ -291,7 +291,12 @@ export class CheckpointCoordinator {
    */
   async receiveTaskFinished(attemptId: ExecutionAttemptId): Promise<void> {
     const pending = this.pending;
-    if (pending?.subtaskFinished(attemptId) !== true) return;
+    if (pending === undefined) {
+      // The last task finishing on a completed checkpoint may make the final one due.
+      this.triggerFinalIfDue();
+      return;
+    }
+    if (pending.subtaskFinished(attemptId) !== true) return;
     if (pending.isFullyAcknowledged()) await this.completeOnce(pending);
     else
       this.abort(
@@ -307,8 +312,13 @@ export class CheckpointCoordinator {
    */
   receiveEndOfData(attemptId: ExecutionAttemptId): void {
     this.final.endOfData(attemptId);
+    this.triggerFinalIfDue();
+  }
+
+  /** The final checkpoint, if due and nothing is in flight, is scheduled now rather than at the next interval. */
+  private triggerFinalIfDue(): void {
     if (!this.final.isDue() || this.pending !== undefined || this.triggering) return;
-    this.log.debug('every task reached the end of its data: the final checkpoint is triggered', { attemptId });
+    this.log.debug('every task reached the end of its data: the final checkpoint is triggered');
     this.triggerTimer?.cancel();
     this.triggerTimer = undefined;
     this.scheduleNext();
@@ -387,7 +397,13 @@ export class CheckpointCoordinator {
     this.wakeIdleWaiters();
     this.lastEndMs = this.deps.clock.now();
     this.failuresInARow = 0;
-    this.final.checkpointCompleted(checkpointId);
+    this.final.checkpointCompleted(
+      checkpointId,
+      pending
+        .acknowledgedSubtasks()
+        .filter((a) => a.metrics.afterEndOfData === true)
+        .map((a) => a.attemptId),
+    );
     const gone = new Set(subsumed.map((c) => c.checkpointId));
     this.retained = [...this.retained.filter((c) => !gone.has(c.checkpointId)), completed];
     this.ownFiles.set(checkpointId, filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)).own);

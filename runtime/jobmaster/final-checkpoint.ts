@@ -9,6 +9,8 @@ export class FinalCheckpointTracker {
   /** The checkpoint triggered once every unfinished task had reported: the final one. */
   private finalId: number | undefined;
   private completed = false;
+  /** Attempts that took a completed checkpoint after the end of their data: they finish now. */
+  private readonly finishing = new Set<ExecutionAttemptId>();
 
   constructor(private readonly plan: CheckpointPlanSource) {}
 
@@ -24,7 +26,11 @@ export class FinalCheckpointTracker {
     const tasks = this.plan.tasks();
     const current = new Set(tasks.map((t) => t.attemptId));
     for (const id of this.reported) if (!current.has(id)) this.reported.delete(id);
+    for (const id of this.finishing) if (!current.has(id)) this.finishing.delete(id);
     const unfinished = tasks.filter((t) => t.state !== 'FINISHED');
+    // Tasks about to finish on a completed checkpoint would finish without taking the next one (which
+    // would then be aborted): it waits until they did.
+    if (unfinished.some((t) => this.finishing.has(t.attemptId))) return false;
     return unfinished.length > 0 && unfinished.every((t) => t.state === 'RUNNING' && this.reported.has(t.attemptId));
   }
 
@@ -33,8 +39,12 @@ export class FinalCheckpointTracker {
     if (this.isDue()) this.finalId = checkpointId;
   }
 
-  /** Checkpoint `checkpointId` completed: if it is the final one, no other is due early. */
-  checkpointCompleted(checkpointId: number): void {
+  /**
+   * Checkpoint `checkpointId` completed: if it is the final one, no other is due early. `finalFor` took it
+   * after the end of their data: it is their final one, and they finish now.
+   */
+  checkpointCompleted(checkpointId: number, finalFor: readonly ExecutionAttemptId[] = []): void {
     if (checkpointId === this.finalId) this.completed = true;
+    for (const id of finalFor) this.finishing.add(id);
   }
 }

@@ -100,6 +100,11 @@ export interface CheckpointMetrics {
   readonly asyncDurationMs: number;
   /** Whether the subtask took the snapshot unaligned. */
   readonly unaligned: boolean;
+  /**
+   * The subtask took it after the end of its data (FLIP-147): it is its final checkpoint, and the subtask
+   * finishes once the checkpoint completes. @default false
+   */
+  readonly afterEndOfData?: boolean;
 }
 
 /** The state a deployed subtask restores: the checkpoint's id and its share of each operator's state. */

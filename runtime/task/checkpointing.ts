@@ -489,6 +489,7 @@ export class SubtaskCheckpointCoordinator implements BarrierAlignmentTarget {
         syncDurationMs: timing.syncDurationMs,
         asyncDurationMs: this.clock.now() - startedAt,
         unaligned,
+        ...(this.finalCheckpointId !== undefined && checkpointId >= this.finalCheckpointId ? { afterEndOfData: true } : {}),
       },
     });
   }

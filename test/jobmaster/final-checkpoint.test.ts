@@ -135,6 +135,33 @@ describe('the final checkpoint (FLIP-147)', () => {
     expect(job.triggered()).toEqual([1, 2]);
   });
 
+  it('waits for the tasks that finish on a completed checkpoint before it triggers the final one: none is aborted by their finish', async () => {
+    const s = await setup();
+    const { clock, job, coordinator, store } = s;
+    await advance(clock, INTERVAL);
+    expect(job.triggered()).toEqual([1]);
+    // The sources took checkpoint 1 after the end of their data (their final one); the sink before its own.
+    await endOfData(s, 'src-0', 'src-1');
+    for (const src of ['src-0', 'src-1'])
+      await coordinator.receiveAcknowledge(ExecutionAttemptId.of(src), 1, { ...METRICS, afterEndOfData: true }, { operators: {} });
+    await endOfData(s, 'sink-0');
+    await coordinator.receiveAcknowledge(ExecutionAttemptId.of('sink-0'), 1, METRICS, { operators: {} });
+    await settle();
+    expect((await store.getLatest(JobId.of('job-1')))?.checkpointId).toBe(1);
+    // The sources finish now: the final checkpoint waits for them rather than being aborted by their finish.
+    await advance(clock, 1_000);
+    expect(job.triggered()).toEqual([1]);
+    for (const t of job.tasks.slice(0, 2)) {
+      t.state = 'FINISHED';
+      await coordinator.receiveTaskFinished(t.attemptId);
+    }
+    await advance(clock, 0);
+    expect(job.triggered()).toEqual([1, 2]);
+    expect(job.triggers.filter((t) => t.checkpointId === 2)).toEqual([{ attemptId: 'sink-0', checkpointId: 2 }]);
+    await ackAll(job, coordinator, 2);
+    expect((await store.getLatest(JobId.of('job-1')))?.checkpointId).toBe(2);
+  });
+
   it('triggers again at once when the final checkpoint is declined (after the min pause)', async () => {
     const s = await setup(200);
     const { clock, job, coordinator } = s;
