@@ -86,8 +86,10 @@ export class SourceCoordinators {
     }
     // Every split the attempt reports read to its end (restored ones too) goes into a checkpoint once it FINISHED.
     for (const id of finished) held.finished.add(id);
-    const done = finished.filter((id) => held.splits.delete(id));
-    if (done.length > 0) source.enumerator.splitsFinished?.(done, subtaskIndex);
+    // All of them go to the enumerator: those it handed this attempt, and those a restored reader resumed
+    // (a Kinesis parent shard read to its end there readies its children).
+    for (const id of finished) held.splits.delete(id);
+    if (finished.length > 0) source.enumerator.splitsFinished?.(finished, subtaskIndex);
     if (source.restoring > 0) return NO_SPLIT_YET;
     const answer = source.enumerator.nextSplit(subtaskIndex);
     if (answer !== null && answer !== NO_SPLIT_YET) held.splits.set(answer.splitId, answer);

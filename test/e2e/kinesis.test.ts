@@ -54,6 +54,18 @@ async function readStream(stream: string): Promise<{ data: string; key: string }
   return out;
 }
 
+/** The open shards of a stream, with their parents and hash key ranges. */
+async function openShards(stream: string): Promise<{ id: string; parent?: string; start: string; end: string }[]> {
+  return ((await kinesis.client.send(new ListShardsCommand({ StreamName: stream }))).Shards ?? [])
+    .filter((s) => s.SequenceNumberRange?.EndingSequenceNumber === undefined)
+    .map((s) => ({
+      id: s.ShardId!,
+      ...(s.ParentShardId ? { parent: s.ParentShardId } : {}),
+      start: s.HashKeyRange!.StartingHashKey!,
+      end: s.HashKeyRange!.EndingHashKey!,
+    }));
+}
+
 describe('Kinesis on the embedded cluster', () => {
   it('a job writes every record to a stream with KinesisStreamsSink, keyed by its partition key generator', async () => {
     await kinesis.createStream('written', 3);
@@ -85,27 +97,18 @@ describe('Kinesis on the embedded cluster', () => {
       }
     };
     const copied = async (): Promise<string[]> => (await readStream('copies')).map((r) => r.data);
-    const openShards = async (): Promise<{ id: string; parent?: string; start: string; end: string }[]> =>
-      ((await client.send(new ListShardsCommand({ StreamName: 'resharded' }))).Shards ?? [])
-        .filter((s) => s.SequenceNumberRange?.EndingSequenceNumber === undefined)
-        .map((s) => ({
-          id: s.ShardId!,
-          ...(s.ParentShardId ? { parent: s.ParentShardId } : {}),
-          start: s.HashKeyRange!.StartingHashKey!,
-          end: s.HashKeyRange!.EndingHashKey!,
-        }));
 
     await put(records(0, 1_000));
     const jobId = await cluster.submit('kinesis-jobs.ts', 'copyKinesis', [kinesis.endpoint, 'resharded', 'copies'], 2);
     await waitFor(async () => (await copied()).length >= 1_000, 'the records written before the reshard to be copied', 60_000, 200);
 
     // While the job runs: split a shard, write, merge its two children, write again.
-    const [first] = await openShards();
+    const [first] = await openShards('resharded');
     const middle = (BigInt(first!.start) + BigInt(first!.end)) / 2n;
     await client.send(new SplitShardCommand({ StreamName: 'resharded', ShardToSplit: first!.id, NewStartingHashKey: middle.toString() }));
     await kinesis.waitActive('resharded');
     await put(records(1_000, 2_000));
-    const children = (await openShards()).filter((s) => s.parent === first!.id).sort((a, b) => (BigInt(a.start) < BigInt(b.start) ? -1 : 1));
+    const children = (await openShards('resharded')).filter((s) => s.parent === first!.id).sort((a, b) => (BigInt(a.start) < BigInt(b.start) ? -1 : 1));
     expect(children).toHaveLength(2);
     await client.send(new MergeShardsCommand({ StreamName: 'resharded', ShardToMerge: children[0]!.id, AdjacentShardToMerge: children[1]!.id }));
     await kinesis.waitActive('resharded');
@@ -149,15 +152,6 @@ describe('Kinesis on the embedded cluster', () => {
                 .filter((l) => l.length > 0),
             )
         : [];
-    const openShards = async (): Promise<{ id: string; parent?: string; start: string; end: string }[]> =>
-      ((await client.send(new ListShardsCommand({ StreamName: 'exact' }))).Shards ?? [])
-        .filter((s) => s.SequenceNumberRange?.EndingSequenceNumber === undefined)
-        .map((s) => ({
-          id: s.ShardId!,
-          ...(s.ParentShardId ? { parent: s.ParentShardId } : {}),
-          start: s.HashKeyRange!.StartingHashKey!,
-          end: s.HashKeyRange!.EndingHashKey!,
-        }));
     try {
       await put(records(0, 500));
       const jobId = await cluster.submit('kinesis-jobs.ts', 'kinesisToFiles', [kinesis.endpoint, 'exact', target], 2);
@@ -173,11 +167,11 @@ describe('Kinesis on the embedded cluster', () => {
           await new Promise((r) => setTimeout(r, 20));
         }
       })();
-      const [first] = await openShards();
+      const [first] = await openShards('exact');
       const middle = (BigInt(first!.start) + BigInt(first!.end)) / 2n;
       await client.send(new SplitShardCommand({ StreamName: 'exact', ShardToSplit: first!.id, NewStartingHashKey: middle.toString() }));
       await kinesis.waitActive('exact');
-      const children = (await openShards()).filter((s) => s.parent === first!.id).sort((a, b) => (BigInt(a.start) < BigInt(b.start) ? -1 : 1));
+      const children = (await openShards('exact')).filter((s) => s.parent === first!.id).sort((a, b) => (BigInt(a.start) < BigInt(b.start) ? -1 : 1));
       expect(children).toHaveLength(2);
       // The job is busy: what it committed grows while records come.
       const before = output().length;

@@ -182,4 +182,26 @@ describe('a source enumerator after a restore', () => {
     await main.run(() => undefined);
     expect(given).toEqual([{ splitId: 's3' }]);
   });
+
+  it('an enumerator restored from the readers hears of the splits they resume and read to their end', async () => {
+    const restoredWith: [string[], string[]][] = [];
+    const finished: string[] = [];
+    const enumerator: SplitEnumerator = {
+      nextSplit: () => NO_SPLIT_YET,
+      addSplitsBack: () => undefined,
+      restoreFromReaders: (held, done) => void restoredWith.push([[...held], [...done]]),
+      splitsFinished: (ids) => void finished.push(...ids),
+      close: () => undefined,
+    };
+    registerSplitEnumerator('ordered-connector', async () => enumerator);
+    await coordinators.start(graphOf(vertexOf({ kind: 'source.connector', connector: 'ordered-connector', config: {}, bounded: false })));
+    restored = splitsOf(['parent'], ['old']);
+    coordinators.restart('src', [attempt]);
+    await restored;
+    await main.run(() => undefined);
+    expect(restoredWith).toEqual([[['parent'], ['old']]]);
+    // A new attempt resumed 'parent' from its state (the enumerator never handed it out) and read it to its end.
+    coordinators.nextSplit('src', 0, ExecutionAttemptId.random(), ['parent']);
+    expect(finished).toEqual(['parent']);
+  });
 });
