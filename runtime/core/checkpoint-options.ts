@@ -92,7 +92,7 @@ export const CHECKPOINT_OPTIONS = {
     default: 10,
     min: 1,
     description:
-      'With state.backend.incremental: every how many checkpoints a subtask writes all its key groups again (a full materialization), so a restore reads at most this many files per key group.',
+      'With state.backend.incremental (lmdb): every how many checkpoints a subtask starts a full materialization of its key groups, written in the background while checkpoints go on writing changelog deltas (the entries changed since the snapshot before); a restore reads the latest materialization and the deltas after it.',
   },
   s3EntropyKey: {
     key: 's3.entropy.key',
