@@ -63,6 +63,11 @@ const HEADER = 8;
 const YIELD_BYTES = 1 << 20;
 /** What a group counts for, however small: a yield every 64 groups at most. */
 const YIELD_GROUP_BYTES = YIELD_BYTES / 64;
+/**
+ * A materialization's pace: after each chunk it waits this many times the chunk's time, so it takes at most
+ * a quarter of the task's thread and records keep flowing (checkpoints do not wait for it).
+ */
+const MATERIALIZATION_PAUSE = 3;
 const MAX_STATES = 0xffff;
 
 export class LmdbKeyedStateBackend implements KeyedStateBackend {
@@ -271,7 +276,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     const epoch = this.epoch;
     this.materializing = (async () => {
       try {
-        const file = await this.fullFile(txn, timers);
+        const file = await this.fullFile(txn, timers, true);
         const handle = await access.write(at, `${name}-full-${at}`, file.bytes, { shared: true });
         if (epoch !== this.epoch || this.disposed) return;
         this.chain.materializedAt(at, { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true });
@@ -296,16 +301,18 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   }
 
   /** Every group as of `txn`, group by group, yielding to the task between them. */
-  private async fullFile(txn: ReadTxn, timers: ReadonlyMap<number, TimerRecord[]>): Promise<ReturnType<typeof keyGroupsFile>> {
+  private async fullFile(txn: ReadTxn, timers: ReadonlyMap<number, TimerRecord[]>, paced = false): Promise<ReturnType<typeof keyGroupsFile>> {
     const sections = new Map<number, Uint8Array>();
     let sinceYield = 0;
+    let chunkStart = performance.now();
     for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
       const section = presentSection(Array.from(this.groupEntries(g, txn), snapshotForm), timers.get(g) ?? []);
       sections.set(g, section);
       sinceYield += section.length + YIELD_GROUP_BYTES;
       if (sinceYield > YIELD_BYTES) {
         sinceYield = 0;
-        await this.yieldToTask();
+        await this.yieldToTask(paced ? (performance.now() - chunkStart) * MATERIALIZATION_PAUSE : 0);
+        chunkStart = performance.now();
       }
     }
     return keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
@@ -345,8 +352,9 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     return keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
   }
 
-  private async yieldToTask(): Promise<void> {
-    await new Promise((resolve) => setImmediate(resolve));
+  /** Lets the task run (for `pauseMs` at least), then goes on unless the backend was closed meanwhile. */
+  private async yieldToTask(pauseMs = 0): Promise<void> {
+    await new Promise((resolve) => (pauseMs >= 1 ? setTimeout(resolve, Math.min(pauseMs, 1000)) : setImmediate(resolve)));
     if (this.disposed) throw new Error('the lmdb keyed state backend was closed while a snapshot read it');
   }
 
