@@ -15,6 +15,11 @@ export interface CheckpointStreamFactory {
   write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
   /** The bytes [offset, offset + length) of a state file (all of it without a range). */
   read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array>;
+  /**
+   * Whether `uri` is a shared file of this job's own checkpoints, which its later checkpoints may reference
+   * (not a savepoint's, nor another job's). @default - none is
+   */
+  isOwnSharedFile?(uri: string): boolean;
 }
 
 /** The JobMaster's side of checkpoint storage: metadata, and deleting what no retained checkpoint needs. */

@@ -117,6 +117,10 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     await store.deleteFolder(folder);
   }
 
+  isOwnSharedFile(uri: string): boolean {
+    return this.ownFile.exec(checkpointUriOf(uri))?.[1] === SHARED_FOLDER;
+  }
+
   /** Deletes shared files; refuses, before deleting anything, one that is not in this job's shared folder. */
   async deleteShared(handles: readonly StreamStateHandle[]): Promise<void> {
     const uris = handles.map((h) => checkpointUriOf(h.uri));

@@ -83,6 +83,8 @@ export function describeCheckpointStorageContract(name: string, harness: Checkpo
       );
       await expect(storage.deleteShared([own])).rejects.toThrow(/refusing to delete/);
       expect(await harness.files(root)).toEqual([a.uri, b.uri, own.uri, otherJob.uri].sort());
+      // What later checkpoints may build on: this job's shared files only.
+      expect([a, own, otherJob].map((h) => storage.isOwnSharedFile(h.uri))).toEqual([true, false, false]);
       await storage.deleteShared([a]);
       await storage.deleteShared([a]);
       expect(await harness.files(root)).toEqual([b.uri, own.uri, otherJob.uri].sort());
@@ -113,6 +115,7 @@ export function describeCheckpointStorageContract(name: string, harness: Checkpo
       await expect(storage.discardCheckpoint(1, [shared])).rejects.toThrow(/refusing to delete 1 file\(s\) that are not checkpoint 1's own files/);
       await storage.discardCheckpoint(1, written);
       expect(await harness.files(root)).toEqual([shared.uri]);
+      expect(storage.isOwnSharedFile(shared.uri)).toBe(true);
       await storage.deleteShared([shared]);
       expect(await harness.files(root)).toEqual([]);
     });

@@ -16,6 +16,12 @@ export class MemoryCheckpointStreams implements CheckpointStreamFactory {
     return { uri, size: bytes.length };
   }
 
+  /** The shared files are this job's own, unless `foreign` says they came from elsewhere (a savepoint, another job). */
+  foreign = false;
+  isOwnSharedFile(uri: string): boolean {
+    return !this.foreign && uri.startsWith('memory://shared/');
+  }
+
   async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array> {
     await Promise.resolve();
     const bytes = this.files.get(handle.uri);

@@ -82,6 +82,18 @@ export class ChangelogChain {
     return this.materialized?.at ?? -Infinity;
   }
 
+  /**
+   * The state was restored from `handles`, a chain a backend of the same key groups wrote (a full snapshot
+   * and the deltas after it): the next checkpoint builds on it, and a materialization follows it soon.
+   */
+  adopt(handles: readonly KeyGroupsStateHandle[]): void {
+    const [base, ...deltas] = handles;
+    this.reset();
+    if (base === undefined) return;
+    // Checkpoint ids only grow: a restored chain is older than anything this backend writes.
+    this.latest = { checkpointId: 0, chain: { base: { at: 0, handle: base }, deltas: deltas.map((handle) => ({ at: 0, handle })) } };
+  }
+
   /** The state came from elsewhere (a restore): nothing written before builds it. */
   reset(): void {
     this.latest = undefined;

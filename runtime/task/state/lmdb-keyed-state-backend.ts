@@ -403,6 +403,11 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     }
     this.restored();
     this.changed.clear();
+    // Restored from a chain of this job's own shared files of exactly these key groups (a failover at the
+    // same parallelism): the next checkpoint is a delta on it, not a full write at the barrier.
+    if (this.fullEvery > 1 && isOwnChain(handles, this.keyGroupRange) && handles.every((h) => access.isOwnSharedFile?.(h.handle.uri) === true)) {
+      this.chain.adopt(handles);
+    }
   }
 
   // ---- records ---------------------------------------------------------------------------------------
@@ -537,4 +542,13 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
         return descriptor.kind satisfies never;
     }
   }
+}
+
+/** Whether `handles` are one full snapshot and the deltas after it, all shared files of exactly `range`. */
+function isOwnChain(handles: readonly KeyGroupsStateHandle[], range: KeyGroupRange): boolean {
+  return (
+    handles.length > 0 &&
+    handles[0]!.delta !== true &&
+    handles.every((h, i) => (i === 0 || h.delta === true) && h.shared === true && h.start === range.start && h.end === range.end)
+  );
 }

@@ -156,6 +156,30 @@ describe('lmdb changelog checkpoints', () => {
     }
   });
 
+  it('after a restore of its own chain at the same key groups, the next checkpoint is a delta on it; at other groups or from foreign files, full', async () => {
+    const streams = new GatedStreams();
+    const a = backend();
+    update(a, keys, 1);
+    const first = await a.snapshotKeyGroups(1, streams, 'op');
+    update(a, keys.slice(0, 40), 2);
+    const second = await a.snapshotKeyGroups(2, streams, 'op');
+    expect(second.incremental).toBe(true);
+    // A failover: a new backend of the same key groups restores checkpoint 2 and goes on.
+    const b = await restoredFrom(second.handles, streams);
+    update(b, keys.slice(40, 60), 3);
+    const third = await b.snapshotKeyGroups(3, streams, 'op-b');
+    expect(third.incremental).toBe(true);
+    expect(third.handles.map((h) => h.handle.uri)).toEqual([...second.handles.map((h) => h.handle.uri), 'memory://shared/op-b-3']);
+    expect(third.bytesPersisted).toBeLessThan(first.bytesPersisted / 3);
+    expect(contents(await restoredFrom(third.handles, streams), keys)).toEqual(contents(b, keys));
+    // At other key groups (a rescale), or from files not the job's own (a savepoint, another job): in full.
+    const half = await restoredFrom(second.handles, streams, { start: 0, end: 63 });
+    expect((await half.snapshotKeyGroups(4, streams, 'half')).incremental).toBe(false);
+    streams.foreign = true;
+    const foreign = await restoredFrom(second.handles, streams);
+    expect((await foreign.snapshotKeyGroups(5, streams, 'foreign')).incremental).toBe(false);
+  });
+
   it('a checkpoint taken while a materialization is written builds on the one before and restores right; later ones drop the deltas before it', async () => {
     const streams = new GatedStreams();
     const a = backend(undefined, 2);
