@@ -68,6 +68,12 @@ const YIELD_GROUP_BYTES = YIELD_BYTES / 64;
  * a quarter of the task's thread and records keep flowing (checkpoints do not wait for it).
  */
 const MATERIALIZATION_PAUSE = 3;
+/**
+ * Materializations that may fail in a row before a checkpoint is declined with the last one's error (Flink's
+ * `state.backend.changelog.max-failures-allowed`): a failure is tried again at the next checkpoint, but one
+ * that keeps failing must not go unseen while the chain of deltas grows.
+ */
+export const MATERIALIZATION_MAX_FAILURES = 3;
 const MAX_STATES = 0xffff;
 
 export class LmdbKeyedStateBackend implements KeyedStateBackend {
@@ -95,6 +101,8 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   private epoch = 0;
   /** Why the last materialization failed (the next checkpoint starts another); undefined once one succeeds. */
   materializationError: Error | undefined;
+  /** Materializations failed since the last one that succeeded (or since a checkpoint declined for them). */
+  private materializationFailures = 0;
   private disposed = false;
 
   constructor(options: LmdbKeyedStateBackendOptions) {
@@ -239,6 +247,14 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   ): Promise<SnapshotResult> {
     this.flush();
     if (access.snapshotType === 'savepoint') return this.snapshotInFull(checkpointId, access, name, timersOf);
+    if (this.materializationFailures >= MATERIALIZATION_MAX_FAILURES) {
+      // Declined (the changes stay recorded: the next checkpoint's delta holds them); counting starts over.
+      this.materializationFailures = 0;
+      throw new Error(
+        `lmdb state: ${MATERIALIZATION_MAX_FAILURES} materializations in a row failed, checkpoint ${checkpointId} declined; the last failure: ${this.materializationError?.message}`,
+        { cause: this.materializationError },
+      );
+    }
     const timers = this.timersNow(timersOf);
     const changedNow = this.changed;
     this.changed = new Map();
@@ -281,8 +297,10 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
         if (epoch !== this.epoch || this.disposed) return;
         this.chain.materializedAt(at, { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true });
         this.materializationError = undefined;
+        this.materializationFailures = 0;
       } catch (e) {
         this.materializationError = e instanceof Error ? e : new Error(String(e));
+        this.materializationFailures++;
       } finally {
         if (!this.disposed) txn.done();
         this.materializing = undefined;

@@ -232,6 +232,30 @@ describe('lmdb changelog checkpoints', () => {
     expect(contents(await restoredFrom(fifth.handles, streams), keys)).toEqual(contents(a, keys));
   });
 
+  it('materializations that keep failing decline a checkpoint with the reason after three in a row, and the changes of the declined one go into the next', async () => {
+    const streams = new GatedStreams();
+    const a = backend(undefined, 2);
+    update(a, keys, 1);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    streams.failing = true;
+    // Checkpoints 3, 4 and 5 each start a materialization (2 or more after the last, which never lands).
+    for (const id of [2, 3, 4, 5]) {
+      update(a, keys.slice(id * 10, id * 10 + 10), id);
+      await a.snapshotKeyGroups(id, streams, 'op');
+      await a.materialized();
+    }
+    update(a, keys.slice(200, 210), 6);
+    await expect(a.snapshotKeyGroups(6, streams, 'op')).rejects.toThrow(
+      'lmdb state: 3 materializations in a row failed, checkpoint 6 declined; the last failure: storage refused op-full-5',
+    );
+    streams.failing = false;
+    const seventh = await a.snapshotKeyGroups(7, streams, 'op');
+    expect(seventh.handles.map((h) => h.handle.uri)).toEqual(['1', '2', '3', '4', '5', '7'].map((id) => `memory://shared/op-${id}`));
+    expect(contents(await restoredFrom(seventh.handles, streams), keys)).toEqual(contents(a, keys));
+    await a.materialized();
+    expect(a.materializationError).toBeUndefined();
+  });
+
   it("a checkpoint begun while the one before writes, or after it failed, holds that one's changes too", async () => {
     const streams = new GatedStreams();
     const a = backend();
