@@ -1,6 +1,8 @@
 // A savepoint's folder (Flink's savepoint directory): `<target dir>/savepoint-<first 6 of job id>-<random>/`,
 // holding every task's state files and the `_metadata` that names them. A savepoint belongs to the user:
-// nothing of the job's checkpoints is in it, and nothing the job does deletes it once it completed.
+// nothing of the job's checkpoints is in it, and nothing the job does deletes it once it completed. It may
+// be moved or copied whole (another folder, another bucket, from S3 to a local disk): its metadata records
+// the folder it was written in, and a restore reads the files it names from the folder it is found in.
 import { randomBytes } from 'node:crypto';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { stateFilesFor } from '../blob/file-systems.js';
@@ -71,4 +73,29 @@ export class SavepointLocation implements CheckpointStreamFactory {
 export async function readSavepointMetadata(pathOrUri: string, credentials?: JobDataCredentials): Promise<Uint8Array> {
   const uri = savepointMetadataUri(pathOrUri);
   return (await stateFilesFor(uri, credentials)).read(uri);
+}
+
+/** A savepoint's metadata: the folder it was written in (absent in savepoints written before it was recorded). */
+export interface SavepointFolderField {
+  readonly savepointFolder?: string;
+}
+
+/**
+ * The metadata of a savepoint found at `pathOrUri`, its state files' URIs moved from the folder it was
+ * written in to the one it is in now (the same when it was not moved).
+ */
+export function relocateSavepoint<T extends SavepointFolderField>(metadata: T, pathOrUri: string): T {
+  const written = metadata.savepointFolder;
+  const metadataUri = savepointMetadataUri(pathOrUri);
+  const now = metadataUri.slice(0, -`/${METADATA_FILE}`.length);
+  if (typeof written !== 'string' || written === now) return metadata;
+  const from = `${written}/`;
+  const moved = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(moved);
+    if (value === null || typeof value !== 'object') return value;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = k === 'uri' && typeof v === 'string' && v.startsWith(from) ? `${now}/${v.slice(from.length)}` : moved(v);
+    return out;
+  };
+  return { ...(moved(metadata) as T), savepointFolder: now };
 }

@@ -17,7 +17,7 @@ import type { Timer } from '../core/clock.js';
 import { FloeError, StaleWriterError } from '../core/errors.js';
 import type { ExecutionAttemptId } from '../core/ids.js';
 import { silentLogger, type Logger } from '../core/logger.js';
-import { SavepointLocation } from '../checkpoint/savepoint-location.js';
+import { SavepointLocation, type SavepointFolderField } from '../checkpoint/savepoint-location.js';
 import type { CompletedCheckpoint } from '../ha/completed-checkpoint-store.js';
 import type { CheckpointStats } from '../protocol/checkpoint-stats.js';
 import { isTaskNotReadyDecline, type CheckpointMetrics, type StreamStateHandle, type TaskStateSnapshot } from '../protocol/checkpoints.js';
@@ -39,7 +39,7 @@ export {
 } from './checkpoint-coordinator-deps.js';
 
 /** The metadata file of a checkpoint: what a restore needs to find every subtask's state. */
-export interface CheckpointMetadata {
+export interface CheckpointMetadata extends SavepointFolderField {
   readonly jobId: string;
   readonly checkpointId: number;
   readonly timestampMs: number;
@@ -570,6 +570,7 @@ export class CheckpointCoordinator {
         jobId: this.deps.jobId,
         checkpointId,
         timestampMs: pending.timestampMs,
+        savepointFolder: location.folder,
         ...pending.metadataSubtasks(this.deps.finishedSplitsOf),
       };
       path = await location.writeMetadata(new TextEncoder().encode(JSON.stringify(metadata)));

@@ -4,6 +4,7 @@
 // once per checkpoint; the first deployment after a start or a failure reports the restore to the stats.
 import type { Logger } from '../core/logger.js';
 import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
+import { relocateSavepoint } from '../checkpoint/savepoint-location.js';
 import { readsUnboundedSource } from '../jobgraph/boundedness.js';
 import type { JobGraph } from '../jobgraph/jobgraph.js';
 import type { TaskRestore } from '../protocol/checkpoints.js';
@@ -55,6 +56,8 @@ export class JobRestore {
     let metadata: CheckpointMetadata;
     try {
       metadata = JSON.parse(new TextDecoder().decode(await this.deps.storage.readMetadata(from.path))) as CheckpointMetadata;
+      // A savepoint moved since it was written: its files are read where it is now.
+      if (Array.isArray(metadata.subtasks)) metadata = relocateSavepoint(metadata, from.path);
     } catch (error) {
       throw new StateAssignmentError(
         `the savepoint at ${from.path} could not be read: ${error instanceof Error ? error.message : String(error)}; give the savepoint's folder or its _metadata file`,

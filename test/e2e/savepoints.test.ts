@@ -7,7 +7,7 @@
 // savepoint's keyed operator is refused unless it allows non-restored state. A FileSink job stopped with a
 // savepoint and resumed from it at another parallelism writes on into the same folder: the first job's
 // parts stay as they were, and the folder's lines are the reference's, each once.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSystemCheckpointStorage } from '../../runtime/checkpoint/file-system-checkpoint-storage.js';
@@ -150,6 +150,21 @@ describe('savepoints', () => {
       expect(lastFirstSeen, "every key's state came from the stopped job").toBeLessThan(stoppedAt);
     }, 180_000);
   }
+
+  it('a savepoint moved to another folder restores from where it is now (its old folder gone)', async () => {
+    expect(stopped, 'the stop with a savepoint ran').not.toBe('');
+    const movedTo = join(cluster.stateDir, 'moved-savepoints');
+    mkdirSync(movedTo, { recursive: true });
+    const moved = join(movedTo, 'kept-by-the-user');
+    renameSync(stopped.slice('file://'.length), moved);
+    stopped = `file://${moved}`;
+    const jobId = await cluster.submit('restore-counts.ts', 'countPerKey', ARGS, 2, fromSavepoint({ path: moved, allowNonRestoredState: false }));
+    const done = await cluster.awaitTerminal(jobId, 120_000);
+    expect(done.status, await cluster.exceptions(jobId)).toBe('FINISHED');
+    const { counts, lastFirstSeen } = await collected(jobId);
+    expect(counts).toEqual(expectedCounts(RECORDS, KEYS));
+    expect(lastFirstSeen, "every key's state came from the stopped job").toBeLessThan(stoppedAt);
+  }, 180_000);
 
   it('a job without an operator the savepoint has state for is refused, naming it, unless it allows non-restored state', async () => {
     expect(stopped, 'the stop with a savepoint ran').not.toBe('');
