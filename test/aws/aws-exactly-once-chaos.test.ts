@@ -20,7 +20,9 @@ import { reference } from '../fixtures/jobs/exactly-once.js';
 import { startAwsTestCluster, type AwsFront, type AwsTestCluster } from './aws-test-cluster.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures/jobs');
-const RECORDS = 12_000;
+// 5 s of generator life: a kill at up to 40 % of it after the first checkpoint still finds the tasks at
+// work on a loaded machine (at 3 s, a first checkpoint that came late let one kill land after the end).
+const RECORDS = 20_000;
 const RATE = 4_000;
 const SEED = 20261203;
 const expected = reference(RECORDS);
@@ -131,7 +133,9 @@ describe('exactly-once recovery on the AWS backend (emulators)', () => {
       // Each job has TaskExecutor tasks of its own; the previous run's have all exited.
       const busy = runningTasks('floe-taskexecutor');
       expect(busy.length, `run ${run}: a TaskExecutor task runs the job's tasks when the kill comes`).toBeGreaterThan(0);
-      expect((await job(jobId)).status, `run ${run}: the job runs when the kill comes`).toBe('RUNNING');
+      const before = await job(jobId);
+      expect(before.status, `run ${run}: the job runs when the kill comes`).toBe('RUNNING');
+      expect(before.tasks?.finished ?? 0, `run ${run}: no task of the job has finished when the kill comes`).toBe(0);
       const checkpointsBefore = await completed(jobId);
       const victim = busy[Math.floor(random() * busy.length)]!;
       process.kill(victim.pid!, 'SIGKILL');
