@@ -20,7 +20,7 @@ import type { StateCell } from './heap-states.js';
 import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
 import { presentSection, readMergedKeyGroups, stateCodec } from './incremental-key-groups.js';
-import { ChangelogChain, type Chain } from './changelog-chain.js';
+import { ChangelogChain } from './changelog-chain.js';
 import { keyGroupsFile } from './key-group-snapshot.js';
 import type { RemovedEntry, TimerRecord } from './key-group-snapshot.js';
 
@@ -34,8 +34,7 @@ export interface LmdbKeyedStateBackendOptions {
   readonly writeCacheEntries?: number;
   /**
    * `state.backend.incremental.full-every`: every how many checkpoints a materialization starts (1: every
-   * checkpoint is full and nothing is incremental); one starts sooner once the deltas on the last one
-   * outweigh it, so that a restore reads at most about twice the state. @default 1
+   * checkpoint is full and nothing is incremental). @default 1
    */
   readonly fullEvery?: number;
 }
@@ -236,9 +235,8 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
    * `checkpointId` as shared files named after `name`: in full when nothing is there to build on (or
    * `fullEvery` is 1), else a changelog delta — every group present, holding the entries changed since the
    * chain it builds on (current values and removals) and all the group's timers — returned after that
-   * chain's handles. Every `fullEvery` checkpoints, or once the chain's deltas hold more bytes than its
-   * materialization, a materialization of the state at this call starts in the background; checkpoints do
-   * not wait for it. The copy is the state at the call: the groups are read in
+   * chain's handles. Every `fullEvery` checkpoints a materialization of the state at this call starts in the
+   * background; checkpoints do not wait for it. The copy is the state at the call: the groups are read in
    * a read transaction while the task runs on.
    */
   async snapshotKeyGroups(
@@ -271,7 +269,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
         const full = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true };
         return { handles: this.chain.wroteFull(checkpointId, full), bytesPersisted: file.bytes.length, incremental: false };
       }
-      if (this.materializing === undefined && (checkpointId - this.chain.lastMaterialization() >= this.fullEvery || outweighed(base.chain))) {
+      if (this.materializing === undefined && checkpointId - this.chain.lastMaterialization() >= this.fullEvery) {
         this.materialize(checkpointId, access, name, timers);
       }
       const file = await this.deltaFile(txn, base.changed, timers);
@@ -562,13 +560,6 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
         return descriptor.kind satisfies never;
     }
   }
-}
-
-/** Whether a chain's deltas hold more bytes than its materialization (what a restore reads grows past twice it). */
-function outweighed(chain: Chain): boolean {
-  let deltas = 0;
-  for (const d of chain.deltas) deltas += d.handle.handle.size;
-  return deltas > chain.base.handle.handle.size;
 }
 
 /** Whether `handles` are one full snapshot and the deltas after it, all shared files of exactly `range`. */

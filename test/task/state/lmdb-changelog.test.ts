@@ -232,32 +232,6 @@ describe('lmdb changelog checkpoints', () => {
     expect(contents(await restoredFrom(fifth.handles, streams), keys)).toEqual(contents(a, keys));
   });
 
-  it('starts a materialization before its count once the deltas on the last one outweigh it', async () => {
-    const streams = new GatedStreams();
-    const a = backend(undefined, 100);
-    update(a, keys, 1);
-    const first = await a.snapshotKeyGroups(1, streams, 'op');
-    const size = (r: { handles: readonly { handle: { size: number } }[] }) => r.handles.at(-1)!.handle.size;
-    let deltas = 0;
-    let id = 2;
-    // Every key changes each time: each delta about as large as the full snapshot.
-    for (; deltas <= size(first); id++) {
-      update(a, keys, id);
-      const r = await a.snapshotKeyGroups(id, streams, 'op');
-      await a.materialized();
-      expect(r.handles[0]!.handle.uri, `checkpoint ${id}: no materialization while the deltas weigh less`).toBe('memory://shared/op-1');
-      deltas += size(r);
-    }
-    update(a, keys, id);
-    await a.snapshotKeyGroups(id, streams, 'op');
-    await a.materialized();
-    update(a, keys.slice(0, 10), id + 1);
-    const next = await a.snapshotKeyGroups(id + 1, streams, 'op');
-    expect(next.handles.map((h) => h.handle.uri)).toEqual([`memory://shared/op-full-${id}`, `memory://shared/op-${id + 1}`]);
-    expect(id, 'long before the count of 100').toBeLessThan(10);
-    expect(contents(await restoredFrom(next.handles, streams), keys)).toEqual(contents(a, keys));
-  });
-
   it('materializations that keep failing decline a checkpoint with the reason after three in a row, and the changes of the declined one go into the next', async () => {
     const streams = new GatedStreams();
     const a = backend(undefined, 2);
