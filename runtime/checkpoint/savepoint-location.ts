@@ -94,7 +94,8 @@ export function relocateSavepoint<T extends SavepointFolderField>(metadata: T, p
     if (Array.isArray(value)) return value.map(moved);
     if (value === null || typeof value !== 'object') return value;
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = k === 'uri' && typeof v === 'string' && v.startsWith(from) ? `${now}/${v.slice(from.length)}` : moved(v);
+    for (const [k, v] of Object.entries(value))
+      out[k] = k === 'uri' && typeof v === 'string' && v.startsWith(from) ? `${now}/${v.slice(from.length)}` : moved(v);
     return out;
   };
   return { ...(moved(metadata) as T), savepointFolder: now };
