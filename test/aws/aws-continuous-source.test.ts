@@ -102,5 +102,5 @@ describe('readTextFile with monitorContinuously on an S3 prefix', () => {
     expect((await front.api('PATCH', `/jobs/${jobId}?mode=cancel`)).status).toBe(202);
     await waitFor(async () => (await front.api('GET', `/jobs/${jobId}`)).body.status === 'CANCELED', 'the job to be cancelled', 60_000, 100);
     expect(sinkLines(target).sort()).toEqual(expected());
-  });
+  }, 300_000);
 });
