@@ -114,6 +114,16 @@ describe('savepoints', () => {
   let stopped = '';
   let stoppedAt = 0;
 
+  /** A job resumed from the savepoint at `path` FINISHES with every key counted exactly, its state from before the stop. */
+  async function resumesExactly(path: string, parallelism: number): Promise<void> {
+    const jobId = await cluster.submit('restore-counts.ts', 'countPerKey', ARGS, parallelism, fromSavepoint({ path, allowNonRestoredState: false }));
+    const done = await cluster.awaitTerminal(jobId, 120_000);
+    expect(done.status, await cluster.exceptions(jobId)).toBe('FINISHED');
+    const { counts, lastFirstSeen } = await collected(jobId);
+    expect(counts).toEqual(expectedCounts(RECORDS, KEYS));
+    expect(lastFirstSeen, "every key's state came from the stopped job").toBeLessThan(stoppedAt);
+  }
+
   it('a running job takes a savepoint and runs on, then stops with one: FINISHED, its timers unfired, the savepoint kept', async () => {
     const jobId = await cluster.submit('restore-counts.ts', 'countPerKey', ARGS, 2);
     await waitFor(async () => (await cluster.api('GET', `/jobs/${jobId}`)).body.status === 'RUNNING', 'the job to run', 60_000);
@@ -142,12 +152,7 @@ describe('savepoints', () => {
   for (const parallelism of [3, 1]) {
     it(`a job resumed from it at parallelism ${parallelism} counts every key exactly, from the state before the stop`, async () => {
       expect(stopped, 'the stop with a savepoint ran').not.toBe('');
-      const jobId = await cluster.submit('restore-counts.ts', 'countPerKey', ARGS, parallelism, fromSavepoint({ path: stopped, allowNonRestoredState: false }));
-      const done = await cluster.awaitTerminal(jobId, 120_000);
-      expect(done.status, await cluster.exceptions(jobId)).toBe('FINISHED');
-      const { counts, lastFirstSeen } = await collected(jobId);
-      expect(counts).toEqual(expectedCounts(RECORDS, KEYS));
-      expect(lastFirstSeen, "every key's state came from the stopped job").toBeLessThan(stoppedAt);
+      await resumesExactly(stopped, parallelism);
     }, 180_000);
   }
 
@@ -158,12 +163,7 @@ describe('savepoints', () => {
     const moved = join(movedTo, 'kept-by-the-user');
     renameSync(stopped.slice('file://'.length), moved);
     stopped = `file://${moved}`;
-    const jobId = await cluster.submit('restore-counts.ts', 'countPerKey', ARGS, 2, fromSavepoint({ path: moved, allowNonRestoredState: false }));
-    const done = await cluster.awaitTerminal(jobId, 120_000);
-    expect(done.status, await cluster.exceptions(jobId)).toBe('FINISHED');
-    const { counts, lastFirstSeen } = await collected(jobId);
-    expect(counts).toEqual(expectedCounts(RECORDS, KEYS));
-    expect(lastFirstSeen, "every key's state came from the stopped job").toBeLessThan(stoppedAt);
+    await resumesExactly(moved, 2);
   }, 180_000);
 
   it('a job without an operator the savepoint has state for is refused, naming it, unless it allows non-restored state', async () => {
