@@ -256,7 +256,8 @@ describe('MiniCluster jobs', () => {
       {
         'taskmanager.numberOfTaskSlots': 2,
         'heartbeat.interval': 100,
-        'heartbeat.timeout': 3_000,
+        // Not what the failover waits for (the lease is): long enough that a loaded machine's stalls lose no TaskExecutor.
+        'heartbeat.timeout': 10_000,
         'high-availability.lease.duration': 600,
         'high-availability.lease.renew-interval': 100,
       },
@@ -302,7 +303,11 @@ describe('MiniCluster jobs', () => {
     const rec = await finished(c, job);
     expect(((await c.result(rec)).records as string[]).sort()).toEqual(Array.from({ length: N }, (_, i) => record(i + 1)).sort());
     // No task ran twice, and no TaskExecutor was started for the new leader.
-    expect(job.runner.currentJobMaster!.snapshot().tasks.every((t) => t.attemptNumber === 0)).toBe(true);
+    const why = rec.exceptions.map((e) => `${e.taskName ?? 'job'}: ${e.message}`).join('; ');
+    expect(
+      job.runner.currentJobMaster!.snapshot().tasks.every((t) => t.attemptNumber === 0),
+      why,
+    ).toBe(true);
     expect(rec.restarts ?? 0).toBe(0);
     expect(c.taskExecutors).toHaveLength(1);
   });
