@@ -25,7 +25,11 @@ const PRESENT_EMPTY = Uint8Array.of(0x90);
 
 /** A key group's section: present, even when it holds nothing. */
 export function presentSection(entries: KeyedStateEntry[], timers: TimerRecord[], removed: RemovedEntry[] = []): Uint8Array {
-  const bytes = encodeKeyGroup({ entries, timers, removed });
+  return present(encodeKeyGroup({ entries, timers, removed }));
+}
+
+/** A key group's encoded bytes as a present section: msgpack's empty array when they hold nothing. */
+export function present(bytes: Uint8Array): Uint8Array {
   return bytes.length === 0 ? PRESENT_EMPTY : bytes;
 }
 

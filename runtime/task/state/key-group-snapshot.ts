@@ -51,6 +51,82 @@ export function encodeKeyGroup(contents: KeyGroupContents): Uint8Array {
   return packr.pack(records);
 }
 
+/**
+ * Writes one key group's bytes as encodeKeyGroup does, from values already msgpack-encoded (as a backend
+ * that stores values encoded holds them): each value's bytes are copied in as they are, never decoded and
+ * encoded again. Records go in the order written; write entries, then removals, then timers, as
+ * encodeKeyGroup orders them.
+ */
+export class EncodedKeyGroupWriter {
+  // The array header is written last, in front: room for its longest form (array32, 5 bytes).
+  private buf = Buffer.allocUnsafe(64 * 1024);
+  private at = ARRAY_HEADER_ROOM;
+  private records = 0;
+
+  /** A state entry whose value is `value`'s bytes, or (a map state's pairs) an array of each pair's bytes. */
+  entry(stateName: string, kind: StateKind, key: unknown, value: Uint8Array | readonly Uint8Array[]): void {
+    // [0, state, kind, key] with its fixarray header made one longer: the value's bytes follow as the fifth.
+    const head = packr.pack([0, stateName, kind, key]);
+    this.put(FIXARRAY_5);
+    this.put(head.subarray(1, head.length));
+    if (value instanceof Uint8Array) this.put(value);
+    else {
+      this.arrayHeader(value.length);
+      for (const v of value) this.put(v);
+    }
+    this.records++;
+  }
+
+  removed(r: RemovedEntry): void {
+    this.record([2, r.stateName, r.kind, r.key, r.userKey ?? null]);
+  }
+
+  timer(t: TimerRecord): void {
+    this.record([1, t.service, t.domain === 'event' ? 'e' : 'p', t.key, t.namespace, t.timestamp]);
+  }
+
+  /** The group's bytes (empty when nothing was written); the writer is not used after. */
+  finish(): Uint8Array {
+    if (this.records === 0) return new Uint8Array(0);
+    const end = this.at;
+    const header = arrayHeaderBytes(this.records);
+    const start = ARRAY_HEADER_ROOM - header.length;
+    this.buf.set(header, start);
+    return this.buf.subarray(start, end);
+  }
+
+  private record(r: EncodedRecord): void {
+    this.put(packr.pack(r));
+    this.records++;
+  }
+
+  private arrayHeader(n: number): void {
+    this.put(arrayHeaderBytes(n));
+  }
+
+  /** Copies `bytes` in now (a backend's read buffer may be reused by its next read). */
+  private put(bytes: Uint8Array): void {
+    const n = bytes.length;
+    if (this.at + n > this.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.at + n));
+      this.buf.copy(grown, 0, 0, this.at);
+      this.buf = grown;
+    }
+    this.buf.set(bytes.subarray(0, n), this.at);
+    this.at += n;
+  }
+}
+
+const ARRAY_HEADER_ROOM = 5;
+const FIXARRAY_5 = Uint8Array.of(0x95);
+
+/** msgpack's array header for `n` elements: fixarray, array16 or array32. */
+function arrayHeaderBytes(n: number): Uint8Array {
+  if (n < 16) return Uint8Array.of(0x90 | n);
+  if (n < 0x10000) return Uint8Array.of(0xdc, n >>> 8, n & 0xff);
+  return Uint8Array.of(0xdd, n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
+}
+
 /** The contents of one key group from the bytes encodeKeyGroup made. */
 export function decodeKeyGroup(bytes: Uint8Array): KeyGroupContents {
   const contents: { entries: KeyedStateEntry[]; timers: TimerRecord[]; removed?: RemovedEntry[] } = { entries: [], timers: [] };

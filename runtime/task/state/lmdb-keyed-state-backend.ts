@@ -19,9 +19,9 @@ import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState,
 import type { StateCell } from './heap-states.js';
 import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
-import { presentSection, readMergedKeyGroups, stateCodec } from './incremental-key-groups.js';
+import { present, readMergedKeyGroups, stateCodec } from './incremental-key-groups.js';
 import { ChangelogChain } from './changelog-chain.js';
-import { keyGroupsFile } from './key-group-snapshot.js';
+import { EncodedKeyGroupWriter, keyGroupsFile } from './key-group-snapshot.js';
 import type { RemovedEntry, TimerRecord } from './key-group-snapshot.js';
 
 export interface LmdbKeyedStateBackendOptions {
@@ -324,7 +324,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     let sinceYield = 0;
     let chunkStart = performance.now();
     for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
-      const section = presentSection(Array.from(this.groupEntries(g, txn), snapshotForm), timers.get(g) ?? []);
+      const section = this.encodedGroup(g, txn, timers.get(g) ?? []);
       sections.set(g, section);
       sinceYield += section.length + YIELD_GROUP_BYTES;
       if (sinceYield > YIELD_BYTES) {
@@ -352,20 +352,24 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     const sections = new Map<number, Uint8Array>();
     let read = 0;
     for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
-      const entries: KeyedStateEntry[] = [];
+      // Values go in as lmdb holds them (msgpack): copied, not decoded and encoded again.
+      const writer = new EncodedKeyGroupWriter();
       const removed: RemovedEntry[] = [];
       for (const key of byGroup.get(g) ?? []) {
         const r = this.byId[key.readUInt16BE(2)]!;
         const length = key.readUInt32BE(4);
         const k = keyOfCanonical(key.toString('utf8', HEADER, HEADER + length));
         const userKey = r.kind === 'map' ? key.toString('utf8', HEADER + length) : undefined;
-        const bytes = this.db.get(key, { transaction: txn });
+        // Valid until the next read: the writer copies it at once.
+        const bytes = this.readBinary(key, txn);
         if (bytes === undefined)
           removed.push(userKey === undefined ? { stateName: r.name, kind: r.kind, key: k } : { stateName: r.name, kind: r.kind, key: k, userKey });
-        else entries.push({ stateName: r.name, kind: r.kind, key: k, value: r.kind === 'map' ? [stateCodec.unpack(bytes)] : stateCodec.unpack(bytes) });
+        else writer.entry(r.name, r.kind, k, r.kind === 'map' ? [bytes] : bytes);
         if (++read % 4096 === 0) await this.yieldToTask();
       }
-      sections.set(g, presentSection(entries, timers.get(g) ?? [], removed));
+      for (const r of removed) writer.removed(r);
+      for (const t of timers.get(g) ?? []) writer.timer(t);
+      sections.set(g, present(writer.finish()));
     }
     return keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
   }
@@ -499,6 +503,45 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     for (const { key, value } of this.db.getRange({ start, end })) {
       yield [key.toString('utf8', start.length), stateCodec.unpack(value) as [unknown, unknown]];
     }
+  }
+
+  /** A value's bytes as of `txn`, valid until the next read (lmdb's read buffer). */
+  private readBinary(key: Buffer, txn: ReadTxn): Buffer | undefined {
+    return (this.db.getBinaryFast as (id: Buffer, options: { transaction: ReadTxn }) => Buffer | undefined)(key, { transaction: txn });
+  }
+
+  /**
+   * Group `group`'s section as of `txn` with `timers`: the bytes encodeKeyGroup gives for groupEntries'
+   * entries, the values copied as lmdb holds them (a map state's pairs gathered per key).
+   */
+  private encodedGroup(group: number, txn: ReadTxn, timers: readonly TimerRecord[]): Uint8Array {
+    const writer = new EncodedKeyGroupWriter();
+    const start = Buffer.alloc(2);
+    start.writeUInt16BE(group);
+    const end = Buffer.alloc(2);
+    end.writeUInt16BE(group + 1);
+    let map: { r: Registered; canonical: string; pairs: Buffer[] } | undefined;
+    const endMap = (): void => {
+      if (map !== undefined) writer.entry(map.r.name, 'map', keyOfCanonical(map.canonical), map.pairs);
+      map = undefined;
+    };
+    for (const { key, value } of this.db.getRange({ start, end, transaction: txn })) {
+      const r = this.byId[key.readUInt16BE(2)]!;
+      const length = key.readUInt32BE(4);
+      const canonical = key.toString('utf8', HEADER, HEADER + length);
+      if (r.kind !== 'map') {
+        endMap();
+        writer.entry(r.name, r.kind, keyOfCanonical(canonical), value);
+        continue;
+      }
+      if (map !== undefined && (map.r !== r || map.canonical !== canonical)) endMap();
+      map ??= { r, canonical, pairs: [] };
+      // Kept past this read: a copy.
+      map.pairs.push(Buffer.from(value.subarray(0, value.length)));
+    }
+    endMap();
+    for (const t of timers) writer.timer(t);
+    return present(writer.finish());
   }
 
   /** Group `group`'s entries in the heap backend's form (a map state's as one Map per key). */

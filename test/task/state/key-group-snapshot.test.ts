@@ -2,6 +2,7 @@
 // range, of half the range (rescaling up), of the whole range from two halves (rescaling down), with
 // time-to-live stamps kept, timers restored and firing as before, and a restore reading only the key
 // groups it owns.
+import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import {
   AggregatingStateDescriptor,
@@ -16,8 +17,8 @@ import { canonicalKey, keyGroupOf, keyGroupRange } from '../../../runtime/networ
 import type { OperatorSubtaskState } from '../../../runtime/protocol/checkpoints.js';
 import { restoreKeyedState, snapshotKeyedState, NO_NAMESPACE, type NamedTimerService } from '../../../runtime/task/keyed-state-snapshots.js';
 import { HeapKeyedStateBackend } from '../../../runtime/task/state/heap-keyed-state-backend.js';
-import { decodeKeyGroup, encodeKeyGroup, readKeyGroups } from '../../../runtime/task/state/key-group-snapshot.js';
-import type { KeyGroupRange } from '../../../runtime/task/state/keyed-state-backend.js';
+import { decodeKeyGroup, EncodedKeyGroupWriter, encodeKeyGroup, readKeyGroups } from '../../../runtime/task/state/key-group-snapshot.js';
+import type { KeyedStateEntry, KeyGroupRange } from '../../../runtime/task/state/keyed-state-backend.js';
 import { HeapInternalTimerService, mailboxProcessingTimeService, type InternalTimer } from '../../../runtime/task/timer-service.js';
 import { Mailbox } from '../../../runtime/task/mailbox.js';
 import { MemoryCheckpointStreams } from '../../support/checkpoint-streams.js';
@@ -295,5 +296,51 @@ describe('timers in the key-group stream', () => {
     register(b, t.service);
     const state = await snapshotKeyedState(1, streams, b, t.named, 'named');
     await expect(restoreKeyedState(state, streams, backend(clock), [])).rejects.toThrow(/timer service 'user-timers'/);
+  });
+});
+
+describe('key groups written from values already encoded', () => {
+  // A backend that stores values in msgpack (lmdb) copies them into its snapshot as they are: the bytes
+  // must be those encodeKeyGroup makes from the decoded values, so a restore cannot tell them apart.
+  const codec = new Packr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false });
+  const values: unknown[] = [0, -1, 2 ** 40, 1.5, 'x'.repeat(1000), 'été', 12345678901234567890n, null, true, { deep: [1, 'two', null] }, [3, 4], ''];
+
+  it.each([1, 15, 16, 70_000])('gives encodeKeyGroup’s bytes for %i entries, with map pairs, removals and timers', (n) => {
+    const entries: KeyedStateEntry[] = [];
+    const writer = new EncodedKeyGroupWriter();
+    for (let i = 0; i < n; i++) {
+      const key = i % 2 === 0 ? i : `key-${i}`;
+      if (i % 5 === 4) {
+        const pairs: [unknown, unknown][] = [
+          [`u${i}`, values[i % values.length]],
+          [i, { at: i }],
+        ];
+        entries.push({ stateName: 'seen', kind: 'map', key, value: pairs });
+        writer.entry(
+          'seen',
+          'map',
+          key,
+          pairs.map((p) => codec.pack(p)),
+        );
+      } else {
+        const value = values[i % values.length];
+        entries.push({ stateName: 'count', kind: 'value', key, value });
+        writer.entry('count', 'value', key, codec.pack(value));
+      }
+    }
+    const removed = [
+      { stateName: 'count', kind: 'value' as const, key: 'gone' },
+      { stateName: 'seen', kind: 'map' as const, key: 3, userKey: 'u3' },
+    ];
+    const timers = [{ service: 'user-timers', domain: 'event' as const, key: 'k', namespace: null, timestamp: 42 }];
+    for (const r of removed) writer.removed(r);
+    for (const t of timers) writer.timer(t);
+    const bytes = writer.finish();
+    expect(Buffer.from(bytes).equals(Buffer.from(encodeKeyGroup({ entries, timers, removed })))).toBe(true);
+    expect(decodeKeyGroup(bytes)).toEqual({ entries, timers, removed });
+  });
+
+  it('writes nothing for a group that holds nothing', () => {
+    expect(new EncodedKeyGroupWriter().finish()).toHaveLength(0);
   });
 });
