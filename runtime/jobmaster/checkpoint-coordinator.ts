@@ -23,7 +23,7 @@ import type { CheckpointStats } from '../protocol/checkpoint-stats.js';
 import { isTaskNotReadyDecline, type CheckpointMetrics, type StreamStateHandle, type TaskStateSnapshot } from '../protocol/checkpoints.js';
 import { CheckpointFailureError, type CheckpointCoordinatorDeps, type JobEnd } from './checkpoint-coordinator-deps.js';
 import { CheckpointStatsTracker } from './checkpoint-stats-tracker.js';
-import { cleanUpAtJobEnd, filesOfSnapshots, filesOrNone } from './checkpoints-cleaner.js';
+import { AbortedSharedFiles, cleanUpAtJobEnd, filesOfSnapshots, filesOrNone } from './checkpoints-cleaner.js';
 import { FinalCheckpointTracker } from './final-checkpoint.js';
 import { PendingCheckpoint, type CheckpointSubtask } from './pending-checkpoint.js';
 import { subtaskOf, triggerPlanOf, type TriggerPlan } from './checkpoint-trigger-plan.js';
@@ -75,6 +75,7 @@ export class CheckpointCoordinator {
   private retained: CompletedCheckpoint[] = [];
   /** The own state files of the checkpoints this coordinator completed (entropy-injected keys are known only here and in the metadata). */
   private readonly ownFiles = new Map<number, readonly StreamStateHandle[]>();
+  private readonly abortedShared = new AbortedSharedFiles();
   /** The checkpoint every task acknowledged while its metadata and pointer are written. */
   private completing: { readonly pending: PendingCheckpoint; readonly done: Promise<void> } | undefined;
   /** The lowest id this coordinator takes next: past the ids it took and the retained checkpoints. */
@@ -412,14 +413,17 @@ export class CheckpointCoordinator {
     this.log.info('checkpoint completed', { checkpointId, stateSize: completed.stateSize, durationMs: this.lastEndMs - pending.timestampMs });
     for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointComplete(a.attemptId, checkpointId));
     this.scheduleNext();
-    await this.discard(subsumed);
+    await this.discard(subsumed, this.abortedShared.unreferencedAfter(checkpointId, this.retained));
   }
 
-  /** Deletes subsumed checkpoints' own files, and the shared files no retained checkpoint references. */
-  private async discard(subsumed: readonly CompletedCheckpoint[]): Promise<void> {
-    if (subsumed.length === 0) return;
+  /**
+   * Deletes subsumed checkpoints' own files, and the shared files no retained checkpoint references: theirs,
+   * and `orphans` (aborted checkpoints' that the one completed did not take up).
+   */
+  private async discard(subsumed: readonly CompletedCheckpoint[], orphans: readonly StreamStateHandle[]): Promise<void> {
+    if (subsumed.length === 0 && orphans.length === 0) return;
     const stillReferenced = new Set(this.retained.flatMap((c) => c.sharedState.map((s) => s.uri)));
-    const unreferenced = new Map<string, StreamStateHandle>();
+    const unreferenced = new Map(orphans.map((s) => [s.uri, s]));
     for (const c of subsumed) for (const s of c.sharedState) if (!stillReferenced.has(s.uri)) unreferenced.set(s.uri, s);
     try {
       for (const c of subsumed) {
@@ -484,7 +488,8 @@ export class CheckpointCoordinator {
     this.stats.reportFailed(pending, now, reason);
     this.log.info('checkpoint aborted', { checkpointId: pending.checkpointId, reason });
     for (const a of pending.acknowledgedSubtasks()) this.notify(() => this.deps.messenger.notifyCheckpointAborted(a.attemptId, pending.checkpointId));
-    const [own, storage] = [filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)).own, this.deps.storage];
+    const [{ own, shared }, storage] = [filesOfSnapshots(pending.acknowledgedSubtasks().map((a) => a.state)), this.deps.storage];
+    this.abortedShared.aborted(pending.checkpointId, shared);
     const discarded =
       onlyOwn === undefined ? storage.discardCheckpoint(pending.checkpointId, own) : storage.deleteFiles?.([...own.map((h) => h.uri), ...onlyOwn]);
     void (discarded ?? Promise.resolve()).catch((error: unknown) =>

@@ -2,7 +2,8 @@
 // a discarded checkpoint's own files — its folder, and its state files under entropy-injected keys, which
 // only its metadata names — and at the job's end everything of the job's checkpoints that no retained
 // checkpoint references: aborted checkpoints' files, shared files no longer needed, a failed attempt's
-// uploads.
+// uploads. Shared files that only an aborted checkpoint took up are deleted while the job runs, once a
+// later checkpoint completed without them (AbortedSharedFiles).
 import type { CheckpointStorage } from '../checkpoint/checkpoint-storage.js';
 import { errorMessage } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
@@ -13,6 +14,38 @@ import type { StreamStateHandle, TaskStateSnapshot } from '../protocol/checkpoin
 export interface CheckpointFiles {
   readonly own: readonly StreamStateHandle[];
   readonly shared: readonly StreamStateHandle[];
+}
+
+/**
+ * The shared files aborted checkpoints' tasks reported. A later checkpoint may build on one (an incremental
+ * backend's next delta builds on the last snapshot it wrote, completed or not), so none goes at the abort.
+ * Once a later checkpoint completes, those it does not reference never will be: each task's next snapshot
+ * builds on what it wrote for that one or later, and a restore reads only completed checkpoints. Those it
+ * references are a retained checkpoint's, deleted when no retained checkpoint needs them.
+ */
+export class AbortedSharedFiles {
+  private readonly files = new Map<string, { readonly handle: StreamStateHandle; readonly checkpointId: number }>();
+
+  /** Checkpoint `checkpointId` was aborted after its tasks reported `shared`. */
+  aborted(checkpointId: number, shared: readonly StreamStateHandle[]): void {
+    for (const handle of shared) this.files.set(handle.uri, { handle, checkpointId });
+  }
+
+  /**
+   * Checkpoint `checkpointId` completed, `retained` the checkpoints kept after it: the files of checkpoints
+   * aborted before it that none of them references, no longer tracked.
+   */
+  unreferencedAfter(checkpointId: number, retained: readonly CompletedCheckpoint[]): StreamStateHandle[] {
+    if (this.files.size === 0) return [];
+    const referenced = new Set(retained.flatMap((c) => c.sharedState.map((s) => s.uri)));
+    const unreferenced: StreamStateHandle[] = [];
+    for (const [uri, f] of this.files) {
+      if (f.checkpointId > checkpointId) continue;
+      this.files.delete(uri);
+      if (!referenced.has(uri)) unreferenced.push(f.handle);
+    }
+    return unreferenced;
+  }
 }
 
 /** The files `states` refer to, each once. */

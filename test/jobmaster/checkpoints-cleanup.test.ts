@@ -74,7 +74,22 @@ async function setup(options: { retention?: ExternalizedCheckpointRetention; num
     }
     await settle();
   };
-  return { clock, leases, jobId, storage, store, coordinator, checkpoint };
+  /**
+   * Checkpoint `id` aborted: the window task acknowledges it with `shared` (the chain it wrote, as an
+   * incremental backend's delta), then the source declines it.
+   */
+  const abortedCheckpoint = async (id: number, shared: readonly string[]): Promise<void> => {
+    clock.advance(1_000);
+    await settle();
+    const win = TASKS.find((t) => t.vertexId === 'win')!;
+    const keyed: KeyGroupsStateHandle[] = [];
+    for (const n of shared)
+      keyed.push({ handle: await storage.write(id, n, new Uint8Array([1]), { shared: true }), start: 0, end: 127, offsets: [0], shared: true });
+    await coordinator.receiveAcknowledge(win.attemptId, id, METRICS, { operators: { 'win:0': { keyed, operator: [] } } });
+    coordinator.receiveDecline(TASKS.find((t) => t.vertexId === 'src')!.attemptId, id, 'declined on purpose');
+    await settle();
+  };
+  return { clock, leases, jobId, storage, store, coordinator, checkpoint, abortedCheckpoint };
 }
 
 /** Every file each kept checkpoint's metadata references, with the metadata itself. */
@@ -86,6 +101,35 @@ async function referencedBy(s: Awaited<ReturnType<typeof setup>>): Promise<strin
   }
   return [...new Set(uris)].sort();
 }
+
+describe('checkpoints while a job runs', () => {
+  const shared = (s: Awaited<ReturnType<typeof setup>>): string[] => s.storage.names().filter((n) => n.startsWith('shared/'));
+
+  it('deletes a shared file only an aborted checkpoint took up once a later one completes without it; one the later checkpoint builds on stays', async () => {
+    const s = await setup({ numRetained: 1 });
+    await s.checkpoint(1, ['base']);
+    // Checkpoint 2 aborted after the window task wrote a delta ('delta-2') on its chain ('base').
+    await s.abortedCheckpoint(2, ['base', 'delta-2']);
+    expect(shared(s)).toContain('shared/delta-2');
+    // Checkpoint 3 builds on it: its delta stays, referenced.
+    await s.checkpoint(3, ['base', 'delta-2', 'delta-3']);
+    expect(shared(s)).toContain('shared/delta-2');
+    // Checkpoint 4 aborted; checkpoint 5 builds on a materialization written meanwhile, not on it.
+    await s.abortedCheckpoint(4, ['base', 'delta-2', 'delta-3', 'delta-4']);
+    await s.checkpoint(5, ['full-4', 'delta-5']);
+    expect(shared(s)).toEqual(['shared/delta-5', 'shared/full-4']);
+    expect([...s.storage.files.keys()].sort()).toEqual(await referencedBy(s));
+  });
+
+  it("keeps an aborted checkpoint's shared file that a retained checkpoint still references", async () => {
+    const s = await setup({ numRetained: 2 });
+    await s.checkpoint(1, ['base']);
+    await s.abortedCheckpoint(2, ['base', 'delta-2']);
+    await s.checkpoint(3, ['full-3']);
+    // 'base' is checkpoint 1's, still retained; only the aborted delta goes.
+    expect(shared(s)).toEqual(['shared/base', 'shared/full-3']);
+  });
+});
 
 describe('checkpoints at the end of a job', () => {
   it("deletes a subsumed checkpoint's files outside its folder, named by its state handles", async () => {
