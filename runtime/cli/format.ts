@@ -6,6 +6,7 @@ import type { CheckpointProgress } from '../protocol/checkpoint-rest.js';
 import type { JobDetails, JobSummary, VertexDetails } from '../protocol/rest-api.js';
 import { escapeText, safeJson } from './escape.js';
 import { decodeWatermark, encodeWatermark, type WatermarkJson } from '../core/watermark-json.js';
+import { formatBytes } from '../core/format-bytes.js';
 
 /** "850 ms", "3.2 s", "2 m 05 s", "1 h 02 m". */
 export function formatDuration(ms: number): string {
@@ -259,19 +260,6 @@ export function formatJobDetails(d: JobDetails): string {
     ) +
     formatLiveVertices(d.vertices)
   );
-}
-
-/** "1.5 KB", "3.2 MB", "640 B". */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1000) return `${bytes} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let v = bytes / 1000;
-  let unit = 0;
-  while (v >= 1000 && unit < units.length - 1) {
-    v /= 1000;
-    unit++;
-  }
-  return `${v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[unit]}`;
 }
 
 /**

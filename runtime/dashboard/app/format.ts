@@ -1,5 +1,6 @@
 // How numbers, times and durations read across the dashboard.
 import { decodeWatermark, type WatermarkJson } from '../../core/watermark-json';
+export { formatBytes } from '../../core/format-bytes';
 
 const compact = new Intl.NumberFormat(undefined, { notation: 'compact', maximumFractionDigits: 1 });
 const whole = new Intl.NumberFormat();
@@ -56,18 +57,4 @@ export function formatWatermark(w: WatermarkJson | undefined): string {
   if (ms === Number.NEGATIVE_INFINITY) return 'none';
   if (ms === Number.POSITIVE_INFINITY) return 'end of input';
   return ms >= 946_684_800_000 && ms < 4_102_444_800_000 ? formatFullTimestamp(ms) : whole.format(ms);
-}
-
-/** "640 B", "1.5 KB", "3.2 MB": bytes in powers of 1000. */
-export function formatBytes(bytes: number): string {
-  if (!Number.isFinite(bytes) || bytes < 0) return '–';
-  if (bytes < 1000) return `${bytes} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let v = bytes / 1000;
-  let unit = 0;
-  while (v >= 1000 && unit < units.length - 1) {
-    v /= 1000;
-    unit++;
-  }
-  return `${v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[unit]}`;
 }
