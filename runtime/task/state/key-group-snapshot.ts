@@ -71,7 +71,7 @@ export class EncodedKeyGroupWriter {
     this.put(head.subarray(1, head.length));
     if (value instanceof Uint8Array) this.put(value);
     else {
-      this.arrayHeader(value.length);
+      this.put(arrayHeaderBytes(value.length));
       for (const v of value) this.put(v);
     }
     this.records++;
@@ -98,10 +98,6 @@ export class EncodedKeyGroupWriter {
   private record(r: EncodedRecord): void {
     this.put(packr.pack(r));
     this.records++;
-  }
-
-  private arrayHeader(n: number): void {
-    this.put(arrayHeaderBytes(n));
   }
 
   /** Copies `bytes` in now (a backend's read buffer may be reused by its next read). */

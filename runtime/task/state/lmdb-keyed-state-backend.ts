@@ -512,68 +512,56 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
 
   /**
    * Group `group`'s section as of `txn` with `timers`: the bytes encodeKeyGroup gives for groupEntries'
-   * entries, the values copied as lmdb holds them (a map state's pairs gathered per key).
+   * entries, the values copied as lmdb holds them.
    */
   private encodedGroup(group: number, txn: ReadTxn, timers: readonly TimerRecord[]): Uint8Array {
     const writer = new EncodedKeyGroupWriter();
-    const start = Buffer.alloc(2);
-    start.writeUInt16BE(group);
-    const end = Buffer.alloc(2);
-    end.writeUInt16BE(group + 1);
-    let map: { r: Registered; canonical: string; pairs: Buffer[] } | undefined;
-    const endMap = (): void => {
-      if (map !== undefined) writer.entry(map.r.name, 'map', keyOfCanonical(map.canonical), map.pairs);
-      map = undefined;
-    };
-    for (const { key, value } of this.db.getRange({ start, end, transaction: txn })) {
-      const r = this.byId[key.readUInt16BE(2)]!;
-      const length = key.readUInt32BE(4);
-      const canonical = key.toString('utf8', HEADER, HEADER + length);
-      if (r.kind !== 'map') {
-        endMap();
-        writer.entry(r.name, r.kind, keyOfCanonical(canonical), value);
-        continue;
-      }
-      if (map !== undefined && (map.r !== r || map.canonical !== canonical)) endMap();
-      map ??= { r, canonical, pairs: [] };
-      // Kept past this read: a copy.
-      map.pairs.push(Buffer.from(value.subarray(0, value.length)));
-    }
-    endMap();
+    for (const e of this.groupRecords(group, txn))
+      writer.entry(e.r.name, e.r.kind, keyOfCanonical(e.canonical), e.kind === 'map' ? e.pairs.map((p) => p[1]) : e.value);
     for (const t of timers) writer.timer(t);
     return present(writer.finish());
   }
 
   /** Group `group`'s entries in the heap backend's form (a map state's as one Map per key). */
   private *groupEntries(group: number, transaction: ReadTxn | undefined): Iterable<KeyedStateEntry> {
+    for (const e of this.groupRecords(group, transaction)) {
+      const key = keyOfCanonical(e.canonical);
+      if (e.kind === 'map') yield { stateName: e.r.name, kind: 'map', key, value: new Map(e.pairs.map(([userKey, b]) => [userKey, stateCodec.unpack(b)])) };
+      else yield { stateName: e.r.name, kind: e.r.kind, key, value: stateCodec.unpack(e.value) };
+    }
+  }
+
+  /**
+   * Group `group`'s records as lmdb holds them, a map state's gathered per key into its [user key, bytes]
+   * pairs (copies); another state's value bytes are valid only until the iteration goes on.
+   */
+  private *groupRecords(
+    group: number,
+    transaction: ReadTxn | undefined,
+  ): Iterable<{ r: Registered; canonical: string } & ({ kind: 'map'; pairs: [string, Buffer][] } | { kind: 'one'; value: Buffer })> {
     const start = Buffer.alloc(2);
     start.writeUInt16BE(group);
     const end = Buffer.alloc(2);
     end.writeUInt16BE(group + 1);
-    let map: { r: Registered; canonical: string; entries: Map<string, unknown> } | undefined;
+    let map: { r: Registered; canonical: string; kind: 'map'; pairs: [string, Buffer][] } | undefined;
     for (const { key, value } of this.db.getRange({ start, end, ...(transaction !== undefined ? { transaction } : {}) })) {
       const r = this.byId[key.readUInt16BE(2)]!;
       const length = key.readUInt32BE(4);
       const canonical = key.toString('utf8', HEADER, HEADER + length);
-      const decoded = stateCodec.unpack(value);
       if (r.kind !== 'map') {
-        if (map !== undefined) yield this.mapEntry(map);
+        if (map !== undefined) yield map;
         map = undefined;
-        yield { stateName: r.name, kind: r.kind, key: keyOfCanonical(canonical), value: decoded };
+        yield { r, canonical, kind: 'one', value };
         continue;
       }
       if (map !== undefined && (map.r !== r || map.canonical !== canonical)) {
-        yield this.mapEntry(map);
+        yield map;
         map = undefined;
       }
-      map ??= { r, canonical, entries: new Map() };
-      map.entries.set(key.toString('utf8', HEADER + length), decoded);
+      map ??= { r, canonical, kind: 'map', pairs: [] };
+      map.pairs.push([key.toString('utf8', HEADER + length), Buffer.from(value.subarray(0, value.length))]);
     }
-    if (map !== undefined) yield this.mapEntry(map);
-  }
-
-  private mapEntry(m: { r: Registered; canonical: string; entries: Map<string, unknown> }): KeyedStateEntry {
-    return { stateName: m.r.name, kind: 'map', key: keyOfCanonical(m.canonical), value: m.entries };
+    if (map !== undefined) yield map;
   }
 
   private createState(descriptor: StateDescriptor<unknown>, r: Registered, ttl: TtlPolicy | undefined): unknown {
