@@ -137,6 +137,11 @@ export class CheckpointCoordinator {
     this.abort(pending, reason, counted);
   }
 
+  /** The end of the completion under way (metadata and pointer being written); undefined with none. */
+  completion(): Promise<void> | undefined {
+    return this.completing?.done;
+  }
+
   latestCompleted(): CompletedCheckpoint | undefined {
     return this.retained.at(-1);
   }

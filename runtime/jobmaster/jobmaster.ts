@@ -262,6 +262,7 @@ export class JobMaster implements JobMasterGateway {
       taskCheckpointing: taskCheckpointingOf(deps.jobGraph, deps.config, deps.checkpoints),
       restoreOf: (vertexId, subtaskIndex) => this.restore?.restoreOf(vertexId, subtaskIndex),
       restoredFrom: () => this.restore?.current()?.checkpointId,
+      checkpointCompleting: () => this.checkpoints?.completion(),
       ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
       ...(deps.deployChunkSize !== undefined ? { deployChunkSize: deps.deployChunkSize } : {}),
       attemptFinished: (execution) => void this.checkpoints?.receiveTaskFinished(execution.attemptId),

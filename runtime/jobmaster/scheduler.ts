@@ -92,6 +92,12 @@ export interface SchedulerOptions {
   /** The checkpoint restarted tasks restore from now, for the exception history. @default - none */
   readonly restoredFrom?: () => number | undefined;
   /**
+   * The end of a checkpoint's completion under way (its metadata and pointer being written), undefined with
+   * none. Restarted tasks are deployed only after it: they restore it if it completed, so no commit of the
+   * attempts it notifies is ever older than what the new ones restore. @default - none under way
+   */
+  readonly checkpointCompleting?: () => Promise<void> | undefined;
+  /**
    * What a predecessor JobMaster of the job left (a successor after a JobManager failover). Its finished
    * regions are kept if their output is still there; nothing is deployed until the TaskExecutors that
    * hold it registered, or `recoveryGraceMs` passed.
@@ -140,6 +146,8 @@ export class Scheduler {
   private readonly deployedRegions = new Set<number>();
   private readonly pendingRestarts = new Set<PendingRestart>();
   private readonly restarting = new Map<ExecutionVertex, PendingRestart>();
+  /** Restarts wait for a checkpoint's completion under way (checkpointCompleting). */
+  private awaitingCheckpoint = false;
   private readonly vertexTimes: VertexTimes = new Map();
   private status: JobStatus = JobStatus.CREATED;
   /** Every task ended and the listener was told. */
@@ -574,10 +582,25 @@ export class Scheduler {
 
   /** Restarts whose attempts all ended and whose wait passed get new attempts, then are scheduled. */
   private completeRestarts(): void {
-    if (!this.isActive()) return;
+    if (!this.isActive() || this.awaitingCheckpoint) return;
+    const ready = [...this.pendingRestarts].filter((p) => p.delayPassed && [...p.vertices].every((ev) => isExecutionTerminal(ev.current.state)));
+    if (ready.length === 0) return;
+    const completing = this.o.checkpointCompleting?.();
+    if (completing !== undefined) {
+      this.awaitingCheckpoint = true;
+      void completing
+        .catch(() => undefined)
+        .then(() =>
+          this.o.main.run(() => {
+            this.awaitingCheckpoint = false;
+            this.afterChange();
+          }),
+        )
+        .catch(() => undefined);
+      return;
+    }
     let completed = false;
-    for (const pending of [...this.pendingRestarts]) {
-      if (!pending.delayPassed || [...pending.vertices].some((ev) => !isExecutionTerminal(ev.current.state))) continue;
+    for (const pending of ready) {
       this.pendingRestarts.delete(pending);
       const sources = new Map<string, ExecutionAttemptId[]>();
       for (const ev of pending.vertices) {

@@ -10,7 +10,13 @@ import { AllocationId, FencingToken, JobId, ResourceId, ResultPartitionId, type 
 import { silentLogger } from '../../runtime/core/logger.js';
 import type { JobRecordUpdate, JobRecovery } from '../../runtime/ha/job-store.js';
 import type { DistributionPattern, JobEdge, JobGraph, JobVertex, OperatorSpec, PartitionType } from '../../runtime/jobgraph/jobgraph.js';
+import type { CompletedCheckpoint } from '../../runtime/ha/completed-checkpoint-store.js';
+import type { JobCheckpointServices } from '../../runtime/jobmaster/job-checkpointing.js';
 import { JobMaster } from '../../runtime/jobmaster/jobmaster.js';
+import { InMemoryCheckpointIdCounter } from '../../runtime/memory/in-memory-checkpoint-id-counter.js';
+import { InMemoryCompletedCheckpointStore } from '../../runtime/memory/in-memory-completed-checkpoint-store.js';
+import type { CheckpointMetrics, TaskStateSnapshot } from '../../runtime/protocol/checkpoints.js';
+import { InMemoryCheckpointStorage } from '../support/in-memory-checkpoint-storage.js';
 import { InMemoryBlobStore } from '../../runtime/memory/in-memory-blob-store.js';
 import { InMemoryJobStore } from '../../runtime/memory/in-memory-job-store.js';
 import type { JobMasterGateway } from '../../runtime/protocol/jobmaster-gateway.js';
@@ -57,7 +63,10 @@ describe('JobMaster failover', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
-  async function setup(g: JobGraph, options: { taskExecutors?: number; slotsEach?: number; config?: Record<string, unknown>; recovery?: JobRecovery } = {}) {
+  async function setup(
+    g: JobGraph,
+    options: { taskExecutors?: number; slotsEach?: number; config?: Record<string, unknown>; recovery?: JobRecovery; checkpoints?: JobCheckpointServices } = {},
+  ) {
     const clock = new ManualClock();
     const network = new LocalRpcNetwork();
     const jobStore = new FlakyJobStore(clock);
@@ -126,6 +135,7 @@ describe('JobMaster failover', () => {
       logger: silentLogger,
       resolveResourceManager: async () => ({ address: rmRpc.address, token: RM_TOKEN }),
       ...(options.recovery !== undefined ? { recovery: options.recovery } : {}),
+      ...(options.checkpoints !== undefined ? { checkpoints: options.checkpoints } : {}),
     });
     await jobMaster.start();
     const client = new LocalRpcService(network, 'client');
@@ -431,6 +441,52 @@ describe('JobMaster failover', () => {
     const record = (await jobStore.get(jobId))!;
     expect(record.epoch).toBe(8);
     expect(record.exceptions).toEqual([]);
+  });
+
+  it('restarts a failed task only after the checkpoint whose pointer was being written completed, and restores that one: its commits are never newer than the restore', async () => {
+    /** Holds the pointer of checkpoint 2 until released, as a slow store write would. */
+    class SlowStore extends InMemoryCompletedCheckpointStore {
+      release: () => void = () => {};
+      private readonly held = new Promise<void>((resolve) => (this.release = resolve));
+      override async addCheckpointAndSubsumeOldest(checkpoint: CompletedCheckpoint, epoch: number, numRetained: number) {
+        if (checkpoint.checkpointId === 2) await this.held;
+        return super.addCheckpointAndSubsumeOldest(checkpoint, epoch, numRetained);
+      }
+    }
+    const store = new SlowStore();
+    const g = { ...graph([v('src', 1, { kind: 'source.generate', id: 'g', name: 'g' } as unknown as OperatorSpec)], []), checkpointing: { intervalMs: 1_000 } };
+    const checkpoints = {
+      store,
+      idCounter: new InMemoryCheckpointIdCounter(),
+      storage: new InMemoryCheckpointStorage(),
+      storageUri: 'memory:///checkpoints/job',
+    };
+    const { jm, clock, deployed, settle, run, fail, of, afterDelay } = await setup(g, { checkpoints });
+    await settle();
+    await run(of('src')[0]!);
+    const metrics: CheckpointMetrics = { bytesPersisted: 1, stateSize: 1, alignmentDurationMs: 0, syncDurationMs: 0, asyncDurationMs: 0, unaligned: false };
+    const state = (n: number): TaskStateSnapshot => ({
+      operators: {
+        'src:0': {
+          keyed: [],
+          operator: [{ handle: { uri: `memory:///state/src-${n}`, size: 1 }, lists: [{ name: 'source-splits', mode: 'split', count: 1 }] }],
+        },
+      },
+    });
+    for (const id of [1, 2]) {
+      clock.advance(1_000);
+      await settle();
+      await jm.acknowledgeCheckpoint(jobId, of('src')[0]!.attemptId, id, metrics, state(id));
+      await settle();
+    }
+    // Checkpoint 2's pointer is being written (its task may be told it completed) when the task fails.
+    await fail(of('src')[0]!);
+    await afterDelay();
+    expect(of('src', 1)).toEqual([]);
+    store.release();
+    await settle();
+    expect(deployed).toHaveLength(2);
+    expect(of('src', 1)[0]!.restore).toMatchObject({ checkpointId: 2, state: state(2) });
   });
 
   describe('as the successor of a JobMaster that died', () => {
