@@ -105,6 +105,19 @@ function checkpointStreamsOf(tdd: TaskDeploymentDescriptor, storageUri: string):
   });
 }
 
+/**
+ * How long an ending task waits for the state files its checkpoints are still writing. Its end is reported
+ * after them: the JobMaster's cleanup at the job's end (or a later checkpoint's) then finds every file the
+ * task wrote, and none appears after it.
+ */
+export const SNAPSHOT_WRITES_WAIT_MS = 30_000;
+
+async function snapshotsWritten(checkpoints: SubtaskCheckpointCoordinator): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([checkpoints.settled(), new Promise<void>((resolve) => (timer = setTimeout(resolve, SNAPSHOT_WRITES_WAIT_MS)))]);
+  clearTimeout(timer);
+}
+
 export class SlotWorkerRuntime {
   private readonly tasks = new Map<ExecutionAttemptId, RunningTask>();
   private readonly partitions = new Map<ResultPartitionId, ResultPartition>();
@@ -420,18 +433,17 @@ export class SlotWorkerRuntime {
       if (signal.aborted) throw signal.reason;
       this.tasks.delete(tdd.attemptId);
       const network = collectNetworkMetrics(task.outputs, task.gate, settings.buffersPerChannel, startedAtMs, Date.now());
+      await snapshotsWritten(task.checkpoints);
       this.state(tdd.attemptId, 'FINISHED', { result: { ...result, network } });
     } catch (error) {
       this.tasks.delete(tdd.attemptId);
       task.gate?.close(signal.aborted ? 'consumer task cancelled' : 'consumer task failed');
-      if (signal.aborted) {
-        for (const o of task.outputs) o.fail(`producer task ${tdd.taskName} was cancelled`);
-        this.state(tdd.attemptId, 'CANCELED');
-      } else {
-        const info = userErrorInfo(error);
-        for (const o of task.outputs) o.fail(`producer task ${tdd.taskName} failed: ${info.message}`);
-        this.state(tdd.attemptId, 'FAILED', { error: info });
-      }
+      const info = signal.aborted ? undefined : userErrorInfo(error);
+      for (const o of task.outputs)
+        o.fail(info === undefined ? `producer task ${tdd.taskName} was cancelled` : `producer task ${tdd.taskName} failed: ${info.message}`);
+      await snapshotsWritten(task.checkpoints);
+      if (info === undefined) this.state(tdd.attemptId, 'CANCELED');
+      else this.state(tdd.attemptId, 'FAILED', { error: info });
     }
   }
 

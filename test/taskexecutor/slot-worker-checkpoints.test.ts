@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { ExecutionAttemptId, ResourceId } from '../../runtime/core/ids.js';
 import { silentLogger } from '../../runtime/core/logger.js';
+import { registerFileSystem } from '../../runtime/blob/file-systems.js';
 import type { CheckpointOptions } from '../../runtime/protocol/checkpoints.js';
 import type { CheckpointReportMessage, TaskSettings, WorkerToMain } from '../../runtime/task/worker-protocol.js';
 import { SlotWorker } from '../../runtime/taskexecutor/slot-worker-handle.js';
@@ -94,5 +95,53 @@ describe('checkpoints through a slot worker', () => {
     await until(() => messages.some((m) => m.type === 'state' && m.state === 'CANCELED'), 'the task to be cancelled');
     // Reports reach the pool's listener too, as every message of the worker.
     expect(messages.filter((m) => m.type === 'checkpointAck' || m.type === 'checkpointDecline')).toEqual(reports);
+  });
+
+  it("a task cancelled while its checkpoint's state is being written reports CANCELED only once the write ended, so no file appears after its end", async () => {
+    // A file system whose writes wait until the test lets them through.
+    const writes: { uri: string; release: () => void }[] = [];
+    registerFileSystem({
+      scheme: 'held',
+      inputStore: () => Promise.reject(new Error('no input here')),
+      outputStore: () => Promise.reject(new Error('no output here')),
+      attemptStagingLocation: () => '',
+      stateFiles: async () => ({
+        write: (uri) => new Promise<void>((resolve) => writes.push({ uri, release: resolve })),
+        read: () => Promise.reject(new Error('nothing to read')),
+        delete: async () => undefined,
+        deleteFolder: async () => undefined,
+        list: async () => [],
+      }),
+    });
+    const messages: WorkerToMain[] = [];
+    const worker = new SlotWorker(
+      { kind: 'light' },
+      { slotIndex: 0, resourceId: 'te' },
+      silentLogger,
+      (_w, m) => messages.push(m),
+      () => undefined,
+    );
+    workers.push(worker);
+    await worker.ready;
+    const attemptId = ExecutionAttemptId.random();
+    const tdd = taskDeployment(
+      [
+        { kind: 'source.sequence', id: 's', name: 'numbers', from: 1, to: Number.MAX_SAFE_INTEGER },
+        { kind: 'sink.collect', id: 'c', name: 'collect', maxRecords: 10 },
+      ],
+      { attemptId, checkpointing: { storageUri: 'held:///job-2', options: OPTIONS } },
+    );
+    worker.post({ type: 'deploy', tdd, library: undefined, settings: SETTINGS });
+    await until(() => messages.some((m) => m.type === 'state' && m.state === 'RUNNING'), 'the task to run');
+    worker.triggerCheckpoint(attemptId, 3, 1_700_000_000_000, OPTIONS);
+    await until(() => writes.length > 0, "the source's state to be written");
+    worker.post({ type: 'cancel', attemptId });
+    // The chain stops at once; its end waits for the write.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(messages.filter((m) => m.type === 'state').map((m) => (m as { state: string }).state)).not.toContain('CANCELED');
+    for (const w of writes) w.release();
+    await until(() => messages.some((m) => m.type === 'state' && m.state === 'CANCELED'), 'the task to be cancelled');
+    const order = messages.filter((m) => (m.type === 'state' && m.state === 'CANCELED') || m.type === 'checkpointAck' || m.type === 'checkpointDecline');
+    expect(order.map((m) => m.type)).toEqual(['checkpointAck', 'state']);
   });
 });
