@@ -69,10 +69,6 @@ export function snapshotKeyedState(
   timers: readonly NamedTimerService[],
   fileName: string,
 ): Promise<OperatorSubtaskState> {
-  const snapshotEntries = backend.snapshotEntries?.bind(backend);
-  if (snapshotEntries === undefined) {
-    return Promise.reject(new StateSnapshotError(`the keyed state backend (${backend.constructor.name}) cannot write its entries to a checkpoint`));
-  }
   const range = backend.keyGroupRange;
   const byGroup = new Map<number, TimerRecord[]>();
   for (const t of timers) {
@@ -88,6 +84,10 @@ export function snapshotKeyedState(
   }
   if (backend.snapshotKeyGroups !== undefined) {
     return backend.snapshotKeyGroups(checkpointId, access, fileName, (g) => byGroup.get(g) ?? []).then(({ handles }) => ({ keyed: handles, operator: [] }));
+  }
+  const snapshotEntries = backend.snapshotEntries?.bind(backend);
+  if (snapshotEntries === undefined) {
+    return Promise.reject(new StateSnapshotError(`the keyed state backend (${backend.constructor.name}) cannot write its entries to a checkpoint`));
   }
   let encoded: ReturnType<typeof encodeKeyGroups>;
   try {

@@ -8,7 +8,7 @@ import { FloeError } from '../../core/errors.js';
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
 import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
 import type { KeyedStateEntry, KeyGroupRange } from './keyed-state-backend.js';
-import { encodeKeyGroup, readKeyGroups, type KeyGroupContents, type RemovedEntry, type TimerRecord } from './key-group-snapshot.js';
+import { decodeKeyGroup, encodeKeyGroup, readKeyGroupSections, type KeyGroupContents, type RemovedEntry, type TimerRecord } from './key-group-snapshot.js';
 
 /** The codec of state values in lmdb: the records' (BigInts of any size as an extension), buffers copied out. */
 export const stateCodec = new Packr({
@@ -49,16 +49,11 @@ export class MissingBaseSnapshotError extends FloeError {
 }
 
 /**
- * Reads the key groups of `range` from `handles`: for each group, the last full handle that holds it and
- * every delta after it, in the list's order, each group's contents handed to `apply` (`last`: the last
- * handle that holds the group, whose timers are the group's). Handles nothing needs are not read.
+ * Which handle each group of `range` restores from: `base`, the index of the last full handle that holds
+ * it (every delta after it is merged on it), and `last`, the last handle that holds it (its timers are
+ * the group's). Throws when a delta holds a group no full handle before it does.
  */
-export async function readMergedKeyGroups(
-  handles: readonly KeyGroupsStateHandle[],
-  range: KeyGroupRange,
-  access: CheckpointStreamFactory,
-  apply: (group: number, contents: KeyGroupContents, last: boolean) => void,
-): Promise<void> {
+function restorePlan(handles: readonly KeyGroupsStateHandle[], range: KeyGroupRange): { base: Map<number, number>; last: Map<number, number> } {
   const base = new Map<number, number>();
   const last = new Map<number, number>();
   handles.forEach((h, i) => {
@@ -71,14 +66,54 @@ export async function readMergedKeyGroups(
       }
     }
   });
+  return { base, last };
+}
+
+/**
+ * Reads the key groups of `range` from `handles`: for each group, the last full handle that holds it and
+ * every delta after it, in the list's order, each group's contents handed to `apply` (`last`: the last
+ * handle that holds the group, whose timers are the group's). Handles nothing needs are not read.
+ */
+export async function readMergedKeyGroups(
+  handles: readonly KeyGroupsStateHandle[],
+  range: KeyGroupRange,
+  access: CheckpointStreamFactory,
+  apply: (group: number, contents: KeyGroupContents, last: boolean) => void,
+): Promise<void> {
+  const { base, last } = restorePlan(handles, range);
   for (let i = 0; i < handles.length; i++) {
     const h = handles[i]!;
-    const wanted = (g: number): boolean => (base.get(g) ?? Infinity) <= i && holds(h, g);
-    let needed = false;
-    for (let g = Math.max(h.start, range.start); g <= Math.min(h.end, range.end) && !needed; g++) needed = wanted(g);
-    if (!needed) continue;
-    await readKeyGroups([h], range, access, (group, contents) => {
-      if (wanted(group)) apply(group, contents, last.get(group) === i);
-    });
+    await readKeyGroupSections(
+      h,
+      range,
+      access,
+      (g) => (base.get(g) ?? Infinity) <= i && holds(h, g),
+      (group, bytes) => apply(group, decodeKeyGroup(bytes), last.get(group) === i),
+    );
+  }
+}
+
+/**
+ * The same sections as readMergedKeyGroups, newest first: for each group, the last handle that holds it
+ * (`last`), then each one before it down to its last full handle. A record met before in this order is
+ * newer than any it meets again: a restore into an empty backend keeps the first it meets and skips the
+ * rest. Sections come undecoded (key-group-records.ts reads them).
+ */
+export async function readMergedSectionsNewestFirst(
+  handles: readonly KeyGroupsStateHandle[],
+  range: KeyGroupRange,
+  access: CheckpointStreamFactory,
+  apply: (group: number, section: Uint8Array, last: boolean) => void,
+): Promise<void> {
+  const { base, last } = restorePlan(handles, range);
+  for (let i = handles.length - 1; i >= 0; i--) {
+    const h = handles[i]!;
+    await readKeyGroupSections(
+      h,
+      range,
+      access,
+      (g) => (base.get(g) ?? Infinity) <= i && holds(h, g),
+      (group, bytes) => apply(group, bytes, last.get(group) === i),
+    );
   }
 }

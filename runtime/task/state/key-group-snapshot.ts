@@ -202,23 +202,44 @@ export async function readKeyGroups(
   access: CheckpointStreamFactory,
   onKeyGroup: (keyGroup: number, contents: KeyGroupContents) => void,
 ): Promise<void> {
-  for (const h of handles) {
-    const lo = Math.max(h.start, range.start);
-    const hi = Math.min(h.end, range.end);
-    if (lo > hi) continue;
-    if (h.offsets.length !== h.end - h.start + 1) {
-      throw new KeyGroupFormatError(`the handle of ${h.handle.uri} covers key groups [${h.start}, ${h.end}] but has ${h.offsets.length} offsets`);
-    }
-    const endOf = (g: number): number => (g < h.end ? h.offsets[g + 1 - h.start]! : h.handle.size);
-    const from = h.offsets[lo - h.start]!;
-    const to = endOf(hi);
-    if (to <= from) continue;
-    const bytes = await access.read(h.handle, { offset: from, length: to - from });
-    if (bytes.length !== to - from) throw new KeyGroupFormatError(`read ${bytes.length} bytes of ${h.handle.uri} at ${from}, expected ${to - from}`);
-    for (let g = lo; g <= hi; g++) {
-      const start = h.offsets[g - h.start]! - from;
-      const end = endOf(g) - from;
-      if (end > start) onKeyGroup(g, decodeKeyGroup(bytes.subarray(start, end)));
-    }
+  for (const h of handles)
+    await readKeyGroupSections(
+      h,
+      range,
+      access,
+      () => true,
+      (g, bytes) => onKeyGroup(g, decodeKeyGroup(bytes)),
+    );
+}
+
+/**
+ * Reads, in one read of `handle`, the sections of the groups of `range` it holds that `wanted` names, and
+ * hands each group's bytes (not empty) to `onSection`.
+ */
+export async function readKeyGroupSections(
+  h: KeyGroupsStateHandle,
+  range: KeyGroupRange,
+  access: CheckpointStreamFactory,
+  wanted: (keyGroup: number) => boolean,
+  onSection: (keyGroup: number, bytes: Uint8Array) => void,
+): Promise<void> {
+  let lo = Math.max(h.start, range.start);
+  let hi = Math.min(h.end, range.end);
+  while (lo <= hi && !wanted(lo)) lo++;
+  while (hi >= lo && !wanted(hi)) hi--;
+  if (lo > hi) return;
+  if (h.offsets.length !== h.end - h.start + 1) {
+    throw new KeyGroupFormatError(`the handle of ${h.handle.uri} covers key groups [${h.start}, ${h.end}] but has ${h.offsets.length} offsets`);
+  }
+  const endOf = (g: number): number => (g < h.end ? h.offsets[g + 1 - h.start]! : h.handle.size);
+  const from = h.offsets[lo - h.start]!;
+  const to = endOf(hi);
+  if (to <= from) return;
+  const bytes = await access.read(h.handle, { offset: from, length: to - from });
+  if (bytes.length !== to - from) throw new KeyGroupFormatError(`read ${bytes.length} bytes of ${h.handle.uri} at ${from}, expected ${to - from}`);
+  for (let g = lo; g <= hi; g++) {
+    const start = h.offsets[g - h.start]! - from;
+    const end = endOf(g) - from;
+    if (end > start && wanted(g)) onSection(g, bytes.subarray(start, end));
   }
 }

@@ -5,7 +5,8 @@
 // small write cache that reads see at once and that is committed in one transaction when it fills, before a
 // range is read, and at a snapshot. Snapshots write key groups in key-group-snapshot.ts's format: in full, or
 // (incremental) as a changelog delta of the entries changed since the snapshot before (changelog-chain.ts),
-// with a full materialization every N checkpoints written in the background from an lmdb read snapshot.
+// with a full materialization every N checkpoints written in the background from an lmdb read snapshot. A
+// restore reads a chain newest first and copies each record's newest bytes in (key-group-records.ts).
 import { rmSync } from 'node:fs';
 import { open, type RootDatabase } from 'lmdb';
 import { canonicalKey, keyGroupOf } from '../../network/key-groups.js';
@@ -19,9 +20,10 @@ import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState,
 import type { StateCell } from './heap-states.js';
 import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
-import { present, readMergedKeyGroups, stateCodec } from './incremental-key-groups.js';
+import { present, readMergedSectionsNewestFirst, stateCodec } from './incremental-key-groups.js';
+import { encodedKeyGroupRecords, pairUserKey, RestoredRecords } from './key-group-records.js';
 import { ChangelogChain } from './changelog-chain.js';
-import { EncodedKeyGroupWriter, keyGroupsFile } from './key-group-snapshot.js';
+import { EncodedKeyGroupWriter, KeyGroupFormatError, keyGroupsFile } from './key-group-snapshot.js';
 import type { RemovedEntry, TimerRecord } from './key-group-snapshot.js';
 
 export interface LmdbKeyedStateBackendOptions {
@@ -37,6 +39,11 @@ export interface LmdbKeyedStateBackendOptions {
    * checkpoint is full and nothing is incremental). @default 1
    */
   readonly fullEvery?: number;
+  /**
+   * Records a restore keeps in memory to know which it wrote (about 100 bytes each); past them it looks
+   * each record up in lmdb. @default 1,048,576
+   */
+  readonly restoreRecordsInMemory?: number;
 }
 
 /** A write not yet committed: the record's key and its bytes (undefined: removed). */
@@ -54,9 +61,6 @@ interface Registered {
 
 type ReadTxn = ReturnType<RootDatabase['useReadTransaction']>;
 type SnapshotResult = { handles: KeyGroupsStateHandle[]; bytesPersisted: number; incremental: boolean };
-
-/** A map state's entry as a snapshot writes it: its [user key, value] pairs instead of the Map. */
-const snapshotForm = (e: KeyedStateEntry): KeyedStateEntry => (e.kind === 'map' ? { ...e, value: [...(e.value as Map<string, unknown>).values()] } : e);
 
 const HEADER = 8;
 /** Bytes of snapshot sections encoded between two yields to the task. */
@@ -95,6 +99,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   private recording = true;
   private readonly chain = new ChangelogChain();
   private readonly fullEvery: number;
+  private readonly restoreRecordsInMemory: number;
   /** The materialization being written in the background. */
   private materializing: Promise<void> | undefined;
   /** Counts restores: a materialization begun before one is not used. */
@@ -119,6 +124,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     this.dir = options.dir;
     this.cacheLimit = options.writeCacheEntries ?? 4096;
     this.fullEvery = Math.max(1, options.fullEvery ?? 1);
+    this.restoreRecordsInMemory = options.restoreRecordsInMemory ?? 1 << 20;
     // State is rebuilt from a checkpoint after a crash: nothing is flushed to disk for durability.
     this.db = open<Buffer, Buffer>({
       path: options.dir,
@@ -196,32 +202,21 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
 
   // ---- snapshots ------------------------------------------------------------------------------------
 
-  /** The entries of `keyGroup` as a checkpoint writes them (key-group-snapshot.ts): a full snapshot's path. */
-  snapshotEntries(keyGroup: number): KeyedStateEntry[] {
-    this.flush();
-    return Array.from(this.groupEntries(keyGroup, undefined), snapshotForm);
-  }
-
-  /** Puts back one entry snapshotEntries gave (its key must lie in this backend's key groups). */
-  restoreEntry(entry: KeyedStateEntry): void {
-    const r = this.register(entry.stateName, entry.kind);
-    const canonical = canonicalKey(entry.key);
-    const group = keyGroupOf(canonical, this.maxParallelism);
-    const bytes = Buffer.from(canonical, 'utf8');
-    if (entry.kind === 'map') {
-      for (const pair of entry.value as [unknown, unknown][]) this.put(group, r.id, bytes, canonicalKey(pair[0]), pair, canonical);
-    } else {
-      this.put(group, r.id, bytes, undefined, entry.value, canonical);
-    }
-    this.restored();
-  }
-
-  /** Removes what a changelog delta says was removed: a key's value, or one entry of its map. */
-  private removeEntry(entry: RemovedEntry): void {
-    const r = this.register(entry.stateName, entry.kind);
-    const canonical = canonicalKey(entry.key);
-    this.put(keyGroupOf(canonical, this.maxParallelism), r.id, Buffer.from(canonical, 'utf8'), entry.userKey, undefined, canonical);
-    this.restored();
+  /** A restored record's bytes, unless a newer one (met before) wrote or removed it. */
+  private restoreRecord(
+    group: number,
+    id: number,
+    key: Buffer,
+    canonical: string,
+    userKey: string | undefined,
+    bytes: Uint8Array,
+    restored: RestoredRecords,
+  ): void {
+    const cacheKey = this.cacheKey(id, canonical, userKey);
+    const recordKey = this.recordKey(group, id, key, userKey);
+    if (restored.met(cacheKey, () => this.cache.has(cacheKey) || this.db.doesExist(recordKey))) return;
+    this.cache.set(cacheKey, { key: recordKey, bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) });
+    if (this.cache.size >= this.cacheLimit) this.flush();
   }
 
   /** What the next checkpoint builds on is not this backend's own: it writes in full. */
@@ -402,9 +397,11 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   }
 
   /**
-   * Restores the key groups of this backend's range from `handles` (of any subtasks, any ranges): each
-   * group from the last full handle that holds it and the changelog deltas after it, merged in order, its
-   * timers from the last handle that holds it, handed to `onTimers`.
+   * Restores the key groups of this backend's range from `handles` (of any subtasks, any ranges) into this
+   * backend, which holds nothing yet: each group from the last full handle that holds it and the changelog
+   * deltas after it, read newest first — a record's newest value or removal is the first met, and older
+   * ones are skipped — its values copied in as the files hold them (lmdb's own encoding), its timers from
+   * the last handle that holds it, handed to `onTimers`.
    */
   async restoreKeyGroups(
     handles: readonly KeyGroupsStateHandle[],
@@ -414,10 +411,30 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     // The next checkpoint writes everything: what the restore writes is no change to record.
     this.recording = false;
     try {
-      await readMergedKeyGroups(handles, this.keyGroupRange, access, (_group, contents, last) => {
-        for (const e of contents.entries) this.restoreEntry(e);
-        for (const e of contents.removed ?? []) this.removeEntry(e);
-        if (last && contents.timers.length > 0) onTimers(contents.timers);
+      const restored = new RestoredRecords(this.restoreRecordsInMemory);
+      await readMergedSectionsNewestFirst(handles, this.keyGroupRange, access, (group, section, last) => {
+        const timers: TimerRecord[] = [];
+        for (const record of encodedKeyGroupRecords(section)) {
+          if (record.type === 'timer') {
+            if (last) timers.push(record);
+            continue;
+          }
+          const r = this.register(record.stateName, record.kind);
+          const canonical = canonicalKey(record.key);
+          if (keyGroupOf(canonical, this.maxParallelism) !== group) {
+            throw new KeyGroupFormatError(`key group ${group}'s section holds a key of key group ${keyGroupOf(canonical, this.maxParallelism)}`);
+          }
+          if (record.type === 'removed') {
+            restored.removed(this.cacheKey(r.id, canonical, record.userKey));
+            continue;
+          }
+          const key = Buffer.from(canonical, 'utf8');
+          if (record.kind !== 'map') this.restoreRecord(group, r.id, key, canonical, undefined, record.value as Uint8Array, restored);
+          else
+            for (const pair of record.value as readonly Uint8Array[])
+              this.restoreRecord(group, r.id, key, canonical, pairUserKey(pair, canonicalKey), pair, restored);
+        }
+        if (timers.length > 0) onTimers(timers);
       });
       this.flush();
     } finally {

@@ -1,0 +1,210 @@
+// The records of one key group's section (key-group-snapshot.ts) read without decoding state values: each
+// value comes as its msgpack bytes, as a backend that stores values encoded (lmdb) holds them, so a restore
+// copies them in rather than decoding and encoding them again. Keys, names and timers are decoded.
+import { Unpackr } from 'msgpackr';
+import type { StateKind } from '../../api/state.js';
+import type { TimerRecord } from './keyed-state-backend.js';
+import { KeyGroupFormatError, type RemovedEntry } from './key-group-snapshot.js';
+
+// The decoding options of the format's codec (key-group-snapshot.ts); buffers copied out of the file's.
+const unpackr = new Unpackr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false, copyBuffers: true });
+
+/** A state entry: its value's bytes, or (map state) each [user key, value] pair's bytes. */
+export interface EncodedEntry {
+  readonly type: 'entry';
+  readonly stateName: string;
+  readonly kind: StateKind;
+  readonly key: unknown;
+  /** Views into the section: valid while it is. */
+  readonly value: Uint8Array | readonly Uint8Array[];
+}
+
+export type EncodedRecord = EncodedEntry | ({ readonly type: 'removed' } & RemovedEntry) | ({ readonly type: 'timer' } & TimerRecord);
+
+/** The records of a section, in order; a map entry's pairs each as its own bytes. */
+export function* encodedKeyGroupRecords(bytes: Uint8Array): Iterable<EncodedRecord> {
+  if (bytes.length === 0) return;
+  const b = bytes;
+  let [count, at] = arrayHeader(b, 0, 'a key group');
+  for (; count > 0; count--) {
+    const [fields, start] = arrayHeader(b, at, 'a record');
+    const type = b[start];
+    if (type === 0 && fields === 5) {
+      let p = start + 1;
+      const nameEnd = itemEnd(b, p);
+      const stateName = decode(b, p, nameEnd) as string;
+      const kindEnd = itemEnd(b, nameEnd);
+      const kind = decode(b, nameEnd, kindEnd) as StateKind;
+      const keyEnd = itemEnd(b, kindEnd);
+      const key = decode(b, kindEnd, keyEnd);
+      p = keyEnd;
+      at = itemEnd(b, p);
+      if (kind === 'map') {
+        const [pairs, first] = arrayHeader(b, p, `map state '${stateName}'s pairs`);
+        const value: Uint8Array[] = [];
+        for (let i = 0, q = first; i < pairs; i++) {
+          const end = itemEnd(b, q);
+          value.push(b.subarray(q, end));
+          q = end;
+        }
+        yield { type: 'entry', stateName, kind, key, value };
+      } else yield { type: 'entry', stateName, kind, key, value: b.subarray(p, at) };
+      continue;
+    }
+    const end = itemEnd(b, at);
+    const r = decode(b, at, end) as unknown[];
+    at = end;
+    if (r[0] === 1) {
+      yield { type: 'timer', service: r[1] as string, domain: r[2] === 'e' ? 'event' : 'processing', key: r[3], namespace: r[4], timestamp: r[5] as number };
+    } else if (r[0] === 2) {
+      const removed = { type: 'removed' as const, stateName: r[1] as string, kind: r[2] as StateKind, key: r[3] };
+      yield r[4] === null ? removed : { ...removed, userKey: r[4] as string };
+    } else throw new KeyGroupFormatError(`a key group holds a record of type ${String(r[0])}, expected 0 (state entry), 1 (timer) or 2 (removal)`);
+  }
+}
+
+/**
+ * The user key of a map state's pair from its bytes ([user key, value]) in the backend's canonical form:
+ * `canonical` of the decoded user key.
+ */
+export function pairUserKey(pair: Uint8Array, canonical: (userKey: unknown) => string): string {
+  const [n, at] = arrayHeader(pair, 0, 'a map pair');
+  if (n !== 2) throw new KeyGroupFormatError(`a map state's pair holds ${n} elements, expected 2`);
+  return canonical(decode(pair, at, itemEnd(pair, at)));
+}
+
+/**
+ * The records a newest-first restore met (by write-cache key): written, or removed by a newer delta (whose
+ * older values are not restored). Up to `capacity` written ones are known here; past that, whether a
+ * record was written is asked of the backend.
+ */
+export class RestoredRecords {
+  private readonly written = new Set<string>();
+  private readonly gone = new Set<string>();
+  private complete = true;
+
+  constructor(private readonly capacity: number) {}
+
+  removed(cacheKey: string): void {
+    this.gone.add(cacheKey);
+  }
+
+  /** Whether the record was met; if not, it is written now (counted as met from here on). */
+  met(cacheKey: string, writtenBefore: () => boolean): boolean {
+    if (this.gone.has(cacheKey) || this.written.has(cacheKey)) return true;
+    if (!this.complete && writtenBefore()) return true;
+    if (this.written.size < this.capacity) this.written.add(cacheKey);
+    else this.complete = false;
+    return false;
+  }
+}
+
+function decode(b: Uint8Array, from: number, to: number): unknown {
+  return unpackr.unpack(b.subarray(from, to));
+}
+
+/** The element count of the msgpack array at `at`, and where its first element starts. */
+function arrayHeader(b: Uint8Array, at: number, what: string): [number, number] {
+  const t = b[at];
+  if (t !== undefined && t >= 0x90 && t <= 0x9f) return [t & 0x0f, at + 1];
+  if (t === 0xdc) return [(b[at + 1]! << 8) | b[at + 2]!, at + 3];
+  if (t === 0xdd) return [u32(b, at + 1), at + 5];
+  throw new KeyGroupFormatError(`${what} is not a msgpack array (type byte ${t === undefined ? 'past the end' : `0x${t.toString(16)}`} at ${at})`);
+}
+
+const u16 = (b: Uint8Array, at: number): number => (b[at]! << 8) | b[at + 1]!;
+const u32 = (b: Uint8Array, at: number): number => b[at]! * 0x1000000 + ((b[at + 1]! << 16) | (b[at + 2]! << 8) | b[at + 3]!);
+
+/** Where the msgpack item at `at` ends, found from its headers alone (nothing is decoded). */
+export function itemEnd(b: Uint8Array, at: number): number {
+  let items = 1;
+  while (items > 0) {
+    items--;
+    const t = b[at++];
+    if (t === undefined) throw new KeyGroupFormatError(`a msgpack item runs past the end of its ${b.length} bytes`);
+    if (t <= 0x7f || t >= 0xe0) continue;
+    if (t <= 0x8f) items += 2 * (t & 0x0f);
+    else if (t <= 0x9f) items += t & 0x0f;
+    else if (t <= 0xbf) at += t & 0x1f;
+    else {
+      switch (t) {
+        case 0xc0:
+        case 0xc2:
+        case 0xc3:
+          break;
+        case 0xc4:
+        case 0xd9:
+          at += 1 + b[at]!;
+          break;
+        case 0xc5:
+        case 0xda:
+          at += 2 + u16(b, at);
+          break;
+        case 0xc6:
+        case 0xdb:
+          at += 4 + u32(b, at);
+          break;
+        case 0xc7:
+          at += 2 + b[at]!;
+          break;
+        case 0xc8:
+          at += 3 + u16(b, at);
+          break;
+        case 0xc9:
+          at += 5 + u32(b, at);
+          break;
+        case 0xcc:
+        case 0xd0:
+          at += 1;
+          break;
+        case 0xcd:
+        case 0xd1:
+        case 0xd4:
+          at += 2;
+          break;
+        case 0xd5:
+          at += 3;
+          break;
+        case 0xca:
+        case 0xce:
+        case 0xd2:
+          at += 4;
+          break;
+        case 0xd6:
+          at += 5;
+          break;
+        case 0xcb:
+        case 0xcf:
+        case 0xd3:
+          at += 8;
+          break;
+        case 0xd7:
+          at += 9;
+          break;
+        case 0xd8:
+          at += 17;
+          break;
+        case 0xdc:
+          items += u16(b, at);
+          at += 2;
+          break;
+        case 0xdd:
+          items += u32(b, at);
+          at += 4;
+          break;
+        case 0xde:
+          items += 2 * u16(b, at);
+          at += 2;
+          break;
+        case 0xdf:
+          items += 2 * u32(b, at);
+          at += 4;
+          break;
+        default:
+          throw new KeyGroupFormatError(`a msgpack item has the unused type byte 0x${t.toString(16)} at ${at - 1}`);
+      }
+    }
+  }
+  if (at > b.length) throw new KeyGroupFormatError(`a msgpack item runs past the end of its ${b.length} bytes`);
+  return at;
+}
