@@ -213,8 +213,15 @@ export async function readKeyGroups(
 }
 
 /**
- * Reads, in one read of `handle`, the sections of the groups of `range` it holds that `wanted` names, and
- * hands each group's bytes (not empty) to `onSection`.
+ * The most bytes of consecutive key groups read at once (a group larger is read alone). Reads of a few MiB
+ * into fresh buffers cost far less than one of a whole file: each new page of a large buffer is a fault.
+ */
+export const READ_CHUNK_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads the sections of the groups of `range` that `handle` holds and `wanted` names, in reads of at most
+ * READ_CHUNK_BYTES of consecutive groups (or one group), and hands each group's bytes (not empty) to
+ * `onSection`.
  */
 export async function readKeyGroupSections(
   h: KeyGroupsStateHandle,
@@ -224,22 +231,28 @@ export async function readKeyGroupSections(
   onSection: (keyGroup: number, bytes: Uint8Array) => void,
 ): Promise<void> {
   let lo = Math.max(h.start, range.start);
-  let hi = Math.min(h.end, range.end);
-  while (lo <= hi && !wanted(lo)) lo++;
-  while (hi >= lo && !wanted(hi)) hi--;
+  const hi = Math.min(h.end, range.end);
   if (lo > hi) return;
   if (h.offsets.length !== h.end - h.start + 1) {
     throw new KeyGroupFormatError(`the handle of ${h.handle.uri} covers key groups [${h.start}, ${h.end}] but has ${h.offsets.length} offsets`);
   }
+  const startOf = (g: number): number => h.offsets[g - h.start]!;
   const endOf = (g: number): number => (g < h.end ? h.offsets[g + 1 - h.start]! : h.handle.size);
-  const from = h.offsets[lo - h.start]!;
-  const to = endOf(hi);
-  if (to <= from) return;
-  const bytes = await access.read(h.handle, { offset: from, length: to - from });
-  if (bytes.length !== to - from) throw new KeyGroupFormatError(`read ${bytes.length} bytes of ${h.handle.uri} at ${from}, expected ${to - from}`);
-  for (let g = lo; g <= hi; g++) {
-    const start = h.offsets[g - h.start]! - from;
-    const end = endOf(g) - from;
-    if (end > start && wanted(g)) onSection(g, bytes.subarray(start, end));
+  while (lo <= hi) {
+    while (lo <= hi && (!wanted(lo) || endOf(lo) <= startOf(lo))) lo++;
+    if (lo > hi) return;
+    // A run of groups from lo: up to the chunk's size, ending at the last wanted one.
+    let last = lo;
+    for (let g = lo + 1; g <= hi && endOf(g) - startOf(lo) <= READ_CHUNK_BYTES; g++) if (wanted(g) && endOf(g) > startOf(g)) last = g;
+    const from = startOf(lo);
+    const to = endOf(last);
+    const bytes = await access.read(h.handle, { offset: from, length: to - from });
+    if (bytes.length !== to - from) throw new KeyGroupFormatError(`read ${bytes.length} bytes of ${h.handle.uri} at ${from}, expected ${to - from}`);
+    for (let g = lo; g <= last; g++) {
+      const start = startOf(g) - from;
+      const end = endOf(g) - from;
+      if (end > start && wanted(g)) onSection(g, bytes.subarray(start, end));
+    }
+    lo = last + 1;
   }
 }

@@ -17,7 +17,15 @@ import { canonicalKey, keyGroupOf, keyGroupRange } from '../../../runtime/networ
 import type { OperatorSubtaskState } from '../../../runtime/protocol/checkpoints.js';
 import { restoreKeyedState, snapshotKeyedState, NO_NAMESPACE, type NamedTimerService } from '../../../runtime/task/keyed-state-snapshots.js';
 import { HeapKeyedStateBackend } from '../../../runtime/task/state/heap-keyed-state-backend.js';
-import { decodeKeyGroup, EncodedKeyGroupWriter, encodeKeyGroup, readKeyGroups } from '../../../runtime/task/state/key-group-snapshot.js';
+import {
+  decodeKeyGroup,
+  EncodedKeyGroupWriter,
+  encodeKeyGroup,
+  encodeKeyGroups,
+  READ_CHUNK_BYTES,
+  readKeyGroups,
+  writeKeyGroups,
+} from '../../../runtime/task/state/key-group-snapshot.js';
 import type { KeyedStateEntry, KeyGroupRange } from '../../../runtime/task/state/keyed-state-backend.js';
 import { HeapInternalTimerService, mailboxProcessingTimeService, type InternalTimer } from '../../../runtime/task/timer-service.js';
 import { Mailbox } from '../../../runtime/task/mailbox.js';
@@ -216,6 +224,31 @@ describe('keyed state snapshots by key group', () => {
     const one = { entries: [{ stateName: 's', kind: 'value' as const, key: 7n, value: { deep: [1, 'two', null] } }], timers: [] };
     expect(decodeKeyGroup(encodeKeyGroup(one))).toEqual(one);
     expect(encodeKeyGroup({ entries: [], timers: [] })).toHaveLength(0);
+  });
+
+  it('reads a large file in reads of a few MiB of consecutive groups, a group larger than that alone', async () => {
+    const streams = new MemoryCheckpointStreams();
+    const range = { start: 0, end: 9 };
+    // Groups of 1.5 MiB, but group 6 of 5 MiB and group 3 empty.
+    const sizeOf = (g: number): number => (g === 3 ? 0 : g === 6 ? 5 << 20 : 3 << 19);
+    const contentsOf = (g: number) => ({
+      entries: sizeOf(g) === 0 ? [] : [{ stateName: 's', kind: 'value' as const, key: `k${g}`, value: 'x'.repeat(sizeOf(g)) }],
+      timers: [],
+    });
+    const handle = await writeKeyGroups(streams, 1, 'large', range, encodeKeyGroups(range, contentsOf));
+    const ranges: { offset: number; length: number }[] = [];
+    const read = streams.read.bind(streams);
+    streams.read = (h, r) => (ranges.push(r!), read(h, r));
+    const groups: number[] = [];
+    await readKeyGroups([handle], range, streams, (g, contents) => {
+      groups.push(g);
+      expect(contents).toEqual(contentsOf(g));
+    });
+    expect(groups).toEqual([0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    // Groups 0–1, 2–4 (3 empty), 5, 6 alone, 7–8, 9: each read but 6's within 4 MiB, and together the file once.
+    expect(ranges.length).toBe(6);
+    expect(ranges.filter((r) => r.length > READ_CHUNK_BYTES)).toHaveLength(1);
+    expect(ranges.reduce((sum, r) => sum + r.length, 0)).toBe(handle.handle.size);
   });
 });
 
