@@ -142,6 +142,12 @@ export class CheckpointCoordinator {
     return this.completing?.done;
   }
 
+  /** The id of the checkpoint (not savepoint) whose completion is under way: what a restart will restore once it ends. */
+  completingCheckpointId(): number | undefined {
+    const completing = this.completing?.pending;
+    return completing === undefined || this.savepoint?.pending === completing ? undefined : completing.checkpointId;
+  }
+
   latestCompleted(): CompletedCheckpoint | undefined {
     return this.retained.at(-1);
   }

@@ -261,7 +261,8 @@ export class JobMaster implements JobMasterGateway {
       dataCredentials: () => this.dataCredentials,
       taskCheckpointing: taskCheckpointingOf(deps.jobGraph, deps.config, deps.checkpoints),
       restoreOf: (vertexId, subtaskIndex) => this.restore?.restoreOf(vertexId, subtaskIndex),
-      restoredFrom: () => this.restore?.current()?.checkpointId,
+      // A checkpoint being completed is what the restart waits for and restores (unless its pointer cannot be written).
+      restoredFrom: () => this.checkpoints?.completingCheckpointId() ?? this.restore?.current()?.checkpointId,
       checkpointCompleting: () => this.checkpoints?.completion(),
       ...(deps.recovery !== undefined ? { recovery: deps.recovery, recoveryGraceMs: deps.config.heartbeatTimeoutMs } : {}),
       ...(deps.deployChunkSize !== undefined ? { deployChunkSize: deps.deployChunkSize } : {}),

@@ -461,7 +461,7 @@ describe('JobMaster failover', () => {
       storage: new InMemoryCheckpointStorage(),
       storageUri: 'memory:///checkpoints/job',
     };
-    const { jm, clock, deployed, settle, run, fail, of, afterDelay } = await setup(g, { checkpoints });
+    const { jm, jobStore, clock, deployed, settle, run, fail, of, afterDelay } = await setup(g, { checkpoints });
     await settle();
     await run(of('src')[0]!);
     const metrics: CheckpointMetrics = { bytesPersisted: 1, stateSize: 1, alignmentDurationMs: 0, syncDurationMs: 0, asyncDurationMs: 0, unaligned: false };
@@ -487,6 +487,8 @@ describe('JobMaster failover', () => {
     await settle();
     expect(deployed).toHaveLength(2);
     expect(of('src', 1)[0]!.restore).toMatchObject({ checkpointId: 2, state: state(2) });
+    // The exception history names the checkpoint the restart restored.
+    expect((await jobStore.get(jobId))!.exceptions).toEqual([expect.objectContaining({ message: 'boom', recovered: true, restoredFrom: 2 })]);
   });
 
   describe('as the successor of a JobMaster that died', () => {
