@@ -13,6 +13,8 @@ export interface CheckpointStreamFactory {
   readonly snapshotType?: SnapshotType;
   /** Writes `bytes` as a file of checkpoint `checkpointId` (`shared`: in the job's shared folder). */
   write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
+  /** Writes `parts`, in order, as one file, as `write` does; absent: writeStateParts joins them. */
+  writeParts?(checkpointId: number, name: string, parts: readonly Uint8Array[], options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
   /** The bytes [offset, offset + length) of a state file (all of it without a range). */
   read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array>;
   /**
@@ -44,4 +46,16 @@ export interface CheckpointStorage extends CheckpointStreamFactory {
    * empty; refuses, before deleting anything, a file that is not one.
    */
   deleteFiles?(uris: readonly string[]): Promise<void>;
+}
+
+/** Writes `parts` as one state file through `access`: part by part where it can, else joined. */
+export function writeStateParts(
+  access: Pick<CheckpointStreamFactory, 'write' | 'writeParts'>,
+  checkpointId: number,
+  name: string,
+  parts: readonly Uint8Array[],
+  options?: { readonly shared?: boolean },
+): Promise<StreamStateHandle> {
+  if (access.writeParts !== undefined) return access.writeParts(checkpointId, name, parts, options);
+  return access.write(checkpointId, name, parts.length === 1 ? parts[0]! : Buffer.concat(parts), options);
 }

@@ -79,10 +79,17 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   }
 
   async write(checkpointId: number, name: string, bytes: Uint8Array, options: { readonly shared?: boolean } = {}): Promise<StreamStateHandle> {
+    return this.writeParts(checkpointId, name, [bytes], options);
+  }
+
+  async writeParts(checkpointId: number, name: string, parts: readonly Uint8Array[], options: { readonly shared?: boolean } = {}): Promise<StreamStateHandle> {
     const folder = options.shared === true ? SHARED_FOLDER : `chk-${checkpointId}`;
     const uri = `${this.withEntropy()}/${folder}/${checkName(name)}`;
-    await (await stateFilesFor(uri, this.credentials)).write(uri, bytes);
-    return { uri, size: bytes.byteLength };
+    const store = await stateFilesFor(uri, this.credentials);
+    if (parts.length === 1) await store.write(uri, parts[0]!);
+    else if (store.writeParts !== undefined) await store.writeParts(uri, parts);
+    else await store.write(uri, Buffer.concat(parts));
+    return { uri, size: parts.reduce((sum, p) => sum + p.byteLength, 0) };
   }
 
   async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array> {

@@ -14,12 +14,26 @@ const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).
 
 export class FsStateFileStore implements StateFileStore {
   async write(uri: string, bytes: Uint8Array): Promise<void> {
+    await this.writeParts(uri, [bytes]);
+  }
+
+  async writeParts(uri: string, parts: readonly Uint8Array[]): Promise<void> {
     const path = localPathOf(uri);
     await mkdir(dirname(path), { recursive: true });
     // A dot name in the same folder: the rename stays on one file system, and listings skip it.
     const temporary = join(dirname(path), `.${randomBytes(6).toString('hex')}.inprogress`);
     try {
-      await writeFile(temporary, bytes);
+      if (parts.length === 1) await writeFile(temporary, parts[0]!);
+      else {
+        const file = await open(temporary, 'w');
+        try {
+          for (const part of parts) {
+            for (let done = 0; done < part.length;) done += (await file.write(part, done, part.length - done)).bytesWritten;
+          }
+        } finally {
+          await file.close();
+        }
+      }
       await rename(temporary, path);
     } catch (error) {
       await rm(temporary, { force: true });

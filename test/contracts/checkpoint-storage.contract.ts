@@ -4,6 +4,7 @@
 // whole or by range, and deleting removes exactly what it names: a checkpoint's own files, or shared files.
 import { describe, expect, it } from 'vitest';
 import { StateFileNotFoundError } from '../../runtime/blob/state-files.js';
+import { writeStateParts } from '../../runtime/checkpoint/checkpoint-storage.js';
 import { checkpointStorageFor, FileSystemCheckpointStorage } from '../../runtime/checkpoint/file-system-checkpoint-storage.js';
 
 export interface CheckpointStorageHarness {
@@ -32,6 +33,21 @@ export function describeCheckpointStorageContract(name: string, harness: Checkpo
       // Another job's storage reads the handles too (a restore from a savepoint or another job's checkpoint).
       expect(text(await checkpointStorageFor(`${root}/checkpoints`, 'job-2').read(own))).toBe('0123456789');
       expect(await harness.files(root)).toEqual([own.uri, shared.uri]);
+    });
+
+    it('writes a file given in parts as their bytes in order, whole or by range, none of them, or one', async () => {
+      const root = harness.newRoot();
+      const storage = checkpointStorageFor(`${root}/checkpoints`, 'job-1');
+      const parts = ['key group 0;', '', 'key group 2 is longer;', 'x'.repeat(70_000)].map(bytes);
+      const handle = await writeStateParts(storage, 1, 'delta', parts, { shared: true });
+      expect(handle).toEqual({ uri: `${root}/checkpoints/job-1/shared/delta`, size: 12 + 22 + 70_000 });
+      expect(text(await storage.read(handle))).toBe(`key group 0;key group 2 is longer;${'x'.repeat(70_000)}`);
+      expect(text(await storage.read(handle, { offset: 11, length: 14 }))).toBe(';key group 2 i');
+      const empty = await writeStateParts(storage, 1, 'nothing', []);
+      expect(empty.size).toBe(0);
+      expect(await storage.read(empty)).toHaveLength(0);
+      expect(text(await storage.read(await writeStateParts(storage, 1, 'one', [bytes('only')])))).toBe('only');
+      expect(await harness.files(root)).toEqual([empty.uri, `${root}/checkpoints/job-1/chk-1/one`, handle.uri].sort());
     });
 
     it('replaces a file written again whole, and leaves no temporary file behind', async () => {

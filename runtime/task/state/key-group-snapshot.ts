@@ -151,11 +151,15 @@ export class KeyGroupFormatError extends FloeError {
 const ABSENT = new Uint8Array(0);
 
 /**
- * One file of the groups [range.start, range.end] back to back: `section(g)` gives group g's bytes
- * (undefined or empty: the file does not hold it), offsets[g - range.start] where each starts, `present`
- * how many hold something.
+ * One file of the groups [range.start, range.end] back to back, as its parts in order: `section(g)` gives
+ * group g's bytes (undefined or empty: the file does not hold it), offsets[g - range.start] where each
+ * starts, `size` the file's, `present` how many hold something. Written part by part (writeStateParts), a
+ * large file needs no one buffer of its size.
  */
-export function keyGroupsFile(range: KeyGroupRange, section: (group: number) => Uint8Array | undefined): { bytes: Buffer; offsets: number[]; present: number } {
+export function keyGroupsParts(
+  range: KeyGroupRange,
+  section: (group: number) => Uint8Array | undefined,
+): { parts: Uint8Array[]; offsets: number[]; size: number; present: number } {
   const parts: Uint8Array[] = [];
   const offsets: number[] = [];
   let at = 0;
@@ -163,11 +167,19 @@ export function keyGroupsFile(range: KeyGroupRange, section: (group: number) => 
   for (let g = range.start; g <= range.end; g++) {
     offsets.push(at);
     const s = section(g) ?? ABSENT;
-    if (s.length > 0) present++;
-    parts.push(s);
+    if (s.length > 0) {
+      present++;
+      parts.push(s);
+    }
     at += s.length;
   }
-  return { bytes: Buffer.concat(parts, at), offsets, present };
+  return { parts, offsets, size: at, present };
+}
+
+/** keyGroupsParts as one buffer. */
+export function keyGroupsFile(range: KeyGroupRange, section: (group: number) => Uint8Array | undefined): { bytes: Buffer; offsets: number[]; present: number } {
+  const { parts, offsets, size, present } = keyGroupsParts(range, section);
+  return { bytes: Buffer.concat(parts, size), offsets, present };
 }
 
 /** The key groups of `range` encoded back to back, and where each starts (offsets[g - range.start]). */

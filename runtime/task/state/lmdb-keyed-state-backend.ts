@@ -13,7 +13,7 @@ import { canonicalKey, keyGroupOf } from '../../network/key-groups.js';
 import type { Clock } from '../../core/clock.js';
 import type { AggregatingStateDescriptor, ReducingStateDescriptor, StateDescriptor, StateKind, ValueStateDescriptor } from '../../api/state.js';
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
-import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
+import { writeStateParts, type CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
 import { KeyGroupOutOfRangeError, NoCurrentKeyError, StateKindMismatchError } from './keyed-state-backend.js';
 import type { KeyedStateBackend, KeyedStateEntry, KeyGroupRange } from './keyed-state-backend.js';
 import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState, TtlPolicy } from './heap-states.js';
@@ -23,7 +23,7 @@ import { keyOfCanonical } from './canonical-keys.js';
 import { present, readMergedSectionsNewestFirst, stateCodec } from './incremental-key-groups.js';
 import { encodedKeyGroupRecords, pairUserKey, RestoredRecords } from './key-group-records.js';
 import { ChangelogChain } from './changelog-chain.js';
-import { EncodedKeyGroupWriter, KeyGroupFormatError, keyGroupsFile } from './key-group-snapshot.js';
+import { EncodedKeyGroupWriter, KeyGroupFormatError, keyGroupsParts } from './key-group-snapshot.js';
 import type { RemovedEntry, TimerRecord } from './key-group-snapshot.js';
 
 export interface LmdbKeyedStateBackendOptions {
@@ -236,7 +236,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
    */
   async snapshotKeyGroups(
     checkpointId: number,
-    access: Pick<CheckpointStreamFactory, 'write' | 'snapshotType'>,
+    access: Pick<CheckpointStreamFactory, 'write' | 'writeParts' | 'snapshotType'>,
     name: string,
     timersOf: (group: number) => TimerRecord[] = () => [],
   ): Promise<SnapshotResult> {
@@ -260,17 +260,17 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
       if (base === undefined) {
         const file = await this.fullFile(txn, timers);
         // Shared files of all checkpoints sit in one folder: the id keeps the name unique there.
-        const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes, { shared: true });
+        const handle = await writeStateParts(access, checkpointId, `${name}-${checkpointId}`, file.parts, { shared: true });
         const full = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true };
-        return { handles: this.chain.wroteFull(checkpointId, full), bytesPersisted: file.bytes.length, incremental: false };
+        return { handles: this.chain.wroteFull(checkpointId, full), bytesPersisted: file.size, incremental: false };
       }
       if (this.materializing === undefined && checkpointId - this.chain.lastMaterialization() >= this.fullEvery) {
         this.materialize(checkpointId, access, name, timers);
       }
       const file = await this.deltaFile(txn, base.changed, timers);
-      const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes, { shared: true });
+      const handle = await writeStateParts(access, checkpointId, `${name}-${checkpointId}`, file.parts, { shared: true });
       const delta = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true, delta: true };
-      return { handles: this.chain.wroteDelta(checkpointId, base.chain, delta), bytesPersisted: file.bytes.length, incremental: true };
+      return { handles: this.chain.wroteDelta(checkpointId, base.chain, delta), bytesPersisted: file.size, incremental: true };
     } finally {
       if (!this.disposed) txn.done();
     }
@@ -282,13 +282,18 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   }
 
   /** Writes, in the background, a full snapshot of the state at checkpoint `at` (this call) as a materialization. */
-  private materialize(at: number, access: Pick<CheckpointStreamFactory, 'write'>, name: string, timers: ReadonlyMap<number, TimerRecord[]>): void {
+  private materialize(
+    at: number,
+    access: Pick<CheckpointStreamFactory, 'write' | 'writeParts'>,
+    name: string,
+    timers: ReadonlyMap<number, TimerRecord[]>,
+  ): void {
     const txn = this.db.useReadTransaction();
     const epoch = this.epoch;
     this.materializing = (async () => {
       try {
         const file = await this.fullFile(txn, timers, true);
-        const handle = await access.write(at, `${name}-full-${at}`, file.bytes, { shared: true });
+        const handle = await writeStateParts(access, at, `${name}-full-${at}`, file.parts, { shared: true });
         if (epoch !== this.epoch || this.disposed) return;
         this.chain.materializedAt(at, { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true });
         this.materializationError = undefined;
@@ -314,7 +319,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   }
 
   /** Every group as of `txn`, group by group, yielding to the task between them. */
-  private async fullFile(txn: ReadTxn, timers: ReadonlyMap<number, TimerRecord[]>, paced = false): Promise<ReturnType<typeof keyGroupsFile>> {
+  private async fullFile(txn: ReadTxn, timers: ReadonlyMap<number, TimerRecord[]>, paced = false): Promise<ReturnType<typeof keyGroupsParts>> {
     const sections = new Map<number, Uint8Array>();
     let sinceYield = 0;
     let chunkStart = performance.now();
@@ -328,7 +333,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
         chunkStart = performance.now();
       }
     }
-    return keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
+    return keyGroupsParts(this.keyGroupRange, (g) => sections.get(g));
   }
 
   /** The records `changed` names as of `txn` (a removal where none is), each group present with its timers. */
@@ -336,7 +341,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     txn: ReadTxn,
     changed: ReadonlyMap<string, Buffer>,
     timers: ReadonlyMap<number, TimerRecord[]>,
-  ): Promise<ReturnType<typeof keyGroupsFile>> {
+  ): Promise<ReturnType<typeof keyGroupsParts>> {
     const byGroup = new Map<number, Buffer[]>();
     for (const key of changed.values()) {
       const g = key.readUInt16BE(0);
@@ -366,7 +371,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
       for (const t of timers.get(g) ?? []) writer.timer(t);
       sections.set(g, present(writer.finish()));
     }
-    return keyGroupsFile(this.keyGroupRange, (g) => sections.get(g));
+    return keyGroupsParts(this.keyGroupRange, (g) => sections.get(g));
   }
 
   /** Lets the task run (for `pauseMs` at least), then goes on unless the backend was closed meanwhile. */
@@ -381,16 +386,16 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
    */
   private async snapshotInFull(
     checkpointId: number,
-    access: Pick<CheckpointStreamFactory, 'write'>,
+    access: Pick<CheckpointStreamFactory, 'write' | 'writeParts'>,
     name: string,
     timersOf: (group: number) => TimerRecord[],
   ): Promise<SnapshotResult> {
     const txn = this.db.useReadTransaction();
     try {
       const file = await this.fullFile(txn, this.timersNow(timersOf));
-      const handle = await access.write(checkpointId, `${name}-${checkpointId}`, file.bytes);
+      const handle = await writeStateParts(access, checkpointId, `${name}-${checkpointId}`, file.parts);
       const handles = [{ handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets }];
-      return { handles, bytesPersisted: file.bytes.length, incremental: false };
+      return { handles, bytesPersisted: file.size, incremental: false };
     } finally {
       if (!this.disposed) txn.done();
     }
