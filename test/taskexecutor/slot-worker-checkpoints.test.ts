@@ -39,17 +39,23 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
+/** A light slot worker (on this thread), and every message it sends. */
+function lightWorker(): { worker: SlotWorker; messages: WorkerToMain[] } {
+  const messages: WorkerToMain[] = [];
+  const worker = new SlotWorker(
+    { kind: 'light' },
+    { slotIndex: 0, resourceId: 'te' },
+    silentLogger,
+    (_w, m) => messages.push(m),
+    () => undefined,
+  );
+  workers.push(worker);
+  return { worker, messages };
+}
+
 describe('checkpoints through a slot worker', () => {
   it('a triggered source task acknowledges once, with its snapshot and metrics; an unknown attempt declines', async () => {
-    const messages: WorkerToMain[] = [];
-    const worker = new SlotWorker(
-      { kind: 'light' },
-      { slotIndex: 0, resourceId: 'te' },
-      silentLogger,
-      (_w, m) => messages.push(m),
-      () => undefined,
-    );
-    workers.push(worker);
+    const { worker, messages } = lightWorker();
     const reports: CheckpointReportMessage[] = [];
     worker.onCheckpointReport((r) => reports.push(r));
     await worker.ready;
@@ -113,15 +119,7 @@ describe('checkpoints through a slot worker', () => {
         list: async () => [],
       }),
     });
-    const messages: WorkerToMain[] = [];
-    const worker = new SlotWorker(
-      { kind: 'light' },
-      { slotIndex: 0, resourceId: 'te' },
-      silentLogger,
-      (_w, m) => messages.push(m),
-      () => undefined,
-    );
-    workers.push(worker);
+    const { worker, messages } = lightWorker();
     await worker.ready;
     const attemptId = ExecutionAttemptId.random();
     const tdd = taskDeployment(

@@ -74,39 +74,31 @@ function restorePlan(handles: readonly KeyGroupsStateHandle[], range: KeyGroupRa
  * every delta after it, in the list's order, each group's contents handed to `apply` (`last`: the last
  * handle that holds the group, whose timers are the group's). Handles nothing needs are not read.
  */
-export async function readMergedKeyGroups(
+export function readMergedKeyGroups(
   handles: readonly KeyGroupsStateHandle[],
   range: KeyGroupRange,
   access: CheckpointStreamFactory,
   apply: (group: number, contents: KeyGroupContents, last: boolean) => void,
 ): Promise<void> {
-  const { base, last } = restorePlan(handles, range);
-  for (let i = 0; i < handles.length; i++) {
-    const h = handles[i]!;
-    await readKeyGroupSections(
-      h,
-      range,
-      access,
-      (g) => (base.get(g) ?? Infinity) <= i && holds(h, g),
-      (group, bytes) => apply(group, decodeKeyGroup(bytes), last.get(group) === i),
-    );
-  }
+  return readMergedSections(handles, range, access, 'oldest first', (group, section, last) => apply(group, decodeKeyGroup(section), last));
 }
 
 /**
- * The same sections as readMergedKeyGroups, newest first: for each group, the last handle that holds it
- * (`last`), then each one before it down to its last full handle. A record met before in this order is
- * newer than any it meets again: a restore into an empty backend keeps the first it meets and skips the
- * rest. Sections come undecoded (key-group-records.ts reads them).
+ * The same sections as readMergedKeyGroups, undecoded (key-group-records.ts reads them), oldest first or
+ * newest first: for each group, the last handle that holds it (`last`), then each one before it down to its
+ * last full handle. Newest first, a record met before is newer than any it meets again: a restore into an
+ * empty backend keeps the first it meets and skips the rest.
  */
-export async function readMergedSectionsNewestFirst(
+export async function readMergedSections(
   handles: readonly KeyGroupsStateHandle[],
   range: KeyGroupRange,
   access: CheckpointStreamFactory,
+  order: 'oldest first' | 'newest first',
   apply: (group: number, section: Uint8Array, last: boolean) => void,
 ): Promise<void> {
   const { base, last } = restorePlan(handles, range);
-  for (let i = handles.length - 1; i >= 0; i--) {
+  for (let n = 0; n < handles.length; n++) {
+    const i = order === 'oldest first' ? n : handles.length - 1 - n;
     const h = handles[i]!;
     await readKeyGroupSections(
       h,

@@ -20,7 +20,7 @@ import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState,
 import type { StateCell } from './heap-states.js';
 import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
-import { present, readMergedSectionsNewestFirst, stateCodec } from './incremental-key-groups.js';
+import { present, readMergedSections, stateCodec } from './incremental-key-groups.js';
 import { encodedKeyGroupRecords, pairUserKey, RestoredRecords } from './key-group-records.js';
 import { ChangelogChain } from './changelog-chain.js';
 import { EncodedKeyGroupWriter, KeyGroupFormatError, keyGroupsParts } from './key-group-snapshot.js';
@@ -417,7 +417,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     this.recording = false;
     try {
       const restored = new RestoredRecords(this.restoreRecordsInMemory);
-      await readMergedSectionsNewestFirst(handles, this.keyGroupRange, access, (group, section, last) => {
+      await readMergedSections(handles, this.keyGroupRange, access, 'newest first', (group, section, last) => {
         const timers: TimerRecord[] = [];
         for (const record of encodedKeyGroupRecords(section)) {
           if (record.type === 'timer') {
