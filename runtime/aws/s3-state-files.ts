@@ -29,6 +29,11 @@ export class S3StateFileStore implements StateFileStore {
     await this.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: bytes, ContentLength: bytes.byteLength }));
   }
 
+  /** One object of the parts joined (a multipart upload per run of parts would spare the joined buffer). */
+  writeParts(uri: string, parts: readonly Uint8Array[]): Promise<void> {
+    return this.write(uri, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  }
+
   async read(uri: string, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array> {
     if (range !== undefined && range.length === 0) return new Uint8Array(0);
     const { bucket, key } = parse(uri);

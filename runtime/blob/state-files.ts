@@ -12,8 +12,8 @@
 export interface StateFileStore {
   /** Writes `bytes` as the file `uri` (its folders made as needed). */
   write(uri: string, bytes: Uint8Array): Promise<void>;
-  /** Writes `parts`, in order, as the file `uri`, as `write` does; absent: they are joined and written. */
-  writeParts?(uri: string, parts: readonly Uint8Array[]): Promise<void>;
+  /** Writes `parts`, in order, as the file `uri`, as `write` does. */
+  writeParts(uri: string, parts: readonly Uint8Array[]): Promise<void>;
   /** The bytes of `uri`, all of them or those of [offset, offset + length). */
   read(uri: string, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array>;
   /** Deletes the files. */

@@ -85,10 +85,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   async writeParts(checkpointId: number, name: string, parts: readonly Uint8Array[], options: { readonly shared?: boolean } = {}): Promise<StreamStateHandle> {
     const folder = options.shared === true ? SHARED_FOLDER : `chk-${checkpointId}`;
     const uri = `${this.withEntropy()}/${folder}/${checkName(name)}`;
-    const store = await stateFilesFor(uri, this.credentials);
-    if (parts.length === 1) await store.write(uri, parts[0]!);
-    else if (store.writeParts !== undefined) await store.writeParts(uri, parts);
-    else await store.write(uri, Buffer.concat(parts));
+    await (await stateFilesFor(uri, this.credentials)).writeParts(uri, parts);
     return { uri, size: parts.reduce((sum, p) => sum + p.byteLength, 0) };
   }
 

@@ -113,6 +113,7 @@ describe('checkpoints through a slot worker', () => {
       attemptStagingLocation: () => '',
       stateFiles: async () => ({
         write: (uri) => new Promise<void>((resolve) => writes.push({ uri, release: resolve })),
+        writeParts: (uri) => new Promise<void>((resolve) => writes.push({ uri, release: resolve })),
         read: () => Promise.reject(new Error('nothing to read')),
         delete: async () => undefined,
         deleteFolder: async () => undefined,
