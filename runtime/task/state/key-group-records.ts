@@ -1,13 +1,11 @@
 // The records of one key group's section (key-group-snapshot.ts) read without decoding state values: each
 // value comes as its msgpack bytes, as a backend that stores values encoded (lmdb) holds them, so a restore
 // copies them in rather than decoding and encoding them again. Keys, names and timers are decoded.
-import { Unpackr } from 'msgpackr';
 import type { StateKind } from '../../api/state.js';
 import type { TimerRecord } from './keyed-state-backend.js';
 import { KeyGroupFormatError, type RemovedEntry } from './key-group-snapshot.js';
-
-// The decoding options of the format's codec (key-group-snapshot.ts); buffers copied out of the file's.
-const unpackr = new Unpackr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false, copyBuffers: true });
+// The format's codec options, buffers copied out of the file's.
+import { stateCodec } from './incremental-key-groups.js';
 
 /** A state entry: its value's bytes, or (map state) each [user key, value] pair's bytes. */
 export interface EncodedEntry {
@@ -100,7 +98,7 @@ export class RestoredRecords {
 }
 
 function decode(b: Uint8Array, from: number, to: number): unknown {
-  return unpackr.unpack(b.subarray(from, to));
+  return stateCodec.unpack(b.subarray(from, to));
 }
 
 /** The element count of the msgpack array at `at`, and where its first element starts. */

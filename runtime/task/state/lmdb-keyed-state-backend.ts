@@ -213,9 +213,11 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     restored: RestoredRecords,
   ): void {
     const cacheKey = this.cacheKey(id, canonical, userKey);
-    const recordKey = this.recordKey(group, id, key, userKey);
-    if (restored.met(cacheKey, () => this.cache.has(cacheKey) || this.db.doesExist(recordKey))) return;
-    this.cache.set(cacheKey, { key: recordKey, bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) });
+    // Most records of an older file are met already: their lmdb key is made only when needed.
+    let recordKey: Buffer | undefined;
+    const keyOf = (): Buffer => (recordKey ??= this.recordKey(group, id, key, userKey));
+    if (restored.met(cacheKey, () => this.cache.has(cacheKey) || this.db.doesExist(keyOf()))) return;
+    this.cache.set(cacheKey, { key: keyOf(), bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) });
     if (this.cache.size >= this.cacheLimit) this.flush();
   }
 
