@@ -2,6 +2,7 @@
 // other's watermark drives the event-time timers downstream only when the stalled one is marked idle
 // (withIdleness); without idleness, nothing fires until the stalled subtask moves again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STALLED_RECORD_CAME } from '../fixtures/jobs/idle-split.js';
 import { startTestCluster, type TestCluster } from '../support/test-cluster.js';
 
 let cluster: TestCluster;
@@ -14,16 +15,18 @@ afterAll(async () => {
   expect(await cluster.close()).toBe(0);
 });
 
-/** Runs the job; returns when each timer fired (wall clock) and when the stalled subtask's record came. */
+/** Runs the job; returns when each timer fired and when the stalled subtask's record came (wall clock). */
 async function run(idle: string): Promise<{ fired: [number, number][]; released: number }> {
-  const stallMs = 4_000;
-  const submittedAt = Date.now();
   // Subtask 0 makes the even records at 200/s (of 400 over both) for about 2 s, while subtask 1 stalls 4 s.
-  const jobId = await cluster.submit('idle-split.ts', 'stalledSubtask', ['400', '400', String(stallMs), idle], 2);
+  // The times are the keyed operator's clock: when it fired each timer, and when the stalled record came.
+  const jobId = await cluster.submit('idle-split.ts', 'stalledSubtask', ['400', '400', '4000', idle], 2);
   const job = await cluster.awaitTerminal(jobId);
   expect(job.status, await cluster.exceptions(jobId)).toBe('FINISHED');
   const { body } = await cluster.api('GET', `/jobs/${jobId}/result`);
-  return { fired: body.records as [number, number][], released: submittedAt + stallMs };
+  const records = body.records as [number, number][];
+  const came = records.filter(([t]) => t === STALLED_RECORD_CAME);
+  expect(came).toHaveLength(1);
+  return { fired: records.filter(([t]) => t !== STALLED_RECORD_CAME), released: came[0][1] };
 }
 
 describe('watermarks of idle source subtasks', () => {
