@@ -26,7 +26,7 @@ async function run(idle: string): Promise<{ fired: [number, number][]; released:
   const records = body.records as [number, number][];
   const came = records.filter(([t]) => t === STALLED_RECORD_CAME);
   expect(came).toHaveLength(1);
-  return { fired: records.filter(([t]) => t !== STALLED_RECORD_CAME), released: came[0][1] };
+  return { fired: records.filter(([t]) => t !== STALLED_RECORD_CAME), released: came[0]![1] };
 }
 
 describe('watermarks of idle source subtasks', () => {
