@@ -14,8 +14,12 @@ export interface StateFileStore {
   write(uri: string, bytes: Uint8Array): Promise<void>;
   /** Writes `parts`, in order, as the file `uri`, as `write` does. */
   writeParts(uri: string, parts: readonly Uint8Array[]): Promise<void>;
-  /** The bytes of `uri`, all of them or those of [offset, offset + length). */
-  read(uri: string, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array>;
+  /**
+   * The bytes of `uri`, all of them or those of [offset, offset + length). With `into` (at least `length`
+   * bytes) a store may read them into it and return a view of it, so a reader of many ranges reuses one
+   * buffer's pages; a store may also ignore it.
+   */
+  read(uri: string, range?: { readonly offset: number; readonly length: number }, into?: Uint8Array): Promise<Uint8Array>;
   /** Deletes the files. */
   delete(uris: readonly string[]): Promise<void>;
   /** Deletes the folder (prefix) `uri` and everything below it. */

@@ -15,8 +15,11 @@ export interface CheckpointStreamFactory {
   write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
   /** Writes `parts`, in order, as one file, as `write` does; absent: writeStateParts joins them. */
   writeParts?(checkpointId: number, name: string, parts: readonly Uint8Array[], options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
-  /** The bytes [offset, offset + length) of a state file (all of it without a range). */
-  read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array>;
+  /**
+   * The bytes [offset, offset + length) of a state file (all of it without a range); with `into`, possibly
+   * read into it (StateFileStore.read).
+   */
+  read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }, into?: Uint8Array): Promise<Uint8Array>;
   /**
    * Whether `uri` is a shared file of this job's own checkpoints, which its later checkpoints may reference
    * (not a savepoint's, nor another job's). @default - none is

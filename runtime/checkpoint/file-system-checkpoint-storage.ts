@@ -89,9 +89,9 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     return { uri, size: parts.reduce((sum, p) => sum + p.byteLength, 0) };
   }
 
-  async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array> {
+  async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }, into?: Uint8Array): Promise<Uint8Array> {
     const uri = checkpointUriOf(handle.uri);
-    return (await stateFilesFor(uri, this.credentials)).read(uri, range);
+    return (await stateFilesFor(uri, this.credentials)).read(uri, range, into);
   }
 
   async writeMetadata(checkpointId: number, metadata: Uint8Array): Promise<string> {

@@ -51,9 +51,9 @@ export class SavepointLocation implements CheckpointStreamFactory {
     return { uri, size: bytes.byteLength };
   }
 
-  async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array> {
+  async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }, into?: Uint8Array): Promise<Uint8Array> {
     const uri = checkpointUriOf(handle.uri);
-    return (await stateFilesFor(uri, this.credentials)).read(uri, range);
+    return (await stateFilesFor(uri, this.credentials)).read(uri, range, into);
   }
 
   /** Writes the savepoint's `_metadata`, which completes it; returns the folder (the path a restore names). */

@@ -41,13 +41,13 @@ export class FsStateFileStore implements StateFileStore {
     }
   }
 
-  async read(uri: string, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array> {
+  async read(uri: string, range?: { readonly offset: number; readonly length: number }, into?: Uint8Array): Promise<Uint8Array> {
     const path = localPathOf(uri);
     try {
       if (range === undefined) return new Uint8Array(await readFile(path));
       const file = await open(path, 'r');
       try {
-        const out = new Uint8Array(range.length);
+        const out = into !== undefined && into.length >= range.length ? into.subarray(0, range.length) : new Uint8Array(range.length);
         let got = 0;
         while (got < range.length) {
           const { bytesRead } = await file.read(out, got, range.length - got, range.offset + got);

@@ -22,11 +22,16 @@ export class MemoryCheckpointStreams implements CheckpointStreamFactory {
     return !this.foreign && uri.startsWith('memory://shared/');
   }
 
-  async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }): Promise<Uint8Array> {
+  /** Reads into `into` when it is given, as the local file store does: a reader keeping its views sees them change. */
+  async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }, into?: Uint8Array): Promise<Uint8Array> {
     await Promise.resolve();
     const bytes = this.files.get(handle.uri);
     if (bytes === undefined) throw new Error(`no state file ${handle.uri}`);
-    const out = range === undefined ? bytes.slice() : bytes.slice(range.offset, range.offset + range.length);
+    let out: Uint8Array = range === undefined ? bytes.slice() : bytes.slice(range.offset, range.offset + range.length);
+    if (into !== undefined && into.length >= out.length) {
+      into.set(out);
+      out = into.subarray(0, out.length);
+    }
     this.reads++;
     this.bytesRead += out.length;
     return out;

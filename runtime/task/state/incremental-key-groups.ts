@@ -8,7 +8,15 @@ import { FloeError } from '../../core/errors.js';
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
 import type { CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
 import type { KeyedStateEntry, KeyGroupRange } from './keyed-state-backend.js';
-import { decodeKeyGroup, encodeKeyGroup, readKeyGroupSections, type KeyGroupContents, type RemovedEntry, type TimerRecord } from './key-group-snapshot.js';
+import {
+  decodeKeyGroup,
+  encodeKeyGroup,
+  readKeyGroupSections,
+  SectionReadBuffer,
+  type KeyGroupContents,
+  type RemovedEntry,
+  type TimerRecord,
+} from './key-group-snapshot.js';
 
 /** The codec of state values in lmdb: the records' (BigInts of any size as an extension), buffers copied out. */
 export const stateCodec = new Packr({
@@ -87,7 +95,8 @@ export function readMergedKeyGroups(
  * The same sections as readMergedKeyGroups, undecoded (key-group-records.ts reads them), oldest first or
  * newest first: for each group, the last handle that holds it (`last`), then each one before it down to its
  * last full handle. Newest first, a record met before is newer than any it meets again: a restore into an
- * empty backend keeps the first it meets and skips the rest.
+ * empty backend keeps the first it meets and skips the rest. A section's bytes are valid only during its
+ * `apply` call (the reads share one buffer).
  */
 export async function readMergedSections(
   handles: readonly KeyGroupsStateHandle[],
@@ -97,6 +106,7 @@ export async function readMergedSections(
   apply: (group: number, section: Uint8Array, last: boolean) => void,
 ): Promise<void> {
   const { base, last } = restorePlan(handles, range);
+  const buffer = new SectionReadBuffer();
   for (let n = 0; n < handles.length; n++) {
     const i = order === 'oldest first' ? n : handles.length - 1 - n;
     const h = handles[i]!;
@@ -106,6 +116,7 @@ export async function readMergedSections(
       access,
       (g) => (base.get(g) ?? Infinity) <= i && holds(h, g),
       (group, bytes) => apply(group, bytes, last.get(group) === i),
+      buffer,
     );
   }
 }

@@ -15,7 +15,8 @@ export type { TimerRecord };
 import '../../network/stream-elements.js';
 
 // Each key group's bytes decode alone (no shared structures); BigInts of any size as an extension.
-const packr = new Packr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false });
+// Binary values are copied out of a section's bytes: a read buffer is reused (SectionReadBuffer).
+const packr = new Packr({ useRecords: false, moreTypes: false, useBigIntExtension: true, structuredClone: false, bundleStrings: false, copyBuffers: true });
 
 /** A state entry a changelog delta removes: a key's value, or (map state) one user key's entry, by its canonical form. */
 export interface RemovedEntry {
@@ -214,6 +215,7 @@ export async function readKeyGroups(
   access: CheckpointStreamFactory,
   onKeyGroup: (keyGroup: number, contents: KeyGroupContents) => void,
 ): Promise<void> {
+  const buffer = new SectionReadBuffer();
   for (const h of handles)
     await readKeyGroupSections(
       h,
@@ -221,19 +223,33 @@ export async function readKeyGroups(
       access,
       () => true,
       (g, bytes) => onKeyGroup(g, decodeKeyGroup(bytes)),
+      buffer,
     );
 }
 
 /**
- * The most bytes of consecutive key groups read at once (a group larger is read alone). Reads of a few MiB
- * into fresh buffers cost far less than one of a whole file: each new page of a large buffer is a fault.
+ * The most bytes of consecutive key groups read at once (a group larger is read alone), into one buffer
+ * that the reads of a restore reuse: the first touch of each new page of memory is a fault, and on some
+ * machines a costly one (a restore touching its whole chain in fresh buffers spent more time in them than
+ * in reading the records).
  */
 export const READ_CHUNK_BYTES = 4 * 1024 * 1024;
 
+/** The buffer the reads of one restore share: READ_CHUNK_BYTES, or a larger group's size. */
+export class SectionReadBuffer {
+  private bytes: Uint8Array | undefined;
+
+  /** A buffer of at least `length` bytes (the same one while it is large enough). */
+  take(length: number): Uint8Array {
+    if (this.bytes === undefined || this.bytes.length < length) this.bytes = new Uint8Array(Math.max(length, READ_CHUNK_BYTES));
+    return this.bytes;
+  }
+}
+
 /**
  * Reads the sections of the groups of `range` that `handle` holds and `wanted` names, in reads of at most
- * READ_CHUNK_BYTES of consecutive groups (or one group), and hands each group's bytes (not empty) to
- * `onSection`.
+ * READ_CHUNK_BYTES of consecutive groups (or one group) into `buffer`, and hands each group's bytes (not
+ * empty) to `onSection`. The bytes are valid only during that call: the next read may write over them.
  */
 export async function readKeyGroupSections(
   h: KeyGroupsStateHandle,
@@ -241,6 +257,7 @@ export async function readKeyGroupSections(
   access: CheckpointStreamFactory,
   wanted: (keyGroup: number) => boolean,
   onSection: (keyGroup: number, bytes: Uint8Array) => void,
+  buffer: SectionReadBuffer = new SectionReadBuffer(),
 ): Promise<void> {
   let lo = Math.max(h.start, range.start);
   const hi = Math.min(h.end, range.end);
@@ -258,7 +275,7 @@ export async function readKeyGroupSections(
     for (let g = lo + 1; g <= hi && endOf(g) - startOf(lo) <= READ_CHUNK_BYTES; g++) if (wanted(g) && endOf(g) > startOf(g)) last = g;
     const from = startOf(lo);
     const to = endOf(last);
-    const bytes = await access.read(h.handle, { offset: from, length: to - from });
+    const bytes = await access.read(h.handle, { offset: from, length: to - from }, buffer.take(to - from));
     if (bytes.length !== to - from) throw new KeyGroupFormatError(`read ${bytes.length} bytes of ${h.handle.uri} at ${from}, expected ${to - from}`);
     for (let g = lo; g <= last; g++) {
       const start = startOf(g) - from;

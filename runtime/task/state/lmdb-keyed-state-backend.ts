@@ -442,8 +442,9 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
               this.restoreRecord(group, r.id, key, canonical, pairUserKey(pair, canonicalKey), pair, restored);
         }
         if (timers.length > 0) onTimers(timers);
+        // The cache holds views of the section, whose buffer the next read reuses.
+        this.flush();
       });
-      this.flush();
     } finally {
       this.recording = true;
     }

@@ -25,6 +25,7 @@ import {
   READ_CHUNK_BYTES,
   readKeyGroups,
   writeKeyGroups,
+  type KeyGroupContents,
 } from '../../../runtime/task/state/key-group-snapshot.js';
 import type { KeyedStateEntry, KeyGroupRange } from '../../../runtime/task/state/keyed-state-backend.js';
 import { HeapInternalTimerService, mailboxProcessingTimeService, type InternalTimer } from '../../../runtime/task/timer-service.js';
@@ -226,29 +227,37 @@ describe('keyed state snapshots by key group', () => {
     expect(encodeKeyGroup({ entries: [], timers: [] })).toHaveLength(0);
   });
 
-  it('reads a large file in reads of a few MiB of consecutive groups, a group larger than that alone', async () => {
+  it('reads a large file in reads of a few MiB of consecutive groups into one reused buffer, a group larger than that alone', async () => {
     const streams = new MemoryCheckpointStreams();
     const range = { start: 0, end: 9 };
-    // Groups of 1.5 MiB, but group 6 of 5 MiB and group 3 empty.
+    // Groups of 1.5 MiB, but group 6 of 5 MiB and group 3 empty; each also holds a binary value.
     const sizeOf = (g: number): number => (g === 3 ? 0 : g === 6 ? 5 << 20 : 3 << 19);
     const contentsOf = (g: number) => ({
-      entries: sizeOf(g) === 0 ? [] : [{ stateName: 's', kind: 'value' as const, key: `k${g}`, value: 'x'.repeat(sizeOf(g)) }],
+      entries:
+        sizeOf(g) === 0
+          ? []
+          : [
+              { stateName: 's', kind: 'value' as const, key: `k${g}`, value: 'x'.repeat(sizeOf(g)) },
+              { stateName: 'b', kind: 'value' as const, key: `k${g}`, value: new Uint8Array(64).fill(g) },
+            ],
       timers: [],
     });
     const handle = await writeKeyGroups(streams, 1, 'large', range, encodeKeyGroups(range, contentsOf));
     const ranges: { offset: number; length: number }[] = [];
+    const buffers = new Set<ArrayBufferLike>();
     const read = streams.read.bind(streams);
-    streams.read = (h, r) => (ranges.push(r!), read(h, r));
-    const groups: number[] = [];
-    await readKeyGroups([handle], range, streams, (g, contents) => {
-      groups.push(g);
-      expect(contents).toEqual(contentsOf(g));
-    });
-    expect(groups).toEqual([0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    streams.read = (h, r, into) => (ranges.push(r!), buffers.add(into!.buffer), read(h, r, into));
+    const restored = new Map<number, KeyGroupContents>();
+    await readKeyGroups([handle], range, streams, (g, contents) => restored.set(g, contents));
+    expect([...restored.keys()]).toEqual([0, 1, 2, 4, 5, 6, 7, 8, 9]);
     // Groups 0–1, 2–4 (3 empty), 5, 6 alone, 7–8, 9: each read but 6's within 4 MiB, and together the file once.
     expect(ranges.length).toBe(6);
     expect(ranges.filter((r) => r.length > READ_CHUNK_BYTES)).toHaveLength(1);
     expect(ranges.reduce((sum, r) => sum + r.length, 0)).toBe(handle.handle.size);
+    // One buffer of 4 MiB until group 6's, then that one: the decoded values (the binary ones too) are
+    // copies, intact after the reads that came later wrote over the buffer.
+    expect([...buffers].map((b) => b.byteLength)).toEqual([READ_CHUNK_BYTES, ranges.find((r) => r.length > READ_CHUNK_BYTES)!.length]);
+    for (const [g, contents] of restored) expect(contents).toEqual(contentsOf(g));
   });
 });
 
