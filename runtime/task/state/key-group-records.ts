@@ -23,6 +23,10 @@ export type EncodedRecord = EncodedEntry | ({ readonly type: 'removed' } & Remov
 export function* encodedKeyGroupRecords(bytes: Uint8Array): Iterable<EncodedRecord> {
   if (bytes.length === 0) return;
   const b = bytes;
+  // A state's records follow one another: its name and kind are decoded again only when their bytes change.
+  let head = new Uint8Array(0);
+  let stateName = '';
+  let kind: StateKind = 'value';
   let [count, at] = arrayHeader(b, 0, 'a key group');
   for (; count > 0; count--) {
     const [fields, start] = arrayHeader(b, at, 'a record');
@@ -30,11 +34,14 @@ export function* encodedKeyGroupRecords(bytes: Uint8Array): Iterable<EncodedReco
     if (type === 0 && fields === 5) {
       let p = start + 1;
       const nameEnd = itemEnd(b, p);
-      const stateName = decode(b, p, nameEnd) as string;
       const kindEnd = itemEnd(b, nameEnd);
-      const kind = decode(b, nameEnd, kindEnd) as StateKind;
+      if (!sameBytes(b, p, kindEnd, head)) {
+        stateName = decode(b, p, nameEnd) as string;
+        kind = decode(b, nameEnd, kindEnd) as StateKind;
+        head = b.slice(p, kindEnd);
+      }
       const keyEnd = itemEnd(b, kindEnd);
-      const key = decode(b, kindEnd, keyEnd);
+      const key = decodeKey(b, kindEnd, keyEnd);
       p = keyEnd;
       at = itemEnd(b, p);
       if (kind === 'map') {
@@ -99,6 +106,43 @@ export class RestoredRecords {
 
 function decode(b: Uint8Array, from: number, to: number): unknown {
   return stateCodec.unpack(b.subarray(from, to));
+}
+
+function sameBytes(b: Uint8Array, from: number, to: number, other: Uint8Array): boolean {
+  if (to - from !== other.length) return false;
+  for (let i = 0; i < other.length; i++) if (b[from + i] !== other[i]) return false;
+  return true;
+}
+
+/** A key: integers of up to 32 bits and short ASCII strings read here (as stateCodec would), the rest decoded. */
+function decodeKey(b: Uint8Array, from: number, to: number): unknown {
+  const t = b[from]!;
+  if (t <= 0x7f) return t;
+  if (t >= 0xe0) return t - 0x100;
+  switch (t) {
+    case 0xcc:
+      return b[from + 1]!;
+    case 0xcd:
+      return u16(b, from + 1);
+    case 0xce:
+      return u32(b, from + 1);
+    case 0xd0:
+      return (b[from + 1]! << 24) >> 24;
+    case 0xd1:
+      return (u16(b, from + 1) << 16) >> 16;
+    case 0xd2:
+      return u32(b, from + 1) | 0;
+  }
+  if (t >= 0xa0 && t <= 0xbf) {
+    let s = '';
+    for (let i = from + 1; i < to; i++) {
+      const c = b[i]!;
+      if (c > 0x7f) return decode(b, from, to);
+      s += String.fromCharCode(c);
+    }
+    return s;
+  }
+  return decode(b, from, to);
 }
 
 /** The element count of the msgpack array at `at`, and where its first element starts. */

@@ -203,19 +203,11 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   // ---- snapshots ------------------------------------------------------------------------------------
 
   /** A restored record's bytes, unless a newer one (met before) wrote or removed it. */
-  private restoreRecord(
-    group: number,
-    id: number,
-    key: Buffer,
-    canonical: string,
-    userKey: string | undefined,
-    bytes: Uint8Array,
-    restored: RestoredRecords,
-  ): void {
+  private restoreRecord(group: number, id: number, canonical: string, userKey: string | undefined, bytes: Uint8Array, restored: RestoredRecords): void {
     const cacheKey = this.cacheKey(id, canonical, userKey);
     // Most records of an older file are met already: their lmdb key is made only when needed.
     let recordKey: Buffer | undefined;
-    const keyOf = (): Buffer => (recordKey ??= this.recordKey(group, id, key, userKey));
+    const keyOf = (): Buffer => (recordKey ??= this.recordKey(group, id, Buffer.from(canonical, 'utf8'), userKey));
     if (restored.met(cacheKey, () => this.cache.has(cacheKey) || this.db.doesExist(keyOf()))) return;
     this.cache.set(cacheKey, { key: keyOf(), bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) });
     if (this.cache.size >= this.cacheLimit) this.flush();
@@ -435,11 +427,10 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
             restored.removed(this.cacheKey(r.id, canonical, record.userKey));
             continue;
           }
-          const key = Buffer.from(canonical, 'utf8');
-          if (record.kind !== 'map') this.restoreRecord(group, r.id, key, canonical, undefined, record.value as Uint8Array, restored);
+          if (record.kind !== 'map') this.restoreRecord(group, r.id, canonical, undefined, record.value as Uint8Array, restored);
           else
             for (const pair of record.value as readonly Uint8Array[])
-              this.restoreRecord(group, r.id, key, canonical, pairUserKey(pair, canonicalKey), pair, restored);
+              this.restoreRecord(group, r.id, canonical, pairUserKey(pair, canonicalKey), pair, restored);
         }
         if (timers.length > 0) onTimers(timers);
         // The cache holds views of the section, whose buffer the next read reuses.

@@ -121,6 +121,23 @@ describe('encodedKeyGroupRecords', () => {
     expect([...encodedKeyGroupRecords(new Uint8Array(0))]).toEqual([]);
   });
 
+  it('reads every key as decodeKeyGroup does: integers of each width and sign, ASCII and other strings, and the rest', () => {
+    const keys: unknown[] = [0, 1, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1, 2 ** 32, -1, -32, -33, -128, -129, -32_768, -32_769];
+    keys.push(-(2 ** 31), 2 ** 31 - 1, -(2 ** 31) - 1, 1.5, -(2 ** 40), 2 ** 53, '', 'a', 'x'.repeat(31), 'x'.repeat(32), 'ünï', '日本', 10n, [1, 'a'], {
+      k: 1,
+    });
+    const states = ['one', 'two'];
+    const section = encodeKeyGroup({
+      entries: keys.map((key, i) => ({ stateName: states[i % 2]!, kind: i % 4 < 2 ? ('value' as const) : ('list' as const), key, value: i })),
+      timers: [],
+    });
+    const records = [...encodedKeyGroupRecords(section)].filter((r) => r.type === 'entry');
+    const decoded = decodeKeyGroup(section).entries;
+    expect(records.map((r) => [r.stateName, r.kind])).toEqual(decoded.map((e) => [e.stateName, e.kind]));
+    expect(records.map((r) => r.key)).toEqual(decoded.map((e) => e.key));
+    expect(records.map((r) => r.key)).toEqual(keys);
+  });
+
   it('refuses a section cut short or one that is not an array of records', () => {
     const section = encodeKeyGroup(contents);
     expect(() => [...encodedKeyGroupRecords(section.subarray(0, section.length - 5))]).toThrow(KeyGroupFormatError);
