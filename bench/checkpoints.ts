@@ -56,6 +56,8 @@ const BP_RECORDS = Number(process.env['BENCH_BP_RECORDS'] ?? 3000);
 const BP_SLEEP_MS = Number(process.env['BENCH_BP_SLEEP_MS'] ?? 2);
 const STATE_INCREMENTAL = process.env['BENCH_STATE_INCREMENTAL'] ?? 'true';
 const STATE_FULL_EVERY = Number(process.env['BENCH_STATE_FULL_EVERY'] ?? 10);
+/** TaskExecutors kept idle beside the job's ('slotmanager.redundant-taskmanager-num'): a kill -9 then waits for no start. */
+const STATE_REDUNDANT = Number(process.env['BENCH_STATE_REDUNDANT'] ?? 0);
 const PAYLOAD = 1000;
 const PARALLELISM = 2;
 
@@ -209,6 +211,7 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
     'taskmanager.numberOfTaskSlots': PARALLELISM,
     'state.backend.type': backend,
     'taskmanager.memory.process.size': taskManagerMemoryMiB(megabytes),
+    'slotmanager.redundant-taskmanager-num': STATE_REDUNDANT,
   };
   if (backend === 'lmdb') {
     config['state.backend.incremental'] = STATE_INCREMENTAL;
@@ -261,7 +264,9 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
     const writtenMiB = written.map((w) => mib(w.checkpoint)).sort((a, b) => a - b);
     const materializedMiB = written.filter((w) => w.materialization > 0).map((w) => mib(w.materialization));
     // Recovery: kill -9 the TaskExecutor running the job.
-    const victim = clusterProcesses(stateDir).find((p) => p.resourceId?.startsWith('te-'));
+    const job = await client.getJob(jobId);
+    const busy = new Set((job.vertices ?? []).flatMap((v) => (v.subtasks ?? []).filter((s) => s.state === 'RUNNING').map((s) => s.taskExecutor)));
+    const victim = clusterProcesses(stateDir).find((p) => p.resourceId !== undefined && busy.has(p.resourceId));
     if (victim === undefined) throw new Error('no TaskExecutor to kill');
     const before = completedCheckpoints(stateDir, jobId).length;
     const killedAt = Date.now();
@@ -378,5 +383,5 @@ try {
   console.log(`Checkpoints (figures: ${out})\n${lines.join('\n')}`);
 } finally {
   await (await s3?.catch(() => undefined))?.stop();
-  rmSync(work, { recursive: true, force: true });
+  if (process.env['BENCH_KEEP'] === undefined) rmSync(work, { recursive: true, force: true });
 }

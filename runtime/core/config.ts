@@ -62,6 +62,13 @@ export const CONFIG_OPTIONS = {
     min: 0,
     description: 'An idle TaskExecutor (no allocated slot, no unconsumed partition) is stopped after this long (ms).',
   },
+  redundantTaskManagers: {
+    key: 'slotmanager.redundant-taskmanager-num',
+    default: 0,
+    min: 0,
+    description:
+      "TaskExecutors a ResourceManager keeps beyond what its job's slots need, idle and registered, so that when one is lost its tasks are redeployed without waiting for a new one to start (they are not stopped at 'resourcemanager.taskmanager-timeout').",
+  },
   taskManagerRegistrationTimeoutMs: {
     key: 'resourcemanager.taskmanager-registration.timeout',
     default: 60_000,

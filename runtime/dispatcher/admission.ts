@@ -48,7 +48,8 @@ export function reservationFor(graph: JobGraph, config: FloeConfig, sizes?: Task
     }
   }
   let taskExecutors = 0;
-  for (const n of requiredSlotsByProfile(graph).values()) taskExecutors += Math.ceil(n / perTaskExecutor);
+  const byProfile = requiredSlotsByProfile(graph);
+  for (const n of byProfile.values()) taskExecutors += Math.ceil(n / perTaskExecutor);
   const allowed = Math.min(config.maxTaskManagers, config.clusterMaxTaskManagers);
   if (taskExecutors > allowed) {
     throw new JobExceedsClusterError(
@@ -64,7 +65,9 @@ export function reservationFor(graph: JobGraph, config: FloeConfig, sizes?: Task
       },
     );
   }
-  return { requiredSlots: slots, taskExecutors };
+  // Spares ('slotmanager.redundant-taskmanager-num', per profile) as far as the bounds allow: never a refusal.
+  const spares = Math.min(config.redundantTaskManagers * byProfile.size, allowed - taskExecutors);
+  return { requiredSlots: slots, taskExecutors: taskExecutors + spares };
 }
 
 export function admissionBounds(config: FloeConfig): AdmissionBounds {

@@ -126,6 +126,7 @@ export class ResourceManager implements ResourceManagerGateway {
       slotsPerWorker: deps.config.numberOfTaskSlots,
       maxWorkers: deps.config.maxTaskManagers,
       idleTimeoutMs: deps.config.taskManagerTimeoutMs,
+      redundantWorkers: deps.config.redundantTaskManagers,
       registrationTimeoutMs: deps.config.taskManagerRegistrationTimeoutMs,
       // A successor leader first gives the job's TaskExecutors time to register with it.
       ...(deps.takingOver === true ? { startWorkersNotBeforeMs: deps.clock.now() + deps.config.previousWorkerRecoveryTimeoutMs } : {}),

@@ -44,6 +44,11 @@ export interface SlotManagerOptions {
   readonly slotsPerWorker: number;
   readonly maxWorkers: number;
   readonly idleTimeoutMs: number;
+  /**
+   * Workers' worth of free slots kept beyond the job's requirement of each profile it requires, so a lost
+   * worker's slots are found free at once ('slotmanager.redundant-taskmanager-num'). @default 0
+   */
+  readonly redundantWorkers?: number;
   readonly mainThread: MainThread;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -329,11 +334,14 @@ export class SlotManager {
 
       if (missing < 0) this.cancelPendingRequests(key, -missing);
 
-      if (missing > 0 && jm !== undefined) {
+      let usableFree = 0;
+      if (jm !== undefined) {
         for (const slot of this.usableFreeSlots(key)) {
-          if (missing <= 0) break;
-          this.allocate(slot, jm);
-          missing--;
+          if (missing <= 0) usableFree++;
+          else {
+            this.allocate(slot, jm);
+            missing--;
+          }
         }
       }
       if (missing > 0) stillMissing = true;
@@ -343,7 +351,8 @@ export class SlotManager {
       for (const entry of this.tracker.stayingEntriesOf(key)) {
         for (const slot of entry.slots) if (slot.state === 'free' && !(entry.reported && !slot.suspect)) waitingFree++;
       }
-      const neededWorkers = Math.max(0, Math.ceil((missing - waitingFree) / this.o.slotsPerWorker));
+      const redundant = required > 0 ? this.redundantSlots : 0;
+      const neededWorkers = Math.max(0, Math.ceil((missing + redundant - usableFree - waitingFree) / this.o.slotsPerWorker));
       const live = this.tracker.livePending().filter((w) => w.profileKey === key);
 
       if (neededWorkers < live.length) {
@@ -511,6 +520,19 @@ export class SlotManager {
     this.checkRequirements();
   }
 
+  private get redundantSlots(): number {
+    return (this.o.redundantWorkers ?? 0) * this.o.slotsPerWorker;
+  }
+
+  /** Whether releasing the idle `entry` would leave fewer free slots of its profile than the redundancy keeps. */
+  private keptRedundant(entry: TaskExecutorEntry): boolean {
+    const required = this.jobMaster === undefined ? 0 : (this.requiredByProfile.get(entry.profileKey)?.slots ?? 0);
+    if (this.redundantSlots === 0 || required === 0) return false;
+    let free = 0;
+    for (const e of this.tracker.stayingEntriesOf(entry.profileKey)) for (const slot of e.slots) if (slot.state === 'free') free++;
+    return free - entry.slots.length < this.redundantSlots;
+  }
+
   /** A TaskExecutor with no slot in use and no partition held starts its idle clock. */
   private updateIdle(entry: TaskExecutorEntry): void {
     // One leaving ends on its own once its partitions are read: stopping it would cut that short.
@@ -528,6 +550,12 @@ export class SlotManager {
       () => {
         if (this.closed || this.tracker.get(entry.resourceId) !== entry || entry.idleSince !== since) return;
         entry.idleTimer = undefined;
+        if (this.keptRedundant(entry)) {
+          // Part of the redundancy while the job requires its profile: idle again from now.
+          entry.idleSince = undefined;
+          this.updateIdle(entry);
+          return;
+        }
         this.tracker.remove(entry.resourceId);
         const reason = `idle for ${this.o.clock.now() - since} ms (resourcemanager.taskmanager-timeout is ${this.o.idleTimeoutMs} ms)`;
         this.o.logger.info('releasing an idle TaskExecutor', { resourceId: entry.resourceId, reason });

@@ -60,6 +60,20 @@ describe('admission with resource profiles', () => {
     expect(reservationFor(graph({ heavy: { cpu: 1, memoryMiB: 2048 } }), config, fargateTaskExecutorSizes)).toEqual({ requiredSlots: 6, taskExecutors: 4 });
   });
 
+  it("reserves a job's redundant TaskExecutors per profile, as many as the bounds leave, never refusing it for them", () => {
+    const spares = (n: number, max = 10) =>
+      loadConfig({ 'taskmanager.numberOfTaskSlots': 2, 'resourcemanager.max-taskmanagers': max, 'slotmanager.redundant-taskmanager-num': n });
+    expect(reservationFor(graph(), spares(1))).toEqual({ requiredSlots: 6, taskExecutors: 3 + 1 });
+    expect(reservationFor(graph({ heavy: { cpu: 1, memoryMiB: 2048 } }), spares(1), fargateTaskExecutorSizes)).toEqual({
+      requiredSlots: 6,
+      taskExecutors: 4 + 2,
+    });
+    expect(reservationFor(graph({ heavy: { cpu: 1, memoryMiB: 2048 } }), spares(2, 5), fargateTaskExecutorSizes)).toEqual({
+      requiredSlots: 6,
+      taskExecutors: 5,
+    });
+  });
+
   it('refuses on AWS a profile whose TaskExecutor no Fargate task holds, naming the group and the profile', () => {
     const refuse = () => reservationFor(graph({ heavy: { cpu: 10, memoryMiB: 2048 } }), config, fargateTaskExecutorSizes);
     expect(refuse).toThrow(UnsupportedResourceProfileError);

@@ -148,3 +148,59 @@ describe('SlotManager and a TaskExecutor that cannot start', () => {
     expect(fatal.shortOf).toEqual([{ required: 2, cause }]);
   });
 });
+
+describe('SlotManager keeping redundant TaskExecutors', () => {
+  it("keeps one more TaskExecutor free and registered, never released as idle, whose slots a lost one's tasks get at once", async () => {
+    const clock = new ManualClock();
+    const mainThread = new MainThread('rm', clock);
+    const requested: string[] = [];
+    const released: string[] = [];
+    const { slots, started } = testingSlotManager({
+      redundantWorkers: 1,
+      mainThread,
+      clock,
+      actions: { requestSlot: async (resourceId) => void requested.push(resourceId), releaseIdleTaskExecutor: (id) => void released.push(id) },
+    });
+    const register = (id: string) => {
+      slots.registerTaskExecutor(ResourceId.of(id), 2);
+      slots.reportSlotStatus({
+        resourceId: ResourceId.of(id),
+        slots: [0, 1].map((slotIndex) => ({ slotId: { resourceId: ResourceId.of(id), slotIndex } })),
+        heldPartitions: 0,
+      });
+    };
+    // The job needs 2 slots, one TaskExecutor's: two are started, one of them redundant.
+    await mainThread.run(() => slots.setRequirements([{ slots: 2 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
+    expect(started).toEqual(['te-0', 'te-1']);
+    await mainThread.run(() => register('te-0'));
+    await mainThread.run(() => register('te-1'));
+    await mainThread.run(() => undefined);
+    expect(requested).toEqual(['te-0', 'te-0']);
+    // Idle past the timeout, twice over: the redundant one stays.
+    for (let i = 0; i < 3; i++) {
+      clock.advance(60_000);
+      await mainThread.run(() => undefined);
+    }
+    expect(released).toEqual([]);
+    // te-0 is lost: its slots are requested of te-1 at once, and another TaskExecutor starts to be the spare.
+    requested.length = 0;
+    await mainThread.run(() => slots.removeTaskExecutor(ResourceId.of('te-0')));
+    await mainThread.run(() => undefined);
+    expect(requested).toEqual(['te-1', 'te-1']);
+    expect(started).toEqual(['te-0', 'te-1', 'te-2']);
+    // Once the job needs nothing, the spare goes at its idle timeout.
+    await mainThread.run(() => register('te-2'));
+    await mainThread.run(() => slots.clearRequirements());
+    clock.advance(60_000);
+    await mainThread.run(() => undefined);
+    expect(released).toEqual(['te-2']);
+  });
+
+  it('starts no spare by default', async () => {
+    const clock = new ManualClock();
+    const mainThread = new MainThread('rm', clock);
+    const { slots, started } = testingSlotManager({ mainThread, clock });
+    await mainThread.run(() => slots.setRequirements([{ slots: 2 }], { jobMasterAddress: 'jm', jobMasterToken: FencingToken.of(1) }));
+    expect(started).toEqual(['te-0']);
+  });
+});
