@@ -224,9 +224,9 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
    * `checkpointId` as shared files named after `name`: in full when nothing is there to build on (or
    * `fullEvery` is 1), else a changelog delta — every group present, holding the entries changed since the
    * chain it builds on (current values and removals) and all the group's timers — returned after that
-   * chain's handles. Every `fullEvery` checkpoints a materialization of the state at this call starts in the
-   * background; checkpoints do not wait for it. The copy is the state at the call: the groups are read in
-   * a read transaction while the task runs on.
+   * chain's handles. Every `fullEvery` checkpoints a materialization starts in the background (each group
+   * as of some moment from this call on, see fullFile); checkpoints do not wait for it. What this call
+   * writes is the state at the call: its groups are read in a read transaction while the task runs on.
    */
   async snapshotKeyGroups(
     checkpointId: number,
@@ -275,18 +275,17 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     while (this.materializing !== undefined) await this.materializing;
   }
 
-  /** Writes, in the background, a full snapshot of the state at checkpoint `at` (this call) as a materialization. */
+  /** Writes, in the background, a full snapshot as a materialization at checkpoint `at` (this call): see fullFile. */
   private materialize(
     at: number,
     access: Pick<CheckpointStreamFactory, 'write' | 'writeParts'>,
     name: string,
     timers: ReadonlyMap<number, TimerRecord[]>,
   ): void {
-    const txn = this.db.useReadTransaction();
     const epoch = this.epoch;
     this.materializing = (async () => {
       try {
-        const file = await this.fullFile(txn, timers, true);
+        const file = await this.fullFile('materialization', timers);
         const handle = await writeStateParts(access, at, `${name}-full-${at}`, file.parts, { shared: true });
         if (epoch !== this.epoch || this.disposed) return;
         this.chain.materializedAt(at, { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true });
@@ -296,7 +295,6 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
         this.materializationError = e instanceof Error ? e : new Error(String(e));
         this.materializationFailures++;
       } finally {
-        if (!this.disposed) txn.done();
         this.materializing = undefined;
       }
     })();
@@ -312,20 +310,37 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     return timers;
   }
 
-  /** Every group as of `txn`, group by group, yielding to the task between them. */
-  private async fullFile(txn: ReadTxn, timers: ReadonlyMap<number, TimerRecord[]>, paced = false): Promise<ReturnType<typeof keyGroupsParts>> {
+  /**
+   * Every group, group by group, yielding to the task between them: as of `txn` (the state at a barrier), or
+   * for a materialization ('materialization': paced) each run of groups in a read transaction of its own.
+   * A materialization need not be one point in time: the chains built on it hold every delta after the
+   * checkpoint it started at, and a delta holds each changed record's value in full, so a group read later
+   * than that checkpoint is overwritten by those deltas wherever it changed. And a read transaction held
+   * for the whole materialization would keep lmdb from reusing any page written meanwhile: its file grew
+   * to many times the state, more than the page cache holds.
+   */
+  private async fullFile(txn: ReadTxn | 'materialization', timers: ReadonlyMap<number, TimerRecord[]>): Promise<ReturnType<typeof keyGroupsParts>> {
+    const paced = txn === 'materialization';
     const sections = new Map<number, Uint8Array>();
     let sinceYield = 0;
     let chunkStart = performance.now();
-    for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
-      const section = this.encodedGroup(g, txn, timers.get(g) ?? []);
-      sections.set(g, section);
-      sinceYield += section.length + YIELD_GROUP_BYTES;
-      if (sinceYield > YIELD_BYTES) {
-        sinceYield = 0;
-        await this.yieldToTask(paced ? (performance.now() - chunkStart) * MATERIALIZATION_PAUSE : 0);
-        chunkStart = performance.now();
+    let chunkTxn: ReadTxn | undefined;
+    try {
+      for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
+        const read = paced ? (chunkTxn ??= this.db.useReadTransaction()) : txn;
+        const section = this.encodedGroup(g, read, timers.get(g) ?? []);
+        sections.set(g, section);
+        sinceYield += section.length + YIELD_GROUP_BYTES;
+        if (sinceYield > YIELD_BYTES) {
+          sinceYield = 0;
+          chunkTxn?.done();
+          chunkTxn = undefined;
+          await this.yieldToTask(paced ? (performance.now() - chunkStart) * MATERIALIZATION_PAUSE : 0);
+          chunkStart = performance.now();
+        }
       }
+    } finally {
+      if (!this.disposed) chunkTxn?.done();
     }
     return keyGroupsParts(this.keyGroupRange, (g) => sections.get(g));
   }
