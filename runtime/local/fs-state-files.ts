@@ -10,6 +10,9 @@ const FILE_SCHEME = 'file://';
 /** The local path of a `file://` URI or of a path. */
 export const localPathOf = (uri: string): string => (uri.startsWith(FILE_SCHEME) ? uri.slice(FILE_SCHEME.length) : uri);
 
+/** A write's temporary file ends so; a dot name, so that readers of a folder skip it. */
+const TEMPORARY_SUFFIX = '.inprogress';
+
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 export class FsStateFileStore implements StateFileStore {
@@ -21,7 +24,7 @@ export class FsStateFileStore implements StateFileStore {
     const path = localPathOf(uri);
     await mkdir(dirname(path), { recursive: true });
     // A dot name in the same folder: the rename stays on one file system, and listings skip it.
-    const temporary = join(dirname(path), `.${randomBytes(6).toString('hex')}.inprogress`);
+    const temporary = join(dirname(path), `.${randomBytes(6).toString('hex')}${TEMPORARY_SUFFIX}`);
     try {
       if (parts.length === 1) await writeFile(temporary, parts[0]!);
       else {
@@ -76,6 +79,10 @@ export class FsStateFileStore implements StateFileStore {
     await rm(localPathOf(uri), { recursive: true, force: true });
   }
 
+  /**
+   * Also lists the temporaries of writes that never ended (their writer killed), so that the end-of-job
+   * cleanup, which runs when no task of the job writes, deletes them too.
+   */
   async list(uri: string): Promise<string[]> {
     const root = localPathOf(uri);
     const prefix = uri.startsWith(FILE_SCHEME) ? FILE_SCHEME : '';
@@ -87,7 +94,7 @@ export class FsStateFileStore implements StateFileStore {
       throw error;
     }
     return entries
-      .filter((e) => e.isFile() && !e.name.startsWith('.'))
+      .filter((e) => e.isFile() && (!e.name.startsWith('.') || e.name.endsWith(TEMPORARY_SUFFIX)))
       .map((e) => `${prefix}${join(e.parentPath, e.name)}`)
       .sort();
   }

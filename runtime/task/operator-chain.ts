@@ -513,13 +513,17 @@ function factoryLink(
   return 'startSplit' in operator && typeof operator.startSplit === 'function' ? { ...link, splitListener: operator as unknown as SplitListener } : link;
 }
 
-/** Closes the operator, then drops its keyed state (an lmdb backend removes its environment). */
+/**
+ * Closes the operator, then drops its keyed state (an lmdb backend removes its environment) and waits for
+ * what the backend still writes in the background: the task's end is reported after its last file.
+ */
 function closeThenDispose(operator: { close?(): Promise<void> | void }, backend: KeyedStateBackend | undefined): () => Promise<void> {
   return async () => {
     try {
       await operator.close?.();
     } finally {
       backend?.dispose();
+      await backend?.settled?.();
     }
   };
 }

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkpointStorageFor } from '../../runtime/checkpoint/file-system-checkpoint-storage.js';
+import type { CompletedCheckpoint } from '../../runtime/ha/completed-checkpoint-store.js';
+import { deleteUnreferenced } from '../../runtime/jobmaster/checkpoints-cleaner.js';
 import { describeCheckpointStorageContract } from '../contracts/checkpoint-storage.contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'floe-checkpoints-'));
@@ -62,5 +64,32 @@ describe('checkpoint storage on a local path', () => {
     writeFileSync(join(root, 'job-1', 'chk-2', 'blocked', 'x'), 'x');
     await expect(storage.write(2, 'blocked', versions[0]!)).rejects.toThrow();
     expect(filesBelow(join(root, 'job-1', 'chk-2'))).toEqual([`file://${join(root, 'job-1', 'chk-2', 'blocked', 'x')}`]);
+  });
+});
+
+const completed = (checkpointId: number, metadataPointer: string, sharedState: CompletedCheckpoint['sharedState']): CompletedCheckpoint => ({
+  jobId: 'job-1' as CompletedCheckpoint['jobId'],
+  checkpointId,
+  timestampMs: 0,
+  completedAtMs: 0,
+  metadataPointer,
+  sharedState,
+  stateSize: 1,
+});
+
+describe("the end of a job's checkpoint files", () => {
+  it('deletes the temporary file of a write whose writer was killed, with the files no kept checkpoint references', async () => {
+    const root = join(dir, 'killed-writer');
+    const storage = checkpointStorageFor(root, 'job-1');
+    const kept = await storage.write(1, 'state-1', new Uint8Array([1]), { shared: true });
+    const metadata = await storage.writeMetadata(1, new TextEncoder().encode(JSON.stringify({ subtasks: [] })));
+    const dropped = await storage.write(2, 'state-2', new Uint8Array([2]), { shared: true });
+    // What a write leaves when its process dies between its first byte and its rename.
+    const left = join(root, 'job-1', 'shared', '.0123456789ab.inprogress');
+    writeFileSync(left, 'half a file');
+    expect(await storage.listFiles()).toContain(`file://${left}`);
+    const deleted = await deleteUnreferenced(storage, [{ checkpoint: completed(1, metadata, [kept]), files: { own: [], shared: [kept] } }]);
+    expect(deleted).toEqual([dropped.uri, `file://${left}`].sort());
+    expect(filesBelow(root)).toEqual([metadata, kept.uri].sort());
   });
 });

@@ -73,6 +73,11 @@ export interface KeyedStateBackend {
   notifyCheckpointComplete?(checkpointId: number): void;
   /** Drops every entry. */
   dispose(): void;
+  /**
+   * Resolves once nothing the backend started in the background still runs (an incremental backend's
+   * materialization being written): a task reports its end after it, so no file of its appears later.
+   */
+  settled?(): Promise<void>;
 }
 
 /** A key whose group lies outside the backend's range reached it: the routing and the backend disagree. */

@@ -275,6 +275,11 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     while (this.materializing !== undefined) await this.materializing;
   }
 
+  /** After dispose a materialization stops at its next read; one being written ends first. */
+  settled(): Promise<void> {
+    return this.materialized();
+  }
+
   /** Writes, in the background, a full snapshot as a materialization at checkpoint `at` (this call): see fullFile. */
   private materialize(
     at: number,

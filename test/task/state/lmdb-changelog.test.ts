@@ -4,7 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { MapStateDescriptor, ValueStateDescriptor, ListStateDescriptor } from '../../../runtime/api/state.js';
 import { ManualClock } from '../../../runtime/core/clock.js';
 import { canonicalKey, keyGroupOf } from '../../../runtime/network/key-groups.js';
@@ -218,6 +218,29 @@ describe('lmdb changelog checkpoints', () => {
     const fifth = await a.snapshotKeyGroups(5, streams, 'op');
     expect(fifth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-full-3', 'memory://shared/op-4', 'memory://shared/op-5']);
     expect(contents(await restoredFrom(fifth.handles, streams), keys)).toEqual(contents(a, keys));
+  });
+
+  it('disposed while a materialization is written, is settled only once that write ended', async () => {
+    const streams = new GatedStreams();
+    const a = backend(undefined, 2);
+    update(a, keys, 1);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    update(a, keys.slice(0, 40), 2);
+    await a.snapshotKeyGroups(2, streams, 'op');
+    streams.hold();
+    update(a, keys.slice(40, 80), 3);
+    // Checkpoint 3 starts the materialization.
+    await a.snapshotKeyGroups(3, streams, 'op');
+    await vi.waitFor(() => expect(streams.waiting).toBe(true));
+    a.dispose();
+    let settled = false;
+    const done = a.settled().then(() => (settled = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(settled, 'settled while the materialization still writes').toBe(false);
+    streams.release();
+    await done;
+    // The file is written, and nothing references it: the job's cleanup, which runs after the task's end, deletes it.
+    expect(streams.files.has('memory://shared/op-full-3')).toBe(true);
   });
 
   it('a materialization reads its groups over time while the task writes, and the chains built on it restore exactly', async () => {
