@@ -119,9 +119,9 @@ export class S3OutputStore implements OutputStore {
     return { size, etag };
   }
 
-  async openRollingParts(target: string, subtaskIndex: number): Promise<RollingPartFiles> {
+  async openRollingParts(target: string, subtaskIndex: number, _attemptId: string, firstNumber = 0): Promise<RollingPartFiles> {
     const { bucket, prefix } = parseS3Uri(target);
-    return openS3RollingParts(this.s3, bucket, prefix, subtaskIndex);
+    return openS3RollingParts(this.s3, bucket, prefix, subtaskIndex, firstNumber);
   }
 
   async checkTarget(target: string, writeMode: WriteMode, jobId: string, options?: TargetCheckOptions): Promise<void> {

@@ -35,8 +35,11 @@ type S3Sender = Pick<S3Client, 'send'>;
 
 const keyIn = (prefix: string, name: string): string => (prefix === '' ? name : `${prefix}/${name}`);
 
-/** Numbers the subtask's parts after those the target prefix holds. */
-export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: string, subtaskIndex: number): Promise<RollingPartFiles> {
+/**
+ * Numbers the subtask's parts after those the target prefix holds (objects, and uploads where S3 lists
+ * them) and from `firstNumber` on: the caller's earlier parts, pending, are uploads a listing may not show.
+ */
+export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: string, subtaskIndex: number, firstNumber = 0): Promise<RollingPartFiles> {
   const names: string[] = [];
   const listPrefix = keyIn(prefix, `part-${subtaskIndex}-`);
   let token: string | undefined;
@@ -47,7 +50,7 @@ export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: s
   } while (token !== undefined);
   // Uploads under way (pending parts of any attempt) hold their numbers too.
   for (const u of await openUploads(s3, bucket, keyIn(prefix, `part-${subtaskIndex}-`))) names.push(u.name);
-  let next = nextRollingPartNumber(names, subtaskIndex);
+  let next = nextRollingPartNumber(names, subtaskIndex, firstNumber);
 
   return {
     async openPart(): Promise<InProgressPart> {
@@ -76,6 +79,7 @@ export async function openS3RollingParts(s3: S3Sender, bucket: string, prefix: s
         parts.push({ PartNumber, ETag: done.ETag });
       };
       return {
+        name,
         get size() {
           return size;
         },

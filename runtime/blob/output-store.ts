@@ -61,10 +61,12 @@ export interface OutputStore {
   ): Promise<CommitOutcome>;
   /**
    * Streaming sinks: the part files subtask `subtaskIndex` (attempt `attemptId`) rolls into `target`,
-   * made ready (the target folder exists; the part numbers continue after those the target holds). No
-   * staging and no commit: each part becomes visible when it rolls (runtime/blob/rolling-parts.ts).
+   * made ready (the target folder exists; the part numbers continue after those the target holds, and from
+   * `firstNumber` on: an attempt opening its target again passes the number after the last it opened, since
+   * a pending part need not show in a listing). No staging and no commit: each part becomes visible when it
+   * rolls (runtime/blob/rolling-parts.ts).
    */
-  openRollingParts(target: string, subtaskIndex: number, attemptId: string): Promise<RollingPartFiles>;
+  openRollingParts(target: string, subtaskIndex: number, attemptId: string, firstNumber?: number): Promise<RollingPartFiles>;
   /** Deletes what one attempt staged (a failed or canceled attempt). Refuses an attempt a begun commit names. */
   discardAttempt(target: string, jobId: string, attemptId: string): Promise<void>;
   /**

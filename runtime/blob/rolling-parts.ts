@@ -3,7 +3,8 @@
 // `part-<subtask>-<n>`, whole, at once (locally a hidden file linked to its name; on S3 a multipart upload
 // completed). A part that is never rolled (the task was cancelled or failed) stays hidden: Floe never
 // shows a partial part. Part names never repeat: a new attempt of a subtask continues after the highest
-// number its target holds, and an existing file is never replaced.
+// number its target holds, and an attempt that opens its target again (with renewed credentials) continues
+// after the numbers it opened; an existing file is never replaced.
 // A checkpointing job's sink commits in two phases (Flink's FileSink): at a checkpoint's barrier the part in
 // progress is closed into a PENDING part (plain data the sink keeps in its state), made visible once the
 // checkpoint completes; committing a pending part again is harmless, and after a restore the hidden parts no
@@ -41,6 +42,8 @@ export interface PendingPart {
 }
 
 export interface InProgressPart {
+  /** The name it was opened for (`part-<subtask>-<n>`); a roll may publish it under a later free number. */
+  readonly name: string;
   /** Bytes written so far. */
   readonly size: number;
   /** Appends `text` (whole lines) to the part. */
@@ -70,9 +73,12 @@ export function rollingPartNumber(name: string, subtaskIndex: number): number | 
 export const inProgressPartName = (subtaskIndex: number, n: number, attemptId: string): string =>
   `.${rollingPartName(subtaskIndex, n)}.inprogress.${attemptId}`;
 
-/** The first part number free for subtask `subtaskIndex` among `names` (a listing of the target). */
-export function nextRollingPartNumber(names: Iterable<string>, subtaskIndex: number): number {
-  let next = 0;
+/**
+ * The first part number free for subtask `subtaskIndex` among `names` (a listing of the target), and not
+ * below `atLeast` (the numbers its attempt opened before: a pending part may not show in a listing).
+ */
+export function nextRollingPartNumber(names: Iterable<string>, subtaskIndex: number, atLeast = 0): number {
+  let next = atLeast;
   for (const name of names) {
     const n = rollingPartNumber(name, subtaskIndex);
     if (n !== undefined && n >= next) next = n + 1;

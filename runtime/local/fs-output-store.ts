@@ -135,8 +135,8 @@ export class FsOutputStore implements OutputStore {
     return resumed ? 'resumed' : 'committed';
   }
 
-  openRollingParts(target: string, subtaskIndex: number, attemptId: string): Promise<RollingPartFiles> {
-    return openFsRollingParts(target, subtaskIndex, attemptId, this.fs);
+  openRollingParts(target: string, subtaskIndex: number, attemptId: string, firstNumber = 0): Promise<RollingPartFiles> {
+    return openFsRollingParts(target, subtaskIndex, attemptId, this.fs, firstNumber);
   }
 
   async discardAttempt(target: string, jobId: string, attemptId: string): Promise<void> {

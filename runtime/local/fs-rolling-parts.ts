@@ -21,7 +21,13 @@ import {
 import { makeDirectories, nodeOutputFs, type OutputFs } from './output-fs.js';
 
 /** Makes the target folder (one level at a time) and numbers parts after those it holds for the subtask. */
-export async function openFsRollingParts(target: string, subtaskIndex: number, attemptId: string, fs: OutputFs = nodeOutputFs): Promise<RollingPartFiles> {
+export async function openFsRollingParts(
+  target: string,
+  subtaskIndex: number,
+  attemptId: string,
+  fs: OutputFs = nodeOutputFs,
+  firstNumber = 0,
+): Promise<RollingPartFiles> {
   await makeDirectories(fs, target);
   let names: string[];
   try {
@@ -29,7 +35,7 @@ export async function openFsRollingParts(target: string, subtaskIndex: number, a
   } catch (error) {
     throw pathError('listing the sink target', target, error);
   }
-  let next = nextRollingPartNumber(names, subtaskIndex);
+  let next = nextRollingPartNumber(names, subtaskIndex, firstNumber);
   return {
     async openPart(): Promise<InProgressPart> {
       const n = next++;
@@ -42,12 +48,14 @@ export async function openFsRollingParts(target: string, subtaskIndex: number, a
       }
       let size = 0;
       let open = true;
+      const name = rollingPartName(subtaskIndex, n);
       const closeHandle = async (): Promise<void> => {
         if (!open) return;
         open = false;
         await handle.close();
       };
       return {
+        name,
         get size() {
           return size;
         },
@@ -85,7 +93,7 @@ export async function openFsRollingParts(target: string, subtaskIndex: number, a
             throw pathError('syncing the part file', hidden, error);
           }
           await closeHandle();
-          return { name: rollingPartName(subtaskIndex, n), ref: inProgressPartName(subtaskIndex, n, attemptId), size };
+          return { name, ref: inProgressPartName(subtaskIndex, n, attemptId), size };
         },
         async abandon(): Promise<void> {
           await closeHandle().catch(() => undefined);

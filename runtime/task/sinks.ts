@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { currentJobDataCredentials, type JobDataCredentials } from '../blob/data-credentials.js';
 import { outputStoreFor } from '../blob/file-systems.js';
 import type { RollingPartFiles, StagedPart } from '../blob/output-store.js';
+import { rollingPartNumber } from '../blob/rolling-parts.js';
 import { systemClock } from '../core/clock.js';
 import { withOpenDeadline } from '../core/deadline.js';
 import { errorMessage, FloeError } from '../core/errors.js';
@@ -213,11 +214,14 @@ export async function openSink(
   const rolling = last.rolling ?? (tdd.checkpointing !== undefined ? DEFAULT_ROLLING_POLICY : undefined);
   if (rolling !== undefined) {
     const policy = rolling;
+    // The number after the last part this attempt opened: its pending parts are uploads an S3 listing
+    // may not show (an emulator without ListMultipartUploads), and a name is never opened twice.
+    let nextNumber = 0;
     const partsNow = async (): Promise<RollingPartFiles> => {
       try {
         // With the job's latest credentials: its JobMaster renews them while a streaming job runs.
         const store = await outputStoreFor(last.path, currentJobDataCredentials(tdd.jobId, tdd.dataCredentials));
-        return await store.openRollingParts(last.path, tdd.subtaskIndex, tdd.attemptId);
+        return await store.openRollingParts(last.path, tdd.subtaskIndex, tdd.attemptId, nextNumber);
       } catch (error) {
         throw sinkOpenError(last.name, last.path, `its target folder for rolling part files`, error);
       }
@@ -232,7 +236,9 @@ export async function openSink(
         const from = used ? await partsNow() : first;
         used = true;
         latest = from;
-        return from.openPart();
+        const part = await from.openPart();
+        nextNumber = Math.max(nextNumber, (rollingPartNumber(part.name, tdd.subtaskIndex) ?? -1) + 1);
+        return part;
       },
       commitPending: (part) => latest.commitPending(part),
       removeLeftovers: (owns, keep) => latest.removeLeftovers(owns, keep),

@@ -341,6 +341,24 @@ export function describeOutputStoreContract(name: string, harness: () => OutputS
         expect((await next.closeForCommit()).name).toBe('part-0-1');
       });
 
+      it('opened again by an attempt from the number after its pending part, names the next part after it; both commit', async () => {
+        const h = harness();
+        const target = h.newTarget('rolling-reopened');
+        const first = await (await h.store.openRollingParts(target, 0, 'r-o0')).openPart();
+        expect(first.name).toBe('part-0-0');
+        await first.write('a\n');
+        const pending = await first.closeForCommit();
+        const again = await h.store.openRollingParts(target, 0, 'r-o0', 1);
+        const second = await again.openPart();
+        expect(second.name).toBe('part-0-1');
+        await second.write('b\n');
+        const next = await second.closeForCommit();
+        await again.commitPending(pending);
+        await again.commitPending(next);
+        expect(await visible(h, target)).toEqual(['part-0-0', 'part-0-1']);
+        expect(await h.readFile(target, 'part-0-1')).toBe('b\n');
+      });
+
       it('never replaces a file written under a pending part name: the commit fails saying so', async () => {
         const h = harness();
         const target = h.newTarget('rolling-pending-taken');
