@@ -19,8 +19,21 @@ export interface EncodedEntry {
 
 export type EncodedRecord = EncodedEntry | ({ readonly type: 'removed' } & RemovedEntry) | ({ readonly type: 'timer' } & TimerRecord);
 
-/** The records of a section, in order; a map entry's pairs each as its own bytes. */
-export function* encodedKeyGroupRecords(bytes: Uint8Array): Iterable<EncodedRecord> {
+/**
+ * What forEachEncodedRecord hands over, record by record. A value or list state's value comes as a range of
+ * the section's bytes, so that a restore that skips the entry (a newer file had it) makes nothing of it.
+ */
+export interface EncodedRecordVisitor {
+  /** A value or list state's entry: its value's msgpack bytes are `bytes[from, to)`. */
+  entry(stateName: string, kind: StateKind, key: unknown, bytes: Uint8Array, from: number, to: number): void;
+  /** A map state's entry: each [user key, value] pair's bytes, views into the section. */
+  mapEntry(stateName: string, key: unknown, pairs: readonly Uint8Array[]): void;
+  removed(entry: RemovedEntry): void;
+  timer(timer: TimerRecord): void;
+}
+
+/** Hands the records of a section, in order, to `visit`. */
+export function forEachEncodedRecord(bytes: Uint8Array, visit: EncodedRecordVisitor): void {
   if (bytes.length === 0) return;
   const b = bytes;
   // A state's records follow one another: its name and kind are decoded again only when their bytes change.
@@ -52,20 +65,32 @@ export function* encodedKeyGroupRecords(bytes: Uint8Array): Iterable<EncodedReco
           value.push(b.subarray(q, end));
           q = end;
         }
-        yield { type: 'entry', stateName, kind, key, value };
-      } else yield { type: 'entry', stateName, kind, key, value: b.subarray(p, at) };
+        visit.mapEntry(stateName, key, value);
+      } else visit.entry(stateName, kind, key, b, p, at);
       continue;
     }
     const end = itemEnd(b, at);
     const r = decode(b, at, end) as unknown[];
     at = end;
     if (r[0] === 1) {
-      yield { type: 'timer', service: r[1] as string, domain: r[2] === 'e' ? 'event' : 'processing', key: r[3], namespace: r[4], timestamp: r[5] as number };
+      visit.timer({ service: r[1] as string, domain: r[2] === 'e' ? 'event' : 'processing', key: r[3], namespace: r[4], timestamp: r[5] as number });
     } else if (r[0] === 2) {
-      const removed = { type: 'removed' as const, stateName: r[1] as string, kind: r[2] as StateKind, key: r[3] };
-      yield r[4] === null ? removed : { ...removed, userKey: r[4] as string };
+      const removed = { stateName: r[1] as string, kind: r[2] as StateKind, key: r[3] };
+      visit.removed(r[4] === null ? removed : { ...removed, userKey: r[4] as string });
     } else throw new KeyGroupFormatError(`a key group holds a record of type ${String(r[0])}, expected 0 (state entry), 1 (timer) or 2 (removal)`);
   }
+}
+
+/** The records of a section, in order (forEachEncodedRecord's, as objects); a map entry's pairs each as its own bytes. */
+export function encodedKeyGroupRecords(bytes: Uint8Array): EncodedRecord[] {
+  const out: EncodedRecord[] = [];
+  forEachEncodedRecord(bytes, {
+    entry: (stateName, kind, key, b, from, to) => out.push({ type: 'entry', stateName, kind, key, value: b.subarray(from, to) }),
+    mapEntry: (stateName, key, pairs) => out.push({ type: 'entry', stateName, kind: 'map', key, value: pairs }),
+    removed: (entry) => out.push({ type: 'removed', ...entry }),
+    timer: (timer) => out.push({ type: 'timer', ...timer }),
+  });
+  return out;
 }
 
 /**
@@ -96,10 +121,16 @@ export class RestoredRecords {
 
   /** Whether the record was met; if not, it is written now (counted as met from here on). */
   met(cacheKey: string, writtenBefore: () => boolean): boolean {
-    if (this.gone.has(cacheKey) || this.written.has(cacheKey)) return true;
+    if (this.gone.size > 0 && this.gone.has(cacheKey)) return true;
+    const known = this.written.size;
+    if (known < this.capacity) {
+      // One lookup: added, or there already (every record met so far is known while below the capacity).
+      this.written.add(cacheKey);
+      return this.written.size === known;
+    }
+    if (this.written.has(cacheKey)) return true;
     if (!this.complete && writtenBefore()) return true;
-    if (this.written.size < this.capacity) this.written.add(cacheKey);
-    else this.complete = false;
+    this.complete = false;
     return false;
   }
 }

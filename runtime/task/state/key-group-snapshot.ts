@@ -235,21 +235,26 @@ export async function readKeyGroups(
  */
 export const READ_CHUNK_BYTES = 4 * 1024 * 1024;
 
-/** The buffer the reads of one restore share: READ_CHUNK_BYTES, or a larger group's size. */
+/**
+ * The buffers the reads of one restore share: two of READ_CHUNK_BYTES (or a larger group's size), so that
+ * the next run of groups is read into one while the records of the last are handled from the other.
+ */
 export class SectionReadBuffer {
-  private bytes: Uint8Array | undefined;
+  private readonly bytes: [Uint8Array | undefined, Uint8Array | undefined] = [undefined, undefined];
 
-  /** A buffer of at least `length` bytes (the same one while it is large enough). */
-  take(length: number): Uint8Array {
-    if (this.bytes === undefined || this.bytes.length < length) this.bytes = new Uint8Array(Math.max(length, READ_CHUNK_BYTES));
-    return this.bytes;
+  /** Buffer `which` (0 or 1) with at least `length` bytes: the same one while it is large enough. */
+  take(length: number, which: 0 | 1 = 0): Uint8Array {
+    const b = this.bytes[which];
+    if (b !== undefined && b.length >= length) return b;
+    return (this.bytes[which] = new Uint8Array(Math.max(length, READ_CHUNK_BYTES)));
   }
 }
 
 /**
  * Reads the sections of the groups of `range` that `handle` holds and `wanted` names, in reads of at most
  * READ_CHUNK_BYTES of consecutive groups (or one group) into `buffer`, and hands each group's bytes (not
- * empty) to `onSection`. The bytes are valid only during that call: the next read may write over them.
+ * empty) to `onSection`. The bytes are valid only during that call: a later read may write over them. The
+ * next run is read while the groups of the last are handed over.
  */
 export async function readKeyGroupSections(
   h: KeyGroupsStateHandle,
@@ -267,21 +272,33 @@ export async function readKeyGroupSections(
   }
   const startOf = (g: number): number => h.offsets[g - h.start]!;
   const endOf = (g: number): number => (g < h.end ? h.offsets[g + 1 - h.start]! : h.handle.size);
+  // The runs of groups: each from a wanted group up to the chunk's size, ending at the last wanted one.
+  const runs: { readonly lo: number; readonly last: number; readonly from: number; readonly to: number }[] = [];
   while (lo <= hi) {
     while (lo <= hi && (!wanted(lo) || endOf(lo) <= startOf(lo))) lo++;
-    if (lo > hi) return;
-    // A run of groups from lo: up to the chunk's size, ending at the last wanted one.
+    if (lo > hi) break;
     let last = lo;
     for (let g = lo + 1; g <= hi && endOf(g) - startOf(lo) <= READ_CHUNK_BYTES; g++) if (wanted(g) && endOf(g) > startOf(g)) last = g;
-    const from = startOf(lo);
-    const to = endOf(last);
-    const bytes = await access.read(h.handle, { offset: from, length: to - from }, buffer.take(to - from));
+    runs.push({ lo, last, from: startOf(lo), to: endOf(last) });
+    lo = last + 1;
+  }
+  const read = (i: number): Promise<Uint8Array> => {
+    const { from, to } = runs[i]!;
+    const reading = access.read(h.handle, { offset: from, length: to - from }, buffer.take(to - from, (i % 2) as 0 | 1));
+    // Awaited once the run before it is handled; a failure meanwhile is not unhandled.
+    reading.catch(() => undefined);
+    return reading;
+  };
+  let next = runs.length > 0 ? read(0) : undefined;
+  for (let i = 0; i < runs.length; i++) {
+    const bytes = await next!;
+    next = i + 1 < runs.length ? read(i + 1) : undefined;
+    const { lo: first, last, from, to } = runs[i]!;
     if (bytes.length !== to - from) throw new KeyGroupFormatError(`read ${bytes.length} bytes of ${h.handle.uri} at ${from}, expected ${to - from}`);
-    for (let g = lo; g <= last; g++) {
+    for (let g = first; g <= last; g++) {
       const start = startOf(g) - from;
       const end = endOf(g) - from;
       if (end > start && wanted(g)) onSection(g, bytes.subarray(start, end));
     }
-    lo = last + 1;
   }
 }

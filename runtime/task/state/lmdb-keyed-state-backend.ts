@@ -21,7 +21,7 @@ import type { StateCell } from './heap-states.js';
 import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
 import { present, readMergedSections, stateCodec } from './incremental-key-groups.js';
-import { encodedKeyGroupRecords, pairUserKey, RestoredRecords } from './key-group-records.js';
+import { forEachEncodedRecord, pairUserKey, RestoredRecords } from './key-group-records.js';
 import { ChangelogChain } from './changelog-chain.js';
 import { EncodedKeyGroupWriter, KeyGroupFormatError, keyGroupsParts } from './key-group-snapshot.js';
 import type { RemovedEntry, TimerRecord } from './key-group-snapshot.js';
@@ -109,6 +109,8 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   /** Materializations failed since the last one that succeeded (or since a checkpoint declined for them). */
   private materializationFailures = 0;
   private disposed = false;
+  /** The records a restore under way met. */
+  private restoring: RestoredRecords | undefined;
 
   constructor(options: LmdbKeyedStateBackendOptions) {
     const { maxParallelism, keyGroupRange: range } = options;
@@ -203,13 +205,14 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   // ---- snapshots ------------------------------------------------------------------------------------
 
   /** A restored record's bytes, unless a newer one (met before) wrote or removed it. */
-  private restoreRecord(group: number, id: number, canonical: string, userKey: string | undefined, bytes: Uint8Array, restored: RestoredRecords): void {
+  /** A restored record, its value `bytes[from, to)`: written unless a newer file had it (nothing made for it then). */
+  private restoreRecord(group: number, id: number, canonical: string, userKey: string | undefined, bytes: Uint8Array, from: number, to: number): void {
     const cacheKey = this.cacheKey(id, canonical, userKey);
     // Most records of an older file are met already: their lmdb key is made only when needed.
     let recordKey: Buffer | undefined;
     const keyOf = (): Buffer => (recordKey ??= this.recordKey(group, id, Buffer.from(canonical, 'utf8'), userKey));
-    if (restored.met(cacheKey, () => this.cache.has(cacheKey) || this.db.doesExist(keyOf()))) return;
-    this.cache.set(cacheKey, { key: keyOf(), bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length) });
+    if (this.restoring!.met(cacheKey, () => this.cache.has(cacheKey) || this.db.doesExist(keyOf()))) return;
+    this.cache.set(cacheKey, { key: keyOf(), bytes: Buffer.from(bytes.buffer, bytes.byteOffset + from, to - from) });
     if (this.cache.size >= this.cacheLimit) this.flush();
   }
 
@@ -430,34 +433,38 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     // The next checkpoint writes everything: what the restore writes is no change to record.
     this.recording = false;
     try {
-      const restored = new RestoredRecords(this.restoreRecordsInMemory);
+      const restored = (this.restoring = new RestoredRecords(this.restoreRecordsInMemory));
       await readMergedSections(handles, this.keyGroupRange, access, 'newest first', (group, section, last) => {
         const timers: TimerRecord[] = [];
-        for (const record of encodedKeyGroupRecords(section)) {
-          if (record.type === 'timer') {
-            if (last) timers.push(record);
-            continue;
-          }
-          const r = this.register(record.stateName, record.kind);
-          const canonical = canonicalKey(record.key);
-          if (keyGroupOf(canonical, this.maxParallelism) !== group) {
-            throw new KeyGroupFormatError(`key group ${group}'s section holds a key of key group ${keyGroupOf(canonical, this.maxParallelism)}`);
-          }
-          if (record.type === 'removed') {
-            restored.removed(this.cacheKey(r.id, canonical, record.userKey));
-            continue;
-          }
-          if (record.kind !== 'map') this.restoreRecord(group, r.id, canonical, undefined, record.value as Uint8Array, restored);
-          else
-            for (const pair of record.value as readonly Uint8Array[])
-              this.restoreRecord(group, r.id, canonical, pairUserKey(pair, canonicalKey), pair, restored);
-        }
+        const canonicalIn = (key: unknown): string => {
+          const canonical = canonicalKey(key);
+          const of = keyGroupOf(canonical, this.maxParallelism);
+          if (of !== group) throw new KeyGroupFormatError(`key group ${group}'s section holds a key of key group ${of}`);
+          return canonical;
+        };
+        forEachEncodedRecord(section, {
+          entry: (stateName, kind, key, bytes, from, to) =>
+            this.restoreRecord(group, this.register(stateName, kind).id, canonicalIn(key), undefined, bytes, from, to),
+          mapEntry: (stateName, key, pairs) => {
+            const id = this.register(stateName, 'map').id;
+            const canonical = canonicalIn(key);
+            for (const pair of pairs) this.restoreRecord(group, id, canonical, pairUserKey(pair, canonicalKey), pair, 0, pair.length);
+          },
+          removed: (entry) => {
+            const r = this.register(entry.stateName, entry.kind);
+            restored.removed(this.cacheKey(r.id, canonicalIn(entry.key), entry.userKey));
+          },
+          timer: (timer) => {
+            if (last) timers.push(timer);
+          },
+        });
         if (timers.length > 0) onTimers(timers);
         // The cache holds views of the section, whose buffer the next read reuses.
         this.flush();
       });
     } finally {
       this.recording = true;
+      this.restoring = undefined;
     }
     this.restored();
     this.changed.clear();

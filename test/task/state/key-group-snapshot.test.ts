@@ -227,7 +227,7 @@ describe('keyed state snapshots by key group', () => {
     expect(encodeKeyGroup({ entries: [], timers: [] })).toHaveLength(0);
   });
 
-  it('reads a large file in reads of a few MiB of consecutive groups into one reused buffer, a group larger than that alone', async () => {
+  it('reads a large file in reads of a few MiB of consecutive groups into two reused buffers, a group larger than that alone', async () => {
     const streams = new MemoryCheckpointStreams();
     const range = { start: 0, end: 9 };
     // Groups of 1.5 MiB, but group 6 of 5 MiB and group 3 empty; each also holds a binary value.
@@ -248,15 +248,22 @@ describe('keyed state snapshots by key group', () => {
     const read = streams.read.bind(streams);
     streams.read = (h, r, into) => (ranges.push(r!), buffers.add(into!.buffer), read(h, r, into));
     const restored = new Map<number, KeyGroupContents>();
-    await readKeyGroups([handle], range, streams, (g, contents) => restored.set(g, contents));
+    let readsWhenFirstHandled = 0;
+    await readKeyGroups([handle], range, streams, (g, contents) => {
+      if (restored.size === 0) readsWhenFirstHandled = ranges.length;
+      restored.set(g, contents);
+    });
     expect([...restored.keys()]).toEqual([0, 1, 2, 4, 5, 6, 7, 8, 9]);
+    // The second run was being read when the first one's groups were handed over.
+    expect(readsWhenFirstHandled).toBe(2);
     // Groups 0–1, 2–4 (3 empty), 5, 6 alone, 7–8, 9: each read but 6's within 4 MiB, and together the file once.
     expect(ranges.length).toBe(6);
     expect(ranges.filter((r) => r.length > READ_CHUNK_BYTES)).toHaveLength(1);
     expect(ranges.reduce((sum, r) => sum + r.length, 0)).toBe(handle.handle.size);
-    // One buffer of 4 MiB until group 6's, then that one: the decoded values (the binary ones too) are
-    // copies, intact after the reads that came later wrote over the buffer.
-    expect([...buffers].map((b) => b.byteLength)).toEqual([READ_CHUNK_BYTES, ranges.find((r) => r.length > READ_CHUNK_BYTES)!.length]);
+    // Two buffers of 4 MiB, read into in turn (the next run is read while the last is decoded), one of them
+    // replaced by group 6's: the decoded values (the binary ones too) are copies, intact after the reads
+    // that came later wrote over the buffers.
+    expect([...buffers].map((b) => b.byteLength)).toEqual([READ_CHUNK_BYTES, READ_CHUNK_BYTES, ranges.find((r) => r.length > READ_CHUNK_BYTES)!.length]);
     for (const [g, contents] of restored) expect(contents).toEqual(contentsOf(g));
   });
 });
