@@ -8,6 +8,7 @@
 // references stays) or at the job's end, and at most one checkpoint is in flight, so the one a checkpoint
 // completes after has written its files.
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
+import type { KeyGroupRange } from './keyed-state-backend.js';
 
 /** A full snapshot taken at checkpoint `at`, or a delta written for checkpoint `at`. */
 interface Link {
@@ -100,4 +101,13 @@ export class ChangelogChain {
     this.begun = [];
     this.materialized = undefined;
   }
+}
+
+/** Whether `handles` are one full snapshot and the deltas after it, all shared files of exactly `range`. */
+export function isOwnChain(handles: readonly KeyGroupsStateHandle[], range: KeyGroupRange): boolean {
+  return (
+    handles.length > 0 &&
+    handles[0]!.delta !== true &&
+    handles.every((h, i) => (i === 0 || h.delta === true) && h.shared === true && h.start === range.start && h.end === range.end)
+  );
 }

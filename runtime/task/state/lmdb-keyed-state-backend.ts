@@ -22,7 +22,7 @@ import { LmdbMapState, type MapCells } from './lmdb-states.js';
 import { keyOfCanonical } from './canonical-keys.js';
 import { present, readMergedSections, stateCodec } from './incremental-key-groups.js';
 import { forEachEncodedRecord, pairUserKey, RestoredRecords } from './key-group-records.js';
-import { ChangelogChain } from './changelog-chain.js';
+import { ChangelogChain, isOwnChain } from './changelog-chain.js';
 import { EncodedKeyGroupWriter, KeyGroupFormatError, keyGroupsParts } from './key-group-snapshot.js';
 import type { RemovedEntry, TimerRecord } from './key-group-snapshot.js';
 
@@ -251,7 +251,9 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     const changedNow = this.changed;
     this.changed = new Map();
     const begun = this.chain.begin(checkpointId, changedNow);
-    const base = this.fullEvery > 1 ? begun : undefined;
+    // A delta of most records costs more than one pass over all (random reads), and the next checkpoint's
+    // delta holds what changed meanwhile: past half the records it writes in full, which ends the chain.
+    const base = this.fullEvery > 1 && begun !== undefined && begun.changed.size * 2 < this.recordCount() ? begun : undefined;
     const txn = this.db.useReadTransaction();
     try {
       if (base === undefined) {
@@ -271,6 +273,11 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     } finally {
       if (!this.disposed) txn.done();
     }
+  }
+
+  /** The records lmdb holds (the write cache flushed). */
+  private recordCount(): number {
+    return (this.db.getStats() as { entryCount: number }).entryCount;
   }
 
   /** Resolves once no materialization is being written (whether the last one succeeded or not). */
@@ -634,13 +641,4 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
         return descriptor.kind satisfies never;
     }
   }
-}
-
-/** Whether `handles` are one full snapshot and the deltas after it, all shared files of exactly `range`. */
-function isOwnChain(handles: readonly KeyGroupsStateHandle[], range: KeyGroupRange): boolean {
-  return (
-    handles.length > 0 &&
-    handles[0]!.delta !== true &&
-    handles.every((h, i) => (i === 0 || h.delta === true) && h.shared === true && h.start === range.start && h.end === range.end)
-  );
 }

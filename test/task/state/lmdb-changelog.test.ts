@@ -170,6 +170,26 @@ describe('lmdb changelog checkpoints', () => {
     }
   });
 
+  it('writes in full once most records changed since the chain it would build on, and builds the next deltas on that', async () => {
+    const streams = new MemoryCheckpointStreams();
+    const a = backend(undefined, 10);
+    update(a, keys, 1);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    update(a, keys.slice(0, 100), 2);
+    const second = await a.snapshotKeyGroups(2, streams, 'op');
+    expect(second.incremental).toBe(true);
+    // Every key's count, list and map change: more than half the records.
+    update(a, keys, 3);
+    const third = await a.snapshotKeyGroups(3, streams, 'op');
+    expect(third.incremental).toBe(false);
+    expect(third.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-3']);
+    expect(contents(await restoredFrom(third.handles, streams), keys)).toEqual(contents(a, keys));
+    update(a, keys.slice(0, 40), 4);
+    const fourth = await a.snapshotKeyGroups(4, streams, 'op');
+    expect(fourth.handles.map((h) => h.handle.uri)).toEqual(['memory://shared/op-3', 'memory://shared/op-4']);
+    expect(contents(await restoredFrom(fourth.handles, streams), keys)).toEqual(contents(a, keys));
+  });
+
   it('after a restore of its own chain at the same key groups, the next checkpoint is a delta on it; at other groups or from foreign files, full', async () => {
     const streams = new GatedStreams();
     const a = backend();
@@ -270,8 +290,9 @@ describe('lmdb changelog checkpoints', () => {
     await a.snapshotKeyGroups(3, streams, 'op');
     const late: string[] = [];
     for (let round = 2; !streams.waiting; round++) {
-      for (let i = 0; i < 10; i++) write(a, keys[(round * 10 + i) % keys.length]!, round);
-      a.setCurrentKey(keys[(round * 7) % keys.length]!);
+      // Among the first 100 keys: checkpoint 4's delta holds fewer than half the records (else it is full).
+      for (let i = 0; i < 10; i++) write(a, keys[(round * 10 + i) % 100]!, round);
+      a.setCurrentKey(keys[(round * 7) % 100]!);
       a.getPartitionedState(payload).clear();
       late.push(`late-${round}`);
       write(a, `late-${round}`, round);
