@@ -214,8 +214,8 @@ describe('lmdb changelog checkpoints', () => {
     expect((await foreign.snapshotKeyGroups(5, streams, 'foreign')).incremental).toBe(false);
   });
 
-  it('a checkpoint taken while a materialization is written builds on the one before and restores right; later ones drop the deltas before it', async () => {
-    const streams = new GatedStreams();
+  /** A backend (a materialization every 2 checkpoints) after checkpoint 3, whose materialization's write `streams` hold. */
+  async function materializingAtThree(streams: GatedStreams) {
     const a = backend(undefined, 2);
     update(a, keys, 1);
     await a.snapshotKeyGroups(1, streams, 'op');
@@ -225,6 +225,12 @@ describe('lmdb changelog checkpoints', () => {
     update(a, keys.slice(40, 80), 3);
     // Checkpoint 3 starts the materialization and completes while its write waits.
     const third = await a.snapshotKeyGroups(3, streams, 'op');
+    return { a, third };
+  }
+
+  it('a checkpoint taken while a materialization is written builds on the one before and restores right; later ones drop the deltas before it', async () => {
+    const streams = new GatedStreams();
+    const { a, third } = await materializingAtThree(streams);
     const atThree = contents(a, keys);
     update(a, keys.slice(20, 60), 4);
     const fourth = await a.snapshotKeyGroups(4, streams, 'op');
@@ -242,15 +248,7 @@ describe('lmdb changelog checkpoints', () => {
 
   it('disposed while a materialization is written, is settled only once that write ended', async () => {
     const streams = new GatedStreams();
-    const a = backend(undefined, 2);
-    update(a, keys, 1);
-    await a.snapshotKeyGroups(1, streams, 'op');
-    update(a, keys.slice(0, 40), 2);
-    await a.snapshotKeyGroups(2, streams, 'op');
-    streams.hold();
-    update(a, keys.slice(40, 80), 3);
-    // Checkpoint 3 starts the materialization.
-    await a.snapshotKeyGroups(3, streams, 'op');
+    const { a } = await materializingAtThree(streams);
     await vi.waitFor(() => expect(streams.waiting).toBe(true));
     a.dispose();
     let settled = false;
