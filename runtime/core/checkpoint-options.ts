@@ -92,7 +92,7 @@ export const CHECKPOINT_OPTIONS = {
     default: 10,
     min: 1,
     description:
-      'With state.backend.incremental (lmdb): every how many checkpoints a subtask starts a full materialization of its key groups, written in the background while checkpoints go on writing changelog deltas (the entries changed since the snapshot before); a restore reads the latest materialization and the deltas after it.',
+      'With state.backend.incremental (lmdb): every how many checkpoints a subtask starts a full materialization of its key groups, written in the background while checkpoints go on writing changelog deltas (the entries changed since the snapshot before; a checkpoint in which half the entries or more changed writes them all); a restore reads the latest materialization and the deltas after it.',
   },
   s3EntropyKey: {
     key: 's3.entropy.key',
