@@ -5,7 +5,8 @@
 //
 // The rules every adapter keeps:
 // - A write is whole or nothing: a reader never sees part of a file (locally a temporary file renamed into
-//   place, on S3 one PUT). Writing a file that exists replaces it.
+//   place, on S3 one PUT). Writing a file that exists replaces it. A file written piece by piece
+//   (openWriter) appears at its close, and an aborted one never.
 // - A read of a file that does not exist fails with a StateFileNotFoundError naming it.
 // - Deleting what does not exist is no error.
 
@@ -14,6 +15,11 @@ export interface StateFileStore {
   write(uri: string, bytes: Uint8Array): Promise<void>;
   /** Writes `parts`, in order, as the file `uri`, as `write` does. */
   writeParts(uri: string, parts: readonly Uint8Array[]): Promise<void>;
+  /**
+   * Writes the file `uri` piece by piece as its pieces come, none of them kept; absent: openStateFile
+   * keeps the pieces and writes them at the close.
+   */
+  openWriter?(uri: string): Promise<StateFileWriter>;
   /**
    * The bytes of `uri`, all of them or those of [offset, offset + length). With `into` (at least `length`
    * bytes) a store may read them into it and return a view of it, so a reader of many ranges reuses one
@@ -26,6 +32,34 @@ export interface StateFileStore {
   deleteFolder(uri: string): Promise<void>;
   /** The URIs of the files below the folder (prefix) `uri`, in order; none when there is none. */
   list(uri: string): Promise<string[]>;
+}
+
+/** A file being written: its pieces in order, then whole at `close` (what it gives), or nothing after `abort`. */
+export interface StateFileWriter<T = void> {
+  append(bytes: Uint8Array): Promise<void>;
+  close(): Promise<T>;
+  abort(): Promise<void>;
+}
+
+/** A writer that keeps the pieces and hands them to `flush` at the close. */
+export function collectingWriter<T>(flush: (parts: readonly Uint8Array[]) => Promise<T>): StateFileWriter<T> {
+  let parts: Uint8Array[] = [];
+  return {
+    append: (bytes) => {
+      parts.push(bytes);
+      return Promise.resolve();
+    },
+    close: () => flush(parts),
+    abort: () => {
+      parts = [];
+      return Promise.resolve();
+    },
+  };
+}
+
+/** A writer of the file `uri` in `store`: the store's own, or one that writes the pieces at the close. */
+export function openStateFile(store: StateFileStore, uri: string): Promise<StateFileWriter> {
+  return store.openWriter !== undefined ? store.openWriter(uri) : Promise.resolve(collectingWriter((parts) => store.writeParts(uri, parts)));
 }
 
 /** A state file that is not there: a checkpoint whose files were deleted, or a wrong pointer. */

@@ -2,6 +2,7 @@
 // <checkpoints dir>/<job>/chk-<id>/, files that incremental checkpoints share under <job>/shared/, and the
 // checkpoint's metadata, which makes it complete once the JobMaster records its pointer in the HA store.
 // Files locally, S3 on AWS: the file systems of blob/file-systems.ts by URI scheme.
+import { collectingWriter, type StateFileWriter } from '../blob/state-files.js';
 import type { SnapshotType, StreamStateHandle } from '../protocol/checkpoints.js';
 
 /** Where one task writes the state of one checkpoint, and reads what it restores. */
@@ -15,6 +16,11 @@ export interface CheckpointStreamFactory {
   write(checkpointId: number, name: string, bytes: Uint8Array, options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
   /** Writes `parts`, in order, as one file, as `write` does; absent: writeStateParts joins them. */
   writeParts?(checkpointId: number, name: string, parts: readonly Uint8Array[], options?: { readonly shared?: boolean }): Promise<StreamStateHandle>;
+  /**
+   * Writes a file as `write` does, piece by piece as the pieces come (a file larger than memory should
+   * hold at once); absent: openStateParts keeps the pieces and writes them at the close.
+   */
+  openParts?(checkpointId: number, name: string, options?: { readonly shared?: boolean }): Promise<StateFileWriter<StreamStateHandle>>;
   /**
    * The bytes [offset, offset + length) of a state file (all of it without a range); with `into`, possibly
    * read into it (StateFileStore.read).
@@ -61,4 +67,15 @@ export function writeStateParts(
 ): Promise<StreamStateHandle> {
   if (access.writeParts !== undefined) return access.writeParts(checkpointId, name, parts, options);
   return access.write(checkpointId, name, parts.length === 1 ? parts[0]! : Buffer.concat(parts), options);
+}
+
+/** A writer of one state file through `access`: piece by piece where it can, else the pieces kept and written at the close. */
+export function openStateParts(
+  access: Pick<CheckpointStreamFactory, 'write' | 'writeParts' | 'openParts'>,
+  checkpointId: number,
+  name: string,
+  options?: { readonly shared?: boolean },
+): Promise<StateFileWriter<StreamStateHandle>> {
+  if (access.openParts !== undefined) return access.openParts(checkpointId, name, options);
+  return Promise.resolve(collectingWriter((parts) => writeStateParts(access, checkpointId, name, parts, options)));
 }

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { JobDataCredentials } from '../blob/data-credentials.js';
 import { stateFilesFor } from '../blob/file-systems.js';
+import { openStateFile, type StateFileWriter } from '../blob/state-files.js';
 import type { StreamStateHandle } from '../protocol/checkpoints.js';
 import type { CheckpointStorage } from './checkpoint-storage.js';
 
@@ -83,10 +84,32 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   }
 
   async writeParts(checkpointId: number, name: string, parts: readonly Uint8Array[], options: { readonly shared?: boolean } = {}): Promise<StreamStateHandle> {
-    const folder = options.shared === true ? SHARED_FOLDER : `chk-${checkpointId}`;
-    const uri = `${this.withEntropy()}/${folder}/${checkName(name)}`;
+    const uri = this.stateFileUri(checkpointId, name, options);
     await (await stateFilesFor(uri, this.credentials)).writeParts(uri, parts);
     return { uri, size: parts.reduce((sum, p) => sum + p.byteLength, 0) };
+  }
+
+  async openParts(checkpointId: number, name: string, options: { readonly shared?: boolean } = {}): Promise<StateFileWriter<StreamStateHandle>> {
+    const uri = this.stateFileUri(checkpointId, name, options);
+    const file = await openStateFile(await stateFilesFor(uri, this.credentials), uri);
+    let size = 0;
+    return {
+      append: async (bytes) => {
+        await file.append(bytes);
+        size += bytes.byteLength;
+      },
+      close: async () => {
+        await file.close();
+        return { uri, size };
+      },
+      abort: () => file.abort(),
+    };
+  }
+
+  /** Where a state file goes: the checkpoint's own folder, or the shared one. */
+  private stateFileUri(checkpointId: number, name: string, options: { readonly shared?: boolean }): string {
+    const folder = options.shared === true ? SHARED_FOLDER : `chk-${checkpointId}`;
+    return `${this.withEntropy()}/${folder}/${checkName(name)}`;
   }
 
   async read(handle: StreamStateHandle, range?: { readonly offset: number; readonly length: number }, into?: Uint8Array): Promise<Uint8Array> {

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { StateFileNotFoundError, type StateFileStore } from '../blob/state-files.js';
+import { StateFileNotFoundError, type StateFileStore, type StateFileWriter } from '../blob/state-files.js';
 
 const FILE_SCHEME = 'file://';
 
@@ -13,30 +13,69 @@ export const localPathOf = (uri: string): string => (uri.startsWith(FILE_SCHEME)
 /** A write's temporary file ends so; a dot name, so that readers of a folder skip it. */
 const TEMPORARY_SUFFIX = '.inprogress';
 
+/** A dot name in the same folder: the rename stays on one file system, and listings skip it. */
+const temporaryBeside = (path: string): string => join(dirname(path), `.${randomBytes(6).toString('hex')}${TEMPORARY_SUFFIX}`);
+
 const isMissing = (error: unknown): boolean => (error as NodeJS.ErrnoException).code === 'ENOENT';
 
 export class FsStateFileStore implements StateFileStore {
-  async write(uri: string, bytes: Uint8Array): Promise<void> {
-    await this.writeParts(uri, [bytes]);
+  write(uri: string, bytes: Uint8Array): Promise<void> {
+    return this.writeWhole(uri, bytes);
   }
 
   async writeParts(uri: string, parts: readonly Uint8Array[]): Promise<void> {
+    if (parts.length === 1) {
+      await this.writeWhole(uri, parts[0]!);
+      return;
+    }
+    const writer = await this.openWriter(uri);
+    try {
+      for (const part of parts) await writer.append(part);
+    } catch (error) {
+      await writer.abort();
+      throw error;
+    }
+    await writer.close();
+  }
+
+  /** The file in a temporary beside it, piece by piece as they come, renamed into place at the close. */
+  async openWriter(uri: string): Promise<StateFileWriter> {
     const path = localPathOf(uri);
     await mkdir(dirname(path), { recursive: true });
-    // A dot name in the same folder: the rename stays on one file system, and listings skip it.
-    const temporary = join(dirname(path), `.${randomBytes(6).toString('hex')}${TEMPORARY_SUFFIX}`);
-    try {
-      if (parts.length === 1) await writeFile(temporary, parts[0]!);
-      else {
-        const file = await open(temporary, 'w');
+    const temporary = temporaryBeside(path);
+    const file = await open(temporary, 'w');
+    let isOpen = true;
+    const closeFile = async (): Promise<void> => {
+      if (!isOpen) return;
+      isOpen = false;
+      await file.close();
+    };
+    return {
+      append: async (bytes) => {
+        for (let done = 0; done < bytes.length;) done += (await file.write(bytes, done, bytes.length - done)).bytesWritten;
+      },
+      close: async () => {
         try {
-          for (const part of parts) {
-            for (let done = 0; done < part.length;) done += (await file.write(part, done, part.length - done)).bytesWritten;
-          }
-        } finally {
-          await file.close();
+          await closeFile();
+          await rename(temporary, path);
+        } catch (error) {
+          await rm(temporary, { force: true });
+          throw error;
         }
-      }
+      },
+      abort: async () => {
+        await closeFile().catch(() => undefined);
+        await rm(temporary, { force: true });
+      },
+    };
+  }
+
+  private async writeWhole(uri: string, bytes: Uint8Array): Promise<void> {
+    const path = localPathOf(uri);
+    await mkdir(dirname(path), { recursive: true });
+    const temporary = temporaryBeside(path);
+    try {
+      await writeFile(temporary, bytes);
       await rename(temporary, path);
     } catch (error) {
       await rm(temporary, { force: true });

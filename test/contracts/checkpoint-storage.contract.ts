@@ -4,7 +4,7 @@
 // whole or by range, and deleting removes exactly what it names: a checkpoint's own files, or shared files.
 import { describe, expect, it } from 'vitest';
 import { StateFileNotFoundError } from '../../runtime/blob/state-files.js';
-import { writeStateParts } from '../../runtime/checkpoint/checkpoint-storage.js';
+import { openStateParts, writeStateParts } from '../../runtime/checkpoint/checkpoint-storage.js';
 import { checkpointStorageFor, FileSystemCheckpointStorage } from '../../runtime/checkpoint/file-system-checkpoint-storage.js';
 
 export interface CheckpointStorageHarness {
@@ -48,6 +48,24 @@ export function describeCheckpointStorageContract(name: string, harness: Checkpo
       expect(await storage.read(empty)).toHaveLength(0);
       expect(text(await storage.read(await writeStateParts(storage, 1, 'one', [bytes('only')])))).toBe('only');
       expect(await harness.files(root)).toEqual([empty.uri, `${root}/checkpoints/job-1/chk-1/one`, handle.uri].sort());
+    });
+
+    it('writes a file piece by piece: not there before its close, its pieces in order after; an aborted one leaves nothing', async () => {
+      const root = harness.newRoot();
+      const storage = checkpointStorageFor(`${root}/checkpoints`, 'job-1');
+      const writer = await openStateParts(storage, 3, 'materialization', { shared: true });
+      const pieces = ['x'.repeat(70_000), '', 'key group 2;', 'y'.repeat(300_000)];
+      for (const piece of pieces) await writer.append(bytes(piece));
+      const uri = `${root}/checkpoints/job-1/shared/materialization`;
+      await expect(storage.read({ uri, size: 0 })).rejects.toBeInstanceOf(StateFileNotFoundError);
+      const handle = await writer.close();
+      expect(handle).toEqual({ uri, size: 370_012 });
+      expect(text(await storage.read(handle))).toBe(pieces.join(''));
+      expect(text(await storage.read(handle, { offset: 69_998, length: 14 }))).toBe('xxkey group 2;');
+      const aborted = await openStateParts(storage, 3, 'abandoned', { shared: true });
+      await aborted.append(bytes('never whole'));
+      await aborted.abort();
+      expect(await harness.files(root)).toEqual([uri]);
     });
 
     it('replaces a file written again whole, and leaves no temporary file behind', async () => {
