@@ -13,7 +13,8 @@ import { canonicalKey, keyGroupOf } from '../../network/key-groups.js';
 import type { Clock } from '../../core/clock.js';
 import type { AggregatingStateDescriptor, ReducingStateDescriptor, StateDescriptor, StateKind, ValueStateDescriptor } from '../../api/state.js';
 import type { KeyGroupsStateHandle } from '../../protocol/checkpoints.js';
-import { writeStateParts, type CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
+import { openStateParts, writeStateParts, type CheckpointStreamFactory } from '../../checkpoint/checkpoint-storage.js';
+import type { StateFileWriter } from '../../blob/state-files.js';
 import { KeyGroupOutOfRangeError, NoCurrentKeyError, StateKindMismatchError } from './keyed-state-backend.js';
 import type { KeyedStateBackend, KeyedStateEntry, KeyGroupRange } from './keyed-state-backend.js';
 import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState, TtlPolicy } from './heap-states.js';
@@ -23,6 +24,7 @@ import { keyOfCanonical } from './canonical-keys.js';
 import { present, readMergedSections, stateCodec } from './incremental-key-groups.js';
 import { forEachEncodedRecord, pairUserKey, RestoredRecords } from './key-group-records.js';
 import { ChangelogChain, isOwnChain } from './changelog-chain.js';
+import { encodedGroup, groupEntries, HEADER, type ReadTxn, type RegisteredState } from './lmdb-records.js';
 import { EncodedKeyGroupWriter, KeyGroupFormatError, keyGroupsParts } from './key-group-snapshot.js';
 import type { RemovedEntry, TimerRecord } from './key-group-snapshot.js';
 
@@ -52,17 +54,12 @@ interface Pending {
   readonly bytes: Buffer | undefined;
 }
 
-interface Registered {
-  readonly name: string;
-  readonly kind: StateKind;
-  readonly id: number;
+interface Registered extends RegisteredState {
   state: unknown;
 }
 
-type ReadTxn = ReturnType<RootDatabase['useReadTransaction']>;
 type SnapshotResult = { handles: KeyGroupsStateHandle[]; bytesPersisted: number; incremental: boolean };
 
-const HEADER = 8;
 /** Bytes of snapshot sections encoded between two yields to the task. */
 const YIELD_BYTES = 1 << 20;
 /** What a group counts for, however small: a yield every 64 groups at most. */
@@ -177,7 +174,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     if (keyGroup < start || keyGroup > end) throw new KeyGroupOutOfRangeError(`key group ${keyGroup} is outside this backend's key groups [${start}, ${end}]`);
     if (this.disposed) return;
     this.flush();
-    yield* this.groupEntries(keyGroup, undefined);
+    yield* groupEntries(this.db, this.byId, keyGroup, undefined);
   }
 
   dispose(): void {
@@ -233,7 +230,7 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
    */
   async snapshotKeyGroups(
     checkpointId: number,
-    access: Pick<CheckpointStreamFactory, 'write' | 'writeParts' | 'snapshotType'>,
+    access: Pick<CheckpointStreamFactory, 'write' | 'writeParts' | 'openParts' | 'snapshotType'>,
     name: string,
     timersOf: (group: number) => TimerRecord[] = () => [],
   ): Promise<SnapshotResult> {
@@ -254,22 +251,26 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     // A delta of most records costs more than one pass over all (random reads), and the next checkpoint's
     // delta holds what changed meanwhile: past half the records it writes in full, which ends the chain.
     const base = this.fullEvery > 1 && begun !== undefined && begun.changed.size * 2 < this.recordCount() ? begun : undefined;
+    if (base !== undefined && this.materializing === undefined && checkpointId - this.chain.lastMaterialization() >= this.fullEvery) {
+      this.materialize(checkpointId, access, name, timers);
+    }
+    const file = await this.read((txn) => (base === undefined ? this.fullFile(txn, timers) : this.deltaFile(txn, base.changed, timers)));
+    // Shared files of all checkpoints sit in one folder: the id keeps the name unique there.
+    const handle = await writeStateParts(access, checkpointId, `${name}-${checkpointId}`, file.parts, { shared: true });
+    const written = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true };
+    if (base === undefined) return { handles: this.chain.wroteFull(checkpointId, written), bytesPersisted: file.size, incremental: false };
+    return { handles: this.chain.wroteDelta(checkpointId, base.chain, { ...written, delta: true }), bytesPersisted: file.size, incremental: true };
+  }
+
+  /**
+   * What `build` makes of the state as of one read transaction, done before anything is written: a
+   * transaction held while a file is written keeps lmdb from reusing the pages written meanwhile, and a
+   * slow write grew the environment by gigabytes.
+   */
+  private async read<T>(build: (txn: ReadTxn) => Promise<T>): Promise<T> {
     const txn = this.db.useReadTransaction();
     try {
-      if (base === undefined) {
-        const file = await this.fullFile(txn, timers);
-        // Shared files of all checkpoints sit in one folder: the id keeps the name unique there.
-        const handle = await writeStateParts(access, checkpointId, `${name}-${checkpointId}`, file.parts, { shared: true });
-        const full = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true };
-        return { handles: this.chain.wroteFull(checkpointId, full), bytesPersisted: file.size, incremental: false };
-      }
-      if (this.materializing === undefined && checkpointId - this.chain.lastMaterialization() >= this.fullEvery) {
-        this.materialize(checkpointId, access, name, timers);
-      }
-      const file = await this.deltaFile(txn, base.changed, timers);
-      const handle = await writeStateParts(access, checkpointId, `${name}-${checkpointId}`, file.parts, { shared: true });
-      const delta = { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true, delta: true };
-      return { handles: this.chain.wroteDelta(checkpointId, base.chain, delta), bytesPersisted: file.size, incremental: true };
+      return await build(txn);
     } finally {
       if (!this.disposed) txn.done();
     }
@@ -293,15 +294,24 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   /** Writes, in the background, a full snapshot as a materialization at checkpoint `at` (this call): see fullFile. */
   private materialize(
     at: number,
-    access: Pick<CheckpointStreamFactory, 'write' | 'writeParts'>,
+    access: Pick<CheckpointStreamFactory, 'write' | 'writeParts' | 'openParts'>,
     name: string,
     timers: ReadonlyMap<number, TimerRecord[]>,
   ): void {
     const epoch = this.epoch;
     this.materializing = (async () => {
       try {
-        const file = await this.fullFile('materialization', timers);
-        const handle = await writeStateParts(access, at, `${name}-full-${at}`, file.parts, { shared: true });
+        // Written as it is read (paced with the reading), not held: a burst of a subtask's whole state
+        // written at once held back the task's own writes and the checkpoints' for seconds.
+        const writer = await openStateParts(access, at, `${name}-full-${at}`, { shared: true });
+        let file;
+        try {
+          file = await this.fullFile('materialization', timers, writer);
+        } catch (e) {
+          await writer.abort();
+          throw e;
+        }
+        const handle = await writer.close();
         if (epoch !== this.epoch || this.disposed) return;
         this.chain.materializedAt(at, { handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets, shared: true });
         this.materializationError = undefined;
@@ -334,22 +344,40 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
    * for the whole materialization would keep lmdb from reusing any page written meanwhile: its file grew
    * to many times the state, more than the page cache holds.
    */
-  private async fullFile(txn: ReadTxn | 'materialization', timers: ReadonlyMap<number, TimerRecord[]>): Promise<ReturnType<typeof keyGroupsParts>> {
+  private async fullFile(
+    txn: ReadTxn | 'materialization',
+    timers: ReadonlyMap<number, TimerRecord[]>,
+    writer?: StateFileWriter<unknown>,
+  ): Promise<{ readonly parts: Uint8Array[]; readonly offsets: number[]; readonly size: number }> {
     const paced = txn === 'materialization';
     const sections = new Map<number, Uint8Array>();
+    const offsets: number[] = [];
+    let size = 0;
+    // A writer takes each run's sections once its read transaction is done: none is held across a write.
+    const run: Uint8Array[] = [];
+    const write = async (): Promise<void> => {
+      for (const section of run.splice(0)) await writer!.append(section);
+    };
     let sinceYield = 0;
     let chunkStart = performance.now();
     let chunkTxn: ReadTxn | undefined;
     try {
       for (let g = this.keyGroupRange.start; g <= this.keyGroupRange.end; g++) {
         const read = paced ? (chunkTxn ??= this.db.useReadTransaction()) : txn;
-        const section = this.encodedGroup(g, read, timers.get(g) ?? []);
-        sections.set(g, section);
+        const section = encodedGroup(this.db, this.byId, g, read, timers.get(g) ?? []);
+        if (writer === undefined) sections.set(g, section);
+        else {
+          offsets.push(size);
+          size += section.length;
+          if (section.length > 0) run.push(section);
+        }
         sinceYield += section.length + YIELD_GROUP_BYTES;
         if (sinceYield > YIELD_BYTES) {
           sinceYield = 0;
           chunkTxn?.done();
           chunkTxn = undefined;
+          await write();
+          // Paced, the pause follows the run's reading and writing both.
           await this.yieldToTask(paced ? (performance.now() - chunkStart) * MATERIALIZATION_PAUSE : 0);
           chunkStart = performance.now();
         }
@@ -357,7 +385,8 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     } finally {
       if (!this.disposed) chunkTxn?.done();
     }
-    return keyGroupsParts(this.keyGroupRange, (g) => sections.get(g));
+    await write();
+    return writer === undefined ? keyGroupsParts(this.keyGroupRange, (g) => sections.get(g)) : { parts: [], offsets, size };
   }
 
   /** The records `changed` names as of `txn` (a removal where none is), each group present with its timers. */
@@ -414,15 +443,11 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
     name: string,
     timersOf: (group: number) => TimerRecord[],
   ): Promise<SnapshotResult> {
-    const txn = this.db.useReadTransaction();
-    try {
-      const file = await this.fullFile(txn, this.timersNow(timersOf));
-      const handle = await writeStateParts(access, checkpointId, `${name}-${checkpointId}`, file.parts);
-      const handles = [{ handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets }];
-      return { handles, bytesPersisted: file.size, incremental: false };
-    } finally {
-      if (!this.disposed) txn.done();
-    }
+    const timers = this.timersNow(timersOf);
+    const file = await this.read((txn) => this.fullFile(txn, timers));
+    const handle = await writeStateParts(access, checkpointId, `${name}-${checkpointId}`, file.parts);
+    const handles = [{ handle, start: this.keyGroupRange.start, end: this.keyGroupRange.end, offsets: file.offsets }];
+    return { handles, bytesPersisted: file.size, incremental: false };
   }
 
   /**
@@ -558,60 +583,6 @@ export class LmdbKeyedStateBackend implements KeyedStateBackend {
   /** A value's bytes as of `txn`, valid until the next read (lmdb's read buffer). */
   private readBinary(key: Buffer, txn: ReadTxn): Buffer | undefined {
     return (this.db.getBinaryFast as (id: Buffer, options: { transaction: ReadTxn }) => Buffer | undefined)(key, { transaction: txn });
-  }
-
-  /**
-   * Group `group`'s section as of `txn` with `timers`: the bytes encodeKeyGroup gives for groupEntries'
-   * entries, the values copied as lmdb holds them.
-   */
-  private encodedGroup(group: number, txn: ReadTxn, timers: readonly TimerRecord[]): Uint8Array {
-    const writer = new EncodedKeyGroupWriter();
-    for (const e of this.groupRecords(group, txn))
-      writer.entry(e.r.name, e.r.kind, keyOfCanonical(e.canonical), e.kind === 'map' ? e.pairs.map((p) => p[1]) : e.value);
-    for (const t of timers) writer.timer(t);
-    return present(writer.finish());
-  }
-
-  /** Group `group`'s entries in the heap backend's form (a map state's as one Map per key). */
-  private *groupEntries(group: number, transaction: ReadTxn | undefined): Iterable<KeyedStateEntry> {
-    for (const e of this.groupRecords(group, transaction)) {
-      const key = keyOfCanonical(e.canonical);
-      if (e.kind === 'map') yield { stateName: e.r.name, kind: 'map', key, value: new Map(e.pairs.map(([userKey, b]) => [userKey, stateCodec.unpack(b)])) };
-      else yield { stateName: e.r.name, kind: e.r.kind, key, value: stateCodec.unpack(e.value) };
-    }
-  }
-
-  /**
-   * Group `group`'s records as lmdb holds them, a map state's gathered per key into its [user key, bytes]
-   * pairs (copies); another state's value bytes are valid only until the iteration goes on.
-   */
-  private *groupRecords(
-    group: number,
-    transaction: ReadTxn | undefined,
-  ): Iterable<{ r: Registered; canonical: string } & ({ kind: 'map'; pairs: [string, Buffer][] } | { kind: 'one'; value: Buffer })> {
-    const start = Buffer.alloc(2);
-    start.writeUInt16BE(group);
-    const end = Buffer.alloc(2);
-    end.writeUInt16BE(group + 1);
-    let map: { r: Registered; canonical: string; kind: 'map'; pairs: [string, Buffer][] } | undefined;
-    for (const { key, value } of this.db.getRange({ start, end, ...(transaction !== undefined ? { transaction } : {}) })) {
-      const r = this.byId[key.readUInt16BE(2)]!;
-      const length = key.readUInt32BE(4);
-      const canonical = key.toString('utf8', HEADER, HEADER + length);
-      if (r.kind !== 'map') {
-        if (map !== undefined) yield map;
-        map = undefined;
-        yield { r, canonical, kind: 'one', value };
-        continue;
-      }
-      if (map !== undefined && (map.r !== r || map.canonical !== canonical)) {
-        yield map;
-        map = undefined;
-      }
-      map ??= { r, canonical, kind: 'map', pairs: [] };
-      map.pairs.push([key.toString('utf8', HEADER + length), Buffer.from(value.subarray(0, value.length))]);
-    }
-    if (map !== undefined) yield map;
   }
 
   private createState(descriptor: StateDescriptor<unknown>, r: Registered, ttl: TtlPolicy | undefined): unknown {

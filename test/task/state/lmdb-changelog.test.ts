@@ -1,7 +1,7 @@
 // The lmdb backend's changelog checkpoints: deltas of the entries changed since the snapshot before (updates,
 // removals, map entries) on a materialization written in the background, restored at the same and at
 // other key-group ranges; checkpoints taken while a materialization is written, or after one failed.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
@@ -11,6 +11,8 @@ import { canonicalKey, keyGroupOf } from '../../../runtime/network/key-groups.js
 import type { StreamStateHandle } from '../../../runtime/protocol/checkpoints.js';
 import type { KeyedStateBackend, KeyGroupRange } from '../../../runtime/task/state/keyed-state-backend.js';
 import { LmdbKeyedStateBackend } from '../../../runtime/task/state/lmdb-keyed-state-backend.js';
+import type { CheckpointStreamFactory } from '../../../runtime/checkpoint/checkpoint-storage.js';
+import { checkpointStorageFor } from '../../../runtime/checkpoint/file-system-checkpoint-storage.js';
 import { MemoryCheckpointStreams } from '../../support/checkpoint-streams.js';
 
 const MAX = 128;
@@ -105,7 +107,7 @@ function contents(b: KeyedStateBackend, ks: readonly string[]): Record<string, u
 
 async function restoredFrom(
   handles: Parameters<LmdbKeyedStateBackend['restoreKeyGroups']>[0],
-  streams: MemoryCheckpointStreams,
+  streams: CheckpointStreamFactory,
   range?: KeyGroupRange,
   restoreRecordsInMemory?: number,
 ) {
@@ -395,5 +397,58 @@ describe('lmdb changelog checkpoints', () => {
     const second = await a.snapshotKeyGroups(2, streams, 'op');
     const b = backend();
     await expect(b.restoreKeyGroups(second.handles.slice(1), streams)).rejects.toThrow(/no full snapshot of that group comes before it/);
+  });
+
+  it("a materialization goes to the storage's file as its groups are read, not held whole, and restores exactly", async () => {
+    const storage = checkpointStorageFor(join(root, `storage-${n++}`), 'job');
+    const pieces: number[] = [];
+    const streams = Object.assign(Object.create(storage) as typeof storage, {
+      openParts: async (...args: Parameters<typeof storage.openParts>) => {
+        const file = await storage.openParts(...args);
+        return { ...file, append: (bytes: Uint8Array) => (pieces.push(bytes.length), file.append(bytes)) };
+      },
+    });
+    const a = backend(undefined, 2);
+    update(a, keys, 1);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    update(a, keys.slice(0, 40), 2);
+    await a.snapshotKeyGroups(2, streams, 'op');
+    update(a, keys.slice(40, 80), 3);
+    await a.snapshotKeyGroups(3, streams, 'op');
+    await a.materialized();
+    update(a, keys.slice(80, 120), 4);
+    const fourth = await a.snapshotKeyGroups(4, streams, 'op');
+    const [materialization] = fourth.handles;
+    expect(materialization!.handle.uri).toMatch(/\/shared\/op-full-3$/);
+    expect(pieces.length).toBeGreaterThan(20);
+    expect(Math.max(...pieces)).toBeLessThan(materialization!.handle.size / 10);
+    expect(pieces.reduce((x, y) => x + y, 0)).toBe(materialization!.handle.size);
+    expect(contents(await restoredFrom(fourth.handles, streams), keys)).toEqual(contents(a, keys));
+  });
+
+  it("while a checkpoint's file is written, lmdb reuses the pages the task frees: the environment stays as large as its state", async () => {
+    const streams = new GatedStreams();
+    const a = backend();
+    const dataFile = join(root, `b${n - 1}`, 'data.mdb');
+    const value = a.getPartitionedState(new ValueStateDescriptor<string>('payload'));
+    const rewrite = (round: number, ks = keys) => {
+      for (const k of ks) {
+        a.setCurrentKey(k);
+        value.update(`${round}:${'v'.repeat(2000)}`);
+      }
+      a.flush();
+    };
+    rewrite(0);
+    await a.snapshotKeyGroups(1, streams, 'op');
+    rewrite(1, keys.slice(0, 40));
+    streams.hold((name) => name === 'op-2');
+    const second = a.snapshotKeyGroups(2, streams, 'op');
+    await vi.waitFor(() => expect(streams.waiting).toBe(true));
+    const before = statSync(dataFile).size;
+    // 30 rounds of 400 values of 2 KB: 24 MB written over a state of under 1 MB.
+    for (let round = 2; round < 32; round++) rewrite(round);
+    expect(statSync(dataFile).size - before).toBeLessThan(4 * 1024 * 1024);
+    streams.release();
+    expect((await second).incremental).toBe(true);
   });
 });
