@@ -119,19 +119,27 @@ function writtenBy(sizes: ReadonlyMap<string, number>, id: number): { checkpoint
 const figures: Record<string, unknown> = { runs: RUNS };
 const lines: string[] = [];
 
+/** The job's sources' records so far, per throughput sample (GET /jobs/:id/throughput). */
+async function sourceCounts(client: RestClient, graph: JobGraph, jobId: string): Promise<{ atMs: number; n: number }[]> {
+  const sources = graph.vertices.filter((v) => !graph.edges.some((e) => e.target === v.id)).map((v) => v.id);
+  const { samples } = await client.getJobThroughput(jobId);
+  return samples.map((s) => ({ atMs: s.atMs, n: sources.reduce((n, id) => n + (s.vertices[id]?.recordsIn || s.vertices[id]?.recordsOut || 0), 0) }));
+}
+
+/** Events/s between two samples (NaN when there are not two in order). */
+const rateBetween = (from: { atMs: number; n: number } | undefined, to: { atMs: number; n: number } | undefined): number =>
+  from === undefined || to === undefined || to.atMs <= from.atMs ? NaN : ((to.n - from.n) * 1000) / (to.atMs - from.atMs);
+
 /**
  * Events/s of the job's sources over the middle of the run: between the first throughput sample whose
  * count is past 10 % of `events` and the last one before 90 % (NaN when the series has no two such samples).
  */
 async function steadyRate(client: RestClient, graph: JobGraph, run: JobRun, events: number): Promise<number> {
-  const sources = graph.vertices.filter((v) => !graph.edges.some((e) => e.target === v.id)).map((v) => v.id);
-  const { samples } = await client.getJobThroughput(run.jobId);
-  const countOf = (s: (typeof samples)[number]): number => sources.reduce((n, id) => n + (s.vertices[id]?.recordsIn || s.vertices[id]?.recordsOut || 0), 0);
-  const counted = samples.map((s) => ({ atMs: s.atMs, n: countOf(s) }));
-  const from = counted.find((s) => s.n >= 0.1 * events);
-  const to = counted.findLast((s) => s.n <= 0.9 * events);
-  if (from === undefined || to === undefined || to.atMs <= from.atMs) return NaN;
-  return ((to.n - from.n) * 1000) / (to.atMs - from.atMs);
+  const counted = await sourceCounts(client, graph, run.jobId);
+  return rateBetween(
+    counted.find((s) => s.n >= 0.1 * events),
+    counted.findLast((s) => s.n <= 0.9 * events),
+  );
 }
 
 async function overhead(): Promise<void> {
@@ -250,6 +258,13 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
       `${STATE_CHECKPOINTS} checkpoints with ${megabytes} MB of state`,
       (keys / STATE_RATE) * 1000 + STATE_CHECKPOINTS * 60_000,
     );
+    // The rate the sources held while those checkpoints ran (a job that fell behind would flatter them).
+    const windowFrom = measured[0]!.atMs - measured[0]!.durationMs;
+    const counts = await sourceCounts(client, graph, jobId);
+    const windowRate = rateBetween(
+      counts.find((c) => c.atMs >= windowFrom),
+      counts.findLast((c) => c.atMs <= measured.at(-1)!.atMs),
+    );
     // Where the checkpoints went, as GET /jobs/:id/checkpoints says: on S3 for an S3 run.
     const pointer = (await client.getJobCheckpoints(jobId)).latest.completed?.external_path ?? '';
     const onStorage = storage === 's3' ? pointer.startsWith('s3://') : pointer.startsWith('/') || pointer.startsWith('file://');
@@ -297,10 +312,12 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
       keys,
       stateMiB,
       durationsMs: durations,
+      durationsInOrderMs: measured.map((c) => c.durationMs),
       incremental: backend === 'lmdb' ? { enabled: STATE_INCREMENTAL, fullEvery: STATE_FULL_EVERY } : undefined,
       checkpointIds: measured.map((c) => c.checkpointId),
       writtenMiB: written.map((w) => mib(w.checkpoint)),
       materializedMiB,
+      sourceRate: Math.round(windowRate),
       p50: percentile(durations, 50),
       p99: percentile(durations, 99),
       max: durations.at(-1),
@@ -309,7 +326,7 @@ async function stateRun(backend: string, megabytes: number, storage: 'file' | 's
     };
     (figures['state'] as Record<string, unknown>)[key] = result;
     lines.push(
-      `  ${backend} on ${storage === 's3' ? 'S3 (s3rver)' : 'local files'}, ${stateMiB} MiB keyed state at ${STATE_RATE / 1000} k events/s: checkpoint p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (${durations.length} checkpoints)`,
+      `  ${backend} on ${storage === 's3' ? 'S3 (s3rver)' : 'local files'}, ${stateMiB} MiB keyed state at ${STATE_RATE / 1000} k events/s (the sources held ${Number.isNaN(windowRate) ? 'an unsampled rate' : `${round(windowRate / 1000, 1)} k/s`} meanwhile): checkpoint p50 ${result.p50} ms, p99 ${result.p99} ms, max ${result.max} ms (${durations.length} checkpoints)`,
       `      written per checkpoint (shared files, MiB): p50 ${percentile(writtenMiB, 50)}, max ${writtenMiB.at(-1)}; materializations in the background: ${materializedMiB.join(', ') || 'none'}`,
       `      kill -9 of the TaskExecutor → every task running again (state restored) ${result.recovery.runningAgainMs} ms; next checkpoint complete ${result.recovery.nextCheckpointMs} ms`,
       ...(restartsBefore > 0
