@@ -64,8 +64,11 @@ export class FsStateFileStore implements StateFileStore {
         }
       },
       abort: async () => {
-        await closeFile().catch(() => undefined);
-        await rm(temporary, { force: true });
+        try {
+          await closeFile();
+        } finally {
+          await rm(temporary, { force: true });
+        }
       },
     };
   }
