@@ -32,7 +32,7 @@ const commonJsGlobals = { require: 'readonly', module: 'writable', exports: 'wri
 
 export default defineConfig(
   {
-    ignores: ['node_modules/', 'dist/', '.dist-build-*/', 'test/.tmp/', 'bench/out/', 'cdk/cdk.out/', '**/*.d.ts', 'test/fixtures/jobs/broken.ts'],
+    ignores: ['node_modules/', 'dist/', '.floe/', '.dist-build-*/', 'test/.tmp/', 'bench/out/', 'cdk/cdk.out/', '**/*.d.ts', 'test/fixtures/jobs/broken.ts'],
   },
   js.configs.recommended,
   tseslint.configs.recommended,
